@@ -1,0 +1,1 @@
+//! ingest (being written)

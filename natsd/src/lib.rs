@@ -1,0 +1,1 @@
+//! natsd (being written)

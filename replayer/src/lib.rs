@@ -1,0 +1,1 @@
+//! replayer (being written)

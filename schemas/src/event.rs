@@ -1,0 +1,299 @@
+//! The event catalogue: everything a table's devices announce, deal, bet, decide and pay,
+//! plus jackpot, pit and finance events. One `Event` is one NATS message and one ledger
+//! record.
+//!
+//! Wire stability: the bincode form encodes enum variants by their position, so new
+//! variants and new fields are only ever appended, and a change of meaning takes a new
+//! wire version (`Event::v`). See schemas/README.md.
+
+use crate::card::Card;
+use crate::config::{BetKind, PayLine, TableConfig};
+use crate::ids::{BoxNo, DeviceId, Hash32, Money, PoolId, RoundId, Seq, StaffId, TableId};
+use bincode::{Decode, Encode};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The wire version this crate writes and reads.
+pub const WIRE_VERSION: u8 = 1;
+
+/// One event as a device publishes it. Field order is the bincode order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Encode, Decode, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Event {
+    /// Wire version, always `WIRE_VERSION` (1). First, so a reader can tell versions apart.
+    pub v: u8,
+    /// The chain this event belongs to (normally the table).
+    pub table: TableId,
+    /// The device that produced it.
+    pub device: DeviceId,
+    /// Position in the table's chain, from 1, no gaps.
+    pub seq: Seq,
+    /// Hash of the previous event of this chain (`Hash32::ZERO` for seq 1).
+    pub prev: Hash32,
+    /// Device clock, UTC nanoseconds since the Unix epoch. Never used to order events
+    /// across tables: the House's order is the order of arrival at the central log.
+    pub occurred_at_ns: i64,
+    /// The round of play the event belongs to; `None` for table and finance events.
+    #[serde(default)]
+    pub round: Option<RoundId>,
+    pub body: EventBody,
+}
+
+/// Where a dealt card went.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Encode, Decode, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum CardTarget {
+    /// The burnt card, discarded before the deal (CSP6 §1.4, §3.10).
+    Burn,
+    /// A betting box.
+    Box(BoxNo),
+    /// The dealer's hand.
+    Dealer,
+}
+
+/// The dealer's announcements (CSP6 §1.16, §3.2, §3.9; SSP4 §3.12 "No hand").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Encode, Decode, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Announcement {
+    /// "Place your Bets, please": the round of play begins.
+    PlaceYourBets,
+    /// "No more Bets": bets are closed; they settle as they stand now (§5.21).
+    NoMoreBets,
+    /// The dealer does not qualify (SSP4 §3.12).
+    NoHand,
+    /// The result as announced, free text ("Dealer has a pair of Kings").
+    Result { text: String },
+    /// The round is declared void.
+    Void,
+}
+
+/// A stake: chips (money) for every bet except SSP4 jackpot wagers, which are credits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Encode, Decode, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Stake {
+    Chips(Money),
+    Credits(u32),
+}
+
+/// What a player decided for a box after seeing (or not seeing) the cards.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Encode, Decode, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Choice {
+    /// Places the BET (CSP6/MLP3/SSP4) or Play (CS51/TCP3) and stays in.
+    Play,
+    Fold,
+    /// Walked away with a decision pending: a Fold (CSP6 §5.5).
+    WalkAway,
+    /// Refused to reveal the hand: a Fold in MLP3 §4.3.
+    RefuseToReveal,
+}
+
+/// A player's option after a dealing error (CSP6 §5.10).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Encode, Decode, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum PlayerOption {
+    /// §5.10.1 continue with the hand as dealt.
+    Continue,
+    /// §5.10.2 continue with the reconstructed hand.
+    ContinueReconstructed,
+    /// §5.10.3 bets returned, hand invalidated.
+    ReturnBets,
+}
+
+/// A decision by a pit employee, recorded with who made it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Encode, Decode, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Ruling {
+    /// An irregularity noticed on the floor, citing the clause (e.g. "CSP6 5.9").
+    IrregularityDeclared { clause: String, note: String },
+    /// The round is void (CSP6 §5.8, §5.9, §5.17, §5.7.2; SSP4 §5.1-5.5).
+    VoidRound { clause: String, reason: String },
+    /// A player's choice of option after a dealing error (§5.10).
+    PlayerOption { box_no: BoxNo, option: PlayerOption },
+    /// Simultaneously drawn cards: which is received first (CSP6 §5.14).
+    CardOrder { cards: Vec<Card> },
+    /// Whether a player examined an additional hand intentionally (CSP6 §5.19).
+    ExaminationIntent {
+        player_box: BoxNo,
+        hand_box: BoxNo,
+        intentional: bool,
+    },
+    /// Reconstruction allowed or refused (§5.8.6, §5.9: the House's discretion).
+    Reconstruction { allowed: bool, note: String },
+    /// Shift manager's resolution of a case the rules do not cover (CSP6 §5.24).
+    ShiftManager { decision: String },
+}
+
+/// Finance events for the table's drop, fills and credits, per shift.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Encode, Decode, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Finance {
+    /// Cash exchanged for chips at the table (goes to the drop box).
+    CashBuyIn { amount: Money },
+    /// Chips issued against a marker (credit instrument), with its number.
+    Marker { amount: Money, marker_no: String },
+    /// Chips brought from the cage to the table.
+    Fill { amount: Money, slip_no: String },
+    /// Chips returned from the table to the cage.
+    Credit { amount: Money, slip_no: String },
+    /// A count of the chip tray: (denomination, chips) pairs and their total.
+    ChipInventory {
+        counts: Vec<ChipCount>,
+        total: Money,
+    },
+}
+
+/// One denomination in a chip count.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Encode, Decode, JsonSchema)]
+pub struct ChipCount {
+    pub denomination: Money,
+    pub chips: u32,
+}
+
+/// Everything that can happen at a table. JSON: `{"type": "card_dealt", ...fields}`.
+/// Only ever append variants (their position is their bincode tag).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Encode, Decode, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EventBody {
+    /// The table opens with its configuration (rule set, limits, pay tables, jackpot).
+    TableOpened { config: TableConfig },
+    TableClosed,
+    /// A shuffle finished. `deck_commitment` = blake3 commitment to the deck order (see
+    /// `chain::deck_commitment`), revealed later by `DeckRevealed`.
+    ShuffleCompleted {
+        #[serde(default)]
+        deck_commitment: Option<Hash32>,
+    },
+    /// The deck order and salt behind an earlier commitment (after the round).
+    DeckRevealed { order: Vec<Card>, salt: Hash32 },
+    Announced { announcement: Announcement },
+    /// A card left the shoe or shuffler. `position` counts cards in this round's deal
+    /// from 1 (the burnt card is 1 when there is one).
+    CardDealt {
+        to: CardTarget,
+        card: Card,
+        face_up: bool,
+        position: u16,
+    },
+    /// A card was seen face up when it should not have been (CSP6 §5.8.2, §5.12, §5.16).
+    CardExposed {
+        at: CardTarget,
+        card: Card,
+        /// Whether a player had already seen the cards dealt to them (§5.12 vs §5.8.2).
+        players_had_seen: bool,
+    },
+    /// The player at `player_box` looked at the hand of `hand_box` (CSP6 §3.7, §5.19).
+    HandExamined { player_box: BoxNo, hand_box: BoxNo },
+    BetPlaced {
+        box_no: BoxNo,
+        kind: BetKind,
+        stake: Stake,
+    },
+    /// The dealer refused a bet (§5.1, §5.11).
+    BetRejected {
+        box_no: BoxNo,
+        kind: BetKind,
+        stake: Stake,
+        reason: String,
+    },
+    /// A bet's stake changed from `from` to `to`.
+    BetChanged {
+        box_no: BoxNo,
+        kind: BetKind,
+        from: Stake,
+        to: Stake,
+    },
+    BetWithdrawn {
+        box_no: BoxNo,
+        kind: BetKind,
+        stake: Stake,
+    },
+    /// A player's decision for a box. For `Play` the BET/Play stake placed with it.
+    Decided {
+        box_no: BoxNo,
+        choice: Choice,
+        #[serde(default)]
+        stake: Option<Money>,
+    },
+    /// The player's hand turned face up at settlement.
+    HandRevealed { box_no: BoxNo, cards: Vec<Card> },
+    /// The dealer's hand turned face up (CSP6 §3.13).
+    DealerRevealed { cards: Vec<Card> },
+    /// What the dealer actually paid (positive), collected (negative) or returned (0) on
+    /// one line of one box: the player's net result, as EXAMPLES.md counts it.
+    PaidOut {
+        box_no: BoxNo,
+        line: PayLine,
+        net: Money,
+    },
+    /// The jackpot display's value (the amount a winner is paid, RULES-NOTES 7).
+    JackpotShown { pool: PoolId, value: Money },
+    /// The jackpot controller registered a hit for a box.
+    JackpotHit {
+        pool: PoolId,
+        box_no: BoxNo,
+        amount: Money,
+    },
+    /// The pool restarted from `value` after a 100% win.
+    JackpotReset { pool: PoolId, value: Money },
+    /// The jackpot system or a betting device stopped working (CSP6 §5.17, §5.18).
+    JackpotFault { pool: PoolId, description: String },
+    /// The jackpot system works again.
+    JackpotRestored { pool: PoolId },
+    /// SSP4 §4.3: the system-selected Magic Card of the round.
+    MagicCardSelected { card: Card },
+    /// SSP4 §4.4: the system-selected Lucky Player box.
+    LuckyPlayerSelected { box_no: BoxNo },
+    /// SSP4 §4.4.1: this table's dealer is the Lucky Dealer.
+    LuckyDealerSelected,
+    /// A pit employee's decision.
+    StaffDecision { staff: StaffId, ruling: Ruling },
+    /// A technical interruption (CSP6 §5.7), e.g. a power failure.
+    TechnicalInterruption { description: String },
+    /// Settlement is complete: the round of play ends (CSP6 §1.16).
+    RoundClosed,
+    /// A finance movement at the table.
+    Finance { entry: Finance },
+}
+
+impl EventBody {
+    /// The `type` tag of the JSON form, also used in logs and reports.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            EventBody::TableOpened { .. } => "table_opened",
+            EventBody::TableClosed => "table_closed",
+            EventBody::ShuffleCompleted { .. } => "shuffle_completed",
+            EventBody::DeckRevealed { .. } => "deck_revealed",
+            EventBody::Announced { .. } => "announced",
+            EventBody::CardDealt { .. } => "card_dealt",
+            EventBody::CardExposed { .. } => "card_exposed",
+            EventBody::HandExamined { .. } => "hand_examined",
+            EventBody::BetPlaced { .. } => "bet_placed",
+            EventBody::BetRejected { .. } => "bet_rejected",
+            EventBody::BetChanged { .. } => "bet_changed",
+            EventBody::BetWithdrawn { .. } => "bet_withdrawn",
+            EventBody::Decided { .. } => "decided",
+            EventBody::HandRevealed { .. } => "hand_revealed",
+            EventBody::DealerRevealed { .. } => "dealer_revealed",
+            EventBody::PaidOut { .. } => "paid_out",
+            EventBody::JackpotShown { .. } => "jackpot_shown",
+            EventBody::JackpotHit { .. } => "jackpot_hit",
+            EventBody::JackpotReset { .. } => "jackpot_reset",
+            EventBody::JackpotFault { .. } => "jackpot_fault",
+            EventBody::JackpotRestored { .. } => "jackpot_restored",
+            EventBody::MagicCardSelected { .. } => "magic_card_selected",
+            EventBody::LuckyPlayerSelected { .. } => "lucky_player_selected",
+            EventBody::LuckyDealerSelected => "lucky_dealer_selected",
+            EventBody::StaffDecision { .. } => "staff_decision",
+            EventBody::TechnicalInterruption { .. } => "technical_interruption",
+            EventBody::RoundClosed => "round_closed",
+            EventBody::Finance { .. } => "finance",
+        }
+    }
+}

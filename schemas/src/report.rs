@@ -1,0 +1,81 @@
+//! What the replayer reports about a round: findings citing clauses, the settlement it
+//! recomputed against what the dealer recorded, and a verdict. These cross process
+//! boundaries (CLI `--json`, API bodies, evidence bundles) and so live here.
+
+use crate::config::{PayLine, RuleSet};
+use crate::ids::{BoxNo, Money, RoundId, Seq, TableId};
+use crate::settle::Settlement;
+use serde::{Deserialize, Serialize};
+
+/// How serious a finding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    /// Worth knowing; no money or integrity at stake.
+    Info,
+    /// A rule was broken; the round may still stand.
+    Warning,
+    /// Money is wrong, the round is void, or the record cannot be trusted.
+    Critical,
+}
+
+/// One deviation from the rules, found by replaying a round. `code` is stable for ever
+/// (stored and audited): it names the rule set and clause, e.g. `CSP6-5.9-burn-card-missing`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Finding {
+    pub code: String,
+    /// Human form of the clause: "CSP6 §5.9".
+    pub clause: String,
+    pub severity: Severity,
+    /// The events involved, by sequence number.
+    pub seqs: Vec<Seq>,
+    #[serde(rename = "box", default, skip_serializing_if = "Option::is_none")]
+    pub box_no: Option<BoxNo>,
+    pub explanation: String,
+}
+
+/// Recomputed settlement vs the dealer's record, for one box and line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Dispute {
+    #[serde(rename = "box")]
+    pub box_no: BoxNo,
+    pub line: PayLine,
+    /// What the rules say the player's net result is.
+    pub expected: Money,
+    /// What the dealer recorded (0 when nothing was recorded for the line).
+    pub recorded: Money,
+    /// `recorded - expected`: positive = overpaid, negative = underpaid.
+    pub difference: Money,
+}
+
+/// The round's verdict, worst first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Settled as the rules say, no findings.
+    Clean,
+    /// Findings, but every payout matches the rules.
+    Irregular,
+    /// Recorded payouts differ from the rules.
+    Disputed,
+    /// The round is void: every bet returned.
+    Void,
+}
+
+/// The replay of one round.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RoundReport {
+    pub table: TableId,
+    pub round: RoundId,
+    pub rule_set: Option<RuleSet>,
+    pub first_seq: Seq,
+    pub last_seq: Seq,
+    pub opened_at_ns: i64,
+    pub closed_at_ns: Option<i64>,
+    pub verdict: Verdict,
+    /// The recomputed settlement; `None` when the round could not be settled (e.g. never
+    /// dealt), which is itself a finding.
+    pub settlement: Option<Settlement>,
+    pub disputes: Vec<Dispute>,
+    pub findings: Vec<Finding>,
+}

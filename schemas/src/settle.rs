@@ -1,0 +1,161 @@
+//! The rules engine's input and output: one round as it is settled, and the settlement.
+//!
+//! The JSON form of `RoundInput` is what `roundledger settle` reads and is a superset of
+//! the `round` objects of ../shared/seeds/EXAMPLES.md, so every worked example is a valid
+//! input as it stands. `Settlement` is what it prints. The replayer builds a `RoundInput`
+//! from a round's events.
+
+use crate::card::Card;
+use crate::config::{BetKind, HandClass, PayLine, RuleSet, TableConfig};
+use crate::event::Choice;
+use crate::ids::{BoxNo, Money};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// One round to settle.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RoundInput {
+    /// The rule set ("CSP6", "MLP3", "SSP4", "CS51", "TCP3").
+    pub game: RuleSet,
+    /// The table's configuration; `None` takes the rule set's defaults (pay tables from the
+    /// seed, no limits). Its `rule_set` must equal `game`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<TableConfig>,
+    /// The dealer's hand, in the order dealt.
+    pub dealer: Vec<Card>,
+    /// CS51: the house's face-up card (counts in the 5+1 Bonus). Defaults to the last
+    /// card of `dealer`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dealer_up: Option<Card>,
+    /// The progressive jackpot value shown before the round's payments.
+    #[serde(default)]
+    pub pool: Money,
+    /// The value the pool restarts from after a 100% win.
+    #[serde(default)]
+    pub reset: Money,
+    /// SSP4: the value of one jackpot credit (overrides the configuration's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credit_value: Option<Money>,
+    /// SSP4 §4.3: the system-selected Magic Card.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub magic_card: Option<Card>,
+    /// SSP4 §4.4: the system-selected Lucky Player box.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lucky_box: Option<BoxNo>,
+    /// SSP4 §4.4.1: this table's dealer is the Lucky Dealer.
+    #[serde(default)]
+    pub lucky_dealer: bool,
+    /// The round is void: every bet is returned (CSP6 §5.22, RULES-NOTES 22).
+    #[serde(default)]
+    pub void: bool,
+    /// Boxes in deal order (box 1 first).
+    pub boxes: Vec<BoxInput>,
+}
+
+/// One betting box of a round.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BoxInput {
+    #[serde(rename = "box")]
+    pub box_no: BoxNo,
+    /// The box's hand, in the order dealt.
+    pub cards: Vec<Card>,
+    /// `null` for a box that makes no decision (TCP3 Pair Plus only, §3.14).
+    #[serde(default)]
+    pub decision: Option<Choice>,
+    /// Stakes by bet kind, as they stood at "No more Bets" (and the BET/Play placed with
+    /// the decision). Minor units, except `jackpot_player` / `jackpot_dealer`: credits.
+    pub bets: BTreeMap<BetKind, i64>,
+    /// The hand was invalidated and its bets are returned, with the clause (CSP6 §5.15
+    /// wrong card count, §5.19 intentional examination, §5.10.3 player's option).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invalidated: Option<String>,
+}
+
+/// What happened to one line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Paid (net > 0).
+    Win,
+    /// Collected (net = -stake) or, for a jackpot stake that won nothing, kept as a
+    /// contribution.
+    Lose,
+    /// Stand off: neither paid nor collected (CSP6 §1.19).
+    StandOff,
+    /// Returned without a result: dealer not qualifying on the BET (§3.13), void
+    /// (§5.22), invalidated hand (§5.15), excess over the maximum (§5.1.1, §5.3.1).
+    Returned,
+}
+
+/// One line of one box's settlement, with the clause that produced it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SettlementLine {
+    pub line: PayLine,
+    /// The stake settled on this line (after §5.1.1/§5.3 adjustments), minor units.
+    pub stake: Money,
+    pub outcome: Outcome,
+    /// The player's net result on this line: paid (positive), collected (negative),
+    /// returned (0). The sum over lines is what the player gained or lost.
+    pub net: Money,
+    /// The clause that decides it, e.g. "CSP6 3.13".
+    pub clause: String,
+    /// Plain words for a surveillance officer: "dealer does not qualify; Ante 1 to 1".
+    pub explanation: String,
+}
+
+/// One box's settlement.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct BoxSettlement {
+    #[serde(rename = "box")]
+    pub box_no: BoxNo,
+    /// The hand's class, when the hand is valid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hand: Option<HandClass>,
+    pub lines: Vec<SettlementLine>,
+}
+
+/// A progressive jackpot payment, in the order paid (CSP6 §4.5.1).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct JackpotPayment {
+    #[serde(rename = "box")]
+    pub box_no: BoxNo,
+    pub hand: HandClass,
+    pub amount: Money,
+    pub pool_before: Money,
+    pub pool_after: Money,
+    pub clause: String,
+}
+
+/// The settlement of one round.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Settlement {
+    pub game: RuleSet,
+    /// The dealer's hand class and whether it qualifies (None when void).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dealer_hand: Option<HandClass>,
+    pub dealer_qualifies: bool,
+    pub boxes: Vec<BoxSettlement>,
+    pub jackpot_payments: Vec<JackpotPayment>,
+    /// Pool value shown before the round's payments.
+    pub pool_before: Money,
+    /// Pool value after this round's jackpot payments (before new contributions).
+    pub pool_after: Money,
+}
+
+impl Settlement {
+    /// Net result per box and line, lines of one kind summed: the shape of EXAMPLES.md's
+    /// `net` objects and of the dealer's `PaidOut` records.
+    pub fn net(&self) -> BTreeMap<BoxNo, BTreeMap<PayLine, Money>> {
+        let mut out: BTreeMap<BoxNo, BTreeMap<PayLine, Money>> = BTreeMap::new();
+        for b in &self.boxes {
+            let lines = out.entry(b.box_no).or_default();
+            for l in &b.lines {
+                *lines.entry(l.line).or_default() = lines.get(&l.line).copied().unwrap_or_default() + l.net;
+            }
+        }
+        out
+    }
+}
