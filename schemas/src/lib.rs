@@ -18,6 +18,7 @@ pub mod event;
 pub mod ids;
 pub mod report;
 pub mod settle;
+pub mod subjects;
 
 pub use card::{Card, Rank, Suit};
 pub use chain::{event_hash, ChainError, ChainHead, GENESIS};

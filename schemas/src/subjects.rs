@@ -1,0 +1,51 @@
+//! NATS names, defined once: the stream, the subject of each table's events, the subject
+//! of each table's durable head, and the message id used for JetStream de-duplication.
+
+use crate::ids::{Seq, TableId};
+
+/// The JetStream stream that holds every table's events.
+pub const STREAM: &str = "TABLES";
+/// The stream's subjects: one per table.
+pub const EVENTS_WILDCARD: &str = "tables.*.events";
+/// The ingest service's durable pull consumer.
+pub const INGEST_CONSUMER: &str = "ingest";
+
+/// `tables.<table>.events`: where a table's devices publish.
+pub fn events_subject(table: &TableId) -> String {
+    format!("tables.{table}.events")
+}
+
+/// `ledger.<table>.head`: where ingest publishes the table's durable chain head after
+/// each flush (JSON `ChainHead`), so a device can trim its outbox.
+pub fn head_subject(table: &TableId) -> String {
+    format!("ledger.{table}.head")
+}
+
+/// `Nats-Msg-Id` of an event: `<table>:<seq>`, so JetStream drops a republished event
+/// within its duplicate window (the ledger recognises duplicates for ever regardless).
+pub fn msg_id(table: &TableId, seq: Seq) -> String {
+    format!("{table}:{}", seq.0)
+}
+
+/// The `<table>` token of an events subject, if the subject has the expected shape.
+pub fn table_of_subject(subject: &str) -> Option<&str> {
+    let rest = subject.strip_prefix("tables.")?;
+    let table = rest.strip_suffix(".events")?;
+    (!table.is_empty() && !table.contains('.')).then_some(table)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subjects_round_trip() {
+        let t = TableId::new("CSP-07").unwrap();
+        assert_eq!(events_subject(&t), "tables.CSP-07.events");
+        assert_eq!(table_of_subject(&events_subject(&t)), Some("CSP-07"));
+        assert_eq!(table_of_subject("tables.a.b.events"), None);
+        assert_eq!(table_of_subject("tables..events"), None);
+        assert_eq!(msg_id(&t, Seq(42)), "CSP-07:42");
+        assert_eq!(head_subject(&t), "ledger.CSP-07.head");
+    }
+}
