@@ -2,9 +2,9 @@
 //! plus jackpot, pit and finance events. One `Event` is one NATS message and one ledger
 //! record.
 //!
-//! Wire stability: the bincode form encodes enum variants by their position, so new
-//! variants and new fields are only ever appended, and a change of meaning takes a new
-//! wire version (`Event::v`). See schemas/README.md.
+//! Wire stability: the bincode form encodes enum variants and fields by position, so new
+//! variants are only ever appended, existing variants never change their fields, and a
+//! change of meaning takes a new wire version (`Event::v`). See schemas/README.md.
 
 use crate::card::Card;
 use crate::config::{BetKind, PayLine, TableConfig};

@@ -6,7 +6,7 @@
 //!   (`chain`); the spec and test vectors are in schemas/README.md and `tests/vectors`.
 //! - Money is integer minor units (`Money`), time is UTC nanoseconds (`*_ns: i64`).
 //! - Decoding never panics, whatever the bytes (`codec::decode`).
-//! - The bincode form only ever grows by appending variants and fields.
+//! - The bincode form only ever grows by appending variants (schemas/README.md §4).
 //!
 //! This crate does no I/O.
 
