@@ -1,1 +1,94 @@
-fn main() {}
+//! `roundledger`: the one command line of roundledger. This file only parses arguments,
+//! sets up logging and calls the libraries (mini-redis style); each subcommand lives in its
+//! own module.
+//!
+//! Exit codes (documented in `--help`): 0 clean, 1 findings or disputes (audit, verify,
+//! replay), 2 error.
+
+mod audit;
+mod demo;
+mod export;
+mod replay;
+mod serve;
+mod settle;
+mod simulate;
+mod source;
+mod verify;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+const AFTER_HELP: &str = "\
+Exit codes: 0 clean, 1 findings, disputes or verification failures, 2 error.
+
+The ledger directory is a sled database that one process owns at a time: `serve` holds it
+open while it runs. The commands that read a ledger (replay, verify, audit, export) open a
+directory no server holds, or read an export file (--export).";
+
+/// roundledger: the tamper-evident record of every round played at casino poker tables.
+#[derive(Parser)]
+#[command(name = "roundledger", version, after_help = AFTER_HELP)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the server: ingest from NATS JetStream into the ledger (owns the ledger directory).
+    Serve(serve::Args),
+    /// Simulate tables: play rounds of the five games and publish them over NATS.
+    Simulate(simulate::Args),
+    /// Replay one round: timeline, settlement (expected vs recorded), findings.
+    Replay(replay::Args),
+    /// Verify every table's hash chain and name the first bad position per table.
+    Verify(verify::Args),
+    /// Replay a table, a time range or the whole ledger; list disputes and findings.
+    Audit(audit::Args),
+    /// Export a table or round range to a file that verifies without the ledger.
+    Export(export::Args),
+    /// Settle one round described as JSON (pay calculator): JSON in, JSON out.
+    Settle(settle::Args),
+    /// The demo: a local nats-server, simulated tables, the ledger, then an audit.
+    Demo(demo::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing();
+    let result = match cli.command {
+        Command::Serve(a) => serve::run(a),
+        Command::Simulate(a) => simulate::run(a),
+        Command::Replay(a) => replay::run(a),
+        Command::Verify(a) => verify::run(a),
+        Command::Audit(a) => audit::run(a),
+        Command::Export(a) => export::run(a),
+        Command::Settle(a) => settle::run(a),
+        Command::Demo(a) => demo::run(a),
+    };
+    match result {
+        Ok(Outcome::Clean) => ExitCode::SUCCESS,
+        Ok(Outcome::Findings) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// What a successful command found; errors are the `Err` of `anyhow::Result`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Clean,
+    Findings,
+}
+
+fn init_tracing() {
+    use tracing_subscriber::EnvFilter;
+    let filter =
+        EnvFilter::try_from_env("ROUNDLEDGER_LOG").unwrap_or_else(|_| EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}

@@ -1,0 +1,232 @@
+//! `roundledger audit`: replays a table, a time range or the whole ledger and reports the
+//! rounds whose recorded payouts differ from the rules (disputes) and every finding, with
+//! a summary by finding code. Exit 0 when clean, 1 when anything was found, 2 on error.
+
+use crate::source::{Source, SourceArgs};
+use crate::Outcome;
+use anyhow::{Context, Result};
+use schemas::report::{Dispute, RoundReport, Verdict};
+use schemas::{RoundId, TableId};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    source: SourceArgs,
+    #[command(flatten)]
+    filter: Filter,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    json: bool,
+    /// No progress bar.
+    #[arg(long)]
+    quiet: bool,
+}
+
+/// Which rounds to audit.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct Filter {
+    /// Only this table (repeat for several).
+    #[arg(long)]
+    pub table: Vec<String>,
+    /// Only rounds opened at or after this time (UTC nanoseconds, device time).
+    #[arg(long)]
+    pub from: Option<i64>,
+    /// Only rounds opened before this time (UTC nanoseconds, device time).
+    #[arg(long)]
+    pub to: Option<i64>,
+}
+
+impl Filter {
+    fn wants_table(&self, t: &TableId) -> bool {
+        self.table.is_empty() || self.table.iter().any(|x| x == t.as_str())
+    }
+    fn wants_round(&self, r: &RoundReport) -> bool {
+        self.from.is_none_or(|f| r.opened_at_ns >= f) && self.to.is_none_or(|t| r.opened_at_ns < t)
+    }
+}
+
+/// One disputed round.
+#[derive(Debug, Clone, Serialize)]
+pub struct DisputedRound {
+    pub table: TableId,
+    pub round: RoundId,
+    pub verdict: Verdict,
+    pub disputes: Vec<Dispute>,
+}
+
+/// What an audit found.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct AuditSummary {
+    pub tables: u64,
+    pub rounds: u64,
+    pub events: u64,
+    pub verdicts: BTreeMap<Verdict, u64>,
+    pub findings_by_code: BTreeMap<String, u64>,
+    pub disputed_rounds: Vec<DisputedRound>,
+    /// Rounds with findings but no dispute: (table, round, codes).
+    pub irregular_rounds: Vec<(TableId, RoundId, Vec<String>)>,
+    /// Sum of `recorded - expected` over all disputes: what the house overpaid (positive)
+    /// or underpaid (negative), minor units.
+    pub net_difference: i64,
+}
+
+impl AuditSummary {
+    pub fn clean(&self) -> bool {
+        self.disputed_rounds.is_empty() && self.findings_by_code.is_empty()
+    }
+
+    fn add(&mut self, r: &RoundReport) {
+        self.rounds += 1;
+        *self.verdicts.entry(r.verdict).or_default() += 1;
+        for f in &r.findings {
+            *self.findings_by_code.entry(f.code.clone()).or_default() += 1;
+        }
+        if !r.disputes.is_empty() {
+            self.net_difference += r.disputes.iter().map(|d| d.difference.0).sum::<i64>();
+            self.disputed_rounds.push(DisputedRound {
+                table: r.table.clone(),
+                round: r.round,
+                verdict: r.verdict,
+                disputes: r.disputes.clone(),
+            });
+        } else if !r.findings.is_empty() {
+            let codes = r.findings.iter().map(|f| f.code.clone()).collect();
+            self.irregular_rounds
+                .push((r.table.clone(), r.round, codes));
+        }
+    }
+}
+
+/// Replays every wanted table of `source` and summarises the wanted rounds. `progress`
+/// is called with the number of events read so far.
+pub fn audit(
+    source: &Source,
+    filter: &Filter,
+    progress: &mut dyn FnMut(u64),
+) -> Result<AuditSummary> {
+    let mut summary = AuditSummary::default();
+    for table in source.tables()? {
+        if !filter.wants_table(&table) {
+            continue;
+        }
+        summary.tables += 1;
+        let mut replayer = replayer::TableReplayer::new(table.clone());
+        let add = |reports: Vec<RoundReport>, s: &mut AuditSummary| {
+            for r in reports.iter().filter(|r| filter.wants_round(r)) {
+                s.add(r);
+            }
+        };
+        source.visit(&table, &mut |seq, bytes| {
+            let (event, _) = schemas::codec::decode(bytes).with_context(|| {
+                format!("table {table} seq {}: stored event does not decode", seq.0)
+            })?;
+            summary.events += 1;
+            if summary.events % 4096 == 0 {
+                progress(summary.events);
+            }
+            let reports = replayer.push(seq, &event);
+            add(reports, &mut summary);
+            Ok(())
+        })?;
+        add(replayer.finish(), &mut summary);
+    }
+    progress(summary.events);
+    Ok(summary)
+}
+
+pub fn run(args: Args) -> Result<Outcome> {
+    let source = Source::open(&args.source)?;
+    let bar = crate::replay::progress_bar(args.quiet || args.json);
+    let summary = audit(&source, &args.filter, &mut |n| bar.set_position(n))?;
+    bar.finish_and_clear();
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&summary)?);
+    } else {
+        print!("{}", render(&summary));
+    }
+    Ok(if summary.clean() {
+        Outcome::Clean
+    } else {
+        Outcome::Findings
+    })
+}
+
+/// The human form of a summary.
+pub fn render(s: &AuditSummary) -> String {
+    use std::fmt::Write;
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "audit: {} tables, {} rounds, {} events",
+        s.tables, s.rounds, s.events
+    );
+    let verdicts: Vec<String> = s
+        .verdicts
+        .iter()
+        .map(|(v, n)| format!("{} {n}", verdict_name(*v)))
+        .collect();
+    let _ = writeln!(o, "verdicts: {}", verdicts.join(", "));
+    if s.findings_by_code.is_empty() {
+        let _ = writeln!(o, "findings: none");
+    } else {
+        let _ = writeln!(o, "findings by code:");
+        for (code, n) in &s.findings_by_code {
+            let clause = schemas::findings::by_code(code)
+                .map(|r| r.clause_text())
+                .unwrap_or_default();
+            let _ = writeln!(o, "  {code:<48} {n:>6}  {clause}");
+        }
+    }
+    if s.disputed_rounds.is_empty() {
+        let _ = writeln!(o, "disputes: none");
+    } else {
+        let n: usize = s.disputed_rounds.iter().map(|r| r.disputes.len()).sum();
+        let _ = writeln!(
+            o,
+            "disputes: {n} lines in {} rounds; recorded minus rules = {}",
+            s.disputed_rounds.len(),
+            schemas::Money(s.net_difference)
+        );
+        let _ = writeln!(
+            o,
+            "  {:<10} {:>6} {:>4}  {:<15} {:>12} {:>12} {:>12}",
+            "table", "round", "box", "line", "expected", "recorded", "difference"
+        );
+        for r in &s.disputed_rounds {
+            for d in &r.disputes {
+                let _ = writeln!(
+                    o,
+                    "  {:<10} {:>6} {:>4}  {:<15} {:>12} {:>12} {:>12}",
+                    r.table.as_str(),
+                    r.round.0,
+                    d.box_no.0,
+                    d.line.name(),
+                    d.expected.to_string(),
+                    d.recorded.to_string(),
+                    signed(d.difference)
+                );
+            }
+        }
+    }
+    o
+}
+
+/// `+12.50`, `-3.00`, `0.00`: money with its sign, for differences.
+pub fn signed(m: schemas::Money) -> String {
+    if m.0 > 0 {
+        format!("+{m}")
+    } else {
+        m.to_string()
+    }
+}
+
+pub fn verdict_name(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Clean => "clean",
+        Verdict::Irregular => "irregular",
+        Verdict::Disputed => "disputed",
+        Verdict::Void => "void",
+    }
+}

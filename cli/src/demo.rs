@@ -1,0 +1,213 @@
+//! `roundledger demo`: the whole path once, on this machine. Starts a local
+//! `nats-server -js` on a free loopback port with a temporary store, runs the server
+//! (ingest into a fresh ledger) and a floor of simulated tables of all five games with
+//! injected dealer payout errors and irregularities, waits until every published event is
+//! durable, verifies every chain and prints the audit. Cleans up its processes and
+//! temporary files (unless `--keep DIR`).
+
+use crate::audit::{self, render, Filter};
+use crate::simulate::FloorArgs;
+use crate::source::Source;
+use crate::Outcome;
+use anyhow::{Context, Result};
+use schemas::{Seq, TableId};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Longest wait for ingest to make every published event durable.
+const DRAIN_WAIT: Duration = Duration::from_secs(300);
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    floor: FloorArgs,
+    /// Keep the ledger in this directory (it must not exist yet) instead of a temporary one,
+    /// to replay or audit it afterwards.
+    #[arg(long)]
+    keep: Option<PathBuf>,
+}
+
+pub fn run(mut args: Args) -> Result<Outcome> {
+    // The demo's own defaults: a few thousand rounds, some irregularities to find.
+    if args.floor.irregularities == 0.0 && std::env::var_os("ROUNDLEDGER_DEMO_CLEAN").is_none() {
+        args.floor.irregularities = 0.004;
+    }
+    let started = Instant::now();
+    let nats = natsd::NatsServer::start()
+        .context("starting nats-server (scripts/setup.sh installs it)")?;
+    println!("nats-server with JetStream on {}", nats.url());
+
+    let tmp = tempfile::tempdir().context("creating a temporary directory")?;
+    let dir = match &args.keep {
+        Some(d) => {
+            anyhow::ensure!(!d.exists(), "--keep {}: already exists", d.display());
+            d.clone()
+        }
+        None => tmp.path().join("ledger"),
+    };
+    let ledger = Arc::new(
+        ledger::Ledger::open(&dir)
+            .with_context(|| format!("opening the ledger at {}", dir.display()))?,
+    );
+    let floor = args.floor.floor()?;
+    println!(
+        "floor: {} tables ({}), {} rounds each, seed {}",
+        floor.tables.len(),
+        games(&floor),
+        args.floor.rounds,
+        args.floor.seed
+    );
+
+    let rt = crate::serve::runtime()?;
+    let (published, ingest_report) = rt.block_on(async {
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let ingest = tokio::spawn(ingest::run(
+            ingest::IngestConfig::new(nats.url()),
+            ledger.clone(),
+            async move {
+                let _ = stop_rx.await;
+            },
+        ));
+        let published = simulator::publish_floor(
+            &nats.url(),
+            floor.tables,
+            args.floor.rounds,
+            args.floor.rate,
+            simulator::PublishOptions::default(),
+        )
+        .await
+        .context("publishing the simulated floor");
+        let published = match published {
+            Ok(p) => p,
+            Err(e) => {
+                let _ = stop_tx.send(());
+                let _ = ingest.await;
+                return Err(e);
+            }
+        };
+        let drained = wait_until_durable(&ledger, &published).await;
+        let _ = stop_tx.send(());
+        let report = ingest.await.context("ingest task")?.context("ingest")?;
+        drained?;
+        Ok::<_, anyhow::Error>((published, report))
+    })?;
+    println!(
+        "published {} events of {} rounds; ingest stored {} in {} batches ({} duplicates, {} quarantined) in {:.1?}",
+        published.events.len(),
+        published.rounds,
+        ingest_report.stored,
+        ingest_report.batches,
+        ingest_report.duplicates,
+        ingest_report.quarantined,
+        started.elapsed()
+    );
+
+    // Exactly the published events, each once, with the published hashes.
+    let mut missing = 0u64;
+    for p in &published.events {
+        match ledger.events(&p.table, p.seq.0..=p.seq.0).next() {
+            Some(Ok(s)) if s.hash == p.hash => {}
+            _ => missing += 1,
+        }
+    }
+    anyhow::ensure!(
+        missing == 0,
+        "{missing} published events are not in the ledger as published"
+    );
+
+    let verify = ledger.verify().context("verifying the ledger")?;
+    anyhow::ensure!(verify.is_ok(), "chain verification failed: {verify:?}");
+    println!(
+        "chains verified: {} tables, every hash recomputed from genesis",
+        verify.tables.len()
+    );
+
+    let ledger = Arc::try_unwrap(ledger).map_err(|_| anyhow::anyhow!("ledger still shared"))?;
+    let source = Source::Ledger(ledger);
+    let summary = audit::audit(&source, &Filter::default(), &mut |_| {})?;
+    println!();
+    print!("{}", render(&summary));
+
+    // Did the audit flag every round the simulator injected a fault into?
+    let injected: BTreeSet<(TableId, u64)> = published
+        .faults
+        .iter()
+        .map(|(t, f)| (t.clone(), f.round().0))
+        .collect();
+    let flagged: BTreeSet<(TableId, u64)> = summary
+        .disputed_rounds
+        .iter()
+        .map(|d| (d.table.clone(), d.round.0))
+        .chain(
+            summary
+                .irregular_rounds
+                .iter()
+                .map(|(t, r, _)| (t.clone(), r.0)),
+        )
+        .collect();
+    let not_flagged = injected.difference(&flagged).count();
+    let unexpected = flagged.difference(&injected).count();
+    println!(
+        "\ninjected faults: {} in {} rounds; rounds flagged by the audit: {}; injected but not flagged: {}; flagged but not injected: {}",
+        published.faults.len(),
+        injected.len(),
+        flagged.len(),
+        not_flagged,
+        unexpected
+    );
+    if let Some(k) = &args.keep {
+        println!(
+            "ledger kept in {} (try: roundledger audit --ledger {})",
+            k.display(),
+            k.display()
+        );
+    }
+    println!("demo finished in {:.1?}", started.elapsed());
+    drop(nats);
+    Ok(if not_flagged == 0 && unexpected == 0 {
+        Outcome::Clean
+    } else {
+        Outcome::Findings
+    })
+}
+
+fn games(floor: &simulator::Floor) -> String {
+    let mut n: BTreeMap<&str, usize> = BTreeMap::new();
+    for t in &floor.tables {
+        *n.entry(t.config().rule_set.code()).or_default() += 1;
+    }
+    n.iter()
+        .map(|(g, c)| format!("{c} {g}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Waits until the ledger's head of every published table reaches its last published seq.
+async fn wait_until_durable(
+    ledger: &ledger::Ledger,
+    published: &simulator::PublishReport,
+) -> Result<()> {
+    let mut last: BTreeMap<TableId, Seq> = BTreeMap::new();
+    for p in &published.events {
+        let e = last.entry(p.table.clone()).or_insert(p.seq);
+        *e = (*e).max(p.seq);
+    }
+    let deadline = Instant::now() + DRAIN_WAIT;
+    loop {
+        let behind: Vec<&TableId> = last
+            .iter()
+            .filter(|(t, s)| ledger.head(t).is_none_or(|h| h.seq < **s))
+            .map(|(t, _)| t)
+            .collect();
+        if behind.is_empty() {
+            return Ok(());
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "ingest did not catch up within {DRAIN_WAIT:?}; behind: {behind:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

@@ -1,0 +1,111 @@
+//! `roundledger serve`: the server process. It alone opens the ledger directory (sled
+//! locks it) and runs ingest (NATS JetStream -> ledger) until Ctrl-C or SIGTERM, then shuts
+//! down cleanly: the batch in flight is appended, flushed and acknowledged first.
+
+use crate::Outcome;
+use anyhow::{Context, Result};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The ledger directory (created if missing). No other process may hold it open.
+    #[arg(long)]
+    ledger: PathBuf,
+    /// NATS server URL.
+    #[arg(long, default_value = "nats://127.0.0.1:4222")]
+    nats: String,
+    /// Most messages appended and flushed as one batch.
+    #[arg(long, default_value_t = 512)]
+    batch: usize,
+    /// Address of the HTTP API (health, chain heads).
+    #[arg(long, default_value = "127.0.0.1:8640")]
+    http: std::net::SocketAddr,
+}
+
+/// The tokio runtime of the async commands: two workers, the size of the machine this runs
+/// on; sled work goes to ingest's own writer thread, not these.
+pub fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+}
+
+pub fn run(args: Args) -> Result<Outcome> {
+    let ledger = Arc::new(
+        ledger::Ledger::open(&args.ledger)
+            .with_context(|| format!("opening the ledger at {}", args.ledger.display()))?,
+    );
+    let mut config = ingest::IngestConfig::new(&args.nats);
+    config.batch_len_max = args.batch;
+    config.ack_pending_max = config
+        .ack_pending_max
+        .max(((config.writer_queue_len + 2) * args.batch) as i64);
+    let rt = runtime()?;
+    eprintln!(
+        "roundledger serve: ledger {} , NATS {} (Ctrl-C stops cleanly)",
+        args.ledger.display(),
+        args.nats
+    );
+    let report = rt.block_on(async {
+        // One signal stops both tasks: ingest finishes its batch in flight first.
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let stopped = move || {
+            let mut rx = stop_rx.clone();
+            async move {
+                let _ = rx.wait_for(|s| *s).await;
+            }
+        };
+        let http = tokio::spawn(api::run(
+            args.http,
+            ledger.clone(),
+            |a| eprintln!("HTTP API on http://{a}/v1/tables"),
+            stopped(),
+        ));
+        let mut ingest = tokio::spawn(ingest::run(config, ledger.clone(), stopped()));
+        let early = tokio::select! {
+            _ = shutdown_signal() => None,
+            r = &mut ingest => Some(r),
+        };
+        eprintln!("stopping: finishing the batch in flight");
+        let _ = stop_tx.send(true);
+        let report = match early {
+            Some(r) => r,
+            None => ingest.await,
+        }
+        .context("ingest task")?
+        .context("ingest stopped")?;
+        http.await.context("HTTP task")?.context("HTTP API")?;
+        Ok::<_, anyhow::Error>(report)
+    })?;
+    ledger.flush().context("final flush")?;
+    eprintln!(
+        "stopped: {} batches, {} events stored, {} duplicates, {} held, {} quarantined",
+        report.batches, report.stored, report.duplicates, report.held, report.quarantined
+    );
+    Ok(Outcome::Clean)
+}
+
+/// Completes on Ctrl-C or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+}

@@ -1,0 +1,147 @@
+//! The `roundledger` binary end to end: the demo against a real nats-server, then every
+//! read command on the ledger it kept, and the pay calculator on EXAMPLES.md.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn roundledger(args: &[&str]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_roundledger"))
+        .args(args)
+        .output()
+        .expect("running roundledger");
+    eprintln!(
+        "$ roundledger {}\n--- stdout\n{}--- stderr\n{}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn examples() -> Vec<serde_json::Value> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/seeds/EXAMPLES.md");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.split("```json")
+        .skip(1)
+        .map(|chunk| serde_json::from_str(chunk.split("```").next().unwrap().trim()).unwrap())
+        .collect()
+}
+
+#[test]
+fn settle_prints_the_examples_net_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let all = examples();
+    assert!(all.len() >= 14, "EXAMPLES.md has {} examples", all.len());
+    for (i, ex) in all.iter().enumerate() {
+        let file = dir.path().join(format!("ex{i}.json"));
+        std::fs::write(&file, ex.to_string()).unwrap();
+        let out = roundledger(&["settle", "--net", file.to_str().unwrap()]);
+        assert!(out.status.success(), "example {i}");
+        let net: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        for (bx, lines) in ex["net"].as_object().unwrap() {
+            for (line, want) in lines.as_object().unwrap() {
+                let got = net[bx].get(line).and_then(|v| v.as_i64()).unwrap_or(0);
+                assert_eq!(got, want.as_i64().unwrap(), "example {i} box {bx} {line}");
+            }
+        }
+    }
+}
+
+#[test]
+fn settle_names_the_bad_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bad.json");
+    std::fs::write(&file, r#"{"game":"CSP6","dealer":["Ah","Qd","9c","6s","3h"],"boxes":[{"box":1,"cards":["7c","7d","Kh","5s","1d"],"decision":"play","bets":{"ante":1000}}]}"#).unwrap();
+    let out = roundledger(&["settle", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("boxes[0].cards"), "{err}");
+}
+
+#[test]
+fn demo_then_audit_replay_verify_export() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger: PathBuf = dir.path().join("ledger");
+    let l = ledger.to_str().unwrap();
+    let out = roundledger(&[
+        "demo",
+        "--tables",
+        "5",
+        "--rounds",
+        "40",
+        "--seed",
+        "7",
+        "--payout-errors",
+        "0.1",
+        "--irregularities",
+        "0",
+        "--keep",
+        l,
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "the demo finds every injected fault and nothing else"
+    );
+    let text = stdout(&out);
+    assert!(text.contains("chains verified: 5 tables"), "{text}");
+    assert!(
+        text.contains("injected but not flagged: 0; flagged but not injected: 0"),
+        "{text}"
+    );
+
+    // audit: disputes exist (payout errors at 10% of 200 rounds), so exit 1.
+    let out = roundledger(&["audit", "--ledger", l, "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["rounds"], 200);
+    let disputed = summary["disputed_rounds"].as_array().unwrap();
+    assert!(!disputed.is_empty());
+
+    // replay the first disputed round: the settlement table marks the dispute.
+    let table = disputed[0]["table"].as_str().unwrap().to_string();
+    let round = disputed[0]["round"].as_u64().unwrap().to_string();
+    let out = roundledger(&[
+        "replay", "--ledger", l, "--table", &table, "--round", &round, "--step",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout(&out).contains("<== DISPUTE"));
+    assert!(stdout(&out).contains("verdict DISPUTED"));
+
+    // verify the ledger, export a table, verify the export without the ledger.
+    let out = roundledger(&["verify", "--ledger", l]);
+    assert_eq!(out.status.code(), Some(0));
+    let export = dir.path().join("export.jsonl");
+    let e = export.to_str().unwrap();
+    let out = roundledger(&["export", "--ledger", l, "--table", &table, "--out", e]);
+    assert!(out.status.success());
+    let out = roundledger(&["verify", "--export", e]);
+    assert_eq!(out.status.code(), Some(0));
+    // The export replays like the ledger.
+    let out = roundledger(&["audit", "--export", e, "--json"]);
+    let from_export: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(from_export["disputed_rounds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|d| d["round"].as_u64().unwrap().to_string() == round));
+
+    // A flipped byte in the export is caught.
+    let text = std::fs::read_to_string(&export).unwrap();
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    let victim = &mut lines[5];
+    let pos = victim.rfind("\"bytes\":\"").unwrap() + 20;
+    let flipped = if &victim[pos..pos + 1] == "0" {
+        "1"
+    } else {
+        "0"
+    };
+    victim.replace_range(pos..pos + 1, flipped);
+    std::fs::write(&export, lines.join("\n") + "\n").unwrap();
+    let out = roundledger(&["verify", "--export", e]);
+    assert_eq!(out.status.code(), Some(1));
+}

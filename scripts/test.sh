@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it (.ci/run calls this). Installs nats-server if
+# missing, then: formatting, clippy with warnings as errors, the purity gate (the rules
+# engine and the replayer never depend on tokio, sled or async-nats), and every test of
+# the workspace, including the end-to-end tests against a real nats-server.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+NATS_SERVER_BIN=$(scripts/setup.sh)
+export NATS_SERVER_BIN
+
+echo "== cargo fmt --check"
+cargo fmt --all --check
+
+echo "== cargo clippy (warnings are errors)"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+echo "== purity gate: rules and replayer do no I/O"
+for crate in rules replayer; do
+  tree=$(cargo tree -p "$crate" -e normal --locked --prefix none)
+  if bad=$(grep -E '^(tokio|sled|async-nats|axum) ' <<<"$tree"); then
+    echo "purity gate: $crate depends on: $bad" >&2
+    exit 1
+  fi
+done
+echo "rules and replayer depend on none of tokio, sled, async-nats, axum"
+
+echo "== cargo test"
+cargo test --workspace --locked
