@@ -1,0 +1,307 @@
+//! Hand evaluation: 5-card hands (the stud games, CSP6 §3.1.2), 3-card hands (TCP3
+//! §3.1.2) and the best 5 of 6 cards (CS51 5+1 Bonus).
+//!
+//! A `Hand` carries a value that orders hands of the same game (higher is better) and the
+//! class the pay tables name. The value packs the category in bits 20.. and up to five
+//! ranks, most significant first, four bits each: exactly the tie-break order of CSP6
+//! §3.1.3 (a straight by its top card, then groups by size and rank, then kickers).
+
+use schemas::{Card, HandClass, Suit};
+
+/// An evaluated hand. Only hands of the same game compare meaningfully.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Hand {
+    value: u32,
+    class: HandClass,
+}
+
+impl PartialOrd for Hand {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Hand {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.value.cmp(&other.value)
+    }
+}
+
+impl Hand {
+    /// The class the pay tables name (royal flush told apart from other straight flushes;
+    /// TCP3's A-K-Q straight flush is `StraightFlush` here, see `tcp3_jackpot_class`).
+    pub fn class(&self) -> HandClass {
+        self.class
+    }
+    /// The packed order value (category, then ranks).
+    pub fn value(&self) -> u32 {
+        self.value
+    }
+    /// The ranks in tie-break order (2..=14), most significant first.
+    pub fn ranks(&self) -> impl Iterator<Item = u8> + '_ {
+        (0..5)
+            .map(move |i| ((self.value >> (16 - 4 * i)) & 0xF) as u8)
+            .filter(|r| *r != 0)
+    }
+    /// The highest rank that decides the hand (first tie-break rank).
+    pub fn top_rank(&self) -> u8 {
+        ((self.value >> 16) & 0xF) as u8
+    }
+    /// The second tie-break rank, 0 if none.
+    pub fn second_rank(&self) -> u8 {
+        ((self.value >> 12) & 0xF) as u8
+    }
+}
+
+fn pack(category: u32, ranks: &[u8]) -> u32 {
+    let mut v = category << 20;
+    for (i, r) in ranks.iter().take(5).enumerate() {
+        v |= u32::from(*r) << (16 - 4 * i);
+    }
+    v
+}
+
+/// Ranks grouped by how often they appear, larger groups first, then higher ranks:
+/// returns (group sizes, ranks in that order).
+fn groups(cards: &[Card]) -> ([u8; 5], [u8; 5], usize) {
+    let mut counts = [0u8; 15];
+    for c in cards {
+        counts[c.rank().value() as usize] += 1;
+    }
+    let mut sizes = [0u8; 5];
+    let mut ranks = [0u8; 5];
+    let mut n = 0;
+    for size in (1..=4u8).rev() {
+        for r in (2..=14u8).rev() {
+            if counts[r as usize] == size {
+                sizes[n] = size;
+                ranks[n] = r;
+                n += 1;
+            }
+        }
+    }
+    (sizes, ranks, n)
+}
+
+/// The top rank of a straight over these distinct ranks, if they form one. `wheel_top` is
+/// the top of the ace-low straight: 5 for 5-4-3-2-A (CSP6 §3.1.1), 3 for A-2-3 (TCP3
+/// §3.1.1).
+fn straight_top(ranks: &[u8], wheel_top: u8) -> Option<u8> {
+    let max = *ranks.iter().max()?;
+    let min = *ranks.iter().min()?;
+    if (max - min) as usize == ranks.len() - 1 {
+        return Some(max);
+    }
+    // Ace low: the ace counts as 1, so the others run 2..=wheel_top.
+    let mut low: Vec<u8> = ranks
+        .iter()
+        .map(|r| if *r == 14 { 1 } else { *r })
+        .collect();
+    low.sort_unstable();
+    (ranks.contains(&14) && low[0] == 1 && low[low.len() - 1] == wheel_top).then_some(wheel_top)
+}
+
+fn same_suit(cards: &[Card]) -> Option<Suit> {
+    let s = cards[0].suit();
+    cards.iter().all(|c| c.suit() == s).then_some(s)
+}
+
+/// Evaluates a 5-card hand (CSP6/MLP3 §3.1.2, SSP4 §3.14, CS51 Hand Rankings).
+pub fn eval5(cards: &[Card; 5]) -> Hand {
+    let (sizes, ranks, n) = groups(cards);
+    let flush = same_suit(cards).is_some();
+    if n == 5 {
+        let straight = straight_top(&ranks, 5);
+        return match (straight, flush) {
+            (Some(top), true) => Hand {
+                value: pack(8, &[top]),
+                class: if top == 14 {
+                    HandClass::RoyalFlush
+                } else {
+                    HandClass::StraightFlush
+                },
+            },
+            (None, true) => Hand {
+                value: pack(5, &ranks),
+                class: HandClass::Flush,
+            },
+            (Some(top), false) => Hand {
+                value: pack(4, &[top]),
+                class: HandClass::Straight,
+            },
+            (None, false) => Hand {
+                value: pack(0, &ranks),
+                class: HandClass::HighCard,
+            },
+        };
+    }
+    let (category, class) = match (sizes[0], sizes[1]) {
+        (4, _) => (7, HandClass::FourOfAKind),
+        (3, 2) => (6, HandClass::FullHouse),
+        (3, _) => (3, HandClass::ThreeOfAKind),
+        (2, 2) => (2, HandClass::TwoPairs),
+        _ => (1, HandClass::OnePair),
+    };
+    Hand {
+        value: pack(category, &ranks[..n]),
+        class,
+    }
+}
+
+/// Evaluates a 3-card hand in 3 Card Poker order (TCP3 §3.1.2): straight flush, three of
+/// a kind, straight, flush, pair, high card; A-2-3 is the lowest straight and A-K-Q the
+/// highest (§3.1.1, RULES-NOTES 15).
+pub fn eval3(cards: &[Card; 3]) -> Hand {
+    let (sizes, ranks, n) = groups(cards);
+    let flush = same_suit(cards).is_some();
+    if n == 3 {
+        let straight = straight_top(&ranks[..3], 3);
+        let (category, class, packed): (u32, HandClass, &[u8]) = match (straight, flush) {
+            (Some(_), true) => (5, HandClass::StraightFlush, &[]),
+            (Some(_), false) => (3, HandClass::Straight, &[]),
+            (None, true) => (2, HandClass::Flush, &ranks[..3]),
+            (None, false) => (0, HandClass::HighCard, &ranks[..3]),
+        };
+        let value = match straight {
+            Some(top) => pack(category, &[top]),
+            None => pack(category, packed),
+        };
+        return Hand { value, class };
+    }
+    let (category, class) = if sizes[0] == 3 {
+        (4, HandClass::ThreeOfAKind)
+    } else {
+        (1, HandClass::OnePair)
+    };
+    Hand {
+        value: pack(category, &ranks[..n]),
+        class,
+    }
+}
+
+/// TCP3 §3.17: the jackpot class of a 3-card hand: A-K-Q of spades and A-K-Q of another
+/// suit are classes of their own above the other straight flushes.
+pub fn tcp3_jackpot_class(cards: &[Card; 3]) -> HandClass {
+    let hand = eval3(cards);
+    if hand.class() == HandClass::StraightFlush && hand.top_rank() == 14 {
+        if cards[0].suit() == Suit::Spades {
+            HandClass::MiniRoyalSpades
+        } else {
+            HandClass::MiniRoyal
+        }
+    } else {
+        hand.class()
+    }
+}
+
+/// The best 5-card hand of six cards (CS51 5+1 Bonus: the player's five and the house's
+/// up card).
+pub fn best5of6(cards: &[Card; 6]) -> Hand {
+    let mut best: Option<Hand> = None;
+    for skip in 0..6 {
+        let mut five = [cards[0]; 5];
+        let mut k = 0;
+        for (i, c) in cards.iter().enumerate() {
+            if i != skip {
+                five[k] = *c;
+                k += 1;
+            }
+        }
+        let h = eval5(&five);
+        if best.is_none_or(|b| h > b) {
+            best = Some(h);
+        }
+    }
+    // Six cards always give six five-card hands.
+    best.expect("six cards have a best five")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn h5(s: &str) -> Hand {
+        let v: Vec<Card> = s
+            .split_whitespace()
+            .map(|c| Card::parse(c).unwrap())
+            .collect();
+        eval5(&[v[0], v[1], v[2], v[3], v[4]])
+    }
+    fn h3(s: &str) -> Hand {
+        let v: Vec<Card> = s
+            .split_whitespace()
+            .map(|c| Card::parse(c).unwrap())
+            .collect();
+        eval3(&[v[0], v[1], v[2]])
+    }
+
+    #[test]
+    fn csp6_3_1_3_tie_break_examples() {
+        // a. K-Q-J-10-9 beats J-10-9-8-7 (straights)
+        assert!(h5("Kc Qd Jh Ts 9c") > h5("Jc Td 9h 8s 7c"));
+        // b. 5-5-K-10-2 beats 5-5-Q-J-10
+        assert!(h5("5c 5d Kh Ts 2c") > h5("5h 5s Qh Js Tc"));
+        // c. A-K-J-5-2 beats A-K-10-6-4
+        assert!(h5("Ac Kd Jh 5s 2c") > h5("Ah Ks Td 6s 4c"));
+    }
+
+    #[test]
+    fn ssp4_3_15_tie_break_examples() {
+        assert!(h5("Qc Jd Th 9s 8c") > h5("Tc 9d 8h 7s 6c"));
+        assert!(h5("8c 8d Qh Ts 2c") > h5("8h 8s Jh 9s 7c"));
+        assert!(h5("Ac Kd Jh 4s 2c") > h5("Ah Ks Td 6s 3c"));
+    }
+
+    #[test]
+    fn tcp3_3_1_3_tie_break_examples() {
+        assert!(h3("Kc Qd Jh") > h3("Jc Td 9h"));
+        assert!(h3("5c 5d Kh") > h3("5h 5s Qh"));
+        assert!(h3("Ac Kd Jh") > h3("Ah Ks Td"));
+    }
+
+    #[test]
+    fn ace_is_low_only_in_the_wheel() {
+        assert_eq!(h5("5c 4d 3h 2s Ac").class(), HandClass::Straight);
+        assert!(h5("6c 5d 4h 3s 2c") > h5("5c 4d 3h 2s Ac"));
+        assert_eq!(h5("Ac Kd Qh Js 9c").class(), HandClass::HighCard);
+        assert_eq!(
+            h5("Qc Kd Ah 2s 3c").class(),
+            HandClass::HighCard,
+            "no wrap-around straight"
+        );
+        assert_eq!(h5("Ah Kh Qh Jh Th").class(), HandClass::RoyalFlush);
+        assert_eq!(h5("5h 4h 3h 2h Ah").class(), HandClass::StraightFlush);
+    }
+
+    #[test]
+    fn tcp3_3_1_1_a23_is_the_lowest_straight() {
+        assert_eq!(h3("As 2d 3c").class(), HandClass::Straight);
+        assert!(h3("2s 3d 4c") > h3("As 2d 3c"));
+        assert!(h3("Ks Qd Jc") > h3("As 2d 3c"));
+        assert!(h3("As Kd Qc") > h3("Ks Qd Jc"));
+        // Straight beats flush in 3 Card Poker (§3.1.2).
+        assert!(h3("4s 5d 6c") > h3("Ah Jh 9h"));
+        let c = |s: &str| Card::parse(s).unwrap();
+        assert_eq!(
+            tcp3_jackpot_class(&[c("As"), c("Ks"), c("Qs")]),
+            HandClass::MiniRoyalSpades
+        );
+        assert_eq!(
+            tcp3_jackpot_class(&[c("Ah"), c("Kh"), c("Qh")]),
+            HandClass::MiniRoyal
+        );
+        assert_eq!(
+            tcp3_jackpot_class(&[c("Jh"), c("Kh"), c("Qh")]),
+            HandClass::StraightFlush
+        );
+    }
+
+    #[test]
+    fn best_of_six_uses_the_up_card() {
+        let v: Vec<Card> = "7c 7d Kh 5s 2d 7h"
+            .split_whitespace()
+            .map(|c| Card::parse(c).unwrap())
+            .collect();
+        let best = best5of6(&[v[0], v[1], v[2], v[3], v[4], v[5]]);
+        assert_eq!(best.class(), HandClass::ThreeOfAKind);
+    }
+}

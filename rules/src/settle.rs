@@ -1,0 +1,866 @@
+//! Settlement of one round: one code path for the five rule sets, driven by the
+//! `RuleTable` of the round's rule set. Every line cites the clause that decided it.
+
+use crate::eval::{best5of6, eval3, eval5, tcp3_jackpot_class, Hand};
+use crate::table::{lookup, rule_table, Qualifier, RuleTable};
+use crate::SettleError;
+use schemas::settle::{
+    BoxInput, BoxSettlement, JackpotPayment, Outcome, RoundInput, Settlement, SettlementLine,
+};
+use schemas::{
+    BetKind, BoxNo, Card, Choice, HandClass, Money, PayLine, PayRow, Pays, RuleSet, TableConfig,
+};
+use std::collections::BTreeSet;
+
+/// Whether the dealer's hand qualifies (CSP6 §1.14: Ace and King or better; TCP3: Queen
+/// high or better). `cards` must be a full hand of the rule set.
+pub fn dealer_qualifies(rule_set: RuleSet, cards: &[Card]) -> bool {
+    match evaluate(rule_set, cards) {
+        Some(h) => qualifies(rule_table(rule_set).qualifier, &h),
+        None => false,
+    }
+}
+
+/// Evaluates a full hand of the rule set (3 cards for TCP3, 5 for the others).
+pub fn evaluate(rule_set: RuleSet, cards: &[Card]) -> Option<Hand> {
+    match (rule_set.hand_len(), cards) {
+        (3, [a, b, c]) => Some(eval3(&[*a, *b, *c])),
+        (5, [a, b, c, d, e]) => Some(eval5(&[*a, *b, *c, *d, *e])),
+        _ => None,
+    }
+}
+
+fn qualifies(q: Qualifier, h: &Hand) -> bool {
+    match q {
+        Qualifier::AceKing => {
+            h.class() != HandClass::HighCard || (h.top_rank() == 14 && h.second_rank() == 13)
+        }
+        Qualifier::QueenHigh => h.class() != HandClass::HighCard || h.top_rank() >= 12,
+    }
+}
+
+fn err(field: impl Into<String>, message: impl Into<String>) -> SettleError {
+    SettleError {
+        field: field.into(),
+        message: message.into(),
+    }
+}
+
+/// Bet kinds each rule set takes.
+fn kinds_of(rt: &RuleTable) -> Vec<BetKind> {
+    let mut k = vec![BetKind::Ante, rt.main_kind];
+    k.extend_from_slice(rt.jackpot_kinds);
+    if !rt.pair_plus.is_empty() {
+        k.push(BetKind::PairPlus);
+    }
+    if !rt.bonus.is_empty() {
+        k.push(BetKind::Bonus);
+    }
+    k
+}
+
+/// Settles one round. Bad input (a field that cannot describe a real round) is an error
+/// naming the field; the irregularities of section 5 are settlements, not errors.
+pub fn settle(input: &RoundInput) -> Result<Settlement, SettleError> {
+    let mut rt = rule_table(input.game);
+    if let Some(config) = &input.config {
+        if config.rule_set != input.game {
+            return Err(err(
+                "config.rule_set",
+                format!("{} but game is {}", config.rule_set, input.game),
+            ));
+        }
+        rt = rt.with_config(config);
+    }
+    validate(input, &rt)?;
+    let config = input.config.as_ref();
+    let jackpot_config = config.and_then(|c| c.jackpot.as_ref());
+    let credit_value = input
+        .credit_value
+        .or(jackpot_config.map(|j| j.credit_value))
+        .unwrap_or(Money::ZERO);
+    let reset = if input.reset.0 > 0 {
+        input.reset
+    } else {
+        jackpot_config.map(|j| j.reset).unwrap_or(Money::ZERO)
+    };
+    let mut boxes: Vec<&BoxInput> = input.boxes.iter().collect();
+    boxes.sort_by_key(|b| b.box_no);
+
+    let mut ctx = Ctx {
+        rt: &rt,
+        config,
+        credit_value,
+        reset,
+        pool: input.pool,
+        payments: Vec::new(),
+        input,
+    };
+
+    if input.void {
+        let out = boxes
+            .iter()
+            .map(|b| {
+                ctx.returned_box(
+                    b,
+                    &rt.cite(rt.clauses.void),
+                    "the round is void: every bet is returned",
+                )
+            })
+            .collect();
+        return Ok(ctx.finish(None, false, out));
+    }
+
+    let dealer = evaluate(input.game, &input.dealer);
+    // validate() guarantees a full dealer hand when the round is not void.
+    let dealer = dealer.ok_or_else(|| err("dealer", "not a full hand"))?;
+    let dealer_qualifies = qualifies(rt.qualifier, &dealer);
+
+    let mut out: Vec<BoxSettlement> = Vec::with_capacity(boxes.len());
+    // TCP3 §4.7: boxes with an Ante whose hand is one of the top two jackpot hands.
+    let mut envy_sources: Vec<(BoxNo, Money)> = Vec::new();
+    for b in &boxes {
+        let settled = ctx.settle_box(b, &dealer, dealer_qualifies);
+        if let Some(amount) = ctx.envy_source(b) {
+            envy_sources.push((b.box_no, amount));
+        }
+        out.push(settled);
+    }
+    if !envy_sources.is_empty() {
+        for (b, settled) in boxes.iter().zip(out.iter_mut()) {
+            let has_jackpot_bet = settled
+                .lines
+                .iter()
+                .any(|l| l.line == PayLine::Progressive && l.outcome != Outcome::Returned);
+            if !has_jackpot_bet {
+                continue;
+            }
+            let others: Vec<&(BoxNo, Money)> = envy_sources
+                .iter()
+                .filter(|(w, _)| *w != b.box_no)
+                .collect();
+            let envy: Money = others.iter().map(|(_, m)| *m).sum();
+            if envy.0 > 0 {
+                let from: Vec<String> =
+                    others.iter().map(|(w, _)| format!("box {}", w.0)).collect();
+                settled.lines.push(SettlementLine {
+                    line: PayLine::Envy,
+                    stake: Money::ZERO,
+                    outcome: Outcome::Win,
+                    net: envy,
+                    clause: rt.cite("4.7"),
+                    explanation: format!(
+                        "Envy Bonus {envy} for the top jackpot hand of {}",
+                        from.join(", ")
+                    ),
+                });
+            }
+        }
+    }
+    Ok(ctx.finish(Some(dealer.class()), dealer_qualifies, out))
+}
+
+fn validate(input: &RoundInput, rt: &RuleTable) -> Result<(), SettleError> {
+    let allowed = kinds_of(rt);
+    let mut seen_boxes = BTreeSet::new();
+    for (i, b) in input.boxes.iter().enumerate() {
+        if b.box_no.0 == 0 || !seen_boxes.insert(b.box_no) {
+            return Err(err(
+                format!("boxes[{i}].box"),
+                format!("box {} is 0 or listed twice", b.box_no.0),
+            ));
+        }
+        for (kind, amount) in &b.bets {
+            let field = format!("boxes[{i}].bets.{}", kind.line().name());
+            if *amount < 0 {
+                return Err(err(field, format!("negative stake {amount}")));
+            }
+            if !allowed.contains(kind) && *amount > 0 {
+                return Err(err(
+                    field,
+                    format!("{} has no {} bet", input.game, kind.line().name()),
+                ));
+            }
+        }
+        let credits = [BetKind::JackpotPlayer, BetKind::JackpotDealer]
+            .iter()
+            .any(|k| b.bets.get(k).copied().unwrap_or(0) > 0);
+        let credit_value = input
+            .credit_value
+            .or(input
+                .config
+                .as_ref()
+                .and_then(|c| c.jackpot.as_ref())
+                .map(|j| j.credit_value))
+            .unwrap_or(Money::ZERO);
+        if credits && credit_value.0 <= 0 {
+            return Err(err(
+                "credit_value",
+                "jackpot wagers in credits need a positive credit value",
+            ));
+        }
+    }
+    if input.void {
+        return Ok(());
+    }
+    if input.dealer.len() != rt.hand_len {
+        return Err(err(
+            "dealer",
+            format!(
+                "{} deals the dealer {} cards, got {} (a wrong count voids the round: set \"void\")",
+                input.game,
+                rt.hand_len,
+                input.dealer.len()
+            ),
+        ));
+    }
+    if let Some(up) = input.dealer_up {
+        if !input.dealer.contains(&up) {
+            return Err(err(
+                "dealer_up",
+                format!("{up} is not one of the dealer's cards"),
+            ));
+        }
+    }
+    let mut seen = BTreeSet::new();
+    for (j, c) in input.dealer.iter().enumerate() {
+        if !seen.insert(*c) {
+            return Err(err(
+                format!("dealer[{j}]"),
+                format!("card {c} appears twice"),
+            ));
+        }
+    }
+    for (i, b) in input.boxes.iter().enumerate() {
+        for (j, c) in b.cards.iter().enumerate() {
+            if !seen.insert(*c) {
+                return Err(err(
+                    format!("boxes[{i}].cards[{j}]"),
+                    format!("card {c} appears twice in the round"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+struct Ctx<'a> {
+    rt: &'a RuleTable,
+    config: Option<&'a TableConfig>,
+    credit_value: Money,
+    reset: Money,
+    pool: Money,
+    payments: Vec<JackpotPayment>,
+    input: &'a RoundInput,
+}
+
+/// One award on a jackpot wager.
+struct Award {
+    pays: Pays,
+    clause: String,
+    what: String,
+    hand: Option<HandClass>,
+}
+
+fn line(
+    line: PayLine,
+    stake: Money,
+    outcome: Outcome,
+    net: Money,
+    clause: String,
+    explanation: String,
+) -> SettlementLine {
+    // Our own invariant: the outcome and the net agree.
+    match outcome {
+        Outcome::Returned | Outcome::StandOff => assert_eq!(net, Money::ZERO, "{explanation}"),
+        Outcome::Lose => assert!(net.0 <= 0, "{explanation}"),
+        Outcome::Win => {}
+    }
+    SettlementLine {
+        line,
+        stake,
+        outcome,
+        net,
+        clause,
+        explanation,
+    }
+}
+
+fn multiply(stake: Money, x: u32) -> Money {
+    Money(stake.0.saturating_mul(i64::from(x)))
+}
+
+impl Ctx<'_> {
+    fn finish(
+        self,
+        dealer_hand: Option<HandClass>,
+        dealer_qualifies: bool,
+        boxes: Vec<BoxSettlement>,
+    ) -> Settlement {
+        Settlement {
+            game: self.input.game,
+            dealer_hand,
+            dealer_qualifies,
+            boxes,
+            jackpot_payments: self.payments,
+            pool_before: self.input.pool,
+            pool_after: self.pool,
+        }
+    }
+
+    fn cite(&self, clause: &str) -> String {
+        self.rt.cite(clause)
+    }
+
+    /// The stake of a bet in money (credits times the credit value for SSP4 wagers), and
+    /// what §5.1.1 settles it at when it exceeds the table's maximum.
+    fn stake(&self, b: &BoxInput, kind: BetKind) -> (Money, Option<Money>) {
+        let raw = b.bets.get(&kind).copied().unwrap_or(0);
+        let capped_units = match self.config.and_then(|c| c.limit(kind)) {
+            Some(l) if l.max.0 > 0 && raw > l.max.0 => Some(l.max.0),
+            _ => None,
+        };
+        let to_money = |units: i64| {
+            if kind.in_credits() {
+                Money(units.saturating_mul(self.credit_value.0))
+            } else {
+                Money(units)
+            }
+        };
+        let placed = to_money(raw);
+        match capped_units {
+            Some(max) => (to_money(max), Some(placed)),
+            None => (placed, None),
+        }
+    }
+
+    fn returned_box(&self, b: &BoxInput, clause: &str, why: &str) -> BoxSettlement {
+        let lines = b
+            .bets
+            .keys()
+            .filter_map(|k| {
+                let (stake, placed) = self.stake(b, *k);
+                let stake = placed.unwrap_or(stake);
+                (stake.0 > 0).then(|| {
+                    line(
+                        k.line(),
+                        stake,
+                        Outcome::Returned,
+                        Money::ZERO,
+                        clause.to_string(),
+                        why.to_string(),
+                    )
+                })
+            })
+            .collect();
+        BoxSettlement {
+            box_no: b.box_no,
+            hand: None,
+            lines,
+        }
+    }
+
+    fn envy_source(&self, b: &BoxInput) -> Option<Money> {
+        if self.rt.rule_set != RuleSet::Tcp3 || b.invalidated.is_some() || b.cards.len() != 3 {
+            return None;
+        }
+        if self.stake(b, BetKind::Ante).0 .0 <= 0 {
+            return None; // §4.8: a Pair-Plus-only box gives no Envy Bonus.
+        }
+        let class = tcp3_jackpot_class(&[b.cards[0], b.cards[1], b.cards[2]]);
+        lookup(&self.rt.jackpot, class).and_then(|r| r.envy)
+    }
+
+    fn settle_box(&mut self, b: &BoxInput, dealer: &Hand, dealer_qualifies: bool) -> BoxSettlement {
+        let rt = self.rt;
+        let c = rt.clauses;
+        if let Some(clause) = &b.invalidated {
+            return self.returned_box(b, clause, "the hand is invalidated: its bets are returned");
+        }
+        let Some(hand) = evaluate(rt.rule_set, &b.cards) else {
+            let why = format!(
+                "{} cards dealt to the box instead of {}: the hand is invalidated and its bets returned",
+                b.cards.len(),
+                rt.hand_len
+            );
+            return self.returned_box(b, &self.cite(c.wrong_card_count), &why);
+        };
+        let mut lines = Vec::new();
+        let (ante, ante_placed) = self.stake(b, BetKind::Ante);
+        let has_ante = ante.0 > 0;
+        let over_max = self.cite(c.over_max);
+        let excess_note = |placed: Option<Money>, settled: Money| match placed {
+            Some(p) => format!(
+                " ({} over the table maximum returned, {over_max})",
+                p - settled
+            ),
+            None => String::new(),
+        };
+        let (fold_clause, folded) = match b.decision {
+            Some(Choice::Play) => ("", false),
+            Some(Choice::Fold) => (c.fold, true),
+            Some(Choice::WalkAway) => (c.walk_away, true),
+            Some(Choice::RefuseToReveal) => (c.refuse_to_reveal, true),
+            // An Ante with no decision: the player walked away with it pending (§5.5).
+            None => (c.walk_away, has_ante),
+        };
+
+        // Ante and BET/Play.
+        let main_line = rt.main_line();
+        let (main_placed, _) = self.stake(b, rt.main_kind);
+        if has_ante {
+            let note = excess_note(ante_placed, ante);
+            if folded {
+                lines.push(line(
+                    PayLine::Ante,
+                    ante,
+                    Outcome::Lose,
+                    -ante,
+                    self.cite(fold_clause),
+                    format!("fold: the Ante is lost{note}"),
+                ));
+                if main_placed.0 > 0 {
+                    lines.push(line(
+                        main_line,
+                        main_placed,
+                        Outcome::Returned,
+                        Money::ZERO,
+                        self.cite(fold_clause),
+                        "a folded hand has no BET/Play: returned".into(),
+                    ));
+                }
+            } else {
+                let required = Money(ante.0.saturating_mul(rt.main_multiple));
+                let (main, main_note, main_clause) = if main_placed > required {
+                    (
+                        required,
+                        format!(
+                            " (settled on {required}; {} excess returned)",
+                            main_placed - required
+                        ),
+                        Some(c.multiple_over),
+                    )
+                } else if main_placed < required {
+                    (
+                        main_placed,
+                        format!(" (less than the required {required}: settled as placed)"),
+                        Some(c.multiple_under),
+                    )
+                } else {
+                    (main_placed, String::new(), None)
+                };
+                let with = |base: &str| match main_clause {
+                    Some(m) => format!("{}, {m}", self.cite(base)),
+                    None => self.cite(base),
+                };
+                if !dealer_qualifies {
+                    lines.push(line(
+                        PayLine::Ante,
+                        ante,
+                        Outcome::Win,
+                        ante,
+                        self.cite(c.not_qualifying),
+                        format!("dealer does not qualify: Ante wins 1 to 1{note}"),
+                    ));
+                    lines.push(line(
+                        main_line,
+                        main,
+                        Outcome::Returned,
+                        Money::ZERO,
+                        with(c.not_qualifying),
+                        format!(
+                            "dealer does not qualify: {} returned{main_note}",
+                            main_line.name()
+                        ),
+                    ));
+                } else {
+                    match hand.cmp(dealer) {
+                        std::cmp::Ordering::Greater => {
+                            lines.push(line(
+                                PayLine::Ante,
+                                ante,
+                                Outcome::Win,
+                                ante,
+                                self.cite(c.player_wins),
+                                format!("player beats the dealer: Ante wins 1 to 1{note}"),
+                            ));
+                            let row = lookup(&rt.main, hand.class());
+                            let mut win =
+                                row.map(|r| award_win(r.pays, main)).unwrap_or(Money::ZERO);
+                            let mut how = row
+                                .map(|r| pays_text(r.pays))
+                                .unwrap_or_else(|| "nothing".into());
+                            let mut clause = format!("{}, {}", with(c.player_wins), c.main_pays);
+                            if let Some(cap) = rt.bet_win_cap {
+                                if win > cap {
+                                    how = format!("{how}, capped at {cap} per box");
+                                    clause = format!("{clause}, {}", c.cap);
+                                    win = cap;
+                                }
+                            }
+                            let outcome = if win.0 > 0 {
+                                Outcome::Win
+                            } else {
+                                Outcome::StandOff
+                            };
+                            lines.push(line(
+                                main_line,
+                                main,
+                                outcome,
+                                win,
+                                clause,
+                                format!(
+                                    "{:?} wins {how} on the {}{main_note}",
+                                    hand.class(),
+                                    main_line.name()
+                                ),
+                            ));
+                        }
+                        std::cmp::Ordering::Less => {
+                            lines.push(line(
+                                PayLine::Ante,
+                                ante,
+                                Outcome::Lose,
+                                -ante,
+                                self.cite(c.player_loses),
+                                format!(
+                                    "dealer's {:?} beats the player's {:?}: Ante lost{note}",
+                                    dealer.class(),
+                                    hand.class()
+                                ),
+                            ));
+                            lines.push(line(
+                                main_line,
+                                main,
+                                Outcome::Lose,
+                                -main,
+                                with(c.player_loses),
+                                format!(
+                                    "dealer's hand is higher: {} lost{main_note}",
+                                    main_line.name()
+                                ),
+                            ));
+                        }
+                        std::cmp::Ordering::Equal => {
+                            lines.push(line(
+                                PayLine::Ante,
+                                ante,
+                                Outcome::StandOff,
+                                Money::ZERO,
+                                self.cite(c.stand_off),
+                                format!("same ranks card for card: stand off, Ante returned{note}"),
+                            ));
+                            lines.push(line(
+                                main_line,
+                                main,
+                                Outcome::StandOff,
+                                Money::ZERO,
+                                with(c.stand_off),
+                                format!("stand off: {} returned{main_note}", main_line.name()),
+                            ));
+                        }
+                    }
+                }
+                // TCP3 §3.16, §4.3: Ante Bonus on a played hand, whatever the dealer holds.
+                if let Some(row) = lookup(&rt.ante_bonus, hand.class()) {
+                    let win = award_win(row.pays, ante);
+                    lines.push(line(
+                        PayLine::AnteBonus,
+                        Money::ZERO,
+                        Outcome::Win,
+                        win,
+                        self.cite("3.16, 4.3"),
+                        format!(
+                            "Ante Bonus: {:?} pays {} on the Ante",
+                            hand.class(),
+                            pays_text(row.pays)
+                        ),
+                    ));
+                }
+            }
+        } else if main_placed.0 > 0 {
+            lines.push(line(
+                main_line,
+                main_placed,
+                Outcome::Returned,
+                Money::ZERO,
+                self.cite("3.6"),
+                "no Ante on the box: the BET/Play is returned".into(),
+            ));
+        }
+
+        // TCP3 Pair Plus (§3.12.1, §3.14, §3.16, §4.2).
+        let (pp, pp_placed) = self.stake(b, BetKind::PairPlus);
+        if pp.0 > 0 {
+            let note = excess_note(pp_placed, pp);
+            if folded && rt.fold_loses_pair_plus {
+                lines.push(line(
+                    PayLine::PairPlus,
+                    pp,
+                    Outcome::Lose,
+                    -pp,
+                    self.cite(c.fold),
+                    format!("fold: the Pair Plus is lost{note}"),
+                ));
+            } else if let Some(row) = lookup(&rt.pair_plus, hand.class()) {
+                lines.push(line(
+                    PayLine::PairPlus,
+                    pp,
+                    Outcome::Win,
+                    award_win(row.pays, pp),
+                    self.cite("3.16, 4.2"),
+                    format!(
+                        "Pair Plus: {:?} pays {}{note}",
+                        hand.class(),
+                        pays_text(row.pays)
+                    ),
+                ));
+            } else {
+                lines.push(line(
+                    PayLine::PairPlus,
+                    pp,
+                    Outcome::Lose,
+                    -pp,
+                    self.cite("3.16, 4.2"),
+                    format!("Pair Plus: {:?} does not pay{note}", hand.class()),
+                ));
+            }
+        }
+
+        // CS51 5+1 Bonus: the player's five and the house's up card, whatever the player
+        // decides and whether or not the house qualifies (RULES-NOTES 13, 14).
+        let (bonus, bonus_placed) = self.stake(b, BetKind::Bonus);
+        if bonus.0 > 0 {
+            let note = excess_note(bonus_placed, bonus);
+            if !has_ante {
+                lines.push(line(
+                    PayLine::Bonus,
+                    bonus,
+                    Outcome::Returned,
+                    Money::ZERO,
+                    self.cite(c.jackpot_without_ante),
+                    "5+1 Bonus without an Ante: returned".into(),
+                ));
+            } else {
+                let up = self
+                    .input
+                    .dealer_up
+                    .unwrap_or(self.input.dealer[self.input.dealer.len() - 1]);
+                let six = [
+                    b.cards[0], b.cards[1], b.cards[2], b.cards[3], b.cards[4], up,
+                ];
+                let best = best5of6(&six).class();
+                let clause = self.cite("5+1 Bonus; RULES-NOTES 13-14");
+                match lookup(&rt.bonus, best) {
+                    Some(row) => lines.push(line(
+                        PayLine::Bonus,
+                        bonus,
+                        Outcome::Win,
+                        award_win(row.pays, bonus),
+                        clause,
+                        format!(
+                            "5+1 Bonus with the up card {up}: {best:?} pays {}{note}",
+                            pays_text(row.pays)
+                        ),
+                    )),
+                    None => lines.push(line(
+                        PayLine::Bonus,
+                        bonus,
+                        Outcome::Lose,
+                        -bonus,
+                        clause,
+                        format!("5+1 Bonus with the up card {up}: {best:?} does not pay{note}"),
+                    )),
+                }
+            }
+        }
+
+        // Progressive jackpot bets and SSP4 jackpot wagers.
+        for kind in rt.jackpot_kinds {
+            let (stake, placed) = self.stake(b, *kind);
+            if stake.0 <= 0 {
+                continue;
+            }
+            let note = excess_note(placed, stake);
+            if !has_ante {
+                lines.push(line(
+                    kind.line(),
+                    stake,
+                    Outcome::Returned,
+                    Money::ZERO,
+                    self.cite(c.jackpot_without_ante),
+                    "jackpot bet without an Ante: returned".into(),
+                ));
+                continue;
+            }
+            let eligible = !folded || rt.fold_keeps_jackpot;
+            let mut awards: Vec<Award> = Vec::new();
+            let (class, whose) = match kind {
+                BetKind::JackpotDealer => (dealer.class(), "dealer's"),
+                _ if rt.rule_set == RuleSet::Tcp3 => (
+                    tcp3_jackpot_class(&[b.cards[0], b.cards[1], b.cards[2]]),
+                    "player's",
+                ),
+                _ => (hand.class(), "player's"),
+            };
+            if eligible {
+                if let Some(row) = lookup(&rt.jackpot, class) {
+                    awards.push(Award {
+                        pays: row.pays,
+                        clause: self.cite(c.jackpot_pays),
+                        what: format!("{whose} {class:?}"),
+                        hand: Some(class),
+                    });
+                }
+                if let Some(sel) = rt.selection {
+                    let magic = self.input.magic_card;
+                    let (magic_hit, lucky, magic_clause, lucky_clause) = match kind {
+                        BetKind::JackpotDealer => (
+                            magic.is_some_and(|m| self.input.dealer.contains(&m)),
+                            self.input.lucky_dealer,
+                            "4.3.1, 4.5",
+                            "4.4.1, 4.5",
+                        ),
+                        _ => (
+                            magic.is_some_and(|m| b.cards.contains(&m)),
+                            self.input.lucky_box == Some(b.box_no),
+                            "4.3, 4.5",
+                            "4.4, 4.5",
+                        ),
+                    };
+                    if magic_hit {
+                        awards.push(Award {
+                            pays: sel,
+                            clause: self.cite(magic_clause),
+                            what: format!(
+                                "Magic Card {} in the {whose} hand",
+                                magic.map(|m| m.to_string()).unwrap_or_default()
+                            ),
+                            hand: None,
+                        });
+                    }
+                    if lucky {
+                        let who = if *kind == BetKind::JackpotDealer {
+                            "Lucky Dealer"
+                        } else {
+                            "Lucky Player"
+                        };
+                        awards.push(Award {
+                            pays: sel,
+                            clause: self.cite(lucky_clause),
+                            what: who.into(),
+                            hand: None,
+                        });
+                    }
+                }
+            }
+            if awards.is_empty() {
+                let (clause, why) = if !eligible {
+                    (
+                        self.cite(c.fold_jackpot),
+                        "a folded hand is not eligible for the jackpot: stake lost".to_string(),
+                    )
+                } else {
+                    (
+                        self.cite(c.jackpot_pays),
+                        format!("{whose} {class:?} wins no jackpot: the stake is a contribution"),
+                    )
+                };
+                lines.push(line(
+                    kind.line(),
+                    stake,
+                    Outcome::Lose,
+                    -stake,
+                    clause,
+                    format!("{why}{note}"),
+                ));
+                continue;
+            }
+            // The stake comes back with an "X to 1" / "X for 1" award and stays in the pool
+            // with a fixed or percentage award (RULES-NOTES 2).
+            let stake_returned = awards
+                .iter()
+                .any(|a| matches!(a.pays, Pays::ToOne(_) | Pays::ForOne(_)));
+            for (i, a) in awards.iter().enumerate() {
+                let win = match a.pays {
+                    Pays::PoolBasisPoints(bp) => {
+                        let before = self.pool;
+                        let amount = Money(before.0.max(0) * i64::from(bp) / 10_000);
+                        self.pool = if bp >= 10_000 {
+                            self.reset
+                        } else {
+                            before - amount
+                        };
+                        self.payments.push(JackpotPayment {
+                            box_no: b.box_no,
+                            hand: a.hand.unwrap_or(class),
+                            amount,
+                            pool_before: before,
+                            pool_after: self.pool,
+                            clause: format!("{}, {}", a.clause, self.cite(c.several_major_winners)),
+                        });
+                        amount
+                    }
+                    other => award_win(other, stake),
+                };
+                let net = if i == 0 && !stake_returned {
+                    win - stake
+                } else {
+                    win
+                };
+                let outcome = if net.0 > 0 {
+                    Outcome::Win
+                } else {
+                    Outcome::Lose
+                };
+                let kept = if i == 0 && !stake_returned {
+                    "; the stake is a contribution"
+                } else {
+                    ""
+                };
+                lines.push(SettlementLine {
+                    line: kind.line(),
+                    stake: if i == 0 { stake } else { Money::ZERO },
+                    outcome,
+                    net,
+                    clause: a.clause.clone(),
+                    explanation: format!(
+                        "{}: pays {} ({win}){kept}{note}",
+                        a.what,
+                        pays_text(a.pays)
+                    ),
+                });
+            }
+        }
+        BoxSettlement {
+            box_no: b.box_no,
+            hand: Some(hand.class()),
+            lines,
+        }
+    }
+}
+
+/// What a pay-table row wins on a stake, beyond the stake itself (fixed amounts and pool
+/// percentages are computed by the caller).
+fn award_win(pays: Pays, stake: Money) -> Money {
+    match pays {
+        Pays::ToOne(x) => multiply(stake, x),
+        Pays::ForOne(x) => multiply(stake, x.saturating_sub(1)),
+        Pays::Fixed(m) => m,
+        Pays::PoolBasisPoints(_) => Money::ZERO,
+    }
+}
+
+fn pays_text(p: Pays) -> String {
+    match p {
+        Pays::ToOne(x) => format!("{x} to 1"),
+        Pays::ForOne(x) => format!("{x} for 1"),
+        Pays::Fixed(m) => format!("a fixed {m}"),
+        Pays::PoolBasisPoints(bp) => format!("{}.{:02}% of the jackpot", bp / 100, bp % 100),
+    }
+}
+
+/// The pay table row a hand would use, for callers that show pay tables.
+pub fn main_row(rule_set: RuleSet, class: HandClass) -> Option<PayRow> {
+    lookup(&rule_table(rule_set).main, class).cloned()
+}
