@@ -1,0 +1,219 @@
+//! Exhaustive checks of the evaluators over every hand, and the Pair Plus return through
+//! the engine. Built at opt-level 3 in test profile ([profile.test.package.rules]).
+
+use rs_poker::core::{Rankable, Suit as RsSuit, Value as RsValue};
+use schemas::settle::{BoxInput, RoundInput};
+use schemas::{BetKind, BoxNo, Card, HandClass, RuleSet};
+use std::collections::{BTreeMap, BTreeSet};
+
+fn deck() -> Vec<Card> {
+    Card::deck().collect()
+}
+
+fn counts5() -> (BTreeMap<HandClass, u64>, usize) {
+    let d = deck();
+    let mut counts = BTreeMap::new();
+    let mut values = BTreeSet::new();
+    for a in 0..52 {
+        for b in a + 1..52 {
+            for c in b + 1..52 {
+                for e in c + 1..52 {
+                    for f in e + 1..52 {
+                        let h = rules::eval5(&[d[a], d[b], d[c], d[e], d[f]]);
+                        *counts.entry(h.class()).or_insert(0) += 1;
+                        values.insert(h.value());
+                    }
+                }
+            }
+        }
+    }
+    (counts, values.len())
+}
+
+#[test]
+fn csp6_3_1_2_five_card_categories_over_all_2598960_hands() {
+    use HandClass::*;
+    let (counts, distinct) = counts5();
+    let want = [
+        (RoyalFlush, 4),
+        (StraightFlush, 36),
+        (FourOfAKind, 624),
+        (FullHouse, 3_744),
+        (Flush, 5_108),
+        (Straight, 10_200),
+        (ThreeOfAKind, 54_912),
+        (TwoPairs, 123_552),
+        (OnePair, 1_098_240),
+        (HighCard, 1_302_540),
+    ];
+    for (class, n) in want {
+        assert_eq!(counts.get(&class).copied().unwrap_or(0), n, "{class:?}");
+    }
+    assert_eq!(counts.values().sum::<u64>(), 2_598_960);
+    // The tie-break order of §3.1.3 leaves exactly 7,462 distinct hand values.
+    assert_eq!(distinct, 7_462);
+}
+
+#[test]
+fn tcp3_3_1_2_three_card_categories_over_all_22100_hands() {
+    use HandClass::*;
+    let d = deck();
+    let mut counts: BTreeMap<HandClass, u64> = BTreeMap::new();
+    for a in 0..52 {
+        for b in a + 1..52 {
+            for c in b + 1..52 {
+                *counts
+                    .entry(rules::eval3(&[d[a], d[b], d[c]]).class())
+                    .or_insert(0) += 1;
+            }
+        }
+    }
+    let want = [
+        (StraightFlush, 48),
+        (ThreeOfAKind, 52),
+        (Straight, 720),
+        (Flush, 1_096),
+        (OnePair, 3_744),
+        (HighCard, 16_440),
+    ];
+    for (class, n) in want {
+        assert_eq!(counts.get(&class).copied().unwrap_or(0), n, "{class:?}");
+    }
+}
+
+#[test]
+fn cs51_best_five_of_six_categories_over_all_20358520_sets() {
+    use HandClass::*;
+    let d = deck();
+    let mut counts: BTreeMap<HandClass, u64> = BTreeMap::new();
+    for a in 0..52 {
+        for b in a + 1..52 {
+            for c in b + 1..52 {
+                for e in c + 1..52 {
+                    for f in e + 1..52 {
+                        for g in f + 1..52 {
+                            let h = rules::best5of6(&[d[a], d[b], d[c], d[e], d[f], d[g]]);
+                            *counts.entry(h.class()).or_insert(0) += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let want = [
+        (RoyalFlush, 188),
+        (StraightFlush, 1_656),
+        (FourOfAKind, 14_664),
+        (FullHouse, 165_984),
+        (Flush, 205_792),
+        (Straight, 361_620),
+        (ThreeOfAKind, 732_160),
+        (TwoPairs, 2_532_816),
+        (OnePair, 9_730_740),
+        (HighCard, 6_612_900),
+    ];
+    for (class, n) in want {
+        assert_eq!(counts.get(&class).copied().unwrap_or(0), n, "{class:?}");
+    }
+    assert_eq!(counts.values().sum::<u64>(), 20_358_520);
+}
+
+fn to_rs(c: Card) -> rs_poker::core::Card {
+    let suit = match c.suit() {
+        schemas::Suit::Spades => RsSuit::Spade,
+        schemas::Suit::Clubs => RsSuit::Club,
+        schemas::Suit::Hearts => RsSuit::Heart,
+        schemas::Suit::Diamonds => RsSuit::Diamond,
+    };
+    rs_poker::core::Card::new(RsValue::from(c.rank().value() - 2), suit)
+}
+
+/// A second, independent oracle: rs_poker orders every pair of hands the way we do, over
+/// all hands of a stride through the 2.6 million (every hand against its neighbours).
+#[test]
+fn five_card_order_agrees_with_rs_poker() {
+    let d = deck();
+    let mut hands = Vec::new();
+    let mut i = 0u64;
+    for a in 0..52 {
+        for b in a + 1..52 {
+            for c in b + 1..52 {
+                for e in c + 1..52 {
+                    for f in e + 1..52 {
+                        i += 1;
+                        if i % 7 == 0 {
+                            hands.push([d[a], d[b], d[c], d[e], d[f]]);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let ours: Vec<u32> = hands.iter().map(|h| rules::eval5(h).value()).collect();
+    let theirs: Vec<rs_poker::core::Rank> = hands
+        .iter()
+        .map(|h| h.iter().map(|c| to_rs(*c)).collect::<Vec<_>>().rank())
+        .collect();
+    for w in 1..hands.len() {
+        for back in [1usize, 97, 7919] {
+            if w < back {
+                continue;
+            }
+            let (x, y) = (w, w - back);
+            assert_eq!(
+                ours[x].cmp(&ours[y]),
+                theirs[x].cmp(&theirs[y]),
+                "{:?} vs {:?}",
+                hands[x],
+                hands[y]
+            );
+        }
+    }
+}
+
+/// TCP3 §4.2 Pair Plus, through the engine: over all 22,100 hands, a Pair-Plus-only box
+/// staking 1 returns exactly -1,232 / 22,100 of the stake.
+#[test]
+fn tcp3_4_2_pair_plus_returns_minus_1232_over_22100() {
+    let d = deck();
+    let mut total: i64 = 0;
+    let mut hands = 0;
+    for a in 0..52 {
+        for b in a + 1..52 {
+            for c in b + 1..52 {
+                let player = [d[a], d[b], d[c]];
+                let dealer: Vec<Card> = d
+                    .iter()
+                    .copied()
+                    .filter(|x| !player.contains(x))
+                    .take(3)
+                    .collect();
+                let round = RoundInput {
+                    game: RuleSet::Tcp3,
+                    config: None,
+                    dealer,
+                    dealer_up: None,
+                    pool: schemas::Money(0),
+                    reset: schemas::Money(0),
+                    credit_value: None,
+                    magic_card: None,
+                    lucky_box: None,
+                    lucky_dealer: false,
+                    void: false,
+                    boxes: vec![BoxInput {
+                        box_no: BoxNo(1),
+                        cards: player.to_vec(),
+                        decision: None,
+                        bets: [(BetKind::PairPlus, 1)].into_iter().collect(),
+                        invalidated: None,
+                    }],
+                };
+                let s = rules::settle(&round).unwrap();
+                total += s.boxes[0].lines.iter().map(|l| l.net.0).sum::<i64>();
+                hands += 1;
+            }
+        }
+    }
+    assert_eq!(hands, 22_100);
+    assert_eq!(total, -1_232);
+}
