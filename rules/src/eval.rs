@@ -105,46 +105,125 @@ fn same_suit(cards: &[Card]) -> Option<Suit> {
     cards.iter().all(|c| c.suit() == s).then_some(s)
 }
 
-/// Evaluates a 5-card hand (CSP6/MLP3 §3.1.2, SSP4 §3.14, CS51 Hand Rankings).
-pub fn eval5(cards: &[Card; 5]) -> Hand {
-    let (sizes, ranks, n) = groups(cards);
-    let flush = same_suit(cards).is_some();
-    if n == 5 {
-        let straight = straight_top(&ranks, 5);
-        return match (straight, flush) {
-            (Some(top), true) => Hand {
-                value: pack(8, &[top]),
-                class: if top == 14 {
-                    HandClass::RoyalFlush
-                } else {
-                    HandClass::StraightFlush
-                },
-            },
-            (None, true) => Hand {
-                value: pack(5, &ranks),
-                class: HandClass::Flush,
-            },
-            (Some(top), false) => Hand {
-                value: pack(4, &[top]),
-                class: HandClass::Straight,
-            },
-            (None, false) => Hand {
-                value: pack(0, &ranks),
-                class: HandClass::HighCard,
-            },
-        };
-    }
-    let (category, class) = match (sizes[0], sizes[1]) {
-        (4, _) => (7, HandClass::FourOfAKind),
-        (3, 2) => (6, HandClass::FullHouse),
-        (3, _) => (3, HandClass::ThreeOfAKind),
-        (2, 2) => (2, HandClass::TwoPairs),
-        _ => (1, HandClass::OnePair),
+/// The 5-4-3-2-A straight's rank mask (CSP6 §3.1.1: the Ace counts as 1 there only).
+const WHEEL5: u16 = (1 << 14) | (1 << 5) | (1 << 4) | (1 << 3) | (1 << 2);
+
+/// The 5-card category order (CSP6 §3.1.2), lowest first; a royal flush is the straight
+/// flush with an Ace on top.
+const CLASSES5: [HandClass; 9] = [
+    HandClass::HighCard,
+    HandClass::OnePair,
+    HandClass::TwoPairs,
+    HandClass::ThreeOfAKind,
+    HandClass::Straight,
+    HandClass::Flush,
+    HandClass::FullHouse,
+    HandClass::FourOfAKind,
+    HandClass::StraightFlush,
+];
+
+fn hand5(value: u32) -> Hand {
+    let category = (value >> 20) as usize;
+    let class = if category == 8 && (value >> 16) & 0xF == 14 {
+        HandClass::RoyalFlush
+    } else {
+        CLASSES5[category]
     };
-    Hand {
-        value: pack(category, &ranks[..n]),
-        class,
+    Hand { value, class }
+}
+
+/// Pushes the ranks of `mask`, highest first, into `ranks` from position `n`.
+fn push_ranks(mut mask: u16, ranks: &mut [u8; 5], n: &mut usize) {
+    while mask != 0 && *n < 5 {
+        let r = (15 - mask.leading_zeros()) as u8;
+        ranks[*n] = r;
+        *n += 1;
+        mask &= !(1 << r);
     }
+}
+
+/// Values of five distinct ranks by rank mask: [0] without a flush, [1] with one.
+/// 2 x 32 KiB, built once on first use.
+fn unique_tables() -> &'static [[u32; 1 << 15]; 2] {
+    static TABLES: std::sync::OnceLock<Box<[[u32; 1 << 15]; 2]>> = std::sync::OnceLock::new();
+    TABLES.get_or_init(|| {
+        let mut t = Box::new([[0u32; 1 << 15]; 2]);
+        for mask in 0u32..(1 << 15) {
+            let mask = mask as u16;
+            if mask.count_ones() != 5 || mask & 0b11 != 0 {
+                continue;
+            }
+            let top = (15 - mask.leading_zeros()) as u8;
+            let straight = if mask >> (top - 4) == 0b11111 {
+                Some(top)
+            } else if mask == WHEEL5 {
+                Some(5)
+            } else {
+                None
+            };
+            let mut ranks = [0u8; 5];
+            let mut n = 0;
+            push_ranks(mask, &mut ranks, &mut n);
+            t[0][mask as usize] = match straight {
+                Some(top) => pack(4, &[top]),
+                None => pack(0, &ranks),
+            };
+            t[1][mask as usize] = match straight {
+                Some(top) => pack(8, &[top]),
+                None => pack(5, &ranks),
+            };
+        }
+        t
+    })
+}
+
+/// Evaluates a 5-card hand (CSP6/MLP3 §3.1.2, SSP4 §3.14, CS51 Hand Rankings). No
+/// allocation, no loop over the 13 ranks: five distinct ranks are a table lookup by rank
+/// mask; otherwise the rank groups are tracked as bit masks while the cards are read. It
+/// runs in the exhaustive tests and on every replay.
+pub fn eval5(cards: &[Card; 5]) -> Hand {
+    // seen[k]: ranks present at least k+1 times.
+    let mut seen = [0u16; 4];
+    let mut suits: u8 = 0;
+    for c in cards {
+        let bit = 1u16 << c.rank().value();
+        if seen[2] & bit != 0 {
+            seen[3] |= bit;
+        } else if seen[1] & bit != 0 {
+            seen[2] |= bit;
+        } else if seen[0] & bit != 0 {
+            seen[1] |= bit;
+        } else {
+            seen[0] |= bit;
+        }
+        suits |= 1 << (c.code() & 3);
+    }
+    if seen[1] == 0 {
+        let flush = (suits.count_ones() == 1) as usize;
+        return hand5(unique_tables()[flush][seen[0] as usize]);
+    }
+    let quads = seen[3];
+    let trips = seen[2] & !seen[3];
+    let pairs = seen[1] & !seen[2];
+    let singles = seen[0] & !seen[1];
+    let category = if quads != 0 {
+        7
+    } else if trips != 0 && pairs != 0 {
+        6
+    } else if trips != 0 {
+        3
+    } else if pairs.count_ones() == 2 {
+        2
+    } else {
+        1
+    };
+    // Groups, larger first, then higher rank: the §3.1.3 tie-break order.
+    let mut ranks = [0u8; 5];
+    let mut n = 0;
+    for group in [quads, trips, pairs, singles] {
+        push_ranks(group, &mut ranks, &mut n);
+    }
+    hand5(pack(category, &ranks[..n]))
 }
 
 /// Evaluates a 3-card hand in 3 Card Poker order (TCP3 §3.1.2): straight flush, three of

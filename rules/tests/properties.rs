@@ -26,7 +26,11 @@ fn round_strategy() -> impl Strategy<Value = RoundInput> {
             let len = game.hand_len();
             let mut cards = deck.into_iter();
             let dealer: Vec<Card> = cards.by_ref().take(len).collect();
-            let main = if matches!(game, RuleSet::Cs51 | RuleSet::Tcp3) { BetKind::Play } else { BetKind::Bet };
+            let main = if matches!(game, RuleSet::Cs51 | RuleSet::Tcp3) {
+                BetKind::Play
+            } else {
+                BetKind::Bet
+            };
             let multiple = if game == RuleSet::Tcp3 { 1 } else { 2 };
             let boxes = boxes
                 .into_iter()
