@@ -1,1 +1,279 @@
-//! replayer (being written)
+//! The replayer: rebuilds rounds of play from a table chain's events, settles them through
+//! the rules engine (`rules::settle`, never a settlement of its own) and reports every
+//! deviation from the rules as a finding citing its clause, every recorded payout that
+//! differs from the rules as a dispute, and a verdict per round.
+//!
+//! Invariants:
+//! - Pure: a fold over events. The output depends on the events only: no clock, no I/O,
+//!   no randomness, no `HashMap` iteration (`BTreeMap` wherever order shows). The same
+//!   events give byte-identical reports in any process (tests/determinism.rs).
+//! - A round is judged by the configuration in force when it was played: the last
+//!   `TableOpened` of the chain before the round began.
+//! - Broken rules are data: a misdeal, a late bet, an overpayment is a `Finding` or a
+//!   `Dispute` in a successful replay. Nothing here fails on what devices send.
+//! - Finding codes come from `schemas::findings` only (stable strings, stored for years).
+//!
+//! What it must never do: depend on tokio, sled, async-nats or anything doing I/O (CI
+//! checks `cargo tree -p replayer -e normal`); settle a bet itself; read a device clock to
+//! order anything.
+//!
+//! Verdict (see `schemas::report::Verdict`): `Void` when the round is void (a void ruling
+//! or announcement, or a void-causing irregularity: §5.8.x, §5.7.2, §5.17, SSP4 §5.4), even
+//! if the dealer's records also differ (the disputes are still listed); else `Disputed` when
+//! any recorded payout differs; else `Irregular` when there is any finding (Info included);
+//! else `Clean`.
+//!
+//! Readings worth knowing (each also in the finding's explanation):
+//! - Bets settle as they stood at "No more Bets" (§5.21): later placements, changes and
+//!   withdrawals are findings and are not applied. A BET/Play placed after the deal is the
+//!   decision's stake, not a late bet.
+//! - Void without a ruling: duplicate or foreign card, deck shortage/excess or exhaustion,
+//!   no shuffle, two exposed cards before players saw theirs (SSP4: any two), dealer card
+//!   count (unless a Reconstruction{allowed} ruling), jackpot fault before cards were seen,
+//!   technical interruption before any outcome. A missing burnt card is not voided by the
+//!   replayer: §5.9 leaves it to the House, so it is settled as dealt and flagged, plus a
+//!   "ruling missing" finding when no Reconstruction/VoidRound ruling is recorded.
+//! - "Players have seen their cards" from: a decision, an examination, a reveal, a
+//!   `CardExposed` saying so, or (CS51) a face-up card dealt to the player.
+//! - A shuffle must precede every round's deal: a `ShuffleCompleted` of the round, or a
+//!   round-less one after the previous round. A commitment is checked when `DeckRevealed`
+//!   arrives (before or after `RoundClosed`); the deal must be the prefix of the order.
+
+mod pool;
+mod round;
+
+pub use pool::{replay_pool, PoolMismatch, PoolReport, PoolSummary, PoolWin};
+pub use round::{Phase, StepView};
+
+use round::{RoundState, TableContext};
+use schemas::report::RoundReport;
+use schemas::{Event, EventBody, RoundId, Seq, TableConfig, TableId};
+
+/// Code of the one finding that cannot cite a rule set: a round seen before any table
+/// configuration, so the rules in force are unknown.
+pub const CONFIG_MISSING: &str = "RL-table-config-missing";
+
+/// Why input could not be read. Replay itself never fails.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("line {line}: not an event: {source}")]
+    Json {
+        line: usize,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+/// Reads events as JSON lines (the JSON wire form, one event per line; blank lines skipped).
+pub fn read_jsonl(text: &str) -> Result<Vec<Event>, Error> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| {
+            serde_json::from_str(l).map_err(|source| Error::Json {
+                line: i + 1,
+                source,
+            })
+        })
+        .collect()
+}
+
+/// The canonical JSON form of reports (pretty, fields in declaration order, maps sorted):
+/// what golden files and the determinism test compare byte for byte.
+pub fn reports_json(reports: &[RoundReport]) -> String {
+    // Serialising our own report types (no non-string map keys, no floats) cannot fail.
+    serde_json::to_string_pretty(reports).expect("report serialisation is infallible")
+}
+
+/// Replays one table's chain, event by event in sequence order.
+#[derive(Debug)]
+pub struct TableReplayer {
+    table: TableId,
+    config: Option<TableConfig>,
+    ctx: TableContext,
+    open: Option<RoundState>,
+    /// Closed rounds not yet reported (see `push`).
+    held: Vec<RoundState>,
+}
+
+impl TableReplayer {
+    pub fn new(table: TableId) -> TableReplayer {
+        TableReplayer {
+            table,
+            config: None,
+            ctx: TableContext::default(),
+            open: None,
+            held: Vec::new(),
+        }
+    }
+
+    /// The configuration in force now (the last `TableOpened`).
+    pub fn config(&self) -> Option<&TableConfig> {
+        self.config.as_ref()
+    }
+
+    /// Feeds the next event of the chain. Returns the reports of rounds that completed. A
+    /// closed round is held until the next round begins (or a round-less shuffle, the
+    /// table closing, `finish`), so that a `DeckRevealed` after `RoundClosed` and any late
+    /// event of that round ("event after round closed") still land in its report. A round
+    /// that never closed is reported when another round begins ("round never closed").
+    pub fn push(&mut self, seq: Seq, event: &Event) -> Vec<RoundReport> {
+        let mut out = Vec::new();
+        match (event.round, &event.body) {
+            (_, EventBody::TableOpened { config }) => {
+                self.config = Some(config.clone());
+            }
+            (None, EventBody::ShuffleCompleted { deck_commitment }) => {
+                self.release_held(&mut out);
+                self.ctx.shuffle = Some((seq, *deck_commitment));
+            }
+            (None, EventBody::JackpotShown { pool, value }) => {
+                self.ctx
+                    .pool_shown
+                    .insert(pool.as_str().to_string(), *value);
+                if let Some(r) = self.open.as_mut() {
+                    r.apply(seq, event);
+                }
+            }
+            (None, EventBody::DeckRevealed { .. }) => {
+                if let Some(r) = self.held.iter_mut().find(|r| r.awaits_reveal()) {
+                    r.apply(seq, event);
+                } else if let Some(r) = self.open.as_mut() {
+                    r.apply(seq, event);
+                }
+            }
+            (None, EventBody::TableClosed) => {
+                self.release_held(&mut out);
+                if let Some(r) = self.open.take() {
+                    out.push(r.finish());
+                }
+            }
+            (None, _) => {
+                // Finance and other table events; a round-less jackpot fault or technical
+                // interruption during an open round concerns that round.
+                if matches!(
+                    event.body,
+                    EventBody::JackpotFault { .. } | EventBody::TechnicalInterruption { .. }
+                ) {
+                    if let Some(r) = self.open.as_mut() {
+                        r.apply(seq, event);
+                    }
+                }
+            }
+            (Some(round), _) => self.push_round_event(round, seq, event, &mut out),
+        }
+        out
+    }
+
+    fn push_round_event(
+        &mut self,
+        round: RoundId,
+        seq: Seq,
+        event: &Event,
+        out: &mut Vec<RoundReport>,
+    ) {
+        if let Some(r) = self.held.iter_mut().find(|r| r.round == round) {
+            // A late event of a closed round: recorded in that round's report.
+            r.apply(seq, event);
+            return;
+        }
+        if self.open.as_ref().is_some_and(|r| r.round != round) {
+            if let Some(prev) = self.open.take() {
+                out.push(prev.finish());
+            }
+        }
+        if self.open.is_none() {
+            self.release_held(out);
+            let table_ctx = TableContext {
+                pool_shown: self.ctx.pool_shown.clone(),
+                shuffle: self.ctx.shuffle.take(),
+            };
+            self.open = Some(RoundState::new(
+                self.table.clone(),
+                round,
+                self.config.clone(),
+                seq,
+                event.occurred_at_ns,
+                &table_ctx,
+            ));
+        }
+        if let Some(r) = self.open.as_mut() {
+            r.apply(seq, event);
+            if r.closed.is_some() {
+                if let Some(r) = self.open.take() {
+                    self.held.push(r);
+                }
+            }
+        }
+    }
+
+    fn release_held(&mut self, out: &mut Vec<RoundReport>) {
+        for r in self.held.drain(..) {
+            out.push(r.finish());
+        }
+    }
+
+    /// Ends the chain: rounds still open are reported with "round never closed".
+    pub fn finish(mut self) -> Vec<RoundReport> {
+        let mut out = Vec::new();
+        self.release_held(&mut out);
+        if let Some(r) = self.open.take() {
+            out.push(r.finish());
+        }
+        out
+    }
+}
+
+/// Replays a whole chain (events in sequence order) and returns every round's report.
+pub fn replay_table(table: TableId, events: &[(Seq, Event)]) -> Vec<RoundReport> {
+    let mut t = TableReplayer::new(table);
+    let mut out = Vec::new();
+    for (seq, e) in events {
+        out.extend(t.push(*seq, e));
+    }
+    out.extend(t.finish());
+    out
+}
+
+/// Replays one round given the configuration in force. `events` are the round's events
+/// in sequence order, round-less ones included (a shuffle before the round).
+pub fn replay_round(config: &TableConfig, events: &[(Seq, Event)]) -> RoundReport {
+    fold_round(config, events, |_, _| {}).finish()
+}
+
+/// The round's state after each event, for `replay --step`.
+pub fn steps(config: &TableConfig, events: &[(Seq, Event)]) -> Vec<StepView> {
+    let mut views = Vec::with_capacity(events.len());
+    fold_round(config, events, |state, (seq, e)| {
+        views.push(state.view(*seq, e.body.type_name()))
+    });
+    views
+}
+
+fn fold_round(
+    config: &TableConfig,
+    events: &[(Seq, Event)],
+    mut each: impl FnMut(&RoundState, &(Seq, Event)),
+) -> RoundState {
+    let (first_seq, at_ns, table) = events.first().map_or((Seq(0), 0, None), |(s, e)| {
+        (*s, e.occurred_at_ns, Some(e.table.clone()))
+    });
+    let table = table.unwrap_or_else(|| TableId::new("unknown").expect("a valid literal id"));
+    let round = events
+        .iter()
+        .find_map(|(_, e)| e.round)
+        .unwrap_or(RoundId(0));
+    let mut state = RoundState::new(
+        table,
+        round,
+        Some(config.clone()),
+        first_seq,
+        at_ns,
+        &TableContext::default(),
+    );
+    for item in events {
+        state.apply(item.0, &item.1);
+        each(&state, item);
+    }
+    state
+}

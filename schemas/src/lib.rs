@@ -15,6 +15,8 @@ pub mod chain;
 pub mod codec;
 pub mod config;
 pub mod event;
+pub mod export;
+pub mod findings;
 pub mod ids;
 pub mod report;
 pub mod settle;

@@ -1,1 +1,72 @@
-//! simulator (being written)
+//! The table-device simulator: plays realistic rounds of the five games (CSP6, MLP3, SSP4,
+//! CS51, TCP3) with correct hash chains, injects dealer errors and irregularities on
+//! request, and publishes the events over NATS JetStream as table controllers would.
+//!
+//! Two layers:
+//! - `table`, `floor`, `faults`, `expected`: pure and deterministic. The same table id,
+//!   configuration, seed and fault plan give byte-identical events. No clock (timestamps
+//!   come from a simulated device clock), no I/O, no tokio.
+//! - `publish`: the async edge that puts those events on NATS.
+//!
+//! Invariants:
+//! - Each table's events form a valid chain: seq 1, 2, 3, ..., each `prev` the hash of the
+//!   previous event's exact published bytes (`schemas::chain::verify_chain` accepts them).
+//! - Payouts are what `rules::settle` says, except where a fault plan injected a wrong
+//!   payout, and every injected fault is listed with the finding code the replayer must
+//!   raise (`expected`).
+//! - Bets lie within the table's limits; every card comes from one shuffled 52-card deck
+//!   unless a duplicate card was injected on purpose.
+//!
+//! It must never compute a settlement itself, read the system clock in the pure layer, or
+//! leave more than `PublishOptions::in_flight_max` publish acks unawaited per table.
+
+pub mod expected;
+pub mod faults;
+pub mod floor;
+pub mod publish;
+pub mod table;
+
+pub use expected::FaultKind;
+pub use faults::{FaultPlan, InjectedFault};
+pub use floor::{default_config, table_seed, Floor, MLP3_LINKED_POOL};
+pub use publish::{publish_floor, wait_for_stream, PublishOptions, PublishReport, PublishedRecord};
+pub use table::{stud_plays, tcp3_plays, PlayedRound, Published, TableSim};
+
+use schemas::{RoundId, Seq, TableId};
+use std::time::Duration;
+
+/// Why the simulator could not play or publish.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("configuration: {0}")]
+    Config(String),
+    #[error("table {table}: {message}")]
+    State { table: TableId, message: String },
+    #[error("table {table}, round {}: the rules engine could not settle the round: {source}", round.0)]
+    Settle {
+        table: TableId,
+        round: RoundId,
+        #[source]
+        source: rules::SettleError,
+    },
+    #[error("NATS, {context}: {message}")]
+    Nats { context: String, message: String },
+    #[error(
+        "stream {stream} still missing after {waited:?} ({attempts} attempts; last error: \
+         {last_error}); it is created by the ingest service (`roundledger serve`)"
+    )]
+    StreamMissing {
+        stream: &'static str,
+        waited: Duration,
+        attempts: u32,
+        last_error: String,
+    },
+    #[error("table {table}, seq {}: publish failed: {message}", seq.0)]
+    Publish {
+        table: TableId,
+        seq: Seq,
+        message: String,
+    },
+    #[error("a publishing task failed: {0}")]
+    Task(String),
+}

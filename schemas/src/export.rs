@@ -1,0 +1,299 @@
+//! The ledger export file: a self-contained, line-oriented record of one or more tables'
+//! chains (or a contiguous range of each) that anyone can verify without sled, with this
+//! module or from the format below in any language.
+//!
+//! Format (version 1), UTF-8 JSON lines:
+//!
+//! 1. A header line: `{"format":"roundledger-export","version":1,"tables":[...]}` where each
+//!    table entry is `{"table", "from_seq", "to_seq", "anchor", "head", "events"}`:
+//!    - `from_seq..=to_seq` is the exported range of the table's chain (contiguous);
+//!    - `anchor` is the hash of the event just before `from_seq` (the `prev` of the first
+//!      exported event): 64 zeros (genesis) when `from_seq` is 1. An export that does not
+//!      start at seq 1 can only prove that its events extend this anchor; to tie it to the
+//!      whole chain, compare the anchor with the ledger's hash at `from_seq - 1` (or with an
+//!      earlier export that ends there);
+//!    - `head` is the hash of the event at `to_seq`; `events` = `to_seq - from_seq + 1`.
+//! 2. Then one line per event, grouped by table in header order, in seq order:
+//!    `{"table","seq","hash","stream_seq","received_at_ns","bytes"}` where `hash` is the
+//!    stored event hash (hex), `stream_seq` the JetStream stream sequence it arrived with
+//!    (the House's arrival order), `received_at_ns` when ingest received it, and `bytes` the
+//!    exact message body as received, lowercase hex.
+//!
+//! A table with an empty range is not listed. `verify_export` recomputes every hash with
+//! `chain::event_hash` from the anchor, checks seq continuity, each event's decoded `table`,
+//! `seq` and `prev`, the stored hashes, the counts and the heads.
+
+use crate::chain::{event_hash, GENESIS};
+use crate::codec;
+use crate::ids::{Hash32, TableId};
+use serde::{Deserialize, Serialize};
+use std::io::{BufRead, Read as _};
+
+/// The `format` field of the header line.
+pub const EXPORT_FORMAT: &str = "roundledger-export";
+/// The export format version this crate writes and reads.
+pub const EXPORT_VERSION: u32 = 1;
+/// Longest line accepted when verifying (an event of `codec::EVENT_LEN_MAX` bytes in hex
+/// plus its fields, or a header of many tables).
+pub const EXPORT_LINE_LEN_MAX: usize = 4 * codec::EVENT_LEN_MAX;
+
+/// The first line of an export.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExportHeader {
+    pub format: String,
+    pub version: u32,
+    pub tables: Vec<ExportTable>,
+}
+
+/// One table's exported range, as announced in the header.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExportTable {
+    pub table: TableId,
+    pub from_seq: u64,
+    pub to_seq: u64,
+    /// Hash of the event at `from_seq - 1`; genesis (zeros) when `from_seq == 1`.
+    pub anchor: Hash32,
+    /// Hash of the event at `to_seq`.
+    pub head: Hash32,
+    pub events: u64,
+}
+
+/// One event line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExportEvent {
+    pub table: TableId,
+    pub seq: u64,
+    pub hash: Hash32,
+    pub stream_seq: u64,
+    pub received_at_ns: i64,
+    /// The exact bytes as received, lowercase hex.
+    pub bytes: String,
+}
+
+/// What a verified export holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExportSummary {
+    pub version: u32,
+    pub tables: Vec<ExportTable>,
+    pub events: u64,
+}
+
+/// Why an export does not verify. `line` is 1-based (the header is line 1).
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    #[error("reading the export: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("the export is empty (no header line)")]
+    Empty,
+    #[error("line {line}: longer than {EXPORT_LINE_LEN_MAX} bytes")]
+    LineTooLong { line: u64 },
+    #[error("line {line}: not a valid {what}: {message}")]
+    Syntax {
+        line: u64,
+        what: &'static str,
+        message: String,
+    },
+    #[error("unsupported export format {format:?} version {version}")]
+    Version { format: String, version: u32 },
+    #[error("header: {0}")]
+    Header(String),
+    #[error("line {line}: table {table} seq {seq}: {problem}")]
+    Chain {
+        line: u64,
+        table: TableId,
+        seq: u64,
+        problem: String,
+    },
+    #[error("table {table}: {problem}")]
+    Incomplete { table: TableId, problem: String },
+}
+
+/// Verifies an export from a reader, without sled. Returns what it holds, or the first
+/// problem found.
+pub fn verify_export(reader: impl BufRead) -> Result<ExportSummary, ExportError> {
+    let mut lines = LineReader { reader, line: 0 };
+    let header_line = lines.next_line()?.ok_or(ExportError::Empty)?;
+    let header: ExportHeader =
+        serde_json::from_str(&header_line).map_err(|e| ExportError::Syntax {
+            line: 1,
+            what: "header",
+            message: e.to_string(),
+        })?;
+    if header.format != EXPORT_FORMAT || header.version != EXPORT_VERSION {
+        return Err(ExportError::Version {
+            format: header.format,
+            version: header.version,
+        });
+    }
+    check_header(&header)?;
+
+    let mut total = 0u64;
+    let mut current = 0usize; // index into header.tables
+    let mut prev = header.tables.first().map(|t| t.anchor).unwrap_or(GENESIS);
+    let mut next_seq = header.tables.first().map(|t| t.from_seq).unwrap_or(1);
+    while let Some(text) = lines.next_line()? {
+        let line = lines.line;
+        if text.trim().is_empty() {
+            continue;
+        }
+        let ev: ExportEvent = serde_json::from_str(&text).map_err(|e| ExportError::Syntax {
+            line,
+            what: "event line",
+            message: e.to_string(),
+        })?;
+        // Move to the next table once the current one is complete.
+        while current < header.tables.len() && next_seq > header.tables[current].to_seq {
+            finish_table(&header.tables[current], &prev, next_seq)?;
+            current += 1;
+            if let Some(t) = header.tables.get(current) {
+                prev = t.anchor;
+                next_seq = t.from_seq;
+            }
+        }
+        let Some(t) = header.tables.get(current) else {
+            return Err(chain_err(line, &ev, "event beyond the ranges in the header"));
+        };
+        if ev.table != t.table {
+            return Err(chain_err(
+                line,
+                &ev,
+                &format!("expected an event of table {} seq {next_seq}", t.table),
+            ));
+        }
+        if ev.seq != next_seq {
+            return Err(chain_err(line, &ev, &format!("expected seq {next_seq}")));
+        }
+        let bytes = hex::decode(&ev.bytes)
+            .map_err(|e| chain_err(line, &ev, &format!("bytes are not hex: {e}")))?;
+        let (event, _) = codec::decode(&bytes)
+            .map_err(|e| chain_err(line, &ev, &format!("undecodable: {e}")))?;
+        if event.table != ev.table || event.seq.0 != ev.seq {
+            return Err(chain_err(
+                line,
+                &ev,
+                &format!(
+                    "the bytes are event {} seq {}, not the one the line names",
+                    event.table, event.seq.0
+                ),
+            ));
+        }
+        if event.prev != prev {
+            return Err(chain_err(
+                line,
+                &ev,
+                &format!("prev {} does not match {}", event.prev, prev),
+            ));
+        }
+        let computed = event_hash(&prev, &bytes);
+        if computed != ev.hash {
+            return Err(chain_err(
+                line,
+                &ev,
+                &format!("stored hash {} differs from the recomputed {computed}", ev.hash),
+            ));
+        }
+        prev = computed;
+        next_seq += 1;
+        total += 1;
+    }
+    // Every remaining table must be complete.
+    while current < header.tables.len() {
+        finish_table(&header.tables[current], &prev, next_seq)?;
+        current += 1;
+        if let Some(t) = header.tables.get(current) {
+            prev = t.anchor;
+            next_seq = t.from_seq;
+        }
+    }
+    Ok(ExportSummary {
+        version: header.version,
+        events: total,
+        tables: header.tables,
+    })
+}
+
+fn check_header(h: &ExportHeader) -> Result<(), ExportError> {
+    let mut seen = std::collections::BTreeSet::new();
+    for t in &h.tables {
+        if !seen.insert(t.table.clone()) {
+            return Err(ExportError::Header(format!("table {} listed twice", t.table)));
+        }
+        if t.from_seq == 0 || t.to_seq < t.from_seq {
+            return Err(ExportError::Header(format!(
+                "table {}: bad range {}..={}",
+                t.table, t.from_seq, t.to_seq
+            )));
+        }
+        if t.events != t.to_seq - t.from_seq + 1 {
+            return Err(ExportError::Header(format!(
+                "table {}: {} events announced for range {}..={}",
+                t.table, t.events, t.from_seq, t.to_seq
+            )));
+        }
+        if t.from_seq == 1 && t.anchor != GENESIS {
+            return Err(ExportError::Header(format!(
+                "table {}: a range from seq 1 must be anchored at genesis",
+                t.table
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn finish_table(t: &ExportTable, last: &Hash32, next_seq: u64) -> Result<(), ExportError> {
+    if next_seq != t.to_seq + 1 {
+        return Err(ExportError::Incomplete {
+            table: t.table.clone(),
+            problem: format!("the file ends at seq {}, the header announces {}", next_seq - 1, t.to_seq),
+        });
+    }
+    if *last != t.head {
+        return Err(ExportError::Incomplete {
+            table: t.table.clone(),
+            problem: format!(
+                "chain ends at {last}, the header announces head {}",
+                t.head
+            ),
+        });
+    }
+    Ok(())
+}
+
+fn chain_err(line: u64, ev: &ExportEvent, problem: &str) -> ExportError {
+    ExportError::Chain {
+        line,
+        table: ev.table.clone(),
+        seq: ev.seq,
+        problem: problem.to_string(),
+    }
+}
+
+/// Reads lines with a length bound, so a hostile file cannot exhaust memory.
+struct LineReader<R> {
+    reader: R,
+    line: u64,
+}
+
+impl<R: BufRead> LineReader<R> {
+    fn next_line(&mut self) -> Result<Option<String>, ExportError> {
+        let mut buf = Vec::new();
+        let n = (&mut self.reader)
+            .take(EXPORT_LINE_LEN_MAX as u64 + 1)
+            .read_until(b'\n', &mut buf)?;
+        if n == 0 {
+            return Ok(None);
+        }
+        self.line += 1;
+        if buf.len() > EXPORT_LINE_LEN_MAX {
+            return Err(ExportError::LineTooLong { line: self.line });
+        }
+        String::from_utf8(buf).map(Some).map_err(|e| ExportError::Syntax {
+            line: self.line,
+            what: "UTF-8 line",
+            message: e.to_string(),
+        })
+    }
+}

@@ -1,0 +1,191 @@
+//! Sensible default table configurations for the five games, and a `Floor` of N tables
+//! over them.
+
+use crate::faults::FaultPlan;
+use crate::table::TableSim;
+use crate::Error;
+use schemas::{
+    BetKind, BetLimit, DealingMode, JackpotConfig, Money, PoolId, RuleSet, TableConfig, TableId,
+    WireFormat,
+};
+
+/// The pool shared by every MLP3 table of a floor (MLP3 is a multi-link progressive).
+pub const MLP3_LINKED_POOL: &str = "MLP3-LINK";
+
+fn limit(kind: BetKind, min: i64, max: i64) -> BetLimit {
+    BetLimit {
+        kind,
+        min: Money(min),
+        max: Money(max),
+    }
+}
+
+fn pool(id: &str) -> PoolId {
+    // The ids used here are constants of this module that satisfy the id grammar.
+    PoolId::new(id).expect("built-in pool id is valid")
+}
+
+/// A realistic configuration for a table of `rule_set`, in SGD: Ante 25.00 to 5,000.00
+/// (CS51, online: 1.00 to 1,000.00), BET/Play up to the rule's multiple of the maximum
+/// Ante, prescribed jackpot stakes (min == max), pay tables left to the seed's defaults.
+/// Stud tables have 7 boxes, 3 Card Poker 6, the online game 1. Jackpot pools get a reset
+/// value and a contribution rate (RULES-NOTES 6); the pool id is a per-rule-set default
+/// that `Floor` makes unique per table (or shared, for MLP3).
+pub fn default_config(rule_set: RuleSet) -> TableConfig {
+    let (version, boxes, dealing, limits, jackpot) = match rule_set {
+        RuleSet::Csp6 => (
+            "Version 6",
+            7,
+            DealingMode::ManualShoe,
+            vec![
+                limit(BetKind::Ante, 2_500, 500_000),
+                limit(BetKind::Bet, 5_000, 1_000_000),
+                limit(BetKind::Progressive, 100, 100),
+            ],
+            Some(JackpotConfig {
+                pool: pool("CSP6-PJ"),
+                linked: false,
+                reset: Money(5_000_000),
+                contribution_bp: 2_500,
+                credit_value: Money::ZERO,
+            }),
+        ),
+        RuleSet::Mlp3 => (
+            "Version 3",
+            7,
+            DealingMode::Shuffler,
+            vec![
+                limit(BetKind::Ante, 2_500, 500_000),
+                limit(BetKind::Bet, 5_000, 1_000_000),
+                limit(BetKind::Progressive, 100, 100),
+            ],
+            Some(JackpotConfig {
+                pool: pool(MLP3_LINKED_POOL),
+                linked: true,
+                reset: Money(10_000_000),
+                contribution_bp: 2_000,
+                credit_value: Money::ZERO,
+            }),
+        ),
+        RuleSet::Ssp4 => (
+            "Version 4",
+            7,
+            DealingMode::Shuffler,
+            vec![
+                limit(BetKind::Ante, 2_500, 500_000),
+                limit(BetKind::Bet, 5_000, 1_000_000),
+                // SSP4 jackpot wagers count credits (SSP4 §3.5).
+                limit(BetKind::JackpotPlayer, 1, 5),
+                limit(BetKind::JackpotDealer, 1, 5),
+            ],
+            Some(JackpotConfig {
+                pool: pool("SSP4-PJ"),
+                linked: false,
+                reset: Money(5_000_000),
+                contribution_bp: 2_500,
+                credit_value: Money(100),
+            }),
+        ),
+        RuleSet::Cs51 => (
+            "2021-12-31",
+            1,
+            DealingMode::Rng,
+            vec![
+                limit(BetKind::Ante, 100, 100_000),
+                limit(BetKind::Play, 200, 200_000),
+                limit(BetKind::Bonus, 100, 10_000),
+            ],
+            None,
+        ),
+        RuleSet::Tcp3 => (
+            "Version 3",
+            6,
+            DealingMode::ManualShoe,
+            vec![
+                limit(BetKind::Ante, 2_500, 500_000),
+                limit(BetKind::Play, 2_500, 500_000),
+                limit(BetKind::PairPlus, 2_500, 100_000),
+                limit(BetKind::Progressive, 500, 500),
+            ],
+            Some(JackpotConfig {
+                pool: pool("TCP3-PJ"),
+                linked: false,
+                reset: Money(2_000_000),
+                contribution_bp: 2_500,
+                credit_value: Money::ZERO,
+            }),
+        ),
+    };
+    TableConfig {
+        rule_set,
+        rules_version: version.to_string(),
+        currency: "SGD".to_string(),
+        boxes,
+        dealing,
+        limits,
+        pay_tables: Vec::new(),
+        bet_win_cap: None,
+        jackpot,
+    }
+}
+
+/// A gaming floor: N tables cycling through the five games (CSP6, MLP3, SSP4, CS51,
+/// TCP3, CSP6, ...). Table `i` (from 1) is `<RULESET>-<i:02>`; the live games alternate
+/// manual shoe and shuffler; every third table publishes JSON, the others bincode, so
+/// both wire forms are exercised; unlinked jackpot pools are one per table, MLP3 tables
+/// share `MLP3_LINKED_POOL`.
+///
+/// Each table keeps its own view of its pool (the simulator has no jackpot controller
+/// chain yet), so the values shown at linked MLP3 tables are per-table views.
+pub struct Floor {
+    pub tables: Vec<TableSim>,
+}
+
+impl Floor {
+    pub fn new(tables: usize, seed: u64, faults: FaultPlan) -> Result<Floor, Error> {
+        let mut out = Vec::with_capacity(tables);
+        for i in 0..tables {
+            let n = i + 1;
+            let rule_set = RuleSet::ALL[i % RuleSet::ALL.len()];
+            let id = TableId::new(format!("{}-{n:02}", rule_set.code()))
+                .map_err(|e| Error::Config(format!("table id for table {n}: {e}")))?;
+            let mut config = default_config(rule_set);
+            // The live games alternate shoe and shuffler across the floor's tables.
+            if matches!(rule_set, RuleSet::Csp6 | RuleSet::Mlp3 | RuleSet::Tcp3) {
+                // Each pass over the five games flips the live games' dealing mode.
+                let flip = (i / RuleSet::ALL.len()).is_multiple_of(2);
+                let first = config.dealing == DealingMode::ManualShoe;
+                config.dealing = if first == flip {
+                    DealingMode::ManualShoe
+                } else {
+                    DealingMode::Shuffler
+                };
+            }
+            if let Some(j) = config.jackpot.as_mut() {
+                if !j.linked {
+                    j.pool = PoolId::new(format!("{id}-PJ"))
+                        .map_err(|e| Error::Config(format!("pool id of {id}: {e}")))?;
+                }
+            }
+            let wire = if i % 3 == 2 {
+                WireFormat::Json
+            } else {
+                WireFormat::Bincode
+            };
+            let table = TableSim::new(id, config, table_seed(seed, n as u64), faults)?
+                .with_wire_format(wire);
+            out.push(table);
+        }
+        Ok(Floor { tables: out })
+    }
+}
+
+/// Independent per-table seeds from one floor seed (splitmix64 of seed and table number).
+pub fn table_seed(seed: u64, table_no: u64) -> u64 {
+    let mut z = seed
+        .wrapping_add(table_no.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+        .wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}

@@ -1,0 +1,1106 @@
+//! One simulated table: a pure, deterministic generator of its chain of events. The same
+//! table id, configuration, seed and fault plan always give byte-identical events.
+//!
+//! No clock, no I/O: timestamps come from a simulated device clock that starts at a seeded
+//! instant and advances by realistic gaps; randomness comes from ChaCha8 seeded by the
+//! caller. Payouts are the rules engine's (`rules::settle`), never computed here.
+
+use crate::expected::{self, FaultKind};
+use crate::faults::{FaultPlan, InjectedFault};
+use crate::Error;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use schemas::chain::{deck_commitment, event_hash};
+use schemas::settle::{BoxInput, RoundInput};
+use schemas::{
+    codec, Announcement, BetKind, BoxNo, Card, CardTarget, ChipCount, Choice, DealingMode,
+    DeviceId, Event, EventBody, Finance, Hash32, Money, PayLine, RoundId, RuleSet, Ruling, Seq,
+    StaffId, Stake, TableConfig, TableId, WireFormat, WIRE_VERSION,
+};
+use std::collections::BTreeMap;
+
+/// 2026-01-01T00:00:00Z in ns: the simulated clock starts within the day after it.
+const EPOCH_2026_NS: i64 = 1_767_225_600_000_000_000;
+
+/// One event as published: the decoded event and its exact wire bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Published {
+    pub event: Event,
+    pub bytes: Vec<u8>,
+}
+
+impl Published {
+    /// The chain hash of this event (blake3 over its `prev` and its exact bytes).
+    pub fn hash(&self) -> Hash32 {
+        event_hash(&self.event.prev, &self.bytes)
+    }
+}
+
+/// The events of one round (and the finance events before it) and the faults in them.
+#[derive(Debug, Clone)]
+pub struct PlayedRound {
+    pub round: RoundId,
+    pub events: Vec<Published>,
+    pub injected: Vec<InjectedFault>,
+}
+
+/// The table's devices, each with its own id on the table's chain.
+struct Devices {
+    dealer: DeviceId,
+    dealing: DeviceId,
+    bets: DeviceId,
+    jackpot: DeviceId,
+    cage: DeviceId,
+}
+
+fn device(s: &str) -> DeviceId {
+    DeviceId::new(s).expect("built-in device id is valid")
+}
+
+/// A simulated table. Call `opening_events`, then `play_round` as often as wanted, then
+/// `closing_events`.
+///
+/// A round: [finance event] `ShuffleCompleted` (with a deck commitment in shuffler mode),
+/// "Place your Bets", `JackpotShown` (tables with a pool), `BetPlaced` per box and kind,
+/// "No more Bets", SSP4 selections, `CardDealt` (burnt card first in manual-shoe mode for
+/// CSP6/MLP3/TCP3), `Decided` per Ante box, `DealerRevealed`, the result (SSP4 "No hand"),
+/// `HandRevealed` for boxes still in, `PaidOut` for every box and line of
+/// `rules::settle`'s result (net 0 lines included), `JackpotHit`/`JackpotReset`,
+/// `DeckRevealed` (shuffler), `RoundClosed`.
+///
+/// Jackpot pool: the table shows its pool before each round; after the round the pool is
+/// the settlement's `pool_after` plus, for each jackpot stake accepted at "No more Bets"
+/// (none in a void round), `stake * contribution_bp / 10000` rounded down per stake (SSP4:
+/// credits times the credit value). Each table keeps its own view of its pool: tables
+/// sharing a linked pool (MLP3) do not see each other's contributions yet.
+pub struct TableSim {
+    table: TableId,
+    config: TableConfig,
+    faults: FaultPlan,
+    wire: WireFormat,
+    /// The game: shuffles, players, bets, decisions, the clock.
+    rng: ChaCha8Rng,
+    /// Whether and where to inject faults, drawn apart from the game so that a fault plan
+    /// does not change the cards and bets of the rounds it leaves alone.
+    fault_rng: ChaCha8Rng,
+    devices: Devices,
+    seq: u64,
+    prev: Hash32,
+    clock_ns: i64,
+    next_round: u64,
+    /// This table's view of its jackpot pool: the value it shows before a round.
+    pool: Money,
+    slip_no: u32,
+    state: State,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    New,
+    Open,
+    Closed,
+}
+
+/// A box's bets as they stand at "No more Bets" (stakes in minor units; SSP4 jackpot
+/// wagers in credits).
+struct BoxBets {
+    box_no: BoxNo,
+    bets: BTreeMap<BetKind, i64>,
+}
+
+impl BoxBets {
+    fn ante(&self) -> Option<i64> {
+        self.bets.get(&BetKind::Ante).copied()
+    }
+}
+
+struct DealtCard {
+    to: CardTarget,
+    card: Card,
+    face_up: bool,
+}
+
+impl TableSim {
+    /// A table that will play `config` with randomness from `seed` and faults from
+    /// `faults`. Refuses configurations it cannot deal from one 52-card deck or that have
+    /// no Ante limit.
+    pub fn new(
+        table: TableId,
+        config: TableConfig,
+        seed: u64,
+        faults: FaultPlan,
+    ) -> Result<TableSim, Error> {
+        let hand = config.rule_set.hand_len();
+        // Burnt card, every box, the dealer, and one spare for a duplicated card.
+        let needed = 1 + (config.boxes as usize + 1) * hand + 1;
+        if config.boxes == 0 || needed > 52 {
+            return Err(Error::Config(format!(
+                "table {table}: {} boxes of {} cards cannot be dealt from one deck",
+                config.boxes, hand
+            )));
+        }
+        let ante = config.limit(BetKind::Ante).ok_or_else(|| {
+            Error::Config(format!("table {table}: no Ante limit in the configuration"))
+        })?;
+        if ante.min.0 <= 0 || ante.max < ante.min {
+            return Err(Error::Config(format!(
+                "table {table}: Ante limit {}..{} is not a range of positive amounts",
+                ante.min, ante.max
+            )));
+        }
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let fault_rng = ChaCha8Rng::seed_from_u64(seed ^ 0xFA01_7FA0_17FA_017F);
+        let clock_ns = EPOCH_2026_NS + rng.gen_range(0..86_400_000_000_000i64);
+        let pool = config.jackpot.as_ref().map_or(Money::ZERO, |j| j.reset);
+        let dealing = match config.dealing {
+            DealingMode::ManualShoe => "shoe",
+            DealingMode::Shuffler => "shuffler",
+            DealingMode::Rng => "rng",
+        };
+        Ok(TableSim {
+            table,
+            config,
+            faults,
+            wire: WireFormat::Bincode,
+            rng,
+            fault_rng,
+            devices: Devices {
+                dealer: device("dealer-terminal"),
+                dealing: device(dealing),
+                bets: device("bet-sensors"),
+                jackpot: device("jackpot-controller"),
+                cage: device("cage-terminal"),
+            },
+            seq: 0,
+            prev: Hash32::ZERO,
+            clock_ns,
+            next_round: 1,
+            pool,
+            slip_no: 0,
+            state: State::New,
+        })
+    }
+
+    /// Publishes in `wire` (bincode by default; JSON exercises the other wire form).
+    pub fn with_wire_format(mut self, wire: WireFormat) -> TableSim {
+        self.wire = wire;
+        self
+    }
+
+    pub fn table(&self) -> &TableId {
+        &self.table
+    }
+
+    pub fn config(&self) -> &TableConfig {
+        &self.config
+    }
+
+    pub fn wire_format(&self) -> WireFormat {
+        self.wire
+    }
+
+    /// The sequence number of the last event produced (0 before the first).
+    pub fn last_seq(&self) -> Seq {
+        Seq(self.seq)
+    }
+
+    /// The table opens with its configuration: `TableOpened`.
+    pub fn opening_events(&mut self) -> Result<Vec<Published>, Error> {
+        if self.state != State::New {
+            return Err(Error::State {
+                table: self.table.clone(),
+                message: "the table is already open".into(),
+            });
+        }
+        let mut out = Vec::new();
+        let body = EventBody::TableOpened {
+            config: self.config.clone(),
+        };
+        self.emit(&mut out, None, Dev::Dealer, body, (0, 1));
+        self.state = State::Open;
+        Ok(out)
+    }
+
+    /// The table closes: `TableClosed`. No round can be played afterwards.
+    pub fn closing_events(&mut self) -> Result<Vec<Published>, Error> {
+        self.require_open()?;
+        let mut out = Vec::new();
+        self.emit(
+            &mut out,
+            None,
+            Dev::Dealer,
+            EventBody::TableClosed,
+            (5_000, 60_000),
+        );
+        self.state = State::Closed;
+        Ok(out)
+    }
+
+    fn require_open(&self) -> Result<(), Error> {
+        match self.state {
+            State::Open => Ok(()),
+            State::New => Err(Error::State {
+                table: self.table.clone(),
+                message: "call opening_events before playing".into(),
+            }),
+            State::Closed => Err(Error::State {
+                table: self.table.clone(),
+                message: "the table is closed".into(),
+            }),
+        }
+    }
+
+    fn wants(&mut self, kind: FaultKind) -> bool {
+        let rate = self.faults.rate(kind);
+        rate > 0.0
+            && expected::code(kind, self.config.rule_set).is_some()
+            && self.fault_rng.gen_bool(rate)
+    }
+
+    fn code(&self, kind: FaultKind) -> &'static str {
+        // `wants` only lets through kinds that have a code for this rule set.
+        expected::code(kind, self.config.rule_set).unwrap_or("unknown")
+    }
+
+    /// Plays one round of play (preceded now and then by a finance event) and returns its
+    /// events with a valid chain, and the faults injected into it.
+    pub fn play_round(&mut self) -> Result<PlayedRound, Error> {
+        self.require_open()?;
+        let round = RoundId(self.next_round);
+        self.next_round += 1;
+        let rs = self.config.rule_set;
+        let hand_len = rs.hand_len();
+        let mut out = Vec::new();
+        let mut injected = Vec::new();
+
+        if self.rng.gen_bool(0.08) {
+            self.finance(&mut out);
+        }
+
+        // Which faults this round (decided up front, from the fault generator).
+        let manual = self.config.dealing == DealingMode::ManualShoe;
+        let burns = manual && matches!(rs, RuleSet::Csp6 | RuleSet::Mlp3 | RuleSet::Tcp3);
+        let f_late = self.wants(FaultKind::LateBet);
+        let f_burn = burns && self.wants(FaultKind::SkippedBurn);
+        let f_dup = self.wants(FaultKind::DuplicateCard);
+        let f_exposed = self.wants(FaultKind::ExposedCard);
+        let f_count = self.wants(FaultKind::WrongCardCount);
+        let f_swap =
+            self.config.dealing == DealingMode::Shuffler && self.wants(FaultKind::SwappedHands);
+        let f_payout = self.wants(FaultKind::WrongPayout);
+        let f_noclose = self.wants(FaultKind::MissingRoundClose);
+
+        // Shuffle: a fresh single deck every round (one deck of 52, CSP6 §2.2.1). The
+        // shuffler commits to its order; the order is revealed after settlement.
+        let mut deck: Vec<Card> = Card::deck().collect();
+        deck.shuffle(&mut self.rng);
+        let commitment = if self.config.dealing == DealingMode::Shuffler {
+            let mut salt = [0u8; 32];
+            self.rng.fill(&mut salt);
+            let salt = Hash32(salt);
+            Some((salt, deck_commitment(&salt, &deck)))
+        } else {
+            None
+        };
+        self.emit(
+            &mut out,
+            Some(round),
+            Dev::Dealing,
+            EventBody::ShuffleCompleted {
+                deck_commitment: commitment.map(|(_, c)| c),
+            },
+            (5_000, 25_000),
+        );
+
+        // Bets.
+        self.announce(&mut out, round, Announcement::PlaceYourBets);
+        let shown_pool = self.pool;
+        if let Some(pool) = self.config.jackpot.as_ref().map(|j| j.pool.clone()) {
+            let body = EventBody::JackpotShown {
+                pool,
+                value: shown_pool,
+            };
+            self.emit(&mut out, Some(round), Dev::Jackpot, body, (200, 1_000));
+        }
+        let boxes = self.place_bets();
+        for b in &boxes {
+            for (&kind, &amount) in &b.bets {
+                let body = EventBody::BetPlaced {
+                    box_no: b.box_no,
+                    kind,
+                    stake: stake(kind, amount),
+                };
+                self.emit(&mut out, Some(round), Dev::Bets, body, (500, 4_000));
+            }
+        }
+        self.announce(&mut out, round, Announcement::NoMoreBets);
+
+        if f_late {
+            if let Some(f) = self.late_bet(&mut out, round, &boxes) {
+                injected.push(f);
+            }
+        }
+
+        // SSP4 §4.3, §4.4: the jackpot system's selections for the round.
+        let (mut magic_card, mut lucky_box, mut lucky_dealer) = (None, None, false);
+        if rs == RuleSet::Ssp4 {
+            if self.rng.gen_bool(0.3) {
+                let c = Card::deck()
+                    .nth(self.rng.gen_range(0..52))
+                    .unwrap_or(deck[0]);
+                magic_card = Some(c);
+                let body = EventBody::MagicCardSelected { card: c };
+                self.emit(&mut out, Some(round), Dev::Jackpot, body, (200, 1_000));
+            }
+            if self.rng.gen_bool(0.1) {
+                let b = BoxNo(self.rng.gen_range(1..=self.config.boxes));
+                lucky_box = Some(b);
+                let body = EventBody::LuckyPlayerSelected { box_no: b };
+                self.emit(&mut out, Some(round), Dev::Jackpot, body, (200, 1_000));
+            }
+            if self.rng.gen_bool(0.05) {
+                lucky_dealer = true;
+                self.emit(
+                    &mut out,
+                    Some(round),
+                    Dev::Jackpot,
+                    EventBody::LuckyDealerSelected,
+                    (200, 1_000),
+                );
+            }
+        }
+
+        // The deal.
+        let dealt_boxes: Vec<BoxNo> = boxes.iter().map(|b| b.box_no).collect();
+        let short_box = if f_count {
+            Some(dealt_boxes[self.fault_rng.gen_range(0..dealt_boxes.len())])
+        } else {
+            None
+        };
+        if let Some(b) = short_box {
+            injected.push(InjectedFault::WrongCardCount {
+                round,
+                box_no: b,
+                dealt: (hand_len - 1) as u8,
+                required: hand_len as u8,
+                code: self.code(FaultKind::WrongCardCount),
+            });
+        }
+        let mut deal = Vec::new();
+        let mut next = 0usize;
+        if burns {
+            if f_burn {
+                injected.push(InjectedFault::SkippedBurn {
+                    round,
+                    code: self.code(FaultKind::SkippedBurn),
+                });
+            } else {
+                deal.push(DealtCard {
+                    to: CardTarget::Burn,
+                    card: deck[next],
+                    face_up: false,
+                });
+                next += 1;
+            }
+        }
+        let cards_for = |b: BoxNo| {
+            if Some(b) == short_box {
+                hand_len - 1
+            } else {
+                hand_len
+            }
+        };
+        let player_face_up = rs == RuleSet::Cs51;
+        let dealer_last_up = rs != RuleSet::Tcp3;
+        if manual {
+            // CSP6 §3.10, TCP3 §3.10: one card at a time, box 1..n then the dealer, repeated.
+            for pass in 0..hand_len {
+                for &b in &dealt_boxes {
+                    if pass < cards_for(b) {
+                        deal.push(DealtCard {
+                            to: CardTarget::Box(b),
+                            card: deck[next],
+                            face_up: player_face_up,
+                        });
+                        next += 1;
+                    }
+                }
+                deal.push(DealtCard {
+                    to: CardTarget::Dealer,
+                    card: deck[next],
+                    face_up: dealer_last_up && pass == hand_len - 1,
+                });
+                next += 1;
+            }
+        } else {
+            // CSP6 §3.11 (shuffler) and the RNG game: a complete set per box, box 1 first,
+            // then the dealer's set.
+            let mut sets: Vec<(BoxNo, Vec<Card>)> = Vec::new();
+            for &b in &dealt_boxes {
+                let n = cards_for(b);
+                sets.push((b, deck[next..next + n].to_vec()));
+                next += n;
+            }
+            let swappable: Vec<usize> = (0..sets.len())
+                .filter(|&i| Some(sets[i].0) != short_box)
+                .collect();
+            if f_swap && swappable.len() >= 2 {
+                let picked: Vec<usize> = swappable
+                    .choose_multiple(&mut self.fault_rng, 2)
+                    .copied()
+                    .collect();
+                let (i, j) = (picked[0].min(picked[1]), picked[0].max(picked[1]));
+                let ci = std::mem::take(&mut sets[i].1);
+                let cj = std::mem::replace(&mut sets[j].1, ci);
+                sets[i].1 = cj;
+                injected.push(InjectedFault::SwappedHands {
+                    round,
+                    a: sets[i].0,
+                    b: sets[j].0,
+                    code: self.code(FaultKind::SwappedHands),
+                });
+            }
+            for (b, cards) in sets {
+                for card in cards {
+                    deal.push(DealtCard {
+                        to: CardTarget::Box(b),
+                        card,
+                        face_up: player_face_up,
+                    });
+                }
+            }
+            for k in 0..hand_len {
+                deal.push(DealtCard {
+                    to: CardTarget::Dealer,
+                    card: deck[next],
+                    face_up: dealer_last_up && k == hand_len - 1,
+                });
+                next += 1;
+            }
+        }
+        debug_assert!(next <= deck.len());
+
+        // A duplicated card: a box card replaced by one already dealt this round.
+        let mut duplicate_at = None;
+        if f_dup {
+            let candidates: Vec<usize> = (0..deal.len())
+                .filter(|&i| {
+                    matches!(deal[i].to, CardTarget::Box(_))
+                        && deal[..i].iter().any(|d| d.to != CardTarget::Burn)
+                })
+                .collect();
+            if let Some(&i) = candidates.choose(&mut self.fault_rng) {
+                let earlier: Vec<Card> = deal[..i]
+                    .iter()
+                    .filter(|d| d.to != CardTarget::Burn)
+                    .map(|d| d.card)
+                    .collect();
+                if let Some(&c) = earlier.choose(&mut self.fault_rng) {
+                    deal[i].card = c;
+                    duplicate_at = Some(i);
+                }
+            }
+        }
+
+        // Exposed cards are recorded just before the last card of the deal.
+        let box_cards: Vec<usize> = (0..deal.len().saturating_sub(1))
+            .filter(|&i| matches!(deal[i].to, CardTarget::Box(_)))
+            .collect();
+        let exposed: Vec<usize> = if f_exposed {
+            let n = if rs == RuleSet::Ssp4 { 2 } else { 1 };
+            if box_cards.len() >= n {
+                box_cards
+                    .choose_multiple(&mut self.fault_rng, n)
+                    .copied()
+                    .collect()
+            } else {
+                Vec::new()
+            }
+        } else {
+            Vec::new()
+        };
+
+        let mut hands: BTreeMap<BoxNo, Vec<Card>> = BTreeMap::new();
+        let mut dealer_cards = Vec::new();
+        for (i, d) in deal.iter().enumerate() {
+            if i + 1 == deal.len() {
+                for (k, &e) in exposed.iter().enumerate() {
+                    let body = EventBody::CardExposed {
+                        at: deal[e].to,
+                        card: deal[e].card,
+                        // §5.12: players had seen their cards; SSP4 §5.4: no matter.
+                        players_had_seen: rs != RuleSet::Ssp4,
+                    };
+                    let seq = self.emit(&mut out, Some(round), Dev::Dealer, body, (300, 2_000));
+                    if k == 0 {
+                        injected.push(InjectedFault::ExposedCard {
+                            round,
+                            at: deal[e].to,
+                            card: deal[e].card,
+                            seq,
+                            code: self.code(FaultKind::ExposedCard),
+                        });
+                    }
+                }
+            }
+            let body = EventBody::CardDealt {
+                to: d.to,
+                card: d.card,
+                face_up: d.face_up,
+                position: (i + 1) as u16,
+            };
+            let seq = self.emit(&mut out, Some(round), Dev::Dealing, body, (400, 1_500));
+            if duplicate_at == Some(i) {
+                injected.push(InjectedFault::DuplicateCard {
+                    round,
+                    to: d.to,
+                    card: d.card,
+                    seq,
+                    code: self.code(FaultKind::DuplicateCard),
+                });
+            }
+            match d.to {
+                CardTarget::Box(b) => hands.entry(b).or_default().push(d.card),
+                CardTarget::Dealer => dealer_cards.push(d.card),
+                CardTarget::Burn => {}
+            }
+        }
+
+        // A duplicated card (a card not of the set, §5.8.1) or two exposed SSP4 cards
+        // (§5.4) void the round: the pit declares it and every bet is returned (§5.22).
+        let void_clause = if duplicate_at.is_some() {
+            Some(match rs {
+                RuleSet::Ssp4 => "SSP4 5.1".to_string(),
+                RuleSet::Cs51 => "CS51 How To Play".to_string(),
+                _ => format!("{rs} 5.8.1"),
+            })
+        } else if rs == RuleSet::Ssp4 && exposed.len() >= 2 {
+            Some("SSP4 5.4".to_string())
+        } else {
+            None
+        };
+        let void = void_clause.is_some();
+        if let Some(clause) = void_clause {
+            let staff = StaffId::new(format!("PS{:04}", self.rng.gen_range(1..10_000)))
+                .map_err(|e| Error::Config(format!("staff id: {e}")))?;
+            let body = EventBody::StaffDecision {
+                staff,
+                ruling: Ruling::VoidRound {
+                    clause,
+                    reason: "irregular deal noticed by the dealer".into(),
+                },
+            };
+            self.emit(&mut out, Some(round), Dev::Dealer, body, (10_000, 60_000));
+            self.announce(&mut out, round, Announcement::Void);
+        }
+
+        // Decisions (a simple sensible strategy), then the reveal.
+        let mut decisions: BTreeMap<BoxNo, Choice> = BTreeMap::new();
+        let mut play_kind_stake: BTreeMap<BoxNo, (BetKind, i64)> = BTreeMap::new();
+        if !void {
+            for b in &boxes {
+                let Some(ante) = b.ante() else { continue }; // TCP3 Pair Plus only (§3.14)
+                if Some(b.box_no) == short_box {
+                    continue; // invalidated hand (§5.15): no decision
+                }
+                let cards = hands.get(&b.box_no).map(Vec::as_slice).unwrap_or(&[]);
+                let plays = if rs == RuleSet::Tcp3 {
+                    tcp3_plays(cards)
+                } else {
+                    stud_plays(cards)
+                };
+                let choice = if plays {
+                    Choice::Play
+                } else if self.rng.gen_bool(0.02) {
+                    Choice::WalkAway // a Fold (CSP6 §5.5)
+                } else {
+                    Choice::Fold
+                };
+                let stake = if choice == Choice::Play {
+                    let (kind, amount) = match rs {
+                        RuleSet::Csp6 | RuleSet::Mlp3 | RuleSet::Ssp4 => (BetKind::Bet, 2 * ante),
+                        RuleSet::Cs51 => (BetKind::Play, 2 * ante),
+                        RuleSet::Tcp3 => (BetKind::Play, ante),
+                    };
+                    play_kind_stake.insert(b.box_no, (kind, amount));
+                    Some(Money(amount))
+                } else {
+                    None
+                };
+                decisions.insert(b.box_no, choice);
+                let body = EventBody::Decided {
+                    box_no: b.box_no,
+                    choice,
+                    stake,
+                };
+                self.emit(&mut out, Some(round), Dev::Dealer, body, (2_000, 15_000));
+            }
+        }
+
+        // Settlement by the rules engine.
+        let input = RoundInput {
+            game: rs,
+            config: Some(self.config.clone()),
+            dealer: dealer_cards.clone(),
+            dealer_up: None,
+            pool: shown_pool,
+            reset: self
+                .config
+                .jackpot
+                .as_ref()
+                .map_or(Money::ZERO, |j| j.reset),
+            credit_value: None,
+            magic_card,
+            lucky_box,
+            lucky_dealer,
+            void,
+            boxes: boxes
+                .iter()
+                .map(|b| {
+                    let mut bets = b.bets.clone();
+                    if let Some(&(kind, amount)) = play_kind_stake.get(&b.box_no) {
+                        bets.insert(kind, amount);
+                    }
+                    BoxInput {
+                        box_no: b.box_no,
+                        cards: hands.get(&b.box_no).cloned().unwrap_or_default(),
+                        decision: decisions.get(&b.box_no).copied(),
+                        bets,
+                        invalidated: (Some(b.box_no) == short_box && !void)
+                            .then(|| invalidated_clause(rs)),
+                    }
+                })
+                .collect(),
+        };
+        let settlement = rules::settle(&input).map_err(|source| Error::Settle {
+            table: self.table.clone(),
+            round,
+            source,
+        })?;
+
+        if !void {
+            self.emit(
+                &mut out,
+                Some(round),
+                Dev::Dealer,
+                EventBody::DealerRevealed {
+                    cards: dealer_cards.clone(),
+                },
+                (1_000, 4_000),
+            );
+            let announcement = if rs == RuleSet::Ssp4 && !settlement.dealer_qualifies {
+                Announcement::NoHand // SSP4 §3.12
+            } else {
+                Announcement::Result {
+                    text: match settlement.dealer_hand {
+                        Some(h) if settlement.dealer_qualifies => {
+                            format!("Dealer has {h:?}, qualifies")
+                        }
+                        Some(h) => format!("Dealer has {h:?}, does not qualify"),
+                        None => "Dealer's hand shown".to_string(),
+                    },
+                }
+            };
+            self.announce(&mut out, round, announcement);
+            for b in &boxes {
+                let folded = matches!(
+                    decisions.get(&b.box_no),
+                    Some(Choice::Fold | Choice::WalkAway | Choice::RefuseToReveal)
+                );
+                if folded || Some(b.box_no) == short_box {
+                    continue;
+                }
+                let cards = hands.get(&b.box_no).cloned().unwrap_or_default();
+                let body = EventBody::HandRevealed {
+                    box_no: b.box_no,
+                    cards,
+                };
+                self.emit(&mut out, Some(round), Dev::Dealer, body, (500, 2_000));
+            }
+        }
+
+        // What the dealer pays: the rules' result on every line, one line possibly wrong.
+        let net = settlement.net();
+        let lines: Vec<(BoxNo, PayLine, Money)> = net
+            .iter()
+            .flat_map(|(&b, l)| l.iter().map(move |(&line, &m)| (b, line, m)))
+            .collect();
+        let wrong = if f_payout && !lines.is_empty() {
+            let i = self.fault_rng.gen_range(0..lines.len());
+            let ante = boxes
+                .iter()
+                .find(|b| b.box_no == lines[i].0)
+                .and_then(BoxBets::ante)
+                .unwrap_or(1_000);
+            let magnitudes = [100, 500, 1_000, 2_500, 5_000, ante.max(100)];
+            let m = magnitudes[self.fault_rng.gen_range(0..magnitudes.len())];
+            let delta = if self.fault_rng.gen_bool(0.5) { m } else { -m };
+            Some((i, Money(lines[i].2 .0 + delta)))
+        } else {
+            None
+        };
+        for (i, &(box_no, line, expected)) in lines.iter().enumerate() {
+            let recorded = match wrong {
+                Some((w, r)) if w == i => r,
+                _ => expected,
+            };
+            let body = EventBody::PaidOut {
+                box_no,
+                line,
+                net: recorded,
+            };
+            let seq = self.emit(&mut out, Some(round), Dev::Dealer, body, (1_000, 5_000));
+            if recorded != expected {
+                injected.push(InjectedFault::WrongPayout {
+                    round,
+                    box_no,
+                    line,
+                    expected,
+                    recorded,
+                    seq,
+                    code: self.code(FaultKind::WrongPayout),
+                });
+            }
+        }
+
+        // Jackpot controller: hits, resets, and the pool for the next round.
+        if let Some(j) = self.config.jackpot.clone() {
+            for p in &settlement.jackpot_payments {
+                let body = EventBody::JackpotHit {
+                    pool: j.pool.clone(),
+                    box_no: p.box_no,
+                    amount: p.amount,
+                };
+                self.emit(&mut out, Some(round), Dev::Jackpot, body, (500, 3_000));
+                if p.amount == p.pool_before && p.pool_after == j.reset {
+                    let body = EventBody::JackpotReset {
+                        pool: j.pool.clone(),
+                        value: j.reset,
+                    };
+                    self.emit(&mut out, Some(round), Dev::Jackpot, body, (500, 3_000));
+                }
+            }
+            self.pool = settlement.pool_after;
+            if !void {
+                // Contribution per accepted jackpot stake, rounded down per stake.
+                for b in &boxes {
+                    for (&kind, &amount) in &b.bets {
+                        let chips = match kind {
+                            BetKind::Progressive => amount,
+                            BetKind::JackpotPlayer | BetKind::JackpotDealer => {
+                                amount * j.credit_value.0
+                            }
+                            _ => continue,
+                        };
+                        self.pool =
+                            self.pool + Money(chips * i64::from(j.contribution_bp) / 10_000);
+                    }
+                }
+            }
+        }
+
+        if let Some((salt, _)) = commitment {
+            let body = EventBody::DeckRevealed { order: deck, salt };
+            self.emit(&mut out, Some(round), Dev::Dealing, body, (200, 1_000));
+        }
+        if f_noclose {
+            injected.push(InjectedFault::MissingRoundClose {
+                round,
+                code: self.code(FaultKind::MissingRoundClose),
+            });
+        } else {
+            self.emit(
+                &mut out,
+                Some(round),
+                Dev::Dealer,
+                EventBody::RoundClosed,
+                (500, 2_000),
+            );
+        }
+        Ok(PlayedRound {
+            round,
+            events: out,
+            injected,
+        })
+    }
+
+    /// Occupied boxes and their bets as they stand at "No more Bets".
+    fn place_bets(&mut self) -> Vec<BoxBets> {
+        let rs = self.config.rule_set;
+        let n = self.config.boxes as usize;
+        let players = self.rng.gen_range(1..=n);
+        let mut chosen: Vec<u8> = rand::seq::index::sample(&mut self.rng, n, players)
+            .into_iter()
+            .map(|i| i as u8 + 1)
+            .collect();
+        chosen.sort_unstable();
+        let has_jackpot = self.config.jackpot.is_some();
+        let mut out = Vec::new();
+        for b in chosen {
+            let mut bets = BTreeMap::new();
+            let pair_plus_only = rs == RuleSet::Tcp3
+                && self.config.limit(BetKind::PairPlus).is_some()
+                && self.rng.gen_bool(0.1);
+            if pair_plus_only {
+                if let Some(a) = self.amount(BetKind::PairPlus) {
+                    bets.insert(BetKind::PairPlus, a);
+                }
+            } else {
+                if let Some(a) = self.amount(BetKind::Ante) {
+                    bets.insert(BetKind::Ante, a);
+                }
+                let sides: &[(BetKind, f64)] = match rs {
+                    RuleSet::Csp6 | RuleSet::Mlp3 => &[(BetKind::Progressive, 0.35)],
+                    RuleSet::Ssp4 => &[
+                        (BetKind::JackpotPlayer, 0.4),
+                        (BetKind::JackpotDealer, 0.25),
+                    ],
+                    RuleSet::Cs51 => &[(BetKind::Bonus, 0.4)],
+                    RuleSet::Tcp3 => &[(BetKind::PairPlus, 0.4), (BetKind::Progressive, 0.3)],
+                };
+                for &(kind, p) in sides {
+                    let jackpot_bet = matches!(
+                        kind,
+                        BetKind::Progressive | BetKind::JackpotPlayer | BetKind::JackpotDealer
+                    );
+                    if jackpot_bet && !has_jackpot {
+                        continue;
+                    }
+                    if self.rng.gen_bool(p) {
+                        if let Some(a) = self.amount(kind) {
+                            bets.insert(kind, a);
+                        }
+                    }
+                }
+            }
+            if !bets.is_empty() {
+                out.push(BoxBets {
+                    box_no: BoxNo(b),
+                    bets,
+                });
+            }
+        }
+        out
+    }
+
+    /// A stake for `kind` within the table's limit, in chip-like steps of the minimum
+    /// (credits for SSP4 jackpot wagers). `None` when the table has no limit for it.
+    fn amount(&mut self, kind: BetKind) -> Option<i64> {
+        let l = self.config.limit(kind)?;
+        let (min, max) = (l.min.0, l.max.0);
+        if kind.in_credits() {
+            return Some(self.rng.gen_range(min.max(1)..=max.max(min.max(1))));
+        }
+        const STEPS: [i64; 12] = [1, 1, 1, 2, 2, 4, 5, 10, 20, 40, 100, 200];
+        let m = STEPS[self.rng.gen_range(0..STEPS.len())];
+        Some((min * m).min(max).max(min))
+    }
+
+    /// A bet recorded after "No more Bets": a side bet the box did not have, else the Ante
+    /// increased by its minimum.
+    fn late_bet(
+        &mut self,
+        out: &mut Vec<Published>,
+        round: RoundId,
+        boxes: &[BoxBets],
+    ) -> Option<InjectedFault> {
+        let with_ante: Vec<&BoxBets> = boxes.iter().filter(|b| b.ante().is_some()).collect();
+        let b = *with_ante.choose(&mut self.fault_rng)?;
+        let side = match self.config.rule_set {
+            RuleSet::Csp6 | RuleSet::Mlp3 | RuleSet::Tcp3 => BetKind::Progressive,
+            RuleSet::Ssp4 => BetKind::JackpotPlayer,
+            RuleSet::Cs51 => BetKind::Bonus,
+        };
+        let (kind, body) = match self.config.limit(side) {
+            Some(l) if !b.bets.contains_key(&side) => (
+                side,
+                EventBody::BetPlaced {
+                    box_no: b.box_no,
+                    kind: side,
+                    stake: stake(side, l.min.0),
+                },
+            ),
+            _ => {
+                let ante = b.ante().unwrap_or(0);
+                let step = self.config.limit(BetKind::Ante).map_or(100, |l| l.min.0);
+                (
+                    BetKind::Ante,
+                    EventBody::BetChanged {
+                        box_no: b.box_no,
+                        kind: BetKind::Ante,
+                        from: Stake::Chips(Money(ante)),
+                        to: Stake::Chips(Money(ante + step)),
+                    },
+                )
+            }
+        };
+        let seq = self.emit(out, Some(round), Dev::Bets, body, (300, 2_000));
+        Some(InjectedFault::LateBet {
+            round,
+            box_no: b.box_no,
+            kind,
+            seq,
+            code: self.code(FaultKind::LateBet),
+        })
+    }
+
+    /// A finance movement between rounds.
+    fn finance(&mut self, out: &mut Vec<Published>) {
+        self.slip_no += 1;
+        let slip = self.slip_no;
+        let entry = match self.rng.gen_range(0..10) {
+            0..=3 => Finance::CashBuyIn {
+                amount: Money(10_000 * self.rng.gen_range(1..=50)),
+            },
+            4 => Finance::Marker {
+                amount: Money(100_000 * self.rng.gen_range(1..=20)),
+                marker_no: format!("M-{}-{slip:05}", self.table),
+            },
+            5..=6 => Finance::Fill {
+                amount: Money(500_000 * self.rng.gen_range(1..=10)),
+                slip_no: format!("F-{}-{slip:05}", self.table),
+            },
+            7 => Finance::Credit {
+                amount: Money(500_000 * self.rng.gen_range(1..=10)),
+                slip_no: format!("C-{}-{slip:05}", self.table),
+            },
+            _ => {
+                let counts: Vec<ChipCount> = [100i64, 500, 2_500, 10_000, 50_000, 100_000]
+                    .into_iter()
+                    .map(|d| ChipCount {
+                        denomination: Money(d),
+                        chips: self.rng.gen_range(0..400),
+                    })
+                    .collect();
+                let total = counts
+                    .iter()
+                    .map(|c| Money(c.denomination.0 * i64::from(c.chips)))
+                    .sum();
+                Finance::ChipInventory { counts, total }
+            }
+        };
+        self.emit(
+            out,
+            None,
+            Dev::Cage,
+            EventBody::Finance { entry },
+            (10_000, 120_000),
+        );
+    }
+
+    fn announce(&mut self, out: &mut Vec<Published>, round: RoundId, a: Announcement) {
+        let body = EventBody::Announced { announcement: a };
+        self.emit(out, Some(round), Dev::Dealer, body, (1_000, 4_000));
+    }
+
+    /// Appends the next event of the chain: advances the clock by a gap drawn from
+    /// `gap_ms` (milliseconds), encodes, links to the previous event's hash.
+    fn emit(
+        &mut self,
+        out: &mut Vec<Published>,
+        round: Option<RoundId>,
+        dev: Dev,
+        body: EventBody,
+        gap_ms: (u64, u64),
+    ) -> Seq {
+        let gap = self.rng.gen_range(gap_ms.0..=gap_ms.1.max(gap_ms.0)) as i64;
+        self.clock_ns += gap * 1_000_000 + self.rng.gen_range(0..1_000_000);
+        self.seq += 1;
+        let device = match dev {
+            Dev::Dealer => &self.devices.dealer,
+            Dev::Dealing => &self.devices.dealing,
+            Dev::Bets => &self.devices.bets,
+            Dev::Jackpot => &self.devices.jackpot,
+            Dev::Cage => &self.devices.cage,
+        }
+        .clone();
+        let event = Event {
+            v: WIRE_VERSION,
+            table: self.table.clone(),
+            device,
+            seq: Seq(self.seq),
+            prev: self.prev,
+            occurred_at_ns: self.clock_ns,
+            round,
+            body,
+        };
+        let bytes = codec::encode(&event, self.wire);
+        self.prev = event_hash(&self.prev, &bytes);
+        out.push(Published { event, bytes });
+        Seq(self.seq)
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Dev {
+    Dealer,
+    Dealing,
+    Bets,
+    Jackpot,
+    Cage,
+}
+
+fn stake(kind: BetKind, amount: i64) -> Stake {
+    if kind.in_credits() {
+        Stake::Credits(u32::try_from(amount).unwrap_or(u32::MAX))
+    } else {
+        Stake::Chips(Money(amount))
+    }
+}
+
+fn invalidated_clause(rs: RuleSet) -> String {
+    match rs {
+        RuleSet::Ssp4 => "SSP4 5.2".into(),
+        RuleSet::Cs51 => "CS51 How To Play".into(),
+        _ => format!("{rs} 5.15"),
+    }
+}
+
+fn rank_counts(cards: &[Card]) -> [u8; 15] {
+    let mut counts = [0u8; 15];
+    for c in cards {
+        counts[c.rank().value() as usize] += 1;
+    }
+    counts
+}
+
+fn is_flush(cards: &[Card]) -> bool {
+    !cards.is_empty() && cards.iter().all(|c| c.suit() == cards[0].suit())
+}
+
+/// Distinct ranks in sequence, the Ace also low (A-2-3(-4-5)).
+fn is_straight(cards: &[Card]) -> bool {
+    let counts = rank_counts(cards);
+    if cards.is_empty() || counts.iter().any(|&n| n > 1) {
+        return false;
+    }
+    let ranks: Vec<u8> = cards.iter().map(|c| c.rank().value()).collect();
+    let (lo, hi) = (ranks.iter().min(), ranks.iter().max());
+    let n = cards.len() as u8;
+    match (lo, hi) {
+        (Some(&lo), Some(&hi)) if hi - lo == n - 1 => true,
+        // A-2-3-4-5 / A-2-3: the Ace counts as 1.
+        _ => counts[14] == 1 && (2..=n).all(|r| counts[r as usize] == 1),
+    }
+}
+
+/// Stud strategy: BET with a pair or better, a straight or flush, or Ace-King high.
+pub fn stud_plays(cards: &[Card]) -> bool {
+    let counts = rank_counts(cards);
+    counts.iter().any(|&n| n >= 2)
+        || is_flush(cards)
+        || is_straight(cards)
+        || (counts[14] > 0 && counts[13] > 0)
+}
+
+/// 3 Card Poker strategy: Play with Q-6-4 or better.
+pub fn tcp3_plays(cards: &[Card]) -> bool {
+    let counts = rank_counts(cards);
+    if counts.iter().any(|&n| n >= 2) || is_flush(cards) || is_straight(cards) {
+        return true;
+    }
+    let mut ranks: Vec<u8> = cards.iter().map(|c| c.rank().value()).collect();
+    ranks.sort_unstable_by(|a, b| b.cmp(a));
+    ranks.as_slice() >= [12u8, 6, 4].as_slice()
+}
