@@ -31,9 +31,7 @@ pub struct Args {
 
 pub fn run(mut args: Args) -> Result<Outcome> {
     // The demo's own defaults: a few thousand rounds, some irregularities to find.
-    if args.floor.irregularities == 0.0 && std::env::var_os("ROUNDLEDGER_DEMO_CLEAN").is_none() {
-        args.floor.irregularities = 0.004;
-    }
+    args.floor.irregularities.get_or_insert(0.004);
     let started = Instant::now();
     let nats = natsd::NatsServer::start()
         .context("starting nats-server (scripts/setup.sh installs it)")?;

@@ -12,7 +12,7 @@ pub struct FloorArgs {
     #[arg(long, default_value_t = 10)]
     pub tables: usize,
     /// Rounds each table plays.
-    #[arg(long, default_value_t = 60)]
+    #[arg(long, default_value_t = 300)]
     pub rounds: u64,
     /// Seed of the floor: the same seed plays the same rounds, byte for byte.
     #[arg(long, default_value_t = 2026)]
@@ -22,8 +22,9 @@ pub struct FloorArgs {
     pub payout_errors: f64,
     /// Probability per round of each kind of irregularity (late bet, skipped burnt card,
     /// duplicate card, exposed card, wrong card count, swapped hands, round not closed).
-    #[arg(long, default_value_t = 0.0)]
-    pub irregularities: f64,
+    /// Default 0, and 0.004 for `demo`.
+    #[arg(long)]
+    pub irregularities: Option<f64>,
     /// Rounds per second per table (unlimited when absent).
     #[arg(long)]
     pub rate: Option<f64>,
@@ -31,15 +32,24 @@ pub struct FloorArgs {
 
 impl FloorArgs {
     pub fn fault_plan(&self) -> FaultPlan {
-        let mut plan = FaultPlan::all(self.irregularities);
+        let mut plan = FaultPlan::all(self.irregularities.unwrap_or(0.0));
         plan.wrong_payout = self.payout_errors.clamp(0.0, 1.0);
         plan
     }
 
+    /// The floor, its device clocks set so the last rounds end near now: the ledger
+    /// quarantines events whose device time is more than a day from their arrival
+    /// (`ledger::CLOCK_SKEW_MAX_NS`). A round takes about a minute of device time.
     pub fn floor(&self) -> Result<Floor> {
         anyhow::ensure!(self.tables > 0, "--tables must be at least 1");
-        Floor::new(self.tables, self.seed, self.fault_plan())
-            .context("building the simulated floor")
+        let now_ns = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .context("system clock before 1970")?
+            .as_nanos() as i64;
+        let span_ns = (self.rounds as i64).saturating_mul(90_000_000_000);
+        let floor = Floor::new(self.tables, self.seed, self.fault_plan())
+            .context("building the simulated floor")?;
+        Ok(floor.starting_at(now_ns - span_ns.min(20 * 3_600_000_000_000)))
     }
 }
 

@@ -1,1 +1,173 @@
-//! ingest (being written)
+//! ingest: moves table events from NATS JetStream into the ledger, durable before
+//! acknowledged.
+//!
+//! The path: a durable pull consumer (`schemas::subjects::INGEST_CONSUMER`, AckPolicy::All)
+//! on the stream `schemas::subjects::STREAM` fetches bounded batches; one dedicated writer
+//! thread appends each batch to the ledger (`Ledger::append_batch`, which decodes, checks
+//! the subject, the chain and duplicates, and quarantines what it cannot accept) and
+//! flushes once; only then is the batch acknowledged (acking its last message acks the
+//! whole batch under AckPolicy::All) and each touched table's durable head published on
+//! `ledger.<table>.head`.
+//!
+//! Invariants:
+//! - Durable before acknowledged: a message is acked only after the batch holding it was
+//!   appended and `flush`ed. A crash anywhere before the ack means redelivery, and the
+//!   ledger recognises a redelivered event for ever (idempotent), so nothing is stored
+//!   twice and nothing acknowledged is lost.
+//! - Nothing is dropped: every delivered message ends up stored, recognised as a
+//!   duplicate, held (sequence gap) or quarantined verbatim with a reason, and is counted.
+//! - No stream message is acknowledged unseen. AckPolicy::All acks every message below the
+//!   acked one, including messages delivered to an earlier process that died before
+//!   storing them; so ingest tracks the next expected stream sequence from the consumer's
+//!   ack floor and reads any skipped sequence back from the stream before acking past it.
+//! - sled never runs on an async runtime thread (see `writer`).
+//! - Everything is bounded: batch length, bytes per message (the stream's
+//!   `max_message_size`), pending acks on the server, batches queued for the writer.
+//!
+//! It must never: ack before flush, drop a message, re-encode an event, or block a runtime
+//! thread on sled.
+
+mod bench;
+mod pipeline;
+mod writer;
+
+pub use bench::{bench_ingest, BenchReport};
+pub use pipeline::{ensure_consumer, ensure_stream, run};
+
+use std::time::Duration;
+
+/// JetStream's de-duplication window on `Nats-Msg-Id` (`<table>:<seq>`). The ledger
+/// recognises duplicates for ever; this only saves the work of storing and re-checking
+/// quick republishes.
+pub const DUPLICATE_WINDOW: Duration = Duration::from_secs(120);
+
+/// How ingest runs. `IngestConfig::new(url)` gives the defaults.
+#[derive(Debug, Clone)]
+pub struct IngestConfig {
+    /// NATS server URL, e.g. `nats://127.0.0.1:4222`.
+    pub nats_url: String,
+    /// Most messages fetched, appended and flushed as one batch.
+    pub batch_len_max: usize,
+    /// How long one fetch waits for messages before returning what it has. Also bounds
+    /// how long shutdown waits for the fetch in progress.
+    pub fetch_expiry: Duration,
+    /// Most messages delivered and not yet acknowledged (server side bound).
+    pub ack_pending_max: i64,
+    /// Redelivery delay of an unacknowledged message.
+    pub ack_wait: Duration,
+    /// Batches queued for the writer thread while it writes one (bounded channel).
+    pub writer_queue_len: usize,
+    /// Stamps `received_at_ns` (UTC ns) on each fetched batch: the one injected time
+    /// source of ingest. `system_clock_ns` in production; tests replaying a simulated day
+    /// inject a clock near it (the ledger quarantines events whose device time is more
+    /// than `ledger::CLOCK_SKEW_MAX_NS` from this).
+    pub clock: fn() -> i64,
+}
+
+/// The system clock in UTC nanoseconds. Ingest is an edge: its clock stamps arrival. A
+/// clock before 1970 gives 0 (the ledger's skew check then quarantines, visibly) rather
+/// than a panic.
+pub fn system_clock_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64)
+}
+
+impl IngestConfig {
+    pub fn new(nats_url: impl Into<String>) -> IngestConfig {
+        IngestConfig {
+            nats_url: nats_url.into(),
+            batch_len_max: 512,
+            fetch_expiry: Duration::from_millis(100),
+            ack_pending_max: 512 * 8,
+            ack_wait: Duration::from_secs(30),
+            writer_queue_len: 2,
+            clock: system_clock_ns,
+        }
+    }
+
+    /// Refuses settings that would break the pipeline's bounds.
+    pub fn check(&self) -> Result<(), Error> {
+        let bad = |why: &str| Err(Error::Config(why.to_string()));
+        if self.batch_len_max == 0 {
+            return bad("batch_len_max must be at least 1");
+        }
+        if self.writer_queue_len == 0 {
+            return bad("writer_queue_len must be at least 1");
+        }
+        // The writer's queue plus the batch being written plus the one being fetched must
+        // fit under the server's pending-ack bound, or fetches return short batches.
+        let in_flight = (self.writer_queue_len + 2) * self.batch_len_max;
+        if self.ack_pending_max < in_flight as i64 {
+            return bad(&format!(
+                "ack_pending_max {} is below (writer_queue_len + 2) * batch_len_max = {in_flight}",
+                self.ack_pending_max
+            ));
+        }
+        if self.fetch_expiry < Duration::from_millis(1) || self.ack_wait < Duration::from_secs(1) {
+            return bad("fetch_expiry must be >= 1 ms and ack_wait >= 1 s");
+        }
+        Ok(())
+    }
+}
+
+/// What one run of ingest did, returned at clean shutdown.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct IngestReport {
+    /// Batches appended, flushed and acknowledged.
+    pub batches: u64,
+    /// Messages handed to the ledger (delivered plus read back from the stream).
+    pub messages: u64,
+    /// Events stored for the first time.
+    pub stored: u64,
+    /// Events the ledger already held (redelivered or republished).
+    pub duplicates: u64,
+    /// Events held back behind a sequence gap of their table.
+    pub held: u64,
+    /// Messages quarantined with a reason (undecodable, broken chain, fork, ...).
+    pub quarantined: u64,
+    /// Messages read back from the stream because an earlier delivery was never acked.
+    pub read_back: u64,
+    /// Stream sequences that could not be read back (deleted from the stream).
+    pub missing_in_stream: u64,
+}
+
+/// Why ingest stopped or could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("bad configuration: {0}")]
+    Config(String),
+    #[error("NATS {op}: {source}")]
+    Nats {
+        op: &'static str,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    #[error("stream {stream} exists with an incompatible configuration: {why}")]
+    StreamMismatch { stream: String, why: String },
+    #[error("consumer {consumer} exists with an incompatible configuration: {why}")]
+    ConsumerMismatch { consumer: String, why: String },
+    #[error("ledger write failed at batch {batch} (stream sequences {first}..={last}): {source}")]
+    Ledger {
+        batch: u64,
+        first: u64,
+        last: u64,
+        #[source]
+        source: ledger::Error,
+    },
+    #[error("ledger: {0}")]
+    LedgerOther(#[source] ledger::Error),
+    #[error("writer thread: {0}")]
+    Writer(String),
+    #[error("benchmark: {0}")]
+    Bench(String),
+}
+
+impl Error {
+    fn nats(op: &'static str, e: impl std::error::Error + Send + Sync + 'static) -> Error {
+        Error::Nats {
+            op,
+            source: Box::new(e),
+        }
+    }
+}

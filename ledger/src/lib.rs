@@ -1,1 +1,149 @@
-//! ledger (being written)
+//! The append-only, hash-chained event ledger: per-table chains checked on append,
+//! idempotent re-appends, held gaps, quarantine, indexes by round, device time and arrival
+//! order, `verify` and export. Stored on sled behind the narrow `store::Store` trait.
+//!
+//! Invariants:
+//! - **Append-only by construction.** The public API has no update and no delete: events
+//!   and quarantine entries are written once. (Held events leave the pending space only to
+//!   be appended or quarantined.)
+//! - **The stored bytes are the received bytes**; hashes are `schemas::chain::event_hash`
+//!   over them, never over a re-serialisation.
+//! - **Idempotent for ever**: (table, seq, hash) already stored is `Appended::Duplicate`,
+//!   whenever it comes back. A different event at a stored seq is quarantined (fork).
+//! - **Gaps are held, never skipped**: an event beyond head + 1 is kept durably and appended
+//!   automatically when the gap fills.
+//! - **Nothing accepted is dropped**: what cannot be appended or held is quarantined
+//!   verbatim with a stable reason code and counted.
+//! - **Durable only after `flush`**: callers acknowledge only after it returns.
+//! - One process owns a ledger directory (sled locks it; a second `open` gets
+//!   `Error::Locked`). One append call runs at a time (an internal mutex).
+//!
+//! Storage layout (one sled tree, one byte of prefix per space, see `store::Space`): one
+//! record per table per append call (`table ++ first seq`) holding each event's seq, hash,
+//! stream seq, receive time, device time, round and exact bytes; chain heads in memory,
+//! persisted in the same atomic commit; round summaries and device-time and arrival indexes
+//! point into the records.
+//!
+//! It must never panic on any input bytes, and never be used from async runtime threads
+//! (sled blocks): give it a dedicated thread or `spawn_blocking`.
+
+mod append;
+mod read;
+pub mod record;
+pub mod store;
+mod verify;
+
+pub use append::{reason, Appended, Incoming};
+pub use read::{
+    ArrivalOrder, Events, ExportRange, ExportSelection, Gap, QuarantineEntry, RoundSummary, Stats,
+};
+pub use verify::{TableVerdict, VerifyProblem, VerifyReport};
+
+use schemas::{ChainHead, Hash32, RoundId, Seq, TableId};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+use store::{SledStore, Store};
+
+/// Most messages in one `append_batch` call.
+pub const APPEND_BATCH_LEN_MAX: usize = 8192;
+/// Most events in one stored record; a call with more events for a table writes several.
+pub const RECORD_EVENTS_MAX: usize = 1024;
+/// An event whose device time is further than this from its receive time is quarantined
+/// (`clock_skew`): 24 hours.
+pub const CLOCK_SKEW_MAX_NS: i64 = 24 * 3600 * 1_000_000_000;
+/// An event more than this many seqs beyond its table's head is quarantined
+/// (`seq_too_far_ahead`) rather than held: no device outbox is that deep.
+pub const GAP_LEN_MAX: u64 = 100_000;
+/// Most held events per table; beyond it, quarantined (`pending_full`).
+pub const PENDING_PER_TABLE_MAX: usize = 10_000;
+/// Most bytes of held events across all tables (they are also kept in memory).
+pub const PENDING_BYTES_MAX: usize = 64 * 1024 * 1024;
+/// Width of the device-time buckets of the time index: one minute.
+pub const TIME_BUCKET_NS: i64 = 60 * 1_000_000_000;
+
+/// One stored event as read back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredEvent {
+    pub seq: Seq,
+    pub hash: Hash32,
+    /// JetStream stream sequence: the House's arrival order across tables.
+    pub stream_seq: u64,
+    pub received_at_ns: i64,
+    /// Copied from the decoded event (device clock); `verify` checks it against the bytes.
+    pub occurred_at_ns: i64,
+    /// Copied from the decoded event; `verify` checks it against the bytes.
+    pub round: Option<RoundId>,
+    /// The exact bytes as received.
+    pub bytes: Vec<u8>,
+}
+
+/// The ledger's errors: integrity and operating failures. Bad input bytes are never an
+/// error: they are quarantined.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("ledger directory {path} is locked by another process (one process owns a ledger; use its API or an export): {detail}")]
+    Locked { path: PathBuf, detail: String },
+    #[error("store {op}: {detail}")]
+    Store { op: &'static str, detail: String },
+    #[error("corrupt stored value: {detail} (run verify)")]
+    CorruptRecord { detail: String },
+    #[error("append batch of {len} messages exceeds the limit of {max}")]
+    BatchTooLarge { len: usize, max: usize },
+    #[error("table {0} is not in the ledger")]
+    UnknownTable(TableId),
+    #[error("round {round} of table {table} is not in the ledger")]
+    UnknownRound { table: TableId, round: u64 },
+    #[error("export: {0}")]
+    Export(String),
+    #[error("writing the export: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Mutable state, guarded by one mutex: only one append runs at a time.
+struct State {
+    heads: BTreeMap<TableId, ChainHead>,
+    /// Held events per table by seq.
+    pending: BTreeMap<TableId, BTreeMap<u64, append::Held>>,
+    pending_bytes: usize,
+    counters: BTreeMap<String, u64>,
+    quarantined: u64,
+    next_quarantine_id: u64,
+    next_call_id: u64,
+    bytes_total: u64,
+}
+
+/// An open ledger.
+pub struct Ledger {
+    store: Box<dyn Store>,
+    state: Mutex<State>,
+}
+
+impl Ledger {
+    /// Opens or creates the ledger in `path` on sled. `Error::Locked` if another process
+    /// (or another `Ledger` in this process) holds it.
+    pub fn open(path: impl AsRef<Path>) -> Result<Ledger, Error> {
+        let store = SledStore::open(path.as_ref())?;
+        Ledger::with_store(Box::new(store))
+    }
+
+    /// Opens a ledger on any `Store`: loads heads, held events and quarantine counters.
+    pub fn with_store(store: Box<dyn Store>) -> Result<Ledger, Error> {
+        let state = read::load_state(store.as_ref())?;
+        Ok(Ledger {
+            store,
+            state: Mutex::new(state),
+        })
+    }
+
+    /// Makes every append so far durable. Acknowledge only after this returns.
+    pub fn flush(&self) -> Result<(), Error> {
+        self.store.flush()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock can only come from a broken invariant of our own;
+        // the state is only replaced after a successful commit, so it is still consistent.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}

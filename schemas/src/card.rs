@@ -162,8 +162,9 @@ impl JsonSchema for Card {
             ..Default::default()
         };
         s.string().pattern = Some("^([2-9TJQKA]|10)[cdhs]$".into());
-        s.metadata().description =
-            Some("A card: rank 2-9, T, J, Q, K, A then suit c, d, h, s (e.g. \"As\", \"Td\")".into());
+        s.metadata().description = Some(
+            "A card: rank 2-9, T, J, Q, K, A then suit c, d, h, s (e.g. \"As\", \"Td\")".into(),
+        );
         s.into()
     }
 }

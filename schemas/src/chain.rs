@@ -68,7 +68,11 @@ pub enum ChainError {
     #[error("event of table {found} in the chain of table {expected}")]
     WrongTable { expected: TableId, found: TableId },
     #[error("sequence {found} does not follow {head} (expected {expected})")]
-    SeqGap { head: u64, expected: u64, found: u64 },
+    SeqGap {
+        head: u64,
+        expected: u64,
+        found: u64,
+    },
     #[error("sequence {seq}: previous hash {found} does not match the chain head {expected}")]
     PrevMismatch {
         seq: u64,

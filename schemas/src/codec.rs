@@ -105,9 +105,8 @@ pub fn decode(bytes: &[u8]) -> Result<(Event, WireFormat), DecodeError> {
             if bytes[0] != WIRE_VERSION {
                 return Err(DecodeError::Version(bytes[0]));
             }
-            let (event, used): (Event, usize) =
-                bincode::decode_from_slice(bytes, bincode_config())
-                    .map_err(|e| DecodeError::Bincode(e.to_string()))?;
+            let (event, used): (Event, usize) = bincode::decode_from_slice(bytes, bincode_config())
+                .map_err(|e| DecodeError::Bincode(e.to_string()))?;
             if used != bytes.len() {
                 return Err(DecodeError::TrailingBytes {
                     extra: bytes.len() - used,
@@ -124,12 +123,14 @@ fn check(e: &Event) -> Result<(), DecodeError> {
     if e.v != WIRE_VERSION {
         return Err(DecodeError::Version(e.v));
     }
-    e.table
-        .check()
-        .map_err(|source| DecodeError::Id { field: "table", source })?;
-    e.device
-        .check()
-        .map_err(|source| DecodeError::Id { field: "device", source })?;
+    e.table.check().map_err(|source| DecodeError::Id {
+        field: "table",
+        source,
+    })?;
+    e.device.check().map_err(|source| DecodeError::Id {
+        field: "device",
+        source,
+    })?;
     if e.seq.0 == 0 {
         return Err(DecodeError::SeqZero);
     }

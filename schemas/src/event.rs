@@ -162,7 +162,9 @@ pub struct ChipCount {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum EventBody {
     /// The table opens with its configuration (rule set, limits, pay tables, jackpot).
-    TableOpened { config: TableConfig },
+    TableOpened {
+        config: TableConfig,
+    },
     TableClosed,
     /// A shuffle finished. `deck_commitment` = blake3 commitment to the deck order (see
     /// `chain::deck_commitment`), revealed later by `DeckRevealed`.
@@ -171,8 +173,13 @@ pub enum EventBody {
         deck_commitment: Option<Hash32>,
     },
     /// The deck order and salt behind an earlier commitment (after the round).
-    DeckRevealed { order: Vec<Card>, salt: Hash32 },
-    Announced { announcement: Announcement },
+    DeckRevealed {
+        order: Vec<Card>,
+        salt: Hash32,
+    },
+    Announced {
+        announcement: Announcement,
+    },
     /// A card left the shoe or shuffler. `position` counts cards in this round's deal
     /// from 1 (the burnt card is 1 when there is one).
     CardDealt {
@@ -189,7 +196,10 @@ pub enum EventBody {
         players_had_seen: bool,
     },
     /// The player at `player_box` looked at the hand of `hand_box` (CSP6 §3.7, §5.19).
-    HandExamined { player_box: BoxNo, hand_box: BoxNo },
+    HandExamined {
+        player_box: BoxNo,
+        hand_box: BoxNo,
+    },
     BetPlaced {
         box_no: BoxNo,
         kind: BetKind,
@@ -222,9 +232,14 @@ pub enum EventBody {
         stake: Option<Money>,
     },
     /// The player's hand turned face up at settlement.
-    HandRevealed { box_no: BoxNo, cards: Vec<Card> },
+    HandRevealed {
+        box_no: BoxNo,
+        cards: Vec<Card>,
+    },
     /// The dealer's hand turned face up (CSP6 §3.13).
-    DealerRevealed { cards: Vec<Card> },
+    DealerRevealed {
+        cards: Vec<Card>,
+    },
     /// What the dealer actually paid (positive), collected (negative) or returned (0) on
     /// one line of one box: the player's net result, as EXAMPLES.md counts it.
     PaidOut {
@@ -233,7 +248,10 @@ pub enum EventBody {
         net: Money,
     },
     /// The jackpot display's value (the amount a winner is paid, RULES-NOTES 7).
-    JackpotShown { pool: PoolId, value: Money },
+    JackpotShown {
+        pool: PoolId,
+        value: Money,
+    },
     /// The jackpot controller registered a hit for a box.
     JackpotHit {
         pool: PoolId,
@@ -241,25 +259,44 @@ pub enum EventBody {
         amount: Money,
     },
     /// The pool restarted from `value` after a 100% win.
-    JackpotReset { pool: PoolId, value: Money },
+    JackpotReset {
+        pool: PoolId,
+        value: Money,
+    },
     /// The jackpot system or a betting device stopped working (CSP6 §5.17, §5.18).
-    JackpotFault { pool: PoolId, description: String },
+    JackpotFault {
+        pool: PoolId,
+        description: String,
+    },
     /// The jackpot system works again.
-    JackpotRestored { pool: PoolId },
+    JackpotRestored {
+        pool: PoolId,
+    },
     /// SSP4 §4.3: the system-selected Magic Card of the round.
-    MagicCardSelected { card: Card },
+    MagicCardSelected {
+        card: Card,
+    },
     /// SSP4 §4.4: the system-selected Lucky Player box.
-    LuckyPlayerSelected { box_no: BoxNo },
+    LuckyPlayerSelected {
+        box_no: BoxNo,
+    },
     /// SSP4 §4.4.1: this table's dealer is the Lucky Dealer.
     LuckyDealerSelected,
     /// A pit employee's decision.
-    StaffDecision { staff: StaffId, ruling: Ruling },
+    StaffDecision {
+        staff: StaffId,
+        ruling: Ruling,
+    },
     /// A technical interruption (CSP6 §5.7), e.g. a power failure.
-    TechnicalInterruption { description: String },
+    TechnicalInterruption {
+        description: String,
+    },
     /// Settlement is complete: the round of play ends (CSP6 §1.16).
     RoundClosed,
     /// A finance movement at the table.
-    Finance { entry: Finance },
+    Finance {
+        entry: Finance,
+    },
 }
 
 impl EventBody {

@@ -154,7 +154,11 @@ pub fn verify_export(reader: impl BufRead) -> Result<ExportSummary, ExportError>
             }
         }
         let Some(t) = header.tables.get(current) else {
-            return Err(chain_err(line, &ev, "event beyond the ranges in the header"));
+            return Err(chain_err(
+                line,
+                &ev,
+                "event beyond the ranges in the header",
+            ));
         };
         if ev.table != t.table {
             return Err(chain_err(
@@ -192,7 +196,10 @@ pub fn verify_export(reader: impl BufRead) -> Result<ExportSummary, ExportError>
             return Err(chain_err(
                 line,
                 &ev,
-                &format!("stored hash {} differs from the recomputed {computed}", ev.hash),
+                &format!(
+                    "stored hash {} differs from the recomputed {computed}",
+                    ev.hash
+                ),
             ));
         }
         prev = computed;
@@ -219,7 +226,10 @@ fn check_header(h: &ExportHeader) -> Result<(), ExportError> {
     let mut seen = std::collections::BTreeSet::new();
     for t in &h.tables {
         if !seen.insert(t.table.clone()) {
-            return Err(ExportError::Header(format!("table {} listed twice", t.table)));
+            return Err(ExportError::Header(format!(
+                "table {} listed twice",
+                t.table
+            )));
         }
         if t.from_seq == 0 || t.to_seq < t.from_seq {
             return Err(ExportError::Header(format!(
@@ -247,16 +257,17 @@ fn finish_table(t: &ExportTable, last: &Hash32, next_seq: u64) -> Result<(), Exp
     if next_seq != t.to_seq + 1 {
         return Err(ExportError::Incomplete {
             table: t.table.clone(),
-            problem: format!("the file ends at seq {}, the header announces {}", next_seq - 1, t.to_seq),
+            problem: format!(
+                "the file ends at seq {}, the header announces {}",
+                next_seq - 1,
+                t.to_seq
+            ),
         });
     }
     if *last != t.head {
         return Err(ExportError::Incomplete {
             table: t.table.clone(),
-            problem: format!(
-                "chain ends at {last}, the header announces head {}",
-                t.head
-            ),
+            problem: format!("chain ends at {last}, the header announces head {}", t.head),
         });
     }
     Ok(())
@@ -290,10 +301,12 @@ impl<R: BufRead> LineReader<R> {
         if buf.len() > EXPORT_LINE_LEN_MAX {
             return Err(ExportError::LineTooLong { line: self.line });
         }
-        String::from_utf8(buf).map(Some).map_err(|e| ExportError::Syntax {
-            line: self.line,
-            what: "UTF-8 line",
-            message: e.to_string(),
-        })
+        String::from_utf8(buf)
+            .map(Some)
+            .map_err(|e| ExportError::Syntax {
+                line: self.line,
+                what: "UTF-8 line",
+                message: e.to_string(),
+            })
     }
 }

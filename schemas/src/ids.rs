@@ -280,7 +280,10 @@ mod tests {
         assert!(TableId::new("T-01_a").is_ok());
         assert_eq!(TableId::new(""), Err(IdError::Empty));
         assert!(matches!(TableId::new("a.b"), Err(IdError::BadChar(_))));
-        assert!(matches!(TableId::new("x".repeat(33)), Err(IdError::TooLong(_))));
+        assert!(matches!(
+            TableId::new("x".repeat(33)),
+            Err(IdError::TooLong(_))
+        ));
         let j: Result<TableId, _> = serde_json::from_str("\"tables.*\"");
         assert!(j.is_err());
     }

@@ -153,7 +153,8 @@ impl Settlement {
         for b in &self.boxes {
             let lines = out.entry(b.box_no).or_default();
             for l in &b.lines {
-                *lines.entry(l.line).or_default() = lines.get(&l.line).copied().unwrap_or_default() + l.net;
+                *lines.entry(l.line).or_default() =
+                    lines.get(&l.line).copied().unwrap_or_default() + l.net;
             }
         }
         out

@@ -11,7 +11,8 @@ fn every_event_round_trips_in_both_forms() {
     for e in one_of_each() {
         for f in [WireFormat::Bincode, WireFormat::Json] {
             let bytes = codec::encode(&e, f);
-            let (back, got) = codec::decode(&bytes).unwrap_or_else(|err| panic!("{}: {err}", e.body.type_name()));
+            let (back, got) =
+                codec::decode(&bytes).unwrap_or_else(|err| panic!("{}: {err}", e.body.type_name()));
             assert_eq!(got, f);
             assert_eq!(back, e);
         }
@@ -22,27 +23,47 @@ fn every_event_round_trips_in_both_forms() {
 fn json_form_is_readable() {
     let e = &one_of_each()[9];
     let j = String::from_utf8(codec::to_json(e)).unwrap();
-    assert!(j.contains(r#""body":{"type":"bet_placed","box_no":1,"kind":"ante","stake":{"chips":1000}}"#), "{j}");
+    assert!(
+        j.contains(
+            r#""body":{"type":"bet_placed","box_no":1,"kind":"ante","stake":{"chips":1000}}"#
+        ),
+        "{j}"
+    );
 }
 
 #[test]
 fn bad_bytes_are_errors_not_panics() {
     let good = codec::to_bincode(&one_of_each()[6]);
     assert_eq!(codec::decode(&[]), Err(DecodeError::Empty));
-    assert!(matches!(codec::decode(&[2, 0, 0]), Err(DecodeError::Version(2))));
-    assert!(matches!(codec::decode(b"{not json"), Err(DecodeError::Json(_))));
+    assert!(matches!(
+        codec::decode(&[2, 0, 0]),
+        Err(DecodeError::Version(2))
+    ));
+    assert!(matches!(
+        codec::decode(b"{not json"),
+        Err(DecodeError::Json(_))
+    ));
     let mut long = good.clone();
     long.push(0);
-    assert!(matches!(codec::decode(&long), Err(DecodeError::TrailingBytes { extra: 1 })));
+    assert!(matches!(
+        codec::decode(&long),
+        Err(DecodeError::TrailingBytes { extra: 1 })
+    ));
     for cut in 0..good.len() {
         assert!(codec::decode(&good[..cut]).is_err());
     }
-    assert!(matches!(codec::decode(&vec![1u8; codec::EVENT_LEN_MAX + 1]), Err(DecodeError::TooLarge { .. })));
+    assert!(matches!(
+        codec::decode(&vec![1u8; codec::EVENT_LEN_MAX + 1]),
+        Err(DecodeError::TooLarge { .. })
+    ));
     // A table id that would break the NATS subject is refused in the bincode form too.
     let mut e = one_of_each()[0].clone();
     e.table = serde_json::from_str::<TableId>("\"ok\"").unwrap();
     let mut bytes = codec::to_bincode(&e);
     let i = bytes.windows(2).position(|w| w == b"ok").unwrap();
     bytes[i] = b'.';
-    assert!(matches!(codec::decode(&bytes), Err(DecodeError::Id { field: "table", .. })));
+    assert!(matches!(
+        codec::decode(&bytes),
+        Err(DecodeError::Id { field: "table", .. })
+    ));
 }

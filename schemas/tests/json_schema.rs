@@ -6,7 +6,9 @@ mod common;
 use common::one_of_each;
 
 fn committed(name: &str) -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("json").join(name)
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("json")
+        .join(name)
 }
 
 fn check_committed(name: &str, generated: &serde_json::Value) {
@@ -15,7 +17,10 @@ fn check_committed(name: &str, generated: &serde_json::Value) {
         std::fs::write(committed(name), &text).unwrap();
     }
     let on_disk = std::fs::read_to_string(committed(name)).unwrap_or_default();
-    assert!(on_disk == text, "schemas/json/{name} is stale: run BLESS=1 cargo test -p schemas --test json_schema");
+    assert!(
+        on_disk == text,
+        "schemas/json/{name} is stale: run BLESS=1 cargo test -p schemas --test json_schema"
+    );
 }
 
 #[test]
@@ -29,7 +34,8 @@ fn event_schema_is_committed_and_real_events_validate() {
         assert!(errors.is_empty(), "{}: {errors:?}", e.body.type_name());
     }
     // And the schema refuses what the decoder refuses.
-    let mut bad: serde_json::Value = serde_json::from_slice(&schemas::codec::to_json(&one_of_each()[6])).unwrap();
+    let mut bad: serde_json::Value =
+        serde_json::from_slice(&schemas::codec::to_json(&one_of_each()[6])).unwrap();
     bad["body"]["card"] = "1x".into();
     assert!(!validator.is_valid(&bad));
     bad = serde_json::from_slice(&schemas::codec::to_json(&one_of_each()[6])).unwrap();

@@ -35,25 +35,40 @@ fn chain() -> Vectors {
             "round opens (bincode)",
             WireFormat::Bincode,
             Some(RoundId(1)),
-            EventBody::Announced { announcement: Announcement::PlaceYourBets },
+            EventBody::Announced {
+                announcement: Announcement::PlaceYourBets,
+            },
         ),
         (
             "ante 10.00 on box 1 (JSON)",
             WireFormat::Json,
             Some(RoundId(1)),
-            EventBody::BetPlaced { box_no: BoxNo(1), kind: BetKind::Ante, stake: Stake::Chips(Money(1000)) },
+            EventBody::BetPlaced {
+                box_no: BoxNo(1),
+                kind: BetKind::Ante,
+                stake: Stake::Chips(Money(1000)),
+            },
         ),
         (
             "burnt card (bincode)",
             WireFormat::Bincode,
             Some(RoundId(1)),
-            EventBody::CardDealt { to: CardTarget::Burn, card: c("7d"), face_up: false, position: 1 },
+            EventBody::CardDealt {
+                to: CardTarget::Burn,
+                card: c("7d"),
+                face_up: false,
+                position: 1,
+            },
         ),
         (
             "dealer pays the BET 5 to 1 (bincode)",
             WireFormat::Bincode,
             Some(RoundId(1)),
-            EventBody::PaidOut { box_no: BoxNo(1), line: PayLine::Bet, net: Money(10_000) },
+            EventBody::PaidOut {
+                box_no: BoxNo(1),
+                line: PayLine::Bet,
+                net: Money(10_000),
+            },
         ),
     ];
     let mut prev = GENESIS;
@@ -72,10 +87,22 @@ fn chain() -> Vectors {
         };
         let bytes = codec::encode(&e, format);
         let hash = event_hash(&prev, &bytes);
-        events.push(Vector { note: note.into(), format, seq, prev, bytes_hex: hex::encode(&bytes), hash });
+        events.push(Vector {
+            note: note.into(),
+            format,
+            seq,
+            prev,
+            bytes_hex: hex::encode(&bytes),
+            hash,
+        });
         prev = hash;
     }
-    Vectors { domain: String::from_utf8(EVENT_DOMAIN.to_vec()).unwrap(), genesis: GENESIS, table, events }
+    Vectors {
+        domain: String::from_utf8(EVENT_DOMAIN.to_vec()).unwrap(),
+        genesis: GENESIS,
+        table,
+        events,
+    }
 }
 
 fn path() -> std::path::PathBuf {
@@ -85,7 +112,11 @@ fn path() -> std::path::PathBuf {
 #[test]
 fn hash_vectors_hold() {
     if std::env::var_os("BLESS").is_some() {
-        std::fs::write(path(), serde_json::to_string_pretty(&chain()).unwrap() + "\n").unwrap();
+        std::fs::write(
+            path(),
+            serde_json::to_string_pretty(&chain()).unwrap() + "\n",
+        )
+        .unwrap();
     }
     let stored: Vectors = serde_json::from_str(&std::fs::read_to_string(path()).unwrap()).unwrap();
     assert_eq!(stored.domain, "roundledger/event/v1");
@@ -95,7 +126,11 @@ fn hash_vectors_hold() {
     let mut all = Vec::new();
     for v in &stored.events {
         let bytes = hex::decode(&v.bytes_hex).unwrap();
-        assert_eq!(v.prev, prev, "{}: prev links to the previous vector", v.note);
+        assert_eq!(
+            v.prev, prev,
+            "{}: prev links to the previous vector",
+            v.note
+        );
         assert_eq!(event_hash(&v.prev, &bytes), v.hash, "{}", v.note);
         let (e, format) = codec::decode(&bytes).unwrap();
         assert_eq!(format, v.format);
@@ -106,13 +141,21 @@ fn hash_vectors_hold() {
     let head = verify_chain(&stored.table, all.iter().map(|b| b.as_slice())).unwrap();
     assert_eq!(head.hash, prev);
     // And today's encoder still writes the same bytes for the same events.
-    assert_eq!(stored, chain(), "the codec or the chain changed: the wire spec must be versioned");
+    assert_eq!(
+        stored,
+        chain(),
+        "the codec or the chain changed: the wire spec must be versioned"
+    );
 }
 
 #[test]
 fn a_flipped_byte_breaks_the_chain() {
     let v = chain();
-    let mut all: Vec<Vec<u8>> = v.events.iter().map(|e| hex::decode(&e.bytes_hex).unwrap()).collect();
+    let mut all: Vec<Vec<u8>> = v
+        .events
+        .iter()
+        .map(|e| hex::decode(&e.bytes_hex).unwrap())
+        .collect();
     all[1][10] ^= 0x01;
     assert!(verify_chain(&v.table, all.iter().map(|b| b.as_slice())).is_err());
 }

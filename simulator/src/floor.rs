@@ -180,6 +180,20 @@ impl Floor {
     }
 }
 
+impl Floor {
+    /// Starts every table's device clock at `start_ns` plus a stagger of up to a minute per
+    /// table (tables do not open in the same nanosecond).
+    pub fn starting_at(self, start_ns: i64) -> Floor {
+        let tables = self
+            .tables
+            .into_iter()
+            .enumerate()
+            .map(|(i, t)| t.with_clock_start(start_ns + i as i64 * 7_000_000_000))
+            .collect();
+        Floor { tables }
+    }
+}
+
 /// Independent per-table seeds from one floor seed (splitmix64 of seed and table number).
 pub fn table_seed(seed: u64, table_no: u64) -> u64 {
     let mut z = seed

@@ -1,0 +1,389 @@
+//! The ingest benchmark (issue 5): over the same pre-published messages, in the same run,
+//! (a) the raw rate of a pull consumer that only fetches and acks (AckPolicy::All, same
+//! batch size) and (b) roundledger's end-to-end rate (fetched -> decoded -> chain checked
+//! -> stored and flushed -> acked -> head published), their ratio, and then (c) the
+//! latency from publish to durable head at a paced publish rate while ingest runs.
+//!
+//! It needs a server whose `TABLES` stream is empty or absent (the CLI starts a private
+//! one); it refuses anything else rather than mix its events with real ones.
+
+use crate::pipeline::{ensure_stream, run_with_consumer};
+use crate::{Error, IngestConfig};
+use async_nats::jetstream::{self, consumer};
+use futures::StreamExt;
+use schemas::{
+    codec, subjects, Announcement, ChainHead, DeviceId, Event, EventBody, Hash32, RoundId, Seq,
+    TableId, WIRE_VERSION,
+};
+use std::collections::{BTreeMap, VecDeque};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Tables the benchmark's events are spread over.
+const BENCH_TABLES: usize = 16;
+/// Publish acks awaited at most at once (async-nats stalls beyond ~5,000 unawaited).
+const PUBLISH_WINDOW: usize = 1024;
+/// Latency phase: events published, and the pause between two of them (~10k/s).
+const LATENCY_EVENTS_MAX: u64 = 20_000;
+const LATENCY_PACE: Duration = Duration::from_micros(100);
+/// No phase may take longer than this; a stuck phase is an error, not a hang.
+const PHASE_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Figures of one benchmark run. Rates are messages per second.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct BenchReport {
+    pub messages: u64,
+    pub batch_len_max: usize,
+    pub tables: usize,
+    pub event_len_mean_bytes: u64,
+    pub publish_rate: f64,
+    /// (a) fetch + ack only.
+    pub raw_secs: f64,
+    pub raw_rate: f64,
+    /// (b) roundledger end to end.
+    pub ingest_secs: f64,
+    pub ingest_rate: f64,
+    /// (b) / (a); issue 5's target is >= 0.8.
+    pub ratio: f64,
+    /// (c) events timed from publish to the durable head that covers them.
+    pub latency_events: u64,
+    pub latency_publish_rate: f64,
+    pub latency_p50_us: u64,
+    pub latency_p99_us: u64,
+    pub latency_max_us: u64,
+}
+
+/// Chains of `BENCH_TABLES` tables, continued across phases.
+struct Chains {
+    tables: Vec<(TableId, Seq, Hash32)>,
+    device: DeviceId,
+    bytes_total: u64,
+    events: u64,
+}
+
+impl Chains {
+    fn new(run_tag: &str) -> Result<Chains, Error> {
+        let bad = |e: schemas::ids::IdError| Error::Bench(format!("bench ids: {e}"));
+        let tables = (0..BENCH_TABLES)
+            .map(|i| {
+                Ok((
+                    TableId::new(format!("BENCH{run_tag}-{i:02}")).map_err(bad)?,
+                    Seq(0),
+                    Hash32::ZERO,
+                ))
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
+        Ok(Chains {
+            tables,
+            device: DeviceId::new("bench-ctl").map_err(bad)?,
+            bytes_total: 0,
+            events: 0,
+        })
+    }
+
+    /// The next event of table `i`: (subject, msg id, bytes, seq). About 200 bytes, the
+    /// size the calibration in issue 5 uses.
+    fn next(&mut self, i: usize) -> (String, String, Vec<u8>, u64) {
+        let (table, seq, prev) = &mut self.tables[i];
+        *seq = Seq(seq.0 + 1);
+        let event = Event {
+            v: WIRE_VERSION,
+            table: table.clone(),
+            device: self.device.clone(),
+            seq: *seq,
+            prev: *prev,
+            occurred_at_ns: crate::system_clock_ns(),
+            round: Some(RoundId(seq.0 / 90 + 1)),
+            body: EventBody::Announced {
+                announcement: Announcement::Result {
+                    text: format!(
+                        "Dealer has a pair of Kings; box 3 wins with Two Pair; event {:>12}; padding",
+                        seq.0
+                    ),
+                },
+            },
+        };
+        let bytes = codec::to_bincode(&event);
+        *prev = schemas::event_hash(prev, &bytes);
+        self.bytes_total += bytes.len() as u64;
+        self.events += 1;
+        (
+            subjects::events_subject(table),
+            subjects::msg_id(table, *seq),
+            bytes,
+            seq.0,
+        )
+    }
+}
+
+async fn publish_all(js: &jetstream::Context, chains: &mut Chains, n: u64) -> Result<(), Error> {
+    let mut window = VecDeque::with_capacity(PUBLISH_WINDOW);
+    for k in 0..n {
+        let (subject, id, bytes, _) = chains.next(k as usize % BENCH_TABLES);
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert("Nats-Msg-Id", id.as_str());
+        let ack = js
+            .publish_with_headers(subject, headers, bytes.into())
+            .await
+            .map_err(|e| Error::nats("bench publish", e))?;
+        window.push_back(ack);
+        if window.len() >= PUBLISH_WINDOW {
+            if let Some(a) = window.pop_front() {
+                a.await.map_err(|e| Error::nats("bench publish ack", e))?;
+            }
+        }
+    }
+    for a in window {
+        a.await.map_err(|e| Error::nats("bench publish ack", e))?;
+    }
+    Ok(())
+}
+
+/// (a): a fresh AckPolicy::All pull consumer that fetches `batch` at a time and acks the
+/// last message of each fetch, until `messages` were delivered. Returns seconds.
+async fn raw_consume(
+    js: &jetstream::Context,
+    stream: &jetstream::stream::Stream,
+    messages: u64,
+    batch: usize,
+) -> Result<f64, Error> {
+    let name = "bench-raw";
+    let consumer: consumer::PullConsumer = stream
+        .create_consumer(consumer::pull::Config {
+            durable_name: Some(name.to_string()),
+            ack_policy: consumer::AckPolicy::All,
+            filter_subject: subjects::EVENTS_WILDCARD.to_string(),
+            max_ack_pending: (batch * 8) as i64,
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| Error::nats("bench raw consumer", e))?;
+    let start = Instant::now();
+    let mut seen = 0u64;
+    while seen < messages {
+        if start.elapsed() > PHASE_TIMEOUT {
+            return Err(Error::Bench(format!(
+                "raw consumer stuck at {seen}/{messages}"
+            )));
+        }
+        let mut fetched = consumer
+            .fetch()
+            .max_messages(batch)
+            .expires(Duration::from_millis(100))
+            .messages()
+            .await
+            .map_err(|e| Error::nats("bench raw fetch", e))?;
+        let mut last = None;
+        while let Some(m) = fetched.next().await {
+            let m = m.map_err(|e| Error::Nats {
+                op: "bench raw message",
+                source: e,
+            })?;
+            seen += 1;
+            last = Some(m);
+        }
+        if let Some(m) = last {
+            m.ack().await.map_err(|e| Error::Nats {
+                op: "bench raw ack",
+                source: e,
+            })?;
+        }
+    }
+    let secs = start.elapsed().as_secs_f64();
+    js.delete_consumer_from_stream(name, subjects::STREAM)
+        .await
+        .map_err(|e| Error::nats("bench delete raw consumer", e))?;
+    Ok(secs)
+}
+
+/// Waits until every table's published head reached `target[table]`. `on_head` sees
+/// every head message (the latency phase times events with it).
+async fn wait_heads(
+    heads: &mut async_nats::Subscriber,
+    target: &BTreeMap<TableId, u64>,
+    mut on_head: impl FnMut(&ChainHead),
+) -> Result<(), Error> {
+    let mut reached = BTreeMap::<TableId, u64>::new();
+    let deadline = tokio::time::Instant::now() + PHASE_TIMEOUT;
+    while target
+        .iter()
+        .any(|(t, s)| reached.get(t).copied().unwrap_or(0) < *s)
+    {
+        let msg = tokio::time::timeout_at(deadline, heads.next())
+            .await
+            .map_err(|_| Error::Bench(format!("heads did not reach {target:?}: {reached:?}")))?
+            .ok_or_else(|| Error::Bench("head subscription ended".to_string()))?;
+        let head: ChainHead = serde_json::from_slice(&msg.payload)
+            .map_err(|e| Error::Bench(format!("bad head JSON: {e}")))?;
+        on_head(&head);
+        let r = reached.entry(head.table.clone()).or_insert(0);
+        *r = (*r).max(head.seq.0);
+    }
+    Ok(())
+}
+
+fn target_of(chains: &Chains) -> BTreeMap<TableId, u64> {
+    chains
+        .tables
+        .iter()
+        .map(|(t, s, _)| (t.clone(), s.0))
+        .collect()
+}
+
+fn percentile(sorted: &[u64], p: f64) -> u64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let i = ((sorted.len() - 1) as f64 * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+/// Runs the benchmark against the server at `url` (its `TABLES` stream must be empty or
+/// absent) with a new ledger in `ledger_dir`: publishes `messages` events, measures (a)
+/// and (b) over them, then (c) latency over up to 20,000 more events paced at ~10k/s.
+pub async fn bench_ingest(
+    url: &str,
+    ledger_dir: &Path,
+    messages: u64,
+    batch: usize,
+) -> Result<BenchReport, Error> {
+    if messages == 0 || batch == 0 {
+        return Err(Error::Bench(
+            "messages and batch must be at least 1".to_string(),
+        ));
+    }
+    let client = async_nats::connect(url)
+        .await
+        .map_err(|e| Error::nats("bench connect", e))?;
+    let js = jetstream::new(client.clone());
+    let mut stream = ensure_stream(&js).await?;
+    let already = stream
+        .info()
+        .await
+        .map_err(|e| Error::nats("bench stream info", e))?
+        .state
+        .messages;
+    if already != 0 {
+        return Err(Error::Bench(format!(
+            "stream {} already holds {already} messages; run the benchmark on a private server",
+            subjects::STREAM
+        )));
+    }
+    let tag = format!("{}", std::process::id() % 10_000);
+    let mut chains = Chains::new(&tag)?;
+
+    let start = Instant::now();
+    publish_all(&js, &mut chains, messages).await?;
+    let publish_rate = messages as f64 / start.elapsed().as_secs_f64();
+    tracing::info!(messages, publish_rate, "bench: published");
+
+    // (a)
+    let raw_secs = raw_consume(&js, &stream, messages, batch).await?;
+    tracing::info!(raw_secs, "bench: raw consume done");
+
+    // (b): ingest with its own consumer over the same messages.
+    let ledger = Arc::new(ledger::Ledger::open(ledger_dir).map_err(Error::LedgerOther)?);
+    let mut heads = client
+        .subscribe("ledger.*.head")
+        .await
+        .map_err(|e| Error::nats("bench subscribe heads", e))?;
+    let mut config = IngestConfig::new(url);
+    config.batch_len_max = batch;
+    config.ack_pending_max = (batch * 8) as i64;
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let started = Instant::now();
+    let ingest = tokio::spawn(run_with_consumer(config, ledger, "bench-ingest", async {
+        let _ = stop_rx.await;
+    }));
+    let target = target_of(&chains);
+    let waited = wait_heads(&mut heads, &target, |_| {}).await;
+    let ingest_secs = started.elapsed().as_secs_f64();
+    if let Err(e) = waited {
+        let _ = stop_tx.send(());
+        let _ = ingest.await;
+        return Err(e);
+    }
+    tracing::info!(ingest_secs, "bench: ingest caught up");
+
+    // (c): paced publishes while ingest runs; each event's latency ends when a head at or
+    // past its sequence arrives.
+    let lat_n = LATENCY_EVENTS_MAX.min(messages);
+    let mut sent: BTreeMap<(TableId, u64), Instant> = BTreeMap::new();
+    let mut latencies_us = Vec::with_capacity(lat_n as usize);
+    let lat_start = Instant::now();
+    let mut window = VecDeque::with_capacity(PUBLISH_WINDOW);
+    let mut tick = tokio::time::interval(LATENCY_PACE);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
+    let mut k = 0u64;
+    let mut handle_head = |head: &ChainHead, sent: &mut BTreeMap<(TableId, u64), Instant>| {
+        let now = Instant::now();
+        let covered: Vec<(TableId, u64)> = sent
+            .range((head.table.clone(), 0)..=(head.table.clone(), head.seq.0))
+            .map(|(key, _)| key.clone())
+            .collect();
+        for key in covered {
+            if let Some(t0) = sent.remove(&key) {
+                latencies_us.push(now.duration_since(t0).as_micros() as u64);
+            }
+        }
+    };
+    while k < lat_n {
+        tokio::select! {
+            _ = tick.tick() => {
+                let i = k as usize % BENCH_TABLES;
+                let (subject, id, bytes, seq) = chains.next(i);
+                let mut headers = async_nats::HeaderMap::new();
+                headers.insert("Nats-Msg-Id", id.as_str());
+                sent.insert((chains.tables[i].0.clone(), seq), Instant::now());
+                let ack = js
+                    .publish_with_headers(subject, headers, bytes.into())
+                    .await
+                    .map_err(|e| Error::nats("bench publish", e))?;
+                window.push_back(ack);
+                if window.len() >= PUBLISH_WINDOW {
+                    if let Some(a) = window.pop_front() {
+                        a.await.map_err(|e| Error::nats("bench publish ack", e))?;
+                    }
+                }
+                k += 1;
+            }
+            Some(msg) = heads.next() => {
+                if let Ok(head) = serde_json::from_slice::<ChainHead>(&msg.payload) {
+                    handle_head(&head, &mut sent);
+                }
+            }
+        }
+    }
+    let latency_publish_rate = lat_n as f64 / lat_start.elapsed().as_secs_f64();
+    for a in window {
+        a.await.map_err(|e| Error::nats("bench publish ack", e))?;
+    }
+    let target = target_of(&chains);
+    let waited = wait_heads(&mut heads, &target, |h| handle_head(h, &mut sent)).await;
+    let _ = stop_tx.send(());
+    let report = ingest
+        .await
+        .map_err(|e| Error::Bench(format!("ingest task: {e}")))??;
+    waited?;
+    tracing::info!(?report, "bench: ingest stopped");
+    latencies_us.sort_unstable();
+
+    Ok(BenchReport {
+        messages,
+        batch_len_max: batch,
+        tables: BENCH_TABLES,
+        event_len_mean_bytes: chains.bytes_total / chains.events.max(1),
+        publish_rate,
+        raw_secs,
+        raw_rate: messages as f64 / raw_secs,
+        ingest_secs,
+        ingest_rate: messages as f64 / ingest_secs,
+        ratio: raw_secs / ingest_secs,
+        latency_events: latencies_us.len() as u64,
+        latency_publish_rate,
+        latency_p50_us: percentile(&latencies_us, 0.50),
+        latency_p99_us: percentile(&latencies_us, 0.99),
+        latency_max_us: latencies_us.last().copied().unwrap_or(0),
+    })
+}

@@ -1,0 +1,349 @@
+//! The async side: stream and consumer setup, the fetch loop, the acker.
+
+use crate::writer::{writer_loop, Job, Written};
+use crate::{Error, IngestConfig, IngestReport, DUPLICATE_WINDOW};
+use async_nats::jetstream::{self, consumer, stream};
+use futures::{FutureExt, StreamExt};
+use ledger::{Incoming, Ledger};
+use schemas::subjects;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// The stream's configuration: one subject per table, file storage, nothing discarded
+/// silently (DiscardPolicy::New with no limits: were a limit ever set, publishes would be
+/// refused and stay in the device's outbox, never old messages deleted), events no larger
+/// than the codec accepts.
+pub fn stream_config() -> stream::Config {
+    stream::Config {
+        name: subjects::STREAM.to_string(),
+        subjects: vec![subjects::EVENTS_WILDCARD.to_string()],
+        storage: stream::StorageType::File,
+        retention: stream::RetentionPolicy::Limits,
+        discard: stream::DiscardPolicy::New,
+        duplicate_window: DUPLICATE_WINDOW,
+        max_message_size: schemas::codec::EVENT_LEN_MAX as i32,
+        ..Default::default()
+    }
+}
+
+/// Creates the stream `schemas::subjects::STREAM` if it does not exist, or brings an
+/// existing one to our settings. Refuses a stream whose storage is not file.
+pub async fn ensure_stream(js: &jetstream::Context) -> Result<jetstream::stream::Stream, Error> {
+    let want = stream_config();
+    let mut stream = js
+        .get_or_create_stream(want.clone())
+        .await
+        .map_err(|e| Error::nats("get or create stream", e))?;
+    let have = stream
+        .info()
+        .await
+        .map_err(|e| Error::nats("stream info", e))?
+        .config
+        .clone();
+    if have.storage != want.storage {
+        return Err(Error::StreamMismatch {
+            stream: want.name,
+            why: format!("storage is {:?}, not file", have.storage),
+        });
+    }
+    let differs = have.subjects != want.subjects
+        || have.discard != want.discard
+        || have.duplicate_window != want.duplicate_window
+        || have.max_message_size != want.max_message_size
+        || have.retention != want.retention;
+    if differs {
+        tracing::warn!(stream = %want.name, "stream settings differ from ingest's; updating");
+        js.update_stream(want.clone())
+            .await
+            .map_err(|e| Error::StreamMismatch {
+                stream: want.name.clone(),
+                why: e.to_string(),
+            })?;
+        stream = js
+            .get_stream(&want.name)
+            .await
+            .map_err(|e| Error::nats("get stream", e))?;
+    }
+    Ok(stream)
+}
+
+/// The durable pull consumer's configuration.
+pub fn consumer_config(name: &str, config: &IngestConfig) -> consumer::pull::Config {
+    consumer::pull::Config {
+        durable_name: Some(name.to_string()),
+        description: Some("roundledger ingest: ack after append and flush".to_string()),
+        deliver_policy: consumer::DeliverPolicy::All,
+        ack_policy: consumer::AckPolicy::All,
+        ack_wait: config.ack_wait,
+        // Unlimited redelivery: every message is eventually stored or quarantined, so a
+        // message that keeps failing means the ledger is failing, and ingest stops.
+        max_deliver: -1,
+        // Trap: a wildcard inside a token (`tables.t*`) is accepted and matches nothing.
+        filter_subject: subjects::EVENTS_WILDCARD.to_string(),
+        max_ack_pending: config.ack_pending_max,
+        max_batch: config.batch_len_max as i64,
+        ..Default::default()
+    }
+}
+
+/// Creates the durable consumer or updates it to `config`'s bounds; refuses one that
+/// does not use AckPolicy::All (the batch ack would then ack one message only).
+pub async fn ensure_consumer(
+    stream: &jetstream::stream::Stream,
+    name: &str,
+    config: &IngestConfig,
+) -> Result<consumer::PullConsumer, Error> {
+    let mut consumer: consumer::PullConsumer = stream
+        .create_consumer(consumer_config(name, config))
+        .await
+        .map_err(|e| Error::ConsumerMismatch {
+            consumer: name.to_string(),
+            why: e.to_string(),
+        })?;
+    let info = consumer
+        .info()
+        .await
+        .map_err(|e| Error::nats("consumer info", e))?;
+    if info.config.ack_policy != consumer::AckPolicy::All {
+        return Err(Error::ConsumerMismatch {
+            consumer: name.to_string(),
+            why: format!("ack policy is {:?}, not All", info.config.ack_policy),
+        });
+    }
+    Ok(consumer)
+}
+
+fn incoming(subject: &str, payload: &[u8], stream_seq: u64, received_at_ns: i64) -> Incoming {
+    Incoming {
+        bytes: payload.to_vec(),
+        // A subject token that is not a valid table id gives `None`: the ledger then
+        // judges the event by its own table field alone.
+        subject_table: subjects::table_of_subject(subject)
+            .and_then(|t| schemas::TableId::new(t).ok()),
+        stream_seq,
+        received_at_ns,
+    }
+}
+
+/// Runs ingest until `shutdown` completes, then finishes the batch in flight, acks it and
+/// returns the report. Connects to `config.nats_url`, ensures the stream and the durable
+/// consumer, and writes through one writer thread (see `writer`).
+pub async fn run(
+    config: IngestConfig,
+    ledger: Arc<Ledger>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<IngestReport, Error> {
+    run_with_consumer(config, ledger, subjects::INGEST_CONSUMER, shutdown).await
+}
+
+/// `run` with another durable consumer name (the benchmark uses a fresh one).
+pub(crate) async fn run_with_consumer(
+    config: IngestConfig,
+    ledger: Arc<Ledger>,
+    consumer_name: &str,
+    shutdown: impl Future<Output = ()>,
+) -> Result<IngestReport, Error> {
+    config.check()?;
+    let client = async_nats::connect(&config.nats_url)
+        .await
+        .map_err(|e| Error::nats("connect", e))?;
+    let js = jetstream::new(client.clone());
+    let mut stream = ensure_stream(&js).await?;
+    let mut consumer = ensure_consumer(&stream, consumer_name, &config).await?;
+
+    // The next stream sequence this consumer must see before it may ack past it: one
+    // after the ack floor (see the crate invariant on AckPolicy::All).
+    let ack_floor = consumer
+        .info()
+        .await
+        .map_err(|e| Error::nats("consumer info", e))?
+        .ack_floor
+        .stream_sequence;
+    let first_in_stream = stream
+        .info()
+        .await
+        .map_err(|e| Error::nats("stream info", e))?
+        .state
+        .first_sequence;
+    let mut next_stream_seq = (ack_floor + 1).max(first_in_stream);
+    tracing::info!(
+        consumer = consumer_name,
+        ack_floor,
+        next_stream_seq,
+        batch_len_max = config.batch_len_max,
+        "ingest started"
+    );
+
+    let (job_tx, job_rx) = mpsc::channel::<Job>(config.writer_queue_len);
+    let (done_tx, done_rx) = mpsc::channel::<Result<Written, Error>>(config.writer_queue_len + 1);
+    let writer = std::thread::Builder::new()
+        .name("ledger-writer".to_string())
+        .spawn(move || writer_loop(ledger, job_rx, done_tx))
+        .map_err(|e| Error::Writer(format!("cannot start the writer thread: {e}")))?;
+    let acker = tokio::spawn(ack_loop(client.clone(), done_rx));
+
+    let mut shutdown = std::pin::pin!(shutdown.fuse());
+    let mut batch_no = 0u64;
+    let mut read_back = 0u64;
+    let mut missing = 0u64;
+    let mut backoff = Duration::from_millis(10);
+    loop {
+        // Shutdown is checked between fetches, never inside one: a fetch cut short would
+        // leave delivered messages unacked until ack_wait.
+        if (&mut shutdown).now_or_never().is_some() {
+            tracing::info!("shutdown requested: finishing the batch in flight");
+            break;
+        }
+        if job_tx.is_closed() {
+            // The writer stopped on a ledger error; the acker holds it.
+            break;
+        }
+        let msgs = match fetch(&consumer, &config).await {
+            Ok(msgs) => {
+                backoff = Duration::from_millis(10);
+                msgs
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, ?backoff, "fetch failed; retrying");
+                tokio::select! {
+                    _ = tokio::time::sleep(backoff) => {}
+                    _ = &mut shutdown => break,
+                }
+                backoff = (backoff * 2).min(Duration::from_secs(2));
+                continue;
+            }
+        };
+        let Some(last) = msgs.last().cloned() else {
+            continue;
+        };
+        let received_at_ns = (config.clock)();
+        let mut batch = Vec::with_capacity(msgs.len());
+        for m in &msgs {
+            let stream_seq = match m.info() {
+                Ok(info) => info.stream_sequence,
+                Err(e) => {
+                    // Not a JetStream delivery (no ack subject): cannot happen on a pull
+                    // consumer; skip it rather than guess a sequence.
+                    tracing::error!(subject = %m.subject, error = %e, "delivered message without JetStream info");
+                    continue;
+                }
+            };
+            if stream_seq > next_stream_seq {
+                // Delivered earlier (to a process that died) and never acked: read them
+                // back, or acking this message would ack them unseen.
+                for seq in next_stream_seq..stream_seq {
+                    match stream.get_raw_message(seq).await {
+                        Ok(raw) => {
+                            read_back += 1;
+                            batch.push(incoming(&raw.subject, &raw.payload, seq, received_at_ns));
+                        }
+                        Err(e) => {
+                            missing += 1;
+                            tracing::error!(stream_seq = seq, error = %e, "stream sequence skipped by the consumer and not readable from the stream");
+                        }
+                    }
+                }
+            }
+            next_stream_seq = next_stream_seq.max(stream_seq + 1);
+            batch.push(incoming(&m.subject, &m.payload, stream_seq, received_at_ns));
+        }
+        batch_no += 1;
+        let job = Job {
+            batch_no,
+            incoming: batch,
+            ack: last,
+        };
+        if job_tx.send(job).await.is_err() {
+            break;
+        }
+    }
+    // Let the writer drain its queue and stop; the acker ends when the writer does.
+    drop(job_tx);
+    let acked = acker
+        .await
+        .map_err(|e| Error::Writer(format!("acker task: {e}")))?;
+    let joined = tokio::task::spawn_blocking(move || writer.join())
+        .await
+        .map_err(|e| Error::Writer(format!("joining the writer: {e}")))?;
+    if joined.is_err() {
+        return Err(Error::Writer("the writer thread panicked".to_string()));
+    }
+    // Acks are fire-and-forget publishes: make sure they left before returning.
+    client
+        .flush()
+        .await
+        .map_err(|e| Error::nats("flush acks", e))?;
+    let mut report = acked?;
+    report.read_back = read_back;
+    report.missing_in_stream = missing;
+    tracing::info!(?report, "ingest stopped");
+    let _ = &mut stream;
+    Ok(report)
+}
+
+/// One bounded fetch: at most `batch_len_max` messages, waiting at most `fetch_expiry`.
+async fn fetch(
+    consumer: &consumer::PullConsumer,
+    config: &IngestConfig,
+) -> Result<Vec<jetstream::Message>, Error> {
+    let mut batch = consumer
+        .fetch()
+        .max_messages(config.batch_len_max)
+        .expires(config.fetch_expiry)
+        .messages()
+        .await
+        .map_err(|e| Error::nats("fetch", e))?;
+    let mut msgs = Vec::with_capacity(config.batch_len_max);
+    while let Some(m) = batch.next().await {
+        match m {
+            Ok(m) => msgs.push(m),
+            Err(e) => {
+                // A status error ends the fetch; what arrived before it is kept and
+                // processed, the rest will be delivered again.
+                tracing::warn!(error = %e, received = msgs.len(), "fetch ended with an error");
+                break;
+            }
+        }
+    }
+    Ok(msgs)
+}
+
+/// Acks each durable batch (its last message) in write order and publishes the heads.
+async fn ack_loop(
+    client: async_nats::Client,
+    mut done: mpsc::Receiver<Result<Written, Error>>,
+) -> Result<IngestReport, Error> {
+    let mut report = IngestReport::default();
+    while let Some(written) = done.recv().await {
+        let w = written?;
+        w.ack.ack().await.map_err(|e| Error::Nats {
+            op: "ack",
+            source: e,
+        })?;
+        for head in &w.heads {
+            match serde_json::to_vec(head) {
+                Ok(json) => {
+                    if let Err(e) = client
+                        .publish(subjects::head_subject(&head.table), json.into())
+                        .await
+                    {
+                        // The head is advisory (devices trim outboxes with it); the next
+                        // flush publishes it again. Not a reason to stop ingesting.
+                        tracing::warn!(table = %head.table, error = %e, "head not published");
+                    }
+                }
+                Err(e) => tracing::error!(table = %head.table, error = %e, "head not serialisable"),
+            }
+        }
+        report.batches += w.tally.batches;
+        report.messages += w.tally.messages;
+        report.stored += w.tally.stored;
+        report.duplicates += w.tally.duplicates;
+        report.held += w.tally.held;
+        report.quarantined += w.tally.quarantined;
+        tracing::debug!(batch = w.batch_no, "batch acked");
+    }
+    Ok(report)
+}

@@ -1,0 +1,460 @@
+//! Ingest against a real `nats-server -js` (natsd guard) and a real sled ledger in a temp
+//! dir: the end-to-end path of issue 2, bad input (garbage, wrong previous hash,
+//! duplicate), and a restart on the same ledger and durable consumer.
+//!
+//! Waits are bounded (`WAIT`) so a broken pipeline fails instead of hanging; nothing here
+//! asserts on time.
+
+use async_nats::jetstream;
+use ingest::{IngestConfig, IngestReport};
+use ledger::Ledger;
+use schemas::{codec, subjects, Hash32, TableId};
+use simulator::{FaultPlan, Floor, PublishOptions, Published, TableSim};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+const WAIT: Duration = Duration::from_secs(120);
+
+/// The simulator's device clocks start within the day after 2026-01-01T00:00Z and run a
+/// few hours for these tests; the ledger quarantines events more than 24 h from their
+/// receive time. So ingest's injected clock says 2026-01-01T20:00Z here.
+fn simulated_day_clock() -> i64 {
+    1_767_225_600_000_000_000 + 20 * 3_600_000_000_000
+}
+
+/// A running ingest and the means to stop it.
+struct Running {
+    stop: oneshot::Sender<()>,
+    task: JoinHandle<Result<IngestReport, ingest::Error>>,
+}
+
+impl Running {
+    fn start(url: &str, ledger: Arc<Ledger>) -> Running {
+        let (stop, rx) = oneshot::channel::<()>();
+        let mut config = IngestConfig::new(url);
+        config.clock = simulated_day_clock;
+        let task = tokio::spawn(ingest::run(config, ledger, async {
+            let _ = rx.await;
+        }));
+        Running { stop, task }
+    }
+
+    async fn stop(self) -> IngestReport {
+        self.stop.send(()).expect("ingest still running");
+        self.task
+            .await
+            .expect("ingest task")
+            .expect("ingest ended cleanly")
+    }
+}
+
+async fn jetstream_ctx(url: &str) -> jetstream::Context {
+    let client = async_nats::connect(url).await.expect("connect");
+    let js = jetstream::new(client);
+    // The same call ingest makes at start; doing it here too lets tests publish at once.
+    ingest::ensure_stream(&js).await.expect("stream");
+    js
+}
+
+async fn publish_raw(js: &jetstream::Context, table: &str, msg_id: &str, bytes: Vec<u8>) {
+    let mut headers = async_nats::HeaderMap::new();
+    headers.insert("Nats-Msg-Id", msg_id);
+    js.publish_with_headers(format!("tables.{table}.events"), headers, bytes.into())
+        .await
+        .expect("publish")
+        .await
+        .expect("publish ack");
+}
+
+async fn publish_events(js: &jetstream::Context, events: &[Published]) {
+    for p in events {
+        let id = subjects::msg_id(&p.event.table, p.event.seq);
+        publish_raw(js, p.event.table.as_str(), &id, p.bytes.clone()).await;
+    }
+}
+
+/// Waits until every table's ledger head is at the expected seq (bounded by `WAIT`).
+/// Ledger reads go through `spawn_blocking` under a timeout: sled is synchronous, and a
+/// stuck ledger must fail the test rather than block the runtime's two workers.
+async fn wait_heads(ledger: &Arc<Ledger>, expected: &BTreeMap<TableId, (u64, Hash32)>) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let (l, keys) = (ledger.clone(), expected.keys().cloned().collect::<Vec<_>>());
+        let read = tokio::task::spawn_blocking(move || {
+            keys.into_iter()
+                .filter_map(|t| l.head(&t).map(|h| (t, (h.seq.0, h.hash))))
+                .collect::<BTreeMap<TableId, (u64, Hash32)>>()
+        });
+        let now = tokio::time::timeout_at(deadline, read)
+            .await
+            .expect("ledger head reads stuck")
+            .expect("head read task");
+        if &now == expected {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "ledger heads {now:?} never reached {expected:?}; quarantine {:?}, stats {:?}",
+            ledger.quarantine_counts(),
+            ledger.stats()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Each table's stored (seq, hash) list.
+fn stored(ledger: &Ledger, table: &TableId) -> Vec<(u64, Hash32)> {
+    ledger
+        .events(table, 1..=u64::MAX)
+        .map(|e| {
+            let e = e.expect("readable event");
+            (e.seq.0, e.hash)
+        })
+        .collect()
+}
+
+fn open(dir: &Path) -> Arc<Ledger> {
+    Arc::new(Ledger::open(dir).expect("open ledger"))
+}
+
+/// The simulated floor of issue 2 published through a running ingest, drained.
+struct Drained {
+    _server: natsd::NatsServer,
+    _dir: tempfile::TempDir,
+    ledger: Arc<Ledger>,
+    published: simulator::PublishReport,
+    want: BTreeMap<TableId, Vec<(u64, Hash32)>>,
+    report: IngestReport,
+}
+
+/// Five tables (CSP6, MLP3, SSP4, CS51, TCP3; bincode and JSON), 41 rounds each, payout
+/// errors only; waits until the ledger heads equal the published heads, stops ingest.
+async fn publish_floor_and_drain() -> Drained {
+    let server = natsd::NatsServer::start().expect("nats-server");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ledger = open(dir.path());
+    let ingest = Running::start(&server.url(), ledger.clone());
+
+    let floor = Floor::new(5, 20261122, FaultPlan::payout_errors(0.15)).expect("floor");
+    let published = simulator::publish_floor(
+        &server.url(),
+        floor.tables,
+        41,
+        None,
+        PublishOptions::default(),
+    )
+    .await
+    .expect("publish floor");
+    assert!(published.rounds >= 200, "rounds {}", published.rounds);
+    assert!(
+        !published.faults.is_empty(),
+        "the plan injected payout errors"
+    );
+
+    let mut want: BTreeMap<TableId, Vec<(u64, Hash32)>> = BTreeMap::new();
+    for r in &published.events {
+        want.entry(r.table.clone())
+            .or_default()
+            .push((r.seq.0, r.hash));
+    }
+    assert!(want.len() >= 3);
+    let heads = want
+        .iter()
+        .map(|(t, evs)| (t.clone(), *evs.last().expect("events")))
+        .collect();
+    wait_heads(&ledger, &heads).await;
+    let report = ingest.stop().await;
+    Drained {
+        _server: server,
+        _dir: dir,
+        ledger,
+        published,
+        want,
+        report,
+    }
+}
+
+/// Issue 2: the simulator publishes >= 200 rounds over >= 3 tables of different games with
+/// injected payout errors only; the ledger then holds exactly the published events.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn end_to_end_simulated_floor_is_stored_exactly() {
+    let Drained {
+        _server,
+        _dir,
+        ledger,
+        published,
+        want,
+        report,
+    } = publish_floor_and_drain().await;
+    for (table, evs) in &want {
+        assert_eq!(&stored(&ledger, table), evs, "table {table}");
+    }
+    assert_eq!(ledger.tables().len(), want.len());
+    assert_eq!(report.stored, published.events.len() as u64);
+    assert_eq!(report.quarantined, 0);
+    assert_eq!(report.held, 0);
+    assert!(ledger.quarantine().expect("quarantine").is_empty());
+    let verified = ledger.verify().expect("verify");
+    assert!(verified.is_ok(), "{verified:?}");
+}
+
+/// Issue 2, the audit half: replaying what the ledger holds reports every injected payout
+/// error as a dispute (table, round, box, line, amounts) and nothing else.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn audit_reports_exactly_the_injected_payout_errors() {
+    // Name the server and the directory: with `..` they would be dropped here, deleting
+    // the ledger's directory under the open ledger (sled then hangs flushing on drop).
+    let Drained {
+        _server,
+        _dir,
+        ledger,
+        published,
+        want,
+        ..
+    } = publish_floor_and_drain().await;
+    // The audit over what the ledger holds: every injected payout error is a dispute on
+    // its table, round, box and line with the amounts, and nothing else is reported.
+    let mut injected = Vec::new();
+    for (table, fault) in &published.faults {
+        match fault {
+            simulator::InjectedFault::WrongPayout {
+                round,
+                box_no,
+                line,
+                expected,
+                recorded,
+                ..
+            } => injected.push((table.clone(), *round, *box_no, *line, *expected, *recorded)),
+            other => panic!("the plan injects payout errors only, got {other:?}"),
+        }
+    }
+    let mut disputes = Vec::new();
+    let mut findings = Vec::new();
+    for table in want.keys() {
+        let events: Vec<(schemas::Seq, schemas::Event)> = ledger
+            .events(table, 1..=u64::MAX)
+            .map(|e| {
+                let e = e.expect("readable event");
+                (
+                    e.seq,
+                    codec::decode(&e.bytes).expect("stored bytes decode").0,
+                )
+            })
+            .collect();
+        for r in replayer::replay_table(table.clone(), &events) {
+            for d in &r.disputes {
+                disputes.push((
+                    r.table.clone(),
+                    r.round,
+                    d.box_no,
+                    d.line,
+                    d.expected,
+                    d.recorded,
+                ));
+            }
+            findings.extend(
+                r.findings
+                    .iter()
+                    .map(|f| (r.table.clone(), r.round, f.code.clone())),
+            );
+        }
+    }
+    injected.sort();
+    disputes.sort();
+    assert_eq!(disputes, injected);
+    // Each dispute also carries its `<RS>-4.1-payout-differs` finding; nothing else.
+    let payout_findings = findings
+        .iter()
+        .filter(|(_, _, c)| c.ends_with("-payout-differs"))
+        .count();
+    assert_eq!(payout_findings, injected.len());
+    assert!(
+        findings
+            .iter()
+            .all(|(_, _, c)| c.ends_with("-payout-differs")),
+        "findings beyond the injected payout errors: {findings:?}"
+    );
+}
+
+/// Garbage bytes and a wrong previous hash go to quarantine with their reasons, verbatim;
+/// the same event published twice (different Nats-Msg-Id, so JetStream keeps both) is
+/// stored once; ingest keeps running and stores a valid event published afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn garbage_wrong_prev_and_duplicate() {
+    let server = natsd::NatsServer::start().expect("nats-server");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ledger = open(dir.path());
+    let ingest = Running::start(&server.url(), ledger.clone());
+    let js = jetstream_ctx(&server.url()).await;
+
+    let floor = Floor::new(1, 7, FaultPlan::none()).expect("floor");
+    let mut table: TableSim = floor.tables.into_iter().next().expect("one table");
+    let mut events = table.opening_events().expect("opening");
+    events.extend(table.play_round().expect("round").events);
+    assert!(events.len() >= 3);
+    let t = table.table().clone();
+
+    let garbage = b"\x01\xff\xfenot an event at all".to_vec();
+    publish_raw(&js, t.as_str(), "garbage-1", garbage.clone()).await;
+    publish_events(&js, &events[..1]).await;
+    // Event 2 with a forged previous hash, re-encoded in the table's own wire form.
+    let mut forged = events[1].event.clone();
+    forged.prev = Hash32([7; 32]);
+    let forged_bytes = codec::encode(&forged, table.wire_format());
+    publish_raw(&js, t.as_str(), "forged-2", forged_bytes.clone()).await;
+    // Event 1 again under another message id: JetStream stores it twice, the ledger once.
+    publish_raw(&js, t.as_str(), "dup-1", events[0].bytes.clone()).await;
+    // Then the rest of the chain, valid.
+    publish_events(&js, &events[1..]).await;
+
+    let last = events.last().expect("events");
+    let heads = BTreeMap::from([(t.clone(), (last.event.seq.0, last.hash()))]);
+    wait_heads(&ledger, &heads).await;
+    let report = ingest.stop().await;
+
+    let q = ledger.quarantine().expect("quarantine");
+    let reasons: Vec<(&str, &[u8])> = q
+        .iter()
+        .map(|e| (e.reason.as_str(), e.bytes.as_slice()))
+        .collect();
+    assert_eq!(
+        reasons,
+        vec![
+            (ledger::reason::UNDECODABLE, garbage.as_slice()),
+            (ledger::reason::PREV_MISMATCH, forged_bytes.as_slice())
+        ]
+    );
+    let want: Vec<(u64, Hash32)> = events.iter().map(|p| (p.event.seq.0, p.hash())).collect();
+    assert_eq!(stored(&ledger, &t), want);
+    assert_eq!(report.quarantined, 2);
+    assert_eq!(report.duplicates, 1);
+    assert_eq!(report.stored, events.len() as u64);
+    assert_eq!(report.messages, events.len() as u64 + 3);
+    assert!(ledger.verify().expect("verify").is_ok());
+}
+
+/// Stop ingest, publish more, start it again on the same ledger directory: it continues
+/// from the durable consumer; nothing is lost or stored twice, nothing redelivered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restart_continues_from_the_durable_consumer() {
+    let server = natsd::NatsServer::start().expect("nats-server");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let js = jetstream_ctx(&server.url()).await;
+    let mut floor = Floor::new(3, 99, FaultPlan::payout_errors(0.1)).expect("floor");
+
+    let mut all: BTreeMap<TableId, Vec<Published>> = BTreeMap::new();
+    let play = |all: &mut BTreeMap<TableId, Vec<Published>>,
+                floor: &mut Floor,
+                open: bool,
+                rounds: usize| {
+        let mut batch = Vec::new();
+        for t in floor.tables.iter_mut() {
+            let mut evs = if open {
+                t.opening_events().expect("opening")
+            } else {
+                Vec::new()
+            };
+            for _ in 0..rounds {
+                evs.extend(t.play_round().expect("round").events);
+            }
+            all.entry(t.table().clone())
+                .or_default()
+                .extend(evs.clone());
+            batch.extend(evs);
+        }
+        batch
+    };
+
+    let first = play(&mut all, &mut floor, true, 8);
+    let heads_of = |all: &BTreeMap<TableId, Vec<Published>>| {
+        all.iter()
+            .map(|(t, evs)| {
+                let l = evs.last().expect("events");
+                (t.clone(), (l.event.seq.0, l.hash()))
+            })
+            .collect::<BTreeMap<_, _>>()
+    };
+    let ledger = open(dir.path());
+    let ingest = Running::start(&server.url(), ledger.clone());
+    publish_events(&js, &first).await;
+    wait_heads(&ledger, &heads_of(&all)).await;
+    let report1 = ingest.stop().await;
+    assert_eq!(report1.stored, first.len() as u64);
+    // sled locks its directory: the first ledger must be closed before reopening.
+    drop(ledger);
+
+    let second = play(&mut all, &mut floor, false, 8);
+    publish_events(&js, &second).await;
+
+    let ledger = open(dir.path());
+    let ingest = Running::start(&server.url(), ledger.clone());
+    wait_heads(&ledger, &heads_of(&all)).await;
+    let report2 = ingest.stop().await;
+
+    assert_eq!(report2.stored, second.len() as u64, "{report2:?}");
+    assert_eq!(
+        report2.messages,
+        second.len() as u64,
+        "nothing redelivered: {report2:?}"
+    );
+    assert_eq!(report2.duplicates, 0);
+    assert_eq!(report2.read_back, 0);
+    for (t, evs) in &all {
+        let want: Vec<(u64, Hash32)> = evs.iter().map(|p| (p.event.seq.0, p.hash())).collect();
+        assert_eq!(stored(&ledger, t), want, "table {t}");
+    }
+    assert!(ledger.verify().expect("verify").is_ok());
+}
+
+/// A process that fetched a batch and died before acking it: under AckPolicy::All the
+/// next ack would cover those messages unseen, so ingest reads them back from the stream
+/// first. Nothing is lost although their redelivery (after ack_wait) never happens.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_delivered_to_a_dead_consumer_are_read_back() {
+    use futures::StreamExt;
+    let server = natsd::NatsServer::start().expect("nats-server");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let js = jetstream_ctx(&server.url()).await;
+    let floor = Floor::new(2, 5, FaultPlan::none()).expect("floor");
+    let mut events = Vec::new();
+    let mut all: BTreeMap<TableId, (u64, Hash32)> = BTreeMap::new();
+    for mut t in floor.tables {
+        let mut evs = t.opening_events().expect("opening");
+        evs.extend(t.play_round().expect("round").events);
+        let l = evs.last().expect("events");
+        all.insert(t.table().clone(), (l.event.seq.0, l.hash()));
+        events.extend(evs);
+    }
+    publish_events(&js, &events).await;
+
+    // The "dead" process: same durable consumer, fetches 10 messages, never acks.
+    let stream = ingest::ensure_stream(&js).await.expect("stream");
+    let config = IngestConfig::new(server.url());
+    let consumer = ingest::ensure_consumer(&stream, subjects::INGEST_CONSUMER, &config)
+        .await
+        .expect("consumer");
+    let mut fetched = consumer
+        .fetch()
+        .max_messages(10)
+        .messages()
+        .await
+        .expect("fetch");
+    let mut dead = 0;
+    while let Some(m) = fetched.next().await {
+        m.expect("message");
+        dead += 1;
+    }
+    assert_eq!(dead, 10);
+
+    let ledger = open(dir.path());
+    let ingest = Running::start(&server.url(), ledger.clone());
+    wait_heads(&ledger, &all).await;
+    let report = ingest.stop().await;
+    assert_eq!(report.read_back, 10, "{report:?}");
+    assert_eq!(report.stored, events.len() as u64);
+    assert!(ledger.verify().expect("verify").is_ok());
+}

@@ -1,0 +1,523 @@
+//! The append path: decode, check subject, duplicates, forks, clock, gaps and the chain,
+//! then write one record per table and one atomic commit. Synchronous, no NATS.
+
+use crate::record::{self, ord_i64, seq_key, table_key, W};
+use crate::store::{Op, Space};
+use crate::{
+    Error, Ledger, StoredEvent, APPEND_BATCH_LEN_MAX, CLOCK_SKEW_MAX_NS, GAP_LEN_MAX,
+    PENDING_BYTES_MAX, PENDING_PER_TABLE_MAX, RECORD_EVENTS_MAX, TIME_BUCKET_NS,
+};
+use schemas::{
+    chain::event_hash, codec, ChainError, ChainHead, Event, Hash32, RoundId, Seq, TableId,
+};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// One message as it arrived.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Incoming {
+    /// The message body exactly as received.
+    pub bytes: Vec<u8>,
+    /// The `<table>` token of the subject it arrived on; `None` if the subject did not name
+    /// a valid table (then the event is quarantined as `wrong_subject`).
+    pub subject_table: Option<TableId>,
+    /// JetStream stream sequence: the House's arrival order.
+    pub stream_seq: u64,
+    pub received_at_ns: i64,
+}
+
+/// What happened to one message. `append_batch` returns one per input, in input order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Appended {
+    Stored {
+        table: TableId,
+        seq: Seq,
+        hash: Hash32,
+    },
+    /// The same (table, seq, hash) is already stored: nothing written.
+    Duplicate {
+        table: TableId,
+        seq: Seq,
+    },
+    /// Beyond a gap: kept durably and appended when `missing_from..=missing_to` arrive.
+    /// `since_ns` is the receive time of the table's oldest held event.
+    Held {
+        table: TableId,
+        seq: Seq,
+        missing_from: Seq,
+        missing_to: Seq,
+        since_ns: i64,
+    },
+    Quarantined {
+        id: u64,
+        reason: &'static str,
+    },
+}
+
+/// A held event (in memory and in `Space::Pending`).
+#[derive(Debug, Clone)]
+pub(crate) struct Held {
+    /// `event_hash(event.prev, bytes)`: what its hash will be if its prev is right.
+    pub hash: Hash32,
+    pub stream_seq: u64,
+    pub received_at_ns: i64,
+    pub bytes: Vec<u8>,
+}
+
+/// Stable quarantine reason codes (stored; never rename).
+pub mod reason {
+    pub const UNDECODABLE: &str = "undecodable";
+    pub const WRONG_SUBJECT: &str = "wrong_subject";
+    pub const PREV_MISMATCH: &str = "prev_mismatch";
+    /// A different event at a stored seq with the same prev: two branches of one chain.
+    pub const FORK: &str = "fork";
+    /// A different event at a stored seq with a different prev too: the device rewound.
+    pub const SEQ_BACKWARDS: &str = "seq_backwards";
+    pub const CLOCK_SKEW: &str = "clock_skew";
+    pub const SEQ_TOO_FAR_AHEAD: &str = "seq_too_far_ahead";
+    pub const PENDING_FULL: &str = "pending_full";
+    /// Seq at or below the head but no stored event there: the ledger is damaged (verify).
+    pub const MISSING_BELOW_HEAD: &str = "missing_below_head";
+}
+
+pub(crate) fn encode_held(h: &Held) -> Vec<u8> {
+    let mut w = W::default();
+    w.raw(&h.hash.0)
+        .u64(h.stream_seq)
+        .i64(h.received_at_ns)
+        .bytes(&h.bytes);
+    w.0
+}
+
+pub(crate) fn decode_held(v: &[u8]) -> Result<Held, Error> {
+    let mut r = record::R::new(v);
+    Ok(Held {
+        hash: r.hash()?,
+        stream_seq: r.u64()?,
+        received_at_ns: r.i64()?,
+        bytes: r.bytes()?.to_vec(),
+    })
+}
+
+/// Working state of one call; committed to `State` only after the store commit succeeds.
+struct Call {
+    heads: BTreeMap<TableId, ChainHead>,
+    new_events: BTreeMap<TableId, Vec<StoredEvent>>,
+    pending: BTreeMap<TableId, BTreeMap<u64, Held>>,
+    pending_bytes: usize,
+    ops: Vec<Op>,
+    counters: BTreeMap<String, u64>,
+    quarantined: u64,
+    next_quarantine_id: u64,
+}
+
+impl Ledger {
+    /// Appends a batch of messages (in arrival order) and returns one outcome per message.
+    /// Nothing is durable until `flush`. An `Err` means nothing of this call was written.
+    pub fn append_batch(&self, batch: &[Incoming]) -> Result<Vec<Appended>, Error> {
+        if batch.len() > APPEND_BATCH_LEN_MAX {
+            return Err(Error::BatchTooLarge {
+                len: batch.len(),
+                max: APPEND_BATCH_LEN_MAX,
+            });
+        }
+        let mut state = self.lock();
+        let mut call = Call {
+            heads: BTreeMap::new(),
+            new_events: BTreeMap::new(),
+            pending: BTreeMap::new(),
+            pending_bytes: state.pending_bytes,
+            ops: Vec::new(),
+            counters: BTreeMap::new(),
+            quarantined: 0,
+            next_quarantine_id: state.next_quarantine_id,
+        };
+        let mut out = Vec::with_capacity(batch.len());
+        for msg in batch {
+            out.push(self.one(&state, &mut call, msg)?);
+        }
+        let call_id = state.next_call_id;
+        let added_bytes = self.write_records(&mut call, call_id)?;
+        let bytes_total = state.bytes_total + added_bytes;
+        if !call.new_events.is_empty() {
+            call.ops.push(Op::Put(
+                Space::Meta,
+                b"call_id".to_vec(),
+                (call_id + 1).to_be_bytes().to_vec(),
+            ));
+            call.ops.push(Op::Put(
+                Space::Meta,
+                b"bytes_total".to_vec(),
+                bytes_total.to_be_bytes().to_vec(),
+            ));
+        }
+        self.store.commit(std::mem::take(&mut call.ops))?;
+
+        // Committed: publish the new state.
+        if !call.new_events.is_empty() {
+            state.next_call_id = call_id + 1;
+            state.bytes_total = bytes_total;
+        }
+        for (t, h) in call.heads {
+            state.heads.insert(t, h);
+        }
+        for (t, p) in call.pending {
+            if p.is_empty() {
+                state.pending.remove(&t);
+            } else {
+                state.pending.insert(t, p);
+            }
+        }
+        state.pending_bytes = call.pending_bytes;
+        for (r, n) in call.counters {
+            *state.counters.entry(r).or_insert(0) += n;
+        }
+        state.quarantined += call.quarantined;
+        state.next_quarantine_id = call.next_quarantine_id;
+        Ok(out)
+    }
+
+    /// Decides one message.
+    fn one(
+        &self,
+        state: &crate::State,
+        call: &mut Call,
+        msg: &Incoming,
+    ) -> Result<Appended, Error> {
+        let event = match codec::decode(&msg.bytes) {
+            Ok((e, _)) => e,
+            Err(e) => return Ok(quarantine(call, msg, reason::UNDECODABLE, e.to_string())),
+        };
+        if msg.subject_table.as_ref() != Some(&event.table) {
+            let text = format!(
+                "event of table {} arrived on the subject of {}",
+                event.table,
+                msg.subject_table
+                    .as_ref()
+                    .map(|t| t.to_string())
+                    .unwrap_or_else(|| "no valid table".into())
+            );
+            return Ok(quarantine(call, msg, reason::WRONG_SUBJECT, text));
+        }
+        let table = event.table.clone();
+        if !call.heads.contains_key(&table) {
+            let h = state
+                .heads
+                .get(&table)
+                .cloned()
+                .unwrap_or_else(|| ChainHead::empty(table.clone()));
+            call.heads.insert(table.clone(), h);
+        }
+        if !call.pending.contains_key(&table) {
+            let p = state.pending.get(&table).cloned().unwrap_or_default();
+            call.pending.insert(table.clone(), p);
+        }
+        let head_seq = call.heads[&table].seq.0;
+        let seq = event.seq.0;
+        let hash = event_hash(&event.prev, &msg.bytes);
+
+        if seq <= head_seq {
+            return self.at_stored_seq(call, msg, &event, hash);
+        }
+        let skew = event.occurred_at_ns.abs_diff(msg.received_at_ns);
+        if skew > CLOCK_SKEW_MAX_NS as u64 {
+            let text = format!(
+                "device time {} is {} s from receive time {} (limit {} s)",
+                event.occurred_at_ns,
+                skew / 1_000_000_000,
+                msg.received_at_ns,
+                CLOCK_SKEW_MAX_NS / 1_000_000_000
+            );
+            return Ok(quarantine(call, msg, reason::CLOCK_SKEW, text));
+        }
+        if seq == head_seq + 1 {
+            let head = call.heads[&table].clone();
+            return match head.next(&event, &msg.bytes) {
+                Ok(new_head) => {
+                    let stored = Appended::Stored {
+                        table: table.clone(),
+                        seq: event.seq,
+                        hash: new_head.hash,
+                    };
+                    push_event(call, &event, new_head, msg);
+                    release_held(call, &table);
+                    Ok(stored)
+                }
+                Err(e) => Ok(quarantine(call, msg, reason::PREV_MISMATCH, e.to_string())),
+            };
+        }
+        // A gap: hold.
+        if seq - head_seq > GAP_LEN_MAX {
+            let text = format!("seq {seq} is more than {GAP_LEN_MAX} beyond the head {head_seq}");
+            return Ok(quarantine(call, msg, reason::SEQ_TOO_FAR_AHEAD, text));
+        }
+        let pending = &call.pending[&table];
+        if let Some(h) = pending.get(&seq) {
+            if h.hash == hash {
+                return Ok(held_outcome(call, &table, seq));
+            }
+            let text = format!(
+                "seq {seq}: held event {} differs from this one {hash}",
+                h.hash
+            );
+            return Ok(quarantine(call, msg, reason::FORK, text));
+        }
+        if pending.len() >= PENDING_PER_TABLE_MAX
+            || call.pending_bytes + msg.bytes.len() > PENDING_BYTES_MAX
+        {
+            let text = format!(
+                "cannot hold seq {seq}: {} held for this table (max {PENDING_PER_TABLE_MAX}), {} bytes held (max {PENDING_BYTES_MAX})",
+                pending.len(),
+                call.pending_bytes
+            );
+            return Ok(quarantine(call, msg, reason::PENDING_FULL, text));
+        }
+        let held = Held {
+            hash,
+            stream_seq: msg.stream_seq,
+            received_at_ns: msg.received_at_ns,
+            bytes: msg.bytes.clone(),
+        };
+        call.ops.push(Op::Put(
+            Space::Pending,
+            seq_key(&table, seq),
+            encode_held(&held),
+        ));
+        call.pending_bytes += held.bytes.len();
+        call.pending.get_mut(&table).map(|p| p.insert(seq, held));
+        tracing::warn!(%table, seq, head = head_seq, "gap: event held");
+        Ok(held_outcome(call, &table, seq))
+    }
+
+    /// A seq at or below the head: a duplicate, a fork or a rewound device.
+    fn at_stored_seq(
+        &self,
+        call: &mut Call,
+        msg: &Incoming,
+        event: &Event,
+        hash: Hash32,
+    ) -> Result<Appended, Error> {
+        let table = &event.table;
+        let seq = event.seq.0;
+        let in_call = call
+            .new_events
+            .get(table)
+            .and_then(|v| v.iter().find(|e| e.seq.0 == seq).cloned());
+        let stored = match in_call {
+            Some(e) => Some(e),
+            None => self.stored_event(table, seq)?,
+        };
+        let Some(stored) = stored else {
+            let text = format!("seq {seq} is at or below the head but no event is stored there");
+            return Ok(quarantine(call, msg, reason::MISSING_BELOW_HEAD, text));
+        };
+        if stored.hash == hash {
+            return Ok(Appended::Duplicate {
+                table: table.clone(),
+                seq: event.seq,
+            });
+        }
+        let stored_prev = codec::decode(&stored.bytes).ok().map(|(e, _)| e.prev);
+        let text = format!(
+            "seq {seq}: stored event {} differs from this one {hash}",
+            stored.hash
+        );
+        let code = if stored_prev == Some(event.prev) {
+            reason::FORK
+        } else {
+            reason::SEQ_BACKWARDS
+        };
+        tracing::error!(%table, seq, code, "different event at a stored seq");
+        Ok(quarantine(call, msg, code, text))
+    }
+
+    /// Builds the records and index writes of this call's new events. Returns bytes added.
+    fn write_records(&self, call: &mut Call, call_id: u64) -> Result<u64, Error> {
+        let mut refs: Vec<Vec<u8>> = Vec::new();
+        let mut min_stream = u64::MAX;
+        let mut added = 0u64;
+        let mut rounds: BTreeMap<(TableId, RoundId), RoundSummary> = BTreeMap::new();
+        for (table, events) in &call.new_events {
+            for chunk in events.chunks(RECORD_EVENTS_MAX) {
+                let first = chunk[0].seq.0;
+                let key = seq_key(table, first);
+                let mut buckets = BTreeSet::new();
+                for e in chunk {
+                    min_stream = min_stream.min(e.stream_seq);
+                    added += e.bytes.len() as u64;
+                    buckets.insert(e.occurred_at_ns.div_euclid(TIME_BUCKET_NS));
+                    if let Some(r) = e.round {
+                        let k = (table.clone(), r);
+                        if !rounds.contains_key(&k) {
+                            let existing = self
+                                .store
+                                .get(Space::Round, &seq_key(table, r.0))?
+                                .map(|v| RoundSummary::decode(r, &v))
+                                .transpose()?;
+                            let s = existing.unwrap_or(RoundSummary {
+                                round: r,
+                                first_seq: e.seq,
+                                last_seq: e.seq,
+                                first_occurred_at_ns: e.occurred_at_ns,
+                                last_occurred_at_ns: e.occurred_at_ns,
+                            });
+                            if s.first_seq == e.seq {
+                                // A new round: index its start time.
+                                let mut tk = ord_i64(e.occurred_at_ns).to_vec();
+                                tk.extend_from_slice(&seq_key(table, r.0));
+                                call.ops.push(Op::Put(Space::RoundTime, tk, Vec::new()));
+                            }
+                            rounds.insert(k.clone(), s);
+                        }
+                        if let Some(s) = rounds.get_mut(&k) {
+                            s.last_seq = e.seq;
+                            s.last_occurred_at_ns = e.occurred_at_ns;
+                        }
+                    }
+                }
+                for b in buckets {
+                    let mut tk = ord_i64(b).to_vec();
+                    tk.extend_from_slice(&key);
+                    call.ops.push(Op::Put(Space::TimeBucket, tk, Vec::new()));
+                }
+                call.ops.push(Op::Put(
+                    Space::Batch,
+                    key.clone(),
+                    record::encode_record(chunk),
+                ));
+                refs.push(key);
+            }
+            call.ops.push(Op::Put(
+                Space::Head,
+                table_key(table),
+                crate::read::encode_head(&call.heads[table]),
+            ));
+        }
+        for ((table, r), s) in rounds {
+            call.ops
+                .push(Op::Put(Space::Round, seq_key(&table, r.0), s.encode()));
+        }
+        if !refs.is_empty() {
+            let mut k = min_stream.to_be_bytes().to_vec();
+            k.extend_from_slice(&call_id.to_be_bytes());
+            let mut w = W::default();
+            w.u32(refs.len() as u32);
+            for r in &refs {
+                w.bytes(r);
+            }
+            call.ops.push(Op::Put(Space::Arrival, k, w.0));
+        }
+        Ok(added)
+    }
+}
+
+use crate::RoundSummary;
+
+fn push_event(call: &mut Call, event: &Event, new_head: ChainHead, msg_like: &Incoming) {
+    let table = event.table.clone();
+    let stored = StoredEvent {
+        seq: event.seq,
+        hash: new_head.hash,
+        stream_seq: msg_like.stream_seq,
+        received_at_ns: msg_like.received_at_ns,
+        occurred_at_ns: event.occurred_at_ns,
+        round: event.round,
+        bytes: msg_like.bytes.clone(),
+    };
+    // Our own invariant: a table's events in a call are consecutive.
+    if let Some(last) = call.new_events.get(&table).and_then(|v| v.last()) {
+        assert_eq!(
+            last.seq.0 + 1,
+            event.seq.0,
+            "appended events are consecutive"
+        );
+    }
+    call.new_events
+        .entry(table.clone())
+        .or_default()
+        .push(stored);
+    call.heads.insert(table, new_head);
+}
+
+/// Appends held events that now follow the head, until the next gap or a bad one.
+fn release_held(call: &mut Call, table: &TableId) {
+    loop {
+        let next = call.heads[table].seq.0 + 1;
+        let Some(held) = call.pending.get_mut(table).and_then(|p| p.remove(&next)) else {
+            return;
+        };
+        call.pending_bytes -= held.bytes.len();
+        call.ops
+            .push(Op::Remove(Space::Pending, seq_key(table, next)));
+        let msg = Incoming {
+            bytes: held.bytes,
+            subject_table: Some(table.clone()),
+            stream_seq: held.stream_seq,
+            received_at_ns: held.received_at_ns,
+        };
+        let checked = codec::decode(&msg.bytes)
+            .map_err(|e| ChainError::Undecodable {
+                seq: next,
+                source: e,
+            })
+            .and_then(|(event, _)| {
+                let head = call.heads[table].clone();
+                head.next(&event, &msg.bytes).map(|h| (event, h))
+            });
+        match checked {
+            Ok((event, new_head)) => {
+                tracing::info!(%table, seq = next, "held event appended: gap filled");
+                push_event(call, &event, new_head, &msg);
+            }
+            Err(e) => {
+                quarantine(
+                    call,
+                    &msg,
+                    reason::PREV_MISMATCH,
+                    format!("held event: {e}"),
+                );
+                return;
+            }
+        }
+    }
+}
+
+fn held_outcome(call: &Call, table: &TableId, seq: u64) -> Appended {
+    let head = call.heads[table].seq.0;
+    let pending = &call.pending[table];
+    let first_held = pending.keys().next().copied().unwrap_or(seq);
+    let since_ns = pending
+        .values()
+        .map(|h| h.received_at_ns)
+        .min()
+        .unwrap_or(0);
+    Appended::Held {
+        table: table.clone(),
+        seq: Seq(seq),
+        missing_from: Seq(head + 1),
+        missing_to: Seq(first_held.saturating_sub(1).max(head + 1)),
+        since_ns,
+    }
+}
+
+fn quarantine(call: &mut Call, msg: &Incoming, code: &'static str, text: String) -> Appended {
+    let id = call.next_quarantine_id;
+    call.next_quarantine_id += 1;
+    let entry = crate::QuarantineEntry {
+        id,
+        reason: code.to_string(),
+        text,
+        subject_table: msg.subject_table.clone(),
+        stream_seq: msg.stream_seq,
+        received_at_ns: msg.received_at_ns,
+        bytes: msg.bytes.clone(),
+    };
+    tracing::warn!(id, reason = code, text = %entry.text, stream_seq = msg.stream_seq, "quarantined");
+    call.ops.push(Op::Put(
+        Space::Quarantine,
+        id.to_be_bytes().to_vec(),
+        entry.encode(),
+    ));
+    *call.counters.entry(code.to_string()).or_insert(0) += 1;
+    call.quarantined += 1;
+    Appended::Quarantined { id, reason: code }
+}

@@ -1,0 +1,651 @@
+//! Reads: heads, events by seq, rounds, device time and arrival order, quarantine, stats,
+//! and export. Loading the in-memory state at open is here too.
+
+use crate::append::{decode_held, Held};
+use crate::record::{self, be_u64, corrupt, ord_i64, seq_key, split_table_key, table_key, R, W};
+use crate::store::{KvIter, Space, Store};
+use crate::{Error, Ledger, State, StoredEvent, TIME_BUCKET_NS};
+use schemas::export::{
+    ExportEvent, ExportHeader, ExportSummary, ExportTable, EXPORT_FORMAT, EXPORT_VERSION,
+};
+use schemas::{ChainHead, Hash32, RoundId, Seq, TableId, GENESIS};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, VecDeque};
+use std::io::Write;
+use std::ops::RangeInclusive;
+
+/// A round of play as indexed: its seq span and device-time span (of its first and last
+/// event by seq).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoundSummary {
+    pub round: RoundId,
+    pub first_seq: Seq,
+    pub last_seq: Seq,
+    pub first_occurred_at_ns: i64,
+    pub last_occurred_at_ns: i64,
+}
+
+impl RoundSummary {
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let mut w = W::default();
+        w.u64(self.first_seq.0)
+            .u64(self.last_seq.0)
+            .i64(self.first_occurred_at_ns)
+            .i64(self.last_occurred_at_ns);
+        w.0
+    }
+    pub(crate) fn decode(round: RoundId, v: &[u8]) -> Result<RoundSummary, Error> {
+        let mut r = R::new(v);
+        Ok(RoundSummary {
+            round,
+            first_seq: Seq(r.u64()?),
+            last_seq: Seq(r.u64()?),
+            first_occurred_at_ns: r.i64()?,
+            last_occurred_at_ns: r.i64()?,
+        })
+    }
+}
+
+/// One quarantined message, bytes verbatim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuarantineEntry {
+    pub id: u64,
+    /// Stable snake_case code (see `append::reason`).
+    pub reason: String,
+    pub text: String,
+    pub subject_table: Option<TableId>,
+    pub stream_seq: u64,
+    pub received_at_ns: i64,
+    pub bytes: Vec<u8>,
+}
+
+impl QuarantineEntry {
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let mut w = W::default();
+        w.bytes(self.reason.as_bytes()).bytes(self.text.as_bytes());
+        match &self.subject_table {
+            Some(t) => w.u8(1).bytes(t.as_str().as_bytes()),
+            None => w.u8(0),
+        };
+        w.u64(self.stream_seq)
+            .i64(self.received_at_ns)
+            .bytes(&self.bytes);
+        w.0
+    }
+    fn decode(id: u64, v: &[u8]) -> Result<QuarantineEntry, Error> {
+        let mut r = R::new(v);
+        let s = |b: &[u8]| String::from_utf8(b.to_vec()).map_err(|_| corrupt("quarantine text"));
+        let reason = s(r.bytes()?)?;
+        let text = s(r.bytes()?)?;
+        let subject_table = match r.u8()? {
+            0 => None,
+            _ => Some(
+                TableId::new(s(r.bytes()?)?)
+                    .map_err(|e| corrupt(&format!("quarantine table: {e}")))?,
+            ),
+        };
+        Ok(QuarantineEntry {
+            id,
+            reason,
+            text,
+            subject_table,
+            stream_seq: r.u64()?,
+            received_at_ns: r.i64()?,
+            bytes: r.bytes()?.to_vec(),
+        })
+    }
+}
+
+/// A table's first gap: what is missing, how many events wait behind it, since when.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Gap {
+    pub table: TableId,
+    pub missing_from: Seq,
+    pub missing_to: Seq,
+    pub held: usize,
+    /// Receive time of the oldest held event of the table.
+    pub since_ns: i64,
+}
+
+/// Totals.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stats {
+    pub tables: usize,
+    pub events: u64,
+    /// Bytes of stored event bodies.
+    pub bytes: u64,
+    pub quarantined: u64,
+    pub held: usize,
+}
+
+/// What to export.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExportSelection {
+    /// `None`: every table.
+    pub table: Option<TableId>,
+    pub range: ExportRange,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExportRange {
+    All,
+    /// Clamped to what is stored.
+    Seqs(RangeInclusive<u64>),
+    /// From the first event of the first round to the last event of the last round present,
+    /// including the non-round events between them (an export is a contiguous chain range).
+    Rounds(RangeInclusive<u64>),
+}
+
+pub(crate) fn encode_head(h: &ChainHead) -> Vec<u8> {
+    let mut v = h.seq.0.to_be_bytes().to_vec();
+    v.extend_from_slice(&h.hash.0);
+    v
+}
+
+pub(crate) fn decode_head(table: TableId, v: &[u8]) -> Result<ChainHead, Error> {
+    if v.len() != 40 {
+        return Err(corrupt("head value length"));
+    }
+    let mut hash = [0u8; 32];
+    hash.copy_from_slice(&v[8..]);
+    Ok(ChainHead {
+        table,
+        seq: Seq(be_u64(&v[..8])?),
+        hash: Hash32(hash),
+    })
+}
+
+pub(crate) fn load_state(store: &dyn Store) -> Result<State, Error> {
+    let mut heads = BTreeMap::new();
+    for kv in store.range(Space::Head, &[], None) {
+        let (k, v) = kv?;
+        let (table, rest) = split_table_key(&k)?;
+        if !rest.is_empty() {
+            return Err(corrupt("head key"));
+        }
+        heads.insert(table.clone(), decode_head(table, &v)?);
+    }
+    let mut pending: BTreeMap<TableId, BTreeMap<u64, Held>> = BTreeMap::new();
+    let mut pending_bytes = 0;
+    for kv in store.range(Space::Pending, &[], None) {
+        let (k, v) = kv?;
+        let (table, rest) = split_table_key(&k)?;
+        let held = decode_held(&v)?;
+        pending_bytes += held.bytes.len();
+        pending
+            .entry(table)
+            .or_default()
+            .insert(be_u64(rest)?, held);
+    }
+    let mut counters = BTreeMap::new();
+    let mut quarantined = 0;
+    let mut next_quarantine_id = 0;
+    for kv in store.range(Space::Quarantine, &[], None) {
+        let (k, v) = kv?;
+        let id = be_u64(&k)?;
+        let e = QuarantineEntry::decode(id, &v)?;
+        *counters.entry(e.reason).or_insert(0) += 1;
+        quarantined += 1;
+        next_quarantine_id = id + 1;
+    }
+    let meta = |k: &[u8]| -> Result<u64, Error> {
+        store
+            .get(Space::Meta, k)?
+            .map(|v| be_u64(&v))
+            .transpose()
+            .map(|o| o.unwrap_or(0))
+    };
+    Ok(State {
+        heads,
+        pending,
+        pending_bytes,
+        counters,
+        quarantined,
+        next_quarantine_id,
+        next_call_id: meta(b"call_id")?,
+        bytes_total: meta(b"bytes_total")?,
+    })
+}
+
+/// Events of one table in seq order, read record by record.
+pub struct Events<'a> {
+    inner: KvIter<'a>,
+    buf: VecDeque<StoredEvent>,
+    range: RangeInclusive<u64>,
+    done: bool,
+}
+
+impl Iterator for Events<'_> {
+    type Item = Result<StoredEvent, Error>;
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if self.done {
+                return None;
+            }
+            if let Some(e) = self.buf.pop_front() {
+                if e.seq.0 < *self.range.start() {
+                    continue;
+                }
+                if e.seq.0 > *self.range.end() {
+                    self.done = true;
+                    return None;
+                }
+                return Some(Ok(e));
+            }
+            match self.inner.next()? {
+                Err(e) => {
+                    self.done = true;
+                    return Some(Err(e));
+                }
+                Ok((_, v)) => match record::decode_record(&v) {
+                    Ok(evs) => self.buf.extend(evs),
+                    Err(e) => {
+                        self.done = true;
+                        return Some(Err(e));
+                    }
+                },
+            }
+        }
+    }
+}
+
+/// Events of all tables in arrival order (JetStream stream sequence).
+pub struct ArrivalOrder<'a> {
+    ledger: &'a Ledger,
+    entries: std::iter::Peekable<KvIter<'a>>,
+    heap: BinaryHeap<Reverse<HeapItem>>,
+    failed: bool,
+}
+
+/// (stream seq, table, seq, event): heap order is arrival order.
+type HeapItem = (u64, TableId, u64, Box<StoredEventOrd>);
+
+/// Wrapper so a `StoredEvent` can sit in the heap (ordered by the tuple before it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredEventOrd(pub StoredEvent);
+impl PartialOrd for StoredEventOrd {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for StoredEventOrd {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (self.0.stream_seq, self.0.seq).cmp(&(o.0.stream_seq, o.0.seq))
+    }
+}
+
+impl Iterator for ArrivalOrder<'_> {
+    type Item = Result<(TableId, StoredEvent), Error>;
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        loop {
+            // Entries are keyed by their smallest stream seq: once the heap's smallest is
+            // below the next entry's smallest, nothing later can precede it.
+            let next_min = match self.entries.peek() {
+                None => None,
+                Some(Ok((k, _))) => Some(be_u64(k.get(..8).unwrap_or(&[])).unwrap_or(0)),
+                Some(Err(_)) => Some(0),
+            };
+            let ready = match (self.heap.peek(), next_min) {
+                (Some(Reverse((s, ..))), Some(m)) => *s < m,
+                (Some(_), None) => true,
+                (None, None) => return None,
+                (None, Some(_)) => false,
+            };
+            if ready {
+                let Reverse((_, table, _, e)) = self.heap.pop()?;
+                return Some(Ok((table, e.0)));
+            }
+            match self.entries.next()? {
+                Err(e) => {
+                    self.failed = true;
+                    return Some(Err(e));
+                }
+                Ok((_, v)) => {
+                    if let Err(e) = self.load_entry(&v) {
+                        self.failed = true;
+                        return Some(Err(e));
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl ArrivalOrder<'_> {
+    fn load_entry(&mut self, v: &[u8]) -> Result<(), Error> {
+        let mut r = R::new(v);
+        let n = r.u32()?;
+        for _ in 0..n {
+            let key = r.bytes()?;
+            let rec = self
+                .ledger
+                .store
+                .get(Space::Batch, key)?
+                .ok_or_else(|| corrupt("arrival index points to a missing record"))?;
+            let (table, _) = split_table_key(key)?;
+            for e in record::decode_record(&rec)? {
+                self.heap.push(Reverse((
+                    e.stream_seq,
+                    table.clone(),
+                    e.seq.0,
+                    Box::new(StoredEventOrd(e)),
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Ledger {
+    /// Tables with at least one stored event.
+    pub fn tables(&self) -> Vec<TableId> {
+        self.lock().heads.keys().cloned().collect()
+    }
+
+    /// The table's chain head (last stored event), if it has any.
+    pub fn head(&self, table: &TableId) -> Option<ChainHead> {
+        self.lock().heads.get(table).cloned()
+    }
+
+    /// Every table's chain head.
+    pub fn heads(&self) -> Vec<ChainHead> {
+        self.lock().heads.values().cloned().collect()
+    }
+
+    /// The table's events with seq in `range`, in seq order.
+    pub fn events(&self, table: &TableId, range: RangeInclusive<u64>) -> Events<'_> {
+        let tk = table_key(table);
+        let start = *range.start();
+        // Start at the record containing `start` (the last record key <= start).
+        let from = match self
+            .store
+            .last_at_or_before(Space::Batch, &tk, &seq_key(table, start))
+        {
+            Ok(Some((k, _))) => k,
+            _ => seq_key(table, start),
+        };
+        let mut to = tk.clone();
+        to.extend_from_slice(&range.end().saturating_add(1).to_be_bytes());
+        let inner: KvIter<'_> = if range.end() == &u64::MAX {
+            // Table key + 1 in its last byte: the end of this table's keys.
+            let mut end = tk.clone();
+            end.extend_from_slice(&[0xff; 9]);
+            self.store.range(Space::Batch, &from, Some(&end))
+        } else {
+            self.store.range(Space::Batch, &from, Some(&to))
+        };
+        Events {
+            inner,
+            buf: VecDeque::new(),
+            range,
+            done: false,
+        }
+    }
+
+    /// The stored event at `seq`, if any.
+    pub fn stored_event(&self, table: &TableId, seq: u64) -> Result<Option<StoredEvent>, Error> {
+        self.events(table, seq..=seq).next().transpose()
+    }
+
+    /// The events of one round, in seq order.
+    pub fn round_events(&self, table: &TableId, round: RoundId) -> Result<Vec<StoredEvent>, Error> {
+        let v = self
+            .store
+            .get(Space::Round, &seq_key(table, round.0))?
+            .ok_or_else(|| Error::UnknownRound {
+                table: table.clone(),
+                round: round.0,
+            })?;
+        let s = RoundSummary::decode(round, &v)?;
+        let mut out = Vec::new();
+        for e in self.events(table, s.first_seq.0..=s.last_seq.0) {
+            let e = e?;
+            if e.round == Some(round) {
+                out.push(e);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The table's rounds in round order.
+    pub fn rounds(&self, table: &TableId) -> Result<Vec<RoundSummary>, Error> {
+        let tk = table_key(table);
+        let mut end = tk.clone();
+        end.extend_from_slice(&[0xff; 9]);
+        let mut out = Vec::new();
+        for kv in self.store.range(Space::Round, &tk, Some(&end)) {
+            let (k, v) = kv?;
+            let (_, rest) = split_table_key(&k)?;
+            out.push(RoundSummary::decode(RoundId(be_u64(rest)?), &v)?);
+        }
+        Ok(out)
+    }
+
+    /// Rounds (of all tables) whose first event's device time is in `from_ns..to_ns`,
+    /// ordered by that time.
+    pub fn rounds_in_time_range(
+        &self,
+        from_ns: i64,
+        to_ns: i64,
+    ) -> Result<Vec<(TableId, RoundSummary)>, Error> {
+        let mut out = Vec::new();
+        for kv in self
+            .store
+            .range(Space::RoundTime, &ord_i64(from_ns), Some(&ord_i64(to_ns)))
+        {
+            let (k, _) = kv?;
+            let (table, rest) = split_table_key(k.get(8..).unwrap_or(&[]))?;
+            let round = RoundId(be_u64(rest)?);
+            let v = self
+                .store
+                .get(Space::Round, &seq_key(&table, round.0))?
+                .ok_or_else(|| corrupt("round time index points to a missing round"))?;
+            out.push((table, RoundSummary::decode(round, &v)?));
+        }
+        Ok(out)
+    }
+
+    /// Events (of all tables) whose device time is in `from_ns..to_ns`, ordered by
+    /// (device time, table, seq).
+    pub fn events_in_time_range(
+        &self,
+        from_ns: i64,
+        to_ns: i64,
+    ) -> Result<Vec<(TableId, StoredEvent)>, Error> {
+        if to_ns <= from_ns {
+            return Ok(Vec::new());
+        }
+        let b_from = from_ns.div_euclid(TIME_BUCKET_NS);
+        let b_to = (to_ns - 1).div_euclid(TIME_BUCKET_NS);
+        let mut records = BTreeSet::new();
+        let end = ord_i64(b_to.saturating_add(1));
+        for kv in self
+            .store
+            .range(Space::TimeBucket, &ord_i64(b_from), Some(&end))
+        {
+            let (k, _) = kv?;
+            records.insert(k.get(8..).unwrap_or(&[]).to_vec());
+        }
+        let mut out = Vec::new();
+        for key in records {
+            let (table, _) = split_table_key(&key)?;
+            let rec = self
+                .store
+                .get(Space::Batch, &key)?
+                .ok_or_else(|| corrupt("time index points to a missing record"))?;
+            for e in record::decode_record(&rec)? {
+                if e.occurred_at_ns >= from_ns && e.occurred_at_ns < to_ns {
+                    out.push((table.clone(), e));
+                }
+            }
+        }
+        out.sort_by(|(ta, a), (tb, b)| {
+            (a.occurred_at_ns, ta, a.seq).cmp(&(b.occurred_at_ns, tb, b.seq))
+        });
+        Ok(out)
+    }
+
+    /// Every stored event of every table in arrival order (JetStream stream sequence): the
+    /// House's order. Streams record by record; memory holds only overlapping append calls.
+    pub fn events_in_arrival_order(&self) -> ArrivalOrder<'_> {
+        ArrivalOrder {
+            ledger: self,
+            entries: self.store.range(Space::Arrival, &[], None).peekable(),
+            heap: BinaryHeap::new(),
+            failed: false,
+        }
+    }
+
+    /// Every quarantined message, oldest first.
+    pub fn quarantine(&self) -> Result<Vec<QuarantineEntry>, Error> {
+        let mut out = Vec::new();
+        for kv in self.store.range(Space::Quarantine, &[], None) {
+            let (k, v) = kv?;
+            out.push(QuarantineEntry::decode(be_u64(&k)?, &v)?);
+        }
+        Ok(out)
+    }
+
+    /// Quarantined messages per reason code.
+    pub fn quarantine_counts(&self) -> BTreeMap<String, u64> {
+        self.lock().counters.clone()
+    }
+
+    /// Each table's first gap, for tables that hold events beyond a gap.
+    pub fn gaps(&self) -> Vec<Gap> {
+        let st = self.lock();
+        st.pending
+            .iter()
+            .filter_map(|(table, p)| {
+                let first = *p.keys().next()?;
+                let head = st.heads.get(table).map(|h| h.seq.0).unwrap_or(0);
+                Some(Gap {
+                    table: table.clone(),
+                    missing_from: Seq(head + 1),
+                    missing_to: Seq(first.saturating_sub(1)),
+                    held: p.len(),
+                    since_ns: p.values().map(|h| h.received_at_ns).min().unwrap_or(0),
+                })
+            })
+            .collect()
+    }
+
+    pub fn stats(&self) -> Stats {
+        let st = self.lock();
+        Stats {
+            tables: st.heads.len(),
+            events: st.heads.values().map(|h| h.seq.0).sum(),
+            bytes: st.bytes_total,
+            quarantined: st.quarantined,
+            held: st.pending.values().map(|p| p.len()).sum(),
+        }
+    }
+
+    /// Writes an export (format: `schemas::export`) and returns its summary. Verify it with
+    /// `schemas::export::verify_export`, without sled.
+    pub fn export(&self, sel: &ExportSelection, mut w: impl Write) -> Result<ExportSummary, Error> {
+        let tables = match &sel.table {
+            Some(t) => {
+                if self.head(t).is_none() {
+                    return Err(Error::UnknownTable(t.clone()));
+                }
+                vec![t.clone()]
+            }
+            None => self.tables(),
+        };
+        let mut header = ExportHeader {
+            format: EXPORT_FORMAT.to_string(),
+            version: EXPORT_VERSION,
+            tables: Vec::new(),
+        };
+        for table in tables {
+            let head = self.head(&table).map(|h| h.seq.0).unwrap_or(0);
+            let (from, to) = match &sel.range {
+                ExportRange::All => (1, head),
+                ExportRange::Seqs(r) => ((*r.start()).max(1), (*r.end()).min(head)),
+                ExportRange::Rounds(r) => {
+                    let rs: Vec<_> = self
+                        .rounds(&table)?
+                        .into_iter()
+                        .filter(|s| r.contains(&s.round.0))
+                        .collect();
+                    match (
+                        rs.iter().map(|s| s.first_seq.0).min(),
+                        rs.iter().map(|s| s.last_seq.0).max(),
+                    ) {
+                        (Some(a), Some(b)) => (a, b),
+                        _ => (1, 0),
+                    }
+                }
+            };
+            if to < from {
+                continue;
+            }
+            let anchor = if from == 1 {
+                GENESIS
+            } else {
+                self.stored_event(&table, from - 1)?
+                    .ok_or_else(|| {
+                        Error::Export(format!("table {table}: no event at seq {}", from - 1))
+                    })?
+                    .hash
+            };
+            let last = self
+                .stored_event(&table, to)?
+                .ok_or_else(|| Error::Export(format!("table {table}: no event at seq {to}")))?;
+            header.tables.push(ExportTable {
+                table,
+                from_seq: from,
+                to_seq: to,
+                anchor,
+                head: last.hash,
+                events: to - from + 1,
+            });
+        }
+        let line = serde_json::to_string(&header).map_err(|e| Error::Export(e.to_string()))?;
+        writeln!(w, "{line}")?;
+        let mut total = 0;
+        for t in &header.tables {
+            let mut expected = t.from_seq;
+            for e in self.events(&t.table, t.from_seq..=t.to_seq) {
+                let e = e?;
+                if e.seq.0 != expected {
+                    return Err(Error::Export(format!(
+                        "table {}: stored seq {} where {expected} was expected (run verify)",
+                        t.table, e.seq.0
+                    )));
+                }
+                expected += 1;
+                let line = ExportEvent {
+                    table: t.table.clone(),
+                    seq: e.seq.0,
+                    hash: e.hash,
+                    stream_seq: e.stream_seq,
+                    received_at_ns: e.received_at_ns,
+                    bytes: hex::encode(&e.bytes),
+                };
+                let line =
+                    serde_json::to_string(&line).map_err(|e| Error::Export(e.to_string()))?;
+                writeln!(w, "{line}")?;
+                total += 1;
+            }
+            if expected != t.to_seq + 1 {
+                return Err(Error::Export(format!(
+                    "table {}: stored events end at seq {}, expected {} (run verify)",
+                    t.table,
+                    expected - 1,
+                    t.to_seq
+                )));
+            }
+        }
+        w.flush()?;
+        Ok(ExportSummary {
+            version: EXPORT_VERSION,
+            tables: header.tables,
+            events: total,
+        })
+    }
+}

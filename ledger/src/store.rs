@@ -1,0 +1,202 @@
+//! The narrow storage trait the ledger is written against, and its sled implementation.
+//!
+//! Why a trait: sled 0.34 is unmaintained and has open reports of corruption after abrupt
+//! stops. Everything above this module (append, reads, verify, export) sees only ordered
+//! key spaces, point reads, ordered range scans and one atomic commit, so another embedded
+//! ordered store (redb, fjall, LMDB) can replace sled here without touching ingest, replay or
+//! the rest of this crate.
+//!
+//! Append-only: `Op::Remove` is only allowed in `Space::Pending` (held events leave it when
+//! they are appended or quarantined); `Op::Put` over an existing key only happens in the
+//! derived spaces (heads, round summaries, meta). Event records and quarantine entries are
+//! written once.
+
+use crate::Error;
+use std::path::Path;
+
+/// The key spaces of a ledger. Each is a 1-byte prefix in the one sled tree, so one commit
+/// is atomic across all of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Space {
+    /// One record per table per append call: `table key ++ first seq (BE)` -> events.
+    Batch,
+    /// Chain heads: `table key` -> `seq (BE) ++ hash`.
+    Head,
+    /// Round summaries: `table key ++ round (BE)` -> first/last seq and device time.
+    Round,
+    /// Rounds by start time: `time (ordered BE) ++ table key ++ round (BE)` -> empty.
+    RoundTime,
+    /// Records by device-time bucket: `bucket (ordered BE) ++ table key ++ first seq` -> empty.
+    TimeBucket,
+    /// Arrival order: `min stream seq (BE) ++ call id (BE)` -> the records of one append call.
+    Arrival,
+    /// Held events (beyond a gap): `table key ++ seq (BE)` -> the incoming message.
+    Pending,
+    /// Quarantine: `id (BE)` -> the entry, bytes verbatim.
+    Quarantine,
+    /// Counters that are not derivable cheaply at open (call id, total bytes).
+    Meta,
+}
+
+impl Space {
+    /// The key prefix byte. Stable: stored on disk.
+    pub fn prefix(self) -> u8 {
+        match self {
+            Space::Batch => b'b',
+            Space::Head => b'h',
+            Space::Round => b'r',
+            Space::RoundTime => b'R',
+            Space::TimeBucket => b't',
+            Space::Arrival => b'a',
+            Space::Pending => b'p',
+            Space::Quarantine => b'q',
+            Space::Meta => b'm',
+        }
+    }
+}
+
+/// One write of a commit.
+#[derive(Debug, Clone)]
+pub enum Op {
+    Put(Space, Vec<u8>, Vec<u8>),
+    /// Only in `Space::Pending`.
+    Remove(Space, Vec<u8>),
+}
+
+/// One key-value pair (key without the space prefix).
+pub type Kv = (Vec<u8>, Vec<u8>);
+
+/// Key-value pairs in key order.
+pub type KvIter<'a> = Box<dyn Iterator<Item = Result<(Vec<u8>, Vec<u8>), Error>> + 'a>;
+
+/// What the ledger needs from an embedded ordered store.
+pub trait Store: Send + Sync {
+    fn get(&self, space: Space, key: &[u8]) -> Result<Option<Vec<u8>>, Error>;
+    /// Entries with `from <= key` and `key < to` (`None`: to the end of the space), in key order.
+    fn range<'a>(&'a self, space: Space, from: &[u8], to: Option<&[u8]>) -> KvIter<'a>;
+    /// The last entry whose key starts with `prefix` and is `<= at`.
+    fn last_at_or_before(
+        &self,
+        space: Space,
+        prefix: &[u8],
+        at: &[u8],
+    ) -> Result<Option<Kv>, Error>;
+    /// Applies all ops atomically (all or none survive a crash), in order (last write to a
+    /// key wins). Not durable until `flush`.
+    fn commit(&self, ops: Vec<Op>) -> Result<(), Error>;
+    /// Makes every committed op durable.
+    fn flush(&self) -> Result<(), Error>;
+}
+
+/// The sled name of the one tree holding every space.
+pub const SLED_TREE: &str = "ledger";
+
+/// sled 0.34.7: one tree, key = space prefix ++ key.
+pub struct SledStore {
+    db: sled::Db,
+    tree: sled::Tree,
+}
+
+impl SledStore {
+    /// Opens (or creates) the directory. sled locks it exclusively: a second opener gets
+    /// `Error::Locked`.
+    pub fn open(path: &Path) -> Result<SledStore, Error> {
+        let db = sled::Config::new().path(path).open().map_err(|e| {
+            let text = e.to_string();
+            if text.contains("could not acquire lock") {
+                Error::Locked {
+                    path: path.to_path_buf(),
+                    detail: text,
+                }
+            } else {
+                Error::Store {
+                    op: "open",
+                    detail: format!("{}: {text}", path.display()),
+                }
+            }
+        })?;
+        let tree = db.open_tree(SLED_TREE).map_err(store_err("open tree"))?;
+        Ok(SledStore { db, tree })
+    }
+}
+
+fn store_err(op: &'static str) -> impl Fn(sled::Error) -> Error {
+    move |e| Error::Store {
+        op,
+        detail: e.to_string(),
+    }
+}
+
+fn full_key(space: Space, key: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(key.len() + 1);
+    k.push(space.prefix());
+    k.extend_from_slice(key);
+    k
+}
+
+impl Store for SledStore {
+    fn get(&self, space: Space, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+        Ok(self
+            .tree
+            .get(full_key(space, key))
+            .map_err(store_err("get"))?
+            .map(|v| v.to_vec()))
+    }
+
+    fn range<'a>(&'a self, space: Space, from: &[u8], to: Option<&[u8]>) -> KvIter<'a> {
+        let start = full_key(space, from);
+        let end = match to {
+            Some(t) => full_key(space, t),
+            None => vec![space.prefix() + 1],
+        };
+        if start >= end {
+            return Box::new(std::iter::empty());
+        }
+        Box::new(self.tree.range(start..end).map(|r| {
+            r.map(|(k, v)| (k[1..].to_vec(), v.to_vec()))
+                .map_err(store_err("range"))
+        }))
+    }
+
+    fn last_at_or_before(
+        &self,
+        space: Space,
+        prefix: &[u8],
+        at: &[u8],
+    ) -> Result<Option<Kv>, Error> {
+        let lo = full_key(space, prefix);
+        let hi = full_key(space, at);
+        if hi < lo {
+            return Ok(None);
+        }
+        match self.tree.range(lo..=hi).next_back() {
+            None => Ok(None),
+            Some(r) => {
+                let (k, v) = r.map_err(store_err("last_at_or_before"))?;
+                Ok(Some((k[1..].to_vec(), v.to_vec())))
+            }
+        }
+    }
+
+    fn commit(&self, ops: Vec<Op>) -> Result<(), Error> {
+        let mut batch = sled::Batch::default();
+        for op in ops {
+            match op {
+                Op::Put(space, k, v) => batch.insert(full_key(space, &k), v),
+                Op::Remove(space, k) => {
+                    assert!(
+                        space == Space::Pending,
+                        "append-only: removal attempted in {space:?}"
+                    );
+                    batch.remove(full_key(space, &k))
+                }
+            }
+        }
+        self.tree.apply_batch(batch).map_err(store_err("commit"))
+    }
+
+    fn flush(&self) -> Result<(), Error> {
+        self.db.flush().map_err(store_err("flush"))?;
+        Ok(())
+    }
+}
