@@ -123,7 +123,7 @@ pub fn audit(
                 format!("table {table} seq {}: stored event does not decode", seq.0)
             })?;
             summary.events += 1;
-            if summary.events % 4096 == 0 {
+            if summary.events.is_multiple_of(4096) {
                 progress(summary.events);
             }
             let reports = replayer.push(seq, &event);

@@ -141,7 +141,7 @@ fn five_card_order_agrees_with_rs_poker() {
                 for e in c + 1..52 {
                     for f in e + 1..52 {
                         i += 1;
-                        if i % 7 == 0 {
+                        if i.is_multiple_of(7) {
                             hands.push([d[a], d[b], d[c], d[e], d[f]]);
                         }
                     }
