@@ -122,6 +122,7 @@ const CLASSES5: [HandClass; 9] = [
     HandClass::StraightFlush,
 ];
 
+#[inline]
 fn hand5(value: u32) -> Hand {
     let category = (value >> 20) as usize;
     let class = if category == 8 && (value >> 16) & 0xF == 14 {
@@ -142,46 +143,31 @@ fn push_ranks(mut mask: u16, ranks: &mut [u8; 5], n: &mut usize) {
     }
 }
 
-/// Values of five distinct ranks by rank mask: [0] without a flush, [1] with one.
-/// 2 x 32 KiB, built once on first use.
-fn unique_tables() -> &'static [[u32; 1 << 15]; 2] {
-    static TABLES: std::sync::OnceLock<Box<[[u32; 1 << 15]; 2]>> = std::sync::OnceLock::new();
-    TABLES.get_or_init(|| {
-        let mut t = Box::new([[0u32; 1 << 15]; 2]);
-        for mask in 0u32..(1 << 15) {
-            let mask = mask as u16;
-            if mask.count_ones() != 5 || mask & 0b11 != 0 {
-                continue;
-            }
-            let top = (15 - mask.leading_zeros()) as u8;
-            let straight = if mask >> (top - 4) == 0b11111 {
-                Some(top)
-            } else if mask == WHEEL5 {
-                Some(5)
-            } else {
-                None
-            };
-            let mut ranks = [0u8; 5];
-            let mut n = 0;
-            push_ranks(mask, &mut ranks, &mut n);
-            t[0][mask as usize] = match straight {
-                Some(top) => pack(4, &[top]),
-                None => pack(0, &ranks),
-            };
-            t[1][mask as usize] = match straight {
-                Some(top) => pack(8, &[top]),
-                None => pack(5, &ranks),
-            };
-        }
-        t
-    })
+/// The value of five distinct ranks given by their rank mask, with or without a flush.
+fn distinct_value(mask: u16, flush: bool) -> u32 {
+    let top = (15 - mask.leading_zeros()) as u8;
+    let straight = if mask >> (top - 4) == 0b11111 {
+        Some(top)
+    } else if mask == WHEEL5 {
+        Some(5)
+    } else {
+        None
+    };
+    let mut ranks = [0u8; 5];
+    let mut n = 0;
+    push_ranks(mask, &mut ranks, &mut n);
+    match (straight, flush) {
+        (Some(top), false) => pack(4, &[top]),
+        (Some(top), true) => pack(8, &[top]),
+        (None, false) => pack(0, &ranks),
+        (None, true) => pack(5, &ranks),
+    }
 }
 
-/// Evaluates a 5-card hand (CSP6/MLP3 §3.1.2, SSP4 §3.14, CS51 Hand Rankings). No
-/// allocation, no loop over the 13 ranks: five distinct ranks are a table lookup by rank
-/// mask; otherwise the rank groups are tracked as bit masks while the cards are read. It
-/// runs in the exhaustive tests and on every replay.
-pub fn eval5(cards: &[Card; 5]) -> Hand {
+/// The reference 5-card evaluator, straight from the rule text: rank groups as bit masks,
+/// then category and tie-break ranks. It fills the lookup table of `eval5` once, and the
+/// tests check the table against it over every hand.
+fn eval5_by_groups(cards: &[Card; 5]) -> u32 {
     // seen[k]: ranks present at least k+1 times.
     let mut seen = [0u16; 4];
     let mut suits: u8 = 0;
@@ -199,8 +185,7 @@ pub fn eval5(cards: &[Card; 5]) -> Hand {
         suits |= 1 << (c.code() & 3);
     }
     if seen[1] == 0 {
-        let flush = (suits.count_ones() == 1) as usize;
-        return hand5(unique_tables()[flush][seen[0] as usize]);
+        return distinct_value(seen[0], suits.count_ones() == 1);
     }
     let quads = seen[3];
     let trips = seen[2] & !seen[3];
@@ -223,7 +208,98 @@ pub fn eval5(cards: &[Card; 5]) -> Hand {
     for group in [quads, trips, pairs, singles] {
         push_ranks(group, &mut ranks, &mut n);
     }
-    hand5(pack(category, &ranks[..n]))
+    pack(category, &ranks[..n])
+}
+
+/// A weight per rank (2..=A) such that the sums of the weights of any five ranks, each
+/// used at most four times, are all different: the sum names the rank multiset of a hand
+/// and indexes `rank_table` directly. Found greedily (each weight the smallest that keeps
+/// all 6,175 sums distinct), so the largest sum, and the table, stay small; `rank_table`
+/// asserts the distinctness when it is built.
+const RANK_WEIGHTS: [u32; 13] = [
+    0, 1, 5, 22, 94, 312, 992, 2_422, 5_624, 12_522, 19_998, 43_258, 79_415,
+];
+
+/// The largest weight sum: four aces and a king.
+const RANK_KEY_MAX: usize = 4 * RANK_WEIGHTS[12] as usize + RANK_WEIGHTS[11] as usize;
+
+/// Per card code: its rank weight in the low 32 bits and a one in the byte of its suit in
+/// the high 32 bits. Summing five entries gives the rank key and the count of each suit
+/// at once; a suit byte never overflows into the next (at most six cards are summed).
+const CARD_KEYS: [u64; 52] = {
+    let mut t = [0u64; 52];
+    let mut code = 0;
+    while code < 52 {
+        t[code] = RANK_WEIGHTS[code / 4] as u64 | 1 << (32 + 8 * (code % 4));
+        code += 1;
+    }
+    t
+};
+
+/// Whether a sum of `CARD_KEYS` holds five cards of one suit: some suit byte is at least 5
+/// (adding 3 to each byte sets its bit 3 exactly then; no byte carries, 6 + 3 < 256).
+fn is_flush(key: u64) -> bool {
+    ((key >> 32) + 0x0303_0303) & 0x0808_0808 != 0
+}
+
+/// The non-flush value of every rank multiset, indexed by its weight sum (1.4 MiB, of
+/// which the 6,175 used entries touch a few hundred KiB), built once on first use from
+/// the reference evaluator.
+fn rank_table() -> &'static [u32] {
+    static TABLE: std::sync::OnceLock<Box<[u32]>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut t = vec![0u32; RANK_KEY_MAX + 1].into_boxed_slice();
+        let mut filled = 0usize;
+        // Every multiset as non-decreasing rank indices; suits 0,1,2,3,0 by position
+        // never make a flush and never repeat a card (copies of a rank are adjacent).
+        let mut r = [0usize; 5];
+        loop {
+            let five_alike = r[0] == r[4];
+            if !five_alike {
+                let cards = std::array::from_fn(|i| {
+                    let code = (r[i] * 4 + i % 4) as u8;
+                    Card::from_code(code).expect("rank index 0..13 and suit 0..4 make a card")
+                });
+                let key = r.iter().map(|&i| RANK_WEIGHTS[i] as usize).sum::<usize>();
+                assert_eq!(t[key], 0, "two rank multisets share the key {key}");
+                // Every value is non-zero: the top rank is at least 7.
+                t[key] = eval5_by_groups(&cards);
+                filled += 1;
+            }
+            // Next multiset: bump the last index below 12, reset those after it to it.
+            let Some(i) = (0..5).rev().find(|&i| r[i] < 12) else {
+                break;
+            };
+            r[i] += 1;
+            let v = r[i];
+            r[i..].fill(v);
+        }
+        assert_eq!(filled, 6_175);
+        t
+    })
+}
+
+/// The value of the five cards whose `CARD_KEYS` sum to `key`. In a flush the ranks are
+/// distinct, so the table gives a straight or a high card; the flush lifts them to a
+/// straight flush (category 4 to 8) or a flush (0 to 5) with the same ranks.
+#[inline]
+fn value5(table: &[u32], key: u64) -> u32 {
+    let v = table[(key as u32) as usize];
+    if is_flush(key) {
+        v + if v >> 20 == 4 { 4 << 20 } else { 5 << 20 }
+    } else {
+        v
+    }
+}
+
+/// Evaluates a 5-card hand (CSP6/MLP3 §3.1.2, SSP4 §3.14, CS51 Hand Rankings). No
+/// allocation, no branch on the cards but a flush: the sum of a per-card key names the
+/// rank multiset, which is one lookup in a table built once. It runs in the exhaustive
+/// tests and on every replay.
+#[inline]
+pub fn eval5(cards: &[Card; 5]) -> Hand {
+    let key = cards.iter().map(|c| CARD_KEYS[c.code() as usize]).sum();
+    hand5(value5(rank_table(), key))
 }
 
 /// Evaluates a 3-card hand in 3 Card Poker order (TCP3 §3.1.2): straight flush, three of
@@ -273,25 +349,17 @@ pub fn tcp3_jackpot_class(cards: &[Card; 3]) -> HandClass {
 }
 
 /// The best 5-card hand of six cards (CS51 5+1 Bonus: the player's five and the house's
-/// up card).
+/// up card): the highest of the six hands that leave one card out, each the key of all six
+/// less the key of the card left out.
 pub fn best5of6(cards: &[Card; 6]) -> Hand {
-    let mut best: Option<Hand> = None;
-    for skip in 0..6 {
-        let mut five = [cards[0]; 5];
-        let mut k = 0;
-        for (i, c) in cards.iter().enumerate() {
-            if i != skip {
-                five[k] = *c;
-                k += 1;
-            }
-        }
-        let h = eval5(&five);
-        if best.is_none_or(|b| h > b) {
-            best = Some(h);
-        }
-    }
-    // Six cards always give six five-card hands.
-    best.expect("six cards have a best five")
+    let table = rank_table();
+    let keys = cards.map(|c| CARD_KEYS[c.code() as usize]);
+    let all: u64 = keys.iter().sum();
+    let best = keys
+        .iter()
+        .map(|k| value5(table, all - k))
+        .fold(0, u32::max);
+    hand5(best)
 }
 
 #[cfg(test)]
@@ -372,6 +440,66 @@ mod tests {
             tcp3_jackpot_class(&[c("Jh"), c("Kh"), c("Qh")]),
             HandClass::StraightFlush
         );
+    }
+
+    /// The table lookup gives exactly the reference evaluator's value (and so the same
+    /// order and the same stored reports) for every one of the 2,598,960 hands.
+    #[test]
+    fn eval5_equals_the_reference_over_all_hands() {
+        let d: Vec<Card> = Card::deck().collect();
+        let mut n = 0u32;
+        for a in 0..52 {
+            for b in a + 1..52 {
+                for c in b + 1..52 {
+                    for e in c + 1..52 {
+                        for f in e + 1..52 {
+                            let cards = [d[a], d[b], d[c], d[e], d[f]];
+                            assert_eq!(eval5(&cards).value(), eval5_by_groups(&cards), "{cards:?}");
+                            n += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(n, 2_598_960);
+    }
+
+    /// best5of6 is the best of the six 5-card hands that leave one card out, over a
+    /// stride through the 20 million sets of six.
+    #[test]
+    fn best_of_six_is_the_best_of_the_six_fives() {
+        let d: Vec<Card> = Card::deck().collect();
+        let mut i = 0u64;
+        for a in 0..52 {
+            for b in a + 1..52 {
+                for c in b + 1..52 {
+                    for e in c + 1..52 {
+                        for f in e + 1..52 {
+                            for g in f + 1..52 {
+                                i += 1;
+                                if !i.is_multiple_of(101) {
+                                    continue;
+                                }
+                                let six = [d[a], d[b], d[c], d[e], d[f], d[g]];
+                                let want = (0..6)
+                                    .map(|skip| {
+                                        let mut five = [six[0]; 5];
+                                        let rest =
+                                            six.iter().enumerate().filter(|(j, _)| *j != skip);
+                                        for (slot, (_, card)) in five.iter_mut().zip(rest) {
+                                            *slot = *card;
+                                        }
+                                        eval5(&five)
+                                    })
+                                    .max()
+                                    .unwrap();
+                                assert_eq!(best5of6(&six), want, "{six:?}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
 
     #[test]
