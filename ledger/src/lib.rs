@@ -28,6 +28,7 @@
 //! (sled blocks): give it a dedicated thread or `spawn_blocking`.
 
 mod append;
+pub mod digest;
 mod read;
 pub mod record;
 pub mod store;
@@ -37,7 +38,7 @@ pub use append::{reason, Appended, Incoming};
 pub use read::{
     ArrivalOrder, Events, ExportRange, ExportSelection, Gap, QuarantineEntry, RoundSummary, Stats,
 };
-pub use verify::{TableVerdict, VerifyProblem, VerifyReport};
+pub use verify::{verify_store, TableVerdict, VerifyProblem, VerifyReport};
 
 use schemas::{ChainHead, Hash32, RoundId, Seq, TableId};
 use std::collections::BTreeMap;

@@ -4,11 +4,12 @@
 //! prev links, the persisted and in-memory heads).
 //!
 //! It cannot detect the removal of a table's newest records together with a matching
-//! rewrite of its head: that needs a digest handed to an outside party (issue 5 item 3).
+//! rewrite of its head, nor a whole table removed: that needs a digest handed to an
+//! outside party earlier (`digest`, `schemas::digest`), which `verify --against` checks.
 
 use crate::read::decode_head;
 use crate::record::{self, be_u64, split_table_key, table_key};
-use crate::store::Space;
+use crate::store::{Space, Store};
 use crate::{Error, Ledger};
 use schemas::{chain::event_hash, codec, ChainHead, Hash32, TableId, GENESIS};
 use std::collections::BTreeMap;
@@ -75,146 +76,147 @@ pub enum VerifyProblem {
 impl Ledger {
     /// Verifies every table's chain. `Err` only for store failures; damage is in the report.
     pub fn verify(&self) -> Result<VerifyReport, Error> {
-        // Tables = those with a persisted head, those in memory, and those with records.
-        let mut tables: BTreeMap<TableId, (Option<ChainHead>, Option<ChainHead>)> = BTreeMap::new();
-        for (t, h) in self.lock().heads.iter() {
-            tables.entry(t.clone()).or_default().0 = Some(h.clone());
-        }
-        let mut bad_keys: Vec<TableVerdict> = Vec::new();
-        for kv in self.store.range(Space::Head, &[], None) {
-            let (k, v) = kv?;
-            match split_table_key(&k) {
-                Ok((t, _)) => {
-                    let h = decode_head(t.clone(), &v).ok();
-                    tables.entry(t).or_default().1 = h;
-                }
-                Err(e) => bad_keys.push(bad_key(e)),
-            }
-        }
-        let mut last_table: Option<TableId> = None;
-        for kv in self.store.range(Space::Batch, &[], None) {
-            let (k, _) = kv?;
-            match split_table_key(&k) {
-                Ok((t, _)) => {
-                    if last_table.as_ref() != Some(&t) {
-                        tables.entry(t.clone()).or_default();
-                        last_table = Some(t);
-                    }
-                }
-                Err(e) => bad_keys.push(bad_key(e)),
-            }
-        }
-        let mut out = Vec::new();
-        for (table, (mem, persisted)) in tables {
-            out.push(self.verify_table(&table, mem, persisted)?);
-        }
-        out.extend(bad_keys);
-        Ok(VerifyReport { tables: out })
+        let mem = self.lock().heads.clone();
+        Ok(verify_store(self.store.as_ref(), Some(&mem), &BTreeMap::new())?.0)
     }
+}
 
-    fn verify_table(
-        &self,
-        table: &TableId,
-        mem: Option<ChainHead>,
-        persisted: Option<ChainHead>,
-    ) -> Result<TableVerdict, Error> {
-        let bad = |seq: u64, problem: VerifyProblem| TableVerdict::Bad {
-            table: table.clone(),
-            seq,
-            problem,
-        };
-        let tk = table_key(table);
-        let mut end = tk.clone();
-        end.extend_from_slice(&[0xff; 9]);
-        let mut prev = GENESIS;
-        let mut next = 1u64;
-        for kv in self.store.range(Space::Batch, &tk, Some(&end)) {
-            let (k, v) = kv?;
-            let key_seq = match k.get(tk.len()..).map(be_u64) {
-                Some(Ok(s)) => s,
-                _ => return Ok(bad(next, VerifyProblem::Unreadable("record key".into()))),
-            };
-            let events = match record::decode_record(&v) {
-                Ok(e) => e,
-                Err(e) => {
-                    return Ok(bad(
-                        key_seq.min(next),
-                        VerifyProblem::Unreadable(e.to_string()),
-                    ))
+/// Verifies every table's chain in a store, without loading the ledger's state (so a
+/// ledger whose heads or quarantine no longer parse can still be verified): the persisted
+/// heads, and `mem` (the in-memory heads of an open ledger) when given, must agree with the
+/// records. Also returns the hash the store holds at each `(table, seq)` of `hashes_at`
+/// whose table verifies up to that seq (for the digest consistency check).
+pub fn verify_store(
+    store: &dyn Store,
+    mem: Option<&BTreeMap<TableId, ChainHead>>,
+    hashes_at: &BTreeMap<TableId, u64>,
+) -> Result<(VerifyReport, BTreeMap<TableId, Hash32>), Error> {
+    // Tables = those with a persisted head, those in memory, and those with records.
+    let mut tables: BTreeMap<TableId, (Option<ChainHead>, Option<ChainHead>)> = BTreeMap::new();
+    for (t, h) in mem.into_iter().flatten() {
+        tables.entry(t.clone()).or_default().0 = Some(h.clone());
+    }
+    let mut bad_keys: Vec<TableVerdict> = Vec::new();
+    for kv in store.range(Space::Head, &[], None) {
+        let (k, v) = kv?;
+        match split_table_key(&k) {
+            Ok((t, [])) => {
+                // An unreadable persisted head reads as "no head": reported as a mismatch.
+                let h = decode_head(t.clone(), &v).unwrap_or_else(|_| ChainHead::empty(t.clone()));
+                tables.entry(t).or_default().1 = Some(h);
+            }
+            Ok(_) => bad_keys.push(bad_key(crate::record::corrupt(
+                "head key has trailing bytes",
+            ))),
+            Err(e) => bad_keys.push(bad_key(e)),
+        }
+    }
+    let mut last_table: Option<TableId> = None;
+    for kv in store.range(Space::Batch, &[], None) {
+        let (k, _) = kv?;
+        match split_table_key(&k) {
+            Ok((t, _)) => {
+                if last_table.as_ref() != Some(&t) {
+                    tables.entry(t.clone()).or_default();
+                    last_table = Some(t);
                 }
-            };
-            let record_seq = events.first().map(|e| e.seq.0).unwrap_or(0);
-            if key_seq != record_seq {
-                return Ok(bad(
+            }
+            Err(e) => bad_keys.push(bad_key(e)),
+        }
+    }
+    let mut out = Vec::new();
+    let mut found = BTreeMap::new();
+    for (table, (m, persisted)) in tables {
+        let want = hashes_at.get(&table).copied();
+        let (verdict, at) = verify_table(store, &table, m, mem.is_some(), persisted, want)?;
+        if let Some(h) = at {
+            found.insert(table, h);
+        }
+        out.push(verdict);
+    }
+    out.extend(bad_keys);
+    Ok((VerifyReport { tables: out }, found))
+}
+
+/// One table: its verdict, and its hash at seq `want` if the chain verified up to it.
+fn verify_table(
+    store: &dyn Store,
+    table: &TableId,
+    mem: Option<ChainHead>,
+    check_mem: bool,
+    persisted: Option<ChainHead>,
+    want: Option<u64>,
+) -> Result<(TableVerdict, Option<Hash32>), Error> {
+    let mut at = None;
+    let bad = |seq: u64, problem: VerifyProblem| TableVerdict::Bad {
+        table: table.clone(),
+        seq,
+        problem,
+    };
+    let tk = table_key(table);
+    let mut end = tk.clone();
+    end.extend_from_slice(&[0xff; 9]);
+    let mut prev = GENESIS;
+    let mut next = 1u64;
+    for kv in store.range(Space::Batch, &tk, Some(&end)) {
+        let (k, v) = kv?;
+        let key_seq = match k.get(tk.len()..).map(be_u64) {
+            Some(Ok(s)) => s,
+            _ => {
+                return Ok((
+                    bad(next, VerifyProblem::Unreadable("record key".into())),
+                    at,
+                ))
+            }
+        };
+        let events = match record::decode_record(&v) {
+            Ok(e) => e,
+            Err(e) => {
+                return Ok((
+                    bad(key_seq.min(next), VerifyProblem::Unreadable(e.to_string())),
+                    at,
+                ))
+            }
+        };
+        let record_seq = events.first().map(|e| e.seq.0).unwrap_or(0);
+        if key_seq != record_seq {
+            return Ok((
+                bad(
                     key_seq.min(next),
                     VerifyProblem::KeyMismatch {
                         key_seq,
                         record_seq,
                     },
-                ));
-            }
-            for e in events {
-                if e.seq.0 != next {
-                    return Ok(bad(
-                        next.min(e.seq.0),
-                        VerifyProblem::SeqDiscontinuity {
-                            expected: next,
-                            found: e.seq.0,
-                        },
-                    ));
-                }
-                let event = match codec::decode(&e.bytes) {
-                    Ok((ev, _)) => ev,
-                    Err(err) => return Ok(bad(next, VerifyProblem::Undecodable(err.to_string()))),
-                };
-                if event.table != *table || event.seq.0 != next {
-                    return Ok(bad(
-                        next,
-                        VerifyProblem::WrongEvent {
-                            table: event.table,
-                            seq: event.seq.0,
-                        },
-                    ));
-                }
-                if event.prev != prev {
-                    return Ok(bad(
-                        next,
-                        VerifyProblem::PrevMismatch {
-                            expected: prev,
-                            found: event.prev,
-                        },
-                    ));
-                }
-                let computed = event_hash(&prev, &e.bytes);
-                if computed != e.hash {
-                    return Ok(bad(
-                        next,
-                        VerifyProblem::HashMismatch {
-                            stored: e.hash,
-                            computed,
-                        },
-                    ));
-                }
-                if event.occurred_at_ns != e.occurred_at_ns {
-                    return Ok(bad(
-                        next,
-                        VerifyProblem::FieldMismatch {
-                            field: "occurred_at_ns",
-                        },
-                    ));
-                }
-                if event.round != e.round {
-                    return Ok(bad(next, VerifyProblem::FieldMismatch { field: "round" }));
-                }
-                prev = computed;
-                next += 1;
-            }
+                ),
+                at,
+            ));
         }
-        let last = next - 1;
-        for (which, h) in [("in-memory", mem), ("persisted", persisted)] {
-            let (head_seq, head_hash) = h.map(|h| (h.seq.0, h.hash)).unwrap_or((0, GENESIS));
-            if head_seq != last || head_hash != prev {
-                return Ok(bad(
+        for e in events {
+            // The first bad position is the first seq the stored chain fails to continue
+            // with, even when the record holds a lower seq there (a repeat).
+            if let Some(p) = check_event(table, next, &prev, &e) {
+                return Ok((bad(next, p), at));
+            }
+            prev = e.hash;
+            if want == Some(next) {
+                at = Some(prev);
+            }
+            next += 1;
+        }
+    }
+    let last = next - 1;
+    let heads = [
+        ("in-memory", mem, check_mem),
+        ("persisted", persisted, true),
+    ];
+    for (which, h, check) in heads {
+        if !check {
+            continue;
+        }
+        let (head_seq, head_hash) = h.map(|h| (h.seq.0, h.hash)).unwrap_or((0, GENESIS));
+        if head_seq != last || head_hash != prev {
+            return Ok((
+                bad(
                     last.min(head_seq) + 1,
                     VerifyProblem::HeadMismatch {
                         which,
@@ -222,18 +224,67 @@ impl Ledger {
                         head_seq,
                         head_hash,
                     },
-                ));
-            }
+                ),
+                at,
+            ));
         }
-        Ok(TableVerdict::Ok {
-            head: ChainHead {
-                table: table.clone(),
-                seq: schemas::Seq(last),
-                hash: prev,
-            },
-            events: last,
-        })
     }
+    let verdict = TableVerdict::Ok {
+        head: ChainHead {
+            table: table.clone(),
+            seq: schemas::Seq(last),
+            hash: prev,
+        },
+        events: last,
+    };
+    Ok((verdict, at))
+}
+
+/// The problem of the stored event expected at seq `next` after `prev`, if any.
+fn check_event(
+    table: &TableId,
+    next: u64,
+    prev: &Hash32,
+    e: &crate::StoredEvent,
+) -> Option<VerifyProblem> {
+    if e.seq.0 != next {
+        return Some(VerifyProblem::SeqDiscontinuity {
+            expected: next,
+            found: e.seq.0,
+        });
+    }
+    let event = match codec::decode(&e.bytes) {
+        Ok((ev, _)) => ev,
+        Err(err) => return Some(VerifyProblem::Undecodable(err.to_string())),
+    };
+    if event.table != *table || event.seq.0 != next {
+        return Some(VerifyProblem::WrongEvent {
+            table: event.table,
+            seq: event.seq.0,
+        });
+    }
+    if event.prev != *prev {
+        return Some(VerifyProblem::PrevMismatch {
+            expected: *prev,
+            found: event.prev,
+        });
+    }
+    let computed = event_hash(prev, &e.bytes);
+    if computed != e.hash {
+        return Some(VerifyProblem::HashMismatch {
+            stored: e.hash,
+            computed,
+        });
+    }
+    if event.occurred_at_ns != e.occurred_at_ns {
+        return Some(VerifyProblem::FieldMismatch {
+            field: "occurred_at_ns",
+        });
+    }
+    if event.round != e.round {
+        return Some(VerifyProblem::FieldMismatch { field: "round" });
+    }
+    None
 }
 
 fn bad_key(e: Error) -> TableVerdict {

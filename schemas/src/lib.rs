@@ -14,6 +14,7 @@ pub mod card;
 pub mod chain;
 pub mod codec;
 pub mod config;
+pub mod digest;
 pub mod event;
 pub mod export;
 pub mod findings;

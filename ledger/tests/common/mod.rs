@@ -1,0 +1,204 @@
+//! Shared by the ledger's integration tests: chains of real events built with `schemas`,
+//! appended in several calls so each table has several records, and raw sled access for
+//! tampering after the ledger is closed.
+#![allow(dead_code)]
+
+use ledger::store::{Kv, KvIter, Op, Space, Store, SLED_TREE};
+use ledger::{Incoming, Ledger};
+use schemas::codec::{self, WireFormat};
+use schemas::*;
+use std::path::Path;
+
+/// Device clock of the first event; ingest's clock in these tests is the same instant.
+pub const T0_NS: i64 = 1_767_225_600_000_000_000;
+
+pub fn table(name: &str) -> TableId {
+    TableId::new(name).expect("valid table id")
+}
+
+/// The body of event number `i` of a test chain: a mix of kinds, in and out of rounds.
+fn body(i: u64) -> (Option<RoundId>, EventBody) {
+    let round = Some(RoundId(i / 10 + 1));
+    let b = match i % 5 {
+        0 => EventBody::Announced {
+            announcement: Announcement::PlaceYourBets,
+        },
+        1 => EventBody::BetPlaced {
+            box_no: BoxNo((i % 7) as u8 + 1),
+            kind: BetKind::Ante,
+            stake: Stake::Chips(Money(1000 + i as i64)),
+        },
+        2 => EventBody::CardDealt {
+            to: CardTarget::Dealer,
+            card: Card::parse("As").expect("card"),
+            face_up: true,
+            position: (i % 5) as u16,
+        },
+        3 => EventBody::PaidOut {
+            box_no: BoxNo(1),
+            line: PayLine::Ante,
+            net: Money(i as i64),
+        },
+        _ => EventBody::RoundClosed,
+    };
+    (round, b)
+}
+
+/// Events with their exact bytes, in seq order.
+pub type Chain = Vec<(Event, Vec<u8>)>;
+
+/// The exact bytes of events `1..=n` of `table`'s chain, alternating bincode and JSON.
+pub fn chain(t: &TableId, n: u64) -> Vec<(Event, Vec<u8>)> {
+    chain_from(t, 1, GENESIS, n)
+}
+
+/// Events `first..first+n` of a chain whose event `first - 1` has hash `prev`.
+pub fn chain_from(t: &TableId, first: u64, mut prev: Hash32, n: u64) -> Vec<(Event, Vec<u8>)> {
+    let mut out = Vec::new();
+    for seq in first..first + n {
+        let (round, body) = body(seq);
+        let e = Event {
+            v: WIRE_VERSION,
+            table: t.clone(),
+            device: DeviceId::new("ctl-1").expect("id"),
+            seq: Seq(seq),
+            prev,
+            occurred_at_ns: T0_NS + seq as i64 * 1_000_000_000,
+            round,
+            body,
+        };
+        let format = if seq.is_multiple_of(2) {
+            WireFormat::Json
+        } else {
+            WireFormat::Bincode
+        };
+        let bytes = codec::encode(&e, format);
+        prev = event_hash(&prev, &bytes);
+        out.push((e, bytes));
+    }
+    out
+}
+
+pub fn incoming(t: &TableId, bytes: Vec<u8>, stream_seq: u64) -> Incoming {
+    Incoming {
+        bytes,
+        subject_table: Some(t.clone()),
+        stream_seq,
+        received_at_ns: T0_NS,
+    }
+}
+
+/// Appends `per_table` events to each of `tables`, `per_call` per append call (so each
+/// table gets `per_table / per_call` records), flushes; returns each table's hashes.
+pub fn fill(
+    l: &Ledger,
+    tables: &[TableId],
+    per_table: u64,
+    per_call: u64,
+) -> Vec<(TableId, Vec<Hash32>)> {
+    let chains: Vec<(TableId, Chain)> = tables
+        .iter()
+        .map(|t| (t.clone(), chain(t, per_table)))
+        .collect();
+    let mut stream = 0;
+    let mut start = 0usize;
+    while start < per_table as usize {
+        let mut batch = Vec::new();
+        for (t, c) in &chains {
+            for (_, b) in c.iter().skip(start).take(per_call as usize) {
+                stream += 1;
+                batch.push(incoming(t, b.clone(), stream));
+            }
+        }
+        let out = l.append_batch(&batch).expect("append");
+        for o in out {
+            assert!(matches!(o, ledger::Appended::Stored { .. }), "{o:?}");
+        }
+        start += per_call as usize;
+    }
+    l.flush().expect("flush");
+    chains
+        .into_iter()
+        .map(|(t, c)| {
+            let mut prev = GENESIS;
+            let hashes = c
+                .iter()
+                .map(|(_, b)| {
+                    prev = event_hash(&prev, b);
+                    prev
+                })
+                .collect();
+            (t, hashes)
+        })
+        .collect()
+}
+
+/// The raw sled tree of a closed ledger directory: what an attacker with file access, or
+/// a bug, could write.
+pub struct Raw {
+    pub db: sled::Db,
+    pub tree: sled::Tree,
+}
+
+impl Raw {
+    pub fn open(dir: &Path) -> Raw {
+        let db = sled::open(dir).expect("raw sled open");
+        let tree = db.open_tree(SLED_TREE).expect("tree");
+        Raw { db, tree }
+    }
+    pub fn key(space: Space, k: &[u8]) -> Vec<u8> {
+        let mut v = vec![space.prefix()];
+        v.extend_from_slice(k);
+        v
+    }
+    pub fn get(&self, space: Space, k: &[u8]) -> Option<Vec<u8>> {
+        self.tree
+            .get(Raw::key(space, k))
+            .expect("get")
+            .map(|v| v.to_vec())
+    }
+    pub fn put(&self, space: Space, k: &[u8], v: Vec<u8>) {
+        self.tree.insert(Raw::key(space, k), v).expect("insert");
+    }
+    pub fn remove(&self, space: Space, k: &[u8]) {
+        self.tree.remove(Raw::key(space, k)).expect("remove");
+    }
+    /// Keys (without the space prefix) of a space, in order.
+    pub fn keys(&self, space: Space) -> Vec<Vec<u8>> {
+        self.tree
+            .scan_prefix([space.prefix()])
+            .map(|kv| kv.expect("scan").0[1..].to_vec())
+            .collect()
+    }
+    pub fn close(self) {
+        self.db.flush().expect("flush");
+    }
+}
+
+/// The raw tree as a `Store` (unrestricted: tests write through `Raw`), so
+/// `ledger::verify_store` can check thousands of tamperings without reopening sled.
+impl Store for Raw {
+    fn get(&self, space: Space, key: &[u8]) -> Result<Option<Vec<u8>>, ledger::Error> {
+        Ok(Raw::get(self, space, key))
+    }
+    fn range<'a>(&'a self, space: Space, from: &[u8], to: Option<&[u8]>) -> KvIter<'a> {
+        let start = Raw::key(space, from);
+        let end = match to {
+            Some(t) => Raw::key(space, t),
+            None => vec![space.prefix() + 1],
+        };
+        Box::new(self.tree.range(start..end).map(|r| {
+            Ok(r.map(|(k, v)| (k[1..].to_vec(), v.to_vec()))
+                .expect("range"))
+        }))
+    }
+    fn last_at_or_before(&self, _: Space, _: &[u8], _: &[u8]) -> Result<Option<Kv>, ledger::Error> {
+        unimplemented!("not used by verify")
+    }
+    fn commit(&self, _: Vec<Op>) -> Result<(), ledger::Error> {
+        unimplemented!("tests write through Raw")
+    }
+    fn flush(&self) -> Result<(), ledger::Error> {
+        Ok(())
+    }
+}

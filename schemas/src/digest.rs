@@ -1,0 +1,603 @@
+//! The ledger digest: the ledger's state handed to an outside party, and the checks that a
+//! later ledger still extends it (a transparency log's consistency check, per table chain).
+//! Pure: no I/O, no clock (the caller supplies `created_at_ns`), so an auditor can check a
+//! digest and a proof without sled, in Rust or from schemas/README.md §5.
+//!
+//! A digest lists every table's chain head (table, head seq, head hash), the total event
+//! count (the sum of the head seqs: each chain holds events 1..=seq) and a Merkle root over
+//! the heads:
+//!
+//! ```text
+//! leaf(t)    = BLAKE3("roundledger/digest-leaf/v1" || len(table) u8 || table || seq u64 BE || head)
+//! node(l, r) = BLAKE3("roundledger/digest-node/v1" || l || r)
+//! root([])   = BLAKE3("roundledger/digest-empty/v1")
+//! root([x])  = x
+//! root(xs)   = node(root(xs[..k]), root(xs[k..]))  with k the largest power of two < len(xs)
+//! ```
+//!
+//! with leaves in ascending byte order of the table id (RFC 6962's tree shape, with domain
+//! tags instead of its one-byte prefixes). An inclusion proof (the sibling hashes from a
+//! leaf up to the root) shows one table's head is in a digest without the other tables.
+//!
+//! Invariants: every check here returns a list of problems or an error, never panics, and
+//! never accepts a digest whose root, count or order does not recompute.
+
+use crate::ids::{Hash32, TableId};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The `format` field of a digest file.
+pub const DIGEST_FORMAT: &str = "roundledger-digest";
+/// The digest format version this crate writes and reads.
+pub const DIGEST_VERSION: u32 = 1;
+/// The `format` field of a consistency proof (`verify --against`'s JSON output).
+pub const CONSISTENCY_FORMAT: &str = "roundledger-consistency";
+/// Domain tag of a leaf (one table's head). 26 bytes.
+pub const LEAF_DOMAIN: &[u8] = b"roundledger/digest-leaf/v1";
+/// Domain tag of an inner node. 26 bytes.
+pub const NODE_DOMAIN: &[u8] = b"roundledger/digest-node/v1";
+/// Domain tag of the root of a ledger with no table. 27 bytes.
+pub const EMPTY_DOMAIN: &[u8] = b"roundledger/digest-empty/v1";
+/// Most tables in one digest (a resort has hundreds; all of Macau ~6,000).
+pub const DIGEST_TABLES_MAX: usize = 1_000_000;
+/// Longest inclusion proof: the tree's depth for `DIGEST_TABLES_MAX` leaves is 20.
+pub const PROOF_LEN_MAX: usize = 64;
+
+/// One table's chain head as recorded in a digest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DigestHead {
+    pub table: TableId,
+    /// The head seq: the chain holds events 1..=seq.
+    pub seq: u64,
+    /// The hash of the event at `seq` (64 zeros would mean an empty chain; never listed).
+    pub head: Hash32,
+}
+
+/// A ledger digest (JSON, one object). `root` and `events` are derived from `tables` and
+/// are checked by `Digest::check`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Digest {
+    pub format: String,
+    pub version: u32,
+    /// When the digest was taken: UTC nanoseconds, from the exporting process's clock.
+    pub created_at_ns: i64,
+    /// Total events in the ledger's chains: the sum of the head seqs.
+    pub events: u64,
+    /// Merkle root over the heads (see the module doc).
+    pub root: Hash32,
+    /// Every table with at least one event, ascending by table id bytes.
+    pub tables: Vec<DigestHead>,
+}
+
+/// Why a digest file is not a well-formed digest.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DigestError {
+    #[error("not JSON of a digest: {0}")]
+    Json(String),
+    #[error("format {found:?} is not {DIGEST_FORMAT:?}")]
+    Format { found: String },
+    #[error("digest version {0} (this build reads version {DIGEST_VERSION})")]
+    Version(u32),
+    #[error("{0} tables exceed the limit of {DIGEST_TABLES_MAX}")]
+    TooManyTables(usize),
+    #[error("tables are not in strictly ascending order at {table} (index {index})")]
+    Order { index: usize, table: TableId },
+    #[error("table {table} has head seq 0: empty chains are not listed")]
+    EmptyChain { table: TableId },
+    #[error("events {stated} differs from the sum of the head seqs {computed}")]
+    EventCount { stated: u64, computed: u64 },
+    #[error("root {stated} differs from the recomputed Merkle root {computed}")]
+    Root { stated: Hash32, computed: Hash32 },
+}
+
+/// The leaf hash of one table's head.
+pub fn leaf_hash(h: &DigestHead) -> Hash32 {
+    let t = h.table.as_str().as_bytes();
+    let mut x = blake3::Hasher::new();
+    x.update(LEAF_DOMAIN);
+    // Table ids are 1..=32 bytes (ids::ID_LEN_MAX): the length fits a u8.
+    x.update(&[t.len() as u8]);
+    x.update(t);
+    x.update(&h.seq.to_be_bytes());
+    x.update(&h.head.0);
+    Hash32(*x.finalize().as_bytes())
+}
+
+/// The hash of an inner node.
+pub fn node_hash(left: &Hash32, right: &Hash32) -> Hash32 {
+    let mut x = blake3::Hasher::new();
+    x.update(NODE_DOMAIN);
+    x.update(&left.0);
+    x.update(&right.0);
+    Hash32(*x.finalize().as_bytes())
+}
+
+/// The root of a tree with no leaf.
+pub fn empty_root() -> Hash32 {
+    Hash32(*blake3::hash(EMPTY_DOMAIN).as_bytes())
+}
+
+/// Largest power of two strictly below `n` (n >= 2).
+fn split(n: usize) -> usize {
+    let mut k = 1;
+    while k * 2 < n {
+        k *= 2;
+    }
+    k
+}
+
+/// The Merkle root over leaf hashes, in order.
+pub fn merkle_root(leaves: &[Hash32]) -> Hash32 {
+    match leaves.len() {
+        0 => empty_root(),
+        1 => leaves[0],
+        n => {
+            let k = split(n);
+            node_hash(&merkle_root(&leaves[..k]), &merkle_root(&leaves[k..]))
+        }
+    }
+}
+
+/// The inclusion proof of leaf `index`: sibling hashes from the leaf up to the root.
+/// `None` if `index` is out of range.
+pub fn inclusion_proof(leaves: &[Hash32], index: usize) -> Option<Vec<Hash32>> {
+    if index >= leaves.len() {
+        return None;
+    }
+    let mut path = Vec::new();
+    let (mut lo, mut hi, mut idx) = (0usize, leaves.len(), index);
+    // Walk down recording the sibling subtree of each split, then reverse (leaf first).
+    while hi - lo > 1 {
+        let k = split(hi - lo);
+        if idx < k {
+            path.push(merkle_root(&leaves[lo + k..hi]));
+            hi = lo + k;
+        } else {
+            path.push(merkle_root(&leaves[lo..lo + k]));
+            lo += k;
+            idx -= k;
+        }
+    }
+    path.reverse();
+    Some(path)
+}
+
+/// Checks an inclusion proof: that `leaf` at `index` of a tree of `size` leaves has root
+/// `root`. RFC 9162 §2.1.3.2's algorithm.
+pub fn verify_inclusion(
+    leaf: &Hash32,
+    index: u64,
+    size: u64,
+    proof: &[Hash32],
+    root: &Hash32,
+) -> bool {
+    if index >= size || proof.len() > PROOF_LEN_MAX {
+        return false;
+    }
+    let (mut fn_, mut sn) = (index, size - 1);
+    let mut r = *leaf;
+    for p in proof {
+        if sn == 0 {
+            return false;
+        }
+        if fn_ & 1 == 1 || fn_ == sn {
+            r = node_hash(p, &r);
+            while fn_ & 1 == 0 && fn_ != 0 {
+                fn_ >>= 1;
+                sn >>= 1;
+            }
+        } else {
+            r = node_hash(&r, p);
+        }
+        fn_ >>= 1;
+        sn >>= 1;
+    }
+    sn == 0 && r == *root
+}
+
+impl Digest {
+    /// Builds the digest of these heads (any order; empty chains are left out).
+    pub fn new(heads: impl IntoIterator<Item = DigestHead>, created_at_ns: i64) -> Digest {
+        let by_table: BTreeMap<Vec<u8>, DigestHead> = heads
+            .into_iter()
+            .filter(|h| h.seq > 0)
+            .map(|h| (h.table.as_str().as_bytes().to_vec(), h))
+            .collect();
+        let tables: Vec<DigestHead> = by_table.into_values().collect();
+        let leaves: Vec<Hash32> = tables.iter().map(leaf_hash).collect();
+        Digest {
+            format: DIGEST_FORMAT.to_string(),
+            version: DIGEST_VERSION,
+            created_at_ns,
+            events: tables.iter().fold(0u64, |a, h| a.saturating_add(h.seq)),
+            root: merkle_root(&leaves),
+            tables,
+        }
+    }
+
+    /// Parses and checks a digest file's bytes.
+    pub fn from_json(bytes: &[u8]) -> Result<Digest, DigestError> {
+        let d: Digest =
+            serde_json::from_slice(bytes).map_err(|e| DigestError::Json(e.to_string()))?;
+        d.check()?;
+        Ok(d)
+    }
+
+    /// The digest as pretty JSON with a final newline.
+    pub fn to_json(&self) -> Vec<u8> {
+        let mut v =
+            serde_json::to_vec_pretty(self).expect("JSON encoding of a Digest is infallible");
+        v.push(b'\n');
+        v
+    }
+
+    /// Checks what is derived: format, version, order, count and root.
+    pub fn check(&self) -> Result<(), DigestError> {
+        if self.format != DIGEST_FORMAT {
+            return Err(DigestError::Format {
+                found: self.format.clone(),
+            });
+        }
+        if self.version != DIGEST_VERSION {
+            return Err(DigestError::Version(self.version));
+        }
+        if self.tables.len() > DIGEST_TABLES_MAX {
+            return Err(DigestError::TooManyTables(self.tables.len()));
+        }
+        for (i, w) in self.tables.windows(2).enumerate() {
+            if w[0].table.as_str().as_bytes() >= w[1].table.as_str().as_bytes() {
+                return Err(DigestError::Order {
+                    index: i + 1,
+                    table: w[1].table.clone(),
+                });
+            }
+        }
+        if let Some(h) = self.tables.iter().find(|h| h.seq == 0) {
+            return Err(DigestError::EmptyChain {
+                table: h.table.clone(),
+            });
+        }
+        let computed = self
+            .tables
+            .iter()
+            .fold(0u64, |a, h| a.saturating_add(h.seq));
+        if computed != self.events {
+            return Err(DigestError::EventCount {
+                stated: self.events,
+                computed,
+            });
+        }
+        let computed = merkle_root(&self.leaves());
+        if computed != self.root {
+            return Err(DigestError::Root {
+                stated: self.root,
+                computed,
+            });
+        }
+        Ok(())
+    }
+
+    /// The leaf hashes, in table order.
+    pub fn leaves(&self) -> Vec<Hash32> {
+        self.tables.iter().map(leaf_hash).collect()
+    }
+
+    /// The inclusion proof of one table's head, if the table is listed.
+    pub fn inclusion(&self, table: &TableId) -> Option<InclusionProof> {
+        let index = self.tables.iter().position(|h| &h.table == table)?;
+        Some(InclusionProof {
+            head: self.tables[index].clone(),
+            index: index as u64,
+            size: self.tables.len() as u64,
+            path: inclusion_proof(&self.leaves(), index)?,
+            root: self.root,
+        })
+    }
+}
+
+/// That one table's head is in the digest with `root`, without the other tables.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InclusionProof {
+    pub head: DigestHead,
+    /// The leaf's position among the digest's tables (0-based).
+    pub index: u64,
+    /// The number of tables in the digest.
+    pub size: u64,
+    /// Sibling hashes from the leaf up to the root.
+    pub path: Vec<Hash32>,
+    pub root: Hash32,
+}
+
+impl InclusionProof {
+    pub fn verify(&self) -> bool {
+        verify_inclusion(
+            &leaf_hash(&self.head),
+            self.index,
+            self.size,
+            &self.path,
+            &self.root,
+        )
+    }
+}
+
+/// What the current ledger says about one table of a digest: the inputs of the
+/// consistency check, gathered by whoever holds the ledger (or an export of it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableNow {
+    /// The current head seq (0 if the table is gone).
+    pub head_seq: u64,
+    /// The hash the ledger now holds at the digest's seq, if it holds that seq.
+    pub hash_at_digest_seq: Option<Hash32>,
+    /// `None` if the chain verifies from genesis to its current head; else the first bad
+    /// seq and why.
+    pub chain_problem: Option<(u64, String)>,
+}
+
+/// One table's result of the consistency check.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum TableConsistency {
+    /// The chain verifies from genesis, holds the digest's hash at the digest's seq, and
+    /// has grown from `digest_seq` to `head_seq`.
+    Extends {
+        table: TableId,
+        digest_seq: u64,
+        head_seq: u64,
+    },
+    /// The table is in the digest and no longer in the ledger.
+    Missing { table: TableId, digest_seq: u64 },
+    /// The ledger's chain ends before the digest's seq: events were removed.
+    Truncated {
+        table: TableId,
+        digest_seq: u64,
+        head_seq: u64,
+    },
+    /// The ledger holds a different event at the digest's seq: history was rewritten.
+    HashDiffers {
+        table: TableId,
+        digest_seq: u64,
+        digest_hash: Hash32,
+        ledger_hash: Hash32,
+    },
+    /// The chain itself no longer verifies; `seq` is the first bad position.
+    ChainBroken {
+        table: TableId,
+        seq: u64,
+        problem: String,
+    },
+}
+
+impl TableConsistency {
+    pub fn is_ok(&self) -> bool {
+        matches!(self, TableConsistency::Extends { .. })
+    }
+}
+
+/// The consistency proof: the result of checking a ledger against a digest (JSON, the
+/// output of `roundledger verify --against`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Consistency {
+    pub format: String,
+    pub version: u32,
+    /// The digest checked against (its root, time and size).
+    pub digest_root: Hash32,
+    pub digest_created_at_ns: i64,
+    pub digest_events: u64,
+    /// The digest of the ledger now: handing it on lets the next check start from it.
+    pub now: Digest,
+    /// One entry per table of the digest, in its order.
+    pub tables: Vec<TableConsistency>,
+    /// Tables in the ledger now that the digest did not list (new since; not a failure).
+    pub new_tables: Vec<TableId>,
+    /// True when every table of the digest extends.
+    pub ok: bool,
+}
+
+/// Checks that the ledger described by `now` (and `lookup`, per digest table) extends
+/// `digest`. `digest` must already have passed `Digest::check`.
+pub fn check_consistency(
+    digest: &Digest,
+    now: Digest,
+    mut lookup: impl FnMut(&DigestHead) -> Option<TableNow>,
+) -> Consistency {
+    let mut tables = Vec::with_capacity(digest.tables.len());
+    for d in &digest.tables {
+        let c = match lookup(d) {
+            None => TableConsistency::Missing {
+                table: d.table.clone(),
+                digest_seq: d.seq,
+            },
+            Some(n) => consistency_of(d, &n),
+        };
+        tables.push(c);
+    }
+    let listed: std::collections::BTreeSet<&TableId> =
+        digest.tables.iter().map(|h| &h.table).collect();
+    let new_tables = now
+        .tables
+        .iter()
+        .filter(|h| !listed.contains(&h.table))
+        .map(|h| h.table.clone())
+        .collect();
+    let ok = tables.iter().all(TableConsistency::is_ok);
+    Consistency {
+        format: CONSISTENCY_FORMAT.to_string(),
+        version: DIGEST_VERSION,
+        digest_root: digest.root,
+        digest_created_at_ns: digest.created_at_ns,
+        digest_events: digest.events,
+        now,
+        tables,
+        new_tables,
+        ok,
+    }
+}
+
+fn consistency_of(d: &DigestHead, n: &TableNow) -> TableConsistency {
+    let table = d.table.clone();
+    // A broken chain at or below the digest's seq is reported as such; a broken chain
+    // above it still fails (the ledger must verify to its head), after the hash check.
+    if n.head_seq == 0 {
+        return TableConsistency::Missing {
+            table,
+            digest_seq: d.seq,
+        };
+    }
+    if let Some((seq, problem)) = &n.chain_problem {
+        return TableConsistency::ChainBroken {
+            table,
+            seq: *seq,
+            problem: problem.clone(),
+        };
+    }
+    if n.head_seq < d.seq {
+        return TableConsistency::Truncated {
+            table,
+            digest_seq: d.seq,
+            head_seq: n.head_seq,
+        };
+    }
+    match n.hash_at_digest_seq {
+        Some(h) if h == d.head => TableConsistency::Extends {
+            table,
+            digest_seq: d.seq,
+            head_seq: n.head_seq,
+        },
+        Some(h) => TableConsistency::HashDiffers {
+            table,
+            digest_seq: d.seq,
+            digest_hash: d.head,
+            ledger_hash: h,
+        },
+        None => TableConsistency::Truncated {
+            table,
+            digest_seq: d.seq,
+            head_seq: n.head_seq,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn head(t: &str, seq: u64, b: u8) -> DigestHead {
+        DigestHead {
+            table: TableId::new(t).unwrap(),
+            seq,
+            head: Hash32([b; 32]),
+        }
+    }
+
+    #[test]
+    fn every_inclusion_proof_verifies_and_a_wrong_one_does_not() {
+        for n in 1..=17usize {
+            let leaves: Vec<Hash32> = (0..n).map(|i| Hash32([i as u8 + 1; 32])).collect();
+            let root = merkle_root(&leaves);
+            for i in 0..n {
+                let p = inclusion_proof(&leaves, i).unwrap();
+                assert!(
+                    verify_inclusion(&leaves[i], i as u64, n as u64, &p, &root),
+                    "n {n} i {i}"
+                );
+                let other = Hash32([0xEE; 32]);
+                assert!(!verify_inclusion(&other, i as u64, n as u64, &p, &root));
+                if n > 1 {
+                    let j = (i + 1) % n;
+                    assert!(
+                        !verify_inclusion(&leaves[i], j as u64, n as u64, &p, &root),
+                        "n {n} i {i} as {j}"
+                    );
+                }
+            }
+            assert!(inclusion_proof(&leaves, n).is_none());
+        }
+    }
+
+    #[test]
+    fn digest_checks_order_count_and_root() {
+        let d = Digest::new([head("T2", 5, 2), head("T1", 3, 1), head("T0", 0, 9)], 7);
+        assert_eq!(d.tables.len(), 2, "empty chains are left out");
+        assert_eq!(d.events, 8);
+        d.check().unwrap();
+        let back = Digest::from_json(&d.to_json()).unwrap();
+        assert_eq!(back, d);
+        let mut bad = d.clone();
+        bad.events = 9;
+        assert!(matches!(bad.check(), Err(DigestError::EventCount { .. })));
+        let mut bad = d.clone();
+        bad.tables[1].head = Hash32([3; 32]);
+        assert!(matches!(bad.check(), Err(DigestError::Root { .. })));
+        let mut bad = d.clone();
+        bad.tables.swap(0, 1);
+        assert!(matches!(bad.check(), Err(DigestError::Order { .. })));
+        let mut bad = d;
+        bad.format = "x".into();
+        assert!(matches!(bad.check(), Err(DigestError::Format { .. })));
+    }
+
+    #[test]
+    fn consistency_names_each_failure() {
+        let then = Digest::new(
+            [
+                head("A", 3, 1),
+                head("B", 4, 2),
+                head("C", 5, 3),
+                head("D", 6, 4),
+                head("E", 2, 5),
+            ],
+            1,
+        );
+        let now = Digest::new([head("A", 9, 7), head("F", 1, 8)], 2);
+        let c = check_consistency(&then, now, |d| match d.table.as_str() {
+            "A" => Some(TableNow {
+                head_seq: 9,
+                hash_at_digest_seq: Some(d.head),
+                chain_problem: None,
+            }),
+            "B" => Some(TableNow {
+                head_seq: 4,
+                hash_at_digest_seq: Some(Hash32([0xAA; 32])),
+                chain_problem: None,
+            }),
+            "C" => Some(TableNow {
+                head_seq: 3,
+                hash_at_digest_seq: None,
+                chain_problem: None,
+            }),
+            "D" => Some(TableNow {
+                head_seq: 6,
+                hash_at_digest_seq: Some(d.head),
+                chain_problem: Some((2, "prev".into())),
+            }),
+            _ => None,
+        });
+        assert!(!c.ok);
+        assert!(matches!(
+            c.tables[0],
+            TableConsistency::Extends { head_seq: 9, .. }
+        ));
+        assert!(matches!(
+            c.tables[1],
+            TableConsistency::HashDiffers { digest_seq: 4, .. }
+        ));
+        assert!(matches!(
+            c.tables[2],
+            TableConsistency::Truncated {
+                head_seq: 3,
+                digest_seq: 5,
+                ..
+            }
+        ));
+        assert!(matches!(
+            c.tables[3],
+            TableConsistency::ChainBroken { seq: 2, .. }
+        ));
+        assert!(matches!(c.tables[4], TableConsistency::Missing { .. }));
+        assert_eq!(c.new_tables, vec![TableId::new("F").unwrap()]);
+    }
+}
