@@ -49,6 +49,8 @@ pub fn run(mut args: Args) -> Result<Outcome> {
         ledger::Ledger::open(&dir)
             .with_context(|| format!("opening the ledger at {}", dir.display()))?,
     );
+    // The simulated tables' keys are enrolled by the simulator's admin key.
+    ledger.trust_admin_keys([simulator::admin_key().public()]);
     let floor = args.floor.floor()?;
     println!(
         "floor: {} tables ({}), {} rounds each, seed {}",
@@ -115,6 +117,10 @@ pub fn run(mut args: Args) -> Result<Outcome> {
         "{missing} published events are not in the ledger as published"
     );
 
+    println!(
+        "checkpoints: {} published, {} verified and kept, {} refused; every table attested up to its last event",
+        published.checkpoints, ingest_report.checkpoints_kept, ingest_report.checkpoints_refused
+    );
     let verify = ledger.verify().context("verifying the ledger")?;
     anyhow::ensure!(verify.is_ok(), "chain verification failed: {verify:?}");
     println!(
@@ -182,7 +188,8 @@ fn games(floor: &simulator::Floor) -> String {
         .join(", ")
 }
 
-/// Waits until the ledger's head of every published table reaches its last published seq.
+/// Waits until the ledger's head of every published table reaches its last published seq,
+/// and the table's closing checkpoint attests it.
 async fn wait_until_durable(
     ledger: &ledger::Ledger,
     published: &simulator::PublishReport,
@@ -196,7 +203,10 @@ async fn wait_until_durable(
     loop {
         let behind: Vec<&TableId> = last
             .iter()
-            .filter(|(t, s)| ledger.head(t).is_none_or(|h| h.seq < **s))
+            .filter(|(t, s)| {
+                ledger.head(t).is_none_or(|h| h.seq < **s)
+                    || ledger.attestation(t).is_none_or(|a| a.seq < **s)
+            })
             .map(|(t, _)| t)
             .collect();
         if behind.is_empty() {

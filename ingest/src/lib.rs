@@ -130,6 +130,11 @@ pub struct IngestReport {
     pub read_back: u64,
     /// Stream sequences that could not be read back (deleted from the stream).
     pub missing_in_stream: u64,
+    /// Device-signed checkpoints verified and kept.
+    pub checkpoints_kept: u64,
+    /// Checkpoints refused (bad signature, unknown or revoked device, not matching the
+    /// chain): quarantined, also counted in `quarantined`.
+    pub checkpoints_refused: u64,
 }
 
 /// Why ingest stopped or could not start.

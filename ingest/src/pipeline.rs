@@ -18,7 +18,10 @@ use tokio::sync::mpsc;
 pub fn stream_config() -> stream::Config {
     stream::Config {
         name: subjects::STREAM.to_string(),
-        subjects: vec![subjects::EVENTS_WILDCARD.to_string()],
+        subjects: vec![
+            subjects::EVENTS_WILDCARD.to_string(),
+            subjects::CHECKPOINTS_WILDCARD.to_string(),
+        ],
         storage: stream::StorageType::File,
         retention: stream::RetentionPolicy::Limits,
         discard: stream::DiscardPolicy::New,
@@ -81,7 +84,10 @@ pub fn consumer_config(name: &str, config: &IngestConfig) -> consumer::pull::Con
         // message that keeps failing means the ledger is failing, and ingest stops.
         max_deliver: -1,
         // Trap: a wildcard inside a token (`tables.t*`) is accepted and matches nothing.
-        filter_subject: subjects::EVENTS_WILDCARD.to_string(),
+        filter_subjects: vec![
+            subjects::EVENTS_WILDCARD.to_string(),
+            subjects::CHECKPOINTS_WILDCARD.to_string(),
+        ],
         max_ack_pending: config.ack_pending_max,
         max_batch: config.batch_len_max as i64,
         ..Default::default()
@@ -115,16 +121,27 @@ pub async fn ensure_consumer(
     Ok(consumer)
 }
 
-fn incoming(subject: &str, payload: &[u8], stream_seq: u64, received_at_ns: i64) -> Incoming {
-    Incoming {
+/// Puts one delivered message in the batch's events or its checkpoints, by subject.
+fn route(
+    events: &mut Vec<Incoming>,
+    checkpoints: &mut Vec<Incoming>,
+    subject: &str,
+    payload: &[u8],
+    stream_seq: u64,
+    received_at_ns: i64,
+) {
+    let (list, table) = match subjects::table_of_checkpoint_subject(subject) {
+        Some(t) => (checkpoints, Some(t)),
+        None => (events, subjects::table_of_subject(subject)),
+    };
+    list.push(Incoming {
         bytes: payload.to_vec(),
         // A subject token that is not a valid table id gives `None`: the ledger then
-        // judges the event by its own table field alone.
-        subject_table: subjects::table_of_subject(subject)
-            .and_then(|t| schemas::TableId::new(t).ok()),
+        // quarantines the message as arriving on the wrong subject.
+        subject_table: table.and_then(|t| schemas::TableId::new(t).ok()),
         stream_seq,
         received_at_ns,
-    }
+    });
 }
 
 /// Runs ingest until `shutdown` completes, then finishes the batch in flight, acks it and
@@ -220,6 +237,7 @@ pub(crate) async fn run_with_consumer(
         };
         let received_at_ns = (config.clock)();
         let mut batch = Vec::with_capacity(msgs.len());
+        let mut checkpoints = Vec::new();
         for m in &msgs {
             let stream_seq = match m.info() {
                 Ok(info) => info.stream_sequence,
@@ -237,7 +255,14 @@ pub(crate) async fn run_with_consumer(
                     match stream.get_raw_message(seq).await {
                         Ok(raw) => {
                             read_back += 1;
-                            batch.push(incoming(&raw.subject, &raw.payload, seq, received_at_ns));
+                            route(
+                                &mut batch,
+                                &mut checkpoints,
+                                &raw.subject,
+                                &raw.payload,
+                                seq,
+                                received_at_ns,
+                            );
                         }
                         Err(e) => {
                             missing += 1;
@@ -247,12 +272,20 @@ pub(crate) async fn run_with_consumer(
                 }
             }
             next_stream_seq = next_stream_seq.max(stream_seq + 1);
-            batch.push(incoming(&m.subject, &m.payload, stream_seq, received_at_ns));
+            route(
+                &mut batch,
+                &mut checkpoints,
+                &m.subject,
+                &m.payload,
+                stream_seq,
+                received_at_ns,
+            );
         }
         batch_no += 1;
         let job = Job {
             batch_no,
             incoming: batch,
+            checkpoints,
             ack: last,
         };
         if job_tx.send(job).await.is_err() {
@@ -343,6 +376,8 @@ async fn ack_loop(
         report.duplicates += w.tally.duplicates;
         report.held += w.tally.held;
         report.quarantined += w.tally.quarantined;
+        report.checkpoints_kept += w.tally.checkpoints_kept;
+        report.checkpoints_refused += w.tally.checkpoints_refused;
         tracing::debug!(batch = w.batch_no, "batch acked");
     }
     Ok(report)

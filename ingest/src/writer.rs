@@ -8,6 +8,7 @@
 //! so a slow disk slows fetching instead of growing a queue.
 
 use crate::{Error, IngestReport};
+use ledger::attest::CheckpointOutcome;
 use ledger::{Appended, Incoming, Ledger};
 use schemas::{ChainHead, TableId};
 use std::collections::BTreeSet;
@@ -17,7 +18,10 @@ use tokio::sync::mpsc;
 /// A batch for the writer. `ack` is the last delivered message: acking it acks the batch.
 pub(crate) struct Job {
     pub batch_no: u64,
+    /// Events, in arrival order.
     pub incoming: Vec<Incoming>,
+    /// Signed checkpoints, in arrival order; kept after the batch's events are appended.
+    pub checkpoints: Vec<Incoming>,
     pub ack: async_nats::jetstream::Message,
 }
 
@@ -56,6 +60,9 @@ fn write(ledger: &Ledger, job: Job) -> Result<Written, Error> {
         source,
     };
     let appended = ledger.append_batch(&job.incoming).map_err(ledger_err)?;
+    let checkpoints = ledger
+        .append_checkpoints(&job.checkpoints)
+        .map_err(ledger_err)?;
     ledger.flush().map_err(ledger_err)?;
     assert_eq!(
         appended.len(),
@@ -65,9 +72,20 @@ fn write(ledger: &Ledger, job: Job) -> Result<Written, Error> {
 
     let mut tally = IngestReport {
         batches: 1,
-        messages: job.incoming.len() as u64,
+        messages: (job.incoming.len() + job.checkpoints.len()) as u64,
         ..IngestReport::default()
     };
+    for c in &checkpoints {
+        match c {
+            CheckpointOutcome::Kept { .. } => tally.checkpoints_kept += 1,
+            CheckpointOutcome::Duplicate { .. } => tally.duplicates += 1,
+            // Logged as an alert by the ledger, with the reason.
+            CheckpointOutcome::Quarantined { .. } => {
+                tally.quarantined += 1;
+                tally.checkpoints_refused += 1;
+            }
+        }
+    }
     let mut touched = BTreeSet::<TableId>::new();
     for (inc, app) in job.incoming.iter().zip(&appended) {
         match app {

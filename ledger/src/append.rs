@@ -99,15 +99,59 @@ pub(crate) fn decode_held(v: &[u8]) -> Result<Held, Error> {
 }
 
 /// Working state of one call; committed to `State` only after the store commit succeeds.
-struct Call {
+pub(crate) struct Call {
     heads: BTreeMap<TableId, ChainHead>,
     new_events: BTreeMap<TableId, Vec<StoredEvent>>,
     pending: BTreeMap<TableId, BTreeMap<u64, Held>>,
     pending_bytes: usize,
-    ops: Vec<Op>,
-    counters: BTreeMap<String, u64>,
+    pub(crate) ops: Vec<Op>,
+    pub(crate) counters: BTreeMap<String, u64>,
     quarantined: u64,
     next_quarantine_id: u64,
+    /// Trusted admin keys (copied at begin): who may enroll device keys.
+    pub(crate) admin_keys: std::collections::BTreeSet<schemas::attest::PublicKey>,
+    /// Device keys enrolled or revoked by this call's events.
+    pub(crate) devices: BTreeMap<(TableId, schemas::DeviceId), crate::attest::DeviceKey>,
+}
+
+impl Call {
+    pub(crate) fn begin(state: &crate::State) -> Call {
+        Call {
+            heads: BTreeMap::new(),
+            new_events: BTreeMap::new(),
+            pending: BTreeMap::new(),
+            pending_bytes: state.pending_bytes,
+            ops: Vec::new(),
+            counters: BTreeMap::new(),
+            quarantined: 0,
+            next_quarantine_id: state.next_quarantine_id,
+            admin_keys: state.admin_keys.clone(),
+            devices: BTreeMap::new(),
+        }
+    }
+
+    /// After a successful commit: makes this call's effects the ledger's state.
+    pub(crate) fn publish(self, state: &mut crate::State) {
+        for (t, h) in self.heads {
+            state.heads.insert(t, h);
+        }
+        for (t, p) in self.pending {
+            if p.is_empty() {
+                state.pending.remove(&t);
+            } else {
+                state.pending.insert(t, p);
+            }
+        }
+        state.pending_bytes = self.pending_bytes;
+        for (r, n) in self.counters {
+            *state.counters.entry(r).or_insert(0) += n;
+        }
+        state.quarantined += self.quarantined;
+        state.next_quarantine_id = self.next_quarantine_id;
+        for (k, d) in self.devices {
+            state.devices.insert(k, d);
+        }
+    }
 }
 
 impl Ledger {
@@ -121,16 +165,7 @@ impl Ledger {
             });
         }
         let mut state = self.lock();
-        let mut call = Call {
-            heads: BTreeMap::new(),
-            new_events: BTreeMap::new(),
-            pending: BTreeMap::new(),
-            pending_bytes: state.pending_bytes,
-            ops: Vec::new(),
-            counters: BTreeMap::new(),
-            quarantined: 0,
-            next_quarantine_id: state.next_quarantine_id,
-        };
+        let mut call = Call::begin(&state);
         let mut out = Vec::with_capacity(batch.len());
         for msg in batch {
             out.push(self.one(&state, &mut call, msg)?);
@@ -157,22 +192,7 @@ impl Ledger {
             state.next_call_id = call_id + 1;
             state.bytes_total = bytes_total;
         }
-        for (t, h) in call.heads {
-            state.heads.insert(t, h);
-        }
-        for (t, p) in call.pending {
-            if p.is_empty() {
-                state.pending.remove(&t);
-            } else {
-                state.pending.insert(t, p);
-            }
-        }
-        state.pending_bytes = call.pending_bytes;
-        for (r, n) in call.counters {
-            *state.counters.entry(r).or_insert(0) += n;
-        }
-        state.quarantined += call.quarantined;
-        state.next_quarantine_id = call.next_quarantine_id;
+        call.publish(&mut state);
         Ok(out)
     }
 
@@ -436,6 +456,7 @@ fn push_event(call: &mut Call, event: &Event, new_head: ChainHead, msg_like: &In
         .or_default()
         .push(stored);
     call.heads.insert(table, new_head);
+    crate::attest::on_stored(call, event);
 }
 
 /// Appends held events that now follow the head, until the next gap or a bad one.
@@ -499,7 +520,12 @@ fn held_outcome(call: &Call, table: &TableId, seq: u64) -> Appended {
     }
 }
 
-fn quarantine(call: &mut Call, msg: &Incoming, code: &'static str, text: String) -> Appended {
+pub(crate) fn quarantine(
+    call: &mut Call,
+    msg: &Incoming,
+    code: &'static str,
+    text: String,
+) -> Appended {
     let id = call.next_quarantine_id;
     call.next_quarantine_id += 1;
     let entry = crate::QuarantineEntry {

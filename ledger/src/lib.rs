@@ -28,6 +28,7 @@
 //! (sled blocks): give it a dedicated thread or `spawn_blocking`.
 
 mod append;
+pub mod attest;
 pub mod digest;
 mod read;
 pub mod record;
@@ -112,6 +113,12 @@ struct State {
     next_quarantine_id: u64,
     next_call_id: u64,
     bytes_total: u64,
+    /// Who may enroll device keys (`Ledger::trust_admin_keys`); not stored.
+    admin_keys: std::collections::BTreeSet<schemas::attest::PublicKey>,
+    /// The device key register (`attest`).
+    devices: BTreeMap<(TableId, schemas::DeviceId), attest::DeviceKey>,
+    /// The highest kept checkpoint per table.
+    attested: BTreeMap<TableId, attest::Attestation>,
 }
 
 /// An open ledger.

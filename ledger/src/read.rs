@@ -195,6 +195,7 @@ pub(crate) fn load_state(store: &dyn Store) -> Result<State, Error> {
             .transpose()
             .map(|o| o.unwrap_or(0))
     };
+    let (devices, attested) = crate::attest::load(store)?;
     Ok(State {
         heads,
         pending,
@@ -204,6 +205,9 @@ pub(crate) fn load_state(store: &dyn Store) -> Result<State, Error> {
         next_quarantine_id,
         next_call_id: meta(b"call_id")?,
         bytes_total: meta(b"bytes_total")?,
+        admin_keys: Default::default(),
+        devices,
+        attested,
     })
 }
 

@@ -36,6 +36,11 @@ pub enum Space {
     Quarantine,
     /// Counters that are not derivable cheaply at open (call id, total bytes).
     Meta,
+    /// The device key register: `table key ++ device id` -> key, enrollment and
+    /// revocation seqs. Derived from the chain's enrollment events, written with them.
+    DeviceKey,
+    /// Kept checkpoints: `table key ++ seq (BE)` -> receive time, stream seq, exact bytes.
+    Checkpoint,
 }
 
 impl Space {
@@ -51,6 +56,8 @@ impl Space {
             Space::Pending => b'p',
             Space::Quarantine => b'q',
             Space::Meta => b'm',
+            Space::DeviceKey => b'k',
+            Space::Checkpoint => b'c',
         }
     }
 }

@@ -418,7 +418,12 @@ impl RoundState {
                 self.closed_at_ns = Some(ev.occurred_at_ns);
                 self.phase = Phase::Closed;
             }
-            EventBody::TableOpened { .. } | EventBody::TableClosed | EventBody::Finance { .. } => {}
+            // Table, finance and key-register events do not change a round.
+            EventBody::TableOpened { .. }
+            | EventBody::TableClosed
+            | EventBody::Finance { .. }
+            | EventBody::DeviceEnrolled { .. }
+            | EventBody::DeviceRevoked { .. } => {}
         }
     }
 

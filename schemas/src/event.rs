@@ -6,6 +6,7 @@
 //! variants are only ever appended, existing variants never change their fields, and a
 //! change of meaning takes a new wire version (`Event::v`). See schemas/README.md.
 
+use crate::attest::{PublicKey, Signature};
 use crate::card::Card;
 use crate::config::{BetKind, PayLine, TableConfig};
 use crate::ids::{BoxNo, DeviceId, Hash32, Money, PoolId, RoundId, Seq, StaffId, TableId};
@@ -297,6 +298,24 @@ pub enum EventBody {
     Finance {
         entry: Finance,
     },
+    /// `key` becomes `device`'s checkpoint key on this chain (a later enrollment of the same
+    /// device replaces its key: rotation). `signature` is `admin`'s over
+    /// `attest::enrollment_message(table, device, key, Enroll)`; the ledger honours it only
+    /// if `admin` is one of its trusted admin keys.
+    DeviceEnrolled {
+        device: DeviceId,
+        key: PublicKey,
+        admin: PublicKey,
+        signature: Signature,
+    },
+    /// `device`'s `key` is revoked on this chain: checkpoints it signs are refused from here
+    /// on. Signed like an enrollment, with action `Revoke`.
+    DeviceRevoked {
+        device: DeviceId,
+        key: PublicKey,
+        admin: PublicKey,
+        signature: Signature,
+    },
 }
 
 impl EventBody {
@@ -331,6 +350,8 @@ impl EventBody {
             EventBody::TechnicalInterruption { .. } => "technical_interruption",
             EventBody::RoundClosed => "round_closed",
             EventBody::Finance { .. } => "finance",
+            EventBody::DeviceEnrolled { .. } => "device_enrolled",
+            EventBody::DeviceRevoked { .. } => "device_revoked",
         }
     }
 }

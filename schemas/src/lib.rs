@@ -10,6 +10,7 @@
 //!
 //! This crate does no I/O.
 
+pub mod attest;
 pub mod card;
 pub mod chain;
 pub mod codec;

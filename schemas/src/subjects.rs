@@ -5,14 +5,21 @@ use crate::ids::{Seq, TableId};
 
 /// The JetStream stream that holds every table's events.
 pub const STREAM: &str = "TABLES";
-/// The stream's subjects: one per table.
+/// The stream's subjects: one per table for events...
 pub const EVENTS_WILDCARD: &str = "tables.*.events";
+/// ...and one per table for device-signed checkpoints (`attest::Checkpoint`).
+pub const CHECKPOINTS_WILDCARD: &str = "tables.*.checkpoints";
 /// The ingest service's durable pull consumer.
 pub const INGEST_CONSUMER: &str = "ingest";
 
 /// `tables.<table>.events`: where a table's devices publish.
 pub fn events_subject(table: &TableId) -> String {
     format!("tables.{table}.events")
+}
+
+/// `tables.<table>.checkpoints`: where a table's controller publishes signed checkpoints.
+pub fn checkpoints_subject(table: &TableId) -> String {
+    format!("tables.{table}.checkpoints")
 }
 
 /// `ledger.<table>.head`: where ingest publishes the table's durable chain head after
@@ -29,8 +36,17 @@ pub fn msg_id(table: &TableId, seq: Seq) -> String {
 
 /// The `<table>` token of an events subject, if the subject has the expected shape.
 pub fn table_of_subject(subject: &str) -> Option<&str> {
+    table_token(subject, ".events")
+}
+
+/// The `<table>` token of a checkpoints subject, if the subject has the expected shape.
+pub fn table_of_checkpoint_subject(subject: &str) -> Option<&str> {
+    table_token(subject, ".checkpoints")
+}
+
+fn table_token<'a>(subject: &'a str, suffix: &str) -> Option<&'a str> {
     let rest = subject.strip_prefix("tables.")?;
-    let table = rest.strip_suffix(".events")?;
+    let table = rest.strip_suffix(suffix)?;
     (!table.is_empty() && !table.contains('.')).then_some(table)
 }
 
@@ -47,5 +63,11 @@ mod tests {
         assert_eq!(table_of_subject("tables..events"), None);
         assert_eq!(msg_id(&t, Seq(42)), "CSP-07:42");
         assert_eq!(head_subject(&t), "ledger.CSP-07.head");
+        assert_eq!(
+            table_of_checkpoint_subject(&checkpoints_subject(&t)),
+            Some("CSP-07")
+        );
+        assert_eq!(table_of_subject(&checkpoints_subject(&t)), None);
+        assert_eq!(table_of_checkpoint_subject(&events_subject(&t)), None);
     }
 }

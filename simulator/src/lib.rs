@@ -30,7 +30,7 @@ pub use expected::FaultKind;
 pub use faults::{FaultPlan, InjectedFault};
 pub use floor::{default_config, table_seed, Floor, MLP3_LINKED_POOL};
 pub use publish::{publish_floor, wait_for_stream, PublishOptions, PublishReport, PublishedRecord};
-pub use table::{stud_plays, tcp3_plays, PlayedRound, Published, TableSim};
+pub use table::{admin_key, stud_plays, tcp3_plays, PlayedRound, Published, TableSim};
 
 use schemas::{RoundId, Seq, TableId};
 use std::time::Duration;

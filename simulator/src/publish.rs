@@ -15,7 +15,7 @@ use crate::faults::InjectedFault;
 use crate::table::{Published, TableSim};
 use crate::Error;
 use async_nats::jetstream::{self, context::PublishAckFuture, message::PublishMessage};
-use schemas::subjects::{events_subject, msg_id, STREAM};
+use schemas::subjects::{checkpoints_subject, events_subject, msg_id, STREAM};
 use schemas::{Hash32, Seq, TableId};
 use serde::Serialize;
 use std::collections::VecDeque;
@@ -60,8 +60,10 @@ pub struct PublishReport {
     pub events: Vec<PublishedRecord>,
     pub faults: Vec<(TableId, InjectedFault)>,
     pub rounds: u64,
-    /// Events JetStream reported as duplicates of an earlier publish (a re-run).
+    /// Messages JetStream reported as duplicates of an earlier publish (a re-run).
     pub duplicates: u64,
+    /// Signed checkpoints published (one after the opening, each round and the closing).
+    pub checkpoints: u64,
 }
 
 struct TableReport {
@@ -69,6 +71,7 @@ struct TableReport {
     faults: Vec<(TableId, InjectedFault)>,
     rounds: u64,
     duplicates: u64,
+    checkpoints: u64,
 }
 
 /// Connects to `url`, waits for the events stream, then publishes every table (opening
@@ -115,6 +118,7 @@ pub async fn publish_floor(
                 faults: Vec::new(),
                 rounds: 0,
                 duplicates: 0,
+                checkpoints: 0,
             },
         };
         handles.push(tokio::spawn(publish_table(
@@ -131,6 +135,7 @@ pub async fn publish_floor(
         report.faults.extend(t.faults);
         report.rounds += t.rounds;
         report.duplicates += t.duplicates;
+        report.checkpoints += t.checkpoints;
     }
     Ok(report)
 }
@@ -172,6 +177,7 @@ async fn publish_table(
     for p in table.opening_events()? {
         out.send(p).await?;
     }
+    out.send_checkpoint(&table).await?;
     for r in 0..rounds {
         if let Some(rate) = rate {
             tokio::time::sleep_until(start + Duration::from_secs_f64(r as f64 / rate)).await;
@@ -180,6 +186,8 @@ async fn publish_table(
         for p in played.events {
             out.send(p).await?;
         }
+        // At every round's end the controller vouches for the chain so far.
+        out.send_checkpoint(&table).await?;
         let id = table.table().clone();
         out.report
             .faults
@@ -189,6 +197,7 @@ async fn publish_table(
     for p in table.closing_events()? {
         out.send(p).await?;
     }
+    out.send_checkpoint(&table).await?;
     out.drain().await?;
     tracing::info!(table = %out.table, events = out.report.events.len(), "table published");
     Ok(out.report)
@@ -227,6 +236,34 @@ impl Publisher {
             seq,
             hash,
         });
+        while self.window.len() >= self.window_max {
+            self.await_oldest().await?;
+        }
+        Ok(())
+    }
+
+    /// Publishes the table's signed checkpoint of what was sent so far, in the same
+    /// in-flight window as events.
+    async fn send_checkpoint(&mut self, table: &TableSim) -> Result<(), Error> {
+        let Some(c) = table.checkpoint() else {
+            return Ok(());
+        };
+        let seq = c.head_seq;
+        let permit = self.permit().await?;
+        let msg = PublishMessage::build()
+            .payload(c.to_bincode().into())
+            .message_id(format!("{}:checkpoint:{}", self.table, seq.0));
+        let ack = self
+            .js
+            .send_publish(checkpoints_subject(&self.table), msg)
+            .await
+            .map_err(|e| Error::Publish {
+                table: self.table.clone(),
+                seq,
+                message: format!("checkpoint: {e}"),
+            })?;
+        self.window.push_back((seq, ack, permit));
+        self.report.checkpoints += 1;
         while self.window.len() >= self.window_max {
             self.await_oldest().await?;
         }

@@ -11,6 +11,7 @@ use crate::Error;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use schemas::attest::{enrollment_message, Checkpoint, KeyAction, SigningKey};
 use schemas::chain::{deck_commitment, event_hash};
 use schemas::settle::{BoxInput, RoundInput};
 use schemas::{
@@ -93,6 +94,15 @@ pub struct TableSim {
     pool: Money,
     slip_no: u32,
     state: State,
+    /// The key the table's controller (the dealer terminal, which publishes the chain)
+    /// signs checkpoints with; enrolled by `admin_key()` when the table opens.
+    signer: SigningKey,
+}
+
+/// The admin key that enrolls simulated devices. Derived from a public label, so anybody
+/// can sign with it: a server trusts it only in the demo and tests (`serve --admin-key`).
+pub fn admin_key() -> SigningKey {
+    SigningKey::derive_for_simulation("roundledger simulated admin")
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -159,7 +169,6 @@ impl TableSim {
             DealingMode::Rng => "rng",
         };
         Ok(TableSim {
-            table,
             config,
             faults,
             wire: WireFormat::Bincode,
@@ -179,6 +188,8 @@ impl TableSim {
             pool,
             slip_no: 0,
             state: State::New,
+            signer: SigningKey::derive_for_simulation(&format!("device {table}/dealer-terminal")),
+            table,
         })
     }
 
@@ -229,8 +240,39 @@ impl TableSim {
             config: self.config.clone(),
         };
         self.emit(&mut out, None, Dev::Dealer, body, (0, 1));
+        // The controller's checkpoint key, enrolled by the admin in the chain itself.
+        let key = self.signer.public();
+        let device = self.devices.dealer.clone();
+        let signature = admin_key().sign(&enrollment_message(
+            &self.table,
+            &device,
+            &key,
+            KeyAction::Enroll,
+        ));
+        let body = EventBody::DeviceEnrolled {
+            device,
+            key,
+            admin: admin_key().public(),
+            signature,
+        };
+        self.emit(&mut out, None, Dev::Dealer, body, (0, 1));
         self.state = State::Open;
         Ok(out)
+    }
+
+    /// The controller's signed checkpoint of the chain as published so far (publish it on
+    /// `tables.<table>.checkpoints` after the events it covers). `None` before any event.
+    pub fn checkpoint(&self) -> Option<Checkpoint> {
+        (self.seq > 0).then(|| {
+            Checkpoint::sign(
+                &self.signer,
+                self.table.clone(),
+                self.devices.dealer.clone(),
+                Seq(self.seq),
+                self.prev,
+                self.clock_ns,
+            )
+        })
     }
 
     /// The table closes: `TableClosed`. No round can be played afterwards.

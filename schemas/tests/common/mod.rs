@@ -159,10 +159,56 @@ pub fn one_of_each() -> Vec<Event> {
                 total: Money(100_000),
             },
         },
+        enrolled(),
+        revoked(),
     ];
     bodies
         .into_iter()
         .enumerate()
         .map(|(i, b)| ev(i as u64 + 1, b))
         .collect()
+}
+
+fn enrolled() -> EventBody {
+    use schemas::attest::{enrollment_message, KeyAction, SigningKey};
+    let admin = SigningKey::derive_for_simulation("vector admin");
+    let key = SigningKey::derive_for_simulation("vector device").public();
+    let (table, device) = (
+        TableId::new("CSP-01").unwrap(),
+        DeviceId::new("ctl-1").unwrap(),
+    );
+    let signature = admin.sign(&enrollment_message(
+        &table,
+        &device,
+        &key,
+        KeyAction::Enroll,
+    ));
+    EventBody::DeviceEnrolled {
+        device,
+        key,
+        admin: admin.public(),
+        signature,
+    }
+}
+
+fn revoked() -> EventBody {
+    use schemas::attest::{enrollment_message, KeyAction, SigningKey};
+    let admin = SigningKey::derive_for_simulation("vector admin");
+    let key = SigningKey::derive_for_simulation("vector device").public();
+    let (table, device) = (
+        TableId::new("CSP-01").unwrap(),
+        DeviceId::new("ctl-1").unwrap(),
+    );
+    let signature = admin.sign(&enrollment_message(
+        &table,
+        &device,
+        &key,
+        KeyAction::Revoke,
+    ));
+    EventBody::DeviceRevoked {
+        device,
+        key,
+        admin: admin.public(),
+        signature,
+    }
 }

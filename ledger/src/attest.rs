@@ -1,0 +1,361 @@
+//! Device keys and signed checkpoints (see `schemas::attest` for the signed bytes).
+//!
+//! - **Enrollment** is an event in the chain (`DeviceEnrolled` / `DeviceRevoked`), so it is
+//!   stored like any event once the chain accepts it. It takes effect only if its admin
+//!   signature verifies against one of the ledger's trusted admin keys
+//!   (`Ledger::trust_admin_keys`); otherwise it stays in the chain as evidence, takes no
+//!   effect, and is counted as the alert `enrollment_refused`. The key register
+//!   (`Space::DeviceKey`) is derived from those events and written in the same atomic
+//!   commit as them.
+//! - **Checkpoints** are separate messages (`tables.<table>.checkpoints`), never part of
+//!   the chain, so refusing one never breaks the chain it speaks of. A checkpoint is kept
+//!   (`Space::Checkpoint`) only if it decodes, came on its table's subject, was signed by
+//!   a currently enrolled, unrevoked key of that device on that table, and names a seq
+//!   and hash the stored chain has. Anything else is quarantined verbatim with one of the
+//!   reasons below, counted and logged at error level (an alert).
+//!
+//! Everything up to the highest kept checkpoint of a table is *attested*; later events
+//! are "not yet attested" until the next checkpoint arrives (`Ledger::attestation`).
+
+use crate::append::{quarantine, Call, Incoming};
+use crate::record::{self, be_u64, split_table_key, table_key, W};
+use crate::store::{Op, Space};
+use crate::{Error, Ledger, State, APPEND_BATCH_LEN_MAX};
+use schemas::attest::{enrollment_message, verify, Checkpoint, KeyAction, PublicKey};
+use schemas::{DeviceId, Event, EventBody, Hash32, Seq, TableId};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Stable reason codes of refused checkpoints and enrollments (stored; never rename).
+pub mod reason {
+    pub const CHECKPOINT_UNDECODABLE: &str = "checkpoint_undecodable";
+    pub const CHECKPOINT_WRONG_SUBJECT: &str = "checkpoint_wrong_subject";
+    pub const UNKNOWN_DEVICE: &str = "unknown_device";
+    pub const REVOKED_DEVICE: &str = "revoked_device";
+    pub const BAD_SIGNATURE: &str = "bad_signature";
+    /// The checkpoint names a seq the ledger does not have yet.
+    pub const CHECKPOINT_BEYOND_HEAD: &str = "checkpoint_beyond_head";
+    /// The checkpoint's hash differs from the stored chain at its seq: the device and the
+    /// ledger disagree about history.
+    pub const CHECKPOINT_MISMATCH: &str = "checkpoint_mismatch";
+    /// Counter (not a quarantine: the event is in the chain) of enrollment or revocation
+    /// events whose admin signature did not verify against a trusted admin key.
+    pub const ENROLLMENT_REFUSED: &str = "enrollment_refused";
+}
+
+/// A device's key on one chain, as the key register holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceKey {
+    pub key: PublicKey,
+    /// The seq of the enrollment event.
+    pub enrolled_seq: Seq,
+    /// The seq of the revocation event, if revoked.
+    pub revoked_seq: Option<Seq>,
+}
+
+/// The highest kept checkpoint of a table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attestation {
+    pub table: TableId,
+    pub seq: Seq,
+    pub hash: Hash32,
+    pub device: DeviceId,
+    pub received_at_ns: i64,
+}
+
+/// What happened to one checkpoint message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CheckpointOutcome {
+    /// Verified and kept: the chain is attested up to `seq`.
+    Kept {
+        table: TableId,
+        seq: Seq,
+    },
+    /// The same checkpoint was kept before (a redelivery).
+    Duplicate {
+        table: TableId,
+        seq: Seq,
+    },
+    Quarantined {
+        id: u64,
+        reason: &'static str,
+    },
+}
+
+fn device_key_key(table: &TableId, device: &DeviceId) -> Vec<u8> {
+    let mut k = table_key(table);
+    k.extend_from_slice(device.as_str().as_bytes());
+    k
+}
+
+fn encode_device_key(d: &DeviceKey) -> Vec<u8> {
+    let mut w = W::default();
+    w.raw(&d.key.0).u64(d.enrolled_seq.0);
+    match d.revoked_seq {
+        Some(s) => w.u8(1).u64(s.0),
+        None => w.u8(0),
+    };
+    w.0
+}
+
+fn decode_device_key(v: &[u8]) -> Result<DeviceKey, Error> {
+    let mut r = record::R::new(v);
+    let key = PublicKey(r.hash()?.0);
+    let enrolled_seq = Seq(r.u64()?);
+    let revoked_seq = match r.u8()? {
+        0 => None,
+        1 => Some(Seq(r.u64()?)),
+        _ => return Err(record::corrupt("device key revocation flag")),
+    };
+    Ok(DeviceKey {
+        key,
+        enrolled_seq,
+        revoked_seq,
+    })
+}
+
+fn encode_checkpoint(received_at_ns: i64, stream_seq: u64, bytes: &[u8]) -> Vec<u8> {
+    let mut w = W::default();
+    w.i64(received_at_ns).u64(stream_seq).bytes(bytes);
+    w.0
+}
+
+/// (received_at_ns, stream_seq, the checkpoint's exact bytes).
+fn decode_checkpoint(v: &[u8]) -> Result<(i64, u64, Vec<u8>), Error> {
+    let mut r = record::R::new(v);
+    Ok((r.i64()?, r.u64()?, r.bytes()?.to_vec()))
+}
+
+/// The key register and attestations, read at open.
+pub(crate) fn load(
+    store: &dyn crate::store::Store,
+) -> Result<
+    (
+        BTreeMap<(TableId, DeviceId), DeviceKey>,
+        BTreeMap<TableId, Attestation>,
+    ),
+    Error,
+> {
+    let mut devices = BTreeMap::new();
+    for kv in store.range(Space::DeviceKey, &[], None) {
+        let (k, v) = kv?;
+        let (table, rest) = split_table_key(&k)?;
+        let device = std::str::from_utf8(rest)
+            .ok()
+            .and_then(|s| DeviceId::new(s).ok())
+            .ok_or_else(|| record::corrupt("device key id"))?;
+        devices.insert((table, device), decode_device_key(&v)?);
+    }
+    let mut attested = BTreeMap::new();
+    for kv in store.range(Space::Checkpoint, &[], None) {
+        let (k, v) = kv?;
+        let (table, rest) = split_table_key(&k)?;
+        let seq = be_u64(rest)?;
+        let (received_at_ns, _, bytes) = decode_checkpoint(&v)?;
+        let c = Checkpoint::decode(&bytes).map_err(|e| record::corrupt(&e.to_string()))?;
+        // Keys are in seq order within a table: the last one wins.
+        attested.insert(
+            table.clone(),
+            Attestation {
+                table,
+                seq: Seq(seq),
+                hash: c.head_hash,
+                device: c.device,
+                received_at_ns,
+            },
+        );
+    }
+    Ok((devices, attested))
+}
+
+/// Called for every event the append path stores: applies enrollments and revocations.
+pub(crate) fn on_stored(call: &mut Call, event: &Event) {
+    let (device, key, admin, signature, action) = match &event.body {
+        EventBody::DeviceEnrolled {
+            device,
+            key,
+            admin,
+            signature,
+        } => (device, key, admin, signature, KeyAction::Enroll),
+        EventBody::DeviceRevoked {
+            device,
+            key,
+            admin,
+            signature,
+        } => (device, key, admin, signature, KeyAction::Revoke),
+        _ => return,
+    };
+    let message = enrollment_message(&event.table, device, key, action);
+    if !call.admin_keys.contains(admin) || !verify(admin, &message, signature) {
+        tracing::error!(
+            table = %event.table, seq = event.seq.0, %device, %admin,
+            trusted = call.admin_keys.contains(admin),
+            "ALERT: key {action:?} not signed by a trusted admin key; it takes no effect"
+        );
+        *call
+            .counters
+            .entry(reason::ENROLLMENT_REFUSED.to_string())
+            .or_insert(0) += 1;
+        return;
+    }
+    let k = (event.table.clone(), device.clone());
+    let entry = match action {
+        KeyAction::Enroll => DeviceKey {
+            key: *key,
+            enrolled_seq: event.seq,
+            revoked_seq: None,
+        },
+        KeyAction::Revoke => DeviceKey {
+            key: *key,
+            enrolled_seq: call.devices.get(&k).map_or(Seq(0), |d| d.enrolled_seq),
+            revoked_seq: Some(event.seq),
+        },
+    };
+    tracing::info!(table = %event.table, seq = event.seq.0, %device, ?action, "device key register changed");
+    call.ops.push(Op::Put(
+        Space::DeviceKey,
+        device_key_key(&event.table, device),
+        encode_device_key(&entry),
+    ));
+    call.devices.insert(k, entry);
+}
+
+impl Ledger {
+    /// Sets the admin keys whose signatures enroll and revoke device keys. Call before
+    /// ingest starts: enrollments are judged when they are appended.
+    pub fn trust_admin_keys(&self, keys: impl IntoIterator<Item = PublicKey>) {
+        self.lock().admin_keys = keys.into_iter().collect::<BTreeSet<_>>();
+    }
+
+    /// The key register entry of `device` on `table`'s chain.
+    pub fn device_key(&self, table: &TableId, device: &DeviceId) -> Option<DeviceKey> {
+        self.lock()
+            .devices
+            .get(&(table.clone(), device.clone()))
+            .cloned()
+    }
+
+    /// The highest kept checkpoint of `table`: events above its seq are not yet attested.
+    pub fn attestation(&self, table: &TableId) -> Option<Attestation> {
+        self.lock().attested.get(table).cloned()
+    }
+
+    /// Verifies and keeps checkpoint messages (in arrival order); what cannot be kept is
+    /// quarantined verbatim. Call after appending the events that arrived before them.
+    /// Nothing is durable until `flush`.
+    pub fn append_checkpoints(&self, batch: &[Incoming]) -> Result<Vec<CheckpointOutcome>, Error> {
+        if batch.len() > APPEND_BATCH_LEN_MAX {
+            return Err(Error::BatchTooLarge {
+                len: batch.len(),
+                max: APPEND_BATCH_LEN_MAX,
+            });
+        }
+        let mut state = self.lock();
+        let mut call = Call::begin(&state);
+        let mut attested: BTreeMap<TableId, Attestation> = BTreeMap::new();
+        let mut out = Vec::with_capacity(batch.len());
+        for msg in batch {
+            out.push(self.one_checkpoint(&state, &mut call, &mut attested, msg)?);
+        }
+        self.store.commit(std::mem::take(&mut call.ops))?;
+        call.publish(&mut state);
+        for (t, a) in attested {
+            if state.attested.get(&t).is_none_or(|old| old.seq < a.seq) {
+                state.attested.insert(t, a);
+            }
+        }
+        Ok(out)
+    }
+
+    fn one_checkpoint(
+        &self,
+        state: &State,
+        call: &mut Call,
+        attested: &mut BTreeMap<TableId, Attestation>,
+        msg: &Incoming,
+    ) -> Result<CheckpointOutcome, Error> {
+        let refuse = |call: &mut Call, code: &'static str, text: String| {
+            tracing::error!(reason = code, %text, "ALERT: checkpoint refused");
+            match quarantine(call, msg, code, text) {
+                crate::Appended::Quarantined { id, reason } => {
+                    CheckpointOutcome::Quarantined { id, reason }
+                }
+                other => unreachable!("quarantine always quarantines: {other:?}"),
+            }
+        };
+        let c = match Checkpoint::decode(&msg.bytes) {
+            Ok(c) => c,
+            Err(e) => return Ok(refuse(call, reason::CHECKPOINT_UNDECODABLE, e.to_string())),
+        };
+        if msg.subject_table.as_ref() != Some(&c.table) {
+            let text = format!("checkpoint of table {} on another table's subject", c.table);
+            return Ok(refuse(call, reason::CHECKPOINT_WRONG_SUBJECT, text));
+        }
+        let Some(dk) = state.devices.get(&(c.table.clone(), c.device.clone())) else {
+            let text = format!(
+                "device {} has no enrolled key on table {}",
+                c.device, c.table
+            );
+            return Ok(refuse(call, reason::UNKNOWN_DEVICE, text));
+        };
+        if let Some(r) = dk.revoked_seq {
+            let text = format!(
+                "device {}'s key {} was revoked at seq {}",
+                c.device, dk.key, r.0
+            );
+            return Ok(refuse(call, reason::REVOKED_DEVICE, text));
+        }
+        if !c.verifies_with(&dk.key) {
+            let text = format!(
+                "signature does not verify with device {}'s enrolled key {}",
+                c.device, dk.key
+            );
+            return Ok(refuse(call, reason::BAD_SIGNATURE, text));
+        }
+        let head = state.heads.get(&c.table).map_or(0, |h| h.seq.0);
+        if c.head_seq.0 == 0 || c.head_seq.0 > head {
+            let text = format!(
+                "checkpoint at seq {} but the stored chain of {} ends at {head}",
+                c.head_seq.0, c.table
+            );
+            return Ok(refuse(call, reason::CHECKPOINT_BEYOND_HEAD, text));
+        }
+        let stored = self
+            .stored_event(&c.table, c.head_seq.0)?
+            .ok_or_else(|| record::corrupt("event missing below the head"))?;
+        if stored.hash != c.head_hash {
+            let text = format!(
+                "device {} signed hash {} at seq {}, the stored chain has {}",
+                c.device, c.head_hash, c.head_seq.0, stored.hash
+            );
+            return Ok(refuse(call, reason::CHECKPOINT_MISMATCH, text));
+        }
+        let key = record::seq_key(&c.table, c.head_seq.0);
+        let seen = attested.get(&c.table).is_some_and(|a| a.seq == c.head_seq)
+            || self.store.get(Space::Checkpoint, &key)?.is_some();
+        if seen {
+            return Ok(CheckpointOutcome::Duplicate {
+                table: c.table,
+                seq: c.head_seq,
+            });
+        }
+        call.ops.push(Op::Put(
+            Space::Checkpoint,
+            key,
+            encode_checkpoint(msg.received_at_ns, msg.stream_seq, &msg.bytes),
+        ));
+        let a = Attestation {
+            table: c.table.clone(),
+            seq: c.head_seq,
+            hash: c.head_hash,
+            device: c.device,
+            received_at_ns: msg.received_at_ns,
+        };
+        if attested.get(&c.table).is_none_or(|old| old.seq < a.seq) {
+            attested.insert(c.table.clone(), a);
+        }
+        Ok(CheckpointOutcome::Kept {
+            table: c.table,
+            seq: c.head_seq,
+        })
+    }
+}

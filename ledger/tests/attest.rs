@@ -1,0 +1,319 @@
+//! Device keys and signed checkpoints through the real ledger on sled (ISSUE 5, item 1):
+//! a checkpoint is kept only when an admin the ledger trusts enrolled the signing device's
+//! key in the chain, the key is not revoked, the signature verifies and the signed head
+//! is the stored chain's; everything else is quarantined verbatim with its reason, and the
+//! chain itself is never disturbed.
+
+use ledger::attest::{reason, CheckpointOutcome};
+use ledger::{Appended, Incoming, Ledger};
+use schemas::attest::{enrollment_message, Checkpoint, KeyAction, SigningKey};
+use schemas::codec::{encode, WireFormat};
+use schemas::{event_hash, Announcement, DeviceId, Event, EventBody, Hash32, Seq, TableId};
+
+const T0: i64 = 1_780_000_000_000_000_000;
+
+struct Chain {
+    table: TableId,
+    prev: Hash32,
+    seq: u64,
+    stream_seq: u64,
+    hashes: Vec<Hash32>,
+}
+
+impl Chain {
+    fn new(table: &str) -> Chain {
+        Chain {
+            table: TableId::new(table).unwrap(),
+            prev: Hash32::ZERO,
+            seq: 0,
+            stream_seq: 0,
+            hashes: Vec::new(),
+        }
+    }
+
+    fn event(&mut self, body: EventBody) -> Incoming {
+        self.seq += 1;
+        let e = Event {
+            v: 1,
+            table: self.table.clone(),
+            device: DeviceId::new("dealer-terminal").unwrap(),
+            seq: Seq(self.seq),
+            prev: self.prev,
+            occurred_at_ns: T0 + self.seq as i64,
+            round: None,
+            body,
+        };
+        let bytes = encode(&e, WireFormat::Bincode);
+        self.prev = event_hash(&e.prev, &bytes);
+        self.hashes.push(self.prev);
+        self.incoming(bytes)
+    }
+
+    fn incoming(&mut self, bytes: Vec<u8>) -> Incoming {
+        self.stream_seq += 1;
+        Incoming {
+            bytes,
+            subject_table: Some(self.table.clone()),
+            stream_seq: self.stream_seq,
+            received_at_ns: T0 + 1_000,
+        }
+    }
+
+    fn key_event(&mut self, admin: &SigningKey, key: &SigningKey, action: KeyAction) -> Incoming {
+        let device = DeviceId::new("dealer-terminal").unwrap();
+        let key = key.public();
+        let signature = admin.sign(&enrollment_message(&self.table, &device, &key, action));
+        let admin = admin.public();
+        self.event(match action {
+            KeyAction::Enroll => EventBody::DeviceEnrolled {
+                device,
+                key,
+                admin,
+                signature,
+            },
+            KeyAction::Revoke => EventBody::DeviceRevoked {
+                device,
+                key,
+                admin,
+                signature,
+            },
+        })
+    }
+
+    fn announce(&mut self) -> Incoming {
+        self.event(EventBody::Announced {
+            announcement: Announcement::PlaceYourBets,
+        })
+    }
+
+    /// A checkpoint of the head at `seq` (1-based), signed with `key`.
+    fn checkpoint(&mut self, key: &SigningKey, seq: u64) -> Incoming {
+        let hash = self.hashes[seq as usize - 1];
+        let c = Checkpoint::sign(
+            key,
+            self.table.clone(),
+            DeviceId::new("dealer-terminal").unwrap(),
+            Seq(seq),
+            hash,
+            T0,
+        );
+        self.incoming(c.to_bincode())
+    }
+}
+
+fn keys() -> (SigningKey, SigningKey) {
+    (
+        SigningKey::derive_for_simulation("test admin"),
+        SigningKey::derive_for_simulation("test device"),
+    )
+}
+
+fn stored_all(out: &[Appended]) {
+    assert!(
+        out.iter().all(|a| matches!(a, Appended::Stored { .. })),
+        "{out:?}"
+    );
+}
+
+fn quarantined(out: &[CheckpointOutcome]) -> Vec<&'static str> {
+    out.iter()
+        .map(|o| match o {
+            CheckpointOutcome::Quarantined { reason, .. } => *reason,
+            other => panic!("expected a quarantine, got {other:?}"),
+        })
+        .collect()
+}
+
+#[test]
+fn enrolled_device_checkpoint_is_kept_and_survives_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let (admin, device) = keys();
+    let mut c = Chain::new("CSP-01");
+    {
+        let l = Ledger::open(dir.path()).unwrap();
+        l.trust_admin_keys([admin.public()]);
+        let batch = vec![
+            c.key_event(&admin, &device, KeyAction::Enroll),
+            c.announce(),
+            c.announce(),
+        ];
+        stored_all(&l.append_batch(&batch).unwrap());
+        assert!(l.attestation(&c.table).is_none(), "nothing attested yet");
+        let cp = c.checkpoint(&device, 3);
+        let out = l.append_checkpoints(&[cp.clone()]).unwrap();
+        assert_eq!(
+            out,
+            vec![CheckpointOutcome::Kept {
+                table: c.table.clone(),
+                seq: Seq(3)
+            }]
+        );
+        // Redelivered: recognised, not kept twice.
+        let again = l.append_checkpoints(&[cp]).unwrap();
+        assert!(matches!(again[0], CheckpointOutcome::Duplicate { .. }));
+        // A later event is not yet attested.
+        stored_all(&l.append_batch(&[c.announce()]).unwrap());
+        let a = l.attestation(&c.table).unwrap();
+        assert_eq!((a.seq, a.hash), (Seq(3), c.hashes[2]));
+        assert!(l.head(&c.table).unwrap().seq > a.seq);
+        l.flush().unwrap();
+    }
+    let l = Ledger::open(dir.path()).unwrap();
+    let a = l.attestation(&c.table).unwrap();
+    assert_eq!(a.seq, Seq(3));
+    let dk = l
+        .device_key(&c.table, &DeviceId::new("dealer-terminal").unwrap())
+        .unwrap();
+    assert_eq!((dk.key, dk.enrolled_seq), (device.public(), Seq(1)));
+    assert!(l.verify().unwrap().is_ok());
+}
+
+#[test]
+fn every_bad_checkpoint_is_quarantined_with_its_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let (admin, device) = keys();
+    let l = Ledger::open(dir.path()).unwrap();
+    l.trust_admin_keys([admin.public()]);
+    let mut c = Chain::new("TCP-02");
+    let batch = vec![
+        c.key_event(&admin, &device, KeyAction::Enroll),
+        c.announce(),
+        c.announce(),
+    ];
+    stored_all(&l.append_batch(&batch).unwrap());
+
+    let stranger = SigningKey::derive_for_simulation("not enrolled");
+    let bad_sig = c.checkpoint(&stranger, 2);
+    let beyond = {
+        let mut fake = Chain::new("TCP-02");
+        fake.hashes = vec![Hash32([1; 32]); 10];
+        let mut i = fake.checkpoint(&device, 10);
+        i.stream_seq = 99;
+        i
+    };
+    let mismatch = {
+        let signed = Checkpoint::sign(
+            &device,
+            c.table.clone(),
+            DeviceId::new("dealer-terminal").unwrap(),
+            Seq(2),
+            Hash32([7; 32]),
+            T0,
+        );
+        c.incoming(signed.to_bincode())
+    };
+    let mut wrong_subject = c.checkpoint(&device, 2);
+    wrong_subject.subject_table = Some(TableId::new("CSP-09").unwrap());
+    let garbage = c.incoming(b"\x01not a checkpoint".to_vec());
+    let unknown_device = {
+        let signed = Checkpoint::sign(
+            &device,
+            c.table.clone(),
+            DeviceId::new("shuffler").unwrap(),
+            Seq(2),
+            c.hashes[1],
+            T0,
+        );
+        c.incoming(signed.to_bincode())
+    };
+    let batch = vec![
+        bad_sig,
+        beyond,
+        mismatch,
+        wrong_subject,
+        garbage.clone(),
+        unknown_device,
+    ];
+    let out = l.append_checkpoints(&batch).unwrap();
+    assert_eq!(
+        quarantined(&out),
+        vec![
+            reason::BAD_SIGNATURE,
+            reason::CHECKPOINT_BEYOND_HEAD,
+            reason::CHECKPOINT_MISMATCH,
+            reason::CHECKPOINT_WRONG_SUBJECT,
+            reason::CHECKPOINT_UNDECODABLE,
+            reason::UNKNOWN_DEVICE,
+        ]
+    );
+    // Kept verbatim, with the reason, and counted.
+    let q = l.quarantine().unwrap();
+    assert_eq!(q.len(), 6);
+    assert!(q
+        .iter()
+        .any(|e| e.bytes == garbage.bytes && e.reason == reason::CHECKPOINT_UNDECODABLE));
+    assert_eq!(l.quarantine_counts().get(reason::BAD_SIGNATURE), Some(&1));
+    // The chain is untouched and still takes events.
+    assert!(l.attestation(&c.table).is_none());
+    stored_all(&l.append_batch(&[c.announce()]).unwrap());
+    assert!(l.verify().unwrap().is_ok());
+}
+
+#[test]
+fn untrusted_enrollment_takes_no_effect_and_revocation_and_rotation_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let (admin, device) = keys();
+    let rogue_admin = SigningKey::derive_for_simulation("rogue admin");
+    let l = Ledger::open(dir.path()).unwrap();
+    l.trust_admin_keys([admin.public()]);
+    let mut c = Chain::new("MLP-03");
+    let id = DeviceId::new("dealer-terminal").unwrap();
+
+    // Enrolled by an admin the ledger does not trust: stored in the chain, no effect.
+    stored_all(
+        &l.append_batch(&[
+            c.key_event(&rogue_admin, &device, KeyAction::Enroll),
+            c.announce(),
+        ])
+        .unwrap(),
+    );
+    assert!(l.device_key(&c.table, &id).is_none());
+    assert_eq!(
+        l.quarantine_counts().get(reason::ENROLLMENT_REFUSED),
+        Some(&1)
+    );
+    let out = l.append_checkpoints(&[c.checkpoint(&device, 2)]).unwrap();
+    assert_eq!(quarantined(&out), vec![reason::UNKNOWN_DEVICE]);
+
+    // Properly enrolled: kept.
+    stored_all(
+        &l.append_batch(&[c.key_event(&admin, &device, KeyAction::Enroll)])
+            .unwrap(),
+    );
+    let out = l.append_checkpoints(&[c.checkpoint(&device, 3)]).unwrap();
+    assert!(matches!(out[0], CheckpointOutcome::Kept { .. }));
+
+    // Rotation: the new key replaces the old one.
+    let rotated = SigningKey::derive_for_simulation("test device, rotated");
+    stored_all(
+        &l.append_batch(&[
+            c.key_event(&admin, &rotated, KeyAction::Enroll),
+            c.announce(),
+        ])
+        .unwrap(),
+    );
+    let out = l
+        .append_checkpoints(&[c.checkpoint(&device, 5), c.checkpoint(&rotated, 5)])
+        .unwrap();
+    assert!(matches!(
+        out[0],
+        CheckpointOutcome::Quarantined {
+            reason: reason::BAD_SIGNATURE,
+            ..
+        }
+    ));
+    assert!(matches!(out[1], CheckpointOutcome::Kept { .. }));
+
+    // Revocation: the device's checkpoints are refused from then on.
+    stored_all(
+        &l.append_batch(&[
+            c.key_event(&admin, &rotated, KeyAction::Revoke),
+            c.announce(),
+        ])
+        .unwrap(),
+    );
+    let out = l.append_checkpoints(&[c.checkpoint(&rotated, 7)]).unwrap();
+    assert_eq!(quarantined(&out), vec![reason::REVOKED_DEVICE]);
+    assert_eq!(l.attestation(&c.table).unwrap().seq, Seq(5));
+    assert!(l.verify().unwrap().is_ok());
+}

@@ -1,0 +1,359 @@
+//! Device identity and signed checkpoints: who may vouch for a chain, and their vouching.
+//!
+//! Every table device holds an ed25519 key. A key becomes valid for a chain when an
+//! `EventBody::DeviceEnrolled` event in that chain carries an admin's signature over the
+//! enrollment (`enrollment_message`); a later enrollment of the same device replaces its
+//! key (rotation) and `EventBody::DeviceRevoked` ends it. Devices do not sign every event
+//! (an ed25519 verification costs ~30 us, a hash ~0.4 us): they sign *checkpoints*, the
+//! chain head as they know it (`checkpoint_message`), published on
+//! `tables.<table>.checkpoints` at every round close and every few hundred events. A
+//! checkpoint that verifies against an enrolled key and the stored chain attests every
+//! event up to its seq; later events are "not yet attested" until the next one.
+//!
+//! The signed messages are fixed byte layouts (domain tag, length-prefixed ids, big-endian
+//! integers), never a serialisation of a Rust type, so a verifier in any language can
+//! rebuild them from schemas/README.md §5. Pure: no I/O, no clock, no randomness.
+
+use crate::codec::EVENT_LEN_MAX;
+use crate::event::WIRE_VERSION;
+use crate::ids::{DeviceId, Hash32, Seq, TableId};
+use bincode::{Decode, Encode};
+use ed25519_dalek::Signer;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Domain tag of a checkpoint signature.
+pub const CHECKPOINT_DOMAIN: &[u8] = b"roundledger/checkpoint/v1";
+/// Domain tag of an admin's signature over an enrollment or revocation.
+pub const ENROLL_DOMAIN: &[u8] = b"roundledger/enroll/v1";
+
+/// An ed25519 public key (32 bytes; lowercase hex in JSON).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Encode, Decode)]
+pub struct PublicKey(pub [u8; 32]);
+
+/// An ed25519 signature (64 bytes; lowercase hex in JSON).
+#[derive(Clone, Copy, PartialEq, Eq, Encode, Decode)]
+pub struct Signature(pub [u8; 64]);
+
+macro_rules! hex_bytes {
+    ($t:ident, $n:expr, $what:expr) => {
+        impl $t {
+            pub fn to_hex(&self) -> String {
+                hex::encode(self.0)
+            }
+            pub fn from_hex(s: &str) -> Result<Self, hex::FromHexError> {
+                let mut out = [0u8; $n];
+                hex::decode_to_slice(s, &mut out)?;
+                Ok($t(out))
+            }
+        }
+        impl fmt::Debug for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{}({})", stringify!($t), self.to_hex())
+            }
+        }
+        impl fmt::Display for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.to_hex())
+            }
+        }
+        impl Serialize for $t {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(&self.to_hex())
+            }
+        }
+        impl<'de> Deserialize<'de> for $t {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let s = String::deserialize(d)?;
+                $t::from_hex(&s)
+                    .map_err(|e| serde::de::Error::custom(format!("{} {s:?}: {e}", $what)))
+            }
+        }
+        impl JsonSchema for $t {
+            fn schema_name() -> String {
+                stringify!($t).into()
+            }
+            fn json_schema(_: &mut schemars::gen::SchemaGenerator) -> schemars::schema::Schema {
+                let mut s = schemars::schema::SchemaObject {
+                    instance_type: Some(schemars::schema::InstanceType::String.into()),
+                    ..Default::default()
+                };
+                s.string().pattern = Some(format!("^[0-9a-f]{{{}}}$", $n * 2));
+                s.metadata().description = Some(format!("{}, lowercase hex", $what));
+                s.into()
+            }
+        }
+    };
+}
+hex_bytes!(PublicKey, 32, "ed25519 public key");
+hex_bytes!(Signature, 64, "ed25519 signature");
+
+/// A private signing key: device and admin keys in the simulator and tools. Never crosses
+/// a process boundary and is not serialisable.
+pub struct SigningKey(ed25519_dalek::SigningKey);
+
+impl SigningKey {
+    /// The key whose secret is these 32 bytes (e.g. derived from a seed or read from a
+    /// key file).
+    pub fn from_secret(secret: [u8; 32]) -> SigningKey {
+        SigningKey(ed25519_dalek::SigningKey::from_bytes(&secret))
+    }
+    /// A key derived deterministically from a label (simulator and demo only: anybody who
+    /// knows the label knows the key).
+    pub fn derive_for_simulation(label: &str) -> SigningKey {
+        let h = blake3::derive_key("roundledger/simulated-key/v1", label.as_bytes());
+        SigningKey::from_secret(h)
+    }
+    pub fn public(&self) -> PublicKey {
+        PublicKey(self.0.verifying_key().to_bytes())
+    }
+    pub fn sign(&self, message: &[u8]) -> Signature {
+        Signature(self.0.sign(message).to_bytes())
+    }
+}
+
+impl fmt::Debug for SigningKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SigningKey(public {})", self.public())
+    }
+}
+
+/// Whether `signature` is `key`'s signature of `message`. Any malformed key or signature
+/// is simply `false`.
+pub fn verify(key: &PublicKey, message: &[u8], signature: &Signature) -> bool {
+    let Ok(vk) = ed25519_dalek::VerifyingKey::from_bytes(&key.0) else {
+        return false;
+    };
+    let sig = ed25519_dalek::Signature::from_bytes(&signature.0);
+    // `verify_strict` refuses weak keys and non-canonical signatures: one valid encoding
+    // per signature, so a signature cannot be altered into another valid one.
+    vk.verify_strict(message, &sig).is_ok()
+}
+
+fn push_id(out: &mut Vec<u8>, id: &str) {
+    // Ids are at most 32 bytes (ids.rs), so one length byte always suffices.
+    debug_assert!(id.len() <= 32);
+    out.push(id.len() as u8);
+    out.extend_from_slice(id.as_bytes());
+}
+
+/// What an enrollment action does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyAction {
+    Enroll = 0,
+    Revoke = 1,
+}
+
+/// The bytes an admin signs to enroll or revoke `key` for `device` on `table`'s chain:
+/// `"roundledger/enroll/v1" || len(table) u8 || table || len(device) u8 || device || key
+/// (32) || action (0 enroll, 1 revoke)`.
+pub fn enrollment_message(
+    table: &TableId,
+    device: &DeviceId,
+    key: &PublicKey,
+    action: KeyAction,
+) -> Vec<u8> {
+    let mut m = Vec::with_capacity(ENROLL_DOMAIN.len() + 2 + 64 + 33);
+    m.extend_from_slice(ENROLL_DOMAIN);
+    push_id(&mut m, table.as_str());
+    push_id(&mut m, device.as_str());
+    m.extend_from_slice(&key.0);
+    m.push(action as u8);
+    m
+}
+
+/// The bytes a device signs for a checkpoint: `"roundledger/checkpoint/v1" || len(table)
+/// u8 || table || len(device) u8 || device || head seq (u64 BE) || head hash (32) ||
+/// signed_at_ns (i64 BE)`.
+pub fn checkpoint_message(
+    table: &TableId,
+    device: &DeviceId,
+    head_seq: Seq,
+    head_hash: &Hash32,
+    signed_at_ns: i64,
+) -> Vec<u8> {
+    let mut m = Vec::with_capacity(CHECKPOINT_DOMAIN.len() + 2 + 64 + 48);
+    m.extend_from_slice(CHECKPOINT_DOMAIN);
+    push_id(&mut m, table.as_str());
+    push_id(&mut m, device.as_str());
+    m.extend_from_slice(&head_seq.0.to_be_bytes());
+    m.extend_from_slice(&head_hash.0);
+    m.extend_from_slice(&signed_at_ns.to_be_bytes());
+    m
+}
+
+/// A device's signed statement "the chain of `table` has `head_hash` at `head_seq`". One
+/// NATS message on `tables.<table>.checkpoints`, in the same two wire forms as events
+/// (bincode starting with the version byte, or JSON). Not part of the chain itself, so a
+/// refused checkpoint never breaks the chain it speaks of.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Encode, Decode, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Checkpoint {
+    /// Wire version, `WIRE_VERSION`.
+    pub v: u8,
+    pub table: TableId,
+    pub device: DeviceId,
+    pub head_seq: Seq,
+    pub head_hash: Hash32,
+    /// Device clock, UTC ns. Informative; never used to order anything.
+    pub signed_at_ns: i64,
+    pub signature: Signature,
+}
+
+/// Why checkpoint bytes could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CheckpointDecodeError {
+    #[error("checkpoint of {len} bytes exceeds the limit of {max}")]
+    TooLong { len: usize, max: usize },
+    #[error("empty checkpoint")]
+    Empty,
+    #[error("checkpoint wire version {0} is not {WIRE_VERSION}")]
+    Version(u8),
+    #[error("bincode checkpoint: {0}")]
+    Bincode(String),
+    #[error("{0} trailing bytes after the checkpoint")]
+    Trailing(usize),
+    #[error("JSON checkpoint: {0}")]
+    Json(String),
+}
+
+impl Checkpoint {
+    /// Signs the head `(head_seq, head_hash)` of `table` as `device`.
+    pub fn sign(
+        key: &SigningKey,
+        table: TableId,
+        device: DeviceId,
+        head_seq: Seq,
+        head_hash: Hash32,
+        signed_at_ns: i64,
+    ) -> Checkpoint {
+        let signature = key.sign(&checkpoint_message(
+            &table,
+            &device,
+            head_seq,
+            &head_hash,
+            signed_at_ns,
+        ));
+        Checkpoint {
+            v: WIRE_VERSION,
+            table,
+            device,
+            head_seq,
+            head_hash,
+            signed_at_ns,
+            signature,
+        }
+    }
+
+    /// Whether the signature is `key`'s over this checkpoint's message.
+    pub fn verifies_with(&self, key: &PublicKey) -> bool {
+        let m = checkpoint_message(
+            &self.table,
+            &self.device,
+            self.head_seq,
+            &self.head_hash,
+            self.signed_at_ns,
+        );
+        verify(key, &m, &self.signature)
+    }
+
+    /// The bincode wire form.
+    pub fn to_bincode(&self) -> Vec<u8> {
+        // Encoding our own fixed-shape struct into a Vec cannot fail.
+        bincode::encode_to_vec(self, bincode::config::standard())
+            .expect("encoding a checkpoint into a Vec is infallible")
+    }
+
+    /// Reads either wire form; never panics, whatever the bytes.
+    pub fn decode(bytes: &[u8]) -> Result<Checkpoint, CheckpointDecodeError> {
+        if bytes.len() > EVENT_LEN_MAX {
+            return Err(CheckpointDecodeError::TooLong {
+                len: bytes.len(),
+                max: EVENT_LEN_MAX,
+            });
+        }
+        let first = bytes
+            .iter()
+            .find(|b| !b.is_ascii_whitespace())
+            .ok_or(CheckpointDecodeError::Empty)?;
+        let c: Checkpoint = if *first == b'{' {
+            serde_json::from_slice(bytes).map_err(|e| CheckpointDecodeError::Json(e.to_string()))?
+        } else {
+            let (c, used): (Checkpoint, usize) =
+                bincode::decode_from_slice(bytes, bincode::config::standard())
+                    .map_err(|e| CheckpointDecodeError::Bincode(e.to_string()))?;
+            if used != bytes.len() {
+                return Err(CheckpointDecodeError::Trailing(bytes.len() - used));
+            }
+            c
+        };
+        if c.v != WIRE_VERSION {
+            return Err(CheckpointDecodeError::Version(c.v));
+        }
+        Ok(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids() -> (TableId, DeviceId) {
+        (
+            TableId::new("CSP-01").unwrap(),
+            DeviceId::new("ctl-1").unwrap(),
+        )
+    }
+
+    #[test]
+    fn checkpoint_signs_and_verifies_in_both_wire_forms() {
+        let (t, d) = ids();
+        let key = SigningKey::derive_for_simulation("device CSP-01/ctl-1");
+        let c = Checkpoint::sign(&key, t, d, Seq(42), Hash32([9; 32]), 1_700_000_000_000);
+        assert!(c.verifies_with(&key.public()));
+        let other = SigningKey::derive_for_simulation("someone else");
+        assert!(!c.verifies_with(&other.public()));
+        let b = Checkpoint::decode(&c.to_bincode()).unwrap();
+        assert_eq!(b, c);
+        let j = Checkpoint::decode(&serde_json::to_vec(&c).unwrap()).unwrap();
+        assert_eq!(j, c);
+        // Any change to what was signed breaks it.
+        let mut moved = c.clone();
+        moved.head_seq = Seq(43);
+        assert!(!moved.verifies_with(&key.public()));
+        let mut rehashed = c.clone();
+        rehashed.head_hash.0[0] ^= 1;
+        assert!(!rehashed.verifies_with(&key.public()));
+        let mut resigned = c;
+        resigned.signature.0[10] ^= 0x40;
+        assert!(!resigned.verifies_with(&key.public()));
+    }
+
+    #[test]
+    fn enrollment_binds_table_device_key_and_action() {
+        let (t, d) = ids();
+        let admin = SigningKey::derive_for_simulation("admin");
+        let dev = SigningKey::derive_for_simulation("dev").public();
+        let m = enrollment_message(&t, &d, &dev, KeyAction::Enroll);
+        let s = admin.sign(&m);
+        assert!(verify(&admin.public(), &m, &s));
+        let revoke = enrollment_message(&t, &d, &dev, KeyAction::Revoke);
+        assert!(!verify(&admin.public(), &revoke, &s));
+        let t2 = TableId::new("CSP-02").unwrap();
+        assert!(!verify(
+            &admin.public(),
+            &enrollment_message(&t2, &d, &dev, KeyAction::Enroll),
+            &s
+        ));
+    }
+
+    #[test]
+    fn garbage_never_panics() {
+        for len in 0..200 {
+            let bytes: Vec<u8> = (0..len).map(|i| (i * 37 + len) as u8).collect();
+            let _ = Checkpoint::decode(&bytes);
+        }
+        assert!(!verify(&PublicKey([0xff; 32]), b"x", &Signature([0; 64])));
+    }
+}
