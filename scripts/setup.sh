@@ -25,4 +25,7 @@ if ! nats=$(find_nats); then
   nats=$(find_nats) || { echo "setup: could not install nats-server" >&2; exit 2; }
 fi
 "$nats" --version >&2
+# The browser test's chromium and playwright-core (never fatal here: the browser test
+# itself fails, or skips loudly when chromium cannot be installed).
+"$(dirname "$0")/setup-browser.sh" >&2 || echo "setup: chromium could not be installed; the browser test will skip" >&2
 echo "$nats"

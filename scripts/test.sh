@@ -27,3 +27,6 @@ echo "rules and replayer depend on none of tokio, sled, async-nats, axum"
 
 echo "== cargo test"
 cargo test --workspace --locked
+
+echo "== browser test: the web UI in headless Chromium (screenshots in target/browser-test/)"
+scripts/browser-test.sh

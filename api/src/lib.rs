@@ -1,21 +1,62 @@
-//! The HTTP API of `roundledger serve` (axum). Small until the surveillance API issue:
-//! health and each table's durable chain head, so a monitoring room or a device can see
-//! what the ledger holds.
+//! The HTTP API and web UI of `roundledger serve` (axum): tables, rounds by table, time and
+//! box, one round with its events, reconstruction, settlement (rules vs recorded) and
+//! findings, the replay state after each event, disputes and findings with filters, chain
+//! verification status, jackpot pools recomputed vs shown, finance summaries, a live feed
+//! (server-sent events), cases, evidence bundles, the audit log, the OpenAPI document
+//! (`/openapi.json`) and the web UI (`/`).
 //!
-//! Invariants: reads only (never appends to the ledger); every handler that touches sled
-//! runs it on the blocking pool, never on an async runtime thread; response bodies are
-//! types defined in `schemas`.
+//! Invariants:
+//! - Reads only: never appends to the ledger. What the API adds (case entries, the audit
+//!   log) goes to its own append-only journals in `<ledger>/api/` (see `journal`).
+//! - No open access: every `/v1/` request needs a bearer token from the config file; the
+//!   role policy is one table (`auth::allowed`).
+//! - Every `/v1/` request, allowed or refused, is recorded in the audit log (who, role,
+//!   what, when, status) and synced to disk before its response is returned; if the log
+//!   cannot be written, the response is 503 and carries no data.
+//! - sled and file I/O run on the blocking pool (`spawn_blocking`), never on an async
+//!   runtime thread.
+//! - Every list is paged and capped (`LIST_LIMIT_MAX`, `AUDIT_LIMIT_MAX`); every body type is
+//!   defined in `schemas::api` (STYLE 6).
+//! - Round reports are recomputed from the stored bytes on each request (`rounds`); the
+//!   in-memory index (`index`) only serves lists and is rebuilt from the ledger on start.
 
-use axum::extract::{Path, State};
-use axum::http::StatusCode;
-use axum::routing::get;
-use axum::{Json, Router};
-use schemas::{ChainHead, TableId};
+pub mod auth;
+pub mod cases;
+pub mod describe;
+pub mod evidence;
+pub mod index;
+pub mod journal;
+pub mod rounds;
+mod routes;
+mod ui;
+
+pub use routes::ApiDoc;
+
+use auth::{AccessConfig, Tokens};
+use cases::Cases;
+use index::{Index, Tail};
+use journal::Journal;
+use schemas::api::FeedItem;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
 
-/// Why the API could not run.
+/// Messages the live feed buffers per subscriber before a slow one starts missing them
+/// (it then gets a `lagged` event saying how many).
+pub const FEED_CAPACITY: usize = 4096;
+/// Default and largest page of a list.
+pub const LIST_LIMIT_DEFAULT: u64 = 50;
+pub const LIST_LIMIT_MAX: u64 = 500;
+/// Largest page of the audit log.
+pub const AUDIT_LIMIT_MAX: u64 = 1000;
+/// Most events `GET /v1/pools` replays (all tables, arrival order).
+pub const POOL_EVENTS_MAX: u64 = 5_000_000;
+/// How often the index looks for new events.
+pub const INDEX_POLL: Duration = Duration::from_millis(250);
+
+/// Why the API could not start or run.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("binding {addr}: {source}")]
@@ -26,91 +67,225 @@ pub enum Error {
     },
     #[error("serving: {0}")]
     Serve(#[source] std::io::Error),
+    #[error("access configuration: {0}")]
+    Access(#[from] auth::ConfigError),
+    #[error("creating the API directory {path}: {source}")]
+    StateDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Journal(#[from] journal::JournalError),
 }
 
-/// The API's routes over an open ledger.
-pub fn router(ledger: Arc<ledger::Ledger>) -> Router {
-    Router::new()
-        .route("/health", get(|| async { "ok" }))
-        .route("/v1/tables", get(tables))
-        .route("/v1/tables/{table}/head", get(head))
-        .with_state(ledger)
+/// Why a read failed; becomes an HTTP status and an `ApiError` body.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("{0}")]
+    TooLarge(String),
+    #[error("integrity: {0}")]
+    Integrity(String),
+    #[error("ledger: {0}")]
+    Ledger(#[from] ledger::Error),
+    #[error("{0}")]
+    Internal(String),
 }
 
-async fn tables(State(ledger): State<Arc<ledger::Ledger>>) -> Json<Vec<ChainHead>> {
-    // Heads are kept in memory by the ledger: no sled read, no blocking.
-    Json(ledger.heads())
+/// Everything the server needs besides the ledger.
+#[derive(Debug, Clone)]
+pub struct ApiConfig {
+    pub addr: SocketAddr,
+    pub access: AccessConfig,
+    /// Where the audit log and the case journal live (`<ledger>/api` by default).
+    pub state_dir: PathBuf,
 }
 
-async fn head(
-    State(ledger): State<Arc<ledger::Ledger>>,
-    Path(table): Path<String>,
-) -> Result<Json<ChainHead>, (StatusCode, String)> {
-    let table = TableId::new(table).map_err(|e| (StatusCode::BAD_REQUEST, e.to_string()))?;
-    ledger.head(&table).map(Json).ok_or((
-        StatusCode::NOT_FOUND,
-        format!("table {table} is not in the ledger"),
-    ))
+/// The API directory of a ledger directory: `<ledger>/api`. sled ignores files it does
+/// not own; the journals stay beside the events they annotate.
+pub fn default_state_dir(ledger_dir: &Path) -> PathBuf {
+    ledger_dir.join("api")
 }
 
-/// Serves the API on `addr` until `shutdown` completes. Returns the bound address through
-/// `bound` first (so `127.0.0.1:0` can be used in tests).
-pub async fn run(
+/// The case journal's path in an API directory.
+pub fn cases_path(state_dir: &Path) -> PathBuf {
+    state_dir.join("cases.jsonl")
+}
+
+/// The audit log's path in an API directory.
+pub fn audit_path(state_dir: &Path) -> PathBuf {
+    state_dir.join("audit.jsonl")
+}
+
+/// The server's one clock (audit and case times, bundle export time): UTC nanoseconds.
+pub type Clock = fn() -> i64;
+
+/// The system clock.
+pub fn system_clock() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0)
+}
+
+/// Shared state of the handlers.
+pub struct AppState {
+    pub ledger: Arc<ledger::Ledger>,
+    pub index: Arc<RwLock<Index>>,
+    pub tokens: Tokens,
+    pub audit: Journal,
+    pub cases: Cases,
+    pub feed: tokio::sync::broadcast::Sender<FeedItem>,
+    pub clock: Clock,
+    /// Ends the live feed's streams at shutdown (so graceful shutdown can finish).
+    pub stopping: tokio::sync::watch::Receiver<bool>,
+    /// (events stored when computed, pools): `GET /v1/pools` recomputes only when the
+    /// ledger has grown.
+    pools_cache: Mutex<Option<(u64, Vec<schemas::api::PoolView>)>>,
+    tail: Mutex<Tail>,
+}
+
+pub type Shared = Arc<AppState>;
+
+impl AppState {
+    /// Opens the journals and builds the state; the index starts empty (see `index_pass`).
+    pub fn new(
+        ledger: Arc<ledger::Ledger>,
+        access: &AccessConfig,
+        state_dir: &Path,
+        clock: Clock,
+        stopping: tokio::sync::watch::Receiver<bool>,
+    ) -> Result<Shared, Error> {
+        let tokens = Tokens::new(access)?;
+        std::fs::create_dir_all(state_dir).map_err(|source| Error::StateDir {
+            path: state_dir.to_path_buf(),
+            source,
+        })?;
+        let audit = Journal::open(&audit_path(state_dir), |_, _| Ok(()))?;
+        let cases = Cases::open(&cases_path(state_dir))?;
+        let (feed, _) = tokio::sync::broadcast::channel(FEED_CAPACITY);
+        Ok(Arc::new(AppState {
+            ledger,
+            index: Arc::new(RwLock::new(Index::default())),
+            tokens,
+            audit,
+            cases,
+            feed,
+            clock,
+            stopping,
+            pools_cache: Mutex::new(None),
+            tail: Mutex::new(Tail::default()),
+        }))
+    }
+
+    /// One indexing pass (blocking: sled); publishes new rounds and findings to the feed.
+    /// Returns whether more events wait.
+    pub fn index_pass(&self) -> Result<bool, ledger::Error> {
+        let mut tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
+        let (items, more) = index::pass(&self.ledger, &mut tail, &self.index)?;
+        for item in items {
+            // No subscriber is not an error: nobody is watching the feed.
+            let _ = self.feed.send(item);
+        }
+        Ok(more)
+    }
+
+    /// Indexes until nothing is left to read (blocking; tests and start-up).
+    pub fn index_all(&self) -> Result<(), ledger::Error> {
+        while self.index_pass()? {}
+        Ok(())
+    }
+
+    fn read_index(&self) -> std::sync::RwLockReadGuard<'_, Index> {
+        self.index.read().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The router: `/v1/...` behind the access guard and the audit log, `/openapi.json`,
+/// `/health` and the web UI.
+pub fn router(state: Shared) -> axum::Router {
+    routes::router(state)
+}
+
+/// Keeps the index up to date until `stop` is set: a pass on the blocking pool every
+/// `INDEX_POLL` (immediately again while a pass stops at its limit).
+pub async fn run_indexer(state: Shared, mut stop: tokio::sync::watch::Receiver<bool>) {
+    loop {
+        let s = state.clone();
+        let more = match tokio::task::spawn_blocking(move || s.index_pass()).await {
+            Ok(Ok(more)) => more,
+            Ok(Err(e)) => {
+                tracing::error!("indexing the ledger: {e}");
+                false
+            }
+            Err(e) => {
+                tracing::error!("indexing task: {e}");
+                false
+            }
+        };
+        if *stop.borrow() {
+            return;
+        }
+        if !more {
+            tokio::select! {
+                _ = tokio::time::sleep(INDEX_POLL) => {}
+                _ = stop.wait_for(|s| *s) => return,
+            }
+        }
+    }
+}
+
+/// Serves only `/health` on `addr` (the server without an access configuration: no data
+/// is served without tokens).
+pub async fn run_health(
     addr: SocketAddr,
-    ledger: Arc<ledger::Ledger>,
-    bound: impl FnOnce(SocketAddr),
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), Error> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|source| Error::Bind { addr, source })?;
-    bound(listener.local_addr().map_err(Error::Serve)?);
-    axum::serve(listener, router(ledger))
+    let app = axum::Router::new().route("/health", axum::routing::get(|| async { "ok" }));
+    axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await
         .map_err(Error::Serve)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use axum::body::Body;
-    use axum::http::Request;
-    use tower::ServiceExt;
-
-    #[tokio::test]
-    async fn heads_of_an_empty_ledger_and_an_unknown_table() {
-        let dir = tempfile::tempdir().unwrap();
-        let ledger = Arc::new(ledger::Ledger::open(dir.path()).unwrap());
-        let app = router(ledger);
-        let res = app
-            .clone()
-            .oneshot(Request::get("/v1/tables").body(Body::empty()).unwrap())
-            .await
-            .unwrap();
-        assert_eq!(res.status(), StatusCode::OK);
-        let body = axum::body::to_bytes(res.into_body(), 1 << 20)
-            .await
-            .unwrap();
-        assert_eq!(&body[..], b"[]");
-        let res = app
-            .clone()
-            .oneshot(
-                Request::get("/v1/tables/T1/head")
-                    .body(Body::empty())
-                    .unwrap(),
-            )
-            .await
-            .unwrap();
-        assert_eq!(res.status(), StatusCode::NOT_FOUND);
-        let res = app
-            .oneshot(
-                Request::get("/v1/tables/bad.id/head")
-                    .body(Body::empty())
-                    .unwrap(),
-            )
-            .await
-            .unwrap();
-        assert_eq!(res.status(), StatusCode::BAD_REQUEST);
-    }
+/// Serves the API on `config.addr` until `shutdown` completes, indexing the ledger as it
+/// grows. Calls `bound` with the bound address first (so `127.0.0.1:0` works in tests).
+pub async fn run(
+    config: ApiConfig,
+    ledger: Arc<ledger::Ledger>,
+    bound: impl FnOnce(SocketAddr),
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), Error> {
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let state = AppState::new(
+        ledger,
+        &config.access,
+        &config.state_dir,
+        system_clock,
+        stop_rx.clone(),
+    )?;
+    let listener = tokio::net::TcpListener::bind(config.addr)
+        .await
+        .map_err(|source| Error::Bind {
+            addr: config.addr,
+            source,
+        })?;
+    bound(listener.local_addr().map_err(Error::Serve)?);
+    let indexer = tokio::spawn(run_indexer(state.clone(), stop_rx));
+    let result = axum::serve(listener, router(state))
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            let _ = stop_tx.send(true);
+        })
+        .await
+        .map_err(Error::Serve);
+    let _ = indexer.await;
+    result
 }

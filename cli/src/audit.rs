@@ -15,6 +15,8 @@ pub struct Args {
     #[command(flatten)]
     source: SourceArgs,
     #[command(flatten)]
+    server: crate::client::ServerArgs,
+    #[command(flatten)]
     filter: Filter,
     /// Print the summary as JSON.
     #[arg(long)]
@@ -137,10 +139,16 @@ pub fn audit(
 }
 
 pub fn run(args: Args) -> Result<Outcome> {
-    let source = Source::open(&args.source)?;
-    let bar = crate::replay::progress_bar(args.quiet || args.json);
-    let summary = audit(&source, &args.filter, &mut |n| bar.set_position(n))?;
-    bar.finish_and_clear();
+    let summary = match crate::client::Client::from_args(&args.server)? {
+        Some(c) => crate::remote::audit(&c, &args.filter)?,
+        None => {
+            let source = Source::open(&args.source)?;
+            let bar = crate::replay::progress_bar(args.quiet || args.json);
+            let summary = audit(&source, &args.filter, &mut |n| bar.set_position(n))?;
+            bar.finish_and_clear();
+            summary
+        }
+    };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&summary)?);
     } else {

@@ -9,9 +9,11 @@ use std::path::PathBuf;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The ledger directory (no server may hold it open).
-    #[arg(long)]
-    ledger: PathBuf,
+    /// The ledger directory (no server may hold it open); or use --server.
+    #[arg(long, required_unless_present = "server")]
+    ledger: Option<PathBuf>,
+    #[command(flatten)]
+    server: crate::client::ServerArgs,
     /// Only this table (all tables when absent).
     #[arg(long)]
     table: Option<String>,
@@ -24,7 +26,17 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<Outcome> {
-    let ledger = open_ledger(&args.ledger)?;
+    if let Some(c) = crate::client::Client::from_args(&args.server)? {
+        let n =
+            crate::remote::export(&c, args.table.as_deref(), args.rounds.as_deref(), &args.out)?;
+        println!("wrote {n} events to {} (verified)", args.out.display());
+        return Ok(Outcome::Clean);
+    }
+    let dir = args
+        .ledger
+        .as_ref()
+        .context("say where the events are: --ledger DIR or --server URL")?;
+    let ledger = open_ledger(dir)?;
     let table = args
         .table
         .as_deref()

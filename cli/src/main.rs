@@ -6,13 +6,19 @@
 //! replay), 2 error.
 
 mod audit;
+mod bench_api;
+mod client;
 mod demo;
+mod evidence;
 mod export;
+mod remote;
 mod replay;
+mod seed;
 mod serve;
 mod settle;
 mod simulate;
 mod source;
+mod tokens;
 mod verify;
 
 use clap::{Parser, Subcommand};
@@ -51,6 +57,16 @@ enum Command {
     Settle(settle::Args),
     /// The demo: a local nats-server, simulated tables, the ledger, then an audit.
     Demo(demo::Args),
+    /// Export one round as a self-verifying evidence bundle (schemas/BUNDLE.md).
+    Evidence(evidence::Args),
+    /// Check an evidence bundle offline: hashes, links, the replay of its events.
+    VerifyBundle(evidence::VerifyArgs),
+    /// Write a server access configuration with one fresh token per role.
+    Tokens(tokens::Args),
+    /// Play a simulated floor straight into a ledger directory (no NATS).
+    Seed(seed::Args),
+    /// Time the API's round fetch and replay (p50/p99) on a ledger directory.
+    BenchApi(bench_api::Args),
 }
 
 fn main() -> ExitCode {
@@ -65,6 +81,11 @@ fn main() -> ExitCode {
         Command::Export(a) => export::run(a),
         Command::Settle(a) => settle::run(a),
         Command::Demo(a) => demo::run(a),
+        Command::Evidence(a) => evidence::run(a),
+        Command::VerifyBundle(a) => evidence::verify(a),
+        Command::Tokens(a) => tokens::run(a),
+        Command::Seed(a) => seed::run(a),
+        Command::BenchApi(a) => bench_api::run(a),
     };
     match result {
         Ok(Outcome::Clean) => ExitCode::SUCCESS,

@@ -17,6 +17,8 @@ use std::fmt::Write;
 pub struct Args {
     #[command(flatten)]
     source: SourceArgs,
+    #[command(flatten)]
+    server: crate::client::ServerArgs,
     /// The table.
     #[arg(long)]
     table: String,
@@ -97,8 +99,17 @@ pub fn load_round(
 }
 
 pub fn run(args: Args) -> Result<Outcome> {
-    let source = Source::open(&args.source)?;
     let table = TableId::new(args.table.clone()).map_err(|e| anyhow::anyhow!("--table: {e}"))?;
+    if let Some(c) = crate::client::Client::from_args(&args.server)? {
+        let d = crate::remote::replay(&c, &table, args.round, args.step, args.json)?;
+        let r = &d.report;
+        return Ok(if r.findings.is_empty() && r.disputes.is_empty() {
+            Outcome::Clean
+        } else {
+            Outcome::Findings
+        });
+    }
+    let source = Source::open(&args.source)?;
     let view = load_round(&source, &table, RoundId(args.round), args.step)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&view)?);

@@ -1,6 +1,11 @@
 //! `roundledger serve`: the server process. It alone opens the ledger directory (sled
-//! locks it) and runs ingest (NATS JetStream -> ledger) until Ctrl-C or SIGTERM, then shuts
-//! down cleanly: the batch in flight is appended, flushed and acknowledged first.
+//! locks it) and runs ingest (NATS JetStream -> ledger) and the HTTP API and web UI (crate
+//! `api`) until Ctrl-C or SIGTERM, then shuts down cleanly: the batch in flight is
+//! appended, flushed and acknowledged first.
+//!
+//! The API needs `--config FILE` (bearer tokens and roles, see `api::auth`): there is no
+//! open access. Without it only ingest and `/health` run. `--no-ingest` serves an existing
+//! ledger read-only, without NATS (investigations, the browser test).
 
 use crate::Outcome;
 use anyhow::{Context, Result};
@@ -18,34 +23,19 @@ pub struct Args {
     /// Most messages appended and flushed as one batch.
     #[arg(long, default_value_t = 512)]
     batch: usize,
-    /// Address of the HTTP API (health, chain heads).
+    /// Address of the HTTP API and web UI.
     #[arg(long, default_value = "127.0.0.1:8640")]
     http: std::net::SocketAddr,
-    /// An admin public key (64 hex chars) whose signatures enroll and revoke device keys;
-    /// repeat for several. Checkpoints of devices not enrolled by a trusted admin are
-    /// quarantined.
-    #[arg(long = "admin-key", value_name = "HEX")]
-    admin_keys: Vec<String>,
-    /// Also trust the simulator's admin key (derived from a public label: demo and tests
-    /// only, never on a real floor).
+    /// Access configuration of the API (JSON: tokens with roles; `roundledger tokens`
+    /// writes one). Without it the API is off (only /health).
     #[arg(long)]
-    trust_simulated_admin: bool,
-}
-
-/// The admin keys `serve` trusts, from `--admin-key` and `--trust-simulated-admin`.
-fn admin_keys(args: &Args) -> Result<Vec<schemas::attest::PublicKey>> {
-    let mut keys = args
-        .admin_keys
-        .iter()
-        .map(|h| {
-            schemas::attest::PublicKey::from_hex(h)
-                .with_context(|| format!("--admin-key {h:?}: not 32 bytes of hex"))
-        })
-        .collect::<Result<Vec<_>>>()?;
-    if args.trust_simulated_admin {
-        keys.push(simulator::admin_key().public());
-    }
-    Ok(keys)
+    config: Option<PathBuf>,
+    /// Where the API keeps its audit log and case journal (default: DIR/api).
+    #[arg(long)]
+    api_dir: Option<PathBuf>,
+    /// Serve the ledger read-only, without ingesting (no NATS needed).
+    #[arg(long)]
+    no_ingest: bool,
 }
 
 /// The tokio runtime of the async commands: two workers, the size of the machine this runs
@@ -63,11 +53,6 @@ pub fn run(args: Args) -> Result<Outcome> {
         ledger::Ledger::open(&args.ledger)
             .with_context(|| format!("opening the ledger at {}", args.ledger.display()))?,
     );
-    let trusted = admin_keys(&args)?;
-    if trusted.is_empty() {
-        eprintln!("warning: no --admin-key: no device key can be enrolled, every checkpoint will be quarantined");
-    }
-    ledger.trust_admin_keys(trusted);
     let mut config = ingest::IngestConfig::new(&args.nats);
     config.batch_len_max = args.batch;
     config.ack_pending_max = config
@@ -79,6 +64,21 @@ pub fn run(args: Args) -> Result<Outcome> {
         args.ledger.display(),
         args.nats
     );
+    let api_config = match &args.config {
+        Some(path) => Some(api::ApiConfig {
+            addr: args.http,
+            access: api::auth::AccessConfig::load(path)
+                .with_context(|| format!("--config {}", path.display()))?,
+            state_dir: args
+                .api_dir
+                .clone()
+                .unwrap_or_else(|| api::default_state_dir(&args.ledger)),
+        }),
+        None => {
+            eprintln!("no --config: the HTTP API is off (only /health); see `roundledger tokens`");
+            None
+        }
+    };
     let report = rt.block_on(async {
         // One signal stops both tasks: ingest finishes its batch in flight first.
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -88,12 +88,30 @@ pub fn run(args: Args) -> Result<Outcome> {
                 let _ = rx.wait_for(|s| *s).await;
             }
         };
-        let http = tokio::spawn(api::run(
-            args.http,
-            ledger.clone(),
-            |a| eprintln!("HTTP API on http://{a}/v1/tables"),
-            stopped(),
-        ));
+        let http = match api_config {
+            Some(c) => tokio::spawn(api::run(
+                c,
+                ledger.clone(),
+                |a| eprintln!("HTTP API and web UI on http://{a}/"),
+                stopped(),
+            )),
+            None => tokio::spawn(api::run_health(args.http, stopped())),
+        };
+        if args.no_ingest {
+            eprintln!("--no-ingest: serving the ledger read-only (Ctrl-C stops)");
+            let mut http = http;
+            let early = tokio::select! {
+                _ = shutdown_signal() => None,
+                r = &mut http => Some(r),
+            };
+            let _ = stop_tx.send(true);
+            let r = match early {
+                Some(r) => r,
+                None => http.await,
+            };
+            r.context("HTTP task")?.context("HTTP API")?;
+            return Ok::<_, anyhow::Error>(None);
+        }
         let mut ingest = tokio::spawn(ingest::run(config, ledger.clone(), stopped()));
         let early = tokio::select! {
             _ = shutdown_signal() => None,
@@ -108,13 +126,15 @@ pub fn run(args: Args) -> Result<Outcome> {
         .context("ingest task")?
         .context("ingest stopped")?;
         http.await.context("HTTP task")?.context("HTTP API")?;
-        Ok::<_, anyhow::Error>(report)
+        Ok::<_, anyhow::Error>(Some(report))
     })?;
     ledger.flush().context("final flush")?;
-    eprintln!(
-        "stopped: {} batches, {} events stored, {} duplicates, {} held, {} quarantined",
-        report.batches, report.stored, report.duplicates, report.held, report.quarantined
-    );
+    if let Some(report) = report {
+        eprintln!(
+            "stopped: {} batches, {} events stored, {} duplicates, {} held, {} quarantined",
+            report.batches, report.stored, report.duplicates, report.held, report.quarantined
+        );
+    }
     Ok(Outcome::Clean)
 }
 

@@ -10,7 +10,8 @@
 //!
 //! This crate does no I/O.
 
-pub mod attest;
+pub mod api;
+pub mod bundle;
 pub mod card;
 pub mod chain;
 pub mod codec;

@@ -1,0 +1,239 @@
+//! Access control: bearer tokens from the server's config file, each with a name and one
+//! role, and the policy of which role may use which part of the API.
+//!
+//! Invariants: there is no open access: a request without a known token gets 401 (the
+//! demo makes its own tokens and prints them); the policy is one table (`allowed`) keyed by
+//! the area a path belongs to, and a path that belongs to no area is admin-only; tokens are
+//! kept only as BLAKE3 hashes in memory.
+//!
+//! Config file (JSON, `serve --config FILE`):
+//! `{"tokens": [{"name": "ana", "role": "surveillance", "token": "<at least 16 chars>"}]}`.
+
+use schemas::api::Role;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Shortest token accepted in a config file.
+pub const TOKEN_LEN_MIN: usize = 16;
+/// Most tokens in a config file.
+pub const TOKENS_MAX: usize = 10_000;
+
+/// One token as configured.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenConfig {
+    pub name: String,
+    pub role: Role,
+    pub token: String,
+}
+
+/// The server's access configuration file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AccessConfig {
+    pub tokens: Vec<TokenConfig>,
+}
+
+/// Why the access configuration is unusable.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("reading {path}: {source}")]
+    Read {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("parsing {path}: {source}")]
+    Parse {
+        path: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl AccessConfig {
+    pub fn load(path: &Path) -> Result<AccessConfig, ConfigError> {
+        let p = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: p.clone(),
+            source,
+        })?;
+        serde_json::from_str(&text).map_err(|source| ConfigError::Parse { path: p, source })
+    }
+}
+
+/// Who is calling.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    pub name: String,
+    pub role: Role,
+}
+
+/// Token hash -> caller.
+#[derive(Debug, Clone, Default)]
+pub struct Tokens {
+    by_hash: BTreeMap<[u8; 32], Caller>,
+}
+
+impl Tokens {
+    pub fn new(config: &AccessConfig) -> Result<Tokens, ConfigError> {
+        if config.tokens.is_empty() {
+            return Err(ConfigError::Invalid(
+                "no tokens: nobody could use the API".into(),
+            ));
+        }
+        if config.tokens.len() > TOKENS_MAX {
+            return Err(ConfigError::Invalid(format!(
+                "{} tokens, at most {TOKENS_MAX}",
+                config.tokens.len()
+            )));
+        }
+        let mut by_hash = BTreeMap::new();
+        for t in &config.tokens {
+            if t.token.len() < TOKEN_LEN_MIN || t.token.contains(char::is_whitespace) {
+                return Err(ConfigError::Invalid(format!(
+                    "token of {}: at least {TOKEN_LEN_MIN} characters, no spaces",
+                    t.name
+                )));
+            }
+            if t.name.is_empty() || t.name.len() > 64 {
+                return Err(ConfigError::Invalid(
+                    "token names are 1-64 characters".into(),
+                ));
+            }
+            let caller = Caller {
+                name: t.name.clone(),
+                role: t.role,
+            };
+            if by_hash.insert(hash(&t.token), caller).is_some() {
+                return Err(ConfigError::Invalid(format!(
+                    "token of {} is used twice",
+                    t.name
+                )));
+            }
+        }
+        Ok(Tokens { by_hash })
+    }
+
+    /// The caller a token belongs to.
+    pub fn caller(&self, token: &str) -> Option<&Caller> {
+        self.by_hash.get(&hash(token))
+    }
+}
+
+fn hash(token: &str) -> [u8; 32] {
+    *blake3::hash(token.as_bytes()).as_bytes()
+}
+
+/// The parts of the API, for the access policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Area {
+    /// Who am I, server status.
+    Anyone,
+    Tables,
+    Rounds,
+    Disputes,
+    Findings,
+    Chain,
+    Pools,
+    Finance,
+    Feed,
+    CasesRead,
+    CasesWrite,
+    Evidence,
+    Audit,
+    /// Anything not listed: admin only.
+    Other,
+}
+
+/// The whole access policy.
+pub fn allowed(role: Role, area: Area) -> bool {
+    use Area::*;
+    match role {
+        Role::Admin => true,
+        Role::Surveillance => matches!(
+            area,
+            Anyone
+                | Tables
+                | Rounds
+                | Disputes
+                | Findings
+                | Chain
+                | Pools
+                | Feed
+                | CasesRead
+                | CasesWrite
+                | Evidence
+        ),
+        Role::Finance => matches!(area, Anyone | Tables | Finance | Pools),
+    }
+}
+
+/// Which area a request belongs to.
+pub fn area_of(method: &str, path: &str) -> Area {
+    let parts: Vec<&str> = path.trim_end_matches('/').split('/').skip(1).collect();
+    match parts.as_slice() {
+        ["v1", "whoami"] | ["v1", "status"] => Area::Anyone,
+        ["v1", "tables"] => Area::Tables,
+        ["v1", "tables", _, "finance"] | ["v1", "finance"] => Area::Finance,
+        ["v1", "tables", _, "rounds", ..] | ["v1", "rounds"] => Area::Rounds,
+        ["v1", "disputes"] => Area::Disputes,
+        ["v1", "findings"] => Area::Findings,
+        ["v1", "chain"] => Area::Chain,
+        ["v1", "pools"] => Area::Pools,
+        ["v1", "feed"] => Area::Feed,
+        ["v1", "cases", ..] if method == "GET" => Area::CasesRead,
+        ["v1", "cases", ..] => Area::CasesWrite,
+        ["v1", "evidence", ..] | ["v1", "export"] => Area::Evidence,
+        ["v1", "audit"] => Area::Audit,
+        _ => Area::Other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_policy_separates_finance_from_surveillance() {
+        let f = |m, p| area_of(m, p);
+        assert!(!allowed(Role::Finance, f("GET", "/v1/tables/T/rounds/3")));
+        assert!(!allowed(Role::Finance, f("GET", "/v1/cases")));
+        assert!(!allowed(Role::Finance, f("GET", "/v1/evidence/T/3")));
+        assert!(allowed(Role::Finance, f("GET", "/v1/finance")));
+        assert!(!allowed(Role::Surveillance, f("GET", "/v1/finance")));
+        assert!(!allowed(Role::Surveillance, f("GET", "/v1/audit")));
+        assert!(allowed(Role::Surveillance, f("POST", "/v1/cases/1/notes")));
+        assert!(allowed(Role::Admin, f("GET", "/v1/audit")));
+        assert_eq!(f("GET", "/v1/something-new"), Area::Other);
+        assert!(!allowed(Role::Surveillance, Area::Other));
+    }
+
+    #[test]
+    fn weak_and_duplicate_tokens_are_refused() {
+        let t = |token: &str| TokenConfig {
+            name: "a".into(),
+            role: Role::Admin,
+            token: token.into(),
+        };
+        assert!(Tokens::new(&AccessConfig {
+            tokens: vec![t("short")]
+        })
+        .is_err());
+        assert!(Tokens::new(&AccessConfig { tokens: vec![] }).is_err());
+        let long = "0123456789abcdef";
+        assert!(Tokens::new(&AccessConfig {
+            tokens: vec![t(long), t(long)]
+        })
+        .is_err());
+        let ok = Tokens::new(&AccessConfig {
+            tokens: vec![t(long)],
+        })
+        .unwrap();
+        assert_eq!(ok.caller(long).unwrap().role, Role::Admin);
+        assert!(ok.caller("0123456789abcdeX").is_none());
+    }
+}

@@ -1,0 +1,267 @@
+//! An append-only, hash-chained JSON-lines file: the server's audit log (`audit.jsonl`) and
+//! its case entries (`cases.jsonl`). These live in the API's own directory, not in the
+//! ledger's sled database: the ledger holds what devices sent, and nothing the server adds
+//! may share its key spaces or its chains.
+//!
+//! Line format: `{"n":N,"prev":"<hex>","hash":"<hex>","entry":"<entry as a JSON string>"}`
+//! with `hash = BLAKE3("roundledger/journal/v1" || prev || entry bytes)`, `prev` of line 1 =
+//! 64 zeros. The entry is kept as a string so the hashed bytes are exactly the stored bytes.
+//!
+//! Invariants: append-only by construction (this type has no update and no delete, and opens
+//! the file in append mode); each append is written and `sync_data`'d before it returns, so
+//! a recorded read is durable before its response leaves; the chain is verified when the
+//! file is opened (a damaged journal refuses to open, naming the line); one `Journal` per
+//! file per process. Blocking: call it from `spawn_blocking` or a blocking thread.
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// Domain tag of journal line hashes.
+pub const JOURNAL_DOMAIN: &[u8] = b"roundledger/journal/v1";
+/// Longest entry accepted (bytes of its JSON).
+pub const JOURNAL_ENTRY_LEN_MAX: usize = 64 * 1024;
+
+/// Why a journal could not be opened, read or appended to.
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    #[error("journal {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("journal {path} line {line}: {detail}")]
+    Damaged {
+        path: PathBuf,
+        line: u64,
+        detail: String,
+    },
+    #[error("journal entry of {len} bytes exceeds {JOURNAL_ENTRY_LEN_MAX}")]
+    TooLong { len: usize },
+    #[error("journal entry: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+#[derive(Serialize, Deserialize)]
+struct Line {
+    n: u64,
+    prev: String,
+    hash: String,
+    entry: String,
+}
+
+struct Tail {
+    file: File,
+    /// Byte offset of each line, for paging without holding entries in memory.
+    offsets: Vec<u64>,
+    end: u64,
+    last: [u8; 32],
+}
+
+/// One append-only journal file.
+pub struct Journal {
+    path: PathBuf,
+    tail: Mutex<Tail>,
+}
+
+fn line_hash(prev: &[u8; 32], entry: &[u8]) -> [u8; 32] {
+    let mut h = blake3::Hasher::new();
+    h.update(JOURNAL_DOMAIN);
+    h.update(prev);
+    h.update(entry);
+    *h.finalize().as_bytes()
+}
+
+impl Journal {
+    /// Opens (or creates) the journal at `path` and verifies its whole chain. Calls `each`
+    /// with every entry's JSON, in order (to rebuild in-memory state such as cases).
+    pub fn open(
+        path: &Path,
+        mut each: impl FnMut(u64, &str) -> Result<(), String>,
+    ) -> Result<Journal, JournalError> {
+        let io = |source| JournalError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut file = OpenOptions::new()
+            .create(true)
+            .read(true)
+            .append(true)
+            .open(path)
+            .map_err(io)?;
+        file.seek(SeekFrom::Start(0)).map_err(io)?;
+        let mut reader = BufReader::new(&mut file);
+        let (mut offsets, mut pos, mut last) = (Vec::new(), 0u64, [0u8; 32]);
+        let mut buf = String::new();
+        loop {
+            buf.clear();
+            let n = reader.read_line(&mut buf).map_err(io)?;
+            if n == 0 {
+                break;
+            }
+            let no = offsets.len() as u64 + 1;
+            let damaged = |detail: String| JournalError::Damaged {
+                path: path.to_path_buf(),
+                line: no,
+                detail,
+            };
+            if !buf.ends_with('\n') {
+                return Err(damaged("truncated line (no newline)".into()));
+            }
+            let line: Line = serde_json::from_str(&buf).map_err(|e| damaged(e.to_string()))?;
+            if line.n != no || line.prev != hex::encode(last) {
+                return Err(damaged(format!(
+                    "n {} prev {} does not follow line {}",
+                    line.n,
+                    line.prev,
+                    no - 1
+                )));
+            }
+            let h = line_hash(&last, line.entry.as_bytes());
+            if line.hash != hex::encode(h) {
+                return Err(damaged("hash does not match the entry".into()));
+            }
+            each(no, &line.entry).map_err(damaged)?;
+            offsets.push(pos);
+            pos += n as u64;
+            last = h;
+        }
+        Ok(Journal {
+            path: path.to_path_buf(),
+            tail: Mutex::new(Tail {
+                file,
+                offsets,
+                end: pos,
+                last,
+            }),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Tail> {
+        // The tail is only changed after a successful write: still consistent after a panic.
+        self.tail.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Entries so far.
+    pub fn len(&self) -> u64 {
+        self.lock().offsets.len() as u64
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Appends `make(n)` (n = its position from 1), writes and syncs it; returns it.
+    pub fn append<T: Serialize>(&self, make: impl FnOnce(u64) -> T) -> Result<T, JournalError> {
+        let mut t = self.lock();
+        let n = t.offsets.len() as u64 + 1;
+        let value = make(n);
+        let entry = serde_json::to_string(&value)?;
+        if entry.len() > JOURNAL_ENTRY_LEN_MAX {
+            return Err(JournalError::TooLong { len: entry.len() });
+        }
+        let h = line_hash(&t.last, entry.as_bytes());
+        let line = Line {
+            n,
+            prev: hex::encode(t.last),
+            hash: hex::encode(h),
+            entry,
+        };
+        let mut bytes = serde_json::to_vec(&line)?;
+        bytes.push(b'\n');
+        let io = |source| JournalError::Io {
+            path: self.path.clone(),
+            source,
+        };
+        t.file.write_all(&bytes).map_err(io)?;
+        t.file.sync_data().map_err(io)?;
+        let end = t.end;
+        t.offsets.push(end);
+        t.end += bytes.len() as u64;
+        t.last = h;
+        Ok(value)
+    }
+
+    /// Entries `offset..offset + limit` (from 0), oldest first.
+    pub fn read<T: DeserializeOwned>(
+        &self,
+        offset: u64,
+        limit: u64,
+    ) -> Result<Vec<T>, JournalError> {
+        let (start, end) = {
+            let t = self.lock();
+            let len = t.offsets.len() as u64;
+            let a = offset.min(len);
+            let b = offset.saturating_add(limit).min(len);
+            if a == b {
+                return Ok(Vec::new());
+            }
+            let to = if b == len {
+                t.end
+            } else {
+                t.offsets[b as usize]
+            };
+            (t.offsets[a as usize], to)
+        };
+        let io = |source| JournalError::Io {
+            path: self.path.clone(),
+            source,
+        };
+        let mut f = File::open(&self.path).map_err(io)?;
+        f.seek(SeekFrom::Start(start)).map_err(io)?;
+        let mut buf = vec![0u8; (end - start) as usize];
+        f.read_exact(&mut buf).map_err(io)?;
+        let mut out = Vec::new();
+        for (i, l) in buf
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .enumerate()
+        {
+            let damaged = |detail: String| JournalError::Damaged {
+                path: self.path.clone(),
+                line: offset + i as u64 + 1,
+                detail,
+            };
+            let line: Line = serde_json::from_slice(l).map_err(|e| damaged(e.to_string()))?;
+            out.push(serde_json::from_str(&line.entry).map_err(|e| damaged(e.to_string()))?);
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn appends_survive_reopen_and_damage_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("j.jsonl");
+        let j = Journal::open(&p, |_, _| Ok(())).unwrap();
+        for i in 0..5u64 {
+            j.append(|n| serde_json::json!({"n": n, "i": i})).unwrap();
+        }
+        let got: Vec<serde_json::Value> = j.read(1, 2).unwrap();
+        assert_eq!(got[0]["i"], 1);
+        assert_eq!(got[1]["i"], 2);
+        drop(j);
+        let mut seen = 0;
+        let j = Journal::open(&p, |_, _| {
+            seen += 1;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!((seen, j.len()), (5, 5));
+        drop(j);
+        // Change one entry's content: the reopen names the line.
+        let text = std::fs::read_to_string(&p).unwrap();
+        let text = text.replacen("\\\"i\\\":3", "\\\"i\\\":4", 1);
+        std::fs::write(&p, text).unwrap();
+        let err = Journal::open(&p, |_, _| Ok(())).err().unwrap().to_string();
+        assert!(err.contains("line 4"), "{err}");
+    }
+}

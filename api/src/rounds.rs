@@ -1,0 +1,335 @@
+//! Reading one round from the ledger and replaying it: the round view (events,
+//! reconstruction, settlement expected vs recorded, findings), its steps, and the replay
+//! window that evidence bundles reuse.
+//!
+//! The replay window of round N is every event after the previous round's last event up
+//! to the event before the next round's first one (or the head): the shuffle before the
+//! round, the round, and the deck reveal after it. Replaying the configuration in force
+//! (the last `TableOpened` at or before the round) and then the window gives the round's
+//! report, on this request, from the stored bytes: the report is never stored.
+//!
+//! Invariants: blocking (sled): call from `spawn_blocking`; reads at most
+//! `ROUND_WINDOW_EVENTS_MAX` events for one round.
+
+use crate::index::{finding_view, row_of, Index};
+use crate::ReadError;
+use schemas::api::{EventRow, RoundDetail, SettlementRow, StepList, StepState};
+use schemas::report::RoundReport;
+use schemas::{Event, EventBody, Money, PayLine, RoundId, Seq, TableConfig, TableId};
+use std::collections::BTreeMap;
+
+/// Most events in one round's replay window.
+pub const ROUND_WINDOW_EVENTS_MAX: u64 = 20_000;
+
+/// Where a round sits in its table's chain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Located {
+    pub first_seq: u64,
+    pub last_seq: u64,
+    pub prev_last: Option<u64>,
+    pub next_first: Option<u64>,
+    pub config_seq: Option<u64>,
+}
+
+/// From the server's index (no sled read).
+pub fn locate_in_index(ix: &Index, table: &TableId, round: u64) -> Option<Located> {
+    let t = ix.tables.get(table)?;
+    let d = t.rounds.get(&round)?;
+    let first_seq = d.row.first_seq.0;
+    Some(Located {
+        first_seq,
+        last_seq: d.row.last_seq.0,
+        prev_last: t
+            .rounds
+            .range(..round)
+            .next_back()
+            .map(|(_, d)| d.row.last_seq.0),
+        next_first: t
+            .rounds
+            .range(round + 1..)
+            .next()
+            .map(|(_, d)| d.row.first_seq.0),
+        config_seq: t.configs.range(..=first_seq).next_back().copied(),
+    })
+}
+
+/// From the ledger alone (the CLI, or a round the index has not reached yet): reads the
+/// table's round index and scans for the configuration event.
+pub fn locate_in_ledger(
+    ledger: &ledger::Ledger,
+    table: &TableId,
+    round: u64,
+) -> Result<Located, ReadError> {
+    let rounds = ledger.rounds(table)?;
+    let i = rounds
+        .iter()
+        .position(|r| r.round.0 == round)
+        .ok_or_else(|| ReadError::NotFound(format!("table {table} has no round {round}")))?;
+    let r = &rounds[i];
+    let mut config_seq = None;
+    for e in ledger.events(table, 1..=r.first_seq.0) {
+        let e = e?;
+        if let Ok((ev, _)) = schemas::codec::decode(&e.bytes) {
+            if matches!(ev.body, EventBody::TableOpened { .. }) {
+                config_seq = Some(e.seq.0);
+            }
+        }
+    }
+    Ok(Located {
+        first_seq: r.first_seq.0,
+        last_seq: r.last_seq.0,
+        prev_last: i.checked_sub(1).map(|p| rounds[p].last_seq.0),
+        next_first: rounds.get(i + 1).map(|n| n.first_seq.0),
+        config_seq,
+    })
+}
+
+/// A round read and replayed.
+#[derive(Debug, Clone)]
+pub struct LoadedRound {
+    pub table: TableId,
+    pub round: RoundId,
+    pub located: Located,
+    pub window: (u64, u64),
+    pub config: Option<(ledger::StoredEvent, TableConfig)>,
+    /// The window's events, stored and decoded (undecodable ones are left out; verify
+    /// reports them).
+    pub events: Vec<(ledger::StoredEvent, Event)>,
+    pub report: RoundReport,
+}
+
+/// Reads the round's window and replays it.
+pub fn load(
+    ledger: &ledger::Ledger,
+    table: &TableId,
+    round: u64,
+    located: Located,
+) -> Result<LoadedRound, ReadError> {
+    let head = ledger
+        .head(table)
+        .ok_or_else(|| ReadError::NotFound(format!("table {table} is not in the ledger")))?;
+    let from = located.prev_last.map_or(1, |p| p + 1);
+    let to = located
+        .next_first
+        .map_or(head.seq.0, |n| n.saturating_sub(1))
+        .max(located.last_seq);
+    if to - from + 1 > ROUND_WINDOW_EVENTS_MAX {
+        return Err(ReadError::TooLarge(format!(
+            "round {round} of table {table}: replay window of {} events exceeds {ROUND_WINDOW_EVENTS_MAX}",
+            to - from + 1
+        )));
+    }
+    let decode = |e: ledger::StoredEvent| -> Result<(ledger::StoredEvent, Event), ReadError> {
+        let (ev, _) = schemas::codec::decode(&e.bytes).map_err(|x| {
+            ReadError::Integrity(format!(
+                "table {table} seq {}: stored bytes do not decode: {x}",
+                e.seq.0
+            ))
+        })?;
+        Ok((e, ev))
+    };
+    let config = match located.config_seq {
+        Some(s) => {
+            let stored = ledger.stored_event(table, s)?.ok_or_else(|| {
+                ReadError::Integrity(format!("table {table}: no event at config seq {s}"))
+            })?;
+            let (stored, ev) = decode(stored)?;
+            match ev.body {
+                EventBody::TableOpened { config } => Some((stored, config)),
+                _ => {
+                    return Err(ReadError::Integrity(format!(
+                        "table {table} seq {s} is not a TableOpened event"
+                    )))
+                }
+            }
+        }
+        None => None,
+    };
+    let mut events = Vec::new();
+    for e in ledger.events(table, from..=to) {
+        events.push(decode(e?)?);
+    }
+    let report = replay_window(table, round, config.as_ref().map(|(s, _)| s), &events)
+        .ok_or_else(|| ReadError::NotFound(format!("table {table} has no round {round}")))?;
+    Ok(LoadedRound {
+        table: table.clone(),
+        round: RoundId(round),
+        located,
+        window: (from, to),
+        config,
+        events,
+        report,
+    })
+}
+
+/// The replay that round views and evidence bundles share: the config event (when it is
+/// before the window), then the window, through one `TableReplayer`.
+pub fn replay_window(
+    table: &TableId,
+    round: u64,
+    config: Option<&ledger::StoredEvent>,
+    events: &[(ledger::StoredEvent, Event)],
+) -> Option<RoundReport> {
+    let mut input: Vec<(Seq, Event)> = Vec::with_capacity(events.len() + 1);
+    if let Some(c) = config {
+        if events.first().is_none_or(|(f, _)| c.seq < f.seq) {
+            if let Ok((ev, _)) = schemas::codec::decode(&c.bytes) {
+                input.push((c.seq, ev));
+            }
+        }
+    }
+    input.extend(events.iter().map(|(s, e)| (s.seq, e.clone())));
+    replay_events(table, round, &input)
+}
+
+/// Replays `(seq, event)` in order and returns the report of `round`.
+pub fn replay_events(table: &TableId, round: u64, input: &[(Seq, Event)]) -> Option<RoundReport> {
+    let mut r = replayer::TableReplayer::new(table.clone());
+    let mut found = None;
+    for (seq, e) in input {
+        for rep in r.push(*seq, e) {
+            if rep.round.0 == round {
+                found = Some(rep);
+            }
+        }
+    }
+    if found.is_none() {
+        found = r.finish().into_iter().find(|rep| rep.round.0 == round);
+    }
+    found
+}
+
+impl LoadedRound {
+    /// The round's timeline: its own events and the deck reveal after it (what `replay
+    /// --step` shows), in seq order.
+    pub fn timeline(&self) -> Vec<&(ledger::StoredEvent, Event)> {
+        let mut started = false;
+        self.events
+            .iter()
+            .filter(|(_, e)| {
+                if e.round == Some(self.round) {
+                    started = true;
+                    true
+                } else {
+                    started && e.round.is_none() && matches!(e.body, EventBody::DeckRevealed { .. })
+                }
+            })
+            .collect()
+    }
+
+    pub fn detail(&self) -> RoundDetail {
+        let timeline = self.timeline();
+        let events = timeline
+            .iter()
+            .map(|(s, e)| EventRow {
+                seq: s.seq,
+                hash: s.hash,
+                stream_seq: s.stream_seq,
+                received_at_ns: s.received_at_ns,
+                occurred_at_ns: e.occurred_at_ns,
+                device: e.device.as_str().to_string(),
+                type_name: e.body.type_name().to_string(),
+                description: crate::describe::describe(&e.body),
+                event: e.clone(),
+            })
+            .collect();
+        RoundDetail {
+            row: row_of(&self.report),
+            config: self.config.as_ref().map(|(_, c)| c.clone()),
+            config_seq: self.config.as_ref().map(|(s, _)| s.seq),
+            report: self.report.clone(),
+            events,
+            settlement: settlement_rows(&self.report, &timeline),
+            findings: self.report.findings.iter().map(finding_view).collect(),
+        }
+    }
+
+    pub fn steps(&self) -> StepList {
+        let input: Vec<(Seq, Event)> = self
+            .timeline()
+            .into_iter()
+            .map(|(s, e)| (s.seq, e.clone()))
+            .collect();
+        let steps = match &self.config {
+            Some((_, c)) => replayer::steps(c, &input),
+            None => Vec::new(),
+        };
+        StepList {
+            table: self.table.clone(),
+            round: self.round,
+            steps: steps
+                .iter()
+                .enumerate()
+                .filter_map(|(k, s)| step_state(k as u64, s))
+                .collect(),
+        }
+    }
+}
+
+/// The replayer's step view as the API's body (same JSON field by field).
+fn step_state(k: u64, s: &replayer::StepView) -> Option<StepState> {
+    let mut v = serde_json::to_value(s).ok()?;
+    v.as_object_mut()?.insert("k".into(), k.into());
+    serde_json::from_value(v).ok()
+}
+
+/// Settlement per box and line: the rules against the dealer's `PaidOut` records; lines
+/// recorded but not in the settlement appear with expected 0.
+fn settlement_rows(
+    r: &RoundReport,
+    timeline: &[&(ledger::StoredEvent, Event)],
+) -> Vec<SettlementRow> {
+    let mut recorded: BTreeMap<(u8, PayLine), Money> = BTreeMap::new();
+    for (_, e) in timeline {
+        if let EventBody::PaidOut { box_no, line, net } = &e.body {
+            let v = recorded.entry((box_no.0, *line)).or_default();
+            *v = *v + *net;
+        }
+    }
+    let mut rows: BTreeMap<(u8, PayLine), SettlementRow> = BTreeMap::new();
+    if let Some(s) = &r.settlement {
+        for b in &s.boxes {
+            for l in &b.lines {
+                let row = rows
+                    .entry((b.box_no.0, l.line))
+                    .or_insert_with(|| SettlementRow {
+                        box_no: b.box_no,
+                        line: l.line,
+                        expected: Money::ZERO,
+                        recorded: Money::ZERO,
+                        difference: Money::ZERO,
+                        clauses: Vec::new(),
+                        explanation: String::new(),
+                    });
+                row.expected = row.expected + l.net;
+                row.clauses.push(l.clause.clone());
+                if !row.explanation.is_empty() {
+                    row.explanation.push_str("; ");
+                }
+                row.explanation.push_str(&l.explanation);
+            }
+        }
+    }
+    for (&(b, line), &m) in &recorded {
+        rows.entry((b, line)).or_insert_with(|| SettlementRow {
+            box_no: schemas::BoxNo(b),
+            line,
+            expected: Money::ZERO,
+            recorded: Money::ZERO,
+            difference: Money::ZERO,
+            clauses: Vec::new(),
+            explanation: "recorded, but the rules settle nothing on this line".into(),
+        });
+        let _ = m;
+    }
+    rows.into_values()
+        .map(|mut row| {
+            row.recorded = recorded
+                .get(&(row.box_no.0, row.line))
+                .copied()
+                .unwrap_or_default();
+            row.difference = row.recorded - row.expected;
+            row
+        })
+        .collect()
+}

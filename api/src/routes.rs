@@ -1,0 +1,888 @@
+//! The handlers, the access guard with its audit record, and the OpenAPI document (utoipa:
+//! each handler's `#[utoipa::path]` is the document's source, so it cannot drift).
+
+use crate::auth::{allowed, area_of, Caller};
+use crate::index::{finding_view, Index};
+use crate::{
+    rounds, AppState, ReadError, Shared, AUDIT_LIMIT_MAX, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX,
+    POOL_EVENTS_MAX,
+};
+/// Most events `GET /v1/export` writes without a round range.
+pub const EXPORT_EVENTS_MAX: u64 = 2_000_000;
+use axum::extract::{Path, Query, Request, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use futures::Stream;
+use schemas::api::*;
+use schemas::bundle::EvidenceBundle;
+use schemas::report::Severity;
+use schemas::{BoxNo, EventBody, Money, RoundId, TableId};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{IntoParams, Modify, OpenApi};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "roundledger API",
+        description = "Surveillance, finance and audit API of roundledger serve. Every /v1 path needs `Authorization: Bearer <token>`; every request is recorded in the audit log."
+    ),
+    modifiers(&Bearer),
+    security(("bearer" = []))
+)]
+pub struct ApiDoc;
+
+struct Bearer;
+impl Modify for Bearer {
+    fn modify(&self, doc: &mut utoipa::openapi::OpenApi) {
+        let c = doc.components.get_or_insert_with(Default::default);
+        c.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+    }
+}
+
+impl IntoResponse for ReadError {
+    fn into_response(self) -> Response {
+        let status = match &self {
+            ReadError::NotFound(_) => StatusCode::NOT_FOUND,
+            ReadError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ReadError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ReadError::Integrity(_) | ReadError::Ledger(_) | ReadError::Internal(_) => {
+                StatusCode::INTERNAL_SERVER_ERROR
+            }
+        };
+        error(status, self.to_string())
+    }
+}
+
+fn error(status: StatusCode, msg: impl Into<String>) -> Response {
+    (status, Json(ApiError { error: msg.into() })).into_response()
+}
+
+/// Runs `f` on the blocking pool (sled, files).
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, ReadError> + Send + 'static,
+) -> Result<T, ReadError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| ReadError::Internal(format!("blocking task: {e}")))?
+}
+
+pub fn router(state: Shared) -> axum::Router {
+    let (api, doc) = OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .routes(routes!(whoami))
+        .routes(routes!(status))
+        .routes(routes!(tables))
+        .routes(routes!(list_rounds))
+        .routes(routes!(round_detail))
+        .routes(routes!(round_steps))
+        .routes(routes!(round_step))
+        .routes(routes!(disputes))
+        .routes(routes!(findings))
+        .routes(routes!(chain))
+        .routes(routes!(pools))
+        .routes(routes!(finance))
+        .routes(routes!(feed))
+        .routes(routes!(list_cases, open_case))
+        .routes(routes!(get_case))
+        .routes(routes!(add_note))
+        .routes(routes!(close_case))
+        .routes(routes!(evidence))
+        .routes(routes!(export))
+        .routes(routes!(audit))
+        .with_state(state.clone())
+        .split_for_parts();
+    let doc =
+        serde_json::to_string_pretty(&doc).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
+    let api = api.layer(axum::middleware::from_fn_with_state(state, guard));
+    axum::Router::new()
+        .merge(api)
+        .route(
+            "/openapi.json",
+            axum::routing::get(move || async move {
+                ([(header::CONTENT_TYPE, "application/json")], doc.clone())
+            }),
+        )
+        .route("/health", axum::routing::get(|| async { "ok" }))
+        .merge(crate::ui::router())
+}
+
+/// The access guard: resolves the token, applies the role policy, runs the handler, and
+/// records the request in the audit log before the response leaves.
+async fn guard(State(st): State<Shared>, mut req: Request, next: Next) -> Response {
+    let method = req.method().as_str().to_string();
+    let path = req.uri().path().to_string();
+    let query = req.uri().query().unwrap_or("").to_string();
+    let caller = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .and_then(|t| st.tokens.caller(t.trim()).cloned());
+    let response = match &caller {
+        None => error(
+            StatusCode::UNAUTHORIZED,
+            "a bearer token is required (Authorization: Bearer <token>)",
+        ),
+        Some(c) if !allowed(c.role, area_of(&method, &path)) => error(
+            StatusCode::FORBIDDEN,
+            format!("role {} may not use {method} {path}", c.role.name()),
+        ),
+        Some(c) => {
+            req.extensions_mut().insert(c.clone());
+            next.run(req).await
+        }
+    };
+    let status = response.status().as_u16();
+    let at_ns = (st.clock)();
+    let s = st.clone();
+    let written = tokio::task::spawn_blocking(move || {
+        s.audit.append(|id| AuditEntry {
+            id,
+            at_ns,
+            who: caller
+                .as_ref()
+                .map_or_else(|| "anonymous".to_string(), |c| c.name.clone()),
+            role: caller.as_ref().map(|c| c.role),
+            method,
+            path,
+            query,
+            status,
+        })
+    })
+    .await;
+    match written {
+        Ok(Ok(_)) => response,
+        Ok(Err(e)) => {
+            tracing::error!("audit log: {e}");
+            error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the audit log cannot be written; no data is served",
+            )
+        }
+        Err(e) => {
+            tracing::error!("audit log task: {e}");
+            error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the audit log cannot be written; no data is served",
+            )
+        }
+    }
+}
+
+/// Paging of every list.
+#[derive(Debug, Deserialize, IntoParams)]
+pub struct Paging {
+    /// Items to skip (default 0).
+    offset: Option<u64>,
+    /// Items to return (default 50, at most 500).
+    limit: Option<u64>,
+}
+
+fn page(offset: Option<u64>, limit: Option<u64>, max: u64) -> (u64, u64) {
+    (
+        offset.unwrap_or(0),
+        limit.unwrap_or(LIST_LIMIT_DEFAULT).clamp(1, max),
+    )
+}
+
+fn table_id(s: &str) -> Result<TableId, ReadError> {
+    TableId::new(s).map_err(|e| ReadError::BadRequest(format!("table {s:?}: {e}")))
+}
+
+#[utoipa::path(get, path = "/v1/whoami", tag = "access",
+    responses((status = 200, body = WhoAmI), (status = 401, body = ApiError)))]
+async fn whoami(Extension(c): Extension<Caller>) -> Json<WhoAmI> {
+    Json(WhoAmI {
+        name: c.name,
+        role: c.role,
+    })
+}
+
+#[utoipa::path(get, path = "/v1/status", tag = "access",
+    responses((status = 200, body = ServerStatus)))]
+async fn status(State(st): State<Shared>) -> Json<ServerStatus> {
+    // Heads and counts are in memory: no sled read.
+    let stats = st.ledger.stats();
+    let ix = st.read_index();
+    Json(ServerStatus {
+        tables: stats.tables as u64,
+        events_stored: stats.events,
+        events_indexed: ix.events_indexed,
+        rounds_indexed: ix.by_time.len() as u64,
+    })
+}
+
+#[utoipa::path(get, path = "/v1/tables", tag = "tables",
+    responses((status = 200, body = Vec<TableInfo>), (status = 403, body = ApiError)))]
+async fn tables(State(st): State<Shared>) -> Json<Vec<TableInfo>> {
+    let heads = st.ledger.heads();
+    let ix = st.read_index();
+    Json(
+        heads
+            .into_iter()
+            .map(|h| {
+                let t = ix.tables.get(&h.table);
+                TableInfo {
+                    rule_set: t.and_then(|t| t.rule_set),
+                    head_seq: h.seq,
+                    head_hash: h.hash,
+                    rounds: t.map_or(0, |t| t.rounds.len() as u64),
+                    disputed: t.map_or(0, |t| t.disputed),
+                    irregular: t.map_or(0, |t| t.irregular),
+                    void: t.map_or(0, |t| t.void),
+                    table: h.table,
+                }
+            })
+            .collect(),
+    )
+}
+
+/// Round search.
+#[derive(Debug, Deserialize, IntoParams)]
+pub struct RoundQuery {
+    /// Only this table.
+    table: Option<String>,
+    /// Rounds opened at or after (UTC ns, device time).
+    from_ns: Option<i64>,
+    /// Rounds opened before (UTC ns).
+    to_ns: Option<i64>,
+    /// Only rounds where this box was in play.
+    #[serde(rename = "box")]
+    #[param(rename = "box")]
+    box_no: Option<u8>,
+    /// Only this verdict: clean, irregular, disputed, void.
+    verdict: Option<String>,
+    /// Items to skip (default 0).
+    offset: Option<u64>,
+    /// Items to return (default 50, at most 500).
+    limit: Option<u64>,
+}
+
+/// Calls `f` on every round of the index matching table and time, newest first.
+fn newest_first<'a>(
+    ix: &'a Index,
+    table: Option<&TableId>,
+    from_ns: Option<i64>,
+    to_ns: Option<i64>,
+) -> impl Iterator<Item = &'a crate::index::Digest> + 'a {
+    let table = table.cloned();
+    ix.by_time
+        .iter()
+        .rev()
+        .filter(move |(at, t, _)| {
+            table.as_ref().is_none_or(|x| x == t)
+                && from_ns.is_none_or(|f| *at >= f)
+                && to_ns.is_none_or(|x| *at < x)
+        })
+        .filter_map(|(_, t, r)| ix.digest(t, *r))
+}
+
+#[utoipa::path(get, path = "/v1/rounds", tag = "rounds", params(RoundQuery),
+    responses((status = 200, body = RoundPage), (status = 400, body = ApiError), (status = 403, body = ApiError)))]
+async fn list_rounds(
+    State(st): State<Shared>,
+    Query(q): Query<RoundQuery>,
+) -> Result<Json<RoundPage>, ReadError> {
+    let table = q.table.as_deref().map(table_id).transpose()?;
+    let verdict = match q.verdict.as_deref() {
+        None | Some("") => None,
+        Some(v) => Some(
+            serde_json::from_value::<schemas::report::Verdict>(v.into()).map_err(|_| {
+                ReadError::BadRequest(format!("verdict {v:?}: clean, irregular, disputed or void"))
+            })?,
+        ),
+    };
+    let (offset, limit) = page(q.offset, q.limit, LIST_LIMIT_MAX);
+    let ix = st.read_index();
+    let mut total = 0;
+    let mut items = Vec::new();
+    for d in newest_first(&ix, table.as_ref(), q.from_ns, q.to_ns).filter(|d| {
+        q.box_no.is_none_or(|b| d.row.boxes.contains(&BoxNo(b)))
+            && verdict.is_none_or(|v| d.row.verdict == v)
+    }) {
+        if total >= offset && (items.len() as u64) < limit {
+            items.push(d.row.clone());
+        }
+        total += 1;
+    }
+    Ok(Json(RoundPage {
+        items,
+        total,
+        offset,
+        limit,
+    }))
+}
+
+async fn load_round(
+    st: &Shared,
+    table: &str,
+    round: u64,
+) -> Result<rounds::LoadedRound, ReadError> {
+    let table = table_id(table)?;
+    let located = rounds::locate_in_index(&st.read_index(), &table, round);
+    let ledger = st.ledger.clone();
+    blocking(move || {
+        let located = match located {
+            Some(l) => l,
+            None => rounds::locate_in_ledger(&ledger, &table, round)?,
+        };
+        rounds::load(&ledger, &table, round, located)
+    })
+    .await
+}
+
+#[utoipa::path(get, path = "/v1/tables/{table}/rounds/{round}", tag = "rounds",
+    params(("table" = String, Path), ("round" = u64, Path)),
+    responses((status = 200, body = RoundDetail), (status = 404, body = ApiError), (status = 403, body = ApiError)))]
+async fn round_detail(
+    State(st): State<Shared>,
+    Path((table, round)): Path<(String, u64)>,
+) -> Result<Json<RoundDetail>, ReadError> {
+    Ok(Json(load_round(&st, &table, round).await?.detail()))
+}
+
+#[utoipa::path(get, path = "/v1/tables/{table}/rounds/{round}/steps", tag = "rounds",
+    params(("table" = String, Path), ("round" = u64, Path)),
+    responses((status = 200, body = StepList), (status = 404, body = ApiError)))]
+async fn round_steps(
+    State(st): State<Shared>,
+    Path((table, round)): Path<(String, u64)>,
+) -> Result<Json<StepList>, ReadError> {
+    Ok(Json(load_round(&st, &table, round).await?.steps()))
+}
+
+#[utoipa::path(get, path = "/v1/tables/{table}/rounds/{round}/steps/{k}", tag = "rounds",
+    params(("table" = String, Path), ("round" = u64, Path), ("k" = u64, Path, description = "event index in the round's timeline, from 0")),
+    responses((status = 200, body = StepState), (status = 404, body = ApiError)))]
+async fn round_step(
+    State(st): State<Shared>,
+    Path((table, round, k)): Path<(String, u64, u64)>,
+) -> Result<Json<StepState>, ReadError> {
+    let steps = load_round(&st, &table, round).await?.steps();
+    let n = steps.steps.len();
+    steps
+        .steps
+        .into_iter()
+        .nth(k as usize)
+        .map(Json)
+        .ok_or_else(|| ReadError::NotFound(format!("step {k}: the round has {n} events")))
+}
+
+/// Filters of disputes and findings.
+#[derive(Debug, Deserialize, IntoParams)]
+pub struct IssueQuery {
+    table: Option<String>,
+    from_ns: Option<i64>,
+    to_ns: Option<i64>,
+    /// Findings only: this finding code.
+    code: Option<String>,
+    /// Findings only: at least this severity (info, warning, critical).
+    severity: Option<String>,
+    /// Items to skip (default 0).
+    offset: Option<u64>,
+    /// Items to return (default 50, at most 500).
+    limit: Option<u64>,
+}
+
+#[utoipa::path(get, path = "/v1/disputes", tag = "rounds", params(IssueQuery),
+    responses((status = 200, body = DisputePage), (status = 403, body = ApiError)))]
+async fn disputes(
+    State(st): State<Shared>,
+    Query(q): Query<IssueQuery>,
+) -> Result<Json<DisputePage>, ReadError> {
+    let table = q.table.as_deref().map(table_id).transpose()?;
+    let (offset, limit) = page(q.offset, q.limit, LIST_LIMIT_MAX);
+    let ix = st.read_index();
+    let (mut total, mut items) = (0, Vec::new());
+    for d in newest_first(&ix, table.as_ref(), q.from_ns, q.to_ns) {
+        for x in &d.disputes {
+            if total >= offset && (items.len() as u64) < limit {
+                items.push(DisputeRow {
+                    table: d.row.table.clone(),
+                    round: d.row.round,
+                    opened_at_ns: d.row.opened_at_ns,
+                    verdict: d.row.verdict,
+                    box_no: x.box_no,
+                    line: x.line,
+                    expected: x.expected,
+                    recorded: x.recorded,
+                    difference: x.difference,
+                });
+            }
+            total += 1;
+        }
+    }
+    Ok(Json(DisputePage {
+        items,
+        total,
+        offset,
+        limit,
+    }))
+}
+
+#[utoipa::path(get, path = "/v1/findings", tag = "rounds", params(IssueQuery),
+    responses((status = 200, body = FindingPage), (status = 400, body = ApiError), (status = 403, body = ApiError)))]
+async fn findings(
+    State(st): State<Shared>,
+    Query(q): Query<IssueQuery>,
+) -> Result<Json<FindingPage>, ReadError> {
+    let table = q.table.as_deref().map(table_id).transpose()?;
+    let severity = match q.severity.as_deref() {
+        None | Some("") => None,
+        Some(s) => Some(serde_json::from_value::<Severity>(s.into()).map_err(|_| {
+            ReadError::BadRequest(format!("severity {s:?}: info, warning or critical"))
+        })?),
+    };
+    let (offset, limit) = page(q.offset, q.limit, LIST_LIMIT_MAX);
+    let ix = st.read_index();
+    let (mut total, mut items) = (0, Vec::new());
+    for d in newest_first(&ix, table.as_ref(), q.from_ns, q.to_ns) {
+        for f in &d.findings {
+            if q.code
+                .as_deref()
+                .is_some_and(|c| !c.is_empty() && c != f.code)
+                || severity.is_some_and(|s| f.severity < s)
+            {
+                continue;
+            }
+            if total >= offset && (items.len() as u64) < limit {
+                items.push(FindingRow {
+                    table: d.row.table.clone(),
+                    round: d.row.round,
+                    opened_at_ns: d.row.opened_at_ns,
+                    finding: finding_view(f),
+                });
+            }
+            total += 1;
+        }
+    }
+    Ok(Json(FindingPage {
+        items,
+        total,
+        offset,
+        limit,
+    }))
+}
+
+#[utoipa::path(get, path = "/v1/chain", tag = "tables",
+    responses((status = 200, body = Vec<ChainStatus>), (status = 403, body = ApiError)))]
+async fn chain(State(st): State<Shared>) -> Json<Vec<ChainStatus>> {
+    let heads = st.ledger.heads();
+    let ix = st.read_index();
+    Json(
+        heads
+            .into_iter()
+            .map(|h| ix.chain_status(&h.table, h.seq, h.hash))
+            .collect(),
+    )
+}
+
+#[utoipa::path(get, path = "/v1/pools", tag = "finance",
+    responses((status = 200, body = Vec<PoolView>), (status = 413, body = ApiError)))]
+async fn pools(State(st): State<Shared>) -> Result<Json<Vec<PoolView>>, ReadError> {
+    let s = st.clone();
+    blocking(move || compute_pools(&s)).await.map(Json)
+}
+
+fn compute_pools(st: &AppState) -> Result<Vec<PoolView>, ReadError> {
+    let stored = st.ledger.stats().events;
+    if let Some((n, v)) = st
+        .pools_cache
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_ref()
+    {
+        if *n == stored {
+            return Ok(v.clone());
+        }
+    }
+    if stored > POOL_EVENTS_MAX {
+        return Err(ReadError::TooLarge(format!(
+            "{stored} events stored; pools are replayed over at most {POOL_EVENTS_MAX} (use roundledger audit)"
+        )));
+    }
+    let mut events = Vec::new();
+    let mut last_shown: BTreeMap<String, Money> = BTreeMap::new();
+    for item in st.ledger.events_in_arrival_order() {
+        let (_, e) = item?;
+        if let Ok((ev, _)) = schemas::codec::decode(&e.bytes) {
+            if let EventBody::JackpotShown { pool, value } = &ev.body {
+                last_shown.insert(pool.as_str().to_string(), *value);
+            }
+            events.push(ev);
+        }
+    }
+    let report = replayer::replay_pool(&events);
+    let views: Vec<PoolView> = report
+        .pools
+        .into_values()
+        .map(|p| PoolView {
+            last_shown: last_shown.get(p.pool.as_str()).copied(),
+            wins: p.wins.len() as u64,
+            paid: Money(p.wins.iter().map(|w| w.amount.0).sum()),
+            pool: p.pool,
+            tables: p.tables,
+            start: p.start,
+            contributions: p.contributions,
+            contributing_stakes: p.contributing_stakes,
+            resets: p.resets,
+            displays_checked: p.displays_checked,
+            recomputed: p.end,
+            mismatches: p
+                .mismatches
+                .into_iter()
+                .map(|m| PoolMismatchRow {
+                    code: m.code,
+                    table: m.table,
+                    seq: m.seq,
+                    shown: m.shown,
+                    recomputed: m.recomputed,
+                    difference: m.difference,
+                })
+                .collect(),
+        })
+        .collect();
+    *st.pools_cache.lock().unwrap_or_else(|p| p.into_inner()) = Some((stored, views.clone()));
+    Ok(views)
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+pub struct TableQuery {
+    /// Only this table.
+    table: Option<String>,
+}
+
+#[utoipa::path(get, path = "/v1/finance", tag = "finance", params(TableQuery),
+    responses((status = 200, body = Vec<FinanceSummary>), (status = 403, body = ApiError)))]
+async fn finance(
+    State(st): State<Shared>,
+    Query(q): Query<TableQuery>,
+) -> Result<Json<Vec<FinanceSummary>>, ReadError> {
+    let table = q.table.as_deref().map(table_id).transpose()?;
+    let ix = st.read_index();
+    Ok(Json(
+        ix.tables
+            .iter()
+            .filter(|(t, _)| table.as_ref().is_none_or(|x| x == *t))
+            .map(|(t, x)| FinanceSummary {
+                table: Some(t.clone()),
+                ..x.finance.clone()
+            })
+            .collect(),
+    ))
+}
+
+#[utoipa::path(get, path = "/v1/feed", tag = "rounds",
+    responses((status = 200, description = "server-sent events: `round` and `finding` events whose data is a FeedItem; `lagged` when the client fell behind", content_type = "text/event-stream", body = FeedItem)))]
+async fn feed(
+    State(st): State<Shared>,
+) -> Sse<impl Stream<Item = Result<SseEvent, std::convert::Infallible>>> {
+    use futures::StreamExt;
+    let rx = st.feed.subscribe();
+    let mut stop = st.stopping.clone();
+    let stream = futures::stream::unfold(rx, |mut rx| async move {
+        use tokio::sync::broadcast::error::RecvError;
+        match rx.recv().await {
+            Ok(item) => {
+                let kind = match &item {
+                    FeedItem::Round { .. } => "round",
+                    FeedItem::Finding { .. } => "finding",
+                };
+                let ev = SseEvent::default()
+                    .event(kind)
+                    .json_data(&item)
+                    .unwrap_or_else(|_| SseEvent::default().event("error"));
+                Some((Ok(ev), rx))
+            }
+            Err(RecvError::Lagged(n)) => Some((
+                Ok(SseEvent::default().event("lagged").data(n.to_string())),
+                rx,
+            )),
+            Err(RecvError::Closed) => None,
+        }
+    })
+    .take_until(Box::pin(async move {
+        let _ = stop.wait_for(|s| *s).await;
+    }));
+    Sse::new(stream).keep_alive(KeepAlive::default())
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+pub struct CaseQuery {
+    table: Option<String>,
+    round: Option<u64>,
+    /// Items to skip (default 0).
+    offset: Option<u64>,
+    /// Items to return (default 50, at most 500).
+    limit: Option<u64>,
+}
+
+#[utoipa::path(get, path = "/v1/cases", tag = "cases", params(CaseQuery),
+    responses((status = 200, body = CasePage), (status = 403, body = ApiError)))]
+async fn list_cases(
+    State(st): State<Shared>,
+    Query(q): Query<CaseQuery>,
+) -> Result<Json<CasePage>, ReadError> {
+    let table = q.table.as_deref().map(table_id).transpose()?;
+    let (offset, limit) = page(q.offset, q.limit, LIST_LIMIT_MAX);
+    let all: Vec<CaseView> = st
+        .cases
+        .list(None)
+        .into_iter()
+        .filter(|c| {
+            table.as_ref().is_none_or(|t| &c.table == t) && q.round.is_none_or(|r| c.round.0 == r)
+        })
+        .collect();
+    Ok(Json(CasePage {
+        total: all.len() as u64,
+        items: all
+            .into_iter()
+            .skip(offset as usize)
+            .take(limit as usize)
+            .collect(),
+        offset,
+        limit,
+    }))
+}
+
+fn case_error(e: crate::cases::CaseError) -> Response {
+    use crate::cases::CaseError::*;
+    let status = match &e {
+        Unknown(_) => StatusCode::NOT_FOUND,
+        Closed(_) => StatusCode::CONFLICT,
+        Invalid(_) => StatusCode::BAD_REQUEST,
+        Journal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+    };
+    error(status, e.to_string())
+}
+
+async fn act(st: Shared, caller: Caller, id: Option<u64>, action: CaseAction) -> Response {
+    let at_ns = (st.clock)();
+    let r = tokio::task::spawn_blocking(move || st.cases.act(id, action, &caller, at_ns)).await;
+    match r {
+        Ok(Ok(v)) => {
+            let status = if id.is_none() {
+                StatusCode::CREATED
+            } else {
+                StatusCode::OK
+            };
+            (status, Json(v)).into_response()
+        }
+        Ok(Err(e)) => case_error(e),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
+
+#[utoipa::path(post, path = "/v1/cases", tag = "cases", request_body = OpenCase,
+    responses((status = 201, body = CaseView), (status = 400, body = ApiError), (status = 404, body = ApiError), (status = 403, body = ApiError)))]
+async fn open_case(
+    State(st): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Json(b): Json<OpenCase>,
+) -> Response {
+    // A case is opened on a round that exists (the index, else the ledger's round
+    // index for a round the index has not reported yet).
+    let indexed = st.read_index().digest(&b.table, b.round.0).is_some();
+    let exists = indexed || {
+        let (l, t, r) = (st.ledger.clone(), b.table.clone(), b.round);
+        blocking(move || {
+            Ok(l.rounds(&t)
+                .map(|rs| rs.iter().any(|x| x.round == r))
+                .unwrap_or(false))
+        })
+        .await
+        .unwrap_or(false)
+    };
+    if !exists {
+        return error(
+            StatusCode::NOT_FOUND,
+            format!("table {} has no round {}", b.table, b.round.0),
+        );
+    }
+    act(
+        st,
+        c,
+        None,
+        CaseAction::Opened {
+            table: b.table,
+            round: b.round,
+            title: b.title,
+        },
+    )
+    .await
+}
+
+#[utoipa::path(get, path = "/v1/cases/{id}", tag = "cases", params(("id" = u64, Path)),
+    responses((status = 200, body = CaseView), (status = 404, body = ApiError)))]
+async fn get_case(State(st): State<Shared>, Path(id): Path<u64>) -> Response {
+    match st.cases.get(id) {
+        Some(v) => Json(v).into_response(),
+        None => error(StatusCode::NOT_FOUND, format!("case {id} does not exist")),
+    }
+}
+
+#[utoipa::path(post, path = "/v1/cases/{id}/notes", tag = "cases", params(("id" = u64, Path)), request_body = AddNote,
+    responses((status = 200, body = CaseView), (status = 404, body = ApiError), (status = 409, body = ApiError)))]
+async fn add_note(
+    State(st): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Path(id): Path<u64>,
+    Json(b): Json<AddNote>,
+) -> Response {
+    act(st, c, Some(id), CaseAction::Note { text: b.text }).await
+}
+
+#[utoipa::path(post, path = "/v1/cases/{id}/close", tag = "cases", params(("id" = u64, Path)), request_body = CloseCase,
+    responses((status = 200, body = CaseView), (status = 404, body = ApiError), (status = 409, body = ApiError)))]
+async fn close_case(
+    State(st): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Path(id): Path<u64>,
+    Json(b): Json<CloseCase>,
+) -> Response {
+    act(
+        st,
+        c,
+        Some(id),
+        CaseAction::Closed {
+            decision: b.decision,
+        },
+    )
+    .await
+}
+
+#[utoipa::path(get, path = "/v1/evidence/{table}/{round}", tag = "evidence",
+    params(("table" = String, Path), ("round" = u64, Path)),
+    responses((status = 200, description = "the evidence bundle (schemas/BUNDLE.md), as an attachment", content_type = "application/json", body = Object), (status = 404, body = ApiError), (status = 413, body = ApiError)))]
+async fn evidence(
+    State(st): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Path((table, round)): Path<(String, u64)>,
+) -> Result<Response, ReadError> {
+    let table = table_id(&table)?;
+    let located = rounds::locate_in_index(&st.read_index(), &table, round);
+    let cases = st.cases.list(Some((&table, RoundId(round))));
+    let at_ns = (st.clock)();
+    let ledger = st.ledger.clone();
+    let t = table.clone();
+    let bundle: EvidenceBundle = blocking(move || {
+        let located = match located {
+            Some(l) => l,
+            None => rounds::locate_in_ledger(&ledger, &t, round)?,
+        };
+        crate::evidence::build(&ledger, &t, round, located, cases, &c.name, at_ns)
+    })
+    .await?;
+    let body = serde_json::to_vec(&bundle).map_err(|e| ReadError::Internal(e.to_string()))?;
+    let name = format!("attachment; filename=\"evidence-{table}-round-{round}.json\"");
+    let mut r = ([(header::CONTENT_TYPE, "application/json")], body).into_response();
+    if let Ok(v) = HeaderValue::from_str(&name) {
+        r.headers_mut().insert(header::CONTENT_DISPOSITION, v);
+    }
+    Ok(r)
+}
+
+/// What to export.
+#[derive(Debug, Deserialize, IntoParams)]
+pub struct ExportQuery {
+    /// Only this table (every table when absent).
+    table: Option<String>,
+    /// Only these rounds of the table, `A..B` inclusive; needs `table`.
+    rounds: Option<String>,
+}
+
+#[utoipa::path(get, path = "/v1/export", tag = "evidence", params(ExportQuery),
+    responses((status = 200, description = "a ledger export (schemas/src/export.rs: JSON lines), as an attachment", content_type = "application/x-ndjson", body = String), (status = 400, body = ApiError), (status = 413, body = ApiError)))]
+async fn export(
+    State(st): State<Shared>,
+    Query(q): Query<ExportQuery>,
+) -> Result<Response, ReadError> {
+    let table = q.table.as_deref().map(table_id).transpose()?;
+    let range = match q.rounds.as_deref() {
+        None | Some("") => ledger::ExportRange::All,
+        Some(r) => {
+            if table.is_none() {
+                return Err(ReadError::BadRequest("rounds needs table".into()));
+            }
+            let bad = || ReadError::BadRequest(format!("rounds {r:?}: expected A..B"));
+            let (a, b) = r.split_once("..").ok_or_else(bad)?;
+            let a: u64 = a.trim().parse().map_err(|_| bad())?;
+            let b: u64 = b
+                .trim_start_matches('=')
+                .trim()
+                .parse()
+                .map_err(|_| bad())?;
+            if a > b {
+                return Err(bad());
+            }
+            ledger::ExportRange::Rounds(a..=b)
+        }
+    };
+    let events = match &table {
+        Some(t) => {
+            st.ledger
+                .head(t)
+                .ok_or_else(|| ReadError::NotFound(format!("table {t} is not in the ledger")))?
+                .seq
+                .0
+        }
+        None => st.ledger.stats().events,
+    };
+    if matches!(range, ledger::ExportRange::All) && events > EXPORT_EVENTS_MAX {
+        return Err(ReadError::TooLarge(format!(
+            "{events} events; an export through the API holds at most {EXPORT_EVENTS_MAX} (choose a table and rounds)"
+        )));
+    }
+    let ledger = st.ledger.clone();
+    let body = blocking(move || {
+        let mut out = Vec::new();
+        ledger.export(&ledger::ExportSelection { table, range }, &mut out)?;
+        Ok(out)
+    })
+    .await?;
+    Ok((
+        [
+            (header::CONTENT_TYPE, "application/x-ndjson"),
+            (
+                header::CONTENT_DISPOSITION,
+                "attachment; filename=\"export.jsonl\"",
+            ),
+        ],
+        body,
+    )
+        .into_response())
+}
+
+#[utoipa::path(get, path = "/v1/audit", tag = "access", params(Paging),
+    responses((status = 200, body = AuditPage), (status = 403, body = ApiError)))]
+async fn audit(
+    State(st): State<Shared>,
+    Query(p): Query<Paging>,
+) -> Result<Json<AuditPage>, ReadError> {
+    let (offset, limit) = page(p.offset, p.limit, AUDIT_LIMIT_MAX);
+    let s = st.clone();
+    let (items, total) = blocking(move || {
+        let total = s.audit.len();
+        let items = s
+            .audit
+            .read::<AuditEntry>(offset, limit)
+            .map_err(|e| ReadError::Internal(e.to_string()))?;
+        Ok((items, total))
+    })
+    .await?;
+    Ok(Json(AuditPage {
+        items,
+        total,
+        offset,
+        limit,
+    }))
+}

@@ -1,0 +1,738 @@
+//! The API through its router in process (tower `oneshot`) and once through a real socket,
+//! over a real sled ledger filled by the simulator's table devices (payout errors and
+//! irregularities injected): reads, roles refused what they must not see, the audit log,
+//! cases, evidence bundles (round trip and tampering) and the OpenAPI document validated
+//! against real responses.
+
+use api::auth::{AccessConfig, TokenConfig};
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use schemas::api::Role;
+use serde_json::{json, Value};
+use std::sync::Arc;
+use tower::ServiceExt;
+
+const SURV: &str = "surveillance-token-000000000001";
+const FIN: &str = "finance-token-00000000000000001";
+const ADMIN: &str = "admin-token-000000000000000001";
+
+fn access() -> AccessConfig {
+    let t = |name: &str, role, token: &str| TokenConfig {
+        name: name.into(),
+        role,
+        token: token.into(),
+    };
+    AccessConfig {
+        tokens: vec![
+            t("sam.surveillance", Role::Surveillance, SURV),
+            t("fiona.finance", Role::Finance, FIN),
+            t("ada.admin", Role::Admin, ADMIN),
+        ],
+    }
+}
+
+/// Plays `rounds` rounds at `tables` simulated tables into the ledger, as ingest would.
+fn seed(ledger: &ledger::Ledger, tables: usize, rounds: u64, seed: u64, close: bool) {
+    let mut plan = simulator::FaultPlan::all(0.03);
+    plan.wrong_payout = 0.3;
+    let mut floor = simulator::Floor::new(tables, seed, plan).unwrap();
+    let mut stream_seq = ledger.stats().events;
+    let mut all = Vec::new();
+    for t in floor.tables.iter_mut() {
+        all.extend(t.opening_events().unwrap());
+    }
+    for _ in 0..rounds {
+        for t in floor.tables.iter_mut() {
+            all.extend(t.play_round().unwrap().events);
+        }
+    }
+    if close {
+        for t in floor.tables.iter_mut() {
+            all.extend(t.closing_events().unwrap());
+        }
+    }
+    for chunk in all.chunks(4096) {
+        let batch: Vec<ledger::Incoming> = chunk
+            .iter()
+            .map(|p| {
+                stream_seq += 1;
+                ledger::Incoming {
+                    subject_table: Some(p.event.table.clone()),
+                    stream_seq,
+                    received_at_ns: p.event.occurred_at_ns,
+                    bytes: p.bytes.clone(),
+                }
+            })
+            .collect();
+        ledger.append_batch(&batch).unwrap();
+    }
+    ledger.flush().unwrap();
+}
+
+struct Fixture {
+    dir: tempfile::TempDir,
+    ledger: Arc<ledger::Ledger>,
+    state: api::Shared,
+    app: axum::Router,
+    _stop: tokio::sync::watch::Sender<bool>,
+}
+
+fn clock() -> i64 {
+    1_780_000_000_000_000_000
+}
+
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = Arc::new(ledger::Ledger::open(dir.path().join("ledger")).unwrap());
+    seed(&ledger, 3, 30, 7, true);
+    let (stop, rx) = tokio::sync::watch::channel(false);
+    let state = api::AppState::new(
+        ledger.clone(),
+        &access(),
+        &dir.path().join("api"),
+        clock,
+        rx,
+    )
+    .unwrap();
+    state.index_all().unwrap();
+    let app = api::router(state.clone());
+    Fixture {
+        dir,
+        ledger,
+        state,
+        app,
+        _stop: stop,
+    }
+}
+
+async fn call(
+    app: &axum::Router,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: Option<Value>,
+) -> (StatusCode, Value) {
+    let mut req = Request::builder().method(method).uri(path);
+    if let Some(t) = token {
+        req = req.header("authorization", format!("Bearer {t}"));
+    }
+    let req = match body {
+        Some(b) => req
+            .header("content-type", "application/json")
+            .body(Body::from(b.to_string()))
+            .unwrap(),
+        None => req.body(Body::empty()).unwrap(),
+    };
+    let res = app.clone().oneshot(req).await.unwrap();
+    let status = res.status();
+    let bytes = axum::body::to_bytes(res.into_body(), 1 << 28)
+        .await
+        .unwrap();
+    let v = serde_json::from_slice(&bytes)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()));
+    (status, v)
+}
+
+async fn get(app: &axum::Router, path: &str, token: &str) -> (StatusCode, Value) {
+    call(app, "GET", path, Some(token), None).await
+}
+
+/// The first disputed round of the demo data: (table, round).
+async fn disputed(app: &axum::Router) -> (String, u64) {
+    let (s, page) = get(app, "/v1/rounds?verdict=disputed&limit=5", SURV).await;
+    assert_eq!(s, StatusCode::OK, "{page}");
+    assert!(
+        page["total"].as_u64().unwrap() > 0,
+        "the seeded floor has disputes: {page}"
+    );
+    let r = &page["items"][0];
+    (
+        r["table"].as_str().unwrap().to_string(),
+        r["round"].as_u64().unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn surveillance_finds_a_disputed_round_and_sees_the_difference_step_by_step() {
+    let f = fixture();
+    let (table, round) = disputed(&f.app).await;
+    let (s, d) = get(&f.app, &format!("/v1/tables/{table}/rounds/{round}"), SURV).await;
+    assert_eq!(s, StatusCode::OK, "{d}");
+    assert_eq!(d["row"]["verdict"], "disputed");
+    // The settlement table shows the same difference as the report's disputes.
+    let diffs: Vec<&Value> = d["settlement"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["difference"].as_i64() != Some(0))
+        .collect();
+    let disputes = d["report"]["disputes"].as_array().unwrap();
+    assert_eq!(diffs.len(), disputes.len(), "{d}");
+    for x in disputes {
+        assert!(diffs.iter().any(|r| r["box"] == x["box"]
+            && r["line"] == x["line"]
+            && r["difference"] == x["difference"]
+            && r["recorded"] == x["recorded"]));
+    }
+    // One step per timeline event; the last step has the recorded payouts.
+    let (s, steps) = get(
+        &f.app,
+        &format!("/v1/tables/{table}/rounds/{round}/steps"),
+        SURV,
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK);
+    let steps = steps["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), d["events"].as_array().unwrap().len());
+    assert_eq!(steps[0]["k"], 0);
+    assert!(steps.last().unwrap()["paid"]
+        .as_object()
+        .is_some_and(|p| !p.is_empty()));
+    // Replay state after event k, and past the end.
+    let (s, step3) = get(
+        &f.app,
+        &format!("/v1/tables/{table}/rounds/{round}/steps/3"),
+        SURV,
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(step3, steps[3]);
+    let (s, _) = get(
+        &f.app,
+        &format!("/v1/tables/{table}/rounds/{round}/steps/100000"),
+        SURV,
+    )
+    .await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
+    // Lists: disputes of that table, findings by severity, rounds by box and time.
+    let (_, dp) = get(&f.app, &format!("/v1/disputes?table={table}"), SURV).await;
+    assert!(dp["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|x| x["round"] == round));
+    let (_, fp) = get(&f.app, "/v1/findings?severity=critical&limit=500", SURV).await;
+    assert!(fp["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|x| x["severity"] == "critical"));
+    let (_, all) = get(&f.app, "/v1/findings?limit=500", SURV).await;
+    assert!(all["total"].as_u64() >= fp["total"].as_u64());
+    let code = all["items"][0]["code"].as_str().unwrap().to_string();
+    let (_, by_code) = get(&f.app, &format!("/v1/findings?code={code}&limit=500"), SURV).await;
+    assert!(by_code["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|x| x["code"] == code.as_str()));
+    assert!(!by_code["items"][0]["clause_text"]
+        .as_str()
+        .unwrap()
+        .is_empty());
+    let opened = d["row"]["opened_at_ns"].as_i64().unwrap();
+    let bx = d["row"]["boxes"][0].as_u64().unwrap();
+    let (_, found) = get(
+        &f.app,
+        &format!(
+            "/v1/rounds?table={table}&from_ns={}&to_ns={}&box={bx}",
+            opened - 1,
+            opened + 1
+        ),
+        SURV,
+    )
+    .await;
+    assert_eq!(found["total"], 1, "{found}");
+    assert_eq!(found["items"][0]["round"], round);
+    // Paging is capped.
+    let (_, big) = get(&f.app, "/v1/rounds?limit=100000", SURV).await;
+    assert_eq!(big["limit"], api::LIST_LIMIT_MAX);
+    assert_eq!(big["total"], 3 * 30);
+    // Chain status: every table verified to its head.
+    let (_, chain) = get(&f.app, "/v1/chain", SURV).await;
+    for c in chain.as_array().unwrap() {
+        assert_eq!(c["ok"], true, "{c}");
+        assert_eq!(c["verified_through"], c["head_seq"]);
+    }
+    // Unknown round, bad table id.
+    let (s, _) = get(&f.app, &format!("/v1/tables/{table}/rounds/99999"), SURV).await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
+    let (s, _) = get(&f.app, "/v1/tables/bad.id/rounds/1", SURV).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn finance_sees_totals_and_pools_but_no_round_data() {
+    let f = fixture();
+    let (s, fin) = get(&f.app, "/v1/finance", FIN).await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(fin.as_array().unwrap().len(), 3);
+    let total_rounds: u64 = fin
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["rounds"].as_u64().unwrap())
+        .sum();
+    assert_eq!(total_rounds, 90);
+    // Payout errors make the recorded win differ from the rules' win somewhere.
+    assert!(fin
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|x| x["win_recorded"] != x["win_rules"]));
+    let (s, pools) = get(&f.app, "/v1/pools", FIN).await;
+    assert_eq!(s, StatusCode::OK, "{pools}");
+    assert!(!pools.as_array().unwrap().is_empty());
+    let (s, _) = get(&f.app, "/v1/tables", FIN).await;
+    assert_eq!(s, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn each_role_is_refused_what_it_must_not_see() {
+    let f = fixture();
+    let (table, round) = disputed(&f.app).await;
+    let round_paths = [
+        format!("/v1/tables/{table}/rounds/{round}"),
+        format!("/v1/tables/{table}/rounds/{round}/steps"),
+        format!("/v1/tables/{table}/rounds/{round}/steps/0"),
+        "/v1/rounds".to_string(),
+        "/v1/disputes".to_string(),
+        "/v1/findings".to_string(),
+        "/v1/cases".to_string(),
+        "/v1/feed".to_string(),
+        "/v1/chain".to_string(),
+        format!("/v1/evidence/{table}/{round}"),
+        "/v1/audit".to_string(),
+    ];
+    for p in &round_paths {
+        let (s, body) = get(&f.app, p, FIN).await;
+        assert_eq!(s, StatusCode::FORBIDDEN, "finance must not read {p}");
+        assert!(body["error"].as_str().unwrap().contains("finance"));
+    }
+    let (s, _) = call(
+        &f.app,
+        "POST",
+        "/v1/cases",
+        Some(FIN),
+        Some(json!({"table": table, "round": round, "title": "x"})),
+    )
+    .await;
+    assert_eq!(s, StatusCode::FORBIDDEN);
+    for p in ["/v1/audit", "/v1/finance"] {
+        let (s, _) = get(&f.app, p, SURV).await;
+        assert_eq!(s, StatusCode::FORBIDDEN, "surveillance must not read {p}");
+    }
+    // No token, a wrong token, a malformed header: 401, for every role-guarded path.
+    for p in &round_paths {
+        let (s, _) = call(&f.app, "GET", p, None, None).await;
+        assert_eq!(s, StatusCode::UNAUTHORIZED, "{p} without a token");
+        let (s, _) = get(&f.app, p, "not-a-token-at-all-0000000").await;
+        assert_eq!(s, StatusCode::UNAUTHORIZED, "{p} with a wrong token");
+    }
+    // The admin reads everything.
+    for p in round_paths.iter().filter(|p| !p.ends_with("/feed")) {
+        let (s, _) = get(&f.app, p, ADMIN).await;
+        assert_eq!(s, StatusCode::OK, "admin reads {p}");
+    }
+    let (s, _) = get(&f.app, "/v1/finance", ADMIN).await;
+    assert_eq!(s, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn every_read_is_audited_and_only_admins_read_the_log() {
+    let f = fixture();
+    let (table, round) = disputed(&f.app).await;
+    get(&f.app, &format!("/v1/tables/{table}/rounds/{round}"), SURV).await;
+    get(&f.app, &format!("/v1/tables/{table}/rounds/{round}"), FIN).await;
+    call(&f.app, "GET", "/v1/rounds", None, None).await;
+    let (s, log) = get(&f.app, "/v1/audit?limit=1000", ADMIN).await;
+    assert_eq!(s, StatusCode::OK);
+    let items = log["items"].as_array().unwrap();
+    let path = format!("/v1/tables/{table}/rounds/{round}");
+    let sam = items
+        .iter()
+        .find(|e| e["who"] == "sam.surveillance" && e["path"] == path.as_str())
+        .expect("the surveillance read is in the log");
+    assert_eq!(sam["role"], "surveillance");
+    assert_eq!(sam["status"], 200);
+    assert_eq!(sam["method"], "GET");
+    assert_eq!(sam["at_ns"], clock());
+    let refused = items
+        .iter()
+        .find(|e| e["who"] == "fiona.finance" && e["path"] == path.as_str())
+        .expect("the refused finance read is in the log");
+    assert_eq!(refused["status"], 403);
+    assert!(items
+        .iter()
+        .any(|e| e["who"] == "anonymous" && e["status"] == 401));
+    // Entries are numbered from 1 without gaps; the log survives a restart.
+    for (i, e) in items.iter().enumerate() {
+        assert_eq!(e["id"], i as u64 + 1);
+    }
+    let n = log["total"].as_u64().unwrap();
+    drop(f.app);
+    drop(f.state);
+    let (_stop, rx) = tokio::sync::watch::channel(false);
+    let again = api::AppState::new(
+        f.ledger.clone(),
+        &access(),
+        &f.dir.path().join("api"),
+        clock,
+        rx,
+    )
+    .unwrap();
+    assert_eq!(
+        again.audit.len(),
+        n + 1,
+        "the restart sees every entry (and the admin read)"
+    );
+}
+
+#[tokio::test]
+async fn cases_are_append_only_with_author_and_time() {
+    let f = fixture();
+    let (table, round) = disputed(&f.app).await;
+    let (s, c) = call(
+        &f.app,
+        "POST",
+        "/v1/cases",
+        Some(SURV),
+        Some(json!({"table": table, "round": round, "title": "box 2 disputes the Ante"})),
+    )
+    .await;
+    assert_eq!(s, StatusCode::CREATED, "{c}");
+    let id = c["id"].as_u64().unwrap();
+    assert_eq!(c["entries"][0]["author"], "sam.surveillance");
+    assert_eq!(c["entries"][0]["role"], "surveillance");
+    let (s, c) = call(
+        &f.app,
+        "POST",
+        &format!("/v1/cases/{id}/notes"),
+        Some(ADMIN),
+        Some(json!({"text": "video confirms the overpayment"})),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(c["entries"][1]["author"], "ada.admin");
+    let (s, c) = call(
+        &f.app,
+        "POST",
+        &format!("/v1/cases/{id}/close"),
+        Some(SURV),
+        Some(json!({"decision": "dealer retrained"})),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(c["open"], false);
+    assert_eq!(c["decision"], "dealer retrained");
+    // Closed is final; unknown cases and rounds are refused; empty text is refused.
+    let (s, _) = call(
+        &f.app,
+        "POST",
+        &format!("/v1/cases/{id}/notes"),
+        Some(SURV),
+        Some(json!({"text": "late"})),
+    )
+    .await;
+    assert_eq!(s, StatusCode::CONFLICT);
+    let (s, _) = call(
+        &f.app,
+        "POST",
+        "/v1/cases/999/notes",
+        Some(SURV),
+        Some(json!({"text": "x"})),
+    )
+    .await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
+    let (s, _) = call(
+        &f.app,
+        "POST",
+        "/v1/cases",
+        Some(SURV),
+        Some(json!({"table": table, "round": 99999, "title": "x"})),
+    )
+    .await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
+    let (s, _) = call(
+        &f.app,
+        "POST",
+        "/v1/cases",
+        Some(SURV),
+        Some(json!({"table": table, "round": round, "title": "  "})),
+    )
+    .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    let (_, list) = get(
+        &f.app,
+        &format!("/v1/cases?table={table}&round={round}"),
+        SURV,
+    )
+    .await;
+    assert_eq!(list["total"], 1);
+    assert_eq!(list["items"][0]["entries"].as_array().unwrap().len(), 3);
+    // The journal on disk rebuilds the same case.
+    let cases = api::cases::read_cases(
+        &api::cases_path(&f.dir.path().join("api")),
+        &schemas::TableId::new(table.clone()).unwrap(),
+        schemas::RoundId(round),
+    )
+    .unwrap();
+    assert_eq!(serde_json::to_value(&cases[0]).unwrap(), list["items"][0]);
+}
+
+#[tokio::test]
+async fn evidence_bundle_round_trip_and_tampering_is_named() {
+    let f = fixture();
+    let (table, round) = disputed(&f.app).await;
+    call(
+        &f.app,
+        "POST",
+        "/v1/cases",
+        Some(SURV),
+        Some(json!({"table": table, "round": round, "title": "evidence test"})),
+    )
+    .await;
+    let req = Request::get(format!("/v1/evidence/{table}/{round}"))
+        .header("authorization", format!("Bearer {SURV}"))
+        .body(Body::empty())
+        .unwrap();
+    let res = f.app.clone().oneshot(req).await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    assert!(res.headers()["content-disposition"]
+        .to_str()
+        .unwrap()
+        .contains("attachment"));
+    let bytes = axum::body::to_bytes(res.into_body(), 1 << 28)
+        .await
+        .unwrap()
+        .to_vec();
+    let v = api::evidence::verify_bytes(&bytes).unwrap();
+    assert_eq!(v.round, round);
+    assert_eq!(v.verdict, schemas::report::Verdict::Disputed);
+    assert_eq!(v.case_entries, 1);
+    let b: schemas::bundle::EvidenceBundle = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(b.chain.from_seq, b.config_seq);
+    assert_eq!(b.head.seq, f.ledger.head(&b.table).unwrap().seq.0);
+    assert_eq!(b.exported_by, "sam.surveillance");
+    assert!(b.checkpoint.is_none());
+    // The bundle's events are the stored bytes, verbatim.
+    let s = &b.round_seqs[0];
+    let stored = f.ledger.stored_event(&b.table, *s).unwrap().unwrap();
+    let e = b.chain.events.iter().find(|e| e.seq == *s).unwrap();
+    assert_eq!(hex::decode(&e.bytes).unwrap(), stored.bytes);
+
+    // Flip one hex digit of one of the round's events: the hash check names the seq.
+    let mut t = b.clone();
+    let i = t
+        .chain
+        .events
+        .iter()
+        .position(|e| e.seq == b.round_seqs[2])
+        .unwrap();
+    let mut chars: Vec<char> = t.chain.events[i].bytes.chars().collect();
+    let last = chars.len() - 1;
+    chars[last] = if chars[last] == '0' { '1' } else { '0' };
+    t.chain.events[i].bytes = chars.into_iter().collect();
+    let err = api::evidence::verify(&t).unwrap_err().to_string();
+    assert!(err.contains(&format!("seq {}", b.round_seqs[2])), "{err}");
+    // Change the recorded report: the replay disagrees and says where.
+    let mut t = b.clone();
+    t.report.disputes[0].recorded = schemas::Money(t.report.disputes[0].recorded.0 + 1);
+    let err = api::evidence::verify(&t).unwrap_err().to_string();
+    assert!(err.contains("/disputes/0/recorded"), "{err}");
+    // Drop a later event: the head no longer follows.
+    let mut t = b.clone();
+    t.chain.events.pop();
+    assert!(api::evidence::verify(&t).is_err());
+    // Claim a different head.
+    let mut t = b.clone();
+    t.head.hash = schemas::Hash32([7; 32]);
+    let err = api::evidence::verify(&t).unwrap_err().to_string();
+    assert!(err.starts_with("head"), "{err}");
+}
+
+/// Resolves an OpenAPI response schema with the document's components, for jsonschema.
+fn response_schema(doc: &Value, path: &str, status: &str) -> Value {
+    let s = doc["paths"][path]["get"]["responses"][status]["content"]["application/json"]["schema"]
+        .clone();
+    assert!(!s.is_null(), "no schema for GET {path} {status}");
+    let mut schema = s;
+    schema["components"] = doc["components"].clone();
+    schema
+}
+
+#[tokio::test]
+async fn the_openapi_document_describes_the_real_responses() {
+    let f = fixture();
+    let (s, doc) = call(&f.app, "GET", "/openapi.json", None, None).await;
+    assert_eq!(s, StatusCode::OK);
+    assert!(doc["openapi"].as_str().unwrap().starts_with("3."));
+    assert!(doc["components"]["securitySchemes"]["bearer"].is_object());
+    let (table, round) = disputed(&f.app).await;
+    let checks = [
+        ("/v1/whoami", "/v1/whoami".to_string(), SURV),
+        ("/v1/status", "/v1/status".to_string(), SURV),
+        ("/v1/tables", "/v1/tables".to_string(), SURV),
+        (
+            "/v1/rounds",
+            "/v1/rounds?verdict=disputed".to_string(),
+            SURV,
+        ),
+        (
+            "/v1/tables/{table}/rounds/{round}",
+            format!("/v1/tables/{table}/rounds/{round}"),
+            SURV,
+        ),
+        (
+            "/v1/tables/{table}/rounds/{round}/steps",
+            format!("/v1/tables/{table}/rounds/{round}/steps"),
+            SURV,
+        ),
+        (
+            "/v1/tables/{table}/rounds/{round}/steps/{k}",
+            format!("/v1/tables/{table}/rounds/{round}/steps/2"),
+            SURV,
+        ),
+        ("/v1/disputes", "/v1/disputes".to_string(), SURV),
+        ("/v1/findings", "/v1/findings".to_string(), SURV),
+        ("/v1/chain", "/v1/chain".to_string(), SURV),
+        ("/v1/pools", "/v1/pools".to_string(), FIN),
+        ("/v1/finance", "/v1/finance".to_string(), FIN),
+        ("/v1/cases", "/v1/cases".to_string(), SURV),
+        ("/v1/audit", "/v1/audit".to_string(), ADMIN),
+    ];
+    for (template, path, token) in checks {
+        let (s, body) = get(&f.app, &path, token).await;
+        assert_eq!(s, StatusCode::OK, "{path}: {body}");
+        let schema = response_schema(&doc, template, "200");
+        let v = jsonschema::validator_for(&schema).unwrap_or_else(|e| panic!("{template}: {e}"));
+        let errors: Vec<String> = v
+            .iter_errors(&body)
+            .map(|e| format!("{} at {}", e, e.instance_path))
+            .collect();
+        assert!(errors.is_empty(), "{path}: {errors:?}");
+    }
+    // Error bodies too, and the schema rejects a body of the wrong shape.
+    let (s, body) = get(&f.app, "/v1/audit", SURV).await;
+    assert_eq!(s, StatusCode::FORBIDDEN);
+    let v = jsonschema::validator_for(&response_schema(&doc, "/v1/audit", "403")).unwrap();
+    assert!(v.is_valid(&body));
+    let v = jsonschema::validator_for(&response_schema(&doc, "/v1/rounds", "200")).unwrap();
+    assert!(!v.is_valid(&json!({"items": "nope"})));
+    // The request bodies of cases are in the document.
+    assert!(doc["paths"]["/v1/cases"]["post"]["requestBody"].is_object());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_real_socket_serves_the_api_ui_and_the_live_feed() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = Arc::new(ledger::Ledger::open(dir.path().join("ledger")).unwrap());
+    seed(&ledger, 2, 5, 11, false);
+    let config = api::ApiConfig {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        access: access(),
+        state_dir: dir.path().join("api"),
+    };
+    let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(api::run(
+        config,
+        ledger.clone(),
+        move |a| addr_tx.send(a).unwrap(),
+        async move {
+            let _ = stop_rx.await;
+        },
+    ));
+    let addr = addr_rx.recv().unwrap();
+    let l2 = ledger.clone();
+    let result = tokio::task::spawn_blocking(move || {
+        let get = |path: &str, token: Option<&str>| -> String {
+            let mut s = std::net::TcpStream::connect(addr).unwrap();
+            let auth = token
+                .map(|t| format!("Authorization: Bearer {t}\r\n"))
+                .unwrap_or_default();
+            write!(
+                s,
+                "GET {path} HTTP/1.1\r\nHost: x\r\n{auth}Connection: close\r\n\r\n"
+            )
+            .unwrap();
+            let mut out = String::new();
+            s.read_to_string(&mut out).unwrap();
+            out
+        };
+        let tables = get("/v1/tables", Some(SURV));
+        assert!(tables.starts_with("HTTP/1.1 200"), "{tables}");
+        assert!(tables.contains("\"table\""));
+        assert!(get("/v1/tables", None).starts_with("HTTP/1.1 401"));
+        let page = get("/", None);
+        assert!(page.starts_with("HTTP/1.1 200") && page.contains("Dispute queue"));
+        assert!(get("/ui/app.js", None).contains("sessionStorage"));
+        // The live feed: subscribe, then more rounds arrive; the feed announces them.
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+            .unwrap();
+        write!(
+            s,
+            "GET /v1/feed HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {SURV}\r\n\r\n"
+        )
+        .unwrap();
+        let mut r = BufReader::new(s);
+        let mut line = String::new();
+        r.read_line(&mut line).unwrap();
+        assert!(line.starts_with("HTTP/1.1 200"), "{line}");
+        // Let the subscription settle before new events arrive.
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        seed_more(&l2);
+        let mut saw_round = false;
+        for _ in 0..10_000 {
+            line.clear();
+            if r.read_line(&mut line).unwrap() == 0 {
+                break;
+            }
+            if line.starts_with("event: round") {
+                saw_round = true;
+                break;
+            }
+        }
+        saw_round
+    })
+    .await
+    .unwrap();
+    assert!(result, "the feed announced a new round");
+    stop_tx.send(()).unwrap();
+    tokio::time::timeout(std::time::Duration::from_secs(10), server)
+        .await
+        .expect("graceful shutdown ends the feed")
+        .unwrap()
+        .unwrap();
+}
+
+/// A new table plays two rounds and closes: its rounds reach the index and the feed.
+fn seed_more(ledger: &ledger::Ledger) {
+    let config = simulator::default_config(schemas::RuleSet::Csp6);
+    let mut t = simulator::TableSim::new(
+        schemas::TableId::new("LATE-01").unwrap(),
+        config,
+        5,
+        simulator::FaultPlan::none(),
+    )
+    .unwrap();
+    let mut all = t.opening_events().unwrap();
+    all.extend(t.play_round().unwrap().events);
+    all.extend(t.play_round().unwrap().events);
+    all.extend(t.closing_events().unwrap());
+    let base = ledger.stats().events + 1000;
+    let batch: Vec<ledger::Incoming> = all
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| ledger::Incoming {
+            subject_table: Some(p.event.table.clone()),
+            stream_seq: base + i as u64,
+            received_at_ns: p.event.occurred_at_ns,
+            bytes: p.bytes,
+        })
+        .collect();
+    ledger.append_batch(&batch).unwrap();
+    ledger.flush().unwrap();
+}

@@ -1,0 +1,425 @@
+// roundledger web UI: plain JavaScript over the /v1 API, no build step.
+// The token is entered once and kept in sessionStorage (this tab only). Every view shows
+// a loading state, an empty state and errors in words.
+"use strict";
+
+const TOKEN_KEY = "roundledger.token";
+const PAGE = 50;
+const $ = (sel, el = document) => el.querySelector(sel);
+const state = { who: null, steps: null, k: 0, detail: null };
+
+function token() { return sessionStorage.getItem(TOKEN_KEY); }
+
+async function api(path, opts = {}) {
+  const headers = Object.assign({ Authorization: "Bearer " + token() }, opts.headers || {});
+  if (opts.body) headers["Content-Type"] = "application/json";
+  let res;
+  try {
+    res = await fetch(path, Object.assign({}, opts, { headers }));
+  } catch (e) {
+    throw new Error("The server cannot be reached (" + e.message + "). Is roundledger serve running?");
+  }
+  if (res.status === 401) { signOut("Your token was not accepted. Please sign in again."); throw new Error("not signed in"); }
+  if (!res.ok) {
+    let msg = res.status + " " + res.statusText;
+    try { const b = await res.json(); if (b.error) msg = b.error; } catch (_) {}
+    if (res.status === 403) msg = "Your role may not see this: " + msg;
+    throw new Error(msg);
+  }
+  return opts.raw ? res : res.json();
+}
+
+function esc(s) {
+  return String(s == null ? "" : s).replace(/[&<>"']/g, c => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c]));
+}
+function money(m) {
+  if (m == null) return "";
+  const v = Number(m) / 100;
+  return v.toLocaleString("en", { minimumFractionDigits: 2, maximumFractionDigits: 2 });
+}
+function signed(m) { return (m > 0 ? "+" : "") + money(m); }
+function time(ns) {
+  if (ns == null) return "";
+  const d = new Date(Number(BigInt(ns) / 1000000n));
+  return d.toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC");
+}
+function nsFromInput(v) { return v ? String(BigInt(Date.parse(v + ":00Z")) * 1000000n) : ""; }
+function badge(v) { return `<span class="badge ${esc(v)}">${esc(v)}</span>`; }
+function toast(msg) { const t = $("#toast"); t.textContent = msg; t.classList.add("show"); setTimeout(() => t.classList.remove("show"), 2500); }
+function loading(el, what) { el.innerHTML = `<div class="card"><p class="muted">Loading ${esc(what)}…</p></div>`; }
+function failed(el, e) { el.innerHTML = `<div class="card"><h2>Something went wrong</h2><p class="error" role="alert">${esc(e.message)}</p></div>`; }
+
+const SUITS = { c: ["♣", false], d: ["♦", true], h: ["♥", true], s: ["♠", false] };
+function cardHtml(c, isNew) {
+  const rank = c[0] === "T" ? "10" : c[0];
+  const [sym, red] = SUITS[c[1]] || ["?", false];
+  return `<span class="pcard${red ? " red" : ""}${isNew ? " new" : ""}" title="${esc(c)}"><span>${esc(rank)}</span><span class="s">${sym}</span></span>`;
+}
+function handHtml(cards, prev) {
+  const n = (prev || []).length;
+  return `<div class="hand">${(cards || []).map((c, i) => cardHtml(c, i >= n)).join("") || '<span class="muted" style="color:#cfe">—</span>'}</div>`;
+}
+function stakeText(s) {
+  if (s == null) return "";
+  if (typeof s === "number") return money(s);
+  if (s.chips != null) return money(s.chips);
+  if (s.credits != null) return s.credits + " credits";
+  return JSON.stringify(s);
+}
+
+// ---------- sign in ----------
+function signOut(msg) {
+  sessionStorage.removeItem(TOKEN_KEY);
+  state.who = null;
+  showLogin(msg);
+}
+function showLogin(msg) {
+  $("#nav").hidden = true; $("#who").innerHTML = ""; $("#view").innerHTML = "";
+  $("#login").hidden = false; $("#login-error").textContent = msg || "";
+  $("#token").focus();
+}
+$("#login-form").addEventListener("submit", async ev => {
+  ev.preventDefault();
+  sessionStorage.setItem(TOKEN_KEY, $("#token").value.trim());
+  try { await start(); } catch (e) { $("#login-error").textContent = e.message; }
+});
+
+const ROLE_AREAS = { surveillance: ["rounds", "tables"], finance: ["tables", "finance"], admin: ["rounds", "tables", "finance", "audit"] };
+
+async function start() {
+  if (!token()) return showLogin();
+  const who = await api("/v1/whoami");
+  state.who = who;
+  $("#login").hidden = true; $("#token").value = "";
+  $("#who").innerHTML = `Signed in as <b>${esc(who.name)}</b> (${esc(who.role)}) <button class="secondary" id="signout">Sign out</button>`;
+  $("#signout").onclick = () => signOut("Signed out.");
+  const areas = ROLE_AREAS[who.role] || [];
+  document.querySelectorAll("#nav a").forEach(a => { a.hidden = !areas.includes(a.dataset.area); });
+  $("#nav").hidden = false;
+  if (!location.hash || location.hash === "#") location.hash = areas.includes("rounds") ? "#/disputes" : "#/finance";
+  route();
+}
+
+// ---------- routing ----------
+window.addEventListener("hashchange", () => { if (state.who) route(); });
+function route() {
+  const h = location.hash.slice(1);
+  const parts = h.split("?")[0].split("/").filter(Boolean).map(decodeURIComponent);
+  const q = new URLSearchParams(h.split("?")[1] || "");
+  document.querySelectorAll("#nav a").forEach(a => a.classList.toggle("active", h.startsWith(a.getAttribute("href").slice(1))));
+  const view = $("#view");
+  const r = parts[0];
+  if (r === "disputes") return disputeQueue(view, q);
+  if (r === "search") return search(view, q);
+  if (r === "findings") return findingsView(view, q);
+  if (r === "cases") return casesView(view);
+  if (r === "tables") return tablesView(view);
+  if (r === "finance") return financeView(view);
+  if (r === "audit") return auditView(view, q);
+  if (r === "round" && parts.length >= 3) return roundView(view, parts[1], parts[2]);
+  view.innerHTML = `<div class="card"><p>Nothing here. Choose a page above.</p></div>`;
+}
+
+function pager(q, total, base) {
+  const off = Number(q.get("offset") || 0);
+  const prev = off > 0 ? `<a class="button secondary" href="${base}${base.includes("?") ? "&" : "?"}offset=${Math.max(0, off - PAGE)}">← Newer</a>` : "";
+  const next = off + PAGE < total ? `<a class="button secondary" href="${base}${base.includes("?") ? "&" : "?"}offset=${off + PAGE}">Older →</a>` : "";
+  return `<div class="pager">${prev}<span class="muted">${total ? off + 1 : 0}–${Math.min(total, off + PAGE)} of ${total}</span>${next}</div>`;
+}
+
+function roundsTable(items) {
+  return `<table class="list" id="rounds-table"><thead><tr><th>Table</th><th class="num">Round</th><th>Opened</th><th>Verdict</th><th>Boxes</th><th class="num">Disputed lines</th><th class="num">Findings</th><th class="num">Recorded − rules</th></tr></thead><tbody>
+    ${items.map(r => `<tr class="clickable" data-href="#/round/${encodeURIComponent(r.table)}/${r.round}">
+      <td>${esc(r.table)}</td><td class="num">${r.round}</td><td>${time(r.opened_at_ns)}</td><td>${badge(r.verdict)}</td>
+      <td>${r.boxes.join(", ")}</td><td class="num">${r.disputes}</td><td class="num">${r.findings}</td><td class="num">${r.disputes ? signed(r.difference) : ""}</td></tr>`).join("")}
+    </tbody></table>`;
+}
+function clickableRows(el) { el.querySelectorAll("tr.clickable").forEach(tr => tr.onclick = () => { location.hash = tr.dataset.href; }); }
+
+// ---------- dispute queue ----------
+async function disputeQueue(view, q) {
+  loading(view, "the dispute queue");
+  try {
+    const off = q.get("offset") || 0;
+    const page = await api(`/v1/rounds?verdict=disputed&limit=${PAGE}&offset=${off}`);
+    view.innerHTML = `<div class="card"><h1>Dispute queue</h1>
+      <p class="hint">Rounds where what the dealer recorded differs from what the rules say, newest first. Open a round to replay it step by step.</p>
+      ${page.items.length ? roundsTable(page.items) + pager(q, page.total, "#/disputes") : `<div class="empty">No disputed rounds. Every recorded payout so far matches the rules.</div>`}</div>`;
+    clickableRows(view);
+  } catch (e) { failed(view, e); }
+}
+
+// ---------- round search ----------
+async function search(view, q) {
+  let tables = [];
+  try { tables = await api("/v1/tables"); } catch (e) { return failed(view, e); }
+  const v = k => esc(q.get(k) || "");
+  view.innerHTML = `<div class="card"><h1>Round search</h1>
+    <p class="hint">Find a round from what the patron says: the table, roughly when (UTC), and the box they played.</p>
+    <form id="search-form" class="form-row">
+      <div><label for="s-table">Table</label><select id="s-table" name="table"><option value="">any table</option>
+        ${tables.map(t => `<option ${q.get("table") === t.table ? "selected" : ""}>${esc(t.table)}</option>`).join("")}</select></div>
+      <div><label for="s-from">From (UTC)</label><input id="s-from" name="from" type="datetime-local" value="${v("from")}"></div>
+      <div><label for="s-to">To (UTC)</label><input id="s-to" name="to" type="datetime-local" value="${v("to")}"></div>
+      <div><label for="s-box">Box</label><input id="s-box" name="box" type="number" min="1" max="9" value="${v("box")}" placeholder="any"></div>
+      <div><label for="s-verdict">Verdict</label><select id="s-verdict" name="verdict"><option value="">any</option>
+        ${["disputed", "irregular", "void", "clean"].map(x => `<option ${q.get("verdict") === x ? "selected" : ""}>${x}</option>`).join("")}</select></div>
+      <div><button type="submit">Search</button></div>
+    </form></div><div id="results"></div>`;
+  $("#search-form").onsubmit = ev => {
+    ev.preventDefault();
+    const f = new FormData(ev.target); const p = new URLSearchParams();
+    for (const [k, val] of f) if (val) p.set(k, val);
+    location.hash = "#/search?" + p.toString();
+  };
+  if (![...q.keys()].length) { $("#results").innerHTML = `<div class="card empty">Choose a table, a time or a box and press Search.</div>`; return; }
+  const res = $("#results"); loading(res, "rounds");
+  try {
+    const p = new URLSearchParams({ limit: PAGE, offset: q.get("offset") || 0 });
+    if (q.get("table")) p.set("table", q.get("table"));
+    if (q.get("from")) p.set("from_ns", nsFromInput(q.get("from")));
+    if (q.get("to")) p.set("to_ns", nsFromInput(q.get("to")));
+    if (q.get("box")) p.set("box", q.get("box"));
+    if (q.get("verdict")) p.set("verdict", q.get("verdict"));
+    const page = await api("/v1/rounds?" + p);
+    const base = "#/search?" + new URLSearchParams([...q].filter(([k]) => k !== "offset"));
+    res.innerHTML = `<div class="card">${page.items.length ? roundsTable(page.items) + pager(q, page.total, base) : `<div class="empty">No round matches. Widen the time range or leave the box empty.</div>`}</div>`;
+    clickableRows(res);
+  } catch (e) { failed(res, e); }
+}
+
+// ---------- findings ----------
+async function findingsView(view, q) {
+  loading(view, "findings");
+  try {
+    const p = new URLSearchParams({ limit: PAGE, offset: q.get("offset") || 0 });
+    if (q.get("severity")) p.set("severity", q.get("severity"));
+    const page = await api("/v1/findings?" + p);
+    view.innerHTML = `<div class="card"><h1>Findings</h1><p class="hint">Irregularities found by replaying rounds, each citing the clause of the rule set.
+      Show: <a href="#/findings">all</a> · <a href="#/findings?severity=warning">warning and worse</a> · <a href="#/findings?severity=critical">critical</a></p>
+      ${page.items.length ? `<table class="list"><thead><tr><th>Table</th><th class="num">Round</th><th>Opened</th><th>Severity</th><th>Code</th><th>What</th></tr></thead><tbody>
+      ${page.items.map(f => `<tr class="clickable" data-href="#/round/${encodeURIComponent(f.table)}/${f.round}"><td>${esc(f.table)}</td><td class="num">${f.round}</td><td>${time(f.opened_at_ns)}</td><td>${badge(f.severity)}</td><td><code>${esc(f.code)}</code></td><td>${esc(f.explanation)}</td></tr>`).join("")}
+      </tbody></table>` + pager(q, page.total, "#/findings" + (q.get("severity") ? "?severity=" + q.get("severity") : "")) : `<div class="empty">No findings.</div>`}</div>`;
+    clickableRows(view);
+  } catch (e) { failed(view, e); }
+}
+
+// ---------- cases ----------
+async function casesView(view) {
+  loading(view, "cases");
+  try {
+    const page = await api("/v1/cases?limit=" + PAGE);
+    view.innerHTML = `<div class="card"><h1>Cases</h1><p class="hint">Cases are opened from a round's page. Entries are never changed or removed.</p>
+      ${page.items.length ? `<table class="list"><thead><tr><th class="num">Case</th><th>Table</th><th class="num">Round</th><th>Title</th><th>Status</th><th>Opened by</th></tr></thead><tbody>
+      ${page.items.map(c => `<tr class="clickable" data-href="#/round/${encodeURIComponent(c.table)}/${c.round}"><td class="num">${c.id}</td><td>${esc(c.table)}</td><td class="num">${c.round}</td><td>${esc(c.title)}</td><td>${c.open ? "open" : "closed: " + esc(c.decision)}</td><td>${esc(c.entries[0].author)}</td></tr>`).join("")}
+      </tbody></table>` : `<div class="empty">No cases yet. Open one from a round's page.</div>`}</div>`;
+    clickableRows(view);
+  } catch (e) { failed(view, e); }
+}
+
+// ---------- tables & chains ----------
+async function tablesView(view) {
+  loading(view, "tables");
+  try {
+    const tables = await api("/v1/tables");
+    let chains = [];
+    try { chains = await api("/v1/chain"); } catch (_) { /* finance may not see chain status */ }
+    const ch = Object.fromEntries(chains.map(c => [c.table, c]));
+    view.innerHTML = `<div class="card"><h1>Tables and chains</h1><p class="hint">Each table's hash chain is recomputed from the stored bytes as the server reads it.</p>
+      ${tables.length ? `<table class="list"><thead><tr><th>Table</th><th>Rule set</th><th class="num">Events</th><th class="num">Rounds</th><th class="num">Disputed</th><th class="num">Irregular</th><th class="num">Void</th><th>Chain</th></tr></thead><tbody>
+      ${tables.map(t => { const c = ch[t.table]; return `<tr><td>${esc(t.table)}</td><td>${esc(t.rule_set || "")}</td><td class="num">${t.head_seq}</td><td class="num">${t.rounds}</td><td class="num">${t.disputed}</td><td class="num">${t.irregular}</td><td class="num">${t.void}</td>
+        <td>${c ? (c.ok ? `<span class="badge clean">verified</span> to #${c.verified_through}` : c.problem ? `<span class="badge disputed">broken</span> ${esc(c.problem)}` : `verifying… #${c.verified_through}`) : "—"}</td></tr>`; }).join("")}
+      </tbody></table>` : `<div class="empty">The ledger holds no table yet.</div>`}</div>`;
+  } catch (e) { failed(view, e); }
+}
+
+// ---------- finance ----------
+async function financeView(view) {
+  loading(view, "finance");
+  try {
+    const rows = await api("/v1/finance");
+    let pools = [];
+    try { pools = await api("/v1/pools"); } catch (_) {}
+    view.innerHTML = `<div class="card"><h1>Finance</h1><p class="hint">Drop, fills, credits and win per table from the finance and payout events.</p>
+      ${rows.length ? `<table class="list"><thead><tr><th>Table</th><th class="num">Rounds</th><th class="num">Drop</th><th class="num">Markers</th><th class="num">Fills</th><th class="num">Credits</th><th class="num">Win (recorded)</th><th class="num">Win (rules)</th></tr></thead><tbody>
+      ${rows.map(f => `<tr class="${f.win_recorded !== f.win_rules ? "diff" : ""}"><td>${esc(f.table)}</td><td class="num">${f.rounds}</td><td class="num">${money(f.drop)}</td><td class="num">${money(f.markers)}</td><td class="num">${money(f.fills)}</td><td class="num">${money(f.credits)}</td><td class="num">${money(f.win_recorded)}</td><td class="num d">${money(f.win_rules)}</td></tr>`).join("")}
+      </tbody></table>` : `<div class="empty">No finance events yet.</div>`}</div>
+      <div class="card"><h2>Jackpot pools</h2>${pools.length ? `<table class="list"><thead><tr><th>Pool</th><th>Tables</th><th class="num">Last shown</th><th class="num">Recomputed</th><th class="num">Wins</th><th class="num">Mismatches</th></tr></thead><tbody>
+      ${pools.map(p => `<tr class="${p.mismatches.length ? "diff" : ""}"><td>${esc(p.pool)}</td><td>${p.tables.map(esc).join(", ")}</td><td class="num">${money(p.last_shown)}</td><td class="num">${money(p.recomputed)}</td><td class="num">${p.wins}</td><td class="num">${p.mismatches.length}</td></tr>`).join("")}</tbody></table>` : `<div class="empty">No jackpot pool.</div>`}</div>`;
+  } catch (e) { failed(view, e); }
+}
+
+// ---------- audit ----------
+async function auditView(view, q) {
+  loading(view, "the audit log");
+  try {
+    const first = await api("/v1/audit?limit=1");
+    const off = q.get("offset") != null ? Number(q.get("offset")) : Math.max(0, first.total - PAGE);
+    const page = await api(`/v1/audit?limit=${PAGE}&offset=${off}`);
+    view.innerHTML = `<div class="card"><h1>Audit log</h1><p class="hint">Every API request: who, role, what, when, and the answer. Append-only; this page is recorded too.</p>
+      <table class="list"><thead><tr><th class="num">#</th><th>When</th><th>Who</th><th>Role</th><th>Request</th><th class="num">Status</th></tr></thead><tbody>
+      ${page.items.slice().reverse().map(a => `<tr><td class="num">${a.id}</td><td>${time(a.at_ns)}</td><td>${esc(a.who)}</td><td>${esc(a.role || "")}</td><td><code>${esc(a.method)} ${esc(a.path)}${a.query ? "?" + esc(a.query) : ""}</code></td><td class="num">${a.status}</td></tr>`).join("")}
+      </tbody></table>${pager(new URLSearchParams({ offset: off }), page.total, "#/audit")}</div>`;
+  } catch (e) { failed(view, e); }
+}
+
+// ---------- round view ----------
+async function roundView(view, table, round) {
+  loading(view, `round ${round} of ${table}`);
+  let detail, steps;
+  try {
+    [detail, steps] = await Promise.all([
+      api(`/v1/tables/${encodeURIComponent(table)}/rounds/${round}`),
+      api(`/v1/tables/${encodeURIComponent(table)}/rounds/${round}/steps`),
+    ]);
+  } catch (e) { return failed(view, e); }
+  state.detail = detail; state.steps = steps.steps; state.k = 0;
+  const r = detail.row;
+  const disputedBoxes = new Set(detail.settlement.filter(s => s.difference !== 0).map(s => s.box));
+  state.disputedBoxes = disputedBoxes;
+  view.innerHTML = `
+  <div class="card round-head">
+    <h1>Table ${esc(r.table)} · round ${r.round}</h1>${badge(r.verdict)}
+    <span class="muted">${esc(r.rule_set || "")} · opened ${time(r.opened_at_ns)} · events #${r.first_seq}–#${r.last_seq}</span>
+    <span style="margin-left:auto"></span>
+    <button id="evidence-btn">Download evidence bundle</button>
+  </div>
+  <div class="round-grid">
+    <div>
+      <div class="card">
+        <h2>Replay</h2>
+        <div class="felt" id="felt"></div>
+        <div class="stepper" role="group" aria-label="step control">
+          <button class="secondary" id="step-first" title="first event (Home)">|◀ First</button>
+          <button class="secondary" id="step-back" title="previous event (←)">◀ Back</button>
+          <span class="pos" id="step-pos"></span>
+          <button class="secondary" id="step-fwd" title="next event (→)">Forward ▶</button>
+          <button class="secondary" id="step-last" title="last event (End)">Last ▶|</button>
+          <input type="range" id="step-range" min="0" max="${Math.max(0, state.steps.length - 1)}" value="0" aria-label="event">
+        </div>
+        <div class="current-event" id="current-event"></div>
+      </div>
+      <div class="card"><h2>Settlement: rules vs recorded</h2>
+        <p class="hint">Player's net result per box and line. Rows in red differ: positive = the dealer overpaid, negative = underpaid.</p>
+        ${settlementTable(detail.settlement)}
+      </div>
+      <div class="card"><h2>Findings</h2>${findingsList(detail.findings)}</div>
+    </div>
+    <div>
+      <div class="card"><h2>Timeline</h2><p class="hint">Click an event to jump to it. Keys: ← → Home End.</p><div class="timeline"><ol id="timeline">
+        ${detail.events.map((e, i) => `<li data-k="${i}"><span>#${e.seq}</span><span class="muted">+${((e.occurred_at_ns - detail.events[0].occurred_at_ns) / 1e9).toFixed(1)}s</span><span>${esc(e.description)}</span></li>`).join("")}
+      </ol></div></div>
+      <div class="card" id="cases-card"><h2>Case notes</h2><div id="cases"></div></div>
+    </div>
+  </div>`;
+  $("#step-first").onclick = () => setStep(0);
+  $("#step-back").onclick = () => setStep(state.k - 1);
+  $("#step-fwd").onclick = () => setStep(state.k + 1);
+  $("#step-last").onclick = () => setStep(state.steps.length - 1);
+  $("#step-range").oninput = ev => setStep(Number(ev.target.value));
+  document.querySelectorAll("#timeline li").forEach(li => li.onclick = () => setStep(Number(li.dataset.k)));
+  $("#evidence-btn").onclick = () => downloadEvidence(r.table, r.round);
+  setStep(0);
+  loadCases(r.table, r.round);
+}
+
+document.addEventListener("keydown", ev => {
+  if (!state.steps || !$("#felt") || ["INPUT", "TEXTAREA", "SELECT"].includes(document.activeElement.tagName)) return;
+  if (ev.key === "ArrowRight") setStep(state.k + 1);
+  else if (ev.key === "ArrowLeft") setStep(state.k - 1);
+  else if (ev.key === "Home") setStep(0);
+  else if (ev.key === "End") setStep(state.steps.length - 1);
+});
+
+function setStep(k) {
+  const n = state.steps.length;
+  if (!n) { $("#felt").innerHTML = `<div class="empty" style="color:#eee">No replay steps: the round has no configuration in force.</div>`; return; }
+  state.k = Math.max(0, Math.min(n - 1, k));
+  const s = state.steps[state.k], prev = state.steps[state.k - 1] || {};
+  const ev = state.detail.events[state.k];
+  $("#step-pos").textContent = `event ${state.k + 1} of ${n}`;
+  $("#step-range").value = state.k;
+  $("#step-back").disabled = $("#step-first").disabled = state.k === 0;
+  $("#step-fwd").disabled = $("#step-last").disabled = state.k === n - 1;
+  $("#current-event").innerHTML = ev ? `<b>#${ev.seq}</b> ${esc(ev.device)}: ${esc(ev.description)}` : "";
+  document.querySelectorAll("#timeline li").forEach((li, i) => {
+    li.className = i < state.k ? "past" : i === state.k ? "now" : "future";
+    if (i === state.k) li.scrollIntoView({ block: "nearest" });
+  });
+  const boxes = new Set([...Object.keys(s.bets || {}), ...Object.keys(s.cards || {}), ...state.detail.row.boxes.map(String)]);
+  const sorted = [...boxes].map(Number).sort((a, b) => a - b);
+  const pc = prev.cards || {};
+  $("#felt").innerHTML = `
+    <div class="phase">${esc(String(s.phase).replace(/_/g, " "))}</div>
+    ${s.void ? '<div class="void-banner">VOID</div>' : ""}
+    <div class="dealer-row">
+      <div class="spot"><div class="label">Dealer</div>${handHtml(s.dealer, prev.dealer)}</div>
+      <div class="spot"><div class="label">Burnt</div>${handHtml(s.burn, prev.burn)}</div>
+    </div>
+    <div class="boxes">${sorted.map(b => {
+      const bets = Object.entries((s.bets || {})[b] || {}).map(([k, v]) => `${k.replace(/_/g, " ")} ${stakeText(v)}`).join(" · ");
+      const play = (s.plays || {})[b]; const dec = (s.decisions || {})[b];
+      const paid = Object.entries((s.paid || {})[b] || {}).map(([l, m]) => `${l.replace(/_/g, " ")} ${signed(m)}`).join(" · ");
+      return `<div class="box${state.disputedBoxes.has(b) ? " disputed" : ""}" data-box="${b}"><div class="label">Box ${b}${state.disputedBoxes.has(b) ? " ⚠" : ""}</div>
+        ${handHtml((s.cards || {})[b], pc[b])}
+        <div class="bets">${esc(bets)}${play ? " · play " + money(play) : ""}</div>
+        <div class="decision">${esc(dec ? dec.replace(/_/g, " ") : "")}</div>
+        <div class="bets">${paid ? "paid: " + esc(paid) : ""}</div></div>`;
+    }).join("") || '<div class="muted" style="color:#cfe">No bets yet.</div>'}</div>`;
+}
+
+function settlementTable(rows) {
+  if (!rows.length) return `<div class="empty">No settlement: the round could not be settled (see findings).</div>`;
+  return `<table class="list" id="settlement"><thead><tr><th class="num">Box</th><th>Line</th><th class="num">Rules</th><th class="num">Recorded</th><th class="num">Difference</th><th>Why (clause)</th></tr></thead><tbody>
+    ${rows.map(s => `<tr class="${s.difference !== 0 ? "diff" : ""}"><td class="num">${s.box}</td><td>${esc(s.line.replace(/_/g, " "))}</td><td class="num">${signed(s.expected)}</td><td class="num">${signed(s.recorded)}</td>
+      <td class="num d">${s.difference !== 0 ? signed(s.difference) + (s.difference > 0 ? " overpaid" : " underpaid") : "—"}</td><td class="muted">${esc(s.explanation)} (${esc(s.clauses.join(", "))})</td></tr>`).join("")}
+  </tbody></table>`;
+}
+
+function findingsList(fs) {
+  if (!fs.length) return `<div class="empty">No findings: the round was played by the rules.</div>`;
+  return fs.map(f => `<div class="finding ${esc(f.severity)}">${badge(f.severity)} <code>${esc(f.code)}</code> <b>${esc(f.clause)}</b>${f.box ? " · box " + f.box : ""} · events ${f.seqs.map(s => "#" + s).join(" ")}
+    <div>${esc(f.explanation)}</div>${f.clause_text ? `<div class="clause">${esc(f.clause_text)}</div>` : ""}</div>`).join("");
+}
+
+async function loadCases(table, round) {
+  const el = $("#cases");
+  el.innerHTML = `<p class="muted">Loading cases…</p>`;
+  try {
+    const page = await api(`/v1/cases?table=${encodeURIComponent(table)}&round=${round}`);
+    el.innerHTML = (page.items.length ? page.items.map(c => `<div class="case"><b>Case ${c.id}: ${esc(c.title)}</b> — ${c.open ? "open" : "closed"}
+      ${c.entries.map(e => `<div class="entry"><div class="meta">${time(e.at_ns)} · ${esc(e.author)} (${esc(e.role)}) · ${esc(e.action)}</div>${esc(e.text || e.decision || e.title || "")}</div>`).join("")}
+      ${c.open ? `<form class="note-form" data-id="${c.id}"><label>Add a note</label><textarea name="text" required></textarea>
+        <button type="submit">Add note</button> <button type="button" class="secondary close-btn" data-id="${c.id}">Close with decision…</button></form>` : ""}</div>`).join("")
+      : `<p class="muted">No case on this round.</p>`) +
+      `<form id="open-case"><label for="case-title">Open a case on this round</label><input id="case-title" name="title" required placeholder="e.g. patron at box 3 disputes the Ante payout">
+       <button type="submit" style="margin-top:6px">Open case</button></form><p class="error" id="case-error" role="alert"></p>`;
+    $("#open-case").onsubmit = ev => { ev.preventDefault(); caseAction("/v1/cases", { table, round: Number(round), title: ev.target.title.value }, table, round); };
+    el.querySelectorAll(".note-form").forEach(f => f.onsubmit = ev => { ev.preventDefault(); caseAction(`/v1/cases/${f.dataset.id}/notes`, { text: f.text.value }, table, round); });
+    el.querySelectorAll(".close-btn").forEach(b => b.onclick = () => {
+      const d = prompt("Decision (e.g. 'Patron paid the difference of 50.00; dealer retrained'):");
+      if (d) caseAction(`/v1/cases/${b.dataset.id}/close`, { decision: d }, table, round);
+    });
+  } catch (e) { el.innerHTML = `<p class="error">${esc(e.message)}</p>`; }
+}
+
+async function caseAction(path, body, table, round) {
+  try { await api(path, { method: "POST", body: JSON.stringify(body) }); toast("Saved."); loadCases(table, round); }
+  catch (e) { $("#case-error").textContent = e.message; }
+}
+
+async function downloadEvidence(table, round) {
+  const btn = $("#evidence-btn"); btn.disabled = true; btn.textContent = "Preparing…";
+  try {
+    const res = await api(`/v1/evidence/${encodeURIComponent(table)}/${round}`, { raw: true });
+    const blob = await res.blob();
+    const a = document.createElement("a");
+    a.href = URL.createObjectURL(blob); a.download = `evidence-${table}-round-${round}.json`;
+    document.body.appendChild(a); a.click(); a.remove();
+    setTimeout(() => URL.revokeObjectURL(a.href), 10000);
+    toast("Evidence bundle downloaded. Check it with: roundledger verify-bundle FILE");
+  } catch (e) { alert("Evidence export failed: " + e.message); }
+  finally { btn.disabled = false; btn.textContent = "Download evidence bundle"; }
+}
+
+start().catch(e => { if (token()) showLogin(e.message); });

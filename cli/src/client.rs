@@ -1,0 +1,152 @@
+//! A minimal blocking HTTP/1.1 client for the CLI's `--server URL --token T` mode (replay,
+//! audit, export, evidence against a running `roundledger serve`), on std's `TcpStream`:
+//! plain `http://` only (put TLS in front of the server with a proxy), `Connection: close`,
+//! fixed-length and chunked bodies, a body size cap and timeouts.
+
+use anyhow::{bail, Context, Result};
+use serde::de::DeserializeOwned;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+/// Largest response body accepted.
+pub const BODY_LEN_MAX: usize = 1 << 30;
+/// Connect and read timeout.
+pub const TIMEOUT: Duration = Duration::from_secs(120);
+
+/// `--server URL --token T`.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct ServerArgs {
+    /// A running `roundledger serve` (http://host:port) to read from instead of a ledger.
+    #[arg(long)]
+    pub server: Option<String>,
+    /// Bearer token for --server (or the ROUNDLEDGER_TOKEN environment variable).
+    #[arg(long)]
+    pub token: Option<String>,
+}
+
+/// A server to call.
+pub struct Client {
+    host: String,
+    port: u16,
+    token: String,
+}
+
+impl Client {
+    pub fn from_args(a: &ServerArgs) -> Result<Option<Client>> {
+        let Some(url) = &a.server else {
+            return Ok(None);
+        };
+        let token = a
+            .token
+            .clone()
+            .or_else(|| std::env::var("ROUNDLEDGER_TOKEN").ok())
+            .context("--server needs --token T (or ROUNDLEDGER_TOKEN)")?;
+        let rest = url
+            .strip_prefix("http://")
+            .context("--server: only http://host:port URLs")?
+            .trim_end_matches('/');
+        let (host, port) = match rest.rsplit_once(':') {
+            Some((h, p)) => (h.to_string(), p.parse().context("--server: port")?),
+            None => (rest.to_string(), 80),
+        };
+        Ok(Some(Client { host, port, token }))
+    }
+
+    /// GET `path` (with query) and return the body; non-2xx is an error with the server's
+    /// message.
+    pub fn get_bytes(&self, path: &str) -> Result<Vec<u8>> {
+        let addr = format!("{}:{}", self.host, self.port);
+        let mut s = TcpStream::connect(&addr).with_context(|| format!("connecting to {addr}"))?;
+        s.set_read_timeout(Some(TIMEOUT))?;
+        s.set_write_timeout(Some(TIMEOUT))?;
+        write!(
+            s,
+            "GET {path} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nAccept: application/json\r\nConnection: close\r\n\r\n",
+            self.host, self.token
+        )?;
+        let mut r = BufReader::new(s);
+        let mut line = String::new();
+        r.read_line(&mut line)?;
+        let status: u16 = line
+            .split_whitespace()
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .with_context(|| format!("GET {path}: bad status line {line:?}"))?;
+        let (mut len, mut chunked) = (None, false);
+        loop {
+            line.clear();
+            r.read_line(&mut line)?;
+            let l = line.trim_end();
+            if l.is_empty() {
+                break;
+            }
+            if let Some((k, v)) = l.split_once(':') {
+                let (k, v) = (k.trim().to_ascii_lowercase(), v.trim());
+                if k == "content-length" {
+                    len = Some(v.parse::<usize>().context("content-length")?);
+                } else if k == "transfer-encoding" && v.eq_ignore_ascii_case("chunked") {
+                    chunked = true;
+                }
+            }
+        }
+        let body = if chunked {
+            let mut body = Vec::new();
+            loop {
+                line.clear();
+                r.read_line(&mut line)?;
+                let n = usize::from_str_radix(line.trim().split(';').next().unwrap_or(""), 16)
+                    .context("chunk size")?;
+                if n == 0 {
+                    break;
+                }
+                if body.len() + n > BODY_LEN_MAX {
+                    bail!("GET {path}: body larger than {BODY_LEN_MAX} bytes");
+                }
+                let start = body.len();
+                body.resize(start + n, 0);
+                r.read_exact(&mut body[start..])?;
+                line.clear();
+                r.read_line(&mut line)?;
+            }
+            body
+        } else {
+            let mut body = Vec::new();
+            match len {
+                Some(n) if n > BODY_LEN_MAX => bail!("GET {path}: body of {n} bytes is too large"),
+                Some(n) => {
+                    body.resize(n, 0);
+                    r.read_exact(&mut body)?;
+                }
+                None => {
+                    r.take(BODY_LEN_MAX as u64).read_to_end(&mut body)?;
+                }
+            }
+            body
+        };
+        if !(200..300).contains(&status) {
+            let msg = serde_json::from_slice::<schemas::api::ApiError>(&body)
+                .map(|e| e.error)
+                .unwrap_or_else(|_| String::from_utf8_lossy(&body).into_owned());
+            bail!("GET {path}: {status}: {msg}");
+        }
+        Ok(body)
+    }
+
+    pub fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T> {
+        let body = self.get_bytes(path)?;
+        serde_json::from_slice(&body).with_context(|| format!("GET {path}: unexpected body"))
+    }
+}
+
+/// Percent-encodes a query value.
+pub fn enc(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}

@@ -1,0 +1,176 @@
+//! `replay`, `audit` and `export` against a running server (`--server URL --token T`), so
+//! investigators need not stop it: the same output as on a ledger directory, built from
+//! the API's bodies (`schemas::api`). The server replays; this side only renders.
+
+use crate::audit::{AuditSummary, DisputedRound, Filter};
+use crate::client::{enc, Client};
+use crate::replay::RoundView;
+use anyhow::{Context, Result};
+use schemas::api::{DisputePage, FindingPage, RoundDetail, RoundPage, StepList, TableInfo};
+use schemas::{RoundId, TableId};
+use std::collections::BTreeMap;
+
+/// Page size the CLI asks for (the server's maximum).
+const PAGE: u64 = 500;
+
+/// One round, rendered as `replay` renders it; with `step`, the steps after each event.
+pub fn replay(
+    c: &Client,
+    table: &TableId,
+    round: u64,
+    step: bool,
+    json: bool,
+) -> Result<RoundDetail> {
+    let path = format!("/v1/tables/{}/rounds/{round}", enc(table.as_str()));
+    let d: RoundDetail = c.get(&path)?;
+    let steps: Option<StepList> = if step {
+        Some(c.get(&format!("{path}/steps"))?)
+    } else {
+        None
+    };
+    if json {
+        let v = serde_json::json!({ "detail": &d, "steps": steps });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(d);
+    }
+    let view = RoundView {
+        report: d.report.clone(),
+        events: d.events.iter().map(|e| (e.seq, e.event.clone())).collect(),
+        steps: None,
+    };
+    print!("{}", crate::replay::render(&view));
+    if let Some(s) = steps {
+        println!("\nsteps (state after each event):");
+        for st in &s.steps {
+            println!(
+                "  k {:<4} #{:<6} {:<14} {:<12} cards {} dealer [{}]{}",
+                st.k,
+                st.seq.0,
+                st.event,
+                st.phase,
+                st.cards,
+                st.dealer.join(" "),
+                if st.findings.is_empty() {
+                    String::new()
+                } else {
+                    format!("  findings: {}", st.findings.join(", "))
+                }
+            );
+        }
+    }
+    Ok(d)
+}
+
+fn pages<T>(c: &Client, base: &str, mut each: impl FnMut(T) -> (u64, u64)) -> Result<()>
+where
+    T: serde::de::DeserializeOwned,
+{
+    let mut offset = 0;
+    loop {
+        let sep = if base.contains('?') { '&' } else { '?' };
+        let page: T = c.get(&format!("{base}{sep}limit={PAGE}&offset={offset}"))?;
+        let (got, total) = each(page);
+        offset += got;
+        if got == 0 || offset >= total {
+            return Ok(());
+        }
+    }
+}
+
+/// The audit summary from the server's replay of every round.
+pub fn audit(c: &Client, f: &Filter) -> Result<AuditSummary> {
+    let mut s = AuditSummary::default();
+    let tables: Vec<TableInfo> = c.get("/v1/tables")?;
+    let wanted: Vec<&TableInfo> = tables
+        .iter()
+        .filter(|t| f.table.is_empty() || f.table.iter().any(|x| x == t.table.as_str()))
+        .collect();
+    s.tables = wanted.len() as u64;
+    s.events = wanted.iter().map(|t| t.head_seq.0).sum();
+    let mut verdicts = BTreeMap::new();
+    let mut codes: BTreeMap<(TableId, RoundId), Vec<String>> = BTreeMap::new();
+    let mut disputed: BTreeMap<(TableId, RoundId), DisputedRound> = BTreeMap::new();
+    for t in wanted {
+        let mut q = format!("table={}", enc(t.table.as_str()));
+        if let Some(x) = f.from {
+            q.push_str(&format!("&from_ns={x}"));
+        }
+        if let Some(x) = f.to {
+            q.push_str(&format!("&to_ns={x}"));
+        }
+        pages(c, &format!("/v1/rounds?{q}"), |p: RoundPage| {
+            for r in &p.items {
+                s.rounds += 1;
+                *s.verdicts.entry(r.verdict).or_default() += 1;
+                verdicts.insert((r.table.clone(), r.round), r.verdict);
+            }
+            (p.items.len() as u64, p.total)
+        })?;
+        pages(c, &format!("/v1/findings?{q}"), |p: FindingPage| {
+            for x in &p.items {
+                *s.findings_by_code
+                    .entry(x.finding.finding.code.clone())
+                    .or_default() += 1;
+                codes
+                    .entry((x.table.clone(), x.round))
+                    .or_default()
+                    .push(x.finding.finding.code.clone());
+            }
+            (p.items.len() as u64, p.total)
+        })?;
+        pages(c, &format!("/v1/disputes?{q}"), |p: DisputePage| {
+            for x in &p.items {
+                s.net_difference += x.difference.0;
+                disputed
+                    .entry((x.table.clone(), x.round))
+                    .or_insert_with(|| DisputedRound {
+                        table: x.table.clone(),
+                        round: x.round,
+                        verdict: x.verdict,
+                        disputes: Vec::new(),
+                    })
+                    .disputes
+                    .push(schemas::report::Dispute {
+                        box_no: x.box_no,
+                        line: x.line,
+                        expected: x.expected,
+                        recorded: x.recorded,
+                        difference: x.difference,
+                    });
+            }
+            (p.items.len() as u64, p.total)
+        })?;
+    }
+    for d in disputed.values_mut() {
+        d.disputes.sort_by_key(|x| (x.box_no, x.line));
+    }
+    for (k, mut c) in codes {
+        if !disputed.contains_key(&k) {
+            c.reverse();
+            s.irregular_rounds.push((k.0, k.1, c));
+        }
+    }
+    s.disputed_rounds = disputed.into_values().collect();
+    Ok(s)
+}
+
+/// Writes the server's export of a table (or round range) to `out`.
+pub fn export(
+    c: &Client,
+    table: Option<&str>,
+    rounds: Option<&str>,
+    out: &std::path::Path,
+) -> Result<u64> {
+    let mut q = Vec::new();
+    if let Some(t) = table {
+        q.push(format!("table={}", enc(t)));
+    }
+    if let Some(r) = rounds {
+        q.push(format!("rounds={}", enc(r)));
+    }
+    let body = c.get_bytes(&format!("/v1/export?{}", q.join("&")))?;
+    std::fs::write(out, &body).with_context(|| format!("writing {}", out.display()))?;
+    schemas::export::verify_export(std::io::BufReader::new(&body[..]))
+        .context("the server's export does not verify")
+        .map(|s| s.events)
+}

@@ -1,0 +1,499 @@
+//! The bodies of the HTTP API of `roundledger serve` (crate `api`): what the web UI, the
+//! CLI's `--server` mode and any other client read and send. They cross a process boundary
+//! and so are defined once, here (STYLE 6), and versioned by `API_VERSION` (the `/v1/`
+//! prefix of every path).
+//!
+//! Invariants: every list is a page (`offset`, `limit`, `total`) whose `limit` the server
+//! caps; times are UTC nanoseconds (`*_ns`); money is integer minor units; finding codes
+//! are the stable strings of `schemas::findings`. Adding a field is compatible; removing or
+//! renaming one needs a new API version.
+//!
+//! With the `openapi` feature the types also describe themselves for the server's OpenAPI
+//! document (utoipa); this crate stays free of it otherwise.
+
+use crate::config::{PayLine, RuleSet, TableConfig};
+use crate::event::Event;
+use crate::ids::{BoxNo, Hash32, Money, PoolId, RoundId, Seq, TableId};
+use crate::report::{Finding, RoundReport, Severity, Verdict};
+use serde::{Deserialize, Serialize};
+
+/// The version in the path of every endpoint (`/v1/...`).
+pub const API_VERSION: u32 = 1;
+
+#[cfg(feature = "openapi")]
+use utoipa::ToSchema;
+
+/// Who may read what. Tokens carry exactly one role (server config file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Rounds, replay, findings, disputes, cases, evidence.
+    Surveillance,
+    /// Finance summaries (drop, fills, credits, win), tables, jackpot pools.
+    Finance,
+    /// Everything, including the audit log.
+    Admin,
+}
+
+impl Role {
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Surveillance => "surveillance",
+            Role::Finance => "finance",
+            Role::Admin => "admin",
+        }
+    }
+}
+
+/// The caller, as the server knows it from the bearer token.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct WhoAmI {
+    pub name: String,
+    pub role: Role,
+}
+
+/// Every error body.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct ApiError {
+    pub error: String,
+}
+
+/// `GET /v1/status`: how far the server has read the ledger.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct ServerStatus {
+    pub tables: u64,
+    pub events_stored: u64,
+    /// Events the round index has replayed; lists are complete when it equals
+    /// `events_stored`.
+    pub events_indexed: u64,
+    pub rounds_indexed: u64,
+}
+
+/// A table as the API lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct TableInfo {
+    pub table: TableId,
+    pub rule_set: Option<RuleSet>,
+    pub head_seq: Seq,
+    pub head_hash: Hash32,
+    /// Rounds replayed so far by the server's index.
+    pub rounds: u64,
+    pub disputed: u64,
+    pub irregular: u64,
+    pub void: u64,
+}
+
+/// One round in a list: enough to find it and to know whether to open it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct RoundRow {
+    pub table: TableId,
+    pub round: RoundId,
+    pub rule_set: Option<RuleSet>,
+    pub opened_at_ns: i64,
+    pub closed_at_ns: Option<i64>,
+    pub first_seq: Seq,
+    pub last_seq: Seq,
+    pub verdict: Verdict,
+    /// Boxes with a settlement line (boxes in play).
+    pub boxes: Vec<BoxNo>,
+    pub disputes: u32,
+    pub findings: u32,
+    pub worst_severity: Option<Severity>,
+    /// Sum of `recorded - expected` over the round's disputes.
+    pub difference: Money,
+}
+
+/// A page of rounds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct RoundPage {
+    pub items: Vec<RoundRow>,
+    pub total: u64,
+    pub offset: u64,
+    pub limit: u64,
+}
+
+/// One stored event of a round, with its chain position and a description in the rule
+/// books' words.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct EventRow {
+    pub seq: Seq,
+    pub hash: Hash32,
+    pub stream_seq: u64,
+    pub received_at_ns: i64,
+    pub occurred_at_ns: i64,
+    pub device: String,
+    /// The event's type tag (`card_dealt`).
+    #[serde(rename = "type")]
+    pub type_name: String,
+    pub description: String,
+    pub event: Event,
+}
+
+/// One box and line of the settlement: the rules against the dealer's record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct SettlementRow {
+    #[serde(rename = "box")]
+    pub box_no: BoxNo,
+    pub line: PayLine,
+    /// The player's net result according to the rules.
+    pub expected: Money,
+    /// What the dealer recorded (`PaidOut`), 0 when nothing was recorded.
+    pub recorded: Money,
+    /// `recorded - expected`: positive = overpaid.
+    pub difference: Money,
+    pub clauses: Vec<String>,
+    pub explanation: String,
+}
+
+/// A finding with the text of the clause it cites.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct FindingView {
+    #[serde(flatten)]
+    pub finding: Finding,
+    pub clause_text: String,
+}
+
+/// One round: events, reconstruction (report), settlement and findings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct RoundDetail {
+    pub row: RoundRow,
+    /// The configuration in force (the last `TableOpened` before the round).
+    pub config: Option<TableConfig>,
+    pub config_seq: Option<Seq>,
+    /// The replayer's report, re-run on this request from the stored bytes.
+    pub report: RoundReport,
+    /// The round's events and the table events around it that its replay reads
+    /// (shuffle before, deck reveal after).
+    pub events: Vec<EventRow>,
+    pub settlement: Vec<SettlementRow>,
+    pub findings: Vec<FindingView>,
+}
+
+/// The state of the round after one event (video-review step).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct StepState {
+    /// Index of the event in the round's event list, from 0.
+    pub k: u64,
+    pub seq: Seq,
+    pub event: String,
+    /// Phase of the round (`bets_open`, `dealing`, `settlement`, ...).
+    pub phase: String,
+    /// Bets per box and kind, as JSON (`{"1": {"ante": 500}}`).
+    pub bets: serde_json::Value,
+    /// Cards per box, in the order dealt (`{"1": ["AS", "KH"]}`).
+    pub cards: serde_json::Value,
+    pub dealer: Vec<String>,
+    pub burn: Vec<String>,
+    pub decisions: serde_json::Value,
+    pub plays: serde_json::Value,
+    /// Recorded payouts so far per box and line.
+    pub paid: serde_json::Value,
+    pub void: bool,
+    /// Codes of the findings made so far.
+    pub findings: Vec<String>,
+}
+
+/// Every step of a round.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct StepList {
+    pub table: TableId,
+    pub round: RoundId,
+    pub steps: Vec<StepState>,
+}
+
+/// One disputed line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct DisputeRow {
+    pub table: TableId,
+    pub round: RoundId,
+    pub opened_at_ns: i64,
+    pub verdict: Verdict,
+    #[serde(rename = "box")]
+    pub box_no: BoxNo,
+    pub line: PayLine,
+    pub expected: Money,
+    pub recorded: Money,
+    pub difference: Money,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct DisputePage {
+    pub items: Vec<DisputeRow>,
+    pub total: u64,
+    pub offset: u64,
+    pub limit: u64,
+}
+
+/// One finding of one round.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct FindingRow {
+    pub table: TableId,
+    pub round: RoundId,
+    pub opened_at_ns: i64,
+    #[serde(flatten)]
+    pub finding: FindingView,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct FindingPage {
+    pub items: Vec<FindingRow>,
+    pub total: u64,
+    pub offset: u64,
+    pub limit: u64,
+}
+
+/// A table's chain as the server has verified it while indexing: every hash recomputed
+/// from the stored bytes, in order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct ChainStatus {
+    pub table: TableId,
+    pub head_seq: Seq,
+    pub head_hash: Hash32,
+    /// Last seq whose hash, prev link and seq were recomputed and matched.
+    pub verified_through: Seq,
+    pub ok: bool,
+    /// The first problem, naming the seq.
+    pub problem: Option<String>,
+}
+
+/// A jackpot pool replayed across tables in arrival order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct PoolView {
+    pub pool: PoolId,
+    pub tables: Vec<TableId>,
+    pub start: Money,
+    pub contributions: Money,
+    pub contributing_stakes: u64,
+    pub wins: u64,
+    pub paid: Money,
+    pub resets: u64,
+    pub displays_checked: u64,
+    /// The last value a table showed.
+    pub last_shown: Option<Money>,
+    /// The recomputed value after the last event.
+    pub recomputed: Money,
+    pub mismatches: Vec<PoolMismatchRow>,
+}
+
+/// A shown pool value that differs from the recomputed one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct PoolMismatchRow {
+    pub code: String,
+    pub table: TableId,
+    pub seq: Seq,
+    pub shown: Money,
+    pub recomputed: Money,
+    pub difference: Money,
+}
+
+/// Finance totals of one table from its finance and payout events.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct FinanceSummary {
+    pub table: Option<TableId>,
+    /// Cash exchanged for chips at the table.
+    pub drop: Money,
+    pub markers: Money,
+    pub fills: Money,
+    pub credits: Money,
+    /// The house's result from the dealer's recorded payouts: minus the players' net.
+    pub win_recorded: Money,
+    /// The house's result if every round had been paid as the rules say.
+    pub win_rules: Money,
+    pub rounds: u64,
+}
+
+/// What a case entry does.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum CaseAction {
+    Opened {
+        table: TableId,
+        round: RoundId,
+        title: String,
+    },
+    Note {
+        text: String,
+    },
+    Closed {
+        decision: String,
+    },
+}
+
+/// One append-only case entry: who, when, what.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct CaseEntry {
+    pub case_id: u64,
+    pub at_ns: i64,
+    pub author: String,
+    pub role: Role,
+    #[serde(flatten)]
+    pub action: CaseAction,
+}
+
+/// A case as folded from its entries.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct CaseView {
+    pub id: u64,
+    pub table: TableId,
+    pub round: RoundId,
+    pub title: String,
+    pub open: bool,
+    pub decision: Option<String>,
+    pub entries: Vec<CaseEntry>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct CasePage {
+    pub items: Vec<CaseView>,
+    pub total: u64,
+    pub offset: u64,
+    pub limit: u64,
+}
+
+/// `POST /v1/cases`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct OpenCase {
+    pub table: TableId,
+    pub round: RoundId,
+    pub title: String,
+}
+
+/// `POST /v1/cases/{id}/notes`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct AddNote {
+    pub text: String,
+}
+
+/// `POST /v1/cases/{id}/close`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct CloseCase {
+    pub decision: String,
+}
+
+/// One request as the audit log records it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct AuditEntry {
+    /// Position in the log, from 1.
+    pub id: u64,
+    pub at_ns: i64,
+    /// The token's name; `anonymous` when no valid token was given.
+    pub who: String,
+    pub role: Option<Role>,
+    pub method: String,
+    pub path: String,
+    pub query: String,
+    pub status: u16,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct AuditPage {
+    pub items: Vec<AuditEntry>,
+    pub total: u64,
+    pub offset: u64,
+    pub limit: u64,
+}
+
+/// One message of the live feed (server-sent events, `GET /v1/feed`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum FeedItem {
+    Round { round: RoundRow },
+    Finding { finding: FindingRow },
+}
+
+#[cfg(feature = "openapi")]
+mod openapi {
+    //! How the shared id and report types appear in the OpenAPI document: ids and money
+    //! as their JSON primitives, the big report and event types as JSON objects (their
+    //! full JSON Schemas are in `schemas/json/`).
+    use super::*;
+    use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
+    use utoipa::openapi::RefOr;
+    use utoipa::{PartialSchema, ToSchema};
+
+    fn prim(t: Type, description: &str) -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .schema_type(t)
+            .description(Some(description))
+            .into()
+    }
+
+    macro_rules! primitive {
+        ($($ty:ty => $t:expr, $d:expr;)*) => {$(
+            impl PartialSchema for $ty {
+                fn schema() -> RefOr<Schema> {
+                    prim($t, $d)
+                }
+            }
+            impl ToSchema for $ty {}
+        )*};
+    }
+
+    primitive! {
+        TableId => Type::String, "table id";
+        PoolId => Type::String, "jackpot pool id";
+        RoundId => Type::Integer, "round number";
+        Seq => Type::Integer, "sequence number in the table's chain";
+        BoxNo => Type::Integer, "betting box, from 1";
+        Money => Type::Integer, "money in minor units";
+        Hash32 => Type::String, "32 bytes, lowercase hex";
+        Severity => Type::String, "info, warning or critical";
+        Verdict => Type::String, "clean, irregular, disputed or void";
+        PayLine => Type::String, "settlement line";
+        RuleSet => Type::String, "rule set";
+        RoundReport => Type::Object, "the replayer's report (schemas::report::RoundReport)";
+        Event => Type::Object, "a decoded event (schemas/json/event.schema.json)";
+        TableConfig => Type::Object, "a table configuration (TableOpened)";
+    }
+
+    impl PartialSchema for Finding {
+        fn schema() -> RefOr<Schema> {
+            ObjectBuilder::new()
+                .schema_type(Type::Object)
+                .property("code", prim(Type::String, "stable finding code"))
+                .required("code")
+                .property("clause", prim(Type::String, "clause cited"))
+                .required("clause")
+                .property("severity", Severity::schema())
+                .required("severity")
+                .property("explanation", prim(Type::String, "plain words"))
+                .required("explanation")
+                .into()
+        }
+    }
+    impl ToSchema for Finding {}
+}

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The web UI's browser test (tests/browser/ui.test.js) in headless Chromium. Installs
+# Debian's chromium and npm's playwright-core (tests/browser/package-lock.json) when
+# missing. Skips, loudly, only when chromium cannot be installed; fails otherwise.
+# Screenshots and the downloaded evidence bundle: target/browser-test/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
+export CHROMIUM
+scripts/setup-browser.sh || true
+if [ ! -x "$CHROMIUM" ]; then
+  echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!" >&2
+  echo "!!! browser-test SKIPPED: chromium could not be installed ($CHROMIUM missing) !!!" >&2
+  echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!" >&2
+  exit 0
+fi
+target=${CARGO_TARGET_DIR:-target}
+cargo build -p roundledger --locked >&2
+CHROMIUM="$CHROMIUM" ROUNDLEDGER_BIN="$target/debug/roundledger" node tests/browser/ui.test.js
