@@ -36,6 +36,31 @@ pub struct Args {
     /// Serve the ledger read-only, without ingesting (no NATS needed).
     #[arg(long)]
     no_ingest: bool,
+    /// An admin public key (64 hex chars) whose signatures enroll and revoke device keys;
+    /// repeat for several. Checkpoints of devices not enrolled by a trusted admin are
+    /// quarantined.
+    #[arg(long = "admin-key", value_name = "HEX")]
+    admin_keys: Vec<String>,
+    /// Also trust the simulator's admin key (derived from a public label: demo and tests
+    /// only, never on a real floor).
+    #[arg(long)]
+    trust_simulated_admin: bool,
+}
+
+/// The admin keys `serve` trusts, from `--admin-key` and `--trust-simulated-admin`.
+fn admin_keys(args: &Args) -> Result<Vec<schemas::attest::PublicKey>> {
+    let mut keys = args
+        .admin_keys
+        .iter()
+        .map(|h| {
+            schemas::attest::PublicKey::from_hex(h)
+                .with_context(|| format!("--admin-key {h:?}: not 32 bytes of hex"))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    if args.trust_simulated_admin {
+        keys.push(simulator::admin_key().public());
+    }
+    Ok(keys)
 }
 
 /// The tokio runtime of the async commands: two workers, the size of the machine this runs
@@ -53,6 +78,11 @@ pub fn run(args: Args) -> Result<Outcome> {
         ledger::Ledger::open(&args.ledger)
             .with_context(|| format!("opening the ledger at {}", args.ledger.display()))?,
     );
+    let trusted = admin_keys(&args)?;
+    if trusted.is_empty() {
+        eprintln!("warning: no --admin-key: no device key can be enrolled, every checkpoint will be quarantined");
+    }
+    ledger.trust_admin_keys(trusted);
     let mut config = ingest::IngestConfig::new(&args.nats);
     config.batch_len_max = args.batch;
     config.ack_pending_max = config

@@ -11,6 +11,7 @@
 //! This crate does no I/O.
 
 pub mod api;
+pub mod attest;
 pub mod bundle;
 pub mod card;
 pub mod chain;
