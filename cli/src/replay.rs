@@ -233,6 +233,33 @@ pub fn render(v: &RoundView) -> String {
             );
         }
     }
+    if let Some(p) = &r.reconstruction {
+        let _ = writeln!(
+            o,
+            "\nreconstruction proposal ({}, deck order from #{}):\n  {}",
+            p.clause, p.deck_seq.0, p.proposal
+        );
+        for h in &p.intended {
+            let cards: Vec<String> = h.cards.iter().map(|c| c.to_string()).collect();
+            let _ = writeln!(o, "  {:<8} {}", h.place, cards.join(" "));
+        }
+        for m in &p.moves {
+            let _ = writeln!(o, "  move the hand at {} to {}", m.from, m.to);
+        }
+        if let Some(s) = &p.settlement {
+            let net: i64 = s
+                .boxes
+                .iter()
+                .flat_map(|b| &b.lines)
+                .map(|l| l.net.0)
+                .sum();
+            let _ = writeln!(
+                o,
+                "  settled with the intended hands, the players' total net would be {}",
+                schemas::Money(net)
+            );
+        }
+    }
     o
 }
 

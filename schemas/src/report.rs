@@ -78,4 +78,47 @@ pub struct RoundReport {
     pub settlement: Option<Settlement>,
     pub disputes: Vec<Dispute>,
     pub findings: Vec<Finding>,
+    /// When the deck order is known (a revealed, committed shuffle) and the deal went
+    /// wrong: the hands as they should have been dealt and what would follow (§5.8.6,
+    /// §5.9). Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reconstruction: Option<Reconstruction>,
+}
+
+/// A reconstruction proposal: the intended deal, computed from the revealed deck order,
+/// for the House to decide on (CSP6 §5.8.6, §5.9, §5.10).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reconstruction {
+    /// The clause it rests on, e.g. "CSP6 §5.8.6".
+    pub clause: String,
+    /// The `DeckRevealed` event the deck order comes from.
+    pub deck_seq: Seq,
+    /// Each place dealt to, with the cards the deck order gives it.
+    pub intended: Vec<IntendedHand>,
+    /// Complete hands that sit in the wrong place: move each `from` to `to`.
+    pub moves: Vec<HandMove>,
+    /// Whether the deal is put right by moving complete hands only (§5.8.6).
+    pub by_moving_complete_hands: bool,
+    /// Whether any player had seen their cards (then §5.9 voids, §5.10 options apply).
+    pub players_had_seen: bool,
+    /// What the rules let the House do, in words.
+    pub proposal: String,
+    /// The settlement with the intended hands and the decisions as recorded; `None` when
+    /// the rules engine cannot settle it.
+    pub settlement: Option<Settlement>,
+}
+
+/// One place of the deal and the cards it should have received.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IntendedHand {
+    /// "burn", "box 3" or "dealer".
+    pub place: String,
+    pub cards: Vec<crate::Card>,
+}
+
+/// A complete hand dealt to `from` that belongs at `to`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HandMove {
+    pub from: String,
+    pub to: String,
 }
