@@ -247,12 +247,7 @@ pub fn render(v: &RoundView) -> String {
             let _ = writeln!(o, "  move the hand at {} to {}", m.from, m.to);
         }
         if let Some(s) = &p.settlement {
-            let net: i64 = s
-                .boxes
-                .iter()
-                .flat_map(|b| &b.lines)
-                .map(|l| l.net.0)
-                .sum();
+            let net: i64 = s.boxes.iter().flat_map(|b| &b.lines).map(|l| l.net.0).sum();
             let _ = writeln!(
                 o,
                 "  settled with the intended hands, the players' total net would be {}",
