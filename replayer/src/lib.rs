@@ -48,6 +48,8 @@ pub use round::{Phase, StepView};
 use round::{RoundState, TableContext};
 use schemas::report::RoundReport;
 use schemas::{Event, EventBody, RoundId, Seq, TableConfig, TableId};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// Code of the one finding that cannot cite a rule set: a round seen before any table
 /// configuration, so the rules in force are unknown.
@@ -89,7 +91,9 @@ pub fn reports_json(reports: &[RoundReport]) -> String {
 #[derive(Debug)]
 pub struct TableReplayer {
     table: TableId,
-    config: Option<TableConfig>,
+    /// Shared with every round played under it: a round holds the configuration, and a
+    /// table plays thousands of rounds under one.
+    config: Option<Arc<TableConfig>>,
     ctx: TableContext,
     open: Option<RoundState>,
     /// Closed rounds not yet reported (see `push`).
@@ -109,7 +113,7 @@ impl TableReplayer {
 
     /// The configuration in force now (the last `TableOpened`).
     pub fn config(&self) -> Option<&TableConfig> {
-        self.config.as_ref()
+        self.config.as_deref()
     }
 
     /// Feeds the next event of the chain. Returns the reports of rounds that completed. A
@@ -121,7 +125,7 @@ impl TableReplayer {
         let mut out = Vec::new();
         match (event.round, &event.body) {
             (_, EventBody::TableOpened { config }) => {
-                self.config = Some(config.clone());
+                self.config = Some(Arc::new(config.clone()));
             }
             (None, EventBody::ShuffleCompleted { deck_commitment }) => {
                 self.release_held(&mut out);
@@ -184,17 +188,15 @@ impl TableReplayer {
         }
         if self.open.is_none() {
             self.release_held(out);
-            let table_ctx = TableContext {
-                pool_shown: self.ctx.pool_shown.clone(),
-                shuffle: self.ctx.shuffle.take(),
-            };
+            let shuffle = self.ctx.shuffle.take();
             self.open = Some(RoundState::new(
                 self.table.clone(),
                 round,
                 self.config.clone(),
                 seq,
                 event.occurred_at_ns,
-                &table_ctx,
+                &self.ctx.pool_shown,
+                shuffle,
             ));
         }
         if let Some(r) = self.open.as_mut() {
@@ -266,10 +268,11 @@ fn fold_round(
     let mut state = RoundState::new(
         table,
         round,
-        Some(config.clone()),
+        Some(Arc::new(config.clone())),
         first_seq,
         at_ns,
-        &TableContext::default(),
+        &BTreeMap::new(),
+        None,
     );
     for item in events {
         state.apply(item.0, &item.1);

@@ -6,8 +6,6 @@
 //! that need the whole round (deal order, card counts, exposures, shuffle commitment) run
 //! once, when the round is finished.
 
-mod reconstruct;
-
 use schemas::chain::deck_commitment;
 use schemas::findings::{lookup, FindingKind};
 use schemas::report::{Dispute, Finding, RoundReport, Verdict};
@@ -18,6 +16,7 @@ use schemas::{
 };
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 /// Where a round stands (CSP6 §1.16, §3.2-§3.14): the phases of the state machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -78,7 +77,7 @@ struct Dealt {
 pub(crate) struct RoundState {
     table: TableId,
     pub round: RoundId,
-    config: Option<TableConfig>,
+    config: Option<Arc<TableConfig>>,
     first_seq: Seq,
     last_seq: Seq,
     opened_at_ns: i64,
@@ -150,15 +149,16 @@ impl RoundState {
     pub(crate) fn new(
         table: TableId,
         round: RoundId,
-        config: Option<TableConfig>,
+        config: Option<Arc<TableConfig>>,
         first_seq: Seq,
         opened_at_ns: i64,
-        ctx: &TableContext,
+        pool_shown: &BTreeMap<String, Money>,
+        shuffle: Option<(Seq, Option<Hash32>)>,
     ) -> RoundState {
         let pool_shown = config
             .as_ref()
             .and_then(|c| c.jackpot.as_ref())
-            .and_then(|j| ctx.pool_shown.get(j.pool.as_str()).copied());
+            .and_then(|j| pool_shown.get(j.pool.as_str()).copied());
         RoundState {
             table,
             round,
@@ -185,7 +185,7 @@ impl RoundState {
             void_by: Vec::new(),
             interruptions: Vec::new(),
             jackpot_faults: Vec::new(),
-            shuffle: ctx.shuffle,
+            shuffle,
             reveal: None,
             players_seen: false,
             outcome_established: false,
@@ -531,10 +531,11 @@ impl RoundState {
         }
         let mut void = !self.void_by.is_empty();
         let mut invalidated: BTreeMap<BoxNo, String> = BTreeMap::new();
+        // Bets as they stood at "No more Bets" (§5.21); the state is consumed here.
         let bets_src = if self.nmb.is_some() {
-            self.bets_at_nmb.clone()
+            std::mem::take(&mut self.bets_at_nmb)
         } else {
-            self.bets.clone()
+            std::mem::take(&mut self.bets)
         };
         let mut by_box: BTreeMap<BoxNo, BTreeMap<BetKind, (i64, Seq)>> = BTreeMap::new();
         for (&(b, k), &(s, q)) in &bets_src {
@@ -683,7 +684,7 @@ impl RoundState {
                 CardTarget::Burn => {}
             }
         }
-        let decisions = self.decisions.clone();
+        let decisions = std::mem::take(&mut self.decisions);
         for (&b, bets) in &by_box {
             let mut bet_map: BTreeMap<BetKind, i64> = bets
                 .iter()
@@ -711,7 +712,7 @@ impl RoundState {
             }
             boxes.push(BoxInput {
                 box_no: b,
-                cards: cards_of.get(&b).cloned().unwrap_or_default(),
+                cards: cards_of.remove(&b).unwrap_or_default(),
                 decision,
                 bets: bet_map,
                 invalidated: invalidated.get(&b).cloned(),
@@ -719,7 +720,7 @@ impl RoundState {
         }
         let input = RoundInput {
             game: rs,
-            config: Some(config.clone()),
+            config: Some(TableConfig::clone(&config)),
             dealer,
             dealer_up: if rs == RuleSet::Cs51 { dealer_up } else { None },
             pool: self.pool_shown.unwrap_or_default(),
@@ -746,7 +747,6 @@ impl RoundState {
             }
         };
         let disputes = self.disputes(settlement.as_ref(), void, &input);
-        let reconstruction = self.reconstruction(&config, &input);
         for d in &disputes {
             let seqs = self
                 .paid
@@ -795,7 +795,6 @@ impl RoundState {
             settlement,
             disputes,
             findings: self.findings,
-            reconstruction,
         }
     }
 
@@ -819,7 +818,6 @@ impl RoundState {
                 box_no: None,
                 explanation: "no table configuration (table opened event) precedes the round: the rules in force are unknown".into(),
             }],
-            reconstruction: None,
         }
     }
 
@@ -879,7 +877,8 @@ impl RoundState {
         if self.deal.is_empty() {
             return;
         }
-        let deal = self.deal.clone();
+        // Taken out for the checks (which record findings on `self`), put back at the end.
+        let deal = std::mem::take(&mut self.deal);
         let first_card = deal[0].seq;
 
         // Shuffle before the round (§5.8.5).
@@ -894,8 +893,9 @@ impl RoundState {
                 );
             }
             Some((sq, commitment)) => {
-                if let Some((rq, order, salt)) = self.reveal.clone() {
-                    self.check_reveal(config, sq, commitment, rq, &order, &salt, void);
+                if let Some((rq, order, salt)) = self.reveal.take() {
+                    self.check_reveal(&deal, sq, commitment, rq, &order, &salt, void);
+                    self.reveal = Some((rq, order, salt));
                 } else if commitment.is_some() {
                     self.find(FindingKind::ShuffleCommitmentNotRevealed, vec![sq], None,
                         "the shuffle committed to a deck order that was never revealed: the deal cannot be checked against it".into());
@@ -1074,7 +1074,7 @@ impl RoundState {
 
         // Exposed cards (§5.8.2, §5.12, §5.16; SSP4 §5.4).
         let dealer_face_up_allowed = usize::from(rs != RuleSet::Tcp3);
-        let mut exposed: Vec<(Seq, CardTarget, Card, bool)> = self.exposures.clone();
+        let mut exposed: Vec<(Seq, CardTarget, Card, bool)> = std::mem::take(&mut self.exposures);
         for d in &deal {
             let wrongly_up = match d.to {
                 CardTarget::Box(_) => d.face_up && rs != RuleSet::Cs51,
@@ -1121,7 +1121,7 @@ impl RoundState {
                 format!("{why} ({}): the round is void", cards.join(", ")),
             );
         } else {
-            for (q, at, card, seen) in exposed.clone() {
+            for (q, at, card, seen) in exposed {
                 match at {
                     CardTarget::Dealer => self.find(FindingKind::DealerCardExposed, vec![q], None, format!(
                         "the dealer's {card} was exposed while dealt: it is used as the face-up card")),
@@ -1133,12 +1133,13 @@ impl RoundState {
                 }
             }
         }
+        self.deal = deal;
     }
 
     #[allow(clippy::too_many_arguments)]
     fn check_reveal(
         &mut self,
-        config: &TableConfig,
+        deal: &[Dealt],
         shuffle_seq: Seq,
         commitment: Option<Hash32>,
         reveal_seq: Seq,
@@ -1159,8 +1160,7 @@ impl RoundState {
             self.find(FindingKind::DeckShortageOrExcess, vec![reveal_seq], None, format!(
                 "the revealed deck holds {} cards, {} distinct, not the 52 of one deck: the round is void", order.len(), distinct.len()));
         }
-        let deal = self.deal.clone();
-        for d in &deal {
+        for d in deal {
             if !distinct.contains(&d.card) {
                 *void = true;
                 self.find(
@@ -1189,7 +1189,6 @@ impl RoundState {
                 hand.insert(d.card);
             }
         }
-        let _ = config;
         let wrong: Vec<Tk> = actual
             .iter()
             .filter(|(t, hand)| !intended.get(t).is_some_and(|i| hand.is_subset(i)))

@@ -10,7 +10,6 @@ use schemas::settle::{
 use schemas::{
     BetKind, BoxNo, Card, Choice, HandClass, Money, PayLine, PayRow, Pays, RuleSet, TableConfig,
 };
-use std::collections::BTreeSet;
 
 /// Whether the dealer's hand qualifies (CSP6 §1.14: Ace and King or better; TCP3: Queen
 /// high or better). `cards` must be a full hand of the rule set.
@@ -160,9 +159,36 @@ pub fn settle(input: &RoundInput) -> Result<Settlement, SettleError> {
     Ok(ctx.finish(Some(dealer.class()), dealer_qualifies, out))
 }
 
+/// Sets of boxes and of cards as bit masks: validation runs once per round of a replay,
+/// where ordered sets cost more than the rest of it.
+struct BoxSet([u64; 4]);
+
+impl BoxSet {
+    /// Adds `b`; false if it was there already.
+    fn insert(&mut self, b: BoxNo) -> bool {
+        let (word, bit) = (usize::from(b.0 / 64), 1u64 << (b.0 % 64));
+        let fresh = self.0[word] & bit == 0;
+        self.0[word] |= bit;
+        fresh
+    }
+}
+
+/// Cards by code (0..52, `Card::code`).
+struct CardSet(u64);
+
+impl CardSet {
+    /// Adds `c`; false if it was there already.
+    fn insert(&mut self, c: Card) -> bool {
+        let bit = 1u64 << c.code();
+        let fresh = self.0 & bit == 0;
+        self.0 |= bit;
+        fresh
+    }
+}
+
 fn validate(input: &RoundInput, rt: &RuleTable) -> Result<(), SettleError> {
     let allowed = kinds_of(rt);
-    let mut seen_boxes = BTreeSet::new();
+    let mut seen_boxes = BoxSet([0; 4]);
     for (i, b) in input.boxes.iter().enumerate() {
         if b.box_no.0 == 0 || !seen_boxes.insert(b.box_no) {
             return Err(err(
@@ -171,13 +197,14 @@ fn validate(input: &RoundInput, rt: &RuleTable) -> Result<(), SettleError> {
             ));
         }
         for (kind, amount) in &b.bets {
-            let field = format!("boxes[{i}].bets.{}", kind.line().name());
+            // Built only for an error: this runs for every bet of every round replayed.
+            let field = || format!("boxes[{i}].bets.{}", kind.line().name());
             if *amount < 0 {
-                return Err(err(field, format!("negative stake {amount}")));
+                return Err(err(field(), format!("negative stake {amount}")));
             }
             if !allowed.contains(kind) && *amount > 0 {
                 return Err(err(
-                    field,
+                    field(),
                     format!("{} has no {} bet", input.game, kind.line().name()),
                 ));
             }
@@ -222,7 +249,7 @@ fn validate(input: &RoundInput, rt: &RuleTable) -> Result<(), SettleError> {
             ));
         }
     }
-    let mut seen = BTreeSet::new();
+    let mut seen = CardSet(0);
     for (j, c) in input.dealer.iter().enumerate() {
         if !seen.insert(*c) {
             return Err(err(

@@ -385,7 +385,13 @@ impl RuleTable {
 
     /// "CSP6 3.13": a clause of this rule set, as settlement lines cite it.
     pub fn cite(&self, clause: &str) -> String {
-        format!("{} {clause}", self.rule_set.code())
+        // Pushed rather than `format!`ted: every settlement line of a replay cites one.
+        let code = self.rule_set.code();
+        let mut s = String::with_capacity(code.len() + 1 + clause.len());
+        s.push_str(code);
+        s.push(' ');
+        s.push_str(clause);
+        s
     }
 
     /// The line the BET/Play is settled on.
