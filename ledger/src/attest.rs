@@ -125,16 +125,13 @@ fn decode_checkpoint(v: &[u8]) -> Result<(i64, u64, Vec<u8>), Error> {
     Ok((r.i64()?, r.u64()?, r.bytes()?.to_vec()))
 }
 
+/// The device key register: (table, device) -> key.
+pub(crate) type KeyRegister = BTreeMap<(TableId, DeviceId), DeviceKey>;
+/// The highest kept checkpoint per table.
+pub(crate) type Attested = BTreeMap<TableId, Attestation>;
+
 /// The key register and attestations, read at open.
-pub(crate) fn load(
-    store: &dyn crate::store::Store,
-) -> Result<
-    (
-        BTreeMap<(TableId, DeviceId), DeviceKey>,
-        BTreeMap<TableId, Attestation>,
-    ),
-    Error,
-> {
+pub(crate) fn load(store: &dyn crate::store::Store) -> Result<(KeyRegister, Attested), Error> {
     let mut devices = BTreeMap::new();
     for kv in store.range(Space::DeviceKey, &[], None) {
         let (k, v) = kv?;

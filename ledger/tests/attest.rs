@@ -140,7 +140,7 @@ fn enrolled_device_checkpoint_is_kept_and_survives_reopen() {
         stored_all(&l.append_batch(&batch).unwrap());
         assert!(l.attestation(&c.table).is_none(), "nothing attested yet");
         let cp = c.checkpoint(&device, 3);
-        let out = l.append_checkpoints(&[cp.clone()]).unwrap();
+        let out = l.append_checkpoints(std::slice::from_ref(&cp)).unwrap();
         assert_eq!(
             out,
             vec![CheckpointOutcome::Kept {
