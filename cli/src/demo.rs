@@ -75,7 +75,10 @@ pub fn run(mut args: Args) -> Result<Outcome> {
             floor.tables,
             args.floor.rounds,
             args.floor.rate,
-            simulator::PublishOptions::default(),
+            simulator::PublishOptions {
+                durable: Some(simulator::DurableWait::default()),
+                ..simulator::PublishOptions::default()
+            },
         )
         .await
         .context("publishing the simulated floor");

@@ -63,6 +63,10 @@ pub struct Args {
     /// Print the published events and injected faults as JSON.
     #[arg(long)]
     json: bool,
+    /// Trust JetStream's publish ack instead of keeping an outbox until the ledger's
+    /// durable head (`ledger.<table>.head`) confirms each event (use without a server).
+    #[arg(long)]
+    no_outbox: bool,
 }
 
 pub fn run(args: Args) -> Result<Outcome> {
@@ -74,19 +78,24 @@ pub fn run(args: Args) -> Result<Outcome> {
             floor.tables,
             args.floor.rounds,
             args.floor.rate,
-            PublishOptions::default(),
+            PublishOptions {
+                durable: (!args.no_outbox).then(simulator::DurableWait::default),
+                ..PublishOptions::default()
+            },
         ))
         .context("publishing the simulated floor")?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         println!(
-            "published {} events of {} rounds over {} tables; injected {} faults ({} JetStream duplicates)",
+            "published {} events of {} rounds over {} tables and {} checkpoints; injected {} faults ({} JetStream duplicates, {} republished from the outbox)",
             report.events.len(),
             report.rounds,
             args.floor.tables,
+            report.checkpoints,
             report.faults.len(),
-            report.duplicates
+            report.duplicates,
+            report.republished
         );
     }
     Ok(Outcome::Clean)

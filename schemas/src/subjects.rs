@@ -3,6 +3,8 @@
 
 use crate::ids::{Seq, TableId};
 
+/// Every table's durable head (core NATS, not the stream).
+pub const HEADS_WILDCARD: &str = "ledger.*.head";
 /// The JetStream stream that holds every table's events.
 pub const STREAM: &str = "TABLES";
 /// The stream's subjects: one per table for events...

@@ -23,13 +23,16 @@
 pub mod expected;
 pub mod faults;
 pub mod floor;
+pub mod outbox;
 pub mod publish;
 pub mod table;
 
 pub use expected::FaultKind;
 pub use faults::{FaultPlan, InjectedFault};
 pub use floor::{default_config, table_seed, Floor, MLP3_LINKED_POOL};
-pub use publish::{publish_floor, wait_for_stream, PublishOptions, PublishReport, PublishedRecord};
+pub use publish::{
+    publish_floor, wait_for_stream, DurableWait, PublishOptions, PublishReport, PublishedRecord,
+};
 pub use table::{admin_key, stud_plays, tcp3_plays, PlayedRound, Published, TableSim};
 
 use schemas::{RoundId, Seq, TableId};
@@ -69,4 +72,13 @@ pub enum Error {
     },
     #[error("a publishing task failed: {0}")]
     Task(String),
+    #[error(transparent)]
+    OutboxFull(#[from] outbox::OutboxFull),
+    #[error("table {table}: the ledger confirmed seq {} durable, not {}, {waited:?} after the last event (outbox republished meanwhile)", durable.0, last.0)]
+    NotDurable {
+        table: TableId,
+        durable: Seq,
+        last: Seq,
+        waited: Duration,
+    },
 }

@@ -12,15 +12,19 @@
 //! publishing the same table again from its start is always safe.
 
 use crate::faults::InjectedFault;
+use crate::outbox::Outbox;
 use crate::table::{Published, TableSim};
 use crate::Error;
 use async_nats::jetstream::{self, context::PublishAckFuture, message::PublishMessage};
-use schemas::subjects::{checkpoints_subject, events_subject, msg_id, STREAM};
+use futures::StreamExt;
+use schemas::subjects::{checkpoints_subject, events_subject, msg_id, HEADS_WILDCARD, STREAM};
 use schemas::{Hash32, Seq, TableId};
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::watch;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError};
 
 /// Limits of one publishing run.
@@ -33,6 +37,10 @@ pub struct PublishOptions {
     pub in_flight_total_max: usize,
     /// How long to wait for the stream to exist (ingest creates it) before giving up.
     pub stream_wait: Duration,
+    /// Keep every event in an outbox until the ledger's durable head covers it, and
+    /// republish what it does not cover in time (`None`: trust JetStream's publish ack,
+    /// for runs without a ledger behind the stream).
+    pub durable: Option<DurableWait>,
 }
 
 impl Default for PublishOptions {
@@ -41,6 +49,28 @@ impl Default for PublishOptions {
             in_flight_max: 256,
             in_flight_total_max: 2_048,
             stream_wait: Duration::from_secs(30),
+            durable: None,
+        }
+    }
+}
+
+/// The device outbox's bounds (see `outbox`).
+#[derive(Debug, Clone)]
+pub struct DurableWait {
+    /// Most events per table not yet confirmed durable.
+    pub outbox_capacity: usize,
+    /// Republish the outbox when the durable head has not moved for this long.
+    pub republish_after: Duration,
+    /// Give up (error) when a table is still not durable this long after its last event.
+    pub wait_max: Duration,
+}
+
+impl Default for DurableWait {
+    fn default() -> Self {
+        DurableWait {
+            outbox_capacity: 100_000,
+            republish_after: Duration::from_secs(2),
+            wait_max: Duration::from_secs(60),
         }
     }
 }
@@ -64,6 +94,8 @@ pub struct PublishReport {
     pub duplicates: u64,
     /// Signed checkpoints published (one after the opening, each round and the closing).
     pub checkpoints: u64,
+    /// Events published again from the outbox because the ledger had not confirmed them.
+    pub republished: u64,
 }
 
 struct TableReport {
@@ -72,6 +104,7 @@ struct TableReport {
     rounds: u64,
     duplicates: u64,
     checkpoints: u64,
+    republished: u64,
 }
 
 /// Connects to `url`, waits for the events stream, then publishes every table (opening
@@ -100,13 +133,58 @@ pub async fn publish_floor(
         context: format!("connecting to {url}"),
         message: e.to_string(),
     })?;
+    // The ledger's durable heads, per table, for the outboxes (core NATS: a lost head
+    // only delays trimming; the next flush that touches the table sends it again).
+    let mut heads: BTreeMap<TableId, watch::Sender<u64>> = BTreeMap::new();
+    for t in &tables {
+        heads.insert(t.table().clone(), watch::channel(0).0);
+    }
+    let head_rx: BTreeMap<TableId, watch::Receiver<u64>> = heads
+        .iter()
+        .map(|(t, tx)| (t.clone(), tx.subscribe()))
+        .collect();
+    if options.durable.is_some() {
+        let mut sub = client
+            .subscribe(HEADS_WILDCARD)
+            .await
+            .map_err(|e| Error::Nats {
+                context: format!("subscribing to {HEADS_WILDCARD}"),
+                message: e.to_string(),
+            })?;
+        tokio::spawn(async move {
+            while let Some(m) = sub.next().await {
+                let Ok(h) = serde_json::from_slice::<schemas::ChainHead>(&m.payload) else {
+                    tracing::warn!(subject = %m.subject, "unreadable durable head");
+                    continue;
+                };
+                if let Some(tx) = heads.get(&h.table) {
+                    tx.send_if_modified(|v| {
+                        let moved = h.seq.0 > *v;
+                        *v = (*v).max(h.seq.0);
+                        moved
+                    });
+                }
+            }
+        });
+    }
     let js = jetstream::new(client);
     wait_for_stream(&js, options.stream_wait).await?;
 
     let permits = Arc::new(Semaphore::new(options.in_flight_total_max));
     let mut handles = Vec::with_capacity(tables.len());
     for table in tables {
+        let durable = head_rx
+            .get(table.table())
+            .cloned()
+            .unwrap_or_else(|| watch::channel(0).1);
         let out = Publisher {
+            outbox: options.durable.as_ref().map(|d| {
+                (
+                    Outbox::new(table.table().clone(), d.outbox_capacity),
+                    d.clone(),
+                )
+            }),
+            durable,
             js: js.clone(),
             subject: events_subject(table.table()),
             table: table.table().clone(),
@@ -119,6 +197,7 @@ pub async fn publish_floor(
                 rounds: 0,
                 duplicates: 0,
                 checkpoints: 0,
+                republished: 0,
             },
         };
         handles.push(tokio::spawn(publish_table(
@@ -136,6 +215,7 @@ pub async fn publish_floor(
         report.rounds += t.rounds;
         report.duplicates += t.duplicates;
         report.checkpoints += t.checkpoints;
+        report.republished += t.republished;
     }
     Ok(report)
 }
@@ -199,11 +279,21 @@ async fn publish_table(
     }
     out.send_checkpoint(&table).await?;
     out.drain().await?;
+    if out.until_durable().await? > 0 {
+        // Checkpoints sent while the ledger had a gap named seqs it did not have yet and
+        // were refused: vouch again now that everything is durable.
+        out.send_checkpoint(&table).await?;
+        out.drain().await?;
+    }
     tracing::info!(table = %out.table, events = out.report.events.len(), "table published");
     Ok(out.report)
 }
 
 struct Publisher {
+    /// The device outbox and its bounds, when publishing waits for the ledger.
+    outbox: Option<(Outbox, DurableWait)>,
+    /// The ledger's durable head of this table.
+    durable: watch::Receiver<u64>,
     js: jetstream::Context,
     subject: String,
     table: TableId,
@@ -217,13 +307,123 @@ impl Publisher {
     async fn send(&mut self, p: Published) -> Result<(), Error> {
         let seq = p.event.seq;
         let hash = p.hash();
+        if self.outbox.is_some() {
+            self.keep(p.clone()).await?;
+        }
+        self.put(self.subject.clone(), p.bytes, msg_id(&self.table, seq), seq)
+            .await?;
+        self.report.events.push(PublishedRecord {
+            table: self.table.clone(),
+            seq,
+            hash,
+        });
+        Ok(())
+    }
+
+    /// Puts an event in the outbox; when full, waits (bounded) for the ledger to confirm
+    /// what it holds.
+    async fn keep(&mut self, p: Published) -> Result<(), Error> {
+        let Some((outbox, bounds)) = self.outbox.as_mut() else {
+            return Ok(());
+        };
+        outbox.confirm(Seq(*self.durable.borrow_and_update()));
+        if outbox.len() >= bounds.outbox_capacity {
+            // Settle the acks in flight, then give the ledger time to catch up.
+            let wait = bounds.wait_max;
+            let deadline = tokio::time::Instant::now() + wait;
+            while self
+                .outbox
+                .as_ref()
+                .is_some_and(|(o, b)| o.len() >= b.outbox_capacity)
+            {
+                if tokio::time::timeout_at(deadline, self.durable.changed())
+                    .await
+                    .is_err()
+                {
+                    break;
+                }
+                let head = Seq(*self.durable.borrow_and_update());
+                if let Some((o, _)) = self.outbox.as_mut() {
+                    o.confirm(head);
+                }
+            }
+        }
+        match self.outbox.as_mut() {
+            Some((outbox, _)) => outbox.push(p).map_err(Error::OutboxFull),
+            None => Ok(()),
+        }
+    }
+
+    /// Waits until the ledger's durable head covers every event sent, republishing what
+    /// the outbox still holds whenever the head stands still for `republish_after`. A
+    /// republished message gets a fresh `Nats-Msg-Id` (`<table>:<seq>:r<n>`): the stream
+    /// remembers ids of messages it lost, and would drop a republish under the old one as
+    /// a duplicate; the ledger recognises the event itself by (table, seq, hash).
+    /// Returns how many republish rounds it took (0: the ledger confirmed everything as
+    /// first sent).
+    async fn until_durable(&mut self) -> Result<u32, Error> {
+        let Some((_, bounds)) = self.outbox.as_ref() else {
+            return Ok(0);
+        };
+        let bounds = bounds.clone();
+        let deadline = tokio::time::Instant::now() + bounds.wait_max;
+        let mut attempt = 0u32;
+        loop {
+            let head = Seq(*self.durable.borrow_and_update());
+            let pending: Vec<Published> = match self.outbox.as_mut() {
+                Some((o, _)) => {
+                    o.confirm(head);
+                    o.pending().cloned().collect()
+                }
+                None => Vec::new(),
+            };
+            let Some(last) = pending.last().map(|p| p.event.seq) else {
+                return Ok(attempt);
+            };
+            if tokio::time::Instant::now() >= deadline {
+                return Err(Error::NotDurable {
+                    table: self.table.clone(),
+                    durable: head,
+                    last,
+                    waited: bounds.wait_max,
+                });
+            }
+            let moved = tokio::time::timeout(bounds.republish_after, self.durable.changed()).await;
+            match moved {
+                Ok(Ok(())) => continue,
+                Ok(Err(_)) => {
+                    return Err(Error::Task("durable head subscription ended".into()));
+                }
+                Err(_) => {
+                    attempt += 1;
+                    tracing::warn!(table = %self.table, durable = head.0, pending = pending.len(), attempt, "ledger has not confirmed the outbox; republishing");
+                    for p in pending {
+                        let id = format!("{}:r{attempt}", msg_id(&self.table, p.event.seq));
+                        self.put(self.subject.clone(), p.bytes, id, p.event.seq)
+                            .await?;
+                        self.report.republished += 1;
+                    }
+                    self.drain().await?;
+                }
+            }
+        }
+    }
+
+    /// Publishes one message in the in-flight window.
+    async fn put(
+        &mut self,
+        subject: String,
+        payload: Vec<u8>,
+        id: String,
+        seq: Seq,
+    ) -> Result<(), Error> {
         let permit = self.permit().await?;
         let msg = PublishMessage::build()
-            .payload(p.bytes.into())
-            .message_id(msg_id(&self.table, seq));
+            .payload(payload.into())
+            .message_id(id);
         let ack = self
             .js
-            .send_publish(self.subject.clone(), msg)
+            .send_publish(subject, msg)
             .await
             .map_err(|e| Error::Publish {
                 table: self.table.clone(),
@@ -231,11 +431,6 @@ impl Publisher {
                 message: e.to_string(),
             })?;
         self.window.push_back((seq, ack, permit));
-        self.report.events.push(PublishedRecord {
-            table: self.table.clone(),
-            seq,
-            hash,
-        });
         while self.window.len() >= self.window_max {
             self.await_oldest().await?;
         }
@@ -249,24 +444,16 @@ impl Publisher {
             return Ok(());
         };
         let seq = c.head_seq;
-        let permit = self.permit().await?;
-        let msg = PublishMessage::build()
-            .payload(c.to_bincode().into())
-            .message_id(format!("{}:checkpoint:{}", self.table, seq.0));
-        let ack = self
-            .js
-            .send_publish(checkpoints_subject(&self.table), msg)
-            .await
-            .map_err(|e| Error::Publish {
-                table: self.table.clone(),
-                seq,
-                message: format!("checkpoint: {e}"),
-            })?;
-        self.window.push_back((seq, ack, permit));
+        // The count makes each checkpoint's id unique: a second checkpoint of the same
+        // head (vouching again after a recovery) must not be dropped by the stream's
+        // de-duplication as a repeat of the first.
+        let id = format!(
+            "{}:checkpoint:{}:{}",
+            self.table, seq.0, self.report.checkpoints
+        );
+        self.put(checkpoints_subject(&self.table), c.to_bincode(), id, seq)
+            .await?;
         self.report.checkpoints += 1;
-        while self.window.len() >= self.window_max {
-            self.await_oldest().await?;
-        }
         Ok(())
     }
 
