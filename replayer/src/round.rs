@@ -6,6 +6,8 @@
 //! that need the whole round (deal order, card counts, exposures, shuffle commitment) run
 //! once, when the round is finished.
 
+mod reconstruct;
+
 use schemas::chain::deck_commitment;
 use schemas::findings::{lookup, FindingKind};
 use schemas::report::{Dispute, Finding, RoundReport, Verdict};
@@ -747,6 +749,7 @@ impl RoundState {
             }
         };
         let disputes = self.disputes(settlement.as_ref(), void, &input);
+        let reconstruction = self.reconstruction(&config, &input);
         for d in &disputes {
             let seqs = self
                 .paid
@@ -795,6 +798,7 @@ impl RoundState {
             settlement,
             disputes,
             findings: self.findings,
+            reconstruction,
         }
     }
 
@@ -818,6 +822,7 @@ impl RoundState {
                 box_no: None,
                 explanation: "no table configuration (table opened event) precedes the round: the rules in force are unknown".into(),
             }],
+            reconstruction: None,
         }
     }
 
