@@ -619,8 +619,29 @@ async fn the_openapi_document_describes_the_real_responses() {
     assert!(v.is_valid(&body));
     let v = jsonschema::validator_for(&response_schema(&doc, "/v1/rounds", "200")).unwrap();
     assert!(!v.is_valid(&json!({"items": "nope"})));
-    // The request bodies of cases are in the document.
-    assert!(doc["paths"]["/v1/cases"]["post"]["requestBody"].is_object());
+    // The request bodies the UI sends validate against the document, and a wrong one not.
+    let body_schema = |path: &str| {
+        let mut s = doc["paths"][path]["post"]["requestBody"]["content"]["application/json"]
+            ["schema"]
+            .clone();
+        assert!(!s.is_null(), "no request body schema for POST {path}");
+        s["components"] = doc["components"].clone();
+        jsonschema::validator_for(&s).unwrap()
+    };
+    let open = json!({"table": table, "round": round, "title": "patron disputes box 3"});
+    assert!(body_schema("/v1/cases").is_valid(&open));
+    assert!(!body_schema("/v1/cases").is_valid(&json!({"table": table, "title": 3})));
+    assert!(body_schema("/v1/cases/{id}/notes").is_valid(&json!({"text": "seen on video"})));
+    assert!(body_schema("/v1/cases/{id}/close").is_valid(&json!({"decision": "paid"})));
+    let (s, created) = call(&f.app, "POST", "/v1/cases", Some(SURV), Some(open)).await;
+    assert_eq!(s, StatusCode::CREATED);
+    let mut created_schema = doc["paths"]["/v1/cases"]["post"]["responses"]["201"]["content"]
+        ["application/json"]["schema"]
+        .clone();
+    created_schema["components"] = doc["components"].clone();
+    assert!(jsonschema::validator_for(&created_schema)
+        .unwrap()
+        .is_valid(&created));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,0 +1,230 @@
+//! The binary's evidence and server commands end to end, without NATS: `seed` a floor,
+//! `evidence` a disputed round, `verify-bundle` it (then a bundle with one flipped byte,
+//! which must fail naming the seq), and `serve --no-ingest` with `tokens`, against which
+//! `replay`, `audit` and `export --server` give what the ledger gives.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_roundledger"))
+}
+
+fn run(args: &[&str]) -> (i32, String, String) {
+    let out = bin().args(args).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn seed(dir: &Path) -> String {
+    let ledger = dir.join("ledger");
+    let l = ledger.to_str().unwrap().to_string();
+    let (code, out, err) = run(&[
+        "seed",
+        "--ledger",
+        &l,
+        "--tables",
+        "3",
+        "--rounds",
+        "25",
+        "--payout-errors",
+        "0.2",
+        "--seed",
+        "9",
+        "--close",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    l
+}
+
+/// The first disputed round of the local audit: (table, round), and the audit's JSON.
+fn first_dispute(ledger: &str) -> (String, u64, serde_json::Value) {
+    let (code, out, err) = run(&["audit", "--ledger", ledger, "--json", "--quiet"]);
+    assert_eq!(code, 1, "the seeded floor has disputes: {err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let d = &v["disputed_rounds"][0];
+    (
+        d["table"].as_str().unwrap().to_string(),
+        d["round"].as_u64().unwrap(),
+        v,
+    )
+}
+
+#[test]
+fn evidence_bundle_verifies_offline_and_a_flipped_byte_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = seed(dir.path());
+    let (table, round, _) = first_dispute(&ledger);
+    let file = dir.path().join("bundle.json");
+    let f = file.to_str().unwrap();
+    let (code, out, err) = run(&[
+        "evidence",
+        "--ledger",
+        &ledger,
+        "--table",
+        &table,
+        "--round",
+        &round.to_string(),
+        "--out",
+        f,
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, _) = run(&["verify-bundle", f]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.starts_with("OK "), "{out}");
+
+    // Flip one hex digit of the first round event's bytes.
+    let mut b: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    let seq = b["round_seqs"][0].as_u64().unwrap();
+    let from = b["chain"]["from_seq"].as_u64().unwrap();
+    let e = &mut b["chain"]["events"][(seq - from) as usize];
+    let mut hexs = e["bytes"].as_str().unwrap().to_string();
+    let last = hexs.pop().unwrap();
+    hexs.push(if last == 'a' { 'b' } else { 'a' });
+    e["bytes"] = hexs.into();
+    let bad = dir.path().join("tampered.json");
+    std::fs::write(&bad, serde_json::to_vec(&b).unwrap()).unwrap();
+    let (code, out, _) = run(&["verify-bundle", bad.to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.starts_with("FAILED"), "{out}");
+    assert!(
+        out.contains(&format!("seq {seq}")),
+        "names the event: {out}"
+    );
+    // Not a bundle at all: exit 1 with the reason, not a panic.
+    std::fs::write(&bad, b"{}").unwrap();
+    let (code, out, _) = run(&["verify-bundle", bad.to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}");
+}
+
+#[test]
+fn replay_audit_and_export_work_against_a_running_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = seed(dir.path());
+    let (table, round, local) = first_dispute(&ledger);
+    let (_, local_replay, _) = run(&[
+        "replay",
+        "--ledger",
+        &ledger,
+        "--table",
+        &table,
+        "--round",
+        &round.to_string(),
+    ]);
+    let tokens = dir.path().join("tokens.json");
+    let (code, out, _) = run(&["tokens", "--out", tokens.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    assert!(out.contains("surveillance"));
+    let cfg: serde_json::Value = serde_json::from_slice(&std::fs::read(&tokens).unwrap()).unwrap();
+    let token = |role: &str| {
+        cfg["tokens"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["role"] == role)
+            .unwrap()["token"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let mut server = bin()
+        .args([
+            "serve",
+            "--ledger",
+            &ledger,
+            "--no-ingest",
+            "--config",
+            tokens.to_str().unwrap(),
+            "--http",
+            "127.0.0.1:0",
+        ])
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(server.stderr.take().unwrap()).lines();
+    let url = loop {
+        let l = lines.next().expect("server output").unwrap();
+        if let Some(rest) = l.split("web UI on ").nth(1) {
+            break rest.trim_end_matches('/').to_string();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    let surv = token("surveillance");
+    // Wait until the server's index has read the whole ledger.
+    for _ in 0..200 {
+        let (_, out, _) = run(&["audit", "--server", &url, "--token", &surv, "--json"]);
+        if let Ok(v) = serde_json::from_str::<serde_json::Value>(&out) {
+            if v["rounds"] == local["rounds"] {
+                break;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let (code, out, err) = run(&["audit", "--server", &url, "--token", &surv, "--json"]);
+    assert_eq!(code, 1, "{err}");
+    let remote: serde_json::Value = serde_json::from_str(&out).unwrap();
+    for k in [
+        "tables",
+        "rounds",
+        "events",
+        "verdicts",
+        "findings_by_code",
+        "net_difference",
+        "disputed_rounds",
+    ] {
+        assert_eq!(remote[k], local[k], "audit --server differs in {k}");
+    }
+    let (code, remote_replay, err) = run(&[
+        "replay",
+        "--server",
+        &url,
+        "--token",
+        &surv,
+        "--table",
+        &table,
+        "--round",
+        &round.to_string(),
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(
+        remote_replay, local_replay,
+        "replay --server prints what replay --ledger prints"
+    );
+    let file = dir.path().join("export.jsonl");
+    let (code, out, err) = run(&[
+        "export",
+        "--server",
+        &url,
+        "--token",
+        &surv,
+        "--table",
+        &table,
+        "--out",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, _) = run(&["verify", "--export", file.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}");
+    // The finance token may not replay rounds.
+    let (code, _, err) = run(&[
+        "replay",
+        "--server",
+        &url,
+        "--token",
+        &token("finance"),
+        "--table",
+        &table,
+        "--round",
+        "1",
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("403"), "{err}");
+    let pid = server.id();
+    let _ = Command::new("kill").arg(pid.to_string()).status();
+    let _ = server.wait();
+}
