@@ -9,6 +9,7 @@ mod audit;
 mod bench_api;
 mod client;
 mod demo;
+mod digest;
 mod evidence;
 mod export;
 mod remote;
@@ -49,6 +50,9 @@ enum Command {
     Replay(replay::Args),
     /// Verify every table's hash chain and name the first bad position per table.
     Verify(verify::Args),
+    /// Write the ledger digest (Merkle root over every table's chain head, event count, time)
+    /// for an outside party; `verify --against` later proves the ledger still extends it.
+    Digest(digest::Args),
     /// Replay a table, a time range or the whole ledger; list disputes and findings.
     Audit(audit::Args),
     /// Export a table or round range to a file that verifies without the ledger.
@@ -77,6 +81,7 @@ fn main() -> ExitCode {
         Command::Simulate(a) => simulate::run(a),
         Command::Replay(a) => replay::run(a),
         Command::Verify(a) => verify::run(a),
+        Command::Digest(a) => digest::run(a),
         Command::Audit(a) => audit::run(a),
         Command::Export(a) => export::run(a),
         Command::Settle(a) => settle::run(a),

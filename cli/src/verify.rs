@@ -1,11 +1,23 @@
 //! `roundledger verify`: recomputes every hash of every table's chain from genesis (a
 //! ledger directory) or from the export's anchors (an export file), and names the first bad
 //! position per table. Exit 0 when every chain verifies, 1 when one does not.
+//!
+//! With `--against DIGEST_FILE` (a digest written earlier by `roundledger digest`) it also
+//! proves the ledger still extends that digest: every table of the digest is present,
+//! verifies from genesis to its current head, and holds the digest's hash at the digest's
+//! seq (schemas/README.md §5); `--json` then prints the consistency proof.
+//!
+//! A ledger directory is read through the bare store, not `Ledger::open`, so a ledger
+//! whose heads or quarantine no longer parse is still verified and reported.
 
-use crate::source::{open_ledger, SourceArgs};
+use crate::source::SourceArgs;
 use crate::Outcome;
 use anyhow::{Context, Result};
+use ledger::store::SledStore;
 use ledger::TableVerdict;
+use schemas::digest::{Digest, TableConsistency};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -14,13 +26,22 @@ pub struct Args {
     /// Print the result as JSON.
     #[arg(long)]
     json: bool,
+    /// A digest file (`roundledger digest`): also prove the ledger still extends it.
+    #[arg(long, requires = "ledger")]
+    against: Option<PathBuf>,
 }
 
 pub fn run(args: Args) -> Result<Outcome> {
     match (&args.source.ledger, &args.source.export) {
+        (Some(dir), None) if args.against.is_some() => {
+            let file = args.against.as_deref().context("--against")?;
+            against(dir, file, args.json)
+        }
         (Some(dir), None) => {
-            let ledger = open_ledger(dir)?;
-            let report = ledger.verify().context("verifying")?;
+            let store = SledStore::open(dir)
+                .with_context(|| format!("opening the ledger at {}", dir.display()))?;
+            let (report, _) =
+                ledger::verify_store(&store, None, &BTreeMap::new()).context("verifying")?;
             let lines: Vec<serde_json::Value> = report.tables.iter().map(verdict_json).collect();
             if args.json {
                 println!("{}", serde_json::to_string_pretty(&lines)?);
@@ -94,6 +115,68 @@ pub fn run(args: Args) -> Result<Outcome> {
         }
         _ => anyhow::bail!("say what to verify: --ledger DIR or --export FILE"),
     }
+}
+
+/// `verify --ledger DIR --against FILE`.
+fn against(dir: &Path, file: &Path, json: bool) -> Result<Outcome> {
+    let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+    let digest = Digest::from_json(&bytes)
+        .with_context(|| format!("{} is not a valid digest", file.display()))?;
+    let store =
+        SledStore::open(dir).with_context(|| format!("opening the ledger at {}", dir.display()))?;
+    let c = ledger::digest::check_store_against(&store, &digest, crate::digest::now_ns()?)
+        .context("checking the ledger against the digest")?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&c)?);
+    } else {
+        println!(
+            "digest {} ({} tables, {} events, taken at {} ns)",
+            digest.root,
+            digest.tables.len(),
+            digest.events,
+            digest.created_at_ns
+        );
+        for t in &c.tables {
+            match t {
+                TableConsistency::Extends { table, digest_seq, head_seq } => println!(
+                    "{:<12} ok   extends: digest seq {digest_seq}, now seq {head_seq}",
+                    table.as_str()
+                ),
+                TableConsistency::Missing { table, digest_seq } => println!(
+                    "{:<12} BAD  missing: the digest has it at seq {digest_seq}, the ledger does not have it",
+                    table.as_str()
+                ),
+                TableConsistency::Truncated { table, digest_seq, head_seq } => println!(
+                    "{:<12} BAD  truncated: the digest has seq {digest_seq}, the ledger ends at seq {head_seq}",
+                    table.as_str()
+                ),
+                TableConsistency::HashDiffers { table, digest_seq, digest_hash, ledger_hash } => println!(
+                    "{:<12} BAD  rewritten: at seq {digest_seq} the digest has {digest_hash}, the ledger {ledger_hash}",
+                    table.as_str()
+                ),
+                TableConsistency::ChainBroken { table, seq, problem } => println!(
+                    "{:<12} BAD  chain broken: first bad position seq {seq}: {problem}",
+                    table.as_str()
+                ),
+            }
+        }
+        for t in &c.new_tables {
+            println!("{:<12} new  not in the digest", t.as_str());
+        }
+        println!(
+            "{}",
+            if c.ok {
+                "the ledger extends the digest"
+            } else {
+                "the ledger does NOT extend the digest"
+            }
+        );
+    }
+    Ok(if c.ok {
+        Outcome::Clean
+    } else {
+        Outcome::Findings
+    })
 }
 
 fn verdict_json(t: &TableVerdict) -> serde_json::Value {

@@ -77,6 +77,13 @@ pub mod reason {
     pub const PENDING_FULL: &str = "pending_full";
     /// Seq at or below the head but no stored event there: the ledger is damaged (verify).
     pub const MISSING_BELOW_HEAD: &str = "missing_below_head";
+    /// Longer than `schemas::codec::EVENT_LEN_MAX`: refused before decoding.
+    pub const OVERSIZED: &str = "oversized";
+    /// An event kind this build does not know (a bincode variant index beyond the catalogue,
+    /// a JSON body `type` not in it): perhaps a newer device. Kept verbatim.
+    pub const UNKNOWN_KIND: &str = "unknown_kind";
+    /// An event after its table's `TableClosed` (only a `TableOpened` reopens a table).
+    pub const TABLE_CLOSED: &str = "table_closed";
 }
 
 pub(crate) fn encode_held(h: &Held) -> Vec<u8> {
@@ -108,6 +115,8 @@ pub(crate) struct Call {
     pub(crate) counters: BTreeMap<String, u64>,
     quarantined: u64,
     next_quarantine_id: u64,
+    /// Whether each touched table's chain ends with `TableClosed` (`table_closed`).
+    closed: BTreeMap<TableId, bool>,
     /// Trusted admin keys (copied at begin): who may enroll device keys.
     pub(crate) admin_keys: std::collections::BTreeSet<schemas::attest::PublicKey>,
     /// Device keys enrolled or revoked by this call's events.
@@ -125,6 +134,7 @@ impl Call {
             counters: BTreeMap::new(),
             quarantined: 0,
             next_quarantine_id: state.next_quarantine_id,
+            closed: BTreeMap::new(),
             admin_keys: state.admin_keys.clone(),
             devices: BTreeMap::new(),
         }
@@ -205,7 +215,10 @@ impl Ledger {
     ) -> Result<Appended, Error> {
         let event = match codec::decode(&msg.bytes) {
             Ok((e, _)) => e,
-            Err(e) => return Ok(quarantine(call, msg, reason::UNDECODABLE, e.to_string())),
+            Err(e) => {
+                let code = crate::classify::decode_reason(&e);
+                return Ok(quarantine(call, msg, code, e.to_string()));
+            }
         };
         if msg.subject_table.as_ref() != Some(&event.table) {
             let text = format!(
@@ -250,6 +263,11 @@ impl Ledger {
             return Ok(quarantine(call, msg, reason::CLOCK_SKEW, text));
         }
         if seq == head_seq + 1 {
+            let reopens = matches!(event.body, schemas::EventBody::TableOpened { .. });
+            if !reopens && self.is_closed(call, &table, head_seq)? {
+                let text = format!("seq {seq}: table {table} was closed at seq {head_seq}");
+                return Ok(quarantine(call, msg, reason::TABLE_CLOSED, text));
+            }
             let head = call.heads[&table].clone();
             return match head.next(&event, &msg.bytes) {
                 Ok(new_head) => {
@@ -306,6 +324,23 @@ impl Ledger {
         call.pending.get_mut(&table).map(|p| p.insert(seq, held));
         tracing::warn!(%table, seq, head = head_seq, "gap: event held");
         Ok(held_outcome(call, &table, seq))
+    }
+
+    /// Whether `table`'s chain (head at `head_seq`) ends with `TableClosed`: known from this
+    /// call's events, else read once per call from the stored head event.
+    fn is_closed(&self, call: &mut Call, table: &TableId, head_seq: u64) -> Result<bool, Error> {
+        if let Some(c) = call.closed.get(table) {
+            return Ok(*c);
+        }
+        let closed = match head_seq {
+            0 => false,
+            _ => self.stored_event(table, head_seq)?.is_some_and(|e| {
+                codec::decode(&e.bytes)
+                    .is_ok_and(|(ev, _)| matches!(ev.body, schemas::EventBody::TableClosed))
+            }),
+        };
+        call.closed.insert(table.clone(), closed);
+        Ok(closed)
     }
 
     /// A seq at or below the head: a duplicate, a fork or a rewound device.
@@ -455,6 +490,10 @@ fn push_event(call: &mut Call, event: &Event, new_head: ChainHead, msg_like: &In
         .entry(table.clone())
         .or_default()
         .push(stored);
+    call.closed.insert(
+        table.clone(),
+        matches!(event.body, schemas::EventBody::TableClosed),
+    );
     call.heads.insert(table, new_head);
     crate::attest::on_stored(call, event);
 }

@@ -29,6 +29,7 @@
 
 mod append;
 pub mod attest;
+mod classify;
 pub mod digest;
 mod read;
 pub mod record;

@@ -1,0 +1,144 @@
+//! `roundledger digest` and `roundledger verify --against` end to end on a real ledger
+//! directory: a digest taken, the ledger grown (still extends), a digest naming a different
+//! head (rewritten history: exit 1, named), a digest whose root does not recompute (exit 2).
+
+use schemas::codec::{self, WireFormat};
+use schemas::digest::{Digest, DigestHead};
+use schemas::*;
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn roundledger(args: &[&str]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_roundledger"))
+        .args(args)
+        .output()
+        .expect("running roundledger");
+    eprintln!(
+        "$ roundledger {}\n--- stdout\n{}--- stderr\n{}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+const T0_NS: i64 = 1_767_225_600_000_000_000;
+
+/// Appends events `from..from+n` of table `t` (chain continuing from the ledger's head).
+fn append(dir: &Path, t: &str, n: u64) {
+    let l = ledger::Ledger::open(dir).expect("open");
+    let table = TableId::new(t).expect("id");
+    let head = l.head(&table).unwrap_or(ChainHead::empty(table.clone()));
+    let mut prev = head.hash;
+    let mut batch = Vec::new();
+    for seq in head.seq.0 + 1..=head.seq.0 + n {
+        let e = Event {
+            v: WIRE_VERSION,
+            table: table.clone(),
+            device: DeviceId::new("ctl-1").expect("id"),
+            seq: Seq(seq),
+            prev,
+            occurred_at_ns: T0_NS + seq as i64,
+            round: Some(RoundId(1)),
+            body: EventBody::Announced {
+                announcement: Announcement::PlaceYourBets,
+            },
+        };
+        let bytes = codec::encode(&e, WireFormat::Bincode);
+        prev = event_hash(&prev, &bytes);
+        batch.push(ledger::Incoming {
+            bytes,
+            subject_table: Some(table.clone()),
+            stream_seq: seq,
+            received_at_ns: T0_NS,
+        });
+    }
+    for o in l.append_batch(&batch).expect("append") {
+        assert!(matches!(o, ledger::Appended::Stored { .. }), "{o:?}");
+    }
+    l.flush().expect("flush");
+}
+
+#[test]
+fn digest_then_verify_against_it() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("ledger");
+    append(&dir, "CSP-01", 20);
+    append(&dir, "MLP-02", 7);
+    let d = dir.to_str().expect("utf-8");
+    let file = tmp.path().join("digest.json");
+    let f = file.to_str().expect("utf-8");
+
+    let out = roundledger(&["digest", "--ledger", d, "--out", f]);
+    assert_eq!(out.status.code(), Some(0));
+    let digest = Digest::from_json(&std::fs::read(&file).expect("read")).expect("valid digest");
+    assert_eq!(digest.events, 27);
+    assert_eq!(digest.tables.len(), 2);
+
+    // Grown since: still extends.
+    append(&dir, "CSP-01", 5);
+    append(&dir, "TCP-05", 3);
+    let out = roundledger(&["verify", "--ledger", d, "--against", f]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("extends: digest seq 20, now seq 25"),
+        "{text}"
+    );
+    assert!(text.contains("TCP-05       new"), "{text}");
+
+    // The JSON proof.
+    let out = roundledger(&["verify", "--ledger", d, "--against", f, "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let proof: schemas::digest::Consistency =
+        serde_json::from_slice(&out.stdout).expect("consistency JSON");
+    assert!(proof.ok);
+    assert_eq!(proof.now.events, 35);
+    assert_eq!(proof.digest_root, digest.root);
+
+    // A digest that recorded another head at seq 7 of MLP-02 (a well-formed digest of a
+    // different history): the ledger does not extend it, and says where.
+    let other = Digest::new(
+        digest.tables.iter().map(|h| DigestHead {
+            head: if h.table.as_str() == "MLP-02" {
+                Hash32([7; 32])
+            } else {
+                h.head
+            },
+            ..h.clone()
+        }),
+        digest.created_at_ns,
+    );
+    let other_file = tmp.path().join("other.json");
+    std::fs::write(&other_file, other.to_json()).expect("write");
+    let out = roundledger(&[
+        "verify",
+        "--ledger",
+        d,
+        "--against",
+        other_file.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("MLP-02       BAD  rewritten: at seq 7"),
+        "{text}"
+    );
+    assert!(text.contains("CSP-01       ok"), "{text}");
+
+    // A digest whose root was edited: refused as invalid (exit 2), naming the root.
+    let mut forged = digest.clone();
+    forged.tables[0].seq = 25;
+    forged.events += 5;
+    let forged_file = tmp.path().join("forged.json");
+    std::fs::write(&forged_file, forged.to_json()).expect("write");
+    let out = roundledger(&[
+        "verify",
+        "--ledger",
+        d,
+        "--against",
+        forged_file.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Merkle root"));
+}
