@@ -96,6 +96,9 @@ impl Serve {
             .args(["serve", "--ledger"])
             .arg(&self.ledger)
             .args(["--nats", &self.url, "--http", "127.0.0.1:0"])
+            // The simulated tables' device keys are enrolled by the simulator's admin key;
+            // without trusting it every checkpoint would be quarantined.
+            .arg("--trust-simulated-admin")
             .stdin(Stdio::null())
             .stdout(log)
             .stderr(err)

@@ -117,8 +117,12 @@ fn stored(ledger: &Ledger, table: &TableId) -> Vec<(u64, Hash32)> {
         .collect()
 }
 
+/// A ledger that trusts the simulator's admin key, as a server for simulated tables does
+/// (`serve --trust-simulated-admin`): their checkpoints are then verified and kept.
 fn open(dir: &Path) -> Arc<Ledger> {
-    Arc::new(Ledger::open(dir).expect("open ledger"))
+    let ledger = Ledger::open(dir).expect("open ledger");
+    ledger.trust_admin_keys([simulator::admin_key().public()]);
+    Arc::new(ledger)
 }
 
 /// The simulated floor of issue 2 published through a running ingest, drained.
@@ -468,7 +472,6 @@ async fn outbox_republishes_what_the_stream_lost() {
     let server = natsd::NatsServer::start().expect("nats-server");
     let dir = tempfile::tempdir().expect("tempdir");
     let ledger = open(dir.path());
-    ledger.trust_admin_keys([simulator::admin_key().public()]);
     let js = jetstream_ctx(&server.url()).await;
 
     let floor = Floor::new(3, 7_700, FaultPlan::none()).expect("floor");

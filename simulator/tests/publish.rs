@@ -6,7 +6,9 @@ use async_nats::jetstream::{self, consumer, stream};
 use futures::StreamExt;
 use natsd::NatsServer;
 use schemas::chain::verify_chain;
-use schemas::subjects::{events_subject, msg_id, table_of_subject, EVENTS_WILDCARD, STREAM};
+use schemas::subjects::{
+    events_subject, msg_id, table_of_subject, CHECKPOINTS_WILDCARD, EVENTS_WILDCARD, STREAM,
+};
 use schemas::{codec, Seq, TableId};
 use simulator::{publish_floor, FaultPlan, Floor, PublishOptions};
 use std::collections::BTreeMap;
@@ -20,7 +22,10 @@ async fn publishes_three_tables_into_the_stream_with_valid_chains() {
     let stream = js
         .get_or_create_stream(stream::Config {
             name: STREAM.to_string(),
-            subjects: vec![EVENTS_WILDCARD.to_string()],
+            subjects: vec![
+                EVENTS_WILDCARD.to_string(),
+                CHECKPOINTS_WILDCARD.to_string(),
+            ],
             storage: stream::StorageType::File,
             ..Default::default()
         })
@@ -44,6 +49,7 @@ async fn publishes_three_tables_into_the_stream_with_valid_chains() {
     let consumer = stream
         .create_consumer(consumer::pull::Config {
             ack_policy: consumer::AckPolicy::None,
+            filter_subject: EVENTS_WILDCARD.to_string(),
             ..Default::default()
         })
         .await
@@ -81,10 +87,12 @@ async fn publishes_three_tables_into_the_stream_with_valid_chains() {
         .await
         .unwrap()
         .clone();
+    // One signed checkpoint after the opening, each of the 6 rounds and the closing.
+    assert_eq!(report.checkpoints, 3 * (1 + 6 + 1));
     assert_eq!(
         info.state.messages,
-        report.events.len() as u64,
-        "nothing more in the stream"
+        report.events.len() as u64 + report.checkpoints,
+        "nothing more in the stream than the events and the checkpoints"
     );
 
     assert_eq!(by_table.len(), 3);
@@ -131,7 +139,10 @@ async fn waits_for_a_stream_created_after_publishing_started() {
     let js = jetstream::new(async_nats::connect(server.url()).await.unwrap());
     js.get_or_create_stream(stream::Config {
         name: STREAM.to_string(),
-        subjects: vec![EVENTS_WILDCARD.to_string()],
+        subjects: vec![
+            EVENTS_WILDCARD.to_string(),
+            CHECKPOINTS_WILDCARD.to_string(),
+        ],
         storage: stream::StorageType::File,
         ..Default::default()
     })
@@ -146,7 +157,10 @@ async fn waits_for_a_stream_created_after_publishing_started() {
         .await
         .unwrap()
         .clone();
-    assert_eq!(info.state.messages, report.events.len() as u64);
+    assert_eq!(
+        info.state.messages,
+        report.events.len() as u64 + report.checkpoints
+    );
     assert_eq!(report.rounds, 4);
 }
 
@@ -158,7 +172,10 @@ async fn many_tables_with_full_windows_do_not_stall() {
     let js = jetstream::new(async_nats::connect(server.url()).await.unwrap());
     js.get_or_create_stream(stream::Config {
         name: STREAM.to_string(),
-        subjects: vec![EVENTS_WILDCARD.to_string()],
+        subjects: vec![
+            EVENTS_WILDCARD.to_string(),
+            CHECKPOINTS_WILDCARD.to_string(),
+        ],
         storage: stream::StorageType::File,
         ..Default::default()
     })
@@ -186,7 +203,10 @@ async fn many_tables_with_full_windows_do_not_stall() {
         .await
         .unwrap()
         .clone();
-    assert_eq!(info.state.messages, report.events.len() as u64);
+    assert_eq!(
+        info.state.messages,
+        report.events.len() as u64 + report.checkpoints
+    );
     assert!(
         report.events.len() > 24 * 256,
         "every window filled at least once"
