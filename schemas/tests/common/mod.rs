@@ -159,8 +159,8 @@ pub fn one_of_each() -> Vec<Event> {
                 total: Money(100_000),
             },
         },
-        enrolled(),
-        revoked(),
+        key_event(schemas::attest::KeyAction::Enroll),
+        key_event(schemas::attest::KeyAction::Revoke),
     ];
     bodies
         .into_iter()
@@ -169,7 +169,8 @@ pub fn one_of_each() -> Vec<Event> {
         .collect()
 }
 
-fn enrolled() -> EventBody {
+/// A key-register event signed by a test admin: `device_enrolled` or `device_revoked`.
+fn key_event(action: schemas::attest::KeyAction) -> EventBody {
     use schemas::attest::{enrollment_message, KeyAction, SigningKey};
     let admin = SigningKey::derive_for_simulation("vector admin");
     let key = SigningKey::derive_for_simulation("vector device").public();
@@ -177,38 +178,20 @@ fn enrolled() -> EventBody {
         TableId::new("CSP-01").unwrap(),
         DeviceId::new("ctl-1").unwrap(),
     );
-    let signature = admin.sign(&enrollment_message(
-        &table,
-        &device,
-        &key,
-        KeyAction::Enroll,
-    ));
-    EventBody::DeviceEnrolled {
-        device,
-        key,
-        admin: admin.public(),
-        signature,
-    }
-}
-
-fn revoked() -> EventBody {
-    use schemas::attest::{enrollment_message, KeyAction, SigningKey};
-    let admin = SigningKey::derive_for_simulation("vector admin");
-    let key = SigningKey::derive_for_simulation("vector device").public();
-    let (table, device) = (
-        TableId::new("CSP-01").unwrap(),
-        DeviceId::new("ctl-1").unwrap(),
-    );
-    let signature = admin.sign(&enrollment_message(
-        &table,
-        &device,
-        &key,
-        KeyAction::Revoke,
-    ));
-    EventBody::DeviceRevoked {
-        device,
-        key,
-        admin: admin.public(),
-        signature,
+    let signature = admin.sign(&enrollment_message(&table, &device, &key, action));
+    let admin = admin.public();
+    match action {
+        KeyAction::Enroll => EventBody::DeviceEnrolled {
+            device,
+            key,
+            admin,
+            signature,
+        },
+        KeyAction::Revoke => EventBody::DeviceRevoked {
+            device,
+            key,
+            admin,
+            signature,
+        },
     }
 }
