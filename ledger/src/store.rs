@@ -95,6 +95,9 @@ pub trait Store: Send + Sync {
     fn flush(&self) -> Result<(), Error>;
 }
 
+/// How long `SledStore::open` waits for a directory lock before reporting `Locked`.
+pub const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// The sled name of the one tree holding every space.
 pub const SLED_TREE: &str = "ledger";
 
@@ -108,6 +111,22 @@ impl SledStore {
     /// Opens (or creates) the directory. sled locks it exclusively: a second opener gets
     /// `Error::Locked`.
     pub fn open(path: &Path) -> Result<SledStore, Error> {
+        // sled releases its directory lock when its background flusher thread ends, a
+        // moment after the last handle is dropped; reopening at once in the same process
+        // (a restart, a tool after the ledger closed) can find it still held. So a lock
+        // is waited for briefly before it is reported as another owner's.
+        let deadline = std::time::Instant::now() + LOCK_WAIT;
+        loop {
+            match Self::open_once(path) {
+                Err(Error::Locked { .. }) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn open_once(path: &Path) -> Result<SledStore, Error> {
         let db = sled::Config::new().path(path).open().map_err(|e| {
             let text = e.to_string();
             if text.contains("could not acquire lock") {
