@@ -1,9 +1,13 @@
 //! A guard that owns a real `nats-server -js` process on a free loopback port: for tests,
-//! the `demo` command and fault tests (kill -9, restart on the same store).
+//! the `demo` command and fault tests (kill -9, restart on the same store). `NatsCluster`
+//! (module `cluster`) does the same for an N-node JetStream cluster on loopback, for the
+//! replicated-stream fault test.
 //!
 //! Invariants:
 //! - The server listens on 127.0.0.1 only, on a port the server picked itself (`-p -1`),
-//!   learnt from its ports file, so parallel tests never race for a port.
+//!   learnt from its ports file, so parallel tests never race for a port. (The one
+//!   exception is a cluster's route ports, which every node must know before any starts:
+//!   see `cluster` for how a clash is detected and retried.)
 //! - Dropping the guard kills the process and waits for it: no orphan servers, no
 //!   zombies. The temporary directory (JetStream store, log, ports file) is removed with
 //!   it unless the caller supplied the directory (`start_in`).
@@ -12,6 +16,10 @@
 //!
 //! It must never use a shell, never touch a server it did not start, and never pick a
 //! port by probing (that races with other tests).
+
+mod cluster;
+
+pub use cluster::{NatsCluster, CLUSTER_NAME, META_LEADER_TIMEOUT, STOP_TIMEOUT};
 
 use std::fs;
 use std::io::Read;
@@ -53,6 +61,19 @@ pub enum Error {
     Timeout { timeout: Duration, log_tail: String },
     #[error("ports file {path} has no client url: {content}")]
     PortsFile { path: PathBuf, content: String },
+    #[error("a cluster has 1 to {max} nodes, not {nodes}")]
+    ClusterSize { nodes: usize, max: usize },
+    #[error("reserving a loopback port for a cluster route: {source}")]
+    ReservePort {
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("no node {node} in a cluster of {nodes}")]
+    NoSuchNode { node: usize, nodes: usize },
+    #[error("monitoring endpoint {url}: {why}")]
+    Monitor { url: String, why: String },
+    #[error("the cluster had no JetStream meta leader known to every running node within {timeout:?}; last seen: {detail}")]
+    NoMetaLeader { timeout: Duration, detail: String },
     #[error("signalling or waiting for nats-server (pid {pid}): {source}")]
     Signal {
         pid: u32,
@@ -62,13 +83,13 @@ pub enum Error {
 }
 
 /// Where the store lives: a temp dir owned by the guard, or a caller's directory.
-enum Dir {
+pub(crate) enum Dir {
     Temp(tempfile::TempDir),
     Kept(PathBuf),
 }
 
 impl Dir {
-    fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         match self {
             Dir::Temp(t) => t.path(),
             Dir::Kept(p) => p,
@@ -187,66 +208,90 @@ impl NatsServer {
 
     fn spawn(&mut self, port: Option<u16>) -> Result<(), Error> {
         let dir = self.dir.path().to_path_buf();
-        let log_path = dir.join("nats-server.log");
-        let log = fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&log_path)
-            .map_err(|source| Error::Dir {
-                path: log_path.clone(),
-                source,
-            })?;
-        let log_err = log.try_clone().map_err(|source| Error::Dir {
+        let port_arg = port.map_or_else(|| "-1".to_string(), |p| p.to_string());
+        let mut args: Vec<std::ffi::OsString> = [
+            "-a",
+            "127.0.0.1",
+            "-p",
+            port_arg.as_str(),
+            "-m",
+            "-1",
+            "-js",
+            "-sd",
+        ]
+        .iter()
+        .map(Into::into)
+        .collect();
+        args.push(dir.join("js").into());
+        let (child, client, monitor) = spawn_and_wait(&self.bin, &args, &dir)?;
+        self.port = client;
+        self.monitor_port = monitor;
+        tracing::info!(pid = child.id(), port = client, dir = %dir.display(), "nats-server started");
+        self.child = Some(child);
+        Ok(())
+    }
+}
+
+/// Spawns `bin args... --ports_file_dir dir` with its output appended to
+/// `dir/nats-server.log`, and waits (bounded by `START_TIMEOUT`) for its ports file.
+/// Returns the child, its client port and its monitoring port (if it has one).
+pub(crate) fn spawn_and_wait(
+    bin: &Path,
+    args: &[std::ffi::OsString],
+    dir: &Path,
+) -> Result<(Child, u16, Option<u16>), Error> {
+    let log_path = dir.join("nats-server.log");
+    let log = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log_path)
+        .map_err(|source| Error::Dir {
             path: log_path.clone(),
             source,
         })?;
-        let port_arg = port.map_or_else(|| "-1".to_string(), |p| p.to_string());
-        let mut child = Command::new(&self.bin)
-            .args(["-a", "127.0.0.1", "-p", &port_arg, "-m", "-1", "-js", "-sd"])
-            .arg(dir.join("js"))
-            .arg("--ports_file_dir")
-            .arg(&dir)
-            .stdin(Stdio::null())
-            .stdout(log)
-            .stderr(log_err)
-            .spawn()
-            .map_err(|source| Error::Spawn {
-                bin: self.bin.clone(),
-                source,
-            })?;
-        let pid = child.id();
-        // nats-server names the file after its pid; a killed server leaves its file
-        // behind, so only this pid's file counts.
-        let ports_file = dir.join(format!("nats-server_{pid}.ports"));
-        let deadline = Instant::now() + START_TIMEOUT;
-        let (client, monitor) = loop {
-            if let Some(status) = child
-                .try_wait()
-                .map_err(|source| Error::Signal { pid, source })?
-            {
-                return Err(Error::Exited {
-                    status: status.to_string(),
-                    log_tail: log_tail(&log_path),
-                });
-            }
-            if let Some(ports) = read_ports(&ports_file)? {
-                break ports;
-            }
-            if Instant::now() >= deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(Error::Timeout {
-                    timeout: START_TIMEOUT,
-                    log_tail: log_tail(&log_path),
-                });
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        };
-        self.port = client;
-        self.monitor_port = monitor;
-        self.child = Some(child);
-        tracing::info!(pid, port = client, dir = %dir.display(), "nats-server started");
-        Ok(())
+    let log_err = log.try_clone().map_err(|source| Error::Dir {
+        path: log_path.clone(),
+        source,
+    })?;
+    let mut child = Command::new(bin)
+        .args(args)
+        .arg("--ports_file_dir")
+        .arg(dir)
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(log_err)
+        .spawn()
+        .map_err(|source| Error::Spawn {
+            bin: bin.to_path_buf(),
+            source,
+        })?;
+    let pid = child.id();
+    // nats-server names the file after its pid; a killed server leaves its file
+    // behind, so only this pid's file counts.
+    let ports_file = dir.join(format!("nats-server_{pid}.ports"));
+    let deadline = Instant::now() + START_TIMEOUT;
+    loop {
+        if let Some(status) = child
+            .try_wait()
+            .map_err(|source| Error::Signal { pid, source })?
+        {
+            return Err(Error::Exited {
+                status: status.to_string(),
+                log_tail: log_tail(&log_path),
+            });
+        }
+        if let Some((client, monitor)) = read_ports(&ports_file)? {
+            return Ok((child, client, monitor));
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(Error::Timeout {
+                timeout: START_TIMEOUT,
+                log_tail: log_tail(&log_path),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(10));
     }
 }
 
