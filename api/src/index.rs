@@ -7,13 +7,22 @@
 //! Invariants: derived only from the ledger (events are the ground truth: restart rebuilds
 //! it); the tail reads sled on a blocking thread (`spawn_blocking`), never on the async
 //! runtime; readers take a short read lock and never wait for a replay; each pass reads at
-//! most `INDEX_EVENTS_PER_PASS` events so a huge ledger is indexed in steps. A round
-//! appears when the replayer reports it: when the next round of its table begins or the
-//! table closes (a `DeckRevealed` after `RoundClosed` still belongs to it).
+//! most `INDEX_EVENTS_PER_PASS` events so a huge ledger is indexed in steps.
+//!
+//! A round is listed from its first stored event. The replayer reports a round only when
+//! the next round of its table begins or the table closes (a `DeckRevealed` after
+//! `RoundClosed` still belongs to it), so until then the index keeps its own row of the
+//! round: `in_progress` (nothing decided) until `RoundClosed` is stored, then the report of
+//! its replay window as read so far (what the round view shows, `rounds::load`), which the
+//! replayer's report replaces when it comes. That early replay is done once per pass and
+//! only for rounds still unreported at the end of the pass (the newest round of a table),
+//! so indexing a large ledger replays each round once.
 
 use schemas::api::{ChainStatus, FeedItem, FinanceSummary, FindingRow, FindingView, RoundRow};
 use schemas::report::{Dispute, Finding, RoundReport, Verdict};
-use schemas::{chain::event_hash, EventBody, Finance, Hash32, Money, RuleSet, Seq, TableId};
+use schemas::{
+    chain::event_hash, EventBody, Finance, Hash32, Money, RoundId, RuleSet, Seq, TableId,
+};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::RwLock;
 
@@ -90,6 +99,58 @@ struct TableTail {
     checked: u64,
     /// Still verifying (no problem found yet).
     verifying: bool,
+    /// The last `TableOpened`: (seq, rule set).
+    config: Option<(u64, RuleSet)>,
+    /// Seq of the last event that belongs to a round.
+    last_round_seq: Option<u64>,
+    /// The newest round id seen.
+    newest_round: Option<u64>,
+    /// Rounds with stored events that the replayer has not reported yet.
+    pending: BTreeMap<u64, Pending>,
+}
+
+/// A round the replayer has not reported yet (see the module doc).
+#[derive(Debug)]
+struct Pending {
+    /// The in-progress row: first and last seq, opening time, rule set.
+    row: RoundRow,
+    /// The last seq of the round before it: its replay window starts after it.
+    prev_last: Option<u64>,
+    config_seq: Option<u64>,
+    /// `RoundClosed` is stored.
+    closed: bool,
+    /// Changed since the end of the last pass.
+    changed: bool,
+    /// What the feed was last told about it (`None`: nothing yet).
+    announced: Option<RoundRow>,
+}
+
+impl Pending {
+    fn new(table: &TableId, round: u64, seq: u64, at_ns: i64, t: &TableTail) -> Pending {
+        Pending {
+            row: RoundRow {
+                table: table.clone(),
+                round: RoundId(round),
+                rule_set: t.config.map(|(_, rs)| rs),
+                opened_at_ns: at_ns,
+                closed_at_ns: None,
+                first_seq: Seq(seq),
+                last_seq: Seq(seq),
+                verdict: Verdict::Clean,
+                boxes: Vec::new(),
+                disputes: 0,
+                findings: 0,
+                worst_severity: None,
+                difference: Money::ZERO,
+                in_progress: true,
+            },
+            prev_last: t.last_round_seq,
+            config_seq: t.config.map(|(s, _)| s),
+            closed: false,
+            changed: true,
+            announced: None,
+        }
+    }
 }
 
 /// The row a list shows for a report.
@@ -113,6 +174,7 @@ pub fn row_of(r: &RoundReport) -> RoundRow {
         findings: r.findings.len() as u32,
         worst_severity: r.findings.iter().map(|f| f.severity).max(),
         difference: Money(r.disputes.iter().map(|d| d.difference.0).sum()),
+        in_progress: false,
     }
 }
 
@@ -136,6 +198,8 @@ pub fn finding_view(f: &Finding) -> FindingView {
 #[derive(Default)]
 struct PassOut {
     reports: Vec<RoundReport>,
+    /// Rows of rounds the replayer has not reported yet, and whether to announce them.
+    early: Vec<(Digest, bool)>,
     tables: BTreeMap<TableId, TableDelta>,
     events: u64,
 }
@@ -168,6 +232,10 @@ pub fn pass(
                 prev: Hash32::ZERO,
                 checked: 0,
                 verifying: true,
+                config: None,
+                last_round_seq: None,
+                newest_round: None,
+                pending: BTreeMap::new(),
             });
         let delta = out.tables.entry(head.table.clone()).or_default();
         while t.next_seq <= head.seq.0 {
@@ -186,8 +254,72 @@ pub fn pass(
         if t.verifying {
             delta.verified_through = t.checked;
         }
+        early_rows(ledger, t, &mut out.early);
     }
     Ok((apply(index, out), more))
+}
+
+/// The rows of the rounds the replayer has not reported yet that changed in this pass: in
+/// progress, or (closed) the report of the window read so far. Blocking: sled.
+fn early_rows(ledger: &ledger::Ledger, t: &mut TableTail, out: &mut Vec<(Digest, bool)>) {
+    let read_through = t.next_seq.saturating_sub(1);
+    for p in t.pending.values_mut().filter(|p| p.changed) {
+        p.changed = false;
+        let report = if p.closed {
+            let located = crate::rounds::Located {
+                first_seq: p.row.first_seq.0,
+                last_seq: p.row.last_seq.0,
+                prev_last: p.prev_last,
+                next_first: Some(read_through + 1),
+                config_seq: p.config_seq,
+            };
+            match crate::rounds::load(ledger, &p.row.table, p.row.round.0, located) {
+                Ok(l) => Some(l.report),
+                Err(e) => {
+                    // Listed as in progress until the replayer reports it.
+                    tracing::warn!(
+                        "table {} round {}: early replay: {e}",
+                        p.row.table,
+                        p.row.round.0
+                    );
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let digest = match report {
+            Some(r) => Digest {
+                row: row_of(&r),
+                disputes: r.disputes,
+                findings: r.findings,
+            },
+            None => Digest {
+                row: p.row.clone(),
+                disputes: Vec::new(),
+                findings: Vec::new(),
+            },
+        };
+        // Announce a round when it appears and when its report changes, not every event.
+        let announce = match &p.announced {
+            None => true,
+            Some(a) => !digest.row.in_progress && !same_outcome(a, &digest.row),
+        };
+        if announce {
+            p.announced = Some(digest.row.clone());
+        }
+        out.push((digest, announce));
+    }
+}
+
+/// Whether two rows of one round say the same (its events may have grown).
+fn same_outcome(a: &RoundRow, b: &RoundRow) -> bool {
+    a.in_progress == b.in_progress
+        && a.verdict == b.verdict
+        && a.closed_at_ns == b.closed_at_ns
+        && a.disputes == b.disputes
+        && a.findings == b.findings
+        && a.difference == b.difference
 }
 
 fn index_event(
@@ -245,7 +377,10 @@ fn index_event(
         }
     }
     match &event.body {
-        EventBody::TableOpened { config } => delta.configs.push((seq, config.rule_set)),
+        EventBody::TableOpened { config } => {
+            delta.configs.push((seq, config.rule_set));
+            t.config = Some((seq, config.rule_set));
+        }
         EventBody::Finance { entry } => {
             let f = &mut delta.finance;
             match entry {
@@ -261,12 +396,48 @@ fn index_event(
         }
         _ => {}
     }
-    reports.extend(t.replayer.push(Seq(seq), &event));
+    track_pending(table, t, seq, &event);
+    for r in t.replayer.push(Seq(seq), &event) {
+        t.pending.remove(&r.round.0);
+        reports.push(r);
+    }
+}
+
+/// Keeps the rows of rounds the replayer has not reported: a round newer than any seen
+/// starts one; its events extend it; `RoundClosed` closes it; a round-less deck reveal
+/// after it changes its replay.
+fn track_pending(table: &TableId, t: &mut TableTail, seq: u64, event: &schemas::Event) {
+    match event.round {
+        Some(RoundId(r)) => {
+            if t.newest_round.is_none_or(|n| r > n) {
+                t.newest_round = Some(r);
+                let p = Pending::new(table, r, seq, event.occurred_at_ns, t);
+                t.pending.insert(r, p);
+            }
+            if let Some(p) = t.pending.get_mut(&r) {
+                p.row.last_seq = Seq(seq);
+                p.changed = true;
+                if matches!(event.body, EventBody::RoundClosed) && !p.closed {
+                    p.closed = true;
+                    p.row.closed_at_ns = Some(event.occurred_at_ns);
+                }
+            }
+            t.last_round_seq = Some(seq);
+        }
+        None => {
+            if matches!(event.body, EventBody::DeckRevealed { .. }) {
+                if let Some(p) = t.pending.values_mut().next_back() {
+                    p.changed = true;
+                }
+            }
+        }
+    }
 }
 
 fn apply(index: &RwLock<Index>, out: PassOut) -> Vec<FeedItem> {
     let mut feed = Vec::new();
-    let mut ix = index.write().unwrap_or_else(|p| p.into_inner());
+    let mut guard = index.write().unwrap_or_else(|p| p.into_inner());
+    let ix: &mut Index = &mut guard;
     ix.events_indexed += out.events;
     for (table, d) in out.tables {
         let t = ix.tables.entry(table).or_default();
@@ -286,7 +457,6 @@ fn apply(index: &RwLock<Index>, out: PassOut) -> Vec<FeedItem> {
         }
     }
     for r in out.reports {
-        let row = row_of(&r);
         let t = ix.tables.entry(r.table.clone()).or_default();
         match r.verdict {
             Verdict::Disputed => t.disputed += 1,
@@ -299,27 +469,62 @@ fn apply(index: &RwLock<Index>, out: PassOut) -> Vec<FeedItem> {
             let net: i64 = s.boxes.iter().flat_map(|b| &b.lines).map(|l| l.net.0).sum();
             t.finance.win_rules = t.finance.win_rules - Money(net);
         }
-        t.rounds.insert(
-            r.round.0,
-            Digest {
-                row: row.clone(),
-                disputes: r.disputes.clone(),
-                findings: r.findings.clone(),
-            },
-        );
-        ix.by_time
-            .insert((r.opened_at_ns, r.table.clone(), r.round.0));
-        for f in &r.findings {
-            feed.push(FeedItem::Finding {
-                finding: FindingRow {
-                    table: r.table.clone(),
-                    round: r.round,
-                    opened_at_ns: r.opened_at_ns,
-                    finding: finding_view(f),
-                },
-            });
+        let digest = Digest {
+            row: row_of(&r),
+            disputes: r.disputes,
+            findings: r.findings,
+        };
+        // The early report of a closed round already announced the same outcome.
+        let announced = put(ix, digest.clone()).is_some_and(|old| {
+            !old.row.in_progress
+                && same_outcome(&old.row, &digest.row)
+                && old.findings == digest.findings
+        });
+        if !announced {
+            announce(&digest, &mut feed);
         }
-        feed.push(FeedItem::Round { round: row });
+    }
+    for (digest, announce_it) in out.early {
+        put(ix, digest.clone());
+        if announce_it {
+            announce(&digest, &mut feed);
+        }
     }
     feed
+}
+
+/// Puts a round's digest in the index (replacing an earlier one); returns the earlier one.
+fn put(ix: &mut Index, d: Digest) -> Option<Digest> {
+    let (table, round, at) = (d.row.table.clone(), d.row.round.0, d.row.opened_at_ns);
+    let old = ix
+        .tables
+        .entry(table.clone())
+        .or_default()
+        .rounds
+        .insert(round, d);
+    if let Some(o) = &old {
+        if o.row.opened_at_ns != at {
+            ix.by_time
+                .remove(&(o.row.opened_at_ns, table.clone(), round));
+        }
+    }
+    ix.by_time.insert((at, table, round));
+    old
+}
+
+/// The feed items of a round: its findings, then the round.
+fn announce(d: &Digest, feed: &mut Vec<FeedItem>) {
+    for f in &d.findings {
+        feed.push(FeedItem::Finding {
+            finding: FindingRow {
+                table: d.row.table.clone(),
+                round: d.row.round,
+                opened_at_ns: d.row.opened_at_ns,
+                finding: finding_view(f),
+            },
+        });
+    }
+    feed.push(FeedItem::Round {
+        round: d.row.clone(),
+    });
 }

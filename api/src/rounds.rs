@@ -233,8 +233,16 @@ impl LoadedRound {
                 event: e.clone(),
             })
             .collect();
+        let mut row = row_of(&self.report);
+        // Not closed, no later round and the table still open: it may still be played.
+        row.in_progress = self.report.closed_at_ns.is_none()
+            && self.located.next_first.is_none()
+            && !self
+                .events
+                .iter()
+                .any(|(_, e)| matches!(e.body, EventBody::TableClosed));
         RoundDetail {
-            row: row_of(&self.report),
+            row,
             config: self.config.as_ref().map(|(_, c)| c.clone()),
             config_seq: self.config.as_ref().map(|(s, _)| s.seq),
             report: self.report.clone(),

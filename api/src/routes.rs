@@ -259,7 +259,7 @@ pub struct RoundQuery {
     #[serde(rename = "box")]
     #[param(rename = "box")]
     box_no: Option<u8>,
-    /// Only this verdict: clean, irregular, disputed, void.
+    /// Only this verdict: clean, irregular, disputed, void (rounds in progress have none yet).
     verdict: Option<String>,
     /// Items to skip (default 0).
     offset: Option<u64>,
@@ -307,7 +307,7 @@ async fn list_rounds(
     let mut items = Vec::new();
     for d in newest_first(&ix, table.as_ref(), q.from_ns, q.to_ns).filter(|d| {
         q.box_no.is_none_or(|b| d.row.boxes.contains(&BoxNo(b)))
-            && verdict.is_none_or(|v| d.row.verdict == v)
+            && verdict.is_none_or(|v| d.row.verdict == v && !d.row.in_progress)
     }) {
         if total >= offset && (items.len() as u64) < limit {
             items.push(d.row.clone());

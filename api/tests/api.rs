@@ -757,3 +757,119 @@ fn seed_more(ledger: &ledger::Ledger) {
     ledger.append_batch(&batch).unwrap();
     ledger.flush().unwrap();
 }
+
+/// Appends events as ingest would (arrival order = the order given).
+fn append(ledger: &ledger::Ledger, events: &[simulator::Published]) {
+    let base = ledger.stats().events + 1;
+    let batch: Vec<ledger::Incoming> = events
+        .iter()
+        .enumerate()
+        .map(|(i, p)| ledger::Incoming {
+            subject_table: Some(p.event.table.clone()),
+            stream_seq: base + i as u64,
+            received_at_ns: p.event.occurred_at_ns,
+            bytes: p.bytes.clone(),
+        })
+        .collect();
+    ledger.append_batch(&batch).unwrap();
+    ledger.flush().unwrap();
+}
+
+/// The newest round of a table is listed from its first stored event (in progress, nothing
+/// decided), and with its verdict as soon as `RoundClosed` is stored, before the next round
+/// begins; the feed announces each once.
+#[tokio::test]
+async fn the_newest_round_is_listed_from_its_first_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = Arc::new(ledger::Ledger::open(dir.path().join("ledger")).unwrap());
+    let (_stop, rx) = tokio::sync::watch::channel(false);
+    let state = api::AppState::new(
+        ledger.clone(),
+        &access(),
+        &dir.path().join("api"),
+        clock,
+        rx,
+    )
+    .unwrap();
+    let app = api::router(state.clone());
+    let mut feed = state.feed.subscribe();
+    // Every round of this table has a wrong payout: a disputed verdict to wait for.
+    let mut plan = simulator::FaultPlan::none();
+    plan.wrong_payout = 1.0;
+    let mut t = simulator::TableSim::new(
+        schemas::TableId::new("NEW-01").unwrap(),
+        simulator::default_config(schemas::RuleSet::Csp6),
+        3,
+        plan,
+    )
+    .unwrap();
+    let opening = t.opening_events().unwrap();
+    let round1 = t.play_round().unwrap().events;
+    let round2 = t.play_round().unwrap().events;
+    let rounds = |app: axum::Router, q: &'static str| async move {
+        let (s, page) = get(&app, &format!("/v1/rounds?table=NEW-01{q}"), SURV).await;
+        assert_eq!(s, StatusCode::OK, "{page}");
+        page
+    };
+
+    // Round 1's first event: listed, in progress, nothing decided.
+    append(&ledger, &opening);
+    append(&ledger, &round1[..1]);
+    state.index_all().unwrap();
+    let page = rounds(app.clone(), "").await;
+    assert_eq!(
+        page["total"], 1,
+        "the round is listed from its first event: {page}"
+    );
+    let row = &page["items"][0];
+    assert_eq!(row["round"], 1);
+    assert_eq!(row["in_progress"], true);
+    assert_eq!(row["closed_at_ns"], Value::Null);
+    assert_eq!(row["first_seq"], row["last_seq"]);
+    // No verdict yet: a verdict filter does not list it.
+    assert_eq!(rounds(app.clone(), "&verdict=clean").await["total"], 0);
+    let (s, d) = get(&app, "/v1/tables/NEW-01/rounds/1", SURV).await;
+    assert_eq!(s, StatusCode::OK, "{d}");
+    assert_eq!(d["row"]["in_progress"], true);
+
+    // The rest of round 1, through RoundClosed: its verdict, before round 2 begins.
+    append(&ledger, &round1[1..]);
+    state.index_all().unwrap();
+    let page = rounds(app.clone(), "").await;
+    assert_eq!(page["total"], 1, "{page}");
+    let row = &page["items"][0];
+    assert_eq!(row["in_progress"], false, "{row}");
+    assert_eq!(row["verdict"], "disputed", "{row}");
+    assert!(row["closed_at_ns"].is_i64());
+    assert_eq!(row["last_seq"], round1.last().unwrap().event.seq.0);
+    assert_eq!(rounds(app.clone(), "&verdict=disputed").await["total"], 1);
+    let (_, dp) = get(&app, "/v1/disputes?table=NEW-01", SURV).await;
+    assert!(dp["total"].as_u64().unwrap() > 0, "{dp}");
+
+    // Round 2 begins: round 1 keeps its verdict, round 2 is listed in progress.
+    append(&ledger, &round2[..1]);
+    state.index_all().unwrap();
+    let page = rounds(app.clone(), "").await;
+    assert_eq!(page["total"], 2, "{page}");
+    assert_eq!(page["items"][0]["round"], 2);
+    assert_eq!(page["items"][0]["in_progress"], true);
+    assert_eq!(page["items"][1]["verdict"], "disputed");
+
+    // The feed: round 1 in progress, round 1 disputed (once: the replayer's later report of
+    // the same outcome is not announced again), round 2 in progress.
+    let mut announced = Vec::new();
+    while let Ok(item) = feed.try_recv() {
+        if let schemas::api::FeedItem::Round { round } = item {
+            announced.push((round.round.0, round.in_progress, round.verdict));
+        }
+    }
+    use schemas::report::Verdict;
+    assert_eq!(
+        announced,
+        vec![
+            (1, true, Verdict::Clean),
+            (1, false, Verdict::Disputed),
+            (2, true, Verdict::Clean)
+        ]
+    );
+}

@@ -45,6 +45,8 @@ function time(ns) {
 }
 function nsFromInput(v) { return v ? String(BigInt(Date.parse(v + ":00Z")) * 1000000n) : ""; }
 function badge(v) { return `<span class="badge ${esc(v)}">${esc(v)}</span>`; }
+// A round's verdict, or "in progress" while it is being played (nothing decided yet).
+function verdictBadge(r) { return r.in_progress ? `<span class="badge in_progress">in progress</span>` : badge(r.verdict); }
 function toast(msg) { const t = $("#toast"); t.textContent = msg; t.classList.add("show"); setTimeout(() => t.classList.remove("show"), 2500); }
 function loading(el, what) { el.innerHTML = `<div class="card"><p class="muted">Loading ${esc(what)}…</p></div>`; }
 function failed(el, e) { el.innerHTML = `<div class="card"><h2>Something went wrong</h2><p class="error" role="alert">${esc(e.message)}</p></div>`; }
@@ -130,7 +132,7 @@ function pager(q, total, base) {
 function roundsTable(items) {
   return `<table class="list" id="rounds-table"><thead><tr><th>Table</th><th class="num">Round</th><th>Opened</th><th>Verdict</th><th>Boxes</th><th class="num">Disputed lines</th><th class="num">Findings</th><th class="num">Recorded − rules</th></tr></thead><tbody>
     ${items.map(r => `<tr class="clickable" data-href="#/round/${encodeURIComponent(r.table)}/${r.round}">
-      <td>${esc(r.table)}</td><td class="num">${r.round}</td><td>${time(r.opened_at_ns)}</td><td>${badge(r.verdict)}</td>
+      <td>${esc(r.table)}</td><td class="num">${r.round}</td><td>${time(r.opened_at_ns)}</td><td>${verdictBadge(r)}</td>
       <td>${r.boxes.join(", ")}</td><td class="num">${r.disputes}</td><td class="num">${r.findings}</td><td class="num">${r.disputes ? signed(r.difference) : ""}</td></tr>`).join("")}
     </tbody></table>`;
 }
@@ -279,11 +281,12 @@ async function roundView(view, table, round) {
   state.disputedBoxes = disputedBoxes;
   view.innerHTML = `
   <div class="card round-head">
-    <h1>Table ${esc(r.table)} · round ${r.round}</h1>${badge(r.verdict)}
+    <h1>Table ${esc(r.table)} · round ${r.round}</h1>${verdictBadge(r)}
     <span class="muted">${esc(r.rule_set || "")} · opened ${time(r.opened_at_ns)} · events #${r.first_seq}–#${r.last_seq}</span>
     <span style="margin-left:auto"></span>
     <button id="evidence-btn">Download evidence bundle</button>
   </div>
+  ${r.in_progress ? `<div class="card notice" id="in-progress">This round is still being played: no <code>RoundClosed</code> is stored yet. What follows is its replay so far; the verdict comes when it closes.</div>` : ""}
   <div class="round-grid">
     <div>
       <div class="card">

@@ -107,6 +107,11 @@ pub struct RoundRow {
     pub worst_severity: Option<Severity>,
     /// Sum of `recorded - expected` over the round's disputes.
     pub difference: Money,
+    /// The round is still being played: it is listed from its first stored event, but no
+    /// `RoundClosed` is stored yet, so nothing is decided: verdict `clean`, no disputes,
+    /// no findings, no boxes and `closed_at_ns` null until it closes.
+    #[serde(default)]
+    pub in_progress: bool,
 }
 
 /// A page of rounds.
