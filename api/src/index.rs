@@ -191,6 +191,7 @@ pub fn finding_view(f: &Finding) -> FindingView {
                 }
             })
             .unwrap_or_default(),
+        clause_wording: crate::clauses::wording_of_code(&f.code).to_vec(),
     }
 }
 

@@ -22,6 +22,7 @@
 
 pub mod auth;
 pub mod cases;
+pub mod clauses;
 pub mod describe;
 pub mod evidence;
 pub mod index;

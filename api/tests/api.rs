@@ -159,6 +159,27 @@ async fn surveillance_finds_a_disputed_round_and_sees_the_difference_step_by_ste
     let (s, d) = get(&f.app, &format!("/v1/tables/{table}/rounds/{round}"), SURV).await;
     assert_eq!(s, StatusCode::OK, "{d}");
     assert_eq!(d["row"]["verdict"], "disputed");
+    // Each finding carries its clause in the rule book's words.
+    let findings = d["findings"].as_array().unwrap();
+    assert!(!findings.is_empty(), "{d}");
+    for f in findings {
+        let code = f["code"].as_str().unwrap();
+        let row = schemas::findings::by_code(code).unwrap();
+        let wording: Vec<&str> = f["clause_wording"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w.as_str().unwrap())
+            .collect();
+        assert_eq!(wording, api::clauses::wording_of_code(code), "{code}");
+        assert!(!wording.is_empty(), "{code} has the rule book's words");
+        if !row.clause.starts_with("RN") && !row.clause.starts_with("HTP") {
+            assert!(
+                wording.iter().any(|w| w.starts_with(row.clause)),
+                "{code}: {wording:?}"
+            );
+        }
+    }
     // The settlement table shows the same difference as the report's disputes.
     let diffs: Vec<&Value> = d["settlement"]
         .as_array()

@@ -200,7 +200,7 @@ async function findingsView(view, q) {
     view.innerHTML = `<div class="card"><h1>Findings</h1><p class="hint">Irregularities found by replaying rounds, each citing the clause of the rule set.
       Show: <a href="#/findings">all</a> · <a href="#/findings?severity=warning">warning and worse</a> · <a href="#/findings?severity=critical">critical</a></p>
       ${page.items.length ? `<table class="list"><thead><tr><th>Table</th><th class="num">Round</th><th>Opened</th><th>Severity</th><th>Code</th><th>What</th></tr></thead><tbody>
-      ${page.items.map(f => `<tr class="clickable" data-href="#/round/${encodeURIComponent(f.table)}/${f.round}"><td>${esc(f.table)}</td><td class="num">${f.round}</td><td>${time(f.opened_at_ns)}</td><td>${badge(f.severity)}</td><td><code>${esc(f.code)}</code></td><td>${esc(f.explanation)}</td></tr>`).join("")}
+      ${page.items.map(f => `<tr class="clickable" data-href="#/round/${encodeURIComponent(f.table)}/${f.round}"><td>${esc(f.table)}</td><td class="num">${f.round}</td><td>${time(f.opened_at_ns)}</td><td>${badge(f.severity)}</td><td><code title="${esc((f.clause_wording || []).join(" … "))}">${esc(f.code)}</code></td><td>${esc(f.explanation)}</td></tr>`).join("")}
       </tbody></table>` + pager(q, page.total, "#/findings" + (q.get("severity") ? "?severity=" + q.get("severity") : "")) : `<div class="empty">No findings.</div>`}</div>`;
     clickableRows(view);
   } catch (e) { failed(view, e); }
@@ -382,7 +382,14 @@ function settlementTable(rows) {
 function findingsList(fs) {
   if (!fs.length) return `<div class="empty">No findings: the round was played by the rules.</div>`;
   return fs.map(f => `<div class="finding ${esc(f.severity)}">${badge(f.severity)} <code>${esc(f.code)}</code> <b>${esc(f.clause)}</b>${f.box ? " · box " + f.box : ""} · events ${f.seqs.map(s => "#" + s).join(" ")}
-    <div>${esc(f.explanation)}</div>${f.clause_text ? `<div class="clause">${esc(f.clause_text)}</div>` : ""}</div>`).join("");
+    <div>${esc(f.explanation)}</div>${wordingHtml(f)}${f.clause_text ? `<div class="clause">${esc(f.clause_text)}</div>` : ""}</div>`).join("");
+}
+
+// The cited clause in the rule book's words (verbatim excerpts, in the book's order).
+function wordingHtml(f) {
+  const w = f.clause_wording || [];
+  if (!w.length) return "";
+  return `<blockquote class="wording"><span class="src">Rule book, ${esc(f.clause)}:</span> ${w.map(esc).join(' <span class="gap">…</span> ')}</blockquote>`;
 }
 
 async function loadCases(table, round) {

@@ -165,7 +165,13 @@ pub struct SettlementRow {
 pub struct FindingView {
     #[serde(flatten)]
     pub finding: Finding,
+    /// The clause cited, in human form, with the project's note on why that clause.
     pub clause_text: String,
+    /// The cited clause in the rule book's words: verbatim excerpts of the seed rule set
+    /// in its order (a sub-clause after its parent's opening words and before its closing
+    /// words; a clause followed by its sub-clauses). Empty when unknown.
+    #[serde(default)]
+    pub clause_wording: Vec<String>,
 }
 
 /// One round: events, reconstruction (report), settlement and findings.
