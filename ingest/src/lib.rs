@@ -32,7 +32,7 @@ mod pipeline;
 mod writer;
 
 pub use bench::{bench_ingest, BenchReport};
-pub use pipeline::{ensure_consumer, ensure_stream, run};
+pub use pipeline::{ensure_consumer, ensure_stream, ensure_stream_replicated, run, servers};
 
 use std::time::Duration;
 
@@ -44,8 +44,14 @@ pub const DUPLICATE_WINDOW: Duration = Duration::from_secs(120);
 /// How ingest runs. `IngestConfig::new(url)` gives the defaults.
 #[derive(Debug, Clone)]
 pub struct IngestConfig {
-    /// NATS server URL, e.g. `nats://127.0.0.1:4222`.
+    /// NATS server URL, e.g. `nats://127.0.0.1:4222`, or the urls of a cluster's nodes
+    /// separated by commas: the client connects to one and, when it goes, reconnects to
+    /// another.
     pub nats_url: String,
+    /// Replicas of the stream (1 to 5): 1 on a single server, 3 on a 3-node cluster. A
+    /// stream with fewer is raised to this; one with more is left alone (ingest never
+    /// lowers the stream's redundancy).
+    pub stream_replicas: usize,
     /// Most messages fetched, appended and flushed as one batch.
     pub batch_len_max: usize,
     /// How long one fetch waits for messages before returning what it has. Also bounds
@@ -77,6 +83,7 @@ impl IngestConfig {
     pub fn new(nats_url: impl Into<String>) -> IngestConfig {
         IngestConfig {
             nats_url: nats_url.into(),
+            stream_replicas: 1,
             batch_len_max: 512,
             fetch_expiry: Duration::from_millis(100),
             ack_pending_max: 512 * 8,
@@ -91,6 +98,9 @@ impl IngestConfig {
         let bad = |why: &str| Err(Error::Config(why.to_string()));
         if self.batch_len_max == 0 {
             return bad("batch_len_max must be at least 1");
+        }
+        if !(1..=5).contains(&self.stream_replicas) {
+            return bad("stream_replicas must be 1 to 5 (JetStream's limit)");
         }
         if self.writer_queue_len == 0 {
             return bad("writer_queue_len must be at least 1");

@@ -32,9 +32,20 @@ pub fn stream_config() -> stream::Config {
 }
 
 /// Creates the stream `schemas::subjects::STREAM` if it does not exist, or brings an
-/// existing one to our settings. Refuses a stream whose storage is not file.
+/// existing one to our settings. Refuses a stream whose storage is not file. One replica
+/// when it creates the stream (see `ensure_stream_replicated`).
 pub async fn ensure_stream(js: &jetstream::Context) -> Result<jetstream::stream::Stream, Error> {
-    let want = stream_config();
+    ensure_stream_replicated(js, 1).await
+}
+
+/// `ensure_stream` with at least `replicas` replicas: created with that many, raised to it
+/// when it has fewer, left alone when it has more (never lowers redundancy).
+pub async fn ensure_stream_replicated(
+    js: &jetstream::Context,
+    replicas: usize,
+) -> Result<jetstream::stream::Stream, Error> {
+    let mut want = stream_config();
+    want.num_replicas = replicas;
     let mut stream = js
         .get_or_create_stream(want.clone())
         .await
@@ -51,7 +62,10 @@ pub async fn ensure_stream(js: &jetstream::Context) -> Result<jetstream::stream:
             why: format!("storage is {:?}, not file", have.storage),
         });
     }
+    // JetStream reports 1 for a stream created with 0 (its default).
+    want.num_replicas = want.num_replicas.max(have.num_replicas).max(1);
     let differs = have.subjects != want.subjects
+        || have.num_replicas.max(1) != want.num_replicas
         || have.discard != want.discard
         || have.duplicate_window != want.duplicate_window
         || have.max_message_size != want.max_message_size
@@ -70,6 +84,13 @@ pub async fn ensure_stream(js: &jetstream::Context) -> Result<jetstream::stream:
             .map_err(|e| Error::nats("get stream", e))?;
     }
     Ok(stream)
+}
+
+/// The servers of a NATS url list (`nats://a:4222,nats://b:4222`, a cluster's nodes), in
+/// the form `async_nats::connect` takes: it connects to one of them and reconnects to
+/// another when that one goes.
+pub fn servers(url: &str) -> Vec<&str> {
+    url.split(',').map(str::trim).collect()
 }
 
 /// The durable pull consumer's configuration.
@@ -163,11 +184,11 @@ pub(crate) async fn run_with_consumer(
     shutdown: impl Future<Output = ()>,
 ) -> Result<IngestReport, Error> {
     config.check()?;
-    let client = async_nats::connect(&config.nats_url)
+    let client = async_nats::connect(servers(&config.nats_url))
         .await
         .map_err(|e| Error::nats("connect", e))?;
     let js = jetstream::new(client.clone());
-    let mut stream = ensure_stream(&js).await?;
+    let mut stream = ensure_stream_replicated(&js, config.stream_replicas).await?;
     let mut consumer = ensure_consumer(&stream, consumer_name, &config).await?;
 
     // The next stream sequence this consumer must see before it may ack past it: one
@@ -381,4 +402,35 @@ async fn ack_loop(
         tracing::debug!(batch = w.batch_no, "batch acked");
     }
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_url_list_names_each_server() {
+        assert_eq!(servers("nats://127.0.0.1:4222"), ["nats://127.0.0.1:4222"]);
+        assert_eq!(
+            servers("nats://127.0.0.1:1, nats://127.0.0.1:2,nats://127.0.0.1:3"),
+            [
+                "nats://127.0.0.1:1",
+                "nats://127.0.0.1:2",
+                "nats://127.0.0.1:3"
+            ]
+        );
+    }
+
+    #[test]
+    fn stream_replicas_are_bounded() {
+        let mut c = IngestConfig::new("nats://127.0.0.1:4222");
+        assert_eq!(c.stream_replicas, 1);
+        assert!(c.check().is_ok());
+        c.stream_replicas = 3;
+        assert!(c.check().is_ok());
+        for bad in [0, 6] {
+            c.stream_replicas = bad;
+            assert!(c.check().is_err(), "{bad} replicas accepted");
+        }
+    }
 }

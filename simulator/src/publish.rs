@@ -107,8 +107,9 @@ struct TableReport {
     republished: u64,
 }
 
-/// Connects to `url`, waits for the events stream, then publishes every table (opening
-/// events, `rounds_per_table` rounds, closing events) concurrently, one task per table.
+/// Connects to `url` (one server, or a cluster's nodes separated by commas), waits for
+/// the events stream, then publishes every table (opening events, `rounds_per_table`
+/// rounds, closing events) concurrently, one task per table.
 /// `rate` limits each table to that many rounds per second.
 pub async fn publish_floor(
     url: &str,
@@ -129,10 +130,15 @@ pub async fn publish_floor(
             )));
         }
     }
-    let client = async_nats::connect(url).await.map_err(|e| Error::Nats {
-        context: format!("connecting to {url}"),
-        message: e.to_string(),
-    })?;
+    // A cluster's nodes, comma-separated: async-nats connects to one and reconnects to
+    // another when it goes.
+    let servers: Vec<&str> = url.split(',').map(str::trim).collect();
+    let client = async_nats::connect(servers)
+        .await
+        .map_err(|e| Error::Nats {
+            context: format!("connecting to {url}"),
+            message: e.to_string(),
+        })?;
     // The ledger's durable heads, per table, for the outboxes (core NATS: a lost head
     // only delays trimming; the next flush that touches the table sends it again).
     let mut heads: BTreeMap<TableId, watch::Sender<u64>> = BTreeMap::new();
