@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The web UI's browser test (tests/browser/ui.test.js) in headless Chromium. Installs
 # Debian's chromium and npm's playwright-core (tests/browser/package-lock.json) when
-# missing. Skips, loudly, only when chromium cannot be installed; fails otherwise.
+# missing, and nats-server (scripts/setup.sh) for the live feed part. Skips, loudly, only
+# when chromium cannot be installed; fails otherwise.
 # Screenshots and the downloaded evidence bundle: target/browser-test/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +16,9 @@ if [ ! -x "$CHROMIUM" ]; then
   echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!" >&2
   exit 0
 fi
+# The live part publishes rounds over a real nats-server into the running server.
+NATS_SERVER_BIN=${NATS_SERVER_BIN:-$(scripts/setup.sh)}
+export NATS_SERVER_BIN
 target=${CARGO_TARGET_DIR:-target}
 cargo build -p roundledger --locked >&2
 CHROMIUM="$CHROMIUM" ROUNDLEDGER_BIN="$target/debug/roundledger" node tests/browser/ui.test.js

@@ -350,6 +350,14 @@ async fn each_role_is_refused_what_it_must_not_see() {
         let (s, _) = get(&f.app, p, "not-a-token-at-all-0000000").await;
         assert_eq!(s, StatusCode::UNAUTHORIZED, "{p} with a wrong token");
     }
+    // A token is taken from the Authorization header only, never from the URL (which the
+    // audit log records): the web UI reads the feed with fetch, not EventSource.
+    for p in ["/v1/feed", "/v1/rounds"] {
+        for q in ["token", "access_token"] {
+            let (s, _) = call(&f.app, "GET", &format!("{p}?{q}={SURV}"), None, None).await;
+            assert_eq!(s, StatusCode::UNAUTHORIZED, "{p}?{q}=...");
+        }
+    }
     // The admin reads everything.
     for p in round_paths.iter().filter(|p| !p.ends_with("/feed")) {
         let (s, _) = get(&f.app, p, ADMIN).await;

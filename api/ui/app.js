@@ -1,6 +1,9 @@
 // roundledger web UI: plain JavaScript over the /v1 API, no build step.
 // The token is entered once and kept in sessionStorage (this tab only). Every view shows
-// a loading state, an empty state and errors in words.
+// a loading state, an empty state and errors in words. The live feed (GET /v1/feed,
+// server-sent events) is read with fetch() and a stream reader rather than EventSource,
+// because EventSource cannot send the Authorization header, and a token in the URL would
+// end up in the audit log and proxy logs.
 "use strict";
 
 const TOKEN_KEY = "roundledger.token";
@@ -73,6 +76,7 @@ function stakeText(s) {
 function signOut(msg) {
   sessionStorage.removeItem(TOKEN_KEY);
   state.who = null;
+  stopFeed();
   showLogin(msg);
 }
 function showLogin(msg) {
@@ -98,8 +102,109 @@ async function start() {
   const areas = ROLE_AREAS[who.role] || [];
   document.querySelectorAll("#nav a").forEach(a => { a.hidden = !areas.includes(a.dataset.area); });
   $("#nav").hidden = false;
+  // The feed is the surveillance room's: the roles that may read rounds subscribe.
+  if (areas.includes("rounds")) startFeed();
   if (!location.hash || location.hash === "#") location.hash = areas.includes("rounds") ? "#/disputes" : "#/finance";
   route();
+}
+
+// ---------- live feed ----------
+// One subscription per signed-in tab, kept while other pages are open (the nav shows how
+// many rounds changed since the Live page was last seen); reconnects after a drop.
+const LIVE_MAX = 200;
+const live = { rounds: new Map(), ctrl: null, status: "off", unseen: 0, lagged: 0, gen: 0 };
+
+function startFeed() {
+  stopFeed();
+  live.rounds.clear(); live.unseen = 0; live.lagged = 0;
+  const gen = ++live.gen;
+  feedLoop(gen);
+}
+function stopFeed() {
+  live.gen++;
+  if (live.ctrl) live.ctrl.abort();
+  live.ctrl = null;
+  setLiveStatus("off");
+}
+function setLiveStatus(s) {
+  live.status = s;
+  const el = $("#live-status");
+  if (el) { el.className = "live-status " + s; el.textContent = { live: "● live", connecting: "connecting…", reconnecting: "connection lost, reconnecting…", off: "not connected" }[s] || s; }
+}
+async function feedLoop(gen) {
+  while (gen === live.gen) {
+    const ctrl = new AbortController();
+    live.ctrl = ctrl;
+    setLiveStatus(live.status === "off" ? "connecting" : "reconnecting");
+    try {
+      const res = await fetch("/v1/feed", { headers: { Authorization: "Bearer " + token(), Accept: "text/event-stream" }, signal: ctrl.signal });
+      if (res.status === 401) { if (gen === live.gen) signOut("Your token was not accepted. Please sign in again."); return; }
+      if (res.status === 403) { setLiveStatus("your role may not read the live feed"); return; }
+      if (!res.ok || !res.body) throw new Error("feed: " + res.status);
+      setLiveStatus("live");
+      const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+      let buf = "";
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buf += value.replace(/\r\n?/g, "\n");
+        let i;
+        while ((i = buf.indexOf("\n\n")) >= 0) { onFeedMessage(buf.slice(0, i)); buf = buf.slice(i + 2); }
+      }
+    } catch (e) {
+      if (ctrl.signal.aborted || gen !== live.gen) return;
+    }
+    if (gen !== live.gen) return;
+    setLiveStatus("reconnecting");
+    await new Promise(r => setTimeout(r, 2000));
+  }
+}
+function onFeedMessage(block) {
+  let event = "message"; const data = [];
+  for (const line of block.split("\n")) {
+    if (line.startsWith(":")) continue;
+    const c = line.indexOf(":"); const field = c < 0 ? line : line.slice(0, c);
+    const value = c < 0 ? "" : line.slice(c + 1).replace(/^ /, "");
+    if (field === "event") event = value; else if (field === "data") data.push(value);
+  }
+  if (event === "lagged") { live.lagged += Number(data.join("")) || 0; return renderLiveSoon(); }
+  if (event !== "round" && event !== "finding") return;
+  let item; try { item = JSON.parse(data.join("\n")); } catch (_) { return; }
+  const r = item.round || item.finding;
+  const key = r.table + "/" + r.round;
+  const e = live.rounds.get(key) || { row: null, findings: [], next: [] };
+  live.rounds.delete(key);
+  // A round's findings come just before the round itself: they replace the earlier ones.
+  if (item.kind === "finding") e.next.push(item.finding);
+  else { e.row = item.round; e.findings = e.next; e.next = []; e.at = Date.now(); live.unseen++; }
+  live.rounds.set(key, e);
+  while (live.rounds.size > LIVE_MAX) live.rounds.delete(live.rounds.keys().next().value);
+  renderLiveSoon();
+}
+let liveTimer = null;
+function renderLiveSoon() { if (!liveTimer) liveTimer = setTimeout(() => { liveTimer = null; renderLive(); }, 100); }
+function renderLive() {
+  const list = $("#live-list");
+  if (list) live.unseen = 0;
+  const count = $("#live-count");
+  if (count) { count.hidden = !live.unseen; count.textContent = live.unseen > 99 ? "99+" : String(live.unseen); }
+  if (!list) return;
+  const entries = [...live.rounds.values()].filter(e => e.row).reverse();
+  $("#live-lagged").textContent = live.lagged ? `This page fell behind and missed ${live.lagged} messages; the lists have everything.` : "";
+  list.innerHTML = entries.length ? entries.map(e => { const r = e.row; return `<li class="live-item clickable${r.in_progress ? " playing" : ""}" data-href="#/round/${encodeURIComponent(r.table)}/${r.round}">
+      <span class="when">${time(r.opened_at_ns)}</span><span class="what"><b>${esc(r.table)}</b> · round ${r.round}</span>${verdictBadge(r)}
+      <span class="muted">${r.in_progress ? "being played" : `${r.disputes} disputed lines · ${r.findings} findings${r.disputes ? " · recorded − rules " + signed(r.difference) : ""}`}</span>
+      ${e.findings.length ? `<div class="live-findings">${e.findings.map(f => `${badge(f.severity)} <code>${esc(f.code)}</code> ${esc(f.explanation)}`).join("<br>")}</div>` : ""}</li>`; }).join("")
+    : `<li class="empty">Waiting for rounds… New rounds appear here as the tables play them (the lists have the earlier ones).</li>`;
+  list.querySelectorAll("li.clickable").forEach(li => li.onclick = () => { location.hash = li.dataset.href; });
+}
+function liveView(view) {
+  view.innerHTML = `<div class="card"><h1>Live</h1>
+    <p class="hint">Rounds as the ledger stores them, newest activity first: a round appears when its first event arrives, gets its verdict when it closes, with its findings. Click one to open it.</p>
+    <p><span id="live-status" class="live-status"></span> <span class="muted" id="live-lagged"></span></p>
+    <ul id="live-list" class="live-list"></ul></div>`;
+  setLiveStatus(live.status);
+  renderLive();
 }
 
 // ---------- routing ----------
@@ -112,6 +217,7 @@ function route() {
   const view = $("#view");
   const r = parts[0];
   if (r === "disputes") return disputeQueue(view, q);
+  if (r === "live") return liveView(view);
   if (r === "search") return search(view, q);
   if (r === "findings") return findingsView(view, q);
   if (r === "cases") return casesView(view);

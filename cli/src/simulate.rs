@@ -11,6 +11,11 @@ pub struct FloorArgs {
     /// Number of tables; they cycle through CSP6, MLP3, SSP4, CS51, TCP3.
     #[arg(long, default_value_t = 10)]
     pub tables: usize,
+    /// Number of the first table: tables `N` to `N + tables - 1` of the floor play (table
+    /// `n` is the same game, name and seed whatever the others), so that several
+    /// simulators can feed one server with distinct tables.
+    #[arg(long, default_value_t = 1)]
+    pub first_table: usize,
     /// Rounds each table plays.
     #[arg(long, default_value_t = 300)]
     pub rounds: u64,
@@ -42,13 +47,16 @@ impl FloorArgs {
     /// (`ledger::CLOCK_SKEW_MAX_NS`). A round takes about a minute of device time.
     pub fn floor(&self) -> Result<Floor> {
         anyhow::ensure!(self.tables > 0, "--tables must be at least 1");
+        anyhow::ensure!(self.first_table > 0, "--first-table counts from 1");
         let now_ns = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .context("system clock before 1970")?
             .as_nanos() as i64;
         let span_ns = (self.rounds as i64).saturating_mul(90_000_000_000);
-        let floor = Floor::new(self.tables, self.seed, self.fault_plan())
+        let skip = self.first_table - 1;
+        let mut floor = Floor::new(skip + self.tables, self.seed, self.fault_plan())
             .context("building the simulated floor")?;
+        floor.tables.drain(..skip);
         Ok(floor.starting_at(now_ns - span_ns.min(20 * 3_600_000_000_000)))
     }
 }

@@ -1,10 +1,13 @@
 // The web UI in headless Chromium, as a surveillance officer uses it: sign in, open the
 // dispute queue, open a disputed round from demo data, step through it like a video
-// review, see the highlighted difference, open a case with a note, download the evidence
-// bundle and check it with `roundledger verify-bundle`. Screenshots go to
+// review, see the highlighted difference and the rule book's words of each finding, open
+// a case with a note, download the evidence bundle and check it with `roundledger
+// verify-bundle`, then watch the Live page while a simulated table publishes new rounds
+// over NATS into the running server, and open one of them from there. Screenshots go to
 // target/browser-test/ as artifacts. Run by scripts/browser-test.sh (from scripts/test.sh).
 //
-// Environment: ROUNDLEDGER_BIN (the built binary), CHROMIUM (default /usr/bin/chromium).
+// Environment: ROUNDLEDGER_BIN (the built binary), CHROMIUM (default /usr/bin/chromium),
+// NATS_SERVER_BIN (nats-server with JetStream; scripts/setup.sh prints one).
 "use strict";
 
 const { chromium } = require("playwright-core");
@@ -17,14 +20,35 @@ const assert = require("assert");
 const ROOT = path.resolve(__dirname, "..", "..");
 const BIN = process.env.ROUNDLEDGER_BIN || path.join(ROOT, "target", "debug", "roundledger");
 const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
+const NATS_SERVER_BIN = process.env.NATS_SERVER_BIN || "nats-server";
 const SHOTS = path.join(ROOT, "target", "browser-test");
 const TIMEOUT_MS = 120000;
 
 function log(...a) { console.log("[browser-test]", ...a); }
 
-function startServer(ledger, config) {
+// A nats-server with JetStream on a free loopback port, its store in `dir`.
+async function startNats(dir) {
+  fs.mkdirSync(dir, { recursive: true });
+  const p = spawn(NATS_SERVER_BIN, ["-a", "127.0.0.1", "-p", "-1", "-js", "-sd", path.join(dir, "js"), "--ports_file_dir", dir],
+    { stdio: ["ignore", "ignore", "pipe"] });
+  let err = "";
+  p.stderr.on("data", d => { err += d.toString(); });
+  const deadline = Date.now() + 30000;
+  for (;;) {
+    const f = fs.readdirSync(dir).find(n => n.endsWith(".ports"));
+    if (f) {
+      try { return { proc: p, url: JSON.parse(fs.readFileSync(path.join(dir, f))).nats[0] }; } catch (_) { /* being written */ }
+    }
+    if (p.exitCode !== null) throw new Error(`nats-server exited with ${p.exitCode}: ${err}`);
+    if (Date.now() > deadline) throw new Error("nats-server did not start: " + err);
+    await new Promise(r => setTimeout(r, 100));
+  }
+}
+
+// `roundledger serve` on the demo ledger, ingesting from `nats` (new rounds arrive live).
+function startServer(ledger, config, nats) {
   return new Promise((resolve, reject) => {
-    const p = spawn(BIN, ["serve", "--ledger", ledger, "--no-ingest", "--config", config, "--http", "127.0.0.1:0"],
+    const p = spawn(BIN, ["serve", "--ledger", ledger, "--nats", nats, "--trust-simulated-admin", "--config", config, "--http", "127.0.0.1:0"],
       { stdio: ["ignore", "inherit", "pipe"] });
     let err = "";
     const timer = setTimeout(() => reject(new Error("server did not start: " + err)), 60000);
@@ -61,8 +85,11 @@ async function main() {
   execFileSync(BIN, ["tokens", "--out", config]);
   const token = JSON.parse(fs.readFileSync(config)).tokens.find(t => t.role === "surveillance").token;
 
-  const server = await startServer(ledger, config);
-  let browser;
+  const nats = await startNats(path.join(tmp, "nats"));
+  log("nats-server on", nats.url);
+  let server;
+  try { server = await startServer(ledger, config, nats.url); } catch (e) { nats.proc.kill("SIGTERM"); throw e; }
+  let browser, simulator;
   try {
     const status = await waitIndexed(server.url, token);
     log("server", server.url, "indexed", status.events_indexed, "events,", status.rounds_indexed, "rounds");
@@ -133,6 +160,12 @@ async function main() {
     const bg = await diffRows.first().locator("td").first().evaluate(el => getComputedStyle(el).backgroundColor);
     assert.notEqual(bg, "rgba(0, 0, 0, 0)", "the difference row is coloured");
     assert.ok(await page.locator("#felt .box.disputed").count() > 0, "the disputed box is marked on the layout");
+    // Every finding quotes its clause from the rule book.
+    const nFindings = await page.locator("#view .finding").count();
+    assert.ok(nFindings > 0, "a disputed round has findings");
+    assert.equal(await page.locator("#view .finding .wording").count(), nFindings, "each finding shows the clause's words");
+    assert.match(await page.locator("#view .finding .wording").first().innerText(), /^Rule book, [A-Z0-9]+ .+: \S+/);
+    await page.locator("#view .finding").first().scrollIntoViewIfNeeded();
     await page.screenshot({ path: path.join(SHOTS, "05-round-last-event-difference.png"), fullPage: true });
 
     // A case with a note.
@@ -162,12 +195,43 @@ async function main() {
     await page.waitForSelector("#results table, #results .empty");
     await page.screenshot({ path: path.join(SHOTS, "07-round-search.png"), fullPage: true });
 
+    // The Live page: a new table (6, CSP6-06: the demo data has tables 1-5) publishes
+    // rounds over NATS into the running server; they appear as they are stored, first in
+    // progress, then with their verdict; one click opens the round.
+    await page.goto(server.url + "/#/live");
+    await page.waitForSelector("#live-status.live");
+    assert.equal(await page.locator("#live-list .live-item").count(), 0, "nothing new before the table plays");
+    const simOut = [];
+    simulator = spawn(BIN, ["simulate", "--nats", nats.url, "--first-table", "6", "--tables", "1", "--rounds", "3",
+      "--payout-errors", "0.5", "--seed", "77", "--rate", "2"], { stdio: ["ignore", "pipe", "inherit"] });
+    simulator.stdout.on("data", d => simOut.push(d.toString()));
+    const simulated = new Promise((resolve, reject) => {
+      simulator.on("exit", code => code === 0 ? resolve(simOut.join("")) : reject(new Error(`simulate exited with ${code}`)));
+    });
+    await page.waitForSelector("#live-list .live-item");
+    await page.waitForSelector("#live-list .live-item .badge:not(.in_progress)");
+    const first = await page.locator("#live-list .live-item").first().innerText();
+    assert.match(first, /CSP6-06 · round \d+/);
+    assert.match(await page.locator("#nav a[href='#/live']").innerText(), /^Live/);
+    await page.screenshot({ path: path.join(SHOTS, "08-live.png"), fullPage: true });
+    log(await simulated);
+    await page.waitForFunction(() => document.querySelectorAll("#live-list .live-item .badge:not(.in_progress)").length >= 3);
+    const finished = page.locator("#live-list .live-item", { has: page.locator(".badge:not(.in_progress)") }).first();
+    const opened = (await finished.innerText()).match(/round (\d+)/)[1];
+    await finished.click();
+    await page.waitForSelector("#felt .box");
+    assert.equal(decodeURIComponent(new URL(page.url()).hash), `#/round/CSP6-06/${opened}`);
+    assert.match(await page.locator(".round-head h1").innerText(), new RegExp(`CSP6-06 · round ${opened}$`));
+    await page.screenshot({ path: path.join(SHOTS, "09-live-round-opened.png"), fullPage: true });
+
     const real = errors.filter(e => !/status of 401/.test(e));
     assert.deepEqual(real, [], "no JavaScript errors: " + errors.join(" | "));
     log("passed; screenshots in", SHOTS);
   } finally {
+    if (simulator && simulator.exitCode === null) simulator.kill("SIGTERM");
     if (browser) await browser.close();
-    server.proc.kill("SIGTERM");
+    if (server.proc.exitCode === null) await new Promise(r => { server.proc.once("exit", r); server.proc.kill("SIGTERM"); });
+    nats.proc.kill("SIGTERM");
     fs.rmSync(tmp, { recursive: true, force: true });
   }
 }
