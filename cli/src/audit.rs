@@ -9,6 +9,7 @@ use schemas::report::{Dispute, RoundReport, Verdict};
 use schemas::{RoundId, TableId};
 use serde::Serialize;
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -79,6 +80,23 @@ impl AuditSummary {
         self.disputed_rounds.is_empty() && self.findings_by_code.is_empty()
     }
 
+    /// Adds another part's summary after this one (parts in table order keep the lists
+    /// in table order).
+    fn merge(&mut self, other: AuditSummary) {
+        self.tables += other.tables;
+        self.rounds += other.rounds;
+        self.events += other.events;
+        for (v, n) in other.verdicts {
+            *self.verdicts.entry(v).or_default() += n;
+        }
+        for (code, n) in other.findings_by_code {
+            *self.findings_by_code.entry(code).or_default() += n;
+        }
+        self.disputed_rounds.extend(other.disputed_rounds);
+        self.irregular_rounds.extend(other.irregular_rounds);
+        self.net_difference += other.net_difference;
+    }
+
     fn add(&mut self, r: &RoundReport) {
         self.rounds += 1;
         *self.verdicts.entry(r.verdict).or_default() += 1;
@@ -101,40 +119,67 @@ impl AuditSummary {
     }
 }
 
-/// Replays every wanted table of `source` and summarises the wanted rounds. `progress`
-/// is called with the number of events read so far.
+/// Replays every wanted table of `source` and summarises the wanted rounds. Tables are
+/// spread over one thread per core (`replayer::map_tables`); their summaries are merged
+/// in table order, so the result is the same on any number of threads. `progress` is
+/// called, from any of those threads, with the number of events read so far.
 pub fn audit(
     source: &Source,
     filter: &Filter,
-    progress: &mut dyn FnMut(u64),
+    progress: &(dyn Fn(u64) + Sync),
 ) -> Result<AuditSummary> {
+    let tables: Vec<TableId> = source
+        .tables()?
+        .into_iter()
+        .filter(|t| filter.wants_table(t))
+        .collect();
+    let read = AtomicU64::new(0);
+    let per_table = replayer::map_tables(&tables, replayer::default_workers(), |table| {
+        audit_table(source, table, filter, &|n| {
+            progress(read.fetch_add(n, Ordering::Relaxed) + n)
+        })
+    });
     let mut summary = AuditSummary::default();
-    for table in source.tables()? {
-        if !filter.wants_table(&table) {
-            continue;
-        }
-        summary.tables += 1;
-        let mut replayer = replayer::TableReplayer::new(table.clone());
-        let add = |reports: Vec<RoundReport>, s: &mut AuditSummary| {
-            for r in reports.iter().filter(|r| filter.wants_round(r)) {
-                s.add(r);
-            }
-        };
-        source.visit(&table, &mut |seq, bytes| {
-            let (event, _) = schemas::codec::decode(bytes).with_context(|| {
-                format!("table {table} seq {}: stored event does not decode", seq.0)
-            })?;
-            summary.events += 1;
-            if summary.events.is_multiple_of(4096) {
-                progress(summary.events);
-            }
-            let reports = replayer.push(seq, &event);
-            add(reports, &mut summary);
-            Ok(())
-        })?;
-        add(replayer.finish(), &mut summary);
+    for s in per_table {
+        summary.merge(s?);
     }
     progress(summary.events);
+    Ok(summary)
+}
+
+/// How many events a table's replay reads between two progress reports.
+const PROGRESS_EVERY: u64 = 4096;
+
+/// One table's part of `audit`. `read` is told of every `PROGRESS_EVERY` events read.
+fn audit_table(
+    source: &Source,
+    table: &TableId,
+    filter: &Filter,
+    read: &dyn Fn(u64),
+) -> Result<AuditSummary> {
+    let mut summary = AuditSummary {
+        tables: 1,
+        ..AuditSummary::default()
+    };
+    let mut replayer = replayer::TableReplayer::new(table.clone());
+    let add = |reports: Vec<RoundReport>, s: &mut AuditSummary| {
+        for r in reports.iter().filter(|r| filter.wants_round(r)) {
+            s.add(r);
+        }
+    };
+    source.visit(table, &mut |seq, bytes| {
+        let (event, _) = schemas::codec::decode(bytes).with_context(|| {
+            format!("table {table} seq {}: stored event does not decode", seq.0)
+        })?;
+        summary.events += 1;
+        if summary.events.is_multiple_of(PROGRESS_EVERY) {
+            read(PROGRESS_EVERY);
+        }
+        let reports = replayer.push(seq, &event);
+        add(reports, &mut summary);
+        Ok(())
+    })?;
+    add(replayer.finish(), &mut summary);
     Ok(summary)
 }
 
@@ -144,7 +189,7 @@ pub fn run(args: Args) -> Result<Outcome> {
         None => {
             let source = Source::open(&args.source)?;
             let bar = crate::replay::progress_bar(args.quiet || args.json);
-            let summary = audit(&source, &args.filter, &mut |n| bar.set_position(n))?;
+            let summary = audit(&source, &args.filter, &|n| bar.set_position(n))?;
             bar.finish_and_clear();
             summary
         }

@@ -133,7 +133,7 @@ pub fn run(mut args: Args) -> Result<Outcome> {
 
     let ledger = Arc::try_unwrap(ledger).map_err(|_| anyhow::anyhow!("ledger still shared"))?;
     let source = Source::Ledger(ledger);
-    let summary = audit::audit(&source, &Filter::default(), &mut |_| {})?;
+    let summary = audit::audit(&source, &Filter::default(), &|_| {})?;
     println!();
     print!("{}", render(&summary));
 

@@ -1,6 +1,7 @@
 //! Replay throughput: events per second through decode (bincode, as stored) +
 //! reconstruction + settlement (`rules::settle`) + disputes, over >= 1M simulated events.
-//! The events are generated once, outside the timed loop.
+//! The events are generated once, outside the timed loop. Measured on one thread and on
+//! one thread per core (tables spread over threads, as `roundledger audit` does).
 //!
 //! Run: `cargo bench -p replayer --bench replay` (REPLAYER_BENCH_EVENTS to change the size).
 
@@ -42,17 +43,19 @@ fn ledger(events_min: usize) -> Vec<(TableId, Vec<Vec<u8>>)> {
     tables
 }
 
-fn replay_all(tables: &[(TableId, Vec<Vec<u8>>)]) -> usize {
+fn replay_one((table, events): &(TableId, Vec<Vec<u8>>)) -> usize {
     let mut rounds = 0;
-    for (table, events) in tables {
-        let mut rep = TableReplayer::new(table.clone());
-        for b in events {
-            let (e, _) = decode(b).expect("simulated events decode");
-            rounds += rep.push(e.seq, &e).len();
-        }
-        rounds += rep.finish().len();
+    let mut rep = TableReplayer::new(table.clone());
+    for b in events {
+        let (e, _) = decode(b).expect("simulated events decode");
+        rounds += rep.push(e.seq, &e).len();
     }
-    rounds
+    rounds + rep.finish().len()
+}
+
+/// Every table on `workers` threads (`replayer::map_tables`, as `roundledger audit` does).
+fn replay_all(tables: &[(TableId, Vec<Vec<u8>>)], workers: usize) -> usize {
+    replayer::map_tables(tables, workers, replay_one).iter().sum()
 }
 
 fn bench(c: &mut Criterion) {
@@ -65,9 +68,16 @@ fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("replay");
     g.sample_size(10);
     g.throughput(Throughput::Elements(events as u64));
-    g.bench_function(format!("decode+reconstruct+settle {events} events"), |b| {
-        b.iter(|| replay_all(&tables))
+    // One thread: the per-core figure.
+    g.bench_function(format!("decode+reconstruct+settle {events} events, 1 thread"), |b| {
+        b.iter(|| replay_all(&tables, 1))
     });
+    // Tables spread over the machine's cores: what an audit of a floor gets.
+    let workers = replayer::default_workers();
+    g.bench_function(
+        format!("decode+reconstruct+settle {events} events, {workers} threads"),
+        |b| b.iter(|| replay_all(&tables, workers)),
+    );
     // The decode share of the above, to see where the time goes.
     g.bench_function(format!("decode only {events} events"), |b| {
         b.iter(|| {

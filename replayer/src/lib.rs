@@ -39,9 +39,11 @@
 //!   round-less one after the previous round. A commitment is checked when `DeckRevealed`
 //!   arrives (before or after `RoundClosed`); the deal must be the prefix of the order.
 
+mod parallel;
 mod pool;
 mod round;
 
+pub use parallel::{default_workers, map_tables, MAX_WORKERS};
 pub use pool::{replay_pool, PoolMismatch, PoolReport, PoolSummary, PoolWin};
 pub use round::{Phase, StepView};
 
