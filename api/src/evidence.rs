@@ -1,7 +1,12 @@
 //! Evidence bundles (format: schemas/BUNDLE.md, types: `schemas::bundle`): building one
-//! from the ledger, and verifying one offline, without the ledger: the chain half
-//! (`schemas::bundle::verify_chain`) and the replay half (re-run the replayer on the
-//! decoded events and compare with the bundle's report, field by field).
+//! from the ledger, and verifying one offline, without the ledger: the chain and
+//! attestation half (`schemas::bundle::verify_chain`) and the replay half (re-run the
+//! replayer on the decoded events and compare with the bundle's report, field by field).
+//!
+//! The chain segment runs from the configuration in force (or the signing device's
+//! enrollment, when earlier) to the first checkpoint the ledger kept whose head covers the
+//! round's last event (or to the end of the replay window, when later); when no checkpoint
+//! covers the round yet, to the table's head, and the bundle says "not yet attested".
 //!
 //! Invariants: the bundle's bytes are the stored bytes (hex), never re-encoded; building
 //! reads at most `BUNDLE_CHAIN_EVENTS_MAX` events; verification never needs sled or the
@@ -9,12 +14,15 @@
 
 use crate::rounds::{self, Located};
 use crate::ReadError;
+use ledger::attest::KeptCheckpoint;
 use schemas::api::CaseView;
+use schemas::attest::{enrollment_message, verify as verify_signature, KeyAction, PublicKey};
 use schemas::bundle::{
-    verify_chain, BundleError, BundleEvent, BundleHead, ChainSegment, EvidenceBundle,
-    BUNDLE_CHAIN_EVENTS_MAX, BUNDLE_FORMAT, BUNDLE_VERSION,
+    verify_chain, AttestationCheck, BundleAttestation, BundleCheckpoint, BundleError, BundleEvent,
+    BundleHead, ChainSegment, EvidenceBundle, SignedHead, BUNDLE_CHAIN_EVENTS_MAX, BUNDLE_FORMAT,
+    BUNDLE_VERSION,
 };
-use schemas::{Hash32, TableId, GENESIS};
+use schemas::{EventBody, Hash32, TableId, GENESIS};
 
 /// Builds the bundle of `round` of `table`.
 pub fn build(
@@ -26,6 +34,7 @@ pub fn build(
     exported_by: &str,
     exported_at_ns: i64,
 ) -> Result<EvidenceBundle, ReadError> {
+    let last_seq = located.last_seq;
     let loaded = rounds::load(ledger, table, round, located)?;
     let config_seq = loaded
         .config
@@ -39,26 +48,38 @@ pub fn build(
     let head = ledger
         .head(table)
         .ok_or_else(|| ReadError::NotFound(format!("table {table} is not in the ledger")))?;
-    let count = head.seq.0 - config_seq + 1;
+    let kept = ledger.checkpoint_at_or_after(table, last_seq)?;
+    let enrollment_seq = match &kept {
+        Some(k) => Some(enrollment_of(ledger, table, k)?),
+        None => None,
+    };
+    let from_seq = enrollment_seq.map_or(config_seq, |e| e.min(config_seq));
+    let to_seq = match (&kept, enrollment_seq) {
+        (Some(k), Some(e)) => k.checkpoint.head_seq.0.max(loaded.window.1).max(e),
+        _ => head.seq.0,
+    };
+    let count = to_seq - from_seq + 1;
     if count > BUNDLE_CHAIN_EVENTS_MAX {
         return Err(ReadError::TooLarge(format!(
-            "the chain from the configuration (seq {config_seq}) to the head (seq {}) holds {count} events, more than {BUNDLE_CHAIN_EVENTS_MAX}; a signed checkpoint would shorten it",
-            head.seq.0
+            "the chain from seq {from_seq} (configuration or key enrollment) to seq {to_seq} ({}) holds {count} events, more than {BUNDLE_CHAIN_EVENTS_MAX}",
+            if kept.is_some() { "the signed checkpoint" } else { "the head: no checkpoint covers the round yet" }
         )));
     }
-    let anchor: Hash32 = if config_seq == 1 {
+    let anchor: Hash32 = if from_seq == 1 {
         GENESIS
     } else {
         ledger
-            .stored_event(table, config_seq - 1)?
+            .stored_event(table, from_seq - 1)?
             .ok_or_else(|| {
-                ReadError::Integrity(format!("table {table}: no event at seq {}", config_seq - 1))
+                ReadError::Integrity(format!("table {table}: no event at seq {}", from_seq - 1))
             })?
             .hash
     };
     let mut events = Vec::with_capacity(count as usize);
-    for e in ledger.events(table, config_seq..=head.seq.0) {
+    let mut end_hash = anchor;
+    for e in ledger.events(table, from_seq..=to_seq) {
         let e = e?;
+        end_hash = e.hash;
         events.push(BundleEvent {
             seq: e.seq.0,
             hash: e.hash,
@@ -69,11 +90,36 @@ pub fn build(
     }
     if events.len() as u64 != count {
         return Err(ReadError::Integrity(format!(
-            "table {table}: {} events stored between seq {config_seq} and the head {}, expected {count} (run verify)",
+            "table {table}: {} events stored from seq {from_seq} to {to_seq}, expected {count} (run verify)",
             events.len(),
-            head.seq.0
         )));
     }
+    let attestation = match (kept, enrollment_seq) {
+        (Some(k), Some(enrollment_seq)) => {
+            let stored = ledger.stored_event(table, enrollment_seq)?.ok_or_else(|| {
+                ReadError::Integrity(format!("table {table}: no event at seq {enrollment_seq}"))
+            })?;
+            let Some((device_key, admin_key)) = enrolls(table, &stored.bytes, &k) else {
+                return Err(ReadError::Integrity(format!(
+                    "table {table} seq {enrollment_seq}: not the enrollment of the checkpoint's key"
+                )));
+            };
+            BundleAttestation::Attested(Box::new(SignedHead {
+                device_key,
+                enrollment_seq,
+                admin_key,
+                checkpoint: BundleCheckpoint {
+                    bytes: hex::encode(&k.bytes),
+                    decoded: k.checkpoint,
+                    stream_seq: k.stream_seq,
+                    received_at_ns: k.received_at_ns,
+                },
+            }))
+        }
+        _ => BundleAttestation::NotYetAttested {
+            latest_checkpoint_seq: ledger.attestation(table).map(|a| a.seq.0),
+        },
+    };
     let round_seqs = loaded
         .events
         .iter()
@@ -88,8 +134,8 @@ pub fn build(
         exported_at_ns,
         exported_by: exported_by.to_string(),
         head: BundleHead {
-            seq: head.seq.0,
-            hash: head.hash,
+            seq: to_seq,
+            hash: end_hash,
         },
         config_seq,
         replay_from: loaded.window.0,
@@ -97,13 +143,71 @@ pub fn build(
         round_seqs,
         chain: ChainSegment {
             anchor,
-            from_seq: config_seq,
-            to_seq: head.seq.0,
+            from_seq,
+            to_seq,
             events,
         },
+        attestation,
         report: loaded.report,
         cases,
-        checkpoint: None,
+    })
+}
+
+/// `Some((device key, admin key))` when `bytes` is a `DeviceEnrolled` of `table`, validly
+/// signed by its admin, enrolling a key of the checkpoint's device that the checkpoint
+/// verifies with.
+fn enrolls(table: &TableId, bytes: &[u8], k: &KeptCheckpoint) -> Option<(PublicKey, PublicKey)> {
+    let (event, _) = schemas::codec::decode(bytes).ok()?;
+    let EventBody::DeviceEnrolled {
+        device,
+        key,
+        admin,
+        signature,
+    } = &event.body
+    else {
+        return None;
+    };
+    let ok = event.table == *table
+        && *device == k.checkpoint.device
+        && k.checkpoint.verifies_with(key)
+        && verify_signature(
+            admin,
+            &enrollment_message(table, device, key, KeyAction::Enroll),
+            signature,
+        );
+    ok.then_some((*key, *admin))
+}
+
+/// The seq of the enrollment event of the key that signed `k`: the ledger's key register
+/// when it still holds that key (the usual case), else the last such enrollment in the
+/// chain up to the checkpoint's head (a key rotated since), read at most
+/// `BUNDLE_CHAIN_EVENTS_MAX` events back.
+fn enrollment_of(
+    ledger: &ledger::Ledger,
+    table: &TableId,
+    k: &KeptCheckpoint,
+) -> Result<u64, ReadError> {
+    if let Some(dk) = ledger.device_key(table, &k.checkpoint.device) {
+        if let Some(e) = ledger.stored_event(table, dk.enrolled_seq.0)? {
+            if enrolls(table, &e.bytes, k).is_some() {
+                return Ok(dk.enrolled_seq.0);
+            }
+        }
+    }
+    let to = k.checkpoint.head_seq.0;
+    let from = to.saturating_sub(BUNDLE_CHAIN_EVENTS_MAX).max(1);
+    let mut found = None;
+    for e in ledger.events(table, from..=to) {
+        let e = e?;
+        if enrolls(table, &e.bytes, k).is_some() {
+            found = Some(e.seq.0);
+        }
+    }
+    found.ok_or_else(|| {
+        ReadError::Integrity(format!(
+            "table {table}: the checkpoint at seq {to} was kept, but no enrollment of device {}'s signing key is found in the chain",
+            k.checkpoint.device
+        ))
     })
 }
 
@@ -140,17 +244,43 @@ pub struct Verified {
     pub disputes: usize,
     pub findings: usize,
     pub case_entries: usize,
+    /// The checkpoint and its key's enrollment, or "not yet attested".
+    pub attestation: AttestationCheck,
 }
 
-/// Verifies a bundle's bytes (the whole file) offline.
-pub fn verify_bytes(bytes: &[u8]) -> Result<Verified, VerifyBundleError> {
+/// Just enough of a bundle to tell its version, whatever the rest holds.
+#[derive(serde::Deserialize)]
+struct Probe {
+    format: Option<String>,
+    version: Option<u32>,
+}
+
+/// Verifies a bundle's bytes (the whole file) offline. `pinned_admin_keys`: the admin keys
+/// the verifier trusts to enroll device keys (empty: the bundle's own is taken on trust,
+/// and the result says so).
+pub fn verify_bytes(
+    bytes: &[u8],
+    pinned_admin_keys: &[PublicKey],
+) -> Result<Verified, VerifyBundleError> {
+    // Name an older or foreign version before its fields fail to parse.
+    let probe: Probe = serde_json::from_slice(bytes)?;
+    if probe.format.as_deref() != Some(BUNDLE_FORMAT) || probe.version != Some(BUNDLE_VERSION) {
+        return Err(BundleError::Format {
+            found: probe.format.unwrap_or_default(),
+            version: probe.version.unwrap_or(0),
+        }
+        .into());
+    }
     let b: EvidenceBundle = serde_json::from_slice(bytes)?;
-    verify(&b)
+    verify(&b, pinned_admin_keys)
 }
 
-/// Verifies a parsed bundle offline.
-pub fn verify(b: &EvidenceBundle) -> Result<Verified, VerifyBundleError> {
-    let chain = verify_chain(b)?;
+/// Verifies a parsed bundle offline (see `verify_bytes`).
+pub fn verify(
+    b: &EvidenceBundle,
+    pinned_admin_keys: &[PublicKey],
+) -> Result<Verified, VerifyBundleError> {
+    let chain = verify_chain(b, pinned_admin_keys)?;
     let input = chain.replay_input(b);
     let replay = rounds::replay_events(&b.table, b.round.0, &input)
         .ok_or(VerifyBundleError::NoReport(b.round.0))?;
@@ -175,7 +305,58 @@ pub fn verify(b: &EvidenceBundle) -> Result<Verified, VerifyBundleError> {
         disputes: replay.disputes.len(),
         findings: replay.findings.len(),
         case_entries: b.cases.iter().map(|c| c.entries.len()).sum(),
+        attestation: chain.attestation,
     })
+}
+
+/// What the attestation established and what it took on trust, in words, one sentence per
+/// line (for `verify-bundle` and `evidence`).
+pub fn describe_attestation(v: &Verified) -> Vec<String> {
+    match &v.attestation {
+        AttestationCheck::Attested {
+            device,
+            device_key,
+            checkpoint_seq,
+            checkpoint_hash,
+            signed_at_ns,
+            enrollment_seq,
+            admin_key,
+            admin_pinned,
+            unattested,
+        } => {
+            let mut out = vec![
+                format!(
+                    "ATTESTED: device {device} signed the chain head at seq {checkpoint_seq} ({checkpoint_hash}) at {signed_at_ns} ns (device clock); the signature verifies with its key {device_key}, and the recomputed chain holds that head"
+                ),
+                format!(
+                    "the key was enrolled for device {device} at seq {enrollment_seq} of the chain by admin key {admin_key}, and not revoked or replaced before the checkpoint"
+                ),
+            ];
+            out.push(if *admin_pinned {
+                format!("admin key {admin_key} is one of the pinned --admin-key keys")
+            } else {
+                format!(
+                    "TRUSTED, NOT CHECKED: admin key {admin_key} is taken from the bundle; pass --admin-key with the House's published admin key to check it"
+                )
+            });
+            if let Some((from, to)) = unattested {
+                out.push(format!(
+                    "events {from}..={to} (the replay window after the round) follow the signed head in the chain but are not themselves signed"
+                ));
+            }
+            out
+        }
+        AttestationCheck::NotYetAttested {
+            latest_checkpoint_seq,
+        } => vec![format!(
+            "NOT YET ATTESTED: no device-signed checkpoint covered the round at export ({}); the chain is recomputed up to the table's head at export (seq {}), which nothing signed: compare it with the ledger's head or a digest",
+            match latest_checkpoint_seq {
+                Some(s) => format!("the table's latest was at seq {s}"),
+                None => "the table had none".to_string(),
+            },
+            v.head_seq
+        )],
+    }
 }
 
 /// The first JSON path where `a` and `b` differ, with both values.

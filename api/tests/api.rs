@@ -8,6 +8,8 @@ use api::auth::{AccessConfig, TokenConfig};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use schemas::api::Role;
+use schemas::attest::{Checkpoint, SigningKey};
+use schemas::bundle::{AttestationCheck, BundleAttestation, BundleHead, EvidenceBundle};
 use serde_json::{json, Value};
 use std::sync::Arc;
 use tower::ServiceExt;
@@ -31,40 +33,78 @@ fn access() -> AccessConfig {
     }
 }
 
-/// Plays `rounds` rounds at `tables` simulated tables into the ledger, as ingest would.
+/// Plays `rounds` rounds at `tables` simulated tables into the ledger, as ingest would,
+/// with each dealer terminal's signed checkpoint after the opening, every round and the
+/// closing.
 fn seed(ledger: &ledger::Ledger, tables: usize, rounds: u64, seed: u64, close: bool) {
+    seed_attested(ledger, tables, rounds, seed, close, rounds)
+}
+
+/// As `seed`, but checkpoints stop after the first `attested` rounds: later rounds (and
+/// the closing) are not yet attested.
+fn seed_attested(
+    ledger: &ledger::Ledger,
+    tables: usize,
+    rounds: u64,
+    seed: u64,
+    close: bool,
+    attested: u64,
+) {
+    // The simulated floor's device keys are enrolled by the simulator's admin key.
+    ledger.trust_admin_keys([simulator::admin_key().public()]);
     let mut plan = simulator::FaultPlan::all(0.03);
     plan.wrong_payout = 0.3;
     let mut floor = simulator::Floor::new(tables, seed, plan).unwrap();
     let mut stream_seq = ledger.stats().events;
-    let mut all = Vec::new();
-    for t in floor.tables.iter_mut() {
-        all.extend(t.opening_events().unwrap());
-    }
-    for _ in 0..rounds {
+    let mut next = || {
+        stream_seq += 1;
+        stream_seq
+    };
+    // One step (the opening, one round, the closing) at every table, then the checkpoints.
+    let mut step = |f: &mut dyn FnMut(&mut simulator::TableSim) -> Vec<simulator::Published>,
+                    sign: bool| {
+        let mut all = Vec::new();
         for t in floor.tables.iter_mut() {
-            all.extend(t.play_round().unwrap().events);
+            all.extend(f(t));
         }
-    }
-    if close {
-        for t in floor.tables.iter_mut() {
-            all.extend(t.closing_events().unwrap());
-        }
-    }
-    for chunk in all.chunks(4096) {
-        let batch: Vec<ledger::Incoming> = chunk
-            .iter()
-            .map(|p| {
-                stream_seq += 1;
-                ledger::Incoming {
+        for chunk in all.chunks(4096) {
+            let batch: Vec<ledger::Incoming> = chunk
+                .iter()
+                .map(|p| ledger::Incoming {
                     subject_table: Some(p.event.table.clone()),
-                    stream_seq,
+                    stream_seq: next(),
                     received_at_ns: p.event.occurred_at_ns,
                     bytes: p.bytes.clone(),
-                }
-            })
-            .collect();
-        ledger.append_batch(&batch).unwrap();
+                })
+                .collect();
+            ledger.append_batch(&batch).unwrap();
+        }
+        if sign {
+            let cps: Vec<ledger::Incoming> = floor
+                .tables
+                .iter()
+                .filter_map(|t| t.checkpoint())
+                .map(|c| ledger::Incoming {
+                    subject_table: Some(c.table.clone()),
+                    stream_seq: next(),
+                    received_at_ns: c.signed_at_ns,
+                    bytes: c.to_bincode(),
+                })
+                .collect();
+            let out = ledger.append_checkpoints(&cps).unwrap();
+            assert!(
+                out.iter()
+                    .all(|o| matches!(o, ledger::attest::CheckpointOutcome::Kept { .. })),
+                "{out:?}"
+            );
+        }
+    };
+    step(&mut |t| t.opening_events().unwrap(), true);
+    for r in 0..rounds {
+        step(&mut |t| t.play_round().unwrap().events, r < attested);
+    }
+    if close {
+        step(&mut |t| t.closing_events().unwrap(), attested >= rounds);
     }
     ledger.flush().unwrap();
 }
@@ -535,15 +575,61 @@ async fn evidence_bundle_round_trip_and_tampering_is_named() {
         .await
         .unwrap()
         .to_vec();
-    let v = api::evidence::verify_bytes(&bytes).unwrap();
+    let v = api::evidence::verify_bytes(&bytes, &[]).unwrap();
     assert_eq!(v.round, round);
     assert_eq!(v.verdict, schemas::report::Verdict::Disputed);
     assert_eq!(v.case_entries, 1);
-    let b: schemas::bundle::EvidenceBundle = serde_json::from_slice(&bytes).unwrap();
+    let b: EvidenceBundle = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(b.version, 2);
     assert_eq!(b.chain.from_seq, b.config_seq);
-    assert_eq!(b.head.seq, f.ledger.head(&b.table).unwrap().seq.0);
     assert_eq!(b.exported_by, "sam.surveillance");
-    assert!(b.checkpoint.is_none());
+    // The chain ends at the first kept checkpoint covering the round, carried verbatim,
+    // not at the table's head.
+    let last = *b.round_seqs.last().unwrap();
+    let kept = f
+        .ledger
+        .checkpoint_at_or_after(&b.table, last)
+        .unwrap()
+        .unwrap();
+    let BundleAttestation::Attested(a) = &b.attestation else {
+        panic!("not attested: {:?}", b.attestation)
+    };
+    assert_eq!(hex::decode(&a.checkpoint.bytes).unwrap(), kept.bytes);
+    assert_eq!(a.checkpoint.decoded, kept.checkpoint);
+    assert_eq!(a.admin_key, simulator::admin_key().public());
+    assert_eq!(b.head.seq, kept.checkpoint.head_seq.0.max(b.replay_to));
+    assert!(b.head.seq < f.ledger.head(&b.table).unwrap().seq.0);
+    match &v.attestation {
+        AttestationCheck::Attested {
+            checkpoint_seq,
+            enrollment_seq,
+            admin_pinned,
+            ..
+        } => {
+            assert_eq!(*checkpoint_seq, kept.checkpoint.head_seq.0);
+            assert_eq!(*enrollment_seq, a.enrollment_seq);
+            assert!(!admin_pinned);
+        }
+        other => panic!("{other:?}"),
+    }
+    let said = api::evidence::describe_attestation(&v).join("\n");
+    assert!(
+        said.contains("ATTESTED") && said.contains("TRUSTED, NOT CHECKED"),
+        "{said}"
+    );
+    // Pinned to the simulator's admin key: verified; to another: refused, naming both.
+    let v = api::evidence::verify(&b, &[simulator::admin_key().public()]).unwrap();
+    assert!(matches!(
+        v.attestation,
+        AttestationCheck::Attested {
+            admin_pinned: true,
+            ..
+        }
+    ));
+    let other = SigningKey::derive_for_simulation("another admin").public();
+    let err = api::evidence::verify(&b, &[other]).unwrap_err().to_string();
+    assert!(err.contains("not one of the pinned admin keys"), "{err}");
+    assert!(err.contains(&other.to_hex()), "{err}");
     // The bundle's events are the stored bytes, verbatim.
     let s = &b.round_seqs[0];
     let stored = f.ledger.stored_event(&b.table, *s).unwrap().unwrap();
@@ -559,25 +645,187 @@ async fn evidence_bundle_round_trip_and_tampering_is_named() {
         .position(|e| e.seq == b.round_seqs[2])
         .unwrap();
     let mut chars: Vec<char> = t.chain.events[i].bytes.chars().collect();
-    let last = chars.len() - 1;
-    chars[last] = if chars[last] == '0' { '1' } else { '0' };
+    let last_char = chars.len() - 1;
+    chars[last_char] = if chars[last_char] == '0' { '1' } else { '0' };
     t.chain.events[i].bytes = chars.into_iter().collect();
-    let err = api::evidence::verify(&t).unwrap_err().to_string();
+    let err = api::evidence::verify(&t, &[]).unwrap_err().to_string();
     assert!(err.contains(&format!("seq {}", b.round_seqs[2])), "{err}");
     // Change the recorded report: the replay disagrees and says where.
     let mut t = b.clone();
     t.report.disputes[0].recorded = schemas::Money(t.report.disputes[0].recorded.0 + 1);
-    let err = api::evidence::verify(&t).unwrap_err().to_string();
+    let err = api::evidence::verify(&t, &[]).unwrap_err().to_string();
     assert!(err.contains("/disputes/0/recorded"), "{err}");
-    // Drop a later event: the head no longer follows.
+    // Drop the last event: the segment no longer has its length.
     let mut t = b.clone();
     t.chain.events.pop();
-    assert!(api::evidence::verify(&t).is_err());
-    // Claim a different head.
+    let err = api::evidence::verify(&t, &[]).unwrap_err().to_string();
+    assert!(err.contains("truncated"), "{err}");
+    // Claim a different end of the chain.
     let mut t = b.clone();
     t.head.hash = schemas::Hash32([7; 32]);
-    let err = api::evidence::verify(&t).unwrap_err().to_string();
+    let err = api::evidence::verify(&t, &[]).unwrap_err().to_string();
     assert!(err.starts_with("head"), "{err}");
+}
+
+/// Exports `round` of `table` straight from the ledger, as `roundledger evidence` does.
+fn bundle_of(ledger: &ledger::Ledger, table: &str, round: u64) -> EvidenceBundle {
+    let table = schemas::TableId::new(table).unwrap();
+    let located = api::rounds::locate_in_ledger(ledger, &table, round).unwrap();
+    api::evidence::build(ledger, &table, round, located, vec![], "test", clock()).unwrap()
+}
+
+/// The bundle's checkpoint replaced by `c`, bytes and decoded copy alike.
+fn with_checkpoint(b: &EvidenceBundle, c: Checkpoint) -> EvidenceBundle {
+    let mut t = b.clone();
+    let BundleAttestation::Attested(a) = &mut t.attestation else {
+        panic!("not attested")
+    };
+    a.checkpoint.bytes = hex::encode(c.to_bincode());
+    a.checkpoint.decoded = c;
+    t
+}
+
+#[test]
+fn a_forged_checkpoint_an_unenrolled_key_and_a_truncated_proof_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = ledger::Ledger::open(dir.path()).unwrap();
+    seed(&ledger, 1, 6, 5, true);
+    let table = ledger.tables()[0].clone();
+    let b = bundle_of(&ledger, table.as_str(), 3);
+    api::evidence::verify(&b, &[simulator::admin_key().public()]).unwrap();
+    let BundleAttestation::Attested(a) = &b.attestation else {
+        panic!("not attested")
+    };
+    let cp = a.checkpoint.decoded.clone();
+    let forger = SigningKey::derive_for_simulation("forger");
+    let forged = Checkpoint::sign(
+        &forger,
+        cp.table.clone(),
+        cp.device.clone(),
+        cp.head_seq,
+        cp.head_hash,
+        cp.signed_at_ns,
+    );
+
+    // A checkpoint signed by someone else, under the enrolled device key.
+    let t = with_checkpoint(&b, forged.clone());
+    let err = api::evidence::verify(&t, &[]).unwrap_err().to_string();
+    assert!(
+        err.contains("checkpoint signature does not verify") && err.contains("forged"),
+        "{err}"
+    );
+    // One flipped signature bit.
+    let mut flipped = cp.clone();
+    flipped.signature.0[7] ^= 0x10;
+    let err = api::evidence::verify(&with_checkpoint(&b, flipped), &[])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("checkpoint signature does not verify"),
+        "{err}"
+    );
+    // The decoded copy edited without the bytes.
+    let mut t = b.clone();
+    if let BundleAttestation::Attested(a) = &mut t.attestation {
+        a.checkpoint.decoded.head_seq = schemas::Seq(cp.head_seq.0 - 1);
+    }
+    let err = api::evidence::verify(&t, &[]).unwrap_err().to_string();
+    assert!(err.contains("decoded copy differs"), "{err}");
+
+    // The forger's own key: it verifies the signature, but the chain never enrolled it.
+    let mut t = with_checkpoint(&b, forged);
+    if let BundleAttestation::Attested(a) = &mut t.attestation {
+        a.device_key = forger.public();
+    }
+    let err = api::evidence::verify(&t, &[]).unwrap_err().to_string();
+    assert!(
+        err.contains(&format!(
+            "device key {} is not enrolled",
+            forger.public().to_hex()
+        )),
+        "{err}"
+    );
+    // Pointing at another event as the enrollment.
+    let mut t = b.clone();
+    if let BundleAttestation::Attested(a) = &mut t.attestation {
+        a.enrollment_seq = b.round_seqs[0];
+    }
+    let err = api::evidence::verify(&t, &[]).unwrap_err().to_string();
+    assert!(
+        err.contains("is not enrolled") && err.contains("not a device enrollment"),
+        "{err}"
+    );
+
+    // A truncated proof: the segment cut before the signed head, its end made consistent.
+    let mut t = b.clone();
+    while t.chain.to_seq >= cp.head_seq.0 {
+        t.chain.events.pop();
+        t.chain.to_seq -= 1;
+    }
+    let end = t.chain.events.last().unwrap();
+    t.head = BundleHead {
+        seq: end.seq,
+        hash: end.hash,
+    };
+    t.round_seqs.retain(|s| *s <= end.seq);
+    t.replay_to = t.replay_to.min(end.seq);
+    let err = api::evidence::verify(&t, &[]).unwrap_err().to_string();
+    assert!(
+        err.contains(&format!("signs seq {}", cp.head_seq.0)) && err.contains("truncated"),
+        "{err}"
+    );
+    // A checkpoint of an earlier head, which does not cover the round.
+    let before = ledger
+        .checkpoint_at_or_after(&table, b.config_seq)
+        .unwrap()
+        .unwrap();
+    assert!(before.checkpoint.head_seq < cp.head_seq);
+    let err = api::evidence::verify(&with_checkpoint(&b, before.checkpoint), &[])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("does not cover the round"), "{err}");
+}
+
+#[test]
+fn a_round_after_the_last_checkpoint_is_exported_and_verified_as_not_yet_attested() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = ledger::Ledger::open(dir.path()).unwrap();
+    // Checkpoints after the opening and rounds 1 and 2 only.
+    seed_attested(&ledger, 1, 4, 5, false, 2);
+    let table = ledger.tables()[0].clone();
+    let latest = ledger.attestation(&table).unwrap().seq.0;
+    let attested = bundle_of(&ledger, table.as_str(), 2);
+    assert!(matches!(
+        attested.attestation,
+        BundleAttestation::Attested(_)
+    ));
+    for round in [3, 4] {
+        let b = bundle_of(&ledger, table.as_str(), round);
+        assert_eq!(
+            b.attestation,
+            BundleAttestation::NotYetAttested {
+                latest_checkpoint_seq: Some(latest)
+            }
+        );
+        // The chain runs to the table's head at export.
+        assert_eq!(b.head.seq, ledger.head(&table).unwrap().seq.0);
+        let v = api::evidence::verify(&b, &[simulator::admin_key().public()]).unwrap();
+        assert_eq!(
+            v.attestation,
+            AttestationCheck::NotYetAttested {
+                latest_checkpoint_seq: Some(latest)
+            }
+        );
+        let said = api::evidence::describe_attestation(&v).join("\n");
+        assert!(said.starts_with("NOT YET ATTESTED"), "{said}");
+    }
+    // An attested bundle passed off as not attested may not name a checkpoint covering it.
+    let mut t = attested.clone();
+    t.attestation = BundleAttestation::NotYetAttested {
+        latest_checkpoint_seq: Some(latest),
+    };
+    let err = api::evidence::verify(&t, &[]).unwrap_err().to_string();
+    assert!(err.contains("not yet attested"), "{err}");
 }
 
 /// Resolves an OpenAPI response schema with the document's components, for jsonschema.

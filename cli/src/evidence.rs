@@ -1,14 +1,17 @@
 //! `roundledger evidence`: exports one round as an evidence bundle (schemas/BUNDLE.md),
 //! from a ledger directory no server holds or from a running server (`--server`);
-//! `roundledger verify-bundle FILE`: checks a bundle offline, without the ledger: every
-//! hash from the anchor to the head, the round's events, the configuration in force, and
-//! the report re-computed by the replayer. Exit 0 when it verifies, 1 when it does not
-//! (naming what failed), 2 on error.
+//! `roundledger verify-bundle FILE [--admin-key HEX]`: checks a bundle offline, without
+//! the ledger: every hash from the anchor to the end of the segment, the round's events,
+//! the configuration in force, the device-signed checkpoint and its key's enrollment by an
+//! admin key (pinned with `--admin-key`, else taken from the bundle on trust, and said so),
+//! and the report re-computed by the replayer. Exit 0 when it verifies (attested or, said
+//! loudly, not yet attested), 1 when it does not (naming what failed), 2 on error.
 
 use crate::client::{enc, Client, ServerArgs};
 use crate::source::open_ledger;
 use crate::Outcome;
 use anyhow::{Context, Result};
+use schemas::attest::PublicKey;
 use schemas::{RoundId, TableId};
 use std::path::PathBuf;
 
@@ -66,10 +69,10 @@ pub fn run(args: Args) -> Result<Outcome> {
         (None, None) => anyhow::bail!("say where the round is: --ledger DIR or --server URL"),
     };
     std::fs::write(&args.out, &bytes).with_context(|| format!("writing {}", args.out.display()))?;
-    let v =
-        api::evidence::verify_bytes(&bytes).context("the bundle just written does not verify")?;
+    let v = api::evidence::verify_bytes(&bytes, &[])
+        .context("the bundle just written does not verify")?;
     println!(
-        "wrote {}: table {} round {}, {} round events, chain of {} events from seq {} to the head {}",
+        "wrote {}: table {} round {}, {} round events, chain of {} events from seq {} to seq {}",
         args.out.display(),
         v.table,
         v.round,
@@ -78,6 +81,9 @@ pub fn run(args: Args) -> Result<Outcome> {
         v.from_seq,
         v.head_seq
     );
+    for line in api::evidence::describe_attestation(&v) {
+        println!("  {line}");
+    }
     Ok(Outcome::Clean)
 }
 
@@ -85,15 +91,25 @@ pub fn run(args: Args) -> Result<Outcome> {
 pub struct VerifyArgs {
     /// The bundle file.
     file: PathBuf,
+    /// An admin public key (64 hex chars) trusted to enroll device keys; repeatable. The
+    /// enrollment of the checkpoint's key must be signed by one of them. Without it, the
+    /// admin key named in the bundle is taken on trust (and the output says so).
+    #[arg(long = "admin-key", value_name = "HEX")]
+    admin_keys: Vec<String>,
 }
 
 pub fn verify(args: VerifyArgs) -> Result<Outcome> {
+    let pinned = args
+        .admin_keys
+        .iter()
+        .map(|k| PublicKey::from_hex(k).map_err(|e| anyhow::anyhow!("--admin-key {k:?}: {e}")))
+        .collect::<Result<Vec<_>>>()?;
     let bytes =
         std::fs::read(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
-    match api::evidence::verify_bytes(&bytes) {
+    match api::evidence::verify_bytes(&bytes, &pinned) {
         Ok(v) => {
             println!(
-                "OK {}: table {} round {}: {} chain events from seq {} recomputed to head seq {} ({}); {} round events; replay agrees: verdict {:?}, {} disputes, {} findings; {} case entries (not chained)",
+                "OK {}: table {} round {}: {} chain events from seq {} recomputed to seq {} ({}); {} round events; replay agrees: verdict {:?}, {} disputes, {} findings; {} case entries (not chained)",
                 args.file.display(),
                 v.table,
                 v.round,
@@ -107,6 +123,9 @@ pub fn verify(args: VerifyArgs) -> Result<Outcome> {
                 v.findings,
                 v.case_entries
             );
+            for line in api::evidence::describe_attestation(&v) {
+                println!("  {line}");
+            }
             Ok(Outcome::Clean)
         }
         Err(e) => {

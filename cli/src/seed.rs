@@ -1,8 +1,10 @@
 //! `roundledger seed`: plays a simulated floor straight into a ledger directory, without
-//! NATS: the same table devices, events and injected faults as `simulate`, appended in
-//! bounded batches as ingest would (arrival order = round-robin over tables, receive time =
-//! device time). For demo data behind `serve --no-ingest`, the browser test and the API
-//! latency benchmark (`--rounds` large enough for ten million events).
+//! NATS: the same table devices, events, injected faults and signed checkpoints (after the
+//! opening, every round and the closing) as `simulate`, appended in bounded batches as
+//! ingest would (arrival order = round-robin over tables, receive time = device time; a
+//! checkpoint after the batch holding the events it signs). For demo data behind
+//! `serve --no-ingest`, the browser test and the API latency benchmark (`--rounds` large
+//! enough for ten million events).
 
 use crate::simulate::FloorArgs;
 use crate::Outcome;
@@ -31,8 +33,14 @@ pub fn run(args: Args) -> Result<Outcome> {
     let mut floor = args.floor.floor()?;
     let mut stream_seq = ledger.stats().events;
     let mut batch: Vec<ledger::Incoming> = Vec::with_capacity(ledger::APPEND_BATCH_LEN_MAX);
+    // Checkpoints wait until the batch holding the events they sign is appended.
+    let mut checkpoints: Vec<ledger::Incoming> = Vec::new();
     let mut stored = 0u64;
+    let mut kept = 0u64;
+    // One table's step (its opening, a round, its closing), then its dealer terminal's
+    // signed checkpoint of the chain so far, as `simulate` publishes them.
     let mut push = |events: Vec<simulator::Published>,
+                    checkpoint: Option<schemas::attest::Checkpoint>,
                     batch: &mut Vec<ledger::Incoming>,
                     force: bool|
      -> Result<()> {
@@ -45,33 +53,56 @@ pub fn run(args: Args) -> Result<Outcome> {
                 bytes: p.bytes,
             });
         }
-        if force || batch.len() + 1024 > ledger::APPEND_BATCH_LEN_MAX {
+        if let Some(c) = checkpoint {
+            stream_seq += 1;
+            checkpoints.push(ledger::Incoming {
+                subject_table: Some(c.table.clone()),
+                stream_seq,
+                received_at_ns: c.signed_at_ns,
+                bytes: c.to_bincode(),
+            });
+        }
+        if force
+            || batch.len() + 1024 > ledger::APPEND_BATCH_LEN_MAX
+            || checkpoints.len() + 64 > ledger::APPEND_BATCH_LEN_MAX
+        {
             let out = ledger.append_batch(batch).context("appending")?;
             stored += out
                 .iter()
                 .filter(|a| matches!(a, ledger::Appended::Stored { .. }))
                 .count() as u64;
             batch.clear();
+            let out = ledger
+                .append_checkpoints(&checkpoints)
+                .context("appending checkpoints")?;
+            kept += out
+                .iter()
+                .filter(|o| matches!(o, ledger::attest::CheckpointOutcome::Kept { .. }))
+                .count() as u64;
+            checkpoints.clear();
             ledger.flush().context("flushing")?;
         }
         Ok(())
     };
     for t in floor.tables.iter_mut() {
-        push(t.opening_events()?, &mut batch, false)?;
+        let events = t.opening_events()?;
+        push(events, t.checkpoint(), &mut batch, false)?;
     }
     for _ in 0..args.floor.rounds {
         for t in floor.tables.iter_mut() {
-            push(t.play_round()?.events, &mut batch, false)?;
+            let events = t.play_round()?.events;
+            push(events, t.checkpoint(), &mut batch, false)?;
         }
     }
     if args.close {
         for t in floor.tables.iter_mut() {
-            push(t.closing_events()?, &mut batch, false)?;
+            let events = t.closing_events()?;
+            push(events, t.checkpoint(), &mut batch, false)?;
         }
     }
-    push(Vec::new(), &mut batch, true)?;
+    push(Vec::new(), None, &mut batch, true)?;
     println!(
-        "seeded {} tables x {} rounds: {stored} events stored in {} in {:.1?}",
+        "seeded {} tables x {} rounds: {stored} events and {kept} signed checkpoints stored in {} in {:.1?}",
         floor.tables.len(),
         args.floor.rounds,
         args.ledger.display(),

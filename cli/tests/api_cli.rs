@@ -73,9 +73,29 @@ fn evidence_bundle_verifies_offline_and_a_flipped_byte_is_named() {
         f,
     ]);
     assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("ATTESTED: device"), "{out}");
     let (code, out, _) = run(&["verify-bundle", f]);
     assert_eq!(code, 0, "{out}");
     assert!(out.starts_with("OK "), "{out}");
+    // Signed by the dealer terminal; its key's admin taken on trust unless pinned.
+    assert!(out.contains("ATTESTED: device"), "{out}");
+    assert!(out.contains("TRUSTED, NOT CHECKED: admin key"), "{out}");
+    let b: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert_eq!(b["version"], 2);
+    assert_eq!(b["attestation"]["status"], "attested");
+    let admin = b["attestation"]["admin_key"].as_str().unwrap();
+    let (code, out, _) = run(&["verify-bundle", f, "--admin-key", admin]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("is one of the pinned --admin-key keys"),
+        "{out}"
+    );
+    let other = "ab".repeat(32);
+    let (code, out, _) = run(&["verify-bundle", f, "--admin-key", &other]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("not one of the pinned admin keys"), "{out}");
+    let (code, _, err) = run(&["verify-bundle", f, "--admin-key", "not-hex"]);
+    assert_eq!(code, 2, "{err}");
 
     // Flip one hex digit of the first round event's bytes.
     let mut b: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();

@@ -62,6 +62,17 @@ pub struct Attestation {
     pub received_at_ns: i64,
 }
 
+/// A kept checkpoint as stored: the message exactly as the device published it, decoded,
+/// with the ingest-side fields stored beside it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeptCheckpoint {
+    pub checkpoint: Checkpoint,
+    /// The exact bytes as received (bincode or JSON).
+    pub bytes: Vec<u8>,
+    pub stream_seq: u64,
+    pub received_at_ns: i64,
+}
+
 /// What happened to one checkpoint message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CheckpointOutcome {
@@ -234,6 +245,32 @@ impl Ledger {
     /// The highest kept checkpoint of `table`: events above its seq are not yet attested.
     pub fn attestation(&self, table: &TableId) -> Option<Attestation> {
         self.lock().attested.get(table).cloned()
+    }
+
+    /// The first kept checkpoint of `table` whose head is at or after `seq`: the one that
+    /// attests the event at `seq` with the shortest chain (evidence bundles). `None` when
+    /// `seq` is not yet attested.
+    pub fn checkpoint_at_or_after(
+        &self,
+        table: &TableId,
+        seq: u64,
+    ) -> Result<Option<KeptCheckpoint>, Error> {
+        let from = record::seq_key(table, seq);
+        // Every checkpoint key of the table is `table_key ++ 8 bytes`: this sorts after all.
+        let mut to = table_key(table);
+        to.extend_from_slice(&[0xff; 9]);
+        let Some(kv) = self.store.range(Space::Checkpoint, &from, Some(&to)).next() else {
+            return Ok(None);
+        };
+        let (_, v) = kv?;
+        let (received_at_ns, stream_seq, bytes) = decode_checkpoint(&v)?;
+        let checkpoint = Checkpoint::decode(&bytes).map_err(|e| record::corrupt(&e.to_string()))?;
+        Ok(Some(KeptCheckpoint {
+            checkpoint,
+            bytes,
+            stream_seq,
+            received_at_ns,
+        }))
     }
 
     /// Verifies and keeps checkpoint messages (in arrival order); what cannot be kept is

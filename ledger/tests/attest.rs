@@ -317,3 +317,34 @@ fn untrusted_enrollment_takes_no_effect_and_revocation_and_rotation_do() {
     assert_eq!(l.attestation(&c.table).unwrap().seq, Seq(5));
     assert!(l.verify().unwrap().is_ok());
 }
+
+#[test]
+fn the_first_checkpoint_at_or_after_a_seq_is_found_verbatim() {
+    let dir = tempfile::tempdir().unwrap();
+    let (admin, device) = keys();
+    let mut c = Chain::new("CSP-01");
+    let mut other = Chain::new("CSP-02");
+    let l = Ledger::open(dir.path()).unwrap();
+    l.trust_admin_keys([admin.public()]);
+    let mut batch = vec![c.key_event(&admin, &device, KeyAction::Enroll)];
+    batch.extend((0..5).map(|_| c.announce()));
+    batch.push(other.key_event(&admin, &device, KeyAction::Enroll));
+    batch.push(other.announce());
+    stored_all(&l.append_batch(&batch).unwrap());
+    let (at2, at4, other2) = (
+        c.checkpoint(&device, 2),
+        c.checkpoint(&device, 4),
+        other.checkpoint(&device, 2),
+    );
+    l.append_checkpoints(&[at2.clone(), at4.clone(), other2])
+        .unwrap();
+    let found = |seq| l.checkpoint_at_or_after(&c.table, seq).unwrap();
+    assert_eq!(found(1).unwrap().bytes, at2.bytes);
+    assert_eq!(found(2).unwrap().checkpoint.head_seq, Seq(2));
+    let k = found(3).unwrap();
+    assert_eq!((k.bytes, k.stream_seq), (at4.bytes, at4.stream_seq));
+    assert_eq!(k.received_at_ns, at4.received_at_ns);
+    // Beyond the last checkpoint: not yet attested (another table's is never returned).
+    assert!(found(5).is_none());
+    assert!(found(u64::MAX).is_none());
+}

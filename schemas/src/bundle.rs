@@ -3,28 +3,32 @@
 //!
 //! This module checks everything that needs no rules engine: the hash chain from the
 //! bundle's anchor through the table configuration in force and the round's events up to
-//! the table's chain head, every stored hash, seq and prev link, and that the round's events
-//! are all listed. Re-running the replayer and comparing its report is the second half
-//! (`api::evidence::verify_bundle`, called by `roundledger verify-bundle`), since this
-//! crate cannot depend on the replayer.
+//! the device-signed checkpoint that covers the round (or, when none does yet, the table's
+//! chain head at export), every stored hash, seq and prev link, that the round's events are
+//! all listed, the checkpoint's ed25519 signature, and that its key was enrolled in the same
+//! chain by an admin key (the bundle's, or one the verifier pins). Re-running the replayer
+//! and comparing its report is the second half (`api::evidence::verify_bundle`, called by
+//! `roundledger verify-bundle`), since this crate cannot depend on the replayer.
 //!
 //! Invariants: no I/O; never panics on any input; every error names what failed (the seq,
 //! the field).
 
 use crate::api::CaseView;
+use crate::attest::{enrollment_message, verify, Checkpoint, KeyAction, PublicKey};
 use crate::chain::event_hash;
 use crate::codec;
 use crate::event::{Event, EventBody};
-use crate::ids::{Hash32, RoundId, Seq, TableId};
+use crate::ids::{DeviceId, Hash32, RoundId, Seq, TableId};
 use crate::report::RoundReport;
 use serde::{Deserialize, Serialize};
 
 /// The `format` field.
 pub const BUNDLE_FORMAT: &str = "roundledger-evidence";
-/// The version this crate writes and reads.
-pub const BUNDLE_VERSION: u32 = 1;
-/// Most events in a bundle's chain segment. Without signed checkpoints the segment runs
-/// from the configuration in force to the table's head; beyond this, export refuses.
+/// The version this crate writes and reads (2: the chain ends at a signed checkpoint).
+pub const BUNDLE_VERSION: u32 = 2;
+/// Most events in a bundle's chain segment (from the configuration in force to the
+/// checkpoint covering the round, or to the head when none does yet); beyond, export
+/// refuses.
 pub const BUNDLE_CHAIN_EVENTS_MAX: u64 = 2_000_000;
 
 /// One event of the chain segment, bytes exactly as stored.
@@ -53,7 +57,9 @@ pub struct ChainSegment {
     pub events: Vec<BundleEvent>,
 }
 
-/// The table's chain head when the bundle was made.
+/// The end of the bundle's chain segment: the signed checkpoint's head (or the end of the
+/// replay window when that is later), or the table's chain head at export when no
+/// checkpoint covers the round yet.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BundleHead {
@@ -61,7 +67,53 @@ pub struct BundleHead {
     pub hash: Hash32,
 }
 
-/// The evidence bundle, version 1.
+/// A kept checkpoint, verbatim.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BundleCheckpoint {
+    /// The checkpoint message exactly as the device published it and the ledger kept it
+    /// (bincode or JSON, schemas/README.md), lowercase hex. What the verifier checks.
+    pub bytes: String,
+    /// The same, decoded, for the reader; the verifier requires it to equal `bytes`.
+    pub decoded: Checkpoint,
+    /// JetStream stream sequence of the checkpoint message; not signed.
+    pub stream_seq: u64,
+    /// When ingest received it; not signed.
+    pub received_at_ns: i64,
+}
+
+/// The signed checkpoint that attests the round, and what makes its key trusted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SignedHead {
+    /// The first checkpoint the ledger kept whose head is at or after the round's last
+    /// event.
+    pub checkpoint: BundleCheckpoint,
+    /// The device's ed25519 public key, which the checkpoint's signature verifies with.
+    pub device_key: PublicKey,
+    /// Seq of the `device_enrolled` event (inside `chain`) that enrolled `device_key` for
+    /// the checkpoint's device on this table.
+    pub enrollment_seq: u64,
+    /// The admin key whose signature in that event enrolls the device key. Check it against
+    /// the House's published admin key (`verify-bundle --admin-key`).
+    pub admin_key: PublicKey,
+}
+
+/// Whether a device-signed checkpoint covers the round.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case", deny_unknown_fields)]
+pub enum BundleAttestation {
+    /// The chain segment reaches a checkpoint signed by an enrolled device key.
+    Attested(Box<SignedHead>),
+    /// No checkpoint the ledger kept covered the round's last event at export: the segment
+    /// runs to the table's chain head at export, which nothing signed.
+    NotYetAttested {
+        /// The table's highest kept checkpoint at export (below the round), if any.
+        latest_checkpoint_seq: Option<u64>,
+    },
+}
+
+/// The evidence bundle, version 2.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EvidenceBundle {
@@ -71,7 +123,7 @@ pub struct EvidenceBundle {
     pub round: RoundId,
     pub exported_at_ns: i64,
     pub exported_by: String,
-    /// The table's chain head at export: the end of `chain`.
+    /// The end of `chain` (see `BundleHead`).
     pub head: BundleHead,
     /// Seq of the `TableOpened` event in force for the round (inside `chain`).
     pub config_seq: u64,
@@ -81,17 +133,16 @@ pub struct EvidenceBundle {
     pub replay_to: u64,
     /// Seqs of the round's own events (those whose `round` is this round).
     pub round_seqs: Vec<u64>,
-    /// From the config event to the head, every event verbatim.
+    /// From the config event (or the device's enrollment, when earlier) to the checkpoint
+    /// (or the head), every event verbatim.
     pub chain: ChainSegment,
+    /// The signed checkpoint at the end of the chain, or "not yet attested".
+    pub attestation: BundleAttestation,
     /// The replayer's report at export.
     pub report: RoundReport,
     /// Case notes on the round at export (the House's annotations; not covered by the
     /// chain, see BUNDLE.md).
     pub cases: Vec<CaseView>,
-    /// Reserved for a device-signed checkpoint at or after the round: when present, the
-    /// chain segment may end there instead of at the head. Always `null` in version 1.
-    #[serde(default)]
-    pub checkpoint: Option<serde_json::Value>,
 }
 
 /// Why a bundle does not verify.
@@ -136,14 +187,57 @@ pub enum BundleError {
     Config(u64),
     #[error("round_seqs: {0}")]
     RoundSeqs(String),
-    #[error("checkpoint: version 1 bundles carry none")]
-    Checkpoint,
+    #[error("checkpoint: {0}")]
+    Checkpoint(String),
+    #[error("checkpoint signs seq {signed}, beyond the end of the chain segment (seq {end}): the proof is truncated")]
+    ProofTruncated { signed: u64, end: u64 },
+    #[error("checkpoint signs hash {signed} at seq {seq}, the recomputed chain has {computed}")]
+    CheckpointHashMismatch {
+        seq: u64,
+        signed: Hash32,
+        computed: Hash32,
+    },
+    #[error(
+        "checkpoint signature does not verify with device {device}'s key {key}: forged or altered"
+    )]
+    BadSignature { device: DeviceId, key: PublicKey },
+    #[error("device key {key} is not enrolled: {detail}")]
+    NotEnrolled { key: PublicKey, detail: String },
+    #[error("admin key {admin} enrolled the device key, but it is not one of the pinned admin keys ({pinned})")]
+    AdminNotPinned { admin: PublicKey, pinned: String },
+}
+
+/// What the attestation half of the verification established.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AttestationCheck {
+    /// The checkpoint's signature verifies with `device_key`, the recomputed chain holds its
+    /// head, and `device_key` was enrolled at `enrollment_seq` by `admin_key` and neither
+    /// revoked nor replaced before the checkpoint's head.
+    Attested {
+        device: DeviceId,
+        device_key: PublicKey,
+        checkpoint_seq: u64,
+        checkpoint_hash: Hash32,
+        signed_at_ns: i64,
+        enrollment_seq: u64,
+        admin_key: PublicKey,
+        /// Whether `admin_key` is one the verifier pinned; when false it was taken from the
+        /// bundle on trust.
+        admin_pinned: bool,
+        /// Events of the segment after the checkpoint (the replay window's tail past the
+        /// round): chained to the signed head, but not themselves signed.
+        unattested: Option<(u64, u64)>,
+    },
+    /// No checkpoint: the chain is recomputed up to the head at export, which nothing
+    /// signed.
+    NotYetAttested { latest_checkpoint_seq: Option<u64> },
 }
 
 /// The bundle's chain, verified and decoded: `(seq, event)` in seq order.
 #[derive(Debug, Clone)]
 pub struct VerifiedChain {
     pub events: Vec<(Seq, Event)>,
+    pub attestation: AttestationCheck,
 }
 
 impl VerifiedChain {
@@ -165,16 +259,19 @@ impl VerifiedChain {
     }
 }
 
-/// Checks the chain half of a bundle (see the module doc and BUNDLE.md §3).
-pub fn verify_chain(b: &EvidenceBundle) -> Result<VerifiedChain, BundleError> {
+/// Checks the chain and attestation half of a bundle (see the module doc and BUNDLE.md
+/// §3). `pinned_admin_keys`: the admin keys the verifier trusts; when empty, the bundle's
+/// own `admin_key` is taken on trust (and `AttestationCheck::Attested::admin_pinned` says
+/// so).
+pub fn verify_chain(
+    b: &EvidenceBundle,
+    pinned_admin_keys: &[PublicKey],
+) -> Result<VerifiedChain, BundleError> {
     if b.format != BUNDLE_FORMAT || b.version != BUNDLE_VERSION {
         return Err(BundleError::Format {
             found: b.format.clone(),
             version: b.version,
         });
-    }
-    if b.checkpoint.as_ref().is_some_and(|c| !c.is_null()) {
-        return Err(BundleError::Checkpoint);
     }
     let c = &b.chain;
     if c.from_seq == 0 || c.to_seq < c.from_seq {
@@ -185,7 +282,7 @@ pub fn verify_chain(b: &EvidenceBundle) -> Result<VerifiedChain, BundleError> {
     }
     if c.events.len() as u64 != c.to_seq - c.from_seq + 1 {
         return Err(BundleError::Segment(format!(
-            "range {}..={} but {} events",
+            "range {}..={} but {} events: the segment is truncated or padded",
             c.from_seq,
             c.to_seq,
             c.events.len()
@@ -250,7 +347,13 @@ pub fn verify_chain(b: &EvidenceBundle) -> Result<VerifiedChain, BundleError> {
     let config_ok = out
         .iter()
         .any(|(s, e)| s.0 == b.config_seq && matches!(e.body, EventBody::TableOpened { .. }));
-    if !config_ok || b.config_seq > b.replay_from {
+    // The configuration in force is the last `TableOpened` at or before the window.
+    let reopened = out.iter().any(|(s, e)| {
+        s.0 > b.config_seq
+            && s.0 <= b.replay_from
+            && matches!(e.body, EventBody::TableOpened { .. })
+    });
+    if !config_ok || b.config_seq > b.replay_from || reopened {
         return Err(BundleError::Config(b.config_seq));
     }
     if b.replay_from > b.replay_to || b.replay_to > c.to_seq || b.replay_from < c.from_seq {
@@ -277,5 +380,189 @@ pub fn verify_chain(b: &EvidenceBundle) -> Result<VerifiedChain, BundleError> {
             b.round.0
         )));
     }
-    Ok(VerifiedChain { events: out })
+    let last_round_seq = in_round.last().copied().unwrap_or(0);
+    let attestation = check_attestation(b, &out, last_round_seq, pinned_admin_keys)?;
+    Ok(VerifiedChain {
+        events: out,
+        attestation,
+    })
+}
+
+/// Step 8 of BUNDLE.md §3: the checkpoint, its signature, and its key's enrollment.
+/// `events` is the verified, decoded segment.
+fn check_attestation(
+    b: &EvidenceBundle,
+    events: &[(Seq, Event)],
+    last_round_seq: u64,
+    pinned: &[PublicKey],
+) -> Result<AttestationCheck, BundleError> {
+    let c = &b.chain;
+    let a = match &b.attestation {
+        BundleAttestation::NotYetAttested {
+            latest_checkpoint_seq,
+        } => {
+            if let Some(s) = latest_checkpoint_seq.filter(|s| *s >= last_round_seq) {
+                return Err(BundleError::Checkpoint(format!(
+                    "the bundle says not yet attested, yet names a checkpoint at seq {s}, which covers the round's last event (seq {last_round_seq})"
+                )));
+            }
+            return Ok(AttestationCheck::NotYetAttested {
+                latest_checkpoint_seq: *latest_checkpoint_seq,
+            });
+        }
+        BundleAttestation::Attested(a) => a,
+    };
+    let bytes = hex::decode(&a.checkpoint.bytes)
+        .map_err(|e| BundleError::Checkpoint(format!("bytes are not hex: {e}")))?;
+    let cp = Checkpoint::decode(&bytes)
+        .map_err(|e| BundleError::Checkpoint(format!("bytes do not decode: {e}")))?;
+    if cp != a.checkpoint.decoded {
+        return Err(BundleError::Checkpoint(
+            "the decoded copy differs from the checkpoint's bytes".into(),
+        ));
+    }
+    if cp.table != b.table {
+        return Err(BundleError::Checkpoint(format!(
+            "signed for table {}, the bundle is of table {}",
+            cp.table, b.table
+        )));
+    }
+    let signed = cp.head_seq.0;
+    if signed > c.to_seq {
+        return Err(BundleError::ProofTruncated {
+            signed,
+            end: c.to_seq,
+        });
+    }
+    if signed < c.from_seq {
+        return Err(BundleError::Checkpoint(format!(
+            "signs seq {signed}, before the chain segment starts (seq {})",
+            c.from_seq
+        )));
+    }
+    if signed < last_round_seq {
+        return Err(BundleError::Checkpoint(format!(
+            "signs seq {signed}, before the round's last event (seq {last_round_seq}): it does not cover the round"
+        )));
+    }
+    // The segment verified, so the stored hash at `signed` is the recomputed one.
+    let computed = c.events[(signed - c.from_seq) as usize].hash;
+    if computed != cp.head_hash {
+        return Err(BundleError::CheckpointHashMismatch {
+            seq: signed,
+            signed: cp.head_hash,
+            computed,
+        });
+    }
+    if !cp.verifies_with(&a.device_key) {
+        return Err(BundleError::BadSignature {
+            device: cp.device.clone(),
+            key: a.device_key,
+        });
+    }
+    let not_enrolled = |detail: String| BundleError::NotEnrolled {
+        key: a.device_key,
+        detail,
+    };
+    let at = |seq: u64| events.get(seq.checked_sub(c.from_seq)? as usize);
+    let (_, enrollment) = at(a.enrollment_seq).ok_or_else(|| {
+        not_enrolled(format!(
+            "enrollment_seq {} is outside the chain segment {}..={}",
+            a.enrollment_seq, c.from_seq, c.to_seq
+        ))
+    })?;
+    let EventBody::DeviceEnrolled {
+        device,
+        key,
+        admin,
+        signature,
+    } = &enrollment.body
+    else {
+        return Err(not_enrolled(format!(
+            "the event at seq {} is {}, not a device enrollment",
+            a.enrollment_seq,
+            enrollment.body.type_name()
+        )));
+    };
+    if *device != cp.device || *key != a.device_key {
+        return Err(not_enrolled(format!(
+            "seq {} enrolls key {key} for device {device}, the checkpoint is device {}'s",
+            a.enrollment_seq, cp.device
+        )));
+    }
+    if *admin != a.admin_key {
+        return Err(not_enrolled(format!(
+            "seq {} is signed by admin key {admin}, the bundle names {}",
+            a.enrollment_seq, a.admin_key
+        )));
+    }
+    let message = enrollment_message(&b.table, device, key, KeyAction::Enroll);
+    if !verify(admin, &message, signature) {
+        return Err(not_enrolled(format!(
+            "the admin signature of the enrollment at seq {} does not verify",
+            a.enrollment_seq
+        )));
+    }
+    if !pinned.is_empty() && !pinned.contains(admin) {
+        return Err(BundleError::AdminNotPinned {
+            admin: *admin,
+            pinned: pinned
+                .iter()
+                .map(|k| k.to_hex())
+                .collect::<Vec<_>>()
+                .join(", "),
+        });
+    }
+    // Neither revoked nor replaced between the enrollment and the signed head (by an admin
+    // key trusted here: the pinned ones, or the bundle's).
+    let trusted: &[PublicKey] = if pinned.is_empty() {
+        std::slice::from_ref(admin)
+    } else {
+        pinned
+    };
+    for (s, e) in events
+        .iter()
+        .filter(|(s, _)| s.0 > a.enrollment_seq && s.0 <= signed)
+    {
+        let (d, k, adm, sig, action) = match &e.body {
+            EventBody::DeviceEnrolled {
+                device,
+                key,
+                admin,
+                signature,
+            } => (device, key, admin, signature, KeyAction::Enroll),
+            EventBody::DeviceRevoked {
+                device,
+                key,
+                admin,
+                signature,
+            } => (device, key, admin, signature, KeyAction::Revoke),
+            _ => continue,
+        };
+        let effective = d == device
+            && trusted.contains(adm)
+            && verify(adm, &enrollment_message(&b.table, d, k, action), sig);
+        if !effective || (action == KeyAction::Enroll && k == key) {
+            continue;
+        }
+        let what = match action {
+            KeyAction::Revoke => "revoked",
+            KeyAction::Enroll => "replaced by another key",
+        };
+        return Err(not_enrolled(format!(
+            "{what} at seq {}, before the checkpoint's head (seq {signed})",
+            s.0
+        )));
+    }
+    Ok(AttestationCheck::Attested {
+        device: cp.device.clone(),
+        device_key: a.device_key,
+        checkpoint_seq: signed,
+        checkpoint_hash: cp.head_hash,
+        signed_at_ns: cp.signed_at_ns,
+        enrollment_seq: a.enrollment_seq,
+        admin_key: *admin,
+        admin_pinned: !pinned.is_empty(),
+        unattested: (c.to_seq > signed).then_some((signed + 1, c.to_seq)),
+    })
 }
