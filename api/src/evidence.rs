@@ -5,8 +5,9 @@
 //!
 //! The chain segment runs from the configuration in force (or the signing device's
 //! enrollment, when earlier) to the first checkpoint the ledger kept whose head covers the
-//! round's last event (or to the end of the replay window, when later); when no checkpoint
-//! covers the round yet, to the table's head, and the bundle says "not yet attested".
+//! round's replay window, else the first that covers the round's last event (and on to the
+//! end of the window); when no checkpoint covers the round yet, to the table's head, and
+//! the bundle says "not yet attested".
 //!
 //! Invariants: the bundle's bytes are the stored bytes (hex), never re-encoded; building
 //! reads at most `BUNDLE_CHAIN_EVENTS_MAX` events; verification never needs sled or the
@@ -48,7 +49,12 @@ pub fn build(
     let head = ledger
         .head(table)
         .ok_or_else(|| ReadError::NotFound(format!("table {table} is not in the ledger")))?;
-    let kept = ledger.checkpoint_at_or_after(table, last_seq)?;
+    // Prefer a checkpoint that signs the whole replay window; else the first one that
+    // covers the round itself (the window's tail is then chained but not signed).
+    let kept = match ledger.checkpoint_at_or_after(table, loaded.window.1)? {
+        Some(k) => Some(k),
+        None => ledger.checkpoint_at_or_after(table, last_seq)?,
+    };
     let enrollment_seq = match &kept {
         Some(k) => Some(enrollment_of(ledger, table, k)?),
         None => None,

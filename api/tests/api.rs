@@ -585,10 +585,10 @@ async fn evidence_bundle_round_trip_and_tampering_is_named() {
     assert_eq!(b.exported_by, "sam.surveillance");
     // The chain ends at the first kept checkpoint covering the round, carried verbatim,
     // not at the table's head.
-    let last = *b.round_seqs.last().unwrap();
+    // (The whole replay window is signed here: the fixture signs after every round.)
     let kept = f
         .ledger
-        .checkpoint_at_or_after(&b.table, last)
+        .checkpoint_at_or_after(&b.table, b.replay_to)
         .unwrap()
         .unwrap();
     let BundleAttestation::Attested(a) = &b.attestation else {
@@ -597,18 +597,20 @@ async fn evidence_bundle_round_trip_and_tampering_is_named() {
     assert_eq!(hex::decode(&a.checkpoint.bytes).unwrap(), kept.bytes);
     assert_eq!(a.checkpoint.decoded, kept.checkpoint);
     assert_eq!(a.admin_key, simulator::admin_key().public());
-    assert_eq!(b.head.seq, kept.checkpoint.head_seq.0.max(b.replay_to));
+    assert_eq!(b.head.seq, kept.checkpoint.head_seq.0);
     assert!(b.head.seq < f.ledger.head(&b.table).unwrap().seq.0);
     match &v.attestation {
         AttestationCheck::Attested {
             checkpoint_seq,
             enrollment_seq,
             admin_pinned,
+            unattested,
             ..
         } => {
             assert_eq!(*checkpoint_seq, kept.checkpoint.head_seq.0);
             assert_eq!(*enrollment_seq, a.enrollment_seq);
             assert!(!admin_pinned);
+            assert_eq!(*unattested, None);
         }
         other => panic!("{other:?}"),
     }
@@ -794,11 +796,23 @@ fn a_round_after_the_last_checkpoint_is_exported_and_verified_as_not_yet_atteste
     seed_attested(&ledger, 1, 4, 5, false, 2);
     let table = ledger.tables()[0].clone();
     let latest = ledger.attestation(&table).unwrap().seq.0;
+    // Round 2 is signed by the checkpoint after it; any event of its window after that
+    // (a finance entry before round 3) is chained to it but reported as not signed.
     let attested = bundle_of(&ledger, table.as_str(), 2);
-    assert!(matches!(
-        attested.attestation,
-        BundleAttestation::Attested(_)
-    ));
+    let BundleAttestation::Attested(a) = &attested.attestation else {
+        panic!("round 2 is attested")
+    };
+    let signed = a.checkpoint.decoded.head_seq.0;
+    assert_eq!(signed, latest);
+    assert_eq!(attested.head.seq, signed.max(attested.replay_to));
+    let v = api::evidence::verify(&attested, &[]).unwrap();
+    let AttestationCheck::Attested { unattested, .. } = v.attestation else {
+        panic!("{:?}", v.attestation)
+    };
+    assert_eq!(
+        unattested,
+        (attested.replay_to > signed).then_some((signed + 1, attested.replay_to))
+    );
     for round in [3, 4] {
         let b = bundle_of(&ledger, table.as_str(), round);
         assert_eq!(

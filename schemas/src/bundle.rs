@@ -86,8 +86,8 @@ pub struct BundleCheckpoint {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SignedHead {
-    /// The first checkpoint the ledger kept whose head is at or after the round's last
-    /// event.
+    /// The first checkpoint the ledger kept whose head covers the replay window, else the
+    /// first whose head covers the round's last event.
     pub checkpoint: BundleCheckpoint,
     /// The device's ed25519 public key, which the checkpoint's signature verifies with.
     pub device_key: PublicKey,
