@@ -4,6 +4,13 @@
 //! injected dealer payout errors and irregularities, waits until every published event is
 //! durable, verifies every chain and prints the audit. Cleans up its processes and
 //! temporary files (unless `--keep DIR`).
+//!
+//! While it runs, the web UI and API serve the demo's ledger (`--http`, a free port when
+//! that one is taken): the demo writes an access configuration with one fresh token per
+//! role to `<ledger>/tokens.json` and prints the URL and the tokens, so the UI can be
+//! opened at once (the Live page shows the rounds as they are stored). `--serve` keeps
+//! the UI up after the audit until Ctrl-C; with `--keep DIR` the ledger and its tokens
+//! stay for `roundledger serve --ledger DIR --no-ingest --config DIR/tokens.json`.
 
 use crate::audit::{self, render, Filter};
 use crate::simulate::FloorArgs;
@@ -12,7 +19,8 @@ use crate::Outcome;
 use anyhow::{Context, Result};
 use schemas::{Seq, TableId};
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -27,6 +35,78 @@ pub struct Args {
     /// to replay or audit it afterwards.
     #[arg(long)]
     keep: Option<PathBuf>,
+    /// Address of the web UI and API while the demo runs (a free port on the same
+    /// interface when this one is taken).
+    #[arg(long, default_value = "127.0.0.1:8640")]
+    http: SocketAddr,
+    /// After the audit, keep serving the web UI on the demo's ledger until Ctrl-C or
+    /// SIGTERM (scripts/demo.sh does when run from a terminal).
+    #[arg(long)]
+    serve: bool,
+}
+
+/// The web UI and API on the demo's ledger (`api::run`, no ingest: the demo's own ingest
+/// task writes the ledger).
+struct Web {
+    addr: SocketAddr,
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<Result<(), api::Error>>,
+}
+
+impl Web {
+    /// Starts serving on `addr`, or on a free port of its interface when `addr` is taken;
+    /// returns once the socket is bound.
+    fn start(
+        rt: &tokio::runtime::Runtime,
+        addr: SocketAddr,
+        access: api::auth::AccessConfig,
+        ledger_dir: &Path,
+        ledger: Arc<ledger::Ledger>,
+    ) -> Result<Web> {
+        let addr = if std::net::TcpListener::bind(addr).is_ok() {
+            addr
+        } else {
+            SocketAddr::new(addr.ip(), 0)
+        };
+        let config = api::ApiConfig {
+            addr,
+            access,
+            state_dir: api::default_state_dir(ledger_dir),
+        };
+        let (bound_tx, bound_rx) = std::sync::mpsc::channel();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = rt.spawn(api::run(
+            config,
+            ledger,
+            move |a| {
+                let _ = bound_tx.send(a);
+            },
+            async move {
+                let _ = stopped.await;
+            },
+        ));
+        match bound_rx.recv_timeout(Duration::from_secs(30)) {
+            Ok(addr) => Ok(Web { addr, stop, task }),
+            Err(_) => {
+                let _ = stop.send(());
+                rt.block_on(task).context("web UI task")??;
+                anyhow::bail!("the web UI did not start on {addr}")
+            }
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}/", self.addr)
+    }
+
+    /// Stops serving: open pages lose the connection (the live feed ends).
+    fn stop(self, rt: &tokio::runtime::Runtime) -> Result<()> {
+        let _ = self.stop.send(());
+        rt.block_on(self.task)
+            .context("web UI task")?
+            .context("web UI")?;
+        Ok(())
+    }
 }
 
 pub fn run(mut args: Args) -> Result<Outcome> {
@@ -51,6 +131,10 @@ pub fn run(mut args: Args) -> Result<Outcome> {
     );
     // The simulated tables' keys are enrolled by the simulator's admin key.
     ledger.trust_admin_keys([simulator::admin_key().public()]);
+    let tokens_path = dir.join("tokens.json");
+    let tokens = crate::tokens::write_config(&tokens_path)?;
+    let access = api::auth::AccessConfig::load(&tokens_path)
+        .with_context(|| format!("reading back {}", tokens_path.display()))?;
     let floor = args.floor.floor()?;
     println!(
         "floor: {} tables ({}), {} rounds each, seed {}",
@@ -61,6 +145,19 @@ pub fn run(mut args: Args) -> Result<Outcome> {
     );
 
     let rt = crate::serve::runtime()?;
+    let web = Web::start(&rt, args.http, access.clone(), &dir, ledger.clone())?;
+    let web_addr = web.addr;
+    println!(
+        "web UI and API on {} while the demo runs; sign in with a token (the Live page shows the rounds as they are stored):\n{}access configuration: {}{}",
+        web.url(),
+        crate::tokens::render(&tokens),
+        tokens_path.display(),
+        match (&args.keep, args.serve) {
+            (_, true) => " (the web UI stays up after the audit until Ctrl-C)",
+            (Some(_), false) => " (kept with the ledger; the web UI stops with the demo)",
+            (None, false) => " (removed with the demo; --serve keeps the web UI up after the audit)",
+        }
+    );
     let (published, ingest_report) = rt.block_on(async {
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let ingest = tokio::spawn(ingest::run(
@@ -131,6 +228,12 @@ pub fn run(mut args: Args) -> Result<Outcome> {
         verify.tables.len()
     );
 
+    // The audit reads the ledger alone: the web UI lets it go (and comes back with --serve).
+    web.stop(&rt)?;
+    let released = Instant::now() + Duration::from_secs(5);
+    while Arc::strong_count(&ledger) > 1 && Instant::now() < released {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let ledger = Arc::try_unwrap(ledger).map_err(|_| anyhow::anyhow!("ledger still shared"))?;
     let source = Source::Ledger(ledger);
     let summary = audit::audit(&source, &Filter::default(), &|_| {})?;
@@ -166,18 +269,34 @@ pub fn run(mut args: Args) -> Result<Outcome> {
     );
     if let Some(k) = &args.keep {
         println!(
-            "ledger kept in {} (try: roundledger audit --ledger {})",
+            "ledger kept in {} (try: roundledger audit --ledger {}; the web UI: roundledger serve --ledger {} --no-ingest --config {})",
             k.display(),
-            k.display()
+            k.display(),
+            k.display(),
+            tokens_path.display()
         );
     }
     println!("demo finished in {:.1?}", started.elapsed());
     drop(nats);
-    Ok(if not_flagged == 0 && unexpected == 0 {
+    let outcome = if not_flagged == 0 && unexpected == 0 {
         Outcome::Clean
     } else {
         Outcome::Findings
-    })
+    };
+    if args.serve {
+        let Source::Ledger(ledger) = source else {
+            anyhow::bail!("the demo audits its own ledger")
+        };
+        let web = Web::start(&rt, web_addr, access, &dir, Arc::new(ledger))?;
+        println!(
+            "\nserving the web UI on {} until Ctrl-C; sign in with a token above",
+            web.url()
+        );
+        rt.block_on(crate::serve::shutdown_signal());
+        web.stop(&rt)?;
+        println!("web UI stopped");
+    }
+    Ok(outcome)
 }
 
 fn games(floor: &simulator::Floor) -> String {

@@ -169,7 +169,7 @@ pub fn run(args: Args) -> Result<Outcome> {
 }
 
 /// Completes on Ctrl-C or SIGTERM.
-async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };

@@ -1,11 +1,12 @@
 //! `roundledger tokens --out FILE`: writes a server access configuration with one fresh
 //! random token per role (surveillance, finance, admin) and prints them, for a demo or a
-//! first install. Tokens come from the operating system's random source (/dev/urandom).
+//! first install (`demo` writes one the same way). Tokens come from the operating system's
+//! random source (/dev/urandom); the file is readable by its owner only.
 
 use crate::Outcome;
 use anyhow::{Context, Result};
 use std::io::Read;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -24,25 +25,45 @@ pub fn random_token() -> Result<String> {
 }
 
 pub fn run(args: Args) -> Result<Outcome> {
-    anyhow::ensure!(!args.out.exists(), "{} already exists", args.out.display());
-    let mut tokens = Vec::new();
-    for (name, role) in [
-        ("surveillance", "surveillance"),
-        ("finance", "finance"),
-        ("admin", "admin"),
-    ] {
-        tokens.push(serde_json::json!({"name": name, "role": role, "token": random_token()?}));
-    }
-    let config = serde_json::json!({ "tokens": tokens });
-    std::fs::write(&args.out, serde_json::to_string_pretty(&config)?)
-        .with_context(|| format!("writing {}", args.out.display()))?;
+    let tokens = write_config(&args.out)?;
     println!("wrote {} with one token per role:", args.out.display());
-    for t in &tokens {
-        println!(
-            "  {:<13} {}",
-            t["role"].as_str().unwrap_or(""),
-            t["token"].as_str().unwrap_or("")
-        );
-    }
+    print!("{}", render(&tokens));
     Ok(Outcome::Clean)
+}
+
+/// One token of an access configuration: (role, token).
+pub type RoleToken = (&'static str, String);
+
+/// Writes a fresh access configuration to `path` (which must not exist), readable by its
+/// owner only, with one token per role (named after the role); returns the tokens.
+pub fn write_config(path: &Path) -> Result<Vec<RoleToken>> {
+    anyhow::ensure!(!path.exists(), "{} already exists", path.display());
+    let mut tokens = Vec::new();
+    for role in ["surveillance", "finance", "admin"] {
+        tokens.push((role, random_token()?));
+    }
+    let config = serde_json::json!({
+        "tokens": tokens
+            .iter()
+            .map(|(role, token)| serde_json::json!({"name": role, "role": role, "token": token}))
+            .collect::<Vec<_>>()
+    });
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options
+        .open(path)
+        .with_context(|| format!("creating {}", path.display()))?;
+    std::io::Write::write_all(&mut file, serde_json::to_string_pretty(&config)?.as_bytes())
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(tokens)
+}
+
+/// The tokens, one line each: `  <role> <token>`.
+pub fn render(tokens: &[RoleToken]) -> String {
+    tokens
+        .iter()
+        .map(|(role, token)| format!("  {role:<13} {token}\n"))
+        .collect()
 }

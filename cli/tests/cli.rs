@@ -1,8 +1,10 @@
-//! The `roundledger` binary end to end: the demo against a real nats-server, then every
-//! read command on the ledger it kept, and the pay calculator on EXAMPLES.md.
+//! The `roundledger` binary end to end: the demo against a real nats-server (and the web
+//! UI it serves with the tokens it prints), then every read command on the ledger it kept,
+//! and the pay calculator on EXAMPLES.md.
 
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 
 fn roundledger(args: &[&str]) -> Output {
     let out = Command::new(env!("CARGO_BIN_EXE_roundledger"))
@@ -62,32 +64,138 @@ fn settle_names_the_bad_field() {
     assert!(err.contains("boxes[0].cards"), "{err}");
 }
 
+/// `GET path` with a bearer token: (status, body).
+fn http_get(addr: &str, path: &str, token: &str) -> (u16, String) {
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    let status = out[9..12].parse().unwrap();
+    let body = out
+        .split_once("\r\n\r\n")
+        .map_or("", |(_, b)| b)
+        .to_string();
+    (status, body)
+}
+
 #[test]
 fn demo_then_audit_replay_verify_export() {
     let dir = tempfile::tempdir().unwrap();
     let ledger: PathBuf = dir.path().join("ledger");
     let l = ledger.to_str().unwrap();
-    let out = roundledger(&[
-        "demo",
-        "--tables",
-        "5",
-        "--rounds",
-        "40",
-        "--seed",
-        "7",
-        "--payout-errors",
-        "0.1",
-        "--irregularities",
-        "0",
-        "--keep",
-        l,
-    ]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "the demo finds every injected fault and nothing else"
+    // The demo with --serve: it prints the web UI's address and a token per role, and
+    // after the audit keeps serving the ledger until SIGTERM.
+    let mut demo = Command::new(env!("CARGO_BIN_EXE_roundledger"))
+        .args([
+            "demo",
+            "--tables",
+            "5",
+            "--rounds",
+            "40",
+            "--seed",
+            "7",
+            "--payout-errors",
+            "0.1",
+            "--irregularities",
+            "0",
+            "--keep",
+            l,
+            "--http",
+            "127.0.0.1:0",
+            "--serve",
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(demo.stdout.take().unwrap()).lines();
+    // Ends the demo if an assertion fails while it serves.
+    struct Kill(u32);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = Command::new("kill").arg(self.0.to_string()).status();
+        }
+    }
+    let kill = Kill(demo.id());
+    let mut text = String::new();
+    let serving = loop {
+        let line = lines
+            .next()
+            .unwrap_or_else(|| panic!("the demo ended without serving: {text}"))
+            .unwrap();
+        text.push_str(&line);
+        text.push('\n');
+        if let Some(rest) = line.strip_prefix("serving the web UI on ") {
+            break rest.split('/').nth(2).unwrap().to_string();
+        }
+    };
+    eprintln!("{text}");
+    assert!(
+        text.contains("web UI and API on http://127.0.0.1:"),
+        "{text}"
     );
-    let text = stdout(&out);
+    // The printed tokens are the ones in <ledger>/tokens.json, and they work.
+    let printed = |role: &str| {
+        text.lines()
+            .find_map(|l| l.trim().strip_prefix(role).map(|t| t.trim().to_string()))
+            .unwrap_or_else(|| panic!("no {role} token printed: {text}"))
+    };
+    let config: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(ledger.join("tokens.json")).unwrap()).unwrap();
+    for role in ["surveillance", "finance", "admin"] {
+        assert!(config["tokens"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["role"] == role && t["token"] == printed(role).as_str()));
+    }
+    let (status, body) = http_get(&serving, "/v1/whoami", &printed("surveillance"));
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"surveillance\""), "{body}");
+    // Every round is listed once the server's index has read the ledger.
+    let mut body = String::new();
+    for _ in 0..300 {
+        let (status, b) = http_get(&serving, "/v1/rounds?limit=1", &printed("surveillance"));
+        assert_eq!(status, 200, "{b}");
+        body = b;
+        if body.contains("\"total\":200") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(
+        body.contains("\"total\":200"),
+        "every round is listed: {body}"
+    );
+    assert_eq!(http_get(&serving, "/v1/rounds", &printed("finance")).0, 403);
+    assert_eq!(
+        http_get(&serving, "/v1/audit?limit=1", &printed("admin")).0,
+        200
+    );
+    assert_eq!(
+        http_get(&serving, "/v1/whoami", "not-a-token-0000000000").0,
+        401
+    );
+    let killed = Command::new("kill")
+        .args(["-TERM", &demo.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    for line in lines {
+        text.push_str(&line.unwrap());
+        text.push('\n');
+    }
+    let status = demo.wait().unwrap();
+    std::mem::forget(kill);
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "the demo finds every injected fault and nothing else: {text}"
+    );
+    assert!(text.contains("web UI stopped"), "{text}");
     assert!(text.contains("chains verified: 5 tables"), "{text}");
     assert!(
         text.contains("injected but not flagged: 0; flagged but not injected: 0"),
