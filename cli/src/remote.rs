@@ -99,7 +99,8 @@ pub fn audit(c: &Client, f: &Filter) -> Result<AuditSummary> {
             q.push_str(&format!("&to_ns={x}"));
         }
         pages(c, &format!("/v1/rounds?{q}"), |p: RoundPage| {
-            for r in &p.items {
+            // A round still being played has no verdict yet: it is audited once it closes.
+            for r in p.items.iter().filter(|r| !r.in_progress) {
                 s.rounds += 1;
                 *s.verdicts.entry(r.verdict).or_default() += 1;
                 verdicts.insert((r.table.clone(), r.round), r.verdict);
