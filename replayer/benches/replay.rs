@@ -55,7 +55,9 @@ fn replay_one((table, events): &(TableId, Vec<Vec<u8>>)) -> usize {
 
 /// Every table on `workers` threads (`replayer::map_tables`, as `roundledger audit` does).
 fn replay_all(tables: &[(TableId, Vec<Vec<u8>>)], workers: usize) -> usize {
-    replayer::map_tables(tables, workers, replay_one).iter().sum()
+    replayer::map_tables(tables, workers, replay_one)
+        .iter()
+        .sum()
 }
 
 fn bench(c: &mut Criterion) {
@@ -69,9 +71,10 @@ fn bench(c: &mut Criterion) {
     g.sample_size(10);
     g.throughput(Throughput::Elements(events as u64));
     // One thread: the per-core figure.
-    g.bench_function(format!("decode+reconstruct+settle {events} events, 1 thread"), |b| {
-        b.iter(|| replay_all(&tables, 1))
-    });
+    g.bench_function(
+        format!("decode+reconstruct+settle {events} events, 1 thread"),
+        |b| b.iter(|| replay_all(&tables, 1)),
+    );
     // Tables spread over the machine's cores: what an audit of a floor gets.
     let workers = replayer::default_workers();
     g.bench_function(

@@ -67,7 +67,11 @@ mod tests {
         let work = |x: &u64| (0..(x % 7) * 1000).fold(*x, |a, b| a.wrapping_mul(31) ^ b);
         let serial = map_tables(&items, 1, work);
         for workers in [2, 3, 8, 1000] {
-            assert_eq!(map_tables(&items, workers, work), serial, "{workers} workers");
+            assert_eq!(
+                map_tables(&items, workers, work),
+                serial,
+                "{workers} workers"
+            );
         }
         assert!(map_tables(&[] as &[u64], 4, work).is_empty());
     }
