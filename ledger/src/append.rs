@@ -269,7 +269,7 @@ impl Ledger {
                 return Ok(quarantine(call, msg, reason::TABLE_CLOSED, text));
             }
             let head = call.heads[&table].clone();
-            return match head.next(&event, &msg.bytes) {
+            return match head.next_hashed(&event, hash) {
                 Ok(new_head) => {
                     let stored = Appended::Stored {
                         table: table.clone(),

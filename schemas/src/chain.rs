@@ -97,6 +97,13 @@ impl ChainHead {
     /// Checks that `event` (decoded from `bytes`) is the next link, and returns the new head.
     /// Does not modify `self`: the caller commits the new head only once the event is stored.
     pub fn next(&self, event: &Event, bytes: &[u8]) -> Result<ChainHead, ChainError> {
+        self.next_hashed(event, event_hash(&event.prev, bytes))
+    }
+
+    /// `next` for a caller that has already hashed the event: `hash` must be
+    /// `event_hash(&event.prev, bytes)` (ingest hashes every event once, before it knows
+    /// whether it is the next link, a duplicate or a fork).
+    pub fn next_hashed(&self, event: &Event, hash: Hash32) -> Result<ChainHead, ChainError> {
         if event.table != self.table {
             return Err(ChainError::WrongTable {
                 expected: self.table.clone(),
@@ -121,7 +128,8 @@ impl ChainHead {
         Ok(ChainHead {
             table: self.table.clone(),
             seq: event.seq,
-            hash: event_hash(&self.hash, bytes),
+            // `event.prev == self.hash` was checked above, so this is the link's hash.
+            hash,
         })
     }
 }

@@ -142,7 +142,21 @@ pub struct Raw {
 
 impl Raw {
     pub fn open(dir: &Path) -> Raw {
-        let db = sled::open(dir).expect("raw sled open");
+        // sled's flusher thread holds the directory lock a moment after the ledger that
+        // wrote it is dropped: wait for it, as `SledStore::open` does.
+        let deadline = std::time::Instant::now() + ledger::store::LOCK_WAIT;
+        let db = loop {
+            match sled::open(dir) {
+                Ok(db) => break db,
+                Err(e)
+                    if e.to_string().contains("could not acquire lock")
+                        && std::time::Instant::now() < deadline =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                Err(e) => panic!("raw sled open: {e}"),
+            }
+        };
         let tree = db.open_tree(SLED_TREE).expect("tree");
         Raw { db, tree }
     }
