@@ -20,7 +20,7 @@ use schemas::api::CaseView;
 use schemas::attest::{enrollment_message, verify as verify_signature, KeyAction, PublicKey};
 use schemas::bundle::{
     verify_chain, AttestationCheck, BundleAttestation, BundleCheckpoint, BundleError, BundleEvent,
-    BundleHead, ChainSegment, EvidenceBundle, SignedHead, BUNDLE_CHAIN_EVENTS_MAX, BUNDLE_FORMAT,
+    BundleHead, ChainSegment, EvidenceBundle, BUNDLE_CHAIN_EVENTS_MAX, BUNDLE_FORMAT,
     BUNDLE_VERSION,
 };
 use schemas::{EventBody, Hash32, TableId, GENESIS};
@@ -110,17 +110,17 @@ pub fn build(
                     "table {table} seq {enrollment_seq}: not the enrollment of the checkpoint's key"
                 )));
             };
-            BundleAttestation::Attested(Box::new(SignedHead {
+            BundleAttestation::Attested {
                 device_key,
                 enrollment_seq,
                 admin_key,
-                checkpoint: BundleCheckpoint {
+                checkpoint: Box::new(BundleCheckpoint {
                     bytes: hex::encode(&k.bytes),
                     decoded: k.checkpoint,
                     stream_seq: k.stream_seq,
                     received_at_ns: k.received_at_ns,
-                },
-            }))
+                }),
+            }
         }
         _ => BundleAttestation::NotYetAttested {
             latest_checkpoint_seq: ledger.attestation(table).map(|a| a.seq.0),

@@ -762,7 +762,7 @@ async fn close_case(
 
 #[utoipa::path(get, path = "/v1/evidence/{table}/{round}", tag = "evidence",
     params(("table" = String, Path), ("round" = u64, Path)),
-    responses((status = 200, description = "the evidence bundle (schemas/BUNDLE.md), as an attachment", content_type = "application/json", body = Object), (status = 404, body = ApiError), (status = 413, body = ApiError)))]
+    responses((status = 200, description = "the evidence bundle (schemas/BUNDLE.md), as an attachment", content_type = "application/json", body = EvidenceBundle), (status = 404, body = ApiError), (status = 413, body = ApiError)))]
 async fn evidence(
     State(st): State<Shared>,
     Extension(c): Extension<Caller>,

@@ -591,12 +591,18 @@ async fn evidence_bundle_round_trip_and_tampering_is_named() {
         .checkpoint_at_or_after(&b.table, b.replay_to)
         .unwrap()
         .unwrap();
-    let BundleAttestation::Attested(a) = &b.attestation else {
+    let BundleAttestation::Attested {
+        checkpoint,
+        admin_key,
+        enrollment_seq: enrolled_at,
+        ..
+    } = &b.attestation
+    else {
         panic!("not attested: {:?}", b.attestation)
     };
-    assert_eq!(hex::decode(&a.checkpoint.bytes).unwrap(), kept.bytes);
-    assert_eq!(a.checkpoint.decoded, kept.checkpoint);
-    assert_eq!(a.admin_key, simulator::admin_key().public());
+    assert_eq!(hex::decode(&checkpoint.bytes).unwrap(), kept.bytes);
+    assert_eq!(checkpoint.decoded, kept.checkpoint);
+    assert_eq!(*admin_key, simulator::admin_key().public());
     assert_eq!(b.head.seq, kept.checkpoint.head_seq.0);
     assert!(b.head.seq < f.ledger.head(&b.table).unwrap().seq.0);
     match &v.attestation {
@@ -608,7 +614,7 @@ async fn evidence_bundle_round_trip_and_tampering_is_named() {
             ..
         } => {
             assert_eq!(*checkpoint_seq, kept.checkpoint.head_seq.0);
-            assert_eq!(*enrollment_seq, a.enrollment_seq);
+            assert_eq!(enrollment_seq, enrolled_at);
             assert!(!admin_pinned);
             assert_eq!(*unattested, None);
         }
@@ -679,11 +685,11 @@ fn bundle_of(ledger: &ledger::Ledger, table: &str, round: u64) -> EvidenceBundle
 /// The bundle's checkpoint replaced by `c`, bytes and decoded copy alike.
 fn with_checkpoint(b: &EvidenceBundle, c: Checkpoint) -> EvidenceBundle {
     let mut t = b.clone();
-    let BundleAttestation::Attested(a) = &mut t.attestation else {
+    let BundleAttestation::Attested { checkpoint, .. } = &mut t.attestation else {
         panic!("not attested")
     };
-    a.checkpoint.bytes = hex::encode(c.to_bincode());
-    a.checkpoint.decoded = c;
+    checkpoint.bytes = hex::encode(c.to_bincode());
+    checkpoint.decoded = c;
     t
 }
 
@@ -695,10 +701,10 @@ fn a_forged_checkpoint_an_unenrolled_key_and_a_truncated_proof_are_named() {
     let table = ledger.tables()[0].clone();
     let b = bundle_of(&ledger, table.as_str(), 3);
     api::evidence::verify(&b, &[simulator::admin_key().public()]).unwrap();
-    let BundleAttestation::Attested(a) = &b.attestation else {
+    let BundleAttestation::Attested { checkpoint, .. } = &b.attestation else {
         panic!("not attested")
     };
-    let cp = a.checkpoint.decoded.clone();
+    let cp = checkpoint.decoded.clone();
     let forger = SigningKey::derive_for_simulation("forger");
     let forged = Checkpoint::sign(
         &forger,
@@ -728,16 +734,16 @@ fn a_forged_checkpoint_an_unenrolled_key_and_a_truncated_proof_are_named() {
     );
     // The decoded copy edited without the bytes.
     let mut t = b.clone();
-    if let BundleAttestation::Attested(a) = &mut t.attestation {
-        a.checkpoint.decoded.head_seq = schemas::Seq(cp.head_seq.0 - 1);
+    if let BundleAttestation::Attested { checkpoint, .. } = &mut t.attestation {
+        checkpoint.decoded.head_seq = schemas::Seq(cp.head_seq.0 - 1);
     }
     let err = api::evidence::verify(&t, &[]).unwrap_err().to_string();
     assert!(err.contains("decoded copy differs"), "{err}");
 
     // The forger's own key: it verifies the signature, but the chain never enrolled it.
     let mut t = with_checkpoint(&b, forged);
-    if let BundleAttestation::Attested(a) = &mut t.attestation {
-        a.device_key = forger.public();
+    if let BundleAttestation::Attested { device_key, .. } = &mut t.attestation {
+        *device_key = forger.public();
     }
     let err = api::evidence::verify(&t, &[]).unwrap_err().to_string();
     assert!(
@@ -749,8 +755,8 @@ fn a_forged_checkpoint_an_unenrolled_key_and_a_truncated_proof_are_named() {
     );
     // Pointing at another event as the enrollment.
     let mut t = b.clone();
-    if let BundleAttestation::Attested(a) = &mut t.attestation {
-        a.enrollment_seq = b.round_seqs[0];
+    if let BundleAttestation::Attested { enrollment_seq, .. } = &mut t.attestation {
+        *enrollment_seq = b.round_seqs[0];
     }
     let err = api::evidence::verify(&t, &[]).unwrap_err().to_string();
     assert!(
@@ -799,10 +805,10 @@ fn a_round_after_the_last_checkpoint_is_exported_and_verified_as_not_yet_atteste
     // Round 2 is signed by the checkpoint after it; any event of its window after that
     // (a finance entry before round 3) is chained to it but reported as not signed.
     let attested = bundle_of(&ledger, table.as_str(), 2);
-    let BundleAttestation::Attested(a) = &attested.attestation else {
+    let BundleAttestation::Attested { checkpoint, .. } = &attested.attestation else {
         panic!("round 2 is attested")
     };
-    let signed = a.checkpoint.decoded.head_seq.0;
+    let signed = checkpoint.decoded.head_seq.0;
     assert_eq!(signed, latest);
     assert_eq!(attested.head.seq, signed.max(attested.replay_to));
     let v = api::evidence::verify(&attested, &[]).unwrap();
@@ -890,6 +896,11 @@ async fn the_openapi_document_describes_the_real_responses() {
         ("/v1/pools", "/v1/pools".to_string(), FIN),
         ("/v1/finance", "/v1/finance".to_string(), FIN),
         ("/v1/cases", "/v1/cases".to_string(), SURV),
+        (
+            "/v1/evidence/{table}/{round}",
+            format!("/v1/evidence/{table}/{round}"),
+            SURV,
+        ),
         ("/v1/audit", "/v1/audit".to_string(), ADMIN),
     ];
     for (template, path, token) in checks {
@@ -902,6 +913,72 @@ async fn the_openapi_document_describes_the_real_responses() {
             .map(|e| format!("{} at {}", e, e.instance_path))
             .collect();
         assert!(errors.is_empty(), "{path}: {errors:?}");
+    }
+    // Reports, events, configurations and bundles are described field by field (utoipa
+    // reading their serde attributes), not as bare objects ...
+    for name in [
+        "RoundReport",
+        "Finding",
+        "Dispute",
+        "Settlement",
+        "Reconstruction",
+        "Event",
+        "EventBody",
+        "TableConfig",
+        "EvidenceBundle",
+    ] {
+        let s = &doc["components"]["schemas"][name];
+        assert!(
+            s["properties"].is_object() || s["oneOf"].is_array(),
+            "{name} is not typed: {s}"
+        );
+    }
+    // ... so a round whose report, event or configuration is wrong in any field is refused.
+    let path = format!("/v1/tables/{table}/rounds/{round}");
+    let (_, detail) = get(&f.app, &path, SURV).await;
+    let v = jsonschema::validator_for(&response_schema(
+        &doc,
+        "/v1/tables/{table}/rounds/{round}",
+        "200",
+    ))
+    .unwrap();
+    assert!(v.is_valid(&detail));
+    let broken = |f: &dyn Fn(&mut Value)| {
+        let mut d = detail.clone();
+        f(&mut d);
+        d
+    };
+    for (what, bad) in [
+        (
+            "verdict",
+            broken(&|d| d["report"]["verdict"] = json!("fine")),
+        ),
+        (
+            "severity",
+            broken(&|d| d["report"]["findings"][0]["severity"] = json!("mild")),
+        ),
+        (
+            "dispute money",
+            broken(&|d| d["report"]["disputes"][0]["expected"] = json!("10.00")),
+        ),
+        (
+            "event type",
+            broken(&|d| d["events"][0]["event"]["body"]["type"] = json!("made_up")),
+        ),
+        (
+            "event prev",
+            broken(&|d| d["events"][0]["event"]["prev"] = json!("00")),
+        ),
+        (
+            "rule set",
+            broken(&|d| d["config"]["rule_set"] = json!("CSP7")),
+        ),
+        (
+            "settlement line",
+            broken(&|d| d["report"]["settlement"]["boxes"][0]["lines"][0]["line"] = json!("x")),
+        ),
+    ] {
+        assert!(!v.is_valid(&bad), "a wrong {what} validates");
     }
     // Error bodies too, and the schema rejects a body of the wrong shape.
     let (s, body) = get(&f.app, "/v1/audit", SURV).await;

@@ -448,26 +448,31 @@ pub enum FeedItem {
 
 #[cfg(feature = "openapi")]
 mod openapi {
-    //! How the shared id and report types appear in the OpenAPI document: ids and money
-    //! as their JSON primitives, the big report and event types as JSON objects (their
-    //! full JSON Schemas are in `schemas/json/`).
+    //! How the types with a hand-written JSON form appear in the OpenAPI document: ids,
+    //! money and hashes as their JSON primitives, cards and keys as patterned strings. The
+    //! report, event and configuration types derive theirs (`utoipa::ToSchema`, reading
+    //! their serde attributes), so the document describes them field by field.
     use super::*;
+    use crate::attest::{PublicKey, Signature};
+    use crate::card::Card;
+    use crate::ids::{DeviceId, StaffId};
     use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
     use utoipa::openapi::RefOr;
     use utoipa::{PartialSchema, ToSchema};
 
-    fn prim(t: Type, description: &str) -> RefOr<Schema> {
+    fn prim(t: Type, description: &str, pattern: Option<&str>) -> RefOr<Schema> {
         ObjectBuilder::new()
             .schema_type(t)
             .description(Some(description))
+            .pattern(pattern)
             .into()
     }
 
     macro_rules! primitive {
-        ($($ty:ty => $t:expr, $d:expr;)*) => {$(
+        ($($ty:ty => $t:expr, $d:expr $(, $pattern:expr)?;)*) => {$(
             impl PartialSchema for $ty {
                 fn schema() -> RefOr<Schema> {
-                    prim($t, $d)
+                    prim($t, $d, [$($pattern)?].first().copied())
                 }
             }
             impl ToSchema for $ty {}
@@ -475,36 +480,20 @@ mod openapi {
     }
 
     primitive! {
-        TableId => Type::String, "table id";
-        PoolId => Type::String, "jackpot pool id";
+        TableId => Type::String, "table id", ID_PATTERN;
+        DeviceId => Type::String, "device id", ID_PATTERN;
+        StaffId => Type::String, "staff id", ID_PATTERN;
+        PoolId => Type::String, "jackpot pool id", ID_PATTERN;
         RoundId => Type::Integer, "round number";
         Seq => Type::Integer, "sequence number in the table's chain";
         BoxNo => Type::Integer, "betting box, from 1";
         Money => Type::Integer, "money in minor units";
-        Hash32 => Type::String, "32 bytes, lowercase hex";
-        Severity => Type::String, "info, warning or critical";
-        Verdict => Type::String, "clean, irregular, disputed or void";
-        PayLine => Type::String, "settlement line";
-        RuleSet => Type::String, "rule set";
-        RoundReport => Type::Object, "the replayer's report (schemas::report::RoundReport)";
-        Event => Type::Object, "a decoded event (schemas/json/event.schema.json)";
-        TableConfig => Type::Object, "a table configuration (TableOpened)";
+        Hash32 => Type::String, "32 bytes, lowercase hex", "^[0-9a-f]{64}$";
+        PublicKey => Type::String, "ed25519 public key, lowercase hex", "^[0-9a-f]{64}$";
+        Signature => Type::String, "ed25519 signature, lowercase hex", "^[0-9a-f]{128}$";
+        Card => Type::String, "a card: rank 2-9, T, J, Q, K, A then suit c, d, h, s (\"As\", \"Td\")", "^([2-9TJQKA]|10)[cdhs]$";
     }
 
-    impl PartialSchema for Finding {
-        fn schema() -> RefOr<Schema> {
-            ObjectBuilder::new()
-                .schema_type(Type::Object)
-                .property("code", prim(Type::String, "stable finding code"))
-                .required("code")
-                .property("clause", prim(Type::String, "clause cited"))
-                .required("clause")
-                .property("severity", Severity::schema())
-                .required("severity")
-                .property("explanation", prim(Type::String, "plain words"))
-                .required("explanation")
-                .into()
-        }
-    }
-    impl ToSchema for Finding {}
+    /// Ids: 1 to 32 of `[A-Za-z0-9_-]` (schemas/README.md §1).
+    const ID_PATTERN: &str = "^[A-Za-z0-9_-]{1,32}$";
 }

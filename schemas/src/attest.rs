@@ -187,6 +187,7 @@ pub fn checkpoint_message(
 /// NATS message on `tables.<table>.checkpoints`, in the same two wire forms as events
 /// (bincode starting with the version byte, or JSON). Not part of the chain itself, so a
 /// refused checkpoint never breaks the chain it speaks of.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Encode, Decode, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Checkpoint {

@@ -32,6 +32,7 @@ pub const BUNDLE_VERSION: u32 = 2;
 pub const BUNDLE_CHAIN_EVENTS_MAX: u64 = 2_000_000;
 
 /// One event of the chain segment, bytes exactly as stored.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BundleEvent {
@@ -47,6 +48,7 @@ pub struct BundleEvent {
 }
 
 /// A contiguous range of the table's chain.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ChainSegment {
@@ -60,6 +62,7 @@ pub struct ChainSegment {
 /// The end of the bundle's chain segment: the signed checkpoint's head (or the end of the
 /// replay window when that is later), or the table's chain head at export when no
 /// checkpoint covers the round yet.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BundleHead {
@@ -68,6 +71,7 @@ pub struct BundleHead {
 }
 
 /// A kept checkpoint, verbatim.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BundleCheckpoint {
@@ -82,29 +86,25 @@ pub struct BundleCheckpoint {
     pub received_at_ns: i64,
 }
 
-/// The signed checkpoint that attests the round, and what makes its key trusted.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SignedHead {
-    /// The first checkpoint the ledger kept whose head covers the replay window, else the
-    /// first whose head covers the round's last event.
-    pub checkpoint: BundleCheckpoint,
-    /// The device's ed25519 public key, which the checkpoint's signature verifies with.
-    pub device_key: PublicKey,
-    /// Seq of the `device_enrolled` event (inside `chain`) that enrolled `device_key` for
-    /// the checkpoint's device on this table.
-    pub enrollment_seq: u64,
-    /// The admin key whose signature in that event enrolls the device key. Check it against
-    /// the House's published admin key (`verify-bundle --admin-key`).
-    pub admin_key: PublicKey,
-}
-
 /// Whether a device-signed checkpoint covers the round.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "snake_case", deny_unknown_fields)]
 pub enum BundleAttestation {
     /// The chain segment reaches a checkpoint signed by an enrolled device key.
-    Attested(Box<SignedHead>),
+    Attested {
+        /// The first checkpoint the ledger kept whose head covers the replay window, else
+        /// the first whose head covers the round's last event.
+        checkpoint: Box<BundleCheckpoint>,
+        /// The device's ed25519 public key, which the checkpoint's signature verifies with.
+        device_key: PublicKey,
+        /// Seq of the `device_enrolled` event (inside `chain`) that enrolled `device_key`
+        /// for the checkpoint's device on this table.
+        enrollment_seq: u64,
+        /// The admin key whose signature in that event enrolls the device key. Check it
+        /// against the House's published admin key (`verify-bundle --admin-key`).
+        admin_key: PublicKey,
+    },
     /// No checkpoint the ledger kept covered the round's last event at export: the segment
     /// runs to the table's chain head at export, which nothing signed.
     NotYetAttested {
@@ -114,6 +114,7 @@ pub enum BundleAttestation {
 }
 
 /// The evidence bundle, version 2.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EvidenceBundle {
@@ -397,7 +398,7 @@ fn check_attestation(
     pinned: &[PublicKey],
 ) -> Result<AttestationCheck, BundleError> {
     let c = &b.chain;
-    let a = match &b.attestation {
+    let (checkpoint, device_key, enrollment_seq, admin_key) = match &b.attestation {
         BundleAttestation::NotYetAttested {
             latest_checkpoint_seq,
         } => {
@@ -410,13 +411,18 @@ fn check_attestation(
                 latest_checkpoint_seq: *latest_checkpoint_seq,
             });
         }
-        BundleAttestation::Attested(a) => a,
+        BundleAttestation::Attested {
+            checkpoint,
+            device_key,
+            enrollment_seq,
+            admin_key,
+        } => (checkpoint, *device_key, *enrollment_seq, *admin_key),
     };
-    let bytes = hex::decode(&a.checkpoint.bytes)
+    let bytes = hex::decode(&checkpoint.bytes)
         .map_err(|e| BundleError::Checkpoint(format!("bytes are not hex: {e}")))?;
     let cp = Checkpoint::decode(&bytes)
         .map_err(|e| BundleError::Checkpoint(format!("bytes do not decode: {e}")))?;
-    if cp != a.checkpoint.decoded {
+    if cp != checkpoint.decoded {
         return Err(BundleError::Checkpoint(
             "the decoded copy differs from the checkpoint's bytes".into(),
         ));
@@ -454,21 +460,21 @@ fn check_attestation(
             computed,
         });
     }
-    if !cp.verifies_with(&a.device_key) {
+    if !cp.verifies_with(&device_key) {
         return Err(BundleError::BadSignature {
             device: cp.device.clone(),
-            key: a.device_key,
+            key: device_key,
         });
     }
     let not_enrolled = |detail: String| BundleError::NotEnrolled {
-        key: a.device_key,
+        key: device_key,
         detail,
     };
     let at = |seq: u64| events.get(seq.checked_sub(c.from_seq)? as usize);
-    let (_, enrollment) = at(a.enrollment_seq).ok_or_else(|| {
+    let (_, enrollment) = at(enrollment_seq).ok_or_else(|| {
         not_enrolled(format!(
             "enrollment_seq {} is outside the chain segment {}..={}",
-            a.enrollment_seq, c.from_seq, c.to_seq
+            enrollment_seq, c.from_seq, c.to_seq
         ))
     })?;
     let EventBody::DeviceEnrolled {
@@ -480,27 +486,27 @@ fn check_attestation(
     else {
         return Err(not_enrolled(format!(
             "the event at seq {} is {}, not a device enrollment",
-            a.enrollment_seq,
+            enrollment_seq,
             enrollment.body.type_name()
         )));
     };
-    if *device != cp.device || *key != a.device_key {
+    if *device != cp.device || *key != device_key {
         return Err(not_enrolled(format!(
             "seq {} enrolls key {key} for device {device}, the checkpoint is device {}'s",
-            a.enrollment_seq, cp.device
+            enrollment_seq, cp.device
         )));
     }
-    if *admin != a.admin_key {
+    if *admin != admin_key {
         return Err(not_enrolled(format!(
             "seq {} is signed by admin key {admin}, the bundle names {}",
-            a.enrollment_seq, a.admin_key
+            enrollment_seq, admin_key
         )));
     }
     let message = enrollment_message(&b.table, device, key, KeyAction::Enroll);
     if !verify(admin, &message, signature) {
         return Err(not_enrolled(format!(
             "the admin signature of the enrollment at seq {} does not verify",
-            a.enrollment_seq
+            enrollment_seq
         )));
     }
     if !pinned.is_empty() && !pinned.contains(admin) {
@@ -522,7 +528,7 @@ fn check_attestation(
     };
     for (s, e) in events
         .iter()
-        .filter(|(s, _)| s.0 > a.enrollment_seq && s.0 <= signed)
+        .filter(|(s, _)| s.0 > enrollment_seq && s.0 <= signed)
     {
         let (d, k, adm, sig, action) = match &e.body {
             EventBody::DeviceEnrolled {
@@ -556,11 +562,11 @@ fn check_attestation(
     }
     Ok(AttestationCheck::Attested {
         device: cp.device.clone(),
-        device_key: a.device_key,
+        device_key,
         checkpoint_seq: signed,
         checkpoint_hash: cp.head_hash,
         signed_at_ns: cp.signed_at_ns,
-        enrollment_seq: a.enrollment_seq,
+        enrollment_seq,
         admin_key: *admin,
         admin_pinned: !pinned.is_empty(),
         unattested: (c.to_seq > signed).then_some((signed + 1, c.to_seq)),

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// The five rule sets of ../shared/seeds.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(
     Debug,
     Clone,
@@ -82,6 +83,7 @@ impl fmt::Display for RuleSet {
 /// How cards reach the boxes (CSP6 §3.10 manual shoe, one card at a time, burnt card
 /// first; §3.11 electronic shuffler, a set of cards per box; CS51 RNG, a fresh deck per
 /// round and no burnt card).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Encode, Decode, JsonSchema,
 )]
@@ -93,6 +95,7 @@ pub enum DealingMode {
 }
 
 /// Every kind of bet a player can place, across the five rule sets.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(
     Debug,
     Clone,
@@ -163,6 +166,7 @@ impl BetKind {
 /// Player/Dealer are paid on the jackpot wager that qualifies for them and so settle on
 /// `JackpotPlayer` / `JackpotDealer` lines (RULES-NOTES 12). Dealers record payouts per
 /// box and line, and disputes compare per box and line.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(
     Debug,
     Clone,
@@ -212,6 +216,7 @@ impl PayLine {
 /// A class of hand as the pay tables name it. The stud games use the ten 5-card
 /// categories; 3 Card Poker uses its own six (TCP3 §3.1.2) and, in its jackpot table
 /// (§3.17), splits the A-K-Q straight flush by suit.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(
     Debug,
     Clone,
@@ -246,6 +251,7 @@ pub enum HandClass {
 }
 
 /// How a pay table row pays (RULES-NOTES 2).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Encode, Decode, JsonSchema,
 )]
@@ -264,6 +270,7 @@ pub enum Pays {
 
 /// One row of a pay table: the hand and what it pays. `envy` is TCP3's Envy Bonus (§4.4,
 /// §4.7) for that hand, paid to every other box with a jackpot bet.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Encode, Decode, JsonSchema)]
 pub struct PayRow {
     pub hand: HandClass,
@@ -273,6 +280,7 @@ pub struct PayRow {
 }
 
 /// Which pay table of a rule set a `PayTable` replaces.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(
     Debug,
     Clone,
@@ -307,6 +315,7 @@ pub enum PayTableName {
 
 /// A pay table that replaces the rule set's default, as the table displays it. Rows not
 /// listed do not pay.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Encode, Decode, JsonSchema)]
 pub struct PayTable {
     pub name: PayTableName,
@@ -316,6 +325,7 @@ pub struct PayTable {
 /// Minimum and maximum for one bet kind at this table (CSP6 §3.3, §5.1, §5.2). For
 /// jackpot bets `min == max` is the prescribed amount; for SSP4 jackpot wagers the values
 /// count credits.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Encode, Decode, JsonSchema)]
 pub struct BetLimit {
     pub kind: BetKind,
@@ -324,6 +334,7 @@ pub struct BetLimit {
 }
 
 /// The table's progressive jackpot pool (RULES-NOTES 6, 7, 11).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Encode, Decode, JsonSchema)]
 pub struct JackpotConfig {
     pub pool: PoolId,
@@ -339,6 +350,7 @@ pub struct JackpotConfig {
 
 /// Everything a table announces when it opens. Fields left empty take the rule set's
 /// defaults from the seeds (and RULES-NOTES 13 for CS51).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Encode, Decode, JsonSchema)]
 pub struct TableConfig {
     pub rule_set: RuleSet,

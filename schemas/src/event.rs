@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 pub const WIRE_VERSION: u8 = 1;
 
 /// One event as a device publishes it. Field order is the bincode order.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Encode, Decode, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Event {
@@ -41,6 +42,7 @@ pub struct Event {
 }
 
 /// Where a dealt card went.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Encode, Decode, JsonSchema,
 )]
@@ -55,6 +57,7 @@ pub enum CardTarget {
 }
 
 /// The dealer's announcements (CSP6 §1.16, §3.2, §3.9; SSP4 §3.12 "No hand").
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Encode, Decode, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Announcement {
@@ -71,6 +74,7 @@ pub enum Announcement {
 }
 
 /// A stake: chips (money) for every bet except SSP4 jackpot wagers, which are credits.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Encode, Decode, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Stake {
@@ -79,6 +83,7 @@ pub enum Stake {
 }
 
 /// What a player decided for a box after seeing (or not seeing) the cards.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Encode, Decode, JsonSchema,
 )]
@@ -94,6 +99,7 @@ pub enum Choice {
 }
 
 /// A player's option after a dealing error (CSP6 §5.10).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Encode, Decode, JsonSchema,
 )]
@@ -108,6 +114,7 @@ pub enum PlayerOption {
 }
 
 /// A decision by a pit employee, recorded with who made it.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Encode, Decode, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Ruling {
@@ -132,6 +139,7 @@ pub enum Ruling {
 }
 
 /// Finance events for the table's drop, fills and credits, per shift.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Encode, Decode, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Finance {
@@ -151,6 +159,7 @@ pub enum Finance {
 }
 
 /// One denomination in a chip count.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Encode, Decode, JsonSchema)]
 pub struct ChipCount {
     pub denomination: Money,
@@ -159,6 +168,7 @@ pub struct ChipCount {
 
 /// Everything that can happen at a table. JSON: `{"type": "card_dealt", ...fields}`.
 /// Only ever append variants (their position is their bincode tag).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Encode, Decode, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum EventBody {

@@ -8,6 +8,7 @@ use crate::settle::Settlement;
 use serde::{Deserialize, Serialize};
 
 /// How serious a finding is.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Severity {
@@ -21,6 +22,7 @@ pub enum Severity {
 
 /// One deviation from the rules, found by replaying a round. `code` is stable for ever
 /// (stored and audited): it names the rule set and clause, e.g. `CSP6-5.9-burn-card-missing`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Finding {
     pub code: String,
@@ -35,6 +37,7 @@ pub struct Finding {
 }
 
 /// Recomputed settlement vs the dealer's record, for one box and line.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Dispute {
     #[serde(rename = "box")]
@@ -49,6 +52,7 @@ pub struct Dispute {
 }
 
 /// The round's verdict, worst first.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
@@ -63,6 +67,7 @@ pub enum Verdict {
 }
 
 /// The replay of one round.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RoundReport {
     pub table: TableId,
@@ -87,6 +92,7 @@ pub struct RoundReport {
 
 /// A reconstruction proposal: the intended deal, computed from the revealed deck order,
 /// for the House to decide on (CSP6 §5.8.6, §5.9, §5.10).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Reconstruction {
     /// The clause it rests on, e.g. "CSP6 §5.8.6".
@@ -109,6 +115,7 @@ pub struct Reconstruction {
 }
 
 /// One place of the deal and the cards it should have received.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IntendedHand {
     /// "burn", "box 3" or "dealer".
@@ -117,6 +124,7 @@ pub struct IntendedHand {
 }
 
 /// A complete hand dealt to `from` that belongs at `to`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HandMove {
     pub from: String,

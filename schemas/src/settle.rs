@@ -75,6 +75,7 @@ pub struct BoxInput {
 }
 
 /// What happened to one line.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
@@ -91,6 +92,7 @@ pub enum Outcome {
 }
 
 /// One line of one box's settlement, with the clause that produced it.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct SettlementLine {
     pub line: PayLine,
@@ -107,6 +109,7 @@ pub struct SettlementLine {
 }
 
 /// One box's settlement.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct BoxSettlement {
     #[serde(rename = "box")]
@@ -118,6 +121,7 @@ pub struct BoxSettlement {
 }
 
 /// A progressive jackpot payment, in the order paid (CSP6 §4.5.1).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct JackpotPayment {
     #[serde(rename = "box")]
@@ -130,6 +134,7 @@ pub struct JackpotPayment {
 }
 
 /// The settlement of one round.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Settlement {
     pub game: RuleSet,
