@@ -20,8 +20,8 @@ use futures::StreamExt;
 use schemas::subjects::{checkpoints_subject, events_subject, msg_id, HEADS_WILDCARD, STREAM};
 use schemas::{Hash32, Seq, TableId};
 use serde::Serialize;
-use std::collections::BTreeMap;
 use std::collections::VecDeque;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
@@ -96,6 +96,12 @@ pub struct PublishReport {
     pub checkpoints: u64,
     /// Events published again from the outbox because the ledger had not confirmed them.
     pub republished: u64,
+    /// Publishes that failed or got no ack (a server going away, a stream electing a new
+    /// leader) while the outbox held the message: not errors, the outbox republishes them.
+    pub publish_failures: u64,
+    /// Events whose first publish (under their own message id) was not acknowledged:
+    /// whatever the stream holds of them came from a republish or an ack that was lost.
+    pub unacknowledged: Vec<(TableId, Seq)>,
 }
 
 struct TableReport {
@@ -105,6 +111,8 @@ struct TableReport {
     duplicates: u64,
     checkpoints: u64,
     republished: u64,
+    publish_failures: u64,
+    unacknowledged: Vec<(TableId, Seq)>,
 }
 
 /// Connects to `url` (one server, or a cluster's nodes separated by commas), waits for
@@ -204,7 +212,12 @@ pub async fn publish_floor(
                 duplicates: 0,
                 checkpoints: 0,
                 republished: 0,
+                publish_failures: 0,
+                unacknowledged: Vec::new(),
             },
+            failed: BTreeSet::new(),
+            republish_rounds: 0,
+            lost_since: None,
         };
         handles.push(tokio::spawn(publish_table(
             out,
@@ -222,6 +235,8 @@ pub async fn publish_floor(
         report.duplicates += t.duplicates;
         report.checkpoints += t.checkpoints;
         report.republished += t.republished;
+        report.publish_failures += t.publish_failures;
+        report.unacknowledged.extend(t.unacknowledged);
     }
     Ok(report)
 }
@@ -285,7 +300,8 @@ async fn publish_table(
     }
     out.send_checkpoint(&table).await?;
     out.drain().await?;
-    if out.until_durable().await? > 0 {
+    out.until_durable().await?;
+    if out.republish_rounds > 0 {
         // Checkpoints sent while the ledger had a gap named seqs it did not have yet and
         // were refused: vouch again now that everything is durable.
         out.send_checkpoint(&table).await?;
@@ -303,10 +319,41 @@ struct Publisher {
     js: jetstream::Context,
     subject: String,
     table: TableId,
-    window: VecDeque<(Seq, PublishAckFuture, OwnedSemaphorePermit)>,
+    window: VecDeque<InFlight>,
     window_max: usize,
     permits: Arc<Semaphore>,
     report: TableReport,
+    /// Republish rounds so far: each gives its messages fresh ids (`<table>:<seq>:r<n>`).
+    republish_rounds: u32,
+    /// When a publish first failed since the failed events were last republished.
+    lost_since: Option<tokio::time::Instant>,
+    /// Events whose last publish failed: republished `republish_after` after the first.
+    failed: BTreeSet<Seq>,
+}
+
+/// What a publish was of: an event the outbox keeps, or a signed checkpoint (not kept:
+/// the next checkpoint vouches for everything before it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Message {
+    /// The event's first publish, under its own message id.
+    Event(Seq),
+    Republish(Seq),
+    Checkpoint(Seq),
+}
+
+impl Message {
+    fn seq(self) -> Seq {
+        match self {
+            Message::Event(s) | Message::Republish(s) | Message::Checkpoint(s) => s,
+        }
+    }
+}
+
+struct InFlight {
+    message: Message,
+    ack: PublishAckFuture,
+    /// Released when the ack arrived (or failed): frees a place in the all-tables window.
+    _permit: OwnedSemaphorePermit,
 }
 
 impl Publisher {
@@ -316,13 +363,83 @@ impl Publisher {
         if self.outbox.is_some() {
             self.keep(p.clone()).await?;
         }
-        self.put(self.subject.clone(), p.bytes, msg_id(&self.table, seq), seq)
-            .await?;
+        self.put(
+            self.subject.clone(),
+            p.bytes,
+            msg_id(&self.table, seq),
+            Message::Event(seq),
+        )
+        .await?;
         self.report.events.push(PublishedRecord {
             table: self.table.clone(),
             seq,
             hash,
         });
+        // A publish failed a while ago: the ledger holds what followed it behind a gap
+        // until the outbox fills it, so republish now rather than at the end of the run.
+        let overdue = match (&self.outbox, self.lost_since) {
+            (Some((_, bounds)), Some(t)) => t.elapsed() >= bounds.republish_after,
+            _ => false,
+        };
+        if overdue {
+            self.lost_since = None;
+            let failed = std::mem::take(&mut self.failed);
+            self.republish(|seq| failed.contains(&seq)).await?;
+        }
+        Ok(())
+    }
+
+    /// A publish that failed or got no ack. With an outbox the message is still held
+    /// there and will be republished: logged and counted, the device goes on. Without
+    /// one it is lost, so it is an error.
+    fn publish_failed(&mut self, message: Message, error: Error) -> Result<(), Error> {
+        if self.outbox.is_none() {
+            return Err(error);
+        }
+        tracing::warn!(table = %self.table, %error, "publish failed; the outbox keeps the message for republishing");
+        self.report.publish_failures += 1;
+        match message {
+            Message::Event(seq) => {
+                self.report.unacknowledged.push((self.table.clone(), seq));
+                self.failed.insert(seq);
+            }
+            Message::Republish(seq) => {
+                self.failed.insert(seq);
+            }
+            Message::Checkpoint(_) => return Ok(()),
+        }
+        self.lost_since
+            .get_or_insert_with(tokio::time::Instant::now);
+        Ok(())
+    }
+
+    /// Publishes again, under fresh message ids, what the outbox holds (not yet confirmed
+    /// durable) and `wanted` picks.
+    async fn republish(&mut self, wanted: impl Fn(Seq) -> bool) -> Result<(), Error> {
+        let head = Seq(*self.durable.borrow_and_update());
+        let pending: Vec<Published> = match self.outbox.as_mut() {
+            Some((o, _)) => {
+                o.confirm(head);
+                o.pending()
+                    .filter(|p| wanted(p.event.seq))
+                    .cloned()
+                    .collect()
+            }
+            None => return Ok(()),
+        };
+        if pending.is_empty() {
+            return Ok(());
+        }
+        self.republish_rounds += 1;
+        let round = self.republish_rounds;
+        tracing::warn!(table = %self.table, durable = head.0, pending = pending.len(), round, "ledger has not confirmed the outbox; republishing");
+        for p in pending {
+            let seq = p.event.seq;
+            let id = format!("{}:r{round}", msg_id(&self.table, seq));
+            self.put(self.subject.clone(), p.bytes, id, Message::Republish(seq))
+                .await?;
+            self.report.republished += 1;
+        }
         Ok(())
     }
 
@@ -334,25 +451,11 @@ impl Publisher {
         };
         outbox.confirm(Seq(*self.durable.borrow_and_update()));
         if outbox.len() >= bounds.outbox_capacity {
-            // Settle the acks in flight, then give the ledger time to catch up.
-            let wait = bounds.wait_max;
-            let deadline = tokio::time::Instant::now() + wait;
-            while self
-                .outbox
-                .as_ref()
-                .is_some_and(|(o, b)| o.len() >= b.outbox_capacity)
-            {
-                if tokio::time::timeout_at(deadline, self.durable.changed())
-                    .await
-                    .is_err()
-                {
-                    break;
-                }
-                let head = Seq(*self.durable.borrow_and_update());
-                if let Some((o, _)) = self.outbox.as_mut() {
-                    o.confirm(head);
-                }
-            }
+            // Full: settle the acks in flight and wait for the ledger to confirm what the
+            // outbox holds, republishing it if the ledger stalls (a lost message leaves a
+            // gap nothing else fills); an error after `wait_max`.
+            self.drain().await?;
+            self.until_durable().await?;
         }
         match self.outbox.as_mut() {
             Some((outbox, _)) => outbox.push(p).map_err(Error::OutboxFull),
@@ -402,13 +505,9 @@ impl Publisher {
                 }
                 Err(_) => {
                     attempt += 1;
-                    tracing::warn!(table = %self.table, durable = head.0, pending = pending.len(), attempt, "ledger has not confirmed the outbox; republishing");
-                    for p in pending {
-                        let id = format!("{}:r{attempt}", msg_id(&self.table, p.event.seq));
-                        self.put(self.subject.clone(), p.bytes, id, p.event.seq)
-                            .await?;
-                        self.report.republished += 1;
-                    }
+                    self.lost_since = None;
+                    self.failed.clear();
+                    self.republish(|_| true).await?;
                     self.drain().await?;
                 }
             }
@@ -421,22 +520,31 @@ impl Publisher {
         subject: String,
         payload: Vec<u8>,
         id: String,
-        seq: Seq,
+        message: Message,
     ) -> Result<(), Error> {
+        let seq = message.seq();
         let permit = self.permit().await?;
         let msg = PublishMessage::build()
             .payload(payload.into())
             .message_id(id);
-        let ack = self
-            .js
-            .send_publish(subject, msg)
-            .await
-            .map_err(|e| Error::Publish {
-                table: self.table.clone(),
-                seq,
-                message: e.to_string(),
-            })?;
-        self.window.push_back((seq, ack, permit));
+        let ack = match self.js.send_publish(subject, msg).await {
+            Ok(ack) => ack,
+            Err(e) => {
+                return self.publish_failed(
+                    message,
+                    Error::Publish {
+                        table: self.table.clone(),
+                        seq,
+                        message: e.to_string(),
+                    },
+                )
+            }
+        };
+        self.window.push_back(InFlight {
+            message,
+            ack,
+            _permit: permit,
+        });
         while self.window.len() >= self.window_max {
             self.await_oldest().await?;
         }
@@ -449,6 +557,12 @@ impl Publisher {
         let Some(c) = table.checkpoint() else {
             return Ok(());
         };
+        if !self.failed.is_empty() {
+            // Events of the chain it would vouch for are not in the stream: the ledger
+            // would refuse it as beyond its head. The next one, after the republish, or
+            // the one after recovery at the end of the run, vouches instead.
+            return Ok(());
+        }
         let seq = c.head_seq;
         // The count makes each checkpoint's id unique: a second checkpoint of the same
         // head (vouching again after a recovery) must not be dropped by the stream's
@@ -457,8 +571,13 @@ impl Publisher {
             "{}:checkpoint:{}:{}",
             self.table, seq.0, self.report.checkpoints
         );
-        self.put(checkpoints_subject(&self.table), c.to_bincode(), id, seq)
-            .await?;
+        self.put(
+            checkpoints_subject(&self.table),
+            c.to_bincode(),
+            id,
+            Message::Checkpoint(seq),
+        )
+        .await?;
         self.report.checkpoints += 1;
         Ok(())
     }
@@ -490,14 +609,18 @@ impl Publisher {
 
     async fn await_oldest(&mut self) -> Result<(), Error> {
         // The permit is released when this entry is dropped, after its ack arrived.
-        if let Some((seq, ack, _permit)) = self.window.pop_front() {
-            let ack = ack.await.map_err(|e| Error::Publish {
-                table: self.table.clone(),
-                seq,
-                message: format!("no publish ack: {e}"),
-            })?;
-            if ack.duplicate {
-                self.report.duplicates += 1;
+        if let Some(InFlight { message, ack, .. }) = self.window.pop_front() {
+            match ack.await {
+                Ok(ack) if ack.duplicate => self.report.duplicates += 1,
+                Ok(_) => {}
+                Err(e) => self.publish_failed(
+                    message,
+                    Error::Publish {
+                        table: self.table.clone(),
+                        seq: message.seq(),
+                        message: format!("no publish ack: {e}"),
+                    },
+                )?,
             }
         }
         Ok(())
