@@ -21,8 +21,8 @@ use crate::append::{quarantine, Call, Incoming};
 use crate::record::{self, be_u64, split_table_key, table_key, W};
 use crate::store::{Op, Space};
 use crate::{Error, Ledger, State, APPEND_BATCH_LEN_MAX};
-use schemas::attest::{enrollment_message, verify, Checkpoint, KeyAction, PublicKey};
-use schemas::{DeviceId, Event, EventBody, Hash32, Seq, TableId};
+use schemas::attest::{enrollment_message, verify, Checkpoint, KeyAction, KeyEvent, PublicKey};
+use schemas::{DeviceId, Event, Hash32, Seq, TableId};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Stable reason codes of refused checkpoints and enrollments (stored; never rename).
@@ -177,20 +177,15 @@ pub(crate) fn load(store: &dyn crate::store::Store) -> Result<(KeyRegister, Atte
 
 /// Called for every event the append path stores: applies enrollments and revocations.
 pub(crate) fn on_stored(call: &mut Call, event: &Event) {
-    let (device, key, admin, signature, action) = match &event.body {
-        EventBody::DeviceEnrolled {
-            device,
-            key,
-            admin,
-            signature,
-        } => (device, key, admin, signature, KeyAction::Enroll),
-        EventBody::DeviceRevoked {
-            device,
-            key,
-            admin,
-            signature,
-        } => (device, key, admin, signature, KeyAction::Revoke),
-        _ => return,
+    let Some(KeyEvent {
+        device,
+        key,
+        admin,
+        signature,
+        action,
+    }) = KeyEvent::of(&event.body)
+    else {
+        return;
     };
     let message = enrollment_message(&event.table, device, key, action);
     if !call.admin_keys.contains(admin) || !verify(admin, &message, signature) {

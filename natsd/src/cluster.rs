@@ -25,7 +25,7 @@
 //! It must never use a shell, never signal a process it did not start, and never leave a
 //! node running after the guard is gone.
 
-use crate::{find_binary, spawn_and_wait, Dir, Error};
+use crate::{find_binary, kill9_and_reap, spawn_and_wait, Dir, Error};
 use std::ffi::OsString;
 use std::fs;
 use std::io::{Read, Write};
@@ -214,14 +214,8 @@ impl NatsCluster {
     /// store, ports and config stay for `restart`.
     pub fn kill9(&mut self, node: usize) -> Result<(), Error> {
         let n = self.node_mut(node)?;
-        if let Some(mut child) = n.child.take() {
-            let pid = child.id();
-            child
-                .kill()
-                .map_err(|source| Error::Signal { pid, source })?;
-            child
-                .wait()
-                .map_err(|source| Error::Signal { pid, source })?;
+        if let Some(child) = n.child.take() {
+            let pid = kill9_and_reap(child)?;
             tracing::info!(pid, node = %n.name, "cluster node killed with SIGKILL");
         }
         Ok(())
@@ -256,12 +250,7 @@ impl NatsCluster {
                 }
                 _ => {
                     tracing::warn!(pid, "node still running after a graceful stop; killing");
-                    child
-                        .kill()
-                        .map_err(|source| Error::Signal { pid, source })?;
-                    child
-                        .wait()
-                        .map_err(|source| Error::Signal { pid, source })?;
+                    kill9_and_reap(child)?;
                     break;
                 }
             }

@@ -176,15 +176,8 @@ impl NatsServer {
     /// Kills the server with SIGKILL (no graceful shutdown, no flush) and reaps it: what a
     /// power cut or OOM kill looks like to clients. The store stays for `restart`.
     pub fn kill9(&mut self) -> Result<(), Error> {
-        if let Some(mut child) = self.child.take() {
-            let pid = child.id();
-            // std's Child::kill sends SIGKILL on Unix.
-            child
-                .kill()
-                .map_err(|source| Error::Signal { pid, source })?;
-            child
-                .wait()
-                .map_err(|source| Error::Signal { pid, source })?;
+        if let Some(child) = self.child.take() {
+            let pid = kill9_and_reap(child)?;
             tracing::info!(pid, port = self.port, "nats-server killed with SIGKILL");
         }
         Ok(())
@@ -305,6 +298,18 @@ impl Drop for NatsServer {
 
 /// Parses `{"nats":["nats://127.0.0.1:4222"],"monitoring":["http://127.0.0.1:8222"]}`.
 /// `None` while the file is absent or still being written.
+/// Sends SIGKILL (std's `Child::kill` on Unix) and reaps the process. Returns its pid.
+pub(crate) fn kill9_and_reap(mut child: Child) -> Result<u32, Error> {
+    let pid = child.id();
+    child
+        .kill()
+        .map_err(|source| Error::Signal { pid, source })?;
+    child
+        .wait()
+        .map_err(|source| Error::Signal { pid, source })?;
+    Ok(pid)
+}
+
 fn read_ports(path: &Path) -> Result<Option<(u16, Option<u16>)>, Error> {
     let Ok(content) = fs::read_to_string(path) else {
         return Ok(None);

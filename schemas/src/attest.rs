@@ -145,6 +145,45 @@ pub enum KeyAction {
     Revoke = 1,
 }
 
+/// An enrollment or a revocation on a chain, its fields borrowed from the event.
+#[derive(Debug, Clone, Copy)]
+pub struct KeyEvent<'a> {
+    pub device: &'a DeviceId,
+    pub key: &'a PublicKey,
+    pub admin: &'a PublicKey,
+    pub signature: &'a Signature,
+    pub action: KeyAction,
+}
+
+impl<'a> KeyEvent<'a> {
+    /// The key event `body` is, if it is one.
+    pub fn of(body: &'a crate::event::EventBody) -> Option<KeyEvent<'a>> {
+        use crate::event::EventBody;
+        let (device, key, admin, signature, action) = match body {
+            EventBody::DeviceEnrolled {
+                device,
+                key,
+                admin,
+                signature,
+            } => (device, key, admin, signature, KeyAction::Enroll),
+            EventBody::DeviceRevoked {
+                device,
+                key,
+                admin,
+                signature,
+            } => (device, key, admin, signature, KeyAction::Revoke),
+            _ => return None,
+        };
+        Some(KeyEvent {
+            device,
+            key,
+            admin,
+            signature,
+            action,
+        })
+    }
+}
+
 /// The bytes an admin signs to enroll or revoke `key` for `device` on `table`'s chain:
 /// `"roundledger/enroll/v1" || len(table) u8 || table || len(device) u8 || device || key
 /// (32) || action (0 enroll, 1 revoke)`.

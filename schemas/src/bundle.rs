@@ -14,7 +14,7 @@
 //! the field).
 
 use crate::api::CaseView;
-use crate::attest::{enrollment_message, verify, Checkpoint, KeyAction, PublicKey};
+use crate::attest::{enrollment_message, verify, Checkpoint, KeyAction, KeyEvent, PublicKey};
 use crate::chain::event_hash;
 use crate::codec;
 use crate::event::{Event, EventBody};
@@ -530,20 +530,15 @@ fn check_attestation(
         .iter()
         .filter(|(s, _)| s.0 > enrollment_seq && s.0 <= signed)
     {
-        let (d, k, adm, sig, action) = match &e.body {
-            EventBody::DeviceEnrolled {
-                device,
-                key,
-                admin,
-                signature,
-            } => (device, key, admin, signature, KeyAction::Enroll),
-            EventBody::DeviceRevoked {
-                device,
-                key,
-                admin,
-                signature,
-            } => (device, key, admin, signature, KeyAction::Revoke),
-            _ => continue,
+        let Some(KeyEvent {
+            device: d,
+            key: k,
+            admin: adm,
+            signature: sig,
+            action,
+        }) = KeyEvent::of(&e.body)
+        else {
+            continue;
         };
         let effective = d == device
             && trusted.contains(adm)
