@@ -6,19 +6,8 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-fn roundledger(args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_roundledger"))
-        .args(args)
-        .output()
-        .expect("running roundledger");
-    eprintln!(
-        "$ roundledger {}\n--- stdout\n{}--- stderr\n{}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
+mod common;
+use common::roundledger;
 
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()

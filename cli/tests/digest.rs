@@ -6,21 +6,9 @@ use schemas::codec::{self, WireFormat};
 use schemas::digest::{Digest, DigestHead};
 use schemas::*;
 use std::path::Path;
-use std::process::{Command, Output};
 
-fn roundledger(args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_roundledger"))
-        .args(args)
-        .output()
-        .expect("running roundledger");
-    eprintln!(
-        "$ roundledger {}\n--- stdout\n{}--- stderr\n{}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
+mod common;
+use common::roundledger;
 
 const T0_NS: i64 = 1_767_225_600_000_000_000;
 

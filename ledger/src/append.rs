@@ -168,14 +168,7 @@ impl Ledger {
     /// Appends a batch of messages (in arrival order) and returns one outcome per message.
     /// Nothing is durable until `flush`. An `Err` means nothing of this call was written.
     pub fn append_batch(&self, batch: &[Incoming]) -> Result<Vec<Appended>, Error> {
-        if batch.len() > APPEND_BATCH_LEN_MAX {
-            return Err(Error::BatchTooLarge {
-                len: batch.len(),
-                max: APPEND_BATCH_LEN_MAX,
-            });
-        }
-        let mut state = self.lock();
-        let mut call = Call::begin(&state);
+        let (mut state, mut call) = self.begin_call(batch.len())?;
         let mut out = Vec::with_capacity(batch.len());
         for msg in batch {
             out.push(self.one(&state, &mut call, msg)?);
@@ -204,6 +197,23 @@ impl Ledger {
         }
         call.publish(&mut state);
         Ok(out)
+    }
+
+    /// Starts a write of `len` messages: refuses a batch over `APPEND_BATCH_LEN_MAX`, then
+    /// takes the writer's lock (held until the call publishes its state).
+    pub(crate) fn begin_call(
+        &self,
+        len: usize,
+    ) -> Result<(std::sync::MutexGuard<'_, crate::State>, Call), Error> {
+        if len > APPEND_BATCH_LEN_MAX {
+            return Err(Error::BatchTooLarge {
+                len,
+                max: APPEND_BATCH_LEN_MAX,
+            });
+        }
+        let state = self.lock();
+        let call = Call::begin(&state);
+        Ok((state, call))
     }
 
     /// Decides one message.

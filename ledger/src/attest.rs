@@ -20,7 +20,7 @@
 use crate::append::{quarantine, Call, Incoming};
 use crate::record::{self, be_u64, split_table_key, table_key, W};
 use crate::store::{Op, Space};
-use crate::{Error, Ledger, State, APPEND_BATCH_LEN_MAX};
+use crate::{Error, Ledger, State};
 use schemas::attest::{enrollment_message, verify, Checkpoint, KeyAction, KeyEvent, PublicKey};
 use schemas::{DeviceId, Event, Hash32, Seq, TableId};
 use std::collections::{BTreeMap, BTreeSet};
@@ -272,14 +272,7 @@ impl Ledger {
     /// quarantined verbatim. Call after appending the events that arrived before them.
     /// Nothing is durable until `flush`.
     pub fn append_checkpoints(&self, batch: &[Incoming]) -> Result<Vec<CheckpointOutcome>, Error> {
-        if batch.len() > APPEND_BATCH_LEN_MAX {
-            return Err(Error::BatchTooLarge {
-                len: batch.len(),
-                max: APPEND_BATCH_LEN_MAX,
-            });
-        }
-        let mut state = self.lock();
-        let mut call = Call::begin(&state);
+        let (mut state, mut call) = self.begin_call(batch.len())?;
         let mut attested: BTreeMap<TableId, Attestation> = BTreeMap::new();
         let mut out = Vec::with_capacity(batch.len());
         for msg in batch {
