@@ -7,7 +7,7 @@
 //! It needs a server whose `TABLES` stream is empty or absent (the CLI starts a private
 //! one); it refuses anything else rather than mix its events with real ones.
 
-use crate::pipeline::{ensure_stream, run_with_consumer};
+use crate::pipeline::{consumer_config, ensure_stream, run_with_consumer};
 use crate::{Error, IngestConfig};
 use async_nats::jetstream::{self, consumer};
 use futures::StreamExt;
@@ -140,23 +140,21 @@ async fn publish_all(js: &jetstream::Context, chains: &mut Chains, n: u64) -> Re
     Ok(())
 }
 
-/// (a): a fresh AckPolicy::All pull consumer that fetches `batch` at a time and acks the
-/// last message of each fetch, until `messages` were delivered. Returns seconds.
+/// (a): a fresh pull consumer configured as ingest's (AckPolicy::All) that fetches
+/// `config.batch_len_max` at a time and acks the last message of each fetch, until
+/// `messages` were delivered. Returns seconds.
 async fn raw_consume(
     js: &jetstream::Context,
     stream: &jetstream::stream::Stream,
     messages: u64,
-    batch: usize,
+    config: &IngestConfig,
 ) -> Result<f64, Error> {
+    let batch = config.batch_len_max;
     let name = "bench-raw";
+    // Ingest's own consumer configuration (same ack policy, filters, bounds and batch
+    // size), so that the two differ only in what the client does with a message.
     let consumer: consumer::PullConsumer = stream
-        .create_consumer(consumer::pull::Config {
-            durable_name: Some(name.to_string()),
-            ack_policy: consumer::AckPolicy::All,
-            filter_subject: subjects::EVENTS_WILDCARD.to_string(),
-            max_ack_pending: (batch * 8) as i64,
-            ..Default::default()
-        })
+        .create_consumer(consumer_config(name, config))
         .await
         .map_err(|e| Error::nats("bench raw consumer", e))?;
     let start = Instant::now();
@@ -197,14 +195,25 @@ async fn raw_consume(
     Ok(secs)
 }
 
-/// Waits until every table's published head reached `target[table]`. `on_head` sees
-/// every head message (the latency phase times events with it).
+/// Heads seen so far: the highest published head per table.
+type Reached = BTreeMap<TableId, u64>;
+
+fn note_head(reached: &mut Reached, head: &ChainHead) {
+    let r = reached.entry(head.table.clone()).or_insert(0);
+    *r = (*r).max(head.seq.0);
+}
+
+/// Waits until every table's published head reached `target[table]`, counting the heads
+/// already seen in `reached` (a head that arrived before the wait began is not sent
+/// again: forgetting it hung the latency phase whenever ingest caught up with a table
+/// before the last publish). `on_head` sees every head message (the latency phase
+/// times events with it).
 async fn wait_heads(
     heads: &mut async_nats::Subscriber,
     target: &BTreeMap<TableId, u64>,
+    reached: &mut Reached,
     mut on_head: impl FnMut(&ChainHead),
 ) -> Result<(), Error> {
-    let mut reached = BTreeMap::<TableId, u64>::new();
     let deadline = tokio::time::Instant::now() + PHASE_TIMEOUT;
     while target
         .iter()
@@ -217,8 +226,7 @@ async fn wait_heads(
         let head: ChainHead = serde_json::from_slice(&msg.payload)
             .map_err(|e| Error::Bench(format!("bad head JSON: {e}")))?;
         on_head(&head);
-        let r = reached.entry(head.table.clone()).or_insert(0);
-        *r = (*r).max(head.seq.0);
+        note_head(reached, &head);
     }
     Ok(())
 }
@@ -278,8 +286,12 @@ pub async fn bench_ingest(
     let publish_rate = messages as f64 / start.elapsed().as_secs_f64();
     tracing::info!(messages, publish_rate, "bench: published");
 
+    let mut config = IngestConfig::new(url);
+    config.batch_len_max = batch;
+    config.ack_pending_max = (batch * 8) as i64;
+
     // (a)
-    let raw_secs = raw_consume(&js, &stream, messages, batch).await?;
+    let raw_secs = raw_consume(&js, &stream, messages, &config).await?;
     tracing::info!(raw_secs, "bench: raw consume done");
 
     // (b): ingest with its own consumer over the same messages.
@@ -288,16 +300,14 @@ pub async fn bench_ingest(
         .subscribe("ledger.*.head")
         .await
         .map_err(|e| Error::nats("bench subscribe heads", e))?;
-    let mut config = IngestConfig::new(url);
-    config.batch_len_max = batch;
-    config.ack_pending_max = (batch * 8) as i64;
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let started = Instant::now();
     let ingest = tokio::spawn(run_with_consumer(config, ledger, "bench-ingest", async {
         let _ = stop_rx.await;
     }));
     let target = target_of(&chains);
-    let waited = wait_heads(&mut heads, &target, |_| {}).await;
+    let mut reached = Reached::new();
+    let waited = wait_heads(&mut heads, &target, &mut reached, |_| {}).await;
     let ingest_secs = started.elapsed().as_secs_f64();
     if let Err(e) = waited {
         let _ = stop_tx.send(());
@@ -351,6 +361,7 @@ pub async fn bench_ingest(
             Some(msg) = heads.next() => {
                 if let Ok(head) = serde_json::from_slice::<ChainHead>(&msg.payload) {
                     handle_head(&head, &mut sent);
+                    note_head(&mut reached, &head);
                 }
             }
         }
@@ -360,7 +371,10 @@ pub async fn bench_ingest(
         a.await.map_err(|e| Error::nats("bench publish ack", e))?;
     }
     let target = target_of(&chains);
-    let waited = wait_heads(&mut heads, &target, |h| handle_head(h, &mut sent)).await;
+    let waited = wait_heads(&mut heads, &target, &mut reached, |h| {
+        handle_head(h, &mut sent)
+    })
+    .await;
     let _ = stop_tx.send(());
     let report = ingest
         .await

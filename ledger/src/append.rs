@@ -161,6 +161,7 @@ impl Call {
         for (k, d) in self.devices {
             state.devices.insert(k, d);
         }
+        state.closed.extend(self.closed);
     }
 }
 
@@ -274,7 +275,7 @@ impl Ledger {
         }
         if seq == head_seq + 1 {
             let reopens = matches!(event.body, schemas::EventBody::TableOpened { .. });
-            if !reopens && self.is_closed(call, &table, head_seq)? {
+            if !reopens && self.is_closed(state, call, &table, head_seq)? {
                 let text = format!("seq {seq}: table {table} was closed at seq {head_seq}");
                 return Ok(quarantine(call, msg, reason::TABLE_CLOSED, text));
             }
@@ -337,9 +338,15 @@ impl Ledger {
     }
 
     /// Whether `table`'s chain (head at `head_seq`) ends with `TableClosed`: known from this
-    /// call's events, else read once per call from the stored head event.
-    fn is_closed(&self, call: &mut Call, table: &TableId, head_seq: u64) -> Result<bool, Error> {
-        if let Some(c) = call.closed.get(table) {
+    /// call's events or an earlier call's, else read once from the stored head event.
+    fn is_closed(
+        &self,
+        state: &crate::State,
+        call: &mut Call,
+        table: &TableId,
+        head_seq: u64,
+    ) -> Result<bool, Error> {
+        if let Some(c) = call.closed.get(table).or_else(|| state.closed.get(table)) {
             return Ok(*c);
         }
         let closed = match head_seq {

@@ -120,6 +120,10 @@ struct State {
     devices: BTreeMap<(TableId, schemas::DeviceId), attest::DeviceKey>,
     /// The highest kept checkpoint per table.
     attested: BTreeMap<TableId, attest::Attestation>,
+    /// Whether a table's chain ends with `TableClosed`, for the tables an append has
+    /// looked at since open. A cache of the head event's kind: reading the head record
+    /// back from the store for every table of every batch was 13% of the writer's time.
+    closed: BTreeMap<TableId, bool>,
 }
 
 /// An open ledger.

@@ -208,6 +208,7 @@ pub(crate) fn load_state(store: &dyn Store) -> Result<State, Error> {
         admin_keys: Default::default(),
         devices,
         attested,
+        closed: BTreeMap::new(),
     })
 }
 
