@@ -235,7 +235,7 @@ pub fn run(mut args: Args) -> Result<Outcome> {
         std::thread::sleep(Duration::from_millis(20));
     }
     let ledger = Arc::try_unwrap(ledger).map_err(|_| anyhow::anyhow!("ledger still shared"))?;
-    let source = Source::Ledger(ledger);
+    let source = Source::Ledger(Box::new(ledger));
     let summary = audit::audit(&source, &Filter::default(), &|_| {})?;
     println!();
     print!("{}", render(&summary));
@@ -287,7 +287,7 @@ pub fn run(mut args: Args) -> Result<Outcome> {
         let Source::Ledger(ledger) = source else {
             anyhow::bail!("the demo audits its own ledger")
         };
-        let web = Web::start(&rt, web_addr, access, &dir, Arc::new(ledger))?;
+        let web = Web::start(&rt, web_addr, access, &dir, Arc::new(*ledger))?;
         println!(
             "\nserving the web UI on {} until Ctrl-C; sign in with a token above",
             web.url()

@@ -7,6 +7,7 @@
 
 mod audit;
 mod bench_api;
+mod bench_ingest;
 mod client;
 mod demo;
 mod digest;
@@ -24,6 +25,13 @@ mod verify;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
+
+/// mimalloc, not the system allocator: sled copies and frees whole tree nodes on every
+/// insert, and with glibc malloc the ledger writer spent a fifth of its time in malloc,
+/// free and page faults; ingest ran 10-20% faster with mimalloc
+/// (`roundledger bench-ingest`, BENCHMARKS.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const AFTER_HELP: &str = "\
 Exit codes: 0 clean, 1 findings, disputes or verification failures, 2 error.
@@ -71,6 +79,8 @@ enum Command {
     Seed(seed::Args),
     /// Time the API's round fetch and replay (p50/p99) on a ledger directory.
     BenchApi(bench_api::Args),
+    /// Measure ingest against a raw JetStream consumer over the same messages (issue 5).
+    BenchIngest(bench_ingest::Args),
 }
 
 fn main() -> ExitCode {
@@ -91,6 +101,7 @@ fn main() -> ExitCode {
         Command::Tokens(a) => tokens::run(a),
         Command::Seed(a) => seed::run(a),
         Command::BenchApi(a) => bench_api::run(a),
+        Command::BenchIngest(a) => bench_ingest::run(a),
     };
     match result {
         Ok(Outcome::Clean) => ExitCode::SUCCESS,

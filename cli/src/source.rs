@@ -20,7 +20,8 @@ pub struct SourceArgs {
 
 /// An opened source of events.
 pub enum Source {
-    Ledger(ledger::Ledger),
+    /// Boxed: an open ledger is ten times the size of the other variant.
+    Ledger(Box<ledger::Ledger>),
     /// A verified export, held in memory by table: (seq, stream_seq, exact bytes).
     Export(BTreeMap<TableId, Vec<(Seq, u64, Vec<u8>)>>),
 }
@@ -28,7 +29,7 @@ pub enum Source {
 impl Source {
     pub fn open(args: &SourceArgs) -> Result<Source> {
         match (&args.ledger, &args.export) {
-            (Some(dir), None) => Ok(Source::Ledger(open_ledger(dir)?)),
+            (Some(dir), None) => Ok(Source::Ledger(Box::new(open_ledger(dir)?))),
             (None, Some(file)) => read_export(file),
             _ => anyhow::bail!("say where the events are: --ledger DIR or --export FILE"),
         }

@@ -32,7 +32,9 @@ mod pipeline;
 mod writer;
 
 pub use bench::{bench_ingest, BenchReport};
-pub use pipeline::{ensure_consumer, ensure_stream, ensure_stream_replicated, run, servers};
+pub use pipeline::{
+    consumer_config, ensure_consumer, ensure_stream, ensure_stream_replicated, run, servers,
+};
 
 use std::time::Duration;
 

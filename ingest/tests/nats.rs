@@ -391,6 +391,20 @@ async fn restart_continues_from_the_durable_consumer() {
     // sled locks its directory: the first ledger must be closed before reopening.
     drop(ledger);
 
+    // The durable consumer as ingest made it before it dropped its subject filters (the
+    // events and checkpoints wildcards): the restart takes it over, filters removed, and
+    // continues from its ack floor all the same.
+    let stream = js.get_stream(subjects::STREAM).await.expect("stream");
+    let mut older = ingest::consumer_config(subjects::INGEST_CONSUMER, &IngestConfig::new(""));
+    older.filter_subjects = vec![
+        subjects::EVENTS_WILDCARD.to_string(),
+        subjects::CHECKPOINTS_WILDCARD.to_string(),
+    ];
+    let mut consumer: jetstream::consumer::PullConsumer =
+        stream.create_consumer(older).await.expect("older consumer");
+    let info = consumer.info().await.expect("consumer info");
+    assert_eq!(info.config.filter_subjects.len(), 2);
+
     let second = play(&mut all, &mut floor, false, 8);
     publish_events(&js, &second).await;
 
@@ -398,6 +412,12 @@ async fn restart_continues_from_the_durable_consumer() {
     let ingest = Running::start(&server.url(), ledger.clone());
     wait_heads(&ledger, &heads_of(&all)).await;
     let report2 = ingest.stop().await;
+    let info = consumer.info().await.expect("consumer info");
+    assert!(
+        info.config.filter_subjects.is_empty() && info.config.filter_subject.is_empty(),
+        "ingest updated the consumer: {:?}",
+        info.config
+    );
 
     assert_eq!(report2.stored, second.len() as u64, "{report2:?}");
     assert_eq!(

@@ -1,0 +1,38 @@
+//! `roundledger bench-ingest`: issue 5's ingest benchmark through the real binary (its
+//! allocator, its runtime). Starts a private nats-server with JetStream, pre-publishes the
+//! messages, then in each round measures (a) a raw pull consumer that only fetches and
+//! acks and (b) roundledger's ingest end to end into a fresh ledger, over the same
+//! messages; then (c) latency from publish to durable head. Prints the report as JSON.
+
+use crate::Outcome;
+use anyhow::{Context, Result};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Events pre-published and consumed by each (a) and (b).
+    #[arg(long, default_value_t = 200_000)]
+    messages: u64,
+    /// Messages per fetch, for both consumers.
+    #[arg(long, default_value_t = 512)]
+    batch: usize,
+    /// Rounds of (a) then (b); the report gives each and the medians.
+    #[arg(long, default_value_t = 5)]
+    rounds: usize,
+}
+
+pub fn run(args: Args) -> Result<Outcome> {
+    let nats = natsd::NatsServer::start()
+        .context("starting nats-server (scripts/setup.sh installs it)")?;
+    let dir = tempfile::tempdir().context("creating a temporary directory")?;
+    let report = crate::serve::runtime()?
+        .block_on(ingest::bench_ingest(
+            &nats.url(),
+            dir.path(),
+            args.messages,
+            args.batch,
+            args.rounds,
+        ))
+        .context("ingest benchmark")?;
+    println!("{}", serde_json::to_string_pretty(&report)?);
+    Ok(Outcome::Clean)
+}
