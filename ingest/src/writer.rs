@@ -32,6 +32,8 @@ pub(crate) struct Written<A = async_nats::jetstream::Message> {
     pub batch_no: u64,
     pub ack: A,
     pub tally: IngestReport,
+    /// The heads of the tables its group touched, read after the flush; only on the
+    /// group's last batch, empty on the others.
     pub heads: Vec<ChainHead>,
 }
 
@@ -131,24 +133,35 @@ fn write_group<A>(
     let mut checkpoints = checkpoints.into_iter();
     let mut events = events.into_iter();
     let mut kept = kept.into_iter();
-    jobs.into_iter()
+    let mut touched = BTreeSet::<TableId>::new();
+    let mut replies: Vec<Written<A>> = jobs
+        .into_iter()
         .zip(lens)
         .map(|(mut job, (n_events, n_checkpoints))| {
             job.incoming = incoming.by_ref().take(n_events).collect();
             job.checkpoints = checkpoints.by_ref().take(n_checkpoints).collect();
             let events: Vec<Appended> = events.by_ref().take(n_events).collect();
             let kept: Vec<CheckpointOutcome> = kept.by_ref().take(n_checkpoints).collect();
-            Ok(describe(ledger, job, &events, &kept))
+            describe(job, &events, &kept, &mut touched)
         })
-        .collect()
+        .collect();
+    // The heads after the flush, once per group, with its last batch (acked last): they
+    // are the same for every batch of the group, so publishing them per batch only sent
+    // copies. A gap filled by the group moves a head past the events it released from
+    // hold too.
+    if let Some(last) = replies.last_mut() {
+        last.heads = touched.iter().filter_map(|t| ledger.head(t)).collect();
+    }
+    replies.into_iter().map(Ok).collect()
 }
 
-/// The reply for a durable batch: its tally, logs, and the touched tables' heads.
+/// The reply for a durable batch: its tally and logs, without heads (`write_group` gives
+/// the group's to its last batch). Adds the tables the batch touched to `touched`.
 fn describe<A>(
-    ledger: &Ledger,
     job: Job<A>,
     appended: &[Appended],
     checkpoints: &[CheckpointOutcome],
+    touched: &mut BTreeSet<TableId>,
 ) -> Written<A> {
     let first = job.incoming.first().map_or(0, |i| i.stream_seq);
     let last = job.incoming.last().map_or(0, |i| i.stream_seq);
@@ -168,7 +181,6 @@ fn describe<A>(
             }
         }
     }
-    let mut touched = BTreeSet::<TableId>::new();
     for (inc, app) in job.incoming.iter().zip(appended) {
         match app {
             Appended::Stored { table, .. } => {
@@ -211,9 +223,6 @@ fn describe<A>(
             }
         }
     }
-    // The heads after the flush: a gap filled by this batch moves a head past the events
-    // it released from hold too.
-    let heads: Vec<ChainHead> = touched.iter().filter_map(|t| ledger.head(t)).collect();
     tracing::debug!(
         batch = job.batch_no,
         first,
@@ -228,7 +237,7 @@ fn describe<A>(
         batch_no: job.batch_no,
         ack: job.ack,
         tally,
-        heads,
+        heads: Vec::new(),
     }
 }
 
@@ -334,7 +343,9 @@ mod tests {
             grouped.heads().iter().map(|h| h.seq.0).sum::<u64>(),
             300 + 300 + 9_000
         );
-        let last_heads: Vec<ChainHead> = together[2].heads.clone();
-        assert_eq!(last_heads, grouped.heads());
+        // The group's heads go once, with its last batch, and say where every chain is.
+        assert!(together[..2].iter().all(|w| w.heads.is_empty()));
+        assert_eq!(together[2].heads, grouped.heads());
+        assert!(apart.iter().all(|w| !w.heads.is_empty()));
     }
 }
