@@ -11,10 +11,7 @@ use crate::pipeline::{consumer_config, ensure_stream, run_with_consumer};
 use crate::{Error, IngestConfig};
 use async_nats::jetstream::{self, consumer};
 use futures::StreamExt;
-use schemas::{
-    codec, subjects, Announcement, ChainHead, DeviceId, Event, EventBody, Hash32, RoundId, Seq,
-    TableId, WIRE_VERSION,
-};
+use schemas::{codec, subjects, ChainHead, DeviceId, Event, Hash32, Seq, TableId};
 use std::collections::{BTreeMap, VecDeque};
 use std::path::Path;
 use std::sync::Arc;
@@ -100,23 +97,13 @@ impl Chains {
     pub(crate) fn next(&mut self, i: usize) -> (String, String, Vec<u8>, u64) {
         let (table, seq, prev) = &mut self.tables[i];
         *seq = Seq(seq.0 + 1);
-        let event = Event {
-            v: WIRE_VERSION,
-            table: table.clone(),
-            device: self.device.clone(),
-            seq: *seq,
-            prev: *prev,
-            occurred_at_ns: crate::system_clock_ns(),
-            round: Some(RoundId(seq.0 / 90 + 1)),
-            body: EventBody::Announced {
-                announcement: Announcement::Result {
-                    text: format!(
-                        "Dealer has a pair of Kings; box 3 wins with Two Pair; event {:>12}; padding",
-                        seq.0
-                    ),
-                },
-            },
-        };
+        let event = Event::filler(
+            table.clone(),
+            self.device.clone(),
+            *seq,
+            *prev,
+            crate::system_clock_ns(),
+        );
         let bytes = codec::to_bincode(&event);
         *prev = schemas::event_hash(prev, &bytes);
         self.bytes_total += bytes.len() as u64;

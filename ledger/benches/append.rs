@@ -8,9 +8,7 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ledger::{Incoming, Ledger};
-use schemas::{
-    codec, Announcement, DeviceId, Event, EventBody, Hash32, RoundId, Seq, TableId, WIRE_VERSION,
-};
+use schemas::{codec, DeviceId, Event, Hash32, Seq, TableId};
 
 const TABLES: usize = 16;
 const BATCH: usize = 512;
@@ -27,23 +25,7 @@ impl Chains {
             .map(|k| {
                 let (table, seq, prev) = &mut self.tables[k % TABLES];
                 *seq = Seq(seq.0 + 1);
-                let event = Event {
-                    v: WIRE_VERSION,
-                    table: table.clone(),
-                    device: self.device.clone(),
-                    seq: *seq,
-                    prev: *prev,
-                    occurred_at_ns: now_ns,
-                    round: Some(RoundId(seq.0 / 90 + 1)),
-                    body: EventBody::Announced {
-                        announcement: Announcement::Result {
-                            text: format!(
-                                "Dealer has a pair of Kings; box 3 wins with Two Pair; event {:>12}; padding",
-                                seq.0
-                            ),
-                        },
-                    },
-                };
+                let event = Event::filler(table.clone(), self.device.clone(), *seq, *prev, now_ns);
                 let bytes = codec::to_bincode(&event);
                 *prev = schemas::event_hash(prev, &bytes);
                 self.stream_seq += 1;

@@ -41,6 +41,38 @@ pub struct Event {
     pub body: EventBody,
 }
 
+impl Event {
+    /// A synthetic announcement of about 150 bytes (bincode) at `seq` of `table`'s chain:
+    /// the one event shape of the storage and transport benchmarks (the ledger's append
+    /// bench, `roundledger bench-ingest`), which measure bytes and chains, not rounds.
+    /// Rounds of 90 events.
+    pub fn filler(
+        table: TableId,
+        device: DeviceId,
+        seq: Seq,
+        prev: Hash32,
+        occurred_at_ns: i64,
+    ) -> Event {
+        Event {
+            v: WIRE_VERSION,
+            table,
+            device,
+            seq,
+            prev,
+            occurred_at_ns,
+            round: Some(RoundId(seq.0 / 90 + 1)),
+            body: EventBody::Announced {
+                announcement: Announcement::Result {
+                    text: format!(
+                        "Dealer has a pair of Kings; box 3 wins with Two Pair; event {:>12}; padding",
+                        seq.0
+                    ),
+                },
+            },
+        }
+    }
+}
+
 /// Where a dealt card went.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(
