@@ -242,3 +242,33 @@ fn demo_then_audit_replay_verify_export() {
     let out = roundledger(&["verify", "--export", e]);
     assert_eq!(out.status.code(), Some(1));
 }
+
+/// `bench-ingest` on a small count: every round ingests every message (the bench waits
+/// until the durable heads cover them all), and every event of the latency phase is timed
+/// from its publish to a head that covers it.
+#[test]
+fn bench_ingest_reports_each_round() {
+    let out = common::roundledger(&[
+        "bench-ingest",
+        "--messages",
+        "3000",
+        "--batch",
+        "256",
+        "--rounds",
+        "2",
+    ]);
+    assert!(out.status.success());
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    assert_eq!(report["messages"], 3000);
+    assert_eq!(report["batch_len_max"], 256);
+    let rounds = report["rounds"].as_array().expect("rounds");
+    assert_eq!(rounds.len(), 2);
+    for round in rounds {
+        for figure in ["raw_rate", "ingest_rate", "ratio"] {
+            let v = round[figure].as_f64().expect(figure);
+            assert!(v.is_finite() && v > 0.0, "{figure} = {v}");
+        }
+    }
+    assert_eq!(report["latency_events"], 3000);
+    assert!(report["latency_p50_us"].as_u64() <= report["latency_p99_us"].as_u64());
+}
