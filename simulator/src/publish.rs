@@ -218,6 +218,10 @@ pub async fn publish_floor(
             failed: BTreeSet::new(),
             republish_rounds: 0,
             lost_since: None,
+            republish_wait: options
+                .durable
+                .as_ref()
+                .map_or(Duration::ZERO, |d| d.republish_after),
         };
         handles.push(tokio::spawn(publish_table(
             out,
@@ -327,9 +331,19 @@ struct Publisher {
     republish_rounds: u32,
     /// When a publish first failed since the failed events were last republished.
     lost_since: Option<tokio::time::Instant>,
-    /// Events whose last publish failed: republished `republish_after` after the first.
+    /// Events whose last publish failed: republished `republish_wait` after the first.
     failed: BTreeSet<Seq>,
+    /// How long after a failure the failed events are republished: `republish_after`,
+    /// doubled after each republish up to `REPUBLISH_BACKOFF_MAX` times it while nothing
+    /// is acknowledged, back to `republish_after` at the first ack. During an outage
+    /// every republish fails too; without the backoff a device resent its whole failed
+    /// set every `republish_after` (the cluster test counted 12,206 republishes for 4,376
+    /// events).
+    republish_wait: Duration,
 }
+
+/// The longest republish wait, as a multiple of `DurableWait::republish_after`.
+const REPUBLISH_BACKOFF_MAX: u32 = 8;
 
 /// What a publish was of: an event the outbox keeps, or a signed checkpoint (not kept:
 /// the next checkpoint vouches for everything before it).
@@ -378,11 +392,15 @@ impl Publisher {
         // A publish failed a while ago: the ledger holds what followed it behind a gap
         // until the outbox fills it, so republish now rather than at the end of the run.
         let overdue = match (&self.outbox, self.lost_since) {
-            (Some((_, bounds)), Some(t)) => t.elapsed() >= bounds.republish_after,
+            (Some(_), Some(t)) => t.elapsed() >= self.republish_wait,
             _ => false,
         };
         if overdue {
             self.lost_since = None;
+            if let Some((_, bounds)) = &self.outbox {
+                self.republish_wait =
+                    (self.republish_wait * 2).min(bounds.republish_after * REPUBLISH_BACKOFF_MAX);
+            }
             let failed = std::mem::take(&mut self.failed);
             self.republish(|seq| failed.contains(&seq)).await?;
         }
@@ -611,8 +629,15 @@ impl Publisher {
         // The permit is released when this entry is dropped, after its ack arrived.
         if let Some(InFlight { message, ack, .. }) = self.window.pop_front() {
             match ack.await {
-                Ok(ack) if ack.duplicate => self.report.duplicates += 1,
-                Ok(_) => {}
+                Ok(ack) => {
+                    if ack.duplicate {
+                        self.report.duplicates += 1;
+                    }
+                    // The stream takes messages again: republish failures promptly.
+                    if let Some((_, bounds)) = &self.outbox {
+                        self.republish_wait = bounds.republish_after;
+                    }
+                }
                 Err(e) => self.publish_failed(
                     message,
                     Error::Publish {
