@@ -24,6 +24,8 @@ const PUBLISH_WINDOW: usize = 1024;
 /// Latency phase: events published, and the pause between two of them (~10k/s).
 const LATENCY_EVENTS_MAX: u64 = 20_000;
 const LATENCY_PACE: Duration = Duration::from_micros(100);
+/// Most rounds of (a) then (b) one run makes.
+const ROUNDS_MAX: usize = 100;
 /// No phase may take longer than this; a stuck phase is an error, not a hang.
 const PHASE_TIMEOUT: Duration = Duration::from_secs(600);
 
@@ -259,10 +261,10 @@ pub async fn bench_ingest(
     batch: usize,
     rounds: usize,
 ) -> Result<BenchReport, Error> {
-    if messages == 0 || batch == 0 || rounds == 0 {
-        return Err(Error::Bench(
-            "messages, batch and rounds must be at least 1".to_string(),
-        ));
+    if messages == 0 || batch == 0 || !(1..=ROUNDS_MAX).contains(&rounds) {
+        return Err(Error::Bench(format!(
+            "messages and batch must be at least 1, rounds 1 to {ROUNDS_MAX}"
+        )));
     }
     let client = async_nats::connect(url)
         .await

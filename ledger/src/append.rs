@@ -319,9 +319,9 @@ impl Ledger {
                         seq: event.seq,
                         hash: new_head.hash,
                     };
-                    push_event(call, &event, new_head, msg);
+                    push_event(state, call, &event, new_head, msg);
                     if !call.table(table).pending.is_empty() {
-                        release_held(call, table);
+                        release_held(state, call, table);
                     }
                     Ok(stored)
                 }
@@ -525,7 +525,13 @@ impl Ledger {
 
 use crate::RoundSummary;
 
-fn push_event(call: &mut Call, event: &Event, new_head: ChainHead, msg_like: &Incoming) {
+fn push_event(
+    state: &crate::State,
+    call: &mut Call,
+    event: &Event,
+    new_head: ChainHead,
+    msg_like: &Incoming,
+) {
     let table = &event.table;
     let stored = StoredEvent {
         seq: event.seq,
@@ -546,11 +552,11 @@ fn push_event(call: &mut Call, event: &Event, new_head: ChainHead, msg_like: &In
     tc.new_events.push(stored);
     tc.closed = Some(matches!(event.body, schemas::EventBody::TableClosed));
     tc.head = new_head;
-    crate::attest::on_stored(call, event);
+    crate::attest::on_stored(state, call, event);
 }
 
 /// Appends held events that now follow the head, until the next gap or a bad one.
-fn release_held(call: &mut Call, table: &TableId) {
+fn release_held(state: &crate::State, call: &mut Call, table: &TableId) {
     loop {
         let tc = call.table_mut(table);
         let next = tc.head.seq.0 + 1;
@@ -578,7 +584,7 @@ fn release_held(call: &mut Call, table: &TableId) {
         match checked {
             Ok((event, new_head)) => {
                 tracing::info!(%table, seq = next, "held event appended: gap filled");
-                push_event(call, &event, new_head, &msg);
+                push_event(state, call, &event, new_head, &msg);
             }
             Err(e) => {
                 quarantine(

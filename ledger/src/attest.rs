@@ -176,7 +176,7 @@ pub(crate) fn load(store: &dyn crate::store::Store) -> Result<(KeyRegister, Atte
 }
 
 /// Called for every event the append path stores: applies enrollments and revocations.
-pub(crate) fn on_stored(call: &mut Call, event: &Event) {
+pub(crate) fn on_stored(state: &crate::State, call: &mut Call, event: &Event) {
     let Some(KeyEvent {
         device,
         key,
@@ -209,7 +209,12 @@ pub(crate) fn on_stored(call: &mut Call, event: &Event) {
         },
         KeyAction::Revoke => DeviceKey {
             key: *key,
-            enrolled_seq: call.devices.get(&k).map_or(Seq(0), |d| d.enrolled_seq),
+            // Enrolled in this call or an earlier one (the register before this call).
+            enrolled_seq: call
+                .devices
+                .get(&k)
+                .or_else(|| state.devices.get(&k))
+                .map_or(Seq(0), |d| d.enrolled_seq),
             revoked_seq: Some(event.seq),
         },
     };

@@ -304,13 +304,25 @@ fn untrusted_enrollment_takes_no_effect_and_revocation_and_rotation_do() {
     ));
     assert!(matches!(out[1], CheckpointOutcome::Kept { .. }));
 
-    // Revocation: the device's checkpoints are refused from then on.
-    stored_all(
-        &l.append_batch(&[
-            c.key_event(&admin, &rotated, KeyAction::Revoke),
-            c.announce(),
-        ])
-        .unwrap(),
+    // Revocation: the device's checkpoints are refused from then on. It comes in a later
+    // call than the enrollment; the register still knows where the key was enrolled.
+    let terminal = DeviceId::new("dealer-terminal").unwrap();
+    let enrolled = l.device_key(&c.table, &terminal).unwrap().enrolled_seq;
+    assert!(
+        enrolled > Seq(1),
+        "the rotated key's enrollment, after the first key's"
+    );
+    let revocation = c.key_event(&admin, &rotated, KeyAction::Revoke);
+    let revoked_at = l.append_batch(std::slice::from_ref(&revocation)).unwrap();
+    let revoked_seq = match &revoked_at[..] {
+        [Appended::Stored { seq, .. }] => *seq,
+        other => panic!("revocation not stored: {other:?}"),
+    };
+    stored_all(&l.append_batch(&[c.announce()]).unwrap());
+    let dk = l.device_key(&c.table, &terminal).unwrap();
+    assert_eq!(
+        (dk.key, dk.enrolled_seq, dk.revoked_seq),
+        (rotated.public(), enrolled, Some(revoked_seq))
     );
     let out = l.append_checkpoints(&[c.checkpoint(&rotated, 7)]).unwrap();
     assert_eq!(quarantined(&out), vec![reason::REVOKED_DEVICE]);
@@ -336,8 +348,14 @@ fn the_first_checkpoint_at_or_after_a_seq_is_found_verbatim() {
         c.checkpoint(&device, 4),
         other.checkpoint(&device, 2),
     );
-    l.append_checkpoints(&[at2.clone(), at4.clone(), other2])
+    let kept = l
+        .append_checkpoints(&[at2.clone(), at4.clone(), other2])
         .unwrap();
+    assert!(
+        kept.iter()
+            .all(|k| matches!(k, CheckpointOutcome::Kept { .. })),
+        "{kept:?}"
+    );
     let found = |seq| l.checkpoint_at_or_after(&c.table, seq).unwrap();
     assert_eq!(found(1).unwrap().bytes, at2.bytes);
     assert_eq!(found(2).unwrap().checkpoint.head_seq, Seq(2));

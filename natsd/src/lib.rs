@@ -296,8 +296,6 @@ impl Drop for NatsServer {
     }
 }
 
-/// Parses `{"nats":["nats://127.0.0.1:4222"],"monitoring":["http://127.0.0.1:8222"]}`.
-/// `None` while the file is absent or still being written.
 /// Sends SIGKILL (std's `Child::kill` on Unix) and reaps the process. Returns its pid.
 pub(crate) fn kill9_and_reap(mut child: Child) -> Result<u32, Error> {
     let pid = child.id();
@@ -310,6 +308,8 @@ pub(crate) fn kill9_and_reap(mut child: Child) -> Result<u32, Error> {
     Ok(pid)
 }
 
+/// Parses `{"nats":["nats://127.0.0.1:4222"],"monitoring":["http://127.0.0.1:8222"]}`.
+/// `None` while the file is absent or still being written.
 fn read_ports(path: &Path) -> Result<Option<(u16, Option<u16>)>, Error> {
     let Ok(content) = fs::read_to_string(path) else {
         return Ok(None);

@@ -216,6 +216,7 @@ pub async fn publish_floor(
                 unacknowledged: Vec::new(),
             },
             failed: BTreeSet::new(),
+            checkpoint_skipped: false,
             republish_rounds: 0,
             lost_since: None,
             republish_wait: options
@@ -305,9 +306,12 @@ async fn publish_table(
     out.send_checkpoint(&table).await?;
     out.drain().await?;
     out.until_durable().await?;
-    if out.republish_rounds > 0 {
-        // Checkpoints sent while the ledger had a gap named seqs it did not have yet and
-        // were refused: vouch again now that everything is durable.
+    // Everything is durable now: no publish is outstanding, whatever `failed` says (an
+    // event whose ack was lost may have been stored all the same).
+    out.failed.clear();
+    if out.republish_rounds > 0 || out.checkpoint_skipped {
+        // Checkpoints skipped while publishes had failed, or sent while the ledger had a
+        // gap (refused as beyond its head): vouch again now that everything is durable.
         out.send_checkpoint(&table).await?;
         out.drain().await?;
     }
@@ -333,6 +337,8 @@ struct Publisher {
     lost_since: Option<tokio::time::Instant>,
     /// Events whose last publish failed: republished `republish_wait` after the first.
     failed: BTreeSet<Seq>,
+    /// A checkpoint was not sent because publishes had failed: the end of the run vouches.
+    checkpoint_skipped: bool,
     /// How long after a failure the failed events are republished: `republish_after`,
     /// doubled after each republish up to `REPUBLISH_BACKOFF_MAX` times it while nothing
     /// is acknowledged, back to `republish_after` at the first ack. During an outage
@@ -497,14 +503,15 @@ impl Publisher {
         let mut attempt = 0u32;
         loop {
             let head = Seq(*self.durable.borrow_and_update());
-            let pending: Vec<Published> = match self.outbox.as_mut() {
+            // Only the last seq is needed here; `republish` copies what it resends.
+            let last = match self.outbox.as_mut() {
                 Some((o, _)) => {
                     o.confirm(head);
-                    o.pending().cloned().collect()
+                    o.pending().last().map(|p| p.event.seq)
                 }
-                None => Vec::new(),
+                None => None,
             };
-            let Some(last) = pending.last().map(|p| p.event.seq) else {
+            let Some(last) = last else {
                 return Ok(attempt);
             };
             if tokio::time::Instant::now() >= deadline {
@@ -575,10 +582,15 @@ impl Publisher {
         let Some(c) = table.checkpoint() else {
             return Ok(());
         };
+        // A failed event the ledger has since confirmed (its ack was lost, not the event)
+        // no longer holds checkpoints back.
+        let durable = *self.durable.borrow();
+        self.failed.retain(|s| s.0 > durable);
         if !self.failed.is_empty() {
             // Events of the chain it would vouch for are not in the stream: the ledger
             // would refuse it as beyond its head. The next one, after the republish, or
             // the one after recovery at the end of the run, vouches instead.
+            self.checkpoint_skipped = true;
             return Ok(());
         }
         let seq = c.head_seq;
