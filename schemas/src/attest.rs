@@ -182,6 +182,17 @@ impl<'a> KeyEvent<'a> {
             action,
         })
     }
+
+    /// Whether the admin signature of this key event on `table`'s chain verifies. Whether
+    /// that admin is one to trust is the caller's question (the ledger's trusted keys when
+    /// appending, the pinned ones when checking a bundle).
+    pub fn admin_signature_verifies(&self, table: &TableId) -> bool {
+        verify(
+            self.admin,
+            &enrollment_message(table, self.device, self.key, self.action),
+            self.signature,
+        )
+    }
 }
 
 /// The bytes an admin signs to enroll or revoke `key` for `device` on `table`'s chain:

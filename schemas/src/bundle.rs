@@ -14,7 +14,7 @@
 //! the field).
 
 use crate::api::CaseView;
-use crate::attest::{enrollment_message, verify, Checkpoint, KeyAction, KeyEvent, PublicKey};
+use crate::attest::{Checkpoint, KeyAction, KeyEvent, PublicKey};
 use crate::chain::event_hash;
 use crate::codec;
 use crate::event::{Event, EventBody};
@@ -477,12 +477,15 @@ fn check_attestation(
             enrollment_seq, c.from_seq, c.to_seq
         ))
     })?;
-    let EventBody::DeviceEnrolled {
-        device,
-        key,
-        admin,
-        signature,
-    } = &enrollment.body
+    let Some(
+        enrolled @ KeyEvent {
+            device,
+            key,
+            admin,
+            action: KeyAction::Enroll,
+            ..
+        },
+    ) = KeyEvent::of(&enrollment.body)
     else {
         return Err(not_enrolled(format!(
             "the event at seq {} is {}, not a device enrollment",
@@ -502,8 +505,7 @@ fn check_attestation(
             enrollment_seq, admin_key
         )));
     }
-    let message = enrollment_message(&b.table, device, key, KeyAction::Enroll);
-    if !verify(admin, &message, signature) {
+    if !enrolled.admin_signature_verifies(&b.table) {
         return Err(not_enrolled(format!(
             "the admin signature of the enrollment at seq {} does not verify",
             enrollment_seq
@@ -530,19 +532,18 @@ fn check_attestation(
         .iter()
         .filter(|(s, _)| s.0 > enrollment_seq && s.0 <= signed)
     {
-        let Some(KeyEvent {
+        let Some(later) = KeyEvent::of(&e.body) else {
+            continue;
+        };
+        let KeyEvent {
             device: d,
             key: k,
             admin: adm,
-            signature: sig,
             action,
-        }) = KeyEvent::of(&e.body)
-        else {
-            continue;
-        };
-        let effective = d == device
-            && trusted.contains(adm)
-            && verify(adm, &enrollment_message(&b.table, d, k, action), sig);
+            ..
+        } = later;
+        let effective =
+            d == device && trusted.contains(adm) && later.admin_signature_verifies(&b.table);
         if !effective || (action == KeyAction::Enroll && k == key) {
             continue;
         }
