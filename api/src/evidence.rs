@@ -17,13 +17,13 @@ use crate::rounds::{self, Located};
 use crate::ReadError;
 use ledger::attest::KeptCheckpoint;
 use schemas::api::CaseView;
-use schemas::attest::{enrollment_message, verify as verify_signature, KeyAction, PublicKey};
+use schemas::attest::{KeyAction, KeyEvent, PublicKey};
 use schemas::bundle::{
     verify_chain, AttestationCheck, BundleAttestation, BundleCheckpoint, BundleError, BundleEvent,
     BundleHead, ChainSegment, EvidenceBundle, BUNDLE_CHAIN_EVENTS_MAX, BUNDLE_FORMAT,
     BUNDLE_VERSION,
 };
-use schemas::{EventBody, Hash32, TableId, GENESIS};
+use schemas::{Hash32, TableId, GENESIS};
 
 /// Builds the bundle of `round` of `table`.
 pub fn build(
@@ -49,6 +49,10 @@ pub fn build(
     let head = ledger
         .head(table)
         .ok_or_else(|| ReadError::NotFound(format!("table {table} is not in the ledger")))?;
+    // Read before looking for a covering checkpoint: a checkpoint kept in between would
+    // otherwise be named as the latest by a bundle saying "not yet attested", which its
+    // own verification refuses. Read first, it is older than any the lookup could miss.
+    let latest_checkpoint_seq = ledger.attestation(table).map(|a| a.seq.0);
     // Prefer a checkpoint that signs the whole replay window; else the first one that
     // covers the round itself (the window's tail is then chained but not signed).
     let kept = match ledger.checkpoint_at_or_after(table, loaded.window.1)? {
@@ -123,7 +127,7 @@ pub fn build(
             }
         }
         _ => BundleAttestation::NotYetAttested {
-            latest_checkpoint_seq: ledger.attestation(table).map(|a| a.seq.0),
+            latest_checkpoint_seq,
         },
     };
     let round_seqs = loaded
@@ -164,41 +168,45 @@ pub fn build(
 /// verifies with.
 fn enrolls(table: &TableId, bytes: &[u8], k: &KeptCheckpoint) -> Option<(PublicKey, PublicKey)> {
     let (event, _) = schemas::codec::decode(bytes).ok()?;
-    let EventBody::DeviceEnrolled {
+    let enrolled @ KeyEvent {
         device,
         key,
         admin,
-        signature,
-    } = &event.body
+        action: KeyAction::Enroll,
+        ..
+    } = KeyEvent::of(&event.body)?
     else {
         return None;
     };
     let ok = event.table == *table
         && *device == k.checkpoint.device
         && k.checkpoint.verifies_with(key)
-        && verify_signature(
-            admin,
-            &enrollment_message(table, device, key, KeyAction::Enroll),
-            signature,
-        );
+        && enrolled.admin_signature_verifies(table);
     ok.then_some((*key, *admin))
 }
 
-/// The seq of the enrollment event of the key that signed `k`: the ledger's key register
-/// when it still holds that key (the usual case), else the last such enrollment in the
-/// chain up to the checkpoint's head (a key rotated since), read at most
+/// The seq of the enrollment event of the key that signed `k`: the one the ledger
+/// verified it against when it kept it (recorded with the checkpoint, so a key rotated or
+/// revoked since changes nothing, and an enrollment the ledger refused is never cited).
+/// A checkpoint kept before the ledger recorded that has none: then the last enrollment of
+/// the key in the chain up to the checkpoint's head, read at most
 /// `BUNDLE_CHAIN_EVENTS_MAX` events back.
 fn enrollment_of(
     ledger: &ledger::Ledger,
     table: &TableId,
     k: &KeptCheckpoint,
 ) -> Result<u64, ReadError> {
-    if let Some(dk) = ledger.device_key(table, &k.checkpoint.device) {
-        if let Some(e) = ledger.stored_event(table, dk.enrolled_seq.0)? {
-            if enrolls(table, &e.bytes, k).is_some() {
-                return Ok(dk.enrolled_seq.0);
-            }
-        }
+    if let Some(seq) = k.key_enrolled_seq {
+        let e = ledger.stored_event(table, seq.0)?.ok_or_else(|| {
+            ReadError::Integrity(format!("table {table}: no event at seq {}", seq.0))
+        })?;
+        return match enrolls(table, &e.bytes, k) {
+            Some(_) => Ok(seq.0),
+            None => Err(ReadError::Integrity(format!(
+                "table {table}: the checkpoint at seq {} was kept against the enrollment at seq {}, which does not enroll its key (run verify)",
+                k.checkpoint.head_seq.0, seq.0
+            ))),
+        };
     }
     let to = k.checkpoint.head_seq.0;
     let from = to.saturating_sub(BUNDLE_CHAIN_EVENTS_MAX).max(1);

@@ -848,6 +848,77 @@ fn a_round_after_the_last_checkpoint_is_exported_and_verified_as_not_yet_atteste
     assert!(err.contains("not yet attested"), "{err}");
 }
 
+/// A key rotated between rounds 2 and 3: a round signed by the old key is exported citing the
+/// enrollment the ledger verified that checkpoint against (not the key the register holds
+/// now), a round signed by the new key cites the rotation, and both verify pinned to the
+/// House's admin key.
+#[test]
+fn rounds_signed_before_and_after_a_key_rotation_cite_their_own_enrollment() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = ledger::Ledger::open(dir.path()).unwrap();
+    ledger.trust_admin_keys([simulator::admin_key().public()]);
+    let config = simulator::default_config(schemas::RuleSet::Csp6);
+    let table = schemas::TableId::new("ROT-01").unwrap();
+    let mut t =
+        simulator::TableSim::new(table.clone(), config, 11, simulator::FaultPlan::none()).unwrap();
+    let checkpoint = |t: &simulator::TableSim| {
+        let c = t.checkpoint().unwrap();
+        let out = ledger
+            .append_checkpoints(&[ledger::Incoming {
+                subject_table: Some(table.clone()),
+                stream_seq: ledger.stats().events + 1_000,
+                received_at_ns: c.signed_at_ns,
+                bytes: c.to_bincode(),
+            }])
+            .unwrap();
+        assert!(
+            matches!(out[..], [ledger::attest::CheckpointOutcome::Kept { .. }]),
+            "{out:?}"
+        );
+    };
+    append(&ledger, &t.opening_events().unwrap());
+    for _ in 0..2 {
+        append(&ledger, &t.play_round().unwrap().events);
+        checkpoint(&t);
+    }
+    let rotation = t.rotate_key().unwrap();
+    let rotated_at = rotation[0].event.seq.0;
+    append(&ledger, &rotation);
+    append(&ledger, &t.play_round().unwrap().events);
+    checkpoint(&t);
+    ledger.flush().unwrap();
+    let admin = [simulator::admin_key().public()];
+    let cited = |round| {
+        let b = bundle_of(&ledger, table.as_str(), round);
+        let v = api::evidence::verify(&b, &admin).unwrap_or_else(|e| panic!("round {round}: {e}"));
+        let AttestationCheck::Attested {
+            enrollment_seq,
+            device_key,
+            admin_pinned: true,
+            ..
+        } = v.attestation
+        else {
+            panic!("round {round}: {:?}", v.attestation)
+        };
+        (enrollment_seq, device_key)
+    };
+    // Round 1's replay window ends before round 2, so the checkpoint after round 1 (old
+    // key) signs it. Round 2's window runs on to round 3 and takes in the rotation, so
+    // the checkpoint after round 3 (new key) signs it; round 3 likewise.
+    let (first, old_key) = cited(1);
+    let (second, key_2) = cited(2);
+    let (third, new_key) = cited(3);
+    assert_eq!(first, 2, "the opening's enrollment (TableOpened is seq 1)");
+    assert_eq!((second, key_2), (rotated_at, new_key));
+    assert_eq!(third, rotated_at);
+    assert_ne!(old_key, new_key);
+    // The register holds only the new key now.
+    let dk = ledger
+        .device_key(&table, &schemas::DeviceId::new("dealer-terminal").unwrap())
+        .unwrap();
+    assert_eq!((dk.key, dk.enrolled_seq.0), (new_key, rotated_at));
+}
+
 /// Resolves an OpenAPI response schema with the document's components, for jsonschema.
 fn response_schema(doc: &Value, path: &str, status: &str) -> Value {
     let s = doc["paths"][path]["get"]["responses"][status]["content"]["application/json"]["schema"]

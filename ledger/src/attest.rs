@@ -21,7 +21,7 @@ use crate::append::{quarantine, Call, Incoming};
 use crate::record::{self, be_u64, split_table_key, table_key, W};
 use crate::store::{Op, Space};
 use crate::{Error, Ledger, State};
-use schemas::attest::{enrollment_message, verify, Checkpoint, KeyAction, KeyEvent, PublicKey};
+use schemas::attest::{Checkpoint, KeyAction, KeyEvent, PublicKey};
 use schemas::{DeviceId, Event, Hash32, Seq, TableId};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -71,6 +71,10 @@ pub struct KeptCheckpoint {
     pub bytes: Vec<u8>,
     pub stream_seq: u64,
     pub received_at_ns: i64,
+    /// The seq of the enrollment of the key the ledger verified the signature with, as
+    /// its key register held it then: the event an evidence bundle cites. `None` for a
+    /// checkpoint kept before the ledger recorded it.
+    pub key_enrolled_seq: Option<Seq>,
 }
 
 /// What happened to one checkpoint message.
@@ -124,16 +128,35 @@ fn decode_device_key(v: &[u8]) -> Result<DeviceKey, Error> {
     })
 }
 
-fn encode_checkpoint(received_at_ns: i64, stream_seq: u64, bytes: &[u8]) -> Vec<u8> {
+/// A kept checkpoint's record: `received_at_ns, stream_seq, len-prefixed bytes,
+/// key_enrolled_seq` (the last field added later: a record without it still reads).
+fn encode_checkpoint(
+    received_at_ns: i64,
+    stream_seq: u64,
+    bytes: &[u8],
+    key_enrolled_seq: Seq,
+) -> Vec<u8> {
     let mut w = W::default();
-    w.i64(received_at_ns).u64(stream_seq).bytes(bytes);
+    w.i64(received_at_ns)
+        .u64(stream_seq)
+        .bytes(bytes)
+        .u64(key_enrolled_seq.0);
     w.0
 }
 
-/// (received_at_ns, stream_seq, the checkpoint's exact bytes).
-fn decode_checkpoint(v: &[u8]) -> Result<(i64, u64, Vec<u8>), Error> {
+/// (received_at_ns, stream_seq, the checkpoint's exact bytes, key_enrolled_seq).
+fn decode_checkpoint(v: &[u8]) -> Result<(i64, u64, Vec<u8>, Option<Seq>), Error> {
     let mut r = record::R::new(v);
-    Ok((r.i64()?, r.u64()?, r.bytes()?.to_vec()))
+    let (received_at_ns, stream_seq, bytes) = (r.i64()?, r.u64()?, r.bytes()?.to_vec());
+    let key_enrolled_seq = if r.is_empty() {
+        None
+    } else {
+        Some(Seq(r.u64()?))
+    };
+    if !r.is_empty() {
+        return Err(record::corrupt("checkpoint record: trailing bytes"));
+    }
+    Ok((received_at_ns, stream_seq, bytes, key_enrolled_seq))
 }
 
 /// The device key register: (table, device) -> key.
@@ -158,7 +181,7 @@ pub(crate) fn load(store: &dyn crate::store::Store) -> Result<(KeyRegister, Atte
         let (k, v) = kv?;
         let (table, rest) = split_table_key(&k)?;
         let seq = be_u64(rest)?;
-        let (received_at_ns, _, bytes) = decode_checkpoint(&v)?;
+        let (received_at_ns, _, bytes, _) = decode_checkpoint(&v)?;
         let c = Checkpoint::decode(&bytes).map_err(|e| record::corrupt(&e.to_string()))?;
         // Keys are in seq order within a table: the last one wins.
         attested.insert(
@@ -177,18 +200,17 @@ pub(crate) fn load(store: &dyn crate::store::Store) -> Result<(KeyRegister, Atte
 
 /// Called for every event the append path stores: applies enrollments and revocations.
 pub(crate) fn on_stored(state: &crate::State, call: &mut Call, event: &Event) {
-    let Some(KeyEvent {
+    let Some(key_event) = KeyEvent::of(&event.body) else {
+        return;
+    };
+    let KeyEvent {
         device,
         key,
         admin,
-        signature,
         action,
-    }) = KeyEvent::of(&event.body)
-    else {
-        return;
-    };
-    let message = enrollment_message(&event.table, device, key, action);
-    if !call.admin_keys.contains(admin) || !verify(admin, &message, signature) {
+        ..
+    } = key_event;
+    if !call.admin_keys.contains(admin) || !key_event.admin_signature_verifies(&event.table) {
         tracing::error!(
             table = %event.table, seq = event.seq.0, %device, %admin,
             trusted = call.admin_keys.contains(admin),
@@ -263,13 +285,14 @@ impl Ledger {
             return Ok(None);
         };
         let (_, v) = kv?;
-        let (received_at_ns, stream_seq, bytes) = decode_checkpoint(&v)?;
+        let (received_at_ns, stream_seq, bytes, key_enrolled_seq) = decode_checkpoint(&v)?;
         let checkpoint = Checkpoint::decode(&bytes).map_err(|e| record::corrupt(&e.to_string()))?;
         Ok(Some(KeptCheckpoint {
             checkpoint,
             bytes,
             stream_seq,
             received_at_ns,
+            key_enrolled_seq,
         }))
     }
 
@@ -368,7 +391,12 @@ impl Ledger {
         call.ops.push(Op::Put(
             Space::Checkpoint,
             key,
-            encode_checkpoint(msg.received_at_ns, msg.stream_seq, &msg.bytes),
+            encode_checkpoint(
+                msg.received_at_ns,
+                msg.stream_seq,
+                &msg.bytes,
+                dk.enrolled_seq,
+            ),
         ));
         let a = Attestation {
             table: c.table.clone(),

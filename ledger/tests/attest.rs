@@ -356,7 +356,8 @@ fn the_first_checkpoint_at_or_after_a_seq_is_found_verbatim() {
             .all(|k| matches!(k, CheckpointOutcome::Kept { .. })),
         "{kept:?}"
     );
-    let found = |seq| l.checkpoint_at_or_after(&c.table, seq).unwrap();
+    let table = c.table.clone();
+    let found = |seq| l.checkpoint_at_or_after(&table, seq).unwrap();
     assert_eq!(found(1).unwrap().bytes, at2.bytes);
     assert_eq!(found(2).unwrap().checkpoint.head_seq, Seq(2));
     let k = found(3).unwrap();
@@ -365,4 +366,17 @@ fn the_first_checkpoint_at_or_after_a_seq_is_found_verbatim() {
     // Beyond the last checkpoint: not yet attested (another table's is never returned).
     assert!(found(5).is_none());
     assert!(found(u64::MAX).is_none());
+    // Each kept checkpoint names the enrollment it was verified against, and keeps naming
+    // it after the key is rotated; one signed with the new key names the new enrollment.
+    assert_eq!(k.key_enrolled_seq, Some(Seq(1)));
+    let next = SigningKey::derive_for_simulation("test device, next key");
+    let rotation = [c.key_event(&admin, &next, KeyAction::Enroll), c.announce()];
+    stored_all(&l.append_batch(&rotation).unwrap());
+    let kept = l.append_checkpoints(&[c.checkpoint(&next, 8)]).unwrap();
+    assert!(
+        matches!(kept[..], [CheckpointOutcome::Kept { seq: Seq(8), .. }]),
+        "{kept:?}"
+    );
+    assert_eq!(found(3).unwrap().key_enrolled_seq, Some(Seq(1)));
+    assert_eq!(found(5).unwrap().key_enrolled_seq, Some(Seq(7)));
 }

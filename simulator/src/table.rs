@@ -97,6 +97,8 @@ pub struct TableSim {
     /// The key the table's controller (the dealer terminal, which publishes the chain)
     /// signs checkpoints with; enrolled by `admin_key()` when the table opens.
     signer: SigningKey,
+    /// How many times `signer` was rotated (`rotate_key`).
+    key_generation: u32,
 }
 
 /// The admin key that enrolls simulated devices. Derived from a public label, so anybody
@@ -189,6 +191,7 @@ impl TableSim {
             slip_no: 0,
             state: State::New,
             signer: SigningKey::derive_for_simulation(&format!("device {table}/dealer-terminal")),
+            key_generation: 0,
             table,
         })
     }
@@ -240,7 +243,28 @@ impl TableSim {
             config: self.config.clone(),
         };
         self.emit(&mut out, None, Dev::Dealer, body, (0, 1));
-        // The controller's checkpoint key, enrolled by the admin in the chain itself.
+        self.enroll_signer(&mut out);
+        self.state = State::Open;
+        Ok(out)
+    }
+
+    /// The controller's checkpoint key is rotated between rounds: the admin enrolls a new
+    /// key in the chain, which replaces the old one, and later checkpoints are signed with
+    /// it. Checkpoints signed before stay valid for the heads they signed.
+    pub fn rotate_key(&mut self) -> Result<Vec<Published>, Error> {
+        self.require_open()?;
+        self.key_generation += 1;
+        self.signer = SigningKey::derive_for_simulation(&format!(
+            "device {}/dealer-terminal, key {}",
+            self.table, self.key_generation
+        ));
+        let mut out = Vec::new();
+        self.enroll_signer(&mut out);
+        Ok(out)
+    }
+
+    /// The controller's checkpoint key, enrolled by the admin in the chain itself.
+    fn enroll_signer(&mut self, out: &mut Vec<Published>) {
         let key = self.signer.public();
         let device = self.devices.dealer.clone();
         let signature = admin_key().sign(&enrollment_message(
@@ -255,9 +279,7 @@ impl TableSim {
             admin: admin_key().public(),
             signature,
         };
-        self.emit(&mut out, None, Dev::Dealer, body, (0, 1));
-        self.state = State::Open;
-        Ok(out)
+        self.emit(out, None, Dev::Dealer, body, (0, 1));
     }
 
     /// The controller's signed checkpoint of the chain as published so far (publish it on
