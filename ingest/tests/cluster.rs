@@ -418,6 +418,12 @@ fn r3_stream_loses_nothing_when_a_node_is_killed_under_load() {
         "JetStream acknowledged these events and the stream no longer has them under their id (table, seq, present under a republish id): {lost_by_stream:?}"
     );
     assert!(during1 >= PROGRESS_MIN && during2 >= PROGRESS_MIN);
+    // The faults reached the devices: without a failed publish the outbox path this test
+    // exists for went unexercised (every run so far saw thousands, from the leader kill).
+    assert!(
+        published.publish_failures > 0,
+        "no publish failed while nodes were killed: the outbox went untested"
+    );
     assert!(
         differing.is_empty(),
         "tables whose ledger chain differs from the published one: {differing:?}"

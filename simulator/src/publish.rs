@@ -219,10 +219,12 @@ pub async fn publish_floor(
             checkpoint_skipped: false,
             republish_rounds: 0,
             lost_since: None,
-            republish_wait: options
-                .durable
-                .as_ref()
-                .map_or(Duration::ZERO, |d| d.republish_after),
+            backoff: RepublishBackoff::new(
+                options
+                    .durable
+                    .as_ref()
+                    .map_or(Duration::ZERO, |d| d.republish_after),
+            ),
         };
         handles.push(tokio::spawn(publish_table(
             out,
@@ -335,21 +337,47 @@ struct Publisher {
     republish_rounds: u32,
     /// When a publish first failed since the failed events were last republished.
     lost_since: Option<tokio::time::Instant>,
-    /// Events whose last publish failed: republished `republish_wait` after the first.
+    /// Events whose last publish failed: republished `backoff.wait()` after the first.
     failed: BTreeSet<Seq>,
     /// A checkpoint was not sent because publishes had failed: the end of the run vouches.
     checkpoint_skipped: bool,
-    /// How long after a failure the failed events are republished: `republish_after`,
-    /// doubled after each republish up to `REPUBLISH_BACKOFF_MAX` times it while nothing
-    /// is acknowledged, back to `republish_after` at the first ack. During an outage
-    /// every republish fails too; without the backoff a device resent its whole failed
-    /// set every `republish_after` (the cluster test counted 12,206 republishes for 4,376
-    /// events).
-    republish_wait: Duration,
+    /// How long after a failure, or after the durable head stood still, to republish.
+    backoff: RepublishBackoff,
 }
 
 /// The longest republish wait, as a multiple of `DurableWait::republish_after`.
 const REPUBLISH_BACKOFF_MAX: u32 = 8;
+
+/// The wait before a republish: `base` (`DurableWait::republish_after`), doubled after
+/// each republish up to `REPUBLISH_BACKOFF_MAX` times it while nothing is acknowledged,
+/// back to `base` at the first ack. During an outage every republish fails too; without
+/// the backoff a device resent its whole failed set every `base` (the cluster test counted
+/// 12,206 republishes for 4,376 events).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct RepublishBackoff {
+    base: Duration,
+    wait: Duration,
+}
+
+impl RepublishBackoff {
+    fn new(base: Duration) -> RepublishBackoff {
+        RepublishBackoff { base, wait: base }
+    }
+
+    fn wait(&self) -> Duration {
+        self.wait
+    }
+
+    /// A republish went out: the next waits twice as long, within the bound.
+    fn republished(&mut self) {
+        self.wait = (self.wait * 2).min(self.base * REPUBLISH_BACKOFF_MAX);
+    }
+
+    /// The stream acknowledged a publish: it takes messages again.
+    fn acked(&mut self) {
+        self.wait = self.base;
+    }
+}
 
 /// What a publish was of: an event the outbox keeps, or a signed checkpoint (not kept:
 /// the next checkpoint vouches for everything before it).
@@ -398,15 +426,12 @@ impl Publisher {
         // A publish failed a while ago: the ledger holds what followed it behind a gap
         // until the outbox fills it, so republish now rather than at the end of the run.
         let overdue = match (&self.outbox, self.lost_since) {
-            (Some(_), Some(t)) => t.elapsed() >= self.republish_wait,
+            (Some(_), Some(t)) => t.elapsed() >= self.backoff.wait(),
             _ => false,
         };
         if overdue {
             self.lost_since = None;
-            if let Some((_, bounds)) = &self.outbox {
-                self.republish_wait =
-                    (self.republish_wait * 2).min(bounds.republish_after * REPUBLISH_BACKOFF_MAX);
-            }
+            self.backoff.republished();
             let failed = std::mem::take(&mut self.failed);
             self.republish(|seq| failed.contains(&seq)).await?;
         }
@@ -488,7 +513,7 @@ impl Publisher {
     }
 
     /// Waits until the ledger's durable head covers every event sent, republishing what
-    /// the outbox still holds whenever the head stands still for `republish_after`. A
+    /// the outbox still holds whenever the head stands still for `backoff.wait()`. A
     /// republished message gets a fresh `Nats-Msg-Id` (`<table>:<seq>:r<n>`): the stream
     /// remembers ids of messages it lost, and would drop a republish under the old one as
     /// a duplicate; the ledger recognises the event itself by (table, seq, hash).
@@ -522,7 +547,7 @@ impl Publisher {
                     waited: bounds.wait_max,
                 });
             }
-            let moved = tokio::time::timeout(bounds.republish_after, self.durable.changed()).await;
+            let moved = tokio::time::timeout(self.backoff.wait(), self.durable.changed()).await;
             match moved {
                 Ok(Ok(())) => continue,
                 Ok(Err(_)) => {
@@ -532,6 +557,7 @@ impl Publisher {
                     attempt += 1;
                     self.lost_since = None;
                     self.failed.clear();
+                    self.backoff.republished();
                     self.republish(|_| true).await?;
                     self.drain().await?;
                 }
@@ -646,9 +672,7 @@ impl Publisher {
                         self.report.duplicates += 1;
                     }
                     // The stream takes messages again: republish failures promptly.
-                    if let Some((_, bounds)) = &self.outbox {
-                        self.republish_wait = bounds.republish_after;
-                    }
+                    self.backoff.acked();
                 }
                 Err(e) => self.publish_failed(
                     message,
@@ -668,5 +692,28 @@ impl Publisher {
             self.await_oldest().await?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_republish_wait_doubles_to_its_bound_and_resets_at_an_ack() {
+        let base = Duration::from_millis(250);
+        let mut b = RepublishBackoff::new(base);
+        assert_eq!(b.wait(), base);
+        let mut seen = Vec::new();
+        for _ in 0..6 {
+            b.republished();
+            seen.push(b.wait().as_millis());
+        }
+        // 2x, 4x, 8x, then held at REPUBLISH_BACKOFF_MAX (8) times the base.
+        assert_eq!(seen, [500, 1000, 2000, 2000, 2000, 2000]);
+        b.acked();
+        assert_eq!(b.wait(), base);
+        b.republished();
+        assert_eq!(b.wait(), base * 2);
     }
 }
