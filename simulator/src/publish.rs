@@ -397,9 +397,17 @@ impl Message {
     }
 }
 
+/// How long after sending a publish its ack may take (async-nats's own default). Counted
+/// from the send, not from when the ack is awaited: acks are awaited one after another,
+/// and when a connection dies with a full window each would otherwise wait this long in
+/// turn (a nats-server kill test waited 414 s for about 80 of them).
+const PUBLISH_ACK_WAIT: Duration = Duration::from_secs(5);
+
 struct InFlight {
     message: Message,
     ack: PublishAckFuture,
+    /// `PUBLISH_ACK_WAIT` after the send.
+    deadline: tokio::time::Instant,
     /// Released when the ack arrived (or failed): frees a place in the all-tables window.
     _permit: OwnedSemaphorePermit,
 }
@@ -594,6 +602,7 @@ impl Publisher {
         self.window.push_back(InFlight {
             message,
             ack,
+            deadline: tokio::time::Instant::now() + PUBLISH_ACK_WAIT,
             _permit: permit,
         });
         while self.window.len() >= self.window_max {
@@ -665,8 +674,18 @@ impl Publisher {
 
     async fn await_oldest(&mut self) -> Result<(), Error> {
         // The permit is released when this entry is dropped, after its ack arrived.
-        if let Some(InFlight { message, ack, .. }) = self.window.pop_front() {
-            match ack.await {
+        if let Some(InFlight {
+            message,
+            ack,
+            deadline,
+            ..
+        }) = self.window.pop_front()
+        {
+            let ack = match tokio::time::timeout_at(deadline, ack).await {
+                Ok(ack) => ack.map_err(|e| e.to_string()),
+                Err(_) => Err(format!("none within {PUBLISH_ACK_WAIT:?} of sending")),
+            };
+            match ack {
                 Ok(ack) => {
                     if ack.duplicate {
                         self.report.duplicates += 1;
