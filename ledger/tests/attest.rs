@@ -6,7 +6,7 @@
 
 use ledger::attest::{reason, CheckpointOutcome};
 use ledger::{Appended, Incoming, Ledger};
-use schemas::attest::{enrollment_message, Checkpoint, KeyAction, SigningKey};
+use schemas::attest::{key_event_body, Checkpoint, KeyAction, SigningKey};
 use schemas::codec::{encode, WireFormat};
 use schemas::{event_hash, Announcement, DeviceId, Event, EventBody, Hash32, Seq, TableId};
 
@@ -61,23 +61,8 @@ impl Chain {
 
     fn key_event(&mut self, admin: &SigningKey, key: &SigningKey, action: KeyAction) -> Incoming {
         let device = DeviceId::new("dealer-terminal").unwrap();
-        let key = key.public();
-        let signature = admin.sign(&enrollment_message(&self.table, &device, &key, action));
-        let admin = admin.public();
-        self.event(match action {
-            KeyAction::Enroll => EventBody::DeviceEnrolled {
-                device,
-                key,
-                admin,
-                signature,
-            },
-            KeyAction::Revoke => EventBody::DeviceRevoked {
-                device,
-                key,
-                admin,
-                signature,
-            },
-        })
+        let body = key_event_body(admin, &self.table, device, key.public(), action);
+        self.event(body)
     }
 
     fn announce(&mut self) -> Incoming {

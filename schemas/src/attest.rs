@@ -195,6 +195,34 @@ impl<'a> KeyEvent<'a> {
     }
 }
 
+/// The chain event by which `admin` enrolls or revokes `key` for `device` on `table`'s
+/// chain: `DeviceEnrolled` or `DeviceRevoked`, signed over `enrollment_message`.
+pub fn key_event_body(
+    admin: &SigningKey,
+    table: &TableId,
+    device: DeviceId,
+    key: PublicKey,
+    action: KeyAction,
+) -> crate::event::EventBody {
+    use crate::event::EventBody;
+    let signature = admin.sign(&enrollment_message(table, &device, &key, action));
+    let admin = admin.public();
+    match action {
+        KeyAction::Enroll => EventBody::DeviceEnrolled {
+            device,
+            key,
+            admin,
+            signature,
+        },
+        KeyAction::Revoke => EventBody::DeviceRevoked {
+            device,
+            key,
+            admin,
+            signature,
+        },
+    }
+}
+
 /// The bytes an admin signs to enroll or revoke `key` for `device` on `table`'s chain:
 /// `"roundledger/enroll/v1" || len(table) u8 || table || len(device) u8 || device || key
 /// (32) || action (0 enroll, 1 revoke)`.

@@ -8,7 +8,7 @@
 
 mod common;
 
-use schemas::attest::{enrollment_message, Checkpoint, KeyAction, SigningKey};
+use schemas::attest::{enrollment_message, key_event_body, Checkpoint, KeyAction, SigningKey};
 use schemas::bundle::{
     verify_chain, AttestationCheck, BundleAttestation, BundleCheckpoint, BundleError, BundleEvent,
     BundleHead, ChainSegment, EvidenceBundle, BUNDLE_FORMAT, BUNDLE_VERSION,
@@ -45,23 +45,7 @@ fn config() -> EventBody {
 
 /// A key event for the dealer terminal, signed by `admin` over `table`'s chain.
 fn key_event(admin: &SigningKey, key: &SigningKey, action: KeyAction) -> EventBody {
-    let (device, key) = (dealer(), key.public());
-    let signature = admin.sign(&enrollment_message(&table(), &device, &key, action));
-    let admin = admin.public();
-    match action {
-        KeyAction::Enroll => EventBody::DeviceEnrolled {
-            device,
-            key,
-            admin,
-            signature,
-        },
-        KeyAction::Revoke => EventBody::DeviceRevoked {
-            device,
-            key,
-            admin,
-            signature,
-        },
-    }
+    key_event_body(admin, &table(), dealer(), key.public(), action)
 }
 
 fn announce() -> EventBody {

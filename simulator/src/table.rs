@@ -11,7 +11,7 @@ use crate::Error;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use schemas::attest::{enrollment_message, Checkpoint, KeyAction, SigningKey};
+use schemas::attest::{key_event_body, Checkpoint, KeyAction, SigningKey};
 use schemas::chain::{deck_commitment, event_hash};
 use schemas::settle::{BoxInput, RoundInput};
 use schemas::{
@@ -265,20 +265,13 @@ impl TableSim {
 
     /// The controller's checkpoint key, enrolled by the admin in the chain itself.
     fn enroll_signer(&mut self, out: &mut Vec<Published>) {
-        let key = self.signer.public();
-        let device = self.devices.dealer.clone();
-        let signature = admin_key().sign(&enrollment_message(
+        let body = key_event_body(
+            &admin_key(),
             &self.table,
-            &device,
-            &key,
+            self.devices.dealer.clone(),
+            self.signer.public(),
             KeyAction::Enroll,
-        ));
-        let body = EventBody::DeviceEnrolled {
-            device,
-            key,
-            admin: admin_key().public(),
-            signature,
-        };
+        );
         self.emit(out, None, Dev::Dealer, body, (0, 1));
     }
 
