@@ -126,8 +126,6 @@ pub(crate) struct Call {
     pub(crate) counters: BTreeMap<String, u64>,
     quarantined: u64,
     next_quarantine_id: u64,
-    /// Trusted admin keys (copied at begin): who may enroll device keys.
-    pub(crate) admin_keys: std::collections::BTreeSet<schemas::attest::PublicKey>,
     /// Device keys enrolled or revoked by this call's events.
     pub(crate) devices: BTreeMap<(TableId, schemas::DeviceId), crate::attest::DeviceKey>,
 }
@@ -141,7 +139,6 @@ impl Call {
             counters: BTreeMap::new(),
             quarantined: 0,
             next_quarantine_id: state.next_quarantine_id,
-            admin_keys: state.admin_keys.clone(),
             devices: BTreeMap::new(),
         }
     }

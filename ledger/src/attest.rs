@@ -210,10 +210,10 @@ pub(crate) fn on_stored(state: &crate::State, call: &mut Call, event: &Event) {
         action,
         ..
     } = key_event;
-    if !call.admin_keys.contains(admin) || !key_event.admin_signature_verifies(&event.table) {
+    if !state.admin_keys.contains(admin) || !key_event.admin_signature_verifies(&event.table) {
         tracing::error!(
             table = %event.table, seq = event.seq.0, %device, %admin,
-            trusted = call.admin_keys.contains(admin),
+            trusted = state.admin_keys.contains(admin),
             "ALERT: key {action:?} not signed by a trusted admin key; it takes no effect"
         );
         *call
