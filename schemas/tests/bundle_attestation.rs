@@ -169,9 +169,14 @@ impl Chain {
 /// Opening, enrollment of the device key, two events of the round, then `after`, then one
 /// more event (the checkpoint's head).
 fn chain_with(after: Vec<EventBody>) -> Chain {
+    chain_enrolled(key_event(&admin(), &device_key(), KeyAction::Enroll), after)
+}
+
+/// `chain_with`, with `enrollment` as the event at seq 2.
+fn chain_enrolled(enrollment: EventBody, after: Vec<EventBody>) -> Chain {
     let mut bodies = vec![
         (config(), false),
-        (key_event(&admin(), &device_key(), KeyAction::Enroll), false),
+        (enrollment, false),
         (announce(), true),
         (announce(), true),
     ];
@@ -318,22 +323,18 @@ fn a_revocation_whose_admin_signature_is_for_another_table_takes_no_effect() {
 #[test]
 fn an_enrollment_signed_by_an_unpinned_or_unnamed_admin_is_refused() {
     let stranger = SigningKey::derive_for_simulation("not the House's admin");
-    let chain = Chain::new(vec![
-        (config(), false),
-        (
-            key_event(&stranger, &device_key(), KeyAction::Enroll),
-            false,
-        ),
-        (announce(), true),
-    ]);
+    let chain = chain_enrolled(
+        key_event(&stranger, &device_key(), KeyAction::Enroll),
+        vec![],
+    );
     // The bundle names the House's admin, the event carries the stranger's.
-    let err = refused(&chain.signed_at(&device_key(), 3, 2), &[]);
+    let err = refused(&chain.signed_at(&device_key(), 5, 2), &[]);
     assert!(
         matches!(&err, BundleError::NotEnrolled { detail, .. } if detail.contains("the bundle names")),
         "{err}"
     );
     // The bundle names the stranger too: accepted only on trust, refused when pinned.
-    let mut b = chain.signed_at(&device_key(), 3, 2);
+    let mut b = chain.signed_at(&device_key(), 5, 2);
     if let BundleAttestation::Attested { admin_key, .. } = &mut b.attestation {
         *admin_key = stranger.public();
     }
@@ -357,20 +358,14 @@ fn an_enrollment_with_a_forged_admin_signature_is_refused() {
         &key,
         KeyAction::Enroll,
     ));
-    let chain = Chain::new(vec![
-        (config(), false),
-        (
-            EventBody::DeviceEnrolled {
-                device: dealer(),
-                key,
-                admin: admin().public(),
-                signature: forged,
-            },
-            false,
-        ),
-        (announce(), true),
-    ]);
-    let err = refused(&chain.signed_at(&device_key(), 3, 2), &[]);
+    let forged_enrollment = EventBody::DeviceEnrolled {
+        device: dealer(),
+        key,
+        admin: admin().public(),
+        signature: forged,
+    };
+    let chain = chain_enrolled(forged_enrollment, vec![]);
+    let err = refused(&chain.signed_at(&device_key(), 5, 2), &[]);
     assert!(
         matches!(&err, BundleError::NotEnrolled { detail, .. } if detail.contains("admin signature of the enrollment at seq 2 does not verify")),
         "{err}"
