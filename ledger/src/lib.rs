@@ -22,7 +22,9 @@
 //! record per table per append call (`table ++ first seq`) holding each event's seq, hash,
 //! stream seq, receive time, device time, round and exact bytes; chain heads in memory,
 //! persisted in the same atomic commit; round summaries and device-time and arrival indexes
-//! point into the records.
+//! point into the records. The records themselves live in the value log
+//! (`<dir>/values/*.seg`, see `valuelog`), written and fsynced before the commit that
+//! gives sled their 21-byte pointers; sled keeps the keys, the pointers and every index.
 //!
 //! It must never panic on any input bytes, and never be used from async runtime threads
 //! (sled blocks): give it a dedicated thread or `spawn_blocking`.
@@ -34,6 +36,7 @@ pub mod digest;
 mod read;
 pub mod record;
 pub mod store;
+pub mod valuelog;
 mod verify;
 
 pub use append::{reason, Appended, Incoming};

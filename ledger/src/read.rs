@@ -367,9 +367,9 @@ impl Ledger {
         // Start at the record containing `start` (the last record key <= start).
         let from = match self
             .store
-            .last_at_or_before(Space::Batch, &tk, &seq_key(table, start))
+            .last_key_at_or_before(Space::Batch, &tk, &seq_key(table, start))
         {
-            Ok(Some((k, _))) => k,
+            Ok(Some(k)) => k,
             _ => seq_key(table, start),
         };
         let mut to = tk.clone();

@@ -11,6 +11,7 @@
 //! derived spaces (heads, round summaries, meta). Event records and quarantine entries are
 //! written once.
 
+use crate::valuelog::ValueLog;
 use crate::Error;
 use std::path::Path;
 
@@ -76,18 +77,23 @@ pub type Kv = (Vec<u8>, Vec<u8>);
 /// Key-value pairs in key order.
 pub type KvIter<'a> = Box<dyn Iterator<Item = Result<(Vec<u8>, Vec<u8>), Error>> + 'a>;
 
+/// Keys in key order.
+pub type KeyIter<'a> = Box<dyn Iterator<Item = Result<Vec<u8>, Error>> + 'a>;
+
 /// What the ledger needs from an embedded ordered store.
 pub trait Store: Send + Sync {
     fn get(&self, space: Space, key: &[u8]) -> Result<Option<Vec<u8>>, Error>;
     /// Entries with `from <= key` and `key < to` (`None`: to the end of the space), in key order.
     fn range<'a>(&'a self, space: Space, from: &[u8], to: Option<&[u8]>) -> KvIter<'a>;
-    /// The last entry whose key starts with `prefix` and is `<= at`.
-    fn last_at_or_before(
+    /// Keys only, as `range` gives them (no value is read).
+    fn keys<'a>(&'a self, space: Space, from: &[u8], to: Option<&[u8]>) -> KeyIter<'a>;
+    /// The key of the last entry whose key starts with `prefix` and is `<= at`.
+    fn last_key_at_or_before(
         &self,
         space: Space,
         prefix: &[u8],
         at: &[u8],
-    ) -> Result<Option<Kv>, Error>;
+    ) -> Result<Option<Vec<u8>>, Error>;
     /// Applies all ops atomically (all or none survive a crash), in order (last write to a
     /// key wins). Not durable until `flush`.
     fn commit(&self, ops: Vec<Op>) -> Result<(), Error>;
@@ -101,10 +107,12 @@ pub const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 /// The sled name of the one tree holding every space.
 pub const SLED_TREE: &str = "ledger";
 
-/// sled 0.34.7: one tree, key = space prefix ++ key.
+/// sled 0.34.7: one tree, key = space prefix ++ key; the values of `Space::Batch` (event
+/// records, nearly all the bytes) in the value log (`valuelog`), sled holding pointers.
 pub struct SledStore {
     db: sled::Db,
     tree: sled::Tree,
+    values: ValueLog,
 }
 
 impl SledStore {
@@ -142,7 +150,18 @@ impl SledStore {
             }
         })?;
         let tree = db.open_tree(SLED_TREE).map_err(store_err("open tree"))?;
-        Ok(SledStore { db, tree })
+        // After sled, whose lock makes this process the directory's one owner.
+        let values = ValueLog::open(path)?;
+        Ok(SledStore { db, tree, values })
+    }
+
+    /// A value as stored in sled made whole: records of `Space::Batch` are read from the
+    /// value log.
+    fn value(&self, space: Space, stored: Vec<u8>) -> Result<Vec<u8>, Error> {
+        match space {
+            Space::Batch => self.values.resolve(stored),
+            _ => Ok(stored),
+        }
     }
 }
 
@@ -162,34 +181,33 @@ fn full_key(space: Space, key: &[u8]) -> Vec<u8> {
 
 impl Store for SledStore {
     fn get(&self, space: Space, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
-        Ok(self
-            .tree
+        self.tree
             .get(full_key(space, key))
             .map_err(store_err("get"))?
-            .map(|v| v.to_vec()))
+            .map(|v| self.value(space, v.to_vec()))
+            .transpose()
     }
 
     fn range<'a>(&'a self, space: Space, from: &[u8], to: Option<&[u8]>) -> KvIter<'a> {
-        let start = full_key(space, from);
-        let end = match to {
-            Some(t) => full_key(space, t),
-            None => vec![space.prefix() + 1],
-        };
-        if start >= end {
-            return Box::new(std::iter::empty());
-        }
-        Box::new(self.tree.range(start..end).map(|r| {
-            r.map(|(k, v)| (k[1..].to_vec(), v.to_vec()))
-                .map_err(store_err("range"))
+        Box::new(self.sled_range(space, from, to).map(move |r| {
+            let (k, v) = r.map_err(store_err("range"))?;
+            Ok((k[1..].to_vec(), self.value(space, v.to_vec())?))
         }))
     }
 
-    fn last_at_or_before(
+    fn keys<'a>(&'a self, space: Space, from: &[u8], to: Option<&[u8]>) -> KeyIter<'a> {
+        Box::new(
+            self.sled_range(space, from, to)
+                .map(|r| r.map(|(k, _)| k[1..].to_vec()).map_err(store_err("keys"))),
+        )
+    }
+
+    fn last_key_at_or_before(
         &self,
         space: Space,
         prefix: &[u8],
         at: &[u8],
-    ) -> Result<Option<Kv>, Error> {
+    ) -> Result<Option<Vec<u8>>, Error> {
         let lo = full_key(space, prefix);
         let hi = full_key(space, at);
         if hi < lo {
@@ -198,16 +216,29 @@ impl Store for SledStore {
         match self.tree.range(lo..=hi).next_back() {
             None => Ok(None),
             Some(r) => {
-                let (k, v) = r.map_err(store_err("last_at_or_before"))?;
-                Ok(Some((k[1..].to_vec(), v.to_vec())))
+                let (k, _) = r.map_err(store_err("last_key_at_or_before"))?;
+                Ok(Some(k[1..].to_vec()))
             }
         }
     }
 
     fn commit(&self, ops: Vec<Op>) -> Result<(), Error> {
+        // Records first, durably, into the value log; sled then takes their pointers.
+        let records: Vec<&[u8]> = ops
+            .iter()
+            .filter_map(|op| match op {
+                Op::Put(Space::Batch, _, v) => Some(v.as_slice()),
+                _ => None,
+            })
+            .collect();
+        let mut pointers = self.values.append(&records)?.into_iter();
         let mut batch = sled::Batch::default();
         for op in ops {
             match op {
+                Op::Put(Space::Batch, k, _) => {
+                    let p = pointers.next().expect("one pointer per record");
+                    batch.insert(full_key(Space::Batch, &k), p.encode())
+                }
                 Op::Put(space, k, v) => batch.insert(full_key(space, &k), v),
                 Op::Remove(space, k) => {
                     assert!(
@@ -224,5 +255,21 @@ impl Store for SledStore {
     fn flush(&self) -> Result<(), Error> {
         self.db.flush().map_err(store_err("flush"))?;
         Ok(())
+    }
+}
+
+impl SledStore {
+    /// sled's entries of `space` from `from` to `to` (exclusive; `None`: to the space's end).
+    fn sled_range(&self, space: Space, from: &[u8], to: Option<&[u8]>) -> sled::Iter {
+        let start = full_key(space, from);
+        let end = match to {
+            Some(t) => full_key(space, t),
+            None => vec![space.prefix() + 1],
+        };
+        if start >= end {
+            // An empty range (sled panics on a reversed one).
+            return self.tree.range(start.clone()..start);
+        }
+        self.tree.range(start..end)
     }
 }

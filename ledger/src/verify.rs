@@ -112,8 +112,8 @@ pub fn verify_store(
         }
     }
     let mut last_table: Option<TableId> = None;
-    for kv in store.range(Space::Batch, &[], None) {
-        let (k, _) = kv?;
+    for k in store.keys(Space::Batch, &[], None) {
+        let k = k?;
         match split_table_key(&k) {
             Ok((t, _)) => {
                 if last_table.as_ref() != Some(&t) {
@@ -159,7 +159,15 @@ fn verify_table(
     let mut prev = GENESIS;
     let mut next = 1u64;
     for kv in store.range(Space::Batch, &tk, Some(&end)) {
-        let (k, v) = kv?;
+        let (k, v) = match kv {
+            Ok(kv) => kv,
+            // A record whose bytes in the value log are damaged or gone: the chain is
+            // unreadable from the first seq not yet verified.
+            Err(Error::CorruptRecord { detail }) => {
+                return Ok((bad(next, VerifyProblem::Unreadable(detail)), at))
+            }
+            Err(e) => return Err(e),
+        };
         let key_seq = match k.get(tk.len()..).map(be_u64) {
             Some(Ok(s)) => s,
             _ => {

@@ -1,8 +1,9 @@
-//! Tamper evidence (issue 5 item 3): a ledger is filled and closed, then its sled records
-//! are rewritten, deleted, inserted or reordered directly with the raw sled API (what an
-//! attacker with file access, or a storage bug, could do). `verify` must name the first bad
-//! position of the damaged table, and a digest taken before the damage must catch what
-//! `verify` alone cannot (a truncation with a rewritten head, a removed table).
+//! Tamper evidence (issue 5 item 3): a ledger is filled and closed, then its records are
+//! rewritten, deleted, inserted or reordered directly with the raw sled API and the value
+//! log beside it (what an attacker with file access, or a storage bug, could do). `verify`
+//! must name the first bad position of the damaged table, and a digest taken before the
+//! damage must catch what `verify` alone cannot (a truncation with a rewritten head, a
+//! removed table).
 //!
 //! Layout: tables T-A, T-B, T-C with 30 events each, appended 10 per call, so each table
 //! has three records, keyed by their first seq: 1, 11, 21. Damage is done to T-B.
@@ -13,6 +14,7 @@ use common::{chain_from, fill, table, Raw, T0_NS};
 use ledger::digest::{check_store_against, digest_store};
 use ledger::record::{decode_record, encode_record, seq_key, table_key};
 use ledger::store::{SledStore, Space};
+use ledger::valuelog::{self, Pointer};
 use ledger::{verify_store, Ledger, TableVerdict, VerifyProblem, VerifyReport};
 use schemas::digest::{Digest, TableConsistency};
 use schemas::{ChainHead, Hash32, Seq, TableId};
@@ -568,4 +570,76 @@ fn digest_is_refused_for_a_damaged_ledger() {
     let store = SledStore::open(dir.path()).expect("store");
     let e = digest_store(&store, T0_NS).expect_err("refused");
     assert!(e.to_string().contains("does not verify"), "{e}");
+}
+
+/// Where T-B's record `first` lies in the value log.
+fn record_pointer(dir: &Path, first: u64) -> Pointer {
+    let raw = Raw::open(dir);
+    let stored = raw
+        .tree
+        .get(Raw::key(Space::Batch, &record_key(first)))
+        .expect("get")
+        .expect("record");
+    raw.close();
+    Pointer::decode(&stored).expect("records are in the value log")
+}
+
+/// The value log cut short inside T-B's last record (a lost tail, a careless copy): the
+/// record is named, at its first seq; the tables whose records survive still verify.
+#[test]
+fn a_value_log_cut_short_is_named_at_the_first_record_it_lost() {
+    let (dir, digest, _) = filled();
+    let p = record_pointer(dir.path(), 21);
+    let seg = dir
+        .path()
+        .join(valuelog::DIR)
+        .join(valuelog::segment_file_name(p.segment));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&seg)
+        .and_then(|f| f.set_len(p.offset + 10))
+        .expect("truncate");
+    let r = verify_dir(dir.path());
+    assert!(matches!(
+        verdict(&r, &table("T-A")),
+        TableVerdict::Ok { events: EVENTS, .. }
+    ));
+    // Appended 10 per call, every table in each call: T-C's last record comes after
+    // T-B's in the log, so it is gone too.
+    for t in [tb(), table("T-C")] {
+        match verdict(&r, &t) {
+            TableVerdict::Bad {
+                seq: 21,
+                problem: VerifyProblem::Unreadable(why),
+                ..
+            } => assert!(why.contains("cannot be read"), "{t}: {why}"),
+            other => panic!("{t}: {other:?}"),
+        }
+    }
+    assert!(!against(dir.path(), &digest).iter().all(|c| c.is_ok()));
+}
+
+/// A pointer moved to another record's entry (same table, same length would be needed to
+/// pass the header check): the entry's header and checksum name the mismatch.
+#[test]
+fn a_pointer_to_another_entry_is_named() {
+    let (dir, _, _) = filled();
+    let p11 = record_pointer(dir.path(), 11);
+    let p21 = record_pointer(dir.path(), 21);
+    tamper(dir.path(), |raw| {
+        let forged = Pointer {
+            offset: p21.offset,
+            segment: p21.segment,
+            ..p11
+        };
+        raw.tree
+            .insert(Raw::key(Space::Batch, &record_key(11)), forged.encode())
+            .expect("insert");
+    });
+    let (seq, problem) = first_bad(&verify_dir(dir.path()));
+    assert_eq!(seq, 11);
+    match problem {
+        VerifyProblem::Unreadable(why) => assert!(why.contains("is not the pointer's"), "{why}"),
+        other => panic!("{other:?}"),
+    }
 }

@@ -1,7 +1,8 @@
-//! Tamper evidence at the file level (issue 5 item 3): bytes of sled's own files are
-//! flipped after the ledger is closed. sled checksums its log, so the outcome is one of: the
-//! store refuses to open, `verify` names a bad position, or the digest taken before the
-//! damage no longer extends. Never: the damage passes unnoticed.
+//! Tamper evidence at the file level (issue 5 item 3): bytes of the ledger's files (sled's
+//! own and the value log's segments) are flipped after the ledger is closed. sled checksums
+//! its log and the value log checksums each entry, so the outcome is one of: the store
+//! refuses to open, `verify` names a bad position, or the digest taken before the damage no
+//! longer extends. Never: the damage passes unnoticed.
 
 mod common;
 
@@ -76,7 +77,8 @@ fn judge(dir: &Path, digest: &schemas::digest::Digest) -> Outcome {
     })
 }
 
-/// Flips one byte in the middle of every copy of a stored event's bytes in sled's files.
+/// Flips one byte in the middle of every copy of a stored event's bytes in the ledger's
+/// files.
 #[test]
 fn flipped_event_bytes_in_sled_files_are_noticed() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -94,6 +96,7 @@ fn flipped_event_bytes_in_sled_files_are_noticed() {
         "seq 16 is a JSON event: distinctive bytes"
     );
     let mut copies = 0;
+    let mut in_value_log = 0;
     for f in files(dir.path()) {
         let mut data = std::fs::read(&f).expect("read");
         let at = find_all(&data, &target.bytes);
@@ -103,12 +106,19 @@ fn flipped_event_bytes_in_sled_files_are_noticed() {
         if !at.is_empty() {
             eprintln!("{}: {} copies of the event flipped", f.display(), at.len());
             copies += at.len();
+            if f.starts_with(dir.path().join(ledger::valuelog::DIR)) {
+                in_value_log += at.len();
+            }
             std::fs::write(&f, &data).expect("write");
         }
     }
     assert!(
         copies > 0,
-        "the event's bytes are stored verbatim in sled's files"
+        "the event's bytes are stored verbatim in the ledger's files"
+    );
+    assert_eq!(
+        in_value_log, 1,
+        "records are written once, to the value log (sled holds pointers)"
     );
     let outcome = judge(dir.path(), &digest);
     eprintln!("outcome: {outcome:?}");
@@ -143,7 +153,7 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-/// Random single-byte flips anywhere in sled's files (seeded; `ROUNDLEDGER_FLIPS` sets the
+/// Random single-byte flips anywhere in the ledger's files (seeded; `ROUNDLEDGER_FLIPS` sets the
 /// count, default 200; `ROUNDLEDGER_FLIP_SEED` the seed). Each flip is judged on a fresh copy
 /// of a closed ledger. A flip that leaves the ledger verifying and extending the earlier
 /// digest left every chained byte intact (the chains are hash-bound from genesis), so the
@@ -212,5 +222,5 @@ fn random_byte_flips_in_sled_files_never_pass_as_a_different_ledger() {
             rel.display()
         );
     }
-    eprintln!("random flips over {total} bytes of sled files: {counts:?}");
+    eprintln!("random flips over {total} bytes of the ledger's files: {counts:?}");
 }

@@ -1,9 +1,10 @@
 //! Shared by the ledger's integration tests: chains of real events built with `schemas`,
-//! appended in several calls so each table has several records, and raw sled access for
-//! tampering after the ledger is closed.
+//! appended in several calls so each table has several records, and raw access to sled and
+//! the value log for tampering after the ledger is closed.
 #![allow(dead_code)]
 
-use ledger::store::{Kv, KvIter, Op, Space, Store, SLED_TREE};
+use ledger::store::{KeyIter, KvIter, Op, Space, Store, SLED_TREE};
+use ledger::valuelog::ValueLog;
 use ledger::{Incoming, Ledger};
 use schemas::codec::{self, WireFormat};
 use schemas::*;
@@ -133,11 +134,13 @@ pub fn fill(
         .collect()
 }
 
-/// The raw sled tree of a closed ledger directory: what an attacker with file access, or
-/// a bug, could write.
+/// The raw sled tree and value log of a closed ledger directory: what an attacker with file
+/// access, or a bug, could write. A record of `Space::Batch` is read and written whole, as
+/// the ledger sees it: sled's pointer and the value log's entry (`ledger::valuelog`).
 pub struct Raw {
     pub db: sled::Db,
     pub tree: sled::Tree,
+    pub values: ValueLog,
 }
 
 impl Raw {
@@ -158,20 +161,31 @@ impl Raw {
             }
         };
         let tree = db.open_tree(SLED_TREE).expect("tree");
-        Raw { db, tree }
+        let values = ValueLog::open(dir).expect("value log");
+        Raw { db, tree, values }
     }
     pub fn key(space: Space, k: &[u8]) -> Vec<u8> {
         let mut v = vec![space.prefix()];
         v.extend_from_slice(k);
         v
     }
+    fn whole(&self, space: Space, stored: Vec<u8>) -> Result<Vec<u8>, ledger::Error> {
+        match space {
+            Space::Batch => self.values.resolve(stored),
+            _ => Ok(stored),
+        }
+    }
     pub fn get(&self, space: Space, k: &[u8]) -> Option<Vec<u8>> {
         self.tree
             .get(Raw::key(space, k))
             .expect("get")
-            .map(|v| v.to_vec())
+            .map(|v| self.whole(space, v.to_vec()).expect("value"))
     }
     pub fn put(&self, space: Space, k: &[u8], v: Vec<u8>) {
+        let v = match space {
+            Space::Batch => self.values.append(&[&v]).expect("value log append")[0].encode(),
+            _ => v,
+        };
         self.tree.insert(Raw::key(space, k), v).expect("insert");
     }
     pub fn remove(&self, space: Space, k: &[u8]) {
@@ -187,26 +201,44 @@ impl Raw {
     pub fn close(self) {
         self.db.flush().expect("flush");
     }
-}
-
-/// The raw tree as a `Store` (unrestricted: tests write through `Raw`), so
-/// `ledger::verify_store` can check thousands of tamperings without reopening sled.
-impl Store for Raw {
-    fn get(&self, space: Space, key: &[u8]) -> Result<Option<Vec<u8>>, ledger::Error> {
-        Ok(Raw::get(self, space, key))
-    }
-    fn range<'a>(&'a self, space: Space, from: &[u8], to: Option<&[u8]>) -> KvIter<'a> {
+    fn sled_range(&self, space: Space, from: &[u8], to: Option<&[u8]>) -> sled::Iter {
         let start = Raw::key(space, from);
         let end = match to {
             Some(t) => Raw::key(space, t),
             None => vec![space.prefix() + 1],
         };
-        Box::new(self.tree.range(start..end).map(|r| {
-            Ok(r.map(|(k, v)| (k[1..].to_vec(), v.to_vec()))
-                .expect("range"))
+        self.tree.range(start..end)
+    }
+}
+
+/// The raw store as a `Store` (unrestricted: tests write through `Raw`), so
+/// `ledger::verify_store` can check thousands of tamperings without reopening sled.
+impl Store for Raw {
+    fn get(&self, space: Space, key: &[u8]) -> Result<Option<Vec<u8>>, ledger::Error> {
+        self.tree
+            .get(Raw::key(space, key))
+            .expect("get")
+            .map(|v| self.whole(space, v.to_vec()))
+            .transpose()
+    }
+    fn range<'a>(&'a self, space: Space, from: &[u8], to: Option<&[u8]>) -> KvIter<'a> {
+        Box::new(self.sled_range(space, from, to).map(move |r| {
+            let (k, v) = r.expect("range");
+            Ok((k[1..].to_vec(), self.whole(space, v.to_vec())?))
         }))
     }
-    fn last_at_or_before(&self, _: Space, _: &[u8], _: &[u8]) -> Result<Option<Kv>, ledger::Error> {
+    fn keys<'a>(&'a self, space: Space, from: &[u8], to: Option<&[u8]>) -> KeyIter<'a> {
+        Box::new(
+            self.sled_range(space, from, to)
+                .map(|r| Ok(r.expect("range").0[1..].to_vec())),
+        )
+    }
+    fn last_key_at_or_before(
+        &self,
+        _: Space,
+        _: &[u8],
+        _: &[u8],
+    ) -> Result<Option<Vec<u8>>, ledger::Error> {
         unimplemented!("not used by verify")
     }
     fn commit(&self, _: Vec<Op>) -> Result<(), ledger::Error> {

@@ -1,0 +1,440 @@
+//! The value log: event records kept outside sled, in append-only segment files, with sled
+//! holding a 21-byte pointer to each.
+//!
+//! Why: sled 0.34 keeps values inside its tree nodes. A leaf holds up to 16 entries and is
+//! rewritten whole when its deltas are consolidated, so every record of several kilobytes
+//! was copied into sled's log again and again, and records over 128 KB went to blob files
+//! of their own. Profiled under ingest, sled's inserts were 59% of the writer thread. A
+//! pointer fits in sled's inline value, and the record is written once, sequentially.
+//!
+//! Layout: `<ledger>/values/<segment, 8 hex digits>.seg`. An entry is
+//! `len (u32 LE) ++ crc32 (u32 LE) ++ value`. A segment ends at `SEGMENT_BYTES_MAX` (an
+//! entry that would cross it starts the next segment). Pointer:
+//! `POINTER_TAG ++ segment (u32 BE) ++ offset (u64 BE) ++ len (u32 BE) ++ crc32 (u32 BE)`.
+//!
+//! Invariants:
+//! - Durable before referenced: `append` writes and fsyncs the entries before it returns
+//!   their pointers, so no pointer that sled persists can outlive its bytes in a crash.
+//! - Written once: entries are only ever appended; the tail after the last referenced entry
+//!   (a commit that crashed before sled took its pointers) is never referenced again.
+//! - Every read is checked: the entry's header must repeat the pointer's length and
+//!   checksum, and the bytes must match the checksum, or the read is
+//!   `Error::CorruptRecord` naming the segment and offset. Tampering with a segment is
+//!   caught here, and by the chain hashes in `verify` for anything a checksum cannot catch.
+//! - Bounded: segment size, open read handles, entry size (below a segment).
+
+use crate::Error;
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::Write;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// First byte of a pointer. Records stored inline in sled (ledgers written before the
+/// value log) start with `record::RECORD_VERSION` (1), so the two never meet.
+pub const POINTER_TAG: u8 = 0xB7;
+/// Pointer length: tag, segment, offset, length, checksum.
+pub const POINTER_LEN: usize = 1 + 4 + 8 + 4 + 4;
+/// Entry header: length and checksum.
+pub const ENTRY_HEADER_LEN: usize = 8;
+/// A segment is closed before it would grow past this.
+pub const SEGMENT_BYTES_MAX: u64 = 1 << 30;
+/// Segment files kept open for reading at once; the least recently opened is closed first.
+pub const OPEN_SEGMENTS_MAX: usize = 64;
+/// The directory, under the ledger's.
+pub const DIR: &str = "values";
+
+/// Where a value is: what sled stores in its place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pointer {
+    pub segment: u32,
+    pub offset: u64,
+    pub len: u32,
+    pub crc: u32,
+}
+
+impl Pointer {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(POINTER_LEN);
+        v.push(POINTER_TAG);
+        v.extend_from_slice(&self.segment.to_be_bytes());
+        v.extend_from_slice(&self.offset.to_be_bytes());
+        v.extend_from_slice(&self.len.to_be_bytes());
+        v.extend_from_slice(&self.crc.to_be_bytes());
+        v
+    }
+
+    /// `None` when `v` is not a pointer (a legacy inline record).
+    pub fn decode(v: &[u8]) -> Option<Pointer> {
+        if v.len() != POINTER_LEN || v[0] != POINTER_TAG {
+            return None;
+        }
+        let u32_at = |i: usize| u32::from_be_bytes([v[i], v[i + 1], v[i + 2], v[i + 3]]);
+        let mut offset = [0u8; 8];
+        offset.copy_from_slice(&v[5..13]);
+        Some(Pointer {
+            segment: u32_at(1),
+            offset: u64::from_be_bytes(offset),
+            len: u32_at(13),
+            crc: u32_at(17),
+        })
+    }
+}
+
+/// The segment being appended to.
+struct Tail {
+    segment: u32,
+    file: File,
+    /// Bytes in the segment: where the next entry goes.
+    end: u64,
+    /// A write or sync failed part way: the file's end is unknown, so nothing more is
+    /// appended until the ledger is reopened.
+    broken: bool,
+}
+
+/// An open value log. One appender at a time (the ledger's writer lock); reads from any
+/// thread.
+pub struct ValueLog {
+    dir: PathBuf,
+    /// `SEGMENT_BYTES_MAX`, smaller in tests.
+    segment_bytes_max: u64,
+    tail: Mutex<Option<Tail>>,
+    readers: Mutex<BTreeMap<u32, Arc<File>>>,
+}
+
+fn io_err<'a>(op: &'static str, path: &'a Path) -> impl Fn(std::io::Error) -> Error + 'a {
+    move |e| Error::Store {
+        op,
+        detail: format!("{}: {e}", path.display()),
+    }
+}
+
+/// The file name of a segment in `DIR`.
+pub fn segment_file_name(segment: u32) -> String {
+    format!("{segment:08x}.seg")
+}
+
+impl ValueLog {
+    /// Opens the value log under the ledger directory `ledger_dir`, creating it if absent.
+    /// The tail segment is opened on the first append.
+    pub fn open(ledger_dir: &Path) -> Result<ValueLog, Error> {
+        Self::open_sized(ledger_dir, SEGMENT_BYTES_MAX)
+    }
+
+    fn open_sized(ledger_dir: &Path, segment_bytes_max: u64) -> Result<ValueLog, Error> {
+        let dir = ledger_dir.join(DIR);
+        std::fs::create_dir_all(&dir).map_err(io_err("create value log", &dir))?;
+        Ok(ValueLog {
+            dir,
+            segment_bytes_max,
+            tail: Mutex::new(None),
+            readers: Mutex::new(BTreeMap::new()),
+        })
+    }
+
+    fn path(&self, segment: u32) -> PathBuf {
+        self.dir.join(segment_file_name(segment))
+    }
+
+    /// The highest segment number present, if any.
+    fn last_segment(&self) -> Result<Option<u32>, Error> {
+        let mut last = None;
+        for entry in std::fs::read_dir(&self.dir).map_err(io_err("list value log", &self.dir))? {
+            let entry = entry.map_err(io_err("list value log", &self.dir))?;
+            let name = entry.file_name();
+            let Some(n) = name
+                .to_str()
+                .and_then(|n| n.strip_suffix(".seg"))
+                .filter(|n| n.len() == 8)
+                .and_then(|n| u32::from_str_radix(n, 16).ok())
+            else {
+                continue;
+            };
+            last = last.max(Some(n));
+        }
+        Ok(last)
+    }
+
+    fn open_tail(&self, segment: u32) -> Result<Tail, Error> {
+        let path = self.path(segment);
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(io_err("open value segment", &path))?;
+        let end = file
+            .metadata()
+            .map_err(io_err("stat value segment", &path))?
+            .len();
+        // The new file's name must survive a crash as well as its bytes.
+        File::open(&self.dir)
+            .and_then(|d| d.sync_all())
+            .map_err(io_err("sync value log directory", &self.dir))?;
+        Ok(Tail {
+            segment,
+            file,
+            end,
+            broken: false,
+        })
+    }
+
+    /// Appends `values` in order and makes them durable; returns one pointer per value.
+    pub fn append(&self, values: &[&[u8]]) -> Result<Vec<Pointer>, Error> {
+        if values.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut guard = self.tail.lock().unwrap_or_else(|p| p.into_inner());
+        if guard.is_none() {
+            let segment = self.last_segment()?.unwrap_or(0);
+            *guard = Some(self.open_tail(segment)?);
+        }
+        let mut pointers = Vec::with_capacity(values.len());
+        let mut buf = Vec::with_capacity(
+            values
+                .iter()
+                .map(|v| v.len() + ENTRY_HEADER_LEN)
+                .sum::<usize>(),
+        );
+        for value in values {
+            let entry_len = (value.len() + ENTRY_HEADER_LEN) as u64;
+            let len = u32::try_from(value.len())
+                .ok()
+                .filter(|_| entry_len <= self.segment_bytes_max)
+                .ok_or_else(|| Error::Store {
+                    op: "value log append",
+                    detail: format!(
+                        "a value of {} bytes exceeds the segment size {}",
+                        value.len(),
+                        self.segment_bytes_max
+                    ),
+                })?;
+            let tail = guard.as_mut().expect("the tail is open");
+            if tail.end + buf.len() as u64 + entry_len > self.segment_bytes_max {
+                Self::write_synced(tail, &self.dir, &mut buf)?;
+                let next = tail.segment.checked_add(1).ok_or_else(|| Error::Store {
+                    op: "value log append",
+                    detail: "segment numbers exhausted".to_string(),
+                })?;
+                *guard = Some(self.open_tail(next)?);
+            }
+            let tail = guard.as_mut().expect("the tail is open");
+            let crc = crc32fast::hash(value);
+            pointers.push(Pointer {
+                segment: tail.segment,
+                offset: tail.end + buf.len() as u64,
+                len,
+                crc,
+            });
+            buf.extend_from_slice(&len.to_le_bytes());
+            buf.extend_from_slice(&crc.to_le_bytes());
+            buf.extend_from_slice(value);
+        }
+        let tail = guard.as_mut().expect("the tail is open");
+        Self::write_synced(tail, &self.dir, &mut buf)?;
+        Ok(pointers)
+    }
+
+    /// Writes `buf` at the tail's end and fsyncs it; empties `buf`.
+    fn write_synced(tail: &mut Tail, dir: &Path, buf: &mut Vec<u8>) -> Result<(), Error> {
+        if tail.broken {
+            return Err(Error::Store {
+                op: "value log append",
+                detail: format!(
+                    "segment {} of {} failed earlier; reopen the ledger",
+                    segment_file_name(tail.segment),
+                    dir.display()
+                ),
+            });
+        }
+        if buf.is_empty() {
+            return Ok(());
+        }
+        let path = dir.join(segment_file_name(tail.segment));
+        let written = tail
+            .file
+            .write_all(buf)
+            .and_then(|()| tail.file.sync_data());
+        if let Err(e) = written {
+            tail.broken = true;
+            return Err(io_err("value log write", &path)(e));
+        }
+        tail.end += buf.len() as u64;
+        buf.clear();
+        Ok(())
+    }
+
+    fn reader(&self, segment: u32) -> Result<Arc<File>, Error> {
+        let mut readers = self.readers.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(f) = readers.get(&segment) {
+            return Ok(f.clone());
+        }
+        let path = self.path(segment);
+        let file = Arc::new(File::open(&path).map_err(|e| Error::CorruptRecord {
+            detail: format!("value segment {} cannot be opened: {e}", path.display()),
+        })?);
+        if readers.len() >= OPEN_SEGMENTS_MAX {
+            // Reads cluster on recent segments; the lowest is the likeliest to be idle.
+            readers.pop_first();
+        }
+        readers.insert(segment, file.clone());
+        Ok(file)
+    }
+
+    /// The value a pointer names, checked against its header and checksum.
+    pub fn read(&self, p: &Pointer) -> Result<Vec<u8>, Error> {
+        let where_ = || {
+            format!(
+                "value segment {} offset {}",
+                segment_file_name(p.segment),
+                p.offset
+            )
+        };
+        let file = self.reader(p.segment)?;
+        let mut buf = vec![0u8; ENTRY_HEADER_LEN + p.len as usize];
+        file.read_exact_at(&mut buf, p.offset)
+            .map_err(|e| Error::CorruptRecord {
+                detail: format!("{}: {} bytes cannot be read: {e}", where_(), buf.len()),
+            })?;
+        let len = u32::from_le_bytes([buf[0], buf[1], buf[2], buf[3]]);
+        let crc = u32::from_le_bytes([buf[4], buf[5], buf[6], buf[7]]);
+        let value = buf.split_off(ENTRY_HEADER_LEN);
+        if len != p.len || crc != p.crc {
+            return Err(Error::CorruptRecord {
+                detail: format!(
+                    "{}: the entry's header (length {len}, crc {crc:08x}) is not the pointer's (length {}, crc {:08x})",
+                    where_(),
+                    p.len,
+                    p.crc
+                ),
+            });
+        }
+        if crc32fast::hash(&value) != crc {
+            return Err(Error::CorruptRecord {
+                detail: format!("{}: the bytes do not match their checksum", where_()),
+            });
+        }
+        Ok(value)
+    }
+
+    /// A stored value as sled holds it: a pointer is resolved, anything else (a record
+    /// stored inline before the value log) is returned as it is.
+    pub fn resolve(&self, stored: Vec<u8>) -> Result<Vec<u8>, Error> {
+        match Pointer::decode(&stored) {
+            Some(p) => self.read(&p),
+            None => Ok(stored),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_read_back_and_every_damage_is_named() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let log = ValueLog::open(dir.path()).expect("open");
+        let a = b"first value".to_vec();
+        let b = vec![7u8; 5000];
+        let ptrs = log.append(&[&a, &b]).expect("append");
+        assert_eq!(ptrs[0].offset, 0);
+        assert_eq!(ptrs[1].offset, (ENTRY_HEADER_LEN + a.len()) as u64);
+        assert_eq!(log.read(&ptrs[0]).expect("a"), a);
+        assert_eq!(log.read(&ptrs[1]).expect("b"), b);
+        let encoded = ptrs[1].encode();
+        assert_eq!(encoded.len(), POINTER_LEN);
+        assert_eq!(Pointer::decode(&encoded), Some(ptrs[1]));
+        assert_eq!(log.resolve(encoded).expect("resolve"), b);
+        // A legacy inline record passes through.
+        assert_eq!(log.resolve(vec![1, 2, 3]).expect("inline"), vec![1, 2, 3]);
+        drop(log);
+
+        // Reopened, appends continue after what is there.
+        let log = ValueLog::open(dir.path()).expect("reopen");
+        let c = log.append(&[b"third"]).expect("append")[0];
+        assert_eq!(
+            c.offset,
+            ptrs[1].offset + (ENTRY_HEADER_LEN + b.len()) as u64
+        );
+        assert_eq!(log.read(&c).expect("c"), b"third");
+
+        // A flipped byte in a value, a pointer with another length, past the end.
+        let seg = dir.path().join(DIR).join(segment_file_name(0));
+        let mut data = std::fs::read(&seg).expect("read");
+        data[ptrs[1].offset as usize + ENTRY_HEADER_LEN + 10] ^= 1;
+        std::fs::write(&seg, &data).expect("write");
+        let log = ValueLog::open(dir.path()).expect("reopen");
+        let e = log.read(&ptrs[1]).expect_err("flipped");
+        assert!(e.to_string().contains("do not match their checksum"), "{e}");
+        let e = log
+            .read(&Pointer { len: 4, ..ptrs[0] })
+            .expect_err("other length");
+        assert!(e.to_string().contains("is not the pointer's"), "{e}");
+        let e = log
+            .read(&Pointer {
+                offset: 1 << 20,
+                ..ptrs[0]
+            })
+            .expect_err("past the end");
+        assert!(e.to_string().contains("cannot be read"), "{e}");
+        let e = log
+            .read(&Pointer {
+                segment: 9,
+                ..ptrs[0]
+            })
+            .expect_err("no such segment");
+        assert!(e.to_string().contains("cannot be opened"), "{e}");
+        assert_eq!(log.read(&ptrs[0]).expect("a still reads"), a);
+    }
+
+    #[test]
+    fn a_full_segment_closes_and_the_next_one_opens() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let log = ValueLog::open_sized(dir.path(), 100).expect("open");
+        let v = [0x5au8; 40];
+        // Two 48-byte entries fit in 100 bytes; the third starts segment 1, in the same
+        // call as well as in a later one.
+        let ptrs = log.append(&[&v, &v, &v]).expect("append");
+        let more = log.append(&[&v, &v]).expect("append");
+        let places: Vec<(u32, u64)> = ptrs
+            .iter()
+            .chain(&more)
+            .map(|p| (p.segment, p.offset))
+            .collect();
+        assert_eq!(places, [(0, 0), (0, 48), (1, 0), (1, 48), (2, 0)]);
+        for p in ptrs.iter().chain(&more) {
+            assert_eq!(log.read(p).expect("read"), v);
+        }
+        drop(log);
+        // Reopened: appends go to the last segment.
+        let log = ValueLog::open_sized(dir.path(), 100).expect("reopen");
+        let p = log.append(&[&v]).expect("append")[0];
+        assert_eq!((p.segment, p.offset), (2, 48));
+        let e = log
+            .append(&[&[0u8; 93]])
+            .expect_err("larger than a segment");
+        assert!(
+            e.to_string().contains("exceeds the segment size 100"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn malformed_pointers_are_not_pointers() {
+        let p = Pointer {
+            segment: 1,
+            offset: 2,
+            len: 3,
+            crc: 4,
+        };
+        let mut v = p.encode();
+        assert_eq!(Pointer::decode(&v), Some(p));
+        v.push(0);
+        assert_eq!(Pointer::decode(&v), None);
+        v.pop();
+        v[0] = 1;
+        assert_eq!(Pointer::decode(&v), None);
+        assert_eq!(Pointer::decode(&[]), None);
+    }
+}
