@@ -7,7 +7,7 @@
 //! It needs a server whose `TABLES` stream is empty or absent (the CLI starts a private
 //! one); it refuses anything else rather than mix its events with real ones.
 
-use crate::pipeline::{consumer_config, ensure_stream, run_with_consumer};
+use crate::pipeline::{consumer_config, ensure_stream, run_with_consumer, Prefetch};
 use crate::{Error, IngestConfig};
 use async_nats::jetstream::{self, consumer};
 use futures::StreamExt;
@@ -143,8 +143,9 @@ async fn publish_all(js: &jetstream::Context, chains: &mut Chains, n: u64) -> Re
 }
 
 /// (a): a fresh pull consumer configured as ingest's (AckPolicy::All) that fetches
-/// `config.batch_len_max` at a time and acks the last message of each fetch, until
-/// `messages` were delivered. Returns seconds.
+/// `config.batch_len_max` at a time, with the next fetch in flight while it acks (as
+/// ingest's `Prefetch`), and acks the last message of each fetch, until `messages` were
+/// delivered. Returns seconds.
 async fn raw_consume(
     js: &jetstream::Context,
     stream: &jetstream::stream::Stream,
@@ -152,39 +153,27 @@ async fn raw_consume(
     config: &IngestConfig,
     round: usize,
 ) -> Result<f64, Error> {
-    let batch = config.batch_len_max;
     let name = &format!("bench-raw-{round}");
     // Ingest's own consumer configuration (same ack policy, filters, bounds and batch
-    // size), so that the two differ only in what the client does with a message.
+    // size) and its way of fetching, so that the two differ only in what the client does
+    // with a message.
     let consumer: consumer::PullConsumer = stream
         .create_consumer(consumer_config(name, config))
         .await
         .map_err(|e| Error::nats("bench raw consumer", e))?;
     let start = Instant::now();
     let mut seen = 0u64;
+    let mut prefetch = Prefetch::start(&consumer, config);
     while seen < messages {
         if start.elapsed() > PHASE_TIMEOUT {
             return Err(Error::Bench(format!(
                 "raw consumer stuck at {seen}/{messages}"
             )));
         }
-        let mut fetched = consumer
-            .fetch()
-            .max_messages(batch)
-            .expires(Duration::from_millis(100))
-            .messages()
-            .await
-            .map_err(|e| Error::nats("bench raw fetch", e))?;
-        let mut last = None;
-        while let Some(m) = fetched.next().await {
-            let m = m.map_err(|e| Error::Nats {
-                op: "bench raw message",
-                source: e,
-            })?;
-            seen += 1;
-            last = Some(m);
-        }
-        if let Some(m) = last {
+        let fetched = prefetch.take().await?;
+        prefetch = Prefetch::start(&consumer, config);
+        seen += fetched.len() as u64;
+        if let Some(m) = fetched.last() {
             m.ack().await.map_err(|e| Error::Nats {
                 op: "bench raw ack",
                 source: e,
@@ -192,6 +181,9 @@ async fn raw_consume(
         }
     }
     let secs = start.elapsed().as_secs_f64();
+    // The fetch still in flight finds nothing (nothing more is published) and expires;
+    // awaited, untimed, before the consumer is deleted.
+    let _ = prefetch.take().await;
     js.delete_consumer_from_stream(name, subjects::STREAM)
         .await
         .map_err(|e| Error::nats("bench delete raw consumer", e))?;

@@ -107,12 +107,13 @@ impl IngestConfig {
         if self.writer_queue_len == 0 {
             return bad("writer_queue_len must be at least 1");
         }
-        // The writer's queue plus the batch being written plus the one being fetched must
-        // fit under the server's pending-ack bound, or fetches return short batches.
-        let in_flight = (self.writer_queue_len + 2) * self.batch_len_max;
+        // The writer's queue plus the batch being written, the one being routed and the
+        // one being fetched (`pipeline::Prefetch`) must fit under the server's pending-ack
+        // bound, or fetches return short batches.
+        let in_flight = (self.writer_queue_len + 3) * self.batch_len_max;
         if self.ack_pending_max < in_flight as i64 {
             return bad(&format!(
-                "ack_pending_max {} is below (writer_queue_len + 2) * batch_len_max = {in_flight}",
+                "ack_pending_max {} is below (writer_queue_len + 3) * batch_len_max = {in_flight}",
                 self.ack_pending_max
             ));
         }

@@ -230,33 +230,51 @@ pub(crate) async fn run_with_consumer(
     let mut read_back = 0u64;
     let mut missing = 0u64;
     let mut backoff = Duration::from_millis(10);
+    let mut prefetch = Some(Prefetch::start(&consumer, &config));
+    let mut stopping = false;
     loop {
         // Shutdown is checked between fetches, never inside one: a fetch cut short would
-        // leave delivered messages unacked until ack_wait.
-        if (&mut shutdown).now_or_never().is_some() {
-            tracing::info!("shutdown requested: finishing the batch in flight");
-            break;
+        // leave delivered messages unacked until ack_wait. The fetch already in flight is
+        // taken and stored before stopping.
+        if !stopping && (&mut shutdown).now_or_never().is_some() {
+            tracing::info!("shutdown requested: finishing the batches in flight");
+            stopping = true;
         }
         if job_tx.is_closed() {
             // The writer stopped on a ledger error; the acker holds it.
             break;
         }
-        let msgs = match fetch(&consumer, &config).await {
+        let Some(in_flight) = prefetch.take() else {
+            break;
+        };
+        let fetched = in_flight.take().await;
+        if !stopping {
+            // The next pull request goes out now, while this batch is routed and queued.
+            prefetch = Some(Prefetch::start(&consumer, &config));
+        }
+        let msgs = match fetched {
             Ok(msgs) => {
                 backoff = Duration::from_millis(10);
                 msgs
+            }
+            Err(e) if stopping => {
+                tracing::warn!(error = %e, "the last fetch failed while stopping");
+                break;
             }
             Err(e) => {
                 tracing::warn!(error = %e, ?backoff, "fetch failed; retrying");
                 tokio::select! {
                     _ = tokio::time::sleep(backoff) => {}
-                    _ = &mut shutdown => break,
+                    _ = &mut shutdown => stopping = true,
                 }
                 backoff = (backoff * 2).min(Duration::from_secs(2));
                 continue;
             }
         };
         let Some(last) = msgs.last().cloned() else {
+            if stopping {
+                break;
+            }
             continue;
         };
         let received_at_ns = (config.clock)();
@@ -312,7 +330,7 @@ pub(crate) async fn run_with_consumer(
             checkpoints,
             ack: last,
         };
-        if job_tx.send(job).await.is_err() {
+        if job_tx.send(job).await.is_err() || stopping {
             break;
         }
     }
@@ -340,19 +358,45 @@ pub(crate) async fn run_with_consumer(
     Ok(report)
 }
 
-/// One bounded fetch: at most `batch_len_max` messages, waiting at most `fetch_expiry`.
+/// The next fetch, running while the one before it is routed and queued for the writer:
+/// one pull request always waits at the server, so the consumer never idles between
+/// batches. At most one: with the writer's queue, the batch being written and the batch
+/// being routed, `IngestConfig::check` bounds what is delivered and not yet acked.
+pub(crate) struct Prefetch {
+    task: tokio::task::JoinHandle<Result<Vec<jetstream::Message>, Error>>,
+}
+
+impl Prefetch {
+    pub(crate) fn start(consumer: &consumer::PullConsumer, config: &IngestConfig) -> Prefetch {
+        let (consumer, batch_len_max, expiry) =
+            (consumer.clone(), config.batch_len_max, config.fetch_expiry);
+        Prefetch {
+            task: tokio::spawn(async move { fetch(&consumer, batch_len_max, expiry).await }),
+        }
+    }
+
+    /// The fetch's messages (an empty batch when it expired with none).
+    pub(crate) async fn take(self) -> Result<Vec<jetstream::Message>, Error> {
+        self.task
+            .await
+            .map_err(|e| Error::Writer(format!("fetch task: {e}")))?
+    }
+}
+
+/// One bounded fetch: at most `batch_len_max` messages, waiting at most `expiry`.
 async fn fetch(
     consumer: &consumer::PullConsumer,
-    config: &IngestConfig,
+    batch_len_max: usize,
+    expiry: Duration,
 ) -> Result<Vec<jetstream::Message>, Error> {
     let mut batch = consumer
         .fetch()
-        .max_messages(config.batch_len_max)
-        .expires(config.fetch_expiry)
+        .max_messages(batch_len_max)
+        .expires(expiry)
         .messages()
         .await
         .map_err(|e| Error::nats("fetch", e))?;
-    let mut msgs = Vec::with_capacity(config.batch_len_max);
+    let mut msgs = Vec::with_capacity(batch_len_max);
     while let Some(m) = batch.next().await {
         match m {
             Ok(m) => msgs.push(m),
