@@ -1,0 +1,89 @@
+//! CPU per event of the ledger's write path: `append_batch` + `flush` of batches shaped like
+//! ingest's benchmark (512 events of ~150 bytes over 16 tables, bincode), into a growing
+//! ledger. Prints wall time and the process's CPU time (all threads, sled's own included)
+//! per event. On a 2-core machine shared with nats-server, the CPU figure is what decides
+//! how much the writer slows message delivery (BENCHMARKS.md, ingest). Linux only
+//! (`/proc/self/stat`).
+//!
+//! `cargo run --release -p ledger --example append_cpu -- [batches, default 400]`
+
+use ledger::{Incoming, Ledger};
+use schemas::{codec, DeviceId, Event, Hash32, Seq, TableId};
+use std::time::{Duration, Instant};
+
+const TABLES: usize = 16;
+const BATCH: usize = 512;
+/// Clock ticks per second of `/proc/<pid>/stat` (USER_HZ, 100 on Linux).
+const TICKS_PER_SEC: u64 = 100;
+
+/// User + system CPU time of this process so far.
+fn process_cpu() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").expect("read /proc/self/stat");
+    // Fields after the command name (which is in parentheses and may hold spaces).
+    let rest = &stat[stat.rfind(')').expect("comm") + 2..];
+    let fields: Vec<&str> = rest.split(' ').collect();
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+    let ticks: u64 =
+        fields[11].parse::<u64>().expect("utime") + fields[12].parse::<u64>().expect("stime");
+    Duration::from_millis(ticks * 1000 / TICKS_PER_SEC)
+}
+
+fn main() {
+    let batches: usize = std::env::args()
+        .nth(1)
+        .map(|a| a.parse().expect("batches: a number"))
+        .unwrap_or(400);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let ledger = Ledger::open(dir.path().join("ledger")).expect("open ledger");
+    let mut tables: Vec<(TableId, Seq, Hash32)> = (0..TABLES)
+        .map(|i| {
+            let t = TableId::new(format!("BENCH-{i:02}")).expect("table id");
+            (t, Seq(0), Hash32::ZERO)
+        })
+        .collect();
+    let device = DeviceId::new("bench-ctl").expect("device id");
+    let now_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64);
+    let mut stream_seq = 0u64;
+    // Built before timing: only the ledger's work is measured.
+    let input: Vec<Vec<Incoming>> = (0..batches)
+        .map(|_| {
+            (0..BATCH)
+                .map(|k| {
+                    let (table, seq, prev) = &mut tables[k % TABLES];
+                    *seq = Seq(seq.0 + 1);
+                    let event = Event::filler(table.clone(), device.clone(), *seq, *prev, now_ns);
+                    let bytes = codec::to_bincode(&event);
+                    *prev = schemas::event_hash(prev, &bytes);
+                    stream_seq += 1;
+                    Incoming {
+                        bytes,
+                        subject_table: Some(table.clone()),
+                        stream_seq,
+                        received_at_ns: now_ns,
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    let (cpu0, wall0) = (process_cpu(), Instant::now());
+    let mut flushing = Duration::ZERO;
+    for batch in &input {
+        let out = ledger.append_batch(batch).expect("append");
+        assert!(matches!(out.last(), Some(ledger::Appended::Stored { .. })));
+        let t = Instant::now();
+        ledger.flush().expect("flush");
+        flushing += t.elapsed();
+    }
+    let (cpu, wall) = (process_cpu() - cpu0, wall0.elapsed());
+    let events = (batches * BATCH) as f64;
+    println!(
+        "{} events in {batches} calls: wall {:.2} us/event ({:?}, of it flush {:?}), cpu {:.2} us/event",
+        batches * BATCH,
+        wall.as_secs_f64() * 1e6 / events,
+        wall,
+        flushing,
+        cpu.as_secs_f64() * 1e6 / events
+    );
+}
