@@ -291,14 +291,35 @@ impl ValueLog {
             )
         };
         let file = self.reader(p.segment)?;
-        let mut buf = vec![0u8; ENTRY_HEADER_LEN + p.len as usize];
+        // Checked before allocating: a forged length must not make a read allocate gigabytes.
+        let file_len = file
+            .metadata()
+            .map_err(|e| Error::CorruptRecord {
+                detail: format!("{}: the segment cannot be read: {e}", where_()),
+            })?
+            .len();
+        let entry_len = ENTRY_HEADER_LEN as u64 + u64::from(p.len);
+        if p.offset
+            .checked_add(entry_len)
+            .is_none_or(|end| end > file_len)
+        {
+            return Err(Error::CorruptRecord {
+                detail: format!(
+                    "{}: an entry of {entry_len} bytes there runs past the segment's end ({file_len} bytes)",
+                    where_()
+                ),
+            });
+        }
+        let mut buf = vec![0u8; entry_len as usize];
         file.read_exact_at(&mut buf, p.offset)
             .map_err(|e| Error::CorruptRecord {
                 detail: format!("{}: {} bytes cannot be read: {e}", where_(), buf.len()),
             })?;
         let len = u32::from_le_bytes([buf[0], buf[1], buf[2], buf[3]]);
         let crc = u32::from_le_bytes([buf[4], buf[5], buf[6], buf[7]]);
-        let value = buf.split_off(ENTRY_HEADER_LEN);
+        // In place: the header's bytes go, the value stays in this one allocation.
+        buf.drain(..ENTRY_HEADER_LEN);
+        let value = buf;
         if len != p.len || crc != p.crc {
             return Err(Error::CorruptRecord {
                 detail: format!(
@@ -377,7 +398,14 @@ mod tests {
                 ..ptrs[0]
             })
             .expect_err("past the end");
-        assert!(e.to_string().contains("cannot be read"), "{e}");
+        assert!(e.to_string().contains("runs past the segment's end"), "{e}");
+        let e = log
+            .read(&Pointer {
+                len: u32::MAX,
+                ..ptrs[0]
+            })
+            .expect_err("a forged length");
+        assert!(e.to_string().contains("runs past the segment's end"), "{e}");
         let e = log
             .read(&Pointer {
                 segment: 9,
