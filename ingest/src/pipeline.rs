@@ -358,10 +358,12 @@ pub(crate) async fn run_with_consumer(
     Ok(report)
 }
 
-/// The next fetch, running while the one before it is routed and queued for the writer:
-/// one pull request always waits at the server, so the consumer never idles between
-/// batches. At most one: with the writer's queue, the batch being written and the batch
-/// being routed, `IngestConfig::check` bounds what is delivered and not yet acked.
+/// The next fetch, running while the one before it is routed and queued for the writer
+/// (where it waits whenever the writer is busy): its pull request goes out as soon as the
+/// previous fetch ends, not after that wait. Fetches still follow one another, so messages
+/// arrive in stream order (the ack-floor bookkeeping of `run_with_consumer` relies on
+/// it). At most one: with the writer's queue, the batch being written and the batch being
+/// routed, `IngestConfig::check` bounds what is delivered and not yet acked.
 pub(crate) struct Prefetch {
     task: tokio::task::JoinHandle<Result<Vec<jetstream::Message>, Error>>,
 }
