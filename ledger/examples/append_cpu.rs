@@ -8,11 +8,11 @@
 //! `cargo run --release -p ledger --example append_cpu -- [batches, default 400]`
 
 use ledger::{Incoming, Ledger};
-use schemas::{codec, DeviceId, Event, Hash32, Seq, TableId};
 use std::time::{Duration, Instant};
 
-const TABLES: usize = 16;
-const BATCH: usize = 512;
+#[path = "../benches/support/batches.rs"]
+mod batches;
+use batches::{now_ns, Chains, BATCH};
 /// Clock ticks per second of `/proc/<pid>/stat` (USER_HZ, 100 on Linux).
 const TICKS_PER_SEC: u64 = 100;
 
@@ -35,38 +35,10 @@ fn main() {
         .unwrap_or(400);
     let dir = tempfile::tempdir().expect("temp dir");
     let ledger = Ledger::open(dir.path().join("ledger")).expect("open ledger");
-    let mut tables: Vec<(TableId, Seq, Hash32)> = (0..TABLES)
-        .map(|i| {
-            let t = TableId::new(format!("BENCH-{i:02}")).expect("table id");
-            (t, Seq(0), Hash32::ZERO)
-        })
-        .collect();
-    let device = DeviceId::new("bench-ctl").expect("device id");
-    let now_ns = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as i64);
-    let mut stream_seq = 0u64;
+    let mut chains = Chains::new();
+    let now_ns = now_ns();
     // Built before timing: only the ledger's work is measured.
-    let input: Vec<Vec<Incoming>> = (0..batches)
-        .map(|_| {
-            (0..BATCH)
-                .map(|k| {
-                    let (table, seq, prev) = &mut tables[k % TABLES];
-                    *seq = Seq(seq.0 + 1);
-                    let event = Event::filler(table.clone(), device.clone(), *seq, *prev, now_ns);
-                    let bytes = codec::to_bincode(&event);
-                    *prev = schemas::event_hash(prev, &bytes);
-                    stream_seq += 1;
-                    Incoming {
-                        bytes,
-                        subject_table: Some(table.clone()),
-                        stream_seq,
-                        received_at_ns: now_ns,
-                    }
-                })
-                .collect()
-        })
-        .collect();
+    let input: Vec<Vec<Incoming>> = (0..batches).map(|_| chains.batch(now_ns)).collect();
     let (cpu0, wall0) = (process_cpu(), Instant::now());
     let mut flushing = Duration::ZERO;
     for batch in &input {

@@ -155,13 +155,18 @@ impl SledStore {
         Ok(SledStore { db, tree, values })
     }
 
-    /// A value as stored in sled made whole: records of `Space::Batch` are read from the
-    /// value log.
     fn value(&self, space: Space, stored: Vec<u8>) -> Result<Vec<u8>, Error> {
-        match space {
-            Space::Batch => self.values.resolve(stored),
-            _ => Ok(stored),
-        }
+        whole_value(&self.values, space, stored)
+    }
+}
+
+/// A value as sled holds it, made whole: records of `Space::Batch` are read from the value
+/// log (`ValueLog::resolve`), every other space's values are sled's own. Also what tests
+/// that read sled directly use.
+pub fn whole_value(values: &ValueLog, space: Space, stored: Vec<u8>) -> Result<Vec<u8>, Error> {
+    match space {
+        Space::Batch => values.resolve(stored),
+        _ => Ok(stored),
     }
 }
 

@@ -170,10 +170,7 @@ impl Raw {
         v
     }
     fn whole(&self, space: Space, stored: Vec<u8>) -> Result<Vec<u8>, ledger::Error> {
-        match space {
-            Space::Batch => self.values.resolve(stored),
-            _ => Ok(stored),
-        }
+        ledger::store::whole_value(&self.values, space, stored)
     }
     pub fn get(&self, space: Space, k: &[u8]) -> Option<Vec<u8>> {
         self.tree
