@@ -77,6 +77,9 @@ pub fn run(args: Args) -> Result<Outcome> {
                         "verification FAILED"
                     }
                 );
+                if let Some(line) = unreferenced_line(&store)? {
+                    println!("{line}");
+                }
             }
             Ok(if report.is_ok() {
                 Outcome::Clean
@@ -115,6 +118,32 @@ pub fn run(args: Args) -> Result<Outcome> {
         }
         _ => anyhow::bail!("say what to verify: --ledger DIR or --export FILE"),
     }
+}
+
+/// What the value log holds beyond sled's last commit, if anything: verify reads the
+/// store as it is and repairs nothing, but opening the ledger (`serve`, `seed`) appends
+/// those records again (`ledger::Recovery`), so an operator is told before that happens.
+fn unreferenced_line(store: &SledStore) -> Result<Option<String>> {
+    use ledger::store::{Store, Unreferenced};
+    let (mut records, mut torn) = (0u64, None);
+    for item in store.unreferenced().context("scanning the value log")? {
+        match item.context("scanning the value log")? {
+            Unreferenced::Record(_) => records += 1,
+            Unreferenced::Torn(at) => torn = Some(at),
+        }
+    }
+    let mut parts = Vec::new();
+    if records > 0 {
+        parts.push(format!(
+            "{records} records beyond sled's last commit (a crash before a commit, or commits sled lost); opening the ledger appends them again"
+        ));
+    }
+    if let Some(at) = torn {
+        parts.push(format!(
+            "bytes that are not a whole entry at {at} (a write cut short)"
+        ));
+    }
+    Ok((!parts.is_empty()).then(|| format!("value log: {}", parts.join("; "))))
 }
 
 /// `verify --ledger DIR --against FILE`.

@@ -130,3 +130,45 @@ fn digest_then_verify_against_it() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("Merkle root"));
 }
+
+/// `verify` reads the store as it is: what the value log holds beyond sled's last commit
+/// is told, not repaired (opening the ledger appends such records again).
+#[test]
+fn verify_tells_of_value_log_entries_beyond_the_last_commit() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("ledger");
+    append(&dir, "CSP-01", 5);
+    let d = dir.to_str().expect("utf-8");
+    let out = roundledger(&["verify", "--ledger", d]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("value log:"),
+        "nothing beyond the last commit"
+    );
+
+    // An entry no commit references, then half an entry header.
+    let values = ledger::valuelog::ValueLog::open(&dir).expect("value log");
+    let p = values.append(&[b"a record"]).expect("append")[0];
+    drop(values);
+    let segment = dir
+        .join(ledger::valuelog::DIR)
+        .join(ledger::valuelog::segment_file_name(0));
+    let mut data = std::fs::read(&segment).expect("read");
+    data.extend_from_slice(&[1, 2, 3]);
+    std::fs::write(&segment, &data).expect("write");
+
+    let out = roundledger(&["verify", "--ledger", d]);
+    assert_eq!(out.status.code(), Some(0), "every chain still verifies");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("value log: 1 records beyond sled's last commit"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "not a whole entry at value segment 00000000.seg offset {}",
+            p.end().1
+        )),
+        "{text}"
+    );
+}

@@ -35,6 +35,7 @@ mod classify;
 pub mod digest;
 mod read;
 pub mod record;
+mod recover;
 pub mod store;
 pub mod valuelog;
 mod verify;
@@ -43,6 +44,7 @@ pub use append::{reason, Appended, Incoming};
 pub use read::{
     ArrivalOrder, Events, ExportRange, ExportSelection, Gap, QuarantineEntry, RoundSummary, Stats,
 };
+pub use recover::Recovery;
 pub use verify::{verify_store, TableVerdict, VerifyProblem, VerifyReport};
 
 use schemas::{ChainHead, Hash32, RoundId, Seq, TableId};
@@ -133,6 +135,8 @@ struct State {
 pub struct Ledger {
     store: Box<dyn Store>,
     state: Mutex<State>,
+    /// What this open found beyond the store's last commit (`recover`).
+    recovered: Recovery,
 }
 
 impl Ledger {
@@ -143,13 +147,22 @@ impl Ledger {
         Ledger::with_store(Box::new(store))
     }
 
-    /// Opens a ledger on any `Store`: loads heads, held events and quarantine counters.
+    /// Opens a ledger on any `Store`: loads heads, held events and quarantine counters,
+    /// then appends again any records the store wrote but holds no commit for (`recover`).
     pub fn with_store(store: Box<dyn Store>) -> Result<Ledger, Error> {
         let state = read::load_state(store.as_ref())?;
-        Ok(Ledger {
+        let mut ledger = Ledger {
             store,
             state: Mutex::new(state),
-        })
+            recovered: Recovery::default(),
+        };
+        ledger.recovered = ledger.recover_unreferenced()?;
+        Ok(ledger)
+    }
+
+    /// What this open found beyond the store's last commit, and appended again.
+    pub fn recovered(&self) -> &Recovery {
+        &self.recovered
     }
 
     /// Makes every append so far durable. Acknowledge only after this returns.

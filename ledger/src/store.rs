@@ -11,7 +11,7 @@
 //! derived spaces (heads, round summaries, meta). Event records and quarantine entries are
 //! written once.
 
-use crate::valuelog::ValueLog;
+use crate::valuelog::{Found, Pointer, ValueLog};
 use crate::Error;
 use std::path::Path;
 
@@ -80,6 +80,18 @@ pub type KvIter<'a> = Box<dyn Iterator<Item = Result<(Vec<u8>, Vec<u8>), Error>>
 /// Keys in key order.
 pub type KeyIter<'a> = Box<dyn Iterator<Item = Result<Vec<u8>, Error>> + 'a>;
 
+/// What a store holds of its records beyond its last commit (`Store::unreferenced`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unreferenced {
+    /// A whole record of `Space::Batch`, as it was written.
+    Record(Vec<u8>),
+    /// Bytes that are not a whole record (a write cut short), and where they are.
+    Torn(String),
+}
+
+/// `Unreferenced` items in write order.
+pub type UnreferencedIter<'a> = Box<dyn Iterator<Item = Result<Unreferenced, Error>> + 'a>;
+
 /// What the ledger needs from an embedded ordered store.
 pub trait Store: Send + Sync {
     fn get(&self, space: Space, key: &[u8]) -> Result<Option<Vec<u8>>, Error>;
@@ -99,6 +111,25 @@ pub trait Store: Send + Sync {
     fn commit(&self, ops: Vec<Op>) -> Result<(), Error>;
     /// Makes every committed op durable.
     fn flush(&self) -> Result<(), Error>;
+    /// Records the store wrote durably but whose commit it does not hold, in write order: a
+    /// crash between writing them and the commit leaves one commit's, and a store that
+    /// lost commits after a flush leaves theirs (`Ledger::open` appends them again). A
+    /// store that writes records inside its commits never has any.
+    fn unreferenced(&self) -> Result<UnreferencedIter<'_>, Error> {
+        Ok(Box::new(std::iter::empty()))
+    }
+}
+
+/// `Space::Meta` key of where the value log ended at the last commit that wrote to it:
+/// `segment (u32 BE) ++ offset (u64 BE)`.
+pub const VALUES_END_KEY: &[u8] = b"values_end";
+
+/// The `Space::Meta` value of `VALUES_END_KEY` once the entry `p` names is written.
+pub fn values_end_value(p: &Pointer) -> Vec<u8> {
+    let (segment, offset) = p.end();
+    let mut v = segment.to_be_bytes().to_vec();
+    v.extend_from_slice(&offset.to_be_bytes());
+    v
 }
 
 /// How long `SledStore::open` waits for a directory lock before reporting `Locked`.
@@ -236,8 +267,17 @@ impl Store for SledStore {
                 _ => None,
             })
             .collect();
-        let mut pointers = self.values.append(&records)?.into_iter();
+        let pointers = self.values.append(&records)?;
         let mut batch = sled::Batch::default();
+        // With the pointers, in the same atomic commit: where the value log ended, so that
+        // an open can tell the entries no commit references (`unreferenced`).
+        if let Some(last) = pointers.last() {
+            batch.insert(
+                full_key(Space::Meta, VALUES_END_KEY),
+                values_end_value(last),
+            );
+        }
+        let mut pointers = pointers.into_iter();
         for op in ops {
             match op {
                 Op::Put(Space::Batch, k, _) => {
@@ -261,9 +301,51 @@ impl Store for SledStore {
         self.db.flush().map_err(store_err("flush"))?;
         Ok(())
     }
+
+    fn unreferenced(&self) -> Result<UnreferencedIter<'_>, Error> {
+        let (segment, offset) = self.referenced_end()?;
+        Ok(Box::new(self.values.entries_after(segment, offset)?.map(
+            |found| {
+                found.map(|f| match f {
+                    Found::Entry(_, value) => Unreferenced::Record(value),
+                    Found::Torn { detail } => Unreferenced::Torn(detail),
+                })
+            },
+        )))
+    }
 }
 
 impl SledStore {
+    /// Where the value log ended at sled's last commit that wrote to it. A ledger written
+    /// before that was recorded (or whose record is unreadable) gives the end of the
+    /// furthest entry any pointer names.
+    fn referenced_end(&self) -> Result<(u32, u64), Error> {
+        let recorded = self
+            .tree
+            .get(full_key(Space::Meta, VALUES_END_KEY))
+            .map_err(store_err("get"))?;
+        if let Some(v) = recorded {
+            if let Ok(v) = <[u8; 12]>::try_from(v.as_ref()) {
+                let segment = u32::from_be_bytes([v[0], v[1], v[2], v[3]]);
+                let mut offset = [0u8; 8];
+                offset.copy_from_slice(&v[4..]);
+                return Ok((segment, u64::from_be_bytes(offset)));
+            }
+            tracing::warn!(
+                len = v.len(),
+                "the recorded end of the value log is malformed: using the furthest pointer"
+            );
+        }
+        let mut end = (0, 0);
+        for kv in self.sled_range(Space::Batch, &[], None) {
+            let (_, v) = kv.map_err(store_err("range"))?;
+            if let Some(p) = Pointer::decode(&v) {
+                end = end.max(p.end());
+            }
+        }
+        Ok(end)
+    }
+
     /// sled's entries of `space` from `from` to `to` (exclusive; `None`: to the space's end).
     fn sled_range(&self, space: Space, from: &[u8], to: Option<&[u8]>) -> sled::Iter {
         let start = full_key(space, from);

@@ -15,8 +15,10 @@
 //! Invariants:
 //! - Durable before referenced: `append` writes and fsyncs the entries before it returns
 //!   their pointers, so no pointer that sled persists can outlive its bytes in a crash.
-//! - Written once: entries are only ever appended; the tail after the last referenced entry
-//!   (a commit that crashed before sled took its pointers) is never referenced again.
+//! - Written once: entries are only ever appended. Entries after the end the last sled
+//!   commit recorded (a crash before sled took their pointers, or commits sled lost) are
+//!   found by `entries_after` and appended again as new entries by `Ledger::open`
+//!   (`recover`); the old ones are never referenced.
 //! - Every read is checked: the entry's header must repeat the pointer's length and
 //!   checksum, and the bytes must match the checksum, or the read is
 //!   `Error::CorruptRecord` naming the segment and offset. Tampering with a segment is
@@ -63,6 +65,14 @@ impl Pointer {
         v.extend_from_slice(&self.len.to_be_bytes());
         v.extend_from_slice(&self.crc.to_be_bytes());
         v
+    }
+
+    /// Where the entry it names ends: the segment and the offset just past its value.
+    pub fn end(&self) -> (u32, u64) {
+        (
+            self.segment,
+            self.offset + ENTRY_HEADER_LEN as u64 + u64::from(self.len),
+        )
     }
 
     /// `None` when `v` is not a pointer (a legacy inline record).
@@ -348,6 +358,124 @@ impl ValueLog {
     }
 }
 
+/// What `ValueLog::entries_after` finds, in write order.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Found {
+    /// A whole entry whose bytes match its checksum.
+    Entry(Pointer, Vec<u8>),
+    /// Bytes that are not a whole, checksummed entry: a write cut short by a crash, or
+    /// damage. The scan ends there.
+    Torn { detail: String },
+}
+
+/// The entries from one position to the log's end as it was when the scan began (entries
+/// appended during the scan are not part of it).
+pub struct Scan<'a> {
+    log: &'a ValueLog,
+    segment: u32,
+    offset: u64,
+    /// The last segment and its length when the scan began; `None`: an empty log.
+    stop: Option<(u32, u64)>,
+}
+
+impl ValueLog {
+    /// The entries that begin at or after `offset` of `segment`, up to the log's current
+    /// end. A position past a segment's end moves on to the next segment.
+    pub fn entries_after(&self, segment: u32, offset: u64) -> Result<Scan<'_>, Error> {
+        let stop = match self.last_segment()? {
+            None => None,
+            Some(last) => {
+                let path = self.path(last);
+                let len = std::fs::metadata(&path)
+                    .map_err(io_err("stat value segment", &path))?
+                    .len();
+                Some((last, len))
+            }
+        };
+        Ok(Scan {
+            log: self,
+            segment,
+            offset,
+            stop,
+        })
+    }
+}
+
+impl Iterator for Scan<'_> {
+    type Item = Result<Found, Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let (last, last_len) = self.stop?;
+            if self.segment > last {
+                return None;
+            }
+            let path = self.log.path(self.segment);
+            let file_len = if self.segment == last {
+                last_len
+            } else {
+                match std::fs::metadata(&path) {
+                    Ok(m) => m.len(),
+                    // A segment number never used (the log starts past it): nothing there.
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
+                    Err(e) => {
+                        self.stop = None;
+                        return Some(Err(io_err("stat value segment", &path)(e)));
+                    }
+                }
+            };
+            if self.offset >= file_len {
+                self.segment += 1;
+                self.offset = 0;
+                continue;
+            }
+            let at = format!(
+                "value segment {} offset {}",
+                segment_file_name(self.segment),
+                self.offset
+            );
+            let torn = |scan: &mut Self, detail: String| {
+                scan.stop = None;
+                Some(Ok(Found::Torn {
+                    detail: format!("{at}: {detail}"),
+                }))
+            };
+            if file_len - self.offset < ENTRY_HEADER_LEN as u64 {
+                let left = file_len - self.offset;
+                return torn(self, format!("{left} bytes, less than an entry's header"));
+            }
+            let mut header = [0u8; ENTRY_HEADER_LEN];
+            let read = self.log.reader(self.segment).and_then(|f| {
+                f.read_exact_at(&mut header, self.offset)
+                    .map_err(io_err("read value segment", &path))
+            });
+            if let Err(e) = read {
+                self.stop = None;
+                return Some(Err(e));
+            }
+            let pointer = Pointer {
+                segment: self.segment,
+                offset: self.offset,
+                len: u32::from_le_bytes([header[0], header[1], header[2], header[3]]),
+                crc: u32::from_le_bytes([header[4], header[5], header[6], header[7]]),
+            };
+            // `read` bounds the length by the segment before allocating, and checks the
+            // bytes against the checksum.
+            return match self.log.read(&pointer) {
+                Ok(value) => {
+                    self.offset = pointer.end().1;
+                    Some(Ok(Found::Entry(pointer, value)))
+                }
+                Err(Error::CorruptRecord { detail }) => torn(self, detail),
+                Err(e) => {
+                    self.stop = None;
+                    Some(Err(e))
+                }
+            };
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -446,6 +574,91 @@ mod tests {
             e.to_string().contains("exceeds the segment size 100"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_scan_finds_the_entries_after_a_position_across_segments_and_stops_at_a_torn_tail() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let log = ValueLog::open_sized(dir.path(), 100).expect("open");
+        let values: Vec<Vec<u8>> = (0..5u8).map(|i| vec![i; 40]).collect();
+        let refs: Vec<&[u8]> = values.iter().map(|v| v.as_slice()).collect();
+        let ptrs = log.append(&refs).expect("append");
+        let found = |scan: Scan| -> Vec<Found> { scan.map(|f| f.expect("scan")).collect() };
+
+        // From the end of the second entry: the third to the fifth, over two segments.
+        let (segment, offset) = ptrs[1].end();
+        let after = found(log.entries_after(segment, offset).expect("scan"));
+        let want: Vec<Found> = (2..5)
+            .map(|i| Found::Entry(ptrs[i], values[i].clone()))
+            .collect();
+        assert_eq!(after, want);
+        // From the log's end, and from a position past a segment's end: nothing.
+        let (segment, offset) = ptrs[4].end();
+        assert!(found(log.entries_after(segment, offset).expect("scan")).is_empty());
+        assert_eq!(
+            found(log.entries_after(0, 4096).expect("scan")),
+            want,
+            "a position past segment 0's end moves on to segment 1"
+        );
+
+        // A write cut short: half a header at the end of the last segment.
+        let last = dir.path().join(DIR).join(segment_file_name(2));
+        let mut data = std::fs::read(&last).expect("read");
+        data.extend_from_slice(&[9, 0, 0]);
+        std::fs::write(&last, &data).expect("write");
+        let after = found(log.entries_after(2, 0).expect("scan"));
+        assert_eq!(after.len(), 2);
+        assert_eq!(after[0], Found::Entry(ptrs[4], values[4].clone()));
+        assert!(
+            matches!(&after[1], Found::Torn { detail } if detail.contains("00000002.seg offset 48: 3 bytes, less than an entry's header")),
+            "{:?}",
+            after[1]
+        );
+
+        // A header whose length runs past the end, and a flipped value byte: torn there,
+        // and nothing after it is returned.
+        data.truncate(48);
+        data.extend_from_slice(&1000u32.to_le_bytes());
+        data.extend_from_slice(&[0u8; 12]);
+        std::fs::write(&last, &data).expect("write");
+        let after = found(log.entries_after(2, 0).expect("scan"));
+        assert!(
+            matches!(&after[1], Found::Torn { detail } if detail.contains("runs past the segment's end")),
+            "{after:?}"
+        );
+        let seg1 = dir.path().join(DIR).join(segment_file_name(1));
+        let mut one = std::fs::read(&seg1).expect("read");
+        one[ENTRY_HEADER_LEN + 3] ^= 1;
+        std::fs::write(&seg1, &one).expect("write");
+        let after = found(log.entries_after(1, 0).expect("scan"));
+        assert_eq!(after.len(), 1, "{after:?}");
+        assert!(
+            matches!(&after[0], Found::Torn { detail } if detail.contains("do not match their checksum")),
+            "{after:?}"
+        );
+    }
+
+    #[test]
+    fn a_scan_ends_where_the_log_ended_when_it_began() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let log = ValueLog::open(dir.path()).expect("open");
+        assert!(
+            log.entries_after(0, 0).expect("scan").next().is_none(),
+            "empty log"
+        );
+        let first = log.append(&[b"one", b"two"]).expect("append");
+        let mut scan = log.entries_after(0, 0).expect("scan");
+        assert_eq!(
+            scan.next().map(|f| f.expect("entry")),
+            Some(Found::Entry(first[0], b"one".to_vec()))
+        );
+        // Appended while scanning (as recovery does when it re-appends): not part of it.
+        log.append(&[b"three"]).expect("append");
+        assert_eq!(
+            scan.next().map(|f| f.expect("entry")),
+            Some(Found::Entry(first[1], b"two".to_vec()))
+        );
+        assert!(scan.next().is_none());
     }
 
     #[test]

@@ -180,7 +180,18 @@ impl Raw {
     }
     pub fn put(&self, space: Space, k: &[u8], v: Vec<u8>) {
         let v = match space {
-            Space::Batch => self.values.append(&[&v]).expect("value log append")[0].encode(),
+            Space::Batch => {
+                let p = self.values.append(&[&v]).expect("value log append")[0];
+                // As the store's commit does: the recorded end of the value log moves with
+                // the pointer (else the next `Ledger::open` would append the record again).
+                self.tree
+                    .insert(
+                        Raw::key(Space::Meta, ledger::store::VALUES_END_KEY),
+                        ledger::store::values_end_value(&p),
+                    )
+                    .expect("insert");
+                p.encode()
+            }
             _ => v,
         };
         self.tree.insert(Raw::key(space, k), v).expect("insert");
