@@ -134,8 +134,9 @@ fn unreferenced_line(store: &SledStore) -> Result<Option<String>> {
     }
     let mut parts = Vec::new();
     if records > 0 {
+        let noun = if records == 1 { "record" } else { "records" };
         parts.push(format!(
-            "{records} records beyond sled's last commit (a crash before a commit, or commits sled lost); opening the ledger appends them again"
+            "{records} {noun} beyond sled's last commit (a crash before a commit, or commits sled lost); opening the ledger appends them again"
         ));
     }
     if let Some(at) = torn {
