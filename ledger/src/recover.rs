@@ -15,7 +15,10 @@
 //!   `append_batch` as it was received (its bytes, stream seq and receive time), so it must
 //!   chain from the head, and anything else is a duplicate, held or quarantined as usual.
 //! - Idempotent: the re-appended events are written as new entries and commits, which
-//!   move the recorded end past everything scanned, so the next open finds nothing.
+//!   move the recorded end past everything scanned, so the next open finds nothing. A
+//!   crash part way through does not hide the rest: until `Store::recovery_done`, the
+//!   store gives the same records again from the same start (the ones already appended
+//!   come back as duplicates).
 //! - What was found is logged and kept in `Ledger::recovered` for the caller to report.
 //!   Sled-only data of the lost commits (kept checkpoints, quarantine entries, counters)
 //!   is not in the value log and is not recovered: devices send checkpoints again at the
@@ -105,6 +108,7 @@ impl Ledger {
         }
         if report.records > 0 {
             self.flush()?;
+            self.store.recovery_done()?;
             tracing::warn!(
                 records = report.records,
                 events = report.events,

@@ -115,14 +115,26 @@ pub trait Store: Send + Sync {
     /// crash between writing them and the commit leaves one commit's, and a store that
     /// lost commits after a flush leaves theirs (`Ledger::open` appends them again). A
     /// store that writes records inside its commits never has any.
+    ///
+    /// Appending them again moves the store's end past them, so a crash part way through
+    /// would hide the rest: once this has found a record, it gives the same records again,
+    /// from the same start, until `recovery_done`.
     fn unreferenced(&self) -> Result<UnreferencedIter<'_>, Error> {
         Ok(Box::new(std::iter::empty()))
+    }
+    /// Every record `unreferenced` gave is appended again and flushed.
+    fn recovery_done(&self) -> Result<(), Error> {
+        Ok(())
     }
 }
 
 /// `Space::Meta` key of where the value log ended at the last commit that wrote to it:
 /// `segment (u32 BE) ++ offset (u64 BE)`.
 pub const VALUES_END_KEY: &[u8] = b"values_end";
+
+/// `Space::Meta` key of where a recovery in progress scans from (the same encoding), or
+/// empty when none is.
+pub const RECOVER_FROM_KEY: &[u8] = b"recover_from";
 
 /// The `Space::Meta` value of `VALUES_END_KEY` once the entry `p` names is written.
 pub fn values_end_value(p: &Pointer) -> Vec<u8> {
@@ -303,15 +315,38 @@ impl Store for SledStore {
     }
 
     fn unreferenced(&self) -> Result<UnreferencedIter<'_>, Error> {
-        let (segment, offset) = self.referenced_end()?;
+        let marked = self.position(RECOVER_FROM_KEY)?;
+        let (segment, offset) = match marked {
+            Some(start) => start,
+            None => self.referenced_end()?,
+        };
+        let mut marked = marked.is_some();
         Ok(Box::new(self.values.entries_after(segment, offset)?.map(
-            |found| {
-                found.map(|f| match f {
+            move |found| {
+                let item = match found? {
                     Found::Entry(_, value) => Unreferenced::Record(value),
-                    Found::Torn { detail } => Unreferenced::Torn(detail),
-                })
+                    Found::Torn { detail } => return Ok(Unreferenced::Torn(detail)),
+                };
+                if !marked {
+                    // Durably, before the caller can append anything again.
+                    let mut start = segment.to_be_bytes().to_vec();
+                    start.extend_from_slice(&offset.to_be_bytes());
+                    self.tree
+                        .insert(full_key(Space::Meta, RECOVER_FROM_KEY), start)
+                        .map_err(store_err("mark recovery"))?;
+                    self.flush()?;
+                    marked = true;
+                }
+                Ok(item)
             },
         )))
+    }
+
+    fn recovery_done(&self) -> Result<(), Error> {
+        self.tree
+            .insert(full_key(Space::Meta, RECOVER_FROM_KEY), Vec::new())
+            .map_err(store_err("end recovery"))?;
+        self.flush()
     }
 }
 
@@ -320,21 +355,8 @@ impl SledStore {
     /// before that was recorded (or whose record is unreadable) gives the end of the
     /// furthest entry any pointer names.
     fn referenced_end(&self) -> Result<(u32, u64), Error> {
-        let recorded = self
-            .tree
-            .get(full_key(Space::Meta, VALUES_END_KEY))
-            .map_err(store_err("get"))?;
-        if let Some(v) = recorded {
-            if let Ok(v) = <[u8; 12]>::try_from(v.as_ref()) {
-                let segment = u32::from_be_bytes([v[0], v[1], v[2], v[3]]);
-                let mut offset = [0u8; 8];
-                offset.copy_from_slice(&v[4..]);
-                return Ok((segment, u64::from_be_bytes(offset)));
-            }
-            tracing::warn!(
-                len = v.len(),
-                "the recorded end of the value log is malformed: using the furthest pointer"
-            );
+        if let Some(end) = self.position(VALUES_END_KEY)? {
+            return Ok(end);
         }
         let mut end = (0, 0);
         for kv in self.sled_range(Space::Batch, &[], None) {
@@ -344,6 +366,33 @@ impl SledStore {
             }
         }
         Ok(end)
+    }
+
+    /// A value-log position kept in `Space::Meta` under `key`: `None` when absent or empty,
+    /// and, with a warning, when malformed (the caller then falls back).
+    fn position(&self, key: &[u8]) -> Result<Option<(u32, u64)>, Error> {
+        let Some(v) = self
+            .tree
+            .get(full_key(Space::Meta, key))
+            .map_err(store_err("get"))?
+        else {
+            return Ok(None);
+        };
+        if v.is_empty() {
+            return Ok(None);
+        }
+        let Ok(v) = <[u8; 12]>::try_from(v.as_ref()) else {
+            tracing::warn!(
+                key = %String::from_utf8_lossy(key),
+                len = v.len(),
+                "a recorded value-log position is malformed; ignored"
+            );
+            return Ok(None);
+        };
+        let segment = u32::from_be_bytes([v[0], v[1], v[2], v[3]]);
+        let mut offset = [0u8; 8];
+        offset.copy_from_slice(&v[4..]);
+        Ok(Some((segment, u64::from_be_bytes(offset))))
     }
 
     /// sled's entries of `space` from `from` to `to` (exclusive; `None`: to the space's end).

@@ -9,7 +9,7 @@ mod common;
 
 use common::{chain, incoming, table, Raw, T0_NS};
 use ledger::digest::check_store_against;
-use ledger::store::SledStore;
+use ledger::store::{SledStore, Space, Store, Unreferenced};
 use ledger::{Ledger, Recovery};
 use schemas::TableId;
 use std::path::Path;
@@ -74,38 +74,38 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-#[test]
-fn commits_sled_lost_are_appended_again_from_the_value_log() {
-    let dir = tempfile::tempdir().expect("tempdir");
+/// A ledger of two tables whose sled files went back to their state after 30 of 60 events
+/// per table, the value log keeping all 60. Returns the heads and digest before the loss.
+fn rolled_back(
+    dir: &Path,
+    tables: &[TableId],
+) -> (Vec<schemas::ChainHead>, schemas::digest::Digest) {
     let earlier = tempfile::tempdir().expect("tempdir");
-    let tables = [table("RC-A"), table("RC-B")];
-
-    let l = Ledger::open(dir.path()).expect("open");
+    let l = Ledger::open(dir).expect("open");
     assert!(
         l.recovered().is_empty(),
         "a new ledger has nothing to recover"
     );
-    append(&l, &tables, 0, 30);
+    append(&l, tables, 0, 30);
     drop(l);
-    closed(dir.path());
-    copy_dir(dir.path(), earlier.path());
+    closed(dir);
+    copy_dir(dir, earlier.path());
 
-    let l = Ledger::open(dir.path()).expect("reopen");
+    let l = Ledger::open(dir).expect("reopen");
     assert!(
         l.recovered().is_empty(),
         "a clean reopen has nothing to recover"
     );
-    append(&l, &tables, 30, EVENTS as usize);
+    append(&l, tables, 30, EVENTS as usize);
     let heads = l.heads();
     let digest = l.digest(T0_NS).expect("digest");
     assert_eq!(digest.events, 2 * EVENTS);
     drop(l);
-    closed(dir.path());
+    closed(dir);
 
-    // sled goes back to its state after 30 events per table; the value log keeps all 60.
-    copy_sled_files(earlier.path(), dir.path());
+    copy_sled_files(earlier.path(), dir);
     {
-        let store = SledStore::open(dir.path()).expect("store");
+        let store = SledStore::open(dir).expect("store");
         let against = check_store_against(&store, &digest, T0_NS).expect("check");
         assert!(
             !against.ok,
@@ -113,7 +113,28 @@ fn commits_sled_lost_are_appended_again_from_the_value_log() {
             against.tables
         );
     }
-    closed(dir.path());
+    closed(dir);
+    (heads, digest)
+}
+
+/// The records `Store::unreferenced` gives now.
+fn unreferenced_records(dir: &Path) -> usize {
+    let store = SledStore::open(dir).expect("store");
+    let n = store
+        .unreferenced()
+        .expect("scan")
+        .filter(|u| matches!(u, Ok(Unreferenced::Record(_))))
+        .count();
+    drop(store);
+    closed(dir);
+    n
+}
+
+#[test]
+fn commits_sled_lost_are_appended_again_from_the_value_log() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tables = [table("RC-A"), table("RC-B")];
+    let (heads, digest) = rolled_back(dir.path(), &tables);
 
     let l = Ledger::open(dir.path()).expect("open after the loss");
     assert_eq!(
@@ -193,4 +214,58 @@ fn a_write_cut_short_is_reported_and_appending_goes_on() {
         l.recovered()
     );
     assert_eq!(l.heads()[0].seq.0, 40);
+}
+
+/// A recovery cut short (a crash after some of its appends were committed) starts again
+/// from the same place at the next open: the end those appends moved does not hide the
+/// records not yet appended.
+#[test]
+fn a_recovery_cut_short_starts_again_from_the_same_place() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tables = [table("RC-C"), table("RC-D")];
+    let (heads, _) = rolled_back(dir.path(), &tables);
+    assert_eq!(unreferenced_records(dir.path()), 6);
+
+    // The recovery found its first record (and marked where it started), then appended
+    // and committed part of what it found, which moved the recorded end to the log's end;
+    // then the process died.
+    {
+        let store = SledStore::open(dir.path()).expect("store");
+        let mut found = store.unreferenced().expect("scan");
+        assert!(matches!(found.next(), Some(Ok(Unreferenced::Record(_)))));
+    }
+    closed(dir.path());
+    let segment = dir
+        .path()
+        .join(ledger::valuelog::DIR)
+        .join(ledger::valuelog::segment_file_name(0));
+    let log_end = std::fs::metadata(&segment).expect("segment").len();
+    let raw = Raw::open(dir.path());
+    let mut end = 0u32.to_be_bytes().to_vec();
+    end.extend_from_slice(&log_end.to_be_bytes());
+    raw.tree
+        .insert(Raw::key(Space::Meta, ledger::store::VALUES_END_KEY), end)
+        .expect("insert");
+    raw.close();
+    closed(dir.path());
+
+    assert_eq!(
+        unreferenced_records(dir.path()),
+        6,
+        "still every record from where the recovery started"
+    );
+    let l = Ledger::open(dir.path()).expect("open");
+    assert_eq!((l.recovered().records, l.recovered().stored), (6, 60));
+    assert_eq!(l.heads(), heads);
+    drop(l);
+    closed(dir.path());
+    assert_eq!(unreferenced_records(dir.path()), 0, "recovery done");
+
+    let raw = Raw::open(dir.path());
+    assert_eq!(
+        raw.get(Space::Meta, ledger::store::RECOVER_FROM_KEY),
+        Some(Vec::new()),
+        "the mark is cleared once the recovery is done"
+    );
+    raw.close();
 }
