@@ -16,9 +16,9 @@
 //!   chain from the head, and anything else is a duplicate, held or quarantined as usual.
 //! - Idempotent: the re-appended events are written as new entries and commits, which
 //!   move the recorded end past everything scanned, so the next open finds nothing. A
-//!   crash part way through does not hide the rest: until `Store::recovery_done`, the
-//!   store gives the same records again from the same start (the ones already appended
-//!   come back as duplicates).
+//!   crash part way through does not hide the rest: from `Store::recovery_started` (before
+//!   the first append) to `Store::recovery_done`, the store gives the same records again
+//!   from the same start (the ones already appended come back as duplicates).
 //! - What was found is logged and kept in `Ledger::recovered` for the caller to report.
 //!   Sled-only data of the lost commits (kept checkpoints, quarantine entries, counters)
 //!   is not in the value log and is not recovered: devices send checkpoints again at the
@@ -74,6 +74,9 @@ impl Ledger {
                     continue;
                 }
             };
+            if report.records == 0 {
+                self.store.recovery_started()?;
+            }
             report.records += 1;
             let events = match record::decode_record(&value) {
                 Ok(events) => events,

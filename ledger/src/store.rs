@@ -116,11 +116,15 @@ pub trait Store: Send + Sync {
     /// lost commits after a flush leaves theirs (`Ledger::open` appends them again). A
     /// store that writes records inside its commits never has any.
     ///
-    /// Appending them again moves the store's end past them, so a crash part way through
-    /// would hide the rest: once this has found a record, it gives the same records again,
-    /// from the same start, until `recovery_done`.
+    /// Reads only. Appending them again moves the store's end past them, so a crash part
+    /// way through would hide the rest: between `recovery_started` and `recovery_done`,
+    /// this gives the same records again, from the same start, whatever was appended.
     fn unreferenced(&self) -> Result<UnreferencedIter<'_>, Error> {
         Ok(Box::new(std::iter::empty()))
+    }
+    /// Called, and durable, before the first record `unreferenced` gave is appended again.
+    fn recovery_started(&self) -> Result<(), Error> {
+        Ok(())
     }
     /// Every record `unreferenced` gave is appended again and flushed.
     fn recovery_done(&self) -> Result<(), Error> {
@@ -315,31 +319,29 @@ impl Store for SledStore {
     }
 
     fn unreferenced(&self) -> Result<UnreferencedIter<'_>, Error> {
-        let marked = self.position(RECOVER_FROM_KEY)?;
-        let (segment, offset) = match marked {
-            Some(start) => start,
-            None => self.referenced_end()?,
-        };
-        let mut marked = marked.is_some();
+        let (segment, offset) = self.scan_start()?;
         Ok(Box::new(self.values.entries_after(segment, offset)?.map(
-            move |found| {
-                let item = match found? {
+            |found| {
+                found.map(|f| match f {
                     Found::Entry(_, value) => Unreferenced::Record(value),
-                    Found::Torn { detail } => return Ok(Unreferenced::Torn(detail)),
-                };
-                if !marked {
-                    // Durably, before the caller can append anything again.
-                    let mut start = segment.to_be_bytes().to_vec();
-                    start.extend_from_slice(&offset.to_be_bytes());
-                    self.tree
-                        .insert(full_key(Space::Meta, RECOVER_FROM_KEY), start)
-                        .map_err(store_err("mark recovery"))?;
-                    self.flush()?;
-                    marked = true;
-                }
-                Ok(item)
+                    Found::Torn { detail } => Unreferenced::Torn(detail),
+                })
             },
         )))
+    }
+
+    fn recovery_started(&self) -> Result<(), Error> {
+        if self.position(RECOVER_FROM_KEY)?.is_some() {
+            return Ok(());
+        }
+        // Nothing is appended yet, so this is where `unreferenced` scanned from.
+        let (segment, offset) = self.referenced_end()?;
+        let mut start = segment.to_be_bytes().to_vec();
+        start.extend_from_slice(&offset.to_be_bytes());
+        self.tree
+            .insert(full_key(Space::Meta, RECOVER_FROM_KEY), start)
+            .map_err(store_err("mark recovery"))?;
+        self.flush()
     }
 
     fn recovery_done(&self) -> Result<(), Error> {
@@ -354,6 +356,15 @@ impl SledStore {
     /// Where the value log ended at sled's last commit that wrote to it. A ledger written
     /// before that was recorded (or whose record is unreadable) gives the end of the
     /// furthest entry any pointer names.
+    /// Where `unreferenced` scans from: a recovery's start while one is in progress, else
+    /// the referenced end.
+    fn scan_start(&self) -> Result<(u32, u64), Error> {
+        match self.position(RECOVER_FROM_KEY)? {
+            Some(start) => Ok(start),
+            None => self.referenced_end(),
+        }
+    }
+
     fn referenced_end(&self) -> Result<(u32, u64), Error> {
         if let Some(end) = self.position(VALUES_END_KEY)? {
             return Ok(end);

@@ -225,14 +225,24 @@ fn a_recovery_cut_short_starts_again_from_the_same_place() {
     let tables = [table("RC-C"), table("RC-D")];
     let (heads, _) = rolled_back(dir.path(), &tables);
     assert_eq!(unreferenced_records(dir.path()), 6);
+    let raw = Raw::open(dir.path());
+    assert_eq!(
+        raw.get(Space::Meta, ledger::store::RECOVER_FROM_KEY),
+        None,
+        "a scan (what `verify` does) writes nothing"
+    );
+    raw.close();
+    closed(dir.path());
 
-    // The recovery found its first record (and marked where it started), then appended
-    // and committed part of what it found, which moved the recorded end to the log's end;
-    // then the process died.
+    // The recovery found its first record and marked where it started, then appended and
+    // committed part of what it found, which moved the recorded end to the log's end; then
+    // the process died.
     {
         let store = SledStore::open(dir.path()).expect("store");
         let mut found = store.unreferenced().expect("scan");
         assert!(matches!(found.next(), Some(Ok(Unreferenced::Record(_)))));
+        drop(found);
+        store.recovery_started().expect("mark");
     }
     closed(dir.path());
     let segment = dir
