@@ -150,9 +150,7 @@ fn verify_tells_of_value_log_entries_beyond_the_last_commit() {
     let values = ledger::valuelog::ValueLog::open(&dir).expect("value log");
     let p = values.append(&[b"a record"]).expect("append")[0];
     drop(values);
-    let segment = dir
-        .join(ledger::valuelog::DIR)
-        .join(ledger::valuelog::segment_file_name(0));
+    let segment = ledger::valuelog::segment_path(&dir, 0);
     let mut data = std::fs::read(&segment).expect("read");
     data.extend_from_slice(&[1, 2, 3]);
     std::fs::write(&segment, &data).expect("write");

@@ -140,9 +140,9 @@ pub const VALUES_END_KEY: &[u8] = b"values_end";
 /// empty when none is.
 pub const RECOVER_FROM_KEY: &[u8] = b"recover_from";
 
-/// The `Space::Meta` value of `VALUES_END_KEY` once the entry `p` names is written.
-pub fn values_end_value(p: &Pointer) -> Vec<u8> {
-    let (segment, offset) = p.end();
+/// A value-log position as `VALUES_END_KEY` and `RECOVER_FROM_KEY` hold it (read back by
+/// `SledStore::position`).
+pub fn encode_position((segment, offset): (u32, u64)) -> Vec<u8> {
     let mut v = segment.to_be_bytes().to_vec();
     v.extend_from_slice(&offset.to_be_bytes());
     v
@@ -290,7 +290,7 @@ impl Store for SledStore {
         if let Some(last) = pointers.last() {
             batch.insert(
                 full_key(Space::Meta, VALUES_END_KEY),
-                values_end_value(last),
+                encode_position(last.end()),
             );
         }
         let mut pointers = pointers.into_iter();
@@ -335,9 +335,7 @@ impl Store for SledStore {
             return Ok(());
         }
         // Nothing is appended yet, so this is where `unreferenced` scanned from.
-        let (segment, offset) = self.referenced_end()?;
-        let mut start = segment.to_be_bytes().to_vec();
-        start.extend_from_slice(&offset.to_be_bytes());
+        let start = encode_position(self.referenced_end()?);
         self.tree
             .insert(full_key(Space::Meta, RECOVER_FROM_KEY), start)
             .map_err(store_err("mark recovery"))?;

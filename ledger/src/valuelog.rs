@@ -125,6 +125,11 @@ pub fn segment_file_name(segment: u32) -> String {
     format!("{segment:08x}.seg")
 }
 
+/// The path of a segment of the ledger in `ledger_dir`.
+pub fn segment_path(ledger_dir: &Path, segment: u32) -> PathBuf {
+    ledger_dir.join(DIR).join(segment_file_name(segment))
+}
+
 impl ValueLog {
     /// Opens the value log under the ledger directory `ledger_dir`, creating it if absent.
     /// The tail segment is opened on the first append.
@@ -509,7 +514,7 @@ mod tests {
         assert_eq!(log.read(&c).expect("c"), b"third");
 
         // A flipped byte in a value, a pointer with another length, past the end.
-        let seg = dir.path().join(DIR).join(segment_file_name(0));
+        let seg = segment_path(dir.path(), 0);
         let mut data = std::fs::read(&seg).expect("read");
         data[ptrs[1].offset as usize + ENTRY_HEADER_LEN + 10] ^= 1;
         std::fs::write(&seg, &data).expect("write");
@@ -602,7 +607,7 @@ mod tests {
         );
 
         // A write cut short: half a header at the end of the last segment.
-        let last = dir.path().join(DIR).join(segment_file_name(2));
+        let last = segment_path(dir.path(), 2);
         let mut data = std::fs::read(&last).expect("read");
         data.extend_from_slice(&[9, 0, 0]);
         std::fs::write(&last, &data).expect("write");
@@ -626,7 +631,7 @@ mod tests {
             matches!(&after[1], Found::Torn { detail } if detail.contains("runs past the segment's end")),
             "{after:?}"
         );
-        let seg1 = dir.path().join(DIR).join(segment_file_name(1));
+        let seg1 = segment_path(dir.path(), 1);
         let mut one = std::fs::read(&seg1).expect("read");
         one[ENTRY_HEADER_LEN + 3] ^= 1;
         std::fs::write(&seg1, &one).expect("write");

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{chain, incoming, table, Raw, T0_NS};
+use common::{chain, copy_dir, incoming, table, Raw, T0_NS};
 use ledger::digest::check_store_against;
 use ledger::store::{SledStore, Space, Store, Unreferenced};
 use ledger::{Ledger, Recovery};
@@ -55,23 +55,7 @@ fn copy_sled_files(from: &Path, to: &Path) {
             std::fs::remove_file(&p).expect("remove");
         }
     }
-    copy_dir(from, to);
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for e in std::fs::read_dir(from).expect("read_dir") {
-        let p = e.expect("entry").path();
-        let name = p.file_name().expect("name").to_owned();
-        if name == std::ffi::OsStr::new(ledger::valuelog::DIR) {
-            continue;
-        }
-        if p.is_dir() {
-            copy_dir(&p, &to.join(&name));
-        } else {
-            std::fs::copy(&p, to.join(&name)).expect("copy");
-        }
-    }
+    copy_dir(from, to, true);
 }
 
 /// A ledger of two tables whose sled files went back to their state after 30 of 60 events
@@ -89,7 +73,7 @@ fn rolled_back(
     append(&l, tables, 0, 30);
     drop(l);
     closed(dir);
-    copy_dir(dir, earlier.path());
+    copy_dir(dir, earlier.path(), true);
 
     let l = Ledger::open(dir).expect("reopen");
     assert!(
@@ -185,10 +169,7 @@ fn a_write_cut_short_is_reported_and_appending_goes_on() {
     closed(dir.path());
 
     // Half an entry header at the end of the segment, as a crash in a write leaves.
-    let segment = dir
-        .path()
-        .join(ledger::valuelog::DIR)
-        .join(ledger::valuelog::segment_file_name(0));
+    let segment = ledger::valuelog::segment_path(dir.path(), 0);
     let mut data = std::fs::read(&segment).expect("read");
     let end = data.len();
     data.extend_from_slice(&[0x40, 0, 0]);
@@ -245,14 +226,10 @@ fn a_recovery_cut_short_starts_again_from_the_same_place() {
         store.recovery_started().expect("mark");
     }
     closed(dir.path());
-    let segment = dir
-        .path()
-        .join(ledger::valuelog::DIR)
-        .join(ledger::valuelog::segment_file_name(0));
+    let segment = ledger::valuelog::segment_path(dir.path(), 0);
     let log_end = std::fs::metadata(&segment).expect("segment").len();
     let raw = Raw::open(dir.path());
-    let mut end = 0u32.to_be_bytes().to_vec();
-    end.extend_from_slice(&log_end.to_be_bytes());
+    let end = ledger::store::encode_position((0, log_end));
     raw.tree
         .insert(Raw::key(Space::Meta, ledger::store::VALUES_END_KEY), end)
         .expect("insert");

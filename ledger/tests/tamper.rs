@@ -590,10 +590,7 @@ fn record_pointer(dir: &Path, first: u64) -> Pointer {
 fn a_value_log_cut_short_is_named_at_the_first_record_it_lost() {
     let (dir, digest, _) = filled();
     let p = record_pointer(dir.path(), 21);
-    let seg = dir
-        .path()
-        .join(valuelog::DIR)
-        .join(valuelog::segment_file_name(p.segment));
+    let seg = valuelog::segment_path(dir.path(), p.segment);
     std::fs::OpenOptions::new()
         .write(true)
         .open(&seg)

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{fill, table, T0_NS};
+use common::{copy_dir, fill, table, T0_NS};
 use ledger::digest::check_store_against;
 use ledger::store::SledStore;
 use ledger::{verify_store, Ledger};
@@ -157,19 +157,6 @@ fn next(state: &mut u64) -> u64 {
     z ^ (z >> 31)
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for e in std::fs::read_dir(from).expect("read_dir") {
-        let p = e.expect("entry").path();
-        let dest = to.join(p.file_name().expect("name"));
-        if p.is_dir() {
-            copy_dir(&p, &dest);
-        } else {
-            std::fs::copy(&p, &dest).expect("copy");
-        }
-    }
-}
-
 /// Random single-byte flips anywhere in the ledger's files (seeded; `ROUNDLEDGER_FLIPS` sets the
 /// count, default 200; `ROUNDLEDGER_FLIP_SEED` the seed). Each flip is judged on a fresh copy
 /// of a closed ledger. A flip that leaves the ledger verifying and extending the earlier
@@ -206,7 +193,7 @@ fn random_byte_flips_in_sled_files_never_pass_as_a_different_ledger() {
     let mut counts: BTreeMap<&'static str, u64> = BTreeMap::new();
     for i in 0..iters {
         let work = tempfile::tempdir().expect("tempdir");
-        copy_dir(pristine.path(), work.path());
+        copy_dir(pristine.path(), work.path(), false);
         let mut at = next(&mut rng) % total;
         let (file, _) = all
             .iter()

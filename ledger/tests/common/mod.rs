@@ -187,7 +187,7 @@ impl Raw {
                 self.tree
                     .insert(
                         Raw::key(Space::Meta, ledger::store::VALUES_END_KEY),
-                        ledger::store::values_end_value(&p),
+                        ledger::store::encode_position(p.end()),
                     )
                     .expect("insert");
                 p.encode()
@@ -254,5 +254,23 @@ impl Store for Raw {
     }
     fn flush(&self) -> Result<(), ledger::Error> {
         Ok(())
+    }
+}
+
+/// Copies the directory tree `from` into `to`; with `sled_only`, leaves out the value log
+/// (`valuelog::DIR`), to copy only sled's own files.
+pub fn copy_dir(from: &Path, to: &Path, sled_only: bool) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for e in std::fs::read_dir(from).expect("read_dir") {
+        let p = e.expect("entry").path();
+        let name = p.file_name().expect("name").to_owned();
+        if sled_only && name == std::ffi::OsStr::new(ledger::valuelog::DIR) {
+            continue;
+        }
+        if p.is_dir() {
+            copy_dir(&p, &to.join(&name), sled_only);
+        } else {
+            std::fs::copy(&p, to.join(&name)).expect("copy");
+        }
     }
 }
