@@ -226,6 +226,21 @@ async fn wait_heads(
     Ok(())
 }
 
+/// Why the benchmark stops when its ingest ended while heads were awaited: ingest's own
+/// error (a configuration it refuses, a ledger failure), not the phase timeout ten
+/// minutes later.
+fn stopped_early(
+    ended: Result<Result<crate::IngestReport, Error>, tokio::task::JoinError>,
+) -> Error {
+    match ended {
+        Ok(Err(e)) => e,
+        Ok(Ok(report)) => Error::Bench(format!(
+            "ingest stopped before its heads reached the published events: {report:?}"
+        )),
+        Err(e) => Error::Bench(format!("ingest task: {e}")),
+    }
+}
+
 fn target_of(chains: &Chains) -> BTreeMap<TableId, u64> {
     chains
         .tables
@@ -306,7 +321,7 @@ pub async fn bench_ingest(
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let consumer = format!("bench-ingest-{round}");
         let started = Instant::now();
-        let ingest = tokio::spawn({
+        let mut ingest = tokio::spawn({
             let (config, consumer) = (config.clone(), consumer.clone());
             async move {
                 run_with_consumer(config, ledger, &consumer, async {
@@ -316,7 +331,10 @@ pub async fn bench_ingest(
             }
         });
         let mut reached = Reached::new();
-        let waited = wait_heads(&mut heads, &target, &mut reached, |_| {}).await;
+        let waited = tokio::select! {
+            waited = wait_heads(&mut heads, &target, &mut reached, |_| {}) => waited,
+            ended = &mut ingest => return Err(stopped_early(ended)),
+        };
         let ingest_secs = started.elapsed().as_secs_f64();
         if let Err(e) = waited {
             let _ = stop_tx.send(());
@@ -346,7 +364,7 @@ pub async fn bench_ingest(
             running = Some((ingest, stop_tx, heads, reached));
         }
     }
-    let Some((ingest, stop_tx, mut heads, mut reached)) = running else {
+    let Some((mut ingest, stop_tx, mut heads, mut reached)) = running else {
         return Err(Error::Bench("no round ran".to_string()));
     };
 
@@ -398,6 +416,7 @@ pub async fn bench_ingest(
                     note_head(&mut reached, &head);
                 }
             }
+            ended = &mut ingest => return Err(stopped_early(ended)),
         }
     }
     let latency_publish_rate = lat_n as f64 / lat_start.elapsed().as_secs_f64();
@@ -405,10 +424,10 @@ pub async fn bench_ingest(
         a.await.map_err(|e| Error::nats("bench publish ack", e))?;
     }
     let target = target_of(&chains);
-    let waited = wait_heads(&mut heads, &target, &mut reached, |h| {
-        handle_head(h, &mut sent)
-    })
-    .await;
+    let waited = tokio::select! {
+        waited = wait_heads(&mut heads, &target, &mut reached, |h| handle_head(h, &mut sent)) => waited,
+        ended = &mut ingest => return Err(stopped_early(ended)),
+    };
     let _ = stop_tx.send(());
     let report = ingest
         .await
