@@ -13,6 +13,7 @@ mod demo;
 mod digest;
 mod evidence;
 mod export;
+mod keygen;
 mod remote;
 mod replay;
 mod seed;
@@ -61,6 +62,8 @@ enum Command {
     /// Write the ledger digest (Merkle root over every table's chain head, event count, time)
     /// for an outside party; `verify --against` later proves the ledger still extends it.
     Digest(digest::Args),
+    /// Write a fresh ed25519 key file for signing digests; prints its public key.
+    Keygen(keygen::Args),
     /// Replay a table, a time range or the whole ledger; list disputes and findings.
     Audit(audit::Args),
     /// Export a table or round range to a file that verifies without the ledger.
@@ -92,6 +95,7 @@ fn main() -> ExitCode {
         Command::Replay(a) => replay::run(a),
         Command::Verify(a) => verify::run(a),
         Command::Digest(a) => digest::run(a),
+        Command::Keygen(a) => keygen::run(a),
         Command::Audit(a) => audit::run(a),
         Command::Export(a) => export::run(a),
         Command::Settle(a) => settle::run(a),

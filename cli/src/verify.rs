@@ -5,7 +5,9 @@
 //! With `--against DIGEST_FILE` (a digest written earlier by `roundledger digest`) it also
 //! proves the ledger still extends that digest: every table of the digest is present,
 //! verifies from genesis to its current head, and holds the digest's hash at the digest's
-//! seq (schemas/README.md §5); `--json` then prints the consistency proof.
+//! seq (schemas/README.md §5); `--json` then prints the consistency proof. `--signer KEY`
+//! also requires the digest to be signed with that public key (`digest --sign-key`), so
+//! that a digest whose time or root was edited, or one the House never signed, is refused.
 //!
 //! A ledger directory is read through the bare store, not `Ledger::open`, so a ledger
 //! whose heads or quarantine no longer parse is still verified and reported.
@@ -15,6 +17,7 @@ use crate::Outcome;
 use anyhow::{Context, Result};
 use ledger::store::SledStore;
 use ledger::TableVerdict;
+use schemas::attest::PublicKey;
 use schemas::digest::{Digest, TableConsistency};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -29,13 +32,26 @@ pub struct Args {
     /// A digest file (`roundledger digest`): also prove the ledger still extends it.
     #[arg(long, requires = "ledger")]
     against: Option<PathBuf>,
+    /// With --against: the House's digest public key (64 hex); refuse a digest it did not
+    /// sign.
+    #[arg(long, requires = "against", value_name = "PUBLIC_KEY")]
+    signer: Option<String>,
 }
 
 pub fn run(args: Args) -> Result<Outcome> {
     match (&args.source.ledger, &args.source.export) {
         (Some(dir), None) if args.against.is_some() => {
             let file = args.against.as_deref().context("--against")?;
-            against(dir, file, args.json)
+            let signer = args
+                .signer
+                .as_deref()
+                .map(|hex| {
+                    PublicKey::from_hex(hex.trim()).map_err(|e| {
+                        anyhow::anyhow!("--signer: not a public key of 64 hex characters ({e})")
+                    })
+                })
+                .transpose()?;
+            against(dir, file, signer, args.json)
         }
         (Some(dir), None) => {
             let store = SledStore::open(dir)
@@ -148,10 +164,25 @@ fn unreferenced_line(store: &SledStore) -> Result<Option<String>> {
 }
 
 /// `verify --ledger DIR --against FILE`.
-fn against(dir: &Path, file: &Path, json: bool) -> Result<Outcome> {
+fn against(dir: &Path, file: &Path, signer: Option<PublicKey>, json: bool) -> Result<Outcome> {
     let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+    // `from_json` already refuses a signature that does not verify.
     let digest = Digest::from_json(&bytes)
         .with_context(|| format!("{} is not a valid digest", file.display()))?;
+    let signed_by = digest.signature.as_ref().map(|s| s.signer);
+    if let Some(want) = signer {
+        match signed_by {
+            Some(by) if by == want => {}
+            Some(by) => anyhow::bail!(
+                "{} is signed by {by}, not by the expected signer {want}",
+                file.display()
+            ),
+            None => anyhow::bail!(
+                "{} is not signed; --signer {want} requires the House's signature",
+                file.display()
+            ),
+        }
+    }
     let store =
         SledStore::open(dir).with_context(|| format!("opening the ledger at {}", dir.display()))?;
     let c = ledger::digest::check_store_against(&store, &digest, crate::digest::now_ns()?)
@@ -166,6 +197,10 @@ fn against(dir: &Path, file: &Path, json: bool) -> Result<Outcome> {
             digest.events,
             digest.created_at_ns
         );
+        match signed_by {
+            Some(by) => println!("signed by {by}: the signature verifies"),
+            None => println!("not signed: its time and root are only as good as its holder"),
+        }
         for t in &c.tables {
             match t {
                 TableConsistency::Extends { table, digest_seq, head_seq } => println!(

@@ -131,6 +131,118 @@ fn digest_then_verify_against_it() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("Merkle root"));
 }
 
+/// `keygen`, `digest --sign-key` and `verify --against --signer`: the House's signature
+/// binds the digest's time; an edited time, another signer, an unsigned digest where a
+/// signer is required, and a key file others can read are each refused, by name.
+#[test]
+fn a_signed_digest_binds_its_time_and_names_its_signer() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("ledger");
+    append(&dir, "CSP-01", 12);
+    let d = dir.to_str().expect("utf-8");
+    let path = |name: &str| tmp.path().join(name).to_str().expect("utf-8").to_string();
+    let (key, signed, unsigned) = (
+        path("house.key"),
+        path("signed.json"),
+        path("unsigned.json"),
+    );
+    // Runs the CLI, expects `code`, and returns what it printed (stdout, stderr).
+    let run = |args: &[&str], code: i32| {
+        let out = roundledger(args);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {out:?}");
+        let text = |b: &[u8]| String::from_utf8_lossy(b).to_string();
+        (text(&out.stdout), text(&out.stderr))
+    };
+
+    let (public, _) = run(&["keygen", "--out", &key], 0);
+    let public = public.trim().to_string();
+    let public_key = schemas::attest::PublicKey::from_hex(&public).expect("a public key");
+    let mode = std::fs::metadata(&key)
+        .expect("key file")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    assert!(run(&["keygen", "--out", &key], 2)
+        .1
+        .contains("already exists"));
+
+    let (_, err) = run(
+        &[
+            "digest",
+            "--ledger",
+            d,
+            "--out",
+            &signed,
+            "--sign-key",
+            &key,
+        ],
+        0,
+    );
+    assert!(err.contains(&format!("signed by {public}")), "{err}");
+    let digest = Digest::from_json(&std::fs::read(&signed).expect("read")).expect("valid digest");
+    assert_eq!(
+        digest.signature.as_ref().map(|s| s.signer),
+        Some(public_key)
+    );
+    assert_eq!(digest.events, 12);
+
+    let verify = ["verify", "--ledger", d, "--against"];
+    fn with<'a>(verify: &[&'a str], file: &'a str, more: &[&'a str]) -> Vec<&'a str> {
+        [verify, &[file], more].concat()
+    }
+    let (text, _) = run(&with(&verify, &signed, &["--signer", &public]), 0);
+    assert!(
+        text.contains(&format!("signed by {public}: the signature verifies")),
+        "{text}"
+    );
+    let (json, _) = run(&with(&verify, &signed, &["--signer", &public, "--json"]), 0);
+    let proof: schemas::digest::Consistency =
+        serde_json::from_str(&json).expect("consistency JSON");
+    assert_eq!(proof.digest_signer, Some(public_key));
+    assert!(proof.ok);
+
+    // Its time moved a day back: the root still recomputes, the signature does not.
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&signed).expect("read")).expect("JSON");
+    v["created_at_ns"] = (digest.created_at_ns - 86_400_000_000_000).into();
+    let moved = path("moved.json");
+    std::fs::write(&moved, serde_json::to_vec_pretty(&v).expect("JSON")).expect("write");
+    let (_, err) = run(&with(&verify, &moved, &[]), 2);
+    assert!(
+        err.contains(&format!("signature does not verify with signer {public}")),
+        "{err}"
+    );
+
+    // Another House's key expected.
+    let other = schemas::attest::SigningKey::from_secret([9; 32])
+        .public()
+        .to_hex();
+    let (_, err) = run(&with(&verify, &signed, &["--signer", &other]), 2);
+    let says = format!("signed by {public}, not by the expected signer {other}");
+    assert!(err.contains(&says), "{err}");
+
+    // Unsigned: accepted and said so, unless a signer is required.
+    run(&["digest", "--ledger", d, "--out", &unsigned], 0);
+    assert!(run(&with(&verify, &unsigned, &[]), 0)
+        .0
+        .contains("not signed"));
+    assert!(run(&with(&verify, &unsigned, &["--signer", &public]), 2)
+        .1
+        .contains("is not signed"));
+
+    // A key file others can read, and one that holds no key, sign nothing.
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let (out, err) = run(&["digest", "--ledger", d, "--sign-key", &key], 2);
+    assert!(err.contains("readable by its owner only"), "{err}");
+    assert!(out.is_empty(), "no digest written");
+    let junk = path("junk.key");
+    std::fs::write(&junk, "not a key\n").expect("write");
+    std::fs::set_permissions(&junk, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let (_, err) = run(&["digest", "--ledger", d, "--sign-key", &junk], 2);
+    assert!(err.contains("64 hex characters"), "{err}");
+}
+
 /// `verify` reads the store as it is: what the value log holds beyond sled's last commit
 /// is told, not repaired (opening the ledger appends such records again).
 #[test]

@@ -19,9 +19,17 @@
 //! tags instead of its one-byte prefixes). An inclusion proof (the sibling hashes from a
 //! leaf up to the root) shows one table's head is in a digest without the other tables.
 //!
+//! The root binds the heads and the count but not the time. A digest may therefore carry
+//! the House's ed25519 signature over all three (`signed_message`): then nobody holding
+//! the file can move its time or swap its root without the signature failing, and the
+//! House cannot disown a digest it signed. `check` refuses a signature that does not
+//! verify; whether an unsigned digest, or one signed by another key, is acceptable is the
+//! reader's decision (`verify --against FILE --signer KEY`).
+//!
 //! Invariants: every check here returns a list of problems or an error, never panics, and
 //! never accepts a digest whose root, count or order does not recompute.
 
+use crate::attest::{PublicKey, Signature, SigningKey};
 use crate::ids::{Hash32, TableId};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -38,6 +46,8 @@ pub const LEAF_DOMAIN: &[u8] = b"roundledger/digest-leaf/v1";
 pub const NODE_DOMAIN: &[u8] = b"roundledger/digest-node/v1";
 /// Domain tag of the root of a ledger with no table. 27 bytes.
 pub const EMPTY_DOMAIN: &[u8] = b"roundledger/digest-empty/v1";
+/// Domain tag of the House's signature over a digest (`Digest::signed_message`). 31 bytes.
+pub const SIGN_DOMAIN: &[u8] = b"roundledger/digest-signature/v1";
 /// Most tables in one digest (a resort has hundreds; all of Macau ~6,000).
 pub const DIGEST_TABLES_MAX: usize = 1_000_000;
 /// Longest inclusion proof: the tree's depth for `DIGEST_TABLES_MAX` leaves is 20.
@@ -69,6 +79,19 @@ pub struct Digest {
     pub root: Hash32,
     /// Every table with at least one event, ascending by table id bytes.
     pub tables: Vec<DigestHead>,
+    /// The House's signature over the root, the count and the time, if it signed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<DigestSignature>,
+}
+
+/// Who signed a digest, and the signature (ed25519 over `Digest::signed_message`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DigestSignature {
+    /// The signer's public key: the House's digest key, published to whoever receives
+    /// its digests.
+    pub signer: PublicKey,
+    pub signature: Signature,
 }
 
 /// Why a digest file is not a well-formed digest.
@@ -90,6 +113,8 @@ pub enum DigestError {
     EventCount { stated: u64, computed: u64 },
     #[error("root {stated} differs from the recomputed Merkle root {computed}")]
     Root { stated: Hash32, computed: Hash32 },
+    #[error("the signature does not verify with signer {signer}: the root, count or time was altered, or the signature forged")]
+    Signature { signer: PublicKey },
 }
 
 /// The leaf hash of one table's head.
@@ -214,7 +239,31 @@ impl Digest {
             events: tables.iter().fold(0u64, |a, h| a.saturating_add(h.seq)),
             root: merkle_root(&leaves),
             tables,
+            signature: None,
         }
+    }
+
+    /// What the House signs: `SIGN_DOMAIN || version u32 BE || created_at_ns i64 BE ||
+    /// events u64 BE || tables u64 BE || root`. The root binds every head, so this binds
+    /// the whole digest.
+    pub fn signed_message(&self) -> Vec<u8> {
+        let mut m = Vec::with_capacity(SIGN_DOMAIN.len() + 4 + 8 + 8 + 8 + 32);
+        m.extend_from_slice(SIGN_DOMAIN);
+        m.extend_from_slice(&self.version.to_be_bytes());
+        m.extend_from_slice(&self.created_at_ns.to_be_bytes());
+        m.extend_from_slice(&self.events.to_be_bytes());
+        m.extend_from_slice(&(self.tables.len() as u64).to_be_bytes());
+        m.extend_from_slice(&self.root.0);
+        m
+    }
+
+    /// The digest signed with `key` (replacing any signature it had).
+    pub fn signed(mut self, key: &SigningKey) -> Digest {
+        self.signature = Some(DigestSignature {
+            signer: key.public(),
+            signature: key.sign(&self.signed_message()),
+        });
+        self
     }
 
     /// Parses and checks a digest file's bytes.
@@ -275,6 +324,11 @@ impl Digest {
                 stated: self.root,
                 computed,
             });
+        }
+        if let Some(s) = &self.signature {
+            if !crate::attest::verify(&s.signer, &self.signed_message(), &s.signature) {
+                return Err(DigestError::Signature { signer: s.signer });
+            }
         }
         Ok(())
     }
@@ -387,6 +441,9 @@ pub struct Consistency {
     pub digest_root: Hash32,
     pub digest_created_at_ns: i64,
     pub digest_events: u64,
+    /// Who signed that digest (its signature verified), if anybody did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest_signer: Option<PublicKey>,
     /// The digest of the ledger now: handing it on lets the next check start from it.
     pub now: Digest,
     /// One entry per table of the digest, in its order.
@@ -430,6 +487,7 @@ pub fn check_consistency(
         digest_root: digest.root,
         digest_created_at_ns: digest.created_at_ns,
         digest_events: digest.events,
+        digest_signer: digest.signature.as_ref().map(|s| s.signer),
         now,
         tables,
         new_tables,
@@ -599,5 +657,67 @@ mod tests {
         ));
         assert!(matches!(c.tables[4], TableConsistency::Missing { .. }));
         assert_eq!(c.new_tables, vec![TableId::new("F").unwrap()]);
+    }
+
+    /// The House's signature binds the time, the count and the root: moving any of them,
+    /// or naming another signer, fails `check`; an unsigned digest stays readable.
+    #[test]
+    fn a_signed_digest_checks_and_any_edit_of_what_it_signs_fails() {
+        let house = SigningKey::from_secret([7; 32]);
+        let digest = Digest::new(vec![head("A", 3, 1), head("B", 5, 2)], 1_000).signed(&house);
+        let json = digest.to_json();
+        let read = Digest::from_json(&json).expect("a signed digest reads back");
+        assert_eq!(read, digest);
+        assert_eq!(read.signature.as_ref().unwrap().signer, house.public());
+
+        let edit = |f: &dyn Fn(&mut serde_json::Value)| {
+            let mut v: serde_json::Value = serde_json::from_slice(&json).unwrap();
+            f(&mut v);
+            Digest::from_json(&serde_json::to_vec(&v).unwrap())
+        };
+        let signer = house.public();
+        // The time moved: only the signature catches it (the root does not bind time).
+        assert_eq!(
+            edit(&|v| v["created_at_ns"] = 2_000.into()),
+            Err(DigestError::Signature { signer })
+        );
+        // Another key named as the signer.
+        let other = SigningKey::from_secret([8; 32]).public();
+        assert_eq!(
+            edit(&|v| v["signature"]["signer"] = other.to_hex().into()),
+            Err(DigestError::Signature { signer: other })
+        );
+        // One bit of the signature.
+        let mut bad = digest.signature.clone().unwrap().signature;
+        bad.0[0] ^= 1;
+        assert_eq!(
+            edit(&|v| v["signature"]["signature"] = bad.to_hex().into()),
+            Err(DigestError::Signature { signer })
+        );
+        // A table dropped with root and count recomputed: a valid unsigned digest, but the
+        // House's signature no longer covers it.
+        let mut fewer = Digest::new(vec![head("A", 3, 1)], 1_000);
+        fewer.signature = digest.signature.clone();
+        assert_eq!(fewer.check(), Err(DigestError::Signature { signer }));
+        // Without the signature the same edits are a well-formed (unsigned) digest.
+        let unsigned = edit(&|v| {
+            v.as_object_mut().unwrap().remove("signature");
+            v["created_at_ns"] = 2_000.into();
+        })
+        .expect("an unsigned digest reads");
+        assert_eq!(unsigned.signature, None);
+        assert!(!String::from_utf8(unsigned.to_json())
+            .unwrap()
+            .contains("signature"));
+        // The consistency proof names who signed the digest it checked against.
+        let c = check_consistency(&read, read.clone(), |d| {
+            Some(TableNow {
+                head_seq: d.seq,
+                hash_at_digest_seq: Some(d.head),
+                chain_problem: None,
+            })
+        });
+        assert!(c.ok);
+        assert_eq!(c.digest_signer, Some(house.public()));
     }
 }

@@ -1,12 +1,14 @@
 //! The ledger digest test vectors of schemas/README.md §5: table heads -> leaf hashes ->
-//! Merkle root, inclusion proofs, and a complete digest file.
+//! Merkle root, inclusion proofs, a complete digest file, and the same digest signed with
+//! a published test key (ed25519 signatures are deterministic, so the signature is too).
 //! `BLESS=1 cargo test -p schemas --test digest_vectors` rewrites vectors/digest-v1.json; a
 //! normal run recomputes every stored hash from the stored heads, so a change to the digest
 //! function cannot pass unnoticed.
 
+use schemas::attest::SigningKey;
 use schemas::digest::{
     empty_root, inclusion_proof, leaf_hash, merkle_root, verify_inclusion, Digest, DigestHead,
-    EMPTY_DOMAIN, LEAF_DOMAIN, NODE_DOMAIN,
+    EMPTY_DOMAIN, LEAF_DOMAIN, NODE_DOMAIN, SIGN_DOMAIN,
 };
 use schemas::{Hash32, TableId};
 use serde::{Deserialize, Serialize};
@@ -19,7 +21,16 @@ struct Vectors {
     cases: Vec<Case>,
     /// A complete digest file of the last case.
     digest: Digest,
+    sign_domain: String,
+    /// The secret of the key that signs `signed_digest`: a test key, published here, so it
+    /// proves nothing about any real ledger.
+    test_signing_secret: String,
+    /// `digest` signed with that key.
+    signed_digest: Digest,
 }
+
+/// The published test key of the vectors.
+const TEST_SECRET: [u8; 32] = [0x42; 32];
 
 #[derive(Serialize, Deserialize, PartialEq, Debug)]
 struct Case {
@@ -66,6 +77,10 @@ fn vectors() -> Vectors {
         empty_domain: String::from_utf8(EMPTY_DOMAIN.to_vec()).unwrap(),
         cases,
         digest: Digest::new(heads(5), 1_767_225_600_000_000_000),
+        sign_domain: String::from_utf8(SIGN_DOMAIN.to_vec()).unwrap(),
+        test_signing_secret: hex::encode(TEST_SECRET),
+        signed_digest: Digest::new(heads(5), 1_767_225_600_000_000_000)
+            .signed(&SigningKey::from_secret(TEST_SECRET)),
     }
 }
 
@@ -134,6 +149,42 @@ fn digest_vectors_hold() {
     assert_eq!(
         stored.digest.events,
         stored.cases[4].heads.iter().map(|h| h.seq).sum::<u64>()
+    );
+    // The signed message written out by hand, and the signature checked with
+    // ed25519-dalek directly (`check` goes through `attest::verify`).
+    let d = &stored.signed_digest;
+    assert_eq!(stored.sign_domain, "roundledger/digest-signature/v1");
+    let mut m = b"roundledger/digest-signature/v1".to_vec();
+    m.extend_from_slice(&1u32.to_be_bytes());
+    m.extend_from_slice(&d.created_at_ns.to_be_bytes());
+    m.extend_from_slice(&d.events.to_be_bytes());
+    m.extend_from_slice(&5u64.to_be_bytes());
+    m.extend_from_slice(&d.root.0);
+    assert_eq!(d.signed_message(), m);
+    let s = d
+        .signature
+        .as_ref()
+        .expect("the signed vector carries a signature");
+    let key = ed25519_dalek::VerifyingKey::from_bytes(&s.signer.0).unwrap();
+    key.verify_strict(&m, &ed25519_dalek::Signature::from_bytes(&s.signature.0))
+        .expect("the vector's signature verifies");
+    assert_eq!(
+        s.signer,
+        SigningKey::from_secret(
+            hex::decode(&stored.test_signing_secret)
+                .unwrap()
+                .try_into()
+                .unwrap()
+        )
+        .public()
+    );
+    d.check().unwrap();
+    assert_eq!(
+        Digest {
+            signature: None,
+            ..d.clone()
+        },
+        stored.digest
     );
     assert_eq!(
         stored,

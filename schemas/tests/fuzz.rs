@@ -90,6 +90,17 @@ fn apply(b: &mut Vec<u8>, m: &Mutation) {
     }
 }
 
+/// The heads of the digests the digest properties mutate.
+fn five_heads() -> Vec<schemas::digest::DigestHead> {
+    (0..5u8)
+        .map(|i| schemas::digest::DigestHead {
+            table: TableId::new(format!("T-{i}")).expect("id"),
+            seq: 10 + i as u64,
+            head: Hash32([i; 32]),
+        })
+        .collect()
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: cases(), failure_persistence: None, ..ProptestConfig::default() })]
 
@@ -140,17 +151,25 @@ proptest! {
     /// recomputes to the same root (an edit of whitespace).
     #[test]
     fn mutated_digest_files_are_refused(ms in proptest::collection::vec(mutation(), 1..3)) {
-        let heads = (0..5u8).map(|i| schemas::digest::DigestHead {
-            table: TableId::new(format!("T-{i}")).expect("id"),
-            seq: 10 + i as u64,
-            head: Hash32([i; 32]),
-        });
-        let d = Digest::new(heads, 42);
+        let d = Digest::new(five_heads(), 42);
         let mut b = d.to_json();
         for m in &ms { if !b.is_empty() { apply(&mut b, m); } }
         if let Ok(back) = Digest::from_json(&b) {
             prop_assert_eq!(back.root, d.root);
             prop_assert_eq!(back.tables, d.tables);
+        }
+    }
+
+    /// The same for a signed digest: an edit that still reads leaves the time, the count,
+    /// the root and the signature as they were (the signature binds the time).
+    #[test]
+    fn mutated_signed_digest_files_are_refused(ms in proptest::collection::vec(mutation(), 1..3)) {
+        let key = schemas::attest::SigningKey::from_secret([5; 32]);
+        let d = Digest::new(five_heads(), 1_767_225_600_000_000_000).signed(&key);
+        let mut b = d.to_json();
+        for m in &ms { if !b.is_empty() { apply(&mut b, m); } }
+        if let Ok(back) = Digest::from_json(&b) {
+            prop_assert_eq!(back, d);
         }
     }
 }
