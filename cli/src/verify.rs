@@ -61,6 +61,11 @@ pub fn run(args: Args) -> Result<Outcome> {
             let lines: Vec<serde_json::Value> = report.tables.iter().map(verdict_json).collect();
             if args.json {
                 println!("{}", serde_json::to_string_pretty(&lines)?);
+                // The JSON stays the array of verdicts; the value log's state is not a
+                // verdict on a chain, so it goes where an operator running a script sees it.
+                if let Some(line) = unreferenced_line(&store)? {
+                    eprintln!("{line}");
+                }
             } else {
                 for t in &report.tables {
                     match t {

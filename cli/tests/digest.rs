@@ -281,4 +281,15 @@ fn verify_tells_of_value_log_entries_beyond_the_last_commit() {
         )),
         "{text}"
     );
+    // With --json the array of verdicts is unchanged and the same line goes to stderr.
+    let out = roundledger(&["verify", "--ledger", d, "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let verdicts: Vec<serde_json::Value> =
+        serde_json::from_slice(&out.stdout).expect("an array of verdicts");
+    assert!(verdicts.iter().all(|v| v["ok"] == true), "{verdicts:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("value log: 1 record beyond sled's last commit"),
+        "{err}"
+    );
 }

@@ -60,7 +60,10 @@ fn main() {
         .nth(1)
         .map(|a| a.parse().expect("batches: a number"))
         .unwrap_or(2000);
-    assert!(batches >= 2, "at least two batches: one kept by sled, one recovered");
+    assert!(
+        batches >= 2,
+        "at least two batches: one kept by sled, one recovered"
+    );
     let tmp = tempfile::tempdir().expect("temp dir");
     let dir = tmp.path().join("ledger");
     let snapshot = tmp.path().join("sled-after-first-call");
