@@ -199,6 +199,16 @@ impl Ledger {
         let call_id = state.next_call_id;
         let added_bytes = self.write_records(&mut call, call_id)?;
         let bytes_total = state.bytes_total + added_bytes;
+        for name in crate::attest::reason::PERSISTED_COUNTERS {
+            if let Some(n) = call.counters.get(*name) {
+                let total = state.counters.get(*name).copied().unwrap_or(0) + n;
+                call.ops.push(Op::Put(
+                    Space::Meta,
+                    crate::attest::reason::counter_key(name),
+                    total.to_be_bytes().to_vec(),
+                ));
+            }
+        }
         if call.stores_events() {
             call.ops.push(Op::Put(
                 Space::Meta,

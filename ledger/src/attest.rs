@@ -40,6 +40,16 @@ pub mod reason {
     /// Counter (not a quarantine: the event is in the chain) of enrollment or revocation
     /// events whose admin signature did not verify against a trusted admin key.
     pub const ENROLLMENT_REFUSED: &str = "enrollment_refused";
+
+    /// The counters that are not quarantine reasons, so cannot be recounted from the
+    /// quarantine at open: kept in `Space::Meta` under `counter_key`, written in the same
+    /// commit as the events they count.
+    pub const PERSISTED_COUNTERS: &[&str] = &[ENROLLMENT_REFUSED];
+
+    /// The `Space::Meta` key of a persisted counter.
+    pub fn counter_key(name: &str) -> Vec<u8> {
+        [b"counter/".as_slice(), name.as_bytes()].concat()
+    }
 }
 
 /// A device's key on one chain, as the key register holds it.

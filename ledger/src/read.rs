@@ -195,6 +195,12 @@ pub(crate) fn load_state(store: &dyn Store) -> Result<State, Error> {
             .transpose()
             .map(|o| o.unwrap_or(0))
     };
+    for name in crate::attest::reason::PERSISTED_COUNTERS {
+        let n = meta(&crate::attest::reason::counter_key(name))?;
+        if n > 0 {
+            counters.insert(name.to_string(), n);
+        }
+    }
     let (devices, attested) = crate::attest::load(store)?;
     Ok(State {
         heads,

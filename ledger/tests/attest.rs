@@ -257,6 +257,15 @@ fn untrusted_enrollment_takes_no_effect_and_revocation_and_rotation_do() {
         l.quarantine_counts().get(reason::ENROLLMENT_REFUSED),
         Some(&1)
     );
+    // The alert's count is not a quarantine entry, yet survives a reopen.
+    l.flush().unwrap();
+    drop(l);
+    let l = Ledger::open(dir.path()).unwrap();
+    l.trust_admin_keys([admin.public()]);
+    assert_eq!(
+        l.quarantine_counts().get(reason::ENROLLMENT_REFUSED),
+        Some(&1)
+    );
     let out = l.append_checkpoints(&[c.checkpoint(&device, 2)]).unwrap();
     assert_eq!(quarantined(&out), vec![reason::UNKNOWN_DEVICE]);
 
