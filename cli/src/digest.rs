@@ -46,6 +46,9 @@ pub fn run(args: Args) -> Result<Outcome> {
         Ok(d) => d,
         Err(DigestRefused::DoesNotVerify { report, .. }) => {
             eprintln!("no digest: the ledger does not verify (run `roundledger verify`):");
+            if !matches!(report.arrival, ledger::ArrivalVerdict::Ok { .. }) {
+                eprintln!("{}", crate::verify::arrival_line(&report.arrival));
+            }
             for t in report.tables {
                 if let ledger::TableVerdict::Bad {
                     table,

@@ -61,6 +61,11 @@ pub fn run(args: Args) -> Result<Outcome> {
             let lines: Vec<serde_json::Value> = report.tables.iter().map(verdict_json).collect();
             if args.json {
                 println!("{}", serde_json::to_string_pretty(&lines)?);
+                // The JSON stays the array of table verdicts; a broken arrival chain fails
+                // the exit code and is named on stderr.
+                if !matches!(report.arrival, ledger::ArrivalVerdict::Ok { .. }) {
+                    eprintln!("{}", arrival_line(&report.arrival));
+                }
                 // The JSON stays the array of verdicts; the value log's state is not a
                 // verdict on a chain, so it goes where an operator running a script sees it.
                 if let Some(line) = unreferenced_line(&store)? {
@@ -89,6 +94,7 @@ pub fn run(args: Args) -> Result<Outcome> {
                         }
                     }
                 }
+                println!("{}", arrival_line(&report.arrival));
                 println!(
                     "{} tables: {}",
                     report.tables.len(),
@@ -138,6 +144,29 @@ pub fn run(args: Args) -> Result<Outcome> {
             }
         }
         _ => anyhow::bail!("say what to verify: --ledger DIR or --export FILE"),
+    }
+}
+
+/// The arrival chain's verdict in one line (`ledger::arrival`).
+pub fn arrival_line(v: &ledger::ArrivalVerdict) -> String {
+    match v {
+        ledger::ArrivalVerdict::Ok {
+            calls,
+            legacy,
+            head,
+        } => {
+            let mut line = format!("arrival order ok: {calls} append calls chained");
+            if let Some((call, hash)) = head {
+                line += &format!(", head call {call} {hash}");
+            }
+            if *legacy > 0 {
+                line += &format!(" ({legacy} older calls written before the arrival chain)");
+            }
+            line
+        }
+        ledger::ArrivalVerdict::Bad { call_id, problem } => {
+            format!("arrival order BAD at append call {call_id}: {problem}")
+        }
     }
 }
 

@@ -270,6 +270,7 @@ fn verify_tells_of_value_log_entries_beyond_the_last_commit() {
     let out = roundledger(&["verify", "--ledger", d]);
     assert_eq!(out.status.code(), Some(0), "every chain still verifies");
     let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("arrival order ok: "), "{text}");
     assert!(
         text.contains("value log: 1 record beyond sled's last commit"),
         "{text}"

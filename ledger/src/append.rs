@@ -197,7 +197,7 @@ impl Ledger {
             out.push(self.one(&state, &mut call, msg)?);
         }
         let call_id = state.next_call_id;
-        let added_bytes = self.write_records(&mut call, call_id)?;
+        let (added_bytes, arrival) = self.write_records(&mut call, call_id, &state.arrival_head)?;
         let bytes_total = state.bytes_total + added_bytes;
         for name in crate::attest::reason::PERSISTED_COUNTERS {
             if let Some(n) = call.counters.get(*name) {
@@ -227,6 +227,9 @@ impl Ledger {
         if call.stores_events() {
             state.next_call_id = call_id + 1;
             state.bytes_total = bytes_total;
+        }
+        if let Some(a) = arrival {
+            state.arrival_head = a;
         }
         call.publish(&mut state);
         Ok(out)
@@ -447,9 +450,16 @@ impl Ledger {
         Ok(quarantine(call, msg, code, text))
     }
 
-    /// Builds the records and index writes of this call's new events. Returns bytes added.
-    fn write_records(&self, call: &mut Call, call_id: u64) -> Result<u64, Error> {
+    /// Builds the records and index writes of this call's new events. Returns bytes added
+    /// and, when it stores events, the call's arrival hash (chained on `prev_arrival`).
+    fn write_records(
+        &self,
+        call: &mut Call,
+        call_id: u64,
+        prev_arrival: &Hash32,
+    ) -> Result<(u64, Option<Hash32>), Error> {
         let mut refs: Vec<Vec<u8>> = Vec::new();
+        let mut arrival = crate::arrival::ArrivalHasher::new(prev_arrival, call_id);
         let mut min_stream = u64::MAX;
         let mut added = 0u64;
         let mut rounds: BTreeMap<(TableId, RoundId), RoundSummary> = BTreeMap::new();
@@ -462,6 +472,7 @@ impl Ledger {
                 let key = seq_key(table, first);
                 let mut buckets = BTreeSet::new();
                 for e in chunk {
+                    arrival.event(&e.hash, e.stream_seq, e.received_at_ns);
                     min_stream = min_stream.min(e.stream_seq);
                     added += e.bytes.len() as u64;
                     buckets.insert(e.occurred_at_ns.div_euclid(TIME_BUCKET_NS));
@@ -516,17 +527,25 @@ impl Ledger {
             call.ops
                 .push(Op::Put(Space::Round, seq_key(&table, r.0), s.encode()));
         }
-        if !refs.is_empty() {
-            let mut k = min_stream.to_be_bytes().to_vec();
-            k.extend_from_slice(&call_id.to_be_bytes());
-            let mut w = W::default();
-            w.u32(refs.len() as u32);
-            for r in &refs {
-                w.bytes(r);
-            }
-            call.ops.push(Op::Put(Space::Arrival, k, w.0));
+        if refs.is_empty() {
+            return Ok((added, None));
         }
-        Ok(added)
+        let arrival = arrival.finish();
+        let mut k = min_stream.to_be_bytes().to_vec();
+        k.extend_from_slice(&call_id.to_be_bytes());
+        let mut w = W::default();
+        w.u32(refs.len() as u32);
+        for r in &refs {
+            w.bytes(r);
+        }
+        w.raw(&arrival.0);
+        call.ops.push(Op::Put(Space::Arrival, k, w.0));
+        call.ops.push(Op::Put(
+            Space::Meta,
+            crate::arrival::HEAD_KEY.to_vec(),
+            crate::arrival::encode_head(call_id, &arrival),
+        ));
+        Ok((added, Some(arrival)))
     }
 }
 

@@ -30,6 +30,7 @@
 //! (sled blocks): give it a dedicated thread or `spawn_blocking`.
 
 mod append;
+pub mod arrival;
 pub mod attest;
 mod classify;
 pub mod digest;
@@ -45,7 +46,9 @@ pub use read::{
     ArrivalOrder, Events, ExportRange, ExportSelection, Gap, QuarantineEntry, RoundSummary, Stats,
 };
 pub use recover::Recovery;
-pub use verify::{verify_store, TableVerdict, VerifyProblem, VerifyReport};
+pub use verify::{
+    verify_arrival, verify_store, ArrivalVerdict, TableVerdict, VerifyProblem, VerifyReport,
+};
 
 use schemas::{ChainHead, Hash32, RoundId, Seq, TableId};
 use std::collections::BTreeMap;
@@ -119,6 +122,8 @@ struct State {
     next_quarantine_id: u64,
     next_call_id: u64,
     bytes_total: u64,
+    /// The last call's arrival hash (`arrival`); zeros before the first.
+    arrival_head: Hash32,
     /// Who may enroll device keys (`Ledger::trust_admin_keys`); not stored.
     admin_keys: std::collections::BTreeSet<schemas::attest::PublicKey>,
     /// The device key register (`attest`).

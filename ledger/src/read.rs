@@ -211,6 +211,10 @@ pub(crate) fn load_state(store: &dyn Store) -> Result<State, Error> {
         next_quarantine_id,
         next_call_id: meta(b"call_id")?,
         bytes_total: meta(b"bytes_total")?,
+        arrival_head: match store.get(Space::Meta, crate::arrival::HEAD_KEY)? {
+            Some(v) => crate::arrival::decode_head(&v)?.1,
+            None => Hash32::ZERO,
+        },
         admin_keys: Default::default(),
         devices,
         attested,

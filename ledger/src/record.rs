@@ -137,6 +137,10 @@ impl<'a> R<'a> {
     pub fn is_empty(&self) -> bool {
         self.b.is_empty()
     }
+    /// What is left unread.
+    pub fn rest(&self) -> &'a [u8] {
+        self.b
+    }
 }
 
 /// Encodes one batch record.

@@ -1,11 +1,14 @@
 //! `verify`: recomputes every hash from genesis per table over the stored bytes and reports,
 //! per table, either the verified head or the FIRST bad position and why. Detects modified,
 //! deleted, inserted and reordered records (seq continuity, key/record agreement, hashes,
-//! prev links, the persisted and in-memory heads).
+//! prev links, the persisted and in-memory heads). Then recomputes the arrival chain
+//! (`crate::arrival`) over every append call: the stream seqs and receive times no table's
+//! chain covers, and which records each call stored.
 //!
 //! It cannot detect the removal of a table's newest records together with a matching
-//! rewrite of its head, nor a whole table removed: that needs a digest handed to an
-//! outside party earlier (`digest`, `schemas::digest`), which `verify --against` checks.
+//! rewrite of its head and of the arrival chain, nor a whole table removed so: that needs a
+//! digest handed to an outside party earlier (`digest`, `schemas::digest`), which
+//! `verify --against` checks.
 
 use crate::read::decode_head;
 use crate::record::{self, be_u64, split_table_key, table_key};
@@ -18,6 +21,8 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VerifyReport {
     pub tables: Vec<TableVerdict>,
+    /// The arrival chain over the append calls (`crate::arrival`).
+    pub arrival: ArrivalVerdict,
 }
 
 impl VerifyReport {
@@ -25,7 +30,24 @@ impl VerifyReport {
         self.tables
             .iter()
             .all(|t| matches!(t, TableVerdict::Ok { .. }))
+            && matches!(self.arrival, ArrivalVerdict::Ok { .. })
     }
+}
+
+/// The verdict on the arrival chain: the stream seqs and receive times of the events, and
+/// which call stored which records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ArrivalVerdict {
+    /// Every chained call's hash recomputes from its records and the last is the stored
+    /// head. `legacy` calls were written before the chain existed (no hash).
+    Ok {
+        calls: u64,
+        legacy: u64,
+        /// The last chained call and its hash.
+        head: Option<(u64, Hash32)>,
+    },
+    /// The first call (by call id) whose arrival does not verify, and why.
+    Bad { call_id: u64, problem: String },
 }
 
 /// One table's verdict.
@@ -135,7 +157,155 @@ pub fn verify_store(
         out.push(verdict);
     }
     out.extend(bad_keys);
-    Ok((VerifyReport { tables: out }, found))
+    let arrival = verify_arrival(store)?;
+    Ok((
+        VerifyReport {
+            tables: out,
+            arrival,
+        },
+        found,
+    ))
+}
+
+/// Recomputes the arrival chain (`crate::arrival`) over every call, in call-id order. Entries
+/// are keyed by their smallest stream seq, which follows call order except after a read-back,
+/// so an entry that comes early waits (its key only) until the calls before it are checked.
+pub fn verify_arrival(store: &dyn Store) -> Result<ArrivalVerdict, Error> {
+    let mut waiting: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
+    let mut chain = ArrivalCheck::default();
+    for k in store.keys(Space::Arrival, &[], None) {
+        let k = k?;
+        let id = match crate::arrival::call_id_of_key(&k) {
+            Ok(id) => id,
+            Err(e) => {
+                return Ok(ArrivalVerdict::Bad {
+                    call_id: chain.next,
+                    problem: format!("an arrival key is unreadable: {e}"),
+                })
+            }
+        };
+        waiting.insert(id, k);
+        while let Some(k) = waiting.remove(&chain.next) {
+            if let Some(problem) = chain.call(store, &k)? {
+                return Ok(ArrivalVerdict::Bad {
+                    call_id: chain.next,
+                    problem,
+                });
+            }
+            chain.next += 1;
+        }
+    }
+    if let Some(&later) = waiting.keys().next() {
+        return Ok(ArrivalVerdict::Bad {
+            call_id: chain.next,
+            problem: format!(
+                "no arrival entry for call {}, though call {later} has one: the call's index entry was removed",
+                chain.next
+            ),
+        });
+    }
+    let stored = store
+        .get(Space::Meta, crate::arrival::HEAD_KEY)?
+        .map(|v| crate::arrival::decode_head(&v));
+    let head_problem = match (stored, chain.last) {
+        (None, None) => None,
+        (Some(Ok(s)), Some(last)) if s == last => None,
+        (Some(Ok((id, h))), Some((last_id, last_h))) => Some((
+            last_id,
+            format!("the stored arrival head is call {id} {h}, the chain ends at call {last_id} {last_h}"),
+        )),
+        (Some(Ok((id, h))), None) => Some((
+            id,
+            format!("the stored arrival head is call {id} {h}, but no call is chained"),
+        )),
+        (Some(Err(e)), _) => Some((chain.next, format!("the stored arrival head is unreadable: {e}"))),
+        (None, Some((last_id, _))) => Some((
+            last_id,
+            "calls are chained but no arrival head is stored".to_string(),
+        )),
+    };
+    Ok(match head_problem {
+        Some((call_id, problem)) => ArrivalVerdict::Bad { call_id, problem },
+        None => ArrivalVerdict::Ok {
+            calls: chain.calls,
+            legacy: chain.legacy,
+            head: chain.last,
+        },
+    })
+}
+
+/// The arrival chain as far as it is checked.
+struct ArrivalCheck {
+    /// The call id expected next (calls that store events are numbered from 0).
+    next: u64,
+    prev: Hash32,
+    calls: u64,
+    legacy: u64,
+    last: Option<(u64, Hash32)>,
+}
+
+impl Default for ArrivalCheck {
+    fn default() -> ArrivalCheck {
+        ArrivalCheck {
+            next: 0,
+            prev: Hash32::ZERO,
+            calls: 0,
+            legacy: 0,
+            last: None,
+        }
+    }
+}
+
+impl ArrivalCheck {
+    /// Checks call `self.next`, whose entry has key `k`: `Some(problem)` if it does not
+    /// verify.
+    fn call(&mut self, store: &dyn Store, k: &[u8]) -> Result<Option<String>, Error> {
+        let Some(v) = store.get(Space::Arrival, k)? else {
+            return Ok(Some(
+                "its arrival entry vanished while verifying".to_string(),
+            ));
+        };
+        let entry = match crate::arrival::decode_entry(&v) {
+            Ok(e) => e,
+            Err(e) => return Ok(Some(format!("its arrival entry is unreadable: {e}"))),
+        };
+        let Some(stored) = entry.hash else {
+            if self.last.is_some() {
+                return Ok(Some(
+                    "its arrival entry has no hash, after chained calls".to_string(),
+                ));
+            }
+            self.legacy += 1;
+            return Ok(None);
+        };
+        let mut hasher = crate::arrival::ArrivalHasher::new(&self.prev, self.next);
+        let mut events = 0u64;
+        for key in &entry.records {
+            let rec = match store.get(Space::Batch, key) {
+                Ok(Some(rec)) => rec,
+                Ok(None) => return Ok(Some("a record it lists is missing".to_string())),
+                Err(e) => return Ok(Some(format!("a record it lists is unreadable: {e}"))),
+            };
+            let stored_events = match record::decode_record(&rec) {
+                Ok(es) => es,
+                Err(e) => return Ok(Some(format!("a record it lists is unreadable: {e}"))),
+            };
+            for e in &stored_events {
+                hasher.event(&e.hash, e.stream_seq, e.received_at_ns);
+                events += 1;
+            }
+        }
+        let computed = hasher.finish();
+        if computed != stored {
+            return Ok(Some(format!(
+                "arrival hash {stored} differs from the recomputed {computed}: a stream seq or receive time of its {events} events, or which records it lists, was changed"
+            )));
+        }
+        self.prev = computed;
+        self.calls += 1;
+        self.last = Some((self.next, computed));
+        Ok(None)
+    }
 }
 
 /// One table: its verdict, and its hash at seq `want` if the chain verified up to it.

@@ -10,12 +10,12 @@
 
 mod common;
 
-use common::{chain_from, fill, table, Raw, T0_NS};
+use common::{chain_from, fill, rechain_arrival, table, Raw, T0_NS};
 use ledger::digest::{check_store_against, digest_store};
 use ledger::record::{decode_record, encode_record, seq_key, table_key};
 use ledger::store::{SledStore, Space};
 use ledger::valuelog::{self, Pointer};
-use ledger::{verify_store, Ledger, TableVerdict, VerifyProblem, VerifyReport};
+use ledger::{verify_store, ArrivalVerdict, Ledger, TableVerdict, VerifyProblem, VerifyReport};
 use schemas::digest::{Digest, TableConsistency};
 use schemas::{ChainHead, Hash32, Seq, TableId};
 use std::collections::BTreeMap;
@@ -114,6 +114,21 @@ fn tamper(dir: &Path, f: impl FnOnce(&Raw)) {
     let raw = Raw::open(dir);
     f(&raw);
     raw.close();
+}
+
+/// Every table's chain verifies, and only the arrival chain names the edit (`why`).
+fn caught_by_the_arrival_chain_only(dir: &Path, why: &str) {
+    let r = verify_dir(dir);
+    assert!(
+        r.tables
+            .iter()
+            .all(|t| matches!(t, TableVerdict::Ok { .. })),
+        "{r:?}"
+    );
+    match &r.arrival {
+        ArrivalVerdict::Bad { problem, .. } => assert!(problem.contains(why), "{problem}"),
+        ok => panic!("the arrival chain did not see it: {ok:?}"),
+    }
 }
 
 fn against(dir: &Path, digest: &Digest) -> Vec<TableConsistency> {
@@ -265,7 +280,8 @@ fn deleted_last_record_disagrees_with_the_head() {
 }
 
 /// The attack `verify` alone cannot see (documented in verify.rs): the newest records are
-/// removed and the head rewritten to match. The digest handed out before catches it.
+/// removed and the head rewritten to match, the arrival chain too. The digest handed out
+/// before catches it.
 #[test]
 fn truncation_with_a_rewritten_head_is_caught_by_the_digest() {
     let (dir, digest, hb) = filled();
@@ -275,6 +291,8 @@ fn truncation_with_a_rewritten_head_is_caught_by_the_digest() {
         head.extend_from_slice(&hb[19].0);
         raw.put(Space::Head, &table_key(&tb()), head);
     });
+    caught_by_the_arrival_chain_only(dir.path(), "a record it lists is missing");
+    tamper(dir.path(), rechain_arrival);
     let r = verify_dir(dir.path());
     assert!(
         r.is_ok(),
@@ -310,6 +328,8 @@ fn rewritten_newest_event_with_its_head_is_caught_by_the_digest() {
         head.extend_from_slice(&new_hash.0);
         raw.put(Space::Head, &table_key(&tb()), head);
     });
+    caught_by_the_arrival_chain_only(dir.path(), "differs from the recomputed");
+    tamper(dir.path(), rechain_arrival);
     assert!(verify_dir(dir.path()).is_ok());
     assert_eq!(
         tb_consistency(&against(dir.path(), &digest)),
@@ -445,6 +465,8 @@ fn removed_table_is_missing_against_the_digest() {
         }
         raw.remove(Space::Head, &table_key(&tb()));
     });
+    caught_by_the_arrival_chain_only(dir.path(), "a record it lists is missing");
+    tamper(dir.path(), rechain_arrival);
     let r = verify_dir(dir.path());
     assert!(r.is_ok(), "the remaining tables verify: {r:?}");
     assert_eq!(r.tables.len(), 2);
@@ -476,12 +498,12 @@ fn unreadable_head_is_reported_even_though_the_ledger_no_longer_opens() {
 }
 
 /// Every single-bit flip at every byte of a stored record, checked with `verify_store` on
-/// the raw tree. Every flip in what the chain covers (seq, device time, round, hash, the
-/// event bytes, the record framing) is detected at or before the damaged event's seq.
-/// Flips in the two ingest-side fields the chain does not cover (stream seq, receive
-/// time) are NOT detected: asserted here so the gap stays visible (RELIABILITY.md).
+/// the raw tree. Every flip in what the table's chain covers (seq, device time, round,
+/// hash, the event bytes, the record framing) is detected at or before the damaged event's
+/// seq. Flips in the two ingest-side fields it does not cover (stream seq, receive time)
+/// pass the table's chain and are detected by the arrival chain (`ledger::arrival`).
 #[test]
-fn every_byte_flip_in_a_record_is_detected_except_the_unchained_arrival_fields() {
+fn every_byte_flip_in_a_record_is_detected() {
     let (dir, _, _) = filled();
     let raw = Raw::open(dir.path());
     let key = record_key(11);
@@ -505,7 +527,7 @@ fn every_byte_flip_in_a_record_is_detected_except_the_unchained_arrival_fields()
             .unwrap_or((0, 11));
         (seq, i.saturating_sub(start))
     };
-    let (mut detected, mut undetected_arrival) = (0u32, 0u32);
+    let (mut detected, mut by_arrival) = (0u32, 0u32);
     for i in 0..original.len() {
         for bit in [0x01u8, 0x80] {
             let mut v = original.clone();
@@ -526,20 +548,124 @@ fn every_byte_flip_in_a_record_is_detected_except_the_unchained_arrival_fields()
                 TableVerdict::Ok { .. } => {
                     assert!(
                         arrival_field,
-                        "byte {i} bit {bit:#x} (event {seq}, offset {off}) went undetected"
+                        "byte {i} bit {bit:#x} (event {seq}, offset {off}) passed its table's chain"
                     );
-                    undetected_arrival += 1;
+                    match &r.arrival {
+                        ArrivalVerdict::Bad { problem, .. } => assert!(
+                            problem.contains("differs from the recomputed"),
+                            "byte {i}: {problem}"
+                        ),
+                        ok => panic!("byte {i} bit {bit:#x} went undetected: {ok:?}"),
+                    }
+                    by_arrival += 1;
                 }
             }
         }
     }
     raw.put(Space::Batch, &key, original);
     eprintln!(
-        "record of {} bytes: {detected} flips detected, {undetected_arrival} in the unchained arrival fields",
+        "record of {} bytes: {detected} flips detected by the table's chain, {by_arrival} in the arrival fields by the arrival chain",
         events.iter().map(|e| e.bytes.len()).sum::<usize>()
     );
-    assert_eq!(undetected_arrival, 10 * 16 * 2);
+    assert_eq!(by_arrival, 10 * 16 * 2);
     assert!(detected > 1000);
+}
+
+/// The arrival chain's own damage: an index entry removed, the stored head removed, and
+/// entries from before the chain existed (no hash) ahead of chained ones, which verify.
+#[test]
+fn arrival_chain_names_a_removed_entry_and_accepts_entries_older_than_itself() {
+    use ledger::arrival::{decode_entry, HEAD_KEY};
+    let (dir, _, _) = filled();
+    let ok = verify_dir(dir.path());
+    let ArrivalVerdict::Ok {
+        calls,
+        legacy: 0,
+        head: Some((last, _)),
+    } = ok.arrival
+    else {
+        panic!("{:?}", ok.arrival)
+    };
+    assert_eq!((calls, last), (3, 2), "three append calls, numbered 0 to 2");
+
+    let keys = Raw::open(dir.path()).keys(Space::Arrival);
+    let entry = |raw: &Raw, k: &[u8]| raw.get(Space::Arrival, k).expect("entry");
+    let (second, head) = {
+        let raw = Raw::open(dir.path());
+        let second = entry(&raw, &keys[1]);
+        let head = raw.get(Space::Meta, HEAD_KEY).expect("head");
+        raw.close();
+        (second, head)
+    };
+    tamper(dir.path(), |raw| raw.remove(Space::Arrival, &keys[1]));
+    match verify_dir(dir.path()).arrival {
+        ArrivalVerdict::Bad {
+            call_id: 1,
+            problem,
+        } => {
+            assert!(problem.contains("no arrival entry for call 1"), "{problem}")
+        }
+        other => panic!("{other:?}"),
+    }
+    tamper(dir.path(), |raw| {
+        raw.put(Space::Arrival, &keys[1], second.clone());
+        raw.remove(Space::Meta, HEAD_KEY);
+    });
+    match verify_dir(dir.path()).arrival {
+        ArrivalVerdict::Bad {
+            call_id: 2,
+            problem,
+        } => {
+            assert!(problem.contains("no arrival head is stored"), "{problem}")
+        }
+        other => panic!("{other:?}"),
+    }
+
+    // The first call's entry as a ledger written before the chain left it: no hash. The
+    // chain then starts at call 1, from zeros, so call 1's stored hash (chained on call
+    // 0's) no longer follows: a hash stripped from an entry is seen at the next call.
+    tamper(dir.path(), |raw| {
+        raw.put(Space::Meta, HEAD_KEY, head.clone());
+        let first = entry(raw, &keys[0]);
+        raw.put(Space::Arrival, &keys[0], first[..first.len() - 32].to_vec());
+        assert!(decode_entry(&entry(raw, &keys[0])).unwrap().hash.is_none());
+    });
+    match verify_dir(dir.path()).arrival {
+        ArrivalVerdict::Bad {
+            call_id: 1,
+            problem,
+        } => {
+            assert!(problem.contains("differs from the recomputed"), "{problem}")
+        }
+        other => panic!("{other:?}"),
+    }
+    // A hashless entry after a chained one is refused.
+    tamper(dir.path(), |raw| {
+        let third = entry(raw, &keys[2]);
+        raw.put(Space::Arrival, &keys[2], third[..third.len() - 32].to_vec());
+    });
+    let r = verify_dir(dir.path());
+    assert!(!r.is_ok());
+    // A ledger from before the chain: no entry has a hash and no head is stored.
+    tamper(dir.path(), |raw| {
+        let second = entry(raw, &keys[1]);
+        raw.put(
+            Space::Arrival,
+            &keys[1],
+            second[..second.len() - 32].to_vec(),
+        );
+        raw.remove(Space::Meta, HEAD_KEY);
+    });
+    let r = verify_dir(dir.path());
+    assert!(r.is_ok(), "{r:?}");
+    assert_eq!(
+        r.arrival,
+        ArrivalVerdict::Ok {
+            calls: 0,
+            legacy: 3,
+            head: None
+        }
+    );
 }
 
 /// Verifying the untouched ledger through `Ledger::verify` checks the in-memory heads too.
