@@ -262,27 +262,6 @@ fn against(dir: &Path, file: &Path, signer: Option<PublicKey>, json: bool) -> Re
         for t in &c.new_tables {
             println!("{:<12} new  not in the digest", t.as_str());
         }
-        use schemas::digest::ArrivalConsistency as A;
-        match &c.arrival {
-            Some(A::Extends { digest_call, now_call }) => println!(
-                "{:<12} ok   extends: digest call {digest_call}, now call {now_call}",
-                "arrival"
-            ),
-            Some(A::Truncated { digest_call, now_call }) => println!(
-                "{:<12} BAD  truncated: the digest has call {digest_call}, the ledger's chain ends at {}",
-                "arrival",
-                now_call.map_or("no call".to_string(), |c| format!("call {c}"))
-            ),
-            Some(A::HashDiffers { digest_call, digest_hash, ledger_hash }) => println!(
-                "{:<12} BAD  rewritten: at call {digest_call} the digest has {digest_hash}, the ledger {ledger_hash} (stream seqs, receive times or a call's records changed)",
-                "arrival"
-            ),
-            Some(A::Broken { call, problem }) => println!(
-                "{:<12} BAD  chain broken: first bad call {call}: {problem}",
-                "arrival"
-            ),
-            None => println!("{:<12} --   the digest names no arrival head", "arrival"),
-        }
         println!(
             "{}",
             if c.ok {

@@ -7,11 +7,9 @@
 //! ledger whose every chain verifies: certifying a damaged ledger would launder the damage.
 
 use crate::store::Store;
-use crate::verify::{verify_store, ArrivalVerdict, TableVerdict, VerifyReport};
+use crate::verify::{verify_store, TableVerdict, VerifyReport};
 use crate::{Error, Ledger};
-use schemas::digest::{
-    check_consistency, ArrivalConsistency, ArrivalHead, Consistency, Digest, DigestHead, TableNow,
-};
+use schemas::digest::{check_consistency, Consistency, Digest, DigestHead, TableNow};
 use schemas::TableId;
 use std::collections::BTreeMap;
 
@@ -54,27 +52,7 @@ fn digest_of(report: VerifyReport, created_at_ns: i64) -> Result<Digest, DigestR
         }),
         TableVerdict::Bad { .. } => None,
     });
-    Ok(Digest::new(heads, created_at_ns).with_arrival(arrival_head(&report)))
-}
-
-/// The arrival head a digest names: the last chained call, when the chain verifies.
-fn arrival_head(report: &VerifyReport) -> Option<ArrivalHead> {
-    match report.arrival {
-        ArrivalVerdict::Ok {
-            head: Some((call, hash)),
-            ..
-        } => Some(ArrivalHead { call, hash }),
-        _ => None,
-    }
-}
-
-/// The arrival hash the store holds at `digest`'s arrival call, if the digest names one
-/// and the store has that call.
-fn stored_arrival_at(store: &dyn Store, digest: &Digest) -> Result<Option<schemas::Hash32>, Error> {
-    match &digest.arrival {
-        Some(a) => crate::verify::stored_arrival_hash(store, a.call),
-        None => Ok(None),
-    }
+    Ok(Digest::new(heads, created_at_ns))
 }
 
 /// Checks that the store still extends `digest` (which must have passed `Digest::check`):
@@ -92,15 +70,13 @@ pub fn check_store_against(
         .map(|h| (h.table.clone(), h.seq))
         .collect();
     let (report, found) = verify_store(store, None, &want)?;
-    let arrival_at = stored_arrival_at(store, digest)?;
-    Ok(consistency(digest, &report, &found, arrival_at, now_ns))
+    Ok(consistency(digest, &report, &found, now_ns))
 }
 
 fn consistency(
     digest: &Digest,
     report: &VerifyReport,
     found: &BTreeMap<TableId, schemas::Hash32>,
-    arrival_at: Option<schemas::Hash32>,
     now_ns: i64,
 ) -> Consistency {
     let mut now_tables: BTreeMap<TableId, TableNow> = BTreeMap::new();
@@ -140,27 +116,8 @@ fn consistency(
         }
     }
     // The digest of the ledger now lists the tables that verify.
-    let now = Digest::new(ok_heads, now_ns).with_arrival(arrival_head(report));
-    let arrival = digest.arrival.map(|a| match (&report.arrival, arrival_at) {
-        (ArrivalVerdict::Bad { call_id, problem }, _) => ArrivalConsistency::Broken {
-            call: *call_id,
-            problem: problem.clone(),
-        },
-        (ArrivalVerdict::Ok { head, .. }, Some(h)) if h == a.hash => ArrivalConsistency::Extends {
-            digest_call: a.call,
-            now_call: head.map_or(0, |(c, _)| c),
-        },
-        (ArrivalVerdict::Ok { .. }, Some(h)) => ArrivalConsistency::HashDiffers {
-            digest_call: a.call,
-            digest_hash: a.hash,
-            ledger_hash: h,
-        },
-        (ArrivalVerdict::Ok { head, .. }, None) => ArrivalConsistency::Truncated {
-            digest_call: a.call,
-            now_call: head.map(|(c, _)| c),
-        },
-    });
-    check_consistency(digest, now, |d| now_tables.get(&d.table).cloned(), arrival)
+    let now = Digest::new(ok_heads, now_ns);
+    check_consistency(digest, now, |d| now_tables.get(&d.table).cloned())
 }
 
 impl Ledger {
@@ -178,7 +135,6 @@ impl Ledger {
             .collect();
         let mem = self.lock().heads.clone();
         let (report, found) = verify_store(self.store.as_ref(), Some(&mem), &want)?;
-        let arrival_at = stored_arrival_at(self.store.as_ref(), digest)?;
-        Ok(consistency(digest, &report, &found, arrival_at, now_ns))
+        Ok(consistency(digest, &report, &found, now_ns))
     }
 }

@@ -234,22 +234,6 @@ pub fn verify_arrival(store: &dyn Store) -> Result<ArrivalVerdict, Error> {
     })
 }
 
-/// The arrival hash stored for call `call` (by call id), if an entry for it has one. Only
-/// meaningful once `verify_arrival` found the chain sound: then it is the recomputed hash.
-pub fn stored_arrival_hash(store: &dyn Store, call: u64) -> Result<Option<Hash32>, Error> {
-    for k in store.keys(Space::Arrival, &[], None) {
-        let k = k?;
-        if crate::arrival::call_id_of_key(&k).ok() != Some(call) {
-            continue;
-        }
-        return Ok(match store.get(Space::Arrival, &k)? {
-            Some(v) => crate::arrival::decode_entry(&v).ok().and_then(|e| e.hash),
-            None => None,
-        });
-    }
-    Ok(None)
-}
-
 /// The arrival chain as far as it is checked.
 struct ArrivalCheck {
     /// The call id expected next (calls that store events are numbered from 0).

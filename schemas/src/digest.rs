@@ -79,22 +79,9 @@ pub struct Digest {
     pub root: Hash32,
     /// Every table with at least one event, ascending by table id bytes.
     pub tables: Vec<DigestHead>,
-    /// The ledger's arrival chain at the digest, when it has one (`ledger::arrival`: the
-    /// stream seqs and receive times no table's chain covers).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub arrival: Option<ArrivalHead>,
-    /// The House's signature over the root, the count, the time and the arrival head, if
-    /// it signed.
+    /// The House's signature over the root, the count and the time, if it signed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<DigestSignature>,
-}
-
-/// The last append call of the ledger's arrival chain and its hash.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ArrivalHead {
-    pub call: u64,
-    pub hash: Hash32,
 }
 
 /// Who signed a digest, and the signature (ed25519 over `Digest::signed_message`).
@@ -252,34 +239,21 @@ impl Digest {
             events: tables.iter().fold(0u64, |a, h| a.saturating_add(h.seq)),
             root: merkle_root(&leaves),
             tables,
-            arrival: None,
             signature: None,
         }
     }
 
-    /// The digest naming the ledger's arrival head (unsigned: sign after).
-    pub fn with_arrival(mut self, arrival: Option<ArrivalHead>) -> Digest {
-        self.arrival = arrival;
-        self.signature = None;
-        self
-    }
-
     /// What the House signs: `SIGN_DOMAIN || version u32 BE || created_at_ns i64 BE ||
-    /// events u64 BE || tables u64 BE || root`, then, when the digest names one, the
-    /// arrival head's `call u64 BE || hash`. The root binds every head, so this binds the
-    /// whole digest.
+    /// events u64 BE || tables u64 BE || root`. The root binds every head, so this binds
+    /// the whole digest.
     pub fn signed_message(&self) -> Vec<u8> {
-        let mut m = Vec::with_capacity(SIGN_DOMAIN.len() + 4 + 8 + 8 + 8 + 32 + 8 + 32);
+        let mut m = Vec::with_capacity(SIGN_DOMAIN.len() + 4 + 8 + 8 + 8 + 32);
         m.extend_from_slice(SIGN_DOMAIN);
         m.extend_from_slice(&self.version.to_be_bytes());
         m.extend_from_slice(&self.created_at_ns.to_be_bytes());
         m.extend_from_slice(&self.events.to_be_bytes());
         m.extend_from_slice(&(self.tables.len() as u64).to_be_bytes());
         m.extend_from_slice(&self.root.0);
-        if let Some(a) = &self.arrival {
-            m.extend_from_slice(&a.call.to_be_bytes());
-            m.extend_from_slice(&a.hash.0);
-        }
         m
     }
 
@@ -476,50 +450,16 @@ pub struct Consistency {
     pub tables: Vec<TableConsistency>,
     /// Tables in the ledger now that the digest did not list (new since; not a failure).
     pub new_tables: Vec<TableId>,
-    /// Whether the ledger's arrival chain still passes through the digest's arrival head
-    /// (absent when the digest names none).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub arrival: Option<ArrivalConsistency>,
     /// True when every table of the digest extends.
     pub ok: bool,
 }
 
-/// The arrival part of the consistency check.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "status", rename_all = "snake_case")]
-pub enum ArrivalConsistency {
-    /// The arrival chain verifies and holds the digest's hash at the digest's call.
-    Extends { digest_call: u64, now_call: u64 },
-    /// The ledger has no chained call numbered as the digest's: calls were removed.
-    Truncated {
-        digest_call: u64,
-        now_call: Option<u64>,
-    },
-    /// Another hash at the digest's call: stream seqs, receive times or the records of a
-    /// call were rewritten, and the arrival chain rebuilt over them.
-    HashDiffers {
-        digest_call: u64,
-        digest_hash: Hash32,
-        ledger_hash: Hash32,
-    },
-    /// The arrival chain itself no longer verifies; `call` is its first bad call.
-    Broken { call: u64, problem: String },
-}
-
-impl ArrivalConsistency {
-    pub fn is_ok(&self) -> bool {
-        matches!(self, ArrivalConsistency::Extends { .. })
-    }
-}
-
-/// Checks that the ledger described by `now` (and `lookup`, per digest table; `arrival`,
-/// the arrival check when the digest names a head) extends `digest`. `digest` must
-/// already have passed `Digest::check`.
+/// Checks that the ledger described by `now` (and `lookup`, per digest table) extends
+/// `digest`. `digest` must already have passed `Digest::check`.
 pub fn check_consistency(
     digest: &Digest,
     now: Digest,
     mut lookup: impl FnMut(&DigestHead) -> Option<TableNow>,
-    arrival: Option<ArrivalConsistency>,
 ) -> Consistency {
     let mut tables = Vec::with_capacity(digest.tables.len());
     for d in &digest.tables {
@@ -540,8 +480,7 @@ pub fn check_consistency(
         .filter(|h| !listed.contains(&h.table))
         .map(|h| h.table.clone())
         .collect();
-    let ok = tables.iter().all(TableConsistency::is_ok)
-        && arrival.as_ref().is_none_or(ArrivalConsistency::is_ok);
+    let ok = tables.iter().all(TableConsistency::is_ok);
     Consistency {
         format: CONSISTENCY_FORMAT.to_string(),
         version: DIGEST_VERSION,
@@ -552,7 +491,6 @@ pub fn check_consistency(
         now,
         tables,
         new_tables,
-        arrival,
         ok,
     }
 }
@@ -673,34 +611,29 @@ mod tests {
             1,
         );
         let now = Digest::new([head("A", 9, 7), head("F", 1, 8)], 2);
-        let c = check_consistency(
-            &then,
-            now,
-            |d| match d.table.as_str() {
-                "A" => Some(TableNow {
-                    head_seq: 9,
-                    hash_at_digest_seq: Some(d.head),
-                    chain_problem: None,
-                }),
-                "B" => Some(TableNow {
-                    head_seq: 4,
-                    hash_at_digest_seq: Some(Hash32([0xAA; 32])),
-                    chain_problem: None,
-                }),
-                "C" => Some(TableNow {
-                    head_seq: 3,
-                    hash_at_digest_seq: None,
-                    chain_problem: None,
-                }),
-                "D" => Some(TableNow {
-                    head_seq: 6,
-                    hash_at_digest_seq: Some(d.head),
-                    chain_problem: Some((2, "prev".into())),
-                }),
-                _ => None,
-            },
-            None,
-        );
+        let c = check_consistency(&then, now, |d| match d.table.as_str() {
+            "A" => Some(TableNow {
+                head_seq: 9,
+                hash_at_digest_seq: Some(d.head),
+                chain_problem: None,
+            }),
+            "B" => Some(TableNow {
+                head_seq: 4,
+                hash_at_digest_seq: Some(Hash32([0xAA; 32])),
+                chain_problem: None,
+            }),
+            "C" => Some(TableNow {
+                head_seq: 3,
+                hash_at_digest_seq: None,
+                chain_problem: None,
+            }),
+            "D" => Some(TableNow {
+                head_seq: 6,
+                hash_at_digest_seq: Some(d.head),
+                chain_problem: Some((2, "prev".into())),
+            }),
+            _ => None,
+        });
         assert!(!c.ok);
         assert!(matches!(
             c.tables[0],
@@ -777,48 +710,14 @@ mod tests {
             .unwrap()
             .contains("signature"));
         // The consistency proof names who signed the digest it checked against.
-        let all_extend = |d: &DigestHead| {
+        let c = check_consistency(&read, read.clone(), |d| {
             Some(TableNow {
                 head_seq: d.seq,
                 hash_at_digest_seq: Some(d.head),
                 chain_problem: None,
             })
-        };
-        let c = check_consistency(&read, read.clone(), all_extend, None);
+        });
         assert!(c.ok);
         assert_eq!(c.digest_signer, Some(house.public()));
-
-        // The arrival head is signed too, and its check decides `ok` with the tables'.
-        let arrival = Some(ArrivalHead {
-            call: 4,
-            hash: Hash32([6; 32]),
-        });
-        let with = Digest::new(vec![head("A", 3, 1)], 1_000)
-            .with_arrival(arrival)
-            .signed(&house);
-        assert!(with.check().is_ok());
-        assert_eq!(
-            with.signed_message().len(),
-            digest.signed_message().len() + 40
-        );
-        let mut moved = with.clone();
-        moved.arrival = Some(ArrivalHead {
-            call: 3,
-            hash: Hash32([6; 32]),
-        });
-        assert_eq!(moved.check(), Err(DigestError::Signature { signer }));
-        let differs = ArrivalConsistency::HashDiffers {
-            digest_call: 4,
-            digest_hash: Hash32([6; 32]),
-            ledger_hash: Hash32([7; 32]),
-        };
-        let c = check_consistency(&with, with.clone(), all_extend, Some(differs));
-        assert!(c.tables.iter().all(TableConsistency::is_ok));
-        assert!(!c.ok, "a rewritten arrival chain fails the check");
-        let extends = ArrivalConsistency::Extends {
-            digest_call: 4,
-            now_call: 9,
-        };
-        assert!(check_consistency(&with, with.clone(), all_extend, Some(extends)).ok);
     }
 }
