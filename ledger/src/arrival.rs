@@ -16,8 +16,11 @@
 //! entry, and the latest (call id ++ hash) is `Space::Meta` `HEAD_KEY`, in the same commit.
 //! `verify` recomputes every call's hash from the records the entry lists. Entries written
 //! before this chain existed end without a hash; they may only precede the first that has
-//! one. Like a table's chain, this detects an edit, not a rewrite of everything after it:
-//! that needs a digest that names the arrival head (not done yet).
+//! one. Like a table's chain, this detects an edit, not a rewrite of everything after it.
+//! A digest cannot simply name this chain's head: recovery at open (`recover`) appends
+//! lost records again in calls of its own, so a legitimate repair regroups the calls and
+//! changes every hash after the loss. Anchoring needs a chain that does not depend on how
+//! events were grouped into calls (per table, in seq order): not done.
 
 use crate::record::{be_u64, R};
 use schemas::Hash32;
