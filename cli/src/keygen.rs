@@ -19,15 +19,7 @@ pub struct Args {
 pub fn run(args: Args) -> Result<Outcome> {
     anyhow::ensure!(!args.out.exists(), "{} already exists", args.out.display());
     let secret = crate::tokens::random_token()?;
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let mut file = options
-        .open(&args.out)
-        .with_context(|| format!("creating {}", args.out.display()))?;
-    std::io::Write::write_all(&mut file, format!("{secret}\n").as_bytes())
-        .with_context(|| format!("writing {}", args.out.display()))?;
+    crate::tokens::write_private(&args.out, format!("{secret}\n").as_bytes())?;
     let key = read_signing_key(&args.out)?;
     eprintln!(
         "wrote the secret key to {}; its public key:",

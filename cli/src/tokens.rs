@@ -48,6 +48,13 @@ pub fn write_config(path: &Path) -> Result<Vec<RoleToken>> {
             .map(|(role, token)| serde_json::json!({"name": role, "role": role, "token": token}))
             .collect::<Vec<_>>()
     });
+    write_private(path, serde_json::to_string_pretty(&config)?.as_bytes())?;
+    Ok(tokens)
+}
+
+/// Writes a new file (refusing one that exists) readable by its owner only: access
+/// configurations and key files.
+pub fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]
@@ -55,9 +62,8 @@ pub fn write_config(path: &Path) -> Result<Vec<RoleToken>> {
     let mut file = options
         .open(path)
         .with_context(|| format!("creating {}", path.display()))?;
-    std::io::Write::write_all(&mut file, serde_json::to_string_pretty(&config)?.as_bytes())
-        .with_context(|| format!("writing {}", path.display()))?;
-    Ok(tokens)
+    std::io::Write::write_all(&mut file, bytes)
+        .with_context(|| format!("writing {}", path.display()))
 }
 
 /// The tokens, one line each: `  <role> <token>`.

@@ -9,51 +9,15 @@
 //! (batches of 512 events over 16 tables, as `append_cpu`)
 
 use ledger::Ledger;
-use std::path::Path;
 use std::time::Instant;
 
 #[path = "../benches/support/batches.rs"]
 mod batches;
 use batches::{now_ns, Chains, BATCH};
-
-/// Copies `from` into `to`, leaving out the value log: sled's files only.
-fn copy_sled_files(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for e in std::fs::read_dir(from).expect("read_dir") {
-        let p = e.expect("entry").path();
-        let name = p.file_name().expect("name").to_owned();
-        if name == std::ffi::OsStr::new(ledger::valuelog::DIR) {
-            continue;
-        }
-        if p.is_dir() {
-            copy_sled_files(&p, &to.join(&name));
-        } else {
-            std::fs::copy(&p, to.join(&name)).expect("copy");
-        }
-    }
-}
-
-/// Removes sled's files from `dir`, keeping the value log.
-fn remove_sled_files(dir: &Path) {
-    for e in std::fs::read_dir(dir).expect("read_dir") {
-        let p = e.expect("entry").path();
-        if p.file_name() == Some(std::ffi::OsStr::new(ledger::valuelog::DIR)) {
-            continue;
-        }
-        if p.is_dir() {
-            std::fs::remove_dir_all(&p).expect("rm dir");
-        } else {
-            std::fs::remove_file(&p).expect("rm");
-        }
-    }
-}
-
-/// Returns once sled has let go of `dir`: its flusher ends a moment after the last handle
-/// is dropped, and an open waits for that (`SledStore::open`). A store opened and dropped
-/// with nothing written leaves the files as they were.
-fn closed(dir: &Path) {
-    drop(ledger::store::SledStore::open(dir).expect("sled lets go of the directory"));
-}
+/// The ledger tests' helpers: putting sled's files back is what `tests/recover.rs` does.
+#[path = "../tests/common/mod.rs"]
+mod common;
+use common::{closed, copy_dir, put_back_sled_files};
 
 fn main() {
     let batches: usize = std::env::args()
@@ -76,7 +40,7 @@ fn main() {
     drop(ledger);
     closed(&dir);
     // sled's files as they were after the first call.
-    copy_sled_files(&dir, &snapshot);
+    copy_dir(&dir, &snapshot, true);
     let ledger = Ledger::open(&dir).expect("reopen");
     for _ in 1..batches {
         ledger.append_batch(&chains.batch(now)).expect("append");
@@ -86,8 +50,7 @@ fn main() {
     drop(ledger);
     closed(&dir);
 
-    remove_sled_files(&dir);
-    copy_sled_files(&snapshot, &dir);
+    put_back_sled_files(&snapshot, &dir);
     let start = Instant::now();
     let ledger = Ledger::open(&dir).expect("open after the rollback");
     let secs = start.elapsed().as_secs_f64();

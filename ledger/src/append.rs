@@ -533,13 +533,11 @@ impl Ledger {
         let arrival = arrival.finish();
         let mut k = min_stream.to_be_bytes().to_vec();
         k.extend_from_slice(&call_id.to_be_bytes());
-        let mut w = W::default();
-        w.u32(refs.len() as u32);
-        for r in &refs {
-            w.bytes(r);
-        }
-        w.raw(&arrival.0);
-        call.ops.push(Op::Put(Space::Arrival, k, w.0));
+        call.ops.push(Op::Put(
+            Space::Arrival,
+            k,
+            crate::arrival::encode_entry(&refs, &arrival),
+        ));
         call.ops.push(Op::Put(
             Space::Meta,
             crate::arrival::HEAD_KEY.to_vec(),

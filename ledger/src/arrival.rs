@@ -77,6 +77,17 @@ pub struct ArrivalEntry {
     pub hash: Option<Hash32>,
 }
 
+/// An entry's value: the keys of the call's records in write order, then its hash.
+pub fn encode_entry(records: &[Vec<u8>], hash: &Hash32) -> Vec<u8> {
+    let mut w = crate::record::W::default();
+    w.u32(records.len() as u32);
+    for r in records {
+        w.bytes(r);
+    }
+    w.raw(&hash.0);
+    w.0
+}
+
 /// Reads an entry's value: `count u32, count x (len u32, key)` (little-endian, as `record`
 /// writes), then the hash or nothing.
 pub fn decode_entry(v: &[u8]) -> Result<ArrivalEntry, crate::Error> {

@@ -167,6 +167,11 @@ pub fn verify_store(
     ))
 }
 
+/// Most arrival entries `verify_arrival` holds (keys only) while it waits for an earlier
+/// call's entry. Entries come out of call order only after a read-back, by a few calls; a
+/// call missing for this many means its entry is gone.
+pub const ARRIVAL_WAITING_MAX: usize = 65_536;
+
 /// Recomputes the arrival chain (`crate::arrival`) over every call, in call-id order. Entries
 /// are keyed by their smallest stream seq, which follows call order except after a read-back,
 /// so an entry that comes early waits (its key only) until the calls before it are checked.
@@ -185,6 +190,15 @@ pub fn verify_arrival(store: &dyn Store) -> Result<ArrivalVerdict, Error> {
             }
         };
         waiting.insert(id, k);
+        if waiting.len() > ARRIVAL_WAITING_MAX {
+            return Ok(ArrivalVerdict::Bad {
+                call_id: chain.next,
+                problem: format!(
+                    "no arrival entry for call {} among the next {ARRIVAL_WAITING_MAX} calls: the call's index entry was removed",
+                    chain.next
+                ),
+            });
+        }
         while let Some(k) = waiting.remove(&chain.next) {
             if let Some(problem) = chain.call(store, &k)? {
                 return Ok(ArrivalVerdict::Bad {

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{chain, copy_dir, incoming, table, Raw, T0_NS};
+use common::{chain, closed, copy_dir, incoming, put_back_sled_files, table, Raw, T0_NS};
 use ledger::digest::check_store_against;
 use ledger::store::{SledStore, Space, Store, Unreferenced};
 use ledger::{Ledger, Recovery};
@@ -37,27 +37,6 @@ fn append(l: &Ledger, tables: &[TableId], from: usize, to: usize) {
 }
 
 /// Waits until sled has let go of `dir` (its flusher ends a moment after the last handle).
-fn closed(dir: &Path) {
-    Raw::open(dir).close();
-}
-
-/// Copies sled's own files (everything but the value log) from `from` to `to`, replacing
-/// what `to` had of them.
-fn copy_sled_files(from: &Path, to: &Path) {
-    for e in std::fs::read_dir(to).expect("read_dir") {
-        let p = e.expect("entry").path();
-        if p.file_name() == Some(std::ffi::OsStr::new(ledger::valuelog::DIR)) {
-            continue;
-        }
-        if p.is_dir() {
-            std::fs::remove_dir_all(&p).expect("remove");
-        } else {
-            std::fs::remove_file(&p).expect("remove");
-        }
-    }
-    copy_dir(from, to, true);
-}
-
 /// A ledger of two tables whose sled files went back to their state after 30 of 60 events
 /// per table, the value log keeping all 60. Returns the heads and digest before the loss.
 fn rolled_back(
@@ -87,7 +66,7 @@ fn rolled_back(
     drop(l);
     closed(dir);
 
-    copy_sled_files(earlier.path(), dir);
+    put_back_sled_files(earlier.path(), dir);
     {
         let store = SledStore::open(dir).expect("store");
         let against = check_store_against(&store, &digest, T0_NS).expect("check");

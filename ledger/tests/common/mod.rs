@@ -257,6 +257,29 @@ impl Store for Raw {
     }
 }
 
+/// Returns once sled has let go of `dir` (its flusher ends a moment after the last handle
+/// is dropped; an open waits for that). Opening and closing writes nothing.
+pub fn closed(dir: &Path) {
+    Raw::open(dir).close();
+}
+
+/// Puts sled's own files (everything but the value log) of `from` in place of `to`'s: a
+/// silent sled rollback to `from`'s state, the value log kept.
+pub fn put_back_sled_files(from: &Path, to: &Path) {
+    for e in std::fs::read_dir(to).expect("read_dir") {
+        let p = e.expect("entry").path();
+        if p.file_name() == Some(std::ffi::OsStr::new(ledger::valuelog::DIR)) {
+            continue;
+        }
+        if p.is_dir() {
+            std::fs::remove_dir_all(&p).expect("remove");
+        } else {
+            std::fs::remove_file(&p).expect("remove");
+        }
+    }
+    copy_dir(from, to, true);
+}
+
 /// Copies the directory tree `from` into `to`; with `sled_only`, leaves out the value log
 /// (`valuelog::DIR`), to copy only sled's own files.
 pub fn copy_dir(from: &Path, to: &Path, sled_only: bool) {
@@ -279,7 +302,9 @@ pub fn copy_dir(from: &Path, to: &Path, sled_only: bool) {
 /// chain (`ledger::arrival`) over the records that are left, numbering the calls again from
 /// 0, with a matching head and next call id, so that `verify` alone sees nothing.
 pub fn rechain_arrival(raw: &Raw) {
-    use ledger::arrival::{call_id_of_key, decode_entry, encode_head, ArrivalHasher, HEAD_KEY};
+    use ledger::arrival::{
+        call_id_of_key, decode_entry, encode_entry, encode_head, ArrivalHasher, HEAD_KEY,
+    };
     let mut entries: Vec<(u64, Vec<u8>, Vec<Vec<u8>>)> = raw
         .keys(Space::Arrival)
         .into_iter()
@@ -309,19 +334,16 @@ pub fn rechain_arrival(raw: &Raw) {
             continue;
         }
         let mut h = ArrivalHasher::new(&prev, next);
-        let mut w = ledger::record::W::default();
-        w.u32(records.len() as u32);
-        for (key, rec) in &records {
+        for (_, rec) in &records {
             for e in ledger::record::decode_record(rec).expect("record") {
                 h.event(&e.hash, e.stream_seq, e.received_at_ns);
             }
-            w.bytes(key);
         }
         let hash = h.finish();
-        w.raw(&hash.0);
+        let keys: Vec<Vec<u8>> = records.into_iter().map(|(key, _)| key).collect();
         let mut key = k[..8].to_vec();
         key.extend_from_slice(&next.to_be_bytes());
-        raw.put(Space::Arrival, &key, w.0);
+        raw.put(Space::Arrival, &key, encode_entry(&keys, &hash));
         (prev, last) = (hash, Some((next, hash)));
         next += 1;
     }
