@@ -47,7 +47,8 @@ pub use read::{
 };
 pub use recover::Recovery;
 pub use verify::{
-    verify_arrival, verify_store, ArrivalVerdict, TableVerdict, VerifyProblem, VerifyReport,
+    verify_arrival, verify_arrival_within, verify_store, ArrivalVerdict, TableVerdict,
+    VerifyProblem, VerifyReport,
 };
 
 use schemas::{ChainHead, Hash32, RoundId, Seq, TableId};

@@ -176,6 +176,15 @@ pub const ARRIVAL_WAITING_MAX: usize = 65_536;
 /// are keyed by their smallest stream seq, which follows call order except after a read-back,
 /// so an entry that comes early waits (its key only) until the calls before it are checked.
 pub fn verify_arrival(store: &dyn Store) -> Result<ArrivalVerdict, Error> {
+    verify_arrival_within(store, ARRIVAL_WAITING_MAX)
+}
+
+/// `verify_arrival` holding at most `waiting_max` entries that came before their turn
+/// (0: none may; entries in call order never wait).
+pub fn verify_arrival_within(
+    store: &dyn Store,
+    waiting_max: usize,
+) -> Result<ArrivalVerdict, Error> {
     let mut waiting: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
     let mut chain = ArrivalCheck::default();
     for k in store.keys(Space::Arrival, &[], None) {
@@ -190,15 +199,6 @@ pub fn verify_arrival(store: &dyn Store) -> Result<ArrivalVerdict, Error> {
             }
         };
         waiting.insert(id, k);
-        if waiting.len() > ARRIVAL_WAITING_MAX {
-            return Ok(ArrivalVerdict::Bad {
-                call_id: chain.next,
-                problem: format!(
-                    "no arrival entry for call {} among the next {ARRIVAL_WAITING_MAX} calls: the call's index entry was removed",
-                    chain.next
-                ),
-            });
-        }
         while let Some(k) = waiting.remove(&chain.next) {
             if let Some(problem) = chain.call(store, &k)? {
                 return Ok(ArrivalVerdict::Bad {
@@ -207,6 +207,16 @@ pub fn verify_arrival(store: &dyn Store) -> Result<ArrivalVerdict, Error> {
                 });
             }
             chain.next += 1;
+        }
+        if waiting.len() > waiting_max {
+            return Ok(ArrivalVerdict::Bad {
+                call_id: chain.next,
+                problem: format!(
+                    "no arrival entry for call {} before {} later calls' entries: the call's index entry was removed",
+                    chain.next,
+                    waiting.len()
+                ),
+            });
         }
     }
     if let Some(&later) = waiting.keys().next() {

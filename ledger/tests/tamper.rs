@@ -15,7 +15,10 @@ use ledger::digest::{check_store_against, digest_store};
 use ledger::record::{decode_record, encode_record, seq_key, table_key};
 use ledger::store::{SledStore, Space};
 use ledger::valuelog::{self, Pointer};
-use ledger::{verify_store, ArrivalVerdict, Ledger, TableVerdict, VerifyProblem, VerifyReport};
+use ledger::{
+    verify_arrival_within, verify_store, ArrivalVerdict, Ledger, TableVerdict, VerifyProblem,
+    VerifyReport,
+};
 use schemas::digest::{Digest, TableConsistency};
 use schemas::{ChainHead, Hash32, Seq, TableId};
 use std::collections::BTreeMap;
@@ -597,16 +600,39 @@ fn arrival_chain_names_a_removed_entry_and_accepts_entries_older_than_itself() {
         raw.close();
         (second, head)
     };
+    // Entries in call order never wait, however small the bound.
+    let within = |bound| {
+        let store = SledStore::open(dir.path()).expect("store open");
+        verify_arrival_within(&store, bound).expect("verify arrival")
+    };
+    assert!(matches!(within(0), ArrivalVerdict::Ok { calls: 3, .. }));
+
     tamper(dir.path(), |raw| raw.remove(Space::Arrival, &keys[1]));
     match verify_dir(dir.path()).arrival {
         ArrivalVerdict::Bad {
             call_id: 1,
             problem,
         } => {
-            assert!(problem.contains("no arrival entry for call 1"), "{problem}")
+            assert!(
+                problem.contains("no arrival entry for call 1, though call 2 has one"),
+                "{problem}"
+            )
         }
         other => panic!("{other:?}"),
     }
+    // Past the bound on entries waiting for their turn (`ARRIVAL_WAITING_MAX` in `verify`),
+    // the missing call is named at once instead of at the end of the scan.
+    match within(0) {
+        ArrivalVerdict::Bad {
+            call_id: 1,
+            problem,
+        } => assert!(
+            problem.contains("no arrival entry for call 1 before 1 later calls' entries"),
+            "{problem}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(within(1), ArrivalVerdict::Bad { call_id: 1, .. }));
     tamper(dir.path(), |raw| {
         raw.put(Space::Arrival, &keys[1], second.clone());
         raw.remove(Space::Meta, HEAD_KEY);
