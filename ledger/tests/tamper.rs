@@ -134,6 +134,20 @@ fn caught_by_the_arrival_chain_only(dir: &Path, why: &str) {
     }
 }
 
+/// The arrival chain is bad at `call_id`, and its problem says `why`.
+fn bad_at(verdict: &ArrivalVerdict, call_id: u64, why: &str) {
+    match verdict {
+        ArrivalVerdict::Bad {
+            call_id: at,
+            problem,
+        } => {
+            assert_eq!(*at, call_id, "{problem}");
+            assert!(problem.contains(why), "{problem}");
+        }
+        ok => panic!("the arrival chain did not see it: {ok:?}"),
+    }
+}
+
 fn against(dir: &Path, digest: &Digest) -> Vec<TableConsistency> {
     let store = SledStore::open(dir).expect("store open");
     let c = check_store_against(&store, digest, T0_NS + 1).expect("check");
@@ -608,44 +622,28 @@ fn arrival_chain_names_a_removed_entry_and_accepts_entries_older_than_itself() {
     assert!(matches!(within(0), ArrivalVerdict::Ok { calls: 3, .. }));
 
     tamper(dir.path(), |raw| raw.remove(Space::Arrival, &keys[1]));
-    match verify_dir(dir.path()).arrival {
-        ArrivalVerdict::Bad {
-            call_id: 1,
-            problem,
-        } => {
-            assert!(
-                problem.contains("no arrival entry for call 1, though call 2 has one"),
-                "{problem}"
-            )
-        }
-        other => panic!("{other:?}"),
-    }
+    bad_at(
+        &verify_dir(dir.path()).arrival,
+        1,
+        "no arrival entry for call 1, though call 2 has one",
+    );
     // Past the bound on entries waiting for their turn (`ARRIVAL_WAITING_MAX` in `verify`),
     // the missing call is named at once instead of at the end of the scan.
-    match within(0) {
-        ArrivalVerdict::Bad {
-            call_id: 1,
-            problem,
-        } => assert!(
-            problem.contains("no arrival entry for call 1 before 1 later calls' entries"),
-            "{problem}"
-        ),
-        other => panic!("{other:?}"),
-    }
+    bad_at(
+        &within(0),
+        1,
+        "no arrival entry for call 1 before 1 later calls' entries",
+    );
     assert!(matches!(within(1), ArrivalVerdict::Bad { call_id: 1, .. }));
     tamper(dir.path(), |raw| {
         raw.put(Space::Arrival, &keys[1], second.clone());
         raw.remove(Space::Meta, HEAD_KEY);
     });
-    match verify_dir(dir.path()).arrival {
-        ArrivalVerdict::Bad {
-            call_id: 2,
-            problem,
-        } => {
-            assert!(problem.contains("no arrival head is stored"), "{problem}")
-        }
-        other => panic!("{other:?}"),
-    }
+    bad_at(
+        &verify_dir(dir.path()).arrival,
+        2,
+        "no arrival head is stored",
+    );
 
     // The first call's entry as a ledger written before the chain left it: no hash. The
     // chain then starts at call 1, from zeros, so call 1's stored hash (chained on call
@@ -656,15 +654,11 @@ fn arrival_chain_names_a_removed_entry_and_accepts_entries_older_than_itself() {
         raw.put(Space::Arrival, &keys[0], first[..first.len() - 32].to_vec());
         assert!(decode_entry(&entry(raw, &keys[0])).unwrap().hash.is_none());
     });
-    match verify_dir(dir.path()).arrival {
-        ArrivalVerdict::Bad {
-            call_id: 1,
-            problem,
-        } => {
-            assert!(problem.contains("differs from the recomputed"), "{problem}")
-        }
-        other => panic!("{other:?}"),
-    }
+    bad_at(
+        &verify_dir(dir.path()).arrival,
+        1,
+        "differs from the recomputed",
+    );
     // A hashless entry after a chained one is refused.
     tamper(dir.path(), |raw| {
         let third = entry(raw, &keys[2]);
