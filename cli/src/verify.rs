@@ -74,12 +74,22 @@ pub fn run(args: Args) -> Result<Outcome> {
             } else {
                 for t in &report.tables {
                     match t {
-                        TableVerdict::Ok { head, events } => {
+                        TableVerdict::Ok {
+                            head,
+                            events,
+                            receipt_in_head,
+                            ..
+                        } => {
                             println!(
-                                "{:<12} ok   {events} events, head seq {} {}",
+                                "{:<12} ok   {events} events, head seq {} {}{}",
                                 head.table.as_str(),
                                 head.seq.0,
-                                head.hash
+                                head.hash,
+                                if *receipt_in_head {
+                                    ""
+                                } else {
+                                    " (head written before receipts)"
+                                }
                             )
                         }
                         TableVerdict::Bad {
@@ -95,6 +105,22 @@ pub fn run(args: Args) -> Result<Outcome> {
                     }
                 }
                 println!("{}", arrival_line(&report.arrival));
+                let legacy = report
+                    .tables
+                    .iter()
+                    .filter(|t| {
+                        matches!(
+                            t,
+                            TableVerdict::Ok {
+                                receipt_in_head: false,
+                                ..
+                            }
+                        )
+                    })
+                    .count();
+                if legacy > 0 {
+                    println!("{legacy} tables' heads were written before receipts: their stream seqs and receive times are checked by the arrival chain and by digests, and their heads gain a receipt at their next append");
+                }
                 println!(
                     "{} tables: {}",
                     report.tables.len(),
@@ -225,12 +251,16 @@ fn against(dir: &Path, file: &Path, signer: Option<PublicKey>, json: bool) -> Re
         println!("{}", serde_json::to_string_pretty(&c)?);
     } else {
         println!(
-            "digest {} ({} tables, {} events, taken at {} ns)",
+            "digest {} (version {}, {} tables, {} events, taken at {} ns)",
             digest.root,
+            digest.version,
             digest.tables.len(),
             digest.events,
             digest.created_at_ns
         );
+        if digest.version == schemas::digest::DIGEST_VERSION_NO_RECEIPTS {
+            println!("version 1 has no receipts: the events are checked against it, their stream seqs and receive times are not");
+        }
         match signed_by {
             Some(by) => println!("signed by {by}: the signature verifies"),
             None => println!("not signed: its time and root are only as good as its holder"),
@@ -252,6 +282,11 @@ fn against(dir: &Path, file: &Path, signer: Option<PublicKey>, json: bool) -> Re
                 TableConsistency::HashDiffers { table, digest_seq, digest_hash, ledger_hash } => println!(
                     "{:<12} BAD  rewritten: at seq {digest_seq} the digest has {digest_hash}, the ledger {ledger_hash}",
                     table.as_str()
+                ),
+                TableConsistency::ReceiptDiffers { table, digest_seq, digest_receipt, ledger_receipt } => println!(
+                    "{:<12} BAD  arrival rewritten: events 1..={digest_seq} are the digest's, their stream seqs or receive times are not (receipt: the digest has {digest_receipt}, the ledger {})",
+                    table.as_str(),
+                    ledger_receipt.map_or("none".to_string(), |r| r.to_string())
                 ),
                 TableConsistency::ChainBroken { table, seq, problem } => println!(
                     "{:<12} BAD  chain broken: first bad position seq {seq}: {problem}",
@@ -280,8 +315,14 @@ fn against(dir: &Path, file: &Path, signer: Option<PublicKey>, json: bool) -> Re
 
 fn verdict_json(t: &TableVerdict) -> serde_json::Value {
     match t {
-        TableVerdict::Ok { head, events } => serde_json::json!({
+        TableVerdict::Ok {
+            head,
+            events,
+            receipt,
+            receipt_in_head,
+        } => serde_json::json!({
             "table": head.table, "ok": true, "events": events, "head_seq": head.seq, "head": head.hash,
+            "receipt": receipt, "receipt_in_head": receipt_in_head,
         }),
         TableVerdict::Bad {
             table,

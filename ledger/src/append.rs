@@ -110,6 +110,8 @@ pub(crate) fn decode_held(v: &[u8]) -> Result<Held, Error> {
 /// writer's instructions, in string comparisons).
 struct TableCall {
     head: ChainHead,
+    /// The receipt at `head` (`schemas::digest::receipt_next` over the stored events).
+    receipt: Hash32,
     /// Held events by seq (the table's whole hold, loaded from `State`).
     pending: BTreeMap<u64, Held>,
     /// Events this call stores, consecutive from the head at the call's start.
@@ -173,6 +175,7 @@ impl Call {
             } else {
                 state.pending.insert(t.clone(), tc.pending);
             }
+            state.receipts.insert(t.clone(), tc.receipt);
             state.heads.insert(t, tc.head);
         }
         state.pending_bytes = self.pending_bytes;
@@ -289,8 +292,15 @@ impl Ledger {
                     .cloned()
                     .unwrap_or_else(|| ChainHead::empty(table.clone()));
                 let seq = head.seq.0;
+                let receipt = match state.receipts.get(table) {
+                    Some(r) => *r,
+                    None if seq == 0 => Hash32::ZERO,
+                    // Written before receipts: computed once from the records.
+                    None => crate::arrival::receipt_of_table(self.store.as_ref(), table, seq)?,
+                };
                 let tc = TableCall {
                     head,
+                    receipt,
                     pending: state.pending.get(table).cloned().unwrap_or_default(),
                     new_events: Vec::new(),
                     closed: None,
@@ -520,7 +530,7 @@ impl Ledger {
             call.ops.push(Op::Put(
                 Space::Head,
                 table_key(table),
-                crate::read::encode_head(&tc.head),
+                crate::read::encode_head(&tc.head, &tc.receipt),
             ));
         }
         for ((table, r), s) in rounds {
@@ -573,6 +583,8 @@ fn push_event(
         event.seq.0,
         "appended events are consecutive"
     );
+    tc.receipt =
+        schemas::digest::receipt_next(&tc.receipt, stored.stream_seq, stored.received_at_ns);
     tc.new_events.push(stored);
     tc.closed = Some(matches!(event.body, schemas::EventBody::TableClosed));
     tc.head = new_head;

@@ -1,10 +1,23 @@
-//! The arrival chain: the part of the record the per-table chains do not cover.
+//! Receipts and the arrival chain: the part of the record the per-table chains do not cover.
 //!
 //! An event's JetStream stream sequence and receive time are ingest's, stored beside the
 //! event and not in its bytes, so no event hash covers them; yet they decide the House's
 //! order across tables (`Ledger::events_in_arrival_order`: linked jackpots, which table's
-//! hand came first). So each append call that stores events chains them, in the order it
-//! wrote them, onto the previous such call:
+//! hand came first). Two hashes cover them.
+//!
+//! **The receipt** of a table is a chain over its events in seq order
+//! (`schemas::digest::receipt_next`: keyed BLAKE3 of the previous receipt, the stream seq
+//! and the receive time). Each table's `Space::Head` value carries the receipt at the head
+//! (`seq ++ hash ++ receipt`), written in the commit that moves the head; `verify`
+//! recomputes it, and a digest names it in every table's leaf, so `verify --against`
+//! catches a stream seq or receive time rewritten even with every hash rebuilt. It depends
+//! only on what is stored per seq, never on how events were grouped into calls, so
+//! recovery (which appends lost records again in calls of its own) leaves it unchanged.
+//! Heads written before receipts (40 bytes) have none; the next append to such a table
+//! computes it from the records (`receipt_of_table`).
+//!
+//! **The arrival chain** records the writing itself: each append call that stores events
+//! chains them, in the order it wrote them, onto the previous such call:
 //!
 //! ```text
 //! arrival(c) = BLAKE3("roundledger/arrival/v1" || arrival(c - 1) || call id (u64 BE)
@@ -17,13 +30,49 @@
 //! `verify` recomputes every call's hash from the records the entry lists. Entries written
 //! before this chain existed end without a hash; they may only precede the first that has
 //! one. Like a table's chain, this detects an edit, not a rewrite of everything after it.
-//! A digest cannot simply name this chain's head: recovery at open (`recover`) appends
-//! lost records again in calls of its own, so a legitimate repair regroups the calls and
-//! changes every hash after the loss. Anchoring needs a chain that does not depend on how
-//! events were grouped into calls (per table, in seq order): not done.
+//! A digest does not name this chain's head: recovery at open (`recover`) appends lost
+//! records again in calls of its own, so a legitimate repair regroups the calls and changes
+//! every hash after the loss. The receipts are what a digest anchors.
 
 use crate::record::{be_u64, R};
-use schemas::Hash32;
+use crate::store::{Space, Store};
+use schemas::{Hash32, TableId};
+
+/// A table's receipt at `head_seq`, recomputed from its records: for a head written before
+/// receipts. An error if the records do not run 1..=`head_seq` (`verify` says where).
+pub(crate) fn receipt_of_table(
+    store: &dyn Store,
+    table: &TableId,
+    head_seq: u64,
+) -> Result<Hash32, crate::Error> {
+    let tk = crate::record::table_key(table);
+    let mut end = tk.clone();
+    end.extend_from_slice(&[0xff; 9]);
+    let mut receipt = Hash32::ZERO;
+    let mut next = 1u64;
+    for kv in store.range(Space::Batch, &tk, Some(&end)) {
+        for e in crate::record::decode_record(&kv?.1)? {
+            if next > head_seq {
+                break;
+            }
+            if e.seq.0 != next {
+                return Err(crate::record::corrupt(&format!(
+                    "table {table}: record holds seq {} where seq {next} was expected",
+                    e.seq.0
+                )));
+            }
+            receipt = schemas::digest::receipt_next(&receipt, e.stream_seq, e.received_at_ns);
+            next += 1;
+        }
+    }
+    if next != head_seq + 1 {
+        return Err(crate::record::corrupt(&format!(
+            "table {table}: records end at seq {} before its head seq {head_seq}",
+            next - 1
+        )));
+    }
+    Ok(receipt)
+}
 
 /// Domain tag of an arrival hash.
 pub const DOMAIN: &[u8] = b"roundledger/arrival/v1";

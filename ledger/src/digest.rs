@@ -1,13 +1,14 @@
-//! The ledger digest (`schemas::digest`): the chain heads of every table, a Merkle root over
-//! them, the event count and a time, handed to an outside party; and the check that the
-//! ledger still extends an earlier digest (`verify --against`).
+//! The ledger digest (`schemas::digest`): the chain head and receipt of every table, a
+//! Merkle root over them, the event count and a time, handed to an outside party; and the
+//! check that the ledger still extends an earlier digest (`verify --against`). Receipts are
+//! recomputed from the records by `verify_store`, never read from the heads.
 //!
 //! Both work on a `Store` as well as on an open `Ledger`, so a ledger whose state no longer
 //! loads (tampered heads or quarantine) can still be checked. A digest is only taken of a
 //! ledger whose every chain verifies: certifying a damaged ledger would launder the damage.
 
 use crate::store::Store;
-use crate::verify::{verify_store, TableVerdict, VerifyReport};
+use crate::verify::{verify_store, AtSeq, TableVerdict, VerifyReport};
 use crate::{Error, Ledger};
 use schemas::digest::{check_consistency, Consistency, Digest, DigestHead, TableNow};
 use schemas::TableId;
@@ -45,10 +46,11 @@ fn digest_of(report: VerifyReport, created_at_ns: i64) -> Result<Digest, DigestR
         });
     }
     let heads = report.tables.iter().filter_map(|t| match t {
-        TableVerdict::Ok { head, .. } => Some(DigestHead {
+        TableVerdict::Ok { head, receipt, .. } => Some(DigestHead {
             table: head.table.clone(),
             seq: head.seq.0,
             head: head.hash,
+            receipt: Some(*receipt),
         }),
         TableVerdict::Bad { .. } => None,
     });
@@ -76,24 +78,27 @@ pub fn check_store_against(
 fn consistency(
     digest: &Digest,
     report: &VerifyReport,
-    found: &BTreeMap<TableId, schemas::Hash32>,
+    found: &BTreeMap<TableId, AtSeq>,
     now_ns: i64,
 ) -> Consistency {
     let mut now_tables: BTreeMap<TableId, TableNow> = BTreeMap::new();
     let mut ok_heads = Vec::new();
     for t in &report.tables {
         match t {
-            TableVerdict::Ok { head, .. } => {
+            TableVerdict::Ok { head, receipt, .. } => {
                 ok_heads.push(DigestHead {
                     table: head.table.clone(),
                     seq: head.seq.0,
                     head: head.hash,
+                    receipt: Some(*receipt),
                 });
+                let at = found.get(&head.table);
                 now_tables.insert(
                     head.table.clone(),
                     TableNow {
                         head_seq: head.seq.0,
-                        hash_at_digest_seq: found.get(&head.table).copied(),
+                        hash_at_digest_seq: at.map(|a| a.hash),
+                        receipt_at_digest_seq: at.map(|a| a.receipt),
                         chain_problem: None,
                     },
                 );
@@ -108,7 +113,8 @@ fn consistency(
                     TableNow {
                         // Some records exist (the table was listed): never "missing".
                         head_seq: (*seq).max(1),
-                        hash_at_digest_seq: found.get(table).copied(),
+                        hash_at_digest_seq: found.get(table).map(|a| a.hash),
+                        receipt_at_digest_seq: found.get(table).map(|a| a.receipt),
                         chain_problem: Some((*seq, problem.to_string())),
                     },
                 );

@@ -47,7 +47,7 @@ pub use read::{
 };
 pub use recover::Recovery;
 pub use verify::{
-    verify_arrival, verify_arrival_within, verify_store, ArrivalVerdict, TableVerdict,
+    verify_arrival, verify_arrival_within, verify_store, ArrivalVerdict, AtSeq, TableVerdict,
     VerifyProblem, VerifyReport,
 };
 
@@ -115,6 +115,9 @@ pub enum Error {
 /// Mutable state, guarded by one mutex: only one append runs at a time.
 struct State {
     heads: BTreeMap<TableId, ChainHead>,
+    /// Each table's receipt at its head (`arrival::receipt_of_table`). A table whose head
+    /// was written before receipts has none here until its next append computes it.
+    receipts: BTreeMap<TableId, Hash32>,
     /// Held events per table by seq.
     pending: BTreeMap<TableId, BTreeMap<u64, append::Held>>,
     pending_bytes: usize,

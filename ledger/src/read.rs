@@ -136,34 +136,44 @@ pub enum ExportRange {
     Rounds(RangeInclusive<u64>),
 }
 
-pub(crate) fn encode_head(h: &ChainHead) -> Vec<u8> {
+/// A table's `Space::Head` value: `seq (u64 BE) ++ hash ++ receipt` (`crate::arrival`).
+pub(crate) fn encode_head(h: &ChainHead, receipt: &Hash32) -> Vec<u8> {
     let mut v = h.seq.0.to_be_bytes().to_vec();
     v.extend_from_slice(&h.hash.0);
+    v.extend_from_slice(&receipt.0);
     v
 }
 
-pub(crate) fn decode_head(table: TableId, v: &[u8]) -> Result<ChainHead, Error> {
-    if v.len() != 40 {
+/// Reads a head value: the chain head, and its receipt unless the head was written before
+/// receipts (40 bytes, no receipt).
+pub(crate) fn decode_head(table: TableId, v: &[u8]) -> Result<(ChainHead, Option<Hash32>), Error> {
+    if v.len() != 40 && v.len() != 72 {
         return Err(corrupt("head value length"));
     }
-    let mut hash = [0u8; 32];
-    hash.copy_from_slice(&v[8..]);
-    Ok(ChainHead {
+    let mut r = crate::record::R::new(&v[8..]);
+    let head = ChainHead {
         table,
         seq: Seq(be_u64(&v[..8])?),
-        hash: Hash32(hash),
-    })
+        hash: r.hash()?,
+    };
+    let receipt = if r.is_empty() { None } else { Some(r.hash()?) };
+    Ok((head, receipt))
 }
 
 pub(crate) fn load_state(store: &dyn Store) -> Result<State, Error> {
     let mut heads = BTreeMap::new();
+    let mut receipts = BTreeMap::new();
     for kv in store.range(Space::Head, &[], None) {
         let (k, v) = kv?;
         let (table, rest) = split_table_key(&k)?;
         if !rest.is_empty() {
             return Err(corrupt("head key"));
         }
-        heads.insert(table.clone(), decode_head(table, &v)?);
+        let (head, receipt) = decode_head(table.clone(), &v)?;
+        if let Some(r) = receipt {
+            receipts.insert(table.clone(), r);
+        }
+        heads.insert(table, head);
     }
     let mut pending: BTreeMap<TableId, BTreeMap<u64, Held>> = BTreeMap::new();
     let mut pending_bytes = 0;
@@ -204,6 +214,7 @@ pub(crate) fn load_state(store: &dyn Store) -> Result<State, Error> {
     let (devices, attested) = crate::attest::load(store)?;
     Ok(State {
         heads,
+        receipts,
         pending,
         pending_bytes,
         counters,

@@ -1,9 +1,10 @@
 //! `verify`: recomputes every hash from genesis per table over the stored bytes and reports,
 //! per table, either the verified head or the FIRST bad position and why. Detects modified,
 //! deleted, inserted and reordered records (seq continuity, key/record agreement, hashes,
-//! prev links, the persisted and in-memory heads). Then recomputes the arrival chain
-//! (`crate::arrival`) over every append call: the stream seqs and receive times no table's
-//! chain covers, and which records each call stored.
+//! prev links, the persisted and in-memory heads), and each table's receipt over the stream
+//! seqs and receive times no event hash covers (`crate::arrival`), against the one its
+//! persisted head holds. Then recomputes the arrival chain over every append call: which
+//! records each call stored, in what order, with what stream seqs and receive times.
 //!
 //! It cannot detect the removal of a table's newest records together with a matching
 //! rewrite of its head and of the arrival chain, nor a whole table removed so: that needs a
@@ -56,6 +57,11 @@ pub enum TableVerdict {
     Ok {
         head: ChainHead,
         events: u64,
+        /// The receipt at the head, recomputed from the records (`crate::arrival`).
+        receipt: Hash32,
+        /// Whether the persisted head holds a receipt (and it matched). False for heads
+        /// written before receipts: only the arrival chain and digests cover them then.
+        receipt_in_head: bool,
     },
     /// `seq` is the first position that does not verify.
     Bad {
@@ -84,6 +90,12 @@ pub enum VerifyProblem {
     HashMismatch { stored: Hash32, computed: Hash32 },
     #[error("stored {field} differs from the event's bytes")]
     FieldMismatch { field: &'static str },
+    #[error("the persisted head's receipt {stored} differs from {computed}, recomputed over the stream seqs and receive times of events 1..={head_seq}: one of them was edited (the arrival chain names the call)")]
+    ReceiptMismatch {
+        head_seq: u64,
+        stored: Hash32,
+        computed: Hash32,
+    },
     #[error(
         "chain ends at seq {records_seq} but the {which} head says seq {head_seq} ({head_hash})"
     )]
@@ -106,15 +118,15 @@ impl Ledger {
 /// Verifies every table's chain in a store, without loading the ledger's state (so a
 /// ledger whose heads or quarantine no longer parse can still be verified): the persisted
 /// heads, and `mem` (the in-memory heads of an open ledger) when given, must agree with the
-/// records. Also returns the hash the store holds at each `(table, seq)` of `hashes_at`
-/// whose table verifies up to that seq (for the digest consistency check).
+/// records. Also returns the hash and the receipt the store holds at each `(table, seq)` of
+/// `hashes_at` whose table verifies up to that seq (for the digest consistency check).
 pub fn verify_store(
     store: &dyn Store,
     mem: Option<&BTreeMap<TableId, ChainHead>>,
     hashes_at: &BTreeMap<TableId, u64>,
-) -> Result<(VerifyReport, BTreeMap<TableId, Hash32>), Error> {
+) -> Result<(VerifyReport, BTreeMap<TableId, AtSeq>), Error> {
     // Tables = those with a persisted head, those in memory, and those with records.
-    let mut tables: BTreeMap<TableId, (Option<ChainHead>, Option<ChainHead>)> = BTreeMap::new();
+    let mut tables: BTreeMap<TableId, (Option<ChainHead>, Option<PersistedHead>)> = BTreeMap::new();
     for (t, h) in mem.into_iter().flatten() {
         tables.entry(t.clone()).or_default().0 = Some(h.clone());
     }
@@ -124,7 +136,8 @@ pub fn verify_store(
         match split_table_key(&k) {
             Ok((t, [])) => {
                 // An unreadable persisted head reads as "no head": reported as a mismatch.
-                let h = decode_head(t.clone(), &v).unwrap_or_else(|_| ChainHead::empty(t.clone()));
+                let h = decode_head(t.clone(), &v)
+                    .unwrap_or_else(|_| (ChainHead::empty(t.clone()), None));
                 tables.entry(t).or_default().1 = Some(h);
             }
             Ok(_) => bad_keys.push(bad_key(crate::record::corrupt(
@@ -332,15 +345,25 @@ impl ArrivalCheck {
     }
 }
 
-/// One table: its verdict, and its hash at seq `want` if the chain verified up to it.
+/// A persisted head and its receipt (`None`: written before receipts).
+type PersistedHead = (ChainHead, Option<Hash32>);
+
+/// What a table holds at one seq: the event's hash and the receipt after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AtSeq {
+    pub hash: Hash32,
+    pub receipt: Hash32,
+}
+
+/// One table: its verdict, and what it holds at seq `want` if the chain verified up to it.
 fn verify_table(
     store: &dyn Store,
     table: &TableId,
     mem: Option<ChainHead>,
     check_mem: bool,
-    persisted: Option<ChainHead>,
+    persisted: Option<PersistedHead>,
     want: Option<u64>,
-) -> Result<(TableVerdict, Option<Hash32>), Error> {
+) -> Result<(TableVerdict, Option<AtSeq>), Error> {
     let mut at = None;
     let bad = |seq: u64, problem: VerifyProblem| TableVerdict::Bad {
         table: table.clone(),
@@ -351,6 +374,7 @@ fn verify_table(
     let mut end = tk.clone();
     end.extend_from_slice(&[0xff; 9]);
     let mut prev = GENESIS;
+    let mut receipt = Hash32::ZERO;
     let mut next = 1u64;
     for kv in store.range(Space::Batch, &tk, Some(&end)) {
         let (k, v) = match kv {
@@ -400,13 +424,21 @@ fn verify_table(
                 return Ok((bad(next, p), at));
             }
             prev = e.hash;
+            receipt = schemas::digest::receipt_next(&receipt, e.stream_seq, e.received_at_ns);
             if want == Some(next) {
-                at = Some(prev);
+                at = Some(AtSeq {
+                    hash: prev,
+                    receipt,
+                });
             }
             next += 1;
         }
     }
     let last = next - 1;
+    let (persisted, stored_receipt) = match persisted {
+        Some((h, r)) => (Some(h), r),
+        None => (None, None),
+    };
     let heads = [
         ("in-memory", mem, check_mem),
         ("persisted", persisted, true),
@@ -431,6 +463,21 @@ fn verify_table(
             ));
         }
     }
+    if let Some(stored) = stored_receipt {
+        if stored != receipt {
+            return Ok((
+                bad(
+                    last,
+                    VerifyProblem::ReceiptMismatch {
+                        head_seq: last,
+                        stored,
+                        computed: receipt,
+                    },
+                ),
+                at,
+            ));
+        }
+    }
     let verdict = TableVerdict::Ok {
         head: ChainHead {
             table: table.clone(),
@@ -438,6 +485,8 @@ fn verify_table(
             hash: prev,
         },
         events: last,
+        receipt,
+        receipt_in_head: stored_receipt.is_some(),
     };
     Ok((verdict, at))
 }

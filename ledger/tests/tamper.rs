@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::{chain_from, fill, rechain_arrival, table, Raw, T0_NS};
+use common::{chain_from, fill, forge_head, rechain_arrival, table, Raw, T0_NS};
 use ledger::digest::{check_store_against, digest_store};
 use ledger::record::{decode_record, encode_record, seq_key, table_key};
 use ledger::store::{SledStore, Space};
@@ -101,6 +101,18 @@ fn first_bad(r: &VerifyReport) -> (u64, VerifyProblem) {
     }
 }
 
+/// Appends `n` more events to T-B through the ledger (stream seqs from `first_stream`), flushed.
+fn grow_tb(l: &Ledger, n: u64, first_stream: u64) {
+    let head = l.head(&tb()).expect("head");
+    let batch: Vec<_> = chain_from(&tb(), head.seq.0 + 1, head.hash, n)
+        .into_iter()
+        .enumerate()
+        .map(|(i, (_, b))| common::incoming(&tb(), b, first_stream + i as u64))
+        .collect();
+    l.append_batch(&batch).expect("append");
+    l.flush().expect("flush");
+}
+
 fn record_key(first: u64) -> Vec<u8> {
     seq_key(&tb(), first)
 }
@@ -157,13 +169,7 @@ fn against(dir: &Path, digest: &Digest) -> Vec<TableConsistency> {
 
 fn tb_consistency(cs: &[TableConsistency]) -> TableConsistency {
     for c in cs {
-        let t = match c {
-            TableConsistency::Extends { table, .. }
-            | TableConsistency::Missing { table, .. }
-            | TableConsistency::Truncated { table, .. }
-            | TableConsistency::HashDiffers { table, .. }
-            | TableConsistency::ChainBroken { table, .. } => table,
-        };
+        let t = c.table();
         if *t == tb() {
             return c.clone();
         } else {
@@ -182,15 +188,7 @@ fn untouched_ledger_verifies_and_extends_its_digest() {
     assert!(cs.iter().all(TableConsistency::is_ok), "{cs:?}");
     // And after growth: append more to T-B through the ledger, still extends.
     let l = Ledger::open(dir.path()).expect("open");
-    let head = l.head(&tb()).expect("head");
-    let more = chain_from(&tb(), EVENTS + 1, head.hash, 5);
-    let batch: Vec<_> = more
-        .into_iter()
-        .enumerate()
-        .map(|(i, (_, b))| common::incoming(&tb(), b, 1000 + i as u64))
-        .collect();
-    l.append_batch(&batch).expect("append");
-    l.flush().expect("flush");
+    grow_tb(&l, 5, 1_000);
     let c = l.check_against(&digest, T0_NS + 2).expect("check");
     assert!(c.ok, "{c:?}");
     assert!(matches!(
@@ -304,9 +302,7 @@ fn truncation_with_a_rewritten_head_is_caught_by_the_digest() {
     let (dir, digest, hb) = filled();
     tamper(dir.path(), |raw| {
         raw.remove(Space::Batch, &record_key(21));
-        let mut head = 20u64.to_be_bytes().to_vec();
-        head.extend_from_slice(&hb[19].0);
-        raw.put(Space::Head, &table_key(&tb()), head);
+        forge_head(raw, &tb(), 20, hb[19]);
     });
     caught_by_the_arrival_chain_only(dir.path(), "a record it lists is missing");
     tamper(dir.path(), rechain_arrival);
@@ -341,9 +337,7 @@ fn rewritten_newest_event_with_its_head_is_caught_by_the_digest() {
             evs[9].occurred_at_ns = ev.occurred_at_ns;
             evs[9].bytes = bytes;
         });
-        let mut head = 30u64.to_be_bytes().to_vec();
-        head.extend_from_slice(&new_hash.0);
-        raw.put(Space::Head, &table_key(&tb()), head);
+        forge_head(raw, &tb(), 30, new_hash);
     });
     caught_by_the_arrival_chain_only(dir.path(), "differs from the recomputed");
     tamper(dir.path(), rechain_arrival);
@@ -357,6 +351,112 @@ fn rewritten_newest_event_with_its_head_is_caught_by_the_digest() {
             ledger_hash: new_hash
         }
     );
+}
+
+/// The attack the receipts exist for: the events stay, but the House's record of when and
+/// in what order they arrived changes (T-B's seq 15 moved after every other table's events,
+/// as if its hand had come last). With the head's receipt and the arrival chain rebuilt,
+/// `verify` sees nothing; the digest's receipt for T-B does.
+#[test]
+fn rewritten_arrival_with_every_hash_rebuilt_is_caught_by_the_digest() {
+    let (dir, digest, hb) = filled();
+    let moved = |raw: &Raw| {
+        rewrite_record(raw, 11, |evs| {
+            evs[4].stream_seq = 1_000;
+            evs[4].received_at_ns += 5_000_000_000;
+        })
+    };
+    tamper(dir.path(), moved);
+    let r = verify_dir(dir.path());
+    assert!(
+        matches!(
+            first_bad(&r),
+            (
+                EVENTS,
+                VerifyProblem::ReceiptMismatch {
+                    head_seq: EVENTS,
+                    ..
+                }
+            )
+        ),
+        "{r:?}"
+    );
+    bad_at(&r.arrival, 1, "differs from the recomputed");
+
+    tamper(dir.path(), |raw| forge_head(raw, &tb(), EVENTS, hb[29]));
+    caught_by_the_arrival_chain_only(dir.path(), "differs from the recomputed");
+    tamper(dir.path(), rechain_arrival);
+    assert!(verify_dir(dir.path()).is_ok(), "every stored hash agrees");
+
+    let digest_receipt = digest
+        .tables
+        .iter()
+        .find(|h| h.table == tb())
+        .and_then(|h| h.receipt)
+        .expect("a version 2 digest names T-B's receipt");
+    match tb_consistency(&against(dir.path(), &digest)) {
+        TableConsistency::ReceiptDiffers {
+            table,
+            digest_seq: EVENTS,
+            digest_receipt: d,
+            ledger_receipt: Some(now),
+        } => {
+            assert_eq!((table, d), (tb(), digest_receipt));
+            assert_ne!(now, digest_receipt);
+        }
+        other => panic!("the digest missed the rewritten arrival: {other:?}"),
+    }
+}
+
+/// Heads written before receipts (40 bytes) still verify, without a receipt to compare; the
+/// digest recomputes every receipt from the records, so it is the same as before; the next
+/// append to such a table writes its head with the receipt, computed from its records.
+#[test]
+fn heads_written_before_receipts_verify_and_gain_one_at_the_next_append() {
+    let (dir, digest, _) = filled();
+    tamper(dir.path(), |raw| {
+        for k in raw.keys(Space::Head) {
+            let v = raw.get(Space::Head, &k).expect("head");
+            assert_eq!(v.len(), 72, "seq, hash, receipt");
+            raw.put(Space::Head, &k, v[..40].to_vec());
+        }
+    });
+    let r = verify_dir(dir.path());
+    assert!(r.is_ok(), "{r:?}");
+    assert!(r.tables.iter().all(|t| matches!(
+        t,
+        TableVerdict::Ok {
+            receipt_in_head: false,
+            ..
+        }
+    )));
+    let store = SledStore::open(dir.path()).expect("store");
+    let again = digest_store(&store, digest.created_at_ns).expect("digest");
+    drop(store);
+    common::closed(dir.path());
+    assert_eq!(
+        again, digest,
+        "receipts come from the records, not the heads"
+    );
+
+    let l = Ledger::open(dir.path()).expect("open");
+    grow_tb(&l, 2, 2_000);
+    assert!(l.check_against(&digest, T0_NS + 3).expect("check").ok);
+    drop(l);
+    common::closed(dir.path());
+    let r = verify_dir(dir.path());
+    assert!(r.is_ok(), "{r:?}");
+    for t in &r.tables {
+        let TableVerdict::Ok {
+            head,
+            receipt_in_head,
+            ..
+        } = t
+        else {
+            panic!("{t:?}")
+        };
+        assert_eq!(*receipt_in_head, head.table == tb(), "{t:?}");
+    }
 }
 
 #[test]
@@ -518,7 +618,8 @@ fn unreadable_head_is_reported_even_though_the_ledger_no_longer_opens() {
 /// the raw tree. Every flip in what the table's chain covers (seq, device time, round,
 /// hash, the event bytes, the record framing) is detected at or before the damaged event's
 /// seq. Flips in the two ingest-side fields it does not cover (stream seq, receive time)
-/// pass the table's chain and are detected by the arrival chain (`ledger::arrival`).
+/// are caught twice (`ledger::arrival`): the table's receipt no longer matches its head's
+/// (named at the head, the receipt covering every seq), and the arrival chain names the call.
 #[test]
 fn every_byte_flip_in_a_record_is_detected() {
     let (dir, _, _) = filled();
@@ -554,8 +655,27 @@ fn every_byte_flip_in_a_record_is_detected() {
             let (seq, off) = if i < 5 { (11, 0) } else { owner(i) };
             let arrival_field = i >= 5 && (8..24).contains(&off);
             match verdict(&r, &tb()) {
+                TableVerdict::Bad {
+                    seq: bad,
+                    problem: VerifyProblem::ReceiptMismatch { head_seq, .. },
+                    ..
+                } => {
+                    assert!(
+                        arrival_field,
+                        "byte {i} bit {bit:#x} (event {seq}, offset {off}): only a stream seq or receive time moves the receipt alone"
+                    );
+                    assert_eq!((*bad, *head_seq), (EVENTS, EVENTS), "named at the head");
+                    match &r.arrival {
+                        ArrivalVerdict::Bad { problem, .. } => assert!(
+                            problem.contains("differs from the recomputed"),
+                            "byte {i}: {problem}"
+                        ),
+                        ok => panic!("byte {i} bit {bit:#x}: the arrival chain missed it: {ok:?}"),
+                    }
+                    by_arrival += 1;
+                }
                 TableVerdict::Bad { seq: bad, .. } => {
-                    assert!(!arrival_field, "byte {i}: arrival fields are not chained");
+                    assert!(!arrival_field, "byte {i}: {r:?}");
                     assert!(
                         (11..=seq).contains(bad),
                         "byte {i} bit {bit:#x} (event {seq}): first bad {bad}"
@@ -563,25 +683,14 @@ fn every_byte_flip_in_a_record_is_detected() {
                     detected += 1;
                 }
                 TableVerdict::Ok { .. } => {
-                    assert!(
-                        arrival_field,
-                        "byte {i} bit {bit:#x} (event {seq}, offset {off}) passed its table's chain"
-                    );
-                    match &r.arrival {
-                        ArrivalVerdict::Bad { problem, .. } => assert!(
-                            problem.contains("differs from the recomputed"),
-                            "byte {i}: {problem}"
-                        ),
-                        ok => panic!("byte {i} bit {bit:#x} went undetected: {ok:?}"),
-                    }
-                    by_arrival += 1;
+                    panic!("byte {i} bit {bit:#x} (event {seq}, offset {off}) went undetected")
                 }
             }
         }
     }
     raw.put(Space::Batch, &key, original);
     eprintln!(
-        "record of {} bytes: {detected} flips detected by the table's chain, {by_arrival} in the arrival fields by the arrival chain",
+        "record of {} bytes: {detected} flips detected by the table's chain, {by_arrival} in the arrival fields by its receipt and the arrival chain",
         events.iter().map(|e| e.bytes.len()).sum::<usize>()
     );
     assert_eq!(by_arrival, 10 * 16 * 2);

@@ -3,12 +3,19 @@
 //! Pure: no I/O, no clock (the caller supplies `created_at_ns`), so an auditor can check a
 //! digest and a proof without sled, in Rust or from schemas/README.md §5.
 //!
-//! A digest lists every table's chain head (table, head seq, head hash), the total event
-//! count (the sum of the head seqs: each chain holds events 1..=seq) and a Merkle root over
-//! the heads:
+//! A digest lists every table's chain head (table, head seq, head hash, receipt), the total
+//! event count (the sum of the head seqs: each chain holds events 1..=seq) and a Merkle root
+//! over the heads. The receipt covers what the events' own chain cannot: the JetStream
+//! stream seq and receive time ingest stored beside each event, which decide the House's
+//! order across tables (linked jackpots). It is a chain per table in seq order, so it does
+//! not depend on how ingest grouped events into calls (recovery regroups them):
 //!
 //! ```text
-//! leaf(t)    = BLAKE3("roundledger/digest-leaf/v1" || len(table) u8 || table || seq u64 BE || head)
+//! receipt(t, 0) = 32 zero bytes
+//! receipt(t, s) = BLAKE3-keyed(key = BLAKE3("roundledger/receipt/v1"),
+//!                              receipt(t, s - 1) || stream seq u64 BE || received_at_ns i64 BE)
+//! leaf(t)    = BLAKE3("roundledger/digest-leaf/v2" || len(table) u8 || table || seq u64 BE
+//!                     || head || receipt(t, seq))
 //! node(l, r) = BLAKE3("roundledger/digest-node/v1" || l || r)
 //! root([])   = BLAKE3("roundledger/digest-empty/v1")
 //! root([x])  = x
@@ -18,6 +25,8 @@
 //! with leaves in ascending byte order of the table id (RFC 6962's tree shape, with domain
 //! tags instead of its one-byte prefixes). An inclusion proof (the sibling hashes from a
 //! leaf up to the root) shows one table's head is in a digest without the other tables.
+//! Version 1 digests (written before receipts) have no receipt and the leaf
+//! `BLAKE3("roundledger/digest-leaf/v1" || len || table || seq || head)`; they still check.
 //!
 //! The root binds the heads and the count but not the time. A digest may therefore carry
 //! the House's ed25519 signature over all three (`signed_message`): then nobody holding
@@ -36,12 +45,18 @@ use std::collections::BTreeMap;
 
 /// The `format` field of a digest file.
 pub const DIGEST_FORMAT: &str = "roundledger-digest";
-/// The digest format version this crate writes and reads.
-pub const DIGEST_VERSION: u32 = 1;
+/// The digest format version this crate writes (2: leaves carry receipts). It reads 1 too.
+pub const DIGEST_VERSION: u32 = 2;
+/// The version of digests written before receipts: still read and checked.
+pub const DIGEST_VERSION_NO_RECEIPTS: u32 = 1;
 /// The `format` field of a consistency proof (`verify --against`'s JSON output).
 pub const CONSISTENCY_FORMAT: &str = "roundledger-consistency";
-/// Domain tag of a leaf (one table's head). 26 bytes.
+/// Domain tag of a version 1 leaf (one table's head, no receipt). 26 bytes.
 pub const LEAF_DOMAIN: &[u8] = b"roundledger/digest-leaf/v1";
+/// Domain tag of a version 2 leaf (one table's head and receipt). 26 bytes.
+pub const LEAF_DOMAIN_V2: &[u8] = b"roundledger/digest-leaf/v2";
+/// The receipt chain's key is the BLAKE3 hash of this tag. 22 bytes.
+pub const RECEIPT_DOMAIN: &[u8] = b"roundledger/receipt/v1";
 /// Domain tag of an inner node. 26 bytes.
 pub const NODE_DOMAIN: &[u8] = b"roundledger/digest-node/v1";
 /// Domain tag of the root of a ledger with no table. 27 bytes.
@@ -62,6 +77,10 @@ pub struct DigestHead {
     pub seq: u64,
     /// The hash of the event at `seq` (64 zeros would mean an empty chain; never listed).
     pub head: Hash32,
+    /// `receipt(table, seq)`: the stream seqs and receive times of events 1..=seq. Present
+    /// in every head of a version 2 digest, in none of a version 1 digest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<Hash32>,
 }
 
 /// A ledger digest (JSON, one object). `root` and `events` are derived from `tables` and
@@ -101,8 +120,10 @@ pub enum DigestError {
     Json(String),
     #[error("format {found:?} is not {DIGEST_FORMAT:?}")]
     Format { found: String },
-    #[error("digest version {0} (this build reads version {DIGEST_VERSION})")]
+    #[error("digest version {0} (this build reads versions {DIGEST_VERSION_NO_RECEIPTS} and {DIGEST_VERSION})")]
     Version(u32),
+    #[error("table {table}: a version {version} digest {}", if *.version == DIGEST_VERSION_NO_RECEIPTS { "has no receipts" } else { "needs a receipt in every head" })]
+    Receipt { version: u32, table: TableId },
     #[error("{0} tables exceed the limit of {DIGEST_TABLES_MAX}")]
     TooManyTables(usize),
     #[error("tables are not in strictly ascending order at {table} (index {index})")]
@@ -117,17 +138,40 @@ pub enum DigestError {
     Signature { signer: PublicKey },
 }
 
-/// The leaf hash of one table's head.
+/// The leaf hash of one table's head: version 2's with a receipt, version 1's without.
 pub fn leaf_hash(h: &DigestHead) -> Hash32 {
     let t = h.table.as_str().as_bytes();
     let mut x = blake3::Hasher::new();
-    x.update(LEAF_DOMAIN);
+    x.update(match h.receipt {
+        Some(_) => LEAF_DOMAIN_V2,
+        None => LEAF_DOMAIN,
+    });
     // Table ids are 1..=32 bytes (ids::ID_LEN_MAX): the length fits a u8.
     x.update(&[t.len() as u8]);
     x.update(t);
     x.update(&h.seq.to_be_bytes());
     x.update(&h.head.0);
+    if let Some(r) = &h.receipt {
+        x.update(&r.0);
+    }
     Hash32(*x.finalize().as_bytes())
+}
+
+/// The receipt chain's key, `BLAKE3(RECEIPT_DOMAIN)`, computed once.
+fn receipt_key() -> &'static [u8; 32] {
+    static KEY: std::sync::OnceLock<[u8; 32]> = std::sync::OnceLock::new();
+    KEY.get_or_init(|| *blake3::hash(RECEIPT_DOMAIN).as_bytes())
+}
+
+/// One step of a table's receipt chain (module doc): the receipt after the event stored
+/// with `stream_seq` and `received_at_ns`, given the receipt before it. 48 bytes under a
+/// key: one BLAKE3 compression per event.
+pub fn receipt_next(prev: &Hash32, stream_seq: u64, received_at_ns: i64) -> Hash32 {
+    let mut m = [0u8; 48];
+    m[..32].copy_from_slice(&prev.0);
+    m[32..40].copy_from_slice(&stream_seq.to_be_bytes());
+    m[40..].copy_from_slice(&received_at_ns.to_be_bytes());
+    Hash32(*blake3::keyed_hash(receipt_key(), &m).as_bytes())
 }
 
 /// The hash of an inner node.
@@ -223,7 +267,9 @@ pub fn verify_inclusion(
 }
 
 impl Digest {
-    /// Builds the digest of these heads (any order; empty chains are left out).
+    /// Builds the digest of these heads (any order; empty chains are left out): version 2
+    /// when every head has a receipt, version 1 when none has (digests of other tools and
+    /// of old vectors). Heads with and without receipts together are a caller's bug.
     pub fn new(heads: impl IntoIterator<Item = DigestHead>, created_at_ns: i64) -> Digest {
         let by_table: BTreeMap<Vec<u8>, DigestHead> = heads
             .into_iter()
@@ -231,10 +277,20 @@ impl Digest {
             .map(|h| (h.table.as_str().as_bytes().to_vec(), h))
             .collect();
         let tables: Vec<DigestHead> = by_table.into_values().collect();
+        let with_receipts = tables.iter().filter(|h| h.receipt.is_some()).count();
+        assert!(
+            with_receipts == 0 || with_receipts == tables.len(),
+            "a digest's heads all have receipts or none has"
+        );
+        let version = if with_receipts == 0 && !tables.is_empty() {
+            DIGEST_VERSION_NO_RECEIPTS
+        } else {
+            DIGEST_VERSION
+        };
         let leaves: Vec<Hash32> = tables.iter().map(leaf_hash).collect();
         Digest {
             format: DIGEST_FORMAT.to_string(),
-            version: DIGEST_VERSION,
+            version,
             created_at_ns,
             events: tables.iter().fold(0u64, |a, h| a.saturating_add(h.seq)),
             root: merkle_root(&leaves),
@@ -289,8 +345,15 @@ impl Digest {
                 found: self.format.clone(),
             });
         }
-        if self.version != DIGEST_VERSION {
+        if self.version != DIGEST_VERSION && self.version != DIGEST_VERSION_NO_RECEIPTS {
             return Err(DigestError::Version(self.version));
+        }
+        let receipts = self.version == DIGEST_VERSION;
+        if let Some(h) = self.tables.iter().find(|h| h.receipt.is_some() != receipts) {
+            return Err(DigestError::Receipt {
+                version: self.version,
+                table: h.table.clone(),
+            });
         }
         if self.tables.len() > DIGEST_TABLES_MAX {
             return Err(DigestError::TooManyTables(self.tables.len()));
@@ -385,6 +448,8 @@ pub struct TableNow {
     pub head_seq: u64,
     /// The hash the ledger now holds at the digest's seq, if it holds that seq.
     pub hash_at_digest_seq: Option<Hash32>,
+    /// The table's receipt at the digest's seq, if it holds that seq.
+    pub receipt_at_digest_seq: Option<Hash32>,
     /// `None` if the chain verifies from genesis to its current head; else the first bad
     /// seq and why.
     pub chain_problem: Option<(u64, String)>,
@@ -416,6 +481,14 @@ pub enum TableConsistency {
         digest_hash: Hash32,
         ledger_hash: Hash32,
     },
+    /// The same events, but the stream seqs or receive times stored with events
+    /// 1..=`digest_seq` changed since (the House's arrival order was rewritten).
+    ReceiptDiffers {
+        table: TableId,
+        digest_seq: u64,
+        digest_receipt: Hash32,
+        ledger_receipt: Option<Hash32>,
+    },
     /// The chain itself no longer verifies; `seq` is the first bad position.
     ChainBroken {
         table: TableId,
@@ -427,6 +500,18 @@ pub enum TableConsistency {
 impl TableConsistency {
     pub fn is_ok(&self) -> bool {
         matches!(self, TableConsistency::Extends { .. })
+    }
+
+    /// The table this result is about.
+    pub fn table(&self) -> &TableId {
+        match self {
+            TableConsistency::Extends { table, .. }
+            | TableConsistency::Missing { table, .. }
+            | TableConsistency::Truncated { table, .. }
+            | TableConsistency::HashDiffers { table, .. }
+            | TableConsistency::ReceiptDiffers { table, .. }
+            | TableConsistency::ChainBroken { table, .. } => table,
+        }
     }
 }
 
@@ -520,10 +605,18 @@ fn consistency_of(d: &DigestHead, n: &TableNow) -> TableConsistency {
         };
     }
     match n.hash_at_digest_seq {
-        Some(h) if h == d.head => TableConsistency::Extends {
-            table,
-            digest_seq: d.seq,
-            head_seq: n.head_seq,
+        Some(h) if h == d.head => match d.receipt {
+            Some(r) if n.receipt_at_digest_seq != Some(r) => TableConsistency::ReceiptDiffers {
+                table,
+                digest_seq: d.seq,
+                digest_receipt: r,
+                ledger_receipt: n.receipt_at_digest_seq,
+            },
+            _ => TableConsistency::Extends {
+                table,
+                digest_seq: d.seq,
+                head_seq: n.head_seq,
+            },
         },
         Some(h) => TableConsistency::HashDiffers {
             table,
@@ -548,6 +641,15 @@ mod tests {
             table: TableId::new(t).unwrap(),
             seq,
             head: Hash32([b; 32]),
+            receipt: None,
+        }
+    }
+
+    /// A version 2 head: its receipt is derived from `b` too.
+    fn head2(t: &str, seq: u64, b: u8) -> DigestHead {
+        DigestHead {
+            receipt: Some(Hash32([b ^ 0x55; 32])),
+            ..head(t, seq, b)
         }
     }
 
@@ -615,21 +717,25 @@ mod tests {
             "A" => Some(TableNow {
                 head_seq: 9,
                 hash_at_digest_seq: Some(d.head),
+                receipt_at_digest_seq: d.receipt,
                 chain_problem: None,
             }),
             "B" => Some(TableNow {
                 head_seq: 4,
                 hash_at_digest_seq: Some(Hash32([0xAA; 32])),
+                receipt_at_digest_seq: None,
                 chain_problem: None,
             }),
             "C" => Some(TableNow {
                 head_seq: 3,
                 hash_at_digest_seq: None,
+                receipt_at_digest_seq: None,
                 chain_problem: None,
             }),
             "D" => Some(TableNow {
                 head_seq: 6,
                 hash_at_digest_seq: Some(d.head),
+                receipt_at_digest_seq: None,
                 chain_problem: Some((2, "prev".into())),
             }),
             _ => None,
@@ -714,10 +820,102 @@ mod tests {
             Some(TableNow {
                 head_seq: d.seq,
                 hash_at_digest_seq: Some(d.head),
+                receipt_at_digest_seq: d.receipt,
                 chain_problem: None,
             })
         });
         assert!(c.ok);
         assert_eq!(c.digest_signer, Some(house.public()));
+    }
+
+    /// The receipt step is the module doc's formula, byte for byte, and any field moves it.
+    #[test]
+    fn the_receipt_is_the_documented_formula() {
+        let prev = Hash32([3; 32]);
+        let key = blake3::hash(b"roundledger/receipt/v1");
+        let mut m = prev.0.to_vec();
+        m.extend_from_slice(&7u64.to_be_bytes());
+        m.extend_from_slice(&(-5i64).to_be_bytes());
+        let by_hand = Hash32(*blake3::keyed_hash(key.as_bytes(), &m).as_bytes());
+        assert_eq!(receipt_next(&prev, 7, -5), by_hand);
+        assert_ne!(receipt_next(&prev, 8, -5), by_hand);
+        assert_ne!(receipt_next(&prev, 7, -4), by_hand);
+        assert_ne!(receipt_next(&Hash32([4; 32]), 7, -5), by_hand);
+    }
+
+    /// Version 2 leaves bind the receipt; a version 1 digest still checks; the two kinds of
+    /// head do not mix; a changed receipt is named by the consistency check even though
+    /// every event is the same.
+    #[test]
+    fn version_2_binds_receipts_and_version_1_still_checks() {
+        let v1 = Digest::new([head("A", 3, 1), head("B", 5, 2)], 7);
+        assert_eq!(v1.version, DIGEST_VERSION_NO_RECEIPTS);
+        v1.check().unwrap();
+        let v2 = Digest::new([head2("A", 3, 1), head2("B", 5, 2)], 7);
+        assert_eq!(v2.version, DIGEST_VERSION);
+        v2.check().unwrap();
+        assert_ne!(v1.root, v2.root, "the receipt is in the leaf");
+        assert_eq!(Digest::from_json(&v2.to_json()).unwrap(), v2);
+        assert_eq!(Digest::new([], 7).version, DIGEST_VERSION);
+
+        let mut bad = v2.clone();
+        bad.tables[1].receipt = Some(Hash32([0; 32]));
+        assert!(matches!(bad.check(), Err(DigestError::Root { .. })));
+        let mut bad = v2.clone();
+        bad.tables[1].receipt = None;
+        assert_eq!(
+            bad.check(),
+            Err(DigestError::Receipt {
+                version: 2,
+                table: TableId::new("B").unwrap()
+            })
+        );
+        let mut bad = v1.clone();
+        bad.tables[0].receipt = Some(Hash32([0; 32]));
+        assert!(matches!(
+            bad.check(),
+            Err(DigestError::Receipt { version: 1, .. })
+        ));
+        let mut bad = v1.clone();
+        bad.version = 3;
+        assert_eq!(bad.check(), Err(DigestError::Version(3)));
+
+        let now = |receipt_of_b: Option<Hash32>| {
+            check_consistency(&v2, v2.clone(), |d| {
+                Some(TableNow {
+                    head_seq: d.seq,
+                    hash_at_digest_seq: Some(d.head),
+                    receipt_at_digest_seq: if d.table.as_str() == "B" {
+                        receipt_of_b
+                    } else {
+                        d.receipt
+                    },
+                    chain_problem: None,
+                })
+            })
+        };
+        assert!(now(v2.tables[1].receipt).ok);
+        let moved = now(Some(Hash32([9; 32])));
+        assert!(!moved.ok);
+        assert_eq!(
+            moved.tables[1],
+            TableConsistency::ReceiptDiffers {
+                table: TableId::new("B").unwrap(),
+                digest_seq: 5,
+                digest_receipt: v2.tables[1].receipt.unwrap(),
+                ledger_receipt: Some(Hash32([9; 32])),
+            }
+        );
+        assert!(moved.tables[0].is_ok());
+        // A version 1 digest has no receipt to compare: its tables extend on their hashes.
+        let c = check_consistency(&v1, v2.clone(), |d| {
+            Some(TableNow {
+                head_seq: d.seq,
+                hash_at_digest_seq: Some(d.head),
+                receipt_at_digest_seq: Some(Hash32([9; 32])),
+                chain_problem: None,
+            })
+        });
+        assert!(c.ok, "{c:?}");
     }
 }

@@ -1,14 +1,17 @@
 //! The ledger digest test vectors of schemas/README.md §5: table heads -> leaf hashes ->
 //! Merkle root, inclusion proofs, a complete digest file, and the same digest signed with
 //! a published test key (ed25519 signatures are deterministic, so the signature is too).
-//! `BLESS=1 cargo test -p schemas --test digest_vectors` rewrites vectors/digest-v1.json; a
-//! normal run recomputes every stored hash from the stored heads, so a change to the digest
-//! function cannot pass unnoticed.
+//! vectors/digest-v2.json is the current format (leaves carry receipts) and also holds a
+//! receipt chain; vectors/digest-v1.json, the format before receipts, must still check.
+//! `BLESS=1 cargo test -p schemas --test digest_vectors` rewrites both files; a normal run
+//! recomputes every stored hash from the stored heads, so a change to the digest function
+//! cannot pass unnoticed.
 
 use schemas::attest::SigningKey;
 use schemas::digest::{
-    empty_root, inclusion_proof, leaf_hash, merkle_root, verify_inclusion, Digest, DigestHead,
-    EMPTY_DOMAIN, LEAF_DOMAIN, NODE_DOMAIN, SIGN_DOMAIN,
+    empty_root, inclusion_proof, leaf_hash, merkle_root, receipt_next, verify_inclusion, Digest,
+    DigestHead, EMPTY_DOMAIN, LEAF_DOMAIN, LEAF_DOMAIN_V2, NODE_DOMAIN, RECEIPT_DOMAIN,
+    SIGN_DOMAIN,
 };
 use schemas::{Hash32, TableId};
 use serde::{Deserialize, Serialize};
@@ -27,6 +30,25 @@ struct Vectors {
     test_signing_secret: String,
     /// `digest` signed with that key.
     signed_digest: Digest,
+    /// Version 2 only: one table's receipt chain over a few events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    receipts: Option<ReceiptChain>,
+}
+
+#[derive(Serialize, Deserialize, PartialEq, Debug)]
+struct ReceiptChain {
+    domain: String,
+    /// `BLAKE3(domain)`, the key of every step.
+    key: Hash32,
+    /// Events in seq order from seq 1: `(stream seq, received_at_ns)` and the receipt after.
+    steps: Vec<ReceiptStep>,
+}
+
+#[derive(Serialize, Deserialize, PartialEq, Debug)]
+struct ReceiptStep {
+    stream_seq: u64,
+    received_at_ns: i64,
+    receipt: Hash32,
 }
 
 /// The published test key of the vectors.
@@ -42,23 +64,51 @@ struct Case {
     proofs: Vec<Vec<Hash32>>,
 }
 
-fn heads(n: usize) -> Vec<DigestHead> {
+/// `n` heads, with receipts in digest version 2.
+fn heads(n: usize, version: u32) -> Vec<DigestHead> {
     let names = ["CSP-01", "MLP-02", "SSP-03", "CS5-04", "TCP-05"];
     let mut v: Vec<DigestHead> = (0..n)
         .map(|i| DigestHead {
             table: TableId::new(names[i]).unwrap(),
             seq: 90 * (i as u64 + 1) + 3,
             head: Hash32(*blake3::hash(names[i].as_bytes()).as_bytes()),
+            receipt: (version == 2).then(|| {
+                Hash32(*blake3::hash(format!("receipt {}", names[i]).as_bytes()).as_bytes())
+            }),
         })
         .collect();
     v.sort_by(|a, b| a.table.as_str().cmp(b.table.as_str()));
     v
 }
 
-fn vectors() -> Vectors {
+fn receipt_chain() -> ReceiptChain {
+    let mut prev = Hash32::ZERO;
+    let steps = [
+        (17u64, 1_767_225_600_000_000_000i64),
+        (18, 1_767_225_600_000_250_000),
+        (40, 1_767_225_601_500_000_000),
+    ]
+    .into_iter()
+    .map(|(stream_seq, received_at_ns)| {
+        prev = receipt_next(&prev, stream_seq, received_at_ns);
+        ReceiptStep {
+            stream_seq,
+            received_at_ns,
+            receipt: prev,
+        }
+    })
+    .collect();
+    ReceiptChain {
+        domain: String::from_utf8(RECEIPT_DOMAIN.to_vec()).unwrap(),
+        key: Hash32(*blake3::hash(RECEIPT_DOMAIN).as_bytes()),
+        steps,
+    }
+}
+
+fn vectors(version: u32) -> Vectors {
     let mut cases = Vec::new();
     for n in [0usize, 1, 2, 3, 5] {
-        let heads = heads(n);
+        let heads = heads(n, version);
         let leaves: Vec<Hash32> = heads.iter().map(leaf_hash).collect();
         let proofs = (0..n)
             .map(|i| inclusion_proof(&leaves, i).unwrap())
@@ -72,33 +122,71 @@ fn vectors() -> Vectors {
         });
     }
     Vectors {
-        leaf_domain: String::from_utf8(LEAF_DOMAIN.to_vec()).unwrap(),
+        leaf_domain: String::from_utf8(
+            if version == 2 {
+                LEAF_DOMAIN_V2
+            } else {
+                LEAF_DOMAIN
+            }
+            .to_vec(),
+        )
+        .unwrap(),
         node_domain: String::from_utf8(NODE_DOMAIN.to_vec()).unwrap(),
         empty_domain: String::from_utf8(EMPTY_DOMAIN.to_vec()).unwrap(),
         cases,
-        digest: Digest::new(heads(5), 1_767_225_600_000_000_000),
+        digest: Digest::new(heads(5, version), 1_767_225_600_000_000_000),
         sign_domain: String::from_utf8(SIGN_DOMAIN.to_vec()).unwrap(),
         test_signing_secret: hex::encode(TEST_SECRET),
-        signed_digest: Digest::new(heads(5), 1_767_225_600_000_000_000)
+        signed_digest: Digest::new(heads(5, version), 1_767_225_600_000_000_000)
             .signed(&SigningKey::from_secret(TEST_SECRET)),
+        receipts: (version == 2).then(receipt_chain),
     }
 }
 
-fn path() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("vectors/digest-v1.json")
+fn path(version: u32) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("vectors/digest-v{version}.json"))
 }
 
 #[test]
 fn digest_vectors_hold() {
+    for version in [1, 2] {
+        check_vectors(version);
+    }
+}
+
+/// The receipt chain written out by hand: keyed BLAKE3, key = BLAKE3(domain), message =
+/// previous receipt || stream seq (u64 BE) || receive time (i64 BE).
+fn check_receipts(chain: &ReceiptChain) {
+    assert_eq!(chain.domain, "roundledger/receipt/v1");
+    let key = *blake3::hash(b"roundledger/receipt/v1").as_bytes();
+    assert_eq!(chain.key.0, key);
+    let mut prev = [0u8; 32];
+    for s in &chain.steps {
+        let mut m = prev.to_vec();
+        m.extend_from_slice(&s.stream_seq.to_be_bytes());
+        m.extend_from_slice(&s.received_at_ns.to_be_bytes());
+        prev = *blake3::keyed_hash(&key, &m).as_bytes();
+        assert_eq!(Hash32(prev), s.receipt, "stream seq {}", s.stream_seq);
+    }
+}
+
+fn check_vectors(version: u32) {
     if std::env::var_os("BLESS").is_some() {
         std::fs::write(
-            path(),
-            serde_json::to_string_pretty(&vectors()).unwrap() + "\n",
+            path(version),
+            serde_json::to_string_pretty(&vectors(version)).unwrap() + "\n",
         )
         .unwrap();
     }
-    let stored: Vectors = serde_json::from_str(&std::fs::read_to_string(path()).unwrap()).unwrap();
-    assert_eq!(stored.leaf_domain, "roundledger/digest-leaf/v1");
+    let stored: Vectors =
+        serde_json::from_str(&std::fs::read_to_string(path(version)).unwrap()).unwrap();
+    let leaf_domain = format!("roundledger/digest-leaf/v{version}");
+    assert_eq!(stored.leaf_domain, leaf_domain);
+    assert_eq!(stored.digest.version, version);
+    assert_eq!(stored.receipts.is_some(), version == 2);
+    if let Some(chain) = &stored.receipts {
+        check_receipts(chain);
+    }
     assert_eq!(stored.node_domain, "roundledger/digest-node/v1");
     assert_eq!(stored.empty_domain, "roundledger/digest-empty/v1");
     for c in &stored.cases {
@@ -109,11 +197,16 @@ fn digest_vectors_hold() {
             .iter()
             .map(|h| {
                 let t = h.table.as_str().as_bytes();
-                let mut b = b"roundledger/digest-leaf/v1".to_vec();
+                let mut b = leaf_domain.as_bytes().to_vec();
                 b.push(t.len() as u8);
                 b.extend_from_slice(t);
                 b.extend_from_slice(&h.seq.to_be_bytes());
                 b.extend_from_slice(&h.head.0);
+                if version == 2 {
+                    b.extend_from_slice(&h.receipt.expect("a version 2 head has a receipt").0);
+                } else {
+                    assert_eq!(h.receipt, None, "a version 1 head has no receipt");
+                }
                 Hash32(*blake3::hash(&b).as_bytes())
             })
             .collect();
@@ -155,7 +248,7 @@ fn digest_vectors_hold() {
     let d = &stored.signed_digest;
     assert_eq!(stored.sign_domain, "roundledger/digest-signature/v1");
     let mut m = b"roundledger/digest-signature/v1".to_vec();
-    m.extend_from_slice(&1u32.to_be_bytes());
+    m.extend_from_slice(&version.to_be_bytes());
     m.extend_from_slice(&d.created_at_ns.to_be_bytes());
     m.extend_from_slice(&d.events.to_be_bytes());
     m.extend_from_slice(&5u64.to_be_bytes());
@@ -188,26 +281,30 @@ fn digest_vectors_hold() {
     );
     assert_eq!(
         stored,
-        vectors(),
+        vectors(version),
         "the digest function changed: version the digest format"
     );
 }
 
 #[test]
 fn a_changed_head_changes_the_root_and_fails_the_proofs() {
-    let v = vectors();
+    let v = vectors(2);
     let c = &v.cases[4];
     for i in 0..c.heads.len() {
-        let mut h = c.heads.clone();
-        h[i].seq += 1;
-        let leaves: Vec<Hash32> = h.iter().map(leaf_hash).collect();
-        assert_ne!(merkle_root(&leaves), c.root);
-        assert!(!verify_inclusion(
-            &leaves[i],
-            i as u64,
-            5,
-            &c.proofs[i],
-            &c.root
-        ));
+        let seq_moved = |h: &mut DigestHead| h.seq += 1;
+        let receipt_moved = |h: &mut DigestHead| h.receipt.as_mut().expect("v2").0[0] ^= 1;
+        for change in [&seq_moved as &dyn Fn(&mut DigestHead), &receipt_moved] {
+            let mut h = c.heads.clone();
+            change(&mut h[i]);
+            let leaves: Vec<Hash32> = h.iter().map(leaf_hash).collect();
+            assert_ne!(merkle_root(&leaves), c.root);
+            assert!(!verify_inclusion(
+                &leaves[i],
+                i as u64,
+                5,
+                &c.proofs[i],
+                &c.root
+            ));
+        }
     }
 }

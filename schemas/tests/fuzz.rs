@@ -97,6 +97,7 @@ fn five_heads() -> Vec<schemas::digest::DigestHead> {
             table: TableId::new(format!("T-{i}")).expect("id"),
             seq: 10 + i as u64,
             head: Hash32([i; 32]),
+            receipt: Some(Hash32([i ^ 0xA5; 32])),
         })
         .collect()
 }

@@ -353,3 +353,28 @@ pub fn rechain_arrival(raw: &Raw) {
     }
     raw.put(Space::Meta, b"call_id", next.to_be_bytes().to_vec());
 }
+
+/// What the same attacker writes as a table's head after editing its records: `seq` and
+/// `hash`, and the receipt (`ledger::arrival`) recomputed over the records of seqs 1..=seq,
+/// so that the head agrees with the records.
+pub fn forge_head(raw: &Raw, t: &TableId, seq: u64, hash: Hash32) {
+    let prefix = ledger::record::table_key(t);
+    let mut receipt = Hash32::ZERO;
+    for k in raw.keys(Space::Batch) {
+        if !k.starts_with(&prefix) || k.len() != prefix.len() + 8 {
+            continue;
+        }
+        let v = Store::get(raw, Space::Batch, &k)
+            .expect("get")
+            .expect("record");
+        for e in ledger::record::decode_record(&v).expect("record") {
+            if e.seq.0 <= seq {
+                receipt = digest::receipt_next(&receipt, e.stream_seq, e.received_at_ns);
+            }
+        }
+    }
+    let mut head = seq.to_be_bytes().to_vec();
+    head.extend_from_slice(&hash.0);
+    head.extend_from_slice(&receipt.0);
+    raw.put(Space::Head, &prefix, head);
+}
