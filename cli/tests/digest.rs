@@ -97,15 +97,18 @@ fn digest_then_verify_against_it() {
         }),
         digest.created_at_ns,
     );
-    let other_file = tmp.path().join("other.json");
-    std::fs::write(&other_file, other.to_json()).expect("write");
-    let out = roundledger(&[
-        "verify",
-        "--ledger",
-        d,
-        "--against",
-        other_file.to_str().expect("utf-8"),
-    ]);
+    let against = |digest: &Digest, name: &str| {
+        let file = tmp.path().join(name);
+        std::fs::write(&file, digest.to_json()).expect("write");
+        roundledger(&[
+            "verify",
+            "--ledger",
+            d,
+            "--against",
+            file.to_str().expect("utf-8"),
+        ])
+    };
+    let out = against(&other, "other.json");
     assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -114,19 +117,52 @@ fn digest_then_verify_against_it() {
     );
     assert!(text.contains("CSP-01       ok"), "{text}");
 
+    // The same events with another arrival recorded for MLP-02 (the digest's receipt of
+    // its stream seqs and receive times differs): exit 1, named.
+    let moved = Digest::new(
+        digest.tables.iter().map(|h| DigestHead {
+            receipt: if h.table.as_str() == "MLP-02" {
+                Some(Hash32([7; 32]))
+            } else {
+                h.receipt
+            },
+            ..h.clone()
+        }),
+        digest.created_at_ns,
+    );
+    let out = against(&moved, "moved.json");
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("MLP-02       BAD  arrival rewritten: events 1..=7 are the digest's"),
+        "{text}"
+    );
+    assert!(text.contains("CSP-01       ok"), "{text}");
+
+    // A version 1 digest (before receipts) of the same heads still checks, and says what
+    // it cannot check.
+    let v1 = Digest::new(
+        digest.tables.iter().map(|h| DigestHead {
+            receipt: None,
+            ..h.clone()
+        }),
+        digest.created_at_ns,
+    );
+    assert_eq!((digest.version, v1.version), (2, 1));
+    let out = against(&v1, "v1.json");
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("version 1 has no receipts: the events are checked against it, their stream seqs and receive times are not"),
+        "{text}"
+    );
+    assert!(text.contains("the ledger extends the digest"), "{text}");
+
     // A digest whose root was edited: refused as invalid (exit 2), naming the root.
     let mut forged = digest.clone();
     forged.tables[0].seq = 25;
     forged.events += 5;
-    let forged_file = tmp.path().join("forged.json");
-    std::fs::write(&forged_file, forged.to_json()).expect("write");
-    let out = roundledger(&[
-        "verify",
-        "--ledger",
-        d,
-        "--against",
-        forged_file.to_str().expect("utf-8"),
-    ]);
+    let out = against(&forged, "forged.json");
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("Merkle root"));
 }
