@@ -119,7 +119,7 @@ pub fn run(args: Args) -> Result<Outcome> {
                     })
                     .count();
                 if legacy > 0 {
-                    println!("{legacy} tables' heads were written before receipts: their stream seqs and receive times are checked by the arrival chain and by digests, and their heads gain a receipt at their next append");
+                    println!("{legacy} tables' heads were written before receipts, so there is no stored receipt to compare (a digest recomputes every receipt from the records); each gains one at its table's next append");
                 }
                 println!(
                     "{} tables: {}",
