@@ -111,7 +111,10 @@ pub(crate) fn decode_held(v: &[u8]) -> Result<Held, Error> {
 struct TableCall {
     head: ChainHead,
     /// The receipt at `head` (`schemas::digest::receipt_next` over the stored events).
-    receipt: Hash32,
+    /// `None` only for a head written before receipts whose records could not be read to
+    /// compute it: the table goes on without one (its head stays in the old form) rather
+    /// than stopping every table's ingest; `verify` names the damage.
+    receipt: Option<Hash32>,
     /// Held events by seq (the table's whole hold, loaded from `State`).
     pending: BTreeMap<u64, Held>,
     /// Events this call stores, consecutive from the head at the call's start.
@@ -175,7 +178,14 @@ impl Call {
             } else {
                 state.pending.insert(t.clone(), tc.pending);
             }
-            state.receipts.insert(t.clone(), tc.receipt);
+            match tc.receipt {
+                Some(r) => {
+                    state.receipts.insert(t.clone(), r);
+                }
+                None => {
+                    state.receiptless.insert(t.clone());
+                }
+            }
             state.heads.insert(t, tc.head);
         }
         state.pending_bytes = self.pending_bytes;
@@ -293,10 +303,19 @@ impl Ledger {
                     .unwrap_or_else(|| ChainHead::empty(table.clone()));
                 let seq = head.seq.0;
                 let receipt = match state.receipts.get(table) {
-                    Some(r) => *r,
-                    None if seq == 0 => Hash32::ZERO,
+                    Some(r) => Some(*r),
+                    None if seq == 0 => Some(Hash32::ZERO),
+                    None if state.receiptless.contains(table) => None,
                     // Written before receipts: computed once from the records.
-                    None => crate::arrival::receipt_of_table(self.store.as_ref(), table, seq)?,
+                    None => {
+                        match crate::arrival::receipt_of_table(self.store.as_ref(), table, seq) {
+                            Ok(r) => Some(r),
+                            Err(e) => {
+                                tracing::error!(%table, error = %e, "no receipt for a head written before receipts: its records do not read (run verify); the table's head stays without one");
+                                None
+                            }
+                        }
+                    }
                 };
                 let tc = TableCall {
                     head,
@@ -530,7 +549,7 @@ impl Ledger {
             call.ops.push(Op::Put(
                 Space::Head,
                 table_key(table),
-                crate::read::encode_head(&tc.head, &tc.receipt),
+                crate::read::encode_head(&tc.head, tc.receipt.as_ref()),
             ));
         }
         for ((table, r), s) in rounds {
@@ -583,8 +602,9 @@ fn push_event(
         event.seq.0,
         "appended events are consecutive"
     );
-    tc.receipt =
-        schemas::digest::receipt_next(&tc.receipt, stored.stream_seq, stored.received_at_ns);
+    if let Some(r) = &mut tc.receipt {
+        *r = schemas::digest::receipt_next(r, stored.stream_seq, stored.received_at_ns);
+    }
     tc.new_events.push(stored);
     tc.closed = Some(matches!(event.body, schemas::EventBody::TableClosed));
     tc.head = new_head;

@@ -118,6 +118,9 @@ struct State {
     /// Each table's receipt at its head (`arrival::receipt_of_table`). A table whose head
     /// was written before receipts has none here until its next append computes it.
     receipts: BTreeMap<TableId, Hash32>,
+    /// Tables with such a head whose receipt could not be computed (their records do not
+    /// read): not tried again until the next open, so a damaged table costs one scan.
+    receiptless: std::collections::BTreeSet<TableId>,
     /// Held events per table by seq.
     pending: BTreeMap<TableId, BTreeMap<u64, append::Held>>,
     pending_bytes: usize,

@@ -136,11 +136,14 @@ pub enum ExportRange {
     Rounds(RangeInclusive<u64>),
 }
 
-/// A table's `Space::Head` value: `seq (u64 BE) ++ hash ++ receipt` (`crate::arrival`).
-pub(crate) fn encode_head(h: &ChainHead, receipt: &Hash32) -> Vec<u8> {
+/// A table's `Space::Head` value: `seq (u64 BE) ++ hash ++ receipt` (`crate::arrival`), or
+/// without the receipt (the form before receipts) when none could be computed.
+pub(crate) fn encode_head(h: &ChainHead, receipt: Option<&Hash32>) -> Vec<u8> {
     let mut v = h.seq.0.to_be_bytes().to_vec();
     v.extend_from_slice(&h.hash.0);
-    v.extend_from_slice(&receipt.0);
+    if let Some(r) = receipt {
+        v.extend_from_slice(&r.0);
+    }
     v
 }
 
@@ -215,6 +218,7 @@ pub(crate) fn load_state(store: &dyn Store) -> Result<State, Error> {
     Ok(State {
         heads,
         receipts,
+        receiptless: Default::default(),
         pending,
         pending_bytes,
         counters,

@@ -459,6 +459,67 @@ fn heads_written_before_receipts_verify_and_gain_one_at_the_next_append() {
     }
 }
 
+/// A head written before receipts whose table's records no longer read: its receipt cannot
+/// be computed, and that does not stop appends (to it or to any table). Its head stays in
+/// the old form; `verify` names the damage; the other tables gain their receipts.
+#[test]
+fn a_damaged_table_without_a_receipt_does_not_stop_appends() {
+    let (dir, _, _) = filled();
+    tamper(dir.path(), |raw| {
+        for k in raw.keys(Space::Head) {
+            let v = raw.get(Space::Head, &k).expect("head");
+            raw.put(Space::Head, &k, v[..40].to_vec());
+        }
+        raw.remove(Space::Batch, &record_key(11));
+    });
+    let l = Ledger::open(dir.path()).expect("open");
+    grow_tb(&l, 2, 2_000);
+    grow_tb(&l, 1, 3_000);
+    let ta = table("T-A");
+    let head = l.head(&ta).expect("head");
+    let batch: Vec<_> = chain_from(&ta, EVENTS + 1, head.hash, 1)
+        .into_iter()
+        .map(|(_, b)| common::incoming(&ta, b, 4_000))
+        .collect();
+    assert!(matches!(
+        l.append_batch(&batch).expect("append")[..],
+        [ledger::Appended::Stored { .. }]
+    ));
+    l.flush().expect("flush");
+    assert_eq!(l.head(&tb()).expect("head").seq.0, EVENTS + 3);
+    drop(l);
+    common::closed(dir.path());
+    let raw = Raw::open(dir.path());
+    assert_eq!(
+        raw.get(Space::Head, &table_key(&tb())).expect("head").len(),
+        40
+    );
+    assert_eq!(
+        raw.get(Space::Head, &table_key(&ta)).expect("head").len(),
+        72
+    );
+    raw.close();
+    let r = verify_dir(dir.path());
+    assert!(
+        matches!(
+            verdict(&r, &tb()),
+            TableVerdict::Bad {
+                seq: 11,
+                problem: VerifyProblem::SeqDiscontinuity { .. },
+                ..
+            }
+        ),
+        "{r:?}"
+    );
+    assert!(matches!(
+        verdict(&r, &ta),
+        TableVerdict::Ok {
+            receipt_in_head: true,
+            ..
+        }
+    ));
+}
+
 #[test]
 fn inserted_record_inside_the_chain_is_named() {
     let (dir, _, _) = filled();
