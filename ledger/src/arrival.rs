@@ -14,7 +14,8 @@
 //! only on what is stored per seq, never on how events were grouped into calls, so
 //! recovery (which appends lost records again in calls of its own) leaves it unchanged.
 //! Heads written before receipts (40 bytes) have none; the next append to such a table
-//! computes it from the records (`receipt_of_table`).
+//! computes it from the records (`receipt_of_table`), or, if they do not read, goes on
+//! without one (logged; `verify` names the damage) rather than stopping every append.
 //!
 //! **The arrival chain** records the writing itself: each append call that stores events
 //! chains them, in the order it wrote them, onto the previous such call:
