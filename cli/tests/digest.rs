@@ -86,31 +86,35 @@ fn digest_then_verify_against_it() {
 
     // A digest that recorded another head at seq 7 of MLP-02 (a well-formed digest of a
     // different history): the ledger does not extend it, and says where.
-    let other = Digest::new(
-        digest.tables.iter().map(|h| DigestHead {
-            head: if h.table.as_str() == "MLP-02" {
-                Hash32([7; 32])
-            } else {
-                h.head
-            },
-            ..h.clone()
-        }),
-        digest.created_at_ns,
-    );
+    let edited = |f: &dyn Fn(&mut DigestHead)| {
+        let heads = digest.tables.iter().map(|h| {
+            let mut h = h.clone();
+            f(&mut h);
+            h
+        });
+        Digest::new(heads, digest.created_at_ns)
+    };
+    let other = edited(&|h| {
+        if h.table.as_str() == "MLP-02" {
+            h.head = Hash32([7; 32]);
+        }
+    });
+    // `verify --against` that digest: the exit code, stdout and stderr.
     let against = |digest: &Digest, name: &str| {
         let file = tmp.path().join(name);
         std::fs::write(&file, digest.to_json()).expect("write");
-        roundledger(&[
+        let out = roundledger(&[
             "verify",
             "--ledger",
             d,
             "--against",
             file.to_str().expect("utf-8"),
-        ])
+        ]);
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        (out.status.code(), text(&out.stdout), text(&out.stderr))
     };
-    let out = against(&other, "other.json");
-    assert_eq!(out.status.code(), Some(1));
-    let text = String::from_utf8_lossy(&out.stdout);
+    let (code, text, _) = against(&other, "other.json");
+    assert_eq!(code, Some(1));
     assert!(
         text.contains("MLP-02       BAD  rewritten: at seq 7"),
         "{text}"
@@ -119,20 +123,13 @@ fn digest_then_verify_against_it() {
 
     // The same events with another arrival recorded for MLP-02 (the digest's receipt of
     // its stream seqs and receive times differs): exit 1, named.
-    let moved = Digest::new(
-        digest.tables.iter().map(|h| DigestHead {
-            receipt: if h.table.as_str() == "MLP-02" {
-                Some(Hash32([7; 32]))
-            } else {
-                h.receipt
-            },
-            ..h.clone()
-        }),
-        digest.created_at_ns,
-    );
-    let out = against(&moved, "moved.json");
-    assert_eq!(out.status.code(), Some(1));
-    let text = String::from_utf8_lossy(&out.stdout);
+    let moved = edited(&|h| {
+        if h.table.as_str() == "MLP-02" {
+            h.receipt = Some(Hash32([7; 32]));
+        }
+    });
+    let (code, text, _) = against(&moved, "moved.json");
+    assert_eq!(code, Some(1));
     assert!(
         text.contains("MLP-02       BAD  arrival rewritten: events 1..=7 are the digest's"),
         "{text}"
@@ -141,17 +138,10 @@ fn digest_then_verify_against_it() {
 
     // A version 1 digest (before receipts) of the same heads still checks, and says what
     // it cannot check.
-    let v1 = Digest::new(
-        digest.tables.iter().map(|h| DigestHead {
-            receipt: None,
-            ..h.clone()
-        }),
-        digest.created_at_ns,
-    );
+    let v1 = edited(&|h| h.receipt = None);
     assert_eq!((digest.version, v1.version), (2, 1));
-    let out = against(&v1, "v1.json");
-    assert_eq!(out.status.code(), Some(0));
-    let text = String::from_utf8_lossy(&out.stdout);
+    let (code, text, _) = against(&v1, "v1.json");
+    assert_eq!(code, Some(0));
     assert!(
         text.contains("version 1 has no receipts: the events are checked against it, their stream seqs and receive times are not"),
         "{text}"
@@ -162,9 +152,9 @@ fn digest_then_verify_against_it() {
     let mut forged = digest.clone();
     forged.tables[0].seq = 25;
     forged.events += 5;
-    let out = against(&forged, "forged.json");
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("Merkle root"));
+    let (code, _, stderr) = against(&forged, "forged.json");
+    assert_eq!(code, Some(2));
+    assert!(stderr.contains("Merkle root"), "{stderr}");
 }
 
 /// `keygen`, `digest --sign-key` and `verify --against --signer`: the House's signature

@@ -408,19 +408,22 @@ fn rewritten_arrival_with_every_hash_rebuilt_is_caught_by_the_digest() {
     }
 }
 
+/// Every head as written before receipts: `seq ++ hash`, its receipt cut off.
+fn heads_without_receipts(raw: &Raw) {
+    for k in raw.keys(Space::Head) {
+        let v = raw.get(Space::Head, &k).expect("head");
+        assert_eq!(v.len(), 72, "seq, hash, receipt");
+        raw.put(Space::Head, &k, v[..40].to_vec());
+    }
+}
+
 /// Heads written before receipts (40 bytes) still verify, without a receipt to compare; the
 /// digest recomputes every receipt from the records, so it is the same as before; the next
 /// append to such a table writes its head with the receipt, computed from its records.
 #[test]
 fn heads_written_before_receipts_verify_and_gain_one_at_the_next_append() {
     let (dir, digest, _) = filled();
-    tamper(dir.path(), |raw| {
-        for k in raw.keys(Space::Head) {
-            let v = raw.get(Space::Head, &k).expect("head");
-            assert_eq!(v.len(), 72, "seq, hash, receipt");
-            raw.put(Space::Head, &k, v[..40].to_vec());
-        }
-    });
+    tamper(dir.path(), heads_without_receipts);
     let r = verify_dir(dir.path());
     assert!(r.is_ok(), "{r:?}");
     assert!(r.tables.iter().all(|t| matches!(
@@ -466,10 +469,7 @@ fn heads_written_before_receipts_verify_and_gain_one_at_the_next_append() {
 fn a_damaged_table_without_a_receipt_does_not_stop_appends() {
     let (dir, _, _) = filled();
     tamper(dir.path(), |raw| {
-        for k in raw.keys(Space::Head) {
-            let v = raw.get(Space::Head, &k).expect("head");
-            raw.put(Space::Head, &k, v[..40].to_vec());
-        }
+        heads_without_receipts(raw);
         raw.remove(Space::Batch, &record_key(11));
     });
     let l = Ledger::open(dir.path()).expect("open");
