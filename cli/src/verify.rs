@@ -5,7 +5,9 @@
 //! With `--against DIGEST_FILE` (a digest written earlier by `roundledger digest`) it also
 //! proves the ledger still extends that digest: every table of the digest is present,
 //! verifies from genesis to its current head, and holds the digest's hash at the digest's
-//! seq (schemas/README.md §5); `--json` then prints the consistency proof. `--signer KEY`
+//! seq (schemas/README.md §5); `--json` then prints the consistency proof. With an export,
+//! it checks the export holds the digest's hash (and receipt, for ranges from seq 1) at
+//! every digest seq it covers: the history handed over is the one digested. `--signer KEY`
 //! also requires the digest to be signed with that public key (`digest --sign-key`), so
 //! that a digest whose time or root was edited, or one the House never signed, is refused.
 //!
@@ -18,7 +20,7 @@ use anyhow::{Context, Result};
 use ledger::store::SledStore;
 use ledger::TableVerdict;
 use schemas::attest::PublicKey;
-use schemas::digest::{Digest, TableConsistency};
+use schemas::digest::{Digest, ExportTableCheck, TableConsistency};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -29,8 +31,9 @@ pub struct Args {
     /// Print the result as JSON.
     #[arg(long)]
     json: bool,
-    /// A digest file (`roundledger digest`): also prove the ledger still extends it.
-    #[arg(long, requires = "ledger")]
+    /// A digest file (`roundledger digest`): also prove the ledger still extends it, or
+    /// that the export holds the history it recorded.
+    #[arg(long)]
     against: Option<PathBuf>,
     /// With --against: the House's digest public key (64 hex); refuse a digest it did not
     /// sign.
@@ -39,19 +42,26 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<Outcome> {
+    let signer = args
+        .signer
+        .as_deref()
+        .map(|hex| {
+            PublicKey::from_hex(hex.trim()).map_err(|e| {
+                anyhow::anyhow!("--signer: not a public key of 64 hex characters ({e})")
+            })
+        })
+        .transpose()?;
+    let digest = args
+        .against
+        .as_deref()
+        .map(|file| read_digest(file, signer))
+        .transpose()?;
     match (&args.source.ledger, &args.source.export) {
-        (Some(dir), None) if args.against.is_some() => {
-            let file = args.against.as_deref().context("--against")?;
-            let signer = args
-                .signer
-                .as_deref()
-                .map(|hex| {
-                    PublicKey::from_hex(hex.trim()).map_err(|e| {
-                        anyhow::anyhow!("--signer: not a public key of 64 hex characters ({e})")
-                    })
-                })
-                .transpose()?;
-            against(dir, file, signer, args.json)
+        (Some(dir), None) if digest.is_some() => {
+            against(dir, &digest.context("--against")?, args.json)
+        }
+        (None, Some(file)) if digest.is_some() => {
+            export_against(file, &digest.context("--against")?, args.json)
         }
         (Some(dir), None) => {
             let store = SledStore::open(dir)
@@ -223,8 +233,8 @@ fn unreferenced_line(store: &SledStore) -> Result<Option<String>> {
     Ok((!parts.is_empty()).then(|| format!("value log: {}", parts.join("; "))))
 }
 
-/// `verify --ledger DIR --against FILE`.
-fn against(dir: &Path, file: &Path, signer: Option<PublicKey>, json: bool) -> Result<Outcome> {
+/// Reads and checks a digest file; with `signer`, refuses one that key did not sign.
+fn read_digest(file: &Path, signer: Option<PublicKey>) -> Result<Digest> {
     let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
     // `from_json` already refuses a signature that does not verify.
     let digest = Digest::from_json(&bytes)
@@ -243,28 +253,38 @@ fn against(dir: &Path, file: &Path, signer: Option<PublicKey>, json: bool) -> Re
             ),
         }
     }
+    Ok(digest)
+}
+
+/// What a digest is, in the lines that head a check against it.
+fn print_digest(digest: &Digest) {
+    println!(
+        "digest {} (version {}, {} tables, {} events, taken at {} ns)",
+        digest.root,
+        digest.version,
+        digest.tables.len(),
+        digest.events,
+        digest.created_at_ns
+    );
+    if digest.version == schemas::digest::DIGEST_VERSION_NO_RECEIPTS {
+        println!("version 1 has no receipts: the events are checked against it, their stream seqs and receive times are not");
+    }
+    match &digest.signature {
+        Some(s) => println!("signed by {}: the signature verifies", s.signer),
+        None => println!("not signed: its time and root are only as good as its holder"),
+    }
+}
+
+/// `verify --ledger DIR --against FILE`.
+fn against(dir: &Path, digest: &Digest, json: bool) -> Result<Outcome> {
     let store =
         SledStore::open(dir).with_context(|| format!("opening the ledger at {}", dir.display()))?;
-    let c = ledger::digest::check_store_against(&store, &digest, crate::digest::now_ns()?)
+    let c = ledger::digest::check_store_against(&store, digest, crate::digest::now_ns()?)
         .context("checking the ledger against the digest")?;
     if json {
         println!("{}", serde_json::to_string_pretty(&c)?);
     } else {
-        println!(
-            "digest {} (version {}, {} tables, {} events, taken at {} ns)",
-            digest.root,
-            digest.version,
-            digest.tables.len(),
-            digest.events,
-            digest.created_at_ns
-        );
-        if digest.version == schemas::digest::DIGEST_VERSION_NO_RECEIPTS {
-            println!("version 1 has no receipts: the events are checked against it, their stream seqs and receive times are not");
-        }
-        match signed_by {
-            Some(by) => println!("signed by {by}: the signature verifies"),
-            None => println!("not signed: its time and root are only as good as its holder"),
-        }
+        print_digest(digest);
         for t in &c.tables {
             match t {
                 TableConsistency::Extends { table, digest_seq, head_seq } => println!(
@@ -303,6 +323,64 @@ fn against(dir: &Path, file: &Path, signer: Option<PublicKey>, json: bool) -> Re
                 "the ledger extends the digest"
             } else {
                 "the ledger does NOT extend the digest"
+            }
+        );
+    }
+    Ok(if c.ok {
+        Outcome::Clean
+    } else {
+        Outcome::Findings
+    })
+}
+
+/// `verify --export FILE --against DIGEST`: the export verifies on its own, and holds the
+/// digest's hash (and, for ranges from seq 1, its receipt) at each digest seq it covers.
+fn export_against(file: &Path, digest: &Digest, json: bool) -> Result<Outcome> {
+    let f = std::fs::File::open(file).with_context(|| format!("opening {}", file.display()))?;
+    let (summary, found) =
+        match schemas::export::verify_export_at(std::io::BufReader::new(f), &digest.seqs()) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("{}: BAD: {e}", file.display());
+                return Ok(Outcome::Findings);
+            }
+        };
+    let c = schemas::digest::check_export(digest, &found);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&c)?);
+    } else {
+        print_digest(digest);
+        println!("{}: {} events verify", file.display(), summary.events);
+        for t in &c.tables {
+            match t {
+                ExportTableCheck::Agrees { table, digest_seq, receipt_checked } => println!(
+                    "{:<12} ok   agrees at digest seq {digest_seq}{}",
+                    table.as_str(),
+                    if *receipt_checked { ", receipt too" } else { " (receipt not checked: the export starts after seq 1, or the digest has none)" }
+                ),
+                ExportTableCheck::HashDiffers { table, digest_seq, digest_hash, export_hash } => println!(
+                    "{:<12} BAD  rewritten: at seq {digest_seq} the digest has {digest_hash}, the export {export_hash}",
+                    table.as_str()
+                ),
+                ExportTableCheck::ReceiptDiffers { table, digest_seq, digest_receipt, export_receipt } => println!(
+                    "{:<12} BAD  arrival rewritten: events 1..={digest_seq} are the digest's, their stream seqs or receive times are not (receipt: the digest has {digest_receipt}, the export {export_receipt})",
+                    table.as_str()
+                ),
+                ExportTableCheck::NotCovered { table, digest_seq } => println!(
+                    "{:<12} --   not in the export at digest seq {digest_seq}",
+                    table.as_str()
+                ),
+            }
+        }
+        println!(
+            "{}",
+            match (c.ok, c.covered) {
+                (true, n) =>
+                    format!("the export agrees with the digest on the {n} tables it covers"),
+                (false, 0) =>
+                    "the export covers no table at its digest seq: nothing proven".to_string(),
+                (false, _) =>
+                    "the export does NOT hold the history the digest recorded".to_string(),
             }
         );
     }

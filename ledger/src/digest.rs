@@ -66,12 +66,7 @@ pub fn check_store_against(
     digest: &Digest,
     now_ns: i64,
 ) -> Result<Consistency, Error> {
-    let want: BTreeMap<TableId, u64> = digest
-        .tables
-        .iter()
-        .map(|h| (h.table.clone(), h.seq))
-        .collect();
-    let (report, found) = verify_store(store, None, &want)?;
+    let (report, found) = verify_store(store, None, &digest.seqs())?;
     Ok(consistency(digest, &report, &found, now_ns))
 }
 
@@ -134,13 +129,8 @@ impl Ledger {
 
     /// Checks that this ledger still extends `digest` (see `check_store_against`).
     pub fn check_against(&self, digest: &Digest, now_ns: i64) -> Result<Consistency, Error> {
-        let want: BTreeMap<TableId, u64> = digest
-            .tables
-            .iter()
-            .map(|h| (h.table.clone(), h.seq))
-            .collect();
         let mem = self.lock().heads.clone();
-        let (report, found) = verify_store(self.store.as_ref(), Some(&mem), &want)?;
+        let (report, found) = verify_store(self.store.as_ref(), Some(&mem), &digest.seqs())?;
         Ok(consistency(digest, &report, &found, now_ns))
     }
 }

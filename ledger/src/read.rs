@@ -638,8 +638,11 @@ impl Ledger {
         let line = serde_json::to_string(&header).map_err(|e| Error::Export(e.to_string()))?;
         writeln!(w, "{line}")?;
         let mut total = 0;
+        let mut receipts = BTreeMap::new();
         for t in &header.tables {
             let mut expected = t.from_seq;
+            // A range from seq 1 carries its receipt, as `verify_export` recomputes it.
+            let mut receipt = (t.from_seq == 1).then_some(Hash32::ZERO);
             for e in self.events(&t.table, t.from_seq..=t.to_seq) {
                 let e = e?;
                 if e.seq.0 != expected {
@@ -649,6 +652,9 @@ impl Ledger {
                     )));
                 }
                 expected += 1;
+                if let Some(r) = &mut receipt {
+                    *r = schemas::digest::receipt_next(r, e.stream_seq, e.received_at_ns);
+                }
                 let line = ExportEvent {
                     table: t.table.clone(),
                     seq: e.seq.0,
@@ -670,12 +676,16 @@ impl Ledger {
                     t.to_seq
                 )));
             }
+            if let Some(r) = receipt {
+                receipts.insert(t.table.clone(), r);
+            }
         }
         w.flush()?;
         Ok(ExportSummary {
             version: EXPORT_VERSION,
             tables: header.tables,
             events: total,
+            receipts,
         })
     }
 }

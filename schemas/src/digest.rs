@@ -632,6 +632,131 @@ fn consistency_of(d: &DigestHead, n: &TableNow) -> TableConsistency {
     }
 }
 
+/// The `format` field of an export's check against a digest (`verify --export FILE
+/// --against DIGEST --json`).
+pub const EXPORT_CHECK_FORMAT: &str = "roundledger-export-check";
+
+/// One digest table checked against an export (`check_export`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum ExportTableCheck {
+    /// The export holds the digest's hash at the digest's seq; and the digest's receipt
+    /// there too when `receipt_checked` (the export's range starts at seq 1 and the digest
+    /// is version 2; otherwise the arrival fields cannot be checked).
+    Agrees {
+        table: TableId,
+        digest_seq: u64,
+        receipt_checked: bool,
+    },
+    /// The export holds another event at the digest's seq.
+    HashDiffers {
+        table: TableId,
+        digest_seq: u64,
+        digest_hash: Hash32,
+        export_hash: Hash32,
+    },
+    /// The same events, other stream seqs or receive times than the digest recorded.
+    ReceiptDiffers {
+        table: TableId,
+        digest_seq: u64,
+        digest_receipt: Hash32,
+        export_receipt: Hash32,
+    },
+    /// The export does not hold this table at the digest's seq: nothing to compare.
+    NotCovered { table: TableId, digest_seq: u64 },
+}
+
+/// An export checked against a digest: whether the history it hands over is the one the
+/// digest recorded, for every table whose digest seq it covers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExportCheck {
+    pub format: String,
+    pub digest_root: Hash32,
+    pub digest_created_at_ns: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest_signer: Option<PublicKey>,
+    /// One entry per table of the digest, in its order.
+    pub tables: Vec<ExportTableCheck>,
+    /// Tables whose digest seq the export holds.
+    pub covered: u64,
+    /// True when the export covers at least one table and agrees on every one it covers.
+    pub ok: bool,
+}
+
+/// Checks an export against `digest` (which must have passed `Digest::check`), given what
+/// the export holds at each digest table's seq (`export::verify_export_at` with
+/// `Digest::seqs`, on an export that verified).
+pub fn check_export(
+    digest: &Digest,
+    found: &BTreeMap<TableId, crate::export::ExportAt>,
+) -> ExportCheck {
+    let tables: Vec<ExportTableCheck> = digest
+        .tables
+        .iter()
+        .map(|d| {
+            let (table, digest_seq) = (d.table.clone(), d.seq);
+            let Some(at) = found.get(&d.table) else {
+                return ExportTableCheck::NotCovered { table, digest_seq };
+            };
+            if at.hash != d.head {
+                return ExportTableCheck::HashDiffers {
+                    table,
+                    digest_seq,
+                    digest_hash: d.head,
+                    export_hash: at.hash,
+                };
+            }
+            match (d.receipt, at.receipt) {
+                (Some(digest_receipt), Some(export_receipt))
+                    if digest_receipt != export_receipt =>
+                {
+                    ExportTableCheck::ReceiptDiffers {
+                        table,
+                        digest_seq,
+                        digest_receipt,
+                        export_receipt,
+                    }
+                }
+                (dr, er) => ExportTableCheck::Agrees {
+                    table,
+                    digest_seq,
+                    receipt_checked: dr.is_some() && er.is_some(),
+                },
+            }
+        })
+        .collect();
+    let covered = tables
+        .iter()
+        .filter(|t| !matches!(t, ExportTableCheck::NotCovered { .. }))
+        .count() as u64;
+    let agrees = tables.iter().all(|t| {
+        matches!(
+            t,
+            ExportTableCheck::Agrees { .. } | ExportTableCheck::NotCovered { .. }
+        )
+    });
+    ExportCheck {
+        format: EXPORT_CHECK_FORMAT.to_string(),
+        digest_root: digest.root,
+        digest_created_at_ns: digest.created_at_ns,
+        digest_signer: digest.signature.as_ref().map(|s| s.signer),
+        tables,
+        covered,
+        ok: covered > 0 && agrees,
+    }
+}
+
+impl Digest {
+    /// Each table's digest seq: what to look up in a ledger or an export.
+    pub fn seqs(&self) -> BTreeMap<TableId, u64> {
+        self.tables
+            .iter()
+            .map(|h| (h.table.clone(), h.seq))
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -917,5 +1042,59 @@ mod tests {
             })
         });
         assert!(c.ok, "{c:?}");
+    }
+
+    /// An export against a digest: agreement needs the hash at the digest seq, and the
+    /// receipt when both have one; a table not covered is neither agreement nor failure,
+    /// and an export that covers nothing is not ok.
+    #[test]
+    fn an_export_is_checked_where_it_covers_the_digest() {
+        use crate::export::ExportAt;
+        let d = Digest::new([head2("A", 3, 1), head2("B", 5, 2), head2("C", 2, 3)], 7);
+        let at = |h: &DigestHead, receipt: Option<Hash32>| ExportAt {
+            hash: h.head,
+            receipt,
+        };
+        let mut found = BTreeMap::new();
+        found.insert(
+            d.tables[0].table.clone(),
+            at(&d.tables[0], d.tables[0].receipt),
+        );
+        found.insert(d.tables[1].table.clone(), at(&d.tables[1], None));
+        let c = check_export(&d, &found);
+        assert!(c.ok);
+        assert_eq!(c.covered, 2);
+        assert!(matches!(
+            c.tables[..],
+            [
+                ExportTableCheck::Agrees {
+                    receipt_checked: true,
+                    ..
+                },
+                ExportTableCheck::Agrees {
+                    receipt_checked: false,
+                    ..
+                },
+                ExportTableCheck::NotCovered { digest_seq: 2, .. }
+            ]
+        ));
+        let mut moved = found.clone();
+        moved.get_mut(&d.tables[0].table).unwrap().receipt = Some(Hash32([9; 32]));
+        let c = check_export(&d, &moved);
+        assert!(!c.ok);
+        assert!(matches!(
+            c.tables[0],
+            ExportTableCheck::ReceiptDiffers { digest_seq: 3, .. }
+        ));
+        let mut other = found.clone();
+        other.get_mut(&d.tables[1].table).unwrap().hash = Hash32([9; 32]);
+        let c = check_export(&d, &other);
+        assert!(!c.ok);
+        assert!(matches!(
+            c.tables[1],
+            ExportTableCheck::HashDiffers { digest_seq: 5, .. }
+        ));
+        let none = check_export(&d, &BTreeMap::new());
+        assert_eq!((none.ok, none.covered), (false, 0));
     }
 }

@@ -21,12 +21,16 @@
 //!
 //! A table with an empty range is not listed. `verify_export` recomputes every hash with
 //! `chain::event_hash` from the anchor, checks seq continuity, each event's decoded `table`,
-//! `seq` and `prev`, the stored hashes, the counts and the heads.
+//! `seq` and `prev`, the stored hashes, the counts and the heads. No hash in the file covers
+//! `stream_seq` and `received_at_ns`: for a range from seq 1 it recomputes the table's
+//! receipt over them (`digest::receipt_next`), which a digest can confirm
+//! (`digest::check_export`).
 
 use crate::chain::{event_hash, GENESIS};
 use crate::codec;
 use crate::ids::{Hash32, TableId};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::io::{BufRead, Read as _};
 
 /// The `format` field of the header line.
@@ -79,6 +83,18 @@ pub struct ExportSummary {
     pub version: u32,
     pub tables: Vec<ExportTable>,
     pub events: u64,
+    /// The receipt (`digest::receipt_next` over the events' stream seqs and receive times)
+    /// at `to_seq` of each table exported from seq 1; a range starting later has none.
+    #[serde(default)]
+    pub receipts: BTreeMap<TableId, Hash32>,
+}
+
+/// What an export holds at one seq of a table: the event's hash, and the receipt after it
+/// when the table's range starts at seq 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExportAt {
+    pub hash: Hash32,
+    pub receipt: Option<Hash32>,
 }
 
 /// Why an export does not verify. `line` is 1-based (the header is line 1).
@@ -114,6 +130,18 @@ pub enum ExportError {
 /// Verifies an export from a reader, without sled. Returns what it holds, or the first
 /// problem found.
 pub fn verify_export(reader: impl BufRead) -> Result<ExportSummary, ExportError> {
+    Ok(verify_export_at(reader, &BTreeMap::new())?.0)
+}
+
+/// `verify_export`, also returning what the export holds at each `(table, seq)` of `at`
+/// that it covers (for checking an export against a digest, `digest::check_export`).
+pub fn verify_export_at(
+    reader: impl BufRead,
+    at: &BTreeMap<TableId, u64>,
+) -> Result<(ExportSummary, BTreeMap<TableId, ExportAt>), ExportError> {
+    let mut found = BTreeMap::new();
+    let mut receipts = BTreeMap::new();
+    let first_receipt = |t: &ExportTable| (t.from_seq == 1).then_some(Hash32::ZERO);
     let mut lines = LineReader { reader, line: 0 };
     let header_line = lines.next_line()?.ok_or(ExportError::Empty)?;
     let header: ExportHeader =
@@ -134,6 +162,7 @@ pub fn verify_export(reader: impl BufRead) -> Result<ExportSummary, ExportError>
     let mut current = 0usize; // index into header.tables
     let mut prev = header.tables.first().map(|t| t.anchor).unwrap_or(GENESIS);
     let mut next_seq = header.tables.first().map(|t| t.from_seq).unwrap_or(1);
+    let mut receipt = header.tables.first().and_then(first_receipt);
     while let Some(text) = lines.next_line()? {
         let line = lines.line;
         if text.trim().is_empty() {
@@ -147,10 +176,14 @@ pub fn verify_export(reader: impl BufRead) -> Result<ExportSummary, ExportError>
         // Move to the next table once the current one is complete.
         while current < header.tables.len() && next_seq > header.tables[current].to_seq {
             finish_table(&header.tables[current], &prev, next_seq)?;
+            if let Some(r) = receipt {
+                receipts.insert(header.tables[current].table.clone(), r);
+            }
             current += 1;
             if let Some(t) = header.tables.get(current) {
                 prev = t.anchor;
                 next_seq = t.from_seq;
+                receipt = first_receipt(t);
             }
         }
         let Some(t) = header.tables.get(current) else {
@@ -203,23 +236,41 @@ pub fn verify_export(reader: impl BufRead) -> Result<ExportSummary, ExportError>
             ));
         }
         prev = computed;
+        if let Some(r) = &mut receipt {
+            *r = crate::digest::receipt_next(r, ev.stream_seq, ev.received_at_ns);
+        }
+        if at.get(&ev.table) == Some(&ev.seq) {
+            found.insert(
+                ev.table.clone(),
+                ExportAt {
+                    hash: prev,
+                    receipt,
+                },
+            );
+        }
         next_seq += 1;
         total += 1;
     }
     // Every remaining table must be complete.
     while current < header.tables.len() {
         finish_table(&header.tables[current], &prev, next_seq)?;
+        if let Some(r) = receipt {
+            receipts.insert(header.tables[current].table.clone(), r);
+        }
         current += 1;
         if let Some(t) = header.tables.get(current) {
             prev = t.anchor;
             next_seq = t.from_seq;
+            receipt = first_receipt(t);
         }
     }
-    Ok(ExportSummary {
+    let summary = ExportSummary {
         version: header.version,
         events: total,
         tables: header.tables,
-    })
+        receipts,
+    };
+    Ok((summary, found))
 }
 
 fn check_header(h: &ExportHeader) -> Result<(), ExportError> {
