@@ -51,7 +51,9 @@ fn seed_attested(
     attested: u64,
 ) {
     // The simulated floor's device keys are enrolled by the simulator's admin key.
-    ledger.trust_admin_keys([simulator::admin_key().public()]);
+    ledger
+        .trust_admin_keys([simulator::admin_key().public()])
+        .expect("trust the simulator's admin key");
     let mut plan = simulator::FaultPlan::all(0.03);
     plan.wrong_payout = 0.3;
     let mut floor = simulator::Floor::new(tables, seed, plan).unwrap();
@@ -856,7 +858,9 @@ fn a_round_after_the_last_checkpoint_is_exported_and_verified_as_not_yet_atteste
 fn rounds_signed_before_and_after_a_key_rotation_cite_their_own_enrollment() {
     let dir = tempfile::tempdir().unwrap();
     let ledger = ledger::Ledger::open(dir.path()).unwrap();
-    ledger.trust_admin_keys([simulator::admin_key().public()]);
+    ledger
+        .trust_admin_keys([simulator::admin_key().public()])
+        .expect("trust the simulator's admin key");
     let config = simulator::default_config(schemas::RuleSet::Csp6);
     let table = schemas::TableId::new("ROT-01").unwrap();
     let mut t =

@@ -130,7 +130,9 @@ pub fn run(mut args: Args) -> Result<Outcome> {
             .with_context(|| format!("opening the ledger at {}", dir.display()))?,
     );
     // The simulated tables' keys are enrolled by the simulator's admin key.
-    ledger.trust_admin_keys([simulator::admin_key().public()]);
+    ledger
+        .trust_admin_keys([simulator::admin_key().public()])
+        .context("keeping the trusted admin key")?;
     let tokens_path = dir.join("tokens.json");
     let tokens = crate::tokens::write_config(&tokens_path)?;
     let access = api::auth::AccessConfig::load(&tokens_path)

@@ -29,7 +29,9 @@ pub fn run(args: Args) -> Result<Outcome> {
     let ledger = ledger::Ledger::open(&args.ledger)
         .with_context(|| format!("opening the ledger at {}", args.ledger.display()))?;
     // A simulated floor: its device keys are enrolled by the simulator's admin key.
-    ledger.trust_admin_keys(vec![simulator::admin_key().public()]);
+    ledger
+        .trust_admin_keys(vec![simulator::admin_key().public()])
+        .context("keeping the trusted admin key")?;
     let mut floor = args.floor.floor()?;
     let mut stream_seq = ledger.stats().events;
     let mut batch: Vec<ledger::Incoming> = Vec::with_capacity(ledger::APPEND_BATCH_LEN_MAX);

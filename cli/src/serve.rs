@@ -82,7 +82,13 @@ pub fn run(args: Args) -> Result<Outcome> {
     if trusted.is_empty() && !args.no_ingest {
         eprintln!("warning: no --admin-key: no device key can be enrolled, every checkpoint will be quarantined");
     }
-    ledger.trust_admin_keys(trusted);
+    // Kept in the ledger (recovery at the next open judges enrollments with them); a
+    // read-only server appends nothing and leaves the kept keys as they are.
+    if !args.no_ingest {
+        ledger
+            .trust_admin_keys(trusted)
+            .context("keeping the trusted admin keys")?;
+    }
     let mut config = ingest::IngestConfig::new(&args.nats);
     config.batch_len_max = args.batch;
     config.ack_pending_max = config

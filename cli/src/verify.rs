@@ -207,22 +207,43 @@ pub fn arrival_line(v: &ledger::ArrivalVerdict) -> String {
 }
 
 /// What the value log holds beyond sled's last commit, if anything: verify reads the
-/// store as it is and repairs nothing, but opening the ledger (`serve`, `seed`) appends
-/// those records again (`ledger::Recovery`), so an operator is told before that happens.
+/// store as it is and repairs nothing, but opening the ledger (`serve`, `seed`, `audit`)
+/// appends those records again and puts back the rest (`ledger::Recovery`), so an operator
+/// is told before that happens.
 fn unreferenced_line(store: &SledStore) -> Result<Option<String>> {
-    use ledger::store::{Store, Unreferenced};
+    use ledger::store::{Space, Store, Unreferenced};
     let (mut records, mut torn) = (0u64, None);
+    let mut puts: std::collections::BTreeMap<&str, u64> = Default::default();
     for item in store.unreferenced().context("scanning the value log")? {
         match item.context("scanning the value log")? {
             Unreferenced::Record(_) => records += 1,
+            Unreferenced::Put { space, .. } => {
+                let what = match space {
+                    Space::Quarantine => "quarantine entr",
+                    Space::Pending => "held event",
+                    Space::Checkpoint => "checkpoint",
+                    _ => "other entr",
+                };
+                *puts.entry(what).or_default() += 1;
+            }
             Unreferenced::Torn(at) => torn = Some(at),
         }
     }
     let mut parts = Vec::new();
-    if records > 0 {
+    if records > 0 || !puts.is_empty() {
         let noun = if records == 1 { "record" } else { "records" };
+        let mut found = format!("{records} {noun}");
+        for (what, n) in &puts {
+            let plural = match (what.ends_with("entr"), *n == 1) {
+                (true, true) => "y",
+                (true, false) => "ies",
+                (false, true) => "",
+                (false, false) => "s",
+            };
+            found.push_str(&format!(", {n} {what}{plural}"));
+        }
         parts.push(format!(
-            "{records} {noun} beyond sled's last commit (a crash before a commit, or commits sled lost); opening the ledger appends them again"
+            "{found} beyond sled's last commit (a crash before a commit, or commits sled lost); opening the ledger appends them again"
         ));
     }
     if let Some(at) = torn {

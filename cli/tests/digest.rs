@@ -284,9 +284,15 @@ fn verify_tells_of_value_log_entries_beyond_the_last_commit() {
         "nothing beyond the last commit"
     );
 
-    // An entry no commit references, then half an entry header.
+    // A record and a copied quarantine entry no commit references, then half an entry
+    // header.
     let values = ledger::valuelog::ValueLog::open(&dir).expect("value log");
-    let p = values.append(&[b"a record"]).expect("append")[0];
+    let put = ledger::store::encode_put_copy(
+        ledger::store::Space::Quarantine,
+        &7u64.to_be_bytes(),
+        b"an entry",
+    );
+    let p = values.append(&[b"a record", &put]).expect("append")[1];
     drop(values);
     let segment = ledger::valuelog::segment_path(&dir, 0);
     let mut data = std::fs::read(&segment).expect("read");
@@ -298,7 +304,7 @@ fn verify_tells_of_value_log_entries_beyond_the_last_commit() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("arrival order ok: "), "{text}");
     assert!(
-        text.contains("value log: 1 record beyond sled's last commit"),
+        text.contains("value log: 1 record, 1 quarantine entry beyond sled's last commit"),
         "{text}"
     );
     assert!(
@@ -316,7 +322,7 @@ fn verify_tells_of_value_log_entries_beyond_the_last_commit() {
     assert!(verdicts.iter().all(|v| v["ok"] == true), "{verdicts:?}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("value log: 1 record beyond sled's last commit"),
+        err.contains("value log: 1 record, 1 quarantine entry beyond sled's last commit"),
         "{err}"
     );
 }

@@ -51,7 +51,9 @@ fn simulated_day_clock() -> i64 {
 /// A ledger that trusts the simulator's admin key (its checkpoints are then kept).
 fn open(dir: &Path) -> Arc<Ledger> {
     let ledger = Ledger::open(dir).expect("open ledger");
-    ledger.trust_admin_keys([simulator::admin_key().public()]);
+    ledger
+        .trust_admin_keys([simulator::admin_key().public()])
+        .expect("trust the simulator's admin key");
     Arc::new(ledger)
 }
 

@@ -121,7 +121,9 @@ fn stored(ledger: &Ledger, table: &TableId) -> Vec<(u64, Hash32)> {
 /// (`serve --trust-simulated-admin`): their checkpoints are then verified and kept.
 fn open(dir: &Path) -> Arc<Ledger> {
     let ledger = Ledger::open(dir).expect("open ledger");
-    ledger.trust_admin_keys([simulator::admin_key().public()]);
+    ledger
+        .trust_admin_keys([simulator::admin_key().public()])
+        .expect("trust the simulator's admin key");
     Arc::new(ledger)
 }
 

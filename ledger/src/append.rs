@@ -674,6 +674,33 @@ fn held_outcome(call: &Call, table: &TableId, seq: u64) -> Appended {
     }
 }
 
+impl Ledger {
+    /// Puts back a quarantine entry (its stored value, verbatim) that a commit the store
+    /// lost had written (`recover`): under its own id, so alerts that named it still find
+    /// it, unless that id now holds another entry, when it takes the next one. `None` when
+    /// the same entry is already there (a recovery run again after a crash).
+    pub(crate) fn restore_quarantined(&self, id: u64, value: &[u8]) -> Result<Option<u64>, Error> {
+        let entry = crate::QuarantineEntry::decode(id, value)?;
+        let (mut state, mut call) = self.begin_call(1)?;
+        let id = match self.store.get(Space::Quarantine, &id.to_be_bytes())? {
+            None => id,
+            Some(there) if there == value => return Ok(None),
+            Some(_) => call.next_quarantine_id,
+        };
+        call.next_quarantine_id = call.next_quarantine_id.max(id + 1);
+        call.ops.push(Op::Put(
+            Space::Quarantine,
+            id.to_be_bytes().to_vec(),
+            value.to_vec(),
+        ));
+        *call.counters.entry(entry.reason).or_insert(0) += 1;
+        call.quarantined += 1;
+        self.store.commit(std::mem::take(&mut call.ops))?;
+        call.publish(&mut state);
+        Ok(Some(id))
+    }
+}
+
 pub(crate) fn quarantine(
     call: &mut Call,
     msg: &Incoming,

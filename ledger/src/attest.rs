@@ -155,7 +155,7 @@ fn encode_checkpoint(
 }
 
 /// (received_at_ns, stream_seq, the checkpoint's exact bytes, key_enrolled_seq).
-fn decode_checkpoint(v: &[u8]) -> Result<(i64, u64, Vec<u8>, Option<Seq>), Error> {
+pub(crate) fn decode_checkpoint(v: &[u8]) -> Result<(i64, u64, Vec<u8>, Option<Seq>), Error> {
     let mut r = record::R::new(v);
     let (received_at_ns, stream_seq, bytes) = (r.i64()?, r.u64()?, r.bytes()?.to_vec());
     let key_enrolled_seq = if r.is_empty() {
@@ -167,6 +167,32 @@ fn decode_checkpoint(v: &[u8]) -> Result<(i64, u64, Vec<u8>, Option<Seq>), Error
         return Err(record::corrupt("checkpoint record: trailing bytes"));
     }
     Ok((received_at_ns, stream_seq, bytes, key_enrolled_seq))
+}
+
+/// `Space::Meta` key of the trusted admin keys: 32 bytes each, in key order.
+pub const ADMIN_KEYS_KEY: &[u8] = b"admin_keys";
+
+fn encode_admin_keys(keys: &BTreeSet<PublicKey>) -> Vec<u8> {
+    keys.iter().flat_map(|k| k.0).collect()
+}
+
+/// The trusted admin keys as the last `trust_admin_keys` kept them; none for a ledger that
+/// never had any (or written before they were kept).
+pub(crate) fn load_admin_keys(
+    store: &dyn crate::store::Store,
+) -> Result<BTreeSet<PublicKey>, Error> {
+    let Some(v) = store.get(Space::Meta, ADMIN_KEYS_KEY)? else {
+        return Ok(BTreeSet::new());
+    };
+    if v.len() % 32 != 0 {
+        return Err(record::corrupt(&format!(
+            "trusted admin keys: {} bytes, not a whole number of 32-byte keys",
+            v.len()
+        )));
+    }
+    Ok(v.chunks_exact(32)
+        .map(|c| PublicKey(c.try_into().expect("chunks of 32")))
+        .collect())
 }
 
 /// The device key register: (table, device) -> key.
@@ -260,10 +286,33 @@ pub(crate) fn on_stored(state: &crate::State, call: &mut Call, event: &Event) {
 }
 
 impl Ledger {
-    /// Sets the admin keys whose signatures enroll and revoke device keys. Call before
-    /// ingest starts: enrollments are judged when they are appended.
-    pub fn trust_admin_keys(&self, keys: impl IntoIterator<Item = PublicKey>) {
-        self.lock().admin_keys = keys.into_iter().collect::<BTreeSet<_>>();
+    /// Sets the admin keys whose signatures enroll and revoke device keys, and keeps them
+    /// (durably, in `Space::Meta`) as the ones the ledger trusts until the next call. Call
+    /// before ingest starts: enrollments are judged when they are appended.
+    ///
+    /// Why kept: an open that finds commits the store lost appends their events again
+    /// (`recover`) before any caller could say whom to trust; it judges their enrollments
+    /// with the keys kept here, as they were judged the first time, instead of refusing
+    /// them for good. The keys are public; they decide nothing until events are appended.
+    pub fn trust_admin_keys(&self, keys: impl IntoIterator<Item = PublicKey>) -> Result<(), Error> {
+        let keys = keys.into_iter().collect::<BTreeSet<_>>();
+        let mut state = self.lock();
+        if state.admin_keys == keys && self.store.get(Space::Meta, ADMIN_KEYS_KEY)?.is_some() {
+            return Ok(());
+        }
+        self.store.commit(vec![Op::Put(
+            Space::Meta,
+            ADMIN_KEYS_KEY.to_vec(),
+            encode_admin_keys(&keys),
+        )])?;
+        self.store.flush()?;
+        state.admin_keys = keys;
+        Ok(())
+    }
+
+    /// The admin keys the ledger trusts (`trust_admin_keys`, kept across opens).
+    pub fn trusted_admin_keys(&self) -> BTreeSet<PublicKey> {
+        self.lock().admin_keys.clone()
     }
 
     /// The key register entry of `device` on `table`'s chain.

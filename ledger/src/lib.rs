@@ -131,7 +131,7 @@ struct State {
     bytes_total: u64,
     /// The last call's arrival hash (`arrival`); zeros before the first.
     arrival_head: Hash32,
-    /// Who may enroll device keys (`Ledger::trust_admin_keys`); not stored.
+    /// Who may enroll device keys (`Ledger::trust_admin_keys`, kept in `Space::Meta`).
     admin_keys: std::collections::BTreeSet<schemas::attest::PublicKey>,
     /// The device key register (`attest`).
     devices: BTreeMap<(TableId, schemas::DeviceId), attest::DeviceKey>,

@@ -72,7 +72,7 @@ impl QuarantineEntry {
             .bytes(&self.bytes);
         w.0
     }
-    fn decode(id: u64, v: &[u8]) -> Result<QuarantineEntry, Error> {
+    pub(crate) fn decode(id: u64, v: &[u8]) -> Result<QuarantineEntry, Error> {
         let mut r = R::new(v);
         let s = |b: &[u8]| String::from_utf8(b.to_vec()).map_err(|_| corrupt("quarantine text"));
         let reason = s(r.bytes()?)?;
@@ -230,7 +230,7 @@ pub(crate) fn load_state(store: &dyn Store) -> Result<State, Error> {
             Some(v) => crate::arrival::decode_head(&v)?.1,
             None => Hash32::ZERO,
         },
-        admin_keys: Default::default(),
+        admin_keys: crate::attest::load_admin_keys(store)?,
         devices,
         attested,
         closed: BTreeMap::new(),

@@ -10,21 +10,29 @@
 //! records are still in the value log, past the end the surviving commit recorded, so
 //! they are appended again here instead of being lost.
 //!
+//! The same holds for what a lost commit kept besides records: quarantine entries, held
+//! events and kept checkpoints are first-hand (no record holds them), so the store gives
+//! back their puts too (`store::RECOVERED_SPACES`).
+//!
 //! Invariants:
-//! - Nothing is trusted for being in the value log: each event goes through
-//!   `append_batch` as it was received (its bytes, stream seq and receive time), so it must
-//!   chain from the head, and anything else is a duplicate, held or quarantined as usual.
+//! - Nothing is trusted for being in the value log: each event, and each held event, goes
+//!   through `append_batch` as it was received (its bytes, stream seq and receive time), so
+//!   it must chain from the head, and anything else is a duplicate, held or quarantined as
+//!   usual. Enrollments among them are judged with the admin keys the ledger last trusted
+//!   (`Ledger::trust_admin_keys` keeps them), as they were the first time. Checkpoints go
+//!   through `append_checkpoints` after every event, so each is checked against the chain
+//!   again. Quarantine entries are put back verbatim, reason and all, under their own ids.
 //! - Idempotent: the re-appended events are written as new entries and commits, which
 //!   move the recorded end past everything scanned, so the next open finds nothing. A
 //!   crash part way through does not hide the rest: from `Store::recovery_started` (before
 //!   the first append) to `Store::recovery_done`, the store gives the same records again
-//!   from the same start (the ones already appended come back as duplicates).
+//!   from the same start (the ones already appended come back as duplicates, a quarantine
+//!   entry already put back is recognised by its id and bytes).
 //! - What was found is logged and kept in `Ledger::recovered` for the caller to report.
-//!   Sled-only data of the lost commits (kept checkpoints, quarantine entries, counters)
-//!   is not in the value log and is not recovered: devices send checkpoints again at the
-//!   next round close.
+//!   Counters kept only in `Space::Meta` (duplicates seen, enrollments refused) are not
+//!   recovered: they count again only what is appended again.
 
-use crate::store::Unreferenced;
+use crate::store::{Space, Unreferenced};
 use crate::{record, Appended, Error, Incoming, Ledger, APPEND_BATCH_LEN_MAX};
 
 /// What an open found beyond the store's last commit, and what became of it.
@@ -34,11 +42,22 @@ pub struct Recovery {
     pub records: u64,
     /// Events in them.
     pub events: u64,
-    /// Events appended again (the rest were already stored, held or quarantined).
+    /// Held events found (events beyond a gap that a lost commit kept).
+    pub held_events: u64,
+    /// Of the events and held events, those appended again (the rest were already stored,
+    /// held or quarantined).
     pub stored: u64,
     pub duplicates: u64,
     pub held: u64,
     pub quarantined: u64,
+    /// Quarantine entries found, and of them those put back (the rest were already there).
+    pub quarantine_entries: u64,
+    pub quarantine_restored: u64,
+    /// Kept checkpoints found, and of them those kept again (the rest were already kept,
+    /// or are quarantined now: `checkpoints_refused`).
+    pub checkpoints: u64,
+    pub checkpoints_kept: u64,
+    pub checkpoints_refused: u64,
     /// Bytes after the last whole record that are not one (a write cut short), and where.
     pub torn: Option<String>,
 }
@@ -46,7 +65,12 @@ pub struct Recovery {
 impl Recovery {
     /// Whether the open found nothing beyond the last commit.
     pub fn is_empty(&self) -> bool {
-        self.records == 0 && self.torn.is_none()
+        self.found() == 0 && self.torn.is_none()
+    }
+
+    /// Records, held events, quarantine entries and checkpoints found.
+    pub fn found(&self) -> u64 {
+        self.records + self.held_events + self.quarantine_entries + self.checkpoints
     }
 
     fn count(&mut self, outcomes: &[Appended]) {
@@ -61,72 +85,194 @@ impl Recovery {
     }
 }
 
+/// The events and checkpoints found so far, appended in calls of at most
+/// `APPEND_BATCH_LEN_MAX`.
+#[derive(Default)]
+struct Found {
+    events: Vec<Incoming>,
+    /// Appended after every event, so each is checked against the whole recovered chain.
+    checkpoints: Vec<Incoming>,
+}
+
 impl Ledger {
-    /// Appends again the records the store holds beyond its last commit, then flushes.
+    /// Appends again the records (and puts back the held events, quarantine entries and
+    /// checkpoints) the store holds beyond its last commit, then flushes.
     pub(crate) fn recover_unreferenced(&self) -> Result<Recovery, Error> {
         let mut report = Recovery::default();
-        let mut batch: Vec<Incoming> = Vec::new();
+        let mut found = Found::default();
         for item in self.store.unreferenced()? {
-            let value = match item? {
-                Unreferenced::Record(value) => value,
-                Unreferenced::Torn(at) => {
-                    report.torn = Some(at);
-                    continue;
-                }
-            };
-            if report.records == 0 {
+            let item = item?;
+            if report.found() == 0 && !matches!(item, Unreferenced::Torn(_)) {
                 self.store.recovery_started()?;
             }
-            report.records += 1;
-            let events = match record::decode_record(&value) {
-                Ok(events) => events,
-                Err(e) => {
-                    // Its checksum matched, so it was written so: not ours to repair.
-                    tracing::error!(error = %e, "an unreferenced value-log record does not decode; skipped");
-                    continue;
+            match item {
+                Unreferenced::Torn(at) => report.torn = Some(at),
+                Unreferenced::Record(value) => {
+                    report.records += 1;
+                    self.found_record(&value, &mut found, &mut report)?;
                 }
-            };
-            for e in events {
-                // Per event, not per record: a record is checked by its checksum only, so its
-                // event count is not trusted to keep a call within the bound.
-                if batch.len() == APPEND_BATCH_LEN_MAX {
-                    report.count(&self.append_batch(&batch)?);
-                    batch.clear();
+                Unreferenced::Put { space, key, value } => {
+                    self.found_put(space, &key, &value, &mut found, &mut report)?;
                 }
-                report.events += 1;
-                // The subject it arrived on was checked against its table when it was
-                // first appended; the table is read from the bytes again (an event that
-                // does not decode has none, and is quarantined).
-                let subject_table = schemas::codec::decode(&e.bytes)
-                    .ok()
-                    .map(|(event, _)| event.table);
-                batch.push(Incoming {
-                    bytes: e.bytes,
-                    subject_table,
-                    stream_seq: e.stream_seq,
-                    received_at_ns: e.received_at_ns,
-                });
             }
         }
-        if !batch.is_empty() {
-            report.count(&self.append_batch(&batch)?);
+        if !found.events.is_empty() {
+            report.count(&self.append_batch(&found.events)?);
         }
-        if report.records > 0 {
+        for chunk in found.checkpoints.chunks(APPEND_BATCH_LEN_MAX) {
+            for o in self.append_checkpoints(chunk)? {
+                match o {
+                    crate::attest::CheckpointOutcome::Kept { .. } => report.checkpoints_kept += 1,
+                    crate::attest::CheckpointOutcome::Duplicate { .. } => {}
+                    crate::attest::CheckpointOutcome::Quarantined { .. } => {
+                        report.checkpoints_refused += 1
+                    }
+                }
+            }
+        }
+        if report.found() > 0 {
             self.flush()?;
             self.store.recovery_done()?;
             tracing::warn!(
                 records = report.records,
                 events = report.events,
+                held_events = report.held_events,
                 stored = report.stored,
                 duplicates = report.duplicates,
                 held = report.held,
                 quarantined = report.quarantined,
-                "the value log held records beyond the store's last commit (a crash before a commit, or commits the store lost): appended again"
+                quarantine_entries = report.quarantine_entries,
+                quarantine_restored = report.quarantine_restored,
+                checkpoints = report.checkpoints,
+                checkpoints_kept = report.checkpoints_kept,
+                checkpoints_refused = report.checkpoints_refused,
+                "the value log held writes beyond the store's last commit (a crash before a commit, or commits the store lost): appended again"
             );
         }
         if let Some(at) = &report.torn {
             tracing::warn!(at, "the value log ends with bytes that are not a whole entry (a write cut short); they are ignored");
         }
         Ok(report)
+    }
+
+    /// Queues the events of a record found beyond the last commit.
+    fn found_record(
+        &self,
+        value: &[u8],
+        found: &mut Found,
+        report: &mut Recovery,
+    ) -> Result<(), Error> {
+        let events = match record::decode_record(value) {
+            Ok(events) => events,
+            Err(e) => {
+                // Its checksum matched, so it was written so: not ours to repair.
+                tracing::error!(error = %e, "an unreferenced value-log record does not decode; skipped");
+                return Ok(());
+            }
+        };
+        for e in events {
+            report.events += 1;
+            // The subject it arrived on was checked against its table when it was first
+            // appended; the table is read from the bytes again (an event that does not
+            // decode has none, and is quarantined).
+            let subject_table = schemas::codec::decode(&e.bytes)
+                .ok()
+                .map(|(event, _)| event.table);
+            self.queue_event(
+                Incoming {
+                    bytes: e.bytes,
+                    subject_table,
+                    stream_seq: e.stream_seq,
+                    received_at_ns: e.received_at_ns,
+                },
+                found,
+                report,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Handles one put of `store::RECOVERED_SPACES` found beyond the last commit.
+    fn found_put(
+        &self,
+        space: Space,
+        key: &[u8],
+        value: &[u8],
+        found: &mut Found,
+        report: &mut Recovery,
+    ) -> Result<(), Error> {
+        let unreadable = |e: Error| {
+            // As for records: written so, not ours to repair.
+            tracing::error!(error = %e, ?space, "an unreferenced put in the value log does not decode; skipped");
+        };
+        match space {
+            Space::Quarantine => {
+                report.quarantine_entries += 1;
+                let restored =
+                    record::be_u64(key).and_then(|id| self.restore_quarantined(id, value));
+                match restored {
+                    Ok(Some(_)) => report.quarantine_restored += 1,
+                    Ok(None) => {}
+                    Err(e @ Error::CorruptRecord { .. }) => unreadable(e),
+                    Err(e) => return Err(e),
+                }
+            }
+            Space::Pending => {
+                report.held_events += 1;
+                let held = record::split_table_key(key)
+                    .and_then(|(table, _)| Ok((table, crate::append::decode_held(value)?)));
+                match held {
+                    Ok((table, held)) => self.queue_event(
+                        Incoming {
+                            bytes: held.bytes,
+                            subject_table: Some(table),
+                            stream_seq: held.stream_seq,
+                            received_at_ns: held.received_at_ns,
+                        },
+                        found,
+                        report,
+                    )?,
+                    Err(e) => unreadable(e),
+                }
+            }
+            Space::Checkpoint => {
+                report.checkpoints += 1;
+                let kept = record::split_table_key(key)
+                    .and_then(|(table, _)| Ok((table, crate::attest::decode_checkpoint(value)?)));
+                match kept {
+                    Ok((table, (received_at_ns, stream_seq, bytes, _))) => {
+                        found.checkpoints.push(Incoming {
+                            bytes,
+                            subject_table: Some(table),
+                            stream_seq,
+                            received_at_ns,
+                        })
+                    }
+                    Err(e) => unreadable(e),
+                }
+            }
+            other => {
+                // The store's contract names the spaces it gives back; another is its bug.
+                tracing::error!(space = ?other, "the store gave back a put of a space recovery does not take; skipped");
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds an event to the next call, appending the full call first.
+    fn queue_event(
+        &self,
+        event: Incoming,
+        found: &mut Found,
+        report: &mut Recovery,
+    ) -> Result<(), Error> {
+        // Per event, not per record: a record is checked by its checksum only, so its event
+        // count is not trusted to keep a call within the bound.
+        if found.events.len() == APPEND_BATCH_LEN_MAX {
+            report.count(&self.append_batch(&found.events)?);
+            found.events.clear();
+        }
+        found.events.push(event);
+        Ok(())
     }
 }

@@ -10,6 +10,11 @@
 //! they are appended or quarantined); `Op::Put` over an existing key only happens in the
 //! derived spaces (heads, round summaries, meta). Event records and quarantine entries are
 //! written once.
+//!
+//! What a store must give back after losing commits (`Store::unreferenced`): the event
+//! records of `Space::Batch`, and every put of the spaces in `RECOVERED_SPACES`, the
+//! ledger's other first-hand data (quarantine entries, held events, kept checkpoints). The
+//! rest is derived from those and is rebuilt when they are appended again.
 
 use crate::valuelog::{Found, Pointer, ValueLog};
 use crate::Error;
@@ -44,7 +49,31 @@ pub enum Space {
     Checkpoint,
 }
 
+/// The spaces besides `Space::Batch` whose puts are first-hand: not derivable from the event
+/// records, so a store that can lose commits must be able to give them back
+/// (`Unreferenced::Put`).
+pub const RECOVERED_SPACES: [Space; 3] = [Space::Quarantine, Space::Pending, Space::Checkpoint];
+
 impl Space {
+    /// The space whose `prefix` is `b`.
+    pub fn from_prefix(b: u8) -> Option<Space> {
+        [
+            Space::Batch,
+            Space::Head,
+            Space::Round,
+            Space::RoundTime,
+            Space::TimeBucket,
+            Space::Arrival,
+            Space::Pending,
+            Space::Quarantine,
+            Space::Meta,
+            Space::DeviceKey,
+            Space::Checkpoint,
+        ]
+        .into_iter()
+        .find(|s| s.prefix() == b)
+    }
+
     /// The key prefix byte. Stable: stored on disk.
     pub fn prefix(self) -> u8 {
         match self {
@@ -85,6 +114,12 @@ pub type KeyIter<'a> = Box<dyn Iterator<Item = Result<Vec<u8>, Error>> + 'a>;
 pub enum Unreferenced {
     /// A whole record of `Space::Batch`, as it was written.
     Record(Vec<u8>),
+    /// A put of one of `RECOVERED_SPACES`, as it was committed (key without the prefix).
+    Put {
+        space: Space,
+        key: Vec<u8>,
+        value: Vec<u8>,
+    },
     /// Bytes that are not a whole record (a write cut short), and where they are.
     Torn(String),
 }
@@ -111,10 +146,11 @@ pub trait Store: Send + Sync {
     fn commit(&self, ops: Vec<Op>) -> Result<(), Error>;
     /// Makes every committed op durable.
     fn flush(&self) -> Result<(), Error>;
-    /// Records the store wrote durably but whose commit it does not hold, in write order: a
-    /// crash between writing them and the commit leaves one commit's, and a store that
-    /// lost commits after a flush leaves theirs (`Ledger::open` appends them again). A
-    /// store that writes records inside its commits never has any.
+    /// Records, and puts of `RECOVERED_SPACES`, the store wrote durably but whose commit it
+    /// does not hold, in write order (a commit's records before its puts): a crash between
+    /// writing them and the commit leaves one commit's, and a store that lost commits after
+    /// a flush leaves theirs (`Ledger::open` appends them again). A store that writes
+    /// everything inside its commits never has any.
     ///
     /// Reads only. Appending them again moves the store's end past them, so a crash part
     /// way through would hide the rest: between `recovery_started` and `recovery_done`,
@@ -148,6 +184,51 @@ pub fn encode_position((segment, offset): (u32, u64)) -> Vec<u8> {
     v
 }
 
+/// First byte of a value-log entry that copies a put of `RECOVERED_SPACES`. Batch records
+/// start with `record::RECORD_VERSION` (1), so the two never meet.
+pub const PUT_COPY_TAG: u8 = 0xC7;
+const _: () = assert!(PUT_COPY_TAG != crate::record::RECORD_VERSION);
+
+/// A put of `RECOVERED_SPACES` as the value log keeps it:
+/// `PUT_COPY_TAG ++ space prefix ++ key length (u32 LE) ++ key ++ value`.
+pub fn encode_put_copy(space: Space, key: &[u8], value: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(6 + key.len() + value.len());
+    v.push(PUT_COPY_TAG);
+    v.push(space.prefix());
+    v.extend_from_slice(
+        &u32::try_from(key.len())
+            .expect("keys are short")
+            .to_le_bytes(),
+    );
+    v.extend_from_slice(key);
+    v.extend_from_slice(value);
+    v
+}
+
+/// The inverse of `encode_put_copy`; refuses a space outside `RECOVERED_SPACES`.
+pub fn decode_put_copy(v: &[u8]) -> Result<Unreferenced, Error> {
+    let corrupt = |what: &str| crate::record::corrupt(&format!("copied put: {what}"));
+    let [tag, prefix, l0, l1, l2, l3, rest @ ..] = v else {
+        return Err(corrupt("shorter than its header"));
+    };
+    if *tag != PUT_COPY_TAG {
+        return Err(corrupt("not a copied put"));
+    }
+    let space = Space::from_prefix(*prefix)
+        .filter(|s| RECOVERED_SPACES.contains(s))
+        .ok_or_else(|| corrupt(&format!("space prefix {prefix:#04x}")))?;
+    let key_len = u32::from_le_bytes([*l0, *l1, *l2, *l3]) as usize;
+    if rest.len() < key_len {
+        return Err(corrupt("key longer than the entry"));
+    }
+    let (key, value) = rest.split_at(key_len);
+    Ok(Unreferenced::Put {
+        space,
+        key: key.to_vec(),
+        value: value.to_vec(),
+    })
+}
+
 /// How long `SledStore::open` waits for a directory lock before reporting `Locked`.
 pub const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 
@@ -156,6 +237,9 @@ pub const SLED_TREE: &str = "ledger";
 
 /// sled 0.34.7: one tree, key = space prefix ++ key; the values of `Space::Batch` (event
 /// records, nearly all the bytes) in the value log (`valuelog`), sled holding pointers.
+/// Puts of `RECOVERED_SPACES` stay in sled and are also copied into the value log, in the
+/// same fsynced write as the commit's records (`encode_put_copy`), so that commits sled
+/// loses give them back too.
 pub struct SledStore {
     db: sled::Db,
     tree: sled::Tree,
@@ -275,15 +359,27 @@ impl Store for SledStore {
     }
 
     fn commit(&self, ops: Vec<Op>) -> Result<(), Error> {
-        // Records first, durably, into the value log; sled then takes their pointers.
-        let records: Vec<&[u8]> = ops
+        // Records first, durably, into the value log, then copies of the first-hand puts;
+        // sled then takes the records' pointers.
+        let mut values: Vec<&[u8]> = ops
             .iter()
             .filter_map(|op| match op {
                 Op::Put(Space::Batch, _, v) => Some(v.as_slice()),
                 _ => None,
             })
             .collect();
-        let pointers = self.values.append(&records)?;
+        let records = values.len();
+        let copies: Vec<Vec<u8>> = ops
+            .iter()
+            .filter_map(|op| match op {
+                Op::Put(space, k, v) if RECOVERED_SPACES.contains(space) => {
+                    Some(encode_put_copy(*space, k, v))
+                }
+                _ => None,
+            })
+            .collect();
+        values.extend(copies.iter().map(Vec::as_slice));
+        let mut pointers = self.values.append(&values)?;
         let mut batch = sled::Batch::default();
         // With the pointers, in the same atomic commit: where the value log ended, so that
         // an open can tell the entries no commit references (`unreferenced`).
@@ -293,6 +389,7 @@ impl Store for SledStore {
                 encode_position(last.end()),
             );
         }
+        pointers.truncate(records);
         let mut pointers = pointers.into_iter();
         for op in ops {
             match op {
@@ -323,7 +420,16 @@ impl Store for SledStore {
         Ok(Box::new(self.values.entries_after(segment, offset)?.map(
             |found| {
                 found.map(|f| match f {
-                    Found::Entry(_, value) => Unreferenced::Record(value),
+                    Found::Entry(p, value) => match value.first() {
+                        Some(&PUT_COPY_TAG) => decode_put_copy(&value).unwrap_or_else(|e| {
+                            // Its checksum matched, so it was written so: handed on as a
+                            // record, which does not decode and is reported, not lost.
+                            tracing::error!(error = %e, segment = p.segment, offset = p.offset,
+                                "a copied put in the value log does not decode");
+                            Unreferenced::Record(value)
+                        }),
+                        _ => Unreferenced::Record(value),
+                    },
                     Found::Torn { detail } => Unreferenced::Torn(detail),
                 })
             },
@@ -416,5 +522,40 @@ impl SledStore {
             return self.tree.range(start.clone()..start);
         }
         self.tree.range(start..end)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_copied_put_reads_back_and_a_damaged_one_is_refused() {
+        let v = encode_put_copy(Space::Checkpoint, b"key", b"value");
+        assert_eq!(
+            decode_put_copy(&v).expect("decode"),
+            Unreferenced::Put {
+                space: Space::Checkpoint,
+                key: b"key".to_vec(),
+                value: b"value".to_vec(),
+            }
+        );
+        // An empty value and key are whole puts too.
+        assert!(decode_put_copy(&encode_put_copy(Space::Pending, b"", b"")).is_ok());
+        let refused = |v: &[u8]| decode_put_copy(v).expect_err("refused").to_string();
+        assert!(refused(&v[..5]).contains("shorter than its header"));
+        let mut long_key = v.clone();
+        long_key[2] = 200;
+        assert!(refused(&long_key).contains("key longer"));
+        // Only the spaces recovery takes: a derived space's put is not first-hand.
+        let head = encode_put_copy(Space::Head, b"k", b"v");
+        assert!(refused(&head).contains("space prefix"));
+        let mut untagged = v.clone();
+        untagged[0] = crate::record::RECORD_VERSION;
+        assert!(refused(&untagged).contains("not a copied put"));
+        for s in RECOVERED_SPACES {
+            assert_eq!(Space::from_prefix(s.prefix()), Some(s));
+        }
+        assert_eq!(Space::from_prefix(b'z'), None);
     }
 }

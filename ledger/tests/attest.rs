@@ -4,94 +4,13 @@
 //! is the stored chain's; everything else is quarantined verbatim with its reason, and the
 //! chain itself is never disturbed.
 
+mod common;
+
+use common::signed::{keys, Chain, T0};
 use ledger::attest::{reason, CheckpointOutcome};
-use ledger::{Appended, Incoming, Ledger};
-use schemas::attest::{key_event_body, Checkpoint, KeyAction, SigningKey};
-use schemas::codec::{encode, WireFormat};
-use schemas::{event_hash, Announcement, DeviceId, Event, EventBody, Hash32, Seq, TableId};
-
-const T0: i64 = 1_780_000_000_000_000_000;
-
-struct Chain {
-    table: TableId,
-    prev: Hash32,
-    seq: u64,
-    stream_seq: u64,
-    hashes: Vec<Hash32>,
-}
-
-impl Chain {
-    fn new(table: &str) -> Chain {
-        Chain {
-            table: TableId::new(table).unwrap(),
-            prev: Hash32::ZERO,
-            seq: 0,
-            stream_seq: 0,
-            hashes: Vec::new(),
-        }
-    }
-
-    fn event(&mut self, body: EventBody) -> Incoming {
-        self.seq += 1;
-        let e = Event {
-            v: 1,
-            table: self.table.clone(),
-            device: DeviceId::new("dealer-terminal").unwrap(),
-            seq: Seq(self.seq),
-            prev: self.prev,
-            occurred_at_ns: T0 + self.seq as i64,
-            round: None,
-            body,
-        };
-        let bytes = encode(&e, WireFormat::Bincode);
-        self.prev = event_hash(&e.prev, &bytes);
-        self.hashes.push(self.prev);
-        self.incoming(bytes)
-    }
-
-    fn incoming(&mut self, bytes: Vec<u8>) -> Incoming {
-        self.stream_seq += 1;
-        Incoming {
-            bytes,
-            subject_table: Some(self.table.clone()),
-            stream_seq: self.stream_seq,
-            received_at_ns: T0 + 1_000,
-        }
-    }
-
-    fn key_event(&mut self, admin: &SigningKey, key: &SigningKey, action: KeyAction) -> Incoming {
-        let device = DeviceId::new("dealer-terminal").unwrap();
-        let body = key_event_body(admin, &self.table, device, key.public(), action);
-        self.event(body)
-    }
-
-    fn announce(&mut self) -> Incoming {
-        self.event(EventBody::Announced {
-            announcement: Announcement::PlaceYourBets,
-        })
-    }
-
-    /// A checkpoint of the head at `seq` (1-based), signed with `key`.
-    fn checkpoint(&mut self, key: &SigningKey, seq: u64) -> Incoming {
-        let hash = self.hashes[seq as usize - 1];
-        let c = Checkpoint::sign(
-            key,
-            self.table.clone(),
-            DeviceId::new("dealer-terminal").unwrap(),
-            Seq(seq),
-            hash,
-            T0,
-        );
-        self.incoming(c.to_bincode())
-    }
-}
-
-fn keys() -> (SigningKey, SigningKey) {
-    (
-        SigningKey::derive_for_simulation("test admin"),
-        SigningKey::derive_for_simulation("test device"),
-    )
-}
+use ledger::{Appended, Ledger};
+use schemas::attest::{Checkpoint, KeyAction, SigningKey};
+use schemas::{DeviceId, Hash32, Seq, TableId};
 
 fn stored_all(out: &[Appended]) {
     assert!(
@@ -116,7 +35,7 @@ fn enrolled_device_checkpoint_is_kept_and_survives_reopen() {
     let mut c = Chain::new("CSP-01");
     {
         let l = Ledger::open(dir.path()).unwrap();
-        l.trust_admin_keys([admin.public()]);
+        l.trust_admin_keys([admin.public()]).unwrap();
         let batch = vec![
             c.key_event(&admin, &device, KeyAction::Enroll),
             c.announce(),
@@ -158,7 +77,7 @@ fn every_bad_checkpoint_is_quarantined_with_its_reason() {
     let dir = tempfile::tempdir().unwrap();
     let (admin, device) = keys();
     let l = Ledger::open(dir.path()).unwrap();
-    l.trust_admin_keys([admin.public()]);
+    l.trust_admin_keys([admin.public()]).unwrap();
     let mut c = Chain::new("TCP-02");
     let batch = vec![
         c.key_event(&admin, &device, KeyAction::Enroll),
@@ -240,7 +159,7 @@ fn untrusted_enrollment_takes_no_effect_and_revocation_and_rotation_do() {
     let (admin, device) = keys();
     let rogue_admin = SigningKey::derive_for_simulation("rogue admin");
     let l = Ledger::open(dir.path()).unwrap();
-    l.trust_admin_keys([admin.public()]);
+    l.trust_admin_keys([admin.public()]).unwrap();
     let mut c = Chain::new("MLP-03");
     let id = DeviceId::new("dealer-terminal").unwrap();
 
@@ -261,7 +180,7 @@ fn untrusted_enrollment_takes_no_effect_and_revocation_and_rotation_do() {
     l.flush().unwrap();
     drop(l);
     let l = Ledger::open(dir.path()).unwrap();
-    l.trust_admin_keys([admin.public()]);
+    l.trust_admin_keys([admin.public()]).unwrap();
     assert_eq!(
         l.quarantine_counts().get(reason::ENROLLMENT_REFUSED),
         Some(&1)
@@ -331,7 +250,7 @@ fn the_first_checkpoint_at_or_after_a_seq_is_found_verbatim() {
     let mut c = Chain::new("CSP-01");
     let mut other = Chain::new("CSP-02");
     let l = Ledger::open(dir.path()).unwrap();
-    l.trust_admin_keys([admin.public()]);
+    l.trust_admin_keys([admin.public()]).unwrap();
     let mut batch = vec![c.key_event(&admin, &device, KeyAction::Enroll)];
     batch.extend((0..5).map(|_| c.announce()));
     batch.push(other.key_event(&admin, &device, KeyAction::Enroll));

@@ -3,6 +3,8 @@
 //! the value log for tampering after the ledger is closed.
 #![allow(dead_code)]
 
+pub mod signed;
+
 use ledger::store::{KeyIter, KvIter, Op, Space, Store, SLED_TREE};
 use ledger::valuelog::ValueLog;
 use ledger::{Incoming, Ledger};
