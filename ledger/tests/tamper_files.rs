@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{copy_dir, fill, table, T0_NS};
+use common::{chain, copy_dir, fill, incoming, table, T0_NS};
 use ledger::digest::check_store_against;
 use ledger::store::SledStore;
 use ledger::{verify_store, Ledger};
@@ -46,14 +46,62 @@ enum Outcome {
     /// log: the ledger verifies and extends the digest once more.
     Recovered(String),
     Unnoticed,
+    /// The chains are whole, but the ledger, once opened, no longer holds the quarantine
+    /// entries or held events it held: first-hand data lost.
+    FirstHandLost(String),
     Panicked(String),
 }
 
-fn judge(dir: &Path, digest: &schemas::digest::Digest) -> Outcome {
+/// What a ledger holds besides its chains that nothing else can rebuild: its quarantine
+/// entries and held events (`store::RECOVERED_SPACES`).
+type FirstHand = (Vec<ledger::QuarantineEntry>, Vec<ledger::Gap>);
+
+fn first_hand(l: &Ledger) -> FirstHand {
+    (l.quarantine().expect("quarantine"), l.gaps())
+}
+
+/// After the chains were judged whole (untouched, or recovered): whether opening the
+/// ledger gives back every quarantine entry and held event as they were.
+fn first_hand_kept(dir: &Path, outcome: Outcome, expected: &FirstHand) -> Outcome {
+    let l = match Ledger::open(dir) {
+        Ok(l) => l,
+        Err(e) => return Outcome::OpenRefused(e.to_string()),
+    };
+    let found = first_hand(&l);
+    if &found == expected {
+        outcome
+    } else {
+        Outcome::FirstHandLost(format!("{found:?}"))
+    }
+}
+
+fn judge(dir: &Path, digest: &schemas::digest::Digest, expected: Option<&FirstHand>) -> Outcome {
     let d = dir.to_path_buf();
     let digest = digest.clone();
+    let expected = expected.cloned();
     let r = std::panic::catch_unwind(move || {
-        let store = match SledStore::open(&d) {
+        let outcome = judge_chains(&d, &digest);
+        match (&outcome, &expected) {
+            (Outcome::Unnoticed | Outcome::Recovered(_), Some(e)) => {
+                first_hand_kept(&d, outcome, e)
+            }
+            _ => outcome,
+        }
+    });
+    r.unwrap_or_else(|p| {
+        Outcome::Panicked(
+            p.downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default(),
+        )
+    })
+}
+
+/// The chains on the bare store, then, if only the digest check fails, after an open.
+fn judge_chains(d: &Path, digest: &schemas::digest::Digest) -> Outcome {
+    {
+        let store = match SledStore::open(d) {
             Ok(s) => s,
             Err(e) => return Outcome::OpenRefused(e.to_string()),
         };
@@ -64,22 +112,14 @@ fn judge(dir: &Path, digest: &schemas::digest::Digest) -> Outcome {
         if !report.is_ok() {
             return Outcome::VerifyBad(format!("{:?}", report.tables));
         }
-        let broken = match check_store_against(&store, &digest, T0_NS) {
+        let broken = match check_store_against(&store, digest, T0_NS) {
             Ok(c) if c.ok => return Outcome::Unnoticed,
             Ok(c) => format!("{:?}", c.tables),
             Err(e) => format!("store error: {e}"),
         };
         drop(store);
-        recovered(&d, &digest).unwrap_or(Outcome::DigestBroken(broken))
-    });
-    r.unwrap_or_else(|p| {
-        Outcome::Panicked(
-            p.downcast_ref::<String>()
-                .cloned()
-                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_default(),
-        )
-    })
+        recovered(d, digest).unwrap_or(Outcome::DigestBroken(broken))
+    }
 }
 
 /// After the digest check failed on the bare store: whether opening the ledger appended
@@ -137,7 +177,7 @@ fn flipped_event_bytes_in_sled_files_are_noticed() {
         in_value_log, 1,
         "records are written once, to the value log (sled holds pointers)"
     );
-    let outcome = judge(dir.path(), &digest);
+    let outcome = judge(dir.path(), &digest, None);
     eprintln!("outcome: {outcome:?}");
     assert!(
         matches!(
@@ -178,7 +218,22 @@ fn random_byte_flips_in_sled_files_never_pass_as_a_different_ledger() {
     let tables = [table("F-A"), table("F-B")];
     let l = Ledger::open(pristine.path()).expect("open");
     fill(&l, &tables, 40, 10);
+    // Besides the chains, a quarantined message and an event held beyond a gap, in the
+    // last commit: a rollback that loses it leaves the chains and the digest whole.
+    let beyond_gap = chain(&tables[0], 42).pop().expect("seq 42").1;
+    let mut garbage = incoming(&tables[1], b"not an event".to_vec(), 999);
+    garbage.received_at_ns += 1;
+    let out = l
+        .append_batch(&[incoming(&tables[0], beyond_gap, 998), garbage])
+        .expect("append");
+    assert!(matches!(out[0], ledger::Appended::Held { .. }), "{out:?}");
+    assert!(
+        matches!(out[1], ledger::Appended::Quarantined { .. }),
+        "{out:?}"
+    );
+    l.flush().expect("flush");
     let digest = l.digest(T0_NS).expect("digest");
+    let expected = first_hand(&l);
     drop(l);
     let all: Vec<(PathBuf, u64)> = files(pristine.path())
         .into_iter()
@@ -212,7 +267,7 @@ fn random_byte_flips_in_sled_files_never_pass_as_a_different_ledger() {
         let bit = 1u8 << (next(&mut rng) % 8);
         data[at as usize] ^= bit;
         std::fs::write(&target, &data).expect("write");
-        let outcome = judge(work.path(), &digest);
+        let outcome = judge(work.path(), &digest, Some(&expected));
         let kind = match &outcome {
             Outcome::OpenRefused(_) => "open refused",
             Outcome::VerifyBad(_) => "verify names a bad position",
@@ -221,13 +276,18 @@ fn random_byte_flips_in_sled_files_never_pass_as_a_different_ledger() {
                 "sled rolled back; the lost commits were appended again from the value log"
             }
             Outcome::Unnoticed => "no effect on the ledger (a stale or unused byte)",
+            Outcome::FirstHandLost(_) => "QUARANTINE OR HELD EVENTS LOST",
             Outcome::Panicked(_) => "PANIC",
         };
         *counts.entry(kind).or_insert(0) += 1;
         // Since recovery: a rollback that sled keeps silent no longer loses the commits
-        // it dropped (their records are in the value log).
+        // it dropped (their records are in the value log), nor, since their copies are
+        // there too, the quarantine entries and held events.
         assert!(
-            !matches!(outcome, Outcome::Panicked(_) | Outcome::DigestBroken(_)),
+            !matches!(
+                outcome,
+                Outcome::Panicked(_) | Outcome::DigestBroken(_) | Outcome::FirstHandLost(_)
+            ),
             "iteration {i} (seed {seed}): flip of bit {bit:#x} at {} offset {at}: {outcome:?}",
             rel.display()
         );
