@@ -685,7 +685,20 @@ impl Ledger {
         let id = match self.store.get(Space::Quarantine, &id.to_be_bytes())? {
             None => id,
             Some(there) if there == value => return Ok(None),
-            Some(_) => call.next_quarantine_id,
+            Some(_) => {
+                // Put back under a later id by a recovery cut short? Only the entries after
+                // `id` are looked at: what the lost commits wrote, and what came since.
+                // Equal values are the same message: its stream seq and receive time are in it.
+                for kv in self
+                    .store
+                    .range(Space::Quarantine, &(id + 1).to_be_bytes(), None)
+                {
+                    if kv?.1 == value {
+                        return Ok(None);
+                    }
+                }
+                call.next_quarantine_id
+            }
         };
         call.next_quarantine_id = call.next_quarantine_id.max(id + 1);
         call.ops.push(Op::Put(

@@ -365,3 +365,88 @@ fn quarantine_held_events_checkpoints_and_enrollments_of_lost_commits_come_back(
 fn device_id() -> schemas::DeviceId {
     schemas::DeviceId::new("dealer-terminal").expect("device id")
 }
+
+/// A quarantine entry whose id another entry took before it was put back goes under the
+/// next id, and a recovery run again (cut short before it was done) finds it there instead
+/// of putting it back twice.
+#[test]
+fn a_quarantine_entry_put_back_under_another_id_is_put_back_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let earlier = tempfile::tempdir().expect("tempdir");
+    let t = table("RC-Q");
+    let garbage = |stream_seq: u64| Incoming {
+        bytes: format!("not an event #{stream_seq}").into_bytes(),
+        subject_table: Some(t.clone()),
+        stream_seq,
+        received_at_ns: T0_NS,
+    };
+    let l = Ledger::open(dir.path()).expect("open");
+    l.append_batch(&[garbage(1)]).expect("append");
+    l.flush().expect("flush");
+    drop(l);
+    closed(dir.path());
+    copy_dir(dir.path(), earlier.path(), true);
+    let l = Ledger::open(dir.path()).expect("reopen");
+    let out = l.append_batch(&[garbage(2)]).expect("append");
+    assert!(
+        matches!(out[0], Appended::Quarantined { id: 1, .. }),
+        "{out:?}"
+    );
+    l.flush().expect("flush");
+    let lost = l.quarantine().expect("read").pop().expect("entry 1");
+    drop(l);
+    closed(dir.path());
+    put_back_sled_files(earlier.path(), dir.path());
+
+    // The recovery starts (its mark is kept to run it again below), and id 1 holds another
+    // entry by the time entry 1 is put back.
+    let mark = {
+        let store = SledStore::open(dir.path()).expect("store");
+        store.recovery_started().expect("mark");
+        store
+            .get(Space::Meta, ledger::store::RECOVER_FROM_KEY)
+            .expect("read")
+            .expect("mark")
+    };
+    closed(dir.path());
+    let raw = Raw::open(dir.path());
+    let first = raw
+        .get(Space::Quarantine, &0u64.to_be_bytes())
+        .expect("entry 0");
+    raw.tree
+        .insert(Raw::key(Space::Quarantine, &1u64.to_be_bytes()), first)
+        .expect("insert");
+    raw.close();
+    closed(dir.path());
+
+    let l = Ledger::open(dir.path()).expect("open after the loss");
+    let found = l.recovered().clone();
+    assert_eq!(
+        (found.quarantine_entries, found.quarantine_restored),
+        (1, 1)
+    );
+    let entries = l.quarantine().expect("read");
+    assert_eq!(entries.len(), 3);
+    let back = &entries[2];
+    assert_eq!((back.id, &back.bytes, back.stream_seq), (2, &lost.bytes, 2));
+    drop(l);
+    closed(dir.path());
+
+    // As if the process died before the recovery was done: it runs again from its mark.
+    let raw = Raw::open(dir.path());
+    raw.tree
+        .insert(Raw::key(Space::Meta, ledger::store::RECOVER_FROM_KEY), mark)
+        .expect("insert");
+    raw.close();
+    closed(dir.path());
+    let l = Ledger::open(dir.path()).expect("open again");
+    let found = l.recovered().clone();
+    // Found twice now: the lost commit's copy, and the copy the first recovery's own
+    // commit wrote under id 2. Neither is put back again.
+    assert_eq!(
+        (found.quarantine_entries, found.quarantine_restored),
+        (2, 0)
+    );
+    assert_eq!(l.quarantine().expect("read"), entries, "put back once");
+    assert_eq!(l.stats().quarantined, 3);
+}
