@@ -12,7 +12,8 @@
 //! A round is listed from its first stored event. The replayer reports a round only when
 //! the next round of its table begins or the table closes (a `DeckRevealed` after
 //! `RoundClosed` still belongs to it), so until then the index keeps its own row of the
-//! round: `in_progress` (nothing decided) until `RoundClosed` is stored, then the report of
+//! round: `in_progress` (nothing decided; its boxes those bet on so far, so a search by box
+//! finds it) until `RoundClosed` is stored, then the report of
 //! its replay window as read so far (what the round view shows, `rounds::load`), which the
 //! replayer's report replaces when it comes. That early replay is done once per pass and
 //! only for rounds still unreported at the end of the pass (the newest round of a table),
@@ -404,6 +405,16 @@ fn index_event(
     }
 }
 
+/// Adds the box a bet was placed on to `boxes` (sorted, once each): the boxes in play of a
+/// round that has no settlement yet, so that a search by box finds it in progress.
+pub fn note_box_in_play(boxes: &mut Vec<schemas::BoxNo>, body: &EventBody) {
+    if let EventBody::BetPlaced { box_no, .. } = body {
+        if let Err(at) = boxes.binary_search(box_no) {
+            boxes.insert(at, *box_no);
+        }
+    }
+}
+
 /// Keeps the rows of rounds the replayer has not reported: a round newer than any seen
 /// starts one; its events extend it; `RoundClosed` closes it; a round-less deck reveal
 /// after it changes its replay.
@@ -418,6 +429,7 @@ fn track_pending(table: &TableId, t: &mut TableTail, seq: u64, event: &schemas::
             if let Some(p) = t.pending.get_mut(&r) {
                 p.row.last_seq = Seq(seq);
                 p.changed = true;
+                note_box_in_play(&mut p.row.boxes, &event.body);
                 if matches!(event.body, EventBody::RoundClosed) && !p.closed {
                     p.closed = true;
                     p.row.closed_at_ns = Some(event.occurred_at_ns);

@@ -241,6 +241,14 @@ impl LoadedRound {
                 .events
                 .iter()
                 .any(|(_, e)| matches!(e.body, EventBody::TableClosed));
+        if self.report.settlement.is_none() {
+            // No settlement names them yet: the boxes bet on so far, as the list shows them.
+            for (_, e) in &self.events {
+                if e.round == Some(self.report.round) {
+                    crate::index::note_box_in_play(&mut row.boxes, &e.body);
+                }
+            }
+        }
         RoundDetail {
             row,
             config: self.config.as_ref().map(|(_, c)| c.clone()),

@@ -1249,7 +1249,7 @@ async fn the_newest_round_is_listed_from_its_first_event() {
     let opening = t.opening_events().unwrap();
     let round1 = t.play_round().unwrap().events;
     let round2 = t.play_round().unwrap().events;
-    let rounds = |app: axum::Router, q: &'static str| async move {
+    let rounds = |app: axum::Router, q: String| async move {
         let (s, page) = get(&app, &format!("/v1/rounds?table=NEW-01{q}"), SURV).await;
         assert_eq!(s, StatusCode::OK, "{page}");
         page
@@ -1259,7 +1259,7 @@ async fn the_newest_round_is_listed_from_its_first_event() {
     append(&ledger, &opening);
     append(&ledger, &round1[..1]);
     state.index_all().unwrap();
-    let page = rounds(app.clone(), "").await;
+    let page = rounds(app.clone(), "".into()).await;
     assert_eq!(
         page["total"], 1,
         "the round is listed from its first event: {page}"
@@ -1270,29 +1270,57 @@ async fn the_newest_round_is_listed_from_its_first_event() {
     assert_eq!(row["closed_at_ns"], Value::Null);
     assert_eq!(row["first_seq"], row["last_seq"]);
     // No verdict yet: a verdict filter does not list it.
-    assert_eq!(rounds(app.clone(), "&verdict=clean").await["total"], 0);
+    assert_eq!(
+        rounds(app.clone(), "&verdict=clean".into()).await["total"],
+        0
+    );
     let (s, d) = get(&app, "/v1/tables/NEW-01/rounds/1", SURV).await;
     assert_eq!(s, StatusCode::OK, "{d}");
     assert_eq!(d["row"]["in_progress"], true);
 
-    // The rest of round 1, through RoundClosed: its verdict, before round 2 begins.
-    append(&ledger, &round1[1..]);
+    // Through its first bet: a search by that box finds it in progress, by another not.
+    let bet = round1
+        .iter()
+        .position(|e| matches!(e.event.body, schemas::EventBody::BetPlaced { .. }))
+        .expect("round 1 has a bet");
+    let schemas::EventBody::BetPlaced { box_no, .. } = &round1[bet].event.body else {
+        unreachable!()
+    };
+    append(&ledger, &round1[1..=bet]);
     state.index_all().unwrap();
-    let page = rounds(app.clone(), "").await;
+    let by_box = rounds(app.clone(), format!("&box={}", box_no.0)).await;
+    assert_eq!(by_box["total"], 1, "{by_box}");
+    assert_eq!(by_box["items"][0]["in_progress"], true);
+    assert_eq!(by_box["items"][0]["boxes"], serde_json::json!([box_no.0]));
+    let other = (box_no.0 % 7) + 1;
+    assert_eq!(
+        rounds(app.clone(), format!("&box={other}")).await["total"],
+        0
+    );
+    let (_, d) = get(&app, "/v1/tables/NEW-01/rounds/1", SURV).await;
+    assert_eq!(d["row"]["boxes"], serde_json::json!([box_no.0]), "{d}");
+
+    // The rest of round 1, through RoundClosed: its verdict, before round 2 begins.
+    append(&ledger, &round1[bet + 1..]);
+    state.index_all().unwrap();
+    let page = rounds(app.clone(), "".into()).await;
     assert_eq!(page["total"], 1, "{page}");
     let row = &page["items"][0];
     assert_eq!(row["in_progress"], false, "{row}");
     assert_eq!(row["verdict"], "disputed", "{row}");
     assert!(row["closed_at_ns"].is_i64());
     assert_eq!(row["last_seq"], round1.last().unwrap().event.seq.0);
-    assert_eq!(rounds(app.clone(), "&verdict=disputed").await["total"], 1);
+    assert_eq!(
+        rounds(app.clone(), "&verdict=disputed".into()).await["total"],
+        1
+    );
     let (_, dp) = get(&app, "/v1/disputes?table=NEW-01", SURV).await;
     assert!(dp["total"].as_u64().unwrap() > 0, "{dp}");
 
     // Round 2 begins: round 1 keeps its verdict, round 2 is listed in progress.
     append(&ledger, &round2[..1]);
     state.index_all().unwrap();
-    let page = rounds(app.clone(), "").await;
+    let page = rounds(app.clone(), "".into()).await;
     assert_eq!(page["total"], 2, "{page}");
     assert_eq!(page["items"][0]["round"], 2);
     assert_eq!(page["items"][0]["in_progress"], true);
