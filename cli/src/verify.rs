@@ -213,34 +213,29 @@ pub fn arrival_line(v: &ledger::ArrivalVerdict) -> String {
 fn unreferenced_line(store: &SledStore) -> Result<Option<String>> {
     use ledger::store::{Space, Store, Unreferenced};
     let (mut records, mut torn) = (0u64, None);
-    let mut puts: std::collections::BTreeMap<&str, u64> = Default::default();
+    // What each kind is called: one, several.
+    let nouns = |space: Space| match space {
+        Space::Quarantine => ("quarantine entry", "quarantine entries"),
+        Space::Pending => ("held event", "held events"),
+        Space::Checkpoint => ("checkpoint", "checkpoints"),
+        _ => ("other entry", "other entries"),
+    };
+    let counted = |n: u64, (one, several): (&str, &str)| {
+        format!("{n} {}", if n == 1 { one } else { several })
+    };
+    let mut puts: BTreeMap<(&str, &str), u64> = BTreeMap::new();
     for item in store.unreferenced().context("scanning the value log")? {
         match item.context("scanning the value log")? {
             Unreferenced::Record(_) => records += 1,
-            Unreferenced::Put { space, .. } => {
-                let what = match space {
-                    Space::Quarantine => "quarantine entr",
-                    Space::Pending => "held event",
-                    Space::Checkpoint => "checkpoint",
-                    _ => "other entr",
-                };
-                *puts.entry(what).or_default() += 1;
-            }
+            Unreferenced::Put { space, .. } => *puts.entry(nouns(space)).or_default() += 1,
             Unreferenced::Torn(at) => torn = Some(at),
         }
     }
     let mut parts = Vec::new();
     if records > 0 || !puts.is_empty() {
-        let noun = if records == 1 { "record" } else { "records" };
-        let mut found = format!("{records} {noun}");
-        for (what, n) in &puts {
-            let plural = match (what.ends_with("entr"), *n == 1) {
-                (true, true) => "y",
-                (true, false) => "ies",
-                (false, true) => "",
-                (false, false) => "s",
-            };
-            found.push_str(&format!(", {n} {what}{plural}"));
+        let mut found = counted(records, ("record", "records"));
+        for (noun, n) in puts {
+            found.push_str(&format!(", {}", counted(n, noun)));
         }
         parts.push(format!(
             "{found} beyond sled's last commit (a crash before a commit, or commits sled lost); opening the ledger appends them again"

@@ -47,12 +47,18 @@ fn append(dir: &Path, t: &str, n: u64) {
     l.flush().expect("flush");
 }
 
+/// A ledger in `tmp` of two tables: CSP-01 with 20 events, MLP-02 with 7.
+fn two_tables(tmp: &Path) -> std::path::PathBuf {
+    let dir = tmp.join("ledger");
+    append(&dir, "CSP-01", 20);
+    append(&dir, "MLP-02", 7);
+    dir
+}
+
 #[test]
 fn digest_then_verify_against_it() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let dir = tmp.path().join("ledger");
-    append(&dir, "CSP-01", 20);
-    append(&dir, "MLP-02", 7);
+    let dir = two_tables(tmp.path());
     let d = dir.to_str().expect("utf-8");
     let file = tmp.path().join("digest.json");
     let f = file.to_str().expect("utf-8");
@@ -334,9 +340,7 @@ fn verify_tells_of_value_log_entries_beyond_the_last_commit() {
 #[test]
 fn an_export_is_checked_against_a_digest() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let dir = tmp.path().join("ledger");
-    append(&dir, "CSP-01", 20);
-    append(&dir, "MLP-02", 7);
+    let dir = two_tables(tmp.path());
     let d = dir.to_str().expect("utf-8");
     let path = |name: &str| tmp.path().join(name).to_str().expect("utf-8").to_string();
     let digest = path("digest.json");

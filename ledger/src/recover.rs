@@ -20,14 +20,16 @@
 //!   it must chain from the head, and anything else is a duplicate, held or quarantined as
 //!   usual. Enrollments among them are judged with the admin keys the ledger last trusted
 //!   (`Ledger::trust_admin_keys` keeps them), as they were the first time. Checkpoints go
-//!   through `append_checkpoints` after every event, so each is checked against the chain
-//!   again. Quarantine entries are put back verbatim, reason and all, under their own ids.
+//!   through `append_checkpoints` after the events found before them (a commit's records
+//!   come before its copied puts), so each is checked against the chain it signed again. Quarantine entries are put back verbatim, reason and all, under their own ids.
 //! - Idempotent: the re-appended events are written as new entries and commits, which
 //!   move the recorded end past everything scanned, so the next open finds nothing. A
 //!   crash part way through does not hide the rest: from `Store::recovery_started` (before
 //!   the first append) to `Store::recovery_done`, the store gives the same records again
 //!   from the same start (the ones already appended come back as duplicates, a quarantine
 //!   entry already put back is recognised by its id and bytes).
+//! - Bounded: what is found is appended in calls of at most `APPEND_BATCH_LEN_MAX` events
+//!   or checkpoints, whatever the size of the loss.
 //! - What was found is logged and kept in `Ledger::recovered` for the caller to report.
 //!   Counters kept only in `Space::Meta` (duplicates seen, enrollments refused) are not
 //!   recovered: they count again only what is appended again.
@@ -85,12 +87,13 @@ impl Recovery {
     }
 }
 
-/// The events and checkpoints found so far, appended in calls of at most
-/// `APPEND_BATCH_LEN_MAX`.
+/// The events and checkpoints found and not yet appended: each at most
+/// `APPEND_BATCH_LEN_MAX`, appended in a call of its own when full.
 #[derive(Default)]
 struct Found {
     events: Vec<Incoming>,
-    /// Appended after every event, so each is checked against the whole recovered chain.
+    /// Appended after every event found before them, so each is checked against the chain
+    /// it signed.
     checkpoints: Vec<Incoming>,
 }
 
@@ -116,20 +119,7 @@ impl Ledger {
                 }
             }
         }
-        if !found.events.is_empty() {
-            report.count(&self.append_batch(&found.events)?);
-        }
-        for chunk in found.checkpoints.chunks(APPEND_BATCH_LEN_MAX) {
-            for o in self.append_checkpoints(chunk)? {
-                match o {
-                    crate::attest::CheckpointOutcome::Kept { .. } => report.checkpoints_kept += 1,
-                    crate::attest::CheckpointOutcome::Duplicate { .. } => {}
-                    crate::attest::CheckpointOutcome::Quarantined { .. } => {
-                        report.checkpoints_refused += 1
-                    }
-                }
-            }
-        }
+        self.append_found_checkpoints(&mut found, &mut report)?;
         if report.found() > 0 {
             self.flush()?;
             self.store.recovery_done()?;
@@ -241,6 +231,9 @@ impl Ledger {
                     .and_then(|(table, _)| Ok((table, crate::attest::decode_checkpoint(value)?)));
                 match kept {
                     Ok((table, (received_at_ns, stream_seq, bytes, _))) => {
+                        if found.checkpoints.len() == APPEND_BATCH_LEN_MAX {
+                            self.append_found_checkpoints(found, report)?;
+                        }
                         found.checkpoints.push(Incoming {
                             bytes,
                             subject_table: Some(table),
@@ -255,6 +248,32 @@ impl Ledger {
                 // The store's contract names the spaces it gives back; another is its bug.
                 tracing::error!(space = ?other, "the store gave back a put of a space recovery does not take; skipped");
             }
+        }
+        Ok(())
+    }
+
+    /// Appends the checkpoints found so far, after every event found before them (the
+    /// events they sign), and the events too.
+    fn append_found_checkpoints(
+        &self,
+        found: &mut Found,
+        report: &mut Recovery,
+    ) -> Result<(), Error> {
+        if !found.events.is_empty() {
+            report.count(&self.append_batch(&found.events)?);
+            found.events.clear();
+        }
+        if !found.checkpoints.is_empty() {
+            for o in self.append_checkpoints(&found.checkpoints)? {
+                match o {
+                    crate::attest::CheckpointOutcome::Kept { .. } => report.checkpoints_kept += 1,
+                    crate::attest::CheckpointOutcome::Duplicate { .. } => {}
+                    crate::attest::CheckpointOutcome::Quarantined { .. } => {
+                        report.checkpoints_refused += 1
+                    }
+                }
+            }
+            found.checkpoints.clear();
         }
         Ok(())
     }

@@ -55,23 +55,24 @@ pub enum Space {
 pub const RECOVERED_SPACES: [Space; 3] = [Space::Quarantine, Space::Pending, Space::Checkpoint];
 
 impl Space {
+    /// Every space, in prefix-table order.
+    pub const ALL: [Space; 11] = [
+        Space::Batch,
+        Space::Head,
+        Space::Round,
+        Space::RoundTime,
+        Space::TimeBucket,
+        Space::Arrival,
+        Space::Pending,
+        Space::Quarantine,
+        Space::Meta,
+        Space::DeviceKey,
+        Space::Checkpoint,
+    ];
+
     /// The space whose `prefix` is `b`.
     pub fn from_prefix(b: u8) -> Option<Space> {
-        [
-            Space::Batch,
-            Space::Head,
-            Space::Round,
-            Space::RoundTime,
-            Space::TimeBucket,
-            Space::Arrival,
-            Space::Pending,
-            Space::Quarantine,
-            Space::Meta,
-            Space::DeviceKey,
-            Space::Checkpoint,
-        ]
-        .into_iter()
-        .find(|s| s.prefix() == b)
+        Space::ALL.into_iter().find(|s| s.prefix() == b)
     }
 
     /// The key prefix byte. Stable: stored on disk.
@@ -553,7 +554,8 @@ mod tests {
         let mut untagged = v.clone();
         untagged[0] = crate::record::RECORD_VERSION;
         assert!(refused(&untagged).contains("not a copied put"));
-        for s in RECOVERED_SPACES {
+        // Every prefix names its own space, and only it.
+        for s in Space::ALL {
             assert_eq!(Space::from_prefix(s.prefix()), Some(s));
         }
         assert_eq!(Space::from_prefix(b'z'), None);

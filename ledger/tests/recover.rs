@@ -413,9 +413,7 @@ fn a_quarantine_entry_put_back_under_another_id_is_put_back_once() {
     let first = raw
         .get(Space::Quarantine, &0u64.to_be_bytes())
         .expect("entry 0");
-    raw.tree
-        .insert(Raw::key(Space::Quarantine, &1u64.to_be_bytes()), first)
-        .expect("insert");
+    raw.put(Space::Quarantine, &1u64.to_be_bytes(), first);
     raw.close();
     closed(dir.path());
 
@@ -434,9 +432,7 @@ fn a_quarantine_entry_put_back_under_another_id_is_put_back_once() {
 
     // As if the process died before the recovery was done: it runs again from its mark.
     let raw = Raw::open(dir.path());
-    raw.tree
-        .insert(Raw::key(Space::Meta, ledger::store::RECOVER_FROM_KEY), mark)
-        .expect("insert");
+    raw.put(Space::Meta, ledger::store::RECOVER_FROM_KEY, mark);
     raw.close();
     closed(dir.path());
     let l = Ledger::open(dir.path()).expect("open again");
