@@ -49,6 +49,9 @@ pub fn run(args: Args) -> Result<Outcome> {
             if !matches!(report.arrival, ledger::ArrivalVerdict::Ok { .. }) {
                 eprintln!("{}", crate::verify::arrival_line(&report.arrival));
             }
+            if !matches!(report.quarantine, ledger::QuarantineVerdict::Ok { .. }) {
+                eprintln!("{}", crate::verify::quarantine_line(&report.quarantine));
+            }
             for t in report.tables {
                 if let ledger::TableVerdict::Bad {
                     table,

@@ -71,10 +71,13 @@ pub fn run(args: Args) -> Result<Outcome> {
             let lines: Vec<serde_json::Value> = report.tables.iter().map(verdict_json).collect();
             if args.json {
                 println!("{}", serde_json::to_string_pretty(&lines)?);
-                // The JSON stays the array of table verdicts; a broken arrival chain fails
-                // the exit code and is named on stderr.
+                // The JSON stays the array of table verdicts; a broken arrival or quarantine
+                // chain fails the exit code and is named on stderr.
                 if !matches!(report.arrival, ledger::ArrivalVerdict::Ok { .. }) {
                     eprintln!("{}", arrival_line(&report.arrival));
+                }
+                if !matches!(report.quarantine, ledger::QuarantineVerdict::Ok { .. }) {
+                    eprintln!("{}", quarantine_line(&report.quarantine));
                 }
                 // The JSON stays the array of verdicts; the value log's state is not a
                 // verdict on a chain, so it goes where an operator running a script sees it.
@@ -115,6 +118,7 @@ pub fn run(args: Args) -> Result<Outcome> {
                     }
                 }
                 println!("{}", arrival_line(&report.arrival));
+                println!("{}", quarantine_line(&report.quarantine));
                 let legacy = report
                     .tables
                     .iter()
@@ -203,6 +207,31 @@ pub fn arrival_line(v: &ledger::ArrivalVerdict) -> String {
         ledger::ArrivalVerdict::Bad { call_id, problem } => {
             format!("arrival order BAD at append call {call_id}: {problem}")
         }
+    }
+}
+
+/// The quarantine chain's verdict in one line (`ledger::quarantine`).
+pub fn quarantine_line(v: &ledger::QuarantineVerdict) -> String {
+    match v {
+        ledger::QuarantineVerdict::Ok { head, unanchored } => {
+            let mut line = format!(
+                "quarantine ok: {} {} chained",
+                head.entries,
+                if head.entries == 1 {
+                    "entry"
+                } else {
+                    "entries"
+                }
+            );
+            if head.entries > 0 {
+                line += &format!(", head {}", head.hash);
+            }
+            if *unanchored > 0 {
+                line += &format!(" ({unanchored} written before the quarantine chain, with no stored head to compare; the next quarantined message anchors them)");
+            }
+            line
+        }
+        ledger::QuarantineVerdict::Bad { problem } => format!("quarantine BAD: {problem}"),
     }
 }
 

@@ -409,3 +409,75 @@ fn an_export_is_checked_against_a_digest() {
     assert_eq!(code, Some(1), "{text}");
     assert!(text.contains("nothing proven"), "{text}");
 }
+
+/// `verify` reports the quarantine chain; an entry edited in the store (here through the
+/// bare store, as a tool with file access would) fails `verify` (exit 1, named) and
+/// `digest` refuses the ledger.
+#[test]
+fn an_edited_quarantine_entry_fails_verify_and_digest() {
+    use ledger::store::{Op, SledStore, Space, Store};
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = two_tables(tmp.path());
+    let d = dir.to_str().expect("utf-8");
+    {
+        let l = ledger::Ledger::open(&dir).expect("open");
+        let junk = ledger::Incoming {
+            bytes: b"not an event".to_vec(),
+            subject_table: Some(TableId::new("CSP-01").expect("id")),
+            stream_seq: 100,
+            received_at_ns: T0_NS,
+        };
+        assert!(matches!(
+            l.append_batch(&[junk]).expect("append")[0],
+            ledger::Appended::Quarantined { id: 0, .. }
+        ));
+        l.flush().expect("flush");
+    }
+    let out = roundledger(&["verify", "--ledger", d]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("quarantine ok: 1 entry chained, head "),
+        "{text}"
+    );
+
+    {
+        let store = SledStore::open(&dir).expect("store");
+        let mut entry = store
+            .get(Space::Quarantine, &0u64.to_be_bytes())
+            .expect("get")
+            .expect("entry 0");
+        *entry.last_mut().expect("bytes") ^= 0x20;
+        store
+            .commit(vec![Op::Put(
+                Space::Quarantine,
+                0u64.to_be_bytes().to_vec(),
+                entry,
+            )])
+            .expect("commit");
+        store.flush().expect("flush");
+    }
+    let out = roundledger(&["verify", "--ledger", d]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("quarantine BAD: the quarantine head says 1 entry chaining to "),
+        "{text}"
+    );
+    assert!(text.contains("verification FAILED"), "{text}");
+    let out = roundledger(&["verify", "--ledger", d, "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("quarantine BAD"));
+
+    let file = tmp.path().join("digest.json");
+    let out = roundledger(&[
+        "digest",
+        "--ledger",
+        d,
+        "--out",
+        file.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("quarantine BAD"));
+    assert!(!file.exists(), "no digest of a damaged ledger");
+}

@@ -131,6 +131,7 @@ pub(crate) struct Call {
     pub(crate) counters: BTreeMap<String, u64>,
     quarantined: u64,
     next_quarantine_id: u64,
+    quarantine_head: crate::quarantine::QuarantineHead,
     /// Device keys enrolled or revoked by this call's events.
     pub(crate) devices: BTreeMap<(TableId, schemas::DeviceId), crate::attest::DeviceKey>,
 }
@@ -144,6 +145,7 @@ impl Call {
             counters: BTreeMap::new(),
             quarantined: 0,
             next_quarantine_id: state.next_quarantine_id,
+            quarantine_head: state.quarantine_head,
             devices: BTreeMap::new(),
         }
     }
@@ -165,6 +167,19 @@ impl Call {
     /// Whether this call stores any event.
     fn stores_events(&self) -> bool {
         self.tables.values().any(|tc| !tc.new_events.is_empty())
+    }
+
+    /// The call's ops, for its one commit: with the quarantine head when the call
+    /// quarantined, so the entries and the head that chains them commit together.
+    pub(crate) fn take_ops(&mut self) -> Vec<Op> {
+        if self.quarantined > 0 {
+            self.ops.push(Op::Put(
+                Space::Meta,
+                crate::quarantine::HEAD_KEY.to_vec(),
+                self.quarantine_head.encode(),
+            ));
+        }
+        std::mem::take(&mut self.ops)
     }
 
     /// After a successful commit: makes this call's effects the ledger's state.
@@ -194,6 +209,7 @@ impl Call {
         }
         state.quarantined += self.quarantined;
         state.next_quarantine_id = self.next_quarantine_id;
+        state.quarantine_head = self.quarantine_head;
         for (k, d) in self.devices {
             state.devices.insert(k, d);
         }
@@ -234,7 +250,7 @@ impl Ledger {
                 bytes_total.to_be_bytes().to_vec(),
             ));
         }
-        self.store.commit(std::mem::take(&mut call.ops))?;
+        self.store.commit(call.take_ops())?;
 
         // Committed: publish the new state.
         if call.stores_events() {
@@ -677,30 +693,35 @@ fn held_outcome(call: &Call, table: &TableId, seq: u64) -> Appended {
 impl Ledger {
     /// Puts back a quarantine entry (its stored value, verbatim) that a commit the store
     /// lost had written (`recover`): under its own id, so alerts that named it still find
-    /// it, unless that id now holds another entry, when it takes the next one. `None` when
+    /// it, unless that id now holds another entry or is below a stored one (ids are the
+    /// quarantine chain's order), when it takes the next one. `None` when
     /// the same entry is already there (a recovery run again after a crash).
     pub(crate) fn restore_quarantined(&self, id: u64, value: &[u8]) -> Result<Option<u64>, Error> {
         let entry = crate::QuarantineEntry::decode(id, value)?;
         let (mut state, mut call) = self.begin_call(1)?;
-        let id = match self.store.get(Space::Quarantine, &id.to_be_bytes())? {
-            None => id,
-            Some(there) if there == value => return Ok(None),
-            Some(_) => {
-                // Put back under a later id by a recovery cut short? Only the entries after
-                // `id` are looked at: what the lost commits wrote, and what came since.
-                // Equal values are the same message: its stream seq and receive time are in it.
-                for kv in self
-                    .store
-                    .range(Space::Quarantine, &(id + 1).to_be_bytes(), None)
-                {
-                    if kv?.1 == value {
-                        return Ok(None);
-                    }
-                }
-                call.next_quarantine_id
+        let own = self.store.get(Space::Quarantine, &id.to_be_bytes())?;
+        if own.as_deref() == Some(value) {
+            return Ok(None);
+        }
+        // Put back under a later id by a recovery cut short? Only the entries after `id`
+        // are looked at: what the lost commits wrote, and what came since. Equal values
+        // are the same message: its stream seq and receive time are in it.
+        for kv in self
+            .store
+            .range(Space::Quarantine, &(id + 1).to_be_bytes(), None)
+        {
+            if kv?.1 == value {
+                return Ok(None);
             }
+        }
+        // Only above every stored id: ids follow the quarantine chain's order.
+        let id = if own.is_none() && id >= call.next_quarantine_id {
+            id
+        } else {
+            call.next_quarantine_id
         };
-        call.next_quarantine_id = call.next_quarantine_id.max(id + 1);
+        call.next_quarantine_id = id + 1;
+        call.quarantine_head = call.quarantine_head.next(id, value);
         call.ops.push(Op::Put(
             Space::Quarantine,
             id.to_be_bytes().to_vec(),
@@ -708,7 +729,7 @@ impl Ledger {
         ));
         *call.counters.entry(entry.reason).or_insert(0) += 1;
         call.quarantined += 1;
-        self.store.commit(std::mem::take(&mut call.ops))?;
+        self.store.commit(call.take_ops())?;
         call.publish(&mut state);
         Ok(Some(id))
     }
@@ -732,11 +753,10 @@ pub(crate) fn quarantine(
         bytes: msg.bytes.clone(),
     };
     tracing::warn!(id, reason = code, text = %entry.text, stream_seq = msg.stream_seq, "quarantined");
-    call.ops.push(Op::Put(
-        Space::Quarantine,
-        id.to_be_bytes().to_vec(),
-        entry.encode(),
-    ));
+    let value = entry.encode();
+    call.quarantine_head = call.quarantine_head.next(id, &value);
+    call.ops
+        .push(Op::Put(Space::Quarantine, id.to_be_bytes().to_vec(), value));
     *call.counters.entry(code.to_string()).or_insert(0) += 1;
     call.quarantined += 1;
     Appended::Quarantined { id, reason: code }

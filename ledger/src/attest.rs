@@ -365,7 +365,7 @@ impl Ledger {
         for msg in batch {
             out.push(self.one_checkpoint(&state, &mut call, &mut attested, msg)?);
         }
-        self.store.commit(std::mem::take(&mut call.ops))?;
+        self.store.commit(call.take_ops())?;
         call.publish(&mut state);
         for (t, a) in attested {
             if state.attested.get(&t).is_none_or(|old| old.seq < a.seq) {

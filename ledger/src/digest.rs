@@ -17,12 +17,8 @@ use std::collections::BTreeMap;
 /// Why no digest was taken.
 #[derive(Debug, thiserror::Error)]
 pub enum DigestRefused {
-    #[error("the ledger does not verify ({bad} of {tables} tables bad); a digest would certify the damage")]
-    DoesNotVerify {
-        bad: usize,
-        tables: usize,
-        report: VerifyReport,
-    },
+    #[error("the ledger does not verify ({}); a digest would certify the damage", report.failures())]
+    DoesNotVerify { report: Box<VerifyReport> },
     #[error(transparent)]
     Store(#[from] Error),
 }
@@ -36,13 +32,7 @@ pub fn digest_store(store: &dyn Store, created_at_ns: i64) -> Result<Digest, Dig
 fn digest_of(report: VerifyReport, created_at_ns: i64) -> Result<Digest, DigestRefused> {
     if !report.is_ok() {
         return Err(DigestRefused::DoesNotVerify {
-            bad: report
-                .tables
-                .iter()
-                .filter(|t| !matches!(t, TableVerdict::Ok { .. }))
-                .count(),
-            tables: report.tables.len(),
-            report,
+            report: Box::new(report),
         });
     }
     let heads = report.tables.iter().filter_map(|t| match t {

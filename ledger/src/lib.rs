@@ -34,6 +34,7 @@ pub mod arrival;
 pub mod attest;
 mod classify;
 pub mod digest;
+pub mod quarantine;
 mod read;
 pub mod record;
 mod recover;
@@ -42,6 +43,7 @@ pub mod valuelog;
 mod verify;
 
 pub use append::{reason, Appended, Incoming};
+pub use quarantine::{QuarantineHead, QuarantineVerdict};
 pub use read::{
     ArrivalOrder, Events, ExportRange, ExportSelection, Gap, QuarantineEntry, RoundSummary, Stats,
 };
@@ -127,6 +129,8 @@ struct State {
     counters: BTreeMap<String, u64>,
     quarantined: u64,
     next_quarantine_id: u64,
+    /// The quarantine chain's head (`quarantine`), as committed.
+    quarantine_head: quarantine::QuarantineHead,
     next_call_id: u64,
     bytes_total: u64,
     /// The last call's arrival hash (`arrival`); zeros before the first.

@@ -193,6 +193,7 @@ pub(crate) fn load_state(store: &dyn Store) -> Result<State, Error> {
     let mut counters = BTreeMap::new();
     let mut quarantined = 0;
     let mut next_quarantine_id = 0;
+    let mut chained = crate::quarantine::QuarantineHead::EMPTY;
     for kv in store.range(Space::Quarantine, &[], None) {
         let (k, v) = kv?;
         let id = be_u64(&k)?;
@@ -200,7 +201,12 @@ pub(crate) fn load_state(store: &dyn Store) -> Result<State, Error> {
         *counters.entry(e.reason).or_insert(0) += 1;
         quarantined += 1;
         next_quarantine_id = id + 1;
+        chained = chained.next(id, &v);
     }
+    // The stored head, not the one the entries give: appends extend what was committed, so
+    // an entry edited in the store stays seen by `verify` instead of being chained over.
+    // Entries written before the chain have no head: the next commit anchors them all.
+    let quarantine_head = crate::quarantine::stored_head(store)?.unwrap_or(chained);
     let meta = |k: &[u8]| -> Result<u64, Error> {
         store
             .get(Space::Meta, k)?
@@ -224,6 +230,7 @@ pub(crate) fn load_state(store: &dyn Store) -> Result<State, Error> {
         counters,
         quarantined,
         next_quarantine_id,
+        quarantine_head,
         next_call_id: meta(b"call_id")?,
         bytes_total: meta(b"bytes_total")?,
         arrival_head: match store.get(Space::Meta, crate::arrival::HEAD_KEY)? {

@@ -4,13 +4,15 @@
 //! prev links, the persisted and in-memory heads), and each table's receipt over the stream
 //! seqs and receive times no event hash covers (`crate::arrival`), against the one its
 //! persisted head holds. Then recomputes the arrival chain over every append call: which
-//! records each call stored, in what order, with what stream seqs and receive times.
+//! records each call stored, in what order, with what stream seqs and receive times. Then
+//! the quarantine chain over the quarantine entries (`crate::quarantine`).
 //!
 //! It cannot detect the removal of a table's newest records together with a matching
 //! rewrite of its head and of the arrival chain, nor a whole table removed so: that needs a
 //! digest handed to an outside party earlier (`digest`, `schemas::digest`), which
 //! `verify --against` checks.
 
+use crate::quarantine::QuarantineVerdict;
 use crate::read::decode_head;
 use crate::record::{self, be_u64, split_table_key, table_key};
 use crate::store::{Space, Store};
@@ -24,6 +26,8 @@ pub struct VerifyReport {
     pub tables: Vec<TableVerdict>,
     /// The arrival chain over the append calls (`crate::arrival`).
     pub arrival: ArrivalVerdict,
+    /// The quarantine chain over the quarantine entries (`crate::quarantine`).
+    pub quarantine: QuarantineVerdict,
 }
 
 impl VerifyReport {
@@ -32,6 +36,27 @@ impl VerifyReport {
             .iter()
             .all(|t| matches!(t, TableVerdict::Ok { .. }))
             && matches!(self.arrival, ArrivalVerdict::Ok { .. })
+            && matches!(self.quarantine, QuarantineVerdict::Ok { .. })
+    }
+
+    /// What fails, in a few words: "2 of 16 tables, the arrival chain".
+    pub fn failures(&self) -> String {
+        let bad = self
+            .tables
+            .iter()
+            .filter(|t| !matches!(t, TableVerdict::Ok { .. }))
+            .count();
+        let mut parts = Vec::new();
+        if bad > 0 {
+            parts.push(format!("{bad} of {} tables", self.tables.len()));
+        }
+        if !matches!(self.arrival, ArrivalVerdict::Ok { .. }) {
+            parts.push("the arrival chain".to_string());
+        }
+        if !matches!(self.quarantine, QuarantineVerdict::Ok { .. }) {
+            parts.push("the quarantine chain".to_string());
+        }
+        parts.join(", ")
     }
 }
 
@@ -171,10 +196,12 @@ pub fn verify_store(
     }
     out.extend(bad_keys);
     let arrival = verify_arrival(store)?;
+    let quarantine = crate::quarantine::verify_quarantine(store)?;
     Ok((
         VerifyReport {
             tables: out,
             arrival,
+            quarantine,
         },
         found,
     ))

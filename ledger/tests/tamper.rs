@@ -10,14 +10,14 @@
 
 mod common;
 
-use common::{chain_from, fill, forge_head, rechain_arrival, table, Raw, T0_NS};
+use common::{chain_from, fill, forge_head, incoming, rechain_arrival, table, Raw, T0_NS};
 use ledger::digest::{check_store_against, digest_store};
 use ledger::record::{decode_record, encode_record, seq_key, table_key};
 use ledger::store::{SledStore, Space};
 use ledger::valuelog::{self, Pointer};
 use ledger::{
-    verify_arrival_within, verify_store, ArrivalVerdict, Ledger, TableVerdict, VerifyProblem,
-    VerifyReport,
+    verify_arrival_within, verify_store, Appended, ArrivalVerdict, Ledger, QuarantineVerdict,
+    TableVerdict, VerifyProblem, VerifyReport,
 };
 use schemas::digest::{Digest, TableConsistency};
 use schemas::{ChainHead, Hash32, Seq, TableId};
@@ -131,15 +131,20 @@ fn tamper(dir: &Path, f: impl FnOnce(&Raw)) {
     raw.close();
 }
 
-/// Every table's chain verifies, and only the arrival chain names the edit (`why`).
-fn caught_by_the_arrival_chain_only(dir: &Path, why: &str) {
-    let r = verify_dir(dir);
+/// Every table's chain verifies.
+fn every_table_verifies(r: &VerifyReport) {
     assert!(
         r.tables
             .iter()
             .all(|t| matches!(t, TableVerdict::Ok { .. })),
         "{r:?}"
     );
+}
+
+/// Every table's chain verifies, and only the arrival chain names the edit (`why`).
+fn caught_by_the_arrival_chain_only(dir: &Path, why: &str) {
+    let r = verify_dir(dir);
+    every_table_verifies(&r);
     match &r.arrival {
         ArrivalVerdict::Bad { problem, .. } => assert!(problem.contains(why), "{problem}"),
         ok => panic!("the arrival chain did not see it: {ok:?}"),
@@ -1005,4 +1010,133 @@ fn a_record_stored_inline_in_sled_still_reads() {
     let l = Ledger::open(dir.path()).expect("open");
     let e = l.stored_event(&tb(), 15).expect("read").expect("seq 15");
     assert_eq!(e.hash, hb[14]);
+}
+
+/// The filled ledger with three quarantined messages (undecodable bytes on T-B's subject),
+/// ids 0..=2, written by two calls; the quarantine chain verifies over all three.
+fn with_quarantine() -> tempfile::TempDir {
+    let (dir, _, _) = filled();
+    let l = Ledger::open(dir.path()).expect("open");
+    let junk = |n: u64| incoming(&tb(), format!("junk {n}").into_bytes(), 1_000 + n);
+    for batch in [vec![junk(0), junk(1)], vec![junk(2)]] {
+        for o in l.append_batch(&batch).expect("append") {
+            assert!(matches!(o, Appended::Quarantined { .. }), "{o:?}");
+        }
+    }
+    l.flush().expect("flush");
+    assert_eq!(quarantine_ok(&l.verify().expect("verify")), (3, 0));
+    drop(l);
+    dir
+}
+
+/// (entries, unanchored) of a quarantine that verifies.
+fn quarantine_ok(r: &VerifyReport) -> (u64, u64) {
+    every_table_verifies(r);
+    match &r.quarantine {
+        QuarantineVerdict::Ok { head, unanchored } => (head.entries, *unanchored),
+        bad => panic!("{bad:?}"),
+    }
+}
+
+/// The quarantine is named, and only it: every table's chain still verifies, and no
+/// digest is given of the ledger.
+fn quarantine_bad(dir: &Path, why: &str) {
+    let r = verify_dir(dir);
+    every_table_verifies(&r);
+    match &r.quarantine {
+        QuarantineVerdict::Bad { problem } => assert!(problem.contains(why), "{problem}"),
+        ok => panic!("the quarantine was tampered with and still verifies: {ok:?}"),
+    }
+    assert!(!r.is_ok());
+    let store = SledStore::open(dir).expect("store open");
+    match digest_store(&store, T0_NS) {
+        Err(ledger::digest::DigestRefused::DoesNotVerify { report }) => {
+            assert_eq!(report.failures(), "the quarantine chain")
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+fn quarantine_key(id: u64) -> [u8; 8] {
+    id.to_be_bytes()
+}
+
+/// An entry edited in sled (one byte of the kept message) is named by `verify`, and the
+/// ledger opened afterwards does not chain over it: quarantining another message extends
+/// the committed head, so the edit stays visible.
+#[test]
+fn an_edited_quarantine_entry_is_named_and_not_chained_over() {
+    let dir = with_quarantine();
+    tamper(dir.path(), |raw| {
+        let mut v = raw
+            .get(Space::Quarantine, &quarantine_key(1))
+            .expect("entry 1");
+        *v.last_mut().expect("bytes") ^= 1;
+        raw.put(Space::Quarantine, &quarantine_key(1), v);
+    });
+    quarantine_bad(dir.path(), "edited, removed or added outside the ledger");
+    let l = Ledger::open(dir.path()).expect("open");
+    let more = incoming(&tb(), b"junk 3".to_vec(), 1_003);
+    assert!(matches!(
+        l.append_batch(&[more]).expect("append")[0],
+        Appended::Quarantined { id: 3, .. }
+    ));
+    l.flush().expect("flush");
+    drop(l);
+    quarantine_bad(dir.path(), "the 4 entries stored chain to");
+}
+
+/// An entry removed from sled is named.
+#[test]
+fn a_removed_quarantine_entry_is_named() {
+    let dir = with_quarantine();
+    tamper(dir.path(), |raw| {
+        raw.remove(Space::Quarantine, &quarantine_key(0))
+    });
+    quarantine_bad(dir.path(), "says 3 entries");
+}
+
+/// An entry added to sled beyond the head is named, with where the additions start; one
+/// slipped in between two entries is named as a change within the head's entries.
+#[test]
+fn an_added_quarantine_entry_is_named() {
+    let dir = with_quarantine();
+    tamper(dir.path(), |raw| {
+        let v = raw
+            .get(Space::Quarantine, &quarantine_key(2))
+            .expect("entry 2");
+        raw.put(Space::Quarantine, &quarantine_key(7), v);
+    });
+    quarantine_bad(dir.path(), "1 more from id 7 stored beyond it");
+
+    let dir = with_quarantine();
+    tamper(dir.path(), |raw| {
+        // Ids 0..=2 are taken: move entry 2 to id 3 and put a copy of entry 0 at id 2.
+        let v = raw
+            .get(Space::Quarantine, &quarantine_key(2))
+            .expect("entry 2");
+        raw.put(Space::Quarantine, &quarantine_key(3), v);
+        let forged = raw
+            .get(Space::Quarantine, &quarantine_key(0))
+            .expect("entry 0");
+        raw.put(Space::Quarantine, &quarantine_key(2), forged);
+    });
+    quarantine_bad(dir.path(), "the 4 entries stored chain to");
+}
+
+/// Entries written before the quarantine chain existed have no head: they verify as
+/// unanchored, and the next quarantined message writes a head that chains over all of them.
+#[test]
+fn quarantine_entries_written_before_the_chain_are_anchored_by_the_next() {
+    let dir = with_quarantine();
+    tamper(dir.path(), |raw| {
+        raw.remove(Space::Meta, ledger::quarantine::HEAD_KEY)
+    });
+    assert_eq!(quarantine_ok(&verify_dir(dir.path())), (3, 3));
+    let l = Ledger::open(dir.path()).expect("open");
+    let more = incoming(&tb(), b"junk 3".to_vec(), 1_003);
+    l.append_batch(&[more]).expect("append");
+    l.flush().expect("flush");
+    drop(l);
+    assert_eq!(quarantine_ok(&verify_dir(dir.path())), (4, 0));
 }

@@ -110,7 +110,7 @@ fn judge_chains(d: &Path, digest: &schemas::digest::Digest) -> Outcome {
             Err(e) => return Outcome::VerifyBad(format!("store error: {e}")),
         };
         if !report.is_ok() {
-            return Outcome::VerifyBad(format!("{:?}", report.tables));
+            return Outcome::VerifyBad(format!("{}: {:?}", report.failures(), report.tables));
         }
         let broken = match check_store_against(&store, digest, T0_NS) {
             Ok(c) if c.ok => return Outcome::Unnoticed,

@@ -1,0 +1,199 @@
+//! The quarantine chain: one hash over every quarantine entry in id order, so that an entry
+//! edited, removed, added or moved in the store is seen by `verify`, as a table's records
+//! are by its chain. Entries are written once and never rewritten (the crate's append-only
+//! invariant) and always under an id above every stored one (`append::quarantine`,
+//! `Ledger::restore_quarantined`), so the chain only ever extends, and each commit that
+//! quarantines writes the new head in the same atomic commit as its entries:
+//!
+//! ```text
+//! chain(0) = 32 zero bytes
+//! chain(n) = BLAKE3-keyed(key = BLAKE3("roundledger/quarantine/v1"),
+//!                         chain(n - 1) || id u64 BE || len(value) u64 BE || value)
+//! ```
+//!
+//! over the n-th entry by id, `value` its stored bytes (`QuarantineEntry::encode`, which
+//! holds the message verbatim with its reason, subject, stream seq and receive time). The
+//! head (`HEAD_KEY` in `Space::Meta`) is `entries u64 BE || chain(entries)`: 40 bytes.
+//!
+//! Like a table's head, the quarantine head does not stop someone who rewrites the entries
+//! and the head together: only a digest held by an outside party would, and digests do not
+//! name the quarantine yet.
+
+use crate::record::be_u64;
+use crate::store::{Space, Store};
+use crate::Error;
+use schemas::Hash32;
+
+/// `Space::Meta` key of the quarantine head.
+pub const HEAD_KEY: &[u8] = b"quarantine_head";
+/// The chain's key is the BLAKE3 hash of this tag.
+pub const QUARANTINE_DOMAIN: &[u8] = b"roundledger/quarantine/v1";
+
+/// How many entries the chain covers and its hash after the last.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QuarantineHead {
+    pub entries: u64,
+    pub hash: Hash32,
+}
+
+fn chain_key() -> &'static [u8; 32] {
+    static KEY: std::sync::OnceLock<[u8; 32]> = std::sync::OnceLock::new();
+    KEY.get_or_init(|| *blake3::hash(QUARANTINE_DOMAIN).as_bytes())
+}
+
+impl QuarantineHead {
+    /// The head of no entry.
+    pub const EMPTY: QuarantineHead = QuarantineHead {
+        entries: 0,
+        hash: Hash32::ZERO,
+    };
+
+    /// The head after the entry `id` with stored bytes `value`.
+    pub fn next(&self, id: u64, value: &[u8]) -> QuarantineHead {
+        let mut x = blake3::Hasher::new_keyed(chain_key());
+        x.update(&self.hash.0);
+        x.update(&id.to_be_bytes());
+        x.update(&(value.len() as u64).to_be_bytes());
+        x.update(value);
+        QuarantineHead {
+            entries: self.entries + 1,
+            hash: Hash32(*x.finalize().as_bytes()),
+        }
+    }
+
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let mut v = self.entries.to_be_bytes().to_vec();
+        v.extend_from_slice(&self.hash.0);
+        v
+    }
+
+    pub(crate) fn decode(v: &[u8]) -> Result<QuarantineHead, Error> {
+        if v.len() != 40 {
+            return Err(crate::record::corrupt(&format!(
+                "quarantine head of {} bytes, not 40",
+                v.len()
+            )));
+        }
+        let mut hash = [0u8; 32];
+        hash.copy_from_slice(&v[8..]);
+        Ok(QuarantineHead {
+            entries: be_u64(&v[..8])?,
+            hash: Hash32(hash),
+        })
+    }
+}
+
+/// The stored quarantine head, `None` when none was written (no entry yet, or only entries
+/// written before the chain existed).
+pub(crate) fn stored_head(store: &dyn Store) -> Result<Option<QuarantineHead>, Error> {
+    store
+        .get(Space::Meta, HEAD_KEY)?
+        .map(|v| QuarantineHead::decode(&v))
+        .transpose()
+}
+
+/// The verdict on the quarantine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum QuarantineVerdict {
+    /// The entries chain to the stored head. `unanchored` entries have no stored head to
+    /// compare with: written before the chain existed, they are covered from the next
+    /// quarantined message on, whose head chains over all of them.
+    Ok {
+        head: QuarantineHead,
+        unanchored: u64,
+    },
+    /// The entries do not chain to the stored head, and what was found.
+    Bad { problem: String },
+}
+
+/// Recomputes the quarantine chain over the stored entries and compares it with the head.
+/// When the entries outnumber the head's count and the first `entries` of them chain to it,
+/// the entries added since are named; otherwise the head is all there is to compare with.
+pub fn verify_quarantine(store: &dyn Store) -> Result<QuarantineVerdict, Error> {
+    let stored = match store.get(Space::Meta, HEAD_KEY)? {
+        None => None,
+        Some(v) => match QuarantineHead::decode(&v) {
+            Ok(h) => Some(h),
+            Err(e) => {
+                return Ok(QuarantineVerdict::Bad {
+                    problem: format!("the quarantine head does not read: {e}"),
+                })
+            }
+        },
+    };
+    let mut chain = QuarantineHead::EMPTY;
+    // The head's count reached with its hash: the entries from `extra_from` on came after.
+    let mut prefix_agrees = stored == Some(QuarantineHead::EMPTY);
+    let mut extra_from = None;
+    for kv in store.range(Space::Quarantine, &[], None) {
+        let (k, v) = kv?;
+        let Ok(id) = be_u64(&k) else {
+            return Ok(QuarantineVerdict::Bad {
+                problem: format!("a quarantine key of {} bytes is not an id", k.len()),
+            });
+        };
+        if prefix_agrees && extra_from.is_none() {
+            extra_from = Some(id);
+        }
+        chain = chain.next(id, &v);
+        if stored.is_some_and(|h| h == chain) {
+            prefix_agrees = true;
+        }
+    }
+    let Some(head) = stored else {
+        return Ok(QuarantineVerdict::Ok {
+            head: chain,
+            unanchored: chain.entries,
+        });
+    };
+    if head == chain {
+        return Ok(QuarantineVerdict::Ok {
+            head,
+            unanchored: 0,
+        });
+    }
+    let problem = match extra_from {
+        Some(id) if prefix_agrees => format!(
+            "the quarantine head covers {}, and {} more from id {id} stored beyond it: added outside the ledger",
+            entries(head.entries),
+            chain.entries - head.entries
+        ),
+        _ => format!(
+            "the quarantine head says {} chaining to {}; the {} stored chain to {}: an entry was edited, removed or added outside the ledger",
+            entries(head.entries), head.hash, entries(chain.entries), chain.hash
+        ),
+    };
+    Ok(QuarantineVerdict::Bad { problem })
+}
+
+fn entries(n: u64) -> String {
+    format!("{n} {}", if n == 1 { "entry" } else { "entries" })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The step is the module doc's formula, byte for byte, and any input moves it.
+    #[test]
+    fn the_chain_step_is_the_documented_formula() {
+        let prev = QuarantineHead {
+            entries: 4,
+            hash: Hash32([3; 32]),
+        };
+        let key = blake3::hash(b"roundledger/quarantine/v1");
+        let mut m = prev.hash.0.to_vec();
+        m.extend_from_slice(&9u64.to_be_bytes());
+        m.extend_from_slice(&3u64.to_be_bytes());
+        m.extend_from_slice(b"abc");
+        let by_hand = Hash32(*blake3::keyed_hash(key.as_bytes(), &m).as_bytes());
+        let next = prev.next(9, b"abc");
+        assert_eq!(next.hash, by_hand);
+        assert_eq!(next.entries, 5);
+        assert_ne!(prev.next(8, b"abc").hash, by_hand);
+        assert_ne!(prev.next(9, b"abd").hash, by_hand);
+        assert_ne!(prev.next(9, b"ab").hash, by_hand);
+        assert_eq!(QuarantineHead::decode(&next.encode()).unwrap(), next);
+        assert!(QuarantineHead::decode(&next.encode()[..39]).is_err());
+    }
+}
