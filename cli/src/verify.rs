@@ -314,6 +314,12 @@ fn print_digest(digest: &Digest) {
     if digest.version == schemas::digest::DIGEST_VERSION_NO_RECEIPTS {
         println!("version 1 has no receipts: the events are checked against it, their stream seqs and receive times are not");
     }
+    if digest.quarantine.is_none() {
+        println!(
+            "version {} does not name the quarantine: it is not checked against it",
+            digest.version
+        );
+    }
     match &digest.signature {
         Some(s) => println!("signed by {}: the signature verifies", s.signer),
         None => println!("not signed: its time and root are only as good as its holder"),
@@ -362,6 +368,9 @@ fn against(dir: &Path, digest: &Digest, json: bool) -> Result<Outcome> {
         for t in &c.new_tables {
             println!("{:<12} new  not in the digest", t.as_str());
         }
+        if let Some(q) = &c.quarantine {
+            println!("{}", quarantine_consistency_line(q));
+        }
         println!(
             "{}",
             if c.ok {
@@ -376,6 +385,24 @@ fn against(dir: &Path, digest: &Digest, json: bool) -> Result<Outcome> {
     } else {
         Outcome::Findings
     })
+}
+
+/// The quarantine's consistency with a version 3 digest in one line.
+fn quarantine_consistency_line(q: &schemas::digest::QuarantineConsistency) -> String {
+    use schemas::digest::QuarantineConsistency as Q;
+    let name = "quarantine";
+    match q {
+        Q::Extends { digest_entries, entries } => format!(
+            "{name:<12} ok   extends: digest entry count {digest_entries}, now {entries}"
+        ),
+        Q::Truncated { digest_entries, entries } => format!(
+            "{name:<12} BAD  truncated: digest entry count {digest_entries}, the ledger holds {entries}"
+        ),
+        Q::HashDiffers { digest_entries, digest_hash, ledger_hash } => format!(
+            "{name:<12} BAD  rewritten: at entry count {digest_entries} the digest has {digest_hash}, the ledger {ledger_hash}"
+        ),
+        Q::ChainBroken { problem } => format!("{name:<12} BAD  chain broken: {problem}"),
+    }
 }
 
 /// `verify --export FILE --against DIGEST`: the export verifies on its own, and holds the

@@ -142,14 +142,19 @@ fn digest_then_verify_against_it() {
     );
     assert!(text.contains("CSP-01       ok"), "{text}");
 
-    // A version 1 digest (before receipts) of the same heads still checks, and says what
-    // it cannot check.
+    // A version 1 digest (before receipts and the quarantine) of the same heads still
+    // checks, and says what it cannot check. (`edited` builds version 2 digests, without
+    // the quarantine: they check too.)
     let v1 = edited(&|h| h.receipt = None);
-    assert_eq!((digest.version, v1.version), (2, 1));
+    assert_eq!((digest.version, v1.version), (3, 1));
     let (code, text, _) = against(&v1, "v1.json");
     assert_eq!(code, Some(0));
     assert!(
         text.contains("version 1 has no receipts: the events are checked against it, their stream seqs and receive times are not"),
+        "{text}"
+    );
+    assert!(
+        text.contains("version 1 does not name the quarantine"),
         "{text}"
     );
     assert!(text.contains("the ledger extends the digest"), "{text}");
@@ -410,9 +415,10 @@ fn an_export_is_checked_against_a_digest() {
     assert!(text.contains("nothing proven"), "{text}");
 }
 
-/// `verify` reports the quarantine chain; an entry edited in the store (here through the
-/// bare store, as a tool with file access would) fails `verify` (exit 1, named) and
-/// `digest` refuses the ledger.
+/// `verify` reports the quarantine chain and a digest names it; an entry edited in the
+/// store (here through the bare store, as a tool with file access would) fails `verify`
+/// (exit 1, named) and `verify --against` the earlier digest, and `digest` refuses the
+/// ledger.
 #[test]
 fn an_edited_quarantine_entry_fails_verify_and_digest() {
     use ledger::store::{Op, SledStore, Space, Store};
@@ -438,6 +444,17 @@ fn an_edited_quarantine_entry_fails_verify_and_digest() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("quarantine ok: 1 entry chained, head "),
+        "{text}"
+    );
+    let before = tmp.path().join("before.json");
+    let b = before.to_str().expect("utf-8");
+    let out = roundledger(&["digest", "--ledger", d, "--out", b]);
+    assert_eq!(out.status.code(), Some(0));
+    let out = roundledger(&["verify", "--ledger", d, "--against", b]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("quarantine   ok   extends: digest entry count 1, now 1"),
         "{text}"
     );
 
@@ -468,6 +485,15 @@ fn an_edited_quarantine_entry_fails_verify_and_digest() {
     let out = roundledger(&["verify", "--ledger", d, "--json"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("quarantine BAD"));
+
+    let out = roundledger(&["verify", "--ledger", d, "--against", b]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("quarantine   BAD  chain broken: "), "{text}");
+    assert!(
+        text.contains("the ledger does NOT extend the digest"),
+        "{text}"
+    );
 
     let file = tmp.path().join("digest.json");
     let out = roundledger(&[

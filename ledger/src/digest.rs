@@ -1,7 +1,8 @@
-//! The ledger digest (`schemas::digest`): the chain head and receipt of every table, a
-//! Merkle root over them, the event count and a time, handed to an outside party; and the
-//! check that the ledger still extends an earlier digest (`verify --against`). Receipts are
-//! recomputed from the records by `verify_store`, never read from the heads.
+//! The ledger digest (`schemas::digest`): the chain head and receipt of every table and the
+//! quarantine chain's head, a Merkle root over them, the event count and a time, handed to
+//! an outside party; and the check that the ledger still extends an earlier digest
+//! (`verify --against`). Receipts and the quarantine chain are recomputed from what is
+//! stored (`verify_store`), never read from the heads.
 //!
 //! Both work on a `Store` as well as on an open `Ledger`, so a ledger whose state no longer
 //! loads (tampered heads or quarantine) can still be checked. A digest is only taken of a
@@ -10,7 +11,9 @@
 use crate::store::Store;
 use crate::verify::{verify_store, AtSeq, TableVerdict, VerifyReport};
 use crate::{Error, Ledger};
-use schemas::digest::{check_consistency, Consistency, Digest, DigestHead, TableNow};
+use schemas::digest::{
+    check_consistency, Consistency, Digest, DigestHead, QuarantineAnchor, QuarantineNow, TableNow,
+};
 use schemas::TableId;
 use std::collections::BTreeMap;
 
@@ -35,6 +38,9 @@ fn digest_of(report: VerifyReport, created_at_ns: i64) -> Result<Digest, DigestR
             report: Box::new(report),
         });
     }
+    let crate::QuarantineVerdict::Ok { head: q, .. } = report.quarantine else {
+        unreachable!("a report that is ok has a quarantine that verifies")
+    };
     let heads = report.tables.iter().filter_map(|t| match t {
         TableVerdict::Ok { head, receipt, .. } => Some(DigestHead {
             table: head.table.clone(),
@@ -44,7 +50,34 @@ fn digest_of(report: VerifyReport, created_at_ns: i64) -> Result<Digest, DigestR
         }),
         TableVerdict::Bad { .. } => None,
     });
-    Ok(Digest::new(heads, created_at_ns))
+    Ok(Digest::new(heads, created_at_ns).with_quarantine(anchor(&q)))
+}
+
+fn anchor(q: &crate::QuarantineHead) -> QuarantineAnchor {
+    QuarantineAnchor {
+        entries: q.entries,
+        hash: q.hash,
+    }
+}
+
+/// What the store's quarantine says for the consistency check of `digest` (only a
+/// version 3 digest looks at it). A second read of the entries, after `verify_store`'s:
+/// the quarantine is small beside the records.
+fn quarantine_now(store: &dyn Store, digest: &Digest) -> Result<QuarantineNow, Error> {
+    let at = digest.quarantine.map(|q| q.entries);
+    let (verdict, hash_at) = crate::quarantine::verify_quarantine_at(store, at)?;
+    Ok(match verdict {
+        crate::QuarantineVerdict::Ok { head, .. } => QuarantineNow {
+            entries: head.entries,
+            hash_at_digest_entries: hash_at,
+            chain_problem: None,
+        },
+        crate::QuarantineVerdict::Bad { problem } => QuarantineNow {
+            entries: 0,
+            hash_at_digest_entries: hash_at,
+            chain_problem: Some(problem),
+        },
+    })
 }
 
 /// Checks that the store still extends `digest` (which must have passed `Digest::check`):
@@ -57,13 +90,15 @@ pub fn check_store_against(
     now_ns: i64,
 ) -> Result<Consistency, Error> {
     let (report, found) = verify_store(store, None, &digest.seqs())?;
-    Ok(consistency(digest, &report, &found, now_ns))
+    let q = quarantine_now(store, digest)?;
+    Ok(consistency(digest, &report, &found, &q, now_ns))
 }
 
 fn consistency(
     digest: &Digest,
     report: &VerifyReport,
     found: &BTreeMap<TableId, AtSeq>,
+    quarantine: &QuarantineNow,
     now_ns: i64,
 ) -> Consistency {
     let mut now_tables: BTreeMap<TableId, TableNow> = BTreeMap::new();
@@ -106,9 +141,18 @@ fn consistency(
             }
         }
     }
-    // The digest of the ledger now lists the tables that verify.
-    let now = Digest::new(ok_heads, now_ns);
-    check_consistency(digest, now, |d| now_tables.get(&d.table).cloned())
+    // The digest of the ledger now lists the tables that verify, and the quarantine if it
+    // does.
+    let mut now = Digest::new(ok_heads, now_ns);
+    if let crate::QuarantineVerdict::Ok { head, .. } = &report.quarantine {
+        now = now.with_quarantine(anchor(head));
+    }
+    check_consistency(
+        digest,
+        now,
+        |d| now_tables.get(&d.table).cloned(),
+        quarantine,
+    )
 }
 
 impl Ledger {
@@ -121,6 +165,7 @@ impl Ledger {
     pub fn check_against(&self, digest: &Digest, now_ns: i64) -> Result<Consistency, Error> {
         let mem = self.lock().heads.clone();
         let (report, found) = verify_store(self.store.as_ref(), Some(&mem), &digest.seqs())?;
-        Ok(consistency(digest, &report, &found, now_ns))
+        let q = quarantine_now(self.store.as_ref(), digest)?;
+        Ok(consistency(digest, &report, &found, &q, now_ns))
     }
 }

@@ -15,9 +15,10 @@
 //! holds the message verbatim with its reason, subject, stream seq and receive time). The
 //! head (`HEAD_KEY` in `Space::Meta`) is `entries u64 BE || chain(entries)`: 40 bytes.
 //!
-//! Like a table's head, the quarantine head does not stop someone who rewrites the entries
-//! and the head together: only a digest held by an outside party would, and digests do not
-//! name the quarantine yet.
+//! The step is `schemas::digest::quarantine_next` (formats in schemas/README.md). Like a
+//! table's head, the quarantine head does not stop someone who rewrites the entries and the
+//! head together: a digest held by an outside party does, since version 3 names the
+//! quarantine's head (`crate::digest`).
 
 use crate::record::be_u64;
 use crate::store::{Space, Store};
@@ -26,19 +27,11 @@ use schemas::Hash32;
 
 /// `Space::Meta` key of the quarantine head.
 pub const HEAD_KEY: &[u8] = b"quarantine_head";
-/// The chain's key is the BLAKE3 hash of this tag.
-pub const QUARANTINE_DOMAIN: &[u8] = b"roundledger/quarantine/v1";
-
 /// How many entries the chain covers and its hash after the last.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct QuarantineHead {
     pub entries: u64,
     pub hash: Hash32,
-}
-
-fn chain_key() -> &'static [u8; 32] {
-    static KEY: std::sync::OnceLock<[u8; 32]> = std::sync::OnceLock::new();
-    KEY.get_or_init(|| *blake3::hash(QUARANTINE_DOMAIN).as_bytes())
 }
 
 impl QuarantineHead {
@@ -48,16 +41,12 @@ impl QuarantineHead {
         hash: Hash32::ZERO,
     };
 
-    /// The head after the entry `id` with stored bytes `value`.
+    /// The head after the entry `id` with stored bytes `value`
+    /// (`schemas::digest::quarantine_next`).
     pub fn next(&self, id: u64, value: &[u8]) -> QuarantineHead {
-        let mut x = blake3::Hasher::new_keyed(chain_key());
-        x.update(&self.hash.0);
-        x.update(&id.to_be_bytes());
-        x.update(&(value.len() as u64).to_be_bytes());
-        x.update(value);
         QuarantineHead {
             entries: self.entries + 1,
-            hash: Hash32(*x.finalize().as_bytes()),
+            hash: schemas::digest::quarantine_next(&self.hash, id, value),
         }
     }
 
@@ -110,14 +99,23 @@ pub enum QuarantineVerdict {
 /// When the entries outnumber the head's count and the first `entries` of them chain to it,
 /// the entries added since are named; otherwise the head is all there is to compare with.
 pub fn verify_quarantine(store: &dyn Store) -> Result<QuarantineVerdict, Error> {
+    Ok(verify_quarantine_at(store, None)?.0)
+}
+
+/// `verify_quarantine`, and the chain's hash after the first `at` entries if there are
+/// that many (what a digest that counted `at` entries must find).
+pub fn verify_quarantine_at(
+    store: &dyn Store,
+    at: Option<u64>,
+) -> Result<(QuarantineVerdict, Option<Hash32>), Error> {
+    let mut hash_at = (at == Some(0)).then_some(Hash32::ZERO);
     let stored = match store.get(Space::Meta, HEAD_KEY)? {
         None => None,
         Some(v) => match QuarantineHead::decode(&v) {
             Ok(h) => Some(h),
             Err(e) => {
-                return Ok(QuarantineVerdict::Bad {
-                    problem: format!("the quarantine head does not read: {e}"),
-                })
+                let problem = format!("the quarantine head does not read: {e}");
+                return Ok((QuarantineVerdict::Bad { problem }, None));
             }
         },
     };
@@ -128,29 +126,33 @@ pub fn verify_quarantine(store: &dyn Store) -> Result<QuarantineVerdict, Error> 
     for kv in store.range(Space::Quarantine, &[], None) {
         let (k, v) = kv?;
         let Ok(id) = be_u64(&k) else {
-            return Ok(QuarantineVerdict::Bad {
-                problem: format!("a quarantine key of {} bytes is not an id", k.len()),
-            });
+            let problem = format!("a quarantine key of {} bytes is not an id", k.len());
+            return Ok((QuarantineVerdict::Bad { problem }, None));
         };
         if prefix_agrees && extra_from.is_none() {
             extra_from = Some(id);
         }
         chain = chain.next(id, &v);
+        if Some(chain.entries) == at {
+            hash_at = Some(chain.hash);
+        }
         if stored.is_some_and(|h| h == chain) {
             prefix_agrees = true;
         }
     }
     let Some(head) = stored else {
-        return Ok(QuarantineVerdict::Ok {
+        let verdict = QuarantineVerdict::Ok {
             head: chain,
             unanchored: chain.entries,
-        });
+        };
+        return Ok((verdict, hash_at));
     };
     if head == chain {
-        return Ok(QuarantineVerdict::Ok {
+        let verdict = QuarantineVerdict::Ok {
             head,
             unanchored: 0,
-        });
+        };
+        return Ok((verdict, hash_at));
     }
     let problem = match extra_from {
         Some(id) if prefix_agrees => format!(
@@ -163,7 +165,7 @@ pub fn verify_quarantine(store: &dyn Store) -> Result<QuarantineVerdict, Error> 
             entries(head.entries), head.hash, entries(chain.entries), chain.hash
         ),
     };
-    Ok(QuarantineVerdict::Bad { problem })
+    Ok((QuarantineVerdict::Bad { problem }, hash_at))
 }
 
 fn entries(n: u64) -> String {
@@ -174,25 +176,19 @@ fn entries(n: u64) -> String {
 mod tests {
     use super::*;
 
-    /// The step is the module doc's formula, byte for byte, and any input moves it.
+    /// The step is schemas' `quarantine_next`; the head reads back and refuses other sizes.
     #[test]
-    fn the_chain_step_is_the_documented_formula() {
+    fn the_head_steps_with_the_documented_formula_and_reads_back() {
         let prev = QuarantineHead {
             entries: 4,
             hash: Hash32([3; 32]),
         };
-        let key = blake3::hash(b"roundledger/quarantine/v1");
-        let mut m = prev.hash.0.to_vec();
-        m.extend_from_slice(&9u64.to_be_bytes());
-        m.extend_from_slice(&3u64.to_be_bytes());
-        m.extend_from_slice(b"abc");
-        let by_hand = Hash32(*blake3::keyed_hash(key.as_bytes(), &m).as_bytes());
         let next = prev.next(9, b"abc");
-        assert_eq!(next.hash, by_hand);
+        assert_eq!(
+            next.hash,
+            schemas::digest::quarantine_next(&prev.hash, 9, b"abc")
+        );
         assert_eq!(next.entries, 5);
-        assert_ne!(prev.next(8, b"abc").hash, by_hand);
-        assert_ne!(prev.next(9, b"abd").hash, by_hand);
-        assert_ne!(prev.next(9, b"ab").hash, by_hand);
         assert_eq!(QuarantineHead::decode(&next.encode()).unwrap(), next);
         assert!(QuarantineHead::decode(&next.encode()[..39]).is_err());
     }

@@ -1140,3 +1140,87 @@ fn quarantine_entries_written_before_the_chain_are_anchored_by_the_next() {
     drop(l);
     assert_eq!(quarantine_ok(&verify_dir(dir.path())), (4, 0));
 }
+
+/// Rewrites the quarantine head over the entries stored now, as someone covering an edit
+/// would.
+fn rechain_quarantine(raw: &Raw) {
+    let mut head = ledger::QuarantineHead::EMPTY;
+    for k in raw.keys(Space::Quarantine) {
+        let v = raw.get(Space::Quarantine, &k).expect("entry");
+        head = head.next(u64::from_be_bytes(k.try_into().expect("id")), &v);
+    }
+    let mut v = head.entries.to_be_bytes().to_vec();
+    v.extend_from_slice(&head.hash.0);
+    raw.put(Space::Meta, ledger::quarantine::HEAD_KEY, v);
+}
+
+/// An edit of the quarantine with its head rewritten to match passes `verify`; a digest
+/// taken before (version 3: it names the quarantine's head) names it: `hash_differs` for an
+/// entry edited, `truncated` for the newest removed. Entries added since extend it.
+#[test]
+fn a_quarantine_rewritten_with_its_head_is_caught_by_the_digest() {
+    use schemas::digest::QuarantineConsistency;
+    let dir = with_quarantine();
+    let digest = {
+        let store = SledStore::open(dir.path()).expect("store");
+        digest_store(&store, T0_NS).expect("digest")
+    };
+    assert_eq!(digest.version, 3);
+    let q = digest.quarantine.expect("named");
+    assert_eq!(q.entries, 3);
+    let quarantine_against = |dir: &Path| {
+        let store = SledStore::open(dir).expect("store open");
+        let c = check_store_against(&store, &digest, T0_NS + 1).expect("check");
+        assert!(c.tables.iter().all(TableConsistency::is_ok), "{c:?}");
+        assert_eq!(c.ok, c.quarantine.as_ref().is_some_and(|q| q.is_ok()));
+        c.quarantine.expect("the digest names the quarantine")
+    };
+
+    // Grown since: extends.
+    let l = Ledger::open(dir.path()).expect("open");
+    l.append_batch(&[incoming(&tb(), b"junk 3".to_vec(), 1_003)])
+        .expect("append");
+    l.flush().expect("flush");
+    drop(l);
+    assert_eq!(
+        quarantine_against(dir.path()),
+        QuarantineConsistency::Extends {
+            digest_entries: 3,
+            entries: 4
+        }
+    );
+
+    // Entry 1 edited, the head rewritten: verify passes, the digest names it.
+    tamper(dir.path(), |raw| {
+        let mut v = raw
+            .get(Space::Quarantine, &quarantine_key(1))
+            .expect("entry 1");
+        *v.last_mut().expect("bytes") ^= 1;
+        raw.put(Space::Quarantine, &quarantine_key(1), v);
+        rechain_quarantine(raw);
+    });
+    assert_eq!(quarantine_ok(&verify_dir(dir.path())), (4, 0));
+    assert!(matches!(
+        quarantine_against(dir.path()),
+        QuarantineConsistency::HashDiffers {
+            digest_entries: 3,
+            ..
+        }
+    ));
+
+    // The newest two removed, the head rewritten: truncated.
+    let dir = with_quarantine();
+    tamper(dir.path(), |raw| {
+        raw.remove(Space::Quarantine, &quarantine_key(2));
+        raw.remove(Space::Quarantine, &quarantine_key(1));
+        rechain_quarantine(raw);
+    });
+    assert_eq!(quarantine_ok(&verify_dir(dir.path())), (1, 0));
+    assert_eq!(
+        quarantine_against(dir.path()),
+        QuarantineConsistency::Truncated {
+            digest_entries: 3,
+            entries: 1
+        }
+    );
+}

@@ -3,9 +3,10 @@
 //! Pure: no I/O, no clock (the caller supplies `created_at_ns`), so an auditor can check a
 //! digest and a proof without sled, in Rust or from schemas/README.md §5.
 //!
-//! A digest lists every table's chain head (table, head seq, head hash, receipt), the total
-//! event count (the sum of the head seqs: each chain holds events 1..=seq) and a Merkle root
-//! over the heads. The receipt covers what the events' own chain cannot: the JetStream
+//! A digest lists every table's chain head (table, head seq, head hash, receipt), the
+//! quarantine chain's head (entries, hash), the total event count (the sum of the head
+//! seqs: each chain holds events 1..=seq) and a Merkle root over the heads and the
+//! quarantine. The receipt covers what the events' own chain cannot: the JetStream
 //! stream seq and receive time ingest stored beside each event, which decide the House's
 //! order across tables (linked jackpots). It is a chain per table in seq order, so it does
 //! not depend on how ingest grouped events into calls (recovery regroups them):
@@ -16,17 +17,24 @@
 //!                              receipt(t, s - 1) || stream seq u64 BE || received_at_ns i64 BE)
 //! leaf(t)    = BLAKE3("roundledger/digest-leaf/v2" || len(table) u8 || table || seq u64 BE
 //!                     || head || receipt(t, seq))
+//! quarantine(0) = 32 zero bytes
+//! quarantine(n) = BLAKE3-keyed(key = BLAKE3("roundledger/quarantine/v1"),
+//!                              quarantine(n - 1) || id u64 BE || len u64 BE || entry bytes)
+//! leaf(q)    = BLAKE3("roundledger/digest-quarantine/v1" || entries u64 BE || quarantine(entries))
 //! node(l, r) = BLAKE3("roundledger/digest-node/v1" || l || r)
 //! root([])   = BLAKE3("roundledger/digest-empty/v1")
 //! root([x])  = x
 //! root(xs)   = node(root(xs[..k]), root(xs[k..]))  with k the largest power of two < len(xs)
 //! ```
 //!
-//! with leaves in ascending byte order of the table id (RFC 6962's tree shape, with domain
-//! tags instead of its one-byte prefixes). An inclusion proof (the sibling hashes from a
+//! with the tables' leaves in ascending byte order of the table id, then the quarantine's
+//! (RFC 6962's tree shape, with domain tags instead of its one-byte prefixes). The
+//! quarantine chain runs over the ledger's quarantine entries in id order, each entry's
+//! stored bytes holding the refused message verbatim with its reason. An inclusion proof (the sibling hashes from a
 //! leaf up to the root) shows one table's head is in a digest without the other tables.
-//! Version 1 digests (written before receipts) have no receipt and the leaf
-//! `BLAKE3("roundledger/digest-leaf/v1" || len || table || seq || head)`; they still check.
+//! Version 2 digests (written before the quarantine was named) have no quarantine leaf;
+//! version 1 digests (written before receipts) also have no receipt and the leaf
+//! `BLAKE3("roundledger/digest-leaf/v1" || len || table || seq || head)`. Both still check.
 //!
 //! The root binds the heads and the count but not the time. A digest may therefore carry
 //! the House's ed25519 signature over all three (`signed_message`): then nobody holding
@@ -45,8 +53,11 @@ use std::collections::BTreeMap;
 
 /// The `format` field of a digest file.
 pub const DIGEST_FORMAT: &str = "roundledger-digest";
-/// The digest format version this crate writes (2: leaves carry receipts). It reads 1 too.
-pub const DIGEST_VERSION: u32 = 2;
+/// The digest format version this crate writes (3: leaves carry receipts, and a last leaf
+/// names the quarantine). It reads 1 and 2 too.
+pub const DIGEST_VERSION: u32 = 3;
+/// The version of digests written before the quarantine was named: still read and checked.
+pub const DIGEST_VERSION_NO_QUARANTINE: u32 = 2;
 /// The version of digests written before receipts: still read and checked.
 pub const DIGEST_VERSION_NO_RECEIPTS: u32 = 1;
 /// The `format` field of a consistency proof (`verify --against`'s JSON output).
@@ -57,6 +68,10 @@ pub const LEAF_DOMAIN: &[u8] = b"roundledger/digest-leaf/v1";
 pub const LEAF_DOMAIN_V2: &[u8] = b"roundledger/digest-leaf/v2";
 /// The receipt chain's key is the BLAKE3 hash of this tag. 22 bytes.
 pub const RECEIPT_DOMAIN: &[u8] = b"roundledger/receipt/v1";
+/// Domain tag of the quarantine's leaf (version 3). 32 bytes.
+pub const QUARANTINE_LEAF_DOMAIN: &[u8] = b"roundledger/digest-quarantine/v1";
+/// The quarantine chain's key is the BLAKE3 hash of this tag. 25 bytes.
+pub const QUARANTINE_DOMAIN: &[u8] = b"roundledger/quarantine/v1";
 /// Domain tag of an inner node. 26 bytes.
 pub const NODE_DOMAIN: &[u8] = b"roundledger/digest-node/v1";
 /// Domain tag of the root of a ledger with no table. 27 bytes.
@@ -98,9 +113,21 @@ pub struct Digest {
     pub root: Hash32,
     /// Every table with at least one event, ascending by table id bytes.
     pub tables: Vec<DigestHead>,
+    /// The quarantine chain's head (version 3; none in versions 1 and 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quarantine: Option<QuarantineAnchor>,
     /// The House's signature over the root, the count and the time, if it signed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<DigestSignature>,
+}
+
+/// The quarantine as a digest names it: how many entries the quarantine chain covers and
+/// its hash after the last (module doc).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QuarantineAnchor {
+    pub entries: u64,
+    pub hash: Hash32,
 }
 
 /// Who signed a digest, and the signature (ed25519 over `Digest::signed_message`).
@@ -120,8 +147,10 @@ pub enum DigestError {
     Json(String),
     #[error("format {found:?} is not {DIGEST_FORMAT:?}")]
     Format { found: String },
-    #[error("digest version {0} (this build reads versions {DIGEST_VERSION_NO_RECEIPTS} and {DIGEST_VERSION})")]
+    #[error("digest version {0} (this build reads versions {DIGEST_VERSION_NO_RECEIPTS} to {DIGEST_VERSION})")]
     Version(u32),
+    #[error("a version {version} digest {}", if *.version == DIGEST_VERSION { "needs the quarantine" } else { "names no quarantine" })]
+    Quarantine { version: u32 },
     #[error("table {table}: a version {version} digest {}", if *.version == DIGEST_VERSION_NO_RECEIPTS { "has no receipts" } else { "needs a receipt in every head" })]
     Receipt { version: u32, table: TableId },
     #[error("{0} tables exceed the limit of {DIGEST_TABLES_MAX}")]
@@ -154,6 +183,28 @@ pub fn leaf_hash(h: &DigestHead) -> Hash32 {
     if let Some(r) = &h.receipt {
         x.update(&r.0);
     }
+    Hash32(*x.finalize().as_bytes())
+}
+
+/// The quarantine's leaf: `BLAKE3(QUARANTINE_LEAF_DOMAIN || entries u64 BE || hash)`.
+pub fn quarantine_leaf_hash(q: &QuarantineAnchor) -> Hash32 {
+    let mut x = blake3::Hasher::new();
+    x.update(QUARANTINE_LEAF_DOMAIN);
+    x.update(&q.entries.to_be_bytes());
+    x.update(&q.hash.0);
+    Hash32(*x.finalize().as_bytes())
+}
+
+/// One step of the quarantine chain (module doc): the hash after the entry `id` whose
+/// stored bytes are `value`, given the hash before it.
+pub fn quarantine_next(prev: &Hash32, id: u64, value: &[u8]) -> Hash32 {
+    static KEY: std::sync::OnceLock<[u8; 32]> = std::sync::OnceLock::new();
+    let key = KEY.get_or_init(|| *blake3::hash(QUARANTINE_DOMAIN).as_bytes());
+    let mut x = blake3::Hasher::new_keyed(key);
+    x.update(&prev.0);
+    x.update(&id.to_be_bytes());
+    x.update(&(value.len() as u64).to_be_bytes());
+    x.update(value);
     Hash32(*x.finalize().as_bytes())
 }
 
@@ -285,7 +336,7 @@ impl Digest {
         let version = if with_receipts == 0 && !tables.is_empty() {
             DIGEST_VERSION_NO_RECEIPTS
         } else {
-            DIGEST_VERSION
+            DIGEST_VERSION_NO_QUARANTINE
         };
         let leaves: Vec<Hash32> = tables.iter().map(leaf_hash).collect();
         Digest {
@@ -295,8 +346,23 @@ impl Digest {
             events: tables.iter().fold(0u64, |a, h| a.saturating_add(h.seq)),
             root: merkle_root(&leaves),
             tables,
+            quarantine: None,
             signature: None,
         }
+    }
+
+    /// The same digest naming the quarantine too: version 3, its root over the tables'
+    /// leaves and then the quarantine's. The heads must carry receipts.
+    pub fn with_quarantine(mut self, quarantine: QuarantineAnchor) -> Digest {
+        assert!(
+            self.version != DIGEST_VERSION_NO_RECEIPTS,
+            "a version 3 digest's heads carry receipts"
+        );
+        self.version = DIGEST_VERSION;
+        self.quarantine = Some(quarantine);
+        self.root = merkle_root(&self.leaves());
+        self.signature = None;
+        self
     }
 
     /// What the House signs: `SIGN_DOMAIN || version u32 BE || created_at_ns i64 BE ||
@@ -345,10 +411,15 @@ impl Digest {
                 found: self.format.clone(),
             });
         }
-        if self.version != DIGEST_VERSION && self.version != DIGEST_VERSION_NO_RECEIPTS {
+        if !(DIGEST_VERSION_NO_RECEIPTS..=DIGEST_VERSION).contains(&self.version) {
             return Err(DigestError::Version(self.version));
         }
-        let receipts = self.version == DIGEST_VERSION;
+        if self.quarantine.is_some() != (self.version == DIGEST_VERSION) {
+            return Err(DigestError::Quarantine {
+                version: self.version,
+            });
+        }
+        let receipts = self.version != DIGEST_VERSION_NO_RECEIPTS;
         if let Some(h) = self.tables.iter().find(|h| h.receipt.is_some() != receipts) {
             return Err(DigestError::Receipt {
                 version: self.version,
@@ -396,19 +467,24 @@ impl Digest {
         Ok(())
     }
 
-    /// The leaf hashes, in table order.
+    /// The leaf hashes: the tables' in table order, then the quarantine's (version 3).
     pub fn leaves(&self) -> Vec<Hash32> {
-        self.tables.iter().map(leaf_hash).collect()
+        self.tables
+            .iter()
+            .map(leaf_hash)
+            .chain(self.quarantine.as_ref().map(quarantine_leaf_hash))
+            .collect()
     }
 
     /// The inclusion proof of one table's head, if the table is listed.
     pub fn inclusion(&self, table: &TableId) -> Option<InclusionProof> {
         let index = self.tables.iter().position(|h| &h.table == table)?;
+        let leaves = self.leaves();
         Some(InclusionProof {
             head: self.tables[index].clone(),
             index: index as u64,
-            size: self.tables.len() as u64,
-            path: inclusion_proof(&self.leaves(), index)?,
+            size: leaves.len() as u64,
+            path: inclusion_proof(&leaves, index)?,
             root: self.root,
         })
     }
@@ -421,7 +497,7 @@ pub struct InclusionProof {
     pub head: DigestHead,
     /// The leaf's position among the digest's tables (0-based).
     pub index: u64,
-    /// The number of tables in the digest.
+    /// The number of leaves in the digest: its tables, and the quarantine in version 3.
     pub size: u64,
     /// Sibling hashes from the leaf up to the root.
     pub path: Vec<Hash32>,
@@ -515,6 +591,71 @@ impl TableConsistency {
     }
 }
 
+/// What the current ledger says about its quarantine: the input of the quarantine's
+/// consistency check (version 3 digests).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuarantineNow {
+    /// How many entries the ledger's quarantine chain covers now.
+    pub entries: u64,
+    /// The chain's hash after the digest's count of entries, if the ledger holds that many.
+    pub hash_at_digest_entries: Option<Hash32>,
+    /// `None` if the entries chain to the ledger's quarantine head; else why not.
+    pub chain_problem: Option<String>,
+}
+
+/// The quarantine's result of the consistency check.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum QuarantineConsistency {
+    /// The ledger's first `digest_entries` entries chain to the digest's hash, and it holds
+    /// `entries` now.
+    Extends { digest_entries: u64, entries: u64 },
+    /// Fewer entries than the digest counted: quarantined messages were removed.
+    Truncated { digest_entries: u64, entries: u64 },
+    /// The first `digest_entries` entries chain to another hash: one was edited, removed
+    /// or inserted since.
+    HashDiffers {
+        digest_entries: u64,
+        digest_hash: Hash32,
+        ledger_hash: Hash32,
+    },
+    /// The quarantine no longer chains to its own head.
+    ChainBroken { problem: String },
+}
+
+impl QuarantineConsistency {
+    pub fn is_ok(&self) -> bool {
+        matches!(self, QuarantineConsistency::Extends { .. })
+    }
+}
+
+fn quarantine_consistency(d: &QuarantineAnchor, n: &QuarantineNow) -> QuarantineConsistency {
+    if let Some(problem) = &n.chain_problem {
+        return QuarantineConsistency::ChainBroken {
+            problem: problem.clone(),
+        };
+    }
+    match n.hash_at_digest_entries {
+        _ if n.entries < d.entries => QuarantineConsistency::Truncated {
+            digest_entries: d.entries,
+            entries: n.entries,
+        },
+        Some(h) if h == d.hash => QuarantineConsistency::Extends {
+            digest_entries: d.entries,
+            entries: n.entries,
+        },
+        Some(h) => QuarantineConsistency::HashDiffers {
+            digest_entries: d.entries,
+            digest_hash: d.hash,
+            ledger_hash: h,
+        },
+        None => QuarantineConsistency::Truncated {
+            digest_entries: d.entries,
+            entries: n.entries,
+        },
+    }
+}
+
 /// The consistency proof: the result of checking a ledger against a digest (JSON, the
 /// output of `roundledger verify --against`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -535,16 +676,21 @@ pub struct Consistency {
     pub tables: Vec<TableConsistency>,
     /// Tables in the ledger now that the digest did not list (new since; not a failure).
     pub new_tables: Vec<TableId>,
-    /// True when every table of the digest extends.
+    /// The quarantine's result, when the digest names it (version 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quarantine: Option<QuarantineConsistency>,
+    /// True when every table of the digest extends, and the quarantine when it names one.
     pub ok: bool,
 }
 
-/// Checks that the ledger described by `now` (and `lookup`, per digest table) extends
-/// `digest`. `digest` must already have passed `Digest::check`.
+/// Checks that the ledger described by `now` (and `lookup`, per digest table, and
+/// `quarantine`, for a digest that names the quarantine) extends `digest`. `digest` must
+/// already have passed `Digest::check`.
 pub fn check_consistency(
     digest: &Digest,
     now: Digest,
     mut lookup: impl FnMut(&DigestHead) -> Option<TableNow>,
+    quarantine: &QuarantineNow,
 ) -> Consistency {
     let mut tables = Vec::with_capacity(digest.tables.len());
     for d in &digest.tables {
@@ -565,7 +711,12 @@ pub fn check_consistency(
         .filter(|h| !listed.contains(&h.table))
         .map(|h| h.table.clone())
         .collect();
-    let ok = tables.iter().all(TableConsistency::is_ok);
+    let quarantine = digest
+        .quarantine
+        .as_ref()
+        .map(|d| quarantine_consistency(d, quarantine));
+    let ok = tables.iter().all(TableConsistency::is_ok)
+        && quarantine.as_ref().is_none_or(QuarantineConsistency::is_ok);
     Consistency {
         format: CONSISTENCY_FORMAT.to_string(),
         version: DIGEST_VERSION,
@@ -576,6 +727,7 @@ pub fn check_consistency(
         now,
         tables,
         new_tables,
+        quarantine,
         ok,
     }
 }
@@ -761,6 +913,25 @@ impl Digest {
 mod tests {
     use super::*;
 
+    /// What a ledger that extends the digest says of each of its tables.
+    fn agrees(d: &DigestHead) -> Option<TableNow> {
+        Some(TableNow {
+            head_seq: d.seq,
+            hash_at_digest_seq: Some(d.head),
+            receipt_at_digest_seq: d.receipt,
+            chain_problem: None,
+        })
+    }
+
+    /// A ledger's quarantine for digests that name none (versions 1 and 2): not looked at.
+    fn no_quarantine() -> QuarantineNow {
+        QuarantineNow {
+            entries: 0,
+            hash_at_digest_entries: None,
+            chain_problem: None,
+        }
+    }
+
     fn head(t: &str, seq: u64, b: u8) -> DigestHead {
         DigestHead {
             table: TableId::new(t).unwrap(),
@@ -838,33 +1009,38 @@ mod tests {
             1,
         );
         let now = Digest::new([head("A", 9, 7), head("F", 1, 8)], 2);
-        let c = check_consistency(&then, now, |d| match d.table.as_str() {
-            "A" => Some(TableNow {
-                head_seq: 9,
-                hash_at_digest_seq: Some(d.head),
-                receipt_at_digest_seq: d.receipt,
-                chain_problem: None,
-            }),
-            "B" => Some(TableNow {
-                head_seq: 4,
-                hash_at_digest_seq: Some(Hash32([0xAA; 32])),
-                receipt_at_digest_seq: None,
-                chain_problem: None,
-            }),
-            "C" => Some(TableNow {
-                head_seq: 3,
-                hash_at_digest_seq: None,
-                receipt_at_digest_seq: None,
-                chain_problem: None,
-            }),
-            "D" => Some(TableNow {
-                head_seq: 6,
-                hash_at_digest_seq: Some(d.head),
-                receipt_at_digest_seq: None,
-                chain_problem: Some((2, "prev".into())),
-            }),
-            _ => None,
-        });
+        let c = check_consistency(
+            &then,
+            now,
+            |d| match d.table.as_str() {
+                "A" => Some(TableNow {
+                    head_seq: 9,
+                    hash_at_digest_seq: Some(d.head),
+                    receipt_at_digest_seq: d.receipt,
+                    chain_problem: None,
+                }),
+                "B" => Some(TableNow {
+                    head_seq: 4,
+                    hash_at_digest_seq: Some(Hash32([0xAA; 32])),
+                    receipt_at_digest_seq: None,
+                    chain_problem: None,
+                }),
+                "C" => Some(TableNow {
+                    head_seq: 3,
+                    hash_at_digest_seq: None,
+                    receipt_at_digest_seq: None,
+                    chain_problem: None,
+                }),
+                "D" => Some(TableNow {
+                    head_seq: 6,
+                    hash_at_digest_seq: Some(d.head),
+                    receipt_at_digest_seq: None,
+                    chain_problem: Some((2, "prev".into())),
+                }),
+                _ => None,
+            },
+            &no_quarantine(),
+        );
         assert!(!c.ok);
         assert!(matches!(
             c.tables[0],
@@ -941,14 +1117,7 @@ mod tests {
             .unwrap()
             .contains("signature"));
         // The consistency proof names who signed the digest it checked against.
-        let c = check_consistency(&read, read.clone(), |d| {
-            Some(TableNow {
-                head_seq: d.seq,
-                hash_at_digest_seq: Some(d.head),
-                receipt_at_digest_seq: d.receipt,
-                chain_problem: None,
-            })
-        });
+        let c = check_consistency(&read, read.clone(), agrees, &no_quarantine());
         assert!(c.ok);
         assert_eq!(c.digest_signer, Some(house.public()));
     }
@@ -977,11 +1146,11 @@ mod tests {
         assert_eq!(v1.version, DIGEST_VERSION_NO_RECEIPTS);
         v1.check().unwrap();
         let v2 = Digest::new([head2("A", 3, 1), head2("B", 5, 2)], 7);
-        assert_eq!(v2.version, DIGEST_VERSION);
+        assert_eq!(v2.version, DIGEST_VERSION_NO_QUARANTINE);
         v2.check().unwrap();
         assert_ne!(v1.root, v2.root, "the receipt is in the leaf");
         assert_eq!(Digest::from_json(&v2.to_json()).unwrap(), v2);
-        assert_eq!(Digest::new([], 7).version, DIGEST_VERSION);
+        assert_eq!(Digest::new([], 7).version, DIGEST_VERSION_NO_QUARANTINE);
 
         let mut bad = v2.clone();
         bad.tables[1].receipt = Some(Hash32([0; 32]));
@@ -1002,22 +1171,27 @@ mod tests {
             Err(DigestError::Receipt { version: 1, .. })
         ));
         let mut bad = v1.clone();
-        bad.version = 3;
-        assert_eq!(bad.check(), Err(DigestError::Version(3)));
+        bad.version = 4;
+        assert_eq!(bad.check(), Err(DigestError::Version(4)));
 
         let now = |receipt_of_b: Option<Hash32>| {
-            check_consistency(&v2, v2.clone(), |d| {
-                Some(TableNow {
-                    head_seq: d.seq,
-                    hash_at_digest_seq: Some(d.head),
-                    receipt_at_digest_seq: if d.table.as_str() == "B" {
-                        receipt_of_b
-                    } else {
-                        d.receipt
-                    },
-                    chain_problem: None,
-                })
-            })
+            check_consistency(
+                &v2,
+                v2.clone(),
+                |d| {
+                    Some(TableNow {
+                        head_seq: d.seq,
+                        hash_at_digest_seq: Some(d.head),
+                        receipt_at_digest_seq: if d.table.as_str() == "B" {
+                            receipt_of_b
+                        } else {
+                            d.receipt
+                        },
+                        chain_problem: None,
+                    })
+                },
+                &no_quarantine(),
+            )
         };
         assert!(now(v2.tables[1].receipt).ok);
         let moved = now(Some(Hash32([9; 32])));
@@ -1033,14 +1207,19 @@ mod tests {
         );
         assert!(moved.tables[0].is_ok());
         // A version 1 digest has no receipt to compare: its tables extend on their hashes.
-        let c = check_consistency(&v1, v2.clone(), |d| {
-            Some(TableNow {
-                head_seq: d.seq,
-                hash_at_digest_seq: Some(d.head),
-                receipt_at_digest_seq: Some(Hash32([9; 32])),
-                chain_problem: None,
-            })
-        });
+        let c = check_consistency(
+            &v1,
+            v2.clone(),
+            |d| {
+                Some(TableNow {
+                    head_seq: d.seq,
+                    hash_at_digest_seq: Some(d.head),
+                    receipt_at_digest_seq: Some(Hash32([9; 32])),
+                    chain_problem: None,
+                })
+            },
+            &no_quarantine(),
+        );
         assert!(c.ok, "{c:?}");
     }
 
@@ -1096,5 +1275,100 @@ mod tests {
         ));
         let none = check_export(&d, &BTreeMap::new());
         assert_eq!((none.ok, none.covered), (false, 0));
+    }
+
+    /// Version 3 names the quarantine in a last leaf: the root and the inclusion proofs
+    /// cover it, the file must match its version, and the consistency check names each way
+    /// the quarantine can fail to extend.
+    #[test]
+    fn version_3_binds_the_quarantine() {
+        let q = QuarantineAnchor {
+            entries: 4,
+            hash: Hash32([9; 32]),
+        };
+        let v2 = Digest::new([head2("A", 3, 1), head2("B", 5, 2)], 7);
+        let v3 = v2.clone().with_quarantine(q);
+        assert_eq!(v3.version, DIGEST_VERSION);
+        assert_eq!(v3.leaves().len(), 3);
+        assert_eq!(v3.leaves()[2], quarantine_leaf_hash(&q));
+        assert_ne!(v3.root, v2.root);
+        v3.check().expect("checks");
+        for t in ["A", "B"] {
+            let p = v3.inclusion(&TableId::new(t).unwrap()).expect("listed");
+            assert_eq!(p.size, 3);
+            assert!(p.verify(), "{t}");
+        }
+        let reread = Digest::from_json(&v3.to_json()).expect("reads back");
+        assert_eq!(reread, v3);
+        // The quarantine edited, dropped or added without its version: refused.
+        let mut edited = v3.clone();
+        edited.quarantine = Some(QuarantineAnchor { entries: 3, ..q });
+        assert!(matches!(edited.check(), Err(DigestError::Root { .. })));
+        let mut dropped = v3.clone();
+        dropped.quarantine = None;
+        assert!(matches!(
+            dropped.check(),
+            Err(DigestError::Quarantine { version: 3 })
+        ));
+        let mut added = v2.clone();
+        added.quarantine = Some(q);
+        assert!(matches!(
+            added.check(),
+            Err(DigestError::Quarantine { version: 2 })
+        ));
+
+        let check = |n: QuarantineNow| check_consistency(&v3, v3.clone(), agrees, &n);
+        let now = |entries, hash: Option<Hash32>, problem: Option<&str>| QuarantineNow {
+            entries,
+            hash_at_digest_entries: hash,
+            chain_problem: problem.map(String::from),
+        };
+        let c = check(now(6, Some(q.hash), None));
+        assert!(c.ok);
+        assert_eq!(
+            c.quarantine,
+            Some(QuarantineConsistency::Extends {
+                digest_entries: 4,
+                entries: 6
+            })
+        );
+        let c = check(now(3, None, None));
+        assert!(!c.ok);
+        assert!(matches!(
+            c.quarantine,
+            Some(QuarantineConsistency::Truncated { entries: 3, .. })
+        ));
+        let c = check(now(4, Some(Hash32([8; 32])), None));
+        assert!(!c.ok);
+        assert!(matches!(
+            c.quarantine,
+            Some(QuarantineConsistency::HashDiffers { .. })
+        ));
+        let c = check(now(4, Some(q.hash), Some("edited")));
+        assert!(!c.ok);
+        assert!(matches!(
+            c.quarantine,
+            Some(QuarantineConsistency::ChainBroken { .. })
+        ));
+        // A digest that names no quarantine does not look at it.
+        let c = check_consistency(&v2, v2.clone(), agrees, &now(0, None, Some("edited")));
+        assert!(c.ok);
+        assert_eq!(c.quarantine, None);
+    }
+
+    /// The quarantine chain's step is the formula of schemas/README.md, byte for byte.
+    #[test]
+    fn the_quarantine_chain_is_the_documented_formula() {
+        let prev = Hash32([3; 32]);
+        let key = blake3::hash(b"roundledger/quarantine/v1");
+        let mut m = prev.0.to_vec();
+        m.extend_from_slice(&9u64.to_be_bytes());
+        m.extend_from_slice(&3u64.to_be_bytes());
+        m.extend_from_slice(b"abc");
+        let by_hand = Hash32(*blake3::keyed_hash(key.as_bytes(), &m).as_bytes());
+        assert_eq!(quarantine_next(&prev, 9, b"abc"), by_hand);
+        assert_ne!(quarantine_next(&prev, 8, b"abc"), by_hand);
+        assert_ne!(quarantine_next(&prev, 9, b"abd"), by_hand);
+        assert_ne!(quarantine_next(&prev, 9, b"ab"), by_hand);
     }
 }

@@ -1,17 +1,20 @@
 //! The ledger digest test vectors of schemas/README.md §5: table heads -> leaf hashes ->
 //! Merkle root, inclusion proofs, a complete digest file, and the same digest signed with
 //! a published test key (ed25519 signatures are deterministic, so the signature is too).
-//! vectors/digest-v2.json is the current format (leaves carry receipts) and also holds a
-//! receipt chain; vectors/digest-v1.json, the format before receipts, must still check.
-//! `BLESS=1 cargo test -p schemas --test digest_vectors` rewrites both files; a normal run
+//! vectors/digest-v3.json is the current format (leaves carry receipts, a last leaf names
+//! the quarantine) and also holds a quarantine chain; vectors/digest-v2.json (no quarantine)
+//! holds a receipt chain; both it and vectors/digest-v1.json, the format before receipts,
+//! must still check.
+//! `BLESS=1 cargo test -p schemas --test digest_vectors` rewrites the files; a normal run
 //! recomputes every stored hash from the stored heads, so a change to the digest function
 //! cannot pass unnoticed.
 
 use schemas::attest::SigningKey;
 use schemas::digest::{
-    empty_root, inclusion_proof, leaf_hash, merkle_root, receipt_next, verify_inclusion, Digest,
-    DigestHead, EMPTY_DOMAIN, LEAF_DOMAIN, LEAF_DOMAIN_V2, NODE_DOMAIN, RECEIPT_DOMAIN,
-    SIGN_DOMAIN,
+    empty_root, inclusion_proof, leaf_hash, merkle_root, quarantine_leaf_hash, quarantine_next,
+    receipt_next, verify_inclusion, Digest, DigestHead, QuarantineAnchor, EMPTY_DOMAIN,
+    LEAF_DOMAIN, LEAF_DOMAIN_V2, NODE_DOMAIN, QUARANTINE_DOMAIN, QUARANTINE_LEAF_DOMAIN,
+    RECEIPT_DOMAIN, SIGN_DOMAIN,
 };
 use schemas::{Hash32, TableId};
 use serde::{Deserialize, Serialize};
@@ -33,6 +36,32 @@ struct Vectors {
     /// Version 2 only: one table's receipt chain over a few events.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     receipts: Option<ReceiptChain>,
+    /// Version 3 only: a quarantine chain over a few entries, whose head every case and
+    /// the digest name in their last leaf.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    quarantine: Option<QuarantineChain>,
+}
+
+#[derive(Serialize, Deserialize, PartialEq, Debug)]
+struct QuarantineChain {
+    domain: String,
+    /// `BLAKE3(domain)`, the key of every step.
+    key: Hash32,
+    /// The domain tag of the quarantine's leaf.
+    leaf_domain: String,
+    /// Entries in id order: the id, the stored bytes, and the chain's hash after.
+    steps: Vec<QuarantineStep>,
+    /// The head after the last step, as a digest names it.
+    anchor: QuarantineAnchor,
+    /// Its leaf hash.
+    leaf: Hash32,
+}
+
+#[derive(Serialize, Deserialize, PartialEq, Debug)]
+struct QuarantineStep {
+    id: u64,
+    value_hex: String,
+    hash: Hash32,
 }
 
 #[derive(Serialize, Deserialize, PartialEq, Debug)]
@@ -64,7 +93,7 @@ struct Case {
     proofs: Vec<Vec<Hash32>>,
 }
 
-/// `n` heads, with receipts in digest version 2.
+/// `n` heads, with receipts from digest version 2 on.
 fn heads(n: usize, version: u32) -> Vec<DigestHead> {
     let names = ["CSP-01", "MLP-02", "SSP-03", "CS5-04", "TCP-05"];
     let mut v: Vec<DigestHead> = (0..n)
@@ -72,7 +101,7 @@ fn heads(n: usize, version: u32) -> Vec<DigestHead> {
             table: TableId::new(names[i]).unwrap(),
             seq: 90 * (i as u64 + 1) + 3,
             head: Hash32(*blake3::hash(names[i].as_bytes()).as_bytes()),
-            receipt: (version == 2).then(|| {
+            receipt: (version >= 2).then(|| {
                 Hash32(*blake3::hash(format!("receipt {}", names[i]).as_bytes()).as_bytes())
             }),
         })
@@ -105,12 +134,58 @@ fn receipt_chain() -> ReceiptChain {
     }
 }
 
+fn quarantine_chain() -> QuarantineChain {
+    let mut prev = Hash32::ZERO;
+    let values: [(u64, &[u8]); 3] = [
+        (0, b"entry 0: undecodable"),
+        (1, b"entry 1: fork"),
+        (5, b"entry 5: put back under its own id by a recovery"),
+    ];
+    let steps: Vec<QuarantineStep> = values
+        .into_iter()
+        .map(|(id, value)| {
+            prev = quarantine_next(&prev, id, value);
+            QuarantineStep {
+                id,
+                value_hex: hex::encode(value),
+                hash: prev,
+            }
+        })
+        .collect();
+    let anchor = QuarantineAnchor {
+        entries: steps.len() as u64,
+        hash: prev,
+    };
+    QuarantineChain {
+        domain: String::from_utf8(QUARANTINE_DOMAIN.to_vec()).unwrap(),
+        key: Hash32(*blake3::hash(QUARANTINE_DOMAIN).as_bytes()),
+        leaf_domain: String::from_utf8(QUARANTINE_LEAF_DOMAIN.to_vec()).unwrap(),
+        leaf: quarantine_leaf_hash(&anchor),
+        steps,
+        anchor,
+    }
+}
+
+/// The digest of version `version` over `heads`.
+fn digest_of(version: u32, heads: Vec<DigestHead>) -> Digest {
+    let d = Digest::new(heads, 1_767_225_600_000_000_000);
+    match version {
+        3 => d.with_quarantine(quarantine_chain().anchor),
+        _ => d,
+    }
+}
+
 fn vectors(version: u32) -> Vectors {
     let mut cases = Vec::new();
+    let quarantine = (version == 3).then(quarantine_chain);
     for n in [0usize, 1, 2, 3, 5] {
         let heads = heads(n, version);
-        let leaves: Vec<Hash32> = heads.iter().map(leaf_hash).collect();
-        let proofs = (0..n)
+        let leaves: Vec<Hash32> = heads
+            .iter()
+            .map(leaf_hash)
+            .chain(quarantine.as_ref().map(|q| q.leaf))
+            .collect();
+        let proofs = (0..leaves.len())
             .map(|i| inclusion_proof(&leaves, i).unwrap())
             .collect();
         cases.push(Case {
@@ -123,7 +198,7 @@ fn vectors(version: u32) -> Vectors {
     }
     Vectors {
         leaf_domain: String::from_utf8(
-            if version == 2 {
+            if version >= 2 {
                 LEAF_DOMAIN_V2
             } else {
                 LEAF_DOMAIN
@@ -134,12 +209,13 @@ fn vectors(version: u32) -> Vectors {
         node_domain: String::from_utf8(NODE_DOMAIN.to_vec()).unwrap(),
         empty_domain: String::from_utf8(EMPTY_DOMAIN.to_vec()).unwrap(),
         cases,
-        digest: Digest::new(heads(5, version), 1_767_225_600_000_000_000),
+        digest: digest_of(version, heads(5, version)),
         sign_domain: String::from_utf8(SIGN_DOMAIN.to_vec()).unwrap(),
         test_signing_secret: hex::encode(TEST_SECRET),
-        signed_digest: Digest::new(heads(5, version), 1_767_225_600_000_000_000)
+        signed_digest: digest_of(version, heads(5, version))
             .signed(&SigningKey::from_secret(TEST_SECRET)),
         receipts: (version == 2).then(receipt_chain),
+        quarantine,
     }
 }
 
@@ -149,7 +225,7 @@ fn path(version: u32) -> std::path::PathBuf {
 
 #[test]
 fn digest_vectors_hold() {
-    for version in [1, 2] {
+    for version in [1, 2, 3] {
         check_vectors(version);
     }
 }
@@ -170,6 +246,32 @@ fn check_receipts(chain: &ReceiptChain) {
     }
 }
 
+/// The quarantine chain written out by hand: keyed BLAKE3, key = BLAKE3(domain), message =
+/// previous hash || id (u64 BE) || length (u64 BE) || stored bytes; the leaf = BLAKE3(leaf
+/// domain || entries (u64 BE) || hash).
+fn check_quarantine(chain: &QuarantineChain) {
+    assert_eq!(chain.domain, "roundledger/quarantine/v1");
+    assert_eq!(chain.leaf_domain, "roundledger/digest-quarantine/v1");
+    let key = *blake3::hash(b"roundledger/quarantine/v1").as_bytes();
+    assert_eq!(chain.key.0, key);
+    let mut prev = [0u8; 32];
+    for s in &chain.steps {
+        let value = hex::decode(&s.value_hex).unwrap();
+        let mut m = prev.to_vec();
+        m.extend_from_slice(&s.id.to_be_bytes());
+        m.extend_from_slice(&(value.len() as u64).to_be_bytes());
+        m.extend_from_slice(&value);
+        prev = *blake3::keyed_hash(&key, &m).as_bytes();
+        assert_eq!(Hash32(prev), s.hash, "id {}", s.id);
+    }
+    assert_eq!(chain.anchor.entries, chain.steps.len() as u64);
+    assert_eq!(chain.anchor.hash.0, prev);
+    let mut m = b"roundledger/digest-quarantine/v1".to_vec();
+    m.extend_from_slice(&chain.anchor.entries.to_be_bytes());
+    m.extend_from_slice(&prev);
+    assert_eq!(chain.leaf.0, *blake3::hash(&m).as_bytes());
+}
+
 fn check_vectors(version: u32) {
     if std::env::var_os("BLESS").is_some() {
         std::fs::write(
@@ -180,12 +282,18 @@ fn check_vectors(version: u32) {
     }
     let stored: Vectors =
         serde_json::from_str(&std::fs::read_to_string(path(version)).unwrap()).unwrap();
-    let leaf_domain = format!("roundledger/digest-leaf/v{version}");
+    // Version 3's table leaves are version 2's.
+    let leaf_domain = format!("roundledger/digest-leaf/v{}", version.min(2));
     assert_eq!(stored.leaf_domain, leaf_domain);
     assert_eq!(stored.digest.version, version);
     assert_eq!(stored.receipts.is_some(), version == 2);
     if let Some(chain) = &stored.receipts {
         check_receipts(chain);
+    }
+    assert_eq!(stored.quarantine.is_some(), version == 3);
+    if let Some(chain) = &stored.quarantine {
+        check_quarantine(chain);
+        assert_eq!(stored.digest.quarantine, Some(chain.anchor));
     }
     assert_eq!(stored.node_domain, "roundledger/digest-node/v1");
     assert_eq!(stored.empty_domain, "roundledger/digest-empty/v1");
@@ -202,13 +310,14 @@ fn check_vectors(version: u32) {
                 b.extend_from_slice(t);
                 b.extend_from_slice(&h.seq.to_be_bytes());
                 b.extend_from_slice(&h.head.0);
-                if version == 2 {
+                if version >= 2 {
                     b.extend_from_slice(&h.receipt.expect("a version 2 head has a receipt").0);
                 } else {
                     assert_eq!(h.receipt, None, "a version 1 head has no receipt");
                 }
                 Hash32(*blake3::hash(&b).as_bytes())
             })
+            .chain(stored.quarantine.as_ref().map(|q| q.leaf))
             .collect();
         assert_eq!(leaves, c.leaves, "{}", c.note);
         let node = |l: &Hash32, r: &Hash32| {
@@ -222,8 +331,10 @@ fn check_vectors(version: u32) {
             [a] => *a,
             [a, b] => node(a, b),
             [a, b, c] => node(&node(a, b), c),
+            [a, b, c, d] => node(&node(a, b), &node(c, d)),
             [a, b, c, d, e] => node(&node(&node(a, b), &node(c, d)), e),
-            _ => unreachable!("the vectors have 0, 1, 2, 3 or 5 leaves"),
+            [a, b, c, d, e, f] => node(&node(&node(a, b), &node(c, d)), &node(e, f)),
+            _ => unreachable!("the vectors have 0 to 6 leaves"),
         };
         assert_eq!(by_hand, c.root, "{}", c.note);
         assert_eq!(merkle_root(&c.leaves), c.root, "{}", c.note);
@@ -236,7 +347,9 @@ fn check_vectors(version: u32) {
             );
         }
     }
-    assert_eq!(stored.cases[0].root, empty_root());
+    if version < 3 {
+        assert_eq!(stored.cases[0].root, empty_root());
+    }
     stored.digest.check().unwrap();
     assert_eq!(stored.digest.root, stored.cases[4].root);
     assert_eq!(

@@ -90,7 +90,7 @@ fn apply(b: &mut Vec<u8>, m: &Mutation) {
     }
 }
 
-/// The heads of the digests the digest properties mutate.
+/// The heads of the digests the digest properties mutate (with receipts).
 fn five_heads() -> Vec<schemas::digest::DigestHead> {
     (0..5u8)
         .map(|i| schemas::digest::DigestHead {
@@ -100,6 +100,14 @@ fn five_heads() -> Vec<schemas::digest::DigestHead> {
             receipt: Some(Hash32([i ^ 0xA5; 32])),
         })
         .collect()
+}
+
+/// The quarantine the digest properties name (version 3, the current format).
+fn quarantine() -> schemas::digest::QuarantineAnchor {
+    schemas::digest::QuarantineAnchor {
+        entries: 7,
+        hash: Hash32([0x3C; 32]),
+    }
 }
 
 proptest! {
@@ -152,12 +160,13 @@ proptest! {
     /// recomputes to the same root (an edit of whitespace).
     #[test]
     fn mutated_digest_files_are_refused(ms in proptest::collection::vec(mutation(), 1..3)) {
-        let d = Digest::new(five_heads(), 42);
+        let d = Digest::new(five_heads(), 42).with_quarantine(quarantine());
         let mut b = d.to_json();
         for m in &ms { if !b.is_empty() { apply(&mut b, m); } }
         if let Ok(back) = Digest::from_json(&b) {
             prop_assert_eq!(back.root, d.root);
             prop_assert_eq!(back.tables, d.tables);
+            prop_assert_eq!(back.quarantine, d.quarantine);
         }
     }
 
@@ -166,7 +175,9 @@ proptest! {
     #[test]
     fn mutated_signed_digest_files_are_refused(ms in proptest::collection::vec(mutation(), 1..3)) {
         let key = schemas::attest::SigningKey::from_secret([5; 32]);
-        let d = Digest::new(five_heads(), 1_767_225_600_000_000_000).signed(&key);
+        let d = Digest::new(five_heads(), 1_767_225_600_000_000_000)
+            .with_quarantine(quarantine())
+            .signed(&key);
         let mut b = d.to_json();
         for m in &ms { if !b.is_empty() { apply(&mut b, m); } }
         if let Ok(back) = Digest::from_json(&b) {

@@ -3,9 +3,13 @@
 Needs `pip install blake3`. Usage: python3 schemas/vectors/check_vectors.py
 
 chain-v1.json:  hash = BLAKE3(domain || prev || event bytes), prev of seq 1 = 32 zero bytes.
-digest-v1.json, digest-v2.json: the leaves, Merkle roots and inclusion proofs of
-schemas/README.md (ledger digest); v2 leaves end with the table's receipt, and v2 holds a
-receipt chain: receipt = BLAKE3-keyed(BLAKE3(domain), prev || stream seq u64 BE || time i64 BE).
+digest-v1.json, digest-v2.json, digest-v3.json: the leaves, Merkle roots and inclusion
+proofs of schemas/README.md (ledger digest); v2 and v3 leaves end with the table's receipt,
+and v2 holds a receipt chain:
+receipt = BLAKE3-keyed(BLAKE3(domain), prev || stream seq u64 BE || time i64 BE).
+v3 ends every tree with the quarantine's leaf, BLAKE3(leaf domain || entries u64 BE || hash),
+and holds the quarantine chain it names:
+hash = BLAKE3-keyed(BLAKE3(domain), prev || id u64 BE || len u64 BE || stored bytes).
 """
 import json, pathlib, sys
 from blake3 import blake3
@@ -41,19 +45,40 @@ def root(leaves, node):
     return node(root(leaves[:k], node), root(leaves[k:], node))
 
 
-for version in (1, 2):
+for version in (1, 2, 3):
     name = f"digest-v{version}.json"
     d = json.loads((here / name).read_text())
     node = lambda l, r: blake3(d["node_domain"].encode() + l + r).digest()
+    qleaf = []
+    if version == 3:
+        q = d["quarantine"]
+        key = blake3(q["domain"].encode()).digest()
+        if key.hex() != q["key"]:
+            fail(f"{name}: quarantine key")
+        prev = bytes(32)
+        for s in q["steps"]:
+            value = bytes.fromhex(s["value_hex"])
+            m = prev + s["id"].to_bytes(8, "big") + len(value).to_bytes(8, "big") + value
+            prev = blake3(m, key=key).digest()
+            if prev.hex() != s["hash"]:
+                fail(f"{name}: quarantine chain after id {s['id']}")
+        a = q["anchor"]
+        if a["entries"] != len(q["steps"]) or a["hash"] != prev.hex():
+            fail(f"{name}: quarantine anchor")
+        leaf = blake3(q["leaf_domain"].encode() + a["entries"].to_bytes(8, "big") + prev).digest()
+        if leaf.hex() != q["leaf"]:
+            fail(f"{name}: quarantine leaf")
+        qleaf = [leaf]
     for c in d["cases"]:
         leaves = []
         for h in c["heads"]:
             t = h["table"].encode()
             m = d["leaf_domain"].encode() + bytes([len(t)]) + t
             m += h["seq"].to_bytes(8, "big") + bytes.fromhex(h["head"])
-            if version == 2:
+            if version >= 2:
                 m += bytes.fromhex(h["receipt"])
             leaves.append(blake3(m).digest())
+        leaves += qleaf
         if [x.hex() for x in leaves] != c["leaves"]:
             fail(f"{name} {c['note']}: leaves")
         r = root(leaves, node) or blake3(d["empty_domain"].encode()).digest()
@@ -75,5 +100,7 @@ for version in (1, 2):
             if prev.hex() != s["receipt"]:
                 fail(f"{name}: receipt after stream seq {s['stream_seq']}")
         print(f"{name}: {len(d['cases'])} trees and {len(rc['steps'])} receipts OK")
+    elif version == 3:
+        print(f"{name}: {len(d['cases'])} trees and {len(q['steps'])} quarantine entries OK")
     else:
         print(f"{name}: {len(d['cases'])} trees OK")
