@@ -676,7 +676,8 @@ pub struct Consistency {
     pub tables: Vec<TableConsistency>,
     /// Tables in the ledger now that the digest did not list (new since; not a failure).
     pub new_tables: Vec<TableId>,
-    /// The quarantine's result, when the digest names it (version 3).
+    /// The quarantine's result, when the digest names it (version 3), or when the quarantine
+    /// no longer verifies (`chain_broken`, whatever the digest's version).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quarantine: Option<QuarantineConsistency>,
     /// True when every table of the digest extends, and the quarantine when it names one.
@@ -711,10 +712,15 @@ pub fn check_consistency(
         .filter(|h| !listed.contains(&h.table))
         .map(|h| h.table.clone())
         .collect();
-    let quarantine = digest
-        .quarantine
-        .as_ref()
-        .map(|d| quarantine_consistency(d, quarantine));
+    // A digest that names no quarantine has nothing to compare it with, but a ledger whose
+    // quarantine no longer chains to its own head does not verify, whatever the digest.
+    let quarantine = match (&digest.quarantine, &quarantine.chain_problem) {
+        (Some(d), _) => Some(quarantine_consistency(d, quarantine)),
+        (None, Some(problem)) => Some(QuarantineConsistency::ChainBroken {
+            problem: problem.clone(),
+        }),
+        (None, None) => None,
+    };
     let ok = tables.iter().all(TableConsistency::is_ok)
         && quarantine.as_ref().is_none_or(QuarantineConsistency::is_ok);
     Consistency {
@@ -1350,10 +1356,17 @@ mod tests {
             c.quarantine,
             Some(QuarantineConsistency::ChainBroken { .. })
         ));
-        // A digest that names no quarantine does not look at it.
-        let c = check_consistency(&v2, v2.clone(), agrees, &now(0, None, Some("edited")));
+        // A digest that names no quarantine has nothing to compare it with; a quarantine
+        // that does not verify fails the check all the same.
+        let c = check_consistency(&v2, v2.clone(), agrees, &now(4, None, None));
         assert!(c.ok);
         assert_eq!(c.quarantine, None);
+        let c = check_consistency(&v2, v2.clone(), agrees, &now(0, None, Some("edited")));
+        assert!(!c.ok);
+        assert!(matches!(
+            c.quarantine,
+            Some(QuarantineConsistency::ChainBroken { .. })
+        ));
     }
 
     /// The quarantine chain's step is the formula of schemas/README.md, byte for byte.
