@@ -182,7 +182,7 @@ pub fn area_of(method: &str, path: &str) -> Area {
         ["v1", "tables", _, "rounds", ..] | ["v1", "rounds"] => Area::Rounds,
         ["v1", "disputes"] => Area::Disputes,
         ["v1", "findings"] => Area::Findings,
-        ["v1", "chain"] => Area::Chain,
+        ["v1", "chain"] | ["v1", "quarantine", ..] => Area::Chain,
         ["v1", "pools"] => Area::Pools,
         ["v1", "feed"] => Area::Feed,
         ["v1", "cases", ..] if method == "GET" => Area::CasesRead,
@@ -208,6 +208,8 @@ mod tests {
         assert!(!allowed(Role::Surveillance, f("GET", "/v1/audit")));
         assert!(allowed(Role::Surveillance, f("POST", "/v1/cases/1/notes")));
         assert!(allowed(Role::Admin, f("GET", "/v1/audit")));
+        assert!(allowed(Role::Surveillance, f("GET", "/v1/quarantine")));
+        assert!(!allowed(Role::Finance, f("GET", "/v1/quarantine/3")));
         assert_eq!(f("GET", "/v1/something-new"), Area::Other);
         assert!(!allowed(Role::Surveillance, Area::Other));
     }

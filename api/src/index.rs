@@ -69,7 +69,14 @@ impl Index {
         self.tables.get(table)?.rounds.get(&round)
     }
 
-    pub fn chain_status(&self, table: &TableId, head_seq: Seq, head_hash: Hash32) -> ChainStatus {
+    /// A table's chain status: how far the index verified it, with what the ledger says of
+    /// its attestation and its first gap.
+    pub fn chain_status(
+        &self,
+        (table, head_seq, head_hash): (&TableId, Seq, Hash32),
+        attested_through: Option<Seq>,
+        gap: Option<schemas::api::GapView>,
+    ) -> ChainStatus {
         let t = self.tables.get(table);
         let through = t.map_or(0, |t| t.verified_through);
         let problem = t.and_then(|t| t.problem.clone());
@@ -80,6 +87,8 @@ impl Index {
             verified_through: Seq(through),
             ok: problem.is_none() && through == head_seq.0,
             problem,
+            attested_through,
+            gap,
         }
     }
 }

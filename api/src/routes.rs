@@ -88,6 +88,8 @@ pub fn router(state: Shared) -> axum::Router {
         .routes(routes!(disputes))
         .routes(routes!(findings))
         .routes(routes!(chain))
+        .routes(routes!(quarantine))
+        .routes(routes!(quarantine_entry))
         .routes(routes!(pools))
         .routes(routes!(finance))
         .routes(routes!(feed))
@@ -476,14 +478,119 @@ async fn findings(
 #[utoipa::path(get, path = "/v1/chain", tag = "tables",
     responses((status = 200, body = Vec<ChainStatus>), (status = 403, body = ApiError)))]
 async fn chain(State(st): State<Shared>) -> Json<Vec<ChainStatus>> {
+    // Heads, attestations and gaps are the ledger's in-memory state: no sled read.
     let heads = st.ledger.heads();
+    let gaps: BTreeMap<TableId, ledger::Gap> = st
+        .ledger
+        .gaps()
+        .into_iter()
+        .map(|g| (g.table.clone(), g))
+        .collect();
     let ix = st.read_index();
     Json(
         heads
             .into_iter()
-            .map(|h| ix.chain_status(&h.table, h.seq, h.hash))
+            .map(|h| {
+                let gap = gaps.get(&h.table).map(|g| GapView {
+                    missing_from: g.missing_from,
+                    missing_to: g.missing_to,
+                    held: g.held as u64,
+                    since_ns: g.since_ns,
+                });
+                let attested = st.ledger.attestation(&h.table).map(|a| a.seq);
+                ix.chain_status((&h.table, h.seq, h.hash), attested, gap)
+            })
             .collect(),
     )
+}
+
+/// Filters of the quarantine list.
+#[derive(Debug, Deserialize, IntoParams)]
+pub struct QuarantineQuery {
+    /// Only this reason code.
+    reason: Option<String>,
+    /// Only messages whose subject named this table.
+    table: Option<String>,
+    /// Items to skip (default 0).
+    offset: Option<u64>,
+    /// Items to return (default 50, at most 500).
+    limit: Option<u64>,
+}
+
+fn quarantine_row(e: ledger::QuarantineEntry, preview: usize) -> QuarantineRow {
+    QuarantineRow {
+        id: e.id,
+        bytes_len: e.bytes.len() as u64,
+        bytes_hex: hex::encode(&e.bytes[..e.bytes.len().min(preview)]),
+        reason: e.reason,
+        text: e.text,
+        subject_table: e.subject_table,
+        stream_seq: e.stream_seq,
+        received_at_ns: e.received_at_ns,
+    }
+}
+
+#[utoipa::path(get, path = "/v1/quarantine", tag = "tables", params(QuarantineQuery),
+    responses((status = 200, body = QuarantinePage), (status = 400, body = ApiError), (status = 403, body = ApiError)))]
+async fn quarantine(
+    State(st): State<Shared>,
+    Query(q): Query<QuarantineQuery>,
+) -> Result<Json<QuarantinePage>, ReadError> {
+    let table = q.table.as_deref().map(table_id).transpose()?;
+    let (offset, limit) = page(q.offset, q.limit, LIST_LIMIT_MAX);
+    let s = st.clone();
+    blocking(move || {
+        let (total, entries) = s.ledger.quarantine_page(
+            |e| {
+                q.reason.as_ref().is_none_or(|r| *r == e.reason)
+                    && table
+                        .as_ref()
+                        .is_none_or(|t| e.subject_table.as_ref() == Some(t))
+            },
+            offset,
+            limit,
+        )?;
+        let head = s.ledger.quarantine_head();
+        let mut by_reason = s.ledger.quarantine_counts();
+        // Counters the ledger keeps beside the quarantine count no entry.
+        for name in ledger::attest::reason::PERSISTED_COUNTERS {
+            by_reason.remove(*name);
+        }
+        Ok(QuarantinePage {
+            items: entries
+                .into_iter()
+                .map(|e| quarantine_row(e, QUARANTINE_PREVIEW_BYTES))
+                .collect(),
+            total,
+            offset,
+            limit,
+            by_reason,
+            head: QuarantineHeadView {
+                entries: head.entries,
+                hash: head.hash,
+            },
+        })
+    })
+    .await
+    .map(Json)
+}
+
+#[utoipa::path(get, path = "/v1/quarantine/{id}", tag = "tables",
+    params(("id" = u64, Path, description = "Quarantine entry id")),
+    responses((status = 200, body = QuarantineRow), (status = 404, body = ApiError), (status = 403, body = ApiError)))]
+async fn quarantine_entry(
+    State(st): State<Shared>,
+    Path(id): Path<u64>,
+) -> Result<Json<QuarantineRow>, ReadError> {
+    let s = st.clone();
+    blocking(move || {
+        s.ledger
+            .quarantine_entry(id)?
+            .map(|e| quarantine_row(e, usize::MAX))
+            .ok_or_else(|| ReadError::NotFound(format!("quarantine entry {id}")))
+    })
+    .await
+    .map(Json)
 }
 
 #[utoipa::path(get, path = "/v1/pools", tag = "finance",

@@ -364,6 +364,7 @@ async fn each_role_is_refused_what_it_must_not_see() {
         "/v1/cases".to_string(),
         "/v1/feed".to_string(),
         "/v1/chain".to_string(),
+        "/v1/quarantine".to_string(),
         format!("/v1/evidence/{table}/{round}"),
         "/v1/audit".to_string(),
     ];
@@ -968,6 +969,7 @@ async fn the_openapi_document_describes_the_real_responses() {
         ("/v1/disputes", "/v1/disputes".to_string(), SURV),
         ("/v1/findings", "/v1/findings".to_string(), SURV),
         ("/v1/chain", "/v1/chain".to_string(), SURV),
+        ("/v1/quarantine", "/v1/quarantine".to_string(), SURV),
         ("/v1/pools", "/v1/pools".to_string(), FIN),
         ("/v1/finance", "/v1/finance".to_string(), FIN),
         ("/v1/cases", "/v1/cases".to_string(), SURV),
@@ -1343,4 +1345,143 @@ async fn the_newest_round_is_listed_from_its_first_event() {
             (2, true, Verdict::Clean)
         ]
     );
+}
+
+/// Surveillance sees the quarantine (newest first, filtered by reason and by table, counted
+/// by reason, with the chain head `verify` checks; one entry with all its bytes) and, per
+/// table, how far device-signed checkpoints attest the chain and which events are missing
+/// behind a gap, since when. Finance sees none of it.
+#[tokio::test]
+async fn the_quarantine_attestation_and_gaps_are_served() {
+    let f = fixture();
+    let seeded = f.ledger.heads()[0].clone();
+    // A table whose 6th event never arrives: the events after it are held.
+    let mut t = simulator::TableSim::new(
+        schemas::TableId::new("GAP-01").unwrap(),
+        simulator::default_config(schemas::RuleSet::Csp6),
+        5,
+        simulator::FaultPlan::none(),
+    )
+    .unwrap();
+    let mut events = t.opening_events().unwrap();
+    events.extend(t.play_round().unwrap().events);
+    let withheld = events.remove(5);
+    append(&f.ledger, &events);
+    // Four messages that do not decode (three on the seeded table's subject, one on
+    // GAP-01's), then GAP-01's first event on the seeded table's subject.
+    let stream_base = 1_000_000;
+    let junk = |n: u64, table: &schemas::TableId| ledger::Incoming {
+        bytes: format!("not an event #{n}").into_bytes(),
+        subject_table: Some(table.clone()),
+        stream_seq: stream_base + n,
+        received_at_ns: clock(),
+    };
+    let gap_table = schemas::TableId::new("GAP-01").unwrap();
+    let misrouted = ledger::Incoming {
+        bytes: events[0].bytes.clone(),
+        subject_table: Some(seeded.table.clone()),
+        stream_seq: stream_base + 9,
+        received_at_ns: clock(),
+    };
+    let batch = [
+        junk(0, &seeded.table),
+        junk(1, &seeded.table),
+        junk(2, &gap_table),
+        junk(3, &seeded.table),
+        misrouted,
+    ];
+    for o in f.ledger.append_batch(&batch).unwrap() {
+        assert!(matches!(o, ledger::Appended::Quarantined { .. }), "{o:?}");
+    }
+    f.ledger.flush().unwrap();
+
+    let (s, q) = get(&f.app, "/v1/quarantine", SURV).await;
+    assert_eq!(s, StatusCode::OK, "{q}");
+    assert_eq!(q["total"], 5);
+    let ids: Vec<u64> = q["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["id"].as_u64().unwrap())
+        .collect();
+    assert_eq!(ids, [4, 3, 2, 1, 0], "newest first");
+    assert_eq!(
+        q["by_reason"],
+        json!({"undecodable": 4, "wrong_subject": 1})
+    );
+    let head = f.ledger.quarantine_head();
+    assert_eq!(q["head"]["entries"], 5);
+    assert_eq!(q["head"]["hash"], head.hash.to_string());
+    assert_eq!(q["items"][1]["bytes_hex"], hex::encode(b"not an event #3"));
+    assert_eq!(q["items"][1]["stream_seq"], stream_base + 3);
+
+    let (_, q) = get(&f.app, "/v1/quarantine?reason=wrong_subject", SURV).await;
+    assert_eq!(q["total"], 1);
+    let row = &q["items"][0];
+    assert_eq!(row["subject_table"], seeded.table.as_str());
+    let bytes = &events[0].bytes;
+    assert_eq!(row["bytes_len"], bytes.len());
+    assert_eq!(
+        row["bytes_hex"],
+        hex::encode(&bytes[..schemas::api::QUARANTINE_PREVIEW_BYTES])
+    );
+    let (s, whole) = get(&f.app, &format!("/v1/quarantine/{}", row["id"]), SURV).await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(
+        whole["bytes_hex"],
+        hex::encode(bytes),
+        "all the bytes, verbatim"
+    );
+    let (_, q) = get(&f.app, "/v1/quarantine?table=GAP-01", SURV).await;
+    assert_eq!(q["total"], 1);
+    assert_eq!(q["items"][0]["id"], 2);
+    let (_, q) = get(&f.app, "/v1/quarantine?limit=2&offset=1", SURV).await;
+    assert_eq!(
+        (q["total"].clone(), q["items"][0]["id"].clone()),
+        (json!(5), json!(3))
+    );
+    assert_eq!(q["items"][1]["id"], 2);
+    let (s, _) = get(&f.app, "/v1/quarantine/99", SURV).await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
+    let (s, _) = get(&f.app, "/v1/quarantine?table=bad.id", SURV).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    for p in ["/v1/quarantine", "/v1/quarantine/0"] {
+        let (s, _) = get(&f.app, p, FIN).await;
+        assert_eq!(s, StatusCode::FORBIDDEN, "finance must not read {p}");
+    }
+
+    // The seeded tables are attested to their heads; GAP-01 by nothing yet, with seq 6
+    // missing since its first held event arrived.
+    let chain_of = |chain: &Value, t: &str| {
+        chain
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["table"] == t)
+            .cloned()
+            .unwrap_or_else(|| panic!("{t} in {chain}"))
+    };
+    let (_, chain) = get(&f.app, "/v1/chain", SURV).await;
+    let c = chain_of(&chain, seeded.table.as_str());
+    assert_eq!(c["attested_through"], c["head_seq"], "{c}");
+    assert_eq!(c["gap"], Value::Null);
+    let c = chain_of(&chain, "GAP-01");
+    assert_eq!(c["head_seq"], 5);
+    assert_eq!(c["attested_through"], Value::Null);
+    assert_eq!(
+        c["gap"],
+        json!({
+            "missing_from": 6,
+            "missing_to": 6,
+            "held": events.len() - 5,
+            "since_ns": events[5].event.occurred_at_ns,
+        })
+    );
+    // The missing event arrives: the gap closes.
+    append(&f.ledger, &[withheld]);
+    let (_, chain) = get(&f.app, "/v1/chain", SURV).await;
+    let c = chain_of(&chain, "GAP-01");
+    assert_eq!(c["gap"], Value::Null);
+    assert_eq!(c["head_seq"], events.len() + 1);
+    assert!(f.ledger.verify().unwrap().is_ok());
 }

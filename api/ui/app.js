@@ -333,12 +333,31 @@ async function tablesView(view) {
     let chains = [];
     try { chains = await api("/v1/chain"); } catch (_) { /* finance may not see chain status */ }
     const ch = Object.fromEntries(chains.map(c => [c.table, c]));
-    view.innerHTML = `<div class="card"><h1>Tables and chains</h1><p class="hint">Each table's hash chain is recomputed from the stored bytes as the server reads it.</p>
-      ${tables.length ? `<table class="list"><thead><tr><th>Table</th><th>Rule set</th><th class="num">Events</th><th class="num">Rounds</th><th class="num">Disputed</th><th class="num">Irregular</th><th class="num">Void</th><th>Chain</th></tr></thead><tbody>
+    let quarantine = null;
+    try { quarantine = await api(`/v1/quarantine?limit=${PAGE}`); } catch (_) { /* finance may not see the quarantine */ }
+    view.innerHTML = `<div class="card"><h1>Tables and chains</h1><p class="hint">Each table's hash chain is recomputed from the stored bytes as the server reads it. Events after the last device-signed checkpoint are not yet attested; a gap holds the events after it until the missing ones arrive.</p>
+      ${tables.length ? `<table class="list"><thead><tr><th>Table</th><th>Rule set</th><th class="num">Events</th><th class="num">Rounds</th><th class="num">Disputed</th><th class="num">Irregular</th><th class="num">Void</th><th>Chain</th><th>Attested</th><th>Gap</th></tr></thead><tbody>
       ${tables.map(t => { const c = ch[t.table]; return `<tr><td>${esc(t.table)}</td><td>${esc(t.rule_set || "")}</td><td class="num">${t.head_seq}</td><td class="num">${t.rounds}</td><td class="num">${t.disputed}</td><td class="num">${t.irregular}</td><td class="num">${t.void}</td>
-        <td>${c ? (c.ok ? `<span class="badge clean">verified</span> to #${c.verified_through}` : c.problem ? `<span class="badge disputed">broken</span> ${esc(c.problem)}` : `verifying… #${c.verified_through}`) : "—"}</td></tr>`; }).join("")}
-      </tbody></table>` : `<div class="empty">The ledger holds no table yet.</div>`}</div>`;
+        <td>${c ? (c.ok ? `<span class="badge clean">verified</span> to #${c.verified_through}` : c.problem ? `<span class="badge disputed">broken</span> ${esc(c.problem)}` : `verifying… #${c.verified_through}`) : "—"}</td>
+        <td>${c ? attestedCell(c) : "—"}</td>
+        <td>${c && c.gap ? `<span class="badge disputed">missing #${c.gap.missing_from}${c.gap.missing_to !== c.gap.missing_from ? "–" + c.gap.missing_to : ""}</span> ${c.gap.held} held since ${time(c.gap.since_ns)}` : c ? "none" : "—"}</td></tr>`; }).join("")}
+      </tbody></table>` : `<div class="empty">The ledger holds no table yet.</div>`}</div>
+      ${quarantine ? quarantineCard(quarantine) : ""}`;
   } catch (e) { failed(view, e); }
+}
+
+function attestedCell(c) {
+  if (c.attested_through == null) return `<span class="badge irregular">not yet attested</span>`;
+  const behind = c.head_seq - c.attested_through;
+  return `to #${c.attested_through}` + (behind > 0 ? ` <span class="muted">(${behind} not yet attested)</span>` : "");
+}
+
+function quarantineCard(q) {
+  const reasons = Object.entries(q.by_reason).map(([r, n]) => `${badge(r)} ${n}`).join(" ");
+  return `<div class="card" id="quarantine"><h2>Quarantine</h2><p class="hint">Messages the ledger refused to chain, kept verbatim with the reason, never dropped. ${q.head.entries} ${q.head.entries === 1 ? "entry" : "entries"}${q.head.entries ? `, chained to <code>${esc(String(q.head.hash).slice(0, 16))}…</code> (checked by verify and named by digests)` : ""}.</p>
+    ${q.items.length ? `<p>${reasons}</p><table class="list"><thead><tr><th class="num">#</th><th>Received</th><th>Reason</th><th>Subject</th><th class="num">Stream seq</th><th class="num">Bytes</th><th>Why</th></tr></thead><tbody>
+    ${q.items.map(e => `<tr><td class="num">${e.id}</td><td>${time(e.received_at_ns)}</td><td>${badge(e.reason)}</td><td>${esc(e.subject_table || "")}</td><td class="num">${e.stream_seq}</td><td class="num" title="${esc(e.bytes_hex)}">${e.bytes_len}</td><td>${esc(e.text)}</td></tr>`).join("")}
+    </tbody></table>${q.total > q.items.length ? `<p class="muted">The newest ${q.items.length} of ${q.total}.</p>` : ""}` : `<div class="empty">Nothing quarantined.</div>`}</div>`;
 }
 
 // ---------- finance ----------

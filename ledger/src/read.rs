@@ -538,12 +538,65 @@ impl Ledger {
 
     /// Every quarantined message, oldest first.
     pub fn quarantine(&self) -> Result<Vec<QuarantineEntry>, Error> {
-        let mut out = Vec::new();
-        for kv in self.store.range(Space::Quarantine, &[], None) {
-            let (k, v) = kv?;
-            out.push(QuarantineEntry::decode(be_u64(&k)?, &v)?);
+        self.quarantine_entries().collect()
+    }
+
+    /// One page of the quarantined messages that `matches` keeps, newest first: `limit`
+    /// of them after skipping `offset`, and how many match in all. Two passes over the
+    /// entries (count, then collect the page), so memory holds one page whatever the
+    /// quarantine's size.
+    pub fn quarantine_page(
+        &self,
+        matches: impl Fn(&QuarantineEntry) -> bool,
+        offset: u64,
+        limit: u64,
+    ) -> Result<(u64, Vec<QuarantineEntry>), Error> {
+        let mut total = 0u64;
+        for e in self.quarantine_entries() {
+            if matches(&e?) {
+                total += 1;
+            }
         }
-        Ok(out)
+        // Newest first: the page is matches [total - offset - limit, total - offset) in id
+        // order, reversed.
+        let end = total.saturating_sub(offset);
+        let start = end.saturating_sub(limit);
+        let mut page = Vec::with_capacity((end - start) as usize);
+        let mut n = 0u64;
+        for e in self.quarantine_entries() {
+            let e = e?;
+            if !matches(&e) {
+                continue;
+            }
+            if n >= start && n < end {
+                page.push(e);
+            }
+            n += 1;
+            if n >= end {
+                break;
+            }
+        }
+        page.reverse();
+        Ok((total, page))
+    }
+
+    /// One quarantined message by id.
+    pub fn quarantine_entry(&self, id: u64) -> Result<Option<QuarantineEntry>, Error> {
+        self.store
+            .get(Space::Quarantine, &id.to_be_bytes())?
+            .map(|v| QuarantineEntry::decode(id, &v))
+            .transpose()
+    }
+
+    /// The quarantine chain's head as committed (`crate::quarantine`).
+    pub fn quarantine_head(&self) -> crate::QuarantineHead {
+        self.lock().quarantine_head
+    }
+
+    fn quarantine_entries(&self) -> impl Iterator<Item = Result<QuarantineEntry, Error>> + '_ {
+        self.store
+            .range(Space::Quarantine, &[], None)
+            .map(|kv| kv.and_then(|(k, v)| QuarantineEntry::decode(be_u64(&k)?, &v)))
     }
 
     /// Quarantined messages per reason code.

@@ -283,6 +283,68 @@ pub struct ChainStatus {
     pub ok: bool,
     /// The first problem, naming the seq.
     pub problem: Option<String>,
+    /// The highest seq a device-signed checkpoint covers (verified, and kept by the ledger);
+    /// `None` before the table's first. Events after it are not yet attested.
+    pub attested_through: Option<Seq>,
+    /// The table's first gap: events held beyond it until the missing ones arrive.
+    pub gap: Option<GapView>,
+}
+
+/// Events missing from a table's chain while later ones are held (never skipped).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct GapView {
+    pub missing_from: Seq,
+    pub missing_to: Seq,
+    /// Events held beyond the gap.
+    pub held: u64,
+    /// Receive time of the oldest held event (UTC ns): missing since then.
+    pub since_ns: i64,
+}
+
+/// One quarantined message: what the ledger refused to chain, kept verbatim with why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct QuarantineRow {
+    pub id: u64,
+    /// Stable reason code (`undecodable`, `fork`, `checkpoint_bad_signature`, ...).
+    pub reason: String,
+    /// The reason in words.
+    pub text: String,
+    /// The table its subject named, if it named a valid one.
+    pub subject_table: Option<TableId>,
+    /// JetStream stream sequence and receive time of the message.
+    pub stream_seq: u64,
+    pub received_at_ns: i64,
+    pub bytes_len: u64,
+    /// The message's bytes in hex: the first `QUARANTINE_PREVIEW_BYTES` in a list, all of
+    /// them from `/v1/quarantine/{id}`.
+    pub bytes_hex: String,
+}
+
+/// Bytes of each message a quarantine list shows (`QuarantineRow::bytes_hex`).
+pub const QUARANTINE_PREVIEW_BYTES: usize = 64;
+
+/// The quarantine chain's head: how many entries it covers and its hash after the last
+/// (what `verify` checks and a digest names).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct QuarantineHeadView {
+    pub entries: u64,
+    pub hash: Hash32,
+}
+
+/// A page of the quarantine, newest first, with the counts per reason and the chain head.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct QuarantinePage {
+    pub items: Vec<QuarantineRow>,
+    pub total: u64,
+    pub offset: u64,
+    pub limit: u64,
+    /// Every quarantined message counted by reason code (the whole quarantine, unfiltered).
+    pub by_reason: std::collections::BTreeMap<String, u64>,
+    pub head: QuarantineHeadView,
 }
 
 /// A jackpot pool replayed across tables in arrival order.

@@ -195,6 +195,16 @@ async function main() {
     await page.waitForSelector("#results table, #results .empty");
     await page.screenshot({ path: path.join(SHOTS, "07-round-search.png"), fullPage: true });
 
+    // Tables and chains: each chain verified, how far checkpoints attest it, its gap, and
+    // the quarantine with the chain head that verify checks.
+    await page.goto(server.url + "/#/tables");
+    await page.waitForSelector("#quarantine");
+    const header = await page.locator("table.list thead").first().innerText();
+    assert.match(header, /Attested/);
+    assert.match(header, /Gap/);
+    assert.match(await page.locator("#quarantine").innerText(), /Quarantine[\s\S]*\d+ entr(y|ies)/);
+    await page.screenshot({ path: path.join(SHOTS, "07b-tables-and-quarantine.png"), fullPage: true });
+
     // The Live page: a new table (6, CSP6-06: the demo data has tables 1-5) publishes
     // rounds over NATS into the running server; they appear as they are stored, first in
     // progress, then with their verdict; one click opens the round.
