@@ -517,19 +517,6 @@ pub struct QuarantineQuery {
     limit: Option<u64>,
 }
 
-fn quarantine_row(e: ledger::QuarantineEntry, preview: usize) -> QuarantineRow {
-    QuarantineRow {
-        id: e.id,
-        bytes_len: e.bytes.len() as u64,
-        bytes_hex: hex::encode(&e.bytes[..e.bytes.len().min(preview)]),
-        reason: e.reason,
-        text: e.text,
-        subject_table: e.subject_table,
-        stream_seq: e.stream_seq,
-        received_at_ns: e.received_at_ns,
-    }
-}
-
 #[utoipa::path(get, path = "/v1/quarantine", tag = "tables", params(QuarantineQuery),
     responses((status = 200, body = QuarantinePage), (status = 400, body = ApiError), (status = 403, body = ApiError)))]
 async fn quarantine(
@@ -540,36 +527,8 @@ async fn quarantine(
     let (offset, limit) = page(q.offset, q.limit, LIST_LIMIT_MAX);
     let s = st.clone();
     blocking(move || {
-        let (total, entries) = s.ledger.quarantine_page(
-            |e| {
-                q.reason.as_ref().is_none_or(|r| *r == e.reason)
-                    && table
-                        .as_ref()
-                        .is_none_or(|t| e.subject_table.as_ref() == Some(t))
-            },
-            offset,
-            limit,
-        )?;
-        let head = s.ledger.quarantine_head();
-        let mut by_reason = s.ledger.quarantine_counts();
-        // Counters the ledger keeps beside the quarantine count no entry.
-        for name in ledger::attest::reason::PERSISTED_COUNTERS {
-            by_reason.remove(*name);
-        }
-        Ok(QuarantinePage {
-            items: entries
-                .into_iter()
-                .map(|e| quarantine_row(e, QUARANTINE_PREVIEW_BYTES))
-                .collect(),
-            total,
-            offset,
-            limit,
-            by_reason,
-            head: QuarantineHeadView {
-                entries: head.entries,
-                hash: head.hash,
-            },
-        })
+        Ok(s.ledger
+            .quarantine_view(q.reason.as_deref(), table.as_ref(), offset, limit)?)
     })
     .await
     .map(Json)
@@ -586,7 +545,7 @@ async fn quarantine_entry(
     blocking(move || {
         s.ledger
             .quarantine_entry(id)?
-            .map(|e| quarantine_row(e, usize::MAX))
+            .map(|e| e.row(usize::MAX))
             .ok_or_else(|| ReadError::NotFound(format!("quarantine entry {id}")))
     })
     .await

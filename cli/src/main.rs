@@ -14,6 +14,7 @@ mod digest;
 mod evidence;
 mod export;
 mod keygen;
+mod quarantine;
 mod remote;
 mod replay;
 mod seed;
@@ -68,6 +69,8 @@ enum Command {
     Audit(audit::Args),
     /// Export a table or round range to a file that verifies without the ledger.
     Export(export::Args),
+    /// List the messages the ledger refused (quarantine), newest first, or one whole.
+    Quarantine(quarantine::Args),
     /// Settle one round described as JSON (pay calculator): JSON in, JSON out.
     Settle(settle::Args),
     /// The demo: a local nats-server, simulated tables, the ledger, then an audit.
@@ -98,6 +101,7 @@ fn main() -> ExitCode {
         Command::Keygen(a) => keygen::run(a),
         Command::Audit(a) => audit::run(a),
         Command::Export(a) => export::run(a),
+        Command::Quarantine(a) => quarantine::run(a),
         Command::Settle(a) => settle::run(a),
         Command::Demo(a) => demo::run(a),
         Command::Evidence(a) => evidence::run(a),

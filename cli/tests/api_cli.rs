@@ -126,6 +126,34 @@ fn replay_audit_and_export_work_against_a_running_server() {
     let dir = tempfile::tempdir().unwrap();
     let ledger = seed(dir.path());
     let (table, round, local) = first_dispute(&ledger);
+    // Two refused messages, so that the quarantine has something to list.
+    {
+        let l = ledger::Ledger::open(&ledger).unwrap();
+        let junk = |n: u64| ledger::Incoming {
+            bytes: format!("not an event #{n}").into_bytes(),
+            subject_table: Some(schemas::TableId::new(&table).unwrap()),
+            stream_seq: 10_000_000 + n,
+            received_at_ns: 1_780_000_000_000_000_000,
+        };
+        l.append_batch(&[junk(0), junk(1)]).unwrap();
+        l.flush().unwrap();
+    }
+    let (code, local_quarantine, _) = run(&["quarantine", "--ledger", &ledger]);
+    assert_eq!(code, 1, "a listing with entries: {local_quarantine}");
+    assert!(
+        local_quarantine.contains("quarantine: 2 entries in all, chain head "),
+        "{local_quarantine}"
+    );
+    assert!(
+        local_quarantine.contains("by reason: undecodable 2"),
+        "{local_quarantine}"
+    );
+    let (code, one, _) = run(&["quarantine", "--ledger", &ledger, "--id", "1"]);
+    assert_eq!(code, 1);
+    assert!(one.contains(&hex::encode(b"not an event #1")), "{one}");
+    let (code, none, _) = run(&["quarantine", "--ledger", &ledger, "--reason", "fork"]);
+    assert_eq!(code, 0, "nothing matches: {none}");
+    assert!(none.contains("nothing quarantined matches"), "{none}");
     let (_, local_replay, _) = run(&[
         "replay",
         "--ledger",
@@ -215,6 +243,22 @@ fn replay_audit_and_export_work_against_a_running_server() {
         remote_replay, local_replay,
         "replay --server prints what replay --ledger prints"
     );
+    let (code, remote_quarantine, err) = run(&["quarantine", "--server", &url, "--token", &surv]);
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(
+        remote_quarantine, local_quarantine,
+        "quarantine --server prints what quarantine --ledger prints"
+    );
+    let (_, remote_one, _) = run(&[
+        "quarantine",
+        "--server",
+        &url,
+        "--token",
+        &surv,
+        "--id",
+        "1",
+    ]);
+    assert_eq!(remote_one, one);
     let file = dir.path().join("export.jsonl");
     let (code, out, err) = run(&[
         "export",

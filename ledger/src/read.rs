@@ -60,6 +60,21 @@ pub struct QuarantineEntry {
 }
 
 impl QuarantineEntry {
+    /// The entry as the API and the CLI show it, with the first `preview` bytes of the
+    /// message in hex (`usize::MAX`: all of them).
+    pub fn row(self, preview: usize) -> schemas::api::QuarantineRow {
+        schemas::api::QuarantineRow {
+            id: self.id,
+            bytes_len: self.bytes.len() as u64,
+            bytes_hex: hex::encode(&self.bytes[..self.bytes.len().min(preview)]),
+            reason: self.reason,
+            text: self.text,
+            subject_table: self.subject_table,
+            stream_seq: self.stream_seq,
+            received_at_ns: self.received_at_ns,
+        }
+    }
+
     pub(crate) fn encode(&self) -> Vec<u8> {
         let mut w = W::default();
         w.bytes(self.reason.as_bytes()).bytes(self.text.as_bytes());
@@ -578,6 +593,46 @@ impl Ledger {
         }
         page.reverse();
         Ok((total, page))
+    }
+
+    /// A page of the quarantine as the API serves it (`GET /v1/quarantine`) and the CLI
+    /// prints it: newest first, only `reason` and `table` when given, with the counts per
+    /// reason and the committed chain head.
+    pub fn quarantine_view(
+        &self,
+        reason: Option<&str>,
+        table: Option<&TableId>,
+        offset: u64,
+        limit: u64,
+    ) -> Result<schemas::api::QuarantinePage, Error> {
+        let (total, entries) = self.quarantine_page(
+            |e| {
+                reason.is_none_or(|r| r == e.reason)
+                    && table.is_none_or(|t| e.subject_table.as_ref() == Some(t))
+            },
+            offset,
+            limit,
+        )?;
+        let head = self.quarantine_head();
+        let mut by_reason = self.quarantine_counts();
+        // Counters the ledger keeps beside the quarantine count no entry.
+        for name in crate::attest::reason::PERSISTED_COUNTERS {
+            by_reason.remove(*name);
+        }
+        Ok(schemas::api::QuarantinePage {
+            items: entries
+                .into_iter()
+                .map(|e| e.row(schemas::api::QUARANTINE_PREVIEW_BYTES))
+                .collect(),
+            total,
+            offset,
+            limit,
+            by_reason,
+            head: schemas::api::QuarantineHeadView {
+                entries: head.entries,
+                hash: head.hash,
+            },
+        })
     }
 
     /// One quarantined message by id.
