@@ -556,42 +556,55 @@ impl Ledger {
         self.quarantine_entries().collect()
     }
 
-    /// One page of the quarantined messages that `matches` keeps, newest first: `limit`
-    /// of them after skipping `offset`, and how many match in all. Two passes over the
-    /// entries (count, then collect the page), so memory holds one page whatever the
-    /// quarantine's size.
+    /// One page of the quarantined messages of `reason` and subject `table` (each when
+    /// given), newest first: `limit` of them after skipping `offset`, and how many match in
+    /// all. The page is read backwards from the newest entry (`Store::range_back`) and
+    /// stops when full or when every match is seen, so after a flood of refused messages
+    /// the newest page costs a page of reads, not a scan; the total comes from the counts
+    /// kept in memory, except with `table`, which counts in one pass.
     pub fn quarantine_page(
         &self,
-        matches: impl Fn(&QuarantineEntry) -> bool,
+        reason: Option<&str>,
+        table: Option<&TableId>,
         offset: u64,
         limit: u64,
     ) -> Result<(u64, Vec<QuarantineEntry>), Error> {
-        let mut total = 0u64;
-        for e in self.quarantine_entries() {
-            if matches(&e?) {
-                total += 1;
+        let matches = |e: &QuarantineEntry| {
+            reason.is_none_or(|r| r == e.reason)
+                && table.is_none_or(|t| e.subject_table.as_ref() == Some(t))
+        };
+        let total = match (reason, table) {
+            (_, Some(_)) => {
+                let mut n = 0u64;
+                for e in self.quarantine_entries() {
+                    if matches(&e?) {
+                        n += 1;
+                    }
+                }
+                n
             }
-        }
-        // Newest first: the page is matches [total - offset - limit, total - offset) in id
-        // order, reversed.
-        let end = total.saturating_sub(offset);
-        let start = end.saturating_sub(limit);
-        let mut page = Vec::with_capacity((end - start) as usize);
-        let mut n = 0u64;
-        for e in self.quarantine_entries() {
-            let e = e?;
-            if !matches(&e) {
-                continue;
-            }
-            if n >= start && n < end {
-                page.push(e);
-            }
-            n += 1;
-            if n >= end {
+            // Counters kept beside the quarantine's reasons count no entry.
+            (Some(r), None) if crate::attest::reason::PERSISTED_COUNTERS.contains(&r) => 0,
+            (Some(r), None) => self.lock().counters.get(r).copied().unwrap_or(0),
+            (None, None) => self.lock().quarantined,
+        };
+        let mut page = Vec::new();
+        let mut skipped = 0u64;
+        for kv in self.store.range_back(Space::Quarantine) {
+            // Every match seen, or the page full: the older entries cannot change it.
+            if page.len() as u64 == limit || skipped + page.len() as u64 == total {
                 break;
             }
+            let (k, v) = kv?;
+            let e = QuarantineEntry::decode(be_u64(&k)?, &v)?;
+            if matches(&e) {
+                if skipped < offset {
+                    skipped += 1;
+                } else {
+                    page.push(e);
+                }
+            }
         }
-        page.reverse();
         Ok((total, page))
     }
 
@@ -605,14 +618,7 @@ impl Ledger {
         offset: u64,
         limit: u64,
     ) -> Result<schemas::api::QuarantinePage, Error> {
-        let (total, entries) = self.quarantine_page(
-            |e| {
-                reason.is_none_or(|r| r == e.reason)
-                    && table.is_none_or(|t| e.subject_table.as_ref() == Some(t))
-            },
-            offset,
-            limit,
-        )?;
+        let (total, entries) = self.quarantine_page(reason, table, offset, limit)?;
         let head = self.quarantine_head();
         let mut by_reason = self.quarantine_counts();
         // Counters the ledger keeps beside the quarantine count no entry.

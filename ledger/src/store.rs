@@ -133,6 +133,13 @@ pub trait Store: Send + Sync {
     fn get(&self, space: Space, key: &[u8]) -> Result<Option<Vec<u8>>, Error>;
     /// Entries with `from <= key` and `key < to` (`None`: to the end of the space), in key order.
     fn range<'a>(&'a self, space: Space, from: &[u8], to: Option<&[u8]>) -> KvIter<'a>;
+    /// Every entry of a space in descending key order (newest first for ids), for pages
+    /// read from the end. The default reads the whole space and reverses it; a store that
+    /// iterates backwards (sled) gives it without holding the space in memory.
+    fn range_back<'a>(&'a self, space: Space) -> KvIter<'a> {
+        let all: Vec<_> = self.range(space, &[], None).collect();
+        Box::new(all.into_iter().rev())
+    }
     /// Keys only, as `range` gives them (no value is read).
     fn keys<'a>(&'a self, space: Space, from: &[u8], to: Option<&[u8]>) -> KeyIter<'a>;
     /// The key of the last entry whose key starts with `prefix` and is `<= at`.
@@ -328,6 +335,13 @@ impl Store for SledStore {
     fn range<'a>(&'a self, space: Space, from: &[u8], to: Option<&[u8]>) -> KvIter<'a> {
         Box::new(self.sled_range(space, from, to).map(move |r| {
             let (k, v) = r.map_err(store_err("range"))?;
+            Ok((k[1..].to_vec(), self.value(space, v.to_vec())?))
+        }))
+    }
+
+    fn range_back<'a>(&'a self, space: Space) -> KvIter<'a> {
+        Box::new(self.sled_range(space, &[], None).rev().map(move |r| {
+            let (k, v) = r.map_err(store_err("range_back"))?;
             Ok((k[1..].to_vec(), self.value(space, v.to_vec())?))
         }))
     }

@@ -1224,3 +1224,32 @@ fn a_quarantine_rewritten_with_its_head_is_caught_by_the_digest() {
         }
     );
 }
+
+/// `Store::range_back` (pages of the quarantine read from the newest) gives every entry in
+/// descending key order: sled's backward iterator and the trait's default alike.
+#[test]
+fn range_back_gives_the_quarantine_newest_first() {
+    use ledger::store::Store;
+    let dir = with_quarantine();
+    let forward: Vec<(Vec<u8>, Vec<u8>)> = {
+        let store = SledStore::open(dir.path()).expect("store");
+        let back: Vec<_> = store
+            .range_back(Space::Quarantine)
+            .collect::<Result<_, _>>()
+            .expect("read");
+        let mut forward: Vec<_> = store
+            .range(Space::Quarantine, &[], None)
+            .collect::<Result<_, _>>()
+            .expect("read");
+        assert_eq!(forward.len(), 3);
+        forward.reverse();
+        assert_eq!(back, forward, "sled's");
+        forward
+    };
+    let raw = Raw::open(dir.path());
+    let back: Vec<_> = raw
+        .range_back(Space::Quarantine)
+        .collect::<Result<_, _>>()
+        .expect("read");
+    assert_eq!(back, forward, "the default's");
+}
