@@ -698,6 +698,13 @@ impl Ledger {
     /// the same entry is already there (a recovery run again after a crash).
     pub(crate) fn restore_quarantined(&self, id: u64, value: &[u8]) -> Result<Option<u64>, Error> {
         let entry = crate::QuarantineEntry::decode(id, value)?;
+        // A copy read back from the value log is checked like any stored bytes: an id at
+        // the end of the id space has no next one.
+        let Some(after) = id.checked_add(1) else {
+            return Err(crate::record::corrupt(
+                "a quarantine entry's copy names the last possible id",
+            ));
+        };
         let (mut state, mut call) = self.begin_call(1)?;
         let own = self.store.get(Space::Quarantine, &id.to_be_bytes())?;
         if own.as_deref() == Some(value) {
@@ -708,7 +715,7 @@ impl Ledger {
         // are the same message: its stream seq and receive time are in it.
         for kv in self
             .store
-            .range(Space::Quarantine, &(id + 1).to_be_bytes(), None)
+            .range(Space::Quarantine, &after.to_be_bytes(), None)
         {
             if kv?.1 == value {
                 return Ok(None);
