@@ -343,6 +343,7 @@ async function tablesView(view) {
         <td>${c && c.gap ? `<span class="badge disputed">missing #${c.gap.missing_from}${c.gap.missing_to !== c.gap.missing_from ? "–" + c.gap.missing_to : ""}</span> ${c.gap.held} held since ${time(c.gap.since_ns)}` : c ? "none" : "—"}</td></tr>`; }).join("")}
       </tbody></table>` : `<div class="empty">The ledger holds no table yet.</div>`}</div>
       ${quarantine ? quarantineCard(quarantine) : ""}`;
+    quarantineRows(view);
   } catch (e) { failed(view, e); }
 }
 
@@ -356,8 +357,24 @@ function quarantineCard(q) {
   const reasons = Object.entries(q.by_reason).map(([r, n]) => `${badge(r)} ${n}`).join(" ");
   return `<div class="card" id="quarantine"><h2>Quarantine</h2><p class="hint">Messages the ledger refused to chain, kept verbatim with the reason, never dropped. ${q.head.entries} ${q.head.entries === 1 ? "entry" : "entries"}${q.head.entries ? `, chained to <code>${esc(String(q.head.hash).slice(0, 16))}…</code> (checked by verify and named by digests)` : ""}.</p>
     ${q.items.length ? `<p>${reasons}</p><table class="list"><thead><tr><th class="num">#</th><th>Received</th><th>Reason</th><th>Subject</th><th class="num">Stream seq</th><th class="num">Bytes</th><th>Why</th></tr></thead><tbody>
-    ${q.items.map(e => `<tr><td class="num">${e.id}</td><td>${time(e.received_at_ns)}</td><td>${badge(e.reason)}</td><td>${esc(e.subject_table || "")}</td><td class="num">${e.stream_seq}</td><td class="num" title="${esc(e.bytes_hex)}">${e.bytes_len}</td><td>${esc(e.text)}</td></tr>`).join("")}
+    ${q.items.map(e => `<tr class="clickable" data-quarantine="${e.id}" title="Show the message's bytes"><td class="num">${e.id}</td><td>${time(e.received_at_ns)}</td><td>${badge(e.reason)}</td><td>${esc(e.subject_table || "")}</td><td class="num">${e.stream_seq}</td><td class="num">${e.bytes_len}</td><td>${esc(e.text)}</td></tr>`).join("")}
     </tbody></table>${q.total > q.items.length ? `<p class="muted">The newest ${q.items.length} of ${q.total}.</p>` : ""}` : `<div class="empty">Nothing quarantined.</div>`}</div>`;
+}
+
+// A quarantine row opens (or closes) a row under it with the message's bytes, verbatim.
+function quarantineRows(el) {
+  el.querySelectorAll("tr[data-quarantine]").forEach(tr => tr.onclick = async () => {
+    const open = tr.nextElementSibling;
+    if (open && open.classList.contains("bytes")) { open.remove(); return; }
+    const row = document.createElement("tr");
+    row.className = "bytes";
+    row.innerHTML = `<td colspan="7" class="muted">Loading the message…</td>`;
+    tr.after(row);
+    try {
+      const e = await api(`/v1/quarantine/${tr.dataset.quarantine}`);
+      row.innerHTML = `<td colspan="7"><p class="hint">${e.bytes_len} bytes as received (hex):</p><pre class="hex">${esc(e.bytes_hex.replace(/(.{64})/g, "$1\n"))}</pre></td>`;
+    } catch (err) { row.innerHTML = `<td colspan="7" class="error" role="alert">${esc(err.message)}</td>`; }
+  });
 }
 
 // ---------- finance ----------

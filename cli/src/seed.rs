@@ -22,6 +22,43 @@ pub struct Args {
     /// Close every table at the end (so the last round of each is reported at once).
     #[arg(long)]
     close: bool,
+    /// Then send this many messages the ledger refuses, so that the quarantine has demo
+    /// data: in turn bytes that are no event, a table's first event on another table's
+    /// subject, and a second, different event at a stored seq (a fork).
+    #[arg(long, default_value_t = 0)]
+    refused: u64,
+}
+
+/// The `n`th refused message of `seed --refused`: what each kind of bad input looks like.
+fn refused_message(
+    ledger: &ledger::Ledger,
+    tables: &[schemas::TableId],
+    n: u64,
+    stream_seq: u64,
+    received_at_ns: i64,
+) -> Result<ledger::Incoming> {
+    let table = &tables[n as usize % tables.len()];
+    let other = &tables[(n as usize + 1) % tables.len()];
+    let first = ledger
+        .stored_event(table, 1)
+        .context("reading a table's first event")?
+        .with_context(|| format!("table {table} has no event"))?;
+    let (subject, bytes) = match n % 3 {
+        0 => (table, format!("not an event #{n}").into_bytes()),
+        1 => (other, first.bytes),
+        _ => {
+            let (mut event, form) =
+                schemas::codec::decode(&first.bytes).context("decoding a stored event")?;
+            event.occurred_at_ns += 1 + n as i64;
+            (table, schemas::codec::encode(&event, form))
+        }
+    };
+    Ok(ledger::Incoming {
+        bytes,
+        subject_table: Some(subject.clone()),
+        stream_seq,
+        received_at_ns,
+    })
 }
 
 pub fn run(args: Args) -> Result<Outcome> {
@@ -103,10 +140,41 @@ pub fn run(args: Args) -> Result<Outcome> {
         }
     }
     push(Vec::new(), None, &mut batch, true)?;
+    let tables: Vec<schemas::TableId> = floor.tables.iter().map(|t| t.table().clone()).collect();
+    let mut quarantined = 0u64;
+    if args.refused > 0 && !tables.is_empty() {
+        let received_at_ns = ledger
+            .heads()
+            .first()
+            .and_then(|h| ledger.stored_event(&h.table, h.seq.0).ok().flatten())
+            .map_or(0, |e| e.received_at_ns);
+        let mut n = 0;
+        while n < args.refused {
+            let end = (n + ledger::APPEND_BATCH_LEN_MAX as u64).min(args.refused);
+            let refused = (n..end)
+                .map(|i| {
+                    let seq = ledger.stats().events + 1_000_000 + i;
+                    refused_message(&ledger, &tables, i, seq, received_at_ns + i as i64)
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let out = ledger.append_batch(&refused).context("appending")?;
+            quarantined += out
+                .iter()
+                .filter(|a| matches!(a, ledger::Appended::Quarantined { .. }))
+                .count() as u64;
+            n = end;
+        }
+        ledger.flush().context("flushing")?;
+    }
     println!(
-        "seeded {} tables x {} rounds: {stored} events and {kept} signed checkpoints stored in {} in {:.1?}",
+        "seeded {} tables x {} rounds: {stored} events and {kept} signed checkpoints stored{} in {} in {:.1?}",
         floor.tables.len(),
         args.floor.rounds,
+        if args.refused > 0 {
+            format!(", {quarantined} refused messages quarantined")
+        } else {
+            String::new()
+        },
         args.ledger.display(),
         started.elapsed()
     );

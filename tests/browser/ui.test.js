@@ -81,7 +81,7 @@ async function main() {
   const ledger = path.join(tmp, "ledger");
   const config = path.join(tmp, "tokens.json");
   log("demo data:", execFileSync(BIN, ["seed", "--ledger", ledger, "--tables", "5", "--rounds", "40",
-    "--payout-errors", "0.08", "--irregularities", "0.01", "--seed", "2026", "--close"]).toString().trim());
+    "--payout-errors", "0.08", "--irregularities", "0.01", "--seed", "2026", "--close", "--refused", "3"]).toString().trim());
   execFileSync(BIN, ["tokens", "--out", config]);
   const token = JSON.parse(fs.readFileSync(config)).tokens.find(t => t.role === "surveillance").token;
 
@@ -202,7 +202,13 @@ async function main() {
     const header = await page.locator("table.list thead").first().innerText();
     assert.match(header, /Attested/);
     assert.match(header, /Gap/);
-    assert.match(await page.locator("#quarantine").innerText(), /Quarantine[\s\S]*\d+ entr(y|ies)/);
+    // The three refused messages of the demo data, newest first; one click shows a
+    // message's bytes as received.
+    assert.match(await page.locator("#quarantine").innerText(), /Quarantine[\s\S]*3 entries/);
+    assert.equal(await page.locator("#quarantine tr[data-quarantine]").count(), 3);
+    await page.locator("#quarantine tr[data-quarantine]").first().click();
+    await page.waitForSelector("#quarantine pre.hex");
+    assert.match(await page.locator("#quarantine pre.hex").innerText(), /^[0-9a-f\n]+$/);
     await page.screenshot({ path: path.join(SHOTS, "07b-tables-and-quarantine.png"), fullPage: true });
 
     // The Live page: a new table (6, CSP6-06: the demo data has tables 1-5) publishes
