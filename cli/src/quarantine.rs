@@ -100,13 +100,8 @@ pub fn run(args: Args) -> Result<Outcome> {
 /// The listing: the head and counts, then one line per entry.
 pub fn render(p: &QuarantinePage) -> String {
     let mut out = format!(
-        "quarantine: {} {} in all, chain head {}\n",
-        p.head.entries,
-        if p.head.entries == 1 {
-            "entry"
-        } else {
-            "entries"
-        },
+        "quarantine: {} in all, chain head {}\n",
+        crate::verify::counted(p.head.entries, ("entry", "entries")),
         p.head.hash
     );
     if !p.by_reason.is_empty() {

@@ -210,18 +210,18 @@ pub fn arrival_line(v: &ledger::ArrivalVerdict) -> String {
     }
 }
 
+/// `n` and the noun for it: (one, several).
+pub fn counted(n: u64, (one, several): (&str, &str)) -> String {
+    format!("{n} {}", if n == 1 { one } else { several })
+}
+
 /// The quarantine chain's verdict in one line (`ledger::quarantine`).
 pub fn quarantine_line(v: &ledger::QuarantineVerdict) -> String {
     match v {
         ledger::QuarantineVerdict::Ok { head, unanchored } => {
             let mut line = format!(
-                "quarantine ok: {} {} chained",
-                head.entries,
-                if head.entries == 1 {
-                    "entry"
-                } else {
-                    "entries"
-                }
+                "quarantine ok: {} chained",
+                counted(head.entries, ("entry", "entries"))
             );
             if head.entries > 0 {
                 line += &format!(", head {}", head.hash);
@@ -248,9 +248,6 @@ fn unreferenced_line(store: &SledStore) -> Result<Option<String>> {
         Space::Pending => ("held event", "held events"),
         Space::Checkpoint => ("checkpoint", "checkpoints"),
         _ => ("other entry", "other entries"),
-    };
-    let counted = |n: u64, (one, several): (&str, &str)| {
-        format!("{n} {}", if n == 1 { one } else { several })
     };
     let mut puts: BTreeMap<(&str, &str), u64> = BTreeMap::new();
     for item in store.unreferenced().context("scanning the value log")? {

@@ -583,9 +583,7 @@ impl Ledger {
                 }
                 n
             }
-            // Counters kept beside the quarantine's reasons count no entry.
-            (Some(r), None) if crate::attest::reason::PERSISTED_COUNTERS.contains(&r) => 0,
-            (Some(r), None) => self.lock().counters.get(r).copied().unwrap_or(0),
+            (Some(r), None) => self.quarantine_by_reason().get(r).copied().unwrap_or(0),
             (None, None) => self.lock().quarantined,
         };
         let mut page = Vec::new();
@@ -620,11 +618,7 @@ impl Ledger {
     ) -> Result<schemas::api::QuarantinePage, Error> {
         let (total, entries) = self.quarantine_page(reason, table, offset, limit)?;
         let head = self.quarantine_head();
-        let mut by_reason = self.quarantine_counts();
-        // Counters the ledger keeps beside the quarantine count no entry.
-        for name in crate::attest::reason::PERSISTED_COUNTERS {
-            by_reason.remove(*name);
-        }
+        let by_reason = self.quarantine_by_reason();
         Ok(schemas::api::QuarantinePage {
             items: entries
                 .into_iter()
@@ -658,6 +652,16 @@ impl Ledger {
         self.store
             .range(Space::Quarantine, &[], None)
             .map(|kv| kv.and_then(|(k, v)| QuarantineEntry::decode(be_u64(&k)?, &v)))
+    }
+
+    /// Quarantine entries per reason code: `quarantine_counts` without the counters kept
+    /// beside them (`attest::reason::PERSISTED_COUNTERS`), which count no entry.
+    fn quarantine_by_reason(&self) -> BTreeMap<String, u64> {
+        let mut by_reason = self.quarantine_counts();
+        for name in crate::attest::reason::PERSISTED_COUNTERS {
+            by_reason.remove(*name);
+        }
+        by_reason
     }
 
     /// Quarantined messages per reason code.
