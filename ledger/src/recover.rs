@@ -60,7 +60,8 @@ pub struct Recovery {
     pub checkpoints: u64,
     pub checkpoints_kept: u64,
     pub checkpoints_refused: u64,
-    /// Bytes after the last whole record that are not one (a write cut short), and where.
+    /// Bytes that are not a whole record (a write cut short), and where: the first such
+    /// place the scan met (each is logged).
     pub torn: Option<String>,
 }
 
@@ -109,7 +110,12 @@ impl Ledger {
                 self.store.recovery_started()?;
             }
             match item {
-                Unreferenced::Torn(at) => report.torn = Some(at),
+                Unreferenced::Torn(at) => {
+                    // The scan goes on past them at the next segment; each is logged, the
+                    // first is reported.
+                    tracing::warn!(%at, "the value log holds bytes that are not a whole entry (a write cut short); they are ignored");
+                    report.torn.get_or_insert(at);
+                }
                 Unreferenced::Record(value) => {
                     report.records += 1;
                     self.found_record(&value, &mut found, &mut report)?;
@@ -138,9 +144,6 @@ impl Ledger {
                 checkpoints_refused = report.checkpoints_refused,
                 "the value log held writes beyond the store's last commit (a crash before a commit, or commits the store lost): appended again"
             );
-        }
-        if let Some(at) = &report.torn {
-            tracing::warn!(at, "the value log ends with bytes that are not a whole entry (a write cut short); they are ignored");
         }
         Ok(report)
     }

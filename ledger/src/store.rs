@@ -291,7 +291,16 @@ impl SledStore {
         let tree = db.open_tree(SLED_TREE).map_err(store_err("open tree"))?;
         // After sled, whose lock makes this process the directory's one owner.
         let values = ValueLog::open(path)?;
-        Ok(SledStore { db, tree, values })
+        let store = SledStore { db, tree, values };
+        // A log that goes on past the last commit's end holds what a crash left (entries
+        // no commit references, which recovery appends again, or bytes of a write cut
+        // short): appending starts a new segment rather than go on after them.
+        if let Some(end) = store.values.end()? {
+            if end != store.referenced_end()? {
+                store.values.start_new_segment();
+            }
+        }
+        Ok(store)
     }
 
     fn value(&self, space: Space, stored: Vec<u8>) -> Result<Vec<u8>, Error> {

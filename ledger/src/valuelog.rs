@@ -23,6 +23,12 @@
 //!   checksum, and the bytes must match the checksum, or the read is
 //!   `Error::CorruptRecord` naming the segment and offset. Tampering with a segment is
 //!   caught here, and by the chain hashes in `verify` for anything a checksum cannot catch.
+//! - Never appended after what a crash left: when the log goes on past the end the last
+//!   commit recorded (entries no commit references, or bytes of a write cut short), the
+//!   store's open calls `start_new_segment` and the next append begins a segment. So torn
+//!   bytes only ever end a segment, and a scan that meets them goes on at the next one:
+//!   they never hide the entries written after them from recovery (an acknowledged loss
+//!   before this rule: RELIABILITY.md).
 //! - Bounded: segment size, open read handles, entry size (below a segment).
 
 use crate::Error;
@@ -31,6 +37,7 @@ use std::fs::File;
 use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// First byte of a pointer. Records stored inline in sled (ledgers written before the
@@ -110,6 +117,8 @@ pub struct ValueLog {
     /// `SEGMENT_BYTES_MAX`, smaller in tests.
     segment_bytes_max: u64,
     tail: Mutex<Option<Tail>>,
+    /// The next append starts a new segment (`start_new_segment`).
+    new_segment_next: AtomicBool,
     readers: Mutex<BTreeMap<u32, Arc<File>>>,
 }
 
@@ -144,6 +153,7 @@ impl ValueLog {
             dir,
             segment_bytes_max,
             tail: Mutex::new(None),
+            new_segment_next: AtomicBool::new(false),
             readers: Mutex::new(BTreeMap::new()),
         })
     }
@@ -194,13 +204,34 @@ impl ValueLog {
         })
     }
 
+    /// The last segment and its length: where the next entry would go. `None`: no segment.
+    pub fn end(&self) -> Result<Option<(u32, u64)>, Error> {
+        let Some(last) = self.last_segment()? else {
+            return Ok(None);
+        };
+        let path = self.path(last);
+        let len = std::fs::metadata(&path)
+            .map_err(io_err("stat value segment", &path))?
+            .len();
+        Ok(Some((last, len)))
+    }
+
+    /// Makes the next append begin a new segment, so that nothing is written after what a
+    /// crash left at the log's end (see the module's invariants).
+    pub fn start_new_segment(&self) {
+        self.new_segment_next.store(true, Ordering::SeqCst);
+    }
+
     /// Appends `values` in order and makes them durable; returns one pointer per value.
     pub fn append(&self, values: &[&[u8]]) -> Result<Vec<Pointer>, Error> {
         if values.is_empty() {
             return Ok(Vec::new());
         }
         let mut guard = self.tail.lock().unwrap_or_else(|p| p.into_inner());
-        if guard.is_none() {
+        if self.new_segment_next.swap(false, Ordering::SeqCst) {
+            let last = self.last_segment()?.unwrap_or(0);
+            *guard = Some(self.open_tail(next_segment(last)?)?);
+        } else if guard.is_none() {
             let segment = self.last_segment()?.unwrap_or(0);
             *guard = Some(self.open_tail(segment)?);
         }
@@ -227,10 +258,7 @@ impl ValueLog {
             let tail = guard.as_mut().expect("the tail is open");
             if tail.end + buf.len() as u64 + entry_len > self.segment_bytes_max {
                 Self::write_synced(tail, &self.dir, &mut buf)?;
-                let next = tail.segment.checked_add(1).ok_or_else(|| Error::Store {
-                    op: "value log append",
-                    detail: "segment numbers exhausted".to_string(),
-                })?;
+                let next = next_segment(tail.segment)?;
                 *guard = Some(self.open_tail(next)?);
             }
             let tail = guard.as_mut().expect("the tail is open");
@@ -363,13 +391,22 @@ impl ValueLog {
     }
 }
 
+fn next_segment(segment: u32) -> Result<u32, Error> {
+    segment.checked_add(1).ok_or_else(|| Error::Store {
+        op: "value log append",
+        detail: "segment numbers exhausted".to_string(),
+    })
+}
+
 /// What `ValueLog::entries_after` finds, in write order.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Found {
     /// A whole entry whose bytes match its checksum.
     Entry(Pointer, Vec<u8>),
     /// Bytes that are not a whole, checksummed entry: a write cut short by a crash, or
-    /// damage. The scan ends there.
+    /// damage. The rest of that segment is not read; the scan goes on at the next segment
+    /// (appending never goes on after such bytes, see the module's invariants), or ends
+    /// there if it was the last.
     Torn { detail: String },
 }
 
@@ -387,16 +424,7 @@ impl ValueLog {
     /// The entries that begin at or after `offset` of `segment`, up to the log's current
     /// end. A position past a segment's end moves on to the next segment.
     pub fn entries_after(&self, segment: u32, offset: u64) -> Result<Scan<'_>, Error> {
-        let stop = match self.last_segment()? {
-            None => None,
-            Some(last) => {
-                let path = self.path(last);
-                let len = std::fs::metadata(&path)
-                    .map_err(io_err("stat value segment", &path))?
-                    .len();
-                Some((last, len))
-            }
-        };
+        let stop = self.end()?;
         Ok(Scan {
             log: self,
             segment,
@@ -439,15 +467,22 @@ impl Iterator for Scan<'_> {
                 segment_file_name(self.segment),
                 self.offset
             );
+            // `detail` names the segment and offset.
             let torn = |scan: &mut Self, detail: String| {
-                scan.stop = None;
-                Some(Ok(Found::Torn {
-                    detail: format!("{at}: {detail}"),
-                }))
+                if scan.segment < last {
+                    scan.segment += 1;
+                    scan.offset = 0;
+                } else {
+                    scan.stop = None;
+                }
+                Some(Ok(Found::Torn { detail }))
             };
             if file_len - self.offset < ENTRY_HEADER_LEN as u64 {
                 let left = file_len - self.offset;
-                return torn(self, format!("{left} bytes, less than an entry's header"));
+                return torn(
+                    self,
+                    format!("{at}: {left} bytes, less than an entry's header"),
+                );
             }
             let mut header = [0u8; ENTRY_HEADER_LEN];
             let read = self.log.reader(self.segment).and_then(|f| {
@@ -582,7 +617,7 @@ mod tests {
     }
 
     #[test]
-    fn a_scan_finds_the_entries_after_a_position_across_segments_and_stops_at_a_torn_tail() {
+    fn a_scan_finds_the_entries_after_a_position_across_segments_and_goes_past_torn_bytes() {
         let dir = tempfile::tempdir().expect("tempdir");
         let log = ValueLog::open_sized(dir.path(), 100).expect("open");
         let values: Vec<Vec<u8>> = (0..5u8).map(|i| vec![i; 40]).collect();
@@ -620,8 +655,7 @@ mod tests {
             after[1]
         );
 
-        // A header whose length runs past the end, and a flipped value byte: torn there,
-        // and nothing after it is returned.
+        // A header whose length runs past the end: torn there.
         data.truncate(48);
         data.extend_from_slice(&1000u32.to_le_bytes());
         data.extend_from_slice(&[0u8; 12]);
@@ -631,16 +665,61 @@ mod tests {
             matches!(&after[1], Found::Torn { detail } if detail.contains("runs past the segment's end")),
             "{after:?}"
         );
+        // A flipped value byte in a segment that is not the last: the rest of that segment
+        // is not read, and the scan goes on at the next one.
         let seg1 = segment_path(dir.path(), 1);
         let mut one = std::fs::read(&seg1).expect("read");
         one[ENTRY_HEADER_LEN + 3] ^= 1;
         std::fs::write(&seg1, &one).expect("write");
         let after = found(log.entries_after(1, 0).expect("scan"));
-        assert_eq!(after.len(), 1, "{after:?}");
+        assert_eq!(after.len(), 3, "{after:?}");
+        assert_eq!(after[1], Found::Entry(ptrs[4], values[4].clone()));
+        assert!(
+            matches!(&after[2], Found::Torn { detail } if detail.contains("00000002.seg offset 48")),
+            "{after:?}"
+        );
         assert!(
             matches!(&after[0], Found::Torn { detail } if detail.contains("do not match their checksum")),
             "{after:?}"
         );
+    }
+
+    #[test]
+    fn after_start_new_segment_the_next_append_begins_one_and_a_scan_passes_torn_bytes() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let log = ValueLog::open(dir.path()).expect("open");
+        let first = log.append(&[b"one".as_slice()]).expect("append");
+        drop(log);
+        let seg0 = segment_path(dir.path(), 0);
+        let mut data = std::fs::read(&seg0).expect("read");
+        data.extend_from_slice(&[7, 0]);
+        std::fs::write(&seg0, &data).expect("write");
+
+        let log = ValueLog::open(dir.path()).expect("reopen");
+        assert_eq!(log.end().expect("end"), Some((0, data.len() as u64)));
+        log.start_new_segment();
+        let next = log.append(&[b"two".as_slice()]).expect("append");
+        assert_eq!((next[0].segment, next[0].offset), (1, 0));
+        assert_eq!(
+            std::fs::read(&seg0).expect("read"),
+            data,
+            "segment 0 untouched"
+        );
+        let (segment, offset) = first[0].end();
+        let after: Vec<Found> = log
+            .entries_after(segment, offset)
+            .expect("scan")
+            .map(|f| f.expect("scan"))
+            .collect();
+        assert_eq!(after.len(), 2, "the torn bytes, then segment 1: {after:?}");
+        assert!(
+            matches!(&after[0], Found::Torn { detail } if detail.contains("00000000.seg offset 11")),
+            "{after:?}"
+        );
+        assert_eq!(after[1], Found::Entry(next[0], b"two".to_vec()));
+        // Once: the append after that one goes on in segment 1.
+        let third = log.append(&[b"three".as_slice()]).expect("append");
+        assert_eq!((third[0].segment, third[0].offset), (1, next[0].end().1));
     }
 
     #[test]

@@ -183,6 +183,52 @@ fn a_write_cut_short_is_reported_and_appending_goes_on() {
     assert_eq!(l.heads()[0].seq.0, 40);
 }
 
+/// A torn tail must not hide what is written after it. The crash that cut a write short
+/// leaves its bytes in the segment; appending went on after them, so when sled later lost
+/// the commits made since (the loss recovery exists for), the scan from sled's older end
+/// stopped at the torn bytes and never reached the acknowledged records beyond them: they
+/// were lost. Now appending after a torn tail starts a new segment, and a scan moves past
+/// torn bytes to the next segment.
+#[test]
+fn commits_after_a_torn_tail_come_back_when_sled_loses_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let earlier = tempfile::tempdir().expect("tempdir");
+    let tables = [table("RC-U")];
+    let l = Ledger::open(dir.path()).expect("open");
+    append(&l, &tables, 0, 20);
+    drop(l);
+    closed(dir.path());
+
+    // A write cut short at the end of the segment, then sled's files as they are now.
+    let segment = ledger::valuelog::segment_path(dir.path(), 0);
+    let mut data = std::fs::read(&segment).expect("read");
+    data.extend_from_slice(&[0x40, 0, 0]);
+    std::fs::write(&segment, &data).expect("write");
+    copy_dir(dir.path(), earlier.path(), true);
+
+    let l = Ledger::open(dir.path()).expect("open");
+    assert!(l.recovered().torn.is_some(), "{:?}", l.recovered());
+    append(&l, &tables, 20, 40);
+    let heads = l.heads();
+    assert_eq!(heads[0].seq.0, 40);
+    drop(l);
+    closed(dir.path());
+
+    // sled loses the two calls made after the torn bytes; the value log keeps them.
+    put_back_sled_files(earlier.path(), dir.path());
+    let l = Ledger::open(dir.path()).expect("open after the loss");
+    let found = l.recovered().clone();
+    assert_eq!(
+        (found.records, found.events, found.stored),
+        (2, 20, 20),
+        "the two calls written after the torn bytes are appended again: {found:?}"
+    );
+    assert!(found.torn.is_some(), "the torn bytes are still named");
+    assert_eq!(l.heads(), heads);
+    let report = l.verify().expect("verify");
+    assert!(report.is_ok(), "{report:?}");
+}
+
 /// A recovery cut short (a crash after some of its appends were committed) starts again
 /// from the same place at the next open: the end those appends moved does not hide the
 /// records not yet appended.
