@@ -14,7 +14,7 @@ use futures::StreamExt;
 use schemas::{codec, subjects, ChainHead, DeviceId, Event, Hash32, Seq, TableId};
 use std::collections::{BTreeMap, VecDeque};
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 /// Tables the benchmark's events are spread over.
@@ -320,11 +320,17 @@ pub async fn bench_ingest(
             .map_err(|e| Error::nats("bench subscribe heads", e))?;
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let consumer = format!("bench-ingest-{round}");
-        let started = Instant::now();
+        // (b) is timed from the moment ingest is set up (connected, stream and consumer
+        // ensured, writer started) to the last durable head, as (a) is from its
+        // consumer's creation to its last fetch: the one-off setup is in neither.
+        let started = Arc::new(OnceLock::new());
         let mut ingest = tokio::spawn({
-            let (config, consumer) = (config.clone(), consumer.clone());
+            let (config, consumer, started) = (config.clone(), consumer.clone(), started.clone());
             async move {
-                run_with_consumer(config, ledger, &consumer, async {
+                let ready = move || {
+                    let _ = started.set(Instant::now());
+                };
+                run_with_consumer(config, ledger, &consumer, ready, async {
                     let _ = stop_rx.await;
                 })
                 .await
@@ -334,6 +340,11 @@ pub async fn bench_ingest(
         let waited = tokio::select! {
             waited = wait_heads(&mut heads, &target, &mut reached, |_| {}) => waited,
             ended = &mut ingest => return Err(stopped_early(ended)),
+        };
+        let Some(started) = started.get() else {
+            return Err(Error::Bench(
+                "ingest caught up before it was set up".to_string(),
+            ));
         };
         let ingest_secs = started.elapsed().as_secs_f64();
         if let Err(e) = waited {

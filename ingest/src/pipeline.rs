@@ -176,14 +176,18 @@ pub async fn run(
     ledger: Arc<Ledger>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<IngestReport, Error> {
-    run_with_consumer(config, ledger, subjects::INGEST_CONSUMER, shutdown).await
+    run_with_consumer(config, ledger, subjects::INGEST_CONSUMER, || {}, shutdown).await
 }
 
-/// `run` with another durable consumer name (the benchmark uses a fresh one).
+/// `run` with another durable consumer name (the benchmark uses a fresh one). `ready` is
+/// called once, when the connection, the stream, the consumer and the writer are set up
+/// and the first fetch is about to go out: the benchmark times (b) from there, as (a) is
+/// timed from its consumer's creation.
 pub(crate) async fn run_with_consumer(
     config: IngestConfig,
     ledger: Arc<Ledger>,
     consumer_name: &str,
+    ready: impl FnOnce(),
     shutdown: impl Future<Output = ()>,
 ) -> Result<IngestReport, Error> {
     config.check()?;
@@ -224,6 +228,7 @@ pub(crate) async fn run_with_consumer(
         .spawn(move || writer_loop(ledger, job_rx, done_tx))
         .map_err(|e| Error::Writer(format!("cannot start the writer thread: {e}")))?;
     let acker = tokio::spawn(ack_loop(client.clone(), done_rx));
+    ready();
 
     let mut shutdown = std::pin::pin!(shutdown.fuse());
     let mut batch_no = 0u64;
