@@ -5,7 +5,10 @@
 //! seqs and receive times no event hash covers (`crate::arrival`), against the one its
 //! persisted head holds. Then recomputes the arrival chain over every append call: which
 //! records each call stored, in what order, with what stream seqs and receive times. Then
-//! the quarantine chain over the quarantine entries (`crate::quarantine`).
+//! the quarantine chain over the quarantine entries (`crate::quarantine`). Tables are
+//! independent chains, so they are verified on one thread per core
+//! (`schemas::parallel::map_tables`); the report lists them in table order whatever the
+//! threads.
 //!
 //! It cannot detect the removal of a table's newest records together with a matching
 //! rewrite of its head and of the arrival chain, nor a whole table removed so: that needs a
@@ -184,11 +187,27 @@ pub fn verify_store(
             Err(e) => bad_keys.push(bad_key(e)),
         }
     }
-    let mut out = Vec::new();
+    // Tables are independent chains: spread over the cores, verdicts kept in table order.
+    let tables: Vec<_> = tables.into_iter().collect();
+    let verdicts = schemas::parallel::map_tables(
+        &tables,
+        schemas::parallel::default_workers(),
+        |(table, (m, persisted))| {
+            let want = hashes_at.get(table).copied();
+            verify_table(
+                store,
+                table,
+                m.clone(),
+                mem.is_some(),
+                persisted.clone(),
+                want,
+            )
+        },
+    );
+    let mut out = Vec::with_capacity(tables.len());
     let mut found = BTreeMap::new();
-    for (table, (m, persisted)) in tables {
-        let want = hashes_at.get(&table).copied();
-        let (verdict, at) = verify_table(store, &table, m, mem.is_some(), persisted, want)?;
+    for ((table, _), verdict) in tables.into_iter().zip(verdicts) {
+        let (verdict, at) = verdict?;
         if let Some(h) = at {
             found.insert(table, h);
         }

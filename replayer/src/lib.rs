@@ -39,13 +39,12 @@
 //!   round-less one after the previous round. A commitment is checked when `DeckRevealed`
 //!   arrives (before or after `RoundClosed`); the deal must be the prefix of the order.
 
-mod parallel;
 mod pool;
 mod round;
 
-pub use parallel::{default_workers, map_tables, MAX_WORKERS};
 pub use pool::{replay_pool, PoolMismatch, PoolReport, PoolSummary, PoolWin};
 pub use round::{Phase, StepView};
+pub use schemas::parallel::{default_workers, map_tables, MAX_WORKERS};
 
 use round::{RoundState, TableContext};
 use schemas::report::RoundReport;

@@ -22,6 +22,7 @@ pub mod event;
 pub mod export;
 pub mod findings;
 pub mod ids;
+pub mod parallel;
 pub mod report;
 pub mod settle;
 pub mod subjects;

@@ -1,7 +1,9 @@
-//! Replaying many tables at once. A table's chain is replayed in sequence order by one
-//! thread, but tables are independent: a round never spans two tables, and linked jackpot
-//! pools are replayed separately, in the House's order (`replay_pool`). So an audit of a
-//! floor spreads whole tables over the machine's cores.
+//! Work over many tables at once: an audit replays them (`replayer`), `verify` recomputes
+//! their chains (`ledger`). A table's chain is handled by one thread in sequence order, but
+//! tables are independent: a chain never spans two tables, a round never spans two (linked
+//! jackpot pools are replayed separately, in the House's order: `replayer::replay_pool`).
+//! So whole tables are spread over the machine's cores. Here, beside the types every crate
+//! shares, so that the pure replayer and the ledger use the same one.
 //!
 //! Determinism is kept by construction: each table's result lands in the slot of its
 //! input position, and callers merge slots in input order, so the output does not depend
