@@ -368,6 +368,12 @@ fn against(dir: &Path, digest: &Digest, json: bool) -> Result<Outcome> {
         if let Some(q) = &c.quarantine {
             println!("{}", quarantine_consistency_line(q));
         }
+        if let Some(problem) = &c.arrival_problem {
+            println!(
+                "{:<12} BAD  the arrival chain does not verify: {problem}",
+                "arrival"
+            );
+        }
         println!(
             "{}",
             if c.ok {

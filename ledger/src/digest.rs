@@ -147,12 +147,18 @@ fn consistency(
     if let crate::QuarantineVerdict::Ok { head, .. } = &report.quarantine {
         now = now.with_quarantine(anchor(head));
     }
-    check_consistency(
+    let c = check_consistency(
         digest,
         now,
         |d| now_tables.get(&d.table).cloned(),
         quarantine,
-    )
+    );
+    match &report.arrival {
+        crate::ArrivalVerdict::Ok { .. } => c,
+        crate::ArrivalVerdict::Bad { call_id, problem } => {
+            c.with_arrival_problem(format!("append call {call_id}: {problem}"))
+        }
+    }
 }
 
 impl Ledger {

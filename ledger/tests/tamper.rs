@@ -443,6 +443,46 @@ fn rewritten_arrival_with_every_hash_rebuilt_is_caught_by_the_digest() {
     }
 }
 
+/// A check against an earlier digest is at least as strict as `verify`: arrival rewritten
+/// after the digest (T-B's seq 35, with the head's receipt forged to match) leaves every
+/// table extending the digest, but the arrival chain no longer verifies, so the check
+/// fails and says why. Found in review: the check looked at the tables and the quarantine
+/// only, and `verify --against` passed a ledger that plain `verify` failed.
+#[test]
+fn a_broken_arrival_chain_fails_the_check_against_an_earlier_digest() {
+    let (dir, digest, _) = filled();
+    let l = Ledger::open(dir.path()).expect("open");
+    grow_tb(&l, 10, 100);
+    let head = l.head(&tb()).expect("head");
+    assert_eq!(head.seq.0, EVENTS + 10);
+    drop(l);
+    tamper(dir.path(), |raw| {
+        rewrite_record(raw, EVENTS + 1, |evs| {
+            evs[4].stream_seq = 5_000;
+            evs[4].received_at_ns += 1_000_000_000;
+        })
+    });
+    tamper(dir.path(), |raw| {
+        forge_head(raw, &tb(), head.seq.0, head.hash)
+    });
+    caught_by_the_arrival_chain_only(dir.path(), "differs from the recomputed");
+
+    let store = SledStore::open(dir.path()).expect("store open");
+    let c = check_store_against(&store, &digest, T0_NS + 1).expect("check");
+    assert!(
+        c.tables.iter().all(TableConsistency::is_ok),
+        "the digest's events are untouched: {:?}",
+        c.tables
+    );
+    assert!(!c.ok, "{c:?}");
+    assert!(
+        c.arrival_problem
+            .as_deref()
+            .is_some_and(|p| p.contains("differs from the recomputed")),
+        "{c:?}"
+    );
+}
+
 /// Every head as written before receipts: `seq ++ hash`, its receipt cut off.
 fn heads_without_receipts(raw: &Raw) {
     for k in raw.keys(Space::Head) {

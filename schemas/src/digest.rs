@@ -680,8 +680,24 @@ pub struct Consistency {
     /// no longer verifies (`chain_broken`, whatever the digest's version).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quarantine: Option<QuarantineConsistency>,
-    /// True when every table of the digest extends, and the quarantine when it names one.
+    /// Why the ledger's arrival chain (its append calls' stream seqs and receive times, a
+    /// check of the ledger's own) does not verify, if it does not: no digest names it, but
+    /// a ledger that does not verify does not pass a check against any digest
+    /// (`with_arrival_problem`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrival_problem: Option<String>,
+    /// True when every table of the digest extends, the quarantine when it names one, and
+    /// the ledger's own chains verify (quarantine, arrival).
     pub ok: bool,
+}
+
+impl Consistency {
+    /// The check of a ledger whose arrival chain does not verify: never ok.
+    pub fn with_arrival_problem(mut self, problem: String) -> Consistency {
+        self.arrival_problem = Some(problem);
+        self.ok = false;
+        self
+    }
 }
 
 /// Checks that the ledger described by `now` (and `lookup`, per digest table, and
@@ -734,6 +750,7 @@ pub fn check_consistency(
         tables,
         new_tables,
         quarantine,
+        arrival_problem: None,
         ok,
     }
 }
