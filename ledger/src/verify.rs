@@ -450,7 +450,18 @@ fn verify_table(
                 ))
             }
         };
-        let record_seq = events.first().map(|e| e.seq.0).unwrap_or(0);
+        if events.is_empty() {
+            // Never written so (a call writes a record only for a table it stores events
+            // of); one slipped in would otherwise pass as seq 0, adding nothing.
+            return Ok((
+                bad(
+                    next,
+                    VerifyProblem::Unreadable("a record holds no event".into()),
+                ),
+                at,
+            ));
+        }
+        let record_seq = events[0].seq.0;
         if key_seq != record_seq {
             return Ok((
                 bad(

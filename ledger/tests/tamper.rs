@@ -653,6 +653,22 @@ fn inserted_events_beyond_the_head_are_named() {
     ));
 }
 
+/// A record with no event, slipped in before the first (key seq 0): it adds nothing to
+/// the chain, and passed as seq 0 until review found it; now named at seq 1.
+#[test]
+fn an_inserted_empty_record_is_named() {
+    let (dir, _, _) = filled();
+    tamper(dir.path(), |raw| {
+        raw.put(Space::Batch, &record_key(0), encode_record(&[]))
+    });
+    let (seq, problem) = first_bad(&verify_dir(dir.path()));
+    assert_eq!(seq, 1);
+    assert!(
+        matches!(&problem, VerifyProblem::Unreadable(why) if why.contains("no event")),
+        "{problem:?}"
+    );
+}
+
 #[test]
 fn swapped_records_are_named() {
     let (dir, _, _) = filled();
