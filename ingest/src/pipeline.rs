@@ -237,7 +237,8 @@ pub(crate) async fn run_with_consumer(
     let mut backoff = Duration::from_millis(10);
     let mut prefetch = Some(Prefetch::start(&consumer, &config));
     let mut stopping = false;
-    loop {
+    let mut failed = None;
+    'fetching: loop {
         // Shutdown is checked between fetches, never inside one: a fetch cut short would
         // leave delivered messages unacked until ack_wait. The fetch already in flight is
         // taken and stored before stopping.
@@ -299,8 +300,8 @@ pub(crate) async fn run_with_consumer(
                 // Delivered earlier (to a process that died) and never acked: read them
                 // back, or acking this message would ack them unseen.
                 for seq in next_stream_seq..stream_seq {
-                    match stream.get_raw_message(seq).await {
-                        Ok(raw) => {
+                    match read_back_one(&stream, seq).await {
+                        Ok(Some(raw)) => {
                             read_back += 1;
                             route(
                                 &mut batch,
@@ -311,9 +312,15 @@ pub(crate) async fn run_with_consumer(
                                 received_at_ns,
                             );
                         }
-                        Err(e) => {
+                        Ok(None) => {
                             missing += 1;
-                            tracing::error!(stream_seq = seq, error = %e, "stream sequence skipped by the consumer and not readable from the stream");
+                            tracing::error!(stream_seq = seq, "stream sequence skipped by the consumer and no longer in the stream (deleted)");
+                        }
+                        Err(e) => {
+                            // This batch is not queued, so nothing at or past `seq` is
+                            // acked: NATS delivers it again to the next run.
+                            failed = Some(e);
+                            break 'fetching;
                         }
                     }
                 }
@@ -355,12 +362,47 @@ pub(crate) async fn run_with_consumer(
         .flush()
         .await
         .map_err(|e| Error::nats("flush acks", e))?;
+    if let Some(e) = failed {
+        return Err(e);
+    }
     let mut report = acked?;
     report.read_back = read_back;
     report.missing_in_stream = missing;
     tracing::info!(?report, "ingest stopped");
     let _ = &mut stream;
     Ok(report)
+}
+
+/// Attempts at reading back one stream sequence before ingest stops, and the pause before
+/// the first retry (doubled each time).
+pub(crate) const READ_BACK_ATTEMPTS: u32 = 5;
+const READ_BACK_PAUSE: Duration = Duration::from_millis(100);
+
+/// Reads back a sequence the consumer skipped (delivered to a process that died and never
+/// acked). `Ok(None)` only when the stream says it no longer holds it (deleted): that is
+/// counted as missing and acked past. Any other failure (a timeout, no stream leader, a
+/// JetStream error) is retried, then is an error: acking past a message the stream still
+/// holds would lose it unseen.
+async fn read_back_one(
+    stream: &jetstream::stream::Stream,
+    seq: u64,
+) -> Result<Option<jetstream::message::StreamMessage>, Error> {
+    use jetstream::stream::RawMessageErrorKind;
+    let mut pause = READ_BACK_PAUSE;
+    let mut attempt = 1;
+    loop {
+        match stream.get_raw_message(seq).await {
+            Ok(raw) => return Ok(Some(raw)),
+            Err(e) if e.kind() == RawMessageErrorKind::NoMessageFound => return Ok(None),
+            Err(e) if attempt < READ_BACK_ATTEMPTS => {
+                tracing::warn!(stream_seq = seq, attempt, error = %e, "reading back a skipped stream sequence failed; retrying");
+                tokio::time::sleep(pause).await;
+                pause *= 2;
+                attempt += 1;
+            }
+            Err(e) => return Err(Error::nats("read back a skipped stream sequence", e)),
+        }
+    }
 }
 
 /// The next fetch, running while the one before it is routed and queued for the writer
@@ -461,6 +503,47 @@ async fn ack_loop(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Read-back tells a sequence the stream no longer holds (counted missing, acked past)
+    /// from a read that failed (an error: ingest stops, nothing past it is acked). Found in
+    /// review: every failure counted as missing, so a timeout during a leader election
+    /// acked a message the stream still held, unseen. Against a real nats-server: a stored
+    /// message, a deleted one, and a stream that is gone (a JetStream error, not "no
+    /// message").
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn read_back_counts_only_a_deleted_sequence_as_missing() {
+        let server = natsd::NatsServer::start().expect("nats-server");
+        let client = async_nats::connect(server.url()).await.expect("connect");
+        let js = jetstream::new(client);
+        let stream = ensure_stream(&js).await.expect("stream");
+        for i in 0..3u8 {
+            js.publish("tables.T-RB.events", vec![i].into())
+                .await
+                .expect("publish")
+                .await
+                .expect("ack");
+        }
+        stream.delete_message(2).await.expect("delete");
+
+        let one = read_back_one(&stream, 1).await.expect("read back");
+        assert_eq!(one.map(|m| m.payload.to_vec()), Some(vec![0]));
+        assert!(read_back_one(&stream, 2)
+            .await
+            .expect("a deleted sequence is not an error")
+            .is_none());
+
+        js.delete_stream(subjects::STREAM)
+            .await
+            .expect("delete stream");
+        let started = std::time::Instant::now();
+        let failed = read_back_one(&stream, 3).await;
+        assert!(
+            matches!(&failed, Err(Error::Nats { op, .. }) if op.contains("read back")),
+            "{failed:?}"
+        );
+        // Retried before giving up: pauses of 100, 200, 400 and 800 ms.
+        assert!(started.elapsed() >= Duration::from_millis(1_500));
+    }
 
     #[test]
     fn a_url_list_names_each_server() {
