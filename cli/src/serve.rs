@@ -89,11 +89,7 @@ pub fn run(args: Args) -> Result<Outcome> {
             .trust_admin_keys(trusted)
             .context("keeping the trusted admin keys")?;
     }
-    let mut config = ingest::IngestConfig::new(&args.nats);
-    config.batch_len_max = args.batch;
-    config.ack_pending_max = config
-        .ack_pending_max
-        .max(((config.writer_queue_len + 2) * args.batch) as i64);
+    let config = ingest::IngestConfig::new(&args.nats).with_batch_len(args.batch);
     let rt = runtime()?;
     eprintln!(
         "roundledger serve: ledger {} , NATS {} (Ctrl-C stops cleanly)",

@@ -95,6 +95,22 @@ impl IngestConfig {
         }
     }
 
+    /// Messages delivered and not yet acked, at most: the writer's queue plus the batch
+    /// being written, the one being routed and the one being fetched
+    /// (`pipeline::Prefetch`). `ack_pending_max` must be at least this, or fetches return
+    /// short batches.
+    pub fn in_flight_max(&self) -> usize {
+        (self.writer_queue_len + 3) * self.batch_len_max
+    }
+
+    /// This configuration fetching `batch_len_max` messages at a time, its pending-ack bound
+    /// raised to fit (`in_flight_max`) when it is below.
+    pub fn with_batch_len(mut self, batch_len_max: usize) -> IngestConfig {
+        self.batch_len_max = batch_len_max;
+        self.ack_pending_max = self.ack_pending_max.max(self.in_flight_max() as i64);
+        self
+    }
+
     /// Refuses settings that would break the pipeline's bounds.
     pub fn check(&self) -> Result<(), Error> {
         let bad = |why: &str| Err(Error::Config(why.to_string()));
@@ -107,10 +123,7 @@ impl IngestConfig {
         if self.writer_queue_len == 0 {
             return bad("writer_queue_len must be at least 1");
         }
-        // The writer's queue plus the batch being written, the one being routed and the
-        // one being fetched (`pipeline::Prefetch`) must fit under the server's pending-ack
-        // bound, or fetches return short batches.
-        let in_flight = (self.writer_queue_len + 3) * self.batch_len_max;
+        let in_flight = self.in_flight_max();
         if self.ack_pending_max < in_flight as i64 {
             return bad(&format!(
                 "ack_pending_max {} is below (writer_queue_len + 3) * batch_len_max = {in_flight}",
@@ -187,5 +200,33 @@ impl Error {
             op,
             source: Box::new(e),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every batch size `serve --batch` can be given passes the pipeline's own check once
+    /// fitted (`with_batch_len`). Found in review: serve fitted the pending-ack bound to
+    /// (queue + 2) batches while the check wants (queue + 3), so `serve --batch 820` or
+    /// more refused to start.
+    #[test]
+    fn a_config_fitted_to_any_batch_size_passes_the_check() {
+        for batch in (1..=ledger::APPEND_BATCH_LEN_MAX)
+            .step_by(7)
+            .chain([4096, 8192])
+        {
+            let config = IngestConfig::new("nats://127.0.0.1:4222").with_batch_len(batch);
+            assert_eq!(config.batch_len_max, batch);
+            assert!(
+                config.check().is_ok(),
+                "batch {batch}: {:?}",
+                config.check()
+            );
+        }
+        let mut short = IngestConfig::new("nats://127.0.0.1:4222").with_batch_len(1024);
+        short.ack_pending_max = short.in_flight_max() as i64 - 1;
+        assert!(short.check().is_err(), "below the bound is refused");
     }
 }
