@@ -38,7 +38,10 @@ pub mod reason {
     /// ledger disagree about history.
     pub const CHECKPOINT_MISMATCH: &str = "checkpoint_mismatch";
     /// Counter (not a quarantine: the event is in the chain) of enrollment or revocation
-    /// events whose admin signature did not verify against a trusted admin key.
+    /// events that take no effect: the admin signature does not verify against a trusted
+    /// admin key, the enrollment names a key the device held before (revoked or replaced:
+    /// a replay of its old, genuinely signed enrollment), or the revocation names a key
+    /// that is not the device's current one.
     pub const ENROLLMENT_REFUSED: &str = "enrollment_refused";
 
     /// The counters that are not quarantine reasons, so cannot be recounted from the
@@ -60,7 +63,16 @@ pub struct DeviceKey {
     pub enrolled_seq: Seq,
     /// The seq of the revocation event, if revoked.
     pub revoked_seq: Option<Seq>,
+    /// The keys the device held on this chain before `key` (revoked or replaced), oldest
+    /// first: none of them is ever enrolled for it again. Without this, replaying the
+    /// admin's old enrollment event (its signature covers the table, the device, the key and
+    /// the action, not the chain position) brought a revoked key back.
+    pub retired: Vec<PublicKey>,
 }
+
+/// Most keys one device may retire on one chain (`DeviceKey::retired`); an enrollment
+/// beyond it takes no effect (give the device a new id). A key a day for eleven years.
+pub const RETIRED_KEYS_MAX: usize = 4096;
 
 /// The highest kept checkpoint of a table.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,6 +124,8 @@ fn device_key_key(table: &TableId, device: &DeviceId) -> Vec<u8> {
     k
 }
 
+/// `key, enrolled_seq, revoked flag [, revoked_seq], retired count (u32), retired keys`
+/// (the retired keys added later: a value without them reads as none retired).
 fn encode_device_key(d: &DeviceKey) -> Vec<u8> {
     let mut w = W::default();
     w.raw(&d.key.0).u64(d.enrolled_seq.0);
@@ -119,6 +133,11 @@ fn encode_device_key(d: &DeviceKey) -> Vec<u8> {
         Some(s) => w.u8(1).u64(s.0),
         None => w.u8(0),
     };
+    assert!(d.retired.len() <= RETIRED_KEYS_MAX, "bounded by on_stored");
+    w.u32(d.retired.len() as u32);
+    for k in &d.retired {
+        w.raw(&k.0);
+    }
     w.0
 }
 
@@ -131,10 +150,21 @@ fn decode_device_key(v: &[u8]) -> Result<DeviceKey, Error> {
         1 => Some(Seq(r.u64()?)),
         _ => return Err(record::corrupt("device key revocation flag")),
     };
+    let mut retired = Vec::new();
+    if !r.is_empty() {
+        let n = r.u32()? as usize;
+        if n > RETIRED_KEYS_MAX {
+            return Err(record::corrupt("device key: too many retired keys"));
+        }
+        for _ in 0..n {
+            retired.push(PublicKey(r.hash()?.0));
+        }
+    }
     Ok(DeviceKey {
         key,
         enrolled_seq,
         revoked_seq,
+        retired,
     })
 }
 
@@ -259,22 +289,66 @@ pub(crate) fn on_stored(state: &crate::State, call: &mut Call, event: &Event) {
         return;
     }
     let k = (event.table.clone(), device.clone());
-    let entry = match action {
-        KeyAction::Enroll => DeviceKey {
+    // Enrolled in this call or an earlier one (the register before this call).
+    let current = call.devices.get(&k).or_else(|| state.devices.get(&k));
+    let refused = |why: &str| {
+        tracing::error!(
+            table = %event.table, seq = event.seq.0, %device, ?action,
+            "ALERT: key {action:?} takes no effect: {why}"
+        );
+    };
+    let entry = match (action, current) {
+        (KeyAction::Enroll, Some(d))
+            if d.retired.contains(key) || (d.key == *key && d.revoked_seq.is_some()) =>
+        {
+            refused("the device held this key before and it was revoked or replaced (a replayed enrollment?)");
+            None
+        }
+        (KeyAction::Enroll, Some(d)) if d.key != *key && d.retired.len() >= RETIRED_KEYS_MAX => {
+            refused("the device has retired too many keys on this chain; enroll it under a new id");
+            None
+        }
+        (KeyAction::Enroll, Some(d)) => {
+            let mut retired = d.retired.clone();
+            if d.key != *key {
+                retired.push(d.key);
+            }
+            Some(DeviceKey {
+                key: *key,
+                enrolled_seq: event.seq,
+                revoked_seq: None,
+                retired,
+            })
+        }
+        (KeyAction::Enroll, None) => Some(DeviceKey {
             key: *key,
             enrolled_seq: event.seq,
             revoked_seq: None,
-        },
-        KeyAction::Revoke => DeviceKey {
+            retired: Vec::new(),
+        }),
+        (KeyAction::Revoke, Some(d)) if d.key != *key => {
+            refused("it names a key that is not the device's current one (a replayed revocation?)");
+            None
+        }
+        (KeyAction::Revoke, Some(d)) if d.revoked_seq.is_some() => {
+            // The first revocation stands: a later one would move where the key's
+            // validity ended.
+            refused("the key is already revoked (a replayed revocation?)");
+            None
+        }
+        (KeyAction::Revoke, current) => Some(DeviceKey {
             key: *key,
-            // Enrolled in this call or an earlier one (the register before this call).
-            enrolled_seq: call
-                .devices
-                .get(&k)
-                .or_else(|| state.devices.get(&k))
-                .map_or(Seq(0), |d| d.enrolled_seq),
+            enrolled_seq: current.map_or(Seq(0), |d| d.enrolled_seq),
             revoked_seq: Some(event.seq),
-        },
+            retired: current.map_or_else(Vec::new, |d| d.retired.clone()),
+        }),
+    };
+    let Some(entry) = entry else {
+        *call
+            .counters
+            .entry(reason::ENROLLMENT_REFUSED.to_string())
+            .or_insert(0) += 1;
+        return;
     };
     tracing::info!(table = %event.table, seq = event.seq.0, %device, ?action, "device key register changed");
     call.ops.push(Op::Put(

@@ -293,3 +293,104 @@ fn the_first_checkpoint_at_or_after_a_seq_is_found_verbatim() {
     assert_eq!(found(3).unwrap().key_enrolled_seq, Some(Seq(1)));
     assert_eq!(found(5).unwrap().key_enrolled_seq, Some(Seq(7)));
 }
+
+/// A key the device held before is never enrolled for it again, and a revocation naming a
+/// key that is not the device's current one does nothing. The admin's signature on a key
+/// event covers the table, the device, the key and the action, not the chain position, so
+/// anybody who can publish on the table's subject (the compromised device itself) could
+/// replay the enrollment of a revoked key at a new seq and bring it back, or replay the
+/// old key's revocation and revoke the current one (found in review). ed25519 signatures
+/// are deterministic: signing the same event again is exactly such a replay.
+#[test]
+fn replayed_key_events_of_retired_keys_take_no_effect() {
+    let dir = tempfile::tempdir().unwrap();
+    let (admin, first) = keys();
+    let second = SigningKey::derive_for_simulation("test device, second");
+    let l = Ledger::open(dir.path()).unwrap();
+    l.trust_admin_keys([admin.public()]).unwrap();
+    let mut c = Chain::new("MLP-07");
+    let id = DeviceId::new("dealer-terminal").unwrap();
+    let refused = |l: &Ledger| {
+        l.quarantine_counts()
+            .get(reason::ENROLLMENT_REFUSED)
+            .copied()
+            .unwrap_or(0)
+    };
+
+    // The first key enrolled (seq 1), then revoked (seq 3).
+    stored_all(
+        &l.append_batch(&[c.key_event(&admin, &first, KeyAction::Enroll), c.announce()])
+            .unwrap(),
+    );
+    let out = l.append_checkpoints(&[c.checkpoint(&first, 2)]).unwrap();
+    assert!(matches!(out[0], CheckpointOutcome::Kept { .. }), "{out:?}");
+    stored_all(
+        &l.append_batch(&[c.key_event(&admin, &first, KeyAction::Revoke), c.announce()])
+            .unwrap(),
+    );
+    let out = l.append_checkpoints(&[c.checkpoint(&first, 4)]).unwrap();
+    assert_eq!(quarantined(&out), vec![reason::REVOKED_DEVICE]);
+
+    // Its enrollment and its revocation replayed (seqs 5 and 6): stored in the chain, no
+    // effect (the first revocation stands), counted.
+    stored_all(
+        &l.append_batch(&[
+            c.key_event(&admin, &first, KeyAction::Enroll),
+            c.key_event(&admin, &first, KeyAction::Revoke),
+            c.announce(),
+        ])
+        .unwrap(),
+    );
+    assert_eq!(refused(&l), 2);
+    assert_eq!(
+        l.device_key(&c.table, &id).unwrap().revoked_seq,
+        Some(Seq(3))
+    );
+    let out = l.append_checkpoints(&[c.checkpoint(&first, 7)]).unwrap();
+    assert_eq!(quarantined(&out), vec![reason::REVOKED_DEVICE]);
+
+    // A new key (seq 8) retires the first.
+    stored_all(
+        &l.append_batch(&[
+            c.key_event(&admin, &second, KeyAction::Enroll),
+            c.announce(),
+        ])
+        .unwrap(),
+    );
+    let dk = l.device_key(&c.table, &id).unwrap();
+    assert_eq!((dk.key, dk.revoked_seq), (second.public(), None));
+    assert_eq!(dk.retired, vec![first.public()]);
+
+    // The first key's revocation and enrollment replayed (seqs 10 and 11): nothing changes.
+    stored_all(
+        &l.append_batch(&[
+            c.key_event(&admin, &first, KeyAction::Revoke),
+            c.key_event(&admin, &first, KeyAction::Enroll),
+            c.announce(),
+        ])
+        .unwrap(),
+    );
+    assert_eq!(refused(&l), 4);
+    assert_eq!(l.device_key(&c.table, &id).unwrap(), dk);
+    let out = l
+        .append_checkpoints(&[c.checkpoint(&first, 12), c.checkpoint(&second, 12)])
+        .unwrap();
+    assert!(
+        matches!(out[0], CheckpointOutcome::Quarantined { .. }),
+        "{out:?}"
+    );
+    assert!(matches!(out[1], CheckpointOutcome::Kept { .. }), "{out:?}");
+
+    // The register keeps the retired keys across a reopen.
+    l.flush().unwrap();
+    drop(l);
+    let l = Ledger::open(dir.path()).unwrap();
+    l.trust_admin_keys([admin.public()]).unwrap();
+    assert_eq!(l.device_key(&c.table, &id).unwrap(), dk);
+    stored_all(
+        &l.append_batch(&[c.key_event(&admin, &first, KeyAction::Enroll), c.announce()])
+            .unwrap(),
+    );
+    assert_eq!(refused(&l), 5);
+    assert_eq!(l.device_key(&c.table, &id).unwrap(), dk);
+}
