@@ -123,6 +123,15 @@ impl IngestConfig {
         if self.writer_queue_len == 0 {
             return bad("writer_queue_len must be at least 1");
         }
+        // A redelivered message was delivered at most this many messages ago, and the
+        // ledger recognises an already quarantined one only among that many entries.
+        let recent = ledger::quarantine::QUARANTINE_RECENT_MAX;
+        if self.ack_pending_max > recent as i64 {
+            return bad(&format!(
+                "ack_pending_max {} is above the {recent} newest quarantine entries the ledger recognises a redelivery against",
+                self.ack_pending_max
+            ));
+        }
         let in_flight = self.in_flight_max();
         if self.ack_pending_max < in_flight as i64 {
             return bad(&format!(
@@ -228,5 +237,11 @@ mod tests {
         let mut short = IngestConfig::new("nats://127.0.0.1:4222").with_batch_len(1024);
         short.ack_pending_max = short.in_flight_max() as i64 - 1;
         assert!(short.check().is_err(), "below the bound is refused");
+        let mut long = IngestConfig::new("nats://127.0.0.1:4222");
+        long.ack_pending_max = ledger::quarantine::QUARANTINE_RECENT_MAX as i64 + 1;
+        assert!(
+            long.check().is_err(),
+            "beyond the quarantine's memory is refused"
+        );
     }
 }

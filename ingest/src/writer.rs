@@ -173,7 +173,9 @@ fn describe<A>(
     for c in checkpoints {
         match c {
             CheckpointOutcome::Kept { .. } => tally.checkpoints_kept += 1,
-            CheckpointOutcome::Duplicate { .. } => tally.duplicates += 1,
+            CheckpointOutcome::Duplicate { .. } | CheckpointOutcome::QuarantinedBefore { .. } => {
+                tally.duplicates += 1
+            }
             // Logged as an alert by the ledger, with the reason.
             CheckpointOutcome::Quarantined { .. } => {
                 tally.quarantined += 1;
@@ -205,6 +207,14 @@ fn describe<A>(
             } => {
                 tally.held += 1;
                 tracing::warn!(%table, seq = seq.0, missing_from = missing_from.0, missing_to = missing_to.0, since_ns, stream_seq = inc.stream_seq, "event held behind a sequence gap");
+            }
+            Appended::QuarantinedBefore { id } => {
+                tally.duplicates += 1;
+                tracing::debug!(
+                    stream_seq = inc.stream_seq,
+                    quarantine_id = id,
+                    "delivered again; already quarantined, acknowledged"
+                );
             }
             Appended::Quarantined { id, reason } => {
                 tally.quarantined += 1;

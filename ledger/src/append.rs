@@ -51,6 +51,11 @@ pub enum Appended {
         id: u64,
         reason: &'static str,
     },
+    /// The same delivery (stream seq and bytes) is already in quarantine under `id` (NATS
+    /// delivered it again): nothing written.
+    QuarantinedBefore {
+        id: u64,
+    },
 }
 
 /// A held event (in memory and in `Space::Pending`).
@@ -132,6 +137,8 @@ pub(crate) struct Call {
     quarantined: u64,
     next_quarantine_id: u64,
     quarantine_head: crate::quarantine::QuarantineHead,
+    /// The entries this call quarantines, by delivery.
+    pub(crate) quarantined_now: std::collections::HashMap<crate::quarantine::DeliveryKey, u64>,
     /// Device keys enrolled or revoked by this call's events.
     pub(crate) devices: BTreeMap<(TableId, schemas::DeviceId), crate::attest::DeviceKey>,
 }
@@ -146,6 +153,7 @@ impl Call {
             quarantined: 0,
             next_quarantine_id: state.next_quarantine_id,
             quarantine_head: state.quarantine_head,
+            quarantined_now: Default::default(),
             devices: BTreeMap::new(),
         }
     }
@@ -210,6 +218,11 @@ impl Call {
         state.quarantined += self.quarantined;
         state.next_quarantine_id = self.next_quarantine_id;
         state.quarantine_head = self.quarantine_head;
+        let mut now: Vec<_> = self.quarantined_now.into_iter().collect();
+        now.sort_unstable_by_key(|(_, id)| *id);
+        for (key, id) in now {
+            state.recent_quarantine.insert(key, id);
+        }
         for (k, d) in self.devices {
             state.devices.insert(k, d);
         }
@@ -292,7 +305,7 @@ impl Ledger {
             Ok((e, _)) => e,
             Err(e) => {
                 let code = crate::classify::decode_reason(&e);
-                return Ok(quarantine(call, msg, code, e.to_string()));
+                return Ok(quarantine(state, call, msg, code, e.to_string()));
             }
         };
         if msg.subject_table.as_ref() != Some(&event.table) {
@@ -304,7 +317,7 @@ impl Ledger {
                     .map(|t| t.to_string())
                     .unwrap_or_else(|| "no valid table".into())
             );
-            return Ok(quarantine(call, msg, reason::WRONG_SUBJECT, text));
+            return Ok(quarantine(state, call, msg, reason::WRONG_SUBJECT, text));
         }
         // Borrowed, not cloned: per event, table id clones and map lookups were a fifth of
         // the writer's own instructions (callgrind).
@@ -348,7 +361,7 @@ impl Ledger {
         let hash = event_hash(&event.prev, &msg.bytes);
 
         if seq <= head_seq {
-            return self.at_stored_seq(call, msg, &event, hash);
+            return self.at_stored_seq(state, call, msg, &event, hash);
         }
         let skew = event.occurred_at_ns.abs_diff(msg.received_at_ns);
         if skew > CLOCK_SKEW_MAX_NS as u64 {
@@ -359,13 +372,13 @@ impl Ledger {
                 msg.received_at_ns,
                 CLOCK_SKEW_MAX_NS / 1_000_000_000
             );
-            return Ok(quarantine(call, msg, reason::CLOCK_SKEW, text));
+            return Ok(quarantine(state, call, msg, reason::CLOCK_SKEW, text));
         }
         if seq == head_seq + 1 {
             let reopens = matches!(event.body, schemas::EventBody::TableOpened { .. });
             if !reopens && self.is_closed(state, call, table, head_seq)? {
                 let text = format!("seq {seq}: table {table} was closed at seq {head_seq}");
-                return Ok(quarantine(call, msg, reason::TABLE_CLOSED, text));
+                return Ok(quarantine(state, call, msg, reason::TABLE_CLOSED, text));
             }
             return match call.table(table).head.next_hashed(&event, hash) {
                 Ok(new_head) => {
@@ -380,13 +393,25 @@ impl Ledger {
                     }
                     Ok(stored)
                 }
-                Err(e) => Ok(quarantine(call, msg, reason::PREV_MISMATCH, e.to_string())),
+                Err(e) => Ok(quarantine(
+                    state,
+                    call,
+                    msg,
+                    reason::PREV_MISMATCH,
+                    e.to_string(),
+                )),
             };
         }
         // A gap: hold.
         if seq - head_seq > GAP_LEN_MAX {
             let text = format!("seq {seq} is more than {GAP_LEN_MAX} beyond the head {head_seq}");
-            return Ok(quarantine(call, msg, reason::SEQ_TOO_FAR_AHEAD, text));
+            return Ok(quarantine(
+                state,
+                call,
+                msg,
+                reason::SEQ_TOO_FAR_AHEAD,
+                text,
+            ));
         }
         let pending = &call.table(table).pending;
         if let Some(h) = pending.get(&seq) {
@@ -397,7 +422,7 @@ impl Ledger {
                 "seq {seq}: held event {} differs from this one {hash}",
                 h.hash
             );
-            return Ok(quarantine(call, msg, reason::FORK, text));
+            return Ok(quarantine(state, call, msg, reason::FORK, text));
         }
         if pending.len() >= PENDING_PER_TABLE_MAX
             || call.pending_bytes + msg.bytes.len() > PENDING_BYTES_MAX
@@ -407,7 +432,7 @@ impl Ledger {
                 pending.len(),
                 call.pending_bytes
             );
-            return Ok(quarantine(call, msg, reason::PENDING_FULL, text));
+            return Ok(quarantine(state, call, msg, reason::PENDING_FULL, text));
         }
         let held = Held {
             hash,
@@ -456,6 +481,7 @@ impl Ledger {
     /// A seq at or below the head: a duplicate, a fork or a rewound device.
     fn at_stored_seq(
         &self,
+        state: &crate::State,
         call: &mut Call,
         msg: &Incoming,
         event: &Event,
@@ -473,7 +499,13 @@ impl Ledger {
         };
         let Some(stored) = stored else {
             let text = format!("seq {seq} is at or below the head but no event is stored there");
-            return Ok(quarantine(call, msg, reason::MISSING_BELOW_HEAD, text));
+            return Ok(quarantine(
+                state,
+                call,
+                msg,
+                reason::MISSING_BELOW_HEAD,
+                text,
+            ));
         };
         if stored.hash == hash {
             return Ok(Appended::Duplicate {
@@ -492,7 +524,7 @@ impl Ledger {
             reason::SEQ_BACKWARDS
         };
         tracing::error!(%table, seq, code, "different event at a stored seq");
-        Ok(quarantine(call, msg, code, text))
+        Ok(quarantine(state, call, msg, code, text))
     }
 
     /// Builds the records and index writes of this call's new events. Returns bytes added
@@ -660,6 +692,7 @@ fn release_held(state: &crate::State, call: &mut Call, table: &TableId) {
             }
             Err(e) => {
                 quarantine(
+                    state,
                     call,
                     &msg,
                     reason::PREV_MISMATCH,
@@ -734,6 +767,10 @@ impl Ledger {
             id.to_be_bytes().to_vec(),
             value.to_vec(),
         ));
+        call.quarantined_now.insert(
+            crate::quarantine::delivery_key(entry.stream_seq, &entry.bytes),
+            id,
+        );
         *call.counters.entry(entry.reason).or_insert(0) += 1;
         call.quarantined += 1;
         self.store.commit(call.take_ops())?;
@@ -743,11 +780,27 @@ impl Ledger {
 }
 
 pub(crate) fn quarantine(
+    state: &crate::State,
     call: &mut Call,
     msg: &Incoming,
     code: &'static str,
     text: String,
 ) -> Appended {
+    let delivery = crate::quarantine::delivery_key(msg.stream_seq, &msg.bytes);
+    let before = call
+        .quarantined_now
+        .get(&delivery)
+        .copied()
+        .or_else(|| state.recent_quarantine.get(&delivery));
+    if let Some(id) = before {
+        tracing::info!(
+            id,
+            stream_seq = msg.stream_seq,
+            reason = code,
+            "delivered again; already quarantined, not again"
+        );
+        return Appended::QuarantinedBefore { id };
+    }
     let id = call.next_quarantine_id;
     call.next_quarantine_id += 1;
     let entry = crate::QuarantineEntry {
@@ -766,5 +819,6 @@ pub(crate) fn quarantine(
         .push(Op::Put(Space::Quarantine, id.to_be_bytes().to_vec(), value));
     *call.counters.entry(code.to_string()).or_insert(0) += 1;
     call.quarantined += 1;
+    call.quarantined_now.insert(delivery, id);
     Appended::Quarantined { id, reason: code }
 }

@@ -116,6 +116,10 @@ pub enum CheckpointOutcome {
         id: u64,
         reason: &'static str,
     },
+    /// The same delivery is already in quarantine under `id` (delivered again).
+    QuarantinedBefore {
+        id: u64,
+    },
 }
 
 fn device_key_key(table: &TableId, device: &DeviceId) -> Vec<u8> {
@@ -435,9 +439,11 @@ impl Ledger {
     pub fn append_checkpoints(&self, batch: &[Incoming]) -> Result<Vec<CheckpointOutcome>, Error> {
         let (mut state, mut call) = self.begin_call(batch.len())?;
         let mut attested: BTreeMap<TableId, Attestation> = BTreeMap::new();
+        // The keys this call keeps: a checkpoint delivered twice in one call is kept once.
+        let mut kept_now = BTreeSet::new();
         let mut out = Vec::with_capacity(batch.len());
         for msg in batch {
-            out.push(self.one_checkpoint(&state, &mut call, &mut attested, msg)?);
+            out.push(self.one_checkpoint(&state, &mut call, &mut attested, &mut kept_now, msg)?);
         }
         self.store.commit(call.take_ops())?;
         call.publish(&mut state);
@@ -454,13 +460,17 @@ impl Ledger {
         state: &State,
         call: &mut Call,
         attested: &mut BTreeMap<TableId, Attestation>,
+        kept_now: &mut BTreeSet<Vec<u8>>,
         msg: &Incoming,
     ) -> Result<CheckpointOutcome, Error> {
         let refuse = |call: &mut Call, code: &'static str, text: String| {
             tracing::error!(reason = code, %text, "ALERT: checkpoint refused");
-            match quarantine(call, msg, code, text) {
+            match quarantine(state, call, msg, code, text) {
                 crate::Appended::Quarantined { id, reason } => {
                     CheckpointOutcome::Quarantined { id, reason }
+                }
+                crate::Appended::QuarantinedBefore { id } => {
+                    CheckpointOutcome::QuarantinedBefore { id }
                 }
                 other => unreachable!("quarantine always quarantines: {other:?}"),
             }
@@ -513,14 +523,14 @@ impl Ledger {
             return Ok(refuse(call, reason::CHECKPOINT_MISMATCH, text));
         }
         let key = record::seq_key(&c.table, c.head_seq.0);
-        let seen = attested.get(&c.table).is_some_and(|a| a.seq == c.head_seq)
-            || self.store.get(Space::Checkpoint, &key)?.is_some();
+        let seen = kept_now.contains(&key) || self.store.get(Space::Checkpoint, &key)?.is_some();
         if seen {
             return Ok(CheckpointOutcome::Duplicate {
                 table: c.table,
                 seq: c.head_seq,
             });
         }
+        kept_now.insert(key.clone());
         call.ops.push(Op::Put(
             Space::Checkpoint,
             key,

@@ -13,7 +13,9 @@
 //! - **Gaps are held, never skipped**: an event beyond head + 1 is kept durably and appended
 //!   automatically when the gap fills.
 //! - **Nothing accepted is dropped**: what cannot be appended or held is quarantined
-//!   verbatim with a stable reason code and counted.
+//!   verbatim with a stable reason code and counted. A delivery already quarantined (the same stream
+//!   seq and bytes, among the newest `quarantine::QUARANTINE_RECENT_MAX` entries) is
+//!   `Appended::QuarantinedBefore`: acknowledged, not written twice.
 //! - **Durable only after `flush`**: callers acknowledge only after it returns.
 //! - One process owns a ledger directory (sled locks it; a second `open` gets
 //!   `Error::Locked`). One append call runs at a time (an internal mutex).
@@ -131,6 +133,8 @@ struct State {
     next_quarantine_id: u64,
     /// The quarantine chain's head (`quarantine`), as committed.
     quarantine_head: quarantine::QuarantineHead,
+    /// The newest quarantine entries by delivery (a redelivery is not quarantined again).
+    recent_quarantine: quarantine::RecentQuarantine,
     next_call_id: u64,
     bytes_total: u64,
     /// The last call's arrival hash (`arrival`); zeros before the first.

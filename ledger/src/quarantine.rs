@@ -27,6 +27,48 @@ use schemas::Hash32;
 
 /// `Space::Meta` key of the quarantine head.
 pub const HEAD_KEY: &[u8] = b"quarantine_head";
+
+/// How many of the newest quarantine entries a redelivery is recognised against
+/// (`RecentQuarantine`). NATS redelivers only messages still pending, and ingest bounds them
+/// (`ack_pending_max`, checked against this), so a redelivered message was quarantined at
+/// most that many entries ago.
+pub const QUARANTINE_RECENT_MAX: usize = 65_536;
+
+/// What makes two deliveries the same message: its stream seq and its bytes.
+pub(crate) type DeliveryKey = (u64, Hash32);
+
+pub(crate) fn delivery_key(stream_seq: u64, bytes: &[u8]) -> DeliveryKey {
+    (stream_seq, Hash32(*blake3::hash(bytes).as_bytes()))
+}
+
+/// The newest quarantine entries by delivery, so that a message delivered again (NATS
+/// redelivers what was not acked: after a crash between the flush and the ack, after
+/// `ack_wait`) is acknowledged without a second entry: quarantine entries are written once,
+/// like events. Bounded: the oldest is forgotten beyond `QUARANTINE_RECENT_MAX`.
+#[derive(Default)]
+pub(crate) struct RecentQuarantine {
+    ids: std::collections::HashMap<DeliveryKey, u64>,
+    order: std::collections::VecDeque<DeliveryKey>,
+}
+
+impl RecentQuarantine {
+    pub(crate) fn get(&self, key: &DeliveryKey) -> Option<u64> {
+        self.ids.get(key).copied()
+    }
+
+    /// Adds an entry (entries come in id order).
+    pub(crate) fn insert(&mut self, key: DeliveryKey, id: u64) {
+        if self.ids.insert(key, id).is_none() {
+            self.order.push_back(key);
+            if self.order.len() > QUARANTINE_RECENT_MAX {
+                if let Some(old) = self.order.pop_front() {
+                    self.ids.remove(&old);
+                }
+            }
+        }
+        debug_assert_eq!(self.ids.len(), self.order.len());
+    }
+}
 /// How many entries the chain covers and its hash after the last.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct QuarantineHead {

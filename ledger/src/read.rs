@@ -209,10 +209,12 @@ pub(crate) fn load_state(store: &dyn Store) -> Result<State, Error> {
     let mut quarantined = 0;
     let mut next_quarantine_id = 0;
     let mut chained = crate::quarantine::QuarantineHead::EMPTY;
+    let mut recent_quarantine = crate::quarantine::RecentQuarantine::default();
     for kv in store.range(Space::Quarantine, &[], None) {
         let (k, v) = kv?;
         let id = be_u64(&k)?;
         let e = QuarantineEntry::decode(id, &v)?;
+        recent_quarantine.insert(crate::quarantine::delivery_key(e.stream_seq, &e.bytes), id);
         *counters.entry(e.reason).or_insert(0) += 1;
         quarantined += 1;
         next_quarantine_id = id + 1;
@@ -246,6 +248,7 @@ pub(crate) fn load_state(store: &dyn Store) -> Result<State, Error> {
         quarantined,
         next_quarantine_id,
         quarantine_head,
+        recent_quarantine,
         next_call_id: meta(b"call_id")?,
         bytes_total: meta(b"bytes_total")?,
         arrival_head: match store.get(Space::Meta, crate::arrival::HEAD_KEY)? {

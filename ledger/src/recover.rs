@@ -83,6 +83,7 @@ impl Recovery {
                 Appended::Duplicate { .. } => self.duplicates += 1,
                 Appended::Held { .. } => self.held += 1,
                 Appended::Quarantined { .. } => self.quarantined += 1,
+                Appended::QuarantinedBefore { .. } => self.duplicates += 1,
             }
         }
     }
@@ -270,7 +271,8 @@ impl Ledger {
             for o in self.append_checkpoints(&found.checkpoints)? {
                 match o {
                     crate::attest::CheckpointOutcome::Kept { .. } => report.checkpoints_kept += 1,
-                    crate::attest::CheckpointOutcome::Duplicate { .. } => {}
+                    crate::attest::CheckpointOutcome::Duplicate { .. }
+                    | crate::attest::CheckpointOutcome::QuarantinedBefore { .. } => {}
                     crate::attest::CheckpointOutcome::Quarantined { .. } => {
                         report.checkpoints_refused += 1
                     }

@@ -394,3 +394,49 @@ fn replayed_key_events_of_retired_keys_take_no_effect() {
     assert_eq!(refused(&l), 5);
     assert_eq!(l.device_key(&c.table, &id).unwrap(), dk);
 }
+
+/// Checkpoints delivered again are acknowledged once, in one call as across calls: a good
+/// one kept once (found in review: a call holding it, another checkpoint of the table,
+/// and it again kept it twice), a refused one quarantined once.
+#[test]
+fn checkpoints_delivered_again_are_kept_or_quarantined_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (admin, device) = keys();
+    let stranger = SigningKey::derive_for_simulation("not enrolled");
+    let l = Ledger::open(dir.path()).unwrap();
+    l.trust_admin_keys([admin.public()]).unwrap();
+    let mut c = Chain::new("MLP-09");
+    stored_all(
+        &l.append_batch(&[
+            c.key_event(&admin, &device, KeyAction::Enroll),
+            c.announce(),
+            c.announce(),
+        ])
+        .unwrap(),
+    );
+    let at2 = c.checkpoint(&device, 2);
+    let at3 = c.checkpoint(&device, 3);
+    let out = l
+        .append_checkpoints(&[at2.clone(), at3.clone(), at2.clone()])
+        .unwrap();
+    assert!(matches!(out[0], CheckpointOutcome::Kept { .. }), "{out:?}");
+    assert!(matches!(out[1], CheckpointOutcome::Kept { .. }), "{out:?}");
+    assert!(
+        matches!(out[2], CheckpointOutcome::Duplicate { .. }),
+        "{out:?}"
+    );
+    assert_eq!(l.attestation(&c.table).unwrap().seq, Seq(3));
+
+    let forged = c.checkpoint(&stranger, 3);
+    let out = l
+        .append_checkpoints(&[forged.clone(), forged.clone()])
+        .unwrap();
+    let id = match out[0] {
+        CheckpointOutcome::Quarantined { id, .. } => id,
+        ref other => panic!("{other:?}"),
+    };
+    assert_eq!(out[1], CheckpointOutcome::QuarantinedBefore { id });
+    let again = l.append_checkpoints(&[forged]).unwrap();
+    assert_eq!(again[0], CheckpointOutcome::QuarantinedBefore { id });
+    assert_eq!(l.quarantine().unwrap().len(), 1);
+}

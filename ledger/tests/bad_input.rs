@@ -205,3 +205,50 @@ fn each_bad_input_has_its_own_reason_and_counter_and_the_ledger_keeps_working() 
         "closed survives a reopen (read from the stored head event)"
     );
 }
+
+/// A message NATS delivers again (not acked: a crash between the flush and the ack, or
+/// `ack_wait` passing while its batch waited) is recognised by its stream seq and bytes
+/// and not quarantined a second time: quarantine entries are written once, like events.
+/// Found in review: each redelivery of a quarantined message added an entry to the
+/// append-only quarantine and counted it again. The same bytes published again (a new
+/// stream seq) are a new message and are kept again.
+#[test]
+fn a_quarantined_message_delivered_again_is_not_quarantined_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = table("T-RQ");
+    let garbage = |stream_seq| Incoming {
+        bytes: b"not an event".to_vec(),
+        subject_table: Some(t.clone()),
+        stream_seq,
+        received_at_ns: T0_NS,
+    };
+    let l = Ledger::open(dir.path()).unwrap();
+    let out = l.append_batch(&[garbage(7), garbage(7)]).unwrap();
+    let first = match out[0] {
+        Appended::Quarantined { id, .. } => id,
+        ref other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        out[1],
+        Appended::QuarantinedBefore { id: first },
+        "in one call"
+    );
+    assert_eq!(
+        one(&l, garbage(7)),
+        Appended::QuarantinedBefore { id: first },
+        "in a later call"
+    );
+    assert_eq!(quarantined(&one(&l, garbage(8))), reason::UNDECODABLE);
+    l.flush().unwrap();
+    drop(l);
+
+    let l = Ledger::open(dir.path()).unwrap();
+    assert_eq!(
+        one(&l, garbage(7)),
+        Appended::QuarantinedBefore { id: first },
+        "after a reopen"
+    );
+    assert_eq!(l.quarantine().unwrap().len(), 2);
+    assert_eq!(l.quarantine_counts().get(reason::UNDECODABLE), Some(&2));
+    assert!(l.verify().unwrap().is_ok());
+}
