@@ -686,6 +686,18 @@ fn release_held(state: &crate::State, call: &mut Call, table: &TableId) {
                 head.next(&event, &msg.bytes).map(|h| (event, h))
             });
         match checked {
+            // As in order (`Ledger::one`): nothing but a reopening follows a close.
+            Ok((event, _))
+                if call.table(table).closed == Some(true)
+                    && !matches!(event.body, schemas::EventBody::TableOpened { .. }) =>
+            {
+                let text = format!(
+                    "held seq {next}: table {table} was closed at seq {}",
+                    next - 1
+                );
+                quarantine(state, call, &msg, reason::TABLE_CLOSED, text);
+                return;
+            }
             Ok((event, new_head)) => {
                 tracing::info!(%table, seq = next, "held event appended: gap filled");
                 push_event(state, call, &event, new_head, &msg);

@@ -252,3 +252,43 @@ fn a_quarantined_message_delivered_again_is_not_quarantined_twice() {
     assert_eq!(l.quarantine_counts().get(reason::UNDECODABLE), Some(&2));
     assert!(l.verify().unwrap().is_ok());
 }
+
+/// An event held beyond a gap is judged as it would be in order when the gap fills: held
+/// behind a `TableClosed` that was itself held, it is quarantined `table_closed`, not
+/// appended to a closed table. Found in review: the release checked only the chain link,
+/// so whether a table was closed depended on the order its events arrived in.
+#[test]
+fn an_event_held_behind_a_held_table_close_is_quarantined_when_the_gap_fills() {
+    let dir = tempfile::tempdir().unwrap();
+    let l = Ledger::open(dir.path()).unwrap();
+    let t = table("CLOSE-HOLD");
+    let c = chain(&t, 1);
+    let h1 = event_hash(&GENESIS, &c[0].1);
+    let close = codec::to_bincode(&event(&t, 2, h1, EventBody::TableClosed));
+    let after = codec::to_bincode(&event(
+        &t,
+        3,
+        event_hash(&h1, &close),
+        EventBody::RoundClosed,
+    ));
+    assert!(matches!(
+        one(&l, incoming(&t, after, 3)),
+        Appended::Held { .. }
+    ));
+    assert!(matches!(
+        one(&l, incoming(&t, close, 2)),
+        Appended::Held { .. }
+    ));
+    assert!(matches!(
+        one(&l, incoming(&t, c[0].1.clone(), 1)),
+        Appended::Stored { .. }
+    ));
+    assert_eq!(
+        l.head(&t).unwrap().seq,
+        Seq(2),
+        "closed at 2, nothing after"
+    );
+    assert_eq!(l.quarantine_counts().get(reason::TABLE_CLOSED), Some(&1));
+    assert!(l.gaps().is_empty(), "{:?}", l.gaps());
+    assert!(l.verify().unwrap().is_ok());
+}
