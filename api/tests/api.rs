@@ -676,6 +676,34 @@ async fn evidence_bundle_round_trip_and_tampering_is_named() {
     t.head.hash = schemas::Hash32([7; 32]);
     let err = api::evidence::verify(&t, &[]).unwrap_err().to_string();
     assert!(err.starts_with("head"), "{err}");
+    // A narrower window with `round_seqs` and a report replayed to match (found in
+    // review): every hash, the checkpoint and the enrollment still verify, but the window
+    // is not the round's. Ending it early leaves out the round's last events (the
+    // payouts); starting it late leaves out its first.
+    let verified = schemas::bundle::verify_chain(&b, &[]).unwrap();
+    let narrowed = |from: u64, to: u64| {
+        let mut t = b.clone();
+        (t.replay_from, t.replay_to) = (from, to);
+        t.round_seqs.retain(|s| (from..=to).contains(s));
+        t.report = api::rounds::replay_events(&t.table, t.round.0, &verified.replay_input(&t))
+            .expect("the round replays");
+        t
+    };
+    let n = b.round_seqs.len();
+    for t in [
+        narrowed(b.replay_from, b.round_seqs[n - 3]),
+        narrowed(b.round_seqs[2], b.replay_to),
+    ] {
+        assert_ne!(
+            t.report, b.report,
+            "the narrowed replay tells another story"
+        );
+        let err = api::evidence::verify(&t, &[]).unwrap_err().to_string();
+        assert!(
+            err.contains("replay window") && err.contains("outside the replay window"),
+            "{err}"
+        );
+    }
 }
 
 /// Exports `round` of `table` straight from the ledger, as `roundledger evidence` does.

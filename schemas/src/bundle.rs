@@ -188,6 +188,8 @@ pub enum BundleError {
     Config(u64),
     #[error("round_seqs: {0}")]
     RoundSeqs(String),
+    #[error("replay window: {0}")]
+    Window(String),
     #[error("checkpoint: {0}")]
     Checkpoint(String),
     #[error("checkpoint signs seq {signed}, beyond the end of the chain segment (seq {end}): the proof is truncated")]
@@ -348,13 +350,13 @@ pub fn verify_chain(
     let config_ok = out
         .iter()
         .any(|(s, e)| s.0 == b.config_seq && matches!(e.body, EventBody::TableOpened { .. }));
-    // The configuration in force is the last `TableOpened` at or before the window.
+    // The configuration in force is the last `TableOpened` before the round's first event
+    // (it may lie inside the window: a table opened again after the previous round).
+    let first_round = b.round_seqs.first().copied().unwrap_or(b.replay_to);
     let reopened = out.iter().any(|(s, e)| {
-        s.0 > b.config_seq
-            && s.0 <= b.replay_from
-            && matches!(e.body, EventBody::TableOpened { .. })
+        s.0 > b.config_seq && s.0 < first_round && matches!(e.body, EventBody::TableOpened { .. })
     });
-    if !config_ok || b.config_seq > b.replay_from || reopened {
+    if !config_ok || b.config_seq >= first_round || reopened {
         return Err(BundleError::Config(b.config_seq));
     }
     if b.replay_from > b.replay_to || b.replay_to > c.to_seq || b.replay_from < c.from_seq {
@@ -381,12 +383,69 @@ pub fn verify_chain(
             b.round.0
         )));
     }
+    check_window_bounds(b, &out)?;
     let last_round_seq = in_round.last().copied().unwrap_or(0);
     let attestation = check_attestation(b, &out, last_round_seq, pinned_admin_keys)?;
     Ok(VerifiedChain {
         events: out,
         attestation,
     })
+}
+
+/// Step 6 of BUNDLE.md §3, its second half: the window is the round's whole window, as the
+/// ledger cuts it, so that a narrower one (the payouts or the deck reveal left out, and a
+/// report replayed to match) does not verify. `events` is the verified segment.
+fn check_window_bounds(b: &EvidenceBundle, events: &[(Seq, Event)]) -> Result<(), BundleError> {
+    let c = &b.chain;
+    let at = |seq: u64| -> Option<&Event> {
+        seq.checked_sub(c.from_seq)
+            .and_then(|i| events.get(i as usize))
+            .map(|(_, e)| e)
+    };
+    let bad = |why: String| Err(BundleError::Window(why));
+    for (s, e) in events {
+        let inside = (b.replay_from..=b.replay_to).contains(&s.0);
+        match e.round {
+            Some(r) if r == b.round && !inside => {
+                return bad(format!(
+                    "seq {} is an event of round {} outside the replay window {}..={}",
+                    s.0, b.round.0, b.replay_from, b.replay_to
+                ))
+            }
+            Some(r) if r != b.round && inside => {
+                return bad(format!(
+                    "seq {} in the replay window {}..={} is an event of round {}",
+                    s.0, b.replay_from, b.replay_to, r.0
+                ))
+            }
+            _ => {}
+        }
+    }
+    // It starts right after the previous round's last event (or at seq 1, or at the
+    // configuration that opened the table again).
+    if b.replay_from > c.from_seq {
+        if at(b.replay_from - 1).and_then(|e| e.round).is_none() {
+            return bad(format!(
+                "the replay window starts at seq {}, but seq {} is not the previous round's last event",
+                b.replay_from,
+                b.replay_from - 1
+            ));
+        }
+    } else if b.replay_from != 1 {
+        return bad(format!(
+            "the replay window starts at seq {}, where the segment starts: the event before it is not in the bundle",
+            b.replay_from
+        ));
+    }
+    // It ends right before the next round's first event, or where the segment ends.
+    if b.replay_to < c.to_seq && at(b.replay_to + 1).and_then(|e| e.round).is_none() {
+        return bad(format!(
+            "the replay window ends at seq {}, but seq {} does not start the next round",
+            b.replay_to,
+            b.replay_to + 1
+        ));
+    }
+    Ok(())
 }
 
 /// Step 8 of BUNDLE.md §3: the checkpoint, its signature, and its key's enrollment.

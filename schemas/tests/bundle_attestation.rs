@@ -98,7 +98,8 @@ impl Chain {
     }
 
     /// The bundle of the round, the whole chain as its segment, config at seq 1, the
-    /// replay window the round's own events, attested by a checkpoint of the head at
+    /// replay window as the ledger cuts it (no round before or after: seq 1 to the head),
+    /// attested by a checkpoint of the head at
     /// `signed` (signed by `key` over `hash`) and the enrollment at `enrollment_seq`.
     fn bundle(
         &self,
@@ -109,7 +110,7 @@ impl Chain {
     ) -> EvidenceBundle {
         let checkpoint = Checkpoint::sign(key, table(), dealer(), Seq(signed), hash, T0);
         let last = self.events.last().unwrap();
-        let (from, to) = (self.round_seqs[0], *self.round_seqs.last().unwrap());
+        let (from, to) = (1, last.seq);
         EvidenceBundle {
             format: BUNDLE_FORMAT.to_string(),
             version: BUNDLE_VERSION,
@@ -422,4 +423,29 @@ fn a_table_reopened_between_the_cited_configuration_and_the_round_is_refused() {
     let mut b = chain.signed_at(&device_key(), 4, 2);
     b.config_seq = 3;
     attested(&b, &[admin().public()]);
+}
+
+/// The replay window must be the round's whole window as the ledger cuts it: from the
+/// event after the previous round's last (seq 1 here: no round before) to the event
+/// before the next round's first (the head here: none after). A window cut to the round's
+/// own events leaves out what the replay would see around it (a shuffle, a deck reveal),
+/// and a report replayed over the cut window could tell another story.
+#[test]
+fn a_replay_window_narrower_than_the_rounds_is_refused() {
+    let chain = chain_with(vec![]);
+    let head = chain.events.len() as u64;
+    let whole = chain.signed_at(&device_key(), head, 2);
+    attested(&whole, &[admin().public()]);
+    let (first, last) = (whole.round_seqs[0], *whole.round_seqs.last().unwrap());
+    for (from, to, says) in [
+        (first, head, "seq 2 is not the previous round's last event"),
+        (1, last, "does not start the next round"),
+    ] {
+        let mut b = whole.clone();
+        (b.replay_from, b.replay_to) = (from, to);
+        match refused(&b, &[admin().public()]) {
+            BundleError::Window(why) => assert!(why.contains(says), "{why}"),
+            other => panic!("{other}"),
+        }
+    }
 }
