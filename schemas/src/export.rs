@@ -282,7 +282,9 @@ fn check_header(h: &ExportHeader) -> Result<(), ExportError> {
                 t.table
             )));
         }
-        if t.from_seq == 0 || t.to_seq < t.from_seq {
+        // No chain reaches seq u64::MAX (the ledger refuses a seq that far ahead), and
+        // `to_seq + 1` must exist.
+        if t.from_seq == 0 || t.to_seq < t.from_seq || t.to_seq == u64::MAX {
             return Err(ExportError::Header(format!(
                 "table {}: bad range {}..={}",
                 t.table, t.from_seq, t.to_seq

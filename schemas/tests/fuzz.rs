@@ -185,3 +185,20 @@ proptest! {
         }
     }
 }
+
+/// A header announcing a range that ends at seq u64::MAX, with no event line: refused,
+/// not a panic (found in review: `to_seq + 1` overflowed in a debug build).
+#[test]
+fn an_export_header_ending_at_the_last_seq_is_refused() {
+    let zeros = "0".repeat(64);
+    for (from, to, events) in [(u64::MAX, u64::MAX, 1u64), (1, u64::MAX, u64::MAX)] {
+        let header = format!(
+            r#"{{"format":"roundledger-export","version":1,"tables":[{{"table":"T-1","from_seq":{from},"to_seq":{to},"anchor":"{zeros}","head":"{zeros}","events":{events}}}]}}"#
+        );
+        let got = schemas::export::verify_export(header.as_bytes());
+        assert!(
+            matches!(&got, Err(schemas::export::ExportError::Header(why)) if why.contains("bad range")),
+            "{got:?}"
+        );
+    }
+}
