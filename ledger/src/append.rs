@@ -363,6 +363,16 @@ impl Ledger {
         if seq <= head_seq {
             return self.at_stored_seq(state, call, msg, &event, hash);
         }
+        // The same event already held, delivered again (maybe much later): recognised
+        // before its times are judged again, as a duplicate of a stored event is.
+        if call
+            .table(table)
+            .pending
+            .get(&seq)
+            .is_some_and(|h| h.hash == hash)
+        {
+            return Ok(held_outcome(call, table, seq));
+        }
         let skew = event.occurred_at_ns.abs_diff(msg.received_at_ns);
         if skew > CLOCK_SKEW_MAX_NS as u64 {
             let text = format!(
@@ -415,9 +425,7 @@ impl Ledger {
         }
         let pending = &call.table(table).pending;
         if let Some(h) = pending.get(&seq) {
-            if h.hash == hash {
-                return Ok(held_outcome(call, table, seq));
-            }
+            // A different event (the same one was recognised above).
             let text = format!(
                 "seq {seq}: held event {} differs from this one {hash}",
                 h.hash
