@@ -242,6 +242,12 @@ pub enum VerifyBundleError {
         bundle: String,
         replay: String,
     },
+    #[error("case {case} is on table {table} round {round}, not on the bundle's round")]
+    CaseElsewhere {
+        case: u64,
+        table: TableId,
+        round: u64,
+    },
 }
 
 /// What a verified bundle proves, for the verifier's summary.
@@ -295,6 +301,18 @@ pub fn verify(
     pinned_admin_keys: &[PublicKey],
 ) -> Result<Verified, VerifyBundleError> {
     let chain = verify_chain(b, pinned_admin_keys)?;
+    // Case notes are the House's and unproven, but they must at least be this round's.
+    if let Some(c) = b
+        .cases
+        .iter()
+        .find(|c| c.table != b.table || c.round != b.round)
+    {
+        return Err(VerifyBundleError::CaseElsewhere {
+            case: c.id,
+            table: c.table.clone(),
+            round: c.round.0,
+        });
+    }
     let input = chain.replay_input(b);
     let replay = rounds::replay_events(&b.table, b.round.0, &input)
         .ok_or(VerifyBundleError::NoReport(b.round.0))?;

@@ -671,6 +671,11 @@ async fn evidence_bundle_round_trip_and_tampering_is_named() {
     t.chain.events.pop();
     let err = api::evidence::verify(&t, &[]).unwrap_err().to_string();
     assert!(err.contains("truncated"), "{err}");
+    // A case filed on another round, carried in this round's bundle (found in review).
+    let mut t = b.clone();
+    t.cases[0].round = schemas::RoundId(t.round.0 + 1);
+    let err = api::evidence::verify(&t, &[]).unwrap_err().to_string();
+    assert!(err.contains("not on the bundle's round"), "{err}");
     // Claim a different end of the chain.
     let mut t = b.clone();
     t.head.hash = schemas::Hash32([7; 32]);
