@@ -268,6 +268,52 @@ pub(crate) fn load(store: &dyn crate::store::Store) -> Result<(KeyRegister, Atte
     Ok((devices, attested))
 }
 
+/// What a trusted key event of `seq` does to the device's register entry (`current`): the
+/// new entry, or why it takes no effect.
+fn key_event_effect(
+    current: Option<&DeviceKey>,
+    action: KeyAction,
+    key: &PublicKey,
+    seq: Seq,
+) -> Result<DeviceKey, &'static str> {
+    match (action, current) {
+        (KeyAction::Enroll, Some(d))
+            if d.retired.contains(key) || (d.key == *key && d.revoked_seq.is_some()) =>
+        {
+            Err("the device held this key before and it was revoked or replaced (a replayed enrollment?)")
+        }
+        (KeyAction::Enroll, Some(d)) if d.key != *key && d.retired.len() >= RETIRED_KEYS_MAX => {
+            Err("the device has retired too many keys on this chain; enroll it under a new id")
+        }
+        (KeyAction::Enroll, current) => {
+            let mut retired = current.map_or_else(Vec::new, |d| d.retired.clone());
+            if let Some(d) = current.filter(|d| d.key != *key) {
+                retired.push(d.key);
+            }
+            Ok(DeviceKey {
+                key: *key,
+                enrolled_seq: seq,
+                revoked_seq: None,
+                retired,
+            })
+        }
+        (KeyAction::Revoke, Some(d)) if d.key != *key => {
+            Err("it names a key that is not the device's current one (a replayed revocation?)")
+        }
+        // The first revocation stands: a later one would move where the key's validity
+        // ended.
+        (KeyAction::Revoke, Some(d)) if d.revoked_seq.is_some() => {
+            Err("the key is already revoked (a replayed revocation?)")
+        }
+        (KeyAction::Revoke, current) => Ok(DeviceKey {
+            key: *key,
+            enrolled_seq: current.map_or(Seq(0), |d| d.enrolled_seq),
+            revoked_seq: Some(seq),
+            retired: current.map_or_else(Vec::new, |d| d.retired.clone()),
+        }),
+    }
+}
+
 /// Called for every event the append path stores: applies enrollments and revocations.
 pub(crate) fn on_stored(state: &crate::State, call: &mut Call, event: &Event) {
     let Some(key_event) = KeyEvent::of(&event.body) else {
@@ -280,79 +326,29 @@ pub(crate) fn on_stored(state: &crate::State, call: &mut Call, event: &Event) {
         action,
         ..
     } = key_event;
-    if !state.admin_keys.contains(admin) || !key_event.admin_signature_verifies(&event.table) {
-        tracing::error!(
-            table = %event.table, seq = event.seq.0, %device, %admin,
-            trusted = state.admin_keys.contains(admin),
-            "ALERT: key {action:?} not signed by a trusted admin key; it takes no effect"
-        );
-        *call
-            .counters
-            .entry(reason::ENROLLMENT_REFUSED.to_string())
-            .or_insert(0) += 1;
-        return;
-    }
     let k = (event.table.clone(), device.clone());
-    // Enrolled in this call or an earlier one (the register before this call).
-    let current = call.devices.get(&k).or_else(|| state.devices.get(&k));
-    let refused = |why: &str| {
-        tracing::error!(
-            table = %event.table, seq = event.seq.0, %device, ?action,
-            "ALERT: key {action:?} takes no effect: {why}"
-        );
+    let effect = if !state.admin_keys.contains(admin) {
+        Err("not signed by an admin key the ledger trusts")
+    } else if !key_event.admin_signature_verifies(&event.table) {
+        Err("its admin signature does not verify")
+    } else {
+        // Enrolled in this call or an earlier one (the register before this call).
+        let current = call.devices.get(&k).or_else(|| state.devices.get(&k));
+        key_event_effect(current, action, key, event.seq)
     };
-    let entry = match (action, current) {
-        (KeyAction::Enroll, Some(d))
-            if d.retired.contains(key) || (d.key == *key && d.revoked_seq.is_some()) =>
-        {
-            refused("the device held this key before and it was revoked or replaced (a replayed enrollment?)");
-            None
+    let entry = match effect {
+        Ok(entry) => entry,
+        Err(why) => {
+            tracing::error!(
+                table = %event.table, seq = event.seq.0, %device, %admin, ?action,
+                "ALERT: key {action:?} takes no effect: {why}"
+            );
+            *call
+                .counters
+                .entry(reason::ENROLLMENT_REFUSED.to_string())
+                .or_insert(0) += 1;
+            return;
         }
-        (KeyAction::Enroll, Some(d)) if d.key != *key && d.retired.len() >= RETIRED_KEYS_MAX => {
-            refused("the device has retired too many keys on this chain; enroll it under a new id");
-            None
-        }
-        (KeyAction::Enroll, Some(d)) => {
-            let mut retired = d.retired.clone();
-            if d.key != *key {
-                retired.push(d.key);
-            }
-            Some(DeviceKey {
-                key: *key,
-                enrolled_seq: event.seq,
-                revoked_seq: None,
-                retired,
-            })
-        }
-        (KeyAction::Enroll, None) => Some(DeviceKey {
-            key: *key,
-            enrolled_seq: event.seq,
-            revoked_seq: None,
-            retired: Vec::new(),
-        }),
-        (KeyAction::Revoke, Some(d)) if d.key != *key => {
-            refused("it names a key that is not the device's current one (a replayed revocation?)");
-            None
-        }
-        (KeyAction::Revoke, Some(d)) if d.revoked_seq.is_some() => {
-            // The first revocation stands: a later one would move where the key's
-            // validity ended.
-            refused("the key is already revoked (a replayed revocation?)");
-            None
-        }
-        (KeyAction::Revoke, current) => Some(DeviceKey {
-            key: *key,
-            enrolled_seq: current.map_or(Seq(0), |d| d.enrolled_seq),
-            revoked_seq: Some(event.seq),
-            retired: current.map_or_else(Vec::new, |d| d.retired.clone()),
-        }),
-    };
-    let Some(entry) = entry else {
-        *call
-            .counters
-            .entry(reason::ENROLLMENT_REFUSED.to_string())
-            .or_insert(0) += 1;
-        return;
     };
     tracing::info!(table = %event.table, seq = event.seq.0, %device, ?action, "device key register changed");
     call.ops.push(Op::Put(

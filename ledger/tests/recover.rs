@@ -87,6 +87,17 @@ fn rolled_back(
     (heads, digest)
 }
 
+/// Half an entry header at the end of segment 0, as a crash in a write leaves; returns
+/// where the torn bytes start.
+fn tear_value_log(dir: &Path) -> usize {
+    let segment = ledger::valuelog::segment_path(dir, 0);
+    let mut data = std::fs::read(&segment).expect("read");
+    let end = data.len();
+    data.extend_from_slice(&[0x40, 0, 0]);
+    std::fs::write(&segment, &data).expect("write");
+    end
+}
+
 /// The records `Store::unreferenced` gives now.
 fn unreferenced_records(dir: &Path) -> usize {
     let store = SledStore::open(dir).expect("store");
@@ -154,12 +165,7 @@ fn a_write_cut_short_is_reported_and_appending_goes_on() {
     drop(l);
     closed(dir.path());
 
-    // Half an entry header at the end of the segment, as a crash in a write leaves.
-    let segment = ledger::valuelog::segment_path(dir.path(), 0);
-    let mut data = std::fs::read(&segment).expect("read");
-    let end = data.len();
-    data.extend_from_slice(&[0x40, 0, 0]);
-    std::fs::write(&segment, &data).expect("write");
+    let end = tear_value_log(dir.path());
 
     let l = Ledger::open(dir.path()).expect("open");
     let found = l.recovered().clone();
@@ -200,10 +206,7 @@ fn commits_after_a_torn_tail_come_back_when_sled_loses_them() {
     closed(dir.path());
 
     // A write cut short at the end of the segment, then sled's files as they are now.
-    let segment = ledger::valuelog::segment_path(dir.path(), 0);
-    let mut data = std::fs::read(&segment).expect("read");
-    data.extend_from_slice(&[0x40, 0, 0]);
-    std::fs::write(&segment, &data).expect("write");
+    tear_value_log(dir.path());
     copy_dir(dir.path(), earlier.path(), true);
 
     let l = Ledger::open(dir.path()).expect("open");
