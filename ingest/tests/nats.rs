@@ -485,6 +485,69 @@ async fn messages_delivered_to_a_dead_consumer_are_read_back() {
     assert!(ledger.verify().expect("verify").is_ok());
 }
 
+/// Issue 5 (end-to-end exactly-once), found in review: the device trimmed its outbox by
+/// a head's seq alone, so any message on `ledger.<t>.head` (another ledger's, another
+/// device's chain for the table, or a forgery) emptied it of events no ledger stored, and
+/// the device reported them durable. With no ingest running nothing is durable: a head
+/// far beyond what the device sent must trim nothing (the device gives up, not durable),
+/// and one naming another event at one of the device's seqs is a fork, an error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_head_that_is_not_the_devices_chain_confirms_nothing() {
+    let server = natsd::NatsServer::start().expect("nats-server");
+    let js = jetstream_ctx(&server.url()).await;
+    let client = async_nats::connect(server.url()).await.expect("connect");
+    for (forged_seq, seed) in [(1_000_000u64, 7_710u64), (3, 7_711)] {
+        let floor = Floor::new(1, seed, FaultPlan::none()).expect("floor");
+        let table = floor.tables[0].table().clone();
+        let forged = schemas::ChainHead {
+            table: table.clone(),
+            seq: schemas::Seq(forged_seq),
+            hash: Hash32([0xAB; 32]),
+        };
+        let (stop, mut stopped) = oneshot::channel::<()>();
+        let forger = {
+            let client = client.clone();
+            let json = serde_json::to_vec(&forged).expect("json");
+            tokio::spawn(async move {
+                loop {
+                    client
+                        .publish(subjects::head_subject(&forged.table), json.clone().into())
+                        .await
+                        .expect("publish forged head");
+                    tokio::select! {
+                        _ = tokio::time::sleep(Duration::from_millis(20)) => {}
+                        _ = &mut stopped => return,
+                    }
+                }
+            })
+        };
+        let options = PublishOptions {
+            durable: Some(simulator::DurableWait {
+                republish_after: Duration::from_millis(300),
+                wait_max: Duration::from_secs(3),
+                ..simulator::DurableWait::default()
+            }),
+            ..PublishOptions::default()
+        };
+        let outcome =
+            simulator::publish_floor(&server.url(), floor.tables, 2, None, options).await;
+        let _ = stop.send(());
+        forger.await.expect("forger");
+        match (forged_seq, &outcome) {
+            (1_000_000, Err(simulator::Error::NotDurable { durable, .. })) => {
+                assert_eq!(durable.0, 0, "the forged head confirmed events")
+            }
+            (3, Err(simulator::Error::HeadDisagrees(e))) => {
+                assert_eq!((&e.table, e.seq.0, e.ledger), (&table, 3, forged.hash))
+            }
+            _ => panic!("forged head at seq {forged_seq}: {outcome:?}"),
+        }
+    }
+    // Nothing was ingested: the events are all still in the stream.
+    let stream = js.get_stream(subjects::STREAM).await.expect("stream");
+    assert!(stream.cached_info().state.messages > 0);
+}
+
 /// Issue 5 (end-to-end exactly-once): the stream loses messages before ingest reads them
 /// (deleted here, as a crash of a JetStream node before its fsync would lose them). The
 /// devices' outboxes still hold those events, see the ledger's durable head stop short of

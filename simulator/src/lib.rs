@@ -74,6 +74,8 @@ pub enum Error {
     Task(String),
     #[error(transparent)]
     OutboxFull(#[from] outbox::OutboxFull),
+    #[error(transparent)]
+    HeadDisagrees(#[from] outbox::HeadDisagrees),
     #[error("table {table}: the ledger confirmed seq {} durable, not {}, {waited:?} after the last event (outbox republished meanwhile)", durable.0, last.0)]
     NotDurable {
         table: TableId,

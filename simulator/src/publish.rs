@@ -147,13 +147,16 @@ pub async fn publish_floor(
             context: format!("connecting to {url}"),
             message: e.to_string(),
         })?;
-    // The ledger's durable heads, per table, for the outboxes (core NATS: a lost head
-    // only delays trimming; the next flush that touches the table sends it again).
-    let mut heads: BTreeMap<TableId, watch::Sender<u64>> = BTreeMap::new();
+    // The ledger's durable heads, per table, for the outboxes: the latest received, not
+    // the highest (the outbox judges each by its hash; a forged head must not hide the
+    // genuine ones after it). Core NATS: a lost head only delays trimming; the next flush
+    // that touches the table sends it again.
+    type LatestHead = Option<(Seq, Hash32)>;
+    let mut heads: BTreeMap<TableId, watch::Sender<LatestHead>> = BTreeMap::new();
     for t in &tables {
-        heads.insert(t.table().clone(), watch::channel(0).0);
+        heads.insert(t.table().clone(), watch::channel(None).0);
     }
-    let head_rx: BTreeMap<TableId, watch::Receiver<u64>> = heads
+    let head_rx: BTreeMap<TableId, watch::Receiver<LatestHead>> = heads
         .iter()
         .map(|(t, tx)| (t.clone(), tx.subscribe()))
         .collect();
@@ -172,9 +175,10 @@ pub async fn publish_floor(
                     continue;
                 };
                 if let Some(tx) = heads.get(&h.table) {
+                    let head = Some((h.seq, h.hash));
                     tx.send_if_modified(|v| {
-                        let moved = h.seq.0 > *v;
-                        *v = (*v).max(h.seq.0);
+                        let moved = *v != head;
+                        *v = head;
                         moved
                     });
                 }
@@ -190,7 +194,7 @@ pub async fn publish_floor(
         let durable = head_rx
             .get(table.table())
             .cloned()
-            .unwrap_or_else(|| watch::channel(0).1);
+            .unwrap_or_else(|| watch::channel(None).1);
         let out = Publisher {
             outbox: options.durable.as_ref().map(|d| {
                 (
@@ -324,8 +328,8 @@ async fn publish_table(
 struct Publisher {
     /// The device outbox and its bounds, when publishing waits for the ledger.
     outbox: Option<(Outbox, DurableWait)>,
-    /// The ledger's durable head of this table.
-    durable: watch::Receiver<u64>,
+    /// The latest durable head of this table the ledger published.
+    durable: watch::Receiver<Option<(Seq, Hash32)>>,
     js: jetstream::Context,
     subject: String,
     table: TableId,
@@ -473,10 +477,9 @@ impl Publisher {
     /// Publishes again, under fresh message ids, what the outbox holds (not yet confirmed
     /// durable) and `wanted` picks.
     async fn republish(&mut self, wanted: impl Fn(Seq) -> bool) -> Result<(), Error> {
-        let head = Seq(*self.durable.borrow_and_update());
+        let head = self.confirm()?;
         let pending: Vec<Published> = match self.outbox.as_mut() {
             Some((o, _)) => {
-                o.confirm(head);
                 o.pending()
                     .filter(|p| wanted(p.event.seq))
                     .cloned()
@@ -503,10 +506,10 @@ impl Publisher {
     /// Puts an event in the outbox; when full, waits (bounded) for the ledger to confirm
     /// what it holds.
     async fn keep(&mut self, p: Published) -> Result<(), Error> {
+        self.confirm()?;
         let Some((outbox, bounds)) = self.outbox.as_mut() else {
             return Ok(());
         };
-        outbox.confirm(Seq(*self.durable.borrow_and_update()));
         if outbox.len() >= bounds.outbox_capacity {
             // Full: settle the acks in flight and wait for the ledger to confirm what the
             // outbox holds, republishing it if the ledger stalls (a lost message leaves a
@@ -535,13 +538,10 @@ impl Publisher {
         let deadline = tokio::time::Instant::now() + bounds.wait_max;
         let mut attempt = 0u32;
         loop {
-            let head = Seq(*self.durable.borrow_and_update());
+            let head = self.confirm()?;
             // Only the last seq is needed here; `republish` copies what it resends.
-            let last = match self.outbox.as_mut() {
-                Some((o, _)) => {
-                    o.confirm(head);
-                    o.pending().last().map(|p| p.event.seq)
-                }
+            let last = match self.outbox.as_ref() {
+                Some((o, _)) => o.pending().last().map(|p| p.event.seq),
                 None => None,
             };
             let Some(last) = last else {
@@ -571,6 +571,20 @@ impl Publisher {
                 }
             }
         }
+    }
+
+    /// Trims the outbox to the latest durable head the ledger published, when that head
+    /// names this device's own event (`Outbox::confirm`); a head naming another event at
+    /// one of the device's seqs is a fork, an error. Returns the seq confirmed durable.
+    fn confirm(&mut self) -> Result<Seq, Error> {
+        let head = *self.durable.borrow_and_update();
+        let Some((outbox, _)) = self.outbox.as_mut() else {
+            return Ok(Seq(0));
+        };
+        if let Some((seq, hash)) = head {
+            outbox.confirm(seq, hash)?;
+        }
+        Ok(outbox.durable())
     }
 
     /// Publishes one message in the in-flight window.
@@ -619,8 +633,8 @@ impl Publisher {
         };
         // A failed event the ledger has since confirmed (its ack was lost, not the event)
         // no longer holds checkpoints back.
-        let durable = *self.durable.borrow();
-        self.failed.retain(|s| s.0 > durable);
+        let durable = self.confirm()?;
+        self.failed.retain(|s| *s > durable);
         if !self.failed.is_empty() {
             // Events of the chain it would vouch for are not in the stream: the ledger
             // would refuse it as beyond its head. The next one, after the republish, or
