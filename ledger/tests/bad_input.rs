@@ -118,6 +118,27 @@ fn each_bad_input_has_its_own_reason_and_counter_and_the_ledger_keeps_working() 
         reason::UNDECODABLE,
     );
     check(&l, incoming(&t, Vec::new(), 107), reason::UNDECODABLE);
+    // A JSON card of one two-byte character: it panicked the decoder (found in review).
+    let head = l.head(&t).expect("head");
+    let dealt = String::from_utf8(codec::to_json(&event(
+        &t,
+        head.seq.0 + 1,
+        head.hash,
+        EventBody::CardDealt {
+            to: schemas::CardTarget::Dealer,
+            card: schemas::Card::parse("Td").unwrap(),
+            face_up: true,
+            position: 1,
+        },
+    )))
+    .expect("utf-8")
+    .replace("\"Td\"", "\"é\"");
+    assert!(dealt.contains("\"é\""), "{dealt}");
+    check(
+        &l,
+        incoming(&t, dealt.into_bytes(), 108),
+        reason::UNDECODABLE,
+    );
 
     // Wrong previous hash at the next seq.
     let head = l.head(&t).expect("head");

@@ -359,8 +359,11 @@ impl Checkpoint {
         let c: Checkpoint = if *first == b'{' {
             serde_json::from_slice(bytes).map_err(|e| CheckpointDecodeError::Json(e.to_string()))?
         } else {
+            // With the events' limit: bincode sizes a string's buffer from its declared
+            // length before reading it, so without one ten bytes declaring 2^62 aborted
+            // the process (found in review).
             let (c, used): (Checkpoint, usize) =
-                bincode::decode_from_slice(bytes, bincode::config::standard())
+                bincode::decode_from_slice(bytes, crate::codec::bincode_config())
                     .map_err(|e| CheckpointDecodeError::Bincode(e.to_string()))?;
             if used != bytes.len() {
                 return Err(CheckpointDecodeError::Trailing(bytes.len() - used));
@@ -434,5 +437,32 @@ mod tests {
             let _ = Checkpoint::decode(&bytes);
         }
         assert!(!verify(&PublicKey([0xff; 32]), b"x", &Signature([0; 64])));
+    }
+
+    /// Found in review: a checkpoint's table id declaring a length of 2^64-1 (or 2^62)
+    /// panicked with "capacity overflow" (or aborted the process) before any byte of it
+    /// was read. Every varint length marker, at every declared size, is an error.
+    #[test]
+    fn a_declared_length_beyond_the_message_is_refused_not_allocated() {
+        let mut hostile = vec![
+            vec![1, 0xFD, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF],
+            vec![1, 0xFD, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x3F],
+            vec![1, 0xFC, 0xFF, 0xFF, 0xFF, 0x7F],
+            vec![1, 0xFB, 0xFF, 0xFF],
+        ];
+        for marker in 0xFBu8..=0xFF {
+            for fill in [0x00, 0x01, 0x3F, 0x7F, 0xFF] {
+                hostile.push([vec![1, marker], vec![fill; 16]].concat());
+            }
+        }
+        for bytes in hostile {
+            assert!(
+                matches!(
+                    Checkpoint::decode(&bytes),
+                    Err(CheckpointDecodeError::Bincode(_))
+                ),
+                "{bytes:02x?}"
+            );
+        }
     }
 }

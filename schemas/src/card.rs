@@ -101,6 +101,11 @@ impl Card {
     /// Parses `"As"`, `"Td"`; `"10d"` is accepted as `"Td"` because dealers write it so.
     pub fn parse(s: &str) -> Result<Card, CardError> {
         let bad = || CardError::Text(s.to_string());
+        // Lengths below are in bytes: a two-byte character ("é") would be cut inside
+        // itself, a panic on any JSON event naming such a card (found in review).
+        if !s.is_ascii() {
+            return Err(bad());
+        }
         let (r, su) = match s.len() {
             2 => (&s[..1], &s[1..]),
             3 if s.starts_with("10") => ("T", &s[2..]),

@@ -53,7 +53,7 @@ pub enum DecodeError {
     SeqZero,
 }
 
-fn bincode_config() -> impl bincode::config::Config {
+pub(crate) fn bincode_config() -> impl bincode::config::Config {
     bincode::config::standard().with_limit::<EVENT_LEN_MAX>()
 }
 
@@ -415,6 +415,30 @@ mod tests {
             assert_eq!(fast::event(&bytes), Some(e.clone()), "{e:?}");
             assert_eq!(decode(&bytes), Ok((e, WireFormat::Bincode)));
         }
+    }
+
+    /// Found in review: a JSON card of one two-byte character ("é") was cut inside it,
+    /// a panic in `decode` (a poison message for ingest, a panic in `verify`). Every
+    /// card in every sample, replaced by non-ASCII text, is an error.
+    #[test]
+    fn a_card_in_non_ascii_text_is_an_error_not_a_panic() {
+        let mut tried = 0;
+        for e in samples() {
+            let json = String::from_utf8(to_json(&e)).unwrap();
+            for card in Card::deck() {
+                let quoted = format!("\"{card}\"");
+                if !json.contains(&quoted) {
+                    continue;
+                }
+                for hostile in ["é", "Aé", "é♠", "10é", "1é", "♠", "ÀÁ"] {
+                    let bad = json.replace(&quoted, &format!("\"{hostile}\""));
+                    assert!(decode(bad.as_bytes()).is_err(), "{bad}");
+                    tried += 1;
+                }
+            }
+        }
+        assert!(tried > 50, "only {tried} cards replaced");
+        assert!(Card::parse("é").is_err());
     }
 
     /// Mutated messages: wherever the direct reader answers, bincode gives the same event,
