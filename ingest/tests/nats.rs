@@ -529,8 +529,7 @@ async fn a_head_that_is_not_the_devices_chain_confirms_nothing() {
             }),
             ..PublishOptions::default()
         };
-        let outcome =
-            simulator::publish_floor(&server.url(), floor.tables, 2, None, options).await;
+        let outcome = simulator::publish_floor(&server.url(), floor.tables, 2, None, options).await;
         let _ = stop.send(());
         forger.await.expect("forger");
         match (forged_seq, &outcome) {

@@ -479,12 +479,11 @@ impl Publisher {
     async fn republish(&mut self, wanted: impl Fn(Seq) -> bool) -> Result<(), Error> {
         let head = self.confirm()?;
         let pending: Vec<Published> = match self.outbox.as_mut() {
-            Some((o, _)) => {
-                o.pending()
-                    .filter(|p| wanted(p.event.seq))
-                    .cloned()
-                    .collect()
-            }
+            Some((o, _)) => o
+                .pending()
+                .filter(|p| wanted(p.event.seq))
+                .cloned()
+                .collect(),
             None => return Ok(()),
         };
         if pending.is_empty() {
