@@ -1,6 +1,6 @@
 //! `roundledger digest`: the ledger's state to hand to an outside party: every table's
 //! chain head, a Merkle root over them, the event count and the time (format in
-//! schemas/README.md §5). Taken only when every chain verifies. With `--sign-key`, signed
+//! schemas/README.md §6). Taken only when every chain verifies. With `--sign-key`, signed
 //! with the House's key (`roundledger keygen`), which binds the time too. Later,
 //! `roundledger verify --ledger DIR --against FILE [--signer KEY]` proves the ledger still
 //! extends it.

@@ -5,7 +5,7 @@
 //! With `--against DIGEST_FILE` (a digest written earlier by `roundledger digest`) it also
 //! proves the ledger still extends that digest: every table of the digest is present,
 //! verifies from genesis to its current head, and holds the digest's hash at the digest's
-//! seq (schemas/README.md §5); `--json` then prints the consistency proof. With an export,
+//! seq (schemas/README.md §6); `--json` then prints the consistency proof. With an export,
 //! it checks the export holds the digest's hash (and receipt, for ranges from seq 1) at
 //! every digest seq it covers: the history handed over is the one digested. `--signer KEY`
 //! also requires the digest to be signed with that public key (`digest --sign-key`), so
@@ -364,6 +364,14 @@ fn against(dir: &Path, digest: &Digest, json: bool) -> Result<Outcome> {
         }
         for t in &c.new_tables {
             println!("{:<12} new  not in the digest", t.as_str());
+        }
+        for b in &c.broken_new_tables {
+            println!(
+                "{:<12} BAD  not in the digest, and its chain does not verify: first bad position seq {}: {}",
+                b.table.as_str(),
+                b.seq,
+                b.problem
+            );
         }
         if let Some(q) = &c.quarantine {
             println!("{}", quarantine_consistency_line(q));

@@ -12,10 +12,11 @@ use crate::store::Store;
 use crate::verify::{verify_store, AtSeq, TableVerdict, VerifyReport};
 use crate::{Error, Ledger};
 use schemas::digest::{
-    check_consistency, Consistency, Digest, DigestHead, QuarantineAnchor, QuarantineNow, TableNow,
+    check_consistency, BrokenTable, Consistency, Digest, DigestHead, QuarantineAnchor,
+    QuarantineNow, TableNow,
 };
 use schemas::TableId;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Why no digest was taken.
 #[derive(Debug, thiserror::Error)]
@@ -147,12 +148,30 @@ fn consistency(
     if let crate::QuarantineVerdict::Ok { head, .. } = &report.quarantine {
         now = now.with_quarantine(anchor(head));
     }
+    let listed: BTreeSet<&TableId> = digest.tables.iter().map(|h| &h.table).collect();
+    let broken_new = report
+        .tables
+        .iter()
+        .filter_map(|t| match t {
+            TableVerdict::Bad {
+                table,
+                seq,
+                problem,
+            } if !listed.contains(table) => Some(BrokenTable {
+                table: table.clone(),
+                seq: *seq,
+                problem: problem.to_string(),
+            }),
+            _ => None,
+        })
+        .collect();
     let c = check_consistency(
         digest,
         now,
         |d| now_tables.get(&d.table).cloned(),
         quarantine,
-    );
+    )
+    .with_broken_new_tables(broken_new);
     match &report.arrival {
         crate::ArrivalVerdict::Ok { .. } => c,
         crate::ArrivalVerdict::Bad { call_id, problem } => {

@@ -1,7 +1,7 @@
 //! The ledger digest: the ledger's state handed to an outside party, and the checks that a
 //! later ledger still extends it (a transparency log's consistency check, per table chain).
 //! Pure: no I/O, no clock (the caller supplies `created_at_ns`), so an auditor can check a
-//! digest and a proof without sled, in Rust or from schemas/README.md §5.
+//! digest and a proof without sled, in Rust or from schemas/README.md §6.
 //!
 //! A digest lists every table's chain head (table, head seq, head hash, receipt), the
 //! quarantine chain's head (entries, hash), the total event count (the sum of the head
@@ -505,14 +505,21 @@ pub struct InclusionProof {
 }
 
 impl InclusionProof {
-    pub fn verify(&self) -> bool {
-        verify_inclusion(
-            &leaf_hash(&self.head),
-            self.index,
-            self.size,
-            &self.path,
-            &self.root,
-        )
+    /// That the proof puts its head in the digest `digest`, which the reader trusts (it
+    /// checked it, or its signature): the digest's root and its number of leaves, never
+    /// the proof's own. (Found in review: checked against the root and size it carried, a
+    /// proof of leaf 0 of a six-leaf tree also verified with sizes 5, 7 and 8.)
+    pub fn verify(&self, digest: &Digest) -> bool {
+        let size = digest.leaves().len() as u64;
+        self.root == digest.root
+            && self.size == size
+            && verify_inclusion(
+                &leaf_hash(&self.head),
+                self.index,
+                size,
+                &self.path,
+                &digest.root,
+            )
     }
 }
 
@@ -674,8 +681,13 @@ pub struct Consistency {
     pub now: Digest,
     /// One entry per table of the digest, in its order.
     pub tables: Vec<TableConsistency>,
-    /// Tables in the ledger now that the digest did not list (new since; not a failure).
+    /// Tables in the ledger now that the digest did not list and that verify (new since;
+    /// not a failure).
     pub new_tables: Vec<TableId>,
+    /// Tables the digest did not list whose chain does not verify: no digest names them,
+    /// but a ledger that does not verify passes no check (`with_broken_new_tables`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub broken_new_tables: Vec<BrokenTable>,
     /// The quarantine's result, when the digest names it (version 3), or when the quarantine
     /// no longer verifies (`chain_broken`, whatever the digest's version).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -687,11 +699,31 @@ pub struct Consistency {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arrival_problem: Option<String>,
     /// True when every table of the digest extends, the quarantine when it names one, and
-    /// the ledger's own chains verify (quarantine, arrival).
+    /// the ledger's own chains verify (quarantine, arrival, tables new since the digest).
     pub ok: bool,
 }
 
+/// A table whose chain does not verify, and the first bad position in it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BrokenTable {
+    pub table: TableId,
+    pub seq: u64,
+    pub problem: String,
+}
+
 impl Consistency {
+    /// The check of a ledger with tables the digest does not list and whose chains do not
+    /// verify: never ok when there is one. (Found in review: such a table was left out of
+    /// `new_tables` and of `now`, and the check passed a ledger plain `verify` failed.)
+    pub fn with_broken_new_tables(mut self, broken: Vec<BrokenTable>) -> Consistency {
+        if !broken.is_empty() {
+            self.ok = false;
+        }
+        self.broken_new_tables = broken;
+        self
+    }
+
     /// The check of a ledger whose arrival chain does not verify: never ok.
     pub fn with_arrival_problem(mut self, problem: String) -> Consistency {
         self.arrival_problem = Some(problem);
@@ -749,6 +781,7 @@ pub fn check_consistency(
         now,
         tables,
         new_tables,
+        broken_new_tables: Vec::new(),
         quarantine,
         arrival_problem: None,
         ok,
@@ -1319,7 +1352,13 @@ mod tests {
         for t in ["A", "B"] {
             let p = v3.inclusion(&TableId::new(t).unwrap()).expect("listed");
             assert_eq!(p.size, 3);
-            assert!(p.verify(), "{t}");
+            assert!(p.verify(&v3), "{t}");
+            // Only against the digest it came from, and only at its size.
+            assert!(!p.verify(&v2), "{t}");
+            for size in [2, 4, 8] {
+                let resized = InclusionProof { size, ..p.clone() };
+                assert!(!resized.verify(&v3), "{t} at size {size}");
+            }
         }
         let reread = Digest::from_json(&v3.to_json()).expect("reads back");
         assert_eq!(reread, v3);

@@ -1,4 +1,4 @@
-//! The ledger digest test vectors of schemas/README.md §5: table heads -> leaf hashes ->
+//! The ledger digest test vectors of schemas/README.md §6: table heads -> leaf hashes ->
 //! Merkle root, inclusion proofs, a complete digest file, and the same digest signed with
 //! a published test key (ed25519 signatures are deterministic, so the signature is too).
 //! vectors/digest-v3.json is the current format (leaves carry receipts, a last leaf names
