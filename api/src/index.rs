@@ -183,7 +183,7 @@ pub fn row_of(r: &RoundReport) -> RoundRow {
         disputes: r.disputes.len() as u32,
         findings: r.findings.len() as u32,
         worst_severity: r.findings.iter().map(|f| f.severity).max(),
-        difference: Money(r.disputes.iter().map(|d| d.difference.0).sum()),
+        difference: r.disputes.iter().map(|d| d.difference).sum(),
         in_progress: false,
     }
 }
@@ -488,8 +488,8 @@ fn apply(index: &RwLock<Index>, out: PassOut) -> Vec<FeedItem> {
         }
         t.finance.rounds += 1;
         if let Some(s) = &r.settlement {
-            let net: i64 = s.boxes.iter().flat_map(|b| &b.lines).map(|l| l.net.0).sum();
-            t.finance.win_rules = t.finance.win_rules - Money(net);
+            let net: Money = s.boxes.iter().flat_map(|b| &b.lines).map(|l| l.net).sum();
+            t.finance.win_rules = t.finance.win_rules - net;
         }
         let digest = Digest {
             row: row_of(&r),

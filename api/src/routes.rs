@@ -594,7 +594,7 @@ fn compute_pools(st: &AppState) -> Result<Vec<PoolView>, ReadError> {
         .map(|p| PoolView {
             last_shown: last_shown.get(p.pool.as_str()).copied(),
             wins: p.wins.len() as u64,
-            paid: Money(p.wins.iter().map(|w| w.amount.0).sum()),
+            paid: p.wins.iter().map(|w| w.amount).sum(),
             pool: p.pool,
             tables: p.tables,
             start: p.start,

@@ -6,7 +6,7 @@ use crate::source::{Source, SourceArgs};
 use crate::Outcome;
 use anyhow::{Context, Result};
 use schemas::report::{Dispute, RoundReport, Verdict};
-use schemas::{RoundId, TableId};
+use schemas::{Money, RoundId, TableId};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -94,7 +94,7 @@ impl AuditSummary {
         }
         self.disputed_rounds.extend(other.disputed_rounds);
         self.irregular_rounds.extend(other.irregular_rounds);
-        self.net_difference += other.net_difference;
+        self.net_difference = self.net_difference.saturating_add(other.net_difference);
     }
 
     fn add(&mut self, r: &RoundReport) {
@@ -104,7 +104,8 @@ impl AuditSummary {
             *self.findings_by_code.entry(f.code.clone()).or_default() += 1;
         }
         if !r.disputes.is_empty() {
-            self.net_difference += r.disputes.iter().map(|d| d.difference.0).sum::<i64>();
+            let difference: Money = r.disputes.iter().map(|d| d.difference).sum();
+            self.net_difference = self.net_difference.saturating_add(difference.0);
             self.disputed_rounds.push(DisputedRound {
                 table: r.table.clone(),
                 round: r.round,

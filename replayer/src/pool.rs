@@ -276,12 +276,12 @@ fn end_round(table: &TableId, t: &mut TableState, pools: &mut BTreeMap<PoolId, P
     for stake in t.current.stakes.values() {
         let chips = match *stake {
             Stake::Chips(m) => m.0,
-            Stake::Credits(c) => i64::from(c) * j.credit_value.0,
+            Stake::Credits(c) => i64::from(c).saturating_mul(j.credit_value.0),
         };
         if chips <= 0 {
             continue;
         }
-        let c = Money(chips * i64::from(j.contribution_bp) / 10_000);
+        let c = Money(chips).basis_points(j.contribution_bp);
         p.summary.contributions = p.summary.contributions + c;
         p.summary.contributing_stakes += 1;
         p.value = Some(p.value.unwrap_or_default() + c);

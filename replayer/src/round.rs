@@ -118,7 +118,7 @@ fn stake_value(s: Stake) -> i64 {
 
 fn stake_add(a: Stake, b: Stake) -> Stake {
     match (a, b) {
-        (Stake::Chips(x), Stake::Chips(y)) => Stake::Chips(x + y),
+        (Stake::Chips(x), Stake::Chips(y)) => Stake::Chips(x + y), // saturating (Money)
         (Stake::Credits(x), Stake::Credits(y)) => Stake::Credits(x.saturating_add(y)),
         // Mixed units on one bet: the later stake stands; the units are the device's error.
         (_, b) => b,
@@ -699,7 +699,7 @@ impl RoundState {
             let ante = bet_map.get(&BetKind::Ante).copied();
             let mut decision = decisions.get(&b).map(|d| d.0);
             if let (Some(ante), Some((Choice::Play, stake, q))) = (ante, decisions.get(&b)) {
-                let required = ante * play_multiple(rs);
+                let required = ante.saturating_mul(play_multiple(rs));
                 let placed = stake.map_or(required, |m| m.0);
                 if placed != required {
                     self.find(FindingKind::BetNotRequiredMultiple, vec![*q], Some(b), format!(

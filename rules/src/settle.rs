@@ -812,7 +812,7 @@ impl Ctx<'_> {
                 let win = match a.pays {
                     Pays::PoolBasisPoints(bp) => {
                         let before = self.pool;
-                        let amount = Money(before.0.max(0) * i64::from(bp) / 10_000);
+                        let amount = Money(before.0.max(0)).basis_points(bp);
                         self.pool = if bp >= 10_000 {
                             self.reset
                         } else {

@@ -185,27 +185,40 @@ impl Money {
     }
 }
 
+// Saturating, all of them: amounts come from devices, and two payouts of i64::MAX on one
+// line (a broken or hostile device) must give a replay with a dispute, not an overflow
+// panic (debug builds) or a wrapped, plausible-looking figure (release). No real table
+// comes near ±9.2e18 minor units, so saturation only ever marks such input.
 impl std::ops::Add for Money {
     type Output = Money;
     fn add(self, o: Money) -> Money {
-        Money(self.0 + o.0)
+        Money(self.0.saturating_add(o.0))
     }
 }
 impl std::ops::Sub for Money {
     type Output = Money;
     fn sub(self, o: Money) -> Money {
-        Money(self.0 - o.0)
+        Money(self.0.saturating_sub(o.0))
     }
 }
 impl std::ops::Neg for Money {
     type Output = Money;
     fn neg(self) -> Money {
-        Money(-self.0)
+        Money(self.0.saturating_neg())
     }
 }
 impl std::iter::Sum for Money {
     fn sum<I: Iterator<Item = Money>>(it: I) -> Money {
-        Money(it.map(|m| m.0).sum())
+        it.fold(Money::ZERO, |a, b| a + b)
+    }
+}
+
+impl Money {
+    /// `basis_points` / 10,000 of this amount, rounded toward zero, computed without
+    /// overflow (saturating only where the result itself exceeds i64).
+    pub fn basis_points(self, basis_points: u32) -> Money {
+        let exact = i128::from(self.0) * i128::from(basis_points) / 10_000;
+        Money(i64::try_from(exact).unwrap_or(if exact < 0 { i64::MIN } else { i64::MAX }))
     }
 }
 
