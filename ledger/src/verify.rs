@@ -4,8 +4,9 @@
 //! prev links, the persisted and in-memory heads), and each table's receipt over the stream
 //! seqs and receive times no event hash covers (`crate::arrival`), against the one its
 //! persisted head holds. Then recomputes the arrival chain over every append call: which
-//! records each call stored, in what order, with what stream seqs and receive times. Then
-//! the quarantine chain over the quarantine entries (`crate::quarantine`). Tables are
+//! records each call stored, in what order, with what stream seqs and receive times, and
+//! that no record is stored outside the calls. Then the quarantine chain over the
+//! quarantine entries (`crate::quarantine`). Tables are
 //! independent chains, so they are verified on one thread per core
 //! (`schemas::parallel::map_tables`); the report lists them in table order whatever the
 //! threads.
@@ -13,7 +14,10 @@
 //! It cannot detect the removal of a table's newest records together with a matching
 //! rewrite of its head and of the arrival chain, nor a whole table removed so: that needs a
 //! digest handed to an outside party earlier (`digest`, `schemas::digest`), which
-//! `verify --against` checks.
+//! `verify --against` checks. Nor events forged beyond a table's head with its head, its
+//! receipt and the arrival chain all rewritten to match (no hash here is keyed): a digest
+//! shows that as growth; what vouches for a table's newest events is the device's signed
+//! checkpoint (`crate::attest`, "not yet attested" until one covers them).
 
 use crate::quarantine::QuarantineVerdict;
 use crate::read::decode_head;
@@ -307,6 +311,31 @@ pub fn verify_arrival_within(
             "calls are chained but no arrival head is stored".to_string(),
         )),
     };
+    // Every record must be one an append call listed: a record added beside the calls
+    // (events forged beyond a table's head, its head and receipt rewritten to match) is
+    // otherwise in no hash but its own chain's (found in review). Each listed record
+    // exists (`ArrivalCheck::call`), so equal counts mean none is unlisted. A ledger from
+    // before the arrival index has no entries at all, and nothing to compare.
+    let head_problem = match head_problem {
+        None if chain.calls + chain.legacy > 0 => {
+            let mut stored = 0u64;
+            for k in store.keys(Space::Batch, &[], None) {
+                k?;
+                stored += 1;
+            }
+            (stored != chain.records).then(|| {
+                (
+                    chain.next,
+                    format!(
+                        "{stored} records are stored, the append calls list {}: records were {} outside any append call",
+                        chain.records,
+                        if stored > chain.records { "added" } else { "removed" }
+                    ),
+                )
+            })
+        }
+        other => other,
+    };
     Ok(match head_problem {
         Some((call_id, problem)) => ArrivalVerdict::Bad { call_id, problem },
         None => ArrivalVerdict::Ok {
@@ -325,6 +354,8 @@ struct ArrivalCheck {
     calls: u64,
     legacy: u64,
     last: Option<(u64, Hash32)>,
+    /// Records the entries checked so far list (legacy entries' too).
+    records: u64,
 }
 
 impl Default for ArrivalCheck {
@@ -335,6 +366,7 @@ impl Default for ArrivalCheck {
             calls: 0,
             legacy: 0,
             last: None,
+            records: 0,
         }
     }
 }
@@ -352,6 +384,7 @@ impl ArrivalCheck {
             Ok(e) => e,
             Err(e) => return Ok(Some(format!("its arrival entry is unreadable: {e}"))),
         };
+        self.records += entry.records.len() as u64;
         let Some(stored) = entry.hash else {
             if self.last.is_some() {
                 return Ok(Some(

@@ -692,6 +692,47 @@ fn inserted_events_beyond_the_head_are_named() {
     ));
 }
 
+/// Found in review: the same forged events with the head moved to them (and its receipt
+/// recomputed) passed `verify` and looked like ordinary growth against an earlier digest.
+/// The record is in no append call's arrival entry: that is now a failure of the arrival
+/// check, so a forger must also rewrite the arrival chain (which a digest does not name;
+/// device-signed checkpoints are what cover a table's newest events).
+#[test]
+fn events_forged_beyond_the_head_with_the_head_moved_are_caught() {
+    let (dir, digest, hb) = filled();
+    let forged: Vec<ledger::StoredEvent> = chain_from(&tb(), 31, hb[29], 5)
+        .into_iter()
+        .map(|(e, bytes)| ledger::StoredEvent {
+            seq: e.seq,
+            hash: schemas::event_hash(&e.prev, &bytes),
+            stream_seq: 999,
+            received_at_ns: T0_NS,
+            occurred_at_ns: e.occurred_at_ns,
+            round: e.round,
+            bytes,
+        })
+        .collect();
+    let last = forged.last().expect("forged").hash;
+    tamper(dir.path(), |raw| {
+        raw.put(Space::Batch, &record_key(31), encode_record(&forged));
+        forge_head(raw, &tb(), 35, last);
+    });
+    let r = verify_dir(dir.path());
+    every_table_verifies(&r);
+    match &r.arrival {
+        ArrivalVerdict::Bad { problem, .. } => assert!(
+            problem.contains("records are stored, the append calls list")
+                && problem.contains("added outside any append call"),
+            "{problem}"
+        ),
+        ok => panic!("the forged record was not seen: {ok:?}"),
+    }
+    assert!(!r.is_ok());
+    let store = SledStore::open(dir.path()).expect("store open");
+    let c = check_store_against(&store, &digest, T0_NS + 1).expect("check");
+    assert!(!c.ok, "{c:?}");
+}
+
 /// A record with no event, slipped in before the first (key seq 0): it adds nothing to
 /// the chain, and passed as seq 0 until review found it; now named at seq 1.
 #[test]
