@@ -217,7 +217,11 @@ pub(crate) fn load_state(store: &dyn Store) -> Result<State, Error> {
         recent_quarantine.insert(crate::quarantine::delivery_key(e.stream_seq, &e.bytes), id);
         *counters.entry(e.reason).or_insert(0) += 1;
         quarantined += 1;
-        next_quarantine_id = id + 1;
+        // A key at the end of the id space has no next id: only a hand (or a bug) writes
+        // one, and opening must say so, not overflow (found in review).
+        next_quarantine_id = id
+            .checked_add(1)
+            .ok_or_else(|| crate::record::corrupt("a quarantine entry has the last possible id"))?;
         chained = chained.next(id, &v);
     }
     // The stored head, not the one the entries give: appends extend what was committed, so

@@ -78,7 +78,10 @@ impl Pointer {
     pub fn end(&self) -> (u32, u64) {
         (
             self.segment,
-            self.offset + ENTRY_HEADER_LEN as u64 + u64::from(self.len),
+            // Saturating: a pointer read from a tampered store may name any offset.
+            self.offset
+                .saturating_add(ENTRY_HEADER_LEN as u64)
+                .saturating_add(u64::from(self.len)),
         )
     }
 
@@ -519,6 +522,21 @@ impl Iterator for Scan<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A pointer read from a tampered store may name any offset: where its entry ends is
+    /// computed without overflow (found in review: `referenced_end` panicked on one).
+    #[test]
+    fn the_end_of_a_pointer_at_the_last_offset_does_not_overflow() {
+        let p = Pointer {
+            segment: 3,
+            offset: u64::MAX - 1,
+            len: u32::MAX,
+            crc: 0,
+        };
+        assert_eq!(p.end(), (3, u64::MAX));
+        let decoded = Pointer::decode(&p.encode()).expect("decodes");
+        assert_eq!(decoded.end(), (3, u64::MAX));
+    }
 
     #[test]
     fn values_read_back_and_every_damage_is_named() {

@@ -1260,6 +1260,25 @@ fn an_added_quarantine_entry_is_named() {
     quarantine_bad(dir.path(), "the 4 entries stored chain to");
 }
 
+/// An entry put at the last possible id: opening the ledger overflowed computing the
+/// next id (found in review); it now refuses, naming it, and `verify` names the entry.
+#[test]
+fn a_quarantine_entry_at_the_last_id_is_refused_at_open() {
+    let dir = with_quarantine();
+    tamper(dir.path(), |raw| {
+        let v = raw
+            .get(Space::Quarantine, &quarantine_key(2))
+            .expect("entry 2");
+        raw.put(Space::Quarantine, &quarantine_key(u64::MAX), v);
+    });
+    let refused = Ledger::open(dir.path()).err().expect("open refuses");
+    assert!(
+        refused.to_string().contains("last possible id"),
+        "{refused}"
+    );
+    quarantine_bad(dir.path(), "more from id 18446744073709551615");
+}
+
 /// Entries written before the quarantine chain existed have no head: they verify as
 /// unanchored, and the next quarantined message writes a head that chains over all of them.
 #[test]
