@@ -26,7 +26,8 @@ pub struct RoundSummary {
 }
 
 impl RoundSummary {
-    pub(crate) fn encode(&self) -> Vec<u8> {
+    /// The stored form in the round index (`Space::Round`).
+    pub fn encode(&self) -> Vec<u8> {
         let mut w = W::default();
         w.u64(self.first_seq.0)
             .u64(self.last_seq.0)

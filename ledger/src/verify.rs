@@ -137,6 +137,11 @@ pub enum VerifyProblem {
         head_seq: u64,
         head_hash: Hash32,
     },
+    /// The round index (`Space::Round`, `Space::RoundTime`) disagrees with the records.
+    /// What evidence windows and the API's round lookups read, so an edit there would
+    /// shorten or move a round unseen.
+    #[error("round index: {0}")]
+    RoundIndex(String),
 }
 
 impl Ledger {
@@ -455,6 +460,8 @@ fn verify_table(
     let mut prev = GENESIS;
     let mut receipt = Hash32::ZERO;
     let mut next = 1u64;
+    // Each round's span in the records, as the append path indexes it.
+    let mut rounds: BTreeMap<u64, RoundSpan> = BTreeMap::new();
     for kv in store.range(Space::Batch, &tk, Some(&end)) {
         let (k, v) = match kv {
             Ok(kv) => kv,
@@ -515,6 +522,20 @@ fn verify_table(
             }
             prev = e.hash;
             receipt = schemas::digest::receipt_next(&receipt, e.stream_seq, e.received_at_ns);
+            if let Some(r) = e.round {
+                rounds
+                    .entry(r.0)
+                    .and_modify(|s| {
+                        s.last_seq = next;
+                        s.last_occurred_at_ns = e.occurred_at_ns;
+                    })
+                    .or_insert(RoundSpan {
+                        first_seq: next,
+                        last_seq: next,
+                        first_occurred_at_ns: e.occurred_at_ns,
+                        last_occurred_at_ns: e.occurred_at_ns,
+                    });
+            }
             if want == Some(next) {
                 at = Some(AtSeq {
                     hash: prev,
@@ -568,6 +589,9 @@ fn verify_table(
             ));
         }
     }
+    if let Some((seq, problem)) = check_round_index(store, table, &rounds)? {
+        return Ok((bad(seq, VerifyProblem::RoundIndex(problem)), at));
+    }
     let verdict = TableVerdict::Ok {
         head: ChainHead {
             table: table.clone(),
@@ -579,6 +603,98 @@ fn verify_table(
         receipt_in_head: stored_receipt.is_some(),
     };
     Ok((verdict, at))
+}
+
+/// A round's first and last event in the records, and their device times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct RoundSpan {
+    first_seq: u64,
+    last_seq: u64,
+    first_occurred_at_ns: i64,
+    last_occurred_at_ns: i64,
+}
+
+impl std::fmt::Display for RoundSpan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "seqs {}..={} (device times {}..={})",
+            self.first_seq, self.last_seq, self.first_occurred_at_ns, self.last_occurred_at_ns
+        )
+    }
+}
+
+/// Compares the table's round index with the rounds its verified records hold: every
+/// round summary must be the records' span of that round, none missing, none extra, and
+/// each round listed by its start time. The first disagreement, by round, and the seq to
+/// name (the round's first event).
+fn check_round_index(
+    store: &dyn Store,
+    table: &TableId,
+    rounds: &BTreeMap<u64, RoundSpan>,
+) -> Result<Option<(u64, String)>, Error> {
+    let tk = table_key(table);
+    let mut end = tk.clone();
+    end.extend_from_slice(&[0xff; 9]);
+    let mut stored: BTreeMap<u64, RoundSpan> = BTreeMap::new();
+    for kv in store.range(Space::Round, &tk, Some(&end)) {
+        let (k, v) = kv?;
+        let round = match k.get(tk.len()..).map(be_u64) {
+            Some(Ok(r)) => r,
+            _ => return Ok(Some((1, "a round key is unreadable".to_string()))),
+        };
+        let s = match crate::RoundSummary::decode(schemas::RoundId(round), &v) {
+            Ok(s) => s,
+            Err(e) => {
+                let at = rounds.get(&round).map_or(1, |r| r.first_seq);
+                return Ok(Some((
+                    at,
+                    format!("round {round}'s summary is unreadable: {e}"),
+                )));
+            }
+        };
+        stored.insert(
+            round,
+            RoundSpan {
+                first_seq: s.first_seq.0,
+                last_seq: s.last_seq.0,
+                first_occurred_at_ns: s.first_occurred_at_ns,
+                last_occurred_at_ns: s.last_occurred_at_ns,
+            },
+        );
+    }
+    let mut problems: Vec<(u64, String)> = Vec::new();
+    for (round, span) in rounds {
+        match stored.get(round) {
+            None => problems.push((
+                span.first_seq,
+                format!("round {round} ({span}) is not in the round index"),
+            )),
+            Some(s) if s != span => problems.push((
+                span.first_seq.min(s.first_seq.max(1)),
+                format!("the index says round {round} is {s}, the records {span}"),
+            )),
+            Some(_) => {
+                let mut by_time = record::ord_i64(span.first_occurred_at_ns).to_vec();
+                by_time.extend_from_slice(&record::seq_key(table, *round));
+                if store.get(Space::RoundTime, &by_time)?.is_none() {
+                    problems.push((
+                        span.first_seq,
+                        format!("round {round} ({span}) is not in the index by start time"),
+                    ));
+                }
+            }
+        }
+    }
+    for (round, s) in &stored {
+        if !rounds.contains_key(round) {
+            problems.push((
+                s.first_seq.max(1),
+                format!("the index lists round {round} ({s}), the records hold no event of it"),
+            ));
+        }
+    }
+    Ok(problems.into_iter().min_by_key(|(seq, _)| *seq))
 }
 
 /// The problem of the stored event expected at seq `next` after `prev`, if any.

@@ -10,7 +10,9 @@
 
 mod common;
 
-use common::{chain_from, fill, forge_head, incoming, rechain_arrival, table, Raw, T0_NS};
+use common::{
+    chain_from, fill, forge_head, incoming, rechain_arrival, reindex_rounds, table, Raw, T0_NS,
+};
 use ledger::digest::{check_store_against, digest_store};
 use ledger::record::{decode_record, encode_record, seq_key, table_key};
 use ledger::store::{SledStore, Space};
@@ -338,6 +340,7 @@ fn truncation_with_a_rewritten_head_is_caught_by_the_digest() {
     tamper(dir.path(), |raw| {
         raw.remove(Space::Batch, &record_key(21));
         forge_head(raw, &tb(), 20, hb[19]);
+        reindex_rounds(raw);
     });
     caught_by_the_arrival_chain_only(dir.path(), "a record it lists is missing");
     tamper(dir.path(), rechain_arrival);
@@ -373,6 +376,7 @@ fn rewritten_newest_event_with_its_head_is_caught_by_the_digest() {
             evs[9].bytes = bytes;
         });
         forge_head(raw, &tb(), 30, new_hash);
+        reindex_rounds(raw);
     });
     caught_by_the_arrival_chain_only(dir.path(), "differs from the recomputed");
     tamper(dir.path(), rechain_arrival);
@@ -716,6 +720,7 @@ fn events_forged_beyond_the_head_with_the_head_moved_are_caught() {
     tamper(dir.path(), |raw| {
         raw.put(Space::Batch, &record_key(31), encode_record(&forged));
         forge_head(raw, &tb(), 35, last);
+        reindex_rounds(raw);
     });
     let r = verify_dir(dir.path());
     every_table_verifies(&r);
@@ -731,6 +736,61 @@ fn events_forged_beyond_the_head_with_the_head_moved_are_caught() {
     let store = SledStore::open(dir.path()).expect("store open");
     let c = check_store_against(&store, &digest, T0_NS + 1).expect("check");
     assert!(!c.ok, "{c:?}");
+}
+
+/// Found in review: the round index was never checked, and evidence windows and the
+/// API's round lookups read it. A round's summary shortened (its payouts and close cut
+/// off), a round listed that the records do not hold, and a round's entry by start time
+/// removed: each is named at the round's first event.
+#[test]
+fn an_edited_round_index_is_named() {
+    use ledger::record::{ord_i64, seq_key};
+    let (dir, digest, _) = filled();
+    let l = Ledger::open(dir.path()).expect("open");
+    let rounds = l.rounds(&tb()).expect("rounds");
+    drop(l);
+    let long = rounds
+        .iter()
+        .find(|r| r.last_seq.0 > r.first_seq.0 + 1)
+        .expect("a round of several events")
+        .clone();
+    let key = seq_key(&tb(), long.round.0);
+
+    let shortened = ledger::RoundSummary {
+        last_seq: Seq(long.last_seq.0 - 1),
+        ..long.clone()
+    };
+    tamper(dir.path(), |raw| {
+        raw.put(Space::Round, &key, shortened.encode())
+    });
+    let (seq, problem) = first_bad(&verify_dir(dir.path()));
+    assert_eq!(seq, long.first_seq.0, "{problem}");
+    assert!(
+        matches!(&problem, VerifyProblem::RoundIndex(p) if p.contains("the index says round")),
+        "{problem}"
+    );
+    assert!(matches!(
+        tb_consistency(&against(dir.path(), &digest)),
+        TableConsistency::ChainBroken { .. }
+    ));
+
+    let (dir, _, _) = filled();
+    tamper(dir.path(), |raw| {
+        raw.put(Space::Round, &seq_key(&tb(), 9_999), long.encode())
+    });
+    let (seq, problem) = first_bad(&verify_dir(dir.path()));
+    assert_eq!(seq, long.first_seq.0, "{problem}");
+    assert!(problem.to_string().contains("round 9999"), "{problem}");
+
+    let (dir, _, _) = filled();
+    tamper(dir.path(), |raw| {
+        let mut by_time = ord_i64(long.first_occurred_at_ns).to_vec();
+        by_time.extend_from_slice(&key);
+        raw.remove(Space::RoundTime, &by_time)
+    });
+    let (seq, problem) = first_bad(&verify_dir(dir.path()));
+    assert_eq!(seq, long.first_seq.0, "{problem}");
+    assert!(problem.to_string().contains("by start time"), "{problem}");
 }
 
 /// A record with no event, slipped in before the first (key seq 0): it adds nothing to

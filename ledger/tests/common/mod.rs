@@ -356,6 +356,48 @@ pub fn rechain_arrival(raw: &Raw) {
     raw.put(Space::Meta, b"call_id", next.to_be_bytes().to_vec());
 }
 
+/// What the same attacker writes as the round index after editing records: every table's
+/// round summaries and rounds-by-start-time entries rebuilt from the records, as the
+/// append path writes them, so that `verify`'s index check agrees.
+pub fn reindex_rounds(raw: &Raw) {
+    use ledger::record::{ord_i64, seq_key, split_table_key};
+    use std::collections::BTreeMap;
+    for space in [Space::Round, Space::RoundTime] {
+        for k in raw.keys(space) {
+            raw.remove(space, &k);
+        }
+    }
+    let mut spans: BTreeMap<(TableId, u64), ledger::RoundSummary> = BTreeMap::new();
+    for k in raw.keys(Space::Batch) {
+        let (table, _) = split_table_key(&k).expect("record key");
+        let v = Store::get(raw, Space::Batch, &k)
+            .expect("get")
+            .expect("record");
+        for e in ledger::record::decode_record(&v).expect("record") {
+            let Some(r) = e.round else { continue };
+            spans
+                .entry((table.clone(), r.0))
+                .and_modify(|s| {
+                    s.last_seq = e.seq;
+                    s.last_occurred_at_ns = e.occurred_at_ns;
+                })
+                .or_insert(ledger::RoundSummary {
+                    round: r,
+                    first_seq: e.seq,
+                    last_seq: e.seq,
+                    first_occurred_at_ns: e.occurred_at_ns,
+                    last_occurred_at_ns: e.occurred_at_ns,
+                });
+        }
+    }
+    for ((table, r), s) in spans {
+        raw.put(Space::Round, &seq_key(&table, r), s.encode());
+        let mut by_time = ord_i64(s.first_occurred_at_ns).to_vec();
+        by_time.extend_from_slice(&seq_key(&table, r));
+        raw.put(Space::RoundTime, &by_time, Vec::new());
+    }
+}
+
 /// What the same attacker writes as a table's head after editing its records: `seq` and
 /// `hash`, and the receipt (`ledger::arrival`) recomputed over the records of seqs 1..=seq,
 /// so that the head agrees with the records.
