@@ -547,6 +547,128 @@ async fn a_head_that_is_not_the_devices_chain_confirms_nothing() {
     assert!(stream.cached_info().state.messages > 0);
 }
 
+/// Issue 5 (end-to-end exactly-once), found in review: a message JetStream acknowledged
+/// and then lost left a gap the device noticed only at the end of its run (its outbox
+/// republished on failed publishes, and once publishing was over); meanwhile the ledger
+/// held everything after it, for hours on a real table. Now a durable head that stands
+/// still while events are pending is republished for mid-run: the gap fills while the
+/// table is still publishing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gap_is_filled_while_the_device_still_publishes() {
+    let server = natsd::NatsServer::start().expect("nats-server");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ledger = open(dir.path());
+    let js = jetstream_ctx(&server.url()).await;
+    const SEED: u64 = 7_720;
+    const ROUNDS: u64 = 60;
+    // Each table's event count, counted apart from publishing.
+    let mut totals: BTreeMap<TableId, u64> = BTreeMap::new();
+    for mut t in Floor::new(2, SEED, FaultPlan::none())
+        .expect("floor")
+        .tables
+    {
+        let mut n = t.opening_events().expect("opening").len();
+        for _ in 0..ROUNDS {
+            n += t.play_round().expect("round").events.len();
+        }
+        n += t.closing_events().expect("closing").len();
+        totals.insert(t.table().clone(), n as u64);
+    }
+
+    let ingest = Running::start(&server.url(), ledger.clone());
+    let options = PublishOptions {
+        durable: Some(simulator::DurableWait {
+            republish_after: Duration::from_millis(300),
+            wait_max: WAIT,
+            ..simulator::DurableWait::default()
+        }),
+        ..PublishOptions::default()
+    };
+    let url = server.url();
+    let floor = Floor::new(2, SEED, FaultPlan::none()).expect("floor");
+    // About 15 s of publishing: 60 rounds per table at 4 per second.
+    let publishing = tokio::spawn(async move {
+        simulator::publish_floor(&url, floor.tables, ROUNDS, Some(4.0), options).await
+    });
+
+    // Stop ingest once it has taken some of the floor, lose one event it has not read,
+    // start it again.
+    let mut stream = js.get_stream(subjects::STREAM).await.expect("stream");
+    let messages = |n: u64| {
+        let mut stream = stream.clone();
+        async move {
+            let deadline = tokio::time::Instant::now() + WAIT;
+            loop {
+                let have = stream.info().await.expect("stream info").state.messages;
+                if have >= n {
+                    return have;
+                }
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "the stream never reached {n}"
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    };
+    let stopped_at = messages(100).await;
+    let first_run = ingest.stop().await;
+    messages(stopped_at + 40).await;
+    let mut lost = None;
+    for seq in (stopped_at + 10..stopped_at + 40).rev() {
+        let raw = stream.get_raw_message(seq).await.expect("read back");
+        if subjects::table_of_subject(&raw.subject).is_some() {
+            let (event, _) = codec::decode(&raw.payload).expect("an event");
+            assert!(stream.delete_message(seq).await.expect("delete"));
+            lost = Some((event.table, event.seq.0));
+            break;
+        }
+    }
+    let (table, lost_seq) = lost.expect("an event among the newest messages");
+    let ingest = Running::start(&server.url(), ledger.clone());
+
+    // The gap fills while the device still has much of its table to publish.
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let head_when_filled = loop {
+        if let Some(h) = ledger.head(&table).filter(|h| h.seq.0 > lost_seq) {
+            break h.seq.0;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the gap at {table} seq {lost_seq} never filled"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let total = totals[&table];
+    eprintln!("{table}: seq {lost_seq} lost; the gap filled with the head at {head_when_filled} of {total}");
+    assert!(
+        head_when_filled + 100 < total,
+        "{table}: the gap at seq {lost_seq} filled only when the head reached {head_when_filled} of {total}"
+    );
+
+    let published = publishing
+        .await
+        .expect("publishing task")
+        .expect("every event confirmed durable by the ledger");
+    let report = ingest.stop().await;
+    assert!(
+        first_run.stored > 0 && report.missing_in_stream == 1,
+        "{report:?}"
+    );
+    for (t, n) in &totals {
+        let want: Vec<(u64, Hash32)> = published
+            .events
+            .iter()
+            .filter(|r| &r.table == t)
+            .map(|r| (r.seq.0, r.hash))
+            .collect();
+        assert_eq!(want.len() as u64, *n, "{t}: published as counted");
+        assert_eq!(stored(&ledger, t), want, "{t}");
+    }
+    assert!(ledger.verify().expect("verify").is_ok());
+    let _ = &mut stream;
+}
+
 /// Issue 5 (end-to-end exactly-once): the stream loses messages before ingest reads them
 /// (deleted here, as a crash of a JetStream node before its fsync would lose them). The
 /// devices' outboxes still hold those events, see the ledger's durable head stop short of

@@ -223,7 +223,14 @@ pub async fn publish_floor(
             checkpoint_skipped: false,
             republish_rounds: 0,
             lost_since: None,
+            head_moved_at: tokio::time::Instant::now(),
             backoff: RepublishBackoff::new(
+                options
+                    .durable
+                    .as_ref()
+                    .map_or(Duration::ZERO, |d| d.republish_after),
+            ),
+            stall_backoff: RepublishBackoff::new(
                 options
                     .durable
                     .as_ref()
@@ -341,6 +348,14 @@ struct Publisher {
     republish_rounds: u32,
     /// When a publish first failed since the failed events were last republished.
     lost_since: Option<tokio::time::Instant>,
+    /// When the durable head last trimmed the outbox (or the outbox was last empty, or last
+    /// republished): a head standing still this long with events pending means the ledger
+    /// holds them behind a gap, or never got them.
+    head_moved_at: tokio::time::Instant,
+    /// How long the head may stand still before that republish: `republish_after`,
+    /// doubled after each (within the same bound), back to it when the head moves. Apart
+    /// from `backoff`, which every publish ack resets.
+    stall_backoff: RepublishBackoff,
     /// Events whose last publish failed: republished `backoff.wait()` after the first.
     failed: BTreeSet<Seq>,
     /// A checkpoint was not sent because publishes had failed: the end of the run vouches.
@@ -446,6 +461,16 @@ impl Publisher {
             self.backoff.republished();
             let failed = std::mem::take(&mut self.failed);
             self.republish(|seq| failed.contains(&seq)).await?;
+        }
+        // Every publish was acknowledged, yet the ledger's head has stood still with
+        // events pending: JetStream lost what it acknowledged (or ingest is down), and the
+        // ledger holds what followed behind the gap, at most `PENDING_PER_TABLE_MAX` per
+        // table. Republish what is pending now, not at the end of the run (found in
+        // review: a device running for hours left the gap open until then).
+        if self.outbox.is_some() && self.head_moved_at.elapsed() >= self.stall_backoff.wait() {
+            self.head_moved_at = tokio::time::Instant::now();
+            self.stall_backoff.republished();
+            self.republish(|_| true).await?;
         }
         Ok(())
     }
@@ -581,7 +606,13 @@ impl Publisher {
             return Ok(Seq(0));
         };
         if let Some((seq, hash)) = head {
-            outbox.confirm(seq, hash)?;
+            if outbox.confirm(seq, hash)? > 0 {
+                self.head_moved_at = tokio::time::Instant::now();
+                self.stall_backoff.acked();
+            }
+        }
+        if outbox.is_empty() {
+            self.head_moved_at = tokio::time::Instant::now();
         }
         Ok(outbox.durable())
     }
