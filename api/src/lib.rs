@@ -29,6 +29,7 @@ pub mod index;
 pub mod journal;
 pub mod rounds;
 mod routes;
+pub use routes::AUDITED_URI_PART_MAX;
 mod ui;
 
 pub use routes::ApiDoc;

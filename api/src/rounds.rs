@@ -46,7 +46,7 @@ pub fn locate_in_index(ix: &Index, table: &TableId, round: u64) -> Option<Locate
             .map(|(_, d)| d.row.last_seq.0),
         next_first: t
             .rounds
-            .range(round + 1..)
+            .range((std::ops::Bound::Excluded(round), std::ops::Bound::Unbounded))
             .next()
             .map(|(_, d)| d.row.first_seq.0),
         config_seq: t.configs.range(..=first_seq).next_back().copied(),

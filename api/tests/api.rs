@@ -460,6 +460,67 @@ async fn every_read_is_audited_and_only_admins_read_the_log() {
     );
 }
 
+/// Found in review: an unknown `/v1/` path fell through to the web UI's plain 404, with
+/// no token asked and no audit entry; and a query of 33,000 backslashes (JSON doubles
+/// each) made the audit entry too long for the journal, so a case change was saved while
+/// its audit failed (503). Now the unknown path is guarded and audited, and the log keeps
+/// at most `AUDITED_URI_PART_MAX` bytes of a path or query.
+#[tokio::test]
+async fn unknown_paths_and_long_queries_are_guarded_and_audited() {
+    let f = fixture();
+    let (table, round) = disputed(&f.app).await;
+    let before = f.state.audit.len();
+    let (s, _) = call(&f.app, "GET", "/v1/nope", None, None).await;
+    assert_eq!(s, StatusCode::UNAUTHORIZED);
+    let (s, _) = get(&f.app, "/v1/nope/deeper", ADMIN).await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
+    let (s, _) = get(&f.app, "/v1/nope", SURV).await;
+    assert_eq!(s, StatusCode::FORBIDDEN, "unlisted paths are the admin's");
+    assert_eq!(f.state.audit.len(), before + 3);
+
+    let (s, c) = call(
+        &f.app,
+        "POST",
+        "/v1/cases",
+        Some(SURV),
+        Some(json!({"table": table, "round": round, "title": "long query"})),
+    )
+    .await;
+    assert_eq!(s, StatusCode::CREATED, "{c}");
+    let id = c["id"].as_u64().unwrap();
+    let query = format!("x={}", "\\".repeat(33_000));
+    let (s, _) = call(
+        &f.app,
+        "POST",
+        &format!("/v1/cases/{id}/close?{query}"),
+        Some(SURV),
+        Some(json!({"decision": "paid correctly"})),
+    )
+    .await;
+    assert_eq!(
+        s,
+        StatusCode::OK,
+        "the close and its audit entry both written"
+    );
+    let (_, log) = get(&f.app, "/v1/audit?limit=1000", ADMIN).await;
+    let entry = log["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["path"] == format!("/v1/cases/{id}/close").as_str())
+        .expect("the close is audited");
+    let recorded = entry["query"].as_str().unwrap();
+    assert!(
+        recorded.len() < api::AUDITED_URI_PART_MAX + 40,
+        "{}",
+        recorded.len()
+    );
+    assert!(
+        recorded.ends_with(&format!("... ({} bytes)", query.len())),
+        "{recorded:.80}"
+    );
+}
+
 #[tokio::test]
 async fn cases_are_append_only_with_author_and_time() {
     let f = fixture();
