@@ -188,15 +188,11 @@ async fn publish_once(
 /// How many events the floor generates, counted apart from any publishing: what the
 /// ledger must hold in the end.
 fn floor_events(tables: usize, rounds: u64, seed: u64, start_ns: i64) -> u64 {
-    let mut n = 0;
-    for mut t in floor(tables, seed, start_ns).tables {
-        n += t.opening_events().expect("opening").len();
-        for _ in 0..rounds {
-            n += t.play_round().expect("round").events.len();
-        }
-        n += t.closing_events().expect("closing").len();
-    }
-    n as u64
+    floor(tables, seed, start_ns)
+        .tables
+        .into_iter()
+        .map(|t| t.events_in_a_run(rounds).expect("the floor plays"))
+        .sum()
 }
 
 /// Waits until the ingest consumer has every stream message acknowledged.

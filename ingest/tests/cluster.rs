@@ -65,15 +65,11 @@ fn floor() -> Floor {
 
 /// How many events the floor publishes (the simulator is deterministic for a seed).
 fn floor_events() -> u64 {
-    let mut n = 0;
-    for mut t in floor().tables {
-        n += t.opening_events().expect("opening").len();
-        for _ in 0..ROUNDS {
-            n += t.play_round().expect("round").events.len();
-        }
-        n += t.closing_events().expect("closing").len();
-    }
-    n as u64
+    floor()
+        .tables
+        .into_iter()
+        .map(|t| t.events_in_a_run(ROUNDS).expect("the floor plays"))
+        .sum()
 }
 
 /// Each running node's count of messages in its replica of the stream.

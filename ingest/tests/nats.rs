@@ -562,18 +562,12 @@ async fn a_gap_is_filled_while_the_device_still_publishes() {
     const SEED: u64 = 7_720;
     const ROUNDS: u64 = 60;
     // Each table's event count, counted apart from publishing.
-    let mut totals: BTreeMap<TableId, u64> = BTreeMap::new();
-    for mut t in Floor::new(2, SEED, FaultPlan::none())
+    let totals: BTreeMap<TableId, u64> = Floor::new(2, SEED, FaultPlan::none())
         .expect("floor")
         .tables
-    {
-        let mut n = t.opening_events().expect("opening").len();
-        for _ in 0..ROUNDS {
-            n += t.play_round().expect("round").events.len();
-        }
-        n += t.closing_events().expect("closing").len();
-        totals.insert(t.table().clone(), n as u64);
-    }
+        .into_iter()
+        .map(|t| (t.table().clone(), t.events_in_a_run(ROUNDS).expect("plays")))
+        .collect();
 
     let ingest = Running::start(&server.url(), ledger.clone());
     let options = PublishOptions {

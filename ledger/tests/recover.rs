@@ -70,10 +70,7 @@ fn rolled_back(
     // lost records in calls of its own, and must leave every receipt as it was.
     assert_eq!(digest.version, schemas::digest::DIGEST_VERSION);
     assert!(digest.tables.iter().all(|h| h.receipt.is_some()));
-    drop(l);
-    closed(dir);
-
-    put_back_sled_files(earlier.path(), dir);
+    roll_sled_back(l, earlier.path(), dir);
     {
         let store = SledStore::open(dir).expect("store");
         let against = check_store_against(&store, &digest, T0_NS).expect("check");
@@ -109,6 +106,15 @@ fn unreferenced_records(dir: &Path) -> usize {
     drop(store);
     closed(dir);
     n
+}
+
+/// Closes the ledger and puts sled's files back to the copy in `earlier`, the value log
+/// kept: sled silently losing every commit made since (the rollback RELIABILITY.md
+/// records).
+fn roll_sled_back(l: Ledger, earlier: &Path, dir: &Path) {
+    drop(l);
+    closed(dir);
+    put_back_sled_files(earlier, dir);
 }
 
 #[test]
@@ -347,10 +353,7 @@ fn quarantine_held_events_checkpoints_and_enrollments_of_lost_commits_come_back(
     let device_key = l.device_key(&c.table, &device_id()).expect("enrolled");
     let attestation = l.attestation(&c.table).expect("attested");
     assert_eq!((quarantine.len(), gaps.len()), (1, 1));
-    drop(l);
-    closed(dir.path());
-
-    put_back_sled_files(earlier.path(), dir.path());
+    roll_sled_back(l, earlier.path(), dir.path());
     {
         let store = SledStore::open(dir.path()).expect("store");
         assert_eq!(
@@ -443,9 +446,7 @@ fn a_quarantine_entry_put_back_under_another_id_is_put_back_once() {
     );
     l.flush().expect("flush");
     let lost = l.quarantine().expect("read").pop().expect("entry 1");
-    drop(l);
-    closed(dir.path());
-    put_back_sled_files(earlier.path(), dir.path());
+    roll_sled_back(l, earlier.path(), dir.path());
 
     // The recovery starts (its mark is kept to run it again below), and id 1 holds another
     // entry by the time entry 1 is put back.
@@ -567,10 +568,7 @@ fn a_lost_commit_that_released_a_held_event_leaves_no_gap_behind() {
     let heads = l.heads();
     assert_eq!(heads[0].seq.0, 4, "the held event was released");
     assert!(l.gaps().is_empty());
-    drop(l);
-    closed(dir.path());
-
-    put_back_sled_files(earlier.path(), dir.path());
+    roll_sled_back(l, earlier.path(), dir.path());
     let l = Ledger::open(dir.path()).expect("open after the loss");
     // The filling event is stored again and releases the held one it finds in sled, so
     // the released event's own copy in the record is a duplicate.
@@ -635,10 +633,7 @@ fn a_loss_larger_than_one_call_comes_back_in_calls_within_the_bound() {
     l.flush().expect("flush");
     let (heads, attestation) = (l.heads(), l.attestation(&c.table));
     assert_eq!(heads[0].seq.0, over as u64 + 2);
-    drop(l);
-    closed(dir.path());
-
-    put_back_sled_files(earlier.path(), dir.path());
+    roll_sled_back(l, earlier.path(), dir.path());
     let l = Ledger::open(dir.path()).expect("open after the loss");
     let found = l.recovered();
     assert_eq!(

@@ -658,24 +658,32 @@ fn inserted_record_inside_the_chain_is_named() {
     );
 }
 
+/// Well-formed events 31..=35 of T-B that chain correctly onto its head at 30.
+fn forged_past_the_head(hb: &[Hash32]) -> Vec<ledger::StoredEvent> {
+    chain_from(&tb(), 31, hb[29], 5)
+        .into_iter()
+        .map(|(e, bytes)| ledger::StoredEvent {
+            seq: e.seq,
+            hash: schemas::event_hash(&e.prev, &bytes),
+            stream_seq: 999,
+            received_at_ns: T0_NS,
+            occurred_at_ns: e.occurred_at_ns,
+            round: e.round,
+            bytes,
+        })
+        .collect()
+}
+
 #[test]
 fn inserted_events_beyond_the_head_are_named() {
     let (dir, digest, hb) = filled();
     tamper(dir.path(), |raw| {
-        // Well-formed events 31..=35 that chain correctly, without touching the head.
-        let forged: Vec<ledger::StoredEvent> = chain_from(&tb(), 31, hb[29], 5)
-            .into_iter()
-            .map(|(e, bytes)| ledger::StoredEvent {
-                seq: e.seq,
-                hash: schemas::event_hash(&e.prev, &bytes),
-                stream_seq: 999,
-                received_at_ns: T0_NS,
-                occurred_at_ns: e.occurred_at_ns,
-                round: e.round,
-                bytes,
-            })
-            .collect();
-        raw.put(Space::Batch, &record_key(31), encode_record(&forged));
+        // Without touching the head.
+        raw.put(
+            Space::Batch,
+            &record_key(31),
+            encode_record(&forged_past_the_head(&hb)),
+        );
     });
     let (seq, problem) = first_bad(&verify_dir(dir.path()));
     assert_eq!(seq, 31, "{problem}");
@@ -704,18 +712,7 @@ fn inserted_events_beyond_the_head_are_named() {
 #[test]
 fn events_forged_beyond_the_head_with_the_head_moved_are_caught() {
     let (dir, digest, hb) = filled();
-    let forged: Vec<ledger::StoredEvent> = chain_from(&tb(), 31, hb[29], 5)
-        .into_iter()
-        .map(|(e, bytes)| ledger::StoredEvent {
-            seq: e.seq,
-            hash: schemas::event_hash(&e.prev, &bytes),
-            stream_seq: 999,
-            received_at_ns: T0_NS,
-            occurred_at_ns: e.occurred_at_ns,
-            round: e.round,
-            bytes,
-        })
-        .collect();
+    let forged = forged_past_the_head(&hb);
     let last = forged.last().expect("forged").hash;
     tamper(dir.path(), |raw| {
         raw.put(Space::Batch, &record_key(31), encode_record(&forged));

@@ -770,7 +770,7 @@ impl RoundState {
                     d.line.name(),
                     d.expected,
                     d.recorded,
-                    Money(d.difference.0.abs())
+                    Money(d.difference.0.saturating_abs())
                 ),
             );
         }

@@ -94,3 +94,43 @@ fn extreme_amounts_replay_without_overflow() {
     assert!(touched > 1_000, "only {touched} amounts set");
     assert!(rounds > 100, "only {rounds} rounds replayed");
 }
+
+/// Saturation must not absorb what it marks: with only the recorded payouts at an
+/// extreme (the stakes as dealt, so the rules' figures are ordinary), every settled round
+/// that recorded a payout is disputed. (It found one more overflow: the dispute's text
+/// took the absolute value of a difference of i64::MIN.)
+#[test]
+fn extreme_recorded_payouts_are_disputed() {
+    let mut checked = 0;
+    for (name, events) in scenarios() {
+        for extreme in [i64::MAX, i64::MIN] {
+            let mut paid_rounds = std::collections::BTreeSet::new();
+            let mut text = String::new();
+            for e in &events {
+                let mut e = e.clone();
+                if e["body"]["type"] == "paid_out" {
+                    e["body"]["net"] = Value::from(extreme);
+                    paid_rounds.insert(e["round"].as_u64().unwrap());
+                }
+                text.push_str(&format!("{e}\n"));
+            }
+            let events: Vec<Event> = read_jsonl(&text).unwrap();
+            let Some(first) = events.first() else {
+                continue;
+            };
+            let seqd: Vec<(Seq, Event)> = events.iter().map(|e| (e.seq, e.clone())).collect();
+            for r in replay_table(first.table.clone(), &seqd) {
+                // A round the rules cannot settle (CSP6 §5.24) has no figure to compare.
+                if paid_rounds.contains(&r.round.0) && r.settlement.is_some() {
+                    assert!(
+                        !r.disputes.is_empty(),
+                        "{name} at {extreme}: round {} recorded payouts of {extreme} and no dispute",
+                        r.round.0
+                    );
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(checked > 50, "only {checked} rounds checked");
+}

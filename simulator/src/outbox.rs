@@ -159,9 +159,8 @@ mod tests {
     use crate::{default_config, FaultPlan, TableSim};
     use schemas::RuleSet;
 
-    #[test]
-    fn trims_to_the_durable_head_and_refuses_beyond_capacity() {
-        let table = TableId::new("OUT-1").unwrap();
+    /// A table's opening and first round, as its device publishes them.
+    fn opening_and_a_round(table: &TableId) -> Vec<Published> {
         let mut sim = TableSim::new(
             table.clone(),
             default_config(RuleSet::Csp6),
@@ -171,6 +170,13 @@ mod tests {
         .unwrap();
         let mut events = sim.opening_events().unwrap();
         events.extend(sim.play_round().unwrap().events);
+        events
+    }
+
+    #[test]
+    fn trims_to_the_durable_head_and_refuses_beyond_capacity() {
+        let table = TableId::new("OUT-1").unwrap();
+        let events = opening_and_a_round(&table);
         let n = events.len();
         let mut o = Outbox::new(table, n);
         for e in events.clone() {
@@ -197,15 +203,7 @@ mod tests {
     #[test]
     fn only_a_head_naming_the_devices_own_event_trims() {
         let table = TableId::new("OUT-2").unwrap();
-        let mut sim = TableSim::new(
-            table.clone(),
-            default_config(RuleSet::Csp6),
-            7,
-            FaultPlan::none(),
-        )
-        .unwrap();
-        let mut events = sim.opening_events().unwrap();
-        events.extend(sim.play_round().unwrap().events);
+        let events = opening_and_a_round(&table);
         let mut o = Outbox::new(table, 100);
         for e in events.clone() {
             o.push(e).unwrap();

@@ -230,6 +230,18 @@ impl TableSim {
         Seq(self.seq)
     }
 
+    /// How many events a run of this table publishes (`publish_floor`: the opening,
+    /// `rounds` rounds, the closing), generated here apart from any publishing: what a
+    /// ledger that took the run must hold.
+    pub fn events_in_a_run(mut self, rounds: u64) -> Result<u64, Error> {
+        let mut n = self.opening_events()?.len();
+        for _ in 0..rounds {
+            n += self.play_round()?.events.len();
+        }
+        n += self.closing_events()?.len();
+        Ok(n as u64)
+    }
+
     /// The table opens with its configuration: `TableOpened`.
     pub fn opening_events(&mut self) -> Result<Vec<Published>, Error> {
         if self.state != State::New {
