@@ -52,7 +52,15 @@ pub fn run(args: Args) -> Result<Outcome> {
         None => ledger::ExportRange::All,
     };
     let summary = ledger
-        .export(&ledger::ExportSelection { table, range }, &mut w)
+        .export(
+            &ledger::ExportSelection {
+                table,
+                range,
+                // A file is written as it goes: no bound beyond the disk's.
+                events_max: None,
+            },
+            &mut w,
+        )
         .with_context(|| format!("exporting to {}", args.out.display()))?;
     use std::io::Write;
     w.flush()?;

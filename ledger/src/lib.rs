@@ -112,6 +112,8 @@ pub enum Error {
     UnknownRound { table: TableId, round: u64 },
     #[error("export: {0}")]
     Export(String),
+    #[error("export: the selection holds {events} events, more than the {max} allowed (choose a table and fewer rounds)")]
+    ExportTooLarge { events: u64, max: u64 },
     #[error("writing the export: {0}")]
     Io(#[from] std::io::Error),
 }

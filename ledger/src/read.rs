@@ -140,6 +140,11 @@ pub struct ExportSelection {
     /// `None`: every table.
     pub table: Option<TableId>,
     pub range: ExportRange,
+    /// Most events the export may hold, whatever the range resolves to (`None`: no
+    /// bound). Checked once the range is resolved, before a byte is written: a caller
+    /// that holds the export in memory (the API) bounds it here, since a round range
+    /// can cover a whole table.
+    pub events_max: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -767,6 +772,12 @@ impl Ledger {
                 head: last.hash,
                 events: to - from + 1,
             });
+        }
+        if let Some(max) = sel.events_max {
+            let events = header.tables.iter().map(|t| t.events).sum::<u64>();
+            if events > max {
+                return Err(Error::ExportTooLarge { events, max });
+            }
         }
         let line = serde_json::to_string(&header).map_err(|e| Error::Export(e.to_string()))?;
         writeln!(w, "{line}")?;

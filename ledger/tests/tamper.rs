@@ -212,6 +212,52 @@ fn untouched_ledger_verifies_and_extends_its_digest() {
 /// An export the ledger writes verifies, without sled, to the summary the ledger returned;
 /// its receipts (recomputed from the export's stream seqs and receive times) are the ones
 /// the digest names, so the export checks against the digest.
+/// An export's bound holds whatever the range resolves to: a round range as wide as u64
+/// covers the whole table and is refused like `All`, before a byte is written (the API
+/// holds an export in memory and bounds it so).
+#[test]
+fn an_export_bound_holds_for_round_ranges_too() {
+    let (dir, _, _) = filled();
+    let l = Ledger::open(dir.path()).expect("open");
+    let every_round = |table: Option<TableId>, max| ledger::ExportSelection {
+        range: match table {
+            Some(_) => ledger::ExportRange::Rounds(0..=u64::MAX),
+            None => ledger::ExportRange::All,
+        },
+        table,
+        events_max: Some(max),
+    };
+    let mut out = Vec::new();
+    let refused = l
+        .export(&every_round(Some(tb()), EVENTS - 1), &mut out)
+        .expect_err("more events than allowed");
+    assert!(
+        matches!(refused, ledger::Error::ExportTooLarge { events, max } if max == EVENTS - 1 && events > max),
+        "{refused}"
+    );
+    assert!(
+        out.is_empty(),
+        "nothing is written before the bound is checked"
+    );
+    let refused = l
+        .export(&every_round(None, 3 * EVENTS - 1), &mut out)
+        .expect_err("every table is over the bound");
+    assert!(
+        matches!(refused, ledger::Error::ExportTooLarge { events, .. } if events == 3 * EVENTS)
+    );
+    assert!(out.is_empty());
+    // At the bound, the export is whole.
+    let all = l
+        .export(&every_round(None, 3 * EVENTS), &mut out)
+        .expect("at the bound");
+    assert_eq!(all.events, 3 * EVENTS);
+    out.clear();
+    let one = l
+        .export(&every_round(Some(tb()), EVENTS), &mut out)
+        .expect("one table at the bound");
+    assert!(one.events > 0 && one.events <= EVENTS, "{one:?}");
+}
+
 #[test]
 fn an_export_carries_the_receipts_the_digest_names() {
     let (dir, digest, _) = filled();
@@ -220,6 +266,7 @@ fn an_export_carries_the_receipts_the_digest_names() {
     let all = ledger::ExportSelection {
         table: None,
         range: ledger::ExportRange::All,
+        events_max: None,
     };
     let written = l.export(&all, &mut out).expect("export");
     let (read, found) =
