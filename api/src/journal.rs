@@ -9,9 +9,11 @@
 //!
 //! Invariants: append-only by construction (this type has no update and no delete, and opens
 //! the file in append mode); each append is written and `sync_data`'d before it returns, so
-//! a recorded read is durable before its response leaves; the chain is verified when the
-//! file is opened (a damaged journal refuses to open, naming the line); one `Journal` per
-//! file per process. Blocking: call it from `spawn_blocking` or a blocking thread.
+//! a recorded read is durable before its response leaves; a write that fails part way (a
+//! full disk, a failed sync) is cut back to the last whole entry, and if that cut fails
+//! too the journal takes no more entries (`JournalError::Broken`) rather than chain one
+//! after torn bytes; the chain is verified when the file is opened (a damaged journal
+//! refuses to open, naming the line); one `Journal` per file per process. Blocking: call it from `spawn_blocking` or a blocking thread.
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -44,6 +46,8 @@ pub enum JournalError {
     TooLong { len: usize },
     #[error("journal entry: {0}")]
     Json(#[from] serde_json::Error),
+    #[error("journal {path} takes no more entries: {detail}")]
+    Broken { path: PathBuf, detail: String },
 }
 
 #[derive(Serialize, Deserialize)]
@@ -60,6 +64,12 @@ struct Tail {
     offsets: Vec<u64>,
     end: u64,
     last: [u8; 32],
+    /// Set when a failed write could not be cut back: the file may end in torn bytes, and
+    /// an entry chained after them would make the journal unopenable, so none is.
+    broken: Option<String>,
+    /// Deterministic fault: the next write stops after this many bytes and fails.
+    #[cfg(test)]
+    torn_write: Option<usize>,
 }
 
 /// One append-only journal file.
@@ -137,6 +147,9 @@ impl Journal {
                 offsets,
                 end: pos,
                 last,
+                broken: None,
+                #[cfg(test)]
+                torn_write: None,
             }),
         })
     }
@@ -177,13 +190,36 @@ impl Journal {
             path: self.path.clone(),
             source,
         };
-        t.file.write_all(&bytes).map_err(io)?;
-        t.file.sync_data().map_err(io)?;
+        if let Some(detail) = &t.broken {
+            return Err(JournalError::Broken {
+                path: self.path.clone(),
+                detail: detail.clone(),
+            });
+        }
+        if let Err(e) = write_line(&mut t, &bytes) {
+            // Part of the line may be in the file (a full disk, a failed sync). Cut back
+            // to the last whole entry: chained after torn bytes, the next entry would be
+            // unreadable and the journal would refuse to open.
+            if let Err(cut) = t.file.set_len(t.end) {
+                t.broken = Some(format!(
+                    "a write failed ({e}) and cutting it back to byte {} failed too ({cut})",
+                    t.end
+                ));
+            }
+            return Err(io(e));
+        }
         let end = t.end;
         t.offsets.push(end);
         t.end += bytes.len() as u64;
         t.last = h;
         Ok(value)
+    }
+
+    /// Deterministic fault for tests: the next append's write stops after `bytes` bytes and
+    /// fails.
+    #[cfg(test)]
+    fn tear_next_write(&self, bytes: usize) {
+        self.lock().torn_write = Some(bytes);
     }
 
     /// Entries `offset..offset + limit` (from 0), oldest first.
@@ -233,6 +269,19 @@ impl Journal {
     }
 }
 
+/// Writes one whole line and syncs it.
+fn write_line(t: &mut Tail, bytes: &[u8]) -> std::io::Result<()> {
+    #[cfg(test)]
+    if let Some(k) = t.torn_write.take() {
+        t.file.write_all(&bytes[..k.min(bytes.len())])?;
+        return Err(std::io::Error::other(
+            "injected: the write stopped part way",
+        ));
+    }
+    t.file.write_all(bytes)?;
+    t.file.sync_data()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -263,5 +312,46 @@ mod tests {
         std::fs::write(&p, text).unwrap();
         let err = Journal::open(&p, |_, _| Ok(())).err().unwrap().to_string();
         assert!(err.contains("line 4"), "{err}");
+    }
+
+    #[test]
+    fn a_write_that_fails_part_way_is_cut_back_and_the_journal_goes_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("j.jsonl");
+        let j = Journal::open(&p, |_, _| Ok(())).unwrap();
+        for i in 0..3u64 {
+            j.append(|n| serde_json::json!({"n": n, "i": i})).unwrap();
+        }
+        let len_before = std::fs::metadata(&p).unwrap().len();
+        j.tear_next_write(17);
+        let err = j
+            .append(|n| serde_json::json!({"n": n, "i": 99}))
+            .expect_err("the injected write fails");
+        assert!(err.to_string().contains("part way"), "{err}");
+        assert_eq!(
+            std::fs::metadata(&p).unwrap().len(),
+            len_before,
+            "the torn bytes are cut back"
+        );
+        assert_eq!(j.len(), 3);
+        for i in 3..5u64 {
+            j.append(|n| serde_json::json!({"n": n, "i": i})).unwrap();
+        }
+        drop(j);
+        let mut seen = Vec::new();
+        let j = Journal::open(&p, |_, e| {
+            seen.push(serde_json::from_str::<serde_json::Value>(e).unwrap()["i"].clone());
+            Ok(())
+        })
+        .expect("the journal still opens");
+        assert_eq!(
+            seen,
+            (0..5u64).map(serde_json::Value::from).collect::<Vec<_>>()
+        );
+        let got: Vec<serde_json::Value> = j.read(3, 2).unwrap();
+        assert_eq!(
+            (got[0]["i"].clone(), got[1]["n"].clone()),
+            (3.into(), 5.into())
+        );
     }
 }
