@@ -286,14 +286,20 @@ fn write_line(t: &mut Tail, bytes: &[u8]) -> std::io::Result<()> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn appends_survive_reopen_and_damage_is_named() {
+    /// A journal of `entries` entries `{"n": n, "i": i}`, i from 0.
+    fn journal_of(entries: u64) -> (tempfile::TempDir, PathBuf, Journal) {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("j.jsonl");
         let j = Journal::open(&p, |_, _| Ok(())).unwrap();
-        for i in 0..5u64 {
+        for i in 0..entries {
             j.append(|n| serde_json::json!({"n": n, "i": i})).unwrap();
         }
+        (dir, p, j)
+    }
+
+    #[test]
+    fn appends_survive_reopen_and_damage_is_named() {
+        let (_dir, p, j) = journal_of(5);
         let got: Vec<serde_json::Value> = j.read(1, 2).unwrap();
         assert_eq!(got[0]["i"], 1);
         assert_eq!(got[1]["i"], 2);
@@ -316,12 +322,7 @@ mod tests {
 
     #[test]
     fn a_write_that_fails_part_way_is_cut_back_and_the_journal_goes_on() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("j.jsonl");
-        let j = Journal::open(&p, |_, _| Ok(())).unwrap();
-        for i in 0..3u64 {
-            j.append(|n| serde_json::json!({"n": n, "i": i})).unwrap();
-        }
+        let (_dir, p, j) = journal_of(3);
         let len_before = std::fs::metadata(&p).unwrap().len();
         j.tear_next_write(17);
         let err = j

@@ -923,13 +923,6 @@ async fn export(
             ledger::ExportRange::Rounds(a..=b)
         }
     };
-    if let Some(t) = &table {
-        if st.ledger.head(t).is_none() {
-            return Err(ReadError::NotFound(format!(
-                "table {t} is not in the ledger"
-            )));
-        }
-    }
     let ledger = st.ledger.clone();
     let body = blocking(move || {
         let mut out = Vec::new();
@@ -943,6 +936,11 @@ async fn export(
         match ledger.export(&sel, &mut out) {
             Err(e @ ledger::Error::ExportTooLarge { .. }) => {
                 return Err(ReadError::TooLarge(e.to_string()))
+            }
+            Err(ledger::Error::UnknownTable(t)) => {
+                return Err(ReadError::NotFound(format!(
+                    "table {t} is not in the ledger"
+                )))
             }
             other => other?,
         };

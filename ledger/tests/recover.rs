@@ -111,6 +111,15 @@ fn unreferenced_records(dir: &Path) -> usize {
 /// Closes the ledger and puts sled's files back to the copy in `earlier`, the value log
 /// kept: sled silently losing every commit made since (the rollback RELIABILITY.md
 /// records).
+/// Flushes and closes the ledger, then copies its directory (sled's files and the value
+/// log) to `earlier`: the state `roll_sled_back` later puts sled back to.
+fn keep_sled_as_of_now(l: Ledger, dir: &Path, earlier: &Path) {
+    l.flush().expect("flush");
+    drop(l);
+    closed(dir);
+    copy_dir(dir, earlier, true);
+}
+
 fn roll_sled_back(l: Ledger, earlier: &Path, dir: &Path) {
     drop(l);
     closed(dir);
@@ -315,10 +324,7 @@ fn quarantine_held_events_checkpoints_and_enrollments_of_lost_commits_come_back(
         .append_batch(&[c.announce(), c.announce()])
         .expect("append");
     assert!(out.iter().all(|o| matches!(o, Appended::Stored { .. })));
-    l.flush().expect("flush");
-    drop(l);
-    closed(dir.path());
-    copy_dir(dir.path(), earlier.path(), true);
+    keep_sled_as_of_now(l, dir.path(), earlier.path());
 
     let l = Ledger::open(dir.path()).expect("reopen");
     // As `serve` does at every start; the recovery below opens without it.
@@ -434,10 +440,7 @@ fn a_quarantine_entry_put_back_under_another_id_is_put_back_once() {
     };
     let l = Ledger::open(dir.path()).expect("open");
     l.append_batch(&[garbage(1)]).expect("append");
-    l.flush().expect("flush");
-    drop(l);
-    closed(dir.path());
-    copy_dir(dir.path(), earlier.path(), true);
+    keep_sled_as_of_now(l, dir.path(), earlier.path());
     let l = Ledger::open(dir.path()).expect("reopen");
     let out = l.append_batch(&[garbage(2)]).expect("append");
     assert!(
@@ -552,11 +555,8 @@ fn a_lost_commit_that_released_a_held_event_leaves_no_gap_behind() {
     let beyond_gap = c.announce();
     let out = l.append_batch(&[beyond_gap]).expect("append");
     assert!(matches!(out[0], Appended::Held { .. }), "{out:?}");
-    l.flush().expect("flush");
     assert_eq!(l.gaps().len(), 1);
-    drop(l);
-    closed(dir.path());
-    copy_dir(dir.path(), earlier.path(), true);
+    keep_sled_as_of_now(l, dir.path(), earlier.path());
 
     let l = Ledger::open(dir.path()).expect("reopen");
     let out = l.append_batch(&[filler]).expect("append");
@@ -609,10 +609,7 @@ fn a_loss_larger_than_one_call_comes_back_in_calls_within_the_bound() {
     let enroll = c.key_event(&admin, &device, KeyAction::Enroll);
     let out = l.append_batch(&[enroll, c.announce()]).expect("append");
     assert!(out.iter().all(|o| matches!(o, Appended::Stored { .. })));
-    l.flush().expect("flush");
-    drop(l);
-    closed(dir.path());
-    copy_dir(dir.path(), earlier.path(), true);
+    keep_sled_as_of_now(l, dir.path(), earlier.path());
 
     let l = Ledger::open(dir.path()).expect("reopen");
     let events: Vec<Incoming> = (0..over).map(|_| c.announce()).collect();
