@@ -13,7 +13,9 @@
 //! full disk, a failed sync) is cut back to the last whole entry, and if that cut fails
 //! too the journal takes no more entries (`JournalError::Broken`) rather than chain one
 //! after torn bytes; the chain is verified when the file is opened (a damaged journal
-//! refuses to open, naming the line); one `Journal` per file per process. Blocking: call it from `spawn_blocking` or a blocking thread.
+//! refuses to open, naming the line), except that bytes after the last newline (a line a
+//! crash or a full disk stopped part way: never an entry) are cut at open and reported
+//! (`torn_tail_cut`); one `Journal` per file per process. Blocking: call it from `spawn_blocking` or a blocking thread.
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -70,11 +72,16 @@ struct Tail {
     /// Deterministic fault: the next write stops after this many bytes and fails.
     #[cfg(test)]
     torn_write: Option<usize>,
+    /// Deterministic fault: the next cut-back after a failed write fails.
+    #[cfg(test)]
+    fail_next_cut: bool,
 }
 
 /// One append-only journal file.
 pub struct Journal {
     path: PathBuf,
+    /// Bytes of an unfinished last line cut at open.
+    torn_tail_cut: Option<u64>,
     tail: Mutex<Tail>,
 }
 
@@ -106,10 +113,11 @@ impl Journal {
         file.seek(SeekFrom::Start(0)).map_err(io)?;
         let mut reader = BufReader::new(&mut file);
         let (mut offsets, mut pos, mut last) = (Vec::new(), 0u64, [0u8; 32]);
-        let mut buf = String::new();
+        let mut torn_tail = None;
+        let mut buf = Vec::new();
         loop {
             buf.clear();
-            let n = reader.read_line(&mut buf).map_err(io)?;
+            let n = reader.read_until(b'\n', &mut buf).map_err(io)?;
             if n == 0 {
                 break;
             }
@@ -119,10 +127,15 @@ impl Journal {
                 line: no,
                 detail,
             };
-            if !buf.ends_with('\n') {
-                return Err(damaged("truncated line (no newline)".into()));
+            if buf.last() != Some(&b'\n') {
+                // Bytes after the last newline, at the end of the file: a write the crash
+                // or the full disk stopped part way (every line is written whole with its
+                // newline, then synced). They were never an entry, so they are cut: kept,
+                // the journal would refuse to open, and the server with it.
+                torn_tail = Some(n as u64);
+                break;
             }
-            let line: Line = serde_json::from_str(&buf).map_err(|e| damaged(e.to_string()))?;
+            let line: Line = serde_json::from_slice(&buf).map_err(|e| damaged(e.to_string()))?;
             if line.n != no || line.prev != hex::encode(last) {
                 return Err(damaged(format!(
                     "n {} prev {} does not follow line {}",
@@ -140,8 +153,14 @@ impl Journal {
             pos += n as u64;
             last = h;
         }
+        if let Some(bytes) = torn_tail {
+            file.set_len(pos).map_err(io)?;
+            file.sync_data().map_err(io)?;
+            tracing::warn!(journal = %path.display(), bytes, entries = offsets.len(), "cut an unfinished last line (a write a crash or full disk stopped part way)");
+        }
         Ok(Journal {
             path: path.to_path_buf(),
+            torn_tail_cut: torn_tail,
             tail: Mutex::new(Tail {
                 file,
                 offsets,
@@ -150,8 +169,15 @@ impl Journal {
                 broken: None,
                 #[cfg(test)]
                 torn_write: None,
+                #[cfg(test)]
+                fail_next_cut: false,
             }),
         })
+    }
+
+    /// Bytes of an unfinished last line cut when the journal was opened, if any.
+    pub fn torn_tail_cut(&self) -> Option<u64> {
+        self.torn_tail_cut
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Tail> {
@@ -200,7 +226,7 @@ impl Journal {
             // Part of the line may be in the file (a full disk, a failed sync). Cut back
             // to the last whole entry: chained after torn bytes, the next entry would be
             // unreadable and the journal would refuse to open.
-            if let Err(cut) = t.file.set_len(t.end) {
+            if let Err(cut) = cut_back(&mut t) {
                 t.broken = Some(format!(
                     "a write failed ({e}) and cutting it back to byte {} failed too ({cut})",
                     t.end
@@ -220,6 +246,12 @@ impl Journal {
     #[cfg(test)]
     fn tear_next_write(&self, bytes: usize) {
         self.lock().torn_write = Some(bytes);
+    }
+
+    /// Deterministic fault for tests: the cut-back after the next failed write fails.
+    #[cfg(test)]
+    fn fail_next_cut(&self) {
+        self.lock().fail_next_cut = true;
     }
 
     /// Entries `offset..offset + limit` (from 0), oldest first.
@@ -267,6 +299,15 @@ impl Journal {
         }
         Ok(out)
     }
+}
+
+/// Cuts the file back to the end of its last whole entry.
+fn cut_back(t: &mut Tail) -> std::io::Result<()> {
+    #[cfg(test)]
+    if std::mem::take(&mut t.fail_next_cut) {
+        return Err(std::io::Error::other("injected: the cut failed"));
+    }
+    t.file.set_len(t.end)
 }
 
 /// Writes one whole line and syncs it.
@@ -354,5 +395,65 @@ mod tests {
             (got[0]["i"].clone(), got[1]["n"].clone()),
             (3.into(), 5.into())
         );
+    }
+
+    /// A line that a crash or a full disk stopped part way (no newline: lines are written
+    /// whole) was never an entry: open cuts it instead of refusing the journal, which kept
+    /// the server from starting. A damaged whole line is still refused.
+    #[test]
+    fn an_unfinished_last_line_is_cut_at_open() {
+        let (_dir, p, j) = journal_of(3);
+        drop(j);
+        let whole = std::fs::read(&p).unwrap();
+        let mut torn = whole.clone();
+        torn.extend_from_slice("{\"n\":4,\"prev\":\"ab\u{e9}".as_bytes());
+        torn.push(0xc3); // half of a two-byte character
+        std::fs::write(&p, &torn).unwrap();
+        let j = Journal::open(&p, |_, _| Ok(())).expect("opens past an unfinished line");
+        assert_eq!(j.torn_tail_cut(), Some((torn.len() - whole.len()) as u64));
+        assert_eq!(j.len(), 3);
+        assert_eq!(
+            std::fs::read(&p).unwrap(),
+            whole,
+            "cut back to the whole lines"
+        );
+        j.append(|n| serde_json::json!({"n": n, "i": 3})).unwrap();
+        drop(j);
+        let j = Journal::open(&p, |_, _| Ok(())).unwrap();
+        assert_eq!((j.len(), j.torn_tail_cut()), (4, None));
+        drop(j);
+        let mut damaged = std::fs::read(&p).unwrap();
+        damaged.extend_from_slice(b"{\"n\":5}\n");
+        std::fs::write(&p, &damaged).unwrap();
+        let err = Journal::open(&p, |_, _| Ok(())).err().unwrap().to_string();
+        assert!(err.contains("line 5"), "{err}");
+    }
+
+    /// A failed write whose cut-back fails too: the file may end in torn bytes, so the
+    /// journal takes no entry (each would be chained after them) until it is opened again,
+    /// which cuts them.
+    #[test]
+    fn a_journal_whose_cut_back_failed_takes_no_more_entries_until_reopened() {
+        let (_dir, p, j) = journal_of(3);
+        let len_before = std::fs::metadata(&p).unwrap().len();
+        j.tear_next_write(17);
+        j.fail_next_cut();
+        let err = j
+            .append(|n| serde_json::json!({"n": n, "i": 99}))
+            .expect_err("the injected write fails");
+        assert!(err.to_string().contains("part way"), "{err}");
+        let err = j
+            .append(|n| serde_json::json!({"n": n, "i": 3}))
+            .expect_err("a broken journal takes no entry");
+        assert!(matches!(err, JournalError::Broken { .. }), "{err}");
+        assert!(err.to_string().contains("cutting it back"), "{err}");
+        assert_eq!(std::fs::metadata(&p).unwrap().len(), len_before + 17);
+        assert_eq!(j.len(), 3);
+        drop(j);
+        let j = Journal::open(&p, |_, _| Ok(())).expect("open cuts the torn bytes");
+        assert_eq!((j.len(), j.torn_tail_cut()), (3, Some(17)));
+        j.append(|n| serde_json::json!({"n": n, "i": 3})).unwrap();
+        let got: Vec<serde_json::Value> = j.read(3, 1).unwrap();
+        assert_eq!(got[0]["n"], 4);
     }
 }
