@@ -244,7 +244,7 @@ impl Journal {
     /// Deterministic fault for tests: the next append's write stops after `bytes` bytes and
     /// fails.
     #[cfg(test)]
-    fn tear_next_write(&self, bytes: usize) {
+    pub(crate) fn tear_next_write(&self, bytes: usize) {
         self.lock().torn_write = Some(bytes);
     }
 

@@ -12,7 +12,10 @@
 //!   role policy is one table (`auth::allowed`).
 //! - Every `/v1/` request, allowed or refused, is recorded in the audit log (who, role,
 //!   what, when, status) and synced to disk before its response is returned; if the log
-//!   cannot be written, the response is 503 and carries no data.
+//!   cannot be written, the response is 503 and carries no data. A request that changes
+//!   something (a case: not GET) is also recorded when it arrives, before it runs, and
+//!   does not run unless that entry is written: no change without an entry naming who
+//!   asked for it.
 //! - sled and file I/O run on the blocking pool (`spawn_blocking`), never on an async
 //!   runtime thread.
 //! - Every list is paged and capped (`LIST_LIMIT_MAX`, `AUDIT_LIMIT_MAX`); every body type is

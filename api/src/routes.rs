@@ -10,7 +10,7 @@ use crate::{
 /// Most events one `GET /v1/export` holds, whatever its range.
 pub const EXPORT_EVENTS_MAX: u64 = 2_000_000;
 use axum::extract::{Path, Query, Request, State};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -148,7 +148,11 @@ fn audited(part: &str) -> String {
 }
 
 /// The access guard: resolves the token, applies the role policy, runs the handler, and
-/// records the request in the audit log before the response leaves.
+/// records the request in the audit log before the response leaves. A request that
+/// changes something (a case: not GET) is recorded before it runs too, and does not run
+/// unless that entry is written: a change is never made without an audit entry naming
+/// who asked for it (found in review: the case change was saved, then its audit entry
+/// failed).
 async fn guard(State(st): State<Shared>, mut req: Request, next: Next) -> Response {
     let method = req.method().as_str().to_string();
     let path = audited(req.uri().path());
@@ -159,6 +163,25 @@ async fn guard(State(st): State<Shared>, mut req: Request, next: Next) -> Respon
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .and_then(|t| st.tokens.caller(t.trim()).cloned());
+    let clock = st.clock;
+    let entry = |status: Option<u16>, received: Option<u64>| {
+        let (method, path, query, caller) =
+            (method.clone(), path.clone(), query.clone(), caller.clone());
+        move |id| AuditEntry {
+            id,
+            at_ns: clock(),
+            who: caller
+                .as_ref()
+                .map_or_else(|| "anonymous".to_string(), |c| c.name.clone()),
+            role: caller.as_ref().map(|c| c.role),
+            method,
+            path,
+            query,
+            status,
+            received,
+        }
+    };
+    let mut received = None;
     let response = match &caller {
         None => error(
             StatusCode::UNAUTHORIZED,
@@ -169,45 +192,41 @@ async fn guard(State(st): State<Shared>, mut req: Request, next: Next) -> Respon
             format!("role {} may not use {method} {path}", c.role.name()),
         ),
         Some(c) => {
+            if !matches!(req.method(), &Method::GET | &Method::HEAD) {
+                match record(&st, entry(None, None)).await {
+                    Ok(id) => received = Some(id),
+                    Err(refused) => return refused,
+                }
+            }
             req.extensions_mut().insert(c.clone());
             next.run(req).await
         }
     };
     let status = response.status().as_u16();
-    let at_ns = (st.clock)();
-    let s = st.clone();
-    let written = tokio::task::spawn_blocking(move || {
-        s.audit.append(|id| AuditEntry {
-            id,
-            at_ns,
-            who: caller
-                .as_ref()
-                .map_or_else(|| "anonymous".to_string(), |c| c.name.clone()),
-            role: caller.as_ref().map(|c| c.role),
-            method,
-            path,
-            query,
-            status,
-        })
-    })
-    .await;
-    match written {
-        Ok(Ok(_)) => response,
-        Ok(Err(e)) => {
-            tracing::error!("audit log: {e}");
-            error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "the audit log cannot be written; no data is served",
-            )
-        }
-        Err(e) => {
-            tracing::error!("audit log task: {e}");
-            error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "the audit log cannot be written; no data is served",
-            )
-        }
+    match record(&st, entry(Some(status), received)).await {
+        Ok(_) => response,
+        Err(refused) => refused,
     }
+}
+
+/// Appends one audit entry (on a blocking thread: the journal syncs); its id, or the 503
+/// to answer instead.
+async fn record(
+    st: &Shared,
+    make: impl FnOnce(u64) -> AuditEntry + Send + 'static,
+) -> Result<u64, Response> {
+    let s = st.clone();
+    let written = tokio::task::spawn_blocking(move || s.audit.append(make).map(|e| e.id)).await;
+    let failure = match written {
+        Ok(Ok(id)) => return Ok(id),
+        Ok(Err(e)) => e.to_string(),
+        Err(e) => format!("task: {e}"),
+    };
+    tracing::error!("audit log: {failure}");
+    Err(error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "the audit log cannot be written; no data is served",
+    ))
 }
 
 /// Paging of every list.
@@ -983,4 +1002,80 @@ async fn audit(
         offset,
         limit,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::{AccessConfig, TokenConfig};
+    use axum::body::Body;
+    use tower::ServiceExt;
+
+    const SURV: &str = "surveillance-token-0123456789abcdef";
+
+    async fn post(app: &axum::Router, path: &str, body: serde_json::Value) -> StatusCode {
+        let req = axum::http::Request::builder()
+            .method("POST")
+            .uri(path)
+            .header("authorization", format!("Bearer {SURV}"))
+            .header("content-type", "application/json")
+            .body(Body::from(body.to_string()))
+            .unwrap();
+        app.clone().oneshot(req).await.unwrap().status()
+    }
+
+    /// A change is made only when its audit entry is written first: with the audit log
+    /// failing, a note is refused (503) and not saved. Found in review: the note was saved,
+    /// then its audit entry failed, and nothing in the log named the change.
+    #[tokio::test]
+    async fn a_change_is_not_made_unless_its_audit_entry_is_written_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = std::sync::Arc::new(ledger::Ledger::open(dir.path().join("ledger")).unwrap());
+        let access = AccessConfig {
+            tokens: vec![TokenConfig {
+                name: "sam.surveillance".into(),
+                role: Role::Surveillance,
+                token: SURV.into(),
+            }],
+        };
+        let (_stop, rx) = tokio::sync::watch::channel(false);
+        let st = crate::AppState::new(ledger, &access, &dir.path().join("api"), || 7, rx).unwrap();
+        let sam = Caller {
+            name: "sam.surveillance".into(),
+            role: Role::Surveillance,
+        };
+        let opened = CaseAction::Opened {
+            table: TableId::new("T-01").unwrap(),
+            round: RoundId(1),
+            title: "short pay".into(),
+        };
+        st.cases.act(None, opened, &sam, 1).unwrap();
+        let app = crate::router(st.clone());
+
+        st.audit.tear_next_write(10);
+        let s = post(
+            &app,
+            "/v1/cases/1/notes",
+            serde_json::json!({"text": "lost?"}),
+        )
+        .await;
+        assert_eq!(s, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(st.cases.get(1).unwrap().entries.len(), 1, "no note saved");
+        assert_eq!(st.audit.len(), 0, "the torn entry is cut back");
+
+        let s = post(
+            &app,
+            "/v1/cases/1/notes",
+            serde_json::json!({"text": "seen"}),
+        )
+        .await;
+        assert_eq!(s, StatusCode::OK);
+        assert_eq!(st.cases.get(1).unwrap().entries.len(), 2);
+        let log: Vec<AuditEntry> = st.audit.read(0, 10).unwrap();
+        let got: Vec<_> = log.iter().map(|e| (e.id, e.status, e.received)).collect();
+        assert_eq!(got, [(1, None, None), (2, Some(200), Some(1))]);
+        assert!(log
+            .iter()
+            .all(|e| e.who == "sam.surveillance" && e.path == "/v1/cases/1/notes"));
+    }
 }

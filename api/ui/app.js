@@ -400,9 +400,9 @@ async function auditView(view, q) {
     const first = await api("/v1/audit?limit=1");
     const off = q.get("offset") != null ? Number(q.get("offset")) : Math.max(0, first.total - PAGE);
     const page = await api(`/v1/audit?limit=${PAGE}&offset=${off}`);
-    view.innerHTML = `<div class="card"><h1>Audit log</h1><p class="hint">Every API request: who, role, what, when, and the answer. Append-only; this page is recorded too.</p>
+    view.innerHTML = `<div class="card"><h1>Audit log</h1><p class="hint">Every API request: who, role, what, when, and the answer. A change (a case) is recorded when received, before it is made, and again with its answer. Append-only; this page is recorded too.</p>
       <table class="list"><thead><tr><th class="num">#</th><th>When</th><th>Who</th><th>Role</th><th>Request</th><th class="num">Status</th></tr></thead><tbody>
-      ${page.items.slice().reverse().map(a => `<tr><td class="num">${a.id}</td><td>${time(a.at_ns)}</td><td>${esc(a.who)}</td><td>${esc(a.role || "")}</td><td><code>${esc(a.method)} ${esc(a.path)}${a.query ? "?" + esc(a.query) : ""}</code></td><td class="num">${a.status}</td></tr>`).join("")}
+      ${page.items.slice().reverse().map(a => `<tr><td class="num">${a.id}</td><td>${time(a.at_ns)}</td><td>${esc(a.who)}</td><td>${esc(a.role || "")}</td><td><code>${esc(a.method)} ${esc(a.path)}${a.query ? "?" + esc(a.query) : ""}</code></td><td class="num">${a.status ?? "received"}${a.received ? ` (of #${a.received})` : ""}</td></tr>`).join("")}
       </tbody></table>${pager(new URLSearchParams({ offset: off }), page.total, "#/audit")}</div>`;
   } catch (e) { failed(view, e); }
 }

@@ -487,7 +487,12 @@ pub struct AuditEntry {
     pub method: String,
     pub path: String,
     pub query: String,
-    pub status: u16,
+    /// The answer's HTTP status. Absent on the entry a request that changes something
+    /// (not GET) gets before it runs: no change is made unless that entry is written.
+    pub status: Option<u16>,
+    /// On the answer to such a request: the id of the entry written when it arrived.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub received: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
