@@ -5,7 +5,9 @@
 //!
 //! Invariants: entries are never changed or removed; a note or a close on a closed or
 //! unknown case is refused (409/404), so a closed case's record ends with its decision;
-//! text lengths are capped (`CASE_TEXT_LEN_MAX`); blocking (file I/O) on `spawn_blocking`.
+//! text lengths are capped (`CASE_TEXT_LEN_MAX`), and so are a case's entries
+//! (`CASE_ENTRIES_MAX`, the last place kept for the close, so a case can always be closed);
+//! a list copies only its page; blocking (file I/O) on `spawn_blocking`.
 
 use crate::auth::Caller;
 use crate::journal::{Journal, JournalError};
@@ -18,6 +20,11 @@ use std::sync::Mutex;
 /// Longest title, note or decision.
 pub const CASE_TEXT_LEN_MAX: usize = 8_000;
 
+/// Most entries of one case (its opening, notes and close): every view of the case holds
+/// them all, so without a bound one case could grow the server's memory and every answer
+/// naming it without limit.
+pub const CASE_ENTRIES_MAX: usize = 1_000;
+
 /// Why a case change was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum CaseError {
@@ -27,6 +34,8 @@ pub enum CaseError {
     Closed(u64),
     #[error("{0}")]
     Invalid(String),
+    #[error("case {id} holds {entries} entries, the most a case takes before its close; close it and open another")]
+    Full { id: u64, entries: usize },
     #[error(transparent)]
     Journal(#[from] JournalError),
 }
@@ -35,6 +44,8 @@ pub enum CaseError {
 pub struct Cases {
     journal: Journal,
     views: Mutex<BTreeMap<u64, CaseView>>,
+    /// `CASE_ENTRIES_MAX` (smaller in tests).
+    entries_max: usize,
 }
 
 fn fold(views: &mut BTreeMap<u64, CaseView>, e: &CaseEntry) -> Result<(), String> {
@@ -96,6 +107,7 @@ impl Cases {
         Ok(Cases {
             journal,
             views: Mutex::new(views),
+            entries_max: CASE_ENTRIES_MAX,
         })
     }
 
@@ -105,12 +117,32 @@ impl Cases {
 
     /// Every case, newest first, optionally only those of one round.
     pub fn list(&self, on: Option<(&TableId, RoundId)>) -> Vec<CaseView> {
-        self.lock()
-            .values()
-            .rev()
-            .filter(|c| on.is_none_or(|(t, r)| &c.table == t && c.round == r))
-            .cloned()
-            .collect()
+        self.page(
+            |c| on.is_none_or(|(t, r)| &c.table == t && c.round == r),
+            0,
+            u64::MAX,
+        )
+        .1
+    }
+
+    /// How many cases `wanted` picks, and `limit` of them after skipping `offset`, newest
+    /// first; only the page is copied.
+    pub fn page(
+        &self,
+        wanted: impl Fn(&CaseView) -> bool,
+        offset: u64,
+        limit: u64,
+    ) -> (u64, Vec<CaseView>) {
+        let views = self.lock();
+        let mut total = 0u64;
+        let mut items = Vec::new();
+        for c in views.values().rev().filter(|c| wanted(c)) {
+            if total >= offset && (items.len() as u64) < limit {
+                items.push(c.clone());
+            }
+            total += 1;
+        }
+        (total, items)
     }
 
     pub fn get(&self, id: u64) -> Option<CaseView> {
@@ -139,6 +171,17 @@ impl Cases {
                 if !v.open {
                     return Err(CaseError::Closed(id));
                 }
+                // The last place is the close's.
+                let room = match action {
+                    CaseAction::Closed { .. } => self.entries_max,
+                    _ => self.entries_max - 1,
+                };
+                if v.entries.len() >= room {
+                    return Err(CaseError::Full {
+                        id,
+                        entries: v.entries.len(),
+                    });
+                }
                 id
             }
         };
@@ -165,4 +208,76 @@ pub fn read_cases(
         return Ok(Vec::new());
     }
     Ok(Cases::open(path)?.list(Some((table, round))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use schemas::api::Role;
+
+    /// A case takes notes up to its bound less one place, which stays for its close; the
+    /// refusal names the case; the bound holds after a restart (views are rebuilt).
+    #[test]
+    fn a_case_takes_a_bounded_number_of_entries_and_can_always_be_closed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cases.jsonl");
+        let mut cases = Cases::open(&path).unwrap();
+        cases.entries_max = 5;
+        let sam = Caller {
+            name: "sam".into(),
+            role: Role::Surveillance,
+        };
+        let opened = CaseAction::Opened {
+            table: TableId::new("T-01").unwrap(),
+            round: RoundId(3),
+            title: "short pay".into(),
+        };
+        cases.act(None, opened, &sam, 1).unwrap();
+        let note = || CaseAction::Note {
+            text: "looked again".into(),
+        };
+        for _ in 0..3 {
+            cases.act(Some(1), note(), &sam, 2).unwrap();
+        }
+        let err = cases.act(Some(1), note(), &sam, 3).unwrap_err();
+        assert!(
+            matches!(err, CaseError::Full { id: 1, entries: 4 }),
+            "{err}"
+        );
+        drop(cases);
+        let mut cases = Cases::open(&path).unwrap();
+        cases.entries_max = 5;
+        assert!(matches!(
+            cases.act(Some(1), note(), &sam, 3),
+            Err(CaseError::Full { .. })
+        ));
+        let closed = CaseAction::Closed {
+            decision: "paid correctly".into(),
+        };
+        let v = cases.act(Some(1), closed, &sam, 4).unwrap();
+        assert_eq!((v.entries.len(), v.open), (5, false));
+    }
+
+    #[test]
+    fn a_page_of_cases_is_counted_over_every_match() {
+        let dir = tempfile::tempdir().unwrap();
+        let cases = Cases::open(&dir.path().join("cases.jsonl")).unwrap();
+        let sam = Caller {
+            name: "sam".into(),
+            role: Role::Surveillance,
+        };
+        for round in 1..=7u64 {
+            let opened = CaseAction::Opened {
+                table: TableId::new("T-01").unwrap(),
+                round: RoundId(round % 2),
+                title: format!("case on round {round}"),
+            };
+            cases.act(None, opened, &sam, 1).unwrap();
+        }
+        let (total, page) = cases.page(|c| c.round == RoundId(1), 1, 2);
+        assert_eq!(total, 4, "rounds 1, 3, 5, 7");
+        let ids: Vec<u64> = page.iter().map(|c| c.id).collect();
+        assert_eq!(ids, [5, 3], "newest first, after skipping one");
+        assert_eq!(cases.list(None).len(), 7);
+    }
 }

@@ -749,21 +749,14 @@ async fn list_cases(
 ) -> Result<Json<CasePage>, ReadError> {
     let table = q.table.as_deref().map(table_id).transpose()?;
     let (offset, limit) = page(q.offset, q.limit, LIST_LIMIT_MAX);
-    let all: Vec<CaseView> = st
-        .cases
-        .list(None)
-        .into_iter()
-        .filter(|c| {
-            table.as_ref().is_none_or(|t| &c.table == t) && q.round.is_none_or(|r| c.round.0 == r)
-        })
-        .collect();
+    let (total, items) = st.cases.page(
+        |c| table.as_ref().is_none_or(|t| &c.table == t) && q.round.is_none_or(|r| c.round.0 == r),
+        offset,
+        limit,
+    );
     Ok(Json(CasePage {
-        total: all.len() as u64,
-        items: all
-            .into_iter()
-            .skip(offset as usize)
-            .take(limit as usize)
-            .collect(),
+        total,
+        items,
         offset,
         limit,
     }))
@@ -773,7 +766,7 @@ fn case_error(e: crate::cases::CaseError) -> Response {
     use crate::cases::CaseError::*;
     let status = match &e {
         Unknown(_) => StatusCode::NOT_FOUND,
-        Closed(_) => StatusCode::CONFLICT,
+        Closed(_) | Full { .. } => StatusCode::CONFLICT,
         Invalid(_) => StatusCode::BAD_REQUEST,
         Journal(_) => StatusCode::INTERNAL_SERVER_ERROR,
     };
