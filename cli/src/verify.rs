@@ -91,10 +91,12 @@ pub fn run(args: Args) -> Result<Outcome> {
                             head,
                             events,
                             receipt_in_head,
+                            checkpoints,
+                            attested_seq,
                             ..
                         } => {
                             println!(
-                                "{:<12} ok   {events} events, head seq {} {}{}",
+                                "{:<12} ok   {events} events, head seq {} {}; {checkpoints} signed checkpoints verified, attested to seq {attested_seq}{}",
                                 head.table.as_str(),
                                 head.seq.0,
                                 head.hash,
@@ -481,9 +483,12 @@ fn verdict_json(t: &TableVerdict) -> serde_json::Value {
             events,
             receipt,
             receipt_in_head,
+            checkpoints,
+            attested_seq,
         } => serde_json::json!({
             "table": head.table, "ok": true, "events": events, "head_seq": head.seq, "head": head.hash,
             "receipt": receipt, "receipt_in_head": receipt_in_head,
+            "checkpoints": checkpoints, "attested_seq": attested_seq,
         }),
         TableVerdict::Bad {
             table,

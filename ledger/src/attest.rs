@@ -553,3 +553,190 @@ impl Ledger {
         })
     }
 }
+
+/// A key event of a chain as `verify` saw it: (device, key, action, whether its admin
+/// signature verifies).
+type SeenKeyEvent = (DeviceId, PublicKey, KeyAction, bool);
+
+/// What `verify` checks of one table's attestation, fed the verified chain in seq order.
+/// The chain's own hashes do not cover the key register or the kept checkpoints, and they
+/// decide what is "attested": an edited register entry or a kept checkpoint slipped into
+/// the store would vouch for events no device signed. So every kept checkpoint must name
+/// the hash the chain has at its seq and be signed by the key that the chain's enrollment
+/// event at its `key_enrolled_seq` enrolled for its device; every register entry must be
+/// the key an admin-signed enrollment in the chain enrolled (and revoked, if it says so),
+/// and every key it lists as retired one the chain enrolled for that device.
+///
+/// Not checked: whether the enrolling admin key was trusted when the event was appended
+/// (the ledger keeps only the keys trusted now); the signature itself is.
+pub(crate) struct AttestationCheck<'a> {
+    table: &'a TableId,
+    checkpoints: std::iter::Peekable<crate::store::KvIter<'a>>,
+    /// Key events of the chain so far, by seq (a few per table).
+    key_events: BTreeMap<u64, SeenKeyEvent>,
+    /// Kept checkpoints verified so far, and the highest seq one named.
+    pub(crate) verified: u64,
+    pub(crate) attested_seq: u64,
+}
+
+impl<'a> AttestationCheck<'a> {
+    pub(crate) fn new(store: &'a dyn crate::store::Store, table: &'a TableId) -> Self {
+        let from = table_key(table);
+        let mut to = from.clone();
+        to.extend_from_slice(&[0xff; 9]);
+        AttestationCheck {
+            table,
+            checkpoints: store.range(Space::Checkpoint, &from, Some(&to)).peekable(),
+            key_events: BTreeMap::new(),
+            verified: 0,
+            attested_seq: 0,
+        }
+    }
+
+    /// The chain's event at `seq`, verified, with hash `hash`: the first problem of the
+    /// kept checkpoints at that seq, if any.
+    pub(crate) fn event(
+        &mut self,
+        seq: u64,
+        event: &Event,
+        hash: &Hash32,
+    ) -> Result<Option<String>, Error> {
+        if let Some(k) = KeyEvent::of(&event.body) {
+            let verifies = k.admin_signature_verifies(self.table);
+            self.key_events
+                .insert(seq, (k.device.clone(), *k.key, k.action, verifies));
+        }
+        while let Some((at, v)) = self.next_checkpoint_at_most(seq)? {
+            let (_, _, bytes, key_enrolled_seq) = match decode_checkpoint(&v) {
+                Ok(c) => c,
+                Err(e) => return Ok(Some(format!("the kept checkpoint at seq {at}: {e}"))),
+            };
+            let c = match Checkpoint::decode(&bytes) {
+                Ok(c) => c,
+                Err(e) => {
+                    return Ok(Some(format!(
+                        "the kept checkpoint at seq {at} does not decode: {e}"
+                    )))
+                }
+            };
+            if at < seq {
+                return Ok(Some(format!(
+                    "a checkpoint is kept at seq {at}, which the chain did not reach in order"
+                )));
+            }
+            if c.table != *self.table || c.head_seq.0 != seq || c.head_hash != *hash {
+                return Ok(Some(format!(
+                    "the kept checkpoint at seq {seq} names table {} seq {} hash {}, the chain has {hash} there",
+                    c.table, c.head_seq.0, c.head_hash
+                )));
+            }
+            // The enrollment it was verified against; for a record written before that
+            // was kept, the device's latest enrollment so far.
+            let enrollment = match key_enrolled_seq {
+                Some(e) => self.key_events.get(&e.0).map(|k| (e.0, k)),
+                None => self
+                    .key_events
+                    .iter()
+                    .rev()
+                    .find(|(_, (d, _, a, ok))| *d == c.device && *a == KeyAction::Enroll && *ok)
+                    .map(|(s, k)| (*s, k)),
+            };
+            let key = match enrollment {
+                Some((_, (d, key, KeyAction::Enroll, true))) if *d == c.device => *key,
+                _ => {
+                    return Ok(Some(format!(
+                        "the kept checkpoint at seq {seq} of device {} names no admin-signed enrollment of it in the chain (at seq {})",
+                        c.device,
+                        key_enrolled_seq.map_or("none".to_string(), |s| s.0.to_string())
+                    )))
+                }
+            };
+            if !c.verifies_with(&key) {
+                return Ok(Some(format!(
+                    "the kept checkpoint at seq {seq} is not signed by device {}'s key {key}",
+                    c.device
+                )));
+            }
+            self.verified += 1;
+            self.attested_seq = seq;
+        }
+        Ok(None)
+    }
+
+    /// The next kept checkpoint if its seq is at most `seq`: (its seq, its record).
+    fn next_checkpoint_at_most(&mut self, seq: u64) -> Result<Option<(u64, Vec<u8>)>, Error> {
+        let at = match self.checkpoints.peek() {
+            None => return Ok(None),
+            Some(Err(_)) => {
+                return Err(self
+                    .checkpoints
+                    .next()
+                    .and_then(Result::err)
+                    .expect("peeked an error"))
+            }
+            Some(Ok((k, _))) => be_u64(&k[table_key(self.table).len()..])?,
+        };
+        if at > seq {
+            return Ok(None);
+        }
+        let (_, v) = self.checkpoints.next().expect("peeked")?;
+        Ok(Some((at, v)))
+    }
+
+    /// After the whole chain (head `last`): a kept checkpoint beyond the head, or a
+    /// register entry of this table the chain's key events do not bear out; the seq to
+    /// name and the problem.
+    pub(crate) fn finish(
+        &mut self,
+        store: &dyn crate::store::Store,
+        last: u64,
+    ) -> Result<Option<(u64, String)>, Error> {
+        if let Some((at, _)) = self.next_checkpoint_at_most(u64::MAX)? {
+            return Ok(Some((
+                last + 1,
+                format!("a checkpoint is kept at seq {at}, beyond the chain's head {last}"),
+            )));
+        }
+        let from = table_key(self.table);
+        let mut to = from.clone();
+        to.push(0xff);
+        for kv in store.range(Space::DeviceKey, &from, Some(&to)) {
+            let (k, v) = kv?;
+            let device = std::str::from_utf8(&k[from.len()..])
+                .ok()
+                .and_then(|s| DeviceId::new(s).ok());
+            let (Some(device), Ok(d)) = (device, decode_device_key(&v)) else {
+                return Ok(Some((1, "a key register entry is unreadable".to_string())));
+            };
+            let bears_out = |seq: u64, key: &PublicKey, action: KeyAction| {
+                self.key_events
+                    .get(&seq)
+                    .is_some_and(|(dv, k, a, ok)| *dv == device && k == key && *a == action && *ok)
+            };
+            // A revocation of a device never enrolled has no enrollment (seq 0).
+            let enrolled =
+                d.enrolled_seq.0 == 0 || bears_out(d.enrolled_seq.0, &d.key, KeyAction::Enroll);
+            let revoked = d
+                .revoked_seq
+                .is_none_or(|r| bears_out(r.0, &d.key, KeyAction::Revoke));
+            let retired = d.retired.iter().all(|old| {
+                self.key_events.values().any(|(dv, k, a, ok)| {
+                    *dv == device && k == old && *a == KeyAction::Enroll && *ok
+                })
+            });
+            if !(enrolled && revoked && retired) {
+                return Ok(Some((
+                    d.enrolled_seq.0.max(1),
+                    format!(
+                        "the key register says device {device} holds key {} (enrolled at seq {}, revoked at {:?}, {} retired), which the chain's admin-signed key events do not bear out",
+                        d.key,
+                        d.enrolled_seq.0,
+                        d.revoked_seq.map(|s| s.0),
+                        d.retired.len()
+                    ),
+                )));
+            }
+        }
+        Ok(None)
+    }
+}

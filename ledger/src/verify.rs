@@ -6,7 +6,9 @@
 //! persisted head holds. Then recomputes the arrival chain over every append call: which
 //! records each call stored, in what order, with what stream seqs and receive times, and
 //! that no record is stored outside the calls. Then the quarantine chain over the
-//! quarantine entries (`crate::quarantine`). Tables are
+//! quarantine entries (`crate::quarantine`). Per table, too, the kept checkpoints and the
+//! key register against the chain's key events (`crate::attest::AttestationCheck`): no hash
+//! of the chain covers them, and they say what is attested. Tables are
 //! independent chains, so they are verified on one thread per core
 //! (`schemas::parallel::map_tables`); the report lists them in table order whatever the
 //! threads.
@@ -17,7 +19,9 @@
 //! `verify --against` checks. Nor events forged beyond a table's head with its head, its
 //! receipt and the arrival chain all rewritten to match (no hash here is keyed): a digest
 //! shows that as growth; what vouches for a table's newest events is the device's signed
-//! checkpoint (`crate::attest`, "not yet attested" until one covers them).
+//! checkpoint (`crate::attest`, "not yet attested" until one covers them), which this
+//! checks against the device's enrolled key, so forging one needs a device's or an
+//! admin's private key.
 
 use crate::quarantine::QuarantineVerdict;
 use crate::read::decode_head;
@@ -94,6 +98,12 @@ pub enum TableVerdict {
         /// Whether the persisted head holds a receipt (and it matched). False for heads
         /// written before receipts: only the arrival chain and digests cover them then.
         receipt_in_head: bool,
+        /// Kept checkpoints verified: each names the chain's hash at its seq and is signed
+        /// by the key the chain enrolled for its device (`crate::attest::AttestationCheck`).
+        checkpoints: u64,
+        /// The highest seq a verified checkpoint names (0: none): events after it are not
+        /// yet attested.
+        attested_seq: u64,
     },
     /// `seq` is the first position that does not verify.
     Bad {
@@ -142,6 +152,10 @@ pub enum VerifyProblem {
     /// shorten or move a round unseen.
     #[error("round index: {0}")]
     RoundIndex(String),
+    /// A kept checkpoint or a key register entry that the chain does not bear out
+    /// (`crate::attest::AttestationCheck`): what says which events a device vouched for.
+    #[error("attestation: {0}")]
+    Attestation(String),
 }
 
 impl Ledger {
@@ -462,6 +476,7 @@ fn verify_table(
     let mut next = 1u64;
     // Each round's span in the records, as the append path indexes it.
     let mut rounds: BTreeMap<u64, RoundSpan> = BTreeMap::new();
+    let mut attestation = crate::attest::AttestationCheck::new(store, table);
     for kv in store.range(Space::Batch, &tk, Some(&end)) {
         let (k, v) = match kv {
             Ok(kv) => kv,
@@ -517,8 +532,12 @@ fn verify_table(
         for e in events {
             // The first bad position is the first seq the stored chain fails to continue
             // with, even when the record holds a lower seq there (a repeat).
-            if let Some(p) = check_event(table, next, &prev, &e) {
-                return Ok((bad(next, p), at));
+            let event = match check_event(table, next, &prev, &e) {
+                Ok(event) => event,
+                Err(p) => return Ok((bad(next, p), at)),
+            };
+            if let Some(p) = attestation.event(next, &event, &e.hash)? {
+                return Ok((bad(next, VerifyProblem::Attestation(p)), at));
             }
             prev = e.hash;
             receipt = schemas::digest::receipt_next(&receipt, e.stream_seq, e.received_at_ns);
@@ -592,6 +611,9 @@ fn verify_table(
     if let Some((seq, problem)) = check_round_index(store, table, &rounds)? {
         return Ok((bad(seq, VerifyProblem::RoundIndex(problem)), at));
     }
+    if let Some((seq, problem)) = attestation.finish(store, last)? {
+        return Ok((bad(seq, VerifyProblem::Attestation(problem)), at));
+    }
     let verdict = TableVerdict::Ok {
         head: ChainHead {
             table: table.clone(),
@@ -601,6 +623,8 @@ fn verify_table(
         events: last,
         receipt,
         receipt_in_head: stored_receipt.is_some(),
+        checkpoints: attestation.verified,
+        attested_seq: attestation.attested_seq,
     };
     Ok((verdict, at))
 }
@@ -697,51 +721,51 @@ fn check_round_index(
     Ok(problems.into_iter().min_by_key(|(seq, _)| *seq))
 }
 
-/// The problem of the stored event expected at seq `next` after `prev`, if any.
+/// The stored event expected at seq `next` after `prev`, decoded, or its problem.
 fn check_event(
     table: &TableId,
     next: u64,
     prev: &Hash32,
     e: &crate::StoredEvent,
-) -> Option<VerifyProblem> {
+) -> Result<schemas::Event, VerifyProblem> {
     if e.seq.0 != next {
-        return Some(VerifyProblem::SeqDiscontinuity {
+        return Err(VerifyProblem::SeqDiscontinuity {
             expected: next,
             found: e.seq.0,
         });
     }
     let event = match codec::decode(&e.bytes) {
         Ok((ev, _)) => ev,
-        Err(err) => return Some(VerifyProblem::Undecodable(err.to_string())),
+        Err(err) => return Err(VerifyProblem::Undecodable(err.to_string())),
     };
     if event.table != *table || event.seq.0 != next {
-        return Some(VerifyProblem::WrongEvent {
+        return Err(VerifyProblem::WrongEvent {
             table: event.table,
             seq: event.seq.0,
         });
     }
     if event.prev != *prev {
-        return Some(VerifyProblem::PrevMismatch {
+        return Err(VerifyProblem::PrevMismatch {
             expected: *prev,
             found: event.prev,
         });
     }
     let computed = event_hash(prev, &e.bytes);
     if computed != e.hash {
-        return Some(VerifyProblem::HashMismatch {
+        return Err(VerifyProblem::HashMismatch {
             stored: e.hash,
             computed,
         });
     }
     if event.occurred_at_ns != e.occurred_at_ns {
-        return Some(VerifyProblem::FieldMismatch {
+        return Err(VerifyProblem::FieldMismatch {
             field: "occurred_at_ns",
         });
     }
     if event.round != e.round {
-        return Some(VerifyProblem::FieldMismatch { field: "round" });
+        return Err(VerifyProblem::FieldMismatch { field: "round" });
     }
-    None
+    Ok(event)
 }
 
 fn bad_key(e: Error) -> TableVerdict {

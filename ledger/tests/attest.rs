@@ -442,3 +442,138 @@ fn checkpoints_delivered_again_are_kept_or_quarantined_once() {
     assert_eq!(again[0], CheckpointOutcome::QuarantinedBefore { id });
     assert_eq!(l.quarantine().unwrap().len(), 1);
 }
+
+/// `verify` checks what decides which events a device vouched for. The chain's hashes do
+/// not cover the kept checkpoints or the key register; found 2026-11-24: both were
+/// trusted as stored, so a key put in the register and a checkpoint signed with it would
+/// have made events "attested" that no device signed, and `verify` passed. Each case
+/// edits a copy of one ledger with the raw store API, then verifies the bare store.
+#[test]
+fn verify_names_forged_attestation_in_the_store() {
+    use common::{copy_dir, Raw};
+    use ledger::record::{seq_key, table_key, W};
+    use ledger::store::{SledStore, Space};
+    use ledger::{verify_store, TableVerdict, VerifyProblem};
+
+    let dir = tempfile::tempdir().unwrap();
+    let (admin, device) = keys();
+    let rogue = SigningKey::derive_for_simulation("rogue device key");
+    let mut c = Chain::new("CSP-01");
+    {
+        let l = Ledger::open(dir.path()).unwrap();
+        l.trust_admin_keys([admin.public()]).unwrap();
+        let mut batch = vec![c.key_event(&admin, &device, KeyAction::Enroll)];
+        batch.extend((0..4).map(|_| c.announce()));
+        stored_all(&l.append_batch(&batch).unwrap());
+        let out = l.append_checkpoints(&[c.checkpoint(&device, 3)]).unwrap();
+        assert!(matches!(out[0], CheckpointOutcome::Kept { .. }), "{out:?}");
+        l.flush().unwrap();
+        assert!(l.verify().unwrap().is_ok());
+    }
+    {
+        let store = SledStore::open(dir.path()).unwrap();
+        let (report, _) = verify_store(&store, None, &Default::default()).unwrap();
+        assert!(
+            matches!(
+                &report.tables[..],
+                [TableVerdict::Ok {
+                    checkpoints: 1,
+                    attested_seq: 3,
+                    ..
+                }]
+            ),
+            "{report:?}"
+        );
+    }
+    let table = c.table.clone();
+    let register_key = {
+        let mut k = table_key(&table);
+        k.extend_from_slice(b"dealer-terminal");
+        k
+    };
+    // A kept checkpoint's record as the ledger writes it: received_at_ns, stream seq,
+    // length-prefixed bytes, the seq of the enrollment it was verified against.
+    let record = |bytes: &[u8], enrolled: u64| {
+        let mut w = W::default();
+        w.i64(T0).u64(99).bytes(bytes).u64(enrolled);
+        w.0
+    };
+    let rogue_checkpoint = c.checkpoint(&rogue, 5).bytes;
+    let put_rogue_in_register = |raw: &Raw| {
+        let mut v = raw.get(Space::DeviceKey, &register_key).unwrap();
+        v[..32].copy_from_slice(&rogue.public().0);
+        raw.put(Space::DeviceKey, &register_key, v);
+    };
+    type Edit<'a> = Box<dyn Fn(&Raw) + 'a>;
+    let table_ref = &table;
+    let copy_checkpoint_3_to = |to: u64| -> Edit {
+        Box::new(move |raw: &Raw| {
+            let v = raw.get(Space::Checkpoint, &seq_key(table_ref, 3)).unwrap();
+            raw.put(Space::Checkpoint, &seq_key(table_ref, to), v);
+        })
+    };
+    let cases: Vec<(&str, Edit, u64, &str)> = vec![
+        (
+            "a kept checkpoint's signature edited",
+            Box::new(|raw: &Raw| {
+                let mut v = raw.get(Space::Checkpoint, &seq_key(&table, 3)).unwrap();
+                let at = v.len() - 8 - 10; // inside the signature, the checkpoint's last field
+                v[at] ^= 1;
+                raw.put(Space::Checkpoint, &seq_key(&table, 3), v);
+            }),
+            3,
+            "not signed by",
+        ),
+        (
+            "a kept checkpoint copied to another seq",
+            copy_checkpoint_3_to(4),
+            4,
+            "names table CSP-01 seq 3",
+        ),
+        (
+            "the device's key in the register replaced",
+            Box::new(put_rogue_in_register),
+            1,
+            "key register",
+        ),
+        (
+            "the register's key replaced and a checkpoint signed with it slipped in",
+            Box::new(|raw: &Raw| {
+                put_rogue_in_register(raw);
+                raw.put(
+                    Space::Checkpoint,
+                    &seq_key(&table, 5),
+                    record(&rogue_checkpoint, 1),
+                );
+            }),
+            5,
+            "not signed by device dealer-terminal's key",
+        ),
+        (
+            "a checkpoint kept beyond the head",
+            copy_checkpoint_3_to(9),
+            6,
+            "beyond the chain's head 5",
+        ),
+    ];
+    for (what, edit, want_seq, want_text) in cases {
+        let copy = tempfile::tempdir().unwrap();
+        copy_dir(dir.path(), copy.path(), false);
+        let raw = Raw::open(copy.path());
+        edit(&raw);
+        raw.close();
+        let store = SledStore::open(copy.path()).unwrap();
+        let (report, _) = verify_store(&store, None, &Default::default()).unwrap();
+        match &report.tables[..] {
+            [TableVerdict::Bad {
+                seq,
+                problem: VerifyProblem::Attestation(text),
+                ..
+            }] => {
+                assert_eq!(*seq, want_seq, "{what}: {text}");
+                assert!(text.contains(want_text), "{what}: {text}");
+            }
+            other => panic!("{what}: not named: {other:?}"),
+        }
+    }
+}
