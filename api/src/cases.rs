@@ -210,10 +210,34 @@ pub fn read_cases(
     Ok(Cases::open(path)?.list(Some((table, round))))
 }
 
+/// Case fixtures of the crate's unit tests.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::*;
+
+    /// The surveillance officer of the unit tests.
+    pub(crate) fn sam() -> Caller {
+        Caller {
+            name: "sam.surveillance".into(),
+            role: schemas::api::Role::Surveillance,
+        }
+    }
+
+    /// Opens a case on `round` of table T-01 as `sam`.
+    pub(crate) fn open_on(cases: &Cases, round: u64, title: &str) -> CaseView {
+        let opened = CaseAction::Opened {
+            table: TableId::new("T-01").unwrap(),
+            round: RoundId(round),
+            title: title.into(),
+        };
+        cases.act(None, opened, &sam(), 1).unwrap()
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::testing::{open_on, sam};
     use super::*;
-    use schemas::api::Role;
 
     /// A case takes notes up to its bound less one place, which stays for its close; the
     /// refusal names the case; the bound holds after a restart (views are rebuilt).
@@ -223,16 +247,8 @@ mod tests {
         let path = dir.path().join("cases.jsonl");
         let mut cases = Cases::open(&path).unwrap();
         cases.entries_max = 5;
-        let sam = Caller {
-            name: "sam".into(),
-            role: Role::Surveillance,
-        };
-        let opened = CaseAction::Opened {
-            table: TableId::new("T-01").unwrap(),
-            round: RoundId(3),
-            title: "short pay".into(),
-        };
-        cases.act(None, opened, &sam, 1).unwrap();
+        let sam = sam();
+        open_on(&cases, 3, "short pay");
         let note = || CaseAction::Note {
             text: "looked again".into(),
         };
@@ -262,17 +278,8 @@ mod tests {
     fn a_page_of_cases_is_counted_over_every_match() {
         let dir = tempfile::tempdir().unwrap();
         let cases = Cases::open(&dir.path().join("cases.jsonl")).unwrap();
-        let sam = Caller {
-            name: "sam".into(),
-            role: Role::Surveillance,
-        };
-        for round in 1..=7u64 {
-            let opened = CaseAction::Opened {
-                table: TableId::new("T-01").unwrap(),
-                round: RoundId(round % 2),
-                title: format!("case on round {round}"),
-            };
-            cases.act(None, opened, &sam, 1).unwrap();
+        for n in 1..=7u64 {
+            open_on(&cases, n % 2, &format!("case {n}"));
         }
         let (total, page) = cases.page(|c| c.round == RoundId(1), 1, 2);
         assert_eq!(total, 4, "rounds 1, 3, 5, 7");

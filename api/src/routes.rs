@@ -1033,16 +1033,7 @@ mod tests {
         };
         let (_stop, rx) = tokio::sync::watch::channel(false);
         let st = crate::AppState::new(ledger, &access, &dir.path().join("api"), || 7, rx).unwrap();
-        let sam = Caller {
-            name: "sam.surveillance".into(),
-            role: Role::Surveillance,
-        };
-        let opened = CaseAction::Opened {
-            table: TableId::new("T-01").unwrap(),
-            round: RoundId(1),
-            title: "short pay".into(),
-        };
-        st.cases.act(None, opened, &sam, 1).unwrap();
+        crate::cases::testing::open_on(&st.cases, 1, "short pay");
         let app = crate::router(st.clone());
 
         st.audit.tear_next_write(10);

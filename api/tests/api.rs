@@ -180,6 +180,18 @@ async fn get(app: &axum::Router, path: &str, token: &str) -> (StatusCode, Value)
 }
 
 /// The first disputed round of the demo data: (table, round).
+/// Opens a case through the API: `POST /v1/cases` as `token` on `round` of `table`.
+async fn open_case(
+    app: &axum::Router,
+    token: &str,
+    table: &str,
+    round: impl serde::Serialize,
+    title: &str,
+) -> (StatusCode, Value) {
+    let body = json!({"table": table, "round": round, "title": title});
+    call(app, "POST", "/v1/cases", Some(token), Some(body)).await
+}
+
 async fn disputed(app: &axum::Router) -> (String, u64) {
     let (s, page) = get(app, "/v1/rounds?verdict=disputed&limit=5", SURV).await;
     assert_eq!(s, StatusCode::OK, "{page}");
@@ -373,14 +385,7 @@ async fn each_role_is_refused_what_it_must_not_see() {
         assert_eq!(s, StatusCode::FORBIDDEN, "finance must not read {p}");
         assert!(body["error"].as_str().unwrap().contains("finance"));
     }
-    let (s, _) = call(
-        &f.app,
-        "POST",
-        "/v1/cases",
-        Some(FIN),
-        Some(json!({"table": table, "round": round, "title": "x"})),
-    )
-    .await;
+    let (s, _) = open_case(&f.app, FIN, &table, round, "x").await;
     assert_eq!(s, StatusCode::FORBIDDEN);
     for p in ["/v1/audit", "/v1/finance"] {
         let (s, _) = get(&f.app, p, SURV).await;
@@ -515,14 +520,7 @@ async fn unknown_paths_and_long_queries_are_guarded_and_audited() {
     assert_eq!(s, StatusCode::FORBIDDEN, "unlisted paths are the admin's");
     assert_eq!(f.state.audit.len(), before + 3);
 
-    let (s, c) = call(
-        &f.app,
-        "POST",
-        "/v1/cases",
-        Some(SURV),
-        Some(json!({"table": table, "round": round, "title": "long query"})),
-    )
-    .await;
+    let (s, c) = open_case(&f.app, SURV, &table, round, "long query").await;
     assert_eq!(s, StatusCode::CREATED, "{c}");
     let id = c["id"].as_u64().unwrap();
     let query = format!("x={}", "\\".repeat(33_000));
@@ -562,14 +560,7 @@ async fn unknown_paths_and_long_queries_are_guarded_and_audited() {
 async fn cases_are_append_only_with_author_and_time() {
     let f = fixture();
     let (table, round) = disputed(&f.app).await;
-    let (s, c) = call(
-        &f.app,
-        "POST",
-        "/v1/cases",
-        Some(SURV),
-        Some(json!({"table": table, "round": round, "title": "box 2 disputes the Ante"})),
-    )
-    .await;
+    let (s, c) = open_case(&f.app, SURV, &table, round, "box 2 disputes the Ante").await;
     assert_eq!(s, StatusCode::CREATED, "{c}");
     let id = c["id"].as_u64().unwrap();
     assert_eq!(c["entries"][0]["author"], "sam.surveillance");
@@ -614,23 +605,9 @@ async fn cases_are_append_only_with_author_and_time() {
     )
     .await;
     assert_eq!(s, StatusCode::NOT_FOUND);
-    let (s, _) = call(
-        &f.app,
-        "POST",
-        "/v1/cases",
-        Some(SURV),
-        Some(json!({"table": table, "round": 99999, "title": "x"})),
-    )
-    .await;
+    let (s, _) = open_case(&f.app, SURV, &table, 99999, "x").await;
     assert_eq!(s, StatusCode::NOT_FOUND);
-    let (s, _) = call(
-        &f.app,
-        "POST",
-        "/v1/cases",
-        Some(SURV),
-        Some(json!({"table": table, "round": round, "title": "  "})),
-    )
-    .await;
+    let (s, _) = open_case(&f.app, SURV, &table, round, "  ").await;
     assert_eq!(s, StatusCode::BAD_REQUEST);
     let (_, list) = get(
         &f.app,
@@ -654,14 +631,7 @@ async fn cases_are_append_only_with_author_and_time() {
 async fn evidence_bundle_round_trip_and_tampering_is_named() {
     let f = fixture();
     let (table, round) = disputed(&f.app).await;
-    call(
-        &f.app,
-        "POST",
-        "/v1/cases",
-        Some(SURV),
-        Some(json!({"table": table, "round": round, "title": "evidence test"})),
-    )
-    .await;
+    open_case(&f.app, SURV, &table, round, "evidence test").await;
     let req = Request::get(format!("/v1/evidence/{table}/{round}"))
         .header("authorization", format!("Bearer {SURV}"))
         .body(Body::empty())
