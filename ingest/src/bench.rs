@@ -4,6 +4,11 @@
 //! -> stored and flushed -> acked -> head published), their ratio, and then (c) the
 //! latency from publish to durable head at a paced publish rate while ingest runs.
 //!
+//! Signatures are on, as on a real floor: each bench table's chain opens with its
+//! controller's key enrolled by an admin the ledger trusts, and the controller publishes a
+//! signed checkpoint every `CHECKPOINT_EVERY` events, which (b) verifies and keeps. The
+//! benchmark fails unless ingest kept every one of them.
+//!
 //! It needs a server whose `TABLES` stream is empty or absent (the CLI starts a private
 //! one); it refuses anything else rather than mix its events with real ones.
 
@@ -11,6 +16,7 @@ use crate::pipeline::{consumer_config, ensure_stream, run_with_consumer, Prefetc
 use crate::{Error, IngestConfig};
 use async_nats::jetstream::{self, consumer};
 use futures::StreamExt;
+use schemas::attest::{key_event_body, Checkpoint, KeyAction, SigningKey};
 use schemas::{codec, subjects, ChainHead, DeviceId, Event, Hash32, Seq, TableId};
 use std::collections::{BTreeMap, VecDeque};
 use std::path::Path;
@@ -19,6 +25,10 @@ use std::time::{Duration, Instant};
 
 /// Tables the benchmark's events are spread over.
 const BENCH_TABLES: usize = 16;
+/// A table's controller signs a checkpoint of its chain after every this many events: the
+/// seeded floor's mean round length (1,079,368 events and 24,032 checkpoints, one at each
+/// round close), so (b) checks signatures as often as a real floor makes it.
+pub const CHECKPOINT_EVERY: u64 = 45;
 /// Publish acks awaited at most at once (async-nats stalls beyond ~5,000 unawaited).
 const PUBLISH_WINDOW: usize = 1024;
 /// Latency phase: events published, and the pause between two of them (~10k/s).
@@ -45,7 +55,11 @@ pub struct RoundFigures {
 /// Figures of one benchmark run. Rates are messages per second.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct BenchReport {
+    /// Messages each of (a) and (b) consumed: `events` and `checkpoints`.
     pub messages: u64,
+    pub events: u64,
+    /// Signed checkpoints among the messages; (b) verified and kept every one.
+    pub checkpoints: u64,
     pub batch_len_max: usize,
     pub tables: usize,
     pub event_len_mean_bytes: u64,
@@ -66,12 +80,26 @@ pub struct BenchReport {
     pub latency_max_us: u64,
 }
 
+/// One message the benchmark publishes.
+pub(crate) struct Outgoing {
+    subject: String,
+    /// `Nats-Msg-Id`.
+    id: String,
+    bytes: Vec<u8>,
+    /// The event's (table index, seq); `None` for a checkpoint.
+    event: Option<(usize, u64)>,
+}
+
 /// Chains of `BENCH_TABLES` tables, continued across phases.
 pub(crate) struct Chains {
     pub(crate) tables: Vec<(TableId, Seq, Hash32)>,
+    /// Each table's controller key, enrolled by `admin` in the table's first event.
+    signers: Vec<SigningKey>,
+    admin: SigningKey,
     device: DeviceId,
     bytes_total: u64,
     events: u64,
+    checkpoints: u64,
 }
 
 impl Chains {
@@ -86,54 +114,131 @@ impl Chains {
                 ))
             })
             .collect::<Result<Vec<_>, Error>>()?;
+        let signers = tables
+            .iter()
+            .map(|(t, _, _)| SigningKey::derive_for_simulation(&format!("bench controller {t}")))
+            .collect();
         Ok(Chains {
             tables,
+            signers,
+            admin: SigningKey::derive_for_simulation("roundledger bench admin"),
             device: DeviceId::new("bench-ctl").map_err(bad)?,
             bytes_total: 0,
             events: 0,
+            checkpoints: 0,
         })
     }
 
-    /// The next event of table `i`: (subject, msg id, bytes, seq). About 200 bytes, the
-    /// size the calibration in issue 5 uses.
-    pub(crate) fn next(&mut self, i: usize) -> (String, String, Vec<u8>, u64) {
+    /// The admin key the bench ledgers must trust for the enrollments to hold.
+    pub(crate) fn admin(&self) -> schemas::attest::PublicKey {
+        self.admin.public()
+    }
+
+    /// Table `i`'s next messages: the controller's signed checkpoint of the chain so far
+    /// when it has just reached a multiple of `CHECKPOINT_EVERY` (sent before the next
+    /// event, so a table's last message is always an event and its durable head covers
+    /// every checkpoint), then the next event, about 200 bytes (the size the calibration
+    /// in issue 5 uses). The first event enrolls the controller's key.
+    pub(crate) fn next(&mut self, i: usize) -> Vec<Outgoing> {
         let (table, seq, prev) = &mut self.tables[i];
+        let mut out = Vec::with_capacity(2);
+        let now = crate::system_clock_ns();
+        if seq.0 > 0 && seq.0 % CHECKPOINT_EVERY == 0 {
+            let c = Checkpoint::sign(
+                &self.signers[i],
+                table.clone(),
+                self.device.clone(),
+                *seq,
+                *prev,
+                now,
+            );
+            out.push(Outgoing {
+                subject: subjects::checkpoints_subject(table),
+                id: format!("{table}:checkpoint:{}", seq.0),
+                bytes: c.to_bincode(),
+                event: None,
+            });
+            self.checkpoints += 1;
+        }
         *seq = Seq(seq.0 + 1);
-        let event = Event::filler(
-            table.clone(),
-            self.device.clone(),
-            *seq,
-            *prev,
-            crate::system_clock_ns(),
-        );
+        let mut event = Event::filler(table.clone(), self.device.clone(), *seq, *prev, now);
+        if seq.0 == 1 {
+            event.round = None;
+            event.body = key_event_body(
+                &self.admin,
+                table,
+                self.device.clone(),
+                self.signers[i].public(),
+                KeyAction::Enroll,
+            );
+        }
         let bytes = codec::to_bincode(&event);
         *prev = schemas::event_hash(prev, &bytes);
         self.bytes_total += bytes.len() as u64;
         self.events += 1;
-        (
-            subjects::events_subject(table),
-            subjects::msg_id(table, *seq),
+        out.push(Outgoing {
+            subject: subjects::events_subject(table),
+            id: subjects::msg_id(table, *seq),
             bytes,
-            seq.0,
-        )
+            event: Some((i, seq.0)),
+        });
+        out
+    }
+
+    /// Table `i`'s next event alone (its checkpoint, if one is due, made and dropped).
+    #[cfg(test)]
+    pub(crate) fn next_event(&mut self, i: usize) -> Vec<u8> {
+        let m = self.next(i).pop().expect("next always ends with the event");
+        assert!(m.event.is_some());
+        m.bytes
+    }
+
+    /// Every message published so far.
+    fn messages(&self) -> u64 {
+        self.events + self.checkpoints
     }
 }
 
+/// Publishes one message with its `Nats-Msg-Id`, keeping at most `PUBLISH_WINDOW` acks
+/// unawaited.
+async fn publish(
+    js: &jetstream::Context,
+    window: &mut VecDeque<jetstream::context::PublishAckFuture>,
+    m: Outgoing,
+) -> Result<(), Error> {
+    let mut headers = async_nats::HeaderMap::new();
+    headers.insert("Nats-Msg-Id", m.id.as_str());
+    let ack = js
+        .publish_with_headers(m.subject, headers, m.bytes.into())
+        .await
+        .map_err(|e| Error::nats("bench publish", e))?;
+    window.push_back(ack);
+    if window.len() >= PUBLISH_WINDOW {
+        if let Some(a) = window.pop_front() {
+            a.await.map_err(|e| Error::nats("bench publish ack", e))?;
+        }
+    }
+    Ok(())
+}
+
+/// Whether ingest kept every checkpoint published so far and refused none: a bench whose
+/// signatures were not checked would measure something else.
+fn check_checkpoints(report: &crate::IngestReport, chains: &Chains) -> Result<(), Error> {
+    if report.checkpoints_kept != chains.checkpoints || report.checkpoints_refused != 0 {
+        return Err(Error::Bench(format!(
+            "ingest kept {} of {} signed checkpoints and refused {}",
+            report.checkpoints_kept, chains.checkpoints, report.checkpoints_refused
+        )));
+    }
+    Ok(())
+}
+
+/// Publishes `n` events (and the checkpoints among them) round-robin over the tables.
 async fn publish_all(js: &jetstream::Context, chains: &mut Chains, n: u64) -> Result<(), Error> {
     let mut window = VecDeque::with_capacity(PUBLISH_WINDOW);
     for k in 0..n {
-        let (subject, id, bytes, _) = chains.next(k as usize % BENCH_TABLES);
-        let mut headers = async_nats::HeaderMap::new();
-        headers.insert("Nats-Msg-Id", id.as_str());
-        let ack = js
-            .publish_with_headers(subject, headers, bytes.into())
-            .await
-            .map_err(|e| Error::nats("bench publish", e))?;
-        window.push_back(ack);
-        if window.len() >= PUBLISH_WINDOW {
-            if let Some(a) = window.pop_front() {
-                a.await.map_err(|e| Error::nats("bench publish ack", e))?;
-            }
+        for m in chains.next(k as usize % BENCH_TABLES) {
+            publish(js, &mut window, m).await?;
         }
     }
     for a in window {
@@ -258,19 +363,20 @@ fn percentile(sorted: &[u64], p: f64) -> u64 {
 }
 
 /// Runs the benchmark against the server at `url` (its `TABLES` stream must be empty or
-/// absent) with new ledgers under `ledger_dir`: publishes `messages` events, measures (a)
+/// absent) with new ledgers under `ledger_dir`: publishes `events` events (and a signed
+/// checkpoint after every `CHECKPOINT_EVERY` of a table's), measures (a)
 /// and then (b) over them `rounds` times, then (c) latency over up to 20,000 more events
 /// paced at ~10k/s.
 pub async fn bench_ingest(
     url: &str,
     ledger_dir: &Path,
-    messages: u64,
+    events: u64,
     batch: usize,
     rounds: usize,
 ) -> Result<BenchReport, Error> {
-    if messages == 0 || batch == 0 || !(1..=ROUNDS_MAX).contains(&rounds) {
+    if events == 0 || batch == 0 || !(1..=ROUNDS_MAX).contains(&rounds) {
         return Err(Error::Bench(format!(
-            "messages and batch must be at least 1, rounds 1 to {ROUNDS_MAX}"
+            "events and batch must be at least 1, rounds 1 to {ROUNDS_MAX}"
         )));
     }
     let client = async_nats::connect(url)
@@ -294,9 +400,11 @@ pub async fn bench_ingest(
     let mut chains = Chains::new(&tag)?;
 
     let start = Instant::now();
-    publish_all(&js, &mut chains, messages).await?;
+    publish_all(&js, &mut chains, events).await?;
+    let messages = chains.messages();
+    let checkpoints = chains.checkpoints;
     let publish_rate = messages as f64 / start.elapsed().as_secs_f64();
-    tracing::info!(messages, publish_rate, "bench: published");
+    tracing::info!(messages, checkpoints, publish_rate, "bench: published");
 
     let mut config = IngestConfig::new(url);
     config.batch_len_max = batch;
@@ -314,6 +422,9 @@ pub async fn bench_ingest(
         // The last round's ingest keeps running for (c).
         let dir = ledger_dir.join(format!("round-{round}"));
         let ledger = Arc::new(ledger::Ledger::open(&dir).map_err(Error::LedgerOther)?);
+        ledger
+            .trust_admin_keys([chains.admin()])
+            .map_err(Error::LedgerOther)?;
         let mut heads = client
             .subscribe(subjects::HEADS_WILDCARD)
             .await
@@ -362,9 +473,10 @@ pub async fn bench_ingest(
         });
         if round < rounds {
             let _ = stop_tx.send(());
-            ingest
+            let report = ingest
                 .await
                 .map_err(|e| Error::Bench(format!("ingest task: {e}")))??;
+            check_checkpoints(&report, &chains)?;
             js.delete_consumer_from_stream(&consumer, subjects::STREAM)
                 .await
                 .map_err(|e| Error::nats("bench delete ingest consumer", e))?;
@@ -381,7 +493,7 @@ pub async fn bench_ingest(
 
     // (c): paced publishes while ingest runs; each event's latency ends when a head at or
     // past its sequence arrives.
-    let lat_n = LATENCY_EVENTS_MAX.min(messages);
+    let lat_n = LATENCY_EVENTS_MAX.min(events);
     let mut sent: BTreeMap<(TableId, u64), Instant> = BTreeMap::new();
     let mut latencies_us = Vec::with_capacity(lat_n as usize);
     let lat_start = Instant::now();
@@ -404,20 +516,11 @@ pub async fn bench_ingest(
     while k < lat_n {
         tokio::select! {
             _ = tick.tick() => {
-                let i = k as usize % BENCH_TABLES;
-                let (subject, id, bytes, seq) = chains.next(i);
-                let mut headers = async_nats::HeaderMap::new();
-                headers.insert("Nats-Msg-Id", id.as_str());
-                sent.insert((chains.tables[i].0.clone(), seq), Instant::now());
-                let ack = js
-                    .publish_with_headers(subject, headers, bytes.into())
-                    .await
-                    .map_err(|e| Error::nats("bench publish", e))?;
-                window.push_back(ack);
-                if window.len() >= PUBLISH_WINDOW {
-                    if let Some(a) = window.pop_front() {
-                        a.await.map_err(|e| Error::nats("bench publish ack", e))?;
+                for m in chains.next(k as usize % BENCH_TABLES) {
+                    if let Some((i, seq)) = m.event {
+                        sent.insert((chains.tables[i].0.clone(), seq), Instant::now());
                     }
+                    publish(&js, &mut window, m).await?;
                 }
                 k += 1;
             }
@@ -445,6 +548,7 @@ pub async fn bench_ingest(
         .map_err(|e| Error::Bench(format!("ingest task: {e}")))??;
     waited?;
     tracing::info!(?report, "bench: ingest stopped");
+    check_checkpoints(&report, &chains)?;
     latencies_us.sort_unstable();
 
     let median = |f: fn(&RoundFigures) -> f64| {
@@ -454,6 +558,8 @@ pub async fn bench_ingest(
     };
     Ok(BenchReport {
         messages,
+        events,
+        checkpoints,
         batch_len_max: batch,
         tables: BENCH_TABLES,
         event_len_mean_bytes: chains.bytes_total / chains.events.max(1),

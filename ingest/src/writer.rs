@@ -263,7 +263,7 @@ mod tests {
         let now = crate::system_clock_ns();
         let mut stream_seq = 0;
         let mut incoming = |chains: &mut Chains, i: usize| {
-            let (_, _, bytes, _) = chains.next(i % chains.tables.len());
+            let bytes = chains.next_event(i % chains.tables.len());
             stream_seq += 1;
             Incoming {
                 bytes,
