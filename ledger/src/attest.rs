@@ -437,9 +437,19 @@ impl Ledger {
         let mut attested: BTreeMap<TableId, Attestation> = BTreeMap::new();
         // The keys this call keeps: a checkpoint delivered twice in one call is kept once.
         let mut kept_now = BTreeSet::new();
+        let decoded: Vec<_> = batch.iter().map(|m| Checkpoint::decode(&m.bytes)).collect();
+        let signed = signatures_verify(&state, &decoded);
         let mut out = Vec::with_capacity(batch.len());
-        for msg in batch {
-            out.push(self.one_checkpoint(&state, &mut call, &mut attested, &mut kept_now, msg)?);
+        for ((msg, decoded), signed) in batch.iter().zip(decoded).zip(signed) {
+            let checked = Checked { decoded, signed };
+            out.push(self.one_checkpoint(
+                &state,
+                &mut call,
+                &mut attested,
+                &mut kept_now,
+                msg,
+                checked,
+            )?);
         }
         self.store.commit(call.take_ops())?;
         call.publish(&mut state);
@@ -458,6 +468,7 @@ impl Ledger {
         attested: &mut BTreeMap<TableId, Attestation>,
         kept_now: &mut BTreeSet<Vec<u8>>,
         msg: &Incoming,
+        checked: Checked,
     ) -> Result<CheckpointOutcome, Error> {
         let refuse = |call: &mut Call, code: &'static str, text: String| {
             tracing::error!(reason = code, %text, "ALERT: checkpoint refused");
@@ -471,7 +482,7 @@ impl Ledger {
                 other => unreachable!("quarantine always quarantines: {other:?}"),
             }
         };
-        let c = match Checkpoint::decode(&msg.bytes) {
+        let c = match checked.decoded {
             Ok(c) => c,
             Err(e) => return Ok(refuse(call, reason::CHECKPOINT_UNDECODABLE, e.to_string())),
         };
@@ -493,7 +504,7 @@ impl Ledger {
             );
             return Ok(refuse(call, reason::REVOKED_DEVICE, text));
         }
-        if !c.verifies_with(&dk.key) {
+        if !checked.signed {
             let text = format!(
                 "signature does not verify with device {}'s enrolled key {}",
                 c.device, dk.key
@@ -552,6 +563,43 @@ impl Ledger {
             seq: c.head_seq,
         })
     }
+}
+
+/// A checkpoint message decoded, and whether its signature verifies with the key its
+/// device has enrolled (`false` when it has none).
+struct Checked {
+    decoded: Result<Checkpoint, schemas::attest::CheckpointDecodeError>,
+    signed: bool,
+}
+
+/// Whether each decoded checkpoint's signature verifies with its device's enrolled key, all
+/// checked at once (`verify_many`: about half the CPU of one by one, and a call's
+/// checkpoints are a quarter of ingest's CPU at a floor's rate; BENCHMARKS.md).
+fn signatures_verify(
+    state: &State,
+    decoded: &[Result<Checkpoint, schemas::attest::CheckpointDecodeError>],
+) -> Vec<bool> {
+    let mut signed = vec![false; decoded.len()];
+    let mut items = Vec::with_capacity(decoded.len());
+    let mut messages = Vec::with_capacity(decoded.len());
+    let mut at = Vec::with_capacity(decoded.len());
+    for (i, c) in decoded.iter().enumerate() {
+        let Ok(c) = c else { continue };
+        if let Some(dk) = state.devices.get(&(c.table.clone(), c.device.clone())) {
+            messages.push(c.signed_message());
+            items.push((&dk.key, &c.signature));
+            at.push(i);
+        }
+    }
+    let items: Vec<_> = items
+        .iter()
+        .zip(&messages)
+        .map(|((key, signature), message)| (*key, message.as_slice(), *signature))
+        .collect();
+    for (i, ok) in at.into_iter().zip(schemas::attest::verify_many(&items)) {
+        signed[i] = ok;
+    }
+    signed
 }
 
 /// A key event of a chain as `verify` saw it: (device, key, action, whether its admin

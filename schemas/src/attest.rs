@@ -131,6 +131,53 @@ pub fn verify(key: &PublicKey, message: &[u8], signature: &Signature) -> bool {
     vk.verify_strict(message, &sig).is_ok()
 }
 
+/// Signatures batch-verified at most at once: bounds `verify_many`'s working memory and
+/// what one bad signature costs (the batch is then checked one by one).
+pub const VERIFY_BATCH_MAX: usize = 64;
+
+/// `verify` of each `(key, message, signature)`, for many at once: ed25519 batch
+/// verification takes about half the CPU per signature (BENCHMARKS.md), so ingest and
+/// `verify` check a call's checkpoints together.
+///
+/// Verdicts are deterministic (the batch's coefficients are derived from its contents) and
+/// equal `verify`'s for every signature not crafted by the key's holder: weak (small-order)
+/// keys are refused as `verify` refuses them, and a batch that fails is checked one by one,
+/// so a bad signature never hides a good one nor passes because of one. What batch
+/// verification cannot promise is that a key's holder, who can sign anything anyway, never
+/// makes a signature with a small-order part that the batch accepts and `verify` refuses;
+/// `roundledger verify` checks kept checkpoints one by one against the key and names such a
+/// checkpoint.
+pub fn verify_many(items: &[(&PublicKey, &[u8], &Signature)]) -> Vec<bool> {
+    let mut verdicts = vec![false; items.len()];
+    // Keys repeat (one device signs a table's checkpoints): decompress each once.
+    let mut keys: std::collections::HashMap<[u8; 32], Option<ed25519_dalek::VerifyingKey>> =
+        std::collections::HashMap::new();
+    let mut candidates: Vec<(usize, ed25519_dalek::VerifyingKey)> = Vec::new();
+    for (i, (key, _, _)) in items.iter().enumerate() {
+        let vk = *keys.entry(key.0).or_insert_with(|| {
+            ed25519_dalek::VerifyingKey::from_bytes(&key.0)
+                .ok()
+                .filter(|vk| !vk.is_weak())
+        });
+        if let Some(vk) = vk {
+            candidates.push((i, vk));
+        }
+    }
+    for chunk in candidates.chunks(VERIFY_BATCH_MAX) {
+        let messages: Vec<&[u8]> = chunk.iter().map(|(i, _)| items[*i].1).collect();
+        let signatures: Vec<ed25519_dalek::Signature> = chunk
+            .iter()
+            .map(|(i, _)| ed25519_dalek::Signature::from_bytes(&items[*i].2 .0))
+            .collect();
+        let vks: Vec<ed25519_dalek::VerifyingKey> = chunk.iter().map(|(_, vk)| *vk).collect();
+        let all_good = ed25519_dalek::verify_batch(&messages, &signatures, &vks).is_ok();
+        for (k, (i, vk)) in chunk.iter().enumerate() {
+            verdicts[*i] = all_good || vk.verify_strict(messages[k], &signatures[k]).is_ok();
+        }
+    }
+    verdicts
+}
+
 fn push_id(out: &mut Vec<u8>, id: &str) {
     // Ids are at most 32 bytes (ids.rs), so one length byte always suffices.
     debug_assert!(id.len() <= 32);
@@ -327,14 +374,18 @@ impl Checkpoint {
 
     /// Whether the signature is `key`'s over this checkpoint's message.
     pub fn verifies_with(&self, key: &PublicKey) -> bool {
-        let m = checkpoint_message(
+        verify(key, &self.signed_message(), &self.signature)
+    }
+
+    /// The bytes the device signed (`checkpoint_message`), for `verify_many`.
+    pub fn signed_message(&self) -> Vec<u8> {
+        checkpoint_message(
             &self.table,
             &self.device,
             self.head_seq,
             &self.head_hash,
             self.signed_at_ns,
-        );
-        verify(key, &m, &self.signature)
+        )
     }
 
     /// The bincode wire form.
@@ -386,6 +437,68 @@ mod tests {
             TableId::new("CSP-01").unwrap(),
             DeviceId::new("ctl-1").unwrap(),
         )
+    }
+
+    /// `verify_many` gives `verify`'s verdict for each signature: across batch bounds,
+    /// with bad signatures among good ones (a failed batch is checked one by one), with
+    /// several keys, and for a weak key a forged signature would pass a bare batch check.
+    #[test]
+    fn verify_many_agrees_with_verify_one_by_one() {
+        let keys: Vec<SigningKey> = (0..3)
+            .map(|k| SigningKey::derive_for_simulation(&format!("many {k}")))
+            .collect();
+        let n = VERIFY_BATCH_MAX * 2 + 5;
+        let messages: Vec<Vec<u8>> = (0..n).map(|i| format!("head {i}").into_bytes()).collect();
+        let mut signed: Vec<(PublicKey, Signature)> = (0..n)
+            .map(|i| {
+                let k = &keys[i % keys.len()];
+                (k.public(), k.sign(&messages[i]))
+            })
+            .collect();
+        // A signature of another message, one by another key, a flipped bit, and a
+        // non-canonical s (all 0xff): each fails alone, in batches that are otherwise good.
+        signed[3].1 = keys[0].sign(b"another head");
+        signed[VERIFY_BATCH_MAX + 2].0 = keys[2].public(); // signed by keys[0]
+        signed[VERIFY_BATCH_MAX + 7].1 .0[5] ^= 1;
+        signed[n - 1].1 .0[32..].fill(0xff);
+        let items: Vec<(&PublicKey, &[u8], &Signature)> = signed
+            .iter()
+            .zip(&messages)
+            .map(|((k, sig), m)| (k, m.as_slice(), sig))
+            .collect();
+        let one_by_one: Vec<bool> = items.iter().map(|(k, m, s)| verify(k, m, s)).collect();
+        let bad: Vec<usize> = (0..n).filter(|i| !one_by_one[*i]).collect();
+        assert_eq!(bad, [3, VERIFY_BATCH_MAX + 2, VERIFY_BATCH_MAX + 7, n - 1]);
+        assert_eq!(verify_many(&items), one_by_one);
+        assert_eq!(verify_many(&[]), Vec::<bool>::new());
+
+        // The identity point as a key (small order: a "weak" key). With it, R = B and
+        // s = 1 satisfy the verification equation for any message, so a bare batch check
+        // accepts the forgery; `verify` refuses weak keys and so must `verify_many`.
+        let weak = PublicKey({
+            let mut b = [0u8; 32];
+            b[0] = 1;
+            b
+        });
+        let mut forged = [0u8; 64];
+        // The base point B, compressed (y = 4/5): 0x58 then 31 bytes of 0x66.
+        forged[0] = 0x58;
+        forged[1..32].fill(0x66);
+        forged[32] = 1;
+        let forged = Signature(forged);
+        let message = b"any head at all";
+        let bare = ed25519_dalek::verify_batch(
+            &[message.as_slice()],
+            &[ed25519_dalek::Signature::from_bytes(&forged.0)],
+            &[ed25519_dalek::VerifyingKey::from_bytes(&weak.0).unwrap()],
+        );
+        assert!(bare.is_ok(), "the forgery passes a bare batch check");
+        assert!(!verify(&weak, message, &forged));
+        let good = &items[0];
+        assert_eq!(
+            verify_many(&[(&weak, message, &forged), *good]),
+            [false, true]
+        );
     }
 
     #[test]
