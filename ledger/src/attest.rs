@@ -21,7 +21,7 @@ use crate::append::{quarantine, Call, Incoming};
 use crate::record::{self, be_u64, split_table_key, table_key, W};
 use crate::store::{Op, Space};
 use crate::{Error, Ledger, State};
-use schemas::attest::{Checkpoint, KeyAction, KeyEvent, PublicKey};
+use schemas::attest::{Checkpoint, KeyAction, KeyEvent, PublicKey, VERIFY_BATCH_MAX};
 use schemas::{DeviceId, Event, Hash32, Seq, TableId};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -602,6 +602,15 @@ fn signatures_verify(
     signed
 }
 
+/// A kept checkpoint whose signature `AttestationCheck` has yet to check.
+struct PendingSignature {
+    seq: u64,
+    device: DeviceId,
+    key: PublicKey,
+    message: Vec<u8>,
+    signature: schemas::attest::Signature,
+}
+
 /// A key event of a chain as `verify` saw it: (device, key, action, whether its admin
 /// signature verifies).
 type SeenKeyEvent = (DeviceId, PublicKey, KeyAction, bool);
@@ -617,11 +626,19 @@ type SeenKeyEvent = (DeviceId, PublicKey, KeyAction, bool);
 ///
 /// Not checked: whether the enrolling admin key was trusted when the event was appended
 /// (the ledger keeps only the keys trusted now); the signature itself is.
+///
+/// Signatures are checked `VERIFY_BATCH_MAX` at a time (`verify_many`): a checkpoint whose
+/// signature fails is named when its batch is settled, which may be after the pass found a
+/// later problem; `settle` before reporting anything, and a failed signature comes first,
+/// as it would have one at a time.
 pub(crate) struct AttestationCheck<'a> {
     table: &'a TableId,
     checkpoints: std::iter::Peekable<crate::store::KvIter<'a>>,
     /// Key events of the chain so far, by seq (a few per table).
     key_events: BTreeMap<u64, SeenKeyEvent>,
+    /// Checkpoints whose signature is still to be checked, in seq order; at most
+    /// `VERIFY_BATCH_MAX`.
+    pending: Vec<PendingSignature>,
     /// Kept checkpoints verified so far, and the highest seq one named.
     pub(crate) verified: u64,
     pub(crate) attested_seq: u64,
@@ -636,14 +653,59 @@ impl<'a> AttestationCheck<'a> {
             table,
             checkpoints: store.range(Space::Checkpoint, &from, Some(&to)).peekable(),
             key_events: BTreeMap::new(),
+            pending: Vec::with_capacity(VERIFY_BATCH_MAX),
             verified: 0,
             attested_seq: 0,
         }
     }
 
     /// The chain's event at `seq`, verified, with hash `hash`: the first problem of the
-    /// kept checkpoints at that seq, if any.
+    /// kept checkpoints at that seq, or of an earlier one whose signature batch this
+    /// settled, with its seq.
     pub(crate) fn event(
+        &mut self,
+        seq: u64,
+        event: &Event,
+        hash: &Hash32,
+    ) -> Result<Option<(u64, String)>, Error> {
+        let problem = self.checkpoints_at(seq, event, hash)?;
+        if let Some(p) = problem {
+            return Ok(Some(self.settle().unwrap_or((seq, p))));
+        }
+        if self.pending.len() >= VERIFY_BATCH_MAX {
+            return Ok(self.settle());
+        }
+        Ok(None)
+    }
+
+    /// Checks the signatures not yet checked, all at once: the first that fails (its seq
+    /// and the problem), if any. Those that verify count as verified.
+    pub(crate) fn settle(&mut self) -> Option<(u64, String)> {
+        let pending = std::mem::take(&mut self.pending);
+        let items: Vec<_> = pending
+            .iter()
+            .map(|p| (&p.key, p.message.as_slice(), &p.signature))
+            .collect();
+        let verdicts = schemas::attest::verify_many(&items);
+        for (p, signed) in pending.iter().zip(verdicts) {
+            if !signed {
+                return Some((
+                    p.seq,
+                    format!(
+                        "the kept checkpoint at seq {} is not signed by device {}'s key {}",
+                        p.seq, p.device, p.key
+                    ),
+                ));
+            }
+            self.verified += 1;
+            self.attested_seq = p.seq;
+        }
+        None
+    }
+
+    /// The kept checkpoints at `seq`: the first problem found without their signatures,
+    /// which are queued in `pending`.
+    fn checkpoints_at(
         &mut self,
         seq: u64,
         event: &Event,
@@ -699,14 +761,17 @@ impl<'a> AttestationCheck<'a> {
                     )))
                 }
             };
-            if !c.verifies_with(&key) {
-                return Ok(Some(format!(
-                    "the kept checkpoint at seq {seq} is not signed by device {}'s key {key}",
-                    c.device
-                )));
-            }
-            self.verified += 1;
-            self.attested_seq = seq;
+            debug_assert!(
+                self.pending.len() < VERIFY_BATCH_MAX,
+                "settled at the bound"
+            );
+            self.pending.push(PendingSignature {
+                seq,
+                message: c.signed_message(),
+                device: c.device,
+                key,
+                signature: c.signature,
+            });
         }
         Ok(None)
     }

@@ -453,6 +453,23 @@ pub struct AtSeq {
     pub receipt: Hash32,
 }
 
+/// The verdict for a kept checkpoint found bad at `seq` after the pass went beyond it;
+/// what the table holds at `want` only if `want` lies before it.
+fn attestation_failed(
+    table: &TableId,
+    seq: u64,
+    problem: String,
+    at: Option<AtSeq>,
+    want: Option<u64>,
+) -> (TableVerdict, Option<AtSeq>) {
+    let verdict = TableVerdict::Bad {
+        table: table.clone(),
+        seq,
+        problem: VerifyProblem::Attestation(problem),
+    };
+    (verdict, at.filter(|_| want.is_some_and(|w| w < seq)))
+}
+
 /// One table: its verdict, and what it holds at seq `want` if the chain verified up to it.
 fn verify_table(
     store: &dyn Store,
@@ -477,92 +494,92 @@ fn verify_table(
     // Each round's span in the records, as the append path indexes it.
     let mut rounds: BTreeMap<u64, RoundSpan> = BTreeMap::new();
     let mut attestation = crate::attest::AttestationCheck::new(store, table);
-    for kv in store.range(Space::Batch, &tk, Some(&end)) {
-        let (k, v) = match kv {
-            Ok(kv) => kv,
-            // A record whose bytes in the value log are damaged or gone: the chain is
-            // unreadable from the first seq not yet verified.
-            Err(Error::CorruptRecord { detail }) => {
-                return Ok((bad(next, VerifyProblem::Unreadable(detail)), at))
-            }
-            Err(e) => return Err(e),
-        };
-        let key_seq = match k.get(tk.len()..).map(be_u64) {
-            Some(Ok(s)) => s,
-            _ => {
-                return Ok((
-                    bad(next, VerifyProblem::Unreadable("record key".into())),
-                    at,
-                ))
-            }
-        };
-        let events = match record::decode_record(&v) {
-            Ok(e) => e,
-            Err(e) => {
-                return Ok((
-                    bad(key_seq.min(next), VerifyProblem::Unreadable(e.to_string())),
-                    at,
-                ))
-            }
-        };
-        if events.is_empty() {
-            // Never written so (a call writes a record only for a table it stores events
-            // of); one slipped in would otherwise pass as seq 0, adding nothing.
-            return Ok((
-                bad(
+    // The pass over the records: the first problem it meets, if any.
+    let stopped: Option<(u64, VerifyProblem)> = 'pass: {
+        for kv in store.range(Space::Batch, &tk, Some(&end)) {
+            let (k, v) = match kv {
+                Ok(kv) => kv,
+                // A record whose bytes in the value log are damaged or gone: the chain is
+                // unreadable from the first seq not yet verified.
+                Err(Error::CorruptRecord { detail }) => {
+                    break 'pass Some((next, VerifyProblem::Unreadable(detail)))
+                }
+                Err(e) => return Err(e),
+            };
+            let key_seq = match k.get(tk.len()..).map(be_u64) {
+                Some(Ok(s)) => s,
+                _ => break 'pass Some((next, VerifyProblem::Unreadable("record key".into()))),
+            };
+            let events = match record::decode_record(&v) {
+                Ok(e) => e,
+                Err(e) => {
+                    break 'pass Some((key_seq.min(next), VerifyProblem::Unreadable(e.to_string())))
+                }
+            };
+            if events.is_empty() {
+                // Never written so (a call writes a record only for a table it stores events
+                // of); one slipped in would otherwise pass as seq 0, adding nothing.
+                break 'pass Some((
                     next,
                     VerifyProblem::Unreadable("a record holds no event".into()),
-                ),
-                at,
-            ));
-        }
-        let record_seq = events[0].seq.0;
-        if key_seq != record_seq {
-            return Ok((
-                bad(
+                ));
+            }
+            let record_seq = events[0].seq.0;
+            if key_seq != record_seq {
+                break 'pass Some((
                     key_seq.min(next),
                     VerifyProblem::KeyMismatch {
                         key_seq,
                         record_seq,
                     },
-                ),
-                at,
-            ));
-        }
-        for e in events {
-            // The first bad position is the first seq the stored chain fails to continue
-            // with, even when the record holds a lower seq there (a repeat).
-            let event = match check_event(table, next, &prev, &e) {
-                Ok(event) => event,
-                Err(p) => return Ok((bad(next, p), at)),
-            };
-            if let Some(p) = attestation.event(next, &event, &e.hash)? {
-                return Ok((bad(next, VerifyProblem::Attestation(p)), at));
+                ));
             }
-            prev = e.hash;
-            receipt = schemas::digest::receipt_next(&receipt, e.stream_seq, e.received_at_ns);
-            if let Some(r) = e.round {
-                rounds
-                    .entry(r.0)
-                    .and_modify(|s| {
-                        s.last_seq = next;
-                        s.last_occurred_at_ns = e.occurred_at_ns;
-                    })
-                    .or_insert(RoundSpan {
-                        first_seq: next,
-                        last_seq: next,
-                        first_occurred_at_ns: e.occurred_at_ns,
-                        last_occurred_at_ns: e.occurred_at_ns,
+            for e in events {
+                // The first bad position is the first seq the stored chain fails to continue
+                // with, even when the record holds a lower seq there (a repeat).
+                let event = match check_event(table, next, &prev, &e) {
+                    Ok(event) => event,
+                    Err(p) => break 'pass Some((next, p)),
+                };
+                if let Some((seq, p)) = attestation.event(next, &event, &e.hash)? {
+                    return Ok(attestation_failed(table, seq, p, at, want));
+                }
+                prev = e.hash;
+                receipt = schemas::digest::receipt_next(&receipt, e.stream_seq, e.received_at_ns);
+                if let Some(r) = e.round {
+                    rounds
+                        .entry(r.0)
+                        .and_modify(|s| {
+                            s.last_seq = next;
+                            s.last_occurred_at_ns = e.occurred_at_ns;
+                        })
+                        .or_insert(RoundSpan {
+                            first_seq: next,
+                            last_seq: next,
+                            first_occurred_at_ns: e.occurred_at_ns,
+                            last_occurred_at_ns: e.occurred_at_ns,
+                        });
+                }
+                if want == Some(next) {
+                    at = Some(AtSeq {
+                        hash: prev,
+                        receipt,
                     });
+                }
+                next += 1;
             }
-            if want == Some(next) {
-                at = Some(AtSeq {
-                    hash: prev,
-                    receipt,
-                });
-            }
-            next += 1;
         }
+        None
+    };
+    // Signatures are checked in batches (`AttestationCheck`), so checkpoints before the
+    // pass's end or its first problem may still be unchecked: one that fails lies before
+    // that problem and is the first bad position, as it would be had each been checked
+    // when the pass met it.
+    if let Some((seq, p)) = attestation.settle() {
+        return Ok(attestation_failed(table, seq, p, at, want));
+    }
+    if let Some((seq, problem)) = stopped {
+        return Ok((bad(seq, problem), at));
     }
     let last = next - 1;
     let (persisted, stored_receipt) = match persisted {

@@ -443,6 +443,17 @@ fn checkpoints_delivered_again_are_kept_or_quarantined_once() {
     assert_eq!(l.quarantine().unwrap().len(), 1);
 }
 
+/// Flips a bit of the signature of the checkpoint kept at `seq` (the checkpoint's last
+/// field, ahead of the record's 8-byte enrollment seq).
+fn flip_kept_signature(raw: &common::Raw, table: &TableId, seq: u64) {
+    use ledger::record::seq_key;
+    use ledger::store::Space;
+    let mut v = raw.get(Space::Checkpoint, &seq_key(table, seq)).unwrap();
+    let at = v.len() - 8 - 10;
+    v[at] ^= 1;
+    raw.put(Space::Checkpoint, &seq_key(table, seq), v);
+}
+
 /// `verify` checks what decides which events a device vouched for. The chain's hashes do
 /// not cover the kept checkpoints or the key register; found 2026-11-24: both were
 /// trusted as stored, so a key put in the register and a checkpoint signed with it would
@@ -515,12 +526,7 @@ fn verify_names_forged_attestation_in_the_store() {
     let cases: Vec<(&str, Edit, u64, &str)> = vec![
         (
             "a kept checkpoint's signature edited",
-            Box::new(|raw: &Raw| {
-                let mut v = raw.get(Space::Checkpoint, &seq_key(&table, 3)).unwrap();
-                let at = v.len() - 8 - 10; // inside the signature, the checkpoint's last field
-                v[at] ^= 1;
-                raw.put(Space::Checkpoint, &seq_key(&table, 3), v);
-            }),
+            Box::new(|raw: &Raw| flip_kept_signature(raw, &table, 3)),
             3,
             "not signed by",
         ),
@@ -550,6 +556,27 @@ fn verify_names_forged_attestation_in_the_store() {
             "not signed by device dealer-terminal's key",
         ),
         (
+            // Signatures are checked in batches, after the pass has met the problem at 4:
+            // the bad signature before it is still the first bad position.
+            "a signature edited at 3 and checkpoint 3 copied to 4",
+            Box::new(|raw: &Raw| {
+                copy_checkpoint_3_to(4)(raw);
+                flip_kept_signature(raw, &table, 3);
+            }),
+            3,
+            "not signed by",
+        ),
+        (
+            // The same, the later problem being in the chain itself: an unreadable record.
+            "a signature edited at 3 and a record of garbage slipped in at 6",
+            Box::new(|raw: &Raw| {
+                raw.put(Space::Batch, &seq_key(&table, 6), b"not a record".to_vec());
+                flip_kept_signature(raw, &table, 3);
+            }),
+            3,
+            "not signed by",
+        ),
+        (
             "a checkpoint kept beyond the head",
             copy_checkpoint_3_to(9),
             6,
@@ -575,5 +602,65 @@ fn verify_names_forged_attestation_in_the_store() {
             }
             other => panic!("{what}: not named: {other:?}"),
         }
+    }
+}
+
+/// A table with more kept checkpoints than one signature batch holds: verify counts every
+/// one, and a bad signature in the middle batch is named at its seq.
+#[test]
+fn verify_checks_checkpoints_across_signature_batches() {
+    use common::{copy_dir, Raw};
+    use ledger::store::SledStore;
+    use ledger::{verify_store, TableVerdict, VerifyProblem};
+
+    let dir = tempfile::tempdir().unwrap();
+    let (admin, device) = keys();
+    let mut c = Chain::new("CSP-03");
+    let last = 2 * schemas::attest::VERIFY_BATCH_MAX as u64 + 22;
+    {
+        let l = Ledger::open(dir.path()).unwrap();
+        l.trust_admin_keys([admin.public()]).unwrap();
+        let mut batch = vec![c.key_event(&admin, &device, KeyAction::Enroll)];
+        batch.extend((2..=last).map(|_| c.announce()));
+        stored_all(&l.append_batch(&batch).unwrap());
+        let checkpoints: Vec<_> = (2..=last).map(|s| c.checkpoint(&device, s)).collect();
+        let out = l.append_checkpoints(&checkpoints).unwrap();
+        assert!(out
+            .iter()
+            .all(|o| matches!(o, CheckpointOutcome::Kept { .. })));
+        l.flush().unwrap();
+    }
+    let verdict = |path: &std::path::Path| {
+        let store = SledStore::open(path).unwrap();
+        let (report, _) = verify_store(&store, None, &Default::default()).unwrap();
+        report.tables.into_iter().next().unwrap()
+    };
+    match verdict(dir.path()) {
+        TableVerdict::Ok {
+            checkpoints,
+            attested_seq,
+            ..
+        } => {
+            assert_eq!(checkpoints, last - 1);
+            assert_eq!(attested_seq, last);
+        }
+        other => panic!("{other:?}"),
+    }
+    let bad_at = 100;
+    let copy = tempfile::tempdir().unwrap();
+    copy_dir(dir.path(), copy.path(), false);
+    let raw = Raw::open(copy.path());
+    flip_kept_signature(&raw, &c.table, bad_at);
+    raw.close();
+    match verdict(copy.path()) {
+        TableVerdict::Bad {
+            seq,
+            problem: VerifyProblem::Attestation(text),
+            ..
+        } => {
+            assert_eq!(seq, bad_at, "{text}");
+            assert!(text.contains("not signed by"), "{text}");
+        }
+        other => panic!("{other:?}"),
     }
 }
