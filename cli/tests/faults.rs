@@ -10,7 +10,7 @@
 
 use async_nats::jetstream;
 use schemas::{subjects, Hash32, TableId};
-use simulator::{DurableWait, FaultPlan, Floor, PublishOptions, PublishReport};
+use simulator::{FaultPlan, Floor, PublishOptions, PublishReport};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -166,12 +166,7 @@ async fn publish_once(
 ) -> (PublishReport, Instant) {
     let options = PublishOptions {
         stream_wait: Duration::from_secs(60),
-        durable: Some(DurableWait {
-            republish_after: Duration::from_secs(1),
-            wait_max: Duration::from_secs(120),
-            ..DurableWait::default()
-        }),
-        ..PublishOptions::default()
+        ..PublishOptions::with_outbox(Duration::from_secs(1), Duration::from_secs(120))
     };
     let report = simulator::publish_floor(
         &url,

@@ -20,7 +20,7 @@ use futures::StreamExt;
 use ingest::{IngestConfig, IngestReport};
 use ledger::Ledger;
 use schemas::{codec, subjects, Hash32, Seq, TableId};
-use simulator::{DurableWait, FaultPlan, Floor, PublishOptions, PublishReport};
+use simulator::{FaultPlan, Floor, PublishOptions, PublishReport};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
@@ -98,12 +98,7 @@ fn replica_messages(cluster: &natsd::NatsCluster) -> Vec<(String, u64)> {
 async fn publish_once(url: String) -> PublishReport {
     let options = PublishOptions {
         stream_wait: Duration::from_secs(60),
-        durable: Some(DurableWait {
-            republish_after: Duration::from_secs(1),
-            wait_max: Duration::from_secs(60),
-            ..DurableWait::default()
-        }),
-        ..PublishOptions::default()
+        ..PublishOptions::with_outbox(Duration::from_secs(1), Duration::from_secs(60))
     };
     simulator::publish_floor(&url, floor().tables, ROUNDS, Some(RATE), options)
         .await

@@ -521,14 +521,8 @@ async fn a_head_that_is_not_the_devices_chain_confirms_nothing() {
                 }
             })
         };
-        let options = PublishOptions {
-            durable: Some(simulator::DurableWait {
-                republish_after: Duration::from_millis(300),
-                wait_max: Duration::from_secs(3),
-                ..simulator::DurableWait::default()
-            }),
-            ..PublishOptions::default()
-        };
+        let options =
+            PublishOptions::with_outbox(Duration::from_millis(300), Duration::from_secs(3));
         let outcome = simulator::publish_floor(&server.url(), floor.tables, 2, None, options).await;
         let _ = stop.send(());
         forger.await.expect("forger");
@@ -570,14 +564,7 @@ async fn a_gap_is_filled_while_the_device_still_publishes() {
         .collect();
 
     let ingest = Running::start(&server.url(), ledger.clone());
-    let options = PublishOptions {
-        durable: Some(simulator::DurableWait {
-            republish_after: Duration::from_millis(300),
-            wait_max: WAIT,
-            ..simulator::DurableWait::default()
-        }),
-        ..PublishOptions::default()
-    };
+    let options = PublishOptions::with_outbox(Duration::from_millis(300), WAIT);
     let url = server.url();
     let floor = Floor::new(2, SEED, FaultPlan::none()).expect("floor");
     // About 15 s of publishing: 60 rounds per table at 4 per second.
@@ -675,14 +662,7 @@ async fn outbox_republishes_what_the_stream_lost() {
     let js = jetstream_ctx(&server.url()).await;
 
     let floor = Floor::new(3, 7_700, FaultPlan::none()).expect("floor");
-    let options = PublishOptions {
-        durable: Some(simulator::DurableWait {
-            republish_after: Duration::from_millis(500),
-            wait_max: WAIT,
-            ..simulator::DurableWait::default()
-        }),
-        ..PublishOptions::default()
-    };
+    let options = PublishOptions::with_outbox(Duration::from_millis(500), WAIT);
     let url = server.url();
     let publishing = tokio::spawn(async move {
         simulator::publish_floor(&url, floor.tables, 8, None, options).await

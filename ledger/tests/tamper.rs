@@ -1301,6 +1301,14 @@ fn quarantine_key(id: u64) -> [u8; 8] {
     id.to_be_bytes()
 }
 
+/// Puts a copy of the quarantine entry at id `from` at id `to`, as stored (sled only).
+fn copy_quarantine_entry(raw: &Raw, from: u64, to: u64) {
+    let v = raw
+        .get(Space::Quarantine, &quarantine_key(from))
+        .unwrap_or_else(|| panic!("entry {from}"));
+    raw.put(Space::Quarantine, &quarantine_key(to), v);
+}
+
 /// An entry edited in sled (one byte of the kept message) is named by `verify`, and the
 /// ledger opened afterwards does not chain over it: quarantining another message extends
 /// the committed head, so the edit stays visible.
@@ -1342,24 +1350,15 @@ fn a_removed_quarantine_entry_is_named() {
 fn an_added_quarantine_entry_is_named() {
     let dir = with_quarantine();
     tamper(dir.path(), |raw| {
-        let v = raw
-            .get(Space::Quarantine, &quarantine_key(2))
-            .expect("entry 2");
-        raw.put(Space::Quarantine, &quarantine_key(7), v);
+        copy_quarantine_entry(raw, 2, 7);
     });
     quarantine_bad(dir.path(), "1 more from id 7 stored beyond it");
 
     let dir = with_quarantine();
     tamper(dir.path(), |raw| {
         // Ids 0..=2 are taken: move entry 2 to id 3 and put a copy of entry 0 at id 2.
-        let v = raw
-            .get(Space::Quarantine, &quarantine_key(2))
-            .expect("entry 2");
-        raw.put(Space::Quarantine, &quarantine_key(3), v);
-        let forged = raw
-            .get(Space::Quarantine, &quarantine_key(0))
-            .expect("entry 0");
-        raw.put(Space::Quarantine, &quarantine_key(2), forged);
+        copy_quarantine_entry(raw, 2, 3);
+        copy_quarantine_entry(raw, 0, 2);
     });
     quarantine_bad(dir.path(), "the 4 entries stored chain to");
 }
@@ -1370,10 +1369,7 @@ fn an_added_quarantine_entry_is_named() {
 fn a_quarantine_entry_at_the_last_id_is_refused_at_open() {
     let dir = with_quarantine();
     tamper(dir.path(), |raw| {
-        let v = raw
-            .get(Space::Quarantine, &quarantine_key(2))
-            .expect("entry 2");
-        raw.put(Space::Quarantine, &quarantine_key(u64::MAX), v);
+        copy_quarantine_entry(raw, 2, u64::MAX);
     });
     let refused = Ledger::open(dir.path()).err().expect("open refuses");
     assert!(

@@ -54,6 +54,21 @@ impl Default for PublishOptions {
     }
 }
 
+impl PublishOptions {
+    /// The default limits with every table's outbox on: republish after the durable head
+    /// stood still for `republish_after`, give up `wait_max` after a table's last event.
+    pub fn with_outbox(republish_after: Duration, wait_max: Duration) -> PublishOptions {
+        PublishOptions {
+            durable: Some(DurableWait {
+                republish_after,
+                wait_max,
+                ..DurableWait::default()
+            }),
+            ..PublishOptions::default()
+        }
+    }
+}
+
 /// The device outbox's bounds (see `outbox`).
 #[derive(Debug, Clone)]
 pub struct DurableWait {
