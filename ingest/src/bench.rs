@@ -185,12 +185,17 @@ impl Chains {
         out
     }
 
-    /// Table `i`'s next event alone (its checkpoint, if one is due, made and dropped).
+    /// Table `i`'s next event, and before it the checkpoint that is due, if one is.
     #[cfg(test)]
-    pub(crate) fn next_event(&mut self, i: usize) -> Vec<u8> {
-        let m = self.next(i).pop().expect("next always ends with the event");
-        assert!(m.event.is_some());
-        m.bytes
+    pub(crate) fn next_event(&mut self, i: usize) -> (Option<Vec<u8>>, Vec<u8>) {
+        let mut out = self.next(i);
+        let event = out.pop().expect("next always ends with the event");
+        assert!(event.event.is_some());
+        let checkpoint = out.pop().map(|c| {
+            assert!(c.event.is_none());
+            c.bytes
+        });
+        (checkpoint, event.bytes)
     }
 
     /// Every message published so far.

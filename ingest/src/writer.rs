@@ -73,8 +73,8 @@ pub(crate) fn writer_loop<A>(
     }
 }
 
-/// Appends the jobs' events as one ledger call, then their checkpoints, flushes once, then
-/// describes each job. One call, not one per job: the ledger writes one record, one head,
+/// Appends the jobs' events and then their checkpoints as one ledger call (one commit),
+/// flushes once, then describes each job. One call, not one per job: the ledger writes one record, one head,
 /// one round summary per table per call, so a group of n batches costs the store about
 /// what one batch of n times the size does. A ledger error fails the whole group: nothing
 /// of it is flushed, none of it is acked.
@@ -105,14 +105,20 @@ fn write_group<A>(
     };
     // In calls of at most the ledger's bound (a batch with many messages read back, or a
     // group of them, can exceed it), all before the one flush that makes them durable.
+    // Usually one call: events, then the checkpoints that sign them, in one commit.
     let appended = (|| {
         let mut events = Vec::with_capacity(incoming.len());
-        for chunk in incoming.chunks(ledger::APPEND_BATCH_LEN_MAX) {
-            events.extend(ledger.append_batch(chunk).map_err(error)?);
-        }
         let mut kept = Vec::with_capacity(checkpoints.len());
-        for chunk in checkpoints.chunks(ledger::APPEND_BATCH_LEN_MAX) {
-            kept.extend(ledger.append_checkpoints(chunk).map_err(error)?);
+        for (e, c) in call_bounds(
+            incoming.len(),
+            checkpoints.len(),
+            ledger::APPEND_BATCH_LEN_MAX,
+        ) {
+            let out = ledger
+                .append(&incoming[e], &checkpoints[c])
+                .map_err(error)?;
+            events.extend(out.events);
+            kept.extend(out.checkpoints);
         }
         Ok((events, kept))
     })();
@@ -153,6 +159,28 @@ fn write_group<A>(
         last.heads = touched.iter().filter_map(|t| ledger.head(t)).collect();
     }
     replies.into_iter().map(Ok).collect()
+}
+
+/// Splits `events` event messages followed by `checkpoints` checkpoint messages into
+/// calls of at most `max` messages, in order: each call's range of events, then its range
+/// of checkpoints. Every checkpoint goes in a call at or after the last event's, so the
+/// events it may sign are appended before it.
+fn call_bounds(
+    events: usize,
+    checkpoints: usize,
+    max: usize,
+) -> Vec<(std::ops::Range<usize>, std::ops::Range<usize>)> {
+    assert!(max > 0, "a call holds at least one message");
+    let total = events + checkpoints;
+    (0..total.div_ceil(max))
+        .map(|i| {
+            let (from, to) = (i * max, ((i + 1) * max).min(total));
+            (
+                from.min(events)..to.min(events),
+                from.max(events) - events..to.max(events) - events,
+            )
+        })
+        .collect()
 }
 
 /// The reply for a durable batch: its tally and logs, without heads (`write_group` gives
@@ -254,44 +282,71 @@ fn describe<A>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::Chains;
+    use crate::bench::{Chains, CHECKPOINT_EVERY};
 
     /// Three batches: plain events; a duplicate, a malformed message and a gap; then the
-    /// gap's event and enough events that the group exceeds the ledger's call bound.
+    /// gap's event and enough events that the group exceeds the ledger's call bound. Each
+    /// table's controller signs a checkpoint every `CHECKPOINT_EVERY` events, sent with
+    /// the batch of the event after it.
     fn jobs() -> Vec<Job<u64>> {
         let mut chains = Chains::new("wg").expect("chains");
         let now = crate::system_clock_ns();
         let mut stream_seq = 0;
-        let mut incoming = |chains: &mut Chains, i: usize| {
-            let bytes = chains.next_event(i % chains.tables.len());
-            stream_seq += 1;
-            Incoming {
-                bytes,
-                subject_table: Some(chains.tables[i % chains.tables.len()].0.clone()),
-                stream_seq,
-                received_at_ns: now,
+        let mut checkpoints = Vec::new();
+        let mut incoming = |chains: &mut Chains, checkpoints: &mut Vec<Incoming>, i: usize| {
+            let table = chains.tables[i % chains.tables.len()].0.clone();
+            let (checkpoint, event) = chains.next_event(i % chains.tables.len());
+            let mut message = |bytes| {
+                stream_seq += 1;
+                Incoming {
+                    bytes,
+                    subject_table: Some(table.clone()),
+                    stream_seq,
+                    received_at_ns: now,
+                }
+            };
+            if let Some(c) = checkpoint {
+                checkpoints.push(message(c));
             }
+            message(event)
         };
-        let first: Vec<Incoming> = (0..300).map(|i| incoming(&mut chains, i)).collect();
-        let mut second: Vec<Incoming> = (0..300).map(|i| incoming(&mut chains, i)).collect();
-        let late = second.remove(5);
-        second.push(first[7].clone());
-        second.push(Incoming {
+        let mut batch = |n: usize| {
+            let events: Vec<Incoming> = (0..n)
+                .map(|i| incoming(&mut chains, &mut checkpoints, i))
+                .collect();
+            (events, std::mem::take(&mut checkpoints))
+        };
+        let first = batch(300);
+        let mut second = batch(300);
+        let late = second.0.remove(5);
+        second.0.push(first.0[7].clone());
+        second.0.push(Incoming {
             bytes: b"not an event".to_vec(),
-            ..first[0].clone()
+            ..first.0[0].clone()
         });
-        let mut third = vec![late];
-        third.extend((0..9_000).map(|i| incoming(&mut chains, i)));
+        let mut third = batch(9_000);
+        third.0.insert(0, late);
         [first, second, third]
             .into_iter()
             .enumerate()
-            .map(|(n, incoming)| Job {
+            .map(|(n, (incoming, checkpoints))| Job {
                 batch_no: n as u64 + 1,
                 incoming,
-                checkpoints: Vec::new(),
+                checkpoints,
                 ack: 100 + n as u64,
             })
             .collect()
+    }
+
+    #[test]
+    fn calls_take_events_then_checkpoints_within_the_bound() {
+        // (events, checkpoints) of each call for 7 events and 4 checkpoints, at most 4 a call.
+        let calls = call_bounds(7, 4, 4);
+        assert_eq!(calls, vec![(0..4, 0..0), (4..7, 0..1), (7..7, 1..4)]);
+        assert_eq!(call_bounds(3, 2, 8), vec![(0..3, 0..2)]);
+        assert_eq!(call_bounds(0, 2, 1), vec![(0..0, 0..1), (0..0, 1..2)]);
+        assert_eq!(call_bounds(2, 0, 2), vec![(0..2, 0..0)]);
+        assert!(call_bounds(0, 0, 4).is_empty());
     }
 
     fn copy(jobs: &[Job<u64>]) -> Vec<Job<u64>> {
@@ -314,6 +369,10 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         let grouped = open(&dir, "grouped");
         let one_by_one = open(&dir, "one-by-one");
+        let admin = Chains::new("wg").expect("chains").admin();
+        for l in [&grouped, &one_by_one] {
+            l.trust_admin_keys([admin]).expect("trust the bench admin");
+        }
 
         let jobs = jobs();
         let together: Vec<Written<u64>> = write_group(&grouped, copy(&jobs).into_iter())
@@ -344,6 +403,20 @@ mod tests {
         // what it stored per message: the late event, then 9,000 new ones).
         assert_eq!(together[2].tally.stored, 9_001);
         assert_eq!(together[2].tally.held, 0);
+        // Every checkpoint is kept, in whichever call of the group it lands. The chains
+        // reach their first checkpoint (seq 45) in the third batch: 9,001 events and 208
+        // checkpoints, more than one call holds, so its checkpoints go with the second
+        // call's 809 events and sign events of both calls.
+        let checkpoints: Vec<u64> = together.iter().map(|w| w.tally.checkpoints_kept).collect();
+        assert_eq!(checkpoints, vec![0, 0, 16 * (600 / CHECKPOINT_EVERY)]);
+        assert!(together
+            .iter()
+            .all(|w| w.tally.checkpoints_refused == 0 && w.tally.quarantined <= 1));
+        for t in grouped.heads() {
+            let a = grouped.attestation(&t.table).expect("attested");
+            assert_eq!(a, one_by_one.attestation(&t.table).expect("attested"));
+            assert_eq!(a.seq.0, t.seq.0 / CHECKPOINT_EVERY * CHECKPOINT_EVERY);
+        }
 
         // Same chains in both ledgers, and every event of every table is in them.
         let stats = grouped.stats();

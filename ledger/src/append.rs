@@ -58,6 +58,13 @@ pub enum Appended {
     },
 }
 
+/// What one `Ledger::append` call did: one outcome per message, in input order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcomes {
+    pub events: Vec<Appended>,
+    pub checkpoints: Vec<crate::attest::CheckpointOutcome>,
+}
+
 /// A held event (in memory and in `Space::Pending`).
 #[derive(Debug, Clone)]
 pub(crate) struct Held {
@@ -172,6 +179,52 @@ impl Call {
             .expect("a table's state is loaded before its events are decided")
     }
 
+    /// The table's chain head as this call leaves it so far (its stored events included);
+    /// `None` for a table with no event.
+    pub(crate) fn head<'a>(
+        &'a self,
+        state: &'a crate::State,
+        table: &TableId,
+    ) -> Option<&'a ChainHead> {
+        match self.tables.get(table) {
+            Some(tc) => Some(&tc.head),
+            None => state.heads.get(table),
+        }
+    }
+
+    /// The hash of `table`'s event at `seq` when it is known without reading the store:
+    /// the head, or an event this call stores. (Checkpoints sign the head a device has
+    /// just sent, so this is nearly always the case; reading it back was a value-log
+    /// read and a record decode per checkpoint.)
+    pub(crate) fn known_hash(
+        &self,
+        state: &crate::State,
+        table: &TableId,
+        seq: u64,
+    ) -> Option<Hash32> {
+        let head = self.head(state, table)?;
+        if head.seq.0 == seq {
+            return Some(head.hash);
+        }
+        let new_events = &self.tables.get(table)?.new_events;
+        let first = new_events.first()?.seq.0;
+        let e = new_events.get(usize::try_from(seq.checked_sub(first)?).ok()?)?;
+        assert_eq!(e.seq.0, seq, "a call's new events are consecutive");
+        Some(e.hash)
+    }
+
+    /// `device`'s key register entry on `table` as this call leaves it (its enrollment
+    /// and revocation events included).
+    pub(crate) fn device_key<'a>(
+        &'a self,
+        state: &'a crate::State,
+        table: &TableId,
+        device: &schemas::DeviceId,
+    ) -> Option<&'a crate::attest::DeviceKey> {
+        let k = (table.clone(), device.clone());
+        self.devices.get(&k).or_else(|| state.devices.get(&k))
+    }
+
     /// Whether this call stores any event.
     fn stores_events(&self) -> bool {
         self.tables.values().any(|tc| !tc.new_events.is_empty())
@@ -230,16 +283,30 @@ impl Call {
 }
 
 impl Ledger {
-    /// Appends a batch of messages (in arrival order) and returns one outcome per message.
-    /// Nothing is durable until `flush`. An `Err` means nothing of this call was written.
+    /// Appends a batch of event messages (in arrival order) and returns one outcome per
+    /// message. Nothing is durable until `flush`. An `Err` means nothing of this call was
+    /// written.
     pub fn append_batch(&self, batch: &[Incoming]) -> Result<Vec<Appended>, Error> {
-        let (mut state, mut call) = self.begin_call(batch.len())?;
-        let mut out = Vec::with_capacity(batch.len());
-        for msg in batch {
+        Ok(self.append(batch, &[])?.events)
+    }
+
+    /// Appends event messages, then keeps the signed checkpoints that arrived with them
+    /// (each in arrival order), in one commit: a checkpoint may sign an event of this same
+    /// call. One outcome per message. Nothing is durable until `flush`; an `Err` means
+    /// nothing of this call was written.
+    ///
+    /// Why one commit and not events then checkpoints: each commit is a value-log fsync
+    /// and a sled batch, and a floor signs a checkpoint every round, so a second commit per
+    /// ingest group cost about as much again as the events' own (BENCHMARKS.md).
+    pub fn append(&self, events: &[Incoming], checkpoints: &[Incoming]) -> Result<Outcomes, Error> {
+        let (mut state, mut call) = self.begin_call(events.len() + checkpoints.len())?;
+        let mut out = Vec::with_capacity(events.len());
+        for msg in events {
             out.push(self.one(&state, &mut call, msg)?);
         }
         let call_id = state.next_call_id;
         let (added_bytes, arrival) = self.write_records(&mut call, call_id, &state.arrival_head)?;
+        let (kept, attested) = self.decide_checkpoints(&state, &mut call, checkpoints)?;
         let bytes_total = state.bytes_total + added_bytes;
         for name in crate::attest::reason::PERSISTED_COUNTERS {
             if let Some(n) = call.counters.get(*name) {
@@ -274,7 +341,15 @@ impl Ledger {
             state.arrival_head = a;
         }
         call.publish(&mut state);
-        Ok(out)
+        for (t, a) in attested {
+            if state.attested.get(&t).is_none_or(|old| old.seq < a.seq) {
+                state.attested.insert(t, a);
+            }
+        }
+        Ok(Outcomes {
+            events: out,
+            checkpoints: kept,
+        })
     }
 
     /// Starts a write of `len` messages: refuses a batch over `APPEND_BATCH_LEN_MAX`, then

@@ -430,35 +430,42 @@ impl Ledger {
     }
 
     /// Verifies and keeps checkpoint messages (in arrival order); what cannot be kept is
-    /// quarantined verbatim. Call after appending the events that arrived before them.
-    /// Nothing is durable until `flush`.
+    /// quarantined verbatim. Call after appending the events that arrived before them, or
+    /// append both together (`Ledger::append`). Nothing is durable until `flush`.
     pub fn append_checkpoints(&self, batch: &[Incoming]) -> Result<Vec<CheckpointOutcome>, Error> {
-        let (mut state, mut call) = self.begin_call(batch.len())?;
+        Ok(self.append(&[], batch)?.checkpoints)
+    }
+
+    /// Decides a call's checkpoints, after its events: the ops go into `call`; returns one
+    /// outcome per message and the highest checkpoint kept per table, for the state once
+    /// the call commits.
+    pub(crate) fn decide_checkpoints(
+        &self,
+        state: &State,
+        call: &mut Call,
+        batch: &[Incoming],
+    ) -> Result<(Vec<CheckpointOutcome>, BTreeMap<TableId, Attestation>), Error> {
         let mut attested: BTreeMap<TableId, Attestation> = BTreeMap::new();
+        if batch.is_empty() {
+            return Ok((Vec::new(), attested));
+        }
         // The keys this call keeps: a checkpoint delivered twice in one call is kept once.
         let mut kept_now = BTreeSet::new();
         let decoded: Vec<_> = batch.iter().map(|m| Checkpoint::decode(&m.bytes)).collect();
-        let signed = signatures_verify(&state, &decoded);
+        let signed = signatures_verify(state, call, &decoded);
         let mut out = Vec::with_capacity(batch.len());
         for ((msg, decoded), signed) in batch.iter().zip(decoded).zip(signed) {
             let checked = Checked { decoded, signed };
             out.push(self.one_checkpoint(
-                &state,
-                &mut call,
+                state,
+                call,
                 &mut attested,
                 &mut kept_now,
                 msg,
                 checked,
             )?);
         }
-        self.store.commit(call.take_ops())?;
-        call.publish(&mut state);
-        for (t, a) in attested {
-            if state.attested.get(&t).is_none_or(|old| old.seq < a.seq) {
-                state.attested.insert(t, a);
-            }
-        }
-        Ok(out)
+        Ok((out, attested))
     }
 
     fn one_checkpoint(
@@ -490,7 +497,7 @@ impl Ledger {
             let text = format!("checkpoint of table {} on another table's subject", c.table);
             return Ok(refuse(call, reason::CHECKPOINT_WRONG_SUBJECT, text));
         }
-        let Some(dk) = state.devices.get(&(c.table.clone(), c.device.clone())) else {
+        let Some(dk) = call.device_key(state, &c.table, &c.device).cloned() else {
             let text = format!(
                 "device {} has no enrolled key on table {}",
                 c.device, c.table
@@ -511,7 +518,7 @@ impl Ledger {
             );
             return Ok(refuse(call, reason::BAD_SIGNATURE, text));
         }
-        let head = state.heads.get(&c.table).map_or(0, |h| h.seq.0);
+        let head = call.head(state, &c.table).map_or(0, |h| h.seq.0);
         if c.head_seq.0 == 0 || c.head_seq.0 > head {
             let text = format!(
                 "checkpoint at seq {} but the stored chain of {} ends at {head}",
@@ -519,18 +526,30 @@ impl Ledger {
             );
             return Ok(refuse(call, reason::CHECKPOINT_BEYOND_HEAD, text));
         }
-        let stored = self
-            .stored_event(&c.table, c.head_seq.0)?
-            .ok_or_else(|| record::corrupt("event missing below the head"))?;
-        if stored.hash != c.head_hash {
+        let stored_hash = match call.known_hash(state, &c.table, c.head_seq.0) {
+            Some(h) => h,
+            None => {
+                self.stored_event(&c.table, c.head_seq.0)?
+                    .ok_or_else(|| record::corrupt("event missing below the head"))?
+                    .hash
+            }
+        };
+        if stored_hash != c.head_hash {
             let text = format!(
                 "device {} signed hash {} at seq {}, the stored chain has {}",
-                c.device, c.head_hash, c.head_seq.0, stored.hash
+                c.device, c.head_hash, c.head_seq.0, stored_hash
             );
             return Ok(refuse(call, reason::CHECKPOINT_MISMATCH, text));
         }
         let key = record::seq_key(&c.table, c.head_seq.0);
-        let seen = kept_now.contains(&key) || self.store.get(Space::Checkpoint, &key)?.is_some();
+        // Nothing above the table's highest kept checkpoint is in the store, so only a
+        // checkpoint at or below it is looked up.
+        let at_or_below_kept = state
+            .attested
+            .get(&c.table)
+            .is_some_and(|a| c.head_seq <= a.seq);
+        let seen = kept_now.contains(&key)
+            || (at_or_below_kept && self.store.get(Space::Checkpoint, &key)?.is_some());
         if seen {
             return Ok(CheckpointOutcome::Duplicate {
                 table: c.table,
@@ -577,6 +596,7 @@ struct Checked {
 /// checkpoints are a quarter of ingest's CPU at a floor's rate; BENCHMARKS.md).
 fn signatures_verify(
     state: &State,
+    call: &Call,
     decoded: &[Result<Checkpoint, schemas::attest::CheckpointDecodeError>],
 ) -> Vec<bool> {
     let mut signed = vec![false; decoded.len()];
@@ -585,7 +605,7 @@ fn signatures_verify(
     let mut at = Vec::with_capacity(decoded.len());
     for (i, c) in decoded.iter().enumerate() {
         let Ok(c) = c else { continue };
-        if let Some(dk) = state.devices.get(&(c.table.clone(), c.device.clone())) {
+        if let Some(dk) = call.device_key(state, &c.table, &c.device) {
             messages.push(c.signed_message());
             items.push((&dk.key, &c.signature));
             at.push(i);

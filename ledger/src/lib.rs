@@ -44,7 +44,7 @@ pub mod store;
 pub mod valuelog;
 mod verify;
 
-pub use append::{reason, Appended, Incoming};
+pub use append::{reason, Appended, Incoming, Outcomes};
 pub use quarantine::{QuarantineHead, QuarantineVerdict};
 pub use read::{
     ArrivalOrder, Events, ExportRange, ExportSelection, Gap, QuarantineEntry, RoundSummary, Stats,

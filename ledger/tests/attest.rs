@@ -28,6 +28,19 @@ fn quarantined(out: &[CheckpointOutcome]) -> Vec<&'static str> {
         .collect()
 }
 
+/// A checkpoint the enrolled device signed over a hash the chain does not have at seq 2.
+fn wrong_hash_at_2(c: &mut Chain, device: &SigningKey) -> ledger::Incoming {
+    let signed = Checkpoint::sign(
+        device,
+        c.table.clone(),
+        DeviceId::new("dealer-terminal").unwrap(),
+        Seq(2),
+        Hash32([7; 32]),
+        T0,
+    );
+    c.incoming(signed.to_bincode())
+}
+
 #[test]
 fn enrolled_device_checkpoint_is_kept_and_survives_reopen() {
     let dir = tempfile::tempdir().unwrap();
@@ -95,17 +108,7 @@ fn every_bad_checkpoint_is_quarantined_with_its_reason() {
         i.stream_seq = 99;
         i
     };
-    let mismatch = {
-        let signed = Checkpoint::sign(
-            &device,
-            c.table.clone(),
-            DeviceId::new("dealer-terminal").unwrap(),
-            Seq(2),
-            Hash32([7; 32]),
-            T0,
-        );
-        c.incoming(signed.to_bincode())
-    };
+    let mismatch = wrong_hash_at_2(&mut c, &device);
     let mut wrong_subject = c.checkpoint(&device, 2);
     wrong_subject.subject_table = Some(TableId::new("CSP-09").unwrap());
     // A table id declaring 2^62 bytes: it aborted the process until the checkpoint
@@ -441,6 +444,88 @@ fn checkpoints_delivered_again_are_kept_or_quarantined_once() {
     let again = l.append_checkpoints(&[forged]).unwrap();
     assert_eq!(again[0], CheckpointOutcome::QuarantinedBefore { id });
     assert_eq!(l.quarantine().unwrap().len(), 1);
+}
+
+/// `Ledger::append` keeps checkpoints in the same call (one commit) as the events they
+/// sign: the key enrolled, the hashes signed and a revocation are all this call's own, not
+/// yet in the store; later calls still find the kept ones, and an older checkpoint never
+/// kept is kept, not taken for a duplicate.
+#[test]
+fn checkpoints_sign_events_of_their_own_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let (admin, device) = keys();
+    let mut c = Chain::new("UTH-04");
+    let kept = |table: &TableId, seq| CheckpointOutcome::Kept {
+        table: table.clone(),
+        seq: Seq(seq),
+    };
+    {
+        let l = Ledger::open(dir.path()).unwrap();
+        l.trust_admin_keys([admin.public()]).unwrap();
+        let events = vec![
+            c.key_event(&admin, &device, KeyAction::Enroll),
+            c.announce(),
+            c.announce(),
+        ];
+        let mismatch = wrong_hash_at_2(&mut c, &device);
+        let at2 = c.checkpoint(&device, 2);
+        let at3 = c.checkpoint(&device, 3);
+        let beyond = {
+            let mut ahead = Chain::new("UTH-04");
+            ahead.hashes = c.hashes.clone();
+            ahead.hashes.push(Hash32([1; 32]));
+            ahead.checkpoint(&device, 4)
+        };
+        let out = l
+            .append(&events, &[at2, at3.clone(), mismatch, beyond, at3.clone()])
+            .unwrap();
+        stored_all(&out.events);
+        assert_eq!(out.checkpoints[..2], [kept(&c.table, 2), kept(&c.table, 3)]);
+        assert_eq!(
+            quarantined(&out.checkpoints[2..4]),
+            vec![reason::CHECKPOINT_MISMATCH, reason::CHECKPOINT_BEYOND_HEAD]
+        );
+        assert_eq!(
+            out.checkpoints[4],
+            CheckpointOutcome::Duplicate {
+                table: c.table.clone(),
+                seq: Seq(3)
+            }
+        );
+        assert_eq!(l.attestation(&c.table).unwrap().seq, Seq(3));
+
+        // Next call: the checkpoint at 3 is in the store (a duplicate); the one at 1 was
+        // never kept (below the highest kept, so it is looked up, and kept); 5 signs this
+        // call's head.
+        let events = vec![c.announce(), c.announce()];
+        let at1 = c.checkpoint(&device, 1);
+        let at5 = c.checkpoint(&device, 5);
+        let out = l.append(&events, &[at3, at1, at5]).unwrap();
+        stored_all(&out.events);
+        assert_eq!(
+            out.checkpoints,
+            vec![
+                CheckpointOutcome::Duplicate {
+                    table: c.table.clone(),
+                    seq: Seq(3)
+                },
+                kept(&c.table, 1),
+                kept(&c.table, 5),
+            ]
+        );
+
+        // A revocation takes effect for the checkpoints of its own call.
+        let events = vec![c.key_event(&admin, &device, KeyAction::Revoke)];
+        let at6 = c.checkpoint(&device, 6);
+        let out = l.append(&events, &[at6]).unwrap();
+        stored_all(&out.events);
+        assert_eq!(quarantined(&out.checkpoints), vec![reason::REVOKED_DEVICE]);
+        l.flush().unwrap();
+    }
+    let l = Ledger::open(dir.path()).unwrap();
+    let a = l.attestation(&c.table).unwrap();
+    assert_eq!((a.seq, a.hash), (Seq(5), c.hashes[4]));
+    assert!(l.verify().unwrap().is_ok());
 }
 
 /// Flips a bit of the signature of the checkpoint kept at `seq` (the checkpoint's last
