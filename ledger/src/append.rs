@@ -5,12 +5,13 @@ use crate::record::{self, ord_i64, seq_key, table_key, W};
 use crate::store::{Op, Space};
 use crate::{
     Error, Ledger, StoredEvent, APPEND_BATCH_LEN_MAX, CLOCK_SKEW_MAX_NS, GAP_LEN_MAX,
-    PENDING_BYTES_MAX, PENDING_PER_TABLE_MAX, RECORD_EVENTS_MAX, TIME_BUCKET_NS,
+    PENDING_BYTES_MAX, PENDING_PER_TABLE_MAX, RECORD_EVENTS_MAX,
 };
 use schemas::{
     chain::event_hash, codec, ChainError, ChainHead, Event, Hash32, RoundId, Seq, TableId,
 };
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::btree_map::Entry;
+use std::collections::BTreeMap;
 
 /// One message as it arrived.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -622,23 +623,23 @@ impl Ledger {
         let mut arrival = crate::arrival::ArrivalHasher::new(prev_arrival, call_id);
         let mut min_stream = u64::MAX;
         let mut added = 0u64;
-        let mut rounds: BTreeMap<(TableId, RoundId), RoundSummary> = BTreeMap::new();
         for (table, tc) in &call.tables {
             if tc.new_events.is_empty() {
                 continue;
             }
+            // This table's rounds touched by the call, summarised once each at the end.
+            let mut rounds: BTreeMap<RoundId, RoundSummary> = BTreeMap::new();
             for chunk in tc.new_events.chunks(RECORD_EVENTS_MAX) {
                 let first = chunk[0].seq.0;
                 let key = seq_key(table, first);
-                let mut buckets = BTreeSet::new();
                 for e in chunk {
                     arrival.event(&e.hash, e.stream_seq, e.received_at_ns);
                     min_stream = min_stream.min(e.stream_seq);
                     added += e.bytes.len() as u64;
-                    buckets.insert(e.occurred_at_ns.div_euclid(TIME_BUCKET_NS));
-                    if let Some(r) = e.round {
-                        let k = (table.clone(), r);
-                        if !rounds.contains_key(&k) {
+                    let Some(r) = e.round else { continue };
+                    let s = match rounds.entry(r) {
+                        Entry::Occupied(o) => o.into_mut(),
+                        Entry::Vacant(v) => {
                             let existing = self
                                 .store
                                 .get(Space::Round, &seq_key(table, r.0))?
@@ -657,18 +658,11 @@ impl Ledger {
                                 tk.extend_from_slice(&seq_key(table, r.0));
                                 call.ops.push(Op::Put(Space::RoundTime, tk, Vec::new()));
                             }
-                            rounds.insert(k.clone(), s);
+                            v.insert(s)
                         }
-                        if let Some(s) = rounds.get_mut(&k) {
-                            s.last_seq = e.seq;
-                            s.last_occurred_at_ns = e.occurred_at_ns;
-                        }
-                    }
-                }
-                for b in buckets {
-                    let mut tk = ord_i64(b).to_vec();
-                    tk.extend_from_slice(&key);
-                    call.ops.push(Op::Put(Space::TimeBucket, tk, Vec::new()));
+                    };
+                    s.last_seq = e.seq;
+                    s.last_occurred_at_ns = e.occurred_at_ns;
                 }
                 call.ops.push(Op::Put(
                     Space::Batch,
@@ -677,15 +671,15 @@ impl Ledger {
                 ));
                 refs.push(key);
             }
+            for (r, s) in rounds {
+                call.ops
+                    .push(Op::Put(Space::Round, seq_key(table, r.0), s.encode()));
+            }
             call.ops.push(Op::Put(
                 Space::Head,
                 table_key(table),
                 crate::read::encode_head(&tc.head, tc.receipt.as_ref()),
             ));
-        }
-        for ((table, r), s) in rounds {
-            call.ops
-                .push(Op::Put(Space::Round, seq_key(&table, r.0), s.encode()));
         }
         if refs.is_empty() {
             return Ok((added, None));

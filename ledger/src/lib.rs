@@ -75,8 +75,6 @@ pub const GAP_LEN_MAX: u64 = 100_000;
 pub const PENDING_PER_TABLE_MAX: usize = 10_000;
 /// Most bytes of held events across all tables (they are also kept in memory).
 pub const PENDING_BYTES_MAX: usize = 64 * 1024 * 1024;
-/// Width of the device-time buckets of the time index: one minute.
-pub const TIME_BUCKET_NS: i64 = 60 * 1_000_000_000;
 
 /// One stored event as read back.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -4,13 +4,13 @@
 use crate::append::{decode_held, Held};
 use crate::record::{self, be_u64, corrupt, ord_i64, seq_key, split_table_key, table_key, R, W};
 use crate::store::{KvIter, Space, Store};
-use crate::{Error, Ledger, State, StoredEvent, TIME_BUCKET_NS};
+use crate::{Error, Ledger, State, StoredEvent};
 use schemas::export::{
     ExportEvent, ExportHeader, ExportSummary, ExportTable, EXPORT_FORMAT, EXPORT_VERSION,
 };
 use schemas::{ChainHead, Hash32, RoundId, Seq, TableId, GENESIS};
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap, VecDeque};
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use std::io::Write;
 use std::ops::RangeInclusive;
 
@@ -510,46 +510,6 @@ impl Ledger {
                 .ok_or_else(|| corrupt("round time index points to a missing round"))?;
             out.push((table, RoundSummary::decode(round, &v)?));
         }
-        Ok(out)
-    }
-
-    /// Events (of all tables) whose device time is in `from_ns..to_ns`, ordered by
-    /// (device time, table, seq).
-    pub fn events_in_time_range(
-        &self,
-        from_ns: i64,
-        to_ns: i64,
-    ) -> Result<Vec<(TableId, StoredEvent)>, Error> {
-        if to_ns <= from_ns {
-            return Ok(Vec::new());
-        }
-        let b_from = from_ns.div_euclid(TIME_BUCKET_NS);
-        let b_to = (to_ns - 1).div_euclid(TIME_BUCKET_NS);
-        let mut records = BTreeSet::new();
-        let end = ord_i64(b_to.saturating_add(1));
-        for kv in self
-            .store
-            .range(Space::TimeBucket, &ord_i64(b_from), Some(&end))
-        {
-            let (k, _) = kv?;
-            records.insert(k.get(8..).unwrap_or(&[]).to_vec());
-        }
-        let mut out = Vec::new();
-        for key in records {
-            let (table, _) = split_table_key(&key)?;
-            let rec = self
-                .store
-                .get(Space::Batch, &key)?
-                .ok_or_else(|| corrupt("time index points to a missing record"))?;
-            for e in record::decode_record(&rec)? {
-                if e.occurred_at_ns >= from_ns && e.occurred_at_ns < to_ns {
-                    out.push((table.clone(), e));
-                }
-            }
-        }
-        out.sort_by(|(ta, a), (tb, b)| {
-            (a.occurred_at_ns, ta, a.seq).cmp(&(b.occurred_at_ns, tb, b.seq))
-        });
         Ok(out)
     }
 

@@ -32,8 +32,6 @@ pub enum Space {
     Round,
     /// Rounds by start time: `time (ordered BE) ++ table key ++ round (BE)` -> empty.
     RoundTime,
-    /// Records by device-time bucket: `bucket (ordered BE) ++ table key ++ first seq` -> empty.
-    TimeBucket,
     /// Arrival order: `min stream seq (BE) ++ call id (BE)` -> the records of one append call.
     Arrival,
     /// Held events (beyond a gap): `table key ++ seq (BE)` -> the incoming message.
@@ -56,12 +54,11 @@ pub const RECOVERED_SPACES: [Space; 3] = [Space::Quarantine, Space::Pending, Spa
 
 impl Space {
     /// Every space, in prefix-table order.
-    pub const ALL: [Space; 11] = [
+    pub const ALL: [Space; 10] = [
         Space::Batch,
         Space::Head,
         Space::Round,
         Space::RoundTime,
-        Space::TimeBucket,
         Space::Arrival,
         Space::Pending,
         Space::Quarantine,
@@ -75,14 +72,15 @@ impl Space {
         Space::ALL.into_iter().find(|s| s.prefix() == b)
     }
 
-    /// The key prefix byte. Stable: stored on disk.
+    /// The key prefix byte. Stable: stored on disk. `b't'` was an index of records by
+    /// device-time bucket, written for every record and read by nothing; removed
+    /// (2026-11-24), its prefix is never reused (older ledgers may still hold its keys).
     pub fn prefix(self) -> u8 {
         match self {
             Space::Batch => b'b',
             Space::Head => b'h',
             Space::Round => b'r',
             Space::RoundTime => b'R',
-            Space::TimeBucket => b't',
             Space::Arrival => b'a',
             Space::Pending => b'p',
             Space::Quarantine => b'q',
