@@ -61,7 +61,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 use store::{SledStore, Store};
 
-/// Most messages in one `append_batch` call.
+/// Most messages (events and checkpoints) in one `append` call.
 pub const APPEND_BATCH_LEN_MAX: usize = 8192;
 /// Most events in one stored record; a call with more events for a table writes several.
 pub const RECORD_EVENTS_MAX: usize = 1024;
