@@ -405,8 +405,9 @@ mod tests {
         assert_eq!(together[2].tally.held, 0);
         // Every checkpoint is kept, in whichever call of the group it lands. The chains
         // reach their first checkpoint (seq 45) in the third batch: 9,001 events and 208
-        // checkpoints, more than one call holds, so its checkpoints go with the second
-        // call's 809 events and sign events of both calls.
+        // checkpoints, more than one call holds (grouped or alone), so the checkpoints go
+        // in the second call, with the events beyond the first 8,192, and sign events of
+        // both calls.
         let checkpoints: Vec<u64> = together.iter().map(|w| w.tally.checkpoints_kept).collect();
         assert_eq!(checkpoints, vec![0, 0, 16 * (600 / CHECKPOINT_EVERY)]);
         assert!(together
