@@ -1,6 +1,7 @@
-//! The ledger writer's cost without NATS: `append_batch` + `flush` of batches shaped like
+//! The ledger writer's cost without NATS: `append` + `flush` of batches shaped like
 //! ingest's benchmark (512 events of ~150 bytes spread over 16 tables, bincode), into a
-//! ledger that grows across iterations as a live one does. Ingest's end-to-end figure
+//! ledger that grows across iterations as a live one does; then the same with each table's
+//! enrolled key and its signed checkpoints (one every 45 events of a table). Ingest's end-to-end figure
 //! (`roundledger bench-ingest`) is this plus JetStream; this one isolates the part the
 //! ledger's layout decides.
 //!
@@ -14,22 +15,41 @@ mod batches;
 use batches::{now_ns, Chains, BATCH};
 
 fn append(c: &mut Criterion) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let ledger = Ledger::open(dir.path().join("ledger")).expect("open ledger");
-    let mut chains = Chains::new();
     let mut group = c.benchmark_group("ledger");
     group.throughput(Throughput::Elements(BATCH as u64));
-    group.bench_function("append_batch 512 events over 16 tables + flush", |b| {
-        b.iter_batched(
-            || chains.batch(now_ns()),
-            |batch| {
-                let out = ledger.append_batch(&batch).expect("append");
-                assert!(matches!(out.last(), Some(ledger::Appended::Stored { .. })));
-                ledger.flush().expect("flush");
-            },
-            criterion::BatchSize::LargeInput,
-        )
-    });
+    for (name, mut chains) in [
+        ("append 512 events over 16 tables + flush", Chains::new()),
+        (
+            "append 512 events over 16 tables and their signed checkpoints + flush",
+            Chains::signed(),
+        ),
+    ] {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let ledger = Ledger::open(dir.path().join("ledger")).expect("open ledger");
+        if let Some(admin) = chains.admin() {
+            ledger
+                .trust_admin_keys([admin])
+                .expect("trust the bench admin");
+        }
+        group.bench_function(name, |b| {
+            b.iter_batched(
+                || chains.batch(now_ns()),
+                |(events, checkpoints)| {
+                    let out = ledger.append(&events, &checkpoints).expect("append");
+                    assert!(matches!(
+                        out.events.last(),
+                        Some(ledger::Appended::Stored { .. })
+                    ));
+                    assert!(out
+                        .checkpoints
+                        .iter()
+                        .all(|c| matches!(c, ledger::attest::CheckpointOutcome::Kept { .. })));
+                    ledger.flush().expect("flush");
+                },
+                criterion::BatchSize::LargeInput,
+            )
+        });
+    }
     group.finish();
 }
 

@@ -5,8 +5,11 @@
 //! the CPU figure is what the writer takes from message delivery; BENCHMARKS.md (ingest)
 //! says how much of the ingest ratio that decides. Linux only (`/proc/self/stat`).
 //!
-//! `cargo run --release -p ledger --example append_cpu -- [batches, default 400]`
+//! `cargo run --release -p ledger --example append_cpu -- [batches, default 400] [--signed]`
+//! (`--signed`: each table enrolls a device key and the batches carry its signed
+//! checkpoints, one every 45 events of a table, as ingest's benchmark does).
 
+use ledger::attest::CheckpointOutcome;
 use ledger::{Incoming, Ledger};
 use std::time::{Duration, Instant};
 
@@ -36,33 +39,54 @@ fn process_cpu() -> Duration {
 }
 
 fn main() {
-    let batches: usize = std::env::args()
-        .nth(1)
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let signed = args.iter().any(|a| a == "--signed");
+    let batches: usize = args
+        .iter()
+        .find(|a| !a.starts_with("--"))
         .map(|a| a.parse().expect("batches: a number"))
         .unwrap_or(400);
     let dir = tempfile::tempdir().expect("temp dir");
     let ledger = Ledger::open(dir.path().join("ledger")).expect("open ledger");
-    let mut chains = Chains::new();
+    let mut chains = if signed {
+        Chains::signed()
+    } else {
+        Chains::new()
+    };
+    if let Some(admin) = chains.admin() {
+        ledger
+            .trust_admin_keys([admin])
+            .expect("trust the bench admin");
+    }
     let now_ns = now_ns();
     // Built before timing: only the ledger's work is measured.
-    let input: Vec<Vec<Incoming>> = (0..batches).map(|_| chains.batch(now_ns)).collect();
+    let input: Vec<(Vec<Incoming>, Vec<Incoming>)> =
+        (0..batches).map(|_| chains.batch(now_ns)).collect();
     let (cpu0, wall0) = (process_cpu(), Instant::now());
     let mut flushing = Duration::ZERO;
-    for batch in &input {
-        let out = ledger.append_batch(batch).expect("append");
-        assert!(matches!(out.last(), Some(ledger::Appended::Stored { .. })));
+    let mut kept = 0;
+    for (events, checkpoints) in &input {
+        let out = ledger.append(events, checkpoints).expect("append");
+        assert!(matches!(
+            out.events.last(),
+            Some(ledger::Appended::Stored { .. })
+        ));
+        for c in &out.checkpoints {
+            assert!(matches!(c, CheckpointOutcome::Kept { .. }), "{c:?}");
+            kept += 1;
+        }
         let t = Instant::now();
         ledger.flush().expect("flush");
         flushing += t.elapsed();
     }
     let (cpu, wall) = (process_cpu() - cpu0, wall0.elapsed());
-    let events = (batches * BATCH) as f64;
+    let messages = (batches * BATCH + kept) as f64;
     println!(
-        "{} events in {batches} calls: wall {:.2} us/event ({:?}, of it flush {:?}), cpu {:.2} us/event",
+        "{} events and {kept} checkpoints in {batches} calls: wall {:.2} us/message ({:?}, of it flush {:?}), cpu {:.2} us/message",
         batches * BATCH,
-        wall.as_secs_f64() * 1e6 / events,
+        wall.as_secs_f64() * 1e6 / messages,
         wall,
         flushing,
-        cpu.as_secs_f64() * 1e6 / events
+        cpu.as_secs_f64() * 1e6 / messages
     );
 }

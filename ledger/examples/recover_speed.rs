@@ -35,7 +35,7 @@ fn main() {
     let now = now_ns();
 
     let ledger = Ledger::open(&dir).expect("open");
-    ledger.append_batch(&chains.batch(now)).expect("append");
+    ledger.append_batch(&chains.batch(now).0).expect("append");
     ledger.flush().expect("flush");
     drop(ledger);
     closed(&dir);
@@ -43,7 +43,7 @@ fn main() {
     copy_dir(&dir, &snapshot, true);
     let ledger = Ledger::open(&dir).expect("reopen");
     for _ in 1..batches {
-        ledger.append_batch(&chains.batch(now)).expect("append");
+        ledger.append_batch(&chains.batch(now).0).expect("append");
         ledger.flush().expect("flush");
     }
     let heads = ledger.heads();

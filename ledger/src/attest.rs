@@ -452,7 +452,13 @@ impl Ledger {
         // The keys this call keeps: a checkpoint delivered twice in one call is kept once.
         let mut kept_now = BTreeSet::new();
         let decoded: Vec<_> = batch.iter().map(|m| Checkpoint::decode(&m.bytes)).collect();
-        let signed = signatures_verify(state, call, &decoded);
+        let signed = {
+            let mut keys = self
+                .verifying_keys
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            signatures_verify(&mut keys, state, call, &decoded)
+        };
         let mut out = Vec::with_capacity(batch.len());
         for ((msg, decoded), signed) in batch.iter().zip(decoded).zip(signed) {
             let checked = Checked { decoded, signed };
@@ -593,8 +599,10 @@ struct Checked {
 
 /// Whether each decoded checkpoint's signature verifies with its device's enrolled key, all
 /// checked at once (`verify_many`: about half the CPU of one by one, and a call's
-/// checkpoints are a quarter of ingest's CPU at a floor's rate; BENCHMARKS.md).
+/// checkpoints are a quarter of ingest's CPU at a floor's rate; BENCHMARKS.md), with the
+/// keys the ledger has decompressed before (`keys`).
 fn signatures_verify(
+    keys: &mut schemas::attest::KeyCache,
     state: &State,
     call: &Call,
     decoded: &[Result<Checkpoint, schemas::attest::CheckpointDecodeError>],
@@ -616,7 +624,10 @@ fn signatures_verify(
         .zip(&messages)
         .map(|((key, signature), message)| (*key, message.as_slice(), *signature))
         .collect();
-    for (i, ok) in at.into_iter().zip(schemas::attest::verify_many(&items)) {
+    for (i, ok) in at
+        .into_iter()
+        .zip(schemas::attest::verify_many(keys, &items))
+    {
         signed[i] = ok;
     }
     signed
@@ -659,6 +670,8 @@ pub(crate) struct AttestationCheck<'a> {
     /// Checkpoints whose signature is still to be checked, in seq order; at most
     /// `VERIFY_BATCH_MAX`.
     pending: Vec<PendingSignature>,
+    /// The chain's keys, decompressed once for all its batches.
+    keys: schemas::attest::KeyCache,
     /// Kept checkpoints verified so far, and the highest seq one named.
     pub(crate) verified: u64,
     pub(crate) attested_seq: u64,
@@ -674,6 +687,7 @@ impl<'a> AttestationCheck<'a> {
             checkpoints: store.range(Space::Checkpoint, &from, Some(&to)).peekable(),
             key_events: BTreeMap::new(),
             pending: Vec::with_capacity(VERIFY_BATCH_MAX),
+            keys: schemas::attest::KeyCache::default(),
             verified: 0,
             attested_seq: 0,
         }
@@ -706,7 +720,7 @@ impl<'a> AttestationCheck<'a> {
             .iter()
             .map(|p| (&p.key, p.message.as_slice(), &p.signature))
             .collect();
-        let verdicts = schemas::attest::verify_many(&items);
+        let verdicts = schemas::attest::verify_many(&mut self.keys, &items);
         for (p, signed) in pending.iter().zip(verdicts) {
             if !signed {
                 return Some((

@@ -155,6 +155,9 @@ struct State {
 pub struct Ledger {
     store: Box<dyn Store>,
     state: Mutex<State>,
+    /// Device keys decompressed for checkpoint signatures (`attest`); taken only by the
+    /// append that holds `state`.
+    verifying_keys: Mutex<schemas::attest::KeyCache>,
     /// What this open found beyond the store's last commit (`recover`).
     recovered: Recovery,
 }
@@ -174,6 +177,7 @@ impl Ledger {
         let mut ledger = Ledger {
             store,
             state: Mutex::new(state),
+            verifying_keys: Mutex::new(schemas::attest::KeyCache::default()),
             recovered: Recovery::default(),
         };
         ledger.recovered = ledger.recover_unreferenced()?;

@@ -147,19 +147,11 @@ pub const VERIFY_BATCH_MAX: usize = 64;
 /// makes a signature with a small-order part that the batch accepts and `verify` refuses;
 /// `roundledger verify` checks kept checkpoints one by one against the key and names such a
 /// checkpoint.
-pub fn verify_many(items: &[(&PublicKey, &[u8], &Signature)]) -> Vec<bool> {
+pub fn verify_many(keys: &mut KeyCache, items: &[(&PublicKey, &[u8], &Signature)]) -> Vec<bool> {
     let mut verdicts = vec![false; items.len()];
-    // Keys repeat (one device signs a table's checkpoints): decompress each once.
-    let mut keys: std::collections::HashMap<[u8; 32], Option<ed25519_dalek::VerifyingKey>> =
-        std::collections::HashMap::new();
     let mut candidates: Vec<(usize, ed25519_dalek::VerifyingKey)> = Vec::new();
     for (i, (key, _, _)) in items.iter().enumerate() {
-        let vk = *keys.entry(key.0).or_insert_with(|| {
-            ed25519_dalek::VerifyingKey::from_bytes(&key.0)
-                .ok()
-                .filter(|vk| !vk.is_weak())
-        });
-        if let Some(vk) = vk {
+        if let Some(vk) = keys.get(key) {
             candidates.push((i, vk));
         }
     }
@@ -176,6 +168,48 @@ pub fn verify_many(items: &[(&PublicKey, &[u8], &Signature)]) -> Vec<bool> {
         }
     }
     verdicts
+}
+
+/// Most keys a `KeyCache` holds; when full it is emptied and fills again. A floor's devices
+/// number in the hundreds, so a full cache means keys are churning, not a floor's.
+pub const KEY_CACHE_LEN_MAX: usize = 4096;
+
+/// Public keys decompressed and checked for `verify_many`, by their bytes, so that each
+/// key's ~5 us of decompression (about a quarter of a batched signature check here;
+/// BENCHMARKS.md) is paid once, not once per call: a floor's few device keys sign every
+/// checkpoint. A key that does not decompress, or is weak (small order), is held as `None`:
+/// refused again without the work. Only ever looked up, never iterated, so what it holds
+/// changes no verdict and no order. Bounded by `KEY_CACHE_LEN_MAX`.
+#[derive(Debug, Default)]
+pub struct KeyCache {
+    keys: std::collections::HashMap<[u8; 32], Option<ed25519_dalek::VerifyingKey>>,
+}
+
+impl KeyCache {
+    /// `key`, decompressed, if it is a valid key that is not weak.
+    fn get(&mut self, key: &PublicKey) -> Option<ed25519_dalek::VerifyingKey> {
+        if let Some(vk) = self.keys.get(&key.0) {
+            return *vk;
+        }
+        if self.keys.len() >= KEY_CACHE_LEN_MAX {
+            self.keys.clear();
+        }
+        let vk = ed25519_dalek::VerifyingKey::from_bytes(&key.0)
+            .ok()
+            .filter(|vk| !vk.is_weak());
+        self.keys.insert(key.0, vk);
+        debug_assert!(self.keys.len() <= KEY_CACHE_LEN_MAX);
+        vk
+    }
+
+    /// Keys held now.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
 }
 
 fn push_id(out: &mut Vec<u8>, id: &str) {
@@ -469,8 +503,11 @@ mod tests {
         let one_by_one: Vec<bool> = items.iter().map(|(k, m, s)| verify(k, m, s)).collect();
         let bad: Vec<usize> = (0..n).filter(|i| !one_by_one[*i]).collect();
         assert_eq!(bad, [3, VERIFY_BATCH_MAX + 2, VERIFY_BATCH_MAX + 7, n - 1]);
-        assert_eq!(verify_many(&items), one_by_one);
-        assert_eq!(verify_many(&[]), Vec::<bool>::new());
+        assert_eq!(verify_many(&mut KeyCache::default(), &items), one_by_one);
+        assert_eq!(
+            verify_many(&mut KeyCache::default(), &[]),
+            Vec::<bool>::new()
+        );
 
         // The identity point as a key (small order: a "weak" key). With it, R = B and
         // s = 1 satisfy the verification equation for any message, so a bare batch check
@@ -496,9 +533,56 @@ mod tests {
         assert!(!verify(&weak, message, &forged));
         let good = &items[0];
         assert_eq!(
-            verify_many(&[(&weak, message, &forged), *good]),
+            verify_many(
+                &mut KeyCache::default(),
+                &[(&weak, message, &forged), *good]
+            ),
             [false, true]
         );
+    }
+
+    /// A cache kept across calls (as the ledger keeps one) gives every call the verdicts a
+    /// fresh one gives: a weak key is refused again once cached, and a full cache empties
+    /// and goes on verifying.
+    #[test]
+    fn a_key_cache_kept_across_calls_changes_no_verdict_and_stays_bounded() {
+        let signer = SigningKey::derive_for_simulation("cached");
+        let other = SigningKey::derive_for_simulation("cached other");
+        let message = b"head 7".as_slice();
+        let good = signer.sign(message);
+        let by_other = other.sign(message);
+        let mut weak = [0u8; 32];
+        weak[0] = 1; // the identity point: small order
+        let weak = PublicKey(weak);
+        let not_a_point = PublicKey([0xff; 32]);
+        let (key, other_key) = (signer.public(), other.public());
+        let items = [
+            (&key, message, &good),
+            (&key, message, &by_other),
+            (&weak, message, &good),
+            (&not_a_point, message, &good),
+            (&other_key, message, &by_other),
+        ];
+        let want = [true, false, false, false, true];
+        let mut cache = KeyCache::default();
+        for _ in 0..3 {
+            assert_eq!(verify_many(&mut cache, &items), want);
+        }
+        assert_eq!(
+            cache.len(),
+            4,
+            "each distinct key decompressed once, bad ones too"
+        );
+
+        for k in 0..KEY_CACHE_LEN_MAX {
+            let mut b = [0u8; 32];
+            b[..8].copy_from_slice(&(k as u64).to_le_bytes());
+            b[31] = 0x40;
+            cache.get(&PublicKey(b));
+            assert!(cache.len() <= KEY_CACHE_LEN_MAX);
+        }
+        assert!(cache.len() < KEY_CACHE_LEN_MAX, "a full cache was emptied");
+        assert_eq!(verify_many(&mut cache, &items), want);
     }
 
     #[test]
