@@ -137,7 +137,8 @@ pub const VERIFY_BATCH_MAX: usize = 64;
 
 /// `verify` of each `(key, message, signature)`, for many at once: ed25519 batch
 /// verification takes about half the CPU per signature (BENCHMARKS.md), so ingest and
-/// `verify` check a call's checkpoints together.
+/// `verify` check a call's checkpoints together. `keys` holds the keys decompressed by
+/// earlier calls and takes this call's (the ledger keeps one across its appends).
 ///
 /// Verdicts are deterministic (the batch's coefficients are derived from its contents) and
 /// equal `verify`'s for every signature not crafted by the key's holder: weak (small-order)
