@@ -33,6 +33,7 @@ pub fn run(args: Args) -> Result<Outcome> {
             args.messages,
             args.batch,
             args.rounds,
+            nats.pid(),
         ))
         .context("ingest benchmark")?;
     println!("{}", serde_json::to_string_pretty(&report)?);

@@ -274,7 +274,19 @@ fn bench_ingest_reports_each_round() {
             let v = round[figure].as_f64().expect(figure);
             assert!(v.is_finite() && v > 0.0, "{figure} = {v}");
         }
+        // CPU per message of each phase, this process's and the server's (the CLI started
+        // it, so its pid is known). Ticks are 10 ms, so a short phase may read 0.
+        for phase in ["raw_cpu", "ingest_cpu"] {
+            for side in ["client_us", "server_us"] {
+                let v = round[phase][side]
+                    .as_f64()
+                    .unwrap_or_else(|| panic!("{phase}.{side}: {round}"));
+                assert!(v.is_finite() && v >= 0.0, "{phase}.{side} = {v}");
+            }
+        }
     }
+    assert!(report["cores"].as_u64().expect("cores") >= 1);
+    assert!(report["ingest_cpu"]["server_us"].is_f64(), "{report}");
     assert_eq!(report["latency_events"], 3000);
     let p50 = report["latency_p50_us"].as_u64().expect("p50");
     let p99 = report["latency_p99_us"].as_u64().expect("p99");

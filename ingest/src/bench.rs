@@ -50,6 +50,114 @@ pub struct RoundFigures {
     pub ingest_rate: f64,
     /// (b) / (a).
     pub ratio: f64,
+    /// CPU each phase spent per message; `None` where `/proc` cannot tell (see `CpuMeter`).
+    pub raw_cpu: Option<PhaseCpu>,
+    pub ingest_cpu: Option<PhaseCpu>,
+    /// The highest (b)/(a) this machine's cores allow at (b)'s CPU per message (client and
+    /// server) and this round's (a): `cores / (b)'s CPU per message / (a)'s rate`. Over 1,
+    /// the cores are not what holds (b) back; under it, no overlap of fetching and writing
+    /// reaches (a) without spending less CPU per message.
+    pub ratio_cpu_bound: Option<f64>,
+}
+
+/// CPU one phase spent per message it consumed, in microseconds: this process (the client:
+/// (a)'s consumer, or ingest with its writer thread) and the nats-server it ran against.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct PhaseCpu {
+    pub client_us: f64,
+    /// `None` when the server's process could not be read (not started by this process).
+    pub server_us: Option<f64>,
+}
+
+impl PhaseCpu {
+    /// Client and server together, when both are known.
+    pub fn total_us(&self) -> Option<f64> {
+        self.server_us.map(|s| s + self.client_us)
+    }
+}
+
+/// Reads the CPU time of this process and of the nats-server (every thread, exited ones
+/// included: `utime + stime` of `/proc/<pid>/stat`, in USER_HZ ticks of 10 ms). Why CPU and
+/// not only rates: on a 2-core machine the server and ingest share the cores, and a rate
+/// varies by tens of percent between rounds while CPU per message varies far less; CPU per
+/// message says what (b) costs and bounds what any overlap can reach (`ratio_cpu_bound`).
+/// Linux only; elsewhere every reading is `None`.
+#[derive(Debug, Clone, Copy)]
+pub struct CpuMeter {
+    server_pid: Option<u32>,
+}
+
+/// Ticks read at one moment: this process's, and the server's when known.
+#[derive(Debug, Clone, Copy)]
+struct CpuMark {
+    client: u64,
+    server: Option<u64>,
+}
+
+/// `USER_HZ`: the unit of `/proc/<pid>/stat`'s times, 100 on every Linux ABI.
+const TICKS_PER_SEC: f64 = 100.0;
+
+impl CpuMeter {
+    /// `server_pid`: the nats-server's process, if this process started it. It is read
+    /// only while `/proc/<pid>/comm` names `nats-server` (a wrapper script that forked
+    /// would otherwise be timed in its place).
+    pub fn new(server_pid: Option<u32>) -> CpuMeter {
+        let server_pid = server_pid.filter(|pid| {
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            let ok = comm.trim() == "nats-server";
+            if !ok {
+                tracing::warn!(
+                    pid,
+                    comm = comm.trim(),
+                    "bench: the server's CPU is not read: its process is not nats-server"
+                );
+            }
+            ok
+        });
+        CpuMeter { server_pid }
+    }
+
+    fn mark(&self) -> Option<CpuMark> {
+        Some(CpuMark {
+            client: proc_cpu_ticks("self")?,
+            server: self
+                .server_pid
+                .and_then(|pid| proc_cpu_ticks(&pid.to_string())),
+        })
+    }
+
+    /// CPU per message since `start`, over `messages` messages.
+    fn since(&self, start: Option<CpuMark>, messages: u64) -> Option<PhaseCpu> {
+        let (start, now) = (start?, self.mark()?);
+        let per_msg = |ticks: u64| ticks as f64 / TICKS_PER_SEC * 1e6 / messages.max(1) as f64;
+        Some(PhaseCpu {
+            client_us: per_msg(now.client.saturating_sub(start.client)),
+            server_us: match (start.server, now.server) {
+                (Some(a), Some(b)) => Some(per_msg(b.saturating_sub(a))),
+                _ => None,
+            },
+        })
+    }
+}
+
+/// `utime + stime` of `/proc/<pid>/stat`, or `None` if it cannot be read.
+fn proc_cpu_ticks(pid: &str) -> Option<u64> {
+    cpu_ticks_of_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// `utime + stime` of a `/proc/<pid>/stat` line: fields 14 and 15, counted after the
+/// parenthesised command name (which may hold spaces and parentheses).
+fn cpu_ticks_of_stat(stat: &str) -> Option<u64> {
+    let after_comm = &stat[stat.rfind(')')? + 1..];
+    let mut fields = after_comm.split_whitespace().skip(11);
+    let utime: u64 = fields.next()?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some(utime + stime)
+}
+
+/// The cores this process may run on (1 if unknown).
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
 }
 
 /// Figures of one benchmark run. Rates are messages per second.
@@ -72,6 +180,13 @@ pub struct BenchReport {
     pub ingest_rate: f64,
     /// Median of the rounds' ratios; issue 5's target is >= 0.8.
     pub ratio: f64,
+    /// Cores this process may use (`ratio_cpu_bound`'s numerator).
+    pub cores: usize,
+    /// Medians over the rounds of `RoundFigures::raw_cpu`, `ingest_cpu` and
+    /// `ratio_cpu_bound` (each field's own median); `None` where `/proc` cannot tell.
+    pub raw_cpu: Option<PhaseCpu>,
+    pub ingest_cpu: Option<PhaseCpu>,
+    pub ratio_cpu_bound: Option<f64>,
     /// (c) events timed from publish to the durable head that covers them.
     pub latency_events: u64,
     pub latency_publish_rate: f64,
@@ -255,14 +370,15 @@ async fn publish_all(js: &jetstream::Context, chains: &mut Chains, n: u64) -> Re
 /// (a): a fresh pull consumer configured as ingest's (AckPolicy::All) that fetches
 /// `config.batch_len_max` at a time, with the next fetch in flight while it acks (as
 /// ingest's `Prefetch`), and acks the last message of each fetch, until `messages` were
-/// delivered. Returns seconds.
+/// delivered. Returns seconds, and the CPU it took per message.
 async fn raw_consume(
     js: &jetstream::Context,
     stream: &jetstream::stream::Stream,
     messages: u64,
     config: &IngestConfig,
     round: usize,
-) -> Result<f64, Error> {
+    meter: &CpuMeter,
+) -> Result<(f64, Option<PhaseCpu>), Error> {
     let name = &format!("bench-raw-{round}");
     // Ingest's own consumer configuration (same ack policy, filters, bounds and batch
     // size) and its way of fetching, so that the two differ only in what the client does
@@ -272,6 +388,7 @@ async fn raw_consume(
         .await
         .map_err(|e| Error::nats("bench raw consumer", e))?;
     let start = Instant::now();
+    let cpu_start = meter.mark();
     let mut seen = 0u64;
     let mut prefetch = Prefetch::start(&consumer, config);
     while seen < messages {
@@ -291,13 +408,14 @@ async fn raw_consume(
         }
     }
     let secs = start.elapsed().as_secs_f64();
+    let cpu = meter.since(cpu_start, messages);
     // The fetch still in flight finds nothing (nothing more is published) and expires;
     // awaited, untimed, before the consumer is deleted.
     let _ = prefetch.take().await;
     js.delete_consumer_from_stream(name, subjects::STREAM)
         .await
         .map_err(|e| Error::nats("bench delete raw consumer", e))?;
-    Ok(secs)
+    Ok((secs, cpu))
 }
 
 /// Heads seen so far: the highest published head per table.
@@ -371,13 +489,15 @@ fn percentile(sorted: &[u64], p: f64) -> u64 {
 /// absent) with new ledgers under `ledger_dir`: publishes `events` events (and a signed
 /// checkpoint after every `CHECKPOINT_EVERY` of a table's), measures (a)
 /// and then (b) over them `rounds` times, then (c) latency over up to 20,000 more events
-/// paced at ~10k/s.
+/// paced at ~10k/s. `server_pid`: the server's process, when this process started it, so
+/// that each phase's CPU is reported for the server too (`CpuMeter`).
 pub async fn bench_ingest(
     url: &str,
     ledger_dir: &Path,
     events: u64,
     batch: usize,
     rounds: usize,
+    server_pid: Option<u32>,
 ) -> Result<BenchReport, Error> {
     if events == 0 || batch == 0 || !(1..=ROUNDS_MAX).contains(&rounds) {
         return Err(Error::Bench(format!(
@@ -415,12 +535,14 @@ pub async fn bench_ingest(
     config.batch_len_max = batch;
     config.ack_pending_max = (batch * 8) as i64;
     let target = target_of(&chains);
+    let meter = CpuMeter::new(server_pid);
 
     let mut figures = Vec::with_capacity(rounds);
     let mut running = None;
     for round in 1..=rounds {
         // (a)
-        let raw_secs = raw_consume(&js, &stream, messages, &config, round).await?;
+        let (raw_secs, raw_cpu) =
+            raw_consume(&js, &stream, messages, &config, round, &meter).await?;
         tracing::info!(round, raw_secs, "bench: raw consume done");
 
         // (b): ingest with its own consumer over the same messages, into a fresh ledger.
@@ -444,7 +566,7 @@ pub async fn bench_ingest(
             let (config, consumer, started) = (config.clone(), consumer.clone(), started.clone());
             async move {
                 let ready = move || {
-                    let _ = started.set(Instant::now());
+                    let _ = started.set((Instant::now(), meter.mark()));
                 };
                 run_with_consumer(config, ledger, &consumer, ready, async {
                     let _ = stop_rx.await;
@@ -457,24 +579,32 @@ pub async fn bench_ingest(
             waited = wait_heads(&mut heads, &target, &mut reached, |_| {}) => waited,
             ended = &mut ingest => return Err(stopped_early(ended)),
         };
-        let Some(started) = started.get() else {
+        let Some((started, cpu_start)) = started.get() else {
             return Err(Error::Bench(
                 "ingest caught up before it was set up".to_string(),
             ));
         };
         let ingest_secs = started.elapsed().as_secs_f64();
+        let ingest_cpu = meter.since(*cpu_start, messages);
         if let Err(e) = waited {
             let _ = stop_tx.send(());
             let _ = ingest.await;
             return Err(e);
         }
         tracing::info!(round, ingest_secs, "bench: ingest caught up");
+        let raw_rate = messages as f64 / raw_secs;
         figures.push(RoundFigures {
             raw_secs,
-            raw_rate: messages as f64 / raw_secs,
+            raw_rate,
             ingest_secs,
             ingest_rate: messages as f64 / ingest_secs,
             ratio: raw_secs / ingest_secs,
+            raw_cpu,
+            ingest_cpu,
+            ratio_cpu_bound: ingest_cpu
+                .and_then(|c| c.total_us())
+                .filter(|us| *us > 0.0)
+                .map(|us| cores() as f64 * 1e6 / us / raw_rate),
         });
         if round < rounds {
             let _ = stop_tx.send(());
@@ -561,6 +691,18 @@ pub async fn bench_ingest(
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
+    // The median of the rounds that have the figure (`None` if none has it).
+    let median_of = |f: &dyn Fn(&RoundFigures) -> Option<f64>| {
+        let mut v: Vec<f64> = figures.iter().filter_map(f).collect();
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied()
+    };
+    let cpu_median = |phase: fn(&RoundFigures) -> Option<PhaseCpu>| {
+        Some(PhaseCpu {
+            client_us: median_of(&|r| phase(r).map(|c| c.client_us))?,
+            server_us: median_of(&|r| phase(r).and_then(|c| c.server_us)),
+        })
+    };
     Ok(BenchReport {
         messages,
         events,
@@ -572,6 +714,10 @@ pub async fn bench_ingest(
         raw_rate: median(|r| r.raw_rate),
         ingest_rate: median(|r| r.ingest_rate),
         ratio: median(|r| r.ratio),
+        cores: cores(),
+        raw_cpu: cpu_median(|r| r.raw_cpu),
+        ingest_cpu: cpu_median(|r| r.ingest_cpu),
+        ratio_cpu_bound: median_of(&|r| r.ratio_cpu_bound),
         rounds: figures,
         latency_events: latencies_us.len() as u64,
         latency_publish_rate,
@@ -579,4 +725,48 @@ pub async fn bench_ingest(
         latency_p99_us: percentile(&latencies_us, 0.99),
         latency_max_us: latencies_us.last().copied().unwrap_or(0),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The CPU fields are read past the command name, which may itself hold spaces and a
+    /// closing parenthesis (a process may name itself anything).
+    #[test]
+    fn cpu_ticks_are_read_after_the_command_name() {
+        let line = "3093 (nats-server) S 3091 3093 1 0 -1 4194560 9 0 0 0 171 29 0 0 20 0 9 0";
+        assert_eq!(cpu_ticks_of_stat(line), Some(171 + 29));
+        let odd = "77 (a) b (c) R 1 77 1 0 -1 0 0 0 0 0 5 7 0 0 20 0 1 0";
+        assert_eq!(cpu_ticks_of_stat(odd), Some(5 + 7));
+        assert_eq!(cpu_ticks_of_stat("77 (cut) R 1 77"), None);
+        assert_eq!(cpu_ticks_of_stat("no parenthesis"), None);
+    }
+
+    /// On Linux this process's own CPU is readable and grows with work done.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn this_process_cpu_is_read_and_grows() {
+        let meter = CpuMeter::new(None);
+        let start = meter.mark();
+        let (mut x, t0) = (0u64, Instant::now());
+        // Spin until two 10 ms ticks are counted (a busy machine may take longer than
+        // 20 ms of wall time to give them); never counting them in 10 s is the failure.
+        let cpu = loop {
+            for _ in 0..100_000 {
+                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+            }
+            let cpu = meter.since(start, 1).expect("/proc/self/stat is readable");
+            if cpu.client_us >= 20_000.0 || t0.elapsed() > Duration::from_secs(10) {
+                break cpu;
+            }
+        };
+        assert!(
+            cpu.client_us >= 20_000.0,
+            "{cpu:?} after {:?}",
+            t0.elapsed()
+        );
+        assert_eq!(cpu.server_us, None);
+        assert_eq!(cpu.total_us(), None);
+    }
 }
