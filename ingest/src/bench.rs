@@ -83,7 +83,7 @@ impl PhaseCpu {
 /// message says what (b) costs and bounds what any overlap can reach (`ratio_cpu_bound`).
 /// Linux only; elsewhere every reading is `None`.
 #[derive(Debug, Clone, Copy)]
-pub struct CpuMeter {
+pub(crate) struct CpuMeter {
     server_pid: Option<u32>,
 }
 
@@ -101,7 +101,7 @@ impl CpuMeter {
     /// `server_pid`: the nats-server's process, if this process started it. It is read
     /// only while `/proc/<pid>/comm` names `nats-server` (a wrapper script that forked
     /// would otherwise be timed in its place).
-    pub fn new(server_pid: Option<u32>) -> CpuMeter {
+    pub(crate) fn new(server_pid: Option<u32>) -> CpuMeter {
         let server_pid = server_pid.filter(|pid| {
             let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
             let ok = comm.trim() == "nats-server";
