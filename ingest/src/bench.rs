@@ -686,17 +686,15 @@ pub async fn bench_ingest(
     check_checkpoints(&report, &chains)?;
     latencies_us.sort_unstable();
 
-    let median = |f: fn(&RoundFigures) -> f64| {
-        let mut v: Vec<f64> = figures.iter().map(f).collect();
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
     // The median of the rounds that have the figure (`None` if none has it).
     let median_of = |f: &dyn Fn(&RoundFigures) -> Option<f64>| {
         let mut v: Vec<f64> = figures.iter().filter_map(f).collect();
         v.sort_by(f64::total_cmp);
         v.get(v.len() / 2).copied()
     };
+    // Figures every round has (`rounds` is at least 1, checked on entry).
+    let median =
+        |f: fn(&RoundFigures) -> f64| median_of(&|r| Some(f(r))).expect("at least one round ran");
     let cpu_median = |phase: fn(&RoundFigures) -> Option<PhaseCpu>| {
         Some(PhaseCpu {
             client_us: median_of(&|r| phase(r).map(|c| c.client_us))?,
