@@ -77,6 +77,7 @@ fn seed_attested(
                     stream_seq: next(),
                     received_at_ns: p.event.occurred_at_ns,
                     bytes: p.bytes.clone(),
+                    provenance: Default::default(),
                 })
                 .collect();
             ledger.append_batch(&batch).unwrap();
@@ -91,6 +92,7 @@ fn seed_attested(
                     stream_seq: next(),
                     received_at_ns: c.signed_at_ns,
                     bytes: c.to_bincode(),
+                    provenance: Default::default(),
                 })
                 .collect();
             let out = ledger.append_checkpoints(&cps).unwrap();
@@ -975,6 +977,7 @@ fn rounds_signed_before_and_after_a_key_rotation_cite_their_own_enrollment() {
                 stream_seq: ledger.stats().events + 1_000,
                 received_at_ns: c.signed_at_ns,
                 bytes: c.to_bincode(),
+                provenance: Default::default(),
             }])
             .unwrap();
         assert!(
@@ -1298,6 +1301,7 @@ fn seed_more(ledger: &ledger::Ledger) {
             stream_seq: base + i as u64,
             received_at_ns: p.event.occurred_at_ns,
             bytes: p.bytes,
+            provenance: Default::default(),
         })
         .collect();
     ledger.append_batch(&batch).unwrap();
@@ -1315,6 +1319,7 @@ fn append(ledger: &ledger::Ledger, events: &[simulator::Published]) {
             stream_seq: base + i as u64,
             received_at_ns: p.event.occurred_at_ns,
             bytes: p.bytes.clone(),
+            provenance: Default::default(),
         })
         .collect();
     ledger.append_batch(&batch).unwrap();
@@ -1476,6 +1481,7 @@ async fn the_quarantine_attestation_and_gaps_are_served() {
         subject_table: Some(table.clone()),
         stream_seq: stream_base + n,
         received_at_ns: clock(),
+        provenance: Default::default(),
     };
     let gap_table = schemas::TableId::new("GAP-01").unwrap();
     let misrouted = ledger::Incoming {
@@ -1483,6 +1489,7 @@ async fn the_quarantine_attestation_and_gaps_are_served() {
         subject_table: Some(seeded.table.clone()),
         stream_seq: stream_base + 9,
         received_at_ns: clock(),
+        provenance: Default::default(),
     };
     let batch = [
         junk(0, &seeded.table),

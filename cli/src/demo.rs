@@ -133,6 +133,10 @@ pub fn run(mut args: Args) -> Result<Outcome> {
     ledger
         .trust_admin_keys([simulator::admin_key().public()])
         .context("keeping the trusted admin key")?;
+    // Only the tables' own devices extend their chains.
+    ledger
+        .require_signed_events()
+        .context("requiring signed events")?;
     let tokens_path = dir.join("tokens.json");
     let tokens = crate::tokens::write_config(&tokens_path)?;
     let access = api::auth::AccessConfig::load(&tokens_path)

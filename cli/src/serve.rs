@@ -45,6 +45,11 @@ pub struct Args {
     /// only, never on a real floor).
     #[arg(long)]
     trust_simulated_admin: bool,
+    /// Also store events that carry no device signature: an open floor, where anyone
+    /// who may publish on a table's subject extends its chain. Refused once a ledger
+    /// requires signed events.
+    #[arg(long)]
+    unsigned_events: bool,
 }
 
 /// The admin keys `serve` trusts, from `--admin-key` and `--trust-simulated-admin`.
@@ -61,6 +66,23 @@ fn admin_keys(args: &Args) -> Result<Vec<schemas::attest::PublicKey>> {
         keys.push(simulator::admin_key().public());
     }
     Ok(keys)
+}
+
+/// Makes the ledger store only device-signed events, unless `unsigned` asks for an open
+/// floor on a ledger that never required them.
+fn require_signed_events(ledger: &ledger::Ledger, unsigned: bool) -> Result<()> {
+    match (unsigned, ledger.requires_signed_events()) {
+        (false, _) => ledger
+            .require_signed_events()
+            .context("requiring signed events"),
+        (true, true) => anyhow::bail!(
+            "--unsigned-events: this ledger already requires signed events, and never goes back"
+        ),
+        (true, false) => {
+            eprintln!("warning: --unsigned-events: any publisher on a table's subject can extend its chain");
+            Ok(())
+        }
+    }
 }
 
 /// The tokio runtime of the async commands: two workers, the size of the machine this runs
@@ -88,6 +110,7 @@ pub fn run(args: Args) -> Result<Outcome> {
         ledger
             .trust_admin_keys(trusted)
             .context("keeping the trusted admin keys")?;
+        require_signed_events(&ledger, args.unsigned_events)?;
     }
     let config = ingest::IngestConfig::new(&args.nats).with_batch_len(args.batch);
     let rt = runtime()?;

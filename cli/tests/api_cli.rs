@@ -134,6 +134,7 @@ fn replay_audit_and_export_work_against_a_running_server() {
             subject_table: Some(schemas::TableId::new(&table).unwrap()),
             stream_seq: 10_000_000 + n,
             received_at_ns: 1_780_000_000_000_000_000,
+            provenance: Default::default(),
         };
         l.append_batch(&[junk(0), junk(1)]).unwrap();
         l.flush().unwrap();

@@ -39,6 +39,7 @@ fn append(dir: &Path, t: &str, n: u64) {
             subject_table: Some(table.clone()),
             stream_seq: seq,
             received_at_ns: T0_NS,
+            provenance: Default::default(),
         });
     }
     for o in l.append_batch(&batch).expect("append") {
@@ -432,6 +433,7 @@ fn an_edited_quarantine_entry_fails_verify_and_digest() {
             subject_table: Some(TableId::new("CSP-01").expect("id")),
             stream_seq: 100,
             received_at_ns: T0_NS,
+            provenance: Default::default(),
         };
         assert!(matches!(
             l.append_batch(&[junk]).expect("append")[0],

@@ -293,7 +293,7 @@ impl Chains {
         self.events += 1;
         out.push(Outgoing {
             subject: subjects::events_subject(table),
-            id: subjects::msg_id(table, *seq),
+            id: subjects::msg_id(table, *seq, &bytes),
             bytes,
             event: Some((i, seq.0)),
         });

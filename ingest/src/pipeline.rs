@@ -151,6 +151,7 @@ fn route(
     checkpoints: &mut Vec<Incoming>,
     subject: &str,
     payload: &[u8],
+    headers: Option<&async_nats::HeaderMap>,
     stream_seq: u64,
     received_at_ns: i64,
 ) {
@@ -165,7 +166,21 @@ fn route(
         subject_table: table.and_then(|t| schemas::TableId::new(t).ok()),
         stream_seq,
         received_at_ns,
+        provenance: provenance(headers),
     });
+}
+
+/// The device signature in a message's headers (`schemas::provenance`).
+fn provenance(headers: Option<&async_nats::HeaderMap>) -> ledger::Provenance {
+    let Some(h) = headers else {
+        return ledger::Provenance::Unsigned;
+    };
+    let get = |name: &str| h.get(name).map(|v| v.as_str());
+    match schemas::provenance::EventSignature::from_headers(get) {
+        Ok(Some(s)) => ledger::Provenance::Signed(s),
+        Ok(None) => ledger::Provenance::Unsigned,
+        Err(why) => ledger::Provenance::Malformed(why),
+    }
 }
 
 /// Runs ingest until `shutdown` completes, then finishes the batch in flight, acks it and
@@ -308,6 +323,7 @@ pub(crate) async fn run_with_consumer(
                                 &mut checkpoints,
                                 &raw.subject,
                                 &raw.payload,
+                                Some(&raw.headers),
                                 seq,
                                 received_at_ns,
                             );
@@ -331,6 +347,7 @@ pub(crate) async fn run_with_consumer(
                 &mut checkpoints,
                 &m.subject,
                 &m.payload,
+                m.headers.as_ref(),
                 stream_seq,
                 received_at_ns,
             );

@@ -303,6 +303,7 @@ mod tests {
                     subject_table: Some(table.clone()),
                     stream_seq,
                     received_at_ns: now,
+                    provenance: Default::default(),
                 }
             };
             if let Some(c) = checkpoint {

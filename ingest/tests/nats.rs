@@ -61,8 +61,22 @@ async fn jetstream_ctx(url: &str) -> jetstream::Context {
 }
 
 async fn publish_raw(js: &jetstream::Context, table: &str, msg_id: &str, bytes: Vec<u8>) {
+    publish_signed(js, table, msg_id, bytes, None).await
+}
+
+/// Publishes `bytes` with `signature`'s headers, if any.
+async fn publish_signed(
+    js: &jetstream::Context,
+    table: &str,
+    msg_id: &str,
+    bytes: Vec<u8>,
+    signature: Option<&schemas::provenance::EventSignature>,
+) {
     let mut headers = async_nats::HeaderMap::new();
     headers.insert("Nats-Msg-Id", msg_id);
+    for (name, value) in signature.iter().flat_map(|s| s.to_headers()) {
+        headers.insert(name, value.as_str());
+    }
     js.publish_with_headers(format!("tables.{table}.events"), headers, bytes.into())
         .await
         .expect("publish")
@@ -70,10 +84,21 @@ async fn publish_raw(js: &jetstream::Context, table: &str, msg_id: &str, bytes: 
         .expect("publish ack");
 }
 
+/// Publishes as the table's device does: each event with its message id and signature.
 async fn publish_events(js: &jetstream::Context, events: &[Published]) {
     for p in events {
-        let id = subjects::msg_id(&p.event.table, p.event.seq);
-        publish_raw(js, p.event.table.as_str(), &id, p.bytes.clone()).await;
+        let mut headers = async_nats::HeaderMap::new();
+        let id = subjects::msg_id(&p.event.table, p.event.seq, &p.bytes);
+        headers.insert("Nats-Msg-Id", id.as_str());
+        for (name, value) in p.signature.iter().flat_map(|s| s.to_headers()) {
+            headers.insert(name, value.as_str());
+        }
+        let subject = subjects::events_subject(&p.event.table);
+        js.publish_with_headers(subject, headers, p.bytes.clone().into())
+            .await
+            .expect("publish")
+            .await
+            .expect("publish ack");
     }
 }
 
@@ -119,11 +144,15 @@ fn stored(ledger: &Ledger, table: &TableId) -> Vec<(u64, Hash32)> {
 
 /// A ledger that trusts the simulator's admin key, as a server for simulated tables does
 /// (`serve --trust-simulated-admin`): their checkpoints are then verified and kept.
+/// It stores only device-signed events, as `serve` does.
 fn open(dir: &Path) -> Arc<Ledger> {
     let ledger = Ledger::open(dir).expect("open ledger");
     ledger
         .trust_admin_keys([simulator::admin_key().public()])
         .expect("trust the simulator's admin key");
+    ledger
+        .require_signed_events()
+        .expect("require signed events");
     Arc::new(ledger)
 }
 
@@ -311,9 +340,19 @@ async fn garbage_wrong_prev_and_duplicate() {
     let mut forged = events[1].event.clone();
     forged.prev = Hash32([7; 32]);
     let forged_bytes = codec::encode(&forged, table.wire_format());
-    publish_raw(&js, t.as_str(), "forged-2", forged_bytes.clone()).await;
+    let signed = table.sign(&forged_bytes);
+    publish_signed(
+        &js,
+        t.as_str(),
+        "forged-2",
+        forged_bytes.clone(),
+        signed.as_ref(),
+    )
+    .await;
     // Event 1 again under another message id: JetStream stores it twice, the ledger once.
-    publish_raw(&js, t.as_str(), "dup-1", events[0].bytes.clone()).await;
+    let first = &events[0];
+    let dup = first.bytes.clone();
+    publish_signed(&js, t.as_str(), "dup-1", dup, first.signature.as_ref()).await;
     // Then the rest of the chain, valid.
     publish_events(&js, &events[1..]).await;
 

@@ -48,6 +48,7 @@ fn main() {
                 },
                 stream_seq: i + 1,
                 received_at_ns: 1_780_000_000_000_000_000 + i as i64,
+                provenance: Default::default(),
             })
             .collect();
         id += batch.len() as u64;

@@ -24,6 +24,8 @@ pub struct Incoming {
     /// JetStream stream sequence: the House's arrival order.
     pub stream_seq: u64,
     pub received_at_ns: i64,
+    /// The device signature that came with it (NATS headers), if any.
+    pub provenance: crate::provenance::Provenance,
 }
 
 /// What happened to one message. `append_batch` returns one per input, in input order.
@@ -66,6 +68,15 @@ pub struct Outcomes {
     pub checkpoints: Vec<crate::attest::CheckpointOutcome>,
 }
 
+/// Whose signatures a call checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Admission {
+    /// As the ledger requires (`Ledger::require_signed_events`).
+    Check,
+    /// None: recovery re-appends records admitted before they were written.
+    Recovered,
+}
+
 /// A held event (in memory and in `Space::Pending`).
 #[derive(Debug, Clone)]
 pub(crate) struct Held {
@@ -97,6 +108,14 @@ pub mod reason {
     pub const UNKNOWN_KIND: &str = "unknown_kind";
     /// An event after its table's `TableClosed` (only a `TableOpened` reopens a table).
     pub const TABLE_CLOSED: &str = "table_closed";
+    /// No device signature, or signature headers that do not read, on a ledger that
+    /// requires signed events (`Ledger::require_signed_events`).
+    pub const UNSIGNED: &str = "unsigned";
+    /// Signed by a device the chain has no current key for (never enrolled, revoked, or
+    /// an enrollment header no trusted admin signed).
+    pub const SIGNER_UNKNOWN: &str = "signer_unknown";
+    /// The signature does not verify under the signer's key: not the table's device.
+    pub const SIGNATURE_INVALID: &str = "signature_invalid";
 }
 
 pub(crate) fn encode_held(h: &Held) -> Vec<u8> {
@@ -149,6 +168,9 @@ pub(crate) struct Call {
     pub(crate) quarantined_now: std::collections::HashMap<crate::quarantine::DeliveryKey, u64>,
     /// Device keys enrolled or revoked by this call's events.
     pub(crate) devices: BTreeMap<(TableId, schemas::DeviceId), crate::attest::DeviceKey>,
+    /// Whether events must carry their device's signature (`provenance`): the ledger's
+    /// requirement, off for recovery's re-appends of records admitted before.
+    checks_signatures: bool,
 }
 
 impl Call {
@@ -163,6 +185,7 @@ impl Call {
             quarantine_head: state.quarantine_head,
             quarantined_now: Default::default(),
             devices: BTreeMap::new(),
+            checks_signatures: state.require_signed,
         }
     }
 
@@ -291,6 +314,11 @@ impl Ledger {
         Ok(self.append(batch, &[])?.events)
     }
 
+    /// `append_batch` for recovery: no signature checks (`Admission::Recovered`).
+    pub(crate) fn append_recovered(&self, batch: &[Incoming]) -> Result<Vec<Appended>, Error> {
+        Ok(self.append_as(batch, &[], Admission::Recovered)?.events)
+    }
+
     /// Appends event messages, then keeps the signed checkpoints that arrived with them
     /// (each in arrival order), in one commit: a checkpoint may sign an event of this same
     /// call. One outcome per message. Nothing is durable until `flush`; an `Err` means
@@ -300,10 +328,26 @@ impl Ledger {
     /// and a sled batch, and a floor signs a checkpoint every round, so a second commit per
     /// ingest group cost about as much again as the events' own (BENCHMARKS.md).
     pub fn append(&self, events: &[Incoming], checkpoints: &[Incoming]) -> Result<Outcomes, Error> {
+        self.append_as(events, checkpoints, Admission::Check)
+    }
+
+    /// `append`, for recovery too: `Admission::Recovered` re-appends records of the
+    /// ledger's own value log, whose signatures were checked before they were written.
+    pub(crate) fn append_as(
+        &self,
+        events: &[Incoming],
+        checkpoints: &[Incoming],
+        admission: Admission,
+    ) -> Result<Outcomes, Error> {
         let (mut state, mut call) = self.begin_call(events.len() + checkpoints.len())?;
+        call.checks_signatures &= admission == Admission::Check;
+        let pre = match call.checks_signatures {
+            true => crate::provenance::precheck(&state, &mut self.key_cache(), events),
+            false => crate::provenance::Prechecked::none(events.len()),
+        };
         let mut out = Vec::with_capacity(events.len());
-        for msg in events {
-            out.push(self.one(&state, &mut call, msg)?);
+        for (i, msg) in events.iter().enumerate() {
+            out.push(self.one(&state, &mut call, msg, pre.get(i))?);
         }
         let call_id = state.next_call_id;
         let (added_bytes, arrival) = self.write_records(&mut call, call_id, &state.arrival_head)?;
@@ -370,12 +414,13 @@ impl Ledger {
         Ok((state, call))
     }
 
-    /// Decides one message.
+    /// Decides one message (`pre`: its signature's precheck).
     fn one(
         &self,
         state: &crate::State,
         call: &mut Call,
         msg: &Incoming,
+        pre: Option<(schemas::attest::PublicKey, bool)>,
     ) -> Result<Appended, Error> {
         let event = match codec::decode(&msg.bytes) {
             Ok((e, _)) => e,
@@ -394,6 +439,12 @@ impl Ledger {
                     .unwrap_or_else(|| "no valid table".into())
             );
             return Ok(quarantine(state, call, msg, reason::WRONG_SUBJECT, text));
+        }
+        if call.checks_signatures {
+            if let Err((code, text)) = crate::provenance::admit(state, call, msg, &event, pre) {
+                tracing::warn!(table = %event.table, seq = event.seq.0, code, "event refused: not its device's");
+                return Ok(quarantine(state, call, msg, code, text));
+            }
         }
         // Borrowed, not cloned: per event, table id clones and map lookups were a fifth of
         // the writer's own instructions (callgrind).
@@ -752,6 +803,7 @@ fn release_held(state: &crate::State, call: &mut Call, table: &TableId) {
             subject_table: Some(table.clone()),
             stream_seq: held.stream_seq,
             received_at_ns: held.received_at_ns,
+            provenance: Default::default(),
         };
         let checked = codec::decode(&msg.bytes)
             .map_err(|e| ChainError::Undecodable {

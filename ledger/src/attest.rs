@@ -452,13 +452,7 @@ impl Ledger {
         // The keys this call keeps: a checkpoint delivered twice in one call is kept once.
         let mut kept_now = BTreeSet::new();
         let decoded: Vec<_> = batch.iter().map(|m| Checkpoint::decode(&m.bytes)).collect();
-        let signed = {
-            let mut keys = self
-                .verifying_keys
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
-            signatures_verify(&mut keys, state, call, &decoded)
-        };
+        let signed = signatures_verify(&mut self.key_cache(), state, call, &decoded);
         let mut out = Vec::with_capacity(batch.len());
         for ((msg, decoded), signed) in batch.iter().zip(decoded).zip(signed) {
             let checked = Checked { decoded, signed };

@@ -36,6 +36,7 @@ pub mod arrival;
 pub mod attest;
 mod classify;
 pub mod digest;
+pub mod provenance;
 pub mod quarantine;
 mod read;
 pub mod record;
@@ -45,6 +46,7 @@ pub mod valuelog;
 mod verify;
 
 pub use append::{reason, Appended, Incoming, Outcomes};
+pub use provenance::Provenance;
 pub use quarantine::{QuarantineHead, QuarantineVerdict};
 pub use read::{
     ArrivalOrder, Events, ExportRange, ExportSelection, Gap, QuarantineEntry, RoundSummary, Stats,
@@ -141,6 +143,8 @@ struct State {
     arrival_head: Hash32,
     /// Who may enroll device keys (`Ledger::trust_admin_keys`, kept in `Space::Meta`).
     admin_keys: std::collections::BTreeSet<schemas::attest::PublicKey>,
+    /// Whether only device-signed events are stored (`provenance`).
+    require_signed: bool,
     /// The device key register (`attest`).
     devices: BTreeMap<(TableId, schemas::DeviceId), attest::DeviceKey>,
     /// The highest kept checkpoint per table.
@@ -192,6 +196,13 @@ impl Ledger {
     /// Makes every append so far durable. Acknowledge only after this returns.
     pub fn flush(&self) -> Result<(), Error> {
         self.store.flush()
+    }
+
+    /// The device keys decompressed so far; taken only by the append that holds `state`.
+    fn key_cache(&self) -> MutexGuard<'_, schemas::attest::KeyCache> {
+        self.verifying_keys
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {

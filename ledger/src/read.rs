@@ -266,6 +266,7 @@ pub(crate) fn load_state(store: &dyn Store) -> Result<State, Error> {
             None => Hash32::ZERO,
         },
         admin_keys: crate::attest::load_admin_keys(store)?,
+        require_signed: crate::provenance::load_required(store)?,
         devices,
         attested,
         closed: BTreeMap::new(),

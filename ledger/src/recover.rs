@@ -178,6 +178,7 @@ impl Ledger {
                     subject_table,
                     stream_seq: e.stream_seq,
                     received_at_ns: e.received_at_ns,
+                    provenance: Default::default(),
                 },
                 found,
                 report,
@@ -222,6 +223,7 @@ impl Ledger {
                             subject_table: Some(table),
                             stream_seq: held.stream_seq,
                             received_at_ns: held.received_at_ns,
+                            provenance: Default::default(),
                         },
                         found,
                         report,
@@ -243,6 +245,7 @@ impl Ledger {
                             subject_table: Some(table),
                             stream_seq,
                             received_at_ns,
+                            provenance: Default::default(),
                         })
                     }
                     Err(e) => unreadable(e),
@@ -264,7 +267,7 @@ impl Ledger {
         report: &mut Recovery,
     ) -> Result<(), Error> {
         if !found.events.is_empty() {
-            report.count(&self.append_batch(&found.events)?);
+            report.count(&self.append_recovered(&found.events)?);
             found.events.clear();
         }
         if !found.checkpoints.is_empty() {
@@ -293,7 +296,7 @@ impl Ledger {
         // Per event, not per record: a record is checked by its checksum only, so its event
         // count is not trusted to keep a call within the bound.
         if found.events.len() == APPEND_BATCH_LEN_MAX {
-            report.count(&self.append_batch(&found.events)?);
+            report.count(&self.append_recovered(&found.events)?);
             found.events.clear();
         }
         found.events.push(event);

@@ -242,6 +242,7 @@ fn a_quarantined_message_delivered_again_is_not_quarantined_twice() {
         subject_table: Some(t.clone()),
         stream_seq,
         received_at_ns: T0_NS,
+        provenance: Default::default(),
     };
     let l = Ledger::open(dir.path()).unwrap();
     let out = l.append_batch(&[garbage(7), garbage(7)]).unwrap();

@@ -350,6 +350,7 @@ fn quarantine_held_events_checkpoints_and_enrollments_of_lost_commits_come_back(
         subject_table: Some(c.table.clone()),
         stream_seq: 99,
         received_at_ns: T0_NS,
+        provenance: Default::default(),
     };
     let out = l.append_batch(&[beyond_gap, garbage]).expect("append");
     assert!(matches!(out[0], Appended::Held { .. }), "{out:?}");
@@ -437,6 +438,7 @@ fn a_quarantine_entry_put_back_under_another_id_is_put_back_once() {
         subject_table: Some(t.clone()),
         stream_seq,
         received_at_ns: T0_NS,
+        provenance: Default::default(),
     };
     let l = Ledger::open(dir.path()).expect("open");
     l.append_batch(&[garbage(1)]).expect("append");

@@ -23,6 +23,7 @@ pub mod export;
 pub mod findings;
 pub mod ids;
 pub mod parallel;
+pub mod provenance;
 pub mod report;
 pub mod settle;
 pub mod subjects;

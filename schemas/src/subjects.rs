@@ -30,10 +30,14 @@ pub fn head_subject(table: &TableId) -> String {
     format!("ledger.{table}.head")
 }
 
-/// `Nats-Msg-Id` of an event: `<table>:<seq>`, so JetStream drops a republished event
-/// within its duplicate window (the ledger recognises duplicates for ever regardless).
-pub fn msg_id(table: &TableId, seq: Seq) -> String {
-    format!("{table}:{}", seq.0)
+/// `Nats-Msg-Id` of an event: `<table>:<seq>:<hash>`, where `<hash>` is the first 16 hex
+/// digits of BLAKE3 over the message bytes. JetStream drops a repeat of the same bytes
+/// within its duplicate window; a corrected event at the same seq, or another sender's
+/// bytes, has another id and always reaches the ledger (which recognises duplicates for
+/// ever regardless).
+pub fn msg_id(table: &TableId, seq: Seq, bytes: &[u8]) -> String {
+    let hash = blake3::hash(bytes);
+    format!("{table}:{}:{}", seq.0, &hash.to_hex()[..16])
 }
 
 /// The `<table>` token of an events subject, if the subject has the expected shape.
@@ -63,7 +67,10 @@ mod tests {
         assert_eq!(table_of_subject(&events_subject(&t)), Some("CSP-07"));
         assert_eq!(table_of_subject("tables.a.b.events"), None);
         assert_eq!(table_of_subject("tables..events"), None);
-        assert_eq!(msg_id(&t, Seq(42)), "CSP-07:42");
+        let id = msg_id(&t, Seq(42), b"bytes");
+        assert!(id.starts_with("CSP-07:42:"), "{id}");
+        assert_eq!(id.len(), "CSP-07:42:".len() + 16);
+        assert_ne!(id, msg_id(&t, Seq(42), b"other bytes"));
         assert_eq!(head_subject(&t), "ledger.CSP-07.head");
         assert_eq!(
             table_of_checkpoint_subject(&checkpoints_subject(&t)),

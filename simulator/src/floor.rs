@@ -181,6 +181,16 @@ impl Floor {
 }
 
 impl Floor {
+    /// Every table signs no events (`TableSim::without_event_signatures`).
+    pub fn without_event_signatures(self) -> Floor {
+        let tables = self
+            .tables
+            .into_iter()
+            .map(TableSim::without_event_signatures)
+            .collect();
+        Floor { tables }
+    }
+
     /// Starts every table's device clock at `start_ns` plus a stagger of up to a minute per
     /// table (tables do not open in the same nanosecond).
     pub fn starting_at(self, start_ns: i64) -> Floor {

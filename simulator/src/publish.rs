@@ -17,6 +17,7 @@ use crate::table::{Published, TableSim};
 use crate::Error;
 use async_nats::jetstream::{self, context::PublishAckFuture, message::PublishMessage};
 use futures::StreamExt;
+use schemas::provenance::EventSignature;
 use schemas::subjects::{checkpoints_subject, events_subject, msg_id, HEADS_WILDCARD, STREAM};
 use schemas::{Hash32, Seq, TableId};
 use serde::Serialize;
@@ -453,10 +454,12 @@ impl Publisher {
         if self.outbox.is_some() {
             self.keep(p.clone()).await?;
         }
+        let id = msg_id(&self.table, seq, &p.bytes);
         self.put(
             self.subject.clone(),
             p.bytes,
-            msg_id(&self.table, seq),
+            p.signature,
+            id,
             Message::Event(seq),
         )
         .await?;
@@ -534,8 +537,9 @@ impl Publisher {
         tracing::warn!(table = %self.table, durable = head.0, pending = pending.len(), round, "ledger has not confirmed the outbox; republishing");
         for p in pending {
             let seq = p.event.seq;
-            let id = format!("{}:r{round}", msg_id(&self.table, seq));
-            self.put(self.subject.clone(), p.bytes, id, Message::Republish(seq))
+            let id = format!("{}:r{round}", msg_id(&self.table, seq, &p.bytes));
+            let subject = self.subject.clone();
+            self.put(subject, p.bytes, p.signature, id, Message::Republish(seq))
                 .await?;
             self.report.republished += 1;
         }
@@ -637,14 +641,18 @@ impl Publisher {
         &mut self,
         subject: String,
         payload: Vec<u8>,
+        signature: Option<EventSignature>,
         id: String,
         message: Message,
     ) -> Result<(), Error> {
         let seq = message.seq();
         let permit = self.permit().await?;
-        let msg = PublishMessage::build()
+        let mut msg = PublishMessage::build()
             .payload(payload.into())
             .message_id(id);
+        for (name, value) in signature.iter().flat_map(EventSignature::to_headers) {
+            msg = msg.header(name, value.as_str());
+        }
         let ack = match self.js.send_publish(subject, msg).await {
             Ok(ack) => ack,
             Err(e) => {
@@ -698,6 +706,7 @@ impl Publisher {
         self.put(
             checkpoints_subject(&self.table),
             c.to_bincode(),
+            None,
             id,
             Message::Checkpoint(seq),
         )

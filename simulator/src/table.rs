@@ -13,6 +13,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use schemas::attest::{key_event_body, Checkpoint, KeyAction, SigningKey};
 use schemas::chain::{deck_commitment, event_hash};
+use schemas::provenance::{EventSignature, HeaderEnrollment};
 use schemas::settle::{BoxInput, RoundInput};
 use schemas::{
     codec, Announcement, BetKind, BoxNo, Card, CardTarget, ChipCount, Choice, DealingMode,
@@ -29,6 +30,9 @@ const EPOCH_2026_NS: i64 = 1_767_225_600_000_000_000;
 pub struct Published {
     pub event: Event,
     pub bytes: Vec<u8>,
+    /// The controller's signature of `bytes`, sent in the message's headers
+    /// (`schemas::provenance`); `None` when the table signs no events.
+    pub signature: Option<EventSignature>,
 }
 
 impl Published {
@@ -99,6 +103,11 @@ pub struct TableSim {
     signer: SigningKey,
     /// How many times `signer` was rotated (`rotate_key`).
     key_generation: u32,
+    /// Whether the controller signs each event it publishes (`schemas::provenance`).
+    sign_events: bool,
+    /// Whether the chain has enrolled the controller: until then its events also carry
+    /// the admin's enrollment of its key in a header.
+    signer_enrolled: bool,
 }
 
 /// The admin key that enrolls simulated devices. Derived from a public label, so anybody
@@ -192,6 +201,8 @@ impl TableSim {
             state: State::New,
             signer: SigningKey::derive_for_simulation(&format!("device {table}/dealer-terminal")),
             key_generation: 0,
+            sign_events: true,
+            signer_enrolled: false,
             table,
         })
     }
@@ -204,6 +215,13 @@ impl TableSim {
     pub fn with_clock_start(mut self, start_ns: i64) -> TableSim {
         assert_eq!(self.seq, 0, "the clock moves only before the first event");
         self.clock_ns = start_ns;
+        self
+    }
+
+    /// Signs no events (seeding a ledger directly, benchmarks of the unsigned path). A
+    /// ledger that requires signed events refuses such a table's events.
+    pub fn without_event_signatures(mut self) -> TableSim {
+        self.sign_events = false;
         self
     }
 
@@ -285,6 +303,22 @@ impl TableSim {
             KeyAction::Enroll,
         );
         self.emit(out, None, Dev::Dealer, body, (0, 1));
+        self.signer_enrolled = true;
+    }
+
+    /// The controller's signature of an event's bytes, with the admin's enrollment of its
+    /// key until the chain holds that enrollment (tests sign altered bytes with it).
+    pub fn sign(&self, bytes: &[u8]) -> Option<EventSignature> {
+        if !self.sign_events {
+            return None;
+        }
+        let device = &self.devices.dealer;
+        let mut s = EventSignature::sign(&self.signer, &self.table, device, bytes);
+        if !self.signer_enrolled {
+            let e = HeaderEnrollment::sign(&admin_key(), &self.table, device, self.signer.public());
+            s.enrollment = Some(e);
+        }
+        Some(s)
     }
 
     /// The controller's signed checkpoint of the chain as published so far (publish it on
@@ -1107,7 +1141,12 @@ impl TableSim {
         };
         let bytes = codec::encode(&event, self.wire);
         self.prev = event_hash(&self.prev, &bytes);
-        out.push(Published { event, bytes });
+        let signature = self.sign(&bytes);
+        out.push(Published {
+            event,
+            bytes,
+            signature,
+        });
         Seq(self.seq)
     }
 }

@@ -73,7 +73,7 @@ async fn publishes_three_tables_into_the_stream_with_valid_chains() {
             .as_ref()
             .and_then(|h| h.get("Nats-Msg-Id"))
             .map(|v| v.to_string());
-        assert_eq!(id, Some(msg_id(&event.table, event.seq)));
+        assert_eq!(id, Some(msg_id(&event.table, event.seq, &m.payload)));
         by_table
             .entry(table)
             .or_default()

@@ -104,6 +104,7 @@ impl Chains {
                         subject_table: Some(table.clone()),
                         stream_seq: 0, // numbered below, after the batch's events
                         received_at_ns: now_ns,
+                        provenance: Default::default(),
                     });
                 }
                 Incoming {
@@ -111,6 +112,7 @@ impl Chains {
                     subject_table: Some(table.clone()),
                     stream_seq: self.stream_seq,
                     received_at_ns: now_ns,
+                    provenance: Default::default(),
                 }
             })
             .collect();

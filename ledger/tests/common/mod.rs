@@ -88,6 +88,7 @@ pub fn incoming(t: &TableId, bytes: Vec<u8>, stream_seq: u64) -> Incoming {
         subject_table: Some(t.clone()),
         stream_seq,
         received_at_ns: T0_NS,
+        provenance: Default::default(),
     }
 }
 

@@ -52,6 +52,7 @@ impl Chain {
             subject_table: Some(self.table.clone()),
             stream_seq: self.stream_seq,
             received_at_ns: T0 + 1_000,
+            provenance: Default::default(),
         }
     }
 

@@ -1,0 +1,304 @@
+//! Who may extend a table's chain, against a real nats-server and a real ledger that
+//! requires signed events: the attacks of a publisher on the floor network that is not
+//! the table's device. Each forged event is quarantined with its reason, never becomes
+//! the chain's event, and the device's own chain is stored untouched.
+//!
+//! Waits are bounded (`WAIT`); nothing here asserts on time.
+
+use async_nats::jetstream;
+use ingest::{IngestConfig, IngestReport};
+use ledger::Ledger;
+use schemas::attest::SigningKey;
+use schemas::provenance::{EventSignature, HeaderEnrollment};
+use schemas::{codec, subjects, DeviceId, Event, EventBody, Hash32, TableId};
+use simulator::{FaultPlan, Floor, Published, TableSim};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+const WAIT: Duration = Duration::from_secs(60);
+
+/// The simulated day's clock (the simulator's tables start on 2026-01-01).
+fn simulated_day_clock() -> i64 {
+    1_767_225_600_000_000_000 + 20 * 3_600_000_000_000
+}
+
+struct Running {
+    stop: oneshot::Sender<()>,
+    task: JoinHandle<Result<IngestReport, ingest::Error>>,
+}
+
+impl Running {
+    fn start(url: &str, ledger: Arc<Ledger>) -> Running {
+        let (stop, rx) = oneshot::channel::<()>();
+        let mut config = IngestConfig::new(url);
+        config.clock = simulated_day_clock;
+        let task = tokio::spawn(ingest::run(config, ledger, async {
+            let _ = rx.await;
+        }));
+        Running { stop, task }
+    }
+
+    async fn stop(self) -> IngestReport {
+        self.stop.send(()).expect("ingest still running");
+        self.task
+            .await
+            .expect("task")
+            .expect("ingest ended cleanly")
+    }
+}
+
+/// A ledger as `serve` opens it: the simulator's admin trusted, signed events required.
+fn open(dir: &std::path::Path) -> Arc<Ledger> {
+    let ledger = Ledger::open(dir).expect("open ledger");
+    ledger
+        .trust_admin_keys([simulator::admin_key().public()])
+        .expect("trust");
+    ledger.require_signed_events().expect("require");
+    Arc::new(ledger)
+}
+
+async fn context(url: &str) -> jetstream::Context {
+    let js = jetstream::new(async_nats::connect(url).await.expect("connect"));
+    ingest::ensure_stream(&js).await.expect("stream");
+    js
+}
+
+/// Publishes one event message with `id` and the headers of `signature`.
+async fn publish(
+    js: &jetstream::Context,
+    table: &TableId,
+    id: &str,
+    bytes: &[u8],
+    signature: Option<&EventSignature>,
+) {
+    let mut headers = async_nats::HeaderMap::new();
+    headers.insert("Nats-Msg-Id", id);
+    for (name, value) in signature.iter().flat_map(|s| s.to_headers()) {
+        headers.insert(name, value.as_str());
+    }
+    let subject = subjects::events_subject(table);
+    let ack = js
+        .publish_with_headers(subject, headers, bytes.to_vec().into())
+        .await
+        .expect("publish");
+    ack.await.expect("ack");
+}
+
+/// Publishes as the device does: its message id and its signature.
+async fn publish_as_device(js: &jetstream::Context, events: &[Published]) {
+    for p in events {
+        let id = subjects::msg_id(&p.event.table, p.event.seq, &p.bytes);
+        publish(js, &p.event.table, &id, &p.bytes, p.signature.as_ref()).await;
+    }
+}
+
+async fn wait_head(ledger: &Arc<Ledger>, table: &TableId, seq: u64) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let (l, t) = (ledger.clone(), table.clone());
+        let head = tokio::task::spawn_blocking(move || l.head(&t).map(|h| h.seq.0))
+            .await
+            .expect("read");
+        if head == Some(seq) {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "head {head:?} never reached {seq}; quarantine {:?}",
+            ledger.quarantine_counts()
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+async fn wait_quarantined(ledger: &Arc<Ledger>, n: u64) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while ledger.quarantine_counts().values().sum::<u64>() < n {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "quarantine stayed short of {n}"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// One table's opening and three rounds, as its device would publish them.
+fn one_table() -> (TableSim, Vec<Published>) {
+    let floor = Floor::new(1, 5, FaultPlan::none()).expect("floor");
+    let mut table = floor.tables.into_iter().next().expect("a table");
+    let mut events = table.opening_events().expect("opening");
+    for _ in 0..3 {
+        events.extend(table.play_round().expect("round").events);
+    }
+    (table, events)
+}
+
+/// The device's own event at `seq`, re-chained by an attacker: `body` replaced, `prev`
+/// kept (the right one, learnt from the stream or the head subject).
+fn forged_at(events: &[Published], seq: u64, body: EventBody) -> Vec<u8> {
+    let genuine = &events[seq as usize - 1];
+    let forged = Event {
+        body,
+        ..genuine.event.clone()
+    };
+    codec::encode(&forged, codec::WireFormat::Json)
+}
+
+fn stored(ledger: &Ledger, table: &TableId) -> Vec<(u64, Hash32)> {
+    ledger
+        .events(table, 1..=u64::MAX)
+        .map(|e| e.map(|e| (e.seq.0, e.hash)).expect("readable"))
+        .collect()
+}
+
+/// Each way a publisher that is not the table's device might sign a forged event at the
+/// next seq, with the right `prev`: none is stored, each is quarantined with its reason,
+/// and the device's own event at that seq, published after them, is stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forged_events_never_extend_the_chain() {
+    let server = natsd::NatsServer::start().expect("nats-server");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ledger = open(dir.path());
+    let ingest = Running::start(&server.url(), ledger.clone());
+    let js = context(&server.url()).await;
+    let (_, events) = one_table();
+    let t = events[0].event.table.clone();
+    let k = 30usize;
+    publish_as_device(&js, &events[..k]).await;
+    wait_head(&ledger, &t, k as u64).await;
+
+    let next = k as u64 + 1;
+    let body = EventBody::Announced {
+        announcement: schemas::Announcement::NoMoreBets,
+    };
+    let bytes = forged_at(&events, next, body);
+    let own = events[k].signature.clone().expect("the device signs");
+    let thief = SigningKey::from_secret([66; 32]);
+    let rogue_admin = SigningKey::from_secret([67; 32]);
+    let shoe = DeviceId::new(format!("{t}-shoe")).expect("id");
+    let mut with_rogue_enrollment = EventSignature::sign(&thief, &t, &shoe, &bytes);
+    with_rogue_enrollment.enrollment = Some(HeaderEnrollment::sign(
+        &rogue_admin,
+        &t,
+        &shoe,
+        thief.public(),
+    ));
+    let mut own_with_header = EventSignature::sign(&thief, &t, &own.device, &bytes);
+    own_with_header.enrollment = Some(HeaderEnrollment::sign(
+        &simulator::admin_key(),
+        &t,
+        &own.device,
+        thief.public(),
+    ));
+    let attempts: Vec<(&str, Option<EventSignature>)> = vec![
+        // No signature at all, under the message id the spec gave devices before: the
+        // device's own message is not dropped as a duplicate of it.
+        ("unsigned", None),
+        // The device's name, another key.
+        (
+            "signature_invalid",
+            Some(EventSignature::sign(&thief, &t, &own.device, &bytes)),
+        ),
+        // The device's own signature of its genuine event, moved onto the forged bytes.
+        ("signature_invalid", Some(own.clone())),
+        // A device the chain never enrolled, with a header enrollment by an admin the
+        // ledger does not trust.
+        ("signer_unknown", Some(with_rogue_enrollment)),
+        // A header enrollment, even by the trusted admin, for a device the chain has
+        // enrolled: the chain's own key decides.
+        ("signature_invalid", Some(own_with_header)),
+        // A device of the table the chain never enrolled.
+        (
+            "signer_unknown",
+            Some(EventSignature::sign(&thief, &t, &shoe, &bytes)),
+        ),
+    ];
+    for (i, (_, signature)) in attempts.iter().enumerate() {
+        let id = format!("{t}:{next}");
+        let id = if i == 0 {
+            id
+        } else {
+            format!("{id}:attack-{i}")
+        };
+        publish(&js, &t, &id, &bytes, signature.as_ref()).await;
+    }
+    wait_quarantined(&ledger, attempts.len() as u64).await;
+    publish_as_device(&js, &events[k..]).await;
+    let last = events.last().expect("events");
+    wait_head(&ledger, &t, last.event.seq.0).await;
+    let report = ingest.stop().await;
+
+    let want: Vec<(u64, Hash32)> = events.iter().map(|p| (p.event.seq.0, p.hash())).collect();
+    assert_eq!(stored(&ledger, &t), want, "the device's chain, untouched");
+    let q = ledger.quarantine().expect("quarantine");
+    let mut reasons: Vec<&str> = q.iter().map(|e| e.reason.as_str()).collect();
+    reasons.sort_unstable();
+    let mut expected: Vec<&str> = attempts.iter().map(|(r, _)| *r).collect();
+    expected.sort_unstable();
+    assert_eq!(reasons, expected);
+    assert!(q.iter().all(|e| e.bytes == bytes), "kept verbatim");
+    assert_eq!(report.stored, events.len() as u64);
+    assert!(ledger.verify().expect("verify").is_ok());
+}
+
+/// The attack of re-chaining a round: the attacker reads the device's events back from
+/// the stream and republishes them with larger stakes, each with the right `prev` of its
+/// own branch, before the device's own. Unsigned or signed with another key, none is
+/// stored; the device's round is, and replays as the device played it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rechained_round_is_refused_and_the_device_round_stored() {
+    let server = natsd::NatsServer::start().expect("nats-server");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ledger = open(dir.path());
+    let ingest = Running::start(&server.url(), ledger.clone());
+    let js = context(&server.url()).await;
+    let (_, events) = one_table();
+    let t = events[0].event.table.clone();
+    let k = 20usize;
+    publish_as_device(&js, &events[..k]).await;
+    wait_head(&ledger, &t, k as u64).await;
+
+    let thief = SigningKey::from_secret([68; 32]);
+    let mut prev = events[k - 1].hash();
+    let mut forged_n = 0u64;
+    for p in &events[k..] {
+        let mut e = p.event.clone();
+        e.prev = prev;
+        // The attacker cannot know the device's bytes before it sends them.
+        e.occurred_at_ns += 1;
+        if let EventBody::BetPlaced {
+            stake: schemas::Stake::Chips(m),
+            ..
+        } = &mut e.body
+        {
+            *m = schemas::Money(m.0 * 4);
+        }
+        let bytes = codec::encode(&e, codec::WireFormat::Bincode);
+        prev = schemas::event_hash(&e.prev, &bytes);
+        let signer = p
+            .signature
+            .as_ref()
+            .map(|s| s.device.clone())
+            .expect("signed");
+        let sig = EventSignature::sign(&thief, &t, &signer, &bytes);
+        let id = subjects::msg_id(&t, e.seq, &bytes);
+        publish(&js, &t, &id, &bytes, Some(&sig)).await;
+        forged_n += 1;
+    }
+    wait_quarantined(&ledger, forged_n).await;
+    publish_as_device(&js, &events[k..]).await;
+    wait_head(&ledger, &t, events.last().expect("events").event.seq.0).await;
+    ingest.stop().await;
+
+    let want: Vec<(u64, Hash32)> = events.iter().map(|p| (p.event.seq.0, p.hash())).collect();
+    assert_eq!(stored(&ledger, &t), want);
+    let counts = ledger.quarantine_counts();
+    assert_eq!(
+        counts.get("signature_invalid"),
+        Some(&forged_n),
+        "{counts:?}"
+    );
+    assert_eq!(counts.len(), 1, "{counts:?}");
+}
