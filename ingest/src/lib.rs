@@ -27,6 +27,7 @@
 //! It must never: ack before flush, drop a message, re-encode an event, or block a runtime
 //! thread on sled.
 
+pub mod alerts;
 mod bench;
 mod pipeline;
 mod writer;
@@ -70,6 +71,12 @@ pub struct IngestConfig {
     /// inject a clock near it (the ledger quarantines events whose device time is more
     /// than `ledger::CLOCK_SKEW_MAX_NS` from this).
     pub clock: fn() -> i64,
+    /// Events a table may store past its newest device-signed checkpoint before
+    /// `AttestationStalled` is raised (a floor signs one every round, ~45 events).
+    pub attestation_lag_max: u64,
+    /// Where alerts are kept for the API (`alerts`); shared, so `serve` hands a clone to
+    /// the API.
+    pub alerts: alerts::AlertLog,
 }
 
 /// The system clock in UTC nanoseconds. Ingest is an edge: its clock stamps arrival. A
@@ -92,6 +99,8 @@ impl IngestConfig {
             ack_wait: Duration::from_secs(30),
             writer_queue_len: 2,
             clock: system_clock_ns,
+            attestation_lag_max: 1_000,
+            alerts: alerts::AlertLog::default(),
         }
     }
 

@@ -4,6 +4,7 @@ use crate::writer::{writer_loop, Job, Written};
 use crate::{Error, IngestConfig, IngestReport, DUPLICATE_WINDOW};
 use async_nats::jetstream::{self, consumer, stream};
 use futures::{FutureExt, StreamExt};
+use crate::alerts::Raised;
 use ledger::{Incoming, Ledger};
 use schemas::subjects;
 use std::future::Future;
@@ -240,9 +241,16 @@ pub(crate) async fn run_with_consumer(
     let (done_tx, done_rx) = mpsc::channel::<Result<Written, Error>>(config.writer_queue_len + 1);
     let writer = std::thread::Builder::new()
         .name("ledger-writer".to_string())
-        .spawn(move || writer_loop(ledger, job_rx, done_tx))
+        .spawn({
+            let lag_max = config.attestation_lag_max;
+            move || writer_loop(ledger, job_rx, done_tx, lag_max)
+        })
         .map_err(|e| Error::Writer(format!("cannot start the writer thread: {e}")))?;
-    let acker = tokio::spawn(ack_loop(client.clone(), done_rx));
+    let alerting = Alerting {
+        log: config.alerts.clone(),
+        clock: config.clock,
+    };
+    let acker = tokio::spawn(ack_loop(client.clone(), done_rx, alerting));
     ready();
 
     let mut shutdown = std::pin::pin!(shutdown.fuse());
@@ -477,10 +485,40 @@ async fn fetch(
     Ok(msgs)
 }
 
-/// Acks each durable batch (its last message) in write order and publishes the heads.
+/// Where the ack loop counts alerts, and its clock.
+struct Alerting {
+    log: crate::alerts::AlertLog,
+    clock: fn() -> i64,
+}
+
+/// Counts `raised` into the log and publishes each alert that opens a window. Advisory,
+/// like heads: a failed publish is logged, the alert stays in the log.
+async fn publish_alerts(client: &async_nats::Client, a: &Alerting, raised: Vec<Raised>) {
+    for r in raised {
+        let Some(alert) = a.log.raise(r, (a.clock)()) else {
+            continue;
+        };
+        tracing::error!(table = %alert.table, kind = alert.kind.as_str(), detail = %alert.detail, "ALERT");
+        let subject = subjects::alerts_subject(&alert.table, alert.kind);
+        let json = match serde_json::to_vec(&alert) {
+            Ok(j) => j,
+            Err(e) => {
+                tracing::error!(error = %e, "alert not serialisable");
+                continue;
+            }
+        };
+        if let Err(e) = client.publish(subject, json.into()).await {
+            tracing::warn!(table = %alert.table, error = %e, "alert not published");
+        }
+    }
+}
+
+/// Acks each durable batch (its last message) in write order and publishes the heads and
+/// alerts.
 async fn ack_loop(
     client: async_nats::Client,
     mut done: mpsc::Receiver<Result<Written, Error>>,
+    alerting: Alerting,
 ) -> Result<IngestReport, Error> {
     let mut report = IngestReport::default();
     while let Some(written) = done.recv().await {
@@ -504,6 +542,7 @@ async fn ack_loop(
                 Err(e) => tracing::error!(table = %head.table, error = %e, "head not serialisable"),
             }
         }
+        publish_alerts(&client, &alerting, w.alerts).await;
         report.batches += w.tally.batches;
         report.messages += w.tally.messages;
         report.stored += w.tally.stored;

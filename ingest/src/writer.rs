@@ -8,7 +8,9 @@
 //! acked only after every batch before it is durable. The channels in and out are bounded,
 //! so a slow disk slows fetching instead of growing a queue.
 
+use crate::alerts::{kind_of_reason, Raised};
 use crate::{Error, IngestReport};
+use schemas::api::AlertKind;
 use ledger::attest::CheckpointOutcome;
 use ledger::{Appended, Incoming, Ledger};
 use schemas::{ChainHead, TableId};
@@ -35,6 +37,8 @@ pub(crate) struct Written<A = async_nats::jetstream::Message> {
     /// The heads of the tables its group touched, read after the flush; only on the
     /// group's last batch, empty on the others.
     pub heads: Vec<ChainHead>,
+    /// What its messages raise for the operators (`alerts`).
+    pub alerts: Vec<Raised>,
 }
 
 /// Most batches one flush makes durable together (group commit).
@@ -52,6 +56,7 @@ pub(crate) fn writer_loop<A>(
     ledger: Arc<Ledger>,
     mut jobs: mpsc::Receiver<Job<A>>,
     done: mpsc::Sender<Result<Written<A>, Error>>,
+    attestation_lag_max: u64,
 ) {
     let mut group: Vec<Job<A>> = Vec::with_capacity(GROUP_LEN_MAX);
     while let Some(job) = jobs.blocking_recv() {
@@ -62,13 +67,36 @@ pub(crate) fn writer_loop<A>(
                 Err(_) => break,
             }
         }
-        for reply in write_group(&ledger, group.drain(..)) {
+        for mut reply in write_group(&ledger, group.drain(..)) {
+            if let Ok(w) = &mut reply {
+                attestation_stalls(&ledger, w, attestation_lag_max);
+            }
             let failed = reply.is_err();
             if done.blocking_send(reply).is_err() || failed {
                 // The acker is gone (run is ending) or the ledger failed: stop taking
                 // batches.
                 return;
             }
+        }
+    }
+}
+
+/// Raises `AttestationStalled` for each head of `w` more than `lag_max` events past its
+/// table's newest kept checkpoint (or past seq 0 when it has none).
+fn attestation_stalls<A>(ledger: &Ledger, w: &mut Written<A>, lag_max: u64) {
+    for head in &w.heads {
+        let attested = ledger.attestation(&head.table).map_or(0, |a| a.seq.0);
+        let lag = head.seq.0.saturating_sub(attested);
+        if lag > lag_max {
+            w.alerts.push(Raised {
+                table: head.table.clone(),
+                kind: AlertKind::AttestationStalled,
+                stream_seq: 0,
+                detail: format!(
+                    "{lag} events stored past the newest device-signed checkpoint (seq {attested}, head {}; bound {lag_max})",
+                    head.seq.0
+                ),
+            });
         }
     }
 }
@@ -193,6 +221,7 @@ fn describe<A>(
 ) -> Written<A> {
     let first = job.incoming.first().map_or(0, |i| i.stream_seq);
     let last = job.incoming.last().map_or(0, |i| i.stream_seq);
+    let mut alerts = Vec::new();
     let mut tally = IngestReport {
         batches: 1,
         messages: (job.incoming.len() + job.checkpoints.len()) as u64,
@@ -258,6 +287,14 @@ fn describe<A>(
                     reason,
                     "event quarantined"
                 );
+                if let (Some(kind), Some(t)) = (kind_of_reason(reason), &inc.subject_table) {
+                    alerts.push(Raised {
+                        table: t.clone(),
+                        kind,
+                        stream_seq: inc.stream_seq,
+                        detail: format!("{reason}: quarantine entry {id}"),
+                    });
+                }
             }
         }
     }
@@ -276,6 +313,7 @@ fn describe<A>(
         ack: job.ack,
         tally,
         heads: Vec::new(),
+        alerts,
     }
 }
 

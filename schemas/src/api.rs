@@ -564,3 +564,55 @@ mod openapi {
     /// Ids: 1 to 32 of `[A-Za-z0-9_-]` (schemas/README.md §1).
     const ID_PATTERN: &str = "^[A-Za-z0-9_-]{1,32}$";
 }
+
+/// What an operator alert is about. Published on `alerts.<table>.<kind>` (`as_str`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum AlertKind {
+    /// A different event at a stored seq: two branches of one chain, or a rewound device.
+    Fork,
+    /// An event refused because its table's device did not sign it (unsigned, an unknown
+    /// signer, a signature that does not verify): someone else speaks for the table.
+    RefusedPublisher,
+    /// More events stored than the newest device-signed checkpoint covers, beyond a bound.
+    AttestationStalled,
+}
+
+impl AlertKind {
+    /// The stable name: the alert subject's last token and the JSON form.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AlertKind::Fork => "fork",
+            AlertKind::RefusedPublisher => "refused_publisher",
+            AlertKind::AttestationStalled => "attestation_stalled",
+        }
+    }
+}
+
+/// Something an operator must look at now: raised by ingest, published on NATS
+/// (`subjects::alerts_subject`) and listed at `GET /v1/alerts`. Repeats of one kind on
+/// one table within a window count into one alert.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct Alert {
+    pub table: TableId,
+    pub kind: AlertKind,
+    /// Occurrences in this alert's window, the first included.
+    pub count: u64,
+    /// The stream seq of the latest occurrence (0 when none is a message).
+    pub last_stream_seq: u64,
+    /// What happened, in words: the quarantine reason and text, or the attestation lag.
+    pub detail: String,
+    /// When the window opened (UTC ns, ingest's clock).
+    pub raised_at_ns: i64,
+    /// When the latest occurrence was counted (UTC ns).
+    pub last_at_ns: i64,
+}
+
+/// The newest alerts first (`GET /v1/alerts`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct AlertList {
+    pub alerts: Vec<Alert>,
+}

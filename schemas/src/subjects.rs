@@ -40,6 +40,14 @@ pub fn msg_id(table: &TableId, seq: Seq, bytes: &[u8]) -> String {
     format!("{table}:{}:{}", seq.0, &hash.to_hex()[..16])
 }
 
+/// Every operator alert (core NATS): `alerts.<table>.<kind>`.
+pub const ALERTS_WILDCARD: &str = "alerts.>";
+
+/// `alerts.<table>.<kind>`: where ingest publishes an operator alert (JSON `api::Alert`).
+pub fn alerts_subject(table: &TableId, kind: crate::api::AlertKind) -> String {
+    format!("alerts.{table}.{}", kind.as_str())
+}
+
 /// The `<table>` token of an events subject, if the subject has the expected shape.
 pub fn table_of_subject(subject: &str) -> Option<&str> {
     table_token(subject, ".events")

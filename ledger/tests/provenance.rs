@@ -1,0 +1,158 @@
+//! Admission by device signature (`ledger::provenance`): on a ledger that requires signed
+//! events, only the table's enrolled device extends its chain, through enrollment,
+//! rotation and revocation; the requirement is kept across opens; recovery re-appends
+//! what was admitted before.
+
+mod common;
+
+use common::signed::{keys, Chain};
+use common::{closed, copy_dir, put_back_sled_files};
+use ledger::{Appended, Incoming, Ledger, Provenance};
+use schemas::attest::{KeyAction, SigningKey};
+use schemas::provenance::{EventSignature, HeaderEnrollment};
+use schemas::DeviceId;
+
+fn dealer() -> DeviceId {
+    DeviceId::new("dealer-terminal").unwrap()
+}
+
+/// `msg` signed by `key` as the dealer terminal, as its own delivery (a stream seq of its
+/// own: the same delivery refused twice is recognised, not quarantined again).
+fn signed(c: &mut Chain, key: &SigningKey, mut msg: Incoming) -> Incoming {
+    let s = EventSignature::sign(key, &c.table, &dealer(), &msg.bytes);
+    msg.provenance = Provenance::Signed(s);
+    c.stream_seq += 1;
+    msg.stream_seq = c.stream_seq;
+    msg
+}
+
+/// `msg` signed by `key`, with `admin`'s enrollment of `key` in a header.
+fn with_header(c: &mut Chain, admin: &SigningKey, key: &SigningKey, msg: Incoming) -> Incoming {
+    let mut msg = signed(c, key, msg);
+    if let Provenance::Signed(s) = &mut msg.provenance {
+        s.enrollment = Some(HeaderEnrollment::sign(admin, &c.table, &dealer(), key.public()));
+    }
+    msg
+}
+
+fn reasons(out: &[Appended]) -> Vec<&'static str> {
+    out.iter()
+        .map(|o| match o {
+            Appended::Stored { .. } => "stored",
+            Appended::Quarantined { reason, .. } => reason,
+            other => panic!("unexpected {other:?}"),
+        })
+        .collect()
+}
+
+fn requiring(dir: &std::path::Path, admin: &SigningKey) -> Ledger {
+    let l = Ledger::open(dir).unwrap();
+    l.trust_admin_keys([admin.public()]).unwrap();
+    l.require_signed_events().unwrap();
+    l
+}
+
+/// A chain opens with a header enrollment, then its own; the enrolled key alone extends
+/// it afterwards. A refused event leaves its seq open for the device's own.
+#[test]
+fn only_the_enrolled_key_extends_a_chain() {
+    let dir = tempfile::tempdir().unwrap();
+    let (admin, device) = keys();
+    let l = requiring(dir.path(), &admin);
+    let thief = SigningKey::from_secret([5; 32]);
+    let mut c = Chain::new("PV-01");
+    let first = c.announce();
+    let enroll = c.key_event(&admin, &device, KeyAction::Enroll);
+    let batch = vec![
+        signed(&mut c, &device, first.clone()),
+        with_header(&mut c, &thief, &device, first.clone()),
+        with_header(&mut c, &admin, &device, first),
+        signed(&mut c, &device, enroll),
+    ];
+    let out = l.append_batch(&batch).unwrap();
+    assert_eq!(
+        reasons(&out),
+        ["signer_unknown", "signer_unknown", "stored", "stored"]
+    );
+    let third = c.announce();
+    let mut unsigned = third.clone();
+    unsigned.stream_seq = 1_000;
+    let out = l
+        .append_batch(&[
+            unsigned,
+            signed(&mut c, &thief, third.clone()),
+            with_header(&mut c, &admin, &thief, third.clone()),
+            signed(&mut c, &device, third),
+        ])
+        .unwrap();
+    assert_eq!(
+        reasons(&out),
+        ["unsigned", "signature_invalid", "signature_invalid", "stored"]
+    );
+    assert_eq!(l.head(&c.table).unwrap().seq.0, 3);
+}
+
+/// A rotation's enrollment is signed by the key it enrolls; from then on the old key is
+/// refused. A revocation ends the key: nothing it signs afterwards is stored.
+#[test]
+fn rotation_and_revocation_move_who_may_extend() {
+    let dir = tempfile::tempdir().unwrap();
+    let (admin, device) = keys();
+    let l = requiring(dir.path(), &admin);
+    let newer = SigningKey::from_secret([9; 32]);
+    let mut c = Chain::new("PV-02");
+    let e1 = c.key_event(&admin, &device, KeyAction::Enroll);
+    let e2 = c.key_event(&admin, &newer, KeyAction::Enroll);
+    let out = l
+        .append_batch(&[signed(&mut c, &device, e1), signed(&mut c, &newer, e2)])
+        .unwrap();
+    assert_eq!(reasons(&out), ["stored", "stored"]);
+    let next = c.announce();
+    let out = l
+        .append_batch(&[signed(&mut c, &device, next.clone()), signed(&mut c, &newer, next)])
+        .unwrap();
+    assert_eq!(reasons(&out), ["signature_invalid", "stored"]);
+    let revoke = c.key_event(&admin, &newer, KeyAction::Revoke);
+    let after = c.announce();
+    let out = l
+        .append_batch(&[signed(&mut c, &newer, revoke), signed(&mut c, &newer, after)])
+        .unwrap();
+    assert_eq!(reasons(&out), ["stored", "signer_unknown"]);
+}
+
+/// The requirement survives a reopen, and a recovery re-appends the events a lost sled
+/// commit held (their signatures, checked when they arrived, are not stored).
+#[test]
+fn the_requirement_is_kept_and_recovery_re_appends_admitted_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let earlier = tempfile::tempdir().unwrap();
+    let (admin, device) = keys();
+    let mut c = Chain::new("PV-03");
+    let l = requiring(dir.path(), &admin);
+    let enroll = c.key_event(&admin, &device, KeyAction::Enroll);
+    let out = l.append_batch(&[signed(&mut c, &device, enroll)]).unwrap();
+    assert_eq!(reasons(&out), ["stored"]);
+    l.flush().unwrap();
+    drop(l);
+    closed(dir.path());
+    copy_dir(dir.path(), earlier.path(), true);
+
+    let l = Ledger::open(dir.path()).unwrap();
+    assert!(l.requires_signed_events(), "kept across opens");
+    let mut batch = Vec::new();
+    for _ in 0..5 {
+        let m = c.announce();
+        batch.push(signed(&mut c, &device, m));
+    }
+    let out = l.append_batch(&batch).unwrap();
+    assert!(reasons(&out).iter().all(|r| *r == "stored"), "{out:?}");
+    l.flush().unwrap();
+    drop(l);
+    closed(dir.path());
+    put_back_sled_files(earlier.path(), dir.path());
+
+    let l = Ledger::open(dir.path()).unwrap();
+    assert_eq!(l.recovered().stored, 5, "{:?}", l.recovered());
+    assert_eq!(l.head(&c.table).unwrap().seq.0, 6);
+    assert!(l.verify().unwrap().is_ok());
+}
