@@ -47,6 +47,7 @@ pub async fn connect_with(
                 }
             }
             ConnectErrorKind::Tls => Error::Tls { url, detail },
+            ConnectErrorKind::Io if is_tls_failure(&e) => Error::Tls { url, detail },
             ConnectErrorKind::Io | ConnectErrorKind::TimedOut | ConnectErrorKind::Dns => {
                 Error::Unreachable { url, detail }
             }
@@ -71,6 +72,21 @@ fn apply(access: &Access, mut options: ConnectOptions) -> Result<(ConnectOptions
         options = options.add_root_certificates(ca.clone()).require_tls(true);
     }
     Ok((options, principal))
+}
+
+/// Whether an IO error came from the TLS handshake: rustls reports a refused certificate
+/// or a broken handshake as an `InvalidData` IO error.
+fn is_tls_failure(e: &async_nats::ConnectError) -> bool {
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            if io.kind() == std::io::ErrorKind::InvalidData {
+                return true;
+            }
+        }
+        source = s.source();
+    }
+    false
 }
 
 fn parse_servers(url: &str) -> Result<Vec<ServerAddr>> {
