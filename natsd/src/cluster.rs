@@ -22,9 +22,14 @@
 //! - Dropping the guard kills every node (SIGKILL) and reaps it; the temporary directory
 //!   is removed with it. Every wait is bounded.
 //!
+//! - Secured (`start_secured`): clients need TLS and an issued credential (one roster,
+//!   in every node's config); routes use TLS and verify each other's certificate with
+//!   the cluster's CA. `issue` and `revoke` reload every running node.
+//!
 //! It must never use a shell, never signal a process it did not start, and never leave a
 //! node running after the guard is gone.
 
+use crate::secure::{self, Security};
 use crate::{find_binary, kill9_and_reap, spawn_and_wait, Dir, Error};
 use std::ffi::OsString;
 use std::fs;
@@ -69,12 +74,25 @@ pub struct NatsCluster {
     bin: PathBuf,
     dir: Dir,
     nodes: Vec<Node>,
+    /// Cluster ports of every node (each config's `routes`).
+    route_ports: Vec<u16>,
+    security: Option<Security>,
 }
 
 impl NatsCluster {
     /// Starts `nodes` nodes in a new temporary directory (removed on drop) and waits
     /// until they have a JetStream meta leader.
     pub fn start(nodes: usize) -> Result<NatsCluster, Error> {
+        Self::start_mode(nodes, false)
+    }
+
+    /// Starts a secured cluster: client TLS, route TLS verified with one CA, and auth on
+    /// clients from one roster (empty: `issue` principals).
+    pub fn start_secured(nodes: usize) -> Result<NatsCluster, Error> {
+        Self::start_mode(nodes, true)
+    }
+
+    fn start_mode(nodes: usize, secured: bool) -> Result<NatsCluster, Error> {
         if !(1..=NODES_MAX).contains(&nodes) {
             return Err(Error::ClusterSize {
                 nodes,
@@ -84,7 +102,7 @@ impl NatsCluster {
         let bin = find_binary()?;
         let mut attempt = 1;
         loop {
-            match Self::try_start(bin.clone(), nodes) {
+            match Self::try_start(bin.clone(), nodes, secured) {
                 Ok(cluster) => return Ok(cluster),
                 Err(Error::Exited { status, log_tail })
                     if attempt < START_ATTEMPTS && log_tail.contains("address already in use") =>
@@ -97,7 +115,7 @@ impl NatsCluster {
         }
     }
 
-    fn try_start(bin: PathBuf, n: usize) -> Result<NatsCluster, Error> {
+    fn try_start(bin: PathBuf, n: usize, secured: bool) -> Result<NatsCluster, Error> {
         let tmp = tempfile::Builder::new()
             .prefix("natsd-cluster-")
             .tempdir()
@@ -106,6 +124,7 @@ impl NatsCluster {
                 source,
             })?;
         let ports = reserve_ports(n)?;
+        let security = secured.then(|| Security::create(tmp.path())).transpose()?;
         let mut nodes = Vec::with_capacity(n);
         for (i, &cluster_port) in ports.iter().enumerate() {
             let dir = tmp.path().join(format!("n{i}"));
@@ -114,15 +133,6 @@ impl NatsCluster {
                 source,
             })?;
             let name = format!("n{i}");
-            let conf = dir.join("nats-server.conf");
-            fs::write(
-                &conf,
-                config_text(&name, &dir.join("js"), cluster_port, &ports),
-            )
-            .map_err(|source| Error::Dir {
-                path: conf.clone(),
-                source,
-            })?;
             nodes.push(Node {
                 name,
                 dir,
@@ -137,7 +147,10 @@ impl NatsCluster {
             bin,
             dir: Dir::Temp(tmp),
             nodes,
+            route_ports: ports,
+            security,
         };
+        cluster.write_configs()?;
         for i in 0..n {
             cluster.spawn(i, None)?;
         }
@@ -145,12 +158,85 @@ impl NatsCluster {
         Ok(cluster)
     }
 
+    /// Writes every node's config: its name, store, routes, and when secured the route
+    /// TLS and the client authorization and TLS.
+    fn write_configs(&self) -> Result<(), Error> {
+        for n in &self.nodes {
+            let mut text = config_text(
+                &n.name,
+                &n.dir.join("js"),
+                n.cluster_port,
+                &self.route_ports,
+                self.security.as_ref().map(Security::tls),
+            );
+            if let Some(s) = &self.security {
+                text.push_str(&s.fragment());
+            }
+            secure::write_config(&n.dir.join("nats-server.conf"), &text)?;
+        }
+        Ok(())
+    }
+
+    /// The roster and TLS files of a secured cluster.
+    pub fn security(&self) -> Option<&Security> {
+        self.security.as_ref()
+    }
+
+    /// Issues a credential (`creds/<name>.json` in the cluster's directory), adds it to
+    /// the roster and reloads every running node.
+    pub fn issue(&mut self, name: &str, role: bus::Role) -> Result<bus::Access, Error> {
+        let access = self
+            .security
+            .as_mut()
+            .ok_or(Error::NotSecured)?
+            .issue(name, role)?;
+        self.reload()?;
+        Ok(access)
+    }
+
+    /// Revokes `name` and reloads every running node.
+    pub fn revoke(&mut self, name: &str) -> Result<(), Error> {
+        self.security
+            .as_mut()
+            .ok_or(Error::NotSecured)?
+            .revoke(name)?;
+        self.reload()
+    }
+
+    /// Rewrites every node's config and reloads each running node (a stopped node reads
+    /// its config when it restarts).
+    pub fn reload(&mut self) -> Result<(), Error> {
+        if self.security.is_none() {
+            return Err(Error::NotSecured);
+        }
+        self.write_configs()?;
+        for n in &self.nodes {
+            let Some(child) = &n.child else { continue };
+            secure::reload(&secure::ReloadTarget {
+                bin: &self.bin,
+                pid: child.id(),
+                monitor_port: n.monitor_port,
+                log: n.dir.join("nats-server.log"),
+            })?;
+        }
+        Ok(())
+    }
+
+    fn scheme(&self) -> &'static str {
+        if self.security.is_some() {
+            "tls"
+        } else {
+            "nats"
+        }
+    }
+
     /// How many nodes the cluster has (running or not).
     pub fn nodes(&self) -> usize {
         self.nodes.len()
     }
 
-    /// Every node's client url, comma-separated (`nats://127.0.0.1:A,nats://127.0.0.1:B`):
+    /// Every node's client url, comma-separated (`nats://127.0.0.1:A,nats://127.0.0.1:B`,
+    /// `tls://` when secured):
     /// the form `ingest` and the simulator accept, so a client can connect to, and
     /// reconnect to, any node.
     pub fn url(&self) -> String {
@@ -161,14 +247,18 @@ impl NatsCluster {
     pub fn urls(&self) -> Vec<String> {
         self.nodes
             .iter()
-            .filter_map(|n| n.port.map(|p| format!("nats://127.0.0.1:{p}")))
+            .filter_map(|n| n.port.map(|p| format!("{}://127.0.0.1:{p}", self.scheme())))
             .collect()
     }
 
     /// One node's client url.
     pub fn node_url(&self, node: usize) -> Result<String, Error> {
         let n = self.node(node)?;
-        Ok(format!("nats://127.0.0.1:{}", n.port.unwrap_or_default()))
+        Ok(format!(
+            "{}://127.0.0.1:{}",
+            self.scheme(),
+            n.port.unwrap_or_default()
+        ))
     }
 
     /// One node's client port (kept across restarts when it was still free).
@@ -470,8 +560,15 @@ fn reserve_ports(n: usize) -> Result<Vec<u16>, Error> {
         .map_err(|source| Error::ReservePort { source })
 }
 
-/// A node's config file: its name, store and limits, and the cluster's routes.
-fn config_text(name: &str, store_dir: &Path, cluster_port: u16, route_ports: &[u16]) -> String {
+/// A node's config file: its name, store and limits, the cluster's routes, and with
+/// `route_tls` TLS on the routes (each side verifies the other with the CA).
+fn config_text(
+    name: &str,
+    store_dir: &Path,
+    cluster_port: u16,
+    route_ports: &[u16],
+    route_tls: Option<&bus::TlsFiles>,
+) -> String {
     let routes: Vec<String> = route_ports
         .iter()
         .map(|p| format!("    \"nats-route://127.0.0.1:{p}\""))
@@ -479,14 +576,15 @@ fn config_text(name: &str, store_dir: &Path, cluster_port: u16, route_ports: &[u
     format!(
         "server_name: {name:?}\n\
          jetstream {{\n  store_dir: {store:?}\n  max_memory_store: {MAX_MEMORY_STORE}\n  max_file_store: {MAX_FILE_STORE}\n}}\n\
-         cluster {{\n  name: {CLUSTER_NAME:?}\n  listen: \"127.0.0.1:{cluster_port}\"\n  routes: [\n{routes}\n  ]\n}}\n",
+         cluster {{\n  name: {CLUSTER_NAME:?}\n  listen: \"127.0.0.1:{cluster_port}\"\n  routes: [\n{routes}\n  ]\n{tls}}}\n",
         store = store_dir.display().to_string(),
         routes = routes.join("\n"),
+        tls = route_tls.map_or_else(String::new, |t| format!("  tls {}", bus::tls_block(t, true))),
     )
 }
 
 /// A bounded HTTP/1.0 GET of `path` on 127.0.0.1:`port`; the body of a 200 answer.
-fn http_get(port: u16, path: &str) -> Result<Vec<u8>, Error> {
+pub(crate) fn http_get(port: u16, path: &str) -> Result<Vec<u8>, Error> {
     let url = format!("http://127.0.0.1:{port}{path}");
     let fail = |why: String| Error::Monitor {
         url: url.clone(),
@@ -525,7 +623,13 @@ mod tests {
 
     #[test]
     fn config_names_the_node_its_store_and_every_route() {
-        let text = config_text("n1", Path::new("/tmp/x/n1/js"), 7002, &[7001, 7002, 7003]);
+        let text = config_text(
+            "n1",
+            Path::new("/tmp/x/n1/js"),
+            7002,
+            &[7001, 7002, 7003],
+            None,
+        );
         assert!(text.contains("server_name: \"n1\""), "{text}");
         assert!(text.contains("store_dir: \"/tmp/x/n1/js\""), "{text}");
         assert!(text.contains("listen: \"127.0.0.1:7002\""), "{text}");

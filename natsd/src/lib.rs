@@ -14,12 +14,18 @@
 //! - Every wait is bounded (`START_TIMEOUT`); a server that does not come up is an error
 //!   that carries the tail of its log.
 //!
+//! - Secured mode (`start_secured`): TLS is required of every client and only principals
+//!   issued through the guard (`issue`) may connect, each with its role's permissions.
+//!   `issue` and `revoke` rewrite the config and reload the running server: no restart.
+//!
 //! It must never use a shell, never touch a server it did not start, and never pick a
 //! port by probing (that races with other tests).
 
 mod cluster;
+mod secure;
 
 pub use cluster::{NatsCluster, CLUSTER_NAME, META_LEADER_TIMEOUT, STOP_TIMEOUT};
+pub use secure::{Security, RELOAD_TIMEOUT};
 
 use std::fs;
 use std::io::Read;
@@ -74,6 +80,16 @@ pub enum Error {
     Monitor { url: String, why: String },
     #[error("the cluster had no JetStream meta leader known to every running node within {timeout:?}; last seen: {detail}")]
     NoMetaLeader { timeout: Duration, detail: String },
+    #[error("reloading nats-server (pid {pid}): {why}; log tail:\n{log_tail}")]
+    Reload {
+        pid: u32,
+        why: String,
+        log_tail: String,
+    },
+    #[error("the server runs in open mode; start it with start_secured to issue credentials")]
+    NotSecured,
+    #[error(transparent)]
+    Bus(#[from] bus::Error),
     #[error("signalling or waiting for nats-server (pid {pid}): {source}")]
     Signal {
         pid: u32,
@@ -105,7 +121,11 @@ pub struct NatsServer {
     child: Option<Child>,
     port: u16,
     monitor_port: Option<u16>,
+    security: Option<Security>,
 }
+
+/// The secured server's config file, in its directory.
+const CONFIG_FILE: &str = "nats.conf";
 
 impl NatsServer {
     /// Starts a server with JetStream in a new temporary directory, removed on drop.
@@ -117,7 +137,20 @@ impl NatsServer {
                 path: std::env::temp_dir(),
                 source,
             })?;
-        Self::launch(find_binary()?, Dir::Temp(tmp))
+        Self::launch(find_binary()?, Dir::Temp(tmp), false)
+    }
+
+    /// Starts a server that requires TLS (a new CA and certificate in its directory) and
+    /// an issued credential of every client. No principal exists yet: `issue` them.
+    pub fn start_secured() -> Result<NatsServer, Error> {
+        let tmp = tempfile::Builder::new()
+            .prefix("natsd-secured-")
+            .tempdir()
+            .map_err(|source| Error::Dir {
+                path: std::env::temp_dir(),
+                source,
+            })?;
+        Self::launch(find_binary()?, Dir::Temp(tmp), true)
     }
 
     /// Starts a server whose store, log and ports file live in `dir` (created if needed)
@@ -128,24 +161,80 @@ impl NatsServer {
             path: dir.clone(),
             source,
         })?;
-        Self::launch(find_binary()?, Dir::Kept(dir))
+        Self::launch(find_binary()?, Dir::Kept(dir), false)
     }
 
-    fn launch(bin: PathBuf, dir: Dir) -> Result<NatsServer, Error> {
+    fn launch(bin: PathBuf, dir: Dir, secured: bool) -> Result<NatsServer, Error> {
+        let security = if secured {
+            let s = Security::create(dir.path())?;
+            secure::write_config(&dir.path().join(CONFIG_FILE), &s.fragment())?;
+            Some(s)
+        } else {
+            None
+        };
         let mut server = NatsServer {
             bin,
             dir,
             child: None,
             port: 0,
             monitor_port: None,
+            security,
         };
         server.spawn(None)?;
         Ok(server)
     }
 
-    /// `nats://127.0.0.1:PORT`.
+    /// `nats://127.0.0.1:PORT`, or `tls://127.0.0.1:PORT` when secured.
     pub fn url(&self) -> String {
-        format!("nats://127.0.0.1:{}", self.port)
+        let scheme = if self.security.is_some() {
+            "tls"
+        } else {
+            "nats"
+        };
+        format!("{scheme}://127.0.0.1:{}", self.port)
+    }
+
+    /// The roster and TLS files of a secured server.
+    pub fn security(&self) -> Option<&Security> {
+        self.security.as_ref()
+    }
+
+    /// Issues a credential for `name` in `role` (`creds/<name>.json`, 0600), adds it to
+    /// the roster and reloads the server. Issuing a name again rotates its key.
+    pub fn issue(&mut self, name: &str, role: bus::Role) -> Result<bus::Access, Error> {
+        let access = self
+            .security
+            .as_mut()
+            .ok_or(Error::NotSecured)?
+            .issue(name, role)?;
+        self.reload()?;
+        Ok(access)
+    }
+
+    /// Revokes `name` and reloads: its connections are closed and it cannot connect again.
+    pub fn revoke(&mut self, name: &str) -> Result<(), Error> {
+        self.security
+            .as_mut()
+            .ok_or(Error::NotSecured)?
+            .revoke(name)?;
+        self.reload()
+    }
+
+    /// Rewrites the config from the roster and reloads the running server (a stopped
+    /// one reads it when it starts). Returns once the reload took effect.
+    pub fn reload(&mut self) -> Result<(), Error> {
+        let security = self.security.as_ref().ok_or(Error::NotSecured)?;
+        let dir = self.dir.path();
+        secure::write_config(&dir.join(CONFIG_FILE), &security.fragment())?;
+        let Some(pid) = self.pid() else {
+            return Ok(());
+        };
+        secure::reload(&secure::ReloadTarget {
+            bin: &self.bin,
+            pid,
+            monitor_port: self.monitor_port,
+            log: dir.join("nats-server.log"),
+        })
     }
 
     /// The client port.
@@ -202,19 +291,25 @@ impl NatsServer {
     fn spawn(&mut self, port: Option<u16>) -> Result<(), Error> {
         let dir = self.dir.path().to_path_buf();
         let port_arg = port.map_or_else(|| "-1".to_string(), |p| p.to_string());
-        let mut args: Vec<std::ffi::OsString> = [
-            "-a",
-            "127.0.0.1",
-            "-p",
-            port_arg.as_str(),
-            "-m",
-            "-1",
-            "-js",
-            "-sd",
-        ]
-        .iter()
-        .map(Into::into)
-        .collect();
+        let mut args: Vec<std::ffi::OsString> = Vec::new();
+        if self.security.is_some() {
+            args.push("-c".into());
+            args.push(dir.join(CONFIG_FILE).into());
+        }
+        args.extend(
+            [
+                "-a",
+                "127.0.0.1",
+                "-p",
+                port_arg.as_str(),
+                "-m",
+                "-1",
+                "-js",
+                "-sd",
+            ]
+            .iter()
+            .map(Into::into),
+        );
         args.push(dir.join("js").into());
         let (child, client, monitor) = spawn_and_wait(&self.bin, &args, &dir)?;
         self.port = client;

@@ -1,0 +1,166 @@
+//! Roles and the subjects each may use.
+
+use crate::{Error, Result};
+use schemas::subjects;
+use schemas::TableId;
+use serde::{Deserialize, Serialize};
+
+/// Longest principal name: it is part of an inbox subject and of file names.
+pub const NAME_LEN_MAX: usize = 64;
+
+/// What a principal is for. Serialized tagged: `{"kind":"device","table":"T1"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Role {
+    /// A table's devices: publish its events and checkpoints, read its durable head.
+    Device { table: TableId },
+    /// The ingest service: owns the stream and its durable consumer, publishes heads and
+    /// alerts; never publishes on a table's subjects.
+    Ingest,
+    /// Read-only tools: heads, alerts and stream info.
+    Observer,
+}
+
+/// Subjects a principal may publish on and subscribe to (nats-server `allow` lists).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Permissions {
+    pub publish_allow: Vec<String>,
+    pub subscribe_allow: Vec<String>,
+}
+
+/// `_INBOX_<name>`: the principal's own reply prefix (async-nats `custom_inbox_prefix`).
+pub fn inbox_prefix(name: &str) -> String {
+    format!("_INBOX_{name}")
+}
+
+/// Refuses a name that could not be a subject token or file name.
+pub fn validate_name(name: &str) -> Result<()> {
+    let bad = |why| {
+        Err(Error::BadName {
+            name: name.to_string(),
+            why,
+        })
+    };
+    if name.is_empty() {
+        return bad("empty");
+    }
+    if name.len() > NAME_LEN_MAX {
+        return bad("longer than 64 characters");
+    }
+    if !name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    {
+        return bad("only A-Z, a-z, 0-9, '_' and '-' are allowed");
+    }
+    Ok(())
+}
+
+/// The least privilege `role` needs. `name` gives the inbox; validate it first.
+pub fn permissions(role: &Role, name: &str) -> Permissions {
+    let inbox = format!("{}.>", inbox_prefix(name));
+    let stream_info = format!("$JS.API.STREAM.INFO.{}", subjects::STREAM);
+    let (publish, mut subscribe): (Vec<String>, Vec<String>) = match role {
+        Role::Device { table } => (
+            vec![
+                subjects::events_subject(table),
+                subjects::checkpoints_subject(table),
+                "$JS.API.INFO".to_string(),
+                // `js.get_stream(STREAM)`: a device waits for the stream before publishing.
+                stream_info,
+            ],
+            vec![subjects::head_subject(table)],
+        ),
+        Role::Ingest => (ingest_publish(), Vec::new()),
+        Role::Observer => (
+            vec![
+                "$JS.API.INFO".to_string(),
+                stream_info,
+                format!("$JS.API.CONSUMER.INFO.{}.*", subjects::STREAM),
+            ],
+            vec![subjects::HEADS_WILDCARD.to_string(), "alerts.>".to_string()],
+        ),
+    };
+    subscribe.push(inbox);
+    Permissions {
+        publish_allow: publish,
+        subscribe_allow: subscribe,
+    }
+}
+
+/// Ingest: the JetStream API calls of `ingest::pipeline` and its benchmark, on the one
+/// stream only, acks, heads and alerts.
+fn ingest_publish() -> Vec<String> {
+    let s = subjects::STREAM;
+    vec![
+        "$JS.API.INFO".to_string(),
+        // ensure_stream: info, create or update.
+        format!("$JS.API.STREAM.INFO.{s}"),
+        format!("$JS.API.STREAM.CREATE.{s}"),
+        format!("$JS.API.STREAM.UPDATE.{s}"),
+        // read_back_one: a message by sequence, direct or through the leader.
+        format!("$JS.API.STREAM.MSG.GET.{s}"),
+        format!("$JS.API.DIRECT.GET.{s}"),
+        format!("$JS.API.DIRECT.GET.{s}.>"),
+        // ensure_consumer (old and new create forms), info, fetch; the benchmark deletes.
+        format!("$JS.API.CONSUMER.CREATE.{s}"),
+        format!("$JS.API.CONSUMER.CREATE.{s}.>"),
+        format!("$JS.API.CONSUMER.DURABLE.CREATE.{s}.*"),
+        format!("$JS.API.CONSUMER.INFO.{s}.*"),
+        format!("$JS.API.CONSUMER.DELETE.{s}.*"),
+        format!("$JS.API.CONSUMER.MSG.NEXT.{s}.*"),
+        format!("$JS.ACK.{s}.>"),
+        subjects::HEADS_WILDCARD.to_string(),
+        "alerts.>".to_string(),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_subject_safe() {
+        assert!(validate_name("dev-T1_a").is_ok());
+        for bad in ["", "a.b", "a*", "a>", "a b", "é", &"x".repeat(65)] {
+            assert!(validate_name(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_device_speaks_only_for_its_table() {
+        let t = TableId::new("A").unwrap();
+        let p = permissions(&Role::Device { table: t }, "dev1");
+        assert!(p.publish_allow.contains(&"tables.A.events".to_string()));
+        assert!(p
+            .publish_allow
+            .contains(&"tables.A.checkpoints".to_string()));
+        assert!(p
+            .publish_allow
+            .iter()
+            .all(|s| !s.contains('>') && !s.contains('*')));
+        assert_eq!(p.subscribe_allow, ["ledger.A.head", "_INBOX_dev1.>"]);
+    }
+
+    #[test]
+    fn ingest_never_speaks_for_a_table() {
+        let p = permissions(&Role::Ingest, "ingest");
+        assert!(p.publish_allow.iter().all(|s| !s.starts_with("tables.")));
+        assert!(p.publish_allow.contains(&"alerts.>".to_string()));
+        assert_eq!(p.subscribe_allow, ["_INBOX_ingest.>"]);
+    }
+
+    #[test]
+    fn roles_serialize_tagged() {
+        let r = Role::Device {
+            table: TableId::new("T1").unwrap(),
+        };
+        let j = serde_json::to_string(&r).unwrap();
+        assert_eq!(j, r#"{"kind":"device","table":"T1"}"#);
+        assert_eq!(serde_json::from_str::<Role>(&j).unwrap(), r);
+        assert_eq!(
+            serde_json::to_string(&Role::Observer).unwrap(),
+            r#"{"kind":"observer"}"#
+        );
+    }
+}
