@@ -1,5 +1,7 @@
 //! `roundledger demo`: the whole path once, on this machine. Starts a local
-//! `nats-server -js` on a free loopback port with a temporary store, runs the server
+//! `nats-server -js` on a free loopback port with a temporary store, secured as a floor
+//! runs it: TLS, and bus credentials for ingest and for each table's device, which signs
+//! its events (the ledger stores only signed events). Runs the server
 //! (ingest into a fresh ledger) and a floor of simulated tables of all five games with
 //! injected dealer payout errors and irregularities, waits until every published event is
 //! durable, verifies every chain and prints the audit. Cleans up its processes and
@@ -113,9 +115,8 @@ pub fn run(mut args: Args) -> Result<Outcome> {
     // The demo's own defaults: a few thousand rounds, some irregularities to find.
     args.floor.irregularities.get_or_insert(0.004);
     let started = Instant::now();
-    let nats = natsd::NatsServer::start()
+    let mut nats = natsd::NatsServer::start_secured()
         .context("starting nats-server (scripts/setup.sh installs it)")?;
-    println!("nats-server with JetStream on {}", nats.url());
 
     let tmp = tempfile::tempdir().context("creating a temporary directory")?;
     let dir = match &args.keep {
@@ -142,6 +143,11 @@ pub fn run(mut args: Args) -> Result<Outcome> {
     let access = api::auth::AccessConfig::load(&tokens_path)
         .with_context(|| format!("reading back {}", tokens_path.display()))?;
     let floor = args.floor.floor()?;
+    let (ingest_access, devices) = issue_credentials(&mut nats, &floor)?;
+    println!(
+        "nats-server with JetStream on {} (TLS; ingest and each table's device with its own credentials)",
+        nats.url()
+    );
     println!(
         "floor: {} tables ({}), {} rounds each, seed {}",
         floor.tables.len(),
@@ -166,13 +172,11 @@ pub fn run(mut args: Args) -> Result<Outcome> {
     );
     let (published, ingest_report) = rt.block_on(async {
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let ingest = tokio::spawn(ingest::run(
-            ingest::IngestConfig::new(nats.url()),
-            ledger.clone(),
-            async move {
-                let _ = stop_rx.await;
-            },
-        ));
+        let mut config = ingest::IngestConfig::new(nats.url());
+        config.access = ingest_access;
+        let ingest = tokio::spawn(ingest::run(config, ledger.clone(), async move {
+            let _ = stop_rx.await;
+        }));
         let published = simulator::publish_floor(
             &nats.url(),
             floor.tables,
@@ -180,6 +184,7 @@ pub fn run(mut args: Args) -> Result<Outcome> {
             args.floor.rate,
             simulator::PublishOptions {
                 durable: Some(simulator::DurableWait::default()),
+                access: devices,
                 ..simulator::PublishOptions::default()
             },
         )
@@ -346,4 +351,27 @@ async fn wait_until_durable(
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// Bus credentials for ingest and for each table's device, issued on the demo's own
+/// secured nats-server (one reload).
+fn issue_credentials(
+    nats: &mut natsd::NatsServer,
+    floor: &simulator::Floor,
+) -> Result<(bus::Access, simulator::DeviceAccess)> {
+    let mut principals = vec![("ingest".to_string(), bus::Role::Ingest)];
+    for t in &floor.tables {
+        let table = t.table().clone();
+        principals.push((table.to_string(), bus::Role::Device { table }));
+    }
+    let issued = nats
+        .issue_all(&principals)
+        .context("issuing bus credentials")?;
+    let ingest = issued.first().cloned().context("ingest's credentials")?;
+    let security = nats.security().context("the demo's bus is secured")?;
+    let devices = simulator::DeviceAccess {
+        creds_dir: security.creds_path("x").parent().map(Path::to_path_buf),
+        ca_file: Some(security.tls().ca_cert.clone()),
+    };
+    Ok((ingest, devices))
 }

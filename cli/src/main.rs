@@ -8,6 +8,7 @@
 mod audit;
 mod bench_api;
 mod bench_ingest;
+mod bus;
 mod client;
 mod demo;
 mod digest;
@@ -85,8 +86,12 @@ enum Command {
     Seed(seed::Args),
     /// Time the API's round fetch and replay (p50/p99) on a ledger directory.
     BenchApi(bench_api::Args),
-    /// Measure ingest against a raw JetStream consumer over the same messages (issue 5).
+    /// Measure ingest against a raw JetStream consumer over the same messages.
     BenchIngest(bench_ingest::Args),
+    /// The bus's principals: TLS files, credentials, revocation (`bus init|issue|revoke`).
+    Bus(bus::Args),
+    /// Sign a device key's enrollment offline with the admin key (`Rl-Enrollment` header).
+    Enroll(bus::EnrollArgs),
 }
 
 fn main() -> ExitCode {
@@ -110,6 +115,8 @@ fn main() -> ExitCode {
         Command::Seed(a) => seed::run(a),
         Command::BenchApi(a) => bench_api::run(a),
         Command::BenchIngest(a) => bench_ingest::run(a),
+        Command::Bus(a) => bus::run(a),
+        Command::Enroll(a) => bus::enroll(a),
     };
     match result {
         Ok(Outcome::Clean) => ExitCode::SUCCESS,

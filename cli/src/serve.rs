@@ -17,9 +17,12 @@ pub struct Args {
     /// The ledger directory (created if missing). No other process may hold it open.
     #[arg(long)]
     ledger: PathBuf,
-    /// NATS server URL.
+    /// NATS server URL (`tls://` for a bus with TLS; several comma-separated for a
+    /// cluster).
     #[arg(long, default_value = "nats://127.0.0.1:4222")]
     nats: String,
+    #[command(flatten)]
+    bus: crate::bus::BusArgs,
     /// Most messages appended and flushed as one batch.
     #[arg(long, default_value_t = 512)]
     batch: usize,
@@ -112,7 +115,8 @@ pub fn run(args: Args) -> Result<Outcome> {
             .context("keeping the trusted admin keys")?;
         require_signed_events(&ledger, args.unsigned_events)?;
     }
-    let config = ingest::IngestConfig::new(&args.nats).with_batch_len(args.batch);
+    let mut config = ingest::IngestConfig::new(&args.nats).with_batch_len(args.batch);
+    config.access = args.bus.access();
     let rt = runtime()?;
     eprintln!(
         "roundledger serve: ledger {} , NATS {} (Ctrl-C stops cleanly)",

@@ -63,9 +63,11 @@ impl FloorArgs {
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// NATS server URL.
+    /// NATS server URL (`tls://` for a bus with TLS).
     #[arg(long, default_value = "nats://127.0.0.1:4222")]
     nats: String,
+    #[command(flatten)]
+    bus: crate::bus::DeviceBusArgs,
     #[command(flatten)]
     floor: FloorArgs,
     /// Print the published events and injected faults as JSON.
@@ -88,6 +90,7 @@ pub fn run(args: Args) -> Result<Outcome> {
             args.floor.rate,
             PublishOptions {
                 durable: (!args.no_outbox).then(simulator::DurableWait::default),
+                access: args.bus.access(),
                 ..PublishOptions::default()
             },
         ))

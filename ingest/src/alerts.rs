@@ -93,7 +93,10 @@ impl Log {
         self.alerts.push_back(alert);
         self.open.insert(key, id);
         assert!(self.alerts.len() <= ALERT_LOG_LEN_MAX);
-        assert!(self.open.len() <= ALERT_LOG_LEN_MAX, "one open window per kept alert at most");
+        assert!(
+            self.open.len() <= ALERT_LOG_LEN_MAX,
+            "one open window per kept alert at most"
+        );
     }
 }
 
@@ -127,14 +130,21 @@ mod tests {
         let first = log.raise(raised("T-1", AlertKind::Fork, 1), t0);
         assert_eq!(first.map(|a| a.count), Some(1));
         for i in 2..=10_000 {
-            assert_eq!(log.raise(raised("T-1", AlertKind::Fork, i), t0 + i as i64), None);
+            assert_eq!(
+                log.raise(raised("T-1", AlertKind::Fork, i), t0 + i as i64),
+                None
+            );
         }
         // Another kind, another table: their own alerts.
-        assert!(log.raise(raised("T-1", AlertKind::RefusedPublisher, 7), t0).is_some());
+        assert!(log
+            .raise(raised("T-1", AlertKind::RefusedPublisher, 7), t0)
+            .is_some());
         assert!(log.raise(raised("T-2", AlertKind::Fork, 8), t0).is_some());
         let recent = log.recent();
         assert_eq!(recent.len(), 3);
-        let fork = recent.iter().find(|a| a.table.as_str() == "T-1" && a.kind == AlertKind::Fork);
+        let fork = recent
+            .iter()
+            .find(|a| a.table.as_str() == "T-1" && a.kind == AlertKind::Fork);
         let fork = fork.expect("the fork alert");
         assert_eq!((fork.count, fork.last_stream_seq), (10_000, 10_000));
         // The window closes: the next repeat opens a new alert.
@@ -157,6 +167,8 @@ mod tests {
         // The oldest table's window was dropped with it: a repeat opens a new alert.
         assert!(log.raise(raised("T-0", AlertKind::Fork, 0), 1).is_some());
         // A kept table's window still counts.
-        assert!(log.raise(raised(&format!("T-{}", n - 1), AlertKind::Fork, 0), 1).is_none());
+        assert!(log
+            .raise(raised(&format!("T-{}", n - 1), AlertKind::Fork, 0), 1)
+            .is_none());
     }
 }

@@ -51,6 +51,9 @@ pub struct IngestConfig {
     /// separated by commas: the client connects to one and, when it goes, reconnects to
     /// another.
     pub nats_url: String,
+    /// Ingest's credentials on the bus and the CA of its TLS (`bus::Access`); the
+    /// default connects with neither, to an open bus.
+    pub access: bus::Access,
     /// Replicas of the stream (1 to 5): 1 on a single server, 3 on a 3-node cluster. A
     /// stream with fewer is raised to this; one with more is left alone (ingest never
     /// lowers the stream's redundancy).
@@ -92,6 +95,7 @@ impl IngestConfig {
     pub fn new(nats_url: impl Into<String>) -> IngestConfig {
         IngestConfig {
             nats_url: nats_url.into(),
+            access: bus::Access::default(),
             stream_replicas: 1,
             batch_len_max: 512,
             fetch_expiry: Duration::from_millis(100),
@@ -186,6 +190,8 @@ pub struct IngestReport {
 pub enum Error {
     #[error("bad configuration: {0}")]
     Config(String),
+    #[error("connecting to the bus: {0}")]
+    Bus(#[from] bus::Error),
     #[error("NATS {op}: {source}")]
     Nats {
         op: &'static str,

@@ -1,10 +1,10 @@
 //! The async side: stream and consumer setup, the fetch loop, the acker.
 
+use crate::alerts::Raised;
 use crate::writer::{writer_loop, Job, Written};
 use crate::{Error, IngestConfig, IngestReport, DUPLICATE_WINDOW};
 use async_nats::jetstream::{self, consumer, stream};
 use futures::{FutureExt, StreamExt};
-use crate::alerts::Raised;
 use ledger::{Incoming, Ledger};
 use schemas::subjects;
 use std::future::Future;
@@ -207,9 +207,7 @@ pub(crate) async fn run_with_consumer(
     shutdown: impl Future<Output = ()>,
 ) -> Result<IngestReport, Error> {
     config.check()?;
-    let client = async_nats::connect(servers(&config.nats_url))
-        .await
-        .map_err(|e| Error::nats("connect", e))?;
+    let client = bus::connect(&config.nats_url, &config.access).await?;
     let js = jetstream::new(client.clone());
     let mut stream = ensure_stream_replicated(&js, config.stream_replicas).await?;
     let mut consumer = ensure_consumer(&stream, consumer_name, &config).await?;

@@ -10,9 +10,9 @@
 
 use crate::alerts::{kind_of_reason, Raised};
 use crate::{Error, IngestReport};
-use schemas::api::AlertKind;
 use ledger::attest::CheckpointOutcome;
 use ledger::{Appended, Incoming, Ledger};
+use schemas::api::AlertKind;
 use schemas::{ChainHead, TableId};
 use std::collections::BTreeSet;
 use std::sync::Arc;

@@ -30,7 +30,12 @@ fn signed(c: &mut Chain, key: &SigningKey, mut msg: Incoming) -> Incoming {
 fn with_header(c: &mut Chain, admin: &SigningKey, key: &SigningKey, msg: Incoming) -> Incoming {
     let mut msg = signed(c, key, msg);
     if let Provenance::Signed(s) = &mut msg.provenance {
-        s.enrollment = Some(HeaderEnrollment::sign(admin, &c.table, &dealer(), key.public()));
+        s.enrollment = Some(HeaderEnrollment::sign(
+            admin,
+            &c.table,
+            &dealer(),
+            key.public(),
+        ));
     }
     msg
 }
@@ -87,7 +92,12 @@ fn only_the_enrolled_key_extends_a_chain() {
         .unwrap();
     assert_eq!(
         reasons(&out),
-        ["unsigned", "signature_invalid", "signature_invalid", "stored"]
+        [
+            "unsigned",
+            "signature_invalid",
+            "signature_invalid",
+            "stored"
+        ]
     );
     assert_eq!(l.head(&c.table).unwrap().seq.0, 3);
 }
@@ -109,13 +119,19 @@ fn rotation_and_revocation_move_who_may_extend() {
     assert_eq!(reasons(&out), ["stored", "stored"]);
     let next = c.announce();
     let out = l
-        .append_batch(&[signed(&mut c, &device, next.clone()), signed(&mut c, &newer, next)])
+        .append_batch(&[
+            signed(&mut c, &device, next.clone()),
+            signed(&mut c, &newer, next),
+        ])
         .unwrap();
     assert_eq!(reasons(&out), ["signature_invalid", "stored"]);
     let revoke = c.key_event(&admin, &newer, KeyAction::Revoke);
     let after = c.announce();
     let out = l
-        .append_batch(&[signed(&mut c, &newer, revoke), signed(&mut c, &newer, after)])
+        .append_batch(&[
+            signed(&mut c, &newer, revoke),
+            signed(&mut c, &newer, after),
+        ])
         .unwrap();
     assert_eq!(reasons(&out), ["stored", "signer_unknown"]);
 }

@@ -31,7 +31,8 @@ pub use expected::FaultKind;
 pub use faults::{FaultPlan, InjectedFault};
 pub use floor::{default_config, table_seed, Floor, MLP3_LINKED_POOL};
 pub use publish::{
-    publish_floor, wait_for_stream, DurableWait, PublishOptions, PublishReport, PublishedRecord,
+    publish_floor, wait_for_stream, DeviceAccess, DurableWait, PublishOptions, PublishReport,
+    PublishedRecord,
 };
 pub use table::{admin_key, stud_plays, tcp3_plays, PlayedRound, Published, TableSim};
 

@@ -18,11 +18,11 @@ use crate::Error;
 use async_nats::jetstream::{self, context::PublishAckFuture, message::PublishMessage};
 use futures::StreamExt;
 use schemas::provenance::EventSignature;
-use schemas::subjects::{checkpoints_subject, events_subject, msg_id, HEADS_WILDCARD, STREAM};
+use schemas::subjects::{checkpoints_subject, events_subject, head_subject, msg_id, STREAM};
 use schemas::{Hash32, Seq, TableId};
 use serde::Serialize;
+use std::collections::BTreeSet;
 use std::collections::VecDeque;
-use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
@@ -42,6 +42,31 @@ pub struct PublishOptions {
     /// republish what it does not cover in time (`None`: trust JetStream's publish ack,
     /// for runs without a ledger behind the stream).
     pub durable: Option<DurableWait>,
+    /// How each table's device connects: its credentials and the bus's CA.
+    pub access: DeviceAccess,
+}
+
+/// How each table's device connects to the bus (`bus::Access` per table).
+#[derive(Debug, Clone, Default)]
+pub struct DeviceAccess {
+    /// A directory holding each table's device credentials as `<table>.json`
+    /// (`bus::Credentials`); `None` on an open bus.
+    pub creds_dir: Option<std::path::PathBuf>,
+    /// The CA certificate of the bus's TLS, if it has TLS.
+    pub ca_file: Option<std::path::PathBuf>,
+}
+
+impl DeviceAccess {
+    /// Table `table`'s device's access.
+    pub fn for_table(&self, table: &TableId) -> bus::Access {
+        bus::Access {
+            credentials: self
+                .creds_dir
+                .as_ref()
+                .map(|d| d.join(format!("{table}.json"))),
+            ca_file: self.ca_file.clone(),
+        }
+    }
 }
 
 impl Default for PublishOptions {
@@ -51,6 +76,7 @@ impl Default for PublishOptions {
             in_flight_total_max: 2_048,
             stream_wait: Duration::from_secs(30),
             durable: None,
+            access: DeviceAccess::default(),
         }
     }
 }
@@ -154,63 +180,22 @@ pub async fn publish_floor(
             )));
         }
     }
-    // A cluster's nodes, comma-separated: async-nats connects to one and reconnects to
-    // another when it goes.
-    let servers: Vec<&str> = url.split(',').map(str::trim).collect();
-    let client = async_nats::connect(servers)
-        .await
-        .map_err(|e| Error::Nats {
-            context: format!("connecting to {url}"),
-            message: e.to_string(),
-        })?;
-    // The ledger's durable heads, per table, for the outboxes: the latest received, not
-    // the highest (the outbox judges each by its hash; a forged head must not hide the
-    // genuine ones after it). Core NATS: a lost head only delays trimming; the next flush
-    // that touches the table sends it again.
-    type LatestHead = Option<(Seq, Hash32)>;
-    let mut heads: BTreeMap<TableId, watch::Sender<LatestHead>> = BTreeMap::new();
-    for t in &tables {
-        heads.insert(t.table().clone(), watch::channel(None).0);
-    }
-    let head_rx: BTreeMap<TableId, watch::Receiver<LatestHead>> = heads
-        .iter()
-        .map(|(t, tx)| (t.clone(), tx.subscribe()))
-        .collect();
-    if options.durable.is_some() {
-        let mut sub = client
-            .subscribe(HEADS_WILDCARD)
-            .await
-            .map_err(|e| Error::Nats {
-                context: format!("subscribing to {HEADS_WILDCARD}"),
-                message: e.to_string(),
-            })?;
-        tokio::spawn(async move {
-            while let Some(m) = sub.next().await {
-                let Ok(h) = serde_json::from_slice::<schemas::ChainHead>(&m.payload) else {
-                    tracing::warn!(subject = %m.subject, "unreadable durable head");
-                    continue;
-                };
-                if let Some(tx) = heads.get(&h.table) {
-                    let head = Some((h.seq, h.hash));
-                    tx.send_if_modified(|v| {
-                        let moved = *v != head;
-                        *v = head;
-                        moved
-                    });
-                }
-            }
-        });
-    }
-    let js = jetstream::new(client);
-    wait_for_stream(&js, options.stream_wait).await?;
-
     let permits = Arc::new(Semaphore::new(options.in_flight_total_max));
     let mut handles = Vec::with_capacity(tables.len());
     for table in tables {
-        let durable = head_rx
-            .get(table.table())
-            .cloned()
-            .unwrap_or_else(|| watch::channel(None).1);
+        // Each table's device has its own connection and credentials, as on a floor.
+        let client = bus::connect(url, &options.access.for_table(table.table()))
+            .await
+            .map_err(|e| Error::Nats {
+                context: format!("connecting table {}'s device to {url}", table.table()),
+                message: e.to_string(),
+            })?;
+        let durable = match options.durable {
+            Some(_) => watch_head(&client, table.table()).await?,
+            None => watch::channel(None).1,
+        };
+        let js = jetstream::new(client);
+        wait_for_stream(&js, options.stream_wait).await?;
         let out = Publisher {
             outbox: options.durable.as_ref().map(|d| {
                 (
@@ -219,7 +204,7 @@ pub async fn publish_floor(
                 )
             }),
             durable,
-            js: js.clone(),
+            js,
             subject: events_subject(table.table()),
             table: table.table().clone(),
             window: VecDeque::new(),
@@ -273,6 +258,44 @@ pub async fn publish_floor(
         report.unacknowledged.extend(t.unacknowledged);
     }
     Ok(report)
+}
+
+/// The latest durable head the ledger published for `table`, as the outbox sees it: the
+/// latest received, not the highest (the outbox judges each by its hash; a forged head
+/// must not hide the genuine ones after it). Core NATS: a lost head only delays trimming;
+/// the next flush that touches the table sends it again.
+async fn watch_head(
+    client: &async_nats::Client,
+    table: &TableId,
+) -> Result<watch::Receiver<Option<(Seq, Hash32)>>, Error> {
+    let subject = head_subject(table);
+    let mut sub = client
+        .subscribe(subject.clone())
+        .await
+        .map_err(|e| Error::Nats {
+            context: format!("subscribing to {subject}"),
+            message: e.to_string(),
+        })?;
+    let (tx, rx) = watch::channel(None);
+    let table = table.clone();
+    tokio::spawn(async move {
+        while let Some(m) = sub.next().await {
+            let Ok(h) = serde_json::from_slice::<schemas::ChainHead>(&m.payload) else {
+                tracing::warn!(subject = %m.subject, "unreadable durable head");
+                continue;
+            };
+            if h.table != table {
+                continue;
+            }
+            let head = Some((h.seq, h.hash));
+            tx.send_if_modified(|v| {
+                let moved = *v != head;
+                *v = head;
+                moved
+            });
+        }
+    });
+    Ok(rx)
 }
 
 /// Waits, with bounded exponential backoff, until stream `STREAM` exists: ingest creates
