@@ -182,7 +182,7 @@ pub fn area_of(method: &str, path: &str) -> Area {
         ["v1", "tables", _, "rounds", ..] | ["v1", "rounds"] => Area::Rounds,
         ["v1", "disputes"] => Area::Disputes,
         ["v1", "findings"] => Area::Findings,
-        ["v1", "chain"] | ["v1", "quarantine", ..] => Area::Chain,
+        ["v1", "chain"] | ["v1", "quarantine", ..] | ["v1", "alerts"] => Area::Chain,
         ["v1", "pools"] => Area::Pools,
         ["v1", "feed"] => Area::Feed,
         ["v1", "cases", ..] if method == "GET" => Area::CasesRead,

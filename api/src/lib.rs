@@ -108,6 +108,20 @@ pub struct ApiConfig {
     pub access: AccessConfig,
     /// Where the audit log and the case journal live (`<ledger>/api` by default).
     pub state_dir: PathBuf,
+    /// The operator alerts of the ingest beside this API (`GET /v1/alerts`); `None`
+    /// serves an empty list (a read-only server ingests nothing).
+    pub alerts: Option<AlertSource>,
+}
+
+/// The alerts to list, newest first: a view of ingest's alert log (`ingest::alerts`),
+/// handed in by `serve` so the API does not depend on ingest.
+#[derive(Clone)]
+pub struct AlertSource(pub Arc<dyn Fn() -> Vec<schemas::api::Alert> + Send + Sync>);
+
+impl std::fmt::Debug for AlertSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AlertSource")
+    }
 }
 
 /// The API directory of a ledger directory: `<ledger>/api`. sled ignores files it does
@@ -148,6 +162,8 @@ pub struct AppState {
     pub clock: Clock,
     /// Ends the live feed's streams at shutdown (so graceful shutdown can finish).
     pub stopping: tokio::sync::watch::Receiver<bool>,
+    /// Ingest's alerts (`ApiConfig::alerts`), set once at start.
+    pub alerts: std::sync::OnceLock<AlertSource>,
     /// (events stored when computed, pools): `GET /v1/pools` recomputes only when the
     /// ledger has grown.
     pools_cache: Mutex<Option<(u64, Vec<schemas::api::PoolView>)>>,
@@ -182,6 +198,7 @@ impl AppState {
             feed,
             clock,
             stopping,
+            alerts: std::sync::OnceLock::new(),
             pools_cache: Mutex::new(None),
             tail: Mutex::new(Tail::default()),
         }))
@@ -276,6 +293,10 @@ pub async fn run(
         system_clock,
         stop_rx.clone(),
     )?;
+    if let Some(a) = config.alerts {
+        // A fresh state: nothing has set it before.
+        let _ = state.alerts.set(a);
+    }
     let listener = tokio::net::TcpListener::bind(config.addr)
         .await
         .map_err(|source| Error::Bind {

@@ -90,6 +90,7 @@ pub fn router(state: Shared) -> axum::Router {
         .routes(routes!(chain))
         .routes(routes!(quarantine))
         .routes(routes!(quarantine_entry))
+        .routes(routes!(alerts))
         .routes(routes!(pools))
         .routes(routes!(finance))
         .routes(routes!(feed))
@@ -581,6 +582,15 @@ async fn quarantine(
     })
     .await
     .map(Json)
+}
+
+/// The operator alerts of this server's ingest, newest first (`ingest::alerts`): forks,
+/// refused publishers, stalled attestation. Also on NATS as `alerts.<table>.<kind>`.
+#[utoipa::path(get, path = "/v1/alerts", tag = "tables",
+    responses((status = 200, body = AlertList), (status = 403, body = ApiError)))]
+async fn alerts(State(st): State<Shared>) -> Json<AlertList> {
+    let alerts = st.alerts.get().map_or_else(Vec::new, |source| (source.0)());
+    Json(AlertList { alerts })
 }
 
 #[utoipa::path(get, path = "/v1/quarantine/{id}", tag = "tables",

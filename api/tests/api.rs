@@ -1193,6 +1193,18 @@ async fn the_openapi_document_describes_the_real_responses() {
         .is_valid(&created));
 }
 
+fn one_alert() -> schemas::api::Alert {
+    schemas::api::Alert {
+        table: schemas::TableId::new("CSP6-01").unwrap(),
+        kind: schemas::api::AlertKind::RefusedPublisher,
+        count: 3,
+        last_stream_seq: 41,
+        detail: "signature_invalid: quarantine entry 2".into(),
+        raised_at_ns: 1,
+        last_at_ns: 2,
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_real_socket_serves_the_api_ui_and_the_live_feed() {
     use std::io::{BufRead, BufReader, Read, Write};
@@ -1203,6 +1215,7 @@ async fn a_real_socket_serves_the_api_ui_and_the_live_feed() {
         addr: "127.0.0.1:0".parse().unwrap(),
         access: access(),
         state_dir: dir.path().join("api"),
+        alerts: Some(api::AlertSource(Arc::new(|| vec![one_alert()]))),
     };
     let (addr_tx, addr_rx) = std::sync::mpsc::channel();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
@@ -1233,6 +1246,14 @@ async fn a_real_socket_serves_the_api_ui_and_the_live_feed() {
         };
         let tables = get("/v1/tables", Some(SURV));
         assert!(tables.starts_with("HTTP/1.1 200"), "{tables}");
+        // Ingest's alerts, for surveillance (not finance).
+        let alerts = get("/v1/alerts", Some(SURV));
+        assert!(alerts.starts_with("HTTP/1.1 200"), "{alerts}");
+        assert!(
+            alerts.contains("\"kind\":\"refused_publisher\",\"count\":3"),
+            "{alerts}"
+        );
+        assert!(get("/v1/alerts", Some(FIN)).starts_with("HTTP/1.1 403"));
         assert!(tables.contains("\"table\""));
         assert!(get("/v1/tables", None).starts_with("HTTP/1.1 401"));
         let page = get("/", None);

@@ -335,6 +335,8 @@ async function tablesView(view) {
     const ch = Object.fromEntries(chains.map(c => [c.table, c]));
     let quarantine = null;
     try { quarantine = await api(`/v1/quarantine?limit=${PAGE}`); } catch (_) { /* finance may not see the quarantine */ }
+    let alerts = null;
+    try { alerts = await api("/v1/alerts"); } catch (_) { /* finance may not see alerts */ }
     view.innerHTML = `<div class="card"><h1>Tables and chains</h1><p class="hint">Each table's hash chain is recomputed from the stored bytes as the server reads it. Events after the last device-signed checkpoint are not yet attested; a gap holds the events after it until the missing ones arrive.</p>
       ${tables.length ? `<table class="list"><thead><tr><th>Table</th><th>Rule set</th><th class="num">Events</th><th class="num">Rounds</th><th class="num">Disputed</th><th class="num">Irregular</th><th class="num">Void</th><th>Chain</th><th>Attested</th><th>Gap</th></tr></thead><tbody>
       ${tables.map(t => { const c = ch[t.table]; return `<tr><td>${esc(t.table)}</td><td>${esc(t.rule_set || "")}</td><td class="num">${t.head_seq}</td><td class="num">${t.rounds}</td><td class="num">${t.disputed}</td><td class="num">${t.irregular}</td><td class="num">${t.void}</td>
@@ -342,6 +344,7 @@ async function tablesView(view) {
         <td>${c ? attestedCell(c) : "—"}</td>
         <td>${c && c.gap ? `<span class="badge disputed">missing #${c.gap.missing_from}${c.gap.missing_to !== c.gap.missing_from ? "–" + c.gap.missing_to : ""}</span> ${c.gap.held} held since ${time(c.gap.since_ns)}` : c ? "none" : "—"}</td></tr>`; }).join("")}
       </tbody></table>` : `<div class="empty">The ledger holds no table yet.</div>`}</div>
+      ${alerts ? alertsCard(alerts) : ""}
       ${quarantine ? quarantineCard(quarantine) : ""}`;
     quarantineRows(view);
   } catch (e) { failed(view, e); }
@@ -351,6 +354,13 @@ function attestedCell(c) {
   if (c.attested_through == null) return `<span class="badge irregular">not yet attested</span>`;
   const behind = c.head_seq - c.attested_through;
   return `to #${c.attested_through}` + (behind > 0 ? ` <span class="muted">(${behind} not yet attested)</span>` : "");
+}
+
+// Ingest's alerts: a fork, a publisher that is not the table's device, stalled attestation.
+function alertsCard(a) {
+  const rows = a.alerts.map(x => `<tr><td>${time(x.raised_at_ns)}</td><td>${esc(x.table)}</td><td>${badge(x.kind)}</td><td class="num">${x.count}</td><td>${time(x.last_at_ns)}</td><td>${esc(x.detail)}</td></tr>`).join("");
+  return `<div class="card" id="alerts"><h2>Alerts</h2><p class="hint">What ingest raised for the operators, newest first; also published on NATS as <code>alerts.&lt;table&gt;.&lt;kind&gt;</code>. Repeats within a minute count into one alert.</p>
+    ${a.alerts.length ? `<table class="list"><thead><tr><th>Raised</th><th>Table</th><th>Kind</th><th class="num">Count</th><th>Last</th><th>What</th></tr></thead><tbody>${rows}</tbody></table>` : `<div class="empty">No alerts.</div>`}</div>`;
 }
 
 function quarantineCard(q) {

@@ -64,6 +64,7 @@ impl Web {
         access: api::auth::AccessConfig,
         ledger_dir: &Path,
         ledger: Arc<ledger::Ledger>,
+        alerts: Option<api::AlertSource>,
     ) -> Result<Web> {
         let addr = if std::net::TcpListener::bind(addr).is_ok() {
             addr
@@ -74,6 +75,7 @@ impl Web {
             addr,
             access,
             state_dir: api::default_state_dir(ledger_dir),
+            alerts,
         };
         let (bound_tx, bound_rx) = std::sync::mpsc::channel();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -157,7 +159,16 @@ pub fn run(mut args: Args) -> Result<Outcome> {
     );
 
     let rt = crate::serve::runtime()?;
-    let web = Web::start(&rt, args.http, access.clone(), &dir, ledger.clone())?;
+    let alert_log = ingest::alerts::AlertLog::default();
+    let source = crate::serve::alert_source(&alert_log);
+    let web = Web::start(
+        &rt,
+        args.http,
+        access.clone(),
+        &dir,
+        ledger.clone(),
+        Some(source),
+    )?;
     let web_addr = web.addr;
     println!(
         "web UI and API on {} while the demo runs; sign in with a token (the Live page shows the rounds as they are stored):\n{}access configuration: {}{}",
@@ -174,6 +185,7 @@ pub fn run(mut args: Args) -> Result<Outcome> {
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let mut config = ingest::IngestConfig::new(nats.url());
         config.access = ingest_access;
+        config.alerts = alert_log.clone();
         let ingest = tokio::spawn(ingest::run(config, ledger.clone(), async move {
             let _ = stop_rx.await;
         }));
@@ -298,7 +310,14 @@ pub fn run(mut args: Args) -> Result<Outcome> {
         let Source::Ledger(ledger) = source else {
             anyhow::bail!("the demo audits its own ledger")
         };
-        let web = Web::start(&rt, web_addr, access, &dir, Arc::new(*ledger))?;
+        let web = Web::start(
+            &rt,
+            web_addr,
+            access,
+            &dir,
+            Arc::new(*ledger),
+            Some(crate::serve::alert_source(&alert_log)),
+        )?;
         println!(
             "\nserving the web UI on {} until Ctrl-C; sign in with a token above",
             web.url()

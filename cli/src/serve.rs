@@ -88,6 +88,12 @@ fn require_signed_events(ledger: &ledger::Ledger, unsigned: bool) -> Result<()> 
     }
 }
 
+/// The API's view of ingest's alert log.
+pub fn alert_source(log: &ingest::alerts::AlertLog) -> api::AlertSource {
+    let log = log.clone();
+    api::AlertSource(Arc::new(move || log.recent()))
+}
+
 /// The tokio runtime of the async commands: two workers, the size of the machine this runs
 /// on; sled work goes to ingest's own writer thread, not these.
 pub fn runtime() -> Result<tokio::runtime::Runtime> {
@@ -132,6 +138,7 @@ pub fn run(args: Args) -> Result<Outcome> {
                 .api_dir
                 .clone()
                 .unwrap_or_else(|| api::default_state_dir(&args.ledger)),
+            alerts: Some(alert_source(&config.alerts)),
         }),
         None => {
             eprintln!("no --config: the HTTP API is off (only /health); see `roundledger tokens`");

@@ -34,9 +34,15 @@ struct Running {
 
 impl Running {
     fn start(url: &str, ledger: Arc<Ledger>) -> Running {
+        Running::start_with(url, ledger, bus::Access::default())
+    }
+
+    /// Ingest connecting with `access` (its credentials on a secured bus).
+    fn start_with(url: &str, ledger: Arc<Ledger>, access: bus::Access) -> Running {
         let (stop, rx) = oneshot::channel::<()>();
         let mut config = IngestConfig::new(url);
         config.clock = simulated_day_clock;
+        config.access = access;
         let task = tokio::spawn(ingest::run(config, ledger, async {
             let _ = rx.await;
         }));
@@ -167,20 +173,34 @@ struct Drained {
 }
 
 /// Five tables (CSP6, MLP3, SSP4, CS51, TCP3; bincode and JSON), 41 rounds each, payout
-/// errors only; waits until the ledger heads equal the published heads, stops ingest.
+/// errors only; waits until the ledger heads equal the published heads, stops ingest. On
+/// a secured bus: TLS, and credentials for ingest and for each table's device.
 async fn publish_floor_and_drain() -> Drained {
-    let server = natsd::NatsServer::start().expect("nats-server");
+    let mut server = natsd::NatsServer::start_secured().expect("nats-server");
     let dir = tempfile::tempdir().expect("tempdir");
     let ledger = open(dir.path());
-    let ingest = Running::start(&server.url(), ledger.clone());
-
     let floor = Floor::new(5, 20261122, FaultPlan::payout_errors(0.15)).expect("floor");
+    let mut principals = vec![("ingest".to_string(), bus::Role::Ingest)];
+    for t in &floor.tables {
+        let table = t.table().clone();
+        principals.push((table.to_string(), bus::Role::Device { table }));
+    }
+    let issued = server.issue_all(&principals).expect("credentials");
+    let security = server.security().expect("secured");
+    let devices = simulator::DeviceAccess {
+        creds_dir: security.creds_path("x").parent().map(Path::to_path_buf),
+        ca_file: Some(security.tls().ca_cert.clone()),
+    };
+    let ingest = Running::start_with(&server.url(), ledger.clone(), issued[0].clone());
     let published = simulator::publish_floor(
         &server.url(),
         floor.tables,
         41,
         None,
-        PublishOptions::default(),
+        PublishOptions {
+            access: devices,
+            ..PublishOptions::default()
+        },
     )
     .await
     .expect("publish floor");

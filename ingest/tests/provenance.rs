@@ -6,6 +6,7 @@
 //! Waits are bounded (`WAIT`); nothing here asserts on time.
 
 use async_nats::jetstream;
+use futures::StreamExt;
 use ingest::{IngestConfig, IngestReport};
 use ledger::Ledger;
 use schemas::attest::SigningKey;
@@ -27,6 +28,7 @@ fn simulated_day_clock() -> i64 {
 struct Running {
     stop: oneshot::Sender<()>,
     task: JoinHandle<Result<IngestReport, ingest::Error>>,
+    alerts: ingest::alerts::AlertLog,
 }
 
 impl Running {
@@ -34,10 +36,11 @@ impl Running {
         let (stop, rx) = oneshot::channel::<()>();
         let mut config = IngestConfig::new(url);
         config.clock = simulated_day_clock;
+        let alerts = config.alerts.clone();
         let task = tokio::spawn(ingest::run(config, ledger, async {
             let _ = rx.await;
         }));
-        Running { stop, task }
+        Running { stop, task, alerts }
     }
 
     async fn stop(self) -> IngestReport {
@@ -168,6 +171,12 @@ async fn forged_events_never_extend_the_chain() {
     let k = 30usize;
     publish_as_device(&js, &events[..k]).await;
     wait_head(&ledger, &t, k as u64).await;
+    let client = async_nats::connect(server.url()).await.expect("observer");
+    let mut alerts = client
+        .subscribe(subjects::ALERTS_WILDCARD)
+        .await
+        .expect("sub");
+    client.flush().await.expect("flush");
 
     let next = k as u64 + 1;
     let body = EventBody::Announced {
@@ -228,7 +237,19 @@ async fn forged_events_never_extend_the_chain() {
     publish_as_device(&js, &events[k..]).await;
     let last = events.last().expect("events");
     wait_head(&ledger, &t, last.event.seq.0).await;
+    let logged = ingest.alerts.recent();
     let report = ingest.stop().await;
+
+    // One alert on NATS for the whole attempt, counted in the log.
+    let m = tokio::time::timeout(WAIT, alerts.next())
+        .await
+        .expect("an alert")
+        .expect("sub");
+    assert_eq!(m.subject.as_str(), format!("alerts.{t}.refused_publisher"));
+    let alert: schemas::api::Alert = serde_json::from_slice(&m.payload).expect("alert json");
+    assert_eq!((alert.table.clone(), alert.count), (t.clone(), 1));
+    assert_eq!(logged.len(), 1, "{logged:?}");
+    assert_eq!(logged[0].count, attempts.len() as u64);
 
     let want: Vec<(u64, Hash32)> = events.iter().map(|p| (p.event.seq.0, p.hash())).collect();
     assert_eq!(stored(&ledger, &t), want, "the device's chain, untouched");
