@@ -276,8 +276,9 @@ fn the_clause_table_is_what_the_seed_files_say() {
     }
     assert!(
         api::clauses::CLAUSES_JSON == fresh,
-        "api/clauses.json differs from the clauses extracted from ../shared/seeds; \
-         rerun with BLESS=1 and review the diff"
+        "api/clauses.json differs from the clauses extracted from {}; \
+         rerun with BLESS=1 and review the diff",
+        seeds.display()
     );
 }
 
