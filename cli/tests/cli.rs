@@ -1,6 +1,6 @@
 //! The `roundledger` binary end to end: the demo against a real nats-server (and the web
 //! UI it serves with the tokens it prints), then every read command on the ledger it kept,
-//! and the pay calculator on EXAMPLES.md.
+//! and the pay calculator on the worked examples (rules/tests/data/examples.md).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -14,7 +14,7 @@ fn stdout(o: &Output) -> String {
 }
 
 fn examples() -> Vec<serde_json::Value> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/seeds/EXAMPLES.md");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../rules/tests/data/examples.md");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     text.split("```json")
         .skip(1)

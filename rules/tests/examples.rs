@@ -1,10 +1,37 @@
-//! Every worked example of ../shared/seeds/EXAMPLES.md, settled through the engine: the
-//! net result per box and line, and the pool after the round's jackpot payments. Lines an
-//! example does not list count as 0 (EXAMPLES lists zero lines only sometimes).
+//! Every worked example of the seeds' EXAMPLES.md, settled through the engine: the net
+//! result per box and line, and the pool after the round's jackpot payments. Lines an
+//! example does not list count as 0 (EXAMPLES lists zero lines only sometimes). The
+//! examples are read from the in-repo copy, tests/data/examples.md, which one test keeps
+//! equal to the seed when the seeds are found.
 
 use schemas::settle::RoundInput;
 use schemas::{BoxNo, Money, PayLine};
 use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// The in-repo copy of the seeds' EXAMPLES.md.
+fn data() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/examples.md")
+}
+
+/// The seeds directory: `$ROUNDLEDGER_SEEDS` (relative to the workspace root) if set,
+/// else `../shared/seeds` beside the workspace. None when it is not a directory, even
+/// when set explicitly, so `ROUNDLEDGER_SEEDS=/nonexistent` runs the tests without seeds.
+fn seeds() -> Option<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let dir = match std::env::var_os("ROUNDLEDGER_SEEDS").filter(|d| !d.is_empty()) {
+        Some(d) => root.join(d),
+        None => root.join("../shared/seeds"),
+    };
+    dir.is_dir().then_some(dir)
+}
+
+/// Says on stderr, past the test harness's capture, what did not run.
+fn skipped(what: &str) {
+    let line = format!("SKIPPED (no ../shared/seeds or $ROUNDLEDGER_SEEDS): {what}\n");
+    let _ = std::io::stderr().write_all(line.as_bytes());
+}
 
 struct Example {
     title: String,
@@ -14,8 +41,7 @@ struct Example {
 }
 
 fn examples() -> Vec<Example> {
-    let path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/seeds/EXAMPLES.md");
+    let path = data();
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut out = Vec::new();
     let mut title = String::new();
@@ -97,4 +123,27 @@ fn examples_cover_every_rule_set() {
     let games: std::collections::BTreeSet<_> = examples().iter().map(|e| e.round.game).collect();
     assert_eq!(games.len(), 5);
     let _ = PayLine::Ante;
+}
+
+/// The worked examples: the text from the first `##` heading on.
+fn body(text: &str) -> &str {
+    text.find("\n## ").map_or("", |i| &text[i + 1..])
+}
+
+#[test]
+fn the_in_repo_examples_are_the_seeds() {
+    let Some(seeds) = seeds() else {
+        return skipped("in-repo examples not compared with the seed EXAMPLES.md");
+    };
+    let seed = std::fs::read_to_string(seeds.join("EXAMPLES.md")).unwrap();
+    let ours = std::fs::read_to_string(data()).unwrap();
+    if std::env::var_os("BLESS").is_some() {
+        let header = &ours[..ours.len() - body(&ours).len()];
+        std::fs::write(data(), format!("{header}{}", body(&seed))).unwrap();
+    }
+    assert!(
+        body(&std::fs::read_to_string(data()).unwrap()) == body(&seed),
+        "rules/tests/data/examples.md differs from {}: rerun with BLESS=1 and review the diff",
+        seeds.join("EXAMPLES.md").display()
+    );
 }

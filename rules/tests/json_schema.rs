@@ -1,7 +1,7 @@
 //! The input and output of `roundledger settle` as JSON Schema, committed under
-//! schemas/json/ and kept equal to the Rust types (`BLESS=1` rewrites them). Every
-//! EXAMPLES.md round validates against the input schema, and its settlement against the
-//! output schema.
+//! schemas/json/ and kept equal to the Rust types (`BLESS=1` rewrites them). Every worked
+//! example's round (tests/data/examples.md) validates against the input schema, and its
+//! settlement against the output schema.
 
 fn committed(name: &str) -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -29,8 +29,7 @@ fn settle_schemas_are_committed_and_examples_validate() {
     check_committed("settle-output.schema.json", &output);
     let input_v = jsonschema::validator_for(&input).unwrap();
     let output_v = jsonschema::validator_for(&output).unwrap();
-    let path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/seeds/EXAMPLES.md");
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/examples.md");
     let text = std::fs::read_to_string(path).unwrap();
     let mut n = 0;
     for chunk in text.split("```json").skip(1) {
