@@ -63,21 +63,57 @@ fn now_ns() -> i64 {
         .as_nanos() as i64
 }
 
+/// A secured bus: TLS, and credentials for ingest, each table's device and an observer.
+struct Bus {
+    nats: natsd::NatsServer,
+    ingest: bus::Access,
+    devices: simulator::DeviceAccess,
+    observer: bus::Access,
+}
+
+impl Bus {
+    fn start(tables: usize, seed: u64, start_ns: i64) -> Bus {
+        let mut nats = natsd::NatsServer::start_secured().expect("nats-server");
+        let mut principals = vec![
+            ("ingest".to_string(), bus::Role::Ingest),
+            ("observer".to_string(), bus::Role::Observer),
+        ];
+        for t in floor(tables, seed, start_ns).tables {
+            let table = t.table().clone();
+            principals.push((table.to_string(), bus::Role::Device { table }));
+        }
+        let issued = nats.issue_all(&principals).expect("credentials");
+        let security = nats.security().expect("secured");
+        let devices = simulator::DeviceAccess {
+            creds_dir: security.creds_path("x").parent().map(Path::to_path_buf),
+            ca_file: Some(security.tls().ca_cert.clone()),
+        };
+        Bus {
+            ingest: issued[0].clone(),
+            observer: issued[1].clone(),
+            devices,
+            nats,
+        }
+    }
+}
+
 /// A `roundledger serve` child process.
 struct Serve {
     child: Option<Child>,
     ledger: PathBuf,
     url: String,
+    access: bus::Access,
     log: PathBuf,
     starts: u32,
 }
 
 impl Serve {
-    fn new(ledger: &Path, url: &str, log: &Path) -> Serve {
+    fn new(ledger: &Path, url: &str, access: &bus::Access, log: &Path) -> Serve {
         let mut s = Serve {
             child: None,
             ledger: ledger.to_path_buf(),
             url: url.to_string(),
+            access: access.clone(),
             log: log.to_path_buf(),
             starts: 0,
         };
@@ -96,6 +132,15 @@ impl Serve {
             .args(["serve", "--ledger"])
             .arg(&self.ledger)
             .args(["--nats", &self.url, "--http", "127.0.0.1:0"])
+            .arg("--nats-creds")
+            .arg(
+                self.access
+                    .credentials
+                    .as_ref()
+                    .expect("ingest's credentials"),
+            )
+            .arg("--nats-ca")
+            .arg(self.access.ca_file.as_ref().expect("the bus's CA"))
             // The simulated tables' device keys are enrolled by the simulator's admin key;
             // without trusting it every checkpoint would be quarantined.
             .arg("--trust-simulated-admin")
@@ -163,9 +208,11 @@ async fn publish_once(
     rate: f64,
     seed: u64,
     start_ns: i64,
+    access: simulator::DeviceAccess,
 ) -> (PublishReport, Instant) {
     let options = PublishOptions {
         stream_wait: Duration::from_secs(60),
+        access,
         ..PublishOptions::with_outbox(Duration::from_secs(1), Duration::from_secs(120))
     };
     let report = simulator::publish_floor(
@@ -191,11 +238,11 @@ fn floor_events(tables: usize, rounds: u64, seed: u64, start_ns: i64) -> u64 {
 }
 
 /// Waits until the ingest consumer has every stream message acknowledged.
-async fn wait_drained(url: &str, serve_log: &Path) {
+async fn wait_drained(url: &str, access: &bus::Access, serve_log: &Path) {
     let deadline = Instant::now() + DRAIN_WAIT;
     loop {
         let state = async {
-            let client = async_nats::connect(url).await.ok()?;
+            let client = bus::connect(url, access).await.ok()?;
             let js = jetstream::new(client);
             let mut stream = js.get_stream(subjects::STREAM).await.ok()?;
             let last = stream.info().await.ok()?.state.last_sequence;
@@ -329,16 +376,17 @@ fn serve_killed_at_random_moments_loses_and_duplicates_nothing() {
     eprintln!(
         "kill -9 serve: {iters} iterations, seed {seed} (ROUNDLEDGER_FAULT_SEED), {tables} tables x {rounds} rounds"
     );
-    let nats = natsd::NatsServer::start().expect("nats-server");
+    let start_ns = now_ns() - rounds as i64 * 90_000_000_000;
+    let bus = Bus::start(tables, seed, start_ns);
+    let nats = &bus.nats;
     let tmp = tempfile::tempdir().expect("tempdir");
     let ledger_dir = tmp.path().join("ledger");
     let log = tmp.path().join("serve.log");
     let rt = runtime();
     let started = Instant::now();
-    let mut serve = Serve::new(&ledger_dir, &nats.url(), &log);
+    let mut serve = Serve::new(&ledger_dir, &nats.url(), &bus.ingest, &log);
     // Rounds spread over the kills: about 0.35 s between kills on average.
     let rate = (rounds as f64 / (iters as f64 * 0.35).max(1.0)).max(0.5);
-    let start_ns = now_ns() - rounds as i64 * 90_000_000_000;
     let publisher = rt.spawn(publish_once(
         nats.url(),
         tables,
@@ -346,6 +394,7 @@ fn serve_killed_at_random_moments_loses_and_duplicates_nothing() {
         rate,
         seed,
         start_ns,
+        bus.devices.clone(),
     ));
     let mut rng = Rng(seed);
     let mut first_kill = None;
@@ -362,7 +411,7 @@ fn serve_killed_at_random_moments_loses_and_duplicates_nothing() {
         "seed {seed}: publishing ended before the first kill"
     );
     let published_after = started.elapsed();
-    rt.block_on(wait_drained(&nats.url(), &log));
+    rt.block_on(wait_drained(&nats.url(), &bus.observer, &log));
     eprintln!(
         "published after {:.1} s, drained after {:.1} s",
         published_after.as_secs_f64(),
@@ -404,15 +453,16 @@ fn nats_server_killed_and_restarted_during_load_loses_nothing() {
     let rounds = env_u64("ROUNDLEDGER_FAULT_ROUNDS", 30);
     eprintln!("kill -9 nats-server: {iters} iterations, seed {seed} (ROUNDLEDGER_FAULT_SEED)");
     let tmp = tempfile::tempdir().expect("tempdir");
-    let mut nats = natsd::NatsServer::start_in(tmp.path().join("nats")).expect("nats-server");
+    let start_ns = now_ns() - rounds as i64 * 90_000_000_000;
+    // Restarts keep the secured server's directory: its store, config and credentials.
+    let mut bus = Bus::start(tables, seed, start_ns);
     let ledger_dir = tmp.path().join("ledger");
     let log = tmp.path().join("serve.log");
     let rt = runtime();
     let started = Instant::now();
-    let mut serve = Serve::new(&ledger_dir, &nats.url(), &log);
+    let mut serve = Serve::new(&ledger_dir, &bus.nats.url(), &bus.ingest, &log);
     let rate = (rounds as f64 / (iters as f64 * 1.0).max(1.0)).max(0.5);
-    let start_ns = now_ns() - rounds as i64 * 90_000_000_000;
-    let url = nats.url();
+    let url = bus.nats.url();
     let publisher = rt.spawn(publish_once(
         url.clone(),
         tables,
@@ -420,7 +470,9 @@ fn nats_server_killed_and_restarted_during_load_loses_nothing() {
         rate,
         seed,
         start_ns,
+        bus.devices.clone(),
     ));
+    let nats = &mut bus.nats;
     let mut rng = Rng(seed ^ 0x5eed);
     let mut first_kill = None;
     for _ in 0..iters {
@@ -444,7 +496,7 @@ fn nats_server_killed_and_restarted_during_load_loses_nothing() {
         "seed {seed}: publishing ended before the first kill"
     );
     let published_after = started.elapsed();
-    rt.block_on(wait_drained(&nats.url(), &log));
+    rt.block_on(wait_drained(&nats.url(), &bus.observer, &log));
     eprintln!(
         "published after {:.1} s, drained after {:.1} s",
         published_after.as_secs_f64(),

@@ -39,7 +39,7 @@ pub use pipeline::{
 
 use std::time::Duration;
 
-/// JetStream's de-duplication window on `Nats-Msg-Id` (`<table>:<seq>`). The ledger
+/// JetStream's de-duplication window on `Nats-Msg-Id` (`<table>:<seq>:<hash>`). The ledger
 /// recognises duplicates for ever; this only saves the work of storing and re-checking
 /// quick republishes.
 pub const DUPLICATE_WINDOW: Duration = Duration::from_secs(120);

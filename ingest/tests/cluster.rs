@@ -48,12 +48,16 @@ fn simulated_day_clock() -> i64 {
     1_767_225_600_000_000_000 + 20 * 3_600_000_000_000
 }
 
-/// A ledger that trusts the simulator's admin key (its checkpoints are then kept).
+/// A ledger as `serve` opens it: it trusts the simulator's admin key (its checkpoints are
+/// then kept) and stores only device-signed events.
 fn open(dir: &Path) -> Arc<Ledger> {
     let ledger = Ledger::open(dir).expect("open ledger");
     ledger
         .trust_admin_keys([simulator::admin_key().public()])
         .expect("trust the simulator's admin key");
+    ledger
+        .require_signed_events()
+        .expect("require signed events");
     Arc::new(ledger)
 }
 
@@ -61,6 +65,22 @@ fn open(dir: &Path) -> Arc<Ledger> {
 /// failed mid-way publishes the same events again.
 fn floor() -> Floor {
     Floor::new(TABLES, SEED, FaultPlan::payout_errors(0.05)).expect("floor")
+}
+
+/// Credentials for ingest and each table's device on the secured cluster.
+fn credentials(cluster: &mut natsd::NatsCluster) -> (bus::Access, simulator::DeviceAccess) {
+    let mut principals = vec![("ingest".to_string(), bus::Role::Ingest)];
+    for t in floor().tables {
+        let table = t.table().clone();
+        principals.push((table.to_string(), bus::Role::Device { table }));
+    }
+    let issued = cluster.issue_all(&principals).expect("credentials");
+    let security = cluster.security().expect("secured");
+    let devices = simulator::DeviceAccess {
+        creds_dir: security.creds_path("x").parent().map(Path::to_path_buf),
+        ca_file: Some(security.tls().ca_cert.clone()),
+    };
+    (issued[0].clone(), devices)
 }
 
 /// How many events the floor publishes (the simulator is deterministic for a seed).
@@ -95,9 +115,10 @@ fn replica_messages(cluster: &natsd::NatsCluster) -> Vec<(String, u64)> {
 
 /// Publishes the floor once, with outboxes on: a publish that fails or gets no ack while
 /// a node dies is left to the outbox, which republishes it, so the run must complete.
-async fn publish_once(url: String) -> PublishReport {
+async fn publish_once(url: String, access: simulator::DeviceAccess) -> PublishReport {
     let options = PublishOptions {
         stream_wait: Duration::from_secs(60),
+        access,
         ..PublishOptions::with_outbox(Duration::from_secs(1), Duration::from_secs(60))
     };
     simulator::publish_floor(&url, floor().tables, ROUNDS, Some(RATE), options)
@@ -162,10 +183,11 @@ fn kill_and_watch(
 
 /// What the stream holds, read back in full with an ordered consumer: the message ids of
 /// the table events and the (table, seq) of every event, by message id.
-async fn stream_contents(url: &str) -> (u64, BTreeMap<String, (TableId, Seq)>) {
-    let client = async_nats::connect(ingest::servers(url))
-        .await
-        .expect("connect");
+async fn stream_contents(
+    url: &str,
+    access: &bus::Access,
+) -> (u64, BTreeMap<String, (TableId, Seq)>) {
+    let client = bus::connect(url, access).await.expect("connect");
     let js = jetstream::new(client);
     let mut stream = js.get_stream(subjects::STREAM).await.expect("stream");
     let last = stream
@@ -223,8 +245,10 @@ struct Running {
 fn r3_stream_loses_nothing_when_a_node_is_killed_under_load() {
     let started = Instant::now();
     let total = floor_events();
-    let mut cluster = natsd::NatsCluster::start(3).expect("3-node cluster");
+    // Secured as a floor runs it: TLS on clients and routes, a credential per principal.
+    let mut cluster = natsd::NatsCluster::start_secured(3).expect("3-node cluster");
     let url = cluster.url();
+    let (ingest_access, devices) = credentials(&mut cluster);
     eprintln!(
         "cluster: 3 nodes up in {:.1} s: {url}",
         started.elapsed().as_secs_f64()
@@ -241,9 +265,7 @@ fn r3_stream_loses_nothing_when_a_node_is_killed_under_load() {
     // publishing the instant the stream is created gets "no stream found" (no responders)
     // until then. Ingest then finds the stream as it wants it.
     rt.block_on(async {
-        let client = async_nats::connect(ingest::servers(&url))
-            .await
-            .expect("connect");
+        let client = bus::connect(&url, &ingest_access).await.expect("connect");
         let stream = ingest::ensure_stream_replicated(&jetstream::new(client), 3)
             .await
             .expect("R3 stream");
@@ -254,6 +276,7 @@ fn r3_stream_loses_nothing_when_a_node_is_killed_under_load() {
     let mut config = IngestConfig::new(url.clone());
     config.stream_replicas = 3;
     config.clock = simulated_day_clock;
+    config.access = ingest_access.clone();
     let (stop, stopped) = oneshot::channel::<()>();
     let ingest = Running {
         stop,
@@ -261,7 +284,7 @@ fn r3_stream_loses_nothing_when_a_node_is_killed_under_load() {
             let _ = stopped.await;
         })),
     };
-    let publisher = rt.spawn(publish_once(url.clone()));
+    let publisher = rt.spawn(publish_once(url.clone(), devices));
 
     // Load is flowing: the stream exists with 3 replicas and the ledger is filling.
     wait_events(&ledger, 200, "before the first kill");
@@ -371,7 +394,7 @@ fn r3_stream_loses_nothing_when_a_node_is_killed_under_load() {
     // Did JetStream keep every event it acknowledged under the event's own message id?
     // (The outbox republishes under fresh ids; an event found only under those was lost
     // by the stream and recovered by the device.)
-    let (stream_last, ids) = rt.block_on(stream_contents(&url));
+    let (stream_last, ids) = rt.block_on(stream_contents(&url, &ingest_access));
     let by_event: BTreeSet<(TableId, Seq)> = ids.values().cloned().collect();
     // Only events whose publish JetStream acknowledged count: one that got no ack (its
     // node died, the stream was electing a leader) may never have been stored.

@@ -33,9 +33,15 @@ struct Running {
 
 impl Running {
     fn start(url: &str, ledger: Arc<Ledger>) -> Running {
+        Running::start_with_lag(url, ledger, IngestConfig::new(url).attestation_lag_max)
+    }
+
+    /// Ingest raising `AttestationStalled` beyond `lag_max` unattested events.
+    fn start_with_lag(url: &str, ledger: Arc<Ledger>, lag_max: u64) -> Running {
         let (stop, rx) = oneshot::channel::<()>();
         let mut config = IngestConfig::new(url);
         config.clock = simulated_day_clock;
+        config.attestation_lag_max = lag_max;
         let alerts = config.alerts.clone();
         let task = tokio::spawn(ingest::run(config, ledger, async {
             let _ = rx.await;
@@ -237,6 +243,17 @@ async fn forged_events_never_extend_the_chain() {
     publish_as_device(&js, &events[k..]).await;
     let last = events.last().expect("events");
     wait_head(&ledger, &t, last.event.seq.0).await;
+    // The log counts an alert when its batch is acked, just after the commit.
+    let counted = |l: &ingest::alerts::AlertLog| l.recent().first().map_or(0, |a| a.count);
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while counted(&ingest.alerts) < attempts.len() as u64 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{:?}",
+            ingest.alerts.recent()
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
     let logged = ingest.alerts.recent();
     let report = ingest.stop().await;
 
@@ -322,4 +339,62 @@ async fn a_rechained_round_is_refused_and_the_device_round_stored() {
         "{counts:?}"
     );
     assert_eq!(counts.len(), 1, "{counts:?}");
+}
+
+/// The device itself sends a different event at a stored seq (it rewound), and its table
+/// runs on without a checkpoint: both are alerts on NATS and in the log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fork_and_stalled_attestation_raise_alerts() {
+    let server = natsd::NatsServer::start().expect("nats-server");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ledger = open(dir.path());
+    let ingest = Running::start_with_lag(&server.url(), ledger.clone(), 10);
+    let js = context(&server.url()).await;
+    let client = async_nats::connect(server.url()).await.expect("observer");
+    let mut alerts = client
+        .subscribe(subjects::ALERTS_WILDCARD)
+        .await
+        .expect("sub");
+    client.flush().await.expect("flush");
+    let (table, events) = one_table();
+    let t = events[0].event.table.clone();
+    publish_as_device(&js, &events[..20]).await;
+    wait_head(&ledger, &t, 20).await;
+    // Seq 12 again, other bytes, signed by the device: a fork, not a forgery.
+    let body = EventBody::Announced {
+        announcement: schemas::Announcement::NoMoreBets,
+    };
+    let bytes = forged_at(&events, 12, body);
+    publish(&js, &t, "fork-12", &bytes, table.sign(&bytes).as_ref()).await;
+    wait_quarantined(&ledger, 1).await;
+    // The log counts an alert when its batch is acked, just after the commit.
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while ingest.alerts.recent().len() < 2 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{:?}",
+            ingest.alerts.recent()
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let logged = ingest.alerts.recent();
+    ingest.stop().await;
+
+    let mut kinds = std::collections::BTreeSet::new();
+    while kinds.len() < 2 {
+        let m = tokio::time::timeout(WAIT, alerts.next())
+            .await
+            .expect("alerts")
+            .expect("sub");
+        kinds.insert(m.subject.to_string());
+    }
+    let want = [
+        format!("alerts.{t}.attestation_stalled"),
+        format!("alerts.{t}.fork"),
+    ];
+    assert_eq!(kinds.into_iter().collect::<Vec<_>>(), want);
+    let mut logged_kinds: Vec<&str> = logged.iter().map(|a| a.kind.as_str()).collect();
+    logged_kinds.sort_unstable();
+    assert_eq!(logged_kinds, ["attestation_stalled", "fork"]);
+    assert_eq!(ledger.quarantine_counts().get("fork"), Some(&1));
 }

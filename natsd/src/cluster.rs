@@ -194,6 +194,20 @@ impl NatsCluster {
         Ok(access)
     }
 
+    /// `issue` for many principals with one reload of every node.
+    pub fn issue_all(
+        &mut self,
+        principals: &[(String, bus::Role)],
+    ) -> Result<Vec<bus::Access>, Error> {
+        let security = self.security.as_mut().ok_or(Error::NotSecured)?;
+        let mut out = Vec::with_capacity(principals.len());
+        for (name, role) in principals {
+            out.push(security.issue(name, role.clone())?);
+        }
+        self.reload()?;
+        Ok(out)
+    }
+
     /// Revokes `name` and reloads every running node.
     pub fn revoke(&mut self, name: &str) -> Result<(), Error> {
         self.security

@@ -3,9 +3,9 @@
 //! Every table device holds an ed25519 key. A key becomes valid for a chain when an
 //! `EventBody::DeviceEnrolled` event in that chain carries an admin's signature over the
 //! enrollment (`enrollment_message`); a later enrollment of the same device replaces its
-//! key (rotation) and `EventBody::DeviceRevoked` ends it. Devices do not sign every event
-//! (an ed25519 verification costs ~30 us, a hash ~0.4 us): they sign *checkpoints*, the
-//! chain head as they know it (`checkpoint_message`), published on
+//! key (rotation) and `EventBody::DeviceRevoked` ends it. Each event a device sends is
+//! signed for admission (`provenance`); what proves the chain to outsiders is the signed
+//! *checkpoint*, the chain head as the device knows it (`checkpoint_message`), published on
 //! `tables.<table>.checkpoints` at every round close and every few hundred events. A
 //! checkpoint that verifies against an enrolled key and the stored chain attests every
 //! event up to its seq; later events are "not yet attested" until the next one.

@@ -1,6 +1,7 @@
-//! Publishing simulated tables over NATS JetStream: one task per table, each event to
-//! `tables.<table>.events` with `Nats-Msg-Id = <table>:<seq>`, acks awaited through a
-//! bounded in-flight window.
+//! Publishing simulated tables over NATS JetStream: one task and one connection per
+//! table (its device's credentials), each event to `tables.<table>.events` with its
+//! signature headers and `Nats-Msg-Id = <table>:<seq>:<hash>` (`subjects::msg_id`), acks
+//! awaited through a bounded in-flight window.
 //!
 //! Why a window: async-nats waits for ever once about 5,000 publish acks are left
 //! unawaited on one connection (seen here: 20 tables with 256 each hung), and an
@@ -383,7 +384,7 @@ struct Publisher {
     window_max: usize,
     permits: Arc<Semaphore>,
     report: TableReport,
-    /// Republish rounds so far: each gives its messages fresh ids (`<table>:<seq>:r<n>`).
+    /// Republish rounds so far: each gives its messages fresh ids (`<table>:<seq>:<hash>:r<n>`).
     republish_rounds: u32,
     /// When a publish first failed since the failed events were last republished.
     lost_since: Option<tokio::time::Instant>,
@@ -591,7 +592,7 @@ impl Publisher {
 
     /// Waits until the ledger's durable head covers every event sent, republishing what
     /// the outbox still holds whenever the head stands still for `backoff.wait()`. A
-    /// republished message gets a fresh `Nats-Msg-Id` (`<table>:<seq>:r<n>`): the stream
+    /// republished message gets a fresh `Nats-Msg-Id` (`<table>:<seq>:<hash>:r<n>`): the stream
     /// remembers ids of messages it lost, and would drop a republish under the old one as
     /// a duplicate; the ledger recognises the event itself by (table, seq, hash).
     /// Returns how many republish rounds it took (0: the ledger confirmed everything as
