@@ -20,11 +20,26 @@ pub struct Args {
     /// Rounds of (a) then (b); the report gives each and the medians.
     #[arg(long, default_value_t = 5)]
     rounds: usize,
+    /// A secured bus: TLS, and a credential per principal (ingest, an observer, each
+    /// bench table's device).
+    #[arg(long)]
+    secured: bool,
+    /// Each event signed by its table's controller; the ledgers require it.
+    #[arg(long)]
+    signed_events: bool,
 }
 
 pub fn run(args: Args) -> Result<Outcome> {
-    let nats = natsd::NatsServer::start()
-        .context("starting nats-server (scripts/setup.sh installs it)")?;
+    let mut nats = match args.secured {
+        true => natsd::NatsServer::start_secured(),
+        false => natsd::NatsServer::start(),
+    }
+    .context("starting nats-server (scripts/setup.sh installs it)")?;
+    let mut bb = match args.secured {
+        true => secured_bus(&mut nats)?,
+        false => ingest::BenchBus::default(),
+    };
+    bb.signed_events = args.signed_events;
     let dir = tempfile::tempdir().context("creating a temporary directory")?;
     let report = crate::serve::runtime()?
         .block_on(ingest::bench_ingest(
@@ -34,8 +49,30 @@ pub fn run(args: Args) -> Result<Outcome> {
             args.batch,
             args.rounds,
             nats.pid(),
+            &bb,
         ))
         .context("ingest benchmark")?;
     println!("{}", serde_json::to_string_pretty(&report)?);
     Ok(Outcome::Clean)
+}
+
+/// Credentials for the bench's principals on its own secured server.
+fn secured_bus(nats: &mut natsd::NatsServer) -> Result<ingest::BenchBus> {
+    let mut principals = vec![
+        ("ingest".to_string(), bus::Role::Ingest),
+        ("observer".to_string(), bus::Role::Observer),
+    ];
+    for table in ingest::bench_tables() {
+        principals.push((table.to_string(), bus::Role::Device { table }));
+    }
+    let issued = nats
+        .issue_all(&principals)
+        .context("issuing bus credentials")?;
+    let security = nats.security().context("a secured server")?;
+    Ok(ingest::BenchBus {
+        ingest: issued[0].clone(),
+        observer: issued[1].clone(),
+        device_creds_dir: security.creds_path("x").parent().map(Into::into),
+        signed_events: false,
+    })
 }

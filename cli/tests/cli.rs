@@ -247,6 +247,31 @@ fn demo_then_audit_replay_verify_export() {
 /// until the durable heads cover them all) with the controllers' signed checkpoints
 /// verified, and every event of the latency phase is timed from its publish to a head that
 /// covers it.
+/// The bench on a secured bus (TLS, a credential per principal) with signed events: every
+/// event is stored (the bench waits for every table's head) and reported as such.
+#[test]
+fn bench_ingest_runs_on_a_secured_bus_with_signed_events() {
+    let out = common::roundledger(&[
+        "bench-ingest",
+        "--messages",
+        "1000",
+        "--rounds",
+        "1",
+        "--secured",
+        "--signed-events",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    assert_eq!(report["secured_bus"], true);
+    assert_eq!(report["signed_events"], true);
+    assert_eq!(report["events"], 1000);
+    assert!(report["latency_events"].as_u64().is_some_and(|n| n > 0));
+}
+
 #[test]
 fn bench_ingest_reports_each_round() {
     let out = common::roundledger(&[

@@ -17,9 +17,10 @@ use crate::{Error, IngestConfig};
 use async_nats::jetstream::{self, consumer};
 use futures::StreamExt;
 use schemas::attest::{key_event_body, Checkpoint, KeyAction, SigningKey};
+use schemas::provenance::EventSignature;
 use schemas::{codec, subjects, ChainHead, DeviceId, Event, Hash32, Seq, TableId};
 use std::collections::{BTreeMap, VecDeque};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -160,9 +161,49 @@ fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from)
 }
 
+/// How the benchmark reaches the bus, and whether events are signed.
+#[derive(Debug, Clone, Default)]
+pub struct BenchBus {
+    /// The bench's own connection (stream, raw consumer) and ingest's.
+    pub ingest: bus::Access,
+    /// The connection that reads durable heads.
+    pub observer: bus::Access,
+    /// Each bench table's device credentials as `<table>.json` (`bench_tables`), with
+    /// `ingest`'s CA; `None` publishes through the bench's own connection (an open bus).
+    pub device_creds_dir: Option<PathBuf>,
+    /// Events carry their controller's signature, and the ledgers require it.
+    pub signed_events: bool,
+}
+
+impl BenchBus {
+    /// One publishing context per bench table.
+    async fn devices(
+        &self,
+        url: &str,
+        own: &jetstream::Context,
+        tables: &[(TableId, Seq, Hash32)],
+    ) -> Result<Vec<jetstream::Context>, Error> {
+        let Some(dir) = &self.device_creds_dir else {
+            return Ok(vec![own.clone(); tables.len()]);
+        };
+        let mut out = Vec::with_capacity(tables.len());
+        for (t, _, _) in tables {
+            let access = bus::Access {
+                credentials: Some(dir.join(format!("{t}.json"))),
+                ca_file: self.ingest.ca_file.clone(),
+            };
+            out.push(jetstream::new(bus::connect(url, &access).await?));
+        }
+        Ok(out)
+    }
+}
+
 /// Figures of one benchmark run. Rates are messages per second.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct BenchReport {
+    /// Whether the bus had TLS and credentials, and events were signed and checked.
+    pub secured_bus: bool,
+    pub signed_events: bool,
     /// Messages each of (a) and (b) consumed: `events` and `checkpoints`.
     pub messages: u64,
     pub events: u64,
@@ -203,6 +244,8 @@ pub(crate) struct Outgoing {
     bytes: Vec<u8>,
     /// The event's (table index, seq); `None` for a checkpoint.
     event: Option<(usize, u64)>,
+    /// The controller's signature headers (`schemas::provenance`), when it signs events.
+    headers: Vec<(&'static str, String)>,
 }
 
 /// Chains of `BENCH_TABLES` tables, continued across phases.
@@ -215,6 +258,17 @@ pub(crate) struct Chains {
     bytes_total: u64,
     events: u64,
     checkpoints: u64,
+    /// Whether each event carries its controller's signature.
+    sign_events: bool,
+}
+
+/// The bench tables' ids in this process (`bench_ingest` plays these), so that a
+/// secured bus can issue their devices' credentials first.
+pub fn bench_tables() -> Vec<TableId> {
+    let tag = std::process::id() % 10_000;
+    (0..BENCH_TABLES)
+        .filter_map(|i| TableId::new(format!("BENCH{tag}-{i:02}")).ok())
+        .collect()
 }
 
 impl Chains {
@@ -241,7 +295,14 @@ impl Chains {
             bytes_total: 0,
             events: 0,
             checkpoints: 0,
+            sign_events: false,
         })
+    }
+
+    /// Each event signed by its table's controller (`signed`), or none.
+    pub(crate) fn signing(mut self, signed: bool) -> Chains {
+        self.sign_events = signed;
+        self
     }
 
     /// The admin key the bench ledgers must trust for the enrollments to hold.
@@ -272,6 +333,7 @@ impl Chains {
                 id: format!("{table}:checkpoint:{}", seq.0),
                 bytes: c.to_bincode(),
                 event: None,
+                headers: Vec::new(),
             });
             self.checkpoints += 1;
         }
@@ -291,11 +353,19 @@ impl Chains {
         *prev = schemas::event_hash(prev, &bytes);
         self.bytes_total += bytes.len() as u64;
         self.events += 1;
+        // The first event enrolls the key that signs it: no enrollment header needed.
+        let headers = match self.sign_events {
+            true => {
+                EventSignature::sign(&self.signers[i], table, &self.device, &bytes).to_headers()
+            }
+            false => Vec::new(),
+        };
         out.push(Outgoing {
             subject: subjects::events_subject(table),
             id: subjects::msg_id(table, *seq, &bytes),
             bytes,
             event: Some((i, seq.0)),
+            headers,
         });
         out
     }
@@ -328,6 +398,9 @@ async fn publish(
 ) -> Result<(), Error> {
     let mut headers = async_nats::HeaderMap::new();
     headers.insert("Nats-Msg-Id", m.id.as_str());
+    for (name, value) in &m.headers {
+        headers.insert(*name, value.as_str());
+    }
     let ack = js
         .publish_with_headers(m.subject, headers, m.bytes.into())
         .await
@@ -353,12 +426,18 @@ fn check_checkpoints(report: &crate::IngestReport, chains: &Chains) -> Result<()
     Ok(())
 }
 
-/// Publishes `n` events (and the checkpoints among them) round-robin over the tables.
-async fn publish_all(js: &jetstream::Context, chains: &mut Chains, n: u64) -> Result<(), Error> {
+/// Publishes `n` events (and the checkpoints among them) round-robin over the tables,
+/// each through its table's device connection (`devices[i]`).
+async fn publish_all(
+    devices: &[jetstream::Context],
+    chains: &mut Chains,
+    n: u64,
+) -> Result<(), Error> {
     let mut window = VecDeque::with_capacity(PUBLISH_WINDOW);
     for k in 0..n {
-        for m in chains.next(k as usize % BENCH_TABLES) {
-            publish(js, &mut window, m).await?;
+        let i = k as usize % BENCH_TABLES;
+        for m in chains.next(i) {
+            publish(&devices[i], &mut window, m).await?;
         }
     }
     for a in window {
@@ -498,16 +577,15 @@ pub async fn bench_ingest(
     batch: usize,
     rounds: usize,
     server_pid: Option<u32>,
+    bb: &BenchBus,
 ) -> Result<BenchReport, Error> {
     if events == 0 || batch == 0 || !(1..=ROUNDS_MAX).contains(&rounds) {
         return Err(Error::Bench(format!(
             "events and batch must be at least 1, rounds 1 to {ROUNDS_MAX}"
         )));
     }
-    let client = async_nats::connect(url)
-        .await
-        .map_err(|e| Error::nats("bench connect", e))?;
-    let js = jetstream::new(client.clone());
+    let js = jetstream::new(bus::connect(url, &bb.ingest).await?);
+    let client = bus::connect(url, &bb.observer).await?;
     let mut stream = ensure_stream(&js).await?;
     let already = stream
         .info()
@@ -522,16 +600,18 @@ pub async fn bench_ingest(
         )));
     }
     let tag = format!("{}", std::process::id() % 10_000);
-    let mut chains = Chains::new(&tag)?;
+    let mut chains = Chains::new(&tag)?.signing(bb.signed_events);
+    let devices = bb.devices(url, &js, &chains.tables).await?;
 
     let start = Instant::now();
-    publish_all(&js, &mut chains, events).await?;
+    publish_all(&devices, &mut chains, events).await?;
     let messages = chains.messages();
     let checkpoints = chains.checkpoints;
     let publish_rate = messages as f64 / start.elapsed().as_secs_f64();
     tracing::info!(messages, checkpoints, publish_rate, "bench: published");
 
     let mut config = IngestConfig::new(url);
+    config.access = bb.ingest.clone();
     config.batch_len_max = batch;
     config.ack_pending_max = (batch * 8) as i64;
     let target = target_of(&chains);
@@ -552,6 +632,9 @@ pub async fn bench_ingest(
         ledger
             .trust_admin_keys([chains.admin()])
             .map_err(Error::LedgerOther)?;
+        if bb.signed_events {
+            ledger.require_signed_events().map_err(Error::LedgerOther)?;
+        }
         let mut heads = client
             .subscribe(subjects::HEADS_WILDCARD)
             .await
@@ -651,11 +734,12 @@ pub async fn bench_ingest(
     while k < lat_n {
         tokio::select! {
             _ = tick.tick() => {
-                for m in chains.next(k as usize % BENCH_TABLES) {
+                let i = k as usize % BENCH_TABLES;
+                for m in chains.next(i) {
                     if let Some((i, seq)) = m.event {
                         sent.insert((chains.tables[i].0.clone(), seq), Instant::now());
                     }
-                    publish(&js, &mut window, m).await?;
+                    publish(&devices[i], &mut window, m).await?;
                 }
                 k += 1;
             }
@@ -702,6 +786,8 @@ pub async fn bench_ingest(
         })
     };
     Ok(BenchReport {
+        secured_bus: bb.device_creds_dir.is_some(),
+        signed_events: bb.signed_events,
         messages,
         events,
         checkpoints,

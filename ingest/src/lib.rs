@@ -32,7 +32,7 @@ mod bench;
 mod pipeline;
 mod writer;
 
-pub use bench::{bench_ingest, BenchReport};
+pub use bench::{bench_ingest, bench_tables, BenchBus, BenchReport};
 pub use pipeline::{
     consumer_config, ensure_consumer, ensure_stream, ensure_stream_replicated, run, servers,
 };
