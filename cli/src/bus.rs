@@ -136,6 +136,7 @@ fn init(dir: &Path) -> Result<()> {
 }
 
 fn issue(dir: &Path, name: &str, role: RoleArg, table: Option<String>) -> Result<()> {
+    let dir = &absolute(dir)?;
     let role = match role {
         RoleArg::Device => {
             let t = table.unwrap_or_else(|| name.to_string());
@@ -165,6 +166,7 @@ fn issue(dir: &Path, name: &str, role: RoleArg, table: Option<String>) -> Result
 }
 
 fn revoke(dir: &Path, name: &str) -> Result<()> {
+    let dir = &absolute(dir)?;
     let roster_path = dir.join(ROSTER_FILE);
     let mut roster = bus::Roster::load(&roster_path)?;
     roster.revoke(name)?;
@@ -174,6 +176,11 @@ fn revoke(dir: &Path, name: &str) -> Result<()> {
         "revoked {name}; reload nats-server (nats-server --signal reload) to close its connections"
     );
     Ok(())
+}
+
+fn absolute(dir: &Path) -> Result<PathBuf> {
+    dir.canonicalize()
+        .with_context(|| format!("the bus directory {}", dir.display()))
 }
 
 /// Rewrites `nats-auth.conf` from the roster, with the TLS block of `dir/tls`.

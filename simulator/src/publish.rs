@@ -183,34 +183,80 @@ pub async fn publish_floor(
     }
     let permits = Arc::new(Semaphore::new(options.in_flight_total_max));
     let mut handles = Vec::with_capacity(tables.len());
+    // Every device connects before any publishes: a table that cannot connect stops the
+    // run before it starts, not half way through the others'.
+    let mut connected = Vec::with_capacity(tables.len());
     for table in tables {
-        // Each table's device has its own connection and credentials, as on a floor.
-        let client = bus::connect(url, &options.access.for_table(table.table()))
-            .await
-            .map_err(|e| Error::Nats {
-                context: format!("connecting table {}'s device to {url}", table.table()),
-                message: e.to_string(),
-            })?;
-        let durable = match options.durable {
-            Some(_) => watch_head(&client, table.table()).await?,
-            None => watch::channel(None).1,
-        };
-        let js = jetstream::new(client);
-        wait_for_stream(&js, options.stream_wait).await?;
-        let out = Publisher {
-            outbox: options.durable.as_ref().map(|d| {
-                (
-                    Outbox::new(table.table().clone(), d.outbox_capacity),
-                    d.clone(),
-                )
-            }),
+        let (js, durable) = connect_device(url, &options, table.table()).await?;
+        connected.push((table, js, durable));
+    }
+    for (table, js, durable) in connected {
+        let out = Publisher::new(&options, permits.clone(), table.table(), js, durable);
+        handles.push(tokio::spawn(publish_table(
+            out,
+            table,
+            rounds_per_table,
+            rate,
+        )));
+    }
+    let mut report = PublishReport::default();
+    for h in handles {
+        let t = h.await.map_err(|e| Error::Task(e.to_string()))??;
+        report.events.extend(t.events);
+        report.faults.extend(t.faults);
+        report.rounds += t.rounds;
+        report.duplicates += t.duplicates;
+        report.checkpoints += t.checkpoints;
+        report.republished += t.republished;
+        report.publish_failures += t.publish_failures;
+        report.unacknowledged.extend(t.unacknowledged);
+    }
+    Ok(report)
+}
+
+/// Connects table `table`'s device with its own credentials, subscribes to its durable
+/// head when the outbox is on, and waits for the stream.
+async fn connect_device(
+    url: &str,
+    options: &PublishOptions,
+    table: &TableId,
+) -> Result<(jetstream::Context, watch::Receiver<Option<(Seq, Hash32)>>), Error> {
+    let client = bus::connect(url, &options.access.for_table(table))
+        .await
+        .map_err(|e| Error::Nats {
+            context: format!("connecting table {table}'s device to {url}"),
+            message: e.to_string(),
+        })?;
+    let durable = match options.durable {
+        Some(_) => watch_head(&client, table).await?,
+        None => watch::channel(None).1,
+    };
+    let js = jetstream::new(client);
+    wait_for_stream(&js, options.stream_wait).await?;
+    Ok((js, durable))
+}
+
+impl Publisher {
+    /// A table's publisher, before its first event.
+    fn new(
+        options: &PublishOptions,
+        permits: Arc<Semaphore>,
+        table: &TableId,
+        js: jetstream::Context,
+        durable: watch::Receiver<Option<(Seq, Hash32)>>,
+    ) -> Publisher {
+        Publisher {
+            outbox: options
+                .durable
+                .as_ref()
+                .map(|d| (Outbox::new(table.clone(), d.outbox_capacity), d.clone())),
             durable,
             js,
-            subject: events_subject(table.table()),
-            table: table.table().clone(),
+            subject: events_subject(table),
+            table: table.clone(),
             window: VecDeque::new(),
             window_max: options.in_flight_max,
-            permits: permits.clone(),
+            permits,
             report: TableReport {
                 events: Vec::new(),
                 faults: Vec::new(),
@@ -238,27 +284,8 @@ pub async fn publish_floor(
                     .as_ref()
                     .map_or(Duration::ZERO, |d| d.republish_after),
             ),
-        };
-        handles.push(tokio::spawn(publish_table(
-            out,
-            table,
-            rounds_per_table,
-            rate,
-        )));
+        }
     }
-    let mut report = PublishReport::default();
-    for h in handles {
-        let t = h.await.map_err(|e| Error::Task(e.to_string()))??;
-        report.events.extend(t.events);
-        report.faults.extend(t.faults);
-        report.rounds += t.rounds;
-        report.duplicates += t.duplicates;
-        report.checkpoints += t.checkpoints;
-        report.republished += t.republished;
-        report.publish_failures += t.publish_failures;
-        report.unacknowledged.extend(t.unacknowledged);
-    }
-    Ok(report)
 }
 
 /// The latest durable head the ledger published for `table`, as the outbox sees it: the
