@@ -378,19 +378,13 @@ fn issue_credentials(
     nats: &mut natsd::NatsServer,
     floor: &simulator::Floor,
 ) -> Result<(bus::Access, simulator::DeviceAccess)> {
-    let mut principals = vec![("ingest".to_string(), bus::Role::Ingest)];
-    for t in &floor.tables {
-        let table = t.table().clone();
-        principals.push((table.to_string(), bus::Role::Device { table }));
-    }
+    let tables: Vec<TableId> = floor.tables.iter().map(|t| t.table().clone()).collect();
     let issued = nats
-        .issue_all(&principals)
+        .issue_floor(&tables)
         .context("issuing bus credentials")?;
-    let ingest = issued.first().cloned().context("ingest's credentials")?;
-    let security = nats.security().context("the demo's bus is secured")?;
     let devices = simulator::DeviceAccess {
-        creds_dir: security.creds_path("x").parent().map(Path::to_path_buf),
-        ca_file: Some(security.tls().ca_cert.clone()),
+        creds_dir: Some(issued.creds_dir),
+        ca_file: Some(issued.ca_file),
     };
-    Ok((ingest, devices))
+    Ok((issued.ingest, devices))
 }

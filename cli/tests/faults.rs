@@ -74,24 +74,19 @@ struct Bus {
 impl Bus {
     fn start(tables: usize, seed: u64, start_ns: i64) -> Bus {
         let mut nats = natsd::NatsServer::start_secured().expect("nats-server");
-        let mut principals = vec![
-            ("ingest".to_string(), bus::Role::Ingest),
-            ("observer".to_string(), bus::Role::Observer),
-        ];
-        for t in floor(tables, seed, start_ns).tables {
-            let table = t.table().clone();
-            principals.push((table.to_string(), bus::Role::Device { table }));
-        }
-        let issued = nats.issue_all(&principals).expect("credentials");
-        let security = nats.security().expect("secured");
-        let devices = simulator::DeviceAccess {
-            creds_dir: security.creds_path("x").parent().map(Path::to_path_buf),
-            ca_file: Some(security.tls().ca_cert.clone()),
-        };
+        let ids: Vec<TableId> = floor(tables, seed, start_ns)
+            .tables
+            .iter()
+            .map(|t| t.table().clone())
+            .collect();
+        let issued = nats.issue_floor(&ids).expect("credentials");
         Bus {
-            ingest: issued[0].clone(),
-            observer: issued[1].clone(),
-            devices,
+            ingest: issued.ingest,
+            observer: issued.observer,
+            devices: simulator::DeviceAccess {
+                creds_dir: Some(issued.creds_dir),
+                ca_file: Some(issued.ca_file),
+            },
             nats,
         }
     }

@@ -69,18 +69,13 @@ fn floor() -> Floor {
 
 /// Credentials for ingest and each table's device on the secured cluster.
 fn credentials(cluster: &mut natsd::NatsCluster) -> (bus::Access, simulator::DeviceAccess) {
-    let mut principals = vec![("ingest".to_string(), bus::Role::Ingest)];
-    for t in floor().tables {
-        let table = t.table().clone();
-        principals.push((table.to_string(), bus::Role::Device { table }));
-    }
-    let issued = cluster.issue_all(&principals).expect("credentials");
-    let security = cluster.security().expect("secured");
+    let tables: Vec<TableId> = floor().tables.iter().map(|t| t.table().clone()).collect();
+    let issued = cluster.issue_floor(&tables).expect("credentials");
     let devices = simulator::DeviceAccess {
-        creds_dir: security.creds_path("x").parent().map(Path::to_path_buf),
-        ca_file: Some(security.tls().ca_cert.clone()),
+        creds_dir: Some(issued.creds_dir),
+        ca_file: Some(issued.ca_file),
     };
-    (issued[0].clone(), devices)
+    (issued.ingest, devices)
 }
 
 /// How many events the floor publishes (the simulator is deterministic for a seed).

@@ -180,18 +180,13 @@ async fn publish_floor_and_drain() -> Drained {
     let dir = tempfile::tempdir().expect("tempdir");
     let ledger = open(dir.path());
     let floor = Floor::new(5, 20261122, FaultPlan::payout_errors(0.15)).expect("floor");
-    let mut principals = vec![("ingest".to_string(), bus::Role::Ingest)];
-    for t in &floor.tables {
-        let table = t.table().clone();
-        principals.push((table.to_string(), bus::Role::Device { table }));
-    }
-    let issued = server.issue_all(&principals).expect("credentials");
-    let security = server.security().expect("secured");
+    let tables: Vec<TableId> = floor.tables.iter().map(|t| t.table().clone()).collect();
+    let issued = server.issue_floor(&tables).expect("credentials");
     let devices = simulator::DeviceAccess {
-        creds_dir: security.creds_path("x").parent().map(Path::to_path_buf),
-        ca_file: Some(security.tls().ca_cert.clone()),
+        creds_dir: Some(issued.creds_dir),
+        ca_file: Some(issued.ca_file),
     };
-    let ingest = Running::start_with(&server.url(), ledger.clone(), issued[0].clone());
+    let ingest = Running::start_with(&server.url(), ledger.clone(), issued.ingest);
     let published = simulator::publish_floor(
         &server.url(),
         floor.tables,

@@ -29,7 +29,7 @@
 //! It must never use a shell, never signal a process it did not start, and never leave a
 //! node running after the guard is gone.
 
-use crate::secure::{self, Security};
+use crate::secure::{self, FloorAccess, Security};
 use crate::{find_binary, kill9_and_reap, spawn_and_wait, Dir, Error};
 use std::ffi::OsString;
 use std::fs;
@@ -194,18 +194,23 @@ impl NatsCluster {
         Ok(access)
     }
 
-    /// `issue` for many principals with one reload of every node.
+    /// `issue` for many principals with one reload.
     pub fn issue_all(
         &mut self,
         principals: &[(String, bus::Role)],
     ) -> Result<Vec<bus::Access>, Error> {
         let security = self.security.as_mut().ok_or(Error::NotSecured)?;
-        let mut out = Vec::with_capacity(principals.len());
-        for (name, role) in principals {
-            out.push(security.issue(name, role.clone())?);
-        }
+        let issued = security.issue_all(principals)?;
         self.reload()?;
-        Ok(out)
+        Ok(issued)
+    }
+
+    /// Ingest, an observer and each table's device, with one reload.
+    pub fn issue_floor(&mut self, tables: &[schemas::TableId]) -> Result<FloorAccess, Error> {
+        let security = self.security.as_mut().ok_or(Error::NotSecured)?;
+        let floor = security.issue_floor(tables)?;
+        self.reload()?;
+        Ok(floor)
     }
 
     /// Revokes `name` and reloads every running node.

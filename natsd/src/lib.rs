@@ -25,7 +25,7 @@ mod cluster;
 mod secure;
 
 pub use cluster::{NatsCluster, CLUSTER_NAME, META_LEADER_TIMEOUT, STOP_TIMEOUT};
-pub use secure::{Security, RELOAD_TIMEOUT};
+pub use secure::{FloorAccess, Security, RELOAD_TIMEOUT};
 
 use std::fs;
 use std::io::Read;
@@ -211,18 +211,23 @@ impl NatsServer {
         Ok(access)
     }
 
-    /// `issue` for many principals with one reload (a floor's devices and ingest).
+    /// `issue` for many principals with one reload.
     pub fn issue_all(
         &mut self,
         principals: &[(String, bus::Role)],
     ) -> Result<Vec<bus::Access>, Error> {
         let security = self.security.as_mut().ok_or(Error::NotSecured)?;
-        let mut out = Vec::with_capacity(principals.len());
-        for (name, role) in principals {
-            out.push(security.issue(name, role.clone())?);
-        }
+        let issued = security.issue_all(principals)?;
         self.reload()?;
-        Ok(out)
+        Ok(issued)
+    }
+
+    /// Ingest, an observer and each table's device, with one reload.
+    pub fn issue_floor(&mut self, tables: &[schemas::TableId]) -> Result<FloorAccess, Error> {
+        let security = self.security.as_mut().ok_or(Error::NotSecured)?;
+        let floor = security.issue_floor(tables)?;
+        self.reload()?;
+        Ok(floor)
     }
 
     /// Revokes `name` and reloads: its connections are closed and it cannot connect again.

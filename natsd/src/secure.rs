@@ -84,6 +84,42 @@ impl Security {
         })
     }
 
+    /// `issue` for each principal. The caller rewrites configs and reloads once.
+    pub(crate) fn issue_all(
+        &mut self,
+        principals: &[(String, Role)],
+    ) -> Result<Vec<Access>, Error> {
+        principals
+            .iter()
+            .map(|(name, role)| self.issue(name, role.clone()))
+            .collect()
+    }
+
+    /// Principals for a floor: ingest, an observer, and each table's device (named as
+    /// its table). The caller rewrites configs and reloads once.
+    pub(crate) fn issue_floor(
+        &mut self,
+        tables: &[schemas::TableId],
+    ) -> Result<FloorAccess, Error> {
+        let mut principals = vec![
+            ("ingest".to_string(), Role::Ingest),
+            ("observer".to_string(), Role::Observer),
+        ];
+        for table in tables {
+            let role = Role::Device {
+                table: table.clone(),
+            };
+            principals.push((table.to_string(), role));
+        }
+        let issued = self.issue_all(&principals)?;
+        Ok(FloorAccess {
+            ingest: issued[0].clone(),
+            observer: issued[1].clone(),
+            creds_dir: self.dir.join("creds"),
+            ca_file: self.tls.ca_cert.clone(),
+        })
+    }
+
     /// Marks `name` revoked and saves the roster. The caller rewrites configs and reloads.
     pub(crate) fn revoke(&mut self, name: &str) -> Result<(), Error> {
         self.roster.revoke(name)?;
@@ -95,6 +131,18 @@ impl Security {
     pub(crate) fn fragment(&self) -> String {
         bus::server_config(&self.roster, Some(&self.tls))
     }
+}
+
+/// What a floor's processes need on a secured bus (`issue_floor`).
+#[derive(Debug, Clone)]
+pub struct FloorAccess {
+    pub ingest: Access,
+    /// Reads heads and alerts (tests, tools).
+    pub observer: Access,
+    /// Each table's device credentials, as `<table>.json`.
+    pub creds_dir: PathBuf,
+    /// The bus's CA.
+    pub ca_file: PathBuf,
 }
 
 /// Writes a config file (0600: it names the key file and every user).

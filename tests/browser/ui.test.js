@@ -202,6 +202,8 @@ async function main() {
     const header = await page.locator("table.list thead").first().innerText();
     assert.match(header, /Attested/);
     assert.match(header, /Gap/);
+    // Ingest's alerts (forks, refused publishers, stalled attestation): none on this floor.
+    assert.match(await page.locator("#alerts").innerText(), /Alerts[\s\S]*No alerts\./);
     // The three refused messages of the demo data, newest first; one click shows a
     // message's bytes as received.
     assert.match(await page.locator("#quarantine").innerText(), /Quarantine[\s\S]*3 entries/);
