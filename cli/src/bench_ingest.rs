@@ -1,4 +1,4 @@
-//! `roundledger bench-ingest`: issue 5's ingest benchmark through the real binary (its
+//! `roundledger bench-ingest`: the ingest benchmark through the real binary (its
 //! allocator, its runtime). Starts a private nats-server with JetStream, pre-publishes the
 //! messages (events, and each table controller's signed checkpoints), then in each round
 //! measures (a) a raw pull consumer that only fetches and acks and (b) roundledger's

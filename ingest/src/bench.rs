@@ -1,4 +1,4 @@
-//! The ingest benchmark (issue 5): over the same pre-published messages, in the same run,
+//! The ingest benchmark: over the same pre-published messages, in the same run,
 //! (a) the raw rate of a pull consumer that only fetches and acks (AckPolicy::All, same
 //! batch size) and (b) roundledger's end-to-end rate (fetched -> decoded -> chain checked
 //! -> stored and flushed -> acked -> head published), their ratio, and then (c) the
@@ -219,7 +219,7 @@ pub struct BenchReport {
     /// a 2-core machine, so one round's ratio says little.
     pub raw_rate: f64,
     pub ingest_rate: f64,
-    /// Median of the rounds' ratios; issue 5's target is >= 0.8.
+    /// Median of the rounds' ratios (BENCHMARKS.md tracks it).
     pub ratio: f64,
     /// Cores this process may use (`ratio_cpu_bound`'s numerator).
     pub cores: usize,
@@ -313,8 +313,8 @@ impl Chains {
     /// Table `i`'s next messages: the controller's signed checkpoint of the chain so far
     /// when it has just reached a multiple of `CHECKPOINT_EVERY` (sent before the next
     /// event, so a table's last message is always an event and its durable head covers
-    /// every checkpoint), then the next event, about 200 bytes (the size the calibration
-    /// in issue 5 uses). The first event enrolls the controller's key.
+    /// every checkpoint), then the next event, about 200 bytes. The first event enrolls
+    /// the controller's key.
     pub(crate) fn next(&mut self, i: usize) -> Vec<Outgoing> {
         let (table, seq, prev) = &mut self.tables[i];
         let mut out = Vec::with_capacity(2);

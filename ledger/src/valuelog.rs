@@ -524,7 +524,7 @@ mod tests {
     use super::*;
 
     /// A pointer read from a tampered store may name any offset: where its entry ends is
-    /// computed without overflow (found in review: `referenced_end` panicked on one).
+    /// computed without overflow.
     #[test]
     fn the_end_of_a_pointer_at_the_last_offset_does_not_overflow() {
         let p = Pointer {

@@ -332,7 +332,7 @@ pub fn verify_arrival_within(
     };
     // Every record must be one an append call listed: a record added beside the calls
     // (events forged beyond a table's head, its head and receipt rewritten to match) is
-    // otherwise in no hash but its own chain's (found in review). Each listed record
+    // otherwise in no hash but its own chain's. Each listed record
     // exists (`ArrivalCheck::call`), so equal counts mean none is unlisted. A ledger from
     // before the arrival index has no entries at all, and nothing to compare.
     let head_problem = match head_problem {

@@ -446,8 +446,8 @@ impl Checkpoint {
             serde_json::from_slice(bytes).map_err(|e| CheckpointDecodeError::Json(e.to_string()))?
         } else {
             // With the events' limit: bincode sizes a string's buffer from its declared
-            // length before reading it, so without one ten bytes declaring 2^62 aborted
-            // the process (found in review).
+            // length before reading it, so without one ten bytes declaring 2^62 would
+            // abort the process.
             let (c, used): (Checkpoint, usize) =
                 bincode::decode_from_slice(bytes, crate::codec::bincode_config())
                     .map_err(|e| CheckpointDecodeError::Bincode(e.to_string()))?;
@@ -637,9 +637,9 @@ mod tests {
         assert!(!verify(&PublicKey([0xff; 32]), b"x", &Signature([0; 64])));
     }
 
-    /// Found in review: a checkpoint's table id declaring a length of 2^64-1 (or 2^62)
-    /// panicked with "capacity overflow" (or aborted the process) before any byte of it
-    /// was read. Every varint length marker, at every declared size, is an error.
+    /// A checkpoint's table id declaring a length of 2^64-1 (or 2^62) must not panic
+    /// ("capacity overflow") or abort before any byte of it is read. Every varint length
+    /// marker, at every declared size, is an error.
     #[test]
     fn a_declared_length_beyond_the_message_is_refused_not_allocated() {
         let mut hostile = vec![

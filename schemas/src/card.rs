@@ -102,7 +102,7 @@ impl Card {
     pub fn parse(s: &str) -> Result<Card, CardError> {
         let bad = || CardError::Text(s.to_string());
         // Lengths below are in bytes: a two-byte character ("é") would be cut inside
-        // itself, a panic on any JSON event naming such a card (found in review).
+        // itself, a panic on any JSON event naming such a card.
         if !s.is_ascii() {
             return Err(bad());
         }

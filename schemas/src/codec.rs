@@ -417,9 +417,9 @@ mod tests {
         }
     }
 
-    /// Found in review: a JSON card of one two-byte character ("é") was cut inside it,
-    /// a panic in `decode` (a poison message for ingest, a panic in `verify`). Every
-    /// card in every sample, replaced by non-ASCII text, is an error.
+    /// A JSON card of one two-byte character ("é") must not be cut inside it (a panic in
+    /// `decode` would poison ingest and `verify`). Every card in every sample, replaced
+    /// by non-ASCII text, is an error.
     #[test]
     fn a_card_in_non_ascii_text_is_an_error_not_a_panic() {
         let mut tried = 0;

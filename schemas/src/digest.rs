@@ -507,8 +507,8 @@ pub struct InclusionProof {
 impl InclusionProof {
     /// That the proof puts its head in the digest `digest`, which the reader trusts (it
     /// checked it, or its signature): the digest's root and its number of leaves, never
-    /// the proof's own. (Found in review: checked against the root and size it carried, a
-    /// proof of leaf 0 of a six-leaf tree also verified with sizes 5, 7 and 8.)
+    /// the proof's own: against the root and size it carries, a proof of leaf 0 of a
+    /// six-leaf tree would also verify with sizes 5, 7 and 8.
     pub fn verify(&self, digest: &Digest) -> bool {
         let size = digest.leaves().len() as u64;
         self.root == digest.root
@@ -714,8 +714,8 @@ pub struct BrokenTable {
 
 impl Consistency {
     /// The check of a ledger with tables the digest does not list and whose chains do not
-    /// verify: never ok when there is one. (Found in review: such a table was left out of
-    /// `new_tables` and of `now`, and the check passed a ledger plain `verify` failed.)
+    /// verify: never ok when there is one, so the check never passes a ledger that plain
+    /// `verify` fails.
     pub fn with_broken_new_tables(mut self, broken: Vec<BrokenTable>) -> Consistency {
         if !broken.is_empty() {
             self.ok = false;

@@ -197,9 +197,9 @@ mod tests {
         assert!(o.is_empty());
     }
 
-    /// Found in review: `confirm` took a head's seq alone, so a head of another chain for
-    /// the table (or anyone's message on `ledger.<t>.head`) trimmed events the ledger
-    /// never stored, and the device reported them durable.
+    /// A head's seq alone must not trim: a head of another chain for the table (or
+    /// anyone's message on `ledger.<t>.head`) would trim events the ledger never stored,
+    /// and the device would report them durable.
     #[test]
     fn only_a_head_naming_the_devices_own_event_trims() {
         let table = TableId::new("OUT-2").unwrap();
