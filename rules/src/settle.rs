@@ -324,7 +324,7 @@ impl Ctx<'_> {
         dealer_qualifies: bool,
         boxes: Vec<BoxSettlement>,
     ) -> Settlement {
-        Settlement {
+        let settlement = Settlement {
             game: self.input.game,
             dealer_hand,
             dealer_qualifies,
@@ -332,7 +332,9 @@ impl Ctx<'_> {
             jackpot_payments: self.payments,
             pool_before: self.input.pool,
             pool_after: self.pool,
-        }
+        };
+        assert_conserves_money(&settlement);
+        settlement
     }
 
     fn cite(&self, clause: &str) -> String {
@@ -890,4 +892,67 @@ fn pays_text(p: Pays) -> String {
 /// The pay table row a hand would use, for callers that show pay tables.
 pub fn main_row(rule_set: RuleSet, class: HandClass) -> Option<PayRow> {
     lookup(&rule_table(rule_set).main, class).cloned()
+}
+
+/// Amounts beyond this are more than any table holds; arithmetic on them saturates at
+/// i64's bounds, so their settlement is not exact and is not asserted (hostile input).
+const EXACT_AMOUNT_MAX: i64 = i64::MAX / 1024;
+
+fn within_exact_range(l: &schemas::settle::SettlementLine) -> bool {
+    l.stake.0.unsigned_abs() <= EXACT_AMOUNT_MAX as u64
+        && l.net.0.unsigned_abs() <= EXACT_AMOUNT_MAX as u64
+}
+
+/// Postcondition of every settlement: money is conserved line by line. What the player
+/// gets back (stake + net) is never negative; a lost line gives up exactly its stake; a
+/// stand off or a return moves nothing; a win pays something. Jackpot payments come out
+/// of the pool one after another: each starts where the one before ended and takes its
+/// amount. A few integer comparisons a line: left on in release.
+fn assert_conserves_money(s: &Settlement) {
+    for b in &s.boxes {
+        for l in b.lines.iter().filter(|l| within_exact_range(l)) {
+            // In i128: amounts saturate at i64's bounds, their sum must not overflow here.
+            let back = i128::from(l.stake.0) + i128::from(l.net.0);
+            assert!(
+                l.stake.0 >= 0,
+                "box {:?} {:?}: negative stake {}",
+                b.box_no,
+                l.line,
+                l.stake
+            );
+            assert!(
+                back >= 0,
+                "box {:?} {:?}: stake {} net {}: the player gets back less than nothing",
+                b.box_no,
+                l.line,
+                l.stake,
+                l.net
+            );
+            let kept = match l.outcome {
+                Outcome::Lose => l.net.0 == -l.stake.0,
+                Outcome::StandOff | Outcome::Returned => l.net.0 == 0,
+                Outcome::Win => l.net.0 > 0,
+            };
+            assert!(
+                kept,
+                "box {:?} {:?}: {:?} with stake {} and net {}",
+                b.box_no, l.line, l.outcome, l.stake, l.net
+            );
+        }
+    }
+    let mut pool = s.pool_before;
+    for p in &s.jackpot_payments {
+        assert!(
+            p.amount.0 >= 0,
+            "box {:?}: negative jackpot payment {}",
+            p.box_no,
+            p.amount
+        );
+        assert_eq!(
+            p.pool_before, pool,
+            "box {:?}: a payment starts where the last ended",
+            p.box_no
+        );
+        pool = p.pool_after;
+    }
 }
