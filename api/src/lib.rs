@@ -20,6 +20,8 @@
 //!   runtime thread.
 //! - Every list is paged and capped (`LIST_LIMIT_MAX`, `AUDIT_LIMIT_MAX`); every body type is
 //!   defined in `schemas::api` (STYLE 6).
+//! - Every `/v1/` error is a JSON `ApiError`; the query parameters the server accepts are
+//!   the ones `/openapi.json` states, with the same limits (`edge`, `openapi`).
 //! - Round reports are recomputed from the stored bytes on each request (`rounds`); the
 //!   in-memory index (`index`) only serves lists and is rebuilt from the ledger on start.
 
