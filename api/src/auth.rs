@@ -124,6 +124,34 @@ impl Tokens {
     }
 }
 
+/// Why the `Authorization` header names no single bearer token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BearerError {
+    /// No header, another scheme, or a value that is not text.
+    Missing,
+    /// More than one `Authorization` header: which one counts is ambiguous.
+    Ambiguous,
+}
+
+/// The bearer token of a request. The scheme name is case-insensitive (RFC 9110
+/// 11.1); two `Authorization` headers are refused rather than one picked.
+pub fn bearer(headers: &axum::http::HeaderMap) -> Result<&str, BearerError> {
+    let mut values = headers.get_all(axum::http::header::AUTHORIZATION).iter();
+    let value = values.next().ok_or(BearerError::Missing)?;
+    if values.next().is_some() {
+        return Err(BearerError::Ambiguous);
+    }
+    let (scheme, token) = value
+        .to_str()
+        .ok()
+        .and_then(|v| v.split_once(' '))
+        .ok_or(BearerError::Missing)?;
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return Err(BearerError::Missing);
+    }
+    Ok(token.trim())
+}
+
 fn hash(token: &str) -> [u8; 32] {
     *blake3::hash(token.as_bytes()).as_bytes()
 }
@@ -212,6 +240,28 @@ mod tests {
         assert!(!allowed(Role::Finance, f("GET", "/v1/quarantine/3")));
         assert_eq!(f("GET", "/v1/something-new"), Area::Other);
         assert!(!allowed(Role::Surveillance, Area::Other));
+    }
+
+    #[test]
+    fn the_bearer_scheme_is_case_insensitive_and_one_header_counts() {
+        use axum::http::{header::AUTHORIZATION, HeaderMap, HeaderValue};
+        let with = |values: &[&str]| {
+            let mut h = HeaderMap::new();
+            for v in values {
+                h.append(AUTHORIZATION, HeaderValue::from_str(v).unwrap());
+            }
+            h
+        };
+        for v in ["Bearer abc", "bearer abc", "BEARER  abc"] {
+            assert_eq!(bearer(&with(&[v])), Ok("abc"), "{v}");
+        }
+        assert_eq!(bearer(&with(&[])), Err(BearerError::Missing));
+        assert_eq!(bearer(&with(&["Basic abc"])), Err(BearerError::Missing));
+        assert_eq!(bearer(&with(&["Bearerabc"])), Err(BearerError::Missing));
+        assert_eq!(
+            bearer(&with(&["Bearer abc", "Bearer def"])),
+            Err(BearerError::Ambiguous)
+        );
     }
 
     #[test]

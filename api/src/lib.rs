@@ -20,6 +20,8 @@
 //!   runtime thread.
 //! - Every list is paged and capped (`LIST_LIMIT_MAX`, `AUDIT_LIMIT_MAX`); every body type is
 //!   defined in `schemas::api` (STYLE 6).
+//! - Every `/v1/` error is a JSON `ApiError`; the query parameters the server accepts are
+//!   the ones `/openapi.json` states, with the same limits (`edge`, `openapi`).
 //! - Round reports are recomputed from the stored bytes on each request (`rounds`); the
 //!   in-memory index (`index`) only serves lists and is rebuilt from the ledger on start.
 
@@ -27,12 +29,15 @@ pub mod auth;
 pub mod cases;
 pub mod clauses;
 pub mod describe;
+mod edge;
 pub mod evidence;
 pub mod index;
 pub mod journal;
+mod openapi;
 pub mod rounds;
 mod routes;
 pub use routes::AUDITED_URI_PART_MAX;
+pub mod serve;
 mod ui;
 
 pub use routes::ApiDoc;
@@ -267,14 +272,10 @@ pub async fn run_health(
     addr: SocketAddr,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), Error> {
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|source| Error::Bind { addr, source })?;
+    let listener = serve::bind(addr).map_err(|source| Error::Bind { addr, source })?;
     let app = axum::Router::new().route("/health", axum::routing::get(|| async { "ok" }));
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
-        .map_err(Error::Serve)
+    serve::serve(listener, app, serve::Timeouts::default(), shutdown).await;
+    Ok(())
 }
 
 /// Serves the API on `config.addr` until `shutdown` completes, indexing the ledger as it
@@ -297,21 +298,23 @@ pub async fn run(
         // A fresh state: nothing has set it before.
         let _ = state.alerts.set(a);
     }
-    let listener = tokio::net::TcpListener::bind(config.addr)
-        .await
-        .map_err(|source| Error::Bind {
-            addr: config.addr,
-            source,
-        })?;
+    let listener = serve::bind(config.addr).map_err(|source| Error::Bind {
+        addr: config.addr,
+        source,
+    })?;
     bound(listener.local_addr().map_err(Error::Serve)?);
     let indexer = tokio::spawn(run_indexer(state.clone(), stop_rx));
-    let result = axum::serve(listener, router(state))
-        .with_graceful_shutdown(async move {
-            shutdown.await;
-            let _ = stop_tx.send(true);
-        })
-        .await
-        .map_err(Error::Serve);
+    let stopping = async move {
+        shutdown.await;
+        let _ = stop_tx.send(true);
+    };
+    serve::serve(
+        listener,
+        router(state),
+        serve::Timeouts::default(),
+        stopping,
+    )
+    .await;
     let _ = indexer.await;
-    result
+    Ok(())
 }

@@ -1,7 +1,8 @@
 //! The handlers, the access guard with its audit record, and the OpenAPI document (utoipa:
 //! each handler's `#[utoipa::path]` is the document's source, so it cannot drift).
 
-use crate::auth::{allowed, area_of, Caller};
+use crate::auth::{allowed, area_of, bearer, BearerError, Caller};
+use crate::edge::{json_error, redact_query};
 use crate::index::{finding_view, Index};
 use crate::{
     rounds, AppState, ReadError, Shared, AUDIT_LIMIT_MAX, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX,
@@ -103,6 +104,8 @@ pub fn router(state: Shared) -> axum::Router {
         .routes(routes!(audit))
         .with_state(state.clone())
         .split_for_parts();
+    let mut doc = doc;
+    crate::openapi::document_errors(&mut doc);
     let doc =
         serde_json::to_string_pretty(&doc).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
     // Every other `/v1/` path is answered here, behind the guard: merged with the UI's
@@ -121,6 +124,7 @@ pub fn router(state: Shared) -> axum::Router {
         )
         .route("/health", axum::routing::get(|| async { "ok" }))
         .merge(crate::ui::router())
+        .layer(axum::middleware::from_fn(crate::edge::security_headers))
 }
 
 /// A `/v1/` path no route serves (for a caller the policy lets that far: unlisted paths
@@ -148,22 +152,41 @@ fn audited(part: &str) -> String {
     format!("{}... ({} bytes)", &part[..cut], part.len())
 }
 
+/// Who a request's `Authorization` header names.
+enum Access {
+    Caller(Caller),
+    /// No token, or one nobody holds.
+    Anonymous,
+    /// Two `Authorization` headers.
+    Ambiguous,
+}
+
+fn access(st: &AppState, headers: &axum::http::HeaderMap) -> Access {
+    match bearer(headers) {
+        Ok(token) => st
+            .tokens
+            .caller(token)
+            .cloned()
+            .map_or(Access::Anonymous, Access::Caller),
+        Err(BearerError::Missing) => Access::Anonymous,
+        Err(BearerError::Ambiguous) => Access::Ambiguous,
+    }
+}
+
 /// The access guard: resolves the token, applies the role policy, runs the handler, and
 /// records the request in the audit log before the response leaves. A request that
 /// changes something (a case: not GET) is recorded before it runs too, and does not run
 /// unless that entry is written: a change is never made without an audit entry naming
-/// who asked for it (found in review: the case change was saved, then its audit entry
-/// failed).
+/// who asked for it. Every error leaves as a JSON `ApiError` (`edge::json_error`).
 async fn guard(State(st): State<Shared>, mut req: Request, next: Next) -> Response {
     let method = req.method().as_str().to_string();
     let path = audited(req.uri().path());
-    let query = audited(req.uri().query().unwrap_or(""));
-    let caller = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .and_then(|t| st.tokens.caller(t.trim()).cloned());
+    let query = audited(&redact_query(req.uri().query().unwrap_or("")));
+    let access = access(&st, req.headers());
+    let caller = match &access {
+        Access::Caller(c) => Some(c.clone()),
+        _ => None,
+    };
     let clock = st.clock;
     let entry = |status: Option<u16>, received: Option<u64>| {
         let (method, path, query, caller) =
@@ -183,24 +206,28 @@ async fn guard(State(st): State<Shared>, mut req: Request, next: Next) -> Respon
         }
     };
     let mut received = None;
-    let response = match &caller {
-        None => error(
+    let response = match access {
+        Access::Ambiguous => error(
+            StatusCode::BAD_REQUEST,
+            "more than one Authorization header: send exactly one",
+        ),
+        Access::Anonymous => error(
             StatusCode::UNAUTHORIZED,
             "a bearer token is required (Authorization: Bearer <token>)",
         ),
-        Some(c) if !allowed(c.role, area_of(&method, &path)) => error(
+        Access::Caller(c) if !allowed(c.role, area_of(&method, &path)) => error(
             StatusCode::FORBIDDEN,
             format!("role {} may not use {method} {path}", c.role.name()),
         ),
-        Some(c) => {
+        Access::Caller(c) => {
             if !matches!(req.method(), &Method::GET | &Method::HEAD) {
                 match record(&st, entry(None, None)).await {
                     Ok(id) => received = Some(id),
                     Err(refused) => return refused,
                 }
             }
-            req.extensions_mut().insert(c.clone());
-            next.run(req).await
+            req.extensions_mut().insert(c);
+            json_error(next.run(req).await).await
         }
     };
     let status = response.status().as_u16();
@@ -230,20 +257,38 @@ async fn record(
     ))
 }
 
-/// Paging of every list.
+/// Paging of the audit log.
 #[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct Paging {
     /// Items to skip (default 0).
+    #[param(maximum = 9007199254740991_u64)]
     offset: Option<u64>,
-    /// Items to return (default 50, at most 500).
+    /// Items to return (default 50, at most 1000).
+    #[param(minimum = 1, maximum = 1000)]
     limit: Option<u64>,
 }
 
-fn page(offset: Option<u64>, limit: Option<u64>, max: u64) -> (u64, u64) {
-    (
-        offset.unwrap_or(0),
-        limit.unwrap_or(LIST_LIMIT_DEFAULT).clamp(1, max),
-    )
+/// Largest `offset` of a list: 2^53 - 1, the largest integer every JSON client reads exactly.
+pub const OFFSET_MAX: u64 = (1 << 53) - 1;
+
+/// (offset, limit) of a page; an offset past `OFFSET_MAX` or a limit outside `1..=max` is
+/// refused rather than quietly changed.
+fn page(offset: Option<u64>, limit: Option<u64>, max: u64) -> Result<(u64, u64), ReadError> {
+    let offset = offset.unwrap_or(0);
+    if offset > OFFSET_MAX {
+        return Err(ReadError::BadRequest(format!(
+            "offset {offset}: at most {OFFSET_MAX}"
+        )));
+    }
+    let limit = limit.unwrap_or(LIST_LIMIT_DEFAULT.min(max));
+    if !(1..=max).contains(&limit) {
+        return Err(ReadError::BadRequest(format!(
+            "limit {limit}: from 1 to {max}"
+        )));
+    }
+    Ok((offset, limit))
 }
 
 fn table_id(s: &str) -> Result<TableId, ReadError> {
@@ -251,7 +296,7 @@ fn table_id(s: &str) -> Result<TableId, ReadError> {
 }
 
 #[utoipa::path(get, path = "/v1/whoami", tag = "access",
-    responses((status = 200, body = WhoAmI), (status = 401, body = ApiError)))]
+    responses((status = 200, description = "the caller's name and role", body = WhoAmI)))]
 async fn whoami(Extension(c): Extension<Caller>) -> Json<WhoAmI> {
     Json(WhoAmI {
         name: c.name,
@@ -260,7 +305,7 @@ async fn whoami(Extension(c): Extension<Caller>) -> Json<WhoAmI> {
 }
 
 #[utoipa::path(get, path = "/v1/status", tag = "access",
-    responses((status = 200, body = ServerStatus)))]
+    responses((status = 200, description = "tables, events stored and indexed, rounds indexed", body = ServerStatus)))]
 async fn status(State(st): State<Shared>) -> Json<ServerStatus> {
     // Heads and counts are in memory: no sled read.
     let stats = st.ledger.stats();
@@ -274,7 +319,7 @@ async fn status(State(st): State<Shared>) -> Json<ServerStatus> {
 }
 
 #[utoipa::path(get, path = "/v1/tables", tag = "tables",
-    responses((status = 200, body = Vec<TableInfo>), (status = 403, body = ApiError)))]
+    responses((status = 200, description = "every table with its chain head and round counts", body = Vec<TableInfo>)))]
 async fn tables(State(st): State<Shared>) -> Json<Vec<TableInfo>> {
     let heads = st.ledger.heads();
     let ix = st.read_index();
@@ -300,8 +345,11 @@ async fn tables(State(st): State<Shared>) -> Json<Vec<TableInfo>> {
 
 /// Round search.
 #[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct RoundQuery {
     /// Only this table.
+    #[param(pattern = "^[A-Za-z0-9_-]{1,32}$")]
     table: Option<String>,
     /// Rounds opened at or after (UTC ns, device time).
     from_ns: Option<i64>,
@@ -314,8 +362,10 @@ pub struct RoundQuery {
     /// Only this verdict: clean, irregular, disputed, void (rounds in progress have none yet).
     verdict: Option<String>,
     /// Items to skip (default 0).
+    #[param(maximum = 9007199254740991_u64)]
     offset: Option<u64>,
     /// Items to return (default 50, at most 500).
+    #[param(minimum = 1, maximum = 500)]
     limit: Option<u64>,
 }
 
@@ -339,7 +389,7 @@ fn newest_first<'a>(
 }
 
 #[utoipa::path(get, path = "/v1/rounds", tag = "rounds", params(RoundQuery),
-    responses((status = 200, body = RoundPage), (status = 400, body = ApiError), (status = 403, body = ApiError)))]
+    responses((status = 200, description = "a page of rounds, newest first", body = RoundPage)))]
 async fn list_rounds(
     State(st): State<Shared>,
     Query(q): Query<RoundQuery>,
@@ -353,7 +403,7 @@ async fn list_rounds(
             })?,
         ),
     };
-    let (offset, limit) = page(q.offset, q.limit, LIST_LIMIT_MAX);
+    let (offset, limit) = page(q.offset, q.limit, LIST_LIMIT_MAX)?;
     let ix = st.read_index();
     let mut total = 0;
     let mut items = Vec::new();
@@ -393,8 +443,8 @@ async fn load_round(
 }
 
 #[utoipa::path(get, path = "/v1/tables/{table}/rounds/{round}", tag = "rounds",
-    params(("table" = String, Path), ("round" = u64, Path)),
-    responses((status = 200, body = RoundDetail), (status = 404, body = ApiError), (status = 403, body = ApiError)))]
+    params(("table" = String, Path, pattern = "^[A-Za-z0-9_-]{1,32}$"), ("round" = u64, Path)),
+    responses((status = 200, description = "the round: events, reconstruction, settlement and findings, recomputed from the stored bytes", body = RoundDetail), (status = 404, body = ApiError), (status = 500, body = ApiError)))]
 async fn round_detail(
     State(st): State<Shared>,
     Path((table, round)): Path<(String, u64)>,
@@ -403,8 +453,8 @@ async fn round_detail(
 }
 
 #[utoipa::path(get, path = "/v1/tables/{table}/rounds/{round}/steps", tag = "rounds",
-    params(("table" = String, Path), ("round" = u64, Path)),
-    responses((status = 200, body = StepList), (status = 404, body = ApiError)))]
+    params(("table" = String, Path, pattern = "^[A-Za-z0-9_-]{1,32}$"), ("round" = u64, Path)),
+    responses((status = 200, description = "the replay state after each event of the round", body = StepList), (status = 404, body = ApiError), (status = 500, body = ApiError)))]
 async fn round_steps(
     State(st): State<Shared>,
     Path((table, round)): Path<(String, u64)>,
@@ -413,8 +463,8 @@ async fn round_steps(
 }
 
 #[utoipa::path(get, path = "/v1/tables/{table}/rounds/{round}/steps/{k}", tag = "rounds",
-    params(("table" = String, Path), ("round" = u64, Path), ("k" = u64, Path, description = "event index in the round's timeline, from 0")),
-    responses((status = 200, body = StepState), (status = 404, body = ApiError)))]
+    params(("table" = String, Path, pattern = "^[A-Za-z0-9_-]{1,32}$"), ("round" = u64, Path), ("k" = u64, Path, description = "event index in the round's timeline, from 0")),
+    responses((status = 200, description = "the replay state after event k", body = StepState), (status = 404, body = ApiError), (status = 500, body = ApiError)))]
 async fn round_step(
     State(st): State<Shared>,
     Path((table, round, k)): Path<(String, u64, u64)>,
@@ -431,28 +481,36 @@ async fn round_step(
 
 /// Filters of disputes and findings.
 #[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct IssueQuery {
+    /// Only this table.
+    #[param(pattern = "^[A-Za-z0-9_-]{1,32}$")]
     table: Option<String>,
+    /// Rounds opened at or after (UTC ns, device time).
     from_ns: Option<i64>,
+    /// Rounds opened before (UTC ns).
     to_ns: Option<i64>,
     /// Findings only: this finding code.
     code: Option<String>,
     /// Findings only: at least this severity (info, warning, critical).
     severity: Option<String>,
     /// Items to skip (default 0).
+    #[param(maximum = 9007199254740991_u64)]
     offset: Option<u64>,
     /// Items to return (default 50, at most 500).
+    #[param(minimum = 1, maximum = 500)]
     limit: Option<u64>,
 }
 
 #[utoipa::path(get, path = "/v1/disputes", tag = "rounds", params(IssueQuery),
-    responses((status = 200, body = DisputePage), (status = 403, body = ApiError)))]
+    responses((status = 200, description = "a page of disputed settlement lines, newest round first", body = DisputePage)))]
 async fn disputes(
     State(st): State<Shared>,
     Query(q): Query<IssueQuery>,
 ) -> Result<Json<DisputePage>, ReadError> {
     let table = q.table.as_deref().map(table_id).transpose()?;
-    let (offset, limit) = page(q.offset, q.limit, LIST_LIMIT_MAX);
+    let (offset, limit) = page(q.offset, q.limit, LIST_LIMIT_MAX)?;
     let ix = st.read_index();
     let (mut total, mut items) = (0, Vec::new());
     for d in newest_first(&ix, table.as_ref(), q.from_ns, q.to_ns) {
@@ -482,7 +540,7 @@ async fn disputes(
 }
 
 #[utoipa::path(get, path = "/v1/findings", tag = "rounds", params(IssueQuery),
-    responses((status = 200, body = FindingPage), (status = 400, body = ApiError), (status = 403, body = ApiError)))]
+    responses((status = 200, description = "a page of findings, newest round first", body = FindingPage)))]
 async fn findings(
     State(st): State<Shared>,
     Query(q): Query<IssueQuery>,
@@ -494,7 +552,7 @@ async fn findings(
             ReadError::BadRequest(format!("severity {s:?}: info, warning or critical"))
         })?),
     };
-    let (offset, limit) = page(q.offset, q.limit, LIST_LIMIT_MAX);
+    let (offset, limit) = page(q.offset, q.limit, LIST_LIMIT_MAX)?;
     let ix = st.read_index();
     let (mut total, mut items) = (0, Vec::new());
     for d in newest_first(&ix, table.as_ref(), q.from_ns, q.to_ns) {
@@ -526,7 +584,7 @@ async fn findings(
 }
 
 #[utoipa::path(get, path = "/v1/chain", tag = "tables",
-    responses((status = 200, body = Vec<ChainStatus>), (status = 403, body = ApiError)))]
+    responses((status = 200, description = "each table's chain: verified, attested and gaps", body = Vec<ChainStatus>)))]
 async fn chain(State(st): State<Shared>) -> Json<Vec<ChainStatus>> {
     // Heads, attestations and gaps are the ledger's in-memory state: no sled read.
     let heads = st.ledger.heads();
@@ -556,25 +614,30 @@ async fn chain(State(st): State<Shared>) -> Json<Vec<ChainStatus>> {
 
 /// Filters of the quarantine list.
 #[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct QuarantineQuery {
     /// Only this reason code.
     reason: Option<String>,
     /// Only messages whose subject named this table.
+    #[param(pattern = "^[A-Za-z0-9_-]{1,32}$")]
     table: Option<String>,
     /// Items to skip (default 0).
+    #[param(maximum = 9007199254740991_u64)]
     offset: Option<u64>,
     /// Items to return (default 50, at most 500).
+    #[param(minimum = 1, maximum = 500)]
     limit: Option<u64>,
 }
 
 #[utoipa::path(get, path = "/v1/quarantine", tag = "tables", params(QuarantineQuery),
-    responses((status = 200, body = QuarantinePage), (status = 400, body = ApiError), (status = 403, body = ApiError)))]
+    responses((status = 200, description = "a page of quarantined messages, newest first", body = QuarantinePage), (status = 500, body = ApiError)))]
 async fn quarantine(
     State(st): State<Shared>,
     Query(q): Query<QuarantineQuery>,
 ) -> Result<Json<QuarantinePage>, ReadError> {
     let table = q.table.as_deref().map(table_id).transpose()?;
-    let (offset, limit) = page(q.offset, q.limit, LIST_LIMIT_MAX);
+    let (offset, limit) = page(q.offset, q.limit, LIST_LIMIT_MAX)?;
     let s = st.clone();
     blocking(move || {
         Ok(s.ledger
@@ -587,7 +650,7 @@ async fn quarantine(
 /// The operator alerts of this server's ingest, newest first (`ingest::alerts`): forks,
 /// refused publishers, stalled attestation. Also on NATS as `alerts.<table>.<kind>`.
 #[utoipa::path(get, path = "/v1/alerts", tag = "tables",
-    responses((status = 200, body = AlertList), (status = 403, body = ApiError)))]
+    responses((status = 200, description = "ingest's operator alerts, newest first", body = AlertList)))]
 async fn alerts(State(st): State<Shared>) -> Json<AlertList> {
     let alerts = st.alerts.get().map_or_else(Vec::new, |source| (source.0)());
     Json(AlertList { alerts })
@@ -595,7 +658,7 @@ async fn alerts(State(st): State<Shared>) -> Json<AlertList> {
 
 #[utoipa::path(get, path = "/v1/quarantine/{id}", tag = "tables",
     params(("id" = u64, Path, description = "Quarantine entry id")),
-    responses((status = 200, body = QuarantineRow), (status = 404, body = ApiError), (status = 403, body = ApiError)))]
+    responses((status = 200, description = "one quarantined message with its bytes", body = QuarantineRow), (status = 404, body = ApiError), (status = 500, body = ApiError)))]
 async fn quarantine_entry(
     State(st): State<Shared>,
     Path(id): Path<u64>,
@@ -612,7 +675,7 @@ async fn quarantine_entry(
 }
 
 #[utoipa::path(get, path = "/v1/pools", tag = "finance",
-    responses((status = 200, body = Vec<PoolView>), (status = 413, body = ApiError)))]
+    responses((status = 200, description = "each jackpot pool recomputed from the events, beside the values shown", body = Vec<PoolView>), (status = 413, body = ApiError), (status = 500, body = ApiError)))]
 async fn pools(State(st): State<Shared>) -> Result<Json<Vec<PoolView>>, ReadError> {
     let s = st.clone();
     blocking(move || compute_pools(&s)).await.map(Json)
@@ -681,13 +744,16 @@ fn compute_pools(st: &AppState) -> Result<Vec<PoolView>, ReadError> {
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct TableQuery {
     /// Only this table.
+    #[param(pattern = "^[A-Za-z0-9_-]{1,32}$")]
     table: Option<String>,
 }
 
 #[utoipa::path(get, path = "/v1/finance", tag = "finance", params(TableQuery),
-    responses((status = 200, body = Vec<FinanceSummary>), (status = 403, body = ApiError)))]
+    responses((status = 200, description = "finance totals per table", body = Vec<FinanceSummary>)))]
 async fn finance(
     State(st): State<Shared>,
     Query(q): Query<TableQuery>,
@@ -742,23 +808,30 @@ async fn feed(
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct CaseQuery {
+    /// Only cases on this table.
+    #[param(pattern = "^[A-Za-z0-9_-]{1,32}$")]
     table: Option<String>,
+    /// Only cases on this round.
     round: Option<u64>,
     /// Items to skip (default 0).
+    #[param(maximum = 9007199254740991_u64)]
     offset: Option<u64>,
     /// Items to return (default 50, at most 500).
+    #[param(minimum = 1, maximum = 500)]
     limit: Option<u64>,
 }
 
 #[utoipa::path(get, path = "/v1/cases", tag = "cases", params(CaseQuery),
-    responses((status = 200, body = CasePage), (status = 403, body = ApiError)))]
+    responses((status = 200, description = "a page of cases", body = CasePage)))]
 async fn list_cases(
     State(st): State<Shared>,
     Query(q): Query<CaseQuery>,
 ) -> Result<Json<CasePage>, ReadError> {
     let table = q.table.as_deref().map(table_id).transpose()?;
-    let (offset, limit) = page(q.offset, q.limit, LIST_LIMIT_MAX);
+    let (offset, limit) = page(q.offset, q.limit, LIST_LIMIT_MAX)?;
     let (total, items) = st.cases.page(
         |c| table.as_ref().is_none_or(|t| &c.table == t) && q.round.is_none_or(|r| c.round.0 == r),
         offset,
@@ -801,7 +874,7 @@ async fn act(st: Shared, caller: Caller, id: Option<u64>, action: CaseAction) ->
 }
 
 #[utoipa::path(post, path = "/v1/cases", tag = "cases", request_body = OpenCase,
-    responses((status = 201, body = CaseView), (status = 400, body = ApiError), (status = 404, body = ApiError), (status = 403, body = ApiError)))]
+    responses((status = 201, description = "the case, opened", body = CaseView), (status = 404, body = ApiError), (status = 500, body = ApiError)))]
 async fn open_case(
     State(st): State<Shared>,
     Extension(c): Extension<Caller>,
@@ -840,7 +913,7 @@ async fn open_case(
 }
 
 #[utoipa::path(get, path = "/v1/cases/{id}", tag = "cases", params(("id" = u64, Path)),
-    responses((status = 200, body = CaseView), (status = 404, body = ApiError)))]
+    responses((status = 200, description = "the case with all its entries", body = CaseView), (status = 404, body = ApiError)))]
 async fn get_case(State(st): State<Shared>, Path(id): Path<u64>) -> Response {
     match st.cases.get(id) {
         Some(v) => Json(v).into_response(),
@@ -849,7 +922,7 @@ async fn get_case(State(st): State<Shared>, Path(id): Path<u64>) -> Response {
 }
 
 #[utoipa::path(post, path = "/v1/cases/{id}/notes", tag = "cases", params(("id" = u64, Path)), request_body = AddNote,
-    responses((status = 200, body = CaseView), (status = 404, body = ApiError), (status = 409, body = ApiError)))]
+    responses((status = 200, description = "the case with the note added", body = CaseView), (status = 404, body = ApiError), (status = 409, body = ApiError), (status = 500, body = ApiError)))]
 async fn add_note(
     State(st): State<Shared>,
     Extension(c): Extension<Caller>,
@@ -860,7 +933,7 @@ async fn add_note(
 }
 
 #[utoipa::path(post, path = "/v1/cases/{id}/close", tag = "cases", params(("id" = u64, Path)), request_body = CloseCase,
-    responses((status = 200, body = CaseView), (status = 404, body = ApiError), (status = 409, body = ApiError)))]
+    responses((status = 200, description = "the case, closed", body = CaseView), (status = 404, body = ApiError), (status = 409, body = ApiError), (status = 500, body = ApiError)))]
 async fn close_case(
     State(st): State<Shared>,
     Extension(c): Extension<Caller>,
@@ -879,8 +952,8 @@ async fn close_case(
 }
 
 #[utoipa::path(get, path = "/v1/evidence/{table}/{round}", tag = "evidence",
-    params(("table" = String, Path), ("round" = u64, Path)),
-    responses((status = 200, description = "the evidence bundle (schemas/BUNDLE.md), as an attachment", content_type = "application/json", body = EvidenceBundle), (status = 404, body = ApiError), (status = 413, body = ApiError)))]
+    params(("table" = String, Path, pattern = "^[A-Za-z0-9_-]{1,32}$"), ("round" = u64, Path)),
+    responses((status = 200, description = "the evidence bundle (schemas/BUNDLE.md), as an attachment", content_type = "application/json", body = EvidenceBundle), (status = 404, body = ApiError), (status = 413, body = ApiError), (status = 500, body = ApiError)))]
 async fn evidence(
     State(st): State<Shared>,
     Extension(c): Extension<Caller>,
@@ -911,15 +984,18 @@ async fn evidence(
 
 /// What to export.
 #[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct ExportQuery {
     /// Only this table (every table when absent).
+    #[param(pattern = "^[A-Za-z0-9_-]{1,32}$")]
     table: Option<String>,
     /// Only these rounds of the table, `A..B` inclusive; needs `table`.
     rounds: Option<String>,
 }
 
 #[utoipa::path(get, path = "/v1/export", tag = "evidence", params(ExportQuery),
-    responses((status = 200, description = "a ledger export (schemas/src/export.rs: JSON lines), as an attachment", content_type = "application/x-ndjson", body = String), (status = 400, body = ApiError), (status = 413, body = ApiError)))]
+    responses((status = 200, description = "a ledger export (schemas/src/export.rs: JSON lines), as an attachment", content_type = "application/x-ndjson", body = String), (status = 404, body = ApiError), (status = 413, body = ApiError), (status = 500, body = ApiError)))]
 async fn export(
     State(st): State<Shared>,
     Query(q): Query<ExportQuery>,
@@ -983,12 +1059,12 @@ async fn export(
 }
 
 #[utoipa::path(get, path = "/v1/audit", tag = "access", params(Paging),
-    responses((status = 200, body = AuditPage), (status = 403, body = ApiError)))]
+    responses((status = 200, description = "a page of the audit log", body = AuditPage), (status = 500, body = ApiError)))]
 async fn audit(
     State(st): State<Shared>,
     Query(p): Query<Paging>,
 ) -> Result<Json<AuditPage>, ReadError> {
-    let (offset, limit) = page(p.offset, p.limit, AUDIT_LIMIT_MAX);
+    let (offset, limit) = page(p.offset, p.limit, AUDIT_LIMIT_MAX)?;
     let s = st.clone();
     let (items, total) = blocking(move || {
         let total = s.audit.len();

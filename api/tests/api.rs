@@ -321,8 +321,10 @@ async fn surveillance_finds_a_disputed_round_and_sees_the_difference_step_by_ste
     .await;
     assert_eq!(found["total"], 1, "{found}");
     assert_eq!(found["items"][0]["round"], round);
-    // Paging is capped.
-    let (_, big) = get(&f.app, "/v1/rounds?limit=100000", SURV).await;
+    // Paging is capped: a larger page is refused, the largest served.
+    let (s, _) = get(&f.app, "/v1/rounds?limit=100000", SURV).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    let (_, big) = get(&f.app, "/v1/rounds?limit=500", SURV).await;
     assert_eq!(big["limit"], api::LIST_LIMIT_MAX);
     assert_eq!(big["total"], 3 * 30);
     // Chain status: every table verified to its head.
@@ -1613,4 +1615,404 @@ async fn the_quarantine_attestation_and_gaps_are_served() {
     assert_eq!(c["gap"], Value::Null);
     assert_eq!(c["head_seq"], events.len() + 1);
     assert!(f.ledger.verify().unwrap().is_ok());
+}
+
+/// Sends `req` to the router: status, headers and body bytes.
+async fn raw(
+    app: &axum::Router,
+    req: Request<Body>,
+) -> (StatusCode, axum::http::HeaderMap, axum::body::Bytes) {
+    let res = app.clone().oneshot(req).await.unwrap();
+    let (parts, body) = res.into_parts();
+    let bytes = axum::body::to_bytes(body, 1 << 28).await.unwrap();
+    (parts.status, parts.headers, bytes)
+}
+
+/// A GET with the given `Authorization` headers.
+fn get_with(path: &str, authorization: &[&str]) -> Request<Body> {
+    let mut req = Request::builder().uri(path);
+    for a in authorization {
+        req = req.header("authorization", *a);
+    }
+    req.body(Body::empty()).unwrap()
+}
+
+/// The error body of a response: JSON `ApiError` with a message, or a panic naming `what`.
+fn api_error(what: &str, headers: &axum::http::HeaderMap, body: &[u8]) -> schemas::api::ApiError {
+    let ct = headers.get("content-type").map(|v| v.to_str().unwrap());
+    assert_eq!(ct, Some("application/json"), "{what}");
+    let e: schemas::api::ApiError = serde_json::from_slice(body)
+        .unwrap_or_else(|e| panic!("{what}: {e}: {}", String::from_utf8_lossy(body)));
+    assert!(!e.error.is_empty(), "{what}");
+    e
+}
+
+/// The operations whose parameters are a query.
+const QUERY_OPERATIONS: [&str; 8] = [
+    "/v1/audit",
+    "/v1/cases",
+    "/v1/disputes",
+    "/v1/export",
+    "/v1/finance",
+    "/v1/findings",
+    "/v1/quarantine",
+    "/v1/rounds",
+];
+
+async fn openapi(app: &axum::Router) -> Value {
+    let (s, doc) = call(app, "GET", "/openapi.json", None, None).await;
+    assert_eq!(s, StatusCode::OK);
+    doc
+}
+
+/// Every operation of the document, as (path, method, operation).
+fn operations(doc: &Value) -> Vec<(String, String, Value)> {
+    let mut ops = Vec::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            ops.push((path.clone(), method.clone(), op.clone()));
+        }
+    }
+    ops
+}
+
+#[tokio::test]
+async fn the_openapi_document_puts_each_parameter_where_the_server_reads_it() {
+    let f = fixture();
+    let doc = openapi(&f.app).await;
+    let mut queries = 0;
+    for (path, method, op) in operations(&doc) {
+        let template: Vec<&str> = path
+            .split('/')
+            .filter_map(|p| p.strip_prefix('{')?.strip_suffix('}'))
+            .collect();
+        let params = op["parameters"].as_array().cloned().unwrap_or_default();
+        let in_path: Vec<&str> = params
+            .iter()
+            .filter(|p| p["in"] == "path")
+            .map(|p| p["name"].as_str().unwrap())
+            .collect();
+        for name in &in_path {
+            assert!(
+                template.contains(name),
+                "{method} {path}: {name} is not in the path"
+            );
+        }
+        for name in &template {
+            assert!(
+                in_path.contains(name),
+                "{method} {path}: {name} is not declared"
+            );
+        }
+        if !QUERY_OPERATIONS.contains(&path.as_str()) || method != "get" {
+            continue;
+        }
+        assert!(!params.is_empty(), "{path} declares its query");
+        for p in &params {
+            let what = format!("{path} {}", p["name"]);
+            assert_eq!(p["in"], "query", "{what}");
+            assert_ne!(
+                p["required"], true,
+                "{what}: every query parameter is optional"
+            );
+            let schema = &p["schema"];
+            match p["name"].as_str().unwrap() {
+                "table" => assert_eq!(schema["pattern"], "^[A-Za-z0-9_-]{1,32}$", "{what}"),
+                "limit" => {
+                    assert_eq!(schema["minimum"], 1, "{what}");
+                    assert!(schema["maximum"].as_u64().unwrap() >= 500, "{what}");
+                }
+                "offset" => assert_eq!(schema["maximum"], 9007199254740991u64, "{what}"),
+                _ => {}
+            }
+            queries += 1;
+        }
+    }
+    assert_eq!(queries, 34, "the 8 operations' query parameters");
+    // The table id grammar the pattern states is the server's.
+    assert_eq!(schemas::ids::ID_LEN_MAX, 32);
+    let round_table = &doc["paths"]["/v1/tables/{table}/rounds/{round}"]["get"]["parameters"][0];
+    assert_eq!(round_table["schema"]["pattern"], "^[A-Za-z0-9_-]{1,32}$");
+}
+
+#[tokio::test]
+async fn every_operation_documents_401_and_every_response_a_description() {
+    let f = fixture();
+    let doc = openapi(&f.app).await;
+    let ops = operations(&doc);
+    assert!(ops.len() >= 24, "{}", ops.len());
+    for (path, method, op) in ops {
+        let responses = op["responses"].as_object().unwrap();
+        for (status, r) in responses {
+            let d = r["description"].as_str().unwrap_or("");
+            assert!(
+                !d.trim().is_empty(),
+                "{method} {path} {status} has no description"
+            );
+            if status.starts_with('4') || status.starts_with('5') {
+                assert_eq!(
+                    r["content"]["application/json"]["schema"]["$ref"],
+                    "#/components/schemas/ApiError",
+                    "{method} {path} {status}"
+                );
+            }
+        }
+        if path.starts_with("/v1/") {
+            for s in ["400", "401", "503"] {
+                assert!(responses.contains_key(s), "{method} {path} lacks {s}");
+            }
+        }
+        if method == "post" {
+            for s in ["415", "422"] {
+                assert!(responses.contains_key(s), "{method} {path} lacks {s}");
+            }
+        }
+    }
+    let audit = &doc["paths"]["/v1/audit"]["get"]["responses"];
+    assert!(
+        audit["403"].is_object(),
+        "an area some role may not use documents 403"
+    );
+    let whoami = &doc["paths"]["/v1/whoami"]["get"]["responses"];
+    assert!(whoami["403"].is_null(), "every role may ask who it is");
+}
+
+#[tokio::test]
+async fn rejections_before_a_handler_runs_are_json_api_errors() {
+    let f = fixture();
+    let bearer = format!("Bearer {SURV}");
+    let cases = [
+        (
+            "/v1/findings?to_ns=9223372036854775808",
+            StatusCode::BAD_REQUEST,
+        ),
+        ("/v1/cases/-1", StatusCode::BAD_REQUEST),
+        ("/v1/rounds?limit=false", StatusCode::BAD_REQUEST),
+        ("/v1/rounds?tabel=X", StatusCode::BAD_REQUEST),
+        ("/v1/rounds?limit=0", StatusCode::BAD_REQUEST),
+        ("/v1/rounds?limit=501", StatusCode::BAD_REQUEST),
+        (
+            "/v1/rounds?offset=9007199254740992",
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            "/v1/rounds?offset=18446744073709551616",
+            StatusCode::BAD_REQUEST,
+        ),
+        ("/v1/rounds?table=", StatusCode::BAD_REQUEST),
+    ];
+    for (path, status) in cases {
+        let (s, h, body) = raw(&f.app, get_with(path, &[&bearer])).await;
+        assert_eq!(s, status, "{path}");
+        let e = api_error(path, &h, &body);
+        if path.contains("tabel") {
+            assert!(
+                e.error.contains("tabel"),
+                "the parameter is named: {}",
+                e.error
+            );
+        }
+    }
+    // A POST without a Content-Type: 415, as JSON.
+    let req = Request::builder()
+        .method("POST")
+        .uri("/v1/cases")
+        .header("authorization", &bearer)
+        .body(Body::from(r#"{"table":"T","round":1,"title":"x"}"#))
+        .unwrap();
+    let (s, h, body) = raw(&f.app, req).await;
+    assert_eq!(s, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    api_error("POST without Content-Type", &h, &body);
+    // A body of the wrong shape: 422, as JSON.
+    let (s, e) = call(
+        &f.app,
+        "POST",
+        "/v1/cases",
+        Some(SURV),
+        Some(json!({"table": 3})),
+    )
+    .await;
+    assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(e["error"].is_string(), "{e}");
+    // The boundaries themselves are served.
+    for path in [
+        "/v1/rounds?limit=1",
+        "/v1/rounds?offset=9007199254740991&limit=500",
+    ] {
+        let (s, page) = get(&f.app, path, SURV).await;
+        assert_eq!(s, StatusCode::OK, "{path}: {page}");
+    }
+}
+
+#[tokio::test]
+async fn the_bearer_scheme_is_case_insensitive_and_two_tokens_are_refused() {
+    let f = fixture();
+    for scheme in ["bearer", "BEARER", "Bearer"] {
+        let a = format!("{scheme} {SURV}");
+        let (s, _, _) = raw(&f.app, get_with("/v1/whoami", &[&a])).await;
+        assert_eq!(s, StatusCode::OK, "{scheme}");
+    }
+    let (sam, ada) = (format!("Bearer {SURV}"), format!("Bearer {ADMIN}"));
+    let before = f.state.audit.len();
+    let (s, h, body) = raw(&f.app, get_with("/v1/audit", &[&sam, &ada])).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "neither header is picked");
+    assert!(api_error("two headers", &h, &body)
+        .error
+        .contains("Authorization"));
+    let (s, _, _) = raw(&f.app, get_with("/v1/audit", &[&ada, &sam])).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    assert_eq!(f.state.audit.len(), before + 2, "both refusals are audited");
+}
+
+#[tokio::test]
+async fn a_token_in_a_query_never_reaches_the_audit_log() {
+    let f = fixture();
+    let bearer = format!("Bearer {SURV}");
+    for path in [
+        format!("/v1/rounds?token={ADMIN}"),
+        format!("/v1/tables?access_token={ADMIN}&x=1"),
+        format!("/v1/chain?Authorization=Bearer%20{ADMIN}"),
+        format!("/v1/status?%74oken={ADMIN}"),
+    ] {
+        let (s, _, _) = raw(&f.app, get_with(&path, &[])).await;
+        assert_eq!(s, StatusCode::UNAUTHORIZED, "a query token is no token");
+        let (s, _, _) = raw(&f.app, get_with(&path, &[&bearer])).await;
+        assert!(s.is_client_error() || s.is_success(), "{path}: {s}");
+    }
+    let log = std::fs::read_to_string(api::audit_path(&f.dir.path().join("api"))).unwrap();
+    assert_eq!(log.lines().count(), 8);
+    assert!(!log.contains(ADMIN), "{log}");
+    assert!(!log.contains("000000000001"), "not even part of it");
+    let fingerprint = &blake3::hash(ADMIN.as_bytes()).to_hex()[..16];
+    assert!(
+        log.contains(&format!("token=blake3:{fingerprint}")),
+        "{log}"
+    );
+}
+
+#[tokio::test]
+async fn every_response_carries_the_security_headers() {
+    let f = fixture();
+    let bearer = format!("Bearer {SURV}");
+    for (path, auth, api) in [
+        ("/", None, false),
+        ("/ui/app.js", None, false),
+        ("/ui/style.css", None, false),
+        ("/openapi.json", None, false),
+        ("/health", None, false),
+        ("/v1/tables", Some(bearer.as_str()), true),
+        ("/v1/tables", None, true),
+        ("/v1/rounds?tabel=X", Some(bearer.as_str()), true),
+        ("/v1/nope", Some(bearer.as_str()), true),
+    ] {
+        let auth: Vec<&str> = auth.into_iter().collect();
+        let (_, h, _) = raw(&f.app, get_with(path, &auth)).await;
+        let header = |n: &str| h.get(n).map(|v| v.to_str().unwrap().to_string());
+        let csp = header("content-security-policy").unwrap_or_default();
+        assert!(csp.contains("default-src 'self'"), "{path}: {csp}");
+        assert!(csp.contains("frame-ancestors 'none'"), "{path}: {csp}");
+        assert!(!csp.contains("unsafe-inline"), "{path}: {csp}");
+        assert_eq!(
+            header("x-content-type-options").as_deref(),
+            Some("nosniff"),
+            "{path}"
+        );
+        assert_eq!(
+            header("referrer-policy").as_deref(),
+            Some("no-referrer"),
+            "{path}"
+        );
+        if api {
+            assert_eq!(
+                header("cache-control").as_deref(),
+                Some("no-store"),
+                "{path}"
+            );
+        }
+    }
+}
+
+/// Under `default-src 'self'` the page works only without inline code: no inline script or
+/// style element, no style or event handler attribute, in the page or in what app.js writes.
+#[test]
+fn the_ui_has_no_inline_script_or_style() {
+    let html = include_str!("../ui/index.html");
+    let js = include_str!("../ui/app.js");
+    for (name, text) in [("index.html", html), ("app.js", js)] {
+        assert!(!text.contains("style=\""), "{name} has a style attribute");
+        assert!(!text.contains("<style"), "{name} has a style element");
+        assert!(
+            !text.contains("javascript:"),
+            "{name} has a javascript: URL"
+        );
+        for handler in [
+            " onclick=",
+            " onload=",
+            " onsubmit=",
+            " onchange=",
+            " oninput=",
+        ] {
+            assert!(!text.contains(handler), "{name} has an inline {handler}");
+        }
+    }
+    let scripts: Vec<&str> = html.split("<script").skip(1).collect();
+    assert!(!scripts.is_empty());
+    for s in scripts {
+        assert!(
+            s.trim_start().starts_with("src="),
+            "inline script: <script{s:.40}"
+        );
+    }
+}
+
+/// A connection that sends no request head, or stays idle after one, is closed after the
+/// header read timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_or_idle_connection_is_closed() {
+    use std::io::{Read, Write};
+    use std::time::{Duration, Instant};
+    let f = fixture();
+    let listener = api::serve::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let timeouts = api::serve::Timeouts {
+        header_read: Duration::from_millis(300),
+        write_stall: Duration::from_secs(5),
+    };
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(api::serve::serve(
+        listener,
+        f.app.clone(),
+        timeouts,
+        async move {
+            let _ = stop_rx.await;
+        },
+    ));
+    let waited = tokio::task::spawn_blocking(move || {
+        let read_all = |s: &mut std::net::TcpStream| {
+            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let mut out = Vec::new();
+            let _ = s.read_to_end(&mut out);
+            String::from_utf8_lossy(&out).into_owned()
+        };
+        let start = Instant::now();
+        let mut silent = std::net::TcpStream::connect(addr).unwrap();
+        read_all(&mut silent);
+        let silent_for = start.elapsed();
+        let start = Instant::now();
+        let mut idle = std::net::TcpStream::connect(addr).unwrap();
+        write!(idle, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        let answer = read_all(&mut idle);
+        (silent_for, start.elapsed(), answer)
+    })
+    .await
+    .unwrap();
+    let (silent_for, idle_for, answer) = waited;
+    assert!(silent_for < Duration::from_secs(5), "{silent_for:?}");
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(idle_for < Duration::from_secs(5), "{idle_for:?}");
+    stop_tx.send(()).unwrap();
+    tokio::time::timeout(Duration::from_secs(10), server)
+        .await
+        .expect("shutdown")
+        .unwrap();
 }

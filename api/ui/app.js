@@ -62,7 +62,7 @@ function cardHtml(c, isNew) {
 }
 function handHtml(cards, prev) {
   const n = (prev || []).length;
-  return `<div class="hand">${(cards || []).map((c, i) => cardHtml(c, i >= n)).join("") || '<span class="muted" style="color:#cfe">—</span>'}</div>`;
+  return `<div class="hand">${(cards || []).map((c, i) => cardHtml(c, i >= n)).join("") || '<span class="muted on-felt">—</span>'}</div>`;
 }
 function stakeText(s) {
   if (s == null) return "";
@@ -435,7 +435,7 @@ async function roundView(view, table, round) {
   <div class="card round-head">
     <h1>Table ${esc(r.table)} · round ${r.round}</h1>${verdictBadge(r)}
     <span class="muted">${esc(r.rule_set || "")} · opened ${time(r.opened_at_ns)} · events #${r.first_seq}–#${r.last_seq}</span>
-    <span style="margin-left:auto"></span>
+    <span class="push-right"></span>
     <button id="evidence-btn">Download evidence bundle</button>
   </div>
   ${r.in_progress ? `<div class="card notice" id="in-progress">This round is still being played: no <code>RoundClosed</code> is stored yet. What follows is its replay so far; the verdict comes when it closes.</div>` : ""}
@@ -488,7 +488,7 @@ document.addEventListener("keydown", ev => {
 
 function setStep(k) {
   const n = state.steps.length;
-  if (!n) { $("#felt").innerHTML = `<div class="empty" style="color:#eee">No replay steps: the round has no configuration in force.</div>`; return; }
+  if (!n) { $("#felt").innerHTML = `<div class="empty on-felt-empty">No replay steps: the round has no configuration in force.</div>`; return; }
   state.k = Math.max(0, Math.min(n - 1, k));
   const s = state.steps[state.k], prev = state.steps[state.k - 1] || {};
   const ev = state.detail.events[state.k];
@@ -520,7 +520,7 @@ function setStep(k) {
         <div class="bets">${esc(bets)}${play ? " · play " + money(play) : ""}</div>
         <div class="decision">${esc(dec ? dec.replace(/_/g, " ") : "")}</div>
         <div class="bets">${paid ? "paid: " + esc(paid) : ""}</div></div>`;
-    }).join("") || '<div class="muted" style="color:#cfe">No bets yet.</div>'}</div>`;
+    }).join("") || '<div class="muted on-felt">No bets yet.</div>'}</div>`;
 }
 
 function settlementTable(rows) {
@@ -555,7 +555,7 @@ async function loadCases(table, round) {
         <button type="submit">Add note</button> <button type="button" class="secondary close-btn" data-id="${c.id}">Close with decision…</button></form>` : ""}</div>`).join("")
       : `<p class="muted">No case on this round.</p>`) +
       `<form id="open-case"><label for="case-title">Open a case on this round</label><input id="case-title" name="title" required placeholder="e.g. patron at box 3 disputes the Ante payout">
-       <button type="submit" style="margin-top:6px">Open case</button></form><p class="error" id="case-error" role="alert"></p>`;
+       <button type="submit" class="below-input">Open case</button></form><p class="error" id="case-error" role="alert"></p>`;
     $("#open-case").onsubmit = ev => { ev.preventDefault(); caseAction("/v1/cases", { table, round: Number(round), title: ev.target.title.value }, table, round); };
     el.querySelectorAll(".note-form").forEach(f => f.onsubmit = ev => { ev.preventDefault(); caseAction(`/v1/cases/${f.dataset.id}/notes`, { text: f.text.value }, table, round); });
     el.querySelectorAll(".close-btn").forEach(b => b.onclick = () => {
