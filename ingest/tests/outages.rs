@@ -152,10 +152,10 @@ async fn an_ingest_outage_longer_than_the_skew_limit_adds_no_skew() {
     let dir = tempfile::tempdir().expect("tempdir");
     let ledger = Arc::new(Ledger::open(dir.path()).expect("open"));
     ledger.set_clock_skew_max_ns(SKEW_MAX_NS).expect("skew");
-    let js = jetstream_ctx(server.url()).await;
+    let js = jetstream_ctx(&server.url()).await;
     let mut device = Device::new("T-OUT");
 
-    let running = Running::start(server.url(), ledger.clone());
+    let running = Running::start(&server.url(), ledger.clone());
     for _ in 0..5 {
         device.publish(&js, 0).await;
     }
@@ -173,7 +173,7 @@ async fn an_ingest_outage_longer_than_the_skew_limit_adds_no_skew() {
     skewed.publish(&js, 3 * SKEW_MAX_NS / 2).await;
     tokio::time::sleep(OUTAGE).await;
 
-    let running = Running::start(server.url(), ledger.clone());
+    let running = Running::start(&server.url(), ledger.clone());
     wait_until(&ledger, "the skewed event quarantined", |l| {
         l.quarantine_counts().get(ledger::reason::CLOCK_SKEW) == Some(&1)
     })
@@ -249,7 +249,7 @@ async fn an_event_of_the_largest_legal_size_with_all_headers_is_stored() {
     let server = natsd::NatsServer::start().expect("nats-server");
     let dir = tempfile::tempdir().expect("tempdir");
     let ledger = Arc::new(Ledger::open(dir.path()).expect("open"));
-    let js = jetstream_ctx(server.url()).await;
+    let js = jetstream_ctx(&server.url()).await;
     let table = TableId::new("T".repeat(ID_LEN_MAX)).expect("table id");
 
     let largest = event_of_len(&table, EVENT_LEN_MAX);
@@ -266,7 +266,7 @@ async fn an_event_of_the_largest_legal_size_with_all_headers_is_stored() {
     let refused = publish(&js, &table, "huge", huge, &[]).await;
     assert!(refused.is_err(), "the stream refuses beyond its limit");
 
-    let running = Running::start(server.url(), ledger.clone());
+    let running = Running::start(&server.url(), ledger.clone());
     wait_until(&ledger, "one stored, one quarantined", |l| {
         l.stats().events == 1 && l.quarantine_counts().values().sum::<u64>() == 1
     })
