@@ -193,7 +193,7 @@ pub fn run(mut args: Args) -> Result<Outcome> {
             &nats.url(),
             floor.tables,
             args.floor.rounds,
-            args.floor.rate,
+            args.floor.rate(),
             simulator::PublishOptions {
                 durable: Some(simulator::DurableWait::default()),
                 access: devices,

@@ -42,9 +42,10 @@ impl FloorArgs {
         plan
     }
 
-    /// The floor, its device clocks set so the last rounds end near now: the ledger
+    /// The floor, its device clocks started `head_start_ns` before now: the ledger
     /// quarantines events whose device time is more than a day from their arrival
-    /// (`ledger::CLOCK_SKEW_MAX_NS`). A round takes about a minute of device time.
+    /// (`ledger::CLOCK_SKEW_MAX_NS`), so the head start is capped (`HEAD_START_MAX_NS`)
+    /// and `rate` paces a longer run so that it never passes now.
     pub fn floor(&self) -> Result<Floor> {
         anyhow::ensure!(self.tables > 0, "--tables must be at least 1");
         anyhow::ensure!(self.first_table > 0, "--first-table counts from 1");
@@ -52,14 +53,54 @@ impl FloorArgs {
             .duration_since(std::time::UNIX_EPOCH)
             .context("system clock before 1970")?
             .as_nanos() as i64;
-        let span_ns = (self.rounds as i64).saturating_mul(90_000_000_000);
         let skip = self.first_table - 1;
         let mut floor = Floor::new(skip + self.tables, self.seed, self.fault_plan())
             .context("building the simulated floor")?;
         floor.tables.drain(..skip);
-        Ok(floor.starting_at(now_ns - span_ns.min(20 * 3_600_000_000_000)))
+        Ok(floor.starting_at(now_ns - self.head_start_ns()))
+    }
+
+    /// Device time the whole run spans, at most: `ROUND_DEVICE_NS_MAX` per round, plus
+    /// the floor's stagger of the tables' clocks (`Floor::starting_at`).
+    fn span_ns(&self) -> i64 {
+        let stagger_ns = (self.tables as i64).saturating_mul(TABLE_STAGGER_NS);
+        (self.rounds as i64)
+            .saturating_mul(ROUND_DEVICE_NS_MAX)
+            .saturating_add(stagger_ns)
+    }
+
+    fn head_start_ns(&self) -> i64 {
+        self.span_ns().min(HEAD_START_MAX_NS)
+    }
+
+    /// Rounds per second per table: `--rate`, slowed (never sped up) so that device time
+    /// never passes the wall clock. A run whose span fits the head start needs no pacing;
+    /// a longer one must take at least `span - head start` of real time, spread evenly.
+    pub fn rate(&self) -> Option<f64> {
+        let ahead_ns = self.span_ns() - self.head_start_ns();
+        if ahead_ns <= 0 {
+            return self.rate;
+        }
+        let paced = self.rounds as f64 / (ahead_ns as f64 / 1e9);
+        let rate = self.rate.map_or(paced, |r| r.min(paced));
+        if self.rate != Some(rate) {
+            eprintln!(
+                "pacing at {rate:.4} rounds/s per table: {} rounds span more device time than the {} h head start, and device clocks never run ahead of now",
+                self.rounds,
+                HEAD_START_MAX_NS / 3_600_000_000_000
+            );
+        }
+        Some(rate)
     }
 }
+
+/// Device time one simulated round takes, at most (a round is about a minute).
+const ROUND_DEVICE_NS_MAX: i64 = 90_000_000_000;
+/// How far apart `Floor::starting_at` starts the tables' clocks.
+const TABLE_STAGGER_NS: i64 = 7_000_000_000;
+/// The furthest before now a floor's clocks start: 4 h inside the ledger's default skew
+/// limit, so a run's first events, published at once, are not `clock_skew`.
+const HEAD_START_MAX_NS: i64 = 20 * 3_600_000_000_000;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -87,7 +128,7 @@ pub fn run(args: Args) -> Result<Outcome> {
             &args.nats,
             floor.tables,
             args.floor.rounds,
-            args.floor.rate,
+            args.floor.rate(),
             PublishOptions {
                 durable: (!args.no_outbox).then(simulator::DurableWait::default),
                 access: args.bus.access(),

@@ -69,10 +69,9 @@ pub struct IngestConfig {
     pub ack_wait: Duration,
     /// Batches queued for the writer thread while it writes one (bounded channel).
     pub writer_queue_len: usize,
-    /// Stamps `received_at_ns` (UTC ns) on each fetched batch: the one injected time
-    /// source of ingest. `system_clock_ns` in production; tests replaying a simulated day
-    /// inject a clock near it (the ledger quarantines events whose device time is more
-    /// than `ledger::CLOCK_SKEW_MAX_NS` from this).
+    /// Times alerts (`alerts`: their windows and `raised_at_ns`), UTC ns;
+    /// `system_clock_ns` in production. Not arrival: an event's `received_at_ns` is its
+    /// JetStream stream timestamp, which an ingest outage does not move.
     pub clock: fn() -> i64,
     /// Events a table may store past its newest device-signed checkpoint before
     /// `AttestationStalled` is raised (a floor signs one every round, ~45 events).

@@ -15,7 +15,8 @@ use tokio::sync::mpsc;
 /// The stream's configuration: one subject per table, file storage, nothing discarded
 /// silently (DiscardPolicy::New with no limits: were a limit ever set, publishes would be
 /// refused and stay in the device's outbox, never old messages deleted), events no larger
-/// than the codec accepts.
+/// than the codec accepts with every header a device sends (`subjects::MESSAGE_LEN_MAX`:
+/// the server counts headers in `max_message_size`).
 pub fn stream_config() -> stream::Config {
     stream::Config {
         name: subjects::STREAM.to_string(),
@@ -27,7 +28,7 @@ pub fn stream_config() -> stream::Config {
         retention: stream::RetentionPolicy::Limits,
         discard: stream::DiscardPolicy::New,
         duplicate_window: DUPLICATE_WINDOW,
-        max_message_size: schemas::codec::EVENT_LEN_MAX as i32,
+        max_message_size: subjects::MESSAGE_LEN_MAX as i32,
         ..Default::default()
     }
 }
@@ -304,12 +305,11 @@ pub(crate) async fn run_with_consumer(
             }
             continue;
         };
-        let received_at_ns = (config.clock)();
         let mut batch = Vec::with_capacity(msgs.len());
         let mut checkpoints = Vec::new();
         for m in &msgs {
-            let stream_seq = match m.info() {
-                Ok(info) => info.stream_sequence,
+            let (stream_seq, received_at_ns) = match m.info() {
+                Ok(info) => (info.stream_sequence, utc_ns(info.published)),
                 Err(e) => {
                     // Not a JetStream delivery (no ack subject): cannot happen on a pull
                     // consumer; skip it rather than guess a sequence.
@@ -331,7 +331,7 @@ pub(crate) async fn run_with_consumer(
                                 &raw.payload,
                                 Some(&raw.headers),
                                 seq,
-                                received_at_ns,
+                                utc_ns(raw.time),
                             );
                         }
                         Ok(None) => {
@@ -394,6 +394,17 @@ pub(crate) async fn run_with_consumer(
     tracing::info!(?report, "ingest stopped");
     let _ = &mut stream;
     Ok(report)
+}
+
+/// A stream timestamp in UTC ns: when the message reached the stream, the arrival time
+/// the ledger judges device clocks against. It does not move while ingest is stopped, so
+/// an outage adds nothing to a queued event's skew. Saturates outside i64 (year 2262).
+fn utc_ns(t: async_nats::datetime::DateTime) -> i64 {
+    i64::try_from(t.unix_timestamp_nanos()).unwrap_or(if t.unix_timestamp() < 0 {
+        i64::MIN
+    } else {
+        i64::MAX
+    })
 }
 
 /// Attempts at reading back one stream sequence before ingest stops, and the pause before

@@ -41,11 +41,18 @@ const DOWN_MIN: Duration = Duration::from_secs(2);
 /// Events the ledger must gain while a node is down.
 const PROGRESS_MIN: u64 = 50;
 
-/// The simulator's device clocks start within the day after 2026-01-01T00:00Z; the
-/// ledger quarantines events more than 24 h from their receive time. So ingest's clock
-/// says 2026-01-01T20:00Z here (as in `tests/nats.rs`).
-fn simulated_day_clock() -> i64 {
-    1_767_225_600_000_000_000 + 20 * 3_600_000_000_000
+/// Where the simulated devices' clocks start, the same for the whole test process (a
+/// floor built twice plays the same events): 12 h before now. Ingest judges device time
+/// against the stream's timestamps (real time), within the ledger's 24 h skew limit,
+/// and these floors play a few hours of device time.
+fn clock_start_ns() -> i64 {
+    static START: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
+    *START.get_or_init(|| ingest::system_clock_ns() - 12 * 3_600_000_000_000)
+}
+
+/// `Floor::new` with its clocks starting at `clock_start_ns`.
+fn floor_near_now(tables: usize, seed: u64, faults: FaultPlan) -> Result<Floor, simulator::Error> {
+    Ok(Floor::new(tables, seed, faults)?.starting_at(clock_start_ns()))
 }
 
 /// A ledger as `serve` opens it: it trusts the simulator's admin key (its checkpoints are
@@ -64,7 +71,7 @@ fn open(dir: &Path) -> Arc<Ledger> {
 /// The floor, the same events for the seed every time it is built, so a publisher that
 /// failed mid-way publishes the same events again.
 fn floor() -> Floor {
-    Floor::new(TABLES, SEED, FaultPlan::payout_errors(0.05)).expect("floor")
+    floor_near_now(TABLES, SEED, FaultPlan::payout_errors(0.05)).expect("floor")
 }
 
 /// Credentials for ingest and each table's device on the secured cluster.
@@ -270,7 +277,6 @@ fn r3_stream_loses_nothing_when_a_node_is_killed_under_load() {
 
     let mut config = IngestConfig::new(url.clone());
     config.stream_replicas = 3;
-    config.clock = simulated_day_clock;
     config.access = ingest_access.clone();
     let (stop, stopped) = oneshot::channel::<()>();
     let ingest = Running {

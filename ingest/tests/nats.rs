@@ -19,11 +19,18 @@ use tokio::task::JoinHandle;
 
 const WAIT: Duration = Duration::from_secs(120);
 
-/// The simulator's device clocks start within the day after 2026-01-01T00:00Z and run a
-/// few hours for these tests; the ledger quarantines events more than 24 h from their
-/// receive time. So ingest's injected clock says 2026-01-01T20:00Z here.
-fn simulated_day_clock() -> i64 {
-    1_767_225_600_000_000_000 + 20 * 3_600_000_000_000
+/// Where the simulated devices' clocks start, the same for the whole test process (a
+/// floor built twice plays the same events): 12 h before now. Ingest judges device time
+/// against the stream's timestamps (real time), within the ledger's 24 h skew limit,
+/// and these floors play a few hours of device time.
+fn clock_start_ns() -> i64 {
+    static START: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
+    *START.get_or_init(|| ingest::system_clock_ns() - 12 * 3_600_000_000_000)
+}
+
+/// `Floor::new` with its clocks starting at `clock_start_ns`.
+fn floor_near_now(tables: usize, seed: u64, faults: FaultPlan) -> Result<Floor, simulator::Error> {
+    Ok(Floor::new(tables, seed, faults)?.starting_at(clock_start_ns()))
 }
 
 /// A running ingest and the means to stop it.
@@ -41,7 +48,6 @@ impl Running {
     fn start_with(url: &str, ledger: Arc<Ledger>, access: bus::Access) -> Running {
         let (stop, rx) = oneshot::channel::<()>();
         let mut config = IngestConfig::new(url);
-        config.clock = simulated_day_clock;
         config.access = access;
         let task = tokio::spawn(ingest::run(config, ledger, async {
             let _ = rx.await;
@@ -179,7 +185,7 @@ async fn publish_floor_and_drain() -> Drained {
     let mut server = natsd::NatsServer::start_secured().expect("nats-server");
     let dir = tempfile::tempdir().expect("tempdir");
     let ledger = open(dir.path());
-    let floor = Floor::new(5, 20261122, FaultPlan::payout_errors(0.15)).expect("floor");
+    let floor = floor_near_now(5, 20261122, FaultPlan::payout_errors(0.15)).expect("floor");
     let tables: Vec<TableId> = floor.tables.iter().map(|t| t.table().clone()).collect();
     let issued = server.issue_floor(&tables).expect("credentials");
     let devices = simulator::DeviceAccess {
@@ -341,7 +347,7 @@ async fn garbage_wrong_prev_and_duplicate() {
     let ingest = Running::start(&server.url(), ledger.clone());
     let js = jetstream_ctx(&server.url()).await;
 
-    let floor = Floor::new(1, 7, FaultPlan::none()).expect("floor");
+    let floor = floor_near_now(1, 7, FaultPlan::none()).expect("floor");
     let mut table: TableSim = floor.tables.into_iter().next().expect("one table");
     let mut events = table.opening_events().expect("opening");
     events.extend(table.play_round().expect("round").events);
@@ -404,7 +410,7 @@ async fn restart_continues_from_the_durable_consumer() {
     let server = natsd::NatsServer::start().expect("nats-server");
     let dir = tempfile::tempdir().expect("tempdir");
     let js = jetstream_ctx(&server.url()).await;
-    let mut floor = Floor::new(3, 99, FaultPlan::payout_errors(0.1)).expect("floor");
+    let mut floor = floor_near_now(3, 99, FaultPlan::payout_errors(0.1)).expect("floor");
 
     let mut all: BTreeMap<TableId, Vec<Published>> = BTreeMap::new();
     let play = |all: &mut BTreeMap<TableId, Vec<Published>>,
@@ -499,7 +505,7 @@ async fn messages_delivered_to_a_dead_consumer_are_read_back() {
     let server = natsd::NatsServer::start().expect("nats-server");
     let dir = tempfile::tempdir().expect("tempdir");
     let js = jetstream_ctx(&server.url()).await;
-    let floor = Floor::new(2, 5, FaultPlan::none()).expect("floor");
+    let floor = floor_near_now(2, 5, FaultPlan::none()).expect("floor");
     let mut events = Vec::new();
     let mut all: BTreeMap<TableId, (u64, Hash32)> = BTreeMap::new();
     for mut t in floor.tables {
@@ -551,7 +557,7 @@ async fn a_head_that_is_not_the_devices_chain_confirms_nothing() {
     let js = jetstream_ctx(&server.url()).await;
     let client = async_nats::connect(server.url()).await.expect("connect");
     for (forged_seq, seed) in [(1_000_000u64, 7_710u64), (3, 7_711)] {
-        let floor = Floor::new(1, seed, FaultPlan::none()).expect("floor");
+        let floor = floor_near_now(1, seed, FaultPlan::none()).expect("floor");
         let table = floor.tables[0].table().clone();
         let forged = schemas::ChainHead {
             table: table.clone(),
@@ -610,7 +616,7 @@ async fn a_gap_is_filled_while_the_device_still_publishes() {
     const SEED: u64 = 7_720;
     const ROUNDS: u64 = 60;
     // Each table's event count, counted apart from publishing.
-    let totals: BTreeMap<TableId, u64> = Floor::new(2, SEED, FaultPlan::none())
+    let totals: BTreeMap<TableId, u64> = floor_near_now(2, SEED, FaultPlan::none())
         .expect("floor")
         .tables
         .into_iter()
@@ -620,7 +626,7 @@ async fn a_gap_is_filled_while_the_device_still_publishes() {
     let ingest = Running::start(&server.url(), ledger.clone());
     let options = PublishOptions::with_outbox(Duration::from_millis(300), WAIT);
     let url = server.url();
-    let floor = Floor::new(2, SEED, FaultPlan::none()).expect("floor");
+    let floor = floor_near_now(2, SEED, FaultPlan::none()).expect("floor");
     // About 15 s of publishing: 60 rounds per table at 4 per second.
     let publishing = tokio::spawn(async move {
         simulator::publish_floor(&url, floor.tables, ROUNDS, Some(4.0), options).await
@@ -715,7 +721,7 @@ async fn outbox_republishes_what_the_stream_lost() {
     let ledger = open(dir.path());
     let js = jetstream_ctx(&server.url()).await;
 
-    let floor = Floor::new(3, 7_700, FaultPlan::none()).expect("floor");
+    let floor = floor_near_now(3, 7_700, FaultPlan::none()).expect("floor");
     let options = PublishOptions::with_outbox(Duration::from_millis(500), WAIT);
     let url = server.url();
     let publishing = tokio::spawn(async move {

@@ -20,9 +20,18 @@ use tokio::task::JoinHandle;
 
 const WAIT: Duration = Duration::from_secs(60);
 
-/// The simulated day's clock (the simulator's tables start on 2026-01-01).
-fn simulated_day_clock() -> i64 {
-    1_767_225_600_000_000_000 + 20 * 3_600_000_000_000
+/// Where the simulated devices' clocks start, the same for the whole test process (a
+/// floor built twice plays the same events): 12 h before now. Ingest judges device time
+/// against the stream's timestamps (real time), within the ledger's 24 h skew limit,
+/// and these floors play a few hours of device time.
+fn clock_start_ns() -> i64 {
+    static START: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
+    *START.get_or_init(|| ingest::system_clock_ns() - 12 * 3_600_000_000_000)
+}
+
+/// `Floor::new` with its clocks starting at `clock_start_ns`.
+fn floor_near_now(tables: usize, seed: u64, faults: FaultPlan) -> Result<Floor, simulator::Error> {
+    Ok(Floor::new(tables, seed, faults)?.starting_at(clock_start_ns()))
 }
 
 struct Running {
@@ -40,7 +49,6 @@ impl Running {
     fn start_with_lag(url: &str, ledger: Arc<Ledger>, lag_max: u64) -> Running {
         let (stop, rx) = oneshot::channel::<()>();
         let mut config = IngestConfig::new(url);
-        config.clock = simulated_day_clock;
         config.attestation_lag_max = lag_max;
         let alerts = config.alerts.clone();
         let task = tokio::spawn(ingest::run(config, ledger, async {
@@ -135,7 +143,7 @@ async fn wait_quarantined(ledger: &Arc<Ledger>, n: u64) {
 
 /// One table's opening and three rounds, as its device would publish them.
 fn one_table() -> (TableSim, Vec<Published>) {
-    let floor = Floor::new(1, 5, FaultPlan::none()).expect("floor");
+    let floor = floor_near_now(1, 5, FaultPlan::none()).expect("floor");
     let mut table = floor.tables.into_iter().next().expect("a table");
     let mut events = table.opening_events().expect("opening");
     for _ in 0..3 {

@@ -4,8 +4,8 @@
 use crate::record::{self, ord_i64, seq_key, table_key, W};
 use crate::store::{Op, Space};
 use crate::{
-    Error, Ledger, StoredEvent, APPEND_BATCH_LEN_MAX, CLOCK_SKEW_MAX_NS, GAP_LEN_MAX,
-    PENDING_BYTES_MAX, PENDING_PER_TABLE_MAX, RECORD_EVENTS_MAX,
+    Error, Ledger, StoredEvent, APPEND_BATCH_LEN_MAX, GAP_LEN_MAX, PENDING_BYTES_MAX,
+    PENDING_PER_TABLE_MAX, RECORD_EVENTS_MAX,
 };
 use schemas::{
     chain::event_hash, codec, ChainError, ChainHead, Event, Hash32, RoundId, Seq, TableId,
@@ -501,13 +501,18 @@ impl Ledger {
             return Ok(held_outcome(call, table, seq));
         }
         let skew = event.occurred_at_ns.abs_diff(msg.received_at_ns);
-        if skew > CLOCK_SKEW_MAX_NS as u64 {
+        let skew_max_ns = state.clock_skew_max_ns;
+        assert!(
+            skew_max_ns > 0,
+            "the skew limit is checked when set and loaded"
+        );
+        if skew > skew_max_ns as u64 {
             let text = format!(
-                "device time {} is {} s from receive time {} (limit {} s)",
+                "device time {} is {} ms from receive time {} (limit {} ms)",
                 event.occurred_at_ns,
-                skew / 1_000_000_000,
+                skew / 1_000_000,
                 msg.received_at_ns,
-                CLOCK_SKEW_MAX_NS / 1_000_000_000
+                skew_max_ns / 1_000_000
             );
             return Ok(quarantine(state, call, msg, reason::CLOCK_SKEW, text));
         }

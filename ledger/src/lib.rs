@@ -41,6 +41,7 @@ pub mod quarantine;
 mod read;
 pub mod record;
 mod recover;
+pub mod settings;
 pub mod store;
 pub mod valuelog;
 mod verify;
@@ -67,8 +68,9 @@ use store::{SledStore, Store};
 pub const APPEND_BATCH_LEN_MAX: usize = 8192;
 /// Most events in one stored record; a call with more events for a table writes several.
 pub const RECORD_EVENTS_MAX: usize = 1024;
-/// An event whose device time is further than this from its receive time is quarantined
-/// (`clock_skew`): 24 hours.
+/// An event whose device time is further than this from its receive time (its stream
+/// timestamp) is quarantined (`clock_skew`): 24 hours. The default of
+/// `Ledger::set_clock_skew_max_ns`.
 pub const CLOCK_SKEW_MAX_NS: i64 = 24 * 3600 * 1_000_000_000;
 /// An event more than this many seqs beyond its table's head is quarantined
 /// (`seq_too_far_ahead`) rather than held: no device outbox is that deep.
@@ -114,6 +116,8 @@ pub enum Error {
     Export(String),
     #[error("export: the selection holds {events} events, more than the {max} allowed (choose a table and fewer rounds)")]
     ExportTooLarge { events: u64, max: u64 },
+    #[error("bad setting: {0}")]
+    BadSetting(String),
     #[error("writing the export: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -145,6 +149,8 @@ struct State {
     admin_keys: std::collections::BTreeSet<schemas::attest::PublicKey>,
     /// Whether only device-signed events are stored (`provenance`).
     require_signed: bool,
+    /// The clock skew limit in force (`settings`).
+    clock_skew_max_ns: i64,
     /// The device key register (`attest`).
     devices: BTreeMap<(TableId, schemas::DeviceId), attest::DeviceKey>,
     /// The highest kept checkpoint per table.

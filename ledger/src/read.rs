@@ -267,6 +267,7 @@ pub(crate) fn load_state(store: &dyn Store) -> Result<State, Error> {
         },
         admin_keys: crate::attest::load_admin_keys(store)?,
         require_signed: crate::provenance::load_required(store)?,
+        clock_skew_max_ns: crate::settings::load_clock_skew_max_ns(store)?,
         devices,
         attested,
         closed: BTreeMap::new(),

@@ -30,6 +30,18 @@ pub fn head_subject(table: &TableId) -> String {
     format!("ledger.{table}.head")
 }
 
+/// Bytes allowed for a message's NATS headers beside its body: the stream's size limit
+/// counts them. Devices send at most `Nats-Msg-Id` (a republish's `:r<n>` included) and
+/// the signature headers with an enrollment (`provenance`): 583 bytes at the longest ids
+/// (a test builds them). The rest is room for headers NATS clients add.
+pub const HEADERS_LEN_MAX: usize = 1024;
+
+/// The stream's `max_message_size`: a legal event (`codec::EVENT_LEN_MAX`) with every
+/// header a device sends. A body above `EVENT_LEN_MAX` that still fits is stored by the
+/// stream and quarantined by the ledger as `oversized`; a larger message is refused by
+/// the stream and stays in the device's outbox.
+pub const MESSAGE_LEN_MAX: usize = crate::codec::EVENT_LEN_MAX + HEADERS_LEN_MAX;
+
 /// `Nats-Msg-Id` of an event: `<table>:<seq>:<hash>`, where `<hash>` is the first 16 hex
 /// digits of BLAKE3 over the message bytes. JetStream drops a repeat of the same bytes
 /// within its duplicate window; a corrected event at the same seq, or another sender's
@@ -86,5 +98,37 @@ mod tests {
         );
         assert_eq!(table_of_subject(&checkpoints_subject(&t)), None);
         assert_eq!(table_of_checkpoint_subject(&events_subject(&t)), None);
+    }
+
+    /// The longest headers a device sends (ids at `ID_LEN_MAX`, seq `u64::MAX`, a
+    /// republish suffix, a signature with its enrollment) fit `HEADERS_LEN_MAX`, counted
+    /// as NATS puts them on the wire (`NATS/1.0`, `name: value` lines, a blank line).
+    #[test]
+    fn the_longest_device_headers_fit_the_allowance() {
+        use crate::attest::SigningKey;
+        use crate::ids::{DeviceId, ID_LEN_MAX};
+        use crate::provenance::{EventSignature, HeaderEnrollment};
+        let table = TableId::new("T".repeat(ID_LEN_MAX)).unwrap();
+        let device = DeviceId::new("D".repeat(ID_LEN_MAX)).unwrap();
+        let key = SigningKey::derive_for_simulation("device");
+        let admin = SigningKey::derive_for_simulation("admin");
+        let mut signature = EventSignature::sign(&key, &table, &device, b"event");
+        signature.enrollment = Some(HeaderEnrollment::sign(
+            &admin,
+            &table,
+            &device,
+            key.public(),
+        ));
+        let id = format!("{}:r{}", msg_id(&table, Seq(u64::MAX), b"event"), u64::MAX);
+        let mut headers = vec![("Nats-Msg-Id", id)];
+        headers.extend(signature.to_headers());
+        let wire: usize = "NATS/1.0\r\n".len()
+            + headers
+                .iter()
+                .map(|(n, v)| n.len() + ": ".len() + v.len() + "\r\n".len())
+                .sum::<usize>()
+            + "\r\n".len();
+        assert_eq!(wire, 583, "the figure the constant's comment gives");
+        assert!(wire <= HEADERS_LEN_MAX);
     }
 }
