@@ -28,6 +28,9 @@ for crate in rules replayer; do
 done
 echo "rules and replayer depend on none of tokio, sled, async-nats, axum"
 
+echo "== dependencies: licenses, sources, bans (DEPENDENCIES.md)"
+python3 scripts/deps-check.py
+
 echo "== cargo test"
 cargo test --workspace --locked
 

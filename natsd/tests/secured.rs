@@ -66,6 +66,31 @@ impl Probe {
     }
 }
 
+/// Publishes "x" on `subject` until `sub` has a message (bounded by `WAIT`). Core NATS:
+/// a subscription the server has not yet registered misses what is published meanwhile
+/// (a client's flush writes its buffer, it does not wait for the server), so heads and
+/// alerts are sent again, as ingest does at every flush.
+async fn received(
+    publisher: &async_nats::Client,
+    subject: &'static str,
+    sub: &mut async_nats::Subscriber,
+) -> async_nats::Message {
+    let got = tokio::time::timeout(WAIT, async {
+        loop {
+            publisher.publish(subject, "x".into()).await.expect("pub");
+            publisher.flush().await.expect("flush");
+            let next = tokio::time::timeout(Duration::from_millis(200), sub.next());
+            if let Ok(m) = next.await {
+                return m;
+            }
+        }
+    })
+    .await;
+    got.ok()
+        .flatten()
+        .unwrap_or_else(|| panic!("nothing arrived on {subject}"))
+}
+
 async fn create_tables_stream(js: &jetstream::Context) -> stream::Stream {
     js.create_stream(stream::Config {
         name: "TABLES".to_string(),
@@ -192,14 +217,8 @@ async fn a_device_speaks_only_for_its_table() {
     // Its own head arrives.
     let mut head = dev.client.subscribe("ledger.A.head").await.expect("sub");
     dev.client.flush().await.expect("flush");
-    ingest
-        .client
-        .publish("ledger.A.head", "h".into())
-        .await
-        .expect("pub");
-    ingest.client.flush().await.expect("flush");
-    let got = tokio::time::timeout(WAIT, head.next()).await.expect("head");
-    assert_eq!(got.expect("message").payload.as_ref(), b"h");
+    let got = received(&ingest.client, "ledger.A.head", &mut head).await;
+    assert_eq!(got.payload.as_ref(), b"x");
 }
 
 #[tokio::test]
@@ -245,24 +264,7 @@ async fn ingest_does_its_work_but_never_speaks_for_a_table() {
         ("ledger.A.head", &mut heads),
         ("alerts.A.fork", &mut alerts),
     ] {
-        // Core NATS: sent again until the observer has one (bounded), as heads are.
-        let got = tokio::time::timeout(WAIT, async {
-            loop {
-                ingest
-                    .client
-                    .publish(subject, "x".into())
-                    .await
-                    .expect("pub");
-                ingest.client.flush().await.expect("flush");
-                let next = tokio::time::timeout(Duration::from_millis(200), sub.next());
-                if let Ok(m) = next.await {
-                    return m;
-                }
-            }
-        })
-        .await
-        .unwrap_or_else(|_| panic!("the observer got nothing on {subject}"));
-        assert!(got.is_some());
+        received(&ingest.client, subject, sub).await;
     }
 
     let forged = js.publish("tables.A.events", "forged".into()).await;
