@@ -108,9 +108,9 @@ pub fn router(state: Shared) -> axum::Router {
     crate::openapi::document_errors(&mut doc);
     let doc =
         serde_json::to_string_pretty(&doc).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
-    // Every other `/v1/` path is answered here, behind the guard: merged with the UI's
-    // router below, the API's own fallback gave way to the UI's plain 404, so an unknown
-    // `/v1/` path was answered with no token asked and no audit entry (found in review).
+    // Every other `/v1/` path is answered here, behind the guard. Left to the UI's
+    // router below, an unknown `/v1/` path would get the UI's plain 404, with no token
+    // asked and no audit entry.
     let api = api
         .route("/v1/{*rest}", axum::routing::any(no_such_endpoint))
         .layer(axum::middleware::from_fn_with_state(state, guard));
@@ -135,8 +135,7 @@ async fn no_such_endpoint() -> Response {
 
 /// Most bytes of a request's path and of its query the audit log records. A URI may be
 /// up to 64 KiB, and JSON doubles each backslash, so a caller could make the entry too
-/// long for the journal and the request's audit fail (found in review: after the case
-/// change was saved).
+/// long for the journal, and the request's audit would fail.
 pub const AUDITED_URI_PART_MAX: usize = 2_048;
 
 /// `part` as the audit log records it: whole, or its first `AUDITED_URI_PART_MAX` bytes
@@ -1104,8 +1103,8 @@ mod tests {
     }
 
     /// A change is made only when its audit entry is written first: with the audit log
-    /// failing, a note is refused (503) and not saved. Found in review: the note was saved,
-    /// then its audit entry failed, and nothing in the log named the change.
+    /// failing, a note is refused (503) and not saved, so no change goes unnamed in the
+    /// log.
     #[tokio::test]
     async fn a_change_is_not_made_unless_its_audit_entry_is_written_first() {
         let dir = tempfile::tempdir().unwrap();

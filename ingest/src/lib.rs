@@ -231,9 +231,8 @@ mod tests {
     use super::*;
 
     /// Every batch size `serve --batch` can be given passes the pipeline's own check once
-    /// fitted (`with_batch_len`). Found in review: serve fitted the pending-ack bound to
-    /// (queue + 2) batches while the check wants (queue + 3), so `serve --batch 820` or
-    /// more refused to start.
+    /// fitted (`with_batch_len`): the pending-ack bound must fit (queue + 3) batches, or
+    /// `serve --batch 820` and more would refuse to start.
     #[test]
     fn a_config_fitted_to_any_batch_size_passes_the_check() {
         for batch in (1..=ledger::APPEND_BATCH_LEN_MAX)
