@@ -173,6 +173,10 @@ pub struct IngestReport {
     pub held: u64,
     /// Messages quarantined with a reason (undecodable, broken chain, fork, ...).
     pub quarantined: u64,
+    /// Messages refused again with the bytes and reason of a quarantine entry, under a
+    /// later stream seq (a device resending a refused message): counted against the entry,
+    /// not stored again. Not in `quarantined`.
+    pub repeats: u64,
     /// Messages read back from the stream because an earlier delivery was never acked.
     pub read_back: u64,
     /// Stream sequences that could not be read back (deleted from the stream).

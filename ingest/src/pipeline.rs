@@ -558,6 +558,7 @@ async fn ack_loop(
         report.duplicates += w.tally.duplicates;
         report.held += w.tally.held;
         report.quarantined += w.tally.quarantined;
+        report.repeats += w.tally.repeats;
         report.checkpoints_kept += w.tally.checkpoints_kept;
         report.checkpoints_refused += w.tally.checkpoints_refused;
         tracing::debug!(batch = w.batch_no, "batch acked");

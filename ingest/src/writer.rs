@@ -233,6 +233,7 @@ fn describe<A>(
             CheckpointOutcome::Duplicate { .. } | CheckpointOutcome::QuarantinedBefore { .. } => {
                 tally.duplicates += 1
             }
+            CheckpointOutcome::Repeated { .. } => tally.repeats += 1,
             // Logged as an alert by the ledger, with the reason.
             CheckpointOutcome::Quarantined { .. } => {
                 tally.quarantined += 1;
@@ -273,6 +274,8 @@ fn describe<A>(
                     "delivered again; already quarantined, acknowledged"
                 );
             }
+            // Logged by the ledger (once per power of two of an entry's repeats).
+            Appended::Repeated { .. } => tally.repeats += 1,
             Appended::Quarantined { id, reason } => {
                 tally.quarantined += 1;
                 let table = inc
@@ -306,6 +309,7 @@ fn describe<A>(
         duplicates = tally.duplicates,
         held = tally.held,
         quarantined = tally.quarantined,
+        repeats = tally.repeats,
         "batch durable"
     );
     Written {

@@ -1,6 +1,7 @@
 //! The append path: decode, check subject, duplicates, forks, clock, gaps and the chain,
 //! then write one record per table and one atomic commit. Synchronous, no NATS.
 
+use crate::quarantine::{ContentKey, Refusal, Repeat};
 use crate::record::{self, ord_i64, seq_key, table_key, W};
 use crate::store::{Op, Space};
 use crate::{
@@ -55,9 +56,15 @@ pub enum Appended {
         reason: &'static str,
     },
     /// The same delivery (stream seq and bytes) is already in quarantine under `id` (NATS
-    /// delivered it again): nothing written.
+    /// delivered it again), or was counted as a repeat of it: nothing written.
     QuarantinedBefore {
         id: u64,
+    },
+    /// The same bytes refused for the same reason as entry `id`, under a later stream seq
+    /// (a device sending a refused message again): counted against `id`, not stored again.
+    Repeated {
+        id: u64,
+        reason: &'static str,
     },
 }
 
@@ -166,6 +173,8 @@ pub(crate) struct Call {
     quarantine_head: crate::quarantine::QuarantineHead,
     /// The entries this call quarantines, by delivery.
     pub(crate) quarantined_now: std::collections::HashMap<crate::quarantine::DeliveryKey, u64>,
+    /// The entries this call quarantines or counts a repeat against, by content.
+    refused_now: std::collections::HashMap<crate::quarantine::ContentKey, Refusal>,
     /// Device keys enrolled or revoked by this call's events.
     pub(crate) devices: BTreeMap<(TableId, schemas::DeviceId), crate::attest::DeviceKey>,
     /// Whether events must carry their device's signature (`provenance`): the ledger's
@@ -184,6 +193,7 @@ impl Call {
             next_quarantine_id: state.next_quarantine_id,
             quarantine_head: state.quarantine_head,
             quarantined_now: Default::default(),
+            refused_now: Default::default(),
             devices: BTreeMap::new(),
             checks_signatures: state.require_signed,
         }
@@ -257,6 +267,13 @@ impl Call {
     /// The call's ops, for its one commit: with the quarantine head when the call
     /// quarantined, so the entries and the head that chains them commit together.
     pub(crate) fn take_ops(&mut self) -> Vec<Op> {
+        for r in self.refused_now.values().filter(|r| r.repeat.count > 0) {
+            self.ops.push(Op::Put(
+                Space::Meta,
+                crate::quarantine::repeat_key(r.id),
+                r.repeat.encode(),
+            ));
+        }
         if self.quarantined > 0 {
             self.ops.push(Op::Put(
                 Space::Meta,
@@ -299,6 +316,11 @@ impl Call {
         now.sort_unstable_by_key(|(_, id)| *id);
         for (key, id) in now {
             state.recent_quarantine.insert(key, id);
+        }
+        let mut refused: Vec<_> = self.refused_now.into_iter().collect();
+        refused.sort_unstable_by_key(|(_, r)| r.id);
+        for (key, r) in refused {
+            state.recent_refusals.insert(key, r);
         }
         for (k, d) in self.devices {
             state.devices.insert(k, d);
@@ -913,10 +935,18 @@ impl Ledger {
             id.to_be_bytes().to_vec(),
             value.to_vec(),
         ));
-        call.quarantined_now.insert(
-            crate::quarantine::delivery_key(entry.stream_seq, &entry.bytes),
-            id,
-        );
+        let delivery = crate::quarantine::delivery_key(entry.stream_seq, &entry.bytes);
+        call.quarantined_now.insert(delivery, id);
+        // Repeats count against the first entry of a content: one put back is the first
+        // unless a recent entry has its content.
+        let content: ContentKey = (entry.reason.clone(), delivery.1);
+        if state.recent_refusals.get(&content).is_none() {
+            let repeat = Repeat {
+                count: 0,
+                last_stream_seq: entry.stream_seq,
+            };
+            call.refused_now.insert(content, Refusal { id, repeat });
+        }
         *call.counters.entry(entry.reason).or_insert(0) += 1;
         call.quarantined += 1;
         self.store.commit(call.take_ops())?;
@@ -947,6 +977,10 @@ pub(crate) fn quarantine(
         );
         return Appended::QuarantinedBefore { id };
     }
+    let content: ContentKey = (code.to_string(), delivery.1);
+    if let Some(seen) = repeat_of(state, call, msg, code, &content) {
+        return seen;
+    }
     let id = call.next_quarantine_id;
     call.next_quarantine_id += 1;
     let entry = crate::QuarantineEntry {
@@ -957,6 +991,7 @@ pub(crate) fn quarantine(
         stream_seq: msg.stream_seq,
         received_at_ns: msg.received_at_ns,
         bytes: msg.bytes.clone(),
+        repeats: 0,
     };
     tracing::warn!(id, reason = code, text = %entry.text, stream_seq = msg.stream_seq, "quarantined");
     let value = entry.encode();
@@ -966,5 +1001,52 @@ pub(crate) fn quarantine(
     *call.counters.entry(code.to_string()).or_insert(0) += 1;
     call.quarantined += 1;
     call.quarantined_now.insert(delivery, id);
+    let repeat = Repeat {
+        count: 0,
+        last_stream_seq: msg.stream_seq,
+    };
+    call.refused_now.insert(content, Refusal { id, repeat });
     Appended::Quarantined { id, reason: code }
+}
+
+/// A refusal whose reason and bytes equal a recent entry's: a repeat, counted against that
+/// entry, or, at or below the stream seq last counted, a redelivery of a counted one.
+/// `None` when no recent entry has that content.
+fn repeat_of(
+    state: &crate::State,
+    call: &mut Call,
+    msg: &Incoming,
+    code: &'static str,
+    content: &ContentKey,
+) -> Option<Appended> {
+    let mut r = call
+        .refused_now
+        .get(content)
+        .copied()
+        .or_else(|| state.recent_refusals.get(content))?;
+    if msg.stream_seq <= r.repeat.last_stream_seq {
+        tracing::info!(
+            id = r.id,
+            stream_seq = msg.stream_seq,
+            "repeat delivered again; counted before"
+        );
+        return Some(Appended::QuarantinedBefore { id: r.id });
+    }
+    r.repeat.count += 1;
+    r.repeat.last_stream_seq = msg.stream_seq;
+    // Logged once per power of two: a flood must not flood the log too.
+    if r.repeat.count.is_power_of_two() {
+        tracing::warn!(
+            id = r.id,
+            reason = code,
+            repeats = r.repeat.count,
+            stream_seq = msg.stream_seq,
+            "refused again; counted against its entry"
+        );
+    }
+    call.refused_now.insert(content.clone(), r);
+    Some(Appended::Repeated {
+        id: r.id,
+        reason: code,
+    })
 }

@@ -120,6 +120,12 @@ pub enum CheckpointOutcome {
     QuarantinedBefore {
         id: u64,
     },
+    /// The same bytes refused for the same reason as entry `id`, under a later stream seq:
+    /// counted against it, not stored again.
+    Repeated {
+        id: u64,
+        reason: &'static str,
+    },
 }
 
 fn device_key_key(table: &TableId, device: &DeviceId) -> Vec<u8> {
@@ -485,6 +491,9 @@ impl Ledger {
                 }
                 crate::Appended::QuarantinedBefore { id } => {
                     CheckpointOutcome::QuarantinedBefore { id }
+                }
+                crate::Appended::Repeated { id, reason } => {
+                    CheckpointOutcome::Repeated { id, reason }
                 }
                 other => unreachable!("quarantine always quarantines: {other:?}"),
             }

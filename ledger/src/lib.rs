@@ -15,7 +15,9 @@
 //! - **Nothing accepted is dropped**: what cannot be appended or held is quarantined
 //!   verbatim with a stable reason code and counted. A delivery already quarantined (the same stream
 //!   seq and bytes, among the newest `quarantine::QUARANTINE_RECENT_MAX` entries) is
-//!   `Appended::QuarantinedBefore`: acknowledged, not written twice.
+//!   `Appended::QuarantinedBefore`: acknowledged, not written twice. The same bytes refused
+//!   again for the same reason under a later stream seq are `Appended::Repeated`: counted
+//!   beside the first entry (`quarantine::Repeat`), not stored again.
 //! - **Durable only after `flush`**: callers acknowledge only after it returns.
 //! - One process owns a ledger directory (sled locks it; a second `open` gets
 //!   `Error::Locked`). One append call runs at a time (an internal mutex).
@@ -141,6 +143,8 @@ struct State {
     quarantine_head: quarantine::QuarantineHead,
     /// The newest quarantine entries by delivery (a redelivery is not quarantined again).
     recent_quarantine: quarantine::RecentQuarantine,
+    /// The newest quarantine entries by content, with their repeat counters.
+    recent_refusals: quarantine::RecentRefusals,
     next_call_id: u64,
     bytes_total: u64,
     /// The last call's arrival hash (`arrival`); zeros before the first.

@@ -15,6 +15,12 @@
 //! holds the message verbatim with its reason, subject, stream seq and receive time). The
 //! head (`HEAD_KEY` in `Space::Meta`) is `entries u64 BE || chain(entries)`: 40 bytes.
 //!
+//! What the chain covers: each entry's stored value, so its reason, receive time and bytes.
+//! What it does not: the repeat counters beside the entries (`Repeat`, in `Space::Meta`). A
+//! message refused again with the same bytes and reason is counted against its first
+//! entry, not stored again; those counts are operating counters, like the meta counters,
+//! not proofs, and a commit the store loses loses its counts with it.
+//!
 //! The step is `schemas::digest::quarantine_next` (formats in schemas/README.md). Like a
 //! table's head, the quarantine head does not stop someone who rewrites the entries and the
 //! head together: a digest held by an outside party does, since version 3 names the
@@ -69,6 +75,105 @@ impl RecentQuarantine {
         debug_assert_eq!(self.ids.len(), self.order.len());
     }
 }
+/// How many of the newest quarantine entries a repeat is recognised against
+/// (`RecentRefusals`): the same bounded memory as `QUARANTINE_RECENT_MAX`. A flood repeats
+/// one message, so its entry stays among the newest while the flood lasts.
+pub const REPEATS_RECENT_MAX: usize = 65_536;
+
+/// `Space::Meta` key prefix of an entry's repeat counter: `prefix ++ id (BE)`.
+pub const REPEAT_KEY_PREFIX: &[u8] = b"quarantine_repeat/";
+
+/// The `Space::Meta` key of entry `id`'s repeat counter.
+pub fn repeat_key(id: u64) -> Vec<u8> {
+    [REPEAT_KEY_PREFIX, &id.to_be_bytes()].concat()
+}
+
+/// What makes a refusal a repeat of an entry: its reason code and the BLAKE3 of its bytes.
+pub(crate) type ContentKey = (String, Hash32);
+
+/// How often an entry's message was refused again after the entry was written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Repeat {
+    /// Refusals after the first (the entry itself is not counted).
+    pub count: u64,
+    /// The stream seq of the last refusal counted (the entry's own while `count` is 0).
+    /// Ingest appends in stream order, so one at or below it was counted already: it is a
+    /// redelivery (`Appended::QuarantinedBefore`). A redelivery refused now for another
+    /// reason (the chain moved on since) matches no entry's content: it is judged anew.
+    pub last_stream_seq: u64,
+}
+
+impl Repeat {
+    /// The stored form: `count u64 BE || last stream seq u64 BE`.
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let mut v = self.count.to_be_bytes().to_vec();
+        v.extend_from_slice(&self.last_stream_seq.to_be_bytes());
+        v
+    }
+
+    pub(crate) fn decode(v: &[u8]) -> Result<Repeat, Error> {
+        if v.len() != 16 {
+            return Err(crate::record::corrupt("quarantine repeat counter length"));
+        }
+        Ok(Repeat {
+            count: be_u64(&v[..8])?,
+            last_stream_seq: be_u64(&v[8..])?,
+        })
+    }
+}
+
+/// The stored repeat counters by entry id (each entry's first refusal is not counted).
+pub(crate) fn stored_repeats(
+    store: &dyn Store,
+) -> Result<std::collections::BTreeMap<u64, Repeat>, Error> {
+    let mut end = REPEAT_KEY_PREFIX.to_vec();
+    end.extend_from_slice(&[0xff; 9]);
+    let mut out = std::collections::BTreeMap::new();
+    for kv in store.range(Space::Meta, REPEAT_KEY_PREFIX, Some(&end)) {
+        let (k, v) = kv?;
+        let id = be_u64(k.get(REPEAT_KEY_PREFIX.len()..).unwrap_or(&[]))?;
+        out.insert(id, Repeat::decode(&v)?);
+    }
+    Ok(out)
+}
+
+/// One entry a repeat is counted against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Refusal {
+    pub id: u64,
+    pub repeat: Repeat,
+}
+
+/// The newest quarantine entries by content (reason and bytes), with their repeat counters,
+/// so that a message refused again under another stream seq is counted, not stored again.
+/// Bounded: the oldest entry is forgotten beyond `REPEATS_RECENT_MAX` (a repeat of it is
+/// stored as a new entry).
+#[derive(Default)]
+pub(crate) struct RecentRefusals {
+    by_content: std::collections::HashMap<ContentKey, Refusal>,
+    order: std::collections::VecDeque<ContentKey>,
+}
+
+impl RecentRefusals {
+    pub(crate) fn get(&self, key: &ContentKey) -> Option<Refusal> {
+        self.by_content.get(key).copied()
+    }
+
+    /// Adds a new entry (entries come in id order) or updates a known one's counter in
+    /// place (a repeat does not make its entry newer).
+    pub(crate) fn insert(&mut self, key: ContentKey, refusal: Refusal) {
+        if self.by_content.insert(key.clone(), refusal).is_none() {
+            self.order.push_back(key);
+            if self.order.len() > REPEATS_RECENT_MAX {
+                if let Some(old) = self.order.pop_front() {
+                    self.by_content.remove(&old);
+                }
+            }
+        }
+        debug_assert_eq!(self.by_content.len(), self.order.len());
+    }
+}
+
 /// How many entries the chain covers and its hash after the last.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct QuarantineHead {

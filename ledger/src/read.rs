@@ -58,6 +58,10 @@ pub struct QuarantineEntry {
     pub stream_seq: u64,
     pub received_at_ns: i64,
     pub bytes: Vec<u8>,
+    /// Refusals of the same bytes for the same reason after this one, counted beside the
+    /// entry (`quarantine::Repeat`), not part of its stored value nor of the chain. Filled
+    /// by the reads that list entries; 0 from `decode`.
+    pub repeats: u64,
 }
 
 impl QuarantineEntry {
@@ -73,6 +77,7 @@ impl QuarantineEntry {
             subject_table: self.subject_table,
             stream_seq: self.stream_seq,
             received_at_ns: self.received_at_ns,
+            repeats: self.repeats,
         }
     }
 
@@ -108,6 +113,7 @@ impl QuarantineEntry {
             stream_seq: r.u64()?,
             received_at_ns: r.i64()?,
             bytes: r.bytes()?.to_vec(),
+            repeats: 0,
         })
     }
 }
@@ -216,11 +222,26 @@ pub(crate) fn load_state(store: &dyn Store) -> Result<State, Error> {
     let mut next_quarantine_id = 0;
     let mut chained = crate::quarantine::QuarantineHead::EMPTY;
     let mut recent_quarantine = crate::quarantine::RecentQuarantine::default();
+    let mut recent_refusals = crate::quarantine::RecentRefusals::default();
+    let repeats = crate::quarantine::stored_repeats(store)?;
     for kv in store.range(Space::Quarantine, &[], None) {
         let (k, v) = kv?;
         let id = be_u64(&k)?;
         let e = QuarantineEntry::decode(id, &v)?;
-        recent_quarantine.insert(crate::quarantine::delivery_key(e.stream_seq, &e.bytes), id);
+        let delivery = crate::quarantine::delivery_key(e.stream_seq, &e.bytes);
+        recent_quarantine.insert(delivery, id);
+        let repeat = repeats
+            .get(&id)
+            .copied()
+            .unwrap_or(crate::quarantine::Repeat {
+                count: 0,
+                last_stream_seq: e.stream_seq,
+            });
+        let content = (e.reason.clone(), delivery.1);
+        // A later entry of the same content (stored once the first had left the recent
+        // ones) takes its place, as it did when it was stored.
+        let refusal = crate::quarantine::Refusal { id, repeat };
+        recent_refusals.insert(content, refusal);
         *counters.entry(e.reason).or_insert(0) += 1;
         quarantined += 1;
         // A key at the end of the id space has no next id: only a hand (or a bug) writes
@@ -259,6 +280,7 @@ pub(crate) fn load_state(store: &dyn Store) -> Result<State, Error> {
         next_quarantine_id,
         quarantine_head,
         recent_quarantine,
+        recent_refusals,
         next_call_id: meta(b"call_id")?,
         bytes_total: meta(b"bytes_total")?,
         arrival_head: match store.get(Space::Meta, crate::arrival::HEAD_KEY)? {
@@ -574,7 +596,7 @@ impl Ledger {
                 if skipped < offset {
                     skipped += 1;
                 } else {
-                    page.push(e);
+                    page.push(self.with_repeats(e)?);
                 }
             }
         }
@@ -614,8 +636,24 @@ impl Ledger {
     pub fn quarantine_entry(&self, id: u64) -> Result<Option<QuarantineEntry>, Error> {
         self.store
             .get(Space::Quarantine, &id.to_be_bytes())?
-            .map(|v| QuarantineEntry::decode(id, &v))
+            .map(|v| self.with_repeats(QuarantineEntry::decode(id, &v)?))
             .transpose()
+    }
+
+    /// How often entry `id`'s message was refused again after it (`quarantine::Repeat`).
+    pub fn quarantine_repeats(&self, id: u64) -> Result<u64, Error> {
+        Ok(self
+            .store
+            .get(Space::Meta, &crate::quarantine::repeat_key(id))?
+            .map(|v| crate::quarantine::Repeat::decode(&v))
+            .transpose()?
+            .map_or(0, |r| r.count))
+    }
+
+    /// The entry with its repeat count read from beside it.
+    fn with_repeats(&self, mut e: QuarantineEntry) -> Result<QuarantineEntry, Error> {
+        e.repeats = self.quarantine_repeats(e.id)?;
+        Ok(e)
     }
 
     /// The quarantine chain's head as committed (`crate::quarantine`).

@@ -52,6 +52,9 @@ pub struct Recovery {
     pub duplicates: u64,
     pub held: u64,
     pub quarantined: u64,
+    /// Of the events and checkpoints, those refused again as an entry's repeat: counted
+    /// against it (`quarantine::Repeat`).
+    pub repeats: u64,
     /// Quarantine entries found, and of them those put back (the rest were already there).
     pub quarantine_entries: u64,
     pub quarantine_restored: u64,
@@ -84,6 +87,7 @@ impl Recovery {
                 Appended::Held { .. } => self.held += 1,
                 Appended::Quarantined { .. } => self.quarantined += 1,
                 Appended::QuarantinedBefore { .. } => self.duplicates += 1,
+                Appended::Repeated { .. } => self.repeats += 1,
             }
         }
     }
@@ -276,6 +280,7 @@ impl Ledger {
                     crate::attest::CheckpointOutcome::Kept { .. } => report.checkpoints_kept += 1,
                     crate::attest::CheckpointOutcome::Duplicate { .. }
                     | crate::attest::CheckpointOutcome::QuarantinedBefore { .. } => {}
+                    crate::attest::CheckpointOutcome::Repeated { .. } => report.repeats += 1,
                     crate::attest::CheckpointOutcome::Quarantined { .. } => {
                         report.checkpoints_refused += 1
                     }

@@ -44,7 +44,8 @@ fn reasons(out: &[Appended]) -> Vec<&'static str> {
     out.iter()
         .map(|o| match o {
             Appended::Stored { .. } => "stored",
-            Appended::Quarantined { reason, .. } => reason,
+            // The same bytes refused again for the same reason count against one entry.
+            Appended::Quarantined { reason, .. } | Appended::Repeated { reason, .. } => reason,
             other => panic!("unexpected {other:?}"),
         })
         .collect()

@@ -320,6 +320,11 @@ pub struct QuarantineRow {
     /// The message's bytes in hex: the first `QUARANTINE_PREVIEW_BYTES` in a list, all of
     /// them from `/v1/quarantine/{id}`.
     pub bytes_hex: String,
+    /// How often the same bytes were refused for the same reason after this entry, under
+    /// later stream seqs: counted here, not stored again. An operating counter beside the
+    /// quarantine chain, not covered by it. Absent (0) from servers before it.
+    #[serde(default)]
+    pub repeats: u64,
 }
 
 /// Bytes of each message a quarantine list shows (`QuarantineRow::bytes_hex`).
