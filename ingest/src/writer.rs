@@ -81,6 +81,16 @@ pub(crate) fn writer_loop<A>(
     }
 }
 
+/// The alert a refusal of `inc` raises, if its reason is one operators must see now.
+fn raised(inc: &Incoming, reason: &str, id: u64, what: &str) -> Option<Raised> {
+    Some(Raised {
+        table: inc.subject_table.clone()?,
+        kind: kind_of_reason(reason)?,
+        stream_seq: inc.stream_seq,
+        detail: format!("{reason}: {what}, quarantine entry {id}"),
+    })
+}
+
 /// Raises `AttestationStalled` for each head of `w` more than `lag_max` events past its
 /// table's newest kept checkpoint (or past seq 0 when it has none).
 fn attestation_stalls<A>(ledger: &Ledger, w: &mut Written<A>, lag_max: u64) {
@@ -275,7 +285,11 @@ fn describe<A>(
                 );
             }
             // Logged by the ledger (once per power of two of an entry's repeats).
-            Appended::Repeated { .. } => tally.repeats += 1,
+            Appended::Repeated { id, reason } => {
+                tally.repeats += 1;
+                // A refused publisher trying again: counted into the open alert.
+                alerts.extend(raised(inc, reason, *id, "sent again"));
+            }
             Appended::Quarantined { id, reason } => {
                 tally.quarantined += 1;
                 let table = inc
@@ -290,14 +304,7 @@ fn describe<A>(
                     reason,
                     "event quarantined"
                 );
-                if let (Some(kind), Some(t)) = (kind_of_reason(reason), &inc.subject_table) {
-                    alerts.push(Raised {
-                        table: t.clone(),
-                        kind,
-                        stream_seq: inc.stream_seq,
-                        detail: format!("{reason}: quarantine entry {id}"),
-                    });
-                }
+                alerts.extend(raised(inc, reason, *id, "quarantined"));
             }
         }
     }

@@ -245,7 +245,7 @@ pub(crate) fn load_state(store: &dyn Store) -> Result<State, Error> {
         *counters.entry(e.reason).or_insert(0) += 1;
         quarantined += 1;
         // A key at the end of the id space has no next id: only a hand (or a bug) writes
-        // one, and opening must say so, not overflow (found in review).
+        // one, and opening must say so, not overflow.
         next_quarantine_id = id
             .checked_add(1)
             .ok_or_else(|| crate::record::corrupt("a quarantine entry has the last possible id"))?;
