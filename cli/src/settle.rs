@@ -19,8 +19,8 @@ pub const LINE_LEN_MAX: usize = 1 << 20;
 
 #[derive(clap::Args)]
 #[command(after_help = "\
-Exit codes: 0 every round settled, 1 a round refused (--ndjson: some line), 2 error (the
-single round refused, or input/output failed).
+Exit codes: 0 every round settled; 1 with --ndjson, some line refused; 2 error: the one
+round refused, or reading or writing failed.
 
 --ndjson prints one JSON object a line: {\"line\": N, \"settlement\": {...}} (or \"net\" with
 --net), or {\"line\": N, \"error\": {\"field\", \"message\", \"column\"}}. Every form adds
