@@ -73,7 +73,7 @@ pub struct BoxInput {
     pub decision: Option<Choice>,
     /// Stakes by bet kind, as they stood at "No more Bets" (and the BET/Play placed with
     /// the decision). Minor units, except `jackpot_player` / `jackpot_dealer`: credits.
-    /// An unknown kind is refused at its own key (`bets.antee`).
+    // Read by `bets::deserialize`: an unknown kind is refused at its own key (`bets.antee`).
     #[serde(deserialize_with = "bets::deserialize")]
     pub bets: BTreeMap<BetKind, i64>,
     /// The hand was invalidated and its bets are returned, with the clause (CSP6 §5.15
