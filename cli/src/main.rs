@@ -72,7 +72,7 @@ enum Command {
     Export(export::Args),
     /// List the messages the ledger refused (quarantine), newest first, or one whole.
     Quarantine(quarantine::Args),
-    /// Settle one round described as JSON (pay calculator): JSON in, JSON out.
+    /// Settle rounds described as JSON (pay calculator): one round, or NDJSON with --ndjson.
     Settle(settle::Args),
     /// The demo: a local nats-server, simulated tables, the ledger, then an audit.
     Demo(demo::Args),

@@ -33,12 +33,7 @@ fn settle_prints_the_examples_net_results() {
         let out = roundledger(&["settle", "--net", file.to_str().unwrap()]);
         assert!(out.status.success(), "example {i}");
         let net: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        for (bx, lines) in ex["net"].as_object().unwrap() {
-            for (line, want) in lines.as_object().unwrap() {
-                let got = net[bx].get(line).and_then(|v| v.as_i64()).unwrap_or(0);
-                assert_eq!(got, want.as_i64().unwrap(), "example {i} box {bx} {line}");
-            }
-        }
+        assert_net(i, ex, &net);
     }
 }
 
@@ -51,6 +46,132 @@ fn settle_names_the_bad_field() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("boxes[0].cards"), "{err}");
+}
+
+/// Asserts that `net` (box -> line -> amount) holds the example's expected net.
+fn assert_net(i: usize, ex: &serde_json::Value, net: &serde_json::Value) {
+    for (bx, lines) in ex["net"].as_object().unwrap() {
+        for (line, want) in lines.as_object().unwrap() {
+            let got = net[bx].get(line).and_then(|v| v.as_i64()).unwrap_or(0);
+            assert_eq!(got, want.as_i64().unwrap(), "example {i} box {bx} {line}");
+        }
+    }
+}
+
+/// Runs `settle --ndjson [--net]` over `lines`: (exit code, one JSON value a line).
+fn settle_ndjson(lines: &[String], net: bool) -> (Option<i32>, Vec<serde_json::Value>) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("rounds.ndjson");
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let mut args = vec!["settle", "--ndjson", file.to_str().unwrap()];
+    if net {
+        args.push("--net");
+    }
+    let out = roundledger(&args);
+    let results = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (out.status.code(), results)
+}
+
+const CSP6_ROUND: &str = r#"{"game":"CSP6","dealer":["Ah","Qd","9c","6s","3h"],"boxes":[{"box":1,"cards":["7c","7d","Kh","5s","2d"],"decision":"play","bets":{"ante":1000,"bet":2000}}]}"#;
+
+#[test]
+fn settle_ndjson_gives_each_examples_net_in_order() {
+    let all = examples();
+    let lines: Vec<String> = all.iter().map(|ex| ex["round"].to_string()).collect();
+    let (code, results) = settle_ndjson(&lines, true);
+    assert_eq!(code, Some(0));
+    assert_eq!(results.len(), all.len());
+    for (i, (ex, got)) in all.iter().zip(&results).enumerate() {
+        assert_eq!(got["line"], i + 1);
+        assert_net(i, ex, &got["net"]);
+    }
+}
+
+#[test]
+fn settle_ndjson_reports_a_bad_line_and_settles_the_rest() {
+    let all = examples();
+    let mut lines: Vec<String> = all.iter().map(|ex| ex["round"].to_string()).collect();
+    let bad = CSP6_ROUND.replace(r#""bet":2000"#, r#""bet":2000,"antee":5"#);
+    lines.insert(3, bad);
+    let (code, results) = settle_ndjson(&lines, true);
+    assert_eq!(code, Some(1), "a refused line exits 1");
+    assert_eq!(results.len(), lines.len());
+    assert_eq!(results[3]["line"], 4);
+    assert_eq!(results[3]["error"]["field"], "boxes[0].bets.antee");
+    let message = results[3]["error"]["message"].as_str().unwrap();
+    assert!(message.contains("unknown bet kind `antee`"), "{message}");
+    for (i, ex) in all.iter().enumerate().skip(3) {
+        assert_eq!(results[i + 1]["line"], i + 2);
+        assert_net(i, ex, &results[i + 1]["net"]);
+    }
+}
+
+#[test]
+fn settle_refuses_an_overflowing_stake() {
+    // i64::MAX / 2: today's arithmetic would saturate the BET's win at i64::MAX.
+    let huge = CSP6_ROUND.replace(r#""ante":1000"#, r#""ante":4611686018427387903"#);
+    let (code, results) = settle_ndjson(&[huge.clone(), CSP6_ROUND.into()], false);
+    assert_eq!(code, Some(1));
+    assert_eq!(results[0]["error"]["field"], "boxes[0].bets.ante");
+    let message = results[0]["error"]["message"].as_str().unwrap();
+    assert!(message.contains("over the input maximum"), "{message}");
+    assert_eq!(
+        results[1]["settlement"]["boxes"][0]["lines"][0]["net"],
+        1000
+    );
+    // The single-round form refuses it too, naming the field.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("huge.json");
+    std::fs::write(&file, &huge).unwrap();
+    let out = roundledger(&["settle", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("boxes[0].bets.ante"), "{err}");
+}
+
+#[test]
+fn settle_refuses_a_negative_pool_and_an_absent_lucky_box() {
+    let pool = CSP6_ROUND.replace(r#""game":"CSP6","#, r#""game":"CSP6","pool":-1,"#);
+    let lucky = CSP6_ROUND.replace(r#""game":"CSP6","#, r#""game":"CSP6","lucky_box":4,"#);
+    let (code, results) = settle_ndjson(&[pool, lucky], false);
+    assert_eq!(code, Some(1));
+    assert_eq!(results[0]["error"]["field"], "pool");
+    assert_eq!(results[1]["error"]["field"], "lucky_box");
+}
+
+/// CSP6 §5.15: a hand of the wrong card count is void, and `--net` says so.
+#[test]
+fn settle_net_reports_a_wrong_card_count_hand_void() {
+    let four = CSP6_ROUND.replace(r#","2d"]"#, "]");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("four.json");
+    std::fs::write(&file, &four).unwrap();
+    let out = roundledger(&["settle", "--net", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    let net: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(net["1"]["ante"], 0);
+    assert_eq!(net["void_hands"][0]["box"], 1);
+    assert_eq!(net["void_hands"][0]["clause"], "CSP6 5.15");
+    let (code, results) = settle_ndjson(&[four, CSP6_ROUND.into()], true);
+    assert_eq!(code, Some(0));
+    assert_eq!(results[0]["void_hands"][0]["clause"], "CSP6 5.15");
+    assert!(results[1].get("void_hands").is_none(), "{}", results[1]);
+}
+
+#[test]
+fn settle_locates_errors_in_the_users_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bad.json");
+    let text = "{\n  \"game\": \"CSP6\",\n  \"dealer\": [\"Ah\", \"Qd\", \"9c\", \"6s\", \"3h\"],\n  \"boxes\": [{\"box\": 1, \"cards\": [\"7c\", \"7d\", \"Kh\", \"5s\", \"2x\"],\n    \"bets\": {\"ante\": 1000}}]\n}\n";
+    std::fs::write(&file, text).unwrap();
+    let out = roundledger(&["settle", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("boxes[0].cards[4]"), "{err}");
+    assert!(err.contains("at line 4 column"), "{err}");
 }
 
 /// `GET path` with a bearer token: (status, body).

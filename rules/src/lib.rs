@@ -19,7 +19,7 @@ mod settle;
 mod table;
 
 pub use eval::{best5of6, eval3, eval5, tcp3_jackpot_class, Hand};
-pub use settle::{dealer_qualifies, evaluate, main_row, settle};
+pub use settle::{check_bounds, dealer_qualifies, evaluate, main_row, settle, void_hands};
 pub use table::{lookup, rule_table, Clauses, Qualifier, RuleTable};
 
 /// Why a round cannot be settled: names the field at fault (e.g. `boxes[2].cards[1]`).

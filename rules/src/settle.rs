@@ -6,6 +6,7 @@ use crate::table::{lookup, rule_table, Qualifier, RuleTable};
 use crate::SettleError;
 use schemas::settle::{
     BoxInput, BoxSettlement, JackpotPayment, Outcome, RoundInput, Settlement, SettlementLine,
+    VoidHand, MONEY_INPUT_MAX,
 };
 use schemas::{
     BetKind, BoxNo, Card, Choice, HandClass, Money, PayLine, PayRow, Pays, RuleSet, TableConfig,
@@ -99,13 +100,7 @@ pub fn settle(input: &RoundInput) -> Result<Settlement, SettleError> {
     if input.void {
         let out = boxes
             .iter()
-            .map(|b| {
-                ctx.returned_box(
-                    b,
-                    &rt.cite(rt.clauses.void),
-                    "the round is void: every bet is returned",
-                )
-            })
+            .map(|b| ctx.returned_box(b, &rt.cite(rt.clauses.void), VOID_ROUND_WHY))
             .collect();
         return Ok(ctx.finish(None, false, out));
     }
@@ -271,6 +266,123 @@ fn validate(input: &RoundInput, rt: &RuleTable) -> Result<(), SettleError> {
     Ok(())
 }
 
+const INVALIDATED_WHY: &str = "the hand is invalidated: its bets are returned";
+const VOID_ROUND_WHY: &str = "the round is void: every bet is returned";
+
+fn wrong_card_count_why(rt: &RuleTable, b: &BoxInput) -> String {
+    format!(
+        "{} cards dealt to the box instead of {}: the hand is invalidated and its bets returned",
+        b.cards.len(),
+        rt.hand_len
+    )
+}
+
+/// The boxes whose hands `settle` voids, in box order, with the clause and explanation
+/// their returned lines carry: a void round (§5.22), an `invalidated` hand, or a hand of
+/// the wrong card count (CSP6 §5.15). The settlement itself only shows returned lines.
+pub fn void_hands(input: &RoundInput) -> Vec<VoidHand> {
+    let rt = rule_table(input.game);
+    let mut boxes: Vec<&BoxInput> = input.boxes.iter().collect();
+    boxes.sort_by_key(|b| b.box_no);
+    let void = |b: &BoxInput, clause: String, explanation: String| VoidHand {
+        box_no: b.box_no,
+        clause,
+        explanation,
+    };
+    boxes
+        .into_iter()
+        .filter_map(|b| {
+            if input.void {
+                Some(void(b, rt.cite(rt.clauses.void), VOID_ROUND_WHY.into()))
+            } else if let Some(clause) = &b.invalidated {
+                Some(void(b, clause.clone(), INVALIDATED_WHY.into()))
+            } else if b.cards.len() != rt.hand_len {
+                let clause = rt.cite(rt.clauses.wrong_card_count);
+                Some(void(b, clause, wrong_card_count_why(&rt, b)))
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+/// The pay calculator's bounds on its input, beyond what `settle` needs: every amount at
+/// most `MONEY_INPUT_MAX` (credits times the credit value too), no negative pool, reset or
+/// credit value, and a `lucky_box` that is one of the round's boxes. The replayer does not
+/// apply them: a recorded round is settled as recorded and its oddities become disputes.
+pub fn check_bounds(input: &RoundInput) -> Result<(), SettleError> {
+    let credit_value = input
+        .credit_value
+        .or(input
+            .config
+            .as_ref()
+            .and_then(|c| c.jackpot.as_ref())
+            .map(|j| j.credit_value))
+        .unwrap_or(Money::ZERO);
+    check_amount("pool", input.pool.0)?;
+    check_amount("reset", input.reset.0)?;
+    if let Some(v) = input.credit_value {
+        check_amount("credit_value", v.0)?;
+    }
+    if let Some(config) = &input.config {
+        check_config(config)?;
+    }
+    for (i, b) in input.boxes.iter().enumerate() {
+        for (kind, units) in &b.bets {
+            let field = || format!("boxes[{i}].bets.{}", kind.line().name());
+            check_amount_with(field, *units)?;
+            if kind.in_credits() {
+                let money = i128::from(*units) * i128::from(credit_value.0);
+                if money > i128::from(MONEY_INPUT_MAX) {
+                    let why = format!(
+                        "{units} credits at {credit_value} is {money} minor units, over the \
+                         input maximum {MONEY_INPUT_MAX}"
+                    );
+                    return Err(err(field(), why));
+                }
+            }
+        }
+    }
+    if let Some(lucky) = input.lucky_box {
+        if !input.boxes.iter().any(|b| b.box_no == lucky) {
+            let why = format!("box {} is not one of the round's boxes", lucky.0);
+            return Err(err("lucky_box", why));
+        }
+    }
+    Ok(())
+}
+
+fn check_config(config: &TableConfig) -> Result<(), SettleError> {
+    for (i, l) in config.limits.iter().enumerate() {
+        check_amount_with(|| format!("config.limits[{i}].min"), l.min.0)?;
+        check_amount_with(|| format!("config.limits[{i}].max"), l.max.0)?;
+    }
+    if let Some(cap) = config.bet_win_cap {
+        check_amount("config.bet_win_cap", cap.0)?;
+    }
+    if let Some(j) = &config.jackpot {
+        check_amount("config.jackpot.reset", j.reset.0)?;
+        check_amount("config.jackpot.credit_value", j.credit_value.0)?;
+    }
+    Ok(())
+}
+
+fn check_amount(field: &str, amount: i64) -> Result<(), SettleError> {
+    check_amount_with(|| field.to_string(), amount)
+}
+
+/// Refuses a negative amount or one over `MONEY_INPUT_MAX`; `field` is built only then.
+fn check_amount_with(field: impl Fn() -> String, amount: i64) -> Result<(), SettleError> {
+    if amount < 0 {
+        return Err(err(field(), format!("negative amount {amount}")));
+    }
+    if amount > MONEY_INPUT_MAX {
+        let why = format!("{amount} minor units is over the input maximum {MONEY_INPUT_MAX}");
+        return Err(err(field(), why));
+    }
+    Ok(())
+}
+
 struct Ctx<'a> {
     rt: &'a RuleTable,
     config: Option<&'a TableConfig>,
@@ -404,14 +516,10 @@ impl Ctx<'_> {
         let rt = self.rt;
         let c = rt.clauses;
         if let Some(clause) = &b.invalidated {
-            return self.returned_box(b, clause, "the hand is invalidated: its bets are returned");
+            return self.returned_box(b, clause, INVALIDATED_WHY);
         }
         let Some(hand) = evaluate(rt.rule_set, &b.cards) else {
-            let why = format!(
-                "{} cards dealt to the box instead of {}: the hand is invalidated and its bets returned",
-                b.cards.len(),
-                rt.hand_len
-            );
+            let why = wrong_card_count_why(rt, b);
             return self.returned_box(b, &self.cite(c.wrong_card_count), &why);
         };
         let mut lines = Vec::new();

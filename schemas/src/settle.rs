@@ -13,6 +13,12 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// The largest stake, amount or pool the calculator accepts, in minor units: 10^12 is ten
+/// billion in major units (SGD 10,000,000,000), thousands of times any table's maximum or
+/// jackpot pool. Times the largest default pay multiple (1,000 for 1) it stays far below
+/// i64::MAX (9.2 x 10^18), so no settlement of accepted input saturates.
+pub const MONEY_INPUT_MAX: i64 = 1_000_000_000_000;
+
 /// One round to settle.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -67,6 +73,8 @@ pub struct BoxInput {
     pub decision: Option<Choice>,
     /// Stakes by bet kind, as they stood at "No more Bets" (and the BET/Play placed with
     /// the decision). Minor units, except `jackpot_player` / `jackpot_dealer`: credits.
+    // Read by `bets::deserialize`: an unknown kind is refused at its own key (`bets.antee`).
+    #[serde(deserialize_with = "bets::deserialize")]
     pub bets: BTreeMap<BetKind, i64>,
     /// The hand was invalidated and its bets are returned, with the clause (CSP6 §5.15
     /// wrong card count, §5.19 intentional examination, §5.10.3 player's option).
@@ -163,5 +171,131 @@ impl Settlement {
             }
         }
         out
+    }
+}
+
+/// A box whose hand is void: every bet on it is returned (CSP6 §5.15 wrong card count,
+/// §5.22 void round, or an `invalidated` clause of the input).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VoidHand {
+    #[serde(rename = "box")]
+    pub box_no: BoxNo,
+    /// The clause that voids it, e.g. "CSP6 5.15".
+    pub clause: String,
+    pub explanation: String,
+}
+
+/// What `roundledger settle` prints: the settlement, and `void_hands` when a hand is void.
+#[derive(Debug, Clone, Serialize)]
+pub struct SettleOutput<'a> {
+    #[serde(flatten)]
+    pub settlement: &'a Settlement,
+    #[serde(skip_serializing_if = "<[VoidHand]>::is_empty")]
+    pub void_hands: &'a [VoidHand],
+}
+
+/// What `roundledger settle --net` prints: net per box and line (EXAMPLES.md's shape), and
+/// `void_hands` when a hand is void. Box keys are numbers, so the two cannot collide.
+#[derive(Debug, Clone, Serialize)]
+pub struct NetOutput<'a> {
+    #[serde(flatten)]
+    pub net: &'a BTreeMap<BoxNo, BTreeMap<PayLine, Money>>,
+    #[serde(skip_serializing_if = "<[VoidHand]>::is_empty")]
+    pub void_hands: &'a [VoidHand],
+}
+
+/// Why one input line of `settle --ndjson` was refused, located in the user's text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InputError {
+    /// The path of the field at fault (`boxes[2].bets.ante`); empty for the line itself.
+    pub field: String,
+    pub message: String,
+    /// The 1-based column in the line where the parser stopped, for JSON errors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub column: Option<u64>,
+}
+
+/// One output line of `settle --ndjson`: the 1-based input line and exactly one of
+/// `settlement`, `net` or `error`.
+#[derive(Debug, Clone, Serialize)]
+pub struct BatchLine<'a> {
+    pub line: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub settlement: Option<&'a Settlement>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub net: Option<&'a BTreeMap<BoxNo, BTreeMap<PayLine, Money>>>,
+    #[serde(skip_serializing_if = "<[VoidHand]>::is_empty")]
+    pub void_hands: &'a [VoidHand],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<&'a InputError>,
+}
+
+/// `bets` read key by key, so that an unknown bet kind is an error at its own key: the
+/// value's deserializer reports it, which puts the key in the error's path.
+mod bets {
+    use super::BetKind;
+    use serde::de::{Deserialize, DeserializeSeed, Deserializer, Error, MapAccess, Visitor};
+    use std::collections::BTreeMap;
+    use std::fmt;
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<BTreeMap<BetKind, i64>, D::Error> {
+        d.deserialize_map(BetsVisitor)
+    }
+
+    struct BetsVisitor;
+
+    impl<'de> Visitor<'de> for BetsVisitor {
+        type Value = BTreeMap<BetKind, i64>;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("an object of stakes by bet kind")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut out = BTreeMap::new();
+            while let Some(key) = map.next_key::<Key>()? {
+                let amount = map.next_value_seed(Stake(key.0))?;
+                out.insert(amount.0, amount.1);
+            }
+            Ok(out)
+        }
+    }
+
+    /// A key: the bet kind, or the unknown name.
+    struct Key(Result<BetKind, String>);
+
+    impl<'de> serde::Deserialize<'de> for Key {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            d.deserialize_str(KeyVisitor)
+        }
+    }
+
+    struct KeyVisitor;
+
+    impl Visitor<'_> for KeyVisitor {
+        type Value = Key;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a bet kind")
+        }
+        fn visit_str<E: Error>(self, name: &str) -> Result<Key, E> {
+            let de = serde::de::value::StrDeserializer::<serde::de::value::Error>::new(name);
+            Ok(Key(BetKind::deserialize(de).map_err(|_| name.to_string())))
+        }
+    }
+
+    /// The stake of one key; refuses an unknown key here, inside the key's path.
+    struct Stake(Result<BetKind, String>);
+
+    impl<'de> DeserializeSeed<'de> for Stake {
+        type Value = (BetKind, i64);
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            match self.0 {
+                Ok(kind) => Ok((kind, i64::deserialize(d)?)),
+                Err(name) => Err(D::Error::custom(format!(
+                    "unknown bet kind `{name}`, expected one of {}",
+                    BetKind::ALL.map(|k| k.line().name()).join(", ")
+                ))),
+            }
+        }
     }
 }
