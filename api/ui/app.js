@@ -366,8 +366,8 @@ function alertsCard(a) {
 function quarantineCard(q) {
   const reasons = Object.entries(q.by_reason).map(([r, n]) => `${badge(r)} ${n}`).join(" ");
   return `<div class="card" id="quarantine"><h2>Quarantine</h2><p class="hint">Messages the ledger refused to chain, kept verbatim with the reason, never dropped. ${q.head.entries} ${q.head.entries === 1 ? "entry" : "entries"}${q.head.entries ? `, chained to <code>${esc(String(q.head.hash).slice(0, 16))}…</code> (checked by verify and named by digests)` : ""}.</p>
-    ${q.items.length ? `<p>${reasons}</p><table class="list"><thead><tr><th class="num">#</th><th>Received</th><th>Reason</th><th>Subject</th><th class="num">Stream seq</th><th class="num">Bytes</th><th>Why</th></tr></thead><tbody>
-    ${q.items.map(e => `<tr class="clickable" data-quarantine="${e.id}" title="Show the message's bytes"><td class="num">${e.id}</td><td>${time(e.received_at_ns)}</td><td>${badge(e.reason)}</td><td>${esc(e.subject_table || "")}</td><td class="num">${e.stream_seq}</td><td class="num">${e.bytes_len}</td><td>${esc(e.text)}</td></tr>`).join("")}
+    ${q.items.length ? `<p>${reasons}</p><table class="list"><thead><tr><th class="num">#</th><th>Received</th><th>Reason</th><th>Subject</th><th class="num">Stream seq</th><th class="num">Bytes</th><th class="num" title="The same bytes refused again for the same reason, under any message id">Repeats</th><th>Why</th></tr></thead><tbody>
+    ${q.items.map(e => `<tr class="clickable" data-quarantine="${e.id}" title="Show the message's bytes"><td class="num">${e.id}</td><td>${time(e.received_at_ns)}</td><td>${badge(e.reason)}</td><td>${esc(e.subject_table || "")}</td><td class="num">${e.stream_seq}</td><td class="num">${e.bytes_len}</td><td class="num">${e.repeats || 0}</td><td>${esc(e.text)}</td></tr>`).join("")}
     </tbody></table>${q.total > q.items.length ? `<p class="muted">The newest ${q.items.length} of ${q.total}.</p>` : ""}` : `<div class="empty">Nothing quarantined.</div>`}</div>`;
 }
 
@@ -378,12 +378,12 @@ function quarantineRows(el) {
     if (open && open.classList.contains("bytes")) { open.remove(); return; }
     const row = document.createElement("tr");
     row.className = "bytes";
-    row.innerHTML = `<td colspan="7" class="muted">Loading the message…</td>`;
+    row.innerHTML = `<td colspan="8" class="muted">Loading the message…</td>`;
     tr.after(row);
     try {
       const e = await api(`/v1/quarantine/${tr.dataset.quarantine}`);
-      row.innerHTML = `<td colspan="7"><p class="hint">${e.bytes_len} bytes as received (hex):</p><pre class="hex">${esc(e.bytes_hex.replace(/(.{64})/g, "$1\n"))}</pre></td>`;
-    } catch (err) { row.innerHTML = `<td colspan="7" class="error" role="alert">${esc(err.message)}</td>`; }
+      row.innerHTML = `<td colspan="8"><p class="hint">${e.bytes_len} bytes as received (hex):</p><pre class="hex">${esc(e.bytes_hex.replace(/(.{64})/g, "$1\n"))}</pre></td>`;
+    } catch (err) { row.innerHTML = `<td colspan="8" class="error" role="alert">${esc(err.message)}</td>`; }
   });
 }
 

@@ -207,6 +207,8 @@ async function main() {
     // The three refused messages of the demo data, newest first; one click shows a
     // message's bytes as received.
     assert.match(await page.locator("#quarantine").innerText(), /Quarantine[\s\S]*3 entries/);
+    // Each entry counts the same bytes refused again (none in the demo data).
+    assert.match(await page.locator("#quarantine thead").innerText(), /Repeats/);
     assert.equal(await page.locator("#quarantine tr[data-quarantine]").count(), 3);
     await page.locator("#quarantine tr[data-quarantine]").first().click();
     await page.waitForSelector("#quarantine pre.hex");
