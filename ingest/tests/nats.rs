@@ -5,114 +5,20 @@
 //! Waits are bounded (`WAIT`) so a broken pipeline fails instead of hanging; nothing here
 //! asserts on time.
 
+mod common;
+
 use async_nats::jetstream;
+use common::{context, floor_near_now, open, publish, publish_as_device, Running};
 use ingest::{IngestConfig, IngestReport};
 use ledger::Ledger;
 use schemas::{codec, subjects, Hash32, TableId};
 use simulator::{FaultPlan, Floor, PublishOptions, Published, TableSim};
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
 
 const WAIT: Duration = Duration::from_secs(120);
-
-/// Where the simulated devices' clocks start, the same for the whole test process (a
-/// floor built twice plays the same events): 12 h before now. Ingest judges device time
-/// against the stream's timestamps (real time), within the ledger's 24 h skew limit,
-/// and these floors play a few hours of device time.
-fn clock_start_ns() -> i64 {
-    static START: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
-    *START.get_or_init(|| ingest::system_clock_ns() - 12 * 3_600_000_000_000)
-}
-
-/// `Floor::new` with its clocks starting at `clock_start_ns`.
-fn floor_near_now(tables: usize, seed: u64, faults: FaultPlan) -> Result<Floor, simulator::Error> {
-    Ok(Floor::new(tables, seed, faults)?.starting_at(clock_start_ns()))
-}
-
-/// A running ingest and the means to stop it.
-struct Running {
-    stop: oneshot::Sender<()>,
-    task: JoinHandle<Result<IngestReport, ingest::Error>>,
-}
-
-impl Running {
-    fn start(url: &str, ledger: Arc<Ledger>) -> Running {
-        Running::start_with(url, ledger, bus::Access::default())
-    }
-
-    /// Ingest connecting with `access` (its credentials on a secured bus).
-    fn start_with(url: &str, ledger: Arc<Ledger>, access: bus::Access) -> Running {
-        let (stop, rx) = oneshot::channel::<()>();
-        let mut config = IngestConfig::new(url);
-        config.access = access;
-        let task = tokio::spawn(ingest::run(config, ledger, async {
-            let _ = rx.await;
-        }));
-        Running { stop, task }
-    }
-
-    async fn stop(self) -> IngestReport {
-        self.stop.send(()).expect("ingest still running");
-        self.task
-            .await
-            .expect("ingest task")
-            .expect("ingest ended cleanly")
-    }
-}
-
-async fn jetstream_ctx(url: &str) -> jetstream::Context {
-    let client = async_nats::connect(url).await.expect("connect");
-    let js = jetstream::new(client);
-    // The same call ingest makes at start; doing it here too lets tests publish at once.
-    ingest::ensure_stream(&js).await.expect("stream");
-    js
-}
-
-async fn publish_raw(js: &jetstream::Context, table: &str, msg_id: &str, bytes: Vec<u8>) {
-    publish_signed(js, table, msg_id, bytes, None).await
-}
-
-/// Publishes `bytes` with `signature`'s headers, if any.
-async fn publish_signed(
-    js: &jetstream::Context,
-    table: &str,
-    msg_id: &str,
-    bytes: Vec<u8>,
-    signature: Option<&schemas::provenance::EventSignature>,
-) {
-    let mut headers = async_nats::HeaderMap::new();
-    headers.insert("Nats-Msg-Id", msg_id);
-    for (name, value) in signature.iter().flat_map(|s| s.to_headers()) {
-        headers.insert(name, value.as_str());
-    }
-    js.publish_with_headers(format!("tables.{table}.events"), headers, bytes.into())
-        .await
-        .expect("publish")
-        .await
-        .expect("publish ack");
-}
-
-/// Publishes as the table's device does: each event with its message id and signature.
-async fn publish_events(js: &jetstream::Context, events: &[Published]) {
-    for p in events {
-        let mut headers = async_nats::HeaderMap::new();
-        let id = subjects::msg_id(&p.event.table, p.event.seq, &p.bytes);
-        headers.insert("Nats-Msg-Id", id.as_str());
-        for (name, value) in p.signature.iter().flat_map(|s| s.to_headers()) {
-            headers.insert(name, value.as_str());
-        }
-        let subject = subjects::events_subject(&p.event.table);
-        js.publish_with_headers(subject, headers, p.bytes.clone().into())
-            .await
-            .expect("publish")
-            .await
-            .expect("publish ack");
-    }
-}
 
 /// Waits until every table's ledger head is at the expected seq (bounded by `WAIT`).
 /// Ledger reads go through `spawn_blocking` under a timeout: sled is synchronous, and a
@@ -154,20 +60,6 @@ fn stored(ledger: &Ledger, table: &TableId) -> Vec<(u64, Hash32)> {
         .collect()
 }
 
-/// A ledger that trusts the simulator's admin key, as a server for simulated tables does
-/// (`serve --trust-simulated-admin`): their checkpoints are then verified and kept.
-/// It stores only device-signed events, as `serve` does.
-fn open(dir: &Path) -> Arc<Ledger> {
-    let ledger = Ledger::open(dir).expect("open ledger");
-    ledger
-        .trust_admin_keys([simulator::admin_key().public()])
-        .expect("trust the simulator's admin key");
-    ledger
-        .require_signed_events()
-        .expect("require signed events");
-    Arc::new(ledger)
-}
-
 /// The simulated floor of issue 2 published through a running ingest, drained.
 struct Drained {
     _server: natsd::NatsServer,
@@ -192,7 +84,9 @@ async fn publish_floor_and_drain() -> Drained {
         creds_dir: Some(issued.creds_dir),
         ca_file: Some(issued.ca_file),
     };
-    let ingest = Running::start_with(&server.url(), ledger.clone(), issued.ingest);
+    let mut config = IngestConfig::new(server.url());
+    config.access = issued.ingest;
+    let ingest = Running::start_with(config, ledger.clone());
     let published = simulator::publish_floor(
         &server.url(),
         floor.tables,
@@ -345,7 +239,7 @@ async fn garbage_wrong_prev_and_duplicate() {
     let dir = tempfile::tempdir().expect("tempdir");
     let ledger = open(dir.path());
     let ingest = Running::start(&server.url(), ledger.clone());
-    let js = jetstream_ctx(&server.url()).await;
+    let js = context(&server.url()).await;
 
     let floor = floor_near_now(1, 7, FaultPlan::none()).expect("floor");
     let mut table: TableSim = floor.tables.into_iter().next().expect("one table");
@@ -355,27 +249,26 @@ async fn garbage_wrong_prev_and_duplicate() {
     let t = table.table().clone();
 
     let garbage = b"\x01\xff\xfenot an event at all".to_vec();
-    publish_raw(&js, t.as_str(), "garbage-1", garbage.clone()).await;
-    publish_events(&js, &events[..1]).await;
+    publish(&js, t.as_str(), "garbage-1", &garbage, None).await;
+    publish_as_device(&js, &events[..1]).await;
     // Event 2 with a forged previous hash, re-encoded in the table's own wire form.
     let mut forged = events[1].event.clone();
     forged.prev = Hash32([7; 32]);
     let forged_bytes = codec::encode(&forged, table.wire_format());
     let signed = table.sign(&forged_bytes);
-    publish_signed(
-        &js,
-        t.as_str(),
-        "forged-2",
-        forged_bytes.clone(),
-        signed.as_ref(),
-    )
-    .await;
+    publish(&js, t.as_str(), "forged-2", &forged_bytes, signed.as_ref()).await;
     // Event 1 again under another message id: JetStream stores it twice, the ledger once.
     let first = &events[0];
-    let dup = first.bytes.clone();
-    publish_signed(&js, t.as_str(), "dup-1", dup, first.signature.as_ref()).await;
+    publish(
+        &js,
+        t.as_str(),
+        "dup-1",
+        &first.bytes,
+        first.signature.as_ref(),
+    )
+    .await;
     // Then the rest of the chain, valid.
-    publish_events(&js, &events[1..]).await;
+    publish_as_device(&js, &events[1..]).await;
 
     let last = events.last().expect("events");
     let heads = BTreeMap::from([(t.clone(), (last.event.seq.0, last.hash()))]);
@@ -409,7 +302,7 @@ async fn garbage_wrong_prev_and_duplicate() {
 async fn restart_continues_from_the_durable_consumer() {
     let server = natsd::NatsServer::start().expect("nats-server");
     let dir = tempfile::tempdir().expect("tempdir");
-    let js = jetstream_ctx(&server.url()).await;
+    let js = context(&server.url()).await;
     let mut floor = floor_near_now(3, 99, FaultPlan::payout_errors(0.1)).expect("floor");
 
     let mut all: BTreeMap<TableId, Vec<Published>> = BTreeMap::new();
@@ -446,7 +339,7 @@ async fn restart_continues_from_the_durable_consumer() {
     };
     let ledger = open(dir.path());
     let ingest = Running::start(&server.url(), ledger.clone());
-    publish_events(&js, &first).await;
+    publish_as_device(&js, &first).await;
     wait_heads(&ledger, &heads_of(&all)).await;
     let report1 = ingest.stop().await;
     assert_eq!(report1.stored, first.len() as u64);
@@ -468,7 +361,7 @@ async fn restart_continues_from_the_durable_consumer() {
     assert_eq!(info.config.filter_subjects.len(), 2);
 
     let second = play(&mut all, &mut floor, false, 8);
-    publish_events(&js, &second).await;
+    publish_as_device(&js, &second).await;
 
     let ledger = open(dir.path());
     let ingest = Running::start(&server.url(), ledger.clone());
@@ -504,7 +397,7 @@ async fn messages_delivered_to_a_dead_consumer_are_read_back() {
     use futures::StreamExt;
     let server = natsd::NatsServer::start().expect("nats-server");
     let dir = tempfile::tempdir().expect("tempdir");
-    let js = jetstream_ctx(&server.url()).await;
+    let js = context(&server.url()).await;
     let floor = floor_near_now(2, 5, FaultPlan::none()).expect("floor");
     let mut events = Vec::new();
     let mut all: BTreeMap<TableId, (u64, Hash32)> = BTreeMap::new();
@@ -515,7 +408,7 @@ async fn messages_delivered_to_a_dead_consumer_are_read_back() {
         all.insert(t.table().clone(), (l.event.seq.0, l.hash()));
         events.extend(evs);
     }
-    publish_events(&js, &events).await;
+    publish_as_device(&js, &events).await;
 
     // The "dead" process: same durable consumer, fetches 10 messages, never acks.
     let stream = ingest::ensure_stream(&js).await.expect("stream");
@@ -554,7 +447,7 @@ async fn messages_delivered_to_a_dead_consumer_are_read_back() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_head_that_is_not_the_devices_chain_confirms_nothing() {
     let server = natsd::NatsServer::start().expect("nats-server");
-    let js = jetstream_ctx(&server.url()).await;
+    let js = context(&server.url()).await;
     let client = async_nats::connect(server.url()).await.expect("connect");
     for (forged_seq, seed) in [(1_000_000u64, 7_710u64), (3, 7_711)] {
         let floor = floor_near_now(1, seed, FaultPlan::none()).expect("floor");
@@ -612,7 +505,7 @@ async fn a_gap_is_filled_while_the_device_still_publishes() {
     let server = natsd::NatsServer::start().expect("nats-server");
     let dir = tempfile::tempdir().expect("tempdir");
     let ledger = open(dir.path());
-    let js = jetstream_ctx(&server.url()).await;
+    let js = context(&server.url()).await;
     const SEED: u64 = 7_720;
     const ROUNDS: u64 = 60;
     // Each table's event count, counted apart from publishing.
@@ -652,8 +545,18 @@ async fn a_gap_is_filled_while_the_device_still_publishes() {
             }
         }
     };
-    let stopped_at = messages(100).await;
+    messages(100).await;
     let first_run = ingest.stop().await;
+    // Past what the first run took: its fetch in flight at the stop was stored and acked.
+    let stopped_at = stream
+        .get_consumer::<jetstream::consumer::pull::Config>(subjects::INGEST_CONSUMER)
+        .await
+        .expect("ingest's consumer")
+        .info()
+        .await
+        .expect("consumer info")
+        .ack_floor
+        .stream_sequence;
     messages(stopped_at + 40).await;
     let mut lost = None;
     for seq in (stopped_at + 10..stopped_at + 40).rev() {
@@ -719,7 +622,7 @@ async fn outbox_republishes_what_the_stream_lost() {
     let server = natsd::NatsServer::start().expect("nats-server");
     let dir = tempfile::tempdir().expect("tempdir");
     let ledger = open(dir.path());
-    let js = jetstream_ctx(&server.url()).await;
+    let js = context(&server.url()).await;
 
     let floor = floor_near_now(3, 7_700, FaultPlan::none()).expect("floor");
     let options = PublishOptions::with_outbox(Duration::from_millis(500), WAIT);

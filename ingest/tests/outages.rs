@@ -4,8 +4,10 @@
 //!
 //! Waits are bounded (`WAIT`) so a broken pipeline fails instead of hanging.
 
+mod common;
+
 use async_nats::jetstream;
-use ingest::{IngestConfig, IngestReport};
+use common::{context, Running};
 use ledger::Ledger;
 use schemas::chain::event_hash;
 use schemas::codec::{self, WireFormat, EVENT_LEN_MAX};
@@ -13,35 +15,12 @@ use schemas::ids::ID_LEN_MAX;
 use schemas::*;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
 
 const WAIT: Duration = Duration::from_secs(60);
 /// The test-small skew limit: shorter than the outage below.
 const SKEW_MAX_NS: i64 = 2_000_000_000;
 /// How long ingest stays stopped while the device publishes.
 const OUTAGE: Duration = Duration::from_secs(4);
-
-struct Running {
-    stop: oneshot::Sender<()>,
-    task: JoinHandle<Result<IngestReport, ingest::Error>>,
-}
-
-impl Running {
-    fn start(url: &str, ledger: Arc<Ledger>) -> Running {
-        let (stop, rx) = oneshot::channel::<()>();
-        let config = IngestConfig::new(url);
-        let task = tokio::spawn(ingest::run(config, ledger, async {
-            let _ = rx.await;
-        }));
-        Running { stop, task }
-    }
-
-    async fn stop(self) -> IngestReport {
-        self.stop.send(()).expect("ingest still running");
-        self.task.await.expect("ingest task").expect("ingest ended")
-    }
-}
 
 /// A device's event `seq` after `prev`, its device clock `occurred_at_ns`.
 fn event(table: &TableId, seq: u64, prev: Hash32, occurred_at_ns: i64) -> Event {
@@ -134,13 +113,6 @@ async fn wait_until(ledger: &Arc<Ledger>, what: &str, done: fn(&Ledger) -> bool)
     }
 }
 
-async fn jetstream_ctx(url: &str) -> jetstream::Context {
-    let client = async_nats::connect(url).await.expect("connect");
-    let js = jetstream::new(client);
-    ingest::ensure_stream(&js).await.expect("stream");
-    js
-}
-
 /// Ingest stopped for twice the skew limit while a device publishes events stamped with
 /// real time: after the restart every event is stored once, nothing held or quarantined,
 /// though each waited longer than the limit. An event whose device clock is really off
@@ -152,7 +124,7 @@ async fn an_ingest_outage_longer_than_the_skew_limit_adds_no_skew() {
     let dir = tempfile::tempdir().expect("tempdir");
     let ledger = Arc::new(Ledger::open(dir.path()).expect("open"));
     ledger.set_clock_skew_max_ns(SKEW_MAX_NS).expect("skew");
-    let js = jetstream_ctx(&server.url()).await;
+    let js = context(&server.url()).await;
     let mut device = Device::new("T-OUT");
 
     let running = Running::start(&server.url(), ledger.clone());
@@ -249,7 +221,7 @@ async fn an_event_of_the_largest_legal_size_with_all_headers_is_stored() {
     let server = natsd::NatsServer::start().expect("nats-server");
     let dir = tempfile::tempdir().expect("tempdir");
     let ledger = Arc::new(Ledger::open(dir.path()).expect("open"));
-    let js = jetstream_ctx(&server.url()).await;
+    let js = context(&server.url()).await;
     let table = TableId::new("T".repeat(ID_LEN_MAX)).expect("table id");
 
     let largest = event_of_len(&table, EVENT_LEN_MAX);

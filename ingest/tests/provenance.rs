@@ -5,111 +5,20 @@
 //!
 //! Waits are bounded (`WAIT`); nothing here asserts on time.
 
-use async_nats::jetstream;
+mod common;
+
+use common::{context, floor_near_now, open, publish, publish_as_device, Running};
 use futures::StreamExt;
-use ingest::{IngestConfig, IngestReport};
+use ingest::IngestConfig;
 use ledger::Ledger;
 use schemas::attest::SigningKey;
 use schemas::provenance::{EventSignature, HeaderEnrollment};
 use schemas::{codec, subjects, DeviceId, Event, EventBody, Hash32, TableId};
-use simulator::{FaultPlan, Floor, Published, TableSim};
+use simulator::{FaultPlan, Published, TableSim};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
 
 const WAIT: Duration = Duration::from_secs(60);
-
-/// Where the simulated devices' clocks start, the same for the whole test process (a
-/// floor built twice plays the same events): 12 h before now. Ingest judges device time
-/// against the stream's timestamps (real time), within the ledger's 24 h skew limit,
-/// and these floors play a few hours of device time.
-fn clock_start_ns() -> i64 {
-    static START: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
-    *START.get_or_init(|| ingest::system_clock_ns() - 12 * 3_600_000_000_000)
-}
-
-/// `Floor::new` with its clocks starting at `clock_start_ns`.
-fn floor_near_now(tables: usize, seed: u64, faults: FaultPlan) -> Result<Floor, simulator::Error> {
-    Ok(Floor::new(tables, seed, faults)?.starting_at(clock_start_ns()))
-}
-
-struct Running {
-    stop: oneshot::Sender<()>,
-    task: JoinHandle<Result<IngestReport, ingest::Error>>,
-    alerts: ingest::alerts::AlertLog,
-}
-
-impl Running {
-    fn start(url: &str, ledger: Arc<Ledger>) -> Running {
-        Running::start_with_lag(url, ledger, IngestConfig::new(url).attestation_lag_max)
-    }
-
-    /// Ingest raising `AttestationStalled` beyond `lag_max` unattested events.
-    fn start_with_lag(url: &str, ledger: Arc<Ledger>, lag_max: u64) -> Running {
-        let (stop, rx) = oneshot::channel::<()>();
-        let mut config = IngestConfig::new(url);
-        config.attestation_lag_max = lag_max;
-        let alerts = config.alerts.clone();
-        let task = tokio::spawn(ingest::run(config, ledger, async {
-            let _ = rx.await;
-        }));
-        Running { stop, task, alerts }
-    }
-
-    async fn stop(self) -> IngestReport {
-        self.stop.send(()).expect("ingest still running");
-        self.task
-            .await
-            .expect("task")
-            .expect("ingest ended cleanly")
-    }
-}
-
-/// A ledger as `serve` opens it: the simulator's admin trusted, signed events required.
-fn open(dir: &std::path::Path) -> Arc<Ledger> {
-    let ledger = Ledger::open(dir).expect("open ledger");
-    ledger
-        .trust_admin_keys([simulator::admin_key().public()])
-        .expect("trust");
-    ledger.require_signed_events().expect("require");
-    Arc::new(ledger)
-}
-
-async fn context(url: &str) -> jetstream::Context {
-    let js = jetstream::new(async_nats::connect(url).await.expect("connect"));
-    ingest::ensure_stream(&js).await.expect("stream");
-    js
-}
-
-/// Publishes one event message with `id` and the headers of `signature`.
-async fn publish(
-    js: &jetstream::Context,
-    table: &TableId,
-    id: &str,
-    bytes: &[u8],
-    signature: Option<&EventSignature>,
-) {
-    let mut headers = async_nats::HeaderMap::new();
-    headers.insert("Nats-Msg-Id", id);
-    for (name, value) in signature.iter().flat_map(|s| s.to_headers()) {
-        headers.insert(name, value.as_str());
-    }
-    let subject = subjects::events_subject(table);
-    let ack = js
-        .publish_with_headers(subject, headers, bytes.to_vec().into())
-        .await
-        .expect("publish");
-    ack.await.expect("ack");
-}
-
-/// Publishes as the device does: its message id and its signature.
-async fn publish_as_device(js: &jetstream::Context, events: &[Published]) {
-    for p in events {
-        let id = subjects::msg_id(&p.event.table, p.event.seq, &p.bytes);
-        publish(js, &p.event.table, &id, &p.bytes, p.signature.as_ref()).await;
-    }
-}
 
 async fn wait_head(ledger: &Arc<Ledger>, table: &TableId, seq: u64) {
     let deadline = tokio::time::Instant::now() + WAIT;
@@ -278,7 +187,7 @@ async fn forged_events_never_extend_the_chain() {
         } else {
             format!("{id}:attack-{i}")
         };
-        publish(&js, &t, &id, &bytes, signature.as_ref()).await;
+        publish(&js, t.as_str(), &id, &bytes, signature.as_ref()).await;
     }
     // Every attempt, stored or counted as a repeat of the same bytes and reason, counts
     // into the alert when its batch is acked (just after the commit).
@@ -372,7 +281,7 @@ async fn a_rechained_round_is_refused_and_the_device_round_stored() {
             .expect("signed");
         let sig = EventSignature::sign(&thief, &t, &signer, &bytes);
         let id = subjects::msg_id(&t, e.seq, &bytes);
-        publish(&js, &t, &id, &bytes, Some(&sig)).await;
+        publish(&js, t.as_str(), &id, &bytes, Some(&sig)).await;
         forged_n += 1;
     }
     wait_quarantined(&ledger, forged_n).await;
@@ -398,7 +307,11 @@ async fn a_fork_and_stalled_attestation_raise_alerts() {
     let server = natsd::NatsServer::start().expect("nats-server");
     let dir = tempfile::tempdir().expect("tempdir");
     let ledger = open(dir.path());
-    let ingest = Running::start_with_lag(&server.url(), ledger.clone(), 10);
+    let ingest = {
+        let mut config = IngestConfig::new(server.url());
+        config.attestation_lag_max = 10;
+        Running::start_with(config, ledger.clone())
+    };
     let js = context(&server.url()).await;
     let mut alerts = watch_alerts(&server.url()).await;
     let (table, events) = one_table();
@@ -410,7 +323,14 @@ async fn a_fork_and_stalled_attestation_raise_alerts() {
         announcement: schemas::Announcement::NoMoreBets,
     };
     let bytes = forged_at(&events, 12, body);
-    publish(&js, &t, "fork-12", &bytes, table.sign(&bytes).as_ref()).await;
+    publish(
+        &js,
+        t.as_str(),
+        "fork-12",
+        &bytes,
+        table.sign(&bytes).as_ref(),
+    )
+    .await;
     wait_quarantined(&ledger, 1).await;
     // The log counts an alert when its batch is acked, just after the commit.
     let deadline = tokio::time::Instant::now() + WAIT;

@@ -5,99 +5,29 @@
 //!
 //! Waits are bounded (`WAIT`); nothing here asserts on time.
 
-use async_nats::jetstream;
-use ingest::{IngestConfig, IngestReport};
+mod common;
+
+use common::{context, floor_near_now, open, publish, publish_as_device, Running};
 use ledger::{reason, Ledger};
-use schemas::{subjects, TableId};
-use simulator::{FaultPlan, Floor, Published};
+use schemas::TableId;
+use simulator::{FaultPlan, Published};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
 
 const WAIT: Duration = Duration::from_secs(60);
 /// Times the raw publisher sends its undecodable message.
 const SENDS: u64 = 1_000;
 
-struct Running {
-    stop: oneshot::Sender<()>,
-    task: JoinHandle<Result<IngestReport, ingest::Error>>,
-}
-
-impl Running {
-    fn start(url: &str, ledger: Arc<Ledger>) -> Running {
-        let (stop, rx) = oneshot::channel::<()>();
-        let task = tokio::spawn(ingest::run(IngestConfig::new(url), ledger, async {
-            let _ = rx.await;
-        }));
-        Running { stop, task }
-    }
-
-    async fn stop(self) -> IngestReport {
-        self.stop.send(()).expect("ingest still running");
-        self.task
-            .await
-            .expect("task")
-            .expect("ingest ended cleanly")
-    }
-}
-
-/// A ledger as `serve` opens it: the simulator's admin trusted, signed events required.
-fn open(dir: &std::path::Path) -> Arc<Ledger> {
-    let ledger = Ledger::open(dir).expect("open ledger");
-    ledger
-        .trust_admin_keys([simulator::admin_key().public()])
-        .expect("trust");
-    ledger.require_signed_events().expect("require");
-    Arc::new(ledger)
-}
-
 /// One table's opening and two rounds, its device's clock 12 h before now (within the
 /// ledger's 24 h skew limit of the stream's timestamps).
 fn one_table() -> Vec<Published> {
-    let start_ns = ingest::system_clock_ns() - 12 * 3_600_000_000_000;
-    let floor = Floor::new(1, 11, FaultPlan::none())
-        .expect("floor")
-        .starting_at(start_ns);
+    let floor = floor_near_now(1, 11, FaultPlan::none()).expect("floor");
     let mut table = floor.tables.into_iter().next().expect("a table");
     let mut events = table.opening_events().expect("opening");
     for _ in 0..2 {
         events.extend(table.play_round().expect("round").events);
     }
     events
-}
-
-/// Publishes `bytes` on `table`'s event subject under message id `id`, unsigned.
-async fn publish(js: &jetstream::Context, table: &TableId, id: &str, bytes: &[u8]) {
-    let mut headers = async_nats::HeaderMap::new();
-    headers.insert("Nats-Msg-Id", id);
-    js.publish_with_headers(
-        subjects::events_subject(table),
-        headers,
-        bytes.to_vec().into(),
-    )
-    .await
-    .expect("publish")
-    .await
-    .expect("ack");
-}
-
-/// Publishes as the device does: its message id and its signature headers.
-async fn publish_as_device(js: &jetstream::Context, events: &[Published]) {
-    for p in events {
-        let mut headers = async_nats::HeaderMap::new();
-        let id = subjects::msg_id(&p.event.table, p.event.seq, &p.bytes);
-        headers.insert("Nats-Msg-Id", id.as_str());
-        for (name, value) in p.signature.iter().flat_map(|s| s.to_headers()) {
-            headers.insert(name, value.as_str());
-        }
-        let subject = subjects::events_subject(&p.event.table);
-        js.publish_with_headers(subject, headers, p.bytes.clone().into())
-            .await
-            .expect("publish")
-            .await
-            .expect("ack");
-    }
 }
 
 /// Waits until `ledger` holds `table`'s chain to `seq` and `repeats` repeats of its only
@@ -138,14 +68,20 @@ async fn a_message_resent_1000_times_is_one_entry_with_999_repeats() {
     let dir = tempfile::tempdir().expect("tempdir");
     let ledger = open(dir.path());
     let ingest = Running::start(&server.url(), ledger.clone());
-    let js = jetstream::new(async_nats::connect(server.url()).await.expect("connect"));
-    ingest::ensure_stream(&js).await.expect("stream");
+    let js = context(&server.url()).await;
     let events = one_table();
     let t = events[0].event.table.clone();
     let half = events.len() / 2;
     publish_as_device(&js, &events[..half]).await;
     for i in 0..SENDS {
-        publish(&js, &t, &format!("resend-{i}"), b"\x00not an event").await;
+        publish(
+            &js,
+            t.as_str(),
+            &format!("resend-{i}"),
+            b"\x00not an event",
+            None,
+        )
+        .await;
     }
     publish_as_device(&js, &events[half..]).await;
     let last = events.last().expect("events").event.seq.0;
