@@ -15,15 +15,16 @@
 //! message ids; the ledger recognises each event by (table, seq, hash)). Counts are printed
 //! (`-- --nocapture`). Every wait is bounded; nothing asserts on time.
 
+mod common;
+
 use async_nats::jetstream::{self, consumer};
+use common::{floor_near_now, open};
 use futures::StreamExt;
 use ingest::{IngestConfig, IngestReport};
 use ledger::Ledger;
 use schemas::{codec, subjects, Hash32, Seq, TableId};
 use simulator::{FaultPlan, Floor, PublishOptions, PublishReport};
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -40,33 +41,6 @@ const SEED: u64 = 5_303;
 const DOWN_MIN: Duration = Duration::from_secs(2);
 /// Events the ledger must gain while a node is down.
 const PROGRESS_MIN: u64 = 50;
-
-/// Where the simulated devices' clocks start, the same for the whole test process (a
-/// floor built twice plays the same events): 12 h before now. Ingest judges device time
-/// against the stream's timestamps (real time), within the ledger's 24 h skew limit,
-/// and these floors play a few hours of device time.
-fn clock_start_ns() -> i64 {
-    static START: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
-    *START.get_or_init(|| ingest::system_clock_ns() - 12 * 3_600_000_000_000)
-}
-
-/// `Floor::new` with its clocks starting at `clock_start_ns`.
-fn floor_near_now(tables: usize, seed: u64, faults: FaultPlan) -> Result<Floor, simulator::Error> {
-    Ok(Floor::new(tables, seed, faults)?.starting_at(clock_start_ns()))
-}
-
-/// A ledger as `serve` opens it: it trusts the simulator's admin key (its checkpoints are
-/// then kept) and stores only device-signed events.
-fn open(dir: &Path) -> Arc<Ledger> {
-    let ledger = Ledger::open(dir).expect("open ledger");
-    ledger
-        .trust_admin_keys([simulator::admin_key().public()])
-        .expect("trust the simulator's admin key");
-    ledger
-        .require_signed_events()
-        .expect("require signed events");
-    Arc::new(ledger)
-}
 
 /// The floor, the same events for the seed every time it is built, so a publisher that
 /// failed mid-way publishes the same events again.
