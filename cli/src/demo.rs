@@ -128,28 +128,13 @@ pub fn run(mut args: Args) -> Result<Outcome> {
         }
         None => tmp.path().join("ledger"),
     };
-    let ledger = Arc::new(
-        ledger::Ledger::open(&dir)
-            .with_context(|| format!("opening the ledger at {}", dir.display()))?,
-    );
-    // The simulated tables' keys are enrolled by the simulator's admin key.
-    ledger
-        .trust_admin_keys([simulator::admin_key().public()])
-        .context("keeping the trusted admin key")?;
-    // Only the tables' own devices extend their chains.
-    ledger
-        .require_signed_events()
-        .context("requiring signed events")?;
+    let ledger = open_ledger(&dir)?;
     let tokens_path = dir.join("tokens.json");
     let tokens = crate::tokens::write_config(&tokens_path)?;
     let access = api::auth::AccessConfig::load(&tokens_path)
         .with_context(|| format!("reading back {}", tokens_path.display()))?;
     let floor = args.floor.floor()?;
-    let (ingest_access, devices) = issue_credentials(&mut nats, &floor)?;
-    println!(
-        "nats-server with JetStream on {} (TLS; ingest and each table's device with its own credentials)",
-        nats.url()
-    );
+    let (ingest_config, devices) = secured_floor(&mut nats, &floor)?;
     println!(
         "floor: {} tables ({}), {} rounds each, seed {}",
         floor.tables.len(),
@@ -183,9 +168,10 @@ pub fn run(mut args: Args) -> Result<Outcome> {
     );
     let (published, ingest_report) = rt.block_on(async {
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let mut config = ingest::IngestConfig::new(nats.url());
-        config.access = ingest_access;
-        config.alerts = alert_log.clone();
+        let config = ingest::IngestConfig {
+            alerts: alert_log.clone(),
+            ..ingest_config
+        };
         let ingest = tokio::spawn(ingest::run(config, ledger.clone(), async move {
             let _ = stop_rx.await;
         }));
@@ -373,11 +359,11 @@ async fn wait_until_durable(
 }
 
 /// Bus credentials for ingest and for each table's device, issued on the demo's own
-/// secured nats-server (one reload).
-fn issue_credentials(
+/// secured nats-server (one reload): ingest's configuration and the devices' access.
+fn secured_floor(
     nats: &mut natsd::NatsServer,
     floor: &simulator::Floor,
-) -> Result<(bus::Access, simulator::DeviceAccess)> {
+) -> Result<(ingest::IngestConfig, simulator::DeviceAccess)> {
     let tables: Vec<TableId> = floor.tables.iter().map(|t| t.table().clone()).collect();
     let issued = nats
         .issue_floor(&tables)
@@ -386,5 +372,26 @@ fn issue_credentials(
         creds_dir: Some(issued.creds_dir),
         ca_file: Some(issued.ca_file),
     };
-    Ok((issued.ingest, devices))
+    let mut config = ingest::IngestConfig::new(nats.url());
+    config.access = issued.ingest;
+    println!(
+        "nats-server with JetStream on {} (TLS; ingest and each table's device with its own credentials)",
+        nats.url()
+    );
+    Ok((config, devices))
+}
+
+/// The demo's ledger, as `serve` keeps one for simulated tables: the simulator's admin
+/// key trusted (it enrolls the tables' keys), only the tables' own devices' signed
+/// events stored.
+fn open_ledger(dir: &Path) -> Result<Arc<ledger::Ledger>> {
+    let ledger = ledger::Ledger::open(dir)
+        .with_context(|| format!("opening the ledger at {}", dir.display()))?;
+    ledger
+        .trust_admin_keys([simulator::admin_key().public()])
+        .context("keeping the trusted admin key")?;
+    ledger
+        .require_signed_events()
+        .context("requiring signed events")?;
+    Ok(Arc::new(ledger))
 }

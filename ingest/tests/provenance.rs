@@ -117,11 +117,19 @@ fn stored(ledger: &Ledger, table: &TableId) -> Vec<(u64, Hash32)> {
         .collect()
 }
 
-/// Each way a publisher that is not the table's device might sign a forged event at the
-/// next seq, with the right `prev`: none is stored, each is quarantined with its reason,
-/// and the device's own event at that seq, published after them, is stored.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn forged_events_never_extend_the_chain() {
+/// A nats-server, a ledger as `serve` opens it, ingest running, and one table whose
+/// device has published its first `k` events, all stored.
+struct Scene {
+    server: natsd::NatsServer,
+    _dir: tempfile::TempDir,
+    ledger: Arc<Ledger>,
+    ingest: Running,
+    js: async_nats::jetstream::Context,
+    events: Vec<Published>,
+    t: TableId,
+}
+
+async fn scene(k: usize) -> Scene {
     let server = natsd::NatsServer::start().expect("nats-server");
     let dir = tempfile::tempdir().expect("tempdir");
     let ledger = open(dir.path());
@@ -129,9 +137,34 @@ async fn forged_events_never_extend_the_chain() {
     let js = context(&server.url()).await;
     let (_, events) = one_table();
     let t = events[0].event.table.clone();
-    let k = 30usize;
     publish_as_device(&js, &events[..k]).await;
     wait_head(&ledger, &t, k as u64).await;
+    Scene {
+        server,
+        _dir: dir,
+        ledger,
+        ingest,
+        js,
+        events,
+        t,
+    }
+}
+
+/// Each way a publisher that is not the table's device might sign a forged event at the
+/// next seq, with the right `prev`: none is stored, each is quarantined with its reason,
+/// and the device's own event at that seq, published after them, is stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forged_events_never_extend_the_chain() {
+    let k = 30usize;
+    let Scene {
+        server,
+        _dir,
+        ledger,
+        ingest,
+        js,
+        events,
+        t,
+    } = scene(k).await;
     let mut alerts = watch_alerts(&server.url()).await;
 
     let next = k as u64 + 1;
@@ -242,20 +275,20 @@ async fn forged_events_never_extend_the_chain() {
 
 /// The attack of re-chaining a round: the attacker reads the device's events back from
 /// the stream and republishes them with larger stakes, each with the right `prev` of its
-/// own branch, before the device's own. Unsigned or signed with another key, none is
-/// stored; the device's round is, and replays as the device played it.
+/// own branch, before the device's own, signed with another key in the device's name.
+/// None is stored; the device's round is stored as the device sent it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rechained_round_is_refused_and_the_device_round_stored() {
-    let server = natsd::NatsServer::start().expect("nats-server");
-    let dir = tempfile::tempdir().expect("tempdir");
-    let ledger = open(dir.path());
-    let ingest = Running::start(&server.url(), ledger.clone());
-    let js = context(&server.url()).await;
-    let (_, events) = one_table();
-    let t = events[0].event.table.clone();
     let k = 20usize;
-    publish_as_device(&js, &events[..k]).await;
-    wait_head(&ledger, &t, k as u64).await;
+    let Scene {
+        server: _server,
+        _dir,
+        ledger,
+        ingest,
+        js,
+        events,
+        t,
+    } = scene(k).await;
 
     let thief = SigningKey::from_secret([68; 32]);
     let mut prev = events[k - 1].hash();

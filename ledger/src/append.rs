@@ -259,6 +259,11 @@ impl Call {
         self.devices.get(&k).or_else(|| state.devices.get(&k))
     }
 
+    /// Whether this call checks its events' signatures (`provenance`).
+    pub(crate) fn checks_signatures(&self) -> bool {
+        self.checks_signatures
+    }
+
     /// Whether this call stores any event.
     fn stores_events(&self) -> bool {
         self.tables.values().any(|tc| !tc.new_events.is_empty())
@@ -462,11 +467,8 @@ impl Ledger {
             );
             return Ok(quarantine(state, call, msg, reason::WRONG_SUBJECT, text));
         }
-        if call.checks_signatures {
-            if let Err((code, text)) = crate::provenance::admit(state, call, msg, &event, pre) {
-                tracing::warn!(table = %event.table, seq = event.seq.0, code, "event refused: not its device's");
-                return Ok(quarantine(state, call, msg, code, text));
-            }
+        if let Some(refused) = crate::provenance::refused(state, call, msg, &event, pre) {
+            return Ok(refused);
         }
         // Borrowed, not cloned: per event, table id clones and map lookups were a fifth of
         // the writer's own instructions (callgrind).

@@ -14,7 +14,7 @@
 //! to outsiders (`attest`). Recovery re-appends its own value log's records without this
 //! check: they were admitted before they were written.
 
-use crate::append::{reason, Call, Incoming};
+use crate::append::{reason, Appended, Call, Incoming};
 use crate::store::{Op, Space};
 use crate::{Error, Ledger, State};
 use schemas::attest::{KeyCache, KeyEvent, PublicKey};
@@ -100,8 +100,25 @@ fn key_at_start(state: &State, table: &TableId, s: &EventSignature) -> Option<Pu
 /// Why an event is refused admission: a quarantine reason and its text.
 pub(crate) type Refusal = (&'static str, String);
 
+/// The quarantine outcome of `msg` when the call checks signatures and `event` is not
+/// its device's (`admit`); `None` when it may go on to the chain checks.
+pub(crate) fn refused(
+    state: &State,
+    call: &mut Call,
+    msg: &Incoming,
+    event: &Event,
+    pre: Option<(PublicKey, bool)>,
+) -> Option<Appended> {
+    if !call.checks_signatures() {
+        return None;
+    }
+    let (code, text) = admit(state, call, msg, event, pre).err()?;
+    tracing::warn!(table = %event.table, seq = event.seq.0, code, "event refused: not its device's");
+    Some(crate::append::quarantine(state, call, msg, code, text))
+}
+
 /// Decides whether `event` (message `msg`, precheck `pre`) may join its chain.
-pub(crate) fn admit(
+fn admit(
     state: &State,
     call: &Call,
     msg: &Incoming,

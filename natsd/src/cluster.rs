@@ -182,16 +182,10 @@ impl NatsCluster {
         self.security.as_ref()
     }
 
-    /// Issues a credential (`creds/<name>.json` in the cluster's directory), adds it to
-    /// the roster and reloads every running node.
+    /// Issues a credential for `name` in `role` (`creds/<name>.json`, 0600), adds it to
+    /// the roster and reloads every running node. Issuing a name again rotates its key.
     pub fn issue(&mut self, name: &str, role: bus::Role) -> Result<bus::Access, Error> {
-        let access = self
-            .security
-            .as_mut()
-            .ok_or(Error::NotSecured)?
-            .issue(name, role)?;
-        self.reload()?;
-        Ok(access)
+        secure::change(self, |s| s.issue(name, role))
     }
 
     /// `issue` for many principals with one reload.
@@ -199,27 +193,18 @@ impl NatsCluster {
         &mut self,
         principals: &[(String, bus::Role)],
     ) -> Result<Vec<bus::Access>, Error> {
-        let security = self.security.as_mut().ok_or(Error::NotSecured)?;
-        let issued = security.issue_all(principals)?;
-        self.reload()?;
-        Ok(issued)
+        secure::change(self, |s| s.issue_all(principals))
     }
 
     /// Ingest, an observer and each table's device, with one reload.
     pub fn issue_floor(&mut self, tables: &[schemas::TableId]) -> Result<FloorAccess, Error> {
-        let security = self.security.as_mut().ok_or(Error::NotSecured)?;
-        let floor = security.issue_floor(tables)?;
-        self.reload()?;
-        Ok(floor)
+        secure::change(self, |s| s.issue_floor(tables))
     }
 
-    /// Revokes `name` and reloads every running node.
+    /// Revokes `name` and reloads every running node: its connections are closed and it cannot connect
+    /// again.
     pub fn revoke(&mut self, name: &str) -> Result<(), Error> {
-        self.security
-            .as_mut()
-            .ok_or(Error::NotSecured)?
-            .revoke(name)?;
-        self.reload()
+        secure::change(self, |s| s.revoke(name))
     }
 
     /// Rewrites every node's config and reloads each running node (a stopped node reads
@@ -632,6 +617,16 @@ pub(crate) fn http_get(port: u16, path: &str) -> Result<Vec<u8>, Error> {
         return Err(fail(format!("answered {status:?}")));
     }
     Ok(answer[split + 4..].to_vec())
+}
+
+impl secure::Guard for NatsCluster {
+    fn security_mut(&mut self) -> Option<&mut Security> {
+        self.security.as_mut()
+    }
+
+    fn apply(&mut self) -> Result<(), Error> {
+        self.reload()
+    }
 }
 
 #[cfg(test)]

@@ -202,13 +202,7 @@ impl NatsServer {
     /// Issues a credential for `name` in `role` (`creds/<name>.json`, 0600), adds it to
     /// the roster and reloads the server. Issuing a name again rotates its key.
     pub fn issue(&mut self, name: &str, role: bus::Role) -> Result<bus::Access, Error> {
-        let access = self
-            .security
-            .as_mut()
-            .ok_or(Error::NotSecured)?
-            .issue(name, role)?;
-        self.reload()?;
-        Ok(access)
+        secure::change(self, |s| s.issue(name, role))
     }
 
     /// `issue` for many principals with one reload.
@@ -216,27 +210,18 @@ impl NatsServer {
         &mut self,
         principals: &[(String, bus::Role)],
     ) -> Result<Vec<bus::Access>, Error> {
-        let security = self.security.as_mut().ok_or(Error::NotSecured)?;
-        let issued = security.issue_all(principals)?;
-        self.reload()?;
-        Ok(issued)
+        secure::change(self, |s| s.issue_all(principals))
     }
 
     /// Ingest, an observer and each table's device, with one reload.
     pub fn issue_floor(&mut self, tables: &[schemas::TableId]) -> Result<FloorAccess, Error> {
-        let security = self.security.as_mut().ok_or(Error::NotSecured)?;
-        let floor = security.issue_floor(tables)?;
-        self.reload()?;
-        Ok(floor)
+        secure::change(self, |s| s.issue_floor(tables))
     }
 
-    /// Revokes `name` and reloads: its connections are closed and it cannot connect again.
+    /// Revokes `name` and reloads the server: its connections are closed and it cannot connect
+    /// again.
     pub fn revoke(&mut self, name: &str) -> Result<(), Error> {
-        self.security
-            .as_mut()
-            .ok_or(Error::NotSecured)?
-            .revoke(name)?;
-        self.reload()
+        secure::change(self, |s| s.revoke(name))
     }
 
     /// Rewrites the config from the roster and reloads the running server (a stopped
@@ -539,6 +524,16 @@ pub fn port_open(port: u16) -> bool {
         Duration::from_millis(500),
     )
     .is_ok()
+}
+
+impl secure::Guard for NatsServer {
+    fn security_mut(&mut self) -> Option<&mut Security> {
+        self.security.as_mut()
+    }
+
+    fn apply(&mut self) -> Result<(), Error> {
+        self.reload()
+    }
 }
 
 #[cfg(test)]

@@ -133,6 +133,22 @@ impl Security {
     }
 }
 
+/// A secured server or cluster: its roster, and the reload that applies a change of it.
+pub(crate) trait Guard {
+    fn security_mut(&mut self) -> Option<&mut Security>;
+    fn apply(&mut self) -> Result<(), Error>;
+}
+
+/// Changes `guard`'s roster with `edit`, then applies the change with one reload.
+pub(crate) fn change<G: Guard, T>(
+    guard: &mut G,
+    edit: impl FnOnce(&mut Security) -> Result<T, Error>,
+) -> Result<T, Error> {
+    let out = edit(guard.security_mut().ok_or(Error::NotSecured)?)?;
+    guard.apply()?;
+    Ok(out)
+}
+
 /// What a floor's processes need on a secured bus (`issue_floor`).
 #[derive(Debug, Clone)]
 pub struct FloorAccess {

@@ -213,7 +213,8 @@ impl KeyCache {
     }
 }
 
-fn push_id(out: &mut Vec<u8>, id: &str) {
+/// `len(id) u8 || id`: how every signed message names a table or a device.
+pub(crate) fn push_id(out: &mut Vec<u8>, id: &str) {
     // Ids are at most 32 bytes (ids.rs), so one length byte always suffices.
     debug_assert!(id.len() <= 32);
     out.push(id.len() as u8);

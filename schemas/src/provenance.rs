@@ -15,7 +15,9 @@
 //! `"roundledger/event-signature/v1" || len(table) u8 || table || len(device) u8 ||
 //! device || blake3(bytes) (32)`. Pure: no I/O.
 
-use crate::attest::{enrollment_message, verify, KeyAction, PublicKey, Signature, SigningKey};
+use crate::attest::{
+    enrollment_message, push_id, verify, KeyAction, PublicKey, Signature, SigningKey,
+};
 use crate::ids::{DeviceId, TableId};
 
 /// Domain tag of an event signature.
@@ -157,13 +159,6 @@ pub fn signed_message(table: &TableId, device: &DeviceId, bytes: &[u8]) -> Vec<u
     push_id(&mut m, device.as_str());
     m.extend_from_slice(blake3::hash(bytes).as_bytes());
     m
-}
-
-fn push_id(out: &mut Vec<u8>, id: &str) {
-    // Ids are at most `ids::ID_LEN_MAX` (32) bytes: the length fits a u8.
-    assert!(id.len() <= u8::MAX as usize, "id longer than 255 bytes");
-    out.push(id.len() as u8);
-    out.extend_from_slice(id.as_bytes());
 }
 
 #[cfg(test)]

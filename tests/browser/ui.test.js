@@ -244,6 +244,24 @@ async function main() {
     assert.match(await page.locator(".round-head h1").innerText(), new RegExp(`CSP6-06 · round ${opened}$`));
     await page.screenshot({ path: path.join(SHOTS, "09-live-round-opened.png"), fullPage: true });
 
+    // The same table's device plays again from another seed: its events differ at seqs
+    // the ledger holds (a rewound device). Ingest refuses them as forks and raises one
+    // alert, which the Tables page shows.
+    const again = spawn(BIN, ["simulate", "--nats", nats.url, "--first-table", "6", "--tables", "1", "--rounds", "1",
+      "--seed", "78", "--no-outbox"], { stdio: ["ignore", "ignore", "inherit"] });
+    await new Promise((resolve, reject) => again.on("exit", code => code === 0 ? resolve() : reject(new Error(`simulate exited with ${code}`))));
+    // The page reads the alerts when it opens: open it again until ingest has raised it.
+    const deadline = Date.now() + 30000;
+    for (;;) {
+      await page.goto(server.url + "/#/tables");
+      await page.reload();
+      await page.waitForSelector("#alerts");
+      if (/CSP6-06[\s\S]*FORK/i.test(await page.locator("#alerts").innerText())) break;
+      assert.ok(Date.now() < deadline, "no fork alert for CSP6-06 on the Tables page");
+      await new Promise(r => setTimeout(r, 500));
+    }
+    await page.screenshot({ path: path.join(SHOTS, "10-fork-alert.png"), fullPage: true });
+
     const real = errors.filter(e => !/status of 401/.test(e));
     assert.deepEqual(real, [], "no JavaScript errors: " + errors.join(" | "));
     log("passed; screenshots in", SHOTS);
