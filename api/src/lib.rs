@@ -27,20 +27,17 @@
 
 pub mod auth;
 pub mod cases;
-pub mod clauses;
-pub mod describe;
 mod edge;
-pub mod evidence;
-pub mod index;
 pub mod journal;
 mod openapi;
-pub mod rounds;
 mod routes;
 pub use routes::AUDITED_URI_PART_MAX;
 pub mod serve;
 mod ui;
 
 pub use routes::ApiDoc;
+
+use readside::{evidence, index, rounds};
 
 use auth::{AccessConfig, Tokens};
 use cases::Cases;
@@ -89,22 +86,7 @@ pub enum Error {
     Journal(#[from] journal::JournalError),
 }
 
-/// Why a read failed; becomes an HTTP status and an `ApiError` body.
-#[derive(Debug, thiserror::Error)]
-pub enum ReadError {
-    #[error("{0}")]
-    NotFound(String),
-    #[error("{0}")]
-    BadRequest(String),
-    #[error("{0}")]
-    TooLarge(String),
-    #[error("integrity: {0}")]
-    Integrity(String),
-    #[error("ledger: {0}")]
-    Ledger(#[from] ledger::Error),
-    #[error("{0}")]
-    Internal(String),
-}
+pub use readside::ReadError;
 
 /// Everything the server needs besides the ledger.
 #[derive(Debug, Clone)]

@@ -50,9 +50,20 @@ impl Modify for Bearer {
     }
 }
 
-impl IntoResponse for ReadError {
+/// A failed read as an HTTP response: `ReadError` with its status and a JSON `ApiError`.
+#[derive(Debug)]
+pub struct Refusal(pub ReadError);
+
+impl From<ReadError> for Refusal {
+    fn from(e: ReadError) -> Refusal {
+        Refusal(e)
+    }
+}
+
+impl IntoResponse for Refusal {
     fn into_response(self) -> Response {
-        let status = match &self {
+        let Refusal(e) = self;
+        let status = match &e {
             ReadError::NotFound(_) => StatusCode::NOT_FOUND,
             ReadError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ReadError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
@@ -60,7 +71,7 @@ impl IntoResponse for ReadError {
                 StatusCode::INTERNAL_SERVER_ERROR
             }
         };
-        error(status, self.to_string())
+        error(status, e.to_string())
     }
 }
 
@@ -71,10 +82,11 @@ fn error(status: StatusCode, msg: impl Into<String>) -> Response {
 /// Runs `f` on the blocking pool (sled, files).
 async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, ReadError> + Send + 'static,
-) -> Result<T, ReadError> {
-    tokio::task::spawn_blocking(f)
+) -> Result<T, Refusal> {
+    let done = tokio::task::spawn_blocking(f)
         .await
-        .map_err(|e| ReadError::Internal(format!("blocking task: {e}")))?
+        .map_err(|e| ReadError::Internal(format!("blocking task: {e}")))?;
+    Ok(done?)
 }
 
 pub fn router(state: Shared) -> axum::Router {
@@ -392,7 +404,7 @@ fn newest_first<'a>(
 async fn list_rounds(
     State(st): State<Shared>,
     Query(q): Query<RoundQuery>,
-) -> Result<Json<RoundPage>, ReadError> {
+) -> Result<Json<RoundPage>, Refusal> {
     let table = q.table.as_deref().map(table_id).transpose()?;
     let verdict = match q.verdict.as_deref() {
         None | Some("") => None,
@@ -423,11 +435,7 @@ async fn list_rounds(
     }))
 }
 
-async fn load_round(
-    st: &Shared,
-    table: &str,
-    round: u64,
-) -> Result<rounds::LoadedRound, ReadError> {
+async fn load_round(st: &Shared, table: &str, round: u64) -> Result<rounds::LoadedRound, Refusal> {
     let table = table_id(table)?;
     let located = rounds::locate_in_index(&st.read_index(), &table, round);
     let ledger = st.ledger.clone();
@@ -447,7 +455,7 @@ async fn load_round(
 async fn round_detail(
     State(st): State<Shared>,
     Path((table, round)): Path<(String, u64)>,
-) -> Result<Json<RoundDetail>, ReadError> {
+) -> Result<Json<RoundDetail>, Refusal> {
     Ok(Json(load_round(&st, &table, round).await?.detail()))
 }
 
@@ -457,7 +465,7 @@ async fn round_detail(
 async fn round_steps(
     State(st): State<Shared>,
     Path((table, round)): Path<(String, u64)>,
-) -> Result<Json<StepList>, ReadError> {
+) -> Result<Json<StepList>, Refusal> {
     Ok(Json(load_round(&st, &table, round).await?.steps()))
 }
 
@@ -467,7 +475,7 @@ async fn round_steps(
 async fn round_step(
     State(st): State<Shared>,
     Path((table, round, k)): Path<(String, u64, u64)>,
-) -> Result<Json<StepState>, ReadError> {
+) -> Result<Json<StepState>, Refusal> {
     let steps = load_round(&st, &table, round).await?.steps();
     let n = steps.steps.len();
     steps
@@ -475,7 +483,7 @@ async fn round_step(
         .into_iter()
         .nth(k as usize)
         .map(Json)
-        .ok_or_else(|| ReadError::NotFound(format!("step {k}: the round has {n} events")))
+        .ok_or_else(|| ReadError::NotFound(format!("step {k}: the round has {n} events")).into())
 }
 
 /// Filters of disputes and findings.
@@ -507,7 +515,7 @@ pub struct IssueQuery {
 async fn disputes(
     State(st): State<Shared>,
     Query(q): Query<IssueQuery>,
-) -> Result<Json<DisputePage>, ReadError> {
+) -> Result<Json<DisputePage>, Refusal> {
     let table = q.table.as_deref().map(table_id).transpose()?;
     let (offset, limit) = page(q.offset, q.limit, LIST_LIMIT_MAX)?;
     let ix = st.read_index();
@@ -543,7 +551,7 @@ async fn disputes(
 async fn findings(
     State(st): State<Shared>,
     Query(q): Query<IssueQuery>,
-) -> Result<Json<FindingPage>, ReadError> {
+) -> Result<Json<FindingPage>, Refusal> {
     let table = q.table.as_deref().map(table_id).transpose()?;
     let severity = match q.severity.as_deref() {
         None | Some("") => None,
@@ -634,7 +642,7 @@ pub struct QuarantineQuery {
 async fn quarantine(
     State(st): State<Shared>,
     Query(q): Query<QuarantineQuery>,
-) -> Result<Json<QuarantinePage>, ReadError> {
+) -> Result<Json<QuarantinePage>, Refusal> {
     let table = q.table.as_deref().map(table_id).transpose()?;
     let (offset, limit) = page(q.offset, q.limit, LIST_LIMIT_MAX)?;
     let s = st.clone();
@@ -661,7 +669,7 @@ async fn alerts(State(st): State<Shared>) -> Json<AlertList> {
 async fn quarantine_entry(
     State(st): State<Shared>,
     Path(id): Path<u64>,
-) -> Result<Json<QuarantineRow>, ReadError> {
+) -> Result<Json<QuarantineRow>, Refusal> {
     let s = st.clone();
     blocking(move || {
         s.ledger
@@ -675,7 +683,7 @@ async fn quarantine_entry(
 
 #[utoipa::path(get, path = "/v1/pools", tag = "finance",
     responses((status = 200, description = "each jackpot pool recomputed from the events, beside the values shown", body = Vec<PoolView>), (status = 413, body = ApiError), (status = 500, body = ApiError)))]
-async fn pools(State(st): State<Shared>) -> Result<Json<Vec<PoolView>>, ReadError> {
+async fn pools(State(st): State<Shared>) -> Result<Json<Vec<PoolView>>, Refusal> {
     let s = st.clone();
     blocking(move || compute_pools(&s)).await.map(Json)
 }
@@ -756,7 +764,7 @@ pub struct TableQuery {
 async fn finance(
     State(st): State<Shared>,
     Query(q): Query<TableQuery>,
-) -> Result<Json<Vec<FinanceSummary>>, ReadError> {
+) -> Result<Json<Vec<FinanceSummary>>, Refusal> {
     let table = q.table.as_deref().map(table_id).transpose()?;
     let ix = st.read_index();
     Ok(Json(
@@ -828,7 +836,7 @@ pub struct CaseQuery {
 async fn list_cases(
     State(st): State<Shared>,
     Query(q): Query<CaseQuery>,
-) -> Result<Json<CasePage>, ReadError> {
+) -> Result<Json<CasePage>, Refusal> {
     let table = q.table.as_deref().map(table_id).transpose()?;
     let (offset, limit) = page(q.offset, q.limit, LIST_LIMIT_MAX)?;
     let (total, items) = st.cases.page(
@@ -957,7 +965,7 @@ async fn evidence(
     State(st): State<Shared>,
     Extension(c): Extension<Caller>,
     Path((table, round)): Path<(String, u64)>,
-) -> Result<Response, ReadError> {
+) -> Result<Response, Refusal> {
     let table = table_id(&table)?;
     let located = rounds::locate_in_index(&st.read_index(), &table, round);
     let cases = st.cases.list(Some((&table, RoundId(round))));
@@ -998,13 +1006,13 @@ pub struct ExportQuery {
 async fn export(
     State(st): State<Shared>,
     Query(q): Query<ExportQuery>,
-) -> Result<Response, ReadError> {
+) -> Result<Response, Refusal> {
     let table = q.table.as_deref().map(table_id).transpose()?;
     let range = match q.rounds.as_deref() {
         None | Some("") => ledger::ExportRange::All,
         Some(r) => {
             if table.is_none() {
-                return Err(ReadError::BadRequest("rounds needs table".into()));
+                return Err(ReadError::BadRequest("rounds needs table".into()).into());
             }
             let bad = || ReadError::BadRequest(format!("rounds {r:?}: expected A..B"));
             let (a, b) = r.split_once("..").ok_or_else(bad)?;
@@ -1015,7 +1023,7 @@ async fn export(
                 .parse()
                 .map_err(|_| bad())?;
             if a > b {
-                return Err(bad());
+                return Err(bad().into());
             }
             ledger::ExportRange::Rounds(a..=b)
         }
@@ -1062,7 +1070,7 @@ async fn export(
 async fn audit(
     State(st): State<Shared>,
     Query(p): Query<Paging>,
-) -> Result<Json<AuditPage>, ReadError> {
+) -> Result<Json<AuditPage>, Refusal> {
     let (offset, limit) = page(p.offset, p.limit, AUDIT_LIMIT_MAX)?;
     let s = st.clone();
     let (items, total) = blocking(move || {

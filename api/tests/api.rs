@@ -227,7 +227,7 @@ async fn surveillance_finds_a_disputed_round_and_sees_the_difference_step_by_ste
             .iter()
             .map(|w| w.as_str().unwrap())
             .collect();
-        assert_eq!(wording, api::clauses::wording_of_code(code), "{code}");
+        assert_eq!(wording, readside::clauses::wording_of_code(code), "{code}");
         assert!(!wording.is_empty(), "{code} has the rule book's words");
         if !row.clause.starts_with("RN") && !row.clause.starts_with("HTP") {
             assert!(
@@ -650,7 +650,7 @@ async fn evidence_bundle_round_trip_and_tampering_is_named() {
         .await
         .unwrap()
         .to_vec();
-    let v = api::evidence::verify_bytes(&bytes, &[]).unwrap();
+    let v = readside::evidence::verify_bytes(&bytes, &[]).unwrap();
     assert_eq!(v.round, round);
     assert_eq!(v.verdict, schemas::report::Verdict::Disputed);
     assert_eq!(v.case_entries, 1);
@@ -695,13 +695,13 @@ async fn evidence_bundle_round_trip_and_tampering_is_named() {
         }
         other => panic!("{other:?}"),
     }
-    let said = api::evidence::describe_attestation(&v).join("\n");
+    let said = readside::evidence::describe_attestation(&v).join("\n");
     assert!(
         said.contains("ATTESTED") && said.contains("TRUSTED, NOT CHECKED"),
         "{said}"
     );
     // Pinned to the simulator's admin key: verified; to another: refused, naming both.
-    let v = api::evidence::verify(&b, &[simulator::admin_key().public()]).unwrap();
+    let v = readside::evidence::verify(&b, &[simulator::admin_key().public()]).unwrap();
     assert!(matches!(
         v.attestation,
         AttestationCheck::Attested {
@@ -710,7 +710,9 @@ async fn evidence_bundle_round_trip_and_tampering_is_named() {
         }
     ));
     let other = SigningKey::derive_for_simulation("another admin").public();
-    let err = api::evidence::verify(&b, &[other]).unwrap_err().to_string();
+    let err = readside::evidence::verify(&b, &[other])
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("not one of the pinned admin keys"), "{err}");
     assert!(err.contains(&other.to_hex()), "{err}");
     // The bundle's events are the stored bytes, verbatim.
@@ -731,27 +733,27 @@ async fn evidence_bundle_round_trip_and_tampering_is_named() {
     let last_char = chars.len() - 1;
     chars[last_char] = if chars[last_char] == '0' { '1' } else { '0' };
     t.chain.events[i].bytes = chars.into_iter().collect();
-    let err = api::evidence::verify(&t, &[]).unwrap_err().to_string();
+    let err = readside::evidence::verify(&t, &[]).unwrap_err().to_string();
     assert!(err.contains(&format!("seq {}", b.round_seqs[2])), "{err}");
     // Change the recorded report: the replay disagrees and says where.
     let mut t = b.clone();
     t.report.disputes[0].recorded = schemas::Money(t.report.disputes[0].recorded.0 + 1);
-    let err = api::evidence::verify(&t, &[]).unwrap_err().to_string();
+    let err = readside::evidence::verify(&t, &[]).unwrap_err().to_string();
     assert!(err.contains("/disputes/0/recorded"), "{err}");
     // Drop the last event: the segment no longer has its length.
     let mut t = b.clone();
     t.chain.events.pop();
-    let err = api::evidence::verify(&t, &[]).unwrap_err().to_string();
+    let err = readside::evidence::verify(&t, &[]).unwrap_err().to_string();
     assert!(err.contains("truncated"), "{err}");
     // A case filed on another round, carried in this round's bundle (found in review).
     let mut t = b.clone();
     t.cases[0].round = schemas::RoundId(t.round.0 + 1);
-    let err = api::evidence::verify(&t, &[]).unwrap_err().to_string();
+    let err = readside::evidence::verify(&t, &[]).unwrap_err().to_string();
     assert!(err.contains("not on the bundle's round"), "{err}");
     // Claim a different end of the chain.
     let mut t = b.clone();
     t.head.hash = schemas::Hash32([7; 32]);
-    let err = api::evidence::verify(&t, &[]).unwrap_err().to_string();
+    let err = readside::evidence::verify(&t, &[]).unwrap_err().to_string();
     assert!(err.starts_with("head"), "{err}");
     // A narrower window with `round_seqs` and a report replayed to match (found in
     // review): every hash, the checkpoint and the enrollment still verify, but the window
@@ -762,7 +764,7 @@ async fn evidence_bundle_round_trip_and_tampering_is_named() {
         let mut t = b.clone();
         (t.replay_from, t.replay_to) = (from, to);
         t.round_seqs.retain(|s| (from..=to).contains(s));
-        t.report = api::rounds::replay_events(&t.table, t.round.0, &verified.replay_input(&t))
+        t.report = readside::rounds::replay_events(&t.table, t.round.0, &verified.replay_input(&t))
             .expect("the round replays");
         t
     };
@@ -775,7 +777,7 @@ async fn evidence_bundle_round_trip_and_tampering_is_named() {
             t.report, b.report,
             "the narrowed replay tells another story"
         );
-        let err = api::evidence::verify(&t, &[]).unwrap_err().to_string();
+        let err = readside::evidence::verify(&t, &[]).unwrap_err().to_string();
         assert!(
             err.contains("replay window") && err.contains("outside the replay window"),
             "{err}"
@@ -786,8 +788,8 @@ async fn evidence_bundle_round_trip_and_tampering_is_named() {
 /// Exports `round` of `table` straight from the ledger, as `roundledger evidence` does.
 fn bundle_of(ledger: &ledger::Ledger, table: &str, round: u64) -> EvidenceBundle {
     let table = schemas::TableId::new(table).unwrap();
-    let located = api::rounds::locate_in_ledger(ledger, &table, round).unwrap();
-    api::evidence::build(ledger, &table, round, located, vec![], "test", clock()).unwrap()
+    let located = readside::rounds::locate_in_ledger(ledger, &table, round).unwrap();
+    readside::evidence::build(ledger, &table, round, located, vec![], "test", clock()).unwrap()
 }
 
 /// The bundle's checkpoint replaced by `c`, bytes and decoded copy alike.
@@ -808,7 +810,7 @@ fn a_forged_checkpoint_an_unenrolled_key_and_a_truncated_proof_are_named() {
     seed(&ledger, 1, 6, 5, true);
     let table = ledger.tables()[0].clone();
     let b = bundle_of(&ledger, table.as_str(), 3);
-    api::evidence::verify(&b, &[simulator::admin_key().public()]).unwrap();
+    readside::evidence::verify(&b, &[simulator::admin_key().public()]).unwrap();
     let BundleAttestation::Attested { checkpoint, .. } = &b.attestation else {
         panic!("not attested")
     };
@@ -825,7 +827,7 @@ fn a_forged_checkpoint_an_unenrolled_key_and_a_truncated_proof_are_named() {
 
     // A checkpoint signed by someone else, under the enrolled device key.
     let t = with_checkpoint(&b, forged.clone());
-    let err = api::evidence::verify(&t, &[]).unwrap_err().to_string();
+    let err = readside::evidence::verify(&t, &[]).unwrap_err().to_string();
     assert!(
         err.contains("checkpoint signature does not verify") && err.contains("forged"),
         "{err}"
@@ -833,7 +835,7 @@ fn a_forged_checkpoint_an_unenrolled_key_and_a_truncated_proof_are_named() {
     // One flipped signature bit.
     let mut flipped = cp.clone();
     flipped.signature.0[7] ^= 0x10;
-    let err = api::evidence::verify(&with_checkpoint(&b, flipped), &[])
+    let err = readside::evidence::verify(&with_checkpoint(&b, flipped), &[])
         .unwrap_err()
         .to_string();
     assert!(
@@ -845,7 +847,7 @@ fn a_forged_checkpoint_an_unenrolled_key_and_a_truncated_proof_are_named() {
     if let BundleAttestation::Attested { checkpoint, .. } = &mut t.attestation {
         checkpoint.decoded.head_seq = schemas::Seq(cp.head_seq.0 - 1);
     }
-    let err = api::evidence::verify(&t, &[]).unwrap_err().to_string();
+    let err = readside::evidence::verify(&t, &[]).unwrap_err().to_string();
     assert!(err.contains("decoded copy differs"), "{err}");
 
     // The forger's own key: it verifies the signature, but the chain never enrolled it.
@@ -853,7 +855,7 @@ fn a_forged_checkpoint_an_unenrolled_key_and_a_truncated_proof_are_named() {
     if let BundleAttestation::Attested { device_key, .. } = &mut t.attestation {
         *device_key = forger.public();
     }
-    let err = api::evidence::verify(&t, &[]).unwrap_err().to_string();
+    let err = readside::evidence::verify(&t, &[]).unwrap_err().to_string();
     assert!(
         err.contains(&format!(
             "device key {} is not enrolled",
@@ -866,7 +868,7 @@ fn a_forged_checkpoint_an_unenrolled_key_and_a_truncated_proof_are_named() {
     if let BundleAttestation::Attested { enrollment_seq, .. } = &mut t.attestation {
         *enrollment_seq = b.round_seqs[0];
     }
-    let err = api::evidence::verify(&t, &[]).unwrap_err().to_string();
+    let err = readside::evidence::verify(&t, &[]).unwrap_err().to_string();
     assert!(
         err.contains("is not enrolled") && err.contains("not a device enrollment"),
         "{err}"
@@ -885,7 +887,7 @@ fn a_forged_checkpoint_an_unenrolled_key_and_a_truncated_proof_are_named() {
     };
     t.round_seqs.retain(|s| *s <= end.seq);
     t.replay_to = t.replay_to.min(end.seq);
-    let err = api::evidence::verify(&t, &[]).unwrap_err().to_string();
+    let err = readside::evidence::verify(&t, &[]).unwrap_err().to_string();
     assert!(
         err.contains(&format!("signs seq {}", cp.head_seq.0)) && err.contains("truncated"),
         "{err}"
@@ -896,7 +898,7 @@ fn a_forged_checkpoint_an_unenrolled_key_and_a_truncated_proof_are_named() {
         .unwrap()
         .unwrap();
     assert!(before.checkpoint.head_seq < cp.head_seq);
-    let err = api::evidence::verify(&with_checkpoint(&b, before.checkpoint), &[])
+    let err = readside::evidence::verify(&with_checkpoint(&b, before.checkpoint), &[])
         .unwrap_err()
         .to_string();
     assert!(err.contains("does not cover the round"), "{err}");
@@ -919,7 +921,7 @@ fn a_round_after_the_last_checkpoint_is_exported_and_verified_as_not_yet_atteste
     let signed = checkpoint.decoded.head_seq.0;
     assert_eq!(signed, latest);
     assert_eq!(attested.head.seq, signed.max(attested.replay_to));
-    let v = api::evidence::verify(&attested, &[]).unwrap();
+    let v = readside::evidence::verify(&attested, &[]).unwrap();
     let AttestationCheck::Attested { unattested, .. } = v.attestation else {
         panic!("{:?}", v.attestation)
     };
@@ -937,14 +939,14 @@ fn a_round_after_the_last_checkpoint_is_exported_and_verified_as_not_yet_atteste
         );
         // The chain runs to the table's head at export.
         assert_eq!(b.head.seq, ledger.head(&table).unwrap().seq.0);
-        let v = api::evidence::verify(&b, &[simulator::admin_key().public()]).unwrap();
+        let v = readside::evidence::verify(&b, &[simulator::admin_key().public()]).unwrap();
         assert_eq!(
             v.attestation,
             AttestationCheck::NotYetAttested {
                 latest_checkpoint_seq: Some(latest)
             }
         );
-        let said = api::evidence::describe_attestation(&v).join("\n");
+        let said = readside::evidence::describe_attestation(&v).join("\n");
         assert!(said.starts_with("NOT YET ATTESTED"), "{said}");
     }
     // An attested bundle passed off as not attested may not name a checkpoint covering it.
@@ -952,7 +954,7 @@ fn a_round_after_the_last_checkpoint_is_exported_and_verified_as_not_yet_atteste
     t.attestation = BundleAttestation::NotYetAttested {
         latest_checkpoint_seq: Some(latest),
     };
-    let err = api::evidence::verify(&t, &[]).unwrap_err().to_string();
+    let err = readside::evidence::verify(&t, &[]).unwrap_err().to_string();
     assert!(err.contains("not yet attested"), "{err}");
 }
 
@@ -1001,7 +1003,8 @@ fn rounds_signed_before_and_after_a_key_rotation_cite_their_own_enrollment() {
     let admin = [simulator::admin_key().public()];
     let cited = |round| {
         let b = bundle_of(&ledger, table.as_str(), round);
-        let v = api::evidence::verify(&b, &admin).unwrap_or_else(|e| panic!("round {round}: {e}"));
+        let v =
+            readside::evidence::verify(&b, &admin).unwrap_or_else(|e| panic!("round {round}: {e}"));
         let AttestationCheck::Attested {
             enrollment_seq,
             device_key,

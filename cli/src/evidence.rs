@@ -46,7 +46,7 @@ pub fn run(args: Args) -> Result<Outcome> {
         ))?,
         (None, Some(dir)) => {
             let ledger = open_ledger(dir)?;
-            let located = api::rounds::locate_in_ledger(&ledger, &table, args.round)
+            let located = readside::rounds::locate_in_ledger(&ledger, &table, args.round)
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
             let cases = api::cases::read_cases(
                 &api::cases_path(&api::default_state_dir(dir)),
@@ -54,7 +54,7 @@ pub fn run(args: Args) -> Result<Outcome> {
                 RoundId(args.round),
             )
             .context("reading the case journal")?;
-            let bundle = api::evidence::build(
+            let bundle = readside::evidence::build(
                 &ledger,
                 &table,
                 args.round,
@@ -69,7 +69,7 @@ pub fn run(args: Args) -> Result<Outcome> {
         (None, None) => anyhow::bail!("say where the round is: --ledger DIR or --server URL"),
     };
     std::fs::write(&args.out, &bytes).with_context(|| format!("writing {}", args.out.display()))?;
-    let v = api::evidence::verify_bytes(&bytes, &[])
+    let v = readside::evidence::verify_bytes(&bytes, &[])
         .context("the bundle just written does not verify")?;
     println!(
         "wrote {}: table {} round {}, {} round events, chain of {} events from seq {} to seq {}",
@@ -81,7 +81,7 @@ pub fn run(args: Args) -> Result<Outcome> {
         v.from_seq,
         v.head_seq
     );
-    for line in api::evidence::describe_attestation(&v) {
+    for line in readside::evidence::describe_attestation(&v) {
         println!("  {line}");
     }
     Ok(Outcome::Clean)
@@ -106,7 +106,7 @@ pub fn verify(args: VerifyArgs) -> Result<Outcome> {
         .collect::<Result<Vec<_>>>()?;
     let bytes =
         std::fs::read(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
-    match api::evidence::verify_bytes(&bytes, &pinned) {
+    match readside::evidence::verify_bytes(&bytes, &pinned) {
         Ok(v) => {
             println!(
                 "OK {}: table {} round {}: {} chain events from seq {} recomputed to seq {} ({}); {} round events; replay agrees: verdict {:?}, {} disputes, {} findings; {} case entries (not chained)",
@@ -123,7 +123,7 @@ pub fn verify(args: VerifyArgs) -> Result<Outcome> {
                 v.findings,
                 v.case_entries
             );
-            for line in api::evidence::describe_attestation(&v) {
+            for line in readside::evidence::describe_attestation(&v) {
                 println!("  {line}");
             }
             Ok(Outcome::Clean)

@@ -149,7 +149,7 @@ pub fn render(v: &RoundView) -> String {
             seq.0,
             dt_ms,
             e.device.as_str(),
-            api::describe::describe(&e.body)
+            readside::describe::describe(&e.body)
         );
         if let Some(step) = v.steps.as_ref().and_then(|s| s.get(i)) {
             let _ = writeln!(o, "           {}", step_line(step));

@@ -7,7 +7,7 @@
 //! chain head at export), every stored hash, seq and prev link, that the round's events are
 //! all listed, the checkpoint's ed25519 signature, and that its key was enrolled in the same
 //! chain by an admin key (the bundle's, or one the verifier pins). Re-running the replayer
-//! and comparing its report is the second half (`api::evidence::verify`, called by
+//! and comparing its report is the second half (`readside::evidence::verify`, called by
 //! `roundledger verify-bundle`), since this crate cannot depend on the replayer.
 //!
 //! Invariants: no I/O; never panics on any input; every error names what failed (the seq,

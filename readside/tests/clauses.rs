@@ -1,11 +1,11 @@
-//! The clause table (`api/clauses.json`) against the seed rule sets: it is exactly what
+//! The clause table (`readside/clauses.json`) against the seed rule sets: it is exactly what
 //! extracting the cited clauses from the seeds gives today
-//! (`BLESS=1 cargo test -p api --test clauses` rewrites it), and every finding code's
+//! (`BLESS=1 cargo test -p readside --test clauses` rewrites it), and every finding code's
 //! clause has wording that appears verbatim in its seed file. The seeds are found at
 //! `$ROUNDLEDGER_SEEDS`, else `../shared/seeds`; without them these checks say they are
 //! skipped and pass, and only the checks of the table itself run.
 
-use api::clauses::{ClauseFile, ClauseWording};
+use readside::clauses::{ClauseFile, ClauseWording};
 use schemas::findings::TABLE;
 use schemas::RuleSet;
 use std::collections::{BTreeMap, BTreeSet};
@@ -255,10 +255,10 @@ fn extract(seeds: &Path) -> ClauseFile {
         });
     }
     ClauseFile {
-        about: "Generated from ../shared/seeds by `BLESS=1 cargo test -p api --test clauses` \
+        about: "Generated from ../shared/seeds by `BLESS=1 cargo test -p readside --test clauses` \
                 (do not edit): the wording of every clause a finding code cites \
                 (schemas::findings), as verbatim excerpts of the seed file (whitespace runs \
-                collapsed, markdown ** dropped). See api/src/clauses.rs."
+                collapsed, markdown ** dropped). See readside/src/clauses.rs."
             .to_string(),
         clauses,
     }
@@ -267,7 +267,9 @@ fn extract(seeds: &Path) -> ClauseFile {
 #[test]
 fn the_clause_table_is_what_the_seed_files_say() {
     let Some(seeds) = seeds() else {
-        return skipped("api/clauses.json not compared with the clauses extracted from the seeds");
+        return skipped(
+            "readside/clauses.json not compared with the clauses extracted from the seeds",
+        );
     };
     let fresh = serde_json::to_string_pretty(&extract(&seeds)).unwrap() + "\n";
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("clauses.json");
@@ -275,8 +277,8 @@ fn the_clause_table_is_what_the_seed_files_say() {
         std::fs::write(&path, &fresh).unwrap();
     }
     assert!(
-        api::clauses::CLAUSES_JSON == fresh,
-        "api/clauses.json differs from the clauses extracted from {}; \
+        readside::clauses::CLAUSES_JSON == fresh,
+        "readside/clauses.json differs from the clauses extracted from {}; \
          rerun with BLESS=1 and review the diff",
         seeds.display()
     );
@@ -284,7 +286,7 @@ fn the_clause_table_is_what_the_seed_files_say() {
 
 #[test]
 fn every_finding_code_has_wording_under_its_own_number() {
-    let file: ClauseFile = serde_json::from_str(api::clauses::CLAUSES_JSON).unwrap();
+    let file: ClauseFile = serde_json::from_str(readside::clauses::CLAUSES_JSON).unwrap();
     let mut seen = BTreeSet::new();
     for c in &file.clauses {
         assert!(
@@ -295,7 +297,7 @@ fn every_finding_code_has_wording_under_its_own_number() {
         );
     }
     for row in TABLE {
-        let wording = api::clauses::wording_of_code(row.code);
+        let wording = readside::clauses::wording_of_code(row.code);
         assert!(
             !wording.is_empty(),
             "{}: no wording for {}",
@@ -329,7 +331,9 @@ fn every_finding_code_has_wording_under_its_own_number() {
 #[test]
 fn every_finding_code_cites_wording_that_is_verbatim_in_its_seed_file() {
     let Some(seeds) = seeds() else {
-        return skipped("api/clauses.json wording not checked verbatim against the rule books");
+        return skipped(
+            "readside/clauses.json wording not checked verbatim against the rule books",
+        );
     };
     let files = seed_files(&seeds);
     for row in TABLE {
@@ -339,7 +343,7 @@ fn every_finding_code_cites_wording_that_is_verbatim_in_its_seed_file() {
             files[&row.rule_set].clone()
         };
         let seed = normalize(&read(&seeds, &source));
-        for w in api::clauses::wording_of_code(row.code) {
+        for w in readside::clauses::wording_of_code(row.code) {
             assert!(
                 seed.contains(w.as_str()),
                 "{}: {w:?} is not verbatim in {source}",
@@ -352,7 +356,7 @@ fn every_finding_code_cites_wording_that_is_verbatim_in_its_seed_file() {
 #[test]
 fn a_sub_clause_reads_with_its_parent_and_the_consequence() {
     // CSP6 5.8.2 alone says when; 5.8's opening and closing words say what follows.
-    let w = api::clauses::wording_of_code("CSP6-5.8.2-two-cards-exposed-void").join(" … ");
+    let w = readside::clauses::wording_of_code("CSP6-5.8.2-two-cards-exposed-void").join(" … ");
     assert!(
         w.starts_with("5.8 In the event that any of the following situations occur:"),
         "{w}"
@@ -360,16 +364,16 @@ fn a_sub_clause_reads_with_its_parent_and_the_consequence() {
     assert!(w.contains("5.8.2 if two or more cards"), "{w}");
     assert!(w.ends_with("the current Round of play shall be Voided, and the outcome and settlement of all previous Round(s) of play shall stand."), "{w}");
     // A clause with sub-clauses brings them: 5.3's lead-in is only "... the BET is:".
-    let w = api::clauses::wording_of_code("CSP6-5.3-bet-not-required-multiple");
+    let w = readside::clauses::wording_of_code("CSP6-5.3-bet-not-required-multiple");
     assert_eq!(w.len(), 3, "{w:?}");
     assert!(w[1].starts_with("5.3.1 more than twice the Ante"), "{w:?}");
     // RULES-NOTES and CS51's How To Play bullets.
-    let w = api::clauses::wording_of_code("SSP4-RN21-over-maximum");
+    let w = readside::clauses::wording_of_code("SSP4-RN21-over-maximum");
     assert!(
         w[0].starts_with("21. 5.1.1 / 5.2.1: a bet over the table maximum"),
         "{w:?}"
     );
-    let w = api::clauses::wording_of_code("CS51-HTP17-round-never-closed");
+    let w = readside::clauses::wording_of_code("CS51-HTP17-round-never-closed");
     assert_eq!(w, ["Pays are evaluated at the end of the game round."]);
-    assert!(api::clauses::wording_of_code("no-such-code").is_empty());
+    assert!(readside::clauses::wording_of_code("no-such-code").is_empty());
 }

@@ -1,9 +1,9 @@
 //! The rule books' words of the clauses that finding codes cite (`schemas::findings`), so a
 //! finding can be read beside the clause it breaks.
 //!
-//! The table is data: `api/clauses.json`, generated from the seed rule sets
+//! The table is data: `readside/clauses.json`, generated from the seed rule sets
 //! (../shared/seeds: the five rule-set texts, RULES-NOTES.md for `RN<n>`, the CS51 "How To
-//! Play" bullets for `HTP<n>`) by `BLESS=1 cargo test -p api --test clauses`, which also
+//! Play" bullets for `HTP<n>`) by `BLESS=1 cargo test -p readside --test clauses`, which also
 //! fails when the committed file no longer matches the seeds. Each clause is a list of
 //! verbatim excerpts in the order of the rule book: a sub-clause comes after its parent's
 //! opening words (and before the parent's closing words, where it has them), a clause with
@@ -22,7 +22,7 @@ use std::sync::OnceLock;
 /// The committed table (see the module doc).
 pub const CLAUSES_JSON: &str = include_str!("../clauses.json");
 
-/// The file `api/clauses.json`.
+/// The file `readside/clauses.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClauseFile {
     /// How the file was made.
@@ -52,7 +52,7 @@ fn table() -> &'static BTreeMap<(RuleSet, String), Vec<String>> {
             .collect(),
         Err(e) => {
             // The test suite parses this file; a broken one only loses the wording.
-            tracing::error!("api/clauses.json does not parse: {e}");
+            tracing::error!("readside/clauses.json does not parse: {e}");
             BTreeMap::new()
         }
     })

@@ -1,0 +1,33 @@
+//! The read side: everything the API and the CLI look up about rounds, above `ledger` and
+//! `replayer` and below both front ends.
+//!
+//! - `rounds`: where a round sits in its table's chain, reading and replaying its window
+//!   (the one read path for a round).
+//! - `evidence`: building and verifying evidence bundles (schemas/BUNDLE.md).
+//! - `index`: the round index that lists are served from.
+//! - `describe`, `clauses`: event descriptions and finding wording for people.
+//!
+//! Invariants: reads only, never appends to the ledger; no HTTP and no async runtime here.
+
+pub mod clauses;
+pub mod describe;
+pub mod evidence;
+pub mod index;
+pub mod rounds;
+
+/// Why a read failed. The API maps each kind to an HTTP status; the CLI prints it.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("{0}")]
+    TooLarge(String),
+    #[error("integrity: {0}")]
+    Integrity(String),
+    #[error("ledger: {0}")]
+    Ledger(#[from] ledger::Error),
+    #[error("{0}")]
+    Internal(String),
+}
