@@ -22,8 +22,11 @@
 //!   defined in `schemas::api` (STYLE 6).
 //! - Every `/v1/` error is a JSON `ApiError`; the query parameters the server accepts are
 //!   the ones `/openapi.json` states, with the same limits (`edge`, `openapi`).
-//! - Round reports are recomputed from the stored bytes on each request (`rounds`); the
-//!   in-memory index (`index`) only serves lists and is rebuilt from the ledger on start.
+//! - Round reports are recomputed from the stored bytes on each request (`rounds`); lists
+//!   and lookups read the read model on disk (`readside::model`, `<ledger>/readmodel`),
+//!   which the indexer keeps current from its cursors: a start replays no history, and
+//!   nothing in memory grows with it. A model of another version, or one whose counts or
+//!   cursors fail their seals, is rebuilt at start; a row that fails its seal is a 500.
 
 pub mod auth;
 pub mod cases;
@@ -37,17 +40,18 @@ mod ui;
 
 pub use routes::ApiDoc;
 
-use readside::{evidence, index, rounds};
+use readside::{evidence, index, model, rounds};
 
 use auth::{AccessConfig, Tokens};
 use cases::Cases;
-use index::{Index, Tail};
+use index::Tail;
 use journal::Journal;
+use model::Model;
 use schemas::api::FeedItem;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Messages the live feed buffers per subscriber before a slow one starts missing them
@@ -84,6 +88,8 @@ pub enum Error {
     },
     #[error(transparent)]
     Journal(#[from] journal::JournalError),
+    #[error(transparent)]
+    Model(#[from] model::ModelError),
 }
 
 pub use readside::ReadError;
@@ -95,6 +101,8 @@ pub struct ApiConfig {
     pub access: AccessConfig,
     /// Where the audit log and the case journal live (`<ledger>/api` by default).
     pub state_dir: PathBuf,
+    /// Where the read model lives (`<ledger>/readmodel` by default, `model::default_dir`).
+    pub model_dir: PathBuf,
     /// The operator alerts of the ingest beside this API (`GET /v1/alerts`); `None`
     /// serves an empty list (a read-only server ingests nothing).
     pub alerts: Option<AlertSource>,
@@ -141,7 +149,7 @@ pub fn system_clock() -> i64 {
 /// Shared state of the handlers.
 pub struct AppState {
     pub ledger: Arc<ledger::Ledger>,
-    pub index: Arc<RwLock<Index>>,
+    pub model: Arc<Model>,
     pub tokens: Tokens,
     pub audit: Journal,
     pub cases: Cases,
@@ -160,11 +168,13 @@ pub struct AppState {
 pub type Shared = Arc<AppState>;
 
 impl AppState {
-    /// Opens the journals and builds the state; the index starts empty (see `index_pass`).
+    /// Opens the journals and the read model and builds the state. A model of another
+    /// version, or one that fails its checks at open, is cleared: the indexer rebuilds it.
     pub fn new(
         ledger: Arc<ledger::Ledger>,
         access: &AccessConfig,
         state_dir: &Path,
+        model_dir: &Path,
         clock: Clock,
         stopping: tokio::sync::watch::Receiver<bool>,
     ) -> Result<Shared, Error> {
@@ -175,10 +185,11 @@ impl AppState {
         })?;
         let audit = Journal::open(&audit_path(state_dir), |_, _| Ok(()))?;
         let cases = Cases::open(&cases_path(state_dir))?;
+        let model = open_model(model_dir)?;
         let (feed, _) = tokio::sync::broadcast::channel(FEED_CAPACITY);
         Ok(Arc::new(AppState {
             ledger,
-            index: Arc::new(RwLock::new(Index::default())),
+            model: Arc::new(model),
             tokens,
             audit,
             cases,
@@ -193,9 +204,9 @@ impl AppState {
 
     /// One indexing pass (blocking: sled); publishes new rounds and findings to the feed.
     /// Returns whether more events wait.
-    pub fn index_pass(&self) -> Result<bool, ledger::Error> {
+    pub fn index_pass(&self) -> Result<bool, ReadError> {
         let mut tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
-        let (items, more) = index::pass(&self.ledger, &mut tail, &self.index)?;
+        let (items, more) = index::pass(&self.ledger, &mut tail, &self.model)?;
         for item in items {
             // No subscriber is not an error: nobody is watching the feed.
             let _ = self.feed.send(item);
@@ -204,13 +215,34 @@ impl AppState {
     }
 
     /// Indexes until nothing is left to read (blocking; tests and start-up).
-    pub fn index_all(&self) -> Result<(), ledger::Error> {
+    pub fn index_all(&self) -> Result<(), ReadError> {
         while self.index_pass()? {}
         Ok(())
     }
 
-    fn read_index(&self) -> std::sync::RwLockReadGuard<'_, Index> {
-        self.index.read().unwrap_or_else(|p| p.into_inner())
+    /// Events the indexer has read from the ledger since start, resumes included.
+    pub fn index_events_read(&self) -> u64 {
+        self.tail
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .events_read()
+    }
+}
+
+/// Opens the read model; clears one of another version or that fails its checks at open
+/// (the indexer then rebuilds it from the ledger): never served wrong.
+fn open_model(dir: &Path) -> Result<Model, Error> {
+    match Model::open(dir) {
+        Ok(m) => Ok(m),
+        Err(e @ (model::ModelError::Version { .. } | model::ModelError::Corrupt(_))) => {
+            tracing::warn!("{e}: rebuilding the read model from the ledger");
+            std::fs::remove_dir_all(dir).map_err(|source| Error::StateDir {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+            Ok(Model::open(dir)?)
+        }
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -273,6 +305,7 @@ pub async fn run(
         ledger,
         &config.access,
         &config.state_dir,
+        &config.model_dir,
         system_clock,
         stop_rx.clone(),
     )?;
@@ -292,11 +325,18 @@ pub async fn run(
     };
     serve::serve(
         listener,
-        router(state),
+        router(state.clone()),
         serve::Timeouts::default(),
         stopping,
     )
     .await;
     let _ = indexer.await;
+    // sled flushes on its own too; a clean stop leaves nothing for the next start to redo.
+    let model = state.model.clone();
+    match tokio::task::spawn_blocking(move || model.flush()).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::warn!("flushing the read model: {e}"),
+        Err(e) => tracing::warn!("flushing the read model: {e}"),
+    }
     Ok(())
 }

@@ -3,11 +3,14 @@
 
 use crate::auth::{allowed, area_of, bearer, BearerError, Caller};
 use crate::edge::{json_error, redact_query};
-use crate::index::{finding_view, Index};
+use crate::index::finding_view;
+use crate::model::{IssueFilter, RoundFilter};
 use crate::{
     rounds, AppState, ReadError, Shared, AUDIT_LIMIT_MAX, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX,
     POOL_EVENTS_MAX,
 };
+/// One hour in ns: finance spans are whole hours.
+const HOUR_NS: i64 = 3_600_000_000_000;
 /// Most events one `GET /v1/export` holds, whatever its range.
 pub const EXPORT_EVENTS_MAX: u64 = 2_000_000;
 use axum::extract::{Path, Query, Request, State};
@@ -20,7 +23,7 @@ use futures::Stream;
 use schemas::api::*;
 use schemas::bundle::EvidenceBundle;
 use schemas::report::Severity;
-use schemas::{BoxNo, EventBody, Money, RoundId, TableId};
+use schemas::{BoxNo, EventBody, Money, RoundId, Seq, TableId};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
@@ -317,33 +320,38 @@ async fn whoami(Extension(c): Extension<Caller>) -> Json<WhoAmI> {
 
 #[utoipa::path(get, path = "/v1/status", tag = "access",
     responses((status = 200, description = "tables, events stored and indexed, rounds indexed", body = ServerStatus)))]
-async fn status(State(st): State<Shared>) -> Json<ServerStatus> {
-    // Heads and counts are in memory: no sled read.
+async fn status(State(st): State<Shared>) -> Result<Json<ServerStatus>, Refusal> {
+    // Heads and counts are in memory: no sled read of the ledger.
     let stats = st.ledger.stats();
-    let ix = st.read_index();
-    Json(ServerStatus {
+    let model = st.model.clone();
+    let meta = blocking(move || Ok(model.meta()?)).await?;
+    Ok(Json(ServerStatus {
         tables: stats.tables as u64,
         events_stored: stats.events,
-        events_indexed: ix.events_indexed,
-        rounds_indexed: ix.by_time.len() as u64,
-    })
+        events_indexed: meta.events_indexed,
+        rounds_indexed: meta.rounds,
+    }))
 }
 
 #[utoipa::path(get, path = "/v1/tables", tag = "tables",
     responses((status = 200, description = "every table with its chain head and round counts", body = Vec<TableInfo>)))]
-async fn tables(State(st): State<Shared>) -> Json<Vec<TableInfo>> {
+async fn tables(State(st): State<Shared>) -> Result<Json<Vec<TableInfo>>, Refusal> {
     let heads = st.ledger.heads();
-    let ix = st.read_index();
-    Json(
+    let model = st.model.clone();
+    let statuses: BTreeMap<TableId, _> = blocking(move || Ok(model.statuses()?))
+        .await?
+        .into_iter()
+        .collect();
+    Ok(Json(
         heads
             .into_iter()
             .map(|h| {
-                let t = ix.tables.get(&h.table);
+                let t = statuses.get(&h.table);
                 TableInfo {
                     rule_set: t.and_then(|t| t.rule_set),
                     head_seq: h.seq,
                     head_hash: h.hash,
-                    rounds: t.map_or(0, |t| t.rounds.len() as u64),
+                    rounds: t.map_or(0, |t| t.rounds),
                     disputed: t.map_or(0, |t| t.disputed),
                     irregular: t.map_or(0, |t| t.irregular),
                     void: t.map_or(0, |t| t.void),
@@ -351,7 +359,7 @@ async fn tables(State(st): State<Shared>) -> Json<Vec<TableInfo>> {
                 }
             })
             .collect(),
-    )
+    ))
 }
 
 /// Round search.
@@ -380,25 +388,6 @@ pub struct RoundQuery {
     limit: Option<u64>,
 }
 
-/// Calls `f` on every round of the index matching table and time, newest first.
-fn newest_first<'a>(
-    ix: &'a Index,
-    table: Option<&TableId>,
-    from_ns: Option<i64>,
-    to_ns: Option<i64>,
-) -> impl Iterator<Item = &'a crate::index::Digest> + 'a {
-    let table = table.cloned();
-    ix.by_time
-        .iter()
-        .rev()
-        .filter(move |(at, t, _)| {
-            table.as_ref().is_none_or(|x| x == t)
-                && from_ns.is_none_or(|f| *at >= f)
-                && to_ns.is_none_or(|x| *at < x)
-        })
-        .filter_map(|(_, t, r)| ix.digest(t, *r))
-}
-
 #[utoipa::path(get, path = "/v1/rounds", tag = "rounds", params(RoundQuery),
     responses((status = 200, description = "a page of rounds, newest first", body = RoundPage)))]
 async fn list_rounds(
@@ -415,21 +404,18 @@ async fn list_rounds(
         ),
     };
     let (offset, limit) = page(q.offset, q.limit, LIST_LIMIT_MAX)?;
-    let ix = st.read_index();
-    let mut total = 0;
-    let mut items = Vec::new();
-    for d in newest_first(&ix, table.as_ref(), q.from_ns, q.to_ns).filter(|d| {
-        q.box_no.is_none_or(|b| d.row.boxes.contains(&BoxNo(b)))
-            && verdict.is_none_or(|v| d.row.verdict == v && !d.row.in_progress)
-    }) {
-        if total >= offset && (items.len() as u64) < limit {
-            items.push(d.row.clone());
-        }
-        total += 1;
-    }
+    let filter = RoundFilter {
+        table,
+        from_ns: q.from_ns,
+        to_ns: q.to_ns,
+        box_no: q.box_no.map(BoxNo),
+        verdict,
+    };
+    let model = st.model.clone();
+    let p = blocking(move || Ok(model.rounds(&filter, offset, limit)?)).await?;
     Ok(Json(RoundPage {
-        items,
-        total,
+        items: p.items,
+        total: p.total,
         offset,
         limit,
     }))
@@ -437,10 +423,9 @@ async fn list_rounds(
 
 async fn load_round(st: &Shared, table: &str, round: u64) -> Result<rounds::LoadedRound, Refusal> {
     let table = table_id(table)?;
-    let located = rounds::locate_in_index(&st.read_index(), &table, round);
-    let ledger = st.ledger.clone();
+    let (ledger, model) = (st.ledger.clone(), st.model.clone());
     blocking(move || {
-        let located = match located {
+        let located = match model.locate(&table, round)? {
             Some(l) => l,
             None => rounds::locate_in_ledger(&ledger, &table, round)?,
         };
@@ -518,29 +503,18 @@ async fn disputes(
 ) -> Result<Json<DisputePage>, Refusal> {
     let table = q.table.as_deref().map(table_id).transpose()?;
     let (offset, limit) = page(q.offset, q.limit, LIST_LIMIT_MAX)?;
-    let ix = st.read_index();
-    let (mut total, mut items) = (0, Vec::new());
-    for d in newest_first(&ix, table.as_ref(), q.from_ns, q.to_ns) {
-        for x in &d.disputes {
-            if total >= offset && (items.len() as u64) < limit {
-                items.push(DisputeRow {
-                    table: d.row.table.clone(),
-                    round: d.row.round,
-                    opened_at_ns: d.row.opened_at_ns,
-                    verdict: d.row.verdict,
-                    box_no: x.box_no,
-                    line: x.line,
-                    expected: x.expected,
-                    recorded: x.recorded,
-                    difference: x.difference,
-                });
-            }
-            total += 1;
-        }
-    }
+    let filter = IssueFilter {
+        table,
+        from_ns: q.from_ns,
+        to_ns: q.to_ns,
+        code: None,
+        severity: None,
+    };
+    let model = st.model.clone();
+    let p = blocking(move || Ok(model.disputes(&filter, offset, limit)?)).await?;
     Ok(Json(DisputePage {
-        items,
-        total,
+        items: p.items,
+        total: p.total,
         offset,
         limit,
     }))
@@ -560,31 +534,27 @@ async fn findings(
         })?),
     };
     let (offset, limit) = page(q.offset, q.limit, LIST_LIMIT_MAX)?;
-    let ix = st.read_index();
-    let (mut total, mut items) = (0, Vec::new());
-    for d in newest_first(&ix, table.as_ref(), q.from_ns, q.to_ns) {
-        for f in &d.findings {
-            if q.code
-                .as_deref()
-                .is_some_and(|c| !c.is_empty() && c != f.code)
-                || severity.is_some_and(|s| f.severity < s)
-            {
-                continue;
-            }
-            if total >= offset && (items.len() as u64) < limit {
-                items.push(FindingRow {
-                    table: d.row.table.clone(),
-                    round: d.row.round,
-                    opened_at_ns: d.row.opened_at_ns,
-                    finding: finding_view(f),
-                });
-            }
-            total += 1;
-        }
-    }
+    let filter = IssueFilter {
+        table,
+        from_ns: q.from_ns,
+        to_ns: q.to_ns,
+        code: q.code,
+        severity,
+    };
+    let model = st.model.clone();
+    let p = blocking(move || Ok(model.findings(&filter, offset, limit)?)).await?;
     Ok(Json(FindingPage {
-        items,
-        total,
+        items: p
+            .items
+            .into_iter()
+            .map(|r| FindingRow {
+                finding: finding_view(&r.finding),
+                table: r.table,
+                round: r.round,
+                opened_at_ns: r.opened_at_ns,
+            })
+            .collect(),
+        total: p.total,
         offset,
         limit,
     }))
@@ -592,8 +562,9 @@ async fn findings(
 
 #[utoipa::path(get, path = "/v1/chain", tag = "tables",
     responses((status = 200, description = "each table's chain: verified, attested and gaps", body = Vec<ChainStatus>)))]
-async fn chain(State(st): State<Shared>) -> Json<Vec<ChainStatus>> {
-    // Heads, attestations and gaps are the ledger's in-memory state: no sled read.
+async fn chain(State(st): State<Shared>) -> Result<Json<Vec<ChainStatus>>, Refusal> {
+    // Heads, attestations and gaps are the ledger's in-memory state; how far each chain
+    // is verified is the read model's.
     let heads = st.ledger.heads();
     let gaps: BTreeMap<TableId, ledger::Gap> = st
         .ledger
@@ -601,8 +572,12 @@ async fn chain(State(st): State<Shared>) -> Json<Vec<ChainStatus>> {
         .into_iter()
         .map(|g| (g.table.clone(), g))
         .collect();
-    let ix = st.read_index();
-    Json(
+    let model = st.model.clone();
+    let statuses: BTreeMap<TableId, _> = blocking(move || Ok(model.statuses()?))
+        .await?
+        .into_iter()
+        .collect();
+    Ok(Json(
         heads
             .into_iter()
             .map(|h| {
@@ -612,11 +587,22 @@ async fn chain(State(st): State<Shared>) -> Json<Vec<ChainStatus>> {
                     held: g.held as u64,
                     since_ns: g.since_ns,
                 });
-                let attested = st.ledger.attestation(&h.table).map(|a| a.seq);
-                ix.chain_status((&h.table, h.seq, h.hash), attested, gap)
+                let t = statuses.get(&h.table);
+                let through = t.map_or(0, |t| t.verified_through);
+                let problem = t.and_then(|t| t.problem.clone());
+                ChainStatus {
+                    ok: problem.is_none() && through == h.seq.0,
+                    verified_through: Seq(through),
+                    problem,
+                    attested_through: st.ledger.attestation(&h.table).map(|a| a.seq),
+                    gap,
+                    table: h.table,
+                    head_seq: h.seq,
+                    head_hash: h.hash,
+                }
             })
             .collect(),
-    )
+    ))
 }
 
 /// Filters of the quarantine list.
@@ -750,33 +736,56 @@ fn compute_pools(st: &AppState) -> Result<Vec<PoolView>, ReadError> {
     Ok(views)
 }
 
+/// Finance filters: a table, and a span of whole UTC hours (a shift or a gaming day).
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
-pub struct TableQuery {
+pub struct FinanceQuery {
     /// Only this table.
     #[param(pattern = "^[A-Za-z0-9_-]{1,32}$")]
     table: Option<String>,
+    /// With `to_ns`: only events from this time on (UTC ns, device time, on the hour).
+    from_ns: Option<i64>,
+    /// With `from_ns`: only events before this time (UTC ns, on the hour).
+    to_ns: Option<i64>,
 }
 
-#[utoipa::path(get, path = "/v1/finance", tag = "finance", params(TableQuery),
-    responses((status = 200, description = "finance totals per table", body = Vec<FinanceSummary>)))]
+#[utoipa::path(get, path = "/v1/finance", tag = "finance", params(FinanceQuery),
+    responses((status = 200, description = "finance totals per table, of all time or of whole UTC hours (rounds by their opening time)", body = Vec<FinanceSummary>), (status = 400, body = ApiError)))]
 async fn finance(
     State(st): State<Shared>,
-    Query(q): Query<TableQuery>,
+    Query(q): Query<FinanceQuery>,
 ) -> Result<Json<Vec<FinanceSummary>>, Refusal> {
     let table = q.table.as_deref().map(table_id).transpose()?;
-    let ix = st.read_index();
-    Ok(Json(
-        ix.tables
-            .iter()
-            .filter(|(t, _)| table.as_ref().is_none_or(|x| x == *t))
-            .map(|(t, x)| FinanceSummary {
-                table: Some(t.clone()),
-                ..x.finance.clone()
-            })
-            .collect(),
-    ))
+    let span = match (q.from_ns, q.to_ns) {
+        (None, None) => None,
+        (Some(f), Some(t)) if f % HOUR_NS == 0 && t % HOUR_NS == 0 && f <= t => Some((f, t)),
+        _ => {
+            return Err(ReadError::BadRequest(
+                "from_ns and to_ns: both, on the hour (UTC ns), from_ns <= to_ns".into(),
+            )
+            .into())
+        }
+    };
+    let model = st.model.clone();
+    let rows = blocking(move || {
+        let mut rows = Vec::new();
+        for (t, s) in model.statuses()? {
+            if table.as_ref().is_some_and(|x| *x != t) {
+                continue;
+            }
+            rows.push(match span {
+                Some((f, to)) => model.finance_between(&t, f, to)?,
+                None => FinanceSummary {
+                    table: Some(t),
+                    ..s.finance
+                },
+            });
+        }
+        Ok(rows)
+    })
+    .await?;
+    Ok(Json(rows))
 }
 
 #[utoipa::path(get, path = "/v1/feed", tag = "rounds",
@@ -887,9 +896,12 @@ async fn open_case(
     Extension(c): Extension<Caller>,
     Json(b): Json<OpenCase>,
 ) -> Response {
-    // A case is opened on a round that exists (the index, else the ledger's round
-    // index for a round the index has not reported yet).
-    let indexed = st.read_index().digest(&b.table, b.round.0).is_some();
+    // A case is opened on a round that exists (the read model, else the ledger's round
+    // index for a round the model has not reached yet).
+    let (m, t, r) = (st.model.clone(), b.table.clone(), b.round.0);
+    let indexed = blocking(move || Ok(m.digest(&t, r)?.is_some()))
+        .await
+        .unwrap_or(false);
     let exists = indexed || {
         let (l, t, r) = (st.ledger.clone(), b.table.clone(), b.round);
         blocking(move || {
@@ -967,13 +979,12 @@ async fn evidence(
     Path((table, round)): Path<(String, u64)>,
 ) -> Result<Response, Refusal> {
     let table = table_id(&table)?;
-    let located = rounds::locate_in_index(&st.read_index(), &table, round);
     let cases = st.cases.list(Some((&table, RoundId(round))));
     let at_ns = (st.clock)();
-    let ledger = st.ledger.clone();
+    let (ledger, model) = (st.ledger.clone(), st.model.clone());
     let t = table.clone();
     let bundle: EvidenceBundle = blocking(move || {
-        let located = match located {
+        let located = match model.locate(&t, round)? {
             Some(l) => l,
             None => rounds::locate_in_ledger(&ledger, &t, round)?,
         };
@@ -1125,7 +1136,15 @@ mod tests {
             }],
         };
         let (_stop, rx) = tokio::sync::watch::channel(false);
-        let st = crate::AppState::new(ledger, &access, &dir.path().join("api"), || 7, rx).unwrap();
+        let st = crate::AppState::new(
+            ledger,
+            &access,
+            &dir.path().join("api"),
+            &dir.path().join("readmodel"),
+            || 7,
+            rx,
+        )
+        .unwrap();
         crate::cases::testing::open_on(&st.cases, 1, "short pay");
         let app = crate::router(st.clone());
 

@@ -134,6 +134,7 @@ fn fixture() -> Fixture {
         ledger.clone(),
         &access(),
         &dir.path().join("api"),
+        &dir.path().join("readmodel"),
         clock,
         rx,
     )
@@ -458,6 +459,7 @@ async fn every_read_is_audited_and_only_admins_read_the_log() {
         f.ledger.clone(),
         &access(),
         &f.dir.path().join("api"),
+        &f.dir.path().join("readmodel"),
         clock,
         rx,
     )
@@ -1220,6 +1222,7 @@ async fn a_real_socket_serves_the_api_ui_and_the_live_feed() {
         addr: "127.0.0.1:0".parse().unwrap(),
         access: access(),
         state_dir: dir.path().join("api"),
+        model_dir: dir.path().join("readmodel"),
         alerts: Some(api::AlertSource(Arc::new(|| vec![one_alert()]))),
     };
     let (addr_tx, addr_rx) = std::sync::mpsc::channel();
@@ -1364,6 +1367,7 @@ async fn the_newest_round_is_listed_from_its_first_event() {
         ledger.clone(),
         &access(),
         &dir.path().join("api"),
+        &dir.path().join("readmodel"),
         clock,
         rx,
     )
@@ -1731,7 +1735,7 @@ async fn the_openapi_document_puts_each_parameter_where_the_server_reads_it() {
             queries += 1;
         }
     }
-    assert_eq!(queries, 34, "the 8 operations' query parameters");
+    assert_eq!(queries, 36, "the 8 operations' query parameters");
     // The table id grammar the pattern states is the server's.
     assert_eq!(schemas::ids::ID_LEN_MAX, 32);
     let round_table = &doc["paths"]["/v1/tables/{table}/rounds/{round}"]["get"]["parameters"][0];
@@ -2018,4 +2022,164 @@ async fn a_silent_or_idle_connection_is_closed() {
         .await
         .expect("shutdown")
         .unwrap();
+}
+
+// ---- The read model
+
+/// A state on the fixture's ledger and read model, as a restarted server has it.
+fn restart(dir: &std::path::Path, ledger: &Arc<ledger::Ledger>) -> api::Shared {
+    let (_stop, rx) = tokio::sync::watch::channel(false);
+    api::AppState::new(
+        ledger.clone(),
+        &access(),
+        &dir.join("api"),
+        &dir.join("readmodel"),
+        clock,
+        rx,
+    )
+    .unwrap()
+}
+
+/// What the lists say: every list and summary the read model serves.
+async fn lists(app: &axum::Router) -> Vec<Value> {
+    let (_, tables) = get(app, "/v1/tables", ADMIN).await;
+    let name = |i: usize| tables[i]["table"].as_str().unwrap().to_string();
+    let (t1, t2) = (name(0), name(1));
+    let mut out = Vec::new();
+    for path in [
+        "/v1/rounds?limit=500".to_string(),
+        format!("/v1/rounds?table={t1}&limit=500"),
+        format!("/v1/rounds?table={t1}&from_ns=0&limit=7&offset=3"),
+        "/v1/rounds?box=2&limit=500".into(),
+        format!("/v1/rounds?table={t2}&box=1&limit=500"),
+        "/v1/rounds?verdict=disputed&limit=500".into(),
+        "/v1/findings?limit=500".into(),
+        "/v1/findings?severity=warning&limit=500".into(),
+        format!("/v1/findings?table={t2}&limit=500"),
+        "/v1/disputes?limit=500".into(),
+        format!("/v1/disputes?table={t1}&limit=500"),
+        "/v1/tables".into(),
+        "/v1/chain".into(),
+        "/v1/finance".into(),
+        "/v1/status".into(),
+    ] {
+        let (s, v) = get(app, &path, ADMIN).await;
+        assert_eq!(s, StatusCode::OK, "{path}: {v}");
+        out.push(v);
+    }
+    out
+}
+
+/// The model a restarted server resumes, also mid-round, equals a fresh rebuild from
+/// the ledger, key for key, and serves the same lists.
+#[tokio::test]
+async fn the_read_model_resumes_after_a_restart_and_equals_a_fresh_rebuild() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = Arc::new(ledger::Ledger::open(dir.path().join("ledger")).unwrap());
+    let mut plan = simulator::FaultPlan::all(0.05);
+    plan.wrong_payout = 0.3;
+    let mut floor = simulator::Floor::new(3, 21, plan).unwrap();
+    for t in floor.tables.iter_mut() {
+        append(&ledger, &t.opening_events().unwrap());
+    }
+    for step in 0..12 {
+        let state = restart(dir.path(), &ledger);
+        for t in floor.tables.iter_mut() {
+            let events = t.play_round().unwrap().events;
+            // Stop mid-round: the rest of it arrives after the restart.
+            let cut = events.len() * (step % 3 + 1) / 4;
+            append(&ledger, &events[..cut]);
+            state.index_all().unwrap();
+            append(&ledger, &events[cut..]);
+        }
+        if step % 2 == 0 {
+            state.index_all().unwrap();
+        }
+        state.model.flush().unwrap();
+    }
+    for t in floor.tables.iter_mut() {
+        append(&ledger, &t.closing_events().unwrap());
+    }
+    let state = restart(dir.path(), &ledger);
+    state.index_all().unwrap();
+    let fresh = readside::model::Model::temporary().unwrap();
+    readside::index::catch_up(&ledger, &fresh).unwrap();
+    let diffs = state.model.differences(&fresh, 20).unwrap();
+    assert!(diffs.is_empty(), "{diffs:#?}");
+    let resumed = lists(&api::router(state.clone())).await;
+    state.model.flush().unwrap();
+    drop(state);
+    std::fs::remove_dir_all(dir.path().join("readmodel")).unwrap();
+    let rebuilt = restart(dir.path(), &ledger);
+    rebuilt.index_all().unwrap();
+    assert_eq!(resumed, lists(&api::router(rebuilt.clone())).await);
+    let rounds = resumed[0]["total"].as_u64().unwrap();
+    assert_eq!(rounds, 36, "every round is listed once");
+}
+
+/// A changed byte in a row is refused (500 naming the check), never served; a model of
+/// another version is rebuilt at start and serves what it served before.
+#[tokio::test]
+async fn a_corrupted_or_wrong_version_model_is_refused_or_rebuilt() {
+    let f = fixture();
+    let before = lists(&f.app).await;
+    f.state.model.flush().unwrap();
+    let (dir, ledger) = (f.dir, f.ledger);
+    drop((f.app, f.state, f._stop));
+    let db = sled::open(dir.path().join("readmodel")).unwrap();
+    let (k, v) = db.scan_prefix(b"r").next().unwrap().unwrap();
+    let mut changed = v.to_vec();
+    let last = changed.len() - 2;
+    changed[last] ^= 0x01;
+    db.insert(&k, changed).unwrap();
+    db.flush().unwrap();
+    drop(db);
+    let state = restart(dir.path(), &ledger);
+    let app = api::router(state.clone());
+    let (s, body) = get(&app, "/v1/rounds?limit=500", SURV).await;
+    assert_eq!(s, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
+    assert!(body.to_string().contains("fails its check"), "{body}");
+    drop((app, state));
+
+    let db = sled::open(dir.path().join("readmodel")).unwrap();
+    db.insert(b"v", 99u32.to_be_bytes().to_vec()).unwrap();
+    db.flush().unwrap();
+    drop(db);
+    let state = restart(dir.path(), &ledger);
+    assert_eq!(state.model.meta().unwrap().rounds, 0, "cleared at start");
+    state.index_all().unwrap();
+    assert_eq!(before, lists(&api::router(state)).await);
+}
+
+/// Events a server reads at start once its model is current: about one round per table,
+/// whatever the history (a start resumes from cursors, it does not replay). With the
+/// tables closed, the very same count at 10 and 100 rounds a table.
+#[test]
+fn a_start_reads_the_same_events_whatever_the_history() {
+    for close in [true, false] {
+        let mut read = Vec::new();
+        for rounds in [10, 100] {
+            let dir = tempfile::tempdir().unwrap();
+            let ledger = Arc::new(ledger::Ledger::open(dir.path().join("ledger")).unwrap());
+            seed(&ledger, 3, rounds, 7, close);
+            let first = restart(dir.path(), &ledger);
+            first.index_all().unwrap();
+            let stored = ledger.stats().events;
+            assert_eq!(first.index_events_read(), stored);
+            first.model.flush().unwrap();
+            drop(first);
+            let again = restart(dir.path(), &ledger);
+            again.index_all().unwrap();
+            assert_eq!(again.model.meta().unwrap().events_indexed, stored);
+            read.push((stored, again.index_events_read()));
+        }
+        println!("close {close}: (events stored, events read at start): {read:?}");
+        let (small, large) = (read[0], read[1]);
+        assert!(large.0 >= 9 * small.0, "{read:?}");
+        // A round of the simulated games is under 100 events, its window with it.
+        assert!(small.1 < 3 * 100 && large.1 < 3 * 100, "{read:?}");
+        if close {
+            assert_eq!(small.1, large.1, "{read:?}");
+        }
+    }
 }

@@ -40,8 +40,16 @@ pub fn run(args: Args) -> Result<Outcome> {
         }],
     };
     let (_stop, rx) = tokio::sync::watch::channel(false);
-    let state = api::AppState::new(ledger.clone(), &access, &dir, api::system_clock, rx)
-        .context("starting the API state")?;
+    let model_dir = readside::model::default_dir(&args.ledger);
+    let state = api::AppState::new(
+        ledger.clone(),
+        &access,
+        &dir,
+        &model_dir,
+        api::system_clock,
+        rx,
+    )
+    .context("starting the API state")?;
     let stats = ledger.stats();
     let t0 = Instant::now();
     state.index_all().context("indexing")?;

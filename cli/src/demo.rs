@@ -75,6 +75,7 @@ impl Web {
             addr,
             access,
             state_dir: api::default_state_dir(ledger_dir),
+            model_dir: readside::model::default_dir(ledger_dir),
             alerts,
         };
         let (bound_tx, bound_rx) = std::sync::mpsc::channel();

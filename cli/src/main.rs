@@ -16,6 +16,7 @@ mod evidence;
 mod export;
 mod keygen;
 mod quarantine;
+mod readmodel;
 mod remote;
 mod replay;
 mod seed;
@@ -86,6 +87,8 @@ enum Command {
     Seed(seed::Args),
     /// Time the API's round fetch and replay (p50/p99) on a ledger directory.
     BenchApi(bench_api::Args),
+    /// The server's read model: `readmodel rebuild|check --ledger DIR`.
+    Readmodel(readmodel::Args),
     /// Measure ingest against a raw JetStream consumer over the same messages.
     BenchIngest(bench_ingest::Args),
     /// The bus's principals: TLS files, credentials, revocation (`bus init|issue|revoke`).
@@ -115,6 +118,7 @@ fn main() -> ExitCode {
         Command::Seed(a) => seed::run(a),
         Command::BenchApi(a) => bench_api::run(a),
         Command::BenchIngest(a) => bench_ingest::run(a),
+        Command::Readmodel(a) => readmodel::run(a),
         Command::Bus(a) => bus::run(a),
         Command::Enroll(a) => bus::enroll(a),
     };

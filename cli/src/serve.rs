@@ -138,6 +138,7 @@ pub fn run(args: Args) -> Result<Outcome> {
                 .api_dir
                 .clone()
                 .unwrap_or_else(|| api::default_state_dir(&args.ledger)),
+            model_dir: readside::model::default_dir(&args.ledger),
             alerts: Some(alert_source(&config.alerts)),
         }),
         None => {

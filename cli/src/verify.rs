@@ -12,7 +12,9 @@
 //! that a digest whose time or root was edited, or one the House never signed, is refused.
 //!
 //! A ledger directory is read through the bare store, not `Ledger::open`, so a ledger
-//! whose heads or quarantine no longer parse is still verified and reported.
+//! whose heads or quarantine no longer parse is still verified and reported. When the
+//! ledger verifies and has a read model, the model is checked too (`readmodel check`): a
+//! difference is a finding.
 
 use crate::source::SourceArgs;
 use crate::Outcome;
@@ -150,7 +152,11 @@ pub fn run(args: Args) -> Result<Outcome> {
                     println!("{line}");
                 }
             }
-            Ok(if report.is_ok() {
+            // The read model is checked against a ledger that verifies; sled allows one
+            // open handle, so the bare store closes first.
+            drop(store);
+            let model_ok = !report.is_ok() || crate::readmodel::verify_part(dir, args.json)?;
+            Ok(if report.is_ok() && model_ok {
                 Outcome::Clean
             } else {
                 Outcome::Findings

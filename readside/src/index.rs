@@ -1,108 +1,78 @@
-//! The server's in-memory round index: a tail of the ledger that replays every table's
-//! chain once, in order, and keeps per round what lists need (verdict, disputes, findings,
-//! boxes, times), per table the seqs of its configuration events, finance totals, and its
-//! chain verification status (every hash recomputed from the stored bytes as it is read).
-//! New rounds and findings go to the live feed.
+//! The tail that keeps the read model (`model`) current: it reads each table's new events
+//! in order, verifies the chain (every hash recomputed from the stored bytes), replays
+//! them, and writes per round what lists need (verdict, disputes, findings, boxes, times),
+//! per table its configuration seqs, finance and chain status. New rounds and findings go
+//! to the live feed.
 //!
-//! Invariants: derived only from the ledger (events are the ground truth: restart rebuilds
-//! it); the tail reads sled on a blocking thread (`spawn_blocking`), never on the async
-//! runtime; readers take a short read lock and never wait for a replay; each pass reads at
-//! most `INDEX_EVENTS_PER_PASS` events so a huge ledger is indexed in steps.
+//! Invariants: derived only from the ledger (events are the ground truth: the model can be
+//! deleted and rebuilt); one pass is one sled batch, its cursors included, so a crash loses
+//! or double-counts nothing; each pass reads at most `INDEX_EVENTS_PER_PASS` events;
+//! blocking (sled): call from `spawn_blocking`.
+//!
+//! A table's cursor holds what the tail needs to continue exactly: the seq read through,
+//! the chain check's state, and the rounds not reported yet. On resume the replayer gets
+//! the configuration in force, the last display of each jackpot pool, then the events
+//! from the start of the oldest unreported round's replay window: a start reads about one
+//! round per table, not history.
 //!
 //! A round is listed from its first stored event. The replayer reports a round only when
 //! the next round of its table begins or the table closes (a `DeckRevealed` after
-//! `RoundClosed` still belongs to it), so until then the index keeps its own row of the
+//! `RoundClosed` still belongs to it), so until then the tail keeps its own row of the
 //! round: `in_progress` (nothing decided; its boxes those bet on so far, so a search by box
-//! finds it) until `RoundClosed` is stored, then the report of
-//! its replay window as read so far (what the round view shows, `rounds::load`), which the
-//! replayer's report replaces when it comes. That early replay is done once per pass and
-//! only for rounds still unreported at the end of the pass (the newest round of a table),
-//! so indexing a large ledger replays each round once.
+//! finds it) until `RoundClosed` is stored, then the report of its replay window as read so
+//! far (what the round view shows, `rounds::load`), which the replayer's report replaces
+//! when it comes. That early replay runs once per pass, for a closed round still unreported
+//! whose table grew, so the row depends on the events stored, not on pass boundaries.
 
-use schemas::api::{ChainStatus, FeedItem, FinanceSummary, FindingRow, FindingView, RoundRow};
+use crate::model::{self, add_finance, hour_of, space, Model, TableStatus};
+use crate::ReadError;
+use schemas::api::{FeedItem, FinanceSummary, FindingRow, FindingView, RoundRow};
 use schemas::report::{Dispute, Finding, RoundReport, Verdict};
 use schemas::{
     chain::event_hash, EventBody, Finance, Hash32, Money, RoundId, RuleSet, Seq, TableId,
 };
-use std::collections::{BTreeMap, BTreeSet};
-use std::sync::RwLock;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
-/// Most events one indexing pass reads (over all tables) before publishing what it found.
+/// Most events one indexing pass reads (over all tables) before writing what it found.
 pub const INDEX_EVENTS_PER_PASS: u64 = 500_000;
 /// Events read from sled per call while indexing.
 pub const INDEX_CHUNK_EVENTS: u64 = 16_384;
+/// Most jackpot pools whose last display a table's cursor keeps.
+pub const CURSOR_POOLS_MAX: usize = 256;
 
-/// What the index keeps of one round.
-#[derive(Debug, Clone)]
+/// What the model keeps of one round.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Digest {
     pub row: RoundRow,
     pub disputes: Vec<Dispute>,
     pub findings: Vec<Finding>,
 }
 
-/// One table's part of the index.
-#[derive(Debug, Clone, Default)]
-pub struct TableIdx {
-    pub rule_set: Option<RuleSet>,
-    pub rounds: BTreeMap<u64, Digest>,
-    /// Seqs of `TableOpened` events.
-    pub configs: BTreeSet<u64>,
-    pub finance: FinanceSummary,
-    pub verified_through: u64,
-    pub problem: Option<String>,
-    pub disputed: u64,
-    pub irregular: u64,
-    pub void: u64,
-}
-
-/// The whole index.
-#[derive(Debug, Default)]
-pub struct Index {
-    pub tables: BTreeMap<TableId, TableIdx>,
-    /// (opened_at_ns, table, round): every round in device-time order.
-    pub by_time: BTreeSet<(i64, TableId, u64)>,
-    pub events_indexed: u64,
-}
-
-impl Index {
-    pub fn digest(&self, table: &TableId, round: u64) -> Option<&Digest> {
-        self.tables.get(table)?.rounds.get(&round)
-    }
-
-    /// A table's chain status: how far the index verified it, with what the ledger says of
-    /// its attestation and its first gap.
-    pub fn chain_status(
-        &self,
-        (table, head_seq, head_hash): (&TableId, Seq, Hash32),
-        attested_through: Option<Seq>,
-        gap: Option<schemas::api::GapView>,
-    ) -> ChainStatus {
-        let t = self.tables.get(table);
-        let through = t.map_or(0, |t| t.verified_through);
-        let problem = t.and_then(|t| t.problem.clone());
-        ChainStatus {
-            table: table.clone(),
-            head_seq,
-            head_hash,
-            verified_through: Seq(through),
-            ok: problem.is_none() && through == head_seq.0,
-            problem,
-            attested_through,
-            gap,
-        }
-    }
-}
-
-/// The tail's own state: one replayer per table and where it stands. Only the indexing
-/// task touches it.
+/// The tail's memory: one replayer and cursor per table (no history), and the events it
+/// has read since it started.
 #[derive(Debug, Default)]
 pub struct Tail {
     tables: BTreeMap<TableId, TableTail>,
+    events_read: u64,
+}
+
+impl Tail {
+    /// Events read from the ledger since this tail started, resumes included.
+    pub fn events_read(&self) -> u64 {
+        self.events_read
+    }
 }
 
 #[derive(Debug)]
 struct TableTail {
     replayer: replayer::TableReplayer,
+    cur: Cursor,
+}
+
+/// A table's cursor, stored in the model with each pass.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Cursor {
     next_seq: u64,
     prev: Hash32,
     /// Last seq verified.
@@ -117,10 +87,40 @@ struct TableTail {
     newest_round: Option<u64>,
     /// Rounds with stored events that the replayer has not reported yet.
     pending: BTreeMap<u64, Pending>,
+    /// Seq of each pool's last round-less `JackpotShown` (the replayer carries it over).
+    shown: BTreeMap<String, u64>,
+}
+
+impl Cursor {
+    fn new() -> Cursor {
+        Cursor {
+            next_seq: 1,
+            prev: Hash32::ZERO,
+            checked: 0,
+            verifying: true,
+            config: None,
+            last_round_seq: None,
+            newest_round: None,
+            pending: BTreeMap::new(),
+            shown: BTreeMap::new(),
+        }
+    }
+
+    /// Where a resumed replayer starts: the oldest unreported round's replay window, or
+    /// after the last round event (a shuffle there belongs to the next round).
+    fn replay_from(&self) -> u64 {
+        let after_rounds = self.last_round_seq.map_or(1, |s| s + 1);
+        self.pending
+            .values()
+            .map(|p| p.prev_last.map_or(1, |s| s + 1))
+            .min()
+            .unwrap_or(after_rounds)
+            .min(after_rounds)
+    }
 }
 
 /// A round the replayer has not reported yet (see the module doc).
-#[derive(Debug)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 struct Pending {
     /// The in-progress row: first and last seq, opening time, rule set.
     row: RoundRow,
@@ -136,7 +136,7 @@ struct Pending {
 }
 
 impl Pending {
-    fn new(table: &TableId, round: u64, seq: u64, at_ns: i64, t: &TableTail) -> Pending {
+    fn new(table: &TableId, round: u64, seq: u64, at_ns: i64, t: &Cursor) -> Pending {
         Pending {
             row: RoundRow {
                 table: table.clone(),
@@ -205,7 +205,7 @@ pub fn finding_view(f: &Finding) -> FindingView {
     }
 }
 
-/// What one pass found, applied to the index under one short write lock.
+/// What one pass found, written to the model in one batch.
 #[derive(Default)]
 struct PassOut {
     reports: Vec<RoundReport>,
@@ -218,61 +218,120 @@ struct PassOut {
 #[derive(Default)]
 struct TableDelta {
     configs: Vec<(u64, RuleSet)>,
-    finance: FinanceSummary,
+    /// Finance of the pass's events by UTC hour of their device time.
+    finance_hours: BTreeMap<i64, FinanceSummary>,
     verified_through: u64,
     problem: Option<String>,
 }
 
 /// One indexing pass: reads what is new in the ledger (at most `INDEX_EVENTS_PER_PASS`
-/// events), replays it, updates `index` and returns the feed items. Returns `true` in
+/// events), replays it, writes the model and returns the feed items. Returns `true` in
 /// `.1` when it stopped at the limit (more to read). Blocking: sled.
 pub fn pass(
     ledger: &ledger::Ledger,
     tail: &mut Tail,
-    index: &RwLock<Index>,
-) -> Result<(Vec<FeedItem>, bool), ledger::Error> {
+    model: &Model,
+) -> Result<(Vec<FeedItem>, bool), ReadError> {
     let mut out = PassOut::default();
     let mut more = false;
     for head in ledger.heads() {
-        let t = tail
-            .tables
-            .entry(head.table.clone())
-            .or_insert_with(|| TableTail {
-                replayer: replayer::TableReplayer::new(head.table.clone()),
-                next_seq: 1,
-                prev: Hash32::ZERO,
-                checked: 0,
-                verifying: true,
-                config: None,
-                last_round_seq: None,
-                newest_round: None,
-                pending: BTreeMap::new(),
-            });
+        if !tail.tables.contains_key(&head.table) {
+            let t = load_table(ledger, model, &head.table, &mut tail.events_read)?;
+            tail.tables.insert(head.table.clone(), t);
+        }
+        let Some(t) = tail.tables.get_mut(&head.table) else {
+            continue;
+        };
+        if t.cur.next_seq > head.seq.0 {
+            continue;
+        }
+        if out.events >= INDEX_EVENTS_PER_PASS {
+            more = true;
+            break;
+        }
         let delta = out.tables.entry(head.table.clone()).or_default();
-        while t.next_seq <= head.seq.0 {
+        while t.cur.next_seq <= head.seq.0 {
             if out.events >= INDEX_EVENTS_PER_PASS {
                 more = true;
                 break;
             }
-            let to = head.seq.0.min(t.next_seq + INDEX_CHUNK_EVENTS - 1);
-            for stored in ledger.events(&head.table, t.next_seq..=to) {
+            let to = head.seq.0.min(t.cur.next_seq + INDEX_CHUNK_EVENTS - 1);
+            for stored in ledger.events(&head.table, t.cur.next_seq..=to) {
                 let stored = stored?;
                 out.events += 1;
                 index_event(&head.table, t, delta, &stored, &mut out.reports);
             }
-            t.next_seq = to + 1;
+            t.cur.next_seq = to + 1;
         }
-        if t.verifying {
-            delta.verified_through = t.checked;
+        if t.cur.verifying {
+            delta.verified_through = t.cur.checked;
         }
-        early_rows(ledger, t, &mut out.early);
+        // The window of a closed round grows with every event of its table.
+        for p in t.cur.pending.values_mut().filter(|p| p.closed) {
+            p.changed = true;
+        }
+        early_rows(ledger, &mut t.cur, &mut out.early);
     }
-    Ok((apply(index, out), more))
+    tail.events_read += out.events;
+    let feed = commit(model, tail, out)?;
+    Ok((feed, more))
+}
+
+/// A table's tail: resumed from its cursor in the model, or from seq 1. Blocking: sled.
+fn load_table(
+    ledger: &ledger::Ledger,
+    model: &Model,
+    table: &TableId,
+    events_read: &mut u64,
+) -> Result<TableTail, ReadError> {
+    let key = model::table_key(space::CURSOR, table);
+    let mut replayer = replayer::TableReplayer::new(table.clone());
+    let Some(cur) = model.get::<Cursor>(&key)? else {
+        return Ok(TableTail {
+            replayer,
+            cur: Cursor::new(),
+        });
+    };
+    let from = cur.replay_from();
+    // Round-less state the replayer carries from before the window.
+    let mut before: Vec<u64> = cur.shown.values().copied().filter(|s| *s < from).collect();
+    if let Some((s, _)) = cur.config.filter(|(s, _)| *s < from) {
+        before.push(s);
+    }
+    before.sort_unstable();
+    let mut feed = |stored: ledger::StoredEvent| {
+        *events_read += 1;
+        if let Ok((e, _)) = schemas::codec::decode(&stored.bytes) {
+            // Rounds before the window were reported in earlier passes.
+            let _ = replayer.push(stored.seq, &e);
+        }
+    };
+    for s in before {
+        let stored = ledger.stored_event(table, s)?.ok_or_else(|| {
+            ReadError::Integrity(format!("table {table}: cursor names seq {s}, not stored"))
+        })?;
+        feed(stored);
+    }
+    if from < cur.next_seq {
+        for stored in ledger.events(table, from..=cur.next_seq - 1) {
+            feed(stored?);
+        }
+    }
+    Ok(TableTail { replayer, cur })
+}
+
+/// Rebuilds the model from seq 1 of every table (after `Model::clear`), or brings it up to
+/// the ledger's heads from its cursors. Returns the events read. Blocking: sled.
+pub fn catch_up(ledger: &ledger::Ledger, model: &Model) -> Result<u64, ReadError> {
+    let mut tail = Tail::default();
+    while pass(ledger, &mut tail, model)?.1 {}
+    model.flush()?;
+    Ok(tail.events_read)
 }
 
 /// The rows of the rounds the replayer has not reported yet that changed in this pass: in
 /// progress, or (closed) the report of the window read so far. Blocking: sled.
-fn early_rows(ledger: &ledger::Ledger, t: &mut TableTail, out: &mut Vec<(Digest, bool)>) {
+fn early_rows(ledger: &ledger::Ledger, t: &mut Cursor, out: &mut Vec<(Digest, bool)>) {
     let read_through = t.next_seq.saturating_sub(1);
     for p in t.pending.values_mut().filter(|p| p.changed) {
         p.changed = false;
@@ -300,11 +359,7 @@ fn early_rows(ledger: &ledger::Ledger, t: &mut TableTail, out: &mut Vec<(Digest,
             None
         };
         let digest = match report {
-            Some(r) => Digest {
-                row: row_of(&r),
-                disputes: r.disputes,
-                findings: r.findings,
-            },
+            Some(r) => digest_of(r),
             None => Digest {
                 row: p.row.clone(),
                 disputes: Vec::new(),
@@ -320,6 +375,14 @@ fn early_rows(ledger: &ledger::Ledger, t: &mut TableTail, out: &mut Vec<(Digest,
             p.announced = Some(digest.row.clone());
         }
         out.push((digest, announce));
+    }
+}
+
+fn digest_of(r: RoundReport) -> Digest {
+    Digest {
+        row: row_of(&r),
+        disputes: r.disputes,
+        findings: r.findings,
     }
 }
 
@@ -341,59 +404,28 @@ fn index_event(
     reports: &mut Vec<RoundReport>,
 ) {
     let seq = stored.seq.0;
-    let decoded = schemas::codec::decode(&stored.bytes);
-    let event = match decoded {
+    let c = &mut t.cur;
+    let event = match schemas::codec::decode(&stored.bytes) {
         Ok((e, _)) => e,
         Err(e) => {
-            if t.verifying {
-                t.verifying = false;
+            if c.verifying {
+                c.verifying = false;
                 delta.verified_through = seq - 1;
                 delta.problem = Some(format!("seq {seq}: stored bytes do not decode: {e}"));
             }
             return;
         }
     };
-    if t.verifying {
-        let computed = event_hash(&t.prev, &stored.bytes);
-        let problem = if seq != t.checked + 1 {
-            Some(format!("expected seq {}, found seq {seq}", t.checked + 1))
-        } else if event.seq.0 != seq || event.table != *table {
-            Some(format!(
-                "seq {seq}: the bytes are table {} seq {}",
-                event.table, event.seq.0
-            ))
-        } else if event.prev != t.prev {
-            Some(format!(
-                "seq {seq}: prev {} does not match the previous hash {}",
-                event.prev, t.prev
-            ))
-        } else if computed != stored.hash {
-            Some(format!(
-                "seq {seq}: stored hash {} differs from the recomputed {computed}",
-                stored.hash
-            ))
-        } else {
-            None
-        };
-        match problem {
-            Some(p) => {
-                t.verifying = false;
-                delta.verified_through = seq - 1;
-                delta.problem = Some(p);
-            }
-            None => {
-                t.prev = computed;
-                t.checked = seq;
-            }
-        }
+    if c.verifying {
+        check_link(table, c, delta, stored, &event);
     }
     match &event.body {
         EventBody::TableOpened { config } => {
             delta.configs.push((seq, config.rule_set));
-            t.config = Some((seq, config.rule_set));
+            c.config = Some((seq, config.rule_set));
         }
         EventBody::Finance { entry } => {
-            let f = &mut delta.finance;
+            let f = hour_entry(delta, event.occurred_at_ns);
             match entry {
                 Finance::CashBuyIn { amount } => f.drop = f.drop + *amount,
                 Finance::Marker { amount, .. } => f.markers = f.markers + *amount,
@@ -403,14 +435,70 @@ fn index_event(
             }
         }
         EventBody::PaidOut { net, .. } => {
-            delta.finance.win_recorded = delta.finance.win_recorded - *net;
+            let f = hour_entry(delta, event.occurred_at_ns);
+            f.win_recorded = f.win_recorded - *net;
+        }
+        EventBody::JackpotShown { pool, .. } if event.round.is_none() => {
+            let known = c.shown.contains_key(pool.as_str());
+            if known || c.shown.len() < CURSOR_POOLS_MAX {
+                c.shown.insert(pool.as_str().to_string(), seq);
+            } else {
+                tracing::warn!("table {table}: more than {CURSOR_POOLS_MAX} jackpot pools");
+            }
         }
         _ => {}
     }
-    track_pending(table, t, seq, &event);
+    track_pending(table, c, seq, &event);
     for r in t.replayer.push(Seq(seq), &event) {
-        t.pending.remove(&r.round.0);
+        t.cur.pending.remove(&r.round.0);
         reports.push(r);
+    }
+}
+
+fn hour_entry(d: &mut TableDelta, at_ns: i64) -> &mut FinanceSummary {
+    d.finance_hours.entry(hour_of(at_ns)).or_default()
+}
+
+/// Checks one event's link: seq, table, prev and stored hash against the recomputed one.
+fn check_link(
+    table: &TableId,
+    c: &mut Cursor,
+    delta: &mut TableDelta,
+    stored: &ledger::StoredEvent,
+    event: &schemas::Event,
+) {
+    let seq = stored.seq.0;
+    let computed = event_hash(&c.prev, &stored.bytes);
+    let problem = if seq != c.checked + 1 {
+        Some(format!("expected seq {}, found seq {seq}", c.checked + 1))
+    } else if event.seq.0 != seq || event.table != *table {
+        Some(format!(
+            "seq {seq}: the bytes are table {} seq {}",
+            event.table, event.seq.0
+        ))
+    } else if event.prev != c.prev {
+        Some(format!(
+            "seq {seq}: prev {} does not match the previous hash {}",
+            event.prev, c.prev
+        ))
+    } else if computed != stored.hash {
+        Some(format!(
+            "seq {seq}: stored hash {} differs from the recomputed {computed}",
+            stored.hash
+        ))
+    } else {
+        None
+    };
+    match problem {
+        Some(p) => {
+            c.verifying = false;
+            delta.verified_through = seq - 1;
+            delta.problem = Some(p);
+        }
+        None => {
+            c.prev = computed;
+            c.checked = seq;
+        }
     }
 }
 
@@ -427,7 +515,7 @@ pub fn note_box_in_play(boxes: &mut Vec<schemas::BoxNo>, body: &EventBody) {
 /// Keeps the rows of rounds the replayer has not reported: a round newer than any seen
 /// starts one; its events extend it; `RoundClosed` closes it; a round-less deck reveal
 /// after it changes its replay.
-fn track_pending(table: &TableId, t: &mut TableTail, seq: u64, event: &schemas::Event) {
+fn track_pending(table: &TableId, t: &mut Cursor, seq: u64, event: &schemas::Event) {
     match event.round {
         Some(RoundId(r)) => {
             if t.newest_round.is_none_or(|n| r > n) {
@@ -456,82 +544,180 @@ fn track_pending(table: &TableId, t: &mut TableTail, seq: u64, event: &schemas::
     }
 }
 
-fn apply(index: &RwLock<Index>, out: PassOut) -> Vec<FeedItem> {
-    let mut feed = Vec::new();
-    let mut guard = index.write().unwrap_or_else(|p| p.into_inner());
-    let ix: &mut Index = &mut guard;
-    ix.events_indexed += out.events;
-    for (table, d) in out.tables {
-        let t = ix.tables.entry(table).or_default();
-        for (seq, rs) in d.configs {
-            t.configs.insert(seq);
-            t.rule_set = Some(rs);
-        }
-        let f = &mut t.finance;
-        f.drop = f.drop + d.finance.drop;
-        f.markers = f.markers + d.finance.markers;
-        f.fills = f.fills + d.finance.fills;
-        f.credits = f.credits + d.finance.credits;
-        f.win_recorded = f.win_recorded + d.finance.win_recorded;
-        if t.problem.is_none() {
-            t.verified_through = d.verified_through;
-            t.problem = d.problem;
+/// A pass's writes, read through before they reach sled: the model as it will be.
+struct Writes<'a> {
+    model: &'a Model,
+    digests: BTreeMap<(TableId, u64), Digest>,
+    statuses: BTreeMap<TableId, TableStatus>,
+    hours: BTreeMap<(TableId, i64), FinanceSummary>,
+    configs: Vec<(TableId, u64)>,
+}
+
+impl Writes<'_> {
+    fn digest(&self, table: &TableId, round: u64) -> Result<Option<Digest>, ReadError> {
+        match self.digests.get(&(table.clone(), round)) {
+            Some(d) => Ok(Some(d.clone())),
+            None => Ok(self.model.digest(table, round)?),
         }
     }
-    for r in out.reports {
-        let t = ix.tables.entry(r.table.clone()).or_default();
-        match r.verdict {
-            Verdict::Disputed => t.disputed += 1,
-            Verdict::Irregular => t.irregular += 1,
-            Verdict::Void => t.void += 1,
-            Verdict::Clean => {}
+
+    fn status(&mut self, table: &TableId) -> Result<&mut TableStatus, ReadError> {
+        if !self.statuses.contains_key(table) {
+            let s = self.model.status(table)?.unwrap_or_default();
+            self.statuses.insert(table.clone(), s);
         }
-        t.finance.rounds += 1;
+        Ok(self.statuses.entry(table.clone()).or_default())
+    }
+
+    fn hour(&mut self, table: &TableId, hour: i64) -> Result<&mut FinanceSummary, ReadError> {
+        let k = (table.clone(), hour);
+        if !self.hours.contains_key(&k) {
+            let mut key = model::table_key(space::FINANCE_HOUR, table);
+            key.extend_from_slice(&model::time_key(hour));
+            let f = self.model.get(&key)?.unwrap_or_default();
+            self.hours.insert(k.clone(), f);
+        }
+        Ok(self.hours.entry(k).or_default())
+    }
+
+    fn table_delta(&mut self, table: &TableId, d: TableDelta) -> Result<(), ReadError> {
+        for (hour, f) in &d.finance_hours {
+            add_finance(self.hour(table, *hour)?, f);
+        }
+        let s = self.status(table)?;
+        for (_, f) in d.finance_hours {
+            add_finance(&mut s.finance, &f);
+        }
+        if let Some((_, rs)) = d.configs.last() {
+            s.rule_set = Some(*rs);
+        }
+        if s.problem.is_none() {
+            s.verified_through = d.verified_through;
+            s.problem = d.problem;
+        }
+        for (seq, _) in d.configs {
+            self.configs.push((table.clone(), seq));
+        }
+        Ok(())
+    }
+
+    /// A round the replayer reported: counted once, announced unless its early report
+    /// already said the same.
+    fn report(&mut self, r: RoundReport, feed: &mut Vec<FeedItem>) -> Result<(), ReadError> {
+        let mut f = FinanceSummary {
+            rounds: 1,
+            ..FinanceSummary::default()
+        };
         if let Some(s) = &r.settlement {
             let net: Money = s.boxes.iter().flat_map(|b| &b.lines).map(|l| l.net).sum();
-            t.finance.win_rules = t.finance.win_rules - net;
+            f.win_rules = f.win_rules - net;
         }
-        let digest = Digest {
-            row: row_of(&r),
-            disputes: r.disputes,
-            findings: r.findings,
-        };
-        // The early report of a closed round already announced the same outcome.
-        let announced = put(ix, digest.clone()).is_some_and(|old| {
+        add_finance(self.hour(&r.table, hour_of(r.opened_at_ns))?, &f);
+        let s = self.status(&r.table)?;
+        add_finance(&mut s.finance, &f);
+        match r.verdict {
+            Verdict::Disputed => s.disputed += 1,
+            Verdict::Irregular => s.irregular += 1,
+            Verdict::Void => s.void += 1,
+            Verdict::Clean => {}
+        }
+        let digest = digest_of(r);
+        let old = self.digest(&digest.row.table, digest.row.round.0)?;
+        let announced = old.is_some_and(|old| {
             !old.row.in_progress
                 && same_outcome(&old.row, &digest.row)
                 && old.findings == digest.findings
         });
         if !announced {
-            announce(&digest, &mut feed);
+            announce(&digest, feed);
         }
+        self.put(digest);
+        Ok(())
+    }
+
+    fn put(&mut self, d: Digest) {
+        self.digests.insert((d.row.table.clone(), d.row.round.0), d);
+    }
+
+    /// The pass as one batch: rows with their index keys (an old row's keys removed
+    /// first), statuses, configuration seqs, finance hours, cursors and counts.
+    fn into_batch(mut self, tail: &Tail, events: u64) -> Result<sled::Batch, ReadError> {
+        let mut b = sled::Batch::default();
+        let mut meta = self.model.meta()?;
+        meta.events_indexed += events;
+        for ((t, r), d) in std::mem::take(&mut self.digests) {
+            match self.model.digest(&t, r)? {
+                Some(old) => {
+                    for (k, _) in model::index_entries(&old) {
+                        b.remove(k);
+                    }
+                }
+                None => {
+                    meta.rounds += 1;
+                    self.status(&t)?.rounds += 1;
+                }
+            }
+            for (k, v) in model::index_entries(&d) {
+                b.insert(k, v);
+            }
+            let k = model::round_key(&t, r);
+            b.insert(k.clone(), model::seal(&k, &d));
+        }
+        for (t, s) in &self.statuses {
+            let k = model::table_key(space::STATUS, t);
+            b.insert(k.clone(), model::seal(&k, s));
+            if let Some(c) = tail.tables.get(t) {
+                let k = model::table_key(space::CURSOR, t);
+                b.insert(k.clone(), model::seal(&k, &c.cur));
+            }
+        }
+        for (t, seq) in &self.configs {
+            let mut k = model::table_key(space::CONFIG, t);
+            k.extend_from_slice(&seq.to_be_bytes());
+            b.insert(k, Vec::new());
+        }
+        for ((t, h), f) in &self.hours {
+            let mut k = model::table_key(space::FINANCE_HOUR, t);
+            k.extend_from_slice(&model::time_key(*h));
+            b.insert(k.clone(), model::seal(&k, f));
+        }
+        let k = vec![space::META];
+        b.insert(k.clone(), model::seal(&k, &meta));
+        Ok(b)
+    }
+}
+
+/// Writes one pass to the model in one batch and returns the feed items.
+fn commit(model: &Model, tail: &Tail, out: PassOut) -> Result<Vec<FeedItem>, ReadError> {
+    if out.tables.is_empty() && out.reports.is_empty() && out.early.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut w = Writes {
+        model,
+        digests: BTreeMap::new(),
+        statuses: BTreeMap::new(),
+        hours: BTreeMap::new(),
+        configs: Vec::new(),
+    };
+    let mut feed = Vec::new();
+    for (table, d) in out.tables {
+        w.table_delta(&table, d)?;
+    }
+    for r in out.reports {
+        w.report(r, &mut feed)?;
     }
     for (digest, announce_it) in out.early {
-        put(ix, digest.clone());
         if announce_it {
             announce(&digest, &mut feed);
         }
+        w.put(digest);
     }
-    feed
-}
-
-/// Puts a round's digest in the index (replacing an earlier one); returns the earlier one.
-fn put(ix: &mut Index, d: Digest) -> Option<Digest> {
-    let (table, round, at) = (d.row.table.clone(), d.row.round.0, d.row.opened_at_ns);
-    let old = ix
-        .tables
-        .entry(table.clone())
-        .or_default()
-        .rounds
-        .insert(round, d);
-    if let Some(o) = &old {
-        if o.row.opened_at_ns != at {
-            ix.by_time
-                .remove(&(o.row.opened_at_ns, table.clone(), round));
-        }
-    }
-    ix.by_time.insert((at, table, round));
-    old
+    let batch = w.into_batch(tail, out.events)?;
+    model
+        .db
+        .apply_batch(batch)
+        .map_err(model::ModelError::from)?;
+    Ok(feed)
 }
 
 /// The feed items of a round: its findings, then the round.

@@ -4,7 +4,8 @@
 //! - `rounds`: where a round sits in its table's chain, reading and replaying its window
 //!   (the one read path for a round).
 //! - `evidence`: building and verifying evidence bundles (schemas/BUNDLE.md).
-//! - `index`: the round index that lists are served from.
+//! - `model`: the read model on disk that lists and lookups are served from.
+//! - `index`: the tail that keeps the model current from the ledger.
 //! - `describe`, `clauses`: event descriptions and finding wording for people.
 //!
 //! Invariants: reads only, never appends to the ledger; no HTTP and no async runtime here.
@@ -13,6 +14,7 @@ pub mod clauses;
 pub mod describe;
 pub mod evidence;
 pub mod index;
+pub mod model;
 pub mod rounds;
 
 /// Why a read failed. The API maps each kind to an HTTP status; the CLI prints it.

@@ -11,7 +11,7 @@
 //! Invariants: blocking (sled): call from `spawn_blocking`; reads at most
 //! `ROUND_WINDOW_EVENTS_MAX` events for one round.
 
-use crate::index::{finding_view, row_of, Index};
+use crate::index::{finding_view, row_of};
 use crate::ReadError;
 use schemas::api::{EventRow, RoundDetail, SettlementRow, StepList, StepState};
 use schemas::report::RoundReport;
@@ -29,28 +29,6 @@ pub struct Located {
     pub prev_last: Option<u64>,
     pub next_first: Option<u64>,
     pub config_seq: Option<u64>,
-}
-
-/// From the server's index (no sled read).
-pub fn locate_in_index(ix: &Index, table: &TableId, round: u64) -> Option<Located> {
-    let t = ix.tables.get(table)?;
-    let d = t.rounds.get(&round)?;
-    let first_seq = d.row.first_seq.0;
-    Some(Located {
-        first_seq,
-        last_seq: d.row.last_seq.0,
-        prev_last: t
-            .rounds
-            .range(..round)
-            .next_back()
-            .map(|(_, d)| d.row.last_seq.0),
-        next_first: t
-            .rounds
-            .range((std::ops::Bound::Excluded(round), std::ops::Bound::Unbounded))
-            .next()
-            .map(|(_, d)| d.row.first_seq.0),
-        config_seq: t.configs.range(..=first_seq).next_back().copied(),
-    })
 }
 
 /// From the ledger alone (the CLI, or a round the index has not reached yet): reads the

@@ -1,0 +1,118 @@
+//! `roundledger readmodel rebuild|check --ledger DIR`: the server's read model
+//! (`<ledger>/readmodel`, `readside::model`). `rebuild` deletes it and derives it again
+//! from the ledger. `check` brings it to the ledger's heads, as `serve` would at start,
+//! then compares it with a fresh rebuild: exit 1 naming each difference. `verify` runs the
+//! same check when a model exists.
+
+use crate::Outcome;
+use anyhow::{Context, Result};
+use readside::model::{self, Model, ModelError};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// Most differences one check names.
+pub const CHECK_DIFFERENCES_MAX: usize = 20;
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Subcommand)]
+enum Command {
+    /// Delete the read model and derive it again from the ledger.
+    Rebuild {
+        /// The ledger directory (no server may hold it).
+        #[arg(long)]
+        ledger: PathBuf,
+    },
+    /// Compare the read model with a fresh rebuild; exit 1 naming each difference.
+    Check {
+        /// The ledger directory (no server may hold it).
+        #[arg(long)]
+        ledger: PathBuf,
+    },
+}
+
+pub fn run(args: Args) -> Result<Outcome> {
+    match args.command {
+        Command::Rebuild { ledger } => rebuild(&ledger),
+        Command::Check { ledger } => {
+            let l = crate::source::open_ledger(&ledger)?;
+            let diffs = check(&l, &ledger)?;
+            for d in &diffs {
+                println!("read model: {d}");
+            }
+            if diffs.is_empty() {
+                println!("read model: matches a fresh rebuild from the ledger");
+                Ok(Outcome::Clean)
+            } else {
+                println!("read model: differs from the ledger; `roundledger readmodel rebuild` rebuilds it");
+                Ok(Outcome::Findings)
+            }
+        }
+    }
+}
+
+fn rebuild(dir: &Path) -> Result<Outcome> {
+    let ledger = crate::source::open_ledger(dir)?;
+    let mdir = model::default_dir(dir);
+    if mdir.exists() {
+        std::fs::remove_dir_all(&mdir)
+            .with_context(|| format!("deleting the read model at {}", mdir.display()))?;
+    }
+    let t0 = Instant::now();
+    let m = Model::open(&mdir)?;
+    let events = readside::index::catch_up(&ledger, &m).context("rebuilding the read model")?;
+    let meta = m.meta()?;
+    println!(
+        "read model rebuilt at {}: {events} events, {} rounds in {:.1?}",
+        mdir.display(),
+        meta.rounds,
+        t0.elapsed()
+    );
+    Ok(Outcome::Clean)
+}
+
+/// The model's differences from a fresh rebuild (empty: it matches), each naming its key.
+/// A model of another version, or one failing its checks, is one difference.
+pub fn check(ledger: &ledger::Ledger, dir: &Path) -> Result<Vec<String>> {
+    let mdir = model::default_dir(dir);
+    anyhow::ensure!(mdir.exists(), "no read model at {}", mdir.display());
+    let m = match Model::open(&mdir) {
+        Ok(m) => m,
+        Err(e @ (ModelError::Version { .. } | ModelError::Corrupt(_))) => {
+            return Ok(vec![e.to_string()])
+        }
+        Err(e) => return Err(e.into()),
+    };
+    if let Err(e) = readside::index::catch_up(ledger, &m) {
+        return Ok(vec![format!("bringing it to the ledger's heads: {e}")]);
+    }
+    let fresh = Model::temporary()?;
+    readside::index::catch_up(ledger, &fresh).context("rebuilding a fresh read model")?;
+    Ok(m.differences(&fresh, CHECK_DIFFERENCES_MAX)?)
+}
+
+/// `verify`'s part: checks the model when one exists, printing each difference (to stderr
+/// with `--json`, so the JSON stays the chain verdicts). Returns whether it matches.
+pub fn verify_part(dir: &Path, json: bool) -> Result<bool> {
+    if !model::default_dir(dir).exists() {
+        return Ok(true);
+    }
+    let ledger = crate::source::open_ledger(dir)?;
+    let diffs = check(&ledger, dir)?;
+    let mut lines: Vec<String> = diffs.iter().map(|d| format!("read model: {d}")).collect();
+    if diffs.is_empty() {
+        lines.push("read model: matches a fresh rebuild from the ledger".into());
+    }
+    for l in &lines {
+        if json {
+            eprintln!("{l}");
+        } else {
+            println!("{l}");
+        }
+    }
+    Ok(diffs.is_empty())
+}

@@ -1,0 +1,822 @@
+//! The read model: what lists and lookups are served from, kept on disk in its own sled
+//! database (`<ledger>/readmodel/`), separate from the ledger so that it can be deleted and
+//! rebuilt without touching a stored event.
+//!
+//! One sled tree, each space a key prefix byte, so that one pass is one atomic batch:
+//! rows of rounds by (table, round); rounds by (time, table, round), (table, time, round)
+//! and (table, box, round); findings by time, (table, time), (code, time) and (severity,
+//! time); disputes by time and (table, time); per-table status, configuration seqs,
+//! finance per (table, UTC hour); per-table cursors; the version and the counts. Times are
+//! the rounds' opening device times (UTC ns); keys are big-endian so sled's order is
+//! numeric.
+//!
+//! Invariants:
+//! - Derived only from the ledger: `index::pass` writes it, one sled batch per pass with
+//!   the cursors, so a crash loses or double-counts nothing.
+//! - Every value is sealed: a keyed BLAKE3 over its key and bytes. A value that fails its
+//!   seal, or an index key that does not match its row, is an integrity error, never served.
+//! - A model of another `MODEL_VERSION` is refused at open (`ModelError::Version`).
+//! - Blocking (sled): call from `spawn_blocking`. A query reads its keys in order and stops
+//!   after its page; `total` counts the keys of the range, without reading their rows.
+
+use crate::index::Digest;
+use schemas::api::{DisputeRow, FinanceSummary, RoundRow};
+use schemas::report::{Finding, Severity, Verdict};
+use schemas::{BoxNo, RoundId, RuleSet, TableId};
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
+use std::ops::Bound;
+use std::path::{Path, PathBuf};
+
+/// The on-disk format's version; a model of another version is rebuilt or refused.
+pub const MODEL_VERSION: u32 = 1;
+/// sled's page cache for the model: memory does not grow with history.
+pub const MODEL_CACHE_BYTES: u64 = 32 << 20;
+/// Bytes of the keyed BLAKE3 seal before each value.
+pub const SEAL_BYTES: usize = 16;
+/// Most findings or disputes of one round the model keys (their index is a `u16`).
+pub const ROUND_ISSUES_MAX: usize = u16::MAX as usize;
+const SEAL_CONTEXT: &str = "roundledger readmodel v1 row seal";
+const HOUR_NS: i64 = 3_600_000_000_000;
+
+/// The spaces: the first byte of every key.
+pub(crate) mod space {
+    pub const VERSION: u8 = b'v';
+    pub const META: u8 = b'm';
+    pub const ROUND: u8 = b'r';
+    pub const BY_TIME: u8 = b't';
+    pub const TABLE_TIME: u8 = b'T';
+    pub const BY_BOX: u8 = b'b';
+    pub const FINDING: u8 = b'f';
+    pub const FINDING_TABLE: u8 = b'F';
+    pub const FINDING_CODE: u8 = b'c';
+    pub const FINDING_SEVERITY: u8 = b's';
+    pub const DISPUTE: u8 = b'd';
+    pub const DISPUTE_TABLE: u8 = b'D';
+    pub const STATUS: u8 = b'S';
+    pub const CONFIG: u8 = b'g';
+    pub const FINANCE_HOUR: u8 = b'h';
+    pub const CURSOR: u8 = b'k';
+}
+
+/// Why the model could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    #[error("read model at {path}: {source}")]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: sled::Error,
+    },
+    #[error("read model: {0}")]
+    Sled(#[from] sled::Error),
+    #[error(
+        "read model is version {found}, this build reads version {}",
+        MODEL_VERSION
+    )]
+    Version { found: String },
+    #[error("read model: {0} fails its check (roundledger readmodel rebuild)")]
+    Corrupt(String),
+}
+
+impl From<ModelError> for crate::ReadError {
+    fn from(e: ModelError) -> crate::ReadError {
+        match e {
+            ModelError::Corrupt(_) | ModelError::Version { .. } => {
+                crate::ReadError::Integrity(e.to_string())
+            }
+            _ => crate::ReadError::Internal(e.to_string()),
+        }
+    }
+}
+
+/// The counts of the whole model.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Meta {
+    pub events_indexed: u64,
+    pub rounds: u64,
+}
+
+/// One table's status: what `/v1/tables`, `/v1/chain` and `/v1/finance` show.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TableStatus {
+    pub rule_set: Option<RuleSet>,
+    pub verified_through: u64,
+    pub problem: Option<String>,
+    pub rounds: u64,
+    pub disputed: u64,
+    pub irregular: u64,
+    pub void: u64,
+    pub finance: FinanceSummary,
+}
+
+/// A finding as the finding spaces keep it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FindingRec {
+    pub table: TableId,
+    pub round: RoundId,
+    pub opened_at_ns: i64,
+    pub finding: Finding,
+}
+
+/// A page of a list: the items in it and how many match in all.
+#[derive(Debug, Clone)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    pub total: u64,
+}
+
+impl<T> Page<T> {
+    fn empty() -> Page<T> {
+        Page {
+            items: Vec::new(),
+            total: 0,
+        }
+    }
+}
+
+/// Which rounds a list wants.
+#[derive(Debug, Clone, Default)]
+pub struct RoundFilter {
+    pub table: Option<TableId>,
+    pub from_ns: Option<i64>,
+    pub to_ns: Option<i64>,
+    pub box_no: Option<BoxNo>,
+    pub verdict: Option<Verdict>,
+}
+
+/// Which findings or disputes a list wants (code and severity: findings only).
+#[derive(Debug, Clone, Default)]
+pub struct IssueFilter {
+    pub table: Option<TableId>,
+    pub from_ns: Option<i64>,
+    pub to_ns: Option<i64>,
+    pub code: Option<String>,
+    pub severity: Option<Severity>,
+}
+
+/// The model's directory in a ledger directory: `<ledger>/readmodel`.
+pub fn default_dir(ledger_dir: &Path) -> PathBuf {
+    ledger_dir.join("readmodel")
+}
+
+/// The read model: one sled database.
+pub struct Model {
+    pub(crate) db: sled::Db,
+    path: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for Model {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Model({:?})", self.path)
+    }
+}
+
+impl Model {
+    /// Opens (or creates) the model at `dir`. Refuses a model of another version.
+    pub fn open(dir: &Path) -> Result<Model, ModelError> {
+        let db = sled::Config::new()
+            .path(dir)
+            .cache_capacity(MODEL_CACHE_BYTES)
+            .open()
+            .map_err(|source| ModelError::Open {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        Model::init(db, Some(dir.to_path_buf()))
+    }
+
+    /// A model in a temporary directory that sled removes on drop (rebuilds to compare).
+    pub fn temporary() -> Result<Model, ModelError> {
+        let db = sled::Config::new()
+            .temporary(true)
+            .cache_capacity(MODEL_CACHE_BYTES)
+            .open()?;
+        Model::init(db, None)
+    }
+
+    fn init(db: sled::Db, path: Option<PathBuf>) -> Result<Model, ModelError> {
+        let version = MODEL_VERSION.to_be_bytes();
+        match db.get([space::VERSION])? {
+            Some(v) if v.as_ref() == version => {}
+            Some(v) => {
+                return Err(ModelError::Version {
+                    found: hex::encode(v),
+                })
+            }
+            None if db.is_empty() => {
+                db.insert([space::VERSION], &version[..])?;
+            }
+            None => {
+                return Err(ModelError::Version {
+                    found: "missing".into(),
+                })
+            }
+        }
+        let model = Model { db, path };
+        // The small records a start reads must pass their seals: else rebuild or refuse.
+        model.meta()?;
+        for kv in model.db.scan_prefix([space::CURSOR]) {
+            let (k, v) = kv?;
+            unseal(&k, &v)?;
+        }
+        Ok(model)
+    }
+
+    /// Deletes every record and starts an empty model of this version.
+    pub fn clear(&self) -> Result<(), ModelError> {
+        self.db.clear()?;
+        self.db
+            .insert([space::VERSION], &MODEL_VERSION.to_be_bytes()[..])?;
+        self.db.flush()?;
+        Ok(())
+    }
+
+    /// Writes what sled holds in memory to disk.
+    pub fn flush(&self) -> Result<(), ModelError> {
+        self.db.flush()?;
+        Ok(())
+    }
+
+    pub fn meta(&self) -> Result<Meta, ModelError> {
+        Ok(self.get(&[space::META])?.unwrap_or_default())
+    }
+
+    /// A round's row, disputes and findings.
+    pub fn digest(&self, table: &TableId, round: u64) -> Result<Option<Digest>, ModelError> {
+        let d: Option<Digest> = self.get(&round_key(table, round))?;
+        if let Some(d) = &d {
+            if d.row.table != *table || d.row.round.0 != round {
+                return Err(ModelError::Corrupt(format!("round row {table}/{round}")));
+            }
+        }
+        Ok(d)
+    }
+
+    pub fn status(&self, table: &TableId) -> Result<Option<TableStatus>, ModelError> {
+        self.get(&table_key(space::STATUS, table))
+    }
+
+    /// Every table's status, in table order (one row per table, not per round).
+    pub fn statuses(&self) -> Result<Vec<(TableId, TableStatus)>, ModelError> {
+        let mut out = Vec::new();
+        for kv in self.db.scan_prefix([space::STATUS]) {
+            let (k, v) = kv?;
+            let s: TableStatus = decode(&k, &v)?;
+            let table = table_of(&k[1..])
+                .ok_or_else(|| ModelError::Corrupt(format!("status key {}", hex::encode(&k))))?;
+            out.push((table, s));
+        }
+        Ok(out)
+    }
+
+    /// The seq of the configuration in force at `seq`: the last `TableOpened` at or before.
+    pub fn config_at(&self, table: &TableId, seq: u64) -> Result<Option<u64>, ModelError> {
+        let lo = table_key(space::CONFIG, table);
+        let mut hi = lo.clone();
+        hi.extend_from_slice(&seq.to_be_bytes());
+        match self.db.range(lo..=hi).next_back() {
+            None => Ok(None),
+            Some(kv) => {
+                let (k, _) = kv?;
+                Ok(Some(be_u64_at(&k, k.len() - 8)?))
+            }
+        }
+    }
+
+    /// Finance of one table summed over the UTC hours in `from_ns..to_ns` (each on the
+    /// hour): a shift or gaming day costs one read per hour.
+    pub fn finance_between(
+        &self,
+        table: &TableId,
+        from_ns: i64,
+        to_ns: i64,
+    ) -> Result<FinanceSummary, ModelError> {
+        assert!(from_ns % HOUR_NS == 0 && to_ns % HOUR_NS == 0);
+        let prefix = table_key(space::FINANCE_HOUR, table);
+        let (mut lo, mut hi) = (prefix.clone(), prefix);
+        lo.extend_from_slice(&time_key(from_ns / HOUR_NS));
+        hi.extend_from_slice(&time_key(to_ns / HOUR_NS));
+        let mut sum = FinanceSummary {
+            table: Some(table.clone()),
+            ..FinanceSummary::default()
+        };
+        for kv in self.db.range(lo..hi) {
+            let (k, v) = kv?;
+            add_finance(&mut sum, &decode::<FinanceSummary>(&k, &v)?);
+        }
+        Ok(sum)
+    }
+
+    pub(crate) fn get<T: DeserializeOwned>(&self, key: &[u8]) -> Result<Option<T>, ModelError> {
+        match self.db.get(key)? {
+            None => Ok(None),
+            Some(v) => decode(key, &v).map(Some),
+        }
+    }
+}
+
+/// Adds `d` to `f`, field by field (money in minor units).
+pub fn add_finance(f: &mut FinanceSummary, d: &FinanceSummary) {
+    f.drop = f.drop + d.drop;
+    f.markers = f.markers + d.markers;
+    f.fills = f.fills + d.fills;
+    f.credits = f.credits + d.credits;
+    f.win_recorded = f.win_recorded + d.win_recorded;
+    f.win_rules = f.win_rules + d.win_rules;
+    f.rounds += d.rounds;
+}
+
+/// The UTC hour (hours since the epoch) of a time.
+pub fn hour_of(at_ns: i64) -> i64 {
+    at_ns.div_euclid(HOUR_NS)
+}
+
+// ---- Lists
+
+impl Model {
+    /// A page of rounds, newest first. A table's rounds with a box come from the box space
+    /// (round order); the rest from the time spaces. Verdict, and a box without a table,
+    /// filter the rows of the time range.
+    pub fn rounds(
+        &self,
+        f: &RoundFilter,
+        offset: u64,
+        limit: u64,
+    ) -> Result<Page<RoundRow>, ModelError> {
+        let keys: Box<dyn DoubleEndedIterator<Item = sled::Result<(sled::IVec, sled::IVec)>>> =
+            match (&f.table, f.box_no) {
+                (Some(t), Some(b)) => {
+                    let mut p = table_key(space::BY_BOX, t);
+                    p.push(b.0);
+                    Box::new(self.db.scan_prefix(p))
+                }
+                (Some(t), None) => {
+                    Box::new(self.time_range(table_key(space::TABLE_TIME, t), f.from_ns, f.to_ns))
+                }
+                (None, _) => Box::new(self.time_range(vec![space::BY_TIME], f.from_ns, f.to_ns)),
+            };
+        let needs_row = f.verdict.is_some()
+            || (f.box_no.is_some() && f.table.is_none())
+            || (f.box_no.is_some() && (f.from_ns.is_some() || f.to_ns.is_some()));
+        let mut page = Page::empty();
+        for kv in keys.rev() {
+            let (k, _) = kv?;
+            let (table, round) = round_of_key(&k)?;
+            let in_page = page.total >= offset && (page.items.len() as u64) < limit;
+            if !needs_row && !in_page {
+                page.total += 1;
+                continue;
+            }
+            let d = self.digest(&table, round)?.ok_or_else(|| {
+                ModelError::Corrupt(format!("key {} has no row", hex::encode(&k)))
+            })?;
+            check_key_matches(&k, &d.row)?;
+            let row = d.row;
+            let keep = f.box_no.is_none_or(|b| row.boxes.contains(&b))
+                && f.from_ns.is_none_or(|x| row.opened_at_ns >= x)
+                && f.to_ns.is_none_or(|x| row.opened_at_ns < x)
+                && f.verdict
+                    .is_none_or(|v| row.verdict == v && !row.in_progress);
+            if keep {
+                if page.total >= offset && (page.items.len() as u64) < limit {
+                    page.items.push(row);
+                }
+                page.total += 1;
+            }
+        }
+        Ok(page)
+    }
+
+    /// A page of findings, newest round first, from the most selective space.
+    pub fn findings(
+        &self,
+        f: &IssueFilter,
+        offset: u64,
+        limit: u64,
+    ) -> Result<Page<FindingRec>, ModelError> {
+        let code = f.code.as_deref().filter(|c| !c.is_empty());
+        let prefix = match (code, &f.table, f.severity) {
+            (Some(c), _, _) => str_key(space::FINDING_CODE, c),
+            (None, Some(t), _) => table_key(space::FINDING_TABLE, t),
+            (None, None, Some(s)) => vec![space::FINDING_SEVERITY, severity_byte(s)],
+            (None, None, None) => vec![space::FINDING],
+        };
+        let keep = |r: &FindingRec| {
+            f.table.as_ref().is_none_or(|t| *t == r.table)
+                && code.is_none_or(|c| c == r.finding.code)
+                && f.severity.is_none_or(|s| r.finding.severity >= s)
+        };
+        self.issue_page(prefix, f, offset, limit, keep)
+    }
+
+    /// A page of disputed lines, newest round first.
+    pub fn disputes(
+        &self,
+        f: &IssueFilter,
+        offset: u64,
+        limit: u64,
+    ) -> Result<Page<DisputeRow>, ModelError> {
+        let prefix = match &f.table {
+            Some(t) => table_key(space::DISPUTE_TABLE, t),
+            None => vec![space::DISPUTE],
+        };
+        self.issue_page(prefix, f, offset, limit, |_: &DisputeRow| true)
+    }
+
+    /// Reads a time range of an issue space newest first. The space matches every filter
+    /// but `keep`'s when `keep` always holds, so only the page's values are read.
+    fn issue_page<T: DeserializeOwned>(
+        &self,
+        prefix: Vec<u8>,
+        f: &IssueFilter,
+        offset: u64,
+        limit: u64,
+        keep: impl Fn(&T) -> bool,
+    ) -> Result<Page<T>, ModelError> {
+        let exact = match prefix[0] {
+            space::FINDING_CODE => f.table.is_none() && f.severity.is_none(),
+            space::FINDING_TABLE => f.severity.is_none(),
+            _ => true,
+        };
+        let mut page = Page::empty();
+        for kv in self.time_range(prefix, f.from_ns, f.to_ns).rev() {
+            let (k, v) = kv?;
+            let in_page = page.total >= offset && (page.items.len() as u64) < limit;
+            if exact && !in_page {
+                page.total += 1;
+                continue;
+            }
+            let item: T = decode(&k, &v)?;
+            if keep(&item) {
+                if page.total >= offset && (page.items.len() as u64) < limit {
+                    page.items.push(item);
+                }
+                page.total += 1;
+            }
+        }
+        Ok(page)
+    }
+
+    /// The keys of `prefix` whose time (right after the prefix) is in `from_ns..to_ns`.
+    fn time_range(&self, prefix: Vec<u8>, from_ns: Option<i64>, to_ns: Option<i64>) -> sled::Iter {
+        let mut lo = prefix.clone();
+        lo.extend_from_slice(&time_key(from_ns.unwrap_or(i64::MIN)));
+        let hi = match to_ns {
+            Some(t) => {
+                let mut hi = prefix;
+                hi.extend_from_slice(&time_key(t));
+                Bound::Excluded(hi)
+            }
+            None => match prefix_end(&prefix) {
+                Some(e) => Bound::Excluded(e),
+                None => Bound::Unbounded,
+            },
+        };
+        self.db.range::<Vec<u8>, _>((Bound::Included(lo), hi))
+    }
+}
+
+// ---- Keys and seals
+
+/// A seal: keyed BLAKE3 over the key and the value's bytes.
+fn seal_of(key: &[u8], body: &[u8]) -> [u8; SEAL_BYTES] {
+    let mut h = blake3::Hasher::new_derive_key(SEAL_CONTEXT);
+    h.update(&(key.len() as u64).to_be_bytes());
+    h.update(key);
+    h.update(body);
+    let mut out = [0; SEAL_BYTES];
+    out.copy_from_slice(&h.finalize().as_bytes()[..SEAL_BYTES]);
+    out
+}
+
+/// A value as stored: its seal, then its JSON.
+pub(crate) fn seal<T: Serialize>(key: &[u8], value: &T) -> Vec<u8> {
+    // Our own record types (no maps with non-string keys, no floats) always serialise.
+    let body = serde_json::to_vec(value).expect("model records serialise");
+    let mut out = seal_of(key, &body).to_vec();
+    out.extend_from_slice(&body);
+    out
+}
+
+fn unseal<'a>(key: &[u8], v: &'a [u8]) -> Result<&'a [u8], ModelError> {
+    let corrupt = || ModelError::Corrupt(format!("the value of key {}", hex::encode(key)));
+    if v.len() < SEAL_BYTES {
+        return Err(corrupt());
+    }
+    let (s, body) = v.split_at(SEAL_BYTES);
+    if s != seal_of(key, body) {
+        return Err(corrupt());
+    }
+    Ok(body)
+}
+
+pub(crate) fn decode<T: DeserializeOwned>(key: &[u8], v: &[u8]) -> Result<T, ModelError> {
+    serde_json::from_slice(unseal(key, v)?)
+        .map_err(|e| ModelError::Corrupt(format!("the value of key {}: {e}", hex::encode(key))))
+}
+
+/// A time that sorts as a signed number: the sign bit flipped, big-endian.
+pub(crate) fn time_key(v: i64) -> [u8; 8] {
+    ((v as u64) ^ (1 << 63)).to_be_bytes()
+}
+
+fn push_str(k: &mut Vec<u8>, s: &str) {
+    // Table ids are at most 32 bytes and finding codes are our own short strings.
+    assert!(
+        s.len() <= u8::MAX as usize,
+        "key string of {} bytes",
+        s.len()
+    );
+    k.push(s.len() as u8);
+    k.extend_from_slice(s.as_bytes());
+}
+
+pub(crate) fn str_key(space: u8, s: &str) -> Vec<u8> {
+    let mut k = vec![space];
+    push_str(&mut k, s);
+    k
+}
+
+pub(crate) fn table_key(space: u8, table: &TableId) -> Vec<u8> {
+    str_key(space, table.as_str())
+}
+
+pub(crate) fn round_key(table: &TableId, round: u64) -> Vec<u8> {
+    let mut k = table_key(space::ROUND, table);
+    k.extend_from_slice(&round.to_be_bytes());
+    k
+}
+
+pub(crate) fn severity_byte(s: Severity) -> u8 {
+    match s {
+        Severity::Info => 0,
+        Severity::Warning => 1,
+        Severity::Critical => 2,
+    }
+}
+
+/// Every key besides the row that a round's digest puts in the model, with its value.
+pub(crate) fn index_entries(d: &Digest) -> Vec<(Vec<u8>, Vec<u8>)> {
+    assert!(d.findings.len() <= ROUND_ISSUES_MAX && d.disputes.len() <= ROUND_ISSUES_MAX);
+    let (t, r, at) = (&d.row.table, d.row.round.0, time_key(d.row.opened_at_ns));
+    let tail = |k: &mut Vec<u8>, with_table: bool, i: Option<usize>| {
+        k.extend_from_slice(&at);
+        if with_table {
+            push_str(k, t.as_str());
+        }
+        k.extend_from_slice(&r.to_be_bytes());
+        if let Some(i) = i {
+            // Reversed, so a newest-first scan lists a round's items in their order.
+            k.extend_from_slice(&(u16::MAX - i as u16).to_be_bytes());
+        }
+    };
+    let mut out = Vec::new();
+    let mut k = vec![space::BY_TIME];
+    tail(&mut k, true, None);
+    out.push((k, Vec::new()));
+    let mut k = table_key(space::TABLE_TIME, t);
+    tail(&mut k, false, None);
+    out.push((k, Vec::new()));
+    for b in &d.row.boxes {
+        let mut k = table_key(space::BY_BOX, t);
+        k.push(b.0);
+        k.extend_from_slice(&r.to_be_bytes());
+        out.push((k, Vec::new()));
+    }
+    for (i, f) in d.findings.iter().enumerate() {
+        let rec = FindingRec {
+            table: t.clone(),
+            round: d.row.round,
+            opened_at_ns: d.row.opened_at_ns,
+            finding: f.clone(),
+        };
+        let mut keys = vec![vec![space::FINDING], str_key(space::FINDING_CODE, &f.code)];
+        let mut kt = table_key(space::FINDING_TABLE, t);
+        tail(&mut kt, false, Some(i));
+        for level in 0..=severity_byte(f.severity) {
+            keys.push(vec![space::FINDING_SEVERITY, level]);
+        }
+        for mut k in keys {
+            tail(&mut k, true, Some(i));
+            let v = seal(&k, &rec);
+            out.push((k, v));
+        }
+        let v = seal(&kt, &rec);
+        out.push((kt, v));
+    }
+    for (i, x) in d.disputes.iter().enumerate() {
+        let row = DisputeRow {
+            table: t.clone(),
+            round: d.row.round,
+            opened_at_ns: d.row.opened_at_ns,
+            verdict: d.row.verdict,
+            box_no: x.box_no,
+            line: x.line,
+            expected: x.expected,
+            recorded: x.recorded,
+            difference: x.difference,
+        };
+        let mut k = vec![space::DISPUTE];
+        tail(&mut k, true, Some(i));
+        let v = seal(&k, &row);
+        out.push((k, v));
+        let mut k = table_key(space::DISPUTE_TABLE, t);
+        tail(&mut k, false, Some(i));
+        let v = seal(&k, &row);
+        out.push((k, v));
+    }
+    out
+}
+
+/// The first key after every key starting with `prefix` (`None`: no such key).
+fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < u8::MAX {
+            end.push(last + 1);
+            return Some(end);
+        }
+    }
+    None
+}
+
+fn table_of(k: &[u8]) -> Option<TableId> {
+    let n = *k.first()? as usize;
+    let s = std::str::from_utf8(k.get(1..1 + n)?).ok()?;
+    TableId::new(s).ok()
+}
+
+fn be_u64_at(k: &[u8], at: usize) -> Result<u64, ModelError> {
+    k.get(at..at + 8)
+        .and_then(|b| b.try_into().ok())
+        .map(u64::from_be_bytes)
+        .ok_or_else(|| ModelError::Corrupt(format!("key {}", hex::encode(k))))
+}
+
+/// The (table, round) a round-listing key names: time space, table-time space or box space.
+fn round_of_key(k: &[u8]) -> Result<(TableId, u64), ModelError> {
+    let corrupt = || ModelError::Corrupt(format!("key {}", hex::encode(k)));
+    match k.first() {
+        Some(&space::BY_TIME) => {
+            let t = table_of(k.get(9..).ok_or_else(corrupt)?).ok_or_else(corrupt)?;
+            Ok((t.clone(), be_u64_at(k, 10 + t.as_str().len())?))
+        }
+        Some(&space::TABLE_TIME) | Some(&space::BY_BOX) => {
+            let t = table_of(&k[1..]).ok_or_else(corrupt)?;
+            Ok((t.clone(), be_u64_at(k, k.len() - 8)?))
+        }
+        _ => Err(corrupt()),
+    }
+}
+
+/// A listing key must name its row's time (or box): a changed key is never served.
+fn check_key_matches(k: &[u8], row: &RoundRow) -> Result<(), ModelError> {
+    let at = time_key(row.opened_at_ns);
+    let ok = match k[0] {
+        space::BY_TIME => k.get(1..9) == Some(&at[..]),
+        space::TABLE_TIME => {
+            let n = 2 + row.table.as_str().len();
+            k.get(n..n + 8) == Some(&at[..])
+        }
+        _ => {
+            let n = 2 + row.table.as_str().len();
+            k.get(n).is_some_and(|b| row.boxes.contains(&BoxNo(*b)))
+        }
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(ModelError::Corrupt(format!(
+            "key {} (its row says otherwise)",
+            hex::encode(k)
+        )))
+    }
+}
+
+// ---- Lookups and checks
+
+impl Model {
+    /// Where a round sits in its table's chain, from its row and its neighbours' (three
+    /// reads); `None` when the model has no row for it.
+    pub fn locate(
+        &self,
+        table: &TableId,
+        round: u64,
+    ) -> Result<Option<crate::rounds::Located>, ModelError> {
+        let Some(d) = self.digest(table, round)? else {
+            return Ok(None);
+        };
+        let neighbour = |kv: Option<sled::Result<(sled::IVec, sled::IVec)>>| match kv {
+            None => Ok(None),
+            Some(kv) => {
+                let (k, v) = kv?;
+                decode::<Digest>(&k, &v).map(Some)
+            }
+        };
+        let start = round_key(table, 0);
+        let prev = neighbour(self.db.range(start..round_key(table, round)).next_back())?;
+        let next = match round.checked_add(1) {
+            Some(n) => {
+                let end = prefix_end(&table_key(space::ROUND, table));
+                let lo = Bound::Included(round_key(table, n));
+                let hi = end.map_or(Bound::Unbounded, Bound::Excluded);
+                neighbour(self.db.range::<Vec<u8>, _>((lo, hi)).next())?
+            }
+            None => None,
+        };
+        let first_seq = d.row.first_seq.0;
+        Ok(Some(crate::rounds::Located {
+            first_seq,
+            last_seq: d.row.last_seq.0,
+            prev_last: prev.map(|p| p.row.last_seq.0),
+            next_first: next.map(|n| n.row.first_seq.0),
+            config_seq: self.config_at(table, first_seq)?,
+        }))
+    }
+
+    /// The first `max` differences between two models (cursors left out: they hold the
+    /// tail's own state), each naming its key. Reads both whole.
+    pub fn differences(&self, other: &Model, max: usize) -> Result<Vec<String>, ModelError> {
+        let skip = |kv: &sled::Result<(sled::IVec, sled::IVec)>| {
+            kv.as_ref()
+                .map_or(true, |(k, _)| k.first() != Some(&space::CURSOR))
+        };
+        let mut a = self.db.iter().filter(skip).peekable();
+        let mut b = other.db.iter().filter(skip).peekable();
+        let mut out = Vec::new();
+        while out.len() < max {
+            let (x, y) = match (a.peek(), b.peek()) {
+                (None, None) => break,
+                (Some(Err(_)), _) | (_, Some(Err(_))) => {
+                    a.next().transpose()?;
+                    b.next().transpose()?;
+                    continue;
+                }
+                (Some(Ok(x)), Some(Ok(y))) => (Some(x.clone()), Some(y.clone())),
+                (Some(Ok(x)), None) => (Some(x.clone()), None),
+                (None, Some(Ok(y))) => (None, Some(y.clone())),
+            };
+            match (x, y) {
+                (Some((kx, vx)), Some((ky, vy))) if kx == ky => {
+                    if vx != vy {
+                        out.push(format!("{}: the value differs", key_text(&kx)));
+                    }
+                    a.next();
+                    b.next();
+                }
+                (Some((kx, _)), Some((ky, _))) if kx < ky => {
+                    out.push(format!("{}: not in a fresh rebuild", key_text(&kx)));
+                    a.next();
+                }
+                (Some((kx, _)), None) => {
+                    out.push(format!("{}: not in a fresh rebuild", key_text(&kx)));
+                    a.next();
+                }
+                (_, Some((ky, _))) => {
+                    out.push(format!(
+                        "{}: missing (a fresh rebuild has it)",
+                        key_text(&ky)
+                    ));
+                    b.next();
+                }
+                (None, None) => break,
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// A key for people: its space's name, then its bytes (printable ones as they are).
+pub fn key_text(k: &[u8]) -> String {
+    let name = match k.first().copied() {
+        Some(space::VERSION) => "version",
+        Some(space::META) => "counts",
+        Some(space::ROUND) => "round row",
+        Some(space::BY_TIME) => "rounds by time",
+        Some(space::TABLE_TIME) => "rounds by table and time",
+        Some(space::BY_BOX) => "rounds by box",
+        Some(space::FINDING) => "findings by time",
+        Some(space::FINDING_TABLE) => "findings by table",
+        Some(space::FINDING_CODE) => "findings by code",
+        Some(space::FINDING_SEVERITY) => "findings by severity",
+        Some(space::DISPUTE) => "disputes by time",
+        Some(space::DISPUTE_TABLE) => "disputes by table",
+        Some(space::STATUS) => "table status",
+        Some(space::CONFIG) => "configuration seq",
+        Some(space::FINANCE_HOUR) => "finance hour",
+        Some(space::CURSOR) => "cursor",
+        _ => "unknown space",
+    };
+    let body: String = k
+        .iter()
+        .skip(1)
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || *b == b'-' || *b == b'_' {
+                (*b as char).to_string()
+            } else {
+                format!("\\x{b:02x}")
+            }
+        })
+        .collect();
+    format!("{name} {body}")
+}
