@@ -23,6 +23,9 @@ pub struct Args {
     api_dir: Option<PathBuf>,
 }
 
+/// Most rounds the benchmark draws its requests from.
+const BENCH_ROUNDS_MAX: u64 = 1_000_000;
+
 pub fn run(args: Args) -> Result<Outcome> {
     use rand::{Rng, SeedableRng};
     let ledger = Arc::new(crate::source::open_ledger(&args.ledger)?);
@@ -59,16 +62,13 @@ pub fn run(args: Args) -> Result<Outcome> {
         stats.events,
         t0.elapsed()
     );
-    let rounds: Vec<(String, u64)> = {
-        let ix = state
-            .index
-            .read()
-            .map_err(|_| anyhow::anyhow!("index lock"))?;
-        ix.by_time
-            .iter()
-            .map(|(_, t, r)| (t.as_str().to_string(), *r))
-            .collect()
-    };
+    let rounds: Vec<(String, u64)> = state
+        .model
+        .rounds(&Default::default(), 0, BENCH_ROUNDS_MAX)?
+        .items
+        .into_iter()
+        .map(|r| (r.table.as_str().to_string(), r.round.0))
+        .collect();
     anyhow::ensure!(!rounds.is_empty(), "the ledger has no rounds");
     let app = api::router(state);
     let rt = crate::serve::runtime()?;

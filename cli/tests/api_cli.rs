@@ -1,7 +1,8 @@
 //! The binary's evidence and server commands end to end, without NATS: `seed` a floor,
 //! `evidence` a disputed round, `verify-bundle` it (then a bundle with one flipped byte,
 //! which must fail naming the seq), and `serve --no-ingest` with `tokens`, against which
-//! `replay`, `audit` and `export --server` give what the ledger gives.
+//! `replay`, `audit` and `export --server` give what the ledger gives. `readmodel
+//! rebuild|check` and `verify` on a read model with a changed byte or another version.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -292,4 +293,51 @@ fn replay_audit_and_export_work_against_a_running_server() {
     let pid = server.id();
     let _ = Command::new("kill").arg(pid.to_string()).status();
     let _ = server.wait();
+}
+
+/// Changes the read model of `ledger` through sled, as a disk fault or a hand would.
+fn tamper_model(ledger: &str, f: impl FnOnce(&sled::Db)) {
+    let db = sled::open(Path::new(ledger).join("readmodel")).unwrap();
+    f(&db);
+    db.flush().unwrap();
+}
+
+#[test]
+fn readmodel_check_names_a_changed_row_and_a_wrong_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = seed(dir.path());
+    let (code, out, err) = run(&["readmodel", "rebuild", "--ledger", &ledger]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("read model rebuilt"), "{out}");
+    let (code, out, err) = run(&["readmodel", "check", "--ledger", &ledger]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = run(&["verify", "--ledger", &ledger]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("read model: matches"), "{out}");
+
+    tamper_model(&ledger, |db| {
+        let (k, v) = db.scan_prefix(b"r").next().unwrap().unwrap();
+        let mut changed = v.to_vec();
+        let at = changed.len() - 2;
+        changed[at] ^= 0x01;
+        db.insert(k, changed).unwrap();
+    });
+    let (code, out, err) = run(&["readmodel", "check", "--ledger", &ledger]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("read model: round row"), "{out}");
+    let (code, out, err) = run(&["verify", "--ledger", &ledger]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("read model: round row"), "{out}");
+
+    tamper_model(&ledger, |db| {
+        db.insert(b"v", 99u32.to_be_bytes().to_vec()).unwrap();
+    });
+    let (code, out, err) = run(&["readmodel", "check", "--ledger", &ledger]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("version"), "{out}");
+
+    let (code, out, err) = run(&["readmodel", "rebuild", "--ledger", &ledger]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = run(&["readmodel", "check", "--ledger", &ledger]);
+    assert_eq!(code, 0, "{out}{err}");
 }

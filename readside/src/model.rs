@@ -604,6 +604,13 @@ pub(crate) fn index_entries(d: &Digest) -> Vec<(Vec<u8>, Vec<u8>)> {
         let v = seal(&kt, &rec);
         out.push((kt, v));
     }
+    dispute_entries(d, &mut out);
+    out
+}
+
+/// The dispute keys of a round: by time and by (table, time).
+fn dispute_entries(d: &Digest, out: &mut Vec<(Vec<u8>, Vec<u8>)>) {
+    let (t, r, at) = (&d.row.table, d.row.round.0, time_key(d.row.opened_at_ns));
     for (i, x) in d.disputes.iter().enumerate() {
         let row = DisputeRow {
             table: t.clone(),
@@ -616,16 +623,21 @@ pub(crate) fn index_entries(d: &Digest) -> Vec<(Vec<u8>, Vec<u8>)> {
             recorded: x.recorded,
             difference: x.difference,
         };
+        let idx = (u16::MAX - i as u16).to_be_bytes();
         let mut k = vec![space::DISPUTE];
-        tail(&mut k, true, Some(i));
+        k.extend_from_slice(&at);
+        push_str(&mut k, t.as_str());
+        k.extend_from_slice(&r.to_be_bytes());
+        k.extend_from_slice(&idx);
         let v = seal(&k, &row);
         out.push((k, v));
         let mut k = table_key(space::DISPUTE_TABLE, t);
-        tail(&mut k, false, Some(i));
+        k.extend_from_slice(&at);
+        k.extend_from_slice(&r.to_be_bytes());
+        k.extend_from_slice(&idx);
         let v = seal(&k, &row);
         out.push((k, v));
     }
-    out
 }
 
 /// The first key after every key starting with `prefix` (`None`: no such key).
