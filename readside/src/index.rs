@@ -34,8 +34,9 @@ use schemas::{
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// Most events one indexing pass reads (over all tables) before writing what it found.
-pub const INDEX_EVENTS_PER_PASS: u64 = 500_000;
+/// Most events one indexing pass reads (over all tables) before writing what it found: it
+/// bounds the memory a pass holds (its reports and its batch).
+pub const INDEX_EVENTS_PER_PASS: u64 = 100_000;
 /// Events read from sled per call while indexing.
 pub const INDEX_CHUNK_EVENTS: u64 = 16_384;
 /// Most jackpot pools whose last display a table's cursor keeps.

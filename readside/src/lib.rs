@@ -8,7 +8,8 @@
 //! - `index`: the tail that keeps the model current from the ledger.
 //! - `describe`, `clauses`: event descriptions and finding wording for people.
 //!
-//! Invariants: reads only, never appends to the ledger; no HTTP and no async runtime here.
+//! Invariants: never appends to the ledger (it writes only its own read model, derived
+//! from the ledger); no HTTP and no async runtime here.
 
 pub mod clauses;
 pub mod describe;

@@ -16,8 +16,10 @@
 //! - Every value is sealed: a keyed BLAKE3 over its key and bytes. A value that fails its
 //!   seal, or an index key that does not match its row, is an integrity error, never served.
 //! - A model of another `MODEL_VERSION` is refused at open (`ModelError::Version`).
-//! - Blocking (sled): call from `spawn_blocking`. A query reads its keys in order and stops
-//!   after its page; `total` counts the keys of the range, without reading their rows.
+//! - Blocking (sled): call from `spawn_blocking`. A query reads the keys of its range in
+//!   order and the rows of its page only. A whole list (no time, box or verdict filter)
+//!   reads only its page's keys: its total is a kept count. A filtered list's total
+//!   counts the keys of its range; a verdict, or a box without a table, reads their rows.
 
 use crate::index::Digest;
 use schemas::api::{DisputeRow, FinanceSummary, RoundRow};
@@ -359,7 +361,19 @@ impl Model {
             || (f.box_no.is_some() && f.table.is_none())
             || (f.box_no.is_some() && (f.from_ns.is_some() || f.to_ns.is_some()));
         let mut page = Page::empty();
-        for kv in keys.rev() {
+        let whole = f.from_ns.is_none() && f.to_ns.is_none() && f.box_no.is_none();
+        // A whole list's count is kept: read only the page's keys.
+        let known_total = match (&f.table, whole && f.verdict.is_none()) {
+            (_, false) => None,
+            (None, true) => Some(self.meta()?.rounds),
+            (Some(t), true) => Some(self.status(t)?.map_or(0, |s| s.rounds)),
+        };
+        let take = if known_total.is_some() {
+            offset.saturating_add(limit)
+        } else {
+            u64::MAX
+        };
+        for kv in keys.rev().take(usize::try_from(take).unwrap_or(usize::MAX)) {
             let (k, _) = kv?;
             let (table, round) = round_of_key(&k)?;
             let in_page = page.total >= offset && (page.items.len() as u64) < limit;
@@ -383,6 +397,9 @@ impl Model {
                 }
                 page.total += 1;
             }
+        }
+        if let Some(total) = known_total {
+            page.total = total;
         }
         Ok(page)
     }
@@ -831,4 +848,43 @@ pub fn key_text(k: &[u8]) -> String {
         })
         .collect();
     format!("{name} {body}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_keys_sort_as_signed_times() {
+        let times = [i64::MIN, -HOUR_NS, -1, 0, 1, HOUR_NS, i64::MAX];
+        for w in times.windows(2) {
+            assert!(time_key(w[0]) < time_key(w[1]), "{w:?}");
+        }
+        assert_eq!(hour_of(-1), -1);
+        assert_eq!(hour_of(HOUR_NS), 1);
+    }
+
+    #[test]
+    fn a_prefix_ends_after_every_key_it_starts() {
+        assert_eq!(prefix_end(&[1, 2]), Some(vec![1, 3]));
+        assert_eq!(prefix_end(&[1, 0xff]), Some(vec![2]));
+        assert_eq!(prefix_end(&[0xff, 0xff]), None);
+    }
+
+    #[test]
+    fn a_changed_byte_fails_the_seal_and_a_moved_value_too() {
+        let v = seal(b"k1", &Meta::default());
+        assert!(decode::<Meta>(b"k1", &v).is_ok());
+        let mut changed = v.clone();
+        let last = changed.len() - 1;
+        changed[last] ^= 1;
+        assert!(matches!(
+            decode::<Meta>(b"k1", &changed),
+            Err(ModelError::Corrupt(_))
+        ));
+        assert!(
+            decode::<Meta>(b"k2", &v).is_err(),
+            "a value under another key"
+        );
+    }
 }
