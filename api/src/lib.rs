@@ -204,9 +204,20 @@ impl AppState {
 
     /// One indexing pass (blocking: sled); publishes new rounds and findings to the feed.
     /// Returns whether more events wait.
+    /// A model that fails a check while it is read (a row's seal, a cursor this ledger
+    /// does not bear out) is cleared and rebuilt from the ledger, never served on.
     pub fn index_pass(&self) -> Result<bool, ReadError> {
         let mut tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
-        let (items, more) = index::pass(&self.ledger, &mut tail, &self.model)?;
+        let (items, more) = match index::pass(&self.ledger, &mut tail, &self.model) {
+            Ok(done) => done,
+            Err(ReadError::Integrity(e)) => {
+                tracing::warn!("{e}: rebuilding the read model from the ledger");
+                self.model.clear()?;
+                *tail = Tail::default();
+                return Ok(true);
+            }
+            Err(e) => return Err(e),
+        };
         for item in items {
             // No subscriber is not an error: nobody is watching the feed.
             let _ = self.feed.send(item);

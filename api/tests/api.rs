@@ -2117,6 +2117,18 @@ async fn the_read_model_resumes_after_a_restart_and_equals_a_fresh_rebuild() {
     assert_eq!(rounds, 36, "every round is listed once");
 }
 
+/// The model's sled database opened directly, as a hand or a disk fault would change it;
+/// as `Model::open`, waits for sled's flusher thread to let go of the closed model's lock.
+fn raw_model(dir: &std::path::Path) -> sled::Db {
+    for _ in 1..readside::model::OPEN_ATTEMPTS_MAX {
+        if let Ok(db) = sled::open(dir) {
+            return db;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    sled::open(dir).unwrap()
+}
+
 /// A changed byte in a row is refused (500 naming the check), never served; a model of
 /// another version is rebuilt at start and serves what it served before.
 #[tokio::test]
@@ -2126,7 +2138,7 @@ async fn a_corrupted_or_wrong_version_model_is_refused_or_rebuilt() {
     f.state.model.flush().unwrap();
     let (dir, ledger) = (f.dir, f.ledger);
     drop((f.app, f.state, f._stop));
-    let db = sled::open(dir.path().join("readmodel")).unwrap();
+    let db = raw_model(&dir.path().join("readmodel"));
     let (k, v) = db.scan_prefix(b"r").next().unwrap().unwrap();
     let mut changed = v.to_vec();
     let last = changed.len() - 2;
@@ -2141,7 +2153,7 @@ async fn a_corrupted_or_wrong_version_model_is_refused_or_rebuilt() {
     assert!(body.to_string().contains("fails its check"), "{body}");
     drop((app, state));
 
-    let db = sled::open(dir.path().join("readmodel")).unwrap();
+    let db = raw_model(&dir.path().join("readmodel"));
     db.insert(b"v", 99u32.to_be_bytes().to_vec()).unwrap();
     db.flush().unwrap();
     drop(db);
@@ -2149,6 +2161,29 @@ async fn a_corrupted_or_wrong_version_model_is_refused_or_rebuilt() {
     assert_eq!(state.model.meta().unwrap().rounds, 0, "cleared at start");
     state.index_all().unwrap();
     assert_eq!(before, lists(&api::router(state)).await);
+}
+
+/// A model left by another ledger (here: one with fewer rounds, a model ahead of it) is
+/// rebuilt from the ledger at hand, never served.
+#[tokio::test]
+async fn a_model_of_another_ledger_is_rebuilt() {
+    let f = fixture();
+    f.state.model.flush().unwrap();
+    let model_dir = f.dir.path().join("readmodel");
+    drop((f.app, f.state, f._stop));
+    let other = tempfile::tempdir().unwrap();
+    let ledger = Arc::new(ledger::Ledger::open(other.path().join("ledger")).unwrap());
+    seed(&ledger, 3, 10, 5, false);
+    std::fs::rename(&model_dir, other.path().join("readmodel")).unwrap();
+    let moved = restart(other.path(), &ledger);
+    moved.index_all().unwrap();
+    let served = lists(&api::router(moved.clone())).await;
+    moved.model.flush().unwrap();
+    drop(moved);
+    std::fs::remove_dir_all(other.path().join("readmodel")).unwrap();
+    let fresh = restart(other.path(), &ledger);
+    fresh.index_all().unwrap();
+    assert_eq!(served, lists(&api::router(fresh)).await);
 }
 
 /// Events a server reads at start once its model is current: about one round per table,

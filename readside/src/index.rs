@@ -237,7 +237,7 @@ pub fn pass(
     let mut more = false;
     for head in ledger.heads() {
         if !tail.tables.contains_key(&head.table) {
-            let t = load_table(ledger, model, &head.table, &mut tail.events_read)?;
+            let t = load_table(ledger, model, &head, &mut tail.events_read)?;
             tail.tables.insert(head.table.clone(), t);
         }
         let Some(t) = tail.tables.get_mut(&head.table) else {
@@ -278,13 +278,16 @@ pub fn pass(
     Ok((feed, more))
 }
 
-/// A table's tail: resumed from its cursor in the model, or from seq 1. Blocking: sled.
+/// A table's tail: resumed from its cursor in the model, or from seq 1. A cursor beyond the
+/// chain's head, or whose last verified hash is not the chain's, is of another ledger or
+/// an older one: an integrity error. Blocking: sled.
 fn load_table(
     ledger: &ledger::Ledger,
     model: &Model,
-    table: &TableId,
+    head: &schemas::ChainHead,
     events_read: &mut u64,
 ) -> Result<TableTail, ReadError> {
+    let table = &head.table;
     let key = model::table_key(space::CURSOR, table);
     let mut replayer = replayer::TableReplayer::new(table.clone());
     let Some(cur) = model.get::<Cursor>(&key)? else {
@@ -293,6 +296,17 @@ fn load_table(
             cur: Cursor::new(),
         });
     };
+    let through = cur.next_seq.saturating_sub(1);
+    let hash_at_checked = match cur.checked {
+        0 => None,
+        s => ledger.stored_event(table, s)?.map(|e| e.hash),
+    };
+    if through > head.seq.0 || (cur.checked > 0 && hash_at_checked != Some(cur.prev)) {
+        return Err(ReadError::Integrity(format!(
+            "read model: table {table} read through seq {through}, verified to seq {}, which this ledger does not hold (head seq {})",
+            cur.checked, head.seq.0
+        )));
+    }
     let from = cur.replay_from();
     // Round-less state the replayer carries from before the window.
     let mut before: Vec<u64> = cur.shown.values().copied().filter(|s| *s < from).collect();

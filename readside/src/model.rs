@@ -37,6 +37,9 @@ pub const MODEL_CACHE_BYTES: u64 = 32 << 20;
 pub const SEAL_BYTES: usize = 16;
 /// Most findings or disputes of one round the model keys (their index is a `u16`).
 pub const ROUND_ISSUES_MAX: usize = u16::MAX as usize;
+/// Attempts to open a model whose directory is still locked, `OPEN_RETRY_MS` apart.
+pub const OPEN_ATTEMPTS_MAX: u32 = 40;
+const OPEN_RETRY_MS: u64 = 50;
 const SEAL_CONTEXT: &str = "roundledger readmodel v1 row seal";
 const HOUR_NS: i64 = 3_600_000_000_000;
 
@@ -176,14 +179,27 @@ impl std::fmt::Debug for Model {
 impl Model {
     /// Opens (or creates) the model at `dir`. Refuses a model of another version.
     pub fn open(dir: &Path) -> Result<Model, ModelError> {
-        let db = sled::Config::new()
+        let config = sled::Config::new()
             .path(dir)
-            .cache_capacity(MODEL_CACHE_BYTES)
-            .open()
-            .map_err(|source| ModelError::Open {
-                path: dir.to_path_buf(),
-                source,
-            })?;
+            .cache_capacity(MODEL_CACHE_BYTES);
+        let mut attempt = 1;
+        let db = loop {
+            match config.open() {
+                Ok(db) => break db,
+                // sled's flusher thread can hold the directory's lock a moment after the
+                // last handle of a model closed in this process (a restart in place).
+                Err(sled::Error::Io(_)) if attempt < OPEN_ATTEMPTS_MAX => {
+                    attempt += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(OPEN_RETRY_MS));
+                }
+                Err(source) => {
+                    return Err(ModelError::Open {
+                        path: dir.to_path_buf(),
+                        source,
+                    })
+                }
+            }
+        };
         Model::init(db, Some(dir.to_path_buf()))
     }
 
