@@ -45,6 +45,7 @@ pub fn run(args: Args) -> Result<Outcome> {
         build(&args)?;
     }
     let probe = probe(&args.ledger)?;
+    archive_ratio(&args.ledger, &probe.table)?;
     let disk_bytes = dir_bytes(&args.ledger)?;
     println!(
         "ledger: {} events, {} bytes on disk, {:.1} bytes per event",
@@ -112,6 +113,49 @@ fn probe(dir: &Path) -> Result<Probe> {
         rounds: [at(0), at(rounds.len() / 2), at(rounds.len() - 1)],
         events,
     })
+}
+
+/// Events in the archive sample: about a day of one busy table.
+const ARCHIVE_SAMPLE_EVENTS: u64 = 65_000;
+
+/// A day file of the table's first `ARCHIVE_SAMPLE_EVENTS` events: its size against the
+/// events' wire bytes, and the time to write and to read it back.
+fn archive_ratio(dir: &Path, table: &str) -> Result<()> {
+    let ledger = crate::source::open_ledger(dir)?;
+    let id = schemas::TableId::new(table.to_string()).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut events = Vec::new();
+    for e in ledger.events(&id, 1..=ARCHIVE_SAMPLE_EVENTS) {
+        let e = e?;
+        events.push(archive::DayEvent {
+            seq: e.seq.0,
+            hash: e.hash,
+            stream_seq: e.stream_seq,
+            received_at_ns: e.received_at_ns,
+            bytes: e.bytes,
+        });
+    }
+    let wire: usize = events.iter().map(|e| e.bytes.len()).sum();
+    let n = events.len();
+    let day = [archive::TableDay {
+        table: table.to_string(),
+        anchor: schemas::GENESIS,
+        events,
+    }];
+    let t0 = Instant::now();
+    let file = archive::write_day("sample", b"", &day)?;
+    let written = t0.elapsed();
+    let t0 = Instant::now();
+    let (_, back) = archive::read_table(&file, table)?;
+    anyhow::ensure!(back == day[0].events, "the day file does not read back");
+    println!(
+        "archive: {n} events of {table}, {wire} wire bytes -> {} bytes ({:.3}x, {:.1} bytes/event); write {:.2} s, read and check {:.3} s",
+        file.len(),
+        file.len() as f64 / wire.max(1) as f64,
+        file.len() as f64 / n.max(1) as f64,
+        written.as_secs_f64(),
+        t0.elapsed().as_secs_f64()
+    );
+    Ok(())
 }
 
 /// Lookup and bundle figures for one round.
