@@ -559,6 +559,7 @@ async fn ack_loop(
         report.held += w.tally.held;
         report.quarantined += w.tally.quarantined;
         report.repeats += w.tally.repeats;
+        report.overflowed += w.tally.overflowed;
         report.checkpoints_kept += w.tally.checkpoints_kept;
         report.checkpoints_refused += w.tally.checkpoints_refused;
         tracing::debug!(batch = w.batch_no, "batch acked");

@@ -55,6 +55,8 @@ pub struct Recovery {
     /// Of the events and checkpoints, those refused again as an entry's repeat: counted
     /// against it (`quarantine::Repeat`).
     pub repeats: u64,
+    /// Of the events and checkpoints, those refused past a quarantine bound (counted).
+    pub overflowed: u64,
     /// Quarantine entries found, and of them those put back (the rest were already there).
     pub quarantine_entries: u64,
     pub quarantine_restored: u64,
@@ -88,6 +90,7 @@ impl Recovery {
                 Appended::Quarantined { .. } => self.quarantined += 1,
                 Appended::QuarantinedBefore { .. } => self.duplicates += 1,
                 Appended::Repeated { .. } => self.repeats += 1,
+                Appended::Overflowed { .. } => self.overflowed += 1,
             }
         }
     }
@@ -281,6 +284,7 @@ impl Ledger {
                     crate::attest::CheckpointOutcome::Duplicate { .. }
                     | crate::attest::CheckpointOutcome::QuarantinedBefore { .. } => {}
                     crate::attest::CheckpointOutcome::Repeated { .. } => report.repeats += 1,
+                    crate::attest::CheckpointOutcome::Overflowed { .. } => report.overflowed += 1,
                     crate::attest::CheckpointOutcome::Quarantined { .. } => {
                         report.checkpoints_refused += 1
                     }

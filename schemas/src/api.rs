@@ -350,6 +350,25 @@ pub struct QuarantinePage {
     /// Every quarantined message counted by reason code (the whole quarantine, unfiltered).
     pub by_reason: std::collections::BTreeMap<String, u64>,
     pub head: QuarantineHeadView,
+    /// Refusals past a quarantine bound, counted, not stored (whole quarantine, unfiltered).
+    #[serde(default)]
+    pub overflow: Vec<OverflowRow>,
+}
+
+/// Refusals of one source and reason past a quarantine bound: counted, not stored. The
+/// stream keeps their bytes at the stream seqs named; `digest` chains each one's stream
+/// seq and BLAKE3 (schemas/README.md, quarantine bounds).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct OverflowRow {
+    /// The subject's table, or `-` when the message had none.
+    pub source: String,
+    pub reason: String,
+    pub count: u64,
+    pub bytes: u64,
+    pub first_stream_seq: u64,
+    pub last_stream_seq: u64,
+    pub digest: Hash32,
 }
 
 /// A jackpot pool replayed across tables in arrival order.
@@ -582,6 +601,8 @@ pub enum AlertKind {
     RefusedPublisher,
     /// More events stored than the newest device-signed checkpoint covers, beyond a bound.
     AttestationStalled,
+    /// Refusals past a quarantine bound: counted, not stored; their bytes stay in the stream.
+    QuarantineBound,
 }
 
 impl AlertKind {
@@ -591,6 +612,7 @@ impl AlertKind {
             AlertKind::Fork => "fork",
             AlertKind::RefusedPublisher => "refused_publisher",
             AlertKind::AttestationStalled => "attestation_stalled",
+            AlertKind::QuarantineBound => "quarantine_bound",
         }
     }
 }
