@@ -104,22 +104,7 @@ fn a_day_is_sealed_shown_and_verified_from_the_command_line() {
     assert_eq!(out.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&out.stdout).contains("verifies (25 events read"));
 
-    let out = roundledger(&["verify-seal", f, "--seal-key-pub", &public]);
-    assert_eq!(out.status.code(), Some(0));
-    let wrong = schemas::attest::SigningKey::derive_for_simulation("other")
-        .public()
-        .to_hex();
-    assert_eq!(
-        roundledger(&["verify-seal", f, "--seal-key-pub", &wrong])
-            .status
-            .code(),
-        Some(1)
-    );
-    let mut forged = sealed.clone();
-    forged.tables[0].events = 23;
-    forged.tables[0].last_seq = Seq(23);
-    std::fs::write(&file, forged.to_json()).unwrap();
-    assert_eq!(roundledger(&["verify-seal", f]).status.code(), Some(1));
+    seal_file_checks(&file, &sealed, &public);
 }
 
 #[test]
@@ -154,4 +139,26 @@ fn audit_by_day_covers_every_round_once() {
         .map(|day| rounds(&["--day", day, "--day-start", "00:00"]))
         .sum();
     assert_eq!(by_day, all);
+}
+
+/// `verify-seal` on the seal file: it verifies under its key, not under another, and not
+/// once its range is edited.
+fn seal_file_checks(file: &Path, sealed: &DaySeal, public: &str) {
+    let f = file.to_str().unwrap();
+    let out = roundledger(&["verify-seal", f, "--seal-key-pub", public]);
+    assert_eq!(out.status.code(), Some(0));
+    let wrong = schemas::attest::SigningKey::derive_for_simulation("other")
+        .public()
+        .to_hex();
+    assert_eq!(
+        roundledger(&["verify-seal", f, "--seal-key-pub", &wrong])
+            .status
+            .code(),
+        Some(1)
+    );
+    let mut forged = sealed.clone();
+    forged.tables[0].events = 23;
+    forged.tables[0].last_seq = Seq(23);
+    std::fs::write(file, forged.to_json()).unwrap();
+    assert_eq!(roundledger(&["verify-seal", f]).status.code(), Some(1));
 }

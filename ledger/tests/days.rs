@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{table, Raw};
+use common::{closed, copy_dir, put_back_sled_files, table, Raw};
 use ledger::days::{DayRule, Sealed};
 use ledger::record::{decode_record, encode_record, split_table_key};
 use ledger::store::Space;
@@ -287,4 +287,42 @@ fn alter_event(dir: &std::path::Path, t: &TableId, seq: u64) {
         }
     }
     panic!("no record holds {t} seq {seq}");
+}
+
+/// A crash that loses the seal's sled commit (sled rolled back to before it, the value
+/// log kept): the open puts the same seal back from the value log. Without its value-log
+/// copy the day is not sealed, and sealing it again gives the same content.
+#[test]
+fn a_seal_sled_loses_comes_back_whole_or_the_day_is_unsealed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, earlier) = (tmp.path().join("l"), tmp.path().join("before"));
+    let l = Ledger::open(&dir).unwrap();
+    seeded(&l);
+    drop(l);
+    closed(&dir);
+    copy_dir(&dir, &earlier, false);
+    let key = SigningKey::derive_for_simulation("house-seal");
+    let r = rule();
+    let end = r.bounds(DAYS[0]).unwrap().ends_at_ns;
+    let l = Ledger::open(&dir).unwrap();
+    let made = l.seal_day(&r, DAYS[0], &key, end).unwrap();
+    drop(l);
+    closed(&dir);
+
+    put_back_sled_files(&earlier, &dir);
+    let l = Ledger::open(&dir).unwrap();
+    assert_eq!(l.recovered().seals_restored, 1, "{:?}", l.recovered());
+    assert_eq!(l.day_seal(DAYS[0]).unwrap().as_ref(), Some(made.seal()));
+    assert!(l.verify_day(DAYS[0], Some(&key.public())).unwrap().is_ok());
+    drop(l);
+    closed(&dir);
+
+    // The whole directory as it was before the seal: not sealed; sealed again, the same
+    // ranges under a new signature time.
+    std::fs::remove_dir_all(&dir).unwrap();
+    copy_dir(&earlier, &dir, false);
+    let l = Ledger::open(&dir).unwrap();
+    assert_eq!(l.day_seal(DAYS[0]).unwrap(), None);
+    let again = l.seal_day(&r, DAYS[0], &key, end + 1).unwrap();
+    assert_eq!(again.seal().tables, made.seal().tables);
 }
