@@ -316,11 +316,26 @@ impl Ledger {
             day: day.into(),
             why: e.to_string(),
         })?;
-        self.store.commit(vec![Op::Put(
-            Space::Seal,
-            seal_key(&seal.day),
-            seal.to_json(),
-        )])?;
+        self.store_seal(seal)
+    }
+
+    /// Stores and flushes a new seal, under the append lock: the store's commits then never
+    /// interleave (each moves the value log's recorded end), and of two sealers of one day
+    /// only the first stores its seal.
+    fn store_seal(&self, seal: DaySeal) -> Result<Sealed, Error> {
+        let _state = self.lock();
+        if let Some(stored) = self.day_seal(&seal.day)? {
+            if stored.content() == seal.content() {
+                return Ok(Sealed::Existing(stored));
+            }
+            return Err(Error::Seal {
+                day: seal.day,
+                why: "it was sealed meanwhile with other content".into(),
+            });
+        }
+        let key = seal_key(&seal.day);
+        self.store
+            .commit(vec![Op::Put(Space::Seal, key, seal.to_json())])?;
         self.flush()?;
         Ok(Sealed::Made(seal))
     }
