@@ -12,6 +12,7 @@
 pub mod clauses;
 pub mod describe;
 pub mod evidence;
+pub mod held;
 pub mod index;
 pub mod rounds;
 
