@@ -11,6 +11,7 @@ mod bench_history;
 mod bench_ingest;
 mod bus;
 mod client;
+mod day;
 mod demo;
 mod digest;
 mod evidence;
@@ -94,6 +95,10 @@ enum Command {
     BenchIngest(bench_ingest::Args),
     /// The bus's principals: TLS files, credentials, revocation (`bus init|issue|revoke`).
     Bus(bus::Args),
+    /// Gaming days: seal an ended day, show a day's seal and ranges (`day seal|show`).
+    Day(day::Args),
+    /// Check a day seal file alone: its shape and signature.
+    VerifySeal(day::VerifySealArgs),
     /// Sign a device key's enrollment offline with the admin key (`Rl-Enrollment` header).
     Enroll(bus::EnrollArgs),
 }
@@ -151,6 +156,8 @@ fn main() -> ExitCode {
         Command::BenchIngest(a) => bench_ingest::run(a),
         Command::Bus(a) => bus::run(a),
         Command::Enroll(a) => bus::enroll(a),
+        Command::Day(a) => day::run(a),
+        Command::VerifySeal(a) => day::verify_seal(a),
     };
     match result {
         Ok(Outcome::Clean) => ExitCode::SUCCESS,

@@ -30,6 +30,7 @@
 pub mod alerts;
 mod bench;
 mod pipeline;
+pub mod sealer;
 mod writer;
 
 pub use bench::{bench_ingest, bench_tables, BenchBus, BenchReport};

@@ -399,7 +399,7 @@ pub(crate) async fn run_with_consumer(
 /// A stream timestamp in UTC ns: when the message reached the stream, the arrival time
 /// the ledger judges device clocks against. It does not move while ingest is stopped, so
 /// an outage adds nothing to a queued event's skew. Saturates outside i64 (year 2262).
-fn utc_ns(t: async_nats::datetime::DateTime) -> i64 {
+pub(crate) fn utc_ns(t: async_nats::datetime::DateTime) -> i64 {
     i64::try_from(t.unix_timestamp_nanos()).unwrap_or(if t.unix_timestamp() < 0 {
         i64::MIN
     } else {

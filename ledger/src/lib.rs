@@ -37,6 +37,7 @@ mod append;
 pub mod arrival;
 pub mod attest;
 mod classify;
+pub mod days;
 pub mod digest;
 pub mod provenance;
 pub mod quarantine;
@@ -118,6 +119,10 @@ pub enum Error {
     Export(String),
     #[error("export: the selection holds {events} events, more than the {max} allowed (choose a table and fewer rounds)")]
     ExportTooLarge { events: u64, max: u64 },
+    #[error("gaming day: {0}")]
+    Day(String),
+    #[error("cannot seal day {day}: {why}")]
+    Seal { day: String, why: String },
     #[error("bad setting: {0}")]
     BadSetting(String),
     #[error("writing the export: {0}")]

@@ -643,3 +643,54 @@ pub struct Alert {
 pub struct AlertList {
     pub alerts: Vec<Alert>,
 }
+
+/// One sealed gaming day in a list (`GET /v1/days`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct DayRow {
+    /// The day's local date, `YYYY-MM-DD`.
+    pub day: String,
+    /// The seal's digest: its name.
+    pub seal: Hash32,
+    pub time_zone: String,
+    pub starts_at_ns: i64,
+    pub ends_at_ns: i64,
+    pub tables: u64,
+    pub events: u64,
+    pub signed_at_ns: i64,
+    pub signer: crate::attest::PublicKey,
+}
+
+impl DayRow {
+    /// The row of a seal.
+    pub fn of(seal: &crate::seal::DaySeal) -> DayRow {
+        DayRow {
+            day: seal.day.clone(),
+            seal: seal.digest(),
+            time_zone: seal.time_zone.clone(),
+            starts_at_ns: seal.starts_at_ns,
+            ends_at_ns: seal.ends_at_ns,
+            tables: seal.tables.len() as u64,
+            events: seal.tables.iter().map(|t| t.events).sum(),
+            signed_at_ns: seal.signed_at_ns,
+            signer: seal.signer,
+        }
+    }
+}
+
+/// Sealed days, newest first: a page before `before` (`GET /v1/days`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct DayPage {
+    pub items: Vec<DayRow>,
+    pub limit: u64,
+}
+
+/// One sealed day with its whole seal (`GET /v1/days/{day}`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct DayView {
+    /// The seal's digest: its name.
+    pub digest: Hash32,
+    pub seal: crate::seal::DaySeal,
+}
