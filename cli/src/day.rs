@@ -1,4 +1,4 @@
-//! `roundledger day seal|show` and `roundledger verify-seal`: gaming days and their
+//! `roundledger day seal|show|archive|check-archive` and `roundledger verify-seal`: gaming days and their
 //! seals (ledger::days, schemas/SEALS.md). `verify --day` and `audit --day` read one
 //! sealed day; their options live beside the others of those commands.
 
@@ -38,6 +38,10 @@ enum Command {
     Seal(SealArgs),
     /// Show a day: its seal, digest and per-table ranges (computed, when not sealed).
     Show(ShowArgs),
+    /// Write a sealed day's events to a compressed, self-verifying day file.
+    Archive(crate::dayfile::ArchiveArgs),
+    /// Check a day file alone: its seal, and every table's chain against it.
+    CheckArchive(crate::dayfile::CheckArgs),
 }
 
 #[derive(clap::Args)]
@@ -86,6 +90,8 @@ pub fn run(args: Args) -> Result<Outcome> {
     match args.command {
         Command::Seal(a) => seal(a),
         Command::Show(a) => show(a),
+        Command::Archive(a) => crate::dayfile::archive(a),
+        Command::CheckArchive(a) => crate::dayfile::check(a),
     }
 }
 

@@ -12,6 +12,7 @@ mod bench_ingest;
 mod bus;
 mod client;
 mod day;
+mod dayfile;
 mod demo;
 mod digest;
 mod evidence;

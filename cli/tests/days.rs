@@ -105,6 +105,51 @@ fn a_day_is_sealed_shown_and_verified_from_the_command_line() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("verifies (25 events read"));
 
     seal_file_checks(&file, &sealed, &public);
+    day_file_checks(tmp.path(), d, &public);
+}
+
+/// The second day archived to a day file: it checks alone against its seal and key, and a
+/// flipped byte in its frame, or another key, is named.
+fn day_file_checks(tmp: &Path, ledger: &str, public: &str) {
+    let file = tmp.join("2026-01-02.rlday");
+    let f = file.to_str().unwrap();
+    let out = roundledger(&[
+        "day",
+        "archive",
+        "--ledger",
+        ledger,
+        "--day",
+        "2026-01-02",
+        "--out",
+        f,
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let check = |extra: &[&str]| {
+        let mut args = vec!["day", "check-archive", f];
+        args.extend(extra);
+        roundledger(&args)
+    };
+    let out = check(&["--seal-key-pub", public]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("CSP-01       seq 25..=48 ok"));
+    let other = schemas::attest::SigningKey::from_secret([9; 32])
+        .public()
+        .to_hex();
+    let out = check(&["--seal-key-pub", &other]);
+    assert_eq!(out.status.code(), Some(1), "another key's seal is refused");
+    let mut bytes = std::fs::read(&file).unwrap();
+    let (header, _) = archive::read_header(&bytes).unwrap();
+    let span = &header.tables[0];
+    bytes[(span.frame_offset + span.frame_len / 2) as usize] ^= 0x10;
+    std::fs::write(&file, &bytes).unwrap();
+    let out = check(&[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("CSP-01       BAD"));
 }
 
 #[test]
