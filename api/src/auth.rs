@@ -173,6 +173,8 @@ pub enum Area {
     CasesWrite,
     Evidence,
     Audit,
+    /// Sealed gaming days.
+    Days,
     /// Anything not listed: admin only.
     Other,
 }
@@ -195,8 +197,9 @@ pub fn allowed(role: Role, area: Area) -> bool {
                 | CasesRead
                 | CasesWrite
                 | Evidence
+                | Days
         ),
-        Role::Finance => matches!(area, Anyone | Tables | Finance | Pools),
+        Role::Finance => matches!(area, Anyone | Tables | Finance | Pools | Days),
     }
 }
 
@@ -217,6 +220,7 @@ pub fn area_of(method: &str, path: &str) -> Area {
         ["v1", "cases", ..] => Area::CasesWrite,
         ["v1", "evidence", ..] | ["v1", "export"] => Area::Evidence,
         ["v1", "audit"] => Area::Audit,
+        ["v1", "days", ..] => Area::Days,
         _ => Area::Other,
     }
 }
@@ -239,6 +243,10 @@ mod tests {
         assert!(allowed(Role::Surveillance, f("GET", "/v1/quarantine")));
         assert!(!allowed(Role::Finance, f("GET", "/v1/quarantine/3")));
         assert_eq!(f("GET", "/v1/something-new"), Area::Other);
+        for role in [Role::Surveillance, Role::Finance, Role::Admin] {
+            assert!(allowed(role, f("GET", "/v1/days")));
+            assert!(allowed(role, f("GET", "/v1/days/2026-11-25")));
+        }
         assert!(!allowed(Role::Surveillance, Area::Other));
     }
 

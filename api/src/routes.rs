@@ -117,6 +117,8 @@ pub fn router(state: Shared) -> axum::Router {
         .routes(routes!(evidence))
         .routes(routes!(export))
         .routes(routes!(audit))
+        .routes(routes!(days))
+        .routes(routes!(day))
         .with_state(state.clone())
         .split_for_parts();
     let mut doc = doc;
@@ -1174,4 +1176,65 @@ mod tests {
             .iter()
             .all(|e| e.who == "sam.surveillance" && e.path == "/v1/cases/1/notes"));
     }
+}
+
+/// Most sealed days one `GET /v1/days` page holds.
+pub const DAYS_LIMIT_MAX: u64 = ledger::days::SEALS_LIST_MAX as u64;
+
+/// The page of `GET /v1/days`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct DaysQuery {
+    /// Only days before this one (`YYYY-MM-DD`).
+    #[param(pattern = "^[0-9]{4}-[0-9]{2}-[0-9]{2}$")]
+    before: Option<String>,
+    /// Days to return (default 50, at most 366).
+    #[param(minimum = 1, maximum = 366)]
+    limit: Option<u64>,
+}
+
+fn day_name(s: &str) -> Result<String, ReadError> {
+    schemas::seal::check_day_name(s).map_err(ReadError::BadRequest)?;
+    Ok(s.to_string())
+}
+
+#[utoipa::path(get, path = "/v1/days", tag = "days", params(DaysQuery),
+    responses((status = 200, description = "sealed gaming days, newest first", body = DayPage), (status = 500, body = ApiError)))]
+async fn days(
+    State(st): State<Shared>,
+    Query(q): Query<DaysQuery>,
+) -> Result<Json<DayPage>, Refusal> {
+    let before = q.before.as_deref().map(day_name).transpose()?;
+    let (_, limit) = page(None, q.limit, DAYS_LIMIT_MAX)?;
+    let s = st.clone();
+    blocking(move || {
+        let seals = s.ledger.day_seals(before.as_deref(), limit as usize)?;
+        Ok(DayPage {
+            items: seals.iter().map(DayRow::of).collect(),
+            limit,
+        })
+    })
+    .await
+    .map(Json)
+}
+
+#[utoipa::path(get, path = "/v1/days/{day}", tag = "days",
+    params(("day" = String, Path, description = "The gaming day, YYYY-MM-DD")),
+    responses((status = 200, description = "one sealed day: its seal and digest", body = DayView), (status = 404, body = ApiError), (status = 500, body = ApiError)))]
+async fn day(State(st): State<Shared>, Path(day): Path<String>) -> Result<Json<DayView>, Refusal> {
+    let day = day_name(&day)?;
+    let s = st.clone();
+    blocking(move || {
+        let seal = s
+            .ledger
+            .day_seal(&day)?
+            .ok_or_else(|| ReadError::NotFound(format!("day {day} is not sealed")))?;
+        Ok(DayView {
+            digest: seal.digest(),
+            seal,
+        })
+    })
+    .await
+    .map(Json)
 }

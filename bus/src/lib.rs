@@ -2,8 +2,8 @@
 //! nkey credential, a role, and the subjects that role may publish and subscribe to.
 //!
 //! - `Role` and `permissions`: least privilege per role. A device speaks only for its
-//!   table; ingest owns the stream and the consumer but never speaks for a table; an
-//!   observer only reads heads, alerts and stream info.
+//!   table; ingest owns the stream and the consumer, publishes day seals, but never speaks
+//!   for a table; an observer only reads heads, alerts, day seals and stream info.
 //! - `Credentials`: a principal's name, role and nkey seed, a JSON file written mode 0600.
 //! - `Roster` and `server_config`: every principal the server knows, and the
 //!   nats-server `authorization` (and `tls`) config derived from it. Revoking marks a user;

@@ -17,7 +17,7 @@ pub enum Role {
     /// The ingest service: owns the stream and its durable consumer, publishes heads and
     /// alerts; never publishes on a table's subjects.
     Ingest,
-    /// Read-only tools: heads, alerts and stream info.
+    /// Read-only tools: heads, alerts, day seals and stream info.
     Observer,
 }
 
@@ -78,7 +78,11 @@ pub fn permissions(role: &Role, name: &str) -> Permissions {
                 stream_info,
                 format!("$JS.API.CONSUMER.INFO.{}.*", subjects::STREAM),
             ],
-            vec![subjects::HEADS_WILDCARD.to_string(), "alerts.>".to_string()],
+            vec![
+                subjects::HEADS_WILDCARD.to_string(),
+                "alerts.>".to_string(),
+                subjects::SEALS_WILDCARD.to_string(),
+            ],
         ),
     };
     subscribe.push(inbox);
@@ -89,7 +93,7 @@ pub fn permissions(role: &Role, name: &str) -> Permissions {
 }
 
 /// Ingest: the JetStream API calls of `ingest::pipeline` and its benchmark, on the one
-/// stream only, acks, heads and alerts.
+/// stream only, acks, heads, alerts and day seals.
 fn ingest_publish() -> Vec<String> {
     let s = subjects::STREAM;
     vec![
@@ -112,6 +116,7 @@ fn ingest_publish() -> Vec<String> {
         format!("$JS.ACK.{s}.>"),
         subjects::HEADS_WILDCARD.to_string(),
         "alerts.>".to_string(),
+        subjects::SEALS_WILDCARD.to_string(),
     ]
 }
 
@@ -148,6 +153,23 @@ mod tests {
         assert!(p.publish_allow.iter().all(|s| !s.starts_with("tables.")));
         assert!(p.publish_allow.contains(&"alerts.>".to_string()));
         assert_eq!(p.subscribe_allow, ["_INBOX_ingest.>"]);
+        assert!(p.publish_allow.contains(&"seals.*".to_string()));
+    }
+
+    #[test]
+    fn only_ingest_publishes_seals_and_observers_read_them() {
+        let t = TableId::new("A").unwrap();
+        let device = permissions(&Role::Device { table: t }, "dev1");
+        let observer = permissions(&Role::Observer, "obs");
+        assert!(device
+            .publish_allow
+            .iter()
+            .all(|s| !s.starts_with("seals.")));
+        assert!(observer
+            .publish_allow
+            .iter()
+            .all(|s| !s.starts_with("seals.")));
+        assert!(observer.subscribe_allow.contains(&"seals.*".to_string()));
     }
 
     #[test]

@@ -7,9 +7,12 @@
 
 mod audit;
 mod bench_api;
+mod bench_history;
 mod bench_ingest;
 mod bus;
 mod client;
+mod day;
+mod dayfile;
 mod demo;
 mod digest;
 mod evidence;
@@ -89,16 +92,52 @@ enum Command {
     BenchApi(bench_api::Args),
     /// The server's read model: `readmodel rebuild|check --ledger DIR`.
     Readmodel(readmodel::Args),
+    /// What a long history costs: serve start and RSS, lookups and bundles of old and new
+    /// rounds, bytes per event (builds the ledger with `seed` when missing).
+    BenchHistory(bench_history::Args),
     /// Measure ingest against a raw JetStream consumer over the same messages.
     BenchIngest(bench_ingest::Args),
     /// The bus's principals: TLS files, credentials, revocation (`bus init|issue|revoke`).
     Bus(bus::Args),
+    /// Gaming days: seal an ended day, show a day's seal and ranges (`day seal|show`).
+    Day(day::Args),
+    /// Check a day seal file alone: its shape and signature.
+    VerifySeal(day::VerifySealArgs),
     /// Sign a device key's enrollment offline with the admin key (`Rl-Enrollment` header).
     Enroll(bus::EnrollArgs),
 }
 
+impl Command {
+    /// Commands that print and exit, as opposed to servers and long runs, which must
+    /// outlive a closed socket.
+    fn prints_then_exits(&self) -> bool {
+        !matches!(
+            self,
+            Command::Serve(_)
+                | Command::Simulate(_)
+                | Command::Demo(_)
+                | Command::BenchApi(_)
+                | Command::BenchHistory(_)
+                | Command::BenchIngest(_)
+        )
+    }
+}
+
+/// A closed stdout (`roundledger replay ... | head`) ends the process quietly, as with
+/// other Unix tools, instead of a panic in `println!`.
+fn quiet_on_closed_pipe() {
+    #[cfg(unix)]
+    // SAFETY: called before any thread starts; SIG_DFL is a valid disposition for SIGPIPE.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if cli.command.prints_then_exits() {
+        quiet_on_closed_pipe();
+    }
     init_tracing();
     let result = match cli.command {
         Command::Serve(a) => serve::run(a),
@@ -117,10 +156,13 @@ fn main() -> ExitCode {
         Command::Tokens(a) => tokens::run(a),
         Command::Seed(a) => seed::run(a),
         Command::BenchApi(a) => bench_api::run(a),
+        Command::BenchHistory(a) => bench_history::run(a),
         Command::BenchIngest(a) => bench_ingest::run(a),
         Command::Readmodel(a) => readmodel::run(a),
         Command::Bus(a) => bus::run(a),
         Command::Enroll(a) => bus::enroll(a),
+        Command::Day(a) => day::run(a),
+        Command::VerifySeal(a) => day::verify_seal(a),
     };
     match result {
         Ok(Outcome::Clean) => ExitCode::SUCCESS,

@@ -112,6 +112,12 @@ pub fn render(p: &QuarantinePage) -> String {
             .collect();
         out += &format!("by reason: {}\n", counts.join(", "));
     }
+    for o in &p.overflow {
+        out += &format!(
+            "past a bound, counted not stored: {} {} x{} ({} bytes), in the stream at seqs {}..={}, digest {}\n",
+            o.source, o.reason, o.count, o.bytes, o.first_stream_seq, o.last_stream_seq, o.digest
+        );
+    }
     if p.items.is_empty() {
         out += "nothing quarantined matches\n";
         return out;

@@ -4,7 +4,6 @@
 
 use crate::audit::{AuditSummary, DisputedRound, Filter};
 use crate::client::{enc, Client};
-use crate::replay::RoundView;
 use anyhow::{Context, Result};
 use schemas::api::{DisputePage, FindingPage, RoundDetail, RoundPage, StepList, TableInfo};
 use schemas::{RoundId, TableId};
@@ -13,52 +12,21 @@ use std::collections::BTreeMap;
 /// Page size the CLI asks for (the server's maximum).
 const PAGE: u64 = 500;
 
-/// One round, rendered as `replay` renders it; with `step`, the steps after each event.
+/// A round and (with `step`) its steps, from the server: the API's own bodies.
 pub fn replay(
     c: &Client,
     table: &TableId,
     round: u64,
     step: bool,
-    json: bool,
-) -> Result<RoundDetail> {
+) -> Result<(RoundDetail, Option<StepList>)> {
     let path = format!("/v1/tables/{}/rounds/{round}", enc(table.as_str()));
     let d: RoundDetail = c.get(&path)?;
-    let steps: Option<StepList> = if step {
+    let steps = if step {
         Some(c.get(&format!("{path}/steps"))?)
     } else {
         None
     };
-    if json {
-        let v = serde_json::json!({ "detail": &d, "steps": steps });
-        println!("{}", serde_json::to_string_pretty(&v)?);
-        return Ok(d);
-    }
-    let view = RoundView {
-        report: d.report.clone(),
-        events: d.events.iter().map(|e| (e.seq, e.event.clone())).collect(),
-        steps: None,
-    };
-    print!("{}", crate::replay::render(&view));
-    if let Some(s) = steps {
-        println!("\nsteps (state after each event):");
-        for st in &s.steps {
-            println!(
-                "  k {:<4} #{:<6} {:<14} {:<12} cards {} dealer [{}]{}",
-                st.k,
-                st.seq.0,
-                st.event,
-                st.phase,
-                st.cards,
-                st.dealer.join(" "),
-                if st.findings.is_empty() {
-                    String::new()
-                } else {
-                    format!("  findings: {}", st.findings.join(", "))
-                }
-            );
-        }
-    }
-    Ok(d)
+    Ok((d, steps))
 }
 
 fn pages<T>(c: &Client, base: &str, mut each: impl FnMut(T) -> (u64, u64)) -> Result<()>

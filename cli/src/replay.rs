@@ -2,17 +2,17 @@
 //! (with `--step`, the state of the layout after each one), the settlement table (what the
 //! rules say against what the dealer recorded, per box and line) and the findings, each
 //! citing its clause. `--json` prints the same for machines.
+//!
+//! One read path: from a ledger, an export or a server, the round is read and replayed by
+//! `readside` (the server runs the same code), and printed by `show`.
 
 use crate::audit::{signed, verdict_name};
 use crate::source::{Source, SourceArgs};
 use crate::Outcome;
-use anyhow::{Context, Result};
-use schemas::report::RoundReport;
-use schemas::{Event, EventBody, PayLine, RoundId, Seq, TableConfig, TableId};
-use serde::Serialize;
-use std::collections::BTreeMap;
+use anyhow::Result;
+use schemas::api::{RoundDetail, StepList, StepState};
+use schemas::TableId;
 use std::fmt::Write;
-
 #[derive(clap::Args)]
 pub struct Args {
     #[command(flatten)]
@@ -33,90 +33,30 @@ pub struct Args {
     json: bool,
 }
 
-/// Everything `replay` shows about one round.
-#[derive(Serialize)]
-pub struct RoundView {
-    pub report: RoundReport,
-    pub events: Vec<(Seq, Event)>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub steps: Option<Vec<replayer::StepView>>,
-}
-
-/// Finds the round in the source and replays it with the configuration in force then.
-pub fn load_round(
-    source: &Source,
-    table: &TableId,
-    round: RoundId,
-    with_steps: bool,
-) -> Result<RoundView> {
-    let mut replayer = replayer::TableReplayer::new(table.clone());
-    let mut config: Option<TableConfig> = None;
-    let mut events: Vec<(Seq, Event)> = Vec::new();
-    let mut report: Option<RoundReport> = None;
-    let mut config_then: Option<TableConfig> = None;
-    source.visit(table, &mut |seq, bytes| {
-        if report.is_some() {
-            return Ok(());
+/// Reads and replays one round from a ledger or an export.
+pub fn load(source: &Source, table: &TableId, round: u64) -> Result<readside::rounds::LoadedRound> {
+    let loaded = match source {
+        Source::Ledger(l) => readside::rounds::locate_in_ledger(l, table, round)
+            .and_then(|at| readside::rounds::load(l, table, round, at)),
+        Source::Export(m) => {
+            let events = m.get(table).map(|v| v.as_slice()).unwrap_or_default();
+            readside::held::load_held(table, round, events)
         }
-        let (event, _) = schemas::codec::decode(bytes).with_context(|| {
-            format!("table {table} seq {}: stored event does not decode", seq.0)
-        })?;
-        if let EventBody::TableOpened { config: c } = &event.body {
-            config = Some(c.clone());
-        }
-        if event.round == Some(round) {
-            if events.is_empty() {
-                config_then = config.clone();
-            }
-            events.push((seq, event.clone()));
-        } else if !events.is_empty() && matches!(event.body, EventBody::DeckRevealed { .. }) {
-            // The reveal after the round completes its shuffle commitment check.
-            events.push((seq, event.clone()));
-        }
-        report = replayer
-            .push(seq, &event)
-            .into_iter()
-            .find(|r| r.round == round);
-        Ok(())
-    })?;
-    let report = match report {
-        Some(r) => r,
-        None => replayer
-            .finish()
-            .into_iter()
-            .find(|r| r.round == round)
-            .with_context(|| format!("table {table} has no round {}", round.0))?,
     };
-    let steps = match (with_steps, &config_then) {
-        (true, Some(c)) => Some(replayer::steps(c, &events)),
-        _ => None,
-    };
-    Ok(RoundView {
-        report,
-        events,
-        steps,
-    })
+    Ok(loaded?)
 }
 
 pub fn run(args: Args) -> Result<Outcome> {
     let table = TableId::new(args.table.clone()).map_err(|e| anyhow::anyhow!("--table: {e}"))?;
-    if let Some(c) = crate::client::Client::from_args(&args.server)? {
-        let d = crate::remote::replay(&c, &table, args.round, args.step, args.json)?;
-        let r = &d.report;
-        return Ok(if r.findings.is_empty() && r.disputes.is_empty() {
-            Outcome::Clean
-        } else {
-            Outcome::Findings
-        });
-    }
-    let source = Source::open(&args.source)?;
-    let view = load_round(&source, &table, RoundId(args.round), args.step)?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&view)?);
-    } else {
-        print!("{}", render(&view));
-    }
-    let r = &view.report;
+    let (detail, steps) = match crate::client::Client::from_args(&args.server)? {
+        Some(c) => crate::remote::replay(&c, &table, args.round, args.step)?,
+        None => {
+            let loaded = load(&Source::open(&args.source)?, &table, args.round)?;
+            (loaded.detail(), args.step.then(|| loaded.steps()))
+        }
+    };
+    show(&detail, steps.as_ref(), args.json)?;
+    let r = &detail.report;
     Ok(if r.findings.is_empty() && r.disputes.is_empty() {
         Outcome::Clean
     } else {
@@ -124,9 +64,20 @@ pub fn run(args: Args) -> Result<Outcome> {
     })
 }
 
-/// The human form: header, timeline, settlement table, findings.
-pub fn render(v: &RoundView) -> String {
-    let r = &v.report;
+/// Prints a round: JSON (`{"detail", "steps"}`, the API's bodies) or the human form.
+pub fn show(detail: &RoundDetail, steps: Option<&StepList>, json: bool) -> Result<()> {
+    if json {
+        let v = serde_json::json!({ "detail": detail, "steps": steps });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        print!("{}", render(detail, steps));
+    }
+    Ok(())
+}
+
+/// The human form: header, timeline (with each step's state), settlement table, findings.
+pub fn render(d: &RoundDetail, steps: Option<&StepList>) -> String {
+    let r = &d.report;
     let mut o = String::new();
     let rule_set = r.rule_set.map(|x| x.code()).unwrap_or("?");
     let _ = writeln!(
@@ -139,22 +90,30 @@ pub fn render(v: &RoundView) -> String {
         r.last_seq.0,
         verdict_name(r.verdict).to_uppercase()
     );
+    timeline(&mut o, d, steps);
+    settlement(&mut o, d);
+    findings(&mut o, r);
+    reconstruction(&mut o, r);
+    o
+}
+
+fn timeline(o: &mut String, d: &RoundDetail, steps: Option<&StepList>) {
     let _ = writeln!(o, "\ntimeline:");
-    let t0 = v.events.first().map(|(_, e)| e.occurred_at_ns).unwrap_or(0);
-    for (i, (seq, e)) in v.events.iter().enumerate() {
+    let t0 = d.events.first().map(|e| e.occurred_at_ns).unwrap_or(0);
+    for (i, e) in d.events.iter().enumerate() {
         let dt_ms = (e.occurred_at_ns - t0) / 1_000_000;
         let _ = writeln!(
             o,
             "  #{:<6} +{:>7}ms  {:<14} {}",
-            seq.0,
-            dt_ms,
-            e.device.as_str(),
-            readside::describe::describe(&e.body)
+            e.seq.0, dt_ms, e.device, e.description
         );
-        if let Some(step) = v.steps.as_ref().and_then(|s| s.get(i)) {
+        if let Some(step) = steps.and_then(|s| s.steps.get(i)) {
             let _ = writeln!(o, "           {}", step_line(step));
         }
     }
+}
+
+fn settlement(o: &mut String, d: &RoundDetail) {
     let _ = writeln!(
         o,
         "\nsettlement (player's net per line: rules vs dealer's record):"
@@ -164,120 +123,107 @@ pub fn render(v: &RoundView) -> String {
         "  {:>4}  {:<15} {:>12} {:>12} {:>12}  clause",
         "box", "line", "rules", "recorded", "difference"
     );
-    let recorded = recorded_payouts(&v.events);
-    if let Some(s) = &r.settlement {
-        for b in &s.boxes {
-            let mut lines: BTreeMap<PayLine, (schemas::Money, Vec<&str>)> = BTreeMap::new();
-            for l in &b.lines {
-                let e = lines
-                    .entry(l.line)
-                    .or_insert((schemas::Money::ZERO, vec![]));
-                e.0 = e.0 + l.net;
-                e.1.push(l.clause.as_str());
-            }
-            for (line, (expected, clauses)) in lines {
-                let rec = recorded
-                    .get(&(b.box_no.0, line))
-                    .copied()
-                    .unwrap_or_default();
-                let diff = rec - expected;
-                let mark = if diff.0 != 0 { "  <== DISPUTE" } else { "" };
-                let _ = writeln!(
-                    o,
-                    "  {:>4}  {:<15} {:>12} {:>12} {:>12}  {}{mark}",
-                    b.box_no.0,
-                    line.name(),
-                    expected.to_string(),
-                    rec.to_string(),
-                    signed(diff),
-                    clauses.join(", ")
-                );
-            }
-        }
-        for b in &s.boxes {
-            for l in &b.lines {
-                let _ = writeln!(
-                    o,
-                    "    box {} {}: {} ({})",
-                    b.box_no.0,
-                    l.line.name(),
-                    l.explanation,
-                    l.clause
-                );
-            }
-        }
-    } else {
+    let Some(s) = &d.report.settlement else {
         let _ = writeln!(
             o,
             "  (no settlement: the round could not be settled; see findings)"
         );
-    }
-    if r.findings.is_empty() {
-        let _ = writeln!(o, "\nfindings: none");
-    } else {
-        let _ = writeln!(o, "\nfindings:");
-        for f in &r.findings {
-            let seqs: Vec<String> = f.seqs.iter().map(|s| format!("#{}", s.0)).collect();
-            let bx = f
-                .box_no
-                .map(|b| format!(" box {}", b.0))
-                .unwrap_or_default();
-            let _ = writeln!(
-                o,
-                "  [{:?}] {} ({}){bx} at {}: {}",
-                f.severity,
-                f.code,
-                f.clause,
-                seqs.join(" "),
-                f.explanation
-            );
-        }
-    }
-    if let Some(p) = &r.reconstruction {
+        return;
+    };
+    for row in &d.settlement {
+        let mark = if row.difference.0 != 0 {
+            "  <== DISPUTE"
+        } else {
+            ""
+        };
         let _ = writeln!(
             o,
-            "\nreconstruction proposal ({}, deck order from #{}):\n  {}",
-            p.clause, p.deck_seq.0, p.proposal
+            "  {:>4}  {:<15} {:>12} {:>12} {:>12}  {}{mark}",
+            row.box_no.0,
+            row.line.name(),
+            row.expected.to_string(),
+            row.recorded.to_string(),
+            signed(row.difference),
+            row.clauses.join(", ")
         );
-        for h in &p.intended {
-            let cards: Vec<String> = h.cards.iter().map(|c| c.to_string()).collect();
-            let _ = writeln!(o, "  {:<8} {}", h.place, cards.join(" "));
-        }
-        for m in &p.moves {
-            let _ = writeln!(o, "  move the hand at {} to {}", m.from, m.to);
-        }
-        if let Some(s) = &p.settlement {
-            let net: i64 = s.boxes.iter().flat_map(|b| &b.lines).map(|l| l.net.0).sum();
+    }
+    for b in &s.boxes {
+        for l in &b.lines {
             let _ = writeln!(
                 o,
-                "  settled with the intended hands, the players' total net would be {}",
-                schemas::Money(net)
+                "    box {} {}: {} ({})",
+                b.box_no.0,
+                l.line.name(),
+                l.explanation,
+                l.clause
             );
         }
     }
-    o
 }
 
-fn recorded_payouts(events: &[(Seq, Event)]) -> BTreeMap<(u8, PayLine), schemas::Money> {
-    let mut m = BTreeMap::new();
-    for (_, e) in events {
-        if let EventBody::PaidOut { box_no, line, net } = &e.body {
-            let v: &mut schemas::Money = m.entry((box_no.0, *line)).or_default();
-            *v = *v + *net;
+fn findings(o: &mut String, r: &schemas::report::RoundReport) {
+    if r.findings.is_empty() {
+        let _ = writeln!(o, "\nfindings: none");
+        return;
+    }
+    let _ = writeln!(o, "\nfindings:");
+    for f in &r.findings {
+        let seqs: Vec<String> = f.seqs.iter().map(|s| format!("#{}", s.0)).collect();
+        let bx = f
+            .box_no
+            .map(|b| format!(" box {}", b.0))
+            .unwrap_or_default();
+        let _ = writeln!(
+            o,
+            "  [{:?}] {} ({}){bx} at {}: {}",
+            f.severity,
+            f.code,
+            f.clause,
+            seqs.join(" "),
+            f.explanation
+        );
+    }
+}
+
+fn reconstruction(o: &mut String, r: &schemas::report::RoundReport) {
+    let Some(p) = &r.reconstruction else {
+        return;
+    };
+    let _ = writeln!(
+        o,
+        "\nreconstruction proposal ({}, deck order from #{}):\n  {}",
+        p.clause, p.deck_seq.0, p.proposal
+    );
+    for h in &p.intended {
+        let cards: Vec<String> = h.cards.iter().map(|c| c.to_string()).collect();
+        let _ = writeln!(o, "  {:<8} {}", h.place, cards.join(" "));
+    }
+    for m in &p.moves {
+        let _ = writeln!(o, "  move the hand at {} to {}", m.from, m.to);
+    }
+    if let Some(s) = &p.settlement {
+        let net: i64 = s.boxes.iter().flat_map(|b| &b.lines).map(|l| l.net.0).sum();
+        let _ = writeln!(
+            o,
+            "  settled with the intended hands, the players' total net would be {}",
+            schemas::Money(net)
+        );
+    }
+}
+
+fn step_line(s: &StepState) -> String {
+    let mut parts = vec![s.phase.clone()];
+    if let Some(boxes) = s.cards.as_object() {
+        for (b, cards) in boxes {
+            let c: Vec<&str> = cards
+                .as_array()
+                .map(|a| a.iter().filter_map(|c| c.as_str()).collect())
+                .unwrap_or_default();
+            parts.push(format!("box{b}[{}]", c.join(" ")));
         }
     }
-    m
-}
-
-fn step_line(s: &replayer::StepView) -> String {
-    let mut parts = vec![format!("{:?}", s.phase).to_lowercase()];
-    for (b, cards) in &s.cards {
-        let c: Vec<String> = cards.iter().map(|c| c.to_string()).collect();
-        parts.push(format!("box{}[{}]", b.0, c.join(" ")));
-    }
     if !s.dealer.is_empty() {
-        let c: Vec<String> = s.dealer.iter().map(|c| c.to_string()).collect();
-        parts.push(format!("dealer[{}]", c.join(" ")));
+        parts.push(format!("dealer[{}]", s.dealer.join(" ")));
     }
     if !s.findings.is_empty() {
         parts.push(format!("findings: {}", s.findings.join(", ")));

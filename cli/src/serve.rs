@@ -6,6 +6,10 @@
 //! The API needs `--config FILE` (bearer tokens and roles, see `api::auth`): there is no
 //! open access. Without it only ingest and `/health` run. `--no-ingest` serves an existing
 //! ledger read-only, without NATS (investigations, the browser test).
+//!
+//! With `--seal-key FILE` it also seals each gaming day once it has ended and ingest holds
+//! what arrived before its end, and publishes the seal on `seals.<day>`
+//! (`ingest::sealer`).
 
 use crate::Outcome;
 use anyhow::{Context, Result};
@@ -53,6 +57,34 @@ pub struct Args {
     /// requires signed events.
     #[arg(long)]
     unsigned_events: bool,
+    /// Seal each ended gaming day with this key file (`roundledger keygen`) and publish
+    /// the seal on `seals.<day>`.
+    #[arg(long, value_name = "KEY_FILE")]
+    seal_key: Option<PathBuf>,
+    /// With --seal-key: seconds to wait at least after a day's end before sealing it.
+    #[arg(long, value_name = "SECONDS", default_value_t = ingest::sealer::SEAL_GRACE_DEFAULT.as_secs())]
+    seal_grace: u64,
+    #[command(flatten)]
+    day: crate::day::DayArgs,
+}
+
+/// The sealer's configuration, when `--seal-key` asks for one.
+fn sealer_config(
+    args: &Args,
+    access: &bus::Access,
+) -> Result<Option<ingest::sealer::SealerConfig>> {
+    let Some(path) = &args.seal_key else {
+        return Ok(None);
+    };
+    Ok(Some(ingest::sealer::SealerConfig {
+        nats_url: args.nats.clone(),
+        access: access.clone(),
+        rule: args.day.rule()?,
+        key: Arc::new(crate::keygen::read_signing_key(path)?),
+        grace: std::time::Duration::from_secs(args.seal_grace),
+        check_every: ingest::sealer::SEAL_CHECK_EVERY,
+        clock: ingest::system_clock_ns,
+    }))
 }
 
 /// The admin keys `serve` trusts, from `--admin-key` and `--trust-simulated-admin`.
@@ -123,6 +155,11 @@ pub fn run(args: Args) -> Result<Outcome> {
     }
     let mut config = ingest::IngestConfig::new(&args.nats).with_batch_len(args.batch);
     config.access = args.bus.access();
+    let sealer = sealer_config(&args, &config.access)?;
+    anyhow::ensure!(
+        sealer.is_none() || !args.no_ingest,
+        "--seal-key needs ingest: a read-only server seals nothing"
+    );
     let rt = runtime()?;
     eprintln!(
         "roundledger serve: ledger {} , NATS {} (Ctrl-C stops cleanly)",
@@ -179,6 +216,8 @@ pub fn run(args: Args) -> Result<Outcome> {
             r.context("HTTP task")?.context("HTTP API")?;
             return Ok::<_, anyhow::Error>(None);
         }
+        let sealing =
+            sealer.map(|c| tokio::spawn(ingest::sealer::run(c, ledger.clone(), stopped())));
         let mut ingest = tokio::spawn(ingest::run(config, ledger.clone(), stopped()));
         let early = tokio::select! {
             _ = shutdown_signal() => None,
@@ -193,6 +232,10 @@ pub fn run(args: Args) -> Result<Outcome> {
         .context("ingest task")?
         .context("ingest stopped")?;
         http.await.context("HTTP task")?.context("HTTP API")?;
+        if let Some(s) = sealing {
+            let made = s.await.context("sealer task")?.context("sealer")?;
+            eprintln!("sealer: {made} days sealed");
+        }
         Ok::<_, anyhow::Error>(Some(report))
     })?;
     ledger.flush().context("final flush")?;

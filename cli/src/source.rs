@@ -22,8 +22,8 @@ pub struct SourceArgs {
 pub enum Source {
     /// Boxed: an open ledger is ten times the size of the other variant.
     Ledger(Box<ledger::Ledger>),
-    /// A verified export, held in memory by table: (seq, stream_seq, exact bytes).
-    Export(BTreeMap<TableId, Vec<(Seq, u64, Vec<u8>)>>),
+    /// A verified export, held in memory by table, in seq order.
+    Export(BTreeMap<TableId, Vec<ledger::StoredEvent>>),
 }
 
 impl Source {
@@ -57,8 +57,8 @@ impl Source {
                 Ok(())
             }
             Source::Export(m) => {
-                for (seq, _, bytes) in m.get(table).map(|v| v.as_slice()).unwrap_or_default() {
-                    f(*seq, bytes)?;
+                for e in m.get(table).map(|v| v.as_slice()).unwrap_or_default() {
+                    f(e.seq, &e.bytes)?;
                 }
                 Ok(())
             }
@@ -84,7 +84,7 @@ fn read_export(file: &std::path::Path) -> Result<Source> {
     };
     schemas::export::verify_export(open()?)
         .with_context(|| format!("{} does not verify", file.display()))?;
-    let mut tables: BTreeMap<TableId, Vec<(Seq, u64, Vec<u8>)>> = BTreeMap::new();
+    let mut tables: BTreeMap<TableId, Vec<ledger::StoredEvent>> = BTreeMap::new();
     use std::io::BufRead;
     for (i, line) in open()?.lines().enumerate().skip(1) {
         let line = line?;
@@ -96,9 +96,24 @@ fn read_export(file: &std::path::Path) -> Result<Source> {
         let bytes = hex::decode(&e.bytes)
             .with_context(|| format!("{} line {}: bytes", file.display(), i + 1))?;
         tables
-            .entry(e.table)
+            .entry(e.table.clone())
             .or_default()
-            .push((Seq(e.seq), e.stream_seq, bytes));
+            .push(stored(e, bytes));
     }
     Ok(Source::Export(tables))
+}
+
+/// An export line as the ledger would read it back. Device time and round come from the
+/// bytes; bytes that do not decode keep neither, and reading the round reports them.
+fn stored(e: ExportEvent, bytes: Vec<u8>) -> ledger::StoredEvent {
+    let decoded = schemas::codec::decode(&bytes).ok().map(|(ev, _)| ev);
+    ledger::StoredEvent {
+        seq: Seq(e.seq),
+        hash: e.hash,
+        stream_seq: e.stream_seq,
+        received_at_ns: e.received_at_ns,
+        occurred_at_ns: decoded.as_ref().map_or(0, |ev| ev.occurred_at_ns),
+        round: decoded.and_then(|ev| ev.round),
+        bytes,
+    }
 }

@@ -11,6 +11,9 @@
 //! also requires the digest to be signed with that public key (`digest --sign-key`), so
 //! that a digest whose time or root was edited, or one the House never signed, is refused.
 //!
+//! With `--day D` it verifies one sealed gaming day only (`crate::day::verify_day`),
+//! through the opened ledger.
+//!
 //! A ledger directory is read through the bare store, not `Ledger::open`, so a ledger
 //! whose heads or quarantine no longer parse is still verified and reported. When the
 //! ledger verifies and has a read model, the model is checked too (`readmodel check`): a
@@ -41,9 +44,29 @@ pub struct Args {
     /// sign.
     #[arg(long, requires = "against", value_name = "PUBLIC_KEY")]
     signer: Option<String>,
+    /// Verify one sealed gaming day (YYYY-MM-DD) of a ledger: each table's range from its
+    /// anchor, against the seal and the checkpoints in range. Reads only that day.
+    #[arg(long, conflicts_with_all = ["against", "export"])]
+    day: Option<String>,
+    /// With --day: the House's seal public key (64 hex); refuse a seal it did not sign.
+    #[arg(long, requires = "day", value_name = "PUBLIC_KEY")]
+    seal_key_pub: Option<String>,
 }
 
 pub fn run(args: Args) -> Result<Outcome> {
+    if let Some(day) = &args.day {
+        let dir = args
+            .source
+            .ledger
+            .as_deref()
+            .context("--day needs --ledger DIR")?;
+        let key = args
+            .seal_key_pub
+            .as_deref()
+            .map(crate::day::public_key)
+            .transpose()?;
+        return crate::day::verify_day(dir, day, key, args.json);
+    }
     let signer = args
         .signer
         .as_deref()

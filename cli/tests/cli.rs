@@ -347,6 +347,20 @@ fn demo_then_audit_replay_verify_export() {
         .unwrap()
         .iter()
         .any(|d| d["round"].as_u64().unwrap().to_string() == round));
+    // One read path: a round replays from the export exactly as from the ledger.
+    for form in [&["--step"][..], &["--json", "--step"][..]] {
+        let mut from_ledger = vec![
+            "replay", "--ledger", l, "--table", &table, "--round", &round,
+        ];
+        let mut from_file = vec![
+            "replay", "--export", e, "--table", &table, "--round", &round,
+        ];
+        from_ledger.extend(form);
+        from_file.extend(form);
+        let (a, b) = (roundledger(&from_ledger), roundledger(&from_file));
+        assert_eq!(a.status.code(), Some(1));
+        assert_eq!(stdout(&a), stdout(&b), "replay {form:?}: export vs ledger");
+    }
 
     // A flipped byte in the export is caught.
     let text = std::fs::read_to_string(&export).unwrap();

@@ -30,6 +30,7 @@
 pub mod alerts;
 mod bench;
 mod pipeline;
+pub mod sealer;
 mod writer;
 
 pub use bench::{bench_ingest, bench_tables, BenchBus, BenchReport};
@@ -177,6 +178,10 @@ pub struct IngestReport {
     /// later stream seq (a device resending a refused message): counted against the entry,
     /// not stored again. Not in `quarantined`.
     pub repeats: u64,
+    /// Messages refused past a quarantine bound: counted by source and reason, not stored
+    /// (`ledger::quarantine::Overflow`); their bytes stay in the stream. Not in
+    /// `quarantined`.
+    pub overflowed: u64,
     /// Messages read back from the stream because an earlier delivery was never acked.
     pub read_back: u64,
     /// Stream sequences that could not be read back (deleted from the stream).

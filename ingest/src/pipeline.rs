@@ -399,7 +399,7 @@ pub(crate) async fn run_with_consumer(
 /// A stream timestamp in UTC ns: when the message reached the stream, the arrival time
 /// the ledger judges device clocks against. It does not move while ingest is stopped, so
 /// an outage adds nothing to a queued event's skew. Saturates outside i64 (year 2262).
-fn utc_ns(t: async_nats::datetime::DateTime) -> i64 {
+pub(crate) fn utc_ns(t: async_nats::datetime::DateTime) -> i64 {
     i64::try_from(t.unix_timestamp_nanos()).unwrap_or(if t.unix_timestamp() < 0 {
         i64::MIN
     } else {
@@ -559,6 +559,7 @@ async fn ack_loop(
         report.held += w.tally.held;
         report.quarantined += w.tally.quarantined;
         report.repeats += w.tally.repeats;
+        report.overflowed += w.tally.overflowed;
         report.checkpoints_kept += w.tally.checkpoints_kept;
         report.checkpoints_refused += w.tally.checkpoints_refused;
         tracing::debug!(batch = w.batch_no, "batch acked");

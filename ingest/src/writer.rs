@@ -91,6 +91,19 @@ fn raised(inc: &Incoming, reason: &str, id: u64, what: &str) -> Option<Raised> {
     })
 }
 
+/// The alert of a refusal past a quarantine bound (none without a subject table).
+fn past_bound(inc: &Incoming, reason: &str, bound: ledger::quarantine::Bound) -> Option<Raised> {
+    Some(Raised {
+        table: inc.subject_table.clone()?,
+        kind: AlertKind::QuarantineBound,
+        stream_seq: inc.stream_seq,
+        detail: format!(
+            "{reason}: past the {} bound; counted, not stored; the stream keeps the bytes",
+            bound.as_str()
+        ),
+    })
+}
+
 /// Raises `AttestationStalled` for each head of `w` more than `lag_max` events past its
 /// table's newest kept checkpoint (or past seq 0 when it has none).
 fn attestation_stalls<A>(ledger: &Ledger, w: &mut Written<A>, lag_max: u64) {
@@ -244,6 +257,7 @@ fn describe<A>(
                 tally.duplicates += 1
             }
             CheckpointOutcome::Repeated { .. } => tally.repeats += 1,
+            CheckpointOutcome::Overflowed { .. } => tally.overflowed += 1,
             // Logged as an alert by the ledger, with the reason.
             CheckpointOutcome::Quarantined { .. } => {
                 tally.quarantined += 1;
@@ -289,6 +303,11 @@ fn describe<A>(
                 tally.repeats += 1;
                 // A refused publisher trying again: counted into the open alert.
                 alerts.extend(raised(inc, reason, *id, "sent again"));
+            }
+            // Logged by the ledger (once per power of two of a counter).
+            Appended::Overflowed { reason, bound } => {
+                tally.overflowed += 1;
+                alerts.extend(past_bound(inc, reason, *bound));
             }
             Appended::Quarantined { id, reason } => {
                 tally.quarantined += 1;

@@ -1,7 +1,7 @@
 //! The append path: decode, check subject, duplicates, forks, clock, gaps and the chain,
 //! then write one record per table and one atomic commit. Synchronous, no NATS.
 
-use crate::quarantine::{ContentKey, Refusal, Repeat};
+use crate::quarantine::{Bound, ContentKey, Refusal, Repeat};
 use crate::record::{self, ord_i64, seq_key, table_key, W};
 use crate::store::{Op, Space};
 use crate::{
@@ -65,6 +65,12 @@ pub enum Appended {
     Repeated {
         id: u64,
         reason: &'static str,
+    },
+    /// Refused past a quarantine bound (`quarantine::Bound`): not stored, counted by its
+    /// source and reason (`Ledger::quarantine_overflows`). Its bytes stay in the stream.
+    Overflowed {
+        reason: &'static str,
+        bound: Bound,
     },
 }
 
@@ -175,6 +181,12 @@ pub(crate) struct Call {
     pub(crate) quarantined_now: std::collections::HashMap<crate::quarantine::DeliveryKey, u64>,
     /// The entries this call quarantines or counts a repeat against, by content.
     refused_now: std::collections::HashMap<crate::quarantine::ContentKey, Refusal>,
+    /// This call's new entries per source and minute, and the quarantine's bytes after it.
+    window: crate::quarantine::Window,
+    quarantine_bytes: u64,
+    /// Overflow counters this call changed, and the deliveries it counted (by bound).
+    overflow_now: BTreeMap<(String, String), crate::quarantine::Overflow>,
+    overflowed_now: std::collections::HashMap<crate::quarantine::DeliveryKey, u64>,
     /// Device keys enrolled or revoked by this call's events.
     pub(crate) devices: BTreeMap<(TableId, schemas::DeviceId), crate::attest::DeviceKey>,
     /// Whether events must carry their device's signature (`provenance`): the ledger's
@@ -194,6 +206,10 @@ impl Call {
             quarantine_head: state.quarantine_head,
             quarantined_now: Default::default(),
             refused_now: Default::default(),
+            window: crate::quarantine::Window::starting(state.quarantine_window.minute()),
+            quarantine_bytes: state.quarantine_bytes,
+            overflow_now: BTreeMap::new(),
+            overflowed_now: Default::default(),
             devices: BTreeMap::new(),
             checks_signatures: state.require_signed,
         }
@@ -315,6 +331,12 @@ impl Call {
             *state.counters.entry(r).or_insert(0) += n;
         }
         state.quarantined += self.quarantined;
+        state.quarantine_window.merge(&self.window);
+        state.quarantine_bytes = self.quarantine_bytes;
+        state.overflows.extend(self.overflow_now);
+        for (delivery, bound) in self.overflowed_now {
+            state.recent_overflowed.insert(delivery, bound);
+        }
         state.next_quarantine_id = self.next_quarantine_id;
         state.quarantine_head = self.quarantine_head;
         let mut now: Vec<_> = self.quarantined_now.into_iter().collect();
@@ -939,6 +961,8 @@ impl Ledger {
         ));
         let delivery = crate::quarantine::delivery_key(entry.stream_seq, &entry.bytes);
         call.quarantined_now.insert(delivery, id);
+        // Put back, not new: it counts in the total, not against its source's minute.
+        call.quarantine_bytes += entry.bytes.len() as u64;
         // Repeats count against the first entry of a content: one put back is the first
         // unless a recent entry has its content.
         let content: ContentKey = (entry.reason.clone(), delivery.1);
@@ -979,9 +1003,18 @@ pub(crate) fn quarantine(
         );
         return Appended::QuarantinedBefore { id };
     }
+    if let Some(bound) = overflowed_before(state, call, &delivery) {
+        return Appended::Overflowed {
+            reason: code,
+            bound,
+        };
+    }
     let content: ContentKey = (code.to_string(), delivery.1);
     if let Some(seen) = repeat_of(state, call, msg, code, &content) {
         return seen;
+    }
+    if let Some(bound) = past_bound(state, call, msg) {
+        return overflow(state, call, msg, code, bound);
     }
     let id = call.next_quarantine_id;
     call.next_quarantine_id += 1;
@@ -1003,12 +1036,90 @@ pub(crate) fn quarantine(
     *call.counters.entry(code.to_string()).or_insert(0) += 1;
     call.quarantined += 1;
     call.quarantined_now.insert(delivery, id);
+    count_entry(call, msg);
     let repeat = Repeat {
         count: 0,
         last_stream_seq: msg.stream_seq,
     };
     call.refused_now.insert(content, Refusal { id, repeat });
     Appended::Quarantined { id, reason: code }
+}
+
+/// The bound a recent delivery of the same message went past (NATS delivered it again).
+fn overflowed_before(
+    state: &crate::State,
+    call: &Call,
+    delivery: &crate::quarantine::DeliveryKey,
+) -> Option<Bound> {
+    let code = call
+        .overflowed_now
+        .get(delivery)
+        .copied()
+        .or_else(|| state.recent_overflowed.get(delivery))?;
+    Some(if code == Bound::Total as u64 {
+        Bound::Total
+    } else {
+        Bound::SourceRate
+    })
+}
+
+/// Counts a new entry against its source's minute and the quarantine's bytes.
+fn count_entry(call: &mut Call, msg: &Incoming) {
+    let len = msg.bytes.len() as u64;
+    let source = crate::quarantine::source_of(msg.subject_table.as_ref());
+    let minute = crate::quarantine::minute_of(msg.received_at_ns);
+    call.window.add(minute, &source, 1, len);
+    call.quarantine_bytes += len;
+}
+
+/// The bound a new entry for `msg` would go past, if any.
+fn past_bound(state: &crate::State, call: &Call, msg: &Incoming) -> Option<Bound> {
+    use crate::quarantine::{
+        QUARANTINE_BYTES_MAX, SOURCE_BYTES_PER_MINUTE_MAX, SOURCE_ENTRIES_PER_MINUTE_MAX,
+    };
+    let len = msg.bytes.len() as u64;
+    if call.quarantine_bytes + len > QUARANTINE_BYTES_MAX {
+        return Some(Bound::Total);
+    }
+    let source = crate::quarantine::source_of(msg.subject_table.as_ref());
+    let minute = crate::quarantine::minute_of(msg.received_at_ns);
+    let (e0, b0) = state.quarantine_window.used(minute, &source);
+    let (e1, b1) = call.window.used(minute, &source);
+    let over =
+        e0 + e1 + 1 > SOURCE_ENTRIES_PER_MINUTE_MAX || b0 + b1 + len > SOURCE_BYTES_PER_MINUTE_MAX;
+    over.then_some(Bound::SourceRate)
+}
+
+/// A refusal past a bound: counted against its (source, reason), bytes left in the
+/// stream. A redelivery of one counted already is not counted again.
+fn overflow(
+    state: &crate::State,
+    call: &mut Call,
+    msg: &Incoming,
+    code: &'static str,
+    bound: Bound,
+) -> Appended {
+    let source = crate::quarantine::source_of(msg.subject_table.as_ref());
+    let key = (source, code.to_string());
+    let before = call
+        .overflow_now
+        .get(&key)
+        .or_else(|| state.overflows.get(&key))
+        .copied()
+        .unwrap_or_default();
+    let delivery = crate::quarantine::delivery_key(msg.stream_seq, &msg.bytes);
+    call.overflowed_now.insert(delivery, bound as u64);
+    let after = before.add(msg.stream_seq, &msg.bytes);
+    if after.count.is_power_of_two() {
+        tracing::warn!(source = %key.0, reason = code, bound = bound.as_str(), count = after.count, stream_seq = msg.stream_seq, "refused past a quarantine bound: counted, bytes left in the stream");
+    }
+    let stored = crate::quarantine::overflow_key(&key.0, &key.1);
+    call.ops.push(Op::Put(Space::Meta, stored, after.encode()));
+    call.overflow_now.insert(key, after);
+    Appended::Overflowed {
+        reason: code,
+        bound,
+    }
 }
 
 /// A refusal whose reason and bytes equal a recent entry's: a repeat, counted against that

@@ -126,6 +126,11 @@ pub enum CheckpointOutcome {
         id: u64,
         reason: &'static str,
     },
+    /// Refused past a quarantine bound: counted, not stored (`crate::Appended::Overflowed`).
+    Overflowed {
+        reason: &'static str,
+        bound: crate::quarantine::Bound,
+    },
 }
 
 fn device_key_key(table: &TableId, device: &DeviceId) -> Vec<u8> {
@@ -494,6 +499,9 @@ impl Ledger {
                 }
                 crate::Appended::Repeated { id, reason } => {
                     CheckpointOutcome::Repeated { id, reason }
+                }
+                crate::Appended::Overflowed { reason, bound } => {
+                    CheckpointOutcome::Overflowed { reason, bound }
                 }
                 other => unreachable!("quarantine always quarantines: {other:?}"),
             }

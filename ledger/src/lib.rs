@@ -37,6 +37,7 @@ mod append;
 pub mod arrival;
 pub mod attest;
 mod classify;
+pub mod days;
 pub mod digest;
 pub mod provenance;
 pub mod quarantine;
@@ -118,6 +119,10 @@ pub enum Error {
     Export(String),
     #[error("export: the selection holds {events} events, more than the {max} allowed (choose a table and fewer rounds)")]
     ExportTooLarge { events: u64, max: u64 },
+    #[error("gaming day: {0}")]
+    Day(String),
+    #[error("cannot seal day {day}: {why}")]
+    Seal { day: String, why: String },
     #[error("bad setting: {0}")]
     BadSetting(String),
     #[error("writing the export: {0}")]
@@ -145,6 +150,15 @@ struct State {
     recent_quarantine: quarantine::RecentQuarantine,
     /// The newest quarantine entries by content, with their repeat counters.
     recent_refusals: quarantine::RecentRefusals,
+    /// Entries and bytes per source in the current minute of bus time (`quarantine` bounds).
+    quarantine_window: quarantine::Window,
+    /// Message bytes of every quarantine entry.
+    quarantine_bytes: u64,
+    /// Refusals beyond a bound, counted by (source, reason).
+    overflows: BTreeMap<(String, String), quarantine::Overflow>,
+    /// The newest overflowed deliveries (by bound), so a redelivery is not counted twice.
+    /// In memory only: after a reopen a redelivery is judged anew.
+    recent_overflowed: quarantine::RecentQuarantine,
     next_call_id: u64,
     bytes_total: u64,
     /// The last call's arrival hash (`arrival`); zeros before the first.

@@ -340,3 +340,214 @@ mod tests {
         assert!(QuarantineHead::decode(&next.encode()[..39]).is_err());
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Bounds: a flood of distinct refusals is counted, not stored.
+
+/// New quarantine entries one source (a table's subject, or none) may add per minute of
+/// bus time. Beyond, its refusals overflow.
+pub const SOURCE_ENTRIES_PER_MINUTE_MAX: u64 = 1_000;
+/// Message bytes one source may add to the quarantine per minute of bus time.
+pub const SOURCE_BYTES_PER_MINUTE_MAX: u64 = 4 << 20;
+/// Message bytes of every quarantine entry together. Beyond, every refusal overflows.
+pub const QUARANTINE_BYTES_MAX: u64 = 8 << 30;
+/// Sources a minute's window counts apart; any further ones share one count.
+pub const WINDOW_SOURCES_MAX: usize = 4_096;
+/// `Space::Meta` key prefix of an overflow counter: `prefix ++ source ++ 0 ++ reason`.
+pub const OVERFLOW_KEY_PREFIX: &[u8] = b"quarantine_overflow/";
+/// Domain tag of an overflow counter's digest.
+pub const OVERFLOW_DOMAIN: &[u8] = b"roundledger/quarantine-overflow/v1";
+
+/// The source a refusal counts against: its subject's table, or `-` when it has none.
+pub(crate) fn source_of(subject_table: Option<&schemas::TableId>) -> String {
+    subject_table.map_or_else(|| "-".to_string(), |t| t.as_str().to_string())
+}
+
+/// Which bound a refusal went past.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bound {
+    /// Its source's entries or bytes this minute.
+    SourceRate = 0,
+    /// The quarantine's total bytes.
+    Total = 1,
+}
+
+impl Bound {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Bound::SourceRate => "source_rate",
+            Bound::Total => "total_bytes",
+        }
+    }
+}
+
+/// Entries and bytes per source in one minute of bus time.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Window {
+    minute: i64,
+    used: std::collections::HashMap<String, (u64, u64)>,
+}
+
+impl Window {
+    pub(crate) fn starting(minute: i64) -> Window {
+        Window {
+            minute,
+            used: Default::default(),
+        }
+    }
+
+    pub(crate) fn minute(&self) -> i64 {
+        self.minute
+    }
+
+    fn key<'a>(&self, source: &'a str) -> &'a str {
+        if self.used.len() >= WINDOW_SOURCES_MAX && !self.used.contains_key(source) {
+            "*"
+        } else {
+            source
+        }
+    }
+
+    /// Entries and bytes of `source` in `minute`: none for a later minute; a late message
+    /// counts in the current one, as `add` counts it.
+    pub(crate) fn used(&self, minute: i64, source: &str) -> (u64, u64) {
+        if minute > self.minute {
+            return (0, 0);
+        }
+        self.used.get(self.key(source)).copied().unwrap_or_default()
+    }
+
+    /// Counts `entries` and `bytes` for `source`; a later minute starts a new window, and
+    /// a late message counts in the current one.
+    pub(crate) fn add(&mut self, minute: i64, source: &str, entries: u64, bytes: u64) {
+        if minute > self.minute {
+            *self = Window::starting(minute);
+        }
+        let key = self.key(source).to_string();
+        let u = self.used.entry(key).or_default();
+        *u = (u.0 + entries, u.1 + bytes);
+        debug_assert!(self.used.len() <= WINDOW_SOURCES_MAX + 1);
+    }
+
+    /// Adds another window's counts (a call's, when it commits).
+    pub(crate) fn merge(&mut self, other: &Window) {
+        for (source, (entries, bytes)) in &other.used {
+            self.add(other.minute, source, *entries, *bytes);
+        }
+    }
+}
+
+/// The minute of bus time a receive time falls in.
+pub(crate) fn minute_of(received_at_ns: i64) -> i64 {
+    received_at_ns.div_euclid(60_000_000_000)
+}
+
+/// Refusals of one source and reason beyond a bound: not stored, counted. Their bytes
+/// stay in the JetStream stream at the stream seqs named; the digest chains each one's
+/// stream seq and BLAKE3, so a copy from the stream can be checked against it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Overflow {
+    pub count: u64,
+    pub bytes: u64,
+    pub first_stream_seq: u64,
+    pub last_stream_seq: u64,
+    pub digest: Hash32,
+}
+
+impl Overflow {
+    /// Counts one more message.
+    pub fn add(self, stream_seq: u64, bytes: &[u8]) -> Overflow {
+        let mut h = blake3::Hasher::new();
+        h.update(OVERFLOW_DOMAIN);
+        h.update(&self.digest.0);
+        h.update(&stream_seq.to_be_bytes());
+        h.update(blake3::hash(bytes).as_bytes());
+        Overflow {
+            count: self.count + 1,
+            bytes: self.bytes + bytes.len() as u64,
+            first_stream_seq: if self.count == 0 {
+                stream_seq
+            } else {
+                self.first_stream_seq
+            },
+            last_stream_seq: stream_seq,
+            digest: Hash32(*h.finalize().as_bytes()),
+        }
+    }
+
+    /// The stored form: four u64 BE, then the digest.
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(64);
+        for n in [
+            self.count,
+            self.bytes,
+            self.first_stream_seq,
+            self.last_stream_seq,
+        ] {
+            v.extend_from_slice(&n.to_be_bytes());
+        }
+        v.extend_from_slice(&self.digest.0);
+        v
+    }
+
+    pub(crate) fn decode(v: &[u8]) -> Result<Overflow, Error> {
+        if v.len() != 64 {
+            return Err(crate::record::corrupt("quarantine overflow counter length"));
+        }
+        let mut digest = [0u8; 32];
+        digest.copy_from_slice(&v[32..]);
+        Ok(Overflow {
+            count: be_u64(&v[..8])?,
+            bytes: be_u64(&v[8..16])?,
+            first_stream_seq: be_u64(&v[16..24])?,
+            last_stream_seq: be_u64(&v[24..32])?,
+            digest: Hash32(digest),
+        })
+    }
+}
+
+impl Default for Overflow {
+    fn default() -> Overflow {
+        Overflow {
+            count: 0,
+            bytes: 0,
+            first_stream_seq: 0,
+            last_stream_seq: 0,
+            digest: Hash32::ZERO,
+        }
+    }
+}
+
+/// The `Space::Meta` key of the overflow counter of (`source`, `reason`).
+pub(crate) fn overflow_key(source: &str, reason: &str) -> Vec<u8> {
+    [
+        OVERFLOW_KEY_PREFIX,
+        source.as_bytes(),
+        &[0],
+        reason.as_bytes(),
+    ]
+    .concat()
+}
+
+/// The stored overflow counters by (source, reason).
+pub(crate) fn stored_overflows(
+    store: &dyn Store,
+) -> Result<std::collections::BTreeMap<(String, String), Overflow>, Error> {
+    let mut end = OVERFLOW_KEY_PREFIX.to_vec();
+    end.push(0xff);
+    let mut out = std::collections::BTreeMap::new();
+    for kv in store.range(Space::Meta, OVERFLOW_KEY_PREFIX, Some(&end)) {
+        let (k, v) = kv?;
+        let rest = k.get(OVERFLOW_KEY_PREFIX.len()..).unwrap_or(&[]);
+        let cut = rest
+            .iter()
+            .position(|&b| b == 0)
+            .ok_or_else(|| crate::record::corrupt("quarantine overflow key"))?;
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        out.insert(
+            (text(&rest[..cut]), text(&rest[cut + 1..])),
+            Overflow::decode(&v)?,
+        );
+    }
+    Ok(out)
+}

@@ -224,6 +224,7 @@ pub(crate) fn load_state(store: &dyn Store) -> Result<State, Error> {
     let mut recent_quarantine = crate::quarantine::RecentQuarantine::default();
     let mut recent_refusals = crate::quarantine::RecentRefusals::default();
     let repeats = crate::quarantine::stored_repeats(store)?;
+    let mut quarantine_bytes = 0u64;
     for kv in store.range(Space::Quarantine, &[], None) {
         let (k, v) = kv?;
         let id = be_u64(&k)?;
@@ -244,6 +245,7 @@ pub(crate) fn load_state(store: &dyn Store) -> Result<State, Error> {
         recent_refusals.insert(content, refusal);
         *counters.entry(e.reason).or_insert(0) += 1;
         quarantined += 1;
+        quarantine_bytes += e.bytes.len() as u64;
         // A key at the end of the id space has no next id: only a hand (or a bug) writes
         // one, and opening must say so, not overflow.
         next_quarantine_id = id
@@ -281,6 +283,10 @@ pub(crate) fn load_state(store: &dyn Store) -> Result<State, Error> {
         quarantine_head,
         recent_quarantine,
         recent_refusals,
+        quarantine_window: Default::default(),
+        quarantine_bytes,
+        overflows: crate::quarantine::stored_overflows(store)?,
+        recent_overflowed: Default::default(),
         next_call_id: meta(b"call_id")?,
         bytes_total: meta(b"bytes_total")?,
         arrival_head: match store.get(Space::Meta, crate::arrival::HEAD_KEY)? {
@@ -629,6 +635,19 @@ impl Ledger {
                 entries: head.entries,
                 hash: head.hash,
             },
+            overflow: self
+                .quarantine_overflows()
+                .into_iter()
+                .map(|((source, reason), o)| schemas::api::OverflowRow {
+                    source,
+                    reason,
+                    count: o.count,
+                    bytes: o.bytes,
+                    first_stream_seq: o.first_stream_seq,
+                    last_stream_seq: o.last_stream_seq,
+                    digest: o.digest,
+                })
+                .collect(),
         })
     }
 
@@ -654,6 +673,12 @@ impl Ledger {
     fn with_repeats(&self, mut e: QuarantineEntry) -> Result<QuarantineEntry, Error> {
         e.repeats = self.quarantine_repeats(e.id)?;
         Ok(e)
+    }
+
+    /// Refusals past a quarantine bound, counted by (source, reason): how many, their
+    /// bytes, the stream seqs where the stream keeps them, and a digest of them.
+    pub fn quarantine_overflows(&self) -> BTreeMap<(String, String), crate::quarantine::Overflow> {
+        self.lock().overflows.clone()
     }
 
     /// The quarantine chain's head as committed (`crate::quarantine`).

@@ -55,6 +55,8 @@ pub struct Recovery {
     /// Of the events and checkpoints, those refused again as an entry's repeat: counted
     /// against it (`quarantine::Repeat`).
     pub repeats: u64,
+    /// Of the events and checkpoints, those refused past a quarantine bound (counted).
+    pub overflowed: u64,
     /// Quarantine entries found, and of them those put back (the rest were already there).
     pub quarantine_entries: u64,
     pub quarantine_restored: u64,
@@ -63,6 +65,9 @@ pub struct Recovery {
     pub checkpoints: u64,
     pub checkpoints_kept: u64,
     pub checkpoints_refused: u64,
+    /// Day seals found, and of them those put back (the rest were already stored).
+    pub seals: u64,
+    pub seals_restored: u64,
     /// Bytes that are not a whole record (a write cut short), and where: the first such
     /// place the scan met (each is logged).
     pub torn: Option<String>,
@@ -74,9 +79,9 @@ impl Recovery {
         self.found() == 0 && self.torn.is_none()
     }
 
-    /// Records, held events, quarantine entries and checkpoints found.
+    /// Records, held events, quarantine entries, checkpoints and seals found.
     pub fn found(&self) -> u64 {
-        self.records + self.held_events + self.quarantine_entries + self.checkpoints
+        self.records + self.held_events + self.quarantine_entries + self.checkpoints + self.seals
     }
 
     fn count(&mut self, outcomes: &[Appended]) {
@@ -88,6 +93,7 @@ impl Recovery {
                 Appended::Quarantined { .. } => self.quarantined += 1,
                 Appended::QuarantinedBefore { .. } => self.duplicates += 1,
                 Appended::Repeated { .. } => self.repeats += 1,
+                Appended::Overflowed { .. } => self.overflowed += 1,
             }
         }
     }
@@ -255,6 +261,11 @@ impl Ledger {
                     Err(e) => unreadable(e),
                 }
             }
+            Space::Seal => match self.restore_seal(key, value).inspect(|_| report.seals += 1) {
+                Ok(restored) => report.seals_restored += u64::from(restored),
+                Err(e @ Error::CorruptRecord { .. }) => unreadable(e),
+                Err(e) => return Err(e),
+            },
             other => {
                 // The store's contract names the spaces it gives back; another is its bug.
                 tracing::error!(space = ?other, "the store gave back a put of a space recovery does not take; skipped");
@@ -281,6 +292,7 @@ impl Ledger {
                     crate::attest::CheckpointOutcome::Duplicate { .. }
                     | crate::attest::CheckpointOutcome::QuarantinedBefore { .. } => {}
                     crate::attest::CheckpointOutcome::Repeated { .. } => report.repeats += 1,
+                    crate::attest::CheckpointOutcome::Overflowed { .. } => report.overflowed += 1,
                     crate::attest::CheckpointOutcome::Quarantined { .. } => {
                         report.checkpoints_refused += 1
                     }

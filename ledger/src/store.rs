@@ -45,16 +45,23 @@ pub enum Space {
     DeviceKey,
     /// Kept checkpoints: `table key ++ seq (BE)` -> receive time, stream seq, exact bytes.
     Checkpoint,
+    /// Day seals (`days`): `day (YYYY-MM-DD)` -> the seal's JSON, written once.
+    Seal,
 }
 
 /// The spaces besides `Space::Batch` whose puts are first-hand: not derivable from the event
 /// records, so a store that can lose commits must be able to give them back
 /// (`Unreferenced::Put`).
-pub const RECOVERED_SPACES: [Space; 3] = [Space::Quarantine, Space::Pending, Space::Checkpoint];
+pub const RECOVERED_SPACES: [Space; 4] = [
+    Space::Quarantine,
+    Space::Pending,
+    Space::Checkpoint,
+    Space::Seal,
+];
 
 impl Space {
     /// Every space, in prefix-table order.
-    pub const ALL: [Space; 10] = [
+    pub const ALL: [Space; 11] = [
         Space::Batch,
         Space::Head,
         Space::Round,
@@ -65,6 +72,7 @@ impl Space {
         Space::Meta,
         Space::DeviceKey,
         Space::Checkpoint,
+        Space::Seal,
     ];
 
     /// The space whose `prefix` is `b`.
@@ -87,6 +95,7 @@ impl Space {
             Space::Meta => b'm',
             Space::DeviceKey => b'k',
             Space::Checkpoint => b'c',
+            Space::Seal => b's',
         }
     }
 }

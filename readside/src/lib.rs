@@ -14,6 +14,7 @@
 pub mod clauses;
 pub mod describe;
 pub mod evidence;
+pub mod held;
 pub mod index;
 pub mod model;
 pub mod rounds;

@@ -86,58 +86,100 @@ pub fn load(
     let head = ledger
         .head(table)
         .ok_or_else(|| ReadError::NotFound(format!("table {table} is not in the ledger")))?;
-    let from = located.prev_last.map_or(1, |p| p + 1);
-    let to = located
-        .next_first
-        .map_or(head.seq.0, |n| n.saturating_sub(1))
-        .max(located.last_seq);
-    if to - from + 1 > ROUND_WINDOW_EVENTS_MAX {
-        return Err(ReadError::TooLarge(format!(
-            "round {round} of table {table}: replay window of {} events exceeds {ROUND_WINDOW_EVENTS_MAX}",
-            to - from + 1
-        )));
-    }
-    let decode = |e: ledger::StoredEvent| -> Result<(ledger::StoredEvent, Event), ReadError> {
-        let (ev, _) = schemas::codec::decode(&e.bytes).map_err(|x| {
-            ReadError::Integrity(format!(
-                "table {table} seq {}: stored bytes do not decode: {x}",
-                e.seq.0
-            ))
-        })?;
-        Ok((e, ev))
-    };
+    let (from, to) = window_of(table, round, &located, head.seq.0)?;
     let config = match located.config_seq {
         Some(s) => {
             let stored = ledger.stored_event(table, s)?.ok_or_else(|| {
                 ReadError::Integrity(format!("table {table}: no event at config seq {s}"))
             })?;
-            let (stored, ev) = decode(stored)?;
-            match ev.body {
-                EventBody::TableOpened { config } => Some((stored, config)),
-                _ => {
-                    return Err(ReadError::Integrity(format!(
-                        "table {table} seq {s} is not a TableOpened event"
-                    )))
-                }
-            }
+            Some(config_event(table, stored)?)
         }
         None => None,
     };
     let mut events = Vec::new();
     for e in ledger.events(table, from..=to) {
-        events.push(decode(e?)?);
+        events.push(decoded(table, e?)?);
     }
+    replayed(table, round, located, (from, to), config, events)
+}
+
+/// A stored event with its decoding; stored bytes that do not decode are an integrity error.
+pub(crate) fn decoded(
+    table: &TableId,
+    e: ledger::StoredEvent,
+) -> Result<(ledger::StoredEvent, Event), ReadError> {
+    let (ev, _) = schemas::codec::decode(&e.bytes).map_err(|x| {
+        ReadError::Integrity(format!(
+            "table {table} seq {}: stored bytes do not decode: {x}",
+            e.seq.0
+        ))
+    })?;
+    Ok((e, ev))
+}
+
+/// The configuration event at a config seq, which must be a `TableOpened`.
+pub(crate) fn config_event(
+    table: &TableId,
+    stored: ledger::StoredEvent,
+) -> Result<(ledger::StoredEvent, TableConfig), ReadError> {
+    let seq = stored.seq.0;
+    match decoded(table, stored)? {
+        (
+            stored,
+            Event {
+                body: EventBody::TableOpened { config },
+                ..
+            },
+        ) => Ok((stored, config)),
+        _ => Err(ReadError::Integrity(format!(
+            "table {table} seq {seq} is not a TableOpened event"
+        ))),
+    }
+}
+
+/// Replays a read window and keeps what the round views need.
+pub(crate) fn replayed(
+    table: &TableId,
+    round: u64,
+    located: Located,
+    window: (u64, u64),
+    config: Option<(ledger::StoredEvent, TableConfig)>,
+    events: Vec<(ledger::StoredEvent, Event)>,
+) -> Result<LoadedRound, ReadError> {
     let report = replay_window(table, round, config.as_ref().map(|(s, _)| s), &events)
         .ok_or_else(|| ReadError::NotFound(format!("table {table} has no round {round}")))?;
     Ok(LoadedRound {
         table: table.clone(),
         round: RoundId(round),
         located,
-        window: (from, to),
+        window,
         config,
         events,
         report,
     })
+}
+
+/// The replay window of a located round: after the previous round's last event, up to
+/// before the next round's first one (or `head_seq`). Refuses a window over
+/// `ROUND_WINDOW_EVENTS_MAX`.
+pub fn window_of(
+    table: &TableId,
+    round: u64,
+    located: &Located,
+    head_seq: u64,
+) -> Result<(u64, u64), ReadError> {
+    let from = located.prev_last.map_or(1, |p| p + 1);
+    let to = located
+        .next_first
+        .map_or(head_seq, |n| n.saturating_sub(1))
+        .max(located.last_seq);
+    let len = to.saturating_sub(from) + 1;
+    if len > ROUND_WINDOW_EVENTS_MAX {
+        return Err(ReadError::TooLarge(format!(
+            "round {round} of table {table}: replay window of {len} events exceeds {ROUND_WINDOW_EVENTS_MAX}"
+        )));
+    }
+    Ok((from, to))
 }
 
 /// The replay that round views and evidence bundles share: the config event (when it is

@@ -350,6 +350,25 @@ pub struct QuarantinePage {
     /// Every quarantined message counted by reason code (the whole quarantine, unfiltered).
     pub by_reason: std::collections::BTreeMap<String, u64>,
     pub head: QuarantineHeadView,
+    /// Refusals past a quarantine bound, counted, not stored (whole quarantine, unfiltered).
+    #[serde(default)]
+    pub overflow: Vec<OverflowRow>,
+}
+
+/// Refusals of one source and reason past a quarantine bound: counted, not stored. The
+/// stream keeps their bytes at the stream seqs named; `digest` chains each one's stream
+/// seq and BLAKE3 (schemas/README.md, quarantine bounds).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct OverflowRow {
+    /// The subject's table, or `-` when the message had none.
+    pub source: String,
+    pub reason: String,
+    pub count: u64,
+    pub bytes: u64,
+    pub first_stream_seq: u64,
+    pub last_stream_seq: u64,
+    pub digest: Hash32,
 }
 
 /// A jackpot pool replayed across tables in arrival order.
@@ -582,6 +601,8 @@ pub enum AlertKind {
     RefusedPublisher,
     /// More events stored than the newest device-signed checkpoint covers, beyond a bound.
     AttestationStalled,
+    /// Refusals past a quarantine bound: counted, not stored; their bytes stay in the stream.
+    QuarantineBound,
 }
 
 impl AlertKind {
@@ -591,6 +612,7 @@ impl AlertKind {
             AlertKind::Fork => "fork",
             AlertKind::RefusedPublisher => "refused_publisher",
             AlertKind::AttestationStalled => "attestation_stalled",
+            AlertKind::QuarantineBound => "quarantine_bound",
         }
     }
 }
@@ -620,4 +642,55 @@ pub struct Alert {
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct AlertList {
     pub alerts: Vec<Alert>,
+}
+
+/// One sealed gaming day in a list (`GET /v1/days`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct DayRow {
+    /// The day's local date, `YYYY-MM-DD`.
+    pub day: String,
+    /// The seal's digest: its name.
+    pub seal: Hash32,
+    pub time_zone: String,
+    pub starts_at_ns: i64,
+    pub ends_at_ns: i64,
+    pub tables: u64,
+    pub events: u64,
+    pub signed_at_ns: i64,
+    pub signer: crate::attest::PublicKey,
+}
+
+impl DayRow {
+    /// The row of a seal.
+    pub fn of(seal: &crate::seal::DaySeal) -> DayRow {
+        DayRow {
+            day: seal.day.clone(),
+            seal: seal.digest(),
+            time_zone: seal.time_zone.clone(),
+            starts_at_ns: seal.starts_at_ns,
+            ends_at_ns: seal.ends_at_ns,
+            tables: seal.tables.len() as u64,
+            events: seal.tables.iter().map(|t| t.events).sum(),
+            signed_at_ns: seal.signed_at_ns,
+            signer: seal.signer,
+        }
+    }
+}
+
+/// Sealed days, newest first: a page before `before` (`GET /v1/days`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct DayPage {
+    pub items: Vec<DayRow>,
+    pub limit: u64,
+}
+
+/// One sealed day with its whole seal (`GET /v1/days/{day}`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct DayView {
+    /// The seal's digest: its name.
+    pub digest: Hash32,
+    pub seal: crate::seal::DaySeal,
 }

@@ -52,6 +52,15 @@ pub fn msg_id(table: &TableId, seq: Seq, bytes: &[u8]) -> String {
     format!("{table}:{}:{}", seq.0, &hash.to_hex()[..16])
 }
 
+/// Every day seal (core NATS): `seals.<day>`.
+pub const SEALS_WILDCARD: &str = "seals.*";
+
+/// `seals.<day>`: where ingest's host publishes a gaming day's seal once it is durable
+/// (JSON `seal::DaySeal`). `day` is `YYYY-MM-DD`, a valid subject token.
+pub fn seal_subject(day: &str) -> String {
+    format!("seals.{day}")
+}
+
 /// Every operator alert (core NATS): `alerts.<table>.<kind>`.
 pub const ALERTS_WILDCARD: &str = "alerts.>";
 
@@ -92,6 +101,7 @@ mod tests {
         assert_eq!(id.len(), "CSP-07:42:".len() + 16);
         assert_ne!(id, msg_id(&t, Seq(42), b"other bytes"));
         assert_eq!(head_subject(&t), "ledger.CSP-07.head");
+        assert_eq!(seal_subject("2026-11-25"), "seals.2026-11-25");
         assert_eq!(
             table_of_checkpoint_subject(&checkpoints_subject(&t)),
             Some("CSP-07")

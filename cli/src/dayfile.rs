@@ -1,0 +1,171 @@
+//! `roundledger day archive` and `day check-archive`: a sealed day written to a day file
+//! (crate `archive`, schemas/ARCHIVE.md), and a day file checked on its own: every table's
+//! chain rebuilt from its anchor and tied to the day's seal, whose signature is checked.
+//!
+//! Writing reads the ledger only; moving the day out of sled is not done here.
+
+use crate::Outcome;
+use anyhow::{Context, Result};
+use schemas::seal::DaySeal;
+use std::path::{Path, PathBuf};
+
+/// Largest day file `check-archive` reads.
+pub const DAY_FILE_LEN_MAX: u64 = 64 << 30;
+
+#[derive(clap::Args)]
+pub struct ArchiveArgs {
+    /// A ledger directory no server holds open.
+    #[arg(long)]
+    ledger: PathBuf,
+    /// The sealed gaming day, YYYY-MM-DD.
+    #[arg(long)]
+    day: String,
+    /// The day file to write (refused if it exists).
+    #[arg(long)]
+    out: PathBuf,
+}
+
+#[derive(clap::Args)]
+pub struct CheckArgs {
+    /// A day file (`day archive`).
+    file: PathBuf,
+    /// The House's seal public key (64 hex); refuse a day its key did not seal.
+    #[arg(long, value_name = "PUBLIC_KEY")]
+    seal_key_pub: Option<String>,
+}
+
+/// Writes the sealed day's events of every table to a day file.
+pub fn archive(args: ArchiveArgs) -> Result<Outcome> {
+    let l = crate::source::open_ledger(&args.ledger)?;
+    let seal = l
+        .day_seal(&args.day)?
+        .with_context(|| format!("day {} is not sealed: seal it first", args.day))?;
+    let mut tables = Vec::with_capacity(seal.tables.len());
+    for t in &seal.tables {
+        tables.push(table_day(&l, t)?);
+    }
+    let wire: usize = tables
+        .iter()
+        .flat_map(|t| &t.events)
+        .map(|e| e.bytes.len())
+        .sum();
+    let events: usize = tables.iter().map(|t| t.events.len()).sum();
+    let file = archive::write_day(&seal.day, &seal.to_json(), &tables)?;
+    write_new(&args.out, &file)?;
+    println!(
+        "day {}: {} tables, {events} events, {wire} wire bytes -> {} ({} bytes, {:.3}x)",
+        seal.day,
+        tables.len(),
+        args.out.display(),
+        file.len(),
+        file.len() as f64 / wire.max(1) as f64
+    );
+    Ok(Outcome::Clean)
+}
+
+/// One table's range of the day, read from the ledger with its anchor.
+fn table_day(l: &ledger::Ledger, t: &schemas::seal::SealedTable) -> Result<archive::TableDay> {
+    let mut events = Vec::with_capacity(t.events.min(1 << 20) as usize);
+    if t.events > 0 {
+        for e in l.events(&t.table, t.first_seq.0..=t.last_seq.0) {
+            let e = e.with_context(|| format!("reading table {}", t.table))?;
+            events.push(archive::DayEvent {
+                seq: e.seq.0,
+                hash: e.hash,
+                stream_seq: e.stream_seq,
+                received_at_ns: e.received_at_ns,
+                bytes: e.bytes,
+            });
+        }
+    }
+    anyhow::ensure!(
+        events.len() as u64 == t.events,
+        "table {}: {} events read, the seal says {}",
+        t.table,
+        events.len(),
+        t.events
+    );
+    Ok(archive::TableDay {
+        table: t.table.as_str().to_string(),
+        anchor: t.anchor_hash,
+        events,
+    })
+}
+
+/// Writes `bytes` to a new file, synced before it is named.
+fn write_new(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    anyhow::ensure!(!path.exists(), "{} exists", path.display());
+    let tmp = path.with_extension("partial");
+    let mut f =
+        std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, path).with_context(|| format!("naming {}", path.display()))?;
+    Ok(())
+}
+
+/// Checks a day file alone: the seal's signature, then each table's frame against it.
+pub fn check(args: CheckArgs) -> Result<Outcome> {
+    let key = args
+        .seal_key_pub
+        .as_deref()
+        .map(crate::day::public_key)
+        .transpose()?;
+    let len = std::fs::metadata(&args.file)
+        .with_context(|| format!("reading {}", args.file.display()))?
+        .len();
+    anyhow::ensure!(
+        len <= DAY_FILE_LEN_MAX,
+        "{}: {len} bytes, over the limit",
+        args.file.display()
+    );
+    let file = std::fs::read(&args.file)?;
+    let (header, _) = archive::read_header(&file)?;
+    let seal_bytes = hex::decode(&header.seal).context("the header's seal is not hex")?;
+    let seal = DaySeal::from_json(&seal_bytes).context("the header's seal")?;
+    let mut bad = 0;
+    if let Err(e) = seal.verify(key.as_ref()) {
+        println!("seal of day {}: FAILED: {e}", seal.day);
+        bad += 1;
+    }
+    for t in seal.tables.iter().filter(|t| t.events > 0) {
+        match check_table(&file, t) {
+            Ok(()) => println!(
+                "{:<12} seq {}..={} ok",
+                t.table.as_str(),
+                t.first_seq.0,
+                t.last_seq.0
+            ),
+            Err(e) => {
+                println!("{:<12} BAD: {e:#}", t.table.as_str());
+                bad += 1;
+            }
+        }
+    }
+    Ok(if bad == 0 {
+        Outcome::Clean
+    } else {
+        Outcome::Findings
+    })
+}
+
+/// One table's frame read back and tied to the seal: its range, anchor and head.
+fn check_table(file: &[u8], t: &schemas::seal::SealedTable) -> Result<()> {
+    let (span, events) = archive::read_table(file, t.table.as_str())?;
+    anyhow::ensure!(
+        span.first_seq == t.first_seq.0 && span.last_seq == t.last_seq.0,
+        "range {}..={}, the seal says {}..={}",
+        span.first_seq,
+        span.last_seq,
+        t.first_seq.0,
+        t.last_seq.0
+    );
+    anyhow::ensure!(
+        span.anchor == t.anchor_hash,
+        "anchor differs from the seal's"
+    );
+    anyhow::ensure!(span.head == t.head_hash, "head differs from the seal's");
+    anyhow::ensure!(events.len() as u64 == t.events, "event count differs");
+    Ok(())
+}

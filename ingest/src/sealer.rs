@@ -1,0 +1,210 @@
+//! The sealer: seals each gaming day with the House's key once it has ended and ingest
+//! holds everything that arrived before its end, then publishes the seal on
+//! `seals.<day>` (schemas/SEALS.md). `serve --seal-key` runs it beside ingest.
+//!
+//! When a day may be sealed (`may_seal`): its end plus a grace period has passed, and
+//! either ingest's consumer has nothing left (no message pending or unacknowledged) or
+//! the message at its ack floor reached the stream at or after the day's end. Ingest acks
+//! only what is durable, and stream timestamps follow stream order, so then every message
+//! that arrived before the end is in the ledger.
+//!
+//! Days are sealed in order: the day after the last seal, or, on a ledger with no seal,
+//! the last day that has ended. The last seal is published again at start: a crash
+//! between storing a seal and publishing it loses no seal.
+//!
+//! Invariants: sled runs on the blocking pool only; every wait is bounded by the check
+//! interval or the shutdown.
+
+use crate::Error;
+use async_nats::jetstream;
+use ledger::days::{DayRule, Sealed};
+use ledger::Ledger;
+use schemas::attest::SigningKey;
+use schemas::seal::DaySeal;
+use schemas::subjects;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How often the sealer looks whether the next day may be sealed.
+pub const SEAL_CHECK_EVERY: Duration = Duration::from_secs(10);
+/// How long after a day's end the sealer waits at least (`serve --seal-grace`).
+pub const SEAL_GRACE_DEFAULT: Duration = Duration::from_secs(300);
+
+/// How the sealer runs.
+#[derive(Clone)]
+pub struct SealerConfig {
+    pub nats_url: String,
+    /// Ingest's credentials: ingest's role publishes seals.
+    pub access: bus::Access,
+    pub rule: DayRule,
+    /// The House's seal key.
+    pub key: Arc<SigningKey>,
+    pub grace: Duration,
+    pub check_every: Duration,
+    /// UTC ns now (`crate::system_clock_ns` in production).
+    pub clock: fn() -> i64,
+}
+
+/// What ingest's consumer has left, as its info shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Backlog {
+    pub pending: u64,
+    pub ack_pending: u64,
+    /// When the message at the consumer's ack floor reached the stream, UTC ns.
+    pub ack_floor_arrived_at_ns: Option<i64>,
+}
+
+/// Whether a day ending at `ends_at_ns` may be sealed at `now_ns` (see the module doc).
+pub fn may_seal(ends_at_ns: i64, now_ns: i64, grace_ns: i64, backlog: &Backlog) -> bool {
+    if now_ns < ends_at_ns.saturating_add(grace_ns) {
+        return false;
+    }
+    let drained = backlog.pending == 0 && backlog.ack_pending == 0;
+    let past_end = backlog
+        .ack_floor_arrived_at_ns
+        .is_some_and(|t| t >= ends_at_ns);
+    drained || past_end
+}
+
+/// The next day to seal: the day after the last seal, or the last ended day.
+pub fn next_day(ledger: &Ledger, rule: &DayRule, now_ns: i64) -> Result<String, ledger::Error> {
+    match ledger.day_seals(None, 1)?.first() {
+        Some(last) => rule.day_of(last.ends_at_ns),
+        None => rule.previous_day(&rule.day_of(now_ns)?),
+    }
+}
+
+/// Runs until `shutdown` completes; returns how many seals it made.
+pub async fn run(
+    config: SealerConfig,
+    ledger: Arc<Ledger>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<u64, Error> {
+    let client = bus::connect(&config.nats_url, &config.access).await?;
+    let js = jetstream::new(client.clone());
+    let l = ledger.clone();
+    let last = blocking(move || l.day_seals(None, 1)).await?;
+    if let Some(seal) = last.first() {
+        publish(&client, seal).await?;
+    }
+    let mut made = 0u64;
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => return Ok(made),
+            _ = tokio::time::sleep(config.check_every) => {}
+        }
+        match seal_if_due(&config, &ledger, &js).await {
+            Ok(Some(seal)) => {
+                made += 1;
+                tracing::info!(day = %seal.day, digest = %seal.digest(), "day sealed");
+                publish(&client, &seal).await?;
+            }
+            Ok(None) => {}
+            // The consumer may not exist yet, or the bus is briefly away: try again later.
+            Err(e) => tracing::warn!(error = %e, "day not sealed yet"),
+        }
+    }
+}
+
+/// Seals the next day if it may be sealed now: the new seal, if one was made.
+async fn seal_if_due(
+    config: &SealerConfig,
+    ledger: &Arc<Ledger>,
+    js: &jetstream::Context,
+) -> Result<Option<DaySeal>, Error> {
+    let now_ns = (config.clock)();
+    let (l, rule) = (ledger.clone(), config.rule.clone());
+    let day = blocking(move || next_day(&l, &rule, now_ns)).await?;
+    let bounds = config.rule.bounds(&day).map_err(Error::LedgerOther)?;
+    let grace_ns = i64::try_from(config.grace.as_nanos()).unwrap_or(i64::MAX);
+    if now_ns < bounds.ends_at_ns.saturating_add(grace_ns) {
+        return Ok(None);
+    }
+    if !may_seal(bounds.ends_at_ns, now_ns, grace_ns, &backlog(js).await?) {
+        return Ok(None);
+    }
+    let (l, rule, key) = (ledger.clone(), config.rule.clone(), config.key.clone());
+    let sealed = blocking(move || l.seal_day(&rule, &day, &key, now_ns)).await?;
+    Ok(match sealed {
+        Sealed::Made(seal) => Some(seal),
+        Sealed::Existing(_) => None,
+    })
+}
+
+/// Ingest's consumer's backlog, with its ack floor's arrival time.
+async fn backlog(js: &jetstream::Context) -> Result<Backlog, Error> {
+    let stream = js
+        .get_stream(subjects::STREAM)
+        .await
+        .map_err(|e| Error::nats("stream info", e))?;
+    let info = stream
+        .consumer_info(subjects::INGEST_CONSUMER)
+        .await
+        .map_err(|e| Error::nats("consumer info", e))?;
+    let floor = info.ack_floor.stream_sequence;
+    let ack_floor_arrived_at_ns = if floor == 0 {
+        None
+    } else {
+        let m = stream
+            .get_raw_message(floor)
+            .await
+            .map_err(|e| Error::nats("ack floor message", e))?;
+        Some(crate::pipeline::utc_ns(m.time))
+    };
+    Ok(Backlog {
+        pending: info.num_pending,
+        ack_pending: info.num_ack_pending as u64,
+        ack_floor_arrived_at_ns,
+    })
+}
+
+/// Publishes a seal's JSON on `seals.<day>` and waits until the server has it.
+async fn publish(client: &async_nats::Client, seal: &DaySeal) -> Result<(), Error> {
+    client
+        .publish(subjects::seal_subject(&seal.day), seal.to_json().into())
+        .await
+        .map_err(|e| Error::nats("publish seal", e))?;
+    client
+        .flush()
+        .await
+        .map_err(|e| Error::nats("flush seal", e))
+}
+
+/// Runs ledger work on the blocking pool.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, ledger::Error> + Send + 'static,
+) -> Result<T, Error> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Error::Writer(format!("sealer task: {e}")))?
+        .map_err(Error::LedgerOther)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_day_is_sealed_after_its_grace_once_ingest_holds_its_arrivals() {
+        let drained = Backlog {
+            pending: 0,
+            ack_pending: 0,
+            ack_floor_arrived_at_ns: Some(5),
+        };
+        let busy_before_end = Backlog {
+            pending: 40,
+            ack_pending: 8,
+            ack_floor_arrived_at_ns: Some(99),
+        };
+        let busy_after_end = Backlog {
+            ack_floor_arrived_at_ns: Some(100),
+            ..busy_before_end
+        };
+        assert!(!may_seal(100, 109, 10, &drained), "within the grace");
+        assert!(may_seal(100, 110, 10, &drained));
+        assert!(!may_seal(100, 500, 10, &busy_before_end));
+        assert!(may_seal(100, 500, 10, &busy_after_end));
+    }
+}
