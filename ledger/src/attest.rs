@@ -37,6 +37,10 @@ pub mod reason {
     /// The checkpoint's hash differs from the stored chain at its seq: the device and the
     /// ledger disagree about history.
     pub const CHECKPOINT_MISMATCH: &str = "checkpoint_mismatch";
+    /// A v2 checkpoint's signed state is false: the config it names is not the last
+    /// `TableOpened` at or before its head, or the enrollment it names is not the one in
+    /// force for its key.
+    pub const CHECKPOINT_STATE_MISMATCH: &str = "checkpoint_state_mismatch";
     /// Counter (not a quarantine: the event is in the chain) of enrollment or revocation
     /// events that take no effect: the admin signature does not verify against a trusted
     /// admin key, the enrollment names a key the device held before (revoked or replaced:
@@ -207,6 +211,19 @@ pub(crate) fn decode_checkpoint(v: &[u8]) -> Result<(i64, u64, Vec<u8>, Option<S
         return Err(record::corrupt("checkpoint record: trailing bytes"));
     }
     Ok((received_at_ns, stream_seq, bytes, key_enrolled_seq))
+}
+
+/// A kept checkpoint's record, decoded.
+fn kept_checkpoint(v: &[u8]) -> Result<KeptCheckpoint, Error> {
+    let (received_at_ns, stream_seq, bytes, key_enrolled_seq) = decode_checkpoint(v)?;
+    let checkpoint = Checkpoint::decode(&bytes).map_err(|e| record::corrupt(&e.to_string()))?;
+    Ok(KeptCheckpoint {
+        checkpoint,
+        bytes,
+        stream_seq,
+        received_at_ns,
+        key_enrolled_seq,
+    })
 }
 
 /// `Space::Meta` key of the trusted admin keys: 32 bytes each, in key order.
@@ -424,15 +441,28 @@ impl Ledger {
             return Ok(None);
         };
         let (_, v) = kv?;
-        let (received_at_ns, stream_seq, bytes, key_enrolled_seq) = decode_checkpoint(&v)?;
-        let checkpoint = Checkpoint::decode(&bytes).map_err(|e| record::corrupt(&e.to_string()))?;
-        Ok(Some(KeptCheckpoint {
-            checkpoint,
-            bytes,
-            stream_seq,
-            received_at_ns,
-            key_enrolled_seq,
-        }))
+        kept_checkpoint(&v).map(Some)
+    }
+
+    /// The last kept checkpoint of `table` whose head is at or before `seq`: the signed
+    /// anchor of an evidence bundle's chain segment. One backwards seek.
+    pub fn checkpoint_at_or_before(
+        &self,
+        table: &TableId,
+        seq: u64,
+    ) -> Result<Option<KeptCheckpoint>, Error> {
+        let at = record::seq_key(table, seq);
+        let Some(k) =
+            self.store
+                .last_key_at_or_before(Space::Checkpoint, &table_key(table), &at)?
+        else {
+            return Ok(None);
+        };
+        let v = self
+            .store
+            .get(Space::Checkpoint, &k)?
+            .ok_or_else(|| record::corrupt("kept checkpoint: a key without a value"))?;
+        kept_checkpoint(&v).map(Some)
     }
 
     /// Verifies and keeps checkpoint messages (in arrival order); what cannot be kept is
@@ -535,20 +565,16 @@ impl Ledger {
             );
             return Ok(refuse(call, reason::CHECKPOINT_BEYOND_HEAD, text));
         }
-        let stored_hash = match call.known_hash(state, &c.table, c.head_seq.0) {
-            Some(h) => h,
-            None => {
-                self.stored_event(&c.table, c.head_seq.0)?
-                    .ok_or_else(|| record::corrupt("event missing below the head"))?
-                    .hash
-            }
-        };
+        let stored_hash = self.hash_in_call(state, call, &c.table, c.head_seq.0)?;
         if stored_hash != c.head_hash {
             let text = format!(
                 "device {} signed hash {} at seq {}, the stored chain has {}",
                 c.device, c.head_hash, c.head_seq.0, stored_hash
             );
             return Ok(refuse(call, reason::CHECKPOINT_MISMATCH, text));
+        }
+        if let Some(text) = self.state_claim_problem(state, call, &c, &dk)? {
+            return Ok(refuse(call, reason::CHECKPOINT_STATE_MISMATCH, text));
         }
         let key = record::seq_key(&c.table, c.head_seq.0);
         // Nothing above the table's highest kept checkpoint is in the store, so only a
@@ -590,6 +616,63 @@ impl Ledger {
             table: c.table,
             seq: c.head_seq,
         })
+    }
+}
+
+impl Ledger {
+    /// The chain hash of `table`'s event at `seq` (at most the head), as the call sees it.
+    fn hash_in_call(
+        &self,
+        state: &State,
+        call: &Call,
+        table: &TableId,
+        seq: u64,
+    ) -> Result<Hash32, Error> {
+        match call.known_hash(state, table, seq) {
+            Some(h) => Ok(h),
+            None => Ok(self
+                .stored_event(table, seq)?
+                .ok_or_else(|| record::corrupt("event missing below the head"))?
+                .hash),
+        }
+    }
+
+    /// Why the state a v2 checkpoint signs is false, if it is: its config must be the last
+    /// `TableOpened` at or before the head, and its enrollment the one in force for the
+    /// signing key (`dk`, the register entry the signature verified with).
+    fn state_claim_problem(
+        &self,
+        state: &State,
+        call: &Call,
+        c: &Checkpoint,
+        dk: &DeviceKey,
+    ) -> Result<Option<String>, Error> {
+        let Some(s) = &c.state else {
+            return Ok(None);
+        };
+        let config = self.config_in_call(call, &c.table, c.head_seq.0)?;
+        if config != Some((s.config_seq, s.config_hash)) {
+            return Ok(Some(format!(
+                "device {} signed config seq {} hash {} in force at seq {}, the chain has {}",
+                c.device,
+                s.config_seq.0,
+                s.config_hash,
+                c.head_seq.0,
+                config.map_or("none".to_string(), |(q, h)| format!("seq {} hash {h}", q.0))
+            )));
+        }
+        let key_hash = if s.key_seq == dk.enrolled_seq && s.key_seq <= c.head_seq {
+            Some(self.hash_in_call(state, call, &c.table, s.key_seq.0)?)
+        } else {
+            None
+        };
+        if key_hash != Some(s.key_hash) {
+            return Ok(Some(format!(
+                "device {} signed its key's enrollment at seq {} hash {}, the key register has seq {} for key {}",
+                c.device, s.key_seq.0, s.key_hash, dk.enrolled_seq.0, dk.key
+            )));
+        }
+        Ok(None)
     }
 }
 

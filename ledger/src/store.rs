@@ -45,6 +45,9 @@ pub enum Space {
     DeviceKey,
     /// Kept checkpoints: `table key ++ seq (BE)` -> receive time, stream seq, exact bytes.
     Checkpoint,
+    /// The config index: `table key ++ seq (BE)` -> chain hash of each `TableOpened`.
+    /// Derived from the events, written with them (`config`).
+    Config,
 }
 
 /// The spaces besides `Space::Batch` whose puts are first-hand: not derivable from the event
@@ -54,7 +57,7 @@ pub const RECOVERED_SPACES: [Space; 3] = [Space::Quarantine, Space::Pending, Spa
 
 impl Space {
     /// Every space, in prefix-table order.
-    pub const ALL: [Space; 10] = [
+    pub const ALL: [Space; 11] = [
         Space::Batch,
         Space::Head,
         Space::Round,
@@ -65,6 +68,7 @@ impl Space {
         Space::Meta,
         Space::DeviceKey,
         Space::Checkpoint,
+        Space::Config,
     ];
 
     /// The space whose `prefix` is `b`.
@@ -87,6 +91,7 @@ impl Space {
             Space::Meta => b'm',
             Space::DeviceKey => b'k',
             Space::Checkpoint => b'c',
+            Space::Config => b'o',
         }
     }
 }
