@@ -3,11 +3,14 @@
 //! attestation half (`schemas::bundle::verify_chain`) and the replay half (re-run the
 //! replayer on the decoded events and compare with the bundle's report, field by field).
 //!
-//! The chain segment runs from the configuration in force (or the signing device's
-//! enrollment, when earlier) to the first checkpoint the ledger kept whose head covers the
+//! The chain segment ends at the first checkpoint the ledger kept whose head covers the
 //! round's replay window, else the first that covers the round's last event (and on to the
-//! end of the window); when no checkpoint covers the round yet, to the table's head, and
-//! the bundle says "not yet attested".
+//! end of the window); when no checkpoint covers the round yet, at the table's head, and
+//! the bundle says "not yet attested". Version 3 starts it at the last kept v2 checkpoint
+//! before the window and cites the config and the key's enrollment that checkpoint signs,
+//! so its size does not grow with the table's history. When it cannot (no v2 checkpoint
+//! before the round, or a key rotated between the two checkpoints), version 2 starts it
+//! at the configuration in force (or the signing device's enrollment, when earlier).
 //!
 //! Invariants: the bundle's bytes are the stored bytes (hex), never re-encoded; building
 //! reads at most `BUNDLE_CHAIN_EVENTS_MAX` events; verification never needs sled or the

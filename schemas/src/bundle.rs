@@ -6,7 +6,10 @@
 //! the device-signed checkpoint that covers the round (or, when none does yet, the table's
 //! chain head at export), every stored hash, seq and prev link, that the round's events are
 //! all listed, the checkpoint's ed25519 signature, and that its key was enrolled in the same
-//! chain by an admin key (the bundle's, or one the verifier pins). Re-running the replayer
+//! chain by an admin key (the bundle's, or one the verifier pins). A version 3 bundle's
+//! segment starts at a signed v2 checkpoint, and the config and enrollment before it are
+//! cited one event each and checked against the state the checkpoints sign (BUNDLE.md §4).
+//! Re-running the replayer
 //! and comparing its report is the second half (`readside::evidence::verify`, called by
 //! `roundledger verify-bundle`), since this crate cannot depend on the replayer.
 //!
