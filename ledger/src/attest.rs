@@ -753,6 +753,10 @@ pub(crate) struct AttestationCheck<'a> {
     checkpoints: std::iter::Peekable<crate::store::KvIter<'a>>,
     /// Key events of the chain so far, by seq (a few per table).
     key_events: BTreeMap<u64, SeenKeyEvent>,
+    /// Their chain hashes, by seq: what a v2 checkpoint's state names.
+    key_hashes: BTreeMap<u64, Hash32>,
+    /// The last `TableOpened` so far (seq, hash): the config in force.
+    config: Option<(u64, Hash32)>,
     /// Checkpoints whose signature is still to be checked, in seq order; at most
     /// `VERIFY_BATCH_MAX`.
     pending: Vec<PendingSignature>,
@@ -772,6 +776,8 @@ impl<'a> AttestationCheck<'a> {
             table,
             checkpoints: store.range(Space::Checkpoint, &from, Some(&to)).peekable(),
             key_events: BTreeMap::new(),
+            key_hashes: BTreeMap::new(),
+            config: None,
             pending: Vec::with_capacity(VERIFY_BATCH_MAX),
             keys: schemas::attest::KeyCache::default(),
             verified: 0,
@@ -835,6 +841,10 @@ impl<'a> AttestationCheck<'a> {
             let verifies = k.admin_signature_verifies(self.table);
             self.key_events
                 .insert(seq, (k.device.clone(), *k.key, k.action, verifies));
+            self.key_hashes.insert(seq, *hash);
+        }
+        if matches!(event.body, schemas::EventBody::TableOpened { .. }) {
+            self.config = Some((seq, *hash));
         }
         while let Some((at, v)) = self.next_checkpoint_at_most(seq)? {
             let (_, _, bytes, key_enrolled_seq) = match decode_checkpoint(&v) {
@@ -881,6 +891,20 @@ impl<'a> AttestationCheck<'a> {
                     )))
                 }
             };
+            if let Some(s) = &c.state {
+                let config = self.config.map(|(q, h)| (Seq(q), h));
+                let enrolled_at = enrollment.map(|(e, _)| e);
+                let key_hash = self.key_hashes.get(&s.key_seq.0);
+                if config != Some((s.config_seq, s.config_hash))
+                    || enrolled_at != Some(s.key_seq.0)
+                    || key_hash != Some(&s.key_hash)
+                {
+                    return Ok(Some(format!(
+                        "the kept checkpoint at seq {seq} signs config seq {} and key enrollment seq {}, which the chain does not bear out",
+                        s.config_seq.0, s.key_seq.0
+                    )));
+                }
+            }
             debug_assert!(
                 self.pending.len() < VERIFY_BATCH_MAX,
                 "settled at the bound"

@@ -120,3 +120,45 @@ impl Ledger {
         Ok(indexed)
     }
 }
+
+/// `verify`'s check of a table's config index against the `TableOpened` events its records
+/// hold (`configs`: seq -> hash): the first disagreement, with the seq to name. A store
+/// written before the index (no `CONFIG_INDEX_KEY`: `Ledger::open` builds it) is not
+/// checked.
+pub(crate) fn check_index(
+    store: &dyn crate::store::Store,
+    table: &TableId,
+    configs: &std::collections::BTreeMap<u64, Hash32>,
+) -> Result<Option<(u64, String)>, Error> {
+    if store.get(Space::Meta, CONFIG_INDEX_KEY)?.is_none() {
+        return Ok(None);
+    }
+    let tk = table_key(table);
+    let mut end = tk.clone();
+    end.extend_from_slice(&[0xff; 9]);
+    let mut stored = std::collections::BTreeMap::new();
+    for kv in store.range(Space::Config, &tk, Some(&end)) {
+        let (k, v) = kv?;
+        let (Some(Ok(seq)), Ok(hash)) = (k.get(tk.len()..).map(be_u64), decode_hash(&v)) else {
+            return Ok(Some((1, "a config index entry is unreadable".to_string())));
+        };
+        stored.insert(seq, hash);
+    }
+    let seqs: std::collections::BTreeSet<u64> =
+        stored.keys().chain(configs.keys()).copied().collect();
+    for seq in seqs {
+        let (index, records) = (stored.get(&seq), configs.get(&seq));
+        if index != records {
+            let say = |h: Option<&Hash32>| h.map_or("none".to_string(), |h| h.to_hex());
+            return Ok(Some((
+                seq.max(1),
+                format!(
+                    "at seq {seq} the index has {}, the records' TableOpened {}",
+                    say(index),
+                    say(records)
+                ),
+            )));
+        }
+    }
+    Ok(None)
+}
