@@ -891,19 +891,8 @@ impl<'a> AttestationCheck<'a> {
                     )))
                 }
             };
-            if let Some(s) = &c.state {
-                let config = self.config.map(|(q, h)| (Seq(q), h));
-                let enrolled_at = enrollment.map(|(e, _)| e);
-                let key_hash = self.key_hashes.get(&s.key_seq.0);
-                if config != Some((s.config_seq, s.config_hash))
-                    || enrolled_at != Some(s.key_seq.0)
-                    || key_hash != Some(&s.key_hash)
-                {
-                    return Ok(Some(format!(
-                        "the kept checkpoint at seq {seq} signs config seq {} and key enrollment seq {}, which the chain does not bear out",
-                        s.config_seq.0, s.key_seq.0
-                    )));
-                }
+            if let Some(p) = self.state_problem(seq, &c, enrollment.map(|(e, _)| e)) {
+                return Ok(Some(p));
             }
             debug_assert!(
                 self.pending.len() < VERIFY_BATCH_MAX,
@@ -918,6 +907,23 @@ impl<'a> AttestationCheck<'a> {
             });
         }
         Ok(None)
+    }
+
+    /// Why a kept v2 checkpoint's signed state is not the chain's so far, if it is not: the
+    /// last `TableOpened`, and the enrollment it was verified against (`enrolled_at`).
+    fn state_problem(&self, seq: u64, c: &Checkpoint, enrolled_at: Option<u64>) -> Option<String> {
+        let s = c.state.as_ref()?;
+        let config = self.config.map(|(q, h)| (Seq(q), h));
+        let key_hash = self.key_hashes.get(&s.key_seq.0);
+        let borne_out = config == Some((s.config_seq, s.config_hash))
+            && enrolled_at == Some(s.key_seq.0)
+            && key_hash == Some(&s.key_hash);
+        (!borne_out).then(|| {
+            format!(
+                "the kept checkpoint at seq {seq} signs config seq {} and key enrollment seq {}, which the chain does not bear out",
+                s.config_seq.0, s.key_seq.0
+            )
+        })
     }
 
     /// The next kept checkpoint if its seq is at most `seq`: (its seq, its record).

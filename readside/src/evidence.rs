@@ -51,47 +51,16 @@ pub fn build(
                 "table {table} round {round}: no configuration event before the round"
             ))
         })?;
-    let head = ledger
-        .head(table)
-        .ok_or_else(|| ReadError::NotFound(format!("table {table} is not in the ledger")))?;
-    // Read before looking for a covering checkpoint: a checkpoint kept in between would
-    // otherwise be named as the latest by a bundle saying "not yet attested", which its
-    // own verification refuses. Read first, it is older than any the lookup could miss.
-    let latest_checkpoint_seq = ledger.attestation(table).map(|a| a.seq.0);
-    // Prefer a checkpoint that signs the whole replay window; else the first one that
-    // covers the round itself (the window's tail is then chained but not signed).
-    let kept = match ledger.checkpoint_at_or_after(table, loaded.window.1)? {
-        Some(k) => Some(k),
-        None => ledger.checkpoint_at_or_after(table, last_seq)?,
-    };
-    let enrollment_seq = match &kept {
-        Some(k) => Some(enrollment_of(ledger, table, k)?),
-        None => None,
-    };
-    let opening = opening_for(
-        ledger,
-        table,
-        loaded.window.0,
-        config_seq,
-        &kept,
-        enrollment_seq,
-    )?;
-    let from_seq = match &opening {
-        Some(o) => o.checkpoint.head_seq.0,
-        None => enrollment_seq.map_or(config_seq, |e| e.min(config_seq)),
-    };
-    let to_seq = match (&kept, enrollment_seq) {
-        (Some(k), Some(e)) => k.checkpoint.head_seq.0.max(loaded.window.1).max(e),
-        _ => head.seq.0,
-    };
-    let chain = read_segment(ledger, table, from_seq, to_seq, kept.is_some())?;
-    let attestation = match (kept, enrollment_seq) {
+    let plan = plan(ledger, table, &loaded, last_seq, config_seq)?;
+    let (from_seq, to_seq) = (plan.from_seq, plan.to_seq);
+    let chain = read_segment(ledger, table, from_seq, to_seq, plan.kept.is_some())?;
+    let attestation = match (plan.kept, plan.enrollment_seq) {
         (Some(k), Some(enrollment_seq)) => attested(ledger, table, k, enrollment_seq)?,
         _ => BundleAttestation::NotYetAttested {
-            latest_checkpoint_seq,
+            latest_checkpoint_seq: plan.latest_checkpoint_seq,
         },
     };
-    let opening = match opening {
+    let opening = match plan.opening {
         Some(k) => Some(bundle_opening(ledger, table, k, config_seq, from_seq)?),
         None => None,
     };
@@ -125,6 +94,70 @@ pub fn build(
         attestation,
         report: loaded.report,
         cases,
+    })
+}
+
+/// Where a bundle's chain segment starts and ends, and the checkpoints it cites.
+struct Plan {
+    /// The first kept checkpoint covering the round, if any.
+    kept: Option<KeptCheckpoint>,
+    /// The enrollment of its key.
+    enrollment_seq: Option<u64>,
+    /// Version 3's opening checkpoint (`None`: the full form).
+    opening: Option<KeptCheckpoint>,
+    /// The table's highest kept checkpoint, read before `kept` was looked up.
+    latest_checkpoint_seq: Option<u64>,
+    from_seq: u64,
+    to_seq: u64,
+}
+
+fn plan(
+    ledger: &ledger::Ledger,
+    table: &TableId,
+    loaded: &rounds::LoadedRound,
+    last_seq: u64,
+    config_seq: u64,
+) -> Result<Plan, ReadError> {
+    let head = ledger
+        .head(table)
+        .ok_or_else(|| ReadError::NotFound(format!("table {table} is not in the ledger")))?;
+    // Read before looking for a covering checkpoint: a checkpoint kept in between would
+    // otherwise be named as the latest by a bundle saying "not yet attested", which its
+    // own verification refuses. Read first, it is older than any the lookup could miss.
+    let latest_checkpoint_seq = ledger.attestation(table).map(|a| a.seq.0);
+    // Prefer a checkpoint that signs the whole replay window; else the first one that
+    // covers the round itself (the window's tail is then chained but not signed).
+    let kept = match ledger.checkpoint_at_or_after(table, loaded.window.1)? {
+        Some(k) => Some(k),
+        None => ledger.checkpoint_at_or_after(table, last_seq)?,
+    };
+    let enrollment_seq = match &kept {
+        Some(k) => Some(enrollment_of(ledger, table, k)?),
+        None => None,
+    };
+    let opening = opening_for(
+        ledger,
+        table,
+        loaded.window.0,
+        config_seq,
+        &kept,
+        enrollment_seq,
+    )?;
+    let from_seq = match &opening {
+        Some(o) => o.checkpoint.head_seq.0,
+        None => enrollment_seq.map_or(config_seq, |e| e.min(config_seq)),
+    };
+    let to_seq = match (&kept, enrollment_seq) {
+        (Some(k), Some(e)) => k.checkpoint.head_seq.0.max(loaded.window.1).max(e),
+        _ => head.seq.0,
+    };
+    Ok(Plan {
+        kept,
+        enrollment_seq,
+        opening,
+        latest_checkpoint_seq,
+        from_seq,
+        to_seq,
     })
 }
 

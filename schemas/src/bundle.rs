@@ -669,39 +669,7 @@ fn check_attestation(
         } => (checkpoint, *device_key, *enrollment_seq, *admin_key),
     };
     let cp = decode_checkpoint(checkpoint).map_err(BundleError::Checkpoint)?;
-    if cp.table != b.table {
-        return Err(BundleError::Checkpoint(format!(
-            "signed for table {}, the bundle is of table {}",
-            cp.table, b.table
-        )));
-    }
-    let signed = cp.head_seq.0;
-    if signed > c.to_seq {
-        return Err(BundleError::ProofTruncated {
-            signed,
-            end: c.to_seq,
-        });
-    }
-    if signed < c.from_seq {
-        return Err(BundleError::Checkpoint(format!(
-            "signs seq {signed}, before the chain segment starts (seq {})",
-            c.from_seq
-        )));
-    }
-    if signed < last_round_seq {
-        return Err(BundleError::Checkpoint(format!(
-            "signs seq {signed}, before the round's last event (seq {last_round_seq}): it does not cover the round"
-        )));
-    }
-    // The segment verified, so the stored hash at `signed` is the recomputed one.
-    let computed = c.events[(signed - c.from_seq) as usize].hash;
-    if computed != cp.head_hash {
-        return Err(BundleError::CheckpointHashMismatch {
-            seq: signed,
-            signed: cp.head_hash,
-            computed,
-        });
-    }
+    let signed = check_covering_head(b, &cp, last_round_seq)?;
     if !cp.verifies_with(&device_key) {
         return Err(BundleError::BadSignature {
             device: cp.device.clone(),
@@ -737,6 +705,50 @@ fn check_attestation(
         admin_pinned: !pinned.is_empty(),
         unattested: (c.to_seq > signed).then_some((signed + 1, c.to_seq)),
     })
+}
+
+/// The covering checkpoint is of this table, its head lies in the segment at or after the
+/// round's last event, and the recomputed chain holds its hash there. Returns its seq.
+fn check_covering_head(
+    b: &EvidenceBundle,
+    cp: &Checkpoint,
+    last_round_seq: u64,
+) -> Result<u64, BundleError> {
+    let c = &b.chain;
+    if cp.table != b.table {
+        return Err(BundleError::Checkpoint(format!(
+            "signed for table {}, the bundle is of table {}",
+            cp.table, b.table
+        )));
+    }
+    let signed = cp.head_seq.0;
+    if signed > c.to_seq {
+        return Err(BundleError::ProofTruncated {
+            signed,
+            end: c.to_seq,
+        });
+    }
+    if signed < c.from_seq {
+        return Err(BundleError::Checkpoint(format!(
+            "signs seq {signed}, before the chain segment starts (seq {})",
+            c.from_seq
+        )));
+    }
+    if signed < last_round_seq {
+        return Err(BundleError::Checkpoint(format!(
+            "signs seq {signed}, before the round's last event (seq {last_round_seq}): it does not cover the round"
+        )));
+    }
+    // The segment verified, so the stored hash at `signed` is the recomputed one.
+    let computed = c.events[(signed - c.from_seq) as usize].hash;
+    if computed != cp.head_hash {
+        return Err(BundleError::CheckpointHashMismatch {
+            seq: signed,
+            signed: cp.head_hash,
+            computed,
+        });
+    }
+    Ok(signed)
 }
 
 /// The chain event at `seq` and its hash: from the segment, or cited by the opening.
