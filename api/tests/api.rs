@@ -657,8 +657,18 @@ async fn evidence_bundle_round_trip_and_tampering_is_named() {
     assert_eq!(v.verdict, schemas::report::Verdict::Disputed);
     assert_eq!(v.case_entries, 1);
     let b: EvidenceBundle = serde_json::from_slice(&bytes).unwrap();
-    assert_eq!(b.version, 2);
-    assert_eq!(b.chain.from_seq, b.config_seq);
+    // The short form starts at a signed checkpoint before the round; the full form, at
+    // the configuration.
+    match &b.opening {
+        Some(o) => {
+            assert_eq!(b.version, schemas::bundle::BUNDLE_VERSION);
+            assert_eq!(b.chain.from_seq, o.checkpoint.decoded.head_seq.0);
+        }
+        None => {
+            assert_eq!(b.version, schemas::bundle::BUNDLE_VERSION_FULL);
+            assert_eq!(b.chain.from_seq, b.config_seq);
+        }
+    }
     assert_eq!(b.exported_by, "sam.surveillance");
     // The chain ends at the first kept checkpoint covering the round, carried verbatim,
     // not at the table's head.
@@ -894,9 +904,9 @@ fn a_forged_checkpoint_an_unenrolled_key_and_a_truncated_proof_are_named() {
         err.contains(&format!("signs seq {}", cp.head_seq.0)) && err.contains("truncated"),
         "{err}"
     );
-    // A checkpoint of an earlier head, which does not cover the round.
+    // A checkpoint of an earlier head in the segment, which does not cover the round.
     let before = ledger
-        .checkpoint_at_or_after(&table, b.config_seq)
+        .checkpoint_at_or_after(&table, b.chain.from_seq)
         .unwrap()
         .unwrap();
     assert!(before.checkpoint.head_seq < cp.head_seq);

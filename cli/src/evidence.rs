@@ -38,6 +38,8 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<Outcome> {
     let table = TableId::new(args.table.clone()).map_err(|e| anyhow::anyhow!("--table: {e}"))?;
+    // From the request, or from the ledger once open: what building the bundle costs.
+    let mut started = std::time::Instant::now();
     let bytes = match (Client::from_args(&args.server)?, &args.ledger) {
         (Some(c), _) => c.get_bytes(&format!(
             "/v1/evidence/{}/{}",
@@ -46,6 +48,7 @@ pub fn run(args: Args) -> Result<Outcome> {
         ))?,
         (None, Some(dir)) => {
             let ledger = open_ledger(dir)?;
+            started = std::time::Instant::now();
             let located = readside::rounds::locate_in_ledger(&ledger, &table, args.round)
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
             let cases = api::cases::read_cases(
@@ -68,18 +71,21 @@ pub fn run(args: Args) -> Result<Outcome> {
         }
         (None, None) => anyhow::bail!("say where the round is: --ledger DIR or --server URL"),
     };
+    let built = started.elapsed();
     std::fs::write(&args.out, &bytes).with_context(|| format!("writing {}", args.out.display()))?;
     let v = readside::evidence::verify_bytes(&bytes, &[])
         .context("the bundle just written does not verify")?;
     println!(
-        "wrote {}: table {} round {}, {} round events, chain of {} events from seq {} to seq {}",
+        "wrote {}: table {} round {}, {} round events, chain of {} events from seq {} to seq {}; {} bytes, built in {:.1?}",
         args.out.display(),
         v.table,
         v.round,
         v.round_events,
         v.chain_events,
         v.from_seq,
-        v.head_seq
+        v.head_seq,
+        bytes.len(),
+        built
     );
     for line in readside::evidence::describe_attestation(&v) {
         println!("  {line}");

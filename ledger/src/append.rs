@@ -187,6 +187,8 @@ pub(crate) struct Call {
     /// Overflow counters this call changed, and the deliveries it counted (by bound).
     overflow_now: BTreeMap<(String, String), crate::quarantine::Overflow>,
     overflowed_now: std::collections::HashMap<crate::quarantine::DeliveryKey, u64>,
+    /// `TableOpened` events this call stores: seq -> chain hash, per table (`config`).
+    pub(crate) configs: BTreeMap<TableId, BTreeMap<u64, Hash32>>,
     /// Device keys enrolled or revoked by this call's events.
     pub(crate) devices: BTreeMap<(TableId, schemas::DeviceId), crate::attest::DeviceKey>,
     /// Whether events must carry their device's signature (`provenance`): the ledger's
@@ -210,6 +212,7 @@ impl Call {
             quarantine_bytes: state.quarantine_bytes,
             overflow_now: BTreeMap::new(),
             overflowed_now: Default::default(),
+            configs: BTreeMap::new(),
             devices: BTreeMap::new(),
             checks_signatures: state.require_signed,
         }
@@ -813,9 +816,10 @@ fn push_event(
     msg_like: &Incoming,
 ) {
     let table = &event.table;
+    let hash = new_head.hash;
     let stored = StoredEvent {
         seq: event.seq,
-        hash: new_head.hash,
+        hash,
         stream_seq: msg_like.stream_seq,
         received_at_ns: msg_like.received_at_ns,
         occurred_at_ns: event.occurred_at_ns,
@@ -835,6 +839,7 @@ fn push_event(
     tc.new_events.push(stored);
     tc.closed = Some(matches!(event.body, schemas::EventBody::TableClosed));
     tc.head = new_head;
+    crate::config::on_stored(call, event, &hash);
     crate::attest::on_stored(state, call, event);
 }
 

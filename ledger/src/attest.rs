@@ -37,6 +37,10 @@ pub mod reason {
     /// The checkpoint's hash differs from the stored chain at its seq: the device and the
     /// ledger disagree about history.
     pub const CHECKPOINT_MISMATCH: &str = "checkpoint_mismatch";
+    /// A v2 checkpoint's signed state is false: the config it names is not the last
+    /// `TableOpened` at or before its head, or the enrollment it names is not the one in
+    /// force for its key.
+    pub const CHECKPOINT_STATE_MISMATCH: &str = "checkpoint_state_mismatch";
     /// Counter (not a quarantine: the event is in the chain) of enrollment or revocation
     /// events that take no effect: the admin signature does not verify against a trusted
     /// admin key, the enrollment names a key the device held before (revoked or replaced:
@@ -212,6 +216,19 @@ pub(crate) fn decode_checkpoint(v: &[u8]) -> Result<(i64, u64, Vec<u8>, Option<S
         return Err(record::corrupt("checkpoint record: trailing bytes"));
     }
     Ok((received_at_ns, stream_seq, bytes, key_enrolled_seq))
+}
+
+/// A kept checkpoint's record, decoded.
+fn kept_checkpoint(v: &[u8]) -> Result<KeptCheckpoint, Error> {
+    let (received_at_ns, stream_seq, bytes, key_enrolled_seq) = decode_checkpoint(v)?;
+    let checkpoint = Checkpoint::decode(&bytes).map_err(|e| record::corrupt(&e.to_string()))?;
+    Ok(KeptCheckpoint {
+        checkpoint,
+        bytes,
+        stream_seq,
+        received_at_ns,
+        key_enrolled_seq,
+    })
 }
 
 /// `Space::Meta` key of the trusted admin keys: 32 bytes each, in key order.
@@ -429,15 +446,28 @@ impl Ledger {
             return Ok(None);
         };
         let (_, v) = kv?;
-        let (received_at_ns, stream_seq, bytes, key_enrolled_seq) = decode_checkpoint(&v)?;
-        let checkpoint = Checkpoint::decode(&bytes).map_err(|e| record::corrupt(&e.to_string()))?;
-        Ok(Some(KeptCheckpoint {
-            checkpoint,
-            bytes,
-            stream_seq,
-            received_at_ns,
-            key_enrolled_seq,
-        }))
+        kept_checkpoint(&v).map(Some)
+    }
+
+    /// The last kept checkpoint of `table` whose head is at or before `seq`: the signed
+    /// anchor of an evidence bundle's chain segment. One backwards seek.
+    pub fn checkpoint_at_or_before(
+        &self,
+        table: &TableId,
+        seq: u64,
+    ) -> Result<Option<KeptCheckpoint>, Error> {
+        let at = record::seq_key(table, seq);
+        let Some(k) =
+            self.store
+                .last_key_at_or_before(Space::Checkpoint, &table_key(table), &at)?
+        else {
+            return Ok(None);
+        };
+        let v = self
+            .store
+            .get(Space::Checkpoint, &k)?
+            .ok_or_else(|| record::corrupt("kept checkpoint: a key without a value"))?;
+        kept_checkpoint(&v).map(Some)
     }
 
     /// Verifies and keeps checkpoint messages (in arrival order); what cannot be kept is
@@ -543,20 +573,16 @@ impl Ledger {
             );
             return Ok(refuse(call, reason::CHECKPOINT_BEYOND_HEAD, text));
         }
-        let stored_hash = match call.known_hash(state, &c.table, c.head_seq.0) {
-            Some(h) => h,
-            None => {
-                self.stored_event(&c.table, c.head_seq.0)?
-                    .ok_or_else(|| record::corrupt("event missing below the head"))?
-                    .hash
-            }
-        };
+        let stored_hash = self.hash_in_call(state, call, &c.table, c.head_seq.0)?;
         if stored_hash != c.head_hash {
             let text = format!(
                 "device {} signed hash {} at seq {}, the stored chain has {}",
                 c.device, c.head_hash, c.head_seq.0, stored_hash
             );
             return Ok(refuse(call, reason::CHECKPOINT_MISMATCH, text));
+        }
+        if let Some(text) = self.state_claim_problem(state, call, &c, &dk)? {
+            return Ok(refuse(call, reason::CHECKPOINT_STATE_MISMATCH, text));
         }
         let key = record::seq_key(&c.table, c.head_seq.0);
         // Nothing above the table's highest kept checkpoint is in the store, so only a
@@ -598,6 +624,63 @@ impl Ledger {
             table: c.table,
             seq: c.head_seq,
         })
+    }
+}
+
+impl Ledger {
+    /// The chain hash of `table`'s event at `seq` (at most the head), as the call sees it.
+    fn hash_in_call(
+        &self,
+        state: &State,
+        call: &Call,
+        table: &TableId,
+        seq: u64,
+    ) -> Result<Hash32, Error> {
+        match call.known_hash(state, table, seq) {
+            Some(h) => Ok(h),
+            None => Ok(self
+                .stored_event(table, seq)?
+                .ok_or_else(|| record::corrupt("event missing below the head"))?
+                .hash),
+        }
+    }
+
+    /// Why the state a v2 checkpoint signs is false, if it is: its config must be the last
+    /// `TableOpened` at or before the head, and its enrollment the one in force for the
+    /// signing key (`dk`, the register entry the signature verified with).
+    fn state_claim_problem(
+        &self,
+        state: &State,
+        call: &Call,
+        c: &Checkpoint,
+        dk: &DeviceKey,
+    ) -> Result<Option<String>, Error> {
+        let Some(s) = &c.state else {
+            return Ok(None);
+        };
+        let config = self.config_in_call(call, &c.table, c.head_seq.0)?;
+        if config != Some((s.config_seq, s.config_hash)) {
+            return Ok(Some(format!(
+                "device {} signed config seq {} hash {} in force at seq {}, the chain has {}",
+                c.device,
+                s.config_seq.0,
+                s.config_hash,
+                c.head_seq.0,
+                config.map_or("none".to_string(), |(q, h)| format!("seq {} hash {h}", q.0))
+            )));
+        }
+        let key_hash = if s.key_seq == dk.enrolled_seq && s.key_seq <= c.head_seq {
+            Some(self.hash_in_call(state, call, &c.table, s.key_seq.0)?)
+        } else {
+            None
+        };
+        if key_hash != Some(s.key_hash) {
+            return Ok(Some(format!(
+                "device {} signed its key's enrollment at seq {} hash {}, the key register has seq {} for key {}",
+                c.device, s.key_seq.0, s.key_hash, dk.enrolled_seq.0, dk.key
+            )));
+        }
+        Ok(None)
     }
 }
 
@@ -678,6 +761,10 @@ pub(crate) struct AttestationCheck<'a> {
     checkpoints: std::iter::Peekable<crate::store::KvIter<'a>>,
     /// Key events of the chain so far, by seq (a few per table).
     key_events: BTreeMap<u64, SeenKeyEvent>,
+    /// Their chain hashes, by seq: what a v2 checkpoint's state names.
+    key_hashes: BTreeMap<u64, Hash32>,
+    /// The last `TableOpened` so far (seq, hash): the config in force.
+    config: Option<(u64, Hash32)>,
     /// Checkpoints whose signature is still to be checked, in seq order; at most
     /// `VERIFY_BATCH_MAX`.
     pending: Vec<PendingSignature>,
@@ -697,6 +784,8 @@ impl<'a> AttestationCheck<'a> {
             table,
             checkpoints: store.range(Space::Checkpoint, &from, Some(&to)).peekable(),
             key_events: BTreeMap::new(),
+            key_hashes: BTreeMap::new(),
+            config: None,
             pending: Vec::with_capacity(VERIFY_BATCH_MAX),
             keys: schemas::attest::KeyCache::default(),
             verified: 0,
@@ -760,6 +849,10 @@ impl<'a> AttestationCheck<'a> {
             let verifies = k.admin_signature_verifies(self.table);
             self.key_events
                 .insert(seq, (k.device.clone(), *k.key, k.action, verifies));
+            self.key_hashes.insert(seq, *hash);
+        }
+        if matches!(event.body, schemas::EventBody::TableOpened { .. }) {
+            self.config = Some((seq, *hash));
         }
         while let Some((at, v)) = self.next_checkpoint_at_most(seq)? {
             let (_, _, bytes, key_enrolled_seq) = match decode_checkpoint(&v) {
@@ -806,6 +899,9 @@ impl<'a> AttestationCheck<'a> {
                     )))
                 }
             };
+            if let Some(p) = self.state_problem(seq, &c, enrollment.map(|(e, _)| e)) {
+                return Ok(Some(p));
+            }
             debug_assert!(
                 self.pending.len() < VERIFY_BATCH_MAX,
                 "settled at the bound"
@@ -819,6 +915,23 @@ impl<'a> AttestationCheck<'a> {
             });
         }
         Ok(None)
+    }
+
+    /// Why a kept v2 checkpoint's signed state is not the chain's so far, if it is not: the
+    /// last `TableOpened`, and the enrollment it was verified against (`enrolled_at`).
+    fn state_problem(&self, seq: u64, c: &Checkpoint, enrolled_at: Option<u64>) -> Option<String> {
+        let s = c.state.as_ref()?;
+        let config = self.config.map(|(q, h)| (Seq(q), h));
+        let key_hash = self.key_hashes.get(&s.key_seq.0);
+        let borne_out = config == Some((s.config_seq, s.config_hash))
+            && enrolled_at == Some(s.key_seq.0)
+            && key_hash == Some(&s.key_hash);
+        (!borne_out).then(|| {
+            format!(
+                "the kept checkpoint at seq {seq} signs config seq {} and key enrollment seq {}, which the chain does not bear out",
+                s.config_seq.0, s.key_seq.0
+            )
+        })
     }
 
     /// The next kept checkpoint if its seq is at most `seq`: (its seq, its record).

@@ -37,6 +37,7 @@ mod append;
 pub mod arrival;
 pub mod attest;
 mod classify;
+pub mod config;
 pub mod days;
 pub mod digest;
 pub mod provenance;
@@ -53,7 +54,8 @@ pub use append::{reason, Appended, Incoming, Outcomes};
 pub use provenance::Provenance;
 pub use quarantine::{QuarantineHead, QuarantineVerdict};
 pub use read::{
-    ArrivalOrder, Events, ExportRange, ExportSelection, Gap, QuarantineEntry, RoundSummary, Stats,
+    ArrivalOrder, Events, ExportRange, ExportSelection, Gap, QuarantineEntry, RoundNeighbours,
+    RoundSummary, Stats,
 };
 pub use recover::Recovery;
 pub use verify::{
@@ -188,6 +190,8 @@ pub struct Ledger {
     verifying_keys: Mutex<schemas::attest::KeyCache>,
     /// What this open found beyond the store's last commit (`recover`).
     recovered: Recovery,
+    /// Events decoded from stored records since open (`Ledger::events_decoded`).
+    events_decoded: std::sync::atomic::AtomicU64,
 }
 
 impl Ledger {
@@ -207,8 +211,10 @@ impl Ledger {
             state: Mutex::new(state),
             verifying_keys: Mutex::new(schemas::attest::KeyCache::default()),
             recovered: Recovery::default(),
+            events_decoded: Default::default(),
         };
         ledger.recovered = ledger.recover_unreferenced()?;
+        ledger.build_config_index_if_missing()?;
         Ok(ledger)
     }
 

@@ -302,9 +302,19 @@ pub(crate) fn load_state(store: &dyn Store) -> Result<State, Error> {
     })
 }
 
+/// A round's summary with those of the rounds before and after it (`round_neighbours`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoundNeighbours {
+    pub prev: Option<RoundSummary>,
+    pub this: RoundSummary,
+    pub next: Option<RoundSummary>,
+}
+
 /// Events of one table in seq order, read record by record.
 pub struct Events<'a> {
     inner: KvIter<'a>,
+    /// The ledger's count of events decoded from records (`Ledger::events_decoded`).
+    decoded: &'a std::sync::atomic::AtomicU64,
     buf: VecDeque<StoredEvent>,
     range: RangeInclusive<u64>,
     done: bool,
@@ -333,7 +343,12 @@ impl Iterator for Events<'_> {
                     return Some(Err(e));
                 }
                 Ok((_, v)) => match record::decode_record(&v) {
-                    Ok(evs) => self.buf.extend(evs),
+                    Ok(evs) => {
+                        let n = evs.len() as u64;
+                        self.decoded
+                            .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+                        self.buf.extend(evs)
+                    }
                     Err(e) => {
                         self.done = true;
                         return Some(Err(e));
@@ -474,10 +489,18 @@ impl Ledger {
         };
         Events {
             inner,
+            decoded: &self.events_decoded,
             buf: VecDeque::new(),
             range,
             done: false,
         }
+    }
+
+    /// Events decoded from stored records since open, by every read: what reads cost, for
+    /// tests that count work instead of timing it.
+    pub fn events_decoded(&self) -> u64 {
+        self.events_decoded
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The stored event at `seq`, if any.
@@ -503,6 +526,57 @@ impl Ledger {
             }
         }
         Ok(out)
+    }
+
+    /// Round `round` of `table` with the rounds before and after it, read by key: the cost
+    /// does not grow with the table's history. `None` when the table has no such round.
+    pub fn round_neighbours(
+        &self,
+        table: &TableId,
+        round: RoundId,
+    ) -> Result<Option<RoundNeighbours>, Error> {
+        let Some(v) = self.store.get(Space::Round, &seq_key(table, round.0))? else {
+            return Ok(None);
+        };
+        let this = RoundSummary::decode(round, &v)?;
+        let tk = table_key(table);
+        let summary = |k: Vec<u8>, v: Vec<u8>| -> Result<RoundSummary, Error> {
+            let (_, rest) = split_table_key(&k)?;
+            RoundSummary::decode(RoundId(be_u64(rest)?), &v)
+        };
+        let prev = match round.0.checked_sub(1) {
+            None => None,
+            Some(p) => {
+                match self
+                    .store
+                    .last_key_at_or_before(Space::Round, &tk, &seq_key(table, p))?
+                {
+                    None => None,
+                    Some(k) => {
+                        let v = self.store.get(Space::Round, &k)?;
+                        let v =
+                            v.ok_or_else(|| record::corrupt("round index: key without value"))?;
+                        Some(summary(k, v)?)
+                    }
+                }
+            }
+        };
+        let mut end = tk.clone();
+        end.extend_from_slice(&[0xff; 9]);
+        let next = match round.0.checked_add(1) {
+            None => None,
+            Some(n) => {
+                let from = seq_key(table, n);
+                match self.store.range(Space::Round, &from, Some(&end)).next() {
+                    None => None,
+                    Some(kv) => {
+                        let (k, v) = kv?;
+                        Some(summary(k, v)?)
+                    }
+                }
+            }
+        };
+        Ok(Some(RoundNeighbours { prev, this, next }))
     }
 
     /// The table's rounds in round order.

@@ -47,6 +47,9 @@ pub enum Space {
     Checkpoint,
     /// Day seals (`days`): `day (YYYY-MM-DD)` -> the seal's JSON, written once.
     Seal,
+    /// The config index: `table key ++ seq (BE)` -> chain hash of each `TableOpened`.
+    /// Derived from the events, written with them (`config`).
+    Config,
 }
 
 /// The spaces besides `Space::Batch` whose puts are first-hand: not derivable from the event
@@ -61,7 +64,7 @@ pub const RECOVERED_SPACES: [Space; 4] = [
 
 impl Space {
     /// Every space, in prefix-table order.
-    pub const ALL: [Space; 11] = [
+    pub const ALL: [Space; 12] = [
         Space::Batch,
         Space::Head,
         Space::Round,
@@ -73,6 +76,7 @@ impl Space {
         Space::DeviceKey,
         Space::Checkpoint,
         Space::Seal,
+        Space::Config,
     ];
 
     /// The space whose `prefix` is `b`.
@@ -96,6 +100,7 @@ impl Space {
             Space::DeviceKey => b'k',
             Space::Checkpoint => b'c',
             Space::Seal => b's',
+            Space::Config => b'o',
         }
     }
 }

@@ -152,6 +152,10 @@ pub enum VerifyProblem {
     /// shorten or move a round unseen.
     #[error("round index: {0}")]
     RoundIndex(String),
+    /// The config index (`Space::Config`) disagrees with the records' `TableOpened` events.
+    /// What round views, bundles and the check of v2 checkpoints read as the config in force.
+    #[error("config index: {0}")]
+    ConfigIndex(String),
     /// A kept checkpoint or a key register entry that the chain does not bear out
     /// (`crate::attest::AttestationCheck`): what says which events a device vouched for.
     #[error("attestation: {0}")]
@@ -493,6 +497,8 @@ fn verify_table(
     let mut next = 1u64;
     // Each round's span in the records, as the append path indexes it.
     let mut rounds: BTreeMap<u64, RoundSpan> = BTreeMap::new();
+    // Each `TableOpened`'s seq and hash, as the append path indexes them.
+    let mut configs: BTreeMap<u64, Hash32> = BTreeMap::new();
     let mut attestation = crate::attest::AttestationCheck::new(store, table);
     // The pass over the records: the first problem it meets, if any.
     let stopped: Option<(u64, VerifyProblem)> = 'pass: {
@@ -543,6 +549,9 @@ fn verify_table(
                 };
                 if let Some((seq, p)) = attestation.event(next, &event, &e.hash)? {
                     return Ok(attestation_failed(table, seq, p, at, want));
+                }
+                if matches!(event.body, schemas::EventBody::TableOpened { .. }) {
+                    configs.insert(next, e.hash);
                 }
                 prev = e.hash;
                 receipt = schemas::digest::receipt_next(&receipt, e.stream_seq, e.received_at_ns);
@@ -627,6 +636,9 @@ fn verify_table(
     }
     if let Some((seq, problem)) = check_round_index(store, table, &rounds)? {
         return Ok((bad(seq, VerifyProblem::RoundIndex(problem)), at));
+    }
+    if let Some((seq, problem)) = crate::config::check_index(store, table, &configs)? {
+        return Ok((bad(seq, VerifyProblem::ConfigIndex(problem)), at));
     }
     if let Some((seq, problem)) = attestation.finish(store, last)? {
         return Ok((bad(seq, VerifyProblem::Attestation(problem)), at));

@@ -3,11 +3,14 @@
 //! attestation half (`schemas::bundle::verify_chain`) and the replay half (re-run the
 //! replayer on the decoded events and compare with the bundle's report, field by field).
 //!
-//! The chain segment runs from the configuration in force (or the signing device's
-//! enrollment, when earlier) to the first checkpoint the ledger kept whose head covers the
+//! The chain segment ends at the first checkpoint the ledger kept whose head covers the
 //! round's replay window, else the first that covers the round's last event (and on to the
-//! end of the window); when no checkpoint covers the round yet, to the table's head, and
-//! the bundle says "not yet attested".
+//! end of the window); when no checkpoint covers the round yet, at the table's head, and
+//! the bundle says "not yet attested". Version 3 starts it at the last kept v2 checkpoint
+//! before the window and cites the config and the key's enrollment that checkpoint signs,
+//! so its size does not grow with the table's history. When it cannot (no v2 checkpoint
+//! before the round, or a key rotated between the two checkpoints), version 2 starts it
+//! at the configuration in force (or the signing device's enrollment, when earlier).
 //!
 //! Invariants: the bundle's bytes are the stored bytes (hex), never re-encoded; building
 //! reads at most `BUNDLE_CHAIN_EVENTS_MAX` events; verification never needs sled or the
@@ -20,12 +23,14 @@ use schemas::api::CaseView;
 use schemas::attest::{KeyAction, KeyEvent, PublicKey};
 use schemas::bundle::{
     verify_chain, AttestationCheck, BundleAttestation, BundleCheckpoint, BundleError, BundleEvent,
-    BundleHead, ChainSegment, EvidenceBundle, BUNDLE_CHAIN_EVENTS_MAX, BUNDLE_FORMAT,
-    BUNDLE_VERSION,
+    BundleHead, BundleOpening, ChainSegment, EvidenceBundle, BUNDLE_CHAIN_EVENTS_MAX,
+    BUNDLE_FORMAT, BUNDLE_VERSION, BUNDLE_VERSION_FULL,
 };
 use schemas::{Hash32, TableId, GENESIS};
 
-/// Builds the bundle of `round` of `table`.
+/// Builds the bundle of `round` of `table`: version 3 when a kept v2 checkpoint precedes
+/// the round (and the covering one, if any, signs under the same key enrollment), else
+/// version 2, the full form.
 pub fn build(
     ledger: &ledger::Ledger,
     table: &TableId,
@@ -46,6 +51,73 @@ pub fn build(
                 "table {table} round {round}: no configuration event before the round"
             ))
         })?;
+    let plan = plan(ledger, table, &loaded, last_seq, config_seq)?;
+    let (from_seq, to_seq) = (plan.from_seq, plan.to_seq);
+    let chain = read_segment(ledger, table, from_seq, to_seq, plan.kept.is_some())?;
+    let attestation = match (plan.kept, plan.enrollment_seq) {
+        (Some(k), Some(enrollment_seq)) => attested(ledger, table, k, enrollment_seq)?,
+        _ => BundleAttestation::NotYetAttested {
+            latest_checkpoint_seq: plan.latest_checkpoint_seq,
+        },
+    };
+    let opening = match plan.opening {
+        Some(k) => Some(bundle_opening(ledger, table, k, config_seq, from_seq)?),
+        None => None,
+    };
+    let round_seqs = loaded
+        .events
+        .iter()
+        .filter(|(_, e)| e.round == Some(loaded.round))
+        .map(|(s, _)| s.seq.0)
+        .collect();
+    Ok(EvidenceBundle {
+        format: BUNDLE_FORMAT.to_string(),
+        version: if opening.is_some() {
+            BUNDLE_VERSION
+        } else {
+            BUNDLE_VERSION_FULL
+        },
+        table: table.clone(),
+        round: loaded.round,
+        exported_at_ns,
+        exported_by: exported_by.to_string(),
+        head: BundleHead {
+            seq: to_seq,
+            hash: chain.events.last().map_or(chain.anchor, |e| e.hash),
+        },
+        config_seq,
+        replay_from: loaded.window.0,
+        replay_to: loaded.window.1,
+        round_seqs,
+        chain,
+        opening,
+        attestation,
+        report: loaded.report,
+        cases,
+    })
+}
+
+/// Where a bundle's chain segment starts and ends, and the checkpoints it cites.
+struct Plan {
+    /// The first kept checkpoint covering the round, if any.
+    kept: Option<KeptCheckpoint>,
+    /// The enrollment of its key.
+    enrollment_seq: Option<u64>,
+    /// Version 3's opening checkpoint (`None`: the full form).
+    opening: Option<KeptCheckpoint>,
+    /// The table's highest kept checkpoint, read before `kept` was looked up.
+    latest_checkpoint_seq: Option<u64>,
+    from_seq: u64,
+    to_seq: u64,
+}
+
+fn plan(
+    ledger: &ledger::Ledger,
+    table: &TableId,
+    loaded: &rounds::LoadedRound,
+    last_seq: u64,
+    config_seq: u64,
+) -> Result<Plan, ReadError> {
     let head = ledger
         .head(table)
         .ok_or_else(|| ReadError::NotFound(format!("table {table} is not in the ledger")))?;
@@ -63,33 +135,87 @@ pub fn build(
         Some(k) => Some(enrollment_of(ledger, table, k)?),
         None => None,
     };
-    let from_seq = enrollment_seq.map_or(config_seq, |e| e.min(config_seq));
+    let opening = opening_for(
+        ledger,
+        table,
+        loaded.window.0,
+        config_seq,
+        &kept,
+        enrollment_seq,
+    )?;
+    let from_seq = match &opening {
+        Some(o) => o.checkpoint.head_seq.0,
+        None => enrollment_seq.map_or(config_seq, |e| e.min(config_seq)),
+    };
     let to_seq = match (&kept, enrollment_seq) {
         (Some(k), Some(e)) => k.checkpoint.head_seq.0.max(loaded.window.1).max(e),
         _ => head.seq.0,
     };
+    Ok(Plan {
+        kept,
+        enrollment_seq,
+        opening,
+        latest_checkpoint_seq,
+        from_seq,
+        to_seq,
+    })
+}
+
+/// The opening of a version 3 bundle: the last kept checkpoint at or before the event
+/// before the window, if it signs the chain's state (v2), names the round's config, and
+/// (when a checkpoint covers the round) signs under the same key enrollment as that one.
+/// `None`: the bundle takes the full form (version 2).
+fn opening_for(
+    ledger: &ledger::Ledger,
+    table: &TableId,
+    window_from: u64,
+    config_seq: u64,
+    kept: &Option<KeptCheckpoint>,
+    enrollment_seq: Option<u64>,
+) -> Result<Option<KeptCheckpoint>, ReadError> {
+    let Some(before) = window_from.checked_sub(1).filter(|s| *s > 0) else {
+        return Ok(None);
+    };
+    let Some(o) = ledger.checkpoint_at_or_before(table, before)? else {
+        return Ok(None);
+    };
+    let Some(s) = o.checkpoint.state else {
+        return Ok(None);
+    };
+    let config_ok = config_seq >= o.checkpoint.head_seq.0 || s.config_seq.0 == config_seq;
+    let key_ok = o.key_enrolled_seq == Some(s.key_seq);
+    let same_key = match (kept, enrollment_seq) {
+        (Some(k), Some(e)) => {
+            k.checkpoint.device == o.checkpoint.device
+                && k.checkpoint
+                    .state
+                    .is_some_and(|ks| ks.key_seq == s.key_seq && ks.key_hash == s.key_hash)
+                && e == s.key_seq.0
+        }
+        _ => true,
+    };
+    Ok((config_ok && key_ok && same_key).then_some(o))
+}
+
+/// The chain `from_seq..=to_seq`, every event verbatim, anchored at the hash before it.
+fn read_segment(
+    ledger: &ledger::Ledger,
+    table: &TableId,
+    from_seq: u64,
+    to_seq: u64,
+    attested: bool,
+) -> Result<ChainSegment, ReadError> {
     let count = to_seq - from_seq + 1;
     if count > BUNDLE_CHAIN_EVENTS_MAX {
         return Err(ReadError::TooLarge(format!(
-            "the chain from seq {from_seq} (configuration or key enrollment) to seq {to_seq} ({}) holds {count} events, more than {BUNDLE_CHAIN_EVENTS_MAX}",
-            if kept.is_some() { "the signed checkpoint" } else { "the head: no checkpoint covers the round yet" }
+            "the chain from seq {from_seq} to seq {to_seq} ({}) holds {count} events, more than {BUNDLE_CHAIN_EVENTS_MAX}",
+            if attested { "the signed checkpoint" } else { "the head: no checkpoint covers the round yet" }
         )));
     }
-    let anchor: Hash32 = if from_seq == 1 {
-        GENESIS
-    } else {
-        ledger
-            .stored_event(table, from_seq - 1)?
-            .ok_or_else(|| {
-                ReadError::Integrity(format!("table {table}: no event at seq {}", from_seq - 1))
-            })?
-            .hash
-    };
+    let anchor = hash_before(ledger, table, from_seq)?;
     let mut events = Vec::with_capacity(count as usize);
-    let mut end_hash = anchor;
     for e in ledger.events(table, from_seq..=to_seq) {
         let e = e?;
-        end_hash = e.hash;
         events.push(BundleEvent {
             seq: e.seq.0,
             hash: e.hash,
@@ -104,62 +230,81 @@ pub fn build(
             events.len(),
         )));
     }
-    let attestation = match (kept, enrollment_seq) {
-        (Some(k), Some(enrollment_seq)) => {
-            let stored = ledger.stored_event(table, enrollment_seq)?.ok_or_else(|| {
-                ReadError::Integrity(format!("table {table}: no event at seq {enrollment_seq}"))
-            })?;
-            let Some((device_key, admin_key)) = enrolls(table, &stored.bytes, &k) else {
-                return Err(ReadError::Integrity(format!(
-                    "table {table} seq {enrollment_seq}: not the enrollment of the checkpoint's key"
-                )));
-            };
-            BundleAttestation::Attested {
-                device_key,
-                enrollment_seq,
-                admin_key,
-                checkpoint: Box::new(BundleCheckpoint {
-                    bytes: hex::encode(&k.bytes),
-                    decoded: k.checkpoint,
-                    stream_seq: k.stream_seq,
-                    received_at_ns: k.received_at_ns,
-                }),
-            }
-        }
-        _ => BundleAttestation::NotYetAttested {
-            latest_checkpoint_seq,
-        },
+    Ok(ChainSegment {
+        anchor,
+        from_seq,
+        to_seq,
+        events,
+    })
+}
+
+/// The chain hash before `seq`: genesis for seq 1.
+fn hash_before(ledger: &ledger::Ledger, table: &TableId, seq: u64) -> Result<Hash32, ReadError> {
+    if seq == 1 {
+        return Ok(GENESIS);
+    }
+    Ok(ledger
+        .stored_event(table, seq - 1)?
+        .ok_or_else(|| ReadError::Integrity(format!("table {table}: no event at seq {}", seq - 1)))?
+        .hash)
+}
+
+/// The covering checkpoint, its key and the key's enrollment, for the bundle.
+fn attested(
+    ledger: &ledger::Ledger,
+    table: &TableId,
+    k: KeptCheckpoint,
+    enrollment_seq: u64,
+) -> Result<BundleAttestation, ReadError> {
+    let stored = ledger.stored_event(table, enrollment_seq)?.ok_or_else(|| {
+        ReadError::Integrity(format!("table {table}: no event at seq {enrollment_seq}"))
+    })?;
+    let Some((device_key, admin_key)) = enrolls(table, &stored.bytes, &k) else {
+        return Err(ReadError::Integrity(format!(
+            "table {table} seq {enrollment_seq}: not the enrollment of the checkpoint's key"
+        )));
     };
-    let round_seqs = loaded
-        .events
-        .iter()
-        .filter(|(_, e)| e.round == Some(loaded.round))
-        .map(|(s, _)| s.seq.0)
-        .collect();
-    Ok(EvidenceBundle {
-        format: BUNDLE_FORMAT.to_string(),
-        version: BUNDLE_VERSION,
-        table: table.clone(),
-        round: loaded.round,
-        exported_at_ns,
-        exported_by: exported_by.to_string(),
-        head: BundleHead {
-            seq: to_seq,
-            hash: end_hash,
-        },
-        config_seq,
-        replay_from: loaded.window.0,
-        replay_to: loaded.window.1,
-        round_seqs,
-        chain: ChainSegment {
-            anchor,
-            from_seq,
-            to_seq,
-            events,
-        },
-        attestation,
-        report: loaded.report,
-        cases,
+    Ok(BundleAttestation::Attested {
+        device_key,
+        enrollment_seq,
+        admin_key,
+        checkpoint: Box::new(bundle_checkpoint(k)),
+    })
+}
+
+fn bundle_checkpoint(k: KeptCheckpoint) -> BundleCheckpoint {
+    BundleCheckpoint {
+        bytes: hex::encode(&k.bytes),
+        decoded: k.checkpoint,
+        stream_seq: k.stream_seq,
+        received_at_ns: k.received_at_ns,
+    }
+}
+
+/// A version 3 bundle's opening: its checkpoint, and the config event and key enrollment
+/// its state names, each as a one-event segment when it lies before `from_seq`.
+fn bundle_opening(
+    ledger: &ledger::Ledger,
+    table: &TableId,
+    k: KeptCheckpoint,
+    config_seq: u64,
+    from_seq: u64,
+) -> Result<BundleOpening, ReadError> {
+    let key_seq = k.checkpoint.state.map_or(0, |s| s.key_seq.0);
+    assert!(
+        k.checkpoint.state.is_some(),
+        "opening_for takes v2 checkpoints only"
+    );
+    let cite = |seq: u64| -> Result<Option<ChainSegment>, ReadError> {
+        if seq >= from_seq {
+            return Ok(None);
+        }
+        read_segment(ledger, table, seq, seq, true).map(Some)
+    };
+    Ok(BundleOpening {
+        config: cite(config_seq)?,
+        enrollment: cite(key_seq)?,
+        checkpoint: bundle_checkpoint(k),
     })
 }
 
@@ -284,7 +429,8 @@ pub fn verify_bytes(
 ) -> Result<Verified, VerifyBundleError> {
     // Name an older or foreign version before its fields fail to parse.
     let probe: Probe = serde_json::from_slice(bytes)?;
-    if probe.format.as_deref() != Some(BUNDLE_FORMAT) || probe.version != Some(BUNDLE_VERSION) {
+    let known = matches!(probe.version, Some(BUNDLE_VERSION | BUNDLE_VERSION_FULL));
+    if probe.format.as_deref() != Some(BUNDLE_FORMAT) || !known {
         return Err(BundleError::Format {
             found: probe.format.unwrap_or_default(),
             version: probe.version.unwrap_or(0),

@@ -31,33 +31,25 @@ pub struct Located {
     pub config_seq: Option<u64>,
 }
 
-/// From the ledger alone (the CLI, or a round the index has not reached yet): reads the
-/// table's round index and scans for the configuration event.
+/// From the ledger alone (the CLI, or a round the index has not reached yet): the round
+/// and its neighbours from the round index, the configuration from the config index. A
+/// few seeks, whatever the table's history.
 pub fn locate_in_ledger(
     ledger: &ledger::Ledger,
     table: &TableId,
     round: u64,
 ) -> Result<Located, ReadError> {
-    let rounds = ledger.rounds(table)?;
-    let i = rounds
-        .iter()
-        .position(|r| r.round.0 == round)
+    let n = ledger
+        .round_neighbours(table, RoundId(round))?
         .ok_or_else(|| ReadError::NotFound(format!("table {table} has no round {round}")))?;
-    let r = &rounds[i];
-    let mut config_seq = None;
-    for e in ledger.events(table, 1..=r.first_seq.0) {
-        let e = e?;
-        if let Ok((ev, _)) = schemas::codec::decode(&e.bytes) {
-            if matches!(ev.body, EventBody::TableOpened { .. }) {
-                config_seq = Some(e.seq.0);
-            }
-        }
-    }
+    let config_seq = ledger
+        .config_at(table, n.this.first_seq.0)?
+        .map(|(s, _)| s.0);
     Ok(Located {
-        first_seq: r.first_seq.0,
-        last_seq: r.last_seq.0,
-        prev_last: i.checked_sub(1).map(|p| rounds[p].last_seq.0),
-        next_first: rounds.get(i + 1).map(|n| n.first_seq.0),
+        first_seq: n.this.first_seq.0,
+        last_seq: n.this.last_seq.0,
+        prev_last: n.prev.map(|p| p.last_seq.0),
+        next_first: n.next.map(|x| x.first_seq.0),
         config_seq,
     })
 }

@@ -23,8 +23,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// Domain tag of a checkpoint signature.
+/// Domain tag of a checkpoint signature (head only).
 pub const CHECKPOINT_DOMAIN: &[u8] = b"roundledger/checkpoint/v1";
+/// Domain tag of a checkpoint signature over the head and the chain's state there.
+pub const CHECKPOINT_V2_DOMAIN: &[u8] = b"roundledger/checkpoint/v2";
 /// Domain tag of an admin's signature over an enrollment or revocation.
 pub const ENROLL_DOMAIN: &[u8] = b"roundledger/enroll/v1";
 
@@ -344,12 +346,53 @@ pub fn checkpoint_message(
     m
 }
 
+/// The chain's state at a checkpoint's head, as the device signs it (checkpoint v2): the
+/// `TableOpened` event in force at the head, and the `DeviceEnrolled` event that enrolled
+/// the signing key and is still in force. The ledger keeps a checkpoint only if both are
+/// true; evidence bundles cite them instead of carrying the chain back to them.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Encode, Decode, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CheckpointState {
+    /// Seq of the last `TableOpened` at or before the head.
+    pub config_seq: Seq,
+    /// Its chain hash.
+    pub config_hash: Hash32,
+    /// Seq of the `DeviceEnrolled` event that enrolled the signing key.
+    pub key_seq: Seq,
+    /// Its chain hash.
+    pub key_hash: Hash32,
+}
+
+/// The bytes a device signs for a v2 checkpoint: the v1 message under
+/// `"roundledger/checkpoint/v2"`, then `config_seq (u64 BE) || config_hash (32) || key_seq
+/// (u64 BE) || key_hash (32)`.
+pub fn checkpoint_v2_message(
+    table: &TableId,
+    device: &DeviceId,
+    head_seq: Seq,
+    head_hash: &Hash32,
+    signed_at_ns: i64,
+    state: &CheckpointState,
+) -> Vec<u8> {
+    let v1 = checkpoint_message(table, device, head_seq, head_hash, signed_at_ns);
+    let mut m = Vec::with_capacity(v1.len() + 80);
+    m.extend_from_slice(CHECKPOINT_V2_DOMAIN);
+    m.extend_from_slice(&v1[CHECKPOINT_DOMAIN.len()..]);
+    m.extend_from_slice(&state.config_seq.0.to_be_bytes());
+    m.extend_from_slice(&state.config_hash.0);
+    m.extend_from_slice(&state.key_seq.0.to_be_bytes());
+    m.extend_from_slice(&state.key_hash.0);
+    debug_assert_eq!(m.len(), v1.len() + 80);
+    m
+}
+
 /// A device's signed statement "the chain of `table` has `head_hash` at `head_seq`". One
 /// NATS message on `tables.<table>.checkpoints`, in the same two wire forms as events
 /// (bincode starting with the version byte, or JSON). Not part of the chain itself, so a
 /// refused checkpoint never breaks the chain it speaks of.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Encode, Decode, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Checkpoint {
     /// Wire version, `WIRE_VERSION`.
@@ -361,7 +404,14 @@ pub struct Checkpoint {
     /// Device clock, UTC ns. Informative; never used to order anything.
     pub signed_at_ns: i64,
     pub signature: Signature,
+    /// Version 2: the chain's state at the head, signed with it. Absent in version 1.
+    /// In bincode it follows the signature, when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<CheckpointState>,
 }
+
+/// A checkpoint's bincode fields before its optional state (version 1 is exactly these).
+type CheckpointWire = (u8, TableId, DeviceId, Seq, Hash32, i64, Signature);
 
 /// Why checkpoint bytes could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -405,7 +455,30 @@ impl Checkpoint {
             head_hash,
             signed_at_ns,
             signature,
+            state: None,
         }
+    }
+
+    /// Signs the head of `table` and the chain's `state` there as `device` (version 2).
+    pub fn sign_v2(
+        key: &SigningKey,
+        head: (TableId, DeviceId, Seq, Hash32),
+        signed_at_ns: i64,
+        state: CheckpointState,
+    ) -> Checkpoint {
+        let (table, device, head_seq, head_hash) = head;
+        let mut c = Checkpoint {
+            v: WIRE_VERSION,
+            table,
+            device,
+            head_seq,
+            head_hash,
+            signed_at_ns,
+            signature: Signature([0; 64]),
+            state: Some(state),
+        };
+        c.signature = key.sign(&c.signed_message());
+        c
     }
 
     /// Whether the signature is `key`'s over this checkpoint's message.
@@ -413,22 +486,43 @@ impl Checkpoint {
         verify(key, &self.signed_message(), &self.signature)
     }
 
-    /// The bytes the device signed (`checkpoint_message`), for `verify_many`.
+    /// The bytes the device signed (`checkpoint_message`, or `checkpoint_v2_message` with
+    /// a state), for `verify_many`.
     pub fn signed_message(&self) -> Vec<u8> {
-        checkpoint_message(
+        let (t, d, seq, hash, at) = (
             &self.table,
             &self.device,
             self.head_seq,
             &self.head_hash,
             self.signed_at_ns,
-        )
+        );
+        match &self.state {
+            None => checkpoint_message(t, d, seq, hash, at),
+            Some(state) => checkpoint_v2_message(t, d, seq, hash, at, state),
+        }
     }
 
-    /// The bincode wire form.
+    /// The bincode wire form: the version 1 fields, then the state when present.
     pub fn to_bincode(&self) -> Vec<u8> {
-        // Encoding our own fixed-shape struct into a Vec cannot fail.
-        bincode::encode_to_vec(self, bincode::config::standard())
-            .expect("encoding a checkpoint into a Vec is infallible")
+        let wire: CheckpointWire = (
+            self.v,
+            self.table.clone(),
+            self.device.clone(),
+            self.head_seq,
+            self.head_hash,
+            self.signed_at_ns,
+            self.signature,
+        );
+        // Encoding our own fixed-shape values into a Vec cannot fail.
+        let mut out = bincode::encode_to_vec(wire, bincode::config::standard())
+            .expect("encoding a checkpoint into a Vec is infallible");
+        if let Some(state) = &self.state {
+            out.extend(
+                bincode::encode_to_vec(state, bincode::config::standard())
+                    .expect("encoding a checkpoint state into a Vec is infallible"),
+            );
+        }
+        out
     }
 
     /// Reads either wire form; never panics, whatever the bytes.
@@ -449,19 +543,42 @@ impl Checkpoint {
             // With the events' limit: bincode sizes a string's buffer from its declared
             // length before reading it, so without one ten bytes declaring 2^62 would
             // abort the process.
-            let (c, used): (Checkpoint, usize) =
-                bincode::decode_from_slice(bytes, crate::codec::bincode_config())
-                    .map_err(|e| CheckpointDecodeError::Bincode(e.to_string()))?;
-            if used != bytes.len() {
-                return Err(CheckpointDecodeError::Trailing(bytes.len() - used));
-            }
-            c
+            decode_bincode(bytes)?
         };
         if c.v != WIRE_VERSION {
             return Err(CheckpointDecodeError::Version(c.v));
         }
         Ok(c)
     }
+}
+
+/// The bincode form: the version 1 fields, then a state if bytes remain (version 2).
+fn decode_bincode(bytes: &[u8]) -> Result<Checkpoint, CheckpointDecodeError> {
+    let bad = |e: bincode::error::DecodeError| CheckpointDecodeError::Bincode(e.to_string());
+    let (wire, used): (CheckpointWire, usize) =
+        bincode::decode_from_slice(bytes, crate::codec::bincode_config()).map_err(bad)?;
+    let (v, table, device, head_seq, head_hash, signed_at_ns, signature) = wire;
+    let state = if used == bytes.len() {
+        None
+    } else {
+        let (state, more): (CheckpointState, usize) =
+            bincode::decode_from_slice(&bytes[used..], crate::codec::bincode_config())
+                .map_err(bad)?;
+        if used + more != bytes.len() {
+            return Err(CheckpointDecodeError::Trailing(bytes.len() - used - more));
+        }
+        Some(state)
+    };
+    Ok(Checkpoint {
+        v,
+        table,
+        device,
+        head_seq,
+        head_hash,
+        signed_at_ns,
+        signature,
+        state,
+    })
 }
 
 #[cfg(test)]
@@ -609,6 +726,48 @@ mod tests {
         let mut resigned = c;
         resigned.signature.0[10] ^= 0x40;
         assert!(!resigned.verifies_with(&key.public()));
+    }
+
+    /// A v2 checkpoint signs its state too; both wire forms carry it, a v1 one still reads
+    /// as v1, and any change to the state breaks the signature.
+    #[test]
+    fn checkpoint_v2_signs_the_state_in_both_wire_forms() {
+        let (t, d) = ids();
+        let key = SigningKey::derive_for_simulation("device CSP-01/ctl-1");
+        let state = CheckpointState {
+            config_seq: Seq(1),
+            config_hash: Hash32([1; 32]),
+            key_seq: Seq(2),
+            key_hash: Hash32([2; 32]),
+        };
+        let head = (t.clone(), d.clone(), Seq(42), Hash32([9; 32]));
+        let c = Checkpoint::sign_v2(&key, head, 1_700_000_000_000, state);
+        assert!(c.verifies_with(&key.public()));
+        assert!(c.signed_message().starts_with(CHECKPOINT_V2_DOMAIN));
+        assert_eq!(Checkpoint::decode(&c.to_bincode()).unwrap(), c);
+        assert_eq!(
+            Checkpoint::decode(&serde_json::to_vec(&c).unwrap()).unwrap(),
+            c
+        );
+        let v1 = Checkpoint::sign(&key, t, d, Seq(42), Hash32([9; 32]), 1_700_000_000_000);
+        assert_eq!(Checkpoint::decode(&v1.to_bincode()).unwrap().state, None);
+        for edit in 0..4 {
+            let mut forged = c.clone();
+            let s = forged.state.as_mut().unwrap();
+            match edit {
+                0 => s.config_seq = Seq(0),
+                1 => s.config_hash.0[3] ^= 1,
+                2 => s.key_seq = Seq(3),
+                _ => s.key_hash.0[0] ^= 1,
+            }
+            assert!(!forged.verifies_with(&key.public()), "edit {edit}");
+        }
+        let mut stripped = c;
+        stripped.state = None;
+        assert!(!stripped.verifies_with(&key.public()));
+        let mut trailing = v1.to_bincode();
+        trailing.push(7);
+        assert!(Checkpoint::decode(&trailing).is_err());
     }
 
     #[test]

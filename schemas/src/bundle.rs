@@ -6,7 +6,10 @@
 //! the device-signed checkpoint that covers the round (or, when none does yet, the table's
 //! chain head at export), every stored hash, seq and prev link, that the round's events are
 //! all listed, the checkpoint's ed25519 signature, and that its key was enrolled in the same
-//! chain by an admin key (the bundle's, or one the verifier pins). Re-running the replayer
+//! chain by an admin key (the bundle's, or one the verifier pins). A version 3 bundle's
+//! segment starts at a signed v2 checkpoint, and the config and enrollment before it are
+//! cited one event each and checked against the state the checkpoints sign (BUNDLE.md §4).
+//! Re-running the replayer
 //! and comparing its report is the second half (`readside::evidence::verify`, called by
 //! `roundledger verify-bundle`), since this crate cannot depend on the replayer.
 //!
@@ -14,7 +17,7 @@
 //! the field).
 
 use crate::api::CaseView;
-use crate::attest::{Checkpoint, KeyAction, KeyEvent, PublicKey};
+use crate::attest::{Checkpoint, CheckpointState, KeyAction, KeyEvent, PublicKey};
 use crate::chain::event_hash;
 use crate::codec;
 use crate::event::{Event, EventBody};
@@ -24,8 +27,13 @@ use serde::{Deserialize, Serialize};
 
 /// The `format` field.
 pub const BUNDLE_FORMAT: &str = "roundledger-evidence";
-/// The version this crate writes and reads (2: the chain ends at a signed checkpoint).
-pub const BUNDLE_VERSION: u32 = 2;
+/// The version this crate writes when it can (3: the chain starts at a signed v2
+/// checkpoint before the round and cites the config and the key's enrollment by the state
+/// checkpoints sign).
+pub const BUNDLE_VERSION: u32 = 3;
+/// The full form (2: the chain runs from the config or the key's enrollment): still read,
+/// and written when the short form cannot be (no v2 checkpoint before the round).
+pub const BUNDLE_VERSION_FULL: u32 = 2;
 /// Most events in a bundle's chain segment (from the configuration in force to the
 /// checkpoint covering the round, or to the head when none does yet); beyond, export
 /// refuses.
@@ -86,6 +94,26 @@ pub struct BundleCheckpoint {
     pub received_at_ns: i64,
 }
 
+/// Version 3: what anchors the chain segment and the events before it that the proof
+/// cites (schemas/BUNDLE.md §4).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BundleOpening {
+    /// A kept v2 checkpoint whose head is the segment's first event (`chain.from_seq`), at
+    /// or before the replay window's start. Its signed state names the config and the key
+    /// enrollment in force there.
+    pub checkpoint: BundleCheckpoint,
+    /// The config event in force, as a one-event segment, when it lies before the chain
+    /// segment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<ChainSegment>,
+    /// The enrollment of the signing key, as a one-event segment, when it lies before the
+    /// chain segment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enrollment: Option<ChainSegment>,
+}
+
 /// Whether a device-signed checkpoint covers the round.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -113,7 +141,7 @@ pub enum BundleAttestation {
     },
 }
 
-/// The evidence bundle, version 2.
+/// The evidence bundle, version 3 (or 2, the full form).
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -134,9 +162,14 @@ pub struct EvidenceBundle {
     pub replay_to: u64,
     /// Seqs of the round's own events (those whose `round` is this round).
     pub round_seqs: Vec<u64>,
-    /// From the config event (or the device's enrollment, when earlier) to the checkpoint
-    /// (or the head), every event verbatim.
+    /// Version 2: from the config event (or the device's enrollment, when earlier) to the
+    /// checkpoint (or the head), every event verbatim. Version 3: from the opening
+    /// checkpoint's head to the checkpoint (or the head).
     pub chain: ChainSegment,
+    /// Version 3 only: the signed checkpoint the segment starts at, and the events before
+    /// it that the proof cites.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub opening: Option<BundleOpening>,
     /// The signed checkpoint at the end of the chain, or "not yet attested".
     pub attestation: BundleAttestation,
     /// The replayer's report at export.
@@ -150,9 +183,11 @@ pub struct EvidenceBundle {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum BundleError {
     #[error(
-        "format {found:?} version {version}: expected {BUNDLE_FORMAT:?} version {BUNDLE_VERSION}"
+        "format {found:?} version {version}: expected {BUNDLE_FORMAT:?} version {BUNDLE_VERSION_FULL} or {BUNDLE_VERSION}"
     )]
     Format { found: String, version: u32 },
+    #[error("opening checkpoint: {0}")]
+    Opening(String),
     #[error("chain segment: {0}")]
     Segment(String),
     #[error("chain event seq {seq}: bytes are not hex: {detail}")]
@@ -240,6 +275,9 @@ pub enum AttestationCheck {
 #[derive(Debug, Clone)]
 pub struct VerifiedChain {
     pub events: Vec<(Seq, Event)>,
+    /// Version 3: the config event when it lies before the segment, verified against the
+    /// opening checkpoint's signed state.
+    pub config_before: Option<(Seq, Event)>,
     pub attestation: AttestationCheck,
 }
 
@@ -248,7 +286,12 @@ impl VerifiedChain {
     pub fn replay_input(&self, b: &EvidenceBundle) -> Vec<(Seq, Event)> {
         let mut out = Vec::new();
         if b.config_seq < b.replay_from {
-            if let Some(e) = self.events.iter().find(|(s, _)| s.0 == b.config_seq) {
+            let config = self
+                .events
+                .iter()
+                .chain(self.config_before.iter())
+                .find(|(s, _)| s.0 == b.config_seq);
+            if let Some(e) = config {
                 out.push(e.clone());
             }
         }
@@ -262,21 +305,85 @@ impl VerifiedChain {
     }
 }
 
+/// An event the proof cites from before the chain segment (version 3): a one-event
+/// segment, verified, with its recomputed hash.
+#[derive(Debug, Clone)]
+struct Cited {
+    seq: Seq,
+    event: Event,
+    hash: Hash32,
+}
+
+/// A version 3 bundle's opening: its checkpoint decoded, and the events it cites.
+struct Opening {
+    checkpoint: Checkpoint,
+    state: CheckpointState,
+    config: Option<Cited>,
+    enrollment: Option<Cited>,
+}
+
 /// Checks the chain and attestation half of a bundle (see the module doc and BUNDLE.md
-/// §3). `pinned_admin_keys`: the admin keys the verifier trusts; when empty, the bundle's
-/// own `admin_key` is taken on trust (and `AttestationCheck::Attested::admin_pinned` says
-/// so).
+/// §3, §4). `pinned_admin_keys`: the admin keys the verifier trusts; when empty, the
+/// bundle's own `admin_key` is taken on trust (and `AttestationCheck::Attested::admin_pinned`
+/// says so).
 pub fn verify_chain(
     b: &EvidenceBundle,
     pinned_admin_keys: &[PublicKey],
 ) -> Result<VerifiedChain, BundleError> {
-    if b.format != BUNDLE_FORMAT || b.version != BUNDLE_VERSION {
-        return Err(BundleError::Format {
-            found: b.format.clone(),
-            version: b.version,
+    let opening = match (b.format == BUNDLE_FORMAT, b.version, &b.opening) {
+        (true, BUNDLE_VERSION, Some(o)) => Some(decode_opening(b, o)?),
+        (true, BUNDLE_VERSION_FULL, None) => None,
+        (true, v @ (BUNDLE_VERSION | BUNDLE_VERSION_FULL), o) => {
+            return Err(BundleError::Opening(format!(
+                "a version {v} bundle {} an opening",
+                if o.is_some() { "has" } else { "lacks" }
+            )))
+        }
+        _ => {
+            return Err(BundleError::Format {
+                found: b.format.clone(),
+                version: b.version,
+            })
+        }
+    };
+    let (out, end) = verify_segment(&b.table, &b.chain)?;
+    let c = &b.chain;
+    if c.to_seq != b.head.seq || end != b.head.hash {
+        return Err(BundleError::HeadMismatch {
+            seq: c.to_seq,
+            computed: end,
+            head_seq: b.head.seq,
+            head_hash: b.head.hash,
         });
     }
-    let c = &b.chain;
+    let config_before = check_config(b, opening.as_ref(), &out)?;
+    if b.replay_from > b.replay_to || b.replay_to > c.to_seq || b.replay_from < c.from_seq {
+        return Err(BundleError::Segment(format!(
+            "replay window {}..={} outside the segment",
+            b.replay_from, b.replay_to
+        )));
+    }
+    check_round_seqs(b, &out)?;
+    check_window_bounds(b, &out)?;
+    let last_round_seq = b.round_seqs.last().copied().unwrap_or(0);
+    let attestation =
+        check_attestation(b, &out, opening.as_ref(), last_round_seq, pinned_admin_keys)?;
+    if let Some(o) = &opening {
+        check_opening(b, &out, o, &attestation, pinned_admin_keys)?;
+    }
+    Ok(VerifiedChain {
+        events: out,
+        config_before,
+        attestation,
+    })
+}
+
+/// A segment's events recomputed from the anchor: each decoded, of this table, at its seq,
+/// chained to the one before, with its stored hash. Returns them and the last hash.
+fn verify_segment(
+    table: &TableId,
+    c: &ChainSegment,
+) -> Result<(Vec<(Seq, Event)>, Hash32), BundleError> {
     if c.from_seq == 0 || c.to_seq < c.from_seq {
         return Err(BundleError::Segment(format!(
             "range {}..={} is empty",
@@ -314,7 +421,7 @@ pub fn verify_chain(
             seq,
             detail: x.to_string(),
         })?;
-        if event.table != b.table || event.seq.0 != seq {
+        if event.table != *table || event.seq.0 != seq {
             return Err(BundleError::WrongEvent {
                 seq,
                 table: event.table.clone(),
@@ -339,34 +446,123 @@ pub fn verify_chain(
         prev = computed;
         out.push((Seq(seq), event));
     }
-    if c.to_seq != b.head.seq || prev != b.head.hash {
-        return Err(BundleError::HeadMismatch {
-            seq: c.to_seq,
-            computed: prev,
-            head_seq: b.head.seq,
-            head_hash: b.head.hash,
-        });
-    }
-    let config_ok = out
-        .iter()
-        .any(|(s, e)| s.0 == b.config_seq && matches!(e.body, EventBody::TableOpened { .. }));
-    // The configuration in force is the last `TableOpened` before the round's first event
-    // (it may lie inside the window: a table opened again after the previous round).
-    let first_round = b.round_seqs.first().copied().unwrap_or(b.replay_to);
-    let reopened = out.iter().any(|(s, e)| {
-        s.0 > b.config_seq && s.0 < first_round && matches!(e.body, EventBody::TableOpened { .. })
-    });
-    if !config_ok || b.config_seq >= first_round || reopened {
-        return Err(BundleError::Config(b.config_seq));
-    }
-    if b.replay_from > b.replay_to || b.replay_to > c.to_seq || b.replay_from < c.from_seq {
-        return Err(BundleError::Segment(format!(
-            "replay window {}..={} outside the segment",
-            b.replay_from, b.replay_to
+    Ok((out, prev))
+}
+
+/// A one-event segment (version 3's cited events), verified like any segment.
+fn one_event(table: &TableId, c: &ChainSegment, what: &str) -> Result<Cited, BundleError> {
+    if c.from_seq != c.to_seq {
+        return Err(BundleError::Opening(format!(
+            "the {what} must be a one-event segment, not {}..={}",
+            c.from_seq, c.to_seq
         )));
     }
-    // Exactly the round's events of the window, in order.
-    let in_round: Vec<u64> = out
+    let (mut events, hash) = verify_segment(table, c)?;
+    let (seq, event) = events
+        .pop()
+        .expect("a verified one-event segment holds one");
+    Ok(Cited { seq, event, hash })
+}
+
+/// The opening checkpoint decoded from its exact bytes (a v2 one, of this table), and its
+/// cited events verified.
+fn decode_opening(b: &EvidenceBundle, o: &BundleOpening) -> Result<Opening, BundleError> {
+    let checkpoint = decode_checkpoint(&o.checkpoint).map_err(BundleError::Opening)?;
+    if checkpoint.table != b.table {
+        return Err(BundleError::Opening(format!(
+            "signed for table {}, the bundle is of table {}",
+            checkpoint.table, b.table
+        )));
+    }
+    let state = checkpoint.state.ok_or_else(|| {
+        BundleError::Opening("a version 1 checkpoint: it signs no chain state".into())
+    })?;
+    let config = o
+        .config
+        .as_ref()
+        .map(|c| one_event(&b.table, c, "config event"))
+        .transpose()?;
+    let enrollment = o
+        .enrollment
+        .as_ref()
+        .map(|c| one_event(&b.table, c, "key enrollment"))
+        .transpose()?;
+    Ok(Opening {
+        checkpoint,
+        state,
+        config,
+        enrollment,
+    })
+}
+
+/// A bundled checkpoint's exact bytes decoded; the reader's copy must equal them.
+fn decode_checkpoint(k: &BundleCheckpoint) -> Result<Checkpoint, String> {
+    let bytes = hex::decode(&k.bytes).map_err(|e| format!("bytes are not hex: {e}"))?;
+    let cp = Checkpoint::decode(&bytes).map_err(|e| format!("bytes do not decode: {e}"))?;
+    if cp != k.decoded {
+        return Err("the decoded copy differs from the checkpoint's bytes".into());
+    }
+    Ok(cp)
+}
+
+fn is_opened(e: &Event) -> bool {
+    matches!(e.body, EventBody::TableOpened { .. })
+}
+
+/// The configuration in force is the last `TableOpened` before the round's first event (it
+/// may lie inside the window: a table opened again after the previous round). Version 3
+/// may cite it from before the segment: then the opening checkpoint's signed state names
+/// it, and the segment holds no `TableOpened` before the round.
+fn check_config(
+    b: &EvidenceBundle,
+    opening: Option<&Opening>,
+    events: &[(Seq, Event)],
+) -> Result<Option<(Seq, Event)>, BundleError> {
+    let first_round = b.round_seqs.first().copied().unwrap_or(b.replay_to);
+    let reopened = events
+        .iter()
+        .any(|(s, e)| s.0 > b.config_seq && s.0 < first_round && is_opened(e));
+    if b.config_seq >= first_round || reopened {
+        return Err(BundleError::Config(b.config_seq));
+    }
+    if b.config_seq >= b.chain.from_seq {
+        let ok = events
+            .iter()
+            .any(|(s, e)| s.0 == b.config_seq && is_opened(e));
+        return if ok {
+            Ok(None)
+        } else {
+            Err(BundleError::Config(b.config_seq))
+        };
+    }
+    let Some(o) = opening else {
+        return Err(BundleError::Config(b.config_seq));
+    };
+    let Some(cited) = &o.config else {
+        return Err(BundleError::Opening(format!(
+            "config_seq {} is before the segment, but the config event is not cited",
+            b.config_seq
+        )));
+    };
+    let signed = (o.state.config_seq, o.state.config_hash);
+    if cited.seq.0 != b.config_seq || !is_opened(&cited.event) || signed != (cited.seq, cited.hash)
+    {
+        return Err(BundleError::Opening(format!(
+            "the cited config event is seq {} hash {} ({}); the opening checkpoint signs seq {} hash {}, the bundle says config_seq {}",
+            cited.seq.0,
+            cited.hash,
+            cited.event.body.type_name(),
+            signed.0 .0,
+            signed.1,
+            b.config_seq
+        )));
+    }
+    Ok(Some((cited.seq, cited.event.clone())))
+}
+
+/// Exactly the round's events of the window, in order, and at least one.
+fn check_round_seqs(b: &EvidenceBundle, events: &[(Seq, Event)]) -> Result<(), BundleError> {
+    let in_round: Vec<u64> = events
         .iter()
         .filter(|(s, e)| (b.replay_from..=b.replay_to).contains(&s.0) && e.round == Some(b.round))
         .map(|(s, _)| s.0)
@@ -383,13 +579,7 @@ pub fn verify_chain(
             b.round.0
         )));
     }
-    check_window_bounds(b, &out)?;
-    let last_round_seq = in_round.last().copied().unwrap_or(0);
-    let attestation = check_attestation(b, &out, last_round_seq, pinned_admin_keys)?;
-    Ok(VerifiedChain {
-        events: out,
-        attestation,
-    })
+    Ok(())
 }
 
 /// Step 6 of BUNDLE.md §3, its second half: the window is the round's whole window, as the
@@ -453,6 +643,7 @@ fn check_window_bounds(b: &EvidenceBundle, events: &[(Seq, Event)]) -> Result<()
 fn check_attestation(
     b: &EvidenceBundle,
     events: &[(Seq, Event)],
+    opening: Option<&Opening>,
     last_round_seq: u64,
     pinned: &[PublicKey],
 ) -> Result<AttestationCheck, BundleError> {
@@ -477,15 +668,53 @@ fn check_attestation(
             admin_key,
         } => (checkpoint, *device_key, *enrollment_seq, *admin_key),
     };
-    let bytes = hex::decode(&checkpoint.bytes)
-        .map_err(|e| BundleError::Checkpoint(format!("bytes are not hex: {e}")))?;
-    let cp = Checkpoint::decode(&bytes)
-        .map_err(|e| BundleError::Checkpoint(format!("bytes do not decode: {e}")))?;
-    if cp != checkpoint.decoded {
-        return Err(BundleError::Checkpoint(
-            "the decoded copy differs from the checkpoint's bytes".into(),
-        ));
+    let cp = decode_checkpoint(checkpoint).map_err(BundleError::Checkpoint)?;
+    let signed = check_covering_head(b, &cp, last_round_seq)?;
+    if !cp.verifies_with(&device_key) {
+        return Err(BundleError::BadSignature {
+            device: cp.device.clone(),
+            key: device_key,
+        });
     }
+    let claim = Enrollment {
+        seq: enrollment_seq,
+        device: &cp.device,
+        key: Some(device_key),
+        admin: Some(admin_key),
+    };
+    let admin = check_enrollment(b, events, opening, &claim, pinned)?;
+    check_key_state(b, &cp, opening.is_some(), enrollment_seq, events, opening)?;
+    check_not_retired(
+        b,
+        events,
+        &cp.device,
+        &device_key,
+        enrollment_seq,
+        signed,
+        admin,
+        pinned,
+    )?;
+    Ok(AttestationCheck::Attested {
+        device: cp.device.clone(),
+        device_key,
+        checkpoint_seq: signed,
+        checkpoint_hash: cp.head_hash,
+        signed_at_ns: cp.signed_at_ns,
+        enrollment_seq,
+        admin_key: admin,
+        admin_pinned: !pinned.is_empty(),
+        unattested: (c.to_seq > signed).then_some((signed + 1, c.to_seq)),
+    })
+}
+
+/// The covering checkpoint is of this table, its head lies in the segment at or after the
+/// round's last event, and the recomputed chain holds its hash there. Returns its seq.
+fn check_covering_head(
+    b: &EvidenceBundle,
+    cp: &Checkpoint,
+    last_round_seq: u64,
+) -> Result<u64, BundleError> {
+    let c = &b.chain;
     if cp.table != b.table {
         return Err(BundleError::Checkpoint(format!(
             "signed for table {}, the bundle is of table {}",
@@ -519,21 +748,58 @@ fn check_attestation(
             computed,
         });
     }
-    if !cp.verifies_with(&device_key) {
-        return Err(BundleError::BadSignature {
-            device: cp.device.clone(),
-            key: device_key,
-        });
+    Ok(signed)
+}
+
+/// The chain event at `seq` and its hash: from the segment, or cited by the opening.
+fn cited_at<'e>(
+    b: &EvidenceBundle,
+    events: &'e [(Seq, Event)],
+    opening: Option<&'e Opening>,
+    seq: u64,
+) -> Option<(&'e Event, Hash32)> {
+    let c = &b.chain;
+    if let Some(i) = seq.checked_sub(c.from_seq) {
+        let (_, e) = events.get(usize::try_from(i).ok()?)?;
+        return Some((e, c.events[i as usize].hash));
     }
+    let o = opening?;
+    [&o.enrollment, &o.config]
+        .into_iter()
+        .flatten()
+        .find(|x| x.seq.0 == seq)
+        .map(|x| (&x.event, x.hash))
+}
+
+/// What a bundle claims of a key's enrollment: at `seq`, for `device`, of `key` by `admin`
+/// (`None`: taken from the event).
+struct Enrollment<'a> {
+    seq: u64,
+    device: &'a DeviceId,
+    key: Option<PublicKey>,
+    admin: Option<PublicKey>,
+}
+
+/// The enrollment event at `claim.seq` enrolls the claimed key for the device, under a
+/// verifying admin signature by a pinned admin key (or the claimed one, taken on trust).
+/// Returns the enrolled key and its admin key.
+fn check_enrollment(
+    b: &EvidenceBundle,
+    events: &[(Seq, Event)],
+    opening: Option<&Opening>,
+    claim: &Enrollment,
+    pinned: &[PublicKey],
+) -> Result<PublicKey, BundleError> {
+    let seq = claim.seq;
+    let claimed_key = claim.key.unwrap_or(PublicKey([0; 32]));
     let not_enrolled = |detail: String| BundleError::NotEnrolled {
-        key: device_key,
+        key: claimed_key,
         detail,
     };
-    let at = |seq: u64| events.get(seq.checked_sub(c.from_seq)? as usize);
-    let (_, enrollment) = at(enrollment_seq).ok_or_else(|| {
+    let (event, _) = cited_at(b, events, opening, seq).ok_or_else(|| {
         not_enrolled(format!(
-            "enrollment_seq {} is outside the chain segment {}..={}",
-            enrollment_seq, c.from_seq, c.to_seq
+            "enrollment_seq {seq} is outside the chain segment {}..={} and not cited",
+            b.chain.from_seq, b.chain.to_seq
         ))
     })?;
     let Some(
@@ -544,30 +810,28 @@ fn check_attestation(
             action: KeyAction::Enroll,
             ..
         },
-    ) = KeyEvent::of(&enrollment.body)
+    ) = KeyEvent::of(&event.body)
     else {
         return Err(not_enrolled(format!(
-            "the event at seq {} is {}, not a device enrollment",
-            enrollment_seq,
-            enrollment.body.type_name()
+            "the event at seq {seq} is {}, not a device enrollment",
+            event.body.type_name()
         )));
     };
-    if *device != cp.device || *key != device_key {
+    if device != claim.device || claim.key.is_some_and(|k| k != *key) {
         return Err(not_enrolled(format!(
-            "seq {} enrolls key {key} for device {device}, the checkpoint is device {}'s",
-            enrollment_seq, cp.device
+            "seq {seq} enrolls key {key} for device {device}, the checkpoint is device {}'s",
+            claim.device
         )));
     }
-    if *admin != admin_key {
+    if claim.admin.is_some_and(|a| a != *admin) {
         return Err(not_enrolled(format!(
-            "seq {} is signed by admin key {admin}, the bundle names {}",
-            enrollment_seq, admin_key
+            "seq {seq} is signed by admin key {admin}, the bundle names {}",
+            claim.admin.map(|a| a.to_hex()).unwrap_or_default()
         )));
     }
     if !enrolled.admin_signature_verifies(&b.table) {
         return Err(not_enrolled(format!(
-            "the admin signature of the enrollment at seq {} does not verify",
-            enrollment_seq
+            "the admin signature of the enrollment at seq {seq} does not verify"
         )));
     }
     if !pinned.is_empty() && !pinned.contains(admin) {
@@ -580,10 +844,79 @@ fn check_attestation(
                 .join(", "),
         });
     }
-    // Neither revoked nor replaced between the enrollment and the signed head (by an admin
-    // key trusted here: the pinned ones, or the bundle's).
+    Ok(*admin)
+}
+
+/// A checkpoint with a signed state names the config in force at its head and the
+/// enrollment the bundle cites (required in version 3, where the events between them and
+/// the segment are left out).
+fn check_key_state(
+    b: &EvidenceBundle,
+    cp: &Checkpoint,
+    required: bool,
+    enrollment_seq: u64,
+    events: &[(Seq, Event)],
+    opening: Option<&Opening>,
+) -> Result<(), BundleError> {
+    let Some(state) = cp.state else {
+        return match required {
+            false => Ok(()),
+            true => Err(BundleError::Checkpoint(
+                "a version 3 bundle ends at a checkpoint that signs the chain's state".into(),
+            )),
+        };
+    };
+    // The config in force at the head: the segment's last `TableOpened` up to it, else the
+    // cited one (checked against the opening's state by `check_config`).
+    let signed = cp.head_seq.0;
+    let config_seq = events
+        .iter()
+        .rev()
+        .find(|(s, e)| s.0 <= signed && is_opened(e))
+        .map_or(b.config_seq, |(s, _)| s.0);
+    let config = cited_at(b, events, opening, config_seq)
+        .filter(|(e, _)| is_opened(e))
+        .map(|(_, h)| (config_seq, h));
+    if config != Some((state.config_seq.0, state.config_hash)) {
+        return Err(BundleError::Checkpoint(format!(
+            "signs config seq {} hash {} in force at its head, the bundle's chain has {}",
+            state.config_seq.0,
+            state.config_hash,
+            config.map_or("none".to_string(), |(s, h)| format!("seq {s} hash {h}"))
+        )));
+    }
+    let hash = cited_at(b, events, opening, enrollment_seq).map(|(_, h)| h);
+    if state.key_seq.0 != enrollment_seq || hash != Some(state.key_hash) {
+        return Err(BundleError::NotEnrolled {
+            key: PublicKey([0; 32]),
+            detail: format!(
+                "the checkpoint signs its key's enrollment at seq {} hash {}, the bundle cites seq {enrollment_seq} hash {}",
+                state.key_seq.0,
+                state.key_hash,
+                hash.map_or("none".to_string(), |h| h.to_hex())
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Neither revoked nor replaced between the enrollment and the signed head, among the
+/// events the bundle holds (by an admin key trusted here: the pinned ones, or the
+/// bundle's). Version 3 leaves out those before the segment: the checkpoint's signed
+/// state says the enrollment is still in force, and the ledger checked it.
+#[allow(clippy::too_many_arguments)]
+fn check_not_retired(
+    b: &EvidenceBundle,
+    events: &[(Seq, Event)],
+    device: &DeviceId,
+    key: &PublicKey,
+    enrollment_seq: u64,
+    signed: u64,
+    admin: PublicKey,
+    pinned: &[PublicKey],
+) -> Result<(), BundleError> {
     let trusted: &[PublicKey] = if pinned.is_empty() {
-        std::slice::from_ref(admin)
+        std::slice::from_ref(&admin)
     } else {
         pinned
     };
@@ -594,36 +927,80 @@ fn check_attestation(
         let Some(later) = KeyEvent::of(&e.body) else {
             continue;
         };
-        let KeyEvent {
-            device: d,
-            key: k,
-            admin: adm,
-            action,
-            ..
-        } = later;
-        let effective =
-            d == device && trusted.contains(adm) && later.admin_signature_verifies(&b.table);
-        if !effective || (action == KeyAction::Enroll && k == key) {
+        let effective = later.device == device
+            && trusted.contains(later.admin)
+            && later.admin_signature_verifies(&b.table);
+        if !effective || (later.action == KeyAction::Enroll && later.key == key) {
             continue;
         }
-        let what = match action {
+        let what = match later.action {
             KeyAction::Revoke => "revoked",
             KeyAction::Enroll => "replaced by another key",
         };
-        return Err(not_enrolled(format!(
-            "{what} at seq {}, before the checkpoint's head (seq {signed})",
-            s.0
+        return Err(BundleError::NotEnrolled {
+            key: *key,
+            detail: format!(
+                "{what} at seq {}, before the checkpoint's head (seq {signed})",
+                s.0
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Version 3's opening checkpoint: its head is the segment's first event, its signature
+/// verifies with the key its signed state's enrollment enrolled (the attested checkpoint's
+/// key, under the same enrollment), and that enrollment is admin-signed.
+fn check_opening(
+    b: &EvidenceBundle,
+    events: &[(Seq, Event)],
+    o: &Opening,
+    attestation: &AttestationCheck,
+    pinned: &[PublicKey],
+) -> Result<(), BundleError> {
+    let c = &b.chain;
+    let cp = &o.checkpoint;
+    let first = c.events.first().map(|e| e.hash);
+    if cp.head_seq.0 != c.from_seq || first != Some(cp.head_hash) {
+        return Err(BundleError::Opening(format!(
+            "signs seq {} hash {}, the segment starts at seq {} with another hash",
+            cp.head_seq.0, cp.head_hash, c.from_seq
         )));
     }
-    Ok(AttestationCheck::Attested {
-        device: cp.device.clone(),
+    let claim = Enrollment {
+        seq: o.state.key_seq.0,
+        device: &cp.device,
+        key: None,
+        admin: None,
+    };
+    check_enrollment(b, events, Some(o), &claim, pinned)?;
+    let (event, hash) = cited_at(b, events, Some(o), claim.seq).expect("checked above");
+    let key = *KeyEvent::of(&event.body).expect("an enrollment").key;
+    if hash != o.state.key_hash {
+        return Err(BundleError::Opening(format!(
+            "signs its key's enrollment hash {}, the cited event at seq {} has {hash}",
+            o.state.key_hash, claim.seq
+        )));
+    }
+    if let AttestationCheck::Attested {
+        device,
         device_key,
-        checkpoint_seq: signed,
-        checkpoint_hash: cp.head_hash,
-        signed_at_ns: cp.signed_at_ns,
         enrollment_seq,
-        admin_key: *admin,
-        admin_pinned: !pinned.is_empty(),
-        unattested: (c.to_seq > signed).then_some((signed + 1, c.to_seq)),
-    })
+        ..
+    } = attestation
+    {
+        if *device != cp.device || *device_key != key || *enrollment_seq != claim.seq {
+            return Err(BundleError::Opening(format!(
+                "signed by device {} under the enrollment at seq {}, the attested checkpoint by device {device} under seq {enrollment_seq}",
+                cp.device, claim.seq
+            )));
+        }
+    }
+    if !cp.verifies_with(&key) {
+        return Err(BundleError::Opening(format!(
+            "the signature does not verify with device {}'s key {key}: forged or altered",
+            cp.device
+        )));
+    }
+    Ok(())
 }

@@ -11,7 +11,7 @@ mod common;
 use schemas::attest::{enrollment_message, key_event_body, Checkpoint, KeyAction, SigningKey};
 use schemas::bundle::{
     verify_chain, AttestationCheck, BundleAttestation, BundleCheckpoint, BundleError, BundleEvent,
-    BundleHead, ChainSegment, EvidenceBundle, BUNDLE_FORMAT, BUNDLE_VERSION,
+    BundleHead, ChainSegment, EvidenceBundle, BUNDLE_FORMAT, BUNDLE_VERSION_FULL,
 };
 use schemas::report::{RoundReport, Verdict};
 use schemas::*;
@@ -113,7 +113,7 @@ impl Chain {
         let (from, to) = (1, last.seq);
         EvidenceBundle {
             format: BUNDLE_FORMAT.to_string(),
-            version: BUNDLE_VERSION,
+            version: BUNDLE_VERSION_FULL,
             table: table(),
             round: ROUND,
             exported_at_ns: T0 + 1_000,
@@ -132,6 +132,7 @@ impl Chain {
                 to_seq: last.seq,
                 events: self.events.clone(),
             },
+            opening: None,
             attestation: BundleAttestation::Attested {
                 checkpoint: Box::new(BundleCheckpoint {
                     bytes: hex::encode(checkpoint.to_bincode()),

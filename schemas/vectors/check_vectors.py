@@ -10,9 +10,16 @@ receipt = BLAKE3-keyed(BLAKE3(domain), prev || stream seq u64 BE || time i64 BE)
 v3 ends every tree with the quarantine's leaf, BLAKE3(leaf domain || entries u64 BE || hash),
 and holds the quarantine chain it names:
 hash = BLAKE3-keyed(BLAKE3(domain), prev || id u64 BE || len u64 BE || stored bytes).
+bundle-v2.json, bundle-v3.json: the chain and signature half of schemas/BUNDLE.md: every
+segment's hashes from its anchor, the head, the checkpoints' ed25519 signatures over the
+v1 or v2 layout of schemas/README.md §5.3, and (v3) the opening checkpoint's head and the
+cited config and enrollment hashes against the state it signs. Needs `pip install pynacl`
+too. The admin signature inside the enrollment event needs the event decoder: not here.
 """
 import json, pathlib, sys
 from blake3 import blake3
+from nacl.signing import VerifyKey
+from nacl.exceptions import BadSignatureError
 
 here = pathlib.Path(__file__).parent
 
@@ -104,3 +111,80 @@ for version in (1, 2, 3):
         print(f"{name}: {len(d['cases'])} trees and {len(q['steps'])} quarantine entries OK")
     else:
         print(f"{name}: {len(d['cases'])} trees OK")
+
+
+EVENT_DOMAIN = json.loads((here / "chain-v1.json").read_text())["domain"].encode()
+
+
+def segment(name, seg):
+    """The segment's hashes from its anchor; returns {seq: hash}."""
+    prev = bytes.fromhex(seg["anchor"])
+    if seg["from_seq"] == 1 and prev != bytes(32):
+        fail(f"{name}: a segment from seq 1 is anchored at genesis")
+    if len(seg["events"]) != seg["to_seq"] - seg["from_seq"] + 1:
+        fail(f"{name}: segment length")
+    out = {}
+    for i, e in enumerate(seg["events"]):
+        if e["seq"] != seg["from_seq"] + i:
+            fail(f"{name}: seq {e['seq']}")
+        prev = blake3(EVENT_DOMAIN + prev + bytes.fromhex(e["bytes"])).digest()
+        if prev.hex() != e["hash"]:
+            fail(f"{name}: hash at seq {e['seq']}")
+        out[e["seq"]] = prev.hex()
+    return out
+
+
+def signed_message(c):
+    """The bytes a checkpoint's device signed (v1, or v2 with a state)."""
+    state = c.get("state")
+    m = b"roundledger/checkpoint/v2" if state else b"roundledger/checkpoint/v1"
+    for ident in (c["table"], c["device"]):
+        m += bytes([len(ident)]) + ident.encode()
+    m += c["head_seq"].to_bytes(8, "big") + bytes.fromhex(c["head_hash"])
+    m += c["signed_at_ns"].to_bytes(8, "big", signed=True)
+    if state:
+        m += state["config_seq"].to_bytes(8, "big") + bytes.fromhex(state["config_hash"])
+        m += state["key_seq"].to_bytes(8, "big") + bytes.fromhex(state["key_hash"])
+    return m
+
+
+def signature_verifies(name, c, key_hex):
+    try:
+        VerifyKey(bytes.fromhex(key_hex)).verify(signed_message(c), bytes.fromhex(c["signature"]))
+    except BadSignatureError:
+        fail(f"{name}: checkpoint at seq {c['head_seq']} does not verify")
+
+
+for version in (2, 3):
+    name = f"bundle-v{version}.json"
+    b = json.loads((here / name).read_text())
+    if b["version"] != version:
+        fail(f"{name}: version {b['version']}")
+    hashes = segment(name, b["chain"])
+    if b["head"]["seq"] != b["chain"]["to_seq"] or hashes[b["head"]["seq"]] != b["head"]["hash"]:
+        fail(f"{name}: head")
+    a = b["attestation"]
+    key = a["device_key"]
+    cp = a["checkpoint"]["decoded"]
+    if hashes.get(cp["head_seq"]) != cp["head_hash"]:
+        fail(f"{name}: the checkpoint's head is not the chain's")
+    signature_verifies(name, cp, key)
+    checked = 1
+    if version == 3:
+        o = b["opening"]
+        oc = o["checkpoint"]["decoded"]
+        if oc["head_seq"] != b["chain"]["from_seq"] or hashes[oc["head_seq"]] != oc["head_hash"]:
+            fail(f"{name}: the opening checkpoint does not sign the segment's first event")
+        signature_verifies(name, oc, key)
+        st = oc["state"]
+        if cp["state"]["key_seq"] != st["key_seq"] or cp["state"]["key_hash"] != st["key_hash"]:
+            fail(f"{name}: the two checkpoints sign different enrollments")
+        for what in ("config", "enrollment"):
+            field = "config" if what == "config" else "key"
+            seq = st[f"{field}_seq"]
+            if what in o:
+                hashes.update(segment(f"{name} {what}", o[what]))
+            if hashes.get(seq) != st[f"{field}_hash"]:
+                fail(f"{name}: the {what} at seq {seq} is not the one the opening signs")
+        checked = 2
+    print(f"{name}: {len(b['chain']['events'])} chain events and {checked} checkpoint signatures OK")

@@ -11,7 +11,7 @@ use crate::Error;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use schemas::attest::{key_event_body, Checkpoint, KeyAction, SigningKey};
+use schemas::attest::{key_event_body, Checkpoint, CheckpointState, KeyAction, SigningKey};
 use schemas::chain::{deck_commitment, event_hash};
 use schemas::provenance::{EventSignature, HeaderEnrollment};
 use schemas::settle::{BoxInput, RoundInput};
@@ -108,6 +108,11 @@ pub struct TableSim {
     /// Whether the chain has enrolled the controller: until then its events also carry
     /// the admin's enrollment of its key in a header.
     signer_enrolled: bool,
+    /// The last `TableOpened` published (seq, hash): the config in force that v2
+    /// checkpoints sign.
+    config_at: Option<(Seq, Hash32)>,
+    /// The enrollment of `signer` (seq, hash), which v2 checkpoints sign.
+    signer_enrolled_at: Option<(Seq, Hash32)>,
 }
 
 /// The admin key that enrolls simulated devices. Derived from a public label, so anybody
@@ -203,6 +208,8 @@ impl TableSim {
             key_generation: 0,
             sign_events: true,
             signer_enrolled: false,
+            config_at: None,
+            signer_enrolled_at: None,
             table,
         })
     }
@@ -302,8 +309,9 @@ impl TableSim {
             self.signer.public(),
             KeyAction::Enroll,
         );
-        self.emit(out, None, Dev::Dealer, body, (0, 1));
+        let seq = self.emit(out, None, Dev::Dealer, body, (0, 1));
         self.signer_enrolled = true;
+        self.signer_enrolled_at = Some((seq, self.prev));
     }
 
     /// The controller's signature of an event's bytes, with the admin's enrollment of its
@@ -323,16 +331,25 @@ impl TableSim {
 
     /// The controller's signed checkpoint of the chain as published so far (publish it on
     /// `tables.<table>.checkpoints` after the events it covers). `None` before any event.
+    /// Version 2 (with the chain's state) once the table is open and its key enrolled.
     pub fn checkpoint(&self) -> Option<Checkpoint> {
-        (self.seq > 0).then(|| {
-            Checkpoint::sign(
-                &self.signer,
-                self.table.clone(),
-                self.devices.dealer.clone(),
-                Seq(self.seq),
-                self.prev,
-                self.clock_ns,
-            )
+        if self.seq == 0 {
+            return None;
+        }
+        let (table, device) = (self.table.clone(), self.devices.dealer.clone());
+        let head = (Seq(self.seq), self.prev);
+        Some(match (self.config_at, self.signer_enrolled_at) {
+            (Some((config_seq, config_hash)), Some((key_seq, key_hash))) => {
+                let state = CheckpointState {
+                    config_seq,
+                    config_hash,
+                    key_seq,
+                    key_hash,
+                };
+                let head = (table, device, head.0, head.1);
+                Checkpoint::sign_v2(&self.signer, head, self.clock_ns, state)
+            }
+            _ => Checkpoint::sign(&self.signer, table, device, head.0, head.1, self.clock_ns),
         })
     }
 
@@ -1141,6 +1158,9 @@ impl TableSim {
         };
         let bytes = codec::encode(&event, self.wire);
         self.prev = event_hash(&self.prev, &bytes);
+        if matches!(event.body, EventBody::TableOpened { .. }) {
+            self.config_at = Some((Seq(self.seq), self.prev));
+        }
         let signature = self.sign(&bytes);
         out.push(Published {
             event,
