@@ -210,6 +210,12 @@ pub fn run(args: Args) -> Result<Outcome> {
             };
             audit_day(&l, &tables, &args.filter)?
         }
+        None if args.filter.from.is_some() || args.filter.to.is_some() => {
+            match Source::open(&args.source)? {
+                Source::Ledger(l) => audit_time_range(&l, &args.filter)?,
+                source => audit(&source, &args.filter, &|_| ())?,
+            }
+        }
         None => {
             let source = Source::open(&args.source)?;
             let bar = crate::replay::progress_bar(args.quiet || args.json);
@@ -245,30 +251,55 @@ pub fn audit_day(
 }
 
 fn audit_day_table(l: &ledger::Ledger, t: &schemas::seal::SealedTable) -> Result<AuditSummary> {
-    let table = &t.table;
+    let range = t.first_seq..=t.last_seq;
+    audit_rounds_of(l, &t.table, &|r: &ledger::RoundSummary| {
+        range.contains(&r.first_seq)
+    })
+}
+
+/// `--from/--to` on a ledger: per table, the rounds whose first event's device time is in
+/// range, read from their replay windows, not the whole history.
+pub fn audit_time_range(l: &ledger::Ledger, filter: &Filter) -> Result<AuditSummary> {
+    let (from, to) = (
+        filter.from.unwrap_or(i64::MIN),
+        filter.to.unwrap_or(i64::MAX),
+    );
+    let mut summary = AuditSummary::default();
+    for table in l.tables().iter().filter(|t| filter.wants_table(t)) {
+        let in_range = |r: &ledger::RoundSummary| (from..to).contains(&r.first_occurred_at_ns);
+        summary.merge(audit_rounds_of(l, table, &in_range)?);
+    }
+    Ok(summary)
+}
+
+/// The table's rounds that `wants` picks, replayed from the replay window of the first of
+/// them, with the configuration in force, to the last of them.
+fn audit_rounds_of(
+    l: &ledger::Ledger,
+    table: &TableId,
+    wants: &dyn Fn(&ledger::RoundSummary) -> bool,
+) -> Result<AuditSummary> {
     let mut summary = AuditSummary {
         tables: 1,
         ..AuditSummary::default()
     };
     let mut rounds = l.rounds(table)?;
     rounds.sort_by_key(|r| r.first_seq);
-    let range = t.first_seq..=t.last_seq;
-    let Some(first) = rounds.iter().position(|r| range.contains(&r.first_seq)) else {
+    let Some(first) = rounds.iter().position(wants) else {
         return Ok(summary);
     };
-    let last = rounds
+    let last = rounds.iter().rposition(wants).unwrap_or(first);
+    let wanted: std::collections::BTreeSet<RoundId> = rounds[first..=last]
         .iter()
-        .rposition(|r| range.contains(&r.first_seq))
-        .unwrap_or(first);
-    let wanted: std::collections::BTreeSet<RoundId> =
-        rounds[first..=last].iter().map(|r| r.round).collect();
-    // The configuration in force; another part of the read side makes this lookup cheap.
+        .filter(|r| wants(r))
+        .map(|r| r.round)
+        .collect();
     let located = readside::rounds::locate_in_ledger(l, table, rounds[first].round.0)
         .map_err(|e| anyhow::anyhow!("table {table}: {e}"))?;
     let from = located.prev_last.map_or(1, |p| p + 1);
     let to = match rounds.get(last + 1) {
         Some(next) => next.first_seq.0 - 1,
-        None => l.head(table).map_or(t.last_seq.0, |h| h.seq.0),
+        None => l.head(table).map_or(rounds[last].last_seq.0, |h| h.seq.0),
     };
     let mut replayer = replayer::TableReplayer::new(table.clone());
     let config = located.config_seq.filter(|c| *c < from);

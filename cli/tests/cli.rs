@@ -452,3 +452,62 @@ fn bench_ingest_reports_each_round() {
     let p99 = report["latency_p99_us"].as_u64().expect("p99");
     assert!(0 < p50 && p50 <= p99, "p50 {p50} us, p99 {p99} us");
 }
+
+/// `audit --from/--to` on a ledger reads the rounds in range from their replay windows;
+/// it finds what the full replay of an export, filtered the same way, finds, reading
+/// fewer events.
+#[test]
+fn audit_of_a_time_range_reads_only_its_rounds() {
+    let dir = tempfile::tempdir().unwrap();
+    let l = dir.path().join("ledger");
+    let ls = l.to_str().unwrap();
+    let out = roundledger(&[
+        "seed",
+        "--ledger",
+        ls,
+        "--tables",
+        "3",
+        "--rounds",
+        "60",
+        "--close",
+        "--payout-errors",
+        "0.2",
+    ]);
+    assert!(out.status.success());
+    let (from, to) = {
+        let ledger = ledger::Ledger::open(&l).unwrap();
+        let t = ledger.tables().remove(0);
+        let rounds = ledger.rounds(&t).unwrap();
+        (
+            rounds[20].first_occurred_at_ns,
+            rounds[40].first_occurred_at_ns,
+        )
+    };
+    let export = dir.path().join("all.jsonl");
+    let e = export.to_str().unwrap();
+    assert!(roundledger(&["export", "--ledger", ls, "--out", e])
+        .status
+        .success());
+    let (f, t) = (from.to_string(), to.to_string());
+    let summary = |src: &[&str]| -> serde_json::Value {
+        let mut args = vec!["audit", "--json", "--from", &f, "--to", &t];
+        args.extend(src);
+        serde_json::from_slice(&roundledger(&args).stdout).unwrap()
+    };
+    let (windows, full) = (summary(&["--ledger", ls]), summary(&["--export", e]));
+    for field in [
+        "rounds",
+        "verdicts",
+        "findings_by_code",
+        "disputed_rounds",
+        "net_difference",
+    ] {
+        assert_eq!(windows[field], full[field], "{field}");
+    }
+    assert!(windows["rounds"].as_u64().unwrap() >= 3 * 15, "{windows}");
+    let (read, all) = (
+        windows["events"].as_u64().unwrap(),
+        full["events"].as_u64().unwrap(),
+    );
+    assert!(read * 2 < all, "{read} events read of {all}");
+}
