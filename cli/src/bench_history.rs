@@ -28,6 +28,9 @@ pub struct Args {
     /// Rounds per table of a ledger the bench builds.
     #[arg(long, default_value_t = 1500)]
     rounds: u64,
+    /// The table whose rounds are measured (default: the first).
+    #[arg(long)]
+    table: Option<String>,
     /// Timed requests per round and kind.
     #[arg(long, default_value_t = 100)]
     requests: usize,
@@ -44,7 +47,7 @@ pub fn run(args: Args) -> Result<Outcome> {
     if !args.ledger.exists() {
         build(&args)?;
     }
-    let probe = probe(&args.ledger)?;
+    let probe = probe(&args.ledger, args.table.as_deref())?;
     archive_ratio(&args.ledger, &probe.table)?;
     let disk_bytes = dir_bytes(&args.ledger)?;
     println!(
@@ -103,15 +106,20 @@ fn build(args: &Args) -> Result<()> {
     Ok(())
 }
 
-/// The first table's oldest, middle and newest rounds, and the ledger's event count.
-fn probe(dir: &Path) -> Result<Probe> {
+/// A table's oldest, middle and newest rounds, and the ledger's event count.
+fn probe(dir: &Path, table: Option<&str>) -> Result<Probe> {
     let ledger = crate::source::open_ledger(dir)?;
     let events = ledger.stats().events;
-    let table = ledger
-        .tables()
-        .into_iter()
-        .next()
-        .context("the ledger has no table")?;
+    let table = match table {
+        Some(t) => {
+            schemas::TableId::new(t.to_string()).map_err(|e| anyhow::anyhow!("--table: {e}"))?
+        }
+        None => ledger
+            .tables()
+            .into_iter()
+            .next()
+            .context("the ledger has no table")?,
+    };
     let rounds = ledger.rounds(&table)?;
     anyhow::ensure!(!rounds.is_empty(), "table {table} has no rounds");
     let at = |i: usize| rounds[i].round.0;
@@ -130,24 +138,14 @@ const ARCHIVE_SAMPLE_EVENTS: u64 = 65_000;
 fn archive_ratio(dir: &Path, table: &str) -> Result<()> {
     let ledger = crate::source::open_ledger(dir)?;
     let id = schemas::TableId::new(table.to_string()).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let mut events = Vec::new();
-    for e in ledger.events(&id, 1..=ARCHIVE_SAMPLE_EVENTS) {
-        let e = e?;
-        events.push(archive::DayEvent {
-            seq: e.seq.0,
-            hash: e.hash,
-            stream_seq: e.stream_seq,
-            received_at_ns: e.received_at_ns,
-            bytes: e.bytes,
-        });
-    }
-    let wire: usize = events.iter().map(|e| e.bytes.len()).sum();
-    let n = events.len();
-    let day = [archive::TableDay {
-        table: table.to_string(),
-        anchor: schemas::GENESIS,
-        events,
-    }];
+    let day = [crate::dayfile::read_range(
+        &ledger,
+        &id,
+        1..=ARCHIVE_SAMPLE_EVENTS,
+        schemas::GENESIS,
+    )?];
+    let wire: usize = day[0].events.iter().map(|e| e.bytes.len()).sum();
+    let n = day[0].events.len();
     let t0 = Instant::now();
     let file = archive::write_day("sample", b"", &day)?;
     let written = t0.elapsed();
@@ -171,10 +169,12 @@ fn measure(c: &Client, table: &str, round: u64, what: &str, n: usize) -> Result<
     let (p50, p99, _) = timed(n, || c.get_bytes(&lookup))?;
     println!("{what} round {table}/{round}: lookup p50 {p50:.2} ms, p99 {p99:.2} ms");
     let bundle = format!("/v1/evidence/{table}/{round}");
-    let (p50, p99, bytes) = timed(n.clamp(1, 20), || c.get_bytes(&bundle))?;
-    println!(
-        "{what} round {table}/{round}: bundle {bytes} bytes, p50 {p50:.2} ms, p99 {p99:.2} ms"
-    );
+    match timed(n.clamp(1, 20), || c.get_bytes(&bundle)) {
+        Ok((p50, p99, bytes)) => println!(
+            "{what} round {table}/{round}: bundle {bytes} bytes, p50 {p50:.2} ms, p99 {p99:.2} ms"
+        ),
+        Err(e) => println!("{what} round {table}/{round}: bundle refused: {e:#}"),
+    }
     Ok(())
 }
 

@@ -65,10 +65,33 @@ pub fn archive(args: ArchiveArgs) -> Result<Outcome> {
 
 /// One table's range of the day, read from the ledger with its anchor.
 fn table_day(l: &ledger::Ledger, t: &schemas::seal::SealedTable) -> Result<archive::TableDay> {
-    let mut events = Vec::with_capacity(t.events.min(1 << 20) as usize);
-    if t.events > 0 {
-        for e in l.events(&t.table, t.first_seq.0..=t.last_seq.0) {
-            let e = e.with_context(|| format!("reading table {}", t.table))?;
+    let seqs = if t.events > 0 {
+        t.first_seq.0..=t.last_seq.0
+    } else {
+        1..=0
+    };
+    let day = read_range(l, &t.table, seqs, t.anchor_hash)?;
+    anyhow::ensure!(
+        day.events.len() as u64 == t.events,
+        "table {}: {} events read, the seal says {}",
+        t.table,
+        day.events.len(),
+        t.events
+    );
+    Ok(day)
+}
+
+/// Events `seqs` of `table` as a day file's range after `anchor`.
+pub fn read_range(
+    l: &ledger::Ledger,
+    table: &schemas::TableId,
+    seqs: std::ops::RangeInclusive<u64>,
+    anchor: schemas::Hash32,
+) -> Result<archive::TableDay> {
+    let mut events = Vec::new();
+    if !seqs.is_empty() {
+        for e in l.events(table, seqs) {
+            let e = e.with_context(|| format!("reading table {table}"))?;
             events.push(archive::DayEvent {
                 seq: e.seq.0,
                 hash: e.hash,
@@ -78,16 +101,9 @@ fn table_day(l: &ledger::Ledger, t: &schemas::seal::SealedTable) -> Result<archi
             });
         }
     }
-    anyhow::ensure!(
-        events.len() as u64 == t.events,
-        "table {}: {} events read, the seal says {}",
-        t.table,
-        events.len(),
-        t.events
-    );
     Ok(archive::TableDay {
-        table: t.table.as_str().to_string(),
-        anchor: t.anchor_hash,
+        table: table.as_str().to_string(),
+        anchor,
         events,
     })
 }

@@ -27,6 +27,10 @@ pub struct Args {
     /// subject, and a second, different event at a stored seq (a fork).
     #[arg(long, default_value_t = 0)]
     refused: u64,
+    /// Start the device clocks this many days ago: a history of past gaming days that can
+    /// be sealed (`day seal` refuses days not yet ended).
+    #[arg(long, value_name = "DAYS")]
+    days_ago: Option<u32>,
 }
 
 /// The `n`th refused message of `seed --refused`: what each kind of bad input looks like.
@@ -72,6 +76,10 @@ pub fn run(args: Args) -> Result<Outcome> {
         .context("keeping the trusted admin key")?;
     // Appended directly, not through the bus: the ledger checks no signatures here.
     let mut floor = args.floor.floor()?.without_event_signatures();
+    if let Some(days) = args.days_ago {
+        let now_ns = crate::digest::now_ns()?;
+        floor = floor.starting_at(now_ns - i64::from(days) * 86_400_000_000_000);
+    }
     let mut stream_seq = ledger.stats().events;
     let mut batch: Vec<ledger::Incoming> = Vec::with_capacity(ledger::APPEND_BATCH_LEN_MAX);
     // Checkpoints wait until the batch holding the events they sign is appended.

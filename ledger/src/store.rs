@@ -52,6 +52,10 @@ pub enum Space {
     Config,
 }
 
+/// sled's page cache. Its default (1 GiB) fills as history grows; event records live in
+/// the value log, so sled holds only small index values.
+pub const SLED_CACHE_BYTES: u64 = 64 << 20;
+
 /// The spaces besides `Space::Batch` whose puts are first-hand: not derivable from the event
 /// records, so a store that can lose commits must be able to give them back
 /// (`Unreferenced::Put`).
@@ -286,20 +290,24 @@ impl SledStore {
     }
 
     fn open_once(path: &Path) -> Result<SledStore, Error> {
-        let db = sled::Config::new().path(path).open().map_err(|e| {
-            let text = e.to_string();
-            if text.contains("could not acquire lock") {
-                Error::Locked {
-                    path: path.to_path_buf(),
-                    detail: text,
+        let db = sled::Config::new()
+            .path(path)
+            .cache_capacity(SLED_CACHE_BYTES)
+            .open()
+            .map_err(|e| {
+                let text = e.to_string();
+                if text.contains("could not acquire lock") {
+                    Error::Locked {
+                        path: path.to_path_buf(),
+                        detail: text,
+                    }
+                } else {
+                    Error::Store {
+                        op: "open",
+                        detail: format!("{}: {text}", path.display()),
+                    }
                 }
-            } else {
-                Error::Store {
-                    op: "open",
-                    detail: format!("{}: {text}", path.display()),
-                }
-            }
-        })?;
+            })?;
         let tree = db.open_tree(SLED_TREE).map_err(store_err("open tree"))?;
         // After sled, whose lock makes this process the directory's one owner.
         let values = ValueLog::open(path)?;
