@@ -65,12 +65,8 @@ pub fn archive(args: ArchiveArgs) -> Result<Outcome> {
 
 /// One table's range of the day, read from the ledger with its anchor.
 fn table_day(l: &ledger::Ledger, t: &schemas::seal::SealedTable) -> Result<archive::TableDay> {
-    let seqs = if t.events > 0 {
-        t.first_seq.0..=t.last_seq.0
-    } else {
-        1..=0
-    };
-    let day = read_range(l, &t.table, seqs, t.anchor_hash)?;
+    // An empty range has first_seq == last_seq + 1, which reads nothing.
+    let day = read_range(l, &t.table, t.first_seq.0..=t.last_seq.0, t.anchor_hash)?;
     anyhow::ensure!(
         day.events.len() as u64 == t.events,
         "table {}: {} events read, the seal says {}",
