@@ -243,11 +243,14 @@ pub fn audit_day(
     tables: &[schemas::seal::SealedTable],
     filter: &Filter,
 ) -> Result<AuditSummary> {
-    let mut summary = AuditSummary::default();
-    for t in tables.iter().filter(|t| filter.wants_table(&t.table)) {
-        summary.merge(audit_day_table(l, t)?);
-    }
-    Ok(summary)
+    let wanted: Vec<&schemas::seal::SealedTable> = tables
+        .iter()
+        .filter(|t| filter.wants_table(&t.table))
+        .collect();
+    let workers = schemas::parallel::default_workers();
+    merged(schemas::parallel::map_tables(&wanted, workers, |t| {
+        audit_day_table(l, t)
+    }))
 }
 
 fn audit_day_table(l: &ledger::Ledger, t: &schemas::seal::SealedTable) -> Result<AuditSummary> {
@@ -264,10 +267,23 @@ pub fn audit_time_range(l: &ledger::Ledger, filter: &Filter) -> Result<AuditSumm
         filter.from.unwrap_or(i64::MIN),
         filter.to.unwrap_or(i64::MAX),
     );
+    let in_range = |r: &ledger::RoundSummary| (from..to).contains(&r.first_occurred_at_ns);
+    let tables: Vec<TableId> = l
+        .tables()
+        .into_iter()
+        .filter(|t| filter.wants_table(t))
+        .collect();
+    let workers = schemas::parallel::default_workers();
+    merged(schemas::parallel::map_tables(&tables, workers, |t| {
+        audit_rounds_of(l, t, &in_range)
+    }))
+}
+
+/// Per-table summaries merged in table order (the order `map_tables` keeps).
+fn merged(per_table: Vec<Result<AuditSummary>>) -> Result<AuditSummary> {
     let mut summary = AuditSummary::default();
-    for table in l.tables().iter().filter(|t| filter.wants_table(t)) {
-        let in_range = |r: &ledger::RoundSummary| (from..to).contains(&r.first_occurred_at_ns);
-        summary.merge(audit_rounds_of(l, table, &in_range)?);
+    for s in per_table {
+        summary.merge(s?);
     }
     Ok(summary)
 }
