@@ -16,12 +16,39 @@ use schemas::Hash32;
 
 /// Writes a day file: the header, then one frame per table, in the order given.
 pub fn write_day(day: &str, seal: &[u8], tables: &[TableDay]) -> Result<Vec<u8>, ArchiveError> {
-    let mut frames: Vec<Vec<u8>> = Vec::with_capacity(tables.len());
-    let mut spans: Vec<TableSpan> = Vec::with_capacity(tables.len());
+    let mut w = DayWriter::new(day, seal);
     for t in tables {
+        w.add(t)?;
+    }
+    w.finish()
+}
+
+/// A day file built one table at a time: only the compressed frames are held, so a
+/// caller can read each table's events, add them and drop them.
+pub struct DayWriter {
+    header: DayHeader,
+    frames: Vec<Vec<u8>>,
+}
+
+impl DayWriter {
+    pub fn new(day: &str, seal: &[u8]) -> DayWriter {
+        DayWriter {
+            header: DayHeader {
+                format: DAY_FORMAT.into(),
+                version: DAY_VERSION,
+                day: day.into(),
+                seal: hex(seal),
+                tables: Vec::new(),
+            },
+            frames: Vec::new(),
+        }
+    }
+
+    /// Checks and compresses one table's range.
+    pub fn add(&mut self, t: &TableDay) -> Result<(), ArchiveError> {
         let (raw, head) = encode(t)?;
         let frame = zstd::bulk::compress(&raw, ZSTD_LEVEL)?;
-        spans.push(TableSpan {
+        self.header.tables.push(TableSpan {
             table: t.table.clone(),
             first_seq: t.events.first().map_or(0, |e| e.seq),
             last_seq: t.events.last().map_or(0, |e| e.seq),
@@ -32,36 +59,36 @@ pub fn write_day(day: &str, seal: &[u8], tables: &[TableDay]) -> Result<Vec<u8>,
             raw_len: raw.len() as u64,
             raw_blake3: Hash32(*blake3::hash(&raw).as_bytes()),
         });
-        frames.push(frame);
+        self.frames.push(frame);
+        Ok(())
     }
-    let mut header = DayHeader {
-        format: DAY_FORMAT.into(),
-        version: DAY_VERSION,
-        day: day.into(),
-        seal: hex(seal),
-        tables: spans,
-    };
-    // Offsets depend on the header's length, which depends on the offsets' digits: place
-    // the frames after a header written with the widest offsets, padded to that length.
-    let json_len = header_json(&header, u64::MAX)?.len();
-    let mut offset = (MAGIC.len() + 4 + json_len) as u64;
-    for s in &mut header.tables {
-        s.frame_offset = offset;
-        offset += s.frame_len;
+
+    /// The file: magic, header, frames.
+    pub fn finish(self) -> Result<Vec<u8>, ArchiveError> {
+        let DayWriter { mut header, frames } = self;
+        // Offsets depend on the header's length, which depends on the offsets' digits:
+        // place the frames after a header written with the widest offsets, padded to it.
+        let json_len = header_json(&header, u64::MAX)?.len();
+        let mut offset = (MAGIC.len() + 4 + json_len) as u64;
+        for s in &mut header.tables {
+            s.frame_offset = offset;
+            offset += s.frame_len;
+        }
+        let mut json =
+            serde_json::to_vec(&header).map_err(|e| ArchiveError::Format(e.to_string()))?;
+        assert!(
+            json.len() <= json_len,
+            "a header never grows past its widest form"
+        );
+        json.resize(json_len, b' ');
+        let mut out = Vec::with_capacity(offset as usize);
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&(json_len as u32).to_be_bytes());
+        out.extend_from_slice(&json);
+        frames.iter().for_each(|f| out.extend_from_slice(f));
+        debug_assert_eq!(out.len() as u64, offset);
+        Ok(out)
     }
-    let mut json = serde_json::to_vec(&header).map_err(|e| ArchiveError::Format(e.to_string()))?;
-    assert!(
-        json.len() <= json_len,
-        "a header never grows past its widest form"
-    );
-    json.resize(json_len, b' ');
-    let mut out = Vec::with_capacity(offset as usize);
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&(json_len as u32).to_be_bytes());
-    out.extend_from_slice(&json);
-    frames.iter().for_each(|f| out.extend_from_slice(f));
-    debug_assert_eq!(out.len() as u64, offset);
-    Ok(out)
 }
 
 /// The header as JSON with every offset set to `offset` (to size it).

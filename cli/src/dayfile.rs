@@ -40,22 +40,21 @@ pub fn archive(args: ArchiveArgs) -> Result<Outcome> {
     let seal = l
         .day_seal(&args.day)?
         .with_context(|| format!("day {} is not sealed: seal it first", args.day))?;
-    let mut tables = Vec::with_capacity(seal.tables.len());
+    // One table's events in memory at a time; the writer keeps only compressed frames.
+    let mut writer = archive::DayWriter::new(&seal.day, &seal.to_json());
+    let (mut wire, mut events) = (0usize, 0usize);
     for t in &seal.tables {
-        tables.push(table_day(&l, t)?);
+        let day = table_day(&l, t)?;
+        wire += day.events.iter().map(|e| e.bytes.len()).sum::<usize>();
+        events += day.events.len();
+        writer.add(&day)?;
     }
-    let wire: usize = tables
-        .iter()
-        .flat_map(|t| &t.events)
-        .map(|e| e.bytes.len())
-        .sum();
-    let events: usize = tables.iter().map(|t| t.events.len()).sum();
-    let file = archive::write_day(&seal.day, &seal.to_json(), &tables)?;
+    let file = writer.finish()?;
     write_new(&args.out, &file)?;
     println!(
         "day {}: {} tables, {events} events, {wire} wire bytes -> {} ({} bytes, {:.3}x)",
         seal.day,
-        tables.len(),
+        seal.tables.len(),
         args.out.display(),
         file.len(),
         file.len() as f64 / wire.max(1) as f64
