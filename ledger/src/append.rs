@@ -1,7 +1,7 @@
 //! The append path: decode, check subject, duplicates, forks, clock, gaps and the chain,
 //! then write one record per table and one atomic commit. Synchronous, no NATS.
 
-use crate::quarantine::{Bound, ContentKey, Refusal, Repeat};
+use crate::quarantine::{Bound, ContentKey, Refusal, Repeat, OVERFLOW_COUNTERS_MAX};
 use crate::record::{self, ord_i64, seq_key, table_key, W};
 use crate::store::{Op, Space};
 use crate::{
@@ -1104,8 +1104,15 @@ fn overflow(
     code: &'static str,
     bound: Bound,
 ) -> Appended {
-    let source = crate::quarantine::source_of(msg.subject_table.as_ref());
-    let key = (source, code.to_string());
+    let mut key = (
+        crate::quarantine::source_of(msg.subject_table.as_ref()),
+        code.to_string(),
+    );
+    // Counters are bounded too: past the limit, new sources share one per reason.
+    let known = call.overflow_now.contains_key(&key) || state.overflows.contains_key(&key);
+    if !known && state.overflows.len() + call.overflow_now.len() >= OVERFLOW_COUNTERS_MAX {
+        key.0 = "*".to_string();
+    }
     let before = call
         .overflow_now
         .get(&key)

@@ -353,6 +353,8 @@ pub const SOURCE_BYTES_PER_MINUTE_MAX: u64 = 4 << 20;
 pub const QUARANTINE_BYTES_MAX: u64 = 8 << 30;
 /// Sources a minute's window counts apart; any further ones share one count.
 pub const WINDOW_SOURCES_MAX: usize = 4_096;
+/// Overflow counters kept apart by (source, reason); further sources count under `*`.
+pub const OVERFLOW_COUNTERS_MAX: usize = 4_096;
 /// `Space::Meta` key prefix of an overflow counter: `prefix ++ source ++ 0 ++ reason`.
 pub const OVERFLOW_KEY_PREFIX: &[u8] = b"quarantine_overflow/";
 /// Domain tag of an overflow counter's digest.
