@@ -136,12 +136,13 @@ pub fn runtime() -> Result<tokio::runtime::Runtime> {
         .context("starting the async runtime")
 }
 
-pub fn run(args: Args) -> Result<Outcome> {
+/// The ledger, with the admin keys and the signed-events rule of this server in force.
+fn open_ledger(args: &Args) -> Result<Arc<ledger::Ledger>> {
     let ledger = Arc::new(
         ledger::Ledger::open(&args.ledger)
             .with_context(|| format!("opening the ledger at {}", args.ledger.display()))?,
     );
-    let trusted = admin_keys(&args)?;
+    let trusted = admin_keys(args)?;
     if trusted.is_empty() && !args.no_ingest {
         eprintln!("warning: no --admin-key: no device key can be enrolled, every checkpoint will be quarantined");
     }
@@ -153,6 +154,30 @@ pub fn run(args: Args) -> Result<Outcome> {
             .context("keeping the trusted admin keys")?;
         require_signed_events(&ledger, args.unsigned_events)?;
     }
+    Ok(ledger)
+}
+
+/// The API's configuration, or none without `--config` (then only /health runs).
+fn api_config(args: &Args, alerts: &ingest::alerts::AlertLog) -> Result<Option<api::ApiConfig>> {
+    let Some(path) = &args.config else {
+        eprintln!("no --config: the HTTP API is off (only /health); see `roundledger tokens`");
+        return Ok(None);
+    };
+    Ok(Some(api::ApiConfig {
+        addr: args.http,
+        access: api::auth::AccessConfig::load(path)
+            .with_context(|| format!("--config {}", path.display()))?,
+        state_dir: args
+            .api_dir
+            .clone()
+            .unwrap_or_else(|| api::default_state_dir(&args.ledger)),
+        model_dir: readside::model::default_dir(&args.ledger),
+        alerts: Some(alert_source(alerts)),
+    }))
+}
+
+pub fn run(args: Args) -> Result<Outcome> {
+    let ledger = open_ledger(&args)?;
     let mut config = ingest::IngestConfig::new(&args.nats).with_batch_len(args.batch);
     config.access = args.bus.access();
     let sealer = sealer_config(&args, &config.access)?;
@@ -166,23 +191,7 @@ pub fn run(args: Args) -> Result<Outcome> {
         args.ledger.display(),
         args.nats
     );
-    let api_config = match &args.config {
-        Some(path) => Some(api::ApiConfig {
-            addr: args.http,
-            access: api::auth::AccessConfig::load(path)
-                .with_context(|| format!("--config {}", path.display()))?,
-            state_dir: args
-                .api_dir
-                .clone()
-                .unwrap_or_else(|| api::default_state_dir(&args.ledger)),
-            model_dir: readside::model::default_dir(&args.ledger),
-            alerts: Some(alert_source(&config.alerts)),
-        }),
-        None => {
-            eprintln!("no --config: the HTTP API is off (only /health); see `roundledger tokens`");
-            None
-        }
-    };
+    let api_config = api_config(&args, &config.alerts)?;
     let report = rt.block_on(async {
         // One signal stops both tasks: ingest finishes its batch in flight first.
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);

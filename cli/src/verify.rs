@@ -81,141 +81,148 @@ pub fn run(args: Args) -> Result<Outcome> {
         .as_deref()
         .map(|file| read_digest(file, signer))
         .transpose()?;
-    match (&args.source.ledger, &args.source.export) {
-        (Some(dir), None) if digest.is_some() => {
-            against(dir, &digest.context("--against")?, args.json)
-        }
-        (None, Some(file)) if digest.is_some() => {
-            export_against(file, &digest.context("--against")?, args.json)
-        }
-        (Some(dir), None) => {
-            let store = SledStore::open(dir)
-                .with_context(|| format!("opening the ledger at {}", dir.display()))?;
-            let (report, _) =
-                ledger::verify_store(&store, None, &BTreeMap::new()).context("verifying")?;
-            let lines: Vec<serde_json::Value> = report.tables.iter().map(verdict_json).collect();
-            if args.json {
-                println!("{}", serde_json::to_string_pretty(&lines)?);
-                // The JSON stays the array of table verdicts; a broken arrival or quarantine
-                // chain fails the exit code and is named on stderr.
-                if !matches!(report.arrival, ledger::ArrivalVerdict::Ok { .. }) {
-                    eprintln!("{}", arrival_line(&report.arrival));
-                }
-                if !matches!(report.quarantine, ledger::QuarantineVerdict::Ok { .. }) {
-                    eprintln!("{}", quarantine_line(&report.quarantine));
-                }
-                // The JSON stays the array of verdicts; the value log's state is not a
-                // verdict on a chain, so it goes where an operator running a script sees it.
-                if let Some(line) = unreferenced_line(&store)? {
-                    eprintln!("{line}");
-                }
-            } else {
-                for t in &report.tables {
-                    match t {
-                        TableVerdict::Ok {
-                            head,
-                            events,
-                            receipt_in_head,
-                            checkpoints,
-                            attested_seq,
-                            ..
-                        } => {
-                            println!(
-                                "{:<12} ok   {events} events, head seq {} {}; {checkpoints} signed checkpoints verified, attested to seq {attested_seq}{}",
-                                head.table.as_str(),
-                                head.seq.0,
-                                head.hash,
-                                if *receipt_in_head {
-                                    ""
-                                } else {
-                                    " (head written before receipts)"
-                                }
-                            )
-                        }
-                        TableVerdict::Bad {
-                            table,
-                            seq,
-                            problem,
-                        } => {
-                            println!(
-                                "{:<12} BAD  first bad position: seq {seq}: {problem}",
-                                table.as_str()
-                            )
-                        }
-                    }
-                }
-                println!("{}", arrival_line(&report.arrival));
-                println!("{}", quarantine_line(&report.quarantine));
-                let legacy = report
-                    .tables
-                    .iter()
-                    .filter(|t| {
-                        matches!(
-                            t,
-                            TableVerdict::Ok {
-                                receipt_in_head: false,
-                                ..
-                            }
-                        )
-                    })
-                    .count();
-                if legacy > 0 {
-                    println!("{legacy} tables' heads were written before receipts, so there is no stored receipt to compare (a digest recomputes every receipt from the records); each gains one at its table's next append");
-                }
-                println!(
-                    "{} tables: {}",
-                    report.tables.len(),
-                    if report.is_ok() {
-                        "every chain verifies"
-                    } else {
-                        "verification FAILED"
-                    }
-                );
-                if let Some(line) = unreferenced_line(&store)? {
-                    println!("{line}");
-                }
-            }
-            // The read model is checked against a ledger that verifies; sled allows one
-            // open handle, so the bare store closes first.
-            drop(store);
-            let model_ok = !report.is_ok() || crate::readmodel::verify_part(dir, args.json)?;
-            Ok(if report.is_ok() && model_ok {
-                Outcome::Clean
-            } else {
-                Outcome::Findings
-            })
-        }
-        (None, Some(file)) => {
-            let f =
-                std::fs::File::open(file).with_context(|| format!("opening {}", file.display()))?;
-            match schemas::export::verify_export(std::io::BufReader::new(f)) {
-                Ok(s) => {
-                    if args.json {
-                        println!("{}", serde_json::to_string_pretty(&s)?);
-                    } else {
-                        for t in &s.tables {
-                            println!(
-                                "{:<12} ok   seq {}..={} ({} events) anchor {} head {}",
-                                t.table.as_str(),
-                                t.from_seq,
-                                t.to_seq,
-                                t.events,
-                                t.anchor,
-                                t.head
-                            );
-                        }
-                        println!("{}: {} events verify", file.display(), s.events);
-                    }
-                    Ok(Outcome::Clean)
-                }
-                Err(e) => {
-                    println!("{}: verification FAILED: {e}", file.display());
-                    Ok(Outcome::Findings)
-                }
-            }
-        }
+    match (&args.source.ledger, &args.source.export, digest) {
+        (Some(dir), None, Some(d)) => against(dir, &d, args.json),
+        (None, Some(file), Some(d)) => export_against(file, &d, args.json),
+        (Some(dir), None, None) => verify_ledger(dir, args.json),
+        (None, Some(file), None) => verify_export_file(file, args.json),
         _ => anyhow::bail!("say what to verify: --ledger DIR or --export FILE"),
     }
+}
+
+/// Every chain of a ledger on its bare store, then its read model when the chains verify.
+fn verify_ledger(dir: &std::path::Path, json: bool) -> Result<Outcome> {
+    let store =
+        SledStore::open(dir).with_context(|| format!("opening the ledger at {}", dir.display()))?;
+    let (report, _) = ledger::verify_store(&store, None, &BTreeMap::new()).context("verifying")?;
+    if json {
+        let lines: Vec<serde_json::Value> = report.tables.iter().map(verdict_json).collect();
+        println!("{}", serde_json::to_string_pretty(&lines)?);
+        // The JSON stays the array of table verdicts; a broken arrival or quarantine chain
+        // fails the exit code and is named on stderr, as is the value log's state.
+        if !matches!(report.arrival, ledger::ArrivalVerdict::Ok { .. }) {
+            eprintln!("{}", arrival_line(&report.arrival));
+        }
+        if !matches!(report.quarantine, ledger::QuarantineVerdict::Ok { .. }) {
+            eprintln!("{}", quarantine_line(&report.quarantine));
+        }
+        if let Some(line) = unreferenced_line(&store)? {
+            eprintln!("{line}");
+        }
+    } else {
+        print!("{}", render_report(&report));
+        if let Some(line) = unreferenced_line(&store)? {
+            println!("{line}");
+        }
+    }
+    // The read model is checked against a ledger that verifies; sled allows one open
+    // handle, so the bare store closes first.
+    drop(store);
+    let model_ok = !report.is_ok() || crate::readmodel::verify_part(dir, json)?;
+    Ok(if report.is_ok() && model_ok {
+        Outcome::Clean
+    } else {
+        Outcome::Findings
+    })
+}
+
+/// The human form of a ledger's verification: a line per table, the arrival and quarantine
+/// chains, and the verdict.
+fn render_report(report: &ledger::VerifyReport) -> String {
+    let mut o = String::new();
+    for t in &report.tables {
+        o += &table_line(t);
+        o.push('\n');
+    }
+    o += &format!(
+        "{}\n{}\n",
+        arrival_line(&report.arrival),
+        quarantine_line(&report.quarantine)
+    );
+    let legacy = report
+        .tables
+        .iter()
+        .filter(|t| {
+            matches!(
+                t,
+                TableVerdict::Ok {
+                    receipt_in_head: false,
+                    ..
+                }
+            )
+        })
+        .count();
+    if legacy > 0 {
+        o += &format!("{legacy} tables' heads were written before receipts, so there is no stored receipt to compare (a digest recomputes every receipt from the records); each gains one at its table's next append\n");
+    }
+    let verdict = if report.is_ok() {
+        "every chain verifies"
+    } else {
+        "verification FAILED"
+    };
+    o += &format!("{} tables: {verdict}\n", report.tables.len());
+    o
+}
+
+/// One table's verdict in one line.
+fn table_line(t: &TableVerdict) -> String {
+    match t {
+        TableVerdict::Ok {
+            head,
+            events,
+            receipt_in_head,
+            checkpoints,
+            attested_seq,
+            ..
+        } => format!(
+            "{:<12} ok   {events} events, head seq {} {}; {checkpoints} signed checkpoints verified, attested to seq {attested_seq}{}",
+            head.table.as_str(),
+            head.seq.0,
+            head.hash,
+            if *receipt_in_head {
+                ""
+            } else {
+                " (head written before receipts)"
+            }
+        ),
+        TableVerdict::Bad {
+            table,
+            seq,
+            problem,
+        } => format!(
+            "{:<12} BAD  first bad position: seq {seq}: {problem}",
+            table.as_str()
+        ),
+    }
+}
+
+/// An export file checked alone: every chain in it from its anchor.
+fn verify_export_file(file: &std::path::Path, json: bool) -> Result<Outcome> {
+    let f = std::fs::File::open(file).with_context(|| format!("opening {}", file.display()))?;
+    let s = match schemas::export::verify_export(std::io::BufReader::new(f)) {
+        Ok(s) => s,
+        Err(e) => {
+            println!("{}: verification FAILED: {e}", file.display());
+            return Ok(Outcome::Findings);
+        }
+    };
+    if json {
+        println!("{}", serde_json::to_string_pretty(&s)?);
+        return Ok(Outcome::Clean);
+    }
+    for t in &s.tables {
+        println!(
+            "{:<12} ok   seq {}..={} ({} events) anchor {} head {}",
+            t.table.as_str(),
+            t.from_seq,
+            t.to_seq,
+            t.events,
+            t.anchor,
+            t.head
+        );
+    }
+    println!("{}: {} events verify", file.display(), s.events);
+    Ok(Outcome::Clean)
 }
 
 /// The arrival chain's verdict in one line (`ledger::arrival`).

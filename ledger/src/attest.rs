@@ -855,66 +855,75 @@ impl<'a> AttestationCheck<'a> {
             self.config = Some((seq, *hash));
         }
         while let Some((at, v)) = self.next_checkpoint_at_most(seq)? {
-            let (_, _, bytes, key_enrolled_seq) = match decode_checkpoint(&v) {
-                Ok(c) => c,
-                Err(e) => return Ok(Some(format!("the kept checkpoint at seq {at}: {e}"))),
-            };
-            let c = match Checkpoint::decode(&bytes) {
-                Ok(c) => c,
-                Err(e) => {
-                    return Ok(Some(format!(
-                        "the kept checkpoint at seq {at} does not decode: {e}"
-                    )))
-                }
-            };
-            if at < seq {
-                return Ok(Some(format!(
-                    "a checkpoint is kept at seq {at}, which the chain did not reach in order"
-                )));
+            if let Some(problem) = self.check_kept(seq, hash, at, &v) {
+                return Ok(Some(problem));
             }
-            if c.table != *self.table || c.head_seq.0 != seq || c.head_hash != *hash {
-                return Ok(Some(format!(
-                    "the kept checkpoint at seq {seq} names table {} seq {} hash {}, the chain has {hash} there",
-                    c.table, c.head_seq.0, c.head_hash
-                )));
-            }
-            // The enrollment it was verified against; for a record written before that
-            // was kept, the device's latest enrollment so far.
-            let enrollment = match key_enrolled_seq {
-                Some(e) => self.key_events.get(&e.0).map(|k| (e.0, k)),
-                None => self
-                    .key_events
-                    .iter()
-                    .rev()
-                    .find(|(_, (d, _, a, ok))| *d == c.device && *a == KeyAction::Enroll && *ok)
-                    .map(|(s, k)| (*s, k)),
-            };
-            let key = match enrollment {
-                Some((_, (d, key, KeyAction::Enroll, true))) if *d == c.device => *key,
-                _ => {
-                    return Ok(Some(format!(
-                        "the kept checkpoint at seq {seq} of device {} names no admin-signed enrollment of it in the chain (at seq {})",
-                        c.device,
-                        key_enrolled_seq.map_or("none".to_string(), |s| s.0.to_string())
-                    )))
-                }
-            };
-            if let Some(p) = self.state_problem(seq, &c, enrollment.map(|(e, _)| e)) {
-                return Ok(Some(p));
-            }
-            debug_assert!(
-                self.pending.len() < VERIFY_BATCH_MAX,
-                "settled at the bound"
-            );
-            self.pending.push(PendingSignature {
-                seq,
-                message: c.signed_message(),
-                device: c.device,
-                key,
-                signature: c.signature,
-            });
         }
         Ok(None)
+    }
+
+    /// Checks the checkpoint kept at `at` against the chain at `seq` and queues its
+    /// signature; the problem, if it does not hold.
+    fn check_kept(&mut self, seq: u64, hash: &Hash32, at: u64, v: &[u8]) -> Option<String> {
+        let (_, _, bytes, key_enrolled_seq) = match decode_checkpoint(v) {
+            Ok(c) => c,
+            Err(e) => return Some(format!("the kept checkpoint at seq {at}: {e}")),
+        };
+        let c = match Checkpoint::decode(&bytes) {
+            Ok(c) => c,
+            Err(e) => {
+                return Some(format!(
+                    "the kept checkpoint at seq {at} does not decode: {e}"
+                ))
+            }
+        };
+        if at < seq {
+            return Some(format!(
+                "a checkpoint is kept at seq {at}, which the chain did not reach in order"
+            ));
+        }
+        if c.table != *self.table || c.head_seq.0 != seq || c.head_hash != *hash {
+            return Some(format!(
+                "the kept checkpoint at seq {seq} names table {} seq {} hash {}, the chain has {hash} there",
+                c.table, c.head_seq.0, c.head_hash
+            ));
+        }
+        // The enrollment it was verified against; for a record written before that
+        // was kept, the device's latest enrollment so far.
+        let enrollment = match key_enrolled_seq {
+            Some(e) => self.key_events.get(&e.0).map(|k| (e.0, k)),
+            None => self
+                .key_events
+                .iter()
+                .rev()
+                .find(|(_, (d, _, a, ok))| *d == c.device && *a == KeyAction::Enroll && *ok)
+                .map(|(s, k)| (*s, k)),
+        };
+        let key = match enrollment {
+            Some((_, (d, key, KeyAction::Enroll, true))) if *d == c.device => *key,
+            _ => {
+                return Some(format!(
+                    "the kept checkpoint at seq {seq} of device {} names no admin-signed enrollment of it in the chain (at seq {})",
+                    c.device,
+                    key_enrolled_seq.map_or("none".to_string(), |s| s.0.to_string())
+                ))
+            }
+        };
+        if let Some(p) = self.state_problem(seq, &c, enrollment.map(|(e, _)| e)) {
+            return Some(p);
+        }
+        debug_assert!(
+            self.pending.len() < VERIFY_BATCH_MAX,
+            "settled at the bound"
+        );
+        self.pending.push(PendingSignature {
+            seq,
+            message: c.signed_message(),
+            device: c.device,
+            key,
+            signature: c.signature,
+        });
+        None
     }
 
     /// Why a kept v2 checkpoint's signed state is not the chain's so far, if it is not: the
