@@ -533,13 +533,23 @@ impl Ctx<'_> {
             ),
             None => String::new(),
         };
-        let (fold_clause, folded) = match b.decision {
+        let (fold_clause, decided_fold) = match b.decision {
             Some(Choice::Play) => ("", false),
             Some(Choice::Fold) => (c.fold, true),
             Some(Choice::WalkAway) => (c.walk_away, true),
             Some(Choice::RefuseToReveal) => (c.refuse_to_reveal, true),
             // An Ante with no decision: the player walked away with it pending (§5.5).
             None => (c.walk_away, has_ante),
+        };
+        // Only a player with an Ante decides (§3.12). TCP3 §3.14: the dealer reveals a
+        // Pair Plus only box, so a fold recorded on it does not apply (RN17).
+        let folded = decided_fold && has_ante;
+        let fold_ignored = match decided_fold && !has_ante {
+            true => format!(
+                " (no Ante: the recorded fold does not apply, {})",
+                self.cite("3.14")
+            ),
+            false => String::new(),
         };
 
         // Ante and BET/Play.
@@ -729,7 +739,7 @@ impl Ctx<'_> {
         // TCP3 Pair Plus (§3.12.1, §3.14, §3.16, §4.2).
         let (pp, pp_placed) = self.stake(b, BetKind::PairPlus);
         if pp.0 > 0 {
-            let note = excess_note(pp_placed, pp);
+            let note = excess_note(pp_placed, pp) + &fold_ignored;
             if folded && rt.fold_loses_pair_plus {
                 lines.push(line(
                     PayLine::PairPlus,
