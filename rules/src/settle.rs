@@ -657,8 +657,8 @@ impl Ctx<'_> {
                                 win,
                                 clause,
                                 format!(
-                                    "{:?} wins {how} on the {}{main_note}",
-                                    hand.class(),
+                                    "{} wins {how} on the {}{main_note}",
+                                    hand.class().words(),
                                     main_line.name()
                                 ),
                             ));
@@ -671,9 +671,9 @@ impl Ctx<'_> {
                                 -ante,
                                 self.cite(c.player_loses),
                                 format!(
-                                    "dealer's {:?} beats the player's {:?}: Ante lost{note}",
-                                    dealer.class(),
-                                    hand.class()
+                                    "the dealer's hand ({}) beats the player's ({}): Ante lost{note}",
+                                    dealer.class().words(),
+                                    hand.class().words()
                                 ),
                             ));
                             lines.push(line(
@@ -718,8 +718,8 @@ impl Ctx<'_> {
                         win,
                         self.cite("3.16, 4.3"),
                         format!(
-                            "Ante Bonus: {:?} pays {} on the Ante",
-                            hand.class(),
+                            "Ante Bonus: {} pays {} on the Ante",
+                            hand.class().words(),
                             pays_text(row.pays)
                         ),
                     ));
@@ -757,8 +757,8 @@ impl Ctx<'_> {
                     award_win(row.pays, pp),
                     self.cite("3.16, 4.2"),
                     format!(
-                        "Pair Plus: {:?} pays {}{note}",
-                        hand.class(),
+                        "Pair Plus: {} pays {}{note}",
+                        hand.class().words(),
                         pays_text(row.pays)
                     ),
                 ));
@@ -769,7 +769,7 @@ impl Ctx<'_> {
                     Outcome::Lose,
                     -pp,
                     self.cite("3.16, 4.2"),
-                    format!("Pair Plus: {:?} does not pay{note}", hand.class()),
+                    format!("Pair Plus: {} does not pay{note}", hand.class().words()),
                 ));
             }
         }
@@ -855,7 +855,7 @@ impl Ctx<'_> {
                     awards.push(Award {
                         pays: row.pays,
                         clause: self.cite(c.jackpot_pays),
-                        what: format!("{whose} {class:?}"),
+                        what: format!("{whose} hand, {}", class.words()),
                         hand: Some(class),
                     });
                 }
