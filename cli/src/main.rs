@@ -18,6 +18,7 @@ mod demo;
 mod digest;
 mod evidence;
 mod export;
+mod house_edge;
 mod keygen;
 mod quarantine;
 mod readmodel;
@@ -100,6 +101,8 @@ enum Command {
     BenchIngest(bench_ingest::Args),
     /// What JetStream's `sync_interval` costs a publisher: throughput and ack latency.
     BenchPublish(bench_publish::Args),
+    /// Each bet kind's house edge through the rules engine (rules/RULES.md).
+    HouseEdge(house_edge::Args),
     /// The bus's principals: TLS files, credentials, revocation (`bus init|issue|revoke`).
     Bus(bus::Args),
     /// Gaming days: seal an ended day, show a day's seal and ranges (`day seal|show`).
@@ -123,6 +126,7 @@ impl Command {
                 | Command::BenchHistory(_)
                 | Command::BenchIngest(_)
                 | Command::BenchPublish(_)
+                | Command::HouseEdge(_)
         )
     }
 }
@@ -163,6 +167,7 @@ fn main() -> ExitCode {
         Command::BenchHistory(a) => bench_history::run(a),
         Command::BenchIngest(a) => bench_ingest::run(a),
         Command::BenchPublish(a) => bench_publish::run(a),
+        Command::HouseEdge(a) => house_edge::run(a),
         Command::Readmodel(a) => readmodel::run(a),
         Command::Bus(a) => bus::run(a),
         Command::Enroll(a) => bus::enroll(a),
