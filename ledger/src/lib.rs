@@ -40,6 +40,8 @@ mod classify;
 pub mod config;
 pub mod days;
 pub mod digest;
+pub mod faulty;
+pub mod fence;
 pub mod provenance;
 pub mod quarantine;
 mod read;
@@ -179,6 +181,8 @@ struct State {
     /// looked at since open. A cache of the head event's kind: reading the head record
     /// back from the store for every table of every batch was 13% of the writer's time.
     closed: BTreeMap<TableId, bool>,
+    /// Tables fenced as damaged (`fence`): their new messages are quarantined.
+    fenced: BTreeMap<TableId, fence::Fence>,
 }
 
 /// An open ledger.
@@ -215,6 +219,7 @@ impl Ledger {
         };
         ledger.recovered = ledger.recover_unreferenced()?;
         ledger.build_config_index_if_missing()?;
+        ledger.fence_damaged_tables();
         Ok(ledger)
     }
 

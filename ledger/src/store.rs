@@ -315,10 +315,24 @@ impl SledStore {
         // A log that goes on past the last commit's end holds what a crash left (entries
         // no commit references, which recovery appends again, or bytes of a write cut
         // short): appending starts a new segment rather than go on after them.
-        if let Some(end) = store.values.end()? {
-            if end != store.referenced_end()? {
-                store.values.start_new_segment();
+        let referenced = store.referenced_end()?;
+        match store.values.end()? {
+            Some(end) if end < referenced => {
+                // Damage: segments or bytes the commits name are gone. The tables they
+                // held fail their open check and are fenced (`fence`).
+                tracing::warn!(
+                    log_end = ?end,
+                    referenced_end = ?referenced,
+                    "the value log ends before the last commit's end: records are missing (run verify)"
+                );
+                store.values.start_new_segment_after(referenced.0);
             }
+            None if referenced > (0, 0) => {
+                tracing::warn!(referenced_end = ?referenced, "the value log is empty but commits name records in it (run verify)");
+                store.values.start_new_segment_after(referenced.0);
+            }
+            Some(end) if end != referenced => store.values.start_new_segment(),
+            _ => {}
         }
         Ok(store)
     }

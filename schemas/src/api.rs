@@ -603,6 +603,12 @@ pub enum AlertKind {
     AttestationStalled,
     /// Refusals past a quarantine bound: counted, not stored; their bytes stay in the stream.
     QuarantineBound,
+    /// A table fenced as damaged: its new events are quarantined as `table_fenced`.
+    TableFenced,
+    /// Ingest stopped acknowledging on a write error (a full disk): it retries by itself.
+    IngestPaused,
+    /// Writes succeed again after `IngestPaused`: ingest goes on.
+    IngestResumed,
 }
 
 impl AlertKind {
@@ -613,6 +619,9 @@ impl AlertKind {
             AlertKind::RefusedPublisher => "refused_publisher",
             AlertKind::AttestationStalled => "attestation_stalled",
             AlertKind::QuarantineBound => "quarantine_bound",
+            AlertKind::TableFenced => "table_fenced",
+            AlertKind::IngestPaused => "ingest_paused",
+            AlertKind::IngestResumed => "ingest_resumed",
         }
     }
 }
