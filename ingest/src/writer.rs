@@ -236,15 +236,15 @@ fn attestation_stalls<A>(ledger: &Ledger, w: &mut Written<A>, lag_max: u64) {
     }
 }
 
+/// A group that failed to write: its jobs, whole, and why.
+type Failed<A> = (Vec<Job<A>>, Error);
+
 /// Appends the jobs' events and then their checkpoints as one ledger call (one commit),
 /// flushes once, then describes each job. One call, not one per job: the ledger writes one record, one head,
 /// one round summary per table per call, so a group of n batches costs the store about
 /// what one batch of n times the size does. A ledger error fails the whole group: nothing
 /// of it is acked, and the jobs come back whole with the error, to be written again.
-fn write_group<A>(
-    ledger: &Ledger,
-    mut jobs: Vec<Job<A>>,
-) -> Result<Vec<Written<A>>, (Vec<Job<A>>, Error)> {
+fn write_group<A>(ledger: &Ledger, mut jobs: Vec<Job<A>>) -> Result<Vec<Written<A>>, Failed<A>> {
     let Some(last_batch) = jobs.last().map(|j| j.batch_no) else {
         return Ok(Vec::new());
     };

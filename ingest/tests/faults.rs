@@ -153,6 +153,40 @@ fn repair(dir: &std::path::Path, (at, byte): (u64, u8)) {
     file.sync_all().expect("sync");
 }
 
+/// T-BAD's 10 events alone, then 10 for each good table: T-BAD's record fills the value
+/// log's first bytes. Returns where it ends.
+fn seed_ledger(dir: &std::path::Path, bad: &mut Device, good: &mut [Device]) -> u64 {
+    let mut stream_seq = 1_000_000;
+    let l = Ledger::open(dir).expect("open");
+    l.append_batch(&bad.incoming(10, &mut stream_seq))
+        .expect("append");
+    l.flush().expect("flush");
+    let end = std::fs::metadata(ledger::valuelog::segment_path(dir, 0))
+        .expect("segment")
+        .len();
+    for d in good {
+        l.append_batch(&d.incoming(10, &mut stream_seq))
+            .expect("append");
+    }
+    l.flush().expect("flush");
+    end
+}
+
+/// `verify` passes the good tables (40 events each) and names T-BAD.
+fn verify_names_only(ledger: &Ledger, bad: &TableId) {
+    let verdicts = ledger.verify().expect("verify").tables;
+    for v in &verdicts {
+        match v {
+            TableVerdict::Ok { head, events, .. } => {
+                assert_ne!(&head.table, bad);
+                assert_eq!(*events, 40);
+            }
+            other => assert!(format!("{other:?}").contains(bad.as_str()), "{other:?}"),
+        }
+    }
+    assert_eq!(verdicts.len(), 4);
+}
+
 /// Table T-BAD's only record is damaged (a flipped byte in the value log). At open the
 /// ledger fences it; ingest then stores every event of three other tables, published
 /// interleaved with T-BAD's, and keeps T-BAD's new events as `table_fenced` quarantine
@@ -168,23 +202,7 @@ async fn a_damaged_table_is_fenced_while_three_others_keep_ingesting() {
         .into_iter()
         .map(Device::new)
         .collect();
-    let mut stream_seq = 1_000_000;
-    // T-BAD's 10 events alone fill the first bytes of the value log; the others follow.
-    let bad_end = {
-        let l = Ledger::open(dir.path()).expect("open");
-        l.append_batch(&bad.incoming(10, &mut stream_seq))
-            .expect("append");
-        l.flush().expect("flush");
-        let end = std::fs::metadata(ledger::valuelog::segment_path(dir.path(), 0))
-            .expect("segment")
-            .len();
-        for d in &mut good {
-            l.append_batch(&d.incoming(10, &mut stream_seq))
-                .expect("append");
-        }
-        l.flush().expect("flush");
-        end
-    };
+    let bad_end = seed_ledger(dir.path(), &mut bad, &mut good);
     let saved = damage(dir.path(), 8, bad_end);
 
     let ledger = Arc::new(Ledger::open(dir.path()).expect("a damaged ledger still opens"));
@@ -238,17 +256,7 @@ async fn a_damaged_table_is_fenced_while_three_others_keep_ingesting() {
         "the damaged chain is not extended"
     );
 
-    let verdicts = ledger.verify().expect("verify").tables;
-    for v in &verdicts {
-        match v {
-            TableVerdict::Ok { head, events, .. } => {
-                assert_ne!(head.table, bad.table);
-                assert_eq!(*events, 40);
-            }
-            other => assert!(format!("{other:?}").contains("T-BAD"), "{other:?}"),
-        }
-    }
-    assert_eq!(verdicts.len(), 4);
+    verify_names_only(&ledger, &bad.table);
 
     // Repaired (the byte put back): the table opens unfenced, and unfence appends the 30
     // kept events after its old head.

@@ -25,6 +25,8 @@ pub mod check {
     pub const HEAD_UNREADABLE: &str = "head_unreadable";
     /// The head record reads, but its last event is not the head the ledger keeps.
     pub const HEAD_MISMATCH: &str = "head_mismatch";
+    /// A read of one of the table's records failed (the read side met it).
+    pub const RECORD_UNREADABLE: &str = "record_unreadable";
 }
 
 /// `Space::Meta` key prefix of the unfence log: `prefix ++ id (u64 BE)`.
@@ -106,6 +108,17 @@ impl Ledger {
         }
         tracing::warn!(%table, check = fence.check, detail = %fence.detail, "table fenced: its new events are quarantined as table_fenced until `roundledger table unfence`");
         state.fenced.insert(table.clone(), fence);
+    }
+
+    /// After a read of `table`'s records failed with `error`: fences the table, with the
+    /// head check's finding when that fails too. Returns `error`, for the caller to report.
+    pub fn fence_after_read_error(&self, table: &TableId, error: Error) -> Error {
+        let fence = self.check_table(table).err().unwrap_or_else(|| Fence {
+            check: check::RECORD_UNREADABLE,
+            detail: error.to_string(),
+        });
+        self.fence(table, fence);
+        error
     }
 
     /// After a failed append: checks the tables its messages name and fences those that
