@@ -318,7 +318,11 @@ impl ValueLog {
             .write_all(buf)
             .and_then(|()| tail.file.sync_data());
         if let Err(e) = written {
-            tail.broken = true;
+            // Broken only when bytes of the failed write may be in the file: then they
+            // end the segment. A write that left nothing (a full disk refusing the first
+            // byte) keeps it, so a long pause does not open a segment per retry.
+            let len = tail.file.metadata().map(|m| m.len()).ok();
+            tail.broken = len != Some(tail.end);
             return Err(io_err("value log write", &path)(e));
         }
         tail.end += buf.len() as u64;
