@@ -19,6 +19,8 @@
 //!   again for the same reason under a later stream seq are `Appended::Repeated`: counted
 //!   beside the first entry (`quarantine::Repeat`), not stored again.
 //! - **Durable only after `flush`**: callers acknowledge only after it returns.
+//! - **One damaged table never stops the others**: a table whose head record does not
+//!   read back is fenced (`fence`); its new messages are quarantined as `table_fenced`.
 //! - One process owns a ledger directory (sled locks it; a second `open` gets
 //!   `Error::Locked`). One append call runs at a time (an internal mutex).
 //!
