@@ -100,3 +100,38 @@ fn a_table_damaged_while_open_is_fenced_at_the_next_append_and_the_other_goes_on
     assert!(ledger.unfence(&t_bad, "test", 1).is_err(), "still damaged");
     assert_eq!(ledger.fence_log().expect("log").len(), 0);
 }
+
+/// The value log's last segment deleted (the fault an operator met): the ledger opens,
+/// fences the table whose records it held, and a new table's events go to a new segment
+/// numbered past the missing one, never to a file under its number (which sled's
+/// pointers into the lost segment would then misread).
+#[test]
+fn a_deleted_last_segment_fences_its_tables_and_is_never_reused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (mut prev, mut other, mut stream_seq) = (Hash32::ZERO, Hash32::ZERO, 0);
+    {
+        let l = Ledger::open(dir.path()).expect("open");
+        l.append_batch(&chain("T-LOST", 1, 5, &mut prev, &mut stream_seq))
+            .expect("append");
+        l.flush().expect("flush");
+    }
+    std::fs::remove_file(ledger::valuelog::segment_path(dir.path(), 0)).expect("delete");
+    let l = Ledger::open(dir.path()).expect("a damaged ledger still opens");
+    let lost = TableId::new("T-LOST").expect("id");
+    assert_eq!(
+        l.fenced()[&lost].check,
+        ledger::fence::check::HEAD_UNREADABLE
+    );
+    let out = l
+        .append_batch(&chain("T-NEW", 1, 5, &mut other, &mut stream_seq))
+        .expect("a new table goes on");
+    l.flush().expect("flush");
+    assert!(
+        out.iter().all(|o| matches!(o, Appended::Stored { .. })),
+        "{out:?}"
+    );
+    assert!(!ledger::valuelog::segment_path(dir.path(), 0).exists());
+    assert!(ledger::valuelog::segment_path(dir.path(), 1).exists());
+    let new = TableId::new("T-NEW").expect("id");
+    assert_eq!(l.events(&new, 1..=5).filter(|e| e.is_ok()).count(), 5);
+}
