@@ -29,6 +29,7 @@ mod serve;
 mod settle;
 mod simulate;
 mod source;
+mod table;
 mod tokens;
 mod verify;
 
@@ -111,6 +112,8 @@ enum Command {
     VerifySeal(day::VerifySealArgs),
     /// Sign a device key's enrollment offline with the admin key (`Rl-Enrollment` header).
     Enroll(bus::EnrollArgs),
+    /// Damaged tables: `table status|unfence|fence-log --ledger DIR`.
+    Table(table::Args),
 }
 
 impl Command {
@@ -173,6 +176,7 @@ fn main() -> ExitCode {
         Command::Enroll(a) => bus::enroll(a),
         Command::Day(a) => day::run(a),
         Command::VerifySeal(a) => day::verify_seal(a),
+        Command::Table(a) => table::run(a),
     };
     match result {
         Ok(Outcome::Clean) => ExitCode::SUCCESS,

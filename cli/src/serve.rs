@@ -178,6 +178,19 @@ fn api_config(args: &Args, alerts: &ingest::alerts::AlertLog) -> Result<Option<a
 
 pub fn run(args: Args) -> Result<Outcome> {
     let ledger = open_ledger(&args)?;
+    // The ledger logged each fence at open (`warn`); the API shows them.
+    let fenced = ledger.fenced();
+    if !fenced.is_empty() {
+        eprintln!(
+            "warning: {} tables fenced as damaged ({}); see `roundledger table status`",
+            fenced.len(),
+            fenced
+                .keys()
+                .map(|t| t.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     let mut config = ingest::IngestConfig::new(&args.nats).with_batch_len(args.batch);
     config.access = args.bus.access();
     let sealer = sealer_config(&args, &config.access)?;
@@ -250,8 +263,8 @@ pub fn run(args: Args) -> Result<Outcome> {
     ledger.flush().context("final flush")?;
     if let Some(report) = report {
         eprintln!(
-            "stopped: {} batches, {} events stored, {} duplicates, {} held, {} quarantined",
-            report.batches, report.stored, report.duplicates, report.held, report.quarantined
+            "stopped: {} batches, {} events stored, {} duplicates, {} held, {} quarantined ({} of fenced tables)",
+            report.batches, report.stored, report.duplicates, report.held, report.quarantined, report.fenced
         );
     }
     Ok(Outcome::Clean)

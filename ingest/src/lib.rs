@@ -29,6 +29,7 @@
 
 pub mod alerts;
 mod bench;
+pub mod health;
 mod pipeline;
 pub mod sealer;
 mod writer;
@@ -80,6 +81,9 @@ pub struct IngestConfig {
     /// Where alerts are kept for the API (`alerts`); shared, so `serve` hands a clone to
     /// the API.
     pub alerts: alerts::AlertLog,
+    /// Fault counters and state (`health`); shared, so `serve` hands a clone to the API
+    /// and metrics.
+    pub health: std::sync::Arc<health::Health>,
 }
 
 /// The system clock in UTC nanoseconds. Ingest is an edge: its clock stamps arrival. A
@@ -105,6 +109,7 @@ impl IngestConfig {
             clock: system_clock_ns,
             attestation_lag_max: 1_000,
             alerts: alerts::AlertLog::default(),
+            health: Default::default(),
         }
     }
 
@@ -191,6 +196,9 @@ pub struct IngestReport {
     /// Checkpoints refused (bad signature, unknown or revoked device, not matching the
     /// chain): quarantined, also counted in `quarantined`.
     pub checkpoints_refused: u64,
+    /// Messages of fenced tables (`ledger::fence`), kept as `table_fenced` quarantine
+    /// entries or counted as their repeats; also in `quarantined` or `repeats`.
+    pub fenced: u64,
 }
 
 /// Why ingest stopped or could not start.
