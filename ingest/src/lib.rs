@@ -24,11 +24,15 @@
 //! - Everything is bounded: batch length, bytes per message (the stream's
 //!   `max_message_size`), pending acks on the server, batches queued for the writer.
 //!
+//! What it does is counted as it happens (`metrics`: messages by outcome, commit latency,
+//! the consumer's pending count) for `/metrics` and `/ready`.
+//!
 //! It must never: ack before flush, drop a message, re-encode an event, or block a runtime
 //! thread on sled.
 
 pub mod alerts;
 mod bench;
+pub mod metrics;
 mod pipeline;
 pub mod sealer;
 mod writer;
@@ -80,6 +84,8 @@ pub struct IngestConfig {
     /// Where alerts are kept for the API (`alerts`); shared, so `serve` hands a clone to
     /// the API.
     pub alerts: alerts::AlertLog,
+    /// Ingest's counters for `/metrics` and `/ready` (`metrics`); shared, like `alerts`.
+    pub metrics: metrics::IngestMetrics,
 }
 
 /// The system clock in UTC nanoseconds. Ingest is an edge: its clock stamps arrival. A
@@ -105,6 +111,7 @@ impl IngestConfig {
             clock: system_clock_ns,
             attestation_lag_max: 1_000,
             alerts: alerts::AlertLog::default(),
+            metrics: metrics::IngestMetrics::default(),
         }
     }
 

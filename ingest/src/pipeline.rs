@@ -241,8 +241,8 @@ pub(crate) async fn run_with_consumer(
     let writer = std::thread::Builder::new()
         .name("ledger-writer".to_string())
         .spawn({
-            let lag_max = config.attestation_lag_max;
-            move || writer_loop(ledger, job_rx, done_tx, lag_max)
+            let (lag_max, metrics) = (config.attestation_lag_max, config.metrics.clone());
+            move || writer_loop(ledger, job_rx, done_tx, lag_max, metrics)
         })
         .map_err(|e| Error::Writer(format!("cannot start the writer thread: {e}")))?;
     let alerting = Alerting {
@@ -250,6 +250,8 @@ pub(crate) async fn run_with_consumer(
         clock: config.clock,
     };
     let acker = tokio::spawn(ack_loop(client.clone(), done_rx, alerting));
+    config.metrics.attach(&client);
+    let _polling = crate::metrics::Polling::start(&consumer, &config.metrics);
     ready();
 
     let mut shutdown = std::pin::pin!(shutdown.fuse());

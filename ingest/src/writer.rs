@@ -57,6 +57,7 @@ pub(crate) fn writer_loop<A>(
     mut jobs: mpsc::Receiver<Job<A>>,
     done: mpsc::Sender<Result<Written<A>, Error>>,
     attestation_lag_max: u64,
+    metrics: crate::metrics::IngestMetrics,
 ) {
     let mut group: Vec<Job<A>> = Vec::with_capacity(GROUP_LEN_MAX);
     while let Some(job) = jobs.blocking_recv() {
@@ -67,7 +68,10 @@ pub(crate) fn writer_loop<A>(
                 Err(_) => break,
             }
         }
-        for mut reply in write_group(&ledger, group.drain(..)) {
+        let started = std::time::Instant::now();
+        let replies = write_group(&ledger, group.drain(..));
+        metrics.committed(started.elapsed(), &replies);
+        for mut reply in replies {
             if let Ok(w) = &mut reply {
                 attestation_stalls(&ledger, w, attestation_lag_max);
             }
