@@ -130,7 +130,7 @@ pub fn router(state: Shared) -> axum::Router {
     // asked and no audit entry.
     let api = api
         .route("/v1/{*rest}", axum::routing::any(no_such_endpoint))
-        .layer(axum::middleware::from_fn_with_state(state, guard));
+        .layer(axum::middleware::from_fn_with_state(state.clone(), guard));
     axum::Router::new()
         .merge(api)
         .route(
@@ -141,6 +141,10 @@ pub fn router(state: Shared) -> axum::Router {
         )
         .route("/health", axum::routing::get(|| async { "ok" }))
         .merge(crate::ui::router())
+        .layer(axum::middleware::from_fn_with_state(
+            state.requests.clone(),
+            crate::ops::count_requests,
+        ))
         .layer(axum::middleware::from_fn(crate::edge::security_headers))
 }
 

@@ -26,6 +26,7 @@ mod remote;
 mod replay;
 mod seed;
 mod serve;
+mod settings;
 mod settle;
 mod simulate;
 mod source;
@@ -145,11 +146,17 @@ fn quiet_on_closed_pipe() {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli: Cli = match settings::parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
     if cli.command.prints_then_exits() {
         quiet_on_closed_pipe();
     }
-    init_tracing();
+    init_tracing(&cli.command);
     let result = match cli.command {
         Command::Serve(a) => serve::run(a),
         Command::Simulate(a) => simulate::run(a),
@@ -195,12 +202,30 @@ pub enum Outcome {
     Findings,
 }
 
-fn init_tracing() {
+/// What `serve` logs by default: warnings, and the lifecycle of the server and of ingest
+/// at `info` (start, ledger opened, consumer attached, listening, stopped with counters).
+const SERVE_LOG_DEFAULT: &str = "warn,roundledger=info,ingest=info,api=info";
+
+/// Logs to stderr, filtered by `ROUNDLEDGER_LOG` (else warnings, and `serve`'s lifecycle),
+/// as text or, with `serve --log-format json`, one JSON object a line.
+fn init_tracing(command: &Command) {
     use tracing_subscriber::EnvFilter;
+    let (default, format) = match command {
+        Command::Serve(a) => (SERVE_LOG_DEFAULT, a.log_format),
+        _ => ("warn", serve::LogFormat::Text),
+    };
     let filter =
-        EnvFilter::try_from_env("ROUNDLEDGER_LOG").unwrap_or_else(|_| EnvFilter::new("warn"));
-    tracing_subscriber::fmt()
+        EnvFilter::try_from_env("ROUNDLEDGER_LOG").unwrap_or_else(|_| EnvFilter::new(default));
+    let fmt = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(std::io::stderr);
+    match format {
+        serve::LogFormat::Text => fmt.init(),
+        serve::LogFormat::Json => fmt
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .init(),
+    }
 }

@@ -24,12 +24,16 @@
 //! - Everything is bounded: batch length, bytes per message (the stream's
 //!   `max_message_size`), pending acks on the server, batches queued for the writer.
 //!
+//! What it does is counted as it happens (`metrics`: messages by outcome, commit latency,
+//! the consumer's pending count) for `/metrics` and `/ready`.
+//!
 //! It must never: ack before flush, drop a message, re-encode an event, or block a runtime
 //! thread on sled.
 
 pub mod alerts;
 mod bench;
 pub mod health;
+pub mod metrics;
 mod pipeline;
 pub mod sealer;
 mod writer;
@@ -84,6 +88,8 @@ pub struct IngestConfig {
     /// Fault counters and state (`health`); shared, so `serve` hands a clone to the API
     /// and metrics.
     pub health: std::sync::Arc<health::Health>,
+    /// Ingest's counters for `/metrics` and `/ready` (`metrics`); shared, like `alerts`.
+    pub metrics: metrics::IngestMetrics,
 }
 
 /// The system clock in UTC nanoseconds. Ingest is an edge: its clock stamps arrival. A
@@ -110,6 +116,7 @@ impl IngestConfig {
             attestation_lag_max: 1_000,
             alerts: alerts::AlertLog::default(),
             health: Default::default(),
+            metrics: metrics::IngestMetrics::default(),
         }
     }
 

@@ -247,6 +247,7 @@ pub(crate) async fn run_with_consumer(
                 health: config.health.clone(),
                 alerts: alert_tx,
                 clock: config.clock,
+                metrics: config.metrics.clone(),
             };
             move || writer_loop(ledger, job_rx, done_tx, side)
         })
@@ -257,6 +258,8 @@ pub(crate) async fn run_with_consumer(
     };
     let alerter = tokio::spawn(alert_loop(client.clone(), alert_rx, alerting.clone()));
     let acker = tokio::spawn(ack_loop(client.clone(), done_rx, alerting));
+    config.metrics.attach(&client);
+    let _polling = crate::metrics::Polling::start(&consumer, &config.metrics);
     ready();
 
     let mut shutdown = std::pin::pin!(shutdown.fuse());

@@ -54,6 +54,8 @@ pub(crate) struct WriterSide {
     pub alerts: mpsc::Sender<Raised>,
     /// Times pauses (UTC ns).
     pub clock: fn() -> i64,
+    /// Commit latency and outcomes (`metrics`).
+    pub metrics: crate::metrics::IngestMetrics,
 }
 
 /// Runs until `jobs` is closed and drained, or a write keeps failing while ingest stops
@@ -84,7 +86,9 @@ pub(crate) fn writer_loop<A>(
                 Err(_) => break,
             }
         }
+        let started = std::time::Instant::now();
         let replies = write_until_durable(&ledger, std::mem::take(&mut group), &jobs, &side);
+        side.metrics.committed(started.elapsed(), &replies);
         alert_fences(&ledger, &side, &mut fenced);
         for mut reply in replies {
             if let Ok(w) = &mut reply {

@@ -711,3 +711,22 @@ pub struct DayView {
     pub digest: Hash32,
     pub seal: crate::seal::DaySeal,
 }
+
+/// `GET /ready`: whether the server can do its work now. 200 with `ready: true`, else 503
+/// naming each check that failed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct Readiness {
+    pub ready: bool,
+    /// Empty when ready.
+    pub failed: Vec<NotReady>,
+}
+
+/// One readiness check that failed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct NotReady {
+    /// `nats`, `flush`, `journal:audit` or `journal:cases`.
+    pub check: String,
+    pub detail: String,
+}
