@@ -27,6 +27,7 @@ mod serve;
 mod settle;
 mod simulate;
 mod source;
+mod tables;
 mod tokens;
 mod verify;
 
@@ -105,6 +106,8 @@ enum Command {
     VerifySeal(day::VerifySealArgs),
     /// Sign a device key's enrollment offline with the admin key (`Rl-Enrollment` header).
     Enroll(bus::EnrollArgs),
+    /// Each table's chain state: head, held events and since when, what blocks it.
+    Tables(tables::Args),
 }
 
 impl Command {
@@ -163,6 +166,7 @@ fn main() -> ExitCode {
         Command::Enroll(a) => bus::enroll(a),
         Command::Day(a) => day::run(a),
         Command::VerifySeal(a) => day::verify_seal(a),
+        Command::Tables(a) => tables::run(a),
     };
     match result {
         Ok(Outcome::Clean) => ExitCode::SUCCESS,

@@ -118,6 +118,13 @@ fn verify_ledger(dir: &std::path::Path, json: bool) -> Result<Outcome> {
     // The read model is checked against a ledger that verifies; sled allows one open
     // handle, so the bare store closes first.
     drop(store);
+    for line in crate::tables::held_lines(dir) {
+        if json {
+            eprintln!("{line}");
+        } else {
+            println!("{line}");
+        }
+    }
     let model_ok = !report.is_ok() || crate::readmodel::verify_part(dir, json)?;
     Ok(if report.is_ok() && model_ok {
         Outcome::Clean

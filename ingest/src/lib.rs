@@ -31,6 +31,7 @@ pub mod alerts;
 mod bench;
 mod pipeline;
 pub mod sealer;
+pub mod stuck;
 mod writer;
 
 pub use bench::{bench_ingest, bench_tables, BenchBus, BenchReport};
@@ -39,6 +40,10 @@ pub use pipeline::{
 };
 
 use std::time::Duration;
+
+/// The default of `IngestConfig::stuck_after`: five minutes, longer than a device outbox's
+/// republish wait at its longest, so a gap it fills raises nothing.
+pub const STUCK_AFTER_DEFAULT: Duration = Duration::from_secs(300);
 
 /// JetStream's de-duplication window on `Nats-Msg-Id` (`<table>:<seq>:<hash>`). The ledger
 /// recognises duplicates for ever; this only saves the work of storing and re-checking
@@ -80,6 +85,9 @@ pub struct IngestConfig {
     /// Where alerts are kept for the API (`alerts`); shared, so `serve` hands a clone to
     /// the API.
     pub alerts: alerts::AlertLog,
+    /// How long a table may hold events beyond a gap before `TableStuck` is raised
+    /// (`stuck`).
+    pub stuck_after: Duration,
 }
 
 /// The system clock in UTC nanoseconds. Ingest is an edge: its clock stamps arrival. A
@@ -105,6 +113,7 @@ impl IngestConfig {
             clock: system_clock_ns,
             attestation_lag_max: 1_000,
             alerts: alerts::AlertLog::default(),
+            stuck_after: STUCK_AFTER_DEFAULT,
         }
     }
 
@@ -135,6 +144,9 @@ impl IngestConfig {
         }
         if self.writer_queue_len == 0 {
             return bad("writer_queue_len must be at least 1");
+        }
+        if self.stuck_after.is_zero() {
+            return bad("stuck_after must be above zero");
         }
         // A redelivered message was delivered at most this many messages ago, and the
         // ledger recognises an already quarantined one only among that many entries.

@@ -40,6 +40,7 @@ mod classify;
 pub mod config;
 pub mod days;
 pub mod digest;
+mod hold;
 pub mod provenance;
 pub mod quarantine;
 mod read;
@@ -51,6 +52,7 @@ pub mod valuelog;
 mod verify;
 
 pub use append::{reason, Appended, Incoming, Outcomes};
+pub use hold::{Blocker, BLOCKER_SCAN_MAX};
 pub use provenance::Provenance;
 pub use quarantine::{QuarantineHead, QuarantineVerdict};
 pub use read::{

@@ -300,6 +300,23 @@ pub struct GapView {
     pub held: u64,
     /// Receive time of the oldest held event (UTC ns): missing since then.
     pub since_ns: i64,
+    /// The highest held seq; the lowest is `missing_to` + 1.
+    pub held_last: Seq,
+    /// Message bytes of the held events.
+    pub held_bytes: u64,
+    /// The quarantined event inside the gap the chain waits for, if the ledger finds one
+    /// among its newest quarantine entries. `None`: the events never arrived.
+    pub blocked_by: Option<GapBlocker>,
+}
+
+/// A refused event that a table's held events depend on (RUNBOOK.md).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct GapBlocker {
+    pub seq: Seq,
+    pub quarantine_id: u64,
+    /// Its stable quarantine reason code.
+    pub reason: String,
 }
 
 /// One quarantined message: what the ledger refused to chain, kept verbatim with why.
@@ -603,6 +620,9 @@ pub enum AlertKind {
     AttestationStalled,
     /// Refusals past a quarantine bound: counted, not stored; their bytes stay in the stream.
     QuarantineBound,
+    /// A table holds events beyond a gap for longer than a bound: it has stopped advancing
+    /// (RUNBOOK.md).
+    TableStuck,
 }
 
 impl AlertKind {
@@ -613,6 +633,7 @@ impl AlertKind {
             AlertKind::RefusedPublisher => "refused_publisher",
             AlertKind::AttestationStalled => "attestation_stalled",
             AlertKind::QuarantineBound => "quarantine_bound",
+            AlertKind::TableStuck => "table_stuck",
         }
     }
 }
