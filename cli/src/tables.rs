@@ -132,26 +132,43 @@ fn describe(g: &GapView, age_ns: i64) -> String {
     )
 }
 
-/// `verify`'s lines for the tables holding events beyond a gap: they are not yet chained,
-/// so the chains' verdicts do not cover them (RUNBOOK.md). Read from an opened ledger; one
-/// that does not open says so in its line.
-pub fn held_lines(dir: &std::path::Path) -> Vec<String> {
-    let rows = crate::source::open_ledger(dir).and_then(|l| from_ledger(&l));
-    match rows {
-        Err(e) => vec![format!("held events: not read: {e:#}")],
-        Ok(rows) => {
-            let now_ns = ingest::system_clock_ns();
-            rows.iter()
-                .filter_map(|r| {
-                    let g = r.gap.as_ref()?;
-                    let age_ns = now_ns.saturating_sub(g.since_ns);
-                    Some(format!(
-                        "{:<12} held  {}",
-                        r.table.as_str(),
-                        describe(g, age_ns)
-                    ))
-                })
-                .collect()
-        }
+/// `verify`'s lines for what the chains' verdicts do not cover: the tables holding
+/// events beyond a gap (not yet chained) and the kept re-syncs, each checked against the
+/// chain and the quarantine. Whether the re-syncs check out is the second value. Read from
+/// an opened ledger; one that does not open says so and fails.
+pub fn verify_lines(dir: &std::path::Path) -> (Vec<String>, bool) {
+    match crate::source::open_ledger(dir).and_then(|l| lines_of(&l)) {
+        Ok(lines) => lines,
+        Err(e) => (
+            vec![format!("held events and re-syncs: not read: {e:#}")],
+            false,
+        ),
     }
+}
+
+fn lines_of(l: &ledger::Ledger) -> Result<(Vec<String>, bool)> {
+    let now_ns = ingest::system_clock_ns();
+    let mut lines: Vec<String> = from_ledger(l)?
+        .iter()
+        .filter_map(|r| {
+            let g = r.gap.as_ref()?;
+            let age_ns = now_ns.saturating_sub(g.since_ns);
+            Some(format!(
+                "{:<12} held  {}",
+                r.table.as_str(),
+                describe(g, age_ns)
+            ))
+        })
+        .collect();
+    let kept = l.resyncs(None).context("reading the re-syncs")?;
+    let problems = l.check_resyncs().context("checking the re-syncs")?;
+    if !kept.is_empty() && problems.is_empty() {
+        lines.push(format!(
+            "re-syncs: {} kept, each signed by a trusted admin, its event in the chain and in quarantine",
+            kept.len()
+        ));
+    }
+    let ok = problems.is_empty();
+    lines.extend(problems.into_iter().map(|p| format!("BAD {p}")));
+    Ok((lines, ok))
 }

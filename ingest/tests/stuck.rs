@@ -3,7 +3,8 @@
 //! on, and a replaced device that restarted its chain. Each shows in the ledger's status
 //! (`Ledger::gap_views`: held range, count, bytes, since when, the blocking refusal) and
 //! raises `table_stuck` on NATS with the same facts. What a way out needs is then done,
-//! and the table advances.
+//! and the table advances: for a refused event no device can send again, an admin's
+//! re-sync (`schemas::resync`).
 //!
 //! Waits are bounded (`WAIT`); nothing here asserts on time. The stuck bound is short
 //! (`STUCK_AFTER`) so a test takes seconds.
@@ -15,6 +16,8 @@ use futures::StreamExt;
 use ingest::IngestConfig;
 use ledger::Ledger;
 use schemas::api::{Alert, AlertKind, GapView};
+use schemas::attest::SigningKey;
+use schemas::resync::{Resync, ResyncTerms};
 use schemas::{subjects, Seq, TableId};
 use simulator::{FaultPlan, Published};
 use std::sync::Arc;
@@ -242,4 +245,95 @@ async fn a_replaced_device_restarting_its_chain_is_shown() {
     publish_as_device(&s.js, &events[k..k + 6]).await;
     wait_advanced(&s.ledger, &t, k as u64 + 6).await;
     s.ingest.stop().await;
+}
+
+/// Publishes a re-sync on `t`'s events subject, as `roundledger table resync` does.
+async fn publish_resync(js: &async_nats::jetstream::Context, r: &Resync) {
+    publish(js, r.table.as_str(), &r.msg_id(), &r.to_wire(), None).await;
+}
+
+/// Waits until the ledger counts `n` quarantine entries of `reason`.
+async fn wait_reason(ledger: &Arc<Ledger>, reason: &str, n: u64) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while ledger.quarantine_counts().get(reason).copied().unwrap_or(0) < n {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{reason} stayed below {n}: {:?}",
+            ledger.quarantine_counts()
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// A table held behind a refused event, for good (the device cannot send it again: say
+/// its key was lost with it). Re-syncs signed by an untrusted key, altered after signing,
+/// or naming a stale head are quarantined and change nothing. The admin's re-sync admits
+/// the quarantined event: it and the held events behind it are stored, the entry stays,
+/// the re-sync is kept, and verify checks it and passes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_admin_resync_unsticks_a_table_held_behind_a_refused_event() {
+    let events = one_table(5);
+    let t = events[0].event.table.clone();
+    let s = scene(&t).await;
+    let k = 20usize;
+    publish_as_device(&s.js, &events[..k]).await;
+    let refused = &events[k];
+    publish(&s.js, t.as_str(), "unsigned", &refused.bytes, None).await;
+    publish_as_device(&s.js, &events[k + 1..k + 4]).await;
+    let gap = wait_gap(&s.ledger, &t, 3).await;
+    let blocker = gap.blocked_by.expect("blocked by the refused event");
+
+    let head = s.ledger.head(&t).expect("a head");
+    let terms = ResyncTerms {
+        table: t.clone(),
+        head_seq: head.seq,
+        head_hash: head.hash,
+        event_hash: refused.hash(),
+        quarantine_id: blocker.quarantine_id,
+        note: "case 7: the shoe's key was lost".into(),
+        signed_at_ns: ingest::system_clock_ns(),
+    };
+    let rogue = Resync::sign(&SigningKey::from_secret([66; 32]), terms.clone()).expect("sign");
+    let mut altered = Resync::sign(&simulator::admin_key(), terms.clone()).expect("sign");
+    altered.note = "case 8".into();
+    let stale_terms = ResyncTerms {
+        head_seq: Seq(head.seq.0 - 1),
+        ..terms.clone()
+    };
+    let stale = Resync::sign(&simulator::admin_key(), stale_terms).expect("sign");
+    for r in [&rogue, &altered, &stale] {
+        publish_resync(&s.js, r).await;
+    }
+    wait_reason(&s.ledger, ledger::reason::RESYNC_REFUSED, 3).await;
+    assert_eq!(
+        s.ledger.head(&t).map(|h| h.seq),
+        Some(head.seq),
+        "nothing applied"
+    );
+
+    let good = Resync::sign(&simulator::admin_key(), terms).expect("sign");
+    publish_resync(&s.js, &good).await;
+    wait_advanced(&s.ledger, &t, k as u64 + 4).await;
+    s.ingest.stop().await;
+
+    let l = s.ledger;
+    let stored: Vec<_> = l
+        .events(&t, 1..=u64::MAX)
+        .map(|e| e.expect("readable").hash)
+        .collect();
+    let sent: Vec<_> = events[..k + 4].iter().map(|p| p.hash()).collect();
+    assert_eq!(stored, sent, "the device's own chain, whole");
+    let kept = l.resyncs(Some(&t)).expect("re-syncs");
+    assert_eq!(
+        kept.iter().map(|k| &k.resync).collect::<Vec<_>>(),
+        vec![&good]
+    );
+    assert!(
+        l.quarantine_entry(blocker.quarantine_id)
+            .expect("read")
+            .is_some(),
+        "the entry stays"
+    );
+    assert_eq!(l.check_resyncs().expect("check"), Vec::<String>::new());
+    assert!(l.verify().expect("verify").is_ok());
 }

@@ -46,6 +46,7 @@ pub mod quarantine;
 mod read;
 pub mod record;
 mod recover;
+pub mod resync;
 pub mod settings;
 pub mod store;
 pub mod valuelog;

@@ -50,6 +50,9 @@ pub enum Space {
     /// The config index: `table key ++ seq (BE)` -> chain hash of each `TableOpened`.
     /// Derived from the events, written with them (`config`).
     Config,
+    /// Applied re-syncs (`resync`): `table key ++ seq (BE)` -> stream seq, receive time
+    /// and the exact message.
+    Resync,
 }
 
 /// sled's page cache. Its default (1 GiB) fills as history grows; event records live in
@@ -68,7 +71,7 @@ pub const RECOVERED_SPACES: [Space; 4] = [
 
 impl Space {
     /// Every space, in prefix-table order.
-    pub const ALL: [Space; 12] = [
+    pub const ALL: [Space; 13] = [
         Space::Batch,
         Space::Head,
         Space::Round,
@@ -81,6 +84,7 @@ impl Space {
         Space::Checkpoint,
         Space::Seal,
         Space::Config,
+        Space::Resync,
     ];
 
     /// The space whose `prefix` is `b`.
@@ -105,6 +109,7 @@ impl Space {
             Space::Checkpoint => b'c',
             Space::Seal => b's',
             Space::Config => b'o',
+            Space::Resync => b'x',
         }
     }
 }

@@ -25,6 +25,7 @@ pub mod ids;
 pub mod parallel;
 pub mod provenance;
 pub mod report;
+pub mod resync;
 pub mod seal;
 pub mod settle;
 pub mod subjects;
