@@ -22,6 +22,7 @@ mod quarantine;
 mod readmodel;
 mod remote;
 mod replay;
+mod resync;
 mod seed;
 mod serve;
 mod settle;
@@ -106,8 +107,8 @@ enum Command {
     VerifySeal(day::VerifySealArgs),
     /// Sign a device key's enrollment offline with the admin key (`Rl-Enrollment` header).
     Enroll(bus::EnrollArgs),
-    /// Each table's chain state: head, held events and since when, what blocks it.
-    Tables(tables::Args),
+    /// Tables: their chain state (`table status`), a re-sync (`table resync`).
+    Table(tables::Args),
 }
 
 impl Command {
@@ -166,7 +167,7 @@ fn main() -> ExitCode {
         Command::Enroll(a) => bus::enroll(a),
         Command::Day(a) => day::run(a),
         Command::VerifySeal(a) => day::verify_seal(a),
-        Command::Tables(a) => tables::run(a),
+        Command::Table(a) => tables::run(a),
     };
     match result {
         Ok(Outcome::Clean) => ExitCode::SUCCESS,

@@ -1,4 +1,4 @@
-//! `roundledger tables`: each table's chain state for the operator: its head, and when it
+//! `roundledger table status`: each table's chain state for the operator: its head, and when it
 //! holds events beyond a gap, the missing and held seqs, their count and bytes, since when,
 //! and the quarantined event the chain waits for (RUNBOOK.md). From a ledger directory or a
 //! running server (`GET /v1/chain`). Exit 0 when no table holds events, 1 when one does,
@@ -11,8 +11,24 @@ use schemas::api::{ChainStatus, GapView};
 use schemas::{Seq, TableId};
 use std::path::PathBuf;
 
+/// `roundledger table`: the tables' state, and the way out of a stuck one.
 #[derive(clap::Args)]
 pub struct Args {
+    #[command(subcommand)]
+    command: TableCommand,
+}
+
+#[derive(clap::Subcommand)]
+enum TableCommand {
+    /// Each table's chain state: head, held events and since when, what blocks it.
+    Status(StatusArgs),
+    /// Sign and publish a re-sync: the table continues with a quarantined event
+    /// (RUNBOOK.md).
+    Resync(crate::resync::ResyncArgs),
+}
+
+#[derive(clap::Args)]
+pub struct StatusArgs {
     /// A ledger directory no server holds open.
     #[arg(long, conflicts_with = "server")]
     ledger: Option<PathBuf>,
@@ -31,6 +47,13 @@ struct Row {
 }
 
 pub fn run(args: Args) -> Result<Outcome> {
+    match args.command {
+        TableCommand::Status(a) => status(a),
+        TableCommand::Resync(a) => crate::resync::run(a),
+    }
+}
+
+fn status(args: StatusArgs) -> Result<Outcome> {
     let rows = match (Client::from_args(&args.server)?, &args.ledger) {
         (Some(c), _) => {
             let chains: Vec<ChainStatus> = c.get("/v1/chain")?;
