@@ -227,7 +227,7 @@ fn decode(v: &[u8]) -> Result<KeptResync, Error> {
     let stream_seq = r.u64()?;
     let received_at_ns = r.i64()?;
     let wire = r.bytes()?;
-    let resync = Resync::from_wire(&wire)
+    let resync = Resync::from_wire(wire)
         .ok_or_else(|| record::corrupt("a kept re-sync lacks its prefix"))?
         .map_err(|e| record::corrupt(&format!("a kept re-sync does not read: {e}")))?;
     Ok(KeptResync {
