@@ -448,6 +448,7 @@ async function roundView(view, table, round) {
     <span class="push-right"></span>
     <button id="evidence-btn">Download evidence bundle</button>
   </div>
+  ${(detail.resyncs || []).map(x => `<div class="card notice resync">Event #${x.seq} was refused by the ledger (quarantine entry ${x.quarantine_id}) and admitted by an admin's re-sync at ${time(x.signed_at_ns)}: ${esc(x.note)}</div>`).join("")}
   ${r.in_progress ? `<div class="card notice" id="in-progress">This round is still being played: no <code>RoundClosed</code> is stored yet. What follows is its replay so far; the verdict comes when it closes.</div>` : ""}
   <div class="round-grid">
     <div>

@@ -93,31 +93,62 @@ fn text(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-#[test]
-fn a_table_stuck_behind_a_refused_event_is_shown_and_resynced() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let nats = natsd::NatsServer::start().expect("nats-server");
-    let url = nats.url();
-    let (ledger, log) = (dir.path().join("ledger"), dir.path().join("serve.log"));
-    let key_file = dir.path().join("admin.key");
-    let keygen = roundledger(&["keygen", "--out", key_file.to_str().expect("utf-8")]);
-    let admin = text(&keygen).trim().to_string();
-    let events = one_table();
-    let t = events[0].event.table.clone();
-    let k = 15usize;
-    let rt = tokio::runtime::Runtime::new().expect("runtime");
+/// A nats-server, a ledger directory, an admin key file, and a table's events.
+struct Scene {
+    dir: tempfile::TempDir,
+    nats: natsd::NatsServer,
+    admin: String,
+    events: Vec<Published>,
+    rt: tokio::runtime::Runtime,
+}
 
-    let serving = serve(&ledger, &url, &admin, &log);
-    rt.block_on(async {
-        let client = async_nats::connect(&url).await.expect("connect");
+impl Scene {
+    fn new() -> Scene {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let key_file = dir.path().join("admin.key");
+        let keygen = roundledger(&["keygen", "--out", key_file.to_str().expect("utf-8")]);
+        Scene {
+            nats: natsd::NatsServer::start().expect("nats-server"),
+            admin: text(&keygen).trim().to_string(),
+            events: one_table(),
+            rt: tokio::runtime::Runtime::new().expect("runtime"),
+            dir,
+        }
+    }
+
+    fn path(&self, name: &str) -> String {
+        self.dir
+            .path()
+            .join(name)
+            .to_str()
+            .expect("utf-8")
+            .to_string()
+    }
+
+    fn serve(&self) -> Child {
+        let (ledger, log) = (
+            self.dir.path().join("ledger"),
+            self.dir.path().join("serve.log"),
+        );
+        serve(&ledger, &self.nats.url(), &self.admin, &log)
+    }
+}
+
+/// `serve` ingests the first `k + 4` events, seq k + 1 without its signature, until
+/// `table_stuck` arrives naming the refusal; then stops.
+fn stick(s: &Scene, k: usize) {
+    let serving = s.serve();
+    let t = &s.events[0].event.table;
+    s.rt.block_on(async {
+        let client = async_nats::connect(s.nats.url()).await.expect("connect");
         let mut alerts = client
-            .subscribe(subjects::alerts_subject(&t, AlertKind::TableStuck))
+            .subscribe(subjects::alerts_subject(t, AlertKind::TableStuck))
             .await
             .expect("sub");
         client.flush().await.expect("flush");
         let js = async_nats::jetstream::new(client);
         ingest::ensure_stream(&js).await.expect("stream");
-        for (i, p) in events[..k + 4].iter().enumerate() {
+        for (i, p) in s.events[..k + 4].iter().enumerate() {
             publish(&js, p, i != k).await;
         }
         let alert = tokio::time::timeout(WAIT, alerts.next()).await;
@@ -126,29 +157,44 @@ fn a_table_stuck_behind_a_refused_event_is_shown_and_resynced() {
         assert!(detail.contains("refused as unsigned"), "{detail}");
     });
     stop(serving);
+}
 
-    let l = ledger.to_str().expect("utf-8");
-    let status = roundledger(&["table", "status", "--ledger", l, "--stuck-after", "0"]);
+/// `table status` and `verify` on the stopped ledger show the stuck table; returns the
+/// blocking entry's id.
+fn shown_stuck(s: &Scene, k: usize) -> String {
+    let (l, t) = (s.path("ledger"), s.events[0].event.table.as_str());
+    let status = roundledger(&["table", "status", "--ledger", &l, "--stuck-after", "0"]);
     assert_eq!(status.status.code(), Some(1), "a table holds events");
     let shown = text(&status);
-    let row = format!("{:<12} stuck", t.as_str());
-    assert!(shown.contains(&row), "{shown}");
+    assert!(shown.contains(&format!("{t:<12} stuck")), "{shown}");
     let want = format!("held #{}..#{} (3 events", k + 2, k + 4);
     assert!(shown.contains(&want), "{shown}");
-    let entry = shown
+    let verified = text(&roundledger(&["verify", "--ledger", &l]));
+    assert!(
+        verified.contains(&format!("{t:<12} held  missing #{}", k + 1)),
+        "{verified}"
+    );
+    shown
         .split("(quarantine entry ")
         .nth(1)
         .and_then(|s| s.split(')').next())
         .expect("the blocking entry named")
-        .to_string();
-    let verified = roundledger(&["verify", "--ledger", l]);
-    assert!(text(&verified).contains(&format!("{:<12} held  missing #{}", t.as_str(), k + 1)));
+        .to_string()
+}
 
+#[test]
+fn a_table_stuck_behind_a_refused_event_is_shown_and_resynced() {
+    let s = Scene::new();
+    let k = 15usize;
+    let t = s.events[0].event.table.clone();
+    stick(&s, k);
+    let entry = shown_stuck(&s, k);
+    let l = s.path("ledger");
     let resync = roundledger(&[
         "table",
         "resync",
         "--admin-key",
-        key_file.to_str().expect("utf-8"),
+        &s.path("admin.key"),
         "--table",
         t.as_str(),
         "--entry",
@@ -156,28 +202,49 @@ fn a_table_stuck_behind_a_refused_event_is_shown_and_resynced() {
         "--note",
         "case 1",
         "--ledger",
-        l,
+        &l,
         "--nats",
-        &url,
+        &s.nats.url(),
     ]);
     assert_eq!(resync.status.code(), Some(0));
 
-    let serving = rt.block_on(async {
-        let heads = subscribe_head(&url, &t).await;
-        let serving = serve(&ledger, &url, &admin, &log);
+    let serving = s.rt.block_on(async {
+        let heads = subscribe_head(&s.nats.url(), &t).await;
+        let serving = s.serve();
         wait_head(heads, k as u64 + 4).await;
         serving
     });
     stop(serving);
-    let status = roundledger(&["table", "status", "--ledger", l]);
+    let status = roundledger(&["table", "status", "--ledger", &l]);
     assert_eq!(status.status.code(), Some(0), "nothing held");
-    let verified = roundledger(&["verify", "--ledger", l]);
+    let verified = roundledger(&["verify", "--ledger", &l]);
     assert_eq!(verified.status.code(), Some(0));
     assert!(
         text(&verified).contains("re-syncs: 1 kept"),
         "{}",
         text(&verified)
     );
+    // The round view says which event an admin admitted, and why.
+    let round = s.events[k..]
+        .iter()
+        .find_map(|p| p.event.round)
+        .expect("a round");
+    let replay = roundledger(&[
+        "replay",
+        "--ledger",
+        &l,
+        "--table",
+        t.as_str(),
+        "--round",
+        &round.0.to_string(),
+    ]);
+    let shown = text(&replay);
+    let want = format!(
+        "seq {} ADMITTED BY RE-SYNC: refused first (quarantine entry {entry})",
+        k + 1
+    );
+    assert!(shown.contains(&want), "{shown}");
+    assert!(shown.contains(": case 1"), "{shown}");
 }
 
 /// A subscription to `table`'s durable head, registered with the server.

@@ -166,6 +166,19 @@ impl Ledger {
         Ok(out)
     }
 
+    /// The kept re-syncs of `table` whose seq is in `seqs`, in seq order (a round's
+    /// window: at most one per seq).
+    pub fn resyncs_in(
+        &self,
+        table: &TableId,
+        seqs: std::ops::RangeInclusive<u64>,
+    ) -> Result<Vec<KeptResync>, Error> {
+        let to = seq_key(table, seqs.end().saturating_add(1));
+        let from = seq_key(table, *seqs.start());
+        let range = self.store.range(Space::Resync, &from, Some(&to));
+        range.map(|kv| decode(&kv?.1)).collect()
+    }
+
     /// `verify`'s check of every kept re-sync: its signature by an admin the ledger
     /// trusts, the chain's event at its seq (the hash it names), and its quarantine entry
     /// (the same bytes). One line per problem.

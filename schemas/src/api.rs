@@ -189,6 +189,22 @@ pub struct RoundDetail {
     pub events: Vec<EventRow>,
     pub settlement: Vec<SettlementRow>,
     pub findings: Vec<FindingView>,
+    /// Re-syncs that admitted one of these events after the ledger refused it
+    /// (schemas/README.md §5.6): the event is the one its entry kept; an admin let it in.
+    #[serde(default)]
+    pub resyncs: Vec<ResyncNote>,
+}
+
+/// An event an admin admitted by a re-sync: who, when and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct ResyncNote {
+    pub seq: Seq,
+    /// The quarantine entry that keeps the refusal.
+    pub quarantine_id: u64,
+    pub admin: crate::attest::PublicKey,
+    pub note: String,
+    pub signed_at_ns: i64,
 }
 
 /// The state of the round after one event (video-review step).
