@@ -1124,6 +1124,9 @@ async fn the_openapi_document_describes_the_real_responses() {
         "EventBody",
         "TableConfig",
         "EvidenceBundle",
+        "GapView",
+        "GapBlocker",
+        "ResyncNote",
     ] {
         let s = &doc["components"]["schemas"][name];
         assert!(

@@ -310,6 +310,21 @@ async fn an_admin_resync_unsticks_a_table_held_behind_a_refused_event() {
         Some(head.seq),
         "nothing applied"
     );
+    // A refused re-sync is a refused publisher: someone tried to speak for the table.
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !s
+        .ingest
+        .alerts
+        .recent()
+        .iter()
+        .any(|a| a.kind == AlertKind::RefusedPublisher && a.detail.starts_with("resync_refused"))
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no refused_publisher alert"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
 
     let good = Resync::sign(&simulator::admin_key(), terms).expect("sign");
     publish_resync(&s.js, &good).await;
