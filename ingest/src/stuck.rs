@@ -7,7 +7,7 @@
 //! thread).
 
 use crate::alerts::Raised;
-use ledger::{Gap, Ledger};
+use ledger::{Blocker, Gap, Ledger};
 use schemas::api::AlertKind;
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,24 +26,34 @@ pub(crate) fn check_every(stuck_after: Duration) -> Duration {
 /// The alerts of the tables held for longer than `stuck_after` at `now_ns`.
 pub(crate) fn stuck_alerts(ledger: &Ledger, now_ns: i64, stuck_after: Duration) -> Vec<Raised> {
     let after_ns = i64::try_from(stuck_after.as_nanos()).unwrap_or(i64::MAX);
-    ledger
-        .stuck(now_ns.saturating_sub(after_ns))
-        .into_iter()
-        .take(STUCK_ALERTS_PER_CHECK_MAX)
-        .map(|gap| Raised {
-            kind: AlertKind::TableStuck,
-            stream_seq: 0,
-            detail: describe(ledger, &gap, now_ns),
-            table: gap.table,
+    let mut gaps = ledger.stuck(now_ns.saturating_sub(after_ns));
+    gaps.truncate(STUCK_ALERTS_PER_CHECK_MAX);
+    let blockers = ledger.gap_blockers(&gaps);
+    gaps.into_iter()
+        .map(|gap| {
+            let blocker = match &blockers {
+                Ok(found) => Ok(found.get(&gap.table)),
+                Err(e) => Err(e),
+            };
+            Raised {
+                kind: AlertKind::TableStuck,
+                stream_seq: 0,
+                detail: describe(&gap, blocker, now_ns),
+                table: gap.table,
+            }
         })
         .collect()
 }
 
 /// The alert's words: the missing and held ranges, the held bytes, the age and the
-/// blocking refusal.
-pub fn describe(ledger: &Ledger, gap: &Gap, now_ns: i64) -> String {
+/// blocking refusal (or why it was not read).
+pub(crate) fn describe(
+    gap: &Gap,
+    blocker: Result<Option<&Blocker>, &ledger::Error>,
+    now_ns: i64,
+) -> String {
     let age_s = now_ns.saturating_sub(gap.since_ns) / 1_000_000_000;
-    let blocker = match ledger.gap_blocker(gap) {
+    let blocker = match blocker {
         Ok(Some(b)) => format!(
             "; seq {} refused as {} (quarantine entry {})",
             b.seq.0, b.reason, b.quarantine_id

@@ -25,12 +25,19 @@ pub struct Blocker {
 }
 
 impl Ledger {
-    /// The lowest-seq quarantined event of `gap`'s table inside its missing range, among
-    /// the newest `BLOCKER_SCAN_MAX` entries. `None` when the gap waits for events the
-    /// ledger never received (a lost outbox) or for a refusal older than the scan.
-    pub fn gap_blocker(&self, gap: &crate::Gap) -> Result<Option<Blocker>, Error> {
-        let range = gap.missing_from.0..=gap.missing_to.0;
-        let mut found: Option<Blocker> = None;
+    /// For each of `gaps`, the lowest-seq quarantined event of its table inside its
+    /// missing range, among the newest `BLOCKER_SCAN_MAX` entries: one scan for all. A
+    /// gap without one waits for events the ledger never received (a lost outbox), or
+    /// for a refusal older than the scan.
+    pub fn gap_blockers(&self, gaps: &[crate::Gap]) -> Result<BTreeMap<TableId, Blocker>, Error> {
+        let ranges: BTreeMap<&TableId, std::ops::RangeInclusive<u64>> = gaps
+            .iter()
+            .map(|g| (&g.table, g.missing_from.0..=g.missing_to.0))
+            .collect();
+        let mut found: BTreeMap<TableId, Blocker> = BTreeMap::new();
+        if ranges.is_empty() {
+            return Ok(found);
+        }
         for kv in self
             .store
             .range_back(Space::Quarantine)
@@ -38,18 +45,23 @@ impl Ledger {
         {
             let (k, v) = kv?;
             let e = QuarantineEntry::decode(be_u64(&k)?, &v)?;
-            if e.subject_table.as_ref() != Some(&gap.table) {
-                continue;
-            }
-            let Some(seq) = event_seq(&e.bytes, &gap.table) else {
+            let Some((table, range)) = e
+                .subject_table
+                .as_ref()
+                .and_then(|t| ranges.get_key_value(t))
+            else {
                 continue;
             };
-            if range.contains(&seq) && found.as_ref().is_none_or(|b| seq < b.seq.0) {
-                found = Some(Blocker {
+            let Some(seq) = event_seq(&e.bytes, table).filter(|s| range.contains(s)) else {
+                continue;
+            };
+            if found.get(*table).is_none_or(|b| seq < b.seq.0) {
+                let blocker = Blocker {
                     seq: Seq(seq),
                     quarantine_id: e.id,
                     reason: e.reason,
-                });
+                };
+                found.insert((*table).clone(), blocker);
             }
         }
         Ok(found)
@@ -57,9 +69,11 @@ impl Ledger {
 
     /// Each held table's gap as the API and the CLI show it, with its blocker.
     pub fn gap_views(&self) -> Result<BTreeMap<TableId, GapView>, Error> {
+        let gaps = self.gaps();
+        let mut blockers = self.gap_blockers(&gaps)?;
         let mut views = BTreeMap::new();
-        for g in self.gaps() {
-            let blocked_by = self.gap_blocker(&g)?.map(|b| GapBlocker {
+        for g in gaps {
+            let blocked_by = blockers.remove(&g.table).map(|b| GapBlocker {
                 seq: b.seq,
                 quarantine_id: b.quarantine_id,
                 reason: b.reason,
