@@ -197,6 +197,8 @@ pub(crate) struct Call {
     /// Whether events must carry their device's signature (`provenance`): the ledger's
     /// requirement, off for recovery's re-appends of records admitted before.
     checks_signatures: bool,
+    /// Whether recovery re-appends this call (`Admission::Recovered`).
+    pub(crate) recovering: bool,
 }
 
 impl Call {
@@ -218,6 +220,7 @@ impl Call {
             configs: BTreeMap::new(),
             devices: BTreeMap::new(),
             checks_signatures: state.require_signed,
+            recovering: false,
         }
     }
 
@@ -396,6 +399,7 @@ impl Ledger {
     ) -> Result<Outcomes, Error> {
         let (mut state, mut call) = self.begin_call(events.len() + checkpoints.len())?;
         call.checks_signatures &= admission == Admission::Check;
+        call.recovering = admission == Admission::Recovered;
         let pre = match call.checks_signatures {
             true => crate::provenance::precheck(&state, &mut self.key_cache(), events),
             false => crate::provenance::Prechecked::none(events.len()),

@@ -57,6 +57,21 @@ impl Ledger {
                 });
             }
         }
+        if call.recovering && self.chained_by_recovery(state, call, &r)? {
+            // Recovery chained the event before this re-sync from the same lost commit:
+            // keep the re-sync, the record of why it is there.
+            let kept = KeptResync {
+                stream_seq: msg.stream_seq,
+                received_at_ns: msg.received_at_ns,
+                resync: r,
+            };
+            let key = seq_key(&kept.resync.table, kept.resync.seq.0);
+            call.ops.push(Op::Put(Space::Resync, key, encode(&kept)));
+            return Ok(Appended::Duplicate {
+                table: kept.resync.table,
+                seq: kept.resync.seq,
+            });
+        }
         let admitted = match self.admit(state, call, msg, &r)? {
             Ok(a) => a,
             Err(why) => return Ok(refuse(state, call, msg, why)),
@@ -88,6 +103,28 @@ impl Ledger {
         tracing::warn!(%table, seq = kept.resync.seq.0, admin = %kept.resync.admin, entry = kept.resync.quarantine_id, "re-sync applied: a quarantined event admitted by an admin");
         release_held(state, call, &table);
         Ok(stored)
+    }
+
+    /// Whether the chain (this call's events included) already holds `r`'s event at its
+    /// seq, signed by a trusted admin: recovery re-appended it from the re-sync's record.
+    fn chained_by_recovery(
+        &self,
+        state: &crate::State,
+        call: &mut Call,
+        r: &Resync,
+    ) -> Result<bool, Error> {
+        if !state.admin_keys.contains(&r.admin) || !r.signature_verifies() {
+            return Ok(false);
+        }
+        self.load_table(state, call, &r.table);
+        if let Some(hash) = call.known_hash(state, &r.table, r.seq.0) {
+            return Ok(hash == r.event_hash);
+        }
+        let stored = self
+            .events(&r.table, r.seq.0..=r.seq.0)
+            .next()
+            .transpose()?;
+        Ok(stored.is_some_and(|e| e.seq == r.seq && e.hash == r.event_hash))
     }
 
     /// Checks `r` against the ledger: subject, trusted admin, signature, head, entry.
@@ -233,6 +270,18 @@ fn encode(k: &KeptResync) -> Vec<u8> {
         .i64(k.received_at_ns)
         .bytes(&k.resync.to_wire());
     w.0
+}
+
+/// The message a kept re-sync was, as recovery appends it again.
+pub(crate) fn recovered_message(v: &[u8]) -> Result<Incoming, Error> {
+    let kept = decode(v)?;
+    Ok(Incoming {
+        bytes: kept.resync.to_wire(),
+        subject_table: Some(kept.resync.table),
+        stream_seq: kept.stream_seq,
+        received_at_ns: kept.received_at_ns,
+        provenance: Default::default(),
+    })
 }
 
 fn decode(v: &[u8]) -> Result<KeptResync, Error> {

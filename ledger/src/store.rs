@@ -62,11 +62,12 @@ pub const SLED_CACHE_BYTES: u64 = 64 << 20;
 /// The spaces besides `Space::Batch` whose puts are first-hand: not derivable from the event
 /// records, so a store that can lose commits must be able to give them back
 /// (`Unreferenced::Put`).
-pub const RECOVERED_SPACES: [Space; 4] = [
+pub const RECOVERED_SPACES: [Space; 5] = [
     Space::Quarantine,
     Space::Pending,
     Space::Checkpoint,
     Space::Seal,
+    Space::Resync,
 ];
 
 impl Space {
