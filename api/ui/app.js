@@ -356,7 +356,7 @@ async function tablesView(view) {
 function gapCell(g) {
   const range = (a, b) => `#${a}${b !== a ? "–" + b : ""}`;
   const blocked = g.blocked_by ? ` <span class="badge irregular">blocked by #${g.blocked_by.seq}: ${esc(g.blocked_by.reason)}</span> (quarantine entry ${g.blocked_by.quarantine_id})` : "";
-  return `<span class="badge disputed">missing ${range(g.missing_from, g.missing_to)}</span> held ${range(g.missing_to + 1, g.held_last)}: ${g.held} events, ${g.held_bytes} bytes, since ${time(g.since_ns)}${blocked}`;
+  return `<span class="badge disputed">missing ${range(g.missing_from, g.missing_to)}</span> held ${range(g.missing_to + 1, g.held_last)}: ${g.held} ${g.held === 1 ? "event" : "events"}, ${g.held_bytes} bytes, since ${time(g.since_ns)}${blocked}`;
 }
 
 function attestedCell(c) {

@@ -143,12 +143,13 @@ fn describe(g: &GapView, age_ns: i64) -> String {
         },
     );
     format!(
-        "missing #{}..#{}; held #{}..#{} ({} events, {} bytes) since {} ({} s); {blocker}",
+        "missing #{}..#{}; held #{}..#{} ({} {}, {} bytes) since {} ({} s); {blocker}",
         g.missing_from.0,
         g.missing_to.0,
         g.missing_to.0 + 1,
         g.held_last.0,
         g.held,
+        if g.held == 1 { "event" } else { "events" },
         g.held_bytes,
         g.since_ns,
         age_ns / 1_000_000_000

@@ -62,12 +62,13 @@ pub(crate) fn describe(
         Err(e) => format!("; quarantine not read: {e}"),
     };
     format!(
-        "missing seq {}..={}; held seq {}..={} ({} events, {} bytes) for {age_s} s{blocker}",
+        "missing seq {}..={}; held seq {}..={} ({} {}, {} bytes) for {age_s} s{blocker}",
         gap.missing_from.0,
         gap.missing_to.0,
         gap.missing_to.0 + 1,
         gap.held_last.0,
         gap.held,
+        if gap.held == 1 { "event" } else { "events" },
         gap.held_bytes,
     )
 }
