@@ -9,6 +9,7 @@ mod audit;
 mod bench_api;
 mod bench_history;
 mod bench_ingest;
+mod bench_publish;
 mod bus;
 mod client;
 mod day;
@@ -99,6 +100,8 @@ enum Command {
     BenchHistory(bench_history::Args),
     /// Measure ingest against a raw JetStream consumer over the same messages.
     BenchIngest(bench_ingest::Args),
+    /// What JetStream's `sync_interval` costs a publisher: throughput and ack latency.
+    BenchPublish(bench_publish::Args),
     /// The bus's principals: TLS files, credentials, revocation (`bus init|issue|revoke`).
     Bus(bus::Args),
     /// Gaming days: seal an ended day, show a day's seal and ranges (`day seal|show`).
@@ -123,6 +126,7 @@ impl Command {
                 | Command::BenchApi(_)
                 | Command::BenchHistory(_)
                 | Command::BenchIngest(_)
+                | Command::BenchPublish(_)
         )
     }
 }
@@ -162,6 +166,7 @@ fn main() -> ExitCode {
         Command::BenchApi(a) => bench_api::run(a),
         Command::BenchHistory(a) => bench_history::run(a),
         Command::BenchIngest(a) => bench_ingest::run(a),
+        Command::BenchPublish(a) => bench_publish::run(a),
         Command::Readmodel(a) => readmodel::run(a),
         Command::Bus(a) => bus::run(a),
         Command::Enroll(a) => bus::enroll(a),
