@@ -265,6 +265,44 @@ async fn wait_reason(ledger: &Arc<Ledger>, reason: &str, n: u64) {
     }
 }
 
+/// Re-syncs of `terms` signed by an untrusted key, altered after signing, or naming a
+/// stale head: each quarantined `resync_refused` with a `refused_publisher` alert, the
+/// head unmoved.
+async fn refused_resyncs_change_nothing(s: &Scene, terms: &ResyncTerms) {
+    let rogue = Resync::sign(&SigningKey::from_secret([66; 32]), terms.clone()).expect("sign");
+    let mut altered = Resync::sign(&simulator::admin_key(), terms.clone()).expect("sign");
+    altered.note = "case 8".into();
+    let stale_terms = ResyncTerms {
+        head_seq: Seq(terms.head_seq.0 - 1),
+        ..terms.clone()
+    };
+    let stale = Resync::sign(&simulator::admin_key(), stale_terms).expect("sign");
+    for r in [&rogue, &altered, &stale] {
+        publish_resync(&s.js, r).await;
+    }
+    wait_reason(&s.ledger, ledger::reason::RESYNC_REFUSED, 3).await;
+    assert_eq!(
+        s.ledger.head(&terms.table).map(|h| h.seq),
+        Some(terms.head_seq),
+        "nothing applied"
+    );
+    // A refused re-sync is a refused publisher: someone tried to speak for the table.
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !s
+        .ingest
+        .alerts
+        .recent()
+        .iter()
+        .any(|a| a.kind == AlertKind::RefusedPublisher && a.detail.starts_with("resync_refused"))
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no refused_publisher alert"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
 /// A table held behind a refused event, for good (the device cannot send it again: say
 /// its key was lost with it). Re-syncs signed by an untrusted key, altered after signing,
 /// or naming a stale head are quarantined and change nothing. The admin's re-sync admits
@@ -293,38 +331,7 @@ async fn an_admin_resync_unsticks_a_table_held_behind_a_refused_event() {
         note: "case 7: the shoe's key was lost".into(),
         signed_at_ns: ingest::system_clock_ns(),
     };
-    let rogue = Resync::sign(&SigningKey::from_secret([66; 32]), terms.clone()).expect("sign");
-    let mut altered = Resync::sign(&simulator::admin_key(), terms.clone()).expect("sign");
-    altered.note = "case 8".into();
-    let stale_terms = ResyncTerms {
-        head_seq: Seq(head.seq.0 - 1),
-        ..terms.clone()
-    };
-    let stale = Resync::sign(&simulator::admin_key(), stale_terms).expect("sign");
-    for r in [&rogue, &altered, &stale] {
-        publish_resync(&s.js, r).await;
-    }
-    wait_reason(&s.ledger, ledger::reason::RESYNC_REFUSED, 3).await;
-    assert_eq!(
-        s.ledger.head(&t).map(|h| h.seq),
-        Some(head.seq),
-        "nothing applied"
-    );
-    // A refused re-sync is a refused publisher: someone tried to speak for the table.
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while !s
-        .ingest
-        .alerts
-        .recent()
-        .iter()
-        .any(|a| a.kind == AlertKind::RefusedPublisher && a.detail.starts_with("resync_refused"))
-    {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no refused_publisher alert"
-        );
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    refused_resyncs_change_nothing(&s, &terms).await;
 
     let good = Resync::sign(&simulator::admin_key(), terms).expect("sign");
     publish_resync(&s.js, &good).await;
