@@ -571,16 +571,19 @@ async fn findings(
 #[utoipa::path(get, path = "/v1/chain", tag = "tables",
     responses((status = 200, description = "each table's chain: verified, attested and gaps", body = Vec<ChainStatus>)))]
 async fn chain(State(st): State<Shared>) -> Result<Json<Vec<ChainStatus>>, Refusal> {
-    // Heads, attestations and gaps are the ledger's in-memory state; how far each chain
-    // is verified is the read model's.
-    let heads = st.ledger.heads();
+    // Heads, attestations and gaps are the ledger's in-memory state; a gap's blocker is
+    // read from the newest quarantine entries. How far each chain is verified is the read
+    // model's.
+    let ledger = st.ledger.clone();
+    let mut gaps = blocking(move || Ok(ledger.gap_views()?)).await?;
+    let mut heads = st.ledger.heads();
+    // A table holding events before its first stored one has no head yet: seq 0.
+    for table in gaps.keys() {
+        if !heads.iter().any(|h| &h.table == table) {
+            heads.push(schemas::ChainHead::empty(table.clone()));
+        }
+    }
     let fenced = fenced_views(&st.ledger);
-    let gaps: BTreeMap<TableId, ledger::Gap> = st
-        .ledger
-        .gaps()
-        .into_iter()
-        .map(|g| (g.table.clone(), g))
-        .collect();
     let model = st.model.clone();
     let statuses: BTreeMap<TableId, _> = blocking(move || Ok(model.statuses()?))
         .await?
@@ -590,12 +593,6 @@ async fn chain(State(st): State<Shared>) -> Result<Json<Vec<ChainStatus>>, Refus
         heads
             .into_iter()
             .map(|h| {
-                let gap = gaps.get(&h.table).map(|g| GapView {
-                    missing_from: g.missing_from,
-                    missing_to: g.missing_to,
-                    held: g.held as u64,
-                    since_ns: g.since_ns,
-                });
                 let t = statuses.get(&h.table);
                 let through = t.map_or(0, |t| t.verified_through);
                 let problem = t.and_then(|t| t.problem.clone());
@@ -606,7 +603,7 @@ async fn chain(State(st): State<Shared>) -> Result<Json<Vec<ChainStatus>>, Refus
                     verified_through: Seq(through),
                     problem,
                     attested_through: st.ledger.attestation(&h.table).map(|a| a.seq),
-                    gap,
+                    gap: gaps.remove(&h.table),
                     table: h.table,
                     head_seq: h.seq,
                     head_hash: h.hash,

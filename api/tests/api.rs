@@ -1124,6 +1124,9 @@ async fn the_openapi_document_describes_the_real_responses() {
         "EventBody",
         "TableConfig",
         "EvidenceBundle",
+        "GapView",
+        "GapBlocker",
+        "ResyncNote",
     ] {
         let s = &doc["components"]["schemas"][name];
         assert!(
@@ -1623,6 +1626,10 @@ async fn the_quarantine_attestation_and_gaps_are_served() {
             "missing_to": 6,
             "held": events.len() - 5,
             "since_ns": events[5].event.occurred_at_ns,
+            "held_last": events.len() + 1,
+            "held_bytes": events[5..].iter().map(|p| p.bytes.len()).sum::<usize>(),
+            // Nothing of the gap was received: no refusal to blame.
+            "blocked_by": null,
         })
     );
     // The missing event arrives: the gap closes.

@@ -342,12 +342,21 @@ async function tablesView(view) {
       ${tables.map(t => { const c = ch[t.table]; return `<tr><td>${esc(t.table)}${t.fenced ? ` <span class="badge disputed" title="${esc(t.fenced)}">damaged: fenced</span>` : ""}</td><td>${esc(t.rule_set || "")}</td><td class="num">${t.head_seq}</td><td class="num">${t.rounds}</td><td class="num">${t.disputed}</td><td class="num">${t.irregular}</td><td class="num">${t.void}</td>
         <td>${c && c.fenced ? `<span class="badge disputed">fenced</span> ${esc(c.fenced)}` : c ? (c.ok ? `<span class="badge clean">verified</span> to #${c.verified_through}` : c.problem ? `<span class="badge disputed">broken</span> ${esc(c.problem)}` : `verifying… #${c.verified_through}`) : "—"}</td>
         <td>${c ? attestedCell(c) : "—"}</td>
-        <td>${c && c.gap ? `<span class="badge disputed">missing #${c.gap.missing_from}${c.gap.missing_to !== c.gap.missing_from ? "–" + c.gap.missing_to : ""}</span> ${c.gap.held} held since ${time(c.gap.since_ns)}` : c ? "none" : "—"}</td></tr>`; }).join("")}
+        <td>${c && c.gap ? gapCell(c.gap) : c ? "none" : "—"}</td></tr>`; }).join("")}
+      ${chains.filter(c => !tables.some(t => t.table === c.table)).map(c => `<tr class="held-only"><td>${esc(c.table)}</td><td colspan="6" class="muted">no event stored yet</td><td>—</td><td>—</td><td>${c.gap ? gapCell(c.gap) : "none"}</td></tr>`).join("")}
       </tbody></table>` : `<div class="empty">The ledger holds no table yet.</div>`}</div>
       ${alerts ? alertsCard(alerts) : ""}
       ${quarantine ? quarantineCard(quarantine) : ""}`;
     quarantineRows(view);
   } catch (e) { failed(view, e); }
+}
+
+// A table holding events beyond a gap: what is missing, what is held and since when,
+// and the refused event it waits for (RUNBOOK.md says what to do).
+function gapCell(g) {
+  const range = (a, b) => `#${a}${b !== a ? "–" + b : ""}`;
+  const blocked = g.blocked_by ? ` <span class="badge irregular">blocked by #${g.blocked_by.seq}: ${esc(g.blocked_by.reason)}</span> (quarantine entry ${g.blocked_by.quarantine_id})` : "";
+  return `<span class="badge disputed">missing ${range(g.missing_from, g.missing_to)}</span> held ${range(g.missing_to + 1, g.held_last)}: ${g.held} ${g.held === 1 ? "event" : "events"}, ${g.held_bytes} bytes, since ${time(g.since_ns)}${blocked}`;
 }
 
 function attestedCell(c) {
@@ -356,7 +365,8 @@ function attestedCell(c) {
   return `to #${c.attested_through}` + (behind > 0 ? ` <span class="muted">(${behind} not yet attested)</span>` : "");
 }
 
-// Ingest's alerts: a fork, a publisher that is not the table's device, stalled attestation.
+// Ingest's alerts: a fork, a publisher that is not the table's device, stalled attestation,
+// a table stuck behind a gap.
 function alertsCard(a) {
   const rows = a.alerts.map(x => `<tr><td>${time(x.raised_at_ns)}</td><td>${esc(x.table)}</td><td>${badge(x.kind)}</td><td class="num">${x.count}</td><td>${time(x.last_at_ns)}</td><td>${esc(x.detail)}</td></tr>`).join("");
   return `<div class="card" id="alerts"><h2>Alerts</h2><p class="hint">What ingest raised for the operators, newest first; also published on NATS as <code>alerts.&lt;table&gt;.&lt;kind&gt;</code>. Repeats within a minute count into one alert.</p>
@@ -438,6 +448,7 @@ async function roundView(view, table, round) {
     <span class="push-right"></span>
     <button id="evidence-btn">Download evidence bundle</button>
   </div>
+  ${(detail.resyncs || []).map(x => `<div class="card notice resync">Event #${x.seq} was refused by the ledger (quarantine entry ${x.quarantine_id}) and admitted by an admin's re-sync at ${time(x.signed_at_ns)}: ${esc(x.note)}</div>`).join("")}
   ${r.in_progress ? `<div class="card notice" id="in-progress">This round is still being played: no <code>RoundClosed</code> is stored yet. What follows is its replay so far; the verdict comes when it closes.</div>` : ""}
   <div class="round-grid">
     <div>

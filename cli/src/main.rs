@@ -24,13 +24,14 @@ mod quarantine;
 mod readmodel;
 mod remote;
 mod replay;
+mod resync;
 mod seed;
 mod serve;
 mod settings;
 mod settle;
 mod simulate;
 mod source;
-mod table;
+mod tables;
 mod tokens;
 mod verify;
 
@@ -113,8 +114,8 @@ enum Command {
     VerifySeal(day::VerifySealArgs),
     /// Sign a device key's enrollment offline with the admin key (`Rl-Enrollment` header).
     Enroll(bus::EnrollArgs),
-    /// Damaged tables: `table status|unfence|fence-log --ledger DIR`.
-    Table(table::Args),
+    /// Tables: their chain state (`table status`), a re-sync (`table resync`).
+    Table(tables::Args),
 }
 
 impl Command {
@@ -183,7 +184,7 @@ fn main() -> ExitCode {
         Command::Enroll(a) => bus::enroll(a),
         Command::Day(a) => day::run(a),
         Command::VerifySeal(a) => day::verify_seal(a),
-        Command::Table(a) => table::run(a),
+        Command::Table(a) => tables::run(a),
     };
     match result {
         Ok(Outcome::Clean) => ExitCode::SUCCESS,

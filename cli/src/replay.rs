@@ -90,6 +90,13 @@ pub fn render(d: &RoundDetail, steps: Option<&StepList>) -> String {
         r.last_seq.0,
         verdict_name(r.verdict).to_uppercase()
     );
+    for r in &d.resyncs {
+        let _ = writeln!(
+            o,
+            "seq {} ADMITTED BY RE-SYNC: refused first (quarantine entry {}), admitted by admin {} at {}: {}",
+            r.seq.0, r.quarantine_id, r.admin, r.signed_at_ns, r.note
+        );
+    }
     timeline(&mut o, d, steps);
     settlement(&mut o, d);
     findings(&mut o, r);

@@ -27,10 +27,39 @@ pub struct Args {
     /// subject, and a second, different event at a stored seq (a fork).
     #[arg(long, default_value_t = 0)]
     refused: u64,
+    /// Then store the opening of one more table, `HELD-01`, all but its first event: a
+    /// table held beyond a gap, as `table status` and the web UI show one (RUNBOOK.md).
+    #[arg(long)]
+    held: bool,
     /// Start the device clocks this many days ago: a history of past gaming days that can
     /// be sealed (`day seal` refuses days not yet ended).
     #[arg(long, value_name = "DAYS")]
     days_ago: Option<u32>,
+}
+
+/// `seed --held`: the opening of table `HELD-01` but its first event, after stream seq
+/// `stream_seq`, received when the device stamped them; returns how many are held.
+fn held_table(ledger: &ledger::Ledger, stream_seq: u64) -> Result<u64> {
+    let table = schemas::TableId::new("HELD-01").map_err(|e| anyhow::anyhow!("{e}"))?;
+    let config = simulator::default_config(schemas::RuleSet::Csp6);
+    let mut t = simulator::TableSim::new(table, config, 5, simulator::FaultPlan::none())?;
+    let events = t.opening_events()?;
+    let held: Vec<ledger::Incoming> = (1u64..)
+        .zip(events.into_iter().skip(1))
+        .map(|(i, p)| ledger::Incoming {
+            subject_table: Some(p.event.table.clone()),
+            stream_seq: stream_seq + i,
+            received_at_ns: p.event.occurred_at_ns,
+            bytes: p.bytes,
+            provenance: Default::default(),
+        })
+        .collect();
+    let out = ledger.append_batch(&held).context("appending")?;
+    ledger.flush().context("flushing")?;
+    Ok(out
+        .iter()
+        .filter(|a| matches!(a, ledger::Appended::Held { .. }))
+        .count() as u64)
 }
 
 /// The `n`th refused message of `seed --refused`: what each kind of bad input looks like.
@@ -177,6 +206,11 @@ pub fn run(args: Args) -> Result<Outcome> {
             n = end;
         }
         ledger.flush().context("flushing")?;
+    }
+    if args.held {
+        let n = held_table(&ledger, ledger.stats().events + 2_000_000)?;
+        anyhow::ensure!(n > 0, "--held: HELD-01's events were not held");
+        println!("held {n} events of HELD-01 beyond a gap at seq 1");
     }
     println!(
         "seeded {} tables x {} rounds: {stored} events and {kept} signed checkpoints stored{} in {} in {:.1?}",

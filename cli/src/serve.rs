@@ -71,6 +71,10 @@ pub struct Args {
     seal_grace: u64,
     #[command(flatten)]
     day: crate::day::DayArgs,
+    /// Seconds a table may hold events beyond a gap before ingest raises `table_stuck`
+    /// (RUNBOOK.md).
+    #[arg(long, value_name = "SECONDS", default_value_t = ingest::STUCK_AFTER_DEFAULT.as_secs())]
+    stuck_after: u64,
     /// Also serve `/metrics` (Prometheus text), `/ready` and `/health` on this address,
     /// without a token: bind it to the internal monitoring network only.
     #[arg(long, value_name = "ADDR")]
@@ -298,6 +302,7 @@ pub fn run(args: Args) -> Result<Outcome> {
     }
     let mut config = ingest::IngestConfig::new(&args.nats).with_batch_len(args.batch);
     config.access = args.bus.access();
+    config.stuck_after = std::time::Duration::from_secs(args.stuck_after);
     let sealer = sealer_config(&args, &config.access)?;
     anyhow::ensure!(
         sealer.is_none() || !args.no_ingest,

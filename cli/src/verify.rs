@@ -118,8 +118,16 @@ fn verify_ledger(dir: &std::path::Path, json: bool) -> Result<Outcome> {
     // The read model is checked against a ledger that verifies; sled allows one open
     // handle, so the bare store closes first.
     drop(store);
+    let (lines, resyncs_ok) = crate::tables::verify_lines(dir);
+    for line in lines {
+        if json {
+            eprintln!("{line}");
+        } else {
+            println!("{line}");
+        }
+    }
     let model_ok = !report.is_ok() || crate::readmodel::verify_part(dir, json)?;
-    Ok(if report.is_ok() && model_ok {
+    Ok(if report.is_ok() && model_ok && resyncs_ok {
         Outcome::Clean
     } else {
         Outcome::Findings

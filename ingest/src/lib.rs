@@ -36,6 +36,7 @@ pub mod health;
 pub mod metrics;
 mod pipeline;
 pub mod sealer;
+pub mod stuck;
 mod writer;
 
 pub use bench::{bench_ingest, bench_tables, BenchBus, BenchReport};
@@ -44,6 +45,10 @@ pub use pipeline::{
 };
 
 use std::time::Duration;
+
+/// The default of `IngestConfig::stuck_after`: five minutes, longer than a device outbox's
+/// republish wait at its longest, so a gap it fills raises nothing.
+pub const STUCK_AFTER_DEFAULT: Duration = Duration::from_secs(300);
 
 /// JetStream's de-duplication window on `Nats-Msg-Id` (`<table>:<seq>:<hash>`). The ledger
 /// recognises duplicates for ever; this only saves the work of storing and re-checking
@@ -90,6 +95,9 @@ pub struct IngestConfig {
     pub health: std::sync::Arc<health::Health>,
     /// Ingest's counters for `/metrics` and `/ready` (`metrics`); shared, like `alerts`.
     pub metrics: metrics::IngestMetrics,
+    /// How long a table may hold events beyond a gap before `TableStuck` is raised
+    /// (`stuck`).
+    pub stuck_after: Duration,
 }
 
 /// The system clock in UTC nanoseconds. Ingest is an edge: its clock stamps arrival. A
@@ -117,6 +125,7 @@ impl IngestConfig {
             alerts: alerts::AlertLog::default(),
             health: Default::default(),
             metrics: metrics::IngestMetrics::default(),
+            stuck_after: STUCK_AFTER_DEFAULT,
         }
     }
 
@@ -147,6 +156,9 @@ impl IngestConfig {
         }
         if self.writer_queue_len == 0 {
             return bad("writer_queue_len must be at least 1");
+        }
+        if self.stuck_after.is_zero() {
+            return bad("stuck_after must be above zero");
         }
         // A redelivered message was delivered at most this many messages ago, and the
         // ledger recognises an already quarantined one only among that many entries.

@@ -239,6 +239,24 @@ pub(crate) async fn run_with_consumer(
     let (job_tx, job_rx) = mpsc::channel::<Job>(config.writer_queue_len);
     let (done_tx, done_rx) = mpsc::channel::<Result<Written, Error>>(config.writer_queue_len + 1);
     let (alert_tx, alert_rx) = mpsc::channel::<Raised>(crate::health::ALERT_QUEUE_LEN_MAX);
+    let stuck_watch = crate::stuck::Watcher(tokio::spawn(crate::stuck::watch(
+        ledger.clone(),
+        config.clock,
+        config.stuck_after,
+        {
+            let (client, log, clock) = (client.clone(), config.alerts.clone(), config.clock);
+            move |raised| {
+                let (client, a) = (
+                    client.clone(),
+                    Alerting {
+                        log: log.clone(),
+                        clock,
+                    },
+                );
+                async move { publish_alerts(&client, &a, raised).await }
+            }
+        },
+    )));
     let writer = std::thread::Builder::new()
         .name("ledger-writer".to_string())
         .spawn({
@@ -386,6 +404,7 @@ pub(crate) async fn run_with_consumer(
         }
     }
     // Let the writer drain its queue and stop; the acker ends when the writer does.
+    drop(stuck_watch);
     drop(job_tx);
     let acked = acker
         .await

@@ -131,6 +131,9 @@ pub mod reason {
     pub const SIGNATURE_INVALID: &str = "signature_invalid";
     /// Its table is fenced as damaged (`fence`): kept verbatim until it is unfenced.
     pub const TABLE_FENCED: &str = "table_fenced";
+    /// A re-sync (`schemas::resync`) that is not applied: malformed, not signed by a
+    /// trusted admin, stale (the head moved), or naming an entry that is not the next event.
+    pub const RESYNC_REFUSED: &str = "resync_refused";
 }
 
 pub(crate) fn encode_held(h: &Held) -> Vec<u8> {
@@ -196,6 +199,8 @@ pub(crate) struct Call {
     /// Whether events must carry their device's signature (`provenance`): the ledger's
     /// requirement, off for recovery's re-appends of records admitted before.
     checks_signatures: bool,
+    /// Whether recovery re-appends this call (`Admission::Recovered`).
+    pub(crate) recovering: bool,
 }
 
 impl Call {
@@ -217,6 +222,7 @@ impl Call {
             configs: BTreeMap::new(),
             devices: BTreeMap::new(),
             checks_signatures: state.require_signed,
+            recovering: false,
         }
     }
 
@@ -403,6 +409,7 @@ impl Ledger {
     ) -> Result<Outcomes, Error> {
         let (mut state, mut call) = self.begin_call(events.len() + checkpoints.len())?;
         call.checks_signatures &= admission == Admission::Check;
+        call.recovering = admission == Admission::Recovered;
         let pre = match call.checks_signatures {
             true => crate::provenance::precheck(&state, &mut self.key_cache(), events),
             false => crate::provenance::Prechecked::none(events.len()),
@@ -484,6 +491,9 @@ impl Ledger {
         msg: &Incoming,
         pre: Option<(schemas::attest::PublicKey, bool)>,
     ) -> Result<Appended, Error> {
+        if let Some(parsed) = schemas::resync::Resync::from_wire(&msg.bytes) {
+            return self.resync(state, call, msg, parsed);
+        }
         let event = match codec::decode(&msg.bytes) {
             Ok((e, _)) => e,
             Err(e) => {
@@ -512,41 +522,7 @@ impl Ledger {
         // Borrowed, not cloned: per event, table id clones and map lookups were a fifth of
         // the writer's own instructions (callgrind).
         let table = &event.table;
-        let head_seq = match call.tables.get(table) {
-            Some(tc) => tc.head.seq.0,
-            None => {
-                let head = state
-                    .heads
-                    .get(table)
-                    .cloned()
-                    .unwrap_or_else(|| ChainHead::empty(table.clone()));
-                let seq = head.seq.0;
-                let receipt = match state.receipts.get(table) {
-                    Some(r) => Some(*r),
-                    None if seq == 0 => Some(Hash32::ZERO),
-                    None if state.receiptless.contains(table) => None,
-                    // Written before receipts: computed once from the records.
-                    None => {
-                        match crate::arrival::receipt_of_table(self.store.as_ref(), table, seq) {
-                            Ok(r) => Some(r),
-                            Err(e) => {
-                                tracing::error!(%table, error = %e, "no receipt for a head written before receipts: its records do not read (run verify); the table's head stays without one");
-                                None
-                            }
-                        }
-                    }
-                };
-                let tc = TableCall {
-                    head,
-                    receipt,
-                    pending: state.pending.get(table).cloned().unwrap_or_default(),
-                    new_events: Vec::new(),
-                    closed: None,
-                };
-                call.tables.insert(table.clone(), tc);
-                seq
-            }
-        };
+        let head_seq = self.load_table(state, call, table);
         let seq = event.seq.0;
         let hash = event_hash(&event.prev, &msg.bytes);
 
@@ -652,6 +628,45 @@ impl Ledger {
         call.table_mut(table).pending.insert(seq, held);
         tracing::warn!(%table, seq, head = head_seq, "gap: event held");
         Ok(held_outcome(call, table, seq))
+    }
+
+    /// Loads `table`'s state into `call` at its first message, and returns its head seq.
+    pub(crate) fn load_table(&self, state: &crate::State, call: &mut Call, table: &TableId) -> u64 {
+        match call.tables.get(table) {
+            Some(tc) => tc.head.seq.0,
+            None => {
+                let head = state
+                    .heads
+                    .get(table)
+                    .cloned()
+                    .unwrap_or_else(|| ChainHead::empty(table.clone()));
+                let seq = head.seq.0;
+                let receipt = match state.receipts.get(table) {
+                    Some(r) => Some(*r),
+                    None if seq == 0 => Some(Hash32::ZERO),
+                    None if state.receiptless.contains(table) => None,
+                    // Written before receipts: computed once from the records.
+                    None => {
+                        match crate::arrival::receipt_of_table(self.store.as_ref(), table, seq) {
+                            Ok(r) => Some(r),
+                            Err(e) => {
+                                tracing::error!(%table, error = %e, "no receipt for a head written before receipts: its records do not read (run verify); the table's head stays without one");
+                                None
+                            }
+                        }
+                    }
+                };
+                let tc = TableCall {
+                    head,
+                    receipt,
+                    pending: state.pending.get(table).cloned().unwrap_or_default(),
+                    new_events: Vec::new(),
+                    closed: None,
+                };
+                call.tables.insert(table.clone(), tc);
+                seq
+            }
+        }
     }
 
     /// Whether `table`'s chain (head at `head_seq`) ends with `TableClosed`: known from this
@@ -822,7 +837,7 @@ impl Ledger {
 
 use crate::RoundSummary;
 
-fn push_event(
+pub(crate) fn push_event(
     state: &crate::State,
     call: &mut Call,
     event: &Event,
@@ -858,7 +873,7 @@ fn push_event(
 }
 
 /// Appends held events that now follow the head, until the next gap or a bad one.
-fn release_held(state: &crate::State, call: &mut Call, table: &TableId) {
+pub(crate) fn release_held(state: &crate::State, call: &mut Call, table: &TableId) {
     loop {
         let tc = call.table_mut(table);
         let next = tc.head.seq.0 + 1;

@@ -44,17 +44,20 @@ pub mod days;
 pub mod digest;
 pub mod faulty;
 pub mod fence;
+mod hold;
 pub mod provenance;
 pub mod quarantine;
 mod read;
 pub mod record;
 mod recover;
+pub mod resync;
 pub mod settings;
 pub mod store;
 pub mod valuelog;
 mod verify;
 
 pub use append::{reason, Appended, Incoming, Outcomes};
+pub use hold::{Blocker, BLOCKER_SCAN_MAX};
 pub use provenance::Provenance;
 pub use quarantine::{QuarantineHead, QuarantineVerdict};
 pub use read::{

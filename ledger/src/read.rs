@@ -127,6 +127,10 @@ pub struct Gap {
     pub held: usize,
     /// Receive time of the oldest held event of the table.
     pub since_ns: i64,
+    /// The highest held seq (the lowest is `missing_to` + 1).
+    pub held_last: Seq,
+    /// Message bytes of the table's held events.
+    pub held_bytes: u64,
 }
 
 /// Totals.
@@ -796,6 +800,8 @@ impl Ledger {
                     missing_to: Seq(first.saturating_sub(1)),
                     held: p.len(),
                     since_ns: p.values().map(|h| h.received_at_ns).min().unwrap_or(0),
+                    held_last: Seq(*p.keys().next_back()?),
+                    held_bytes: p.values().map(|h| h.bytes.len() as u64).sum(),
                 })
             })
             .collect()

@@ -68,6 +68,8 @@ pub struct Recovery {
     /// Day seals found, and of them those put back (the rest were already stored).
     pub seals: u64,
     pub seals_restored: u64,
+    /// Re-syncs found beyond the last commit, applied again (`resync`).
+    pub resyncs: u64,
     /// Bytes that are not a whole record (a write cut short), and where: the first such
     /// place the scan met (each is logged).
     pub torn: Option<String>,
@@ -258,6 +260,14 @@ impl Ledger {
                             provenance: Default::default(),
                         })
                     }
+                    Err(e) => unreadable(e),
+                }
+            }
+            Space::Resync => {
+                // Applied again as received: it follows the records' events in the log.
+                report.resyncs += 1;
+                match crate::resync::recovered_message(value) {
+                    Ok(message) => self.queue_event(message, found, report)?,
                     Err(e) => unreadable(e),
                 }
             }

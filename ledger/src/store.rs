@@ -50,6 +50,9 @@ pub enum Space {
     /// The config index: `table key ++ seq (BE)` -> chain hash of each `TableOpened`.
     /// Derived from the events, written with them (`config`).
     Config,
+    /// Applied re-syncs (`resync`): `table key ++ seq (BE)` -> stream seq, receive time
+    /// and the exact message.
+    Resync,
 }
 
 /// sled's page cache. Its default (1 GiB) fills as history grows; event records live in
@@ -59,16 +62,17 @@ pub const SLED_CACHE_BYTES: u64 = 64 << 20;
 /// The spaces besides `Space::Batch` whose puts are first-hand: not derivable from the event
 /// records, so a store that can lose commits must be able to give them back
 /// (`Unreferenced::Put`).
-pub const RECOVERED_SPACES: [Space; 4] = [
+pub const RECOVERED_SPACES: [Space; 5] = [
     Space::Quarantine,
     Space::Pending,
     Space::Checkpoint,
     Space::Seal,
+    Space::Resync,
 ];
 
 impl Space {
     /// Every space, in prefix-table order.
-    pub const ALL: [Space; 12] = [
+    pub const ALL: [Space; 13] = [
         Space::Batch,
         Space::Head,
         Space::Round,
@@ -81,6 +85,7 @@ impl Space {
         Space::Checkpoint,
         Space::Seal,
         Space::Config,
+        Space::Resync,
     ];
 
     /// The space whose `prefix` is `b`.
@@ -105,6 +110,7 @@ impl Space {
             Space::Checkpoint => b'c',
             Space::Seal => b's',
             Space::Config => b'o',
+            Space::Resync => b'x',
         }
     }
 }

@@ -13,7 +13,7 @@
 
 use crate::index::{finding_view, row_of};
 use crate::ReadError;
-use schemas::api::{EventRow, RoundDetail, SettlementRow, StepList, StepState};
+use schemas::api::{EventRow, ResyncNote, RoundDetail, SettlementRow, StepList, StepState};
 use schemas::report::RoundReport;
 use schemas::{Event, EventBody, Money, PayLine, RoundId, Seq, TableConfig, TableId};
 use std::collections::BTreeMap;
@@ -66,6 +66,8 @@ pub struct LoadedRound {
     /// reports them).
     pub events: Vec<(ledger::StoredEvent, Event)>,
     pub report: RoundReport,
+    /// Re-syncs that admitted events of the window (none for an export).
+    pub resyncs: Vec<ResyncNote>,
 }
 
 /// Reads the round's window and replays it.
@@ -92,7 +94,19 @@ pub fn load(
     for e in ledger.events(table, from..=to) {
         events.push(decoded(table, e?)?);
     }
-    replayed(table, round, located, (from, to), config, events)
+    let mut loaded = replayed(table, round, located, (from, to), config, events)?;
+    loaded.resyncs = ledger
+        .resyncs_in(table, from..=to)?
+        .into_iter()
+        .map(|k| ResyncNote {
+            seq: k.resync.seq,
+            quarantine_id: k.resync.quarantine_id,
+            admin: k.resync.admin,
+            note: k.resync.note,
+            signed_at_ns: k.resync.signed_at_ns,
+        })
+        .collect();
+    Ok(loaded)
 }
 
 /// A stored event with its decoding; stored bytes that do not decode are an integrity error.
@@ -148,6 +162,7 @@ pub(crate) fn replayed(
         config,
         events,
         report,
+        resyncs: Vec::new(),
     })
 }
 
@@ -269,6 +284,7 @@ impl LoadedRound {
             events,
             settlement: settlement_rows(&self.report, &timeline),
             findings: self.report.findings.iter().map(finding_view).collect(),
+            resyncs: self.resyncs.clone(),
         }
     }
 

@@ -193,6 +193,22 @@ pub struct RoundDetail {
     pub events: Vec<EventRow>,
     pub settlement: Vec<SettlementRow>,
     pub findings: Vec<FindingView>,
+    /// Re-syncs that admitted one of these events after the ledger refused it
+    /// (schemas/README.md §5.6): the event is the one its entry kept; an admin let it in.
+    #[serde(default)]
+    pub resyncs: Vec<ResyncNote>,
+}
+
+/// An event an admin admitted by a re-sync: who, when and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct ResyncNote {
+    pub seq: Seq,
+    /// The quarantine entry that keeps the refusal.
+    pub quarantine_id: u64,
+    pub admin: crate::attest::PublicKey,
+    pub note: String,
+    pub signed_at_ns: i64,
 }
 
 /// The state of the round after one event (video-review step).
@@ -308,6 +324,23 @@ pub struct GapView {
     pub held: u64,
     /// Receive time of the oldest held event (UTC ns): missing since then.
     pub since_ns: i64,
+    /// The highest held seq; the lowest is `missing_to` + 1.
+    pub held_last: Seq,
+    /// Message bytes of the held events.
+    pub held_bytes: u64,
+    /// The quarantined event inside the gap the chain waits for, if the ledger finds one
+    /// among its newest quarantine entries. `None`: the events never arrived.
+    pub blocked_by: Option<GapBlocker>,
+}
+
+/// A refused event that a table's held events depend on (RUNBOOK.md).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct GapBlocker {
+    pub seq: Seq,
+    pub quarantine_id: u64,
+    /// Its stable quarantine reason code.
+    pub reason: String,
 }
 
 /// One quarantined message: what the ledger refused to chain, kept verbatim with why.
@@ -617,6 +650,9 @@ pub enum AlertKind {
     IngestPaused,
     /// Writes succeed again after `IngestPaused`: ingest goes on.
     IngestResumed,
+    /// A table holds events beyond a gap for longer than a bound: it has stopped advancing
+    /// (RUNBOOK.md).
+    TableStuck,
 }
 
 impl AlertKind {
@@ -630,6 +666,7 @@ impl AlertKind {
             AlertKind::TableFenced => "table_fenced",
             AlertKind::IngestPaused => "ingest_paused",
             AlertKind::IngestResumed => "ingest_resumed",
+            AlertKind::TableStuck => "table_stuck",
         }
     }
 }

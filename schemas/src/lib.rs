@@ -26,6 +26,7 @@ pub mod metrics;
 pub mod parallel;
 pub mod provenance;
 pub mod report;
+pub mod resync;
 pub mod seal;
 pub mod settle;
 pub mod subjects;

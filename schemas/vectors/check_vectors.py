@@ -15,6 +15,8 @@ segment's hashes from its anchor, the head, the checkpoints' ed25519 signatures 
 v1 or v2 layout of schemas/README.md §5.3, and (v3) the opening checkpoint's head and the
 cited config and enrollment hashes against the state it signs. Needs `pip install pynacl`
 too. The admin signature inside the enrollment event needs the event decoder: not here.
+resync-v1.json: a re-sync's signed bytes rebuilt from its wire JSON (schemas/README.md
+§5.6) and the admin's signature over them.
 """
 import json, pathlib, sys
 from blake3 import blake3
@@ -188,3 +190,28 @@ for version in (2, 3):
                 fail(f"{name}: the {what} at seq {seq} is not the one the opening signs")
         checked = 2
     print(f"{name}: {len(b['chain']['events'])} chain events and {checked} checkpoint signatures OK")
+
+
+# resync-v1.json: a re-sync (schemas/README.md §5.6): the signed bytes rebuilt from the
+# wire form's JSON, and the admin's ed25519 signature over them.
+r = json.loads((here / "resync-v1.json").read_text())
+wire = bytes.fromhex(r["wire_hex"])
+prefix = b"roundledger/resync/v1\n"
+if not wire.startswith(prefix):
+    fail("resync-v1.json: the wire form lacks its prefix")
+rs = json.loads(wire[len(prefix):])
+table, note = rs["table"].encode(), rs["note"].encode()
+m = (b"roundledger/resync/v1" + bytes([len(table)]) + table
+     + rs["head_seq"].to_bytes(8, "big") + bytes.fromhex(rs["head_hash"])
+     + rs["seq"].to_bytes(8, "big") + bytes.fromhex(rs["event_hash"])
+     + rs["quarantine_id"].to_bytes(8, "big") + rs["signed_at_ns"].to_bytes(8, "big", signed=True)
+     + len(note).to_bytes(2, "big") + note)
+if m.hex() != r["signed_message_hex"]:
+    fail(f"resync-v1.json: signed bytes {m.hex()} != {r['signed_message_hex']}")
+if rs["seq"] != rs["head_seq"] + 1 or rs["admin"] != r["admin"]:
+    fail("resync-v1.json: seq or admin")
+try:
+    VerifyKey(bytes.fromhex(rs["admin"])).verify(m, bytes.fromhex(rs["signature"]))
+except BadSignatureError:
+    fail("resync-v1.json: the admin signature does not verify")
+print("resync-v1.json: signed bytes and admin signature OK")

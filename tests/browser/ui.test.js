@@ -81,7 +81,7 @@ async function main() {
   const ledger = path.join(tmp, "ledger");
   const config = path.join(tmp, "tokens.json");
   log("demo data:", execFileSync(BIN, ["seed", "--ledger", ledger, "--tables", "5", "--rounds", "40",
-    "--payout-errors", "0.08", "--irregularities", "0.01", "--seed", "2026", "--close", "--refused", "3"]).toString().trim());
+    "--payout-errors", "0.08", "--irregularities", "0.01", "--seed", "2026", "--close", "--refused", "3", "--held"]).toString().trim());
   execFileSync(BIN, ["tokens", "--out", config]);
   const token = JSON.parse(fs.readFileSync(config)).tokens.find(t => t.role === "surveillance").token;
 
@@ -202,8 +202,22 @@ async function main() {
     const header = await page.locator("table.list thead").first().innerText();
     assert.match(header, /Attested/);
     assert.match(header, /Gap/);
-    // Ingest's alerts (forks, refused publishers, stalled attestation): none on this floor.
-    assert.match(await page.locator("#alerts").innerText(), /Alerts[\s\S]*No alerts\./);
+    // A table held beyond a gap (seed --held: HELD-01 without its first event) has a row
+    // of its own, with what is missing, what is held and since when.
+    const held = await page.locator("tr.held-only").innerText();
+    assert.match(held, /HELD-01[\s\S]*missing #1[\s\S]*held #2(–\d+)?: \d+ events?, \d+ bytes, since/i);
+    // Ingest's alerts (forks, refused publishers, stalled attestation, stuck tables): only
+    // HELD-01's table_stuck on this floor, its events held longer than the bound since the
+    // seeded clock's past. The page reads the alerts when it opens: open it again until the
+    // first check has raised it.
+    for (const until = Date.now() + 30000; ;) {
+      if (/HELD-01\s+TABLE_STUCK[\s\S]*missing seq 1\.\.=1/i.test(await page.locator("#alerts").innerText())) break;
+      assert.ok(Date.now() < until, "no table_stuck alert for HELD-01 on the Tables page");
+      await new Promise(r => setTimeout(r, 500));
+      await page.reload();
+      await page.waitForSelector("#quarantine");
+    }
+    assert.equal(await page.locator("#alerts tbody tr").count(), 1, "no other alert");
     // The three refused messages of the demo data, newest first; one click shows a
     // message's bytes as received.
     assert.match(await page.locator("#quarantine").innerText(), /Quarantine[\s\S]*3 entries/);

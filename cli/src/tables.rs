@@ -1,0 +1,246 @@
+//! `roundledger table`: each table's state for the operator, and the ways out.
+//!
+//! `status` gives each table's head, and when it holds events beyond a gap, the missing and
+//! held seqs, their count and bytes, since when, and the quarantined event the chain waits
+//! for; a table fenced as damaged says why (RUNBOOK.md). From a ledger directory or a
+//! running server (`GET /v1/chain`). Exit 0 when every table advances, 1 when one holds
+//! events or is fenced, 2 on error. `resync` signs a re-sync; `unfence` and `fence-log`
+//! lift a fence after a repair and list those acts (offline, `ledger::fence`).
+
+use crate::client::{Client, ServerArgs};
+use crate::Outcome;
+use anyhow::{Context, Result};
+use schemas::api::{ChainStatus, GapView};
+use schemas::{Seq, TableId};
+use std::path::PathBuf;
+
+/// `roundledger table`: the tables' state, and the way out of a stuck one.
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    command: TableCommand,
+}
+
+#[derive(clap::Subcommand)]
+enum TableCommand {
+    /// Each table's chain state: head, held events and since when, what blocks it.
+    Status(StatusArgs),
+    /// Sign and publish a re-sync: the table continues with a quarantined event
+    /// (RUNBOOK.md).
+    Resync(crate::resync::ResyncArgs),
+    /// After a repair: lift a table's fence and append the events kept while it was
+    /// fenced. Refused while the table still fails its check.
+    Unfence {
+        /// The table.
+        table: String,
+        /// The ledger directory (no server may hold it).
+        #[arg(long)]
+        ledger: PathBuf,
+        /// Who unfences (recorded in the unfence log).
+        #[arg(long)]
+        by: String,
+    },
+    /// The unfence log: one JSON object per act, oldest first.
+    FenceLog {
+        /// The ledger directory (no server may hold it).
+        #[arg(long)]
+        ledger: PathBuf,
+    },
+}
+
+#[derive(clap::Args)]
+pub struct StatusArgs {
+    /// A ledger directory no server holds open.
+    #[arg(long, conflicts_with = "server")]
+    ledger: Option<PathBuf>,
+    #[command(flatten)]
+    server: ServerArgs,
+    /// A table holding events for longer than this many seconds is shown as stuck.
+    #[arg(long, value_name = "SECONDS", default_value_t = ingest::STUCK_AFTER_DEFAULT.as_secs())]
+    stuck_after: u64,
+}
+
+/// One table as listed.
+struct Row {
+    table: TableId,
+    head_seq: Seq,
+    gap: Option<GapView>,
+    /// Why the table is fenced as damaged (`check: detail`), when it is.
+    fenced: Option<String>,
+}
+
+pub fn run(args: Args) -> Result<Outcome> {
+    match args.command {
+        TableCommand::Status(a) => status(a),
+        TableCommand::Resync(a) => crate::resync::run(a),
+        TableCommand::Unfence { table, ledger, by } => unfence(&table, &ledger, &by),
+        TableCommand::FenceLog { ledger } => {
+            let l = crate::source::open_ledger(&ledger)?;
+            for line in l.fence_log()? {
+                println!("{line}");
+            }
+            Ok(Outcome::Clean)
+        }
+    }
+}
+
+fn unfence(table: &str, ledger: &std::path::Path, by: &str) -> Result<Outcome> {
+    let table = TableId::new(table).map_err(|e| anyhow::anyhow!("table: {e}"))?;
+    let l = crate::source::open_ledger(ledger)?;
+    let r = l.unfence(&table, by, ingest::system_clock_ns())?;
+    println!(
+        "table {table} unfenced by {by}: {} kept entries appended again: {} stored, {} already stored, {} held, {} refused; head now seq {}",
+        r.entries, r.stored, r.duplicates, r.held, r.refused, r.head_seq
+    );
+    Ok(Outcome::Clean)
+}
+
+fn status(args: StatusArgs) -> Result<Outcome> {
+    let rows = match (Client::from_args(&args.server)?, &args.ledger) {
+        (Some(c), _) => {
+            let chains: Vec<ChainStatus> = c.get("/v1/chain")?;
+            chains
+                .into_iter()
+                .map(|c| Row {
+                    table: c.table,
+                    head_seq: c.head_seq,
+                    gap: c.gap,
+                    fenced: c.fenced,
+                })
+                .collect()
+        }
+        (None, Some(dir)) => from_ledger(&crate::source::open_ledger(dir)?)?,
+        (None, None) => anyhow::bail!("say where: --ledger DIR or --server URL"),
+    };
+    let now_ns = ingest::system_clock_ns();
+    let stuck_after_ns = i64::try_from(args.stuck_after)
+        .unwrap_or(i64::MAX)
+        .saturating_mul(1_000_000_000);
+    print!("{}", render(&rows, now_ns, stuck_after_ns));
+    Ok(if rows.iter().any(|r| r.gap.is_some() || r.fenced.is_some()) {
+        Outcome::Findings
+    } else {
+        Outcome::Clean
+    })
+}
+
+/// Every table with a head or held events, in table order.
+fn from_ledger(l: &ledger::Ledger) -> Result<Vec<Row>> {
+    let mut gaps = l.gap_views().context("reading the held events")?;
+    let fenced = l.fenced();
+    let fence_of = |t: &TableId| fenced.get(t).map(|f| format!("{}: {}", f.check, f.detail));
+    let mut rows: Vec<Row> = l
+        .heads()
+        .into_iter()
+        .map(|h| Row {
+            gap: gaps.remove(&h.table),
+            fenced: fence_of(&h.table),
+            table: h.table,
+            head_seq: h.seq,
+        })
+        .collect();
+    rows.extend(gaps.into_iter().map(|(table, gap)| Row {
+        fenced: fence_of(&table),
+        table,
+        head_seq: Seq(0),
+        gap: Some(gap),
+    }));
+    rows.sort_by(|a, b| a.table.cmp(&b.table));
+    Ok(rows)
+}
+
+/// One line per table: state, head, then what it holds.
+fn render(rows: &[Row], now_ns: i64, stuck_after_ns: i64) -> String {
+    if rows.is_empty() {
+        return "the ledger holds no table yet\n".to_string();
+    }
+    let mut out = format!("{:<12} {:<9} {:>10}  held\n", "table", "state", "head");
+    for r in rows {
+        let (state, held) = match (&r.fenced, &r.gap) {
+            (Some(why), _) => ("DAMAGED", format!("fenced ({why}); RUNBOOK.md")),
+            (None, None) => ("advancing", "-".to_string()),
+            (None, Some(g)) => {
+                let age_ns = now_ns.saturating_sub(g.since_ns);
+                let state = if age_ns >= stuck_after_ns {
+                    "stuck"
+                } else {
+                    "held"
+                };
+                (state, describe(g, age_ns))
+            }
+        };
+        out += &format!(
+            "{:<12} {:<9} {:>10}  {held}\n",
+            r.table.as_str(),
+            state,
+            r.head_seq.0
+        );
+    }
+    out
+}
+
+/// What a gap holds and waits for, in words.
+fn describe(g: &GapView, age_ns: i64) -> String {
+    let blocker = g.blocked_by.as_ref().map_or_else(
+        || "no refused event found in the gap (never received?)".to_string(),
+        |b| {
+            format!(
+                "seq {} refused as {} (quarantine entry {})",
+                b.seq.0, b.reason, b.quarantine_id
+            )
+        },
+    );
+    format!(
+        "missing #{}..#{}; held #{}..#{} ({} {}, {} bytes) since {} ({} s); {blocker}",
+        g.missing_from.0,
+        g.missing_to.0,
+        g.missing_to.0 + 1,
+        g.held_last.0,
+        g.held,
+        if g.held == 1 { "event" } else { "events" },
+        g.held_bytes,
+        g.since_ns,
+        age_ns / 1_000_000_000
+    )
+}
+
+/// `verify`'s lines for what the chains' verdicts do not cover: the tables holding
+/// events beyond a gap (not yet chained) and the kept re-syncs, each checked against the
+/// chain and the quarantine. Whether the re-syncs check out is the second value. Read from
+/// an opened ledger; one that does not open says so and fails.
+pub fn verify_lines(dir: &std::path::Path) -> (Vec<String>, bool) {
+    match crate::source::open_ledger(dir).and_then(|l| lines_of(&l)) {
+        Ok(lines) => lines,
+        Err(e) => (
+            vec![format!("held events and re-syncs: not read: {e:#}")],
+            false,
+        ),
+    }
+}
+
+fn lines_of(l: &ledger::Ledger) -> Result<(Vec<String>, bool)> {
+    let now_ns = ingest::system_clock_ns();
+    let mut lines: Vec<String> = from_ledger(l)?
+        .iter()
+        .filter_map(|r| {
+            let g = r.gap.as_ref()?;
+            let age_ns = now_ns.saturating_sub(g.since_ns);
+            Some(format!(
+                "{:<12} held  {}",
+                r.table.as_str(),
+                describe(g, age_ns)
+            ))
+        })
+        .collect();
+    let kept = l.resyncs(None).context("reading the re-syncs")?;
+    let problems = l.check_resyncs().context("checking the re-syncs")?;
+    if !kept.is_empty() && problems.is_empty() {
+        lines.push(format!(
+            "re-syncs: {} kept, each signed by a trusted admin, its event in the chain and in quarantine",
+            kept.len()
+        ));
+    }
+    let ok = problems.is_empty();
+    lines.extend(problems.into_iter().map(|p| format!("BAD {p}")));
+    Ok((lines, ok))
+}
