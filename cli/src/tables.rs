@@ -117,11 +117,13 @@ fn status(args: StatusArgs) -> Result<Outcome> {
         .unwrap_or(i64::MAX)
         .saturating_mul(1_000_000_000);
     print!("{}", render(&rows, now_ns, stuck_after_ns));
-    Ok(if rows.iter().any(|r| r.gap.is_some() || r.fenced.is_some()) {
-        Outcome::Findings
-    } else {
-        Outcome::Clean
-    })
+    Ok(
+        if rows.iter().any(|r| r.gap.is_some() || r.fenced.is_some()) {
+            Outcome::Findings
+        } else {
+            Outcome::Clean
+        },
+    )
 }
 
 /// Every table with a head or held events, in table order.
