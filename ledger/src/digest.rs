@@ -8,23 +8,72 @@
 //! loads (tampered heads or quarantine) can still be checked. A digest is only taken of a
 //! ledger whose every chain verifies: certifying a damaged ledger would launder the damage.
 
+use crate::journals::{read_journals, JournalState};
 use crate::store::Store;
 use crate::verify::{verify_store, AtSeq, TableVerdict, VerifyReport};
 use crate::{Error, Ledger};
 use schemas::digest::{
-    check_consistency, BrokenTable, Consistency, Digest, DigestHead, QuarantineAnchor,
-    QuarantineNow, TableNow,
+    check_consistency, check_journals, BrokenTable, Consistency, Digest, DigestHead,
+    QuarantineAnchor, QuarantineNow, TableNow, DIGEST_VERSION_NO_JOURNALS,
 };
 use schemas::TableId;
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 
 /// Why no digest was taken.
 #[derive(Debug, thiserror::Error)]
 pub enum DigestRefused {
     #[error("the ledger does not verify ({}); a digest would certify the damage", report.failures())]
     DoesNotVerify { report: Box<VerifyReport> },
+    #[error("the API journal {name} does not verify at line {line} ({problem}); a digest would certify the damage")]
+    JournalDoesNotVerify {
+        name: String,
+        line: u64,
+        problem: String,
+    },
     #[error(transparent)]
     Store(#[from] Error),
+}
+
+/// `digest` naming the API's journals in `api_dir` too (version 4); refused when one
+/// does not chain. `digest` must name the quarantine (a store's digest does).
+pub fn with_journals(digest: Digest, api_dir: &Path) -> Result<Digest, DigestRefused> {
+    let states = read_journals(api_dir, |_| None)?;
+    if let Some(s) = states.iter().find(|s| s.problem.is_some()) {
+        let (line, problem) = s.problem.clone().expect("found by it");
+        return Err(DigestRefused::JournalDoesNotVerify {
+            name: s.name.clone(),
+            line,
+            problem,
+        });
+    }
+    Ok(digest.with_journals(states.iter().map(JournalState::anchor).collect()))
+}
+
+/// `c`, the check of a store against `digest`, with the API's journals in `api_dir`
+/// checked too: against the digest's heads (version 4), and each for its own chain.
+pub fn check_journals_against(
+    c: Consistency,
+    digest: &Digest,
+    api_dir: &Path,
+) -> Result<Consistency, Error> {
+    let named = |name: &str| {
+        digest
+            .journals
+            .iter()
+            .find(|j| j.name == name)
+            .map(|j| j.entries)
+    };
+    let states = read_journals(api_dir, named)?;
+    let now: Vec<_> = states.iter().map(JournalState::now).collect();
+    let mut c = c.with_journals(check_journals(digest, &now));
+    let all_chain = states.iter().all(|s| s.problem.is_none());
+    if all_chain && c.now.version == DIGEST_VERSION_NO_JOURNALS {
+        c.now = c
+            .now
+            .with_journals(states.iter().map(JournalState::anchor).collect());
+    }
+    Ok(c)
 }
 
 /// The digest of a store whose chains all verify, stamped `created_at_ns`.

@@ -53,9 +53,12 @@ use std::collections::BTreeMap;
 
 /// The `format` field of a digest file.
 pub const DIGEST_FORMAT: &str = "roundledger-digest";
-/// The digest format version this crate writes (3: leaves carry receipts, and a last leaf
-/// names the quarantine). It reads 1 and 2 too.
-pub const DIGEST_VERSION: u32 = 3;
+/// The digest format version this crate writes (4: leaves carry receipts, a leaf names the
+/// quarantine, and one leaf per API journal follows). It reads 1 to 3 too.
+pub const DIGEST_VERSION: u32 = 4;
+/// The version of digests written before the API's journals were named: still read and
+/// checked.
+pub const DIGEST_VERSION_NO_JOURNALS: u32 = 3;
 /// The version of digests written before the quarantine was named: still read and checked.
 pub const DIGEST_VERSION_NO_QUARANTINE: u32 = 2;
 /// The version of digests written before receipts: still read and checked.
@@ -70,6 +73,12 @@ pub const LEAF_DOMAIN_V2: &[u8] = b"roundledger/digest-leaf/v2";
 pub const RECEIPT_DOMAIN: &[u8] = b"roundledger/receipt/v1";
 /// Domain tag of the quarantine's leaf (version 3). 32 bytes.
 pub const QUARANTINE_LEAF_DOMAIN: &[u8] = b"roundledger/digest-quarantine/v1";
+/// Domain tag of a journal's leaf (version 4). 29 bytes.
+pub const JOURNAL_LEAF_DOMAIN: &[u8] = b"roundledger/digest-journal/v1";
+/// Most journals one digest names.
+pub const DIGEST_JOURNALS_MAX: usize = 16;
+/// Longest journal name (a file name in the API's directory).
+pub const JOURNAL_NAME_LEN_MAX: usize = 64;
 /// The quarantine chain's key is the BLAKE3 hash of this tag. 25 bytes.
 pub const QUARANTINE_DOMAIN: &[u8] = b"roundledger/quarantine/v1";
 /// Domain tag of an inner node. 26 bytes.
@@ -113,9 +122,13 @@ pub struct Digest {
     pub root: Hash32,
     /// Every table with at least one event, ascending by table id bytes.
     pub tables: Vec<DigestHead>,
-    /// The quarantine chain's head (version 3; none in versions 1 and 2).
+    /// The quarantine chain's head (versions 3 and 4; none in versions 1 and 2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quarantine: Option<QuarantineAnchor>,
+    /// The API's journals' heads, ascending by name (version 4 only; a journal never
+    /// written has 0 entries).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub journals: Vec<JournalAnchor>,
     /// The House's signature over the root, the count and the time, if it signed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<DigestSignature>,
@@ -126,6 +139,16 @@ pub struct Digest {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct QuarantineAnchor {
+    pub entries: u64,
+    pub hash: Hash32,
+}
+
+/// One of the API's journals as a digest names it: its file name, how many lines its
+/// chain covers and the hash of the last (`crate::journal`; 64 zeros for none).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JournalAnchor {
+    pub name: String,
     pub entries: u64,
     pub hash: Hash32,
 }
@@ -149,10 +172,12 @@ pub enum DigestError {
     Format { found: String },
     #[error("digest version {0} (this build reads versions {DIGEST_VERSION_NO_RECEIPTS} to {DIGEST_VERSION})")]
     Version(u32),
-    #[error("a version {version} digest {}", if *.version == DIGEST_VERSION { "needs the quarantine" } else { "names no quarantine" })]
+    #[error("a version {version} digest {}", if *.version >= DIGEST_VERSION_NO_JOURNALS { "needs the quarantine" } else { "names no quarantine" })]
     Quarantine { version: u32 },
     #[error("table {table}: a version {version} digest {}", if *.version == DIGEST_VERSION_NO_RECEIPTS { "has no receipts" } else { "needs a receipt in every head" })]
     Receipt { version: u32, table: TableId },
+    #[error("a version {version} digest {}", if *.version == DIGEST_VERSION { "needs its journals, each once, in name order, with short names" } else { "names no journal" })]
+    Journals { version: u32 },
     #[error("{0} tables exceed the limit of {DIGEST_TABLES_MAX}")]
     TooManyTables(usize),
     #[error("tables are not in strictly ascending order at {table} (index {index})")]
@@ -165,6 +190,18 @@ pub enum DigestError {
     Root { stated: Hash32, computed: Hash32 },
     #[error("the signature does not verify with signer {signer}: the root, count or time was altered, or the signature forged")]
     Signature { signer: PublicKey },
+}
+
+/// The leaf hash of one API journal's head (version 4).
+pub fn journal_leaf_hash(j: &JournalAnchor) -> Hash32 {
+    let mut h = blake3::Hasher::new();
+    h.update(JOURNAL_LEAF_DOMAIN);
+    let name = j.name.as_bytes();
+    h.update(&[u8::try_from(name.len()).expect("journal names are short")]);
+    h.update(name);
+    h.update(&j.entries.to_be_bytes());
+    h.update(&j.hash.0);
+    Hash32(*h.finalize().as_bytes())
 }
 
 /// The leaf hash of one table's head: version 2's with a receipt, version 1's without.
@@ -347,6 +384,7 @@ impl Digest {
             root: merkle_root(&leaves),
             tables,
             quarantine: None,
+            journals: Vec::new(),
             signature: None,
         }
     }
@@ -358,7 +396,7 @@ impl Digest {
             self.version != DIGEST_VERSION_NO_RECEIPTS,
             "a version 3 digest's heads carry receipts"
         );
-        self.version = DIGEST_VERSION;
+        self.version = DIGEST_VERSION_NO_JOURNALS;
         self.quarantine = Some(quarantine);
         self.root = merkle_root(&self.leaves());
         self.signature = None;
@@ -414,8 +452,13 @@ impl Digest {
         if !(DIGEST_VERSION_NO_RECEIPTS..=DIGEST_VERSION).contains(&self.version) {
             return Err(DigestError::Version(self.version));
         }
-        if self.quarantine.is_some() != (self.version == DIGEST_VERSION) {
+        if self.quarantine.is_some() != (self.version >= DIGEST_VERSION_NO_JOURNALS) {
             return Err(DigestError::Quarantine {
+                version: self.version,
+            });
+        }
+        if !self.journals_well_formed() {
+            return Err(DigestError::Journals {
                 version: self.version,
             });
         }
@@ -467,13 +510,45 @@ impl Digest {
         Ok(())
     }
 
-    /// The leaf hashes: the tables' in table order, then the quarantine's (version 3).
+    /// The leaf hashes: the tables' in table order, then the quarantine's (version 3), then
+    /// the journals' in name order (version 4).
     pub fn leaves(&self) -> Vec<Hash32> {
         self.tables
             .iter()
             .map(leaf_hash)
             .chain(self.quarantine.as_ref().map(quarantine_leaf_hash))
+            .chain(self.journals.iter().map(journal_leaf_hash))
             .collect()
+    }
+
+    /// The same digest naming the API's journals too: version 4. It must name the
+    /// quarantine already (`with_quarantine`).
+    pub fn with_journals(mut self, mut journals: Vec<JournalAnchor>) -> Digest {
+        assert!(
+            self.version == DIGEST_VERSION_NO_JOURNALS,
+            "a version 4 digest names the quarantine"
+        );
+        journals.sort_by(|a, b| a.name.cmp(&b.name));
+        self.version = DIGEST_VERSION;
+        self.journals = journals;
+        assert!(self.journals_well_formed(), "journals: {:?}", self.journals);
+        self.root = merkle_root(&self.leaves());
+        self.signature = None;
+        self
+    }
+
+    /// Version 4 names 1 to `DIGEST_JOURNALS_MAX` journals, each once, ascending by name,
+    /// with names of 1 to `JOURNAL_NAME_LEN_MAX` bytes; earlier versions name none.
+    fn journals_well_formed(&self) -> bool {
+        if self.version != DIGEST_VERSION {
+            return self.journals.is_empty();
+        }
+        let names_ok = self
+            .journals
+            .iter()
+            .all(|j| (1..=JOURNAL_NAME_LEN_MAX).contains(&j.name.len()));
+        let ordered = self.journals.windows(2).all(|w| w[0].name < w[1].name);
+        (1..=DIGEST_JOURNALS_MAX).contains(&self.journals.len()) && names_ok && ordered
     }
 
     /// The inclusion proof of one table's head, if the table is listed.
@@ -663,6 +738,104 @@ fn quarantine_consistency(d: &QuarantineAnchor, n: &QuarantineNow) -> Quarantine
     }
 }
 
+/// What the API's directory says about one journal now: the input of its consistency
+/// check (version 4 digests).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JournalNow {
+    pub name: String,
+    /// Lines whose chain verifies now.
+    pub entries: u64,
+    /// The chain's hash after the digest's count of lines, if the journal holds that many.
+    pub hash_at_digest_entries: Option<Hash32>,
+    /// `None` if every line chains; else the first bad line and why.
+    pub chain_problem: Option<(u64, String)>,
+}
+
+/// One journal's result of the consistency check.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum JournalConsistency {
+    /// The first `digest_entries` lines chain to the digest's hash; it holds `entries` now.
+    Extends {
+        name: String,
+        digest_entries: u64,
+        entries: u64,
+    },
+    /// Fewer lines than the digest counted: the journal was cut back.
+    Truncated {
+        name: String,
+        digest_entries: u64,
+        entries: u64,
+    },
+    /// The first `digest_entries` lines chain to another hash: a line was rewritten.
+    HashDiffers {
+        name: String,
+        digest_entries: u64,
+        digest_hash: Hash32,
+        journal_hash: Hash32,
+    },
+    /// The journal no longer chains; `line` is the first bad line.
+    ChainBroken {
+        name: String,
+        line: u64,
+        problem: String,
+    },
+}
+
+impl JournalConsistency {
+    pub fn is_ok(&self) -> bool {
+        matches!(self, JournalConsistency::Extends { .. })
+    }
+}
+
+/// Each journal `digest` names against `now` (looked up by name; a journal absent now has
+/// no lines). A journal not named but whose chain is broken is reported too.
+pub fn check_journals(digest: &Digest, now: &[JournalNow]) -> Vec<JournalConsistency> {
+    let mut out = Vec::new();
+    for n in now.iter().filter(|n| n.chain_problem.is_some()) {
+        let (line, problem) = n.chain_problem.clone().expect("filtered");
+        out.push(JournalConsistency::ChainBroken {
+            name: n.name.clone(),
+            line,
+            problem,
+        });
+    }
+    for d in &digest.journals {
+        let n = now.iter().find(|n| n.name == d.name);
+        if n.is_some_and(|n| n.chain_problem.is_some()) {
+            continue;
+        }
+        let entries = n.map_or(0, |n| n.entries);
+        let at = n.and_then(|n| n.hash_at_digest_entries);
+        let at = at.or((d.entries == 0).then_some(Hash32::ZERO));
+        let name = d.name.clone();
+        out.push(match at {
+            _ if entries < d.entries => JournalConsistency::Truncated {
+                name,
+                digest_entries: d.entries,
+                entries,
+            },
+            Some(h) if h == d.hash => JournalConsistency::Extends {
+                name,
+                digest_entries: d.entries,
+                entries,
+            },
+            Some(h) => JournalConsistency::HashDiffers {
+                name,
+                digest_entries: d.entries,
+                digest_hash: d.hash,
+                journal_hash: h,
+            },
+            None => JournalConsistency::Truncated {
+                name,
+                digest_entries: d.entries,
+                entries,
+            },
+        });
+    }
+    out
+}
+
 /// The consistency proof: the result of checking a ledger against a digest (JSON, the
 /// output of `roundledger verify --against`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -698,6 +871,10 @@ pub struct Consistency {
     /// (`with_arrival_problem`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arrival_problem: Option<String>,
+    /// The API's journals' results, when the digest names them (version 4), and any
+    /// journal whose own chain no longer verifies (`with_journals`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub journals: Vec<JournalConsistency>,
     /// True when every table of the digest extends, the quarantine when it names one, and
     /// the ledger's own chains verify (quarantine, arrival, tables new since the digest).
     pub ok: bool,
@@ -721,6 +898,16 @@ impl Consistency {
             self.ok = false;
         }
         self.broken_new_tables = broken;
+        self
+    }
+
+    /// The check with the API's journals' results (`check_journals`): not ok when one is
+    /// not.
+    pub fn with_journals(mut self, journals: Vec<JournalConsistency>) -> Consistency {
+        if !journals.iter().all(JournalConsistency::is_ok) {
+            self.ok = false;
+        }
+        self.journals = journals;
         self
     }
 
@@ -784,6 +971,7 @@ pub fn check_consistency(
         broken_new_tables: Vec::new(),
         quarantine,
         arrival_problem: None,
+        journals: Vec::new(),
         ok,
     }
 }
