@@ -77,8 +77,8 @@ pub fn run(args: Args) -> Result<Outcome> {
     let store = SledStore::open(&args.ledger)
         .with_context(|| format!("opening the ledger at {}", args.ledger.display()))?;
     let api_dir = ledger::journals::api_dir(&args.ledger);
-    let taken =
-        digest_store(&store, now_ns()?).and_then(|d| ledger::digest::with_journals(d, &api_dir));
+    let taken = digest_store(&store, now_ns()?)
+        .and_then(|d| ledger::digest::to_version_4(&store, d, &api_dir));
     let digest = match taken {
         Ok(d) => d,
         Err(DigestRefused::Store(e)) => return Err(e).context("verifying before the digest"),

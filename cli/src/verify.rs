@@ -520,7 +520,7 @@ fn against(dir: &Path, digest: &Digest, json: bool) -> Result<Outcome> {
     let c = ledger::digest::check_store_against(&store, digest, crate::digest::now_ns()?)
         .context("checking the ledger against the digest")?;
     let api_dir = ledger::journals::api_dir(dir);
-    let c = ledger::digest::check_journals_against(c, digest, &api_dir)
+    let c = ledger::digest::check_journals_against(&store, c, digest, &api_dir)
         .context("checking the API's journals against the digest")?;
     if json {
         println!("{}", serde_json::to_string_pretty(&c)?);
@@ -540,6 +540,10 @@ fn against(dir: &Path, digest: &Digest, json: bool) -> Result<Outcome> {
 fn print_consistency(c: &schemas::digest::Consistency) {
     for t in &c.tables {
         println!("{}", table_consistency_line(t));
+        let altered = c.first_altered.iter().find(|a| &a.table == t.table());
+        if let Some(a) = altered {
+            println!("{}", first_altered_line(a));
+        }
     }
     for t in &c.new_tables {
         println!("{:<12} new  not in the digest", t.as_str());
@@ -602,6 +606,19 @@ fn table_consistency_line(t: &TableConsistency) -> String {
             "{:<12} BAD  chain broken: first bad position seq {seq}: {problem}",
             table.as_str()
         ),
+    }
+}
+
+/// Where a rewritten table was first altered, from the digest's anchors.
+fn first_altered_line(a: &schemas::digest::FirstAltered) -> String {
+    let name = a.table.as_str();
+    if a.first_seq == a.last_seq {
+        format!("{name:<12} BAD  first altered event: seq {}", a.first_seq)
+    } else {
+        format!(
+            "{name:<12} BAD  first altered event: between seq {} and seq {} (the digest's anchors hold no seq between)",
+            a.first_seq, a.last_seq
+        )
     }
 }
 

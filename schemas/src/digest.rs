@@ -73,6 +73,12 @@ pub const LEAF_DOMAIN_V2: &[u8] = b"roundledger/digest-leaf/v2";
 pub const RECEIPT_DOMAIN: &[u8] = b"roundledger/receipt/v1";
 /// Domain tag of the quarantine's leaf (version 3). 32 bytes.
 pub const QUARANTINE_LEAF_DOMAIN: &[u8] = b"roundledger/digest-quarantine/v1";
+/// Domain tag of a version 4 leaf (one table's head, receipt and anchors). 26 bytes.
+pub const LEAF_DOMAIN_V3: &[u8] = b"roundledger/digest-leaf/v3";
+/// Anchors just below the head: every seq from head - 1 down to head - this.
+pub const ANCHORS_RECENT: u64 = 8;
+/// Most anchors of one table (the recent ones, then head - 2^k for k from 4 up).
+pub const ANCHORS_MAX: usize = 64;
 /// Domain tag of a journal's leaf (version 4). 29 bytes.
 pub const JOURNAL_LEAF_DOMAIN: &[u8] = b"roundledger/digest-journal/v1";
 /// Most journals one digest names.
@@ -105,6 +111,10 @@ pub struct DigestHead {
     /// in every head of a version 2 digest, in none of a version 1 digest.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub receipt: Option<Hash32>,
+    /// Version 4: the chain's hashes at `anchor_seqs(seq)`, in that order, so a check
+    /// against the digest can name the first altered event (`locate_altered`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub anchors: Vec<Hash32>,
 }
 
 /// A ledger digest (JSON, one object). `root` and `events` are derived from `tables` and
@@ -178,6 +188,8 @@ pub enum DigestError {
     Receipt { version: u32, table: TableId },
     #[error("a version {version} digest {}", if *.version == DIGEST_VERSION { "needs its journals, each once, in name order, with short names" } else { "names no journal" })]
     Journals { version: u32 },
+    #[error("table {table}: a version {version} digest {}", if *.version == DIGEST_VERSION { "needs one anchor per seq of anchor_seqs" } else { "has no anchors" })]
+    Anchors { version: u32, table: TableId },
     #[error("{0} tables exceed the limit of {DIGEST_TABLES_MAX}")]
     TooManyTables(usize),
     #[error("tables are not in strictly ascending order at {table} (index {index})")]
@@ -190,6 +202,70 @@ pub enum DigestError {
     Root { stated: Hash32, computed: Hash32 },
     #[error("the signature does not verify with signer {signer}: the root, count or time was altered, or the signature forged")]
     Signature { signer: PublicKey },
+}
+
+/// The seqs a version 4 head anchors, descending: head - 1 to head - `ANCHORS_RECENT`, then
+/// head - 2^k for k = 4, 5, ..., all at least 1. Dense where rewrites are likely; a
+/// table of 10^9 events has 8 + 26 anchors.
+pub fn anchor_seqs(head_seq: u64) -> Vec<u64> {
+    let recent = (1..=ANCHORS_RECENT).filter_map(|i| head_seq.checked_sub(i));
+    let far = (4..64).filter_map(|k| head_seq.checked_sub(1u64 << k));
+    let seqs: Vec<u64> = recent.chain(far).filter(|s| *s >= 1).collect();
+    assert!(seqs.len() <= ANCHORS_MAX && seqs.windows(2).all(|w| w[0] > w[1]));
+    seqs
+}
+
+/// The leaf hash of one table's head in a version 4 digest: version 2's fields, then the
+/// anchors.
+pub fn leaf_hash_v3(h: &DigestHead) -> Hash32 {
+    let t = h.table.as_str().as_bytes();
+    let mut x = blake3::Hasher::new();
+    x.update(LEAF_DOMAIN_V3);
+    x.update(&[u8::try_from(t.len()).expect("table ids are short")]);
+    x.update(t);
+    x.update(&h.seq.to_be_bytes());
+    x.update(&h.head.0);
+    x.update(&h.receipt.unwrap_or(Hash32::ZERO).0);
+    for a in &h.anchors {
+        x.update(&a.0);
+    }
+    Hash32(*x.finalize().as_bytes())
+}
+
+/// Where the first altered event of a rewritten table lies: after `matches_seq` (the
+/// highest anchor at or below which the ledger holds the digest's hashes; 0 when none)
+/// and at or before `differs_seq` (the lowest anchor that differs). Exact when the two
+/// are neighbours. A hash covers every event before it, so differences only grow.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FirstAltered {
+    pub table: TableId,
+    pub first_seq: u64,
+    pub last_seq: u64,
+}
+
+/// Locates the first altered event of `d`'s table from the ledger's hashes at
+/// `anchor_seqs(d.seq)` (`now`, in that order; `None` where it holds none) and at `d.seq`
+/// (which differs). `None` for a digest without anchors.
+pub fn locate_altered(d: &DigestHead, now: &[Option<Hash32>]) -> Option<FirstAltered> {
+    if d.anchors.is_empty() && d.seq > 1 {
+        return None;
+    }
+    let seqs = anchor_seqs(d.seq);
+    let mut differs = d.seq;
+    let mut matches = 0;
+    for ((seq, want), got) in seqs.iter().zip(&d.anchors).zip(now) {
+        if *got == Some(*want) {
+            matches = *seq;
+            break;
+        }
+        differs = *seq;
+    }
+    Some(FirstAltered {
+        table: d.table.clone(),
+        first_seq: matches + 1,
+        last_seq: differs,
+    })
 }
 
 /// The leaf hash of one API journal's head (version 4).
@@ -457,6 +533,16 @@ impl Digest {
                 version: self.version,
             });
         }
+        let anchored = |h: &DigestHead| match self.version {
+            DIGEST_VERSION => h.anchors.len() == anchor_seqs(h.seq).len(),
+            _ => h.anchors.is_empty(),
+        };
+        if let Some(h) = self.tables.iter().find(|h| !anchored(h)) {
+            return Err(DigestError::Anchors {
+                version: self.version,
+                table: h.table.clone(),
+            });
+        }
         if !self.journals_well_formed() {
             return Err(DigestError::Journals {
                 version: self.version,
@@ -513,21 +599,35 @@ impl Digest {
     /// The leaf hashes: the tables' in table order, then the quarantine's (version 3), then
     /// the journals' in name order (version 4).
     pub fn leaves(&self) -> Vec<Hash32> {
+        let table_leaf = if self.version == DIGEST_VERSION {
+            leaf_hash_v3
+        } else {
+            leaf_hash
+        };
         self.tables
             .iter()
-            .map(leaf_hash)
+            .map(table_leaf)
             .chain(self.quarantine.as_ref().map(quarantine_leaf_hash))
             .chain(self.journals.iter().map(journal_leaf_hash))
             .collect()
     }
 
-    /// The same digest naming the API's journals too: version 4. It must name the
+    /// The same digest naming each table's anchors (`anchors(head)`, the chain's hashes at
+    /// `anchor_seqs(head.seq)`) and the API's journals too: version 4. It must name the
     /// quarantine already (`with_quarantine`).
-    pub fn with_journals(mut self, mut journals: Vec<JournalAnchor>) -> Digest {
+    pub fn with_anchors_and_journals(
+        mut self,
+        anchors: impl Fn(&DigestHead) -> Vec<Hash32>,
+        mut journals: Vec<JournalAnchor>,
+    ) -> Digest {
         assert!(
             self.version == DIGEST_VERSION_NO_JOURNALS,
             "a version 4 digest names the quarantine"
         );
+        for h in &mut self.tables {
+            h.anchors = anchors(h);
+            assert_eq!(h.anchors.len(), anchor_seqs(h.seq).len(), "{}", h.table);
+        }
         journals.sort_by(|a, b| a.name.cmp(&b.name));
         self.version = DIGEST_VERSION;
         self.journals = journals;
@@ -875,6 +975,9 @@ pub struct Consistency {
     /// journal whose own chain no longer verifies (`with_journals`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub journals: Vec<JournalConsistency>,
+    /// For each rewritten table of a version 4 digest, where its first altered event lies.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub first_altered: Vec<FirstAltered>,
     /// True when every table of the digest extends, the quarantine when it names one, and
     /// the ledger's own chains verify (quarantine, arrival, tables new since the digest).
     pub ok: bool,
@@ -908,6 +1011,12 @@ impl Consistency {
             self.ok = false;
         }
         self.journals = journals;
+        self
+    }
+
+    /// The check naming where rewritten tables were first altered (`locate_altered`).
+    pub fn with_first_altered(mut self, altered: Vec<FirstAltered>) -> Consistency {
+        self.first_altered = altered;
         self
     }
 
@@ -972,6 +1081,7 @@ pub fn check_consistency(
         quarantine,
         arrival_problem: None,
         journals: Vec::new(),
+        first_altered: Vec::new(),
         ok,
     }
 }
@@ -1182,6 +1292,7 @@ mod tests {
             seq,
             head: Hash32([b; 32]),
             receipt: None,
+            anchors: Vec::new(),
         }
     }
 
@@ -1415,8 +1526,8 @@ mod tests {
             Err(DigestError::Receipt { version: 1, .. })
         ));
         let mut bad = v1.clone();
-        bad.version = 4;
-        assert_eq!(bad.check(), Err(DigestError::Version(4)));
+        bad.version = 5;
+        assert_eq!(bad.check(), Err(DigestError::Version(5)));
 
         let now = |receipt_of_b: Option<Hash32>| {
             check_consistency(
@@ -1532,7 +1643,7 @@ mod tests {
         };
         let v2 = Digest::new([head2("A", 3, 1), head2("B", 5, 2)], 7);
         let v3 = v2.clone().with_quarantine(q);
-        assert_eq!(v3.version, DIGEST_VERSION);
+        assert_eq!(v3.version, DIGEST_VERSION_NO_JOURNALS);
         assert_eq!(v3.leaves().len(), 3);
         assert_eq!(v3.leaves()[2], quarantine_leaf_hash(&q));
         assert_ne!(v3.root, v2.root);
@@ -1627,5 +1738,71 @@ mod tests {
         assert_ne!(quarantine_next(&prev, 8, b"abc"), by_hand);
         assert_ne!(quarantine_next(&prev, 9, b"abd"), by_hand);
         assert_ne!(quarantine_next(&prev, 9, b"ab"), by_hand);
+    }
+
+    fn journal(name: &str, entries: u64, byte: u8) -> JournalAnchor {
+        JournalAnchor {
+            name: name.to_string(),
+            entries,
+            hash: Hash32([byte; 32]),
+        }
+    }
+
+    /// Version 4: the journals' leaves follow the quarantine's, the root covers them, the
+    /// file must match its version, and the check names each way a journal can fail.
+    #[test]
+    fn version_4_binds_the_journals() {
+        let q = QuarantineAnchor {
+            entries: 4,
+            hash: Hash32([9; 32]),
+        };
+        let v3 = Digest::new([head2("A", 3, 1)], 7).with_quarantine(q);
+        let js = vec![journal("cases.jsonl", 0, 0), journal("audit.jsonl", 5, 3)];
+        let v4 = v3.clone().with_journals(js);
+        assert_eq!(v4.version, DIGEST_VERSION);
+        assert_eq!(v4.journals[0].name, "audit.jsonl", "in name order");
+        assert_eq!(v4.leaves().len(), 4);
+        assert_eq!(v4.leaves()[2], journal_leaf_hash(&v4.journals[0]));
+        assert_ne!(v4.root, v3.root);
+        assert_eq!(Digest::from_json(&v4.to_json()).expect("reads back"), v4);
+        let mut edited = v4.clone();
+        edited.journals[0].entries = 4;
+        assert!(matches!(edited.check(), Err(DigestError::Root { .. })));
+        let mut dropped = v4.clone();
+        dropped.journals.clear();
+        assert_eq!(dropped.check(), Err(DigestError::Journals { version: 4 }));
+        let mut added = v3.clone();
+        added.journals = v4.journals.clone();
+        assert_eq!(added.check(), Err(DigestError::Journals { version: 3 }));
+
+        let now = |entries: u64, at: Option<Hash32>, problem: Option<(u64, String)>| {
+            let n = JournalNow {
+                name: "audit.jsonl".to_string(),
+                entries,
+                hash_at_digest_entries: at,
+                chain_problem: problem,
+            };
+            check_journals(&v4, &[n])
+        };
+        let name = "audit.jsonl".to_string();
+        let ok = now(6, Some(Hash32([3; 32])), None);
+        assert!(ok.iter().all(JournalConsistency::is_ok), "{ok:?}");
+        assert_eq!(ok.len(), 2, "the absent cases journal extends its 0 lines");
+        assert_eq!(
+            now(3, None, None)[0],
+            JournalConsistency::Truncated {
+                name: name.clone(),
+                digest_entries: 5,
+                entries: 3
+            }
+        );
+        assert!(matches!(
+            now(5, Some(Hash32([4; 32])), None)[0],
+            JournalConsistency::HashDiffers { .. }
+        ));
+        assert!(matches!(
+            &now(1, None, Some((2, "hash".into())))[0],
+            JournalConsistency::ChainBroken { line: 2, .. }
+        ));
     }
 }
