@@ -438,6 +438,11 @@ impl Digest {
         let by_table: BTreeMap<Vec<u8>, DigestHead> = heads
             .into_iter()
             .filter(|h| h.seq > 0)
+            // Anchors belong to version 4 (`with_anchors_and_journals`).
+            .map(|h| DigestHead {
+                anchors: Vec::new(),
+                ..h
+            })
             .map(|h| (h.table.as_str().as_bytes().to_vec(), h))
             .collect();
         let tables: Vec<DigestHead> = by_table.into_values().collect();
@@ -518,16 +523,8 @@ impl Digest {
         v
     }
 
-    /// Checks what is derived: format, version, order, count and root.
-    pub fn check(&self) -> Result<(), DigestError> {
-        if self.format != DIGEST_FORMAT {
-            return Err(DigestError::Format {
-                found: self.format.clone(),
-            });
-        }
-        if !(DIGEST_VERSION_NO_RECEIPTS..=DIGEST_VERSION).contains(&self.version) {
-            return Err(DigestError::Version(self.version));
-        }
+    /// What the version decides: the quarantine, the anchors, the journals, the receipts.
+    fn check_version_fields(&self) -> Result<(), DigestError> {
         if self.quarantine.is_some() != (self.version >= DIGEST_VERSION_NO_JOURNALS) {
             return Err(DigestError::Quarantine {
                 version: self.version,
@@ -555,9 +552,23 @@ impl Digest {
                 table: h.table.clone(),
             });
         }
+        Ok(())
+    }
+
+    /// Checks what is derived: format, version, order, count and root.
+    pub fn check(&self) -> Result<(), DigestError> {
+        if self.format != DIGEST_FORMAT {
+            return Err(DigestError::Format {
+                found: self.format.clone(),
+            });
+        }
+        if !(DIGEST_VERSION_NO_RECEIPTS..=DIGEST_VERSION).contains(&self.version) {
+            return Err(DigestError::Version(self.version));
+        }
         if self.tables.len() > DIGEST_TABLES_MAX {
             return Err(DigestError::TooManyTables(self.tables.len()));
         }
+        self.check_version_fields()?;
         for (i, w) in self.tables.windows(2).enumerate() {
             if w[0].table.as_str().as_bytes() >= w[1].table.as_str().as_bytes() {
                 return Err(DigestError::Order {
