@@ -1751,6 +1751,42 @@ mod tests {
         assert_ne!(quarantine_next(&prev, 9, b"ab"), by_hand);
     }
 
+    /// The anchor seqs follow their rule, and the first altered event is bounded by the
+    /// lowest anchor that differs and the highest that matches.
+    #[test]
+    fn anchors_bound_the_first_altered_event() {
+        assert_eq!(anchor_seqs(1), Vec::<u64>::new());
+        assert_eq!(anchor_seqs(5), vec![4, 3, 2, 1]);
+        assert_eq!(
+            anchor_seqs(67),
+            vec![66, 65, 64, 63, 62, 61, 60, 59, 51, 35, 3]
+        );
+        assert_eq!(anchor_seqs(1_000_000_000).len(), 8 + 26);
+        let seqs = anchor_seqs(67);
+        let d = DigestHead {
+            anchors: seqs.iter().map(|s| Hash32([*s as u8; 32])).collect(),
+            ..head2("T", 67, 1)
+        };
+        // The ledger agrees up to `good`, differs after.
+        let now = |good: u64| -> Vec<Option<Hash32>> {
+            seqs.iter()
+                .map(|s| Some(Hash32([if *s <= good { *s as u8 } else { 0 }; 32])))
+                .collect()
+        };
+        let at = |good| {
+            let a = locate_altered(&d, &now(good)).expect("anchored");
+            (a.first_seq, a.last_seq)
+        };
+        assert_eq!(
+            at(62),
+            (63, 63),
+            "the issue's case: 63 altered, 67 digested"
+        );
+        assert_eq!(at(66), (67, 67));
+        assert_eq!(at(40), (36, 51));
+        assert_eq!(at(0), (1, 3));
+    }
+
     fn journal(name: &str, entries: u64, byte: u8) -> JournalAnchor {
         JournalAnchor {
             name: name.to_string(),
@@ -1769,7 +1805,19 @@ mod tests {
         };
         let v3 = Digest::new([head2("A", 3, 1)], 7).with_quarantine(q);
         let js = vec![journal("cases.jsonl", 0, 0), journal("audit.jsonl", 5, 3)];
-        let v4 = v3.clone().with_journals(js);
+        let anchors = |h: &DigestHead| {
+            let seqs = anchor_seqs(h.seq);
+            seqs.iter().map(|s| Hash32([*s as u8; 32])).collect()
+        };
+        let v4 = v3.clone().with_anchors_and_journals(anchors, js);
+        assert_eq!(v4.tables[0].anchors.len(), 2, "seqs 2 and 1");
+        assert_eq!(v4.leaves()[0], leaf_hash_v3(&v4.tables[0]));
+        let mut moved = v4.clone();
+        moved.tables[0].anchors[1] = Hash32([7; 32]);
+        assert!(matches!(moved.check(), Err(DigestError::Root { .. })));
+        let mut short = v4.clone();
+        short.tables[0].anchors.pop();
+        assert!(matches!(short.check(), Err(DigestError::Anchors { .. })));
         assert_eq!(v4.version, DIGEST_VERSION);
         assert_eq!(v4.journals[0].name, "audit.jsonl", "in name order");
         assert_eq!(v4.leaves().len(), 4);

@@ -239,12 +239,16 @@ fn quarantine_chain() -> QuarantineChain {
 
 /// The digest of version `version` over `heads`.
 fn digest_of(version: u32, heads: Vec<DigestHead>) -> Digest {
+    let anchors: std::collections::BTreeMap<TableId, Vec<Hash32>> = heads
+        .iter()
+        .map(|h| (h.table.clone(), h.anchors.clone()))
+        .collect();
     let d = Digest::new(heads, 1_767_225_600_000_000_000);
     match version {
         3 => d.with_quarantine(quarantine_chain().anchor),
         4 => d
             .with_quarantine(quarantine_chain().anchor)
-            .with_anchors_and_journals(|h| h.anchors.clone(), journal_vectors().anchors),
+            .with_anchors_and_journals(|h| anchors[&h.table].clone(), journal_vectors().anchors),
         _ => d,
     }
 }
