@@ -15,7 +15,10 @@
 //! through the opened ledger.
 //!
 //! A ledger directory is read through the bare store, not `Ledger::open`, so a ledger
-//! whose heads or quarantine no longer parse is still verified and reported. When the
+//! whose heads or quarantine no longer parse is still verified and reported. Beside the
+//! tables it reports held events per table, the value log's recovery copies and the API's
+//! journals (`<ledger>/api`), each a `Section`; against a version 4 digest it also checks
+//! the journals' heads and names each rewritten table's first altered event. When the
 //! ledger verifies and has a read model, the model is checked too (`readmodel check`): a
 //! difference is a finding.
 
