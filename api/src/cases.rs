@@ -145,6 +145,11 @@ impl Cases {
         (total, items)
     }
 
+    /// The case journal (its failures, for `/metrics` and `/ready`).
+    pub fn journal(&self) -> &Journal {
+        &self.journal
+    }
+
     pub fn get(&self, id: u64) -> Option<CaseView> {
         self.lock().get(&id).cloned()
     }

@@ -72,6 +72,10 @@ pub struct Journal {
     /// Bytes of an unfinished last line cut at open.
     torn_tail_cut: Option<u64>,
     tail: Mutex<Tail>,
+    /// Appends that failed since open (`/metrics`).
+    failures: std::sync::atomic::AtomicU64,
+    /// Why the last append failed, while no append has succeeded since (`/ready`).
+    failing: Mutex<Option<String>>,
 }
 
 impl Journal {
@@ -141,6 +145,8 @@ impl Journal {
                 #[cfg(test)]
                 fail_next_cut: false,
             }),
+            failures: std::sync::atomic::AtomicU64::new(0),
+            failing: Mutex::new(None),
         })
     }
 
@@ -163,8 +169,37 @@ impl Journal {
         self.len() == 0
     }
 
-    /// Appends `make(n)` (n = its position from 1), writes and syncs it; returns it.
+    /// Appends `make(n)` (n = its position from 1), writes and syncs it; returns it. A
+    /// failure is counted (`failures`) and kept until an append succeeds (`failing`).
     pub fn append<T: Serialize>(&self, make: impl FnOnce(u64) -> T) -> Result<T, JournalError> {
+        let appended = self.append_once(make);
+        let mut failing = self.failing.lock().unwrap_or_else(|p| p.into_inner());
+        match &appended {
+            Ok(_) => *failing = None,
+            Err(e) => {
+                self.failures
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                *failing = Some(e.to_string());
+            }
+        }
+        appended
+    }
+
+    /// Appends that failed since the journal was opened.
+    pub fn failures(&self) -> u64 {
+        self.failures.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Why the journal takes no entry now: the last append failed and none succeeded
+    /// since. `None` while it is writable.
+    pub fn failing(&self) -> Option<String> {
+        self.failing
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    fn append_once<T: Serialize>(&self, make: impl FnOnce(u64) -> T) -> Result<T, JournalError> {
         let mut t = self.lock();
         let n = t.offsets.len() as u64 + 1;
         let value = make(n);
@@ -345,9 +380,13 @@ mod tests {
             "the torn bytes are cut back"
         );
         assert_eq!(j.len(), 3);
+        // Counted for /metrics; failing for /ready until an append succeeds.
+        assert_eq!(j.failures(), 1);
+        assert!(j.failing().is_some_and(|why| why.contains("part way")));
         for i in 3..5u64 {
             j.append(|n| serde_json::json!({"n": n, "i": i})).unwrap();
         }
+        assert_eq!((j.failures(), j.failing()), (1, None));
         drop(j);
         let mut seen = Vec::new();
         let j = Journal::open(&p, |_, e| {

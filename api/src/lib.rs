@@ -33,6 +33,7 @@ pub mod cases;
 mod edge;
 pub mod journal;
 mod openapi;
+pub mod ops;
 mod routes;
 pub use routes::AUDITED_URI_PART_MAX;
 pub mod serve;
@@ -163,6 +164,8 @@ pub struct AppState {
     /// ledger has grown.
     pools_cache: Mutex<Option<(u64, Vec<schemas::api::PoolView>)>>,
     tail: Mutex<Tail>,
+    /// Requests by route and status (`ops`, `/metrics`).
+    pub requests: Arc<ops::Requests>,
 }
 
 pub type Shared = Arc<AppState>;
@@ -199,6 +202,7 @@ impl AppState {
             alerts: std::sync::OnceLock::new(),
             pools_cache: Mutex::new(None),
             tail: Mutex::new(Tail::default()),
+            requests: Arc::default(),
         }))
     }
 
@@ -311,6 +315,18 @@ pub async fn run(
     bound: impl FnOnce(SocketAddr),
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), Error> {
+    run_with_ops(config, ledger, None, bound, shutdown).await
+}
+
+/// `run`, with `/ready` on the API's port and the API's journals and request counts
+/// joined to `ops` (`/metrics`, `ops::router`).
+pub async fn run_with_ops(
+    config: ApiConfig,
+    ledger: Arc<ledger::Ledger>,
+    ops: Option<Arc<ops::Ops>>,
+    bound: impl FnOnce(SocketAddr),
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), Error> {
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let state = AppState::new(
         ledger,
@@ -334,13 +350,12 @@ pub async fn run(
         shutdown.await;
         let _ = stop_tx.send(true);
     };
-    serve::serve(
-        listener,
-        router(state.clone()),
-        serve::Timeouts::default(),
-        stopping,
-    )
-    .await;
+    let mut app = router(state.clone());
+    if let Some(ops) = ops {
+        ops.attach_api(state.clone());
+        app = app.merge(ops::ready_router(ops));
+    }
+    serve::serve(listener, app, serve::Timeouts::default(), stopping).await;
     let _ = indexer.await;
     // sled flushes on its own too; a clean stop leaves nothing for the next start to redo.
     let model = state.model.clone();

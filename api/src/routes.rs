@@ -130,7 +130,7 @@ pub fn router(state: Shared) -> axum::Router {
     // asked and no audit entry.
     let api = api
         .route("/v1/{*rest}", axum::routing::any(no_such_endpoint))
-        .layer(axum::middleware::from_fn_with_state(state, guard));
+        .layer(axum::middleware::from_fn_with_state(state.clone(), guard));
     axum::Router::new()
         .merge(api)
         .route(
@@ -141,6 +141,10 @@ pub fn router(state: Shared) -> axum::Router {
         )
         .route("/health", axum::routing::get(|| async { "ok" }))
         .merge(crate::ui::router())
+        .layer(axum::middleware::from_fn_with_state(
+            state.requests.clone(),
+            crate::ops::count_requests,
+        ))
         .layer(axum::middleware::from_fn(crate::edge::security_headers))
 }
 
@@ -339,6 +343,7 @@ async fn status(State(st): State<Shared>) -> Result<Json<ServerStatus>, Refusal>
     responses((status = 200, description = "every table with its chain head and round counts", body = Vec<TableInfo>)))]
 async fn tables(State(st): State<Shared>) -> Result<Json<Vec<TableInfo>>, Refusal> {
     let heads = st.ledger.heads();
+    let fenced = fenced_views(&st.ledger);
     let model = st.model.clone();
     let statuses: BTreeMap<TableId, _> = blocking(move || Ok(model.statuses()?))
         .await?
@@ -350,6 +355,7 @@ async fn tables(State(st): State<Shared>) -> Result<Json<Vec<TableInfo>>, Refusa
             .map(|h| {
                 let t = statuses.get(&h.table);
                 TableInfo {
+                    fenced: fenced.get(&h.table).cloned(),
                     rule_set: t.and_then(|t| t.rule_set),
                     head_seq: h.seq,
                     head_hash: h.hash,
@@ -568,6 +574,7 @@ async fn chain(State(st): State<Shared>) -> Result<Json<Vec<ChainStatus>>, Refus
     // Heads, attestations and gaps are the ledger's in-memory state; how far each chain
     // is verified is the read model's.
     let heads = st.ledger.heads();
+    let fenced = fenced_views(&st.ledger);
     let gaps: BTreeMap<TableId, ledger::Gap> = st
         .ledger
         .gaps()
@@ -592,8 +599,10 @@ async fn chain(State(st): State<Shared>) -> Result<Json<Vec<ChainStatus>>, Refus
                 let t = statuses.get(&h.table);
                 let through = t.map_or(0, |t| t.verified_through);
                 let problem = t.and_then(|t| t.problem.clone());
+                let fenced = fenced.get(&h.table).cloned();
                 ChainStatus {
-                    ok: problem.is_none() && through == h.seq.0,
+                    ok: problem.is_none() && fenced.is_none() && through == h.seq.0,
+                    fenced,
                     verified_through: Seq(through),
                     problem,
                     attested_through: st.ledger.attestation(&h.table).map(|a| a.seq),
@@ -1237,4 +1246,13 @@ async fn day(State(st): State<Shared>, Path(day): Path<String>) -> Result<Json<D
     })
     .await
     .map(Json)
+}
+
+/// Each fenced table's fence as the API shows it: `check: detail`.
+fn fenced_views(ledger: &ledger::Ledger) -> BTreeMap<TableId, String> {
+    ledger
+        .fenced()
+        .into_iter()
+        .map(|(t, f)| (t, format!("{}: {}", f.check, f.detail)))
+        .collect()
 }

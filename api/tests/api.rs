@@ -2228,3 +2228,42 @@ fn a_start_reads_the_same_events_whatever_the_history() {
         }
     }
 }
+
+/// A fenced table is shown as damaged: `/v1/tables` and `/v1/chain` carry its fence, its
+/// chain status is not ok, the other tables carry none, and indexing goes on without it.
+#[tokio::test]
+async fn a_fenced_table_is_shown_as_damaged() {
+    let f = fixture();
+    let heads = f.ledger.heads();
+    let fenced = heads[0].table.clone();
+    let error = ledger::Error::CorruptRecord {
+        detail: "a record of the test".into(),
+    };
+    let _ = f.ledger.fence_after_read_error(&fenced, error);
+    let (s, tables) = get(&f.app, "/v1/tables", SURV).await;
+    assert_eq!(s, StatusCode::OK, "{tables}");
+    let (s, chain) = get(&f.app, "/v1/chain", SURV).await;
+    assert_eq!(s, StatusCode::OK, "{chain}");
+    for list in [&tables, &chain] {
+        for t in list.as_array().expect("a list") {
+            let fence = t.get("fenced").and_then(Value::as_str);
+            match t["table"].as_str() == Some(fenced.as_str()) {
+                true => assert!(
+                    fence.is_some_and(|d| d.starts_with("record_unreadable: ")),
+                    "{t}"
+                ),
+                false => assert!(fence.is_none(), "{t}"),
+            }
+        }
+    }
+    let row = chain
+        .as_array()
+        .expect("a list")
+        .iter()
+        .find(|c| c["table"].as_str() == Some(fenced.as_str()))
+        .expect("the fenced table's chain");
+    assert_eq!(row["ok"], json!(false));
+    f.state
+        .index_all()
+        .expect("indexing goes on without the fenced table");
+}

@@ -9,6 +9,7 @@ mod audit;
 mod bench_api;
 mod bench_history;
 mod bench_ingest;
+mod bench_publish;
 mod bus;
 mod client;
 mod day;
@@ -17,6 +18,7 @@ mod demo;
 mod digest;
 mod evidence;
 mod export;
+mod house_edge;
 mod keygen;
 mod quarantine;
 mod readmodel;
@@ -24,9 +26,11 @@ mod remote;
 mod replay;
 mod seed;
 mod serve;
+mod settings;
 mod settle;
 mod simulate;
 mod source;
+mod table;
 mod tokens;
 mod verify;
 
@@ -97,6 +101,10 @@ enum Command {
     BenchHistory(bench_history::Args),
     /// Measure ingest against a raw JetStream consumer over the same messages.
     BenchIngest(bench_ingest::Args),
+    /// What JetStream's `sync_interval` costs a publisher: throughput and ack latency.
+    BenchPublish(bench_publish::Args),
+    /// Each bet kind's house edge through the rules engine (rules/RULES.md).
+    HouseEdge(house_edge::Args),
     /// The bus's principals: TLS files, credentials, revocation (`bus init|issue|revoke`).
     Bus(bus::Args),
     /// Gaming days: seal an ended day, show a day's seal and ranges (`day seal|show`).
@@ -105,6 +113,8 @@ enum Command {
     VerifySeal(day::VerifySealArgs),
     /// Sign a device key's enrollment offline with the admin key (`Rl-Enrollment` header).
     Enroll(bus::EnrollArgs),
+    /// Damaged tables: `table status|unfence|fence-log --ledger DIR`.
+    Table(table::Args),
 }
 
 impl Command {
@@ -119,6 +129,8 @@ impl Command {
                 | Command::BenchApi(_)
                 | Command::BenchHistory(_)
                 | Command::BenchIngest(_)
+                | Command::BenchPublish(_)
+                | Command::HouseEdge(_)
         )
     }
 }
@@ -134,11 +146,17 @@ fn quiet_on_closed_pipe() {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli: Cli = match settings::parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
     if cli.command.prints_then_exits() {
         quiet_on_closed_pipe();
     }
-    init_tracing();
+    init_tracing(&cli.command);
     let result = match cli.command {
         Command::Serve(a) => serve::run(a),
         Command::Simulate(a) => simulate::run(a),
@@ -158,11 +176,14 @@ fn main() -> ExitCode {
         Command::BenchApi(a) => bench_api::run(a),
         Command::BenchHistory(a) => bench_history::run(a),
         Command::BenchIngest(a) => bench_ingest::run(a),
+        Command::BenchPublish(a) => bench_publish::run(a),
+        Command::HouseEdge(a) => house_edge::run(a),
         Command::Readmodel(a) => readmodel::run(a),
         Command::Bus(a) => bus::run(a),
         Command::Enroll(a) => bus::enroll(a),
         Command::Day(a) => day::run(a),
         Command::VerifySeal(a) => day::verify_seal(a),
+        Command::Table(a) => table::run(a),
     };
     match result {
         Ok(Outcome::Clean) => ExitCode::SUCCESS,
@@ -181,12 +202,30 @@ pub enum Outcome {
     Findings,
 }
 
-fn init_tracing() {
+/// What `serve` logs by default: warnings, and the lifecycle of the server and of ingest
+/// at `info` (start, ledger opened, consumer attached, listening, stopped with counters).
+const SERVE_LOG_DEFAULT: &str = "warn,roundledger=info,ingest=info,api=info";
+
+/// Logs to stderr, filtered by `ROUNDLEDGER_LOG` (else warnings, and `serve`'s lifecycle),
+/// as text or, with `serve --log-format json`, one JSON object a line.
+fn init_tracing(command: &Command) {
     use tracing_subscriber::EnvFilter;
+    let (default, format) = match command {
+        Command::Serve(a) => (SERVE_LOG_DEFAULT, a.log_format),
+        _ => ("warn", serve::LogFormat::Text),
+    };
     let filter =
-        EnvFilter::try_from_env("ROUNDLEDGER_LOG").unwrap_or_else(|_| EnvFilter::new("warn"));
-    tracing_subscriber::fmt()
+        EnvFilter::try_from_env("ROUNDLEDGER_LOG").unwrap_or_else(|_| EnvFilter::new(default));
+    let fmt = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(std::io::stderr);
+    match format {
+        serve::LogFormat::Text => fmt.init(),
+        serve::LogFormat::Json => fmt
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .init(),
+    }
 }

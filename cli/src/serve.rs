@@ -10,6 +10,11 @@
 //! With `--seal-key FILE` it also seals each gaming day once it has ended and ingest holds
 //! what arrived before its end, and publishes the seal on `seals.<day>`
 //! (`ingest::sealer`).
+//!
+//! Operations: `/ready` beside `/health` on the API's port; `--metrics-http ADDR` serves
+//! `/metrics` (Prometheus) there too (`api::ops`). `--log-format json` logs one JSON
+//! object a line; lifecycle events are at `info`. `--settings FILE` reads every flag from
+//! a TOML file, with `ROUNDLEDGER_*` variables over it (`settings`).
 
 use crate::Outcome;
 use anyhow::{Context, Result};
@@ -66,6 +71,24 @@ pub struct Args {
     seal_grace: u64,
     #[command(flatten)]
     day: crate::day::DayArgs,
+    /// Also serve `/metrics` (Prometheus text), `/ready` and `/health` on this address,
+    /// without a token: bind it to the internal monitoring network only.
+    #[arg(long, value_name = "ADDR")]
+    metrics_http: Option<std::net::SocketAddr>,
+    /// Log format on stderr: `text`, or `json` (one JSON object a line).
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+    /// A TOML file of settings: every flag of serve is a key (`batch = 512`); flags and
+    /// `ROUNDLEDGER_*` variables win over it (README, `serve.example.toml`).
+    #[arg(long, value_name = "FILE")]
+    settings: Option<PathBuf>,
+}
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
 }
 
 /// The sealer's configuration, when `--seal-key` asks for one.
@@ -114,7 +137,9 @@ fn require_signed_events(ledger: &ledger::Ledger, unsigned: bool) -> Result<()> 
             "--unsigned-events: this ledger already requires signed events, and never goes back"
         ),
         (true, false) => {
-            eprintln!("warning: --unsigned-events: any publisher on a table's subject can extend its chain");
+            tracing::warn!(
+                "--unsigned-events: any publisher on a table's subject can extend its chain"
+            );
             Ok(())
         }
     }
@@ -144,7 +169,9 @@ fn open_ledger(args: &Args) -> Result<Arc<ledger::Ledger>> {
     );
     let trusted = admin_keys(args)?;
     if trusted.is_empty() && !args.no_ingest {
-        eprintln!("warning: no --admin-key: no device key can be enrolled, every checkpoint will be quarantined");
+        tracing::warn!(
+            "no --admin-key: no device key can be enrolled, every checkpoint will be quarantined"
+        );
     }
     // Kept in the ledger (recovery at the next open judges enrollments with them); a
     // read-only server appends nothing and leaves the kept keys as they are.
@@ -154,13 +181,24 @@ fn open_ledger(args: &Args) -> Result<Arc<ledger::Ledger>> {
             .context("keeping the trusted admin keys")?;
         require_signed_events(&ledger, args.unsigned_events)?;
     }
+    let stats = ledger.stats();
+    tracing::info!(
+        ledger = %args.ledger.display(),
+        heads = ledger.heads().len(),
+        events = stats.events,
+        quarantined = stats.quarantined,
+        held = stats.held,
+        "ledger opened"
+    );
     Ok(ledger)
 }
 
 /// The API's configuration, or none without `--config` (then only /health runs).
 fn api_config(args: &Args, alerts: &ingest::alerts::AlertLog) -> Result<Option<api::ApiConfig>> {
     let Some(path) = &args.config else {
-        eprintln!("no --config: the HTTP API is off (only /health); see `roundledger tokens`");
+        tracing::warn!(
+            "no --config: the HTTP API is off (only /health and /ready); see `roundledger tokens`"
+        );
         return Ok(None);
     };
     Ok(Some(api::ApiConfig {
@@ -176,8 +214,88 @@ fn api_config(args: &Args, alerts: &ingest::alerts::AlertLog) -> Result<Option<a
     }))
 }
 
+/// What `/metrics` and `/ready` read of ingest (`ingest::metrics`, `ingest::health`).
+fn ingest_source(config: &ingest::IngestConfig) -> api::ops::IngestSource {
+    let (m, n) = (config.metrics.clone(), config.metrics.clone());
+    let (h, k) = (config.health.clone(), config.health.clone());
+    api::ops::IngestSource {
+        render: Arc::new(move |out| {
+            m.render(out);
+            ingest::metrics::render_health(&h, out);
+        }),
+        not_ready: Arc::new(move || {
+            let mut failed = n.not_ready();
+            failed.extend(ingest::metrics::paused(&k));
+            failed
+        }),
+    }
+}
+
+/// The HTTP tasks: the API (or `/health` and `/ready` alone without `--config`) and, with
+/// `--metrics-http`, the operations listener.
+fn spawn_http<F>(
+    args: &Args,
+    api_config: Option<api::ApiConfig>,
+    ops: Arc<api::ops::Ops>,
+    ledger: Arc<ledger::Ledger>,
+    stopped: impl Fn() -> F,
+) -> Vec<tokio::task::JoinHandle<Result<(), api::Error>>>
+where
+    F: std::future::Future<Output = ()> + Send + 'static,
+{
+    let listening = |what: &'static str| {
+        // The address ends the message: scripts read it from `... on http://ADDR/`.
+        move |a: std::net::SocketAddr| tracing::info!("{what} on http://{a}/")
+    };
+    let mut tasks = vec![match api_config {
+        Some(c) => tokio::spawn(api::run_with_ops(
+            c,
+            ledger,
+            Some(ops.clone()),
+            listening("HTTP API and web UI"),
+            stopped(),
+        )),
+        None => tokio::spawn(api::ops::run_listener(
+            args.http,
+            api::ops::health_router(ops.clone()),
+            listening("health and readiness"),
+            stopped(),
+        )),
+    }];
+    if let Some(addr) = args.metrics_http {
+        tasks.push(tokio::spawn(api::ops::run_listener(
+            addr,
+            api::ops::router(ops),
+            listening("metrics"),
+            stopped(),
+        )));
+    }
+    tasks
+}
+
+/// Waits for every HTTP task.
+async fn join_http(tasks: Vec<tokio::task::JoinHandle<Result<(), api::Error>>>) -> Result<()> {
+    for t in tasks {
+        t.await.context("HTTP task")?.context("HTTP API")?;
+    }
+    Ok(())
+}
+
 pub fn run(args: Args) -> Result<Outcome> {
     let ledger = open_ledger(&args)?;
+    // The ledger logged each fence at open (`warn`); the API shows them.
+    let fenced = ledger.fenced();
+    if !fenced.is_empty() {
+        eprintln!(
+            "warning: {} tables fenced as damaged ({}); see `roundledger table status`",
+            fenced.len(),
+            fenced
+                .keys()
+                .map(|t| t.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     let mut config = ingest::IngestConfig::new(&args.nats).with_batch_len(args.batch);
     config.access = args.bus.access();
     let sealer = sealer_config(&args, &config.access)?;
@@ -186,14 +304,12 @@ pub fn run(args: Args) -> Result<Outcome> {
         "--seal-key needs ingest: a read-only server seals nothing"
     );
     let rt = runtime()?;
-    eprintln!(
-        "roundledger serve: ledger {} , NATS {} (Ctrl-C stops cleanly)",
-        args.ledger.display(),
-        args.nats
-    );
+    tracing::info!(ledger = %args.ledger.display(), nats = %args.nats, ingest = !args.no_ingest, "roundledger serve starting (Ctrl-C stops cleanly)");
     let api_config = api_config(&args, &config.alerts)?;
+    let ingesting = (!args.no_ingest).then(|| ingest_source(&config));
+    let ops = api::ops::Ops::new(ledger.clone(), ingesting, api::system_clock);
     let report = rt.block_on(async {
-        // One signal stops both tasks: ingest finishes its batch in flight first.
+        // One signal stops every task: ingest finishes its batch in flight first.
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let stopped = move || {
             let mut rx = stop_rx.clone();
@@ -201,28 +317,9 @@ pub fn run(args: Args) -> Result<Outcome> {
                 let _ = rx.wait_for(|s| *s).await;
             }
         };
-        let http = match api_config {
-            Some(c) => tokio::spawn(api::run(
-                c,
-                ledger.clone(),
-                |a| eprintln!("HTTP API and web UI on http://{a}/"),
-                stopped(),
-            )),
-            None => tokio::spawn(api::run_health(args.http, stopped())),
-        };
+        let http = spawn_http(&args, api_config, ops, ledger.clone(), &stopped);
         if args.no_ingest {
-            eprintln!("--no-ingest: serving the ledger read-only (Ctrl-C stops)");
-            let mut http = http;
-            let early = tokio::select! {
-                _ = shutdown_signal() => None,
-                r = &mut http => Some(r),
-            };
-            let _ = stop_tx.send(true);
-            let r = match early {
-                Some(r) => r,
-                None => http.await,
-            };
-            r.context("HTTP task")?.context("HTTP API")?;
+            serve_read_only(http, stop_tx).await?;
             return Ok::<_, anyhow::Error>(None);
         }
         let sealing =
@@ -232,7 +329,7 @@ pub fn run(args: Args) -> Result<Outcome> {
             _ = shutdown_signal() => None,
             r = &mut ingest => Some(r),
         };
-        eprintln!("stopping: finishing the batch in flight");
+        tracing::info!("stopping: finishing the batch in flight");
         let _ = stop_tx.send(true);
         let report = match early {
             Some(r) => r,
@@ -240,21 +337,46 @@ pub fn run(args: Args) -> Result<Outcome> {
         }
         .context("ingest task")?
         .context("ingest stopped")?;
-        http.await.context("HTTP task")?.context("HTTP API")?;
+        join_http(http).await?;
         if let Some(s) = sealing {
             let made = s.await.context("sealer task")?.context("sealer")?;
-            eprintln!("sealer: {made} days sealed");
+            tracing::info!(days = made, "sealer stopped");
         }
         Ok::<_, anyhow::Error>(Some(report))
     })?;
     ledger.flush().context("final flush")?;
-    if let Some(report) = report {
-        eprintln!(
-            "stopped: {} batches, {} events stored, {} duplicates, {} held, {} quarantined",
-            report.batches, report.stored, report.duplicates, report.held, report.quarantined
+    if let Some(r) = report {
+        tracing::info!(
+            batches = r.batches,
+            stored = r.stored,
+            duplicates = r.duplicates,
+            held = r.held,
+            quarantined = r.quarantined,
+            repeats = r.repeats,
+            overflowed = r.overflowed,
+            fenced = r.fenced,
+            "stopped"
         );
     }
     Ok(Outcome::Clean)
+}
+
+/// `--no-ingest`: the HTTP tasks until a signal, or until the first of them fails.
+async fn serve_read_only(
+    mut http: Vec<tokio::task::JoinHandle<Result<(), api::Error>>>,
+    stop: tokio::sync::watch::Sender<bool>,
+) -> Result<()> {
+    tracing::info!("--no-ingest: serving the ledger read-only (Ctrl-C stops)");
+    let early = tokio::select! {
+        _ = shutdown_signal() => None,
+        r = &mut http[0] => Some(r),
+    };
+    let _ = stop.send(true);
+    if let Some(r) = early {
+        http.remove(0);
+        r.context("HTTP task")?.context("HTTP API")?;
+    }
+    join_http(http).await
 }
 
 /// Completes on Ctrl-C or SIGTERM.

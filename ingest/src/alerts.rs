@@ -106,6 +106,7 @@ pub(crate) fn kind_of_reason(reason: &str) -> Option<AlertKind> {
     match reason {
         r::FORK | r::SEQ_BACKWARDS => Some(AlertKind::Fork),
         r::UNSIGNED | r::SIGNER_UNKNOWN | r::SIGNATURE_INVALID => Some(AlertKind::RefusedPublisher),
+        r::TABLE_FENCED => Some(AlertKind::TableFenced),
         _ => None,
     }
 }

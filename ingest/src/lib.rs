@@ -24,11 +24,16 @@
 //! - Everything is bounded: batch length, bytes per message (the stream's
 //!   `max_message_size`), pending acks on the server, batches queued for the writer.
 //!
+//! What it does is counted as it happens (`metrics`: messages by outcome, commit latency,
+//! the consumer's pending count) for `/metrics` and `/ready`.
+//!
 //! It must never: ack before flush, drop a message, re-encode an event, or block a runtime
 //! thread on sled.
 
 pub mod alerts;
 mod bench;
+pub mod health;
+pub mod metrics;
 mod pipeline;
 pub mod sealer;
 mod writer;
@@ -80,6 +85,11 @@ pub struct IngestConfig {
     /// Where alerts are kept for the API (`alerts`); shared, so `serve` hands a clone to
     /// the API.
     pub alerts: alerts::AlertLog,
+    /// Fault counters and state (`health`); shared, so `serve` hands a clone to the API
+    /// and metrics.
+    pub health: std::sync::Arc<health::Health>,
+    /// Ingest's counters for `/metrics` and `/ready` (`metrics`); shared, like `alerts`.
+    pub metrics: metrics::IngestMetrics,
 }
 
 /// The system clock in UTC nanoseconds. Ingest is an edge: its clock stamps arrival. A
@@ -105,6 +115,8 @@ impl IngestConfig {
             clock: system_clock_ns,
             attestation_lag_max: 1_000,
             alerts: alerts::AlertLog::default(),
+            health: Default::default(),
+            metrics: metrics::IngestMetrics::default(),
         }
     }
 
@@ -191,6 +203,9 @@ pub struct IngestReport {
     /// Checkpoints refused (bad signature, unknown or revoked device, not matching the
     /// chain): quarantined, also counted in `quarantined`.
     pub checkpoints_refused: u64,
+    /// Messages of fenced tables (`ledger::fence`), kept as `table_fenced` quarantine
+    /// entries or counted as their repeats; also in `quarantined` or `repeats`.
+    pub fenced: u64,
 }
 
 /// Why ingest stopped or could not start.

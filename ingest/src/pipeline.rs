@@ -1,7 +1,7 @@
 //! The async side: stream and consumer setup, the fetch loop, the acker.
 
 use crate::alerts::Raised;
-use crate::writer::{writer_loop, Job, Written};
+use crate::writer::{writer_loop, Job, WriterSide, Written};
 use crate::{Error, IngestConfig, IngestReport, DUPLICATE_WINDOW};
 use async_nats::jetstream::{self, consumer, stream};
 use futures::{FutureExt, StreamExt};
@@ -238,18 +238,28 @@ pub(crate) async fn run_with_consumer(
 
     let (job_tx, job_rx) = mpsc::channel::<Job>(config.writer_queue_len);
     let (done_tx, done_rx) = mpsc::channel::<Result<Written, Error>>(config.writer_queue_len + 1);
+    let (alert_tx, alert_rx) = mpsc::channel::<Raised>(crate::health::ALERT_QUEUE_LEN_MAX);
     let writer = std::thread::Builder::new()
         .name("ledger-writer".to_string())
         .spawn({
-            let lag_max = config.attestation_lag_max;
-            move || writer_loop(ledger, job_rx, done_tx, lag_max)
+            let side = WriterSide {
+                attestation_lag_max: config.attestation_lag_max,
+                health: config.health.clone(),
+                alerts: alert_tx,
+                clock: config.clock,
+                metrics: config.metrics.clone(),
+            };
+            move || writer_loop(ledger, job_rx, done_tx, side)
         })
         .map_err(|e| Error::Writer(format!("cannot start the writer thread: {e}")))?;
     let alerting = Alerting {
         log: config.alerts.clone(),
         clock: config.clock,
     };
+    let alerter = tokio::spawn(alert_loop(client.clone(), alert_rx, alerting.clone()));
     let acker = tokio::spawn(ack_loop(client.clone(), done_rx, alerting));
+    config.metrics.attach(&client);
+    let _polling = crate::metrics::Polling::start(&consumer, &config.metrics);
     ready();
 
     let mut shutdown = std::pin::pin!(shutdown.fuse());
@@ -365,7 +375,13 @@ pub(crate) async fn run_with_consumer(
             checkpoints,
             ack: last,
         };
-        if job_tx.send(job).await.is_err() || stopping {
+        // While the writer is paused on a failed write the queue stays full: a shutdown
+        // then leaves this batch unacked (delivered again) rather than wait for the disk.
+        let sent = tokio::select! {
+            sent = job_tx.send(job) => sent.is_ok(),
+            _ = &mut shutdown, if !stopping => false,
+        };
+        if !sent || stopping {
             break;
         }
     }
@@ -380,6 +396,8 @@ pub(crate) async fn run_with_consumer(
     if joined.is_err() {
         return Err(Error::Writer("the writer thread panicked".to_string()));
     }
+    // The writer is gone, so its alert queue is closed: the alerter ends once drained.
+    let _ = alerter.await;
     // Acks are fire-and-forget publishes: make sure they left before returning.
     client
         .flush()
@@ -495,6 +513,7 @@ async fn fetch(
 }
 
 /// Where the ack loop counts alerts, and its clock.
+#[derive(Clone)]
 struct Alerting {
     log: crate::alerts::AlertLog,
     clock: fn() -> i64,
@@ -519,6 +538,13 @@ async fn publish_alerts(client: &async_nats::Client, a: &Alerting, raised: Vec<R
         if let Err(e) = client.publish(subject, json.into()).await {
             tracing::warn!(table = %alert.table, error = %e, "alert not published");
         }
+    }
+}
+
+/// Publishes the alerts the writer raises outside a batch's reply (a pause, a fence).
+async fn alert_loop(client: async_nats::Client, mut raised: mpsc::Receiver<Raised>, a: Alerting) {
+    while let Some(r) = raised.recv().await {
+        publish_alerts(&client, &a, vec![r]).await;
     }
 }
 
@@ -560,6 +586,7 @@ async fn ack_loop(
         report.quarantined += w.tally.quarantined;
         report.repeats += w.tally.repeats;
         report.overflowed += w.tally.overflowed;
+        report.fenced += w.tally.fenced;
         report.checkpoints_kept += w.tally.checkpoints_kept;
         report.checkpoints_refused += w.tally.checkpoints_refused;
         tracing::debug!(batch = w.batch_no, "batch acked");

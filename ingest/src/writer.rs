@@ -9,6 +9,7 @@
 //! so a slow disk slows fetching instead of growing a queue.
 
 use crate::alerts::{kind_of_reason, Raised};
+use crate::health::Health;
 use crate::{Error, IngestReport};
 use ledger::attest::CheckpointOutcome;
 use ledger::{Appended, Incoming, Ledger};
@@ -44,20 +45,38 @@ pub(crate) struct Written<A = async_nats::jetstream::Message> {
 /// Most batches one flush makes durable together (group commit).
 pub(crate) const GROUP_LEN_MAX: usize = 8;
 
-/// Runs until `jobs` is closed and drained, or the ledger fails (then it replies with the
-/// error and stops, so nothing after the failure is acked).
+/// What the writer thread needs besides the ledger and its channels.
+pub(crate) struct WriterSide {
+    pub attestation_lag_max: u64,
+    /// Fault counters (`health`), shared with whoever reports them.
+    pub health: Arc<Health>,
+    /// Alerts raised outside a batch's reply (a pause, a fence), published at once.
+    pub alerts: mpsc::Sender<Raised>,
+    /// Times pauses (UTC ns).
+    pub clock: fn() -> i64,
+    /// Commit latency and outcomes (`metrics`).
+    pub metrics: crate::metrics::IngestMetrics,
+}
+
+/// Runs until `jobs` is closed and drained, or a write keeps failing while ingest stops
+/// (then it replies with the error, so nothing after the failure is acked).
 ///
 /// Group commit: the batches already waiting when one arrives (at most `GROUP_LEN_MAX`)
 /// are appended together and made durable by one flush (`write_group`). An fsync costs
 /// about as much as appending a whole batch, so under load this halves the writer's time
 /// per batch, and never delays a batch: nothing is waited for that is not already queued.
 /// Replies still go out one per batch, in order, and only after the flush.
+///
+/// A failed append or flush pauses ingest (`write_until_durable`): the group is written
+/// again after a bounded pause until it succeeds; nothing is acked meanwhile.
 pub(crate) fn writer_loop<A>(
     ledger: Arc<Ledger>,
     mut jobs: mpsc::Receiver<Job<A>>,
     done: mpsc::Sender<Result<Written<A>, Error>>,
-    attestation_lag_max: u64,
+    side: WriterSide,
 ) {
+    let mut fenced = BTreeSet::new();
+    alert_fences(&ledger, &side, &mut fenced);
     let mut group: Vec<Job<A>> = Vec::with_capacity(GROUP_LEN_MAX);
     while let Some(job) = jobs.blocking_recv() {
         group.push(job);
@@ -67,17 +86,114 @@ pub(crate) fn writer_loop<A>(
                 Err(_) => break,
             }
         }
-        for mut reply in write_group(&ledger, group.drain(..)) {
+        let started = std::time::Instant::now();
+        let replies = write_until_durable(&ledger, std::mem::take(&mut group), &jobs, &side);
+        side.metrics.committed(started.elapsed(), &replies);
+        alert_fences(&ledger, &side, &mut fenced);
+        for mut reply in replies {
             if let Ok(w) = &mut reply {
-                attestation_stalls(&ledger, w, attestation_lag_max);
+                attestation_stalls(&ledger, w, side.attestation_lag_max);
+                side.health
+                    .fenced_messages_total
+                    .fetch_add(w.tally.fenced, std::sync::atomic::Ordering::SeqCst);
             }
             let failed = reply.is_err();
             if done.blocking_send(reply).is_err() || failed {
-                // The acker is gone (run is ending) or the ledger failed: stop taking
-                // batches.
+                // The acker is gone (run is ending) or ingest stopped during a pause:
+                // stop taking batches.
                 return;
             }
         }
+    }
+}
+
+/// Writes `group` until it is durable. A failure pauses ingest: an `IngestPaused` alert,
+/// then retries after a doubling pause of at most `WRITE_RETRY_PAUSE_MAX_MS`, each a
+/// fresh append whose messages the ledger recognises (idempotent) where an earlier try
+/// got as far as a commit. The first success raises `IngestResumed`. Stops retrying only
+/// when ingest is stopping (`jobs` closed): then the error is the reply.
+fn write_until_durable<A>(
+    ledger: &Ledger,
+    mut group: Vec<Job<A>>,
+    jobs: &mpsc::Receiver<Job<A>>,
+    side: &WriterSide,
+) -> Vec<Result<Written<A>, Error>> {
+    let mut attempt = 0u32;
+    loop {
+        let error = match write_group(ledger, group) {
+            Ok(replies) => {
+                if let Some(since_ns) = side.health.write_succeeded() {
+                    let paused_ms = ((side.clock)() - since_ns).max(0) / 1_000_000;
+                    tracing::warn!(
+                        attempts = attempt,
+                        paused_ms,
+                        "ingest resumed: writes succeed again"
+                    );
+                    let detail = format!("writes succeed again after {attempt} failed attempts, {paused_ms} ms paused");
+                    ingest_alert(side, AlertKind::IngestResumed, detail);
+                }
+                return replies.into_iter().map(Ok).collect();
+            }
+            Err((back, error)) => {
+                group = back;
+                error
+            }
+        };
+        attempt = attempt.saturating_add(1);
+        if side.health.write_failed((side.clock)()) {
+            let detail = format!("paused, nothing acked, retrying by itself: {error}");
+            ingest_alert(side, AlertKind::IngestPaused, detail);
+        }
+        if jobs.is_closed() {
+            tracing::error!(error = %error, "ingest stopping while paused: the batches in flight stay unacked and are delivered again");
+            return vec![Err(error)];
+        }
+        let pause_ms = crate::health::retry_pause_ms(attempt);
+        tracing::error!(attempt, pause_ms, error = %error, "write failed: ingest paused, retrying");
+        std::thread::sleep(std::time::Duration::from_millis(pause_ms));
+    }
+}
+
+/// Raises an ingest-wide alert (`health::INGEST_ALERT_TABLE`). Never blocks the writer: a
+/// full alert queue is logged, and the state stays in `health`.
+fn ingest_alert(side: &WriterSide, kind: AlertKind, detail: String) {
+    let table = TableId::new(crate::health::INGEST_ALERT_TABLE).expect("a valid table id");
+    let raised = Raised {
+        table,
+        kind,
+        stream_seq: 0,
+        detail,
+    };
+    if let Err(e) = side.alerts.try_send(raised) {
+        tracing::error!(error = %e, "alert queue full or closed; alert not published");
+    }
+}
+
+/// Raises `TableFenced` for each table fenced since the last call (`seen`), and keeps the
+/// count of fenced tables in `health`.
+fn alert_fences(ledger: &Ledger, side: &WriterSide, seen: &mut BTreeSet<TableId>) {
+    let fenced = ledger.fenced();
+    side.health
+        .fenced_tables
+        .store(fenced.len() as u64, std::sync::atomic::Ordering::SeqCst);
+    for (table, fence) in fenced {
+        if seen.contains(&table) {
+            continue;
+        }
+        let detail = format!(
+            "{}: {}; new events kept as table_fenced quarantine entries",
+            fence.check, fence.detail
+        );
+        let raised = Raised {
+            table: table.clone(),
+            kind: AlertKind::TableFenced,
+            stream_seq: 0,
+            detail,
+        };
+        if let Err(e) = side.alerts.try_send(raised) {
+            tracing::error!(%table, error = %e, "alert queue full or closed; alert not published");
+        }
+        seen.insert(table);
     }
 }
 
@@ -124,18 +240,17 @@ fn attestation_stalls<A>(ledger: &Ledger, w: &mut Written<A>, lag_max: u64) {
     }
 }
 
+/// A group that failed to write: its jobs, whole, and why.
+type Failed<A> = (Vec<Job<A>>, Error);
+
 /// Appends the jobs' events and then their checkpoints as one ledger call (one commit),
 /// flushes once, then describes each job. One call, not one per job: the ledger writes one record, one head,
 /// one round summary per table per call, so a group of n batches costs the store about
 /// what one batch of n times the size does. A ledger error fails the whole group: nothing
-/// of it is flushed, none of it is acked.
-fn write_group<A>(
-    ledger: &Ledger,
-    jobs: impl Iterator<Item = Job<A>>,
-) -> Vec<Result<Written<A>, Error>> {
-    let mut jobs: Vec<Job<A>> = jobs.collect();
+/// of it is acked, and the jobs come back whole with the error, to be written again.
+fn write_group<A>(ledger: &Ledger, mut jobs: Vec<Job<A>>) -> Result<Vec<Written<A>>, Failed<A>> {
     let Some(last_batch) = jobs.last().map(|j| j.batch_no) else {
-        return Vec::new();
+        return Ok(Vec::new());
     };
     // Moved into one call and back afterwards, not copied.
     let lens: Vec<(usize, usize)> = jobs
@@ -148,43 +263,19 @@ fn write_group<A>(
         incoming.append(&mut job.incoming);
         checkpoints.append(&mut job.checkpoints);
     }
-    let error = |source| Error::Ledger {
-        batch: last_batch,
-        first: incoming.first().map_or(0, |i: &Incoming| i.stream_seq),
-        last: incoming.last().map_or(0, |i: &Incoming| i.stream_seq),
-        source,
-    };
-    // In calls of at most the ledger's bound (a batch with many messages read back, or a
-    // group of them, can exceed it), all before the one flush that makes them durable.
-    // Usually one call: events, then the checkpoints that sign them, in one commit.
-    let appended = (|| {
-        let mut events = Vec::with_capacity(incoming.len());
-        let mut kept = Vec::with_capacity(checkpoints.len());
-        for (e, c) in call_bounds(
-            incoming.len(),
-            checkpoints.len(),
-            ledger::APPEND_BATCH_LEN_MAX,
-        ) {
-            let out = ledger
-                .append(&incoming[e], &checkpoints[c])
-                .map_err(error)?;
-            events.extend(out.events);
-            kept.extend(out.checkpoints);
-        }
-        Ok((events, kept))
-    })();
-    let (events, kept) = match appended {
+    let (events, kept) = match append_and_flush(ledger, &incoming, &checkpoints) {
         Ok(outcome) => outcome,
-        Err(e) => return vec![Err(e)],
+        Err(source) => {
+            let error = Error::Ledger {
+                batch: last_batch,
+                first: incoming.first().map_or(0, |i: &Incoming| i.stream_seq),
+                last: incoming.last().map_or(0, |i: &Incoming| i.stream_seq),
+                source,
+            };
+            give_back(&mut jobs, &lens, incoming, checkpoints);
+            return Err((jobs, error));
+        }
     };
-    assert_eq!(
-        (events.len(), kept.len()),
-        (incoming.len(), checkpoints.len()),
-        "the ledger answers once per message, in order"
-    );
-    if let Err(source) = ledger.flush() {
-        return vec![Err(error(source))];
-    }
     // Each job gets back its messages and their outcomes, in order.
     let mut incoming = incoming.into_iter();
     let mut checkpoints = checkpoints.into_iter();
@@ -209,7 +300,51 @@ fn write_group<A>(
     if let Some(last) = replies.last_mut() {
         last.heads = touched.iter().filter_map(|t| ledger.head(t)).collect();
     }
-    replies.into_iter().map(Ok).collect()
+    Ok(replies)
+}
+
+/// Puts each job's messages back after a failed write, in order (`lens` as taken).
+fn give_back<A>(
+    jobs: &mut [Job<A>],
+    lens: &[(usize, usize)],
+    incoming: Vec<Incoming>,
+    checkpoints: Vec<Incoming>,
+) {
+    let (mut incoming, mut checkpoints) = (incoming.into_iter(), checkpoints.into_iter());
+    for (job, &(n_events, n_checkpoints)) in jobs.iter_mut().zip(lens) {
+        assert!(job.incoming.is_empty() && job.checkpoints.is_empty());
+        job.incoming = incoming.by_ref().take(n_events).collect();
+        job.checkpoints = checkpoints.by_ref().take(n_checkpoints).collect();
+    }
+}
+
+/// Appends the messages in calls of at most the ledger's bound (a batch with many messages
+/// read back, or a group of them, can exceed it), all before the one flush that makes
+/// them durable. Usually one call: events, then the checkpoints that sign them, in one
+/// commit.
+fn append_and_flush(
+    ledger: &Ledger,
+    incoming: &[Incoming],
+    checkpoints: &[Incoming],
+) -> Result<(Vec<Appended>, Vec<CheckpointOutcome>), ledger::Error> {
+    let mut events = Vec::with_capacity(incoming.len());
+    let mut kept = Vec::with_capacity(checkpoints.len());
+    for (e, c) in call_bounds(
+        incoming.len(),
+        checkpoints.len(),
+        ledger::APPEND_BATCH_LEN_MAX,
+    ) {
+        let out = ledger.append(&incoming[e], &checkpoints[c])?;
+        events.extend(out.events);
+        kept.extend(out.checkpoints);
+    }
+    assert_eq!(
+        (events.len(), kept.len()),
+        (incoming.len(), checkpoints.len()),
+        "the ledger answers once per message, in order"
+    );
+    ledger.flush()?;
+    Ok((events, kept))
 }
 
 /// Splits `events` event messages followed by `checkpoints` checkpoint messages into
@@ -301,6 +436,7 @@ fn describe<A>(
             // Logged by the ledger (once per power of two of an entry's repeats).
             Appended::Repeated { id, reason } => {
                 tally.repeats += 1;
+                tally.fenced += u64::from(*reason == ledger::reason::TABLE_FENCED);
                 // A refused publisher trying again: counted into the open alert.
                 alerts.extend(raised(inc, reason, *id, "sent again"));
             }
@@ -311,6 +447,7 @@ fn describe<A>(
             }
             Appended::Quarantined { id, reason } => {
                 tally.quarantined += 1;
+                tally.fenced += u64::from(*reason == ledger::reason::TABLE_FENCED);
                 let table = inc
                     .subject_table
                     .as_ref()
@@ -444,14 +581,16 @@ mod tests {
         }
 
         let jobs = jobs();
-        let together: Vec<Written<u64>> = write_group(&grouped, copy(&jobs).into_iter())
-            .into_iter()
-            .map(|r| r.expect("grouped write"))
-            .collect();
+        let together: Vec<Written<u64>> = write_group(&grouped, copy(&jobs))
+            .map_err(|(_, e)| e)
+            .expect("grouped write");
         let apart: Vec<Written<u64>> = copy(&jobs)
             .into_iter()
-            .flat_map(|job| write_group(&one_by_one, std::iter::once(job)))
-            .map(|r| r.expect("single write"))
+            .flat_map(|job| {
+                write_group(&one_by_one, vec![job])
+                    .map_err(|(_, e)| e)
+                    .expect("single write")
+            })
             .collect();
 
         // One reply per batch, in order, each with its own ack and its own outcomes.

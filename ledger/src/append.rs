@@ -129,6 +129,8 @@ pub mod reason {
     pub const SIGNER_UNKNOWN: &str = "signer_unknown";
     /// The signature does not verify under the signer's key: not the table's device.
     pub const SIGNATURE_INVALID: &str = "signature_invalid";
+    /// Its table is fenced as damaged (`fence`): kept verbatim until it is unfenced.
+    pub const TABLE_FENCED: &str = "table_fenced";
 }
 
 pub(crate) fn encode_held(h: &Held) -> Vec<u8> {
@@ -379,8 +381,16 @@ impl Ledger {
     /// Why one commit and not events then checkpoints: each commit is a value-log fsync
     /// and a sled batch, and a floor signs a checkpoint every round, so a second commit per
     /// ingest group cost about as much again as the events' own (BENCHMARKS.md).
+    ///
+    /// A failure that a damaged table causes fences that table (`fence`) and the call is
+    /// tried once more, so the other tables go on.
     pub fn append(&self, events: &[Incoming], checkpoints: &[Incoming]) -> Result<Outcomes, Error> {
-        self.append_as(events, checkpoints, Admission::Check)
+        match self.append_as(events, checkpoints, Admission::Check) {
+            Err(e) if self.fence_after_failure(&[events, checkpoints], &e) => {
+                self.append_as(events, checkpoints, Admission::Check)
+            }
+            other => other,
+        }
     }
 
     /// `append`, for recovery too: `Admission::Recovered` re-appends records of the
@@ -494,6 +504,10 @@ impl Ledger {
         }
         if let Some(refused) = crate::provenance::refused(state, call, msg, &event, pre) {
             return Ok(refused);
+        }
+        if let Some(f) = state.fenced.get(&event.table) {
+            let text = crate::fence::fenced_text(&event.table, f, Some(event.seq), false);
+            return Ok(quarantine(state, call, msg, reason::TABLE_FENCED, text));
         }
         // Borrowed, not cloned: per event, table id clones and map lookups were a fifth of
         // the writer's own instructions (callgrind).

@@ -544,6 +544,10 @@ impl Ledger {
             let text = format!("checkpoint of table {} on another table's subject", c.table);
             return Ok(refuse(call, reason::CHECKPOINT_WRONG_SUBJECT, text));
         }
+        if let Some(f) = state.fenced.get(&c.table) {
+            let text = crate::fence::fenced_text(&c.table, f, None, true);
+            return Ok(refuse(call, crate::append::reason::TABLE_FENCED, text));
+        }
         let Some(dk) = call.device_key(state, &c.table, &c.device).cloned() else {
             let text = format!(
                 "device {} has no enrolled key on table {}",

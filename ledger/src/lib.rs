@@ -19,6 +19,8 @@
 //!   again for the same reason under a later stream seq are `Appended::Repeated`: counted
 //!   beside the first entry (`quarantine::Repeat`), not stored again.
 //! - **Durable only after `flush`**: callers acknowledge only after it returns.
+//! - **One damaged table never stops the others**: a table whose head record does not
+//!   read back is fenced (`fence`); its new messages are quarantined as `table_fenced`.
 //! - One process owns a ledger directory (sled locks it; a second `open` gets
 //!   `Error::Locked`). One append call runs at a time (an internal mutex).
 //!
@@ -41,6 +43,8 @@ pub mod config;
 pub mod copies;
 pub mod days;
 pub mod digest;
+pub mod faulty;
+pub mod fence;
 pub mod held_check;
 pub mod journals;
 pub mod provenance;
@@ -182,6 +186,8 @@ struct State {
     /// looked at since open. A cache of the head event's kind: reading the head record
     /// back from the store for every table of every batch was 13% of the writer's time.
     closed: BTreeMap<TableId, bool>,
+    /// Tables fenced as damaged (`fence`): their new messages are quarantined.
+    fenced: BTreeMap<TableId, fence::Fence>,
 }
 
 /// An open ledger.
@@ -218,6 +224,7 @@ impl Ledger {
         };
         ledger.recovered = ledger.recover_unreferenced()?;
         ledger.build_config_index_if_missing()?;
+        ledger.fence_damaged_tables();
         Ok(ledger)
     }
 

@@ -299,6 +299,7 @@ pub(crate) fn load_state(store: &dyn Store) -> Result<State, Error> {
         devices,
         attested,
         closed: BTreeMap::new(),
+        fenced: BTreeMap::new(),
     })
 }
 

@@ -268,6 +268,32 @@ pub struct SledStore {
     db: sled::Db,
     tree: sled::Tree,
     values: ValueLog,
+    /// The ledger directory, whose file system's free space `commit` checks.
+    dir: std::path::PathBuf,
+}
+
+/// Free bytes the ledger's file system keeps in reserve: a commit is refused below it.
+/// Why: sled 0.34 fails every later flush once one hit a full disk, until it is reopened.
+/// Refused here, before any write, a full disk is a pause that ends when space returns.
+pub const STORE_FREE_BYTES_MIN: u64 = 64 * 1024 * 1024;
+
+/// Free bytes on the file system holding `dir`, for an unprivileged writer; `None` when
+/// the system cannot say.
+pub fn free_bytes(dir: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    let mut st = std::mem::MaybeUninit::<libc::statvfs>::uninit();
+    // SAFETY: `c` is a NUL-terminated path and `st` a valid out-pointer for one statvfs.
+    let rc = unsafe { libc::statvfs(c.as_ptr(), st.as_mut_ptr()) };
+    if rc != 0 {
+        return None;
+    }
+    // SAFETY: statvfs returned 0, so it filled `st`.
+    let st = unsafe { st.assume_init() };
+    // u64 on 64-bit Linux, narrower on some other targets.
+    #[allow(clippy::unnecessary_cast)]
+    let (blocks, block_bytes) = (st.f_bavail as u64, st.f_frsize as u64);
+    Some(blocks.saturating_mul(block_bytes))
 }
 
 impl SledStore {
@@ -311,14 +337,33 @@ impl SledStore {
         let tree = db.open_tree(SLED_TREE).map_err(store_err("open tree"))?;
         // After sled, whose lock makes this process the directory's one owner.
         let values = ValueLog::open(path)?;
-        let store = SledStore { db, tree, values };
+        let store = SledStore {
+            db,
+            tree,
+            values,
+            dir: path.to_path_buf(),
+        };
         // A log that goes on past the last commit's end holds what a crash left (entries
         // no commit references, which recovery appends again, or bytes of a write cut
         // short): appending starts a new segment rather than go on after them.
-        if let Some(end) = store.values.end()? {
-            if end != store.referenced_end()? {
-                store.values.start_new_segment();
+        let referenced = store.referenced_end()?;
+        match store.values.end()? {
+            Some(end) if end < referenced => {
+                // Damage: segments or bytes the commits name are gone. The tables they
+                // held fail their open check and are fenced (`fence`).
+                tracing::warn!(
+                    log_end = ?end,
+                    referenced_end = ?referenced,
+                    "the value log ends before the last commit's end: records are missing (run verify)"
+                );
+                store.values.start_new_segment_after(referenced.0);
             }
+            None if referenced > (0, 0) => {
+                tracing::warn!(referenced_end = ?referenced, "the value log is empty but commits name records in it (run verify)");
+                store.values.start_new_segment_after(referenced.0);
+            }
+            Some(end) if end != referenced => store.values.start_new_segment(),
+            _ => {}
         }
         Ok(store)
     }
@@ -413,6 +458,15 @@ impl Store for SledStore {
     }
 
     fn commit(&self, ops: Vec<Op>) -> Result<(), Error> {
+        if let Some(free) = free_bytes(&self.dir).filter(|f| *f < STORE_FREE_BYTES_MIN) {
+            return Err(Error::Store {
+                op: "commit",
+                detail: format!(
+                    "No space left on device: {} has {free} bytes free, below the {STORE_FREE_BYTES_MIN} kept in reserve",
+                    self.dir.display()
+                ),
+            });
+        }
         // Records first, durably, into the value log, then copies of the first-hand puts;
         // sled then takes the records' pointers.
         let mut values: Vec<&[u8]> = ops

@@ -37,7 +37,7 @@ use std::fs::File;
 use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// First byte of a pointer. Records stored inline in sled (ledgers written before the
@@ -122,6 +122,9 @@ pub struct ValueLog {
     tail: Mutex<Option<Tail>>,
     /// The next append starts a new segment (`start_new_segment`).
     new_segment_next: AtomicBool,
+    /// A new segment is numbered above this (`start_new_segment_after`): no new segment
+    /// takes the number of one that sled's pointers name but the disk no longer holds.
+    segment_floor: AtomicU32,
     readers: Mutex<BTreeMap<u32, Arc<File>>>,
 }
 
@@ -157,6 +160,7 @@ impl ValueLog {
             segment_bytes_max,
             tail: Mutex::new(None),
             new_segment_next: AtomicBool::new(false),
+            segment_floor: AtomicU32::new(0),
             readers: Mutex::new(BTreeMap::new()),
         })
     }
@@ -225,14 +229,26 @@ impl ValueLog {
         self.new_segment_next.store(true, Ordering::SeqCst);
     }
 
+    /// `start_new_segment`, numbered above `segment` whatever the disk holds: the log is
+    /// shorter than the last commit's end, so a missing segment's number is never reused.
+    pub fn start_new_segment_after(&self, segment: u32) {
+        self.segment_floor.fetch_max(segment, Ordering::SeqCst);
+        self.start_new_segment();
+    }
+
     /// Appends `values` in order and makes them durable; returns one pointer per value.
     pub fn append(&self, values: &[&[u8]]) -> Result<Vec<Pointer>, Error> {
         if values.is_empty() {
             return Ok(Vec::new());
         }
         let mut guard = self.tail.lock().unwrap_or_else(|p| p.into_inner());
-        if self.new_segment_next.swap(false, Ordering::SeqCst) {
+        // After a failed write (a full disk, a failed fsync) the next append goes to a new
+        // segment: the failed one's torn bytes only end it, and ingest resumes without a
+        // reopen.
+        let broken = guard.as_ref().is_some_and(|t| t.broken);
+        if self.new_segment_next.swap(false, Ordering::SeqCst) || broken {
             let last = self.last_segment()?.unwrap_or(0);
+            let last = last.max(self.segment_floor.load(Ordering::SeqCst));
             *guard = Some(self.open_tail(next_segment(last)?)?);
         } else if guard.is_none() {
             let segment = self.last_segment()?.unwrap_or(0);
@@ -302,7 +318,11 @@ impl ValueLog {
             .write_all(buf)
             .and_then(|()| tail.file.sync_data());
         if let Err(e) = written {
-            tail.broken = true;
+            // Broken only when bytes of the failed write may be in the file: then they
+            // end the segment. A write that left nothing (a full disk refusing the first
+            // byte) keeps it, so a long pause does not open a segment per retry.
+            let len = tail.file.metadata().map(|m| m.len()).ok();
+            tail.broken = len != Some(tail.end);
             return Err(io_err("value log write", &path)(e));
         }
         tail.end += buf.len() as u64;

@@ -537,7 +537,11 @@ pub fn describe_attestation(v: &Verified) -> Vec<String> {
     }
 }
 
-/// The first JSON path where `a` and `b` differ, with both values.
+/// Report fields that are the replayer's words for people, not what it decided: a newer
+/// replayer may word or cite a round differently, and an old bundle still verifies.
+const WORDING_KEYS: [&str; 2] = ["explanation", "clause"];
+
+/// The first JSON path where `a` and `b` differ, with both values; wording is skipped.
 fn first_difference(
     path: &str,
     a: &serde_json::Value,
@@ -547,7 +551,10 @@ fn first_difference(
     match (a, b) {
         (Value::Object(x), Value::Object(y)) => {
             let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();
-            for k in keys {
+            for k in keys
+                .into_iter()
+                .filter(|k| !WORDING_KEYS.contains(&k.as_str()))
+            {
                 let (va, vb) = (
                     x.get(k).unwrap_or(&Value::Null),
                     y.get(k).unwrap_or(&Value::Null),
@@ -580,5 +587,27 @@ fn first_difference(
             a.to_string(),
             b.to_string(),
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::first_difference;
+    use serde_json::json;
+
+    #[test]
+    fn wording_may_differ_money_may_not() {
+        let old = json!({"verdict": "disputed", "lines": [
+            {"net": 1500, "clause": "TCP3 4.4, TCP3 4.9.1", "explanation": "OnePair wins"}]});
+        let reworded = json!({"verdict": "disputed", "lines": [
+            {"net": 1500, "clause": "TCP3 4.4, RN8", "explanation": "a pair wins"}]});
+        assert_eq!(first_difference("", &old, &reworded), None);
+        let paid_more = json!({"verdict": "disputed", "lines": [
+            {"net": 1600, "clause": "TCP3 4.4, TCP3 4.9.1", "explanation": "OnePair wins"}]});
+        let (path, bundle, replay) = first_difference("", &old, &paid_more).expect("differs");
+        assert_eq!(
+            (path.as_str(), bundle.as_str(), replay.as_str()),
+            ("/lines/0/net", "1500", "1600")
+        );
     }
 }

@@ -235,7 +235,13 @@ pub fn pass(
 ) -> Result<(Vec<FeedItem>, bool), ReadError> {
     let mut out = PassOut::default();
     let mut more = false;
-    for head in ledger.heads() {
+    let fenced = ledger.fenced();
+    // A fenced table is damaged (`ledger::fence`): left as indexed, so the others go on.
+    for head in ledger
+        .heads()
+        .into_iter()
+        .filter(|h| !fenced.contains_key(&h.table))
+    {
         if !tail.tables.contains_key(&head.table) {
             let t = load_table(ledger, model, &head, &mut tail.events_read)?;
             tail.tables.insert(head.table.clone(), t);
@@ -258,7 +264,9 @@ pub fn pass(
             }
             let to = head.seq.0.min(t.cur.next_seq + INDEX_CHUNK_EVENTS - 1);
             for stored in ledger.events(&head.table, t.cur.next_seq..=to) {
-                let stored = stored?;
+                // A record that does not read fences its table; this pass is not kept,
+                // and the next one leaves the table out.
+                let stored = stored.map_err(|e| ledger.fence_after_read_error(&head.table, e))?;
                 out.events += 1;
                 index_event(&head.table, t, delta, &stored, &mut out.reports);
             }

@@ -1077,6 +1077,8 @@ impl RoundState {
             }
         }
 
+        self.check_dealer_up_card(config, &deal);
+
         // Exposed cards (§5.8.2, §5.12, §5.16; SSP4 §5.4).
         let dealer_face_up_allowed = usize::from(rs != RuleSet::Tcp3);
         let mut exposed: Vec<(Seq, CardTarget, Card, bool)> = std::mem::take(&mut self.exposures);
@@ -1139,6 +1141,43 @@ impl RoundState {
             }
         }
         self.deal = deal;
+    }
+
+    /// CSP6 §3.10 (MLP3 the same) and SSP4 §3.7: the last card dealt to the dealer is the
+    /// face-up one. A shuffler's set may have any card up (CSP6 §3.11.2). A dealer card
+    /// exposed while dealt becomes the face-up card instead (§5.16): not checked then.
+    fn check_dealer_up_card(&mut self, config: &TableConfig, deal: &[Dealt]) {
+        let rs = config.rule_set;
+        let applies = match rs {
+            RuleSet::Csp6 | RuleSet::Mlp3 => config.dealing == DealingMode::ManualShoe,
+            RuleSet::Ssp4 => true,
+            RuleSet::Cs51 | RuleSet::Tcp3 => false,
+        };
+        if !applies || self.exposures.iter().any(|e| e.1 == CardTarget::Dealer) {
+            return;
+        }
+        let dealer: Vec<&Dealt> = deal.iter().filter(|d| d.to == CardTarget::Dealer).collect();
+        let Some(last) = dealer.last() else {
+            return;
+        };
+        let clause = clause_of(rs, FindingKind::DealerUpCardNotLast);
+        let (at, why) = match dealer.iter().position(|d| d.face_up) {
+            Some(i) if dealer[i].seq != last.seq => (
+                dealer[i].seq,
+                format!(
+                    "the dealer's card {} (card {} of {}) was dealt face up; §{clause} turns up the last",
+                    dealer[i].card,
+                    i + 1,
+                    dealer.len()
+                ),
+            ),
+            Some(_) => return,
+            None => (
+                last.seq,
+                format!("none of the dealer's cards was dealt face up; §{clause} turns up the last"),
+            ),
+        };
+        self.find(FindingKind::DealerUpCardNotLast, vec![at], None, why);
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -152,6 +152,8 @@ struct Script {
     reveal_raw: Option<Vec<Card>>,
     /// Commit to the deck but never reveal it.
     no_reveal: bool,
+    /// Which of the dealer's cards (1-based) is dealt face up; the last when `None`.
+    dealer_up: Option<usize>,
 }
 
 fn script(
@@ -194,6 +196,7 @@ fn script(
         reveal: None,
         reveal_raw: None,
         no_reveal: false,
+        dealer_up: None,
     }
 }
 
@@ -287,7 +290,7 @@ impl Script {
                 CardTarget::Box(_) => self.rs == RuleSet::Cs51,
                 CardTarget::Dealer => {
                     dealer_i += 1;
-                    self.rs != RuleSet::Tcp3 && dealer_i == n_dealer
+                    self.rs != RuleSet::Tcp3 && dealer_i == self.dealer_up.unwrap_or(n_dealer)
                 }
                 CardTarget::Burn => false,
             };
@@ -845,6 +848,24 @@ fn scenarios() -> Vec<(String, Chain, Vec<&'static str>)> {
         "csp6_deal_order_shuffler",
         vec![(config(RuleSet::Csp6, DealingMode::Shuffler, 0), vec![s])],
         vec!["CSP6-3.11-deal-order-wrong"],
+    );
+
+    // 3.10: the dealer's last card is the face-up one (a shuffler's set: any, 3.11.2).
+    let mut s = base_csp6();
+    s.dealer_up = Some(2);
+    add(
+        "csp6_dealer_up_card_not_last",
+        vec![(cfg(), vec![s])],
+        vec!["CSP6-3.10-dealer-up-card-not-last"],
+    );
+    let mut s = base_csp6();
+    s.dealing = DealingMode::Shuffler;
+    s.burn = None;
+    s.dealer_up = Some(1);
+    add(
+        "clean_csp6_shuffler_dealer_up_card_first",
+        vec![(config(RuleSet::Csp6, DealingMode::Shuffler, 0), vec![s])],
+        vec![],
     );
 
     // 5.8.7 dealer card count (void); 5.15 player card count (invalidated).

@@ -2,7 +2,8 @@
 //! sets of ../shared/seeds (CSP6, MLP3, SSP4, CS51, TCP3).
 //!
 //! Invariants:
-//! - Pure: no I/O, no clock, no async, no randomness. `settle` is a function of its input.
+//! - Pure: no I/O, no clock, no async, no randomness. `settle` is a function of its input;
+//!   `edge`'s Monte Carlo draws from a fixed generator, a function of its seed.
 //! - Money is integer minor units; percentages of a jackpot round down (RULES-NOTES 3).
 //! - One settlement code path (`settle`), driven by one `RuleTable` of data per rule set
 //!   (pay tables, qualifier, fold eligibility, caps, clause numbers), which a table's
@@ -14,6 +15,7 @@
 //! It must never: read the clock, do I/O, or panic on input (bad input is a `SettleError`
 //! naming the field).
 
+pub mod edge;
 mod eval;
 mod settle;
 mod table;

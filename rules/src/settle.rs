@@ -533,13 +533,23 @@ impl Ctx<'_> {
             ),
             None => String::new(),
         };
-        let (fold_clause, folded) = match b.decision {
+        let (fold_clause, decided_fold) = match b.decision {
             Some(Choice::Play) => ("", false),
             Some(Choice::Fold) => (c.fold, true),
             Some(Choice::WalkAway) => (c.walk_away, true),
             Some(Choice::RefuseToReveal) => (c.refuse_to_reveal, true),
             // An Ante with no decision: the player walked away with it pending (§5.5).
             None => (c.walk_away, has_ante),
+        };
+        // Only a player with an Ante decides (§3.12). TCP3 §3.14: the dealer reveals a
+        // Pair Plus only box, so a fold recorded on it does not apply (RN17).
+        let folded = decided_fold && has_ante;
+        let fold_ignored = match decided_fold && !has_ante {
+            true => format!(
+                " (no Ante: the recorded fold does not apply, {})",
+                self.cite("3.14")
+            ),
+            false => String::new(),
         };
 
         // Ante and BET/Play.
@@ -647,8 +657,8 @@ impl Ctx<'_> {
                                 win,
                                 clause,
                                 format!(
-                                    "{:?} wins {how} on the {}{main_note}",
-                                    hand.class(),
+                                    "{} wins {how} on the {}{main_note}",
+                                    hand.class().words(),
                                     main_line.name()
                                 ),
                             ));
@@ -661,9 +671,9 @@ impl Ctx<'_> {
                                 -ante,
                                 self.cite(c.player_loses),
                                 format!(
-                                    "dealer's {:?} beats the player's {:?}: Ante lost{note}",
-                                    dealer.class(),
-                                    hand.class()
+                                    "the dealer's hand ({}) beats the player's ({}): Ante lost{note}",
+                                    dealer.class().words(),
+                                    hand.class().words()
                                 ),
                             ));
                             lines.push(line(
@@ -708,8 +718,8 @@ impl Ctx<'_> {
                         win,
                         self.cite("3.16, 4.3"),
                         format!(
-                            "Ante Bonus: {:?} pays {} on the Ante",
-                            hand.class(),
+                            "Ante Bonus: {} pays {} on the Ante",
+                            hand.class().words(),
                             pays_text(row.pays)
                         ),
                     ));
@@ -729,7 +739,7 @@ impl Ctx<'_> {
         // TCP3 Pair Plus (§3.12.1, §3.14, §3.16, §4.2).
         let (pp, pp_placed) = self.stake(b, BetKind::PairPlus);
         if pp.0 > 0 {
-            let note = excess_note(pp_placed, pp);
+            let note = excess_note(pp_placed, pp) + &fold_ignored;
             if folded && rt.fold_loses_pair_plus {
                 lines.push(line(
                     PayLine::PairPlus,
@@ -747,8 +757,8 @@ impl Ctx<'_> {
                     award_win(row.pays, pp),
                     self.cite("3.16, 4.2"),
                     format!(
-                        "Pair Plus: {:?} pays {}{note}",
-                        hand.class(),
+                        "Pair Plus: {} pays {}{note}",
+                        hand.class().words(),
                         pays_text(row.pays)
                     ),
                 ));
@@ -759,7 +769,7 @@ impl Ctx<'_> {
                     Outcome::Lose,
                     -pp,
                     self.cite("3.16, 4.2"),
-                    format!("Pair Plus: {:?} does not pay{note}", hand.class()),
+                    format!("Pair Plus: {} does not pay{note}", hand.class().words()),
                 ));
             }
         }
@@ -845,7 +855,7 @@ impl Ctx<'_> {
                     awards.push(Award {
                         pays: row.pays,
                         clause: self.cite(c.jackpot_pays),
-                        what: format!("{whose} {class:?}"),
+                        what: format!("{whose} hand, {}", class.words()),
                         hand: Some(class),
                     });
                 }

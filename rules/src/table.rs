@@ -351,7 +351,8 @@ pub fn rule_table(rule_set: RuleSet) -> RuleTable {
                 refuse_to_reveal: "4.5",
                 void: "5.21",
                 wrong_card_count: "5.15",
-                several_major_winners: "4.9.1",
+                // 4.9.1 orders winners across tables; at one table, deal order (RN8).
+                several_major_winners: "RULES-NOTES 8",
             },
         },
     }

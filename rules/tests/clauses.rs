@@ -386,6 +386,48 @@ fn tcp3_queen_high_qualifies_and_3_14_pair_plus_only_box_makes_no_decision() {
     assert_eq!(net(&s, 1, PayLine::Play), 0);
 }
 
+/// TCP3 §3.12 gives the fold to a player with an Ante; §3.14 has the dealer reveal a
+/// Pair Plus only box. A fold recorded on one is not applied (RN17).
+#[test]
+fn tcp3_3_14_a_fold_on_a_pair_plus_only_box_does_not_apply() {
+    let s = settle(
+        json!({"game": "TCP3", "dealer": ["Qc", "8d", "5h"], "boxes": [
+        {"box": 1, "cards": ["9c", "9d", "2c"], "decision": "fold", "bets": {"pair_plus": 500}}]}),
+    );
+    assert_eq!(
+        net(&s, 1, PayLine::PairPlus),
+        500,
+        "a pair pays 1 to 1 (§4.2)"
+    );
+    let line = &s.boxes[0].lines[0];
+    assert!(
+        line.explanation
+            .contains("the recorded fold does not apply, TCP3 3.14"),
+        "{}",
+        line.explanation
+    );
+    // With an Ante the fold stands and loses the Pair Plus too (§3.12.1).
+    let s = settle(
+        json!({"game": "TCP3", "dealer": ["Qc", "8d", "5h"], "boxes": [
+        {"box": 1, "cards": ["9c", "9d", "2c"], "decision": "fold", "bets": {"ante": 1000, "pair_plus": 500}}]}),
+    );
+    assert_eq!(net(&s, 1, PayLine::PairPlus), -500);
+    assert_eq!(net(&s, 1, PayLine::Ante), -1000);
+}
+
+/// TCP3 4.9.1 orders winners across tables; one table's winners are paid in deal order
+/// (RN8), and a single table's jackpot line cites that, not 4.9.1.
+#[test]
+fn tcp3_one_tables_jackpot_cites_deal_order_not_4_9_1() {
+    let s = settle(
+        json!({"game": "TCP3", "dealer": ["Jc", "8d", "5h"], "pool": 2000000, "reset": 500000, "boxes": [
+        {"box": 1, "cards": ["As", "Ks", "Qs"], "decision": "play", "bets": {"ante": 1000, "play": 1000, "progressive": 100}}]}),
+    );
+    let c = clause(&s, 1, PayLine::Progressive);
+    assert!(!c.contains("4.9.1"), "{c}");
+    assert!(c.contains("4.4"), "{c}");
+}
+
 #[test]
 fn tcp3_4_8_a_pair_plus_only_box_gives_no_envy_bonus() {
     let s = settle(

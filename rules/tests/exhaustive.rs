@@ -217,3 +217,49 @@ fn tcp3_4_2_pair_plus_returns_minus_1232_over_22100() {
     assert_eq!(hands, 22_100);
     assert_eq!(total, -1_232);
 }
+
+/// TCP3 Ante and Play with the Q-6-4 strategy, over all 407,170,400 deals through the
+/// engine: the house edge is 3.37% of the Ante (the published figure for the 1/4/5 Ante
+/// Bonus). The exact sum is pinned: any change to the pay tables or qualifier moves it.
+#[test]
+fn tcp3_ante_play_edge_over_every_deal() {
+    let fig = rules::edge::tcp3_ante_play_exact();
+    assert_eq!(fig.rounds, 407_170_400);
+    eprintln!(
+        "TCP3 Ante/Play: net {} minor units, edge {} ppm",
+        fig.net_minor,
+        fig.edge_ppm()
+    );
+    assert_eq!(fig.net_minor, -1_373_378_000, "3.3729% of the Ante");
+    assert!(
+        (33_000..34_500).contains(&fig.edge_ppm()),
+        "{}",
+        fig.edge_ppm()
+    );
+    let pp = rules::edge::tcp3_pair_plus_exact();
+    assert_eq!(pp.rounds, 22_100);
+    assert_eq!(
+        pp.net_minor,
+        -1_232 * 100,
+        "the same -1,232 / 22,100 as above"
+    );
+}
+
+/// The five-card games' Monte Carlo: seeded, so the same seed gives the same figure, and
+/// the main game's edge is in the range the literature gives for this strategy (5-6%).
+#[test]
+fn stud_edges_by_monte_carlo_are_seeded_and_plausible() {
+    let a = rules::edge::stud_monte_carlo(RuleSet::Csp6, 20_000, 7);
+    let b = rules::edge::stud_monte_carlo(RuleSet::Csp6, 20_000, 7);
+    assert_eq!(a, b, "a function of its seed");
+    let fig = &a[0];
+    let (edge, se) = (fig.edge_ppm(), fig.std_error_ppm() as i64);
+    eprintln!("CSP6 main game: edge {edge} ppm, standard error {se} ppm");
+    assert!(se > 0 && se < 30_000, "{se}");
+    assert!(
+        (52_000 - 4 * se..=56_000 + 4 * se).contains(&edge),
+        "{edge} +- {se}"
+    );
+    let cs51 = rules::edge::stud_monte_carlo(RuleSet::Cs51, 20_000, 7);
+    assert_eq!(cs51.len(), 2, "main game and 5+1 Bonus");
+}

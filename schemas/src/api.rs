@@ -86,6 +86,10 @@ pub struct TableInfo {
     pub disputed: u64,
     pub irregular: u64,
     pub void: u64,
+    /// Why the table is fenced as damaged (`check: detail`), when it is: its new events
+    /// are kept as `table_fenced` quarantine entries until it is unfenced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fenced: Option<String>,
 }
 
 /// One round in a list: enough to find it and to know whether to open it.
@@ -288,6 +292,10 @@ pub struct ChainStatus {
     pub attested_through: Option<Seq>,
     /// The table's first gap: events held beyond it until the missing ones arrive.
     pub gap: Option<GapView>,
+    /// Why the table is fenced as damaged (`check: detail`), when it is (then `ok` is
+    /// false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fenced: Option<String>,
 }
 
 /// Events missing from a table's chain while later ones are held (never skipped).
@@ -603,6 +611,12 @@ pub enum AlertKind {
     AttestationStalled,
     /// Refusals past a quarantine bound: counted, not stored; their bytes stay in the stream.
     QuarantineBound,
+    /// A table fenced as damaged: its new events are quarantined as `table_fenced`.
+    TableFenced,
+    /// Ingest stopped acknowledging on a write error (a full disk): it retries by itself.
+    IngestPaused,
+    /// Writes succeed again after `IngestPaused`: ingest goes on.
+    IngestResumed,
 }
 
 impl AlertKind {
@@ -613,6 +627,9 @@ impl AlertKind {
             AlertKind::RefusedPublisher => "refused_publisher",
             AlertKind::AttestationStalled => "attestation_stalled",
             AlertKind::QuarantineBound => "quarantine_bound",
+            AlertKind::TableFenced => "table_fenced",
+            AlertKind::IngestPaused => "ingest_paused",
+            AlertKind::IngestResumed => "ingest_resumed",
         }
     }
 }
@@ -693,4 +710,23 @@ pub struct DayView {
     /// The seal's digest: its name.
     pub digest: Hash32,
     pub seal: crate::seal::DaySeal,
+}
+
+/// `GET /ready`: whether the server can do its work now. 200 with `ready: true`, else 503
+/// naming each check that failed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct Readiness {
+    pub ready: bool,
+    /// Empty when ready.
+    pub failed: Vec<NotReady>,
+}
+
+/// One readiness check that failed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct NotReady {
+    /// `nats`, `flush`, `journal:audit` or `journal:cases`.
+    pub check: String,
+    pub detail: String,
 }

@@ -250,6 +250,26 @@ pub enum HandClass {
     MiniRoyalSpades,
 }
 
+impl HandClass {
+    /// The hand's name as a dealer says it: "three of a kind", "a flush".
+    pub fn words(self) -> &'static str {
+        match self {
+            HandClass::HighCard => "a high card",
+            HandClass::OnePair => "a pair",
+            HandClass::TwoPairs => "two pairs",
+            HandClass::ThreeOfAKind => "three of a kind",
+            HandClass::Straight => "a straight",
+            HandClass::Flush => "a flush",
+            HandClass::FullHouse => "a full house",
+            HandClass::FourOfAKind => "four of a kind",
+            HandClass::StraightFlush => "a straight flush",
+            HandClass::RoyalFlush => "a royal flush",
+            HandClass::MiniRoyal => "a mini royal (A-K-Q suited)",
+            HandClass::MiniRoyalSpades => "a mini royal of spades",
+        }
+    }
+}
+
 /// How a pay table row pays (RULES-NOTES 2).
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(

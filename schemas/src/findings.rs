@@ -100,10 +100,13 @@ pub enum FindingKind {
     PayoutDiffers,
     /// The jackpot controller showed a value that differs from the recomputed pool (RN7).
     JackpotShownDiffers,
+    /// The dealer's face-up card is not the last card dealt to the dealer (CSP6 §3.10,
+    /// SSP4 §3.7), and no card of the dealer's was exposed (§5.16 makes that one face up).
+    DealerUpCardNotLast,
 }
 
 impl FindingKind {
-    pub const ALL: [FindingKind; 37] = [
+    pub const ALL: [FindingKind; 38] = [
         FindingKind::BetAfterNoMoreBets,
         FindingKind::BetWithdrawnAfterNoMoreBets,
         FindingKind::BetNotRequiredMultiple,
@@ -141,6 +144,7 @@ impl FindingKind {
         FindingKind::SettlementImpossible,
         FindingKind::PayoutDiffers,
         FindingKind::JackpotShownDiffers,
+        FindingKind::DealerUpCardNotLast,
     ];
 
     /// How serious the kind is: Critical when money or the record is wrong or the round is
@@ -180,7 +184,8 @@ impl FindingKind {
             | ExaminationRulingMissing
             | RoundVoid
             | RoundNeverClosed
-            | EventAfterRoundClosed => Severity::Warning,
+            | EventAfterRoundClosed
+            | DealerUpCardNotLast => Severity::Warning,
             DealerCardExposed
             | ShuffleCommitmentNotRevealed
             | TechnicalInterruptionOutcomeEstablished
@@ -422,6 +427,10 @@ pub const TABLE: &[FindingCode] = rows! {
     Tcp3 SettlementImpossible "5.23" "TCP3-5.23-settlement-impossible" "";
     Tcp3 PayoutDiffers "4.1" "TCP3-4.1-payout-differs" "";
     Tcp3 JackpotShownDiffers "4.9.1" "TCP3-4.9.1-jackpot-shown-differs" "RN7, RN9";
+    // ---- Appended ----------------------------------------------------------------------
+    Csp6 DealerUpCardNotLast "3.10" "CSP6-3.10-dealer-up-card-not-last" "manual shoe; a shuffler's set may have any card up (3.11.2)";
+    Mlp3 DealerUpCardNotLast "3.10" "MLP3-3.10-dealer-up-card-not-last" "manual shoe; a shuffler's set may have any card up (3.11.2)";
+    Ssp4 DealerUpCardNotLast "3.7" "SSP4-3.7-dealer-up-card-not-last" "every dealing mode";
 };
 
 #[cfg(test)]

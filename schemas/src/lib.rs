@@ -23,6 +23,7 @@ pub mod export;
 pub mod findings;
 pub mod ids;
 pub mod journal;
+pub mod metrics;
 pub mod parallel;
 pub mod provenance;
 pub mod report;

@@ -272,17 +272,19 @@ impl Publisher {
             republish_rounds: 0,
             lost_since: None,
             head_moved_at: tokio::time::Instant::now(),
-            backoff: RepublishBackoff::new(
+            backoff: RepublishBackoff::for_table(
                 options
                     .durable
                     .as_ref()
                     .map_or(Duration::ZERO, |d| d.republish_after),
+                table,
             ),
-            stall_backoff: RepublishBackoff::new(
+            stall_backoff: RepublishBackoff::for_table(
                 options
                     .durable
                     .as_ref()
                     .map_or(Duration::ZERO, |d| d.republish_after),
+                table,
             ),
         }
     }
@@ -443,26 +445,73 @@ const REPUBLISH_BACKOFF_MAX: u32 = 8;
 struct RepublishBackoff {
     base: Duration,
     wait: Duration,
+    /// Spreads the waits of many devices (`jittered`): from the table id, so a run stays
+    /// deterministic for a seed.
+    jitter_seed: u64,
+    /// Republishes so far: each draws its own jitter.
+    republishes: u64,
 }
+
+/// The most jitter added to a republish wait, in percent of the wait.
+const REPUBLISH_JITTER_PERCENT_MAX: u64 = 25;
 
 impl RepublishBackoff {
     fn new(base: Duration) -> RepublishBackoff {
-        RepublishBackoff { base, wait: base }
+        RepublishBackoff {
+            base,
+            wait: base,
+            jitter_seed: 0,
+            republishes: 0,
+        }
     }
 
+    /// `new`, with the jitter of `table`: devices that lost the same ledger do not all
+    /// republish at the same moment when it comes back.
+    fn for_table(base: Duration, table: &TableId) -> RepublishBackoff {
+        // FNV-1a over the id, spread by `splitmix64` when drawn.
+        let seed = table
+            .as_str()
+            .bytes()
+            .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+            });
+        RepublishBackoff {
+            jitter_seed: seed,
+            ..RepublishBackoff::new(base)
+        }
+    }
+
+    #[cfg(test)]
     fn wait(&self) -> Duration {
         self.wait
+    }
+
+    /// `wait` plus up to `REPUBLISH_JITTER_PERCENT_MAX` percent, the same until the next
+    /// republish.
+    fn jittered(&self) -> Duration {
+        let draw = splitmix64(self.jitter_seed ^ self.republishes) % 1_000;
+        let percent_milli = draw * REPUBLISH_JITTER_PERCENT_MAX;
+        self.wait + self.wait.mul_f64(percent_milli as f64 / 100_000.0)
     }
 
     /// A republish went out: the next waits twice as long, within the bound.
     fn republished(&mut self) {
         self.wait = (self.wait * 2).min(self.base * REPUBLISH_BACKOFF_MAX);
+        self.republishes = self.republishes.wrapping_add(1);
     }
 
     /// The stream acknowledged a publish: it takes messages again.
     fn acked(&mut self) {
         self.wait = self.base;
     }
+}
+
+/// One step of splitmix64: a well-spread 64-bit value from `x`.
+fn splitmix64(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 /// What a publish was of: an event the outbox keeps, or a signed checkpoint (not kept:
@@ -522,7 +571,7 @@ impl Publisher {
         // A publish failed a while ago: the ledger holds what followed it behind a gap
         // until the outbox fills it, so republish now rather than at the end of the run.
         let overdue = match (&self.outbox, self.lost_since) {
-            (Some(_), Some(t)) => t.elapsed() >= self.backoff.wait(),
+            (Some(_), Some(t)) => t.elapsed() >= self.backoff.jittered(),
             _ => false,
         };
         if overdue {
@@ -536,7 +585,7 @@ impl Publisher {
         // ledger holds what followed behind the gap, at most `PENDING_PER_TABLE_MAX` per
         // table. Republish what is pending now, not at the end of the run (found in
         // review: a device running for hours left the gap open until then).
-        if self.outbox.is_some() && self.head_moved_at.elapsed() >= self.stall_backoff.wait() {
+        if self.outbox.is_some() && self.head_moved_at.elapsed() >= self.stall_backoff.jittered() {
             self.head_moved_at = tokio::time::Instant::now();
             self.stall_backoff.republished();
             self.republish(|_| true).await?;
@@ -649,7 +698,12 @@ impl Publisher {
                     waited: bounds.wait_max,
                 });
             }
-            let moved = tokio::time::timeout(self.backoff.wait(), self.durable.changed()).await;
+            // The stall backoff, which only the ledger's head resets: the stream acks
+            // every republish, so a wait reset by acks resent the whole outbox every
+            // `republish_after` while the ledger took none of it (a fenced table, a
+            // paused ingest).
+            let wait = self.stall_backoff.jittered();
+            let moved = tokio::time::timeout(wait, self.durable.changed()).await;
             match moved {
                 Ok(Ok(())) => continue,
                 Ok(Err(_)) => {
@@ -659,7 +713,7 @@ impl Publisher {
                     attempt += 1;
                     self.lost_since = None;
                     self.failed.clear();
-                    self.backoff.republished();
+                    self.stall_backoff.republished();
                     self.republish(|_| true).await?;
                     self.drain().await?;
                 }
@@ -853,5 +907,25 @@ mod tests {
         assert_eq!(b.wait(), base);
         b.republished();
         assert_eq!(b.wait(), base * 2);
+    }
+
+    #[test]
+    fn the_jitter_is_bounded_spread_and_the_same_for_a_table() {
+        let base = Duration::from_millis(1_000);
+        let table = |t: &str| TableId::new(t).expect("id");
+        let mut waits = BTreeSet::new();
+        for t in ["T-1", "T-2", "T-3", "T-4", "T-5", "T-6"] {
+            let b = RepublishBackoff::for_table(base, &table(t));
+            let w = b.jittered();
+            assert!(w >= base && w <= base + base / 4, "{w:?}");
+            assert_eq!(w, RepublishBackoff::for_table(base, &table(t)).jittered());
+            waits.insert(w);
+        }
+        assert!(waits.len() > 1, "devices spread: {waits:?}");
+        let mut b = RepublishBackoff::for_table(base, &table("T-1"));
+        for _ in 0..10 {
+            b.republished();
+            assert!(b.jittered() <= base * REPUBLISH_BACKOFF_MAX * 5 / 4);
+        }
     }
 }

@@ -1,0 +1,105 @@
+//! A `Store` around a real one that fails writes on demand: the disk-full and failed-fsync
+//! faults of tests and drills, without filling a disk.
+//!
+//! A failed commit writes nothing (it fails before the inner store sees it), as a value-log
+//! write refused for space does. A failed flush fails after the commit it follows was
+//! applied, so the ledger's state is ahead of what is durable until a flush succeeds.
+
+use crate::store::{KeyIter, KvIter, Op, SledStore, Space, Store, UnreferencedIter};
+use crate::Error;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Which writes fail now, and how many have failed. Shared with the test that drives it.
+#[derive(Debug, Default)]
+pub struct FaultSwitch {
+    /// Commits fail (nothing written).
+    pub fail_commits: AtomicBool,
+    /// Flushes fail (what was committed is not yet durable).
+    pub fail_flushes: AtomicBool,
+    /// Writes failed so far.
+    pub failed: AtomicU64,
+    /// Commits that went through.
+    pub commits: AtomicU64,
+}
+
+impl FaultSwitch {
+    /// Makes commits and flushes fail (`on`) or succeed again.
+    pub fn set_full(&self, on: bool) {
+        self.fail_commits.store(on, Ordering::SeqCst);
+        self.fail_flushes.store(on, Ordering::SeqCst);
+    }
+
+    fn fail(&self, flag: &AtomicBool, op: &'static str) -> Result<(), Error> {
+        if !flag.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        self.failed.fetch_add(1, Ordering::SeqCst);
+        Err(Error::Store {
+            op,
+            detail: "injected fault: No space left on device (os error 28)".to_string(),
+        })
+    }
+}
+
+/// A store whose writes fail while its `FaultSwitch` says so.
+pub struct FaultyStore {
+    inner: Box<dyn Store>,
+    switch: Arc<FaultSwitch>,
+}
+
+impl FaultyStore {
+    /// Wraps a `SledStore` opened in `path`.
+    pub fn open(path: &Path) -> Result<(FaultyStore, Arc<FaultSwitch>), Error> {
+        let switch = Arc::new(FaultSwitch::default());
+        let inner = Box::new(SledStore::open(path)?);
+        let store = FaultyStore {
+            inner,
+            switch: switch.clone(),
+        };
+        Ok((store, switch))
+    }
+}
+
+impl Store for FaultyStore {
+    fn get(&self, space: Space, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+        self.inner.get(space, key)
+    }
+    fn range<'a>(&'a self, space: Space, from: &[u8], to: Option<&[u8]>) -> KvIter<'a> {
+        self.inner.range(space, from, to)
+    }
+    fn range_back<'a>(&'a self, space: Space) -> KvIter<'a> {
+        self.inner.range_back(space)
+    }
+    fn keys<'a>(&'a self, space: Space, from: &[u8], to: Option<&[u8]>) -> KeyIter<'a> {
+        self.inner.keys(space, from, to)
+    }
+    fn last_key_at_or_before(
+        &self,
+        space: Space,
+        prefix: &[u8],
+        at: &[u8],
+    ) -> Result<Option<Vec<u8>>, Error> {
+        self.inner.last_key_at_or_before(space, prefix, at)
+    }
+    fn commit(&self, ops: Vec<Op>) -> Result<(), Error> {
+        self.switch.fail(&self.switch.fail_commits, "commit")?;
+        self.inner.commit(ops)?;
+        self.switch.commits.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+    fn flush(&self) -> Result<(), Error> {
+        self.switch.fail(&self.switch.fail_flushes, "flush")?;
+        self.inner.flush()
+    }
+    fn unreferenced(&self) -> Result<UnreferencedIter<'_>, Error> {
+        self.inner.unreferenced()
+    }
+    fn recovery_started(&self) -> Result<(), Error> {
+        self.inner.recovery_started()
+    }
+    fn recovery_done(&self) -> Result<(), Error> {
+        self.inner.recovery_done()
+    }
+}

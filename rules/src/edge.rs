@@ -1,0 +1,300 @@
+//! House edges per bet kind, for theoretical win (handle x edge). Every figure settles
+//! rounds through `settle`, so it uses the engine's pay tables and clauses.
+//!
+//! - TCP3 Ante/Play (Q-6-4 strategy) and Pair Plus: exhaustive over every deal.
+//! - The five-card games: a seeded Monte Carlo, with the standard error of its mean. The
+//!   draws come from a fixed generator, so a figure is a function of its seed.
+//!
+//! An edge is the player's expected loss per unit of the bet it is relative to: the Ante
+//! for the main game (BET/Play included), the side bet's own stake otherwise. Progressive
+//! bets are left out: their edge depends on the pool.
+
+use crate::{eval3, eval5, settle};
+use schemas::settle::{BoxInput, RoundInput};
+use schemas::{BetKind, BoxNo, Card, Choice, Money, RuleSet};
+
+/// Stake of the bet an edge is relative to, minor units (a round number for exact sums).
+const UNIT_MINOR: i64 = 100;
+/// Most rounds one Monte Carlo run may settle.
+pub const MONTE_CARLO_ROUNDS_MAX: u64 = 1_000_000_000;
+
+/// One bet kind's house edge.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EdgeFigure {
+    pub rule_set: RuleSet,
+    /// "Ante and BET/Play", "Pair Plus", "5+1 Bonus".
+    pub bet: &'static str,
+    /// Deals settled: every deal once (exact) or the draws (Monte Carlo).
+    pub rounds: u64,
+    /// The player's net over all rounds, minor units, with `UNIT_MINOR` staked per round.
+    pub net_minor: i128,
+    /// Sum of each round's net squared (minor units squared), for the standard error.
+    pub net_squared: i128,
+    pub exact: bool,
+}
+
+impl EdgeFigure {
+    /// The house edge in parts per million of the unit staked (positive: the house wins).
+    pub fn edge_ppm(&self) -> i64 {
+        assert!(self.rounds > 0);
+        let per_million =
+            -self.net_minor * 1_000_000 / (i128::from(self.rounds) * i128::from(UNIT_MINOR));
+        per_million as i64
+    }
+
+    /// The standard error of `edge_ppm` (0 when exact). Statistics, not money: f64.
+    pub fn std_error_ppm(&self) -> u64 {
+        if self.exact || self.rounds < 2 {
+            return 0;
+        }
+        let n = self.rounds as f64;
+        let mean = self.net_minor as f64 / n;
+        let variance = (self.net_squared as f64 / n - mean * mean).max(0.0) * n / (n - 1.0);
+        let se_minor = (variance / n).sqrt();
+        (se_minor / UNIT_MINOR as f64 * 1_000_000.0).round() as u64
+    }
+}
+
+/// The 22,100 three-card hands, each with its card mask.
+fn three_card_hands() -> Vec<([Card; 3], u64)> {
+    let deck: Vec<Card> = Card::deck().collect();
+    let mut out = Vec::with_capacity(22_100);
+    for a in 0..52 {
+        for b in a + 1..52 {
+            for c in b + 1..52 {
+                let mask = (1u64 << a) | (1u64 << b) | (1u64 << c);
+                out.push(([deck[a], deck[b], deck[c]], mask));
+            }
+        }
+    }
+    assert_eq!(out.len(), 22_100);
+    out
+}
+
+/// A one-box round of `rs` with `bets` (kind, minor units).
+fn round(
+    rs: RuleSet,
+    dealer: &[Card],
+    cards: &[Card],
+    decision: Option<Choice>,
+    bets: &[(BetKind, i64)],
+) -> RoundInput {
+    RoundInput {
+        game: rs,
+        config: None,
+        dealer: dealer.to_vec(),
+        dealer_up: None,
+        pool: Money(0),
+        reset: Money(0),
+        credit_value: None,
+        magic_card: None,
+        lucky_box: None,
+        lucky_dealer: false,
+        void: false,
+        boxes: vec![BoxInput {
+            box_no: BoxNo(1),
+            cards: cards.to_vec(),
+            decision,
+            bets: bets.iter().copied().collect(),
+            invalidated: None,
+        }],
+    }
+}
+
+/// The box's net over the lines of `kinds`' pay lines, minor units.
+fn net_of(input: &RoundInput, lines: &[schemas::PayLine]) -> i64 {
+    let s = settle(input).unwrap_or_else(|e| panic!("an edge round settles: {e}"));
+    s.boxes[0]
+        .lines
+        .iter()
+        .filter(|l| lines.contains(&l.line))
+        .map(|l| l.net.0)
+        .sum()
+}
+
+const MAIN_LINES: [schemas::PayLine; 4] = [
+    schemas::PayLine::Ante,
+    schemas::PayLine::Bet,
+    schemas::PayLine::Play,
+    schemas::PayLine::AnteBonus,
+];
+
+/// TCP3 Ante and Play with the Q-6-4 strategy (play Q-6-4 or better, fold the rest), Ante
+/// Bonus included: every player hand against every dealer hand of the other 49 cards.
+/// Deals with the same two hand values settle alike, so one of each is settled and counted.
+pub fn tcp3_ante_play_exact() -> EdgeFigure {
+    let hands = three_card_hands();
+    let values: Vec<crate::Hand> = hands.iter().map(|(c, _)| eval3(c)).collect();
+    let mut distinct = values.clone();
+    distinct.sort();
+    distinct.dedup();
+    let n = distinct.len();
+    let index: Vec<usize> = values
+        .iter()
+        .map(|v| distinct.binary_search(v).expect("listed"))
+        .collect();
+    // counts[p * n + d]: deals with player value p and dealer value d; rep: one such deal.
+    let mut counts = vec![0u64; n * n];
+    let mut rep = vec![u32::MAX; n * n];
+    for (p, (_, pm)) in hands.iter().enumerate() {
+        for (d, (_, dm)) in hands.iter().enumerate() {
+            if pm & dm == 0 {
+                let k = index[p] * n + index[d];
+                counts[k] += 1;
+                if rep[k] == u32::MAX {
+                    rep[k] = (p * hands.len() + d) as u32;
+                }
+            }
+        }
+    }
+    let threshold = eval3(&[card("Qc"), card("6d"), card("4h")]);
+    let mut fig = figure(RuleSet::Tcp3, "Ante and Play (Q-6-4)", true);
+    for (k, &count) in counts.iter().enumerate().filter(|(_, c)| **c > 0) {
+        let (p, d) = (rep[k] as usize / hands.len(), rep[k] as usize % hands.len());
+        let play = values[p] >= threshold;
+        let (decision, bets) = match play {
+            true => (
+                Choice::Play,
+                vec![(BetKind::Ante, UNIT_MINOR), (BetKind::Play, UNIT_MINOR)],
+            ),
+            false => (Choice::Fold, vec![(BetKind::Ante, UNIT_MINOR)]),
+        };
+        let r = round(
+            RuleSet::Tcp3,
+            &hands[d].0,
+            &hands[p].0,
+            Some(decision),
+            &bets,
+        );
+        fig.add(net_of(&r, &MAIN_LINES), count);
+    }
+    assert_eq!(fig.rounds, 22_100 * 18_424, "every deal counted once");
+    fig
+}
+
+/// TCP3 Pair Plus alone: every player hand (the dealer's does not matter, §4.2).
+pub fn tcp3_pair_plus_exact() -> EdgeFigure {
+    let hands = three_card_hands();
+    let mut fig = figure(RuleSet::Tcp3, "Pair Plus", true);
+    for (cards, mask) in &hands {
+        // Any dealer hand of the other cards: Pair Plus pays on the player's alone.
+        let dealer = &hands
+            .iter()
+            .find(|(_, m)| m & mask == 0)
+            .expect("49 cards left")
+            .0;
+        let r = round(
+            RuleSet::Tcp3,
+            dealer,
+            cards,
+            None,
+            &[(BetKind::PairPlus, UNIT_MINOR)],
+        );
+        fig.add(net_of(&r, &[schemas::PayLine::PairPlus]), 1);
+    }
+    fig
+}
+
+fn card(s: &str) -> Card {
+    Card::parse(s).expect("a card")
+}
+
+fn figure(rule_set: RuleSet, bet: &'static str, exact: bool) -> EdgeFigure {
+    EdgeFigure {
+        rule_set,
+        bet,
+        rounds: 0,
+        net_minor: 0,
+        net_squared: 0,
+        exact,
+    }
+}
+
+impl EdgeFigure {
+    /// Counts `count` rounds that each netted `net_minor`.
+    fn add(&mut self, net_minor: i64, count: u64) {
+        let (net, count) = (i128::from(net_minor), i128::from(count));
+        self.net_minor += net * count;
+        self.net_squared += net * net * count;
+        self.rounds += count as u64;
+    }
+}
+
+/// splitmix64: a small, fixed generator, so a Monte Carlo figure depends only on its seed.
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// The first `n` cards of a shuffled deck (partial Fisher-Yates).
+    fn deal(&mut self, deck: &mut [Card; 52], n: usize) {
+        for i in 0..n {
+            let j = i + (self.next() % (52 - i) as u64) as usize;
+            deck.swap(i, j);
+        }
+    }
+}
+
+/// The five-card games' strategy: raise with a pair or better, or a high card of A-K-J-8-3
+/// or better (the usual basic strategy); fold the rest.
+fn stud_plays(cards: &[Card; 5], threshold: crate::Hand) -> bool {
+    eval5(cards) >= threshold
+}
+
+/// The main game (Ante and BET/Play) of a five-card game, and CS51's 5+1 Bonus, by Monte
+/// Carlo over `rounds` deals drawn from `seed`.
+pub fn stud_monte_carlo(rs: RuleSet, rounds: u64, seed: u64) -> Vec<EdgeFigure> {
+    assert!(rs != RuleSet::Tcp3, "TCP3 is exact: tcp3_ante_play_exact");
+    assert!(rounds > 0 && rounds <= MONTE_CARLO_ROUNDS_MAX);
+    let threshold = eval5(&["Ad", "Kc", "Jh", "8s", "3d"].map(card));
+    let main_kind = match rs {
+        RuleSet::Cs51 => BetKind::Play,
+        _ => BetKind::Bet,
+    };
+    let mut main = figure(rs, "Ante and BET/Play (raise A-K-J-8-3 or better)", false);
+    let mut bonus = figure(rs, "5+1 Bonus", false);
+    let mut rng = SplitMix(seed);
+    let mut deck: [Card; 52] = std::array::from_fn(|i| Card::deck().nth(i).expect("52 cards"));
+    for _ in 0..rounds {
+        rng.deal(&mut deck, 10);
+        let player: [Card; 5] = std::array::from_fn(|i| deck[i]);
+        let dealer = &deck[5..10];
+        let mut bets = vec![(BetKind::Ante, UNIT_MINOR)];
+        let decision = match stud_plays(&player, threshold) {
+            true => {
+                bets.push((main_kind, 2 * UNIT_MINOR));
+                Choice::Play
+            }
+            false => Choice::Fold,
+        };
+        if rs == RuleSet::Cs51 {
+            bets.push((BetKind::Bonus, UNIT_MINOR));
+        }
+        let r = round(rs, dealer, &player, Some(decision), &bets);
+        main.add(net_of(&r, &MAIN_LINES), 1);
+        if rs == RuleSet::Cs51 {
+            bonus.add(net_of(&r, &[schemas::PayLine::Bonus]), 1);
+        }
+    }
+    match rs {
+        RuleSet::Cs51 => vec![main, bonus],
+        _ => vec![main],
+    }
+}
+
+/// Every edge figure: TCP3 exactly, the others by Monte Carlo (`rounds`, `seed`).
+pub fn all_edges(rounds: u64, seed: u64) -> Vec<EdgeFigure> {
+    let mut out = Vec::new();
+    for rs in [RuleSet::Csp6, RuleSet::Mlp3, RuleSet::Ssp4, RuleSet::Cs51] {
+        out.extend(stud_monte_carlo(rs, rounds, seed));
+    }
+    out.push(tcp3_ante_play_exact());
+    out.push(tcp3_pair_plus_exact());
+    out
+}
