@@ -3,9 +3,8 @@
 //! ledger's sled database: the ledger holds what devices sent, and nothing the server adds
 //! may share its key spaces or its chains.
 //!
-//! Line format: `{"n":N,"prev":"<hex>","hash":"<hex>","entry":"<entry as a JSON string>"}`
-//! with `hash = BLAKE3("roundledger/journal/v1" || prev || entry bytes)`, `prev` of line 1 =
-//! 64 zeros. The entry is kept as a string so the hashed bytes are exactly the stored bytes.
+//! Line format and chain: `schemas::journal`, which `verify` reads them by too. The entry is
+//! kept as a string so the hashed bytes are exactly the stored bytes.
 //!
 //! Invariants: append-only by construction (this type has no update and no delete, and opens
 //! the file in append mode); each append is written and `sync_data`'d before it returns, so
@@ -18,16 +17,14 @@
 //! (`torn_tail_cut`); one `Journal` per file per process. Blocking: call it from `spawn_blocking` or a blocking thread.
 
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-/// Domain tag of journal line hashes.
-pub const JOURNAL_DOMAIN: &[u8] = b"roundledger/journal/v1";
-/// Longest entry accepted (bytes of its JSON).
-pub const JOURNAL_ENTRY_LEN_MAX: usize = 64 * 1024;
+use schemas::journal::{line_hash, JournalChain, JournalLine as Line};
+pub use schemas::journal::{JOURNAL_DOMAIN, JOURNAL_ENTRY_LEN_MAX};
 
 /// Why a journal could not be opened, read or appended to.
 #[derive(Debug, thiserror::Error)]
@@ -50,14 +47,6 @@ pub enum JournalError {
     Json(#[from] serde_json::Error),
     #[error("journal {path} takes no more entries: {detail}")]
     Broken { path: PathBuf, detail: String },
-}
-
-#[derive(Serialize, Deserialize)]
-struct Line {
-    n: u64,
-    prev: String,
-    hash: String,
-    entry: String,
 }
 
 struct Tail {
@@ -89,14 +78,6 @@ pub struct Journal {
     failing: Mutex<Option<String>>,
 }
 
-fn line_hash(prev: &[u8; 32], entry: &[u8]) -> [u8; 32] {
-    let mut h = blake3::Hasher::new();
-    h.update(JOURNAL_DOMAIN);
-    h.update(prev);
-    h.update(entry);
-    *h.finalize().as_bytes()
-}
-
 impl Journal {
     /// Opens (or creates) the journal at `path` and verifies its whole chain. Calls `each`
     /// with every entry's JSON, in order (to rebuild in-memory state such as cases).
@@ -116,7 +97,7 @@ impl Journal {
             .map_err(io)?;
         file.seek(SeekFrom::Start(0)).map_err(io)?;
         let mut reader = BufReader::new(&mut file);
-        let (mut offsets, mut pos, mut last) = (Vec::new(), 0u64, [0u8; 32]);
+        let (mut offsets, mut pos, mut chain) = (Vec::new(), 0u64, JournalChain::default());
         let mut torn_tail = None;
         let mut buf = Vec::new();
         loop {
@@ -139,24 +120,12 @@ impl Journal {
                 torn_tail = Some(n as u64);
                 break;
             }
-            let line: Line = serde_json::from_slice(&buf).map_err(|e| damaged(e.to_string()))?;
-            if line.n != no || line.prev != hex::encode(last) {
-                return Err(damaged(format!(
-                    "n {} prev {} does not follow line {}",
-                    line.n,
-                    line.prev,
-                    no - 1
-                )));
-            }
-            let h = line_hash(&last, line.entry.as_bytes());
-            if line.hash != hex::encode(h) {
-                return Err(damaged("hash does not match the entry".into()));
-            }
+            let line = chain.push(&buf[..buf.len() - 1]).map_err(&damaged)?;
             each(no, &line.entry).map_err(damaged)?;
             offsets.push(pos);
             pos += n as u64;
-            last = h;
         }
+        let last = chain.head;
         if let Some(bytes) = torn_tail {
             file.set_len(pos).map_err(io)?;
             file.sync_data().map_err(io)?;

@@ -128,12 +128,12 @@ pub fn default_state_dir(ledger_dir: &Path) -> PathBuf {
 
 /// The case journal's path in an API directory.
 pub fn cases_path(state_dir: &Path) -> PathBuf {
-    state_dir.join("cases.jsonl")
+    state_dir.join(schemas::journal::CASES_FILE)
 }
 
 /// The audit log's path in an API directory.
 pub fn audit_path(state_dir: &Path) -> PathBuf {
-    state_dir.join("audit.jsonl")
+    state_dir.join(schemas::journal::AUDIT_FILE)
 }
 
 /// The server's one clock (audit and case times, bundle export time): UTC nanoseconds.

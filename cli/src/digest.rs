@@ -1,6 +1,6 @@
 //! `roundledger digest`: the ledger's state to hand to an outside party: every table's
-//! chain head, a Merkle root over them, the event count and the time (format in
-//! schemas/README.md §6). Taken only when every chain verifies. With `--sign-key`, signed
+//! chain head, the quarantine's and the API journals' heads, a Merkle root over them, the
+//! event count and the time (format in schemas/README.md §6). Taken only when every chain verifies. With `--sign-key`, signed
 //! with the House's key (`roundledger keygen`), which binds the time too. Later,
 //! `roundledger verify --ledger DIR --against FILE [--signer KEY]` proves the ledger still
 //! extends it.
@@ -33,6 +33,40 @@ pub fn now_ns() -> Result<i64> {
         .as_nanos() as i64)
 }
 
+/// Why no digest was taken, on stderr: what does not verify.
+fn print_refusal(refused: DigestRefused) {
+    eprintln!("no digest: the ledger does not verify (run `roundledger verify`):");
+    let report = match refused {
+        DigestRefused::DoesNotVerify { report } => report,
+        other => {
+            eprintln!("{other}");
+            return;
+        }
+    };
+    if !matches!(report.arrival, ledger::ArrivalVerdict::Ok { .. }) {
+        eprintln!("{}", crate::verify::arrival_line(&report.arrival));
+    }
+    if !matches!(report.quarantine, ledger::QuarantineVerdict::Ok { .. }) {
+        eprintln!("{}", crate::verify::quarantine_line(&report.quarantine));
+    }
+    if !report.held.is_ok() {
+        eprintln!("held events do not verify: {}", report.failures());
+    }
+    for t in report.tables {
+        if let ledger::TableVerdict::Bad {
+            table,
+            seq,
+            problem,
+        } = t
+        {
+            eprintln!(
+                "{:<12} BAD  first bad position: seq {seq}: {problem}",
+                table.as_str()
+            );
+        }
+    }
+}
+
 pub fn run(args: Args) -> Result<Outcome> {
     // Read before the ledger, so that a bad key file costs no verification.
     let key = args
@@ -42,32 +76,16 @@ pub fn run(args: Args) -> Result<Outcome> {
         .transpose()?;
     let store = SledStore::open(&args.ledger)
         .with_context(|| format!("opening the ledger at {}", args.ledger.display()))?;
-    let digest = match digest_store(&store, now_ns()?) {
+    let api_dir = ledger::journals::api_dir(&args.ledger);
+    let taken = digest_store(&store, now_ns()?)
+        .and_then(|d| ledger::digest::to_version_4(&store, d, &api_dir));
+    let digest = match taken {
         Ok(d) => d,
-        Err(DigestRefused::DoesNotVerify { report, .. }) => {
-            eprintln!("no digest: the ledger does not verify (run `roundledger verify`):");
-            if !matches!(report.arrival, ledger::ArrivalVerdict::Ok { .. }) {
-                eprintln!("{}", crate::verify::arrival_line(&report.arrival));
-            }
-            if !matches!(report.quarantine, ledger::QuarantineVerdict::Ok { .. }) {
-                eprintln!("{}", crate::verify::quarantine_line(&report.quarantine));
-            }
-            for t in report.tables {
-                if let ledger::TableVerdict::Bad {
-                    table,
-                    seq,
-                    problem,
-                } = t
-                {
-                    eprintln!(
-                        "{:<12} BAD  first bad position: seq {seq}: {problem}",
-                        table.as_str()
-                    );
-                }
-            }
+        Err(DigestRefused::Store(e)) => return Err(e).context("verifying before the digest"),
+        Err(refused) => {
+            print_refusal(refused);
             return Ok(Outcome::Findings);
         }
-        Err(DigestRefused::Store(e)) => return Err(e).context("verifying before the digest"),
     };
     let digest = match &key {
         Some(k) => digest.signed(k),

@@ -15,7 +15,10 @@
 //! through the opened ledger.
 //!
 //! A ledger directory is read through the bare store, not `Ledger::open`, so a ledger
-//! whose heads or quarantine no longer parse is still verified and reported. When the
+//! whose heads or quarantine no longer parse is still verified and reported. Beside the
+//! tables it reports held events per table, the value log's recovery copies and the API's
+//! journals (`<ledger>/api`), each a `Section`; against a version 4 digest it also checks
+//! the journals' heads and names each rewritten table's first altered event. When the
 //! ledger verifies and has a read model, the model is checked too (`readmodel check`): a
 //! difference is a finding.
 
@@ -90,14 +93,19 @@ pub fn run(args: Args) -> Result<Outcome> {
     }
 }
 
-/// Every chain of a ledger on its bare store, then its read model when the chains verify.
+/// Every chain of a ledger on its bare store, its held events and the value log's recovery
+/// copies, then its read model when the rest verifies.
 fn verify_ledger(dir: &std::path::Path, json: bool) -> Result<Outcome> {
     let store =
         SledStore::open(dir).with_context(|| format!("opening the ledger at {}", dir.display()))?;
     let (report, _) = ledger::verify_store(&store, None, &BTreeMap::new()).context("verifying")?;
+    let copies = ledger::copies::check_copies(&store).context("checking the recovery copies")?;
+    // Sections beside the tables' verdicts, in order; each is ok or names what fails.
+    let journals = ledger::journals::read_journals(&ledger::journals::api_dir(dir), |_| None)
+        .context("reading the API's journals")?;
+    let sections = vec![copies_section(&copies), journals_section(&journals)];
     if json {
-        let lines: Vec<serde_json::Value> = report.tables.iter().map(verdict_json).collect();
-        println!("{}", serde_json::to_string_pretty(&lines)?);
+        println!("{}", serde_json::to_string_pretty(&report_json(&report))?);
         // The JSON stays the array of table verdicts; a broken arrival or quarantine chain
         // fails the exit code and is named on stderr, as is the value log's state.
         if !matches!(report.arrival, ledger::ArrivalVerdict::Ok { .. }) {
@@ -106,11 +114,17 @@ fn verify_ledger(dir: &std::path::Path, json: bool) -> Result<Outcome> {
         if !matches!(report.quarantine, ledger::QuarantineVerdict::Ok { .. }) {
             eprintln!("{}", quarantine_line(&report.quarantine));
         }
+        for s in sections.iter().filter(|s| !s.ok) {
+            eprint!("{}", s.text);
+        }
         if let Some(line) = unreferenced_line(&store)? {
             eprintln!("{line}");
         }
     } else {
         print!("{}", render_report(&report));
+        for s in &sections {
+            print!("{}", s.text);
+        }
         if let Some(line) = unreferenced_line(&store)? {
             println!("{line}");
         }
@@ -126,12 +140,84 @@ fn verify_ledger(dir: &std::path::Path, json: bool) -> Result<Outcome> {
             println!("{line}");
         }
     }
-    let model_ok = !report.is_ok() || crate::readmodel::verify_part(dir, json)?;
-    Ok(if report.is_ok() && model_ok && resyncs_ok {
+    let ok = report.is_ok() && sections.iter().all(|s| s.ok) && resyncs_ok;
+    let model_ok = !ok || crate::readmodel::verify_part(dir, json)?;
+    Ok(if ok && model_ok {
         Outcome::Clean
     } else {
         Outcome::Findings
     })
+}
+
+/// A part of the ledger's verification beside the tables: its lines and whether it holds.
+struct Section {
+    ok: bool,
+    text: String,
+}
+
+/// The API's journals (`ledger::journals`): each one's own chain and its head.
+fn journals_section(journals: &[ledger::journals::JournalState]) -> Section {
+    let mut text = String::new();
+    for j in journals {
+        text += &match (&j.problem, j.present) {
+            (Some((line, p)), _) => format!("journal {} BAD at line {line}: {p}", j.name),
+            (None, false) => format!("journal {} ok: none written", j.name),
+            (None, true) => format!(
+                "journal {} ok: {} chained, head {}",
+                j.name,
+                counted(j.chain.lines, ("line", "lines")),
+                j.chain.head_hash()
+            ),
+        };
+        if j.torn_tail_bytes > 0 {
+            text += &format!(
+                " ({} bytes of an unfinished last line, which the server cuts at its next start)",
+                j.torn_tail_bytes
+            );
+        }
+        text.push('\n');
+    }
+    Section {
+        ok: journals.iter().all(|j| j.problem.is_none()),
+        text,
+    }
+}
+
+/// The value log's recovery copies (`ledger::copies`).
+fn copies_section(c: &ledger::copies::CopiesReport) -> Section {
+    let counts: Vec<String> = c
+        .copies
+        .iter()
+        .map(|(noun, n)| format!("{n} {noun}"))
+        .collect();
+    let mut text = if c.is_ok() {
+        format!(
+            "recovery copies ok: {} sled entries match their copies in the value log{}\n",
+            c.entries_checked,
+            if counts.is_empty() {
+                String::new()
+            } else {
+                format!(" (copies read: {})", counts.join(", "))
+            }
+        )
+    } else {
+        String::new()
+    };
+    for p in &c.problems {
+        text += &format!("recovery copies BAD: {p}\n");
+    }
+    if c.problems_more > 0 {
+        text += &format!("recovery copies BAD: {} more problems\n", c.problems_more);
+    }
+    if !c.is_ok() {
+        for t in &c.torn {
+            text += &format!("value log: bytes that are not a whole entry: {t}\n");
+        }
+    }
+    Section {
+        ok: c.is_ok(),
+        text,
+    }
 }
 
 /// The human form of a ledger's verification: a line per table, the arrival and quarantine
@@ -147,6 +233,7 @@ fn render_report(report: &ledger::VerifyReport) -> String {
         arrival_line(&report.arrival),
         quarantine_line(&report.quarantine)
     );
+    o += &held_lines(&report.held);
     let legacy = report
         .tables
         .iter()
@@ -170,6 +257,68 @@ fn render_report(report: &ledger::VerifyReport) -> String {
     };
     o += &format!("{} tables: {verdict}\n", report.tables.len());
     o
+}
+
+/// Held events: a line per table holding some, and keys that do not read.
+fn held_lines(h: &ledger::held_check::HeldReport) -> String {
+    let mut o = String::new();
+    if h.tables.is_empty() && h.bad_keys.is_empty() {
+        o += "held events: none\n";
+    }
+    for t in &h.tables {
+        o += &format!(
+            "{:<12} {} held {}, seq {}..={}, {} bytes, the oldest received at {} ns",
+            t.table.as_str(),
+            if t.problem.is_some() { "BAD " } else { "ok  " },
+            counted(t.events, ("event", "events")),
+            t.first_seq,
+            t.last_seq,
+            t.bytes,
+            t.since_ns
+        );
+        if let Some(p) = &t.problem {
+            o += &format!("; first bad held event: seq {}: {}", p.seq, p.detail);
+        }
+        o.push('\n');
+    }
+    for k in &h.bad_keys {
+        o += &format!("held events BAD: {k}\n");
+    }
+    o
+}
+
+/// The JSON of a ledger's verification: the array of table verdicts, each table's held
+/// events beside its verdict, and tables with only held events after them.
+fn report_json(report: &ledger::VerifyReport) -> Vec<serde_json::Value> {
+    let held_json = |t: &ledger::held_check::HeldTable| {
+        serde_json::json!({
+            "events": t.events, "first_seq": t.first_seq, "last_seq": t.last_seq,
+            "bytes": t.bytes, "since_ns": t.since_ns, "ok": t.problem.is_none(),
+            "first_bad_seq": t.problem.as_ref().map(|p| p.seq),
+            "problem": t.problem.as_ref().map(|p| p.detail.clone()),
+        })
+    };
+    let mut held: BTreeMap<&schemas::TableId, &ledger::held_check::HeldTable> =
+        report.held.tables.iter().map(|t| (&t.table, t)).collect();
+    let mut lines: Vec<serde_json::Value> = Vec::with_capacity(report.tables.len());
+    for v in &report.tables {
+        let table = match v {
+            TableVerdict::Ok { head, .. } => &head.table,
+            TableVerdict::Bad { table, .. } => table,
+        };
+        let mut line = verdict_json(v);
+        if let Some(h) = held.remove(table) {
+            line["held"] = held_json(h);
+            line["ok"] = serde_json::Value::Bool(line["ok"] == true && h.problem.is_none());
+        }
+        lines.push(line);
+    }
+    for (table, h) in held {
+        lines.push(serde_json::json!({
+            "table": table, "ok": h.problem.is_none(), "events": 0, "held": held_json(h),
+        }));
+    }
+    lines
 }
 
 /// One table's verdict in one line.
@@ -363,6 +512,12 @@ fn print_digest(digest: &Digest) {
             digest.version
         );
     }
+    if digest.journals.is_empty() {
+        println!(
+            "version {} does not name the API's journals: they are checked for their own chains only",
+            digest.version
+        );
+    }
     match &digest.signature {
         Some(s) => println!("signed by {}: the signature verifies", s.signer),
         None => println!("not signed: its time and root are only as good as its holder"),
@@ -375,73 +530,126 @@ fn against(dir: &Path, digest: &Digest, json: bool) -> Result<Outcome> {
         SledStore::open(dir).with_context(|| format!("opening the ledger at {}", dir.display()))?;
     let c = ledger::digest::check_store_against(&store, digest, crate::digest::now_ns()?)
         .context("checking the ledger against the digest")?;
+    let api_dir = ledger::journals::api_dir(dir);
+    let c = ledger::digest::check_journals_against(&store, c, digest, &api_dir)
+        .context("checking the API's journals against the digest")?;
     if json {
         println!("{}", serde_json::to_string_pretty(&c)?);
     } else {
         print_digest(digest);
-        for t in &c.tables {
-            match t {
-                TableConsistency::Extends { table, digest_seq, head_seq } => println!(
-                    "{:<12} ok   extends: digest seq {digest_seq}, now seq {head_seq}",
-                    table.as_str()
-                ),
-                TableConsistency::Missing { table, digest_seq } => println!(
-                    "{:<12} BAD  missing: the digest has it at seq {digest_seq}, the ledger does not have it",
-                    table.as_str()
-                ),
-                TableConsistency::Truncated { table, digest_seq, head_seq } => println!(
-                    "{:<12} BAD  truncated: the digest has seq {digest_seq}, the ledger ends at seq {head_seq}",
-                    table.as_str()
-                ),
-                TableConsistency::HashDiffers { table, digest_seq, digest_hash, ledger_hash } => println!(
-                    "{:<12} BAD  rewritten: at seq {digest_seq} the digest has {digest_hash}, the ledger {ledger_hash}",
-                    table.as_str()
-                ),
-                TableConsistency::ReceiptDiffers { table, digest_seq, digest_receipt, ledger_receipt } => println!(
-                    "{:<12} BAD  arrival rewritten: events 1..={digest_seq} are the digest's, their stream seqs or receive times are not (receipt: the digest has {digest_receipt}, the ledger {})",
-                    table.as_str(),
-                    ledger_receipt.map_or("none".to_string(), |r| r.to_string())
-                ),
-                TableConsistency::ChainBroken { table, seq, problem } => println!(
-                    "{:<12} BAD  chain broken: first bad position seq {seq}: {problem}",
-                    table.as_str()
-                ),
-            }
-        }
-        for t in &c.new_tables {
-            println!("{:<12} new  not in the digest", t.as_str());
-        }
-        for b in &c.broken_new_tables {
-            println!(
-                "{:<12} BAD  not in the digest, and its chain does not verify: first bad position seq {}: {}",
-                b.table.as_str(),
-                b.seq,
-                b.problem
-            );
-        }
-        if let Some(q) = &c.quarantine {
-            println!("{}", quarantine_consistency_line(q));
-        }
-        if let Some(problem) = &c.arrival_problem {
-            println!(
-                "{:<12} BAD  the arrival chain does not verify: {problem}",
-                "arrival"
-            );
-        }
-        println!(
-            "{}",
-            if c.ok {
-                "the ledger extends the digest"
-            } else {
-                "the ledger does NOT extend the digest"
-            }
-        );
+        print_consistency(&c);
     }
     Ok(if c.ok {
         Outcome::Clean
     } else {
         Outcome::Findings
     })
+}
+
+/// The consistency check's result, a line per table, then the quarantine, the arrival
+/// chain and the journals, then the verdict.
+fn print_consistency(c: &schemas::digest::Consistency) {
+    for t in &c.tables {
+        println!("{}", table_consistency_line(t));
+        let altered = c.first_altered.iter().find(|a| &a.table == t.table());
+        if let Some(a) = altered {
+            println!("{}", first_altered_line(a));
+        }
+    }
+    for t in &c.new_tables {
+        println!("{:<12} new  not in the digest", t.as_str());
+    }
+    for b in &c.broken_new_tables {
+        println!(
+            "{:<12} BAD  not in the digest, and its chain does not verify: first bad position seq {}: {}",
+            b.table.as_str(),
+            b.seq,
+            b.problem
+        );
+    }
+    if let Some(q) = &c.quarantine {
+        println!("{}", quarantine_consistency_line(q));
+    }
+    if let Some(problem) = &c.arrival_problem {
+        println!(
+            "{:<12} BAD  the arrival chain does not verify: {problem}",
+            "arrival"
+        );
+    }
+    for j in &c.journals {
+        println!("{}", journal_consistency_line(j));
+    }
+    println!(
+        "{}",
+        if c.ok {
+            "the ledger extends the digest"
+        } else {
+            "the ledger does NOT extend the digest"
+        }
+    );
+}
+
+/// One table's consistency with a digest in one line.
+fn table_consistency_line(t: &TableConsistency) -> String {
+    match t {
+        TableConsistency::Extends { table, digest_seq, head_seq } => format!(
+            "{:<12} ok   extends: digest seq {digest_seq}, now seq {head_seq}",
+            table.as_str()
+        ),
+        TableConsistency::Missing { table, digest_seq } => format!(
+            "{:<12} BAD  missing: the digest has it at seq {digest_seq}, the ledger does not have it",
+            table.as_str()
+        ),
+        TableConsistency::Truncated { table, digest_seq, head_seq } => format!(
+            "{:<12} BAD  truncated: the digest has seq {digest_seq}, the ledger ends at seq {head_seq}",
+            table.as_str()
+        ),
+        TableConsistency::HashDiffers { table, digest_seq, digest_hash, ledger_hash } => format!(
+            "{:<12} BAD  rewritten: at seq {digest_seq} the digest has {digest_hash}, the ledger {ledger_hash}",
+            table.as_str()
+        ),
+        TableConsistency::ReceiptDiffers { table, digest_seq, digest_receipt, ledger_receipt } => format!(
+            "{:<12} BAD  arrival rewritten: events 1..={digest_seq} are the digest's, their stream seqs or receive times are not (receipt: the digest has {digest_receipt}, the ledger {})",
+            table.as_str(),
+            ledger_receipt.map_or("none".to_string(), |r| r.to_string())
+        ),
+        TableConsistency::ChainBroken { table, seq, problem } => format!(
+            "{:<12} BAD  chain broken: first bad position seq {seq}: {problem}",
+            table.as_str()
+        ),
+    }
+}
+
+/// Where a rewritten table was first altered, from the digest's anchors.
+fn first_altered_line(a: &schemas::digest::FirstAltered) -> String {
+    let name = a.table.as_str();
+    if a.first_seq == a.last_seq {
+        format!("{name:<12} BAD  first altered event: seq {}", a.first_seq)
+    } else {
+        format!(
+            "{name:<12} BAD  first altered event: between seq {} and seq {} (the digest's anchors hold no seq between)",
+            a.first_seq, a.last_seq
+        )
+    }
+}
+
+/// One API journal's consistency with a version 4 digest in one line.
+fn journal_consistency_line(j: &schemas::digest::JournalConsistency) -> String {
+    use schemas::digest::JournalConsistency as J;
+    match j {
+        J::Extends { name, digest_entries, entries } => format!(
+            "{name:<12} ok   extends: digest line count {digest_entries}, now {entries}"
+        ),
+        J::Truncated { name, digest_entries, entries } => format!(
+            "{name:<12} BAD  truncated: digest line count {digest_entries}, the journal holds {entries}"
+        ),
+        J::HashDiffers { name, digest_entries, digest_hash, journal_hash } => format!(
+            "{name:<12} BAD  rewritten: after {digest_entries} lines the digest has {digest_hash}, the journal {journal_hash}"
+        ),
+        J::ChainBroken { name, line, problem } => {
+            format!("{name:<12} BAD  chain broken at line {line}: {problem}")
+        }
+    }
 }
 
 /// The quarantine's consistency with a version 3 digest in one line.

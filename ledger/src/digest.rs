@@ -8,23 +8,145 @@
 //! loads (tampered heads or quarantine) can still be checked. A digest is only taken of a
 //! ledger whose every chain verifies: certifying a damaged ledger would launder the damage.
 
-use crate::store::Store;
+use crate::journals::{read_journals, JournalState};
+use crate::store::{Space, Store};
 use crate::verify::{verify_store, AtSeq, TableVerdict, VerifyReport};
 use crate::{Error, Ledger};
 use schemas::digest::{
-    check_consistency, BrokenTable, Consistency, Digest, DigestHead, QuarantineAnchor,
-    QuarantineNow, TableNow,
+    anchor_seqs, check_consistency, check_journals, locate_altered, BrokenTable, Consistency,
+    Digest, DigestHead, QuarantineAnchor, QuarantineNow, TableConsistency, TableNow,
+    DIGEST_VERSION_NO_JOURNALS,
 };
-use schemas::TableId;
+use schemas::{Hash32, TableId};
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 
 /// Why no digest was taken.
 #[derive(Debug, thiserror::Error)]
 pub enum DigestRefused {
     #[error("the ledger does not verify ({}); a digest would certify the damage", report.failures())]
     DoesNotVerify { report: Box<VerifyReport> },
+    #[error("the API journal {name} does not verify at line {line} ({problem}); a digest would certify the damage")]
+    JournalDoesNotVerify {
+        name: String,
+        line: u64,
+        problem: String,
+    },
     #[error(transparent)]
     Store(#[from] Error),
+}
+
+/// `digest` of `store` naming each table's anchors and the API's journals in `api_dir` too
+/// (version 4); refused when a journal does not chain. `digest` must name the quarantine
+/// (a store's digest does).
+pub fn to_version_4(
+    store: &dyn Store,
+    digest: Digest,
+    api_dir: &Path,
+) -> Result<Digest, DigestRefused> {
+    let anchors = anchors_of(store, &digest)?;
+    let states = read_journals(api_dir, |_| None)?;
+    if let Some(s) = states.iter().find(|s| s.problem.is_some()) {
+        let (line, problem) = s.problem.clone().expect("found by it");
+        return Err(DigestRefused::JournalDoesNotVerify {
+            name: s.name.clone(),
+            line,
+            problem,
+        });
+    }
+    let journals = states.iter().map(JournalState::anchor).collect();
+    Ok(digest.with_anchors_and_journals(|h| anchors[&h.table].clone(), journals))
+}
+
+/// Each table's hashes at its anchor seqs (`anchor_seqs`), from a store whose chains
+/// verified.
+fn anchors_of(store: &dyn Store, digest: &Digest) -> Result<BTreeMap<TableId, Vec<Hash32>>, Error> {
+    let mut anchors = BTreeMap::new();
+    for h in &digest.tables {
+        let found = hashes_at(store, &h.table, &anchor_seqs(h.seq))?;
+        let hashes: Option<Vec<Hash32>> = found.into_iter().collect();
+        let hashes = hashes.ok_or_else(|| {
+            crate::record::corrupt(&format!(
+                "table {}: an event below its verified head is not stored",
+                h.table
+            ))
+        })?;
+        anchors.insert(h.table.clone(), hashes);
+    }
+    Ok(anchors)
+}
+
+/// The stored hashes of `table` at `seqs` (descending), `None` where it holds none. One
+/// record read per seq at most: neighbours share a record.
+pub fn hashes_at(
+    store: &dyn Store,
+    table: &TableId,
+    seqs: &[u64],
+) -> Result<Vec<Option<Hash32>>, Error> {
+    let prefix = crate::record::table_key(table);
+    let mut record: Vec<crate::StoredEvent> = Vec::new();
+    let mut out = Vec::with_capacity(seqs.len());
+    for &seq in seqs {
+        let held = |r: &[crate::StoredEvent]| r.iter().find(|e| e.seq.0 == seq).map(|e| e.hash);
+        if held(&record).is_none() {
+            let at = crate::record::seq_key(table, seq);
+            record = match store.last_key_at_or_before(Space::Batch, &prefix, &at)? {
+                Some(k) => match store.get(Space::Batch, &k)? {
+                    Some(v) => crate::record::decode_record(&v)?,
+                    None => Vec::new(),
+                },
+                None => Vec::new(),
+            };
+        }
+        out.push(held(&record));
+    }
+    Ok(out)
+}
+
+/// Where each table `c` finds rewritten was first altered, from the digest's anchors
+/// (version 4) and the store's hashes at them.
+fn locate(store: &dyn Store, digest: &Digest, c: Consistency) -> Result<Consistency, Error> {
+    let mut altered = Vec::new();
+    for t in &c.tables {
+        let TableConsistency::HashDiffers { table, .. } = t else {
+            continue;
+        };
+        let Some(d) = digest.tables.iter().find(|d| &d.table == table) else {
+            continue;
+        };
+        let now = hashes_at(store, table, &anchor_seqs(d.seq))?;
+        altered.extend(locate_altered(d, &now));
+    }
+    Ok(c.with_first_altered(altered))
+}
+
+/// `c`, the check of a store against `digest`, with the API's journals in `api_dir`
+/// checked too: against the digest's heads (version 4), and each for its own chain.
+pub fn check_journals_against(
+    store: &dyn Store,
+    c: Consistency,
+    digest: &Digest,
+    api_dir: &Path,
+) -> Result<Consistency, Error> {
+    let named = |name: &str| {
+        digest
+            .journals
+            .iter()
+            .find(|j| j.name == name)
+            .map(|j| j.entries)
+    };
+    let states = read_journals(api_dir, named)?;
+    let now: Vec<_> = states.iter().map(JournalState::now).collect();
+    let mut c = c.with_journals(check_journals(digest, &now));
+    let all_chain = states.iter().all(|s| s.problem.is_none());
+    if all_chain && c.now.version == DIGEST_VERSION_NO_JOURNALS {
+        let anchors = anchors_of(store, &c.now)?;
+        let journals = states.iter().map(JournalState::anchor).collect();
+        c.now = c
+            .now
+            .with_anchors_and_journals(|h| anchors[&h.table].clone(), journals);
+    }
+    Ok(c)
 }
 
 /// The digest of a store whose chains all verify, stamped `created_at_ns`.
@@ -48,6 +170,7 @@ fn digest_of(report: VerifyReport, created_at_ns: i64) -> Result<Digest, DigestR
             seq: head.seq.0,
             head: head.hash,
             receipt: Some(*receipt),
+            anchors: Vec::new(),
         }),
         TableVerdict::Bad { .. } => None,
     });
@@ -92,7 +215,11 @@ pub fn check_store_against(
 ) -> Result<Consistency, Error> {
     let (report, found) = verify_store(store, None, &digest.seqs())?;
     let q = quarantine_now(store, digest)?;
-    Ok(consistency(digest, &report, &found, &q, now_ns))
+    locate(
+        store,
+        digest,
+        consistency(digest, &report, &found, &q, now_ns),
+    )
 }
 
 fn consistency(
@@ -112,6 +239,7 @@ fn consistency(
                     seq: head.seq.0,
                     head: head.hash,
                     receipt: Some(*receipt),
+                    anchors: Vec::new(),
                 });
                 let at = found.get(&head.table);
                 now_tables.insert(
@@ -191,6 +319,7 @@ impl Ledger {
         let mem = self.lock().heads.clone();
         let (report, found) = verify_store(self.store.as_ref(), Some(&mem), &digest.seqs())?;
         let q = quarantine_now(self.store.as_ref(), digest)?;
-        Ok(consistency(digest, &report, &found, &q, now_ns))
+        let c = consistency(digest, &report, &found, &q, now_ns);
+        locate(self.store.as_ref(), digest, c)
     }
 }

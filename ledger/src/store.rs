@@ -377,6 +377,16 @@ impl SledStore {
     fn value(&self, space: Space, stored: Vec<u8>) -> Result<Vec<u8>, Error> {
         whole_value(&self.values, space, stored)
     }
+
+    /// The value log, for the check of its recovery copies (`crate::copies`).
+    pub(crate) fn value_log(&self) -> &ValueLog {
+        &self.values
+    }
+
+    /// Where the value log ended at sled's last commit that wrote to it.
+    pub(crate) fn committed_values_end(&self) -> Result<(u32, u64), Error> {
+        self.referenced_end()
+    }
 }
 
 /// A value as sled holds it, made whole: records of `Space::Batch` are read from the value

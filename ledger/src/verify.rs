@@ -23,6 +23,7 @@
 //! checks against the device's enrolled key, so forging one needs a device's or an
 //! admin's private key.
 
+use crate::held_check::HeldReport;
 use crate::quarantine::QuarantineVerdict;
 use crate::read::decode_head;
 use crate::record::{self, be_u64, split_table_key, table_key};
@@ -39,6 +40,8 @@ pub struct VerifyReport {
     pub arrival: ArrivalVerdict,
     /// The quarantine chain over the quarantine entries (`crate::quarantine`).
     pub quarantine: QuarantineVerdict,
+    /// Held events per table (`crate::held_check`).
+    pub held: HeldReport,
 }
 
 impl VerifyReport {
@@ -48,6 +51,7 @@ impl VerifyReport {
             .all(|t| matches!(t, TableVerdict::Ok { .. }))
             && matches!(self.arrival, ArrivalVerdict::Ok { .. })
             && matches!(self.quarantine, QuarantineVerdict::Ok { .. })
+            && self.held.is_ok()
     }
 
     /// What fails, in a few words: "2 of 16 tables, the arrival chain".
@@ -66,6 +70,9 @@ impl VerifyReport {
         }
         if !matches!(self.quarantine, QuarantineVerdict::Ok { .. }) {
             parts.push("the quarantine chain".to_string());
+        }
+        if !self.held.is_ok() {
+            parts.push(format!("held events of {} tables", self.held.failed()));
         }
         parts.join(", ")
     }
@@ -180,8 +187,65 @@ pub fn verify_store(
     mem: Option<&BTreeMap<TableId, ChainHead>>,
     hashes_at: &BTreeMap<TableId, u64>,
 ) -> Result<(VerifyReport, BTreeMap<TableId, AtSeq>), Error> {
-    // Tables = those with a persisted head, those in memory, and those with records.
-    let mut tables: BTreeMap<TableId, (Option<ChainHead>, Option<PersistedHead>)> = BTreeMap::new();
+    let (tables, bad_keys) = list_tables(store, mem)?;
+    // Tables are independent chains: spread over the cores, verdicts kept in table order.
+    let tables: Vec<_> = tables.into_iter().collect();
+    let verdicts = schemas::parallel::map_tables(
+        &tables,
+        schemas::parallel::default_workers(),
+        |(table, (m, persisted))| {
+            let want = hashes_at.get(table).copied();
+            verify_table(
+                store,
+                table,
+                m.clone(),
+                mem.is_some(),
+                persisted.clone(),
+                want,
+            )
+        },
+    );
+    let mut out = Vec::with_capacity(tables.len());
+    let mut found = BTreeMap::new();
+    for ((table, _), verdict) in tables.into_iter().zip(verdicts) {
+        let (verdict, at) = verdict?;
+        if let Some(h) = at {
+            found.insert(table, h);
+        }
+        out.push(verdict);
+    }
+    out.extend(bad_keys);
+    let arrival = verify_arrival(store)?;
+    let quarantine = crate::quarantine::verify_quarantine(store)?;
+    let heads: BTreeMap<TableId, u64> = out
+        .iter()
+        .filter_map(|t| match t {
+            TableVerdict::Ok { head, .. } => Some((head.table.clone(), head.seq.0)),
+            TableVerdict::Bad { .. } => None,
+        })
+        .collect();
+    let held = crate::held_check::verify_held(store, &heads)?;
+    Ok((
+        VerifyReport {
+            tables: out,
+            arrival,
+            quarantine,
+            held,
+        },
+        found,
+    ))
+}
+
+/// Each table of a store and what it holds of it: its in-memory head (when `mem` is
+/// given) and its persisted head. Keys that do not read are verdicts of their own.
+type Listed = BTreeMap<TableId, (Option<ChainHead>, Option<PersistedHead>)>;
+
+/// Tables = those with a persisted head, those in memory, and those with records.
+fn list_tables(
+    store: &dyn Store,
+    mem: Option<&BTreeMap<TableId, ChainHead>>,
+) -> Result<(Listed, Vec<TableVerdict>), Error> {
+    let mut tables: Listed = BTreeMap::new();
     for (t, h) in mem.into_iter().flatten() {
         tables.entry(t.clone()).or_default().0 = Some(h.clone());
     }
@@ -214,43 +278,7 @@ pub fn verify_store(
             Err(e) => bad_keys.push(bad_key(e)),
         }
     }
-    // Tables are independent chains: spread over the cores, verdicts kept in table order.
-    let tables: Vec<_> = tables.into_iter().collect();
-    let verdicts = schemas::parallel::map_tables(
-        &tables,
-        schemas::parallel::default_workers(),
-        |(table, (m, persisted))| {
-            let want = hashes_at.get(table).copied();
-            verify_table(
-                store,
-                table,
-                m.clone(),
-                mem.is_some(),
-                persisted.clone(),
-                want,
-            )
-        },
-    );
-    let mut out = Vec::with_capacity(tables.len());
-    let mut found = BTreeMap::new();
-    for ((table, _), verdict) in tables.into_iter().zip(verdicts) {
-        let (verdict, at) = verdict?;
-        if let Some(h) = at {
-            found.insert(table, h);
-        }
-        out.push(verdict);
-    }
-    out.extend(bad_keys);
-    let arrival = verify_arrival(store)?;
-    let quarantine = crate::quarantine::verify_quarantine(store)?;
-    Ok((
-        VerifyReport {
-            tables: out,
-            arrival,
-            quarantine,
-        },
-        found,
-    ))
+    Ok((tables, bad_keys))
 }
 
 /// Most arrival entries `verify_arrival` holds (keys only) while it waits for an earlier

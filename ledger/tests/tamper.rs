@@ -1508,3 +1508,64 @@ fn range_back_gives_the_quarantine_newest_first() {
         .expect("read");
     assert_eq!(back, forward, "the default's");
 }
+
+/// T-B's events 25 to 30 rewritten from 25 on, every hash, link, head, round index and the
+/// arrival chain rebuilt: `verify` passes, and a version 4 digest taken before names the
+/// first altered event (25), not only the digest's seq (30), from its anchors. An edit at
+/// 21 lies beyond the recent anchors (29 to 22; then 14): named as the range 15..=22.
+#[test]
+fn a_version_4_digest_names_the_first_altered_event() {
+    for (first, want) in [(25u64, (25u64, 25u64)), (21, (15, 22))] {
+        let (dir, _, hb) = filled();
+        let digest = {
+            let store = SledStore::open(dir.path()).expect("store");
+            let d = digest_store(&store, T0_NS).expect("digest");
+            let api = dir.path().join("api");
+            ledger::digest::to_version_4(&store, d, &api).expect("version 4")
+        };
+        assert_eq!(digest.version, 4);
+        let mut new_head = Hash32::ZERO;
+        tamper(dir.path(), |raw| {
+            rewrite_record(raw, 21, |evs| {
+                let mut prev = hb[19];
+                for e in evs.iter_mut() {
+                    if e.seq.0 < first {
+                        // Untouched: its bytes as stored (the fill's wire forms vary).
+                        prev = e.hash;
+                        continue;
+                    }
+                    let (mut ev, _) = schemas::codec::decode(&e.bytes).expect("decode");
+                    if ev.seq.0 == first {
+                        ev.occurred_at_ns += 1;
+                    }
+                    ev.prev = prev;
+                    let bytes = schemas::codec::to_bincode(&ev);
+                    prev = schemas::event_hash(&prev, &bytes);
+                    e.hash = prev;
+                    e.occurred_at_ns = ev.occurred_at_ns;
+                    e.bytes = bytes;
+                }
+                new_head = prev;
+            });
+            forge_head(raw, &tb(), 30, new_head);
+            reindex_rounds(raw);
+            rechain_arrival(raw);
+        });
+        assert!(verify_dir(dir.path()).is_ok(), "the rewrite passes verify");
+        let store = SledStore::open(dir.path()).expect("store open");
+        let c = check_store_against(&store, &digest, T0_NS + 1).expect("check");
+        assert!(matches!(
+            tb_consistency(&c.tables),
+            TableConsistency::HashDiffers { digest_seq: 30, .. }
+        ));
+        assert_eq!(
+            c.first_altered,
+            vec![schemas::digest::FirstAltered {
+                table: tb(),
+                first_seq: want.0,
+                last_seq: want.1,
+            }],
+            "edit at {first}"
+        );
+    }
+}

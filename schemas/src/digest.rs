@@ -53,9 +53,12 @@ use std::collections::BTreeMap;
 
 /// The `format` field of a digest file.
 pub const DIGEST_FORMAT: &str = "roundledger-digest";
-/// The digest format version this crate writes (3: leaves carry receipts, and a last leaf
-/// names the quarantine). It reads 1 and 2 too.
-pub const DIGEST_VERSION: u32 = 3;
+/// The digest format version this crate writes (4: leaves carry receipts, a leaf names the
+/// quarantine, and one leaf per API journal follows). It reads 1 to 3 too.
+pub const DIGEST_VERSION: u32 = 4;
+/// The version of digests written before the API's journals were named: still read and
+/// checked.
+pub const DIGEST_VERSION_NO_JOURNALS: u32 = 3;
 /// The version of digests written before the quarantine was named: still read and checked.
 pub const DIGEST_VERSION_NO_QUARANTINE: u32 = 2;
 /// The version of digests written before receipts: still read and checked.
@@ -70,6 +73,18 @@ pub const LEAF_DOMAIN_V2: &[u8] = b"roundledger/digest-leaf/v2";
 pub const RECEIPT_DOMAIN: &[u8] = b"roundledger/receipt/v1";
 /// Domain tag of the quarantine's leaf (version 3). 32 bytes.
 pub const QUARANTINE_LEAF_DOMAIN: &[u8] = b"roundledger/digest-quarantine/v1";
+/// Domain tag of a version 4 leaf (one table's head, receipt and anchors). 26 bytes.
+pub const LEAF_DOMAIN_V3: &[u8] = b"roundledger/digest-leaf/v3";
+/// Anchors just below the head: every seq from head - 1 down to head - this.
+pub const ANCHORS_RECENT: u64 = 8;
+/// Most anchors of one table (the recent ones, then head - 2^k for k from 4 up).
+pub const ANCHORS_MAX: usize = 64;
+/// Domain tag of a journal's leaf (version 4). 29 bytes.
+pub const JOURNAL_LEAF_DOMAIN: &[u8] = b"roundledger/digest-journal/v1";
+/// Most journals one digest names.
+pub const DIGEST_JOURNALS_MAX: usize = 16;
+/// Longest journal name (a file name in the API's directory).
+pub const JOURNAL_NAME_LEN_MAX: usize = 64;
 /// The quarantine chain's key is the BLAKE3 hash of this tag. 25 bytes.
 pub const QUARANTINE_DOMAIN: &[u8] = b"roundledger/quarantine/v1";
 /// Domain tag of an inner node. 26 bytes.
@@ -96,6 +111,10 @@ pub struct DigestHead {
     /// in every head of a version 2 digest, in none of a version 1 digest.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub receipt: Option<Hash32>,
+    /// Version 4: the chain's hashes at `anchor_seqs(seq)`, in that order, so a check
+    /// against the digest can name the first altered event (`locate_altered`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub anchors: Vec<Hash32>,
 }
 
 /// A ledger digest (JSON, one object). `root` and `events` are derived from `tables` and
@@ -113,9 +132,13 @@ pub struct Digest {
     pub root: Hash32,
     /// Every table with at least one event, ascending by table id bytes.
     pub tables: Vec<DigestHead>,
-    /// The quarantine chain's head (version 3; none in versions 1 and 2).
+    /// The quarantine chain's head (versions 3 and 4; none in versions 1 and 2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quarantine: Option<QuarantineAnchor>,
+    /// The API's journals' heads, ascending by name (version 4 only; a journal never
+    /// written has 0 entries).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub journals: Vec<JournalAnchor>,
     /// The House's signature over the root, the count and the time, if it signed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<DigestSignature>,
@@ -126,6 +149,16 @@ pub struct Digest {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct QuarantineAnchor {
+    pub entries: u64,
+    pub hash: Hash32,
+}
+
+/// One of the API's journals as a digest names it: its file name, how many lines its
+/// chain covers and the hash of the last (`crate::journal`; 64 zeros for none).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JournalAnchor {
+    pub name: String,
     pub entries: u64,
     pub hash: Hash32,
 }
@@ -149,10 +182,14 @@ pub enum DigestError {
     Format { found: String },
     #[error("digest version {0} (this build reads versions {DIGEST_VERSION_NO_RECEIPTS} to {DIGEST_VERSION})")]
     Version(u32),
-    #[error("a version {version} digest {}", if *.version == DIGEST_VERSION { "needs the quarantine" } else { "names no quarantine" })]
+    #[error("a version {version} digest {}", if *.version >= DIGEST_VERSION_NO_JOURNALS { "needs the quarantine" } else { "names no quarantine" })]
     Quarantine { version: u32 },
     #[error("table {table}: a version {version} digest {}", if *.version == DIGEST_VERSION_NO_RECEIPTS { "has no receipts" } else { "needs a receipt in every head" })]
     Receipt { version: u32, table: TableId },
+    #[error("a version {version} digest {}", if *.version == DIGEST_VERSION { "needs its journals, each once, in name order, with short names" } else { "names no journal" })]
+    Journals { version: u32 },
+    #[error("table {table}: a version {version} digest {}", if *.version == DIGEST_VERSION { "needs one anchor per seq of anchor_seqs" } else { "has no anchors" })]
+    Anchors { version: u32, table: TableId },
     #[error("{0} tables exceed the limit of {DIGEST_TABLES_MAX}")]
     TooManyTables(usize),
     #[error("tables are not in strictly ascending order at {table} (index {index})")]
@@ -165,6 +202,82 @@ pub enum DigestError {
     Root { stated: Hash32, computed: Hash32 },
     #[error("the signature does not verify with signer {signer}: the root, count or time was altered, or the signature forged")]
     Signature { signer: PublicKey },
+}
+
+/// The seqs a version 4 head anchors, descending: head - 1 to head - `ANCHORS_RECENT`, then
+/// head - 2^k for k = 4, 5, ..., all at least 1. Dense where rewrites are likely; a
+/// table of 10^9 events has 8 + 26 anchors.
+pub fn anchor_seqs(head_seq: u64) -> Vec<u64> {
+    let recent = (1..=ANCHORS_RECENT).filter_map(|i| head_seq.checked_sub(i));
+    let far = (4..64).filter_map(|k| head_seq.checked_sub(1u64 << k));
+    let seqs: Vec<u64> = recent.chain(far).filter(|s| *s >= 1).collect();
+    assert!(seqs.len() <= ANCHORS_MAX && seqs.windows(2).all(|w| w[0] > w[1]));
+    seqs
+}
+
+/// The leaf hash of one table's head in a version 4 digest: version 2's fields, then the
+/// anchors.
+pub fn leaf_hash_v3(h: &DigestHead) -> Hash32 {
+    let t = h.table.as_str().as_bytes();
+    let mut x = blake3::Hasher::new();
+    x.update(LEAF_DOMAIN_V3);
+    x.update(&[u8::try_from(t.len()).expect("table ids are short")]);
+    x.update(t);
+    x.update(&h.seq.to_be_bytes());
+    x.update(&h.head.0);
+    x.update(&h.receipt.unwrap_or(Hash32::ZERO).0);
+    for a in &h.anchors {
+        x.update(&a.0);
+    }
+    Hash32(*x.finalize().as_bytes())
+}
+
+/// Where the first altered event of a rewritten table lies: after `matches_seq` (the
+/// highest anchor at or below which the ledger holds the digest's hashes; 0 when none)
+/// and at or before `differs_seq` (the lowest anchor that differs). Exact when the two
+/// are neighbours. A hash covers every event before it, so differences only grow.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FirstAltered {
+    pub table: TableId,
+    pub first_seq: u64,
+    pub last_seq: u64,
+}
+
+/// Locates the first altered event of `d`'s table from the ledger's hashes at
+/// `anchor_seqs(d.seq)` (`now`, in that order; `None` where it holds none) and at `d.seq`
+/// (which differs). `None` for a digest without anchors.
+pub fn locate_altered(d: &DigestHead, now: &[Option<Hash32>]) -> Option<FirstAltered> {
+    if d.anchors.is_empty() && d.seq > 1 {
+        return None;
+    }
+    let seqs = anchor_seqs(d.seq);
+    let mut differs = d.seq;
+    let mut matches = 0;
+    for ((seq, want), got) in seqs.iter().zip(&d.anchors).zip(now) {
+        if *got == Some(*want) {
+            matches = *seq;
+            break;
+        }
+        differs = *seq;
+    }
+    Some(FirstAltered {
+        table: d.table.clone(),
+        first_seq: matches + 1,
+        last_seq: differs,
+    })
+}
+
+/// The leaf hash of one API journal's head (version 4).
+pub fn journal_leaf_hash(j: &JournalAnchor) -> Hash32 {
+    let mut h = blake3::Hasher::new();
+    h.update(JOURNAL_LEAF_DOMAIN);
+    let name = j.name.as_bytes();
+    h.update(&[u8::try_from(name.len()).expect("journal names are short")]);
+    h.update(name);
+    h.update(&j.entries.to_be_bytes());
+    h.update(&j.hash.0);
+    Hash32(*h.finalize().as_bytes())
 }
 
 /// The leaf hash of one table's head: version 2's with a receipt, version 1's without.
@@ -325,6 +438,11 @@ impl Digest {
         let by_table: BTreeMap<Vec<u8>, DigestHead> = heads
             .into_iter()
             .filter(|h| h.seq > 0)
+            // Anchors belong to version 4 (`with_anchors_and_journals`).
+            .map(|h| DigestHead {
+                anchors: Vec::new(),
+                ..h
+            })
             .map(|h| (h.table.as_str().as_bytes().to_vec(), h))
             .collect();
         let tables: Vec<DigestHead> = by_table.into_values().collect();
@@ -347,6 +465,7 @@ impl Digest {
             root: merkle_root(&leaves),
             tables,
             quarantine: None,
+            journals: Vec::new(),
             signature: None,
         }
     }
@@ -358,7 +477,7 @@ impl Digest {
             self.version != DIGEST_VERSION_NO_RECEIPTS,
             "a version 3 digest's heads carry receipts"
         );
-        self.version = DIGEST_VERSION;
+        self.version = DIGEST_VERSION_NO_JOURNALS;
         self.quarantine = Some(quarantine);
         self.root = merkle_root(&self.leaves());
         self.signature = None;
@@ -404,18 +523,25 @@ impl Digest {
         v
     }
 
-    /// Checks what is derived: format, version, order, count and root.
-    pub fn check(&self) -> Result<(), DigestError> {
-        if self.format != DIGEST_FORMAT {
-            return Err(DigestError::Format {
-                found: self.format.clone(),
+    /// What the version decides: the quarantine, the anchors, the journals, the receipts.
+    fn check_version_fields(&self) -> Result<(), DigestError> {
+        if self.quarantine.is_some() != (self.version >= DIGEST_VERSION_NO_JOURNALS) {
+            return Err(DigestError::Quarantine {
+                version: self.version,
             });
         }
-        if !(DIGEST_VERSION_NO_RECEIPTS..=DIGEST_VERSION).contains(&self.version) {
-            return Err(DigestError::Version(self.version));
+        let anchored = |h: &DigestHead| match self.version {
+            DIGEST_VERSION => h.anchors.len() == anchor_seqs(h.seq).len(),
+            _ => h.anchors.is_empty(),
+        };
+        if let Some(h) = self.tables.iter().find(|h| !anchored(h)) {
+            return Err(DigestError::Anchors {
+                version: self.version,
+                table: h.table.clone(),
+            });
         }
-        if self.quarantine.is_some() != (self.version == DIGEST_VERSION) {
-            return Err(DigestError::Quarantine {
+        if !self.journals_well_formed() {
+            return Err(DigestError::Journals {
                 version: self.version,
             });
         }
@@ -426,9 +552,23 @@ impl Digest {
                 table: h.table.clone(),
             });
         }
+        Ok(())
+    }
+
+    /// Checks what is derived: format, version, order, count and root.
+    pub fn check(&self) -> Result<(), DigestError> {
+        if self.format != DIGEST_FORMAT {
+            return Err(DigestError::Format {
+                found: self.format.clone(),
+            });
+        }
+        if !(DIGEST_VERSION_NO_RECEIPTS..=DIGEST_VERSION).contains(&self.version) {
+            return Err(DigestError::Version(self.version));
+        }
         if self.tables.len() > DIGEST_TABLES_MAX {
             return Err(DigestError::TooManyTables(self.tables.len()));
         }
+        self.check_version_fields()?;
         for (i, w) in self.tables.windows(2).enumerate() {
             if w[0].table.as_str().as_bytes() >= w[1].table.as_str().as_bytes() {
                 return Err(DigestError::Order {
@@ -467,13 +607,59 @@ impl Digest {
         Ok(())
     }
 
-    /// The leaf hashes: the tables' in table order, then the quarantine's (version 3).
+    /// The leaf hashes: the tables' in table order, then the quarantine's (version 3), then
+    /// the journals' in name order (version 4).
     pub fn leaves(&self) -> Vec<Hash32> {
+        let table_leaf = if self.version == DIGEST_VERSION {
+            leaf_hash_v3
+        } else {
+            leaf_hash
+        };
         self.tables
             .iter()
-            .map(leaf_hash)
+            .map(table_leaf)
             .chain(self.quarantine.as_ref().map(quarantine_leaf_hash))
+            .chain(self.journals.iter().map(journal_leaf_hash))
             .collect()
+    }
+
+    /// The same digest naming each table's anchors (`anchors(head)`, the chain's hashes at
+    /// `anchor_seqs(head.seq)`) and the API's journals too: version 4. It must name the
+    /// quarantine already (`with_quarantine`).
+    pub fn with_anchors_and_journals(
+        mut self,
+        anchors: impl Fn(&DigestHead) -> Vec<Hash32>,
+        mut journals: Vec<JournalAnchor>,
+    ) -> Digest {
+        assert!(
+            self.version == DIGEST_VERSION_NO_JOURNALS,
+            "a version 4 digest names the quarantine"
+        );
+        for h in &mut self.tables {
+            h.anchors = anchors(h);
+            assert_eq!(h.anchors.len(), anchor_seqs(h.seq).len(), "{}", h.table);
+        }
+        journals.sort_by(|a, b| a.name.cmp(&b.name));
+        self.version = DIGEST_VERSION;
+        self.journals = journals;
+        assert!(self.journals_well_formed(), "journals: {:?}", self.journals);
+        self.root = merkle_root(&self.leaves());
+        self.signature = None;
+        self
+    }
+
+    /// Version 4 names 1 to `DIGEST_JOURNALS_MAX` journals, each once, ascending by name,
+    /// with names of 1 to `JOURNAL_NAME_LEN_MAX` bytes; earlier versions name none.
+    fn journals_well_formed(&self) -> bool {
+        if self.version != DIGEST_VERSION {
+            return self.journals.is_empty();
+        }
+        let names_ok = self
+            .journals
+            .iter()
+            .all(|j| (1..=JOURNAL_NAME_LEN_MAX).contains(&j.name.len()));
+        let ordered = self.journals.windows(2).all(|w| w[0].name < w[1].name);
+        (1..=DIGEST_JOURNALS_MAX).contains(&self.journals.len()) && names_ok && ordered
     }
 
     /// The inclusion proof of one table's head, if the table is listed.
@@ -663,6 +849,104 @@ fn quarantine_consistency(d: &QuarantineAnchor, n: &QuarantineNow) -> Quarantine
     }
 }
 
+/// What the API's directory says about one journal now: the input of its consistency
+/// check (version 4 digests).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JournalNow {
+    pub name: String,
+    /// Lines whose chain verifies now.
+    pub entries: u64,
+    /// The chain's hash after the digest's count of lines, if the journal holds that many.
+    pub hash_at_digest_entries: Option<Hash32>,
+    /// `None` if every line chains; else the first bad line and why.
+    pub chain_problem: Option<(u64, String)>,
+}
+
+/// One journal's result of the consistency check.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum JournalConsistency {
+    /// The first `digest_entries` lines chain to the digest's hash; it holds `entries` now.
+    Extends {
+        name: String,
+        digest_entries: u64,
+        entries: u64,
+    },
+    /// Fewer lines than the digest counted: the journal was cut back.
+    Truncated {
+        name: String,
+        digest_entries: u64,
+        entries: u64,
+    },
+    /// The first `digest_entries` lines chain to another hash: a line was rewritten.
+    HashDiffers {
+        name: String,
+        digest_entries: u64,
+        digest_hash: Hash32,
+        journal_hash: Hash32,
+    },
+    /// The journal no longer chains; `line` is the first bad line.
+    ChainBroken {
+        name: String,
+        line: u64,
+        problem: String,
+    },
+}
+
+impl JournalConsistency {
+    pub fn is_ok(&self) -> bool {
+        matches!(self, JournalConsistency::Extends { .. })
+    }
+}
+
+/// Each journal `digest` names against `now` (looked up by name; a journal absent now has
+/// no lines). A journal not named but whose chain is broken is reported too.
+pub fn check_journals(digest: &Digest, now: &[JournalNow]) -> Vec<JournalConsistency> {
+    let mut out = Vec::new();
+    for n in now.iter().filter(|n| n.chain_problem.is_some()) {
+        let (line, problem) = n.chain_problem.clone().expect("filtered");
+        out.push(JournalConsistency::ChainBroken {
+            name: n.name.clone(),
+            line,
+            problem,
+        });
+    }
+    for d in &digest.journals {
+        let n = now.iter().find(|n| n.name == d.name);
+        if n.is_some_and(|n| n.chain_problem.is_some()) {
+            continue;
+        }
+        let entries = n.map_or(0, |n| n.entries);
+        let at = n.and_then(|n| n.hash_at_digest_entries);
+        let at = at.or((d.entries == 0).then_some(Hash32::ZERO));
+        let name = d.name.clone();
+        out.push(match at {
+            _ if entries < d.entries => JournalConsistency::Truncated {
+                name,
+                digest_entries: d.entries,
+                entries,
+            },
+            Some(h) if h == d.hash => JournalConsistency::Extends {
+                name,
+                digest_entries: d.entries,
+                entries,
+            },
+            Some(h) => JournalConsistency::HashDiffers {
+                name,
+                digest_entries: d.entries,
+                digest_hash: d.hash,
+                journal_hash: h,
+            },
+            None => JournalConsistency::Truncated {
+                name,
+                digest_entries: d.entries,
+                entries,
+            },
+        });
+    }
+    out
+}
+
 /// The consistency proof: the result of checking a ledger against a digest (JSON, the
 /// output of `roundledger verify --against`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -698,6 +982,13 @@ pub struct Consistency {
     /// (`with_arrival_problem`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arrival_problem: Option<String>,
+    /// The API's journals' results, when the digest names them (version 4), and any
+    /// journal whose own chain no longer verifies (`with_journals`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub journals: Vec<JournalConsistency>,
+    /// For each rewritten table of a version 4 digest, where its first altered event lies.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub first_altered: Vec<FirstAltered>,
     /// True when every table of the digest extends, the quarantine when it names one, and
     /// the ledger's own chains verify (quarantine, arrival, tables new since the digest).
     pub ok: bool,
@@ -721,6 +1012,22 @@ impl Consistency {
             self.ok = false;
         }
         self.broken_new_tables = broken;
+        self
+    }
+
+    /// The check with the API's journals' results (`check_journals`): not ok when one is
+    /// not.
+    pub fn with_journals(mut self, journals: Vec<JournalConsistency>) -> Consistency {
+        if !journals.iter().all(JournalConsistency::is_ok) {
+            self.ok = false;
+        }
+        self.journals = journals;
+        self
+    }
+
+    /// The check naming where rewritten tables were first altered (`locate_altered`).
+    pub fn with_first_altered(mut self, altered: Vec<FirstAltered>) -> Consistency {
+        self.first_altered = altered;
         self
     }
 
@@ -784,6 +1091,8 @@ pub fn check_consistency(
         broken_new_tables: Vec::new(),
         quarantine,
         arrival_problem: None,
+        journals: Vec::new(),
+        first_altered: Vec::new(),
         ok,
     }
 }
@@ -994,6 +1303,7 @@ mod tests {
             seq,
             head: Hash32([b; 32]),
             receipt: None,
+            anchors: Vec::new(),
         }
     }
 
@@ -1227,8 +1537,8 @@ mod tests {
             Err(DigestError::Receipt { version: 1, .. })
         ));
         let mut bad = v1.clone();
-        bad.version = 4;
-        assert_eq!(bad.check(), Err(DigestError::Version(4)));
+        bad.version = 5;
+        assert_eq!(bad.check(), Err(DigestError::Version(5)));
 
         let now = |receipt_of_b: Option<Hash32>| {
             check_consistency(
@@ -1344,7 +1654,7 @@ mod tests {
         };
         let v2 = Digest::new([head2("A", 3, 1), head2("B", 5, 2)], 7);
         let v3 = v2.clone().with_quarantine(q);
-        assert_eq!(v3.version, DIGEST_VERSION);
+        assert_eq!(v3.version, DIGEST_VERSION_NO_JOURNALS);
         assert_eq!(v3.leaves().len(), 3);
         assert_eq!(v3.leaves()[2], quarantine_leaf_hash(&q));
         assert_ne!(v3.root, v2.root);
@@ -1439,5 +1749,119 @@ mod tests {
         assert_ne!(quarantine_next(&prev, 8, b"abc"), by_hand);
         assert_ne!(quarantine_next(&prev, 9, b"abd"), by_hand);
         assert_ne!(quarantine_next(&prev, 9, b"ab"), by_hand);
+    }
+
+    /// The anchor seqs follow their rule, and the first altered event is bounded by the
+    /// lowest anchor that differs and the highest that matches.
+    #[test]
+    fn anchors_bound_the_first_altered_event() {
+        assert_eq!(anchor_seqs(1), Vec::<u64>::new());
+        assert_eq!(anchor_seqs(5), vec![4, 3, 2, 1]);
+        assert_eq!(
+            anchor_seqs(67),
+            vec![66, 65, 64, 63, 62, 61, 60, 59, 51, 35, 3]
+        );
+        assert_eq!(anchor_seqs(1_000_000_000).len(), 8 + 26);
+        let seqs = anchor_seqs(67);
+        let d = DigestHead {
+            anchors: seqs.iter().map(|s| Hash32([*s as u8; 32])).collect(),
+            ..head2("T", 67, 1)
+        };
+        // The ledger agrees up to `good`, differs after.
+        let now = |good: u64| -> Vec<Option<Hash32>> {
+            seqs.iter()
+                .map(|s| Some(Hash32([if *s <= good { *s as u8 } else { 0 }; 32])))
+                .collect()
+        };
+        let at = |good| {
+            let a = locate_altered(&d, &now(good)).expect("anchored");
+            (a.first_seq, a.last_seq)
+        };
+        assert_eq!(
+            at(62),
+            (63, 63),
+            "the issue's case: 63 altered, 67 digested"
+        );
+        assert_eq!(at(66), (67, 67));
+        assert_eq!(at(40), (36, 51));
+        assert_eq!(at(0), (1, 3));
+    }
+
+    fn journal(name: &str, entries: u64, byte: u8) -> JournalAnchor {
+        JournalAnchor {
+            name: name.to_string(),
+            entries,
+            hash: Hash32([byte; 32]),
+        }
+    }
+
+    /// Version 4: the journals' leaves follow the quarantine's, the root covers them, the
+    /// file must match its version, and the check names each way a journal can fail.
+    #[test]
+    fn version_4_binds_the_journals() {
+        let q = QuarantineAnchor {
+            entries: 4,
+            hash: Hash32([9; 32]),
+        };
+        let v3 = Digest::new([head2("A", 3, 1)], 7).with_quarantine(q);
+        let js = vec![journal("cases.jsonl", 0, 0), journal("audit.jsonl", 5, 3)];
+        let anchors = |h: &DigestHead| {
+            let seqs = anchor_seqs(h.seq);
+            seqs.iter().map(|s| Hash32([*s as u8; 32])).collect()
+        };
+        let v4 = v3.clone().with_anchors_and_journals(anchors, js);
+        assert_eq!(v4.tables[0].anchors.len(), 2, "seqs 2 and 1");
+        assert_eq!(v4.leaves()[0], leaf_hash_v3(&v4.tables[0]));
+        let mut moved = v4.clone();
+        moved.tables[0].anchors[1] = Hash32([7; 32]);
+        assert!(matches!(moved.check(), Err(DigestError::Root { .. })));
+        let mut short = v4.clone();
+        short.tables[0].anchors.pop();
+        assert!(matches!(short.check(), Err(DigestError::Anchors { .. })));
+        assert_eq!(v4.version, DIGEST_VERSION);
+        assert_eq!(v4.journals[0].name, "audit.jsonl", "in name order");
+        assert_eq!(v4.leaves().len(), 4);
+        assert_eq!(v4.leaves()[2], journal_leaf_hash(&v4.journals[0]));
+        assert_ne!(v4.root, v3.root);
+        assert_eq!(Digest::from_json(&v4.to_json()).expect("reads back"), v4);
+        let mut edited = v4.clone();
+        edited.journals[0].entries = 4;
+        assert!(matches!(edited.check(), Err(DigestError::Root { .. })));
+        let mut dropped = v4.clone();
+        dropped.journals.clear();
+        assert_eq!(dropped.check(), Err(DigestError::Journals { version: 4 }));
+        let mut added = v3.clone();
+        added.journals = v4.journals.clone();
+        assert_eq!(added.check(), Err(DigestError::Journals { version: 3 }));
+
+        let now = |entries: u64, at: Option<Hash32>, problem: Option<(u64, String)>| {
+            let n = JournalNow {
+                name: "audit.jsonl".to_string(),
+                entries,
+                hash_at_digest_entries: at,
+                chain_problem: problem,
+            };
+            check_journals(&v4, &[n])
+        };
+        let name = "audit.jsonl".to_string();
+        let ok = now(6, Some(Hash32([3; 32])), None);
+        assert!(ok.iter().all(JournalConsistency::is_ok), "{ok:?}");
+        assert_eq!(ok.len(), 2, "the absent cases journal extends its 0 lines");
+        assert_eq!(
+            now(3, None, None)[0],
+            JournalConsistency::Truncated {
+                name: name.clone(),
+                digest_entries: 5,
+                entries: 3
+            }
+        );
+        assert!(matches!(
+            now(5, Some(Hash32([4; 32])), None)[0],
+            JournalConsistency::HashDiffers { .. }
+        ));
+        assert!(matches!(
+            &now(1, None, Some((2, "hash".into())))[0],
+            JournalConsistency::ChainBroken { line: 2, .. }
+        ));
     }
 }

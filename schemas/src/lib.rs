@@ -22,6 +22,7 @@ pub mod event;
 pub mod export;
 pub mod findings;
 pub mod ids;
+pub mod journal;
 pub mod metrics;
 pub mod parallel;
 pub mod provenance;

@@ -1,20 +1,25 @@
 //! The ledger digest test vectors of schemas/README.md §6: table heads -> leaf hashes ->
 //! Merkle root, inclusion proofs, a complete digest file, and the same digest signed with
 //! a published test key (ed25519 signatures are deterministic, so the signature is too).
-//! vectors/digest-v3.json is the current format (leaves carry receipts, a last leaf names
-//! the quarantine) and also holds a quarantine chain; vectors/digest-v2.json (no quarantine)
-//! holds a receipt chain; both it and vectors/digest-v1.json, the format before receipts,
-//! must still check.
+//! vectors/digest-v4.json is the current format (leaves carry receipts and anchors, a leaf
+//! names the quarantine, two the API's journals) and also holds a journal's lines;
+//! vectors/digest-v3.json (no anchors, no journals) holds a quarantine chain;
+//! vectors/digest-v2.json (no quarantine) holds a receipt chain; they and
+//! vectors/digest-v1.json, the format before receipts, must still check.
 //! `BLESS=1 cargo test -p schemas --test digest_vectors` rewrites the files; a normal run
 //! recomputes every stored hash from the stored heads, so a change to the digest function
 //! cannot pass unnoticed.
 
 use schemas::attest::SigningKey;
 use schemas::digest::{
-    empty_root, inclusion_proof, leaf_hash, merkle_root, quarantine_leaf_hash, quarantine_next,
-    receipt_next, verify_inclusion, Digest, DigestHead, QuarantineAnchor, EMPTY_DOMAIN,
-    LEAF_DOMAIN, LEAF_DOMAIN_V2, NODE_DOMAIN, QUARANTINE_DOMAIN, QUARANTINE_LEAF_DOMAIN,
+    anchor_seqs, empty_root, inclusion_proof, journal_leaf_hash, leaf_hash, leaf_hash_v3,
+    merkle_root, quarantine_leaf_hash, quarantine_next, receipt_next, verify_inclusion, Digest,
+    DigestHead, JournalAnchor, QuarantineAnchor, EMPTY_DOMAIN, JOURNAL_LEAF_DOMAIN, LEAF_DOMAIN,
+    LEAF_DOMAIN_V2, LEAF_DOMAIN_V3, NODE_DOMAIN, QUARANTINE_DOMAIN, QUARANTINE_LEAF_DOMAIN,
     RECEIPT_DOMAIN, SIGN_DOMAIN,
+};
+use schemas::journal::{
+    line_hash, JournalChain, JournalLine, AUDIT_FILE, CASES_FILE, JOURNAL_DOMAIN,
 };
 use schemas::{Hash32, TableId};
 use serde::{Deserialize, Serialize};
@@ -36,10 +41,66 @@ struct Vectors {
     /// Version 2 only: one table's receipt chain over a few events.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     receipts: Option<ReceiptChain>,
-    /// Version 3 only: a quarantine chain over a few entries, whose head every case and
-    /// the digest name in their last leaf.
+    /// Versions 3 and 4: a quarantine chain over a few entries, whose head every case and
+    /// the digest name in their leaf after the tables'.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     quarantine: Option<QuarantineChain>,
+    /// Version 4 only: a journal of three lines and the two journals' leaves every case
+    /// and the digest end with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    journal: Option<JournalVectors>,
+}
+
+#[derive(Serialize, Deserialize, PartialEq, Debug)]
+struct JournalVectors {
+    domain: String,
+    /// The lines of `audit.jsonl`, without their newlines.
+    lines: Vec<String>,
+    leaf_domain: String,
+    /// `audit.jsonl` (these lines) and `cases.jsonl` (none), as a digest names them.
+    anchors: Vec<JournalAnchor>,
+    leaves: Vec<Hash32>,
+}
+
+fn journal_vectors() -> JournalVectors {
+    let mut chain = JournalChain::default();
+    let lines: Vec<String> = (1..=3u64)
+        .map(|n| {
+            let entry = format!(
+                r#"{{"at_ns":{},"route":"/v1/rounds"}}"#,
+                1_767_225_600_000_000_000u64 + n
+            );
+            let hash = line_hash(&chain.head, entry.as_bytes());
+            let line = JournalLine {
+                n,
+                prev: hex::encode(chain.head),
+                hash: hex::encode(hash),
+                entry,
+            };
+            let text = serde_json::to_string(&line).unwrap();
+            chain.push(text.as_bytes()).unwrap();
+            text
+        })
+        .collect();
+    let anchors = vec![
+        JournalAnchor {
+            name: AUDIT_FILE.to_string(),
+            entries: chain.lines,
+            hash: chain.head_hash(),
+        },
+        JournalAnchor {
+            name: CASES_FILE.to_string(),
+            entries: 0,
+            hash: Hash32::ZERO,
+        },
+    ];
+    JournalVectors {
+        domain: String::from_utf8(JOURNAL_DOMAIN.to_vec()).unwrap(),
+        lines,
+        leaf_domain: String::from_utf8(JOURNAL_LEAF_DOMAIN.to_vec()).unwrap(),
+        leaves: anchors.iter().map(journal_leaf_hash).collect(),
+        anchors,
+    }
 }
 
 #[derive(Serialize, Deserialize, PartialEq, Debug)]
@@ -104,6 +165,16 @@ fn heads(n: usize, version: u32) -> Vec<DigestHead> {
             receipt: (version >= 2).then(|| {
                 Hash32(*blake3::hash(format!("receipt {}", names[i]).as_bytes()).as_bytes())
             }),
+            anchors: if version >= 4 {
+                anchor_seqs(90 * (i as u64 + 1) + 3)
+                    .iter()
+                    .map(|s| {
+                        Hash32(*blake3::hash(format!("{} {s}", names[i]).as_bytes()).as_bytes())
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            },
         })
         .collect();
     v.sort_by(|a, b| a.table.as_str().cmp(b.table.as_str()));
@@ -168,22 +239,36 @@ fn quarantine_chain() -> QuarantineChain {
 
 /// The digest of version `version` over `heads`.
 fn digest_of(version: u32, heads: Vec<DigestHead>) -> Digest {
+    let anchors: std::collections::BTreeMap<TableId, Vec<Hash32>> = heads
+        .iter()
+        .map(|h| (h.table.clone(), h.anchors.clone()))
+        .collect();
     let d = Digest::new(heads, 1_767_225_600_000_000_000);
     match version {
         3 => d.with_quarantine(quarantine_chain().anchor),
+        4 => d
+            .with_quarantine(quarantine_chain().anchor)
+            .with_anchors_and_journals(|h| anchors[&h.table].clone(), journal_vectors().anchors),
         _ => d,
     }
 }
 
 fn vectors(version: u32) -> Vectors {
     let mut cases = Vec::new();
-    let quarantine = (version == 3).then(quarantine_chain);
+    let quarantine = (version >= 3).then(quarantine_chain);
+    let journal = (version == 4).then(journal_vectors);
+    let table_leaf = if version == 4 {
+        leaf_hash_v3
+    } else {
+        leaf_hash
+    };
     for n in [0usize, 1, 2, 3, 5] {
         let heads = heads(n, version);
         let leaves: Vec<Hash32> = heads
             .iter()
-            .map(leaf_hash)
+            .map(table_leaf)
             .chain(quarantine.as_ref().map(|q| q.leaf))
+            .chain(journal.iter().flat_map(|j| j.leaves.clone()))
             .collect();
         let proofs = (0..leaves.len())
             .map(|i| inclusion_proof(&leaves, i).unwrap())
@@ -198,7 +283,9 @@ fn vectors(version: u32) -> Vectors {
     }
     Vectors {
         leaf_domain: String::from_utf8(
-            if version >= 2 {
+            if version >= 4 {
+                LEAF_DOMAIN_V3
+            } else if version >= 2 {
                 LEAF_DOMAIN_V2
             } else {
                 LEAF_DOMAIN
@@ -216,6 +303,7 @@ fn vectors(version: u32) -> Vectors {
             .signed(&SigningKey::from_secret(TEST_SECRET)),
         receipts: (version == 2).then(receipt_chain),
         quarantine,
+        journal,
     }
 }
 
@@ -225,7 +313,7 @@ fn path(version: u32) -> std::path::PathBuf {
 
 #[test]
 fn digest_vectors_hold() {
-    for version in [1, 2, 3] {
+    for version in [1, 2, 3, 4] {
         check_vectors(version);
     }
 }
@@ -272,6 +360,35 @@ fn check_quarantine(chain: &QuarantineChain) {
     assert_eq!(chain.leaf.0, *blake3::hash(&m).as_bytes());
 }
 
+/// The journal written out by hand: each line's hash = BLAKE3(domain || previous hash ||
+/// entry bytes); each leaf = BLAKE3(leaf domain || len(name) || name || entries (u64 BE) ||
+/// hash).
+fn check_journal(j: &JournalVectors) {
+    assert_eq!(j.domain, "roundledger/journal/v1");
+    assert_eq!(j.leaf_domain, "roundledger/digest-journal/v1");
+    let mut prev = [0u8; 32];
+    for (i, text) in j.lines.iter().enumerate() {
+        let line: JournalLine = serde_json::from_str(text).unwrap();
+        assert_eq!(line.n, i as u64 + 1);
+        assert_eq!(line.prev, hex::encode(prev));
+        let mut m = b"roundledger/journal/v1".to_vec();
+        m.extend_from_slice(&prev);
+        m.extend_from_slice(line.entry.as_bytes());
+        prev = *blake3::hash(&m).as_bytes();
+        assert_eq!(line.hash, hex::encode(prev), "line {}", line.n);
+    }
+    assert_eq!(j.anchors[0].hash.0, prev);
+    assert_eq!(j.anchors[0].entries, j.lines.len() as u64);
+    for (a, leaf) in j.anchors.iter().zip(&j.leaves) {
+        let mut m = b"roundledger/digest-journal/v1".to_vec();
+        m.push(a.name.len() as u8);
+        m.extend_from_slice(a.name.as_bytes());
+        m.extend_from_slice(&a.entries.to_be_bytes());
+        m.extend_from_slice(&a.hash.0);
+        assert_eq!(leaf.0, *blake3::hash(&m).as_bytes(), "{}", a.name);
+    }
+}
+
 fn check_vectors(version: u32) {
     if std::env::var_os("BLESS").is_some() {
         std::fs::write(
@@ -282,15 +399,23 @@ fn check_vectors(version: u32) {
     }
     let stored: Vectors =
         serde_json::from_str(&std::fs::read_to_string(path(version)).unwrap()).unwrap();
-    // Version 3's table leaves are version 2's.
-    let leaf_domain = format!("roundledger/digest-leaf/v{}", version.min(2));
+    // Version 3's table leaves are version 2's; version 4's are the third form.
+    let leaf_domain = format!(
+        "roundledger/digest-leaf/v{}",
+        if version == 4 { 3 } else { version.min(2) }
+    );
     assert_eq!(stored.leaf_domain, leaf_domain);
     assert_eq!(stored.digest.version, version);
     assert_eq!(stored.receipts.is_some(), version == 2);
     if let Some(chain) = &stored.receipts {
         check_receipts(chain);
     }
-    assert_eq!(stored.quarantine.is_some(), version == 3);
+    assert_eq!(stored.quarantine.is_some(), version >= 3);
+    assert_eq!(stored.journal.is_some(), version == 4);
+    if let Some(j) = &stored.journal {
+        check_journal(j);
+        assert_eq!(stored.digest.journals, j.anchors);
+    }
     if let Some(chain) = &stored.quarantine {
         check_quarantine(chain);
         assert_eq!(stored.digest.quarantine, Some(chain.anchor));
@@ -315,9 +440,21 @@ fn check_vectors(version: u32) {
                 } else {
                     assert_eq!(h.receipt, None, "a version 1 head has no receipt");
                 }
+                assert_eq!(
+                    h.anchors.len(),
+                    if version == 4 {
+                        anchor_seqs(h.seq).len()
+                    } else {
+                        0
+                    }
+                );
+                for a in &h.anchors {
+                    b.extend_from_slice(&a.0);
+                }
                 Hash32(*blake3::hash(&b).as_bytes())
             })
             .chain(stored.quarantine.as_ref().map(|q| q.leaf))
+            .chain(stored.journal.iter().flat_map(|j| j.leaves.clone()))
             .collect();
         assert_eq!(leaves, c.leaves, "{}", c.note);
         let node = |l: &Hash32, r: &Hash32| {
@@ -334,7 +471,12 @@ fn check_vectors(version: u32) {
             [a, b, c, d] => node(&node(a, b), &node(c, d)),
             [a, b, c, d, e] => node(&node(&node(a, b), &node(c, d)), e),
             [a, b, c, d, e, f] => node(&node(&node(a, b), &node(c, d)), &node(e, f)),
-            _ => unreachable!("the vectors have 0 to 6 leaves"),
+            [a, b, c, d, e, f, g] => node(&node(&node(a, b), &node(c, d)), &node(&node(e, f), g)),
+            [a, b, c, d, e, f, g, h] => node(
+                &node(&node(a, b), &node(c, d)),
+                &node(&node(e, f), &node(g, h)),
+            ),
+            _ => unreachable!("the vectors have 0 to 8 leaves"),
         };
         assert_eq!(by_hand, c.root, "{}", c.note);
         assert_eq!(merkle_root(&c.leaves), c.root, "{}", c.note);

@@ -98,6 +98,7 @@ fn five_heads() -> Vec<schemas::digest::DigestHead> {
             seq: 10 + i as u64,
             head: Hash32([i; 32]),
             receipt: Some(Hash32([i ^ 0xA5; 32])),
+            anchors: Vec::new(),
         })
         .collect()
 }

@@ -54,12 +54,35 @@ def root(leaves, node):
     return node(root(leaves[:k], node), root(leaves[k:], node))
 
 
-for version in (1, 2, 3):
+def journal_leaves(name, j):
+    """The journal's line chain and the journals' leaves (version 4)."""
+    prev = bytes(32)
+    for i, text in enumerate(j["lines"]):
+        line = json.loads(text)
+        if line["n"] != i + 1 or line["prev"] != prev.hex():
+            fail(f"{name}: journal line {i + 1} does not follow")
+        prev = blake3(j["domain"].encode() + prev + line["entry"].encode()).digest()
+        if line["hash"] != prev.hex():
+            fail(f"{name}: journal line {i + 1} hash")
+    if j["anchors"][0]["hash"] != prev.hex() or j["anchors"][0]["entries"] != len(j["lines"]):
+        fail(f"{name}: journal anchor")
+    leaves = []
+    for a in j["anchors"]:
+        n = a["name"].encode()
+        m = j["leaf_domain"].encode() + bytes([len(n)]) + n
+        leaves.append(blake3(m + a["entries"].to_bytes(8, "big") + bytes.fromhex(a["hash"])).digest())
+    if [x.hex() for x in leaves] != j["leaves"]:
+        fail(f"{name}: journal leaves")
+    return leaves
+
+
+for version in (1, 2, 3, 4):
     name = f"digest-v{version}.json"
     d = json.loads((here / name).read_text())
     node = lambda l, r: blake3(d["node_domain"].encode() + l + r).digest()
     qleaf = []
-    if version == 3:
+    jleaves = journal_leaves(name, d["journal"]) if version == 4 else []
+    if version >= 3:
         q = d["quarantine"]
         key = blake3(q["domain"].encode()).digest()
         if key.hex() != q["key"]:
@@ -86,8 +109,10 @@ for version in (1, 2, 3):
             m += h["seq"].to_bytes(8, "big") + bytes.fromhex(h["head"])
             if version >= 2:
                 m += bytes.fromhex(h["receipt"])
+            for a in h.get("anchors", []):
+                m += bytes.fromhex(a)
             leaves.append(blake3(m).digest())
-        leaves += qleaf
+        leaves += qleaf + jleaves
         if [x.hex() for x in leaves] != c["leaves"]:
             fail(f"{name} {c['note']}: leaves")
         r = root(leaves, node) or blake3(d["empty_domain"].encode()).digest()
@@ -111,6 +136,8 @@ for version in (1, 2, 3):
         print(f"{name}: {len(d['cases'])} trees and {len(rc['steps'])} receipts OK")
     elif version == 3:
         print(f"{name}: {len(d['cases'])} trees and {len(q['steps'])} quarantine entries OK")
+    elif version == 4:
+        print(f"{name}: {len(d['cases'])} trees and {len(d['journal']['lines'])} journal lines OK")
     else:
         print(f"{name}: {len(d['cases'])} trees OK")
 
