@@ -132,7 +132,7 @@ fn verify_ledger(dir: &std::path::Path, json: bool) -> Result<Outcome> {
     // The read model is checked against a ledger that verifies; sled allows one open
     // handle, so the bare store closes first.
     drop(store);
-    let (lines, resyncs_ok) = crate::tables::verify_lines(dir);
+    let (lines, resyncs_ok) = crate::tables::resync_lines(dir);
     for line in lines {
         if json {
             eprintln!("{line}");
