@@ -14,7 +14,8 @@ use schemas::report::{Dispute, Finding, RoundReport, Verdict};
 use schemas::settle::{BoxInput, RoundInput, Settlement};
 use schemas::{
     Announcement, BetKind, BoxNo, Card, CardTarget, Choice, DealingMode, Event, EventBody, Hash32,
-    Money, PayLine, PlayerOption, RoundId, RuleSet, Ruling, Seq, Stake, TableConfig, TableId,
+    Money, PayLine, PlayerOption, PoolId, RoundId, RuleSet, Ruling, Seq, Stake, TableConfig,
+    TableId,
 };
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -228,40 +229,11 @@ impl RoundState {
     pub(crate) fn apply(&mut self, seq: Seq, ev: &Event) {
         self.last_seq = self.last_seq.max(seq);
         if let Some(closed) = self.closed {
-            if let EventBody::DeckRevealed { order, salt } = &ev.body {
-                self.reveal = Some((seq, order.clone(), *salt));
-            } else {
-                self.find(
-                    FindingKind::EventAfterRoundClosed,
-                    vec![closed, seq],
-                    None,
-                    format!(
-                        "a {} event arrived after the round closed; it is not applied",
-                        ev.body.type_name()
-                    ),
-                );
-            }
+            self.apply_after_close(closed, seq, ev);
             return;
         }
         match &ev.body {
-            EventBody::Announced { announcement } => match announcement {
-                Announcement::PlaceYourBets => {
-                    if self.phase == Phase::Opening {
-                        self.phase = Phase::BetsOpen;
-                    }
-                }
-                Announcement::NoMoreBets => {
-                    if self.nmb.is_none() {
-                        self.nmb = Some(seq);
-                        self.bets_at_nmb = self.bets.clone();
-                        self.phase = self.phase.max(Phase::BetsClosed);
-                    }
-                }
-                Announcement::NoHand | Announcement::Result { .. } => {}
-                Announcement::Void => self
-                    .void_by
-                    .push((seq, "the dealer announced a void".into())),
-            },
+            EventBody::Announced { announcement } => self.announced(seq, announcement),
             EventBody::ShuffleCompleted { deck_commitment } => {
                 self.shuffle = Some((seq, *deck_commitment));
             }
@@ -270,21 +242,7 @@ impl RoundState {
             }
             EventBody::CardDealt {
                 to, card, face_up, ..
-            } => {
-                if *face_up
-                    && matches!(to, CardTarget::Box(_))
-                    && self.rule_set() == Some(RuleSet::Cs51)
-                {
-                    self.players_seen = true; // CS51: the player's cards are dealt face up
-                }
-                self.deal.push(Dealt {
-                    seq,
-                    to: *to,
-                    card: *card,
-                    face_up: *face_up,
-                });
-                self.phase = self.phase.max(Phase::Dealing);
-            }
+            } => self.card_dealt(seq, *to, *card, *face_up),
             EventBody::CardExposed {
                 at,
                 card,
@@ -313,61 +271,24 @@ impl RoundState {
                 kind,
                 from,
                 to,
-            } => {
-                if let Some(nmb) = self.nmb {
-                    let withdrawn = stake_value(*to) < stake_value(*from);
-                    let (k, what) = if withdrawn {
-                        (FindingKind::BetWithdrawnAfterNoMoreBets, "reduced")
-                    } else {
-                        (FindingKind::BetAfterNoMoreBets, "changed")
-                    };
-                    self.find(
-                        k,
-                        vec![nmb, seq],
-                        Some(*box_no),
-                        format!(
-                            "{kind:?} {what} from {} to {} after \"No more Bets\"; it settles as it stood when bets closed",
-                            stake_value(*from),
-                            stake_value(*to)
-                        ),
-                    );
-                } else {
-                    self.bets.insert((*box_no, *kind), (*to, seq));
-                }
-            }
+            } => self.bet_changed(seq, *box_no, *kind, (*from, *to)),
             EventBody::BetWithdrawn {
                 box_no,
                 kind,
                 stake,
-            } => {
-                if let Some(nmb) = self.nmb {
-                    self.find(
-                        FindingKind::BetWithdrawnAfterNoMoreBets,
-                        vec![nmb, seq],
-                        Some(*box_no),
-                        format!(
-                            "{kind:?} of {} withdrawn after \"No more Bets\"; it settles as it stood when bets closed",
-                            stake_value(*stake)
-                        ),
-                    );
-                } else {
-                    self.bets.remove(&(*box_no, *kind));
-                }
-            }
+            } => self.bet_withdrawn(seq, *box_no, *kind, *stake),
             EventBody::Decided {
                 box_no,
                 choice,
                 stake,
-            } => {
-                self.players_seen = true;
-                if !matches!(choice, Choice::Play) {
-                    self.outcome_established = true; // a fold loses the Ante for good
-                }
-                self.decisions
-                    .entry(*box_no)
-                    .or_insert((*choice, *stake, seq));
-                self.phase = self.phase.max(Phase::Decisions);
-            }
+            } => self.decided(seq, *box_no, *choice, *stake),
+            body => self.apply_outcome(seq, ev, body),
+        }
+    }
+
+    /// Feeds the events of the outcome, the jackpot, staff and the end of the round.
+    fn apply_outcome(&mut self, seq: Seq, ev: &Event, body: &EventBody) {
+        match body {
             EventBody::HandRevealed { .. } => {
                 self.players_seen = true;
             }
@@ -376,28 +297,8 @@ impl RoundState {
                 self.outcome_established = true;
                 self.phase = self.phase.max(Phase::DealerRevealed);
             }
-            EventBody::PaidOut { box_no, line, net } => {
-                self.outcome_established = true;
-                let e = self
-                    .paid
-                    .entry((*box_no, *line))
-                    .or_insert((Money::ZERO, Vec::new()));
-                e.0 = e.0 + *net;
-                e.1.push(seq);
-                self.phase = self.phase.max(Phase::Settlement);
-            }
-            EventBody::JackpotShown { pool, value } => {
-                let ours = self
-                    .config
-                    .as_ref()
-                    .and_then(|c| c.jackpot.as_ref())
-                    .is_some_and(|j| &j.pool == pool);
-                // The value shown before the deal is the one the round's winners are paid
-                // from (RULES-NOTES 7); later displays belong to the pool report.
-                if ours && self.deal.is_empty() {
-                    self.pool_shown = Some(*value);
-                }
-            }
+            EventBody::PaidOut { box_no, line, net } => self.paid_out(seq, *box_no, *line, *net),
+            EventBody::JackpotShown { pool, value } => self.jackpot_shown(pool, *value),
             EventBody::JackpotHit { .. }
             | EventBody::JackpotReset { .. }
             | EventBody::JackpotRestored { .. } => {}
@@ -422,12 +323,135 @@ impl RoundState {
                 self.closed_at_ns = Some(ev.occurred_at_ns);
                 self.phase = Phase::Closed;
             }
-            // Table, finance and key-register events do not change a round.
-            EventBody::TableOpened { .. }
-            | EventBody::TableClosed
-            | EventBody::Finance { .. }
-            | EventBody::DeviceEnrolled { .. }
-            | EventBody::DeviceRevoked { .. } => {}
+            // Table, finance and key-register events do not change a round; the events
+            // `apply` handles itself never reach here.
+            _ => {}
+        }
+    }
+
+    /// After `RoundClosed` only the deck reveal is taken; anything else is a finding.
+    fn apply_after_close(&mut self, closed: Seq, seq: Seq, ev: &Event) {
+        if let EventBody::DeckRevealed { order, salt } = &ev.body {
+            self.reveal = Some((seq, order.clone(), *salt));
+            return;
+        }
+        self.find(
+            FindingKind::EventAfterRoundClosed,
+            vec![closed, seq],
+            None,
+            format!(
+                "a {} event arrived after the round closed; it is not applied",
+                ev.body.type_name()
+            ),
+        );
+    }
+
+    fn announced(&mut self, seq: Seq, announcement: &Announcement) {
+        match announcement {
+            Announcement::PlaceYourBets => {
+                if self.phase == Phase::Opening {
+                    self.phase = Phase::BetsOpen;
+                }
+            }
+            Announcement::NoMoreBets => {
+                if self.nmb.is_none() {
+                    self.nmb = Some(seq);
+                    self.bets_at_nmb = self.bets.clone();
+                    self.phase = self.phase.max(Phase::BetsClosed);
+                }
+            }
+            Announcement::NoHand | Announcement::Result { .. } => {}
+            Announcement::Void => self
+                .void_by
+                .push((seq, "the dealer announced a void".into())),
+        }
+    }
+
+    fn card_dealt(&mut self, seq: Seq, to: CardTarget, card: Card, face_up: bool) {
+        if face_up && matches!(to, CardTarget::Box(_)) && self.rule_set() == Some(RuleSet::Cs51) {
+            self.players_seen = true; // CS51: the player's cards are dealt face up
+        }
+        self.deal.push(Dealt {
+            seq,
+            to,
+            card,
+            face_up,
+        });
+        self.phase = self.phase.max(Phase::Dealing);
+    }
+
+    /// A change before "No more Bets" replaces the stake; after it, it is a finding.
+    fn bet_changed(&mut self, seq: Seq, box_no: BoxNo, kind: BetKind, (from, to): (Stake, Stake)) {
+        let Some(nmb) = self.nmb else {
+            self.bets.insert((box_no, kind), (to, seq));
+            return;
+        };
+        let withdrawn = stake_value(to) < stake_value(from);
+        let (k, what) = if withdrawn {
+            (FindingKind::BetWithdrawnAfterNoMoreBets, "reduced")
+        } else {
+            (FindingKind::BetAfterNoMoreBets, "changed")
+        };
+        self.find(
+            k,
+            vec![nmb, seq],
+            Some(box_no),
+            format!(
+                "{kind:?} {what} from {} to {} after \"No more Bets\"; it settles as it stood when bets closed",
+                stake_value(from),
+                stake_value(to)
+            ),
+        );
+    }
+
+    /// A withdrawal before "No more Bets" removes the bet; after it, it is a finding.
+    fn bet_withdrawn(&mut self, seq: Seq, box_no: BoxNo, kind: BetKind, stake: Stake) {
+        let Some(nmb) = self.nmb else {
+            self.bets.remove(&(box_no, kind));
+            return;
+        };
+        self.find(
+            FindingKind::BetWithdrawnAfterNoMoreBets,
+            vec![nmb, seq],
+            Some(box_no),
+            format!(
+                "{kind:?} of {} withdrawn after \"No more Bets\"; it settles as it stood when bets closed",
+                stake_value(stake)
+            ),
+        );
+    }
+
+    /// The first decision for a box stands.
+    fn decided(&mut self, seq: Seq, box_no: BoxNo, choice: Choice, stake: Option<Money>) {
+        self.players_seen = true;
+        if !matches!(choice, Choice::Play) {
+            self.outcome_established = true; // a fold loses the Ante for good
+        }
+        self.decisions.entry(box_no).or_insert((choice, stake, seq));
+        self.phase = self.phase.max(Phase::Decisions);
+    }
+
+    fn paid_out(&mut self, seq: Seq, box_no: BoxNo, line: PayLine, net: Money) {
+        self.outcome_established = true;
+        let e = self
+            .paid
+            .entry((box_no, line))
+            .or_insert((Money::ZERO, Vec::new()));
+        e.0 = e.0 + net;
+        e.1.push(seq);
+        self.phase = self.phase.max(Phase::Settlement);
+    }
+
+    fn jackpot_shown(&mut self, pool: &PoolId, value: Money) {
+        let ours = self
+            .config
+            .as_ref()
+            .and_then(|c| c.jackpot.as_ref())
+            .is_some_and(|j| &j.pool == pool);
+        // The value shown before the deal is the one the round's winners are paid
+        // from (RULES-NOTES 7); later displays belong to the pool report.
+        if ours && self.deal.is_empty() {
+            self.pool_shown = Some(value);
         }
     }
 
