@@ -334,9 +334,24 @@ impl RoundState {
                 self.closed_at_ns = Some(ev.occurred_at_ns);
                 self.phase = Phase::Closed;
             }
-            // Table, finance and key-register events do not change a round; the events
-            // `apply` handles itself never reach here.
-            _ => {}
+            // Table, finance and key-register events do not change a round.
+            EventBody::TableOpened { .. }
+            | EventBody::TableClosed
+            | EventBody::Finance { .. }
+            | EventBody::DeviceEnrolled { .. }
+            | EventBody::DeviceRevoked { .. } => {}
+            // `apply` handles these itself; they never reach here.
+            EventBody::Announced { .. }
+            | EventBody::ShuffleCompleted { .. }
+            | EventBody::DeckRevealed { .. }
+            | EventBody::CardDealt { .. }
+            | EventBody::CardExposed { .. }
+            | EventBody::HandExamined { .. }
+            | EventBody::BetPlaced { .. }
+            | EventBody::BetRejected { .. }
+            | EventBody::BetChanged { .. }
+            | EventBody::BetWithdrawn { .. }
+            | EventBody::Decided { .. } => {}
         }
     }
 
