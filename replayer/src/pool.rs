@@ -134,100 +134,23 @@ pub fn replay_pool(events: &[Event]) -> PoolReport {
             };
         }
         match &e.body {
-            EventBody::Announced {
-                announcement: Announcement::NoMoreBets,
-            } => t.current.nmb = true,
-            EventBody::Announced {
-                announcement: Announcement::Void,
-            } => t.current.void = true,
-            EventBody::StaffDecision {
-                ruling: Ruling::VoidRound { .. },
-                ..
-            } => t.current.void = true,
-            EventBody::BetPlaced {
-                box_no,
-                kind,
-                stake,
-            } if !t.current.nmb && is_jackpot(*kind) => {
-                let s = t
-                    .current
-                    .stakes
-                    .entry((*box_no, *kind))
-                    .or_insert(Stake::Chips(Money::ZERO));
-                *s = add(*s, *stake);
-            }
-            EventBody::BetChanged {
-                box_no, kind, to, ..
-            } if !t.current.nmb && is_jackpot(*kind) => {
-                t.current.stakes.insert((*box_no, *kind), *to);
-            }
-            EventBody::BetWithdrawn { box_no, kind, .. } if !t.current.nmb && is_jackpot(*kind) => {
-                t.current.stakes.remove(&(*box_no, *kind));
-            }
             EventBody::RoundClosed => {
                 end_round(&e.table, t, &mut pools);
                 t.current.closed = true;
             }
             EventBody::JackpotShown { pool, value } => {
-                let code = t
-                    .config
-                    .as_ref()
-                    .and_then(|c| lookup(c.rule_set, FindingKind::JackpotShownDiffers))
-                    .map_or("RL-jackpot-shown-differs", |r| r.code);
-                let p = pools.entry(pool.clone()).or_insert_with(|| Pool::new(pool));
-                p.touch(&e.table);
-                match p.value {
-                    None => {
-                        p.summary.start = *value;
-                    }
-                    Some(v) => {
-                        p.summary.displays_checked += 1;
-                        if v != *value {
-                            p.summary.mismatches.push(PoolMismatch {
-                                code: code.to_string(),
-                                table: e.table.clone(),
-                                seq: e.seq,
-                                shown: *value,
-                                recomputed: v,
-                                difference: *value - v,
-                            });
-                        }
-                    }
-                }
-                p.value = Some(*value);
+                let code = shown_differs_code(t);
+                pool_of(&mut pools, pool, &e.table).shown(code, e, *value);
             }
             EventBody::JackpotHit {
                 pool,
                 box_no,
                 amount,
-            } => {
-                let p = pools.entry(pool.clone()).or_insert_with(|| Pool::new(pool));
-                p.touch(&e.table);
-                let before = p.value.unwrap_or_default();
-                let after = before - *amount;
-                p.value = Some(after);
-                let order = p.summary.wins.len() as u32 + 1;
-                p.summary.wins.push(PoolWin {
-                    order,
-                    table: e.table.clone(),
-                    round: e.round,
-                    seq: e.seq,
-                    box_no: *box_no,
-                    amount: *amount,
-                    pool_before: before,
-                    pool_after: after,
-                });
-            }
+            } => pool_of(&mut pools, pool, &e.table).hit(e, *box_no, *amount),
             EventBody::JackpotReset { pool, value } => {
-                let p = pools.entry(pool.clone()).or_insert_with(|| Pool::new(pool));
-                p.touch(&e.table);
-                if p.value.is_none() {
-                    p.summary.start = *value;
-                }
-                p.value = Some(*value);
-                p.summary.resets += 1;
+                pool_of(&mut pools, pool, &e.table).reset(*value);
             }
-            _ => {}
+            body => t.current.record(body),
         }
     }
     for (id, t) in tables.iter_mut() {
@@ -239,6 +162,115 @@ pub fn replay_pool(events: &[Event]) -> PoolReport {
         report.pools.insert(id, p.summary);
     }
     report
+}
+
+impl TableRound {
+    /// Records what a round event means for the pool: bets closed, void, jackpot stakes.
+    fn record(&mut self, body: &EventBody) {
+        match body {
+            EventBody::Announced {
+                announcement: Announcement::NoMoreBets,
+            } => self.nmb = true,
+            EventBody::Announced {
+                announcement: Announcement::Void,
+            } => self.void = true,
+            EventBody::StaffDecision {
+                ruling: Ruling::VoidRound { .. },
+                ..
+            } => self.void = true,
+            EventBody::BetPlaced {
+                box_no,
+                kind,
+                stake,
+            } if !self.nmb && is_jackpot(*kind) => {
+                let s = self
+                    .stakes
+                    .entry((*box_no, *kind))
+                    .or_insert(Stake::Chips(Money::ZERO));
+                *s = add(*s, *stake);
+            }
+            EventBody::BetChanged {
+                box_no, kind, to, ..
+            } if !self.nmb && is_jackpot(*kind) => {
+                self.stakes.insert((*box_no, *kind), *to);
+            }
+            EventBody::BetWithdrawn { box_no, kind, .. } if !self.nmb && is_jackpot(*kind) => {
+                self.stakes.remove(&(*box_no, *kind));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The finding code for a display that differs, in the displaying table's rule set.
+fn shown_differs_code(t: &TableState) -> &'static str {
+    t.config
+        .as_ref()
+        .and_then(|c| lookup(c.rule_set, FindingKind::JackpotShownDiffers))
+        .map_or("RL-jackpot-shown-differs", |r| r.code)
+}
+
+/// The pool `pool`, created on first sight, with `table` recorded as one of its tables.
+fn pool_of<'a>(
+    pools: &'a mut BTreeMap<PoolId, Pool>,
+    pool: &PoolId,
+    table: &TableId,
+) -> &'a mut Pool {
+    let p = pools.entry(pool.clone()).or_insert_with(|| Pool::new(pool));
+    p.touch(table);
+    p
+}
+
+impl Pool {
+    /// Checks a displayed value against the recomputed one, then continues from it.
+    fn shown(&mut self, code: &str, e: &Event, value: Money) {
+        match self.value {
+            None => {
+                self.summary.start = value;
+            }
+            Some(v) => {
+                self.summary.displays_checked += 1;
+                if v != value {
+                    self.summary.mismatches.push(PoolMismatch {
+                        code: code.to_string(),
+                        table: e.table.clone(),
+                        seq: e.seq,
+                        shown: value,
+                        recomputed: v,
+                        difference: value - v,
+                    });
+                }
+            }
+        }
+        self.value = Some(value);
+    }
+
+    /// Pays a jackpot out of the pool, in the order of payment.
+    fn hit(&mut self, e: &Event, box_no: BoxNo, amount: Money) {
+        let before = self.value.unwrap_or_default();
+        let after = before - amount;
+        self.value = Some(after);
+        let order = self.summary.wins.len() as u32 + 1;
+        self.summary.wins.push(PoolWin {
+            order,
+            table: e.table.clone(),
+            round: e.round,
+            seq: e.seq,
+            box_no,
+            amount,
+            pool_before: before,
+            pool_after: after,
+        });
+    }
+
+    /// Sets the pool to its reset value.
+    fn reset(&mut self, value: Money) {
+        if self.value.is_none() {
+            self.summary.start = value;
+        }
+        self.value = Some(value);
+        self.summary.resets += 1;
+    }
 }
 
 fn is_jackpot(k: BetKind) -> bool {

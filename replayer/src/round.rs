@@ -14,7 +14,8 @@ use schemas::report::{Dispute, Finding, RoundReport, Verdict};
 use schemas::settle::{BoxInput, RoundInput, Settlement};
 use schemas::{
     Announcement, BetKind, BoxNo, Card, CardTarget, Choice, DealingMode, Event, EventBody, Hash32,
-    Money, PayLine, PlayerOption, RoundId, RuleSet, Ruling, Seq, Stake, TableConfig, TableId,
+    Money, PayLine, PlayerOption, PoolId, RoundId, RuleSet, Ruling, Seq, Stake, TableConfig,
+    TableId,
 };
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -65,6 +66,17 @@ pub struct StepView {
 pub(crate) struct TableContext {
     pub pool_shown: BTreeMap<String, Money>,
     pub shuffle: Option<(Seq, Option<Hash32>)>,
+}
+
+/// Bets by box and kind: the amount in minor units and the seq that placed it.
+type ByBox = BTreeMap<BoxNo, BTreeMap<BetKind, (i64, Seq)>>;
+
+/// What the whole-round checks decide: the round void, or single hands invalidated
+/// (their bets returned) with the clause that says so.
+#[derive(Debug, Default)]
+struct Voiding {
+    void: bool,
+    invalidated: BTreeMap<BoxNo, String>,
 }
 
 #[derive(Debug, Clone)]
@@ -228,40 +240,11 @@ impl RoundState {
     pub(crate) fn apply(&mut self, seq: Seq, ev: &Event) {
         self.last_seq = self.last_seq.max(seq);
         if let Some(closed) = self.closed {
-            if let EventBody::DeckRevealed { order, salt } = &ev.body {
-                self.reveal = Some((seq, order.clone(), *salt));
-            } else {
-                self.find(
-                    FindingKind::EventAfterRoundClosed,
-                    vec![closed, seq],
-                    None,
-                    format!(
-                        "a {} event arrived after the round closed; it is not applied",
-                        ev.body.type_name()
-                    ),
-                );
-            }
+            self.apply_after_close(closed, seq, ev);
             return;
         }
         match &ev.body {
-            EventBody::Announced { announcement } => match announcement {
-                Announcement::PlaceYourBets => {
-                    if self.phase == Phase::Opening {
-                        self.phase = Phase::BetsOpen;
-                    }
-                }
-                Announcement::NoMoreBets => {
-                    if self.nmb.is_none() {
-                        self.nmb = Some(seq);
-                        self.bets_at_nmb = self.bets.clone();
-                        self.phase = self.phase.max(Phase::BetsClosed);
-                    }
-                }
-                Announcement::NoHand | Announcement::Result { .. } => {}
-                Announcement::Void => self
-                    .void_by
-                    .push((seq, "the dealer announced a void".into())),
-            },
+            EventBody::Announced { announcement } => self.announced(seq, announcement),
             EventBody::ShuffleCompleted { deck_commitment } => {
                 self.shuffle = Some((seq, *deck_commitment));
             }
@@ -270,21 +253,7 @@ impl RoundState {
             }
             EventBody::CardDealt {
                 to, card, face_up, ..
-            } => {
-                if *face_up
-                    && matches!(to, CardTarget::Box(_))
-                    && self.rule_set() == Some(RuleSet::Cs51)
-                {
-                    self.players_seen = true; // CS51: the player's cards are dealt face up
-                }
-                self.deal.push(Dealt {
-                    seq,
-                    to: *to,
-                    card: *card,
-                    face_up: *face_up,
-                });
-                self.phase = self.phase.max(Phase::Dealing);
-            }
+            } => self.card_dealt(seq, *to, *card, *face_up),
             EventBody::CardExposed {
                 at,
                 card,
@@ -313,61 +282,24 @@ impl RoundState {
                 kind,
                 from,
                 to,
-            } => {
-                if let Some(nmb) = self.nmb {
-                    let withdrawn = stake_value(*to) < stake_value(*from);
-                    let (k, what) = if withdrawn {
-                        (FindingKind::BetWithdrawnAfterNoMoreBets, "reduced")
-                    } else {
-                        (FindingKind::BetAfterNoMoreBets, "changed")
-                    };
-                    self.find(
-                        k,
-                        vec![nmb, seq],
-                        Some(*box_no),
-                        format!(
-                            "{kind:?} {what} from {} to {} after \"No more Bets\"; it settles as it stood when bets closed",
-                            stake_value(*from),
-                            stake_value(*to)
-                        ),
-                    );
-                } else {
-                    self.bets.insert((*box_no, *kind), (*to, seq));
-                }
-            }
+            } => self.bet_changed(seq, *box_no, *kind, (*from, *to)),
             EventBody::BetWithdrawn {
                 box_no,
                 kind,
                 stake,
-            } => {
-                if let Some(nmb) = self.nmb {
-                    self.find(
-                        FindingKind::BetWithdrawnAfterNoMoreBets,
-                        vec![nmb, seq],
-                        Some(*box_no),
-                        format!(
-                            "{kind:?} of {} withdrawn after \"No more Bets\"; it settles as it stood when bets closed",
-                            stake_value(*stake)
-                        ),
-                    );
-                } else {
-                    self.bets.remove(&(*box_no, *kind));
-                }
-            }
+            } => self.bet_withdrawn(seq, *box_no, *kind, *stake),
             EventBody::Decided {
                 box_no,
                 choice,
                 stake,
-            } => {
-                self.players_seen = true;
-                if !matches!(choice, Choice::Play) {
-                    self.outcome_established = true; // a fold loses the Ante for good
-                }
-                self.decisions
-                    .entry(*box_no)
-                    .or_insert((*choice, *stake, seq));
-                self.phase = self.phase.max(Phase::Decisions);
-            }
+            } => self.decided(seq, *box_no, *choice, *stake),
+            body => self.apply_outcome(seq, ev, body),
+        }
+    }
+
+    /// Feeds the events of the outcome, the jackpot, staff and the end of the round.
+    fn apply_outcome(&mut self, seq: Seq, ev: &Event, body: &EventBody) {
+        match body {
             EventBody::HandRevealed { .. } => {
                 self.players_seen = true;
             }
@@ -376,28 +308,8 @@ impl RoundState {
                 self.outcome_established = true;
                 self.phase = self.phase.max(Phase::DealerRevealed);
             }
-            EventBody::PaidOut { box_no, line, net } => {
-                self.outcome_established = true;
-                let e = self
-                    .paid
-                    .entry((*box_no, *line))
-                    .or_insert((Money::ZERO, Vec::new()));
-                e.0 = e.0 + *net;
-                e.1.push(seq);
-                self.phase = self.phase.max(Phase::Settlement);
-            }
-            EventBody::JackpotShown { pool, value } => {
-                let ours = self
-                    .config
-                    .as_ref()
-                    .and_then(|c| c.jackpot.as_ref())
-                    .is_some_and(|j| &j.pool == pool);
-                // The value shown before the deal is the one the round's winners are paid
-                // from (RULES-NOTES 7); later displays belong to the pool report.
-                if ours && self.deal.is_empty() {
-                    self.pool_shown = Some(*value);
-                }
-            }
+            EventBody::PaidOut { box_no, line, net } => self.paid_out(seq, *box_no, *line, *net),
+            EventBody::JackpotShown { pool, value } => self.jackpot_shown(pool, *value),
             EventBody::JackpotHit { .. }
             | EventBody::JackpotReset { .. }
             | EventBody::JackpotRestored { .. } => {}
@@ -428,6 +340,144 @@ impl RoundState {
             | EventBody::Finance { .. }
             | EventBody::DeviceEnrolled { .. }
             | EventBody::DeviceRevoked { .. } => {}
+            // `apply` handles these itself; they never reach here.
+            EventBody::Announced { .. }
+            | EventBody::ShuffleCompleted { .. }
+            | EventBody::DeckRevealed { .. }
+            | EventBody::CardDealt { .. }
+            | EventBody::CardExposed { .. }
+            | EventBody::HandExamined { .. }
+            | EventBody::BetPlaced { .. }
+            | EventBody::BetRejected { .. }
+            | EventBody::BetChanged { .. }
+            | EventBody::BetWithdrawn { .. }
+            | EventBody::Decided { .. } => {}
+        }
+    }
+
+    /// After `RoundClosed` only the deck reveal is taken; anything else is a finding.
+    fn apply_after_close(&mut self, closed: Seq, seq: Seq, ev: &Event) {
+        if let EventBody::DeckRevealed { order, salt } = &ev.body {
+            self.reveal = Some((seq, order.clone(), *salt));
+            return;
+        }
+        self.find(
+            FindingKind::EventAfterRoundClosed,
+            vec![closed, seq],
+            None,
+            format!(
+                "a {} event arrived after the round closed; it is not applied",
+                ev.body.type_name()
+            ),
+        );
+    }
+
+    fn announced(&mut self, seq: Seq, announcement: &Announcement) {
+        match announcement {
+            Announcement::PlaceYourBets => {
+                if self.phase == Phase::Opening {
+                    self.phase = Phase::BetsOpen;
+                }
+            }
+            Announcement::NoMoreBets => {
+                if self.nmb.is_none() {
+                    self.nmb = Some(seq);
+                    self.bets_at_nmb = self.bets.clone();
+                    self.phase = self.phase.max(Phase::BetsClosed);
+                }
+            }
+            Announcement::NoHand | Announcement::Result { .. } => {}
+            Announcement::Void => self
+                .void_by
+                .push((seq, "the dealer announced a void".into())),
+        }
+    }
+
+    fn card_dealt(&mut self, seq: Seq, to: CardTarget, card: Card, face_up: bool) {
+        if face_up && matches!(to, CardTarget::Box(_)) && self.rule_set() == Some(RuleSet::Cs51) {
+            self.players_seen = true; // CS51: the player's cards are dealt face up
+        }
+        self.deal.push(Dealt {
+            seq,
+            to,
+            card,
+            face_up,
+        });
+        self.phase = self.phase.max(Phase::Dealing);
+    }
+
+    /// A change before "No more Bets" replaces the stake; after it, it is a finding.
+    fn bet_changed(&mut self, seq: Seq, box_no: BoxNo, kind: BetKind, (from, to): (Stake, Stake)) {
+        let Some(nmb) = self.nmb else {
+            self.bets.insert((box_no, kind), (to, seq));
+            return;
+        };
+        let withdrawn = stake_value(to) < stake_value(from);
+        let (k, what) = if withdrawn {
+            (FindingKind::BetWithdrawnAfterNoMoreBets, "reduced")
+        } else {
+            (FindingKind::BetAfterNoMoreBets, "changed")
+        };
+        self.find(
+            k,
+            vec![nmb, seq],
+            Some(box_no),
+            format!(
+                "{kind:?} {what} from {} to {} after \"No more Bets\"; it settles as it stood when bets closed",
+                stake_value(from),
+                stake_value(to)
+            ),
+        );
+    }
+
+    /// A withdrawal before "No more Bets" removes the bet; after it, it is a finding.
+    fn bet_withdrawn(&mut self, seq: Seq, box_no: BoxNo, kind: BetKind, stake: Stake) {
+        let Some(nmb) = self.nmb else {
+            self.bets.remove(&(box_no, kind));
+            return;
+        };
+        self.find(
+            FindingKind::BetWithdrawnAfterNoMoreBets,
+            vec![nmb, seq],
+            Some(box_no),
+            format!(
+                "{kind:?} of {} withdrawn after \"No more Bets\"; it settles as it stood when bets closed",
+                stake_value(stake)
+            ),
+        );
+    }
+
+    /// The first decision for a box stands.
+    fn decided(&mut self, seq: Seq, box_no: BoxNo, choice: Choice, stake: Option<Money>) {
+        self.players_seen = true;
+        if !matches!(choice, Choice::Play) {
+            self.outcome_established = true; // a fold loses the Ante for good
+        }
+        self.decisions.entry(box_no).or_insert((choice, stake, seq));
+        self.phase = self.phase.max(Phase::Decisions);
+    }
+
+    fn paid_out(&mut self, seq: Seq, box_no: BoxNo, line: PayLine, net: Money) {
+        self.outcome_established = true;
+        let e = self
+            .paid
+            .entry((box_no, line))
+            .or_insert((Money::ZERO, Vec::new()));
+        e.0 = e.0 + net;
+        e.1.push(seq);
+        self.phase = self.phase.max(Phase::Settlement);
+    }
+
+    fn jackpot_shown(&mut self, pool: &PoolId, value: Money) {
+        let ours = self
+            .config
+            .as_ref()
+            .and_then(|c| c.jackpot.as_ref())
+            .is_some_and(|j| &j.pool == pool);
+        // The value shown before the deal is the one the round's winners are paid
+        // from (RULES-NOTES 7); later displays belong to the pool report.
+        if ours && self.deal.is_empty() {
+            self.pool_shown = Some(value);
         }
     }
 
@@ -531,23 +581,44 @@ impl RoundState {
                 "the round has no \"round closed\" event: settlement was never completed on the record".into(),
             );
         }
-        let mut void = !self.void_by.is_empty();
-        let mut invalidated: BTreeMap<BoxNo, String> = BTreeMap::new();
-        // Bets as they stood at "No more Bets" (§5.21); the state is consumed here.
+        let mut voiding = Voiding {
+            void: !self.void_by.is_empty(),
+            invalidated: BTreeMap::new(),
+        };
+        let by_box = self.take_bets();
+        self.check_limits(&config, &by_box);
+        let returned_side = self.check_side_bets(&by_box);
+        self.check_deal(&config, &by_box, &mut voiding);
+        self.check_faults(&mut voiding.void);
+        self.check_examinations(rs, &mut voiding.invalidated);
+        self.apply_player_options(rs, &mut voiding.invalidated);
+        self.report_void();
+        let boxes = self.box_inputs(rs, &by_box, &returned_side, &voiding);
+        let input = self.settlement_input(&config, boxes, voiding.void);
+        self.judge(config, input)
+    }
+
+    /// Bets as they stood at "No more Bets" (§5.21), by box, zero stakes left out. The
+    /// state is consumed here.
+    fn take_bets(&mut self) -> ByBox {
         let bets_src = if self.nmb.is_some() {
             std::mem::take(&mut self.bets_at_nmb)
         } else {
             std::mem::take(&mut self.bets)
         };
-        let mut by_box: BTreeMap<BoxNo, BTreeMap<BetKind, (i64, Seq)>> = BTreeMap::new();
+        let mut by_box: ByBox = BTreeMap::new();
         for (&(b, k), &(s, q)) in &bets_src {
             if stake_value(s) != 0 {
                 by_box.entry(b).or_default().insert(k, (stake_value(s), q));
             }
         }
+        by_box
+    }
 
-        // ---- Bets: limits (§5.1, §5.2), jackpot without Ante (§5.4) --------------------
-        for (&b, bets) in &by_box {
+    // ---- Bets: limits (§5.1, §5.2), jackpot without Ante (§5.4) --------------------
+
+    fn check_limits(&mut self, config: &TableConfig, by_box: &ByBox) {
+        for (&b, bets) in by_box {
             for (&k, &(amount, q)) in bets {
                 if let Some(l) = config.limit(k) {
                     if amount > l.max.0 {
@@ -560,6 +631,10 @@ impl RoundState {
                 }
             }
         }
+    }
+
+    /// Side bets on a box without an Ante: returned, each a finding.
+    fn check_side_bets(&mut self, by_box: &ByBox) -> BTreeSet<(BoxNo, BetKind)> {
         let side_kinds = [
             BetKind::Progressive,
             BetKind::JackpotPlayer,
@@ -567,7 +642,7 @@ impl RoundState {
             BetKind::Bonus,
         ];
         let mut returned_side: BTreeSet<(BoxNo, BetKind)> = BTreeSet::new();
-        for (&b, bets) in &by_box {
+        for (&b, bets) in by_box {
             if bets.contains_key(&BetKind::Ante) {
                 continue;
             }
@@ -585,17 +660,18 @@ impl RoundState {
                 }
             }
         }
+        returned_side
+    }
 
-        // ---- The deal -------------------------------------------------------------------
-        self.check_deal(&config, &by_box, &mut void, &mut invalidated);
+    // ---- Jackpot faults (§5.17, §5.18), technical interruptions (§5.7) --------------
 
-        // ---- Jackpot faults (§5.17, §5.18), technical interruptions (§5.7) --------------
+    fn check_faults(&mut self, void: &mut bool) {
         for (q, seen) in self.jackpot_faults.clone() {
             if seen {
                 self.find(FindingKind::JackpotFaultAfterCardsSeen, vec![q], None,
                     "the jackpot system failed after players had seen their cards: play continues and jackpot bets are paid on the amount registered before the fault".into());
             } else {
-                void = true;
+                *void = true;
                 self.find(FindingKind::JackpotFaultBeforeCardsSeen, vec![q], None,
                     "the jackpot system failed before any player saw their cards: the round is void".into());
             }
@@ -605,13 +681,16 @@ impl RoundState {
                 self.find(FindingKind::TechnicalInterruptionOutcomeEstablished, vec![q], None,
                     "technical interruption after an outcome was established: the round continues to its conclusion".into());
             } else {
-                void = true;
+                *void = true;
                 self.find(FindingKind::TechnicalInterruptionVoid, vec![q], None,
                     "technical interruption before any bet had conclusively won or lost: the round is void".into());
             }
         }
+    }
 
-        // ---- Examinations (§3.7, §5.19) -------------------------------------------------
+    // ---- Examinations (§3.7, §5.19) -------------------------------------------------
+
+    fn check_examinations(&mut self, rs: RuleSet, invalidated: &mut BTreeMap<BoxNo, String>) {
         let mut first_seen: BTreeMap<BoxNo, BoxNo> = BTreeMap::new();
         for (q, player, hand) in self.examinations.clone() {
             let first = *first_seen.entry(player).or_insert(hand);
@@ -627,25 +706,32 @@ impl RoundState {
                     player.0, hand.0, first.0
                 ),
             );
-            let ruling = self.rulings.iter().find_map(|(rq, r)| match r {
-                Ruling::ExaminationIntent {
-                    player_box,
-                    hand_box,
-                    intentional,
-                } if *player_box == player && *hand_box == hand => Some((*rq, *intentional)),
-                _ => None,
-            });
-            match ruling {
-                Some((_, true)) => {
+            match self.examination_ruling(player, hand) {
+                Some(true) => {
                     invalidated.insert(hand, format!("{rs} {}", clause_of(rs, FindingKind::ExtraHandExamined)));
                 }
-                Some((_, false)) => {}
+                Some(false) => {}
                 None => self.find(FindingKind::ExaminationRulingMissing, vec![q], Some(hand),
                     "no pit ruling on whether the extra examination was intentional; the hand is kept".into()),
             }
         }
+    }
 
-        // ---- 5.10 player options ---------------------------------------------------------
+    /// The pit's ruling on whether `player` examined `hand` intentionally, if any.
+    fn examination_ruling(&self, player: BoxNo, hand: BoxNo) -> Option<bool> {
+        self.rulings.iter().find_map(|(_, r)| match r {
+            Ruling::ExaminationIntent {
+                player_box,
+                hand_box,
+                intentional,
+            } if *player_box == player && *hand_box == hand => Some(*intentional),
+            _ => None,
+        })
+    }
+
+    // ---- 5.10 player options ---------------------------------------------------------
+
+    fn apply_player_options(&self, rs: RuleSet, invalidated: &mut BTreeMap<BoxNo, String>) {
         for (_, r) in &self.rulings {
             if let Ruling::PlayerOption {
                 box_no,
@@ -655,40 +741,40 @@ impl RoundState {
                 invalidated.insert(*box_no, format!("{rs} 5.10.3"));
             }
         }
+    }
 
-        // ---- Void declared ---------------------------------------------------------------
-        if !self.void_by.is_empty() {
-            let seqs = self.void_by.iter().map(|v| v.0).collect();
-            let why: Vec<&str> = self.void_by.iter().map(|v| v.1.as_str()).collect();
-            self.find(
-                FindingKind::RoundVoid,
-                seqs,
-                None,
-                format!("{}; every bet is returned", why.join("; ")),
-            );
+    // ---- Void declared ---------------------------------------------------------------
+
+    fn report_void(&mut self) {
+        if self.void_by.is_empty() {
+            return;
         }
+        let seqs = self.void_by.iter().map(|v| v.0).collect();
+        let why: Vec<&str> = self.void_by.iter().map(|v| v.1.as_str()).collect();
+        let explanation = format!("{}; every bet is returned", why.join("; "));
+        self.find(FindingKind::RoundVoid, seqs, None, explanation);
+    }
 
-        // ---- Decisions and the settlement input -----------------------------------------
-        let pk = play_kind(rs);
-        let mut boxes = Vec::new();
+    // ---- Decisions and the settlement input -----------------------------------------
+
+    /// Each box with bets, its cards and decision; the decisions are consumed here.
+    fn box_inputs(
+        &mut self,
+        rs: RuleSet,
+        by_box: &ByBox,
+        returned_side: &BTreeSet<(BoxNo, BetKind)>,
+        voiding: &Voiding,
+    ) -> Vec<BoxInput> {
         let mut cards_of: BTreeMap<BoxNo, Vec<Card>> = BTreeMap::new();
-        let mut dealer = Vec::new();
-        let mut dealer_up = None;
         for d in &self.deal {
-            match d.to {
-                CardTarget::Box(b) => cards_of.entry(b).or_default().push(d.card),
-                CardTarget::Dealer => {
-                    dealer.push(d.card);
-                    if d.face_up && dealer_up.is_none() {
-                        dealer_up = Some(d.card);
-                    }
-                }
-                CardTarget::Burn => {}
+            if let CardTarget::Box(b) = d.to {
+                cards_of.entry(b).or_default().push(d.card);
             }
         }
         let decisions = std::mem::take(&mut self.decisions);
-        for (&b, bets) in &by_box {
-            let mut bet_map: BTreeMap<BetKind, i64> = bets
+        let mut boxes = Vec::new();
+        for (&b, bets) in by_box {
+            let bet_map: BTreeMap<BetKind, i64> = bets
                 .iter()
                 .filter(|(k, _)| !returned_side.contains(&(b, **k)))
                 .map(|(k, (a, _))| (*k, *a))
@@ -696,33 +782,71 @@ impl RoundState {
             if bet_map.is_empty() {
                 continue;
             }
-            let ante = bet_map.get(&BetKind::Ante).copied();
-            let mut decision = decisions.get(&b).map(|d| d.0);
-            if let (Some(ante), Some((Choice::Play, stake, q))) = (ante, decisions.get(&b)) {
-                let required = ante.saturating_mul(play_multiple(rs));
-                let placed = stake.map_or(required, |m| m.0);
-                if placed != required {
-                    self.find(FindingKind::BetNotRequiredMultiple, vec![*q], Some(b), format!(
-                        "{pk:?} of {placed} where the rules require {required} ({} x the Ante of {ante})", play_multiple(rs)));
-                }
-                bet_map.insert(pk, placed);
-            }
-            if ante.is_some() && decision.is_none() && !void && !invalidated.contains_key(&b) {
-                self.find(FindingKind::DecisionMissing, vec![self.last_seq], Some(b),
-                    "no decision recorded for a box with an Ante: settled as a Fold (walked away, §5.5)".into());
-                decision = Some(Choice::WalkAway);
-            }
+            let (bet_map, decision) = self.box_decision(rs, b, bet_map, decisions.get(&b), voiding);
             boxes.push(BoxInput {
                 box_no: b,
                 cards: cards_of.remove(&b).unwrap_or_default(),
                 decision,
                 bets: bet_map,
-                invalidated: invalidated.get(&b).cloned(),
+                invalidated: voiding.invalidated.get(&b).cloned(),
             });
         }
-        let input = RoundInput {
+        boxes
+    }
+
+    /// The box's decision and its BET / Play stake (§3.12.2); a missing decision on a box
+    /// with an Ante settles as walked away (§5.5).
+    fn box_decision(
+        &mut self,
+        rs: RuleSet,
+        b: BoxNo,
+        mut bet_map: BTreeMap<BetKind, i64>,
+        decided: Option<&(Choice, Option<Money>, Seq)>,
+        voiding: &Voiding,
+    ) -> (BTreeMap<BetKind, i64>, Option<Choice>) {
+        let pk = play_kind(rs);
+        let ante = bet_map.get(&BetKind::Ante).copied();
+        let mut decision = decided.map(|d| d.0);
+        if let (Some(ante), Some((Choice::Play, stake, q))) = (ante, decided) {
+            let required = ante.saturating_mul(play_multiple(rs));
+            let placed = stake.map_or(required, |m| m.0);
+            if placed != required {
+                self.find(FindingKind::BetNotRequiredMultiple, vec![*q], Some(b), format!(
+                    "{pk:?} of {placed} where the rules require {required} ({} x the Ante of {ante})", play_multiple(rs)));
+            }
+            bet_map.insert(pk, placed);
+        }
+        if ante.is_some()
+            && decision.is_none()
+            && !voiding.void
+            && !voiding.invalidated.contains_key(&b)
+        {
+            self.find(FindingKind::DecisionMissing, vec![self.last_seq], Some(b),
+                "no decision recorded for a box with an Ante: settled as a Fold (walked away, §5.5)".into());
+            decision = Some(Choice::WalkAway);
+        }
+        (bet_map, decision)
+    }
+
+    /// The rules engine's input: the dealer's cards, the jackpot draw and `boxes`.
+    fn settlement_input(
+        &self,
+        config: &TableConfig,
+        boxes: Vec<BoxInput>,
+        void: bool,
+    ) -> RoundInput {
+        let rs = config.rule_set;
+        let mut dealer = Vec::new();
+        let mut dealer_up = None;
+        for d in self.deal.iter().filter(|d| d.to == CardTarget::Dealer) {
+            dealer.push(d.card);
+            if d.face_up && dealer_up.is_none() {
+                dealer_up = Some(d.card);
+            }
+        }
+        RoundInput {
             game: rs,
-            config: Some(TableConfig::clone(&config)),
+            config: Some(TableConfig::clone(config)),
             dealer,
             dealer_up: if rs == RuleSet::Cs51 { dealer_up } else { None },
             pool: self.pool_shown.unwrap_or_default(),
@@ -733,7 +857,15 @@ impl RoundState {
             lucky_dealer: self.lucky_dealer,
             void,
             boxes,
-        };
+        }
+    }
+
+    // ---- Settlement and verdict ------------------------------------------------------
+
+    /// Settles `input` by the rules engine, compares with what was paid and gives the
+    /// report its verdict.
+    fn judge(mut self, config: Arc<TableConfig>, input: RoundInput) -> RoundReport {
+        let void = input.void;
         let settlement = match rules::settle(&input) {
             Ok(s) => Some(s),
             Err(e) => {
@@ -750,7 +882,38 @@ impl RoundState {
         };
         let disputes = self.disputes(settlement.as_ref(), void, &input);
         let reconstruction = self.reconstruction(&config, &input);
-        for d in &disputes {
+        self.report_disputes(&disputes);
+        self.findings.sort_by(|a, b| {
+            (a.seqs.first(), &a.code, a.box_no).cmp(&(b.seqs.first(), &b.code, b.box_no))
+        });
+        let verdict = if void {
+            Verdict::Void
+        } else if !disputes.is_empty() {
+            Verdict::Disputed
+        } else if !self.findings.is_empty() {
+            Verdict::Irregular
+        } else {
+            Verdict::Clean
+        };
+        RoundReport {
+            table: self.table,
+            round: self.round,
+            rule_set: Some(config.rule_set),
+            first_seq: self.first_seq,
+            last_seq: self.last_seq,
+            opened_at_ns: self.opened_at_ns,
+            closed_at_ns: self.closed_at_ns,
+            verdict,
+            settlement,
+            disputes,
+            findings: self.findings,
+            reconstruction,
+        }
+    }
+
+    /// One finding per payout that differs from the rules' net.
+    fn report_disputes(&mut self, disputes: &[Dispute]) {
+        for d in disputes {
             let seqs = self
                 .paid
                 .get(&(d.box_no, d.line))
@@ -773,32 +936,6 @@ impl RoundState {
                     Money(d.difference.0.saturating_abs())
                 ),
             );
-        }
-        self.findings.sort_by(|a, b| {
-            (a.seqs.first(), &a.code, a.box_no).cmp(&(b.seqs.first(), &b.code, b.box_no))
-        });
-        let verdict = if void {
-            Verdict::Void
-        } else if !disputes.is_empty() {
-            Verdict::Disputed
-        } else if !self.findings.is_empty() {
-            Verdict::Irregular
-        } else {
-            Verdict::Clean
-        };
-        RoundReport {
-            table: self.table,
-            round: self.round,
-            rule_set: Some(rs),
-            first_seq: self.first_seq,
-            last_seq: self.last_seq,
-            opened_at_ns: self.opened_at_ns,
-            closed_at_ns: self.closed_at_ns,
-            verdict,
-            settlement,
-            disputes,
-            findings: self.findings,
-            reconstruction,
         }
     }
 
@@ -870,48 +1007,65 @@ impl RoundState {
             .collect()
     }
 
-    fn check_deal(
-        &mut self,
-        config: &TableConfig,
-        by_box: &BTreeMap<BoxNo, BTreeMap<BetKind, (i64, Seq)>>,
-        void: &mut bool,
-        invalidated: &mut BTreeMap<BoxNo, String>,
-    ) {
-        let rs = config.rule_set;
-        let hand_len = rs.hand_len();
+    // ---- The deal -------------------------------------------------------------------
+
+    /// Checks the deal as a whole: shuffle, card set, burnt card, order, counts, exposures.
+    fn check_deal(&mut self, config: &TableConfig, by_box: &ByBox, voiding: &mut Voiding) {
         if self.deal.is_empty() {
             return;
         }
         // Taken out for the checks (which record findings on `self`), put back at the end.
         let deal = std::mem::take(&mut self.deal);
-        let first_card = deal[0].seq;
+        self.check_shuffle(&deal, &mut voiding.void);
+        self.check_card_set(&deal, &mut voiding.void);
+        let shape = DealShape::of(&deal);
+        let order_kind = self.check_burn(config, &deal);
+        self.check_deal_order(config, &shape, order_kind);
+        for (b, n) in &shape.box_counts {
+            if !by_box.contains_key(b) {
+                self.find(
+                    order_kind,
+                    vec![shape.first_to(CardTarget::Box(*b))],
+                    Some(*b),
+                    format!("{n} cards dealt to box {}, which has no bet", b.0),
+                );
+            }
+        }
+        self.check_card_counts(config.rule_set, &shape, by_box, voiding);
+        self.check_dealer_up_card(config, &deal);
+        self.check_exposures(config.rule_set, &deal, &mut voiding.void);
+        self.deal = deal;
+    }
 
-        // Shuffle before the round (§5.8.5).
+    /// Shuffle before the round (§5.8.5) and its commitment, when one was made.
+    fn check_shuffle(&mut self, deal: &[Dealt], void: &mut bool) {
         match self.shuffle {
             None => {
                 *void = true;
                 self.find(
                     FindingKind::NoShuffle,
-                    vec![first_card],
+                    vec![deal[0].seq],
                     None,
                     "no shuffle is recorded before this round's deal: the round is void".into(),
                 );
             }
             Some((sq, commitment)) => {
-                if let Some((rq, order, salt)) = self.reveal.take() {
-                    self.check_reveal(&deal, sq, commitment, rq, &order, &salt, void);
-                    self.reveal = Some((rq, order, salt));
+                if let Some(reveal) = self.reveal.take() {
+                    self.check_reveal(deal, (sq, commitment), &reveal, void);
+                    self.reveal = Some(reveal);
                 } else if commitment.is_some() {
                     self.find(FindingKind::ShuffleCommitmentNotRevealed, vec![sq], None,
                         "the shuffle committed to a deck order that was never revealed: the deal cannot be checked against it".into());
                 }
             }
         }
+    }
 
-        // Same card twice (§5.8.1), more cards than the deck (§5.8.4).
+    /// Same card twice (§5.8.1), more cards than the deck (§5.8.4).
+    fn check_card_set(&mut self, deal: &[Dealt], void: &mut bool) {
         // Indexed by card code: one slot per card of the deck.
         let mut seen: [Option<Seq>; 52] = [None; 52];
-        for d in &deal {
+        for d in deal {
             if let Some(prev) = seen[usize::from(d.card.code())] {
                 *void = true;
                 let bx = match d.to {
@@ -943,9 +1097,13 @@ impl RoundState {
                 ),
             );
         }
+    }
 
-        // Burnt card (§5.9) and deal order (§3.10 / §3.11).
-        let needs_burn = burns(rs, config.dealing);
+    /// Burnt card (§5.9): missing, or not first. Returns the finding kind for deal order
+    /// faults of this dealing mode.
+    fn check_burn(&mut self, config: &TableConfig, deal: &[Dealt]) -> FindingKind {
+        let first_card = deal[0].seq;
+        let needs_burn = burns(config.rule_set, config.dealing);
         let burn_at = deal.iter().position(|d| d.to == CardTarget::Burn);
         if needs_burn && burn_at.is_none() {
             self.find(FindingKind::BurnCardMissing, vec![first_card], None,
@@ -973,135 +1131,102 @@ impl RoundState {
                 );
             }
         }
-        let targets: Vec<(CardTarget, Seq)> = deal
-            .iter()
-            .filter(|d| d.to != CardTarget::Burn)
-            .map(|d| (d.to, d.seq))
-            .collect();
-        let mut count: BTreeMap<Tk, usize> = BTreeMap::new();
-        for (t, _) in &targets {
-            *count.entry(Tk::of(*t)).or_default() += 1;
-        }
-        let dealer_n = count.get(&Tk::of(CardTarget::Dealer)).copied().unwrap_or(0);
-        let box_counts: Vec<(BoxNo, usize)> = count
-            .iter()
-            .filter_map(|(t, n)| (t.0 == 1).then_some((BoxNo(t.1), *n)))
-            .collect();
-        let max_n = count.values().copied().max().unwrap_or(0);
-        let round_robin: Vec<CardTarget> = (0..max_n)
-            .flat_map(|pass| {
-                box_counts
-                    .iter()
-                    .filter(move |(_, n)| *n > pass)
-                    .map(|(b, _)| CardTarget::Box(*b))
-                    .chain((dealer_n > pass).then_some(CardTarget::Dealer))
-            })
-            .collect();
-        let sets: Vec<CardTarget> = box_counts
-            .iter()
-            .flat_map(|(b, n)| std::iter::repeat_n(CardTarget::Box(*b), *n))
-            .chain(std::iter::repeat_n(CardTarget::Dealer, dealer_n))
-            .collect();
-        let actual: Vec<CardTarget> = targets.iter().map(|t| t.0).collect();
+        order_kind
+    }
+
+    /// Deal order (§3.10 / §3.11): round robin from a shoe, complete sets from a shuffler,
+    /// either from an RNG.
+    fn check_deal_order(
+        &mut self,
+        config: &TableConfig,
+        shape: &DealShape,
+        order_kind: FindingKind,
+    ) {
+        let round_robin = shape.round_robin();
+        let sets = shape.sets();
+        let actual: Vec<CardTarget> = shape.targets.iter().map(|t| t.0).collect();
         let ok = match config.dealing {
             DealingMode::ManualShoe => actual == round_robin,
             DealingMode::Shuffler => actual == sets,
             DealingMode::Rng => actual == sets || actual == round_robin,
         };
-        if !ok {
-            let expect = if config.dealing == DealingMode::ManualShoe {
-                &round_robin
-            } else {
-                &sets
-            };
-            let i = actual
-                .iter()
-                .zip(expect)
-                .position(|(a, e)| a != e)
-                .unwrap_or(0);
-            self.find(
-                order_kind,
-                vec![targets[i].1],
-                None,
-                format!(
-                    "card {} of the deal (after any burnt card) went to {}; §{} requires {}",
-                    i + 1,
-                    target_name(actual[i]),
-                    clause_of(rs, order_kind),
-                    expect
-                        .get(i)
-                        .map_or_else(|| "no card".to_string(), |t| target_name(*t))
-                ),
-            );
+        if ok {
+            return;
         }
-        for (b, n) in &box_counts {
-            if !by_box.contains_key(b) {
-                self.find(
-                    order_kind,
-                    vec![targets
-                        .iter()
-                        .find(|t| t.0 == CardTarget::Box(*b))
-                        .map_or(first_card, |t| t.1)],
-                    Some(*b),
-                    format!("{n} cards dealt to box {}, which has no bet", b.0),
-                );
-            }
-        }
+        let expect = if config.dealing == DealingMode::ManualShoe {
+            &round_robin
+        } else {
+            &sets
+        };
+        let i = actual
+            .iter()
+            .zip(expect)
+            .position(|(a, e)| a != e)
+            .unwrap_or(0);
+        self.find(
+            order_kind,
+            vec![shape.targets[i].1],
+            None,
+            format!(
+                "card {} of the deal (after any burnt card) went to {}; §{} requires {}",
+                i + 1,
+                target_name(actual[i]),
+                clause_of(config.rule_set, order_kind),
+                expect
+                    .get(i)
+                    .map_or_else(|| "no card".to_string(), |t| target_name(*t))
+            ),
+        );
+    }
 
-        // Card counts (§5.8.7 dealer: void; §5.15 player: hand invalidated).
+    /// Card counts (§5.8.7 dealer: void; §5.15 player: hand invalidated).
+    fn check_card_counts(
+        &mut self,
+        rs: RuleSet,
+        shape: &DealShape,
+        by_box: &ByBox,
+        voiding: &mut Voiding,
+    ) {
+        let hand_len = rs.hand_len();
+        let dealer_n = shape.dealer_n;
         if dealer_n != hand_len {
             let reconstructed = self
                 .rulings
                 .iter()
                 .any(|(_, r)| matches!(r, Ruling::Reconstruction { allowed: true, .. }));
             if !reconstructed {
-                *void = true;
+                voiding.void = true;
             }
-            self.find(FindingKind::DealerCardCount, vec![targets.last().map_or(first_card, |t| t.1)], None, format!(
+            let q = shape.targets.last().map_or(shape.first_card, |t| t.1);
+            self.find(FindingKind::DealerCardCount, vec![q], None, format!(
                 "the dealer received {dealer_n} cards instead of {hand_len}: the round is void unless reconstructed"));
         }
         for (&b, _) in by_box.iter() {
-            let n = count.get(&Tk::of(CardTarget::Box(b))).copied().unwrap_or(0);
+            let n = shape
+                .count
+                .get(&Tk::of(CardTarget::Box(b)))
+                .copied()
+                .unwrap_or(0);
             if n != hand_len {
-                invalidated.insert(
+                voiding.invalidated.insert(
                     b,
                     format!("{rs} {}", clause_of(rs, FindingKind::PlayerCardCount)),
                 );
-                let q = targets
+                let q = shape
+                    .targets
                     .iter()
                     .rev()
                     .find(|t| t.0 == CardTarget::Box(b))
-                    .map_or(first_card, |t| t.1);
+                    .map_or(shape.first_card, |t| t.1);
                 self.find(FindingKind::PlayerCardCount, vec![q], Some(b), format!(
                     "box {} received {n} cards instead of {hand_len}: its hand is invalidated and its bets returned", b.0));
             }
         }
+    }
 
-        self.check_dealer_up_card(config, &deal);
-
-        // Exposed cards (§5.8.2, §5.12, §5.16; SSP4 §5.4).
-        let dealer_face_up_allowed = usize::from(rs != RuleSet::Tcp3);
-        let mut exposed: Vec<(Seq, CardTarget, Card, bool)> = std::mem::take(&mut self.exposures);
-        for d in &deal {
-            let wrongly_up = match d.to {
-                CardTarget::Box(_) => d.face_up && rs != RuleSet::Cs51,
-                CardTarget::Burn => d.face_up,
-                CardTarget::Dealer => false,
-            };
-            if wrongly_up && !exposed.iter().any(|e| e.2 == d.card) {
-                exposed.push((d.seq, d.to, d.card, false));
-            }
-        }
-        let dealer_up: Vec<&Dealt> = deal
-            .iter()
-            .filter(|d| d.to == CardTarget::Dealer && d.face_up)
-            .collect();
-        for d in dealer_up.iter().skip(dealer_face_up_allowed) {
-            if !exposed.iter().any(|e| e.2 == d.card) {
-                exposed.push((d.seq, d.to, d.card, false));
-            }
-        }
-        exposed.sort_by_key(|e| e.0);
+    /// Exposed cards (§5.8.2, §5.12, §5.16; SSP4 §5.4): two or more void the round.
+    fn check_exposures(&mut self, rs: RuleSet, deal: &[Dealt], void: &mut bool) {
+        let exposed = self.exposed_cards(rs, deal);
         let counts_for_void: Vec<&(Seq, CardTarget, Card, bool)> = exposed
             .iter()
             .filter(|e| {
@@ -1127,20 +1252,64 @@ impl RoundState {
                 None,
                 format!("{why} ({}): the round is void", cards.join(", ")),
             );
-        } else {
-            for (q, at, card, seen) in exposed {
-                match at {
-                    CardTarget::Dealer => self.find(FindingKind::DealerCardExposed, vec![q], None, format!(
-                        "the dealer's {card} was exposed while dealt: it is used as the face-up card")),
-                    _ => {
-                        let bx = match at { CardTarget::Box(b) => Some(b), _ => None };
-                        let when = if seen { "after players had seen their cards: the round continues" } else { "before players saw their cards: a dealing error (§5.10 options)" };
-                        self.find(FindingKind::CardExposed, vec![q], bx, format!("{card} exposed during the deal {when}"));
-                    }
+            return;
+        }
+        for (q, at, card, seen) in exposed {
+            match at {
+                CardTarget::Dealer => self.find(
+                    FindingKind::DealerCardExposed,
+                    vec![q],
+                    None,
+                    format!(
+                    "the dealer's {card} was exposed while dealt: it is used as the face-up card"),
+                ),
+                _ => {
+                    let bx = match at {
+                        CardTarget::Box(b) => Some(b),
+                        _ => None,
+                    };
+                    let when = if seen {
+                        "after players had seen their cards: the round continues"
+                    } else {
+                        "before players saw their cards: a dealing error (§5.10 options)"
+                    };
+                    self.find(
+                        FindingKind::CardExposed,
+                        vec![q],
+                        bx,
+                        format!("{card} exposed during the deal {when}"),
+                    );
                 }
             }
         }
-        self.deal = deal;
+    }
+
+    /// The recorded exposures (consumed here) plus cards dealt face up that should not
+    /// have been, in sequence order.
+    fn exposed_cards(&mut self, rs: RuleSet, deal: &[Dealt]) -> Vec<(Seq, CardTarget, Card, bool)> {
+        let dealer_face_up_allowed = usize::from(rs != RuleSet::Tcp3);
+        let mut exposed: Vec<(Seq, CardTarget, Card, bool)> = std::mem::take(&mut self.exposures);
+        for d in deal {
+            let wrongly_up = match d.to {
+                CardTarget::Box(_) => d.face_up && rs != RuleSet::Cs51,
+                CardTarget::Burn => d.face_up,
+                CardTarget::Dealer => false,
+            };
+            if wrongly_up && !exposed.iter().any(|e| e.2 == d.card) {
+                exposed.push((d.seq, d.to, d.card, false));
+            }
+        }
+        let dealer_up: Vec<&Dealt> = deal
+            .iter()
+            .filter(|d| d.to == CardTarget::Dealer && d.face_up)
+            .collect();
+        for d in dealer_up.iter().skip(dealer_face_up_allowed) {
+            if !exposed.iter().any(|e| e.2 == d.card) {
+                exposed.push((d.seq, d.to, d.card, false));
+            }
+        }
+        exposed.sort_by_key(|e| e.0);
+        exposed
     }
 
     /// CSP6 §3.10 (MLP3 the same) and SSP4 §3.7: the last card dealt to the dealer is the
@@ -1180,17 +1349,16 @@ impl RoundState {
         self.find(FindingKind::DealerUpCardNotLast, vec![at], None, why);
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// Checks the revealed deck against the shuffle's commitment, then the deal against
+    /// the deck: a short or foreign deck voids, a different deal is a finding.
     fn check_reveal(
         &mut self,
         deal: &[Dealt],
-        shuffle_seq: Seq,
-        commitment: Option<Hash32>,
-        reveal_seq: Seq,
-        order: &[Card],
-        salt: &Hash32,
+        (shuffle_seq, commitment): (Seq, Option<Hash32>),
+        (reveal_seq, order, salt): &(Seq, Vec<Card>, Hash32),
         void: &mut bool,
     ) {
+        let reveal_seq = *reveal_seq;
         if let Some(c) = commitment {
             if deck_commitment(salt, order) != c {
                 self.find(FindingKind::ShuffleCommitmentMismatch, vec![shuffle_seq, reveal_seq], None,
@@ -1217,9 +1385,13 @@ impl RoundState {
         }
         let matches =
             deal.iter().zip(order).all(|(d, c)| d.card == *c) && deal.len() <= order.len();
-        if matches {
-            return;
+        if !matches {
+            self.check_deck_order(deal, order, reveal_seq);
         }
+    }
+
+    /// A deal that differs from the deck order: complete hands swapped (§5.8.6), or not.
+    fn check_deck_order(&mut self, deal: &[Dealt], order: &[Card], reveal_seq: Seq) {
         // Intended hands: the same targets, taking the cards in deck order.
         let mut intended: BTreeMap<Tk, BTreeSet<Card>> = BTreeMap::new();
         let mut actual: BTreeMap<Tk, BTreeSet<Card>> = BTreeMap::new();
@@ -1283,6 +1455,75 @@ impl Tk {
             CardTarget::Box(b) => Tk(1, b.0),
             CardTarget::Dealer => Tk(2, 0),
         }
+    }
+}
+
+/// The deal without the burnt card: where each card went, and how many to each place.
+struct DealShape {
+    /// Place and seq of each card, in the order dealt.
+    targets: Vec<(CardTarget, Seq)>,
+    count: BTreeMap<Tk, usize>,
+    dealer_n: usize,
+    /// Cards per box, boxes in deal order.
+    box_counts: Vec<(BoxNo, usize)>,
+    /// The seq of the first card of the deal, burnt card included.
+    first_card: Seq,
+}
+
+impl DealShape {
+    fn of(deal: &[Dealt]) -> DealShape {
+        let targets: Vec<(CardTarget, Seq)> = deal
+            .iter()
+            .filter(|d| d.to != CardTarget::Burn)
+            .map(|d| (d.to, d.seq))
+            .collect();
+        let mut count: BTreeMap<Tk, usize> = BTreeMap::new();
+        for (t, _) in &targets {
+            *count.entry(Tk::of(*t)).or_default() += 1;
+        }
+        let dealer_n = count.get(&Tk::of(CardTarget::Dealer)).copied().unwrap_or(0);
+        let box_counts: Vec<(BoxNo, usize)> = count
+            .iter()
+            .filter_map(|(t, n)| (t.0 == 1).then_some((BoxNo(t.1), *n)))
+            .collect();
+        DealShape {
+            targets,
+            count,
+            dealer_n,
+            box_counts,
+            first_card: deal[0].seq,
+        }
+    }
+
+    /// One card per place per pass, boxes in order, then the dealer.
+    fn round_robin(&self) -> Vec<CardTarget> {
+        let max_n = self.count.values().copied().max().unwrap_or(0);
+        (0..max_n)
+            .flat_map(|pass| {
+                self.box_counts
+                    .iter()
+                    .filter(move |(_, n)| *n > pass)
+                    .map(|(b, _)| CardTarget::Box(*b))
+                    .chain((self.dealer_n > pass).then_some(CardTarget::Dealer))
+            })
+            .collect()
+    }
+
+    /// Each place's complete set in turn, boxes in order, then the dealer.
+    fn sets(&self) -> Vec<CardTarget> {
+        self.box_counts
+            .iter()
+            .flat_map(|(b, n)| std::iter::repeat_n(CardTarget::Box(*b), *n))
+            .chain(std::iter::repeat_n(CardTarget::Dealer, self.dealer_n))
+            .collect()
+    }
+
+    /// The seq of the first card dealt to `to`, or of the deal's first card.
+    fn first_to(&self, to: CardTarget) -> Seq {
+        self.targets
+            .iter()
+            .find(|t| t.0 == to)
+            .map_or(self.first_card, |t| t.1)
     }
 }
 
