@@ -32,89 +32,12 @@ fn pool(id: &str) -> PoolId {
 /// value and a contribution rate (RULES-NOTES 6); the pool id is a per-rule-set default
 /// that `Floor` makes unique per table (or shared, for MLP3).
 pub fn default_config(rule_set: RuleSet) -> TableConfig {
-    let (version, boxes, dealing, limits, jackpot) = match rule_set {
-        RuleSet::Csp6 => (
-            "Version 6",
-            7,
-            DealingMode::ManualShoe,
-            vec![
-                limit(BetKind::Ante, 2_500, 500_000),
-                limit(BetKind::Bet, 5_000, 1_000_000),
-                limit(BetKind::Progressive, 100, 100),
-            ],
-            Some(JackpotConfig {
-                pool: pool("CSP6-PJ"),
-                linked: false,
-                reset: Money(5_000_000),
-                contribution_bp: 2_500,
-                credit_value: Money::ZERO,
-            }),
-        ),
-        RuleSet::Mlp3 => (
-            "Version 3",
-            7,
-            DealingMode::Shuffler,
-            vec![
-                limit(BetKind::Ante, 2_500, 500_000),
-                limit(BetKind::Bet, 5_000, 1_000_000),
-                limit(BetKind::Progressive, 100, 100),
-            ],
-            Some(JackpotConfig {
-                pool: pool(MLP3_LINKED_POOL),
-                linked: true,
-                reset: Money(10_000_000),
-                contribution_bp: 2_000,
-                credit_value: Money::ZERO,
-            }),
-        ),
-        RuleSet::Ssp4 => (
-            "Version 4",
-            7,
-            DealingMode::Shuffler,
-            vec![
-                limit(BetKind::Ante, 2_500, 500_000),
-                limit(BetKind::Bet, 5_000, 1_000_000),
-                // SSP4 jackpot wagers count credits (SSP4 §3.5).
-                limit(BetKind::JackpotPlayer, 1, 5),
-                limit(BetKind::JackpotDealer, 1, 5),
-            ],
-            Some(JackpotConfig {
-                pool: pool("SSP4-PJ"),
-                linked: false,
-                reset: Money(5_000_000),
-                contribution_bp: 2_500,
-                credit_value: Money(100),
-            }),
-        ),
-        RuleSet::Cs51 => (
-            "2021-12-31",
-            1,
-            DealingMode::Rng,
-            vec![
-                limit(BetKind::Ante, 100, 100_000),
-                limit(BetKind::Play, 200, 200_000),
-                limit(BetKind::Bonus, 100, 10_000),
-            ],
-            None,
-        ),
-        RuleSet::Tcp3 => (
-            "Version 3",
-            6,
-            DealingMode::ManualShoe,
-            vec![
-                limit(BetKind::Ante, 2_500, 500_000),
-                limit(BetKind::Play, 2_500, 500_000),
-                limit(BetKind::PairPlus, 2_500, 100_000),
-                limit(BetKind::Progressive, 500, 500),
-            ],
-            Some(JackpotConfig {
-                pool: pool("TCP3-PJ"),
-                linked: false,
-                reset: Money(2_000_000),
-                contribution_bp: 2_500,
-                credit_value: Money::ZERO,
-            }),
-        ),
+    let (version, boxes, dealing) = match rule_set {
+        RuleSet::Csp6 => ("Version 6", 7, DealingMode::ManualShoe),
+        RuleSet::Mlp3 => ("Version 3", 7, DealingMode::Shuffler),
+        RuleSet::Ssp4 => ("Version 4", 7, DealingMode::Shuffler),
+        RuleSet::Cs51 => ("2021-12-31", 1, DealingMode::Rng),
+        RuleSet::Tcp3 => ("Version 3", 6, DealingMode::ManualShoe),
     };
     TableConfig {
         rule_set,
@@ -122,11 +45,58 @@ pub fn default_config(rule_set: RuleSet) -> TableConfig {
         currency: "SGD".to_string(),
         boxes,
         dealing,
-        limits,
+        limits: default_limits(rule_set),
         pay_tables: Vec::new(),
         bet_win_cap: None,
-        jackpot,
+        jackpot: default_jackpot(rule_set),
     }
+}
+
+/// The bet limits of a default table, in minor units (SSP4 jackpot wagers in credits).
+fn default_limits(rule_set: RuleSet) -> Vec<BetLimit> {
+    match rule_set {
+        RuleSet::Csp6 | RuleSet::Mlp3 => vec![
+            limit(BetKind::Ante, 2_500, 500_000),
+            limit(BetKind::Bet, 5_000, 1_000_000),
+            limit(BetKind::Progressive, 100, 100),
+        ],
+        RuleSet::Ssp4 => vec![
+            limit(BetKind::Ante, 2_500, 500_000),
+            limit(BetKind::Bet, 5_000, 1_000_000),
+            // SSP4 jackpot wagers count credits (SSP4 §3.5).
+            limit(BetKind::JackpotPlayer, 1, 5),
+            limit(BetKind::JackpotDealer, 1, 5),
+        ],
+        RuleSet::Cs51 => vec![
+            limit(BetKind::Ante, 100, 100_000),
+            limit(BetKind::Play, 200, 200_000),
+            limit(BetKind::Bonus, 100, 10_000),
+        ],
+        RuleSet::Tcp3 => vec![
+            limit(BetKind::Ante, 2_500, 500_000),
+            limit(BetKind::Play, 2_500, 500_000),
+            limit(BetKind::PairPlus, 2_500, 100_000),
+            limit(BetKind::Progressive, 500, 500),
+        ],
+    }
+}
+
+/// The jackpot pool of a default table: none for the online game (CS51).
+fn default_jackpot(rule_set: RuleSet) -> Option<JackpotConfig> {
+    let (id, linked, reset, contribution_bp, credit_value) = match rule_set {
+        RuleSet::Csp6 => ("CSP6-PJ", false, 5_000_000, 2_500, Money::ZERO),
+        RuleSet::Mlp3 => (MLP3_LINKED_POOL, true, 10_000_000, 2_000, Money::ZERO),
+        RuleSet::Ssp4 => ("SSP4-PJ", false, 5_000_000, 2_500, Money(100)),
+        RuleSet::Cs51 => return None,
+        RuleSet::Tcp3 => ("TCP3-PJ", false, 2_000_000, 2_500, Money::ZERO),
+    };
+    Some(JackpotConfig {
+        pool: pool(id),
+        linked,
+        reset: Money(reset),
+        contribution_bp,
+        credit_value,
+    })
 }
 
 /// A gaming floor: N tables cycling through the five games (CSP6, MLP3, SSP4, CS51,

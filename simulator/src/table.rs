@@ -14,11 +14,11 @@ use rand_chacha::ChaCha8Rng;
 use schemas::attest::{key_event_body, Checkpoint, CheckpointState, KeyAction, SigningKey};
 use schemas::chain::{deck_commitment, event_hash};
 use schemas::provenance::{EventSignature, HeaderEnrollment};
-use schemas::settle::{BoxInput, RoundInput};
+use schemas::settle::{BoxInput, RoundInput, Settlement};
 use schemas::{
     codec, Announcement, BetKind, BoxNo, Card, CardTarget, ChipCount, Choice, DealingMode,
-    DeviceId, Event, EventBody, Finance, Hash32, Money, PayLine, RoundId, RuleSet, Ruling, Seq,
-    StaffId, Stake, TableConfig, TableId, WireFormat, WIRE_VERSION,
+    DeviceId, Event, EventBody, Finance, Hash32, JackpotConfig, Money, PayLine, RoundId, RuleSet,
+    Ruling, Seq, StaffId, Stake, TableConfig, TableId, WireFormat, WIRE_VERSION,
 };
 use std::collections::BTreeMap;
 
@@ -145,6 +145,151 @@ struct DealtCard {
     to: CardTarget,
     card: Card,
     face_up: bool,
+}
+
+/// The faults one round carries, decided before it is played.
+struct RoundFaults {
+    late_bet: bool,
+    skipped_burn: bool,
+    duplicate_card: bool,
+    exposed_card: bool,
+    wrong_card_count: bool,
+    swapped_hands: bool,
+    wrong_payout: bool,
+    missing_round_close: bool,
+}
+
+/// SSP4 §4.3, §4.4: the jackpot system's selections for a round.
+#[derive(Default)]
+struct Ssp4Picks {
+    magic_card: Option<Card>,
+    lucky_box: Option<BoxNo>,
+    lucky_dealer: bool,
+}
+
+/// What the steps of one round share: its game, its faults, what happened so far, and
+/// its events and injected faults.
+struct RoundCtx {
+    round: RoundId,
+    rs: RuleSet,
+    hand_len: usize,
+    /// Manual-shoe dealing: one card at a time.
+    manual: bool,
+    /// A burnt card comes first (manual shoe in CSP6, MLP3 and TCP3).
+    burns: bool,
+    faults: RoundFaults,
+    /// The pool shown before the bets.
+    shown_pool: Money,
+    boxes: Vec<BoxBets>,
+    picks: Ssp4Picks,
+    /// The box dealt one card short (an injected fault).
+    short_box: Option<BoxNo>,
+    hands: BTreeMap<BoxNo, Vec<Card>>,
+    dealer_cards: Vec<Card>,
+    void: bool,
+    decisions: BTreeMap<BoxNo, Choice>,
+    /// The BET or Play stake of each box that plays.
+    play_stakes: BTreeMap<BoxNo, (BetKind, i64)>,
+    out: Vec<Published>,
+    injected: Vec<InjectedFault>,
+}
+
+impl RoundCtx {
+    /// How many cards box `b` gets: one short for the short box.
+    fn cards_for(&self, b: BoxNo) -> usize {
+        if Some(b) == self.short_box {
+            self.hand_len - 1
+        } else {
+            self.hand_len
+        }
+    }
+
+    /// Player cards are dealt face up only in CS51.
+    fn player_face_up(&self) -> bool {
+        self.rs == RuleSet::Cs51
+    }
+
+    /// Whether the dealer's card `k` (from 0) is face up: the last one, except in TCP3.
+    fn dealer_up(&self, k: usize) -> bool {
+        self.rs != RuleSet::Tcp3 && k == self.hand_len - 1
+    }
+
+    /// CSP6 §3.10, TCP3 §3.10: one card at a time, box 1..n then the dealer, repeated.
+    fn deal_one_at_a_time(&self, shoe: &mut Shoe, cards: &mut Vec<DealtCard>) {
+        for pass in 0..self.hand_len {
+            for b in &self.boxes {
+                if pass < self.cards_for(b.box_no) {
+                    cards.push(DealtCard {
+                        to: CardTarget::Box(b.box_no),
+                        card: shoe.draw(),
+                        face_up: self.player_face_up(),
+                    });
+                }
+            }
+            cards.push(DealtCard {
+                to: CardTarget::Dealer,
+                card: shoe.draw(),
+                face_up: self.dealer_up(pass),
+            });
+        }
+    }
+
+    /// Each box as the rules engine settles it, with its BET or Play stake.
+    fn box_inputs(&self) -> Vec<BoxInput> {
+        self.boxes
+            .iter()
+            .map(|b| {
+                let mut bets = b.bets.clone();
+                if let Some(&(kind, amount)) = self.play_stakes.get(&b.box_no) {
+                    bets.insert(kind, amount);
+                }
+                BoxInput {
+                    box_no: b.box_no,
+                    cards: self.hands.get(&b.box_no).cloned().unwrap_or_default(),
+                    decision: self.decisions.get(&b.box_no).copied(),
+                    bets,
+                    invalidated: (Some(b.box_no) == self.short_box && !self.void)
+                        .then(|| invalidated_clause(self.rs)),
+                }
+            })
+            .collect()
+    }
+}
+
+/// A round's shuffled deck and, in shuffler mode, the salt of its commitment.
+struct Shuffled {
+    deck: Vec<Card>,
+    salt: Option<Hash32>,
+}
+
+/// The shuffled deck as the dealer deals from it. `TableSim::new` ensures it holds enough
+/// cards for any deal.
+struct Shoe<'a> {
+    deck: &'a [Card],
+    next: usize,
+}
+
+impl Shoe<'_> {
+    fn draw(&mut self) -> Card {
+        let card = self.deck[self.next];
+        self.next += 1;
+        card
+    }
+
+    fn take(&mut self, n: usize) -> Vec<Card> {
+        let cards = self.deck[self.next..self.next + n].to_vec();
+        self.next += n;
+        cards
+    }
+}
+
+/// The cards of a deal in order, and where faults changed it.
+struct DealPlan {
+    cards: Vec<DealtCard>,
+    /// The position of the duplicated card.
+    duplicate_at: Option<usize>,
+    /// The positions of the exposed cards.
+    exposed: Vec<usize>,
 }
 
 impl TableSim {
@@ -398,32 +543,82 @@ impl TableSim {
     /// events with a valid chain, and the faults injected into it.
     pub fn play_round(&mut self) -> Result<PlayedRound, Error> {
         self.require_open()?;
+        let mut ctx = self.begin_round();
+        let shuffled = self.shuffle(&mut ctx);
+        self.take_bets(&mut ctx);
+        self.select_ssp4(&mut ctx, shuffled.deck[0]);
+        let plan = self.plan_deal(&mut ctx, &shuffled.deck);
+        self.emit_deal(&mut ctx, &plan);
+        self.declare_void(&mut ctx, &plan)?;
+        if !ctx.void {
+            self.decide(&mut ctx);
+        }
+        let settlement = self.settle(&ctx)?;
+        if !ctx.void {
+            self.reveal(&mut ctx, &settlement);
+        }
+        self.pay_out(&mut ctx, &settlement);
+        self.settle_jackpot(&mut ctx, &settlement);
+        self.close_round(&mut ctx, shuffled);
+        Ok(PlayedRound {
+            round: ctx.round,
+            events: ctx.out,
+            injected: ctx.injected,
+        })
+    }
+
+    /// Starts a round: its id, now and then a finance event, and its faults.
+    fn begin_round(&mut self) -> RoundCtx {
         let round = RoundId(self.next_round);
         self.next_round += 1;
         let rs = self.config.rule_set;
-        let hand_len = rs.hand_len();
         let mut out = Vec::new();
-        let mut injected = Vec::new();
-
         if self.rng.gen_bool(0.08) {
             self.finance(&mut out);
         }
-
-        // Which faults this round (decided up front, from the fault generator).
         let manual = self.config.dealing == DealingMode::ManualShoe;
         let burns = manual && matches!(rs, RuleSet::Csp6 | RuleSet::Mlp3 | RuleSet::Tcp3);
-        let f_late = self.wants(FaultKind::LateBet);
-        let f_burn = burns && self.wants(FaultKind::SkippedBurn);
-        let f_dup = self.wants(FaultKind::DuplicateCard);
-        let f_exposed = self.wants(FaultKind::ExposedCard);
-        let f_count = self.wants(FaultKind::WrongCardCount);
-        let f_swap =
-            self.config.dealing == DealingMode::Shuffler && self.wants(FaultKind::SwappedHands);
-        let f_payout = self.wants(FaultKind::WrongPayout);
-        let f_noclose = self.wants(FaultKind::MissingRoundClose);
+        let faults = self.draw_faults(burns);
+        RoundCtx {
+            round,
+            rs,
+            hand_len: rs.hand_len(),
+            manual,
+            burns,
+            faults,
+            shown_pool: Money::ZERO,
+            boxes: Vec::new(),
+            picks: Ssp4Picks::default(),
+            short_box: None,
+            hands: BTreeMap::new(),
+            dealer_cards: Vec::new(),
+            void: false,
+            decisions: BTreeMap::new(),
+            play_stakes: BTreeMap::new(),
+            out,
+            injected: Vec::new(),
+        }
+    }
 
-        // Shuffle: a fresh single deck every round (one deck of 52, CSP6 §2.2.1). The
-        // shuffler commits to its order; the order is revealed after settlement.
+    /// Which faults this round carries, decided up front from the fault generator.
+    fn draw_faults(&mut self, burns: bool) -> RoundFaults {
+        let shuffler = self.config.dealing == DealingMode::Shuffler;
+        // The draws happen in this order: it fixes the fault generator's sequence.
+        RoundFaults {
+            late_bet: self.wants(FaultKind::LateBet),
+            skipped_burn: burns && self.wants(FaultKind::SkippedBurn),
+            duplicate_card: self.wants(FaultKind::DuplicateCard),
+            exposed_card: self.wants(FaultKind::ExposedCard),
+            wrong_card_count: self.wants(FaultKind::WrongCardCount),
+            swapped_hands: shuffler && self.wants(FaultKind::SwappedHands),
+            wrong_payout: self.wants(FaultKind::WrongPayout),
+            missing_round_close: self.wants(FaultKind::MissingRoundClose),
+        }
+    }
+
+    /// A fresh single deck every round (one deck of 52, CSP6 §2.2.1). The shuffler commits
+    /// to its order; the order is revealed after settlement.
+    fn shuffle(&mut self, ctx: &mut RoundCtx) -> Shuffled {
         let mut deck: Vec<Card> = Card::deck().collect();
         deck.shuffle(&mut self.rng);
         let commitment = if self.config.dealing == DealingMode::Shuffler {
@@ -434,246 +629,225 @@ impl TableSim {
         } else {
             None
         };
-        self.emit(
-            &mut out,
-            Some(round),
-            Dev::Dealing,
-            EventBody::ShuffleCompleted {
-                deck_commitment: commitment.map(|(_, c)| c),
-            },
-            (5_000, 25_000),
-        );
+        let body = EventBody::ShuffleCompleted {
+            deck_commitment: commitment.map(|(_, c)| c),
+        };
+        self.emit_round(ctx, Dev::Dealing, body, (5_000, 25_000));
+        Shuffled {
+            deck,
+            salt: commitment.map(|(s, _)| s),
+        }
+    }
 
-        // Bets.
-        self.announce(&mut out, round, Announcement::PlaceYourBets);
-        let shown_pool = self.pool;
+    /// "Place your Bets", the pool shown, every box's bets, "No more Bets", a late bet.
+    fn take_bets(&mut self, ctx: &mut RoundCtx) {
+        self.announce(&mut ctx.out, ctx.round, Announcement::PlaceYourBets);
+        ctx.shown_pool = self.pool;
         if let Some(pool) = self.config.jackpot.as_ref().map(|j| j.pool.clone()) {
             let body = EventBody::JackpotShown {
                 pool,
-                value: shown_pool,
+                value: ctx.shown_pool,
             };
-            self.emit(&mut out, Some(round), Dev::Jackpot, body, (200, 1_000));
+            self.emit_round(ctx, Dev::Jackpot, body, (200, 1_000));
         }
-        let boxes = self.place_bets();
-        for b in &boxes {
+        ctx.boxes = self.place_bets();
+        for b in &ctx.boxes {
             for (&kind, &amount) in &b.bets {
                 let body = EventBody::BetPlaced {
                     box_no: b.box_no,
                     kind,
                     stake: stake(kind, amount),
                 };
-                self.emit(&mut out, Some(round), Dev::Bets, body, (500, 4_000));
+                self.emit(&mut ctx.out, Some(ctx.round), Dev::Bets, body, (500, 4_000));
             }
         }
-        self.announce(&mut out, round, Announcement::NoMoreBets);
+        self.announce(&mut ctx.out, ctx.round, Announcement::NoMoreBets);
+        if ctx.faults.late_bet {
+            if let Some(f) = self.late_bet(&mut ctx.out, ctx.round, &ctx.boxes) {
+                ctx.injected.push(f);
+            }
+        }
+    }
 
-        if f_late {
-            if let Some(f) = self.late_bet(&mut out, round, &boxes) {
-                injected.push(f);
-            }
+    /// SSP4 §4.3, §4.4: the jackpot system's selections for the round.
+    fn select_ssp4(&mut self, ctx: &mut RoundCtx, first_card: Card) {
+        if ctx.rs != RuleSet::Ssp4 {
+            return;
         }
+        if self.rng.gen_bool(0.3) {
+            let c = Card::deck()
+                .nth(self.rng.gen_range(0..52))
+                .unwrap_or(first_card);
+            ctx.picks.magic_card = Some(c);
+            let body = EventBody::MagicCardSelected { card: c };
+            self.emit_round(ctx, Dev::Jackpot, body, (200, 1_000));
+        }
+        if self.rng.gen_bool(0.1) {
+            let b = BoxNo(self.rng.gen_range(1..=self.config.boxes));
+            ctx.picks.lucky_box = Some(b);
+            let body = EventBody::LuckyPlayerSelected { box_no: b };
+            self.emit_round(ctx, Dev::Jackpot, body, (200, 1_000));
+        }
+        if self.rng.gen_bool(0.05) {
+            ctx.picks.lucky_dealer = true;
+            let body = EventBody::LuckyDealerSelected;
+            self.emit_round(ctx, Dev::Jackpot, body, (200, 1_000));
+        }
+    }
 
-        // SSP4 §4.3, §4.4: the jackpot system's selections for the round.
-        let (mut magic_card, mut lucky_box, mut lucky_dealer) = (None, None, false);
-        if rs == RuleSet::Ssp4 {
-            if self.rng.gen_bool(0.3) {
-                let c = Card::deck()
-                    .nth(self.rng.gen_range(0..52))
-                    .unwrap_or(deck[0]);
-                magic_card = Some(c);
-                let body = EventBody::MagicCardSelected { card: c };
-                self.emit(&mut out, Some(round), Dev::Jackpot, body, (200, 1_000));
-            }
-            if self.rng.gen_bool(0.1) {
-                let b = BoxNo(self.rng.gen_range(1..=self.config.boxes));
-                lucky_box = Some(b);
-                let body = EventBody::LuckyPlayerSelected { box_no: b };
-                self.emit(&mut out, Some(round), Dev::Jackpot, body, (200, 1_000));
-            }
-            if self.rng.gen_bool(0.05) {
-                lucky_dealer = true;
-                self.emit(
-                    &mut out,
-                    Some(round),
-                    Dev::Jackpot,
-                    EventBody::LuckyDealerSelected,
-                    (200, 1_000),
-                );
-            }
-        }
-
-        // The deal.
-        let dealt_boxes: Vec<BoxNo> = boxes.iter().map(|b| b.box_no).collect();
-        let short_box = if f_count {
-            Some(dealt_boxes[self.fault_rng.gen_range(0..dealt_boxes.len())])
-        } else {
-            None
-        };
-        if let Some(b) = short_box {
-            injected.push(InjectedFault::WrongCardCount {
-                round,
-                box_no: b,
-                dealt: (hand_len - 1) as u8,
-                required: hand_len as u8,
-                code: self.code(FaultKind::WrongCardCount),
-            });
-        }
-        let mut deal = Vec::new();
-        let mut next = 0usize;
-        if burns {
-            if f_burn {
-                injected.push(InjectedFault::SkippedBurn {
-                    round,
+    /// The cards of the deal in order, with the deal's faults: a box dealt short, a
+    /// skipped burnt card, swapped hands, a duplicated card, exposed cards.
+    fn plan_deal(&mut self, ctx: &mut RoundCtx, deck: &[Card]) -> DealPlan {
+        ctx.short_box = self.short_box(ctx);
+        let mut shoe = Shoe { deck, next: 0 };
+        let mut cards = Vec::new();
+        if ctx.burns {
+            if ctx.faults.skipped_burn {
+                ctx.injected.push(InjectedFault::SkippedBurn {
+                    round: ctx.round,
                     code: self.code(FaultKind::SkippedBurn),
                 });
             } else {
-                deal.push(DealtCard {
+                cards.push(DealtCard {
                     to: CardTarget::Burn,
-                    card: deck[next],
+                    card: shoe.draw(),
                     face_up: false,
                 });
-                next += 1;
             }
         }
-        let cards_for = |b: BoxNo| {
-            if Some(b) == short_box {
-                hand_len - 1
-            } else {
-                hand_len
-            }
-        };
-        let player_face_up = rs == RuleSet::Cs51;
-        let dealer_last_up = rs != RuleSet::Tcp3;
-        if manual {
-            // CSP6 §3.10, TCP3 §3.10: one card at a time, box 1..n then the dealer, repeated.
-            for pass in 0..hand_len {
-                for &b in &dealt_boxes {
-                    if pass < cards_for(b) {
-                        deal.push(DealtCard {
-                            to: CardTarget::Box(b),
-                            card: deck[next],
-                            face_up: player_face_up,
-                        });
-                        next += 1;
-                    }
-                }
-                deal.push(DealtCard {
-                    to: CardTarget::Dealer,
-                    card: deck[next],
-                    face_up: dealer_last_up && pass == hand_len - 1,
-                });
-                next += 1;
-            }
+        if ctx.manual {
+            ctx.deal_one_at_a_time(&mut shoe, &mut cards);
         } else {
-            // CSP6 §3.11 (shuffler) and the RNG game: a complete set per box, box 1 first,
-            // then the dealer's set.
-            let mut sets: Vec<(BoxNo, Vec<Card>)> = Vec::new();
-            for &b in &dealt_boxes {
-                let n = cards_for(b);
-                sets.push((b, deck[next..next + n].to_vec()));
-                next += n;
-            }
-            let swappable: Vec<usize> = (0..sets.len())
-                .filter(|&i| Some(sets[i].0) != short_box)
-                .collect();
-            if f_swap && swappable.len() >= 2 {
-                let picked: Vec<usize> = swappable
-                    .choose_multiple(&mut self.fault_rng, 2)
-                    .copied()
-                    .collect();
-                let (i, j) = (picked[0].min(picked[1]), picked[0].max(picked[1]));
-                let ci = std::mem::take(&mut sets[i].1);
-                let cj = std::mem::replace(&mut sets[j].1, ci);
-                sets[i].1 = cj;
-                injected.push(InjectedFault::SwappedHands {
-                    round,
-                    a: sets[i].0,
-                    b: sets[j].0,
-                    code: self.code(FaultKind::SwappedHands),
-                });
-            }
-            for (b, cards) in sets {
-                for card in cards {
-                    deal.push(DealtCard {
-                        to: CardTarget::Box(b),
-                        card,
-                        face_up: player_face_up,
-                    });
-                }
-            }
-            for k in 0..hand_len {
-                deal.push(DealtCard {
-                    to: CardTarget::Dealer,
-                    card: deck[next],
-                    face_up: dealer_last_up && k == hand_len - 1,
-                });
-                next += 1;
-            }
+            self.deal_sets(ctx, &mut shoe, &mut cards);
         }
-        debug_assert!(next <= deck.len());
-
-        // A duplicated card: a box card replaced by one already dealt this round.
-        let mut duplicate_at = None;
-        if f_dup {
-            let candidates: Vec<usize> = (0..deal.len())
-                .filter(|&i| {
-                    matches!(deal[i].to, CardTarget::Box(_))
-                        && deal[..i].iter().any(|d| d.to != CardTarget::Burn)
-                })
-                .collect();
-            if let Some(&i) = candidates.choose(&mut self.fault_rng) {
-                let earlier: Vec<Card> = deal[..i]
-                    .iter()
-                    .filter(|d| d.to != CardTarget::Burn)
-                    .map(|d| d.card)
-                    .collect();
-                if let Some(&c) = earlier.choose(&mut self.fault_rng) {
-                    deal[i].card = c;
-                    duplicate_at = Some(i);
-                }
-            }
-        }
-
-        // Exposed cards are recorded just before the last card of the deal.
-        let box_cards: Vec<usize> = (0..deal.len().saturating_sub(1))
-            .filter(|&i| matches!(deal[i].to, CardTarget::Box(_)))
-            .collect();
-        let exposed: Vec<usize> = if f_exposed {
-            let n = if rs == RuleSet::Ssp4 { 2 } else { 1 };
-            if box_cards.len() >= n {
-                box_cards
-                    .choose_multiple(&mut self.fault_rng, n)
-                    .copied()
-                    .collect()
-            } else {
-                Vec::new()
-            }
+        debug_assert!(shoe.next <= deck.len());
+        let duplicate_at = if ctx.faults.duplicate_card {
+            self.duplicate_card(&mut cards)
+        } else {
+            None
+        };
+        let exposed = if ctx.faults.exposed_card {
+            self.exposed_cards(ctx.rs, &cards)
         } else {
             Vec::new()
         };
+        DealPlan {
+            cards,
+            duplicate_at,
+            exposed,
+        }
+    }
 
-        let mut hands: BTreeMap<BoxNo, Vec<Card>> = BTreeMap::new();
-        let mut dealer_cards = Vec::new();
-        for (i, d) in deal.iter().enumerate() {
-            if i + 1 == deal.len() {
-                for (k, &e) in exposed.iter().enumerate() {
-                    let body = EventBody::CardExposed {
-                        at: deal[e].to,
-                        card: deal[e].card,
-                        // §5.12: players had seen their cards; SSP4 §5.4: no matter.
-                        players_had_seen: rs != RuleSet::Ssp4,
-                    };
-                    let seq = self.emit(&mut out, Some(round), Dev::Dealer, body, (300, 2_000));
-                    if k == 0 {
-                        injected.push(InjectedFault::ExposedCard {
-                            round,
-                            at: deal[e].to,
-                            card: deal[e].card,
-                            seq,
-                            code: self.code(FaultKind::ExposedCard),
-                        });
-                    }
-                }
+    /// The box dealt one card short, if that fault is injected.
+    fn short_box(&mut self, ctx: &mut RoundCtx) -> Option<BoxNo> {
+        if !ctx.faults.wrong_card_count {
+            return None;
+        }
+        let b = ctx.boxes[self.fault_rng.gen_range(0..ctx.boxes.len())].box_no;
+        ctx.injected.push(InjectedFault::WrongCardCount {
+            round: ctx.round,
+            box_no: b,
+            dealt: (ctx.hand_len - 1) as u8,
+            required: ctx.hand_len as u8,
+            code: self.code(FaultKind::WrongCardCount),
+        });
+        Some(b)
+    }
+
+    /// CSP6 §3.11 (shuffler) and the RNG game: a complete set per box, box 1 first, then
+    /// the dealer's set.
+    fn deal_sets(&mut self, ctx: &mut RoundCtx, shoe: &mut Shoe, cards: &mut Vec<DealtCard>) {
+        let mut sets: Vec<(BoxNo, Vec<Card>)> = Vec::new();
+        for b in &ctx.boxes {
+            sets.push((b.box_no, shoe.take(ctx.cards_for(b.box_no))));
+        }
+        if ctx.faults.swapped_hands {
+            self.swap_hands(ctx, &mut sets);
+        }
+        for (b, set) in sets {
+            for card in set {
+                cards.push(DealtCard {
+                    to: CardTarget::Box(b),
+                    card,
+                    face_up: ctx.player_face_up(),
+                });
+            }
+        }
+        for k in 0..ctx.hand_len {
+            cards.push(DealtCard {
+                to: CardTarget::Dealer,
+                card: shoe.draw(),
+                face_up: ctx.dealer_up(k),
+            });
+        }
+    }
+
+    /// Swaps the complete sets of two boxes (neither dealt short), if there are two.
+    fn swap_hands(&mut self, ctx: &mut RoundCtx, sets: &mut [(BoxNo, Vec<Card>)]) {
+        let swappable: Vec<usize> = (0..sets.len())
+            .filter(|&i| Some(sets[i].0) != ctx.short_box)
+            .collect();
+        if swappable.len() < 2 {
+            return;
+        }
+        let picked: Vec<usize> = swappable
+            .choose_multiple(&mut self.fault_rng, 2)
+            .copied()
+            .collect();
+        let (i, j) = (picked[0].min(picked[1]), picked[0].max(picked[1]));
+        let ci = std::mem::take(&mut sets[i].1);
+        let cj = std::mem::replace(&mut sets[j].1, ci);
+        sets[i].1 = cj;
+        ctx.injected.push(InjectedFault::SwappedHands {
+            round: ctx.round,
+            a: sets[i].0,
+            b: sets[j].0,
+            code: self.code(FaultKind::SwappedHands),
+        });
+    }
+
+    /// A duplicated card: a box card replaced by one already dealt this round. Returns
+    /// its position in the deal.
+    fn duplicate_card(&mut self, cards: &mut [DealtCard]) -> Option<usize> {
+        let candidates: Vec<usize> = (0..cards.len())
+            .filter(|&i| {
+                matches!(cards[i].to, CardTarget::Box(_))
+                    && cards[..i].iter().any(|d| d.to != CardTarget::Burn)
+            })
+            .collect();
+        let &i = candidates.choose(&mut self.fault_rng)?;
+        let earlier: Vec<Card> = cards[..i]
+            .iter()
+            .filter(|d| d.to != CardTarget::Burn)
+            .map(|d| d.card)
+            .collect();
+        let &c = earlier.choose(&mut self.fault_rng)?;
+        cards[i].card = c;
+        Some(i)
+    }
+
+    /// The box cards exposed (two in SSP4, else one), none if too few were dealt. They are
+    /// recorded just before the last card of the deal.
+    fn exposed_cards(&mut self, rs: RuleSet, cards: &[DealtCard]) -> Vec<usize> {
+        let box_cards: Vec<usize> = (0..cards.len().saturating_sub(1))
+            .filter(|&i| matches!(cards[i].to, CardTarget::Box(_)))
+            .collect();
+        let n = if rs == RuleSet::Ssp4 { 2 } else { 1 };
+        if box_cards.len() < n {
+            return Vec::new();
+        }
+        box_cards
+            .choose_multiple(&mut self.fault_rng, n)
+            .copied()
+            .collect()
+    }
+
+    /// Publishes the deal card by card, the exposed cards before the last, and records the
+    /// hands.
+    fn emit_deal(&mut self, ctx: &mut RoundCtx, plan: &DealPlan) {
+        for (i, d) in plan.cards.iter().enumerate() {
+            if i + 1 == plan.cards.len() {
+                self.emit_exposed(ctx, plan);
             }
             let body = EventBody::CardDealt {
                 to: d.to,
@@ -681,10 +855,10 @@ impl TableSim {
                 face_up: d.face_up,
                 position: (i + 1) as u16,
             };
-            let seq = self.emit(&mut out, Some(round), Dev::Dealing, body, (400, 1_500));
-            if duplicate_at == Some(i) {
-                injected.push(InjectedFault::DuplicateCard {
-                    round,
+            let seq = self.emit_round(ctx, Dev::Dealing, body, (400, 1_500));
+            if plan.duplicate_at == Some(i) {
+                ctx.injected.push(InjectedFault::DuplicateCard {
+                    round: ctx.round,
                     to: d.to,
                     card: d.card,
                     seq,
@@ -692,182 +866,170 @@ impl TableSim {
                 });
             }
             match d.to {
-                CardTarget::Box(b) => hands.entry(b).or_default().push(d.card),
-                CardTarget::Dealer => dealer_cards.push(d.card),
+                CardTarget::Box(b) => ctx.hands.entry(b).or_default().push(d.card),
+                CardTarget::Dealer => ctx.dealer_cards.push(d.card),
                 CardTarget::Burn => {}
             }
         }
+    }
 
-        // A duplicated card (a card not of the set, §5.8.1) or two exposed SSP4 cards
-        // (§5.4) void the round: the pit declares it and every bet is returned (§5.22).
-        let void_clause = if duplicate_at.is_some() {
-            Some(match rs {
+    /// `CardExposed` for each exposed card; the first is the injected fault.
+    fn emit_exposed(&mut self, ctx: &mut RoundCtx, plan: &DealPlan) {
+        for (k, &e) in plan.exposed.iter().enumerate() {
+            let (at, card) = (plan.cards[e].to, plan.cards[e].card);
+            let body = EventBody::CardExposed {
+                at,
+                card,
+                // §5.12: players had seen their cards; SSP4 §5.4: no matter.
+                players_had_seen: ctx.rs != RuleSet::Ssp4,
+            };
+            let seq = self.emit_round(ctx, Dev::Dealer, body, (300, 2_000));
+            if k == 0 {
+                ctx.injected.push(InjectedFault::ExposedCard {
+                    round: ctx.round,
+                    at,
+                    card,
+                    seq,
+                    code: self.code(FaultKind::ExposedCard),
+                });
+            }
+        }
+    }
+
+    /// A duplicated card (a card not of the set, §5.8.1) or two exposed SSP4 cards (§5.4)
+    /// void the round: the pit declares it and every bet is returned (§5.22).
+    fn declare_void(&mut self, ctx: &mut RoundCtx, plan: &DealPlan) -> Result<(), Error> {
+        let rs = ctx.rs;
+        let clause = if plan.duplicate_at.is_some() {
+            match rs {
                 RuleSet::Ssp4 => "SSP4 5.1".to_string(),
                 RuleSet::Cs51 => "CS51 How To Play".to_string(),
                 _ => format!("{rs} 5.8.1"),
-            })
-        } else if rs == RuleSet::Ssp4 && exposed.len() >= 2 {
-            Some("SSP4 5.4".to_string())
-        } else {
-            None
-        };
-        let void = void_clause.is_some();
-        if let Some(clause) = void_clause {
-            let staff = StaffId::new(format!("PS{:04}", self.rng.gen_range(1..10_000)))
-                .map_err(|e| Error::Config(format!("staff id: {e}")))?;
-            let body = EventBody::StaffDecision {
-                staff,
-                ruling: Ruling::VoidRound {
-                    clause,
-                    reason: "irregular deal noticed by the dealer".into(),
-                },
-            };
-            self.emit(&mut out, Some(round), Dev::Dealer, body, (10_000, 60_000));
-            self.announce(&mut out, round, Announcement::Void);
-        }
-
-        // Decisions (a simple sensible strategy), then the reveal.
-        let mut decisions: BTreeMap<BoxNo, Choice> = BTreeMap::new();
-        let mut play_kind_stake: BTreeMap<BoxNo, (BetKind, i64)> = BTreeMap::new();
-        if !void {
-            for b in &boxes {
-                let Some(ante) = b.ante() else { continue }; // TCP3 Pair Plus only (§3.14)
-                if Some(b.box_no) == short_box {
-                    continue; // invalidated hand (§5.15): no decision
-                }
-                let cards = hands.get(&b.box_no).map(Vec::as_slice).unwrap_or(&[]);
-                let plays = if rs == RuleSet::Tcp3 {
-                    tcp3_plays(cards)
-                } else {
-                    stud_plays(cards)
-                };
-                let choice = if plays {
-                    Choice::Play
-                } else if self.rng.gen_bool(0.02) {
-                    Choice::WalkAway // a Fold (CSP6 §5.5)
-                } else {
-                    Choice::Fold
-                };
-                let stake = if choice == Choice::Play {
-                    let (kind, amount) = match rs {
-                        RuleSet::Csp6 | RuleSet::Mlp3 | RuleSet::Ssp4 => (BetKind::Bet, 2 * ante),
-                        RuleSet::Cs51 => (BetKind::Play, 2 * ante),
-                        RuleSet::Tcp3 => (BetKind::Play, ante),
-                    };
-                    play_kind_stake.insert(b.box_no, (kind, amount));
-                    Some(Money(amount))
-                } else {
-                    None
-                };
-                decisions.insert(b.box_no, choice);
-                let body = EventBody::Decided {
-                    box_no: b.box_no,
-                    choice,
-                    stake,
-                };
-                self.emit(&mut out, Some(round), Dev::Dealer, body, (2_000, 15_000));
             }
-        }
+        } else if rs == RuleSet::Ssp4 && plan.exposed.len() >= 2 {
+            "SSP4 5.4".to_string()
+        } else {
+            return Ok(());
+        };
+        ctx.void = true;
+        let staff = StaffId::new(format!("PS{:04}", self.rng.gen_range(1..10_000)))
+            .map_err(|e| Error::Config(format!("staff id: {e}")))?;
+        let body = EventBody::StaffDecision {
+            staff,
+            ruling: Ruling::VoidRound {
+                clause,
+                reason: "irregular deal noticed by the dealer".into(),
+            },
+        };
+        self.emit_round(ctx, Dev::Dealer, body, (10_000, 60_000));
+        self.announce(&mut ctx.out, ctx.round, Announcement::Void);
+        Ok(())
+    }
 
-        // Settlement by the rules engine.
+    /// Each Ante box's decision, by a simple sensible strategy.
+    fn decide(&mut self, ctx: &mut RoundCtx) {
+        let rs = ctx.rs;
+        for b in &ctx.boxes {
+            let Some(ante) = b.ante() else { continue }; // TCP3 Pair Plus only (§3.14)
+            if Some(b.box_no) == ctx.short_box {
+                continue; // invalidated hand (§5.15): no decision
+            }
+            let cards = ctx.hands.get(&b.box_no).map(Vec::as_slice).unwrap_or(&[]);
+            let plays = if rs == RuleSet::Tcp3 {
+                tcp3_plays(cards)
+            } else {
+                stud_plays(cards)
+            };
+            let choice = if plays {
+                Choice::Play
+            } else if self.rng.gen_bool(0.02) {
+                Choice::WalkAway // a Fold (CSP6 §5.5)
+            } else {
+                Choice::Fold
+            };
+            let stake = (choice == Choice::Play).then(|| {
+                let (kind, amount) = play_stake(rs, ante);
+                ctx.play_stakes.insert(b.box_no, (kind, amount));
+                Money(amount)
+            });
+            ctx.decisions.insert(b.box_no, choice);
+            let body = EventBody::Decided {
+                box_no: b.box_no,
+                choice,
+                stake,
+            };
+            let gap_ms = (2_000, 15_000);
+            self.emit(&mut ctx.out, Some(ctx.round), Dev::Dealer, body, gap_ms);
+        }
+    }
+
+    /// The round's settlement by the rules engine.
+    fn settle(&self, ctx: &RoundCtx) -> Result<Settlement, Error> {
         let input = RoundInput {
-            game: rs,
+            game: ctx.rs,
             config: Some(self.config.clone()),
-            dealer: dealer_cards.clone(),
+            dealer: ctx.dealer_cards.clone(),
             dealer_up: None,
-            pool: shown_pool,
+            pool: ctx.shown_pool,
             reset: self
                 .config
                 .jackpot
                 .as_ref()
                 .map_or(Money::ZERO, |j| j.reset),
             credit_value: None,
-            magic_card,
-            lucky_box,
-            lucky_dealer,
-            void,
-            boxes: boxes
-                .iter()
-                .map(|b| {
-                    let mut bets = b.bets.clone();
-                    if let Some(&(kind, amount)) = play_kind_stake.get(&b.box_no) {
-                        bets.insert(kind, amount);
-                    }
-                    BoxInput {
-                        box_no: b.box_no,
-                        cards: hands.get(&b.box_no).cloned().unwrap_or_default(),
-                        decision: decisions.get(&b.box_no).copied(),
-                        bets,
-                        invalidated: (Some(b.box_no) == short_box && !void)
-                            .then(|| invalidated_clause(rs)),
-                    }
-                })
-                .collect(),
+            magic_card: ctx.picks.magic_card,
+            lucky_box: ctx.picks.lucky_box,
+            lucky_dealer: ctx.picks.lucky_dealer,
+            void: ctx.void,
+            boxes: ctx.box_inputs(),
         };
-        let settlement = rules::settle(&input).map_err(|source| Error::Settle {
+        rules::settle(&input).map_err(|source| Error::Settle {
             table: self.table.clone(),
-            round,
+            round: ctx.round,
             source,
-        })?;
+        })
+    }
 
-        if !void {
-            self.emit(
-                &mut out,
-                Some(round),
-                Dev::Dealer,
-                EventBody::DealerRevealed {
-                    cards: dealer_cards.clone(),
-                },
-                (1_000, 4_000),
+    /// The dealer's hand, the result, and the hands of the boxes still in.
+    fn reveal(&mut self, ctx: &mut RoundCtx, settlement: &Settlement) {
+        let body = EventBody::DealerRevealed {
+            cards: ctx.dealer_cards.clone(),
+        };
+        self.emit_round(ctx, Dev::Dealer, body, (1_000, 4_000));
+        let announcement = result_announcement(ctx.rs, settlement);
+        self.announce(&mut ctx.out, ctx.round, announcement);
+        for b in &ctx.boxes {
+            let folded = matches!(
+                ctx.decisions.get(&b.box_no),
+                Some(Choice::Fold | Choice::WalkAway | Choice::RefuseToReveal)
             );
-            let announcement = if rs == RuleSet::Ssp4 && !settlement.dealer_qualifies {
-                Announcement::NoHand // SSP4 §3.12
-            } else {
-                Announcement::Result {
-                    text: match settlement.dealer_hand {
-                        Some(h) if settlement.dealer_qualifies => {
-                            format!("Dealer has {h:?}, qualifies")
-                        }
-                        Some(h) => format!("Dealer has {h:?}, does not qualify"),
-                        None => "Dealer's hand shown".to_string(),
-                    },
-                }
-            };
-            self.announce(&mut out, round, announcement);
-            for b in &boxes {
-                let folded = matches!(
-                    decisions.get(&b.box_no),
-                    Some(Choice::Fold | Choice::WalkAway | Choice::RefuseToReveal)
-                );
-                if folded || Some(b.box_no) == short_box {
-                    continue;
-                }
-                let cards = hands.get(&b.box_no).cloned().unwrap_or_default();
-                let body = EventBody::HandRevealed {
-                    box_no: b.box_no,
-                    cards,
-                };
-                self.emit(&mut out, Some(round), Dev::Dealer, body, (500, 2_000));
+            if folded || Some(b.box_no) == ctx.short_box {
+                continue;
             }
+            let cards = ctx.hands.get(&b.box_no).cloned().unwrap_or_default();
+            let body = EventBody::HandRevealed {
+                box_no: b.box_no,
+                cards,
+            };
+            self.emit(
+                &mut ctx.out,
+                Some(ctx.round),
+                Dev::Dealer,
+                body,
+                (500, 2_000),
+            );
         }
+    }
 
-        // What the dealer pays: the rules' result on every line, one line possibly wrong.
+    /// What the dealer pays: the rules' result on every line, one line possibly wrong.
+    fn pay_out(&mut self, ctx: &mut RoundCtx, settlement: &Settlement) {
         let net = settlement.net();
         let lines: Vec<(BoxNo, PayLine, Money)> = net
             .iter()
             .flat_map(|(&b, l)| l.iter().map(move |(&line, &m)| (b, line, m)))
             .collect();
-        let wrong = if f_payout && !lines.is_empty() {
-            let i = self.fault_rng.gen_range(0..lines.len());
-            let ante = boxes
-                .iter()
-                .find(|b| b.box_no == lines[i].0)
-                .and_then(BoxBets::ante)
-                .unwrap_or(1_000);
-            let magnitudes = [100, 500, 1_000, 2_500, 5_000, ante.max(100)];
-            let m = magnitudes[self.fault_rng.gen_range(0..magnitudes.len())];
-            let delta = if self.fault_rng.gen_bool(0.5) { m } else { -m };
-            Some((i, Money(lines[i].2 .0 + delta)))
+        let wrong = if ctx.faults.wrong_payout && !lines.is_empty() {
+            Some(self.wrong_payout(&ctx.boxes, &lines))
         } else {
             None
         };
@@ -881,10 +1043,10 @@ impl TableSim {
                 line,
                 net: recorded,
             };
-            let seq = self.emit(&mut out, Some(round), Dev::Dealer, body, (1_000, 5_000));
+            let seq = self.emit_round(ctx, Dev::Dealer, body, (1_000, 5_000));
             if recorded != expected {
-                injected.push(InjectedFault::WrongPayout {
-                    round,
+                ctx.injected.push(InjectedFault::WrongPayout {
+                    round: ctx.round,
                     box_no,
                     line,
                     expected,
@@ -894,66 +1056,95 @@ impl TableSim {
                 });
             }
         }
+    }
 
-        // Jackpot controller: hits, resets, and the pool for the next round.
-        if let Some(j) = self.config.jackpot.clone() {
-            for p in &settlement.jackpot_payments {
-                let body = EventBody::JackpotHit {
+    /// The line paid wrongly (its index in `lines`) and the amount recorded for it.
+    fn wrong_payout(
+        &mut self,
+        boxes: &[BoxBets],
+        lines: &[(BoxNo, PayLine, Money)],
+    ) -> (usize, Money) {
+        assert!(!lines.is_empty(), "a wrong payout needs a line to pay");
+        let i = self.fault_rng.gen_range(0..lines.len());
+        let ante = boxes
+            .iter()
+            .find(|b| b.box_no == lines[i].0)
+            .and_then(BoxBets::ante)
+            .unwrap_or(1_000);
+        let magnitudes = [100, 500, 1_000, 2_500, 5_000, ante.max(100)];
+        let m = magnitudes[self.fault_rng.gen_range(0..magnitudes.len())];
+        let delta = if self.fault_rng.gen_bool(0.5) { m } else { -m };
+        (i, Money(lines[i].2 .0 + delta))
+    }
+
+    /// Jackpot controller: hits, resets, and the pool for the next round.
+    fn settle_jackpot(&mut self, ctx: &mut RoundCtx, settlement: &Settlement) {
+        let Some(j) = self.config.jackpot.clone() else {
+            return;
+        };
+        for p in &settlement.jackpot_payments {
+            let body = EventBody::JackpotHit {
+                pool: j.pool.clone(),
+                box_no: p.box_no,
+                amount: p.amount,
+            };
+            self.emit_round(ctx, Dev::Jackpot, body, (500, 3_000));
+            if p.amount == p.pool_before && p.pool_after == j.reset {
+                let body = EventBody::JackpotReset {
                     pool: j.pool.clone(),
-                    box_no: p.box_no,
-                    amount: p.amount,
+                    value: j.reset,
                 };
-                self.emit(&mut out, Some(round), Dev::Jackpot, body, (500, 3_000));
-                if p.amount == p.pool_before && p.pool_after == j.reset {
-                    let body = EventBody::JackpotReset {
-                        pool: j.pool.clone(),
-                        value: j.reset,
-                    };
-                    self.emit(&mut out, Some(round), Dev::Jackpot, body, (500, 3_000));
-                }
-            }
-            self.pool = settlement.pool_after;
-            if !void {
-                // Contribution per accepted jackpot stake, rounded down per stake.
-                for b in &boxes {
-                    for (&kind, &amount) in &b.bets {
-                        let chips = match kind {
-                            BetKind::Progressive => amount,
-                            BetKind::JackpotPlayer | BetKind::JackpotDealer => {
-                                amount * j.credit_value.0
-                            }
-                            _ => continue,
-                        };
-                        self.pool =
-                            self.pool + Money(chips * i64::from(j.contribution_bp) / 10_000);
-                    }
-                }
+                self.emit_round(ctx, Dev::Jackpot, body, (500, 3_000));
             }
         }
+        self.pool = settlement.pool_after;
+        if !ctx.void {
+            self.add_contributions(&j, &ctx.boxes);
+        }
+    }
 
-        if let Some((salt, _)) = commitment {
-            let body = EventBody::DeckRevealed { order: deck, salt };
-            self.emit(&mut out, Some(round), Dev::Dealing, body, (200, 1_000));
+    /// Adds the contribution of each accepted jackpot stake, rounded down per stake.
+    fn add_contributions(&mut self, j: &JackpotConfig, boxes: &[BoxBets]) {
+        for b in boxes {
+            for (&kind, &amount) in &b.bets {
+                let chips = match kind {
+                    BetKind::Progressive => amount,
+                    BetKind::JackpotPlayer | BetKind::JackpotDealer => amount * j.credit_value.0,
+                    _ => continue,
+                };
+                self.pool = self.pool + Money(chips * i64::from(j.contribution_bp) / 10_000);
+            }
         }
-        if f_noclose {
-            injected.push(InjectedFault::MissingRoundClose {
-                round,
+    }
+
+    /// The deck's order (shuffler), then `RoundClosed` unless its omission is injected.
+    fn close_round(&mut self, ctx: &mut RoundCtx, shuffled: Shuffled) {
+        if let Some(salt) = shuffled.salt {
+            let body = EventBody::DeckRevealed {
+                order: shuffled.deck,
+                salt,
+            };
+            self.emit_round(ctx, Dev::Dealing, body, (200, 1_000));
+        }
+        if ctx.faults.missing_round_close {
+            ctx.injected.push(InjectedFault::MissingRoundClose {
+                round: ctx.round,
                 code: self.code(FaultKind::MissingRoundClose),
             });
         } else {
-            self.emit(
-                &mut out,
-                Some(round),
-                Dev::Dealer,
-                EventBody::RoundClosed,
-                (500, 2_000),
-            );
+            self.emit_round(ctx, Dev::Dealer, EventBody::RoundClosed, (500, 2_000));
         }
-        Ok(PlayedRound {
-            round,
-            events: out,
-            injected,
-        })
+    }
+
+    /// `emit` for an event of the round `ctx` plays.
+    fn emit_round(
+        &mut self,
+        ctx: &mut RoundCtx,
+        dev: Dev,
+        body: EventBody,
+        gap_ms: (u64, u64),
+    ) -> Seq {
+        self.emit(&mut ctx.out, Some(ctx.round), dev, body, gap_ms)
     }
 
     /// Occupied boxes and their bets as they stand at "No more Bets".
@@ -1186,6 +1377,28 @@ fn stake(kind: BetKind, amount: i64) -> Stake {
     } else {
         Stake::Chips(Money(amount))
     }
+}
+
+/// The BET or Play stake a box that plays puts up, by rule set.
+fn play_stake(rs: RuleSet, ante: i64) -> (BetKind, i64) {
+    match rs {
+        RuleSet::Csp6 | RuleSet::Mlp3 | RuleSet::Ssp4 => (BetKind::Bet, 2 * ante),
+        RuleSet::Cs51 => (BetKind::Play, 2 * ante),
+        RuleSet::Tcp3 => (BetKind::Play, ante),
+    }
+}
+
+/// The dealer's result: "No hand" when an SSP4 dealer does not qualify (SSP4 §3.12).
+fn result_announcement(rs: RuleSet, settlement: &Settlement) -> Announcement {
+    if rs == RuleSet::Ssp4 && !settlement.dealer_qualifies {
+        return Announcement::NoHand;
+    }
+    let text = match settlement.dealer_hand {
+        Some(h) if settlement.dealer_qualifies => format!("Dealer has {h:?}, qualifies"),
+        Some(h) => format!("Dealer has {h:?}, does not qualify"),
+        None => "Dealer's hand shown".to_string(),
+    };
+    Announcement::Result { text }
 }
 
 fn invalidated_clause(rs: RuleSet) -> String {
