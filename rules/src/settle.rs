@@ -73,29 +73,9 @@ pub fn settle(input: &RoundInput) -> Result<Settlement, SettleError> {
         rt = rt.with_config(config);
     }
     validate(input, &rt)?;
-    let config = input.config.as_ref();
-    let jackpot_config = config.and_then(|c| c.jackpot.as_ref());
-    let credit_value = input
-        .credit_value
-        .or(jackpot_config.map(|j| j.credit_value))
-        .unwrap_or(Money::ZERO);
-    let reset = if input.reset.0 > 0 {
-        input.reset
-    } else {
-        jackpot_config.map(|j| j.reset).unwrap_or(Money::ZERO)
-    };
     let mut boxes: Vec<&BoxInput> = input.boxes.iter().collect();
     boxes.sort_by_key(|b| b.box_no);
-
-    let mut ctx = Ctx {
-        rt: &rt,
-        config,
-        credit_value,
-        reset,
-        pool: input.pool,
-        payments: Vec::new(),
-        input,
-    };
+    let mut ctx = Ctx::new(input, &rt);
 
     if input.void {
         let out = boxes
@@ -121,37 +101,54 @@ pub fn settle(input: &RoundInput) -> Result<Settlement, SettleError> {
         out.push(settled);
     }
     if !envy_sources.is_empty() {
-        for (b, settled) in boxes.iter().zip(out.iter_mut()) {
-            let has_jackpot_bet = settled
-                .lines
-                .iter()
-                .any(|l| l.line == PayLine::Progressive && l.outcome != Outcome::Returned);
-            if !has_jackpot_bet {
-                continue;
-            }
-            let others: Vec<&(BoxNo, Money)> = envy_sources
-                .iter()
-                .filter(|(w, _)| *w != b.box_no)
-                .collect();
-            let envy: Money = others.iter().map(|(_, m)| *m).sum();
-            if envy.0 > 0 {
-                let from: Vec<String> =
-                    others.iter().map(|(w, _)| format!("box {}", w.0)).collect();
-                settled.lines.push(SettlementLine {
-                    line: PayLine::Envy,
-                    stake: Money::ZERO,
-                    outcome: Outcome::Win,
-                    net: envy,
-                    clause: rt.cite("4.7"),
-                    explanation: format!(
-                        "Envy Bonus {envy} for the top jackpot hand of {}",
-                        from.join(", ")
-                    ),
-                });
-            }
-        }
+        add_envy_lines(&rt, &envy_sources, &mut out);
     }
     Ok(ctx.finish(Some(dealer.class()), dealer_qualifies, out))
+}
+
+/// The credit value of SSP4 jackpot wagers: the round's, else its configuration's, else 0.
+fn credit_value_of(input: &RoundInput) -> Money {
+    input
+        .credit_value
+        .or(input
+            .config
+            .as_ref()
+            .and_then(|c| c.jackpot.as_ref())
+            .map(|j| j.credit_value))
+        .unwrap_or(Money::ZERO)
+}
+
+/// TCP3 §4.7: every box with a live jackpot bet wins the Envy Bonus of the other boxes'
+/// top jackpot hands. `out` holds the settled boxes in box order.
+fn add_envy_lines(rt: &RuleTable, envy_sources: &[(BoxNo, Money)], out: &mut [BoxSettlement]) {
+    for settled in out.iter_mut() {
+        let has_jackpot_bet = settled
+            .lines
+            .iter()
+            .any(|l| l.line == PayLine::Progressive && l.outcome != Outcome::Returned);
+        if !has_jackpot_bet {
+            continue;
+        }
+        let others: Vec<&(BoxNo, Money)> = envy_sources
+            .iter()
+            .filter(|(w, _)| *w != settled.box_no)
+            .collect();
+        let envy: Money = others.iter().map(|(_, m)| *m).sum();
+        if envy.0 > 0 {
+            let from: Vec<String> = others.iter().map(|(w, _)| format!("box {}", w.0)).collect();
+            settled.lines.push(SettlementLine {
+                line: PayLine::Envy,
+                stake: Money::ZERO,
+                outcome: Outcome::Win,
+                net: envy,
+                clause: rt.cite("4.7"),
+                explanation: format!(
+                    "Envy Bonus {envy} for the top jackpot hand of {}",
+                    from.join(", ")
+                ),
+            });
+        }
+    }
 }
 
 /// Sets of boxes and of cards as bit masks: validation runs once per round of a replay,
@@ -181,8 +178,22 @@ impl CardSet {
     }
 }
 
+/// Refuses a round no table could deal: its boxes and bets, then the dealer's hand and
+/// the cards of a round that is not void.
 fn validate(input: &RoundInput, rt: &RuleTable) -> Result<(), SettleError> {
+    validate_boxes(input, rt)?;
+    if input.void {
+        return Ok(());
+    }
+    validate_dealer(input, rt)?;
+    validate_cards(input)
+}
+
+/// Each box is numbered once, and its bets are non-negative, of the rule set, and in
+/// credits only with a positive credit value.
+fn validate_boxes(input: &RoundInput, rt: &RuleTable) -> Result<(), SettleError> {
     let allowed = kinds_of(rt);
+    let credit_value = credit_value_of(input);
     let mut seen_boxes = BoxSet([0; 4]);
     for (i, b) in input.boxes.iter().enumerate() {
         if b.box_no.0 == 0 || !seen_boxes.insert(b.box_no) {
@@ -207,14 +218,6 @@ fn validate(input: &RoundInput, rt: &RuleTable) -> Result<(), SettleError> {
         let credits = [BetKind::JackpotPlayer, BetKind::JackpotDealer]
             .iter()
             .any(|k| b.bets.get(k).copied().unwrap_or(0) > 0);
-        let credit_value = input
-            .credit_value
-            .or(input
-                .config
-                .as_ref()
-                .and_then(|c| c.jackpot.as_ref())
-                .map(|j| j.credit_value))
-            .unwrap_or(Money::ZERO);
         if credits && credit_value.0 <= 0 {
             return Err(err(
                 "credit_value",
@@ -222,9 +225,11 @@ fn validate(input: &RoundInput, rt: &RuleTable) -> Result<(), SettleError> {
             ));
         }
     }
-    if input.void {
-        return Ok(());
-    }
+    Ok(())
+}
+
+/// The dealer has a full hand, and the up card is one of it.
+fn validate_dealer(input: &RoundInput, rt: &RuleTable) -> Result<(), SettleError> {
     if input.dealer.len() != rt.hand_len {
         return Err(err(
             "dealer",
@@ -244,6 +249,11 @@ fn validate(input: &RoundInput, rt: &RuleTable) -> Result<(), SettleError> {
             ));
         }
     }
+    Ok(())
+}
+
+/// No card appears twice in the round, the dealer's first, then the boxes' in order.
+fn validate_cards(input: &RoundInput) -> Result<(), SettleError> {
     let mut seen = CardSet(0);
     for (j, c) in input.dealer.iter().enumerate() {
         if !seen.insert(*c) {
@@ -311,14 +321,7 @@ pub fn void_hands(input: &RoundInput) -> Vec<VoidHand> {
 /// credit value, and a `lucky_box` that is one of the round's boxes. The replayer does not
 /// apply them: a recorded round is settled as recorded and its oddities become disputes.
 pub fn check_bounds(input: &RoundInput) -> Result<(), SettleError> {
-    let credit_value = input
-        .credit_value
-        .or(input
-            .config
-            .as_ref()
-            .and_then(|c| c.jackpot.as_ref())
-            .map(|j| j.credit_value))
-        .unwrap_or(Money::ZERO);
+    let credit_value = credit_value_of(input);
     check_amount("pool", input.pool.0)?;
     check_amount("reset", input.reset.0)?;
     if let Some(v) = input.credit_value {
@@ -484,6 +487,28 @@ fn line(
 
 fn multiply(stake: Money, x: u32) -> Money {
     Money(stake.0.saturating_mul(i64::from(x)))
+}
+
+impl<'a> Ctx<'a> {
+    /// A round's settlement context: the credit value and the reset of its jackpot pool
+    /// come from the round, else from its configuration.
+    fn new(input: &'a RoundInput, rt: &'a RuleTable) -> Ctx<'a> {
+        let jackpot_config = input.config.as_ref().and_then(|c| c.jackpot.as_ref());
+        let reset = if input.reset.0 > 0 {
+            input.reset
+        } else {
+            jackpot_config.map(|j| j.reset).unwrap_or(Money::ZERO)
+        };
+        Ctx {
+            rt,
+            config: input.config.as_ref(),
+            credit_value: credit_value_of(input),
+            reset,
+            pool: input.pool,
+            payments: Vec::new(),
+            input,
+        }
+    }
 }
 
 impl Ctx<'_> {
