@@ -73,29 +73,9 @@ pub fn settle(input: &RoundInput) -> Result<Settlement, SettleError> {
         rt = rt.with_config(config);
     }
     validate(input, &rt)?;
-    let config = input.config.as_ref();
-    let jackpot_config = config.and_then(|c| c.jackpot.as_ref());
-    let credit_value = input
-        .credit_value
-        .or(jackpot_config.map(|j| j.credit_value))
-        .unwrap_or(Money::ZERO);
-    let reset = if input.reset.0 > 0 {
-        input.reset
-    } else {
-        jackpot_config.map(|j| j.reset).unwrap_or(Money::ZERO)
-    };
     let mut boxes: Vec<&BoxInput> = input.boxes.iter().collect();
     boxes.sort_by_key(|b| b.box_no);
-
-    let mut ctx = Ctx {
-        rt: &rt,
-        config,
-        credit_value,
-        reset,
-        pool: input.pool,
-        payments: Vec::new(),
-        input,
-    };
+    let mut ctx = Ctx::new(input, &rt);
 
     if input.void {
         let out = boxes
@@ -121,37 +101,54 @@ pub fn settle(input: &RoundInput) -> Result<Settlement, SettleError> {
         out.push(settled);
     }
     if !envy_sources.is_empty() {
-        for (b, settled) in boxes.iter().zip(out.iter_mut()) {
-            let has_jackpot_bet = settled
-                .lines
-                .iter()
-                .any(|l| l.line == PayLine::Progressive && l.outcome != Outcome::Returned);
-            if !has_jackpot_bet {
-                continue;
-            }
-            let others: Vec<&(BoxNo, Money)> = envy_sources
-                .iter()
-                .filter(|(w, _)| *w != b.box_no)
-                .collect();
-            let envy: Money = others.iter().map(|(_, m)| *m).sum();
-            if envy.0 > 0 {
-                let from: Vec<String> =
-                    others.iter().map(|(w, _)| format!("box {}", w.0)).collect();
-                settled.lines.push(SettlementLine {
-                    line: PayLine::Envy,
-                    stake: Money::ZERO,
-                    outcome: Outcome::Win,
-                    net: envy,
-                    clause: rt.cite("4.7"),
-                    explanation: format!(
-                        "Envy Bonus {envy} for the top jackpot hand of {}",
-                        from.join(", ")
-                    ),
-                });
-            }
-        }
+        add_envy_lines(&rt, &envy_sources, &mut out);
     }
     Ok(ctx.finish(Some(dealer.class()), dealer_qualifies, out))
+}
+
+/// The credit value of SSP4 jackpot wagers: the round's, else its configuration's, else 0.
+fn credit_value_of(input: &RoundInput) -> Money {
+    input
+        .credit_value
+        .or(input
+            .config
+            .as_ref()
+            .and_then(|c| c.jackpot.as_ref())
+            .map(|j| j.credit_value))
+        .unwrap_or(Money::ZERO)
+}
+
+/// TCP3 §4.7: every box with a live jackpot bet wins the Envy Bonus of the other boxes'
+/// top jackpot hands. `out` holds the settled boxes in box order.
+fn add_envy_lines(rt: &RuleTable, envy_sources: &[(BoxNo, Money)], out: &mut [BoxSettlement]) {
+    for settled in out.iter_mut() {
+        let has_jackpot_bet = settled
+            .lines
+            .iter()
+            .any(|l| l.line == PayLine::Progressive && l.outcome != Outcome::Returned);
+        if !has_jackpot_bet {
+            continue;
+        }
+        let others: Vec<&(BoxNo, Money)> = envy_sources
+            .iter()
+            .filter(|(w, _)| *w != settled.box_no)
+            .collect();
+        let envy: Money = others.iter().map(|(_, m)| *m).sum();
+        if envy.0 > 0 {
+            let from: Vec<String> = others.iter().map(|(w, _)| format!("box {}", w.0)).collect();
+            settled.lines.push(SettlementLine {
+                line: PayLine::Envy,
+                stake: Money::ZERO,
+                outcome: Outcome::Win,
+                net: envy,
+                clause: rt.cite("4.7"),
+                explanation: format!(
+                    "Envy Bonus {envy} for the top jackpot hand of {}",
+                    from.join(", ")
+                ),
+            });
+        }
+    }
 }
 
 /// Sets of boxes and of cards as bit masks: validation runs once per round of a replay,
@@ -181,8 +178,22 @@ impl CardSet {
     }
 }
 
+/// Refuses a round no table could deal: its boxes and bets, then the dealer's hand and
+/// the cards of a round that is not void.
 fn validate(input: &RoundInput, rt: &RuleTable) -> Result<(), SettleError> {
+    validate_boxes(input, rt)?;
+    if input.void {
+        return Ok(());
+    }
+    validate_dealer(input, rt)?;
+    validate_cards(input)
+}
+
+/// Each box is numbered once, and its bets are non-negative, of the rule set, and in
+/// credits only with a positive credit value.
+fn validate_boxes(input: &RoundInput, rt: &RuleTable) -> Result<(), SettleError> {
     let allowed = kinds_of(rt);
+    let credit_value = credit_value_of(input);
     let mut seen_boxes = BoxSet([0; 4]);
     for (i, b) in input.boxes.iter().enumerate() {
         if b.box_no.0 == 0 || !seen_boxes.insert(b.box_no) {
@@ -207,14 +218,6 @@ fn validate(input: &RoundInput, rt: &RuleTable) -> Result<(), SettleError> {
         let credits = [BetKind::JackpotPlayer, BetKind::JackpotDealer]
             .iter()
             .any(|k| b.bets.get(k).copied().unwrap_or(0) > 0);
-        let credit_value = input
-            .credit_value
-            .or(input
-                .config
-                .as_ref()
-                .and_then(|c| c.jackpot.as_ref())
-                .map(|j| j.credit_value))
-            .unwrap_or(Money::ZERO);
         if credits && credit_value.0 <= 0 {
             return Err(err(
                 "credit_value",
@@ -222,9 +225,11 @@ fn validate(input: &RoundInput, rt: &RuleTable) -> Result<(), SettleError> {
             ));
         }
     }
-    if input.void {
-        return Ok(());
-    }
+    Ok(())
+}
+
+/// The dealer has a full hand, and the up card is one of it.
+fn validate_dealer(input: &RoundInput, rt: &RuleTable) -> Result<(), SettleError> {
     if input.dealer.len() != rt.hand_len {
         return Err(err(
             "dealer",
@@ -244,6 +249,11 @@ fn validate(input: &RoundInput, rt: &RuleTable) -> Result<(), SettleError> {
             ));
         }
     }
+    Ok(())
+}
+
+/// No card appears twice in the round, the dealer's first, then the boxes' in order.
+fn validate_cards(input: &RoundInput) -> Result<(), SettleError> {
     let mut seen = CardSet(0);
     for (j, c) in input.dealer.iter().enumerate() {
         if !seen.insert(*c) {
@@ -311,14 +321,7 @@ pub fn void_hands(input: &RoundInput) -> Vec<VoidHand> {
 /// credit value, and a `lucky_box` that is one of the round's boxes. The replayer does not
 /// apply them: a recorded round is settled as recorded and its oddities become disputes.
 pub fn check_bounds(input: &RoundInput) -> Result<(), SettleError> {
-    let credit_value = input
-        .credit_value
-        .or(input
-            .config
-            .as_ref()
-            .and_then(|c| c.jackpot.as_ref())
-            .map(|j| j.credit_value))
-        .unwrap_or(Money::ZERO);
+    let credit_value = credit_value_of(input);
     check_amount("pool", input.pool.0)?;
     check_amount("reset", input.reset.0)?;
     if let Some(v) = input.credit_value {
@@ -401,6 +404,63 @@ struct Award {
     hand: Option<HandClass>,
 }
 
+/// What the pay lines of one box share: the box, its hand, the dealer's hand, its Ante
+/// and whether the player folded.
+struct BoxCtx<'b> {
+    b: &'b BoxInput,
+    hand: Hand,
+    dealer: &'b Hand,
+    dealer_qualifies: bool,
+    /// The Ante settled, and what was placed when over the table's maximum (§5.1.1).
+    ante: Money,
+    ante_placed: Option<Money>,
+    /// The clause of the player's fold, walk away or refusal; empty for a play.
+    fold_clause: &'static str,
+    folded: bool,
+    /// Why a fold recorded on a box without an Ante does not apply, or empty.
+    fold_ignored: String,
+    /// The clause citation of a stake over the table's maximum.
+    over_max: String,
+}
+
+impl BoxCtx<'_> {
+    fn has_ante(&self) -> bool {
+        self.ante.0 > 0
+    }
+
+    /// The note a line carries when its stake was over the table's maximum (§5.1.1).
+    fn excess_note(&self, placed: Option<Money>, settled: Money) -> String {
+        match placed {
+            Some(p) => format!(
+                " ({} over the table maximum returned, {})",
+                p - settled,
+                self.over_max
+            ),
+            None => String::new(),
+        }
+    }
+}
+
+/// The BET/Play a played hand settles on, against the required multiple of the Ante.
+struct MainStake {
+    stake: Money,
+    /// Why the settled stake differs from the one placed, or empty.
+    note: String,
+    /// The clause of a stake over or under the required multiple.
+    clause: Option<&'static str>,
+}
+
+/// One jackpot bet of a box, on the hand it is judged by.
+struct Wager {
+    kind: BetKind,
+    stake: Money,
+    /// The excess note of a stake over the table's maximum, or empty.
+    note: String,
+    class: HandClass,
+    /// "player's" or "dealer's": whose hand the bet is on.
+    whose: &'static str,
+}
+
 fn line(
     line: PayLine,
     stake: Money,
@@ -427,6 +487,28 @@ fn line(
 
 fn multiply(stake: Money, x: u32) -> Money {
     Money(stake.0.saturating_mul(i64::from(x)))
+}
+
+impl<'a> Ctx<'a> {
+    /// A round's settlement context: the credit value and the reset of its jackpot pool
+    /// come from the round, else from its configuration.
+    fn new(input: &'a RoundInput, rt: &'a RuleTable) -> Ctx<'a> {
+        let jackpot_config = input.config.as_ref().and_then(|c| c.jackpot.as_ref());
+        let reset = if input.reset.0 > 0 {
+            input.reset
+        } else {
+            jackpot_config.map(|j| j.reset).unwrap_or(Money::ZERO)
+        };
+        Ctx {
+            rt,
+            config: input.config.as_ref(),
+            credit_value: credit_value_of(input),
+            reset,
+            pool: input.pool,
+            payments: Vec::new(),
+            input,
+        }
+    }
 }
 
 impl Ctx<'_> {
@@ -513,26 +595,40 @@ impl Ctx<'_> {
     }
 
     fn settle_box(&mut self, b: &BoxInput, dealer: &Hand, dealer_qualifies: bool) -> BoxSettlement {
-        let rt = self.rt;
-        let c = rt.clauses;
+        let c = self.rt.clauses;
         if let Some(clause) = &b.invalidated {
             return self.returned_box(b, clause, INVALIDATED_WHY);
         }
-        let Some(hand) = evaluate(rt.rule_set, &b.cards) else {
-            let why = wrong_card_count_why(rt, b);
+        let Some(hand) = evaluate(self.rt.rule_set, &b.cards) else {
+            let why = wrong_card_count_why(self.rt, b);
             return self.returned_box(b, &self.cite(c.wrong_card_count), &why);
         };
+        let bx = self.box_ctx(b, hand, dealer, dealer_qualifies);
         let mut lines = Vec::new();
+        self.ante_and_main_lines(&bx, &mut lines);
+        self.pair_plus_line(&bx, &mut lines);
+        self.bonus_line(&bx, &mut lines);
+        for kind in self.rt.jackpot_kinds {
+            self.jackpot_lines(&bx, *kind, &mut lines);
+        }
+        BoxSettlement {
+            box_no: b.box_no,
+            hand: Some(hand.class()),
+            lines,
+        }
+    }
+
+    /// The box's Ante and what the player decided, shared by its pay lines.
+    fn box_ctx<'b>(
+        &self,
+        b: &'b BoxInput,
+        hand: Hand,
+        dealer: &'b Hand,
+        dealer_qualifies: bool,
+    ) -> BoxCtx<'b> {
+        let c = self.rt.clauses;
         let (ante, ante_placed) = self.stake(b, BetKind::Ante);
         let has_ante = ante.0 > 0;
-        let over_max = self.cite(c.over_max);
-        let excess_note = |placed: Option<Money>, settled: Money| match placed {
-            Some(p) => format!(
-                " ({} over the table maximum returned, {over_max})",
-                p - settled
-            ),
-            None => String::new(),
-        };
         let (fold_clause, decided_fold) = match b.decision {
             Some(Choice::Play) => ("", false),
             Some(Choice::Fold) => (c.fold, true),
@@ -543,7 +639,6 @@ impl Ctx<'_> {
         };
         // Only a player with an Ante decides (§3.12). TCP3 §3.14: the dealer reveals a
         // Pair Plus only box, so a fold recorded on it does not apply (RN17).
-        let folded = decided_fold && has_ante;
         let fold_ignored = match decided_fold && !has_ante {
             true => format!(
                 " (no Ante: the recorded fold does not apply, {})",
@@ -551,439 +646,557 @@ impl Ctx<'_> {
             ),
             false => String::new(),
         };
+        BoxCtx {
+            b,
+            hand,
+            dealer,
+            dealer_qualifies,
+            ante,
+            ante_placed,
+            fold_clause,
+            folded: decided_fold && has_ante,
+            fold_ignored,
+            over_max: self.cite(c.over_max),
+        }
+    }
 
-        // Ante and BET/Play.
-        let main_line = rt.main_line();
-        let (main_placed, _) = self.stake(b, rt.main_kind);
-        if has_ante {
-            let note = excess_note(ante_placed, ante);
-            if folded {
+    // ---- Ante and BET/Play
+
+    /// The Ante and BET/Play lines: a fold, a played hand, or a BET/Play without an Ante.
+    fn ante_and_main_lines(&self, bx: &BoxCtx, lines: &mut Vec<SettlementLine>) {
+        let main_line = self.rt.main_line();
+        let (main_placed, _) = self.stake(bx.b, self.rt.main_kind);
+        if !bx.has_ante() {
+            if main_placed.0 > 0 {
                 lines.push(line(
-                    PayLine::Ante,
-                    ante,
-                    Outcome::Lose,
-                    -ante,
-                    self.cite(fold_clause),
-                    format!("fold: the Ante is lost{note}"),
+                    main_line,
+                    main_placed,
+                    Outcome::Returned,
+                    Money::ZERO,
+                    self.cite("3.6"),
+                    "no Ante on the box: the BET/Play is returned".into(),
                 ));
-                if main_placed.0 > 0 {
-                    lines.push(line(
-                        main_line,
-                        main_placed,
-                        Outcome::Returned,
-                        Money::ZERO,
-                        self.cite(fold_clause),
-                        "a folded hand has no BET/Play: returned".into(),
-                    ));
-                }
-            } else {
-                let required = Money(ante.0.saturating_mul(rt.main_multiple));
-                let (main, main_note, main_clause) = if main_placed > required {
-                    (
-                        required,
-                        format!(
-                            " (settled on {required}; {} excess returned)",
-                            main_placed - required
-                        ),
-                        Some(c.multiple_over),
-                    )
-                } else if main_placed < required {
-                    (
-                        main_placed,
-                        format!(" (less than the required {required}: settled as placed)"),
-                        Some(c.multiple_under),
-                    )
-                } else {
-                    (main_placed, String::new(), None)
-                };
-                let with = |base: &str| match main_clause {
-                    Some(m) => format!("{}, {m}", self.cite(base)),
-                    None => self.cite(base),
-                };
-                if !dealer_qualifies {
-                    lines.push(line(
-                        PayLine::Ante,
-                        ante,
-                        Outcome::Win,
-                        ante,
-                        self.cite(c.not_qualifying),
-                        format!("dealer does not qualify: Ante wins 1 to 1{note}"),
-                    ));
-                    lines.push(line(
-                        main_line,
-                        main,
-                        Outcome::Returned,
-                        Money::ZERO,
-                        with(c.not_qualifying),
-                        format!(
-                            "dealer does not qualify: {} returned{main_note}",
-                            main_line.name()
-                        ),
-                    ));
-                } else {
-                    match hand.cmp(dealer) {
-                        std::cmp::Ordering::Greater => {
-                            lines.push(line(
-                                PayLine::Ante,
-                                ante,
-                                Outcome::Win,
-                                ante,
-                                self.cite(c.player_wins),
-                                format!("player beats the dealer: Ante wins 1 to 1{note}"),
-                            ));
-                            let row = lookup(&rt.main, hand.class());
-                            let mut win =
-                                row.map(|r| award_win(r.pays, main)).unwrap_or(Money::ZERO);
-                            let mut how = row
-                                .map(|r| pays_text(r.pays))
-                                .unwrap_or_else(|| "nothing".into());
-                            let mut clause = format!("{}, {}", with(c.player_wins), c.main_pays);
-                            if let Some(cap) = rt.bet_win_cap {
-                                if win > cap {
-                                    how = format!("{how}, capped at {cap} per box");
-                                    clause = format!("{clause}, {}", c.cap);
-                                    win = cap;
-                                }
-                            }
-                            let outcome = if win.0 > 0 {
-                                Outcome::Win
-                            } else {
-                                Outcome::StandOff
-                            };
-                            lines.push(line(
-                                main_line,
-                                main,
-                                outcome,
-                                win,
-                                clause,
-                                format!(
-                                    "{} wins {how} on the {}{main_note}",
-                                    hand.class().words(),
-                                    main_line.name()
-                                ),
-                            ));
-                        }
-                        std::cmp::Ordering::Less => {
-                            lines.push(line(
-                                PayLine::Ante,
-                                ante,
-                                Outcome::Lose,
-                                -ante,
-                                self.cite(c.player_loses),
-                                format!(
-                                    "the dealer's hand ({}) beats the player's ({}): Ante lost{note}",
-                                    dealer.class().words(),
-                                    hand.class().words()
-                                ),
-                            ));
-                            lines.push(line(
-                                main_line,
-                                main,
-                                Outcome::Lose,
-                                -main,
-                                with(c.player_loses),
-                                format!(
-                                    "dealer's hand is higher: {} lost{main_note}",
-                                    main_line.name()
-                                ),
-                            ));
-                        }
-                        std::cmp::Ordering::Equal => {
-                            lines.push(line(
-                                PayLine::Ante,
-                                ante,
-                                Outcome::StandOff,
-                                Money::ZERO,
-                                self.cite(c.stand_off),
-                                format!("same ranks card for card: stand off, Ante returned{note}"),
-                            ));
-                            lines.push(line(
-                                main_line,
-                                main,
-                                Outcome::StandOff,
-                                Money::ZERO,
-                                with(c.stand_off),
-                                format!("stand off: {} returned{main_note}", main_line.name()),
-                            ));
-                        }
-                    }
-                }
-                // TCP3 §3.16, §4.3: Ante Bonus on a played hand, whatever the dealer holds.
-                if let Some(row) = lookup(&rt.ante_bonus, hand.class()) {
-                    let win = award_win(row.pays, ante);
-                    lines.push(line(
-                        PayLine::AnteBonus,
-                        Money::ZERO,
-                        Outcome::Win,
-                        win,
-                        self.cite("3.16, 4.3"),
-                        format!(
-                            "Ante Bonus: {} pays {} on the Ante",
-                            hand.class().words(),
-                            pays_text(row.pays)
-                        ),
-                    ));
-                }
             }
-        } else if main_placed.0 > 0 {
+            return;
+        }
+        if bx.folded {
+            self.folded_lines(bx, main_placed, lines);
+            return;
+        }
+        let main = self.main_stake(bx, main_placed);
+        if !bx.dealer_qualifies {
+            self.not_qualifying_lines(bx, &main, lines);
+        } else {
+            match bx.hand.cmp(bx.dealer) {
+                std::cmp::Ordering::Greater => self.player_wins_lines(bx, &main, lines),
+                std::cmp::Ordering::Less => self.player_loses_lines(bx, &main, lines),
+                std::cmp::Ordering::Equal => self.stand_off_lines(bx, &main, lines),
+            }
+        }
+        self.ante_bonus_line(bx, lines);
+    }
+
+    /// A fold loses the Ante and returns the BET/Play.
+    fn folded_lines(&self, bx: &BoxCtx, main_placed: Money, lines: &mut Vec<SettlementLine>) {
+        let note = bx.excess_note(bx.ante_placed, bx.ante);
+        lines.push(line(
+            PayLine::Ante,
+            bx.ante,
+            Outcome::Lose,
+            -bx.ante,
+            self.cite(bx.fold_clause),
+            format!("fold: the Ante is lost{note}"),
+        ));
+        if main_placed.0 > 0 {
             lines.push(line(
-                main_line,
+                self.rt.main_line(),
                 main_placed,
                 Outcome::Returned,
                 Money::ZERO,
-                self.cite("3.6"),
-                "no Ante on the box: the BET/Play is returned".into(),
+                self.cite(bx.fold_clause),
+                "a folded hand has no BET/Play: returned".into(),
             ));
         }
+    }
 
-        // TCP3 Pair Plus (§3.12.1, §3.14, §3.16, §4.2).
-        let (pp, pp_placed) = self.stake(b, BetKind::PairPlus);
-        if pp.0 > 0 {
-            let note = excess_note(pp_placed, pp) + &fold_ignored;
-            if folded && rt.fold_loses_pair_plus {
-                lines.push(line(
-                    PayLine::PairPlus,
-                    pp,
-                    Outcome::Lose,
-                    -pp,
-                    self.cite(c.fold),
-                    format!("fold: the Pair Plus is lost{note}"),
-                ));
-            } else if let Some(row) = lookup(&rt.pair_plus, hand.class()) {
-                lines.push(line(
-                    PayLine::PairPlus,
-                    pp,
-                    Outcome::Win,
-                    award_win(row.pays, pp),
-                    self.cite("3.16, 4.2"),
-                    format!(
-                        "Pair Plus: {} pays {}{note}",
-                        hand.class().words(),
-                        pays_text(row.pays)
-                    ),
-                ));
-            } else {
-                lines.push(line(
-                    PayLine::PairPlus,
-                    pp,
-                    Outcome::Lose,
-                    -pp,
-                    self.cite("3.16, 4.2"),
-                    format!("Pair Plus: {} does not pay{note}", hand.class().words()),
-                ));
-            }
-        }
-
-        // CS51 5+1 Bonus: the player's five and the house's up card, whatever the player
-        // decides and whether or not the house qualifies (RULES-NOTES 13, 14).
-        let (bonus, bonus_placed) = self.stake(b, BetKind::Bonus);
-        if bonus.0 > 0 {
-            let note = excess_note(bonus_placed, bonus);
-            if !has_ante {
-                lines.push(line(
-                    PayLine::Bonus,
-                    bonus,
-                    Outcome::Returned,
-                    Money::ZERO,
-                    self.cite(c.jackpot_without_ante),
-                    "5+1 Bonus without an Ante: returned".into(),
-                ));
-            } else {
-                let up = self
-                    .input
-                    .dealer_up
-                    .unwrap_or(self.input.dealer[self.input.dealer.len() - 1]);
-                let six = [
-                    b.cards[0], b.cards[1], b.cards[2], b.cards[3], b.cards[4], up,
-                ];
-                let best = best5of6(&six).class();
-                let clause = self.cite("5+1 Bonus; RULES-NOTES 13-14");
-                match lookup(&rt.bonus, best) {
-                    Some(row) => lines.push(line(
-                        PayLine::Bonus,
-                        bonus,
-                        Outcome::Win,
-                        award_win(row.pays, bonus),
-                        clause,
-                        format!(
-                            "5+1 Bonus with the up card {up}: {best:?} pays {}{note}",
-                            pays_text(row.pays)
-                        ),
-                    )),
-                    None => lines.push(line(
-                        PayLine::Bonus,
-                        bonus,
-                        Outcome::Lose,
-                        -bonus,
-                        clause,
-                        format!("5+1 Bonus with the up card {up}: {best:?} does not pay{note}"),
-                    )),
-                }
-            }
-        }
-
-        // Progressive jackpot bets and SSP4 jackpot wagers.
-        for kind in rt.jackpot_kinds {
-            let (stake, placed) = self.stake(b, *kind);
-            if stake.0 <= 0 {
-                continue;
-            }
-            let note = excess_note(placed, stake);
-            if !has_ante {
-                lines.push(line(
-                    kind.line(),
-                    stake,
-                    Outcome::Returned,
-                    Money::ZERO,
-                    self.cite(c.jackpot_without_ante),
-                    "jackpot bet without an Ante: returned".into(),
-                ));
-                continue;
-            }
-            let eligible = !folded || rt.fold_keeps_jackpot;
-            let mut awards: Vec<Award> = Vec::new();
-            let (class, whose) = match kind {
-                BetKind::JackpotDealer => (dealer.class(), "dealer's"),
-                _ if rt.rule_set == RuleSet::Tcp3 => (
-                    tcp3_jackpot_class(&[b.cards[0], b.cards[1], b.cards[2]]),
-                    "player's",
+    /// The BET/Play settled against the required multiple of the Ante (§5.3).
+    fn main_stake(&self, bx: &BoxCtx, main_placed: Money) -> MainStake {
+        let c = self.rt.clauses;
+        let required = Money(bx.ante.0.saturating_mul(self.rt.main_multiple));
+        if main_placed > required {
+            MainStake {
+                stake: required,
+                note: format!(
+                    " (settled on {required}; {} excess returned)",
+                    main_placed - required
                 ),
-                _ => (hand.class(), "player's"),
+                clause: Some(c.multiple_over),
+            }
+        } else if main_placed < required {
+            MainStake {
+                stake: main_placed,
+                note: format!(" (less than the required {required}: settled as placed)"),
+                clause: Some(c.multiple_under),
+            }
+        } else {
+            MainStake {
+                stake: main_placed,
+                note: String::new(),
+                clause: None,
+            }
+        }
+    }
+
+    /// The BET/Play clause `base`, with the clause of a stake off the required multiple.
+    fn cite_main(&self, main: &MainStake, base: &str) -> String {
+        match main.clause {
+            Some(m) => format!("{}, {m}", self.cite(base)),
+            None => self.cite(base),
+        }
+    }
+
+    /// The dealer does not qualify: the Ante wins 1 to 1, the BET/Play is returned.
+    fn not_qualifying_lines(&self, bx: &BoxCtx, main: &MainStake, lines: &mut Vec<SettlementLine>) {
+        let c = self.rt.clauses;
+        let main_line = self.rt.main_line();
+        let note = bx.excess_note(bx.ante_placed, bx.ante);
+        lines.push(line(
+            PayLine::Ante,
+            bx.ante,
+            Outcome::Win,
+            bx.ante,
+            self.cite(c.not_qualifying),
+            format!("dealer does not qualify: Ante wins 1 to 1{note}"),
+        ));
+        lines.push(line(
+            main_line,
+            main.stake,
+            Outcome::Returned,
+            Money::ZERO,
+            self.cite_main(main, c.not_qualifying),
+            format!(
+                "dealer does not qualify: {} returned{}",
+                main_line.name(),
+                main.note
+            ),
+        ));
+    }
+
+    /// The player beats a qualifying dealer: the Ante wins 1 to 1, the BET/Play by the pay
+    /// table, capped per box.
+    fn player_wins_lines(&self, bx: &BoxCtx, main: &MainStake, lines: &mut Vec<SettlementLine>) {
+        let (rt, c) = (self.rt, self.rt.clauses);
+        let main_line = rt.main_line();
+        let note = bx.excess_note(bx.ante_placed, bx.ante);
+        lines.push(line(
+            PayLine::Ante,
+            bx.ante,
+            Outcome::Win,
+            bx.ante,
+            self.cite(c.player_wins),
+            format!("player beats the dealer: Ante wins 1 to 1{note}"),
+        ));
+        let row = lookup(&rt.main, bx.hand.class());
+        let mut win = row
+            .map(|r| award_win(r.pays, main.stake))
+            .unwrap_or(Money::ZERO);
+        let mut how = row
+            .map(|r| pays_text(r.pays))
+            .unwrap_or_else(|| "nothing".into());
+        let mut clause = format!("{}, {}", self.cite_main(main, c.player_wins), c.main_pays);
+        if let Some(cap) = rt.bet_win_cap {
+            if win > cap {
+                how = format!("{how}, capped at {cap} per box");
+                clause = format!("{clause}, {}", c.cap);
+                win = cap;
+            }
+        }
+        let outcome = if win.0 > 0 {
+            Outcome::Win
+        } else {
+            Outcome::StandOff
+        };
+        lines.push(line(
+            main_line,
+            main.stake,
+            outcome,
+            win,
+            clause,
+            format!(
+                "{} wins {how} on the {}{}",
+                bx.hand.class().words(),
+                main_line.name(),
+                main.note
+            ),
+        ));
+    }
+
+    /// A qualifying dealer beats the player: the Ante and the BET/Play are lost.
+    fn player_loses_lines(&self, bx: &BoxCtx, main: &MainStake, lines: &mut Vec<SettlementLine>) {
+        let c = self.rt.clauses;
+        let main_line = self.rt.main_line();
+        let note = bx.excess_note(bx.ante_placed, bx.ante);
+        lines.push(line(
+            PayLine::Ante,
+            bx.ante,
+            Outcome::Lose,
+            -bx.ante,
+            self.cite(c.player_loses),
+            format!(
+                "the dealer's hand ({}) beats the player's ({}): Ante lost{note}",
+                bx.dealer.class().words(),
+                bx.hand.class().words()
+            ),
+        ));
+        lines.push(line(
+            main_line,
+            main.stake,
+            Outcome::Lose,
+            -main.stake,
+            self.cite_main(main, c.player_loses),
+            format!(
+                "dealer's hand is higher: {} lost{}",
+                main_line.name(),
+                main.note
+            ),
+        ));
+    }
+
+    /// Equal hands card for card: the Ante and the BET/Play stand off.
+    fn stand_off_lines(&self, bx: &BoxCtx, main: &MainStake, lines: &mut Vec<SettlementLine>) {
+        let c = self.rt.clauses;
+        let main_line = self.rt.main_line();
+        let note = bx.excess_note(bx.ante_placed, bx.ante);
+        lines.push(line(
+            PayLine::Ante,
+            bx.ante,
+            Outcome::StandOff,
+            Money::ZERO,
+            self.cite(c.stand_off),
+            format!("same ranks card for card: stand off, Ante returned{note}"),
+        ));
+        lines.push(line(
+            main_line,
+            main.stake,
+            Outcome::StandOff,
+            Money::ZERO,
+            self.cite_main(main, c.stand_off),
+            format!("stand off: {} returned{}", main_line.name(), main.note),
+        ));
+    }
+
+    /// TCP3 §3.16, §4.3: Ante Bonus on a played hand, whatever the dealer holds.
+    fn ante_bonus_line(&self, bx: &BoxCtx, lines: &mut Vec<SettlementLine>) {
+        if let Some(row) = lookup(&self.rt.ante_bonus, bx.hand.class()) {
+            let win = award_win(row.pays, bx.ante);
+            lines.push(line(
+                PayLine::AnteBonus,
+                Money::ZERO,
+                Outcome::Win,
+                win,
+                self.cite("3.16, 4.3"),
+                format!(
+                    "Ante Bonus: {} pays {} on the Ante",
+                    bx.hand.class().words(),
+                    pays_text(row.pays)
+                ),
+            ));
+        }
+    }
+
+    // ---- Side bets
+
+    /// TCP3 Pair Plus (§3.12.1, §3.14, §3.16, §4.2).
+    fn pair_plus_line(&self, bx: &BoxCtx, lines: &mut Vec<SettlementLine>) {
+        let (pp, pp_placed) = self.stake(bx.b, BetKind::PairPlus);
+        if pp.0 <= 0 {
+            return;
+        }
+        let class = bx.hand.class();
+        let note = bx.excess_note(pp_placed, pp) + &bx.fold_ignored;
+        if bx.folded && self.rt.fold_loses_pair_plus {
+            lines.push(line(
+                PayLine::PairPlus,
+                pp,
+                Outcome::Lose,
+                -pp,
+                self.cite(self.rt.clauses.fold),
+                format!("fold: the Pair Plus is lost{note}"),
+            ));
+        } else if let Some(row) = lookup(&self.rt.pair_plus, class) {
+            lines.push(line(
+                PayLine::PairPlus,
+                pp,
+                Outcome::Win,
+                award_win(row.pays, pp),
+                self.cite("3.16, 4.2"),
+                format!(
+                    "Pair Plus: {} pays {}{note}",
+                    class.words(),
+                    pays_text(row.pays)
+                ),
+            ));
+        } else {
+            lines.push(line(
+                PayLine::PairPlus,
+                pp,
+                Outcome::Lose,
+                -pp,
+                self.cite("3.16, 4.2"),
+                format!("Pair Plus: {} does not pay{note}", class.words()),
+            ));
+        }
+    }
+
+    /// CS51 5+1 Bonus: the player's five and the house's up card, whatever the player
+    /// decides and whether or not the house qualifies (RULES-NOTES 13, 14).
+    fn bonus_line(&self, bx: &BoxCtx, lines: &mut Vec<SettlementLine>) {
+        let (bonus, bonus_placed) = self.stake(bx.b, BetKind::Bonus);
+        if bonus.0 <= 0 {
+            return;
+        }
+        let note = bx.excess_note(bonus_placed, bonus);
+        if !bx.has_ante() {
+            lines.push(line(
+                PayLine::Bonus,
+                bonus,
+                Outcome::Returned,
+                Money::ZERO,
+                self.cite(self.rt.clauses.jackpot_without_ante),
+                "5+1 Bonus without an Ante: returned".into(),
+            ));
+            return;
+        }
+        let dealer = &self.input.dealer;
+        let up = self.input.dealer_up.unwrap_or(dealer[dealer.len() - 1]);
+        let cards = &bx.b.cards;
+        let six = [cards[0], cards[1], cards[2], cards[3], cards[4], up];
+        let best = best5of6(&six).class();
+        let clause = self.cite("5+1 Bonus; RULES-NOTES 13-14");
+        lines.push(match lookup(&self.rt.bonus, best) {
+            Some(row) => line(
+                PayLine::Bonus,
+                bonus,
+                Outcome::Win,
+                award_win(row.pays, bonus),
+                clause,
+                format!(
+                    "5+1 Bonus with the up card {up}: {best:?} pays {}{note}",
+                    pays_text(row.pays)
+                ),
+            ),
+            None => line(
+                PayLine::Bonus,
+                bonus,
+                Outcome::Lose,
+                -bonus,
+                clause,
+                format!("5+1 Bonus with the up card {up}: {best:?} does not pay{note}"),
+            ),
+        });
+    }
+
+    // ---- Progressive jackpot bets and SSP4 jackpot wagers
+
+    /// The lines of one jackpot bet: returned without an Ante, lost, or one per award.
+    fn jackpot_lines(&mut self, bx: &BoxCtx, kind: BetKind, lines: &mut Vec<SettlementLine>) {
+        let (rt, c) = (self.rt, self.rt.clauses);
+        let (stake, placed) = self.stake(bx.b, kind);
+        if stake.0 <= 0 {
+            return;
+        }
+        if !bx.has_ante() {
+            lines.push(line(
+                kind.line(),
+                stake,
+                Outcome::Returned,
+                Money::ZERO,
+                self.cite(c.jackpot_without_ante),
+                "jackpot bet without an Ante: returned".into(),
+            ));
+            return;
+        }
+        let eligible = !bx.folded || rt.fold_keeps_jackpot;
+        let (class, whose) = match kind {
+            BetKind::JackpotDealer => (bx.dealer.class(), "dealer's"),
+            _ if rt.rule_set == RuleSet::Tcp3 => {
+                let cards = &bx.b.cards;
+                (
+                    tcp3_jackpot_class(&[cards[0], cards[1], cards[2]]),
+                    "player's",
+                )
+            }
+            _ => (bx.hand.class(), "player's"),
+        };
+        let wager = Wager {
+            kind,
+            stake,
+            note: bx.excess_note(placed, stake),
+            class,
+            whose,
+        };
+        let awards = match eligible {
+            true => self.jackpot_awards(bx, &wager),
+            false => Vec::new(),
+        };
+        if awards.is_empty() {
+            lines.push(self.jackpot_lost_line(&wager, eligible));
+        } else {
+            self.pay_awards(bx.b, &wager, &awards, lines);
+        }
+    }
+
+    /// An eligible hand's awards: its pay-table row, then the Magic Card and the Lucky
+    /// Player or Lucky Dealer of a rule set with a selection.
+    fn jackpot_awards(&self, bx: &BoxCtx, wager: &Wager) -> Vec<Award> {
+        let mut awards: Vec<Award> = Vec::new();
+        if let Some(row) = lookup(&self.rt.jackpot, wager.class) {
+            awards.push(Award {
+                pays: row.pays,
+                clause: self.cite(self.rt.clauses.jackpot_pays),
+                what: format!("{} hand, {}", wager.whose, wager.class.words()),
+                hand: Some(wager.class),
+            });
+        }
+        let Some(sel) = self.rt.selection else {
+            return awards;
+        };
+        let magic = self.input.magic_card;
+        let dealer_wager = wager.kind == BetKind::JackpotDealer;
+        let (magic_hit, lucky, magic_clause, lucky_clause, who) = match dealer_wager {
+            true => (
+                magic.is_some_and(|m| self.input.dealer.contains(&m)),
+                self.input.lucky_dealer,
+                "4.3.1, 4.5",
+                "4.4.1, 4.5",
+                "Lucky Dealer",
+            ),
+            false => (
+                magic.is_some_and(|m| bx.b.cards.contains(&m)),
+                self.input.lucky_box == Some(bx.b.box_no),
+                "4.3, 4.5",
+                "4.4, 4.5",
+                "Lucky Player",
+            ),
+        };
+        if magic_hit {
+            awards.push(Award {
+                pays: sel,
+                clause: self.cite(magic_clause),
+                what: format!(
+                    "Magic Card {} in the {} hand",
+                    magic.map(|m| m.to_string()).unwrap_or_default(),
+                    wager.whose
+                ),
+                hand: None,
+            });
+        }
+        if lucky {
+            awards.push(Award {
+                pays: sel,
+                clause: self.cite(lucky_clause),
+                what: who.into(),
+                hand: None,
+            });
+        }
+        awards
+    }
+
+    /// A jackpot bet with no award: a folded hand's stake is lost, an eligible one's is a
+    /// contribution.
+    fn jackpot_lost_line(&self, wager: &Wager, eligible: bool) -> SettlementLine {
+        let c = self.rt.clauses;
+        let (clause, why) = if !eligible {
+            (
+                self.cite(c.fold_jackpot),
+                "a folded hand is not eligible for the jackpot: stake lost".to_string(),
+            )
+        } else {
+            (
+                self.cite(c.jackpot_pays),
+                format!(
+                    "{} {:?} wins no jackpot: the stake is a contribution",
+                    wager.whose, wager.class
+                ),
+            )
+        };
+        line(
+            wager.kind.line(),
+            wager.stake,
+            Outcome::Lose,
+            -wager.stake,
+            clause,
+            format!("{why}{}", wager.note),
+        )
+    }
+
+    /// One line per award; the first carries the stake. The stake comes back with an
+    /// "X to 1" / "X for 1" award and stays in the pool otherwise (RULES-NOTES 2).
+    fn pay_awards(
+        &mut self,
+        b: &BoxInput,
+        wager: &Wager,
+        awards: &[Award],
+        lines: &mut Vec<SettlementLine>,
+    ) {
+        let stake_returned = awards
+            .iter()
+            .any(|a| matches!(a.pays, Pays::ToOne(_) | Pays::ForOne(_)));
+        for (i, a) in awards.iter().enumerate() {
+            let win = match a.pays {
+                Pays::PoolBasisPoints(bp) => self.pay_from_pool(b, a, wager.class, bp),
+                other => award_win(other, wager.stake),
             };
-            if eligible {
-                if let Some(row) = lookup(&rt.jackpot, class) {
-                    awards.push(Award {
-                        pays: row.pays,
-                        clause: self.cite(c.jackpot_pays),
-                        what: format!("{whose} hand, {}", class.words()),
-                        hand: Some(class),
-                    });
-                }
-                if let Some(sel) = rt.selection {
-                    let magic = self.input.magic_card;
-                    let (magic_hit, lucky, magic_clause, lucky_clause) = match kind {
-                        BetKind::JackpotDealer => (
-                            magic.is_some_and(|m| self.input.dealer.contains(&m)),
-                            self.input.lucky_dealer,
-                            "4.3.1, 4.5",
-                            "4.4.1, 4.5",
-                        ),
-                        _ => (
-                            magic.is_some_and(|m| b.cards.contains(&m)),
-                            self.input.lucky_box == Some(b.box_no),
-                            "4.3, 4.5",
-                            "4.4, 4.5",
-                        ),
-                    };
-                    if magic_hit {
-                        awards.push(Award {
-                            pays: sel,
-                            clause: self.cite(magic_clause),
-                            what: format!(
-                                "Magic Card {} in the {whose} hand",
-                                magic.map(|m| m.to_string()).unwrap_or_default()
-                            ),
-                            hand: None,
-                        });
-                    }
-                    if lucky {
-                        let who = if *kind == BetKind::JackpotDealer {
-                            "Lucky Dealer"
-                        } else {
-                            "Lucky Player"
-                        };
-                        awards.push(Award {
-                            pays: sel,
-                            clause: self.cite(lucky_clause),
-                            what: who.into(),
-                            hand: None,
-                        });
-                    }
-                }
-            }
-            if awards.is_empty() {
-                let (clause, why) = if !eligible {
-                    (
-                        self.cite(c.fold_jackpot),
-                        "a folded hand is not eligible for the jackpot: stake lost".to_string(),
-                    )
-                } else {
-                    (
-                        self.cite(c.jackpot_pays),
-                        format!("{whose} {class:?} wins no jackpot: the stake is a contribution"),
-                    )
-                };
-                lines.push(line(
-                    kind.line(),
-                    stake,
-                    Outcome::Lose,
-                    -stake,
-                    clause,
-                    format!("{why}{note}"),
-                ));
-                continue;
-            }
-            // The stake comes back with an "X to 1" / "X for 1" award and stays in the pool
-            // with a fixed or percentage award (RULES-NOTES 2).
-            let stake_returned = awards
-                .iter()
-                .any(|a| matches!(a.pays, Pays::ToOne(_) | Pays::ForOne(_)));
-            for (i, a) in awards.iter().enumerate() {
-                let win = match a.pays {
-                    Pays::PoolBasisPoints(bp) => {
-                        let before = self.pool;
-                        let amount = Money(before.0.max(0)).basis_points(bp);
-                        self.pool = if bp >= 10_000 {
-                            self.reset
-                        } else {
-                            before - amount
-                        };
-                        self.payments.push(JackpotPayment {
-                            box_no: b.box_no,
-                            hand: a.hand.unwrap_or(class),
-                            amount,
-                            pool_before: before,
-                            pool_after: self.pool,
-                            clause: format!("{}, {}", a.clause, self.cite(c.several_major_winners)),
-                        });
-                        amount
-                    }
-                    other => award_win(other, stake),
-                };
-                let net = if i == 0 && !stake_returned {
-                    win - stake
-                } else {
-                    win
-                };
-                let outcome = if net.0 > 0 {
-                    Outcome::Win
-                } else {
-                    Outcome::Lose
-                };
-                let kept = if i == 0 && !stake_returned {
-                    "; the stake is a contribution"
-                } else {
-                    ""
-                };
-                lines.push(SettlementLine {
-                    line: kind.line(),
-                    stake: if i == 0 { stake } else { Money::ZERO },
-                    outcome,
-                    net,
-                    clause: a.clause.clone(),
-                    explanation: format!(
-                        "{}: pays {} ({win}){kept}{note}",
-                        a.what,
-                        pays_text(a.pays)
-                    ),
-                });
-            }
+            let keeps_stake = i == 0 && !stake_returned;
+            let net = if keeps_stake { win - wager.stake } else { win };
+            let outcome = if net.0 > 0 {
+                Outcome::Win
+            } else {
+                Outcome::Lose
+            };
+            let kept = if keeps_stake {
+                "; the stake is a contribution"
+            } else {
+                ""
+            };
+            lines.push(SettlementLine {
+                line: wager.kind.line(),
+                stake: if i == 0 { wager.stake } else { Money::ZERO },
+                outcome,
+                net,
+                clause: a.clause.clone(),
+                explanation: format!(
+                    "{}: pays {} ({win}){kept}{}",
+                    a.what,
+                    pays_text(a.pays),
+                    wager.note
+                ),
+            });
         }
-        BoxSettlement {
+    }
+
+    /// Pays a percentage of the pool and records the payment; a 100% win resets the pool.
+    fn pay_from_pool(&mut self, b: &BoxInput, a: &Award, class: HandClass, bp: u32) -> Money {
+        let before = self.pool;
+        let amount = Money(before.0.max(0)).basis_points(bp);
+        self.pool = if bp >= 10_000 {
+            self.reset
+        } else {
+            before - amount
+        };
+        self.payments.push(JackpotPayment {
             box_no: b.box_no,
-            hand: Some(hand.class()),
-            lines,
-        }
+            hand: a.hand.unwrap_or(class),
+            amount,
+            pool_before: before,
+            pool_after: self.pool,
+            clause: format!(
+                "{}, {}",
+                a.clause,
+                self.cite(self.rt.clauses.several_major_winners)
+            ),
+        });
+        amount
     }
 }
 
