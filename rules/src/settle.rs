@@ -1149,7 +1149,8 @@ impl Ctx<'_> {
             };
             let keeps_stake = i == 0 && !stake_returned;
             let net = if keeps_stake { win - wager.stake } else { win };
-            let outcome = if net.0 > 0 {
+            // An award paid is a win, even a fixed one below the stake it keeps (net < 0).
+            let outcome = if win.0 > 0 {
                 Outcome::Win
             } else {
                 Outcome::Lose
@@ -1262,7 +1263,8 @@ fn assert_conserves_money(s: &Settlement) {
             let kept = match l.outcome {
                 Outcome::Lose => l.net.0 == -l.stake.0,
                 Outcome::StandOff | Outcome::Returned => l.net.0 == 0,
-                Outcome::Win => l.net.0 > 0,
+                // Net > 0, or a fixed jackpot award below the stake the pool keeps.
+                Outcome::Win => back > 0,
             };
             assert!(
                 kept,

@@ -386,6 +386,24 @@ fn tcp3_queen_high_qualifies_and_3_14_pair_plus_only_box_makes_no_decision() {
     assert_eq!(net(&s, 1, PayLine::Play), 0);
 }
 
+/// A fixed jackpot award below the stake (a $100 flush on a $200 progressive stake, CSP6
+/// §4.2): the award is paid and the stake kept as a contribution, net -$100, not a panic.
+#[test]
+fn csp6_4_2_a_fixed_award_below_the_stake_is_a_win_with_a_negative_net() {
+    let s = settle(
+        json!({"game": "CSP6", "dealer": ["Ac", "Kd", "8c", "6s", "3h"], "boxes": [
+        {"box": 1, "cards": ["2h", "6h", "9h", "Jh", "Kh"], "decision": "play",
+         "bets": {"ante": 1000, "bet": 2000, "progressive": 20000}}]}),
+    );
+    assert_eq!(net(&s, 1, PayLine::Progressive), -10_000);
+    let line = s.boxes[0]
+        .lines
+        .iter()
+        .find(|l| l.line == PayLine::Progressive)
+        .expect("a progressive line");
+    assert_eq!(line.outcome, schemas::settle::Outcome::Win);
+}
+
 /// TCP3 §3.12 gives the fold to a player with an Ante; §3.14 has the dealer reveal a
 /// Pair Plus only box. A fold recorded on one is not applied (RN17).
 #[test]
