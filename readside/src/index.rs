@@ -454,7 +454,10 @@ fn index_event(
                 Finance::Marker { amount, .. } => f.markers = f.markers + *amount,
                 Finance::Fill { amount, .. } => f.fills = f.fills + *amount,
                 Finance::Credit { amount, .. } => f.credits = f.credits + *amount,
-                Finance::ChipInventory { .. } => {}
+                Finance::ChipInventory { .. }
+                | Finance::OpeningInventory { .. }
+                | Finance::ClosingInventory { .. }
+                | Finance::DropBoxRemoved { .. } => {}
             }
         }
         EventBody::PaidOut { net, .. } => {

@@ -188,6 +188,20 @@ pub enum Finance {
         counts: Vec<ChipCount>,
         total: Money,
     },
+    /// The tray counted as a shift begins: the opener's count, witnessed.
+    OpeningInventory {
+        counts: Vec<ChipCount>,
+        total: Money,
+        counted_by: String,
+    },
+    /// The tray counted as a shift ends: the closer's count, witnessed.
+    ClosingInventory {
+        counts: Vec<ChipCount>,
+        total: Money,
+        counted_by: String,
+    },
+    /// The drop box is taken from the table to the count room.
+    DropBoxRemoved { drop_box_id: String },
 }
 
 /// One denomination in a chip count.

@@ -17,6 +17,7 @@ pub mod card;
 pub mod chain;
 pub mod codec;
 pub mod config;
+pub mod count;
 pub mod digest;
 pub mod event;
 pub mod export;
