@@ -7,7 +7,8 @@
 //! kept only as BLAKE3 hashes in memory.
 //!
 //! Config file (JSON, `serve --config FILE`):
-//! `{"tokens": [{"name": "ana", "role": "surveillance", "token": "<at least 16 chars>"}]}`.
+//! `{"tokens": [{"name": "ana", "role": "surveillance", "token": "<at least 16 chars>"}],
+//!   "count_keys": [{"name": "count team B", "key": "<ed25519 public key, hex>"}]}`.
 
 use schemas::api::Role;
 use serde::Deserialize;
@@ -33,6 +34,30 @@ pub struct TokenConfig {
 #[serde(deny_unknown_fields)]
 pub struct AccessConfig {
     pub tokens: Vec<TokenConfig>,
+    /// The count room's keys whose signed counts the server takes (`POST /v1/counts`).
+    #[serde(default)]
+    pub count_keys: Vec<CountKeyConfig>,
+}
+
+/// A trusted count key: whose it is and its ed25519 public key (hex).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CountKeyConfig {
+    pub name: String,
+    pub key: String,
+}
+
+impl AccessConfig {
+    /// The trusted count keys by key; a key that is not 32 bytes of hex is an error.
+    pub fn count_keys(&self) -> Result<BTreeMap<schemas::attest::PublicKey, String>, ConfigError> {
+        let mut out = BTreeMap::new();
+        for k in &self.count_keys {
+            let key = schemas::attest::PublicKey::from_hex(&k.key)
+                .map_err(|e| ConfigError::Invalid(format!("count key of {}: {e}", k.name)))?;
+            out.insert(key, k.name.clone());
+        }
+        Ok(out)
+    }
 }
 
 /// Why the access configuration is unusable.
@@ -209,7 +234,7 @@ pub fn area_of(method: &str, path: &str) -> Area {
     match parts.as_slice() {
         ["v1", "whoami"] | ["v1", "status"] => Area::Anyone,
         ["v1", "tables"] => Area::Tables,
-        ["v1", "tables", _, "finance"] | ["v1", "finance"] => Area::Finance,
+        ["v1", "tables", _, "finance"] | ["v1", "finance"] | ["v1", "counts"] => Area::Finance,
         ["v1", "tables", _, "rounds", ..] | ["v1", "rounds"] => Area::Rounds,
         ["v1", "disputes"] => Area::Disputes,
         ["v1", "findings"] => Area::Findings,
@@ -280,17 +305,24 @@ mod tests {
             token: token.into(),
         };
         assert!(Tokens::new(&AccessConfig {
-            tokens: vec![t("short")]
+            tokens: vec![t("short")],
+            count_keys: vec![],
         })
         .is_err());
-        assert!(Tokens::new(&AccessConfig { tokens: vec![] }).is_err());
+        assert!(Tokens::new(&AccessConfig {
+            tokens: vec![],
+            count_keys: vec![],
+        })
+        .is_err());
         let long = "0123456789abcdef";
         assert!(Tokens::new(&AccessConfig {
-            tokens: vec![t(long), t(long)]
+            tokens: vec![t(long), t(long)],
+            count_keys: vec![],
         })
         .is_err());
         let ok = Tokens::new(&AccessConfig {
             tokens: vec![t(long)],
+            count_keys: vec![],
         })
         .unwrap();
         assert_eq!(ok.caller(long).unwrap().role, Role::Admin);

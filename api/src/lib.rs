@@ -30,6 +30,7 @@
 
 pub mod auth;
 pub mod cases;
+pub mod counts;
 mod edge;
 pub mod journal;
 mod openapi;
@@ -45,6 +46,7 @@ use readside::{evidence, index, model, rounds};
 
 use auth::{AccessConfig, Tokens};
 use cases::Cases;
+use counts::Counts;
 use index::Tail;
 use journal::Journal;
 use model::Model;
@@ -131,6 +133,11 @@ pub fn cases_path(state_dir: &Path) -> PathBuf {
     state_dir.join(schemas::journal::CASES_FILE)
 }
 
+/// The count room's journal's path in an API directory.
+pub fn counts_path(state_dir: &Path) -> PathBuf {
+    state_dir.join(schemas::journal::COUNTS_FILE)
+}
+
 /// The audit log's path in an API directory.
 pub fn audit_path(state_dir: &Path) -> PathBuf {
     state_dir.join(schemas::journal::AUDIT_FILE)
@@ -154,6 +161,8 @@ pub struct AppState {
     pub tokens: Tokens,
     pub audit: Journal,
     pub cases: Cases,
+    /// The count room's results (`POST /v1/counts`).
+    pub counts: Counts,
     pub feed: tokio::sync::broadcast::Sender<FeedItem>,
     pub clock: Clock,
     /// Ends the live feed's streams at shutdown (so graceful shutdown can finish).
@@ -188,6 +197,7 @@ impl AppState {
         })?;
         let audit = Journal::open(&audit_path(state_dir), |_, _| Ok(()))?;
         let cases = Cases::open(&cases_path(state_dir))?;
+        let counts = Counts::open(&counts_path(state_dir), access.count_keys()?)?;
         let model = open_model(model_dir)?;
         let (feed, _) = tokio::sync::broadcast::channel(FEED_CAPACITY);
         Ok(Arc::new(AppState {
@@ -196,6 +206,7 @@ impl AppState {
             tokens,
             audit,
             cases,
+            counts,
             feed,
             clock,
             stopping,

@@ -332,6 +332,7 @@ mod tests {
                 role: schemas::api::Role::Admin,
                 token: "0123456789abcdef".into(),
             }],
+            count_keys: vec![],
         };
         let (_, stop) = tokio::sync::watch::channel(false);
         let st = crate::AppState::new(

@@ -109,6 +109,7 @@ pub fn router(state: Shared) -> axum::Router {
         .routes(routes!(alerts))
         .routes(routes!(pools))
         .routes(routes!(finance))
+        .routes(routes!(list_counts, enter_count))
         .routes(routes!(feed))
         .routes(routes!(list_cases, open_case))
         .routes(routes!(get_case))
@@ -978,6 +979,53 @@ async fn close_case(
     .await
 }
 
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct CountQuery {
+    /// Only counts of this table.
+    #[param(pattern = "^[A-Za-z0-9_-]{1,32}$")]
+    table: Option<String>,
+    /// Items to return, newest first (default 50, at most 500).
+    #[param(minimum = 1, maximum = 500)]
+    limit: Option<u64>,
+}
+
+#[utoipa::path(get, path = "/v1/counts", tag = "finance", params(CountQuery),
+    responses((status = 200, description = "the standing count of each drop box, newest first", body = Vec<schemas::count::CountEntry>), (status = 400, body = ApiError)))]
+async fn list_counts(
+    State(st): State<Shared>,
+    Query(q): Query<CountQuery>,
+) -> Result<Json<Vec<schemas::count::CountEntry>>, Refusal> {
+    let table = q.table.as_deref().map(table_id).transpose()?;
+    let (_, limit) = page(None, q.limit, LIST_LIMIT_MAX)?;
+    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+    Ok(Json(st.counts.book().list(table.as_ref(), limit)))
+}
+
+#[utoipa::path(post, path = "/v1/counts", tag = "finance", request_body = schemas::count::SignedCount,
+    responses((status = 201, description = "the count, journaled", body = schemas::count::CountEntry), (status = 400, body = ApiError), (status = 403, body = ApiError), (status = 404, body = ApiError), (status = 500, body = ApiError)))]
+async fn enter_count(
+    State(st): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Json(b): Json<schemas::count::SignedCount>,
+) -> Response {
+    use crate::counts::CountRefused;
+    if st.ledger.head(&b.count.table).is_none() {
+        let msg = format!("no table {} in the ledger", b.count.table);
+        return error(StatusCode::NOT_FOUND, msg);
+    }
+    let at_ns = (st.clock)();
+    let r = tokio::task::spawn_blocking(move || st.counts.enter(b, &c, at_ns)).await;
+    match r {
+        Ok(Ok(entry)) => (StatusCode::CREATED, Json(entry)).into_response(),
+        Ok(Err(e @ CountRefused::Invalid(_))) => error(StatusCode::BAD_REQUEST, e.to_string()),
+        Ok(Err(e @ CountRefused::Untrusted(_))) => error(StatusCode::FORBIDDEN, e.to_string()),
+        Ok(Err(e)) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
+
 #[utoipa::path(get, path = "/v1/evidence/{table}/{round}", tag = "evidence",
     params(("table" = String, Path, pattern = "^[A-Za-z0-9_-]{1,32}$"), ("round" = u64, Path)),
     responses((status = 200, description = "the evidence bundle (schemas/BUNDLE.md), as an attachment", content_type = "application/json", body = EvidenceBundle), (status = 404, body = ApiError), (status = 413, body = ApiError), (status = 500, body = ApiError)))]
@@ -1142,6 +1190,7 @@ mod tests {
                 role: Role::Surveillance,
                 token: SURV.into(),
             }],
+            count_keys: vec![],
         };
         let (_stop, rx) = tokio::sync::watch::channel(false);
         let st = crate::AppState::new(

@@ -30,6 +30,7 @@ fn access() -> AccessConfig {
             t("fiona.finance", Role::Finance, FIN),
             t("ada.admin", Role::Admin, ADMIN),
         ],
+        count_keys: vec![],
     }
 }
 

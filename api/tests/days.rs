@@ -31,7 +31,10 @@ fn access() -> AccessConfig {
             token: token.to_string(),
         })
         .collect();
-    AccessConfig { tokens }
+    AccessConfig {
+        tokens,
+        count_keys: vec![],
+    }
 }
 
 /// One table with an event every hour over both days, both days sealed.

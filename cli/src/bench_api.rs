@@ -41,6 +41,7 @@ pub fn run(args: Args) -> Result<Outcome> {
             role: schemas::api::Role::Surveillance,
             token: token.clone(),
         }],
+        count_keys: vec![],
     };
     let (_stop, rx) = tokio::sync::watch::channel(false);
     let model_dir = readside::model::default_dir(&args.ledger);

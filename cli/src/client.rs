@@ -56,15 +56,35 @@ impl Client {
     /// GET `path` (with query) and return the body; non-2xx is an error with the server's
     /// message.
     pub fn get_bytes(&self, path: &str) -> Result<Vec<u8>> {
+        self.call("GET", path, None)
+    }
+
+    /// POST `body` as JSON to `path` and return the answer's JSON.
+    pub fn post<T: DeserializeOwned>(&self, path: &str, body: &impl serde::Serialize) -> Result<T> {
+        let json = serde_json::to_vec(body)?;
+        let answer = self.call("POST", path, Some(&json))?;
+        serde_json::from_slice(&answer).with_context(|| format!("POST {path}: unexpected body"))
+    }
+
+    /// One request; non-2xx is an error with the server's message.
+    fn call(&self, method: &str, path: &str, body: Option<&[u8]>) -> Result<Vec<u8>> {
         let addr = format!("{}:{}", self.host, self.port);
         let mut s = TcpStream::connect(&addr).with_context(|| format!("connecting to {addr}"))?;
         s.set_read_timeout(Some(TIMEOUT))?;
         s.set_write_timeout(Some(TIMEOUT))?;
+        let sent = match body {
+            Some(b) => format!(
+                "Content-Type: application/json\r\nContent-Length: {}\r\n",
+                b.len()
+            ),
+            None => String::new(),
+        };
         write!(
             s,
-            "GET {path} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nAccept: application/json\r\nConnection: close\r\n\r\n",
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nAccept: application/json\r\n{sent}Connection: close\r\n\r\n",
             self.host, self.token
         )?;
+        s.write_all(body.unwrap_or_default())?;
         let mut r = BufReader::new(s);
         let mut line = String::new();
         r.read_line(&mut line)?;
@@ -72,7 +92,7 @@ impl Client {
             .split_whitespace()
             .nth(1)
             .and_then(|c| c.parse().ok())
-            .with_context(|| format!("GET {path}: bad status line {line:?}"))?;
+            .with_context(|| format!("{method} {path}: bad status line {line:?}"))?;
         let (mut len, mut chunked) = (None, false);
         loop {
             line.clear();
@@ -128,7 +148,7 @@ impl Client {
             let msg = serde_json::from_slice::<schemas::api::ApiError>(&body)
                 .map(|e| e.error)
                 .unwrap_or_else(|_| String::from_utf8_lossy(&body).into_owned());
-            bail!("GET {path}: {status}: {msg}");
+            bail!("{method} {path}: {status}: {msg}");
         }
         Ok(body)
     }

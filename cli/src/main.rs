@@ -12,6 +12,7 @@ mod bench_ingest;
 mod bench_publish;
 mod bus;
 mod client;
+mod count;
 mod day;
 mod dayfile;
 mod demo;
@@ -116,6 +117,8 @@ enum Command {
     Enroll(bus::EnrollArgs),
     /// Tables: their chain state (`table status`), a re-sync (`table resync`).
     Table(tables::Args),
+    /// The count room's results: sign and send drop box counts, or list them.
+    Count(count::Args),
 }
 
 impl Command {
@@ -185,6 +188,7 @@ fn main() -> ExitCode {
         Command::Day(a) => day::run(a),
         Command::VerifySeal(a) => day::verify_seal(a),
         Command::Table(a) => tables::run(a),
+        Command::Count(a) => count::run(a),
     };
     match result {
         Ok(Outcome::Clean) => ExitCode::SUCCESS,
