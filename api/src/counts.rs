@@ -32,7 +32,7 @@ pub struct Counts {
     journal: Journal,
     book: Mutex<CountBook>,
     /// Trusted count keys and whose they are.
-    trusted: BTreeMap<PublicKey, String>,
+    trusted: std::sync::RwLock<BTreeMap<PublicKey, String>>,
 }
 
 impl Counts {
@@ -43,8 +43,13 @@ impl Counts {
         Ok(Counts {
             journal,
             book: Mutex::new(book),
-            trusted,
+            trusted: std::sync::RwLock::new(trusted),
         })
+    }
+
+    /// Replaces the trusted count keys (the access file changed).
+    pub fn trust(&self, keys: BTreeMap<PublicKey, String>) {
+        *self.trusted.write().unwrap_or_else(|p| p.into_inner()) = keys;
     }
 
     /// The book (read under its lock).
@@ -67,9 +72,12 @@ impl Counts {
         signed
             .check()
             .map_err(|e| CountRefused::Invalid(e.to_string()))?;
-        if !self.trusted.contains_key(&signed.signer) {
+        let trusted = self.trusted.read().unwrap_or_else(|p| p.into_inner());
+        if !trusted.contains_key(&signed.signer) {
+            drop(trusted);
             return Err(CountRefused::Untrusted(signed.signer.to_hex()));
         }
+        drop(trusted);
         let mut book = self.book();
         if book.len() >= readside::counts::COUNTS_MAX {
             let max = readside::counts::COUNTS_MAX;

@@ -33,9 +33,11 @@ pub mod cases;
 pub mod counts;
 mod edge;
 pub mod journal;
+pub mod limit;
 mod openapi;
 pub mod ops;
 mod routes;
+pub mod tls;
 pub use routes::AUDITED_URI_PART_MAX;
 pub mod serve;
 mod ui;
@@ -93,6 +95,8 @@ pub enum Error {
     Journal(#[from] journal::JournalError),
     #[error(transparent)]
     Model(#[from] model::ModelError),
+    #[error(transparent)]
+    Tls(#[from] tls::TlsError),
 }
 
 pub use readside::ReadError;
@@ -109,6 +113,50 @@ pub struct ApiConfig {
     /// The operator alerts of the ingest beside this API (`GET /v1/alerts`); `None`
     /// serves an empty list (a read-only server ingests nothing).
     pub alerts: Option<AlertSource>,
+    /// HTTPS (`tls::server_config`); `None` serves plain HTTP (loopback, or behind a proxy).
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// The access file `access` came from: reloaded when it changes (`ACCESS_POLL`), so a
+    /// token added or revoked by `roundledger tokens` takes effect without a restart.
+    pub access_file: Option<PathBuf>,
+}
+
+/// How often the server looks at its access file for changes.
+pub const ACCESS_POLL: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Reloads the access file whenever its length or modification time changes, until
+/// `stop`. A file that does not load is logged and the tokens in force stay.
+pub async fn watch_access(
+    state: Shared,
+    path: PathBuf,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    let stamp = |p: &Path| {
+        std::fs::metadata(p)
+            .ok()
+            .map(|m| (m.len(), m.modified().ok()))
+    };
+    let mut seen = stamp(&path);
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(ACCESS_POLL) => {}
+            _ = stop.wait_for(|s| *s) => return,
+        }
+        let now = stamp(&path);
+        if now == seen {
+            continue;
+        }
+        seen = now;
+        let loaded = AccessConfig::load(&path)
+            .map_err(Error::from)
+            .and_then(|a| state.reload_access(&a));
+        match loaded {
+            Ok(()) => tracing::info!("access file {} reloaded", path.display()),
+            Err(e) => tracing::error!(
+                "access file {}: {e}; the tokens in force stay",
+                path.display()
+            ),
+        }
+    }
 }
 
 /// The alerts to list, newest first: a view of ingest's alert log (`ingest::alerts`),
@@ -158,7 +206,8 @@ pub fn system_clock() -> i64 {
 pub struct AppState {
     pub ledger: Arc<ledger::Ledger>,
     pub model: Arc<Model>,
-    pub tokens: Tokens,
+    /// Who may call: replaced whole when the access file changes (`reload_access`).
+    tokens: std::sync::RwLock<Tokens>,
     pub audit: Journal,
     pub cases: Cases,
     /// The count room's results (`POST /v1/counts`).
@@ -175,6 +224,8 @@ pub struct AppState {
     tail: Mutex<Tail>,
     /// Requests by route and status (`ops`, `/metrics`).
     pub requests: Arc<ops::Requests>,
+    /// Failing requests per client address (`limit`).
+    pub limiter: limit::Limiter,
 }
 
 pub type Shared = Arc<AppState>;
@@ -203,7 +254,7 @@ impl AppState {
         Ok(Arc::new(AppState {
             ledger,
             model: Arc::new(model),
-            tokens,
+            tokens: std::sync::RwLock::new(tokens),
             audit,
             cases,
             counts,
@@ -214,7 +265,23 @@ impl AppState {
             pools_cache: Mutex::new(None),
             tail: Mutex::new(Tail::default()),
             requests: Arc::default(),
+            limiter: limit::Limiter::default(),
         }))
+    }
+
+    /// The tokens in force.
+    pub fn tokens(&self) -> std::sync::RwLockReadGuard<'_, Tokens> {
+        self.tokens.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Puts a changed access file in force: its tokens and count keys, both checked
+    /// before either is replaced. A token removed from the file is refused from now on.
+    pub fn reload_access(&self, access: &AccessConfig) -> Result<(), Error> {
+        let tokens = Tokens::new(access)?;
+        let count_keys = access.count_keys()?;
+        *self.tokens.write().unwrap_or_else(|p| p.into_inner()) = tokens;
+        self.counts.trust(count_keys);
+        Ok(())
     }
 
     /// One indexing pass (blocking: sled); publishes new rounds and findings to the feed.
@@ -356,6 +423,9 @@ pub async fn run_with_ops(
         source,
     })?;
     bound(listener.local_addr().map_err(Error::Serve)?);
+    if let Some(path) = config.access_file.clone() {
+        tokio::spawn(watch_access(state.clone(), path, stop_rx.clone()));
+    }
     let indexer = tokio::spawn(run_indexer(state.clone(), stop_rx));
     let stopping = async move {
         shutdown.await;
@@ -366,7 +436,8 @@ pub async fn run_with_ops(
         ops.attach_api(state.clone());
         app = app.merge(ops::ready_router(ops));
     }
-    serve::serve(listener, app, serve::Timeouts::default(), stopping).await;
+    let timeouts = serve::Timeouts::default();
+    serve::serve_tls(listener, app, timeouts, config.tls, stopping).await;
     let _ = indexer.await;
     // sled flushes on its own too; a clean stop leaves nothing for the next start to redo.
     let model = state.model.clone();

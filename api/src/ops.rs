@@ -331,6 +331,7 @@ mod tests {
                 name: "a".into(),
                 role: schemas::api::Role::Admin,
                 token: "0123456789abcdef".into(),
+                token_hash: None,
             }],
             count_keys: vec![],
         };

@@ -4,6 +4,7 @@
 use crate::auth::{allowed, area_of, bearer, BearerError, Caller};
 use crate::edge::{json_error, redact_query};
 use crate::index::finding_view;
+use crate::limit::{Suppressed, Verdict};
 use crate::model::{IssueFilter, RoundFilter};
 use crate::{
     rounds, AppState, ReadError, Shared, AUDIT_LIMIT_MAX, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX,
@@ -185,7 +186,7 @@ enum Access {
 fn access(st: &AppState, headers: &axum::http::HeaderMap) -> Access {
     match bearer(headers) {
         Ok(token) => st
-            .tokens
+            .tokens()
             .caller(token)
             .cloned()
             .map_or(Access::Anonymous, Access::Caller),
@@ -199,7 +200,85 @@ fn access(st: &AppState, headers: &axum::http::HeaderMap) -> Access {
 /// changes something (a case: not GET) is recorded before it runs too, and does not run
 /// unless that entry is written: a change is never made without an audit entry naming
 /// who asked for it. Every error leaves as a JSON `ApiError` (`edge::json_error`).
-async fn guard(State(st): State<Shared>, mut req: Request, next: Next) -> Response {
+async fn guard(State(st): State<Shared>, req: Request, next: Next) -> Response {
+    let ip = req
+        .extensions()
+        .get::<crate::serve::ClientAddr>()
+        .map(|c| c.0.ip());
+    let now_ns = (st.clock)();
+    for s in st.limiter.ended(now_ns) {
+        if let Err(refused) = record(&st, move |id| rate_limited_entry(id, now_ns, s)).await {
+            return refused;
+        }
+    }
+    let (retry_after_s, audit) = match st.limiter.check(ip, now_ns) {
+        Verdict::Pass => {
+            let response = guarded(st.clone(), req, next, ip).await;
+            if response.status().is_client_error() {
+                st.limiter.failed(ip, now_ns);
+            }
+            return response;
+        }
+        Verdict::LimitedAudited { retry_after_s } => (retry_after_s, true),
+        Verdict::LimitedCounted { retry_after_s } => (retry_after_s, false),
+    };
+    let mut response = error(
+        StatusCode::TOO_MANY_REQUESTS,
+        format!("too many failed requests from this address; try again in {retry_after_s} s"),
+    );
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(retry_after_s));
+    if !audit {
+        return response;
+    }
+    let entry = AuditEntry {
+        method: req.method().as_str().to_string(),
+        path: audited(req.uri().path()),
+        query: audited(&redact_query(req.uri().query().unwrap_or(""))),
+        ..rate_limited_entry(
+            0,
+            now_ns,
+            Suppressed {
+                client: ip.map(|i| i.to_string()).unwrap_or_default(),
+                window_start_ns: now_ns,
+                refused: 1,
+            },
+        )
+    };
+    match record(&st, move |id| AuditEntry { id, ..entry }).await {
+        Ok(_) => response,
+        Err(refused) => refused,
+    }
+}
+
+/// The audit entry of a client's 429s counted in one window.
+fn rate_limited_entry(id: u64, at_ns: i64, s: Suppressed) -> AuditEntry {
+    AuditEntry {
+        id,
+        at_ns,
+        who: "anonymous".into(),
+        role: None,
+        method: "*".into(),
+        path: "(rate limited)".into(),
+        query: format!(
+            "{} requests answered 429 in the minute from {} ns",
+            s.refused, s.window_start_ns
+        ),
+        status: Some(StatusCode::TOO_MANY_REQUESTS.as_u16()),
+        received: None,
+        client: Some(s.client),
+    }
+}
+
+/// The guard for a request the rate limit lets through.
+async fn guarded(
+    st: Shared,
+    mut req: Request,
+    next: Next,
+    ip: Option<std::net::IpAddr>,
+) -> Response {
+    let client = ip.map(|i| i.to_string());
     let method = req.method().as_str().to_string();
     let path = audited(req.uri().path());
     let query = audited(&redact_query(req.uri().query().unwrap_or("")));
@@ -210,8 +289,13 @@ async fn guard(State(st): State<Shared>, mut req: Request, next: Next) -> Respon
     };
     let clock = st.clock;
     let entry = |status: Option<u16>, received: Option<u64>| {
-        let (method, path, query, caller) =
-            (method.clone(), path.clone(), query.clone(), caller.clone());
+        let (method, path, query, caller, client) = (
+            method.clone(),
+            path.clone(),
+            query.clone(),
+            caller.clone(),
+            client.clone(),
+        );
         move |id| AuditEntry {
             id,
             at_ns: clock(),
@@ -224,6 +308,7 @@ async fn guard(State(st): State<Shared>, mut req: Request, next: Next) -> Respon
             query,
             status,
             received,
+            client: client.clone(),
         }
     };
     let mut received = None;
@@ -1189,6 +1274,7 @@ mod tests {
                 name: "sam.surveillance".into(),
                 role: Role::Surveillance,
                 token: SURV.into(),
+                token_hash: None,
             }],
             count_keys: vec![],
         };

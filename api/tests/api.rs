@@ -23,6 +23,7 @@ fn access() -> AccessConfig {
         name: name.into(),
         role,
         token: token.into(),
+        token_hash: None,
     };
     AccessConfig {
         tokens: vec![
@@ -1238,6 +1239,8 @@ async fn a_real_socket_serves_the_api_ui_and_the_live_feed() {
         state_dir: dir.path().join("api"),
         model_dir: dir.path().join("readmodel"),
         alerts: Some(api::AlertSource(Arc::new(|| vec![one_alert()]))),
+        tls: None,
+        access_file: None,
     };
     let (addr_tx, addr_rx) = std::sync::mpsc::channel();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();

@@ -26,6 +26,7 @@ fn access() -> AccessConfig {
         name: name.into(),
         role,
         token: token.into(),
+        token_hash: None,
     };
     AccessConfig {
         tokens: vec![

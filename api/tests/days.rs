@@ -29,6 +29,7 @@ fn access() -> AccessConfig {
             name: format!("{role:?}"),
             role: *role,
             token: token.to_string(),
+            token_hash: None,
         })
         .collect();
     AccessConfig {

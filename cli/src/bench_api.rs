@@ -40,6 +40,7 @@ pub fn run(args: Args) -> Result<Outcome> {
             name: "bench".into(),
             role: schemas::api::Role::Surveillance,
             token: token.clone(),
+            token_hash: None,
         }],
         count_keys: vec![],
     };

@@ -558,6 +558,9 @@ pub struct AuditEntry {
     /// On the answer to such a request: the id of the entry written when it arrived.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub received: Option<u64>,
+    /// The client's IP address, as the connection gave it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
