@@ -94,7 +94,20 @@ fn check_text(what: &str, s: &str) -> Result<(), CaseError> {
             "{what}: 1 to {CASE_TEXT_LEN_MAX} characters"
         )));
     }
+    if let Some(c) = s.chars().find(|c| hides_text(*c)) {
+        return Err(CaseError::Invalid(format!(
+            "{what}: character U+{:04X} is refused (a control or bidirectional override character)",
+            u32::from(c)
+        )));
+    }
     Ok(())
+}
+
+/// A character that can hide or reorder what a reader sees: controls other than line
+/// breaks and tabs, and the bidirectional embeddings, overrides and isolates.
+fn hides_text(c: char) -> bool {
+    (c.is_control() && !matches!(c, '\n' | '\r' | '\t'))
+        || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}')
 }
 
 impl Cases {
@@ -277,6 +290,27 @@ mod tests {
         };
         let v = cases.act(Some(1), closed, &sam, 4).unwrap();
         assert_eq!((v.entries.len(), v.open), (5, false));
+    }
+
+    #[test]
+    fn text_that_hides_or_reorders_what_a_reader_sees_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let cases = Cases::open(&dir.path().join("cases.jsonl")).unwrap();
+        open_on(&cases, 1, "short pay");
+        for bad in [
+            "nul\0here",
+            "a\u{202E}gnp.exe",
+            "isolate\u{2066}x",
+            "bell\u{7}",
+        ] {
+            let note = CaseAction::Note { text: bad.into() };
+            let e = cases.act(Some(1), note, &sam(), 2).unwrap_err();
+            assert!(matches!(e, CaseError::Invalid(_)), "{bad:?}: {e}");
+        }
+        let fine = CaseAction::Note {
+            text: "two lines\nand a tab\tare fine".into(),
+        };
+        cases.act(Some(1), fine, &sam(), 3).unwrap();
     }
 
     #[test]

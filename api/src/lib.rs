@@ -115,6 +115,8 @@ pub struct ApiConfig {
     pub alerts: Option<AlertSource>,
     /// HTTPS (`tls::server_config`); `None` serves plain HTTP (loopback, or behind a proxy).
     pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// The property's IANA time zone, for people's clocks (`WhoAmI::time_zone`).
+    pub time_zone: String,
     /// The access file `access` came from: reloaded when it changes (`ACCESS_POLL`), so a
     /// token added or revoked by `roundledger tokens` takes effect without a restart.
     pub access_file: Option<PathBuf>,
@@ -226,6 +228,8 @@ pub struct AppState {
     pub requests: Arc<ops::Requests>,
     /// Failing requests per client address (`limit`).
     pub limiter: limit::Limiter,
+    /// The property's time zone (`ApiConfig::time_zone`); UTC until set.
+    pub time_zone: std::sync::OnceLock<String>,
 }
 
 pub type Shared = Arc<AppState>;
@@ -266,6 +270,7 @@ impl AppState {
             tail: Mutex::new(Tail::default()),
             requests: Arc::default(),
             limiter: limit::Limiter::default(),
+            time_zone: std::sync::OnceLock::new(),
         }))
     }
 
@@ -418,6 +423,7 @@ pub async fn run_with_ops(
         // A fresh state: nothing has set it before.
         let _ = state.alerts.set(a);
     }
+    let _ = state.time_zone.set(config.time_zone);
     let listener = serve::bind(config.addr).map_err(|source| Error::Bind {
         addr: config.addr,
         source,

@@ -403,10 +403,12 @@ fn table_id(s: &str) -> Result<TableId, ReadError> {
 
 #[utoipa::path(get, path = "/v1/whoami", tag = "access",
     responses((status = 200, description = "the caller's name and role", body = WhoAmI)))]
-async fn whoami(Extension(c): Extension<Caller>) -> Json<WhoAmI> {
+async fn whoami(State(st): State<Shared>, Extension(c): Extension<Caller>) -> Json<WhoAmI> {
+    let time_zone = st.time_zone.get().cloned().unwrap_or_else(|| "UTC".into());
     Json(WhoAmI {
         name: c.name,
         role: c.role,
+        time_zone,
     })
 }
 

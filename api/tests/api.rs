@@ -1241,6 +1241,7 @@ async fn a_real_socket_serves_the_api_ui_and_the_live_feed() {
         alerts: Some(api::AlertSource(Arc::new(|| vec![one_alert()]))),
         tls: None,
         access_file: None,
+        time_zone: "Asia/Singapore".into(),
     };
     let (addr_tx, addr_rx) = std::sync::mpsc::channel();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();

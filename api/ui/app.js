@@ -9,7 +9,7 @@
 const TOKEN_KEY = "roundledger.token";
 const PAGE = 50;
 const $ = (sel, el = document) => el.querySelector(sel);
-const state = { who: null, steps: null, k: 0, detail: null };
+const state = { who: null, steps: null, k: 0, detail: null, tz: "UTC", gen: 0 };
 
 function token() { return sessionStorage.getItem(TOKEN_KEY); }
 
@@ -22,7 +22,10 @@ async function api(path, opts = {}) {
   } catch (e) {
     throw new Error("The server cannot be reached (" + e.message + "). Is roundledger serve running?");
   }
-  if (res.status === 401) { signOut("Your token was not accepted. Please sign in again."); throw new Error("not signed in"); }
+  if (res.status === 401) {
+    const msg = "Your token was not accepted. Please sign in again.";
+    signOut(msg); throw new Error(msg);
+  }
   if (!res.ok) {
     let msg = res.status + " " + res.statusText;
     try { const b = await res.json(); if (b.error) msg = b.error; } catch (_) {}
@@ -41,12 +44,42 @@ function money(m) {
   return v.toLocaleString("en", { minimumFractionDigits: 2, maximumFractionDigits: 2 });
 }
 function signed(m) { return (m > 0 ? "+" : "") + money(m); }
+// ---------- time ----------
+// People read times in the property's time zone (whoami's time_zone), to the millisecond:
+// surveillance lines events up with CCTV footage on the floor's wall clock.
+const formats = new Map();
+function wallParts(ms, tz) {
+  if (!formats.has(tz)) formats.set(tz, new Intl.DateTimeFormat("en-CA", { timeZone: tz, year: "numeric", month: "2-digit",
+    day: "2-digit", hour: "2-digit", minute: "2-digit", second: "2-digit", fractionalSecondDigits: 3, hourCycle: "h23", timeZoneName: "short" }));
+  const o = {};
+  for (const p of formats.get(tz).formatToParts(new Date(ms))) o[p.type] = p.value;
+  return o;
+}
+function msOf(ns) { return Number(BigInt(ns) / 1000000n); }
+// A date and time with milliseconds and the zone: 2026-11-25 14:03:07.123 GMT+8.
 function time(ns) {
   if (ns == null) return "";
-  const d = new Date(Number(BigInt(ns) / 1000000n));
-  return d.toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC");
+  const p = wallParts(msOf(ns), state.tz);
+  return `${p.year}-${p.month}-${p.day} ${p.hour}:${p.minute}:${p.second}.${p.fractionalSecond} ${p.timeZoneName}`;
 }
-function nsFromInput(v) { return v ? String(BigInt(Date.parse(v + ":00Z")) * 1000000n) : ""; }
+// The time of day only: 14:03:07.123.
+function clock(ns) {
+  const p = wallParts(msOf(ns), state.tz);
+  return `${p.hour}:${p.minute}:${p.second}.${p.fractionalSecond}`;
+}
+// A wall time typed as YYYY-MM-DDTHH:MM in the property's zone, as UTC ns. Each pass
+// corrects by the zone's offset at the guess; two settle a DST change.
+function nsFromInput(v) {
+  if (!v) return "";
+  const want = Date.parse(v + ":00Z");
+  let t = want;
+  for (let i = 0; i < 2; i++) {
+    const p = wallParts(t, state.tz);
+    t -= Date.UTC(+p.year, +p.month - 1, +p.day, +p.hour, +p.minute, +p.second) - want;
+  }
+  return String(BigInt(t) * 1000000n);
+}
+function zoneLabel() { return `local time, ${esc(state.tz)}`; }
 function badge(v) { return `<span class="badge ${esc(v)}">${esc(v)}</span>`; }
 // A round's verdict, or "in progress" while it is being played (nothing decided yet).
 function verdictBadge(r) { return r.in_progress ? `<span class="badge in_progress">in progress</span>` : badge(r.verdict); }
@@ -95,7 +128,7 @@ const ROLE_AREAS = { surveillance: ["rounds", "tables"], finance: ["tables", "fi
 async function start() {
   if (!token()) return showLogin();
   const who = await api("/v1/whoami");
-  state.who = who;
+  state.who = who; state.tz = who.time_zone || "UTC";
   $("#login").hidden = true; $("#token").value = "";
   $("#who").innerHTML = `Signed in as <b>${esc(who.name)}</b> (${esc(who.role)}) <button class="secondary" id="signout">Sign out</button>`;
   $("#signout").onclick = () => signOut("Signed out.");
@@ -104,8 +137,9 @@ async function start() {
   $("#nav").hidden = false;
   // The feed is the surveillance room's: the roles that may read rounds subscribe.
   if (areas.includes("rounds")) startFeed();
+  // Setting the hash routes (hashchange); routing here too would load the page twice.
   if (!location.hash || location.hash === "#") location.hash = areas.includes("rounds") ? "#/disputes" : "#/finance";
-  route();
+  else route();
 }
 
 // ---------- live feed ----------
@@ -214,7 +248,10 @@ function route() {
   const parts = h.split("?")[0].split("/").filter(Boolean).map(decodeURIComponent);
   const q = new URLSearchParams(h.split("?")[1] || "");
   document.querySelectorAll("#nav a").forEach(a => a.classList.toggle("active", h.startsWith(a.getAttribute("href").slice(1))));
-  const view = $("#view");
+  // Each page renders into its own element: an answer arriving after the user moved on
+  // writes into a detached element (views check view.isConnected), never the new page.
+  const view = document.createElement("div");
+  $("#view").replaceChildren(view);
   const r = parts[0];
   if (r === "disputes") return disputeQueue(view, q);
   if (r === "live") return liveView(view);
@@ -245,43 +282,78 @@ function roundsTable(items) {
 function clickableRows(el) { el.querySelectorAll("tr.clickable").forEach(tr => tr.onclick = () => { location.hash = tr.dataset.href; }); }
 
 // ---------- dispute queue ----------
+// One row per disputed settlement line, so the box and the amount are named. Filters:
+// table, local time, smallest difference; any column sorts (lists.js below).
 async function disputeQueue(view, q) {
   loading(view, "the dispute queue");
+  let tables = [];
   try {
-    const off = q.get("offset") || 0;
-    const page = await api(`/v1/rounds?verdict=disputed&limit=${PAGE}&offset=${off}`);
+    const p = new URLSearchParams({ limit: PAGE, offset: q.get("offset") || 0 });
+    if (q.get("table")) p.set("table", q.get("table"));
+    if (q.get("from")) p.set("from_ns", nsFromInput(q.get("from")));
+    if (q.get("to")) p.set("to_ns", nsFromInput(q.get("to")));
+    const [page, ts] = await Promise.all([api("/v1/disputes?" + p), api("/v1/tables")]);
+    if (!view.isConnected) return;
+    tables = ts;
+    const min = Math.round(Number(q.get("min") || 0) * 100);
+    const items = page.items.filter(d => Math.abs(d.difference) >= min);
+    const base = "#/disputes?" + new URLSearchParams([...q].filter(([k]) => k !== "offset"));
     view.innerHTML = `<div class="card"><h1>Dispute queue</h1>
-      <p class="hint">Rounds where what the dealer recorded differs from what the rules say, newest first. Open a round to replay it step by step.</p>
-      ${page.items.length ? roundsTable(page.items) + pager(q, page.total, "#/disputes") : `<div class="empty">No disputed rounds. Every recorded payout so far matches the rules.</div>`}</div>`;
+      <p class="hint">Settlement lines where what the dealer recorded differs from what the rules say, newest round first. Times in ${zoneLabel()}.</p>
+      ${filterForm("queue-form", q, tables, `<div><label for="f-min">Difference at least</label><input id="f-min" name="min" type="number" min="0" step="0.01" value="${esc(q.get("min") || "")}" placeholder="any"></div>`)}
+      ${items.length ? `<table class="list" id="queue-table"><thead><tr><th>Table</th><th class="num">Round</th><th>Opened</th><th class="num">Box</th><th>Line</th><th class="num">Due</th><th class="num">Paid</th><th class="num">Difference</th></tr></thead><tbody>
+      ${items.map(d => `<tr class="clickable diff" data-href="#/round/${encodeURIComponent(d.table)}/${d.round}"><td>${esc(d.table)}</td><td class="num">${d.round}</td><td>${time(d.opened_at_ns)}</td><td class="num">${d.box}</td><td>${esc(d.line.replace(/_/g, " "))}</td><td class="num">${signed(d.expected)}</td><td class="num">${signed(d.recorded)}</td><td class="num">${signed(d.difference)}</td></tr>`).join("")}
+      </tbody></table>` + pager(q, page.total, base) : `<div class="empty">No disputed line matches. Every recorded payout so far matches the rules.</div>`}</div>`;
+    bindFilter(view, "queue-form", "#/disputes");
     clickableRows(view);
-  } catch (e) { failed(view, e); }
+  } catch (e) { if (view.isConnected) failed(view, e); }
+}
+
+// A filter form: table and a local time range, plus `extra` fields.
+function filterForm(id, q, tables, extra) {
+  const v = k => esc(q.get(k) || "");
+  return `<form id="${id}" class="form-row">
+      <div><label for="${id}-table">Table</label><select id="${id}-table" name="table"><option value="">any table</option>
+        ${tables.map(t => `<option ${q.get("table") === t.table ? "selected" : ""}>${esc(t.table)}</option>`).join("")}</select></div>
+      <div><label for="${id}-from">From (${zoneLabel()})</label><input id="${id}-from" name="from" type="datetime-local" value="${v("from")}"></div>
+      <div><label for="${id}-to">To (${zoneLabel()})</label><input id="${id}-to" name="to" type="datetime-local" value="${v("to")}"></div>
+      ${extra}<div><button type="submit">Show</button></div></form>`;
+}
+function bindFilter(view, id, base) {
+  $("#" + id, view).onsubmit = ev => {
+    ev.preventDefault();
+    const p = new URLSearchParams();
+    for (const [k, val] of new FormData(ev.target)) if (val) p.set(k, val);
+    location.hash = base + "?" + p.toString();
+  };
 }
 
 // ---------- round search ----------
 async function search(view, q) {
   let tables = [];
-  try { tables = await api("/v1/tables"); } catch (e) { return failed(view, e); }
+  try { tables = await api("/v1/tables"); } catch (e) { return view.isConnected && failed(view, e); }
+  if (!view.isConnected) return;
   const v = k => esc(q.get(k) || "");
   view.innerHTML = `<div class="card"><h1>Round search</h1>
-    <p class="hint">Find a round from what the patron says: the table, roughly when (UTC), and the box they played.</p>
+    <p class="hint">Find a round from what the patron says: the table, roughly when (${zoneLabel()}), and the box they played.</p>
     <form id="search-form" class="form-row">
       <div><label for="s-table">Table</label><select id="s-table" name="table"><option value="">any table</option>
         ${tables.map(t => `<option ${q.get("table") === t.table ? "selected" : ""}>${esc(t.table)}</option>`).join("")}</select></div>
-      <div><label for="s-from">From (UTC)</label><input id="s-from" name="from" type="datetime-local" value="${v("from")}"></div>
-      <div><label for="s-to">To (UTC)</label><input id="s-to" name="to" type="datetime-local" value="${v("to")}"></div>
+      <div><label for="s-from">From (${zoneLabel()})</label><input id="s-from" name="from" type="datetime-local" value="${v("from")}"></div>
+      <div><label for="s-to">To (${zoneLabel()})</label><input id="s-to" name="to" type="datetime-local" value="${v("to")}"></div>
       <div><label for="s-box">Box</label><input id="s-box" name="box" type="number" min="1" max="9" value="${v("box")}" placeholder="any"></div>
       <div><label for="s-verdict">Verdict</label><select id="s-verdict" name="verdict"><option value="">any</option>
         ${["disputed", "irregular", "void", "clean"].map(x => `<option ${q.get("verdict") === x ? "selected" : ""}>${x}</option>`).join("")}</select></div>
       <div><button type="submit">Search</button></div>
     </form></div><div id="results"></div>`;
-  $("#search-form").onsubmit = ev => {
+  $("#search-form", view).onsubmit = ev => {
     ev.preventDefault();
     const f = new FormData(ev.target); const p = new URLSearchParams();
     for (const [k, val] of f) if (val) p.set(k, val);
     location.hash = "#/search?" + p.toString();
   };
-  if (![...q.keys()].length) { $("#results").innerHTML = `<div class="card empty">Choose a table, a time or a box and press Search.</div>`; return; }
-  const res = $("#results"); loading(res, "rounds");
+  if (![...q.keys()].length) { $("#results", view).innerHTML = `<div class="card empty">Choose a table, a time or a box and press Search.</div>`; return; }
+  const res = $("#results", view); loading(res, "rounds");
   try {
     const p = new URLSearchParams({ limit: PAGE, offset: q.get("offset") || 0 });
     if (q.get("table")) p.set("table", q.get("table"));
@@ -290,6 +362,7 @@ async function search(view, q) {
     if (q.get("box")) p.set("box", q.get("box"));
     if (q.get("verdict")) p.set("verdict", q.get("verdict"));
     const page = await api("/v1/rounds?" + p);
+    if (!view.isConnected) return;
     const base = "#/search?" + new URLSearchParams([...q].filter(([k]) => k !== "offset"));
     res.innerHTML = `<div class="card">${page.items.length ? roundsTable(page.items) + pager(q, page.total, base) : `<div class="empty">No round matches. Widen the time range or leave the box empty.</div>`}</div>`;
     clickableRows(res);
@@ -303,6 +376,7 @@ async function findingsView(view, q) {
     const p = new URLSearchParams({ limit: PAGE, offset: q.get("offset") || 0 });
     if (q.get("severity")) p.set("severity", q.get("severity"));
     const page = await api("/v1/findings?" + p);
+    if (!view.isConnected) return;
     view.innerHTML = `<div class="card"><h1>Findings</h1><p class="hint">Irregularities found by replaying rounds, each citing the clause of the rule set.
       Show: <a href="#/findings">all</a> · <a href="#/findings?severity=warning">warning and worse</a> · <a href="#/findings?severity=critical">critical</a></p>
       ${page.items.length ? `<table class="list"><thead><tr><th>Table</th><th class="num">Round</th><th>Opened</th><th>Severity</th><th>Code</th><th>What</th></tr></thead><tbody>
@@ -317,6 +391,7 @@ async function casesView(view) {
   loading(view, "cases");
   try {
     const page = await api("/v1/cases?limit=" + PAGE);
+    if (!view.isConnected) return;
     view.innerHTML = `<div class="card"><h1>Cases</h1><p class="hint">Cases are opened from a round's page. Entries are never changed or removed.</p>
       ${page.items.length ? `<table class="list"><thead><tr><th class="num">Case</th><th>Table</th><th class="num">Round</th><th>Title</th><th>Status</th><th>Opened by</th></tr></thead><tbody>
       ${page.items.map(c => `<tr class="clickable" data-href="#/round/${encodeURIComponent(c.table)}/${c.round}"><td class="num">${c.id}</td><td>${esc(c.table)}</td><td class="num">${c.round}</td><td>${esc(c.title)}</td><td>${c.open ? "open" : "closed: " + esc(c.decision)}</td><td>${esc(c.entries[0].author)}</td></tr>`).join("")}
@@ -420,9 +495,10 @@ async function auditView(view, q) {
     const first = await api("/v1/audit?limit=1");
     const off = q.get("offset") != null ? Number(q.get("offset")) : Math.max(0, first.total - PAGE);
     const page = await api(`/v1/audit?limit=${PAGE}&offset=${off}`);
+    if (!view.isConnected) return;
     view.innerHTML = `<div class="card"><h1>Audit log</h1><p class="hint">Every API request: who, role, what, when, and the answer. A change (a case) is recorded when received, before it is made, and again with its answer. Append-only; this page is recorded too.</p>
-      <table class="list"><thead><tr><th class="num">#</th><th>When</th><th>Who</th><th>Role</th><th>Request</th><th class="num">Status</th></tr></thead><tbody>
-      ${page.items.slice().reverse().map(a => `<tr><td class="num">${a.id}</td><td>${time(a.at_ns)}</td><td>${esc(a.who)}</td><td>${esc(a.role || "")}</td><td><code>${esc(a.method)} ${esc(a.path)}${a.query ? "?" + esc(a.query) : ""}</code></td><td class="num">${a.status ?? "received"}${a.received ? ` (of #${a.received})` : ""}</td></tr>`).join("")}
+      <table class="list"><thead><tr><th class="num">#</th><th>When</th><th>Who</th><th>Role</th><th>Client</th><th>Request</th><th class="num">Status</th></tr></thead><tbody>
+      ${page.items.slice().reverse().map(a => `<tr><td class="num">${a.id}</td><td>${time(a.at_ns)}</td><td>${esc(a.who)}</td><td>${esc(a.role || "")}</td><td>${esc(a.client || "")}</td><td><code>${esc(a.method)} ${esc(a.path)}${a.query ? "?" + esc(a.query) : ""}</code></td><td class="num">${a.status ?? "received"}${a.received ? ` (of #${a.received})` : ""}</td></tr>`).join("")}
       </tbody></table>${pager(new URLSearchParams({ offset: off }), page.total, "#/audit")}</div>`;
   } catch (e) { failed(view, e); }
 }
@@ -436,7 +512,8 @@ async function roundView(view, table, round) {
       api(`/v1/tables/${encodeURIComponent(table)}/rounds/${round}`),
       api(`/v1/tables/${encodeURIComponent(table)}/rounds/${round}/steps`),
     ]);
-  } catch (e) { return failed(view, e); }
+  } catch (e) { return view.isConnected && failed(view, e); }
+  if (!view.isConnected) return;
   state.detail = detail; state.steps = steps.steps; state.k = 0;
   const r = detail.row;
   const disputedBoxes = new Set(detail.settlement.filter(s => s.difference !== 0).map(s => s.box));
@@ -446,6 +523,7 @@ async function roundView(view, table, round) {
     <h1>Table ${esc(r.table)} · round ${r.round}</h1>${verdictBadge(r)}
     <span class="muted">${esc(r.rule_set || "")} · opened ${time(r.opened_at_ns)} · events #${r.first_seq}–#${r.last_seq}</span>
     <span class="push-right"></span>
+    <button class="secondary" id="print-btn" title="an incident report of this round: the settlement, findings, timeline and cases">Print report</button>
     <button id="evidence-btn">Download evidence bundle</button>
   </div>
   ${(detail.resyncs || []).map(x => `<div class="card notice resync">Event #${x.seq} was refused by the ledger (quarantine entry ${x.quarantine_id}) and admitted by an admin's re-sync at ${time(x.signed_at_ns)}: ${esc(x.note)}</div>`).join("")}
@@ -472,8 +550,8 @@ async function roundView(view, table, round) {
       <div class="card"><h2>Findings</h2>${findingsList(detail.findings)}</div>
     </div>
     <div>
-      <div class="card"><h2>Timeline</h2><p class="hint">Click an event to jump to it. Keys: ← → Home End.</p><div class="timeline"><ol id="timeline">
-        ${detail.events.map((e, i) => `<li data-k="${i}"><span>#${e.seq}</span><span class="muted">+${((e.occurred_at_ns - detail.events[0].occurred_at_ns) / 1e9).toFixed(1)}s</span><span>${esc(e.description)}</span></li>`).join("")}
+      <div class="card"><h2>Timeline</h2><p class="hint">Click an event to jump to it. Keys: ← → Home End. Device time (arrival in the tooltip), ${zoneLabel()}.</p><div class="timeline"><ol id="timeline">
+        ${detail.events.map((e, i) => `<li data-k="${i}" title="device ${esc(time(e.occurred_at_ns))}; arrived ${esc(time(e.received_at_ns))}"><span>#${e.seq}</span><span class="muted">${clock(e.occurred_at_ns)} +${((e.occurred_at_ns - detail.events[0].occurred_at_ns) / 1e9).toFixed(1)}s</span><span>${esc(e.description)}</span></li>`).join("")}
       </ol></div></div>
       <div class="card" id="cases-card"><h2>Case notes</h2><div id="cases"></div></div>
     </div>
@@ -485,6 +563,7 @@ async function roundView(view, table, round) {
   $("#step-range").oninput = ev => setStep(Number(ev.target.value));
   document.querySelectorAll("#timeline li").forEach(li => li.onclick = () => setStep(Number(li.dataset.k)));
   $("#evidence-btn").onclick = () => downloadEvidence(r.table, r.round);
+  $("#print-btn").onclick = () => window.print();
   setStep(0);
   loadCases(r.table, r.round);
 }
@@ -507,7 +586,8 @@ function setStep(k) {
   $("#step-range").value = state.k;
   $("#step-back").disabled = $("#step-first").disabled = state.k === 0;
   $("#step-fwd").disabled = $("#step-last").disabled = state.k === n - 1;
-  $("#current-event").innerHTML = ev ? `<b>#${ev.seq}</b> ${esc(ev.device)}: ${esc(ev.description)}` : "";
+  $("#current-event").innerHTML = ev ? `<b>#${ev.seq}</b> ${esc(ev.device)}: ${esc(ev.description)}
+    <div class="muted" id="event-times">device ${esc(time(ev.occurred_at_ns))} · arrived ${esc(time(ev.received_at_ns))}</div>` : "";
   document.querySelectorAll("#timeline li").forEach((li, i) => {
     li.className = i < state.k ? "past" : i === state.k ? "now" : "future";
     if (i === state.k) li.scrollIntoView({ block: "nearest" });
@@ -594,5 +674,52 @@ async function downloadEvidence(table, round) {
   } catch (e) { alert("Evidence export failed: " + e.message); }
   finally { btn.disabled = false; btn.textContent = "Download evidence bundle"; }
 }
+
+// ---------- lists: sorting and CSV ----------
+// Every list table sorts by a click on its column header (numbers as numbers, again to
+// reverse) and gets a CSV download of what it shows. One decorator for all pages.
+function cellValue(td) {
+  const t = td.innerText.trim();
+  const n = Number(t.replace(/[,+]/g, ""));
+  return td.classList.contains("num") && t !== "" && !Number.isNaN(n) ? n : t.toLowerCase();
+}
+function sortBy(table, col, th) {
+  const body = table.tBodies[0];
+  const dir = th.dataset.dir === "asc" ? -1 : 1;
+  table.querySelectorAll("th").forEach(h => delete h.dataset.dir);
+  th.dataset.dir = dir === 1 ? "asc" : "desc";
+  const rows = [...body.rows];
+  rows.sort((a, b) => {
+    const x = cellValue(a.cells[col] || a), y = cellValue(b.cells[col] || b);
+    return (x < y ? -1 : x > y ? 1 : 0) * dir;
+  });
+  body.append(...rows);
+}
+function csvOf(table) {
+  const q = v => /[",\n]/.test(v) ? `"${v.replace(/"/g, '""')}"` : v;
+  return [...table.rows].map(r => [...r.cells].map(c => q(c.innerText.trim())).join(",")).join("\r\n") + "\r\n";
+}
+function downloadCsv(table) {
+  const name = (location.hash.slice(2).split("?")[0] || "list").replace(/[^A-Za-z0-9-]+/g, "-");
+  const a = document.createElement("a");
+  a.href = URL.createObjectURL(new Blob([csvOf(table)], { type: "text/csv" }));
+  a.download = `roundledger-${name}${table.id ? "-" + table.id : ""}.csv`;
+  document.body.appendChild(a); a.click(); a.remove();
+  setTimeout(() => URL.revokeObjectURL(a.href), 10000);
+}
+function decorate(table) {
+  if (table.dataset.decorated || !table.tHead || !table.tBodies.length) return;
+  table.dataset.decorated = "1";
+  [...table.tHead.rows[0].cells].forEach((th, i) => {
+    th.classList.add("sortable"); th.title = "sort by " + th.innerText;
+    th.onclick = () => sortBy(table, i, th);
+  });
+  const b = document.createElement("button");
+  b.className = "secondary csv no-print"; b.textContent = "CSV"; b.title = "download this list as CSV";
+  b.onclick = () => downloadCsv(table);
+  table.before(b);
+}
+new MutationObserver(() => document.querySelectorAll("#view table.list").forEach(decorate))
+  .observe($("#view"), { childList: true, subtree: true });
 
 start().catch(e => { if (token()) showLogin(e.message); });

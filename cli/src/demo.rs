@@ -79,6 +79,7 @@ impl Web {
             alerts,
             tls: None,
             access_file: None,
+            time_zone: ledger::days::TIME_ZONE_DEFAULT.into(),
         };
         let (bound_tx, bound_rx) = std::sync::mpsc::channel();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

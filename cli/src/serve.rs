@@ -226,6 +226,7 @@ fn api_config(args: &Args, alerts: &ingest::alerts::AlertLog) -> Result<Option<a
             _ => None,
         },
         access_file: Some(path.clone()),
+        time_zone: args.day.time_zone.clone(),
     }))
 }
 

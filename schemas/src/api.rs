@@ -52,6 +52,8 @@ impl Role {
 pub struct WhoAmI {
     pub name: String,
     pub role: Role,
+    /// The property's IANA time zone: where people read times (`serve --time-zone`).
+    pub time_zone: String,
 }
 
 /// Every error body.
