@@ -35,6 +35,7 @@ mod source;
 mod tables;
 mod tokens;
 mod verify;
+mod when;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
