@@ -116,6 +116,8 @@ pub fn router(state: Shared) -> axum::Router {
         .routes(routes!(get_case))
         .routes(routes!(add_note))
         .routes(routes!(close_case))
+        .routes(routes!(assign_case))
+        .routes(routes!(reopen_case))
         .routes(routes!(evidence))
         .routes(routes!(export))
         .routes(routes!(audit))
@@ -928,6 +930,11 @@ pub struct CaseQuery {
     table: Option<String>,
     /// Only cases on this round.
     round: Option<u64>,
+    /// Only open or only closed cases.
+    #[param(pattern = "^(open|closed)$")]
+    status: Option<String>,
+    /// Only cases assigned to this person.
+    assignee: Option<String>,
     /// Items to skip (default 0).
     #[param(maximum = 9007199254740991_u64)]
     offset: Option<u64>,
@@ -944,11 +951,23 @@ async fn list_cases(
 ) -> Result<Json<CasePage>, Refusal> {
     let table = q.table.as_deref().map(table_id).transpose()?;
     let (offset, limit) = page(q.offset, q.limit, LIST_LIMIT_MAX)?;
-    let (total, items) = st.cases.page(
-        |c| table.as_ref().is_none_or(|t| &c.table == t) && q.round.is_none_or(|r| c.round.0 == r),
-        offset,
-        limit,
-    );
+    let open = match q.status.as_deref() {
+        None => None,
+        Some("open") => Some(true),
+        Some("closed") => Some(false),
+        Some(s) => {
+            return Err(ReadError::BadRequest(format!("status {s:?}: open or closed")).into())
+        }
+    };
+    let wanted = |c: &CaseView| {
+        table.as_ref().is_none_or(|t| &c.table == t)
+            && q.round.is_none_or(|r| c.round.0 == r)
+            && open.is_none_or(|o| c.open == o)
+            && q.assignee
+                .as_ref()
+                .is_none_or(|a| c.assignee.as_ref() == Some(a))
+    };
+    let (total, items) = st.cases.page(wanted, offset, limit);
     Ok(Json(CasePage {
         total,
         items,
@@ -961,7 +980,7 @@ fn case_error(e: crate::cases::CaseError) -> Response {
     use crate::cases::CaseError::*;
     let status = match &e {
         Unknown(_) => StatusCode::NOT_FOUND,
-        Closed(_) | Full { .. } => StatusCode::CONFLICT,
+        Closed(_) | Open(_) | Full { .. } => StatusCode::CONFLICT,
         Invalid(_) => StatusCode::BAD_REQUEST,
         Journal(_) => StatusCode::INTERNAL_SERVER_ERROR,
     };
@@ -1064,6 +1083,28 @@ async fn close_case(
         },
     )
     .await
+}
+
+#[utoipa::path(post, path = "/v1/cases/{id}/assign", tag = "cases", params(("id" = u64, Path)), request_body = AssignCase,
+    responses((status = 200, description = "the case with its new assignee", body = CaseView), (status = 404, body = ApiError), (status = 409, body = ApiError), (status = 500, body = ApiError)))]
+async fn assign_case(
+    State(st): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Path(id): Path<u64>,
+    Json(b): Json<AssignCase>,
+) -> Response {
+    act(st, c, Some(id), CaseAction::Assigned { to: b.to }).await
+}
+
+#[utoipa::path(post, path = "/v1/cases/{id}/reopen", tag = "cases", params(("id" = u64, Path)), request_body = ReopenCase,
+    responses((status = 200, description = "the case, open again", body = CaseView), (status = 404, body = ApiError), (status = 409, body = ApiError), (status = 500, body = ApiError)))]
+async fn reopen_case(
+    State(st): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Path(id): Path<u64>,
+    Json(b): Json<ReopenCase>,
+) -> Response {
+    act(st, c, Some(id), CaseAction::Reopened { reason: b.reason }).await
 }
 
 #[derive(Debug, Deserialize, IntoParams)]

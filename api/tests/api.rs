@@ -1757,7 +1757,7 @@ async fn the_openapi_document_puts_each_parameter_where_the_server_reads_it() {
             queries += 1;
         }
     }
-    assert_eq!(queries, 36, "the 8 operations' query parameters");
+    assert_eq!(queries, 38, "the 8 operations' query parameters");
     // The table id grammar the pattern states is the server's.
     assert_eq!(schemas::ids::ID_LEN_MAX, 32);
     let round_table = &doc["paths"]["/v1/tables/{table}/rounds/{round}"]["get"]["parameters"][0];

@@ -257,7 +257,7 @@ function route() {
   if (r === "live") return liveView(view);
   if (r === "search") return search(view, q);
   if (r === "findings") return findingsView(view, q);
-  if (r === "cases") return casesView(view);
+  if (r === "cases") return casesView(view, q);
   if (r === "tables") return tablesView(view);
   if (r === "finance") return financeView(view);
   if (r === "audit") return auditView(view, q);
@@ -387,17 +387,21 @@ async function findingsView(view, q) {
 }
 
 // ---------- cases ----------
-async function casesView(view) {
+async function casesView(view, q) {
   loading(view, "cases");
   try {
-    const page = await api("/v1/cases?limit=" + PAGE);
+    const p = new URLSearchParams({ limit: PAGE, offset: q.get("offset") || 0 });
+    for (const k of ["status", "assignee"]) if (q.get(k)) p.set(k, q.get(k));
+    const page = await api("/v1/cases?" + p);
     if (!view.isConnected) return;
-    view.innerHTML = `<div class="card"><h1>Cases</h1><p class="hint">Cases are opened from a round's page. Entries are never changed or removed.</p>
-      ${page.items.length ? `<table class="list"><thead><tr><th class="num">Case</th><th>Table</th><th class="num">Round</th><th>Title</th><th>Status</th><th>Opened by</th></tr></thead><tbody>
-      ${page.items.map(c => `<tr class="clickable" data-href="#/round/${encodeURIComponent(c.table)}/${c.round}"><td class="num">${c.id}</td><td>${esc(c.table)}</td><td class="num">${c.round}</td><td>${esc(c.title)}</td><td>${c.open ? "open" : "closed: " + esc(c.decision)}</td><td>${esc(c.entries[0].author)}</td></tr>`).join("")}
-      </tbody></table>` : `<div class="empty">No cases yet. Open one from a round's page.</div>`}</div>`;
+    const base = "#/cases?" + new URLSearchParams([...q].filter(([k]) => k !== "offset"));
+    view.innerHTML = `<div class="card"><h1>Cases</h1><p class="hint">Cases are opened from a round's page. Entries are never changed or removed.
+      Show: <a href="#/cases">all</a> · <a href="#/cases?status=open">open</a> · <a href="#/cases?status=closed">closed</a> · <a href="#/cases?status=open&assignee=${encodeURIComponent(state.who.name)}">open and mine</a></p>
+      ${page.items.length ? `<table class="list" id="cases-table"><thead><tr><th class="num">Case</th><th>Table</th><th class="num">Round</th><th>Title</th><th>Status</th><th>Assignee</th><th>Opened by</th><th>Last entry</th></tr></thead><tbody>
+      ${page.items.map(c => `<tr class="clickable" data-href="#/round/${encodeURIComponent(c.table)}/${c.round}"><td class="num">${c.id}</td><td>${esc(c.table)}</td><td class="num">${c.round}</td><td>${esc(c.title)}</td><td>${c.open ? "open" : "closed: " + esc(c.decision)}</td><td>${esc(c.assignee || "")}</td><td>${esc(c.entries[0].author)}</td><td>${time(c.entries[c.entries.length - 1].at_ns)}</td></tr>`).join("")}
+      </tbody></table>` + pager(q, page.total, base) : `<div class="empty">No case matches. Open one from a round's page.</div>`}</div>`;
     clickableRows(view);
-  } catch (e) { failed(view, e); }
+  } catch (e) { if (view.isConnected) failed(view, e); }
 }
 
 // ---------- tables & chains ----------
@@ -640,15 +644,24 @@ async function loadCases(table, round) {
   el.innerHTML = `<p class="muted">Loading cases…</p>`;
   try {
     const page = await api(`/v1/cases?table=${encodeURIComponent(table)}&round=${round}`);
-    el.innerHTML = (page.items.length ? page.items.map(c => `<div class="case"><b>Case ${c.id}: ${esc(c.title)}</b> — ${c.open ? "open" : "closed"}
-      ${c.entries.map(e => `<div class="entry"><div class="meta">${time(e.at_ns)} · ${esc(e.author)} (${esc(e.role)}) · ${esc(e.action)}</div>${esc(e.text || e.decision || e.title || "")}</div>`).join("")}
+    el.innerHTML = (page.items.length ? page.items.map(c => `<div class="case"><b>Case ${c.id}: ${esc(c.title)}</b> — ${c.open ? "open" : "closed"}${c.assignee ? ` · assigned to ${esc(c.assignee)}` : ""}
+      ${c.entries.map(e => `<div class="entry"><div class="meta">${time(e.at_ns)} · ${esc(e.author)} (${esc(e.role)}) · ${esc(e.action)}</div>${esc(e.text || e.decision || e.title || e.reason || (e.to ? "to " + e.to : ""))}</div>`).join("")}
       ${c.open ? `<form class="note-form" data-id="${c.id}"><label>Add a note</label><textarea name="text" required></textarea>
-        <button type="submit">Add note</button> <button type="button" class="secondary close-btn" data-id="${c.id}">Close with decision…</button></form>` : ""}</div>`).join("")
+        <button type="submit">Add note</button> <button type="button" class="secondary assign-btn" data-id="${c.id}">Assign…</button> <button type="button" class="secondary close-btn" data-id="${c.id}">Close with decision…</button></form>`
+        : `<button type="button" class="secondary reopen-btn" data-id="${c.id}">Reopen…</button>`}</div>`).join("")
       : `<p class="muted">No case on this round.</p>`) +
       `<form id="open-case"><label for="case-title">Open a case on this round</label><input id="case-title" name="title" required placeholder="e.g. patron at box 3 disputes the Ante payout">
        <button type="submit" class="below-input">Open case</button></form><p class="error" id="case-error" role="alert"></p>`;
     $("#open-case").onsubmit = ev => { ev.preventDefault(); caseAction("/v1/cases", { table, round: Number(round), title: ev.target.title.value }, table, round); };
     el.querySelectorAll(".note-form").forEach(f => f.onsubmit = ev => { ev.preventDefault(); caseAction(`/v1/cases/${f.dataset.id}/notes`, { text: f.text.value }, table, round); });
+    el.querySelectorAll(".assign-btn").forEach(b => b.onclick = () => {
+      const to = prompt("Assign to (a person's name):", state.who.name);
+      if (to) caseAction(`/v1/cases/${b.dataset.id}/assign`, { to }, table, round);
+    });
+    el.querySelectorAll(".reopen-btn").forEach(b => b.onclick = () => {
+      const reason = prompt("Why reopen it?");
+      if (reason) caseAction(`/v1/cases/${b.dataset.id}/reopen`, { reason }, table, round);
+    });
     el.querySelectorAll(".close-btn").forEach(b => b.onclick = () => {
       const d = prompt("Decision (e.g. 'Patron paid the difference of 50.00; dealer retrained'):");
       if (d) caseAction(`/v1/cases/${b.dataset.id}/close`, { decision: d }, table, round);

@@ -479,6 +479,14 @@ pub enum CaseAction {
     Closed {
         decision: String,
     },
+    /// Who works the case now (a person's name).
+    Assigned {
+        to: String,
+    },
+    /// A closed case opened again, with why.
+    Reopened {
+        reason: String,
+    },
 }
 
 /// One append-only case entry: who, when, what.
@@ -503,6 +511,9 @@ pub struct CaseView {
     pub title: String,
     pub open: bool,
     pub decision: Option<String>,
+    /// Who works it, from its last `Assigned` entry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assignee: Option<String>,
     pub entries: Vec<CaseEntry>,
 }
 
@@ -539,6 +550,22 @@ pub struct AddNote {
 #[serde(deny_unknown_fields)]
 pub struct CloseCase {
     pub decision: String,
+}
+
+/// `POST /v1/cases/{id}/assign`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct AssignCase {
+    pub to: String,
+}
+
+/// `POST /v1/cases/{id}/reopen`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ReopenCase {
+    pub reason: String,
 }
 
 /// One request as the audit log records it.

@@ -212,6 +212,13 @@ async function main() {
     log(out.trim());
     assert.match(out, /^OK /);
     assert.match(out, /1 case entries|2 case entries/);
+    // Assign the case to oneself; the Cases page lists it under "open and mine".
+    page.once("dialog", d => d.accept("surveillance"));
+    await page.click(".case .assign-btn");
+    await page.waitForFunction(() => /assigned to surveillance/.test(document.querySelector("#cases").innerText));
+    await page.goto(server.url + "/#/cases?status=open&assignee=surveillance");
+    await page.waitForSelector("#cases-table tbody tr");
+    assert.match(await page.locator("#cases-table tbody tr").first().innerText(), /Patron disputes the payout[\s\S]*open[\s\S]*surveillance/);
 
     // Search by table and local time finds a known round.
     const known = (await (await fetch(server.url + "/v1/rounds?limit=1", { headers: { Authorization: "Bearer " + token } })).json()).items[0];
