@@ -610,11 +610,16 @@ function setStep(k) {
       const bets = Object.entries((s.bets || {})[b] || {}).map(([k, v]) => `${k.replace(/_/g, " ")} ${stakeText(v)}`).join(" · ");
       const play = (s.plays || {})[b]; const dec = (s.decisions || {})[b];
       const paid = Object.entries((s.paid || {})[b] || {}).map(([l, m]) => `${l.replace(/_/g, " ")} ${signed(m)}`).join(" · ");
+      // What the rules say each line was due, once the dealer pays or at the last event.
+      const settled = paid || state.k === state.steps.length - 1;
+      const due = settled ? state.detail.settlement.filter(x => x.box === b)
+        .map(x => `<span class="${x.difference !== 0 ? "due-diff" : ""}">${esc(x.line.replace(/_/g, " "))} ${signed(x.expected)}</span>`).join(" · ") : "";
       return `<div class="box${state.disputedBoxes.has(b) ? " disputed" : ""}" data-box="${b}"><div class="label">Box ${b}${state.disputedBoxes.has(b) ? " ⚠" : ""}</div>
         ${handHtml((s.cards || {})[b], pc[b])}
         <div class="bets">${esc(bets)}${play ? " · play " + money(play) : ""}</div>
         <div class="decision">${esc(dec ? dec.replace(/_/g, " ") : "")}</div>
-        <div class="bets">${paid ? "paid: " + esc(paid) : ""}</div></div>`;
+        <div class="bets">${paid ? "paid: " + esc(paid) : ""}</div>
+        <div class="bets due">${due ? "due: " + due : ""}</div></div>`;
     }).join("") || '<div class="muted on-felt">No bets yet.</div>'}</div>`;
 }
 
