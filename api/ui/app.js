@@ -259,7 +259,7 @@ function route() {
   if (r === "findings") return findingsView(view, q);
   if (r === "cases") return casesView(view, q);
   if (r === "tables") return tablesView(view);
-  if (r === "finance") return financeView(view);
+  if (r === "finance") return financeView(view, q);
   if (r === "audit") return auditView(view, q);
   if (r === "round" && parts.length >= 3) return roundView(view, parts[1], parts[2]);
   view.innerHTML = `<div class="card"><p>Nothing here. Choose a page above.</p></div>`;
@@ -477,19 +477,134 @@ function quarantineRows(el) {
 }
 
 // ---------- finance ----------
-async function financeView(view) {
+// Finance closes every table every shift: the three wins (accounting from the count and
+// the tray counts, recorded from the rounds, rules from the replay), hold against its
+// theoretical interval, and each variance with its cause and what it is computed from.
+const SPANS = { day: "Gaming day", shift: "Shift", mtd: "Month to date", ytd: "Year to date" };
+function todayLocal() {
+  const p = wallParts(Date.now(), state.tz);
+  return `${p.year}-${p.month}-${p.day}`;
+}
+function reportQuery(q) {
+  const span = q.get("span") || "day", day = q.get("day") || todayLocal();
+  const p = new URLSearchParams({ group_by: q.get("group_by") || "table" });
+  p.set(span, span === "shift" ? `${day}/${q.get("n") || 1}` : day);
+  if (q.get("table")) p.set("table", q.get("table"));
+  return p;
+}
+function pct(bp) { return bp == null ? "—" : (bp / 100).toFixed(2) + "%"; }
+function maybe(m, what) { return m == null ? `<span class="muted">${what}</span>` : money(m); }
+
+async function financeView(view, q) {
   loading(view, "finance");
   try {
-    const rows = await api("/v1/finance");
-    let pools = [];
-    try { pools = await api("/v1/pools"); } catch (_) {}
-    view.innerHTML = `<div class="card"><h1>Finance</h1><p class="hint">Drop, fills, credits and win per table from the finance and payout events.</p>
-      ${rows.length ? `<table class="list"><thead><tr><th>Table</th><th class="num">Rounds</th><th class="num">Drop</th><th class="num">Markers</th><th class="num">Fills</th><th class="num">Credits</th><th class="num">Win (recorded)</th><th class="num">Win (rules)</th></tr></thead><tbody>
-      ${rows.map(f => `<tr class="${f.win_recorded !== f.win_rules ? "diff" : ""}"><td>${esc(f.table)}</td><td class="num">${f.rounds}</td><td class="num">${money(f.drop)}</td><td class="num">${money(f.markers)}</td><td class="num">${money(f.fills)}</td><td class="num">${money(f.credits)}</td><td class="num">${money(f.win_recorded)}</td><td class="num d">${money(f.win_rules)}</td></tr>`).join("")}
-      </tbody></table>` : `<div class="empty">No finance events yet.</div>`}</div>
-      <div class="card"><h2>Jackpot pools</h2>${pools.length ? `<table class="list"><thead><tr><th>Pool</th><th>Tables</th><th class="num">Last shown</th><th class="num">Recomputed</th><th class="num">Wins</th><th class="num">Mismatches</th></tr></thead><tbody>
+    const rq = reportQuery(q);
+    const [report, pools] = await Promise.all([api("/v1/reports?" + rq), api("/v1/pools").catch(() => [])]);
+    if (!view.isConnected) return;
+    view.innerHTML = financeForm(q) + reportSummary(report) + holdChart(report) + groupsTable(report)
+      + variancesTable(report) + poolsCard(pools) + `<div class="card" id="round-finance" hidden></div>`;
+    bindFilter(view, "finance-form", "#/finance");
+    $("#csv-report", view).onclick = () => downloadReportCsv(rq);
+    $("#print-report", view).onclick = () => window.print();
+    view.querySelectorAll("a[data-finance-round]").forEach(a => a.onclick = ev => { ev.preventDefault(); roundFinance(view, a.dataset.financeRound); });
+  } catch (e) { if (view.isConnected) failed(view, e); }
+}
+
+function financeForm(q) {
+  const sel = (name, opts, cur) => `<select id="fin-${name}" name="${name}">${Object.entries(opts).map(([k, v]) => `<option value="${k}" ${cur === k ? "selected" : ""}>${esc(v)}</option>`).join("")}</select>`;
+  return `<div class="card"><h1>Finance</h1><p class="hint">Drop, fills, credits, tray counts and the three wins per table and shift, in ${zoneLabel()}. A variance names its cause and links what it is computed from.</p>
+    <form id="finance-form" class="form-row">
+      <div><label for="fin-span">Span</label>${sel("span", SPANS, q.get("span") || "day")}</div>
+      <div><label for="fin-day">Gaming day</label><input id="fin-day" name="day" type="date" value="${esc(q.get("day") || todayLocal())}"></div>
+      <div><label for="fin-n">Shift (for a shift)</label><input id="fin-n" name="n" type="number" min="1" max="6" value="${esc(q.get("n") || "1")}"></div>
+      <div><label for="fin-group">Group by</label>${sel("group_by", { table: "Table", pit: "Pit", game: "Game", shift: "Shift", day: "Day" }, q.get("group_by") || "table")}</div>
+      <div><label for="fin-table">Table</label><input id="fin-table" name="table" value="${esc(q.get("table") || "")}" placeholder="all tables"></div>
+      <div><button type="submit">Show</button></div>
+    </form>
+    <button class="secondary" id="csv-report">CSV for accounting</button> <button class="secondary" id="print-report">Print</button></div>`;
+}
+
+function reportSummary(r) {
+  const t = r.total;
+  const tile = (label, value, cls = "") => `<div class="tile ${cls}"><div class="label">${label}</div><div class="value">${value}</div></div>`;
+  return `<div class="card"><h2>${esc(r.span)} <span class="muted">· ${esc(r.day_rule)} · ${time(r.starts_at_ns)} to ${time(r.ends_at_ns)}</span></h2>
+    <div class="tiles" id="finance-tiles">
+      ${tile("Drop (counted)", maybe(t.drop, "not yet counted"))}
+      ${tile("Win: accounting", maybe(t.win_accounting, "needs the count"))}
+      ${tile("Win: recorded", money(t.win_recorded), t.win_recorded !== t.win_rules ? "diff" : "")}
+      ${tile("Win: rules", money(t.win_rules))}
+      ${tile("Hold", pct(t.hold_bp))}
+      ${tile("Theoretical hold", pct(t.hold_theoretical_bp))}
+      ${tile("Win interval (95%)", `${money(t.win_low)} to ${money(t.win_high)}`, t.hold_alarm ? "diff" : "")}
+      ${tile("Jackpots paid", money(t.jackpot_paid_recorded))}
+      ${tile("Variances", String(r.variances_total), r.variances_total ? "diff" : "")}
+    </div></div>`;
+}
+
+// Hold against theoretical hold per group, as bars (at most 40 groups).
+function holdChart(r) {
+  const gs = r.groups.filter(g => g.hold_bp != null || g.hold_theoretical_bp != null).slice(0, 40);
+  if (!gs.length) return "";
+  const max = Math.max(100, ...gs.flatMap(g => [Math.abs(g.hold_bp || 0), Math.abs(g.hold_theoretical_bp || 0)]));
+  const w = 22, h = 120, gap = 10;
+  const bar = (x, v, cls) => { const len = Math.round(Math.abs(v || 0) / max * h); return `<rect class="${cls}" x="${x}" y="${v >= 0 ? h - len : h}" width="${w / 2}" height="${len}"><title>${pct(v)}</title></rect>`; };
+  const svg = gs.map((g, i) => { const x = i * (w + gap); return bar(x, g.hold_bp, "actual" + (g.hold_alarm ? " alarm" : "")) + bar(x + w / 2, g.hold_theoretical_bp, "theo")
+    + `<text x="${x}" y="${2 * h + 14}" class="lbl">${esc(g.key)}</text>`; }).join("");
+  return `<div class="card"><h2>Hold against theoretical hold</h2><p class="hint">Dark: actual hold; light: theoretical. Red: outside the 95% interval.</p>
+    <svg class="hold-chart" id="hold-chart" viewBox="0 0 ${gs.length * (w + gap)} ${2 * h + 20}" preserveAspectRatio="xMinYMin meet"><line x1="0" x2="${gs.length * (w + gap)}" y1="${h}" y2="${h}" class="axis"/>${svg}</svg></div>`;
+}
+
+function groupsTable(r) {
+  if (!r.groups.length) return `<div class="card empty">No table played in this span.</div>`;
+  return `<div class="card"><h2>By ${esc(r.group_by)}</h2><table class="list" id="report-table"><thead><tr>
+    <th>${esc(r.group_by)}</th><th class="num">Rounds</th><th class="num">Drop</th><th class="num">Fills</th><th class="num">Credits</th><th class="num">Opening</th><th class="num">Closing</th>
+    <th class="num">Win (accounting)</th><th class="num">Win (recorded)</th><th class="num">Win (rules)</th><th class="num">Hold</th><th class="num">Theo. hold</th><th>95% interval</th><th class="num">Variances</th></tr></thead><tbody>
+    ${r.groups.map(g => `<tr class="${g.variances || g.hold_alarm ? "diff" : ""}"><td>${esc(g.key)}${g.hold_alarm ? ' <span class="badge critical">hold alarm</span>' : ""}</td><td class="num">${g.rounds}</td>
+      <td class="num">${maybe(g.drop, "not counted")}</td><td class="num">${money(g.fills)}</td><td class="num">${money(g.credits)}</td><td class="num">${money(g.opening)}</td><td class="num">${money(g.closing)}</td>
+      <td class="num">${maybe(g.win_accounting, "—")}</td><td class="num">${money(g.win_recorded)}</td><td class="num">${money(g.win_rules)}</td><td class="num">${pct(g.hold_bp)}</td><td class="num">${pct(g.hold_theoretical_bp)}</td>
+      <td>${money(g.win_low)} to ${money(g.win_high)}</td><td class="num">${g.variances}</td></tr>`).join("")}
+    </tbody></table></div>`;
+}
+
+function linkHtml(l) {
+  if (l.kind === "round" && l.round != null) return `<a href="#" data-finance-round="${esc(l.table)}/${l.round}">${esc(l.text)}</a>`;
+  return `<span class="link-${esc(l.kind)}">${esc(l.text)}</span>`;
+}
+function variancesTable(r) {
+  if (!r.variances.length) return `<div class="card"><h2>Variances</h2><div class="empty">None: the three wins agree wherever they can be compared.</div></div>`;
+  return `<div class="card"><h2>Variances</h2><p class="hint">Each difference with its cause. A round opens its finance summary: what was paid and what was due.</p>
+    <table class="list" id="variances-table"><thead><tr><th>Shift</th><th>Table</th><th>Cause</th><th class="num">Amount</th><th>What</th><th>From</th></tr></thead><tbody>
+    ${r.variances.map(v => `<tr class="diff"><td>${esc(v.shift)}</td><td>${esc(v.table)}</td><td>${badge(v.cause)}</td><td class="num">${signed(v.amount)}</td><td>${esc(v.text)}</td><td>${v.links.map(linkHtml).join("<br>")}</td></tr>`).join("")}
+    </tbody></table>${r.variances_total > r.variances.length ? `<p class="muted">The first ${r.variances.length} of ${r.variances_total}.</p>` : ""}</div>`;
+}
+
+function poolsCard(pools) {
+  return `<div class="card"><h2>Jackpot pools</h2>${pools.length ? `<table class="list"><thead><tr><th>Pool</th><th>Tables</th><th class="num">Last shown</th><th class="num">Recomputed</th><th class="num">Wins</th><th class="num">Mismatches</th></tr></thead><tbody>
       ${pools.map(p => `<tr class="${p.mismatches.length ? "diff" : ""}"><td>${esc(p.pool)}</td><td>${p.tables.map(esc).join(", ")}</td><td class="num">${money(p.last_shown)}</td><td class="num">${money(p.recomputed)}</td><td class="num">${p.wins}</td><td class="num">${p.mismatches.length}</td></tr>`).join("")}</tbody></table>` : `<div class="empty">No jackpot pool.</div>`}</div>`;
-  } catch (e) { failed(view, e); }
+}
+
+async function roundFinance(view, tableRound) {
+  const el = $("#round-finance", view);
+  el.hidden = false; el.innerHTML = `<p class="muted">Loading round ${esc(tableRound)}…</p>`;
+  try {
+    const [t, n] = tableRound.split("/");
+    const r = await api(`/v1/finance/rounds/${encodeURIComponent(t)}/${n}`);
+    el.innerHTML = `<h2>Table ${esc(r.table)} · round ${r.round}: paid and due</h2><p class="muted">${esc(r.rule_set || "")} · opened ${time(r.opened_at_ns)} · events #${r.first_seq}–#${r.last_seq}</p>
+      <table class="list" id="round-finance-lines"><thead><tr><th class="num">Box</th><th>Line</th><th class="num">Paid</th><th class="num">Due</th><th class="num">Difference</th></tr></thead><tbody>
+      ${r.lines.map(l => `<tr class="${l.recorded !== l.due ? "diff" : ""}"><td class="num">${l.box_no}</td><td>${esc(l.line.replace(/_/g, " "))}</td><td class="num">${signed(l.recorded)}</td><td class="num">${signed(l.due)}</td><td class="num">${l.recorded !== l.due ? signed(l.recorded - l.due) : "—"}</td></tr>`).join("")}
+      </tbody></table>`;
+    el.scrollIntoView({ block: "nearest" });
+  } catch (e) { el.innerHTML = `<p class="error">${esc(e.message)}</p>`; }
+}
+
+async function downloadReportCsv(rq) {
+  const p = new URLSearchParams(rq); p.set("format", "csv");
+  const res = await api("/v1/reports?" + p, { raw: true });
+  const a = document.createElement("a");
+  a.href = URL.createObjectURL(await res.blob());
+  a.download = `roundledger-finance-${[...rq.entries()].map(([k, v]) => k + "-" + v).join("_").replace(/[^A-Za-z0-9_-]+/g, "-")}.csv`;
+  document.body.appendChild(a); a.click(); a.remove();
+  setTimeout(() => URL.revokeObjectURL(a.href), 10000);
 }
 
 // ---------- audit ----------
