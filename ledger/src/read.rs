@@ -859,12 +859,8 @@ impl Ledger {
     /// `schemas::export::verify_export`, without sled.
     pub fn export(&self, sel: &ExportSelection, mut w: impl Write) -> Result<ExportSummary, Error> {
         let tables = match &sel.table {
-            Some(t) => {
-                if self.head(t).is_none() {
-                    return Err(Error::UnknownTable(t.clone()));
-                }
-                vec![t.clone()]
-            }
+            Some(t) if self.head(t).is_none() => return Err(Error::UnknownTable(t.clone())),
+            Some(t) => vec![t.clone()],
             None => self.tables(),
         };
         let mut header = ExportHeader {
@@ -873,48 +869,9 @@ impl Ledger {
             tables: Vec::new(),
         };
         for table in tables {
-            let head = self.head(&table).map(|h| h.seq.0).unwrap_or(0);
-            let (from, to) = match &sel.range {
-                ExportRange::All => (1, head),
-                ExportRange::Seqs(r) => ((*r.start()).max(1), (*r.end()).min(head)),
-                ExportRange::Rounds(r) => {
-                    let rs: Vec<_> = self
-                        .rounds(&table)?
-                        .into_iter()
-                        .filter(|s| r.contains(&s.round.0))
-                        .collect();
-                    match (
-                        rs.iter().map(|s| s.first_seq.0).min(),
-                        rs.iter().map(|s| s.last_seq.0).max(),
-                    ) {
-                        (Some(a), Some(b)) => (a, b),
-                        _ => (1, 0),
-                    }
-                }
-            };
-            if to < from {
-                continue;
+            if let Some(t) = self.export_range(&table, &sel.range)? {
+                header.tables.push(t);
             }
-            let anchor = if from == 1 {
-                GENESIS
-            } else {
-                self.stored_event(&table, from - 1)?
-                    .ok_or_else(|| {
-                        Error::Export(format!("table {table}: no event at seq {}", from - 1))
-                    })?
-                    .hash
-            };
-            let last = self
-                .stored_event(&table, to)?
-                .ok_or_else(|| Error::Export(format!("table {table}: no event at seq {to}")))?;
-            header.tables.push(ExportTable {
-                table,
-                from_seq: from,
-                to_seq: to,
-                anchor,
-                head: last.hash,
-                events: to - from + 1,
-            });
         }
         if let Some(max) = sel.events_max {
             let events = header.tables.iter().map(|t| t.events).sum::<u64>();
@@ -924,45 +881,10 @@ impl Ledger {
         }
         let line = serde_json::to_string(&header).map_err(|e| Error::Export(e.to_string()))?;
         writeln!(w, "{line}")?;
-        let mut total = 0;
-        let mut receipts = BTreeMap::new();
+        let (mut total, mut receipts) = (0, BTreeMap::new());
         for t in &header.tables {
-            let mut expected = t.from_seq;
-            // A range from seq 1 carries its receipt, as `verify_export` recomputes it.
-            let mut receipt = (t.from_seq == 1).then_some(Hash32::ZERO);
-            for e in self.events(&t.table, t.from_seq..=t.to_seq) {
-                let e = e?;
-                if e.seq.0 != expected {
-                    return Err(Error::Export(format!(
-                        "table {}: stored seq {} where {expected} was expected (run verify)",
-                        t.table, e.seq.0
-                    )));
-                }
-                expected += 1;
-                if let Some(r) = &mut receipt {
-                    *r = schemas::digest::receipt_next(r, e.stream_seq, e.received_at_ns);
-                }
-                let line = ExportEvent {
-                    table: t.table.clone(),
-                    seq: e.seq.0,
-                    hash: e.hash,
-                    stream_seq: e.stream_seq,
-                    received_at_ns: e.received_at_ns,
-                    bytes: hex::encode(&e.bytes),
-                };
-                let line =
-                    serde_json::to_string(&line).map_err(|e| Error::Export(e.to_string()))?;
-                writeln!(w, "{line}")?;
-                total += 1;
-            }
-            if expected != t.to_seq + 1 {
-                return Err(Error::Export(format!(
-                    "table {}: stored events end at seq {}, expected {} (run verify)",
-                    t.table,
-                    expected - 1,
-                    t.to_seq
-                )));
-            }
+            let (events, receipt) = self.export_table(t, &mut w)?;
+            total += events;
             if let Some(r) = receipt {
                 receipts.insert(t.table.clone(), r);
             }
@@ -974,5 +896,95 @@ impl Ledger {
             events: total,
             receipts,
         })
+    }
+
+    /// The seq range of `table` that `range` selects, with its anchor and head; `None`
+    /// when it selects nothing.
+    fn export_range(
+        &self,
+        table: &TableId,
+        range: &ExportRange,
+    ) -> Result<Option<ExportTable>, Error> {
+        let head = self.head(table).map(|h| h.seq.0).unwrap_or(0);
+        let (from, to) = match range {
+            ExportRange::All => (1, head),
+            ExportRange::Seqs(r) => ((*r.start()).max(1), (*r.end()).min(head)),
+            ExportRange::Rounds(r) => {
+                let rs: Vec<_> = self.rounds(table)?;
+                let rs = rs.iter().filter(|s| r.contains(&s.round.0));
+                let (first, last) = rs.fold((u64::MAX, 0), |(a, b), s| {
+                    (a.min(s.first_seq.0), b.max(s.last_seq.0))
+                });
+                if first == u64::MAX {
+                    (1, 0)
+                } else {
+                    (first, last)
+                }
+            }
+        };
+        if to < from {
+            return Ok(None);
+        }
+        let missing = |seq: u64| Error::Export(format!("table {table}: no event at seq {seq}"));
+        let anchor = match from {
+            1 => GENESIS,
+            _ => {
+                self.stored_event(table, from - 1)?
+                    .ok_or_else(|| missing(from - 1))?
+                    .hash
+            }
+        };
+        let last = self.stored_event(table, to)?.ok_or_else(|| missing(to))?;
+        Ok(Some(ExportTable {
+            table: table.clone(),
+            from_seq: from,
+            to_seq: to,
+            anchor,
+            head: last.hash,
+            events: to - from + 1,
+        }))
+    }
+
+    /// Writes one table's event lines; their count, and the receipt of a range from seq 1
+    /// (as `verify_export` recomputes it).
+    fn export_table(
+        &self,
+        t: &ExportTable,
+        w: &mut impl Write,
+    ) -> Result<(u64, Option<Hash32>), Error> {
+        let mut expected = t.from_seq;
+        let mut receipt = (t.from_seq == 1).then_some(Hash32::ZERO);
+        for e in self.events(&t.table, t.from_seq..=t.to_seq) {
+            let e = e?;
+            if e.seq.0 != expected {
+                return Err(Error::Export(format!(
+                    "table {}: stored seq {} where {expected} was expected (run verify)",
+                    t.table, e.seq.0
+                )));
+            }
+            expected += 1;
+            if let Some(r) = &mut receipt {
+                *r = schemas::digest::receipt_next(r, e.stream_seq, e.received_at_ns);
+            }
+            let line = ExportEvent {
+                table: t.table.clone(),
+                seq: e.seq.0,
+                hash: e.hash,
+                stream_seq: e.stream_seq,
+                received_at_ns: e.received_at_ns,
+                bytes: hex::encode(&e.bytes),
+            };
+            let line = serde_json::to_string(&line).map_err(|e| Error::Export(e.to_string()))?;
+            writeln!(w, "{line}")?;
+        }
+        if expected != t.to_seq + 1 {
+            return Err(Error::Export(format!(
+                "table {}: stored events end at seq {}, expected {} (run verify)",
+                t.table,
+                expected - 1,
+                t.to_seq
+            )));
+        }
+        Ok((t.to_seq + 1 - t.from_seq, receipt))
     }
 }
