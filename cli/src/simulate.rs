@@ -205,3 +205,17 @@ pub fn run(args: Args) -> Result<Outcome> {
     }
     Ok(Outcome::Clean)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shift_start_is_a_utc_time_of_day() {
+        assert_eq!(utc_time_of_day_ns("06:00").unwrap(), 6 * 3_600_000_000_000);
+        assert_eq!(utc_time_of_day_ns("23:59").unwrap(), 86_340_000_000_000);
+        for bad in ["6:00", "24:00", "06:60", "0600", "ab:cd", ""] {
+            assert!(utc_time_of_day_ns(bad).is_err(), "{bad}");
+        }
+    }
+}

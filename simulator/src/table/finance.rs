@@ -18,7 +18,7 @@ use rand_chacha::ChaCha8Rng;
 use schemas::count::{CountResult, COUNT_TEXT_LEN_MAX};
 use schemas::settle::Settlement;
 use schemas::{BetKind, BoxNo, Card, CardTarget, EventBody, Finance, Money, PayLine, RoundId};
-use schemas::{Rank, Suit};
+use schemas::{Rank, Seq, Suit};
 
 /// The count room counts a box this long after its removal (simulated clock).
 const COUNT_DELAY_NS: i64 = 2 * 3_600_000_000_000;
@@ -363,7 +363,7 @@ impl TableSim {
         ctx: &RoundCtx,
         expected: Money,
         recorded: Money,
-        seq: schemas::Seq,
+        seq: Seq,
     ) {
         let kind = if recorded.0 > expected.0 {
             VarianceKind::Overpayment
@@ -378,7 +378,7 @@ impl TableSim {
     }
 
     /// Records a jackpot paid by the jackpot system (`JackpotHit` at `seq`).
-    pub(super) fn record_jackpot(&mut self, round: RoundId, amount: Money, seq: schemas::Seq) {
+    pub(super) fn record_jackpot(&mut self, round: RoundId, amount: Money, seq: Seq) {
         let link = FinanceLink::Round { round, seq };
         self.record(VarianceKind::JackpotPaid, amount, link);
     }
@@ -400,12 +400,7 @@ impl TableSim {
     }
 
     /// Appends a cage event (no round) after a gap drawn from `gap_ms` by the cage.
-    fn emit_cage(
-        &mut self,
-        out: &mut Vec<Published>,
-        entry: Finance,
-        gap_ms: (u64, u64),
-    ) -> schemas::Seq {
+    fn emit_cage(&mut self, out: &mut Vec<Published>, entry: Finance, gap_ms: (u64, u64)) -> Seq {
         let gap = super::gap_ns(&mut self.cage.rng, gap_ms);
         self.emit_after(out, None, Dev::Cage, EventBody::Finance { entry }, gap)
     }
