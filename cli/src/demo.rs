@@ -120,6 +120,7 @@ impl Web {
 pub fn run(mut args: Args) -> Result<Outcome> {
     // The demo's own defaults: a few thousand rounds, some irregularities to find.
     args.floor.irregularities.get_or_insert(0.004);
+    args.floor.finance_errors.get_or_insert(0.1);
     let started = Instant::now();
     let mut nats = natsd::NatsServer::start_secured()
         .context("starting nats-server (scripts/setup.sh installs it)")?;
