@@ -15,6 +15,7 @@
 //! stay for `roundledger serve --ledger DIR --no-ingest --config DIR/tokens.json`.
 
 use crate::audit::{self, render, Filter};
+use crate::demo_finance;
 use crate::simulate::FloorArgs;
 use crate::source::Source;
 use crate::Outcome;
@@ -136,8 +137,9 @@ pub fn run(mut args: Args) -> Result<Outcome> {
     let ledger = open_ledger(&dir)?;
     let tokens_path = dir.join("tokens.json");
     let tokens = crate::tokens::write_config(&tokens_path)?;
-    let access = api::auth::AccessConfig::load(&tokens_path)
+    let mut access = api::auth::AccessConfig::load(&tokens_path)
         .with_context(|| format!("reading back {}", tokens_path.display()))?;
+    let count_key = demo_finance::trust_count_key(&tokens_path, &mut access)?;
     let floor = args.floor.floor()?;
     let (ingest_config, devices) = secured_floor(&mut nats, &floor)?;
     println!(
@@ -235,6 +237,10 @@ pub fn run(mut args: Args) -> Result<Outcome> {
         "checkpoints: {} published, {} verified and kept, {} refused; every table attested up to its last event",
         published.checkpoints, ingest_report.checkpoints_kept, ingest_report.checkpoints_refused
     );
+    let finance_token = role_token(&tokens, "finance")?;
+    let fin = demo_finance::client(&web.url(), &finance_token)?;
+    let counted = demo_finance::enter_counts(&fin, &count_key, &published.finance.counts)?;
+    println!("count room: {counted} drop boxes counted, signed and entered (POST /v1/counts)");
     let verify = ledger.verify().context("verifying the ledger")?;
     anyhow::ensure!(verify.is_ok(), "chain verification failed: {verify:?}");
     println!(
@@ -318,6 +324,14 @@ pub fn run(mut args: Args) -> Result<Outcome> {
         println!("web UI stopped");
     }
     Ok(outcome)
+}
+
+/// The token of `role` among the demo's.
+fn role_token(tokens: &[crate::tokens::RoleToken], role: &str) -> Result<String> {
+    let found = tokens.iter().find(|(r, _)| *r == role);
+    found
+        .map(|(_, t)| t.clone())
+        .context("the demo's tokens name every role")
 }
 
 fn games(floor: &simulator::Floor) -> String {

@@ -16,6 +16,7 @@ mod count;
 mod day;
 mod dayfile;
 mod demo;
+mod demo_finance;
 mod digest;
 mod evidence;
 mod export;

@@ -148,7 +148,7 @@ fn load(path: &Path) -> Result<AccessConfig> {
 
 /// Checks `a` as the server would, then replaces the file whole (a new owner-only file
 /// renamed over it), so a reading server never sees half of it.
-fn save(path: &Path, a: &AccessConfig) -> Result<()> {
+pub fn save(path: &Path, a: &AccessConfig) -> Result<()> {
     api::auth::Tokens::new(a).context("the changed file would not load")?;
     a.count_keys().context("the changed file would not load")?;
     let tmp = path.with_extension("json.new");
