@@ -125,7 +125,6 @@ pub fn run(mut args: Args) -> Result<Outcome> {
     let started = Instant::now();
     let mut nats = natsd::NatsServer::start_secured()
         .context("starting nats-server (scripts/setup.sh installs it)")?;
-
     let tmp = tempfile::tempdir().context("creating a temporary directory")?;
     let dir = match &args.keep {
         Some(d) => {
@@ -135,11 +134,7 @@ pub fn run(mut args: Args) -> Result<Outcome> {
         None => tmp.path().join("ledger"),
     };
     let ledger = open_ledger(&dir)?;
-    let tokens_path = dir.join("tokens.json");
-    let tokens = crate::tokens::write_config(&tokens_path)?;
-    let mut access = api::auth::AccessConfig::load(&tokens_path)
-        .with_context(|| format!("reading back {}", tokens_path.display()))?;
-    let count_key = demo_finance::trust_count_key(&tokens_path, &mut access)?;
+    let access = Access::write(&dir)?;
     let floor = args.floor.floor()?;
     let (ingest_config, devices) = secured_floor(&mut nats, &floor)?;
     println!(
@@ -149,66 +144,175 @@ pub fn run(mut args: Args) -> Result<Outcome> {
         args.floor.rounds,
         args.floor.seed
     );
-
     let rt = crate::serve::runtime()?;
     let alert_log = ingest::alerts::AlertLog::default();
     let source = crate::serve::alert_source(&alert_log);
     let web = Web::start(
         &rt,
         args.http,
-        access.clone(),
+        access.config.clone(),
         &dir,
         ledger.clone(),
         Some(source),
     )?;
+    print_web(&web, &access, &args);
+    let ingest_config = ingest::IngestConfig {
+        alerts: alert_log.clone(),
+        ..ingest_config
+    };
+    let run = Played {
+        nats_url: nats.url(),
+        floor,
+        rounds: args.floor.rounds,
+        rate: args.floor.rate(),
+        devices,
+    };
+    let (published, ingest_report) = rt.block_on(play(run, ingest_config, ledger.clone()))?;
+    check_stored(&ledger, &published, &ingest_report, started)?;
+    let fin = demo_finance::client(&web.url(), &access.token("finance")?)?;
+    let counted = demo_finance::enter_counts(&fin, &access.count_key, &published.finance.counts)?;
+    println!("count room: {counted} drop boxes counted, signed and entered (POST /v1/counts)");
+    let verify = ledger.verify().context("verifying the ledger")?;
+    anyhow::ensure!(verify.is_ok(), "chain verification failed: {verify:?}");
+    println!(
+        "chains verified: {} tables, every hash recomputed from genesis",
+        verify.tables.len()
+    );
+    // The audit reads the ledger alone: the web UI lets it go (and comes back with --serve).
     let web_addr = web.addr;
+    web.stop(&rt)?;
+    let ledger = release(ledger)?;
+    let source = Source::Ledger(Box::new(ledger));
+    let outcome = audit_and_compare(&source, &published)?;
+    if let Some(k) = &args.keep {
+        println!(
+            "ledger kept in {} (try: roundledger audit --ledger {}; the web UI: roundledger serve --ledger {} --no-ingest --config {})",
+            k.display(),
+            k.display(),
+            k.display(),
+            access.path.display()
+        );
+    }
+    println!("demo finished in {:.1?}", started.elapsed());
+    drop(nats);
+    if args.serve {
+        let Source::Ledger(ledger) = source else {
+            anyhow::bail!("the demo audits its own ledger")
+        };
+        let alerts = Some(crate::serve::alert_source(&alert_log));
+        serve_on(
+            &rt,
+            web_addr,
+            access.config,
+            &dir,
+            Arc::new(*ledger),
+            alerts,
+        )?;
+    }
+    Ok(outcome)
+}
+
+/// The demo's access file: a token per role and a trusted count key.
+struct Access {
+    path: PathBuf,
+    tokens: Vec<crate::tokens::RoleToken>,
+    config: api::auth::AccessConfig,
+    count_key: schemas::attest::SigningKey,
+}
+
+impl Access {
+    fn write(dir: &Path) -> Result<Access> {
+        let path = dir.join("tokens.json");
+        let tokens = crate::tokens::write_config(&path)?;
+        let mut config = api::auth::AccessConfig::load(&path)
+            .with_context(|| format!("reading back {}", path.display()))?;
+        let count_key = demo_finance::trust_count_key(&path, &mut config)?;
+        Ok(Access {
+            path,
+            tokens,
+            config,
+            count_key,
+        })
+    }
+
+    /// The token of `role`.
+    fn token(&self, role: &str) -> Result<String> {
+        let found = self.tokens.iter().find(|(r, _)| *r == role);
+        found
+            .map(|(_, t)| t.clone())
+            .context("the demo's tokens name every role")
+    }
+}
+
+fn print_web(web: &Web, access: &Access, args: &Args) {
     println!(
         "web UI and API on {} while the demo runs; sign in with a token (the Live page shows the rounds as they are stored):\n{}access configuration: {}{}",
         web.url(),
-        crate::tokens::render(&tokens),
-        tokens_path.display(),
+        crate::tokens::render(&access.tokens),
+        access.path.display(),
         match (&args.keep, args.serve) {
             (_, true) => " (the web UI stays up after the audit until Ctrl-C)",
             (Some(_), false) => " (kept with the ledger; the web UI stops with the demo)",
             (None, false) => " (removed with the demo; --serve keeps the web UI up after the audit)",
         }
     );
-    let (published, ingest_report) = rt.block_on(async {
-        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let config = ingest::IngestConfig {
-            alerts: alert_log.clone(),
-            ..ingest_config
-        };
-        let ingest = tokio::spawn(ingest::run(config, ledger.clone(), async move {
-            let _ = stop_rx.await;
-        }));
-        let published = simulator::publish_floor(
-            &nats.url(),
-            floor.tables,
-            args.floor.rounds,
-            args.floor.rate(),
-            simulator::PublishOptions {
-                durable: Some(simulator::DurableWait::default()),
-                access: devices,
-                ..simulator::PublishOptions::default()
-            },
-        )
-        .await
-        .context("publishing the simulated floor");
-        let published = match published {
-            Ok(p) => p,
-            Err(e) => {
-                let _ = stop_tx.send(());
-                let _ = ingest.await;
-                return Err(e);
-            }
-        };
-        let drained = wait_until_durable(&ledger, &published).await;
-        let _ = stop_tx.send(());
-        let report = ingest.await.context("ingest task")?.context("ingest")?;
-        drained?;
-        Ok::<_, anyhow::Error>((published, report))
-    })?;
+}
+
+/// What the floor plays and publishes.
+struct Played {
+    nats_url: String,
+    floor: simulator::Floor,
+    rounds: u64,
+    rate: Option<f64>,
+    devices: simulator::DeviceAccess,
+}
+
+/// Publishes the floor while ingest stores it, until every event is durable.
+async fn play(
+    run: Played,
+    config: ingest::IngestConfig,
+    ledger: Arc<ledger::Ledger>,
+) -> Result<(simulator::PublishReport, ingest::IngestReport)> {
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let ingest = tokio::spawn(ingest::run(config, ledger.clone(), async move {
+        let _ = stop_rx.await;
+    }));
+    let options = simulator::PublishOptions {
+        durable: Some(simulator::DurableWait::default()),
+        access: run.devices,
+        ..simulator::PublishOptions::default()
+    };
+    let published = simulator::publish_floor(
+        &run.nats_url,
+        run.floor.tables,
+        run.rounds,
+        run.rate,
+        options,
+    )
+    .await
+    .context("publishing the simulated floor");
+    let published = match published {
+        Ok(p) => p,
+        Err(e) => {
+            let _ = stop_tx.send(());
+            let _ = ingest.await;
+            return Err(e);
+        }
+    };
+    let drained = wait_until_durable(&ledger, &published).await;
+    let _ = stop_tx.send(());
+    let report = ingest.await.context("ingest task")?.context("ingest")?;
+    drained?;
+    Ok((published, report))
+}
+
+/// Exactly the published events are stored, each once, with the published hashes.
+fn check_stored(
+    ledger: &ledger::Ledger,
+    published: &simulator::PublishReport,
+    ingest_report: &ingest::IngestReport,
+    started: Instant,
+) -> Result<()> {
     println!(
         "published {} events of {} rounds; ingest stored {} in {} batches ({} duplicates, {} quarantined) in {:.1?}",
         published.events.len(),
@@ -219,8 +323,6 @@ pub fn run(mut args: Args) -> Result<Outcome> {
         ingest_report.quarantined,
         started.elapsed()
     );
-
-    // Exactly the published events, each once, with the published hashes.
     let mut missing = 0u64;
     for p in &published.events {
         match ledger.events(&p.table, p.seq.0..=p.seq.0).next() {
@@ -232,51 +334,41 @@ pub fn run(mut args: Args) -> Result<Outcome> {
         missing == 0,
         "{missing} published events are not in the ledger as published"
     );
-
     println!(
         "checkpoints: {} published, {} verified and kept, {} refused; every table attested up to its last event",
         published.checkpoints, ingest_report.checkpoints_kept, ingest_report.checkpoints_refused
     );
-    let finance_token = role_token(&tokens, "finance")?;
-    let fin = demo_finance::client(&web.url(), &finance_token)?;
-    let counted = demo_finance::enter_counts(&fin, &count_key, &published.finance.counts)?;
-    println!("count room: {counted} drop boxes counted, signed and entered (POST /v1/counts)");
-    let verify = ledger.verify().context("verifying the ledger")?;
-    anyhow::ensure!(verify.is_ok(), "chain verification failed: {verify:?}");
-    println!(
-        "chains verified: {} tables, every hash recomputed from genesis",
-        verify.tables.len()
-    );
+    Ok(())
+}
 
-    // The audit reads the ledger alone: the web UI lets it go (and comes back with --serve).
-    web.stop(&rt)?;
+/// The ledger, once the stopped web UI has let it go.
+fn release(ledger: Arc<ledger::Ledger>) -> Result<ledger::Ledger> {
     let released = Instant::now() + Duration::from_secs(5);
     while Arc::strong_count(&ledger) > 1 && Instant::now() < released {
         std::thread::sleep(Duration::from_millis(20));
     }
-    let ledger = Arc::try_unwrap(ledger).map_err(|_| anyhow::anyhow!("ledger still shared"))?;
-    let source = Source::Ledger(Box::new(ledger));
-    let summary = audit::audit(&source, &Filter::default(), &|_| {})?;
+    Arc::try_unwrap(ledger).map_err(|_| anyhow::anyhow!("ledger still shared"))
+}
+
+/// The audit, and whether it flagged exactly the rounds the simulator injected faults into.
+fn audit_and_compare(source: &Source, published: &simulator::PublishReport) -> Result<Outcome> {
+    let summary = audit::audit(source, &Filter::default(), &|_| {})?;
     println!();
     print!("{}", render(&summary));
-
-    // Did the audit flag every round the simulator injected a fault into?
     let injected: BTreeSet<(TableId, u64)> = published
         .faults
         .iter()
         .map(|(t, f)| (t.clone(), f.round().0))
         .collect();
-    let flagged: BTreeSet<(TableId, u64)> = summary
+    let disputed = summary
         .disputed_rounds
         .iter()
-        .map(|d| (d.table.clone(), d.round.0))
-        .chain(
-            summary
-                .irregular_rounds
-                .iter()
-                .map(|(t, r, _)| (t.clone(), r.0)),
-        )
-        .collect();
+        .map(|d| (d.table.clone(), d.round.0));
+    let irregular = summary
+        .irregular_rounds
+        .iter()
+        .map(|(t, r, _)| (t.clone(), r.0));
+    let flagged: BTreeSet<(TableId, u64)> = disputed.chain(irregular).collect();
     let not_flagged = injected.difference(&flagged).count();
     let unexpected = flagged.difference(&injected).count();
     println!(
@@ -287,51 +379,31 @@ pub fn run(mut args: Args) -> Result<Outcome> {
         not_flagged,
         unexpected
     );
-    if let Some(k) = &args.keep {
-        println!(
-            "ledger kept in {} (try: roundledger audit --ledger {}; the web UI: roundledger serve --ledger {} --no-ingest --config {})",
-            k.display(),
-            k.display(),
-            k.display(),
-            tokens_path.display()
-        );
-    }
-    println!("demo finished in {:.1?}", started.elapsed());
-    drop(nats);
-    let outcome = if not_flagged == 0 && unexpected == 0 {
+    Ok(if not_flagged == 0 && unexpected == 0 {
         Outcome::Clean
     } else {
         Outcome::Findings
-    };
-    if args.serve {
-        let Source::Ledger(ledger) = source else {
-            anyhow::bail!("the demo audits its own ledger")
-        };
-        let web = Web::start(
-            &rt,
-            web_addr,
-            access,
-            &dir,
-            Arc::new(*ledger),
-            Some(crate::serve::alert_source(&alert_log)),
-        )?;
-        println!(
-            "\nserving the web UI on {} until Ctrl-C; sign in with a token above",
-            web.url()
-        );
-        rt.block_on(crate::serve::shutdown_signal());
-        web.stop(&rt)?;
-        println!("web UI stopped");
-    }
-    Ok(outcome)
+    })
 }
 
-/// The token of `role` among the demo's.
-fn role_token(tokens: &[crate::tokens::RoleToken], role: &str) -> Result<String> {
-    let found = tokens.iter().find(|(r, _)| *r == role);
-    found
-        .map(|(_, t)| t.clone())
-        .context("the demo's tokens name every role")
+/// `--serve`: the web UI on the demo's ledger until Ctrl-C.
+fn serve_on(
+    rt: &tokio::runtime::Runtime,
+    addr: SocketAddr,
+    access: api::auth::AccessConfig,
+    dir: &Path,
+    ledger: Arc<ledger::Ledger>,
+    alerts: Option<api::AlertSource>,
+) -> Result<()> {
+    let web = Web::start(rt, addr, access, dir, ledger, alerts)?;
+    println!(
+        "\nserving the web UI on {} until Ctrl-C; sign in with a token above",
+        web.url()
+    );
+    rt.block_on(crate::serve::shutdown_signal());
+    web.stop(rt)?;
+    println!("web UI stopped");
+    Ok(())
 }
 
 fn games(floor: &simulator::Floor) -> String {
