@@ -116,70 +116,13 @@ impl Client {
             self.host, self.token
         )?;
         s.write_all(body.unwrap_or_default())?;
-        let mut r = BufReader::new(s);
-        let mut line = String::new();
-        r.read_line(&mut line)?;
-        let status: u16 = line
-            .split_whitespace()
-            .nth(1)
-            .and_then(|c| c.parse().ok())
-            .with_context(|| format!("{method} {path}: bad status line {line:?}"))?;
-        let (mut len, mut chunked) = (None, false);
-        loop {
-            line.clear();
-            r.read_line(&mut line)?;
-            let l = line.trim_end();
-            if l.is_empty() {
-                break;
-            }
-            if let Some((k, v)) = l.split_once(':') {
-                let (k, v) = (k.trim().to_ascii_lowercase(), v.trim());
-                if k == "content-length" {
-                    len = Some(v.parse::<usize>().context("content-length")?);
-                } else if k == "transfer-encoding" && v.eq_ignore_ascii_case("chunked") {
-                    chunked = true;
-                }
-            }
-        }
-        let body = if chunked {
-            let mut body = Vec::new();
-            loop {
-                line.clear();
-                r.read_line(&mut line)?;
-                let n = usize::from_str_radix(line.trim().split(';').next().unwrap_or(""), 16)
-                    .context("chunk size")?;
-                if n == 0 {
-                    break;
-                }
-                if body.len() + n > BODY_LEN_MAX {
-                    bail!("GET {path}: body larger than {BODY_LEN_MAX} bytes");
-                }
-                let start = body.len();
-                body.resize(start + n, 0);
-                r.read_exact(&mut body[start..])?;
-                line.clear();
-                r.read_line(&mut line)?;
-            }
-            body
-        } else {
-            let mut body = Vec::new();
-            match len {
-                Some(n) if n > BODY_LEN_MAX => bail!("GET {path}: body of {n} bytes is too large"),
-                Some(n) => {
-                    body.resize(n, 0);
-                    r.read_exact(&mut body)?;
-                }
-                None => {
-                    r.take(BODY_LEN_MAX as u64).read_to_end(&mut body)?;
-                }
-            }
-            body
-        };
+        let what = format!("{method} {path}");
+        let (status, body) = read_response(BufReader::new(s), &what)?;
         if !(200..300).contains(&status) {
             let msg = serde_json::from_slice::<schemas::api::ApiError>(&body)
                 .map(|e| e.error)
                 .unwrap_or_else(|_| String::from_utf8_lossy(&body).into_owned());
-            bail!("{method} {path}: {status}: {msg}");
+            bail!("{what}: {status}: {msg}");
         }
         Ok(body)
     }
@@ -187,6 +130,70 @@ impl Client {
     pub fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T> {
         let body = self.get_bytes(path)?;
         serde_json::from_slice(&body).with_context(|| format!("GET {path}: unexpected body"))
+    }
+}
+
+/// A response's status and body (fixed-length, chunked, or to the end), at most
+/// `BODY_LEN_MAX` bytes.
+fn read_response(mut r: impl BufRead, what: &str) -> Result<(u16, Vec<u8>)> {
+    let mut line = String::new();
+    r.read_line(&mut line)?;
+    let status: u16 = line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .with_context(|| format!("{what}: bad status line {line:?}"))?;
+    let (mut len, mut chunked) = (None, false);
+    loop {
+        line.clear();
+        r.read_line(&mut line)?;
+        let l = line.trim_end();
+        if l.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = l.split_once(':') {
+            let (k, v) = (k.trim().to_ascii_lowercase(), v.trim());
+            if k == "content-length" {
+                len = Some(v.parse::<usize>().context("content-length")?);
+            } else if k == "transfer-encoding" && v.eq_ignore_ascii_case("chunked") {
+                chunked = true;
+            }
+        }
+    }
+    let mut body = Vec::new();
+    match (chunked, len) {
+        (true, _) => read_chunked(&mut r, &mut body, what)?,
+        (false, Some(n)) if n > BODY_LEN_MAX => bail!("{what}: body of {n} bytes is too large"),
+        (false, Some(n)) => {
+            body.resize(n, 0);
+            r.read_exact(&mut body)?;
+        }
+        (false, None) => {
+            r.take(BODY_LEN_MAX as u64).read_to_end(&mut body)?;
+        }
+    }
+    Ok((status, body))
+}
+
+/// A chunked body, into `body`.
+fn read_chunked(r: &mut impl BufRead, body: &mut Vec<u8>, what: &str) -> Result<()> {
+    let mut line = String::new();
+    loop {
+        line.clear();
+        r.read_line(&mut line)?;
+        let n = usize::from_str_radix(line.trim().split(';').next().unwrap_or(""), 16)
+            .context("chunk size")?;
+        if n == 0 {
+            return Ok(());
+        }
+        if body.len() + n > BODY_LEN_MAX {
+            bail!("{what}: body larger than {BODY_LEN_MAX} bytes");
+        }
+        let start = body.len();
+        body.resize(start + n, 0);
+        r.read_exact(&mut body[start..])?;
+        line.clear();
+        r.read_line(&mut line)?;
     }
 }
 
