@@ -132,6 +132,7 @@ pub fn verify(args: VerifyArgs) -> Result<Outcome> {
             for line in readside::evidence::describe_attestation(&v) {
                 println!("  {line}");
             }
+            println!("  {}", unverified(&bytes, v.case_entries));
             Ok(Outcome::Clean)
         }
         Err(e) => {
@@ -139,4 +140,15 @@ pub fn verify(args: VerifyArgs) -> Result<Outcome> {
             Ok(Outcome::Findings)
         }
     }
+}
+
+/// What a bundle carries outside its proof: who exported it, when, and the case notes.
+/// Anyone holding the file can change them unseen, so the output says so.
+fn unverified(bytes: &[u8], case_entries: usize) -> String {
+    let v: serde_json::Value = serde_json::from_slice(bytes).unwrap_or_default();
+    let at_ns = v["exported_at_ns"].as_i64().map_or("?".into(), crate::when::show);
+    format!(
+        "NOT VERIFIED (outside the proof, editable by whoever holds the file): exported by {} at {at_ns}; {case_entries} case entries",
+        v["exported_by"]
+    )
 }
