@@ -146,7 +146,9 @@ pub fn verify(args: VerifyArgs) -> Result<Outcome> {
 /// Anyone holding the file can change them unseen, so the output says so.
 fn unverified(bytes: &[u8], case_entries: usize) -> String {
     let v: serde_json::Value = serde_json::from_slice(bytes).unwrap_or_default();
-    let at_ns = v["exported_at_ns"].as_i64().map_or("?".into(), crate::when::show);
+    let at_ns = v["exported_at_ns"]
+        .as_i64()
+        .map_or("?".into(), crate::when::show);
     format!(
         "NOT VERIFIED (outside the proof, editable by whoever holds the file): exported by {} at {at_ns}; {case_entries} case entries",
         v["exported_by"]

@@ -299,53 +299,67 @@ pub fn verify_arrival_within(
     store: &dyn Store,
     waiting_max: usize,
 ) -> Result<ArrivalVerdict, Error> {
-    let mut waiting: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
     let mut chain = ArrivalCheck::default();
+    let problem = match chain_calls(store, &mut chain, waiting_max)? {
+        Some(p) => Some((chain.next, p)),
+        None => match head_problem(store, &chain)? {
+            Some(p) => Some(p),
+            None => unlisted_records(store, &chain)?,
+        },
+    };
+    Ok(match problem {
+        Some((call_id, problem)) => ArrivalVerdict::Bad { call_id, problem },
+        None => ArrivalVerdict::Ok {
+            calls: chain.calls,
+            legacy: chain.legacy,
+            head: chain.last,
+        },
+    })
+}
+
+/// Chains every append call's arrival entry in call-id order (keys come in key order, so
+/// at most `waiting_max` wait for an earlier call); the first problem, if any.
+fn chain_calls(
+    store: &dyn Store,
+    chain: &mut ArrivalCheck,
+    waiting_max: usize,
+) -> Result<Option<String>, Error> {
+    let mut waiting: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
     for k in store.keys(Space::Arrival, &[], None) {
         let k = k?;
         let id = match crate::arrival::call_id_of_key(&k) {
             Ok(id) => id,
-            Err(e) => {
-                return Ok(ArrivalVerdict::Bad {
-                    call_id: chain.next,
-                    problem: format!("an arrival key is unreadable: {e}"),
-                })
-            }
+            Err(e) => return Ok(Some(format!("an arrival key is unreadable: {e}"))),
         };
         waiting.insert(id, k);
         while let Some(k) = waiting.remove(&chain.next) {
             if let Some(problem) = chain.call(store, &k)? {
-                return Ok(ArrivalVerdict::Bad {
-                    call_id: chain.next,
-                    problem,
-                });
+                return Ok(Some(problem));
             }
             chain.next += 1;
         }
         if waiting.len() > waiting_max {
-            return Ok(ArrivalVerdict::Bad {
-                call_id: chain.next,
-                problem: format!(
-                    "no arrival entry for call {} before {} later calls' entries: the call's index entry was removed",
-                    chain.next,
-                    waiting.len()
-                ),
-            });
+            return Ok(Some(format!(
+                "no arrival entry for call {} before {} later calls' entries: the call's index entry was removed",
+                chain.next,
+                waiting.len()
+            )));
         }
     }
-    if let Some(&later) = waiting.keys().next() {
-        return Ok(ArrivalVerdict::Bad {
-            call_id: chain.next,
-            problem: format!(
-                "no arrival entry for call {}, though call {later} has one: the call's index entry was removed",
-                chain.next
-            ),
-        });
-    }
+    Ok(waiting.keys().next().map(|later| {
+        format!(
+            "no arrival entry for call {}, though call {later} has one: the call's index entry was removed",
+            chain.next
+        )
+    }))
+}
+
+/// The stored arrival head against the chain's last call.
+fn head_problem(store: &dyn Store, chain: &ArrivalCheck) -> Result<Option<(u64, String)>, Error> {
     let stored = store
         .get(Space::Meta, crate::arrival::HEAD_KEY)?
         .map(|v| crate::arrival::decode_head(&v));
-    let head_problem = match (stored, chain.last) {
+    Ok(match (stored, chain.last) {
         (None, None) => None,
         (Some(Ok(s)), Some(last)) if s == last => None,
         (Some(Ok((id, h))), Some((last_id, last_h))) => Some((
@@ -361,40 +375,34 @@ pub fn verify_arrival_within(
             last_id,
             "calls are chained but no arrival head is stored".to_string(),
         )),
-    };
-    // Every record must be one an append call listed: a record added beside the calls
-    // (events forged beyond a table's head, its head and receipt rewritten to match) is
-    // otherwise in no hash but its own chain's. Each listed record
-    // exists (`ArrivalCheck::call`), so equal counts mean none is unlisted. A ledger from
-    // before the arrival index has no entries at all, and nothing to compare.
-    let head_problem = match head_problem {
-        None if chain.calls + chain.legacy > 0 => {
-            let mut stored = 0u64;
-            for k in store.keys(Space::Batch, &[], None) {
-                k?;
-                stored += 1;
-            }
-            (stored != chain.records).then(|| {
-                (
-                    chain.next,
-                    format!(
-                        "{stored} records are stored, the append calls list {}: records were {} outside any append call",
-                        chain.records,
-                        if stored > chain.records { "added" } else { "removed" }
-                    ),
-                )
-            })
-        }
-        other => other,
-    };
-    Ok(match head_problem {
-        Some((call_id, problem)) => ArrivalVerdict::Bad { call_id, problem },
-        None => ArrivalVerdict::Ok {
-            calls: chain.calls,
-            legacy: chain.legacy,
-            head: chain.last,
-        },
     })
+}
+
+/// Every record must be one an append call listed: a record added beside the calls
+/// (events forged beyond a table's head, its head and receipt rewritten to match) is
+/// otherwise in no hash but its own chain's. Each listed record exists
+/// (`ArrivalCheck::call`), so equal counts mean none is unlisted. A ledger from before
+/// the arrival index has no entries at all, and nothing to compare.
+fn unlisted_records(
+    store: &dyn Store,
+    chain: &ArrivalCheck,
+) -> Result<Option<(u64, String)>, Error> {
+    if chain.calls + chain.legacy == 0 {
+        return Ok(None);
+    }
+    let mut stored = 0u64;
+    for k in store.keys(Space::Batch, &[], None) {
+        k?;
+        stored += 1;
+    }
+    Ok((stored != chain.records).then(|| {
+        let how = if stored > chain.records { "added" } else { "removed" };
+        let problem = format!(
+            "{stored} records are stored, the append calls list {}: records were {how} outside any append call",
+            chain.records
+        );
+        (chain.next, problem)
+    }))
 }
 
 /// The arrival chain as far as it is checked.
