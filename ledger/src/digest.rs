@@ -229,47 +229,7 @@ fn consistency(
     quarantine: &QuarantineNow,
     now_ns: i64,
 ) -> Consistency {
-    let mut now_tables: BTreeMap<TableId, TableNow> = BTreeMap::new();
-    let mut ok_heads = Vec::new();
-    for t in &report.tables {
-        match t {
-            TableVerdict::Ok { head, receipt, .. } => {
-                ok_heads.push(DigestHead {
-                    table: head.table.clone(),
-                    seq: head.seq.0,
-                    head: head.hash,
-                    receipt: Some(*receipt),
-                    anchors: Vec::new(),
-                });
-                let at = found.get(&head.table);
-                now_tables.insert(
-                    head.table.clone(),
-                    TableNow {
-                        head_seq: head.seq.0,
-                        hash_at_digest_seq: at.map(|a| a.hash),
-                        receipt_at_digest_seq: at.map(|a| a.receipt),
-                        chain_problem: None,
-                    },
-                );
-            }
-            TableVerdict::Bad {
-                table,
-                seq,
-                problem,
-            } => {
-                now_tables.insert(
-                    table.clone(),
-                    TableNow {
-                        // Some records exist (the table was listed): never "missing".
-                        head_seq: (*seq).max(1),
-                        hash_at_digest_seq: found.get(table).map(|a| a.hash),
-                        receipt_at_digest_seq: found.get(table).map(|a| a.receipt),
-                        chain_problem: Some((*seq, problem.to_string())),
-                    },
-                );
-            }
-        }
-    }
+    let (ok_heads, now_tables) = tables_now(report, found);
     // The digest of the ledger now lists the tables that verify, and the quarantine if it
     // does.
     let mut now = Digest::new(ok_heads, now_ns);
@@ -293,19 +253,61 @@ fn consistency(
             _ => None,
         })
         .collect();
-    let c = check_consistency(
-        digest,
-        now,
-        |d| now_tables.get(&d.table).cloned(),
-        quarantine,
-    )
-    .with_broken_new_tables(broken_new);
+    let now_of = |d: &DigestHead| now_tables.get(&d.table).cloned();
+    let c = check_consistency(digest, now, now_of, quarantine).with_broken_new_tables(broken_new);
     match &report.arrival {
         crate::ArrivalVerdict::Ok { .. } => c,
         crate::ArrivalVerdict::Bad { call_id, problem } => {
             c.with_arrival_problem(format!("append call {call_id}: {problem}"))
         }
     }
+}
+
+/// The heads of the tables that verify, and each table as the check against a digest
+/// reads it now.
+fn tables_now(
+    report: &VerifyReport,
+    found: &BTreeMap<TableId, AtSeq>,
+) -> (Vec<DigestHead>, BTreeMap<TableId, TableNow>) {
+    let mut now_tables = BTreeMap::new();
+    let mut ok_heads = Vec::new();
+    for t in &report.tables {
+        let (table, now) = match t {
+            TableVerdict::Ok { head, receipt, .. } => {
+                ok_heads.push(DigestHead {
+                    table: head.table.clone(),
+                    seq: head.seq.0,
+                    head: head.hash,
+                    receipt: Some(*receipt),
+                    anchors: Vec::new(),
+                });
+                let at = found.get(&head.table);
+                let now = TableNow {
+                    head_seq: head.seq.0,
+                    hash_at_digest_seq: at.map(|a| a.hash),
+                    receipt_at_digest_seq: at.map(|a| a.receipt),
+                    chain_problem: None,
+                };
+                (head.table.clone(), now)
+            }
+            TableVerdict::Bad {
+                table,
+                seq,
+                problem,
+            } => {
+                let now = TableNow {
+                    // Some records exist (the table was listed): never "missing".
+                    head_seq: (*seq).max(1),
+                    hash_at_digest_seq: found.get(table).map(|a| a.hash),
+                    receipt_at_digest_seq: found.get(table).map(|a| a.receipt),
+                    chain_problem: Some((*seq, problem.to_string())),
+                };
+                (table.clone(), now)
+            }
+        };
+        now_tables.insert(table, now);
+    }
+    (ok_heads, now_tables)
 }
 
 impl Ledger {
