@@ -199,7 +199,8 @@ impl Ledger {
         Ok(())
     }
 
-    /// Handles one put of `store::RECOVERED_SPACES` found beyond the last commit.
+    /// Handles one put of `store::RECOVERED_SPACES` found beyond the last commit. A put
+    /// that does not decode was written so: not ours to repair, logged and skipped.
     fn found_put(
         &self,
         space: Space,
@@ -208,79 +209,93 @@ impl Ledger {
         found: &mut Found,
         report: &mut Recovery,
     ) -> Result<(), Error> {
-        let unreadable = |e: Error| {
-            // As for records: written so, not ours to repair.
-            tracing::error!(error = %e, ?space, "an unreferenced put in the value log does not decode; skipped");
-        };
-        match space {
+        let handled = match space {
             Space::Quarantine => {
                 report.quarantine_entries += 1;
                 let restored =
                     record::be_u64(key).and_then(|id| self.restore_quarantined(id, value));
-                match restored {
-                    Ok(Some(_)) => report.quarantine_restored += 1,
-                    Ok(None) => {}
-                    Err(e @ Error::CorruptRecord { .. }) => unreadable(e),
-                    Err(e) => return Err(e),
-                }
+                restored.map(|r| report.quarantine_restored += u64::from(r.is_some()))
             }
             Space::Pending => {
                 report.held_events += 1;
-                let held = record::split_table_key(key)
-                    .and_then(|(table, _)| Ok((table, crate::append::decode_held(value)?)));
-                match held {
-                    Ok((table, held)) => self.queue_event(
-                        Incoming {
-                            bytes: held.bytes,
-                            subject_table: Some(table),
-                            stream_seq: held.stream_seq,
-                            received_at_ns: held.received_at_ns,
-                            provenance: Default::default(),
-                        },
-                        found,
-                        report,
-                    )?,
-                    Err(e) => unreadable(e),
-                }
+                self.found_held(key, value, found, report)
             }
             Space::Checkpoint => {
                 report.checkpoints += 1;
-                let kept = record::split_table_key(key)
-                    .and_then(|(table, _)| Ok((table, crate::attest::decode_checkpoint(value)?)));
-                match kept {
-                    Ok((table, (received_at_ns, stream_seq, bytes, _))) => {
-                        if found.checkpoints.len() == APPEND_BATCH_LEN_MAX {
-                            self.append_found_checkpoints(found, report)?;
-                        }
-                        found.checkpoints.push(Incoming {
-                            bytes,
-                            subject_table: Some(table),
-                            stream_seq,
-                            received_at_ns,
-                            provenance: Default::default(),
-                        })
-                    }
-                    Err(e) => unreadable(e),
-                }
+                self.found_checkpoint(key, value, found, report)
             }
             Space::Resync => {
                 // Applied again as received: it follows the records' events in the log.
                 report.resyncs += 1;
                 match crate::resync::recovered_message(value) {
-                    Ok(message) => self.queue_event(message, found, report)?,
-                    Err(e) => unreadable(e),
+                    Ok(message) => self.queue_event(message, found, report),
+                    Err(e) => skipped(space, e),
                 }
             }
-            Space::Seal => match self.restore_seal(key, value).inspect(|_| report.seals += 1) {
-                Ok(restored) => report.seals_restored += u64::from(restored),
-                Err(e @ Error::CorruptRecord { .. }) => unreadable(e),
-                Err(e) => return Err(e),
-            },
+            Space::Seal => self.restore_seal(key, value).map(|restored| {
+                report.seals += 1;
+                report.seals_restored += u64::from(restored);
+            }),
             other => {
                 // The store's contract names the spaces it gives back; another is its bug.
                 tracing::error!(space = ?other, "the store gave back a put of a space recovery does not take; skipped");
+                Ok(())
             }
+        };
+        match handled {
+            Err(e @ Error::CorruptRecord { .. }) => skipped(space, e),
+            other => other,
         }
+    }
+
+    /// A held event found: queued to be appended again, as received.
+    fn found_held(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        found: &mut Found,
+        report: &mut Recovery,
+    ) -> Result<(), Error> {
+        let decoded = record::split_table_key(key)
+            .and_then(|(table, _)| Ok((table, crate::append::decode_held(value)?)));
+        let (table, held) = match decoded {
+            Ok(d) => d,
+            Err(e) => return skipped(Space::Pending, e),
+        };
+        let message = Incoming {
+            bytes: held.bytes,
+            subject_table: Some(table),
+            stream_seq: held.stream_seq,
+            received_at_ns: held.received_at_ns,
+            provenance: Default::default(),
+        };
+        self.queue_event(message, found, report)
+    }
+
+    /// A kept checkpoint found: queued after the events it signs.
+    fn found_checkpoint(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        found: &mut Found,
+        report: &mut Recovery,
+    ) -> Result<(), Error> {
+        let decoded = record::split_table_key(key)
+            .and_then(|(table, _)| Ok((table, crate::attest::decode_checkpoint(value)?)));
+        let (table, (received_at_ns, stream_seq, bytes, _)) = match decoded {
+            Ok(d) => d,
+            Err(e) => return skipped(Space::Checkpoint, e),
+        };
+        if found.checkpoints.len() == APPEND_BATCH_LEN_MAX {
+            self.append_found_checkpoints(found, report)?;
+        }
+        found.checkpoints.push(Incoming {
+            bytes,
+            subject_table: Some(table),
+            stream_seq,
+            received_at_ns,
+            provenance: Default::default(),
+        });
         Ok(())
     }
 
@@ -329,4 +344,11 @@ impl Ledger {
         found.events.push(event);
         Ok(())
     }
+}
+
+/// A put found beyond the last commit that does not decode: written so, not ours to
+/// repair. Logged and skipped.
+fn skipped(space: Space, e: Error) -> Result<(), Error> {
+    tracing::error!(error = %e, ?space, "an unreferenced put in the value log does not decode; skipped");
+    Ok(())
 }
