@@ -466,18 +466,11 @@ impl Iterator for Scan<'_> {
             if self.segment > last {
                 return None;
             }
-            let path = self.log.path(self.segment);
-            let file_len = if self.segment == last {
-                last_len
-            } else {
-                match std::fs::metadata(&path) {
-                    Ok(m) => m.len(),
-                    // A segment number never used (the log starts past it): nothing there.
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
-                    Err(e) => {
-                        self.stop = None;
-                        return Some(Err(io_err("stat value segment", &path)(e)));
-                    }
+            let file_len = match self.segment_len(last, last_len) {
+                Ok(len) => len,
+                Err(e) => {
+                    self.stop = None;
+                    return Some(Err(e));
                 }
             };
             if self.offset >= file_len {
@@ -485,57 +478,82 @@ impl Iterator for Scan<'_> {
                 self.offset = 0;
                 continue;
             }
-            let at = format!(
-                "value segment {} offset {}",
-                segment_file_name(self.segment),
-                self.offset
-            );
-            // `detail` names the segment and offset.
-            let torn = |scan: &mut Self, detail: String| {
-                if scan.segment < last {
-                    scan.segment += 1;
-                    scan.offset = 0;
-                } else {
-                    scan.stop = None;
-                }
-                Some(Ok(Found::Torn { detail }))
-            };
-            if file_len - self.offset < ENTRY_HEADER_LEN as u64 {
-                let left = file_len - self.offset;
-                return torn(
-                    self,
-                    format!("{at}: {left} bytes, less than an entry's header"),
-                );
-            }
-            let mut header = [0u8; ENTRY_HEADER_LEN];
-            let read = self.log.reader(self.segment).and_then(|f| {
-                f.read_exact_at(&mut header, self.offset)
-                    .map_err(io_err("read value segment", &path))
-            });
-            if let Err(e) = read {
-                self.stop = None;
-                return Some(Err(e));
-            }
-            let pointer = Pointer {
-                segment: self.segment,
-                offset: self.offset,
-                len: u32::from_le_bytes([header[0], header[1], header[2], header[3]]),
-                crc: u32::from_le_bytes([header[4], header[5], header[6], header[7]]),
-            };
-            // `read` bounds the length by the segment before allocating, and checks the
-            // bytes against the checksum.
-            return match self.log.read(&pointer) {
-                Ok(value) => {
-                    self.offset = pointer.end().1;
-                    Some(Ok(Found::Entry(pointer, value)))
-                }
-                Err(Error::CorruptRecord { detail }) => torn(self, detail),
-                Err(e) => {
-                    self.stop = None;
-                    Some(Err(e))
-                }
-            };
+            return Some(self.entry(last, file_len));
         }
+    }
+}
+
+impl Scan<'_> {
+    /// The bytes of the current segment to scan: up to the recorded end in the last.
+    fn segment_len(&self, last: u32, last_len: u64) -> Result<u64, Error> {
+        if self.segment == last {
+            return Ok(last_len);
+        }
+        let path = self.log.path(self.segment);
+        match std::fs::metadata(&path) {
+            Ok(m) => Ok(m.len()),
+            // A segment number never used (the log starts past it): nothing there.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
+            Err(e) => Err(io_err("stat value segment", &path)(e)),
+        }
+    }
+
+    /// The entry at the offset, or torn bytes (what follows them in this segment is
+    /// skipped); an I/O error ends the scan.
+    fn entry(&mut self, last: u32, file_len: u64) -> Result<Found, Error> {
+        let at = format!(
+            "value segment {} offset {}",
+            segment_file_name(self.segment),
+            self.offset
+        );
+        if file_len - self.offset < ENTRY_HEADER_LEN as u64 {
+            let left = file_len - self.offset;
+            return Ok(self.torn(
+                last,
+                format!("{at}: {left} bytes, less than an entry's header"),
+            ));
+        }
+        let path = self.log.path(self.segment);
+        let mut header = [0u8; ENTRY_HEADER_LEN];
+        let read = self.log.reader(self.segment).and_then(|f| {
+            f.read_exact_at(&mut header, self.offset)
+                .map_err(io_err("read value segment", &path))
+        });
+        if let Err(e) = read {
+            self.stop = None;
+            return Err(e);
+        }
+        let pointer = Pointer {
+            segment: self.segment,
+            offset: self.offset,
+            len: u32::from_le_bytes([header[0], header[1], header[2], header[3]]),
+            crc: u32::from_le_bytes([header[4], header[5], header[6], header[7]]),
+        };
+        // `read` bounds the length by the segment before allocating, and checks the
+        // bytes against the checksum.
+        match self.log.read(&pointer) {
+            Ok(value) => {
+                self.offset = pointer.end().1;
+                Ok(Found::Entry(pointer, value))
+            }
+            Err(Error::CorruptRecord { detail }) => Ok(self.torn(last, detail)),
+            Err(e) => {
+                self.stop = None;
+                Err(e)
+            }
+        }
+    }
+
+    /// Torn bytes (`detail` names the segment and offset): the scan goes on at the next
+    /// segment, or ends in the last.
+    fn torn(&mut self, last: u32, detail: String) -> Found {
+        if self.segment < last {
+            self.segment += 1;
+            self.offset = 0;
+        } else {
+            self.stop = None;
+        }
+        Found::Torn { detail }
     }
 }
 
