@@ -728,86 +728,116 @@ impl Ledger {
         call_id: u64,
         prev_arrival: &Hash32,
     ) -> Result<(u64, Option<Hash32>), Error> {
-        let mut refs: Vec<Vec<u8>> = Vec::new();
-        let mut arrival = crate::arrival::ArrivalHasher::new(prev_arrival, call_id);
-        let mut min_stream = u64::MAX;
-        let mut added = 0u64;
+        let mut written = Written {
+            refs: Vec::new(),
+            arrival: crate::arrival::ArrivalHasher::new(prev_arrival, call_id),
+            min_stream: u64::MAX,
+            added_bytes: 0,
+        };
         for (table, tc) in &call.tables {
-            if tc.new_events.is_empty() {
-                continue;
+            if !tc.new_events.is_empty() {
+                self.table_records(&mut call.ops, &mut written, table, tc)?;
             }
-            // This table's rounds touched by the call, summarised once each at the end.
-            let mut rounds: BTreeMap<RoundId, RoundSummary> = BTreeMap::new();
-            for chunk in tc.new_events.chunks(RECORD_EVENTS_MAX) {
-                let first = chunk[0].seq.0;
-                let key = seq_key(table, first);
-                for e in chunk {
-                    arrival.event(&e.hash, e.stream_seq, e.received_at_ns);
-                    min_stream = min_stream.min(e.stream_seq);
-                    added += e.bytes.len() as u64;
-                    let Some(r) = e.round else { continue };
-                    let s = match rounds.entry(r) {
-                        Entry::Occupied(o) => o.into_mut(),
-                        Entry::Vacant(v) => {
-                            let existing = self
-                                .store
-                                .get(Space::Round, &seq_key(table, r.0))?
-                                .map(|v| RoundSummary::decode(r, &v))
-                                .transpose()?;
-                            let s = existing.unwrap_or(RoundSummary {
-                                round: r,
-                                first_seq: e.seq,
-                                last_seq: e.seq,
-                                first_occurred_at_ns: e.occurred_at_ns,
-                                last_occurred_at_ns: e.occurred_at_ns,
-                            });
-                            if s.first_seq == e.seq {
-                                // A new round: index its start time.
-                                let mut tk = ord_i64(e.occurred_at_ns).to_vec();
-                                tk.extend_from_slice(&seq_key(table, r.0));
-                                call.ops.push(Op::Put(Space::RoundTime, tk, Vec::new()));
-                            }
-                            v.insert(s)
-                        }
-                    };
-                    s.last_seq = e.seq;
-                    s.last_occurred_at_ns = e.occurred_at_ns;
-                }
-                call.ops.push(Op::Put(
-                    Space::Batch,
-                    key.clone(),
-                    record::encode_record(chunk),
-                ));
-                refs.push(key);
-            }
-            for (r, s) in rounds {
-                call.ops
-                    .push(Op::Put(Space::Round, seq_key(table, r.0), s.encode()));
-            }
-            call.ops.push(Op::Put(
-                Space::Head,
-                table_key(table),
-                crate::read::encode_head(&tc.head, tc.receipt.as_ref()),
-            ));
         }
-        if refs.is_empty() {
-            return Ok((added, None));
+        if written.refs.is_empty() {
+            return Ok((written.added_bytes, None));
         }
-        let arrival = arrival.finish();
-        let mut k = min_stream.to_be_bytes().to_vec();
+        let arrival = written.arrival.finish();
+        let mut k = written.min_stream.to_be_bytes().to_vec();
         k.extend_from_slice(&call_id.to_be_bytes());
-        call.ops.push(Op::Put(
-            Space::Arrival,
-            k,
-            crate::arrival::encode_entry(&refs, &arrival),
-        ));
+        let entry = crate::arrival::encode_entry(&written.refs, &arrival);
+        call.ops.push(Op::Put(Space::Arrival, k, entry));
         call.ops.push(Op::Put(
             Space::Meta,
             crate::arrival::HEAD_KEY.to_vec(),
             crate::arrival::encode_head(call_id, &arrival),
         ));
-        Ok((added, Some(arrival)))
+        Ok((written.added_bytes, Some(arrival)))
     }
+
+    /// One table's new events as records of at most `RECORD_EVENTS_MAX`, the summaries of
+    /// the rounds they touch, and its head.
+    fn table_records(
+        &self,
+        ops: &mut Vec<Op>,
+        written: &mut Written,
+        table: &TableId,
+        tc: &TableCall,
+    ) -> Result<(), Error> {
+        // This table's rounds touched by the call, summarised once each at the end.
+        let mut rounds: BTreeMap<RoundId, RoundSummary> = BTreeMap::new();
+        for chunk in tc.new_events.chunks(RECORD_EVENTS_MAX) {
+            let key = seq_key(table, chunk[0].seq.0);
+            for e in chunk {
+                written
+                    .arrival
+                    .event(&e.hash, e.stream_seq, e.received_at_ns);
+                written.min_stream = written.min_stream.min(e.stream_seq);
+                written.added_bytes += e.bytes.len() as u64;
+                if let Some(r) = e.round {
+                    let s = self.round_summary(ops, &mut rounds, table, r, e)?;
+                    s.last_seq = e.seq;
+                    s.last_occurred_at_ns = e.occurred_at_ns;
+                }
+            }
+            ops.push(Op::Put(
+                Space::Batch,
+                key.clone(),
+                record::encode_record(chunk),
+            ));
+            written.refs.push(key);
+        }
+        for (r, s) in rounds {
+            ops.push(Op::Put(Space::Round, seq_key(table, r.0), s.encode()));
+        }
+        let head = crate::read::encode_head(&tc.head, tc.receipt.as_ref());
+        ops.push(Op::Put(Space::Head, table_key(table), head));
+        Ok(())
+    }
+
+    /// The summary of round `r` as this call extends it: the stored one, or a new round
+    /// starting at `e` (its start time indexed).
+    fn round_summary<'r>(
+        &self,
+        ops: &mut Vec<Op>,
+        rounds: &'r mut BTreeMap<RoundId, RoundSummary>,
+        table: &TableId,
+        r: RoundId,
+        e: &StoredEvent,
+    ) -> Result<&'r mut RoundSummary, Error> {
+        let v = match rounds.entry(r) {
+            Entry::Occupied(o) => return Ok(o.into_mut()),
+            Entry::Vacant(v) => v,
+        };
+        let existing = self
+            .store
+            .get(Space::Round, &seq_key(table, r.0))?
+            .map(|v| RoundSummary::decode(r, &v))
+            .transpose()?;
+        let s = existing.unwrap_or(RoundSummary {
+            round: r,
+            first_seq: e.seq,
+            last_seq: e.seq,
+            first_occurred_at_ns: e.occurred_at_ns,
+            last_occurred_at_ns: e.occurred_at_ns,
+        });
+        if s.first_seq == e.seq {
+            // A new round: index its start time.
+            let mut tk = ord_i64(e.occurred_at_ns).to_vec();
+            tk.extend_from_slice(&seq_key(table, r.0));
+            ops.push(Op::Put(Space::RoundTime, tk, Vec::new()));
+        }
+        Ok(v.insert(s))
+    }
+}
+
+/// What a call's records add up to: their keys, the arrival hash over their events, the
+/// lowest stream seq and the bytes added.
+struct Written {
+    refs: Vec<Vec<u8>>,
+    arrival: crate::arrival::ArrivalHasher,
+    min_stream: u64,
+    added_bytes: u64,
 }
 
 use crate::RoundSummary;
