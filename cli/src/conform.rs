@@ -26,6 +26,8 @@ use std::path::{Path, PathBuf};
 
 /// Most event type names kept to name the event a finding cites.
 const EVENT_NAMES_MAX: usize = 65_536;
+/// Most messages of a file in one ledger call: one commit each, as ingest batches.
+const BATCH_LEN_MAX: usize = 1024;
 /// Longest line read from a file: an export line holds an event in hex.
 const LINE_LEN_MAX: usize = schemas::export::EXPORT_LINE_LEN_MAX;
 
@@ -87,6 +89,13 @@ impl Line {
     }
 }
 
+/// One message as it arrived; a source without stream seqs or arrival times gives `None`.
+pub struct Message {
+    pub bytes: Vec<u8>,
+    pub stream_seq: Option<u64>,
+    pub received_at_ns: Option<i64>,
+}
+
 /// The checker: a temporary ledger and the table's replayer.
 pub struct Checker {
     ledger: Ledger,
@@ -128,29 +137,44 @@ impl Checker {
         stream_seq: Option<u64>,
         received_at_ns: Option<i64>,
     ) -> Result<Vec<Line>> {
-        let decoded = codec::decode(&bytes).ok().map(|(e, _)| e);
-        if self.table.is_none() {
-            if let Some(e) = &decoded {
+        self.messages(vec![Message {
+            bytes,
+            stream_seq,
+            received_at_ns,
+        }])
+    }
+
+    /// Checks messages in one ledger call (at most `BATCH_LEN_MAX`), as ingest takes a
+    /// batch: admissions in input order, then the rounds they completed.
+    pub fn messages(&mut self, batch: Vec<Message>) -> Result<Vec<Line>> {
+        assert!(batch.len() <= BATCH_LEN_MAX, "the caller bounds a batch");
+        let mut decoded = Vec::with_capacity(batch.len());
+        let mut incoming = Vec::with_capacity(batch.len());
+        for m in batch {
+            let event = codec::decode(&m.bytes).ok().map(|(e, _)| e);
+            if let (None, Some(e)) = (&self.table, &event) {
                 self.table = Some(e.table.clone());
                 self.replayer = Some(replayer::TableReplayer::new(e.table.clone()));
             }
+            let stream_seq = m.stream_seq.unwrap_or(self.next_stream_seq);
+            self.next_stream_seq = stream_seq + 1;
+            let received_at_ns = m
+                .received_at_ns
+                .or(event.as_ref().map(|e| e.occurred_at_ns))
+                .unwrap_or(0);
+            incoming.push(Incoming {
+                bytes: m.bytes,
+                subject_table: self.table.clone(),
+                stream_seq,
+                received_at_ns,
+                provenance: ledger::Provenance::Unsigned,
+            });
+            decoded.push(event);
         }
-        let stream_seq = stream_seq.unwrap_or(self.next_stream_seq);
-        self.next_stream_seq = stream_seq + 1;
-        let received_at_ns = received_at_ns
-            .or(decoded.as_ref().map(|e| e.occurred_at_ns))
-            .unwrap_or(0);
-        let incoming = Incoming {
-            bytes,
-            subject_table: self.table.clone(),
-            stream_seq,
-            received_at_ns,
-            provenance: ledger::Provenance::Unsigned,
-        };
-        let outcome = self.ledger.append_batch(&[incoming])?;
+        let outcomes = self.ledger.append_batch(&incoming)?;
         let mut lines = Vec::new();
-        for o in outcome {
-            if let Some(l) = self.admission_line(&o, decoded.as_ref())? {
+        for (o, event) in outcomes.iter().zip(&decoded) {
+            if let Some(l) = self.admission_line(o, event.as_ref())? {
                 lines.push(l);
             }
         }
@@ -398,7 +422,7 @@ fn check_file(path: &Path, table: Option<TableId>, out: &mut Printer) -> Result<
     let f = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
     let mut reader = std::io::BufReader::new(f);
     let mut checker = Checker::new(table)?;
-    let mut export = false;
+    let (mut export, mut batch) = (false, Vec::new());
     let mut buf = Vec::new();
     let mut n = 0usize;
     loop {
@@ -424,20 +448,35 @@ fn check_file(path: &Path, table: Option<TableId>, out: &mut Printer) -> Result<
             export = true;
             continue;
         }
-        let lines = if export {
-            let e: schemas::export::ExportEvent = serde_json::from_slice(line)
-                .with_context(|| format!("{}:{n}: not an export event line", path.display()))?;
-            let bytes = hex::decode(&e.bytes)
-                .with_context(|| format!("{}:{n}: bytes are not hex", path.display()))?;
-            checker.message(bytes, Some(e.stream_seq), Some(e.received_at_ns))?
-        } else {
-            checker.message(line.to_vec(), Some(n as u64), None)?
-        };
-        out.print(&lines)?;
+        batch.push(
+            file_message(line, export, n).with_context(|| format!("{}:{n}", path.display()))?,
+        );
+        if batch.len() == BATCH_LEN_MAX {
+            out.print(&checker.messages(std::mem::take(&mut batch))?)?;
+        }
     }
+    out.print(&checker.messages(batch)?)?;
     let lines = checker.finish();
     out.print(&lines)?;
     Ok(checker)
+}
+
+/// Line `n` of a file: an export's event line, or an event's exact bytes.
+fn file_message(line: &[u8], export: bool, n: usize) -> Result<Message> {
+    if !export {
+        return Ok(Message {
+            bytes: line.to_vec(),
+            stream_seq: Some(n as u64),
+            received_at_ns: None,
+        });
+    }
+    let e: schemas::export::ExportEvent =
+        serde_json::from_slice(line).context("not an export event line")?;
+    Ok(Message {
+        bytes: hex::decode(&e.bytes).context("bytes are not hex")?,
+        stream_seq: Some(e.stream_seq),
+        received_at_ns: Some(e.received_at_ns),
+    })
 }
 
 fn trim_newline(b: &[u8]) -> &[u8] {

@@ -221,8 +221,9 @@ fn init_tracing(command: &Command) {
     use tracing_subscriber::EnvFilter;
     let (default, format) = match command {
         Command::Serve(a) => (SERVE_LOG_DEFAULT, a.log_format),
-        // Its own lines say what the ledger refused or held; the ledger's warnings repeat them.
-        Command::Conform(_) => ("error", serve::LogFormat::Text),
+        // Its own lines say what the ledger refused or held; the temporary ledger's logs
+        // repeat them, or speak of keys it was never told to trust.
+        Command::Conform(_) => ("off", serve::LogFormat::Text),
         _ => ("warn", serve::LogFormat::Text),
     };
     let filter =
