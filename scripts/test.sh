@@ -34,6 +34,13 @@ python3 scripts/deps-check.py
 echo "== cargo test"
 cargo test --workspace --locked
 
+echo "== test vectors with an independent BLAKE3 and ed25519 (Python)"
+if python3 -c 'import blake3, nacl.signing' 2>/dev/null; then
+  python3 schemas/vectors/check_vectors.py
+else
+  echo "SKIPPED: python3 blake3/pynacl missing (scripts/setup.sh installs them)"
+fi
+
 echo "== browser test: the web UI in headless Chromium (screenshots in target/browser-test/)"
 scripts/browser-test.sh
 

@@ -12,6 +12,7 @@ mod bench_ingest;
 mod bench_publish;
 mod bus;
 mod client;
+mod conform;
 mod count;
 mod day;
 mod dayfile;
@@ -121,6 +122,8 @@ enum Command {
     Table(tables::Args),
     /// The count room's results: sign and send drop box counts, or list them.
     Count(count::Args),
+    /// Check one table's events against the device spec, live or from a file.
+    Conform(conform::Args),
 }
 
 impl Command {
@@ -191,6 +194,7 @@ fn main() -> ExitCode {
         Command::VerifySeal(a) => day::verify_seal(a),
         Command::Table(a) => tables::run(a),
         Command::Count(a) => count::run(a),
+        Command::Conform(a) => conform::run(a),
     };
     match result {
         Ok(Outcome::Clean) => ExitCode::SUCCESS,
@@ -219,6 +223,9 @@ fn init_tracing(command: &Command) {
     use tracing_subscriber::EnvFilter;
     let (default, format) = match command {
         Command::Serve(a) => (SERVE_LOG_DEFAULT, a.log_format),
+        // Its own lines say what the ledger refused or held; the temporary ledger's logs
+        // repeat them, or speak of keys it was never told to trust.
+        Command::Conform(_) => ("off", serve::LogFormat::Text),
         _ => ("warn", serve::LogFormat::Text),
     };
     let filter =

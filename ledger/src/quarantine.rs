@@ -323,6 +323,34 @@ fn entries(n: u64) -> String {
 mod tests {
     use super::*;
 
+    /// schemas/vectors/devices-v1.json: a quarantine entry's stored value, written from
+    /// schemas/DEVICES.md by Python, and the quarantine chain after it.
+    #[test]
+    fn quarantine_entry_vector() {
+        let text = include_str!("../../schemas/vectors/devices-v1.json");
+        let v: serde_json::Value = serde_json::from_str(text).unwrap();
+        let q = &v["quarantine_entry"];
+        let s = |k: &str| q[k].as_str().unwrap().to_string();
+        let entry = crate::QuarantineEntry {
+            id: q["id"].as_u64().unwrap(),
+            reason: s("reason"),
+            text: s("text"),
+            subject_table: Some(schemas::TableId::new(s("subject_table")).unwrap()),
+            stream_seq: q["stream_seq"].as_u64().unwrap(),
+            received_at_ns: q["received_at_ns"].as_i64().unwrap(),
+            bytes: hex::decode(s("bytes_hex")).unwrap(),
+            repeats: 0,
+        };
+        let value = entry.encode();
+        assert_eq!(hex::encode(&value), s("value_hex"));
+        assert_eq!(
+            crate::QuarantineEntry::decode(entry.id, &value).unwrap(),
+            entry
+        );
+        let head = QuarantineHead::EMPTY.next(entry.id, &value);
+        assert_eq!(head.hash.to_string(), s("chain_after"));
+    }
+
     /// The step is schemas' `quarantine_next`; the head reads back and refuses other sizes.
     #[test]
     fn the_head_steps_with_the_documented_formula_and_reads_back() {

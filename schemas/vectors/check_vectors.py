@@ -242,3 +242,45 @@ try:
 except BadSignatureError:
     fail("resync-v1.json: the admin signature does not verify")
 print("resync-v1.json: signed bytes and admin signature OK")
+
+
+# devices-v1.json: what schemas/DEVICES.md specifies beyond the chain: the head payload,
+# a version 2 checkpoint in JSON, a deck commitment, a quarantine entry's stored value.
+d = json.loads((here / "devices-v1.json").read_text())
+h = d["head"]
+got = blake3(b"roundledger/event/v1" + bytes(32) + bytes.fromhex(h["event_bytes_hex"])).hexdigest()
+if got != h["payload"]["hash"] or h["payload"]["seq"] != 1:
+    fail(f"devices-v1.json head: {got} != {h['payload']['hash']}")
+c = d["checkpoint_v2"]
+cp = json.loads(c["wire_json"])
+st = cp["state"]
+lp = lambda s: bytes([len(s.encode())]) + s.encode()
+m = (b"roundledger/checkpoint/v2" + lp(cp["table"]) + lp(cp["device"])
+     + cp["head_seq"].to_bytes(8, "big") + bytes.fromhex(cp["head_hash"])
+     + cp["signed_at_ns"].to_bytes(8, "big", signed=True)
+     + st["config_seq"].to_bytes(8, "big") + bytes.fromhex(st["config_hash"])
+     + st["key_seq"].to_bytes(8, "big") + bytes.fromhex(st["key_hash"]))
+if m.hex() != c["signed_message_hex"]:
+    fail("devices-v1.json checkpoint: signed bytes differ")
+try:
+    VerifyKey(bytes.fromhex(c["device_public"])).verify(m, bytes.fromhex(cp["signature"]))
+except BadSignatureError:
+    fail("devices-v1.json checkpoint: the signature does not verify")
+k = d["deck_commitment"]
+codes = bytes("23456789TJQKA".index(x[0]) * 4 + "cdhs".index(x[1]) for x in k["order"])
+if blake3(b"roundledger/deck/v1" + bytes.fromhex(k["salt"]) + codes).hexdigest() != k["commitment"]:
+    fail("devices-v1.json deck commitment")
+q = d["quarantine_entry"]
+le = lambda b: len(b).to_bytes(4, "little") + b
+value = (le(q["reason"].encode()) + le(q["text"].encode())
+         + (b"\x01" + le(q["subject_table"].encode()) if q["subject_table"] else b"\x00")
+         + q["stream_seq"].to_bytes(8, "little") + q["received_at_ns"].to_bytes(8, "little", signed=True)
+         + le(bytes.fromhex(q["bytes_hex"])))
+if value.hex() != q["value_hex"]:
+    fail("devices-v1.json quarantine entry: value differs")
+qkey = blake3(b"roundledger/quarantine/v1").digest()
+chained = blake3(bytes(32) + q["id"].to_bytes(8, "big") + len(value).to_bytes(8, "big") + value,
+                 key=qkey).hexdigest()
+if chained != q["chain_after"]:
+    fail("devices-v1.json quarantine chain")
+print("devices-v1.json: head, checkpoint v2, deck commitment, quarantine entry OK")
