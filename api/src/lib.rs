@@ -31,6 +31,7 @@
 pub mod auth;
 pub mod cases;
 mod edge;
+mod finance;
 pub mod journal;
 mod openapi;
 pub mod ops;
@@ -107,6 +108,49 @@ pub struct ApiConfig {
     /// The operator alerts of the ingest beside this API (`GET /v1/alerts`); `None`
     /// serves an empty list (a read-only server ingests nothing).
     pub alerts: Option<AlertSource>,
+    /// Shifts, pits and the count room's results for `GET /v1/reports`.
+    pub finance: FinanceSetup,
+}
+
+/// The count room's results (`schemas::count`), handed in by `serve`: the server wires
+/// it to the count journal.
+#[derive(Clone)]
+pub struct CountSource(pub Arc<dyn Fn() -> Vec<schemas::count::CountResult> + Send + Sync>);
+
+/// What finance reports need besides the read model: the property's day rule with its
+/// shifts (the model's rows are cut by it), its pits, and the count room's results.
+#[derive(Clone)]
+pub struct FinanceSetup {
+    pub rule: ledger::days::DayRule,
+    pub pits: Vec<readside::finance::Pit>,
+    pub counts: CountSource,
+}
+
+impl Default for FinanceSetup {
+    /// The defaults `--help` states (06:00 UTC, one shift), no pits, nothing counted.
+    fn default() -> FinanceSetup {
+        let rule = ledger::days::DayRule::new(
+            ledger::days::DAY_START_DEFAULT,
+            ledger::days::TIME_ZONE_DEFAULT,
+        )
+        .expect("the default day rule is valid");
+        FinanceSetup {
+            rule,
+            pits: Vec::new(),
+            counts: CountSource(Arc::new(Vec::new)),
+        }
+    }
+}
+
+impl std::fmt::Debug for FinanceSetup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "FinanceSetup({}, {} pits)",
+            self.rule.spec(),
+            self.pits.len()
+        )
+    }
 }
 
 /// The alerts to list, newest first: a view of ingest's alert log (`ingest::alerts`),
@@ -166,6 +210,7 @@ pub struct AppState {
     tail: Mutex<Tail>,
     /// Requests by route and status (`ops`, `/metrics`).
     pub requests: Arc<ops::Requests>,
+    pub finance: FinanceSetup,
 }
 
 pub type Shared = Arc<AppState>;
@@ -180,6 +225,7 @@ impl AppState {
         model_dir: &Path,
         clock: Clock,
         stopping: tokio::sync::watch::Receiver<bool>,
+        finance: FinanceSetup,
     ) -> Result<Shared, Error> {
         let tokens = Tokens::new(access)?;
         std::fs::create_dir_all(state_dir).map_err(|source| Error::StateDir {
@@ -188,7 +234,7 @@ impl AppState {
         })?;
         let audit = Journal::open(&audit_path(state_dir), |_, _| Ok(()))?;
         let cases = Cases::open(&cases_path(state_dir))?;
-        let model = open_model(model_dir)?;
+        let model = open_model(model_dir, &finance.rule)?;
         let (feed, _) = tokio::sync::broadcast::channel(FEED_CAPACITY);
         Ok(Arc::new(AppState {
             ledger,
@@ -203,6 +249,7 @@ impl AppState {
             pools_cache: Mutex::new(None),
             tail: Mutex::new(Tail::default()),
             requests: Arc::default(),
+            finance,
         }))
     }
 
@@ -244,10 +291,10 @@ impl AppState {
     }
 }
 
-/// Opens the read model; clears one of another version or that fails its checks at open
-/// (the indexer then rebuilds it from the ledger): never served wrong.
-fn open_model(dir: &Path) -> Result<Model, Error> {
-    match Model::open(dir) {
+/// Opens the read model; clears one of another version or day rule, or that fails its
+/// checks at open (the indexer then rebuilds it from the ledger): never served wrong.
+fn open_model(dir: &Path, rule: &ledger::days::DayRule) -> Result<Model, Error> {
+    match Model::open(dir, rule) {
         Ok(m) => Ok(m),
         Err(e @ (model::ModelError::Version { .. } | model::ModelError::Corrupt(_))) => {
             tracing::warn!("{e}: rebuilding the read model from the ledger");
@@ -255,7 +302,7 @@ fn open_model(dir: &Path) -> Result<Model, Error> {
                 path: dir.to_path_buf(),
                 source,
             })?;
-            Ok(Model::open(dir)?)
+            Ok(Model::open(dir, rule)?)
         }
         Err(e) => Err(e.into()),
     }
@@ -335,6 +382,7 @@ pub async fn run_with_ops(
         &config.model_dir,
         system_clock,
         stop_rx.clone(),
+        config.finance.clone(),
     )?;
     if let Some(a) = config.alerts {
         // A fresh state: nothing has set it before.

@@ -341,6 +341,7 @@ mod tests {
             &dir.join("model"),
             crate::system_clock,
             stop,
+            crate::FinanceSetup::default(),
         )
         .expect("state");
         (st, ledger)

@@ -137,6 +137,7 @@ fn fixture() -> Fixture {
         &dir.path().join("readmodel"),
         clock,
         rx,
+        api::FinanceSetup::default(),
     )
     .unwrap();
     state.index_all().unwrap();
@@ -462,6 +463,7 @@ async fn every_read_is_audited_and_only_admins_read_the_log() {
         &f.dir.path().join("readmodel"),
         clock,
         rx,
+        api::FinanceSetup::default(),
     )
     .unwrap();
     assert_eq!(
@@ -1237,6 +1239,7 @@ async fn a_real_socket_serves_the_api_ui_and_the_live_feed() {
         state_dir: dir.path().join("api"),
         model_dir: dir.path().join("readmodel"),
         alerts: Some(api::AlertSource(Arc::new(|| vec![one_alert()]))),
+        finance: api::FinanceSetup::default(),
     };
     let (addr_tx, addr_rx) = std::sync::mpsc::channel();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
@@ -1383,6 +1386,7 @@ async fn the_newest_round_is_listed_from_its_first_event() {
         &dir.path().join("readmodel"),
         clock,
         rx,
+        api::FinanceSetup::default(),
     )
     .unwrap();
     let app = api::router(state.clone());
@@ -2053,6 +2057,7 @@ fn restart(dir: &std::path::Path, ledger: &Arc<ledger::Ledger>) -> api::Shared {
         &dir.join("readmodel"),
         clock,
         rx,
+        api::FinanceSetup::default(),
     )
     .unwrap()
 }

@@ -77,6 +77,7 @@ impl Web {
             state_dir: api::default_state_dir(ledger_dir),
             model_dir: readside::model::default_dir(ledger_dir),
             alerts,
+            finance: api::FinanceSetup::default(),
         };
         let (bound_tx, bound_rx) = std::sync::mpsc::channel();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

@@ -6,6 +6,7 @@
 //! - `evidence`: building and verifying evidence bundles (schemas/BUNDLE.md).
 //! - `model`: the read model on disk that lists and lookups are served from.
 //! - `index`: the tail that keeps the model current from the ledger.
+//! - `shiftrow`: a table's shift row of finance; `finance`: the reports read from them.
 //! - `describe`, `clauses`: event descriptions and finding wording for people.
 //!
 //! Invariants: never appends to the ledger (it writes only its own read model, derived
@@ -14,10 +15,12 @@
 pub mod clauses;
 pub mod describe;
 pub mod evidence;
+pub mod finance;
 pub mod held;
 pub mod index;
 pub mod model;
 pub mod rounds;
+pub mod shiftrow;
 
 /// Why a read failed. The API maps each kind to an HTTP status; the CLI prints it.
 #[derive(Debug, thiserror::Error)]

@@ -276,7 +276,10 @@ fn the_default_edge_table_is_what_the_engine_computes() {
     ];
     for (fig, line) in exact {
         let c = default_edge(RuleSet::Tcp3, line).expect("listed");
-        assert_eq!((c.edge_ppm, c.variance_ppm), (fig.edge_ppm(), fig.variance_ppm()));
+        assert_eq!(
+            (c.edge_ppm, c.variance_ppm),
+            (fig.edge_ppm(), fig.variance_ppm())
+        );
     }
     for rs in [RuleSet::Csp6, RuleSet::Mlp3, RuleSet::Ssp4, RuleSet::Cs51] {
         let figs = rules::edge::stud_monte_carlo(rs, 200_000, 11);
@@ -287,10 +290,16 @@ fn the_default_edge_table_is_what_the_engine_computes() {
         for (fig, line) in figs.iter().zip(lines) {
             let c = default_edge(rs, *line).expect("listed");
             let se = fig.std_error_ppm() as i64;
-            assert!((c.edge_ppm - fig.edge_ppm()).abs() <= 4 * se, "{rs:?} {line:?}");
+            assert!(
+                (c.edge_ppm - fig.edge_ppm()).abs() <= 4 * se,
+                "{rs:?} {line:?}"
+            );
             let v = fig.variance_ppm() as i64;
             // A heavy tail (the Bonus pays 1000 to 1) makes a variance converge slowly.
-            assert!((c.variance_ppm as i64 - v).abs() <= v / 10, "{rs:?} {line:?} variance {v}");
+            assert!(
+                (c.variance_ppm as i64 - v).abs() <= v / 10,
+                "{rs:?} {line:?} variance {v}"
+            );
         }
     }
 }

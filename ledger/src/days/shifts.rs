@@ -66,7 +66,10 @@ impl DayRule {
             return Err(bad("the first shift must start at the day start"));
         }
         let after_start = |m: u16| (m + DAY_MIN - day_min) % DAY_MIN;
-        if out.windows(2).any(|w| after_start(w[1]) <= after_start(w[0])) {
+        if out
+            .windows(2)
+            .any(|w| after_start(w[1]) <= after_start(w[0]))
+        {
             return Err(bad("starts must follow one another through the day"));
         }
         self.shift_starts_min = out;
@@ -102,7 +105,9 @@ impl DayRule {
             (Some(start), Some(zone), Some(shifts), None) => {
                 DayRule::new(start, zone)?.with_shifts(shifts)
             }
-            _ => Err(Error::Day(format!("day rule {spec:?}: not `HH:MM ZONE SHIFTS`"))),
+            _ => Err(Error::Day(format!(
+                "day rule {spec:?}: not `HH:MM ZONE SHIFTS`"
+            ))),
         }
     }
 
@@ -184,6 +189,17 @@ impl DayRule {
         })
     }
 
+    /// An instant as people at the property read it: `2026-11-25 14:00 +08`.
+    pub fn local_text(&self, at_ns: i64) -> String {
+        match jiff::Timestamp::from_nanosecond(i128::from(at_ns)) {
+            Ok(ts) => ts
+                .to_zoned(self.time_zone.clone())
+                .strftime("%Y-%m-%d %H:%M %:z")
+                .to_string(),
+            Err(_) => format!("{at_ns} ns"),
+        }
+    }
+
     /// A local date and minute of day as UTC ns, DST as the day start takes it.
     fn local_instant(&self, date: jiff::civil::Date, minute: u16) -> Result<i64, Error> {
         let zoned = date
@@ -212,7 +228,10 @@ mod tests {
     fn three_shifts_cover_the_day_and_the_night_one_crosses_midnight() {
         let r = ny3();
         let s = r.shifts("2026-11-25").unwrap();
-        let lens: Vec<i64> = s.iter().map(|s| (s.ends_at_ns - s.starts_at_ns) / HOUR_NS).collect();
+        let lens: Vec<i64> = s
+            .iter()
+            .map(|s| (s.ends_at_ns - s.starts_at_ns) / HOUR_NS)
+            .collect();
         assert_eq!(lens, [8, 8, 8]);
         assert_eq!(s[2].name(), "2026-11-25/3");
         // 22:00 EST on the 25th is 03:00 UTC on the 26th.
@@ -254,10 +273,19 @@ mod tests {
     #[test]
     fn bad_shifts_are_refused_and_the_spec_reads_back() {
         let day = || DayRule::new("06:00", "UTC").unwrap();
-        assert!(day().with_shifts("07:00,14:00").is_err(), "not the day start");
-        assert!(day().with_shifts("06:00,22:00,14:00").is_err(), "out of order");
+        assert!(
+            day().with_shifts("07:00,14:00").is_err(),
+            "not the day start"
+        );
+        assert!(
+            day().with_shifts("06:00,22:00,14:00").is_err(),
+            "out of order"
+        );
         assert!(day().with_shifts("06:00,5:00").is_err());
-        assert!(day().with_shifts("06:00,02:00,05:00").is_ok(), "past midnight");
+        assert!(
+            day().with_shifts("06:00,02:00,05:00").is_ok(),
+            "past midnight"
+        );
         let r = ny3();
         assert_eq!(r.spec(), "06:00 America/New_York 06:00,14:00,22:00");
         assert_eq!(DayRule::from_spec(&r.spec()).unwrap().spec(), r.spec());
