@@ -493,6 +493,12 @@ fn reports_group_and_span_and_the_model_equals_a_fresh_rebuild() {
     .unwrap();
     let keys: Vec<&str> = by_pit.groups.iter().map(|g| g.key.as_str()).collect();
     assert_eq!(keys, ["(no pit)", "main"]);
+    let csv = readside::finance::to_csv(&by_pit);
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines[0], readside::finance::CSV_HEADER);
+    assert_eq!(lines.len(), 1 + 2 + 1, "a line per group and the total");
+    // Shift 2 holds only its opening counts and no box yet: the day's drop is not known.
+    assert!(lines[2].starts_with("main,4,4,,100.00,"), "{}", lines[2]);
 }
 
 trait WithKey {
