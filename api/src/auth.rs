@@ -237,7 +237,11 @@ mod tests {
         assert!(!allowed(Role::Finance, f("GET", "/v1/evidence/T/3")));
         assert!(allowed(Role::Finance, f("GET", "/v1/finance")));
         assert!(!allowed(Role::Surveillance, f("GET", "/v1/finance")));
-        for p in ["/v1/reports", "/v1/finance/rounds/T/3"] {
+        for p in [
+            "/v1/reports",
+            "/v1/reports/jackpots",
+            "/v1/finance/rounds/T/3",
+        ] {
             assert!(allowed(Role::Finance, f("GET", p)), "{p}");
             assert!(allowed(Role::Admin, f("GET", p)), "{p}");
             assert!(!allowed(Role::Surveillance, f("GET", p)), "{p}");

@@ -1,6 +1,7 @@
 //! Finance's paths: reports per table, pit, game, shift or day (`/v1/reports`, JSON or
 //! CSV), per-table totals (`/v1/finance`), and a disputed round's finance summary
-//! (`/v1/finance/rounds/...`): what was paid and what was due, no surveillance detail.
+//! (`/v1/finance/rounds/...`): what was paid and what was due, no surveillance detail;
+//! each jackpot pool's liability over a gaming day (`/v1/reports/jackpots`).
 //!
 //! Invariant: a span is exact or refused. An unknown parameter is a 400 (the query types
 //! deny unknown fields), never ignored.
@@ -13,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use readside::finance::{GroupBy, Span};
 use schemas::api::{ApiError, FinanceSummary};
-use schemas::finance::{FinanceReport, RoundFinance};
+use schemas::finance::{FinanceReport, PoolLiability, RoundFinance};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
@@ -168,4 +169,24 @@ pub async fn round_finance(
 ) -> Result<Json<RoundFinance>, Refusal> {
     let loaded = load_round(&st, &table, round).await?;
     Ok(Json(readside::finance::round_finance(&loaded.report)))
+}
+
+/// The gaming day of a jackpot liability report.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct JackpotQuery {
+    /// The gaming day, YYYY-MM-DD (cut by arrival time, the House's order).
+    day: String,
+}
+
+#[utoipa::path(get, path = "/v1/reports/jackpots", tag = "finance", params(JackpotQuery),
+    responses((status = 200, description = "each pool's liability over the day: opening, contributions, hits, payments, resets, closing, against the controller's last display", body = Vec<PoolLiability>), (status = 400, body = ApiError), (status = 413, body = ApiError)))]
+pub async fn jackpots(
+    State(st): State<Shared>,
+    Query(q): Query<JackpotQuery>,
+) -> Result<Json<Vec<PoolLiability>>, Refusal> {
+    let (ledger, rule) = (st.ledger.clone(), st.finance.rule.clone());
+    let pools = blocking(move || readside::jackpot::liability(&ledger, &rule, &q.day)).await?;
+    Ok(Json(pools))
 }

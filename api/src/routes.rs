@@ -108,6 +108,7 @@ pub fn router(state: Shared) -> axum::Router {
         .routes(routes!(pools))
         .routes(routes!(crate::finance::finance))
         .routes(routes!(crate::finance::reports))
+        .routes(routes!(crate::finance::jackpots))
         .routes(routes!(crate::finance::round_finance))
         .routes(routes!(feed))
         .routes(routes!(list_cases, open_case))

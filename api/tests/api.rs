@@ -382,7 +382,10 @@ async fn finance_reports_refuse_what_they_do_not_know_and_open_a_disputed_round(
     let (s, rep) = get(&f.app, &format!("/v1/reports?day={day}&group_by=game"), FIN).await;
     assert_eq!(s, StatusCode::OK, "{rep}");
     assert!(rep["total"]["rounds"].as_u64().unwrap() > 0, "{rep}");
-    assert!(rep["total"]["drop"].is_null(), "no box counted: no drop, never zero");
+    assert!(
+        rep["total"]["drop"].is_null(),
+        "no box counted: no drop, never zero"
+    );
     for bad in [
         format!("/v1/reports?day={day}&colour=red"),
         "/v1/reports".to_string(),

@@ -18,6 +18,7 @@ pub mod evidence;
 pub mod finance;
 pub mod held;
 pub mod index;
+pub mod jackpot;
 pub mod model;
 pub mod rounds;
 pub mod shiftrow;

@@ -513,3 +513,106 @@ impl WithKey for ReportGroup {
         }
     }
 }
+
+#[test]
+fn a_pools_liability_over_the_day_is_recomputed_against_its_display() {
+    let f = floor();
+    let pools = readside::jackpot::liability(&f.ledger, &rule(), "2026-11-25").unwrap();
+    let p = pools.iter().find(|p| p.pool.as_str() == "CSP6-PJ").unwrap();
+    // Shown at 50,000.00 in the round; the 1.00 progressive stake contributes 25%
+    // (contribution_bp 2500); the full house's fixed 200.00 is no payment from the pool.
+    assert_eq!(
+        (p.opening, p.contributions, p.hits),
+        (Money(0), Money(25), 0)
+    );
+    assert_eq!(p.closing, Money(5_000_000 + 25));
+    assert_eq!(p.displayed, Some(Money(5_000_000)));
+    assert_eq!(
+        p.difference,
+        Some(Money(-25)),
+        "no display since the contribution"
+    );
+    let next = readside::jackpot::liability(&f.ledger, &rule(), "2026-11-26").unwrap();
+    let n = next.iter().find(|p| p.pool.as_str() == "CSP6-PJ").unwrap();
+    assert_eq!(
+        (n.opening, n.contributions, n.closing),
+        (p.closing, Money(0), p.closing)
+    );
+}
+
+/// BENCHMARKS.md: a month of 50 tables, 3 shifts a day, each shift's row full (64 buy-ins,
+/// a round, a fill, both counts, its drop box); times the day and month-to-date reports
+/// from the read model. Run: `cargo test --release -p readside --test finance
+/// month_of_reports -- --ignored --nocapture`. Prints; asserts no time.
+#[test]
+#[ignore]
+fn month_of_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = ledger::Ledger::open(dir.path().join("ledger")).unwrap();
+    let model = Model::open(&dir.path().join("readmodel"), &rule()).unwrap();
+    let mut stream_seq = 0;
+    for t in 0..50 {
+        let mut c = Chain::new(&format!("M-{t:02}"));
+        c.push(
+            DAY_START_NS - 24 * 30 * HOUR_NS - HOUR_NS,
+            None,
+            table_opened(TCP3),
+        );
+        for shift in 0..(30 * 3) {
+            let t0 = DAY_START_NS - 24 * 30 * HOUR_NS + 6 * HOUR_NS + shift * 8 * HOUR_NS;
+            c.count(t0, OPENING, false);
+            for i in 0..64 {
+                c.finance(
+                    t0 + (i + 1) * MIN_NS,
+                    Finance::CashBuyIn {
+                        amount: Money(BUY_IN),
+                    },
+                );
+            }
+            c.round(TCP3, t0 + 2 * HOUR_NS, |_| {});
+            c.finance(
+                t0 + 3 * HOUR_NS,
+                Finance::Fill {
+                    amount: Money(FILL),
+                    slip_no: format!("F-{shift}"),
+                },
+            );
+            c.count(t0 + 8 * HOUR_NS - MIN_NS, OPENING, true);
+            let id = format!("M-{t:02}/{shift}");
+            c.finance(
+                t0 + 8 * HOUR_NS,
+                Finance::DropBoxRemoved { drop_box_id: id },
+            );
+        }
+        for m in &mut c.out {
+            stream_seq += 1;
+            m.stream_seq = stream_seq;
+        }
+        for part in c.out.chunks(4_096) {
+            ledger.append(part, &[]).unwrap();
+        }
+    }
+    let t0 = std::time::Instant::now();
+    readside::index::catch_up(&ledger, &model).unwrap();
+    eprintln!("{stream_seq} events indexed in {:.1?}", t0.elapsed());
+    for span in [
+        Span::Day("2026-11-20".into()),
+        Span::MonthToDate("2026-11-24".into()),
+    ] {
+        let q = Query {
+            span: span.clone(),
+            group_by: GroupBy::Table,
+            table: None,
+            pit: None,
+        };
+        for _ in 0..3 {
+            let t0 = std::time::Instant::now();
+            let r = report(&model, &[], &[], &q).unwrap();
+            eprintln!(
+                "{span:?}: {} table shifts in {:.1?}",
+                r.total.table_shifts,
+                t0.elapsed()
+            );
+        }
+    }
+}

@@ -335,3 +335,27 @@ mod u128_text {
         s.parse().map_err(serde::de::Error::custom)
     }
 }
+
+/// One jackpot pool's liability over one gaming day (by arrival, the House's order).
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PoolLiability {
+    pub pool: crate::ids::PoolId,
+    pub day: String,
+    pub tables: Vec<TableId>,
+    /// The recomputed pool at the day's start (0 before the pool was first shown).
+    pub opening: Money,
+    /// Contributions of the day's accepted jackpot stakes.
+    pub contributions: Money,
+    pub hits: u64,
+    pub paid: Money,
+    pub resets: u64,
+    /// The recomputed pool at the day's end.
+    pub closing: Money,
+    /// The last value the controller displayed before the day's end.
+    pub displayed: Option<Money>,
+    /// `displayed - closing`.
+    pub difference: Option<Money>,
+    /// Displays of the day that differed from the recomputed pool.
+    pub mismatches: u64,
+}
