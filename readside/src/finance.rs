@@ -139,7 +139,9 @@ fn span_bounds(rule: &DayRule, span: &Span) -> Result<(String, i64, i64), ReadEr
         if b.ends_at_ns <= a.starts_at_ns {
             return Err(ReadError::BadRequest(format!("day {to} is before {from}")));
         }
-        let span_days = (b.ends_at_ns - a.starts_at_ns) / (23 * 3_600_000_000_000);
+        // Whole days, DST's hours rounded away.
+        let hour_ns = 3_600_000_000_000;
+        let span_days = (b.ends_at_ns - a.starts_at_ns + 12 * hour_ns) / (24 * hour_ns);
         if span_days > REPORT_DAYS_MAX {
             return Err(ReadError::BadRequest(format!(
                 "{from} to {to}: more than {REPORT_DAYS_MAX} days"

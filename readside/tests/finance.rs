@@ -493,6 +493,22 @@ fn reports_group_and_span_and_the_model_equals_a_fresh_rebuild() {
     .unwrap();
     let keys: Vec<&str> = by_pit.groups.iter().map(|g| g.key.as_str()).collect();
     assert_eq!(keys, ["(no pit)", "main"]);
+    let ytd = q(Span::YearToDate("2026-12-31".into()), GroupBy::Table);
+    assert!(
+        report(&f.model, &[], &f.counts, &ytd).is_ok(),
+        "a leap-free year fits"
+    );
+    let long = q(
+        Span::Days {
+            from: "2026-01-01".into(),
+            to: "2027-01-02".into(),
+        },
+        GroupBy::Table,
+    );
+    assert!(matches!(
+        report(&f.model, &[], &f.counts, &long),
+        Err(readside::ReadError::BadRequest(_))
+    ));
     let csv = readside::finance::to_csv(&by_pit);
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(lines[0], readside::finance::CSV_HEADER);
