@@ -209,7 +209,9 @@ pub fn area_of(method: &str, path: &str) -> Area {
     match parts.as_slice() {
         ["v1", "whoami"] | ["v1", "status"] => Area::Anyone,
         ["v1", "tables"] => Area::Tables,
-        ["v1", "tables", _, "finance"] | ["v1", "finance", ..] | ["v1", "reports"] => Area::Finance,
+        ["v1", "tables", _, "finance"] | ["v1", "finance", ..] | ["v1", "reports", ..] => {
+            Area::Finance
+        }
         ["v1", "tables", _, "rounds", ..] | ["v1", "rounds"] => Area::Rounds,
         ["v1", "disputes"] => Area::Disputes,
         ["v1", "findings"] => Area::Findings,
