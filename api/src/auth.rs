@@ -7,10 +7,11 @@
 //! kept only as BLAKE3 hashes in memory.
 //!
 //! Config file (JSON, `serve --config FILE`):
-//! `{"tokens": [{"name": "ana", "role": "surveillance", "token": "<at least 16 chars>"}]}`.
+//! `{"tokens": [{"name": "ana", "role": "surveillance", "token": "<at least 16 chars>"}],
+//!   "count_keys": [{"name": "count team B", "key": "<ed25519 public key, hex>"}]}`.
 
 use schemas::api::Role;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -19,20 +20,48 @@ pub const TOKEN_LEN_MIN: usize = 16;
 /// Most tokens in a config file.
 pub const TOKENS_MAX: usize = 10_000;
 
-/// One token as configured.
-#[derive(Debug, Clone, Deserialize)]
+/// One token as configured: the person it names, their role, and the token itself or
+/// (as `roundledger tokens add` writes it, so the file holds no secret) its BLAKE3 hash.
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct TokenConfig {
     pub name: String,
     pub role: Role,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub token: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_hash: Option<String>,
 }
 
 /// The server's access configuration file.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct AccessConfig {
     pub tokens: Vec<TokenConfig>,
+    /// The count room's keys whose signed counts the server takes (`POST /v1/counts`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub count_keys: Vec<CountKeyConfig>,
+}
+
+/// A trusted count key: whose it is and its ed25519 public key (hex).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CountKeyConfig {
+    pub name: String,
+    pub key: String,
+}
+
+impl AccessConfig {
+    /// The trusted count keys by key; a key that is not 32 bytes of hex is an error.
+    pub fn count_keys(&self) -> Result<BTreeMap<schemas::attest::PublicKey, String>, ConfigError> {
+        let mut out = BTreeMap::new();
+        for k in &self.count_keys {
+            let key = schemas::attest::PublicKey::from_hex(&k.key)
+                .map_err(|e| ConfigError::Invalid(format!("count key of {}: {e}", k.name)))?;
+            out.insert(key, k.name.clone());
+        }
+        Ok(out)
+    }
 }
 
 /// Why the access configuration is unusable.
@@ -93,12 +122,6 @@ impl Tokens {
         }
         let mut by_hash = BTreeMap::new();
         for t in &config.tokens {
-            if t.token.len() < TOKEN_LEN_MIN || t.token.contains(char::is_whitespace) {
-                return Err(ConfigError::Invalid(format!(
-                    "token of {}: at least {TOKEN_LEN_MIN} characters, no spaces",
-                    t.name
-                )));
-            }
             if t.name.is_empty() || t.name.len() > 64 {
                 return Err(ConfigError::Invalid(
                     "token names are 1-64 characters".into(),
@@ -108,7 +131,7 @@ impl Tokens {
                 name: t.name.clone(),
                 role: t.role,
             };
-            if by_hash.insert(hash(&t.token), caller).is_some() {
+            if by_hash.insert(token_key(t)?, caller).is_some() {
                 return Err(ConfigError::Invalid(format!(
                     "token of {} is used twice",
                     t.name
@@ -154,6 +177,33 @@ pub fn bearer(headers: &axum::http::HeaderMap) -> Result<&str, BearerError> {
 
 fn hash(token: &str) -> [u8; 32] {
     *blake3::hash(token.as_bytes()).as_bytes()
+}
+
+/// A token's hash as an access file keeps it (`token_hash`).
+pub fn token_hash_hex(token: &str) -> String {
+    hex::encode(hash(token))
+}
+
+/// The hash a configured token is looked up by: of `token`, or `token_hash` itself.
+fn token_key(t: &TokenConfig) -> Result<[u8; 32], ConfigError> {
+    let bad = |why: &str| ConfigError::Invalid(format!("token of {}: {why}", t.name));
+    match (&t.token, &t.token_hash) {
+        (token, None) => {
+            if token.len() < TOKEN_LEN_MIN || token.contains(char::is_whitespace) {
+                return Err(bad(&format!(
+                    "at least {TOKEN_LEN_MIN} characters, no spaces"
+                )));
+            }
+            Ok(hash(token))
+        }
+        (token, Some(h)) if token.is_empty() => {
+            let mut out = [0u8; 32];
+            hex::decode_to_slice(h, &mut out)
+                .map_err(|_| bad("token_hash is not 64 hex digits"))?;
+            Ok(out)
+        }
+        _ => Err(bad("give token or token_hash, not both")),
+    }
 }
 
 /// The parts of the API, for the access policy.
@@ -209,9 +259,10 @@ pub fn area_of(method: &str, path: &str) -> Area {
     match parts.as_slice() {
         ["v1", "whoami"] | ["v1", "status"] => Area::Anyone,
         ["v1", "tables"] => Area::Tables,
-        ["v1", "tables", _, "finance"] | ["v1", "finance", ..] | ["v1", "reports", ..] => {
-            Area::Finance
-        }
+        ["v1", "tables", _, "finance"]
+        | ["v1", "finance", ..]
+        | ["v1", "reports", ..]
+        | ["v1", "counts"] => Area::Finance,
         ["v1", "tables", _, "rounds", ..] | ["v1", "rounds"] => Area::Rounds,
         ["v1", "disputes"] => Area::Disputes,
         ["v1", "findings"] => Area::Findings,
@@ -289,19 +340,27 @@ mod tests {
             name: "a".into(),
             role: Role::Admin,
             token: token.into(),
+            token_hash: None,
         };
         assert!(Tokens::new(&AccessConfig {
-            tokens: vec![t("short")]
+            tokens: vec![t("short")],
+            count_keys: vec![],
         })
         .is_err());
-        assert!(Tokens::new(&AccessConfig { tokens: vec![] }).is_err());
+        assert!(Tokens::new(&AccessConfig {
+            tokens: vec![],
+            count_keys: vec![],
+        })
+        .is_err());
         let long = "0123456789abcdef";
         assert!(Tokens::new(&AccessConfig {
-            tokens: vec![t(long), t(long)]
+            tokens: vec![t(long), t(long)],
+            count_keys: vec![],
         })
         .is_err());
         let ok = Tokens::new(&AccessConfig {
             tokens: vec![t(long)],
+            count_keys: vec![],
         })
         .unwrap();
         assert_eq!(ok.caller(long).unwrap().role, Role::Admin);

@@ -32,6 +32,8 @@ pub enum CaseError {
     Unknown(u64),
     #[error("case {0} is closed")]
     Closed(u64),
+    #[error("case {0} is open")]
+    Open(u64),
     #[error("{0}")]
     Invalid(String),
     #[error("case {id} holds {entries} entries, the most a case takes before its close; close it and open another")]
@@ -67,20 +69,31 @@ fn fold(views: &mut BTreeMap<u64, CaseView>, e: &CaseEntry) -> Result<(), String
                     title: title.clone(),
                     open: true,
                     decision: None,
+                    assignee: None,
                     entries: vec![e.clone()],
                 },
             );
         }
-        CaseAction::Note { .. } | CaseAction::Closed { .. } => {
+        _ => {
             let v = views
                 .get_mut(&e.case_id)
                 .ok_or_else(|| format!("entry for unknown case {}", e.case_id))?;
-            if !v.open {
-                return Err(format!("entry after case {} closed", e.case_id));
+            let reopening = matches!(e.action, CaseAction::Reopened { .. });
+            if v.open == reopening {
+                let state = if v.open { "open" } else { "closed" };
+                return Err(format!("case {} is {state}", e.case_id));
             }
-            if let CaseAction::Closed { decision } = &e.action {
-                v.open = false;
-                v.decision = Some(decision.clone());
+            match &e.action {
+                CaseAction::Closed { decision } => {
+                    v.open = false;
+                    v.decision = Some(decision.clone());
+                }
+                CaseAction::Reopened { .. } => {
+                    v.open = true;
+                    v.decision = None;
+                }
+                CaseAction::Assigned { to } => v.assignee = Some(to.clone()),
+                CaseAction::Opened { .. } | CaseAction::Note { .. } => {}
             }
             v.entries.push(e.clone());
         }
@@ -94,7 +107,30 @@ fn check_text(what: &str, s: &str) -> Result<(), CaseError> {
             "{what}: 1 to {CASE_TEXT_LEN_MAX} characters"
         )));
     }
+    if let Some(c) = s.chars().find(|c| hides_text(*c)) {
+        return Err(CaseError::Invalid(format!(
+            "{what}: character U+{:04X} is refused (a control or bidirectional override character)",
+            u32::from(c)
+        )));
+    }
     Ok(())
+}
+
+/// An assignee: a person's name as tokens carry it (1 to 64 characters).
+fn check_name(to: &str) -> Result<(), CaseError> {
+    if to.trim().is_empty() || to.len() > 64 || to.chars().any(hides_text) {
+        return Err(CaseError::Invalid(
+            "assignee: 1 to 64 printable characters".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// A character that can hide or reorder what a reader sees: controls other than line
+/// breaks and tabs, and the bidirectional embeddings, overrides and isolates.
+fn hides_text(c: char) -> bool {
+    (c.is_control() && !matches!(c, '\n' | '\r' | '\t'))
+        || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}')
 }
 
 impl Cases {
@@ -167,16 +203,23 @@ impl Cases {
             CaseAction::Opened { title, .. } => check_text("title", title)?,
             CaseAction::Note { text } => check_text("note", text)?,
             CaseAction::Closed { decision } => check_text("decision", decision)?,
+            CaseAction::Assigned { to } => check_name(to)?,
+            CaseAction::Reopened { reason } => check_text("reason", reason)?,
         }
         let mut views = self.lock();
         let id = match case_id {
             None => views.keys().next_back().map_or(1, |k| k + 1),
             Some(id) => {
                 let v = views.get(&id).ok_or(CaseError::Unknown(id))?;
-                if !v.open {
-                    return Err(CaseError::Closed(id));
+                let reopening = matches!(action, CaseAction::Reopened { .. });
+                if v.open == reopening {
+                    return Err(if v.open {
+                        CaseError::Open(id)
+                    } else {
+                        CaseError::Closed(id)
+                    });
                 }
-                // The last place is the close's.
+                // The last place is the close's (a reopened case can still close).
                 let room = match action {
                     CaseAction::Closed { .. } => self.entries_max,
                     _ => self.entries_max - 1,
@@ -277,6 +320,62 @@ mod tests {
         };
         let v = cases.act(Some(1), closed, &sam, 4).unwrap();
         assert_eq!((v.entries.len(), v.open), (5, false));
+    }
+
+    #[test]
+    fn text_that_hides_or_reorders_what_a_reader_sees_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let cases = Cases::open(&dir.path().join("cases.jsonl")).unwrap();
+        open_on(&cases, 1, "short pay");
+        for bad in [
+            "nul\0here",
+            "a\u{202E}gnp.exe",
+            "isolate\u{2066}x",
+            "bell\u{7}",
+        ] {
+            let note = CaseAction::Note { text: bad.into() };
+            let e = cases.act(Some(1), note, &sam(), 2).unwrap_err();
+            assert!(matches!(e, CaseError::Invalid(_)), "{bad:?}: {e}");
+        }
+        let fine = CaseAction::Note {
+            text: "two lines\nand a tab\tare fine".into(),
+        };
+        cases.act(Some(1), fine, &sam(), 3).unwrap();
+    }
+
+    #[test]
+    fn a_case_is_assigned_closed_reopened_and_closed_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cases.jsonl");
+        let cases = Cases::open(&path).unwrap();
+        open_on(&cases, 1, "short pay");
+        let to = |n: &str| CaseAction::Assigned { to: n.into() };
+        let v = cases.act(Some(1), to("ana"), &sam(), 2).unwrap();
+        assert_eq!(v.assignee.as_deref(), Some("ana"));
+        let reopen = || CaseAction::Reopened {
+            reason: "patron came back".into(),
+        };
+        assert!(matches!(
+            cases.act(Some(1), reopen(), &sam(), 3),
+            Err(CaseError::Open(1))
+        ));
+        let close = || CaseAction::Closed {
+            decision: "paid".into(),
+        };
+        cases.act(Some(1), close(), &sam(), 4).unwrap();
+        assert!(matches!(
+            cases.act(Some(1), to("bo"), &sam(), 5),
+            Err(CaseError::Closed(1))
+        ));
+        let v = cases.act(Some(1), reopen(), &sam(), 6).unwrap();
+        assert!(v.open && v.decision.is_none());
+        cases.act(Some(1), close(), &sam(), 7).unwrap();
+        drop(cases);
+        let v = Cases::open(&path).unwrap().get(1).unwrap();
+        assert_eq!(
+            (v.open, v.entries.len(), v.assignee.as_deref()),
+            (false, 5, Some("ana"))
+        );
     }
 
     #[test]

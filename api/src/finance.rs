@@ -101,10 +101,17 @@ pub async fn reports(
 ) -> Result<Response, Refusal> {
     let query = q.to_query()?;
     let csv = q.csv(&headers)?;
-    let (model, pits) = (st.model.clone(), st.finance.pits.clone());
-    let counts = (st.finance.counts.0)();
-    let report =
-        blocking(move || readside::finance::report(&model, &pits, &counts, &query)).await?;
+    let state = st.clone();
+    let report = blocking(move || {
+        // The standing counts of the span's boxes, from the count journal.
+        let boxes = readside::finance::drop_boxes(&state.model, &query)?;
+        let counts = state
+            .counts
+            .book()
+            .results(boxes.iter().map(String::as_str));
+        readside::finance::report(&state.model, &state.finance.pits, &counts, &query)
+    })
+    .await?;
     Ok(match csv {
         true => (
             [(header::CONTENT_TYPE, "text/csv; charset=utf-8")],

@@ -30,12 +30,15 @@
 
 pub mod auth;
 pub mod cases;
+pub mod counts;
 mod edge;
 mod finance;
 pub mod journal;
+pub mod limit;
 mod openapi;
 pub mod ops;
 mod routes;
+pub mod tls;
 pub use routes::AUDITED_URI_PART_MAX;
 pub mod serve;
 mod ui;
@@ -46,6 +49,7 @@ use readside::{evidence, index, model, rounds};
 
 use auth::{AccessConfig, Tokens};
 use cases::Cases;
+use counts::Counts;
 use index::Tail;
 use journal::Journal;
 use model::Model;
@@ -92,6 +96,8 @@ pub enum Error {
     Journal(#[from] journal::JournalError),
     #[error(transparent)]
     Model(#[from] model::ModelError),
+    #[error(transparent)]
+    Tls(#[from] tls::TlsError),
 }
 
 pub use readside::ReadError;
@@ -108,26 +114,66 @@ pub struct ApiConfig {
     /// The operator alerts of the ingest beside this API (`GET /v1/alerts`); `None`
     /// serves an empty list (a read-only server ingests nothing).
     pub alerts: Option<AlertSource>,
-    /// Shifts, pits and the count room's results for `GET /v1/reports`.
+    /// HTTPS (`tls::server_config`); `None` serves plain HTTP (loopback, or behind a proxy).
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// The property's IANA time zone, for people's clocks (`WhoAmI::time_zone`).
+    pub time_zone: String,
+    /// The access file `access` came from: reloaded when it changes (`ACCESS_POLL`), so a
+    /// token added or revoked by `roundledger tokens` takes effect without a restart.
+    pub access_file: Option<PathBuf>,
+    /// Shifts and pits for `GET /v1/reports`.
     pub finance: FinanceSetup,
 }
 
-/// The count room's results (`schemas::count`), handed in by `serve`: the server wires
-/// it to the count journal.
-#[derive(Clone)]
-pub struct CountSource(pub Arc<dyn Fn() -> Vec<schemas::count::CountResult> + Send + Sync>);
+/// How often the server looks at its access file for changes.
+pub const ACCESS_POLL: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// What finance reports need besides the read model: the property's day rule with its
-/// shifts (the model's rows are cut by it), its pits, and the count room's results.
+/// Reloads the access file whenever its length or modification time changes, until
+/// `stop`. A file that does not load is logged and the tokens in force stay.
+pub async fn watch_access(
+    state: Shared,
+    path: PathBuf,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    let stamp = |p: &Path| {
+        std::fs::metadata(p)
+            .ok()
+            .map(|m| (m.len(), m.modified().ok()))
+    };
+    let mut seen = stamp(&path);
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(ACCESS_POLL) => {}
+            _ = stop.wait_for(|s| *s) => return,
+        }
+        let now = stamp(&path);
+        if now == seen {
+            continue;
+        }
+        seen = now;
+        let loaded = AccessConfig::load(&path)
+            .map_err(Error::from)
+            .and_then(|a| state.reload_access(&a));
+        match loaded {
+            Ok(()) => tracing::info!("access file {} reloaded", path.display()),
+            Err(e) => tracing::error!(
+                "access file {}: {e}; the tokens in force stay",
+                path.display()
+            ),
+        }
+    }
+}
+
+/// What finance reports need besides the read model and the count journal: the
+/// property's day rule with its shifts (the model's rows are cut by it) and its pits.
 #[derive(Clone)]
 pub struct FinanceSetup {
     pub rule: ledger::days::DayRule,
     pub pits: Vec<readside::finance::Pit>,
-    pub counts: CountSource,
 }
 
 impl Default for FinanceSetup {
-    /// The defaults `--help` states (06:00 UTC, one shift), no pits, nothing counted.
+    /// The defaults `--help` states (06:00 UTC, one shift), no pits.
     fn default() -> FinanceSetup {
         let rule = ledger::days::DayRule::new(
             ledger::days::DAY_START_DEFAULT,
@@ -137,7 +183,6 @@ impl Default for FinanceSetup {
         FinanceSetup {
             rule,
             pits: Vec::new(),
-            counts: CountSource(Arc::new(Vec::new)),
         }
     }
 }
@@ -175,6 +220,11 @@ pub fn cases_path(state_dir: &Path) -> PathBuf {
     state_dir.join(schemas::journal::CASES_FILE)
 }
 
+/// The count room's journal's path in an API directory.
+pub fn counts_path(state_dir: &Path) -> PathBuf {
+    state_dir.join(schemas::journal::COUNTS_FILE)
+}
+
 /// The audit log's path in an API directory.
 pub fn audit_path(state_dir: &Path) -> PathBuf {
     state_dir.join(schemas::journal::AUDIT_FILE)
@@ -195,9 +245,12 @@ pub fn system_clock() -> i64 {
 pub struct AppState {
     pub ledger: Arc<ledger::Ledger>,
     pub model: Arc<Model>,
-    pub tokens: Tokens,
+    /// Who may call: replaced whole when the access file changes (`reload_access`).
+    tokens: std::sync::RwLock<Tokens>,
     pub audit: Journal,
     pub cases: Cases,
+    /// The count room's results (`POST /v1/counts`).
+    pub counts: Counts,
     pub feed: tokio::sync::broadcast::Sender<FeedItem>,
     pub clock: Clock,
     /// Ends the live feed's streams at shutdown (so graceful shutdown can finish).
@@ -211,6 +264,10 @@ pub struct AppState {
     /// Requests by route and status (`ops`, `/metrics`).
     pub requests: Arc<ops::Requests>,
     pub finance: FinanceSetup,
+    /// Failing requests per client address (`limit`).
+    pub limiter: limit::Limiter,
+    /// The property's time zone (`ApiConfig::time_zone`); UTC until set.
+    pub time_zone: std::sync::OnceLock<String>,
 }
 
 pub type Shared = Arc<AppState>;
@@ -234,14 +291,16 @@ impl AppState {
         })?;
         let audit = Journal::open(&audit_path(state_dir), |_, _| Ok(()))?;
         let cases = Cases::open(&cases_path(state_dir))?;
+        let counts = Counts::open(&counts_path(state_dir), access.count_keys()?)?;
         let model = open_model(model_dir, &finance.rule)?;
         let (feed, _) = tokio::sync::broadcast::channel(FEED_CAPACITY);
         Ok(Arc::new(AppState {
             ledger,
             model: Arc::new(model),
-            tokens,
+            tokens: std::sync::RwLock::new(tokens),
             audit,
             cases,
+            counts,
             feed,
             clock,
             stopping,
@@ -250,7 +309,24 @@ impl AppState {
             tail: Mutex::new(Tail::default()),
             requests: Arc::default(),
             finance,
+            limiter: limit::Limiter::default(),
+            time_zone: std::sync::OnceLock::new(),
         }))
+    }
+
+    /// The tokens in force.
+    pub fn tokens(&self) -> std::sync::RwLockReadGuard<'_, Tokens> {
+        self.tokens.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Puts a changed access file in force: its tokens and count keys, both checked
+    /// before either is replaced. A token removed from the file is refused from now on.
+    pub fn reload_access(&self, access: &AccessConfig) -> Result<(), Error> {
+        let tokens = Tokens::new(access)?;
+        let count_keys = access.count_keys()?;
+        *self.tokens.write().unwrap_or_else(|p| p.into_inner()) = tokens;
+        self.counts.trust(count_keys);
+        Ok(())
     }
 
     /// One indexing pass (blocking: sled); publishes new rounds and findings to the feed.
@@ -388,11 +464,15 @@ pub async fn run_with_ops(
         // A fresh state: nothing has set it before.
         let _ = state.alerts.set(a);
     }
+    let _ = state.time_zone.set(config.time_zone);
     let listener = serve::bind(config.addr).map_err(|source| Error::Bind {
         addr: config.addr,
         source,
     })?;
     bound(listener.local_addr().map_err(Error::Serve)?);
+    if let Some(path) = config.access_file.clone() {
+        tokio::spawn(watch_access(state.clone(), path, stop_rx.clone()));
+    }
     let indexer = tokio::spawn(run_indexer(state.clone(), stop_rx));
     let stopping = async move {
         shutdown.await;
@@ -403,7 +483,8 @@ pub async fn run_with_ops(
         ops.attach_api(state.clone());
         app = app.merge(ops::ready_router(ops));
     }
-    serve::serve(listener, app, serve::Timeouts::default(), stopping).await;
+    let timeouts = serve::Timeouts::default();
+    serve::serve_tls(listener, app, timeouts, config.tls, stopping).await;
     let _ = indexer.await;
     // sled flushes on its own too; a clean stop leaves nothing for the next start to redo.
     let model = state.model.clone();

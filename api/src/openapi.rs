@@ -15,12 +15,13 @@ fn meaning(status: &str) -> Option<&'static str> {
     Some(match status {
         "400" => "the request is malformed: an unknown parameter, a value outside its schema, a bad path segment or body, or two Authorization headers",
         "401" => "no bearer token, or one this server does not know",
-        "403" => "the token's role may not use this operation",
+        "403" => "the token's role may not use this operation, or a count's key is not trusted",
         "404" => "what the path names does not exist",
         "409" => "the case is closed, or has as many entries as it may",
         "413" => "the answer would exceed a server limit",
         "415" => "the body is not sent as `Content-Type: application/json`",
         "422" => "the JSON body lacks a field or has one of the wrong type",
+        "429" => "this address failed too many requests this minute; wait the `Retry-After` seconds",
         "500" => "the ledger or a journal could not be read or written",
         "503" => "the audit log cannot be written; no data is served",
         _ => return None,
@@ -59,8 +60,9 @@ pub fn document_errors(doc: &mut OpenApi) {
 }
 
 fn add_errors(method: &str, path: &str, op: &mut Operation) {
-    // Every request needs one token and an audit entry; any parameter can fail to parse.
-    let mut statuses = vec!["400", "401", "503"];
+    // Every request needs one token and an audit entry; any parameter can fail to parse;
+    // an address failing too often is held off.
+    let mut statuses = vec!["400", "401", "429", "503"];
     let area = area_of(method, path);
     if ![Role::Surveillance, Role::Finance, Role::Admin]
         .iter()

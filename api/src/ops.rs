@@ -331,7 +331,9 @@ mod tests {
                 name: "a".into(),
                 role: schemas::api::Role::Admin,
                 token: "0123456789abcdef".into(),
+                token_hash: None,
             }],
+            count_keys: vec![],
         };
         let (_, stop) = tokio::sync::watch::channel(false);
         let st = crate::AppState::new(

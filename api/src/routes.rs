@@ -4,6 +4,7 @@
 use crate::auth::{allowed, area_of, bearer, BearerError, Caller};
 use crate::edge::{json_error, redact_query};
 use crate::index::finding_view;
+use crate::limit::{Suppressed, Verdict};
 use crate::model::{IssueFilter, RoundFilter};
 use crate::{
     rounds, AppState, ReadError, Shared, AUDIT_LIMIT_MAX, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX,
@@ -110,11 +111,14 @@ pub fn router(state: Shared) -> axum::Router {
         .routes(routes!(crate::finance::reports))
         .routes(routes!(crate::finance::jackpots))
         .routes(routes!(crate::finance::round_finance))
+        .routes(routes!(list_counts, enter_count))
         .routes(routes!(feed))
         .routes(routes!(list_cases, open_case))
         .routes(routes!(get_case))
         .routes(routes!(add_note))
         .routes(routes!(close_case))
+        .routes(routes!(assign_case))
+        .routes(routes!(reopen_case))
         .routes(routes!(evidence))
         .routes(routes!(export))
         .routes(routes!(audit))
@@ -185,7 +189,7 @@ enum Access {
 fn access(st: &AppState, headers: &axum::http::HeaderMap) -> Access {
     match bearer(headers) {
         Ok(token) => st
-            .tokens
+            .tokens()
             .caller(token)
             .cloned()
             .map_or(Access::Anonymous, Access::Caller),
@@ -199,7 +203,85 @@ fn access(st: &AppState, headers: &axum::http::HeaderMap) -> Access {
 /// changes something (a case: not GET) is recorded before it runs too, and does not run
 /// unless that entry is written: a change is never made without an audit entry naming
 /// who asked for it. Every error leaves as a JSON `ApiError` (`edge::json_error`).
-async fn guard(State(st): State<Shared>, mut req: Request, next: Next) -> Response {
+async fn guard(State(st): State<Shared>, req: Request, next: Next) -> Response {
+    let ip = req
+        .extensions()
+        .get::<crate::serve::ClientAddr>()
+        .map(|c| c.0.ip());
+    let now_ns = (st.clock)();
+    for s in st.limiter.ended(now_ns) {
+        if let Err(refused) = record(&st, move |id| rate_limited_entry(id, now_ns, s)).await {
+            return refused;
+        }
+    }
+    let (retry_after_s, audit) = match st.limiter.check(ip, now_ns) {
+        Verdict::Pass => {
+            let response = guarded(st.clone(), req, next, ip).await;
+            if response.status().is_client_error() {
+                st.limiter.failed(ip, now_ns);
+            }
+            return response;
+        }
+        Verdict::LimitedAudited { retry_after_s } => (retry_after_s, true),
+        Verdict::LimitedCounted { retry_after_s } => (retry_after_s, false),
+    };
+    let mut response = error(
+        StatusCode::TOO_MANY_REQUESTS,
+        format!("too many failed requests from this address; try again in {retry_after_s} s"),
+    );
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(retry_after_s));
+    if !audit {
+        return response;
+    }
+    let entry = AuditEntry {
+        method: req.method().as_str().to_string(),
+        path: audited(req.uri().path()),
+        query: audited(&redact_query(req.uri().query().unwrap_or(""))),
+        ..rate_limited_entry(
+            0,
+            now_ns,
+            Suppressed {
+                client: ip.map(|i| i.to_string()).unwrap_or_default(),
+                window_start_ns: now_ns,
+                refused: 1,
+            },
+        )
+    };
+    match record(&st, move |id| AuditEntry { id, ..entry }).await {
+        Ok(_) => response,
+        Err(refused) => refused,
+    }
+}
+
+/// The audit entry of a client's 429s counted in one window.
+fn rate_limited_entry(id: u64, at_ns: i64, s: Suppressed) -> AuditEntry {
+    AuditEntry {
+        id,
+        at_ns,
+        who: "anonymous".into(),
+        role: None,
+        method: "*".into(),
+        path: "(rate limited)".into(),
+        query: format!(
+            "{} requests answered 429 in the minute from {} ns",
+            s.refused, s.window_start_ns
+        ),
+        status: Some(StatusCode::TOO_MANY_REQUESTS.as_u16()),
+        received: None,
+        client: Some(s.client),
+    }
+}
+
+/// The guard for a request the rate limit lets through.
+async fn guarded(
+    st: Shared,
+    mut req: Request,
+    next: Next,
+    ip: Option<std::net::IpAddr>,
+) -> Response {
+    let client = ip.map(|i| i.to_string());
     let method = req.method().as_str().to_string();
     let path = audited(req.uri().path());
     let query = audited(&redact_query(req.uri().query().unwrap_or("")));
@@ -210,8 +292,13 @@ async fn guard(State(st): State<Shared>, mut req: Request, next: Next) -> Respon
     };
     let clock = st.clock;
     let entry = |status: Option<u16>, received: Option<u64>| {
-        let (method, path, query, caller) =
-            (method.clone(), path.clone(), query.clone(), caller.clone());
+        let (method, path, query, caller, client) = (
+            method.clone(),
+            path.clone(),
+            query.clone(),
+            caller.clone(),
+            client.clone(),
+        );
         move |id| AuditEntry {
             id,
             at_ns: clock(),
@@ -224,6 +311,7 @@ async fn guard(State(st): State<Shared>, mut req: Request, next: Next) -> Respon
             query,
             status,
             received,
+            client: client.clone(),
         }
     };
     let mut received = None;
@@ -318,10 +406,12 @@ pub(crate) fn table_id(s: &str) -> Result<TableId, ReadError> {
 
 #[utoipa::path(get, path = "/v1/whoami", tag = "access",
     responses((status = 200, description = "the caller's name and role", body = WhoAmI)))]
-async fn whoami(Extension(c): Extension<Caller>) -> Json<WhoAmI> {
+async fn whoami(State(st): State<Shared>, Extension(c): Extension<Caller>) -> Json<WhoAmI> {
+    let time_zone = st.time_zone.get().cloned().unwrap_or_else(|| "UTC".into());
     Json(WhoAmI {
         name: c.name,
         role: c.role,
+        time_zone,
     })
 }
 
@@ -793,6 +883,11 @@ pub struct CaseQuery {
     table: Option<String>,
     /// Only cases on this round.
     round: Option<u64>,
+    /// Only open or only closed cases.
+    #[param(pattern = "^(open|closed)$")]
+    status: Option<String>,
+    /// Only cases assigned to this person.
+    assignee: Option<String>,
     /// Items to skip (default 0).
     #[param(maximum = 9007199254740991_u64)]
     offset: Option<u64>,
@@ -809,11 +904,23 @@ async fn list_cases(
 ) -> Result<Json<CasePage>, Refusal> {
     let table = q.table.as_deref().map(table_id).transpose()?;
     let (offset, limit) = page(q.offset, q.limit, LIST_LIMIT_MAX)?;
-    let (total, items) = st.cases.page(
-        |c| table.as_ref().is_none_or(|t| &c.table == t) && q.round.is_none_or(|r| c.round.0 == r),
-        offset,
-        limit,
-    );
+    let open = match q.status.as_deref() {
+        None => None,
+        Some("open") => Some(true),
+        Some("closed") => Some(false),
+        Some(s) => {
+            return Err(ReadError::BadRequest(format!("status {s:?}: open or closed")).into())
+        }
+    };
+    let wanted = |c: &CaseView| {
+        table.as_ref().is_none_or(|t| &c.table == t)
+            && q.round.is_none_or(|r| c.round.0 == r)
+            && open.is_none_or(|o| c.open == o)
+            && q.assignee
+                .as_ref()
+                .is_none_or(|a| c.assignee.as_ref() == Some(a))
+    };
+    let (total, items) = st.cases.page(wanted, offset, limit);
     Ok(Json(CasePage {
         total,
         items,
@@ -826,7 +933,7 @@ fn case_error(e: crate::cases::CaseError) -> Response {
     use crate::cases::CaseError::*;
     let status = match &e {
         Unknown(_) => StatusCode::NOT_FOUND,
-        Closed(_) | Full { .. } => StatusCode::CONFLICT,
+        Closed(_) | Open(_) | Full { .. } => StatusCode::CONFLICT,
         Invalid(_) => StatusCode::BAD_REQUEST,
         Journal(_) => StatusCode::INTERNAL_SERVER_ERROR,
     };
@@ -929,6 +1036,75 @@ async fn close_case(
         },
     )
     .await
+}
+
+#[utoipa::path(post, path = "/v1/cases/{id}/assign", tag = "cases", params(("id" = u64, Path)), request_body = AssignCase,
+    responses((status = 200, description = "the case with its new assignee", body = CaseView), (status = 404, body = ApiError), (status = 409, body = ApiError), (status = 500, body = ApiError)))]
+async fn assign_case(
+    State(st): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Path(id): Path<u64>,
+    Json(b): Json<AssignCase>,
+) -> Response {
+    act(st, c, Some(id), CaseAction::Assigned { to: b.to }).await
+}
+
+#[utoipa::path(post, path = "/v1/cases/{id}/reopen", tag = "cases", params(("id" = u64, Path)), request_body = ReopenCase,
+    responses((status = 200, description = "the case, open again", body = CaseView), (status = 404, body = ApiError), (status = 409, body = ApiError), (status = 500, body = ApiError)))]
+async fn reopen_case(
+    State(st): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Path(id): Path<u64>,
+    Json(b): Json<ReopenCase>,
+) -> Response {
+    act(st, c, Some(id), CaseAction::Reopened { reason: b.reason }).await
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct CountQuery {
+    /// Only counts of this table.
+    #[param(pattern = "^[A-Za-z0-9_-]{1,32}$")]
+    table: Option<String>,
+    /// Items to return, newest first (default 50, at most 500).
+    #[param(minimum = 1, maximum = 500)]
+    limit: Option<u64>,
+}
+
+#[utoipa::path(get, path = "/v1/counts", tag = "finance", params(CountQuery),
+    responses((status = 200, description = "the standing count of each drop box, newest first", body = Vec<schemas::count::CountEntry>), (status = 400, body = ApiError)))]
+async fn list_counts(
+    State(st): State<Shared>,
+    Query(q): Query<CountQuery>,
+) -> Result<Json<Vec<schemas::count::CountEntry>>, Refusal> {
+    let table = q.table.as_deref().map(table_id).transpose()?;
+    let (_, limit) = page(None, q.limit, LIST_LIMIT_MAX)?;
+    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+    Ok(Json(st.counts.book().list(table.as_ref(), limit)))
+}
+
+#[utoipa::path(post, path = "/v1/counts", tag = "finance", request_body = schemas::count::SignedCount,
+    responses((status = 201, description = "the count, journaled", body = schemas::count::CountEntry), (status = 400, body = ApiError), (status = 403, body = ApiError), (status = 404, body = ApiError), (status = 500, body = ApiError)))]
+async fn enter_count(
+    State(st): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Json(b): Json<schemas::count::SignedCount>,
+) -> Response {
+    use crate::counts::CountRefused;
+    if st.ledger.head(&b.count.table).is_none() {
+        let msg = format!("no table {} in the ledger", b.count.table);
+        return error(StatusCode::NOT_FOUND, msg);
+    }
+    let at_ns = (st.clock)();
+    let r = tokio::task::spawn_blocking(move || st.counts.enter(b, &c, at_ns)).await;
+    match r {
+        Ok(Ok(entry)) => (StatusCode::CREATED, Json(entry)).into_response(),
+        Ok(Err(e @ CountRefused::Invalid(_))) => error(StatusCode::BAD_REQUEST, e.to_string()),
+        Ok(Err(e @ CountRefused::Untrusted(_))) => error(StatusCode::FORBIDDEN, e.to_string()),
+        Ok(Err(e)) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
 }
 
 #[utoipa::path(get, path = "/v1/evidence/{table}/{round}", tag = "evidence",
@@ -1094,7 +1270,9 @@ mod tests {
                 name: "sam.surveillance".into(),
                 role: Role::Surveillance,
                 token: SURV.into(),
+                token_hash: None,
             }],
+            count_keys: vec![],
         };
         let (_stop, rx) = tokio::sync::watch::channel(false);
         let st = crate::AppState::new(

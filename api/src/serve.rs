@@ -1,6 +1,7 @@
 //! The connection loop of `run`: a listener with a long backlog, HTTP/1.1 with a header read
 //! timeout (which also closes a keep-alive connection idle between requests), a write stall
-//! timeout (a client that stops reading its response), and graceful shutdown.
+//! timeout (a client that stops reading its response), TLS when configured, the client's
+//! address in each request, and graceful shutdown.
 //!
 //! Invariants: no connection waits forever on its client; shutdown stops accepting, lets
 //! the responses in flight finish, then returns.
@@ -9,6 +10,7 @@ use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -56,16 +58,29 @@ pub async fn serve(
     timeouts: Timeouts,
     shutdown: impl Future<Output = ()>,
 ) {
-    use hyper_util::rt::{TokioIo, TokioTimer};
+    serve_tls(listener, app, timeouts, None, shutdown).await
+}
+
+/// The client's address, in every request's extensions (the audit log names it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClientAddr(pub SocketAddr);
+
+/// `serve`, over TLS when `tls` is given: the handshake must finish within the header
+/// read timeout.
+pub async fn serve_tls(
+    listener: TcpListener,
+    app: axum::Router,
+    timeouts: Timeouts,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    shutdown: impl Future<Output = ()>,
+) {
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    let mut http = hyper::server::conn::http1::Builder::new();
-    http.timer(TokioTimer::new())
-        .header_read_timeout(timeouts.header_read);
+    let tls = tls.map(tokio_rustls::TlsAcceptor::from);
     tokio::pin!(shutdown);
     loop {
-        let stream = tokio::select! {
+        let (stream, addr) = tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
+                Ok(accepted) => accepted,
                 Err(e) => {
                     // Out of descriptors, usually: wait rather than spin.
                     tracing::warn!("accepting a connection: {e}");
@@ -76,17 +91,72 @@ pub async fn serve(
             _ = &mut shutdown => break,
         };
         let _ = stream.set_nodelay(true);
-        let io = TokioIo::new(StallGuard::new(stream, timeouts.write_stall));
-        let service = hyper_util::service::TowerToHyperService::new(app.clone());
-        let conn = graceful.watch(http.serve_connection(io, service));
-        tokio::spawn(async move {
-            if let Err(e) = conn.await {
-                tracing::debug!("connection: {e}");
+        let conn = Connection {
+            service: WithClient {
+                inner: hyper_util::service::TowerToHyperService::new(app.clone()),
+                addr: ClientAddr(addr),
+            },
+            timeouts,
+            watcher: graceful.watcher(),
+        };
+        match tls.clone() {
+            None => {
+                tokio::spawn(conn.run(StallGuard::new(stream, timeouts.write_stall)));
             }
-        });
+            Some(acceptor) => {
+                tokio::spawn(async move {
+                    let handshake = acceptor.accept(stream);
+                    match tokio::time::timeout(timeouts.header_read, handshake).await {
+                        Ok(Ok(s)) => conn.run(StallGuard::new(s, timeouts.write_stall)).await,
+                        Ok(Err(e)) => tracing::debug!("TLS handshake with {addr}: {e}"),
+                        Err(_) => tracing::debug!("TLS handshake with {addr}: timed out"),
+                    }
+                });
+            }
+        }
     }
     drop(listener);
     graceful.shutdown().await;
+}
+
+/// One accepted connection, before its (optional) TLS handshake.
+struct Connection {
+    service: WithClient,
+    timeouts: Timeouts,
+    watcher: hyper_util::server::graceful::Watcher,
+}
+
+impl Connection {
+    async fn run<IO: AsyncRead + AsyncWrite + Unpin + Send + 'static>(self, io: IO) {
+        use hyper_util::rt::{TokioIo, TokioTimer};
+        let mut http = hyper::server::conn::http1::Builder::new();
+        http.timer(TokioTimer::new())
+            .header_read_timeout(self.timeouts.header_read);
+        let conn = http.serve_connection(TokioIo::new(io), self.service);
+        if let Err(e) = self.watcher.watch(conn).await {
+            tracing::debug!("connection: {e}");
+        }
+    }
+}
+
+type Incoming = hyper::Request<hyper::body::Incoming>;
+
+/// The app, with the client's address put into each request.
+#[derive(Clone)]
+struct WithClient {
+    inner: hyper_util::service::TowerToHyperService<axum::Router>,
+    addr: ClientAddr,
+}
+
+impl hyper::service::Service<Incoming> for WithClient {
+    type Response = axum::response::Response;
+    type Error = std::convert::Infallible;
+    type Future = hyper_util::service::TowerToHyperServiceFuture<axum::Router, Incoming>;
+
+    fn call(&self, mut req: Incoming) -> Self::Future {
+        req.extensions_mut().insert(self.addr);
+        self.inner.call(req)
+    }
 }
 
 /// An I/O stream whose writes fail with `TimedOut` once one has waited `limit` without

@@ -29,9 +29,13 @@ fn access() -> AccessConfig {
             name: format!("{role:?}"),
             role: *role,
             token: token.to_string(),
+            token_hash: None,
         })
         .collect();
-    AccessConfig { tokens }
+    AccessConfig {
+        tokens,
+        count_keys: vec![],
+    }
 }
 
 /// One table with an event every hour over both days, both days sealed.

@@ -9,7 +9,7 @@
 const TOKEN_KEY = "roundledger.token";
 const PAGE = 50;
 const $ = (sel, el = document) => el.querySelector(sel);
-const state = { who: null, steps: null, k: 0, detail: null };
+const state = { who: null, steps: null, k: 0, detail: null, tz: "UTC", gen: 0 };
 
 function token() { return sessionStorage.getItem(TOKEN_KEY); }
 
@@ -22,7 +22,10 @@ async function api(path, opts = {}) {
   } catch (e) {
     throw new Error("The server cannot be reached (" + e.message + "). Is roundledger serve running?");
   }
-  if (res.status === 401) { signOut("Your token was not accepted. Please sign in again."); throw new Error("not signed in"); }
+  if (res.status === 401) {
+    const msg = "Your token was not accepted. Please sign in again.";
+    signOut(msg); throw new Error(msg);
+  }
   if (!res.ok) {
     let msg = res.status + " " + res.statusText;
     try { const b = await res.json(); if (b.error) msg = b.error; } catch (_) {}
@@ -41,12 +44,42 @@ function money(m) {
   return v.toLocaleString("en", { minimumFractionDigits: 2, maximumFractionDigits: 2 });
 }
 function signed(m) { return (m > 0 ? "+" : "") + money(m); }
+// ---------- time ----------
+// People read times in the property's time zone (whoami's time_zone), to the millisecond:
+// surveillance lines events up with CCTV footage on the floor's wall clock.
+const formats = new Map();
+function wallParts(ms, tz) {
+  if (!formats.has(tz)) formats.set(tz, new Intl.DateTimeFormat("en-CA", { timeZone: tz, year: "numeric", month: "2-digit",
+    day: "2-digit", hour: "2-digit", minute: "2-digit", second: "2-digit", fractionalSecondDigits: 3, hourCycle: "h23", timeZoneName: "short" }));
+  const o = {};
+  for (const p of formats.get(tz).formatToParts(new Date(ms))) o[p.type] = p.value;
+  return o;
+}
+function msOf(ns) { return Number(BigInt(ns) / 1000000n); }
+// A date and time with milliseconds and the zone: 2026-11-25 14:03:07.123 GMT+8.
 function time(ns) {
   if (ns == null) return "";
-  const d = new Date(Number(BigInt(ns) / 1000000n));
-  return d.toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC");
+  const p = wallParts(msOf(ns), state.tz);
+  return `${p.year}-${p.month}-${p.day} ${p.hour}:${p.minute}:${p.second}.${p.fractionalSecond} ${p.timeZoneName}`;
 }
-function nsFromInput(v) { return v ? String(BigInt(Date.parse(v + ":00Z")) * 1000000n) : ""; }
+// The time of day only: 14:03:07.123.
+function clock(ns) {
+  const p = wallParts(msOf(ns), state.tz);
+  return `${p.hour}:${p.minute}:${p.second}.${p.fractionalSecond}`;
+}
+// A wall time typed as YYYY-MM-DDTHH:MM in the property's zone, as UTC ns. Each pass
+// corrects by the zone's offset at the guess; two settle a DST change.
+function nsFromInput(v) {
+  if (!v) return "";
+  const want = Date.parse(v + ":00Z");
+  let t = want;
+  for (let i = 0; i < 2; i++) {
+    const p = wallParts(t, state.tz);
+    t -= Date.UTC(+p.year, +p.month - 1, +p.day, +p.hour, +p.minute, +p.second) - want;
+  }
+  return String(BigInt(t) * 1000000n);
+}
+function zoneLabel() { return `local time, ${esc(state.tz)}`; }
 function badge(v) { return `<span class="badge ${esc(v)}">${esc(v)}</span>`; }
 // A round's verdict, or "in progress" while it is being played (nothing decided yet).
 function verdictBadge(r) { return r.in_progress ? `<span class="badge in_progress">in progress</span>` : badge(r.verdict); }
@@ -95,7 +128,7 @@ const ROLE_AREAS = { surveillance: ["rounds", "tables"], finance: ["tables", "fi
 async function start() {
   if (!token()) return showLogin();
   const who = await api("/v1/whoami");
-  state.who = who;
+  state.who = who; state.tz = who.time_zone || "UTC";
   $("#login").hidden = true; $("#token").value = "";
   $("#who").innerHTML = `Signed in as <b>${esc(who.name)}</b> (${esc(who.role)}) <button class="secondary" id="signout">Sign out</button>`;
   $("#signout").onclick = () => signOut("Signed out.");
@@ -104,8 +137,9 @@ async function start() {
   $("#nav").hidden = false;
   // The feed is the surveillance room's: the roles that may read rounds subscribe.
   if (areas.includes("rounds")) startFeed();
+  // Setting the hash routes (hashchange); routing here too would load the page twice.
   if (!location.hash || location.hash === "#") location.hash = areas.includes("rounds") ? "#/disputes" : "#/finance";
-  route();
+  else route();
 }
 
 // ---------- live feed ----------
@@ -214,15 +248,18 @@ function route() {
   const parts = h.split("?")[0].split("/").filter(Boolean).map(decodeURIComponent);
   const q = new URLSearchParams(h.split("?")[1] || "");
   document.querySelectorAll("#nav a").forEach(a => a.classList.toggle("active", h.startsWith(a.getAttribute("href").slice(1))));
-  const view = $("#view");
+  // Each page renders into its own element: an answer arriving after the user moved on
+  // writes into a detached element (views check view.isConnected), never the new page.
+  const view = document.createElement("div");
+  $("#view").replaceChildren(view);
   const r = parts[0];
   if (r === "disputes") return disputeQueue(view, q);
   if (r === "live") return liveView(view);
   if (r === "search") return search(view, q);
   if (r === "findings") return findingsView(view, q);
-  if (r === "cases") return casesView(view);
+  if (r === "cases") return casesView(view, q);
   if (r === "tables") return tablesView(view);
-  if (r === "finance") return financeView(view);
+  if (r === "finance") return financeView(view, q);
   if (r === "audit") return auditView(view, q);
   if (r === "round" && parts.length >= 3) return roundView(view, parts[1], parts[2]);
   view.innerHTML = `<div class="card"><p>Nothing here. Choose a page above.</p></div>`;
@@ -245,43 +282,78 @@ function roundsTable(items) {
 function clickableRows(el) { el.querySelectorAll("tr.clickable").forEach(tr => tr.onclick = () => { location.hash = tr.dataset.href; }); }
 
 // ---------- dispute queue ----------
+// One row per disputed settlement line, so the box and the amount are named. Filters:
+// table, local time, smallest difference; any column sorts (lists.js below).
 async function disputeQueue(view, q) {
   loading(view, "the dispute queue");
+  let tables = [];
   try {
-    const off = q.get("offset") || 0;
-    const page = await api(`/v1/rounds?verdict=disputed&limit=${PAGE}&offset=${off}`);
+    const p = new URLSearchParams({ limit: PAGE, offset: q.get("offset") || 0 });
+    if (q.get("table")) p.set("table", q.get("table"));
+    if (q.get("from")) p.set("from_ns", nsFromInput(q.get("from")));
+    if (q.get("to")) p.set("to_ns", nsFromInput(q.get("to")));
+    const [page, ts] = await Promise.all([api("/v1/disputes?" + p), api("/v1/tables")]);
+    if (!view.isConnected) return;
+    tables = ts;
+    const min = Math.round(Number(q.get("min") || 0) * 100);
+    const items = page.items.filter(d => Math.abs(d.difference) >= min);
+    const base = "#/disputes?" + new URLSearchParams([...q].filter(([k]) => k !== "offset"));
     view.innerHTML = `<div class="card"><h1>Dispute queue</h1>
-      <p class="hint">Rounds where what the dealer recorded differs from what the rules say, newest first. Open a round to replay it step by step.</p>
-      ${page.items.length ? roundsTable(page.items) + pager(q, page.total, "#/disputes") : `<div class="empty">No disputed rounds. Every recorded payout so far matches the rules.</div>`}</div>`;
+      <p class="hint">Settlement lines where what the dealer recorded differs from what the rules say, newest round first. Times in ${zoneLabel()}.</p>
+      ${filterForm("queue-form", q, tables, `<div><label for="f-min">Difference at least</label><input id="f-min" name="min" type="number" min="0" step="0.01" value="${esc(q.get("min") || "")}" placeholder="any"></div>`)}
+      ${items.length ? `<table class="list" id="queue-table"><thead><tr><th>Table</th><th class="num">Round</th><th>Opened</th><th class="num">Box</th><th>Line</th><th class="num">Due</th><th class="num">Paid</th><th class="num">Difference</th></tr></thead><tbody>
+      ${items.map(d => `<tr class="clickable diff" data-href="#/round/${encodeURIComponent(d.table)}/${d.round}"><td>${esc(d.table)}</td><td class="num">${d.round}</td><td>${time(d.opened_at_ns)}</td><td class="num">${d.box}</td><td>${esc(d.line.replace(/_/g, " "))}</td><td class="num">${signed(d.expected)}</td><td class="num">${signed(d.recorded)}</td><td class="num">${signed(d.difference)}</td></tr>`).join("")}
+      </tbody></table>` + pager(q, page.total, base) : `<div class="empty">No disputed line matches. Every recorded payout so far matches the rules.</div>`}</div>`;
+    bindFilter(view, "queue-form", "#/disputes");
     clickableRows(view);
-  } catch (e) { failed(view, e); }
+  } catch (e) { if (view.isConnected) failed(view, e); }
+}
+
+// A filter form: table and a local time range, plus `extra` fields.
+function filterForm(id, q, tables, extra) {
+  const v = k => esc(q.get(k) || "");
+  return `<form id="${id}" class="form-row">
+      <div><label for="${id}-table">Table</label><select id="${id}-table" name="table"><option value="">any table</option>
+        ${tables.map(t => `<option ${q.get("table") === t.table ? "selected" : ""}>${esc(t.table)}</option>`).join("")}</select></div>
+      <div><label for="${id}-from">From (${zoneLabel()})</label><input id="${id}-from" name="from" type="datetime-local" value="${v("from")}"></div>
+      <div><label for="${id}-to">To (${zoneLabel()})</label><input id="${id}-to" name="to" type="datetime-local" value="${v("to")}"></div>
+      ${extra}<div><button type="submit">Show</button></div></form>`;
+}
+function bindFilter(view, id, base) {
+  $("#" + id, view).onsubmit = ev => {
+    ev.preventDefault();
+    const p = new URLSearchParams();
+    for (const [k, val] of new FormData(ev.target)) if (val) p.set(k, val);
+    location.hash = base + "?" + p.toString();
+  };
 }
 
 // ---------- round search ----------
 async function search(view, q) {
   let tables = [];
-  try { tables = await api("/v1/tables"); } catch (e) { return failed(view, e); }
+  try { tables = await api("/v1/tables"); } catch (e) { return view.isConnected && failed(view, e); }
+  if (!view.isConnected) return;
   const v = k => esc(q.get(k) || "");
   view.innerHTML = `<div class="card"><h1>Round search</h1>
-    <p class="hint">Find a round from what the patron says: the table, roughly when (UTC), and the box they played.</p>
+    <p class="hint">Find a round from what the patron says: the table, roughly when (${zoneLabel()}), and the box they played.</p>
     <form id="search-form" class="form-row">
       <div><label for="s-table">Table</label><select id="s-table" name="table"><option value="">any table</option>
         ${tables.map(t => `<option ${q.get("table") === t.table ? "selected" : ""}>${esc(t.table)}</option>`).join("")}</select></div>
-      <div><label for="s-from">From (UTC)</label><input id="s-from" name="from" type="datetime-local" value="${v("from")}"></div>
-      <div><label for="s-to">To (UTC)</label><input id="s-to" name="to" type="datetime-local" value="${v("to")}"></div>
+      <div><label for="s-from">From (${zoneLabel()})</label><input id="s-from" name="from" type="datetime-local" value="${v("from")}"></div>
+      <div><label for="s-to">To (${zoneLabel()})</label><input id="s-to" name="to" type="datetime-local" value="${v("to")}"></div>
       <div><label for="s-box">Box</label><input id="s-box" name="box" type="number" min="1" max="9" value="${v("box")}" placeholder="any"></div>
       <div><label for="s-verdict">Verdict</label><select id="s-verdict" name="verdict"><option value="">any</option>
         ${["disputed", "irregular", "void", "clean"].map(x => `<option ${q.get("verdict") === x ? "selected" : ""}>${x}</option>`).join("")}</select></div>
       <div><button type="submit">Search</button></div>
     </form></div><div id="results"></div>`;
-  $("#search-form").onsubmit = ev => {
+  $("#search-form", view).onsubmit = ev => {
     ev.preventDefault();
     const f = new FormData(ev.target); const p = new URLSearchParams();
     for (const [k, val] of f) if (val) p.set(k, val);
     location.hash = "#/search?" + p.toString();
   };
-  if (![...q.keys()].length) { $("#results").innerHTML = `<div class="card empty">Choose a table, a time or a box and press Search.</div>`; return; }
-  const res = $("#results"); loading(res, "rounds");
+  if (![...q.keys()].length) { $("#results", view).innerHTML = `<div class="card empty">Choose a table, a time or a box and press Search.</div>`; return; }
+  const res = $("#results", view); loading(res, "rounds");
   try {
     const p = new URLSearchParams({ limit: PAGE, offset: q.get("offset") || 0 });
     if (q.get("table")) p.set("table", q.get("table"));
@@ -290,6 +362,7 @@ async function search(view, q) {
     if (q.get("box")) p.set("box", q.get("box"));
     if (q.get("verdict")) p.set("verdict", q.get("verdict"));
     const page = await api("/v1/rounds?" + p);
+    if (!view.isConnected) return;
     const base = "#/search?" + new URLSearchParams([...q].filter(([k]) => k !== "offset"));
     res.innerHTML = `<div class="card">${page.items.length ? roundsTable(page.items) + pager(q, page.total, base) : `<div class="empty">No round matches. Widen the time range or leave the box empty.</div>`}</div>`;
     clickableRows(res);
@@ -303,6 +376,7 @@ async function findingsView(view, q) {
     const p = new URLSearchParams({ limit: PAGE, offset: q.get("offset") || 0 });
     if (q.get("severity")) p.set("severity", q.get("severity"));
     const page = await api("/v1/findings?" + p);
+    if (!view.isConnected) return;
     view.innerHTML = `<div class="card"><h1>Findings</h1><p class="hint">Irregularities found by replaying rounds, each citing the clause of the rule set.
       Show: <a href="#/findings">all</a> · <a href="#/findings?severity=warning">warning and worse</a> · <a href="#/findings?severity=critical">critical</a></p>
       ${page.items.length ? `<table class="list"><thead><tr><th>Table</th><th class="num">Round</th><th>Opened</th><th>Severity</th><th>Code</th><th>What</th></tr></thead><tbody>
@@ -313,16 +387,21 @@ async function findingsView(view, q) {
 }
 
 // ---------- cases ----------
-async function casesView(view) {
+async function casesView(view, q) {
   loading(view, "cases");
   try {
-    const page = await api("/v1/cases?limit=" + PAGE);
-    view.innerHTML = `<div class="card"><h1>Cases</h1><p class="hint">Cases are opened from a round's page. Entries are never changed or removed.</p>
-      ${page.items.length ? `<table class="list"><thead><tr><th class="num">Case</th><th>Table</th><th class="num">Round</th><th>Title</th><th>Status</th><th>Opened by</th></tr></thead><tbody>
-      ${page.items.map(c => `<tr class="clickable" data-href="#/round/${encodeURIComponent(c.table)}/${c.round}"><td class="num">${c.id}</td><td>${esc(c.table)}</td><td class="num">${c.round}</td><td>${esc(c.title)}</td><td>${c.open ? "open" : "closed: " + esc(c.decision)}</td><td>${esc(c.entries[0].author)}</td></tr>`).join("")}
-      </tbody></table>` : `<div class="empty">No cases yet. Open one from a round's page.</div>`}</div>`;
+    const p = new URLSearchParams({ limit: PAGE, offset: q.get("offset") || 0 });
+    for (const k of ["status", "assignee"]) if (q.get(k)) p.set(k, q.get(k));
+    const page = await api("/v1/cases?" + p);
+    if (!view.isConnected) return;
+    const base = "#/cases?" + new URLSearchParams([...q].filter(([k]) => k !== "offset"));
+    view.innerHTML = `<div class="card"><h1>Cases</h1><p class="hint">Cases are opened from a round's page. Entries are never changed or removed.
+      Show: <a href="#/cases">all</a> · <a href="#/cases?status=open">open</a> · <a href="#/cases?status=closed">closed</a> · <a href="#/cases?status=open&assignee=${encodeURIComponent(state.who.name)}">open and mine</a></p>
+      ${page.items.length ? `<table class="list" id="cases-table"><thead><tr><th class="num">Case</th><th>Table</th><th class="num">Round</th><th>Title</th><th>Status</th><th>Assignee</th><th>Opened by</th><th>Last entry</th></tr></thead><tbody>
+      ${page.items.map(c => `<tr class="clickable" data-href="#/round/${encodeURIComponent(c.table)}/${c.round}"><td class="num">${c.id}</td><td>${esc(c.table)}</td><td class="num">${c.round}</td><td>${esc(c.title)}</td><td>${c.open ? "open" : "closed: " + esc(c.decision)}</td><td>${esc(c.assignee || "")}</td><td>${esc(c.entries[0].author)}</td><td>${time(c.entries[c.entries.length - 1].at_ns)}</td></tr>`).join("")}
+      </tbody></table>` + pager(q, page.total, base) : `<div class="empty">No case matches. Open one from a round's page.</div>`}</div>`;
     clickableRows(view);
-  } catch (e) { failed(view, e); }
+  } catch (e) { if (view.isConnected) failed(view, e); }
 }
 
 // ---------- tables & chains ----------
@@ -398,19 +477,134 @@ function quarantineRows(el) {
 }
 
 // ---------- finance ----------
-async function financeView(view) {
+// Finance closes every table every shift: the three wins (accounting from the count and
+// the tray counts, recorded from the rounds, rules from the replay), hold against its
+// theoretical interval, and each variance with its cause and what it is computed from.
+const SPANS = { day: "Gaming day", shift: "Shift", mtd: "Month to date", ytd: "Year to date" };
+function todayLocal() {
+  const p = wallParts(Date.now(), state.tz);
+  return `${p.year}-${p.month}-${p.day}`;
+}
+function reportQuery(q) {
+  const span = q.get("span") || "day", day = q.get("day") || todayLocal();
+  const p = new URLSearchParams({ group_by: q.get("group_by") || "table" });
+  p.set(span, span === "shift" ? `${day}/${q.get("n") || 1}` : day);
+  if (q.get("table")) p.set("table", q.get("table"));
+  return p;
+}
+function pct(bp) { return bp == null ? "—" : (bp / 100).toFixed(2) + "%"; }
+function maybe(m, what) { return m == null ? `<span class="muted">${what}</span>` : money(m); }
+
+async function financeView(view, q) {
   loading(view, "finance");
   try {
-    const rows = await api("/v1/finance");
-    let pools = [];
-    try { pools = await api("/v1/pools"); } catch (_) {}
-    view.innerHTML = `<div class="card"><h1>Finance</h1><p class="hint">Drop, fills, credits and win per table from the finance and payout events.</p>
-      ${rows.length ? `<table class="list"><thead><tr><th>Table</th><th class="num">Rounds</th><th class="num">Drop</th><th class="num">Markers</th><th class="num">Fills</th><th class="num">Credits</th><th class="num">Win (recorded)</th><th class="num">Win (rules)</th></tr></thead><tbody>
-      ${rows.map(f => `<tr class="${f.win_recorded !== f.win_rules ? "diff" : ""}"><td>${esc(f.table)}</td><td class="num">${f.rounds}</td><td class="num">${money(f.drop)}</td><td class="num">${money(f.markers)}</td><td class="num">${money(f.fills)}</td><td class="num">${money(f.credits)}</td><td class="num">${money(f.win_recorded)}</td><td class="num d">${money(f.win_rules)}</td></tr>`).join("")}
-      </tbody></table>` : `<div class="empty">No finance events yet.</div>`}</div>
-      <div class="card"><h2>Jackpot pools</h2>${pools.length ? `<table class="list"><thead><tr><th>Pool</th><th>Tables</th><th class="num">Last shown</th><th class="num">Recomputed</th><th class="num">Wins</th><th class="num">Mismatches</th></tr></thead><tbody>
+    const rq = reportQuery(q);
+    const [report, pools] = await Promise.all([api("/v1/reports?" + rq), api("/v1/pools").catch(() => [])]);
+    if (!view.isConnected) return;
+    view.innerHTML = financeForm(q) + reportSummary(report) + holdChart(report) + groupsTable(report)
+      + variancesTable(report) + poolsCard(pools) + `<div class="card" id="round-finance" hidden></div>`;
+    bindFilter(view, "finance-form", "#/finance");
+    $("#csv-report", view).onclick = () => downloadReportCsv(rq);
+    $("#print-report", view).onclick = () => window.print();
+    view.querySelectorAll("a[data-finance-round]").forEach(a => a.onclick = ev => { ev.preventDefault(); roundFinance(view, a.dataset.financeRound); });
+  } catch (e) { if (view.isConnected) failed(view, e); }
+}
+
+function financeForm(q) {
+  const sel = (name, opts, cur) => `<select id="fin-${name}" name="${name}">${Object.entries(opts).map(([k, v]) => `<option value="${k}" ${cur === k ? "selected" : ""}>${esc(v)}</option>`).join("")}</select>`;
+  return `<div class="card"><h1>Finance</h1><p class="hint">Drop, fills, credits, tray counts and the three wins per table and shift, in ${zoneLabel()}. A variance names its cause and links what it is computed from.</p>
+    <form id="finance-form" class="form-row">
+      <div><label for="fin-span">Span</label>${sel("span", SPANS, q.get("span") || "day")}</div>
+      <div><label for="fin-day">Gaming day</label><input id="fin-day" name="day" type="date" value="${esc(q.get("day") || todayLocal())}"></div>
+      <div><label for="fin-n">Shift (for a shift)</label><input id="fin-n" name="n" type="number" min="1" max="6" value="${esc(q.get("n") || "1")}"></div>
+      <div><label for="fin-group">Group by</label>${sel("group_by", { table: "Table", pit: "Pit", game: "Game", shift: "Shift", day: "Day" }, q.get("group_by") || "table")}</div>
+      <div><label for="fin-table">Table</label><input id="fin-table" name="table" value="${esc(q.get("table") || "")}" placeholder="all tables"></div>
+      <div><button type="submit">Show</button></div>
+    </form>
+    <button class="secondary" id="csv-report">CSV for accounting</button> <button class="secondary" id="print-report">Print</button></div>`;
+}
+
+function reportSummary(r) {
+  const t = r.total;
+  const tile = (label, value, cls = "") => `<div class="tile ${cls}"><div class="label">${label}</div><div class="value">${value}</div></div>`;
+  return `<div class="card"><h2>${esc(r.span)} <span class="muted">· ${esc(r.day_rule)} · ${time(r.starts_at_ns)} to ${time(r.ends_at_ns)}</span></h2>
+    <div class="tiles" id="finance-tiles">
+      ${tile("Drop (counted)", maybe(t.drop, "not yet counted"))}
+      ${tile("Win: accounting", maybe(t.win_accounting, "needs the count"))}
+      ${tile("Win: recorded", money(t.win_recorded), t.win_recorded !== t.win_rules ? "diff" : "")}
+      ${tile("Win: rules", money(t.win_rules))}
+      ${tile("Hold", pct(t.hold_bp))}
+      ${tile("Theoretical hold", pct(t.hold_theoretical_bp))}
+      ${tile("Win interval (95%)", `${money(t.win_low)} to ${money(t.win_high)}`, t.hold_alarm ? "diff" : "")}
+      ${tile("Jackpots paid", money(t.jackpot_paid_recorded))}
+      ${tile("Variances", String(r.variances_total), r.variances_total ? "diff" : "")}
+    </div></div>`;
+}
+
+// Hold against theoretical hold per group, as bars (at most 40 groups).
+function holdChart(r) {
+  const gs = r.groups.filter(g => g.hold_bp != null || g.hold_theoretical_bp != null).slice(0, 40);
+  if (!gs.length) return "";
+  const max = Math.max(100, ...gs.flatMap(g => [Math.abs(g.hold_bp || 0), Math.abs(g.hold_theoretical_bp || 0)]));
+  const w = 22, h = 120, gap = 10;
+  const bar = (x, v, cls) => { const len = Math.round(Math.abs(v || 0) / max * h); return `<rect class="${cls}" x="${x}" y="${v >= 0 ? h - len : h}" width="${w / 2}" height="${len}"><title>${pct(v)}</title></rect>`; };
+  const svg = gs.map((g, i) => { const x = i * (w + gap); return bar(x, g.hold_bp, "actual" + (g.hold_alarm ? " alarm" : "")) + bar(x + w / 2, g.hold_theoretical_bp, "theo")
+    + `<text x="${x}" y="${2 * h + 14}" class="lbl">${esc(g.key)}</text>`; }).join("");
+  return `<div class="card"><h2>Hold against theoretical hold</h2><p class="hint">Dark: actual hold; light: theoretical. Red: outside the 95% interval.</p>
+    <svg class="hold-chart" id="hold-chart" viewBox="0 0 ${gs.length * (w + gap)} ${2 * h + 20}" preserveAspectRatio="xMinYMin meet"><line x1="0" x2="${gs.length * (w + gap)}" y1="${h}" y2="${h}" class="axis"/>${svg}</svg></div>`;
+}
+
+function groupsTable(r) {
+  if (!r.groups.length) return `<div class="card empty">No table played in this span.</div>`;
+  return `<div class="card"><h2>By ${esc(r.group_by)}</h2><table class="list" id="report-table"><thead><tr>
+    <th>${esc(r.group_by)}</th><th class="num">Rounds</th><th class="num">Drop</th><th class="num">Fills</th><th class="num">Credits</th><th class="num">Opening</th><th class="num">Closing</th>
+    <th class="num">Win (accounting)</th><th class="num">Win (recorded)</th><th class="num">Win (rules)</th><th class="num">Hold</th><th class="num">Theo. hold</th><th>95% interval</th><th class="num">Variances</th></tr></thead><tbody>
+    ${r.groups.map(g => `<tr class="${g.variances || g.hold_alarm ? "diff" : ""}"><td>${esc(g.key)}${g.hold_alarm ? ' <span class="badge critical">hold alarm</span>' : ""}</td><td class="num">${g.rounds}</td>
+      <td class="num">${maybe(g.drop, "not counted")}</td><td class="num">${money(g.fills)}</td><td class="num">${money(g.credits)}</td><td class="num">${money(g.opening)}</td><td class="num">${money(g.closing)}</td>
+      <td class="num">${maybe(g.win_accounting, "—")}</td><td class="num">${money(g.win_recorded)}</td><td class="num">${money(g.win_rules)}</td><td class="num">${pct(g.hold_bp)}</td><td class="num">${pct(g.hold_theoretical_bp)}</td>
+      <td>${money(g.win_low)} to ${money(g.win_high)}</td><td class="num">${g.variances}</td></tr>`).join("")}
+    </tbody></table></div>`;
+}
+
+function linkHtml(l) {
+  if (l.kind === "round" && l.round != null) return `<a href="#" data-finance-round="${esc(l.table)}/${l.round}">${esc(l.text)}</a>`;
+  return `<span class="link-${esc(l.kind)}">${esc(l.text)}</span>`;
+}
+function variancesTable(r) {
+  if (!r.variances.length) return `<div class="card"><h2>Variances</h2><div class="empty">None: the three wins agree wherever they can be compared.</div></div>`;
+  return `<div class="card"><h2>Variances</h2><p class="hint">Each difference with its cause. A round opens its finance summary: what was paid and what was due.</p>
+    <table class="list" id="variances-table"><thead><tr><th>Shift</th><th>Table</th><th>Cause</th><th class="num">Amount</th><th>What</th><th>From</th></tr></thead><tbody>
+    ${r.variances.map(v => `<tr class="diff"><td>${esc(v.shift)}</td><td>${esc(v.table)}</td><td>${badge(v.cause)}</td><td class="num">${signed(v.amount)}</td><td>${esc(v.text)}</td><td>${v.links.map(linkHtml).join("<br>")}</td></tr>`).join("")}
+    </tbody></table>${r.variances_total > r.variances.length ? `<p class="muted">The first ${r.variances.length} of ${r.variances_total}.</p>` : ""}</div>`;
+}
+
+function poolsCard(pools) {
+  return `<div class="card"><h2>Jackpot pools</h2>${pools.length ? `<table class="list"><thead><tr><th>Pool</th><th>Tables</th><th class="num">Last shown</th><th class="num">Recomputed</th><th class="num">Wins</th><th class="num">Mismatches</th></tr></thead><tbody>
       ${pools.map(p => `<tr class="${p.mismatches.length ? "diff" : ""}"><td>${esc(p.pool)}</td><td>${p.tables.map(esc).join(", ")}</td><td class="num">${money(p.last_shown)}</td><td class="num">${money(p.recomputed)}</td><td class="num">${p.wins}</td><td class="num">${p.mismatches.length}</td></tr>`).join("")}</tbody></table>` : `<div class="empty">No jackpot pool.</div>`}</div>`;
-  } catch (e) { failed(view, e); }
+}
+
+async function roundFinance(view, tableRound) {
+  const el = $("#round-finance", view);
+  el.hidden = false; el.innerHTML = `<p class="muted">Loading round ${esc(tableRound)}…</p>`;
+  try {
+    const [t, n] = tableRound.split("/");
+    const r = await api(`/v1/finance/rounds/${encodeURIComponent(t)}/${n}`);
+    el.innerHTML = `<h2>Table ${esc(r.table)} · round ${r.round}: paid and due</h2><p class="muted">${esc(r.rule_set || "")} · opened ${time(r.opened_at_ns)} · events #${r.first_seq}–#${r.last_seq}</p>
+      <table class="list" id="round-finance-lines"><thead><tr><th class="num">Box</th><th>Line</th><th class="num">Paid</th><th class="num">Due</th><th class="num">Difference</th></tr></thead><tbody>
+      ${r.lines.map(l => `<tr class="${l.recorded !== l.due ? "diff" : ""}"><td class="num">${l.box_no}</td><td>${esc(l.line.replace(/_/g, " "))}</td><td class="num">${signed(l.recorded)}</td><td class="num">${signed(l.due)}</td><td class="num">${l.recorded !== l.due ? signed(l.recorded - l.due) : "—"}</td></tr>`).join("")}
+      </tbody></table>`;
+    el.scrollIntoView({ block: "nearest" });
+  } catch (e) { el.innerHTML = `<p class="error">${esc(e.message)}</p>`; }
+}
+
+async function downloadReportCsv(rq) {
+  const p = new URLSearchParams(rq); p.set("format", "csv");
+  const res = await api("/v1/reports?" + p, { raw: true });
+  const a = document.createElement("a");
+  a.href = URL.createObjectURL(await res.blob());
+  a.download = `roundledger-finance-${[...rq.entries()].map(([k, v]) => k + "-" + v).join("_").replace(/[^A-Za-z0-9_-]+/g, "-")}.csv`;
+  document.body.appendChild(a); a.click(); a.remove();
+  setTimeout(() => URL.revokeObjectURL(a.href), 10000);
 }
 
 // ---------- audit ----------
@@ -420,9 +614,10 @@ async function auditView(view, q) {
     const first = await api("/v1/audit?limit=1");
     const off = q.get("offset") != null ? Number(q.get("offset")) : Math.max(0, first.total - PAGE);
     const page = await api(`/v1/audit?limit=${PAGE}&offset=${off}`);
+    if (!view.isConnected) return;
     view.innerHTML = `<div class="card"><h1>Audit log</h1><p class="hint">Every API request: who, role, what, when, and the answer. A change (a case) is recorded when received, before it is made, and again with its answer. Append-only; this page is recorded too.</p>
-      <table class="list"><thead><tr><th class="num">#</th><th>When</th><th>Who</th><th>Role</th><th>Request</th><th class="num">Status</th></tr></thead><tbody>
-      ${page.items.slice().reverse().map(a => `<tr><td class="num">${a.id}</td><td>${time(a.at_ns)}</td><td>${esc(a.who)}</td><td>${esc(a.role || "")}</td><td><code>${esc(a.method)} ${esc(a.path)}${a.query ? "?" + esc(a.query) : ""}</code></td><td class="num">${a.status ?? "received"}${a.received ? ` (of #${a.received})` : ""}</td></tr>`).join("")}
+      <table class="list"><thead><tr><th class="num">#</th><th>When</th><th>Who</th><th>Role</th><th>Client</th><th>Request</th><th class="num">Status</th></tr></thead><tbody>
+      ${page.items.slice().reverse().map(a => `<tr><td class="num">${a.id}</td><td>${time(a.at_ns)}</td><td>${esc(a.who)}</td><td>${esc(a.role || "")}</td><td>${esc(a.client || "")}</td><td><code>${esc(a.method)} ${esc(a.path)}${a.query ? "?" + esc(a.query) : ""}</code></td><td class="num">${a.status ?? "received"}${a.received ? ` (of #${a.received})` : ""}</td></tr>`).join("")}
       </tbody></table>${pager(new URLSearchParams({ offset: off }), page.total, "#/audit")}</div>`;
   } catch (e) { failed(view, e); }
 }
@@ -436,7 +631,8 @@ async function roundView(view, table, round) {
       api(`/v1/tables/${encodeURIComponent(table)}/rounds/${round}`),
       api(`/v1/tables/${encodeURIComponent(table)}/rounds/${round}/steps`),
     ]);
-  } catch (e) { return failed(view, e); }
+  } catch (e) { return view.isConnected && failed(view, e); }
+  if (!view.isConnected) return;
   state.detail = detail; state.steps = steps.steps; state.k = 0;
   const r = detail.row;
   const disputedBoxes = new Set(detail.settlement.filter(s => s.difference !== 0).map(s => s.box));
@@ -446,6 +642,7 @@ async function roundView(view, table, round) {
     <h1>Table ${esc(r.table)} · round ${r.round}</h1>${verdictBadge(r)}
     <span class="muted">${esc(r.rule_set || "")} · opened ${time(r.opened_at_ns)} · events #${r.first_seq}–#${r.last_seq}</span>
     <span class="push-right"></span>
+    <button class="secondary" id="print-btn" title="an incident report of this round: the settlement, findings, timeline and cases">Print report</button>
     <button id="evidence-btn">Download evidence bundle</button>
   </div>
   ${(detail.resyncs || []).map(x => `<div class="card notice resync">Event #${x.seq} was refused by the ledger (quarantine entry ${x.quarantine_id}) and admitted by an admin's re-sync at ${time(x.signed_at_ns)}: ${esc(x.note)}</div>`).join("")}
@@ -472,8 +669,8 @@ async function roundView(view, table, round) {
       <div class="card"><h2>Findings</h2>${findingsList(detail.findings)}</div>
     </div>
     <div>
-      <div class="card"><h2>Timeline</h2><p class="hint">Click an event to jump to it. Keys: ← → Home End.</p><div class="timeline"><ol id="timeline">
-        ${detail.events.map((e, i) => `<li data-k="${i}"><span>#${e.seq}</span><span class="muted">+${((e.occurred_at_ns - detail.events[0].occurred_at_ns) / 1e9).toFixed(1)}s</span><span>${esc(e.description)}</span></li>`).join("")}
+      <div class="card"><h2>Timeline</h2><p class="hint">Click an event to jump to it. Keys: ← → Home End. Device time (arrival in the tooltip), ${zoneLabel()}.</p><div class="timeline"><ol id="timeline">
+        ${detail.events.map((e, i) => `<li data-k="${i}" title="device ${esc(time(e.occurred_at_ns))}; arrived ${esc(time(e.received_at_ns))}"><span>#${e.seq}</span><span class="muted">${clock(e.occurred_at_ns)} +${((e.occurred_at_ns - detail.events[0].occurred_at_ns) / 1e9).toFixed(1)}s</span><span>${esc(e.description)}</span></li>`).join("")}
       </ol></div></div>
       <div class="card" id="cases-card"><h2>Case notes</h2><div id="cases"></div></div>
     </div>
@@ -485,6 +682,7 @@ async function roundView(view, table, round) {
   $("#step-range").oninput = ev => setStep(Number(ev.target.value));
   document.querySelectorAll("#timeline li").forEach(li => li.onclick = () => setStep(Number(li.dataset.k)));
   $("#evidence-btn").onclick = () => downloadEvidence(r.table, r.round);
+  $("#print-btn").onclick = () => window.print();
   setStep(0);
   loadCases(r.table, r.round);
 }
@@ -507,7 +705,8 @@ function setStep(k) {
   $("#step-range").value = state.k;
   $("#step-back").disabled = $("#step-first").disabled = state.k === 0;
   $("#step-fwd").disabled = $("#step-last").disabled = state.k === n - 1;
-  $("#current-event").innerHTML = ev ? `<b>#${ev.seq}</b> ${esc(ev.device)}: ${esc(ev.description)}` : "";
+  $("#current-event").innerHTML = ev ? `<b>#${ev.seq}</b> ${esc(ev.device)}: ${esc(ev.description)}
+    <div class="muted" id="event-times">device ${esc(time(ev.occurred_at_ns))} · arrived ${esc(time(ev.received_at_ns))}</div>` : "";
   document.querySelectorAll("#timeline li").forEach((li, i) => {
     li.className = i < state.k ? "past" : i === state.k ? "now" : "future";
     if (i === state.k) li.scrollIntoView({ block: "nearest" });
@@ -526,11 +725,16 @@ function setStep(k) {
       const bets = Object.entries((s.bets || {})[b] || {}).map(([k, v]) => `${k.replace(/_/g, " ")} ${stakeText(v)}`).join(" · ");
       const play = (s.plays || {})[b]; const dec = (s.decisions || {})[b];
       const paid = Object.entries((s.paid || {})[b] || {}).map(([l, m]) => `${l.replace(/_/g, " ")} ${signed(m)}`).join(" · ");
+      // What the rules say each line was due, once the dealer pays or at the last event.
+      const settled = paid || state.k === state.steps.length - 1;
+      const due = settled ? state.detail.settlement.filter(x => x.box === b)
+        .map(x => `<span class="${x.difference !== 0 ? "due-diff" : ""}">${esc(x.line.replace(/_/g, " "))} ${signed(x.expected)}</span>`).join(" · ") : "";
       return `<div class="box${state.disputedBoxes.has(b) ? " disputed" : ""}" data-box="${b}"><div class="label">Box ${b}${state.disputedBoxes.has(b) ? " ⚠" : ""}</div>
         ${handHtml((s.cards || {})[b], pc[b])}
         <div class="bets">${esc(bets)}${play ? " · play " + money(play) : ""}</div>
         <div class="decision">${esc(dec ? dec.replace(/_/g, " ") : "")}</div>
-        <div class="bets">${paid ? "paid: " + esc(paid) : ""}</div></div>`;
+        <div class="bets">${paid ? "paid: " + esc(paid) : ""}</div>
+        <div class="bets due">${due ? "due: " + due : ""}</div></div>`;
     }).join("") || '<div class="muted on-felt">No bets yet.</div>'}</div>`;
 }
 
@@ -560,15 +764,24 @@ async function loadCases(table, round) {
   el.innerHTML = `<p class="muted">Loading cases…</p>`;
   try {
     const page = await api(`/v1/cases?table=${encodeURIComponent(table)}&round=${round}`);
-    el.innerHTML = (page.items.length ? page.items.map(c => `<div class="case"><b>Case ${c.id}: ${esc(c.title)}</b> — ${c.open ? "open" : "closed"}
-      ${c.entries.map(e => `<div class="entry"><div class="meta">${time(e.at_ns)} · ${esc(e.author)} (${esc(e.role)}) · ${esc(e.action)}</div>${esc(e.text || e.decision || e.title || "")}</div>`).join("")}
+    el.innerHTML = (page.items.length ? page.items.map(c => `<div class="case"><b>Case ${c.id}: ${esc(c.title)}</b> — ${c.open ? "open" : "closed"}${c.assignee ? ` · assigned to ${esc(c.assignee)}` : ""}
+      ${c.entries.map(e => `<div class="entry"><div class="meta">${time(e.at_ns)} · ${esc(e.author)} (${esc(e.role)}) · ${esc(e.action)}</div>${esc(e.text || e.decision || e.title || e.reason || (e.to ? "to " + e.to : ""))}</div>`).join("")}
       ${c.open ? `<form class="note-form" data-id="${c.id}"><label>Add a note</label><textarea name="text" required></textarea>
-        <button type="submit">Add note</button> <button type="button" class="secondary close-btn" data-id="${c.id}">Close with decision…</button></form>` : ""}</div>`).join("")
+        <button type="submit">Add note</button> <button type="button" class="secondary assign-btn" data-id="${c.id}">Assign…</button> <button type="button" class="secondary close-btn" data-id="${c.id}">Close with decision…</button></form>`
+        : `<button type="button" class="secondary reopen-btn" data-id="${c.id}">Reopen…</button>`}</div>`).join("")
       : `<p class="muted">No case on this round.</p>`) +
       `<form id="open-case"><label for="case-title">Open a case on this round</label><input id="case-title" name="title" required placeholder="e.g. patron at box 3 disputes the Ante payout">
        <button type="submit" class="below-input">Open case</button></form><p class="error" id="case-error" role="alert"></p>`;
     $("#open-case").onsubmit = ev => { ev.preventDefault(); caseAction("/v1/cases", { table, round: Number(round), title: ev.target.title.value }, table, round); };
     el.querySelectorAll(".note-form").forEach(f => f.onsubmit = ev => { ev.preventDefault(); caseAction(`/v1/cases/${f.dataset.id}/notes`, { text: f.text.value }, table, round); });
+    el.querySelectorAll(".assign-btn").forEach(b => b.onclick = () => {
+      const to = prompt("Assign to (a person's name):", state.who.name);
+      if (to) caseAction(`/v1/cases/${b.dataset.id}/assign`, { to }, table, round);
+    });
+    el.querySelectorAll(".reopen-btn").forEach(b => b.onclick = () => {
+      const reason = prompt("Why reopen it?");
+      if (reason) caseAction(`/v1/cases/${b.dataset.id}/reopen`, { reason }, table, round);
+    });
     el.querySelectorAll(".close-btn").forEach(b => b.onclick = () => {
       const d = prompt("Decision (e.g. 'Patron paid the difference of 50.00; dealer retrained'):");
       if (d) caseAction(`/v1/cases/${b.dataset.id}/close`, { decision: d }, table, round);
@@ -594,5 +807,52 @@ async function downloadEvidence(table, round) {
   } catch (e) { alert("Evidence export failed: " + e.message); }
   finally { btn.disabled = false; btn.textContent = "Download evidence bundle"; }
 }
+
+// ---------- lists: sorting and CSV ----------
+// Every list table sorts by a click on its column header (numbers as numbers, again to
+// reverse) and gets a CSV download of what it shows. One decorator for all pages.
+function cellValue(td) {
+  const t = td.innerText.trim();
+  const n = Number(t.replace(/[,+]/g, ""));
+  return td.classList.contains("num") && t !== "" && !Number.isNaN(n) ? n : t.toLowerCase();
+}
+function sortBy(table, col, th) {
+  const body = table.tBodies[0];
+  const dir = th.dataset.dir === "asc" ? -1 : 1;
+  table.querySelectorAll("th").forEach(h => delete h.dataset.dir);
+  th.dataset.dir = dir === 1 ? "asc" : "desc";
+  const rows = [...body.rows];
+  rows.sort((a, b) => {
+    const x = cellValue(a.cells[col] || a), y = cellValue(b.cells[col] || b);
+    return (x < y ? -1 : x > y ? 1 : 0) * dir;
+  });
+  body.append(...rows);
+}
+function csvOf(table) {
+  const q = v => /[",\n]/.test(v) ? `"${v.replace(/"/g, '""')}"` : v;
+  return [...table.rows].map(r => [...r.cells].map(c => q(c.innerText.trim())).join(",")).join("\r\n") + "\r\n";
+}
+function downloadCsv(table) {
+  const name = (location.hash.slice(2).split("?")[0] || "list").replace(/[^A-Za-z0-9-]+/g, "-");
+  const a = document.createElement("a");
+  a.href = URL.createObjectURL(new Blob([csvOf(table)], { type: "text/csv" }));
+  a.download = `roundledger-${name}${table.id ? "-" + table.id : ""}.csv`;
+  document.body.appendChild(a); a.click(); a.remove();
+  setTimeout(() => URL.revokeObjectURL(a.href), 10000);
+}
+function decorate(table) {
+  if (table.dataset.decorated || !table.tHead || !table.tBodies.length) return;
+  table.dataset.decorated = "1";
+  [...table.tHead.rows[0].cells].forEach((th, i) => {
+    th.classList.add("sortable"); th.title = "sort by " + th.innerText;
+    th.onclick = () => sortBy(table, i, th);
+  });
+  const b = document.createElement("button");
+  b.className = "secondary csv no-print"; b.textContent = "CSV"; b.title = "download this list as CSV";
+  b.onclick = () => downloadCsv(table);
+  table.before(b);
+}
+new MutationObserver(() => document.querySelectorAll("#view table.list").forEach(decorate))
+  .observe($("#view"), { childList: true, subtree: true });
 
 start().catch(e => { if (token()) showLogin(e.message); });

@@ -42,11 +42,12 @@ pub struct Filter {
     /// Only this table (repeat for several).
     #[arg(long)]
     pub table: Vec<String>,
-    /// Only rounds opened at or after this time (UTC nanoseconds, device time).
-    #[arg(long)]
+    /// Only rounds opened at or after this time (device time): `2026-11-25 14:00` in
+    /// the local zone (TZ), RFC 3339, or UTC ns.
+    #[arg(long, value_parser = crate::when::parse)]
     pub from: Option<i64>,
-    /// Only rounds opened before this time (UTC nanoseconds, device time).
-    #[arg(long)]
+    /// Only rounds opened before this time (as --from).
+    #[arg(long, value_parser = crate::when::parse)]
     pub to: Option<i64>,
 }
 

@@ -40,7 +40,9 @@ pub fn run(args: Args) -> Result<Outcome> {
             name: "bench".into(),
             role: schemas::api::Role::Surveillance,
             token: token.clone(),
+            token_hash: None,
         }],
+        count_keys: vec![],
     };
     let (_stop, rx) = tokio::sync::watch::channel(false);
     let model_dir = readside::model::default_dir(&args.ledger);

@@ -67,6 +67,7 @@ pub fn run(args: Args) -> Result<Outcome> {
     let client = Client::from_args(&ServerArgs {
         server: Some(format!("http://127.0.0.1:{port}")),
         token: Some(token),
+        ca: None,
     })?
     .context("client")?;
     // The first start may build what the server keeps (its read model); the second is

@@ -1,12 +1,13 @@
 //! A minimal blocking HTTP/1.1 client for the CLI's `--server URL --token T` mode (replay,
-//! audit, export, evidence against a running `roundledger serve`), on std's `TcpStream`:
-//! plain `http://` only (put TLS in front of the server with a proxy), `Connection: close`,
-//! fixed-length and chunked bodies, a body size cap and timeouts.
+//! audit, export, evidence, counts against a running `roundledger serve`), on std's
+//! `TcpStream`: `https://` through rustls (`serve --tls-cert`), or plain `http://`;
+//! `Connection: close`, fixed-length and chunked bodies, a body size cap and timeouts.
 
 use anyhow::{bail, Context, Result};
 use serde::de::DeserializeOwned;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Largest response body accepted.
@@ -17,12 +18,17 @@ pub const TIMEOUT: Duration = Duration::from_secs(120);
 /// `--server URL --token T`.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct ServerArgs {
-    /// A running `roundledger serve` (http://host:port) to read from instead of a ledger.
+    /// A running `roundledger serve` (https://host:port, or http:// on loopback) to read
+    /// from instead of a ledger.
     #[arg(long)]
     pub server: Option<String>,
     /// Bearer token for --server (or the ROUNDLEDGER_TOKEN environment variable).
     #[arg(long)]
     pub token: Option<String>,
+    /// The CA certificate (PEM) an https:// server's certificate chains to (default: the
+    /// system's roots).
+    #[arg(long, value_name = "FILE")]
+    pub ca: Option<std::path::PathBuf>,
 }
 
 /// A server to call.
@@ -30,7 +36,13 @@ pub struct Client {
     host: String,
     port: u16,
     token: String,
+    /// Set for https://.
+    tls: Option<Arc<rustls::ClientConfig>>,
 }
+
+/// A connection's byte stream, plain or TLS.
+trait Stream: Read + Write {}
+impl<T: Read + Write> Stream for T {}
 
 impl Client {
     pub fn from_args(a: &ServerArgs) -> Result<Option<Client>> {
@@ -42,29 +54,68 @@ impl Client {
             .clone()
             .or_else(|| std::env::var("ROUNDLEDGER_TOKEN").ok())
             .context("--server needs --token T (or ROUNDLEDGER_TOKEN)")?;
-        let rest = url
-            .strip_prefix("http://")
-            .context("--server: only http://host:port URLs")?
-            .trim_end_matches('/');
+        let (rest, tls, default_port) = match url.split_once("://") {
+            Some(("https", rest)) => (rest, Some(tls_config(a.ca.as_deref())?), 443),
+            Some(("http", rest)) => (rest, None, 80),
+            _ => bail!("--server: an https://host:port or http://host:port URL"),
+        };
+        let rest = rest.trim_end_matches('/');
         let (host, port) = match rest.rsplit_once(':') {
             Some((h, p)) => (h.to_string(), p.parse().context("--server: port")?),
-            None => (rest.to_string(), 80),
+            None => (rest.to_string(), default_port),
         };
-        Ok(Some(Client { host, port, token }))
+        Ok(Some(Client {
+            host,
+            port,
+            token,
+            tls,
+        }))
+    }
+
+    /// A connection to the server, TLS for https://.
+    fn connect(&self) -> Result<Box<dyn Stream>> {
+        let addr = format!("{}:{}", self.host, self.port);
+        let s = TcpStream::connect(&addr).with_context(|| format!("connecting to {addr}"))?;
+        s.set_read_timeout(Some(TIMEOUT))?;
+        s.set_write_timeout(Some(TIMEOUT))?;
+        let Some(config) = &self.tls else {
+            return Ok(Box::new(s));
+        };
+        let name = rustls::pki_types::ServerName::try_from(self.host.clone())
+            .with_context(|| format!("--server: {:?} is not a host name", self.host))?;
+        let conn = rustls::ClientConnection::new(config.clone(), name)?;
+        Ok(Box::new(rustls::StreamOwned::new(conn, s)))
     }
 
     /// GET `path` (with query) and return the body; non-2xx is an error with the server's
     /// message.
     pub fn get_bytes(&self, path: &str) -> Result<Vec<u8>> {
-        let addr = format!("{}:{}", self.host, self.port);
-        let mut s = TcpStream::connect(&addr).with_context(|| format!("connecting to {addr}"))?;
-        s.set_read_timeout(Some(TIMEOUT))?;
-        s.set_write_timeout(Some(TIMEOUT))?;
+        self.call("GET", path, None)
+    }
+
+    /// POST `body` as JSON to `path` and return the answer's JSON.
+    pub fn post<T: DeserializeOwned>(&self, path: &str, body: &impl serde::Serialize) -> Result<T> {
+        let json = serde_json::to_vec(body)?;
+        let answer = self.call("POST", path, Some(&json))?;
+        serde_json::from_slice(&answer).with_context(|| format!("POST {path}: unexpected body"))
+    }
+
+    /// One request; non-2xx is an error with the server's message.
+    fn call(&self, method: &str, path: &str, body: Option<&[u8]>) -> Result<Vec<u8>> {
+        let mut s = self.connect()?;
+        let sent = match body {
+            Some(b) => format!(
+                "Content-Type: application/json\r\nContent-Length: {}\r\n",
+                b.len()
+            ),
+            None => String::new(),
+        };
         write!(
             s,
-            "GET {path} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nAccept: application/json\r\nConnection: close\r\n\r\n",
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nAccept: application/json\r\n{sent}Connection: close\r\n\r\n",
             self.host, self.token
         )?;
+        s.write_all(body.unwrap_or_default())?;
         let mut r = BufReader::new(s);
         let mut line = String::new();
         r.read_line(&mut line)?;
@@ -72,7 +123,7 @@ impl Client {
             .split_whitespace()
             .nth(1)
             .and_then(|c| c.parse().ok())
-            .with_context(|| format!("GET {path}: bad status line {line:?}"))?;
+            .with_context(|| format!("{method} {path}: bad status line {line:?}"))?;
         let (mut len, mut chunked) = (None, false);
         loop {
             line.clear();
@@ -128,7 +179,7 @@ impl Client {
             let msg = serde_json::from_slice::<schemas::api::ApiError>(&body)
                 .map(|e| e.error)
                 .unwrap_or_else(|_| String::from_utf8_lossy(&body).into_owned());
-            bail!("GET {path}: {status}: {msg}");
+            bail!("{method} {path}: {status}: {msg}");
         }
         Ok(body)
     }
@@ -137,6 +188,34 @@ impl Client {
         let body = self.get_bytes(path)?;
         serde_json::from_slice(&body).with_context(|| format!("GET {path}: unexpected body"))
     }
+}
+
+/// The TLS client configuration: trust `ca` (PEM), or the system's roots.
+fn tls_config(ca: Option<&std::path::Path>) -> Result<Arc<rustls::ClientConfig>> {
+    use rustls::pki_types::{pem::PemObject, CertificateDer};
+    let mut roots = rustls::RootCertStore::empty();
+    match ca {
+        Some(path) => {
+            for cert in CertificateDer::pem_file_iter(path)
+                .with_context(|| format!("--ca {}", path.display()))?
+            {
+                roots.add(cert.with_context(|| format!("--ca {}", path.display()))?)?;
+            }
+        }
+        None => {
+            let found = rustls_native_certs::load_native_certs();
+            for cert in found.certs {
+                let _ = roots.add(cert);
+            }
+        }
+    }
+    anyhow::ensure!(!roots.is_empty(), "no trusted CA certificate for https://");
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(Arc::new(config))
 }
 
 /// Percent-encodes a query value.

@@ -15,6 +15,7 @@
 //! stay for `roundledger serve --ledger DIR --no-ingest --config DIR/tokens.json`.
 
 use crate::audit::{self, render, Filter};
+use crate::demo_finance;
 use crate::simulate::FloorArgs;
 use crate::source::Source;
 use crate::Outcome;
@@ -78,6 +79,9 @@ impl Web {
             model_dir: readside::model::default_dir(ledger_dir),
             alerts,
             finance: api::FinanceSetup::default(),
+            tls: None,
+            access_file: None,
+            time_zone: ledger::days::TIME_ZONE_DEFAULT.into(),
         };
         let (bound_tx, bound_rx) = std::sync::mpsc::channel();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -118,6 +122,7 @@ impl Web {
 pub fn run(mut args: Args) -> Result<Outcome> {
     // The demo's own defaults: a few thousand rounds, some irregularities to find.
     args.floor.irregularities.get_or_insert(0.004);
+    args.floor.finance_errors.get_or_insert(0.1);
     let started = Instant::now();
     let mut nats = natsd::NatsServer::start_secured()
         .context("starting nats-server (scripts/setup.sh installs it)")?;
@@ -133,8 +138,9 @@ pub fn run(mut args: Args) -> Result<Outcome> {
     let ledger = open_ledger(&dir)?;
     let tokens_path = dir.join("tokens.json");
     let tokens = crate::tokens::write_config(&tokens_path)?;
-    let access = api::auth::AccessConfig::load(&tokens_path)
+    let mut access = api::auth::AccessConfig::load(&tokens_path)
         .with_context(|| format!("reading back {}", tokens_path.display()))?;
+    let count_key = demo_finance::trust_count_key(&tokens_path, &mut access)?;
     let floor = args.floor.floor()?;
     let (ingest_config, devices) = secured_floor(&mut nats, &floor)?;
     println!(
@@ -232,6 +238,10 @@ pub fn run(mut args: Args) -> Result<Outcome> {
         "checkpoints: {} published, {} verified and kept, {} refused; every table attested up to its last event",
         published.checkpoints, ingest_report.checkpoints_kept, ingest_report.checkpoints_refused
     );
+    let finance_token = role_token(&tokens, "finance")?;
+    let fin = demo_finance::client(&web.url(), &finance_token)?;
+    let counted = demo_finance::enter_counts(&fin, &count_key, &published.finance.counts)?;
+    println!("count room: {counted} drop boxes counted, signed and entered (POST /v1/counts)");
     let verify = ledger.verify().context("verifying the ledger")?;
     anyhow::ensure!(verify.is_ok(), "chain verification failed: {verify:?}");
     println!(
@@ -315,6 +325,14 @@ pub fn run(mut args: Args) -> Result<Outcome> {
         println!("web UI stopped");
     }
     Ok(outcome)
+}
+
+/// The token of `role` among the demo's.
+fn role_token(tokens: &[crate::tokens::RoleToken], role: &str) -> Result<String> {
+    let found = tokens.iter().find(|(r, _)| *r == role);
+    found
+        .map(|(_, t)| t.clone())
+        .context("the demo's tokens name every role")
 }
 
 fn games(floor: &simulator::Floor) -> String {

@@ -12,9 +12,11 @@ mod bench_ingest;
 mod bench_publish;
 mod bus;
 mod client;
+mod count;
 mod day;
 mod dayfile;
 mod demo;
+mod demo_finance;
 mod digest;
 mod evidence;
 mod export;
@@ -35,6 +37,7 @@ mod source;
 mod tables;
 mod tokens;
 mod verify;
+mod when;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -120,6 +123,8 @@ enum Command {
     Enroll(bus::EnrollArgs),
     /// Tables: their chain state (`table status`), a re-sync (`table resync`).
     Table(tables::Args),
+    /// The count room's results: sign and send drop box counts, or list them.
+    Count(count::Args),
 }
 
 impl Command {
@@ -190,6 +195,7 @@ fn main() -> ExitCode {
         Command::Day(a) => day::run(a),
         Command::VerifySeal(a) => day::verify_seal(a),
         Command::Table(a) => tables::run(a),
+        Command::Count(a) => count::run(a),
     };
     match result {
         Ok(Outcome::Clean) => ExitCode::SUCCESS,

@@ -123,14 +123,14 @@ pub fn render(p: &QuarantinePage) -> String {
         return out;
     }
     out += &format!(
-        "{:>6}  {:<20} {:<26} {:<12} {:>10} {:>7} {:>8}  why\n",
-        "id", "received (UTC ns)", "reason", "subject", "stream seq", "bytes", "repeats"
+        "{:>6}  {:<30} {:<26} {:<12} {:>10} {:>7} {:>8}  why\n",
+        "id", "received (local time)", "reason", "subject", "stream seq", "bytes", "repeats"
     );
     for r in &p.items {
         out += &format!(
-            "{:>6}  {:<20} {:<26} {:<12} {:>10} {:>7} {:>8}  {}\n",
+            "{:>6}  {:<30} {:<26} {:<12} {:>10} {:>7} {:>8}  {}\n",
             r.id,
-            r.received_at_ns,
+            crate::when::show(r.received_at_ns),
             r.reason,
             r.subject_table.as_ref().map_or("-", |t| t.as_str()),
             r.stream_seq,
@@ -152,12 +152,13 @@ pub fn render(p: &QuarantinePage) -> String {
 /// One entry, every field, the bytes in hex 32 to a line.
 fn render_one(r: &QuarantineRow) -> String {
     let mut out = format!(
-        "quarantine entry {}\nreason:     {}\nwhy:        {}\nsubject:    {}\nstream seq: {}\nreceived:   {} (UTC ns)\nbytes:      {}\nrepeats:    {} (the same bytes refused again, for the same reason)\n",
+        "quarantine entry {}\nreason:     {}\nwhy:        {}\nsubject:    {}\nstream seq: {}\nreceived:   {} ({} UTC ns)\nbytes:      {}\nrepeats:    {} (the same bytes refused again, for the same reason)\n",
         r.id,
         r.reason,
         r.text,
         r.subject_table.as_ref().map_or("-", |t| t.as_str()),
         r.stream_seq,
+        crate::when::show(r.received_at_ns),
         r.received_at_ns,
         r.bytes_len,
         r.repeats

@@ -94,7 +94,11 @@ pub fn render(d: &RoundDetail, steps: Option<&StepList>) -> String {
         let _ = writeln!(
             o,
             "seq {} ADMITTED BY RE-SYNC: refused first (quarantine entry {}), admitted by admin {} at {}: {}",
-            r.seq.0, r.quarantine_id, r.admin, r.signed_at_ns, r.note
+            r.seq.0,
+            r.quarantine_id,
+            r.admin,
+            crate::when::show(r.signed_at_ns),
+            r.note
         );
     }
     timeline(&mut o, d, steps);
@@ -105,14 +109,23 @@ pub fn render(d: &RoundDetail, steps: Option<&StepList>) -> String {
 }
 
 fn timeline(o: &mut String, d: &RoundDetail, steps: Option<&StepList>) {
-    let _ = writeln!(o, "\ntimeline:");
+    let opened = d
+        .events
+        .first()
+        .map_or(String::new(), |e| crate::when::show(e.occurred_at_ns));
+    let _ = writeln!(o, "\ntimeline (device time; opened {opened}):");
     let t0 = d.events.first().map(|e| e.occurred_at_ns).unwrap_or(0);
     for (i, e) in d.events.iter().enumerate() {
         let dt_ms = (e.occurred_at_ns - t0) / 1_000_000;
+        let at = crate::when::show(e.occurred_at_ns);
         let _ = writeln!(
             o,
-            "  #{:<6} +{:>7}ms  {:<14} {}",
-            e.seq.0, dt_ms, e.device, e.description
+            "  #{:<6} {} +{:>7}ms  {:<14} {}",
+            e.seq.0,
+            at.get(11..23).unwrap_or(&at),
+            dt_ms,
+            e.device,
+            e.description
         );
         if let Some(step) = steps.and_then(|s| s.steps.get(i)) {
             let _ = writeln!(o, "           {}", step_line(step));

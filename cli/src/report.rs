@@ -2,8 +2,8 @@
 //! (its read model, brought to the ledger's heads) or a running server (`--server`), as
 //! a table in the property's local time and currency units, as CSV (`--csv`) or JSON.
 //!
-//! The count room's results are not wired yet: from a ledger directory every drop box
-//! reads "not yet counted", never a zero drop.
+//! Drops come from the count journal (`<ledger>/api/counts.jsonl`, `readside::counts`);
+//! a box without a count reads "not yet counted", never a zero drop.
 
 use crate::client::{enc, Client, ServerArgs};
 use crate::Outcome;
@@ -166,7 +166,7 @@ pub fn run(args: Args) -> Result<Outcome> {
 }
 
 /// The report from a ledger directory: its read model opened under `rule` (rebuilt when
-/// it was built under another), brought to the heads. No count results: not wired yet.
+/// it was built under another), brought to the heads; drops from the count journal.
 fn from_ledger(
     dir: &Path,
     rule: &ledger::days::DayRule,
@@ -185,13 +185,18 @@ fn from_ledger(
         m => m?,
     };
     readside::index::catch_up(&ledger, &m).context("bringing the read model to the heads")?;
+    let book = readside::counts::CountBook::read(&ledger::journals::api_dir(dir))?;
     let t0 = std::time::Instant::now();
-    let r = readside::finance::report(&m, pits, &[], q)?;
+    let boxes = readside::finance::drop_boxes(&m, q)?;
+    let counts = book.results(boxes.iter().map(String::as_str));
+    let r = readside::finance::report(&m, pits, &counts, q)?;
     // On stderr, so --csv and --json stay clean: what BENCHMARKS.md records.
     eprintln!(
-        "report from the read model in {:.1?}: {} table shifts; count room results not wired: every box not yet counted",
+        "report from the read model in {:.1?}: {} table shifts, {} boxes counted, {} not yet",
         t0.elapsed(),
-        r.total.table_shifts
+        r.total.table_shifts,
+        r.total.boxes_counted,
+        r.total.boxes_not_counted
     );
     Ok(r)
 }

@@ -109,104 +109,11 @@ pub fn run(args: Args) -> Result<Outcome> {
         let now_ns = crate::digest::now_ns()?;
         floor = floor.starting_at(now_ns - i64::from(days) * 86_400_000_000_000);
     }
-    let mut stream_seq = ledger.stats().events;
-    let mut batch: Vec<ledger::Incoming> = Vec::with_capacity(ledger::APPEND_BATCH_LEN_MAX);
-    // Checkpoints wait until the batch holding the events they sign is appended.
-    let mut checkpoints: Vec<ledger::Incoming> = Vec::new();
-    let mut stored = 0u64;
-    let mut kept = 0u64;
-    // One table's step (its opening, a round, its closing), then its dealer terminal's
-    // signed checkpoint of the chain so far, as `simulate` publishes them.
-    let mut push = |events: Vec<simulator::Published>,
-                    checkpoint: Option<schemas::attest::Checkpoint>,
-                    batch: &mut Vec<ledger::Incoming>,
-                    force: bool|
-     -> Result<()> {
-        for p in events {
-            stream_seq += 1;
-            batch.push(ledger::Incoming {
-                subject_table: Some(p.event.table.clone()),
-                stream_seq,
-                received_at_ns: p.event.occurred_at_ns,
-                bytes: p.bytes,
-                provenance: Default::default(),
-            });
-        }
-        if let Some(c) = checkpoint {
-            stream_seq += 1;
-            checkpoints.push(ledger::Incoming {
-                subject_table: Some(c.table.clone()),
-                stream_seq,
-                received_at_ns: c.signed_at_ns,
-                bytes: c.to_bincode(),
-                provenance: Default::default(),
-            });
-        }
-        if force
-            || batch.len() + 1024 > ledger::APPEND_BATCH_LEN_MAX
-            || checkpoints.len() + 64 > ledger::APPEND_BATCH_LEN_MAX
-        {
-            let out = ledger.append_batch(batch).context("appending")?;
-            stored += out
-                .iter()
-                .filter(|a| matches!(a, ledger::Appended::Stored { .. }))
-                .count() as u64;
-            batch.clear();
-            let out = ledger
-                .append_checkpoints(&checkpoints)
-                .context("appending checkpoints")?;
-            kept += out
-                .iter()
-                .filter(|o| matches!(o, ledger::attest::CheckpointOutcome::Kept { .. }))
-                .count() as u64;
-            checkpoints.clear();
-            ledger.flush().context("flushing")?;
-        }
-        Ok(())
-    };
-    for t in floor.tables.iter_mut() {
-        let events = t.opening_events()?;
-        push(events, t.checkpoint(), &mut batch, false)?;
-    }
-    for _ in 0..args.floor.rounds {
-        for t in floor.tables.iter_mut() {
-            let events = t.play_round()?.events;
-            push(events, t.checkpoint(), &mut batch, false)?;
-        }
-    }
-    if args.close {
-        for t in floor.tables.iter_mut() {
-            let events = t.closing_events()?;
-            push(events, t.checkpoint(), &mut batch, false)?;
-        }
-    }
-    push(Vec::new(), None, &mut batch, true)?;
+    let mut seeder = Seeder::new(&ledger);
+    play(&mut seeder, &mut floor, &args)?;
+    let (stored, kept) = (seeder.stored, seeder.kept);
     let tables: Vec<schemas::TableId> = floor.tables.iter().map(|t| t.table().clone()).collect();
-    let mut quarantined = 0u64;
-    if args.refused > 0 && !tables.is_empty() {
-        let received_at_ns = ledger
-            .heads()
-            .first()
-            .and_then(|h| ledger.stored_event(&h.table, h.seq.0).ok().flatten())
-            .map_or(0, |e| e.received_at_ns);
-        let mut n = 0;
-        while n < args.refused {
-            let end = (n + ledger::APPEND_BATCH_LEN_MAX as u64).min(args.refused);
-            let refused = (n..end)
-                .map(|i| {
-                    let seq = ledger.stats().events + 1_000_000 + i;
-                    refused_message(&ledger, &tables, i, seq, received_at_ns + i as i64)
-                })
-                .collect::<Result<Vec<_>>>()?;
-            let out = ledger.append_batch(&refused).context("appending")?;
-            quarantined += out
-                .iter()
-                .filter(|a| matches!(a, ledger::Appended::Quarantined { .. }))
-                .count() as u64;
-            n = end;
-        }
-        ledger.flush().context("flushing")?;
-    }
+    let quarantined = refuse(&ledger, &tables, args.refused)?;
     if args.held {
         let n = held_table(&ledger, ledger.stats().events + 2_000_000)?;
         anyhow::ensure!(n > 0, "--held: HELD-01's events were not held");
@@ -225,4 +132,134 @@ pub fn run(args: Args) -> Result<Outcome> {
         started.elapsed()
     );
     Ok(Outcome::Clean)
+}
+
+/// Every table's opening, its rounds, and its closing with `--close`, each step followed
+/// by its dealer terminal's signed checkpoint, as `simulate` publishes them.
+fn play(seeder: &mut Seeder, floor: &mut simulator::Floor, args: &Args) -> Result<()> {
+    for t in floor.tables.iter_mut() {
+        let events = t.opening_events()?;
+        seeder.push(events, t.checkpoint())?;
+    }
+    for _ in 0..args.floor.rounds {
+        for t in floor.tables.iter_mut() {
+            let events = t.play_round()?.events;
+            seeder.push(events, t.checkpoint())?;
+        }
+    }
+    if args.close {
+        for t in floor.tables.iter_mut() {
+            let events = t.closing_events()?;
+            seeder.push(events, t.checkpoint())?;
+        }
+    }
+    seeder.append()
+}
+
+/// Events and checkpoints on their way into the ledger, in batches as ingest appends
+/// them; checkpoints wait until the batch holding the events they sign is appended.
+struct Seeder<'a> {
+    ledger: &'a ledger::Ledger,
+    stream_seq: u64,
+    batch: Vec<ledger::Incoming>,
+    checkpoints: Vec<ledger::Incoming>,
+    stored: u64,
+    kept: u64,
+}
+
+impl<'a> Seeder<'a> {
+    fn new(ledger: &'a ledger::Ledger) -> Seeder<'a> {
+        Seeder {
+            ledger,
+            stream_seq: ledger.stats().events,
+            batch: Vec::with_capacity(ledger::APPEND_BATCH_LEN_MAX),
+            checkpoints: Vec::new(),
+            stored: 0,
+            kept: 0,
+        }
+    }
+
+    /// One table's step and its checkpoint; appends when a batch is nearly full.
+    fn push(
+        &mut self,
+        events: Vec<simulator::Published>,
+        checkpoint: Option<schemas::attest::Checkpoint>,
+    ) -> Result<()> {
+        for p in events {
+            self.stream_seq += 1;
+            self.batch.push(ledger::Incoming {
+                subject_table: Some(p.event.table.clone()),
+                stream_seq: self.stream_seq,
+                received_at_ns: p.event.occurred_at_ns,
+                bytes: p.bytes,
+                provenance: Default::default(),
+            });
+        }
+        if let Some(c) = checkpoint {
+            self.stream_seq += 1;
+            self.checkpoints.push(ledger::Incoming {
+                subject_table: Some(c.table.clone()),
+                stream_seq: self.stream_seq,
+                received_at_ns: c.signed_at_ns,
+                bytes: c.to_bincode(),
+                provenance: Default::default(),
+            });
+        }
+        let full = self.batch.len() + 1024 > ledger::APPEND_BATCH_LEN_MAX
+            || self.checkpoints.len() + 64 > ledger::APPEND_BATCH_LEN_MAX;
+        if full {
+            self.append()?;
+        }
+        Ok(())
+    }
+
+    /// Appends the batch, then its checkpoints, and flushes.
+    fn append(&mut self) -> Result<()> {
+        let out = self.ledger.append_batch(&self.batch).context("appending")?;
+        let stored = out
+            .iter()
+            .filter(|a| matches!(a, ledger::Appended::Stored { .. }));
+        self.stored += stored.count() as u64;
+        self.batch.clear();
+        let out = self
+            .ledger
+            .append_checkpoints(&self.checkpoints)
+            .context("appending checkpoints")?;
+        let kept = out
+            .iter()
+            .filter(|o| matches!(o, ledger::attest::CheckpointOutcome::Kept { .. }));
+        self.kept += kept.count() as u64;
+        self.checkpoints.clear();
+        self.ledger.flush().context("flushing")
+    }
+}
+
+/// `--refused N`: messages the ledger refuses, quarantined; how many were.
+fn refuse(ledger: &ledger::Ledger, tables: &[schemas::TableId], n_max: u64) -> Result<u64> {
+    if n_max == 0 || tables.is_empty() {
+        return Ok(0);
+    }
+    let received_at_ns = ledger
+        .heads()
+        .first()
+        .and_then(|h| ledger.stored_event(&h.table, h.seq.0).ok().flatten())
+        .map_or(0, |e| e.received_at_ns);
+    let (mut n, mut quarantined) = (0, 0u64);
+    while n < n_max {
+        let end = (n + ledger::APPEND_BATCH_LEN_MAX as u64).min(n_max);
+        let refused = (n..end)
+            .map(|i| {
+                let seq = ledger.stats().events + 1_000_000 + i;
+                refused_message(ledger, tables, i, seq, received_at_ns + i as i64)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let out = ledger.append_batch(&refused).context("appending")?;
+        let q = out
+            .iter()
+            .filter(|a| matches!(a, ledger::Appended::Quarantined { .. }));
+        quarantined += q.count() as u64;
+        n = end;
+    }
+    ledger.flush().context("flushing")?;
+    Ok(quarantined)
 }

@@ -45,6 +45,12 @@ pub struct Args {
     /// Where the API keeps its audit log and case journal (default: DIR/api).
     #[arg(long)]
     api_dir: Option<PathBuf>,
+    /// Serve the API over HTTPS with this certificate chain (PEM); needs --tls-key.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
     /// Serve the ledger read-only, without ingesting (no NATS needed).
     #[arg(long)]
     no_ingest: bool,
@@ -220,9 +226,13 @@ fn api_config(args: &Args, alerts: &ingest::alerts::AlertLog) -> Result<Option<a
         finance: api::FinanceSetup {
             rule: args.day.rule()?,
             pits: args.pits.pits()?,
-            // The count room's journal is not wired yet: every box reads "not yet counted".
-            counts: api::CountSource(Arc::new(Vec::new)),
         },
+        tls: match (&args.tls_cert, &args.tls_key) {
+            (Some(cert), Some(key)) => Some(api::tls::server_config(cert, key)?),
+            _ => None,
+        },
+        access_file: Some(path.clone()),
+        time_zone: args.day.time_zone.clone(),
     }))
 }
 
@@ -255,22 +265,25 @@ fn spawn_http<F>(
 where
     F: std::future::Future<Output = ()> + Send + 'static,
 {
-    let listening = |what: &'static str| {
+    let listening = |what: &'static str, scheme: &'static str| {
         // The address ends the message: scripts read it from `... on http://ADDR/`.
-        move |a: std::net::SocketAddr| tracing::info!("{what} on http://{a}/")
+        move |a: std::net::SocketAddr| tracing::info!("{what} on {scheme}://{a}/")
     };
     let mut tasks = vec![match api_config {
-        Some(c) => tokio::spawn(api::run_with_ops(
-            c,
-            ledger,
-            Some(ops.clone()),
-            listening("HTTP API and web UI"),
-            stopped(),
-        )),
+        Some(c) => {
+            let scheme = if c.tls.is_some() { "https" } else { "http" };
+            tokio::spawn(api::run_with_ops(
+                c,
+                ledger,
+                Some(ops.clone()),
+                listening("HTTP API and web UI", scheme),
+                stopped(),
+            ))
+        }
         None => tokio::spawn(api::ops::run_listener(
             args.http,
             api::ops::health_router(ops.clone()),
-            listening("health and readiness"),
+            listening("health and readiness", "http"),
             stopped(),
         )),
     }];
@@ -278,7 +291,7 @@ where
         tasks.push(tokio::spawn(api::ops::run_listener(
             addr,
             api::ops::router(ops),
-            listening("metrics"),
+            listening("metrics", "http"),
             stopped(),
         )));
     }

@@ -3,7 +3,7 @@
 
 use crate::Outcome;
 use anyhow::{Context, Result};
-use simulator::{FaultPlan, Floor, PublishOptions};
+use simulator::{FaultPlan, FinanceFaultKind, Floor, PublishOptions, ShiftClock};
 
 /// The floor to simulate and the faults to inject; shared with `demo`.
 #[derive(clap::Args, Debug, Clone)]
@@ -30,16 +30,47 @@ pub struct FloorArgs {
     /// Default 0, and 0.004 for `demo`.
     #[arg(long)]
     pub irregularities: Option<f64>,
+    /// Probability of each finance error: a fill without its slip (per fill), a
+    /// miscounted closer (per closing count), a short drop (per drop box), a forced
+    /// jackpot hit (per round, CSP6 and MLP3 from a manual shoe). Default 0, and 0.1 for
+    /// `demo`.
+    #[arg(long)]
+    pub finance_errors: Option<f64>,
     /// Rounds per second per table (unlimited when absent).
     #[arg(long)]
     pub rate: Option<f64>,
+    /// Shift length in seconds of device time: at each boundary a table counts its tray,
+    /// its drop box is removed, the next shift counts again. 0: one shift per table run.
+    #[arg(long, value_name = "SECONDS", default_value_t = 8 * 3600)]
+    pub shift_every: u64,
+    /// A shift boundary, UTC `HH:MM` (the others follow every `--shift-every`); the default
+    /// is the default gaming day start.
+    #[arg(long, value_name = "HH:MM", default_value = ledger::days::DAY_START_DEFAULT)]
+    pub shift_start: String,
 }
 
 impl FloorArgs {
     pub fn fault_plan(&self) -> FaultPlan {
         let mut plan = FaultPlan::all(self.irregularities.unwrap_or(0.0));
         plan.wrong_payout = self.payout_errors.clamp(0.0, 1.0);
-        plan
+        let finance = self.finance_errors.unwrap_or(0.0);
+        FinanceFaultKind::ALL
+            .into_iter()
+            .fold(plan, |p, k| p.with_finance(k, finance))
+    }
+
+    /// The shift boundaries of `--shift-every` and `--shift-start`; `None` for 0.
+    pub fn shift_clock(&self) -> Result<Option<ShiftClock>> {
+        if self.shift_every == 0 {
+            return Ok(None);
+        }
+        let origin_ns = utc_time_of_day_ns(&self.shift_start).context("--shift-start")?;
+        let period_ns = i64::try_from(self.shift_every)
+            .ok()
+            .and_then(|s| s.checked_mul(1_000_000_000))
+            .context("--shift-every is too large")?;
+        let clock = ShiftClock::new(origin_ns, period_ns).context("--shift-every")?;
+        Ok(Some(clock))
     }
 
     /// The floor, its device clocks started `head_start_ns` before now: the ledger
@@ -57,7 +88,11 @@ impl FloorArgs {
         let mut floor = Floor::new(skip + self.tables, self.seed, self.fault_plan())
             .context("building the simulated floor")?;
         floor.tables.drain(..skip);
-        Ok(floor.starting_at(now_ns - self.head_start_ns()))
+        let floor = floor.starting_at(now_ns - self.head_start_ns());
+        Ok(match self.shift_clock()? {
+            Some(clock) => floor.with_shifts(clock),
+            None => floor,
+        })
     }
 
     /// Device time the whole run spans, at most: `ROUND_DEVICE_NS_MAX` per round, plus
@@ -92,6 +127,22 @@ impl FloorArgs {
         }
         Some(rate)
     }
+}
+
+/// `HH:MM` as ns after UTC midnight.
+fn utc_time_of_day_ns(hh_mm: &str) -> Result<i64> {
+    let bad = || anyhow::anyhow!("{hh_mm:?} is not HH:MM with HH 00-23 and MM 00-59");
+    let (h, m) = hh_mm.split_once(':').ok_or_else(bad)?;
+    let part = |s: &str, max: i64| {
+        (s.len() == 2)
+            .then(|| s.parse::<i64>().ok())
+            .flatten()
+            .filter(|v| (0..=max).contains(v))
+    };
+    let (Some(h), Some(m)) = (part(h, 23), part(m, 59)) else {
+        return Err(bad());
+    };
+    Ok((h * 60 + m) * 60_000_000_000)
 }
 
 /// Device time one simulated round takes, at most (a round is about a minute).
@@ -140,15 +191,31 @@ pub fn run(args: Args) -> Result<Outcome> {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         println!(
-            "published {} events of {} rounds over {} tables and {} checkpoints; injected {} faults ({} JetStream duplicates, {} republished from the outbox)",
+            "published {} events of {} rounds over {} tables and {} checkpoints; injected {} faults; {} finance variances listed, {} drop boxes counted ({} JetStream duplicates, {} republished from the outbox)",
             report.events.len(),
             report.rounds,
             args.floor.tables,
             report.checkpoints,
             report.faults.len(),
+            report.finance.variances.len(),
+            report.finance.counts.len(),
             report.duplicates,
             report.republished
         );
     }
     Ok(Outcome::Clean)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shift_start_is_a_utc_time_of_day() {
+        assert_eq!(utc_time_of_day_ns("06:00").unwrap(), 6 * 3_600_000_000_000);
+        assert_eq!(utc_time_of_day_ns("23:59").unwrap(), 86_340_000_000_000);
+        for bad in ["6:00", "24:00", "06:60", "0600", "ab:cd", ""] {
+            assert!(utc_time_of_day_ns(bad).is_err(), "{bad}");
+        }
+    }
 }

@@ -210,132 +210,291 @@ pub(crate) async fn run_with_consumer(
     config.check()?;
     let client = bus::connect(&config.nats_url, &config.access).await?;
     let js = jetstream::new(client.clone());
-    let mut stream = ensure_stream_replicated(&js, config.stream_replicas).await?;
-    let mut consumer = ensure_consumer(&stream, consumer_name, &config).await?;
+    let stream = ensure_stream_replicated(&js, config.stream_replicas).await?;
+    let consumer = ensure_consumer(&stream, consumer_name, &config).await?;
+    let next_stream_seq = start_position(&stream, &consumer).await?;
+    tracing::info!(
+        consumer = consumer_name,
+        next_stream_seq,
+        batch_len_max = config.batch_len_max,
+        "ingest started"
+    );
+    let workers = Workers::start(&client, ledger, &config)?;
+    config.metrics.attach(&client);
+    let _polling = crate::metrics::Polling::start(&consumer, &config.metrics);
+    ready();
+    let mut reader = Reader {
+        stream: &stream,
+        next_stream_seq,
+        read_back: 0,
+        missing: 0,
+    };
+    let fetched = fetch_loop(&consumer, &config, &mut reader, &workers.jobs, shutdown).await;
+    let (read_back, missing) = (reader.read_back, reader.missing);
+    let mut report = workers.finish(&client, fetched.err()).await?;
+    report.read_back = read_back;
+    report.missing_in_stream = missing;
+    tracing::info!(?report, "ingest stopped");
+    Ok(report)
+}
 
-    // The next stream sequence this consumer must see before it may ack past it: one
-    // after the ack floor (see the crate invariant on AckPolicy::All).
+/// The next stream sequence this consumer must see before it may ack past it: one after
+/// the ack floor (see the crate invariant on AckPolicy::All), or the stream's first.
+async fn start_position(
+    stream: &jetstream::stream::Stream,
+    consumer: &consumer::PullConsumer,
+) -> Result<u64, Error> {
+    let mut consumer = consumer.clone();
     let ack_floor = consumer
         .info()
         .await
         .map_err(|e| Error::nats("consumer info", e))?
         .ack_floor
         .stream_sequence;
+    let mut stream = stream.clone();
     let first_in_stream = stream
         .info()
         .await
         .map_err(|e| Error::nats("stream info", e))?
         .state
         .first_sequence;
-    let mut next_stream_seq = (ack_floor + 1).max(first_in_stream);
-    tracing::info!(
-        consumer = consumer_name,
-        ack_floor,
-        next_stream_seq,
-        batch_len_max = config.batch_len_max,
-        "ingest started"
-    );
+    Ok((ack_floor + 1).max(first_in_stream))
+}
 
-    let (job_tx, job_rx) = mpsc::channel::<Job>(config.writer_queue_len);
-    let (done_tx, done_rx) = mpsc::channel::<Result<Written, Error>>(config.writer_queue_len + 1);
-    let (alert_tx, alert_rx) = mpsc::channel::<Raised>(crate::health::ALERT_QUEUE_LEN_MAX);
-    let stuck_watch = crate::stuck::Watcher(tokio::spawn(crate::stuck::watch(
-        ledger.clone(),
+/// The tasks and the thread behind the fetch loop: the ledger writer, the acker, the
+/// alerter and the stuck-table timer.
+struct Workers {
+    jobs: mpsc::Sender<Job>,
+    writer: std::thread::JoinHandle<()>,
+    alerter: tokio::task::JoinHandle<()>,
+    acker: tokio::task::JoinHandle<Result<IngestReport, Error>>,
+    stuck_watch: crate::stuck::Watcher,
+}
+
+impl Workers {
+    fn start(
+        client: &async_nats::Client,
+        ledger: Arc<Ledger>,
+        config: &IngestConfig,
+    ) -> Result<Workers, Error> {
+        let (jobs, job_rx) = mpsc::channel::<Job>(config.writer_queue_len);
+        let (done_tx, done_rx) =
+            mpsc::channel::<Result<Written, Error>>(config.writer_queue_len + 1);
+        let (alert_tx, alert_rx) = mpsc::channel::<Raised>(crate::health::ALERT_QUEUE_LEN_MAX);
+        let alerting = Alerting {
+            log: config.alerts.clone(),
+            clock: config.clock,
+        };
+        let stuck_watch = stuck_watcher(client, ledger.clone(), config, alerting.clone());
+        let side = WriterSide {
+            attestation_lag_max: config.attestation_lag_max,
+            health: config.health.clone(),
+            alerts: alert_tx,
+            clock: config.clock,
+            metrics: config.metrics.clone(),
+        };
+        let writer = std::thread::Builder::new()
+            .name("ledger-writer".to_string())
+            .spawn(move || writer_loop(ledger, job_rx, done_tx, side))
+            .map_err(|e| Error::Writer(format!("cannot start the writer thread: {e}")))?;
+        let alerter = tokio::spawn(alert_loop(client.clone(), alert_rx, alerting.clone()));
+        let acker = tokio::spawn(ack_loop(client.clone(), done_rx, alerting));
+        Ok(Workers {
+            jobs,
+            writer,
+            alerter,
+            acker,
+            stuck_watch,
+        })
+    }
+
+    /// Lets the writer drain its queue and stop; the acker ends when the writer does.
+    /// Returns the acker's report, or `failed` (the fetch loop's error) first.
+    async fn finish(
+        self,
+        client: &async_nats::Client,
+        failed: Option<Error>,
+    ) -> Result<IngestReport, Error> {
+        drop(self.stuck_watch);
+        drop(self.jobs);
+        let acked = self
+            .acker
+            .await
+            .map_err(|e| Error::Writer(format!("acker task: {e}")))?;
+        let writer = self.writer;
+        let joined = tokio::task::spawn_blocking(move || writer.join())
+            .await
+            .map_err(|e| Error::Writer(format!("joining the writer: {e}")))?;
+        if joined.is_err() {
+            return Err(Error::Writer("the writer thread panicked".to_string()));
+        }
+        // The writer is gone, so its alert queue is closed: the alerter ends once drained.
+        let _ = self.alerter.await;
+        // Acks are fire-and-forget publishes: make sure they left before returning.
+        client
+            .flush()
+            .await
+            .map_err(|e| Error::nats("flush acks", e))?;
+        match failed {
+            Some(e) => Err(e),
+            None => acked,
+        }
+    }
+}
+
+/// The timer that raises `table_stuck` (a stuck table sends nothing to wake the loop).
+fn stuck_watcher(
+    client: &async_nats::Client,
+    ledger: Arc<Ledger>,
+    config: &IngestConfig,
+    alerting: Alerting,
+) -> crate::stuck::Watcher {
+    let client = client.clone();
+    let publish = move |raised| {
+        let (client, a) = (client.clone(), alerting.clone());
+        async move { publish_alerts(&client, &a, raised).await }
+    };
+    crate::stuck::Watcher(tokio::spawn(crate::stuck::watch(
+        ledger,
         config.clock,
         config.stuck_after,
-        {
-            let (client, log, clock) = (client.clone(), config.alerts.clone(), config.clock);
-            move |raised| {
-                let (client, a) = (
-                    client.clone(),
-                    Alerting {
-                        log: log.clone(),
-                        clock,
-                    },
-                );
-                async move { publish_alerts(&client, &a, raised).await }
-            }
-        },
-    )));
-    let writer = std::thread::Builder::new()
-        .name("ledger-writer".to_string())
-        .spawn({
-            let side = WriterSide {
-                attestation_lag_max: config.attestation_lag_max,
-                health: config.health.clone(),
-                alerts: alert_tx,
-                clock: config.clock,
-                metrics: config.metrics.clone(),
-            };
-            move || writer_loop(ledger, job_rx, done_tx, side)
-        })
-        .map_err(|e| Error::Writer(format!("cannot start the writer thread: {e}")))?;
-    let alerting = Alerting {
-        log: config.alerts.clone(),
-        clock: config.clock,
-    };
-    let alerter = tokio::spawn(alert_loop(client.clone(), alert_rx, alerting.clone()));
-    let acker = tokio::spawn(ack_loop(client.clone(), done_rx, alerting));
-    config.metrics.attach(&client);
-    let _polling = crate::metrics::Polling::start(&consumer, &config.metrics);
-    ready();
+        publish,
+    )))
+}
 
+/// Fetches batches and queues them for the writer until shutdown, the writer's stop, or
+/// a read-back failure (returned: nothing at or past it was queued, so nothing is acked).
+async fn fetch_loop(
+    consumer: &consumer::PullConsumer,
+    config: &IngestConfig,
+    reader: &mut Reader<'_>,
+    jobs: &mpsc::Sender<Job>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), Error> {
     let mut shutdown = std::pin::pin!(shutdown.fuse());
+    let mut fetcher = Fetcher {
+        prefetch: Some(Prefetch::start(consumer, config)),
+        backoff: FETCH_BACKOFF_MIN,
+        stopping: false,
+    };
     let mut batch_no = 0u64;
-    let mut read_back = 0u64;
-    let mut missing = 0u64;
-    let mut backoff = Duration::from_millis(10);
-    let mut prefetch = Some(Prefetch::start(&consumer, &config));
-    let mut stopping = false;
-    let mut failed = None;
-    'fetching: loop {
+    loop {
         // Shutdown is checked between fetches, never inside one: a fetch cut short would
         // leave delivered messages unacked until ack_wait. The fetch already in flight is
         // taken and stored before stopping.
-        if !stopping && (&mut shutdown).now_or_never().is_some() {
+        if !fetcher.stopping && (&mut shutdown).now_or_never().is_some() {
             tracing::info!("shutdown requested: finishing the batches in flight");
-            stopping = true;
+            fetcher.stopping = true;
         }
-        if job_tx.is_closed() {
+        if jobs.is_closed() {
             // The writer stopped on a ledger error; the acker holds it.
-            break;
+            return Ok(());
         }
-        let Some(in_flight) = prefetch.take() else {
-            break;
-        };
-        let fetched = in_flight.take().await;
-        if !stopping {
-            // The next pull request goes out now, while this batch is routed and queued.
-            prefetch = Some(Prefetch::start(&consumer, &config));
-        }
-        let msgs = match fetched {
-            Ok(msgs) => {
-                backoff = Duration::from_millis(10);
-                msgs
-            }
-            Err(e) if stopping => {
-                tracing::warn!(error = %e, "the last fetch failed while stopping");
-                break;
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, ?backoff, "fetch failed; retrying");
-                tokio::select! {
-                    _ = tokio::time::sleep(backoff) => {}
-                    _ = &mut shutdown => stopping = true,
-                }
-                backoff = (backoff * 2).min(Duration::from_secs(2));
-                continue;
-            }
+        let msgs = match fetcher.next(consumer, config, &mut shutdown).await {
+            Fetched::Messages(msgs) => msgs,
+            Fetched::Retry => continue,
+            Fetched::Stop => return Ok(()),
         };
         let Some(last) = msgs.last().cloned() else {
-            if stopping {
-                break;
+            if fetcher.stopping {
+                return Ok(());
             }
             continue;
         };
+        let (incoming, checkpoints) = reader.route_all(&msgs).await?;
+        batch_no += 1;
+        let job = Job {
+            batch_no,
+            incoming,
+            checkpoints,
+            ack: last,
+        };
+        // While the writer is paused on a failed write the queue stays full: a shutdown
+        // then leaves this batch unacked (delivered again) rather than wait for the disk.
+        let sent = tokio::select! {
+            sent = jobs.send(job) => sent.is_ok(),
+            _ = &mut shutdown, if !fetcher.stopping => false,
+        };
+        if !sent || fetcher.stopping {
+            return Ok(());
+        }
+    }
+}
+
+/// The first pause after a failed fetch; it doubles up to `FETCH_BACKOFF_MAX`.
+const FETCH_BACKOFF_MIN: Duration = Duration::from_millis(10);
+const FETCH_BACKOFF_MAX: Duration = Duration::from_secs(2);
+
+/// What one turn of the fetch loop got.
+enum Fetched {
+    Messages(Vec<jetstream::Message>),
+    /// A fetch failed; paused, try again.
+    Retry,
+    Stop,
+}
+
+/// The pull requests: one in flight while the last batch is routed.
+struct Fetcher {
+    prefetch: Option<Prefetch>,
+    backoff: Duration,
+    stopping: bool,
+}
+
+impl Fetcher {
+    async fn next(
+        &mut self,
+        consumer: &consumer::PullConsumer,
+        config: &IngestConfig,
+        shutdown: &mut (impl Unpin + futures::future::FusedFuture<Output = ()>),
+    ) -> Fetched {
+        let Some(in_flight) = self.prefetch.take() else {
+            return Fetched::Stop;
+        };
+        let fetched = in_flight.take().await;
+        if !self.stopping {
+            // The next pull request goes out now, while this batch is routed and queued.
+            self.prefetch = Some(Prefetch::start(consumer, config));
+        }
+        match fetched {
+            Ok(msgs) => {
+                self.backoff = FETCH_BACKOFF_MIN;
+                Fetched::Messages(msgs)
+            }
+            Err(e) if self.stopping => {
+                tracing::warn!(error = %e, "the last fetch failed while stopping");
+                Fetched::Stop
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, backoff = ?self.backoff, "fetch failed; retrying");
+                tokio::select! {
+                    _ = tokio::time::sleep(self.backoff) => {}
+                    _ = shutdown => self.stopping = true,
+                }
+                self.backoff = (self.backoff * 2).min(FETCH_BACKOFF_MAX);
+                Fetched::Retry
+            }
+        }
+    }
+}
+
+/// Routes delivered messages into a batch, reading back what a consumer skipped.
+struct Reader<'a> {
+    stream: &'a jetstream::stream::Stream,
+    /// The next stream seq the batch must hold before a later one may be acked.
+    next_stream_seq: u64,
+    read_back: u64,
+    missing: u64,
+}
+
+impl Reader<'_> {
+    /// The batch's events and checkpoints, in stream order.
+    async fn route_all(
+        &mut self,
+        msgs: &[jetstream::Message],
+    ) -> Result<(Vec<Incoming>, Vec<Incoming>), Error> {
         let mut batch = Vec::with_capacity(msgs.len());
         let mut checkpoints = Vec::new();
-        for m in &msgs {
+        for m in msgs {
             let (stream_seq, received_at_ns) = match m.info() {
                 Ok(info) => (info.stream_sequence, utc_ns(info.published)),
                 Err(e) => {
@@ -345,92 +504,58 @@ pub(crate) async fn run_with_consumer(
                     continue;
                 }
             };
-            if stream_seq > next_stream_seq {
-                // Delivered earlier (to a process that died) and never acked: read them
-                // back, or acking this message would ack them unseen.
-                for seq in next_stream_seq..stream_seq {
-                    match read_back_one(&stream, seq).await {
-                        Ok(Some(raw)) => {
-                            read_back += 1;
-                            route(
-                                &mut batch,
-                                &mut checkpoints,
-                                &raw.subject,
-                                &raw.payload,
-                                Some(&raw.headers),
-                                seq,
-                                utc_ns(raw.time),
-                            );
-                        }
-                        Ok(None) => {
-                            missing += 1;
-                            tracing::error!(stream_seq = seq, "stream sequence skipped by the consumer and no longer in the stream (deleted)");
-                        }
-                        Err(e) => {
-                            // This batch is not queued, so nothing at or past `seq` is
-                            // acked: NATS delivers it again to the next run.
-                            failed = Some(e);
-                            break 'fetching;
-                        }
-                    }
-                }
+            if stream_seq > self.next_stream_seq {
+                self.read_back_to(stream_seq, &mut batch, &mut checkpoints)
+                    .await?;
             }
-            next_stream_seq = next_stream_seq.max(stream_seq + 1);
+            self.next_stream_seq = self.next_stream_seq.max(stream_seq + 1);
+            let headers = m.headers.as_ref();
+            let (subject, payload) = (&m.subject, &m.payload);
             route(
                 &mut batch,
                 &mut checkpoints,
-                &m.subject,
-                &m.payload,
-                m.headers.as_ref(),
+                subject,
+                payload,
+                headers,
                 stream_seq,
                 received_at_ns,
             );
         }
-        batch_no += 1;
-        let job = Job {
-            batch_no,
-            incoming: batch,
-            checkpoints,
-            ack: last,
-        };
-        // While the writer is paused on a failed write the queue stays full: a shutdown
-        // then leaves this batch unacked (delivered again) rather than wait for the disk.
-        let sent = tokio::select! {
-            sent = job_tx.send(job) => sent.is_ok(),
-            _ = &mut shutdown, if !stopping => false,
-        };
-        if !sent || stopping {
-            break;
+        Ok((batch, checkpoints))
+    }
+
+    /// Messages delivered earlier (to a process that died) and never acked, up to
+    /// `stream_seq`: read back, or acking past them would ack them unseen.
+    async fn read_back_to(
+        &mut self,
+        stream_seq: u64,
+        batch: &mut Vec<Incoming>,
+        checkpoints: &mut Vec<Incoming>,
+    ) -> Result<(), Error> {
+        for seq in self.next_stream_seq..stream_seq {
+            match read_back_one(self.stream, seq).await? {
+                Some(raw) => {
+                    self.read_back += 1;
+                    let at_ns = utc_ns(raw.time);
+                    let headers = Some(&raw.headers);
+                    route(
+                        batch,
+                        checkpoints,
+                        &raw.subject,
+                        &raw.payload,
+                        headers,
+                        seq,
+                        at_ns,
+                    );
+                }
+                None => {
+                    self.missing += 1;
+                    tracing::error!(stream_seq = seq, "stream sequence skipped by the consumer and no longer in the stream (deleted)");
+                }
+            }
         }
+        Ok(())
     }
-    // Let the writer drain its queue and stop; the acker ends when the writer does.
-    drop(stuck_watch);
-    drop(job_tx);
-    let acked = acker
-        .await
-        .map_err(|e| Error::Writer(format!("acker task: {e}")))?;
-    let joined = tokio::task::spawn_blocking(move || writer.join())
-        .await
-        .map_err(|e| Error::Writer(format!("joining the writer: {e}")))?;
-    if joined.is_err() {
-        return Err(Error::Writer("the writer thread panicked".to_string()));
-    }
-    // The writer is gone, so its alert queue is closed: the alerter ends once drained.
-    let _ = alerter.await;
-    // Acks are fire-and-forget publishes: make sure they left before returning.
-    client
-        .flush()
-        .await
-        .map_err(|e| Error::nats("flush acks", e))?;
-    if let Some(e) = failed {
-        return Err(e);
-    }
-    let mut report = acked?;
-    report.read_back = read_back;
-    report.missing_in_stream = missing;
-    tracing::info!(?report, "ingest stopped");
-    let _ = &mut stream;
-    Ok(report)
 }
 
 /// A stream timestamp in UTC ns: when the message reached the stream, the arrival time

@@ -386,83 +386,15 @@ fn describe<A>(
         ..IngestReport::default()
     };
     for c in checkpoints {
-        match c {
-            CheckpointOutcome::Kept { .. } => tally.checkpoints_kept += 1,
-            CheckpointOutcome::Duplicate { .. } | CheckpointOutcome::QuarantinedBefore { .. } => {
-                tally.duplicates += 1
-            }
-            CheckpointOutcome::Repeated { .. } => tally.repeats += 1,
-            CheckpointOutcome::Overflowed { .. } => tally.overflowed += 1,
-            // Logged as an alert by the ledger, with the reason.
-            CheckpointOutcome::Quarantined { .. } => {
-                tally.quarantined += 1;
-                tally.checkpoints_refused += 1;
-            }
-        }
+        count_checkpoint(&mut tally, c);
     }
     for (inc, app) in job.incoming.iter().zip(appended) {
-        match app {
-            Appended::Stored { table, .. } => {
-                tally.stored += 1;
-                if !touched.contains(table) {
-                    touched.insert(table.clone());
-                }
-            }
-            Appended::Duplicate { table, seq } => {
-                tally.duplicates += 1;
-                tracing::debug!(%table, seq = seq.0, stream_seq = inc.stream_seq, "duplicate event acknowledged, not stored again");
-                if !touched.contains(table) {
-                    touched.insert(table.clone());
-                }
-            }
-            Appended::Held {
-                table,
-                seq,
-                missing_from,
-                missing_to,
-                since_ns,
-            } => {
-                tally.held += 1;
-                tracing::warn!(%table, seq = seq.0, missing_from = missing_from.0, missing_to = missing_to.0, since_ns, stream_seq = inc.stream_seq, "event held behind a sequence gap");
-            }
-            Appended::QuarantinedBefore { id } => {
-                tally.duplicates += 1;
-                tracing::debug!(
-                    stream_seq = inc.stream_seq,
-                    quarantine_id = id,
-                    "delivered again; already quarantined, acknowledged"
-                );
-            }
-            // Logged by the ledger (once per power of two of an entry's repeats).
-            Appended::Repeated { id, reason } => {
-                tally.repeats += 1;
-                tally.fenced += u64::from(*reason == ledger::reason::TABLE_FENCED);
-                // A refused publisher trying again: counted into the open alert.
-                alerts.extend(raised(inc, reason, *id, "sent again"));
-            }
-            // Logged by the ledger (once per power of two of a counter).
-            Appended::Overflowed { reason, bound } => {
-                tally.overflowed += 1;
-                alerts.extend(past_bound(inc, reason, *bound));
-            }
-            Appended::Quarantined { id, reason } => {
-                tally.quarantined += 1;
-                tally.fenced += u64::from(*reason == ledger::reason::TABLE_FENCED);
-                let table = inc
-                    .subject_table
-                    .as_ref()
-                    .map(|t| t.as_str())
-                    .unwrap_or("?");
-                tracing::warn!(
-                    table,
-                    stream_seq = inc.stream_seq,
-                    quarantine_id = id,
-                    reason,
-                    "event quarantined"
-                );
-                alerts.extend(raised(inc, reason, *id, "quarantined"));
+        if let Appended::Stored { table, .. } | Appended::Duplicate { table, .. } = app {
+            if !touched.contains(table) {
+                touched.insert(table.clone());
             }
         }
+        count_event(&mut tally, &mut alerts, inc, app);
     }
     tracing::debug!(
         batch = job.batch_no,
@@ -481,6 +413,76 @@ fn describe<A>(
         tally,
         heads: Vec::new(),
         alerts,
+    }
+}
+
+/// Counts one checkpoint's outcome; a refused one is logged as an alert by the ledger.
+fn count_checkpoint(tally: &mut IngestReport, c: &CheckpointOutcome) {
+    match c {
+        CheckpointOutcome::Kept { .. } => tally.checkpoints_kept += 1,
+        CheckpointOutcome::Duplicate { .. } | CheckpointOutcome::QuarantinedBefore { .. } => {
+            tally.duplicates += 1
+        }
+        CheckpointOutcome::Repeated { .. } => tally.repeats += 1,
+        CheckpointOutcome::Overflowed { .. } => tally.overflowed += 1,
+        CheckpointOutcome::Quarantined { .. } => {
+            tally.quarantined += 1;
+            tally.checkpoints_refused += 1;
+        }
+    }
+}
+
+/// Counts one event's outcome, logs it, and raises the alerts a refusal calls for.
+fn count_event(tally: &mut IngestReport, alerts: &mut Vec<Raised>, inc: &Incoming, app: &Appended) {
+    match app {
+        Appended::Stored { .. } => tally.stored += 1,
+        Appended::Duplicate { table, seq } => {
+            tally.duplicates += 1;
+            tracing::debug!(%table, seq = seq.0, stream_seq = inc.stream_seq, "duplicate event acknowledged, not stored again");
+        }
+        Appended::Held {
+            table,
+            seq,
+            missing_from,
+            missing_to,
+            since_ns,
+        } => {
+            tally.held += 1;
+            tracing::warn!(%table, seq = seq.0, missing_from = missing_from.0, missing_to = missing_to.0, since_ns, stream_seq = inc.stream_seq, "event held behind a sequence gap");
+        }
+        Appended::QuarantinedBefore { id } => {
+            tally.duplicates += 1;
+            tracing::debug!(
+                stream_seq = inc.stream_seq,
+                quarantine_id = id,
+                "delivered again; already quarantined, acknowledged"
+            );
+        }
+        // Logged by the ledger (once per power of two of an entry's repeats).
+        Appended::Repeated { id, reason } => {
+            tally.repeats += 1;
+            tally.fenced += u64::from(*reason == ledger::reason::TABLE_FENCED);
+            // A refused publisher trying again: counted into the open alert.
+            alerts.extend(raised(inc, reason, *id, "sent again"));
+        }
+        // Logged by the ledger (once per power of two of a counter).
+        Appended::Overflowed { reason, bound } => {
+            tally.overflowed += 1;
+            alerts.extend(past_bound(inc, reason, *bound));
+        }
+        Appended::Quarantined { id, reason } => {
+            tally.quarantined += 1;
+            tally.fenced += u64::from(*reason == ledger::reason::TABLE_FENCED);
+            let table = inc.subject_table.as_ref().map_or("?", |t| t.as_str());
+            tracing::warn!(
+                table,
+                stream_seq = inc.stream_seq,
+                quarantine_id = id,
+                reason,
+                "event quarantined"
+            );
+            alerts.extend(raised(inc, reason, *id, "quarantined"));
+        }
     }
 }
 

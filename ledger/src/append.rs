@@ -491,143 +491,118 @@ impl Ledger {
         msg: &Incoming,
         pre: Option<(schemas::attest::PublicKey, bool)>,
     ) -> Result<Appended, Error> {
-        if let Some(parsed) = schemas::resync::Resync::from_wire(&msg.bytes) {
-            return self.resync(state, call, msg, parsed);
-        }
-        let event = match codec::decode(&msg.bytes) {
-            Ok((e, _)) => e,
-            Err(e) => {
-                let code = crate::classify::decode_reason(&e);
-                return Ok(quarantine(state, call, msg, code, e.to_string()));
-            }
+        let event = match self.before_chain(state, call, msg, pre)? {
+            Ok(event) => event,
+            Err(decided) => return Ok(decided),
         };
-        if msg.subject_table.as_ref() != Some(&event.table) {
-            let text = format!(
-                "event of table {} arrived on the subject of {}",
-                event.table,
-                msg.subject_table
-                    .as_ref()
-                    .map(|t| t.to_string())
-                    .unwrap_or_else(|| "no valid table".into())
-            );
-            return Ok(quarantine(state, call, msg, reason::WRONG_SUBJECT, text));
-        }
-        if let Some(refused) = crate::provenance::refused(state, call, msg, &event, pre) {
-            return Ok(refused);
-        }
-        if let Some(f) = state.fenced.get(&event.table) {
-            let text = crate::fence::fenced_text(&event.table, f, Some(event.seq), false);
-            return Ok(quarantine(state, call, msg, reason::TABLE_FENCED, text));
-        }
         // Borrowed, not cloned: per event, table id clones and map lookups were a fifth of
         // the writer's own instructions (callgrind).
         let table = &event.table;
         let head_seq = self.load_table(state, call, table);
         let seq = event.seq.0;
         let hash = event_hash(&event.prev, &msg.bytes);
-
         if seq <= head_seq {
             return self.at_stored_seq(state, call, msg, &event, hash);
         }
         // The same event already held, delivered again (maybe much later): recognised
         // before its times are judged again, as a duplicate of a stored event is.
-        if call
-            .table(table)
-            .pending
-            .get(&seq)
-            .is_some_and(|h| h.hash == hash)
-        {
+        let pending = &call.table(table).pending;
+        if pending.get(&seq).is_some_and(|h| h.hash == hash) {
             return Ok(held_outcome(call, table, seq));
         }
-        let skew = event.occurred_at_ns.abs_diff(msg.received_at_ns);
-        let skew_max_ns = state.clock_skew_max_ns;
-        assert!(
-            skew_max_ns > 0,
-            "the skew limit is checked when set and loaded"
-        );
-        if skew > skew_max_ns as u64 {
-            let text = format!(
-                "device time {} is {} ms from receive time {} (limit {} ms)",
-                event.occurred_at_ns,
-                skew / 1_000_000,
-                msg.received_at_ns,
-                skew_max_ns / 1_000_000
-            );
+        if let Some(text) = skew_refusal(state, msg, &event) {
             return Ok(quarantine(state, call, msg, reason::CLOCK_SKEW, text));
         }
         if seq == head_seq + 1 {
-            let reopens = matches!(event.body, schemas::EventBody::TableOpened { .. });
-            if !reopens && self.is_closed(state, call, table, head_seq)? {
-                let text = format!("seq {seq}: table {table} was closed at seq {head_seq}");
-                return Ok(quarantine(state, call, msg, reason::TABLE_CLOSED, text));
-            }
-            return match call.table(table).head.next_hashed(&event, hash) {
-                Ok(new_head) => {
-                    let stored = Appended::Stored {
-                        table: table.clone(),
-                        seq: event.seq,
-                        hash: new_head.hash,
-                    };
-                    push_event(state, call, &event, new_head, msg);
-                    if !call.table(table).pending.is_empty() {
-                        release_held(state, call, table);
-                    }
-                    Ok(stored)
-                }
-                Err(e) => Ok(quarantine(
-                    state,
-                    call,
-                    msg,
-                    reason::PREV_MISMATCH,
-                    e.to_string(),
-                )),
-            };
+            return self.append_next(state, call, msg, &event, hash, head_seq);
         }
-        // A gap: hold.
-        if seq - head_seq > GAP_LEN_MAX {
-            let text = format!("seq {seq} is more than {GAP_LEN_MAX} beyond the head {head_seq}");
-            return Ok(quarantine(
+        Ok(hold(state, call, msg, &event, hash, head_seq))
+    }
+
+    /// The checks before the chain: a re-sync, the decode, the subject, the signature and
+    /// the fence. `Err` holds the message's outcome when one of them decides it.
+    fn before_chain(
+        &self,
+        state: &crate::State,
+        call: &mut Call,
+        msg: &Incoming,
+        pre: Option<(schemas::attest::PublicKey, bool)>,
+    ) -> Result<Result<schemas::Event, Appended>, Error> {
+        if let Some(parsed) = schemas::resync::Resync::from_wire(&msg.bytes) {
+            return self.resync(state, call, msg, parsed).map(Err);
+        }
+        let event = match codec::decode(&msg.bytes) {
+            Ok((e, _)) => e,
+            Err(e) => {
+                let code = crate::classify::decode_reason(&e);
+                return Ok(Err(quarantine(state, call, msg, code, e.to_string())));
+            }
+        };
+        if msg.subject_table.as_ref() != Some(&event.table) {
+            let on = msg.subject_table.as_ref().map(|t| t.to_string());
+            let text = format!(
+                "event of table {} arrived on the subject of {}",
+                event.table,
+                on.unwrap_or_else(|| "no valid table".into())
+            );
+            return Ok(Err(quarantine(
                 state,
                 call,
                 msg,
-                reason::SEQ_TOO_FAR_AHEAD,
+                reason::WRONG_SUBJECT,
                 text,
-            ));
+            )));
         }
-        let pending = &call.table(table).pending;
-        if let Some(h) = pending.get(&seq) {
-            // A different event (the same one was recognised above).
-            let text = format!(
-                "seq {seq}: held event {} differs from this one {hash}",
-                h.hash
-            );
-            return Ok(quarantine(state, call, msg, reason::FORK, text));
+        if let Some(refused) = crate::provenance::refused(state, call, msg, &event, pre) {
+            return Ok(Err(refused));
         }
-        if pending.len() >= PENDING_PER_TABLE_MAX
-            || call.pending_bytes + msg.bytes.len() > PENDING_BYTES_MAX
-        {
-            let text = format!(
-                "cannot hold seq {seq}: {} held for this table (max {PENDING_PER_TABLE_MAX}), {} bytes held (max {PENDING_BYTES_MAX})",
-                pending.len(),
-                call.pending_bytes
-            );
-            return Ok(quarantine(state, call, msg, reason::PENDING_FULL, text));
+        if let Some(f) = state.fenced.get(&event.table) {
+            let text = crate::fence::fenced_text(&event.table, f, Some(event.seq), false);
+            return Ok(Err(quarantine(
+                state,
+                call,
+                msg,
+                reason::TABLE_FENCED,
+                text,
+            )));
         }
-        let held = Held {
-            hash,
-            stream_seq: msg.stream_seq,
-            received_at_ns: msg.received_at_ns,
-            bytes: msg.bytes.clone(),
+        Ok(Ok(event))
+    }
+
+    /// The event at head + 1: appended if the table is open and it names the head.
+    fn append_next(
+        &self,
+        state: &crate::State,
+        call: &mut Call,
+        msg: &Incoming,
+        event: &schemas::Event,
+        hash: Hash32,
+        head_seq: u64,
+    ) -> Result<Appended, Error> {
+        let (table, seq) = (&event.table, event.seq.0);
+        debug_assert_eq!(seq, head_seq + 1);
+        let reopens = matches!(event.body, schemas::EventBody::TableOpened { .. });
+        if !reopens && self.is_closed(state, call, table, head_seq)? {
+            let text = format!("seq {seq}: table {table} was closed at seq {head_seq}");
+            return Ok(quarantine(state, call, msg, reason::TABLE_CLOSED, text));
+        }
+        let new_head = match call.table(table).head.next_hashed(event, hash) {
+            Ok(h) => h,
+            Err(e) => {
+                let text = e.to_string();
+                return Ok(quarantine(state, call, msg, reason::PREV_MISMATCH, text));
+            }
         };
-        call.ops.push(Op::Put(
-            Space::Pending,
-            seq_key(table, seq),
-            encode_held(&held),
-        ));
-        call.pending_bytes += held.bytes.len();
-        call.table_mut(table).pending.insert(seq, held);
-        tracing::warn!(%table, seq, head = head_seq, "gap: event held");
-        Ok(held_outcome(call, table, seq))
+        let stored = Appended::Stored {
+            table: table.clone(),
+            seq: event.seq,
+            hash: new_head.hash,
+        };
+        push_event(state, call, event, new_head, msg);
+        if !call.table(table).pending.is_empty() {
+            release_held(state, call, table);
+        }
+        Ok(stored)
     }
 
     /// Loads `table`'s state into `call` at its first message, and returns its head seq.
@@ -1203,4 +1178,74 @@ fn repeat_of(
         id: r.id,
         reason: code,
     })
+}
+
+/// Why an event's device time is refused: too far from its receive time.
+fn skew_refusal(state: &crate::State, msg: &Incoming, event: &schemas::Event) -> Option<String> {
+    let skew = event.occurred_at_ns.abs_diff(msg.received_at_ns);
+    let skew_max_ns = state.clock_skew_max_ns;
+    assert!(
+        skew_max_ns > 0,
+        "the skew limit is checked when set and loaded"
+    );
+    (skew > skew_max_ns as u64).then(|| {
+        format!(
+            "device time {} is {} ms from receive time {} (limit {} ms)",
+            event.occurred_at_ns,
+            skew / 1_000_000,
+            msg.received_at_ns,
+            skew_max_ns / 1_000_000
+        )
+    })
+}
+
+/// An event beyond head + 1: held until the gap before it fills, within the bounds.
+fn hold(
+    state: &crate::State,
+    call: &mut Call,
+    msg: &Incoming,
+    event: &schemas::Event,
+    hash: Hash32,
+    head_seq: u64,
+) -> Appended {
+    let (table, seq) = (&event.table, event.seq.0);
+    debug_assert!(seq > head_seq + 1);
+    if seq - head_seq > GAP_LEN_MAX {
+        let text = format!("seq {seq} is more than {GAP_LEN_MAX} beyond the head {head_seq}");
+        return quarantine(state, call, msg, reason::SEQ_TOO_FAR_AHEAD, text);
+    }
+    let pending = &call.table(table).pending;
+    if let Some(h) = pending.get(&seq) {
+        // A different event (the same one was recognised before).
+        let text = format!(
+            "seq {seq}: held event {} differs from this one {hash}",
+            h.hash
+        );
+        return quarantine(state, call, msg, reason::FORK, text);
+    }
+    if pending.len() >= PENDING_PER_TABLE_MAX
+        || call.pending_bytes + msg.bytes.len() > PENDING_BYTES_MAX
+    {
+        let text = format!(
+            "cannot hold seq {seq}: {} held for this table (max {PENDING_PER_TABLE_MAX}), {} bytes held (max {PENDING_BYTES_MAX})",
+            pending.len(),
+            call.pending_bytes
+        );
+        return quarantine(state, call, msg, reason::PENDING_FULL, text);
+    }
+    let held = Held {
+        hash,
+        stream_seq: msg.stream_seq,
+        received_at_ns: msg.received_at_ns,
+        bytes: msg.bytes.clone(),
+    };
+    call.ops.push(Op::Put(
+        Space::Pending,
+        seq_key(table, seq),
+        encode_held(&held),
+    ));
+    call.pending_bytes += held.bytes.len();
+    call.table_mut(table).pending.insert(seq, held);
+    tracing::warn!(%table, seq, head = head_seq, "gap: event held");
+    held_outcome(call, table, seq)
 }

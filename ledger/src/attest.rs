@@ -520,74 +520,16 @@ impl Ledger {
     ) -> Result<CheckpointOutcome, Error> {
         let refuse = |call: &mut Call, code: &'static str, text: String| {
             tracing::error!(reason = code, %text, "ALERT: checkpoint refused");
-            match quarantine(state, call, msg, code, text) {
-                crate::Appended::Quarantined { id, reason } => {
-                    CheckpointOutcome::Quarantined { id, reason }
-                }
-                crate::Appended::QuarantinedBefore { id } => {
-                    CheckpointOutcome::QuarantinedBefore { id }
-                }
-                crate::Appended::Repeated { id, reason } => {
-                    CheckpointOutcome::Repeated { id, reason }
-                }
-                crate::Appended::Overflowed { reason, bound } => {
-                    CheckpointOutcome::Overflowed { reason, bound }
-                }
-                other => unreachable!("quarantine always quarantines: {other:?}"),
-            }
+            refused(quarantine(state, call, msg, code, text))
         };
         let c = match checked.decoded {
             Ok(c) => c,
             Err(e) => return Ok(refuse(call, reason::CHECKPOINT_UNDECODABLE, e.to_string())),
         };
-        if msg.subject_table.as_ref() != Some(&c.table) {
-            let text = format!("checkpoint of table {} on another table's subject", c.table);
-            return Ok(refuse(call, reason::CHECKPOINT_WRONG_SUBJECT, text));
-        }
-        if let Some(f) = state.fenced.get(&c.table) {
-            let text = crate::fence::fenced_text(&c.table, f, None, true);
-            return Ok(refuse(call, crate::append::reason::TABLE_FENCED, text));
-        }
-        let Some(dk) = call.device_key(state, &c.table, &c.device).cloned() else {
-            let text = format!(
-                "device {} has no enrolled key on table {}",
-                c.device, c.table
-            );
-            return Ok(refuse(call, reason::UNKNOWN_DEVICE, text));
+        let dk = match self.checkpoint_problem(state, call, msg, &c, checked.signed)? {
+            Ok(dk) => dk,
+            Err((code, text)) => return Ok(refuse(call, code, text)),
         };
-        if let Some(r) = dk.revoked_seq {
-            let text = format!(
-                "device {}'s key {} was revoked at seq {}",
-                c.device, dk.key, r.0
-            );
-            return Ok(refuse(call, reason::REVOKED_DEVICE, text));
-        }
-        if !checked.signed {
-            let text = format!(
-                "signature does not verify with device {}'s enrolled key {}",
-                c.device, dk.key
-            );
-            return Ok(refuse(call, reason::BAD_SIGNATURE, text));
-        }
-        let head = call.head(state, &c.table).map_or(0, |h| h.seq.0);
-        if c.head_seq.0 == 0 || c.head_seq.0 > head {
-            let text = format!(
-                "checkpoint at seq {} but the stored chain of {} ends at {head}",
-                c.head_seq.0, c.table
-            );
-            return Ok(refuse(call, reason::CHECKPOINT_BEYOND_HEAD, text));
-        }
-        let stored_hash = self.hash_in_call(state, call, &c.table, c.head_seq.0)?;
-        if stored_hash != c.head_hash {
-            let text = format!(
-                "device {} signed hash {} at seq {}, the stored chain has {}",
-                c.device, c.head_hash, c.head_seq.0, stored_hash
-            );
-            return Ok(refuse(call, reason::CHECKPOINT_MISMATCH, text));
-        }
-        if let Some(text) = self.state_claim_problem(state, call, &c, &dk)? {
-            return Ok(refuse(call, reason::CHECKPOINT_STATE_MISMATCH, text));
-        }
         let key = record::seq_key(&c.table, c.head_seq.0);
         // Nothing above the table's highest kept checkpoint is in the store, so only a
         // checkpoint at or below it is looked up.
@@ -604,16 +546,13 @@ impl Ledger {
             });
         }
         kept_now.insert(key.clone());
-        call.ops.push(Op::Put(
-            Space::Checkpoint,
-            key,
-            encode_checkpoint(
-                msg.received_at_ns,
-                msg.stream_seq,
-                &msg.bytes,
-                dk.enrolled_seq,
-            ),
-        ));
+        let kept = encode_checkpoint(
+            msg.received_at_ns,
+            msg.stream_seq,
+            &msg.bytes,
+            dk.enrolled_seq,
+        );
+        call.ops.push(Op::Put(Space::Checkpoint, key, kept));
         let a = Attestation {
             table: c.table.clone(),
             seq: c.head_seq,
@@ -628,6 +567,78 @@ impl Ledger {
             table: c.table,
             seq: c.head_seq,
         })
+    }
+
+    /// Why a decoded checkpoint is refused (its reason code and words), or the enrolled
+    /// key it verified under: subject, fence, enrollment, signature, head and state.
+    fn checkpoint_problem(
+        &self,
+        state: &State,
+        call: &mut Call,
+        msg: &Incoming,
+        c: &Checkpoint,
+        signed: bool,
+    ) -> Result<Result<DeviceKey, (&'static str, String)>, Error> {
+        if msg.subject_table.as_ref() != Some(&c.table) {
+            let text = format!("checkpoint of table {} on another table's subject", c.table);
+            return Ok(Err((reason::CHECKPOINT_WRONG_SUBJECT, text)));
+        }
+        if let Some(f) = state.fenced.get(&c.table) {
+            let text = crate::fence::fenced_text(&c.table, f, None, true);
+            return Ok(Err((crate::append::reason::TABLE_FENCED, text)));
+        }
+        let Some(dk) = call.device_key(state, &c.table, &c.device).cloned() else {
+            let (d, t) = (&c.device, &c.table);
+            let text = format!("device {d} has no enrolled key on table {t}");
+            return Ok(Err((reason::UNKNOWN_DEVICE, text)));
+        };
+        if let Some(r) = dk.revoked_seq {
+            let text = format!(
+                "device {}'s key {} was revoked at seq {}",
+                c.device, dk.key, r.0
+            );
+            return Ok(Err((reason::REVOKED_DEVICE, text)));
+        }
+        if !signed {
+            let (d, k) = (&c.device, &dk.key);
+            let text = format!("signature does not verify with device {d}'s enrolled key {k}");
+            return Ok(Err((reason::BAD_SIGNATURE, text)));
+        }
+        let head = call.head(state, &c.table).map_or(0, |h| h.seq.0);
+        if c.head_seq.0 == 0 || c.head_seq.0 > head {
+            let text = format!(
+                "checkpoint at seq {} but the stored chain of {} ends at {head}",
+                c.head_seq.0, c.table
+            );
+            return Ok(Err((reason::CHECKPOINT_BEYOND_HEAD, text)));
+        }
+        let stored_hash = self.hash_in_call(state, call, &c.table, c.head_seq.0)?;
+        if stored_hash != c.head_hash {
+            let text = format!(
+                "device {} signed hash {} at seq {}, the stored chain has {}",
+                c.device, c.head_hash, c.head_seq.0, stored_hash
+            );
+            return Ok(Err((reason::CHECKPOINT_MISMATCH, text)));
+        }
+        if let Some(text) = self.state_claim_problem(state, call, c, &dk)? {
+            return Ok(Err((reason::CHECKPOINT_STATE_MISMATCH, text)));
+        }
+        Ok(Ok(dk))
+    }
+}
+
+/// A refused checkpoint's outcome, from its quarantine's.
+fn refused(q: crate::Appended) -> CheckpointOutcome {
+    match q {
+        crate::Appended::Quarantined { id, reason } => {
+            CheckpointOutcome::Quarantined { id, reason }
+        }
+        crate::Appended::QuarantinedBefore { id } => CheckpointOutcome::QuarantinedBefore { id },
+        crate::Appended::Repeated { id, reason } => CheckpointOutcome::Repeated { id, reason },
+        crate::Appended::Overflowed { reason, bound } => {
+            CheckpointOutcome::Overflowed { reason, bound }
+        }
+        other => unreachable!("quarantine always quarantines: {other:?}"),
     }
 }
 

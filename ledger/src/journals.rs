@@ -58,6 +58,17 @@ impl JournalState {
 
 /// Reads the journal `name` in `dir`; `at`: also the hash after that many lines.
 pub fn read_journal(dir: &Path, name: &str, at: Option<u64>) -> Result<JournalState, Error> {
+    read_journal_with(dir, name, at, |_, _| Ok(()))
+}
+
+/// `read_journal`, handing each entry that chains to `visit` (its line number and JSON).
+/// A visit's `Err` is the journal's problem at that line, and reading stops there.
+pub fn read_journal_with(
+    dir: &Path,
+    name: &str,
+    at: Option<u64>,
+    mut visit: impl FnMut(u64, &str) -> Result<(), String>,
+) -> Result<JournalState, Error> {
     let path = dir.join(name);
     let mut state = JournalState {
         name: name.to_string(),
@@ -90,8 +101,12 @@ pub fn read_journal(dir: &Path, name: &str, at: Option<u64>) -> Result<JournalSt
             break;
         }
         let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
-        if let Err(detail) = state.chain.push(line) {
-            state.problem = Some((state.chain.lines + 1, detail));
+        let visited = match state.chain.push(line) {
+            Ok(l) => visit(l.n, &l.entry).map_err(|e| (l.n, e)),
+            Err(e) => Err((state.chain.lines + 1, e)),
+        };
+        if let Err(problem) = visited {
+            state.problem = Some(problem);
             break;
         }
         if at == Some(state.chain.lines) {

@@ -194,73 +194,12 @@ pub(crate) fn decode_head(table: TableId, v: &[u8]) -> Result<(ChainHead, Option
     Ok((head, receipt))
 }
 
+/// The ledger's in-memory state, read from the store at open.
 pub(crate) fn load_state(store: &dyn Store) -> Result<State, Error> {
-    let mut heads = BTreeMap::new();
-    let mut receipts = BTreeMap::new();
-    for kv in store.range(Space::Head, &[], None) {
-        let (k, v) = kv?;
-        let (table, rest) = split_table_key(&k)?;
-        if !rest.is_empty() {
-            return Err(corrupt("head key"));
-        }
-        let (head, receipt) = decode_head(table.clone(), &v)?;
-        if let Some(r) = receipt {
-            receipts.insert(table.clone(), r);
-        }
-        heads.insert(table, head);
-    }
-    let mut pending: BTreeMap<TableId, BTreeMap<u64, Held>> = BTreeMap::new();
-    let mut pending_bytes = 0;
-    for kv in store.range(Space::Pending, &[], None) {
-        let (k, v) = kv?;
-        let (table, rest) = split_table_key(&k)?;
-        let held = decode_held(&v)?;
-        pending_bytes += held.bytes.len();
-        pending
-            .entry(table)
-            .or_default()
-            .insert(be_u64(rest)?, held);
-    }
-    let mut counters = BTreeMap::new();
-    let mut quarantined = 0;
-    let mut next_quarantine_id = 0;
-    let mut chained = crate::quarantine::QuarantineHead::EMPTY;
-    let mut recent_quarantine = crate::quarantine::RecentQuarantine::default();
-    let mut recent_refusals = crate::quarantine::RecentRefusals::default();
-    let repeats = crate::quarantine::stored_repeats(store)?;
-    let mut quarantine_bytes = 0u64;
-    for kv in store.range(Space::Quarantine, &[], None) {
-        let (k, v) = kv?;
-        let id = be_u64(&k)?;
-        let e = QuarantineEntry::decode(id, &v)?;
-        let delivery = crate::quarantine::delivery_key(e.stream_seq, &e.bytes);
-        recent_quarantine.insert(delivery, id);
-        let repeat = repeats
-            .get(&id)
-            .copied()
-            .unwrap_or(crate::quarantine::Repeat {
-                count: 0,
-                last_stream_seq: e.stream_seq,
-            });
-        let content = (e.reason.clone(), delivery.1);
-        // A later entry of the same content (stored once the first had left the recent
-        // ones) takes its place, as it did when it was stored.
-        let refusal = crate::quarantine::Refusal { id, repeat };
-        recent_refusals.insert(content, refusal);
-        *counters.entry(e.reason).or_insert(0) += 1;
-        quarantined += 1;
-        quarantine_bytes += e.bytes.len() as u64;
-        // A key at the end of the id space has no next id: only a hand (or a bug) writes
-        // one, and opening must say so, not overflow.
-        next_quarantine_id = id
-            .checked_add(1)
-            .ok_or_else(|| crate::record::corrupt("a quarantine entry has the last possible id"))?;
-        chained = chained.next(id, &v);
-    }
-    // The stored head, not the one the entries give: appends extend what was committed, so
-    // an entry edited in the store stays seen by `verify` instead of being chained over.
-    // Entries written before the chain have no head: the next commit anchors them all.
-    let quarantine_head = crate::quarantine::stored_head(store)?.unwrap_or(chained);
+    let (heads, receipts) = load_heads(store)?;
+    let (pending, pending_bytes) = load_pending(store)?;
+    let q = load_quarantine(store)?;
+    let mut counters = q.counters;
     let meta = |k: &[u8]| -> Result<u64, Error> {
         store
             .get(Space::Meta, k)?
@@ -282,13 +221,13 @@ pub(crate) fn load_state(store: &dyn Store) -> Result<State, Error> {
         pending,
         pending_bytes,
         counters,
-        quarantined,
-        next_quarantine_id,
-        quarantine_head,
-        recent_quarantine,
-        recent_refusals,
+        quarantined: q.entries,
+        next_quarantine_id: q.next_id,
+        quarantine_head: q.head,
+        recent_quarantine: q.recent,
+        recent_refusals: q.refusals,
         quarantine_window: Default::default(),
-        quarantine_bytes,
+        quarantine_bytes: q.bytes,
         overflows: crate::quarantine::stored_overflows(store)?,
         recent_overflowed: Default::default(),
         next_call_id: meta(b"call_id")?,
@@ -305,6 +244,104 @@ pub(crate) fn load_state(store: &dyn Store) -> Result<State, Error> {
         closed: BTreeMap::new(),
         fenced: BTreeMap::new(),
     })
+}
+
+/// Every table's head, and its receipt where kept.
+type HeadsAndReceipts = (BTreeMap<TableId, ChainHead>, BTreeMap<TableId, Hash32>);
+
+/// Every table's head and, where kept, its receipt.
+fn load_heads(store: &dyn Store) -> Result<HeadsAndReceipts, Error> {
+    let mut heads = BTreeMap::new();
+    let mut receipts = BTreeMap::new();
+    for kv in store.range(Space::Head, &[], None) {
+        let (k, v) = kv?;
+        let (table, rest) = split_table_key(&k)?;
+        if !rest.is_empty() {
+            return Err(corrupt("head key"));
+        }
+        let (head, receipt) = decode_head(table.clone(), &v)?;
+        if let Some(r) = receipt {
+            receipts.insert(table.clone(), r);
+        }
+        heads.insert(table, head);
+    }
+    Ok((heads, receipts))
+}
+
+/// Held events by table and seq.
+type HeldByTable = BTreeMap<TableId, BTreeMap<u64, Held>>;
+
+/// Held events per table and seq, and their bytes in all.
+fn load_pending(store: &dyn Store) -> Result<(HeldByTable, usize), Error> {
+    let mut pending = HeldByTable::new();
+    let mut pending_bytes = 0;
+    for kv in store.range(Space::Pending, &[], None) {
+        let (k, v) = kv?;
+        let (table, rest) = split_table_key(&k)?;
+        let held = decode_held(&v)?;
+        pending_bytes += held.bytes.len();
+        pending
+            .entry(table)
+            .or_default()
+            .insert(be_u64(rest)?, held);
+    }
+    Ok((pending, pending_bytes))
+}
+
+/// What the quarantine's entries give the state at open.
+struct QuarantineLoad {
+    counters: BTreeMap<String, u64>,
+    entries: u64,
+    bytes: u64,
+    next_id: u64,
+    head: crate::quarantine::QuarantineHead,
+    recent: crate::quarantine::RecentQuarantine,
+    refusals: crate::quarantine::RecentRefusals,
+}
+
+fn load_quarantine(store: &dyn Store) -> Result<QuarantineLoad, Error> {
+    let mut q = QuarantineLoad {
+        counters: BTreeMap::new(),
+        entries: 0,
+        bytes: 0,
+        next_id: 0,
+        head: crate::quarantine::QuarantineHead::EMPTY,
+        recent: Default::default(),
+        refusals: Default::default(),
+    };
+    let repeats = crate::quarantine::stored_repeats(store)?;
+    for kv in store.range(Space::Quarantine, &[], None) {
+        let (k, v) = kv?;
+        let id = be_u64(&k)?;
+        let e = QuarantineEntry::decode(id, &v)?;
+        let delivery = crate::quarantine::delivery_key(e.stream_seq, &e.bytes);
+        q.recent.insert(delivery, id);
+        let repeat = repeats
+            .get(&id)
+            .copied()
+            .unwrap_or(crate::quarantine::Repeat {
+                count: 0,
+                last_stream_seq: e.stream_seq,
+            });
+        // A later entry of the same content (stored once the first had left the recent
+        // ones) takes its place, as it did when it was stored.
+        let refusal = crate::quarantine::Refusal { id, repeat };
+        q.refusals.insert((e.reason.clone(), delivery.1), refusal);
+        *q.counters.entry(e.reason).or_insert(0) += 1;
+        q.entries += 1;
+        q.bytes += e.bytes.len() as u64;
+        // A key at the end of the id space has no next id: only a hand (or a bug) writes
+        // one, and opening must say so, not overflow.
+        q.next_id = id
+            .checked_add(1)
+            .ok_or_else(|| crate::record::corrupt("a quarantine entry has the last possible id"))?;
+        q.head = q.head.next(id, &v);
+    }
+    // The stored head, not the one the entries give: appends extend what was committed, so
+    // an entry edited in the store stays seen by `verify` instead of being chained over.
+    // Entries written before the chain have no head: the next commit anchors them all.
+    q.head = crate::quarantine::stored_head(store)?.unwrap_or(q.head);
+    Ok(q)
 }
 
 /// A round's summary with those of the rounds before and after it (`round_neighbours`).
@@ -822,12 +859,8 @@ impl Ledger {
     /// `schemas::export::verify_export`, without sled.
     pub fn export(&self, sel: &ExportSelection, mut w: impl Write) -> Result<ExportSummary, Error> {
         let tables = match &sel.table {
-            Some(t) => {
-                if self.head(t).is_none() {
-                    return Err(Error::UnknownTable(t.clone()));
-                }
-                vec![t.clone()]
-            }
+            Some(t) if self.head(t).is_none() => return Err(Error::UnknownTable(t.clone())),
+            Some(t) => vec![t.clone()],
             None => self.tables(),
         };
         let mut header = ExportHeader {
@@ -836,48 +869,9 @@ impl Ledger {
             tables: Vec::new(),
         };
         for table in tables {
-            let head = self.head(&table).map(|h| h.seq.0).unwrap_or(0);
-            let (from, to) = match &sel.range {
-                ExportRange::All => (1, head),
-                ExportRange::Seqs(r) => ((*r.start()).max(1), (*r.end()).min(head)),
-                ExportRange::Rounds(r) => {
-                    let rs: Vec<_> = self
-                        .rounds(&table)?
-                        .into_iter()
-                        .filter(|s| r.contains(&s.round.0))
-                        .collect();
-                    match (
-                        rs.iter().map(|s| s.first_seq.0).min(),
-                        rs.iter().map(|s| s.last_seq.0).max(),
-                    ) {
-                        (Some(a), Some(b)) => (a, b),
-                        _ => (1, 0),
-                    }
-                }
-            };
-            if to < from {
-                continue;
+            if let Some(t) = self.export_range(&table, &sel.range)? {
+                header.tables.push(t);
             }
-            let anchor = if from == 1 {
-                GENESIS
-            } else {
-                self.stored_event(&table, from - 1)?
-                    .ok_or_else(|| {
-                        Error::Export(format!("table {table}: no event at seq {}", from - 1))
-                    })?
-                    .hash
-            };
-            let last = self
-                .stored_event(&table, to)?
-                .ok_or_else(|| Error::Export(format!("table {table}: no event at seq {to}")))?;
-            header.tables.push(ExportTable {
-                table,
-                from_seq: from,
-                to_seq: to,
-                anchor,
-                head: last.hash,
-                events: to - from + 1,
-            });
         }
         if let Some(max) = sel.events_max {
             let events = header.tables.iter().map(|t| t.events).sum::<u64>();
@@ -887,45 +881,10 @@ impl Ledger {
         }
         let line = serde_json::to_string(&header).map_err(|e| Error::Export(e.to_string()))?;
         writeln!(w, "{line}")?;
-        let mut total = 0;
-        let mut receipts = BTreeMap::new();
+        let (mut total, mut receipts) = (0, BTreeMap::new());
         for t in &header.tables {
-            let mut expected = t.from_seq;
-            // A range from seq 1 carries its receipt, as `verify_export` recomputes it.
-            let mut receipt = (t.from_seq == 1).then_some(Hash32::ZERO);
-            for e in self.events(&t.table, t.from_seq..=t.to_seq) {
-                let e = e?;
-                if e.seq.0 != expected {
-                    return Err(Error::Export(format!(
-                        "table {}: stored seq {} where {expected} was expected (run verify)",
-                        t.table, e.seq.0
-                    )));
-                }
-                expected += 1;
-                if let Some(r) = &mut receipt {
-                    *r = schemas::digest::receipt_next(r, e.stream_seq, e.received_at_ns);
-                }
-                let line = ExportEvent {
-                    table: t.table.clone(),
-                    seq: e.seq.0,
-                    hash: e.hash,
-                    stream_seq: e.stream_seq,
-                    received_at_ns: e.received_at_ns,
-                    bytes: hex::encode(&e.bytes),
-                };
-                let line =
-                    serde_json::to_string(&line).map_err(|e| Error::Export(e.to_string()))?;
-                writeln!(w, "{line}")?;
-                total += 1;
-            }
-            if expected != t.to_seq + 1 {
-                return Err(Error::Export(format!(
-                    "table {}: stored events end at seq {}, expected {} (run verify)",
-                    t.table,
-                    expected - 1,
-                    t.to_seq
-                )));
-            }
+            let (events, receipt) = self.export_table(t, &mut w)?;
+            total += events;
             if let Some(r) = receipt {
                 receipts.insert(t.table.clone(), r);
             }
@@ -937,5 +896,95 @@ impl Ledger {
             events: total,
             receipts,
         })
+    }
+
+    /// The seq range of `table` that `range` selects, with its anchor and head; `None`
+    /// when it selects nothing.
+    fn export_range(
+        &self,
+        table: &TableId,
+        range: &ExportRange,
+    ) -> Result<Option<ExportTable>, Error> {
+        let head = self.head(table).map(|h| h.seq.0).unwrap_or(0);
+        let (from, to) = match range {
+            ExportRange::All => (1, head),
+            ExportRange::Seqs(r) => ((*r.start()).max(1), (*r.end()).min(head)),
+            ExportRange::Rounds(r) => {
+                let rs: Vec<_> = self.rounds(table)?;
+                let rs = rs.iter().filter(|s| r.contains(&s.round.0));
+                let (first, last) = rs.fold((u64::MAX, 0), |(a, b), s| {
+                    (a.min(s.first_seq.0), b.max(s.last_seq.0))
+                });
+                if first == u64::MAX {
+                    (1, 0)
+                } else {
+                    (first, last)
+                }
+            }
+        };
+        if to < from {
+            return Ok(None);
+        }
+        let missing = |seq: u64| Error::Export(format!("table {table}: no event at seq {seq}"));
+        let anchor = match from {
+            1 => GENESIS,
+            _ => {
+                self.stored_event(table, from - 1)?
+                    .ok_or_else(|| missing(from - 1))?
+                    .hash
+            }
+        };
+        let last = self.stored_event(table, to)?.ok_or_else(|| missing(to))?;
+        Ok(Some(ExportTable {
+            table: table.clone(),
+            from_seq: from,
+            to_seq: to,
+            anchor,
+            head: last.hash,
+            events: to - from + 1,
+        }))
+    }
+
+    /// Writes one table's event lines; their count, and the receipt of a range from seq 1
+    /// (as `verify_export` recomputes it).
+    fn export_table(
+        &self,
+        t: &ExportTable,
+        w: &mut impl Write,
+    ) -> Result<(u64, Option<Hash32>), Error> {
+        let mut expected = t.from_seq;
+        let mut receipt = (t.from_seq == 1).then_some(Hash32::ZERO);
+        for e in self.events(&t.table, t.from_seq..=t.to_seq) {
+            let e = e?;
+            if e.seq.0 != expected {
+                return Err(Error::Export(format!(
+                    "table {}: stored seq {} where {expected} was expected (run verify)",
+                    t.table, e.seq.0
+                )));
+            }
+            expected += 1;
+            if let Some(r) = &mut receipt {
+                *r = schemas::digest::receipt_next(r, e.stream_seq, e.received_at_ns);
+            }
+            let line = ExportEvent {
+                table: t.table.clone(),
+                seq: e.seq.0,
+                hash: e.hash,
+                stream_seq: e.stream_seq,
+                received_at_ns: e.received_at_ns,
+                bytes: hex::encode(&e.bytes),
+            };
+            let line = serde_json::to_string(&line).map_err(|e| Error::Export(e.to_string()))?;
+            writeln!(w, "{line}")?;
+        }
+        if expected != t.to_seq + 1 {
+            return Err(Error::Export(format!(
+                "table {}: stored events end at seq {}, expected {} (run verify)",
+                t.table,
+                expected - 1,
+                t.to_seq
+            )));
+        }
+        Ok((t.to_seq + 1 - t.from_seq, receipt))
     }
 }

@@ -511,179 +511,258 @@ fn verify_table(
     persisted: Option<PersistedHead>,
     want: Option<u64>,
 ) -> Result<(TableVerdict, Option<AtSeq>), Error> {
-    let mut at = None;
-    let bad = |seq: u64, problem: VerifyProblem| TableVerdict::Bad {
-        table: table.clone(),
-        seq,
-        problem,
-    };
-    let tk = table_key(table);
-    let mut end = tk.clone();
-    end.extend_from_slice(&[0xff; 9]);
-    let mut prev = GENESIS;
-    let mut receipt = Hash32::ZERO;
-    let mut next = 1u64;
-    // Each round's span in the records, as the append path indexes it.
-    let mut rounds: BTreeMap<u64, RoundSpan> = BTreeMap::new();
-    // Each `TableOpened`'s seq and hash, as the append path indexes them.
-    let mut configs: BTreeMap<u64, Hash32> = BTreeMap::new();
+    let mut pass = Pass::new(table, want);
     let mut attestation = crate::attest::AttestationCheck::new(store, table);
-    // The pass over the records: the first problem it meets, if any.
-    let stopped: Option<(u64, VerifyProblem)> = 'pass: {
-        for kv in store.range(Space::Batch, &tk, Some(&end)) {
-            let (k, v) = match kv {
-                Ok(kv) => kv,
-                // A record whose bytes in the value log are damaged or gone: the chain is
-                // unreadable from the first seq not yet verified.
-                Err(Error::CorruptRecord { detail }) => {
-                    break 'pass Some((next, VerifyProblem::Unreadable(detail)))
-                }
-                Err(e) => return Err(e),
-            };
-            let key_seq = match k.get(tk.len()..).map(be_u64) {
-                Some(Ok(s)) => s,
-                _ => break 'pass Some((next, VerifyProblem::Unreadable("record key".into()))),
-            };
-            let events = match record::decode_record(&v) {
-                Ok(e) => e,
-                Err(e) => {
-                    break 'pass Some((key_seq.min(next), VerifyProblem::Unreadable(e.to_string())))
-                }
-            };
-            if events.is_empty() {
-                // Never written so (a call writes a record only for a table it stores events
-                // of); one slipped in would otherwise pass as seq 0, adding nothing.
-                break 'pass Some((
-                    next,
-                    VerifyProblem::Unreadable("a record holds no event".into()),
-                ));
-            }
-            let record_seq = events[0].seq.0;
-            if key_seq != record_seq {
-                break 'pass Some((
-                    key_seq.min(next),
-                    VerifyProblem::KeyMismatch {
-                        key_seq,
-                        record_seq,
-                    },
-                ));
-            }
-            for e in events {
-                // The first bad position is the first seq the stored chain fails to continue
-                // with, even when the record holds a lower seq there (a repeat).
-                let event = match check_event(table, next, &prev, &e) {
-                    Ok(event) => event,
-                    Err(p) => break 'pass Some((next, p)),
-                };
-                if let Some((seq, p)) = attestation.event(next, &event, &e.hash)? {
-                    return Ok(attestation_failed(table, seq, p, at, want));
-                }
-                if matches!(event.body, schemas::EventBody::TableOpened { .. }) {
-                    configs.insert(next, e.hash);
-                }
-                prev = e.hash;
-                receipt = schemas::digest::receipt_next(&receipt, e.stream_seq, e.received_at_ns);
-                if let Some(r) = e.round {
-                    rounds
-                        .entry(r.0)
-                        .and_modify(|s| {
-                            s.last_seq = next;
-                            s.last_occurred_at_ns = e.occurred_at_ns;
-                        })
-                        .or_insert(RoundSpan {
-                            first_seq: next,
-                            last_seq: next,
-                            first_occurred_at_ns: e.occurred_at_ns,
-                            last_occurred_at_ns: e.occurred_at_ns,
-                        });
-                }
-                if want == Some(next) {
-                    at = Some(AtSeq {
-                        hash: prev,
-                        receipt,
-                    });
-                }
-                next += 1;
-            }
+    let stopped = match pass.run(store, &mut attestation)? {
+        Err(Stop::Attestation(seq, p)) => {
+            return Ok(attestation_failed(table, seq, p, pass.at, want))
         }
-        None
+        Err(Stop::Bad(seq, p)) => Some((seq, p)),
+        Ok(()) => None,
     };
     // Signatures are checked in batches (`AttestationCheck`), so checkpoints before the
     // pass's end or its first problem may still be unchecked: one that fails lies before
     // that problem and is the first bad position, as it would be had each been checked
     // when the pass met it.
     if let Some((seq, p)) = attestation.settle() {
-        return Ok(attestation_failed(table, seq, p, at, want));
+        return Ok(attestation_failed(table, seq, p, pass.at, want));
     }
-    if let Some((seq, problem)) = stopped {
-        return Ok((bad(seq, problem), at));
+    let at = pass.at;
+    let bad = |(seq, problem): (u64, VerifyProblem)| {
+        let verdict = TableVerdict::Bad {
+            table: table.clone(),
+            seq,
+            problem,
+        };
+        Ok((verdict, at))
+    };
+    if let Some(stop) = stopped {
+        return bad(stop);
     }
-    let last = next - 1;
-    let (persisted, stored_receipt) = match persisted {
+    let (persisted_head, stored_receipt) = match persisted {
         Some((h, r)) => (Some(h), r),
         None => (None, None),
     };
-    let heads = [
-        ("in-memory", mem, check_mem),
-        ("persisted", persisted, true),
-    ];
-    for (which, h, check) in heads {
-        if !check {
-            continue;
-        }
-        let (head_seq, head_hash) = h.map(|h| (h.seq.0, h.hash)).unwrap_or((0, GENESIS));
-        if head_seq != last || head_hash != prev {
-            return Ok((
-                bad(
-                    last.min(head_seq) + 1,
-                    VerifyProblem::HeadMismatch {
-                        which,
-                        records_seq: last,
-                        head_seq,
-                        head_hash,
-                    },
-                ),
-                at,
-            ));
-        }
+    if let Some(stop) = pass.check_heads(mem, check_mem, persisted_head) {
+        return bad(stop);
     }
-    if let Some(stored) = stored_receipt {
-        if stored != receipt {
-            return Ok((
-                bad(
-                    last,
-                    VerifyProblem::ReceiptMismatch {
-                        head_seq: last,
-                        stored,
-                        computed: receipt,
-                    },
-                ),
-                at,
-            ));
-        }
+    if let Some(stop) = pass.check_indexes(store, &mut attestation, stored_receipt)? {
+        return bad(stop);
     }
-    if let Some((seq, problem)) = check_round_index(store, table, &rounds)? {
-        return Ok((bad(seq, VerifyProblem::RoundIndex(problem)), at));
-    }
-    if let Some((seq, problem)) = crate::config::check_index(store, table, &configs)? {
-        return Ok((bad(seq, VerifyProblem::ConfigIndex(problem)), at));
-    }
-    if let Some((seq, problem)) = attestation.finish(store, last)? {
-        return Ok((bad(seq, VerifyProblem::Attestation(problem)), at));
-    }
+    let last = pass.next - 1;
     let verdict = TableVerdict::Ok {
         head: ChainHead {
             table: table.clone(),
             seq: schemas::Seq(last),
-            hash: prev,
+            hash: pass.prev,
         },
         events: last,
-        receipt,
+        receipt: pass.receipt,
         receipt_in_head: stored_receipt.is_some(),
         checkpoints: attestation.verified,
         attested_seq: attestation.attested_seq,
     };
     Ok((verdict, at))
+}
+
+/// Why the pass over a table's records stopped early.
+enum Stop {
+    /// The first bad position and what is wrong there.
+    Bad(u64, VerifyProblem),
+    /// A kept checkpoint failed at this seq.
+    Attestation(u64, String),
+}
+
+/// The pass over one table's records: the chain and receipt so far, and the indexes the
+/// append path should have written, rebuilt from the records.
+struct Pass<'a> {
+    table: &'a TableId,
+    want: Option<u64>,
+    prev: Hash32,
+    receipt: Hash32,
+    /// The next seq the chain must continue with.
+    next: u64,
+    /// Each round's span in the records.
+    rounds: BTreeMap<u64, RoundSpan>,
+    /// Each `TableOpened`'s seq and hash.
+    configs: BTreeMap<u64, Hash32>,
+    /// What the table holds at `want`, once the pass reached it.
+    at: Option<AtSeq>,
+}
+
+impl<'a> Pass<'a> {
+    fn new(table: &'a TableId, want: Option<u64>) -> Pass<'a> {
+        Pass {
+            table,
+            want,
+            prev: GENESIS,
+            receipt: Hash32::ZERO,
+            next: 1,
+            rounds: BTreeMap::new(),
+            configs: BTreeMap::new(),
+            at: None,
+        }
+    }
+
+    /// Reads every record of the table in seq order until the first problem.
+    fn run(
+        &mut self,
+        store: &dyn Store,
+        attestation: &mut crate::attest::AttestationCheck,
+    ) -> Result<Result<(), Stop>, Error> {
+        let tk = table_key(self.table);
+        let mut end = tk.clone();
+        end.extend_from_slice(&[0xff; 9]);
+        for kv in store.range(Space::Batch, &tk, Some(&end)) {
+            let events = match kv {
+                Ok((k, v)) => match self.record(k.get(tk.len()..).unwrap_or_default(), &v) {
+                    Ok(events) => events,
+                    Err(p) => return Ok(Err(Stop::Bad(p.0, p.1))),
+                },
+                // A record whose bytes in the value log are damaged or gone: the chain is
+                // unreadable from the first seq not yet verified.
+                Err(Error::CorruptRecord { detail }) => {
+                    return Ok(Err(Stop::Bad(self.next, VerifyProblem::Unreadable(detail))))
+                }
+                Err(e) => return Err(e),
+            };
+            for e in events {
+                if let Err(stop) = self.event(attestation, &e)? {
+                    return Ok(Err(stop));
+                }
+            }
+        }
+        Ok(Ok(()))
+    }
+
+    /// A record's events, checked against its key.
+    fn record(
+        &self,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<Vec<crate::StoredEvent>, (u64, VerifyProblem)> {
+        let next = self.next;
+        let Ok(key_seq) = be_u64(key) else {
+            return Err((next, VerifyProblem::Unreadable("record key".into())));
+        };
+        let events = record::decode_record(value)
+            .map_err(|e| (key_seq.min(next), VerifyProblem::Unreadable(e.to_string())))?;
+        // Never written empty (a call writes a record only for a table it stores events
+        // of); one slipped in would otherwise pass as seq 0, adding nothing.
+        let Some(first) = events.first() else {
+            let why = "a record holds no event".to_string();
+            return Err((next, VerifyProblem::Unreadable(why)));
+        };
+        let record_seq = first.seq.0;
+        if key_seq != record_seq {
+            let problem = VerifyProblem::KeyMismatch {
+                key_seq,
+                record_seq,
+            };
+            return Err((key_seq.min(next), problem));
+        }
+        Ok(events)
+    }
+
+    /// One stored event: the chain, attestation, the indexes' view and `want`.
+    fn event(
+        &mut self,
+        attestation: &mut crate::attest::AttestationCheck,
+        e: &crate::StoredEvent,
+    ) -> Result<Result<(), Stop>, Error> {
+        let next = self.next;
+        // The first bad position is the first seq the stored chain fails to continue
+        // with, even when the record holds a lower seq there (a repeat).
+        let event = match check_event(self.table, next, &self.prev, e) {
+            Ok(event) => event,
+            Err(p) => return Ok(Err(Stop::Bad(next, p))),
+        };
+        if let Some((seq, p)) = attestation.event(next, &event, &e.hash)? {
+            return Ok(Err(Stop::Attestation(seq, p)));
+        }
+        if matches!(event.body, schemas::EventBody::TableOpened { .. }) {
+            self.configs.insert(next, e.hash);
+        }
+        self.prev = e.hash;
+        self.receipt = schemas::digest::receipt_next(&self.receipt, e.stream_seq, e.received_at_ns);
+        if let Some(r) = e.round {
+            self.rounds
+                .entry(r.0)
+                .and_modify(|s| {
+                    s.last_seq = next;
+                    s.last_occurred_at_ns = e.occurred_at_ns;
+                })
+                .or_insert(RoundSpan {
+                    first_seq: next,
+                    last_seq: next,
+                    first_occurred_at_ns: e.occurred_at_ns,
+                    last_occurred_at_ns: e.occurred_at_ns,
+                });
+        }
+        if self.want == Some(next) {
+            self.at = Some(AtSeq {
+                hash: self.prev,
+                receipt: self.receipt,
+            });
+        }
+        self.next += 1;
+        Ok(Ok(()))
+    }
+
+    /// The in-memory and persisted heads against the records' last event.
+    fn check_heads(
+        &self,
+        mem: Option<ChainHead>,
+        check_mem: bool,
+        persisted: Option<ChainHead>,
+    ) -> Option<(u64, VerifyProblem)> {
+        let last = self.next - 1;
+        let heads = [
+            ("in-memory", mem, check_mem),
+            ("persisted", persisted, true),
+        ];
+        for (which, h, check) in heads {
+            let (head_seq, head_hash) = h.map(|h| (h.seq.0, h.hash)).unwrap_or((0, GENESIS));
+            if check && (head_seq != last || head_hash != self.prev) {
+                let problem = VerifyProblem::HeadMismatch {
+                    which,
+                    records_seq: last,
+                    head_seq,
+                    head_hash,
+                };
+                return Some((last.min(head_seq) + 1, problem));
+            }
+        }
+        None
+    }
+
+    /// The stored receipt, the round and config indexes, and the kept checkpoints.
+    fn check_indexes(
+        &self,
+        store: &dyn Store,
+        attestation: &mut crate::attest::AttestationCheck,
+        stored_receipt: Option<Hash32>,
+    ) -> Result<Option<(u64, VerifyProblem)>, Error> {
+        let last = self.next - 1;
+        if let Some(stored) = stored_receipt.filter(|s| *s != self.receipt) {
+            let problem = VerifyProblem::ReceiptMismatch {
+                head_seq: last,
+                stored,
+                computed: self.receipt,
+            };
+            return Ok(Some((last, problem)));
+        }
+        if let Some((seq, p)) = check_round_index(store, self.table, &self.rounds)? {
+            return Ok(Some((seq, VerifyProblem::RoundIndex(p))));
+        }
+        if let Some((seq, p)) = crate::config::check_index(store, self.table, &self.configs)? {
+            return Ok(Some((seq, VerifyProblem::ConfigIndex(p))));
+        }
+        if let Some((seq, p)) = attestation.finish(store, last)? {
+            return Ok(Some((seq, VerifyProblem::Attestation(p))));
+        }
+        Ok(None)
+    }
 }
 
 /// A round's first and last event in the records, and their device times.

@@ -216,6 +216,16 @@ pub fn report(
     Ok(out)
 }
 
+/// The drop boxes removed in the span's shifts: whose counts a report needs.
+pub fn drop_boxes(model: &Model, q: &Query) -> Result<Vec<String>, ReadError> {
+    let (_, from, to) = span_bounds(model.rule(), &q.span)?;
+    let rows = model.shift_rows(from, to)?;
+    Ok(rows
+        .iter()
+        .flat_map(|r| r.drop_boxes.iter().map(|b| b.drop_box_id.clone()))
+        .collect())
+}
+
 fn pit_of(pits: &[Pit], table: Option<&TableId>) -> String {
     table
         .and_then(|t| pits.iter().find(|p| p.tables.contains(t)))

@@ -7,12 +7,14 @@
 //! - `model`: the read model on disk that lists and lookups are served from.
 //! - `index`: the tail that keeps the model current from the ledger.
 //! - `shiftrow`: a table's shift row of finance; `finance`: the reports read from them.
+//! - `counts`: the count room's results, from the API's `counts.jsonl`.
 //! - `describe`, `clauses`: event descriptions and finding wording for people.
 //!
 //! Invariants: never appends to the ledger (it writes only its own read model, derived
 //! from the ledger); no HTTP and no async runtime here.
 
 pub mod clauses;
+pub mod counts;
 pub mod describe;
 pub mod evidence;
 pub mod finance;

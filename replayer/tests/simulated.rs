@@ -7,7 +7,7 @@ use replayer::TableReplayer;
 use schemas::findings::{lookup, FindingKind};
 use schemas::report::{RoundReport, Verdict};
 use schemas::{DealingMode, RoundId, RuleSet, TableId};
-use simulator::{default_config, FaultKind, FaultPlan, InjectedFault, TableSim};
+use simulator::{default_config, FaultKind, FaultPlan, FinanceFaultKind, InjectedFault, TableSim};
 use std::collections::BTreeMap;
 
 /// The canonical finding kind for each fault the simulator injects.
@@ -214,6 +214,22 @@ fn every_injected_fault_is_found_with_its_code() {
             FaultPlan::only(FaultKind::SkippedBurn, 0.3),
             60,
         ));
+    }
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
+}
+
+#[test]
+fn finance_errors_leave_every_round_clean() {
+    // Forced jackpot hits, mid-round fills, shift changes and miscounts happen at the
+    // cage, not in the rules: the replayer must find nothing in any round.
+    let plan = FinanceFaultKind::ALL
+        .into_iter()
+        .fold(FaultPlan::none(), |p, k| p.with_finance(k, 0.3));
+    let mut errors = Vec::new();
+    for seed in seeds() {
+        for rs in RuleSet::ALL {
+            errors.extend(check(rs, None, seed, plan, 80));
+        }
     }
     assert!(errors.is_empty(), "{}", errors.join("\n"));
 }

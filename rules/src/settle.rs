@@ -1115,8 +1115,9 @@ impl Ctx<'_> {
             (
                 self.cite(c.jackpot_pays),
                 format!(
-                    "{} {:?} wins no jackpot: the stake is a contribution",
-                    wager.whose, wager.class
+                    "{} {} wins no jackpot: the stake is a contribution",
+                    wager.whose,
+                    wager.class.words()
                 ),
             )
         };

@@ -52,6 +52,8 @@ impl Role {
 pub struct WhoAmI {
     pub name: String,
     pub role: Role,
+    /// The property's IANA time zone: where people read times (`serve --time-zone`).
+    pub time_zone: String,
 }
 
 /// Every error body.
@@ -477,6 +479,14 @@ pub enum CaseAction {
     Closed {
         decision: String,
     },
+    /// Who works the case now (a person's name).
+    Assigned {
+        to: String,
+    },
+    /// A closed case opened again, with why.
+    Reopened {
+        reason: String,
+    },
 }
 
 /// One append-only case entry: who, when, what.
@@ -501,6 +511,9 @@ pub struct CaseView {
     pub title: String,
     pub open: bool,
     pub decision: Option<String>,
+    /// Who works it, from its last `Assigned` entry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assignee: Option<String>,
     pub entries: Vec<CaseEntry>,
 }
 
@@ -539,6 +552,22 @@ pub struct CloseCase {
     pub decision: String,
 }
 
+/// `POST /v1/cases/{id}/assign`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct AssignCase {
+    pub to: String,
+}
+
+/// `POST /v1/cases/{id}/reopen`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ReopenCase {
+    pub reason: String,
+}
+
 /// One request as the audit log records it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
@@ -558,6 +587,9 @@ pub struct AuditEntry {
     /// On the answer to such a request: the id of the entry written when it arrived.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub received: Option<u64>,
+    /// The client's IP address, as the connection gave it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -139,10 +139,42 @@ pub fn verify_export_at(
     reader: impl BufRead,
     at: &BTreeMap<TableId, u64>,
 ) -> Result<(ExportSummary, BTreeMap<TableId, ExportAt>), ExportError> {
-    let mut found = BTreeMap::new();
-    let mut receipts = BTreeMap::new();
-    let first_receipt = |t: &ExportTable| (t.from_seq == 1).then_some(Hash32::ZERO);
     let mut lines = LineReader { reader, line: 0 };
+    let header = read_header(&mut lines)?;
+    let mut cursor = Cursor::new(&header.tables);
+    let mut found = BTreeMap::new();
+    let mut total = 0u64;
+    while let Some(text) = lines.next_line()? {
+        let line = lines.line;
+        if text.trim().is_empty() {
+            continue;
+        }
+        let ev: ExportEvent = serde_json::from_str(&text).map_err(|e| ExportError::Syntax {
+            line,
+            what: "event line",
+            message: e.to_string(),
+        })?;
+        cursor.skip_complete(ev.seq)?;
+        cursor.take(line, &ev)?;
+        if at.get(&ev.table) == Some(&ev.seq) {
+            let (hash, receipt) = (cursor.prev, cursor.receipt);
+            found.insert(ev.table.clone(), ExportAt { hash, receipt });
+        }
+        total += 1;
+    }
+    // Every remaining table must be complete.
+    cursor.skip_complete(u64::MAX)?;
+    let summary = ExportSummary {
+        version: header.version,
+        events: total,
+        receipts: cursor.receipts,
+        tables: header.tables,
+    };
+    Ok((summary, found))
+}
+
+/// The header line, its format and version, and its table ranges.
+fn read_header(lines: &mut LineReader<impl BufRead>) -> Result<ExportHeader, ExportError> {
     let header_line = lines.next_line()?.ok_or(ExportError::Empty)?;
     let header: ExportHeader =
         serde_json::from_str(&header_line).map_err(|e| ExportError::Syntax {
@@ -157,120 +189,110 @@ pub fn verify_export_at(
         });
     }
     check_header(&header)?;
+    Ok(header)
+}
 
-    let mut total = 0u64;
-    let mut current = 0usize; // index into header.tables
-    let mut prev = header.tables.first().map(|t| t.anchor).unwrap_or(GENESIS);
-    let mut next_seq = header.tables.first().map(|t| t.from_seq).unwrap_or(1);
-    let mut receipt = header.tables.first().and_then(first_receipt);
-    while let Some(text) = lines.next_line()? {
-        let line = lines.line;
-        if text.trim().is_empty() {
-            continue;
+/// Where the event lines are in the header's tables: the table, the chain so far and its
+/// receipt (for a table exported from seq 1).
+struct Cursor<'a> {
+    tables: &'a [ExportTable],
+    current: usize,
+    prev: Hash32,
+    next_seq: u64,
+    receipt: Option<Hash32>,
+    receipts: BTreeMap<TableId, Hash32>,
+}
+
+impl<'a> Cursor<'a> {
+    fn new(tables: &'a [ExportTable]) -> Cursor<'a> {
+        let mut c = Cursor {
+            tables,
+            current: 0,
+            prev: GENESIS,
+            next_seq: 1,
+            receipt: None,
+            receipts: BTreeMap::new(),
+        };
+        c.start_table();
+        c
+    }
+
+    fn start_table(&mut self) {
+        if let Some(t) = self.tables.get(self.current) {
+            self.prev = t.anchor;
+            self.next_seq = t.from_seq;
+            self.receipt = (t.from_seq == 1).then_some(Hash32::ZERO);
         }
-        let ev: ExportEvent = serde_json::from_str(&text).map_err(|e| ExportError::Syntax {
-            line,
-            what: "event line",
-            message: e.to_string(),
-        })?;
-        // Move to the next table once the current one is complete.
-        while current < header.tables.len() && next_seq > header.tables[current].to_seq {
-            finish_table(&header.tables[current], &prev, next_seq)?;
-            if let Some(r) = receipt {
-                receipts.insert(header.tables[current].table.clone(), r);
+    }
+
+    /// Moves past every table complete before an event at `seq` would come, checking
+    /// each reached its end. `u64::MAX`: every table left.
+    fn skip_complete(&mut self, seq: u64) -> Result<(), ExportError> {
+        while let Some(t) = self.tables.get(self.current) {
+            let done = self.next_seq > t.to_seq || seq == u64::MAX;
+            if !done {
+                break;
             }
-            current += 1;
-            if let Some(t) = header.tables.get(current) {
-                prev = t.anchor;
-                next_seq = t.from_seq;
-                receipt = first_receipt(t);
+            finish_table(t, &self.prev, self.next_seq)?;
+            if let Some(r) = self.receipt {
+                self.receipts.insert(t.table.clone(), r);
             }
+            self.current += 1;
+            self.start_table();
         }
-        let Some(t) = header.tables.get(current) else {
-            return Err(chain_err(
-                line,
-                &ev,
-                "event beyond the ranges in the header",
-            ));
+        Ok(())
+    }
+
+    /// One event line: the table and seq expected, its bytes, its chain link and hash.
+    fn take(&mut self, line: u64, ev: &ExportEvent) -> Result<(), ExportError> {
+        let next_seq = self.next_seq;
+        let Some(t) = self.tables.get(self.current) else {
+            return Err(chain_err(line, ev, "event beyond the ranges in the header"));
         };
         if ev.table != t.table {
-            return Err(chain_err(
-                line,
-                &ev,
-                &format!("expected an event of table {} seq {next_seq}", t.table),
-            ));
+            let want = format!("expected an event of table {} seq {next_seq}", t.table);
+            return Err(chain_err(line, ev, &want));
         }
         if ev.seq != next_seq {
-            return Err(chain_err(line, &ev, &format!("expected seq {next_seq}")));
+            return Err(chain_err(line, ev, &format!("expected seq {next_seq}")));
         }
-        let bytes = hex::decode(&ev.bytes)
-            .map_err(|e| chain_err(line, &ev, &format!("bytes are not hex: {e}")))?;
-        let (event, _) = codec::decode(&bytes)
-            .map_err(|e| chain_err(line, &ev, &format!("undecodable: {e}")))?;
-        if event.table != ev.table || event.seq.0 != ev.seq {
-            return Err(chain_err(
-                line,
-                &ev,
-                &format!(
-                    "the bytes are event {} seq {}, not the one the line names",
-                    event.table, event.seq.0
-                ),
-            ));
-        }
-        if event.prev != prev {
-            return Err(chain_err(
-                line,
-                &ev,
-                &format!("prev {} does not match {}", event.prev, prev),
-            ));
-        }
-        let computed = event_hash(&prev, &bytes);
-        if computed != ev.hash {
-            return Err(chain_err(
-                line,
-                &ev,
-                &format!(
-                    "stored hash {} differs from the recomputed {computed}",
-                    ev.hash
-                ),
-            ));
-        }
-        prev = computed;
-        if let Some(r) = &mut receipt {
+        let computed = check_line_bytes(line, ev, &self.prev)?;
+        self.prev = computed;
+        if let Some(r) = &mut self.receipt {
             *r = crate::digest::receipt_next(r, ev.stream_seq, ev.received_at_ns);
         }
-        if at.get(&ev.table) == Some(&ev.seq) {
-            found.insert(
-                ev.table.clone(),
-                ExportAt {
-                    hash: prev,
-                    receipt,
-                },
-            );
-        }
-        next_seq += 1;
-        total += 1;
+        self.next_seq += 1;
+        Ok(())
     }
-    // Every remaining table must be complete.
-    while current < header.tables.len() {
-        finish_table(&header.tables[current], &prev, next_seq)?;
-        if let Some(r) = receipt {
-            receipts.insert(header.tables[current].table.clone(), r);
-        }
-        current += 1;
-        if let Some(t) = header.tables.get(current) {
-            prev = t.anchor;
-            next_seq = t.from_seq;
-            receipt = first_receipt(t);
-        }
+}
+
+/// A line's bytes: hex, an event that is the one the line names, linked to `prev`, with
+/// the line's hash. Returns that hash.
+fn check_line_bytes(line: u64, ev: &ExportEvent, prev: &Hash32) -> Result<Hash32, ExportError> {
+    let bytes = hex::decode(&ev.bytes)
+        .map_err(|e| chain_err(line, ev, &format!("bytes are not hex: {e}")))?;
+    let (event, _) =
+        codec::decode(&bytes).map_err(|e| chain_err(line, ev, &format!("undecodable: {e}")))?;
+    if event.table != ev.table || event.seq.0 != ev.seq {
+        let what = format!(
+            "the bytes are event {} seq {}, not the one the line names",
+            event.table, event.seq.0
+        );
+        return Err(chain_err(line, ev, &what));
     }
-    let summary = ExportSummary {
-        version: header.version,
-        events: total,
-        tables: header.tables,
-        receipts,
-    };
-    Ok((summary, found))
+    if event.prev != *prev {
+        let what = format!("prev {} does not match {}", event.prev, prev);
+        return Err(chain_err(line, ev, &what));
+    }
+    let computed = event_hash(prev, &bytes);
+    if computed != ev.hash {
+        let what = format!(
+            "stored hash {} differs from the recomputed {computed}",
+            ev.hash
+        );
+        return Err(chain_err(line, ev, &what));
+    }
+    Ok(computed)
 }
 
 fn check_header(h: &ExportHeader) -> Result<(), ExportError> {

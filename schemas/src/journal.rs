@@ -1,4 +1,4 @@
-//! The API's journals (`audit.jsonl`, `cases.jsonl`): the line format and the check of
+//! The API's journals (`audit.jsonl`, `cases.jsonl`, `counts.jsonl`): the line format and the check of
 //! their chain, shared by the server that writes them (`api::journal`) and `verify`, which
 //! reads them without the api crate. Pure: lines in, the chain's head out.
 //!
@@ -21,8 +21,10 @@ pub const JOURNAL_LINE_LEN_MAX: usize = 6 * JOURNAL_ENTRY_LEN_MAX + 512;
 pub const AUDIT_FILE: &str = "audit.jsonl";
 /// The case journal's file name in the API's directory.
 pub const CASES_FILE: &str = "cases.jsonl";
+/// The count room's results journal's file name in the API's directory.
+pub const COUNTS_FILE: &str = "counts.jsonl";
 /// The journals a digest names, by name (their file names), in this order.
-pub const JOURNAL_FILES: [&str; 2] = [AUDIT_FILE, CASES_FILE];
+pub const JOURNAL_FILES: [&str; 3] = [AUDIT_FILE, CASES_FILE, COUNTS_FILE];
 
 /// One journal line as stored.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -36,9 +36,21 @@
 //! - in shuffler mode, a duplicate card or a short box also makes the deal differ from the
 //!   committed deck order from that card on;
 //! - a late bet is ignored by the settlement (bets stand as at "No more Bets", §5.21).
+//!
+//! Finance errors raise no finding; a finance report shows them as variances of a shift
+//! (`FinanceVariance`):
+//!
+//! | error | variance | links to |
+//! |---|---|---|
+//! | fill without its slip | inventory, + the fill | the round during or before it |
+//! | miscounted closer | inventory, ± the chips miscounted | the `ClosingInventory` |
+//! | short drop | drop, − the cash missing | the drop box (`<table>/<shift index>`) |
+//! | wrong payout (over or under) | recorded − rules win | the round and its `PaidOut` |
+//! | jackpot hit (forced or dealt) | none: jackpot paid | the round and its `JackpotHit` |
 
+pub use crate::shift::ShiftSpan;
 use schemas::findings::{lookup, FindingKind};
-use schemas::RuleSet;
+use schemas::{Money, RoundId, RuleSet, Seq, TableId};
 
 /// The kinds of fault `FaultPlan` can inject.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
@@ -92,6 +104,75 @@ pub fn finding_kind(kind: FaultKind, rule_set: RuleSet) -> Option<FindingKind> {
 /// of `rule_set`; `None` where the simulator never injects that fault for that rule set.
 pub fn code(kind: FaultKind, rule_set: RuleSet) -> Option<&'static str> {
     lookup(rule_set, finding_kind(kind, rule_set)?).map(|row| row.code)
+}
+
+/// The finance errors `FaultPlan` can inject. An overpayment is a wrong payout
+/// (`FaultKind::WrongPayout`) whose recorded payment exceeds the rules'.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinanceFaultKind {
+    /// Chips arrive at the tray with no `Fill` event (per fill).
+    MissingFillSlip,
+    /// The closer's count is off by some chips of one denomination (per closing count).
+    MiscountedCloser,
+    /// The count room finds less cash than went into the drop box (per box).
+    ShortDrop,
+    /// A Progressive bet is dealt a straight flush, so the pool pays (per round; CSP6 and
+    /// MLP3 tables dealing from a manual shoe).
+    JackpotHit,
+}
+
+impl FinanceFaultKind {
+    pub const ALL: [FinanceFaultKind; 4] = [
+        FinanceFaultKind::MissingFillSlip,
+        FinanceFaultKind::MiscountedCloser,
+        FinanceFaultKind::ShortDrop,
+        FinanceFaultKind::JackpotHit,
+    ];
+}
+
+/// What a finance report must show for one injected error (or a jackpot paid).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VarianceKind {
+    /// Inventory variance (counted closing − expected closing) of `+amount`: chips came
+    /// without a slip; the next opening count equals the counted closing.
+    MissingFillSlip,
+    /// Inventory variance of `amount` (either sign); the next opening count equals the
+    /// expected closing.
+    MiscountedCloser,
+    /// Drop variance (counted drop − recorded buy-ins and markers) of `amount` (< 0).
+    ShortDrop,
+    /// Recorded win − rules win of `amount` (< 0): the dealer paid more than due.
+    Overpayment,
+    /// Recorded win − rules win of `amount` (> 0): the dealer paid less than due.
+    Underpayment,
+    /// Jackpot paid `amount` by the jackpot system; no tray variance.
+    JackpotPaid,
+}
+
+/// What a variance links to.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "to", rename_all = "snake_case")]
+pub enum FinanceLink {
+    /// A round, and the event in it (a `PaidOut`, a `JackpotHit`), or the round during or
+    /// before which unslipped chips arrived (`seq` then the last event before them).
+    Round { round: RoundId, seq: Seq },
+    /// The closer's count (`ClosingInventory`).
+    Closing { seq: Seq },
+    /// A drop box and its count result.
+    DropBox { drop_box_id: String },
+}
+
+/// One injected finance error as a report must show it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct FinanceVariance {
+    pub table: TableId,
+    pub shift: ShiftSpan,
+    pub kind: VarianceKind,
+    /// Signed as the `VarianceKind` says, minor units.
+    pub amount: Money,
+    pub link: FinanceLink,
 }
 
 #[cfg(test)]

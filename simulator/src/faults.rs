@@ -1,7 +1,7 @@
 //! What the simulator may do wrong on purpose, and the record of what it did, so a test
 //! can check that the audit finds exactly the injected faults.
 
-use crate::expected::FaultKind;
+use crate::expected::{FaultKind, FinanceFaultKind};
 use schemas::{BetKind, BoxNo, Card, CardTarget, Money, PayLine, RoundId, Seq};
 use serde::Serialize;
 
@@ -19,6 +19,14 @@ pub struct FaultPlan {
     pub wrong_card_count: f64,
     pub swapped_hands: f64,
     pub missing_round_close: f64,
+    /// Per fill: the chips arrive without a `Fill` event.
+    pub missing_fill_slip: f64,
+    /// Per closing count: the closer miscounts one denomination.
+    pub miscounted_closer: f64,
+    /// Per drop box: the count room finds less cash than went in.
+    pub short_drop: f64,
+    /// Per round: a Progressive bet is dealt a straight flush (`FinanceFaultKind::JackpotHit`).
+    pub jackpot_hit: f64,
 }
 
 impl FaultPlan {
@@ -41,7 +49,27 @@ impl FaultPlan {
         FaultPlan::none().with(kind, rate)
     }
 
-    /// Every kind at `rate` per round.
+    /// This plan with the finance error `kind` at `rate` (per fill, count, box or round).
+    pub fn with_finance(mut self, kind: FinanceFaultKind, rate: f64) -> FaultPlan {
+        *self.finance_rate_mut(kind) = rate.clamp(0.0, 1.0);
+        self
+    }
+
+    pub fn finance_rate(&self, kind: FinanceFaultKind) -> f64 {
+        let mut p = *self;
+        *p.finance_rate_mut(kind)
+    }
+
+    fn finance_rate_mut(&mut self, kind: FinanceFaultKind) -> &mut f64 {
+        match kind {
+            FinanceFaultKind::MissingFillSlip => &mut self.missing_fill_slip,
+            FinanceFaultKind::MiscountedCloser => &mut self.miscounted_closer,
+            FinanceFaultKind::ShortDrop => &mut self.short_drop,
+            FinanceFaultKind::JackpotHit => &mut self.jackpot_hit,
+        }
+    }
+
+    /// Every kind of round fault at `rate` per round, and no finance errors.
     pub fn all(rate: f64) -> FaultPlan {
         FaultKind::ALL
             .into_iter()

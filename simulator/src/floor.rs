@@ -2,7 +2,8 @@
 //! over them.
 
 use crate::faults::FaultPlan;
-use crate::table::TableSim;
+use crate::shift::ShiftClock;
+use crate::table::{FinanceRecord, TableSim};
 use crate::Error;
 use schemas::{
     BetKind, BetLimit, DealingMode, JackpotConfig, Money, PoolId, RuleSet, TableConfig, TableId,
@@ -159,6 +160,25 @@ impl Floor {
             .map(TableSim::without_event_signatures)
             .collect();
         Floor { tables }
+    }
+
+    /// Every table changes shift at `clock`'s boundaries (`TableSim::with_shifts`).
+    pub fn with_shifts(self, clock: ShiftClock) -> Floor {
+        let tables = self
+            .tables
+            .into_iter()
+            .map(|t| t.with_shifts(clock))
+            .collect();
+        Floor { tables }
+    }
+
+    /// Takes every table's count results and finance errors (`TableSim::take_finance`).
+    pub fn take_finance(&mut self) -> FinanceRecord {
+        let mut out = FinanceRecord::default();
+        for t in &mut self.tables {
+            out.extend(t.take_finance());
+        }
+        out
     }
 
     /// Starts every table's device clock at `start_ns` plus a stagger of up to a minute per

@@ -3,9 +3,9 @@
 //! request, and publishes the events over NATS JetStream as table controllers would.
 //!
 //! Two layers:
-//! - `table`, `floor`, `faults`, `expected`: pure and deterministic. The same table id,
-//!   configuration, seed and fault plan give byte-identical events. No clock (timestamps
-//!   come from a simulated device clock), no I/O, no tokio.
+//! - `table`, `floor`, `faults`, `expected`, `tray`, `shift`: pure and deterministic. The
+//!   same table id, configuration, seed and fault plan give byte-identical events. No
+//!   clock (timestamps come from a simulated device clock), no I/O, no tokio.
 //! - `publish`: the async edge that puts those events on NATS.
 //!
 //! Invariants:
@@ -14,6 +14,11 @@
 //! - Payouts are what `rules::settle` says, except where a fault plan injected a wrong
 //!   payout, and every injected fault is listed with the finding code the replayer must
 //!   raise (`expected`).
+//! - The chip tray moves by what the dealer recorded (`tray`, `table::finance`). With no
+//!   finance error injected, each shift's counted closing is its opening plus fills, minus
+//!   credits, plus the tray's win, minus buy-ins and markers; each drop box's count equals
+//!   what went in. Every injected finance error is listed as the variance a report must
+//!   show (`expected`).
 //! - Bets lie within the table's limits; every card comes from one shuffled 52-card deck
 //!   unless a duplicate card was injected on purpose.
 //!
@@ -25,16 +30,22 @@ pub mod faults;
 pub mod floor;
 pub mod outbox;
 pub mod publish;
+pub mod shift;
 pub mod table;
+pub mod tray;
 
-pub use expected::FaultKind;
+pub use expected::{FaultKind, FinanceFaultKind, FinanceLink, FinanceVariance, VarianceKind};
 pub use faults::{FaultPlan, InjectedFault};
 pub use floor::{default_config, table_seed, Floor, MLP3_LINKED_POOL};
 pub use publish::{
     publish_floor, wait_for_stream, DeviceAccess, DurableWait, PublishOptions, PublishReport,
     PublishedRecord,
 };
-pub use table::{admin_key, stud_plays, tcp3_plays, PlayedRound, Published, TableSim};
+pub use shift::{ShiftClock, ShiftSpan};
+pub use table::{
+    admin_key, stud_plays, tcp3_plays, FinanceRecord, PlayedRound, Published, TableSim,
+};
+pub use tray::Tray;
 
 use schemas::{RoundId, Seq, TableId};
 use std::time::Duration;

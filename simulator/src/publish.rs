@@ -14,7 +14,7 @@
 
 use crate::faults::InjectedFault;
 use crate::outbox::Outbox;
-use crate::table::{Published, TableSim};
+use crate::table::{FinanceRecord, Published, TableSim};
 use crate::Error;
 use async_nats::jetstream::{self, context::PublishAckFuture, message::PublishMessage};
 use futures::StreamExt;
@@ -145,6 +145,9 @@ pub struct PublishReport {
     /// Events whose first publish (under their own message id) was not acknowledged:
     /// whatever the stream holds of them came from a republish or an ack that was lost.
     pub unacknowledged: Vec<(TableId, Seq)>,
+    /// The count room's results for the drop boxes removed, and the injected finance
+    /// errors as a report must show them (`TableSim::take_finance`).
+    pub finance: FinanceRecord,
 }
 
 struct TableReport {
@@ -156,6 +159,7 @@ struct TableReport {
     republished: u64,
     publish_failures: u64,
     unacknowledged: Vec<(TableId, Seq)>,
+    finance: FinanceRecord,
 }
 
 /// Connects to `url` (one server, or a cluster's nodes separated by commas), waits for
@@ -210,6 +214,7 @@ pub async fn publish_floor(
         report.republished += t.republished;
         report.publish_failures += t.publish_failures;
         report.unacknowledged.extend(t.unacknowledged);
+        report.finance.extend(t.finance);
     }
     Ok(report)
 }
@@ -266,6 +271,7 @@ impl Publisher {
                 republished: 0,
                 publish_failures: 0,
                 unacknowledged: Vec::new(),
+                finance: FinanceRecord::default(),
             },
             failed: BTreeSet::new(),
             checkpoint_skipped: false,
@@ -381,10 +387,12 @@ async fn publish_table(
             .faults
             .extend(played.injected.into_iter().map(|f| (id.clone(), f)));
         out.report.rounds += 1;
+        out.report.finance.extend(table.take_finance());
     }
     for p in table.closing_events()? {
         out.send(p).await?;
     }
+    out.report.finance.extend(table.take_finance());
     out.send_checkpoint(&table).await?;
     out.drain().await?;
     out.until_durable().await?;

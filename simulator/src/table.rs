@@ -5,7 +5,7 @@
 //! instant and advances by realistic gaps; randomness comes from ChaCha8 seeded by the
 //! caller. Payouts are the rules engine's (`rules::settle`), never computed here.
 
-use crate::expected::{self, FaultKind};
+use crate::expected::{self, FaultKind, FinanceFaultKind};
 use crate::faults::{FaultPlan, InjectedFault};
 use crate::Error;
 use rand::seq::SliceRandom;
@@ -16,11 +16,15 @@ use schemas::chain::{deck_commitment, event_hash};
 use schemas::provenance::{EventSignature, HeaderEnrollment};
 use schemas::settle::{BoxInput, RoundInput, Settlement};
 use schemas::{
-    codec, Announcement, BetKind, BoxNo, Card, CardTarget, ChipCount, Choice, DealingMode,
-    DeviceId, Event, EventBody, Finance, Hash32, JackpotConfig, Money, PayLine, RoundId, RuleSet,
-    Ruling, Seq, StaffId, Stake, TableConfig, TableId, WireFormat, WIRE_VERSION,
+    codec, Announcement, BetKind, BoxNo, Card, CardTarget, Choice, DealingMode, DeviceId, Event,
+    EventBody, Hash32, JackpotConfig, Money, PayLine, RoundId, RuleSet, Ruling, Seq, StaffId,
+    Stake, TableConfig, TableId, WireFormat, WIRE_VERSION,
 };
 use std::collections::BTreeMap;
+
+mod finance;
+
+pub use finance::FinanceRecord;
 
 /// 2026-01-01T00:00:00Z in ns: the simulated clock starts within the day after it.
 const EPOCH_2026_NS: i64 = 1_767_225_600_000_000_000;
@@ -96,7 +100,8 @@ pub struct TableSim {
     next_round: u64,
     /// This table's view of its jackpot pool: the value it shows before a round.
     pool: Money,
-    slip_no: u32,
+    /// The chip tray, the shift and its drop box (`finance`).
+    cage: finance::Cage,
     state: State,
     /// The key the table's controller (the dealer terminal, which publishes the chain)
     /// signs checkpoints with; enrolled by `admin_key()` when the table opens.
@@ -157,6 +162,7 @@ struct RoundFaults {
     swapped_hands: bool,
     wrong_payout: bool,
     missing_round_close: bool,
+    jackpot_hit: bool,
 }
 
 /// SSP4 §4.3, §4.4: the jackpot system's selections for a round.
@@ -347,7 +353,7 @@ impl TableSim {
             clock_ns,
             next_round: 1,
             pool,
-            slip_no: 0,
+            cage: finance::Cage::new(seed),
             state: State::New,
             signer: SigningKey::derive_for_simulation(&format!("device {table}/dealer-terminal")),
             key_generation: 0,
@@ -412,7 +418,8 @@ impl TableSim {
         Ok(n as u64)
     }
 
-    /// The table opens with its configuration: `TableOpened`.
+    /// The table opens with its configuration (`TableOpened`), the controller's key
+    /// enrolled, and the opener's count of the tray.
     pub fn opening_events(&mut self) -> Result<Vec<Published>, Error> {
         if self.state != State::New {
             return Err(Error::State {
@@ -426,6 +433,7 @@ impl TableSim {
         };
         self.emit(&mut out, None, Dev::Dealer, body, (0, 1));
         self.enroll_signer(&mut out);
+        self.open_shift(&mut out);
         self.state = State::Open;
         Ok(out)
     }
@@ -498,10 +506,11 @@ impl TableSim {
         })
     }
 
-    /// The table closes: `TableClosed`. No round can be played afterwards.
+    /// The table closes: the closer's count, the drop box removed, `TableClosed`. No round can be played afterwards.
     pub fn closing_events(&mut self) -> Result<Vec<Published>, Error> {
         self.require_open()?;
         let mut out = Vec::new();
+        self.close_shift(&mut out, None)?;
         self.emit(
             &mut out,
             None,
@@ -539,11 +548,12 @@ impl TableSim {
         expected::code(kind, self.config.rule_set).unwrap_or("unknown")
     }
 
-    /// Plays one round of play (preceded now and then by a finance event) and returns its
-    /// events with a valid chain, and the faults injected into it.
+    /// Plays one round of play (preceded by the cage's events between rounds: a shift
+    /// change, a buy-in, a fill or a credit) and returns its events with a valid chain,
+    /// and the faults injected into it.
     pub fn play_round(&mut self) -> Result<PlayedRound, Error> {
         self.require_open()?;
-        let mut ctx = self.begin_round();
+        let mut ctx = self.begin_round()?;
         let shuffled = self.shuffle(&mut ctx);
         self.take_bets(&mut ctx);
         self.select_ssp4(&mut ctx, shuffled.deck[0]);
@@ -557,7 +567,7 @@ impl TableSim {
         if !ctx.void {
             self.reveal(&mut ctx, &settlement);
         }
-        self.pay_out(&mut ctx, &settlement);
+        self.pay_out(&mut ctx, &settlement)?;
         self.settle_jackpot(&mut ctx, &settlement);
         self.close_round(&mut ctx, shuffled);
         Ok(PlayedRound {
@@ -567,19 +577,17 @@ impl TableSim {
         })
     }
 
-    /// Starts a round: its id, now and then a finance event, and its faults.
-    fn begin_round(&mut self) -> RoundCtx {
+    /// Starts a round: its id, the cage's events between rounds, and its faults.
+    fn begin_round(&mut self) -> Result<RoundCtx, Error> {
         let round = RoundId(self.next_round);
         self.next_round += 1;
         let rs = self.config.rule_set;
         let mut out = Vec::new();
-        if self.rng.gen_bool(0.08) {
-            self.finance(&mut out);
-        }
+        self.between_rounds(&mut out, round)?;
         let manual = self.config.dealing == DealingMode::ManualShoe;
         let burns = manual && matches!(rs, RuleSet::Csp6 | RuleSet::Mlp3 | RuleSet::Tcp3);
         let faults = self.draw_faults(burns);
-        RoundCtx {
+        Ok(RoundCtx {
             round,
             rs,
             hand_len: rs.hand_len(),
@@ -597,12 +605,13 @@ impl TableSim {
             play_stakes: BTreeMap::new(),
             out,
             injected: Vec::new(),
-        }
+        })
     }
 
     /// Which faults this round carries, decided up front from the fault generator.
     fn draw_faults(&mut self, burns: bool) -> RoundFaults {
         let shuffler = self.config.dealing == DealingMode::Shuffler;
+        let manual = self.config.dealing == DealingMode::ManualShoe;
         // The draws happen in this order: it fixes the fault generator's sequence.
         RoundFaults {
             late_bet: self.wants(FaultKind::LateBet),
@@ -613,6 +622,8 @@ impl TableSim {
             swapped_hands: shuffler && self.wants(FaultKind::SwappedHands),
             wrong_payout: self.wants(FaultKind::WrongPayout),
             missing_round_close: self.wants(FaultKind::MissingRoundClose),
+            jackpot_hit: self.jackpot_hit_applies(manual)
+                && self.wants_finance(FinanceFaultKind::JackpotHit),
         }
     }
 
@@ -717,6 +728,9 @@ impl TableSim {
         }
         if ctx.manual {
             ctx.deal_one_at_a_time(&mut shoe, &mut cards);
+            if ctx.faults.jackpot_hit {
+                self.rig_jackpot(ctx, &mut cards);
+            }
         } else {
             self.deal_sets(ctx, &mut shoe, &mut cards);
         }
@@ -1022,7 +1036,8 @@ impl TableSim {
     }
 
     /// What the dealer pays: the rules' result on every line, one line possibly wrong.
-    fn pay_out(&mut self, ctx: &mut RoundCtx, settlement: &Settlement) {
+    /// The chips move through the tray first (a fill comes before the payouts it needs).
+    fn pay_out(&mut self, ctx: &mut RoundCtx, settlement: &Settlement) -> Result<(), Error> {
         let net = settlement.net();
         let lines: Vec<(BoxNo, PayLine, Money)> = net
             .iter()
@@ -1033,11 +1048,12 @@ impl TableSim {
         } else {
             None
         };
-        for (i, &(box_no, line, expected)) in lines.iter().enumerate() {
-            let recorded = match wrong {
-                Some((w, r)) if w == i => r,
-                _ => expected,
-            };
+        let mut recorded = lines.clone();
+        if let Some((w, r)) = wrong {
+            recorded[w].2 = r;
+        }
+        self.tray_round(ctx, &recorded, settlement)?;
+        for (&(box_no, line, expected), &(_, _, recorded)) in lines.iter().zip(&recorded) {
             let body = EventBody::PaidOut {
                 box_no,
                 line,
@@ -1045,6 +1061,7 @@ impl TableSim {
             };
             let seq = self.emit_round(ctx, Dev::Dealer, body, (1_000, 5_000));
             if recorded != expected {
+                self.record_wrong_payout(ctx, expected, recorded, seq);
                 ctx.injected.push(InjectedFault::WrongPayout {
                     round: ctx.round,
                     box_no,
@@ -1056,6 +1073,7 @@ impl TableSim {
                 });
             }
         }
+        Ok(())
     }
 
     /// The line paid wrongly (its index in `lines`) and the amount recorded for it.
@@ -1088,7 +1106,8 @@ impl TableSim {
                 box_no: p.box_no,
                 amount: p.amount,
             };
-            self.emit_round(ctx, Dev::Jackpot, body, (500, 3_000));
+            let seq = self.emit_round(ctx, Dev::Jackpot, body, (500, 3_000));
+            self.record_jackpot(ctx.round, p.amount, seq);
             if p.amount == p.pool_before && p.pool_after == j.reset {
                 let body = EventBody::JackpotReset {
                     pool: j.pool.clone(),
@@ -1267,50 +1286,6 @@ impl TableSim {
         })
     }
 
-    /// A finance movement between rounds.
-    fn finance(&mut self, out: &mut Vec<Published>) {
-        self.slip_no += 1;
-        let slip = self.slip_no;
-        let entry = match self.rng.gen_range(0..10) {
-            0..=3 => Finance::CashBuyIn {
-                amount: Money(10_000 * self.rng.gen_range(1..=50)),
-            },
-            4 => Finance::Marker {
-                amount: Money(100_000 * self.rng.gen_range(1..=20)),
-                marker_no: format!("M-{}-{slip:05}", self.table),
-            },
-            5..=6 => Finance::Fill {
-                amount: Money(500_000 * self.rng.gen_range(1..=10)),
-                slip_no: format!("F-{}-{slip:05}", self.table),
-            },
-            7 => Finance::Credit {
-                amount: Money(500_000 * self.rng.gen_range(1..=10)),
-                slip_no: format!("C-{}-{slip:05}", self.table),
-            },
-            _ => {
-                let counts: Vec<ChipCount> = [100i64, 500, 2_500, 10_000, 50_000, 100_000]
-                    .into_iter()
-                    .map(|d| ChipCount {
-                        denomination: Money(d),
-                        chips: self.rng.gen_range(0..400),
-                    })
-                    .collect();
-                let total = counts
-                    .iter()
-                    .map(|c| Money(c.denomination.0 * i64::from(c.chips)))
-                    .sum();
-                Finance::ChipInventory { counts, total }
-            }
-        };
-        self.emit(
-            out,
-            None,
-            Dev::Cage,
-            EventBody::Finance { entry },
-            (10_000, 120_000),
-        );
-    }
-
     fn announce(&mut self, out: &mut Vec<Published>, round: RoundId, a: Announcement) {
         let body = EventBody::Announced { announcement: a };
         self.emit(out, Some(round), Dev::Dealer, body, (1_000, 4_000));
@@ -1326,8 +1301,20 @@ impl TableSim {
         body: EventBody,
         gap_ms: (u64, u64),
     ) -> Seq {
-        let gap = self.rng.gen_range(gap_ms.0..=gap_ms.1.max(gap_ms.0)) as i64;
-        self.clock_ns += gap * 1_000_000 + self.rng.gen_range(0..1_000_000);
+        let gap_ns = gap_ns(&mut self.rng, gap_ms);
+        self.emit_after(out, round, dev, body, gap_ns)
+    }
+
+    /// Appends the next event of the chain `gap_ns` after the previous one.
+    fn emit_after(
+        &mut self,
+        out: &mut Vec<Published>,
+        round: Option<RoundId>,
+        dev: Dev,
+        body: EventBody,
+        gap_ns: i64,
+    ) -> Seq {
+        self.clock_ns += gap_ns;
         self.seq += 1;
         let device = match dev {
             Dev::Dealer => &self.devices.dealer,
@@ -1360,6 +1347,12 @@ impl TableSim {
         });
         Seq(self.seq)
     }
+}
+
+/// A gap drawn from `gap_ms` (milliseconds), with a sub-millisecond part, in ns.
+fn gap_ns(rng: &mut ChaCha8Rng, gap_ms: (u64, u64)) -> i64 {
+    let gap = rng.gen_range(gap_ms.0..=gap_ms.1.max(gap_ms.0)) as i64;
+    gap * 1_000_000 + rng.gen_range(0..1_000_000)
 }
 
 #[derive(Debug, Clone, Copy)]

@@ -507,6 +507,8 @@ fn each_fault_kind_appears_in_the_events_at_rate_one() {
 #[test]
 fn payout_errors_plan_changes_only_payouts() {
     // The same seed with and without payout errors: the same cards, bets and decisions.
+    // The cage's events differ: a wrong payout really moves the tray's chips, so fills
+    // and credits come at other times and the counts differ.
     let mut a = table(RuleSet::Csp6, DealingMode::ManualShoe, 5, FaultPlan::none());
     let mut b = table(
         RuleSet::Csp6,
@@ -517,9 +519,14 @@ fn payout_errors_plan_changes_only_payouts() {
     let (_, ra) = play(&mut a, 50);
     let (_, rb) = play(&mut b, 50);
     let mut wrong = 0;
+    let of_round = |r: &PlayedRound| -> Vec<Published> {
+        let cage = |p: &&Published| matches!(p.event.body, EventBody::Finance { .. });
+        r.events.iter().filter(|p| !cage(p)).cloned().collect()
+    };
     for (x, y) in ra.iter().zip(&rb) {
-        assert_eq!(x.events.len(), y.events.len());
-        for (p, q) in x.events.iter().zip(&y.events) {
+        let (xe, ye) = (of_round(x), of_round(y));
+        assert_eq!(xe.len(), ye.len());
+        for (p, q) in xe.iter().zip(&ye) {
             match (&p.event.body, &q.event.body) {
                 (EventBody::PaidOut { net: n1, .. }, EventBody::PaidOut { net: n2, .. }) => {
                     if n1 != n2 {
@@ -535,9 +542,8 @@ fn payout_errors_plan_changes_only_payouts() {
             .all(|f| f.kind() == FaultKind::WrongPayout));
         assert_eq!(
             y.injected.len(),
-            y.events
-                .iter()
-                .zip(&x.events)
+            ye.iter()
+                .zip(&xe)
                 .filter(|(q, p)| q.event.body != p.event.body)
                 .count()
         );

@@ -23,6 +23,15 @@ const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
 const NATS_SERVER_BIN = process.env.NATS_SERVER_BIN || "nats-server";
 const SHOTS = path.join(ROOT, "target", "browser-test");
 const TIMEOUT_MS = 120000;
+// The property's zone: UTC+8 all year, so the test can write local times by hand.
+const TZ = "Asia/Singapore";
+const TZ_OFFSET_MS = 8 * 3600 * 1000;
+const sleep = ms => new Promise(r => setTimeout(r, ms));
+// A UTC ns time as the property's wall clock, YYYY-MM-DDTHH:MM (a datetime-local value).
+function localInput(ns, addMinutes = 0) {
+  const ms = Number(BigInt(ns) / 1000000n) + TZ_OFFSET_MS + addMinutes * 60000;
+  return new Date(ms).toISOString().slice(0, 16);
+}
 
 function log(...a) { console.log("[browser-test]", ...a); }
 
@@ -48,7 +57,8 @@ async function startNats(dir) {
 // `roundledger serve` on the demo ledger, ingesting from `nats` (new rounds arrive live).
 function startServer(ledger, config, nats) {
   return new Promise((resolve, reject) => {
-    const p = spawn(BIN, ["serve", "--ledger", ledger, "--nats", nats, "--trust-simulated-admin", "--config", config, "--http", "127.0.0.1:0"],
+    const p = spawn(BIN, ["serve", "--ledger", ledger, "--nats", nats, "--trust-simulated-admin", "--config", config, "--http", "127.0.0.1:0",
+      "--time-zone", TZ],
       { stdio: ["ignore", "inherit", "pipe"] });
     let err = "";
     const timer = setTimeout(() => reject(new Error("server did not start: " + err)), 60000);
@@ -106,25 +116,33 @@ async function main() {
     page.on("pageerror", e => errors.push(e.message));
     page.on("console", m => { if (m.type() === "error") errors.push(m.text()); });
 
-    // Sign in.
+    // Sign in: nothing but the sign-in form shows before; a wrong token says so.
     await page.goto(server.url + "/");
     await page.waitForSelector("#login:not([hidden])");
+    assert.ok(!(await page.locator("#nav").isVisible()), "no navigation before sign-in");
     await page.screenshot({ path: path.join(SHOTS, "01-sign-in.png") });
     await page.fill("#token", "wrong-token-0000000000000000");
     await page.click("#login-form button");
     await page.waitForFunction(() => document.querySelector("#login-error").textContent.length > 0);
+    assert.match(await page.locator("#login-error").innerText(), /not accepted/);
     await page.fill("#token", token);
     await page.click("#login-form button");
 
-    // The dispute queue.
-    await page.waitForSelector("#rounds-table tbody tr");
-    const queued = await page.locator("#rounds-table tbody tr").count();
-    assert.ok(queued > 0, "the dispute queue lists disputed rounds");
+    // The dispute queue: one row per disputed line, naming the box.
+    await page.waitForSelector("#queue-table tbody tr");
+    const queued = await page.locator("#queue-table tbody tr").count();
+    assert.ok(queued > 0, "the dispute queue lists disputed lines");
+    assert.match(await page.locator("#queue-table thead").innerText(), /Box[\s\S]*Due[\s\S]*Paid/);
     assert.match(await page.locator("#who").innerText(), /surveillance/);
+    assert.match(await page.locator("#queue-table tbody tr").first().innerText(), /GMT\+8/, "times in the property's zone");
     await page.screenshot({ path: path.join(SHOTS, "02-dispute-queue.png"), fullPage: true });
+    await queueFiltersAndCsv(page, server.url);
+    await pageLeftRace(page, server.url, token);
 
     // Open the first disputed round.
-    await page.locator("#rounds-table tbody tr").first().click();
+    await page.goto(server.url + "/#/disputes");
+    await page.waitForSelector("#queue-table tbody tr");
+    await page.locator("#queue-table tbody tr").first().click();
     await page.waitForSelector("#felt .box");
     await page.waitForSelector("#step-pos");
     const pos0 = await page.locator("#step-pos").innerText();
@@ -160,6 +178,7 @@ async function main() {
     const bg = await diffRows.first().locator("td").first().evaluate(el => getComputedStyle(el).backgroundColor);
     assert.notEqual(bg, "rgba(0, 0, 0, 0)", "the difference row is coloured");
     assert.ok(await page.locator("#felt .box.disputed").count() > 0, "the disputed box is marked on the layout");
+    assert.ok(await page.locator("#felt .box.disputed .due .due-diff").count() > 0, "the disputed box shows the line due against the paid one");
     // Every finding quotes its clause from the rule book.
     const nFindings = await page.locator("#view .finding").count();
     assert.ok(nFindings > 0, "a disputed round has findings");
@@ -167,6 +186,15 @@ async function main() {
     assert.match(await page.locator("#view .finding .wording").first().innerText(), /^Rule book, [A-Z0-9]+ .+: \S+/);
     await page.locator("#view .finding").first().scrollIntoViewIfNeeded();
     await page.screenshot({ path: path.join(SHOTS, "05-round-last-event-difference.png"), fullPage: true });
+    // Each event's device and arrival times, to the millisecond, in the property's zone.
+    assert.match(await page.locator("#event-times").innerText(), /^device \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} GMT\+8 · arrived .+GMT\+8$/);
+    // The printed incident report: no navigation or controls, the settlement whole.
+    await page.emulateMedia({ media: "print" });
+    assert.ok(!(await page.locator("header.top").isVisible()), "the print has no navigation");
+    assert.ok(await page.locator("#settlement").isVisible(), "the print has the settlement");
+    await page.screenshot({ path: path.join(SHOTS, "05b-incident-report-print.png"), fullPage: true });
+    await page.pdf({ path: path.join(SHOTS, "incident-report.pdf"), format: "A4" });
+    await page.emulateMedia({ media: "screen" });
 
     // A case with a note.
     await page.fill("#case-title", "Patron disputes the payout");
@@ -185,14 +213,26 @@ async function main() {
     log(out.trim());
     assert.match(out, /^OK /);
     assert.match(out, /1 case entries|2 case entries/);
+    // Assign the case to oneself; the Cases page lists it under "open and mine".
+    page.once("dialog", d => d.accept("surveillance"));
+    await page.click(".case .assign-btn");
+    await page.waitForFunction(() => /assigned to surveillance/.test(document.querySelector("#cases").innerText));
+    await page.goto(server.url + "/#/cases?status=open&assignee=surveillance");
+    await page.waitForSelector("#cases-table tbody tr");
+    assert.match(await page.locator("#cases-table tbody tr").first().innerText(), /Patron disputes the payout[\s\S]*open[\s\S]*surveillance/);
 
-    // Search by table and box finds the round.
+    // Search by table and local time finds a known round.
+    const known = (await (await fetch(server.url + "/v1/rounds?limit=1", { headers: { Authorization: "Bearer " + token } })).json()).items[0];
     await page.goto(server.url + "/#/search");
     await page.waitForSelector("#search-form");
-    await page.selectOption("#s-table", { index: 1 });
-    await page.fill("#s-box", "1");
+    assert.match(await page.locator("#search-form").innerText(), /local time, Asia\/Singapore/);
+    await page.selectOption("#s-table", known.table);
+    await page.fill("#s-from", localInput(known.opened_at_ns));
+    await page.fill("#s-to", localInput(known.opened_at_ns, 1));
     await page.click("#search-form button");
-    await page.waitForSelector("#results table, #results .empty");
+    await page.waitForSelector("#results table");
+    const found = await page.locator("#results tbody").innerText();
+    assert.match(found, new RegExp(`${known.table}\\s+${known.round}\\b`), "the round opened in that local minute is found");
     await page.screenshot({ path: path.join(SHOTS, "07-round-search.png"), fullPage: true });
 
     // Tables and chains: each chain verified, how far checkpoints attest it, its gap, and
@@ -286,6 +326,42 @@ async function main() {
     nats.proc.kill("SIGTERM");
     fs.rmSync(tmp, { recursive: true, force: true });
   }
+}
+
+// The queue filtered by table and smallest difference, sorted by a click, as CSV.
+async function queueFiltersAndCsv(page, url) {
+  const table = (await page.locator("#queue-table tbody tr td").first().innerText()).trim();
+  await page.selectOption("#queue-form-table", table);
+  await page.fill("#f-min", "0.01");
+  await page.click("#queue-form button");
+  await page.waitForFunction(t => location.hash.includes("table=" + t), table);
+  await page.waitForSelector("#queue-table tbody tr");
+  const tables = await page.locator("#queue-table tbody tr td:first-child").allInnerTexts();
+  assert.ok(tables.length > 0 && tables.every(t => t.trim() === table), "only the chosen table: " + tables);
+  await page.locator("#queue-table thead th", { hasText: "Difference" }).click();
+  const diffs = (await page.locator("#queue-table tbody tr td:last-child").allInnerTexts()).map(t => Number(t.replace(/[,+]/g, "")));
+  assert.deepEqual(diffs, [...diffs].sort((a, b) => a - b), "sorted by difference");
+  const [csv] = await Promise.all([page.waitForEvent("download"), page.locator("button.csv").first().click()]);
+  const file = path.join(SHOTS, "dispute-queue.csv");
+  await csv.saveAs(file);
+  const lines = fs.readFileSync(file, "utf8").trim().split(/\r\n/);
+  assert.match(lines[0], /^Table,Round,Opened,Box,Line,Due,Paid,Difference/);
+  assert.equal(lines.length, tables.length + 1, "one CSV line per row shown");
+  await page.screenshot({ path: path.join(SHOTS, "02b-queue-filtered.png"), fullPage: true });
+}
+
+// The race: a slow answer for a round left behind must not overwrite the round shown now.
+async function pageLeftRace(page, url, token) {
+  const rows = (await (await fetch(url + "/v1/rounds?limit=2", { headers: { Authorization: "Bearer " + token } })).json()).items;
+  const [a, b] = rows;
+  const slow = `**/v1/tables/${a.table}/rounds/${a.round}`;
+  await page.route(slow, async route => { await sleep(1500); await route.continue(); });
+  await page.goto(`${url}/#/round/${a.table}/${a.round}`);
+  await page.goto(`${url}/#/round/${b.table}/${b.round}`);
+  await page.waitForSelector("#felt .box, #felt .empty");
+  await sleep(2500);
+  assert.match(await page.locator(".round-head h1").innerText(), new RegExp(`${b.table} · round ${b.round}$`), "the round opened last stays");
+  await page.unroute(slow);
 }
 
 main().catch(e => { console.error("[browser-test] FAILED:", e); process.exit(1); });

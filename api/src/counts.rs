@@ -1,0 +1,97 @@
+//! The count room's results entered by finance: `POST /v1/counts` takes a count its
+//! counter signed, from a trusted count key (`count_keys` in the access file), and
+//! appends it to the `counts.jsonl` journal; `GET /v1/counts` lists the standing counts.
+//! Reports read them through the same book (`readside::counts`).
+//!
+//! Invariants: a count is journaled only after its signature and signer are checked;
+//! entries are never changed (a recount is a new entry that stands over the earlier one);
+//! the book's lock is held across the write, so the book and the journal agree.
+
+use crate::auth::Caller;
+use crate::journal::{Journal, JournalError};
+use readside::counts::CountBook;
+use schemas::attest::PublicKey;
+use schemas::count::{CountEntry, SignedCount};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Mutex;
+
+/// Why a count was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum CountRefused {
+    #[error("{0}")]
+    Invalid(String),
+    #[error("count key {0} is not a trusted count key (count_keys in the access file)")]
+    Untrusted(String),
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+}
+
+/// The counts journal and its book.
+pub struct Counts {
+    journal: Journal,
+    book: Mutex<CountBook>,
+    /// Trusted count keys and whose they are.
+    trusted: std::sync::RwLock<BTreeMap<PublicKey, String>>,
+}
+
+impl Counts {
+    /// Opens the journal, checking every entry as the book reads it.
+    pub fn open(path: &Path, trusted: BTreeMap<PublicKey, String>) -> Result<Counts, JournalError> {
+        let mut book = CountBook::default();
+        let journal = Journal::open(path, |n, json| book.take_json(n, json))?;
+        Ok(Counts {
+            journal,
+            book: Mutex::new(book),
+            trusted: std::sync::RwLock::new(trusted),
+        })
+    }
+
+    /// Replaces the trusted count keys (the access file changed).
+    pub fn trust(&self, keys: BTreeMap<PublicKey, String>) {
+        *self.trusted.write().unwrap_or_else(|p| p.into_inner()) = keys;
+    }
+
+    /// The book (read under its lock).
+    pub fn book(&self) -> std::sync::MutexGuard<'_, CountBook> {
+        self.book.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The journal (its failures, for `/metrics` and `/ready`).
+    pub fn journal(&self) -> &Journal {
+        &self.journal
+    }
+
+    /// Checks `signed` and journals it as entered by `who` at `at_ns`.
+    pub fn enter(
+        &self,
+        signed: SignedCount,
+        who: &Caller,
+        at_ns: i64,
+    ) -> Result<CountEntry, CountRefused> {
+        signed
+            .check()
+            .map_err(|e| CountRefused::Invalid(e.to_string()))?;
+        let trusted = self.trusted.read().unwrap_or_else(|p| p.into_inner());
+        if !trusted.contains_key(&signed.signer) {
+            drop(trusted);
+            return Err(CountRefused::Untrusted(signed.signer.to_hex()));
+        }
+        drop(trusted);
+        let mut book = self.book();
+        if book.len() >= readside::counts::COUNTS_MAX {
+            let max = readside::counts::COUNTS_MAX;
+            return Err(CountRefused::Invalid(format!(
+                "the book holds {max} counts, its most"
+            )));
+        }
+        let entry = self.journal.append(|n| CountEntry {
+            n,
+            signed,
+            entered_by: who.name.clone(),
+            entered_at_ns: at_ns,
+        })?;
+        book.take(entry.clone()).map_err(CountRefused::Invalid)?;
+        Ok(entry)
+    }
+}

@@ -1,0 +1,188 @@
+//! The count room's results through the API: a trusted counter's signed count is journaled
+//! and listed; a forged, untrusted, malformed or unknown-table count is refused; a recount
+//! stands over the first; a restart reads the same book; only finance and admin may use it.
+
+use api::auth::{AccessConfig, CountKeyConfig, TokenConfig};
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use schemas::api::Role;
+use schemas::attest::SigningKey;
+use schemas::codec::{self, WireFormat};
+use schemas::count::{CountResult, SignedCount};
+use schemas::{DeviceId, Event, EventBody, Money, Seq, TableId, GENESIS};
+use serde_json::Value;
+use std::sync::Arc;
+use tower::ServiceExt;
+
+const FIN: &str = "finance-token-00000000000000001";
+const SURV: &str = "surveillance-token-000000000001";
+
+fn counter() -> SigningKey {
+    SigningKey::from_secret([5; 32])
+}
+
+fn access() -> AccessConfig {
+    let t = |name: &str, role, token: &str| TokenConfig {
+        name: name.into(),
+        role,
+        token: token.into(),
+        token_hash: None,
+    };
+    AccessConfig {
+        tokens: vec![
+            t("fiona.finance", Role::Finance, FIN),
+            t("sam.surveillance", Role::Surveillance, SURV),
+        ],
+        count_keys: vec![CountKeyConfig {
+            name: "count team B".into(),
+            key: counter().public().to_hex(),
+        }],
+    }
+}
+
+/// A ledger holding one event of table T-1.
+fn ledger(dir: &std::path::Path) -> ledger::Ledger {
+    let l = ledger::Ledger::open(dir).unwrap();
+    let table = TableId::new("T-1").unwrap();
+    let e = Event {
+        v: schemas::WIRE_VERSION,
+        table: table.clone(),
+        device: DeviceId::new("ctl-1").unwrap(),
+        seq: Seq(1),
+        prev: GENESIS,
+        occurred_at_ns: 1_000,
+        round: None,
+        body: EventBody::TableClosed,
+    };
+    let bytes = codec::encode(&e, WireFormat::Json);
+    let m = ledger::Incoming {
+        bytes,
+        subject_table: Some(table),
+        stream_seq: 1,
+        received_at_ns: 1_000,
+        provenance: Default::default(),
+    };
+    l.append_batch(&[m]).unwrap();
+    l
+}
+
+fn count(table: &str, cash: i64) -> CountResult {
+    CountResult {
+        table: TableId::new(table).unwrap(),
+        drop_box_id: format!("{table}/2026-11-25/1"),
+        cash: Money(cash),
+        markers: Money(20_000),
+        counted_at_ns: 2_000,
+        counted_by: "count team B".into(),
+    }
+}
+
+async fn call(
+    app: &axum::Router,
+    method: &str,
+    path: &str,
+    token: &str,
+    body: Option<Value>,
+) -> (StatusCode, Value) {
+    let req = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("authorization", format!("Bearer {token}"))
+        .header("content-type", "application/json")
+        .body(body.map_or(Body::empty(), |b| Body::from(b.to_string())))
+        .unwrap();
+    let res = app.clone().oneshot(req).await.unwrap();
+    let status = res.status();
+    let bytes = axum::body::to_bytes(res.into_body(), 1 << 24)
+        .await
+        .unwrap();
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
+}
+
+fn app(dir: &std::path::Path, ledger: Arc<ledger::Ledger>) -> axum::Router {
+    let (_stop, rx) = tokio::sync::watch::channel(false);
+    let state = api::AppState::new(
+        ledger,
+        &access(),
+        &dir.join("api"),
+        &dir.join("readmodel"),
+        || 7,
+        rx,
+        api::FinanceSetup::default(),
+    )
+    .unwrap();
+    api::router(state)
+}
+
+fn signed(c: CountResult, key: &SigningKey) -> Value {
+    serde_json::to_value(SignedCount::sign(key, c, 3_000).unwrap()).unwrap()
+}
+
+#[tokio::test]
+async fn finance_enters_a_signed_count_and_forged_ones_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let l = Arc::new(ledger(&dir.path().join("ledger")));
+    let app = app(dir.path(), l.clone());
+    let body = signed(count("T-1", 150_000), &counter());
+    let (s, e) = call(&app, "POST", "/v1/counts", FIN, Some(body.clone())).await;
+    assert_eq!(s, StatusCode::CREATED, "{e}");
+    assert_eq!(
+        (e["n"].as_u64(), e["entered_by"].as_str()),
+        (Some(1), Some("fiona.finance"))
+    );
+    let (s, _) = call(&app, "POST", "/v1/counts", SURV, Some(body.clone())).await;
+    assert_eq!(
+        s,
+        StatusCode::FORBIDDEN,
+        "surveillance may not enter counts"
+    );
+    let mut forged = body.clone();
+    forged["count"]["cash"] = Value::from(1);
+    let (s, e) = call(&app, "POST", "/v1/counts", FIN, Some(forged)).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{e}");
+    assert!(e["error"].as_str().unwrap().contains("signature"), "{e}");
+    let stranger = signed(count("T-1", 150_000), &SigningKey::from_secret([6; 32]));
+    let (s, _) = call(&app, "POST", "/v1/counts", FIN, Some(stranger)).await;
+    assert_eq!(s, StatusCode::FORBIDDEN);
+    let unknown = signed(count("T-9", 150_000), &counter());
+    let (s, _) = call(&app, "POST", "/v1/counts", FIN, Some(unknown)).await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
+    let mut extra = body.clone();
+    extra["note"] = Value::from("x");
+    let (s, _) = call(&app, "POST", "/v1/counts", FIN, Some(extra)).await;
+    assert!(s.is_client_error(), "an unknown field is refused: {s}");
+    let recount = signed(count("T-1", 149_000), &counter());
+    let (s, _) = call(&app, "POST", "/v1/counts", FIN, Some(recount)).await;
+    assert_eq!(s, StatusCode::CREATED);
+    let (s, list) = call(&app, "GET", "/v1/counts?table=T-1", FIN, None).await;
+    assert_eq!(s, StatusCode::OK, "{list}");
+    let list = list.as_array().unwrap();
+    assert_eq!(list.len(), 1, "one box, its recount stands");
+    assert_eq!(list[0]["signed"]["count"]["cash"], 149_000);
+    let (s, _) = call(&app, "GET", "/v1/counts?sort=x", FIN, None).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    drop(app);
+    let book = readside::counts::CountBook::read(&dir.path().join("api")).unwrap();
+    assert_eq!(book.len(), 2, "both counts journaled, read back offline");
+    let (standing, counts) = book.standing("T-1/2026-11-25/1").unwrap();
+    assert_eq!((standing.signed.count.cash, counts), (Money(149_000), 2));
+}
+
+#[tokio::test]
+async fn an_altered_counts_journal_is_refused_at_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let l = Arc::new(ledger(&dir.path().join("ledger")));
+    let app = app(dir.path(), l);
+    let body = signed(count("T-1", 150_000), &counter());
+    let (s, _) = call(&app, "POST", "/v1/counts", FIN, Some(body)).await;
+    assert_eq!(s, StatusCode::CREATED);
+    drop(app);
+    let path = dir.path().join("api").join(schemas::journal::COUNTS_FILE);
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, text.replace("150000", "160000")).unwrap();
+    let e = readside::counts::CountBook::read(&dir.path().join("api")).unwrap_err();
+    assert!(e.to_string().contains("counts.jsonl line 1"), "{e}");
+}
