@@ -259,7 +259,10 @@ pub fn area_of(method: &str, path: &str) -> Area {
     match parts.as_slice() {
         ["v1", "whoami"] | ["v1", "status"] => Area::Anyone,
         ["v1", "tables"] => Area::Tables,
-        ["v1", "tables", _, "finance"] | ["v1", "finance"] | ["v1", "counts"] => Area::Finance,
+        ["v1", "tables", _, "finance"]
+        | ["v1", "finance", ..]
+        | ["v1", "reports", ..]
+        | ["v1", "counts"] => Area::Finance,
         ["v1", "tables", _, "rounds", ..] | ["v1", "rounds"] => Area::Rounds,
         ["v1", "disputes"] => Area::Disputes,
         ["v1", "findings"] => Area::Findings,
@@ -287,6 +290,15 @@ mod tests {
         assert!(!allowed(Role::Finance, f("GET", "/v1/evidence/T/3")));
         assert!(allowed(Role::Finance, f("GET", "/v1/finance")));
         assert!(!allowed(Role::Surveillance, f("GET", "/v1/finance")));
+        for p in [
+            "/v1/reports",
+            "/v1/reports/jackpots",
+            "/v1/finance/rounds/T/3",
+        ] {
+            assert!(allowed(Role::Finance, f("GET", p)), "{p}");
+            assert!(allowed(Role::Admin, f("GET", p)), "{p}");
+            assert!(!allowed(Role::Surveillance, f("GET", p)), "{p}");
+        }
         assert!(!allowed(Role::Surveillance, f("GET", "/v1/audit")));
         assert!(allowed(Role::Surveillance, f("POST", "/v1/cases/1/notes")));
         assert!(allowed(Role::Admin, f("GET", "/v1/audit")));

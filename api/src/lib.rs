@@ -32,6 +32,7 @@ pub mod auth;
 pub mod cases;
 pub mod counts;
 mod edge;
+mod finance;
 pub mod journal;
 pub mod limit;
 mod openapi;
@@ -120,6 +121,8 @@ pub struct ApiConfig {
     /// The access file `access` came from: reloaded when it changes (`ACCESS_POLL`), so a
     /// token added or revoked by `roundledger tokens` takes effect without a restart.
     pub access_file: Option<PathBuf>,
+    /// Shifts and pits for `GET /v1/reports`.
+    pub finance: FinanceSetup,
 }
 
 /// How often the server looks at its access file for changes.
@@ -158,6 +161,40 @@ pub async fn watch_access(
                 path.display()
             ),
         }
+    }
+}
+
+/// What finance reports need besides the read model and the count journal: the
+/// property's day rule with its shifts (the model's rows are cut by it) and its pits.
+#[derive(Clone)]
+pub struct FinanceSetup {
+    pub rule: ledger::days::DayRule,
+    pub pits: Vec<readside::finance::Pit>,
+}
+
+impl Default for FinanceSetup {
+    /// The defaults `--help` states (06:00 UTC, one shift), no pits.
+    fn default() -> FinanceSetup {
+        let rule = ledger::days::DayRule::new(
+            ledger::days::DAY_START_DEFAULT,
+            ledger::days::TIME_ZONE_DEFAULT,
+        )
+        .expect("the default day rule is valid");
+        FinanceSetup {
+            rule,
+            pits: Vec::new(),
+        }
+    }
+}
+
+impl std::fmt::Debug for FinanceSetup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "FinanceSetup({}, {} pits)",
+            self.rule.spec(),
+            self.pits.len()
+        )
     }
 }
 
@@ -226,6 +263,7 @@ pub struct AppState {
     tail: Mutex<Tail>,
     /// Requests by route and status (`ops`, `/metrics`).
     pub requests: Arc<ops::Requests>,
+    pub finance: FinanceSetup,
     /// Failing requests per client address (`limit`).
     pub limiter: limit::Limiter,
     /// The property's time zone (`ApiConfig::time_zone`); UTC until set.
@@ -244,6 +282,7 @@ impl AppState {
         model_dir: &Path,
         clock: Clock,
         stopping: tokio::sync::watch::Receiver<bool>,
+        finance: FinanceSetup,
     ) -> Result<Shared, Error> {
         let tokens = Tokens::new(access)?;
         std::fs::create_dir_all(state_dir).map_err(|source| Error::StateDir {
@@ -253,7 +292,7 @@ impl AppState {
         let audit = Journal::open(&audit_path(state_dir), |_, _| Ok(()))?;
         let cases = Cases::open(&cases_path(state_dir))?;
         let counts = Counts::open(&counts_path(state_dir), access.count_keys()?)?;
-        let model = open_model(model_dir)?;
+        let model = open_model(model_dir, &finance.rule)?;
         let (feed, _) = tokio::sync::broadcast::channel(FEED_CAPACITY);
         Ok(Arc::new(AppState {
             ledger,
@@ -269,6 +308,7 @@ impl AppState {
             pools_cache: Mutex::new(None),
             tail: Mutex::new(Tail::default()),
             requests: Arc::default(),
+            finance,
             limiter: limit::Limiter::default(),
             time_zone: std::sync::OnceLock::new(),
         }))
@@ -327,10 +367,10 @@ impl AppState {
     }
 }
 
-/// Opens the read model; clears one of another version or that fails its checks at open
-/// (the indexer then rebuilds it from the ledger): never served wrong.
-fn open_model(dir: &Path) -> Result<Model, Error> {
-    match Model::open(dir) {
+/// Opens the read model; clears one of another version or day rule, or that fails its
+/// checks at open (the indexer then rebuilds it from the ledger): never served wrong.
+fn open_model(dir: &Path, rule: &ledger::days::DayRule) -> Result<Model, Error> {
+    match Model::open(dir, rule) {
         Ok(m) => Ok(m),
         Err(e @ (model::ModelError::Version { .. } | model::ModelError::Corrupt(_))) => {
             tracing::warn!("{e}: rebuilding the read model from the ledger");
@@ -338,7 +378,7 @@ fn open_model(dir: &Path) -> Result<Model, Error> {
                 path: dir.to_path_buf(),
                 source,
             })?;
-            Ok(Model::open(dir)?)
+            Ok(Model::open(dir, rule)?)
         }
         Err(e) => Err(e.into()),
     }
@@ -418,6 +458,7 @@ pub async fn run_with_ops(
         &config.model_dir,
         system_clock,
         stop_rx.clone(),
+        config.finance.clone(),
     )?;
     if let Some(a) = config.alerts {
         // A fresh state: nothing has set it before.

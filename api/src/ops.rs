@@ -343,6 +343,7 @@ mod tests {
             &dir.join("model"),
             crate::system_clock,
             stop,
+            crate::FinanceSetup::default(),
         )
         .expect("state");
         (st, ledger)

@@ -10,8 +10,6 @@ use crate::{
     rounds, AppState, ReadError, Shared, AUDIT_LIMIT_MAX, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX,
     POOL_EVENTS_MAX,
 };
-/// One hour in ns: finance spans are whole hours.
-const HOUR_NS: i64 = 3_600_000_000_000;
 /// Most events one `GET /v1/export` holds, whatever its range.
 pub const EXPORT_EVENTS_MAX: u64 = 2_000_000;
 use axum::extract::{Path, Query, Request, State};
@@ -84,7 +82,7 @@ fn error(status: StatusCode, msg: impl Into<String>) -> Response {
 }
 
 /// Runs `f` on the blocking pool (sled, files).
-async fn blocking<T: Send + 'static>(
+pub(crate) async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, ReadError> + Send + 'static,
 ) -> Result<T, Refusal> {
     let done = tokio::task::spawn_blocking(f)
@@ -109,7 +107,10 @@ pub fn router(state: Shared) -> axum::Router {
         .routes(routes!(quarantine_entry))
         .routes(routes!(alerts))
         .routes(routes!(pools))
-        .routes(routes!(finance))
+        .routes(routes!(crate::finance::finance))
+        .routes(routes!(crate::finance::reports))
+        .routes(routes!(crate::finance::jackpots))
+        .routes(routes!(crate::finance::round_finance))
         .routes(routes!(list_counts, enter_count))
         .routes(routes!(feed))
         .routes(routes!(list_cases, open_case))
@@ -399,7 +400,7 @@ fn page(offset: Option<u64>, limit: Option<u64>, max: u64) -> Result<(u64, u64),
     Ok((offset, limit))
 }
 
-fn table_id(s: &str) -> Result<TableId, ReadError> {
+pub(crate) fn table_id(s: &str) -> Result<TableId, ReadError> {
     TableId::new(s).map_err(|e| ReadError::BadRequest(format!("table {s:?}: {e}")))
 }
 
@@ -519,7 +520,11 @@ async fn list_rounds(
     }))
 }
 
-async fn load_round(st: &Shared, table: &str, round: u64) -> Result<rounds::LoadedRound, Refusal> {
+pub(crate) async fn load_round(
+    st: &Shared,
+    table: &str,
+    round: u64,
+) -> Result<rounds::LoadedRound, Refusal> {
     let table = table_id(table)?;
     let (ledger, model) = (st.ledger.clone(), st.model.clone());
     blocking(move || {
@@ -832,58 +837,6 @@ fn compute_pools(st: &AppState) -> Result<Vec<PoolView>, ReadError> {
         .collect();
     *st.pools_cache.lock().unwrap_or_else(|p| p.into_inner()) = Some((stored, views.clone()));
     Ok(views)
-}
-
-/// Finance filters: a table, and a span of whole UTC hours (a shift or a gaming day).
-#[derive(Debug, Deserialize, IntoParams)]
-#[serde(deny_unknown_fields)]
-#[into_params(parameter_in = Query)]
-pub struct FinanceQuery {
-    /// Only this table.
-    #[param(pattern = "^[A-Za-z0-9_-]{1,32}$")]
-    table: Option<String>,
-    /// With `to_ns`: only events from this time on (UTC ns, device time, on the hour).
-    from_ns: Option<i64>,
-    /// With `from_ns`: only events before this time (UTC ns, on the hour).
-    to_ns: Option<i64>,
-}
-
-#[utoipa::path(get, path = "/v1/finance", tag = "finance", params(FinanceQuery),
-    responses((status = 200, description = "finance totals per table, of all time or of whole UTC hours (rounds by their opening time)", body = Vec<FinanceSummary>), (status = 400, body = ApiError)))]
-async fn finance(
-    State(st): State<Shared>,
-    Query(q): Query<FinanceQuery>,
-) -> Result<Json<Vec<FinanceSummary>>, Refusal> {
-    let table = q.table.as_deref().map(table_id).transpose()?;
-    let span = match (q.from_ns, q.to_ns) {
-        (None, None) => None,
-        (Some(f), Some(t)) if f % HOUR_NS == 0 && t % HOUR_NS == 0 && f <= t => Some((f, t)),
-        _ => {
-            return Err(ReadError::BadRequest(
-                "from_ns and to_ns: both, on the hour (UTC ns), from_ns <= to_ns".into(),
-            )
-            .into())
-        }
-    };
-    let model = st.model.clone();
-    let rows = blocking(move || {
-        let mut rows = Vec::new();
-        for (t, s) in model.statuses()? {
-            if table.as_ref().is_some_and(|x| *x != t) {
-                continue;
-            }
-            rows.push(match span {
-                Some((f, to)) => model.finance_between(&t, f, to)?,
-                None => FinanceSummary {
-                    table: Some(t),
-                    ..s.finance
-                },
-            });
-        }
-        Ok(rows)
-    })
-    .await?;
-    Ok(Json(rows))
 }
 
 #[utoipa::path(get, path = "/v1/feed", tag = "rounds",
@@ -1329,6 +1282,7 @@ mod tests {
             &dir.path().join("readmodel"),
             || 7,
             rx,
+            crate::FinanceSetup::default(),
         )
         .unwrap();
         crate::cases::testing::open_on(&st.cases, 1, "short pay");

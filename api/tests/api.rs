@@ -139,6 +139,7 @@ fn fixture() -> Fixture {
         &dir.path().join("readmodel"),
         clock,
         rx,
+        api::FinanceSetup::default(),
     )
     .unwrap();
     state.index_all().unwrap();
@@ -370,6 +371,44 @@ async fn finance_sees_totals_and_pools_but_no_round_data() {
 }
 
 #[tokio::test]
+async fn finance_reports_refuse_what_they_do_not_know_and_open_a_disputed_round() {
+    let f = fixture();
+    let (table, round) = disputed(&f.app).await;
+    let (s, page) = get(&f.app, &format!("/v1/rounds?table={table}&limit=1"), SURV).await;
+    assert_eq!(s, StatusCode::OK, "{page}");
+    let at = page["items"][0]["opened_at_ns"].as_i64().unwrap();
+    let day = ledger::days::DayRule::new("06:00", "UTC")
+        .unwrap()
+        .day_of(at)
+        .unwrap();
+    let (s, rep) = get(&f.app, &format!("/v1/reports?day={day}&group_by=game"), FIN).await;
+    assert_eq!(s, StatusCode::OK, "{rep}");
+    assert!(rep["total"]["rounds"].as_u64().unwrap() > 0, "{rep}");
+    assert!(
+        rep["total"]["drop"].is_null(),
+        "no box counted: no drop, never zero"
+    );
+    for bad in [
+        format!("/v1/reports?day={day}&colour=red"),
+        "/v1/reports".to_string(),
+        format!("/v1/reports?day={day}&mtd={day}"),
+        format!("/v1/reports?day={day}&group_by=dealer"),
+        "/v1/finance?from_ns=1&to_ns=2".to_string(),
+    ] {
+        let (s, body) = get(&f.app, &bad, FIN).await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "{bad}: {body}");
+    }
+    let (s, _) = get(&f.app, &format!("/v1/reports?day={day}"), SURV).await;
+    assert_eq!(s, StatusCode::FORBIDDEN);
+    let path = format!("/v1/finance/rounds/{table}/{round}");
+    let (s, summary) = get(&f.app, &path, FIN).await;
+    assert_eq!(s, StatusCode::OK, "{summary}");
+    let lines = summary["lines"].as_array().unwrap();
+    assert!(lines.iter().any(|l| l["recorded"] != l["due"]), "{summary}");
+    assert!(summary.get("events").is_none() && summary.get("findings").is_none());
+}
+
+#[tokio::test]
 async fn each_role_is_refused_what_it_must_not_see() {
     let f = fixture();
     let (table, round) = disputed(&f.app).await;
@@ -464,6 +503,7 @@ async fn every_read_is_audited_and_only_admins_read_the_log() {
         &f.dir.path().join("readmodel"),
         clock,
         rx,
+        api::FinanceSetup::default(),
     )
     .unwrap();
     assert_eq!(
@@ -1239,6 +1279,7 @@ async fn a_real_socket_serves_the_api_ui_and_the_live_feed() {
         state_dir: dir.path().join("api"),
         model_dir: dir.path().join("readmodel"),
         alerts: Some(api::AlertSource(Arc::new(|| vec![one_alert()]))),
+        finance: api::FinanceSetup::default(),
         tls: None,
         access_file: None,
         time_zone: "Asia/Singapore".into(),
@@ -1388,6 +1429,7 @@ async fn the_newest_round_is_listed_from_its_first_event() {
         &dir.path().join("readmodel"),
         clock,
         rx,
+        api::FinanceSetup::default(),
     )
     .unwrap();
     let app = api::router(state.clone());
@@ -2060,6 +2102,7 @@ fn restart(dir: &std::path::Path, ledger: &Arc<ledger::Ledger>) -> api::Shared {
         &dir.join("readmodel"),
         clock,
         rx,
+        api::FinanceSetup::default(),
     )
     .unwrap()
 }
@@ -2126,7 +2169,7 @@ async fn the_read_model_resumes_after_a_restart_and_equals_a_fresh_rebuild() {
     }
     let state = restart(dir.path(), &ledger);
     state.index_all().unwrap();
-    let fresh = readside::model::Model::temporary().unwrap();
+    let fresh = readside::model::Model::temporary(state.model.rule()).unwrap();
     readside::index::catch_up(&ledger, &fresh).unwrap();
     let diffs = state.model.differences(&fresh, 20).unwrap();
     assert!(diffs.is_empty(), "{diffs:#?}");

@@ -111,6 +111,7 @@ fn app(dir: &std::path::Path, ledger: Arc<ledger::Ledger>) -> axum::Router {
         &dir.join("readmodel"),
         || 7,
         rx,
+        api::FinanceSetup::default(),
     )
     .unwrap();
     api::router(state)

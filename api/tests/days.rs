@@ -106,6 +106,7 @@ async fn readers_list_sealed_days_and_read_one_seal() {
         &dir.path().join("readmodel"),
         || 0,
         rx,
+        api::FinanceSetup::default(),
     )
     .unwrap();
     let app = api::router(state);

@@ -53,6 +53,7 @@ pub fn run(args: Args) -> Result<Outcome> {
         &model_dir,
         api::system_clock,
         rx,
+        api::FinanceSetup::default(),
     )
     .context("starting the API state")?;
     let stats = ledger.stats();

@@ -18,11 +18,17 @@ pub struct DayArgs {
     /// The property's IANA time zone, e.g. Asia/Singapore.
     #[arg(long, value_name = "ZONE", default_value = TIME_ZONE_DEFAULT)]
     pub time_zone: String,
+    /// Local shift start times, the first being the day start, e.g. 06:00,14:00,22:00.
+    /// Empty: one shift, the whole day.
+    #[arg(long, value_name = "HH:MM,...", default_value = "")]
+    pub shifts: String,
 }
 
 impl DayArgs {
     pub fn rule(&self) -> Result<DayRule> {
-        DayRule::new(&self.day_start, &self.time_zone).context("--day-start / --time-zone")
+        DayRule::new(&self.day_start, &self.time_zone)
+            .and_then(|r| r.with_shifts(&self.shifts))
+            .context("--day-start / --time-zone / --shifts")
     }
 }
 

@@ -78,6 +78,7 @@ impl Web {
             state_dir: api::default_state_dir(ledger_dir),
             model_dir: readside::model::default_dir(ledger_dir),
             alerts,
+            finance: api::FinanceSetup::default(),
             tls: None,
             access_file: None,
             time_zone: ledger::days::TIME_ZONE_DEFAULT.into(),

@@ -27,6 +27,7 @@ mod quarantine;
 mod readmodel;
 mod remote;
 mod replay;
+mod report;
 mod resync;
 mod seed;
 mod serve;
@@ -101,6 +102,9 @@ enum Command {
     BenchApi(bench_api::Args),
     /// The server's read model: `readmodel rebuild|check --ledger DIR`.
     Readmodel(readmodel::Args),
+    /// Finance reports: three wins, variances and causes, hold per table, pit, game,
+    /// shift or day, over a shift, a day, month- or year-to-date (--csv for accounting).
+    Report(report::Args),
     /// What a long history costs: serve start and RSS, lookups and bundles of old and new
     /// rounds, bytes per event (builds the ledger with `seed` when missing).
     BenchHistory(bench_history::Args),
@@ -188,6 +192,7 @@ fn main() -> ExitCode {
         Command::BenchPublish(a) => bench_publish::run(a),
         Command::HouseEdge(a) => house_edge::run(a),
         Command::Readmodel(a) => readmodel::run(a),
+        Command::Report(a) => report::run(a),
         Command::Bus(a) => bus::run(a),
         Command::Enroll(a) => bus::enroll(a),
         Command::Day(a) => day::run(a),

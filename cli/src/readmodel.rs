@@ -26,6 +26,9 @@ enum Command {
         /// The ledger directory (no server may hold it).
         #[arg(long)]
         ledger: PathBuf,
+        /// The day rule and shifts the finance rows are cut by (as `serve` has them).
+        #[command(flatten)]
+        day: crate::day::DayArgs,
     },
     /// Compare the read model with a fresh rebuild; exit 1 naming each difference.
     Check {
@@ -37,7 +40,7 @@ enum Command {
 
 pub fn run(args: Args) -> Result<Outcome> {
     match args.command {
-        Command::Rebuild { ledger } => rebuild(&ledger),
+        Command::Rebuild { ledger, day } => rebuild(&ledger, &day.rule()?),
         Command::Check { ledger } => {
             let l = crate::source::open_ledger(&ledger)?;
             let diffs = check(&l, &ledger)?;
@@ -55,7 +58,7 @@ pub fn run(args: Args) -> Result<Outcome> {
     }
 }
 
-fn rebuild(dir: &Path) -> Result<Outcome> {
+fn rebuild(dir: &Path, rule: &ledger::days::DayRule) -> Result<Outcome> {
     let ledger = crate::source::open_ledger(dir)?;
     let mdir = model::default_dir(dir);
     if mdir.exists() {
@@ -63,7 +66,7 @@ fn rebuild(dir: &Path) -> Result<Outcome> {
             .with_context(|| format!("deleting the read model at {}", mdir.display()))?;
     }
     let t0 = Instant::now();
-    let m = Model::open(&mdir)?;
+    let m = Model::open(&mdir, rule)?;
     let events = readside::index::catch_up(&ledger, &m).context("rebuilding the read model")?;
     let meta = m.meta()?;
     println!(
@@ -80,7 +83,7 @@ fn rebuild(dir: &Path) -> Result<Outcome> {
 pub fn check(ledger: &ledger::Ledger, dir: &Path) -> Result<Vec<String>> {
     let mdir = model::default_dir(dir);
     anyhow::ensure!(mdir.exists(), "no read model at {}", mdir.display());
-    let m = match Model::open(&mdir) {
+    let m = match Model::open_as_built(&mdir) {
         Ok(m) => m,
         Err(e @ (ModelError::Version { .. } | ModelError::Corrupt(_))) => {
             return Ok(vec![e.to_string()])
@@ -90,7 +93,7 @@ pub fn check(ledger: &ledger::Ledger, dir: &Path) -> Result<Vec<String>> {
     if let Err(e) = readside::index::catch_up(ledger, &m) {
         return Ok(vec![format!("bringing it to the ledger's heads: {e}")]);
     }
-    let fresh = Model::temporary()?;
+    let fresh = Model::temporary(m.rule())?;
     readside::index::catch_up(ledger, &fresh).context("rebuilding a fresh read model")?;
     Ok(m.differences(&fresh, CHECK_DIFFERENCES_MAX)?)
 }

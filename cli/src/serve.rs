@@ -77,6 +77,8 @@ pub struct Args {
     seal_grace: u64,
     #[command(flatten)]
     day: crate::day::DayArgs,
+    #[command(flatten)]
+    pits: crate::report::PitArgs,
     /// Seconds a table may hold events beyond a gap before ingest raises `table_stuck`
     /// (RUNBOOK.md).
     #[arg(long, value_name = "SECONDS", default_value_t = ingest::STUCK_AFTER_DEFAULT.as_secs())]
@@ -221,6 +223,10 @@ fn api_config(args: &Args, alerts: &ingest::alerts::AlertLog) -> Result<Option<a
             .unwrap_or_else(|| api::default_state_dir(&args.ledger)),
         model_dir: readside::model::default_dir(&args.ledger),
         alerts: Some(alert_source(alerts)),
+        finance: api::FinanceSetup {
+            rule: args.day.rule()?,
+            pits: args.pits.pits()?,
+        },
         tls: match (&args.tls_cert, &args.tls_key) {
             (Some(cert), Some(key)) => Some(api::tls::server_config(cert, key)?),
             _ => None,

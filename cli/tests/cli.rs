@@ -511,3 +511,74 @@ fn audit_of_a_time_range_reads_only_its_rounds() {
     );
     assert!(read * 2 < all, "{read} events read of {all}");
 }
+
+/// `report` on a ledger directory: JSON, CSV and the table, the model rebuilt when the
+/// shifts change, boxes never counted read as not counted, exit 1 with variances.
+#[test]
+fn report_reads_the_model_under_the_shifts_it_is_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let l = dir.path().join("ledger");
+    let ls = l.to_str().unwrap();
+    let seeded = roundledger(&[
+        "seed",
+        "--ledger",
+        ls,
+        "--tables",
+        "3",
+        "--rounds",
+        "40",
+        "--close",
+        "--payout-errors",
+        "0.2",
+    ]);
+    assert!(seeded.status.success());
+    let day = {
+        let ledger = ledger::Ledger::open(&l).unwrap();
+        let t = ledger.tables().remove(0);
+        let at = ledger.rounds(&t).unwrap()[0].first_occurred_at_ns;
+        ledger::days::DayRule::new("06:00", "UTC")
+            .unwrap()
+            .day_of(at)
+            .unwrap()
+    };
+    let out = roundledger(&["report", "--ledger", ls, "--day", &day, "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(r["total"]["rounds"].as_u64().unwrap() > 0, "{r}");
+    assert!(r["total"]["drop"].is_null(), "not counted, never zero");
+    let csv = roundledger(&[
+        "report",
+        "--ledger",
+        ls,
+        "--day",
+        &day,
+        "--csv",
+        "--group-by",
+        "game",
+    ]);
+    assert!(
+        stdout(&csv).starts_with(readside::finance::CSV_HEADER),
+        "{}",
+        stdout(&csv)
+    );
+    let shift = format!("{day}/1");
+    let other = roundledger(&[
+        "report",
+        "--ledger",
+        ls,
+        "--shift",
+        &shift,
+        "--shifts",
+        "06:00,18:00",
+    ]);
+    let err = String::from_utf8_lossy(&other.stderr);
+    assert!(
+        err.contains("rebuilding it under 06:00 UTC 06:00,18:00"),
+        "{err}"
+    );
+    assert!(
+        stdout(&other).contains(&format!("shift {shift}")),
+        "{}",
+        stdout(&other)
+    );
+}

@@ -37,7 +37,12 @@ pub struct DayRule {
     start_minute: i8,
     time_zone_name: String,
     time_zone: jiff::tz::TimeZone,
+    /// Local shift start times, minutes after midnight; the first is the day start.
+    shift_starts_min: Vec<u16>,
 }
+
+mod shifts;
+pub use shifts::{ShiftBounds, SHIFTS_MAX};
 
 /// One gaming day's bounds, UTC ns: `[starts_at_ns, ends_at_ns)`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,18 +55,10 @@ pub struct DayBounds {
 impl DayRule {
     /// `day_start` is local `HH:MM`; `time_zone` an IANA name (`Asia/Singapore`).
     pub fn new(day_start: &str, time_zone: &str) -> Result<DayRule, Error> {
-        let bad = |why: String| Error::Day(format!("day start {day_start:?}: {why}"));
-        let (h, m) = day_start
-            .split_once(':')
-            .ok_or_else(|| bad("not HH:MM".into()))?;
-        let parse = |s: &str, max: i8| {
-            (s.len() == 2)
-                .then(|| s.parse::<i8>().ok())
-                .flatten()
-                .filter(|v| (0..=max).contains(v))
-        };
-        let (Some(start_hour), Some(start_minute)) = (parse(h, 23), parse(m, 59)) else {
-            return Err(bad("not HH:MM with HH 00-23 and MM 00-59".into()));
+        let Some((start_hour, start_minute)) = shifts::parse_hh_mm(day_start) else {
+            return Err(Error::Day(format!(
+                "day start {day_start:?}: not HH:MM with HH 00-23 and MM 00-59"
+            )));
         };
         if time_zone.len() > schemas::seal::TIME_ZONE_LEN_MAX {
             return Err(Error::Day(format!(
@@ -75,6 +72,7 @@ impl DayRule {
             start_minute,
             time_zone_name: time_zone.to_string(),
             time_zone: zone,
+            shift_starts_min: vec![start_hour as u16 * 60 + start_minute as u16],
         })
     }
 

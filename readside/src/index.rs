@@ -1,8 +1,8 @@
 //! The tail that keeps the read model (`model`) current: it reads each table's new events
 //! in order, verifies the chain (every hash recomputed from the stored bytes), replays
 //! them, and writes per round what lists need (verdict, disputes, findings, boxes, times),
-//! per table its configuration seqs, finance and chain status. New rounds and findings go
-//! to the live feed.
+//! per table its configuration seqs and chain status, per table and shift its finance
+//! (`shiftrow`). New rounds and findings go to the live feed.
 //!
 //! Invariants: derived only from the ledger (events are the ground truth: the model can be
 //! deleted and rebuilt); one pass is one sled batch, its cursors included, so a crash loses
@@ -24,13 +24,13 @@
 //! when it comes. That early replay runs once per pass, for a closed round still unreported
 //! whose table grew, so the row depends on the events stored, not on pass boundaries.
 
-use crate::model::{self, add_finance, hour_of, space, Model, TableStatus};
+use crate::model::{self, space, Model, TableStatus};
+use crate::shiftrow::{self, ShiftCache};
 use crate::ReadError;
-use schemas::api::{FeedItem, FinanceSummary, FindingRow, FindingView, RoundRow};
+use schemas::api::{FeedItem, FindingRow, FindingView, RoundRow};
+use schemas::finance::ShiftRow;
 use schemas::report::{Dispute, Finding, RoundReport, Verdict};
-use schemas::{
-    chain::event_hash, EventBody, Finance, Hash32, Money, RoundId, RuleSet, Seq, TableId,
-};
+use schemas::{chain::event_hash, EventBody, Hash32, Money, RoundId, RuleSet, Seq, TableId};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -56,6 +56,7 @@ pub struct Digest {
 pub struct Tail {
     tables: BTreeMap<TableId, TableTail>,
     events_read: u64,
+    shifts: ShiftCache,
 }
 
 impl Tail {
@@ -82,6 +83,9 @@ struct Cursor {
     verifying: bool,
     /// The last `TableOpened`: (seq, rule set).
     config: Option<(u64, RuleSet)>,
+    /// The last `TableOpened` set its own pay tables.
+    #[serde(default)]
+    custom_pay: bool,
     /// Seq of the last event that belongs to a round.
     last_round_seq: Option<u64>,
     /// The newest round id seen.
@@ -100,6 +104,7 @@ impl Cursor {
             checked: 0,
             verifying: true,
             config: None,
+            custom_pay: false,
             last_round_seq: None,
             newest_round: None,
             pending: BTreeMap::new(),
@@ -209,7 +214,8 @@ pub fn finding_view(f: &Finding) -> FindingView {
 /// What one pass found, written to the model in one batch.
 #[derive(Default)]
 struct PassOut {
-    reports: Vec<RoundReport>,
+    /// Each report, and whether its table's pay tables were its configuration's own.
+    reports: Vec<(RoundReport, bool)>,
     /// Rows of rounds the replayer has not reported yet, and whether to announce them.
     early: Vec<(Digest, bool)>,
     tables: BTreeMap<TableId, TableDelta>,
@@ -219,8 +225,8 @@ struct PassOut {
 #[derive(Default)]
 struct TableDelta {
     configs: Vec<(u64, RuleSet)>,
-    /// Finance of the pass's events by UTC hour of their device time.
-    finance_hours: BTreeMap<i64, FinanceSummary>,
+    /// Finance of the pass's events by shift start.
+    shifts: BTreeMap<i64, ShiftRow>,
     verified_through: u64,
     problem: Option<String>,
 }
@@ -268,7 +274,8 @@ pub fn pass(
                 // and the next one leaves the table out.
                 let stored = stored.map_err(|e| ledger.fence_after_read_error(&head.table, e))?;
                 out.events += 1;
-                index_event(&head.table, t, delta, &stored, &mut out.reports);
+                let rule = (model.rule(), &mut tail.shifts);
+                index_event(&head.table, t, delta, &stored, &mut out.reports, rule);
             }
             t.cur.next_seq = to + 1;
         }
@@ -424,7 +431,8 @@ fn index_event(
     t: &mut TableTail,
     delta: &mut TableDelta,
     stored: &ledger::StoredEvent,
-    reports: &mut Vec<RoundReport>,
+    reports: &mut Vec<(RoundReport, bool)>,
+    (rule, shifts): (&ledger::days::DayRule, &mut ShiftCache),
 ) {
     let seq = stored.seq.0;
     let c = &mut t.cur;
@@ -446,23 +454,22 @@ fn index_event(
         EventBody::TableOpened { config } => {
             delta.configs.push((seq, config.rule_set));
             c.config = Some((seq, config.rule_set));
+            c.custom_pay = !config.pay_tables.is_empty();
         }
         EventBody::Finance { entry } => {
-            let f = hour_entry(delta, event.occurred_at_ns);
-            match entry {
-                Finance::CashBuyIn { amount } => f.drop = f.drop + *amount,
-                Finance::Marker { amount, .. } => f.markers = f.markers + *amount,
-                Finance::Fill { amount, .. } => f.fills = f.fills + *amount,
-                Finance::Credit { amount, .. } => f.credits = f.credits + *amount,
-                Finance::ChipInventory { .. }
-                | Finance::OpeningInventory { .. }
-                | Finance::ClosingInventory { .. }
-                | Finance::DropBoxRemoved { .. } => {}
+            let at_ns = event.occurred_at_ns;
+            match shiftrow::finance_shift(rule, shifts, entry, at_ns) {
+                Ok(s) => {
+                    let row = delta
+                        .shifts
+                        .entry(s.starts_at_ns)
+                        .or_insert_with(|| shiftrow::empty_row(table, &s));
+                    shiftrow::add_finance(row, entry, Seq(seq), at_ns);
+                    row.rule_set = row.rule_set.or(c.config.map(|(_, rs)| rs));
+                }
+                // Only an instant beyond jiff's years fails: the event stays in the ledger.
+                Err(e) => tracing::warn!("table {table} seq {seq}: no shift: {e}"),
             }
-        }
-        EventBody::PaidOut { net, .. } => {
-            let f = hour_entry(delta, event.occurred_at_ns);
-            f.win_recorded = f.win_recorded - *net;
         }
         EventBody::JackpotShown { pool, .. } if event.round.is_none() => {
             let known = c.shown.contains_key(pool.as_str());
@@ -477,12 +484,8 @@ fn index_event(
     track_pending(table, c, seq, &event);
     for r in t.replayer.push(Seq(seq), &event) {
         t.cur.pending.remove(&r.round.0);
-        reports.push(r);
+        reports.push((r, t.cur.custom_pay));
     }
-}
-
-fn hour_entry(d: &mut TableDelta, at_ns: i64) -> &mut FinanceSummary {
-    d.finance_hours.entry(hour_of(at_ns)).or_default()
 }
 
 /// Checks one event's link: seq, table, prev and stored hash against the recomputed one.
@@ -575,7 +578,9 @@ struct Writes<'a> {
     model: &'a Model,
     digests: BTreeMap<(TableId, u64), Digest>,
     statuses: BTreeMap<TableId, TableStatus>,
-    hours: BTreeMap<(TableId, i64), FinanceSummary>,
+    /// Shift rows by (shift start, table), as the model will hold them.
+    shifts: BTreeMap<(i64, TableId), ShiftRow>,
+    shift_cache: &'a mut ShiftCache,
     configs: Vec<(TableId, u64)>,
 }
 
@@ -595,25 +600,36 @@ impl Writes<'_> {
         Ok(self.statuses.entry(table.clone()).or_default())
     }
 
-    fn hour(&mut self, table: &TableId, hour: i64) -> Result<&mut FinanceSummary, ReadError> {
-        let k = (table.clone(), hour);
-        if !self.hours.contains_key(&k) {
-            let mut key = model::table_key(space::FINANCE_HOUR, table);
-            key.extend_from_slice(&model::time_key(hour));
-            let f = self.model.get(&key)?.unwrap_or_default();
-            self.hours.insert(k.clone(), f);
+    /// The row of `table`'s shift starting at `starts_at_ns`: this pass's, the model's,
+    /// or `new()`.
+    fn shift(
+        &mut self,
+        table: &TableId,
+        starts_at_ns: i64,
+        new: impl FnOnce() -> ShiftRow,
+    ) -> Result<&mut ShiftRow, ReadError> {
+        let k = (starts_at_ns, table.clone());
+        if !self.shifts.contains_key(&k) {
+            let key = model::shift_key(starts_at_ns, Some(table));
+            let row = self.model.get(&key)?.unwrap_or_else(new);
+            self.shifts.insert(k.clone(), row);
         }
-        Ok(self.hours.entry(k).or_default())
+        Ok(self.shifts.entry(k).or_default())
     }
 
     fn table_delta(&mut self, table: &TableId, d: TableDelta) -> Result<(), ReadError> {
-        for (hour, f) in &d.finance_hours {
-            add_finance(self.hour(table, *hour)?, f);
+        for part in d.shifts.into_values() {
+            let empty = || ShiftRow {
+                table: part.table.clone(),
+                shift: part.shift.clone(),
+                starts_at_ns: part.starts_at_ns,
+                ends_at_ns: part.ends_at_ns,
+                ..ShiftRow::default()
+            };
+            let row = self.shift(table, part.starts_at_ns, empty)?;
+            shiftrow::merge(row, &part);
         }
         let s = self.status(table)?;
-        for (_, f) in d.finance_hours {
-            add_finance(&mut s.finance, &f);
-        }
         if let Some((_, rs)) = d.configs.last() {
             s.rule_set = Some(*rs);
         }
@@ -629,18 +645,21 @@ impl Writes<'_> {
 
     /// A round the replayer reported: counted once, announced unless its early report
     /// already said the same.
-    fn report(&mut self, r: RoundReport, feed: &mut Vec<FeedItem>) -> Result<(), ReadError> {
-        let mut f = FinanceSummary {
-            rounds: 1,
-            ..FinanceSummary::default()
-        };
-        if let Some(s) = &r.settlement {
-            let net: Money = s.boxes.iter().flat_map(|b| &b.lines).map(|l| l.net).sum();
-            f.win_rules = f.win_rules - net;
+    fn report(
+        &mut self,
+        (r, custom_pay): (RoundReport, bool),
+        feed: &mut Vec<FeedItem>,
+    ) -> Result<(), ReadError> {
+        match self.shift_cache.shift_of(self.model.rule(), r.opened_at_ns) {
+            Ok(b) => {
+                let row = self.shift(&r.table, b.starts_at_ns, || {
+                    shiftrow::empty_row(&r.table, &b)
+                })?;
+                shiftrow::add_round(row, &r, custom_pay);
+            }
+            Err(e) => tracing::warn!("table {} round {}: no shift: {e}", r.table, r.round.0),
         }
-        add_finance(self.hour(&r.table, hour_of(r.opened_at_ns))?, &f);
         let s = self.status(&r.table)?;
-        add_finance(&mut s.finance, &f);
         match r.verdict {
             Verdict::Disputed => s.disputed += 1,
             Verdict::Irregular => s.irregular += 1,
@@ -666,7 +685,7 @@ impl Writes<'_> {
     }
 
     /// The pass as one batch: rows with their index keys (an old row's keys removed
-    /// first), statuses, configuration seqs, finance hours, cursors and counts.
+    /// first), statuses, configuration seqs, shift rows, cursors and counts.
     fn into_batch(mut self, tail: &Tail, events: u64) -> Result<sled::Batch, ReadError> {
         let mut b = sled::Batch::default();
         let mut meta = self.model.meta()?;
@@ -702,10 +721,9 @@ impl Writes<'_> {
             k.extend_from_slice(&seq.to_be_bytes());
             b.insert(k, Vec::new());
         }
-        for ((t, h), f) in &self.hours {
-            let mut k = model::table_key(space::FINANCE_HOUR, t);
-            k.extend_from_slice(&model::time_key(*h));
-            b.insert(k.clone(), model::seal(&k, f));
+        for ((start, t), row) in &self.shifts {
+            let k = model::shift_key(*start, Some(t));
+            b.insert(k.clone(), model::seal(&k, row));
         }
         let k = vec![space::META];
         b.insert(k.clone(), model::seal(&k, &meta));
@@ -714,15 +732,17 @@ impl Writes<'_> {
 }
 
 /// Writes one pass to the model in one batch and returns the feed items.
-fn commit(model: &Model, tail: &Tail, out: PassOut) -> Result<Vec<FeedItem>, ReadError> {
+fn commit(model: &Model, tail: &mut Tail, out: PassOut) -> Result<Vec<FeedItem>, ReadError> {
     if out.tables.is_empty() && out.reports.is_empty() && out.early.is_empty() {
         return Ok(Vec::new());
     }
+    let mut cache = std::mem::take(&mut tail.shifts);
     let mut w = Writes {
         model,
         digests: BTreeMap::new(),
         statuses: BTreeMap::new(),
-        hours: BTreeMap::new(),
+        shifts: BTreeMap::new(),
+        shift_cache: &mut cache,
         configs: Vec::new(),
     };
     let mut feed = Vec::new();
@@ -739,6 +759,7 @@ fn commit(model: &Model, tail: &Tail, out: PassOut) -> Result<Vec<FeedItem>, Rea
         w.put(digest);
     }
     let batch = w.into_batch(tail, out.events)?;
+    tail.shifts = cache;
     model
         .db
         .apply_batch(batch)

@@ -53,6 +53,100 @@ impl EdgeFigure {
         let se_minor = (variance / n).sqrt();
         (se_minor / UNIT_MINOR as f64 * 1_000_000.0).round() as u64
     }
+
+    /// The variance of one unit's net, in ppm of the unit squared: what a confidence
+    /// interval of a win needs (variance of a win = sum of stakes squared x this).
+    pub fn variance_ppm(&self) -> u64 {
+        assert!(self.rounds > 0);
+        let n = i128::from(self.rounds);
+        let unit_sq = i128::from(UNIT_MINOR) * i128::from(UNIT_MINOR);
+        // n * sum(x^2) - sum(x)^2 over n^2, per unit squared, times 10^6.
+        let spread = n * self.net_squared - self.net_minor * self.net_minor;
+        let ppm = spread * 1_000_000 / (n * n * unit_sq);
+        u64::try_from(ppm.max(0)).unwrap_or(u64::MAX)
+    }
+}
+
+/// A bet line's house edge as theoretical win uses it, for the seeds' own pay tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EdgeConst {
+    pub rule_set: RuleSet,
+    /// The line whose stake the edge is per unit of: the Ante for the main game.
+    pub line: schemas::PayLine,
+    pub edge_ppm: i64,
+    /// The variance of one unit's net, ppm of the unit squared.
+    pub variance_ppm: u64,
+    /// The 95% error bound of `edge_ppm` (0: exact).
+    pub error_ppm: u64,
+    pub method: &'static str,
+}
+
+/// The house edges of the default pay tables (rules/RULES.md "House edges"). The
+/// five-card games' edges are one Monte Carlo (40 M rounds, seed 2026), their variances
+/// one of 2 M; MLP3 and SSP4 settle their main game as CSP6. `tests/exhaustive.rs`
+/// recomputes every figure.
+pub const DEFAULT_EDGES: [EdgeConst; 7] = [
+    stud(RuleSet::Csp6, 53_190, 72),
+    stud(RuleSet::Mlp3, 53_190, 72),
+    stud(RuleSet::Ssp4, 53_190, 72),
+    EdgeConst {
+        rule_set: RuleSet::Cs51,
+        line: schemas::PayLine::Ante,
+        edge_ppm: 53_410,
+        variance_ppm: CS51_MAIN_VARIANCE_PPM,
+        error_ppm: 710,
+        method: "Monte Carlo, 40,000,000 rounds, seed 2026",
+    },
+    EdgeConst {
+        rule_set: RuleSet::Cs51,
+        line: schemas::PayLine::Bonus,
+        edge_ppm: 86_460,
+        variance_ppm: CS51_BONUS_VARIANCE_PPM,
+        error_ppm: 1_720,
+        method: "Monte Carlo, 40,000,000 rounds, seed 2026",
+    },
+    EdgeConst {
+        rule_set: RuleSet::Tcp3,
+        line: schemas::PayLine::Ante,
+        edge_ppm: TCP3_ANTE_PLAY_EDGE_PPM,
+        variance_ppm: TCP3_ANTE_PLAY_VARIANCE_PPM,
+        error_ppm: 0,
+        method: "exact: all 407,170,400 deals, Q-6-4 strategy",
+    },
+    EdgeConst {
+        rule_set: RuleSet::Tcp3,
+        line: schemas::PayLine::PairPlus,
+        edge_ppm: TCP3_PAIR_PLUS_EDGE_PPM,
+        variance_ppm: TCP3_PAIR_PLUS_VARIANCE_PPM,
+        error_ppm: 0,
+        method: "exact: all 22,100 hands",
+    },
+];
+
+const STUD_MAIN_VARIANCE_PPM: u64 = 5_110_606;
+const CS51_MAIN_VARIANCE_PPM: u64 = 5_005_290;
+const CS51_BONUS_VARIANCE_PPM: u64 = 27_097_638;
+const TCP3_ANTE_PLAY_EDGE_PPM: i64 = 33_729;
+const TCP3_ANTE_PLAY_VARIANCE_PPM: u64 = 2_687_149;
+const TCP3_PAIR_PLUS_EDGE_PPM: i64 = 55_746;
+const TCP3_PAIR_PLUS_VARIANCE_PPM: u64 = 8_110_919;
+
+const fn stud(rule_set: RuleSet, edge_ppm: i64, error_ppm_tenths: u64) -> EdgeConst {
+    EdgeConst {
+        rule_set,
+        line: schemas::PayLine::Ante,
+        edge_ppm,
+        variance_ppm: STUD_MAIN_VARIANCE_PPM,
+        error_ppm: error_ppm_tenths * 10,
+        method: "Monte Carlo, 40,000,000 rounds, seed 2026 (A-K-J-8-3 strategy)",
+    }
+}
+
+/// The default pay tables' edge of a line, if it has one (jackpot bets do not).
+pub fn default_edge(rule_set: RuleSet, line: schemas::PayLine) -> Option<&'static EdgeConst> {
+    DEFAULT_EDGES
+        .iter()
+        .find(|e| e.rule_set == rule_set && e.line == line)
 }
 
 /// The 22,100 three-card hands, each with its card mask.

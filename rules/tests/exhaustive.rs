@@ -263,3 +263,59 @@ fn stud_edges_by_monte_carlo_are_seeded_and_plausible() {
     let cs51 = rules::edge::stud_monte_carlo(RuleSet::Cs51, 20_000, 7);
     assert_eq!(cs51.len(), 2, "main game and 5+1 Bonus");
 }
+
+/// `DEFAULT_EDGES` holds what the engine computes: the TCP3 figures exactly, the
+/// five-card games' within four standard errors of a fresh Monte Carlo.
+#[test]
+fn the_default_edge_table_is_what_the_engine_computes() {
+    use rules::edge::default_edge;
+    use schemas::PayLine;
+    let exact = [
+        (rules::edge::tcp3_ante_play_exact(), PayLine::Ante),
+        (rules::edge::tcp3_pair_plus_exact(), PayLine::PairPlus),
+    ];
+    for (fig, line) in exact {
+        let c = default_edge(RuleSet::Tcp3, line).expect("listed");
+        assert_eq!(
+            (c.edge_ppm, c.variance_ppm),
+            (fig.edge_ppm(), fig.variance_ppm())
+        );
+    }
+    for rs in [RuleSet::Csp6, RuleSet::Mlp3, RuleSet::Ssp4, RuleSet::Cs51] {
+        let figs = rules::edge::stud_monte_carlo(rs, 200_000, 11);
+        let lines: &[PayLine] = match rs {
+            RuleSet::Cs51 => &[PayLine::Ante, PayLine::Bonus],
+            _ => &[PayLine::Ante],
+        };
+        for (fig, line) in figs.iter().zip(lines) {
+            let c = default_edge(rs, *line).expect("listed");
+            let se = fig.std_error_ppm() as i64;
+            assert!(
+                (c.edge_ppm - fig.edge_ppm()).abs() <= 4 * se,
+                "{rs:?} {line:?}"
+            );
+            let v = fig.variance_ppm() as i64;
+            // A heavy tail (the Bonus pays 1000 to 1) makes a variance converge slowly.
+            assert!(
+                (c.variance_ppm as i64 - v).abs() <= v / 10,
+                "{rs:?} {line:?} variance {v}"
+            );
+        }
+    }
+}
+
+/// Prints every figure with its variance (run by hand to refresh `DEFAULT_EDGES`).
+#[test]
+#[ignore]
+fn print_edge_figures() {
+    for f in rules::edge::all_edges(2_000_000, 2026) {
+        eprintln!(
+            "{} {}: edge {} ppm, variance {} ppm, se {} ppm",
+            f.rule_set.code(),
+            f.bet,
+            f.edge_ppm(),
+            f.variance_ppm(),
+            f.std_error_ppm()
+        );
+    }
+}

@@ -21,6 +21,7 @@ pub mod count;
 pub mod digest;
 pub mod event;
 pub mod export;
+pub mod finance;
 pub mod findings;
 pub mod ids;
 pub mod journal;

@@ -1,0 +1,305 @@
+//! `roundledger report`: finance reports (`readside::finance`) from a ledger directory
+//! (its read model, brought to the ledger's heads) or a running server (`--server`), as
+//! a table in the property's local time and currency units, as CSV (`--csv`) or JSON.
+//!
+//! Drops come from the count journal (`<ledger>/api/counts.jsonl`, `readside::counts`);
+//! a box without a count reads "not yet counted", never a zero drop.
+
+use crate::client::{enc, Client, ServerArgs};
+use crate::Outcome;
+use anyhow::{bail, Context, Result};
+use readside::finance::{parse_pit, GroupBy, Pit, Query, Span};
+use readside::model::{self, Model, ModelError};
+use schemas::finance::{FinanceReport, ReportGroup};
+use std::path::{Path, PathBuf};
+
+/// `--pit NAME=T1,T2`, repeatable: the property's pits (`serve` and `report`).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct PitArgs {
+    /// A pit and its tables, NAME=T1,T2 (repeatable).
+    #[arg(long = "pit", value_name = "NAME=TABLES")]
+    pub pit: Vec<String>,
+}
+
+impl PitArgs {
+    pub fn pits(&self) -> Result<Vec<Pit>> {
+        if self.pit.len() > readside::finance::PITS_MAX {
+            bail!("more than {} pits", readside::finance::PITS_MAX);
+        }
+        let pits = self
+            .pit
+            .iter()
+            .map(|p| parse_pit(p).map_err(anyhow::Error::msg))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(pits)
+    }
+}
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// A ledger directory no server holds open.
+    #[arg(long, conflicts_with = "server")]
+    ledger: Option<PathBuf>,
+    #[command(flatten)]
+    server: ServerArgs,
+    /// One shift, e.g. 2026-11-25/2.
+    #[arg(long)]
+    shift: Option<String>,
+    /// One gaming day, YYYY-MM-DD.
+    #[arg(long)]
+    day: Option<String>,
+    /// Month to date, through this day.
+    #[arg(long)]
+    mtd: Option<String>,
+    /// Year to date, through this day.
+    #[arg(long)]
+    ytd: Option<String>,
+    /// With --to-day: a range of gaming days, both included.
+    #[arg(long, requires = "to_day")]
+    from_day: Option<String>,
+    #[arg(long, requires = "from_day")]
+    to_day: Option<String>,
+    /// table, pit, game, shift or day.
+    #[arg(long, default_value = "table")]
+    group_by: String,
+    /// Only this table.
+    #[arg(long)]
+    table: Option<String>,
+    /// Only this pit's tables.
+    #[arg(long)]
+    only_pit: Option<String>,
+    /// CSV for the accounting system.
+    #[arg(long, conflicts_with = "json")]
+    csv: bool,
+    /// The report as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Each jackpot pool's liability over --day instead (opening, contributions, hits,
+    /// closing, against the controller's display).
+    #[arg(long, requires = "day")]
+    jackpots: bool,
+    #[command(flatten)]
+    day_rule: crate::day::DayArgs,
+    #[command(flatten)]
+    pits: PitArgs,
+}
+
+impl Args {
+    /// The span and its query-string form.
+    fn span(&self) -> Result<(Span, String)> {
+        let given = [
+            self.shift
+                .clone()
+                .map(|s| (Span::Shift(s.clone()), format!("shift={}", enc(&s)))),
+            self.day
+                .clone()
+                .map(|d| (Span::Day(d.clone()), format!("day={}", enc(&d)))),
+            self.mtd
+                .clone()
+                .map(|d| (Span::MonthToDate(d.clone()), format!("mtd={}", enc(&d)))),
+            self.ytd
+                .clone()
+                .map(|d| (Span::YearToDate(d.clone()), format!("ytd={}", enc(&d)))),
+            self.from_day
+                .clone()
+                .zip(self.to_day.clone())
+                .map(|(a, b)| {
+                    let q = format!("from_day={}&to_day={}", enc(&a), enc(&b));
+                    (Span::Days { from: a, to: b }, q)
+                }),
+        ];
+        let mut it = given.into_iter().flatten();
+        match (it.next(), it.next()) {
+            (Some(s), None) => Ok(s),
+            _ => bail!("give one of --shift, --day, --mtd, --ytd, or --from-day with --to-day"),
+        }
+    }
+}
+
+pub fn run(args: Args) -> Result<Outcome> {
+    if args.jackpots {
+        return jackpots(&args);
+    }
+    let (span, span_query) = args.span()?;
+    let group_by = GroupBy::parse(&args.group_by).map_err(anyhow::Error::msg)?;
+    let table = args
+        .table
+        .as_deref()
+        .map(schemas::TableId::new)
+        .transpose()
+        .map_err(|e| anyhow::anyhow!("--table: {e}"))?;
+    let rule = args.day_rule.rule()?;
+    let report = match (&args.ledger, Client::from_args(&args.server)?) {
+        (Some(dir), None) => {
+            let q = Query {
+                span,
+                group_by,
+                table,
+                pit: args.only_pit.clone(),
+            };
+            from_ledger(dir, &rule, &args.pits.pits()?, &q)?
+        }
+        (None, Some(c)) => {
+            let mut path = format!("/v1/reports?{span_query}&group_by={}", enc(&args.group_by));
+            for (k, v) in [("table", &args.table), ("pit", &args.only_pit)] {
+                if let Some(v) = v {
+                    path.push_str(&format!("&{k}={}", enc(v)));
+                }
+            }
+            c.get(&path)?
+        }
+        _ => bail!("say where: --ledger DIR or --server URL"),
+    };
+    if args.csv {
+        print!("{}", readside::finance::to_csv(&report));
+    } else if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_report(&report, &rule);
+    }
+    Ok(
+        match report.total.hold_alarm || report.variances_total > 0 {
+            true => Outcome::Findings,
+            false => Outcome::Clean,
+        },
+    )
+}
+
+/// The report from a ledger directory: its read model opened under `rule` (rebuilt when
+/// it was built under another), brought to the heads; drops from the count journal.
+fn from_ledger(
+    dir: &Path,
+    rule: &ledger::days::DayRule,
+    pits: &[Pit],
+    q: &Query,
+) -> Result<FinanceReport> {
+    let ledger = crate::source::open_ledger(dir)?;
+    let mdir = model::default_dir(dir);
+    let m = match Model::open(&mdir, rule) {
+        Err(ModelError::Version { found }) => {
+            eprintln!("read model: {found}: rebuilding it under {}", rule.spec());
+            std::fs::remove_dir_all(&mdir)
+                .with_context(|| format!("deleting the read model at {}", mdir.display()))?;
+            Model::open(&mdir, rule)?
+        }
+        m => m?,
+    };
+    readside::index::catch_up(&ledger, &m).context("bringing the read model to the heads")?;
+    let book = readside::counts::CountBook::read(&ledger::journals::api_dir(dir))?;
+    let t0 = std::time::Instant::now();
+    let boxes = readside::finance::drop_boxes(&m, q)?;
+    let counts = book.results(boxes.iter().map(String::as_str));
+    let r = readside::finance::report(&m, pits, &counts, q)?;
+    // On stderr, so --csv and --json stay clean: what BENCHMARKS.md records.
+    eprintln!(
+        "report from the read model in {:.1?}: {} table shifts, {} boxes counted, {} not yet",
+        t0.elapsed(),
+        r.total.table_shifts,
+        r.total.boxes_counted,
+        r.total.boxes_not_counted
+    );
+    Ok(r)
+}
+
+fn print_report(r: &FinanceReport, rule: &ledger::days::DayRule) {
+    println!(
+        "finance report, {}: {} to {} ({}), by {}",
+        r.span,
+        rule.local_text(r.starts_at_ns),
+        rule.local_text(r.ends_at_ns),
+        r.day_rule,
+        r.group_by
+    );
+    println!(
+        "{:<16} {:>7} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>8} {:>12} {:>25}",
+        "group",
+        "rounds",
+        "drop",
+        "win acct",
+        "win rec",
+        "win rules",
+        "jackpots",
+        "theo win",
+        "hold %",
+        "variances",
+        "95% interval"
+    );
+    for g in r.groups.iter().chain(std::iter::once(&r.total)) {
+        print_group(g);
+    }
+    if r.total.boxes_not_counted > 0 || r.total.drop.is_none() {
+        println!(
+            "{} drop box(es) not yet counted: no drop or accounting win for them",
+            r.total.boxes_not_counted
+        );
+    }
+    println!("variances: {}", r.variances_total);
+    for v in &r.variances {
+        let cause = serde_json::to_value(v.cause).ok();
+        let cause = cause.as_ref().and_then(|c| c.as_str()).unwrap_or("?");
+        println!("  {} {} {cause} {}: {}", v.table, v.shift, v.amount, v.text);
+        for l in &v.links {
+            let at = l.seq.map(|s| format!(" seq {}", s.0)).unwrap_or_default();
+            println!("      {}{at}: {}", l.kind, l.text);
+        }
+    }
+}
+
+fn print_group(g: &ReportGroup) {
+    let opt = |m: Option<schemas::Money>| m.map_or("not counted".to_string(), |m| m.to_string());
+    let hold = g.hold_bp.map_or("-".to_string(), |b| {
+        let sign = if b < 0 { "-" } else { "" };
+        format!("{sign}{}.{:02}", b.abs() / 100, b.abs() % 100)
+    });
+    let alarm = if g.hold_alarm { " ALARM" } else { "" };
+    println!(
+        "{:<16} {:>7} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>8} {:>12} {:>25}{alarm}",
+        g.key,
+        g.rounds,
+        opt(g.drop),
+        opt(g.win_accounting),
+        g.win_recorded.to_string(),
+        g.win_rules.to_string(),
+        g.jackpot_paid_recorded.to_string(),
+        g.theoretical_win.to_string(),
+        hold,
+        g.variances,
+        format!("{} .. {}", g.win_low, g.win_high),
+    );
+}
+
+/// `report --jackpots --day D`: each pool's liability over the day. Exit 1 when a pool's
+/// display differs from the recomputed pool.
+fn jackpots(args: &Args) -> Result<Outcome> {
+    let day = args.day.clone().context("--jackpots needs --day")?;
+    let rule = args.day_rule.rule()?;
+    let pools: Vec<schemas::finance::PoolLiability> =
+        match (&args.ledger, Client::from_args(&args.server)?) {
+            (Some(dir), None) => {
+                let ledger = crate::source::open_ledger(dir)?;
+                readside::jackpot::liability(&ledger, &rule, &day)?
+            }
+            (None, Some(c)) => c.get(&format!("/v1/reports/jackpots?day={}", enc(&day)))?,
+            _ => bail!("say where: --ledger DIR or --server URL"),
+        };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&pools)?);
+    } else {
+        println!("jackpot liability, day {day} ({})", rule.spec());
+        for p in &pools {
+            let shown = p.displayed.map_or("-".to_string(), |d| d.to_string());
+            println!(
+                "{}: opening {} + contributions {} - paid {} ({} hits, {} resets) = closing {}; displayed {shown}",
+                p.pool, p.opening, p.contributions, p.paid, p.hits, p.resets, p.closing
+            );
+        }
+    }
+    let off = pools
+        .iter()
+        .any(|p| p.difference.is_some_and(|d| d != schemas::Money::ZERO));
+    Ok(if off {
+        Outcome::Findings
+    } else {
+        Outcome::Clean
+    })
+}

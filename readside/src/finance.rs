@@ -1,0 +1,730 @@
+//! Finance reports (issue 29): the three wins of each table's shift and the variances
+//! between them, with their causes, handle and theoretical win, and hold against its
+//! confidence interval, grouped by table, pit, game, shift or day over a shift, a
+//! gaming day, month-to-date, year-to-date or a range of days.
+//!
+//! Pure over the read model's shift rows (`shiftrow`) and the count room's results
+//! (`CountResult`): no clock, no I/O besides the one range read of the rows.
+//!
+//! - accounting win = counted drop + credits + closing count - opening count - fills;
+//!   `None` while a drop box is not yet counted, never a zero drop.
+//! - recorded win = what the tray took in less what it paid, from the recorded payouts;
+//!   rules win = the same from the rules' settlement. Jackpot awards are kept apart.
+//! - tray check: expected closing = opening + fills - credits + recorded win - buy-ins -
+//!   markers. The next shift's opening count tells a miscounted closer (it equals the
+//!   expected) from chips that came without a fill slip (it equals the counted).
+
+use crate::model::Model;
+use crate::ReadError;
+use ledger::days::DayRule;
+use schemas::api::FinanceSummary;
+use schemas::count::CountResult;
+use schemas::finance::{
+    Cause, FinanceReport, HandleLine, Link, ReportGroup, RoundFinance, RoundLine, ShiftRow,
+    Variance, REPORT_GROUPS_MAX, REPORT_VARIANCES_MAX,
+};
+use schemas::report::RoundReport;
+use schemas::{Money, PayLine, TableId};
+use std::collections::BTreeMap;
+
+/// Most gaming days one report spans.
+pub const REPORT_DAYS_MAX: i64 = 366;
+/// Standard deviations either side of the theoretical win: about 95%.
+pub const INTERVAL_SD: i64 = 2;
+/// Longest pit name, bytes.
+pub const PIT_NAME_LEN_MAX: usize = 32;
+/// Most pits a property configures.
+pub const PITS_MAX: usize = 256;
+
+/// A pit: a name and its tables.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pit {
+    pub name: String,
+    pub tables: Vec<TableId>,
+}
+
+/// Parses `NAME=T1,T2` (the `--pit` option and the `pits` setting).
+pub fn parse_pit(s: &str) -> Result<Pit, String> {
+    let (name, tables) = s
+        .split_once('=')
+        .ok_or_else(|| format!("pit {s:?}: not NAME=TABLE,TABLE"))?;
+    let name_ok = !name.is_empty() && name.len() <= PIT_NAME_LEN_MAX;
+    if !name_ok
+        || !name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    {
+        return Err(format!(
+            "pit name {name:?}: 1-{PIT_NAME_LEN_MAX} of A-Z a-z 0-9 - _"
+        ));
+    }
+    let tables = tables
+        .split(',')
+        .map(|t| TableId::new(t.trim()).map_err(|e| format!("pit {name}: table {t:?}: {e}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Pit {
+        name: name.to_string(),
+        tables,
+    })
+}
+
+/// What a report covers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Span {
+    /// One shift, `2026-11-25/2`.
+    Shift(String),
+    Day(String),
+    /// The day's month, from its first day through the day.
+    MonthToDate(String),
+    /// The day's year, from 1 January through the day.
+    YearToDate(String),
+    /// From one day through another, both included.
+    Days {
+        from: String,
+        to: String,
+    },
+}
+
+/// How a report groups its table shifts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupBy {
+    Table,
+    Pit,
+    Game,
+    Shift,
+    Day,
+}
+
+impl GroupBy {
+    pub const NAMES: [&'static str; 5] = ["table", "pit", "game", "shift", "day"];
+
+    pub fn parse(s: &str) -> Result<GroupBy, String> {
+        match s {
+            "table" => Ok(GroupBy::Table),
+            "pit" => Ok(GroupBy::Pit),
+            "game" => Ok(GroupBy::Game),
+            "shift" => Ok(GroupBy::Shift),
+            "day" => Ok(GroupBy::Day),
+            _ => Err(format!(
+                "group by {s:?}: one of {}",
+                GroupBy::NAMES.join(", ")
+            )),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        GroupBy::NAMES[self as usize]
+    }
+}
+
+/// A report request.
+#[derive(Debug, Clone)]
+pub struct Query {
+    pub span: Span,
+    pub group_by: GroupBy,
+    /// Only this table.
+    pub table: Option<TableId>,
+    /// Only this pit's tables.
+    pub pit: Option<String>,
+}
+
+/// The span's name and bounds, UTC ns.
+fn span_bounds(rule: &DayRule, span: &Span) -> Result<(String, i64, i64), ReadError> {
+    let bad = |e: ledger::Error| ReadError::BadRequest(e.to_string());
+    let days = |from: &str, to: &str| -> Result<(i64, i64), ReadError> {
+        let (a, b) = (
+            rule.bounds(from).map_err(bad)?,
+            rule.bounds(to).map_err(bad)?,
+        );
+        if b.ends_at_ns <= a.starts_at_ns {
+            return Err(ReadError::BadRequest(format!("day {to} is before {from}")));
+        }
+        // Whole days, DST's hours rounded away.
+        let hour_ns = 3_600_000_000_000;
+        let span_days = (b.ends_at_ns - a.starts_at_ns + 12 * hour_ns) / (24 * hour_ns);
+        if span_days > REPORT_DAYS_MAX {
+            return Err(ReadError::BadRequest(format!(
+                "{from} to {to}: more than {REPORT_DAYS_MAX} days"
+            )));
+        }
+        Ok((a.starts_at_ns, b.ends_at_ns))
+    };
+    let prefix = |d: &str, n: usize| d.get(..n).unwrap_or_default().to_string();
+    let (name, (from, to)) = match span {
+        Span::Shift(s) => {
+            let b = rule.shift_named(s).map_err(bad)?;
+            (format!("shift {s}"), (b.starts_at_ns, b.ends_at_ns))
+        }
+        Span::Day(d) => (format!("day {d}"), days(d, d)?),
+        Span::MonthToDate(d) => (
+            format!("mtd {d}"),
+            days(&format!("{}-01", prefix(d, 7)), d)?,
+        ),
+        Span::YearToDate(d) => (
+            format!("ytd {d}"),
+            days(&format!("{}-01-01", prefix(d, 4)), d)?,
+        ),
+        Span::Days { from, to } => (format!("range {from}..{to}"), days(from, to)?),
+    };
+    Ok((name, from, to))
+}
+
+/// The report `q` asks for, from the model's shift rows and the count room's results.
+/// Blocking: sled.
+pub fn report(
+    model: &Model,
+    pits: &[Pit],
+    counts: &[CountResult],
+    q: &Query,
+) -> Result<FinanceReport, ReadError> {
+    let rule = model.rule();
+    let (span, from, to) = span_bounds(rule, &q.span)?;
+    if let Some(p) = &q.pit {
+        if !pits.iter().any(|x| x.name == *p) {
+            return Err(ReadError::BadRequest(format!("no pit {p:?} is configured")));
+        }
+    }
+    let next_end = rule
+        .shift_of(to)
+        .map_err(|e| ReadError::BadRequest(e.to_string()))?
+        .ends_at_ns;
+    let rows = model.shift_rows(from, to)?;
+    let next: BTreeMap<(TableId, i64), ShiftRow> = model
+        .shift_rows(to, next_end)?
+        .into_iter()
+        .chain(rows.iter().cloned())
+        .filter_map(|r| Some(((r.table.clone()?, r.starts_at_ns), r)))
+        .collect();
+    let keep = |r: &ShiftRow| {
+        let t = r.table.as_ref();
+        q.table.as_ref().is_none_or(|x| Some(x) == t)
+            && q.pit.as_ref().is_none_or(|p| pit_of(pits, t) == *p)
+    };
+    let shifts: Vec<TableShift> = rows
+        .iter()
+        .filter(|r| keep(r))
+        .map(|r| {
+            let after = r.table.clone().and_then(|t| next.get(&(t, r.ends_at_ns)));
+            table_shift(r, after, counts)
+        })
+        .collect();
+    let mut out = assemble(&shifts, pits, q.group_by)?;
+    out.span = span;
+    out.starts_at_ns = from;
+    out.ends_at_ns = to;
+    out.day_rule = rule.spec();
+    Ok(out)
+}
+
+/// The drop boxes removed in the span's shifts: whose counts a report needs.
+pub fn drop_boxes(model: &Model, q: &Query) -> Result<Vec<String>, ReadError> {
+    let (_, from, to) = span_bounds(model.rule(), &q.span)?;
+    let rows = model.shift_rows(from, to)?;
+    Ok(rows
+        .iter()
+        .flat_map(|r| r.drop_boxes.iter().map(|b| b.drop_box_id.clone()))
+        .collect())
+}
+
+fn pit_of(pits: &[Pit], table: Option<&TableId>) -> String {
+    table
+        .and_then(|t| pits.iter().find(|p| p.tables.contains(t)))
+        .map_or_else(|| "(no pit)".to_string(), |p| p.name.clone())
+}
+
+/// One table's shift judged: its row, its counted drop and its variances.
+struct TableShift<'a> {
+    row: &'a ShiftRow,
+    table: TableId,
+    /// Counted drop; `None` while a box is not counted (or none was removed).
+    drop: Option<Money>,
+    boxes_counted: u64,
+    boxes_not_counted: u64,
+    win_accounting: Option<Money>,
+    variances: Vec<Variance>,
+}
+
+fn table_shift<'a>(
+    row: &'a ShiftRow,
+    next: Option<&ShiftRow>,
+    counts: &[CountResult],
+) -> TableShift<'a> {
+    let table = row.table.clone().expect("shift rows name their table");
+    let mut counted = Money::ZERO;
+    let (mut boxes_counted, mut boxes_not_counted) = (0, 0);
+    let mut found = Vec::new();
+    for b in &row.drop_boxes {
+        match counts
+            .iter()
+            .find(|c| c.table == table && c.drop_box_id == b.drop_box_id)
+        {
+            Some(c) => {
+                boxes_counted += 1;
+                counted = counted + c.drop();
+                found.push(c);
+            }
+            None => boxes_not_counted += 1,
+        }
+    }
+    let drop = (boxes_not_counted == 0 && boxes_counted > 0).then_some(counted);
+    let win_accounting = match (drop, &row.opening, &row.closing) {
+        (Some(d), Some(o), Some(c)) => {
+            Some(d + row.credits.total + c.total - o.total - row.fills.total)
+        }
+        _ => None,
+    };
+    let mut t = TableShift {
+        row,
+        table,
+        drop,
+        boxes_counted,
+        boxes_not_counted,
+        win_accounting,
+        variances: Vec::new(),
+    };
+    t.variances.extend(payout_variance(&t));
+    t.variances.extend(tray_variance(&t, next));
+    t.variances.extend(drop_variance(&t, &found));
+    t
+}
+
+fn variance(
+    t: &TableShift,
+    cause: Cause,
+    amount: Money,
+    text: String,
+    links: Vec<Link>,
+) -> Variance {
+    Variance {
+        table: t.table.clone(),
+        shift: t.row.shift.clone(),
+        cause,
+        amount,
+        text,
+        links,
+    }
+}
+
+fn link(t: &TableShift, kind: &str, seq: Option<schemas::Seq>, text: String) -> Link {
+    Link {
+        kind: kind.into(),
+        table: t.table.clone(),
+        seq,
+        round: None,
+        href: None,
+        text,
+    }
+}
+
+/// Recorded win against rules win: the disputed rounds behind the difference.
+fn payout_variance(t: &TableShift) -> Option<Variance> {
+    let d = t.row.recorded.win() - t.row.rules.win();
+    if d == Money::ZERO {
+        return None;
+    }
+    let links = t
+        .row
+        .disputed
+        .iter()
+        .map(|r| Link {
+            round: Some(r.round),
+            href: Some(format!("/v1/finance/rounds/{}/{}", t.table, r.round.0)),
+            ..link(
+                t,
+                "round",
+                None,
+                format!("round {}: paid {}, due {}", r.round.0, r.recorded, r.due),
+            )
+        })
+        .collect();
+    let (cause, how) = match d.0 < 0 {
+        true => (Cause::Overpayment, "overpaid"),
+        false => (Cause::Underpayment, "underpaid"),
+    };
+    let text = format!(
+        "players {how} by {} in {} disputed round(s)",
+        Money(d.0.abs()),
+        t.row.disputed_count
+    );
+    Some(variance(t, cause, d, text, links))
+}
+
+/// The tray check: the counted closing against the expected one, its cause read from
+/// the next shift's opening count.
+fn tray_variance(t: &TableShift, next: Option<&ShiftRow>) -> Option<Variance> {
+    let r = t.row;
+    let (Some(open), Some(close)) = (&r.opening, &r.closing) else {
+        let text = match r.opening.is_none() {
+            true => "no opening tray count: no tray check".to_string(),
+            false => "no closing tray count: no tray check".to_string(),
+        };
+        return Some(variance(
+            t,
+            Cause::TrayCountMissing,
+            Money::ZERO,
+            text,
+            Vec::new(),
+        ));
+    };
+    let expected = open.total + r.fills.total - r.credits.total + r.recorded.win()
+        - r.buy_ins.total
+        - r.markers.total;
+    let v = close.total - expected;
+    if v == Money::ZERO {
+        return None;
+    }
+    let next_open = next.and_then(|n| n.opening.as_ref());
+    let cause = match next_open {
+        Some(n) if n.total == expected => Cause::MiscountedCloser,
+        Some(n) if n.total == close.total && v.0 > 0 => Cause::MissingFillSlip,
+        _ => Cause::UnexplainedInventory,
+    };
+    let mut links = vec![
+        link(
+            t,
+            "tray_count",
+            Some(open.seq),
+            format!("opening count {} by {}", open.total, open.counted_by),
+        ),
+        link(
+            t,
+            "tray_count",
+            Some(close.seq),
+            format!("closing count {} by {}", close.total, close.counted_by),
+        ),
+    ];
+    if let Some(n) = next_open {
+        links.push(link(
+            t,
+            "tray_count",
+            Some(n.seq),
+            format!("next opening count {} by {}", n.total, n.counted_by),
+        ));
+    }
+    if cause == Cause::MissingFillSlip {
+        for f in &r.fills.items {
+            links.push(link(
+                t,
+                "slip",
+                Some(f.seq),
+                format!("fill slip {}: {}", f.no, f.amount),
+            ));
+        }
+    }
+    let text = format!("closing count {} against {expected} expected", close.total);
+    Some(variance(t, cause, v, text, links))
+}
+
+/// The counted drop against the recorded buy-ins and markers; a box not yet counted.
+fn drop_variance(t: &TableShift, counts: &[&CountResult]) -> Option<Variance> {
+    let r = t.row;
+    let boxes: Vec<Link> = r
+        .drop_boxes
+        .iter()
+        .map(|b| {
+            link(
+                t,
+                "drop_box",
+                Some(b.seq),
+                format!("drop box {}", b.drop_box_id),
+            )
+        })
+        .collect();
+    let Some(drop) = t.drop else {
+        let text = match r.drop_boxes.is_empty() {
+            true => "no drop box removed yet: no accounting win".to_string(),
+            false => format!(
+                "{} drop box(es) not yet counted: no accounting win",
+                t.boxes_not_counted
+            ),
+        };
+        return Some(variance(t, Cause::NotYetCounted, Money::ZERO, text, boxes));
+    };
+    let recorded = r.buy_ins.total + r.markers.total;
+    let d = drop - recorded;
+    if d == Money::ZERO {
+        return None;
+    }
+    let mut links = boxes;
+    for c in counts {
+        let text = format!(
+            "counted by {}: cash {}, markers {}",
+            c.counted_by, c.cash, c.markers
+        );
+        links.push(link(t, "count", None, text));
+    }
+    for s in r.buy_ins.items.iter().chain(&r.markers.items) {
+        links.push(link(
+            t,
+            "slip",
+            Some(s.seq),
+            format!("buy-in {} {}", s.no, s.amount),
+        ));
+    }
+    let cause = if d.0 < 0 {
+        Cause::ShortDrop
+    } else {
+        Cause::OverDrop
+    };
+    let text = format!("drop counted {drop} against {recorded} bought in and issued on markers");
+    Some(variance(t, cause, d, text, links))
+}
+
+/// Groups the table shifts and adds each group's figures.
+fn assemble(shifts: &[TableShift], pits: &[Pit], by: GroupBy) -> Result<FinanceReport, ReadError> {
+    let mut groups: BTreeMap<String, Acc> = BTreeMap::new();
+    let mut total = Acc::default();
+    let mut variances = Vec::new();
+    let mut variances_total = 0u64;
+    for t in shifts {
+        let key = match by {
+            GroupBy::Table => t.table.to_string(),
+            GroupBy::Pit => pit_of(pits, Some(&t.table)),
+            GroupBy::Game => t
+                .row
+                .rule_set
+                .map_or("(no rounds)", |r| r.code())
+                .to_string(),
+            GroupBy::Shift => t.row.shift.clone(),
+            GroupBy::Day => t
+                .row
+                .shift
+                .split('/')
+                .next()
+                .unwrap_or_default()
+                .to_string(),
+        };
+        if !groups.contains_key(&key) && groups.len() >= REPORT_GROUPS_MAX {
+            return Err(ReadError::TooLarge(format!(
+                "more than {REPORT_GROUPS_MAX} groups"
+            )));
+        }
+        groups.entry(key).or_default().add(t);
+        total.add(t);
+        variances_total += t.variances.len() as u64;
+        let room = REPORT_VARIANCES_MAX.saturating_sub(variances.len());
+        variances.extend(t.variances.iter().take(room).cloned());
+    }
+    Ok(FinanceReport {
+        span: String::new(),
+        starts_at_ns: 0,
+        ends_at_ns: 0,
+        day_rule: String::new(),
+        group_by: by.name().to_string(),
+        groups: groups.into_iter().map(|(k, a)| a.finish(k)).collect(),
+        total: total.finish("total".into()),
+        variances,
+        variances_total,
+    })
+}
+
+/// A group's sums while it is built.
+#[derive(Default)]
+struct Acc {
+    g: ReportGroup,
+    uncounted: bool,
+    no_accounting: bool,
+    /// (rule set code, line) -> the line's handle and whether its row had its own pay tables.
+    handle: BTreeMap<(&'static str, PayLine), (HandleLine, u128, bool)>,
+}
+
+impl Acc {
+    fn add(&mut self, t: &TableShift) {
+        let (g, r) = (&mut self.g, t.row);
+        g.table_shifts += 1;
+        g.rounds += r.rounds;
+        g.boxes_counted += t.boxes_counted;
+        g.boxes_not_counted += t.boxes_not_counted;
+        g.buy_ins = g.buy_ins + r.buy_ins.total;
+        g.markers = g.markers + r.markers.total;
+        g.fills = g.fills + r.fills.total;
+        g.credits = g.credits + r.credits.total;
+        g.opening = g.opening + r.opening.as_ref().map_or(Money::ZERO, |c| c.total);
+        g.closing = g.closing + r.closing.as_ref().map_or(Money::ZERO, |c| c.total);
+        g.win_recorded = g.win_recorded + r.recorded.win();
+        g.win_rules = g.win_rules + r.rules.win();
+        g.jackpot_paid_recorded = g.jackpot_paid_recorded + r.recorded.jackpot_paid;
+        g.jackpot_paid_rules = g.jackpot_paid_rules + r.rules.jackpot_paid;
+        g.variances += t.variances.len() as u64;
+        match t.drop {
+            Some(d) => g.drop = Some(g.drop.unwrap_or(Money::ZERO) + d),
+            None => self.uncounted = true,
+        }
+        match t.win_accounting {
+            Some(w) => g.win_accounting = Some(g.win_accounting.unwrap_or(Money::ZERO) + w),
+            None => self.no_accounting = true,
+        }
+        for h in &r.handle {
+            let e = self
+                .handle
+                .entry((h.rule_set.code(), h.line))
+                .or_insert_with(|| {
+                    let line = HandleLine {
+                        rule_set: h.rule_set,
+                        line: h.line,
+                        stake: Money::ZERO,
+                        bets: 0,
+                        edge_ppm: None,
+                        theoretical_win: None,
+                    };
+                    (line, 0, false)
+                });
+            e.0.stake = e.0.stake + h.stake;
+            e.0.bets += h.bets;
+            e.1 = e.1.saturating_add(h.stake_squared);
+            e.2 |= r.pay_tables_configured;
+        }
+    }
+
+    /// The group's figures: drop and accounting win only when whole, hold, theoretical
+    /// win and its interval.
+    fn finish(mut self, key: String) -> ReportGroup {
+        let mut g = std::mem::take(&mut self.g);
+        g.key = key;
+        if self.uncounted {
+            g.drop = None;
+        }
+        if self.no_accounting || self.uncounted {
+            g.win_accounting = None;
+        }
+        let mut variance_minor_sq: u128 = 0;
+        for (_, (mut line, stake_sq, custom)) in std::mem::take(&mut self.handle) {
+            let edge = (!custom)
+                .then(|| rules::edge::default_edge(line.rule_set, line.line))
+                .flatten();
+            match edge {
+                Some(e) => {
+                    let theo = i128::from(line.stake.0) * i128::from(e.edge_ppm) / 1_000_000;
+                    line.edge_ppm = Some(e.edge_ppm);
+                    line.theoretical_win = Some(Money(theo as i64));
+                    g.theoretical_win = g.theoretical_win + Money(theo as i64);
+                    variance_minor_sq = variance_minor_sq.saturating_add(
+                        stake_sq.saturating_mul(u128::from(e.variance_ppm)) / 1_000_000,
+                    );
+                }
+                // The BET/Play of the main game is inside the Ante's edge.
+                None if matches!(line.line, PayLine::Bet | PayLine::Play) && !custom => {}
+                None => g.handle_without_edge = g.handle_without_edge + line.stake,
+            }
+            g.handle.push(line);
+        }
+        let sd = Money(variance_minor_sq.isqrt().min(i64::MAX as u128) as i64);
+        let spread = Money(sd.0.saturating_mul(INTERVAL_SD));
+        g.win_low = g.theoretical_win - spread;
+        g.win_high = g.theoretical_win + spread;
+        g.actual_win = g.win_accounting.unwrap_or(g.win_recorded);
+        g.hold_alarm = sd.0 > 0 && (g.actual_win < g.win_low || g.actual_win > g.win_high);
+        let per_drop = |w: Money| g.drop.filter(|d| d.0 > 0).map(|d| bp(w, d));
+        g.hold_bp = g.win_accounting.and_then(per_drop);
+        g.hold_theoretical_bp = per_drop(g.theoretical_win);
+        g
+    }
+}
+
+/// `part` / `whole` in basis points, toward zero.
+fn bp(part: Money, whole: Money) -> i64 {
+    (i128::from(part.0) * 10_000 / i128::from(whole.0)) as i64
+}
+
+/// A round as finance may see it: per box and line what was paid and what was due, no
+/// cards and no findings.
+pub fn round_finance(r: &RoundReport) -> RoundFinance {
+    let n = crate::shiftrow::nets(r);
+    let lines: Vec<RoundLine> = n
+        .due
+        .keys()
+        .chain(n.recorded.keys())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .map(|k| RoundLine {
+            box_no: k.0,
+            line: k.1,
+            recorded: n.recorded.get(k).copied().unwrap_or_default(),
+            due: n.due.get(k).copied().unwrap_or_default(),
+        })
+        .collect();
+    RoundFinance {
+        table: r.table.clone(),
+        round: r.round,
+        rule_set: r.rule_set,
+        opened_at_ns: r.opened_at_ns,
+        first_seq: r.first_seq,
+        last_seq: r.last_seq,
+        recorded: lines.iter().map(|l| l.recorded).sum(),
+        due: lines.iter().map(|l| l.due).sum(),
+        lines,
+    }
+}
+
+/// Each table's totals over `rows` (`GET /v1/finance`): cash buy-ins as its drop, the
+/// slips, and the recorded and rules wins, jackpots apart.
+pub fn totals(rows: &[ShiftRow]) -> Vec<FinanceSummary> {
+    let mut out: BTreeMap<TableId, FinanceSummary> = BTreeMap::new();
+    for r in rows {
+        let Some(t) = &r.table else { continue };
+        let f = out.entry(t.clone()).or_insert_with(|| FinanceSummary {
+            table: Some(t.clone()),
+            ..FinanceSummary::default()
+        });
+        f.drop = f.drop + r.buy_ins.total;
+        f.markers = f.markers + r.markers.total;
+        f.fills = f.fills + r.fills.total;
+        f.credits = f.credits + r.credits.total;
+        f.win_recorded = f.win_recorded + r.recorded.win();
+        f.win_rules = f.win_rules + r.rules.win();
+        f.rounds += r.rounds;
+    }
+    out.into_values().collect()
+}
+
+/// The CSV columns of a report, one line per group and a total line.
+pub const CSV_HEADER: &str = "group,table_shifts,rounds,drop,buy_ins,markers,fills,credits,opening,closing,win_accounting,win_recorded,win_rules,jackpot_paid_recorded,hold_bp,theoretical_win,win_low,win_high,hold_alarm,variances";
+
+/// A report as CSV for the accounting system: amounts in currency units (`12.34`), an
+/// empty cell where a figure is not known yet (a box not counted).
+pub fn to_csv(r: &FinanceReport) -> String {
+    let mut out = String::from(CSV_HEADER);
+    out.push('\n');
+    for g in r.groups.iter().chain(std::iter::once(&r.total)) {
+        let opt = |m: Option<Money>| m.map(|m| m.to_string()).unwrap_or_default();
+        let cells = [
+            csv_text(&g.key),
+            g.table_shifts.to_string(),
+            g.rounds.to_string(),
+            opt(g.drop),
+            g.buy_ins.to_string(),
+            g.markers.to_string(),
+            g.fills.to_string(),
+            g.credits.to_string(),
+            g.opening.to_string(),
+            g.closing.to_string(),
+            opt(g.win_accounting),
+            g.win_recorded.to_string(),
+            g.win_rules.to_string(),
+            g.jackpot_paid_recorded.to_string(),
+            g.hold_bp.map(|b| b.to_string()).unwrap_or_default(),
+            g.theoretical_win.to_string(),
+            g.win_low.to_string(),
+            g.win_high.to_string(),
+            g.hold_alarm.to_string(),
+            g.variances.to_string(),
+        ];
+        out.push_str(&cells.join(","));
+        out.push('\n');
+    }
+    out
+}
+
+/// A CSV cell: quoted when it holds a comma, quote or line break; a leading formula
+/// character is neutralised so a spreadsheet never runs it.
+fn csv_text(s: &str) -> String {
+    let s = match s.starts_with(['=', '+', '-', '@']) {
+        true => format!("'{s}"),
+        false => s.to_string(),
+    };
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s
+    }
+}

@@ -1,0 +1,78 @@
+//! Jackpot liability per pool and gaming day: the pool at the day's start and end,
+//! recomputed by `replayer::replay_pool` over the events in the House's order (arrival),
+//! the day's contributions, hits, payments and resets, against what the controller last
+//! displayed. A day is cut by arrival time, as day seals are.
+//!
+//! Reads every event that arrived before the day's end, at most `JACKPOT_EVENTS_MAX`.
+
+use crate::ReadError;
+use ledger::days::DayRule;
+use schemas::finance::PoolLiability;
+use schemas::{EventBody, Money, PoolId};
+use std::collections::BTreeMap;
+
+/// Most events one liability report replays.
+pub const JACKPOT_EVENTS_MAX: u64 = 5_000_000;
+
+/// Every pool's liability over `day`. Blocking: sled.
+pub fn liability(
+    ledger: &ledger::Ledger,
+    rule: &DayRule,
+    day: &str,
+) -> Result<Vec<PoolLiability>, ReadError> {
+    let b = rule
+        .bounds(day)
+        .map_err(|e| ReadError::BadRequest(e.to_string()))?;
+    let mut before = Vec::new();
+    let mut through = Vec::new();
+    let mut shown: BTreeMap<PoolId, Money> = BTreeMap::new();
+    let mut read = 0u64;
+    for item in ledger.events_in_arrival_order() {
+        let (_, stored) = item?;
+        read += 1;
+        if read > JACKPOT_EVENTS_MAX {
+            return Err(ReadError::TooLarge(format!(
+                "more than {JACKPOT_EVENTS_MAX} events before the day's end (use roundledger audit)"
+            )));
+        }
+        if stored.received_at_ns >= b.ends_at_ns {
+            continue;
+        }
+        // Undecodable bytes hold no pool movement; `verify` names them.
+        let Ok((e, _)) = schemas::codec::decode(&stored.bytes) else {
+            continue;
+        };
+        if let EventBody::JackpotShown { pool, value } = &e.body {
+            shown.insert(pool.clone(), *value);
+        }
+        if stored.received_at_ns < b.starts_at_ns {
+            before.push(e.clone());
+        }
+        through.push(e);
+    }
+    let start = replayer::replay_pool(&before).pools;
+    let end = replayer::replay_pool(&through).pools;
+    let out = end
+        .into_values()
+        .map(|p| {
+            let s = start.get(&p.pool);
+            let paid = |w: &[replayer::PoolWin]| w.iter().map(|w| w.amount).sum::<Money>();
+            let displayed = shown.get(&p.pool).copied();
+            PoolLiability {
+                day: b.day.clone(),
+                tables: p.tables.clone(),
+                opening: s.map_or(Money::ZERO, |s| s.end),
+                contributions: p.contributions - s.map_or(Money::ZERO, |s| s.contributions),
+                hits: (p.wins.len() - s.map_or(0, |s| s.wins.len())) as u64,
+                paid: paid(&p.wins) - s.map_or(Money::ZERO, |s| paid(&s.wins)),
+                resets: p.resets - s.map_or(0, |s| s.resets),
+                closing: p.end,
+                difference: displayed.map(|d| d - p.end),
+                displayed,
+                mismatches: (p.mismatches.len() - s.map_or(0, |s| s.mismatches.len())) as u64,
+                pool: p.pool,
+            }
+        })
+        .collect();
+    Ok(out)
+}

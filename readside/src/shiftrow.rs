@@ -1,0 +1,253 @@
+//! Building a table's shift row (`schemas::finance::ShiftRow`) from what the tail reads:
+//! a reported round adds to the shift of its first event, a finance event to the shift
+//! of its device time (an opening count to the nearest start, a closing count and a
+//! drop box removal to the nearest end). Parts of one shift read in different passes merge into the same row.
+//!
+//! Invariant: merging parts in seq order gives the row one pass over all of them gives,
+//! so an incremental model equals a fresh rebuild (`verify`).
+
+use ledger::days::{DayRule, ShiftBounds};
+use schemas::finance::{
+    DisputedRound, DropBoxRef, Handle, ShiftRow, Slip, Tray, TrayCount, DISPUTED_ROUNDS_MAX,
+    DROP_BOXES_MAX,
+};
+use schemas::report::RoundReport;
+use schemas::{BetKind, BoxNo, Finance, Money, PayLine, Seq, TableId};
+use std::collections::BTreeMap;
+
+/// Lines whose wins the jackpot system pays, not the tray.
+pub const JACKPOT_LINES: [PayLine; 3] = [
+    PayLine::Progressive,
+    PayLine::JackpotPlayer,
+    PayLine::JackpotDealer,
+];
+
+/// The last shift looked up: most times fall in it, so a lookup seldom reads the zone.
+#[derive(Debug, Default)]
+pub struct ShiftCache {
+    last: Option<ShiftBounds>,
+}
+
+impl ShiftCache {
+    /// The shift holding `at_ns`.
+    pub fn shift_of(&mut self, rule: &DayRule, at_ns: i64) -> Result<ShiftBounds, ledger::Error> {
+        if let Some(s) = &self.last {
+            if (s.starts_at_ns..s.ends_at_ns).contains(&at_ns) {
+                return Ok(s.clone());
+            }
+        }
+        let s = rule.shift_of(at_ns)?;
+        self.last = Some(s.clone());
+        Ok(s)
+    }
+}
+
+/// An empty row of `table`'s shift `s`.
+pub fn empty_row(table: &TableId, s: &ShiftBounds) -> ShiftRow {
+    ShiftRow {
+        table: Some(table.clone()),
+        shift: s.name(),
+        starts_at_ns: s.starts_at_ns,
+        ends_at_ns: s.ends_at_ns,
+        ..ShiftRow::default()
+    }
+}
+
+/// The shift a finance event belongs to under `rule`.
+pub fn finance_shift(
+    rule: &DayRule,
+    cache: &mut ShiftCache,
+    entry: &Finance,
+    at_ns: i64,
+) -> Result<ShiftBounds, ledger::Error> {
+    match entry {
+        Finance::OpeningInventory { .. } => rule.opening_shift(at_ns),
+        // The box leaves at the shift change: it holds the ending shift's drop.
+        Finance::ClosingInventory { .. } | Finance::DropBoxRemoved { .. } => {
+            rule.closing_shift(at_ns)
+        }
+        _ => cache.shift_of(rule, at_ns),
+    }
+}
+
+/// Adds one finance event (`seq`, device time `at_ns`) to its shift's row.
+pub fn add_finance(row: &mut ShiftRow, entry: &Finance, seq: Seq, at_ns: i64) {
+    let slip = |no: &str, amount: Money| Slip {
+        no: no.to_string(),
+        amount,
+        seq,
+        at_ns,
+    };
+    let count = |total: Money, counts: &[schemas::ChipCount], by: &str| TrayCount {
+        total,
+        counts: counts.to_vec(),
+        counted_by: by.to_string(),
+        seq,
+        at_ns,
+    };
+    match entry {
+        Finance::CashBuyIn { amount } => row.buy_ins.add(slip("", *amount)),
+        Finance::Marker { amount, marker_no } => row.markers.add(slip(marker_no, *amount)),
+        Finance::Fill { amount, slip_no } => row.fills.add(slip(slip_no, *amount)),
+        Finance::Credit { amount, slip_no } => row.credits.add(slip(slip_no, *amount)),
+        Finance::OpeningInventory {
+            counts,
+            total,
+            counted_by,
+        } => row.opening = Some(count(*total, counts, counted_by)),
+        Finance::ClosingInventory {
+            counts,
+            total,
+            counted_by,
+        } => row.closing = Some(count(*total, counts, counted_by)),
+        Finance::DropBoxRemoved { drop_box_id } => {
+            if row.drop_boxes.len() < DROP_BOXES_MAX {
+                row.drop_boxes.push(DropBoxRef {
+                    drop_box_id: drop_box_id.clone(),
+                    seq,
+                    at_ns,
+                });
+            }
+        }
+        // A count in the middle of a shift: kept in the ledger, no part of a report.
+        Finance::ChipInventory { .. } => {}
+    }
+}
+
+/// Adds a reported round to its shift's row: handle, the tray as recorded and as the
+/// rules say, and the round if it is disputed. `custom_pay` says its configuration set
+/// its own pay tables.
+pub fn add_round(row: &mut ShiftRow, r: &RoundReport, custom_pay: bool) {
+    row.rounds += 1;
+    row.rule_set = r.rule_set.or(row.rule_set);
+    row.pay_tables_configured |= custom_pay;
+    let Some(s) = &r.settlement else {
+        return;
+    };
+    let bet_lines: Vec<PayLine> = BetKind::ALL.iter().map(|k| k.line()).collect();
+    let mut stakes: BTreeMap<(BoxNo, PayLine), Money> = BTreeMap::new();
+    for b in &s.boxes {
+        for l in b.lines.iter().filter(|l| bet_lines.contains(&l.line)) {
+            stakes.entry((b.box_no, l.line)).or_insert(l.stake);
+        }
+    }
+    for ((_, line), stake) in stakes {
+        add_handle(row, s.game, line, stake);
+    }
+    let Nets { due, recorded } = nets(r);
+    add_tray(&mut row.rules, &due);
+    add_tray(&mut row.recorded, &recorded);
+    if !r.disputes.is_empty() {
+        row.disputed_count += 1;
+        if row.disputed.len() < DISPUTED_ROUNDS_MAX {
+            row.disputed.push(DisputedRound {
+                round: r.round,
+                recorded: recorded.values().copied().sum(),
+                due: due.values().copied().sum(),
+            });
+        }
+    }
+}
+
+/// A round's players' nets per (box, line): as the rules say, and as recorded.
+pub struct Nets {
+    pub due: BTreeMap<(BoxNo, PayLine), Money>,
+    pub recorded: BTreeMap<(BoxNo, PayLine), Money>,
+}
+
+/// The nets of a report: the settlement's, with each dispute's recorded amount in
+/// place of the rules' on its line.
+pub fn nets(r: &RoundReport) -> Nets {
+    let due: BTreeMap<(BoxNo, PayLine), Money> = r
+        .settlement
+        .iter()
+        .flat_map(|s| s.net())
+        .flat_map(|(b, lines)| lines.into_iter().map(move |(l, m)| ((b, l), m)))
+        .collect();
+    let mut recorded = due.clone();
+    for d in &r.disputes {
+        recorded.insert((d.box_no, d.line), d.recorded);
+    }
+    Nets { due, recorded }
+}
+
+/// Adds the players' nets per (box, line) to a tray: losses in, wins out, jackpots apart.
+fn add_tray(tray: &mut Tray, nets: &BTreeMap<(BoxNo, PayLine), Money>) {
+    for ((_, line), net) in nets {
+        if net.0 < 0 {
+            tray.taken_in = tray.taken_in - *net;
+        } else if JACKPOT_LINES.contains(line) {
+            tray.jackpot_paid = tray.jackpot_paid + *net;
+        } else {
+            tray.paid_out = tray.paid_out + *net;
+        }
+    }
+}
+
+fn add_handle(row: &mut ShiftRow, rs: schemas::RuleSet, line: PayLine, stake: Money) {
+    let sq = u128::from(stake.0.unsigned_abs()).pow(2);
+    let key = (rs.code(), line);
+    match row
+        .handle
+        .binary_search_by(|h| (h.rule_set.code(), h.line).cmp(&key))
+    {
+        Ok(i) => {
+            let h = &mut row.handle[i];
+            h.stake = h.stake + stake;
+            h.stake_squared = h.stake_squared.saturating_add(sq);
+            h.bets += 1;
+        }
+        Err(i) => row.handle.insert(
+            i,
+            Handle {
+                rule_set: rs,
+                line,
+                stake,
+                stake_squared: sq,
+                bets: 1,
+            },
+        ),
+    }
+}
+
+/// Merges `part` (read later) into `row` of the same table and shift.
+pub fn merge(row: &mut ShiftRow, part: &ShiftRow) {
+    assert_eq!(row.starts_at_ns, part.starts_at_ns, "one shift");
+    row.rounds += part.rounds;
+    row.rule_set = part.rule_set.or(row.rule_set);
+    row.pay_tables_configured |= part.pay_tables_configured;
+    for h in &part.handle {
+        let key = (h.rule_set.code(), h.line);
+        match row
+            .handle
+            .binary_search_by(|x| (x.rule_set.code(), x.line).cmp(&key))
+        {
+            Ok(i) => {
+                let x = &mut row.handle[i];
+                x.stake = x.stake + h.stake;
+                x.stake_squared = x.stake_squared.saturating_add(h.stake_squared);
+                x.bets += h.bets;
+            }
+            Err(i) => row.handle.insert(i, h.clone()),
+        }
+    }
+    row.recorded.merge(&part.recorded);
+    row.rules.merge(&part.rules);
+    row.buy_ins.merge(&part.buy_ins);
+    row.markers.merge(&part.markers);
+    row.fills.merge(&part.fills);
+    row.credits.merge(&part.credits);
+    if part.opening.is_some() {
+        row.opening = part.opening.clone();
+    }
+    if part.closing.is_some() {
+        row.closing = part.closing.clone();
+    }
+    let room = DROP_BOXES_MAX.saturating_sub(row.drop_boxes.len());
+    row.drop_boxes
+        .extend(part.drop_boxes.iter().take(room).cloned());
+    let room = DISPUTED_ROUNDS_MAX.saturating_sub(row.disputed.len());
+    row.disputed
+        .extend(part.disputed.iter().take(room).cloned());
+    row.disputed_count += part.disputed_count;
+}

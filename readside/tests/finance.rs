@@ -1,0 +1,634 @@
+//! Golden finance shifts: hand-written events through a real ledger and read model, each
+//! table one case of issue 29, its figures computed here by hand from the rules.
+//!
+//! Every table plays shift 1 of 2026-11-25 (06:00-14:00 UTC): an opening count, a cash
+//! buy-in, rounds, a fill, a closing count, its drop box removed, and the next shift's
+//! opening count. The rounds are the replayer's golden rounds, re-chained:
+//! - TCP3 `clean_tcp3_fold_and_pair_plus_only`: box 1 folds, losing Ante 10.00 and Pair
+//!   Plus 5.00 (TCP3 §3.12.1); box 2's flush wins Pair Plus 5.00 at 4 to 1 (TCP3 §3.16,
+//!   §4.2). The tray takes in 15.00 and pays out 20.00: the house wins -5.00.
+//! - CSP6 `clean_csp6_full_house_loses_wins_jackpot`: Ante 10.00 and BET 20.00 lost
+//!   (CSP6 §3.14.2); the progressive pays a fixed 200.00 less the 1.00 stake (CSP6 §4.2).
+
+use ledger::days::DayRule;
+use readside::finance::{report, GroupBy, Query, Span};
+use readside::model::Model;
+use schemas::count::CountResult;
+use schemas::finance::{Cause, FinanceReport, ReportGroup};
+use schemas::{DeviceId, Event, EventBody, Finance, Hash32, Money, RoundId, Seq, TableId};
+
+const HOUR_NS: i64 = 3_600_000_000_000;
+const MIN_NS: i64 = 60_000_000_000;
+/// 2026-11-25 06:00 UTC: the day's and shift 1's start.
+const DAY_START_NS: i64 = 1_795_586_400 * 1_000_000_000;
+const OPENING: i64 = 100_000;
+const BUY_IN: i64 = 5_000;
+const FILL: i64 = 10_000;
+/// The TCP3 round's house win: 15.00 taken in, 20.00 paid out.
+const TCP3_ROUND_WIN: i64 = 1_500 - 2_000;
+
+fn rule() -> DayRule {
+    DayRule::new("06:00", "UTC")
+        .unwrap()
+        .with_shifts("06:00,14:00,22:00")
+        .unwrap()
+}
+
+/// A table's chain as it is written: seq, prev hash, and the messages for the ledger.
+struct Chain {
+    table: TableId,
+    seq: u64,
+    prev: Hash32,
+    round: u64,
+    out: Vec<ledger::Incoming>,
+}
+
+impl Chain {
+    fn new(table: &str) -> Chain {
+        Chain {
+            table: TableId::new(table).unwrap(),
+            seq: 0,
+            prev: Hash32::ZERO,
+            round: 0,
+            out: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, at_ns: i64, round: Option<u64>, body: EventBody) {
+        self.seq += 1;
+        let e = Event {
+            v: 1,
+            table: self.table.clone(),
+            device: DeviceId::new("dealer-terminal").unwrap(),
+            seq: Seq(self.seq),
+            prev: self.prev,
+            occurred_at_ns: at_ns,
+            round: round.map(RoundId),
+            body,
+        };
+        let bytes = schemas::codec::encode(&e, schemas::WireFormat::Bincode);
+        self.prev = schemas::chain::event_hash(&self.prev, &bytes);
+        self.out.push(ledger::Incoming {
+            bytes,
+            subject_table: Some(self.table.clone()),
+            stream_seq: 0,
+            received_at_ns: at_ns,
+            provenance: Default::default(),
+        });
+    }
+
+    fn finance(&mut self, at_ns: i64, entry: Finance) {
+        self.push(at_ns, None, EventBody::Finance { entry });
+    }
+
+    fn count(&mut self, at_ns: i64, total: i64, closing: bool) {
+        let counts = vec![schemas::ChipCount {
+            denomination: Money(100),
+            chips: (total / 100) as u32,
+        }];
+        let (total, counted_by) = (Money(total), "closer".to_string());
+        self.finance(
+            at_ns,
+            match closing {
+                true => Finance::ClosingInventory {
+                    counts,
+                    total,
+                    counted_by,
+                },
+                false => Finance::OpeningInventory {
+                    counts,
+                    total,
+                    counted_by,
+                },
+            },
+        );
+    }
+
+    /// Plays a golden round from `at_ns`, a second per event, with `pay` changing the
+    /// dealer's recorded payouts.
+    fn round(&mut self, golden: &str, at_ns: i64, pay: impl Fn(&mut EventBody)) {
+        self.round += 1;
+        let r = self.round;
+        for (i, mut body) in golden_bodies(golden).into_iter().enumerate() {
+            match body {
+                EventBody::TableOpened { .. } => continue,
+                _ => pay(&mut body),
+            }
+            self.push(at_ns + i as i64 * 1_000_000_000, Some(r), body);
+        }
+    }
+}
+
+/// The bodies of a replayer golden scenario's events.
+fn golden_bodies(name: &str) -> Vec<EventBody> {
+    let path = format!(
+        "{}/../replayer/tests/golden/{name}.events.jsonl",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Event>(l).unwrap().body)
+        .collect()
+}
+
+fn table_opened(golden: &str) -> EventBody {
+    golden_bodies(golden).into_iter().next().unwrap()
+}
+
+const TCP3: &str = "clean_tcp3_fold_and_pair_plus_only";
+const CSP6: &str = "clean_csp6_full_house_loses_wins_jackpot";
+
+/// How a table's shift goes wrong.
+#[derive(Clone, Copy, PartialEq)]
+enum Case {
+    Clean,
+    Overpayment,
+    MissingFillSlip,
+    MiscountedCloser,
+    ShortDrop,
+}
+
+/// A TCP3 table's shift 1 with `case` injected; returns its chain and the count result.
+fn tcp3_shift(name: &str, case: Case) -> (Chain, CountResult) {
+    let mut c = Chain::new(name);
+    let t0 = DAY_START_NS;
+    c.push(t0 - 10 * MIN_NS, None, table_opened(TCP3));
+    c.count(t0 - 5 * MIN_NS, OPENING, false);
+    c.finance(
+        t0 + 10 * MIN_NS,
+        Finance::CashBuyIn {
+            amount: Money(BUY_IN),
+        },
+    );
+    c.round(TCP3, t0 + 20 * MIN_NS, |_| {});
+    // The second round's flush: paid 25.00 where the rules give 20.00 when overpaid.
+    let over = case == Case::Overpayment;
+    c.round(TCP3, t0 + 40 * MIN_NS, |b| {
+        if let EventBody::PaidOut { net, .. } = b {
+            if over && net.0 == 2_000 {
+                *net = Money(2_500);
+            }
+        }
+    });
+    c.finance(
+        t0 + 4 * HOUR_NS,
+        Finance::Fill {
+            amount: Money(FILL),
+            slip_no: "F-1".into(),
+        },
+    );
+    // The tray as the rounds and slips leave it, then what each case does to it.
+    let mut tray = OPENING - BUY_IN + 2 * TCP3_ROUND_WIN + FILL;
+    if over {
+        tray -= 500;
+    }
+    let (closing, next_opening) = match case {
+        Case::MissingFillSlip => (tray + 10_000, tray + 10_000),
+        Case::MiscountedCloser => (tray - 1_000, tray),
+        _ => (tray, tray),
+    };
+    c.count(t0 + 8 * HOUR_NS - 5 * MIN_NS, closing, true);
+    let drop_box_id = format!("{name}/2026-11-25/1");
+    c.finance(
+        t0 + 8 * HOUR_NS,
+        Finance::DropBoxRemoved {
+            drop_box_id: drop_box_id.clone(),
+        },
+    );
+    c.count(t0 + 8 * HOUR_NS + 5 * MIN_NS, next_opening, false);
+    // Rounds are reported when the next begins or the table closes (nothing after it).
+    c.push(t0 + 8 * HOUR_NS + 10 * MIN_NS, None, EventBody::TableClosed);
+    let cash = if case == Case::ShortDrop {
+        BUY_IN - 1_000
+    } else {
+        BUY_IN
+    };
+    (c, counted(name, &drop_box_id, cash))
+}
+
+fn counted(table: &str, drop_box_id: &str, cash: i64) -> CountResult {
+    CountResult {
+        table: TableId::new(table).unwrap(),
+        drop_box_id: drop_box_id.into(),
+        cash: Money(cash),
+        markers: Money::ZERO,
+        counted_at_ns: DAY_START_NS + 9 * HOUR_NS,
+        counted_by: "count team".into(),
+    }
+}
+
+/// A CSP6 table whose one round hits the progressive: paid by the jackpot system.
+fn jackpot_shift() -> (Chain, CountResult) {
+    let mut c = Chain::new("T-JP");
+    let t0 = DAY_START_NS;
+    c.push(t0 - 10 * MIN_NS, None, table_opened(CSP6));
+    c.count(t0 - 5 * MIN_NS, OPENING, false);
+    c.finance(
+        t0 + 10 * MIN_NS,
+        Finance::CashBuyIn {
+            amount: Money(BUY_IN),
+        },
+    );
+    c.round(CSP6, t0 + 20 * MIN_NS, |_| {});
+    // Ante 10.00 and BET 20.00 lost into the tray; the 200.00 award is not the tray's.
+    c.count(
+        t0 + 8 * HOUR_NS - 5 * MIN_NS,
+        OPENING - BUY_IN + 3_000,
+        true,
+    );
+    c.finance(
+        t0 + 8 * HOUR_NS,
+        Finance::DropBoxRemoved {
+            drop_box_id: "T-JP/2026-11-25/1".into(),
+        },
+    );
+    c.push(t0 + 8 * HOUR_NS + 10 * MIN_NS, None, EventBody::TableClosed);
+    (c, counted("T-JP", "T-JP/2026-11-25/1", BUY_IN))
+}
+
+/// A ledger holding every case, fed in two halves with the model brought up to date
+/// after each, so the shift rows merge across passes.
+struct Floor {
+    _dir: tempfile::TempDir,
+    ledger: ledger::Ledger,
+    model: Model,
+    counts: Vec<CountResult>,
+}
+
+fn floor() -> Floor {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = ledger::Ledger::open(dir.path().join("ledger")).unwrap();
+    let model = Model::open(&dir.path().join("readmodel"), &rule()).unwrap();
+    let mut chains = Vec::new();
+    let mut counts = Vec::new();
+    for (name, case) in [
+        ("T-CLEAN", Case::Clean),
+        ("T-OVER", Case::Overpayment),
+        ("T-FILL", Case::MissingFillSlip),
+        ("T-CLOSER", Case::MiscountedCloser),
+        ("T-SHORT", Case::ShortDrop),
+    ] {
+        let (c, r) = tcp3_shift(name, case);
+        chains.push(c);
+        counts.push(r);
+    }
+    let (c, r) = jackpot_shift();
+    chains.push(c);
+    counts.push(r);
+    let mut stream_seq = 0;
+    for half in 0..2 {
+        let mut batch = Vec::new();
+        for c in &mut chains {
+            let n = c.out.len() / 2;
+            let part: Vec<_> = if half == 0 {
+                c.out.drain(..n).collect()
+            } else {
+                c.out.drain(..).collect()
+            };
+            batch.extend(part);
+        }
+        for m in &mut batch {
+            stream_seq += 1;
+            m.stream_seq = stream_seq;
+        }
+        let out = ledger.append(&batch, &[]).unwrap();
+        let stored = out
+            .events
+            .iter()
+            .filter(|a| matches!(a, ledger::Appended::Stored { .. }))
+            .count();
+        let refused: Vec<_> = out
+            .events
+            .iter()
+            .filter(|a| !matches!(a, ledger::Appended::Stored { .. }))
+            .collect();
+        assert_eq!(stored, batch.len(), "{refused:?}");
+        readside::index::catch_up(&ledger, &model).unwrap();
+    }
+    Floor {
+        _dir: dir,
+        ledger,
+        model,
+        counts,
+    }
+}
+
+fn shift_report(f: &Floor, counts: &[CountResult]) -> FinanceReport {
+    let q = Query {
+        span: Span::Shift("2026-11-25/1".into()),
+        group_by: GroupBy::Table,
+        table: None,
+        pit: None,
+    };
+    report(&f.model, &[], counts, &q).unwrap()
+}
+
+fn group<'a>(r: &'a FinanceReport, table: &str) -> &'a ReportGroup {
+    r.groups.iter().find(|g| g.key == table).unwrap()
+}
+
+fn causes(r: &FinanceReport, table: &str) -> Vec<(Cause, i64)> {
+    r.variances
+        .iter()
+        .filter(|v| v.table.as_str() == table)
+        .map(|v| (v.cause, v.amount.0))
+        .collect()
+}
+
+#[test]
+fn a_clean_shift_has_three_equal_wins_and_the_theoretical_win_of_its_handle() {
+    let f = floor();
+    let r = shift_report(&f, &f.counts);
+    let g = group(&r, "T-CLEAN");
+    // Accounting: drop 50.00 + credits 0 + closing 1,040.00 - opening 1,000.00 - fills
+    // 100.00 = -10.00, the two rounds' -5.00 each.
+    assert_eq!(g.drop, Some(Money(BUY_IN)));
+    assert_eq!(g.win_accounting, Some(Money(2 * TCP3_ROUND_WIN)));
+    assert_eq!(
+        (g.win_recorded, g.win_rules),
+        (Money(-1_000), Money(-1_000))
+    );
+    assert_eq!(g.rounds, 2);
+    assert!(
+        causes(&r, "T-CLEAN").is_empty(),
+        "{:?}",
+        causes(&r, "T-CLEAN")
+    );
+    assert_eq!(g.hold_bp, Some(-1_000 * 10_000 / BUY_IN));
+    // Handle: Ante 10.00 x 2 rounds; Pair Plus 5.00 x 2 boxes x 2 rounds.
+    let edge = |l| rules::edge::default_edge(schemas::RuleSet::Tcp3, l).unwrap();
+    let ante = edge(schemas::PayLine::Ante);
+    let pp = edge(schemas::PayLine::PairPlus);
+    let theo = 2_000 * ante.edge_ppm / 1_000_000 + 2_000 * pp.edge_ppm / 1_000_000;
+    assert_eq!(g.theoretical_win, Money(theo));
+    // sd = sqrt(sum stake^2 x variance): 2 x 1000^2 x Ante's + 4 x 500^2 x Pair Plus's.
+    let var = (2 * 1_000_000 * ante.variance_ppm as u128 + 4 * 250_000 * pp.variance_ppm as u128)
+        / 1_000_000;
+    let sd = var.isqrt() as i64;
+    assert_eq!(
+        (g.win_low, g.win_high),
+        (Money(theo - 2 * sd), Money(theo + 2 * sd))
+    );
+    assert!(!g.hold_alarm, "-10.00 lies inside {theo} +- {}", 2 * sd);
+}
+
+#[test]
+fn an_overpayment_is_the_disputed_round_behind_it() {
+    let f = floor();
+    let r = shift_report(&f, &f.counts);
+    let g = group(&r, "T-OVER");
+    assert_eq!(
+        (g.win_recorded, g.win_rules),
+        (Money(-1_500), Money(-1_000))
+    );
+    assert_eq!(g.win_accounting, Some(Money(-1_500)), "the tray paid it");
+    assert_eq!(causes(&r, "T-OVER"), [(Cause::Overpayment, -500)]);
+    let v = r
+        .variances
+        .iter()
+        .find(|v| v.table.as_str() == "T-OVER")
+        .unwrap();
+    assert_eq!(v.links.len(), 1);
+    assert_eq!(v.links[0].round, Some(RoundId(2)));
+    assert_eq!(
+        v.links[0].href.as_deref(),
+        Some("/v1/finance/rounds/T-OVER/2")
+    );
+}
+
+#[test]
+fn chips_without_a_slip_and_a_miscounted_closer_are_told_apart() {
+    let f = floor();
+    let r = shift_report(&f, &f.counts);
+    assert_eq!(causes(&r, "T-FILL"), [(Cause::MissingFillSlip, 10_000)]);
+    assert_eq!(
+        group(&r, "T-FILL").win_accounting,
+        Some(Money(-1_000 + 10_000))
+    );
+    assert_eq!(causes(&r, "T-CLOSER"), [(Cause::MiscountedCloser, -1_000)]);
+    let v = r
+        .variances
+        .iter()
+        .find(|v| v.table.as_str() == "T-CLOSER")
+        .unwrap();
+    let kinds: Vec<&str> = v.links.iter().map(|l| l.kind.as_str()).collect();
+    assert_eq!(
+        kinds, ["tray_count"; 3],
+        "opening, closing and the next opening"
+    );
+}
+
+#[test]
+fn a_short_drop_and_a_box_not_yet_counted() {
+    let f = floor();
+    let r = shift_report(&f, &f.counts);
+    assert_eq!(causes(&r, "T-SHORT"), [(Cause::ShortDrop, -1_000)]);
+    assert_eq!(group(&r, "T-SHORT").drop, Some(Money(BUY_IN - 1_000)));
+    let none = shift_report(&f, &[]);
+    let g = group(&none, "T-CLEAN");
+    assert_eq!(
+        (g.drop, g.win_accounting),
+        (None, None),
+        "never a zero drop"
+    );
+    assert_eq!(causes(&none, "T-CLEAN"), [(Cause::NotYetCounted, 0)]);
+    assert_eq!(none.total.drop, None);
+}
+
+#[test]
+fn a_jackpot_hit_is_paid_apart_from_the_tray() {
+    let f = floor();
+    let r = shift_report(&f, &f.counts);
+    let g = group(&r, "T-JP");
+    assert_eq!(g.jackpot_paid_recorded, Money(19_900));
+    assert_eq!(
+        (g.win_recorded, g.win_accounting),
+        (Money(3_000), Some(Money(3_000)))
+    );
+    assert!(causes(&r, "T-JP").is_empty(), "{:?}", causes(&r, "T-JP"));
+}
+
+#[test]
+fn reports_group_and_span_and_the_model_equals_a_fresh_rebuild() {
+    let f = floor();
+    let fresh = Model::temporary(&rule()).unwrap();
+    readside::index::catch_up(&f.ledger, &fresh).unwrap();
+    assert_eq!(
+        f.model.differences(&fresh, 10).unwrap(),
+        Vec::<String>::new()
+    );
+    let q = |span, group_by| Query {
+        span,
+        group_by,
+        table: None,
+        pit: None,
+    };
+    let day = report(
+        &f.model,
+        &[],
+        &f.counts,
+        &q(Span::Day("2026-11-25".into()), GroupBy::Game),
+    )
+    .unwrap();
+    let keys: Vec<&str> = day.groups.iter().map(|g| g.key.as_str()).collect();
+    assert_eq!(keys, ["CSP6", "TCP3"]);
+    assert_eq!(day.total.rounds, 5 * 2 + 1);
+    let mtd = report(
+        &f.model,
+        &[],
+        &f.counts,
+        &q(Span::MonthToDate("2026-11-30".into()), GroupBy::Day),
+    )
+    .unwrap();
+    assert_eq!(mtd.groups.len(), 1);
+    assert_eq!(mtd.total, day.total.clone_with_key(&mtd.total.key));
+    let pits = [readside::finance::parse_pit("main=T-CLEAN,T-OVER").unwrap()];
+    let by_pit = report(
+        &f.model,
+        &pits,
+        &f.counts,
+        &q(Span::Day("2026-11-25".into()), GroupBy::Pit),
+    )
+    .unwrap();
+    let keys: Vec<&str> = by_pit.groups.iter().map(|g| g.key.as_str()).collect();
+    assert_eq!(keys, ["(no pit)", "main"]);
+    let ytd = q(Span::YearToDate("2026-12-31".into()), GroupBy::Table);
+    assert!(
+        report(&f.model, &[], &f.counts, &ytd).is_ok(),
+        "a leap-free year fits"
+    );
+    let long = q(
+        Span::Days {
+            from: "2026-01-01".into(),
+            to: "2027-01-02".into(),
+        },
+        GroupBy::Table,
+    );
+    assert!(matches!(
+        report(&f.model, &[], &f.counts, &long),
+        Err(readside::ReadError::BadRequest(_))
+    ));
+    let csv = readside::finance::to_csv(&by_pit);
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines[0], readside::finance::CSV_HEADER);
+    assert_eq!(lines.len(), 1 + 2 + 1, "a line per group and the total");
+    // Shift 2 holds only its opening counts and no box yet: the day's drop is not known.
+    assert!(lines[2].starts_with("main,4,4,,100.00,"), "{}", lines[2]);
+}
+
+trait WithKey {
+    fn clone_with_key(&self, key: &str) -> Self;
+}
+
+impl WithKey for ReportGroup {
+    fn clone_with_key(&self, key: &str) -> ReportGroup {
+        ReportGroup {
+            key: key.into(),
+            ..self.clone()
+        }
+    }
+}
+
+#[test]
+fn a_pools_liability_over_the_day_is_recomputed_against_its_display() {
+    let f = floor();
+    let pools = readside::jackpot::liability(&f.ledger, &rule(), "2026-11-25").unwrap();
+    let p = pools.iter().find(|p| p.pool.as_str() == "CSP6-PJ").unwrap();
+    // Shown at 50,000.00 in the round; the 1.00 progressive stake contributes 25%
+    // (contribution_bp 2500); the full house's fixed 200.00 is no payment from the pool.
+    assert_eq!(
+        (p.opening, p.contributions, p.hits),
+        (Money(0), Money(25), 0)
+    );
+    assert_eq!(p.closing, Money(5_000_000 + 25));
+    assert_eq!(p.displayed, Some(Money(5_000_000)));
+    assert_eq!(
+        p.difference,
+        Some(Money(-25)),
+        "no display since the contribution"
+    );
+    let next = readside::jackpot::liability(&f.ledger, &rule(), "2026-11-26").unwrap();
+    let n = next.iter().find(|p| p.pool.as_str() == "CSP6-PJ").unwrap();
+    assert_eq!(
+        (n.opening, n.contributions, n.closing),
+        (p.closing, Money(0), p.closing)
+    );
+}
+
+/// BENCHMARKS.md: a month of 50 tables, 3 shifts a day, each shift's row full (64 buy-ins,
+/// a round, a fill, both counts, its drop box); times the day and month-to-date reports
+/// from the read model. Run: `cargo test --release -p readside --test finance
+/// month_of_reports -- --ignored --nocapture`. Prints; asserts no time.
+#[test]
+#[ignore]
+fn month_of_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = ledger::Ledger::open(dir.path().join("ledger")).unwrap();
+    let model = Model::open(&dir.path().join("readmodel"), &rule()).unwrap();
+    let mut stream_seq = 0;
+    for t in 0..50 {
+        let mut c = Chain::new(&format!("M-{t:02}"));
+        c.push(
+            DAY_START_NS - 24 * 30 * HOUR_NS - HOUR_NS,
+            None,
+            table_opened(TCP3),
+        );
+        for shift in 0..(30 * 3) {
+            let t0 = DAY_START_NS - 24 * 30 * HOUR_NS + 6 * HOUR_NS + shift * 8 * HOUR_NS;
+            c.count(t0, OPENING, false);
+            for i in 0..64 {
+                c.finance(
+                    t0 + (i + 1) * MIN_NS,
+                    Finance::CashBuyIn {
+                        amount: Money(BUY_IN),
+                    },
+                );
+            }
+            c.round(TCP3, t0 + 2 * HOUR_NS, |_| {});
+            c.finance(
+                t0 + 3 * HOUR_NS,
+                Finance::Fill {
+                    amount: Money(FILL),
+                    slip_no: format!("F-{shift}"),
+                },
+            );
+            c.count(t0 + 8 * HOUR_NS - MIN_NS, OPENING, true);
+            let id = format!("M-{t:02}/{shift}");
+            c.finance(
+                t0 + 8 * HOUR_NS,
+                Finance::DropBoxRemoved { drop_box_id: id },
+            );
+        }
+        for m in &mut c.out {
+            stream_seq += 1;
+            m.stream_seq = stream_seq;
+        }
+        for part in c.out.chunks(4_096) {
+            ledger.append(part, &[]).unwrap();
+        }
+    }
+    let t0 = std::time::Instant::now();
+    readside::index::catch_up(&ledger, &model).unwrap();
+    eprintln!("{stream_seq} events indexed in {:.1?}", t0.elapsed());
+    for span in [
+        Span::Day("2026-11-20".into()),
+        Span::MonthToDate("2026-11-24".into()),
+    ] {
+        let q = Query {
+            span: span.clone(),
+            group_by: GroupBy::Table,
+            table: None,
+            pit: None,
+        };
+        for _ in 0..3 {
+            let t0 = std::time::Instant::now();
+            let r = report(&model, &[], &[], &q).unwrap();
+            eprintln!(
+                "{span:?}: {} table shifts in {:.1?}",
+                r.total.table_shifts,
+                t0.elapsed()
+            );
+        }
+    }
+}

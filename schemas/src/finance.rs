@@ -1,0 +1,361 @@
+//! Finance per table and shift, and the reports built on it (issue 29): the read model's
+//! shift row, and the bodies `GET /v1/reports` and `roundledger report` return.
+//!
+//! A shift row holds what the rounds and finance events of one table's shift say: handle
+//! per bet line, what the tray took in and paid out (as recorded and as the rules say),
+//! jackpot payments apart, buy-ins, markers, fills and credits with their slips, the
+//! opening and closing tray counts and the drop boxes removed. Money is integer minor
+//! units. Every list is bounded (`SLIPS_MAX`, `DISPUTED_ROUNDS_MAX`); its count and
+//! total are kept whole.
+
+use crate::config::{PayLine, RuleSet};
+use crate::event::ChipCount;
+use crate::ids::{Money, RoundId, Seq, TableId};
+use serde::{Deserialize, Serialize};
+#[cfg(feature = "openapi")]
+use utoipa::ToSchema;
+
+/// Most slips of one kind a shift row lists (the count and total stay whole).
+pub const SLIPS_MAX: usize = 64;
+/// Most disputed rounds a shift row lists.
+pub const DISPUTED_ROUNDS_MAX: usize = 64;
+/// Most drop boxes a shift row lists.
+pub const DROP_BOXES_MAX: usize = 8;
+/// Most groups one report holds.
+pub const REPORT_GROUPS_MAX: usize = 10_000;
+/// Most variances one report lists (its groups' sums stay whole).
+pub const REPORT_VARIANCES_MAX: usize = 1_000;
+
+/// One slip, marker or buy-in: its number ("" for a cash buy-in) and the event behind it.
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Slip {
+    pub no: String,
+    pub amount: Money,
+    pub seq: Seq,
+    pub at_ns: i64,
+}
+
+/// Slips of one kind in a shift: the first `SLIPS_MAX`, and the count and total of all.
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Slips {
+    pub total: Money,
+    pub count: u64,
+    pub items: Vec<Slip>,
+}
+
+impl Slips {
+    /// Adds one slip; lists it while the list has room.
+    pub fn add(&mut self, slip: Slip) {
+        self.total = self.total + slip.amount;
+        self.count += 1;
+        if self.items.len() < SLIPS_MAX {
+            self.items.push(slip);
+        }
+    }
+
+    /// Adds every slip of `other` (a later part of the same shift).
+    pub fn merge(&mut self, other: &Slips) {
+        self.total = self.total + other.total;
+        self.count += other.count;
+        let room = SLIPS_MAX.saturating_sub(self.items.len());
+        self.items.extend(other.items.iter().take(room).cloned());
+    }
+}
+
+/// A tray count: its total, by denomination, who counted, and the event.
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrayCount {
+    pub total: Money,
+    pub counts: Vec<ChipCount>,
+    pub counted_by: String,
+    pub seq: Seq,
+    pub at_ns: i64,
+}
+
+/// A drop box taken from the table: its id and the event.
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DropBoxRef {
+    pub drop_box_id: String,
+    pub seq: Seq,
+    pub at_ns: i64,
+}
+
+/// A round whose recorded payouts differ from the rules: the players' net both ways.
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DisputedRound {
+    pub round: RoundId,
+    /// What the dealer paid the players, net (collected stakes negative).
+    pub recorded: Money,
+    /// What the rules say was due, net.
+    pub due: Money,
+}
+
+/// What a tray took in (lost bets) and paid out (won bets), and jackpots paid apart.
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tray {
+    pub taken_in: Money,
+    pub paid_out: Money,
+    /// Jackpot awards: the jackpot system pays them, not the tray.
+    pub jackpot_paid: Money,
+}
+
+impl Tray {
+    /// The tray's win: taken in less paid out.
+    pub fn win(&self) -> Money {
+        self.taken_in - self.paid_out
+    }
+
+    pub fn merge(&mut self, o: &Tray) {
+        self.taken_in = self.taken_in + o.taken_in;
+        self.paid_out = self.paid_out + o.paid_out;
+        self.jackpot_paid = self.jackpot_paid + o.jackpot_paid;
+    }
+}
+
+/// Handle on one bet line of one rule set: stakes, their squares (for the hold's
+/// confidence interval, minor units squared) and the bets.
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Handle {
+    pub rule_set: RuleSet,
+    pub line: PayLine,
+    pub stake: Money,
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    #[serde(with = "u128_text")]
+    pub stake_squared: u128,
+    pub bets: u64,
+}
+
+/// A table's shift as the read model keeps it.
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShiftRow {
+    pub table: Option<TableId>,
+    /// `2026-11-25/2`.
+    pub shift: String,
+    pub starts_at_ns: i64,
+    pub ends_at_ns: i64,
+    /// The rule set of its last round.
+    pub rule_set: Option<RuleSet>,
+    /// Some round was played under pay tables its configuration set.
+    pub pay_tables_configured: bool,
+    pub rounds: u64,
+    /// By (rule set, line), in that order.
+    pub handle: Vec<Handle>,
+    pub recorded: Tray,
+    pub rules: Tray,
+    pub buy_ins: Slips,
+    pub markers: Slips,
+    pub fills: Slips,
+    pub credits: Slips,
+    /// The shift's opening count (nearest its start; the last one if several).
+    pub opening: Option<TrayCount>,
+    /// The shift's closing count (nearest its end; the last one if several).
+    pub closing: Option<TrayCount>,
+    pub drop_boxes: Vec<DropBoxRef>,
+    pub disputed: Vec<DisputedRound>,
+    pub disputed_count: u64,
+}
+
+/// A link from a figure to what it is computed from.
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Link {
+    /// `round`, `slip`, `tray_count`, `drop_box`, `count`.
+    pub kind: String,
+    pub table: TableId,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq: Option<Seq>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round: Option<RoundId>,
+    /// The API path that shows it (a round's finance summary), when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub href: Option<String>,
+    pub text: String,
+}
+
+/// Why a figure differs from another, as the shared cause rules name it.
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cause {
+    /// Recorded payouts above the rules' (rules win > recorded win).
+    Overpayment,
+    /// Recorded payouts below the rules'.
+    Underpayment,
+    /// The next opening count equals the expected closing, not the counted one.
+    MiscountedCloser,
+    /// The next opening equals the counted closing, above the expected: chips came
+    /// without a fill slip.
+    MissingFillSlip,
+    /// A tray variance the next opening does not explain.
+    UnexplainedInventory,
+    /// The counted drop is below the recorded buy-ins and markers.
+    ShortDrop,
+    /// The counted drop is above them.
+    OverDrop,
+    /// A drop box removed but not yet counted: no accounting win.
+    NotYetCounted,
+    /// No opening or no closing count: no tray check.
+    TrayCountMissing,
+}
+
+/// One variance of one table's shift, with its cause and the links behind it.
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Variance {
+    pub table: TableId,
+    pub shift: String,
+    pub cause: Cause,
+    /// The difference, minor units: counted less expected, recorded less rules, or
+    /// counted drop less recorded buy-ins and markers.
+    pub amount: Money,
+    pub text: String,
+    pub links: Vec<Link>,
+}
+
+/// Handle and theoretical win on one bet line of one rule set.
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HandleLine {
+    pub rule_set: RuleSet,
+    pub line: PayLine,
+    pub stake: Money,
+    pub bets: u64,
+    /// The house edge in ppm (`rules::edge`); `None`: not known for this line.
+    pub edge_ppm: Option<i64>,
+    /// Handle times edge; `None` with the edge.
+    pub theoretical_win: Option<Money>,
+}
+
+/// One group of a report: a table, pit, game, shift or day.
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReportGroup {
+    pub key: String,
+    /// Table shifts summed in it.
+    pub table_shifts: u64,
+    pub rounds: u64,
+    /// Counted drop (cash and markers); `None` while a box of it is not yet counted.
+    pub drop: Option<Money>,
+    pub boxes_counted: u64,
+    pub boxes_not_counted: u64,
+    pub buy_ins: Money,
+    pub markers: Money,
+    pub fills: Money,
+    pub credits: Money,
+    pub opening: Money,
+    pub closing: Money,
+    /// Drop + credits + closing - opening - fills; `None` until every box is counted.
+    pub win_accounting: Option<Money>,
+    pub win_recorded: Money,
+    pub win_rules: Money,
+    pub jackpot_paid_recorded: Money,
+    pub jackpot_paid_rules: Money,
+    /// Accounting win / drop, basis points.
+    pub hold_bp: Option<i64>,
+    /// Theoretical win / drop, basis points.
+    pub hold_theoretical_bp: Option<i64>,
+    pub handle: Vec<HandleLine>,
+    /// Handle times edge over the lines with a known edge.
+    pub theoretical_win: Money,
+    /// The win's 95% interval: theoretical win minus and plus two standard deviations.
+    pub win_low: Money,
+    pub win_high: Money,
+    /// The win judged against the interval: accounting if counted, else recorded.
+    pub actual_win: Money,
+    /// The actual win lies outside the interval.
+    pub hold_alarm: bool,
+    /// Handle on lines with no known edge (jackpot bets, configured pay tables).
+    pub handle_without_edge: Money,
+    /// Variances found in its table shifts.
+    pub variances: u64,
+}
+
+/// A finance report: its span, groups, their total and the variances behind them.
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FinanceReport {
+    /// `shift 2026-11-25/2`, `day 2026-11-25`, `mtd 2026-11-25`, `ytd ...`, `range A..B`.
+    pub span: String,
+    pub starts_at_ns: i64,
+    pub ends_at_ns: i64,
+    /// The property's day rule, `06:00 Asia/Singapore 06:00,14:00,22:00`.
+    pub day_rule: String,
+    /// `table`, `pit`, `game`, `shift` or `day`.
+    pub group_by: String,
+    pub groups: Vec<ReportGroup>,
+    pub total: ReportGroup,
+    /// The first `REPORT_VARIANCES_MAX` variances, by shift and table.
+    pub variances: Vec<Variance>,
+    pub variances_total: u64,
+}
+
+/// One line of a round as finance sees it: what was paid and what was due.
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RoundLine {
+    pub box_no: crate::ids::BoxNo,
+    pub line: PayLine,
+    pub recorded: Money,
+    pub due: Money,
+}
+
+/// A round's finance summary: no cards, no surveillance detail.
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RoundFinance {
+    pub table: TableId,
+    pub round: RoundId,
+    pub rule_set: Option<RuleSet>,
+    pub opened_at_ns: i64,
+    pub first_seq: Seq,
+    pub last_seq: Seq,
+    pub lines: Vec<RoundLine>,
+    pub recorded: Money,
+    pub due: Money,
+}
+
+/// `u128` as a decimal string: JSON numbers lose precision past 2^53 in many readers.
+mod u128_text {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &u128, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&v.to_string())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u128, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// One jackpot pool's liability over one gaming day (by arrival, the House's order).
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PoolLiability {
+    pub pool: crate::ids::PoolId,
+    pub day: String,
+    pub tables: Vec<TableId>,
+    /// The recomputed pool at the day's start (0 before the pool was first shown).
+    pub opening: Money,
+    /// Contributions of the day's accepted jackpot stakes.
+    pub contributions: Money,
+    pub hits: u64,
+    pub paid: Money,
+    pub resets: u64,
+    /// The recomputed pool at the day's end.
+    pub closing: Money,
+    /// The last value the controller displayed before the day's end.
+    pub displayed: Option<Money>,
+    /// `displayed - closing`.
+    pub difference: Option<Money>,
+    /// Displays of the day that differed from the recomputed pool.
+    pub mismatches: u64,
+}
