@@ -66,6 +66,7 @@ impl Web {
         ledger_dir: &Path,
         ledger: Arc<ledger::Ledger>,
         alerts: Option<api::AlertSource>,
+        finance: api::FinanceSetup,
     ) -> Result<Web> {
         let addr = if std::net::TcpListener::bind(addr).is_ok() {
             addr
@@ -78,7 +79,7 @@ impl Web {
             state_dir: api::default_state_dir(ledger_dir),
             model_dir: readside::model::default_dir(ledger_dir),
             alerts,
-            finance: api::FinanceSetup::default(),
+            finance,
             tls: None,
             access_file: None,
             time_zone: ledger::days::TIME_ZONE_DEFAULT.into(),
@@ -148,6 +149,11 @@ pub fn run(mut args: Args) -> Result<Outcome> {
     let rt = crate::serve::runtime()?;
     let alert_log = ingest::alerts::AlertLog::default();
     let source = crate::serve::alert_source(&alert_log);
+    let rule = demo_finance::day_rule(&args.floor.shift_start, args.floor.shift_every)?;
+    let finance = api::FinanceSetup {
+        rule: rule.clone(),
+        pits: Vec::new(),
+    };
     let web = Web::start(
         &rt,
         args.http,
@@ -155,6 +161,7 @@ pub fn run(mut args: Args) -> Result<Outcome> {
         &dir,
         ledger.clone(),
         Some(source),
+        finance.clone(),
     )?;
     print_web(&web, &access, &args);
     let ingest_config = ingest::IngestConfig {
@@ -173,6 +180,15 @@ pub fn run(mut args: Args) -> Result<Outcome> {
     let fin = demo_finance::client(&web.url(), &access.token("finance")?)?;
     let counted = demo_finance::enter_counts(&fin, &access.count_key, &published.finance.counts)?;
     println!("count room: {counted} drop boxes counted, signed and entered (POST /v1/counts)");
+    wait_indexed(&fin, &ledger)?;
+    let days = demo_finance::days_of(&ledger, &rule)?;
+    let expected = &published.finance.variances;
+    // The finance comparison is printed, not judged: the exit code is the audit's.
+    if !demo_finance::summary(&fin, (&days.0, &days.1), expected)? {
+        println!(
+            "  (a tray variance can hide a miscount in the same shift: RELIABILITY.md, finance)"
+        );
+    }
     let verify = ledger.verify().context("verifying the ledger")?;
     anyhow::ensure!(verify.is_ok(), "chain verification failed: {verify:?}");
     println!(
@@ -201,14 +217,9 @@ pub fn run(mut args: Args) -> Result<Outcome> {
             anyhow::bail!("the demo audits its own ledger")
         };
         let alerts = Some(crate::serve::alert_source(&alert_log));
-        serve_on(
-            &rt,
-            web_addr,
-            access.config,
-            &dir,
-            Arc::new(*ledger),
-            alerts,
-        )?;
+        let (config, ledger) = (access.config, Arc::new(*ledger));
+        let web = Web::start(&rt, web_addr, config, &dir, ledger, alerts, finance)?;
+        serve_until_stopped(&rt, web)?;
     }
     Ok(outcome)
 }
@@ -388,15 +399,7 @@ fn audit_and_compare(source: &Source, published: &simulator::PublishReport) -> R
 }
 
 /// `--serve`: the web UI on the demo's ledger until Ctrl-C.
-fn serve_on(
-    rt: &tokio::runtime::Runtime,
-    addr: SocketAddr,
-    access: api::auth::AccessConfig,
-    dir: &Path,
-    ledger: Arc<ledger::Ledger>,
-    alerts: Option<api::AlertSource>,
-) -> Result<()> {
-    let web = Web::start(rt, addr, access, dir, ledger, alerts)?;
+fn serve_until_stopped(rt: &tokio::runtime::Runtime, web: Web) -> Result<()> {
     println!(
         "\nserving the web UI on {} until Ctrl-C; sign in with a token above",
         web.url()
@@ -405,6 +408,23 @@ fn serve_on(
     web.stop(rt)?;
     println!("web UI stopped");
     Ok(())
+}
+
+/// Waits until the server's read model has indexed every stored event (bounded).
+fn wait_indexed(client: &crate::client::Client, ledger: &ledger::Ledger) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let stored = ledger.stats().events;
+    loop {
+        let s: schemas::api::ServerStatus = client.get("/v1/status")?;
+        if s.events_indexed >= stored {
+            return Ok(());
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "the read model did not catch up: {s:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 fn games(floor: &simulator::Floor) -> String {

@@ -43,3 +43,170 @@ pub fn enter_counts(client: &Client, key: &SigningKey, counts: &[CountResult]) -
     }
     Ok(counts.len())
 }
+
+/// The property's day as the demo's floor changes shift: a day from the first shift
+/// start (`--shift-start`, UTC), split every `--shift-every` when that divides a day.
+pub fn day_rule(shift_start: &str, shift_every_s: u64) -> Result<ledger::days::DayRule> {
+    const DAY_S: u64 = 86_400;
+    let rule = ledger::days::DayRule::new(shift_start, "UTC").context("--shift-start")?;
+    if shift_every_s == 0 || !DAY_S.is_multiple_of(shift_every_s) || DAY_S / shift_every_s > 6 {
+        return Ok(rule);
+    }
+    let (h, m) = shift_start.split_once(':').context("--shift-start HH:MM")?;
+    let start_min = h.parse::<u64>()? * 60 + m.parse::<u64>()?;
+    let starts: Vec<String> = (0..DAY_S / shift_every_s)
+        .map(|k| (start_min + k * shift_every_s / 60) % 1440)
+        .map(|min| format!("{:02}:{:02}", min / 60, min % 60))
+        .collect();
+    Ok(rule.with_shifts(&starts.join(","))?)
+}
+
+/// The finance report of the floor's gaming days, printed, and the injected finance
+/// errors looked up among its variances; whether each was found.
+pub fn summary(
+    client: &Client,
+    days: (&str, &str),
+    expected: &[simulator::FinanceVariance],
+) -> Result<bool> {
+    let path = format!(
+        "/v1/reports?from_day={}&to_day={}&group_by=table",
+        days.0, days.1
+    );
+    let report: schemas::finance::FinanceReport = client.get(&path)?;
+    println!(
+        "\nfinance, gaming days {} to {} ({}), from GET {path}:",
+        days.0, days.1, report.day_rule
+    );
+    print!("{}", table_lines(&report));
+    let mut missed = Vec::new();
+    for v in expected.iter().filter(|v| cause_of(v.kind).is_some()) {
+        if !report.variances.iter().any(|r| shows(r, v)) {
+            missed.push(format!(
+                "{} {:?} {}",
+                v.table,
+                v.kind,
+                crate::count::show(v.amount)
+            ));
+        }
+    }
+    let injected = expected
+        .iter()
+        .filter(|v| cause_of(v.kind).is_some())
+        .count();
+    let jackpots: schemas::Money = expected
+        .iter()
+        .filter(|v| v.kind == simulator::VarianceKind::JackpotPaid)
+        .map(|v| v.amount)
+        .sum();
+    println!(
+        "injected finance errors: {injected}; found in the report with their cause and amount: {}; jackpots paid by the jackpot system: {} injected or dealt, {} reported",
+        injected - missed.len(),
+        crate::count::show(jackpots),
+        crate::count::show(report.total.jackpot_paid_recorded)
+    );
+    for m in &missed {
+        println!("  NOT FOUND: {m}");
+    }
+    Ok(missed.is_empty())
+}
+
+/// Whether the report's variance `r` shows the injected error `v`: a payout error as
+/// its shift's rules-vs-recorded variance linking its round; a tray or drop error by its
+/// cause and amount (a miscount in a table's last shift, with no next opening to tell
+/// the cause, as an unexplained tray variance).
+fn shows(r: &schemas::finance::Variance, v: &simulator::FinanceVariance) -> bool {
+    use schemas::finance::Cause;
+    use simulator::{FinanceLink, VarianceKind as K};
+    if r.table != v.table {
+        return false;
+    }
+    match (v.kind, &v.link) {
+        (K::Overpayment | K::Underpayment, FinanceLink::Round { round, .. }) => {
+            matches!(r.cause, Cause::Overpayment | Cause::Underpayment)
+                && r.links.iter().any(|l| l.round == Some(*round))
+        }
+        (K::MiscountedCloser | K::MissingFillSlip, _) => {
+            r.amount == v.amount
+                && (Some(r.cause) == cause_of(v.kind) || r.cause == Cause::UnexplainedInventory)
+        }
+        _ => r.amount == v.amount && Some(r.cause) == cause_of(v.kind),
+    }
+}
+
+/// The report's cause for an injected error's kind (a jackpot paid is no variance).
+fn cause_of(kind: simulator::VarianceKind) -> Option<schemas::finance::Cause> {
+    use schemas::finance::Cause;
+    use simulator::VarianceKind as K;
+    Some(match kind {
+        K::MissingFillSlip => Cause::MissingFillSlip,
+        K::MiscountedCloser => Cause::MiscountedCloser,
+        K::ShortDrop => Cause::ShortDrop,
+        K::Overpayment => Cause::Overpayment,
+        K::Underpayment => Cause::Underpayment,
+        K::JackpotPaid => return None,
+    })
+}
+
+/// One line per table, the total, and each variance with its cause.
+fn table_lines(r: &schemas::finance::FinanceReport) -> String {
+    use crate::count::show;
+    let opt = |m: Option<schemas::Money>| m.map_or("not counted".into(), show);
+    let hold = |bp: Option<i64>| bp.map_or("-".into(), percent);
+    let mut out = format!(
+        "  {:<9} {:>7} {:>12} {:>12} {:>12} {:>12} {:>7} {:>9}  variances\n",
+        "table", "rounds", "drop", "win acct", "win rec", "win rules", "hold", "theo hold"
+    );
+    for g in r.groups.iter().chain(std::iter::once(&r.total)) {
+        out += &format!(
+            "  {:<9} {:>7} {:>12} {:>12} {:>12} {:>12} {:>7} {:>9}  {}{}\n",
+            if std::ptr::eq(g, &r.total) {
+                "total"
+            } else {
+                g.key.as_str()
+            },
+            g.rounds,
+            opt(g.drop),
+            opt(g.win_accounting),
+            show(g.win_recorded),
+            show(g.win_rules),
+            hold(g.hold_bp),
+            hold(g.hold_theoretical_bp),
+            g.variances,
+            if g.hold_alarm { " HOLD ALARM" } else { "" }
+        );
+    }
+    for v in &r.variances {
+        out += &format!(
+            "  {} {} {:?} {}: {}\n",
+            v.shift,
+            v.table,
+            v.cause,
+            show(v.amount),
+            v.text
+        );
+    }
+    out
+}
+
+/// Basis points as a percentage with two decimals: 1234 is `12.34%`.
+fn percent(bp: i64) -> String {
+    let sign = if bp < 0 { "-" } else { "" };
+    let a = bp.unsigned_abs();
+    format!("{sign}{}.{:02}%", a / 100, a % 100)
+}
+
+/// The first and last gaming day of the tables' device times in `ledger`.
+pub fn days_of(ledger: &ledger::Ledger, rule: &ledger::days::DayRule) -> Result<(String, String)> {
+    let (mut first, mut last) = (i64::MAX, i64::MIN);
+    for h in ledger.heads() {
+        let one = ledger.stored_event(&h.table, 1)?;
+        let head = ledger.stored_event(&h.table, h.seq.0)?;
+        for e in one.iter().chain(head.iter()) {
+            let (ev, _) = schemas::codec::decode(&e.bytes)?;
+            first = first.min(ev.occurred_at_ns);
+            last = last.max(ev.occurred_at_ns);
+        }
+    }
+    anyhow::ensure!(first <= last, "no events stored");
+    Ok((rule.day_of(first)?, rule.day_of(last)?))
+}

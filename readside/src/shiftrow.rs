@@ -1,7 +1,7 @@
 //! Building a table's shift row (`schemas::finance::ShiftRow`) from what the tail reads:
 //! a reported round adds to the shift of its first event, a finance event to the shift
-//! of its device time (an opening count to the nearest start, a closing count and a
-//! drop box removal to the nearest end). Parts of one shift read in different passes merge into the same row.
+//! of its device time (an opening count made just before a shift change to the shift
+//! after it, a closing count or drop box removal just after one to the shift before it). Parts of one shift read in different passes merge into the same row.
 //!
 //! Invariant: merging parts in seq order gives the row one pass over all of them gives,
 //! so an incremental model equals a fresh rebuild (`verify`).
@@ -15,7 +15,8 @@ use schemas::report::RoundReport;
 use schemas::{BetKind, BoxNo, Finance, Money, PayLine, Seq, TableId};
 use std::collections::BTreeMap;
 
-/// Lines whose wins the jackpot system pays, not the tray.
+/// Jackpot lines: a win on one is paid by the jackpot system as far as the pool pays it
+/// (`Settlement::jackpot_payments`), and from the tray beyond that (a fixed award).
 pub const JACKPOT_LINES: [PayLine; 3] = [
     PayLine::Progressive,
     PayLine::JackpotPlayer,
@@ -135,8 +136,13 @@ pub fn add_round(row: &mut ShiftRow, r: &RoundReport, custom_pay: bool) {
         add_handle(row, s.game, line, stake);
     }
     let Nets { due, recorded } = nets(r);
-    add_tray(&mut row.rules, &due);
-    add_tray(&mut row.recorded, &recorded);
+    let mut pool: BTreeMap<BoxNo, Money> = BTreeMap::new();
+    for p in &s.jackpot_payments {
+        let paid = pool.entry(p.box_no).or_insert(Money::ZERO);
+        *paid = *paid + p.amount;
+    }
+    add_tray(&mut row.rules, &due, pool.clone());
+    add_tray(&mut row.recorded, &recorded, pool);
     if !r.disputes.is_empty() {
         row.disputed_count += 1;
         if row.disputed.len() < DISPUTED_ROUNDS_MAX {
@@ -171,16 +177,28 @@ pub fn nets(r: &RoundReport) -> Nets {
     Nets { due, recorded }
 }
 
-/// Adds the players' nets per (box, line) to a tray: losses in, wins out, jackpots apart.
-fn add_tray(tray: &mut Tray, nets: &BTreeMap<(BoxNo, PayLine), Money>) {
-    for ((_, line), net) in nets {
+/// Adds the players' nets per (box, line) to a tray: losses in, wins out, and what each
+/// box's jackpot lines won from the pool (`pool`, by box) apart: the jackpot system pays it.
+fn add_tray(
+    tray: &mut Tray,
+    nets: &BTreeMap<(BoxNo, PayLine), Money>,
+    mut pool: BTreeMap<BoxNo, Money>,
+) {
+    for ((box_no, line), net) in nets {
         if net.0 < 0 {
             tray.taken_in = tray.taken_in - *net;
-        } else if JACKPOT_LINES.contains(line) {
-            tray.jackpot_paid = tray.jackpot_paid + *net;
-        } else {
-            tray.paid_out = tray.paid_out + *net;
+            continue;
         }
+        let from_pool = match (JACKPOT_LINES.contains(line), pool.get_mut(box_no)) {
+            (true, Some(left)) => {
+                let paid = Money(net.0.min(left.0));
+                *left = *left - paid;
+                paid
+            }
+            _ => Money::ZERO,
+        };
+        tray.jackpot_paid = tray.jackpot_paid + from_pool;
+        tray.paid_out = tray.paid_out + (*net - from_pool);
     }
 }
 

@@ -218,7 +218,8 @@ fn counted(table: &str, drop_box_id: &str, cash: i64) -> CountResult {
     }
 }
 
-/// A CSP6 table whose one round hits the progressive: paid by the jackpot system.
+/// A CSP6 table whose one round wins a fixed Progressive award (CSP6 §4.2): the dealer
+/// pays it from the tray; only a share of the pool is the jackpot system's to pay.
 fn jackpot_shift() -> (Chain, CountResult) {
     let mut c = Chain::new("T-JP");
     let t0 = DAY_START_NS;
@@ -231,10 +232,10 @@ fn jackpot_shift() -> (Chain, CountResult) {
         },
     );
     c.round(CSP6, t0 + 20 * MIN_NS, |_| {});
-    // Ante 10.00 and BET 20.00 lost into the tray; the 200.00 award is not the tray's.
+    // Ante 10.00 and BET 20.00 lost into the tray; the 199.00 net award leaves it.
     c.count(
         t0 + 8 * HOUR_NS - 5 * MIN_NS,
-        OPENING - BUY_IN + 3_000,
+        OPENING - BUY_IN + 3_000 - 19_900,
         true,
     );
     c.finance(
@@ -437,14 +438,18 @@ fn a_short_drop_and_a_box_not_yet_counted() {
 }
 
 #[test]
-fn a_jackpot_hit_is_paid_apart_from_the_tray() {
+fn a_fixed_jackpot_award_is_paid_from_the_tray() {
     let f = floor();
     let r = shift_report(&f, &f.counts);
     let g = group(&r, "T-JP");
-    assert_eq!(g.jackpot_paid_recorded, Money(19_900));
+    assert_eq!(
+        g.jackpot_paid_recorded,
+        Money::ZERO,
+        "no share of the pool was won"
+    );
     assert_eq!(
         (g.win_recorded, g.win_accounting),
-        (Money(3_000), Some(Money(3_000)))
+        (Money(3_000 - 19_900), Some(Money(3_000 - 19_900)))
     );
     assert!(causes(&r, "T-JP").is_empty(), "{:?}", causes(&r, "T-JP"));
 }

@@ -10,6 +10,10 @@
 use super::DayRule;
 use crate::Error;
 
+/// How far from a shift change a tray count still belongs to the shift across it: a
+/// closer counting just after the change, an opener just before it.
+pub const TRAY_COUNT_GRACE_NS: i64 = 15 * 60 * 1_000_000_000;
+
 /// Most shifts in one gaming day.
 pub const SHIFTS_MAX: usize = 8;
 const DAY_MIN: u16 = 24 * 60;
@@ -163,30 +167,26 @@ impl DayRule {
             .ok_or_else(|| Error::Day(format!("day {day} has {} shifts", shifts.len())))
     }
 
-    /// The shift whose start is nearest `at_ns`: where an opening tray count belongs.
-    /// A tie goes to the later shift.
+    /// The shift an opening tray count belongs to: the one it was made in, or the next
+    /// when it was made at most `TRAY_COUNT_GRACE_NS` before that shift starts (an opener
+    /// counting early).
     pub fn opening_shift(&self, at_ns: i64) -> Result<ShiftBounds, Error> {
         let this = self.shift_of(at_ns)?;
-        let next = self.shift_of(this.ends_at_ns)?;
-        let to_this = at_ns.abs_diff(this.starts_at_ns);
-        Ok(if next.starts_at_ns.abs_diff(at_ns) <= to_this {
-            next
-        } else {
-            this
-        })
+        if this.ends_at_ns - at_ns <= TRAY_COUNT_GRACE_NS {
+            return self.shift_of(this.ends_at_ns);
+        }
+        Ok(this)
     }
 
-    /// The shift whose end is nearest `at_ns`: where a closing tray count belongs. A tie
-    /// goes to the earlier shift.
+    /// The shift a closing tray count (or a drop box removal) belongs to: the one it was
+    /// made in, or the previous when it was made at most `TRAY_COUNT_GRACE_NS` after that
+    /// shift ended (a closer counting late).
     pub fn closing_shift(&self, at_ns: i64) -> Result<ShiftBounds, Error> {
         let this = self.shift_of(at_ns)?;
-        let prev = self.shift_of(this.starts_at_ns - 1)?;
-        let to_this = this.ends_at_ns.abs_diff(at_ns);
-        Ok(if at_ns.abs_diff(prev.ends_at_ns) <= to_this {
-            prev
-        } else {
-            this
-        })
+        if at_ns - this.starts_at_ns < TRAY_COUNT_GRACE_NS {
+            return self.shift_of(this.starts_at_ns - 1);
+        }
+        Ok(this)
     }
 
     /// An instant as people at the property read it: `2026-11-25 14:00 +08`.
