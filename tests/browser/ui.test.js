@@ -316,6 +316,8 @@ async function main() {
     }
     await page.screenshot({ path: path.join(SHOTS, "10-fork-alert.png"), fullPage: true });
 
+    await financePage(context, server.url, config, errors);
+
     const real = errors.filter(e => !/status of 401/.test(e));
     assert.deepEqual(real, [], "no JavaScript errors: " + errors.join(" | "));
     log("passed; screenshots in", SHOTS);
@@ -326,6 +328,35 @@ async function main() {
     nats.proc.kill("SIGTERM");
     fs.rmSync(tmp, { recursive: true, force: true });
   }
+}
+
+// Finance, in its own tab with the finance token: the day report of a seeded round's
+// gaming day (06:00 in the property's zone), its chart, variances and CSV.
+async function financePage(context, url, config, errors) {
+  const token = JSON.parse(fs.readFileSync(config)).tokens.find(t => t.role === "finance").token;
+  const known = (await (await fetch(url + "/v1/reports?day=2026-01-01", { headers: { Authorization: "Bearer " + token } })).json());
+  assert.ok(known.groups, "finance reads reports");
+  const page = await context.newPage();
+  page.on("pageerror", e => errors.push(e.message));
+  await page.goto(url + "/");
+  await page.fill("#token", token);
+  await page.click("#login-form button");
+  await page.waitForSelector("#finance-form");
+  const admin = JSON.parse(fs.readFileSync(config)).tokens.find(t => t.role === "admin").token;
+  const round = (await (await fetch(url + "/v1/rounds?limit=1", { headers: { Authorization: "Bearer " + admin } })).json()).items[0];
+  const local = new Date(Number(BigInt(round.opened_at_ns) / 1000000n) + TZ_OFFSET_MS - 6 * 3600 * 1000);
+  const day = local.toISOString().slice(0, 10);
+  await page.goto(`${url}/#/finance?span=day&day=${day}&group_by=table`);
+  await page.waitForSelector("#report-table tbody tr");
+  assert.match(await page.locator("#finance-tiles").innerText(), /Win: recorded[\s\S]*Win: rules[\s\S]*Theoretical hold/);
+  assert.ok(await page.locator("#report-table tbody tr").count() >= 1, "a row per table");
+  assert.ok(await page.locator("#variances-table, .card .empty").count() > 0, "variances or their empty state");
+  await page.screenshot({ path: path.join(SHOTS, "11-finance-day.png"), fullPage: true });
+  const [csv] = await Promise.all([page.waitForEvent("download"), page.click("#csv-report")]);
+  const file = path.join(SHOTS, "finance-day.csv");
+  await csv.saveAs(file);
+  assert.match(fs.readFileSync(file, "utf8"), /^group,table_shifts,rounds,drop,/);
+  await page.close();
 }
 
 // The queue filtered by table and smallest difference, sorted by a click, as CSV.
