@@ -177,18 +177,7 @@ pub fn run(mut args: Args) -> Result<Outcome> {
     };
     let (published, ingest_report) = rt.block_on(play(run, ingest_config, ledger.clone()))?;
     check_stored(&ledger, &published, &ingest_report, started)?;
-    let fin = demo_finance::client(&web.url(), &access.token("finance")?)?;
-    let counted = demo_finance::enter_counts(&fin, &access.count_key, &published.finance.counts)?;
-    println!("count room: {counted} drop boxes counted, signed and entered (POST /v1/counts)");
-    wait_indexed(&fin, &ledger)?;
-    let days = demo_finance::days_of(&ledger, &rule)?;
-    let expected = &published.finance.variances;
-    // The finance comparison is printed, not judged: the exit code is the audit's.
-    if !demo_finance::summary(&fin, (&days.0, &days.1), expected)? {
-        println!(
-            "  (a tray variance can hide a miscount in the same shift: RELIABILITY.md, finance)"
-        );
-    }
+    close_the_books(&web, &access, &ledger, &rule, &published)?;
     let verify = ledger.verify().context("verifying the ledger")?;
     anyhow::ensure!(verify.is_ok(), "chain verification failed: {verify:?}");
     println!(
@@ -396,6 +385,30 @@ fn audit_and_compare(source: &Source, published: &simulator::PublishReport) -> R
     } else {
         Outcome::Findings
     })
+}
+
+/// Finance closes the floor's books: the count room enters each box's count, and the
+/// report of its gaming days is printed with the injected finance errors looked up in it.
+/// The comparison is printed, not judged: the demo's exit code is the audit's.
+fn close_the_books(
+    web: &Web,
+    access: &Access,
+    ledger: &ledger::Ledger,
+    rule: &ledger::days::DayRule,
+    published: &simulator::PublishReport,
+) -> Result<()> {
+    let fin = demo_finance::client(&web.url(), &access.token("finance")?)?;
+    let counted = demo_finance::enter_counts(&fin, &access.count_key, &published.finance.counts)?;
+    println!("count room: {counted} drop boxes counted, signed and entered (POST /v1/counts)");
+    wait_indexed(&fin, ledger)?;
+    let days = demo_finance::days_of(ledger, rule)?;
+    let expected = &published.finance.variances;
+    if !demo_finance::summary(&fin, (&days.0, &days.1), expected)? {
+        println!(
+            "  (another tray variance in the same shift can hide one: RELIABILITY.md, read model)"
+        );
+    }
+    Ok(())
 }
 
 /// `--serve`: the web UI on the demo's ledger until Ctrl-C.
