@@ -247,6 +247,17 @@ fn demo_then_audit_replay_verify_export() {
         text.contains("web UI and API on http://127.0.0.1:"),
         "{text}"
     );
+    // Finance: every injected finance error is in the report with its cause and amount.
+    let finance = text
+        .lines()
+        .find(|l| l.starts_with("injected finance errors: "))
+        .unwrap_or_else(|| panic!("no finance summary: {text}"));
+    let figures: Vec<u64> = finance
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|n| n.parse().ok())
+        .take(2)
+        .collect();
+    assert!(figures[0] > 0 && figures[0] == figures[1], "{finance}");
     // The printed tokens are the ones in <ledger>/tokens.json, and they work.
     let printed = |role: &str| {
         text.lines()

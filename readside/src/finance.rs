@@ -20,8 +20,8 @@ use ledger::days::DayRule;
 use schemas::api::FinanceSummary;
 use schemas::count::CountResult;
 use schemas::finance::{
-    Cause, FinanceReport, HandleLine, Link, ReportGroup, RoundFinance, RoundLine, ShiftRow,
-    Variance, REPORT_GROUPS_MAX, REPORT_VARIANCES_MAX,
+    Cause, DisputedRound, FinanceReport, HandleLine, Link, ReportGroup, RoundFinance, RoundLine,
+    ShiftRow, Variance, REPORT_GROUPS_MAX, REPORT_VARIANCES_MAX,
 };
 use schemas::report::RoundReport;
 use schemas::{Money, PayLine, TableId};
@@ -316,15 +316,37 @@ fn link(t: &TableShift, kind: &str, seq: Option<schemas::Seq>, text: String) -> 
     }
 }
 
-/// Recorded win against rules win: the disputed rounds behind the difference.
-fn payout_variance(t: &TableShift) -> Option<Variance> {
+/// Recorded win against rules win: the overpaid and the underpaid rounds each as a
+/// variance of their own (an overpayment and an underpayment in one shift must not cancel
+/// out of sight). When the shift holds more disputed rounds than its row lists, the net
+/// difference stands as one variance.
+fn payout_variance(t: &TableShift) -> Vec<Variance> {
     let d = t.row.recorded.win() - t.row.rules.win();
-    if d == Money::ZERO {
-        return None;
+    if t.row.disputed.len() as u64 != t.row.disputed_count {
+        return payout_group(t, d, t.row.disputed.iter().collect(), t.row.disputed_count);
     }
-    let links = t
-        .row
-        .disputed
+    let (over, under): (Vec<&DisputedRound>, Vec<&DisputedRound>) =
+        t.row.disputed.iter().partition(|r| r.recorded > r.due);
+    let mut out = Vec::new();
+    for rounds in [over, under] {
+        let amount: Money = rounds.iter().map(|r| r.due - r.recorded).sum();
+        let n = rounds.len() as u64;
+        out.extend(payout_group(t, amount, rounds, n));
+    }
+    out
+}
+
+/// One payout variance of `amount` (recorded win less rules win) over `rounds`.
+fn payout_group(
+    t: &TableShift,
+    amount: Money,
+    rounds: Vec<&DisputedRound>,
+    count: u64,
+) -> Vec<Variance> {
+    if amount == Money::ZERO {
+        return Vec::new();
+    }
+    let links = rounds
         .iter()
         .map(|r| Link {
             round: Some(r.round),
@@ -337,16 +359,15 @@ fn payout_variance(t: &TableShift) -> Option<Variance> {
             )
         })
         .collect();
-    let (cause, how) = match d.0 < 0 {
+    let (cause, how) = match amount.0 < 0 {
         true => (Cause::Overpayment, "overpaid"),
         false => (Cause::Underpayment, "underpaid"),
     };
     let text = format!(
-        "players {how} by {} in {} disputed round(s)",
-        Money(d.0.abs()),
-        t.row.disputed_count
+        "players {how} by {} in {count} disputed round(s)",
+        Money(amount.0.abs())
     );
-    Some(variance(t, cause, d, text, links))
+    vec![variance(t, cause, amount, text, links)]
 }
 
 /// The tray check: the counted closing against the expected one, its cause read from

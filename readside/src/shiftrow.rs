@@ -178,27 +178,26 @@ pub fn nets(r: &RoundReport) -> Nets {
 }
 
 /// Adds the players' nets per (box, line) to a tray: losses in, wins out, and what each
-/// box's jackpot lines won from the pool (`pool`, by box) apart: the jackpot system pays it.
+/// box won from the pool (`pool`, by box) apart: the jackpot system pays it. A jackpot
+/// line that won from the pool keeps its stake as a contribution, so its net is the award
+/// less the stake: the stake comes into the tray, the award from the jackpot system.
 fn add_tray(
     tray: &mut Tray,
     nets: &BTreeMap<(BoxNo, PayLine), Money>,
     mut pool: BTreeMap<BoxNo, Money>,
 ) {
     for ((box_no, line), net) in nets {
-        if net.0 < 0 {
-            tray.taken_in = tray.taken_in - *net;
-            continue;
-        }
-        let from_pool = match (JACKPOT_LINES.contains(line), pool.get_mut(box_no)) {
-            (true, Some(left)) => {
-                let paid = Money(net.0.min(left.0));
-                *left = *left - paid;
-                paid
-            }
-            _ => Money::ZERO,
+        let from_pool = match JACKPOT_LINES.contains(line) {
+            true => pool.remove(box_no).unwrap_or(Money::ZERO),
+            false => Money::ZERO,
         };
         tray.jackpot_paid = tray.jackpot_paid + from_pool;
-        tray.paid_out = tray.paid_out + (*net - from_pool);
+        let tray_part = *net - from_pool;
+        if tray_part.0 < 0 {
+            tray.taken_in = tray.taken_in - tray_part;
+        } else {
+            tray.paid_out = tray.paid_out + tray_part;
+        }
     }
 }
 

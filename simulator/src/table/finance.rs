@@ -114,8 +114,15 @@ impl TableSim {
         std::mem::take(&mut self.cage.record)
     }
 
-    /// A shift starts: the opener's count of the tray.
+    /// A shift starts: the opener's count of the tray. A table opening within the shift
+    /// change window waits for the change, so no shift of a minute has a count of its own.
     pub(super) fn open_shift(&mut self, out: &mut Vec<Published>) {
+        if let Some(c) = self.cage.clock {
+            let ends_at_ns = c.span_at(self.clock_ns).ends_at_ns;
+            if self.clock_ns.saturating_add(SHIFT_CHANGE_WINDOW_NS) >= ends_at_ns {
+                self.clock_ns = ends_at_ns;
+            }
+        }
         let at = self.clock_ns;
         self.cage.shift = match self.cage.clock {
             Some(c) => c.span_at(at),
