@@ -718,7 +718,7 @@ function setStep(k) {
     <div class="phase">${esc(String(s.phase).replace(/_/g, " "))}</div>
     ${s.void ? '<div class="void-banner">VOID</div>' : ""}
     <div class="dealer-row">
-      <div class="spot"><div class="label">Dealer</div>${handHtml(s.dealer, prev.dealer)}</div>
+      <div class="spot"><div class="label">Dealer</div>${handHtml(s.dealer, prev.dealer)}${handName("dealer")}</div>
       <div class="spot"><div class="label">Burnt</div>${handHtml(s.burn, prev.burn)}</div>
     </div>
     <div class="boxes">${sorted.map(b => {
@@ -730,12 +730,30 @@ function setStep(k) {
       const due = settled ? state.detail.settlement.filter(x => x.box === b)
         .map(x => `<span class="${x.difference !== 0 ? "due-diff" : ""}">${esc(x.line.replace(/_/g, " "))} ${signed(x.expected)}</span>`).join(" · ") : "";
       return `<div class="box${state.disputedBoxes.has(b) ? " disputed" : ""}" data-box="${b}"><div class="label">Box ${b}${state.disputedBoxes.has(b) ? " ⚠" : ""}</div>
-        ${handHtml((s.cards || {})[b], pc[b])}
+        ${handHtml((s.cards || {})[b], pc[b])}${handName(b)}
         <div class="bets">${esc(bets)}${play ? " · play " + money(play) : ""}</div>
         <div class="decision">${esc(dec ? dec.replace(/_/g, " ") : "")}</div>
         <div class="bets">${paid ? "paid: " + esc(paid) : ""}</div>
         <div class="bets due">${due ? "due: " + due : ""}</div></div>`;
     }).join("") || '<div class="muted on-felt">No bets yet.</div>'}</div>`;
+}
+
+// Hand names as the rule books write them (schemas HandClass), keyed by its JSON name.
+const HAND_NAMES = { high_card: "High card", one_pair: "One Pair", two_pairs: "Two Pairs", three_of_a_kind: "Three of a Kind",
+  straight: "Straight", flush: "Flush", full_house: "Full House", four_of_a_kind: "Four of a Kind", straight_flush: "Straight Flush",
+  royal_flush: "Royal Flush", mini_royal: "Mini Royal", mini_royal_spades: "Mini Royal of spades" };
+// The hand of a box (or "dealer") as settled, named at the last event: the showdown.
+function settledHand(who) {
+  const st = state.detail.report && state.detail.report.settlement;
+  if (!st) return null;
+  if (who === "dealer") return st.dealer_hand;
+  const b = (st.boxes || []).find(x => x.box === who);
+  return b ? b.hand : null;
+}
+function handName(who) {
+  if (state.k !== state.steps.length - 1) return "";
+  const h = settledHand(who);
+  return h ? `<div class="hand-name">${esc(HAND_NAMES[h] || h.replace(/_/g, " "))}</div>` : "";
 }
 
 function settlementTable(rows) {
@@ -753,10 +771,29 @@ function findingsList(fs) {
 }
 
 // The cited clause in the rule book's words (verbatim excerpts, in the book's order).
+// Marks the pay table row of `hand` in escaped text `t`: from the hand's name to the
+// next hand's name (the next row), or to the end.
+function markRow(t, hand) {
+  const low = t.toLowerCase(), h = hand.toLowerCase();
+  // A whole hand's name: "Flush" in "Straight Flush" or "Straight" in it is not one.
+  const longer = Object.values(HAND_NAMES).map(x => x.toLowerCase()).filter(x => x !== h && x.includes(h));
+  const inLonger = i => longer.some(x => { const o = x.indexOf(h); return low.startsWith(x, i - o); });
+  let at = low.indexOf(h);
+  while (at >= 0 && inLonger(at)) at = low.indexOf(h, at + 1);
+  if (at < 0) return t;
+  const from = at + hand.length;
+  const nexts = Object.values(HAND_NAMES).map(h => low.indexOf(h.toLowerCase(), from)).filter(i => i >= 0);
+  const end = nexts.length ? Math.min(...nexts) : t.length;
+  return `${t.slice(0, at)}<mark class="deciding">${t.slice(at, end)}</mark>${t.slice(end)}`;
+}
+
 function wordingHtml(f) {
   const w = f.clause_wording || [];
   if (!w.length) return "";
-  return `<blockquote class="wording"><span class="src">Rule book, ${esc(f.clause)}:</span> ${w.map(esc).join(' <span class="gap">…</span> ')}</blockquote>`;
+  // The deciding line: the pay table's row of the box's hand, marked where the words show it.
+  const hand = f.box ? HAND_NAMES[settledHand(f.box)] : null;
+  const mark = t => hand ? markRow(t, hand) : t;
+  return `<blockquote class="wording"><span class="src">Rule book, ${esc(f.clause)}:</span> ${w.map(x => mark(esc(x))).join(' <span class="gap">…</span> ')}</blockquote>`;
 }
 
 async function loadCases(table, round) {

@@ -179,6 +179,7 @@ async function main() {
     assert.notEqual(bg, "rgba(0, 0, 0, 0)", "the difference row is coloured");
     assert.ok(await page.locator("#felt .box.disputed").count() > 0, "the disputed box is marked on the layout");
     assert.ok(await page.locator("#felt .box.disputed .due .due-diff").count() > 0, "the disputed box shows the line due against the paid one");
+    assert.ok(await page.locator("#felt .box .hand-name").count() > 0, "the showdown names the hands");
     // Every finding quotes its clause from the rule book.
     const nFindings = await page.locator("#view .finding").count();
     assert.ok(nFindings > 0, "a disputed round has findings");
