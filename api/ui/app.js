@@ -499,10 +499,12 @@ async function financeView(view, q) {
   loading(view, "finance");
   try {
     const rq = reportQuery(q);
-    const [report, pools] = await Promise.all([api("/v1/reports?" + rq), api("/v1/pools").catch(() => [])]);
+    const day = q.get("day") || todayLocal();
+    const liability = (q.get("span") || "day") === "day" ? api("/v1/reports/jackpots?day=" + day).catch(() => null) : null;
+    const [report, pools, pooled] = await Promise.all([api("/v1/reports?" + rq), api("/v1/pools").catch(() => []), liability]);
     if (!view.isConnected) return;
     view.innerHTML = financeForm(q) + reportSummary(report) + holdChart(report) + groupsTable(report)
-      + variancesTable(report) + poolsCard(pools) + `<div class="card" id="round-finance" hidden></div>`;
+      + variancesTable(report) + liabilityCard(day, pooled) + poolsCard(pools) + `<div class="card" id="round-finance" hidden></div>`;
     bindFilter(view, "finance-form", "#/finance");
     $("#csv-report", view).onclick = () => downloadReportCsv(rq);
     $("#print-report", view).onclick = () => window.print();
@@ -576,6 +578,16 @@ function variancesTable(r) {
     <table class="list" id="variances-table"><thead><tr><th>Shift</th><th>Table</th><th>Cause</th><th class="num">Amount</th><th>What</th><th>From</th></tr></thead><tbody>
     ${r.variances.map(v => `<tr class="diff"><td>${esc(v.shift)}</td><td>${esc(v.table)}</td><td>${badge(v.cause)}</td><td class="num">${signed(v.amount)}</td><td>${esc(v.text)}</td><td>${v.links.map(linkHtml).join("<br>")}</td></tr>`).join("")}
     </tbody></table>${r.variances_total > r.variances.length ? `<p class="muted">The first ${r.variances.length} of ${r.variances_total}.</p>` : ""}</div>`;
+}
+
+// Each jackpot pool's liability over the gaming day (by arrival, the House's order),
+// against what the controller last displayed.
+function liabilityCard(day, rows) {
+  if (rows == null) return "";
+  const shown = r => r.displayed == null ? "—" : money(r.displayed);
+  return `<div class="card"><h2>Jackpot liability, gaming day ${esc(day)}</h2>${rows.length ? `<table class="list" id="liability-table"><thead><tr><th>Pool</th><th class="num">Opening</th><th class="num">Contributions</th><th class="num">Hits</th><th class="num">Paid</th><th class="num">Resets</th><th class="num">Closing</th><th class="num">Displayed</th><th class="num">Difference</th></tr></thead><tbody>
+    ${rows.map(r => `<tr class="${r.difference ? "diff" : ""}"><td>${esc(r.pool)}</td><td class="num">${money(r.opening)}</td><td class="num">${money(r.contributions)}</td><td class="num">${r.hits}</td><td class="num">${money(r.paid)}</td><td class="num">${r.resets}</td><td class="num">${money(r.closing)}</td><td class="num">${shown(r)}</td><td class="num">${r.difference == null ? "—" : signed(r.difference)}</td></tr>`).join("")}
+    </tbody></table>` : `<div class="empty">No jackpot pool moved on this day.</div>`}</div>`;
 }
 
 function poolsCard(pools) {

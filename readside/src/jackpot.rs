@@ -61,7 +61,8 @@ pub fn liability(
             PoolLiability {
                 day: b.day.clone(),
                 tables: p.tables.clone(),
-                opening: s.map_or(Money::ZERO, |s| s.end),
+                // A pool first seen this day opens at the value it starts from.
+                opening: s.map_or(p.start, |s| s.end),
                 contributions: p.contributions - s.map_or(Money::ZERO, |s| s.contributions),
                 hits: (p.wins.len() - s.map_or(0, |s| s.wins.len())) as u64,
                 paid: paid(&p.wins) - s.map_or(Money::ZERO, |s| paid(&s.wins)),

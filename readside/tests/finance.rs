@@ -540,11 +540,12 @@ fn a_pools_liability_over_the_day_is_recomputed_against_its_display() {
     let f = floor();
     let pools = readside::jackpot::liability(&f.ledger, &rule(), "2026-11-25").unwrap();
     let p = pools.iter().find(|p| p.pool.as_str() == "CSP6-PJ").unwrap();
-    // Shown at 50,000.00 in the round; the 1.00 progressive stake contributes 25%
-    // (contribution_bp 2500); the full house's fixed 200.00 is no payment from the pool.
+    // First shown at 50,000.00 this day, which it opens at; the 1.00 progressive stake
+    // contributes 25% (contribution_bp 2500); the full house's fixed 200.00 is no payment
+    // from the pool. Opening + contributions - paid = closing.
     assert_eq!(
         (p.opening, p.contributions, p.hits),
-        (Money(0), Money(25), 0)
+        (Money(5_000_000), Money(25), 0)
     );
     assert_eq!(p.closing, Money(5_000_000 + 25));
     assert_eq!(p.displayed, Some(Money(5_000_000)));

@@ -352,6 +352,8 @@ async function financePage(context, url, config, errors) {
   assert.match(await page.locator("#finance-tiles").innerText(), /Win: recorded[\s\S]*Win: rules[\s\S]*Theoretical hold/);
   assert.ok(await page.locator("#report-table tbody tr").count() >= 1, "a row per table");
   assert.ok(await page.locator("#variances-table, .card .empty").count() > 0, "variances or their empty state");
+  await page.waitForSelector("#liability-table tbody tr");
+  assert.match(await page.locator("#liability-table thead").innerText(), /Opening[\s\S]*Contributions[\s\S]*Closing[\s\S]*Displayed/);
   await page.screenshot({ path: path.join(SHOTS, "11-finance-day.png"), fullPage: true });
   const [csv] = await Promise.all([page.waitForEvent("download"), page.click("#csv-report")]);
   const file = path.join(SHOTS, "finance-day.csv");
