@@ -1,4 +1,4 @@
-//! Finance reports (issue 29): the three wins of each table's shift and the variances
+//! Finance reports: the three wins of each table's shift and the variances
 //! between them, with their causes, handle and theoretical win, and hold against its
 //! confidence interval, grouped by table, pit, game, shift or day over a shift, a
 //! gaming day, month-to-date, year-to-date or a range of days.

@@ -1,4 +1,4 @@
-//! Finance per table and shift, and the reports built on it (issue 29): the read model's
+//! Finance per table and shift, and the reports built on it: the read model's
 //! shift row, and the bodies `GET /v1/reports` and `roundledger report` return.
 //!
 //! A shift row holds what the rounds and finance events of one table's shift say: handle

@@ -3,9 +3,9 @@
 //! across a DST change it lasts an hour more or less. A start a DST gap skips is taken
 //! just after the gap, as the day's own start is.
 //!
-//! Finance attribution (issue 29): an event belongs to the shift holding its time; an
-//! opening tray count to the shift whose start is nearest it, a closing count to the
-//! shift whose end is nearest it.
+//! Finance attribution: an event belongs to the shift holding its time; a tray count
+//! made within `TRAY_COUNT_GRACE_NS` of a shift change belongs across it (an opening to
+//! the shift after, a closing to the shift before).
 
 use super::DayRule;
 use crate::Error;
@@ -257,7 +257,7 @@ mod tests {
     }
 
     #[test]
-    fn tray_counts_go_to_the_nearest_start_or_end() {
+    fn tray_counts_near_a_change_go_across_it() {
         let r = ny3();
         let s = r.shifts("2026-11-25").unwrap();
         let change = s[1].starts_at_ns;
