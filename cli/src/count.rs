@@ -131,11 +131,7 @@ fn send(s: &Signer, counts: Vec<CountResult>) -> Result<Outcome> {
         let c = &e.signed.count;
         println!(
             "counted {} {}: cash {} markers {} (journal line {})",
-            c.table,
-            c.drop_box_id,
-            show(c.cash),
-            show(c.markers),
-            e.n
+            c.table, c.drop_box_id, c.cash, c.markers, e.n
         );
     }
     Ok(Outcome::Clean)
@@ -159,8 +155,8 @@ fn list(a: ListArgs) -> Result<Outcome> {
             e.n,
             c.table,
             c.drop_box_id,
-            show(c.cash),
-            show(c.markers),
+            c.cash.to_string(),
+            c.markers.to_string(),
             c.counted_by
         );
     }
@@ -223,13 +219,6 @@ pub fn parse_amount(s: &str) -> Result<Money> {
     Ok(Money(whole.parse::<i64>()? * 100 + cents))
 }
 
-/// Minor units as `1234.50`.
-pub fn show(m: Money) -> String {
-    let sign = if m.0 < 0 { "-" } else { "" };
-    let a = m.0.unsigned_abs();
-    format!("{sign}{}.{:02}", a / 100, a % 100)
-}
-
 fn parse_time_ns(s: &str) -> Result<i64> {
     let t: jiff::Timestamp = s
         .parse()
@@ -249,7 +238,7 @@ mod tests {
     fn amounts_parse_to_minor_units_and_back() {
         assert_eq!(parse_amount("1234.5").unwrap(), Money(123_450));
         assert_eq!(parse_amount("7").unwrap(), Money(700));
-        assert_eq!(show(Money(123_405)), "1234.05");
+        assert_eq!(Money(123_405).to_string(), "1234.05");
         for bad in ["", "-1", "1.234", "1e3", "1,000", ".5", "12."] {
             assert!(parse_amount(bad).is_err(), "{bad}");
         }

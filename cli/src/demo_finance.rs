@@ -81,12 +81,7 @@ pub fn summary(
     let mut missed = Vec::new();
     for v in expected.iter().filter(|v| cause_of(v.kind).is_some()) {
         if !report.variances.iter().any(|r| shows(r, v)) {
-            missed.push(format!(
-                "{} {:?} {}",
-                v.table,
-                v.kind,
-                crate::count::show(v.amount)
-            ));
+            missed.push(format!("{} {:?} {}", v.table, v.kind, v.amount));
         }
     }
     let injected = expected
@@ -101,8 +96,8 @@ pub fn summary(
     println!(
         "injected finance errors: {injected}; found in the report with their cause and amount: {}; jackpots paid by the jackpot system: {} injected or dealt, {} reported",
         injected - missed.len(),
-        crate::count::show(jackpots),
-        crate::count::show(report.total.jackpot_paid_recorded)
+        jackpots,
+        report.total.jackpot_paid_recorded
     );
     for m in &missed {
         println!("  NOT FOUND: {m}");
@@ -149,8 +144,7 @@ fn cause_of(kind: simulator::VarianceKind) -> Option<schemas::finance::Cause> {
 
 /// One line per table, the total, and each variance with its cause.
 fn table_lines(r: &schemas::finance::FinanceReport) -> String {
-    use crate::count::show;
-    let opt = |m: Option<schemas::Money>| m.map_or("not counted".into(), show);
+    let opt = |m: Option<schemas::Money>| m.map_or("not counted".into(), |m| m.to_string());
     let hold = |bp: Option<i64>| bp.map_or("-".into(), percent);
     let mut out = format!(
         "  {:<9} {:>7} {:>12} {:>12} {:>12} {:>12} {:>7} {:>9}  variances\n",
@@ -167,8 +161,8 @@ fn table_lines(r: &schemas::finance::FinanceReport) -> String {
             g.rounds,
             opt(g.drop),
             opt(g.win_accounting),
-            show(g.win_recorded),
-            show(g.win_rules),
+            g.win_recorded.to_string(),
+            g.win_rules.to_string(),
             hold(g.hold_bp),
             hold(g.hold_theoretical_bp),
             g.variances,
@@ -178,11 +172,7 @@ fn table_lines(r: &schemas::finance::FinanceReport) -> String {
     for v in &r.variances {
         out += &format!(
             "  {} {} {:?} {}: {}\n",
-            v.shift,
-            v.table,
-            v.cause,
-            show(v.amount),
-            v.text
+            v.shift, v.table, v.cause, v.amount, v.text
         );
     }
     out
