@@ -13,8 +13,11 @@ use std::path::Path;
 /// seed is the secret. `Debug` redacts it.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Credentials {
+    /// The principal's name, unique on the floor.
     pub name: String,
+    /// What the principal may publish and read.
     pub role: Role,
+    /// The nkey seed (secret): signs the server's connection challenge.
     pub nkey_seed: String,
 }
 
@@ -76,8 +79,11 @@ impl Credentials {
 /// A principal as the server knows it: no secret, only the public key.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct User {
+    /// The principal's name.
     pub name: String,
+    /// What the principal may publish and read.
     pub role: Role,
+    /// The nkey public key the server checks.
     pub public_key: String,
     /// When the user was revoked (ns since the Unix epoch); revoked users stay listed.
     pub revoked_at_ns: Option<i64>,
@@ -86,6 +92,7 @@ pub struct User {
 /// Every principal the server knows, revoked ones included (a record of who had access).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Roster {
+    /// Every principal, in the order added.
     pub users: Vec<User>,
 }
 

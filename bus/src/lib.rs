@@ -23,6 +23,8 @@
 //! It must never weaken a role's permissions to make a client work: a client that needs
 //! more says so here, in `permissions`, with a reason.
 
+#![warn(missing_docs)]
+
 mod config;
 mod connect;
 mod creds;
@@ -40,49 +42,100 @@ use std::path::PathBuf;
 /// Why a credential, roster, certificate or connection could not be made or used.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// A principal's name has characters or a length the bus refuses.
     #[error("principal name {name:?} is not allowed: {why}")]
-    BadName { name: String, why: &'static str },
+    BadName {
+        /// The name.
+        name: String,
+        /// The rule it breaks.
+        why: &'static str,
+    },
+    /// A file could not be read or written.
     #[error("{op} {path}: {source}")]
     Io {
+        /// What was being done.
         op: &'static str,
+        /// The file.
         path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
+    /// A file is not the JSON it should be.
     #[error("{path} is not valid {what} JSON: {source}")]
     Json {
+        /// What the file should hold.
         what: &'static str,
+        /// The file.
         path: PathBuf,
+        /// The parser's error.
         #[source]
         source: serde_json::Error,
     },
+    /// A principal's nkey could not be made or read.
     #[error("nkey of principal {name:?}: {source}")]
     Nkey {
+        /// The principal.
         name: String,
+        /// The nkeys crate's error.
         #[source]
         source: nkeys::error::Error,
     },
+    /// TLS certificates could not be generated.
     #[error("generating TLS certificates: {source}")]
     Cert {
+        /// The generator's error.
         #[source]
         source: rcgen::Error,
     },
+    /// The roster has no principal of that name.
     #[error("no principal {name:?} in the roster")]
-    NoSuchUser { name: String },
+    NoSuchUser {
+        /// The name asked for.
+        name: String,
+    },
+    /// A server url the client cannot use.
     #[error("bad server url {url:?}: {why}")]
-    Url { url: String, why: String },
+    Url {
+        /// The url.
+        url: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// The server refused the principal's credentials.
     #[error("{url}: the server refused authorization for {principal} (unknown, revoked or missing credentials): {detail}")]
     AuthorizationRefused {
+        /// The server.
         url: String,
+        /// The principal.
         principal: String,
+        /// What the server said.
         detail: String,
     },
+    /// The TLS handshake failed.
     #[error("{url}: TLS failed (is the CA file right, and does the url need tls://?): {detail}")]
-    Tls { url: String, detail: String },
+    Tls {
+        /// The server.
+        url: String,
+        /// What the TLS layer said.
+        detail: String,
+    },
+    /// No server answered at the url.
     #[error("{url}: unreachable: {detail}")]
-    Unreachable { url: String, detail: String },
+    Unreachable {
+        /// The server.
+        url: String,
+        /// What the network said.
+        detail: String,
+    },
+    /// Connecting failed for another reason.
     #[error("{url}: connecting failed: {detail}")]
-    Connect { url: String, detail: String },
+    Connect {
+        /// The server.
+        url: String,
+        /// What the client said.
+        detail: String,
+    },
 }
 
 /// This crate's result.

@@ -13,7 +13,10 @@ pub const NAME_LEN_MAX: usize = 64;
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Role {
     /// A table's devices: publish its events and checkpoints, read its durable head.
-    Device { table: TableId },
+    Device {
+        /// The one table it speaks for.
+        table: TableId,
+    },
     /// The ingest service: owns the stream and its durable consumer, publishes heads and
     /// alerts; never publishes on a table's subjects.
     Ingest,
@@ -24,7 +27,9 @@ pub enum Role {
 /// Subjects a principal may publish on and subscribe to (nats-server `allow` lists).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Permissions {
+    /// Subjects it may publish on.
     pub publish_allow: Vec<String>,
+    /// Subjects it may subscribe to.
     pub subscribe_allow: Vec<String>,
 }
 

@@ -13,8 +13,11 @@ use std::path::{Path, PathBuf};
 /// PEM files: the CA clients trust, and the server's certificate and private key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TlsFiles {
+    /// The CA certificate every client trusts.
     pub ca_cert: PathBuf,
+    /// The server's certificate, signed by the CA.
     pub server_cert: PathBuf,
+    /// The server's private key (0600).
     pub server_key: PathBuf,
 }
 

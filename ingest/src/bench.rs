@@ -201,23 +201,30 @@ impl BenchBus {
 /// Figures of one benchmark run. Rates are messages per second.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct BenchReport {
-    /// Whether the bus had TLS and credentials, and events were signed and checked.
+    /// Whether the bus had TLS and credentials.
     pub secured_bus: bool,
+    /// Whether events were signed and their signatures checked.
     pub signed_events: bool,
     /// Messages each of (a) and (b) consumed: `events` and `checkpoints`.
     pub messages: u64,
+    /// Table events among the messages.
     pub events: u64,
     /// Signed checkpoints among the messages; (b) verified and kept every one.
     pub checkpoints: u64,
+    /// Most messages (b) takes in one batch.
     pub batch_len_max: usize,
+    /// Tables the events came from.
     pub tables: usize,
+    /// Mean length of one message on the wire.
     pub event_len_mean_bytes: u64,
+    /// Rate at which the benchmark published its messages.
     pub publish_rate: f64,
     /// Each round: (a) then (b), each with a fresh consumer (and (b) a fresh ledger).
     pub rounds: Vec<RoundFigures>,
     /// Medians over the rounds. The raw rate alone varies by up to 40% between rounds on
     /// a 2-core machine, so one round's ratio says little.
     pub raw_rate: f64,
+    /// Median rate of (b), ingest verifying and storing.
     pub ingest_rate: f64,
     /// Median of the rounds' ratios (BENCHMARKS.md tracks it).
     pub ratio: f64,
@@ -226,13 +233,19 @@ pub struct BenchReport {
     /// Medians over the rounds of `RoundFigures::raw_cpu`, `ingest_cpu` and
     /// `ratio_cpu_bound` (each field's own median); `None` where `/proc` cannot tell.
     pub raw_cpu: Option<PhaseCpu>,
+    /// Median CPU of (b) per message.
     pub ingest_cpu: Option<PhaseCpu>,
+    /// Median bound on the ratio that CPU alone sets.
     pub ratio_cpu_bound: Option<f64>,
     /// (c) events timed from publish to the durable head that covers them.
     pub latency_events: u64,
+    /// Rate at which (c) published.
     pub latency_publish_rate: f64,
+    /// Median publish-to-durable-head time of (c), microseconds.
     pub latency_p50_us: u64,
+    /// 99th percentile of the same, microseconds.
     pub latency_p99_us: u64,
+    /// Longest of the same, microseconds.
     pub latency_max_us: u64,
 }
 

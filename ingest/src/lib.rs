@@ -30,6 +30,8 @@
 //! It must never: ack before flush, drop a message, re-encode an event, or block a runtime
 //! thread on sled.
 
+#![warn(missing_docs)]
+
 pub mod alerts;
 mod bench;
 pub mod health;
@@ -110,6 +112,7 @@ pub fn system_clock_ns() -> i64 {
 }
 
 impl IngestConfig {
+    /// The defaults, for the bus at `nats_url`.
     pub fn new(nats_url: impl Into<String>) -> IngestConfig {
         IngestConfig {
             nats_url: nats_url.into(),
@@ -223,32 +226,57 @@ pub struct IngestReport {
 /// Why ingest stopped or could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// The configuration is inconsistent or out of bounds.
     #[error("bad configuration: {0}")]
     Config(String),
+    /// Connecting to the bus failed.
     #[error("connecting to the bus: {0}")]
     Bus(#[from] bus::Error),
+    /// A NATS or JetStream operation failed.
     #[error("NATS {op}: {source}")]
     Nats {
+        /// The operation.
         op: &'static str,
+        /// The client's error.
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// The stream exists with settings ingest cannot use.
     #[error("stream {stream} exists with an incompatible configuration: {why}")]
-    StreamMismatch { stream: String, why: String },
+    StreamMismatch {
+        /// The stream's name.
+        stream: String,
+        /// The setting that differs.
+        why: String,
+    },
+    /// The durable consumer exists with settings ingest cannot use.
     #[error("consumer {consumer} exists with an incompatible configuration: {why}")]
-    ConsumerMismatch { consumer: String, why: String },
+    ConsumerMismatch {
+        /// The consumer's name.
+        consumer: String,
+        /// The setting that differs.
+        why: String,
+    },
+    /// Storing a batch in the ledger failed; the batch stays unacknowledged.
     #[error("ledger write failed at batch {batch} (stream sequences {first}..={last}): {source}")]
     Ledger {
+        /// The batch's number in this run.
         batch: u64,
+        /// The batch's first stream sequence.
         first: u64,
+        /// The batch's last stream sequence.
         last: u64,
+        /// The ledger's error.
         #[source]
         source: ledger::Error,
     },
+    /// Any other ledger operation failed.
     #[error("ledger: {0}")]
     LedgerOther(#[source] ledger::Error),
+    /// The writer thread stopped or panicked.
     #[error("writer thread: {0}")]
     Writer(String),
+    /// A benchmark could not run.
     #[error("benchmark: {0}")]
     Bench(String),
 }

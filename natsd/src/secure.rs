@@ -152,6 +152,7 @@ pub(crate) fn change<G: Guard, T>(
 /// What a floor's processes need on a secured bus (`issue_floor`).
 #[derive(Debug, Clone)]
 pub struct FloorAccess {
+    /// The ingest service's credentials.
     pub ingest: Access,
     /// Reads heads and alerts (tests, tools).
     pub observer: Access,
