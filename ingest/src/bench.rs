@@ -577,6 +577,45 @@ fn percentile(sorted: &[u64], p: f64) -> u64 {
     sorted[i.min(sorted.len() - 1)]
 }
 
+/// What (a) and (b) consume: the messages published before the rounds.
+#[derive(Debug)]
+struct Published {
+    events: u64,
+    messages: u64,
+    checkpoints: u64,
+    /// Messages per second.
+    rate: f64,
+}
+
+/// The latency phase's figures: each event's publish-to-durable-head time.
+struct Latency {
+    /// Sorted, microseconds.
+    latencies_us: Vec<u64>,
+    publish_rate: f64,
+}
+
+/// The last round's ingest, left running for the latency phase (c).
+struct Running {
+    ingest: tokio::task::JoinHandle<Result<crate::IngestReport, Error>>,
+    stop_tx: tokio::sync::oneshot::Sender<()>,
+    heads: async_nats::Subscriber,
+    reached: Reached,
+}
+
+/// What every phase shares: the connections, the published chains and ingest's config.
+struct Bench<'a> {
+    js: jetstream::Context,
+    client: async_nats::Client,
+    stream: jetstream::stream::Stream,
+    devices: Vec<jetstream::Context>,
+    chains: Chains,
+    config: IngestConfig,
+    meter: CpuMeter,
+    ledger_dir: &'a Path,
+    secured_bus: bool,
+    signed_events: bool,
+}
+
 /// Runs the benchmark against the server at `url` (its `TABLES` stream must be empty or
 /// absent) with new ledgers under `ledger_dir`: publishes `events` events (and a signed
 /// checkpoint after every `CHECKPOINT_EVERY` of a table's), measures (a)
@@ -597,58 +636,108 @@ pub async fn bench_ingest(
             "events and batch must be at least 1, rounds 1 to {ROUNDS_MAX}"
         )));
     }
-    let js = jetstream::new(bus::connect(url, &bb.ingest).await?);
-    let client = bus::connect(url, &bb.observer).await?;
-    let mut stream = ensure_stream(&js).await?;
-    let already = stream
-        .info()
-        .await
-        .map_err(|e| Error::nats("bench stream info", e))?
-        .state
-        .messages;
-    if already != 0 {
-        return Err(Error::Bench(format!(
-            "stream {} already holds {already} messages; run the benchmark on a private server",
-            subjects::STREAM
-        )));
-    }
-    let tag = format!("{}", std::process::id() % 10_000);
-    let mut chains = Chains::new(&tag)?.signing(bb.signed_events);
-    let devices = bb.devices(url, &js, &chains.tables).await?;
-
+    let mut b = Bench::connect(url, ledger_dir, batch, server_pid, bb).await?;
     let start = Instant::now();
-    publish_all(&devices, &mut chains, events).await?;
-    let messages = chains.messages();
-    let checkpoints = chains.checkpoints;
-    let publish_rate = messages as f64 / start.elapsed().as_secs_f64();
-    tracing::info!(messages, checkpoints, publish_rate, "bench: published");
-
-    let mut config = IngestConfig::new(url);
-    config.access = bb.ingest.clone();
-    config.batch_len_max = batch;
-    config.ack_pending_max = (batch * 8) as i64;
-    let target = target_of(&chains);
-    let meter = CpuMeter::new(server_pid);
+    publish_all(&b.devices, &mut b.chains, events).await?;
+    let published = Published {
+        events,
+        messages: b.chains.messages(),
+        checkpoints: b.chains.checkpoints,
+        rate: b.chains.messages() as f64 / start.elapsed().as_secs_f64(),
+    };
+    tracing::info!(?published, "bench: published");
+    let messages = published.messages;
 
     let mut figures = Vec::with_capacity(rounds);
     let mut running = None;
     for round in 1..=rounds {
-        // (a)
         let (raw_secs, raw_cpu) =
-            raw_consume(&js, &stream, messages, &config, round, &meter).await?;
+            raw_consume(&b.js, &b.stream, messages, &b.config, round, &b.meter).await?;
         tracing::info!(round, raw_secs, "bench: raw consume done");
+        let (figure, left) = b
+            .ingest_round(round, raw_secs, raw_cpu, round == rounds)
+            .await?;
+        figures.push(figure);
+        running = left;
+    }
+    let Some(running) = running else {
+        return Err(Error::Bench("no round ran".to_string()));
+    };
+    let latency = b.latency(running, LATENCY_EVENTS_MAX.min(events)).await?;
+    Ok(b.summarize(&published, figures, latency))
+}
 
-        // (b): ingest with its own consumer over the same messages, into a fresh ledger.
-        // The last round's ingest keeps running for (c).
-        let dir = ledger_dir.join(format!("round-{round}"));
-        let ledger = Arc::new(ledger::Ledger::open(&dir).map_err(Error::LedgerOther)?);
+impl<'a> Bench<'a> {
+    /// Connects, checks that the stream is empty and makes the chains and devices.
+    async fn connect(
+        url: &str,
+        ledger_dir: &'a Path,
+        batch: usize,
+        server_pid: Option<u32>,
+        bb: &BenchBus,
+    ) -> Result<Bench<'a>, Error> {
+        let js = jetstream::new(bus::connect(url, &bb.ingest).await?);
+        let client = bus::connect(url, &bb.observer).await?;
+        let mut stream = ensure_stream(&js).await?;
+        let already = stream
+            .info()
+            .await
+            .map_err(|e| Error::nats("bench stream info", e))?
+            .state
+            .messages;
+        if already != 0 {
+            return Err(Error::Bench(format!(
+                "stream {} already holds {already} messages; run the benchmark on a private server",
+                subjects::STREAM
+            )));
+        }
+        let tag = format!("{}", std::process::id() % 10_000);
+        let chains = Chains::new(&tag)?.signing(bb.signed_events);
+        let devices = bb.devices(url, &js, &chains.tables).await?;
+        let mut config = IngestConfig::new(url);
+        config.access = bb.ingest.clone();
+        config.batch_len_max = batch;
+        config.ack_pending_max = (batch * 8) as i64;
+        Ok(Bench {
+            js,
+            client,
+            stream,
+            devices,
+            chains,
+            config,
+            meter: CpuMeter::new(server_pid),
+            ledger_dir,
+            secured_bus: bb.device_creds_dir.is_some(),
+            signed_events: bb.signed_events,
+        })
+    }
+
+    /// A fresh ledger for one round of (b), trusting the bench's admin key.
+    fn ledger(&self, dir: &Path) -> Result<Arc<ledger::Ledger>, Error> {
+        let ledger = Arc::new(ledger::Ledger::open(dir).map_err(Error::LedgerOther)?);
         ledger
-            .trust_admin_keys([chains.admin()])
+            .trust_admin_keys([self.chains.admin()])
             .map_err(Error::LedgerOther)?;
-        if bb.signed_events {
+        if self.signed_events {
             ledger.require_signed_events().map_err(Error::LedgerOther)?;
         }
-        let mut heads = client
+        Ok(ledger)
+    }
+
+    /// (b): ingest with its own consumer over the published messages, into a fresh ledger.
+    /// The last round's ingest keeps running for (c) and is returned.
+    async fn ingest_round(
+        &self,
+        round: usize,
+        raw_secs: f64,
+        raw_cpu: Option<PhaseCpu>,
+        last: bool,
+    ) -> Result<(RoundFigures, Option<Running>), Error> {
+        let messages = self.chains.messages();
+        let dir = self.ledger_dir.join(format!("round-{round}"));
+        let ledger = self.ledger(&dir)?;
+        let mut heads = self
+            .client
             .subscribe(subjects::HEADS_WILDCARD)
             .await
             .map_err(|e| Error::nats("bench subscribe heads", e))?;
@@ -658,19 +747,9 @@ pub async fn bench_ingest(
         // ensured, writer started) to the last durable head, as (a) is from its
         // consumer's creation to its last fetch: the one-off setup is in neither.
         let started = Arc::new(OnceLock::new());
-        let mut ingest = tokio::spawn({
-            let (config, consumer, started) = (config.clone(), consumer.clone(), started.clone());
-            async move {
-                let ready = move || {
-                    let _ = started.set((Instant::now(), meter.mark()));
-                };
-                run_with_consumer(config, ledger, &consumer, ready, async {
-                    let _ = stop_rx.await;
-                })
-                .await
-            }
-        });
+        let mut ingest = self.spawn_ingest(ledger, &consumer, stop_rx, started.clone());
         let mut reached = Reached::new();
+        let target = target_of(&self.chains);
         let waited = tokio::select! {
             waited = wait_heads(&mut heads, &target, &mut reached, |_| {}) => waited,
             ended = &mut ingest => return Err(stopped_early(ended)),
@@ -681,147 +760,233 @@ pub async fn bench_ingest(
             ));
         };
         let ingest_secs = started.elapsed().as_secs_f64();
-        let ingest_cpu = meter.since(*cpu_start, messages);
+        let ingest_cpu = self.meter.since(*cpu_start, messages);
         if let Err(e) = waited {
             let _ = stop_tx.send(());
             let _ = ingest.await;
             return Err(e);
         }
         tracing::info!(round, ingest_secs, "bench: ingest caught up");
-        let raw_rate = messages as f64 / raw_secs;
-        figures.push(RoundFigures {
-            raw_secs,
-            raw_rate,
-            ingest_secs,
-            ingest_rate: messages as f64 / ingest_secs,
-            ratio: raw_secs / ingest_secs,
-            raw_cpu,
-            ingest_cpu,
-            ratio_cpu_bound: ingest_cpu
-                .and_then(|c| c.total_us())
-                .filter(|us| *us > 0.0)
-                .map(|us| cores() as f64 * 1e6 / us / raw_rate),
-        });
-        if round < rounds {
-            let _ = stop_tx.send(());
-            let report = ingest
-                .await
-                .map_err(|e| Error::Bench(format!("ingest task: {e}")))??;
-            check_checkpoints(&report, &chains)?;
-            js.delete_consumer_from_stream(&consumer, subjects::STREAM)
-                .await
-                .map_err(|e| Error::nats("bench delete ingest consumer", e))?;
-            // Heads of this round still in flight must not count in the next one.
-            drop(heads);
-            let _ = std::fs::remove_dir_all(&dir);
-        } else {
-            running = Some((ingest, stop_tx, heads, reached));
+        let figure = round_figures(messages, raw_secs, raw_cpu, ingest_secs, ingest_cpu);
+        if last {
+            return Ok((
+                figure,
+                Some(Running {
+                    ingest,
+                    stop_tx,
+                    heads,
+                    reached,
+                }),
+            ));
         }
+        self.end_round(ingest, stop_tx, &consumer, &dir).await?;
+        // Heads of this round still in flight must not count in the next one.
+        drop(heads);
+        Ok((figure, None))
     }
-    let Some((mut ingest, stop_tx, mut heads, mut reached)) = running else {
-        return Err(Error::Bench("no round ran".to_string()));
-    };
 
-    // (c): paced publishes while ingest runs; each event's latency ends when a head at or
-    // past its sequence arrives.
-    let lat_n = LATENCY_EVENTS_MAX.min(events);
-    let mut sent: BTreeMap<(TableId, u64), Instant> = BTreeMap::new();
-    let mut latencies_us = Vec::with_capacity(lat_n as usize);
-    let lat_start = Instant::now();
-    let mut window = VecDeque::with_capacity(PUBLISH_WINDOW);
-    let mut tick = tokio::time::interval(LATENCY_PACE);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
-    let mut k = 0u64;
-    let mut handle_head = |head: &ChainHead, sent: &mut BTreeMap<(TableId, u64), Instant>| {
-        let now = Instant::now();
-        let covered: Vec<(TableId, u64)> = sent
-            .range((head.table.clone(), 0)..=(head.table.clone(), head.seq.0))
-            .map(|(key, _)| key.clone())
-            .collect();
-        for key in covered {
-            if let Some(t0) = sent.remove(&key) {
-                latencies_us.push(now.duration_since(t0).as_micros() as u64);
-            }
-        }
-    };
-    while k < lat_n {
-        tokio::select! {
-            _ = tick.tick() => {
-                let i = k as usize % BENCH_TABLES;
-                for m in chains.next(i) {
-                    if let Some((i, seq)) = m.event {
-                        sent.insert((chains.tables[i].0.clone(), seq), Instant::now());
-                    }
-                    publish(&devices[i], &mut window, m).await?;
-                }
-                k += 1;
-            }
-            Some(msg) = heads.next() => {
-                if let Ok(head) = serde_json::from_slice::<ChainHead>(&msg.payload) {
-                    handle_head(&head, &mut sent);
-                    note_head(&mut reached, &head);
-                }
-            }
-            ended = &mut ingest => return Err(stopped_early(ended)),
-        }
-    }
-    let latency_publish_rate = lat_n as f64 / lat_start.elapsed().as_secs_f64();
-    for a in window {
-        a.await.map_err(|e| Error::nats("bench publish ack", e))?;
-    }
-    let target = target_of(&chains);
-    let waited = tokio::select! {
-        waited = wait_heads(&mut heads, &target, &mut reached, |h| handle_head(h, &mut sent)) => waited,
-        ended = &mut ingest => return Err(stopped_early(ended)),
-    };
-    let _ = stop_tx.send(());
-    let report = ingest
-        .await
-        .map_err(|e| Error::Bench(format!("ingest task: {e}")))??;
-    waited?;
-    tracing::info!(?report, "bench: ingest stopped");
-    check_checkpoints(&report, &chains)?;
-    latencies_us.sort_unstable();
-
-    // The median of the rounds that have the figure (`None` if none has it).
-    let median_of = |f: &dyn Fn(&RoundFigures) -> Option<f64>| {
-        let mut v: Vec<f64> = figures.iter().filter_map(f).collect();
-        v.sort_by(f64::total_cmp);
-        v.get(v.len() / 2).copied()
-    };
-    // Figures every round has (`rounds` is at least 1, checked on entry).
-    let median =
-        |f: fn(&RoundFigures) -> f64| median_of(&|r| Some(f(r))).expect("at least one round ran");
-    let cpu_median = |phase: fn(&RoundFigures) -> Option<PhaseCpu>| {
-        Some(PhaseCpu {
-            client_us: median_of(&|r| phase(r).map(|c| c.client_us))?,
-            server_us: median_of(&|r| phase(r).and_then(|c| c.server_us)),
+    /// Starts ingest on `consumer`; `started` takes the time and CPU when it is set up.
+    fn spawn_ingest(
+        &self,
+        ledger: Arc<ledger::Ledger>,
+        consumer: &str,
+        stop_rx: tokio::sync::oneshot::Receiver<()>,
+        started: Arc<OnceLock<(Instant, Option<CpuMark>)>>,
+    ) -> tokio::task::JoinHandle<Result<crate::IngestReport, Error>> {
+        let (config, consumer, meter) = (self.config.clone(), consumer.to_string(), self.meter);
+        tokio::spawn(async move {
+            let ready = move || {
+                let _ = started.set((Instant::now(), meter.mark()));
+            };
+            run_with_consumer(config, ledger, &consumer, ready, async {
+                let _ = stop_rx.await;
+            })
+            .await
         })
-    };
-    Ok(BenchReport {
-        secured_bus: bb.device_creds_dir.is_some(),
-        signed_events: bb.signed_events,
-        messages,
-        events,
-        checkpoints,
-        batch_len_max: batch,
-        tables: BENCH_TABLES,
-        event_len_mean_bytes: chains.bytes_total / chains.events.max(1),
-        publish_rate,
-        raw_rate: median(|r| r.raw_rate),
-        ingest_rate: median(|r| r.ingest_rate),
-        ratio: median(|r| r.ratio),
-        cores: cores(),
-        raw_cpu: cpu_median(|r| r.raw_cpu),
-        ingest_cpu: cpu_median(|r| r.ingest_cpu),
-        ratio_cpu_bound: median_of(&|r| r.ratio_cpu_bound),
-        rounds: figures,
-        latency_events: latencies_us.len() as u64,
-        latency_publish_rate,
-        latency_p50_us: percentile(&latencies_us, 0.50),
-        latency_p99_us: percentile(&latencies_us, 0.99),
-        latency_max_us: latencies_us.last().copied().unwrap_or(0),
-    })
+    }
+
+    /// Stops a round's ingest, checks its checkpoints, and removes its consumer and ledger.
+    async fn end_round(
+        &self,
+        ingest: tokio::task::JoinHandle<Result<crate::IngestReport, Error>>,
+        stop_tx: tokio::sync::oneshot::Sender<()>,
+        consumer: &str,
+        dir: &Path,
+    ) -> Result<(), Error> {
+        let _ = stop_tx.send(());
+        let report = ingest
+            .await
+            .map_err(|e| Error::Bench(format!("ingest task: {e}")))??;
+        check_checkpoints(&report, &self.chains)?;
+        self.js
+            .delete_consumer_from_stream(consumer, subjects::STREAM)
+            .await
+            .map_err(|e| Error::nats("bench delete ingest consumer", e))?;
+        let _ = std::fs::remove_dir_all(dir);
+        Ok(())
+    }
+
+    /// (c): paced publishes while ingest runs; each event's latency ends when a head at or
+    /// past its sequence arrives. Stops ingest at the end and checks its checkpoints.
+    async fn latency(&mut self, running: Running, lat_n: u64) -> Result<Latency, Error> {
+        let Running {
+            mut ingest,
+            stop_tx,
+            mut heads,
+            mut reached,
+        } = running;
+        let mut sent: BTreeMap<(TableId, u64), Instant> = BTreeMap::new();
+        let mut latencies_us = Vec::with_capacity(lat_n as usize);
+        let lat_start = Instant::now();
+        let mut window = VecDeque::with_capacity(PUBLISH_WINDOW);
+        let mut tick = tokio::time::interval(LATENCY_PACE);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
+        let mut k = 0u64;
+        while k < lat_n {
+            tokio::select! {
+                _ = tick.tick() => {
+                    self.publish_timed(k, &mut window, &mut sent).await?;
+                    k += 1;
+                }
+                Some(msg) = heads.next() => {
+                    if let Ok(head) = serde_json::from_slice::<ChainHead>(&msg.payload) {
+                        time_head(&head, &mut sent, &mut latencies_us);
+                        note_head(&mut reached, &head);
+                    }
+                }
+                ended = &mut ingest => return Err(stopped_early(ended)),
+            }
+        }
+        let publish_rate = lat_n as f64 / lat_start.elapsed().as_secs_f64();
+        for a in window {
+            a.await.map_err(|e| Error::nats("bench publish ack", e))?;
+        }
+        let target = target_of(&self.chains);
+        let on_head = |h: &ChainHead| time_head(h, &mut sent, &mut latencies_us);
+        let waited = tokio::select! {
+            waited = wait_heads(&mut heads, &target, &mut reached, on_head) => waited,
+            ended = &mut ingest => return Err(stopped_early(ended)),
+        };
+        let _ = stop_tx.send(());
+        let report = ingest
+            .await
+            .map_err(|e| Error::Bench(format!("ingest task: {e}")))??;
+        waited?;
+        tracing::info!(?report, "bench: ingest stopped");
+        check_checkpoints(&report, &self.chains)?;
+        latencies_us.sort_unstable();
+        Ok(Latency {
+            latencies_us,
+            publish_rate,
+        })
+    }
+
+    /// Publishes the `k`th latency event (and any checkpoint after it), noting when.
+    async fn publish_timed(
+        &mut self,
+        k: u64,
+        window: &mut VecDeque<jetstream::context::PublishAckFuture>,
+        sent: &mut BTreeMap<(TableId, u64), Instant>,
+    ) -> Result<(), Error> {
+        let i = k as usize % BENCH_TABLES;
+        for m in self.chains.next(i) {
+            if let Some((i, seq)) = m.event {
+                sent.insert((self.chains.tables[i].0.clone(), seq), Instant::now());
+            }
+            publish(&self.devices[i], window, m).await?;
+        }
+        Ok(())
+    }
+
+    /// The report: medians over the rounds, and the latency phase's percentiles.
+    fn summarize(
+        &self,
+        published: &Published,
+        figures: Vec<RoundFigures>,
+        latency: Latency,
+    ) -> BenchReport {
+        assert!(!figures.is_empty(), "at least one round ran");
+        // The median of the rounds that have the figure (`None` if none has it).
+        let median_of = |f: &dyn Fn(&RoundFigures) -> Option<f64>| {
+            let mut v: Vec<f64> = figures.iter().filter_map(f).collect();
+            v.sort_by(f64::total_cmp);
+            v.get(v.len() / 2).copied()
+        };
+        let median = |f: fn(&RoundFigures) -> f64| median_of(&|r| Some(f(r))).unwrap_or(0.0);
+        let cpu_median = |phase: fn(&RoundFigures) -> Option<PhaseCpu>| {
+            Some(PhaseCpu {
+                client_us: median_of(&|r| phase(r).map(|c| c.client_us))?,
+                server_us: median_of(&|r| phase(r).and_then(|c| c.server_us)),
+            })
+        };
+        let lat = &latency.latencies_us;
+        BenchReport {
+            secured_bus: self.secured_bus,
+            signed_events: self.signed_events,
+            messages: published.messages,
+            events: published.events,
+            checkpoints: published.checkpoints,
+            batch_len_max: self.config.batch_len_max,
+            tables: BENCH_TABLES,
+            event_len_mean_bytes: self.chains.bytes_total / self.chains.events.max(1),
+            publish_rate: published.rate,
+            raw_rate: median(|r| r.raw_rate),
+            ingest_rate: median(|r| r.ingest_rate),
+            ratio: median(|r| r.ratio),
+            cores: cores(),
+            raw_cpu: cpu_median(|r| r.raw_cpu),
+            ingest_cpu: cpu_median(|r| r.ingest_cpu),
+            ratio_cpu_bound: median_of(&|r| r.ratio_cpu_bound),
+            rounds: figures,
+            latency_events: lat.len() as u64,
+            latency_publish_rate: latency.publish_rate,
+            latency_p50_us: percentile(lat, 0.50),
+            latency_p99_us: percentile(lat, 0.99),
+            latency_max_us: lat.last().copied().unwrap_or(0),
+        }
+    }
+}
+
+/// One round's figures from its two timings.
+fn round_figures(
+    messages: u64,
+    raw_secs: f64,
+    raw_cpu: Option<PhaseCpu>,
+    ingest_secs: f64,
+    ingest_cpu: Option<PhaseCpu>,
+) -> RoundFigures {
+    let raw_rate = messages as f64 / raw_secs;
+    RoundFigures {
+        raw_secs,
+        raw_rate,
+        ingest_secs,
+        ingest_rate: messages as f64 / ingest_secs,
+        ratio: raw_secs / ingest_secs,
+        raw_cpu,
+        ingest_cpu,
+        ratio_cpu_bound: ingest_cpu
+            .and_then(|c| c.total_us())
+            .filter(|us| *us > 0.0)
+            .map(|us| cores() as f64 * 1e6 / us / raw_rate),
+    }
+}
+
+/// Ends the latency of every sent event the head covers.
+fn time_head(
+    head: &ChainHead,
+    sent: &mut BTreeMap<(TableId, u64), Instant>,
+    latencies_us: &mut Vec<u64>,
+) {
+    let now = Instant::now();
+    let covered: Vec<(TableId, u64)> = sent
+        .range((head.table.clone(), 0)..=(head.table.clone(), head.seq.0))
+        .map(|(key, _)| key.clone())
+        .collect();
+    for key in covered {
+        if let Some(t0) = sent.remove(&key) {
+            latencies_us.push(now.duration_since(t0).as_micros() as u64);
+        }
+    }
 }
 
 #[cfg(test)]
