@@ -128,24 +128,12 @@ pub fn run(mut args: Args) -> Result<Outcome> {
     let mut nats = natsd::NatsServer::start_secured()
         .context("starting nats-server (scripts/setup.sh installs it)")?;
     let tmp = tempfile::tempdir().context("creating a temporary directory")?;
-    let dir = match &args.keep {
-        Some(d) => {
-            anyhow::ensure!(!d.exists(), "--keep {}: already exists", d.display());
-            d.clone()
-        }
-        None => tmp.path().join("ledger"),
-    };
+    let dir = ledger_dir(args.keep.as_deref(), tmp.path())?;
     let ledger = open_ledger(&dir)?;
     let access = Access::write(&dir)?;
     let floor = args.floor.floor()?;
     let (ingest_config, devices) = secured_floor(&mut nats, &floor)?;
-    println!(
-        "floor: {} tables ({}), {} rounds each, seed {}",
-        floor.tables.len(),
-        games(&floor),
-        args.floor.rounds,
-        args.floor.seed
-    );
+    print_floor(&floor, &args);
     let rt = crate::serve::runtime()?;
     let alert_log = ingest::alerts::AlertLog::default();
     let source = crate::serve::alert_source(&alert_log);
@@ -178,12 +166,7 @@ pub fn run(mut args: Args) -> Result<Outcome> {
     let (published, ingest_report) = rt.block_on(play(run, ingest_config, ledger.clone()))?;
     check_stored(&ledger, &published, &ingest_report, started)?;
     close_the_books(&web, &access, &ledger, &rule, &published)?;
-    let verify = ledger.verify().context("verifying the ledger")?;
-    anyhow::ensure!(verify.is_ok(), "chain verification failed: {verify:?}");
-    println!(
-        "chains verified: {} tables, every hash recomputed from genesis",
-        verify.tables.len()
-    );
+    verify_chains(&ledger)?;
     // The audit reads the ledger alone: the web UI lets it go (and comes back with --serve).
     let web_addr = web.addr;
     web.stop(&rt)?;
@@ -191,13 +174,7 @@ pub fn run(mut args: Args) -> Result<Outcome> {
     let source = Source::Ledger(Box::new(ledger));
     let outcome = audit_and_compare(&source, &published)?;
     if let Some(k) = &args.keep {
-        println!(
-            "ledger kept in {} (try: roundledger audit --ledger {}; the web UI: roundledger serve --ledger {} --no-ingest --config {})",
-            k.display(),
-            k.display(),
-            k.display(),
-            access.path.display()
-        );
+        print_kept(k, &access.path);
     }
     println!("demo finished in {:.1?}", started.elapsed());
     drop(nats);
@@ -211,6 +188,46 @@ pub fn run(mut args: Args) -> Result<Outcome> {
         serve_until_stopped(&rt, web)?;
     }
     Ok(outcome)
+}
+
+/// Where the demo's ledger goes: `--keep`'s directory (which must not exist) or a
+/// temporary one.
+fn ledger_dir(keep: Option<&Path>, tmp: &Path) -> Result<PathBuf> {
+    match keep {
+        Some(d) => {
+            anyhow::ensure!(!d.exists(), "--keep {}: already exists", d.display());
+            Ok(d.to_path_buf())
+        }
+        None => Ok(tmp.join("ledger")),
+    }
+}
+
+fn print_floor(floor: &simulator::Floor, args: &Args) {
+    println!(
+        "floor: {} tables ({}), {} rounds each, seed {}",
+        floor.tables.len(),
+        games(floor),
+        args.floor.rounds,
+        args.floor.seed
+    );
+}
+
+/// Recomputes every table's chain from genesis; an error if any breaks.
+fn verify_chains(ledger: &ledger::Ledger) -> Result<()> {
+    let verify = ledger.verify().context("verifying the ledger")?;
+    anyhow::ensure!(verify.is_ok(), "chain verification failed: {verify:?}");
+    println!(
+        "chains verified: {} tables, every hash recomputed from genesis",
+        verify.tables.len()
+    );
+    Ok(())
+}
+
+fn print_kept(dir: &Path, access: &Path) {
+    let (d, a) = (dir.display(), access.display());
+    println!(
+        "ledger kept in {d} (try: roundledger audit --ledger {d}; the web UI: roundledger serve --ledger {d} --no-ingest --config {a})"
+    );
 }
 
 /// The demo's access file: a token per role and a trusted count key.

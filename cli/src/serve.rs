@@ -308,19 +308,7 @@ async fn join_http(tasks: Vec<tokio::task::JoinHandle<Result<(), api::Error>>>) 
 
 pub fn run(args: Args) -> Result<Outcome> {
     let ledger = open_ledger(&args)?;
-    // The ledger logged each fence at open (`warn`); the API shows them.
-    let fenced = ledger.fenced();
-    if !fenced.is_empty() {
-        eprintln!(
-            "warning: {} tables fenced as damaged ({}); see `roundledger table status`",
-            fenced.len(),
-            fenced
-                .keys()
-                .map(|t| t.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    }
+    warn_fenced(&ledger);
     let mut config = ingest::IngestConfig::new(&args.nats).with_batch_len(args.batch);
     config.access = args.bus.access();
     config.stuck_after = std::time::Duration::from_secs(args.stuck_after);
@@ -372,19 +360,38 @@ pub fn run(args: Args) -> Result<Outcome> {
     })?;
     ledger.flush().context("final flush")?;
     if let Some(r) = report {
-        tracing::info!(
-            batches = r.batches,
-            stored = r.stored,
-            duplicates = r.duplicates,
-            held = r.held,
-            quarantined = r.quarantined,
-            repeats = r.repeats,
-            overflowed = r.overflowed,
-            fenced = r.fenced,
-            "stopped"
-        );
+        log_stopped(&r);
     }
     Ok(Outcome::Clean)
+}
+
+/// Names the tables fenced as damaged. The ledger logged each fence at open (`warn`);
+/// the API shows them.
+fn warn_fenced(ledger: &ledger::Ledger) {
+    let fenced = ledger.fenced();
+    if !fenced.is_empty() {
+        let names: Vec<&str> = fenced.keys().map(|t| t.as_str()).collect();
+        eprintln!(
+            "warning: {} tables fenced as damaged ({}); see `roundledger table status`",
+            fenced.len(),
+            names.join(", ")
+        );
+    }
+}
+
+/// What ingest did, logged when it stops.
+fn log_stopped(r: &ingest::IngestReport) {
+    tracing::info!(
+        batches = r.batches,
+        stored = r.stored,
+        duplicates = r.duplicates,
+        held = r.held,
+        quarantined = r.quarantined,
+        repeats = r.repeats,
+        overflowed = r.overflowed,
+        fenced = r.fenced,
+        "stopped"
+    );
 }
 
 /// `--no-ingest`: the HTTP tasks until a signal, or until the first of them fails.
