@@ -895,7 +895,7 @@ impl RoundState {
         } else {
             Verdict::Clean
         };
-        RoundReport {
+        let report = RoundReport {
             table: self.table,
             round: self.round,
             rule_set: Some(config.rule_set),
@@ -908,7 +908,9 @@ impl RoundState {
             disputes,
             findings: self.findings,
             reconstruction,
-        }
+        };
+        assert_report(&report);
+        report
     }
 
     /// One finding per payout that differs from the rules' net.
@@ -1537,4 +1539,43 @@ fn target_name(t: CardTarget) -> String {
 
 fn clause_of(rs: RuleSet, kind: FindingKind) -> &'static str {
     lookup(rs, kind).map_or("", |r| r.clause)
+}
+
+/// A report's postconditions: its seqs in order, each dispute a real difference of paid
+/// against due, one per box and line, with a payout finding, and a verdict its contents
+/// imply. Cheap (one pass over disputes and findings), so on in release.
+fn assert_report(r: &RoundReport) {
+    assert!(
+        r.first_seq <= r.last_seq,
+        "round {}: seqs out of order",
+        r.round.0
+    );
+    let mut lines = BTreeSet::new();
+    for d in &r.disputes {
+        assert_ne!(
+            d.expected, d.recorded,
+            "a dispute without a difference: {d:?}"
+        );
+        if let Some(diff) = d.recorded.0.checked_sub(d.expected.0) {
+            assert_eq!(d.difference.0, diff, "difference is paid minus due: {d:?}");
+        }
+        assert!(
+            lines.insert((d.box_no, d.line)),
+            "two disputes of one line: {d:?}"
+        );
+    }
+    let payout_code = r
+        .rule_set
+        .and_then(|rs| lookup(rs, FindingKind::PayoutDiffers))
+        .map(|row| row.code);
+    if let Some(code) = payout_code {
+        let payout_findings = r.findings.iter().filter(|f| f.code == code).count();
+        assert_eq!(payout_findings, r.disputes.len(), "one finding per dispute");
+    }
+    match r.verdict {
+        Verdict::Disputed => assert!(!r.disputes.is_empty()),
+        Verdict::Clean => assert!(r.disputes.is_empty() && r.findings.is_empty()),
+        Verdict::Irregular => assert!(r.disputes.is_empty() && !r.findings.is_empty()),
+        Verdict::Void => {}
+    }
 }
