@@ -10,7 +10,7 @@
 //! bytes are exactly the message body. schemas/README.md specifies both forms completely
 //! enough to read an archive without the bincode crate.
 
-use crate::event::{Event, WIRE_VERSION};
+use crate::event::{Event, EVENT_KINDS, WIRE_VERSION};
 use crate::ids::IdError;
 
 mod fast;
@@ -51,6 +51,12 @@ pub enum DecodeError {
     },
     #[error("sequence number 0 is not used; chains start at 1")]
     SeqZero,
+    /// The body's kind is not in this build's catalogue (`EVENT_KINDS`): a newer device?
+    #[error("unknown event kind {kind} (this build knows {} kinds)", EVENT_KINDS.len())]
+    UnknownKind {
+        /// The bincode variant index, or the JSON `type`.
+        kind: String,
+    },
 }
 
 pub(crate) fn bincode_config() -> impl bincode::config::Config {
@@ -101,7 +107,7 @@ pub fn decode(bytes: &[u8]) -> Result<(Event, WireFormat), DecodeError> {
     let format = detect(bytes);
     let event = match format {
         WireFormat::Json => {
-            serde_json::from_slice::<Event>(bytes).map_err(|e| DecodeError::Json(e.to_string()))?
+            serde_json::from_slice::<Event>(bytes).map_err(|e| json_error(bytes, &e))?
         }
         WireFormat::Bincode => {
             if bytes[0] != WIRE_VERSION {
@@ -127,13 +133,42 @@ pub fn decode(bytes: &[u8]) -> Result<(Event, WireFormat), DecodeError> {
 /// The bincode form through the bincode crate: the definition `fast` is held to.
 fn decode_bincode(bytes: &[u8]) -> Result<Event, DecodeError> {
     let (event, used): (Event, usize) = bincode::decode_from_slice(bytes, bincode_config())
-        .map_err(|e| DecodeError::Bincode(e.to_string()))?;
+        .map_err(|e| bincode_error(bytes, &e))?;
     if used != bytes.len() {
         return Err(DecodeError::TrailingBytes {
             extra: bytes.len() - used,
         });
     }
     Ok(event)
+}
+
+/// Why bincode refused `bytes`: an unknown kind when our own reader finds a body
+/// variant index beyond the catalogue, else bincode's own words.
+fn bincode_error(bytes: &[u8], e: &bincode::error::DecodeError) -> DecodeError {
+    match fast::body_tag(bytes) {
+        Some(tag) if tag as usize >= EVENT_KINDS.len() => DecodeError::UnknownKind {
+            kind: tag.to_string(),
+        },
+        _ => DecodeError::Bincode(e.to_string()),
+    }
+}
+
+/// Why serde_json refused `bytes`: an unknown kind when the body's `type` is a string
+/// the catalogue lacks, else serde_json's own words. Runs on refused messages only.
+fn json_error(bytes: &[u8], e: &serde_json::Error) -> DecodeError {
+    let kind = serde_json::from_slice::<serde_json::Value>(bytes)
+        .ok()
+        .and_then(|v| v.get("body")?.get("type")?.as_str().map(str::to_string));
+    match kind {
+        Some(k) if !EVENT_KINDS.contains(&k.as_str()) => DecodeError::UnknownKind { kind: k },
+        _ => DecodeError::Json(e.to_string()),
+    }
+}
+
+/// The variant index of a bincode event's body (its kind's position in `EVENT_KINDS`),
+/// read by our own reader. `None` if the bytes end before it.
+pub fn body_tag(bytes: &[u8]) -> Option<u32> {
+    fast::body_tag(bytes)
 }
 
 fn check(e: &Event) -> Result<(), DecodeError> {

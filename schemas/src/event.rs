@@ -374,6 +374,41 @@ pub enum EventBody {
     },
 }
 
+/// Every event kind's `type` name, in catalogue order: a kind's position is its bincode
+/// variant index. Grows only by appending; `schemas/tests/codec.rs` ties it to the enum.
+pub const EVENT_KINDS: [&str; 30] = [
+    "table_opened",
+    "table_closed",
+    "shuffle_completed",
+    "deck_revealed",
+    "announced",
+    "card_dealt",
+    "card_exposed",
+    "hand_examined",
+    "bet_placed",
+    "bet_rejected",
+    "bet_changed",
+    "bet_withdrawn",
+    "decided",
+    "hand_revealed",
+    "dealer_revealed",
+    "paid_out",
+    "jackpot_shown",
+    "jackpot_hit",
+    "jackpot_reset",
+    "jackpot_fault",
+    "jackpot_restored",
+    "magic_card_selected",
+    "lucky_player_selected",
+    "lucky_dealer_selected",
+    "staff_decision",
+    "technical_interruption",
+    "round_closed",
+    "finance",
+    "device_enrolled",
+    "device_revoked",
+];
+
 impl EventBody {
     /// The `type` tag of the JSON form, also used in logs and reports.
     pub fn type_name(&self) -> &'static str {

@@ -43,6 +43,6 @@ pub use config::{
 };
 pub use event::{
     Announcement, CardTarget, ChipCount, Choice, Event, EventBody, Finance, PlayerOption, Ruling,
-    Stake, WIRE_VERSION,
+    Stake, EVENT_KINDS, WIRE_VERSION,
 };
 pub use ids::{BoxNo, DeviceId, Hash32, Money, PoolId, RoundId, Seq, StaffId, TableId};

@@ -67,3 +67,46 @@ fn bad_bytes_are_errors_not_panics() {
         Err(DecodeError::Id { field: "table", .. })
     ));
 }
+
+/// `EVENT_KINDS` is the catalogue: each sample's kind sits at its bincode variant index,
+/// and the samples cover every kind (a new variant needs a sample and a name).
+#[test]
+fn event_kinds_are_the_catalogue_in_tag_order() {
+    let samples = common::one_of_each();
+    let mut seen = std::collections::BTreeSet::new();
+    for e in &samples {
+        let tag = codec::body_tag(&codec::to_bincode(e)).expect("a tag") as usize;
+        assert_eq!(EVENT_KINDS.get(tag), Some(&e.body.type_name()), "{e:?}");
+        seen.insert(tag);
+    }
+    assert_eq!(seen.len(), EVENT_KINDS.len(), "one sample of every kind");
+}
+
+/// A kind beyond the catalogue is named by our decoder, in either form.
+#[test]
+fn an_unknown_kind_is_named_in_either_form() {
+    let mut e = common::one_of_each().remove(0);
+    e.body = EventBody::RoundClosed;
+    let mut bytes = codec::to_bincode(&e);
+    let last = bytes.len() - 1;
+    bytes[last] = 250; // RoundClosed has no fields: the last byte is its variant index.
+    match codec::decode(&bytes) {
+        Err(codec::DecodeError::UnknownKind { kind }) => assert_eq!(kind, "250"),
+        other => panic!("{other:?}"),
+    }
+    let json = String::from_utf8(codec::to_json(&e))
+        .expect("utf-8")
+        .replace("\"round_closed\"", "\"card_teleported\"");
+    match codec::decode(json.as_bytes()) {
+        Err(codec::DecodeError::UnknownKind { kind }) => assert_eq!(kind, "card_teleported"),
+        other => panic!("{other:?}"),
+    }
+    // A known kind with a broken field stays undecodable, not unknown.
+    let broken = String::from_utf8(codec::to_json(&e))
+        .expect("utf-8")
+        .replace("\"seq\":", "\"seq\":\"x\",\"_\":");
+    assert!(matches!(
+        codec::decode(broken.as_bytes()),
+        Err(codec::DecodeError::Json(_))
+    ));
+}

@@ -346,6 +346,22 @@ impl<'a> Reader<'a> {
 /// The event in `bytes` (the whole message), when this reader is sure of it; `None`
 /// leaves the message to bincode. Ids come out grammar-checked (`TableId::new`), so a
 /// message whose table or device id `codec::check` would refuse is left to bincode too.
+/// The variant index of the event body, read past the event's header with no other
+/// check. `None` if the bytes end first. Classifies a message bincode refused.
+pub(super) fn body_tag(bytes: &[u8]) -> Option<u32> {
+    let mut r = Reader { bytes, at: 0 };
+    r.u8()?;
+    r.str()?;
+    r.str()?;
+    r.u64()?;
+    r.hash()?;
+    r.i64()?;
+    if r.is_some()? {
+        r.u64()?;
+    }
+    r.tag()
+}
+
 pub(super) fn event(bytes: &[u8]) -> Option<Event> {
     if bytes.len() > FAST_LEN_MAX {
         return None;
