@@ -203,8 +203,18 @@ fn encode_checkpoint(
     w.0
 }
 
-/// (received_at_ns, stream_seq, the checkpoint's exact bytes, key_enrolled_seq).
-pub(crate) fn decode_checkpoint(v: &[u8]) -> Result<(i64, u64, Vec<u8>, Option<Seq>), Error> {
+/// A kept checkpoint's record as stored: its arrival and its exact bytes.
+pub(crate) struct CheckpointRecord {
+    pub(crate) received_at_ns: i64,
+    pub(crate) stream_seq: u64,
+    /// The checkpoint's exact bytes, as the device signed them.
+    pub(crate) bytes: Vec<u8>,
+    /// The seq of the enrollment of the key that signed it (absent in older records).
+    pub(crate) key_enrolled_seq: Option<Seq>,
+}
+
+/// Decodes a kept checkpoint's record.
+pub(crate) fn decode_checkpoint(v: &[u8]) -> Result<CheckpointRecord, Error> {
     let mut r = record::R::new(v);
     let (received_at_ns, stream_seq, bytes) = (r.i64()?, r.u64()?, r.bytes()?.to_vec());
     let key_enrolled_seq = if r.is_empty() {
@@ -215,12 +225,22 @@ pub(crate) fn decode_checkpoint(v: &[u8]) -> Result<(i64, u64, Vec<u8>, Option<S
     if !r.is_empty() {
         return Err(record::corrupt("checkpoint record: trailing bytes"));
     }
-    Ok((received_at_ns, stream_seq, bytes, key_enrolled_seq))
+    Ok(CheckpointRecord {
+        received_at_ns,
+        stream_seq,
+        bytes,
+        key_enrolled_seq,
+    })
 }
 
 /// A kept checkpoint's record, decoded.
 fn kept_checkpoint(v: &[u8]) -> Result<KeptCheckpoint, Error> {
-    let (received_at_ns, stream_seq, bytes, key_enrolled_seq) = decode_checkpoint(v)?;
+    let CheckpointRecord {
+        received_at_ns,
+        stream_seq,
+        bytes,
+        key_enrolled_seq,
+    } = decode_checkpoint(v)?;
     let checkpoint = Checkpoint::decode(&bytes).map_err(|e| record::corrupt(&e.to_string()))?;
     Ok(KeptCheckpoint {
         checkpoint,
@@ -279,7 +299,11 @@ pub(crate) fn load(store: &dyn crate::store::Store) -> Result<(KeyRegister, Atte
         let (k, v) = kv?;
         let (table, rest) = split_table_key(&k)?;
         let seq = be_u64(rest)?;
-        let (received_at_ns, _, bytes, _) = decode_checkpoint(&v)?;
+        let CheckpointRecord {
+            received_at_ns,
+            bytes,
+            ..
+        } = decode_checkpoint(&v)?;
         let c = Checkpoint::decode(&bytes).map_err(|e| record::corrupt(&e.to_string()))?;
         // Keys are in seq order within a table: the last one wins.
         attested.insert(
@@ -880,7 +904,11 @@ impl<'a> AttestationCheck<'a> {
     /// Checks the checkpoint kept at `at` against the chain at `seq` and queues its
     /// signature; the problem, if it does not hold.
     fn check_kept(&mut self, seq: u64, hash: &Hash32, at: u64, v: &[u8]) -> Option<String> {
-        let (_, _, bytes, key_enrolled_seq) = match decode_checkpoint(v) {
+        let CheckpointRecord {
+            bytes,
+            key_enrolled_seq,
+            ..
+        } = match decode_checkpoint(v) {
             Ok(c) => c,
             Err(e) => return Some(format!("the kept checkpoint at seq {at}: {e}")),
         };

@@ -512,7 +512,7 @@ impl Ledger {
             let (k, v) = kv?;
             let (_, seq) = record::split_table_key(&k)?;
             let seq = record::be_u64(seq)?;
-            let (_, _, bytes, _) = crate::attest::decode_checkpoint(&v)?;
+            let bytes = crate::attest::decode_checkpoint(&v)?.bytes;
             let c = schemas::attest::Checkpoint::decode(&bytes)
                 .map_err(|e| record::corrupt(&e.to_string()))?;
             out.insert(seq, c.head_hash);

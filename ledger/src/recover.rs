@@ -282,7 +282,15 @@ impl Ledger {
     ) -> Result<(), Error> {
         let decoded = record::split_table_key(key)
             .and_then(|(table, _)| Ok((table, crate::attest::decode_checkpoint(value)?)));
-        let (table, (received_at_ns, stream_seq, bytes, _)) = match decoded {
+        let (
+            table,
+            crate::attest::CheckpointRecord {
+                received_at_ns,
+                stream_seq,
+                bytes,
+                ..
+            },
+        ) = match decoded {
             Ok(d) => d,
             Err(e) => return skipped(Space::Checkpoint, e),
         };
