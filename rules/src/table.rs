@@ -155,6 +155,7 @@ const STUD_CLAUSES: Clauses = Clauses {
 };
 
 /// The default rule table of a rule set, from the seed (CS51 from RULES-NOTES 13).
+/// Longer than 70 lines: it is data, each rule set's pay tables as the seed lists them.
 pub fn rule_table(rule_set: RuleSet) -> RuleTable {
     use HandClass::*;
     match rule_set {

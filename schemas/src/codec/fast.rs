@@ -231,6 +231,7 @@ impl<'a> Reader<'a> {
 
     /// `EventBody` in declaration order (its position is its bincode tag). Tag 0
     /// (`TableOpened`), 27 (`Finance`) and later variants are left to bincode.
+    /// Longer than 70 lines: one arm per event kind, read in the catalogue's order.
     fn body(&mut self) -> Option<EventBody> {
         Some(match self.tag()? {
             1 => EventBody::TableClosed,
