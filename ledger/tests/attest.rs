@@ -540,9 +540,9 @@ fn flip_kept_signature(raw: &common::Raw, table: &TableId, seq: u64) {
 }
 
 /// `verify` checks what decides which events a device vouched for. The chain's hashes do
-/// not cover the kept checkpoints or the key register; found 2026-11-24: both were
-/// trusted as stored, so a key put in the register and a checkpoint signed with it would
-/// have made events "attested" that no device signed, and `verify` passed. Each case
+/// not cover the kept checkpoints or the key register. Trusted as stored, a key put in the
+/// register and a checkpoint signed with it would make events "attested" that no device
+/// signed. Each case
 /// edits a copy of one ledger with the raw store API, then verifies the bare store.
 #[test]
 fn verify_names_forged_attestation_in_the_store() {

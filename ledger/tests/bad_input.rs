@@ -118,7 +118,7 @@ fn each_bad_input_has_its_own_reason_and_counter_and_the_ledger_keeps_working() 
         reason::UNDECODABLE,
     );
     check(&l, incoming(&t, Vec::new(), 107), reason::UNDECODABLE);
-    // A JSON card of one two-byte character: it panicked the decoder (found in review).
+    // A JSON card of one two-byte character: cut inside itself, it must not panic.
     let head = l.head(&t).expect("head");
     let dealt = String::from_utf8(codec::to_json(&event(
         &t,
@@ -236,8 +236,7 @@ fn each_bad_input_has_its_own_reason_and_counter_and_the_ledger_keeps_working() 
 /// A message NATS delivers again (not acked: a crash between the flush and the ack, or
 /// `ack_wait` passing while its batch waited) is recognised by its stream seq and bytes
 /// and not quarantined a second time: quarantine entries are written once, like events.
-/// Found in review: each redelivery of a quarantined message added an entry to the
-/// append-only quarantine and counted it again. The same bytes published again (a new
+/// The same bytes published again (a new
 /// stream seq) are a repeat, counted against the entry (tests/repeats.rs).
 #[test]
 fn a_quarantined_message_delivered_again_is_not_quarantined_twice() {

@@ -497,8 +497,7 @@ fn rewritten_arrival_with_every_hash_rebuilt_is_caught_by_the_digest() {
 /// A check against an earlier digest is at least as strict as `verify`: arrival rewritten
 /// after the digest (T-B's seq 35, with the head's receipt forged to match) leaves every
 /// table extending the digest, but the arrival chain no longer verifies, so the check
-/// fails and says why. Found in review: the check looked at the tables and the quarantine
-/// only, and `verify --against` passed a ledger that plain `verify` failed.
+/// fails and says why: `verify --against` never passes a ledger plain `verify` fails.
 #[test]
 fn a_broken_arrival_chain_fails_the_check_against_an_earlier_digest() {
     let (dir, digest, _) = filled();
@@ -534,9 +533,8 @@ fn a_broken_arrival_chain_fails_the_check_against_an_earlier_digest() {
     );
 }
 
-/// Found in review: a table the digest does not list (new since) whose chain does not
-/// verify was left out of the check (neither in `new_tables` nor in `now`), and `verify
-/// --against` passed a ledger plain `verify` failed.
+/// A table the digest does not list (new since) whose chain does not verify fails the
+/// check against the digest, as it fails plain `verify`.
 #[test]
 fn a_broken_table_new_since_the_digest_fails_the_check() {
     let (dir, digest, _) = filled();
@@ -751,10 +749,9 @@ fn inserted_events_beyond_the_head_are_named() {
     ));
 }
 
-/// Found in review: the same forged events with the head moved to them (and its receipt
-/// recomputed) passed `verify` and looked like ordinary growth against an earlier digest.
-/// The record is in no append call's arrival entry: that is now a failure of the arrival
-/// check, so a forger must also rewrite the arrival chain (which a digest does not name;
+/// The same forged events with the head moved to them (and its receipt recomputed) would
+/// look like ordinary growth against an earlier digest. The record is in no append call's
+/// arrival entry: the arrival check fails, so a forger must also rewrite the arrival chain (which a digest does not name;
 /// device-signed checkpoints are what cover a table's newest events).
 #[test]
 fn events_forged_beyond_the_head_with_the_head_moved_are_caught() {
@@ -782,8 +779,8 @@ fn events_forged_beyond_the_head_with_the_head_moved_are_caught() {
     assert!(!c.ok, "{c:?}");
 }
 
-/// Found in review: the round index was never checked, and evidence windows and the
-/// API's round lookups read it. A round's summary shortened (its payouts and close cut
+/// Evidence windows and the API's round lookups read the round index, so `verify` checks
+/// it. A round's summary shortened (its payouts and close cut
 /// off), a round listed that the records do not hold, and a round's entry by start time
 /// removed: each is named at the round's first event.
 #[test]
@@ -1363,8 +1360,8 @@ fn an_added_quarantine_entry_is_named() {
     quarantine_bad(dir.path(), "the 4 entries stored chain to");
 }
 
-/// An entry put at the last possible id: opening the ledger overflowed computing the
-/// next id (found in review); it now refuses, naming it, and `verify` names the entry.
+/// An entry put at the last possible id leaves no next id: opening the ledger refuses,
+/// naming it, and `verify` names the entry.
 #[test]
 fn a_quarantine_entry_at_the_last_id_is_refused_at_open() {
     let dir = with_quarantine();

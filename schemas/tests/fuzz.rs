@@ -188,7 +188,7 @@ proptest! {
 }
 
 /// A header announcing a range that ends at seq u64::MAX, with no event line: refused,
-/// not a panic (found in review: `to_seq + 1` overflowed in a debug build).
+/// not a panic (`to_seq + 1` would overflow).
 #[test]
 fn an_export_header_ending_at_the_last_seq_is_refused() {
     let zeros = "0".repeat(64);
