@@ -751,8 +751,9 @@ fn inserted_events_beyond_the_head_are_named() {
 
 /// The same forged events with the head moved to them (and its receipt recomputed) would
 /// look like ordinary growth against an earlier digest. The record is in no append call's
-/// arrival entry: the arrival check fails, so a forger must also rewrite the arrival chain (which a digest does not name;
-/// device-signed checkpoints are what cover a table's newest events).
+/// arrival entry: the arrival check fails, so a forger must also rewrite the arrival
+/// chain (which a digest does not name; device-signed checkpoints cover a table's newest
+/// events).
 #[test]
 fn events_forged_beyond_the_head_with_the_head_moved_are_caught() {
     let (dir, digest, hb) = filled();
