@@ -17,9 +17,12 @@
 //! Everything up to the highest kept checkpoint of a table is *attested*; later events
 //! are "not yet attested" until the next checkpoint arrives (`Ledger::attestation`).
 
-use crate::append::{quarantine, Call, Incoming};
+use crate::call::Call;
 use crate::record::{self, be_u64, split_table_key, table_key, W};
+use crate::refuse::quarantine;
 use crate::store::{Op, Space};
+use crate::types::Incoming;
+pub use crate::types::{CheckpointOutcome, DeviceKey};
 use crate::{Error, Ledger, State};
 use schemas::attest::{Checkpoint, KeyAction, KeyEvent, PublicKey, VERIFY_BATCH_MAX};
 use schemas::{DeviceId, Event, Hash32, Seq, TableId};
@@ -59,21 +62,6 @@ pub mod reason {
     }
 }
 
-/// A device's key on one chain, as the key register holds it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DeviceKey {
-    pub key: PublicKey,
-    /// The seq of the enrollment event.
-    pub enrolled_seq: Seq,
-    /// The seq of the revocation event, if revoked.
-    pub revoked_seq: Option<Seq>,
-    /// The keys the device held on this chain before `key` (revoked or replaced), oldest
-    /// first: none of them is ever enrolled for it again. Without this, replaying the
-    /// admin's old enrollment event (its signature covers the table, the device, the key and
-    /// the action, not the chain position) brought a revoked key back.
-    pub retired: Vec<PublicKey>,
-}
-
 /// Most keys one device may retire on one chain (`DeviceKey::retired`); an enrollment
 /// beyond it takes no effect (give the device a new id). A key a day for eleven years.
 pub const RETIRED_KEYS_MAX: usize = 4096;
@@ -101,40 +89,6 @@ pub struct KeptCheckpoint {
     /// its key register held it then: the event an evidence bundle cites. `None` for a
     /// checkpoint kept before the ledger recorded it.
     pub key_enrolled_seq: Option<Seq>,
-}
-
-/// What happened to one checkpoint message.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CheckpointOutcome {
-    /// Verified and kept: the chain is attested up to `seq`.
-    Kept {
-        table: TableId,
-        seq: Seq,
-    },
-    /// The same checkpoint was kept before (a redelivery).
-    Duplicate {
-        table: TableId,
-        seq: Seq,
-    },
-    Quarantined {
-        id: u64,
-        reason: &'static str,
-    },
-    /// The same delivery is already in quarantine under `id` (delivered again).
-    QuarantinedBefore {
-        id: u64,
-    },
-    /// The same bytes refused for the same reason as entry `id`, under a later stream seq:
-    /// counted against it, not stored again.
-    Repeated {
-        id: u64,
-        reason: &'static str,
-    },
-    /// Refused past a quarantine bound: counted, not stored (`crate::Appended::Overflowed`).
-    Overflowed {
-        reason: &'static str,
-        bound: crate::quarantine::Bound,
-    },
 }
 
 fn device_key_key(table: &TableId, device: &DeviceId) -> Vec<u8> {
@@ -609,7 +563,7 @@ impl Ledger {
         }
         if let Some(f) = state.fenced.get(&c.table) {
             let text = crate::fence::fenced_text(&c.table, f, None, true);
-            return Ok(Err((crate::append::reason::TABLE_FENCED, text)));
+            return Ok(Err((crate::types::reason::TABLE_FENCED, text)));
         }
         let Some(dk) = call.device_key(state, &c.table, &c.device).cloned() else {
             let (d, t) = (&c.device, &c.table);

@@ -3,7 +3,7 @@
 //! tell an attack or a broken device (`undecodable`) from a newer device (`unknown_kind`)
 //! or a misconfigured one (`oversized`).
 
-use crate::append::reason;
+use crate::types::reason;
 use schemas::codec::DecodeError;
 
 /// The reason code of a message that does not decode.

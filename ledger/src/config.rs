@@ -7,7 +7,7 @@
 //! (`Ledger::config_at`), for round views, evidence bundles and the check of the state a
 //! v2 checkpoint signs.
 
-use crate::append::Call;
+use crate::call::Call;
 use crate::record::{self, be_u64, seq_key, split_table_key, table_key};
 use crate::store::{Op, Space};
 use crate::{Error, Ledger};

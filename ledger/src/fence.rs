@@ -13,8 +13,8 @@
 //! - Fences live in memory and are derived again at each open: a table still damaged is
 //!   fenced again, a repaired one is not.
 
-use crate::append::{reason, Incoming};
 use crate::store::{Op, Space};
+use crate::types::{reason, CheckpointOutcome, Incoming};
 use crate::{Error, Ledger};
 use schemas::{Seq, TableId};
 use std::collections::BTreeMap;
@@ -173,7 +173,7 @@ impl Ledger {
             report.refused += out
                 .checkpoints
                 .iter()
-                .filter(|c| !matches!(c, crate::attest::CheckpointOutcome::Kept { .. }))
+                .filter(|c| !matches!(c, CheckpointOutcome::Kept { .. }))
                 .count() as u64;
         }
         report.head_seq = self.head(table).map_or(0, |h| h.seq.0);
@@ -215,7 +215,7 @@ impl Ledger {
     /// quarantined as `table_fenced`, as recovery's records were before they were written.
     fn append_unfenced(&self, events: &[Incoming]) -> Result<Vec<crate::Appended>, Error> {
         Ok(self
-            .append_as(events, &[], crate::append::Admission::Recovered)?
+            .append_as(events, &[], crate::types::Admission::Recovered)?
             .events)
     }
 

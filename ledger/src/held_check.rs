@@ -9,9 +9,9 @@
 //!
 //! Reads the pending space once, in key order; memory is one table's summary at a time.
 
-use crate::append::decode_held;
 use crate::record::{be_u64, split_table_key};
 use crate::store::{Space, Store};
+use crate::types::decode_held;
 use crate::{Error, PENDING_BYTES_MAX, PENDING_PER_TABLE_MAX};
 use schemas::{chain::event_hash, codec, TableId};
 use std::collections::BTreeMap;

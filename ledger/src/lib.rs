@@ -38,6 +38,7 @@
 mod append;
 pub mod arrival;
 pub mod attest;
+mod call;
 mod classify;
 pub mod config;
 pub mod copies;
@@ -53,13 +54,14 @@ pub mod quarantine;
 mod read;
 pub mod record;
 mod recover;
+mod refuse;
 pub mod resync;
 pub mod settings;
 pub mod store;
+mod types;
 pub mod valuelog;
 mod verify;
 
-pub use append::{reason, Appended, Incoming, Outcomes};
 pub use hold::{Blocker, BLOCKER_SCAN_MAX};
 pub use provenance::Provenance;
 pub use quarantine::{QuarantineHead, QuarantineVerdict};
@@ -68,6 +70,7 @@ pub use read::{
     RoundSummary, Stats,
 };
 pub use recover::Recovery;
+pub use types::{reason, Appended, Incoming, Outcomes};
 pub use verify::{
     verify_arrival, verify_arrival_within, verify_store, ArrivalVerdict, AtSeq, TableVerdict,
     VerifyProblem, VerifyReport,
@@ -151,7 +154,7 @@ struct State {
     /// read): not tried again until the next open, so a damaged table costs one scan.
     receiptless: std::collections::BTreeSet<TableId>,
     /// Held events per table by seq.
-    pending: BTreeMap<TableId, BTreeMap<u64, append::Held>>,
+    pending: BTreeMap<TableId, BTreeMap<u64, types::Held>>,
     pending_bytes: usize,
     counters: BTreeMap<String, u64>,
     quarantined: u64,
@@ -182,7 +185,7 @@ struct State {
     /// The clock skew limit in force (`settings`).
     clock_skew_max_ns: i64,
     /// The device key register (`attest`).
-    devices: BTreeMap<(TableId, schemas::DeviceId), attest::DeviceKey>,
+    devices: BTreeMap<(TableId, schemas::DeviceId), types::DeviceKey>,
     /// The highest kept checkpoint per table.
     attested: BTreeMap<TableId, attest::Attestation>,
     /// Whether a table's chain ends with `TableClosed`, for the tables an append has

@@ -14,8 +14,10 @@
 //! to outsiders (`attest`). Recovery re-appends its own value log's records without this
 //! check: they were admitted before they were written.
 
-use crate::append::{reason, Appended, Call, Incoming};
+use crate::call::Call;
 use crate::store::{Op, Space};
+pub use crate::types::Provenance;
+use crate::types::{reason, Appended, Incoming};
 use crate::{Error, Ledger, State};
 use schemas::attest::{KeyCache, KeyEvent, PublicKey};
 use schemas::provenance::EventSignature;
@@ -23,17 +25,6 @@ use schemas::{DeviceId, Event, TableId};
 
 /// `Space::Meta` key: present (one byte, 1) once the ledger requires signed events.
 pub const REQUIRE_KEY: &[u8] = b"require_signed_events";
-
-/// The device signature that came with a message.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum Provenance {
-    /// No signature headers.
-    #[default]
-    Unsigned,
-    Signed(EventSignature),
-    /// Signature headers that do not read, with why.
-    Malformed(String),
-}
 
 /// A call's signatures checked together before its events are decided: for each event
 /// message, the key it was checked against and the verdict.
@@ -114,7 +105,7 @@ pub(crate) fn refused(
     }
     let (code, text) = admit(state, call, msg, event, pre).err()?;
     tracing::warn!(table = %event.table, seq = event.seq.0, code, "event refused: not its device's");
-    Some(crate::append::quarantine(state, call, msg, code, text))
+    Some(crate::refuse::quarantine(state, call, msg, code, text))
 }
 
 /// Decides whether `event` (message `msg`, precheck `pre`) may join its chain.

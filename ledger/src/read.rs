@@ -1,9 +1,9 @@
 //! Reads: heads, events by seq, rounds, device time and arrival order, quarantine, stats,
 //! and export. Loading the in-memory state at open is here too.
 
-use crate::append::{decode_held, Held};
 use crate::record::{self, be_u64, corrupt, ord_i64, seq_key, split_table_key, table_key, R, W};
 use crate::store::{KvIter, Space, Store};
+use crate::types::{decode_held, Held};
 use crate::{Error, Ledger, State, StoredEvent};
 use schemas::export::{
     ExportEvent, ExportHeader, ExportSummary, ExportTable, EXPORT_FORMAT, EXPORT_VERSION,

@@ -257,7 +257,7 @@ impl Ledger {
         report: &mut Recovery,
     ) -> Result<(), Error> {
         let decoded = record::split_table_key(key)
-            .and_then(|(table, _)| Ok((table, crate::append::decode_held(value)?)));
+            .and_then(|(table, _)| Ok((table, crate::types::decode_held(value)?)));
         let (table, held) = match decoded {
             Ok(d) => d,
             Err(e) => return skipped(Space::Pending, e),
@@ -321,12 +321,12 @@ impl Ledger {
         if !found.checkpoints.is_empty() {
             for o in self.append_checkpoints(&found.checkpoints)? {
                 match o {
-                    crate::attest::CheckpointOutcome::Kept { .. } => report.checkpoints_kept += 1,
-                    crate::attest::CheckpointOutcome::Duplicate { .. }
-                    | crate::attest::CheckpointOutcome::QuarantinedBefore { .. } => {}
-                    crate::attest::CheckpointOutcome::Repeated { .. } => report.repeats += 1,
-                    crate::attest::CheckpointOutcome::Overflowed { .. } => report.overflowed += 1,
-                    crate::attest::CheckpointOutcome::Quarantined { .. } => {
+                    crate::types::CheckpointOutcome::Kept { .. } => report.checkpoints_kept += 1,
+                    crate::types::CheckpointOutcome::Duplicate { .. }
+                    | crate::types::CheckpointOutcome::QuarantinedBefore { .. } => {}
+                    crate::types::CheckpointOutcome::Repeated { .. } => report.repeats += 1,
+                    crate::types::CheckpointOutcome::Overflowed { .. } => report.overflowed += 1,
+                    crate::types::CheckpointOutcome::Quarantined { .. } => {
                         report.checkpoints_refused += 1
                     }
                 }

@@ -9,10 +9,13 @@
 //! every verifier of chains, exports and bundles checks it unchanged. `verify` checks each
 //! kept re-sync against the chain and the quarantine (`Ledger::check_resyncs`).
 
-use crate::append::{push_event, quarantine, reason, release_held, Appended, Call, Incoming};
+use crate::append::{push_event, release_held};
+use crate::call::Call;
 use crate::read::QuarantineEntry;
 use crate::record::{self, seq_key, split_table_key, R, W};
+use crate::refuse::quarantine;
 use crate::store::{Op, Space};
+use crate::types::{reason, Appended, Incoming};
 use crate::{Error, Ledger};
 use schemas::resync::{Resync, ResyncError};
 use schemas::{chain::event_hash, codec, ChainHead, Event, TableId};

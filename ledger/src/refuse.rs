@@ -1,0 +1,199 @@
+//! A refused message within an append call: kept verbatim in quarantine, counted as a
+//! repeat of an earlier entry, or counted past a bound, never dropped.
+
+use crate::call::Call;
+use crate::quarantine::{Bound, ContentKey, Refusal, Repeat, OVERFLOW_COUNTERS_MAX};
+use crate::store::{Op, Space};
+use crate::types::{Appended, Incoming};
+
+/// Quarantines `msg` for `code` with `text`, unless it is a redelivery, a repeat, or
+/// past a bound; the outcome says which.
+pub(crate) fn quarantine(
+    state: &crate::State,
+    call: &mut Call,
+    msg: &Incoming,
+    code: &'static str,
+    text: String,
+) -> Appended {
+    let delivery = crate::quarantine::delivery_key(msg.stream_seq, &msg.bytes);
+    let before = call
+        .quarantined_now
+        .get(&delivery)
+        .copied()
+        .or_else(|| state.recent_quarantine.get(&delivery));
+    if let Some(id) = before {
+        tracing::info!(
+            id,
+            stream_seq = msg.stream_seq,
+            reason = code,
+            "delivered again; already quarantined, not again"
+        );
+        return Appended::QuarantinedBefore { id };
+    }
+    if let Some(bound) = overflowed_before(state, call, &delivery) {
+        return Appended::Overflowed {
+            reason: code,
+            bound,
+        };
+    }
+    let content: ContentKey = (code.to_string(), delivery.1);
+    if let Some(seen) = repeat_of(state, call, msg, code, &content) {
+        return seen;
+    }
+    if let Some(bound) = past_bound(state, call, msg) {
+        return overflow(state, call, msg, code, bound);
+    }
+    let id = call.next_quarantine_id;
+    call.next_quarantine_id += 1;
+    let entry = crate::QuarantineEntry {
+        id,
+        reason: code.to_string(),
+        text,
+        subject_table: msg.subject_table.clone(),
+        stream_seq: msg.stream_seq,
+        received_at_ns: msg.received_at_ns,
+        bytes: msg.bytes.clone(),
+        repeats: 0,
+    };
+    tracing::warn!(id, reason = code, text = %entry.text, stream_seq = msg.stream_seq, "quarantined");
+    let value = entry.encode();
+    call.quarantine_head = call.quarantine_head.next(id, &value);
+    call.ops
+        .push(Op::Put(Space::Quarantine, id.to_be_bytes().to_vec(), value));
+    *call.counters.entry(code.to_string()).or_insert(0) += 1;
+    call.quarantined += 1;
+    call.quarantined_now.insert(delivery, id);
+    count_entry(call, msg);
+    let repeat = Repeat {
+        count: 0,
+        last_stream_seq: msg.stream_seq,
+    };
+    call.refused_now.insert(content, Refusal { id, repeat });
+    Appended::Quarantined { id, reason: code }
+}
+
+/// The bound a recent delivery of the same message went past (NATS delivered it again).
+fn overflowed_before(
+    state: &crate::State,
+    call: &Call,
+    delivery: &crate::quarantine::DeliveryKey,
+) -> Option<Bound> {
+    let code = call
+        .overflowed_now
+        .get(delivery)
+        .copied()
+        .or_else(|| state.recent_overflowed.get(delivery))?;
+    Some(if code == Bound::Total as u64 {
+        Bound::Total
+    } else {
+        Bound::SourceRate
+    })
+}
+
+/// Counts a new entry against its source's minute and the quarantine's bytes.
+fn count_entry(call: &mut Call, msg: &Incoming) {
+    let len = msg.bytes.len() as u64;
+    let source = crate::quarantine::source_of(msg.subject_table.as_ref());
+    let minute = crate::quarantine::minute_of(msg.received_at_ns);
+    call.window.add(minute, &source, 1, len);
+    call.quarantine_bytes += len;
+}
+
+/// The bound a new entry for `msg` would go past, if any.
+fn past_bound(state: &crate::State, call: &Call, msg: &Incoming) -> Option<Bound> {
+    use crate::quarantine::{
+        QUARANTINE_BYTES_MAX, SOURCE_BYTES_PER_MINUTE_MAX, SOURCE_ENTRIES_PER_MINUTE_MAX,
+    };
+    let len = msg.bytes.len() as u64;
+    if call.quarantine_bytes + len > QUARANTINE_BYTES_MAX {
+        return Some(Bound::Total);
+    }
+    let source = crate::quarantine::source_of(msg.subject_table.as_ref());
+    let minute = crate::quarantine::minute_of(msg.received_at_ns);
+    let (e0, b0) = state.quarantine_window.used(minute, &source);
+    let (e1, b1) = call.window.used(minute, &source);
+    let over =
+        e0 + e1 + 1 > SOURCE_ENTRIES_PER_MINUTE_MAX || b0 + b1 + len > SOURCE_BYTES_PER_MINUTE_MAX;
+    over.then_some(Bound::SourceRate)
+}
+
+/// A refusal past a bound: counted against its (source, reason), bytes left in the
+/// stream. A redelivery of one counted already is not counted again.
+fn overflow(
+    state: &crate::State,
+    call: &mut Call,
+    msg: &Incoming,
+    code: &'static str,
+    bound: Bound,
+) -> Appended {
+    let mut key = (
+        crate::quarantine::source_of(msg.subject_table.as_ref()),
+        code.to_string(),
+    );
+    // Counters are bounded too: past the limit, new sources share one per reason.
+    let known = call.overflow_now.contains_key(&key) || state.overflows.contains_key(&key);
+    if !known && state.overflows.len() + call.overflow_now.len() >= OVERFLOW_COUNTERS_MAX {
+        key.0 = "*".to_string();
+    }
+    let before = call
+        .overflow_now
+        .get(&key)
+        .or_else(|| state.overflows.get(&key))
+        .copied()
+        .unwrap_or_default();
+    let delivery = crate::quarantine::delivery_key(msg.stream_seq, &msg.bytes);
+    call.overflowed_now.insert(delivery, bound as u64);
+    let after = before.add(msg.stream_seq, &msg.bytes);
+    if after.count.is_power_of_two() {
+        tracing::warn!(source = %key.0, reason = code, bound = bound.as_str(), count = after.count, stream_seq = msg.stream_seq, "refused past a quarantine bound: counted, bytes left in the stream");
+    }
+    let stored = crate::quarantine::overflow_key(&key.0, &key.1);
+    call.ops.push(Op::Put(Space::Meta, stored, after.encode()));
+    call.overflow_now.insert(key, after);
+    Appended::Overflowed {
+        reason: code,
+        bound,
+    }
+}
+
+/// A refusal whose reason and bytes equal a recent entry's: a repeat, counted against that
+/// entry, or, at or below the stream seq last counted, a redelivery of a counted one.
+/// `None` when no recent entry has that content.
+fn repeat_of(
+    state: &crate::State,
+    call: &mut Call,
+    msg: &Incoming,
+    code: &'static str,
+    content: &ContentKey,
+) -> Option<Appended> {
+    let mut r = call
+        .refused_now
+        .get(content)
+        .copied()
+        .or_else(|| state.recent_refusals.get(content))?;
+    if msg.stream_seq <= r.repeat.last_stream_seq {
+        tracing::info!(
+            id = r.id,
+            stream_seq = msg.stream_seq,
+            "repeat delivered again; counted before"
+        );
+        return Some(Appended::QuarantinedBefore { id: r.id });
+    }
+    r.repeat.count += 1;
+    r.repeat.last_stream_seq = msg.stream_seq;
+    // Logged once per power of two: a flood must not flood the log too.
+    if r.repeat.count.is_power_of_two() {
+        tracing::warn!(
+            id = r.id,
+            reason = code,
+            repeats = r.repeat.count,
+            stream_seq = msg.stream_seq,
+            "refused again; counted against its entry"
+        );
+    }
+    call.refused_now.insert(content.clone(), r);
+    Some(Appended::Repeated {
+        id: r.id,
+        reason: code,
+    })
+}

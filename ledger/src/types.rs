@@ -1,0 +1,210 @@
+//! The append path's vocabulary: what a call takes in, what it gives back, and the
+//! plain records it keeps. Every feature module uses it; it uses none of them.
+
+use crate::quarantine::Bound;
+use crate::record::{self, W};
+use crate::Error;
+use schemas::attest::PublicKey;
+use schemas::provenance::EventSignature;
+use schemas::{Hash32, Seq, TableId};
+
+/// One message as it arrived.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Incoming {
+    /// The message body exactly as received.
+    pub bytes: Vec<u8>,
+    /// The `<table>` token of the subject it arrived on; `None` if the subject did not name
+    /// a valid table (then the event is quarantined as `wrong_subject`).
+    pub subject_table: Option<TableId>,
+    /// JetStream stream sequence: the House's arrival order.
+    pub stream_seq: u64,
+    pub received_at_ns: i64,
+    /// The device signature that came with it (NATS headers), if any.
+    pub provenance: Provenance,
+}
+
+/// What happened to one message. `append_batch` returns one per input, in input order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Appended {
+    Stored {
+        table: TableId,
+        seq: Seq,
+        hash: Hash32,
+    },
+    /// The same (table, seq, hash) is already stored: nothing written.
+    Duplicate {
+        table: TableId,
+        seq: Seq,
+    },
+    /// Beyond a gap: kept durably and appended when `missing_from..=missing_to` arrive.
+    /// `since_ns` is the receive time of the table's oldest held event.
+    Held {
+        table: TableId,
+        seq: Seq,
+        missing_from: Seq,
+        missing_to: Seq,
+        since_ns: i64,
+    },
+    Quarantined {
+        id: u64,
+        reason: &'static str,
+    },
+    /// The same delivery (stream seq and bytes) is already in quarantine under `id` (NATS
+    /// delivered it again), or was counted as a repeat of it: nothing written.
+    QuarantinedBefore {
+        id: u64,
+    },
+    /// The same bytes refused for the same reason as entry `id`, under a later stream seq
+    /// (a device sending a refused message again): counted against `id`, not stored again.
+    Repeated {
+        id: u64,
+        reason: &'static str,
+    },
+    /// Refused past a quarantine bound (`quarantine::Bound`): not stored, counted by its
+    /// source and reason (`Ledger::quarantine_overflows`). Its bytes stay in the stream.
+    Overflowed {
+        reason: &'static str,
+        bound: Bound,
+    },
+}
+
+/// What one `Ledger::append` call did: one outcome per message, in input order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcomes {
+    pub events: Vec<Appended>,
+    pub checkpoints: Vec<CheckpointOutcome>,
+}
+
+/// Whose signatures a call checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Admission {
+    /// As the ledger requires (`Ledger::require_signed_events`).
+    Check,
+    /// None: recovery re-appends records admitted before they were written.
+    Recovered,
+}
+
+/// A held event (in memory and in `Space::Pending`).
+#[derive(Debug, Clone)]
+pub(crate) struct Held {
+    /// `event_hash(event.prev, bytes)`: what its hash will be if its prev is right.
+    pub hash: Hash32,
+    pub stream_seq: u64,
+    pub received_at_ns: i64,
+    pub bytes: Vec<u8>,
+}
+
+/// Stable quarantine reason codes (stored; never rename).
+pub mod reason {
+    pub const UNDECODABLE: &str = "undecodable";
+    pub const WRONG_SUBJECT: &str = "wrong_subject";
+    pub const PREV_MISMATCH: &str = "prev_mismatch";
+    /// A different event at a stored seq with the same prev: two branches of one chain.
+    pub const FORK: &str = "fork";
+    /// A different event at a stored seq with a different prev too: the device rewound.
+    pub const SEQ_BACKWARDS: &str = "seq_backwards";
+    pub const CLOCK_SKEW: &str = "clock_skew";
+    pub const SEQ_TOO_FAR_AHEAD: &str = "seq_too_far_ahead";
+    pub const PENDING_FULL: &str = "pending_full";
+    /// Seq at or below the head but no stored event there: the ledger is damaged (verify).
+    pub const MISSING_BELOW_HEAD: &str = "missing_below_head";
+    /// Longer than `schemas::codec::EVENT_LEN_MAX`: refused before decoding.
+    pub const OVERSIZED: &str = "oversized";
+    /// An event kind this build does not know (a bincode variant index beyond the catalogue,
+    /// a JSON body `type` not in it): perhaps a newer device. Kept verbatim.
+    pub const UNKNOWN_KIND: &str = "unknown_kind";
+    /// An event after its table's `TableClosed` (only a `TableOpened` reopens a table).
+    pub const TABLE_CLOSED: &str = "table_closed";
+    /// No device signature, or signature headers that do not read, on a ledger that
+    /// requires signed events (`Ledger::require_signed_events`).
+    pub const UNSIGNED: &str = "unsigned";
+    /// Signed by a device the chain has no current key for (never enrolled, revoked, or
+    /// an enrollment header no trusted admin signed).
+    pub const SIGNER_UNKNOWN: &str = "signer_unknown";
+    /// The signature does not verify under the signer's key: not the table's device.
+    pub const SIGNATURE_INVALID: &str = "signature_invalid";
+    /// Its table is fenced as damaged (`fence`): kept verbatim until it is unfenced.
+    pub const TABLE_FENCED: &str = "table_fenced";
+    /// A re-sync (`schemas::resync`) that is not applied: malformed, not signed by a
+    /// trusted admin, stale (the head moved), or naming an entry that is not the next event.
+    pub const RESYNC_REFUSED: &str = "resync_refused";
+}
+
+pub(crate) fn encode_held(h: &Held) -> Vec<u8> {
+    let mut w = W::default();
+    w.raw(&h.hash.0)
+        .u64(h.stream_seq)
+        .i64(h.received_at_ns)
+        .bytes(&h.bytes);
+    w.0
+}
+
+pub(crate) fn decode_held(v: &[u8]) -> Result<Held, Error> {
+    let mut r = record::R::new(v);
+    Ok(Held {
+        hash: r.hash()?,
+        stream_seq: r.u64()?,
+        received_at_ns: r.i64()?,
+        bytes: r.bytes()?.to_vec(),
+    })
+}
+
+/// What happened to one checkpoint message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CheckpointOutcome {
+    /// Verified and kept: the chain is attested up to `seq`.
+    Kept {
+        table: TableId,
+        seq: Seq,
+    },
+    /// The same checkpoint was kept before (a redelivery).
+    Duplicate {
+        table: TableId,
+        seq: Seq,
+    },
+    Quarantined {
+        id: u64,
+        reason: &'static str,
+    },
+    /// The same delivery is already in quarantine under `id` (delivered again).
+    QuarantinedBefore {
+        id: u64,
+    },
+    /// The same bytes refused for the same reason as entry `id`, under a later stream seq:
+    /// counted against it, not stored again.
+    Repeated {
+        id: u64,
+        reason: &'static str,
+    },
+    /// Refused past a quarantine bound: counted, not stored (`crate::Appended::Overflowed`).
+    Overflowed {
+        reason: &'static str,
+        bound: crate::quarantine::Bound,
+    },
+}
+
+/// A device's key on one chain, as the key register holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceKey {
+    pub key: PublicKey,
+    /// The seq of the enrollment event.
+    pub enrolled_seq: Seq,
+    /// The seq of the revocation event, if revoked.
+    pub revoked_seq: Option<Seq>,
+    /// The keys the device held on this chain before `key` (revoked or replaced), oldest
+    /// first: none of them is ever enrolled for it again. Without this, replaying the
+    /// admin's old enrollment event (its signature covers the table, the device, the key and
+    /// the action, not the chain position) brought a revoked key back.
+    pub retired: Vec<PublicKey>,
+}
+
+/// The device signature that came with a message.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Provenance {
+    /// No signature headers.
+    #[default]
+    Unsigned,
+    Signed(EventSignature),
+    /// Signature headers that do not read, with why.
+    Malformed(String),
+}
