@@ -3,7 +3,7 @@
 //! ledger's sled database: the ledger holds what devices sent, and nothing the server adds
 //! may share its key spaces or its chains.
 //!
-//! Line format and chain: `schemas::journal`, which `verify` reads them by too. The entry is
+//! Line format and chain: `proofs::journal`, which `verify` reads them by too. The entry is
 //! kept as a string so the hashed bytes are exactly the stored bytes.
 //!
 //! Invariants: append-only by construction (this type has no update and no delete, and opens
@@ -23,8 +23,8 @@ use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use schemas::journal::{line_hash, JournalChain, JournalLine as Line};
-pub use schemas::journal::{JOURNAL_DOMAIN, JOURNAL_ENTRY_LEN_MAX};
+use proofs::journal::{line_hash, JournalChain, JournalLine as Line};
+pub use proofs::journal::{JOURNAL_DOMAIN, JOURNAL_ENTRY_LEN_MAX};
 
 /// Why a journal could not be opened, read or appended to.
 #[derive(Debug, thiserror::Error)]

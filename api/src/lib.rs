@@ -217,17 +217,17 @@ pub fn default_state_dir(ledger_dir: &Path) -> PathBuf {
 
 /// The case journal's path in an API directory.
 pub fn cases_path(state_dir: &Path) -> PathBuf {
-    state_dir.join(schemas::journal::CASES_FILE)
+    state_dir.join(proofs::journal::CASES_FILE)
 }
 
 /// The count room's journal's path in an API directory.
 pub fn counts_path(state_dir: &Path) -> PathBuf {
-    state_dir.join(schemas::journal::COUNTS_FILE)
+    state_dir.join(proofs::journal::COUNTS_FILE)
 }
 
 /// The audit log's path in an API directory.
 pub fn audit_path(state_dir: &Path) -> PathBuf {
-    state_dir.join(schemas::journal::AUDIT_FILE)
+    state_dir.join(proofs::journal::AUDIT_FILE)
 }
 
 /// The server's one clock (audit and case times, bundle export time): UTC nanoseconds.

@@ -7,9 +7,9 @@
 use api::auth::{AccessConfig, TokenConfig};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
+use proofs::bundle::{AttestationCheck, BundleAttestation, BundleHead, EvidenceBundle};
 use schemas::api::Role;
 use schemas::attest::{Checkpoint, SigningKey};
-use schemas::bundle::{AttestationCheck, BundleAttestation, BundleHead, EvidenceBundle};
 use serde_json::{json, Value};
 use std::sync::Arc;
 use tower::ServiceExt;
@@ -534,7 +534,7 @@ async fn exports_through_the_api_are_whole_and_bad_selections_named() {
     .await;
     assert_eq!(s, StatusCode::OK, "{body}");
     let text = body.as_str().expect("JSON lines");
-    let summary = schemas::export::verify_export(text.as_bytes()).expect("the export verifies");
+    let summary = proofs::export::verify_export(text.as_bytes()).expect("the export verifies");
     assert_eq!(summary.events, last - first + 1, "every round of the table");
     assert_eq!(
         (summary.tables[0].from_seq, summary.tables[0].to_seq),
@@ -703,11 +703,11 @@ async fn evidence_bundle_round_trip_and_tampering_is_named() {
     // the configuration.
     match &b.opening {
         Some(o) => {
-            assert_eq!(b.version, schemas::bundle::BUNDLE_VERSION);
+            assert_eq!(b.version, proofs::bundle::BUNDLE_VERSION);
             assert_eq!(b.chain.from_seq, o.checkpoint.decoded.head_seq.0);
         }
         None => {
-            assert_eq!(b.version, schemas::bundle::BUNDLE_VERSION_FULL);
+            assert_eq!(b.version, proofs::bundle::BUNDLE_VERSION_FULL);
             assert_eq!(b.chain.from_seq, b.config_seq);
         }
     }
@@ -813,7 +813,7 @@ async fn evidence_bundle_round_trip_and_tampering_is_named() {
     // review): every hash, the checkpoint and the enrollment still verify, but the window
     // is not the round's. Ending it early leaves out the round's last events (the
     // payouts); starting it late leaves out its first.
-    let verified = schemas::bundle::verify_chain(&b, &[]).unwrap();
+    let verified = proofs::bundle::verify_chain(&b, &[]).unwrap();
     let narrowed = |from: u64, to: u64| {
         let mut t = b.clone();
         (t.replay_from, t.replay_to) = (from, to);

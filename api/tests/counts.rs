@@ -180,7 +180,7 @@ async fn an_altered_counts_journal_is_refused_at_read() {
     let (s, _) = call(&app, "POST", "/v1/counts", FIN, Some(body)).await;
     assert_eq!(s, StatusCode::CREATED);
     drop(app);
-    let path = dir.path().join("api").join(schemas::journal::COUNTS_FILE);
+    let path = dir.path().join("api").join(proofs::journal::COUNTS_FILE);
     let text = std::fs::read_to_string(&path).unwrap();
     std::fs::write(&path, text.replace("150000", "160000")).unwrap();
     let e = readside::counts::CountBook::read(&dir.path().join("api")).unwrap_err();

@@ -29,7 +29,7 @@ const EVENT_NAMES_MAX: usize = 65_536;
 /// Most messages of a file in one ledger call: one commit each, as ingest batches.
 const BATCH_LEN_MAX: usize = 1024;
 /// Longest line read from a file: an export line holds an event in hex.
-const LINE_LEN_MAX: usize = schemas::export::EXPORT_LINE_LEN_MAX;
+const LINE_LEN_MAX: usize = proofs::export::EXPORT_LINE_LEN_MAX;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -470,7 +470,7 @@ fn file_message(line: &[u8], export: bool, n: usize) -> Result<Message> {
             received_at_ns: None,
         });
     }
-    let e: schemas::export::ExportEvent =
+    let e: proofs::export::ExportEvent =
         serde_json::from_slice(line).context("not an export event line")?;
     Ok(Message {
         bytes: hex::decode(&e.bytes).context("bytes are not hex")?,
@@ -485,8 +485,8 @@ fn trim_newline(b: &[u8]) -> &[u8] {
 }
 
 fn is_export_header(line: &[u8]) -> bool {
-    serde_json::from_slice::<schemas::export::ExportHeader>(line)
-        .is_ok_and(|h| h.format == schemas::export::EXPORT_FORMAT)
+    serde_json::from_slice::<proofs::export::ExportHeader>(line)
+        .is_ok_and(|h| h.format == proofs::export::EXPORT_FORMAT)
 }
 
 /// Watches the table's events subject from now until `rounds` rounds or Ctrl-C.

@@ -139,7 +139,7 @@ pub fn export(
     }
     let body = c.get_bytes(&format!("/v1/export?{}", q.join("&")))?;
     std::fs::write(out, &body).with_context(|| format!("writing {}", out.display()))?;
-    schemas::export::verify_export(std::io::BufReader::new(&body[..]))
+    proofs::export::verify_export(std::io::BufReader::new(&body[..]))
         .context("the server's export does not verify")
         .map(|s| s.events)
 }

@@ -2,7 +2,7 @@
 //! open, or an export file (verified before anything is read from it).
 
 use anyhow::{Context, Result};
-use schemas::export::ExportEvent;
+use proofs::export::ExportEvent;
 use schemas::{Seq, TableId};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -82,7 +82,7 @@ fn read_export(file: &std::path::Path) -> Result<Source> {
             .map(std::io::BufReader::new)
             .with_context(|| format!("opening {}", file.display()))
     };
-    schemas::export::verify_export(open()?)
+    proofs::export::verify_export(open()?)
         .with_context(|| format!("{} does not verify", file.display()))?;
     let mut tables: BTreeMap<TableId, Vec<ledger::StoredEvent>> = BTreeMap::new();
     use std::io::BufRead;

@@ -27,8 +27,8 @@ use crate::Outcome;
 use anyhow::{Context, Result};
 use ledger::store::SledStore;
 use ledger::TableVerdict;
+use proofs::digest::{Digest, ExportTableCheck, TableConsistency};
 use schemas::attest::PublicKey;
-use schemas::digest::{Digest, ExportTableCheck, TableConsistency};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -356,7 +356,7 @@ fn table_line(t: &TableVerdict) -> String {
 /// An export file checked alone: every chain in it from its anchor.
 fn verify_export_file(file: &std::path::Path, json: bool) -> Result<Outcome> {
     let f = std::fs::File::open(file).with_context(|| format!("opening {}", file.display()))?;
-    let s = match schemas::export::verify_export(std::io::BufReader::new(f)) {
+    let s = match proofs::export::verify_export(std::io::BufReader::new(f)) {
         Ok(s) => s,
         Err(e) => {
             println!("{}: verification FAILED: {e}", file.display());
@@ -503,7 +503,7 @@ fn print_digest(digest: &Digest) {
         digest.events,
         digest.created_at_ns
     );
-    if digest.version == schemas::digest::DIGEST_VERSION_NO_RECEIPTS {
+    if digest.version == proofs::digest::DIGEST_VERSION_NO_RECEIPTS {
         println!("version 1 has no receipts: the events are checked against it, their stream seqs and receive times are not");
     }
     if digest.quarantine.is_none() {
@@ -548,7 +548,7 @@ fn against(dir: &Path, digest: &Digest, json: bool) -> Result<Outcome> {
 
 /// The consistency check's result, a line per table, then the quarantine, the arrival
 /// chain and the journals, then the verdict.
-fn print_consistency(c: &schemas::digest::Consistency) {
+fn print_consistency(c: &proofs::digest::Consistency) {
     for t in &c.tables {
         println!("{}", table_consistency_line(t));
         let altered = c.first_altered.iter().find(|a| &a.table == t.table());
@@ -621,7 +621,7 @@ fn table_consistency_line(t: &TableConsistency) -> String {
 }
 
 /// Where a rewritten table was first altered, from the digest's anchors.
-fn first_altered_line(a: &schemas::digest::FirstAltered) -> String {
+fn first_altered_line(a: &proofs::digest::FirstAltered) -> String {
     let name = a.table.as_str();
     if a.first_seq == a.last_seq {
         format!("{name:<12} BAD  first altered event: seq {}", a.first_seq)
@@ -634,8 +634,8 @@ fn first_altered_line(a: &schemas::digest::FirstAltered) -> String {
 }
 
 /// One API journal's consistency with a version 4 digest in one line.
-fn journal_consistency_line(j: &schemas::digest::JournalConsistency) -> String {
-    use schemas::digest::JournalConsistency as J;
+fn journal_consistency_line(j: &proofs::digest::JournalConsistency) -> String {
+    use proofs::digest::JournalConsistency as J;
     match j {
         J::Extends { name, digest_entries, entries } => format!(
             "{name:<12} ok   extends: digest line count {digest_entries}, now {entries}"
@@ -653,8 +653,8 @@ fn journal_consistency_line(j: &schemas::digest::JournalConsistency) -> String {
 }
 
 /// The quarantine's consistency with a version 3 digest in one line.
-fn quarantine_consistency_line(q: &schemas::digest::QuarantineConsistency) -> String {
-    use schemas::digest::QuarantineConsistency as Q;
+fn quarantine_consistency_line(q: &proofs::digest::QuarantineConsistency) -> String {
+    use proofs::digest::QuarantineConsistency as Q;
     let name = "quarantine";
     match q {
         Q::Extends { digest_entries, entries } => format!(
@@ -675,14 +675,14 @@ fn quarantine_consistency_line(q: &schemas::digest::QuarantineConsistency) -> St
 fn export_against(file: &Path, digest: &Digest, json: bool) -> Result<Outcome> {
     let f = std::fs::File::open(file).with_context(|| format!("opening {}", file.display()))?;
     let (summary, found) =
-        match schemas::export::verify_export_at(std::io::BufReader::new(f), &digest.seqs()) {
+        match proofs::export::verify_export_at(std::io::BufReader::new(f), &digest.seqs()) {
             Ok(r) => r,
             Err(e) => {
                 eprintln!("{}: BAD: {e}", file.display());
                 return Ok(Outcome::Findings);
             }
         };
-    let c = schemas::digest::check_export(digest, &found);
+    let c = proofs::digest::check_export(digest, &found);
     if json {
         println!("{}", serde_json::to_string_pretty(&c)?);
     } else {

@@ -2,8 +2,8 @@
 //! directory: a digest taken, the ledger grown (still extends), a digest naming a different
 //! head (rewritten history: exit 1, named), a digest whose root does not recompute (exit 2).
 
+use proofs::digest::{Digest, DigestHead};
 use schemas::codec::{self, WireFormat};
-use schemas::digest::{Digest, DigestHead};
 use schemas::*;
 use std::path::Path;
 
@@ -85,7 +85,7 @@ fn digest_then_verify_against_it() {
     // The JSON proof.
     let out = roundledger(&["verify", "--ledger", d, "--against", f, "--json"]);
     assert_eq!(out.status.code(), Some(0));
-    let proof: schemas::digest::Consistency =
+    let proof: proofs::digest::Consistency =
         serde_json::from_slice(&out.stdout).expect("consistency JSON");
     assert!(proof.ok);
     assert_eq!(proof.now.events, 35);
@@ -235,8 +235,7 @@ fn a_signed_digest_binds_its_time_and_names_its_signer() {
         "{text}"
     );
     let (json, _) = run(&with(&verify, &signed, &["--signer", &public, "--json"]), 0);
-    let proof: schemas::digest::Consistency =
-        serde_json::from_str(&json).expect("consistency JSON");
+    let proof: proofs::digest::Consistency = serde_json::from_str(&json).expect("consistency JSON");
     assert_eq!(proof.digest_signer, Some(public_key));
     assert!(proof.ok);
 

@@ -200,7 +200,7 @@ fn a_journal_cut_back_or_rewritten_is_named_against_a_digest() {
     let f = digest.to_str().expect("utf-8");
     run(&["digest", "--ledger", d, "--out", f], 0);
     let taken =
-        schemas::digest::Digest::from_json(&std::fs::read(&digest).expect("read")).expect("digest");
+        proofs::digest::Digest::from_json(&std::fs::read(&digest).expect("read")).expect("digest");
     assert_eq!(taken.version, 4);
     assert_eq!(taken.journals[0].name, "audit.jsonl");
     assert_eq!(taken.journals[0].entries, 5);
@@ -222,15 +222,15 @@ fn a_journal_cut_back_or_rewritten_is_named_against_a_digest() {
     );
 
     // Rewritten from line 2 with the chain recomputed: again only the digest sees it.
-    let mut chain = schemas::journal::JournalChain::default();
+    let mut chain = proofs::journal::JournalChain::default();
     let mut rewritten = Vec::new();
     for (i, l) in lines.iter().enumerate() {
-        let mut line: schemas::journal::JournalLine = serde_json::from_str(l).expect("line");
+        let mut line: proofs::journal::JournalLine = serde_json::from_str(l).expect("line");
         if i == 1 {
             line.entry = line.entry.replace("/v1/rounds", "/v1/cases");
         }
         line.prev = hex::encode(chain.head);
-        line.hash = hex::encode(schemas::journal::line_hash(
+        line.hash = hex::encode(proofs::journal::line_hash(
             &chain.head,
             line.entry.as_bytes(),
         ));

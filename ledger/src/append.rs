@@ -519,7 +519,7 @@ pub(crate) fn push_event(
         "appended events are consecutive"
     );
     if let Some(r) = &mut tc.receipt {
-        *r = schemas::digest::receipt_next(r, stored.stream_seq, stored.received_at_ns);
+        *r = proofs::digest::receipt_next(r, stored.stream_seq, stored.received_at_ns);
     }
     tc.new_events.push(stored);
     tc.closed = Some(matches!(event.body, schemas::EventBody::TableClosed));

@@ -6,7 +6,7 @@
 //! hand came first). Two hashes cover them.
 //!
 //! **The receipt** of a table is a chain over its events in seq order
-//! (`schemas::digest::receipt_next`: keyed BLAKE3 of the previous receipt, the stream seq
+//! (`proofs::digest::receipt_next`: keyed BLAKE3 of the previous receipt, the stream seq
 //! and the receive time). Each table's `Space::Head` value carries the receipt at the head
 //! (`seq ++ hash ++ receipt`), written in the commit that moves the head; `verify`
 //! recomputes it, and a digest names it in every table's leaf, so `verify --against`
@@ -62,7 +62,7 @@ pub(crate) fn receipt_of_table(
                     e.seq.0
                 )));
             }
-            receipt = schemas::digest::receipt_next(&receipt, e.stream_seq, e.received_at_ns);
+            receipt = proofs::digest::receipt_next(&receipt, e.stream_seq, e.received_at_ns);
             next += 1;
         }
     }

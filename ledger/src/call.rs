@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 /// lookup of its table, not one per map.
 pub(crate) struct TableCall {
     pub(crate) head: ChainHead,
-    /// The receipt at `head` (`schemas::digest::receipt_next` over the stored events).
+    /// The receipt at `head` (`proofs::digest::receipt_next` over the stored events).
     /// `None` only for a head written before receipts whose records could not be read to
     /// compute it: the table goes on without one (its head stays in the old form) rather
     /// than stopping every table's ingest; `verify` names the damage.

@@ -1,4 +1,4 @@
-//! The ledger digest (`schemas::digest`): the chain head and receipt of every table and the
+//! The ledger digest (`proofs::digest`): the chain head and receipt of every table and the
 //! quarantine chain's head, a Merkle root over them, the event count and a time, handed to
 //! an outside party; and the check that the ledger still extends an earlier digest
 //! (`verify --against`). Receipts and the quarantine chain are recomputed from what is
@@ -12,7 +12,7 @@ use crate::journals::{read_journals, JournalState};
 use crate::store::{Space, Store};
 use crate::verify::{verify_store, AtSeq, TableVerdict, VerifyReport};
 use crate::{Error, Ledger};
-use schemas::digest::{
+use proofs::digest::{
     anchor_seqs, check_consistency, check_journals, locate_altered, BrokenTable, Consistency,
     Digest, DigestHead, QuarantineAnchor, QuarantineNow, TableConsistency, TableNow,
     DIGEST_VERSION_NO_JOURNALS,

@@ -1,15 +1,15 @@
 //! The API's journals read for `verify` and `digest`, by the same line check the server
-//! opens them with (`schemas::journal`), without the api crate: each journal's chain, its
+//! opens them with (`proofs::journal`), without the api crate: each journal's chain, its
 //! head (lines and last hash), and its hash after a given count of lines, for the check
-//! against a digest that named it (`schemas::digest::check_journals`).
+//! against a digest that named it (`proofs::digest::check_journals`).
 //!
 //! Reads only: an unfinished last line (what a crash leaves, which the server cuts at its
 //! next start) is counted, not cut. A journal file that does not exist has no lines. One
 //! line at a time in memory, bounded by `JOURNAL_LINE_LEN_MAX`.
 
 use crate::Error;
-use schemas::digest::{JournalAnchor, JournalNow};
-use schemas::journal::{JournalChain, JOURNAL_FILES, JOURNAL_LINE_LEN_MAX};
+use proofs::digest::{JournalAnchor, JournalNow};
+use proofs::journal::{JournalChain, JOURNAL_FILES, JOURNAL_LINE_LEN_MAX};
 use schemas::Hash32;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};

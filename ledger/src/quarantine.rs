@@ -21,7 +21,7 @@
 //! entry, not stored again; those counts are operating counters, like the meta counters,
 //! not proofs, and a commit the store loses loses its counts with it.
 //!
-//! The step is `schemas::digest::quarantine_next` (formats in schemas/README.md). Like a
+//! The step is `proofs::digest::quarantine_next` (formats in schemas/README.md). Like a
 //! table's head, the quarantine head does not stop someone who rewrites the entries and the
 //! head together: a digest held by an outside party does, since version 3 names the
 //! quarantine's head (`crate::digest`).
@@ -189,11 +189,11 @@ impl QuarantineHead {
     };
 
     /// The head after the entry `id` with stored bytes `value`
-    /// (`schemas::digest::quarantine_next`).
+    /// (`proofs::digest::quarantine_next`).
     pub fn next(&self, id: u64, value: &[u8]) -> QuarantineHead {
         QuarantineHead {
             entries: self.entries + 1,
-            hash: schemas::digest::quarantine_next(&self.hash, id, value),
+            hash: proofs::digest::quarantine_next(&self.hash, id, value),
         }
     }
 
@@ -361,7 +361,7 @@ mod tests {
         let next = prev.next(9, b"abc");
         assert_eq!(
             next.hash,
-            schemas::digest::quarantine_next(&prev.hash, 9, b"abc")
+            proofs::digest::quarantine_next(&prev.hash, 9, b"abc")
         );
         assert_eq!(next.entries, 5);
         assert_eq!(QuarantineHead::decode(&next.encode()).unwrap(), next);

@@ -5,7 +5,7 @@ use crate::record::{self, be_u64, corrupt, ord_i64, seq_key, split_table_key, ta
 use crate::store::{KvIter, Space, Store};
 use crate::types::{decode_held, Held};
 use crate::{Error, Ledger, State, StoredEvent};
-use schemas::export::{
+use proofs::export::{
     ExportEvent, ExportHeader, ExportSummary, ExportTable, EXPORT_FORMAT, EXPORT_VERSION,
 };
 use schemas::{ChainHead, Hash32, RoundId, Seq, TableId, GENESIS};
@@ -855,8 +855,8 @@ impl Ledger {
         }
     }
 
-    /// Writes an export (format: `schemas::export`) and returns its summary. Verify it with
-    /// `schemas::export::verify_export`, without sled.
+    /// Writes an export (format: `proofs::export`) and returns its summary. Verify it with
+    /// `proofs::export::verify_export`, without sled.
     pub fn export(&self, sel: &ExportSelection, mut w: impl Write) -> Result<ExportSummary, Error> {
         let tables = match &sel.table {
             Some(t) if self.head(t).is_none() => return Err(Error::UnknownTable(t.clone())),
@@ -964,7 +964,7 @@ impl Ledger {
             }
             expected += 1;
             if let Some(r) = &mut receipt {
-                *r = schemas::digest::receipt_next(r, e.stream_seq, e.received_at_ns);
+                *r = proofs::digest::receipt_next(r, e.stream_seq, e.received_at_ns);
             }
             let line = ExportEvent {
                 table: t.table.clone(),

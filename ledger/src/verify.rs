@@ -15,7 +15,7 @@
 //!
 //! It cannot detect the removal of a table's newest records together with a matching
 //! rewrite of its head and of the arrival chain, nor a whole table removed so: that needs a
-//! digest handed to an outside party earlier (`digest`, `schemas::digest`), which
+//! digest handed to an outside party earlier (`digest`, `proofs::digest`), which
 //! `verify --against` checks. Nor events forged beyond a table's head with its head, its
 //! receipt and the arrival chain all rewritten to match (no hash here is keyed): a digest
 //! shows that as growth; what vouches for a table's newest events is the device's signed
@@ -692,7 +692,7 @@ impl<'a> Pass<'a> {
             self.configs.insert(next, e.hash);
         }
         self.prev = e.hash;
-        self.receipt = schemas::digest::receipt_next(&self.receipt, e.stream_seq, e.received_at_ns);
+        self.receipt = proofs::digest::receipt_next(&self.receipt, e.stream_seq, e.received_at_ns);
         if let Some(r) = e.round {
             self.rounds
                 .entry(r.0)

@@ -45,7 +45,7 @@ fn append(l: &Ledger, tables: &[TableId], from: usize, to: usize) {
 fn rolled_back(
     dir: &Path,
     tables: &[TableId],
-) -> (Vec<schemas::ChainHead>, schemas::digest::Digest) {
+) -> (Vec<schemas::ChainHead>, proofs::digest::Digest) {
     let earlier = tempfile::tempdir().expect("tempdir");
     let l = Ledger::open(dir).expect("open");
     assert!(
@@ -68,7 +68,7 @@ fn rolled_back(
     assert_eq!(digest.events, 2 * EVENTS);
     // It names each table's receipt (stream seqs and receive times): recovery appends the
     // lost records in calls of its own, and must leave every receipt as it was.
-    assert_eq!(digest.version, schemas::digest::DIGEST_VERSION_NO_JOURNALS);
+    assert_eq!(digest.version, proofs::digest::DIGEST_VERSION_NO_JOURNALS);
     assert!(digest.tables.iter().all(|h| h.receipt.is_some()));
     roll_sled_back(l, earlier.path(), dir);
     {

@@ -21,7 +21,7 @@ use ledger::{
     verify_arrival_within, verify_store, Appended, ArrivalVerdict, Ledger, QuarantineVerdict,
     TableVerdict, VerifyProblem, VerifyReport,
 };
-use schemas::digest::{Digest, TableConsistency};
+use proofs::digest::{Digest, TableConsistency};
 use schemas::{ChainHead, Hash32, Seq, TableId};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -270,7 +270,7 @@ fn an_export_carries_the_receipts_the_digest_names() {
     };
     let written = l.export(&all, &mut out).expect("export");
     let (read, found) =
-        schemas::export::verify_export_at(&out[..], &digest.seqs()).expect("the export verifies");
+        proofs::export::verify_export_at(&out[..], &digest.seqs()).expect("the export verifies");
     assert_eq!(read, written);
     assert_eq!(read.receipts.len(), 3);
     for h in &digest.tables {
@@ -282,7 +282,7 @@ fn an_export_carries_the_receipts_the_digest_names() {
         );
         assert_eq!(found[&h.table].receipt, h.receipt, "{}", h.table);
     }
-    let check = schemas::digest::check_export(&digest, &found);
+    let check = proofs::digest::check_export(&digest, &found);
     assert!(check.ok && check.covered == 3, "{check:?}");
 }
 
@@ -1412,7 +1412,7 @@ fn rechain_quarantine(raw: &Raw) {
 /// entry edited, `truncated` for the newest removed. Entries added since extend it.
 #[test]
 fn a_quarantine_rewritten_with_its_head_is_caught_by_the_digest() {
-    use schemas::digest::QuarantineConsistency;
+    use proofs::digest::QuarantineConsistency;
     let dir = with_quarantine();
     let digest = {
         let store = SledStore::open(dir.path()).expect("store");
@@ -1558,7 +1558,7 @@ fn a_version_4_digest_names_the_first_altered_event() {
         ));
         assert_eq!(
             c.first_altered,
-            vec![schemas::digest::FirstAltered {
+            vec![proofs::digest::FirstAltered {
                 table: tb(),
                 first_seq: want.0,
                 last_seq: want.1,

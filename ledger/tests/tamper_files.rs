@@ -75,7 +75,7 @@ fn first_hand_kept(dir: &Path, outcome: Outcome, expected: &FirstHand) -> Outcom
     }
 }
 
-fn judge(dir: &Path, digest: &schemas::digest::Digest, expected: Option<&FirstHand>) -> Outcome {
+fn judge(dir: &Path, digest: &proofs::digest::Digest, expected: Option<&FirstHand>) -> Outcome {
     let d = dir.to_path_buf();
     let digest = digest.clone();
     let expected = expected.cloned();
@@ -99,7 +99,7 @@ fn judge(dir: &Path, digest: &schemas::digest::Digest, expected: Option<&FirstHa
 }
 
 /// The chains on the bare store, then, if only the digest check fails, after an open.
-fn judge_chains(d: &Path, digest: &schemas::digest::Digest) -> Outcome {
+fn judge_chains(d: &Path, digest: &proofs::digest::Digest) -> Outcome {
     {
         let store = match SledStore::open(d) {
             Ok(s) => s,
@@ -124,7 +124,7 @@ fn judge_chains(d: &Path, digest: &schemas::digest::Digest) -> Outcome {
 
 /// After the digest check failed on the bare store: whether opening the ledger appended
 /// lost commits again from the value log, so that it verifies and extends `digest`.
-fn recovered(dir: &Path, digest: &schemas::digest::Digest) -> Option<Outcome> {
+fn recovered(dir: &Path, digest: &proofs::digest::Digest) -> Option<Outcome> {
     let l = Ledger::open(dir).ok()?;
     let found = l.recovered().clone();
     // Since digests name the quarantine, a rollback of a commit that only quarantined is

@@ -6,8 +6,8 @@
 //! the journal at that line; memory is one entry per count (`COUNTS_MAX` in all).
 
 use crate::ReadError;
+use proofs::journal::COUNTS_FILE;
 use schemas::count::{CountEntry, CountResult};
-use schemas::journal::COUNTS_FILE;
 use schemas::TableId;
 use std::collections::BTreeMap;
 use std::path::Path;

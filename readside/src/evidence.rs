@@ -1,6 +1,6 @@
-//! Evidence bundles (format: schemas/BUNDLE.md, types: `schemas::bundle`): building one
+//! Evidence bundles (format: schemas/BUNDLE.md, types: `proofs::bundle`): building one
 //! from the ledger, and verifying one offline, without the ledger: the chain and
-//! attestation half (`schemas::bundle::verify_chain`) and the replay half (re-run the
+//! attestation half (`proofs::bundle::verify_chain`) and the replay half (re-run the
 //! replayer on the decoded events and compare with the bundle's report, field by field).
 //!
 //! The chain segment ends at the first checkpoint the ledger kept whose head covers the
@@ -19,13 +19,13 @@
 use crate::rounds::{self, Located};
 use crate::ReadError;
 use ledger::attest::KeptCheckpoint;
-use schemas::api::CaseView;
-use schemas::attest::{KeyAction, KeyEvent, PublicKey};
-use schemas::bundle::{
+use proofs::bundle::{
     verify_chain, AttestationCheck, BundleAttestation, BundleCheckpoint, BundleError, BundleEvent,
     BundleHead, BundleOpening, ChainSegment, EvidenceBundle, BUNDLE_CHAIN_EVENTS_MAX,
     BUNDLE_FORMAT, BUNDLE_VERSION, BUNDLE_VERSION_FULL,
 };
+use schemas::api::CaseView;
+use schemas::attest::{KeyAction, KeyEvent, PublicKey};
 use schemas::{Hash32, TableId, GENESIS};
 
 /// Builds the bundle of `round` of `table`: version 3 when a kept v2 checkpoint precedes

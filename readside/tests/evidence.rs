@@ -4,9 +4,9 @@
 //! bundle vectors verify, for ever.
 
 use ledger::attest::CheckpointOutcome;
+use proofs::bundle::{BundleAttestation, EvidenceBundle, BUNDLE_VERSION, BUNDLE_VERSION_FULL};
 use readside::evidence;
 use schemas::attest::{Checkpoint, SigningKey};
-use schemas::bundle::{BundleAttestation, EvidenceBundle, BUNDLE_VERSION, BUNDLE_VERSION_FULL};
 use schemas::{Hash32, RoundId, Seq, TableId};
 
 /// Rounds the long table plays: about 50 events each, so the late round sits near seq

@@ -12,19 +12,15 @@
 
 pub mod api;
 pub mod attest;
-pub mod bundle;
 pub mod card;
 pub mod chain;
 pub mod codec;
 pub mod config;
 pub mod count;
-pub mod digest;
 pub mod event;
-pub mod export;
 pub mod finance;
 pub mod findings;
 pub mod ids;
-pub mod journal;
 pub mod metrics;
 pub mod parallel;
 pub mod provenance;

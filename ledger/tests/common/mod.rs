@@ -414,7 +414,7 @@ pub fn forge_head(raw: &Raw, t: &TableId, seq: u64, hash: Hash32) {
             .expect("record");
         for e in ledger::record::decode_record(&v).expect("record") {
             if e.seq.0 <= seq {
-                receipt = digest::receipt_next(&receipt, e.stream_seq, e.received_at_ns);
+                receipt = proofs::digest::receipt_next(&receipt, e.stream_seq, e.received_at_ns);
             }
         }
     }

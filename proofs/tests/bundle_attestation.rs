@@ -1,18 +1,19 @@
 //! Adversarial tests of the attestation half of bundle verification (BUNDLE.md §3 step 8,
-//! `schemas::bundle::verify_chain`): chains built by hand, each with a genuine hash chain
+//! `proofs::bundle::verify_chain`): chains built by hand, each with a genuine hash chain
 //! and genuine signatures, where what the signatures prove is not enough. A checkpoint
 //! signed by a key revoked or replaced before its head, an enrollment that is not the
 //! latest, a revocation by an admin nobody trusts, a checkpoint over a hash the chain does
 //! not hold, a table reopened inside the window: each is refused and named, or accepted,
 //! as the format says. The api tests cover bundles the ledger exports.
 
+#[path = "../../schemas/tests/common/mod.rs"]
 mod common;
 
-use schemas::attest::{enrollment_message, key_event_body, Checkpoint, KeyAction, SigningKey};
-use schemas::bundle::{
+use proofs::bundle::{
     verify_chain, AttestationCheck, BundleAttestation, BundleCheckpoint, BundleError, BundleEvent,
     BundleHead, ChainSegment, EvidenceBundle, BUNDLE_FORMAT, BUNDLE_VERSION_FULL,
 };
+use schemas::attest::{enrollment_message, key_event_body, Checkpoint, KeyAction, SigningKey};
 use schemas::report::{RoundReport, Verdict};
 use schemas::*;
 

@@ -7,7 +7,7 @@
 //! 64 zeros. The head after n lines (n, hash of line n) is what a digest names
 //! (schemas/README.md §6), so a journal cut back or rewritten since shows against it.
 
-use crate::ids::Hash32;
+use schemas::ids::Hash32;
 use serde::{Deserialize, Serialize};
 
 /// Domain tag of journal line hashes.

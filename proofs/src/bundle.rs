@@ -16,13 +16,13 @@
 //! Invariants: no I/O; never panics on any input; every error names what failed (the seq,
 //! the field).
 
-use crate::api::CaseView;
-use crate::attest::{Checkpoint, CheckpointState, KeyAction, KeyEvent, PublicKey};
-use crate::chain::event_hash;
-use crate::codec;
-use crate::event::{Event, EventBody};
-use crate::ids::{DeviceId, Hash32, RoundId, Seq, TableId};
-use crate::report::RoundReport;
+use schemas::api::CaseView;
+use schemas::attest::{Checkpoint, CheckpointState, KeyAction, KeyEvent, PublicKey};
+use schemas::chain::event_hash;
+use schemas::codec;
+use schemas::event::{Event, EventBody};
+use schemas::ids::{DeviceId, Hash32, RoundId, Seq, TableId};
+use schemas::report::RoundReport;
 use serde::{Deserialize, Serialize};
 
 /// The `format` field.
@@ -398,7 +398,7 @@ fn verify_segment(
             c.events.len()
         )));
     }
-    if c.from_seq == 1 && c.anchor != crate::GENESIS {
+    if c.from_seq == 1 && c.anchor != schemas::GENESIS {
         return Err(BundleError::Segment(
             "a segment from seq 1 must be anchored at genesis".into(),
         ));

@@ -10,17 +10,17 @@
 //! recomputes every stored hash from the stored heads, so a change to the digest function
 //! cannot pass unnoticed.
 
-use schemas::attest::SigningKey;
-use schemas::digest::{
+use proofs::digest::{
     anchor_seqs, empty_root, inclusion_proof, journal_leaf_hash, leaf_hash, leaf_hash_v3,
     merkle_root, quarantine_leaf_hash, quarantine_next, receipt_next, verify_inclusion, Digest,
     DigestHead, JournalAnchor, QuarantineAnchor, EMPTY_DOMAIN, JOURNAL_LEAF_DOMAIN, LEAF_DOMAIN,
     LEAF_DOMAIN_V2, LEAF_DOMAIN_V3, NODE_DOMAIN, QUARANTINE_DOMAIN, QUARANTINE_LEAF_DOMAIN,
     RECEIPT_DOMAIN, SIGN_DOMAIN,
 };
-use schemas::journal::{
+use proofs::journal::{
     line_hash, JournalChain, JournalLine, AUDIT_FILE, CASES_FILE, JOURNAL_DOMAIN,
 };
+use schemas::attest::SigningKey;
 use schemas::{Hash32, TableId};
 use serde::{Deserialize, Serialize};
 
@@ -308,7 +308,8 @@ fn vectors(version: u32) -> Vectors {
 }
 
 fn path(version: u32) -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("vectors/digest-v{version}.json"))
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("../schemas/vectors/digest-v{version}.json"))
 }
 
 #[test]

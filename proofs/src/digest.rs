@@ -46,8 +46,8 @@
 //! Invariants: every check here returns a list of problems or an error, never panics, and
 //! never accepts a digest whose root, count or order does not recompute.
 
-use crate::attest::{PublicKey, Signature, SigningKey};
-use crate::ids::{Hash32, TableId};
+use schemas::attest::{PublicKey, Signature, SigningKey};
+use schemas::ids::{Hash32, TableId};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -600,7 +600,7 @@ impl Digest {
             });
         }
         if let Some(s) = &self.signature {
-            if !crate::attest::verify(&s.signer, &self.signed_message(), &s.signature) {
+            if !schemas::attest::verify(&s.signer, &self.signed_message(), &s.signature) {
                 return Err(DigestError::Signature { signer: s.signer });
             }
         }

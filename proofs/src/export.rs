@@ -26,9 +26,9 @@
 //! receipt over them (`digest::receipt_next`), which a digest can confirm
 //! (`digest::check_export`).
 
-use crate::chain::{event_hash, GENESIS};
-use crate::codec;
-use crate::ids::{Hash32, TableId};
+use schemas::chain::{event_hash, GENESIS};
+use schemas::codec;
+use schemas::ids::{Hash32, TableId};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::{BufRead, Read as _};
