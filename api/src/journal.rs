@@ -242,6 +242,11 @@ impl Journal {
         t.offsets.push(end);
         t.end += bytes.len() as u64;
         t.last = h;
+        assert_eq!(
+            t.offsets.len() as u64,
+            n,
+            "one line per entry, numbered from 1"
+        );
         Ok(value)
     }
 

@@ -103,6 +103,10 @@ impl Limiter {
             };
         }
         win.failures = win.failures.saturating_add(1);
+        assert!(
+            w.len() <= CLIENTS_MAX + 1,
+            "addresses past the bound share one bucket"
+        );
     }
 
     /// Takes the counted refusals of windows that have ended, and forgets those windows.

@@ -453,6 +453,10 @@ impl Model {
         if let Some(total) = known_total {
             page.total = total;
         }
+        assert!(
+            page.items.len() as u64 <= limit,
+            "a page holds at most its limit"
+        );
         Ok(page)
     }
 
@@ -523,6 +527,10 @@ impl Model {
                 page.total += 1;
             }
         }
+        assert!(
+            page.items.len() as u64 <= limit,
+            "a page holds at most its limit"
+        );
         Ok(page)
     }
 
