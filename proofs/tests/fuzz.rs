@@ -5,6 +5,10 @@ use proofs::digest::Digest;
 use proptest::prelude::*;
 use schemas::{Hash32, TableId};
 
+#[path = "../../schemas/tests/support/mutation.rs"]
+mod mutation;
+use mutation::{apply, mutation};
+
 fn cases() -> u32 {
     std::env::var("PROPTEST_CASES")
         .ok()
@@ -12,34 +16,6 @@ fn cases() -> u32 {
         .unwrap_or(10_000)
 }
 
-#[derive(Debug, Clone)]
-enum Mutation {
-    Flip(usize, u8),
-    Insert(usize, u8),
-    Delete(usize),
-    Truncate(usize),
-}
-
-fn mutation() -> impl Strategy<Value = Mutation> {
-    prop_oneof![
-        (any::<usize>(), 1..=255u8).prop_map(|(i, b)| Mutation::Flip(i, b)),
-        (any::<usize>(), any::<u8>()).prop_map(|(i, b)| Mutation::Insert(i, b)),
-        any::<usize>().prop_map(Mutation::Delete),
-        any::<usize>().prop_map(Mutation::Truncate),
-    ]
-}
-
-fn apply(b: &mut Vec<u8>, m: &Mutation) {
-    let n = b.len();
-    match *m {
-        Mutation::Flip(i, x) => b[i % n] ^= x,
-        Mutation::Insert(i, x) => b.insert(i % (n + 1), x),
-        Mutation::Delete(i) => {
-            b.remove(i % n);
-        }
-        Mutation::Truncate(i) => b.truncate(i % n),
-    }
-}
 /// The heads of the digests the digest properties mutate (with receipts).
 fn five_heads() -> Vec<proofs::digest::DigestHead> {
     (0..5u8)

@@ -9,6 +9,10 @@ use schemas::chain::{event_hash, verify_chain, GENESIS};
 use schemas::codec::{self, WireFormat};
 use schemas::*;
 
+#[path = "support/mutation.rs"]
+mod mutation;
+use mutation::{apply, mutation};
+
 fn cases() -> u32 {
     std::env::var("PROPTEST_CASES")
         .ok()
@@ -58,35 +62,6 @@ fn valid_chain() -> (TableId, Vec<Vec<u8>>) {
         out.push(b);
     }
     (t, out)
-}
-
-#[derive(Debug, Clone)]
-enum Mutation {
-    Flip(usize, u8),
-    Insert(usize, u8),
-    Delete(usize),
-    Truncate(usize),
-}
-
-fn mutation() -> impl Strategy<Value = Mutation> {
-    prop_oneof![
-        (any::<usize>(), 1..=255u8).prop_map(|(i, b)| Mutation::Flip(i, b)),
-        (any::<usize>(), any::<u8>()).prop_map(|(i, b)| Mutation::Insert(i, b)),
-        any::<usize>().prop_map(Mutation::Delete),
-        any::<usize>().prop_map(Mutation::Truncate),
-    ]
-}
-
-fn apply(b: &mut Vec<u8>, m: &Mutation) {
-    let n = b.len();
-    match *m {
-        Mutation::Flip(i, x) => b[i % n] ^= x,
-        Mutation::Insert(i, x) => b.insert(i % (n + 1), x),
-        Mutation::Delete(i) => {
-            b.remove(i % n);
-        }
-        Mutation::Truncate(i) => b.truncate(i % n),
-    }
 }
 
 proptest! {
