@@ -107,8 +107,13 @@ impl Ledger {
         }
         call.publish(&mut state);
         for (t, a) in attested {
-            if state.attested.get(&t).is_none_or(|old| old.seq < a.seq) {
-                state.attested.insert(t, a);
+            if state
+                .trust
+                .attested
+                .get(&t)
+                .is_none_or(|old| old.seq < a.seq)
+            {
+                state.trust.attested.insert(t, a);
             }
         }
         Ok(Outcomes {
@@ -285,7 +290,7 @@ impl Ledger {
                 let tc = TableCall {
                     head,
                     receipt,
-                    pending: state.pending.get(table).cloned().unwrap_or_default(),
+                    pending: state.held.by_table.get(table).cloned().unwrap_or_default(),
                     new_events: Vec::new(),
                     closed: None,
                 };
@@ -656,7 +661,7 @@ impl Ledger {
         // Repeats count against the first entry of a content: one put back is the first
         // unless a recent entry has its content.
         let content: ContentKey = (entry.reason.clone(), delivery.1);
-        if state.recent_refusals.get(&content).is_none() {
+        if state.quarantine.refusals.get(&content).is_none() {
             let repeat = Repeat {
                 count: 0,
                 last_stream_seq: entry.stream_seq,

@@ -333,13 +333,13 @@ pub(crate) fn on_stored(state: &crate::State, call: &mut Call, event: &Event) {
         ..
     } = key_event;
     let k = (event.table.clone(), device.clone());
-    let effect = if !state.admin_keys.contains(admin) {
+    let effect = if !state.trust.admin_keys.contains(admin) {
         Err("not signed by an admin key the ledger trusts")
     } else if !key_event.admin_signature_verifies(&event.table) {
         Err("its admin signature does not verify")
     } else {
         // Enrolled in this call or an earlier one (the register before this call).
-        let current = call.devices.get(&k).or_else(|| state.devices.get(&k));
+        let current = call.devices.get(&k).or_else(|| state.trust.devices.get(&k));
         key_event_effect(current, action, key, event.seq)
     };
     let entry = match effect {
@@ -377,7 +377,8 @@ impl Ledger {
     pub fn trust_admin_keys(&self, keys: impl IntoIterator<Item = PublicKey>) -> Result<(), Error> {
         let keys = keys.into_iter().collect::<BTreeSet<_>>();
         let mut state = self.lock();
-        if state.admin_keys == keys && self.store.get(Space::Meta, ADMIN_KEYS_KEY)?.is_some() {
+        if state.trust.admin_keys == keys && self.store.get(Space::Meta, ADMIN_KEYS_KEY)?.is_some()
+        {
             return Ok(());
         }
         self.store.commit(vec![Op::Put(
@@ -386,18 +387,19 @@ impl Ledger {
             encode_admin_keys(&keys),
         )])?;
         self.store.flush()?;
-        state.admin_keys = keys;
+        state.trust.admin_keys = keys;
         Ok(())
     }
 
     /// The admin keys the ledger trusts (`trust_admin_keys`, kept across opens).
     pub fn trusted_admin_keys(&self) -> BTreeSet<PublicKey> {
-        self.lock().admin_keys.clone()
+        self.lock().trust.admin_keys.clone()
     }
 
     /// The key register entry of `device` on `table`'s chain.
     pub fn device_key(&self, table: &TableId, device: &DeviceId) -> Option<DeviceKey> {
         self.lock()
+            .trust
             .devices
             .get(&(table.clone(), device.clone()))
             .cloned()
@@ -405,7 +407,7 @@ impl Ledger {
 
     /// The highest kept checkpoint of `table`: events above its seq are not yet attested.
     pub fn attestation(&self, table: &TableId) -> Option<Attestation> {
-        self.lock().attested.get(table).cloned()
+        self.lock().trust.attested.get(table).cloned()
     }
 
     /// The first kept checkpoint of `table` whose head is at or after `seq`: the one that
@@ -512,6 +514,7 @@ impl Ledger {
         // Nothing above the table's highest kept checkpoint is in the store, so only a
         // checkpoint at or below it is looked up.
         let at_or_below_kept = state
+            .trust
             .attested
             .get(&c.table)
             .is_some_and(|a| c.head_seq <= a.seq);

@@ -59,21 +59,21 @@ impl Call {
     pub(crate) fn begin(state: &crate::State) -> Call {
         Call {
             tables: BTreeMap::new(),
-            pending_bytes: state.pending_bytes,
+            pending_bytes: state.held.bytes,
             ops: Vec::new(),
             counters: BTreeMap::new(),
             quarantined: 0,
-            next_quarantine_id: state.next_quarantine_id,
-            quarantine_head: state.quarantine_head,
+            next_quarantine_id: state.quarantine.next_id,
+            quarantine_head: state.quarantine.head,
             quarantined_now: Default::default(),
             refused_now: Default::default(),
-            window: crate::quarantine::Window::starting(state.quarantine_window.minute()),
-            quarantine_bytes: state.quarantine_bytes,
+            window: crate::quarantine::Window::starting(state.quarantine.window.minute()),
+            quarantine_bytes: state.quarantine.bytes,
             overflow_now: BTreeMap::new(),
             overflowed_now: Default::default(),
             configs: BTreeMap::new(),
             devices: BTreeMap::new(),
-            checks_signatures: state.require_signed,
+            checks_signatures: state.trust.require_signed,
             recovering: false,
         }
     }
@@ -135,7 +135,7 @@ impl Call {
         device: &schemas::DeviceId,
     ) -> Option<&'a DeviceKey> {
         let k = (table.clone(), device.clone());
-        self.devices.get(&k).or_else(|| state.devices.get(&k))
+        self.devices.get(&k).or_else(|| state.trust.devices.get(&k))
     }
 
     /// Whether this call checks its events' signatures (`provenance`).
@@ -175,9 +175,9 @@ impl Call {
                 state.closed.insert(t.clone(), closed);
             }
             if tc.pending.is_empty() {
-                state.pending.remove(&t);
+                state.held.by_table.remove(&t);
             } else {
-                state.pending.insert(t.clone(), tc.pending);
+                state.held.by_table.insert(t.clone(), tc.pending);
             }
             match tc.receipt {
                 Some(r) => {
@@ -189,31 +189,31 @@ impl Call {
             }
             state.heads.insert(t, tc.head);
         }
-        state.pending_bytes = self.pending_bytes;
+        state.held.bytes = self.pending_bytes;
         for (r, n) in self.counters {
             *state.counters.entry(r).or_insert(0) += n;
         }
-        state.quarantined += self.quarantined;
-        state.quarantine_window.merge(&self.window);
-        state.quarantine_bytes = self.quarantine_bytes;
-        state.overflows.extend(self.overflow_now);
+        state.quarantine.entries += self.quarantined;
+        state.quarantine.window.merge(&self.window);
+        state.quarantine.bytes = self.quarantine_bytes;
+        state.quarantine.overflows.extend(self.overflow_now);
         for (delivery, bound) in self.overflowed_now {
-            state.recent_overflowed.insert(delivery, bound);
+            state.quarantine.recent_overflowed.insert(delivery, bound);
         }
-        state.next_quarantine_id = self.next_quarantine_id;
-        state.quarantine_head = self.quarantine_head;
+        state.quarantine.next_id = self.next_quarantine_id;
+        state.quarantine.head = self.quarantine_head;
         let mut now: Vec<_> = self.quarantined_now.into_iter().collect();
         now.sort_unstable_by_key(|(_, id)| *id);
         for (key, id) in now {
-            state.recent_quarantine.insert(key, id);
+            state.quarantine.recent.insert(key, id);
         }
         let mut refused: Vec<_> = self.refused_now.into_iter().collect();
         refused.sort_unstable_by_key(|(_, r)| r.id);
         for (key, r) in refused {
-            state.recent_refusals.insert(key, r);
+            state.quarantine.refusals.insert(key, r);
         }
         for (k, d) in self.devices {
-            state.devices.insert(k, d);
+            state.trust.devices.insert(k, d);
         }
     }
 }

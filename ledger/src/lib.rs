@@ -153,41 +153,19 @@ struct State {
     /// Tables with such a head whose receipt could not be computed (their records do not
     /// read): not tried again until the next open, so a damaged table costs one scan.
     receiptless: std::collections::BTreeSet<TableId>,
-    /// Held events per table by seq.
-    pending: BTreeMap<TableId, BTreeMap<u64, types::Held>>,
-    pending_bytes: usize,
+    /// Events held beyond a gap, until it fills.
+    held: types::HeldEvents,
     counters: BTreeMap<String, u64>,
-    quarantined: u64,
-    next_quarantine_id: u64,
-    /// The quarantine chain's head (`quarantine`), as committed.
-    quarantine_head: quarantine::QuarantineHead,
-    /// The newest quarantine entries by delivery (a redelivery is not quarantined again).
-    recent_quarantine: quarantine::RecentQuarantine,
-    /// The newest quarantine entries by content, with their repeat counters.
-    recent_refusals: quarantine::RecentRefusals,
-    /// Entries and bytes per source in the current minute of bus time (`quarantine` bounds).
-    quarantine_window: quarantine::Window,
-    /// Message bytes of every quarantine entry.
-    quarantine_bytes: u64,
-    /// Refusals beyond a bound, counted by (source, reason).
-    overflows: BTreeMap<(String, String), quarantine::Overflow>,
-    /// The newest overflowed deliveries (by bound), so a redelivery is not counted twice.
-    /// In memory only: after a reopen a redelivery is judged anew.
-    recent_overflowed: quarantine::RecentQuarantine,
+    /// The quarantine: its chain, counts and bounds.
+    quarantine: quarantine::QuarantineState,
     next_call_id: u64,
     bytes_total: u64,
     /// The last call's arrival hash (`arrival`); zeros before the first.
     arrival_head: Hash32,
-    /// Who may enroll device keys (`Ledger::trust_admin_keys`, kept in `Space::Meta`).
-    admin_keys: std::collections::BTreeSet<schemas::attest::PublicKey>,
-    /// Whether only device-signed events are stored (`provenance`).
-    require_signed: bool,
+    /// Who may speak for a table: admin keys, device keys, kept checkpoints.
+    trust: types::Trust,
     /// The clock skew limit in force (`settings`).
     clock_skew_max_ns: i64,
-    /// The device key register (`attest`).
-    devices: BTreeMap<(TableId, schemas::DeviceId), types::DeviceKey>,
-    /// The highest kept checkpoint per table.
-    attested: BTreeMap<TableId, attest::Attestation>,
     /// Whether a table's chain ends with `TableClosed`, for the tables an append has
     /// looked at since open. A cache of the head event's kind: reading the head record
     /// back from the store for every table of every batch was 13% of the writer's time.

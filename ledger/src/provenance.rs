@@ -81,7 +81,7 @@ pub(crate) fn precheck(state: &State, keys: &mut KeyCache, events: &[Incoming]) 
 /// The signer's key as the call starts: its current enrolled key, or the key of an
 /// enrollment header while the chain has never enrolled it.
 fn key_at_start(state: &State, table: &TableId, s: &EventSignature) -> Option<PublicKey> {
-    match state.devices.get(&(table.clone(), s.device.clone())) {
+    match state.trust.devices.get(&(table.clone(), s.device.clone())) {
         Some(d) if d.revoked_seq.is_none() => Some(d.key),
         Some(_) => None,
         None => s.enrollment.map(|e| e.key),
@@ -198,15 +198,17 @@ fn candidate_keys(
 /// The key of `s`'s enrollment header, when a trusted admin signed it for this table.
 fn header_key(state: &State, table: &TableId, s: &EventSignature) -> Option<PublicKey> {
     let e = s.enrollment?;
-    (state.admin_keys.contains(&e.admin) && e.verifies(table, &s.device)).then_some(e.key)
+    (state.trust.admin_keys.contains(&e.admin) && e.verifies(table, &s.device)).then_some(e.key)
 }
 
 /// The key `event` itself enrolls for `signer`, when a trusted admin signed it.
 fn self_enrolled_key(state: &State, event: &Event, signer: &DeviceId) -> Option<PublicKey> {
     let k = KeyEvent::of(&event.body)?;
     let enrolls = k.action == schemas::attest::KeyAction::Enroll && k.device == signer;
-    (enrolls && state.admin_keys.contains(k.admin) && k.admin_signature_verifies(&event.table))
-        .then_some(*k.key)
+    (enrolls
+        && state.trust.admin_keys.contains(k.admin)
+        && k.admin_signature_verifies(&event.table))
+    .then_some(*k.key)
 }
 
 impl Ledger {
@@ -214,18 +216,18 @@ impl Ledger {
     /// durably: a ledger never goes back to accepting unsigned events.
     pub fn require_signed_events(&self) -> Result<(), Error> {
         let mut state = self.lock();
-        if state.require_signed {
+        if state.trust.require_signed {
             return Ok(());
         }
         self.store
             .commit(vec![Op::Put(Space::Meta, REQUIRE_KEY.to_vec(), vec![1])])?;
         self.store.flush()?;
-        state.require_signed = true;
+        state.trust.require_signed = true;
         Ok(())
     }
 
     /// Whether the ledger stores only signed events (`require_signed_events`).
     pub fn requires_signed_events(&self) -> bool {
-        self.lock().require_signed
+        self.lock().trust.require_signed
     }
 }

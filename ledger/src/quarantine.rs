@@ -30,6 +30,7 @@ use crate::record::be_u64;
 use crate::store::{Space, Store};
 use crate::Error;
 use schemas::Hash32;
+use std::collections::BTreeMap;
 
 /// `Space::Meta` key of the quarantine head.
 pub const HEAD_KEY: &[u8] = b"quarantine_head";
@@ -51,6 +52,29 @@ pub(crate) fn delivery_key(stream_seq: u64, bytes: &[u8]) -> DeliveryKey {
 /// redelivers what was not acked: after a crash between the flush and the ack, after
 /// `ack_wait`) is acknowledged without a second entry: quarantine entries are written once,
 /// like events. Bounded: the oldest is forgotten beyond `QUARANTINE_RECENT_MAX`.
+/// The quarantine's part of the ledger's state: its chain, its counts and its bounds.
+pub(crate) struct QuarantineState {
+    /// Entries stored.
+    pub(crate) entries: u64,
+    /// The id the next entry takes.
+    pub(crate) next_id: u64,
+    /// The quarantine chain's head, as committed.
+    pub(crate) head: QuarantineHead,
+    /// The newest entries by delivery (a redelivery is not quarantined again).
+    pub(crate) recent: RecentQuarantine,
+    /// The newest entries by content, with their repeat counters.
+    pub(crate) refusals: RecentRefusals,
+    /// Entries and bytes per source in the current minute of bus time.
+    pub(crate) window: Window,
+    /// Message bytes of every entry.
+    pub(crate) bytes: u64,
+    /// Refusals beyond a bound, counted by (source, reason).
+    pub(crate) overflows: BTreeMap<(String, String), Overflow>,
+    /// The newest overflowed deliveries (by bound), so a redelivery is not counted twice.
+    /// In memory only: after a reopen a redelivery is judged anew.
+    pub(crate) recent_overflowed: RecentQuarantine,
+}
+
 #[derive(Default)]
 pub(crate) struct RecentQuarantine {
     ids: std::collections::HashMap<DeliveryKey, u64>,

@@ -218,29 +218,25 @@ pub(crate) fn load_state(store: &dyn Store) -> Result<State, Error> {
         heads,
         receipts,
         receiptless: Default::default(),
-        pending,
-        pending_bytes,
+        held: crate::types::HeldEvents {
+            by_table: pending,
+            bytes: pending_bytes,
+        },
         counters,
-        quarantined: q.entries,
-        next_quarantine_id: q.next_id,
-        quarantine_head: q.head,
-        recent_quarantine: q.recent,
-        recent_refusals: q.refusals,
-        quarantine_window: Default::default(),
-        quarantine_bytes: q.bytes,
-        overflows: crate::quarantine::stored_overflows(store)?,
-        recent_overflowed: Default::default(),
+        quarantine: q.state,
         next_call_id: meta(b"call_id")?,
         bytes_total: meta(b"bytes_total")?,
         arrival_head: match store.get(Space::Meta, crate::arrival::HEAD_KEY)? {
             Some(v) => crate::arrival::decode_head(&v)?.1,
             None => Hash32::ZERO,
         },
-        admin_keys: crate::attest::load_admin_keys(store)?,
-        require_signed: crate::provenance::load_required(store)?,
+        trust: crate::types::Trust {
+            admin_keys: crate::attest::load_admin_keys(store)?,
+            require_signed: crate::provenance::load_required(store)?,
+            devices,
+            attested,
+        },
         clock_skew_max_ns: crate::settings::load_clock_skew_max_ns(store)?,
-        devices,
-        attested,
         closed: BTreeMap::new(),
         fenced: BTreeMap::new(),
     })
@@ -291,23 +287,21 @@ fn load_pending(store: &dyn Store) -> Result<(HeldByTable, usize), Error> {
 /// What the quarantine's entries give the state at open.
 struct QuarantineLoad {
     counters: BTreeMap<String, u64>,
-    entries: u64,
-    bytes: u64,
-    next_id: u64,
-    head: crate::quarantine::QuarantineHead,
-    recent: crate::quarantine::RecentQuarantine,
-    refusals: crate::quarantine::RecentRefusals,
+    state: crate::quarantine::QuarantineState,
 }
 
 fn load_quarantine(store: &dyn Store) -> Result<QuarantineLoad, Error> {
-    let mut q = QuarantineLoad {
-        counters: BTreeMap::new(),
+    let mut counters = BTreeMap::new();
+    let mut q = crate::quarantine::QuarantineState {
         entries: 0,
-        bytes: 0,
         next_id: 0,
         head: crate::quarantine::QuarantineHead::EMPTY,
         recent: Default::default(),
         refusals: Default::default(),
+        window: Default::default(),
+        bytes: 0,
+        overflows: crate::quarantine::stored_overflows(store)?,
+        recent_overflowed: Default::default(),
     };
     let repeats = crate::quarantine::stored_repeats(store)?;
     for kv in store.range(Space::Quarantine, &[], None) {
@@ -327,7 +321,7 @@ fn load_quarantine(store: &dyn Store) -> Result<QuarantineLoad, Error> {
         // ones) takes its place, as it did when it was stored.
         let refusal = crate::quarantine::Refusal { id, repeat };
         q.refusals.insert((e.reason.clone(), delivery.1), refusal);
-        *q.counters.entry(e.reason).or_insert(0) += 1;
+        *counters.entry(e.reason).or_insert(0) += 1;
         q.entries += 1;
         q.bytes += e.bytes.len() as u64;
         // A key at the end of the id space has no next id: only a hand (or a bug) writes
@@ -341,7 +335,7 @@ fn load_quarantine(store: &dyn Store) -> Result<QuarantineLoad, Error> {
     // an entry edited in the store stays seen by `verify` instead of being chained over.
     // Entries written before the chain have no head: the next commit anchors them all.
     q.head = crate::quarantine::stored_head(store)?.unwrap_or(q.head);
-    Ok(q)
+    Ok(QuarantineLoad { counters, state: q })
 }
 
 /// A round's summary with those of the rounds before and after it (`round_neighbours`).
@@ -703,7 +697,7 @@ impl Ledger {
                 n
             }
             (Some(r), None) => self.quarantine_by_reason().get(r).copied().unwrap_or(0),
-            (None, None) => self.lock().quarantined,
+            (None, None) => self.lock().quarantine.entries,
         };
         let mut page = Vec::new();
         let mut skipped = 0u64;
@@ -794,12 +788,12 @@ impl Ledger {
     /// Refusals past a quarantine bound, counted by (source, reason): how many, their
     /// bytes, the stream seqs where the stream keeps them, and a digest of them.
     pub fn quarantine_overflows(&self) -> BTreeMap<(String, String), crate::quarantine::Overflow> {
-        self.lock().overflows.clone()
+        self.lock().quarantine.overflows.clone()
     }
 
     /// The quarantine chain's head as committed (`crate::quarantine`).
     pub fn quarantine_head(&self) -> crate::QuarantineHead {
-        self.lock().quarantine_head
+        self.lock().quarantine.head
     }
 
     fn quarantine_entries(&self) -> impl Iterator<Item = Result<QuarantineEntry, Error>> + '_ {
@@ -826,7 +820,8 @@ impl Ledger {
     /// Each table's first gap, for tables that hold events beyond a gap.
     pub fn gaps(&self) -> Vec<Gap> {
         let st = self.lock();
-        st.pending
+        st.held
+            .by_table
             .iter()
             .filter_map(|(table, p)| {
                 let first = *p.keys().next()?;
@@ -850,8 +845,8 @@ impl Ledger {
             tables: st.heads.len(),
             events: st.heads.values().map(|h| h.seq.0).sum(),
             bytes: st.bytes_total,
-            quarantined: st.quarantined,
-            held: st.pending.values().map(|p| p.len()).sum(),
+            quarantined: st.quarantine.entries,
+            held: st.held.by_table.values().map(|p| p.len()).sum(),
         }
     }
 

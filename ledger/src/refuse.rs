@@ -20,7 +20,7 @@ pub(crate) fn quarantine(
         .quarantined_now
         .get(&delivery)
         .copied()
-        .or_else(|| state.recent_quarantine.get(&delivery));
+        .or_else(|| state.quarantine.recent.get(&delivery));
     if let Some(id) = before {
         tracing::info!(
             id,
@@ -82,7 +82,7 @@ fn overflowed_before(
         .overflowed_now
         .get(delivery)
         .copied()
-        .or_else(|| state.recent_overflowed.get(delivery))?;
+        .or_else(|| state.quarantine.recent_overflowed.get(delivery))?;
     Some(if code == Bound::Total as u64 {
         Bound::Total
     } else {
@@ -110,7 +110,7 @@ fn past_bound(state: &crate::State, call: &Call, msg: &Incoming) -> Option<Bound
     }
     let source = crate::quarantine::source_of(msg.subject_table.as_ref());
     let minute = crate::quarantine::minute_of(msg.received_at_ns);
-    let (e0, b0) = state.quarantine_window.used(minute, &source);
+    let (e0, b0) = state.quarantine.window.used(minute, &source);
     let (e1, b1) = call.window.used(minute, &source);
     let over =
         e0 + e1 + 1 > SOURCE_ENTRIES_PER_MINUTE_MAX || b0 + b1 + len > SOURCE_BYTES_PER_MINUTE_MAX;
@@ -131,14 +131,16 @@ fn overflow(
         code.to_string(),
     );
     // Counters are bounded too: past the limit, new sources share one per reason.
-    let known = call.overflow_now.contains_key(&key) || state.overflows.contains_key(&key);
-    if !known && state.overflows.len() + call.overflow_now.len() >= OVERFLOW_COUNTERS_MAX {
+    let known =
+        call.overflow_now.contains_key(&key) || state.quarantine.overflows.contains_key(&key);
+    if !known && state.quarantine.overflows.len() + call.overflow_now.len() >= OVERFLOW_COUNTERS_MAX
+    {
         key.0 = "*".to_string();
     }
     let before = call
         .overflow_now
         .get(&key)
-        .or_else(|| state.overflows.get(&key))
+        .or_else(|| state.quarantine.overflows.get(&key))
         .copied()
         .unwrap_or_default();
     let delivery = crate::quarantine::delivery_key(msg.stream_seq, &msg.bytes);
@@ -170,7 +172,7 @@ fn repeat_of(
         .refused_now
         .get(content)
         .copied()
-        .or_else(|| state.recent_refusals.get(content))?;
+        .or_else(|| state.quarantine.refusals.get(content))?;
     if msg.stream_seq <= r.repeat.last_stream_seq {
         tracing::info!(
             id = r.id,

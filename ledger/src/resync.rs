@@ -116,7 +116,7 @@ impl Ledger {
         call: &mut Call,
         r: &Resync,
     ) -> Result<bool, Error> {
-        if !state.admin_keys.contains(&r.admin) || !r.signature_verifies() {
+        if !state.trust.admin_keys.contains(&r.admin) || !r.signature_verifies() {
             return Ok(false);
         }
         self.load_table(state, call, &r.table);
@@ -145,7 +145,7 @@ impl Ledger {
                 r.table
             )));
         }
-        if !state.admin_keys.contains(&r.admin) {
+        if !state.trust.admin_keys.contains(&r.admin) {
             return Ok(Err(format!("admin key {} is not trusted", r.admin)));
         }
         if !r.signature_verifies() {
@@ -223,7 +223,7 @@ impl Ledger {
     /// trusts, the chain's event at its seq (the hash it names), and its quarantine entry
     /// (the same bytes). One line per problem.
     pub fn check_resyncs(&self) -> Result<Vec<String>, Error> {
-        let admins = self.lock().admin_keys.clone();
+        let admins = self.lock().trust.admin_keys.clone();
         let mut problems = Vec::new();
         for kept in self.resyncs(None)? {
             let r = &kept.resync;
