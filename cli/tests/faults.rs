@@ -1,4 +1,4 @@
-//! Fault tests with real processes (issue 5 item 5): `roundledger serve` (the built binary)
+//! Fault tests with real processes: `roundledger serve` (the built binary)
 //! killed with SIGKILL at random moments while the simulator publishes, and nats-server
 //! (file storage) killed and restarted during load. After the last restart and the drain,
 //! the ledger must hold exactly the published events, each once, and every chain must
@@ -193,9 +193,8 @@ fn floor(tables: usize, seed: u64, start_ns: i64) -> Floor {
 /// Publishes the floor once, as the devices do, with their outboxes on: a publish that
 /// gets no ack (nats-server down) is left to the outbox, which republishes what the
 /// ledger's durable head does not cover. The outbox alone must recover: a run that fails
-/// fails the test (found in review: the floor used to be published again from the start
-/// after a failed run, which would have hidden a broken republish). Returns the report and
-/// when publishing ended.
+/// fails the test. Publishing the floor again after a failed run would hide a broken
+/// republish. Returns the report and when publishing ended.
 async fn publish_once(
     url: String,
     tables: usize,

@@ -1,4 +1,4 @@
-//! Issue 5 item 5, third bullet: a 3-node JetStream cluster on loopback (`natsd::NatsCluster`)
+//! A 3-node JetStream cluster on loopback (`natsd::NatsCluster`)
 //! holds the events stream with 3 replicas. Ingest runs in process on a real sled ledger in a
 //! temp dir; the simulated tables publish with their outboxes on. Both connect with every
 //! node's url (`NatsCluster::url`), so async-nats reconnects to another node when theirs

@@ -1,5 +1,5 @@
 //! Ingest against a real `nats-server -js` (natsd guard) and a real sled ledger in a temp
-//! dir: the end-to-end path of issue 2, bad input (garbage, wrong previous hash,
+//! dir: the end-to-end path, bad input (garbage, wrong previous hash,
 //! duplicate), and a restart on the same ledger and durable consumer.
 //!
 //! Waits are bounded (`WAIT`) so a broken pipeline fails instead of hanging; nothing here
@@ -60,7 +60,7 @@ fn stored(ledger: &Ledger, table: &TableId) -> Vec<(u64, Hash32)> {
         .collect()
 }
 
-/// The simulated floor of issue 2 published through a running ingest, drained.
+/// A simulated floor published through a running ingest, drained.
 struct Drained {
     _server: natsd::NatsServer,
     _dir: tempfile::TempDir,
@@ -128,7 +128,7 @@ async fn publish_floor_and_drain() -> Drained {
     }
 }
 
-/// Issue 2: the simulator publishes >= 200 rounds over >= 3 tables of different games with
+/// The simulator publishes >= 200 rounds over >= 3 tables of different games with
 /// injected payout errors only; the ledger then holds exactly the published events.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn end_to_end_simulated_floor_is_stored_exactly() {
@@ -152,7 +152,7 @@ async fn end_to_end_simulated_floor_is_stored_exactly() {
     assert!(verified.is_ok(), "{verified:?}");
 }
 
-/// Issue 2, the audit half: replaying what the ledger holds reports every injected payout
+/// The audit half: replaying what the ledger holds reports every injected payout
 /// error as a dispute (table, round, box, line, amounts) and nothing else.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn audit_reports_exactly_the_injected_payout_errors() {
@@ -438,10 +438,9 @@ async fn messages_delivered_to_a_dead_consumer_are_read_back() {
     assert!(ledger.verify().expect("verify").is_ok());
 }
 
-/// Issue 5 (end-to-end exactly-once), found in review: the device trimmed its outbox by
-/// a head's seq alone, so any message on `ledger.<t>.head` (another ledger's, another
-/// device's chain for the table, or a forgery) emptied it of events no ledger stored, and
-/// the device reported them durable. With no ingest running nothing is durable: a head
+/// End-to-end exactly-once: a device trims its outbox only by a head of its own chain. A
+/// message on `ledger.<t>.head` from another ledger, another device's chain or a forger
+/// must not empty it. With no ingest running nothing is durable: a head
 /// far beyond what the device sent must trim nothing (the device gives up, not durable),
 /// and one naming another event at one of the device's seqs is a fork, an error.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -494,12 +493,9 @@ async fn a_head_that_is_not_the_devices_chain_confirms_nothing() {
     assert!(stream.cached_info().state.messages > 0);
 }
 
-/// Issue 5 (end-to-end exactly-once), found in review: a message JetStream acknowledged
-/// and then lost left a gap the device noticed only at the end of its run (its outbox
-/// republished on failed publishes, and once publishing was over); meanwhile the ledger
-/// held everything after it, for hours on a real table. Now a durable head that stands
-/// still while events are pending is republished for mid-run: the gap fills while the
-/// table is still publishing.
+/// End-to-end exactly-once: a message JetStream acknowledged and then lost leaves a gap.
+/// A durable head that stands still while events are pending makes the device republish
+/// mid-run, so the gap fills while the table is still publishing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gap_is_filled_while_the_device_still_publishes() {
     let server = natsd::NatsServer::start().expect("nats-server");
@@ -527,7 +523,7 @@ async fn a_gap_is_filled_while_the_device_still_publishes() {
 
     // Stop ingest once it has taken some of the floor, lose one event it has not read,
     // start it again.
-    let mut stream = js.get_stream(subjects::STREAM).await.expect("stream");
+    let stream = js.get_stream(subjects::STREAM).await.expect("stream");
     let messages = |n: u64| {
         let mut stream = stream.clone();
         async move {
@@ -610,10 +606,9 @@ async fn a_gap_is_filled_while_the_device_still_publishes() {
         assert_eq!(stored(&ledger, t), want, "{t}");
     }
     assert!(ledger.verify().expect("verify").is_ok());
-    let _ = &mut stream;
 }
 
-/// Issue 5 (end-to-end exactly-once): the stream loses messages before ingest reads them
+/// End-to-end exactly-once: the stream loses messages before ingest reads them
 /// (deleted here, as a crash of a JetStream node before its fsync would lose them). The
 /// devices' outboxes still hold those events, see the ledger's durable head stop short of
 /// them, and republish; the ledger then holds exactly the published events, each once.

@@ -1,4 +1,4 @@
-//! Device keys and signed checkpoints through the real ledger on sled (ISSUE 5, item 1):
+//! Device keys and signed checkpoints through the real ledger on sled:
 //! a checkpoint is kept only when an admin the ledger trusts enrolled the signing device's
 //! key in the chain, the key is not revoked, the signature verifies and the signed head
 //! is the stored chain's; everything else is quarantined verbatim with its reason, and the
@@ -111,8 +111,7 @@ fn every_bad_checkpoint_is_quarantined_with_its_reason() {
     let mismatch = wrong_hash_at_2(&mut c, &device);
     let mut wrong_subject = c.checkpoint(&device, 2);
     wrong_subject.subject_table = Some(TableId::new("CSP-09").unwrap());
-    // A table id declaring 2^62 bytes: it aborted the process until the checkpoint
-    // decoder had the events' limit (found in review).
+    // A table id declaring 2^62 bytes: the checkpoint decoder's length limit refuses it.
     let garbage = c.incoming(b"\x01\xfd\xff\xff\xff\xff\xff\xff\xff\x3fnot a checkpoint".to_vec());
     let unknown_device = {
         let signed = Checkpoint::sign(
@@ -304,7 +303,7 @@ fn the_first_checkpoint_at_or_after_a_seq_is_found_verbatim() {
 /// event covers the table, the device, the key and the action, not the chain position, so
 /// anybody who can publish on the table's subject (the compromised device itself) could
 /// replay the enrollment of a revoked key at a new seq and bring it back, or replay the
-/// old key's revocation and revoke the current one (found in review). ed25519 signatures
+/// old key's revocation and revoke the current one. ed25519 signatures
 /// are deterministic: signing the same event again is exactly such a replay.
 #[test]
 fn replayed_key_events_of_retired_keys_take_no_effect() {
@@ -401,8 +400,8 @@ fn replayed_key_events_of_retired_keys_take_no_effect() {
 }
 
 /// Checkpoints delivered again are acknowledged once, in one call as across calls: a good
-/// one kept once (found in review: a call holding it, another checkpoint of the table,
-/// and it again kept it twice), a refused one quarantined once.
+/// one kept once (also when one call holds it, another checkpoint of the table, and it
+/// again), a refused one quarantined once.
 #[test]
 fn checkpoints_delivered_again_are_kept_or_quarantined_once() {
     let dir = tempfile::tempdir().unwrap();

@@ -1,4 +1,4 @@
-//! Bad input through the append path (issue 5 item 4): each kind of bad message gets its
+//! Bad input through the append path: each kind of bad message gets its
 //! own stable quarantine reason code and counter, is kept verbatim, and the ledger keeps
 //! working (the next good event is stored), also after a reopen.
 
@@ -289,8 +289,7 @@ fn a_quarantined_message_delivered_again_is_not_quarantined_twice() {
 
 /// An event held beyond a gap is judged as it would be in order when the gap fills: held
 /// behind a `TableClosed` that was itself held, it is quarantined `table_closed`, not
-/// appended to a closed table. Found in review: the release checked only the chain link,
-/// so whether a table was closed depended on the order its events arrived in.
+/// appended to a closed table, whatever order its events arrived in.
 #[test]
 fn an_event_held_behind_a_held_table_close_is_quarantined_when_the_gap_fills() {
     let dir = tempfile::tempdir().unwrap();

@@ -1,4 +1,4 @@
-//! Tamper evidence (issue 5 item 3): a ledger is filled and closed, then its records are
+//! Tamper evidence: a ledger is filled and closed, then its records are
 //! rewritten, deleted, inserted or reordered directly with the raw sled API and the value
 //! log beside it (what an attacker with file access, or a storage bug, could do). `verify`
 //! must name the first bad position of the damaged table, and a digest taken before the

@@ -1,4 +1,4 @@
-//! Tamper evidence at the file level (issue 5 item 3): bytes of the ledger's files (sled's
+//! Tamper evidence at the file level: bytes of the ledger's files (sled's
 //! own and the value log's segments) are flipped after the ledger is closed. sled checksums
 //! its log and the value log checksums each entry, so the outcome is one of: the store
 //! refuses to open, `verify` names a bad position, or the digest taken before the damage no

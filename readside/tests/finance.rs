@@ -1,5 +1,5 @@
 //! Golden finance shifts: hand-written events through a real ledger and read model, each
-//! table one case of issue 29, its figures computed here by hand from the rules.
+//! table one case of the finance checks, its figures computed here by hand from the rules.
 //!
 //! Every table plays shift 1 of 2026-11-25 (06:00-14:00 UTC): an opening count, a cash
 //! buy-in, rounds, a fill, a closing count, its drop box removed, and the next shift's

@@ -1,4 +1,4 @@
-//! A table's chain with device keys and signed checkpoints (ISSUE 5, item 1), for the tests
+//! A table's chain with device keys and signed checkpoints, for the tests
 //! of attestation and of its recovery.
 
 use ledger::Incoming;
