@@ -43,7 +43,7 @@ pub const ZSTD_LEVEL: i32 = 19;
 pub struct DayEvent {
     /// The event's seq in its table's chain.
     pub seq: u64,
-    /// The stored event hash (`chain::event_hash`); recomputed on reading, never stored.
+    /// The event's chain hash (`chain::event_hash`); the file recomputes it, never stores it.
     pub hash: Hash32,
     /// The JetStream stream sequence it arrived with: the House's arrival order.
     pub stream_seq: u64,

@@ -33,7 +33,7 @@ pub enum Phase {
     BetsClosed,
     /// A card has been dealt.
     Dealing,
-    /// A player has decided (fold or BET / Play).
+    /// A decision is recorded for a box.
     Decisions,
     /// The dealer's hand is revealed: the outcome is established.
     DealerRevealed,
