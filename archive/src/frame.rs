@@ -31,6 +31,7 @@ pub struct DayWriter {
 }
 
 impl DayWriter {
+    /// An empty day file for the gaming day `day` (`2026-11-25`) and its seal's exact bytes.
     pub fn new(day: &str, seal: &[u8]) -> DayWriter {
         DayWriter {
             header: DayHeader {

@@ -14,6 +14,8 @@
 //! Invariants: pure (no clock); every length is bounded before it is allocated; reading
 //! never panics on any input; a table's frame is read and checked alone.
 
+#![warn(missing_docs)]
+
 mod frame;
 
 use schemas::Hash32;
@@ -39,18 +41,26 @@ pub const ZSTD_LEVEL: i32 = 19;
 /// One event as the ledger keeps it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DayEvent {
+    /// The event's seq in its table's chain.
     pub seq: u64,
+    /// The event's chain hash (`chain::event_hash`); the file recomputes it, never stores it.
     pub hash: Hash32,
+    /// The JetStream stream sequence it arrived with: the House's arrival order.
     pub stream_seq: u64,
+    /// When ingest received it, in nanoseconds since the Unix epoch.
     pub received_at_ns: i64,
+    /// The exact message body as received.
     pub bytes: Vec<u8>,
 }
 
 /// One table's range of the day, to write: `anchor` is the hash at `events[0].seq - 1`.
 #[derive(Debug, Clone)]
 pub struct TableDay {
+    /// The table id.
     pub table: String,
+    /// The hash of the event before the range; zeros when the range starts at seq 1.
     pub anchor: Hash32,
+    /// The range's events, in contiguous seq order.
     pub events: Vec<DayEvent>,
 }
 
@@ -58,16 +68,23 @@ pub struct TableDay {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TableSpan {
+    /// The table id.
     pub table: String,
+    /// Seq of the range's first event; 0 for an empty range.
     pub first_seq: u64,
+    /// Seq of the range's last event, inclusive; 0 for an empty range.
     pub last_seq: u64,
+    /// The hash of the event at `first_seq - 1`.
     pub anchor: Hash32,
+    /// The hash of the event at `last_seq`; the anchor for an empty range.
     pub head: Hash32,
     /// Offset of the table's zstd frame from the start of the file, and its length.
     pub frame_offset: u64,
+    /// Length of the compressed frame, in bytes.
     pub frame_len: u64,
     /// Length and BLAKE3 of the frame once decompressed.
     pub raw_len: u64,
+    /// BLAKE3 of the decompressed frame, checked before its records are read.
     pub raw_blake3: Hash32,
 }
 
@@ -75,28 +92,43 @@ pub struct TableSpan {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DayHeader {
+    /// Always `DAY_FORMAT`.
     pub format: String,
+    /// Always `DAY_VERSION`.
     pub version: u32,
     /// The gaming day, as the seal names it (`2026-11-25`).
     pub day: String,
     /// The day's seal, verbatim, lowercase hex (empty when the day has none).
     pub seal: String,
+    /// One span per table, in the order of their frames.
     pub tables: Vec<TableSpan>,
 }
 
 /// Why a day file could not be written or read.
 #[derive(Debug, thiserror::Error)]
 pub enum ArchiveError {
+    /// zstd failed to compress a frame.
     #[error("I/O: {0}")]
     Io(#[from] std::io::Error),
+    /// The magic, header or format is wrong, or the table is not in the file.
     #[error("not a day file: {0}")]
     Format(String),
+    /// A table's frame does not check: length, digest, count or head.
     #[error("table {table}: {what}")]
-    Table { table: String, what: String },
+    Table {
+        /// The table id.
+        table: String,
+        /// What does not check.
+        what: String,
+    },
+    /// One event does not check: its seq, record or hash.
     #[error("table {table} seq {seq}: {what}")]
     Event {
+        /// The table id.
         table: String,
+        /// The event's seq.
         seq: u64,
+        /// What does not check.
         what: String,
     },
 }

@@ -44,6 +44,7 @@ pub const BUNDLE_CHAIN_EVENTS_MAX: u64 = 2_000_000;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BundleEvent {
+    /// The event's seq in the table's chain.
     pub seq: u64,
     /// The stored hash; the verifier recomputes it.
     pub hash: Hash32,
@@ -62,8 +63,11 @@ pub struct BundleEvent {
 pub struct ChainSegment {
     /// The hash of the event at `from_seq - 1` (genesis, 64 zeros, when `from_seq` is 1).
     pub anchor: Hash32,
+    /// First seq of the range, from 1.
     pub from_seq: u64,
+    /// Last seq of the range, inclusive.
     pub to_seq: u64,
+    /// Every event of `from_seq..=to_seq`, in seq order.
     pub events: Vec<BundleEvent>,
 }
 
@@ -74,7 +78,9 @@ pub struct ChainSegment {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BundleHead {
+    /// Seq of the segment's last event: `chain.to_seq`.
     pub seq: u64,
+    /// That event's hash.
     pub hash: Hash32,
 }
 
@@ -146,11 +152,17 @@ pub enum BundleAttestation {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EvidenceBundle {
+    /// Always `BUNDLE_FORMAT`.
     pub format: String,
+    /// `BUNDLE_VERSION` (3) or `BUNDLE_VERSION_FULL` (2); BUNDLE.md §5.
     pub version: u32,
+    /// The table the round was played at.
     pub table: TableId,
+    /// The round the bundle proves.
     pub round: RoundId,
+    /// When the bundle was exported, in nanoseconds since the Unix epoch; outside the proof.
     pub exported_at_ns: i64,
+    /// Who exported it (the API user); outside the proof.
     pub exported_by: String,
     /// The end of `chain` (see `BundleHead`).
     pub head: BundleHead,
@@ -159,6 +171,7 @@ pub struct EvidenceBundle {
     /// The replay window: the verifier replays the config event, then the events
     /// `replay_from..=replay_to`, and takes the report of `round`.
     pub replay_from: u64,
+    /// Last seq of the replay window, inclusive.
     pub replay_to: u64,
     /// Seqs of the round's own events (those whose `round` is this round).
     pub round_seqs: Vec<u64>,
@@ -182,67 +195,136 @@ pub struct EvidenceBundle {
 /// Why a bundle does not verify.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum BundleError {
+    /// The `format` or `version` is not one this crate reads.
     #[error(
         "format {found:?} version {version}: expected {BUNDLE_FORMAT:?} version {BUNDLE_VERSION_FULL} or {BUNDLE_VERSION}"
     )]
-    Format { found: String, version: u32 },
+    Format {
+        /// The `format` field read.
+        found: String,
+        /// The `version` field read.
+        version: u32,
+    },
+    /// A version 3 opening does not anchor the segment or cite its events (BUNDLE.md §4).
     #[error("opening checkpoint: {0}")]
     Opening(String),
+    /// The segment's range is empty, truncated, padded or out of order.
     #[error("chain segment: {0}")]
     Segment(String),
+    /// An event's `bytes` are not lowercase hex.
     #[error("chain event seq {seq}: bytes are not hex: {detail}")]
-    NotHex { seq: u64, detail: String },
+    NotHex {
+        /// The event's seq.
+        seq: u64,
+        /// The hex decoder's message.
+        detail: String,
+    },
+    /// An event's bytes do not decode as an event.
     #[error("chain event seq {seq}: bytes do not decode: {detail}")]
-    Undecodable { seq: u64, detail: String },
+    Undecodable {
+        /// The event's seq.
+        seq: u64,
+        /// The codec's message.
+        detail: String,
+    },
+    /// An event decodes to another table or seq than its place in the segment.
     #[error("chain event seq {seq}: decoded event is table {table} seq {found}")]
     WrongEvent {
+        /// The seq of its place in the segment.
         seq: u64,
+        /// The table the decoded event names.
         table: TableId,
+        /// The seq the decoded event names.
         found: u64,
     },
+    /// An event's `prev` is not the previous event's hash.
     #[error("chain event seq {seq}: prev {found} does not match the previous hash {expected}")]
     PrevMismatch {
+        /// The event's seq.
         seq: u64,
+        /// The previous event's recomputed hash (or the anchor).
         expected: Hash32,
+        /// The `prev` the event carries.
         found: Hash32,
     },
+    /// An event's stored hash is not the hash recomputed from its bytes.
     #[error("chain event seq {seq}: stored hash {stored} differs from the recomputed {computed}")]
     HashMismatch {
+        /// The event's seq.
         seq: u64,
+        /// The hash the bundle stores.
         stored: Hash32,
+        /// The hash recomputed with `chain::event_hash`.
         computed: Hash32,
     },
+    /// The recomputed chain does not end at the bundle's `head`.
     #[error("head: the chain ends at seq {seq} hash {computed}, the bundle says seq {head_seq} hash {head_hash}")]
     HeadMismatch {
+        /// Seq of the segment's last event.
         seq: u64,
+        /// Its recomputed hash.
         computed: Hash32,
+        /// The seq `head` names.
         head_seq: u64,
+        /// The hash `head` names.
         head_hash: Hash32,
     },
+    /// `config_seq` does not name the `TableOpened` event in force; the value is `config_seq`.
     #[error("config_seq {0}: not a TableOpened event of the segment")]
     Config(u64),
+    /// `round_seqs` is not exactly the round's events of the window, or is empty.
     #[error("round_seqs: {0}")]
     RoundSeqs(String),
+    /// The replay window is not the round's whole window as the ledger cuts it.
     #[error("replay window: {0}")]
     Window(String),
+    /// The checkpoint does not decode, does not cover the round, or disagrees with the chain.
     #[error("checkpoint: {0}")]
     Checkpoint(String),
+    /// The checkpoint signs a seq past the segment's end.
     #[error("checkpoint signs seq {signed}, beyond the end of the chain segment (seq {end}): the proof is truncated")]
-    ProofTruncated { signed: u64, end: u64 },
+    ProofTruncated {
+        /// The seq the checkpoint signs.
+        signed: u64,
+        /// The segment's last seq.
+        end: u64,
+    },
+    /// The checkpoint signs another hash than the recomputed chain has at its seq.
     #[error("checkpoint signs hash {signed} at seq {seq}, the recomputed chain has {computed}")]
     CheckpointHashMismatch {
+        /// The seq the checkpoint signs.
         seq: u64,
+        /// The hash the checkpoint signs.
         signed: Hash32,
+        /// The recomputed hash at that seq.
         computed: Hash32,
     },
+    /// The checkpoint's ed25519 signature does not verify with the device key.
     #[error(
         "checkpoint signature does not verify with device {device}'s key {key}: forged or altered"
     )]
-    BadSignature { device: DeviceId, key: PublicKey },
+    BadSignature {
+        /// The device the checkpoint names.
+        device: DeviceId,
+        /// The key the bundle claims for it.
+        key: PublicKey,
+    },
+    /// The device key has no valid enrollment in the chain for this checkpoint.
     #[error("device key {key} is not enrolled: {detail}")]
-    NotEnrolled { key: PublicKey, detail: String },
+    NotEnrolled {
+        /// The device key.
+        key: PublicKey,
+        /// What is wrong with its enrollment.
+        detail: String,
+    },
+    /// The enrolling admin key is not one the verifier pinned.
     #[error("admin key {admin} enrolled the device key, but it is not one of the pinned admin keys ({pinned})")]
-    AdminNotPinned { admin: PublicKey, pinned: String },
+    AdminNotPinned {
+        /// The admin key that signed the enrollment.
+        admin: PublicKey,
+        /// The pinned keys, listed for the message.
+        pinned: String,
+    },
 }
 
 /// What the attestation half of the verification established.
@@ -252,32 +334,45 @@ pub enum AttestationCheck {
     /// head, and `device_key` was enrolled at `enrollment_seq` by `admin_key` and neither
     /// revoked nor replaced before the checkpoint's head.
     Attested {
+        /// The device that signed the checkpoint.
         device: DeviceId,
+        /// The device's ed25519 public key.
         device_key: PublicKey,
+        /// The seq the checkpoint signs.
         checkpoint_seq: u64,
+        /// The hash the checkpoint signs, equal to the recomputed one.
         checkpoint_hash: Hash32,
+        /// When the device signed, in nanoseconds since the Unix epoch, as it claims.
         signed_at_ns: i64,
+        /// Seq of the `device_enrolled` event that enrolled `device_key`.
         enrollment_seq: u64,
+        /// The admin key whose signature enrolls `device_key`.
         admin_key: PublicKey,
         /// Whether `admin_key` is one the verifier pinned; when false it was taken from the
         /// bundle on trust.
         admin_pinned: bool,
         /// Events of the segment after the checkpoint (the replay window's tail past the
-        /// round): chained to the signed head, but not themselves signed.
+        /// round): chained to the signed head, but not themselves signed. The pair is
+        /// the first and last seq, inclusive.
         unattested: Option<(u64, u64)>,
     },
     /// No checkpoint: the chain is recomputed up to the head at export, which nothing
     /// signed.
-    NotYetAttested { latest_checkpoint_seq: Option<u64> },
+    NotYetAttested {
+        /// The table's highest kept checkpoint at export, if any.
+        latest_checkpoint_seq: Option<u64>,
+    },
 }
 
 /// The bundle's chain, verified and decoded: `(seq, event)` in seq order.
 #[derive(Debug, Clone)]
 pub struct VerifiedChain {
+    /// The segment's events, recomputed and decoded, in seq order.
     pub events: Vec<(Seq, Event)>,
     /// Version 3: the config event when it lies before the segment, verified against the
     /// opening checkpoint's signed state.
     pub config_before: Option<(Seq, Event)>,
+    /// What the attestation check established.
     pub attestation: AttestationCheck,
 }
 

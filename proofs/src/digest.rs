@@ -102,6 +102,7 @@ pub const PROOF_LEN_MAX: usize = 64;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DigestHead {
+    /// The table id.
     pub table: TableId,
     /// The head seq: the chain holds events 1..=seq.
     pub seq: u64,
@@ -122,7 +123,9 @@ pub struct DigestHead {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Digest {
+    /// Always `DIGEST_FORMAT`.
     pub format: String,
+    /// The digest format version, 1 to `DIGEST_VERSION`; it decides the leaves' form.
     pub version: u32,
     /// When the digest was taken: UTC nanoseconds, from the exporting process's clock.
     pub created_at_ns: i64,
@@ -149,7 +152,9 @@ pub struct Digest {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct QuarantineAnchor {
+    /// Quarantine entries the chain covers.
     pub entries: u64,
+    /// `quarantine(entries)`: the chain's hash after the last entry; zeros for none.
     pub hash: Hash32,
 }
 
@@ -158,8 +163,11 @@ pub struct QuarantineAnchor {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct JournalAnchor {
+    /// The journal's file name, at most `JOURNAL_NAME_LEN_MAX` bytes.
     pub name: String,
+    /// Lines the journal's chain covers.
     pub entries: u64,
+    /// The hash of the last line; zeros for none.
     pub hash: Hash32,
 }
 
@@ -170,38 +178,92 @@ pub struct DigestSignature {
     /// The signer's public key: the House's digest key, published to whoever receives
     /// its digests.
     pub signer: PublicKey,
+    /// The ed25519 signature over `Digest::signed_message`.
     pub signature: Signature,
 }
 
 /// Why a digest file is not a well-formed digest.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DigestError {
+    /// The file is not JSON of a digest; the value is the parser's message.
     #[error("not JSON of a digest: {0}")]
     Json(String),
+    /// The `format` field is not `DIGEST_FORMAT`.
     #[error("format {found:?} is not {DIGEST_FORMAT:?}")]
-    Format { found: String },
+    Format {
+        /// The `format` field read.
+        found: String,
+    },
+    /// A version this build does not read; the value is the version read.
     #[error("digest version {0} (this build reads versions {DIGEST_VERSION_NO_RECEIPTS} to {DIGEST_VERSION})")]
     Version(u32),
+    /// The quarantine is missing from a version 3 or 4 digest, or present in an older one.
     #[error("a version {version} digest {}", if *.version >= DIGEST_VERSION_NO_JOURNALS { "needs the quarantine" } else { "names no quarantine" })]
-    Quarantine { version: u32 },
+    Quarantine {
+        /// The digest's version.
+        version: u32,
+    },
+    /// A head lacks a receipt its version needs, or has one version 1 cannot have.
     #[error("table {table}: a version {version} digest {}", if *.version == DIGEST_VERSION_NO_RECEIPTS { "has no receipts" } else { "needs a receipt in every head" })]
-    Receipt { version: u32, table: TableId },
+    Receipt {
+        /// The digest's version.
+        version: u32,
+        /// The table whose head is wrong.
+        table: TableId,
+    },
+    /// The journals are missing, repeated, out of order or too long-named for the version.
     #[error("a version {version} digest {}", if *.version == DIGEST_VERSION { "needs its journals, each once, in name order, with short names" } else { "names no journal" })]
-    Journals { version: u32 },
+    Journals {
+        /// The digest's version.
+        version: u32,
+    },
+    /// A head's anchors do not match `anchor_seqs` for its version.
     #[error("table {table}: a version {version} digest {}", if *.version == DIGEST_VERSION { "needs one anchor per seq of anchor_seqs" } else { "has no anchors" })]
-    Anchors { version: u32, table: TableId },
+    Anchors {
+        /// The digest's version.
+        version: u32,
+        /// The table whose head is wrong.
+        table: TableId,
+    },
+    /// More tables than `DIGEST_TABLES_MAX`; the value is the count.
     #[error("{0} tables exceed the limit of {DIGEST_TABLES_MAX}")]
     TooManyTables(usize),
+    /// The tables are not in strictly ascending byte order of their ids.
     #[error("tables are not in strictly ascending order at {table} (index {index})")]
-    Order { index: usize, table: TableId },
+    Order {
+        /// The position of the first table out of order, from 0.
+        index: usize,
+        /// That table's id.
+        table: TableId,
+    },
+    /// A table is listed with head seq 0.
     #[error("table {table} has head seq 0: empty chains are not listed")]
-    EmptyChain { table: TableId },
+    EmptyChain {
+        /// The table id.
+        table: TableId,
+    },
+    /// `events` is not the sum of the head seqs.
     #[error("events {stated} differs from the sum of the head seqs {computed}")]
-    EventCount { stated: u64, computed: u64 },
+    EventCount {
+        /// The `events` field read.
+        stated: u64,
+        /// The sum of the head seqs.
+        computed: u64,
+    },
+    /// `root` is not the Merkle root recomputed over the leaves.
     #[error("root {stated} differs from the recomputed Merkle root {computed}")]
-    Root { stated: Hash32, computed: Hash32 },
+    Root {
+        /// The `root` field read.
+        stated: Hash32,
+        /// The recomputed root.
+        computed: Hash32,
+    },
+    /// The House's signature does not verify with the signer's key.
     #[error("the signature does not verify with signer {signer}: the root, count or time was altered, or the signature forged")]
-    Signature { signer: PublicKey },
+    Signature {
+        /// The key the digest names as signer.
+        signer: PublicKey,
+    },
 }
 
 /// The seqs a version 4 head anchors, descending: head - 1 to head - `ANCHORS_RECENT`, then
@@ -239,8 +301,11 @@ pub fn leaf_hash_v3(h: &DigestHead) -> Hash32 {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FirstAltered {
+    /// The rewritten table.
     pub table: TableId,
+    /// The lowest seq the first altered event can have: `matches_seq + 1`.
     pub first_seq: u64,
+    /// The highest seq it can have: `differs_seq`.
     pub last_seq: u64,
 }
 
@@ -680,6 +745,7 @@ impl Digest {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct InclusionProof {
+    /// The table's head the proof is about.
     pub head: DigestHead,
     /// The leaf's position among the digest's tables (0-based).
     pub index: u64,
@@ -687,6 +753,7 @@ pub struct InclusionProof {
     pub size: u64,
     /// Sibling hashes from the leaf up to the root.
     pub path: Vec<Hash32>,
+    /// The digest's root the path leads to.
     pub root: Hash32,
 }
 
@@ -731,42 +798,65 @@ pub enum TableConsistency {
     /// The chain verifies from genesis, holds the digest's hash at the digest's seq, and
     /// has grown from `digest_seq` to `head_seq`.
     Extends {
+        /// The table id.
         table: TableId,
+        /// The head seq the digest records.
         digest_seq: u64,
+        /// The ledger's head seq now.
         head_seq: u64,
     },
     /// The table is in the digest and no longer in the ledger.
-    Missing { table: TableId, digest_seq: u64 },
+    Missing {
+        /// The table id.
+        table: TableId,
+        /// The head seq the digest records.
+        digest_seq: u64,
+    },
     /// The ledger's chain ends before the digest's seq: events were removed.
     Truncated {
+        /// The table id.
         table: TableId,
+        /// The head seq the digest records.
         digest_seq: u64,
+        /// The ledger's head seq now, below `digest_seq`.
         head_seq: u64,
     },
     /// The ledger holds a different event at the digest's seq: history was rewritten.
     HashDiffers {
+        /// The table id.
         table: TableId,
+        /// The head seq the digest records.
         digest_seq: u64,
+        /// The head hash the digest records.
         digest_hash: Hash32,
+        /// The hash the ledger holds at `digest_seq` now.
         ledger_hash: Hash32,
     },
     /// The same events, but the stream seqs or receive times stored with events
     /// 1..=`digest_seq` changed since (the House's arrival order was rewritten).
     ReceiptDiffers {
+        /// The table id.
         table: TableId,
+        /// The head seq the digest records.
         digest_seq: u64,
+        /// The receipt the digest records.
         digest_receipt: Hash32,
+        /// The ledger's receipt at `digest_seq` now, if it has one.
         ledger_receipt: Option<Hash32>,
     },
     /// The chain itself no longer verifies; `seq` is the first bad position.
     ChainBroken {
+        /// The table id.
         table: TableId,
+        /// The first seq that does not verify.
         seq: u64,
+        /// Why it does not verify.
         problem: String,
     },
 }
 
 impl TableConsistency {
+    /// Whether the table extends the digest.
     pub fn is_ok(&self) -> bool {
         matches!(self, TableConsistency::Extends { .. })
     }
@@ -802,21 +892,38 @@ pub struct QuarantineNow {
 pub enum QuarantineConsistency {
     /// The ledger's first `digest_entries` entries chain to the digest's hash, and it holds
     /// `entries` now.
-    Extends { digest_entries: u64, entries: u64 },
+    Extends {
+        /// Entries the digest counts.
+        digest_entries: u64,
+        /// Entries the ledger holds now.
+        entries: u64,
+    },
     /// Fewer entries than the digest counted: quarantined messages were removed.
-    Truncated { digest_entries: u64, entries: u64 },
+    Truncated {
+        /// Entries the digest counts.
+        digest_entries: u64,
+        /// Entries the ledger holds now.
+        entries: u64,
+    },
     /// The first `digest_entries` entries chain to another hash: one was edited, removed
     /// or inserted since.
     HashDiffers {
+        /// Entries the digest counts.
         digest_entries: u64,
+        /// The quarantine hash the digest records.
         digest_hash: Hash32,
+        /// The ledger's hash after that many entries now.
         ledger_hash: Hash32,
     },
     /// The quarantine no longer chains to its own head.
-    ChainBroken { problem: String },
+    ChainBroken {
+        /// Why it does not chain.
+        problem: String,
+    },
 }
 
 impl QuarantineConsistency {
+    /// Whether the quarantine extends the digest's.
     pub fn is_ok(&self) -> bool {
         matches!(self, QuarantineConsistency::Extends { .. })
     }
@@ -853,6 +960,7 @@ fn quarantine_consistency(d: &QuarantineAnchor, n: &QuarantineNow) -> Quarantine
 /// check (version 4 digests).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JournalNow {
+    /// The journal's file name.
     pub name: String,
     /// Lines whose chain verifies now.
     pub entries: u64,
@@ -868,32 +976,46 @@ pub struct JournalNow {
 pub enum JournalConsistency {
     /// The first `digest_entries` lines chain to the digest's hash; it holds `entries` now.
     Extends {
+        /// The journal's file name.
         name: String,
+        /// Lines the digest counts.
         digest_entries: u64,
+        /// Lines the journal holds now.
         entries: u64,
     },
     /// Fewer lines than the digest counted: the journal was cut back.
     Truncated {
+        /// The journal's file name.
         name: String,
+        /// Lines the digest counts.
         digest_entries: u64,
+        /// Lines the journal holds now.
         entries: u64,
     },
     /// The first `digest_entries` lines chain to another hash: a line was rewritten.
     HashDiffers {
+        /// The journal's file name.
         name: String,
+        /// Lines the digest counts.
         digest_entries: u64,
+        /// The hash the digest records.
         digest_hash: Hash32,
+        /// The journal's hash after that many lines now.
         journal_hash: Hash32,
     },
     /// The journal no longer chains; `line` is the first bad line.
     ChainBroken {
+        /// The journal's file name.
         name: String,
+        /// The first line that does not chain, from 1.
         line: u64,
+        /// Why it does not chain.
         problem: String,
     },
 }
 
 impl JournalConsistency {
+    /// Whether the journal extends the digest's.
     pub fn is_ok(&self) -> bool {
         matches!(self, JournalConsistency::Extends { .. })
     }
@@ -952,11 +1074,15 @@ pub fn check_journals(digest: &Digest, now: &[JournalNow]) -> Vec<JournalConsist
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Consistency {
+    /// Always `CONSISTENCY_FORMAT`.
     pub format: String,
+    /// The digest version this build writes (`DIGEST_VERSION`).
     pub version: u32,
     /// The digest checked against (its root, time and size).
     pub digest_root: Hash32,
+    /// That digest's `created_at_ns`, UTC nanoseconds.
     pub digest_created_at_ns: i64,
+    /// That digest's event count.
     pub digest_events: u64,
     /// Who signed that digest (its signature verified), if anybody did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -998,8 +1124,11 @@ pub struct Consistency {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BrokenTable {
+    /// The table id.
     pub table: TableId,
+    /// The first seq that does not verify.
     pub seq: u64,
+    /// Why it does not verify.
     pub problem: String,
 }
 
@@ -1161,26 +1290,42 @@ pub enum ExportTableCheck {
     /// there too when `receipt_checked` (the export's range starts at seq 1 and the digest
     /// is version 2; otherwise the arrival fields cannot be checked).
     Agrees {
+        /// The table id.
         table: TableId,
+        /// The head seq the digest records.
         digest_seq: u64,
+        /// Whether the receipt was compared too.
         receipt_checked: bool,
     },
     /// The export holds another event at the digest's seq.
     HashDiffers {
+        /// The table id.
         table: TableId,
+        /// The head seq the digest records.
         digest_seq: u64,
+        /// The head hash the digest records.
         digest_hash: Hash32,
+        /// The export's hash at `digest_seq`.
         export_hash: Hash32,
     },
     /// The same events, other stream seqs or receive times than the digest recorded.
     ReceiptDiffers {
+        /// The table id.
         table: TableId,
+        /// The head seq the digest records.
         digest_seq: u64,
+        /// The receipt the digest records.
         digest_receipt: Hash32,
+        /// The receipt recomputed from the export at `digest_seq`.
         export_receipt: Hash32,
     },
     /// The export does not hold this table at the digest's seq: nothing to compare.
-    NotCovered { table: TableId, digest_seq: u64 },
+    NotCovered {
+        /// The table id.
+        table: TableId,
+        /// The head seq the digest records.
+        digest_seq: u64,
+    },
 }
 
 /// An export checked against a digest: whether the history it hands over is the one the
@@ -1188,9 +1333,13 @@ pub enum ExportTableCheck {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExportCheck {
+    /// Always `EXPORT_CHECK_FORMAT`.
     pub format: String,
+    /// The root of the digest checked against.
     pub digest_root: Hash32,
+    /// That digest's `created_at_ns`, UTC nanoseconds.
     pub digest_created_at_ns: i64,
+    /// Who signed that digest (its signature verified), if anybody did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub digest_signer: Option<PublicKey>,
     /// One entry per table of the digest, in its order.

@@ -45,8 +45,11 @@ pub const EXPORT_LINE_LEN_MAX: usize = 4 * codec::EVENT_LEN_MAX;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExportHeader {
+    /// Always `EXPORT_FORMAT`.
     pub format: String,
+    /// The format version; this crate reads `EXPORT_VERSION` only.
     pub version: u32,
+    /// The exported ranges, one per table, in the order of the event lines.
     pub tables: Vec<ExportTable>,
 }
 
@@ -54,13 +57,17 @@ pub struct ExportHeader {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExportTable {
+    /// The table id.
     pub table: TableId,
+    /// First exported seq, from 1.
     pub from_seq: u64,
+    /// Last exported seq, inclusive; at least `from_seq`.
     pub to_seq: u64,
     /// Hash of the event at `from_seq - 1`; genesis (zeros) when `from_seq == 1`.
     pub anchor: Hash32,
     /// Hash of the event at `to_seq`.
     pub head: Hash32,
+    /// Events in the range: `to_seq - from_seq + 1`.
     pub events: u64,
 }
 
@@ -68,10 +75,15 @@ pub struct ExportTable {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExportEvent {
+    /// The table the event belongs to.
     pub table: TableId,
+    /// The event's seq in its table's chain.
     pub seq: u64,
+    /// The stored event hash (`chain::event_hash`).
     pub hash: Hash32,
+    /// The JetStream stream sequence it arrived with: the House's arrival order.
     pub stream_seq: u64,
+    /// When ingest received it, in nanoseconds since the Unix epoch.
     pub received_at_ns: i64,
     /// The exact bytes as received, lowercase hex.
     pub bytes: String,
@@ -80,8 +92,11 @@ pub struct ExportEvent {
 /// What a verified export holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExportSummary {
+    /// The export format version read.
     pub version: u32,
+    /// The verified ranges, as the header lists them.
     pub tables: Vec<ExportTable>,
+    /// Event lines verified, over all tables.
     pub events: u64,
     /// The receipt (`digest::receipt_next` over the events' stream seqs and receive times)
     /// at `to_seq` of each table exported from seq 1; a range starting later has none.
@@ -93,38 +108,68 @@ pub struct ExportSummary {
 /// when the table's range starts at seq 1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ExportAt {
+    /// The event's hash at that seq.
     pub hash: Hash32,
+    /// The receipt after that event; `None` when the range starts after seq 1.
     pub receipt: Option<Hash32>,
 }
 
 /// Why an export does not verify. `line` is 1-based (the header is line 1).
 #[derive(Debug, thiserror::Error)]
 pub enum ExportError {
+    /// The reader failed.
     #[error("reading the export: {0}")]
     Io(#[from] std::io::Error),
+    /// The file has no header line.
     #[error("the export is empty (no header line)")]
     Empty,
+    /// A line is longer than `EXPORT_LINE_LEN_MAX` bytes.
     #[error("line {line}: longer than {EXPORT_LINE_LEN_MAX} bytes")]
-    LineTooLong { line: u64 },
+    LineTooLong {
+        /// The line number, from 1.
+        line: u64,
+    },
+    /// A line is not valid JSON of its kind.
     #[error("line {line}: not a valid {what}: {message}")]
     Syntax {
+        /// The line number, from 1.
         line: u64,
+        /// What the line should be: "header" or "event line".
         what: &'static str,
+        /// The JSON parser's message.
         message: String,
     },
+    /// The header names another format or version.
     #[error("unsupported export format {format:?} version {version}")]
-    Version { format: String, version: u32 },
+    Version {
+        /// The `format` field read.
+        format: String,
+        /// The `version` field read.
+        version: u32,
+    },
+    /// The header's table ranges are inconsistent: a table twice, a bad range or count.
     #[error("header: {0}")]
     Header(String),
+    /// An event line does not extend its table's chain.
     #[error("line {line}: table {table} seq {seq}: {problem}")]
     Chain {
+        /// The line number, from 1.
         line: u64,
+        /// The table the line names.
         table: TableId,
+        /// The seq the line names.
         seq: u64,
+        /// What does not follow.
         problem: String,
     },
+    /// A table's event lines stop short of, or miss, the range and head announced.
     #[error("table {table}: {problem}")]
-    Incomplete { table: TableId, problem: String },
+    Incomplete {
+        /// The table id.
+        table: TableId,
+        /// What is missing.
+        problem: String,
+    },
 }
 
 /// Verifies an export from a reader, without sled. Returns what it holds, or the first

@@ -29,9 +29,13 @@ pub const JOURNAL_FILES: [&str; 3] = [AUDIT_FILE, CASES_FILE, COUNTS_FILE];
 /// One journal line as stored.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct JournalLine {
+    /// Line number, from 1; each line's is one more than the line before.
     pub n: u64,
+    /// The previous line's hash in hex; 64 zeros on line 1.
     pub prev: String,
+    /// This line's hash in hex, as `line_hash` gives it.
     pub hash: String,
+    /// The entry's JSON, kept as a string so its exact bytes are hashed.
     pub entry: String,
 }
 
@@ -47,7 +51,9 @@ pub fn line_hash(prev: &[u8; 32], entry: &[u8]) -> [u8; 32] {
 /// A journal's chain read so far: lines checked and the last line's hash.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct JournalChain {
+    /// Lines checked so far.
     pub lines: u64,
+    /// The last checked line's hash; all zeros before line 1.
     pub head: [u8; 32],
 }
 

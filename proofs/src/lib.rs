@@ -11,6 +11,8 @@
 //! Invariants: pure (no I/O but the reader given; no clock); verification never panics on
 //! any input; a file that verifies is exactly the chain it claims.
 
+#![warn(missing_docs)]
+
 pub mod bundle;
 pub mod digest;
 pub mod export;

@@ -27,12 +27,14 @@ pub const CLAUSES_JSON: &str = include_str!("../clauses.json");
 pub struct ClauseFile {
     /// How the file was made.
     pub about: String,
+    /// Every cited clause's wording.
     pub clauses: Vec<ClauseWording>,
 }
 
 /// One cited clause in the rule book's words.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClauseWording {
+    /// The rule set whose book the clause is in.
     pub rule_set: RuleSet,
     /// As finding codes cite it: "5.8.2", "RN24", "HTP4".
     pub clause: String,

@@ -92,6 +92,7 @@ impl CountBook {
         self.entries
     }
 
+    /// Whether no entry is held.
     pub fn is_empty(&self) -> bool {
         self.entries == 0
     }

@@ -373,24 +373,35 @@ fn enrollment_of(
 /// Why a bundle does not verify.
 #[derive(Debug, thiserror::Error)]
 pub enum VerifyBundleError {
+    /// The file is not JSON of an evidence bundle.
     #[error("not an evidence bundle: {0}")]
     Json(#[from] serde_json::Error),
+    /// The chain, head or attestation does not verify (BUNDLE.md §3).
     #[error("{0}")]
     Chain(#[from] BundleError),
+    /// Replaying the window gives no report for the round; the value is the round.
     #[error("replay: the decoded events hold no report for round {0}")]
     NoReport(u64),
+    /// The bundle's report is not the replay's.
     #[error(
         "report differs from the replay at {path}: bundle says {bundle}, replay gives {replay}"
     )]
     ReportDiffers {
+        /// Where the first difference is in the report's JSON.
         path: String,
+        /// The bundle's value there, as JSON.
         bundle: String,
+        /// The replay's value there, as JSON.
         replay: String,
     },
+    /// A case note is about another table or round than the bundle's.
     #[error("case {case} is on table {table} round {round}, not on the bundle's round")]
     CaseElsewhere {
+        /// The case id.
         case: u64,
+        /// The case's table.
         table: TableId,
+        /// The case's round.
         round: u64,
     },
 }
@@ -398,16 +409,27 @@ pub enum VerifyBundleError {
 /// What a verified bundle proves, for the verifier's summary.
 #[derive(Debug, Clone)]
 pub struct Verified {
+    /// The bundle's table.
     pub table: TableId,
+    /// The bundle's round.
     pub round: u64,
+    /// Events of the chain segment, each recomputed.
     pub chain_events: u64,
+    /// First seq of the chain segment.
     pub from_seq: u64,
+    /// Last seq of the chain segment.
     pub head_seq: u64,
+    /// The recomputed hash at `head_seq`.
     pub head_hash: Hash32,
+    /// The round's own events.
     pub round_events: usize,
+    /// The replay's verdict.
     pub verdict: schemas::report::Verdict,
+    /// Disputes in the replay's report.
     pub disputes: usize,
+    /// Findings in the replay's report.
     pub findings: usize,
+    /// Case note entries the bundle carries, outside the proof.
     pub case_entries: usize,
     /// The checkpoint and its key's enrollment, or "not yet attested".
     pub attestation: AttestationCheck,

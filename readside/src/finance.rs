@@ -39,7 +39,9 @@ pub const PITS_MAX: usize = 256;
 /// A pit: a name and its tables.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pit {
+    /// The pit's name: 1 to `PIT_NAME_LEN_MAX` of A-Z a-z 0-9 - _.
     pub name: String,
+    /// The pit's tables.
     pub tables: Vec<TableId>,
 }
 
@@ -73,6 +75,7 @@ pub fn parse_pit(s: &str) -> Result<Pit, String> {
 pub enum Span {
     /// One shift, `2026-11-25/2`.
     Shift(String),
+    /// One gaming day, `2026-11-25`.
     Day(String),
     /// The day's month, from its first day through the day.
     MonthToDate(String),
@@ -80,7 +83,9 @@ pub enum Span {
     YearToDate(String),
     /// From one day through another, both included.
     Days {
+        /// The first day, `2026-11-01`.
         from: String,
+        /// The last day, included.
         to: String,
     },
 }
@@ -88,16 +93,23 @@ pub enum Span {
 /// How a report groups its table shifts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GroupBy {
+    /// One group per table.
     Table,
+    /// One group per configured pit.
     Pit,
+    /// One group per rule set.
     Game,
+    /// One group per shift.
     Shift,
+    /// One group per gaming day.
     Day,
 }
 
 impl GroupBy {
+    /// The names `parse` reads, in variant order.
     pub const NAMES: [&'static str; 5] = ["table", "pit", "game", "shift", "day"];
 
+    /// Reads a name of `NAMES`; another name is an error listing them.
     pub fn parse(s: &str) -> Result<GroupBy, String> {
         match s {
             "table" => Ok(GroupBy::Table),
@@ -120,7 +132,9 @@ impl GroupBy {
 /// A report request.
 #[derive(Debug, Clone)]
 pub struct Query {
+    /// What the report covers.
     pub span: Span,
+    /// How it groups the table shifts.
     pub group_by: GroupBy,
     /// Only this table.
     pub table: Option<TableId>,

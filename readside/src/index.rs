@@ -45,8 +45,11 @@ pub const CURSOR_POOLS_MAX: usize = 256;
 /// What the model keeps of one round.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Digest {
+    /// The round's list row.
     pub row: RoundRow,
+    /// The round's disputes, from its report.
     pub disputes: Vec<Dispute>,
+    /// The round's findings, from its report.
     pub findings: Vec<Finding>,
 }
 

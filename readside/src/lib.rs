@@ -13,6 +13,8 @@
 //! Invariants: never appends to the ledger (it writes only its own read model, derived
 //! from the ledger); no HTTP and no async runtime here.
 
+#![warn(missing_docs)]
+
 pub mod clauses;
 pub mod counts;
 pub mod describe;
@@ -28,16 +30,22 @@ pub mod shiftrow;
 /// Why a read failed. The API maps each kind to an HTTP status; the CLI prints it.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
+    /// The table, round or record asked for does not exist (HTTP 404).
     #[error("{0}")]
     NotFound(String),
+    /// The request itself is invalid (HTTP 400).
     #[error("{0}")]
     BadRequest(String),
+    /// The answer would exceed a limit: window, chain or group count (HTTP 413).
     #[error("{0}")]
     TooLarge(String),
+    /// Stored data contradicts itself: a chain, journal or model that does not check (HTTP 500).
     #[error("integrity: {0}")]
     Integrity(String),
+    /// The ledger failed (HTTP 500).
     #[error("ledger: {0}")]
     Ledger(#[from] ledger::Error),
+    /// Any other failure of our own: the read model's store, a blocking task (HTTP 500).
     #[error("{0}")]
     Internal(String),
 }

@@ -69,19 +69,28 @@ pub(crate) mod space {
 /// Why the model could not be read or written.
 #[derive(Debug, thiserror::Error)]
 pub enum ModelError {
+    /// sled could not open the model's directory.
     #[error("read model at {path}: {source}")]
     Open {
+        /// The model's directory.
         path: PathBuf,
+        /// sled's error.
         #[source]
         source: sled::Error,
     },
+    /// sled failed reading or writing.
     #[error("read model: {0}")]
     Sled(#[from] sled::Error),
+    /// The model is of another `MODEL_VERSION` or day rule: rebuild it.
     #[error(
         "read model is version {found}, this build reads version {}",
         MODEL_VERSION
     )]
-    Version { found: String },
+    Version {
+        /// What the model records: its version in hex, "missing", or its other day rule.
+        found: String,
+    },
+    /// A value fails its seal or an index key does not match its row; the value names it.
     #[error("read model: {0} fails its check (roundledger readmodel rebuild)")]
     Corrupt(String),
 }
@@ -100,35 +109,50 @@ impl From<ModelError> for crate::ReadError {
 /// The counts of the whole model.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Meta {
+    /// Ledger events the index has read, over all tables.
     pub events_indexed: u64,
+    /// Rounds in the model, over all tables.
     pub rounds: u64,
 }
 
 /// One table's status: what `/v1/tables` and `/v1/chain` show.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TableStatus {
+    /// The rule set of the configuration in force; `None` before any `TableOpened`.
     pub rule_set: Option<RuleSet>,
+    /// The highest seq up to which the chain verifies from genesis.
     pub verified_through: u64,
+    /// Why the chain stops verifying after `verified_through`, if it does.
     pub problem: Option<String>,
+    /// Rounds of the table in the model.
     pub rounds: u64,
+    /// Rounds whose verdict is disputed.
     pub disputed: u64,
+    /// Rounds whose verdict is irregular.
     pub irregular: u64,
+    /// Rounds whose verdict is void.
     pub void: u64,
 }
 
 /// A finding as the finding spaces keep it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FindingRec {
+    /// The table of the round.
     pub table: TableId,
+    /// The round the finding is about.
     pub round: RoundId,
+    /// The round's opening device time, UTC nanoseconds: the key's time.
     pub opened_at_ns: i64,
+    /// The finding as the replayer reported it.
     pub finding: Finding,
 }
 
 /// A page of a list: the items in it and how many match in all.
 #[derive(Debug, Clone)]
 pub struct Page<T> {
+    /// The items of this page, in the list's order.
     pub items: Vec<T>,
+    /// Items that match the filter in all pages.
     pub total: u64,
 }
 
@@ -144,20 +168,30 @@ impl<T> Page<T> {
 /// Which rounds a list wants.
 #[derive(Debug, Clone, Default)]
 pub struct RoundFilter {
+    /// Only rounds of this table.
     pub table: Option<TableId>,
+    /// Only rounds opened at or after this time, UTC nanoseconds.
     pub from_ns: Option<i64>,
+    /// Only rounds opened before this time, UTC nanoseconds (exclusive).
     pub to_ns: Option<i64>,
+    /// Only rounds where this box played.
     pub box_no: Option<BoxNo>,
+    /// Only rounds with this verdict.
     pub verdict: Option<Verdict>,
 }
 
 /// Which findings or disputes a list wants (code and severity: findings only).
 #[derive(Debug, Clone, Default)]
 pub struct IssueFilter {
+    /// Only issues of rounds of this table.
     pub table: Option<TableId>,
+    /// Only issues of rounds opened at or after this time, UTC nanoseconds.
     pub from_ns: Option<i64>,
+    /// Only issues of rounds opened before this time, UTC nanoseconds (exclusive).
     pub to_ns: Option<i64>,
+    /// Only findings with this stable code.
     pub code: Option<String>,
+    /// Only findings of this severity.
     pub severity: Option<Severity>,
 }
 
@@ -294,6 +328,7 @@ impl Model {
         Ok(())
     }
 
+    /// The counts of the whole model; zeros for a model never written.
     pub fn meta(&self) -> Result<Meta, ModelError> {
         Ok(self.get(&[space::META])?.unwrap_or_default())
     }
@@ -309,6 +344,7 @@ impl Model {
         Ok(d)
     }
 
+    /// One table's status; `None` for a table the model has not seen.
     pub fn status(&self, table: &TableId) -> Result<Option<TableStatus>, ModelError> {
         self.get(&table_key(space::STATUS, table))
     }

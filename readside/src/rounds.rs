@@ -24,10 +24,15 @@ pub const ROUND_WINDOW_EVENTS_MAX: u64 = 20_000;
 /// Where a round sits in its table's chain.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Located {
+    /// Seq of the round's first event.
     pub first_seq: u64,
+    /// Seq of the round's last event.
     pub last_seq: u64,
+    /// Seq of the previous round's last event; `None` for the table's first round.
     pub prev_last: Option<u64>,
+    /// Seq of the next round's first event; `None` while no round follows.
     pub next_first: Option<u64>,
+    /// Seq of the `TableOpened` in force at the round's first event, if any.
     pub config_seq: Option<u64>,
 }
 
@@ -57,14 +62,20 @@ pub fn locate_in_ledger(
 /// A round read and replayed.
 #[derive(Debug, Clone)]
 pub struct LoadedRound {
+    /// The table id.
     pub table: TableId,
+    /// The round id.
     pub round: RoundId,
+    /// Where the round sits in the chain.
     pub located: Located,
+    /// The replay window: its first and last seq, inclusive.
     pub window: (u64, u64),
+    /// The configuration in force, stored and decoded; `None` when the table has none.
     pub config: Option<(ledger::StoredEvent, TableConfig)>,
     /// The window's events, stored and decoded (undecodable ones are left out; verify
     /// reports them).
     pub events: Vec<(ledger::StoredEvent, Event)>,
+    /// The replayer's report of the round, computed on this read.
     pub report: RoundReport,
     /// Re-syncs that admitted events of the window (none for an export).
     pub resyncs: Vec<ResyncNote>,
@@ -244,6 +255,7 @@ impl LoadedRound {
             .collect()
     }
 
+    /// The round view: events, reconstruction, expected and recorded settlement, findings.
     pub fn detail(&self) -> RoundDetail {
         let timeline = self.timeline();
         let events = timeline
@@ -288,6 +300,7 @@ impl LoadedRound {
         }
     }
 
+    /// The round's state after each of its events (`replay --step`).
     pub fn steps(&self) -> StepList {
         let input: Vec<(Seq, Event)> = self
             .timeline()

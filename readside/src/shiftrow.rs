@@ -157,7 +157,9 @@ pub fn add_round(row: &mut ShiftRow, r: &RoundReport, custom_pay: bool) {
 
 /// A round's players' nets per (box, line): as the rules say, and as recorded.
 pub struct Nets {
+    /// Nets as the rules settle them, in minor units.
     pub due: BTreeMap<(BoxNo, PayLine), Money>,
+    /// Nets as the dealer recorded them, in minor units.
     pub recorded: BTreeMap<(BoxNo, PayLine), Money>,
 }
 

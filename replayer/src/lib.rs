@@ -39,6 +39,8 @@
 //!   round-less one after the previous round. A commitment is checked when `DeckRevealed`
 //!   arrives (before or after `RoundClosed`); the deal must be the prefix of the order.
 
+#![warn(missing_docs)]
+
 mod pool;
 mod round;
 
@@ -59,9 +61,12 @@ pub const CONFIG_MISSING: &str = "RL-table-config-missing";
 /// Why input could not be read. Replay itself never fails.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// A line is not the JSON wire form of an event.
     #[error("line {line}: not an event: {source}")]
     Json {
+        /// The line number, from 1.
         line: usize,
+        /// The JSON parser's error.
         #[source]
         source: serde_json::Error,
     },
@@ -102,6 +107,7 @@ pub struct TableReplayer {
 }
 
 impl TableReplayer {
+    /// A replayer for `table` with no configuration yet and no round open.
     pub fn new(table: TableId) -> TableReplayer {
         TableReplayer {
             table,

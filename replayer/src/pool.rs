@@ -22,13 +22,20 @@ use std::collections::BTreeMap;
 pub struct PoolWin {
     /// Position among this pool's wins, from 1: the order of payment (§4.5.1, §4.5.2).
     pub order: u32,
+    /// The table where the jackpot was hit.
     pub table: TableId,
+    /// The round of the hit, when the event names one.
     pub round: Option<RoundId>,
+    /// Seq of the `JackpotHit` event in its table's chain.
     pub seq: Seq,
+    /// The winning box.
     #[serde(rename = "box")]
     pub box_no: BoxNo,
+    /// The amount paid out of the pool, in minor units.
     pub amount: Money,
+    /// The recomputed pool before the payment, in minor units.
     pub pool_before: Money,
+    /// The recomputed pool after it: `pool_before - amount`.
     pub pool_after: Money,
 }
 
@@ -37,9 +44,13 @@ pub struct PoolWin {
 pub struct PoolMismatch {
     /// `schemas::findings` code of the displaying table's rule set.
     pub code: String,
+    /// The displaying table.
     pub table: TableId,
+    /// Seq of the `JackpotShown` event in that table's chain.
     pub seq: Seq,
+    /// The value displayed, in minor units.
     pub shown: Money,
+    /// The value the replay recomputed, in minor units.
     pub recomputed: Money,
     /// `shown - recomputed`.
     pub difference: Money,
@@ -48,15 +59,23 @@ pub struct PoolMismatch {
 /// One pool's replay.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PoolSummary {
+    /// The pool id.
     pub pool: PoolId,
+    /// Tables that contributed to, displayed or hit the pool, sorted.
     pub tables: Vec<TableId>,
     /// The first value shown (or reset), where the recomputation starts.
     pub start: Money,
+    /// Sum of the contributions of rounds not void, each rounded down (RULES-NOTES 6).
     pub contributions: Money,
+    /// Jackpot stakes that contributed.
     pub contributing_stakes: u64,
+    /// Jackpots paid, in the order of payment.
     pub wins: Vec<PoolWin>,
+    /// `JackpotReset` events applied.
     pub resets: u64,
+    /// Displays compared with a recomputed value (the first display only starts it).
     pub displays_checked: u64,
+    /// Displays that differ from the recomputed value.
     pub mismatches: Vec<PoolMismatch>,
     /// The recomputed value after the last event.
     pub end: Money,
@@ -65,6 +84,7 @@ pub struct PoolSummary {
 /// Every pool seen, by id.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
 pub struct PoolReport {
+    /// One summary per pool.
     pub pools: BTreeMap<PoolId, PoolSummary>,
 }
 

@@ -27,34 +27,47 @@ use std::sync::Arc;
 pub enum Phase {
     /// Events of the round before "Place your Bets" (a shuffle, a pool display).
     Opening,
+    /// "Place your Bets" announced.
     BetsOpen,
     /// "No more Bets" announced; no card dealt yet.
     BetsClosed,
+    /// A card has been dealt.
     Dealing,
+    /// A decision is recorded for a box.
     Decisions,
+    /// The dealer's hand is revealed: the outcome is established.
     DealerRevealed,
+    /// A payout is recorded.
     Settlement,
+    /// `RoundClosed` seen.
     Closed,
 }
 
 /// The state of a round after one event, for `replay --step`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct StepView {
+    /// Seq of the event just applied.
     pub seq: Seq,
     /// The event's type tag ("card_dealt").
     pub event: &'static str,
+    /// The round's phase after the event.
     pub phase: Phase,
     /// Bets on the layout per box and kind (after "No more Bets": as they stood then).
     pub bets: BTreeMap<BoxNo, BTreeMap<BetKind, Stake>>,
     /// Cards per box, in the order dealt.
     pub cards: BTreeMap<BoxNo, Vec<Card>>,
+    /// The dealer's cards, in the order dealt.
     pub dealer: Vec<Card>,
+    /// Burnt cards, in the order dealt.
     pub burn: Vec<Card>,
+    /// Each box's decision; the first decision for a box stands.
     pub decisions: BTreeMap<BoxNo, Choice>,
     /// BET / Play stakes placed with the decisions.
     pub plays: BTreeMap<BoxNo, Money>,
     /// Recorded payouts so far per box and line.
     pub paid: BTreeMap<BoxNo, BTreeMap<PayLine, Money>>,
+    /// Whether a void announcement or a void ruling so far voids the round.
+    /// Void-causing faults are judged at the end and show in the report only.
     pub void: bool,
     /// Codes of the findings the machine has made so far (the whole-round checks run at
     /// the end and are in the report).

@@ -21,6 +21,7 @@ pub const MONTE_CARLO_ROUNDS_MAX: u64 = 1_000_000_000;
 /// One bet kind's house edge.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EdgeFigure {
+    /// The rule set whose bet this is.
     pub rule_set: RuleSet,
     /// "Ante and BET/Play", "Pair Plus", "5+1 Bonus".
     pub bet: &'static str,
@@ -30,6 +31,7 @@ pub struct EdgeFigure {
     pub net_minor: i128,
     /// Sum of each round's net squared (minor units squared), for the standard error.
     pub net_squared: i128,
+    /// True when every deal was settled once; false for a Monte Carlo estimate.
     pub exact: bool,
 }
 
@@ -70,14 +72,17 @@ impl EdgeFigure {
 /// A bet line's house edge as theoretical win uses it, for the seeds' own pay tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EdgeConst {
+    /// The rule set whose line this is.
     pub rule_set: RuleSet,
     /// The line whose stake the edge is per unit of: the Ante for the main game.
     pub line: schemas::PayLine,
+    /// The house edge, in parts per million of the unit staked (positive: the house wins).
     pub edge_ppm: i64,
     /// The variance of one unit's net, ppm of the unit squared.
     pub variance_ppm: u64,
     /// The 95% error bound of `edge_ppm` (0: exact).
     pub error_ppm: u64,
+    /// How the figure was computed: exhaustive, or Monte Carlo with its rounds and seed.
     pub method: &'static str,
 }
 

@@ -15,6 +15,8 @@
 //! It must never: read the clock, do I/O, or panic on input (bad input is a `SettleError`
 //! naming the field).
 
+#![warn(missing_docs)]
+
 pub mod edge;
 mod eval;
 mod settle;
@@ -28,6 +30,8 @@ pub use table::{lookup, rule_table, Clauses, Qualifier, RuleTable};
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{field}: {message}")]
 pub struct SettleError {
+    /// The path of the field at fault in the input, e.g. `boxes[2].cards[1]`.
     pub field: String,
+    /// What is wrong with it.
     pub message: String,
 }

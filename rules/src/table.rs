@@ -19,35 +19,56 @@ pub enum Qualifier {
 /// Clause numbers of one rule set, cited by every settlement line.
 #[derive(Debug, Clone, Copy)]
 pub struct Clauses {
+    /// A fold loses the Ante (CSP6 §3.12.1).
     pub fold: &'static str,
+    /// The dealer does not qualify (CSP6 §3.13).
     pub not_qualifying: &'static str,
+    /// The player's hand beats the qualifying dealer's (CSP6 §3.14.1).
     pub player_wins: &'static str,
+    /// The qualifying dealer's hand beats the player's (CSP6 §3.14.2).
     pub player_loses: &'static str,
+    /// Equal hands stand off (CSP6 §3.14.3).
     pub stand_off: &'static str,
+    /// The BET/Play pay table (CSP6 §4.1).
     pub main_pays: &'static str,
+    /// The cap on a box's BET win (CSP6 §4.1.1).
     pub cap: &'static str,
+    /// The jackpot pay table (CSP6 §4.2).
     pub jackpot_pays: &'static str,
+    /// What a fold does to a jackpot bet (CSP6 §3.12.1).
     pub fold_jackpot: &'static str,
+    /// A BET/Play over the required multiple of the Ante (CSP6 §5.3.1).
     pub multiple_over: &'static str,
+    /// A BET/Play under the required multiple of the Ante (CSP6 §5.3.2).
     pub multiple_under: &'static str,
+    /// A stake over the table maximum (CSP6 §5.1.1).
     pub over_max: &'static str,
+    /// A jackpot bet placed without an Ante (CSP6 §5.4).
     pub jackpot_without_ante: &'static str,
+    /// A player who walks away, or leaves an Ante undecided (CSP6 §5.5).
     pub walk_away: &'static str,
+    /// A player who refuses to reveal the hand (CSP6 §4.3).
     pub refuse_to_reveal: &'static str,
+    /// A void round returns every stake (CSP6 §5.22).
     pub void: &'static str,
+    /// A hand with the wrong number of cards (CSP6 §5.15).
     pub wrong_card_count: &'static str,
+    /// Several boxes win a major jackpot in one round (CSP6 §4.5.1).
     pub several_major_winners: &'static str,
 }
 
 /// One rule set's rules as data.
 #[derive(Debug, Clone)]
 pub struct RuleTable {
+    /// The rule set these rules are.
     pub rule_set: RuleSet,
     /// Cards in a hand.
     pub hand_len: usize,
     /// The bet placed to stay in (BET or Play) and its multiple of the Ante.
     pub main_kind: BetKind,
+    /// The required BET/Play as a multiple of the Ante (CSP6 §5.3).
     pub main_multiple: i64,
+    /// What the dealer needs to qualify.
     pub qualifier: Qualifier,
     /// BET/PLAY pay table when the dealer qualifies and loses (CSP6 §4.1).
     pub main: Vec<PayRow>,
@@ -59,7 +80,9 @@ pub struct RuleTable {
     pub fold_keeps_jackpot: bool,
     /// TCP3 §3.12.1: a fold also loses the Pair Plus.
     pub fold_loses_pair_plus: bool,
+    /// TCP3 Pair Plus pay table; empty for the other rule sets.
     pub pair_plus: Vec<PayRow>,
+    /// TCP3 Ante Bonus pay table; empty for the other rule sets.
     pub ante_bonus: Vec<PayRow>,
     /// CS51 5+1 Bonus.
     pub bonus: Vec<PayRow>,
@@ -67,6 +90,7 @@ pub struct RuleTable {
     pub selection: Option<Pays>,
     /// Cap on the win of the BET of one box (CSP6/MLP3 §4.1.1).
     pub bet_win_cap: Option<Money>,
+    /// The clause numbers each settlement line cites.
     pub clauses: Clauses,
 }
 
