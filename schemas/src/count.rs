@@ -47,9 +47,11 @@ pub struct SignedCount {
     pub count: CountResult,
     /// When the counter signed it (UTC ns).
     pub signed_at_ns: i64,
-    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    /// The counter's ed25519 public key, 64 hex digits.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, pattern = "^[0-9a-fA-F]{64}$"))]
     pub signer: PublicKey,
-    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    /// The ed25519 signature, 128 hex digits.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, pattern = "^[0-9a-fA-F]{128}$"))]
     pub signature: Signature,
 }
 
