@@ -1,5 +1,6 @@
 // The web UI in headless Chromium, as a surveillance officer uses it: sign in, open the
-// dispute queue, open a disputed round from demo data, step through it like a video
+// dispute queue, filter it, search rounds by gaming day and shift, open a disputed round
+// from demo data, step through it like a video
 // review, see the highlighted difference and the rule book's words of each finding, open
 // a case with a note, download the evidence bundle and check it with `roundledger
 // verify-bundle`, then watch the Live page while a simulated table publishes new rounds
