@@ -2,10 +2,11 @@
 # The whole test suite, as CI runs it (.ci/run calls this). Installs nats-server if
 # missing, then: formatting, clippy with warnings as errors, the purity gate (the rules
 # engine and the replayer never depend on tokio, sled or async-nats), and every test of
-# the workspace, including the end-to-end tests against a real nats-server. The checks
-# against the seed rule books run when the seeds are found ($ROUNDLEDGER_SEEDS, relative
-# to the repository root, else ../shared/seeds); without them those tests say SKIPPED
-# and pass, and a NOTE at the end says so.
+# the workspace, including the end-to-end tests against a real nats-server, the browser
+# test and schemathesis against the running server. The checks against the seed rule
+# books run when the seeds are found ($ROUNDLEDGER_SEEDS, relative to the repository
+# root, else ../shared/seeds); without them those tests say SKIPPED and pass, and a NOTE
+# at the end says so.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -43,6 +44,9 @@ fi
 
 echo "== browser test: the web UI in headless Chromium (screenshots in target/browser-test/)"
 scripts/browser-test.sh
+
+echo "== schemathesis: every check against the running server, as admin and as finance"
+scripts/schemathesis.sh
 
 seeds=${ROUNDLEDGER_SEEDS:-../shared/seeds}
 if [[ ! -d $seeds ]]; then

@@ -17,8 +17,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Mutex;
 
-/// Longest title, note or decision.
-pub const CASE_TEXT_LEN_MAX: usize = 8_000;
+/// Longest title, note or decision, in characters (as JSON Schema counts them): at most
+/// 8,000 bytes of UTF-8.
+pub const CASE_TEXT_LEN_MAX: usize = 2_000;
 
 /// Most entries of one case (its opening, notes and close): every view of the case holds
 /// them all, so without a bound one case could grow the server's memory and every answer
@@ -102,7 +103,7 @@ fn fold(views: &mut BTreeMap<u64, CaseView>, e: &CaseEntry) -> Result<(), String
 }
 
 fn check_text(what: &str, s: &str) -> Result<(), CaseError> {
-    if s.trim().is_empty() || s.len() > CASE_TEXT_LEN_MAX {
+    if s.trim().is_empty() || s.chars().count() > CASE_TEXT_LEN_MAX {
         return Err(CaseError::Invalid(format!(
             "{what}: 1 to {CASE_TEXT_LEN_MAX} characters"
         )));
@@ -118,7 +119,7 @@ fn check_text(what: &str, s: &str) -> Result<(), CaseError> {
 
 /// An assignee: a person's name as tokens carry it (1 to 64 characters).
 fn check_name(to: &str) -> Result<(), CaseError> {
-    if to.trim().is_empty() || to.len() > 64 || to.chars().any(hides_text) {
+    if to.trim().is_empty() || to.chars().count() > 64 || to.chars().any(hides_text) {
         return Err(CaseError::Invalid(
             "assignee: 1 to 64 printable characters".into(),
         ));

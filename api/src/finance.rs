@@ -193,6 +193,7 @@ pub async fn jackpots(
     State(st): State<Shared>,
     Query(q): Query<JackpotQuery>,
 ) -> Result<Json<Vec<PoolLiability>>, Refusal> {
+    crate::search::check_day(&q.day)?;
     let (ledger, rule) = (st.ledger.clone(), st.finance.rule.clone());
     let pools = blocking(move || readside::jackpot::liability(&ledger, &rule, &q.day)).await?;
     Ok(Json(pools))

@@ -29,6 +29,7 @@
 //!   cursors fail their seals, is rebuilt at start; a row that fails its seal is a 500.
 
 pub mod auth;
+mod body;
 pub mod cases;
 pub mod counts;
 mod edge;
@@ -38,6 +39,7 @@ pub mod limit;
 mod openapi;
 pub mod ops;
 mod routes;
+pub mod search;
 pub mod tls;
 pub use routes::AUDITED_URI_PART_MAX;
 pub mod serve;
@@ -84,6 +86,8 @@ pub enum Error {
     },
     #[error("serving: {0}")]
     Serve(#[source] std::io::Error),
+    #[error("configuration: {0}")]
+    Config(String),
     #[error("access configuration: {0}")]
     Access(#[from] auth::ConfigError),
     #[error("creating the API directory {path}: {source}")]
@@ -123,6 +127,8 @@ pub struct ApiConfig {
     pub access_file: Option<PathBuf>,
     /// Shifts and pits for `GET /v1/reports`.
     pub finance: FinanceSetup,
+    /// Failing requests a client may make a minute (`limit`); `None`: the default.
+    pub failures_per_minute_max: Option<u32>,
 }
 
 /// How often the server looks at its access file for changes.
@@ -465,6 +471,9 @@ pub async fn run_with_ops(
         let _ = state.alerts.set(a);
     }
     let _ = state.time_zone.set(config.time_zone);
+    if let Some(n) = config.failures_per_minute_max {
+        state.limiter.set_failures_max(n).map_err(Error::Config)?;
+    }
     let listener = serve::bind(config.addr).map_err(|source| Error::Bind {
         addr: config.addr,
         source,

@@ -5,7 +5,8 @@
 //! of bad requests adds two audit entries a minute per client, not one per request.
 //!
 //! A request without a client address (an in-process caller, not a connection) is not
-//! limited.
+//! limited. `serve --failures-per-minute` changes the limit, up to
+//! `FAILURES_PER_WINDOW_LIMIT`: a fuzzer's negative cases fail on purpose.
 //!
 //! Invariants: memory is bounded (`CLIENTS_MAX` addresses; past it, new addresses share
 //! one bucket); a client that succeeds is never limited by others' failures; the clock
@@ -13,10 +14,13 @@
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 
-/// Failing requests a client may make in one window.
+/// Failing requests a client may make in one window, by default.
 pub const FAILURES_PER_WINDOW_MAX: u32 = 60;
+/// The highest limit `Limiter::set_failures_max` takes.
+pub const FAILURES_PER_WINDOW_LIMIT: u32 = 1_000_000;
 /// The window: one minute.
 pub const WINDOW_NS: i64 = 60_000_000_000;
 /// Most client addresses tracked at once.
@@ -54,12 +58,35 @@ pub enum Verdict {
 }
 
 /// Failure counts per client address.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Limiter {
     windows: Mutex<BTreeMap<Option<IpAddr>, Window>>,
+    /// Failures a client may make in one window.
+    failures_max: AtomicU32,
+}
+
+impl Default for Limiter {
+    fn default() -> Limiter {
+        Limiter {
+            windows: Mutex::default(),
+            failures_max: AtomicU32::new(FAILURES_PER_WINDOW_MAX),
+        }
+    }
 }
 
 impl Limiter {
+    /// Sets the failures a client may make in one window: from 1 to
+    /// `FAILURES_PER_WINDOW_LIMIT`.
+    pub fn set_failures_max(&self, n: u32) -> Result<(), String> {
+        if !(1..=FAILURES_PER_WINDOW_LIMIT).contains(&n) {
+            return Err(format!(
+                "failures per minute {n}: from 1 to {FAILURES_PER_WINDOW_LIMIT}"
+            ));
+        }
+        self.failures_max.store(n, Ordering::Relaxed);
+        Ok(())
+    }
+
     /// Judges a request from `client` at `now_ns`. Call `ended` first, so an ended
     /// window's refusals are taken before a new window starts.
     pub fn check(&self, client: Option<IpAddr>, now_ns: i64) -> Verdict {
@@ -71,7 +98,9 @@ impl Limiter {
         let Some(win) = w.get_mut(&key) else {
             return Verdict::Pass;
         };
-        if now_ns - win.start_ns >= WINDOW_NS || win.failures < FAILURES_PER_WINDOW_MAX {
+        if now_ns - win.start_ns >= WINDOW_NS
+            || win.failures < self.failures_max.load(Ordering::Relaxed)
+        {
             return Verdict::Pass;
         }
         let left_ns = win.start_ns + WINDOW_NS - now_ns;

@@ -128,6 +128,8 @@ pub fn router(state: Shared) -> axum::Router {
         .split_for_parts();
     let mut doc = doc;
     crate::openapi::document_errors(&mut doc);
+    let shifts_len = state.finance.rule.shifts_text().split(',').count();
+    crate::search::document_patterns(&mut doc, shifts_len);
     let doc =
         serde_json::to_string_pretty(&doc).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
     // Every other `/v1/` path is answered here, behind the guard. Left to the UI's
@@ -473,6 +475,12 @@ pub struct RoundQuery {
     from_ns: Option<i64>,
     /// Rounds opened before (UTC ns).
     to_ns: Option<i64>,
+    /// Only rounds opened in this gaming day, `2026-11-25`, by the server's day start
+    /// and time zone. Not with `from_ns`, `to_ns` or `shift`.
+    day: Option<String>,
+    /// Only rounds opened in this shift, `2026-11-25/2`: the day's second shift of the
+    /// server's `--shifts`. Not with `from_ns`, `to_ns` or `day`.
+    shift: Option<String>,
     /// Only rounds where this box was in play.
     #[serde(rename = "box")]
     #[param(rename = "box")]
@@ -502,11 +510,20 @@ async fn list_rounds(
             })?,
         ),
     };
+    let window = crate::search::bounds(
+        &st.finance.rule,
+        crate::search::Window {
+            from_ns: q.from_ns,
+            to_ns: q.to_ns,
+            day: q.day.as_deref(),
+            shift: q.shift.as_deref(),
+        },
+    )?;
     let (offset, limit) = page(q.offset, q.limit, LIST_LIMIT_MAX)?;
     let filter = RoundFilter {
         table,
-        from_ns: q.from_ns,
-        to_ns: q.to_ns,
+        from_ns: window.from_ns,
+        to_ns: window.to_ns,
         box_no: q.box_no.map(BoxNo),
         verdict,
     };
@@ -586,6 +603,12 @@ pub struct IssueQuery {
     from_ns: Option<i64>,
     /// Rounds opened before (UTC ns).
     to_ns: Option<i64>,
+    /// Only rounds opened in this gaming day, `2026-11-25`, by the server's day start
+    /// and time zone. Not with `from_ns`, `to_ns` or `shift`.
+    day: Option<String>,
+    /// Only rounds opened in this shift, `2026-11-25/2`: the day's second shift of the
+    /// server's `--shifts`. Not with `from_ns`, `to_ns` or `day`.
+    shift: Option<String>,
     /// Findings only: this finding code.
     code: Option<String>,
     /// Findings only: at least this severity (info, warning, critical).
@@ -605,11 +628,20 @@ async fn disputes(
     Query(q): Query<IssueQuery>,
 ) -> Result<Json<DisputePage>, Refusal> {
     let table = q.table.as_deref().map(table_id).transpose()?;
+    let window = crate::search::bounds(
+        &st.finance.rule,
+        crate::search::Window {
+            from_ns: q.from_ns,
+            to_ns: q.to_ns,
+            day: q.day.as_deref(),
+            shift: q.shift.as_deref(),
+        },
+    )?;
     let (offset, limit) = page(q.offset, q.limit, LIST_LIMIT_MAX)?;
     let filter = IssueFilter {
         table,
-        from_ns: q.from_ns,
-        to_ns: q.to_ns,
+        from_ns: window.from_ns,
+        to_ns: window.to_ns,
         code: None,
         severity: None,
     };
@@ -636,11 +668,20 @@ async fn findings(
             ReadError::BadRequest(format!("severity {s:?}: info, warning or critical"))
         })?),
     };
+    let window = crate::search::bounds(
+        &st.finance.rule,
+        crate::search::Window {
+            from_ns: q.from_ns,
+            to_ns: q.to_ns,
+            day: q.day.as_deref(),
+            shift: q.shift.as_deref(),
+        },
+    )?;
     let (offset, limit) = page(q.offset, q.limit, LIST_LIMIT_MAX)?;
     let filter = IssueFilter {
         table,
-        from_ns: q.from_ns,
-        to_ns: q.to_ns,
+        from_ns: window.from_ns,
+        to_ns: window.to_ns,
         code: q.code,
         severity,
     };
@@ -882,6 +923,7 @@ pub struct CaseQuery {
     #[param(pattern = "^[A-Za-z0-9_-]{1,32}$")]
     table: Option<String>,
     /// Only cases on this round.
+    #[param(maximum = 9007199254740991_u64)]
     round: Option<u64>,
     /// Only open or only closed cases.
     #[param(pattern = "^(open|closed)$")]
@@ -904,6 +946,9 @@ async fn list_cases(
 ) -> Result<Json<CasePage>, Refusal> {
     let table = q.table.as_deref().map(table_id).transpose()?;
     let (offset, limit) = page(q.offset, q.limit, LIST_LIMIT_MAX)?;
+    if let Some(r) = q.round.filter(|r| *r > OFFSET_MAX) {
+        return Err(ReadError::BadRequest(format!("round {r}: at most {OFFSET_MAX}")).into());
+    }
     let open = match q.status.as_deref() {
         None => None,
         Some("open") => Some(true),
@@ -962,7 +1007,7 @@ async fn act(st: Shared, caller: Caller, id: Option<u64>, action: CaseAction) ->
 async fn open_case(
     State(st): State<Shared>,
     Extension(c): Extension<Caller>,
-    Json(b): Json<OpenCase>,
+    crate::body::Body(b): crate::body::Body<OpenCase>,
 ) -> Response {
     // A case is opened on a round that exists (the read model, else the ledger's round
     // index for a round the model has not reached yet).
@@ -1014,7 +1059,7 @@ async fn add_note(
     State(st): State<Shared>,
     Extension(c): Extension<Caller>,
     Path(id): Path<u64>,
-    Json(b): Json<AddNote>,
+    crate::body::Body(b): crate::body::Body<AddNote>,
 ) -> Response {
     act(st, c, Some(id), CaseAction::Note { text: b.text }).await
 }
@@ -1025,7 +1070,7 @@ async fn close_case(
     State(st): State<Shared>,
     Extension(c): Extension<Caller>,
     Path(id): Path<u64>,
-    Json(b): Json<CloseCase>,
+    crate::body::Body(b): crate::body::Body<CloseCase>,
 ) -> Response {
     act(
         st,
@@ -1044,7 +1089,7 @@ async fn assign_case(
     State(st): State<Shared>,
     Extension(c): Extension<Caller>,
     Path(id): Path<u64>,
-    Json(b): Json<AssignCase>,
+    crate::body::Body(b): crate::body::Body<AssignCase>,
 ) -> Response {
     act(st, c, Some(id), CaseAction::Assigned { to: b.to }).await
 }
@@ -1055,7 +1100,7 @@ async fn reopen_case(
     State(st): State<Shared>,
     Extension(c): Extension<Caller>,
     Path(id): Path<u64>,
-    Json(b): Json<ReopenCase>,
+    crate::body::Body(b): crate::body::Body<ReopenCase>,
 ) -> Response {
     act(st, c, Some(id), CaseAction::Reopened { reason: b.reason }).await
 }
@@ -1089,7 +1134,7 @@ async fn list_counts(
 async fn enter_count(
     State(st): State<Shared>,
     Extension(c): Extension<Caller>,
-    Json(b): Json<schemas::count::SignedCount>,
+    crate::body::Body(b): crate::body::Body<schemas::count::SignedCount>,
 ) -> Response {
     use crate::counts::CountRefused;
     if st.ledger.head(&b.count.table).is_none() {
@@ -1146,6 +1191,7 @@ pub struct ExportQuery {
     #[param(pattern = "^[A-Za-z0-9_-]{1,32}$")]
     table: Option<String>,
     /// Only these rounds of the table, `A..B` inclusive; needs `table`.
+    #[param(pattern = "^[0-9]{1,20}[.][.][0-9]{1,20}$")]
     rounds: Option<String>,
 }
 
@@ -1157,19 +1203,19 @@ async fn export(
 ) -> Result<Response, Refusal> {
     let table = q.table.as_deref().map(table_id).transpose()?;
     let range = match q.rounds.as_deref() {
-        None | Some("") => ledger::ExportRange::All,
+        None => ledger::ExportRange::All,
         Some(r) => {
             if table.is_none() {
                 return Err(ReadError::BadRequest("rounds needs table".into()).into());
             }
+            // Exactly the document's pattern: 1 to 20 digits, `..`, 1 to 20 digits (a u64).
             let bad = || ReadError::BadRequest(format!("rounds {r:?}: expected A..B"));
             let (a, b) = r.split_once("..").ok_or_else(bad)?;
-            let a: u64 = a.trim().parse().map_err(|_| bad())?;
-            let b: u64 = b
-                .trim_start_matches('=')
-                .trim()
-                .parse()
-                .map_err(|_| bad())?;
+            let number = |x: &str| -> Result<u64, ReadError> {
+                let digits = (1..=20).contains(&x.len()) && x.bytes().all(|c| c.is_ascii_digit());
+                digits.then(|| x.parse().ok()).flatten().ok_or_else(bad)
+            };
+            let (a, b) = (number(a)?, number(b)?);
             if a > b {
                 return Err(bad().into());
             }
@@ -1325,7 +1371,7 @@ pub const DAYS_LIMIT_MAX: u64 = ledger::days::SEALS_LIST_MAX as u64;
 #[into_params(parameter_in = Query)]
 pub struct DaysQuery {
     /// Only days before this one (`YYYY-MM-DD`).
-    #[param(pattern = "^[0-9]{4}-[0-9]{2}-[0-9]{2}$")]
+    #[param(pattern = "^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])$")]
     before: Option<String>,
     /// Days to return (default 50, at most 366).
     #[param(minimum = 1, maximum = 366)]
@@ -1358,7 +1404,7 @@ async fn days(
 }
 
 #[utoipa::path(get, path = "/v1/days/{day}", tag = "days",
-    params(("day" = String, Path, description = "The gaming day, YYYY-MM-DD")),
+    params(("day" = String, Path, pattern = "^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])$", description = "The gaming day, YYYY-MM-DD")),
     responses((status = 200, description = "one sealed day: its seal and digest", body = DayView), (status = 404, body = ApiError), (status = 500, body = ApiError)))]
 async fn day(State(st): State<Shared>, Path(day): Path<String>) -> Result<Json<DayView>, Refusal> {
     let day = day_name(&day)?;

@@ -290,8 +290,7 @@ async function disputeQueue(view, q) {
   try {
     const p = new URLSearchParams({ limit: PAGE, offset: q.get("offset") || 0 });
     if (q.get("table")) p.set("table", q.get("table"));
-    if (q.get("from")) p.set("from_ns", nsFromInput(q.get("from")));
-    if (q.get("to")) p.set("to_ns", nsFromInput(q.get("to")));
+    setWhen(p, q);
     const [page, ts] = await Promise.all([api("/v1/disputes?" + p), api("/v1/tables")]);
     if (!view.isConnected) return;
     tables = ts;
@@ -309,7 +308,17 @@ async function disputeQueue(view, q) {
   } catch (e) { if (view.isConnected) failed(view, e); }
 }
 
-// A filter form: table and a local time range, plus `extra` fields.
+// The time a filter asks for, as the API takes it: a gaming day (`day`), or one of its
+// shifts (`shift=<day>/<n>`), which replaces the From and To times; else From and To.
+function setWhen(p, q) {
+  const day = q.get("day"), n = q.get("shift");
+  if (day && n) return p.set("shift", `${day}/${n}`);
+  if (day) return p.set("day", day);
+  if (q.get("from")) p.set("from_ns", nsFromInput(q.get("from")));
+  if (q.get("to")) p.set("to_ns", nsFromInput(q.get("to")));
+}
+
+// A filter form: table, a local time range or a gaming day and shift, plus `extra` fields.
 function filterForm(id, q, tables, extra) {
   const v = k => esc(q.get(k) || "");
   return `<form id="${id}" class="form-row">
@@ -317,6 +326,8 @@ function filterForm(id, q, tables, extra) {
         ${tables.map(t => `<option ${q.get("table") === t.table ? "selected" : ""}>${esc(t.table)}</option>`).join("")}</select></div>
       <div><label for="${id}-from">From (${zoneLabel()})</label><input id="${id}-from" name="from" type="datetime-local" value="${v("from")}"></div>
       <div><label for="${id}-to">To (${zoneLabel()})</label><input id="${id}-to" name="to" type="datetime-local" value="${v("to")}"></div>
+      <div><label for="${id}-day">Gaming day</label><input id="${id}-day" name="day" type="date" value="${v("day")}"></div>
+      <div><label for="${id}-shift">Shift</label><input id="${id}-shift" name="shift" type="number" min="1" max="8" value="${v("shift")}" placeholder="whole day"></div>
       ${extra}<div><button type="submit">Show</button></div></form>`;
 }
 function bindFilter(view, id, base) {
@@ -335,12 +346,14 @@ async function search(view, q) {
   if (!view.isConnected) return;
   const v = k => esc(q.get(k) || "");
   view.innerHTML = `<div class="card"><h1>Round search</h1>
-    <p class="hint">Find a round from what the patron says: the table, roughly when (${zoneLabel()}), and the box they played.</p>
+    <p class="hint">Find a round from what the patron says: the table, roughly when (${zoneLabel()}), and the box they played. A gaming day, or a shift of it, replaces From and To.</p>
     <form id="search-form" class="form-row">
       <div><label for="s-table">Table</label><select id="s-table" name="table"><option value="">any table</option>
         ${tables.map(t => `<option ${q.get("table") === t.table ? "selected" : ""}>${esc(t.table)}</option>`).join("")}</select></div>
       <div><label for="s-from">From (${zoneLabel()})</label><input id="s-from" name="from" type="datetime-local" value="${v("from")}"></div>
       <div><label for="s-to">To (${zoneLabel()})</label><input id="s-to" name="to" type="datetime-local" value="${v("to")}"></div>
+      <div><label for="s-day">Gaming day</label><input id="s-day" name="day" type="date" value="${v("day")}"></div>
+      <div><label for="s-shift">Shift</label><input id="s-shift" name="shift" type="number" min="1" max="8" value="${v("shift")}" placeholder="whole day"></div>
       <div><label for="s-box">Box</label><input id="s-box" name="box" type="number" min="1" max="9" value="${v("box")}" placeholder="any"></div>
       <div><label for="s-verdict">Verdict</label><select id="s-verdict" name="verdict"><option value="">any</option>
         ${["disputed", "irregular", "void", "clean"].map(x => `<option ${q.get("verdict") === x ? "selected" : ""}>${x}</option>`).join("")}</select></div>
@@ -357,8 +370,7 @@ async function search(view, q) {
   try {
     const p = new URLSearchParams({ limit: PAGE, offset: q.get("offset") || 0 });
     if (q.get("table")) p.set("table", q.get("table"));
-    if (q.get("from")) p.set("from_ns", nsFromInput(q.get("from")));
-    if (q.get("to")) p.set("to_ns", nsFromInput(q.get("to")));
+    setWhen(p, q);
     if (q.get("box")) p.set("box", q.get("box"));
     if (q.get("verdict")) p.set("verdict", q.get("verdict"));
     const page = await api("/v1/rounds?" + p);

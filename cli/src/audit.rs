@@ -4,7 +4,9 @@
 //!
 //! With `--day D` it replays only the rounds that began on that gaming day: each table's
 //! range (from the day's seal, or computed when the day is not sealed), read from the
-//! replay window of its first such round, after the configuration in force.
+//! replay window of its first such round, after the configuration in force. Against a
+//! server (`--server`), `--day` and `--shift` ask for the rounds opened in that day or
+//! shift, by the server's day rule.
 
 use crate::source::{Source, SourceArgs};
 use crate::Outcome;
@@ -29,9 +31,15 @@ pub struct Args {
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
-    /// Only the rounds that began on this gaming day (YYYY-MM-DD); needs --ledger.
-    #[arg(long, conflicts_with_all = ["export", "server", "from", "to"])]
+    /// Only the rounds that began on this gaming day (YYYY-MM-DD). With --ledger: each
+    /// table's seq range of the day. With --server: the rounds opened in the day, by the
+    /// server's day rule.
+    #[arg(long, conflicts_with_all = ["export", "from", "to", "shift"])]
     day: Option<String>,
+    /// Only the rounds opened in this shift (YYYY-MM-DD/N) of the server's `--shifts`;
+    /// needs --server.
+    #[arg(long, requires = "server", conflicts_with_all = ["from", "to"])]
+    shift: Option<String>,
     #[command(flatten)]
     rule: crate::day::DayArgs,
 }
@@ -196,13 +204,19 @@ fn audit_table(
 
 pub fn run(args: Args) -> Result<Outcome> {
     let summary = match crate::client::Client::from_args(&args.server)? {
-        Some(c) => crate::remote::audit(&c, &args.filter)?,
+        Some(c) => {
+            let when = crate::remote::When {
+                day: args.day.as_deref(),
+                shift: args.shift.as_deref(),
+            };
+            crate::remote::audit(&c, &args.filter, when)?
+        }
         None if args.day.is_some() => {
             let dir = args
                 .source
                 .ledger
                 .as_deref()
-                .context("--day needs --ledger DIR")?;
+                .context("--day needs --ledger DIR or --server URL")?;
             let l = crate::source::open_ledger(dir)?;
             let day = args.day.as_deref().unwrap_or_default();
             let tables = match l.day_seal(day)? {

@@ -83,6 +83,7 @@ impl Web {
             tls: None,
             access_file: None,
             time_zone: ledger::days::TIME_ZONE_DEFAULT.into(),
+            failures_per_minute_max: None,
         };
         let (bound_tx, bound_rx) = std::sync::mpsc::channel();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

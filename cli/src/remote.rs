@@ -45,8 +45,16 @@ where
     }
 }
 
+/// A gaming day or one of its shifts, for the server to turn into bounds by its day
+/// rule (`api::search`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct When<'a> {
+    pub day: Option<&'a str>,
+    pub shift: Option<&'a str>,
+}
+
 /// The audit summary from the server's replay of every round.
-pub fn audit(c: &Client, f: &Filter) -> Result<AuditSummary> {
+pub fn audit(c: &Client, f: &Filter, when: When<'_>) -> Result<AuditSummary> {
     let mut s = AuditSummary::default();
     let tables: Vec<TableInfo> = c.get("/v1/tables")?;
     let wanted: Vec<&TableInfo> = tables
@@ -65,6 +73,12 @@ pub fn audit(c: &Client, f: &Filter) -> Result<AuditSummary> {
         }
         if let Some(x) = f.to {
             q.push_str(&format!("&to_ns={x}"));
+        }
+        if let Some(d) = when.day {
+            q.push_str(&format!("&day={}", enc(d)));
+        }
+        if let Some(s) = when.shift {
+            q.push_str(&format!("&shift={}", enc(s)));
         }
         pages(c, &format!("/v1/rounds?{q}"), |p: RoundPage| {
             // A round still being played has no verdict yet: it is audited once it closes.

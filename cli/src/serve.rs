@@ -87,6 +87,10 @@ pub struct Args {
     /// without a token: bind it to the internal monitoring network only.
     #[arg(long, value_name = "ADDR")]
     metrics_http: Option<std::net::SocketAddr>,
+    /// Failing requests (4xx) one client address may make a minute before it gets 429
+    /// (`api::limit`). Raise it only for a fuzzer (scripts/schemathesis.sh).
+    #[arg(long, value_name = "N", default_value_t = api::limit::FAILURES_PER_WINDOW_MAX)]
+    failures_per_minute: u32,
     /// Log format on stderr: `text`, or `json` (one JSON object a line).
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -233,6 +237,7 @@ fn api_config(args: &Args, alerts: &ingest::alerts::AlertLog) -> Result<Option<a
         },
         access_file: Some(path.clone()),
         time_zone: args.day.time_zone.clone(),
+        failures_per_minute_max: Some(args.failures_per_minute),
     }))
 }
 

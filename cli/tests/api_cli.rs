@@ -1,7 +1,8 @@
 //! The binary's evidence and server commands end to end, without NATS: `seed` a floor,
 //! `evidence` a disputed round, `verify-bundle` it (then a bundle with one flipped byte,
 //! which must fail naming the seq), and `serve --no-ingest` with `tokens`, against which
-//! `replay`, `audit` and `export --server` give what the ledger gives. `readmodel
+//! `replay`, `audit` and `export --server` give what the ledger gives, and `audit
+//! --server` by gaming day and shift partitions the rounds. `readmodel
 //! rebuild|check` and `verify` on a read model with a changed byte or another version.
 
 use std::io::{BufRead, BufReader};
@@ -230,6 +231,7 @@ fn replay_audit_and_export_work_against_a_running_server() {
     ] {
         assert_eq!(remote[k], local[k], "audit --server differs in {k}");
     }
+    audit_by_day_and_shift(&url, &surv, local["rounds"].as_u64().unwrap());
     let (code, remote_replay, err) = run(&[
         "replay",
         "--server",
@@ -297,6 +299,46 @@ fn replay_audit_and_export_work_against_a_running_server() {
 }
 
 /// Changes the read model of `ledger` through sled, as a disk fault or a hand would.
+/// `audit --server --day` and `--shift`: the seeded floor plays from about now, so its
+/// rounds open within the gaming days (06:00 UTC, one shift) from yesterday to the day
+/// after tomorrow. The days' audits partition the rounds; a day's one shift is the
+/// whole day; a shift the day does not have is the server's 400.
+fn audit_by_day_and_shift(url: &str, token: &str, rounds: u64) {
+    let audit = |when: &[&str]| -> (i32, serde_json::Value, String) {
+        let mut args = vec!["audit", "--server", url, "--token", token, "--json"];
+        args.extend_from_slice(when);
+        let (code, out, err) = run(&args);
+        (code, serde_json::from_str(&out).unwrap_or_default(), err)
+    };
+    let rule = ledger::days::DayRule::new("06:00", "UTC").unwrap();
+    let now_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as i64;
+    let mut days: Vec<String> = (-1..=2)
+        .map(|k| rule.day_of(now_ns + k * 86_400_000_000_000).unwrap())
+        .collect();
+    days.dedup();
+    let mut sum = 0;
+    for day in &days {
+        let day = day.as_str();
+        let (code, by_day, err) = audit(&["--day", day]);
+        assert!(code == 0 || code == 1, "{day}: {err}");
+        let (_, by_shift, _) = audit(&["--shift", &format!("{day}/1")]);
+        assert_eq!(by_shift, by_day, "{day}: its one shift is the whole day");
+        sum += by_day["rounds"].as_u64().unwrap();
+    }
+    assert_eq!(
+        sum, rounds,
+        "the days' rounds are all the rounds, once each"
+    );
+    let (code, _, err) = audit(&["--shift", &format!("{}/2", days[1])]);
+    assert_eq!(code, 2);
+    assert!(err.contains("400") && err.contains("has 1 shifts"), "{err}");
+    let (code, _, err) = audit(&["--day", &days[1], "--from", "0"]);
+    assert_eq!(code, 2, "a day and a time are refused: {err}");
+}
+
 fn tamper_model(ledger: &str, f: impl FnOnce(&sled::Db)) {
     let db = sled::open(Path::new(ledger).join("readmodel")).unwrap();
     f(&db);

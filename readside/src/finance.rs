@@ -183,6 +183,12 @@ fn span_bounds(rule: &DayRule, span: &Span) -> Result<(String, i64, i64), ReadEr
     Ok((name, from, to))
 }
 
+/// The bounds of one shift or one gaming day, UTC ns `[from, to)`: the bounds a
+/// report of that span covers, and what list searches by `day` or `shift` use.
+pub fn search_bounds(rule: &DayRule, span: &Span) -> Result<(i64, i64), ReadError> {
+    span_bounds(rule, span).map(|(_, from_ns, to_ns)| (from_ns, to_ns))
+}
+
 /// The report `q` asks for, from the model's shift rows and the count room's results.
 /// Blocking: sled.
 pub fn report(

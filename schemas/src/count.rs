@@ -30,10 +30,13 @@ pub struct CountResult {
     pub table: TableId,
     pub drop_box_id: String,
     /// Cash found in the box.
+    #[cfg_attr(feature = "openapi", schema(value_type = i64, minimum = -9223372036854775808_i64, maximum = 9223372036854775807_i64))]
     pub cash: Money,
     /// Marker copies found in the box, at face value.
+    #[cfg_attr(feature = "openapi", schema(value_type = i64, minimum = -9223372036854775808_i64, maximum = 9223372036854775807_i64))]
     pub markers: Money,
     /// When the count was made (UTC ns).
+    #[cfg_attr(feature = "openapi", schema(minimum = -9223372036854775808_i64, maximum = 9223372036854775807_i64))]
     pub counted_at_ns: i64,
     /// Who counted, as the count sheet names them.
     pub counted_by: String,
@@ -46,10 +49,13 @@ pub struct CountResult {
 pub struct SignedCount {
     pub count: CountResult,
     /// When the counter signed it (UTC ns).
+    #[cfg_attr(feature = "openapi", schema(minimum = -9223372036854775808_i64, maximum = 9223372036854775807_i64))]
     pub signed_at_ns: i64,
-    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    /// The counter's ed25519 public key, 64 hex digits.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, pattern = "^[0-9a-fA-F]{64}$"))]
     pub signer: PublicKey,
-    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    /// The ed25519 signature, 128 hex digits.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, pattern = "^[0-9a-fA-F]{128}$"))]
     pub signature: Signature,
 }
 

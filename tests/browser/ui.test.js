@@ -1,5 +1,6 @@
 // The web UI in headless Chromium, as a surveillance officer uses it: sign in, open the
-// dispute queue, open a disputed round from demo data, step through it like a video
+// dispute queue, filter it, search rounds by gaming day and shift, open a disputed round
+// from demo data, step through it like a video
 // review, see the highlighted difference and the rule book's words of each finding, open
 // a case with a note, download the evidence bundle and check it with `roundledger
 // verify-bundle`, then watch the Live page while a simulated table publishes new rounds
@@ -137,6 +138,7 @@ async function main() {
     assert.match(await page.locator("#queue-table tbody tr").first().innerText(), /GMT\+8/, "times in the property's zone");
     await page.screenshot({ path: path.join(SHOTS, "02-dispute-queue.png"), fullPage: true });
     await queueFiltersAndCsv(page, server.url);
+    await searchByDayAndShift(page, server.url, token);
     await pageLeftRace(page, server.url, token);
 
     // Open the first disputed round.
@@ -382,6 +384,27 @@ async function queueFiltersAndCsv(page, url) {
   assert.match(lines[0], /^Table,Round,Opened,Box,Line,Due,Paid,Difference/);
   assert.equal(lines.length, tables.length + 1, "one CSV line per row shown");
   await page.screenshot({ path: path.join(SHOTS, "02b-queue-filtered.png"), fullPage: true });
+}
+
+// Round search by gaming day and shift (the server's day: 06:00 local, one shift): the
+// page lists as many rounds as the API's shift search counts, and the round picked is
+// in its day.
+async function searchByDayAndShift(page, url, token) {
+  const get = async p => (await fetch(url + p, { headers: { Authorization: "Bearer " + token } })).json();
+  const [r] = (await get("/v1/rounds?limit=1")).items;
+  const day = new Date(Number(BigInt(r.opened_at_ns) / 1000000n) + TZ_OFFSET_MS - 6 * 3600000).toISOString().slice(0, 10);
+  const api = await get(`/v1/rounds?shift=${day}/1&limit=500`);
+  assert.ok(api.items.some(x => x.table === r.table && x.round === r.round), "the round is in its day's shift");
+  assert.equal((await get(`/v1/rounds?day=${day}&limit=1`)).total, api.total, "one shift is the whole day");
+  await page.goto(url + "/#/search");
+  await page.fill("#s-day", day);
+  await page.fill("#s-shift", "1");
+  await page.click("#search-form button");
+  await page.waitForSelector("#rounds-table tbody tr");
+  assert.match(decodeURIComponent(new URL(page.url()).hash), new RegExp(`day=${day}&shift=1`));
+  const shown = await page.locator(".pager .muted").first().innerText();
+  assert.match(shown, new RegExp(`of ${api.total}$`), "the page counts what the API's shift search counts");
+  await page.screenshot({ path: path.join(SHOTS, "02c-search-by-shift.png"), fullPage: true });
 }
 
 // The race: a slow answer for a round left behind must not overwrite the round shown now.

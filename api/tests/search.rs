@@ -1,0 +1,281 @@
+//! Search by gaming day and shift on the lists (`/v1/rounds`, `/v1/disputes`,
+//! `/v1/findings`), through the router in process, over a real sled ledger that the
+//! simulator's tables fill across a shift change: a shift's search returns exactly the
+//! rows opened in that shift, a day's all of its shifts; two windows at once, a bad day
+//! and an unknown shift are 400s with an `ApiError`; the OpenAPI document states the
+//! server's shifts.
+
+use api::auth::{AccessConfig, TokenConfig};
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use ledger::days::DayRule;
+use schemas::api::{ApiError, DisputePage, FindingPage, Role, RoundPage};
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use tower::ServiceExt;
+
+const SURV: &str = "surveillance-token-000000000001";
+const DAY: &str = "2026-11-25";
+/// The second shift of `DAY` starts at 14:00 UTC.
+const SHIFTS: &str = "06:00,14:00,22:00";
+
+fn access() -> AccessConfig {
+    AccessConfig {
+        tokens: vec![TokenConfig {
+            name: "sam.surveillance".into(),
+            role: Role::Surveillance,
+            token: SURV.into(),
+            token_hash: None,
+        }],
+        count_keys: vec![],
+    }
+}
+
+fn rule() -> DayRule {
+    DayRule::new("06:00", "UTC")
+        .unwrap()
+        .with_shifts(SHIFTS)
+        .unwrap()
+}
+
+/// Two tables opening 20 minutes before the shift change, playing `rounds` rounds each,
+/// appended as ingest would.
+fn seed(ledger: &ledger::Ledger, start_ns: i64, rounds: u64) {
+    ledger
+        .trust_admin_keys([simulator::admin_key().public()])
+        .unwrap();
+    let mut plan = simulator::FaultPlan::all(0.05);
+    plan.wrong_payout = 0.3;
+    let mut floor = simulator::Floor::new(2, 30, plan)
+        .unwrap()
+        .starting_at(start_ns);
+    let mut events = Vec::new();
+    for t in floor.tables.iter_mut() {
+        events.extend(t.opening_events().unwrap());
+        for _ in 0..rounds {
+            events.extend(t.play_round().unwrap().events);
+        }
+        events.extend(t.closing_events().unwrap());
+    }
+    let batch: Vec<ledger::Incoming> = events
+        .iter()
+        .enumerate()
+        .map(|(i, p)| ledger::Incoming {
+            subject_table: Some(p.event.table.clone()),
+            stream_seq: i as u64 + 1,
+            received_at_ns: p.event.occurred_at_ns,
+            bytes: p.bytes.clone(),
+            provenance: Default::default(),
+        })
+        .collect();
+    for chunk in batch.chunks(4096) {
+        ledger.append_batch(chunk).unwrap();
+    }
+    ledger.flush().unwrap();
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    app: axum::Router,
+    _stop: tokio::sync::watch::Sender<bool>,
+}
+
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = Arc::new(ledger::Ledger::open(dir.path().join("ledger")).unwrap());
+    let change = rule()
+        .shift_named(&format!("{DAY}/2"))
+        .unwrap()
+        .starts_at_ns;
+    seed(&ledger, change - 20 * 60_000_000_000, 40);
+    let (stop, rx) = tokio::sync::watch::channel(false);
+    let state = api::AppState::new(
+        ledger,
+        &access(),
+        &dir.path().join("api"),
+        &dir.path().join("readmodel"),
+        || 1_780_000_000_000_000_000,
+        rx,
+        api::FinanceSetup {
+            rule: rule(),
+            pits: Vec::new(),
+        },
+    )
+    .unwrap();
+    state.index_all().unwrap();
+    Fixture {
+        _dir: dir,
+        app: api::router(state),
+        _stop: stop,
+    }
+}
+
+async fn get(app: &axum::Router, path: &str) -> (StatusCode, Vec<u8>) {
+    let req = Request::get(path)
+        .header("authorization", format!("Bearer {SURV}"))
+        .body(Body::empty())
+        .unwrap();
+    let res = app.clone().oneshot(req).await.unwrap();
+    let status = res.status();
+    let body = axum::body::to_bytes(res.into_body(), 1 << 26)
+        .await
+        .unwrap();
+    (status, body.to_vec())
+}
+
+async fn page<T: serde::de::DeserializeOwned>(app: &axum::Router, path: &str) -> T {
+    let (s, body) = get(app, path).await;
+    assert_eq!(
+        s,
+        StatusCode::OK,
+        "{path}: {}",
+        String::from_utf8_lossy(&body)
+    );
+    serde_json::from_slice(&body).unwrap()
+}
+
+/// (table, round) of every round a search returns (one page: the fixture has fewer).
+async fn rounds(app: &axum::Router, query: &str) -> BTreeSet<(String, u64)> {
+    let p: RoundPage = page(app, &format!("/v1/rounds?limit=500&{query}")).await;
+    assert!(p.total <= 500, "one page holds them all");
+    let keys: BTreeSet<_> = p
+        .items
+        .iter()
+        .map(|r| (r.table.to_string(), r.round.0))
+        .collect();
+    assert_eq!(keys.len(), p.items.len());
+    keys
+}
+
+#[tokio::test]
+async fn a_shift_search_returns_exactly_the_rounds_opened_in_that_shift() {
+    let f = fixture();
+    let r = rule();
+    let (s1, s2) = (
+        r.shift_named(&format!("{DAY}/1")).unwrap(),
+        r.shift_named(&format!("{DAY}/2")).unwrap(),
+    );
+    let all: RoundPage = page(&f.app, "/v1/rounds?limit=500").await;
+    let opened_in = |from: i64, to: i64| -> BTreeSet<(String, u64)> {
+        all.items
+            .iter()
+            .filter(|x| (from..to).contains(&x.opened_at_ns))
+            .map(|x| (x.table.to_string(), x.round.0))
+            .collect()
+    };
+    let before = opened_in(s1.starts_at_ns, s1.ends_at_ns);
+    let after = opened_in(s2.starts_at_ns, s2.ends_at_ns);
+    // The fixture straddles the shift change, and stays within the day's first two shifts.
+    assert!(
+        before.len() >= 5 && after.len() >= 5,
+        "{before:?} {after:?}"
+    );
+    assert_eq!(before.len() + after.len(), all.items.len());
+
+    assert_eq!(rounds(&f.app, &format!("shift={DAY}/1")).await, before);
+    assert_eq!(rounds(&f.app, &format!("shift={DAY}/2")).await, after);
+    assert!(rounds(&f.app, &format!("shift={DAY}/3")).await.is_empty());
+    let whole: BTreeSet<_> = before.union(&after).cloned().collect();
+    assert_eq!(rounds(&f.app, &format!("day={DAY}")).await, whole);
+    assert!(rounds(&f.app, "day=2026-11-24").await.is_empty());
+    // With the other filters: one table's rounds of the shift.
+    let t = before.iter().next().unwrap().0.clone();
+    let mine: BTreeSet<_> = before.iter().filter(|k| k.0 == t).cloned().collect();
+    assert_eq!(
+        rounds(&f.app, &format!("shift={DAY}/1&table={t}")).await,
+        mine
+    );
+}
+
+#[tokio::test]
+async fn disputes_and_findings_are_searched_by_shift_too() {
+    let f = fixture();
+    let s2 = rule().shift_named(&format!("{DAY}/2")).unwrap();
+    let in_s2 = |at: i64| (s2.starts_at_ns..s2.ends_at_ns).contains(&at);
+
+    let all: DisputePage = page(&f.app, "/v1/disputes?limit=500").await;
+    let got: DisputePage = page(&f.app, &format!("/v1/disputes?limit=500&shift={DAY}/2")).await;
+    let want: Vec<_> = all.items.iter().filter(|d| in_s2(d.opened_at_ns)).collect();
+    assert!(!want.is_empty() && want.len() < all.items.len(), "{all:?}");
+    assert_eq!(got.items.iter().collect::<Vec<_>>(), want);
+    assert_eq!(got.total, want.len() as u64);
+
+    let all: FindingPage = page(&f.app, "/v1/findings?limit=500").await;
+    let got: FindingPage = page(&f.app, &format!("/v1/findings?limit=500&shift={DAY}/2")).await;
+    let want: Vec<_> = all
+        .items
+        .iter()
+        .filter(|x| in_s2(x.opened_at_ns))
+        .map(|x| {
+            (
+                x.table.to_string(),
+                x.round.0,
+                x.finding.finding.code.clone(),
+            )
+        })
+        .collect();
+    let got: Vec<_> = got
+        .items
+        .iter()
+        .map(|x| {
+            (
+                x.table.to_string(),
+                x.round.0,
+                x.finding.finding.code.clone(),
+            )
+        })
+        .collect();
+    assert!(
+        !want.is_empty(),
+        "the faults give findings in the second shift"
+    );
+    assert_eq!(got, want);
+}
+
+#[tokio::test]
+async fn two_windows_a_bad_day_and_an_unknown_shift_are_400s() {
+    let f = fixture();
+    for (query, says) in [
+        (format!("day={DAY}&shift={DAY}/1"), "not both"),
+        (format!("day={DAY}&from_ns=0"), "one or the other"),
+        (format!("shift={DAY}/1&to_ns=0"), "one or the other"),
+        (format!("shift={DAY}/4"), "has 3 shifts"),
+        (format!("shift={DAY}/0"), "not YYYY-MM-DD/N"),
+        (format!("shift={DAY}"), "not YYYY-MM-DD/N"),
+        ("day=2026-02-30".into(), "2026-02-30"),
+        ("day=1969-12-31".into(), "years 1970"),
+        ("day=".into(), "not YYYY-MM-DD"),
+    ] {
+        for list in ["rounds", "disputes", "findings"] {
+            let path = format!("/v1/{list}?{query}");
+            let (s, body) = get(&f.app, &path).await;
+            assert_eq!(s, StatusCode::BAD_REQUEST, "{path}");
+            let e: ApiError = serde_json::from_slice(&body)
+                .unwrap_or_else(|e| panic!("{path}: not an ApiError ({e})"));
+            assert!(e.error.contains(says), "{path}: {}", e.error);
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_openapi_document_states_the_servers_shifts() {
+    let f = fixture();
+    let (s, body) = get(&f.app, "/openapi.json").await;
+    assert_eq!(s, StatusCode::OK);
+    let doc: Value = serde_json::from_slice(&body).unwrap();
+    for list in ["rounds", "disputes", "findings"] {
+        let params = doc["paths"][format!("/v1/{list}")]["get"]["parameters"]
+            .as_array()
+            .unwrap();
+        let pattern = |name: &str| {
+            let p = params.iter().find(|p| p["name"] == name).unwrap();
+            assert_eq!(p["in"], "query");
+            p["schema"]["pattern"].as_str().unwrap().to_string()
+        };
+        let (shift, day) = (pattern("shift"), pattern("day"));
+        assert!(shift.ends_with("/[1-3]$"), "{list}: {shift}");
+        assert!(day.starts_with('^') && day.ends_with('$'), "{list}: {day}");
+        assert!(day.contains("-02-29"), "{list}: leap days are stated");
+    }
+}
