@@ -108,6 +108,7 @@ pub fn describe(b: &EventBody) -> String {
             amount,
         } => format!("jackpot {pool} hit by box {}: {amount}", box_no.0),
         EventBody::StaffDecision { staff, ruling } => format!("staff {staff}: {ruling:?}"),
+        EventBody::DealerChanged { dealer } => format!("dealer {dealer} takes the table"),
         other => other.type_name().replace('_', " "),
     }
 }
