@@ -226,3 +226,63 @@ fn an_altered_day_file_is_named_by_verify() {
     assert!(!l.verify_day(DAYS[1], None).unwrap().is_ok());
     assert!(l.verify_day(DAYS[0], None).unwrap().is_ok());
 }
+
+/// Retention: refused while young, unsigned or signed by an untrusted key; then the day
+/// file goes, the act is journaled, and the seals still verify every remaining day.
+#[test]
+fn a_day_removed_by_retention_is_proven_by_its_seal() {
+    use ledger::tier::retention::Removal;
+    let tmp = tempfile::tempdir().unwrap();
+    let l = sealed_ledger(tmp.path());
+    let admin = SigningKey::derive_for_simulation("admin");
+    l.trust_admin_keys([admin.public()]).unwrap();
+    let (entry, _) = l.archive_move(DAYS[0]).unwrap();
+    l.archive_move(DAYS[1]).unwrap();
+    let end = rule().bounds(DAYS[0]).unwrap().ends_at_ns;
+    let now = end + 30 * DAY_NS;
+    let refused = |r: &Removal, now: i64| match l.retention_remove(r, now) {
+        Err(ledger::Error::Tier(why)) => why,
+        other => panic!("{other:?}"),
+    };
+    let young = Removal::sign(&entry, 31, &admin, now);
+    assert!(refused(&young, now).contains("younger than its retention"));
+    let stranger = SigningKey::derive_for_simulation("stranger");
+    let untrusted = Removal::sign(&entry, 30, &stranger, now);
+    assert!(refused(&untrusted, now).contains("not a trusted admin"));
+    let mut forged = Removal::sign(&entry, 30, &admin, now);
+    forged.retention_days = 29;
+    assert!(refused(&forged, now).contains("does not verify"));
+    let stale = Removal::sign(&entry, 30, &admin, now - 2 * 3_600_000_000_000);
+    assert!(refused(&stale, now).contains("signing time"));
+    assert!(l.day_file_intact(DAYS[0]).unwrap(), "nothing removed yet");
+
+    let act = Removal::sign(&entry, 30, &admin, now);
+    let removed = l.retention_remove(&act, now).unwrap();
+    assert_eq!(removed.state, ledger::tier::TierState::Removed);
+    let dir = tmp.path().join(ledger::tier::DIR);
+    assert!(!dir.join(&entry.file).exists());
+    let journal = std::fs::read_to_string(dir.join("removals.jsonl")).unwrap();
+    assert_eq!(journal.lines().count(), 1);
+    // Done again (a crash before the deletion): it finishes, nothing more is journaled.
+    l.retention_remove(&act, now).unwrap();
+    drop(l);
+    let l = Ledger::open(tmp.path()).unwrap();
+    let v = l.verify_day(DAYS[0], None).unwrap();
+    assert!(v.removed_by_retention && v.is_ok(), "{:?}", v.problems);
+    for day in &DAYS[1..] {
+        let v = l.verify_day(day, None).unwrap();
+        assert!(
+            v.is_ok() && !v.removed_by_retention,
+            "{day}: {:?}",
+            v.problems
+        );
+    }
+    let t = table("T-A");
+    let gone = l.round_events(&t, RoundId(2));
+    assert!(
+        matches!(gone, Err(ledger::Error::RetentionRemoved { .. })),
+        "{gone:?}"
+    );
+    let last = l.head(&t).unwrap().seq.0;
+    assert!(l.stored_event(&t, last).unwrap().is_some());
+}
