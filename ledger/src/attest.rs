@@ -236,6 +236,19 @@ pub(crate) type KeyRegister = BTreeMap<(TableId, DeviceId), DeviceKey>;
 /// The highest kept checkpoint per table.
 pub(crate) type Attested = BTreeMap<TableId, Attestation>;
 
+/// Who may speak for a table: the ledger's part of "who may speak" (ARCHITECTURE.md).
+pub(crate) struct Trust {
+    /// Who may enroll device keys (`Ledger::trust_admin_keys`, kept in `Space::Meta`).
+    pub(crate) admin_keys: std::collections::BTreeSet<schemas::attest::PublicKey>,
+    /// Whether only device-signed events are stored (`provenance`).
+    pub(crate) require_signed: bool,
+    /// The device key register (`attest`).
+    pub(crate) devices:
+        std::collections::BTreeMap<(TableId, schemas::DeviceId), crate::types::DeviceKey>,
+    /// The highest kept checkpoint per table.
+    pub(crate) attested: Attested,
+}
+
 /// The key register and attestations, read at open.
 pub(crate) fn load(store: &dyn crate::store::Store) -> Result<(KeyRegister, Attested), Error> {
     let mut devices = BTreeMap::new();

@@ -168,7 +168,7 @@ struct State {
     /// The last call's arrival hash (`arrival`); zeros before the first.
     arrival_head: Hash32,
     /// Who may speak for a table: admin keys, device keys, kept checkpoints.
-    trust: types::Trust,
+    trust: attest::Trust,
     /// The clock skew limit in force (`settings`).
     clock_skew_max_ns: i64,
     /// Whether a table's chain ends with `TableClosed`, for the tables an append has

@@ -230,7 +230,7 @@ pub(crate) fn load_state(store: &dyn Store) -> Result<State, Error> {
             Some(v) => crate::arrival::decode_head(&v)?.1,
             None => Hash32::ZERO,
         },
-        trust: crate::types::Trust {
+        trust: crate::attest::Trust {
             admin_keys: crate::attest::load_admin_keys(store)?,
             require_signed: crate::provenance::load_required(store)?,
             devices,

@@ -16,6 +16,9 @@
 //! ledger's other first-hand data (quarantine entries, held events, kept checkpoints). The
 //! rest is derived from those and is rebuilt when they are appended again.
 
+pub(crate) mod tier_read;
+pub mod tier_ref;
+
 use crate::valuelog::{Found, Pointer, ValueLog};
 use crate::Error;
 use std::path::Path;
@@ -291,7 +294,7 @@ pub struct SledStore {
     /// The ledger directory, whose file system's free space `commit` checks.
     dir: std::path::PathBuf,
     /// Reads records the archive tier holds (`tier`), one table's day cached.
-    tier: crate::tier::TierReader,
+    tier: tier_read::TierReader,
 }
 
 /// Free bytes the ledger's file system keeps in reserve: a commit is refused below it.
@@ -364,7 +367,7 @@ impl SledStore {
             tree,
             values,
             dir: path.to_path_buf(),
-            tier: crate::tier::TierReader::new(path),
+            tier: tier_read::TierReader::new(path),
         };
         // A log that goes on past the last commit's end holds what a crash left (entries
         // no commit references, which recovery appends again, or bytes of a write cut
@@ -392,7 +395,7 @@ impl SledStore {
     }
 
     fn value(&self, space: Space, key: &[u8], stored: Vec<u8>) -> Result<Vec<u8>, Error> {
-        if space == Space::Batch && crate::tier::is_pointer(&stored) {
+        if space == Space::Batch && tier_ref::is_pointer(&stored) {
             return self.tier.record(&self.tree, key, &stored);
         }
         whole_value(&self.values, space, stored)
@@ -540,10 +543,7 @@ impl Store for SledStore {
                     batch.remove(full_key(space, &k))
                 }
                 Op::Repoint(k, pointer) => {
-                    assert!(
-                        crate::tier::is_pointer(&pointer),
-                        "a repoint names a day file"
-                    );
+                    assert!(tier_ref::is_pointer(&pointer), "a repoint names a day file");
                     batch.insert(full_key(Space::Batch, &k), pointer)
                 }
             }

@@ -191,18 +191,6 @@ pub(crate) struct HeldEvents {
     pub(crate) bytes: usize,
 }
 
-/// Who may speak for a table: the ledger's part of "who may speak" (ARCHITECTURE.md).
-pub(crate) struct Trust {
-    /// Who may enroll device keys (`Ledger::trust_admin_keys`, kept in `Space::Meta`).
-    pub(crate) admin_keys: std::collections::BTreeSet<schemas::attest::PublicKey>,
-    /// Whether only device-signed events are stored (`provenance`).
-    pub(crate) require_signed: bool,
-    /// The device key register (`attest`).
-    pub(crate) devices: std::collections::BTreeMap<(TableId, schemas::DeviceId), DeviceKey>,
-    /// The highest kept checkpoint per table.
-    pub(crate) attested: crate::attest::Attested,
-}
-
 /// A device's key on one chain, as the key register holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeviceKey {

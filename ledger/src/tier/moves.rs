@@ -2,9 +2,9 @@
 //! write and sync the day file (`archive_write`), read it back and match every record
 //! (`archive_check`), then one atomic commit repoints the records (`archive_commit`).
 
-use super::load::{check_span, stored};
 use super::{encode_pointer, file_name, TierEntry, TierState, DAY_RECORDS_MAX};
 use crate::record::{decode_record, encode_record, seq_key, table_key};
+use crate::store::tier_read::{check_span, stored};
 use crate::store::{Op, Space};
 use crate::{Error, Ledger};
 use schemas::seal::{DaySeal, SealedTable};

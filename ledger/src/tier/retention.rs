@@ -5,11 +5,11 @@
 //! (`archive/removals.jsonl`, each line naming the BLAKE3 of the one before) and kept in
 //! the day's tier entry; then the file is deleted. The seal still proves the day's heads.
 
+pub use crate::store::tier_ref::Removal;
+
 use super::{file_name, moves::hash_file, TierEntry, TierState};
 use crate::store::{Op, Space};
 use crate::{Error, Ledger};
-use schemas::attest::{PublicKey, Signature, SigningKey};
-use serde::{Deserialize, Serialize};
 use std::io::Write;
 
 /// The fewest days a removal may keep a day after its end.
@@ -21,57 +21,6 @@ pub const REMOVAL_SKEW_MAX_NS: i64 = 3_600 * 1_000_000_000;
 /// The journal of removals, in the archive directory.
 pub const JOURNAL: &str = "removals.jsonl";
 const DAY_NS: i64 = 86_400 * 1_000_000_000;
-const DOMAIN: &[u8] = b"roundledger/retention-removal/v1\n";
-
-/// A signed removal, kept in the day's tier entry for ever.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Removal {
-    pub day: String,
-    pub seal_digest: String,
-    pub file_blake3: String,
-    pub retention_days: u32,
-    pub removed_at_ns: i64,
-    /// The admin key that signed, 64 hex.
-    pub admin: String,
-    /// Ed25519 over `message`, 128 hex.
-    pub signature: String,
-}
-
-impl Removal {
-    /// The exact bytes an admin signs.
-    pub fn message(&self) -> Vec<u8> {
-        let mut m = DOMAIN.to_vec();
-        let fields = format!(
-            "{}\n{}\n{}\n{}\n{}\n",
-            self.day, self.seal_digest, self.file_blake3, self.retention_days, self.removed_at_ns
-        );
-        m.extend_from_slice(fields.as_bytes());
-        m
-    }
-
-    /// The removal of the archived `entry`, signed by `admin` at `at_ns`.
-    pub fn sign(entry: &TierEntry, retention_days: u32, admin: &SigningKey, at_ns: i64) -> Removal {
-        let mut r = Removal {
-            day: entry.day.clone(),
-            seal_digest: entry.seal_digest.clone(),
-            file_blake3: entry.file_blake3.clone(),
-            retention_days,
-            removed_at_ns: at_ns,
-            admin: admin.public().to_hex(),
-            signature: String::new(),
-        };
-        r.signature = admin.sign(&r.message()).to_hex();
-        r
-    }
-
-    /// The admin key, if the signature verifies under it.
-    pub fn signer(&self) -> Option<PublicKey> {
-        let key = PublicKey::from_hex(&self.admin).ok()?;
-        let sig = Signature::from_hex(&self.signature).ok()?;
-        schemas::attest::verify(&key, &self.message(), &sig).then_some(key)
-    }
-}
 
 fn refuse(day: &str, why: impl std::fmt::Display) -> Error {
     Error::Tier(format!("removal of day {day} refused: {why}"))

@@ -3,9 +3,9 @@
 //! One table's day is decoded at a time and kept until another is asked for, so a scan of
 //! a day's records decompresses its frame once. Memory is bounded by one table's day.
 
-use super::{decode_pointer, file_name, TierEntry, TierState, DIR};
+use super::tier_ref::{decode_pointer, file_name, TierEntry, TierState, DIR};
+use super::Space;
 use crate::record::{be_u64, corrupt, encode_record, split_table_key};
-use crate::store::Space;
 use crate::{Error, StoredEvent};
 use schemas::seal::DaySeal;
 use schemas::{Seq, TableId};
