@@ -35,7 +35,8 @@ pub struct ReportQuery {
     /// With `to_day`: a range of gaming days, both included.
     from_day: Option<String>,
     to_day: Option<String>,
-    /// `table` (default), `pit`, `game`, `shift` or `day`.
+    /// `table` (default), `pit`, `game`, `shift`, `day` or `dealer` (the dealer in place
+    /// when each round began).
     group_by: Option<String>,
     /// Only this table.
     #[param(pattern = "^[A-Za-z0-9_-]{1,32}$")]

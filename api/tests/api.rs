@@ -388,11 +388,26 @@ async fn finance_reports_refuse_what_they_do_not_know_and_open_a_disputed_round(
         rep["total"]["drop"].is_null(),
         "no box counted: no drop, never zero"
     );
+    // The simulator's dealers take the tables in turn: each round is one dealer's.
+    let (s, by_dealer) = get(
+        &f.app,
+        &format!("/v1/reports?day={day}&group_by=dealer"),
+        FIN,
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{by_dealer}");
+    let groups = by_dealer["groups"].as_array().unwrap();
+    assert!(!groups.is_empty(), "{by_dealer}");
+    assert!(groups
+        .iter()
+        .all(|g| g["key"].as_str().unwrap().starts_with("D-")));
+    let dealt: u64 = groups.iter().map(|g| g["rounds"].as_u64().unwrap()).sum();
+    assert_eq!(dealt, rep["total"]["rounds"].as_u64().unwrap());
     for bad in [
         format!("/v1/reports?day={day}&colour=red"),
         "/v1/reports".to_string(),
         format!("/v1/reports?day={day}&mtd={day}"),
-        format!("/v1/reports?day={day}&group_by=dealer"),
+        format!("/v1/reports?day={day}&group_by=cashier"),
         "/v1/finance?from_ns=1&to_ns=2".to_string(),
     ] {
         let (s, body) = get(&f.app, &bad, FIN).await;

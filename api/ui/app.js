@@ -531,7 +531,7 @@ function financeForm(q) {
       <div><label for="fin-span">Span</label>${sel("span", SPANS, q.get("span") || "day")}</div>
       <div><label for="fin-day">Gaming day</label><input id="fin-day" name="day" type="date" value="${esc(q.get("day") || todayLocal())}"></div>
       <div><label for="fin-n">Shift (for a shift)</label><input id="fin-n" name="n" type="number" min="1" max="6" value="${esc(q.get("n") || "1")}"></div>
-      <div><label for="fin-group">Group by</label>${sel("group_by", { table: "Table", pit: "Pit", game: "Game", shift: "Shift", day: "Day" }, q.get("group_by") || "table")}</div>
+      <div><label for="fin-group">Group by</label>${sel("group_by", { table: "Table", pit: "Pit", game: "Game", shift: "Shift", day: "Day", dealer: "Dealer" }, q.get("group_by") || "table")}</div>
       <div><label for="fin-table">Table</label><input id="fin-table" name="table" value="${esc(q.get("table") || "")}" placeholder="all tables"></div>
       <div><button type="submit">Show</button></div>
     </form>
@@ -555,9 +555,14 @@ function reportSummary(r) {
     </div></div>`;
 }
 
-// Hold against theoretical hold per group, as bars (at most 40 groups).
+// Hold against theoretical hold per group, as bars (at most 40 groups). A dealer has no
+// drop of their own: their hold is per priced handle.
+function holdOf(r, g) {
+  return r.group_by === "dealer" ? [g.hold_handle_bp, g.hold_handle_theoretical_bp] : [g.hold_bp, g.hold_theoretical_bp];
+}
 function holdChart(r) {
-  const gs = r.groups.filter(g => g.hold_bp != null || g.hold_theoretical_bp != null).slice(0, 40);
+  const gs = r.groups.map(g => { const [a, t] = holdOf(r, g); return { ...g, hold_bp: a, hold_theoretical_bp: t }; })
+    .filter(g => g.hold_bp != null || g.hold_theoretical_bp != null).slice(0, 40);
   if (!gs.length) return "";
   const max = Math.max(100, ...gs.flatMap(g => [Math.abs(g.hold_bp || 0), Math.abs(g.hold_theoretical_bp || 0)]));
   const w = 22, h = 120, gap = 10;
@@ -572,10 +577,11 @@ function groupsTable(r) {
   if (!r.groups.length) return `<div class="card empty">No table played in this span.</div>`;
   return `<div class="card"><h2>By ${esc(r.group_by)}</h2><table class="list" id="report-table"><thead><tr>
     <th>${esc(r.group_by)}</th><th class="num">Rounds</th><th class="num">Drop</th><th class="num">Fills</th><th class="num">Credits</th><th class="num">Opening</th><th class="num">Closing</th>
-    <th class="num">Win (accounting)</th><th class="num">Win (recorded)</th><th class="num">Win (rules)</th><th class="num">Hold</th><th class="num">Theo. hold</th><th>95% interval</th><th class="num">Variances</th></tr></thead><tbody>
+    <th class="num">Win (accounting)</th><th class="num">Win (recorded)</th><th class="num">Win (rules)</th><th class="num">Hold</th><th class="num">Theo. hold</th><th class="num">Hold / handle</th><th class="num">Theo. / handle</th><th>95% interval</th><th class="num">Variances</th></tr></thead><tbody>
     ${r.groups.map(g => `<tr class="${g.variances || g.hold_alarm ? "diff" : ""}"><td>${esc(g.key)}${g.hold_alarm ? ' <span class="badge critical">hold alarm</span>' : ""}</td><td class="num">${g.rounds}</td>
-      <td class="num">${maybe(g.drop, "not counted")}</td><td class="num">${money(g.fills)}</td><td class="num">${money(g.credits)}</td><td class="num">${money(g.opening)}</td><td class="num">${money(g.closing)}</td>
+      <td class="num">${r.group_by === "dealer" ? "— (the table's)" : maybe(g.drop, "not counted")}</td><td class="num">${money(g.fills)}</td><td class="num">${money(g.credits)}</td><td class="num">${money(g.opening)}</td><td class="num">${money(g.closing)}</td>
       <td class="num">${maybe(g.win_accounting, "—")}</td><td class="num">${money(g.win_recorded)}</td><td class="num">${money(g.win_rules)}</td><td class="num">${pct(g.hold_bp)}</td><td class="num">${pct(g.hold_theoretical_bp)}</td>
+      <td class="num">${pct(g.hold_handle_bp)}</td><td class="num">${pct(g.hold_handle_theoretical_bp)}</td>
       <td>${money(g.win_low)} to ${money(g.win_high)}</td><td class="num">${g.variances}</td></tr>`).join("")}
     </tbody></table></div>`;
 }

@@ -8,11 +8,12 @@
 
 use crate::{
     read_header, ArchiveError, DayEvent, DayHeader, TableDay, TableSpan, DAY_FORMAT, DAY_VERSION,
-    FRAME_RAW_LEN_MAX, MAGIC, TABLE_EVENTS_MAX, ZSTD_LEVEL,
+    FRAME_RAW_LEN_MAX, HEADER_LEN_MAX, MAGIC, TABLE_EVENTS_MAX, ZSTD_LEVEL,
 };
 use schemas::chain::event_hash;
 use schemas::codec::EVENT_LEN_MAX;
 use schemas::Hash32;
+use std::io::Read;
 
 /// Writes a day file: the header, then one frame per table, in the order given.
 pub fn write_day(day: &str, seal: &[u8], tables: &[TableDay]) -> Result<Vec<u8>, ArchiveError> {
@@ -162,6 +163,65 @@ pub fn read_table(file: &[u8], table: &str) -> Result<(TableSpan, Vec<DayEvent>)
     }
     let events = decode(&span, &raw)?;
     Ok((span, events))
+}
+
+/// Reads and checks one table's range from a day file on disk, reading only the header
+/// and that table's frame: the file may hold a whole floor's day.
+pub fn read_table_from<R: std::io::Read + std::io::Seek>(
+    r: &mut R,
+    table: &str,
+) -> Result<(TableSpan, Vec<DayEvent>), ArchiveError> {
+    r.seek(std::io::SeekFrom::Start(0))?;
+    let (header, body_at) = read_header_from(r)?;
+    let span = header
+        .tables
+        .into_iter()
+        .find(|s| s.table == table)
+        .ok_or_else(|| ArchiveError::Format(format!("no table {table} in the day file")))?;
+    let fail = |what: String| ArchiveError::Table {
+        table: table.into(),
+        what,
+    };
+    if span.frame_offset < body_at as u64 || span.frame_len > FRAME_RAW_LEN_MAX {
+        return Err(fail("the frame lies outside the file".into()));
+    }
+    if span.raw_len > FRAME_RAW_LEN_MAX {
+        return Err(fail(format!(
+            "frame of {} bytes is over the limit",
+            span.raw_len
+        )));
+    }
+    r.seek(std::io::SeekFrom::Start(span.frame_offset))?;
+    let mut frame = Vec::new();
+    r.take(span.frame_len).read_to_end(&mut frame)?;
+    if frame.len() as u64 != span.frame_len {
+        return Err(fail("the frame lies outside the file".into()));
+    }
+    let raw = zstd::bulk::decompress(&frame, span.raw_len as usize)
+        .map_err(|e| fail(format!("the frame does not decompress: {e}")))?;
+    if raw.len() as u64 != span.raw_len || *blake3::hash(&raw).as_bytes() != span.raw_blake3.0 {
+        return Err(fail("the frame's digest differs from the header's".into()));
+    }
+    let events = decode(&span, &raw)?;
+    Ok((span, events))
+}
+
+/// Reads the header from the start of a day file on disk; gives it and where frames start.
+pub fn read_header_from<R: std::io::Read>(r: &mut R) -> Result<(DayHeader, usize), ArchiveError> {
+    let mut start = [0u8; MAGIC.len() + 4];
+    r.read_exact(&mut start)
+        .map_err(|_| ArchiveError::Format("the magic bytes are missing".into()))?;
+    let len = u32::from_be_bytes([start[8], start[9], start[10], start[11]]) as usize;
+    if len > HEADER_LEN_MAX {
+        return Err(ArchiveError::Format(
+            "the header length is out of range".into(),
+        ));
+    }
+    let mut file = start.to_vec();
+    file.resize(start.len() + len, 0);
+    r.read_exact(&mut file[start.len()..])
+        .map_err(|_| ArchiveError::Format("the header length is out of range".into()))?;
+    read_header(&file)
 }
 
 /// The records of a frame, every hash recomputed from the anchor.

@@ -21,7 +21,7 @@ mod frame;
 use schemas::Hash32;
 use serde::{Deserialize, Serialize};
 
-pub use frame::{read_table, write_day, DayWriter};
+pub use frame::{read_header_from, read_table, read_table_from, write_day, DayWriter};
 
 /// First bytes of every day file.
 pub const MAGIC: &[u8; 8] = b"RLDAYv1\n";

@@ -249,6 +249,7 @@ pub fn verify_day(
         let out = serde_json::json!({
             "day": v.seal.day, "seal": v.digest, "ok": v.is_ok(),
             "events_read": v.events_read, "checkpoints": v.checkpoints, "problems": problems,
+            "removed_by_retention": v.removed_by_retention,
         });
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
@@ -258,6 +259,11 @@ pub fn verify_day(
                 .iter()
                 .find(|p| p.table.as_ref() == Some(&t.table));
             match bad {
+                None if v.removed_by_retention => println!(
+                    "{} removed by retention; head {} proven by the seal",
+                    range_line(t),
+                    t.head_hash
+                ),
                 None => println!("{} ok", range_line(t)),
                 Some(p) => println!(
                     "{:<12} BAD  first bad position: seq {}: {}",

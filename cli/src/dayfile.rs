@@ -2,7 +2,8 @@
 //! (crate `archive`, schemas/ARCHIVE.md), and a day file checked on its own: every table's
 //! chain rebuilt from its anchor and tied to the day's seal, whose signature is checked.
 //!
-//! Writing reads the ledger only; moving the day out of sled is not done here.
+//! Writing reads the ledger only. `roundledger archive move` moves a day into the archive
+//! tier (`crate::tier`).
 
 use crate::Outcome;
 use anyhow::{Context, Result};

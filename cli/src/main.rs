@@ -36,6 +36,7 @@ mod settle;
 mod simulate;
 mod source;
 mod tables;
+mod tier;
 mod tokens;
 mod verify;
 mod when;
@@ -118,6 +119,9 @@ enum Command {
     Bus(bus::Args),
     /// Gaming days: seal an ended day, show a day's seal and ranges (`day seal|show`).
     Day(day::Args),
+    /// The archive tier: move sealed days into day files, list them, remove one past its
+    /// retention (`archive move|status|remove`).
+    Archive(tier::Args),
     /// Check a day seal file alone: its shape and signature.
     VerifySeal(day::VerifySealArgs),
     /// Sign a device key's enrollment offline with the admin key (`Rl-Enrollment` header).
@@ -196,6 +200,7 @@ fn main() -> ExitCode {
         Command::Bus(a) => bus::run(a),
         Command::Enroll(a) => bus::enroll(a),
         Command::Day(a) => day::run(a),
+        Command::Archive(a) => tier::run(a),
         Command::VerifySeal(a) => day::verify_seal(a),
         Command::Table(a) => tables::run(a),
         Command::Count(a) => count::run(a),

@@ -59,7 +59,7 @@ pub struct Args {
     from_day: Option<String>,
     #[arg(long, requires = "from_day")]
     to_day: Option<String>,
-    /// table, pit, game, shift or day.
+    /// table, pit, game, shift, day or dealer (the dealer in place when each round began).
     #[arg(long, default_value = "table")]
     group_by: String,
     /// Only this table.
@@ -211,7 +211,7 @@ fn print_report(r: &FinanceReport, rule: &ledger::days::DayRule) {
         r.group_by
     );
     println!(
-        "{:<16} {:>7} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>8} {:>12} {:>25}",
+        "{:<16} {:>7} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>8} {:>17} {:>12} {:>25}",
         "group",
         "rounds",
         "drop",
@@ -221,6 +221,7 @@ fn print_report(r: &FinanceReport, rule: &ledger::days::DayRule) {
         "jackpots",
         "theo win",
         "hold %",
+        "handle hold %",
         "variances",
         "95% interval"
     );
@@ -245,15 +246,25 @@ fn print_report(r: &FinanceReport, rule: &ledger::days::DayRule) {
     }
 }
 
-fn print_group(g: &ReportGroup) {
-    let opt = |m: Option<schemas::Money>| m.map_or("not counted".to_string(), |m| m.to_string());
-    let hold = g.hold_bp.map_or("-".to_string(), |b| {
+/// Basis points as a percentage with two decimals: -2500 -> "-25.00"; `None` -> "-".
+fn percent_bp(bp: Option<i64>) -> String {
+    bp.map_or("-".to_string(), |b| {
         let sign = if b < 0 { "-" } else { "" };
         format!("{sign}{}.{:02}", b.abs() / 100, b.abs() % 100)
-    });
+    })
+}
+
+fn print_group(g: &ReportGroup) {
+    let opt = |m: Option<schemas::Money>| m.map_or("not counted".to_string(), |m| m.to_string());
     let alarm = if g.hold_alarm { " ALARM" } else { "" };
+    // Per priced handle: actual against theoretical (a dealer's hold; no drop of its own).
+    let handle_hold = format!(
+        "{}/{}",
+        percent_bp(g.hold_handle_bp),
+        percent_bp(g.hold_handle_theoretical_bp)
+    );
     println!(
-        "{:<16} {:>7} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>8} {:>12} {:>25}{alarm}",
+        "{:<16} {:>7} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>8} {:>17} {:>12} {:>25}{alarm}",
         g.key,
         g.rounds,
         opt(g.drop),
@@ -262,7 +273,8 @@ fn print_group(g: &ReportGroup) {
         g.win_rules.to_string(),
         g.jackpot_paid_recorded.to_string(),
         g.theoretical_win.to_string(),
-        hold,
+        percent_bp(g.hold_bp),
+        handle_hold,
         g.variances,
         format!("{} .. {}", g.win_low, g.win_high),
     );

@@ -431,6 +431,9 @@ pub struct DayVerdict {
     pub events_read: u64,
     /// Kept checkpoints checked against the recomputed chain.
     pub checkpoints: u64,
+    /// The day's records were removed by a signed retention act (`tier::retention`):
+    /// only the seal is checked, and it still proves each table's head.
+    pub removed_by_retention: bool,
 }
 
 impl DayVerdict {
@@ -459,6 +462,7 @@ impl Ledger {
             problems: Vec::new(),
             events_read: 0,
             checkpoints: 0,
+            removed_by_retention: false,
         };
         let problem = |what: String| DayProblem {
             table: None,
@@ -471,6 +475,15 @@ impl Ledger {
         if let Some(p) = self.previous_link_problem(&seal)? {
             v.problems.push(problem(p));
         }
+        if let Some(entry) = self.tier_entry(day)? {
+            if entry.state == crate::tier::TierState::Removed {
+                v.removed_by_retention = true;
+                if let Some(p) = crate::tier::retention::entry_problem(&entry, &seal) {
+                    v.problems.push(problem(p));
+                }
+                return Ok(v);
+            }
+        }
         for t in &seal.tables {
             let checkpoints = self.range_checkpoints(t)?;
             v.checkpoints += checkpoints.len() as u64;
@@ -479,6 +492,20 @@ impl Ledger {
             }
         }
         Ok(v)
+    }
+
+    /// The head a removed day's seal gives the table, where `t`'s range starts after it.
+    fn sealed_head(&self, day: &str, t: &SealedTable) -> Result<Hash32, Error> {
+        let seal = self.day_seal(day)?;
+        let before = seal.as_ref().and_then(|s| s.table(&t.table));
+        match before {
+            Some(b) if b.last_seq.0 + 1 == t.first_seq.0 => Ok(b.head_hash),
+            _ => Err(Error::Day(format!(
+                "table {}: no seal of removed day {day} ends at seq {}",
+                t.table,
+                t.first_seq.0 - 1
+            ))),
+        }
     }
 
     /// Whether the seal's `previous` names the stored seal of the day before it.
@@ -543,6 +570,8 @@ impl Ledger {
         };
         let anchor = match self.hash_at(&t.table, t.first_seq.0 - 1, read) {
             Ok(h) => h,
+            // The day before was removed by retention: its seal gives the anchor.
+            Err(Error::RetentionRemoved { day, .. }) => self.sealed_head(&day, t)?,
             Err(e) => return at(t.first_seq.0 - 1, format!("the anchor does not read: {e}")),
         };
         if anchor != t.anchor_hash {

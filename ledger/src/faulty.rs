@@ -102,4 +102,10 @@ impl Store for FaultyStore {
     fn recovery_done(&self) -> Result<(), Error> {
         self.inner.recovery_done()
     }
+    fn tier_dir(&self) -> Option<std::path::PathBuf> {
+        self.inner.tier_dir()
+    }
+    fn forget_tier(&self) {
+        self.inner.forget_tier()
+    }
 }

@@ -58,6 +58,7 @@ mod refuse;
 pub mod resync;
 pub mod settings;
 pub mod store;
+pub mod tier;
 mod types;
 pub mod valuelog;
 mod verify;
@@ -138,6 +139,10 @@ pub enum Error {
     Day(String),
     #[error("cannot seal day {day}: {why}")]
     Seal { day: String, why: String },
+    #[error("archive tier: {0}")]
+    Tier(String),
+    #[error("table {table}: its records of day {day} were removed by retention; the day's seal keeps its heads")]
+    RetentionRemoved { day: String, table: TableId },
     #[error("bad setting: {0}")]
     BadSetting(String),
     #[error("writing the export: {0}")]

@@ -53,6 +53,9 @@ pub enum Space {
     /// Applied re-syncs (`resync`): `table key ++ seq (BE)` -> stream seq, receive time
     /// and the exact message.
     Resync,
+    /// The archive tier's catalog (`tier`): `day (YYYY-MM-DD)` -> where the day's records
+    /// are (a day file, or removed by retention), as JSON.
+    Tier,
 }
 
 /// sled's page cache. Its default (1 GiB) fills as history grows; event records live in
@@ -72,7 +75,7 @@ pub const RECOVERED_SPACES: [Space; 5] = [
 
 impl Space {
     /// Every space, in prefix-table order.
-    pub const ALL: [Space; 13] = [
+    pub const ALL: [Space; 14] = [
         Space::Batch,
         Space::Head,
         Space::Round,
@@ -86,6 +89,7 @@ impl Space {
         Space::Seal,
         Space::Config,
         Space::Resync,
+        Space::Tier,
     ];
 
     /// The space whose `prefix` is `b`.
@@ -111,6 +115,7 @@ impl Space {
             Space::Seal => b's',
             Space::Config => b'o',
             Space::Resync => b'x',
+            Space::Tier => b'T',
         }
     }
 }
@@ -121,6 +126,9 @@ pub enum Op {
     Put(Space, Vec<u8>, Vec<u8>),
     /// Only in `Space::Pending`.
     Remove(Space, Vec<u8>),
+    /// Points a record of `Space::Batch` (key) into a day file of the archive tier
+    /// (`tier::encode_pointer`). Only for records the day file holds, checked byte for byte.
+    Repoint(Vec<u8>, Vec<u8>),
 }
 
 /// One key-value pair (key without the space prefix).
@@ -188,6 +196,12 @@ pub trait Store: Send + Sync {
     fn unreferenced(&self) -> Result<UnreferencedIter<'_>, Error> {
         Ok(Box::new(std::iter::empty()))
     }
+    /// Where day files of the archive tier live (`tier`); `None`: this store has no tier.
+    fn tier_dir(&self) -> Option<std::path::PathBuf> {
+        None
+    }
+    /// Drops what the store caches of day files (after one is removed).
+    fn forget_tier(&self) {}
     /// Called, and durable, before the first record `unreferenced` gave is appended again.
     fn recovery_started(&self) -> Result<(), Error> {
         Ok(())
@@ -276,6 +290,8 @@ pub struct SledStore {
     values: ValueLog,
     /// The ledger directory, whose file system's free space `commit` checks.
     dir: std::path::PathBuf,
+    /// Reads records the archive tier holds (`tier`), one table's day cached.
+    tier: crate::tier::TierReader,
 }
 
 /// Free bytes the ledger's file system keeps in reserve: a commit is refused below it.
@@ -348,6 +364,7 @@ impl SledStore {
             tree,
             values,
             dir: path.to_path_buf(),
+            tier: crate::tier::TierReader::new(path),
         };
         // A log that goes on past the last commit's end holds what a crash left (entries
         // no commit references, which recovery appends again, or bytes of a write cut
@@ -374,7 +391,10 @@ impl SledStore {
         Ok(store)
     }
 
-    fn value(&self, space: Space, stored: Vec<u8>) -> Result<Vec<u8>, Error> {
+    fn value(&self, space: Space, key: &[u8], stored: Vec<u8>) -> Result<Vec<u8>, Error> {
+        if space == Space::Batch && crate::tier::is_pointer(&stored) {
+            return self.tier.record(&self.tree, key, &stored);
+        }
         whole_value(&self.values, space, stored)
     }
 
@@ -418,21 +438,21 @@ impl Store for SledStore {
         self.tree
             .get(full_key(space, key))
             .map_err(store_err("get"))?
-            .map(|v| self.value(space, v.to_vec()))
+            .map(|v| self.value(space, key, v.to_vec()))
             .transpose()
     }
 
     fn range<'a>(&'a self, space: Space, from: &[u8], to: Option<&[u8]>) -> KvIter<'a> {
         Box::new(self.sled_range(space, from, to).map(move |r| {
             let (k, v) = r.map_err(store_err("range"))?;
-            Ok((k[1..].to_vec(), self.value(space, v.to_vec())?))
+            Ok((k[1..].to_vec(), self.value(space, &k[1..], v.to_vec())?))
         }))
     }
 
     fn range_back<'a>(&'a self, space: Space) -> KvIter<'a> {
         Box::new(self.sled_range(space, &[], None).rev().map(move |r| {
             let (k, v) = r.map_err(store_err("range_back"))?;
-            Ok((k[1..].to_vec(), self.value(space, v.to_vec())?))
+            Ok((k[1..].to_vec(), self.value(space, &k[1..], v.to_vec())?))
         }))
     }
 
@@ -519,6 +539,13 @@ impl Store for SledStore {
                     );
                     batch.remove(full_key(space, &k))
                 }
+                Op::Repoint(k, pointer) => {
+                    assert!(
+                        crate::tier::is_pointer(&pointer),
+                        "a repoint names a day file"
+                    );
+                    batch.insert(full_key(Space::Batch, &k), pointer)
+                }
             }
         }
         self.tree.apply_batch(batch).map_err(store_err("commit"))
@@ -567,6 +594,14 @@ impl Store for SledStore {
             .insert(full_key(Space::Meta, RECOVER_FROM_KEY), Vec::new())
             .map_err(store_err("end recovery"))?;
         self.flush()
+    }
+
+    fn tier_dir(&self) -> Option<std::path::PathBuf> {
+        Some(self.tier.dir().to_path_buf())
+    }
+
+    fn forget_tier(&self) {
+        self.tier.forget()
     }
 }
 

@@ -20,8 +20,8 @@ use ledger::days::DayRule;
 use schemas::api::FinanceSummary;
 use schemas::count::CountResult;
 use schemas::finance::{
-    Cause, DisputedRound, FinanceReport, HandleLine, Link, ReportGroup, RoundFinance, RoundLine,
-    ShiftRow, Variance, REPORT_GROUPS_MAX, REPORT_VARIANCES_MAX,
+    Cause, DealerPart, DisputedRound, FinanceReport, Handle, HandleLine, Link, ReportGroup,
+    RoundFinance, RoundLine, ShiftRow, Tray, Variance, REPORT_GROUPS_MAX, REPORT_VARIANCES_MAX,
 };
 use schemas::report::RoundReport;
 use schemas::{Money, PayLine, TableId};
@@ -103,11 +103,13 @@ pub enum GroupBy {
     Shift,
     /// One group per gaming day.
     Day,
+    /// The dealer in place when each round began (`dealer_changed`).
+    Dealer,
 }
 
 impl GroupBy {
     /// The names `parse` reads, in variant order.
-    pub const NAMES: [&'static str; 5] = ["table", "pit", "game", "shift", "day"];
+    pub const NAMES: [&'static str; 6] = ["table", "pit", "game", "shift", "day", "dealer"];
 
     /// Reads a name of `NAMES`; another name is an error listing them.
     pub fn parse(s: &str) -> Result<GroupBy, String> {
@@ -117,6 +119,7 @@ impl GroupBy {
             "game" => Ok(GroupBy::Game),
             "shift" => Ok(GroupBy::Shift),
             "day" => Ok(GroupBy::Day),
+            "dealer" => Ok(GroupBy::Dealer),
             _ => Err(format!(
                 "group by {s:?}: one of {}",
                 GroupBy::NAMES.join(", ")
@@ -511,36 +514,44 @@ fn drop_variance(t: &TableShift, counts: &[&CountResult]) -> Option<Variance> {
     Some(variance(t, cause, d, text, links))
 }
 
-/// Groups the table shifts and adds each group's figures.
+/// The group key of a table shift (every grouping but by dealer).
+fn group_key(t: &TableShift, pits: &[Pit], by: GroupBy) -> String {
+    match by {
+        GroupBy::Table => t.table.to_string(),
+        GroupBy::Pit => pit_of(pits, Some(&t.table)),
+        GroupBy::Game => t
+            .row
+            .rule_set
+            .map_or("(no rounds)", |r| r.code())
+            .to_string(),
+        GroupBy::Shift => t.row.shift.clone(),
+        GroupBy::Day => t
+            .row
+            .shift
+            .split('/')
+            .next()
+            .unwrap_or_default()
+            .to_string(),
+        GroupBy::Dealer => unreachable!("a table shift splits into its dealers' parts"),
+    }
+}
+
+/// Groups the table shifts (or, by dealer, their dealers' parts) and adds each group's
+/// figures. The total is always the table shifts'.
 fn assemble(shifts: &[TableShift], pits: &[Pit], by: GroupBy) -> Result<FinanceReport, ReadError> {
     let mut groups: BTreeMap<String, Acc> = BTreeMap::new();
     let mut total = Acc::default();
     let mut variances = Vec::new();
     let mut variances_total = 0u64;
     for t in shifts {
-        let key = match by {
-            GroupBy::Table => t.table.to_string(),
-            GroupBy::Pit => pit_of(pits, Some(&t.table)),
-            GroupBy::Game => t
-                .row
-                .rule_set
-                .map_or("(no rounds)", |r| r.code())
-                .to_string(),
-            GroupBy::Shift => t.row.shift.clone(),
-            GroupBy::Day => t
-                .row
-                .shift
-                .split('/')
-                .next()
-                .unwrap_or_default()
-                .to_string(),
-        };
-        if !groups.contains_key(&key) && groups.len() >= REPORT_GROUPS_MAX {
-            return Err(ReadError::TooLarge(format!(
-                "more than {REPORT_GROUPS_MAX} groups"
-            )));
+        match by {
+            GroupBy::Dealer => {
+                for d in &t.row.dealers {
+                    group(&mut groups, &d.dealer)?.add_dealer(d);
+                }
+            }
+            _ => group(&mut groups, &group_key(t, pits, by))?.add(t),
         }
-        groups.entry(key).or_default().add(t);
         total.add(t);
         variances_total += t.variances.len() as u64;
         let room = REPORT_VARIANCES_MAX.saturating_sub(variances.len());
@@ -559,21 +570,38 @@ fn assemble(shifts: &[TableShift], pits: &[Pit], by: GroupBy) -> Result<FinanceR
     })
 }
 
+/// The group `key`, added if new, within `REPORT_GROUPS_MAX`.
+fn group<'a>(groups: &'a mut BTreeMap<String, Acc>, key: &str) -> Result<&'a mut Acc, ReadError> {
+    if !groups.contains_key(key) && groups.len() >= REPORT_GROUPS_MAX {
+        return Err(ReadError::TooLarge(format!(
+            "more than {REPORT_GROUPS_MAX} groups"
+        )));
+    }
+    Ok(groups.entry(key.to_string()).or_default())
+}
+
 /// A group's sums while it is built.
 #[derive(Default)]
 struct Acc {
     g: ReportGroup,
     uncounted: bool,
     no_accounting: bool,
-    /// (rule set code, line) -> the line's handle and whether its row had its own pay tables.
-    handle: BTreeMap<(&'static str, PayLine), (HandleLine, u128, bool)>,
+    /// (rule set code, line) -> the line's sums.
+    handle: BTreeMap<(&'static str, PayLine), LineAcc>,
+}
+
+/// One handle line's sums: the report's line, and what prices it.
+struct LineAcc {
+    line: HandleLine,
+    theoretical_win_ppm: i128,
+    win_variance_ppm: u128,
+    stake_without_edge: Money,
 }
 
 impl Acc {
     fn add(&mut self, t: &TableShift) {
         let (g, r) = (&mut self.g, t.row);
         g.table_shifts += 1;
-        g.rounds += r.rounds;
         g.boxes_counted += t.boxes_counted;
         g.boxes_not_counted += t.boxes_not_counted;
         g.buy_ins = g.buy_ins + r.buy_ins.total;
@@ -582,10 +610,6 @@ impl Acc {
         g.credits = g.credits + r.credits.total;
         g.opening = g.opening + r.opening.as_ref().map_or(Money::ZERO, |c| c.total);
         g.closing = g.closing + r.closing.as_ref().map_or(Money::ZERO, |c| c.total);
-        g.win_recorded = g.win_recorded + r.recorded.win();
-        g.win_rules = g.win_rules + r.rules.win();
-        g.jackpot_paid_recorded = g.jackpot_paid_recorded + r.recorded.jackpot_paid;
-        g.jackpot_paid_rules = g.jackpot_paid_rules + r.rules.jackpot_paid;
         g.variances += t.variances.len() as u64;
         match t.drop {
             Some(d) => g.drop = Some(g.drop.unwrap_or(Money::ZERO) + d),
@@ -595,25 +619,48 @@ impl Acc {
             Some(w) => g.win_accounting = Some(g.win_accounting.unwrap_or(Money::ZERO) + w),
             None => self.no_accounting = true,
         }
-        for h in &r.handle {
+        self.add_play(r.rounds, &r.recorded, &r.rules, &r.handle);
+    }
+
+    /// A dealer's part of a table shift: its rounds, trays and handle. The drop, the
+    /// counts and the accounting win are the table's: a dealer group has none.
+    fn add_dealer(&mut self, d: &DealerPart) {
+        self.g.table_shifts += 1;
+        self.uncounted = true;
+        self.no_accounting = true;
+        self.add_play(d.rounds, &d.recorded, &d.rules, &d.handle);
+    }
+
+    /// What the rounds say: the trays as recorded and as due, and the handle.
+    fn add_play(&mut self, rounds: u64, recorded: &Tray, rules: &Tray, handle: &[Handle]) {
+        let g = &mut self.g;
+        g.rounds += rounds;
+        g.win_recorded = g.win_recorded + recorded.win();
+        g.win_rules = g.win_rules + rules.win();
+        g.jackpot_paid_recorded = g.jackpot_paid_recorded + recorded.jackpot_paid;
+        g.jackpot_paid_rules = g.jackpot_paid_rules + rules.jackpot_paid;
+        for h in handle {
             let e = self
                 .handle
                 .entry((h.rule_set.code(), h.line))
-                .or_insert_with(|| {
-                    let line = HandleLine {
+                .or_insert_with(|| LineAcc {
+                    line: HandleLine {
                         rule_set: h.rule_set,
                         line: h.line,
                         stake: Money::ZERO,
                         bets: 0,
                         edge_ppm: None,
                         theoretical_win: None,
-                    };
-                    (line, 0, false)
+                    },
+                    theoretical_win_ppm: 0,
+                    win_variance_ppm: 0,
+                    stake_without_edge: Money::ZERO,
                 });
-            e.0.stake = e.0.stake + h.stake;
-            e.0.bets += h.bets;
-            e.1 = e.1.saturating_add(h.stake_squared);
-            e.2 |= r.pay_tables_configured;
+            e.line.stake = e.line.stake + h.stake;
+            e.line.bets += h.bets;
+            e.theoretical_win_ppm = e.theoretical_win_ppm.saturating_add(h.theoretical_win_ppm);
+            e.win_variance_ppm = e.win_variance_ppm.saturating_add(h.win_variance_ppm);
+            e.stake_without_edge = e.stake_without_edge + h.stake_without_edge;
         }
     }
 
@@ -628,28 +675,23 @@ impl Acc {
         if self.no_accounting || self.uncounted {
             g.win_accounting = None;
         }
-        let mut variance_minor_sq: u128 = 0;
-        for (_, (mut line, stake_sq, custom)) in std::mem::take(&mut self.handle) {
-            let edge = (!custom)
-                .then(|| rules::edge::default_edge(line.rule_set, line.line))
-                .flatten();
-            match edge {
-                Some(e) => {
-                    let theo = i128::from(line.stake.0) * i128::from(e.edge_ppm) / 1_000_000;
-                    line.edge_ppm = Some(e.edge_ppm);
-                    line.theoretical_win = Some(Money(theo as i64));
-                    g.theoretical_win = g.theoretical_win + Money(theo as i64);
-                    variance_minor_sq = variance_minor_sq.saturating_add(
-                        stake_sq.saturating_mul(u128::from(e.variance_ppm)) / 1_000_000,
-                    );
-                }
-                // The BET/Play of the main game is inside the Ante's edge.
-                None if matches!(line.line, PayLine::Bet | PayLine::Play) && !custom => {}
-                None => g.handle_without_edge = g.handle_without_edge + line.stake,
+        let mut variance_ppm: u128 = 0;
+        for (_, mut a) in std::mem::take(&mut self.handle) {
+            g.handle_without_edge = g.handle_without_edge + a.stake_without_edge;
+            // The BET/Play of a main game is priced in the Ante's edge: no edge of its own.
+            let priced = a.line.stake - a.stake_without_edge;
+            let main_raise = matches!(a.line.line, PayLine::Bet | PayLine::Play);
+            if priced.0 > 0 && !main_raise {
+                let theo = Money((a.theoretical_win_ppm / 1_000_000) as i64);
+                a.line.edge_ppm = Some((a.theoretical_win_ppm / i128::from(priced.0)) as i64);
+                a.line.theoretical_win = Some(theo);
+                g.theoretical_win = g.theoretical_win + theo;
+                g.handle_priced = g.handle_priced + priced;
+                variance_ppm = variance_ppm.saturating_add(a.win_variance_ppm);
             }
-            g.handle.push(line);
+            g.handle.push(a.line);
         }
-        let sd = Money(variance_minor_sq.isqrt().min(i64::MAX as u128) as i64);
+        let sd = Money((variance_ppm / 1_000_000).isqrt().min(i64::MAX as u128) as i64);
         let spread = Money(sd.0.saturating_mul(INTERVAL_SD));
         g.win_low = g.theoretical_win - spread;
         g.win_high = g.theoretical_win + spread;
@@ -658,6 +700,9 @@ impl Acc {
         let per_drop = |w: Money| g.drop.filter(|d| d.0 > 0).map(|d| bp(w, d));
         g.hold_bp = g.win_accounting.and_then(per_drop);
         g.hold_theoretical_bp = per_drop(g.theoretical_win);
+        let per_handle = |w: Money| Some(g.handle_priced).filter(|h| h.0 > 0).map(|h| bp(w, h));
+        g.hold_handle_bp = per_handle(g.actual_win);
+        g.hold_handle_theoretical_bp = per_handle(g.theoretical_win);
         g
     }
 }
@@ -719,7 +764,7 @@ pub fn totals(rows: &[ShiftRow]) -> Vec<FinanceSummary> {
 }
 
 /// The CSV columns of a report, one line per group and a total line.
-pub const CSV_HEADER: &str = "group,table_shifts,rounds,drop,buy_ins,markers,fills,credits,opening,closing,win_accounting,win_recorded,win_rules,jackpot_paid_recorded,hold_bp,theoretical_win,win_low,win_high,hold_alarm,variances";
+pub const CSV_HEADER: &str = "group,table_shifts,rounds,drop,buy_ins,markers,fills,credits,opening,closing,win_accounting,win_recorded,win_rules,jackpot_paid_recorded,hold_bp,theoretical_win,win_low,win_high,hold_alarm,variances,handle_priced,hold_handle_bp,hold_handle_theoretical_bp";
 
 /// A report as CSV for the accounting system: amounts in currency units (`12.34`), an
 /// empty cell where a figure is not known yet (a box not counted).
@@ -743,17 +788,25 @@ pub fn to_csv(r: &FinanceReport) -> String {
             g.win_recorded.to_string(),
             g.win_rules.to_string(),
             g.jackpot_paid_recorded.to_string(),
-            g.hold_bp.map(|b| b.to_string()).unwrap_or_default(),
+            bp_cell(g.hold_bp),
             g.theoretical_win.to_string(),
             g.win_low.to_string(),
             g.win_high.to_string(),
             g.hold_alarm.to_string(),
             g.variances.to_string(),
+            g.handle_priced.to_string(),
+            bp_cell(g.hold_handle_bp),
+            bp_cell(g.hold_handle_theoretical_bp),
         ];
         out.push_str(&cells.join(","));
         out.push('\n');
     }
     out
+}
+
+/// Basis points as a CSV cell: empty when not known.
+fn bp_cell(bp: Option<i64>) -> String {
+    bp.map(|b| b.to_string()).unwrap_or_default()
 }
 
 /// A CSV cell: quoted when it holds a comma, quote or line break; a leading formula

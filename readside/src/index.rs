@@ -86,9 +86,9 @@ struct Cursor {
     verifying: bool,
     /// The last `TableOpened`: (seq, rule set).
     config: Option<(u64, RuleSet)>,
-    /// The last `TableOpened` set its own pay tables.
+    /// What a round beginning now begins under.
     #[serde(default)]
-    custom_pay: bool,
+    terms: Terms,
     /// Seq of the last event that belongs to a round.
     last_round_seq: Option<u64>,
     /// The newest round id seen.
@@ -107,7 +107,7 @@ impl Cursor {
             checked: 0,
             verifying: true,
             config: None,
-            custom_pay: false,
+            terms: Terms::default(),
             last_round_seq: None,
             newest_round: None,
             pending: BTreeMap::new(),
@@ -128,6 +128,28 @@ impl Cursor {
     }
 }
 
+/// What the finance rows need of a round beside its report, as it stood when the round
+/// began: the pay tables' edges and the dealer in place.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+struct Terms {
+    /// The last `TableOpened` set its own pay tables.
+    custom_pay: bool,
+    /// The edges of its pay tables (empty: none read yet, the defaults).
+    edges: Vec<shiftrow::LineEdge>,
+    /// The dealer of the last `DealerChanged`; `None` before one or after `TableClosed`.
+    dealer: Option<String>,
+}
+
+impl Terms {
+    fn ctx(&self) -> shiftrow::RoundCtx<'_> {
+        shiftrow::RoundCtx {
+            custom_pay: self.custom_pay,
+            edges: &self.edges,
+            dealer: self.dealer.as_deref(),
+        }
+    }
+}
+
 /// A round the replayer has not reported yet (see the module doc).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct Pending {
@@ -136,6 +158,9 @@ struct Pending {
     /// The last seq of the round before it: its replay window starts after it.
     prev_last: Option<u64>,
     config_seq: Option<u64>,
+    /// The terms it began under.
+    #[serde(default)]
+    terms: Terms,
     /// `RoundClosed` is stored.
     closed: bool,
     /// Changed since the end of the last pass.
@@ -165,6 +190,7 @@ impl Pending {
             },
             prev_last: t.last_round_seq,
             config_seq: t.config.map(|(s, _)| s),
+            terms: t.terms.clone(),
             closed: false,
             changed: true,
             announced: None,
@@ -217,8 +243,8 @@ pub fn finding_view(f: &Finding) -> FindingView {
 /// What one pass found, written to the model in one batch.
 #[derive(Default)]
 struct PassOut {
-    /// Each report, and whether its table's pay tables were its configuration's own.
-    reports: Vec<(RoundReport, bool)>,
+    /// Each report, and the terms its round began under.
+    reports: Vec<(RoundReport, Terms)>,
     /// Rows of rounds the replayer has not reported yet, and whether to announce them.
     early: Vec<(Digest, bool)>,
     tables: BTreeMap<TableId, TableDelta>,
@@ -434,7 +460,7 @@ fn index_event(
     t: &mut TableTail,
     delta: &mut TableDelta,
     stored: &ledger::StoredEvent,
-    reports: &mut Vec<(RoundReport, bool)>,
+    reports: &mut Vec<(RoundReport, Terms)>,
     (rule, shifts): (&ledger::days::DayRule, &mut ShiftCache),
 ) {
     let seq = stored.seq.0;
@@ -457,8 +483,11 @@ fn index_event(
         EventBody::TableOpened { config } => {
             delta.configs.push((seq, config.rule_set));
             c.config = Some((seq, config.rule_set));
-            c.custom_pay = !config.pay_tables.is_empty();
+            c.terms.custom_pay = !config.pay_tables.is_empty();
+            c.terms.edges = shiftrow::line_edges(config);
         }
+        EventBody::DealerChanged { dealer } => c.terms.dealer = Some(dealer.to_string()),
+        EventBody::TableClosed => c.terms.dealer = None,
         EventBody::Finance { entry } => {
             let at_ns = event.occurred_at_ns;
             match shiftrow::finance_shift(rule, shifts, entry, at_ns) {
@@ -486,8 +515,11 @@ fn index_event(
     }
     track_pending(table, c, seq, &event);
     for r in t.replayer.push(Seq(seq), &event) {
-        t.cur.pending.remove(&r.round.0);
-        reports.push((r, t.cur.custom_pay));
+        let terms = match t.cur.pending.remove(&r.round.0) {
+            Some(p) => p.terms,
+            None => t.cur.terms.clone(),
+        };
+        reports.push((r, terms));
     }
 }
 
@@ -650,7 +682,7 @@ impl Writes<'_> {
     /// already said the same.
     fn report(
         &mut self,
-        (r, custom_pay): (RoundReport, bool),
+        (r, terms): (RoundReport, Terms),
         feed: &mut Vec<FeedItem>,
     ) -> Result<(), ReadError> {
         match self.shift_cache.shift_of(self.model.rule(), r.opened_at_ns) {
@@ -658,7 +690,7 @@ impl Writes<'_> {
                 let row = self.shift(&r.table, b.starts_at_ns, || {
                     shiftrow::empty_row(&r.table, &b)
                 })?;
-                shiftrow::add_round(row, &r, custom_pay);
+                shiftrow::add_round(row, &r, &terms.ctx());
             }
             Err(e) => tracing::warn!("table {} round {}: no shift: {e}", r.table, r.round.0),
         }

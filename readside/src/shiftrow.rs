@@ -1,18 +1,24 @@
-//! Building a table's shift row (`schemas::finance::ShiftRow`) from what the tail reads:
-//! a reported round adds to the shift of its first event, a finance event to the shift
-//! of its device time (an opening count made just before a shift change to the shift
-//! after it, a closing count or drop box removal just after one to the shift before it). Parts of one shift read in different passes merge into the same row.
+//! Building a table's shift row (`schemas::finance::ShiftRow`) from what the tail reads.
+//!
+//! - A reported round adds to the shift of its first event. It adds to the part of the
+//!   dealer in place when it began too. Its handle carries the theoretical win at the
+//!   edges of the pay tables in force when it began.
+//! - A finance event adds to the shift of its device time. An opening count made just
+//!   before a shift change goes to the shift after it. A closing count or drop box
+//!   removal just after one goes to the shift before it.
+//! - Parts of one shift read in different passes merge into the same row.
 //!
 //! Invariant: merging parts in seq order gives the row one pass over all of them gives,
 //! so an incremental model equals a fresh rebuild (`verify`).
 
 use ledger::days::{DayRule, ShiftBounds};
 use schemas::finance::{
-    DisputedRound, DropBoxRef, Handle, ShiftRow, Slip, Tray, TrayCount, DISPUTED_ROUNDS_MAX,
-    DROP_BOXES_MAX,
+    DealerPart, DisputedRound, DropBoxRef, Handle, ShiftRow, Slip, Tray, TrayCount,
+    DEALERS_PER_SHIFT_MAX, DISPUTED_ROUNDS_MAX, DROP_BOXES_MAX, MORE_DEALERS, NO_DEALER,
 };
 use schemas::report::RoundReport;
-use schemas::{BetKind, BoxNo, Finance, Money, PayLine, Seq, TableId};
+use schemas::{BetKind, BoxNo, Finance, Money, PayLine, RuleSet, Seq, TableConfig, TableId};
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Jackpot lines: a win on one is paid by the jackpot system as far as the pool pays it
@@ -115,16 +121,106 @@ pub fn add_finance(row: &mut ShiftRow, entry: &Finance, seq: Seq, at_ns: i64) {
     }
 }
 
-/// Adds a reported round to its shift's row: handle, the tray as recorded and as the
-/// rules say, and the round if it is disputed. `custom_pay` says its configuration set
-/// its own pay tables.
-pub fn add_round(row: &mut ShiftRow, r: &RoundReport, custom_pay: bool) {
+/// A line's house edge for the pay tables in force, as the index keeps it per table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LineEdge {
+    /// The rule set the edge was computed under.
+    pub rule_set: RuleSet,
+    /// The bet line it prices.
+    pub line: PayLine,
+    /// The house edge, parts per million of the stake.
+    pub edge_ppm: i64,
+    /// The variance of one unit's net, ppm of the unit squared.
+    pub variance_ppm: u64,
+}
+
+/// The edges of `config`'s lines under its pay tables (`rules::edge::edges_in_force`:
+/// a configured pay table is priced once per process).
+pub fn line_edges(config: &TableConfig) -> Vec<LineEdge> {
+    rules::edge::edges_in_force(config)
+        .iter()
+        .map(|e| LineEdge {
+            rule_set: e.rule_set,
+            line: e.line,
+            edge_ppm: e.edge_ppm,
+            variance_ppm: e.variance_ppm,
+        })
+        .collect()
+}
+
+/// The edge of (`rs`, `line`): from `edges` when they are `rs`'s, else the default.
+fn edge_of(edges: &[LineEdge], rs: RuleSet, line: PayLine) -> Option<LineEdge> {
+    if edges.iter().any(|e| e.rule_set == rs) {
+        return edges
+            .iter()
+            .find(|e| e.rule_set == rs && e.line == line)
+            .copied();
+    }
+    rules::edge::default_edge(rs, line).map(|e| LineEdge {
+        rule_set: rs,
+        line,
+        edge_ppm: e.edge_ppm,
+        variance_ppm: e.variance_ppm,
+    })
+}
+
+/// What the index knows of a round beside its report, as it stood when the round began.
+#[derive(Debug, Clone, Copy)]
+pub struct RoundCtx<'a> {
+    /// Its configuration set its own pay tables.
+    pub custom_pay: bool,
+    /// The edges of the pay tables in force (empty: the rule set's defaults).
+    pub edges: &'a [LineEdge],
+    /// The dealer in place (`None`: none named).
+    pub dealer: Option<&'a str>,
+}
+
+/// Adds a reported round to its shift's row and to its dealer's part: handle and
+/// theoretical win, the tray as recorded and as the rules say, and the round if it is
+/// disputed.
+pub fn add_round(row: &mut ShiftRow, r: &RoundReport, ctx: &RoundCtx) {
     row.rounds += 1;
     row.rule_set = r.rule_set.or(row.rule_set);
-    row.pay_tables_configured |= custom_pay;
+    row.pay_tables_configured |= ctx.custom_pay;
+    let at = dealer_part(row, ctx.dealer.unwrap_or(NO_DEALER));
+    row.dealers[at].rounds += 1;
     let Some(s) = &r.settlement else {
         return;
     };
+    let share = share_of(r, s, ctx.edges);
+    for h in &share.handle {
+        add_handle(&mut row.handle, h);
+        add_handle(&mut row.dealers[at].handle, h);
+    }
+    row.recorded.merge(&share.recorded);
+    row.rules.merge(&share.rules);
+    row.dealers[at].recorded.merge(&share.recorded);
+    row.dealers[at].rules.merge(&share.rules);
+    if share.disputed {
+        row.disputed_count += 1;
+        row.dealers[at].disputed_count += 1;
+        if row.disputed.len() < DISPUTED_ROUNDS_MAX {
+            row.disputed.push(DisputedRound {
+                round: r.round,
+                recorded: share.paid,
+                due: share.due,
+            });
+        }
+    }
+}
+
+/// One round's part of a shift: a handle entry per bet, its trays and its nets.
+struct Share {
+    handle: Vec<Handle>,
+    recorded: Tray,
+    rules: Tray,
+    disputed: bool,
+    /// The players' net as recorded and as due.
+    paid: Money,
+    due: Money,
+}
+
+fn share_of(r: &RoundReport, s: &schemas::settle::Settlement, edges: &[LineEdge]) -> Share {
     let bet_lines: Vec<PayLine> = BetKind::ALL.iter().map(|k| k.line()).collect();
     let mut stakes: BTreeMap<(BoxNo, PayLine), Money> = BTreeMap::new();
     for b in &s.boxes {
@@ -132,26 +228,26 @@ pub fn add_round(row: &mut ShiftRow, r: &RoundReport, custom_pay: bool) {
             stakes.entry((b.box_no, l.line)).or_insert(l.stake);
         }
     }
-    for ((_, line), stake) in stakes {
-        add_handle(row, s.game, line, stake);
-    }
+    let handle = stakes
+        .into_iter()
+        .map(|((_, line), stake)| bet_handle(s.game, line, stake, edges))
+        .collect();
     let Nets { due, recorded } = nets(r);
     let mut pool: BTreeMap<BoxNo, Money> = BTreeMap::new();
     for p in &s.jackpot_payments {
         let paid = pool.entry(p.box_no).or_insert(Money::ZERO);
         *paid = *paid + p.amount;
     }
-    add_tray(&mut row.rules, &due, pool.clone());
-    add_tray(&mut row.recorded, &recorded, pool);
-    if !r.disputes.is_empty() {
-        row.disputed_count += 1;
-        if row.disputed.len() < DISPUTED_ROUNDS_MAX {
-            row.disputed.push(DisputedRound {
-                round: r.round,
-                recorded: recorded.values().copied().sum(),
-                due: due.values().copied().sum(),
-            });
-        }
+    let (mut rules, mut tray) = (Tray::default(), Tray::default());
+    add_tray(&mut rules, &due, pool.clone());
+    add_tray(&mut tray, &recorded, pool);
+    Share {
+        handle,
+        recorded: tray,
+        rules,
+        disputed: !r.disputes.is_empty(),
+        paid: recorded.values().copied().sum(),
+        due: due.values().copied().sum(),
     }
 }
 
@@ -203,30 +299,67 @@ fn add_tray(
     }
 }
 
-fn add_handle(row: &mut ShiftRow, rs: schemas::RuleSet, line: PayLine, stake: Money) {
+/// One bet's handle entry: its stake, and its theoretical win and variance at the edge
+/// in force. The BET/Play of a main game is priced in its Ante's edge.
+fn bet_handle(rs: RuleSet, line: PayLine, stake: Money, edges: &[LineEdge]) -> Handle {
     let sq = u128::from(stake.0.unsigned_abs()).pow(2);
-    let key = (rs.code(), line);
-    match row
-        .handle
-        .binary_search_by(|h| (h.rule_set.code(), h.line).cmp(&key))
-    {
-        Ok(i) => {
-            let h = &mut row.handle[i];
-            h.stake = h.stake + stake;
-            h.stake_squared = h.stake_squared.saturating_add(sq);
-            h.bets += 1;
+    let mut h = Handle {
+        rule_set: rs,
+        line,
+        stake,
+        stake_squared: sq,
+        bets: 1,
+        theoretical_win_ppm: 0,
+        win_variance_ppm: 0,
+        stake_without_edge: Money::ZERO,
+    };
+    match edge_of(edges, rs, line) {
+        Some(e) => {
+            h.theoretical_win_ppm = i128::from(stake.0) * i128::from(e.edge_ppm);
+            h.win_variance_ppm = sq.saturating_mul(u128::from(e.variance_ppm));
         }
-        Err(i) => row.handle.insert(
-            i,
-            Handle {
-                rule_set: rs,
-                line,
-                stake,
-                stake_squared: sq,
-                bets: 1,
-            },
-        ),
+        None if matches!(line, PayLine::Bet | PayLine::Play) => {}
+        None => h.stake_without_edge = stake,
     }
+    h
+}
+
+/// Adds `h` to `handle`, kept sorted by (rule set, line).
+fn add_handle(handle: &mut Vec<Handle>, h: &Handle) {
+    let key = (h.rule_set.code(), h.line);
+    match handle.binary_search_by(|x| (x.rule_set.code(), x.line).cmp(&key)) {
+        Ok(i) => {
+            let x = &mut handle[i];
+            x.stake = x.stake + h.stake;
+            x.stake_squared = x.stake_squared.saturating_add(h.stake_squared);
+            x.bets += h.bets;
+            x.theoretical_win_ppm = x.theoretical_win_ppm.saturating_add(h.theoretical_win_ppm);
+            x.win_variance_ppm = x.win_variance_ppm.saturating_add(h.win_variance_ppm);
+            x.stake_without_edge = x.stake_without_edge + h.stake_without_edge;
+        }
+        Err(i) => handle.insert(i, h.clone()),
+    }
+}
+
+/// The index of `dealer`'s part of `row`, added if new: past `DEALERS_PER_SHIFT_MAX`
+/// dealers, the shared `MORE_DEALERS` part.
+fn dealer_part(row: &mut ShiftRow, dealer: &str) -> usize {
+    if let Some(i) = row.dealers.iter().position(|d| d.dealer == dealer) {
+        return i;
+    }
+    let name = match row.dealers.len() < DEALERS_PER_SHIFT_MAX {
+        true => dealer,
+        false => MORE_DEALERS,
+    };
+    if let Some(i) = row.dealers.iter().position(|d| d.dealer == name) {
+        return i;
+    }
+    row.dealers.push(DealerPart {
+        dealer: name.to_string(),
+        ..DealerPart::default()
+    });
+    assert!(row.dealers.len() <= DEALERS_PER_SHIFT_MAX + 1);
+    row.dealers.len() - 1
 }
 
 /// Merges `part` (read later) into `row` of the same table and shift.
@@ -236,18 +369,17 @@ pub fn merge(row: &mut ShiftRow, part: &ShiftRow) {
     row.rule_set = part.rule_set.or(row.rule_set);
     row.pay_tables_configured |= part.pay_tables_configured;
     for h in &part.handle {
-        let key = (h.rule_set.code(), h.line);
-        match row
-            .handle
-            .binary_search_by(|x| (x.rule_set.code(), x.line).cmp(&key))
-        {
-            Ok(i) => {
-                let x = &mut row.handle[i];
-                x.stake = x.stake + h.stake;
-                x.stake_squared = x.stake_squared.saturating_add(h.stake_squared);
-                x.bets += h.bets;
-            }
-            Err(i) => row.handle.insert(i, h.clone()),
+        add_handle(&mut row.handle, h);
+    }
+    for d in &part.dealers {
+        let at = dealer_part(row, &d.dealer);
+        let x = &mut row.dealers[at];
+        x.rounds += d.rounds;
+        x.disputed_count += d.disputed_count;
+        x.recorded.merge(&d.recorded);
+        x.rules.merge(&d.rules);
+        for h in &d.handle {
+            add_handle(&mut x.handle, h);
         }
     }
     row.recorded.merge(&part.recorded);

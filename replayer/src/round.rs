@@ -347,12 +347,13 @@ impl RoundState {
                 self.closed_at_ns = Some(ev.occurred_at_ns);
                 self.phase = Phase::Closed;
             }
-            // Table, finance and key-register events do not change a round.
+            // Table, finance, key-register and dealer events do not change a round.
             EventBody::TableOpened { .. }
             | EventBody::TableClosed
             | EventBody::Finance { .. }
             | EventBody::DeviceEnrolled { .. }
-            | EventBody::DeviceRevoked { .. } => {}
+            | EventBody::DeviceRevoked { .. }
+            | EventBody::DealerChanged { .. } => {}
             // `apply` handles these itself; they never reach here.
             EventBody::Announced { .. }
             | EventBody::ShuffleCompleted { .. }

@@ -372,11 +372,19 @@ pub enum EventBody {
         admin: PublicKey,
         signature: Signature,
     },
+    /// The dealer `dealer` takes the table; the dealer before leaves it. Sent round-less by
+    /// the dealer terminal at the table's opening and at each rotation. A round belongs to
+    /// the dealer in place when it begins (hold per dealer). `table_closed` ends a
+    /// dealer's time too. No name field: the ledger cannot erase personal data, so the
+    /// House's staff system maps ids to names.
+    DealerChanged {
+        dealer: StaffId,
+    },
 }
 
 /// Every event kind's `type` name, in catalogue order: a kind's position is its bincode
 /// variant index. Grows only by appending; `schemas/tests/codec.rs` ties it to the enum.
-pub const EVENT_KINDS: [&str; 30] = [
+pub const EVENT_KINDS: [&str; 31] = [
     "table_opened",
     "table_closed",
     "shuffle_completed",
@@ -407,6 +415,7 @@ pub const EVENT_KINDS: [&str; 30] = [
     "finance",
     "device_enrolled",
     "device_revoked",
+    "dealer_changed",
 ];
 
 impl EventBody {
@@ -443,6 +452,7 @@ impl EventBody {
             EventBody::Finance { .. } => "finance",
             EventBody::DeviceEnrolled { .. } => "device_enrolled",
             EventBody::DeviceRevoked { .. } => "device_revoked",
+            EventBody::DealerChanged { .. } => "dealer_changed",
         }
     }
 }

@@ -21,6 +21,12 @@ pub const SLIPS_MAX: usize = 64;
 pub const DISPUTED_ROUNDS_MAX: usize = 64;
 /// Most drop boxes a shift row lists.
 pub const DROP_BOXES_MAX: usize = 8;
+/// Most dealers a shift row keeps apart; later ones share `MORE_DEALERS`'s part.
+pub const DEALERS_PER_SHIFT_MAX: usize = 32;
+/// The dealer part of rounds with no dealer named (no `dealer_changed` before them).
+pub const NO_DEALER: &str = "(no dealer)";
+/// The dealer part of the dealers past `DEALERS_PER_SHIFT_MAX` in one table's shift.
+pub const MORE_DEALERS: &str = "(more dealers)";
 /// Most groups one report holds.
 pub const REPORT_GROUPS_MAX: usize = 10_000;
 /// Most variances one report lists (its groups' sums stay whole).
@@ -130,6 +136,34 @@ pub struct Handle {
     #[serde(with = "u128_text")]
     pub stake_squared: u128,
     pub bets: u64,
+    /// Sum over the bets of stake x the edge in force (ppm, `rules::edge`): theoretical
+    /// win in millionths of a minor unit. The edge is the pay tables' of each round.
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    #[serde(with = "i128_text")]
+    pub theoretical_win_ppm: i128,
+    /// Sum over the bets of stake squared x the edge's variance (ppm of a unit squared):
+    /// the theoretical win's variance in millionths of a minor unit squared.
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    #[serde(with = "u128_text")]
+    pub win_variance_ppm: u128,
+    /// Stakes with no known edge (jackpot bets), minor units. The BET/Play of a main game
+    /// is priced in its Ante's edge: neither here nor in `theoretical_win_ppm`.
+    pub stake_without_edge: Money,
+}
+
+/// One dealer's part of a table's shift: the rounds that began while the dealer was in
+/// place, their handle and their tray.
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DealerPart {
+    /// The dealer's id, `NO_DEALER` or `MORE_DEALERS`.
+    pub dealer: String,
+    pub rounds: u64,
+    /// By (rule set, line), in that order.
+    pub handle: Vec<Handle>,
+    pub recorded: Tray,
+    pub rules: Tray,
+    pub disputed_count: u64,
 }
 
 /// A table's shift as the read model keeps it.
@@ -161,6 +195,8 @@ pub struct ShiftRow {
     pub drop_boxes: Vec<DropBoxRef>,
     pub disputed: Vec<DisputedRound>,
     pub disputed_count: u64,
+    /// Per dealer, in the order they first dealt in the shift (`DEALERS_PER_SHIFT_MAX`).
+    pub dealers: Vec<DealerPart>,
 }
 
 /// A link from a figure to what it is computed from.
@@ -234,7 +270,8 @@ pub struct HandleLine {
     pub theoretical_win: Option<Money>,
 }
 
-/// One group of a report: a table, pit, game, shift or day.
+/// One group of a report: a table, pit, game, shift, day or dealer. A dealer group has no
+/// drop, counts or accounting win (they are the table's): its actual win is the recorded.
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReportGroup {
@@ -272,8 +309,16 @@ pub struct ReportGroup {
     pub actual_win: Money,
     /// The actual win lies outside the interval.
     pub hold_alarm: bool,
-    /// Handle on lines with no known edge (jackpot bets, configured pay tables).
+    /// Handle on lines with no known edge (jackpot bets).
     pub handle_without_edge: Money,
+    /// Handle on lines with a known edge: the units the edges are per (the Ante of a
+    /// main game, with its BET/Play priced in; the side bets).
+    pub handle_priced: Money,
+    /// Actual win / priced handle, basis points: the hold a dealer group shows, whose
+    /// drop is the table's, not the dealer's.
+    pub hold_handle_bp: Option<i64>,
+    /// Theoretical win / priced handle, basis points: the edge the group's bets carry.
+    pub hold_handle_theoretical_bp: Option<i64>,
     /// Variances found in its table shifts.
     pub variances: u64,
 }
@@ -288,7 +333,7 @@ pub struct FinanceReport {
     pub ends_at_ns: i64,
     /// The property's day rule, `06:00 Asia/Singapore 06:00,14:00,22:00`.
     pub day_rule: String,
-    /// `table`, `pit`, `game`, `shift` or `day`.
+    /// `table`, `pit`, `game`, `shift`, `day` or `dealer`.
     pub group_by: String,
     pub groups: Vec<ReportGroup>,
     pub total: ReportGroup,
@@ -323,6 +368,19 @@ pub struct RoundFinance {
 }
 
 /// `u128` as a decimal string: JSON numbers lose precision past 2^53 in many readers.
+mod i128_text {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &i128, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&v.to_string())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<i128, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 mod u128_text {
     use serde::{Deserialize, Deserializer, Serializer};
 

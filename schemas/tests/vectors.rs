@@ -70,6 +70,14 @@ fn chain() -> Vectors {
                 net: Money(10_000),
             },
         ),
+        (
+            "a dealer takes the table, round-less (bincode)",
+            WireFormat::Bincode,
+            None,
+            EventBody::DealerChanged {
+                dealer: StaffId::new("D-0117").unwrap(),
+            },
+        ),
     ];
     let mut prev = GENESIS;
     let mut events = Vec::new();

@@ -28,6 +28,24 @@ pub use finance::FinanceRecord;
 
 /// 2026-01-01T00:00:00Z in ns: the simulated clock starts within the day after it.
 const EPOCH_2026_NS: i64 = 1_767_225_600_000_000_000;
+/// Device time a dealer deals before the next one takes the table.
+pub const DEALER_ROTATION_NS: i64 = 20 * 60 * 1_000_000_000;
+/// Dealers on a table's roster, taking the table in turn.
+pub const DEALER_ROSTER_LEN: u64 = 4;
+/// The gap before a `DealerChanged`: fixed, so the rotation draws nothing from the
+/// game's generator and leaves its cards and bets as the seed made them.
+const DEALER_CHANGE_GAP_NS: i64 = 1_000_000;
+
+/// The table's dealers: a roster numbered from the seed, and whose turn it is.
+#[derive(Debug, Clone)]
+struct Dealers {
+    /// The first roster number: `D-<first + turn % DEALER_ROSTER_LEN>`.
+    first: u64,
+    /// Dealers who took the table so far.
+    turns: u64,
+    /// When the dealer in place took the table (device time).
+    since_ns: i64,
+}
 
 /// One event as published: the decoded event and its exact wire bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -102,6 +120,7 @@ pub struct TableSim {
     pool: Money,
     /// The chip tray, the shift and its drop box (`finance`).
     cage: finance::Cage,
+    dealers: Dealers,
     state: State,
     /// The key the table's controller (the dealer terminal, which publishes the chain)
     /// signs checkpoints with; enrolled by `admin_key()` when the table opens.
@@ -354,6 +373,11 @@ impl TableSim {
             next_round: 1,
             pool,
             cage: finance::Cage::new(seed),
+            dealers: Dealers {
+                first: seed % 9_000 + 1_000,
+                turns: 0,
+                since_ns: clock_ns,
+            },
             state: State::New,
             signer: SigningKey::derive_for_simulation(&format!("device {table}/dealer-terminal")),
             key_generation: 0,
@@ -433,6 +457,7 @@ impl TableSim {
         };
         self.emit(&mut out, None, Dev::Dealer, body, (0, 1));
         self.enroll_signer(&mut out);
+        self.change_dealer(&mut out);
         self.open_shift(&mut out);
         self.state = State::Open;
         Ok(out)
@@ -451,6 +476,18 @@ impl TableSim {
         let mut out = Vec::new();
         self.enroll_signer(&mut out);
         Ok(out)
+    }
+
+    /// The next dealer of the roster takes the table (`DealerChanged`, round-less).
+    fn change_dealer(&mut self, out: &mut Vec<Published>) {
+        let d = &mut self.dealers;
+        let no = d.first + d.turns % DEALER_ROSTER_LEN;
+        d.turns += 1;
+        // 1,000 to 9,999 plus at most 3: four digits, a valid id.
+        let dealer = StaffId::new(format!("D-{no:04}")).expect("D-nnnn is an id");
+        let body = EventBody::DealerChanged { dealer };
+        self.emit_after(out, None, Dev::Dealer, body, DEALER_CHANGE_GAP_NS);
+        self.dealers.since_ns = self.clock_ns;
     }
 
     /// The controller's checkpoint key, enrolled by the admin in the chain itself.
@@ -584,6 +621,9 @@ impl TableSim {
         let rs = self.config.rule_set;
         let mut out = Vec::new();
         self.between_rounds(&mut out, round)?;
+        if self.clock_ns - self.dealers.since_ns >= DEALER_ROTATION_NS {
+            self.change_dealer(&mut out);
+        }
         let manual = self.config.dealing == DealingMode::ManualShoe;
         let burns = manual && matches!(rs, RuleSet::Csp6 | RuleSet::Mlp3 | RuleSet::Tcp3);
         let faults = self.draw_faults(burns);

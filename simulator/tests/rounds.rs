@@ -622,3 +622,42 @@ fn a_table_must_open_before_playing_and_not_play_after_closing() {
     assert!(t.play_round().is_err());
     let _ = RoundId(0);
 }
+
+/// The dealer terminal names a dealer when the table opens, and the next dealer of the
+/// roster every `DEALER_ROTATION_NS` of device time, between rounds; the same seed names
+/// the same dealers at the same seqs.
+#[test]
+fn dealers_take_the_table_at_opening_and_rotate_every_twenty_minutes() {
+    let changes = |seed| {
+        let mut t = table(
+            RuleSet::Tcp3,
+            DealingMode::Shuffler,
+            seed,
+            FaultPlan::none(),
+        );
+        let (all, _) = play(&mut t, 300);
+        all.iter()
+            .filter_map(|p| match &p.event.body {
+                EventBody::DealerChanged { dealer } => {
+                    assert_eq!(p.event.round, None, "round-less");
+                    Some((p.event.seq, p.event.occurred_at_ns, dealer.to_string()))
+                }
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+    };
+    let a = changes(7);
+    assert_eq!(a, changes(7), "a function of the seed");
+    assert_eq!(
+        a[0].0,
+        schemas::Seq(3),
+        "after the opening and the key enrollment"
+    );
+    assert!(a.len() >= 3, "300 rounds outlast two rotations: {a:?}");
+    for w in a.windows(2) {
+        assert!(w[1].1 - w[0].1 >= simulator::table::DEALER_ROTATION_NS);
+        assert_ne!(w[0].2, w[1].2, "the next dealer takes over");
+    }
+    let roster: BTreeSet<&str> = a.iter().map(|c| c.2.as_str()).collect();
+    assert!(roster.len() as u64 <= simulator::table::DEALER_ROSTER_LEN);
+}

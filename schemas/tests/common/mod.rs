@@ -161,6 +161,9 @@ pub fn one_of_each() -> Vec<Event> {
         },
         key_event(schemas::attest::KeyAction::Enroll),
         key_event(schemas::attest::KeyAction::Revoke),
+        EventBody::DealerChanged {
+            dealer: StaffId::new("D-0117").unwrap(),
+        },
     ];
     bodies
         .into_iter()

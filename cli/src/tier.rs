@@ -1,0 +1,147 @@
+//! `roundledger archive move|status|remove`: sealed days into the archive tier
+//! (`ledger::tier`), and a day file removed past its retention by a signed admin act.
+//! Reads need no command: replay, verify, audit, evidence and the API find an archived
+//! round through the same read path.
+
+use crate::Outcome;
+use anyhow::{Context, Result};
+use ledger::tier::retention::Removal;
+use std::path::PathBuf;
+
+/// Most days one `archive move` moves.
+pub const MOVE_DAYS_MAX: usize = 366;
+const DAY_NS: i64 = 86_400 * 1_000_000_000;
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Subcommand)]
+enum Command {
+    /// Move every sealed day older than --older-than-days into compressed day files.
+    Move(MoveArgs),
+    /// List the days in the archive tier: their files, events and state.
+    Status(StatusArgs),
+    /// Remove an archived day's file past its retention (signed by a trusted admin key).
+    Remove(RemoveArgs),
+}
+
+#[derive(clap::Args)]
+struct MoveArgs {
+    /// A ledger directory no server holds open.
+    #[arg(long)]
+    ledger: PathBuf,
+    /// Move sealed days that ended at least this many days ago.
+    #[arg(long, value_name = "DAYS", value_parser = clap::value_parser!(u32).range(0..=36_500))]
+    older_than_days: u32,
+}
+
+#[derive(clap::Args)]
+struct StatusArgs {
+    /// A ledger directory no server holds open.
+    #[arg(long)]
+    ledger: PathBuf,
+}
+
+#[derive(clap::Args)]
+struct RemoveArgs {
+    /// A ledger directory no server holds open.
+    #[arg(long)]
+    ledger: PathBuf,
+    /// The archived gaming day, YYYY-MM-DD.
+    #[arg(long)]
+    day: String,
+    /// The legal retention, in days after the day's end; a younger day is refused.
+    #[arg(long, value_name = "DAYS")]
+    retention_days: u32,
+    /// A trusted admin's key file (`roundledger keygen`): it signs the act.
+    #[arg(long, value_name = "KEY_FILE")]
+    admin_key: PathBuf,
+}
+
+pub fn run(args: Args) -> Result<Outcome> {
+    match args.command {
+        Command::Move(a) => move_days(a),
+        Command::Status(a) => status(a),
+        Command::Remove(a) => remove(a),
+    }
+}
+
+fn move_days(args: MoveArgs) -> Result<Outcome> {
+    let l = crate::source::open_ledger(&args.ledger)?;
+    let now = crate::digest::now_ns()?;
+    let age_ns = i64::from(args.older_than_days) * DAY_NS;
+    let days = l.days_to_archive(now, age_ns)?;
+    if days.is_empty() {
+        println!(
+            "no sealed day older than {} days is hot",
+            args.older_than_days
+        );
+    }
+    for day in days.iter().take(MOVE_DAYS_MAX) {
+        let (entry, plan) = l
+            .archive_move(day)
+            .with_context(|| format!("moving day {day}"))?;
+        let ratio = match plan.wire_bytes {
+            0 => "no events".to_string(),
+            w => format!("{:.3}x", entry.file_len as f64 / w as f64),
+        };
+        println!(
+            "day {day}: {} records, {} events, {} wire bytes -> {} ({} bytes, {ratio}); {} records straddle the day's end and stay hot",
+            entry.records,
+            entry.events,
+            plan.wire_bytes,
+            plan.file.path.display(),
+            entry.file_len,
+            plan.straddling
+        );
+    }
+    if days.len() > MOVE_DAYS_MAX {
+        println!("{} more days: run again", days.len() - MOVE_DAYS_MAX);
+    }
+    Ok(Outcome::Clean)
+}
+
+fn status(args: StatusArgs) -> Result<Outcome> {
+    let l = crate::source::open_ledger(&args.ledger)?;
+    let entries = l.tier_entries()?;
+    let mut bad = 0;
+    for e in &entries {
+        let state = match e.state {
+            ledger::tier::TierState::Archived if l.day_file_intact(&e.day)? => "archived",
+            ledger::tier::TierState::Archived => {
+                bad += 1;
+                "archived, FILE MISSING OR ALTERED"
+            }
+            ledger::tier::TierState::Removed => "removed by retention",
+        };
+        println!(
+            "{} {state}: {} ({} bytes), {} events, seal {}",
+            e.day, e.file, e.file_len, e.events, e.seal_digest
+        );
+    }
+    println!("{} days in the archive tier", entries.len());
+    Ok(if bad == 0 {
+        Outcome::Clean
+    } else {
+        Outcome::Findings
+    })
+}
+
+fn remove(args: RemoveArgs) -> Result<Outcome> {
+    let key = crate::keygen::read_signing_key(&args.admin_key)?;
+    let l = crate::source::open_ledger(&args.ledger)?;
+    let entry = l
+        .tier_entry(&args.day)?
+        .with_context(|| format!("day {} is not in the archive tier: move it first", args.day))?;
+    let now = crate::digest::now_ns()?;
+    let act = Removal::sign(&entry, args.retention_days, &key, now);
+    let done = l.retention_remove(&act, now)?;
+    println!(
+        "day {}: day file {} removed by retention ({} days), signed by {}; seal {} keeps its heads",
+        done.day, done.file, args.retention_days, act.admin, done.seal_digest
+    );
+    Ok(Outcome::Clean)
+}

@@ -1,0 +1,161 @@
+//! Reading records from day files: the store's side of the archive tier.
+//!
+//! One table's day is decoded at a time and kept until another is asked for, so a scan of
+//! a day's records decompresses its frame once. Memory is bounded by one table's day.
+
+use super::{decode_pointer, file_name, TierEntry, TierState, DIR};
+use crate::record::{be_u64, corrupt, encode_record, split_table_key};
+use crate::store::Space;
+use crate::{Error, StoredEvent};
+use schemas::seal::DaySeal;
+use schemas::{Seq, TableId};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// One table's day, decoded and checked against the seal.
+struct Loaded {
+    day: String,
+    table: TableId,
+    first_seq: u64,
+    events: Vec<StoredEvent>,
+}
+
+/// Resolves tier pointers into record bytes for `SledStore`.
+pub struct TierReader {
+    dir: PathBuf,
+    cache: Mutex<Option<Arc<Loaded>>>,
+}
+
+impl TierReader {
+    pub fn new(ledger_dir: &Path) -> TierReader {
+        TierReader {
+            dir: ledger_dir.join(DIR),
+            cache: Mutex::new(None),
+        }
+    }
+
+    /// Where day files are.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Drops the cached day (after a day file is removed).
+    pub fn forget(&self) {
+        *self.cache.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
+    /// The record `key` names, rebuilt from its day file.
+    pub fn record(&self, tree: &sled::Tree, key: &[u8], pointer: &[u8]) -> Result<Vec<u8>, Error> {
+        let (day, count) =
+            decode_pointer(pointer).ok_or_else(|| corrupt("tier pointer does not decode"))?;
+        let (table, rest) = split_table_key(key)?;
+        let first = be_u64(rest)?;
+        let loaded = self.loaded(tree, &day, &table)?;
+        let from = first.checked_sub(loaded.first_seq);
+        let slice = from.and_then(|f| {
+            loaded
+                .events
+                .get(f as usize..(f as usize).checked_add(count as usize)?)
+        });
+        match slice {
+            Some(events) if count > 0 => Ok(encode_record(events)),
+            _ => Err(corrupt(&format!(
+                "day file {day}: table {table} has no seqs {first}+{count}"
+            ))),
+        }
+    }
+
+    fn loaded(&self, tree: &sled::Tree, day: &str, table: &TableId) -> Result<Arc<Loaded>, Error> {
+        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(l) = cache.as_ref().filter(|l| l.day == day && &l.table == table) {
+            return Ok(l.clone());
+        }
+        let l = Arc::new(self.load(tree, day, table)?);
+        *cache = Some(l.clone());
+        Ok(l)
+    }
+
+    /// Reads one table's frame and ties it to the seal: range, anchor and head.
+    fn load(&self, tree: &sled::Tree, day: &str, table: &TableId) -> Result<Loaded, Error> {
+        let entry = sled_get(tree, Space::Tier, day.as_bytes())?
+            .map(|v| TierEntry::decode(&v))
+            .transpose()?
+            .ok_or_else(|| corrupt(&format!("day {day} is not in the tier catalog")))?;
+        if entry.state == TierState::Removed {
+            return Err(Error::RetentionRemoved {
+                day: day.into(),
+                table: table.clone(),
+            });
+        }
+        let seal = sled_get(tree, Space::Seal, day.as_bytes())?
+            .ok_or_else(|| corrupt(&format!("archived day {day} has no seal")))?;
+        let seal = DaySeal::from_json(&seal).map_err(|e| corrupt(&format!("seal: {e}")))?;
+        let path = self.dir.join(file_name(day));
+        let bad = |what: String| Error::CorruptRecord {
+            detail: format!("day file {}: {what}", path.display()),
+        };
+        let mut file = std::fs::File::open(&path).map_err(|e| bad(e.to_string()))?;
+        let (span, events) =
+            archive::read_table_from(&mut file, table.as_str()).map_err(|e| bad(e.to_string()))?;
+        check_span(&seal, &span).map_err(bad)?;
+        let events = events
+            .into_iter()
+            .map(stored)
+            .collect::<Result<Vec<_>, String>>()
+            .map_err(bad)?;
+        Ok(Loaded {
+            day: day.into(),
+            table: table.clone(),
+            first_seq: span.first_seq,
+            events,
+        })
+    }
+}
+
+/// A frame's span against the seal's range of its table.
+pub(crate) fn check_span(seal: &DaySeal, span: &archive::TableSpan) -> Result<(), String> {
+    let t = seal
+        .tables
+        .iter()
+        .find(|t| t.table.as_str() == span.table)
+        .ok_or_else(|| format!("table {} is not in the seal", span.table))?;
+    if (t.first_seq.0, t.last_seq.0) != (span.first_seq, span.last_seq) {
+        return Err(format!(
+            "table {}: range {}..={}, the seal says {}..={}",
+            span.table, span.first_seq, span.last_seq, t.first_seq.0, t.last_seq.0
+        ));
+    }
+    if t.anchor_hash != span.anchor || t.head_hash != span.head {
+        return Err(format!(
+            "table {}: anchor or head differs from the seal's",
+            span.table
+        ));
+    }
+    Ok(())
+}
+
+/// A day file's event as the ledger stores it: device time and round from its bytes.
+pub(crate) fn stored(e: archive::DayEvent) -> Result<StoredEvent, String> {
+    let (event, _) = schemas::codec::decode(&e.bytes)
+        .map_err(|err| format!("seq {}: does not decode: {err}", e.seq))?;
+    Ok(StoredEvent {
+        seq: Seq(e.seq),
+        hash: e.hash,
+        stream_seq: e.stream_seq,
+        received_at_ns: e.received_at_ns,
+        occurred_at_ns: event.occurred_at_ns,
+        round: event.round,
+        bytes: e.bytes,
+    })
+}
+
+fn sled_get(tree: &sled::Tree, space: Space, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+    let mut k = vec![space.prefix()];
+    k.extend_from_slice(key);
+    tree.get(k)
+        .map(|v| v.map(|v| v.to_vec()))
+        .map_err(|e| Error::Store {
+            op: "get",
+            detail: e.to_string(),
+        })
+}

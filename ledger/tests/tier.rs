@@ -1,0 +1,288 @@
+//! The archive tier on a ledger of three sealed gaming days: a moved day reads, replays
+//! and verifies exactly as before, a move stopped between any two steps loses nothing,
+//! and an altered day file is named by `verify`.
+
+mod common;
+
+use common::table;
+use ledger::days::DayRule;
+use ledger::{Incoming, Ledger};
+use schemas::attest::SigningKey;
+use schemas::codec::{self, WireFormat};
+use schemas::*;
+use std::path::Path;
+
+const MINUTE_NS: i64 = 60 * 1_000_000_000;
+const DAY_NS: i64 = 24 * 60 * MINUTE_NS;
+const DAYS: [&str; 3] = ["2026-03-06", "2026-03-07", "2026-03-08"];
+
+fn rule() -> DayRule {
+    DayRule::new("06:00", "America/New_York").expect("rule")
+}
+
+/// Two tables, one event every 13 and 29 minutes over the three days, appended in
+/// arrival order five messages per call; every day sealed.
+fn sealed_ledger(dir: &Path) -> Ledger {
+    let l = Ledger::open(dir).unwrap();
+    let r = rule();
+    let start = r.bounds(DAYS[0]).unwrap().starts_at_ns;
+    let end = r.bounds(DAYS[2]).unwrap().ends_at_ns;
+    let mut all = Vec::new();
+    for (name, step) in [("T-A", 13), ("T-B", 29)] {
+        let t = table(name);
+        let mut prev = GENESIS;
+        let times = (0..)
+            .map(|i| start + i * step * MINUTE_NS)
+            .take_while(|at| *at < end);
+        for (i, at) in times.enumerate() {
+            let seq = i as u64 + 1;
+            let e = Event {
+                v: WIRE_VERSION,
+                table: t.clone(),
+                device: DeviceId::new("ctl-1").unwrap(),
+                seq: Seq(seq),
+                prev,
+                occurred_at_ns: at,
+                round: Some(RoundId(seq / 4 + 1)),
+                body: EventBody::Announced {
+                    announcement: Announcement::PlaceYourBets,
+                },
+            };
+            let bytes = codec::encode(&e, WireFormat::Bincode);
+            prev = event_hash(&prev, &bytes);
+            all.push((at, t.clone(), seq, bytes));
+        }
+    }
+    all.sort_by(|x, y| (x.0, &x.1, x.2).cmp(&(y.0, &y.1, y.2)));
+    for (n, call) in all.chunks(5).enumerate() {
+        let batch: Vec<Incoming> = call
+            .iter()
+            .enumerate()
+            .map(|(i, (at, t, _, bytes))| Incoming {
+                bytes: bytes.clone(),
+                subject_table: Some(t.clone()),
+                stream_seq: (n * 5 + i + 1) as u64,
+                received_at_ns: *at,
+                provenance: Default::default(),
+            })
+            .collect();
+        l.append_batch(&batch).expect("append");
+    }
+    l.flush().unwrap();
+    let key = SigningKey::derive_for_simulation("house-seal");
+    for day in DAYS {
+        l.seal_day(&r, day, &key, r.bounds(day).unwrap().ends_at_ns)
+            .unwrap();
+    }
+    l
+}
+
+/// Everything a reader sees: every event, rounds, arrival order, `verify` and each day's.
+fn view(l: &Ledger) -> String {
+    let mut out = String::new();
+    for t in l.tables() {
+        let events: Vec<_> = l.events(&t, 1..=u64::MAX).map(|e| e.unwrap()).collect();
+        out += &format!("{t}: {events:?}\n{:?}\n", l.rounds(&t).unwrap());
+        let one = l.round_events(&t, RoundId(7)).unwrap();
+        out += &format!("round 7: {one:?}\n");
+    }
+    let arrival: Vec<_> = l.events_in_arrival_order().map(|e| e.unwrap()).collect();
+    out += &format!("{arrival:?}\n{:?}\n", l.verify().unwrap());
+    for day in DAYS {
+        let v = l.verify_day(day, None).unwrap();
+        assert!(v.is_ok(), "{day}: {:?}", v.problems);
+        out += &format!("{:?} {} {}\n", v.problems, v.events_read, v.checkpoints);
+    }
+    assert!(l.verify().unwrap().is_ok());
+    out
+}
+
+/// Bytes of files under `dir` whose path contains `part`.
+fn bytes_under(dir: &Path, part: &str) -> u64 {
+    let mut total = 0;
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            total += bytes_under(&p, part);
+        } else if p.to_string_lossy().contains(part) {
+            total += p.metadata().unwrap().len();
+        }
+    }
+    total
+}
+
+#[test]
+fn a_moved_day_reads_and_verifies_as_before() {
+    let tmp = tempfile::tempdir().unwrap();
+    let l = sealed_ledger(tmp.path());
+    let before = view(&l);
+    let (sled0, values0) = (
+        bytes_under(tmp.path(), "db"),
+        bytes_under(tmp.path(), "values"),
+    );
+    for day in &DAYS[..2] {
+        let (entry, plan) = l.archive_move(day).unwrap();
+        assert!(entry.records > 10 && plan.events > 50, "{entry:?}");
+        println!(
+            "{day}: {} records, {} events, {} wire bytes -> {} file bytes, {} straddling",
+            entry.records, entry.events, plan.wire_bytes, entry.file_len, plan.straddling
+        );
+    }
+    assert_eq!(view(&l), before, "reads after the move");
+    let again = l.archive_move(DAYS[0]);
+    assert!(matches!(again, Err(ledger::Error::Tier(_))), "{again:?}");
+    drop(l);
+    let l = Ledger::open(tmp.path()).unwrap();
+    assert_eq!(view(&l), before, "reads after a reopen");
+    assert_eq!(l.tier_entries().unwrap().len(), 2);
+    println!(
+        "sled {sled0} -> {} bytes, value log {values0} -> {} bytes, day files {} bytes",
+        bytes_under(tmp.path(), "db"),
+        bytes_under(tmp.path(), "values"),
+        bytes_under(tmp.path(), "archive")
+    );
+}
+
+/// A process killed after any step: the day is in exactly one tier, and every read and
+/// check gives what it gave before.
+#[test]
+fn a_move_stopped_after_any_step_loses_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let l = sealed_ledger(tmp.path());
+    let before = view(&l);
+    let dir = tmp.path().join(ledger::tier::DIR);
+    // Killed while writing: a partial file is left.
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("2026-03-06.rlday.partial"), b"RLDAYv1\ncut").unwrap();
+    // Killed after the file is written and synced.
+    l.archive_write(DAYS[0]).unwrap();
+    drop(l);
+    let l = Ledger::open(tmp.path()).unwrap();
+    assert_eq!(view(&l), before);
+    assert!(l.tier_entry(DAYS[0]).unwrap().is_none(), "still hot");
+    // Killed after the check, before the commit.
+    let file = l.archive_write(DAYS[0]).unwrap();
+    l.archive_check(&file).unwrap();
+    drop(l);
+    let l = Ledger::open(tmp.path()).unwrap();
+    assert_eq!(view(&l), before);
+    assert!(l.tier_entry(DAYS[0]).unwrap().is_none(), "still hot");
+    // A file that is not the one written is refused before any commit.
+    let file = l.archive_write(DAYS[0]).unwrap();
+    let mut other = file.clone();
+    other.blake3 = "00".repeat(32);
+    assert!(l.archive_check(&other).is_err());
+    let plan = l.archive_check(&file).unwrap();
+    l.archive_commit(&plan).unwrap();
+    drop(l);
+    let l = Ledger::open(tmp.path()).unwrap();
+    assert_eq!(view(&l), before);
+    assert!(l.tier_entry(DAYS[0]).unwrap().is_some(), "archived");
+}
+
+#[test]
+fn days_leave_the_hot_tier_by_age() {
+    let tmp = tempfile::tempdir().unwrap();
+    let l = sealed_ledger(tmp.path());
+    let end = rule().bounds(DAYS[0]).unwrap().ends_at_ns;
+    assert!(l
+        .days_to_archive(end + DAY_NS - 1, DAY_NS)
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        l.days_to_archive(end + DAY_NS, DAY_NS).unwrap(),
+        vec![DAYS[0]]
+    );
+    l.archive_move(DAYS[0]).unwrap();
+    let later = end + 10 * DAY_NS;
+    assert_eq!(l.days_to_archive(later, DAY_NS).unwrap(), &DAYS[1..]);
+}
+
+/// One byte of a day file changed: `verify` names the table, and so does `verify --day`.
+#[test]
+fn an_altered_day_file_is_named_by_verify() {
+    let tmp = tempfile::tempdir().unwrap();
+    let l = sealed_ledger(tmp.path());
+    let (entry, _) = l.archive_move(DAYS[1]).unwrap();
+    drop(l);
+    let path = tmp.path().join(ledger::tier::DIR).join(&entry.file);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let at = bytes.len() - 40;
+    bytes[at] ^= 0x40;
+    std::fs::write(&path, bytes).unwrap();
+    let l = Ledger::open(tmp.path()).unwrap();
+    let report = l.verify().unwrap();
+    assert!(!report.is_ok());
+    let bad: Vec<_> = report
+        .tables
+        .iter()
+        .filter_map(|t| match t {
+            ledger::TableVerdict::Bad { table, problem, .. } => Some((table.clone(), problem)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(bad.len(), 1, "{bad:?}");
+    assert!(format!("{:?}", bad[0].1).contains("day file"), "{bad:?}");
+    assert!(!l.verify_day(DAYS[1], None).unwrap().is_ok());
+    assert!(l.verify_day(DAYS[0], None).unwrap().is_ok());
+}
+
+/// Retention: refused while young, unsigned or signed by an untrusted key; then the day
+/// file goes, the act is journaled, and the seals still verify every remaining day.
+#[test]
+fn a_day_removed_by_retention_is_proven_by_its_seal() {
+    use ledger::tier::retention::Removal;
+    let tmp = tempfile::tempdir().unwrap();
+    let l = sealed_ledger(tmp.path());
+    let admin = SigningKey::derive_for_simulation("admin");
+    l.trust_admin_keys([admin.public()]).unwrap();
+    let (entry, _) = l.archive_move(DAYS[0]).unwrap();
+    l.archive_move(DAYS[1]).unwrap();
+    let end = rule().bounds(DAYS[0]).unwrap().ends_at_ns;
+    let now = end + 30 * DAY_NS;
+    let refused = |r: &Removal, now: i64| match l.retention_remove(r, now) {
+        Err(ledger::Error::Tier(why)) => why,
+        other => panic!("{other:?}"),
+    };
+    let young = Removal::sign(&entry, 31, &admin, now);
+    assert!(refused(&young, now).contains("younger than its retention"));
+    let stranger = SigningKey::derive_for_simulation("stranger");
+    let untrusted = Removal::sign(&entry, 30, &stranger, now);
+    assert!(refused(&untrusted, now).contains("not a trusted admin"));
+    let mut forged = Removal::sign(&entry, 30, &admin, now);
+    forged.retention_days = 29;
+    assert!(refused(&forged, now).contains("does not verify"));
+    let stale = Removal::sign(&entry, 30, &admin, now - 2 * 3_600_000_000_000);
+    assert!(refused(&stale, now).contains("signing time"));
+    assert!(l.day_file_intact(DAYS[0]).unwrap(), "nothing removed yet");
+
+    let act = Removal::sign(&entry, 30, &admin, now);
+    let removed = l.retention_remove(&act, now).unwrap();
+    assert_eq!(removed.state, ledger::tier::TierState::Removed);
+    let dir = tmp.path().join(ledger::tier::DIR);
+    assert!(!dir.join(&entry.file).exists());
+    let journal = std::fs::read_to_string(dir.join("removals.jsonl")).unwrap();
+    assert_eq!(journal.lines().count(), 1);
+    // Done again (a crash before the deletion): it finishes, nothing more is journaled.
+    l.retention_remove(&act, now).unwrap();
+    drop(l);
+    let l = Ledger::open(tmp.path()).unwrap();
+    let v = l.verify_day(DAYS[0], None).unwrap();
+    assert!(v.removed_by_retention && v.is_ok(), "{:?}", v.problems);
+    for day in &DAYS[1..] {
+        let v = l.verify_day(day, None).unwrap();
+        assert!(
+            v.is_ok() && !v.removed_by_retention,
+            "{day}: {:?}",
+            v.problems
+        );
+    }
+    let t = table("T-A");
+    let gone = l.round_events(&t, RoundId(2));
+    assert!(
+        matches!(gone, Err(ledger::Error::RetentionRemoved { .. })),
+        "{gone:?}"
+    );
+    let last = l.head(&t).unwrap().seq.0;
+    assert!(l.stored_event(&t, last).unwrap().is_some());
+}

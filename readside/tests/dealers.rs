@@ -1,0 +1,385 @@
+//! Hold per dealer and the edge of a configured pay table: hand-written chains through a
+//! real ledger and read model, every figure computed here by hand.
+//!
+//! Each table plays shift 1 of 2026-11-25 (06:00-14:00 UTC) with the replayer's golden
+//! TCP3 round `clean_tcp3_fold_and_pair_plus_only`, re-chained: box 1 folds, losing Ante
+//! 10.00 and Pair Plus 5.00 (TCP3 §3.12.1); box 2's flush wins Pair Plus 5.00 at 4 to 1
+//! (TCP3 §4.2). The tray takes in 15.00 and pays out 20.00 a round.
+
+use ledger::days::DayRule;
+use readside::finance::{report, GroupBy, Query, Span};
+use readside::model::Model;
+use schemas::finance::{FinanceReport, ReportGroup};
+use schemas::{
+    DeviceId, Event, EventBody, HandClass, Hash32, Money, PayLine, PayRow, PayTable, PayTableName,
+    Pays, RoundId, RuleSet, Seq, StaffId, TableId,
+};
+
+const MIN_NS: i64 = 60_000_000_000;
+/// 2026-11-25 06:00 UTC: the day's and shift 1's start.
+const DAY_START_NS: i64 = 1_795_586_400 * 1_000_000_000;
+const TCP3: &str = "clean_tcp3_fold_and_pair_plus_only";
+/// The golden round's stakes: an Ante of 10.00 and two Pair Plus bets of 5.00.
+const ANTE: i64 = 1_000;
+const PAIR_PLUS: i64 = 500;
+/// What the flush's Pair Plus pays in the rounds the second dealer overpays.
+const OVERPAID: i64 = 102_000;
+
+fn rule() -> DayRule {
+    DayRule::new("06:00", "UTC")
+        .unwrap()
+        .with_shifts("06:00,14:00,22:00")
+        .unwrap()
+}
+
+/// A table's chain as it is written.
+struct Chain {
+    table: TableId,
+    seq: u64,
+    prev: Hash32,
+    round: u64,
+    out: Vec<ledger::Incoming>,
+}
+
+impl Chain {
+    fn new(table: &str) -> Chain {
+        Chain {
+            table: TableId::new(table).unwrap(),
+            seq: 0,
+            prev: Hash32::ZERO,
+            round: 0,
+            out: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, at_ns: i64, round: Option<u64>, body: EventBody) {
+        self.seq += 1;
+        let e = Event {
+            v: 1,
+            table: self.table.clone(),
+            device: DeviceId::new("dealer-terminal").unwrap(),
+            seq: Seq(self.seq),
+            prev: self.prev,
+            occurred_at_ns: at_ns,
+            round: round.map(RoundId),
+            body,
+        };
+        let bytes = schemas::codec::encode(&e, schemas::WireFormat::Bincode);
+        self.prev = schemas::chain::event_hash(&self.prev, &bytes);
+        self.out.push(ledger::Incoming {
+            bytes,
+            subject_table: Some(self.table.clone()),
+            stream_seq: 0,
+            received_at_ns: at_ns,
+            provenance: Default::default(),
+        });
+    }
+
+    fn dealer(&mut self, at_ns: i64, id: &str) {
+        let dealer = StaffId::new(id).unwrap();
+        self.push(at_ns, None, EventBody::DealerChanged { dealer });
+    }
+
+    /// Plays the golden round from `at_ns`, a second per event. The flush's payout is
+    /// `flush_paid`; `mid` is a round-less event pushed after the round's fifth event.
+    fn round(&mut self, at_ns: i64, flush_paid: i64, mid: Option<EventBody>) {
+        self.round += 1;
+        let r = self.round;
+        let mut mid = mid;
+        for (i, mut body) in golden_bodies().into_iter().skip(1).enumerate() {
+            if let EventBody::PaidOut { net, .. } = &mut body {
+                if net.0 == 2_000 {
+                    *net = Money(flush_paid);
+                }
+            }
+            let at = at_ns + i as i64 * 1_000_000_000;
+            self.push(at, Some(r), body);
+            if i == 4 {
+                if let Some(m) = mid.take() {
+                    self.push(at, None, m);
+                }
+            }
+        }
+    }
+}
+
+fn golden_bodies() -> Vec<EventBody> {
+    let path = format!(
+        "{}/../replayer/tests/golden/{TCP3}.events.jsonl",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Event>(l).unwrap().body)
+        .collect()
+}
+
+/// The golden table's configuration, with `pay_tables` in place of the seed's.
+fn opened(pay_tables: Vec<PayTable>) -> EventBody {
+    let Some(EventBody::TableOpened { mut config }) = golden_bodies().into_iter().next() else {
+        panic!("the golden round opens its table");
+    };
+    config.pay_tables = pay_tables;
+    EventBody::TableOpened { config }
+}
+
+/// Dealer D-ANNA opens the table and deals rounds 1 and 2; D-BEN takes over in the middle
+/// of round 2 (so round 2 stays Anna's) and deals rounds 3 and 4, overpaying round 3.
+fn two_dealers() -> Chain {
+    let mut c = Chain::new("T-DEAL");
+    let t0 = DAY_START_NS;
+    c.push(t0 - 10 * MIN_NS, None, opened(Vec::new()));
+    c.dealer(t0 - 9 * MIN_NS, "D-ANNA");
+    c.round(t0 + 10 * MIN_NS, 2_000, None);
+    let ben = StaffId::new("D-BEN").unwrap();
+    let change = EventBody::DealerChanged { dealer: ben };
+    c.round(t0 + 30 * MIN_NS, 2_000, Some(change));
+    c.round(t0 + 50 * MIN_NS, OVERPAID, None);
+    c.round(t0 + 70 * MIN_NS, 2_000, None);
+    c.push(t0 + 90 * MIN_NS, None, EventBody::TableClosed);
+    c
+}
+
+/// Pair Plus paying a straight 6 to 1 where the seed pays 5 to 1 (TCP3 §4.2).
+fn generous_pair_plus() -> PayTable {
+    let row = |hand, x| PayRow {
+        hand,
+        pays: Pays::ToOne(x),
+        envy: None,
+    };
+    PayTable {
+        name: PayTableName::PairPlus,
+        rows: vec![
+            row(HandClass::StraightFlush, 40),
+            row(HandClass::ThreeOfAKind, 30),
+            row(HandClass::Straight, 6),
+            row(HandClass::Flush, 4),
+            row(HandClass::OnePair, 1),
+        ],
+    }
+}
+
+/// A TCP3 table under the generous Pair Plus table, two rounds by one dealer.
+fn configured() -> Chain {
+    let mut c = Chain::new("T-PAY");
+    let t0 = DAY_START_NS;
+    c.push(t0 - 10 * MIN_NS, None, opened(vec![generous_pair_plus()]));
+    c.dealer(t0 - 9 * MIN_NS, "D-CARA");
+    c.round(t0 + 10 * MIN_NS, 2_000, None);
+    c.round(t0 + 30 * MIN_NS, 2_000, None);
+    c.push(t0 + 90 * MIN_NS, None, EventBody::TableClosed);
+    c
+}
+
+struct Floor {
+    _dir: tempfile::TempDir,
+    ledger: ledger::Ledger,
+    model: Model,
+}
+
+/// The chains stored in two halves, the model brought up to date after each, so that
+/// the dealers' parts merge across passes.
+fn floor(mut chains: Vec<Chain>) -> Floor {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = ledger::Ledger::open(dir.path().join("ledger")).unwrap();
+    let model = Model::open(&dir.path().join("readmodel"), &rule()).unwrap();
+    let mut stream_seq = 0;
+    for half in 0..2 {
+        let mut batch = Vec::new();
+        for c in &mut chains {
+            let n = c.out.len() / 2;
+            match half {
+                0 => batch.extend(c.out.drain(..n)),
+                _ => batch.append(&mut c.out),
+            }
+        }
+        for m in &mut batch {
+            stream_seq += 1;
+            m.stream_seq = stream_seq;
+        }
+        let out = ledger.append(&batch, &[]).unwrap();
+        let refused: Vec<_> = out
+            .events
+            .iter()
+            .filter(|a| !matches!(a, ledger::Appended::Stored { .. }))
+            .collect();
+        assert!(refused.is_empty(), "{refused:?}");
+        readside::index::catch_up(&ledger, &model).unwrap();
+    }
+    Floor {
+        _dir: dir,
+        ledger,
+        model,
+    }
+}
+
+fn shift_report(f: &Floor, group_by: GroupBy) -> FinanceReport {
+    let q = Query {
+        span: Span::Shift("2026-11-25/1".into()),
+        group_by,
+        table: None,
+        pit: None,
+    };
+    report(&f.model, &[], &[], &q).unwrap()
+}
+
+fn group<'a>(r: &'a FinanceReport, key: &str) -> &'a ReportGroup {
+    r.groups
+        .iter()
+        .find(|g| g.key == key)
+        .unwrap_or_else(|| panic!("no group {key}"))
+}
+
+/// The seed's TCP3 edges and variances (ppm), from `rules::edge`.
+fn seed_edge(line: PayLine) -> (i64, u64) {
+    let e = rules::edge::default_edge(RuleSet::Tcp3, line).unwrap();
+    (e.edge_ppm, e.variance_ppm)
+}
+
+/// Theoretical win and the 95% half-width of `rounds` golden rounds at the given edges.
+fn theoretical(rounds: i64, ante: (i64, u64), pair_plus: (i64, u64)) -> (i64, i64) {
+    let (ante_stake, pp_stake) = (rounds * ANTE, rounds * 2 * PAIR_PLUS);
+    let theo = ante_stake * ante.0 / 1_000_000 + pp_stake * pair_plus.0 / 1_000_000;
+    let var = (rounds as u128 * (ANTE as u128).pow(2) * ante.1 as u128
+        + 2 * rounds as u128 * (PAIR_PLUS as u128).pow(2) * pair_plus.1 as u128)
+        / 1_000_000;
+    (theo, 2 * var.isqrt() as i64)
+}
+
+#[test]
+fn hold_per_dealer_goes_to_the_dealer_in_place_when_the_round_began() {
+    let f = floor(vec![two_dealers()]);
+    let r = shift_report(&f, GroupBy::Dealer);
+    assert_eq!(r.group_by, "dealer");
+    let keys: Vec<&str> = r.groups.iter().map(|g| g.key.as_str()).collect();
+    assert_eq!(keys, ["D-ANNA", "D-BEN"]);
+    let (ante, pp) = (seed_edge(PayLine::Ante), seed_edge(PayLine::PairPlus));
+    let (theo, half) = theoretical(2, ante, pp);
+    // Anna: rounds 1 and 2 (Ben came in during round 2), -5.00 each.
+    let anna = group(&r, "D-ANNA");
+    assert_eq!(anna.rounds, 2);
+    assert_eq!(
+        (anna.win_recorded, anna.win_rules),
+        (Money(-1_000), Money(-1_000))
+    );
+    assert_eq!(
+        (anna.drop, anna.win_accounting),
+        (None, None),
+        "the table's"
+    );
+    assert_eq!(anna.actual_win, Money(-1_000));
+    assert_eq!(anna.theoretical_win, Money(theo));
+    assert_eq!(
+        (anna.win_low, anna.win_high),
+        (Money(theo - half), Money(theo + half))
+    );
+    assert!(!anna.hold_alarm, "-10.00 lies inside {theo} +- {half}");
+    // Priced handle: 2 Antes of 10.00 and 4 Pair Plus bets of 5.00 = 40.00.
+    let priced = 2 * ANTE + 4 * PAIR_PLUS;
+    assert_eq!(anna.handle_priced, Money(priced));
+    assert_eq!(anna.hold_handle_bp, Some(-1_000 * 10_000 / priced));
+    assert_eq!(
+        anna.hold_handle_theoretical_bp,
+        Some(theo * 10_000 / priced)
+    );
+    // Ben: round 3 pays the flush 1,020.00 (due 20.00), round 4 as the rules say.
+    let ben = group(&r, "D-BEN");
+    assert_eq!(ben.rounds, 2);
+    let overpaid_win = 1_500 - OVERPAID;
+    assert_eq!(ben.win_recorded, Money(overpaid_win - 500));
+    assert_eq!(ben.win_rules, Money(-1_000));
+    assert_eq!(ben.theoretical_win, Money(theo));
+    assert!(
+        ben.hold_alarm,
+        "{} lies below {}",
+        ben.actual_win,
+        theo - half
+    );
+    // The total is the table's shift: both dealers.
+    assert_eq!(r.total.rounds, 4);
+    assert_eq!(r.total.win_recorded, anna.win_recorded + ben.win_recorded);
+    let fresh = Model::temporary(&rule()).unwrap();
+    readside::index::catch_up(&f.ledger, &fresh).unwrap();
+    assert_eq!(
+        f.model.differences(&fresh, 10).unwrap(),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn rounds_before_any_dealer_change_have_no_dealer() {
+    let mut c = Chain::new("T-NONE");
+    c.push(DAY_START_NS, None, opened(Vec::new()));
+    c.round(DAY_START_NS + 10 * MIN_NS, 2_000, None);
+    c.push(DAY_START_NS + 30 * MIN_NS, None, EventBody::TableClosed);
+    let f = floor(vec![c]);
+    let r = shift_report(&f, GroupBy::Dealer);
+    let keys: Vec<&str> = r.groups.iter().map(|g| g.key.as_str()).collect();
+    assert_eq!(keys, [schemas::finance::NO_DEALER]);
+}
+
+/// The generous table's Pair Plus edge by an exhaustive count of the 22,100 hands of
+/// three cards: 48 straight flushes, 52 threes of a kind, 720 straights, 1,096 flushes,
+/// 3,744 pairs and 16,440 others. Returns (edge, variance of a unit's net), both ppm.
+fn generous_pair_plus_by_hand() -> (i64, u64) {
+    let classes: [(i128, i128); 6] = [
+        (48, 40),
+        (52, 30),
+        (720, 6),
+        (1_096, 4),
+        (3_744, 1),
+        (16_440, -1),
+    ];
+    let n: i128 = classes.iter().map(|c| c.0).sum();
+    assert_eq!(n, 22_100);
+    let sum: i128 = classes.iter().map(|(k, x)| k * x).sum();
+    let sum_sq: i128 = classes.iter().map(|(k, x)| k * x * x).sum();
+    assert_eq!(sum, -512, "the player loses 512 units over all hands");
+    let edge = -sum * 1_000_000 / n;
+    let variance = (n * sum_sq - sum * sum) * 1_000_000 / (n * n);
+    (edge as i64, variance as u64)
+}
+
+#[test]
+fn a_configured_pay_table_is_priced_at_its_own_edge() {
+    let (edge, variance) = generous_pair_plus_by_hand();
+    assert_eq!(edge, 23_167, "2.317% against the seed's 5.575%");
+    let f = floor(vec![configured()]);
+    let r = shift_report(&f, GroupBy::Table);
+    let g = group(&r, "T-PAY");
+    assert_eq!(g.handle_without_edge, Money::ZERO, "every line is priced");
+    let pp = g
+        .handle
+        .iter()
+        .find(|h| h.line == PayLine::PairPlus)
+        .unwrap();
+    assert_eq!(pp.edge_ppm, Some(edge));
+    assert_eq!(
+        pp.theoretical_win,
+        Some(Money(4 * PAIR_PLUS * edge / 1_000_000))
+    );
+    // The Ante keeps the seed's edge: its pay tables are not configured.
+    let (theo, half) = theoretical(2, seed_edge(PayLine::Ante), (edge, variance));
+    assert_eq!(g.theoretical_win, Money(theo));
+    assert_eq!(
+        (g.win_low, g.win_high),
+        (Money(theo - half), Money(theo + half))
+    );
+    let seed = theoretical(2, seed_edge(PayLine::Ante), seed_edge(PayLine::PairPlus));
+    assert!(
+        theo < seed.0,
+        "a straight paying more lowers the theoretical win"
+    );
+    // The rules engine prices it the same way, exactly.
+    let config = match opened(vec![generous_pair_plus()]) {
+        EventBody::TableOpened { config } => config,
+        _ => unreachable!(),
+    };
+    let edges = rules::edge::edges_in_force(&config);
+    let e = edges.iter().find(|e| e.line == PayLine::PairPlus).unwrap();
+    assert_eq!(
+        (e.edge_ppm, e.variance_ppm, e.error_ppm),
+        (edge, variance, 0)
+    );
+}
