@@ -19,7 +19,7 @@ use std::sync::Mutex;
 /// Why a count was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum CountRefused {
-    /// The count fails its signature check or the book's rules; the text says which.
+    /// The count fails its checks, or the book refuses it or is full; the text says which.
     #[error("{0}")]
     Invalid(String),
     /// The count is signed by a key not in the access file's `count_keys`.
