@@ -25,10 +25,15 @@ pub const TOKENS_MAX: usize = 10_000;
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct TokenConfig {
+    /// The person the token names, as the audit log records them: 1 to 64 bytes.
     pub name: String,
+    /// The role whose rights the token carries (`allowed`).
     pub role: Role,
+    /// The token itself: at least `TOKEN_LEN_MIN` bytes, no whitespace; empty when
+    /// `token_hash` is given.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub token: String,
+    /// The token's BLAKE3 hash as 64 hex digits, given in place of `token`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token_hash: Option<String>,
 }
@@ -37,6 +42,7 @@ pub struct TokenConfig {
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct AccessConfig {
+    /// Every token the server accepts: at least one, at most `TOKENS_MAX`.
     pub tokens: Vec<TokenConfig>,
     /// The count room's keys whose signed counts the server takes (`POST /v1/counts`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -47,7 +53,9 @@ pub struct AccessConfig {
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct CountKeyConfig {
+    /// Whose key it is, such as a count team.
     pub name: String,
+    /// The ed25519 public key as 64 hex digits (32 bytes).
     pub key: String,
 }
 
@@ -67,23 +75,31 @@ impl AccessConfig {
 /// Why the access configuration is unusable.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    /// The access file could not be read.
     #[error("reading {path}: {source}")]
     Read {
+        /// The access file's path.
         path: String,
+        /// The I/O failure.
         #[source]
         source: std::io::Error,
     },
+    /// The access file is not JSON of the expected shape.
     #[error("parsing {path}: {source}")]
     Parse {
+        /// The access file's path.
         path: String,
+        /// The JSON error, with its line and column.
         #[source]
         source: serde_json::Error,
     },
+    /// The file parses but breaks a rule; the text names the rule.
     #[error("{0}")]
     Invalid(String),
 }
 
 impl AccessConfig {
+    /// Reads and parses the access file at `path`; `Tokens::new` checks its tokens.
     pub fn load(path: &Path) -> Result<AccessConfig, ConfigError> {
         let p = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
@@ -97,7 +113,9 @@ impl AccessConfig {
 /// Who is calling.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caller {
+    /// The name of the caller's token (`TokenConfig::name`).
     pub name: String,
+    /// The caller's role, which `allowed` checks.
     pub role: Role,
 }
 
@@ -108,6 +126,8 @@ pub struct Tokens {
 }
 
 impl Tokens {
+    /// The tokens of `config`; refuses none, more than `TOKENS_MAX`, a bad name, a weak
+    /// token or a token used twice.
     pub fn new(config: &AccessConfig) -> Result<Tokens, ConfigError> {
         if config.tokens.is_empty() {
             return Err(ConfigError::Invalid(
@@ -211,17 +231,29 @@ fn token_key(t: &TokenConfig) -> Result<[u8; 32], ConfigError> {
 pub enum Area {
     /// Who am I, server status.
     Anyone,
+    /// The list of tables (`/v1/tables`).
     Tables,
+    /// Rounds: a table's rounds and the round search (`/v1/rounds`).
     Rounds,
+    /// The dispute list (`/v1/disputes`).
     Disputes,
+    /// The finding list (`/v1/findings`).
     Findings,
+    /// Chain status, quarantine and operator alerts.
     Chain,
+    /// Jackpot pools, recomputed vs shown (`/v1/pools`).
     Pools,
+    /// Finance summaries, reports and the count room's counts.
     Finance,
+    /// The live feed of server-sent events (`/v1/feed`).
     Feed,
+    /// Reading cases: `GET` on `/v1/cases`.
     CasesRead,
+    /// Changing cases: any other method on `/v1/cases`.
     CasesWrite,
+    /// Evidence bundles and the export (`/v1/evidence`, `/v1/export`).
     Evidence,
+    /// The audit log (`/v1/audit`).
     Audit,
     /// Sealed gaming days.
     Days,

@@ -29,16 +29,27 @@ pub const CASE_ENTRIES_MAX: usize = 1_000;
 /// Why a case change was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum CaseError {
+    /// No case has this id.
     #[error("case {0} does not exist")]
     Unknown(u64),
+    /// The case is closed: it takes no notes, assignment or close until reopened.
     #[error("case {0} is closed")]
     Closed(u64),
+    /// The case is open, so it cannot be reopened.
     #[error("case {0} is open")]
     Open(u64),
+    /// The request breaks a rule, such as a text too long; the text names it.
     #[error("{0}")]
     Invalid(String),
+    /// The case holds its most entries: close it and open another.
     #[error("case {id} holds {entries} entries, the most a case takes before its close; close it and open another")]
-    Full { id: u64, entries: usize },
+    Full {
+        /// The case's id.
+        id: u64,
+        /// Entries the case holds, at its limit (`CASE_ENTRIES_MAX`).
+        entries: usize,
+    },
+    /// The case journal could not be written.
     #[error(transparent)]
     Journal(#[from] JournalError),
 }
@@ -135,6 +146,7 @@ fn hides_text(c: char) -> bool {
 }
 
 impl Cases {
+    /// Opens the case journal at `path` and rebuilds each case's view from its entries.
     pub fn open(path: &Path) -> Result<Cases, JournalError> {
         let mut views = BTreeMap::new();
         let journal = Journal::open(path, |_, json| {
@@ -187,6 +199,7 @@ impl Cases {
         &self.journal
     }
 
+    /// The case with this id, if there is one.
     pub fn get(&self, id: u64) -> Option<CaseView> {
         self.lock().get(&id).cloned()
     }

@@ -19,10 +19,13 @@ use std::sync::Mutex;
 /// Why a count was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum CountRefused {
+    /// The count fails its checks, or the book refuses it or is full; the text says which.
     #[error("{0}")]
     Invalid(String),
+    /// The count is signed by a key not in the access file's `count_keys`.
     #[error("count key {0} is not a trusted count key (count_keys in the access file)")]
     Untrusted(String),
+    /// The counts journal could not be written.
     #[error(transparent)]
     Journal(#[from] JournalError),
 }

@@ -29,24 +29,42 @@ pub use proofs::journal::{JOURNAL_DOMAIN, JOURNAL_ENTRY_LEN_MAX};
 /// Why a journal could not be opened, read or appended to.
 #[derive(Debug, thiserror::Error)]
 pub enum JournalError {
+    /// Opening, reading, writing or syncing the file failed.
     #[error("journal {path}: {source}")]
     Io {
+        /// The journal file's path.
         path: PathBuf,
+        /// The I/O failure.
         #[source]
         source: std::io::Error,
     },
+    /// A line breaks the line format or the hash chain.
     #[error("journal {path} line {line}: {detail}")]
     Damaged {
+        /// The journal file's path.
         path: PathBuf,
+        /// The damaged line's number, counted from 1.
         line: u64,
+        /// What is wrong with the line.
         detail: String,
     },
+    /// An entry's JSON is longer than `JOURNAL_ENTRY_LEN_MAX` bytes.
     #[error("journal entry of {len} bytes exceeds {JOURNAL_ENTRY_LEN_MAX}")]
-    TooLong { len: usize },
+    TooLong {
+        /// The entry's length in bytes.
+        len: usize,
+    },
+    /// An entry could not be written as JSON.
     #[error("journal entry: {0}")]
     Json(#[from] serde_json::Error),
+    /// A failed write could not be cut back, so the journal takes no more entries.
     #[error("journal {path} takes no more entries: {detail}")]
-    Broken { path: PathBuf, detail: String },
+    Broken {
+        /// The journal file's path.
+        path: PathBuf,
+        /// The write that failed and the cut back that failed too.
+        detail: String,
+    },
 }
 
 struct Tail {
@@ -165,6 +183,7 @@ impl Journal {
         self.lock().offsets.len() as u64
     }
 
+    /// Whether the journal holds no entries.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

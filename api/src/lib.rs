@@ -27,6 +27,7 @@
 //!   which the indexer keeps current from its cursors: a start replays no history, and
 //!   nothing in memory grows with it. A model of another version, or one whose counts or
 //!   cursors fail their seals, is rebuilt at start; a row that fails its seal is a 500.
+#![warn(missing_docs)]
 
 pub mod auth;
 mod body;
@@ -65,8 +66,9 @@ use std::time::Duration;
 /// Messages the live feed buffers per subscriber before a slow one starts missing them
 /// (it then gets a `lagged` event saying how many).
 pub const FEED_CAPACITY: usize = 4096;
-/// Default and largest page of a list.
+/// Default page of a list.
 pub const LIST_LIMIT_DEFAULT: u64 = 50;
+/// Largest page of a list.
 pub const LIST_LIMIT_MAX: u64 = 500;
 /// Largest page of the audit log.
 pub const AUDIT_LIMIT_MAX: u64 = 1000;
@@ -78,28 +80,40 @@ pub const INDEX_POLL: Duration = Duration::from_millis(250);
 /// Why the API could not start or run.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// The listening address could not be bound.
     #[error("binding {addr}: {source}")]
     Bind {
+        /// The address asked for.
         addr: SocketAddr,
+        /// The I/O failure.
         #[source]
         source: std::io::Error,
     },
+    /// The listener's local address could not be read.
     #[error("serving: {0}")]
     Serve(#[source] std::io::Error),
+    /// A configuration value is out of range; the text names it.
     #[error("configuration: {0}")]
     Config(String),
+    /// The access file is unusable.
     #[error("access configuration: {0}")]
     Access(#[from] auth::ConfigError),
+    /// The API directory could not be created, or a stale read model removed.
     #[error("creating the API directory {path}: {source}")]
     StateDir {
+        /// The directory's path.
         path: PathBuf,
+        /// The I/O failure.
         #[source]
         source: std::io::Error,
     },
+    /// A journal in the API directory failed: the audit log, cases or counts.
     #[error(transparent)]
     Journal(#[from] journal::JournalError),
+    /// The read model could not be opened.
     #[error(transparent)]
     Model(#[from] model::ModelError),
+    /// The TLS certificate or key is unusable.
     #[error(transparent)]
     Tls(#[from] tls::TlsError),
 }
@@ -109,7 +123,9 @@ pub use readside::ReadError;
 /// Everything the server needs besides the ledger.
 #[derive(Debug, Clone)]
 pub struct ApiConfig {
+    /// The address the server listens on.
     pub addr: SocketAddr,
+    /// The tokens and count keys in force at start.
     pub access: AccessConfig,
     /// Where the audit log and the case journal live (`<ledger>/api` by default).
     pub state_dir: PathBuf,
@@ -174,7 +190,9 @@ pub async fn watch_access(
 /// property's day rule with its shifts (the model's rows are cut by it) and its pits.
 #[derive(Clone)]
 pub struct FinanceSetup {
+    /// The property's gaming-day rule: day start, time zone and shifts.
     pub rule: ledger::days::DayRule,
+    /// The property's pits, each a name and its tables.
     pub pits: Vec<readside::finance::Pit>,
 }
 
@@ -249,15 +267,21 @@ pub fn system_clock() -> i64 {
 
 /// Shared state of the handlers.
 pub struct AppState {
+    /// The ledger the API reads; the API never appends to it.
     pub ledger: Arc<ledger::Ledger>,
+    /// The read model that lists and lookups read (`<ledger>/readmodel`).
     pub model: Arc<Model>,
     /// Who may call: replaced whole when the access file changes (`reload_access`).
     tokens: std::sync::RwLock<Tokens>,
+    /// The audit log: every `/v1/` request, synced before its response.
     pub audit: Journal,
+    /// The cases and their journal.
     pub cases: Cases,
     /// The count room's results (`POST /v1/counts`).
     pub counts: Counts,
+    /// New rounds and findings for the live feed; each subscriber buffers at most `FEED_CAPACITY`.
     pub feed: tokio::sync::broadcast::Sender<FeedItem>,
+    /// The server's clock for audit and case times, UTC nanoseconds.
     pub clock: Clock,
     /// Ends the live feed's streams at shutdown (so graceful shutdown can finish).
     pub stopping: tokio::sync::watch::Receiver<bool>,
@@ -269,6 +293,7 @@ pub struct AppState {
     tail: Mutex<Tail>,
     /// Requests by route and status (`ops`, `/metrics`).
     pub requests: Arc<ops::Requests>,
+    /// The day rule and pits for finance reports (`ApiConfig::finance`).
     pub finance: FinanceSetup,
     /// Failing requests per client address (`limit`).
     pub limiter: limit::Limiter,
@@ -276,6 +301,7 @@ pub struct AppState {
     pub time_zone: std::sync::OnceLock<String>,
 }
 
+/// The handlers' state, shared by every request and task.
 pub type Shared = Arc<AppState>;
 
 impl AppState {

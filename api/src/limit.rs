@@ -38,21 +38,27 @@ struct Window {
 /// Refusals not yet audited: a client, its window's start, and how many.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Suppressed {
+    /// The client's address, or `(other clients)` for the bucket shared past `CLIENTS_MAX`.
     pub client: String,
+    /// Start of the window, UTC nanoseconds by the server's clock.
     pub window_start_ns: i64,
+    /// 429s answered in the window after its first, which was audited alone.
     pub refused: u64,
 }
 
 /// What the limiter says of a request before it runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
+    /// Under the limit, or not limited: the request runs.
     Pass,
     /// Over the limit: answer 429, and audit it (the window's first 429).
     LimitedAudited {
+        /// Seconds until the window ends, rounded up (`Retry-After`).
         retry_after_s: i64,
     },
     /// Over the limit: answer 429, counted for a later aggregate entry.
     LimitedCounted {
+        /// Seconds until the window ends, rounded up (`Retry-After`).
         retry_after_s: i64,
     },
 }

@@ -63,6 +63,8 @@ pub struct Ops {
 }
 
 impl Ops {
+    /// The ops view of `ledger` and of ingest (`None` on a read-only server); `clock`
+    /// dates the gauges.
     pub fn new(ledger: Arc<Ledger>, ingest: Option<IngestSource>, clock: Clock) -> Arc<Ops> {
         Arc::new(Ops {
             ledger,

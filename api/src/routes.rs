@@ -39,6 +39,7 @@ use utoipa_axum::routes;
     modifiers(&Bearer),
     security(("bearer" = []))
 )]
+/// The OpenAPI document of the API, served at `/openapi.json`.
 pub struct ApiDoc;
 
 struct Bearer;

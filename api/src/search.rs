@@ -34,16 +34,22 @@ const SEARCH_PATHS: [&str; 3] = ["/v1/rounds", "/v1/disputes", "/v1/findings"];
 /// A list search's time parameters, as the request gave them.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Window<'a> {
+    /// Start of the search, UTC nanoseconds, inclusive (`from_ns`).
     pub from_ns: Option<i64>,
+    /// End of the search, UTC nanoseconds, exclusive (`to_ns`).
     pub to_ns: Option<i64>,
+    /// A gaming day, `YYYY-MM-DD` (`day`); replaces `from_ns` and `to_ns`.
     pub day: Option<&'a str>,
+    /// A shift of a gaming day, `YYYY-MM-DD/N` with N from 1 (`shift`).
     pub shift: Option<&'a str>,
 }
 
 /// A list search's bounds, UTC ns: `[from_ns, to_ns)`, each open when `None`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Bounds {
+    /// Start, UTC nanoseconds, inclusive; `None` leaves it open.
     pub from_ns: Option<i64>,
+    /// End, UTC nanoseconds, exclusive; `None` leaves it open.
     pub to_ns: Option<i64>,
 }
 

@@ -24,6 +24,7 @@ pub const LISTEN_BACKLOG: u32 = 4096;
 /// requests, and how long writing a response may stall.
 #[derive(Debug, Clone, Copy)]
 pub struct Timeouts {
+    /// How long a request's head or a TLS handshake may take, and a connection may stay idle.
     pub header_read: Duration,
     /// Longer than the live feed's keep-alive (15 s), which writes while events are few.
     pub write_stall: Duration,
@@ -169,6 +170,7 @@ pub struct StallGuard<T> {
 }
 
 impl<T> StallGuard<T> {
+    /// Wraps `io` so a write that waits `limit` without progress fails with `TimedOut`.
     pub fn new(io: T, limit: Duration) -> StallGuard<T> {
         StallGuard {
             io,

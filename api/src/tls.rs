@@ -12,8 +12,15 @@ use std::sync::Arc;
 /// Why the TLS files are unusable.
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
+    /// A certificate or key file could not be read or holds no usable PEM.
     #[error("{path}: {detail}")]
-    File { path: String, detail: String },
+    File {
+        /// The file's path.
+        path: String,
+        /// What is wrong with the file.
+        detail: String,
+    },
+    /// rustls refused the certificate chain or key.
     #[error("TLS configuration: {0}")]
     Config(#[from] rustls::Error),
 }

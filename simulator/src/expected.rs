@@ -56,17 +56,26 @@ use schemas::{Money, RoundId, RuleSet, Seq, TableId};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FaultKind {
+    /// A `PaidOut` records the wrong amount (`InjectedFault::WrongPayout`).
     WrongPayout,
+    /// A bet is placed or raised after "No more Bets" (`InjectedFault::LateBet`).
     LateBet,
+    /// The manual-shoe deal starts without the burnt card.
     SkippedBurn,
+    /// A card is dealt a second time in one round.
     DuplicateCard,
+    /// A card is exposed during the deal.
     ExposedCard,
+    /// A box receives the wrong number of cards.
     WrongCardCount,
+    /// Two boxes receive each other's cards (shuffler mode).
     SwappedHands,
+    /// The round has no `RoundClosed`.
     MissingRoundClose,
 }
 
 impl FaultKind {
+    /// Every round fault kind.
     pub const ALL: [FaultKind; 8] = [
         FaultKind::WrongPayout,
         FaultKind::LateBet,
@@ -123,6 +132,7 @@ pub enum FinanceFaultKind {
 }
 
 impl FinanceFaultKind {
+    /// Every finance error kind.
     pub const ALL: [FinanceFaultKind; 4] = [
         FinanceFaultKind::MissingFillSlip,
         FinanceFaultKind::MiscountedCloser,
@@ -157,21 +167,36 @@ pub enum VarianceKind {
 pub enum FinanceLink {
     /// A round, and the event in it (a `PaidOut`, a `JackpotHit`), or the round during or
     /// before which unslipped chips arrived (`seq` then the last event before them).
-    Round { round: RoundId, seq: Seq },
+    Round {
+        /// The round.
+        round: RoundId,
+        /// The event linked to, or the last event before the unslipped chips.
+        seq: Seq,
+    },
     /// The closer's count (`ClosingInventory`).
-    Closing { seq: Seq },
+    Closing {
+        /// The `ClosingInventory` event.
+        seq: Seq,
+    },
     /// A drop box and its count result.
-    DropBox { drop_box_id: String },
+    DropBox {
+        /// The drop box's id.
+        drop_box_id: String,
+    },
 }
 
 /// One injected finance error as a report must show it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct FinanceVariance {
+    /// The table where the error was injected.
     pub table: TableId,
+    /// The shift the error falls in.
     pub shift: ShiftSpan,
+    /// What the report must show.
     pub kind: VarianceKind,
     /// Signed as the `VarianceKind` says, minor units.
     pub amount: Money,
+    /// What the variance links to.
     pub link: FinanceLink,
 }
 

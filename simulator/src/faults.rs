@@ -11,13 +11,21 @@ use serde::Serialize;
 /// skipped for that round.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
 pub struct FaultPlan {
+    /// Per round: a `PaidOut` records the wrong amount.
     pub wrong_payout: f64,
+    /// Per round: a bet is placed or raised after "No more Bets".
     pub late_bet: f64,
+    /// Per round: the manual-shoe deal starts without the burnt card.
     pub skipped_burn: f64,
+    /// Per round: a card is dealt a second time.
     pub duplicate_card: f64,
+    /// Per round: a card is exposed.
     pub exposed_card: f64,
+    /// Per round: a box receives the wrong number of cards.
     pub wrong_card_count: f64,
+    /// Per round: two boxes receive each other's cards (shuffler mode).
     pub swapped_hands: f64,
+    /// Per round: the round ends without `RoundClosed`.
     pub missing_round_close: f64,
     /// Per fill: the chips arrive without a `Fill` event.
     pub missing_fill_slip: f64,
@@ -55,6 +63,7 @@ impl FaultPlan {
         self
     }
 
+    /// The rate of the finance error `kind` (per fill, count, box or round).
     pub fn finance_rate(&self, kind: FinanceFaultKind) -> f64 {
         let mut p = *self;
         *p.finance_rate_mut(kind)
@@ -82,6 +91,7 @@ impl FaultPlan {
         self
     }
 
+    /// The per-round rate of the round fault `kind`.
     pub fn rate(&self, kind: FaultKind) -> f64 {
         let mut p = *self;
         *p.rate_mut(kind)
@@ -110,68 +120,110 @@ pub enum InjectedFault {
     /// A `PaidOut` records `recorded` where the rules give `expected` (both the player's
     /// net result on the line).
     WrongPayout {
+        /// The round.
         round: RoundId,
+        /// The box paid.
         box_no: BoxNo,
+        /// The pay line paid wrongly.
         line: PayLine,
+        /// The player's net result the rules give, minor units.
         expected: Money,
+        /// The player's net result the `PaidOut` records, minor units.
         recorded: Money,
+        /// The `PaidOut` event.
         seq: Seq,
+        /// The finding code the replayer must raise.
         code: &'static str,
     },
     /// A `BetPlaced` (a side bet the box did not have) or `BetChanged` (the Ante
     /// increased) after "No more Bets". Settlement ignores it (bets stand as they were
     /// when the bets closed, CSP6 §5.21).
     LateBet {
+        /// The round.
         round: RoundId,
+        /// The box the bet is on.
         box_no: BoxNo,
+        /// The bet placed or changed late.
         kind: BetKind,
+        /// The late `BetPlaced` or `BetChanged` event.
         seq: Seq,
+        /// The finding code the replayer must raise.
         code: &'static str,
     },
     /// The manual-shoe deal started without the burnt card.
-    SkippedBurn { round: RoundId, code: &'static str },
+    SkippedBurn {
+        /// The round.
+        round: RoundId,
+        /// The finding code the replayer must raise.
+        code: &'static str,
+    },
     /// `card` was dealt a second time, to `to`, at event `seq`. The pit voids the round
     /// (CSP6 §5.8.1): a void is announced and every bet is returned.
     DuplicateCard {
+        /// The round.
         round: RoundId,
+        /// Where the second copy of the card went.
         to: CardTarget,
+        /// The card dealt twice.
         card: Card,
+        /// The event that deals it the second time.
         seq: Seq,
+        /// The finding code the replayer must raise.
         code: &'static str,
     },
     /// A `CardExposed` for a card of `at`. CSP6/MLP3/TCP3: one card, players had seen
     /// their cards, the round continues (§5.12). SSP4: two cards (`seq` is the first), the
     /// round is void (§5.4).
     ExposedCard {
+        /// The round.
         round: RoundId,
+        /// Whose card was exposed.
         at: CardTarget,
+        /// The exposed card.
         card: Card,
+        /// The `CardExposed` event; in SSP4 the first of the two.
         seq: Seq,
+        /// The finding code the replayer must raise.
         code: &'static str,
     },
     /// `box_no` received `dealt` cards instead of `required`; its hand is invalidated and
     /// its bets returned (CSP6 §5.15), it makes no decision.
     WrongCardCount {
+        /// The round.
         round: RoundId,
+        /// The box dealt the wrong number of cards.
         box_no: BoxNo,
+        /// Cards the box received.
         dealt: u8,
+        /// Cards the game deals a box.
         required: u8,
+        /// The finding code the replayer must raise.
         code: &'static str,
     },
     /// In shuffler mode, boxes `a` and `b` received each other's sets of cards compared
     /// with the committed deck order (revealed by `DeckRevealed`). Unnoticed at the table:
     /// the round is settled on the hands as dealt.
     SwappedHands {
+        /// The round.
         round: RoundId,
+        /// One box of the swap.
         a: BoxNo,
+        /// The other box of the swap.
         b: BoxNo,
+        /// The finding code the replayer must raise.
         code: &'static str,
     },
     /// The round has no `RoundClosed`.
-    MissingRoundClose { round: RoundId, code: &'static str },
+    MissingRoundClose {
+        /// The round.
+        round: RoundId,
+        /// The finding code the replayer must raise.
+        code: &'static str,
+    },
 }
 
 impl InjectedFault {
+    /// The kind of this fault.
     pub fn kind(&self) -> FaultKind {
         match self {
             InjectedFault::WrongPayout { .. } => FaultKind::WrongPayout,
@@ -185,6 +237,7 @@ impl InjectedFault {
         }
     }
 
+    /// The round this fault is in.
     pub fn round(&self) -> RoundId {
         match self {
             InjectedFault::WrongPayout { round, .. }

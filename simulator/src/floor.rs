@@ -109,10 +109,12 @@ fn default_jackpot(rule_set: RuleSet) -> Option<JackpotConfig> {
 /// Each table keeps its own view of its pool (the simulator has no jackpot controller
 /// chain yet), so the values shown at linked MLP3 tables are per-table views.
 pub struct Floor {
+    /// The tables in order: table `i` (from 1) is at index `i - 1`.
     pub tables: Vec<TableSim>,
 }
 
 impl Floor {
+    /// A floor of `tables` tables, each seeded from `seed` and its number, with the plan `faults`.
     pub fn new(tables: usize, seed: u64, faults: FaultPlan) -> Result<Floor, Error> {
         let mut out = Vec::with_capacity(tables);
         for i in 0..tables {

@@ -24,6 +24,7 @@
 //!
 //! It must never compute a settlement itself, read the system clock in the pure layer, or
 //! leave more than `PublishOptions::in_flight_max` publish acks unawaited per table.
+#![warn(missing_docs)]
 
 pub mod expected;
 pub mod faults;
@@ -53,46 +54,80 @@ use std::time::Duration;
 /// Why the simulator could not play or publish.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// The configuration is unusable; the text says why.
     #[error("configuration: {0}")]
     Config(String),
+    /// A table could not take the step asked of it.
     #[error("table {table}: {message}")]
-    State { table: TableId, message: String },
+    State {
+        /// The table.
+        table: TableId,
+        /// What the table could not do.
+        message: String,
+    },
+    /// The rules engine could not settle a round the simulator played.
     #[error("table {table}, round {}: the rules engine could not settle the round: {source}", round.0)]
     Settle {
+        /// The table.
         table: TableId,
+        /// The round.
         round: RoundId,
+        /// The rules engine's error.
         #[source]
         source: rules::SettleError,
     },
+    /// A NATS call failed.
     #[error("NATS, {context}: {message}")]
-    Nats { context: String, message: String },
+    Nats {
+        /// What the simulator was doing.
+        context: String,
+        /// The NATS client's error.
+        message: String,
+    },
     #[error(
         "stream {stream} still missing after {waited:?} ({attempts} attempts; last error: \
          {last_error}); it is created by the ingest service (`roundledger serve`)"
     )]
+    /// The JetStream stream did not appear in time; ingest creates it.
     StreamMissing {
+        /// The stream's name.
         stream: &'static str,
+        /// How long the simulator waited.
         waited: Duration,
+        /// Lookups of the stream made.
         attempts: u32,
+        /// The last lookup's error.
         last_error: String,
     },
+    /// Publishing one event failed.
     #[error("table {table}, seq {}: publish failed: {message}", seq.0)]
     Publish {
+        /// The table.
         table: TableId,
+        /// The event's seq in its table's chain.
         seq: Seq,
+        /// The NATS client's error.
         message: String,
     },
+    /// A publishing task failed or its channel closed; the text says which.
     #[error("a publishing task failed: {0}")]
     Task(String),
+    /// A table's outbox is full of events not yet durable.
     #[error(transparent)]
     OutboxFull(#[from] outbox::OutboxFull),
+    /// The ledger holds another event at one of this device's seqs: the chain forked.
     #[error(transparent)]
     HeadDisagrees(#[from] outbox::HeadDisagrees),
+    /// The ledger did not confirm a table's last event durable in time.
     #[error("table {table}: the ledger confirmed seq {} durable, not {}, {waited:?} after the last event (outbox republished meanwhile)", durable.0, last.0)]
     NotDurable {
+        /// The table.
         table: TableId,
+        /// The highest seq the ledger confirmed durable.
         durable: Seq,
+        /// The seq of the table's last event.
         last: Seq,
+        /// How long the simulator waited after the last event.
         waited: Duration,
     },
 }

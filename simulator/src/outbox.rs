@@ -29,9 +29,13 @@ pub const TRIMMED_REMEMBERED: usize = 1_024;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("outbox of table {table} is full: {held} events not yet durable in the ledger (capacity {capacity}; durable head {durable})")]
 pub struct OutboxFull {
+    /// The table.
     pub table: TableId,
+    /// Events held, not yet durable.
     pub held: usize,
+    /// The most events the outbox holds.
     pub capacity: usize,
+    /// The highest seq the ledger confirmed durable.
     pub durable: u64,
 }
 
@@ -41,9 +45,13 @@ pub struct OutboxFull {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("table {table}: the ledger's head at seq {} is event {ledger}, but this device's event at that seq is {device}: the chain forked (another device or run writing this table?); the device's events from seq {} are not in the ledger", seq.0, seq.0)]
 pub struct HeadDisagrees {
+    /// The table.
     pub table: TableId,
+    /// The seq where the two chains differ.
     pub seq: Seq,
+    /// The chain hash of the ledger's event at `seq`.
     pub ledger: Hash32,
+    /// The chain hash of this device's event at `seq`.
     pub device: Hash32,
 }
 
@@ -62,6 +70,7 @@ pub struct Outbox {
 }
 
 impl Outbox {
+    /// An empty outbox for `table` that holds at most `capacity` events (at least one).
     pub fn new(table: TableId, capacity: usize) -> Outbox {
         assert!(capacity > 0, "an outbox holds at least one event");
         Outbox {
@@ -140,14 +149,17 @@ impl Outbox {
         self.events.iter()
     }
 
+    /// Events held, not yet durable.
     pub fn len(&self) -> usize {
         self.events.len()
     }
 
+    /// Whether no event waits to become durable.
     pub fn is_empty(&self) -> bool {
         self.events.is_empty()
     }
 
+    /// The highest seq the ledger confirmed durable.
     pub fn durable(&self) -> Seq {
         Seq(self.durable)
     }

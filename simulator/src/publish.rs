@@ -121,8 +121,11 @@ impl Default for DurableWait {
 /// One published event, to compare with what the ledger holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PublishedRecord {
+    /// The table.
     pub table: TableId,
+    /// The event's seq in its table's chain.
     pub seq: Seq,
+    /// The event's chain hash.
     pub hash: Hash32,
 }
 
@@ -130,8 +133,11 @@ pub struct PublishedRecord {
 /// each table's events in sequence order.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct PublishReport {
+    /// Every published event.
     pub events: Vec<PublishedRecord>,
+    /// Every injected round fault, with its table.
     pub faults: Vec<(TableId, InjectedFault)>,
+    /// Rounds played, all tables together.
     pub rounds: u64,
     /// Messages JetStream reported as duplicates of an earlier publish (a re-run).
     pub duplicates: u64,

@@ -47,6 +47,7 @@ impl ShiftClock {
         }
     }
 
+    /// The length of one shift, nanoseconds.
     pub fn period_ns(&self) -> i64 {
         self.period_ns
     }
@@ -81,12 +82,16 @@ impl ShiftClock {
 /// opening to the end of time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct ShiftSpan {
+    /// The shift's index on the shift clock.
     pub index: i64,
+    /// Start, UTC nanoseconds, inclusive.
     pub starts_at_ns: i64,
+    /// End, UTC nanoseconds, exclusive.
     pub ends_at_ns: i64,
 }
 
 impl ShiftSpan {
+    /// Whether `at_ns` falls in this shift.
     pub fn contains(&self, at_ns: i64) -> bool {
         (self.starts_at_ns..self.ends_at_ns).contains(&at_ns)
     }

@@ -50,7 +50,9 @@ struct Dealers {
 /// One event as published: the decoded event and its exact wire bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Published {
+    /// The event, decoded.
     pub event: Event,
+    /// The event's exact wire bytes, JSON or bincode.
     pub bytes: Vec<u8>,
     /// The controller's signature of `bytes`, sent in the message's headers
     /// (`schemas::provenance`); `None` when the table signs no events.
@@ -67,8 +69,11 @@ impl Published {
 /// The events of one round (and the finance events before it) and the faults in them.
 #[derive(Debug, Clone)]
 pub struct PlayedRound {
+    /// The round.
     pub round: RoundId,
+    /// The events in publish order; finance events before the round come first.
     pub events: Vec<Published>,
+    /// The round faults injected in these events.
     pub injected: Vec<InjectedFault>,
 }
 
@@ -413,14 +418,17 @@ impl TableSim {
         self
     }
 
+    /// The table's id.
     pub fn table(&self) -> &TableId {
         &self.table
     }
 
+    /// The table's configuration.
     pub fn config(&self) -> &TableConfig {
         &self.config
     }
 
+    /// The wire form this table publishes: JSON or bincode.
     pub fn wire_format(&self) -> WireFormat {
         self.wire
     }

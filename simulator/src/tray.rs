@@ -32,12 +32,25 @@ pub type Chips = [u32; DENOMINATION_LEN];
 /// Why a tray move could not be made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum TrayError {
+    /// The amount is not a multiple of the smallest chip.
     #[error("{amount} is not a whole number of {} chips", Money(DENOMINATIONS[0]))]
-    NotChips { amount: Money },
+    NotChips {
+        /// The amount, minor units.
+        amount: Money,
+    },
+    /// The amount is negative.
     #[error("{amount} is negative: a tray moves positive amounts")]
-    Negative { amount: Money },
+    Negative {
+        /// The amount, minor units.
+        amount: Money,
+    },
+    /// The tray lacks the chips to pay the amount exactly.
     #[error("the tray holds too few chips to pay {amount} exactly")]
-    Short { amount: Money },
+    Short {
+        /// The amount, minor units.
+        amount: Money,
+    },
+    /// A denomination would pass `CHIPS_PER_DENOMINATION_MAX` chips.
     #[error("a denomination would exceed {CHIPS_PER_DENOMINATION_MAX} chips")]
     Full,
 }
@@ -71,6 +84,7 @@ impl Tray {
         self.total
     }
 
+    /// The chip counts by denomination (index into `DENOMINATIONS`).
     pub fn chips(&self) -> &Chips {
         &self.chips
     }

@@ -39,11 +39,14 @@ const SHORT_DROP_NOTES_MAX: i64 = 5;
 /// count room's results and the injected finance errors as a report must show them.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct FinanceRecord {
+    /// The count room's results.
     pub counts: Vec<CountResult>,
+    /// The injected finance errors as a report must show them.
     pub variances: Vec<FinanceVariance>,
 }
 
 impl FinanceRecord {
+    /// Appends `other`'s counts and variances to this record.
     pub fn extend(&mut self, other: FinanceRecord) {
         self.counts.extend(other.counts);
         self.variances.extend(other.variances);
