@@ -5,7 +5,9 @@
 use crate::audit::{AuditSummary, DisputedRound, Filter};
 use crate::client::{enc, Client};
 use anyhow::{Context, Result};
-use schemas::api::{DisputePage, FindingPage, RoundDetail, RoundPage, StepList, TableInfo};
+use schemas::api::{
+    DisputePage, DisputeRow, FindingPage, RoundDetail, RoundPage, StepList, TableInfo,
+};
 use schemas::{RoundId, TableId};
 use std::collections::BTreeMap;
 
@@ -53,6 +55,10 @@ pub struct When<'a> {
     pub shift: Option<&'a str>,
 }
 
+/// Rounds with findings, and disputed rounds with their lines, as the lists give them.
+type Codes = BTreeMap<(TableId, RoundId), Vec<String>>;
+type Disputed = BTreeMap<(TableId, RoundId), DisputedRound>;
+
 /// The audit summary from the server's replay of every round.
 pub fn audit(c: &Client, f: &Filter, when: When<'_>) -> Result<AuditSummary> {
     let mut s = AuditSummary::default();
@@ -63,67 +69,81 @@ pub fn audit(c: &Client, f: &Filter, when: When<'_>) -> Result<AuditSummary> {
         .collect();
     s.tables = wanted.len() as u64;
     s.events = wanted.iter().map(|t| t.head_seq.0).sum();
-    let mut verdicts = BTreeMap::new();
-    let mut codes: BTreeMap<(TableId, RoundId), Vec<String>> = BTreeMap::new();
-    let mut disputed: BTreeMap<(TableId, RoundId), DisputedRound> = BTreeMap::new();
+    let mut codes = Codes::new();
+    let mut disputed = Disputed::new();
     for t in wanted {
-        let mut q = format!("table={}", enc(t.table.as_str()));
-        if let Some(x) = f.from {
-            q.push_str(&format!("&from_ns={x}"));
-        }
-        if let Some(x) = f.to {
-            q.push_str(&format!("&to_ns={x}"));
-        }
-        if let Some(d) = when.day {
-            q.push_str(&format!("&day={}", enc(d)));
-        }
-        if let Some(s) = when.shift {
-            q.push_str(&format!("&shift={}", enc(s)));
-        }
+        let q = list_query(t, f, when);
         pages(c, &format!("/v1/rounds?{q}"), |p: RoundPage| {
             // A round still being played has no verdict yet: it is audited once it closes.
             for r in p.items.iter().filter(|r| !r.in_progress) {
                 s.rounds += 1;
                 *s.verdicts.entry(r.verdict).or_default() += 1;
-                verdicts.insert((r.table.clone(), r.round), r.verdict);
             }
             (p.items.len() as u64, p.total)
         })?;
         pages(c, &format!("/v1/findings?{q}"), |p: FindingPage| {
             for x in &p.items {
-                *s.findings_by_code
-                    .entry(x.finding.finding.code.clone())
-                    .or_default() += 1;
+                let code = x.finding.finding.code.clone();
+                *s.findings_by_code.entry(code.clone()).or_default() += 1;
                 codes
                     .entry((x.table.clone(), x.round))
                     .or_default()
-                    .push(x.finding.finding.code.clone());
+                    .push(code);
             }
             (p.items.len() as u64, p.total)
         })?;
         pages(c, &format!("/v1/disputes?{q}"), |p: DisputePage| {
             for x in &p.items {
                 s.net_difference += x.difference.0;
-                disputed
-                    .entry((x.table.clone(), x.round))
-                    .or_insert_with(|| DisputedRound {
-                        table: x.table.clone(),
-                        round: x.round,
-                        verdict: x.verdict,
-                        disputes: Vec::new(),
-                    })
-                    .disputes
-                    .push(schemas::report::Dispute {
-                        box_no: x.box_no,
-                        line: x.line,
-                        expected: x.expected,
-                        recorded: x.recorded,
-                        difference: x.difference,
-                    });
+                add_dispute(&mut disputed, x);
             }
             (p.items.len() as u64, p.total)
         })?;
     }
+    finish(&mut s, codes, disputed);
+    Ok(s)
+}
+
+/// The query of one table's lists: its id and the time, day or shift asked for.
+fn list_query(t: &TableInfo, f: &Filter, when: When<'_>) -> String {
+    let mut q = format!("table={}", enc(t.table.as_str()));
+    if let Some(x) = f.from {
+        q.push_str(&format!("&from_ns={x}"));
+    }
+    if let Some(x) = f.to {
+        q.push_str(&format!("&to_ns={x}"));
+    }
+    if let Some(d) = when.day {
+        q.push_str(&format!("&day={}", enc(d)));
+    }
+    if let Some(s) = when.shift {
+        q.push_str(&format!("&shift={}", enc(s)));
+    }
+    q
+}
+
+/// Files one disputed line under its round.
+fn add_dispute(disputed: &mut Disputed, x: &DisputeRow) {
+    disputed
+        .entry((x.table.clone(), x.round))
+        .or_insert_with(|| DisputedRound {
+            table: x.table.clone(),
+            round: x.round,
+            verdict: x.verdict,
+            disputes: Vec::new(),
+        })
+        .disputes
+        .push(schemas::report::Dispute {
+            box_no: x.box_no,
+            line: x.line,
+            expected: x.expected,
+            recorded: x.recorded,
+            difference: x.difference,
+        });
+}
+
+/// Orders each round's lines; rounds with findings but no dispute are irregular.
+fn finish(s: &mut AuditSummary, codes: Codes, mut disputed: Disputed) {
     for d in disputed.values_mut() {
         d.disputes.sort_by_key(|x| (x.box_no, x.line));
     }
@@ -134,7 +154,6 @@ pub fn audit(c: &Client, f: &Filter, when: When<'_>) -> Result<AuditSummary> {
         }
     }
     s.disputed_rounds = disputed.into_values().collect();
-    Ok(s)
 }
 
 /// Writes the server's export of a table (or round range) to `out`.
