@@ -1,6 +1,6 @@
 //! `roundledger export`: writes a table (or every table), or a round range of one table,
 //! to a single file that `roundledger verify --export FILE` checks without the ledger
-//! (format: schemas/src/export.rs).
+//! (format: proofs/src/export.rs).
 
 use crate::source::open_ledger;
 use crate::Outcome;

@@ -6,7 +6,7 @@
 //! vectors/digest-v3.json (no anchors, no journals) holds a quarantine chain;
 //! vectors/digest-v2.json (no quarantine) holds a receipt chain; they and
 //! vectors/digest-v1.json, the format before receipts, must still check.
-//! `BLESS=1 cargo test -p schemas --test digest_vectors` rewrites the files; a normal run
+//! `BLESS=1 cargo test -p proofs --test digest_vectors` rewrites the files; a normal run
 //! recomputes every stored hash from the stored heads, so a change to the digest function
 //! cannot pass unnoticed.
 
