@@ -6,13 +6,15 @@
 //! 10.00 and Pair Plus 5.00 (TCP3 §3.12.1); box 2's flush wins Pair Plus 5.00 at 4 to 1
 //! (TCP3 §4.2). The tray takes in 15.00 and pays out 20.00 a round.
 
-use ledger::days::DayRule;
+mod common;
+
+use common::{rule, Chain};
 use readside::finance::{report, GroupBy, Query, Span};
 use readside::model::Model;
 use schemas::finance::{FinanceReport, ReportGroup};
 use schemas::{
-    DeviceId, Event, EventBody, HandClass, Hash32, Money, PayLine, PayRow, PayTable, PayTableName,
-    Pays, RoundId, RuleSet, Seq, StaffId, TableId,
+    Event, EventBody, HandClass, Money, PayLine, PayRow, PayTable, PayTableName, Pays, RuleSet,
+    StaffId,
 };
 
 const MIN_NS: i64 = 60_000_000_000;
@@ -25,56 +27,7 @@ const PAIR_PLUS: i64 = 500;
 /// What the flush's Pair Plus pays in the rounds the second dealer overpays.
 const OVERPAID: i64 = 102_000;
 
-fn rule() -> DayRule {
-    DayRule::new("06:00", "UTC")
-        .unwrap()
-        .with_shifts("06:00,14:00,22:00")
-        .unwrap()
-}
-
-/// A table's chain as it is written.
-struct Chain {
-    table: TableId,
-    seq: u64,
-    prev: Hash32,
-    round: u64,
-    out: Vec<ledger::Incoming>,
-}
-
 impl Chain {
-    fn new(table: &str) -> Chain {
-        Chain {
-            table: TableId::new(table).unwrap(),
-            seq: 0,
-            prev: Hash32::ZERO,
-            round: 0,
-            out: Vec::new(),
-        }
-    }
-
-    fn push(&mut self, at_ns: i64, round: Option<u64>, body: EventBody) {
-        self.seq += 1;
-        let e = Event {
-            v: 1,
-            table: self.table.clone(),
-            device: DeviceId::new("dealer-terminal").unwrap(),
-            seq: Seq(self.seq),
-            prev: self.prev,
-            occurred_at_ns: at_ns,
-            round: round.map(RoundId),
-            body,
-        };
-        let bytes = schemas::codec::encode(&e, schemas::WireFormat::Bincode);
-        self.prev = schemas::chain::event_hash(&self.prev, &bytes);
-        self.out.push(ledger::Incoming {
-            bytes,
-            subject_table: Some(self.table.clone()),
-            stream_seq: 0,
-            received_at_ns: at_ns,
-            provenance: Default::default(),
-        });
-    }
-
     fn dealer(&mut self, at_ns: i64, id: &str) {
         let dealer = StaffId::new(id).unwrap();
         self.push(at_ns, None, EventBody::DealerChanged { dealer });

@@ -10,12 +10,14 @@
 //! - CSP6 `clean_csp6_full_house_loses_wins_jackpot`: Ante 10.00 and BET 20.00 lost
 //!   (CSP6 §3.14.2); the progressive pays a fixed 200.00 less the 1.00 stake (CSP6 §4.2).
 
-use ledger::days::DayRule;
+mod common;
+
+use common::{rule, Chain};
 use readside::finance::{report, GroupBy, Query, Span};
 use readside::model::Model;
 use schemas::count::CountResult;
 use schemas::finance::{Cause, FinanceReport, ReportGroup};
-use schemas::{DeviceId, Event, EventBody, Finance, Hash32, Money, RoundId, Seq, TableId};
+use schemas::{Event, EventBody, Finance, Money, RoundId, TableId};
 
 const HOUR_NS: i64 = 3_600_000_000_000;
 const MIN_NS: i64 = 60_000_000_000;
@@ -27,56 +29,7 @@ const FILL: i64 = 10_000;
 /// The TCP3 round's house win: 15.00 taken in, 20.00 paid out.
 const TCP3_ROUND_WIN: i64 = 1_500 - 2_000;
 
-fn rule() -> DayRule {
-    DayRule::new("06:00", "UTC")
-        .unwrap()
-        .with_shifts("06:00,14:00,22:00")
-        .unwrap()
-}
-
-/// A table's chain as it is written: seq, prev hash, and the messages for the ledger.
-struct Chain {
-    table: TableId,
-    seq: u64,
-    prev: Hash32,
-    round: u64,
-    out: Vec<ledger::Incoming>,
-}
-
 impl Chain {
-    fn new(table: &str) -> Chain {
-        Chain {
-            table: TableId::new(table).unwrap(),
-            seq: 0,
-            prev: Hash32::ZERO,
-            round: 0,
-            out: Vec::new(),
-        }
-    }
-
-    fn push(&mut self, at_ns: i64, round: Option<u64>, body: EventBody) {
-        self.seq += 1;
-        let e = Event {
-            v: 1,
-            table: self.table.clone(),
-            device: DeviceId::new("dealer-terminal").unwrap(),
-            seq: Seq(self.seq),
-            prev: self.prev,
-            occurred_at_ns: at_ns,
-            round: round.map(RoundId),
-            body,
-        };
-        let bytes = schemas::codec::encode(&e, schemas::WireFormat::Bincode);
-        self.prev = schemas::chain::event_hash(&self.prev, &bytes);
-        self.out.push(ledger::Incoming {
-            bytes,
-            subject_table: Some(self.table.clone()),
-            stream_seq: 0,
-            received_at_ns: at_ns,
-            provenance: Default::default(),
-        });
-    }
-
     fn finance(&mut self, at_ns: i64, entry: Finance) {
         self.push(at_ns, None, EventBody::Finance { entry });
     }
