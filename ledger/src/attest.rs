@@ -261,30 +261,50 @@ pub(crate) fn load(store: &dyn crate::store::Store) -> Result<(KeyRegister, Atte
             .ok_or_else(|| record::corrupt("device key id"))?;
         devices.insert((table, device), decode_device_key(&v)?);
     }
+    Ok((devices, load_attested(store)?))
+}
+
+/// The highest kept checkpoint of each table: one seek per table, so opening a ledger
+/// costs the same whatever its history.
+fn load_attested(store: &dyn crate::store::Store) -> Result<Attested, Error> {
     let mut attested = BTreeMap::new();
-    for kv in store.range(Space::Checkpoint, &[], None) {
-        let (k, v) = kv?;
-        let (table, rest) = split_table_key(&k)?;
+    let mut from: Vec<u8> = Vec::new();
+    while let Some(kv) = store.range(Space::Checkpoint, &from, None).next() {
+        let (first, _) = kv?;
+        let (table, _) = split_table_key(&first)?;
+        let prefix = crate::record::table_key(&table);
+        let mut last = prefix.clone();
+        last.extend_from_slice(&u64::MAX.to_be_bytes());
+        let key = store
+            .last_key_at_or_before(Space::Checkpoint, &prefix, &last)?
+            .ok_or_else(|| record::corrupt("checkpoint key vanished during open"))?;
+        let value = store
+            .get(Space::Checkpoint, &key)?
+            .ok_or_else(|| record::corrupt("checkpoint value vanished during open"))?;
+        let (_, rest) = split_table_key(&key)?;
         let seq = be_u64(rest)?;
         let CheckpointRecord {
             received_at_ns,
             bytes,
             ..
-        } = decode_checkpoint(&v)?;
+        } = decode_checkpoint(&value)?;
         let c = Checkpoint::decode(&bytes).map_err(|e| record::corrupt(&e.to_string()))?;
-        // Keys are in seq order within a table: the last one wins.
-        attested.insert(
-            table.clone(),
-            Attestation {
-                table,
-                seq: Seq(seq),
-                hash: c.head_hash,
-                device: c.device,
-                received_at_ns,
-            },
+        let attestation = Attestation {
+            table: table.clone(),
+            seq: Seq(seq),
+            hash: c.head_hash,
+            device: c.device,
+            received_at_ns,
+        };
+        assert!(
+            attested.insert(table, attestation).is_none(),
+            "each table is seen once"
         );
+        // The next table's keys start after every key of this one.
+        from = last;
+        from.push(0);
     }
-    Ok((devices, attested))
+    Ok(attested)
 }
 
 /// What a trusted key event of `seq` does to the device's register entry (`current`): the

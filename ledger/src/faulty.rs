@@ -22,6 +22,8 @@ pub struct FaultSwitch {
     pub failed: AtomicU64,
     /// Commits that went through.
     pub commits: AtomicU64,
+    /// Entries handed out by range scans: what a read costs, for tests of bounded work.
+    pub entries_read: AtomicU64,
 }
 
 impl FaultSwitch {
@@ -67,10 +69,16 @@ impl Store for FaultyStore {
         self.inner.get(space, key)
     }
     fn range<'a>(&'a self, space: Space, from: &[u8], to: Option<&[u8]>) -> KvIter<'a> {
-        self.inner.range(space, from, to)
+        let switch = &self.switch;
+        Box::new(self.inner.range(space, from, to).inspect(move |_| {
+            switch.entries_read.fetch_add(1, Ordering::SeqCst);
+        }))
     }
     fn range_back<'a>(&'a self, space: Space) -> KvIter<'a> {
-        self.inner.range_back(space)
+        let switch = &self.switch;
+        Box::new(self.inner.range_back(space).inspect(move |_| {
+            switch.entries_read.fetch_add(1, Ordering::SeqCst);
+        }))
     }
     fn keys<'a>(&'a self, space: Space, from: &[u8], to: Option<&[u8]>) -> KeyIter<'a> {
         self.inner.keys(space, from, to)

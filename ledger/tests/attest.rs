@@ -748,3 +748,58 @@ fn verify_checks_checkpoints_across_signature_batches() {
         other => panic!("{other:?}"),
     }
 }
+
+/// Reopens `dir` through a counting store: the attestations found and the entries the open
+/// read from range scans.
+fn reopen_counting(dir: &std::path::Path) -> (Ledger, u64) {
+    let (store, switch) = ledger::faulty::FaultyStore::open(dir).unwrap();
+    let l = Ledger::with_store(Box::new(store)).unwrap();
+    let read = switch
+        .entries_read
+        .load(std::sync::atomic::Ordering::SeqCst);
+    (l, read)
+}
+
+/// Appends `rounds` announcements to each chain, each followed by its checkpoint.
+fn attest_rounds(l: &Ledger, chains: &mut [Chain], device: &SigningKey, rounds: u64) {
+    for _ in 0..rounds {
+        for c in chains.iter_mut() {
+            stored_all(&l.append_batch(&[c.announce()]).unwrap());
+            let seq = c.hashes.len() as u64;
+            let out = l.append_checkpoints(&[c.checkpoint(device, seq)]).unwrap();
+            assert!(matches!(out[0], CheckpointOutcome::Kept { .. }), "{out:?}");
+        }
+    }
+}
+
+/// Opening a ledger reads each table's last checkpoint, not every checkpoint kept: its
+/// cost is the same after 3 checkpoints a table as after 300.
+#[test]
+fn opening_reads_the_same_whatever_the_checkpoints_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let (admin, device) = keys();
+    let mut chains = [Chain::new("CSP-01"), Chain::new("CSP-02")];
+    let mut reads = Vec::new();
+    for rounds in [3, 297] {
+        {
+            let l = Ledger::open(dir.path()).unwrap();
+            if rounds == 3 {
+                l.trust_admin_keys([admin.public()]).unwrap();
+                for c in chains.iter_mut() {
+                    let enroll = c.key_event(&admin, &device, KeyAction::Enroll);
+                    stored_all(&l.append_batch(&[enroll]).unwrap());
+                }
+            }
+            attest_rounds(&l, &mut chains, &device, rounds);
+            l.flush().unwrap();
+        }
+        let (l, read) = reopen_counting(dir.path());
+        for c in &chains {
+            let a = l.attestation(&c.table).unwrap();
+            let head = (Seq(c.hashes.len() as u64), *c.hashes.last().unwrap());
+            assert_eq!((a.seq, a.hash), head);
+        }
+        reads.push(read);
+    }
+    assert_eq!(reads[0], reads[1], "entries read at open: {reads:?}");
+}
