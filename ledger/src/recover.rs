@@ -49,8 +49,11 @@ pub struct Recovery {
     /// Of the events and held events, those appended again (the rest were already stored,
     /// held or quarantined).
     pub stored: u64,
+    /// Of them, those already stored.
     pub duplicates: u64,
+    /// Of them, those held again beyond a gap.
     pub held: u64,
+    /// Of them, those quarantined now.
     pub quarantined: u64,
     /// Of the events and checkpoints, those refused again as an entry's repeat: counted
     /// against it (`quarantine::Repeat`).
@@ -59,14 +62,18 @@ pub struct Recovery {
     pub overflowed: u64,
     /// Quarantine entries found, and of them those put back (the rest were already there).
     pub quarantine_entries: u64,
+    /// Of the quarantine entries, those written back.
     pub quarantine_restored: u64,
     /// Kept checkpoints found, and of them those kept again (the rest were already kept,
     /// or are quarantined now: `checkpoints_refused`).
     pub checkpoints: u64,
+    /// Of the checkpoints, those kept again.
     pub checkpoints_kept: u64,
+    /// Of the checkpoints, those quarantined now.
     pub checkpoints_refused: u64,
     /// Day seals found, and of them those put back (the rest were already stored).
     pub seals: u64,
+    /// Of the seals, those written back.
     pub seals_restored: u64,
     /// Re-syncs found beyond the last commit, applied again (`resync`).
     pub resyncs: u64,
