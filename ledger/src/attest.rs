@@ -526,7 +526,7 @@ impl Ledger {
     ) -> Result<CheckpointOutcome, Error> {
         let refuse = |call: &mut Call, code: &'static str, text: String| {
             tracing::error!(reason = code, %text, "ALERT: checkpoint refused");
-            refused(quarantine(state, call, msg, code, text))
+            quarantine(state, call, msg, code, text).into()
         };
         let c = match checked.decoded {
             Ok(c) => c,
@@ -631,21 +631,6 @@ impl Ledger {
             return Ok(Err((reason::CHECKPOINT_STATE_MISMATCH, text)));
         }
         Ok(Ok(dk))
-    }
-}
-
-/// A refused checkpoint's outcome, from its quarantine's.
-fn refused(q: crate::Appended) -> CheckpointOutcome {
-    match q {
-        crate::Appended::Quarantined { id, reason } => {
-            CheckpointOutcome::Quarantined { id, reason }
-        }
-        crate::Appended::QuarantinedBefore { id } => CheckpointOutcome::QuarantinedBefore { id },
-        crate::Appended::Repeated { id, reason } => CheckpointOutcome::Repeated { id, reason },
-        crate::Appended::Overflowed { reason, bound } => {
-            CheckpointOutcome::Overflowed { reason, bound }
-        }
-        other => unreachable!("quarantine always quarantines: {other:?}"),
     }
 }
 

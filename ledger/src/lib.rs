@@ -15,8 +15,8 @@
 //! - **Nothing accepted is dropped**: what cannot be appended or held is quarantined
 //!   verbatim with a stable reason code and counted. A delivery already quarantined (the same stream
 //!   seq and bytes, among the newest `quarantine::QUARANTINE_RECENT_MAX` entries) is
-//!   `Appended::QuarantinedBefore`: acknowledged, not written twice. The same bytes refused
-//!   again for the same reason under a later stream seq are `Appended::Repeated`: counted
+//!   `Refused::QuarantinedBefore`: acknowledged, not written twice. The same bytes refused
+//!   again for the same reason under a later stream seq are `Refused::Repeated`: counted
 //!   beside the first entry (`quarantine::Repeat`), not stored again.
 //! - **Durable only after `flush`**: callers acknowledge only after it returns.
 //! - **One damaged table never stops the others**: a table whose head record does not
@@ -73,7 +73,7 @@ pub use read::{
     RoundSummary, Stats,
 };
 pub use recover::Recovery;
-pub use types::{reason, Appended, Incoming, Outcomes};
+pub use types::{reason, Appended, Incoming, Outcomes, Refused};
 pub use verify::{
     verify_arrival, verify_arrival_within, verify_store, ArrivalVerdict, AtSeq, TableVerdict,
     VerifyProblem, VerifyReport,

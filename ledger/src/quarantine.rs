@@ -122,7 +122,7 @@ pub struct Repeat {
     pub count: u64,
     /// The stream seq of the last refusal counted (the entry's own while `count` is 0).
     /// Ingest appends in stream order, so one at or below it was counted already: it is a
-    /// redelivery (`Appended::QuarantinedBefore`). A redelivery refused now for another
+    /// redelivery (`Refused::QuarantinedBefore`). A redelivery refused now for another
     /// reason (the chain moved on since) matches no entry's content: it is judged anew.
     pub last_stream_seq: u64,
 }

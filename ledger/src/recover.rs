@@ -35,7 +35,7 @@
 //!   recovered: they count again only what is appended again.
 
 use crate::store::{Space, Unreferenced};
-use crate::{record, Appended, Error, Incoming, Ledger, APPEND_BATCH_LEN_MAX};
+use crate::{record, Appended, Error, Incoming, Ledger, Refused, APPEND_BATCH_LEN_MAX};
 
 /// What an open found beyond the store's last commit, and what became of it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -99,10 +99,10 @@ impl Recovery {
                 Appended::Stored { .. } => self.stored += 1,
                 Appended::Duplicate { .. } => self.duplicates += 1,
                 Appended::Held { .. } => self.held += 1,
-                Appended::Quarantined { .. } => self.quarantined += 1,
-                Appended::QuarantinedBefore { .. } => self.duplicates += 1,
-                Appended::Repeated { .. } => self.repeats += 1,
-                Appended::Overflowed { .. } => self.overflowed += 1,
+                Appended::Refused(Refused::Quarantined { .. }) => self.quarantined += 1,
+                Appended::Refused(Refused::QuarantinedBefore { .. }) => self.duplicates += 1,
+                Appended::Refused(Refused::Repeated { .. }) => self.repeats += 1,
+                Appended::Refused(Refused::Overflowed { .. }) => self.overflowed += 1,
             }
         }
     }
@@ -327,15 +327,13 @@ impl Ledger {
         }
         if !found.checkpoints.is_empty() {
             for o in self.append_checkpoints(&found.checkpoints)? {
+                use crate::types::CheckpointOutcome as C;
                 match o {
-                    crate::types::CheckpointOutcome::Kept { .. } => report.checkpoints_kept += 1,
-                    crate::types::CheckpointOutcome::Duplicate { .. }
-                    | crate::types::CheckpointOutcome::QuarantinedBefore { .. } => {}
-                    crate::types::CheckpointOutcome::Repeated { .. } => report.repeats += 1,
-                    crate::types::CheckpointOutcome::Overflowed { .. } => report.overflowed += 1,
-                    crate::types::CheckpointOutcome::Quarantined { .. } => {
-                        report.checkpoints_refused += 1
-                    }
+                    C::Kept { .. } => report.checkpoints_kept += 1,
+                    C::Duplicate { .. } | C::Refused(Refused::QuarantinedBefore { .. }) => {}
+                    C::Refused(Refused::Repeated { .. }) => report.repeats += 1,
+                    C::Refused(Refused::Overflowed { .. }) => report.overflowed += 1,
+                    C::Refused(Refused::Quarantined { .. }) => report.checkpoints_refused += 1,
                 }
             }
             found.checkpoints.clear();

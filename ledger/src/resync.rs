@@ -267,7 +267,7 @@ fn event_hash_of(bytes: &[u8]) -> Option<schemas::Hash32> {
 }
 
 fn refuse(state: &crate::State, call: &mut Call, msg: &Incoming, why: String) -> Appended {
-    quarantine(state, call, msg, reason::RESYNC_REFUSED, why)
+    quarantine(state, call, msg, reason::RESYNC_REFUSED, why).into()
 }
 
 fn encode(k: &KeptResync) -> Vec<u8> {

@@ -57,11 +57,19 @@ pub enum Appended {
         /// Receive time of the table's oldest held event, UTC ns.
         since_ns: i64,
     },
+    /// Refused: quarantined, or counted against an entry or a bound.
+    Refused(Refused),
+}
+
+/// What became of a refused message, event or checkpoint alike. Nothing refused is
+/// dropped: it is an entry, counted against one, or counted past a bound.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refused {
     /// Refused and kept verbatim in quarantine as entry `id`.
     Quarantined {
         /// The new quarantine entry's id.
         id: u64,
-        /// The stable reason code (`crate::reason`).
+        /// The stable reason code (`crate::reason`, `crate::attest::reason`).
         reason: &'static str,
     },
     /// The same delivery (stream seq and bytes) is already in quarantine under `id` (NATS
@@ -86,6 +94,18 @@ pub enum Appended {
         /// Which bound it went past.
         bound: Bound,
     },
+}
+
+impl From<Refused> for Appended {
+    fn from(r: Refused) -> Appended {
+        Appended::Refused(r)
+    }
+}
+
+impl From<Refused> for CheckpointOutcome {
+    fn from(r: Refused) -> CheckpointOutcome {
+        CheckpointOutcome::Refused(r)
+    }
 }
 
 /// What one `Ledger::append` call did: one outcome per message, in input order.
@@ -194,33 +214,8 @@ pub enum CheckpointOutcome {
         /// The seq it attests.
         seq: Seq,
     },
-    /// Refused and kept verbatim in quarantine as entry `id`.
-    Quarantined {
-        /// The new quarantine entry's id.
-        id: u64,
-        /// The stable reason code (`crate::attest::reason`, `crate::reason`).
-        reason: &'static str,
-    },
-    /// The same delivery is already in quarantine under `id` (delivered again).
-    QuarantinedBefore {
-        /// The entry that holds it.
-        id: u64,
-    },
-    /// The same bytes refused for the same reason as entry `id`, under a later stream seq:
-    /// counted against it, not stored again.
-    Repeated {
-        /// The entry it is counted against.
-        id: u64,
-        /// The stable reason code, the same as the entry's.
-        reason: &'static str,
-    },
-    /// Refused past a quarantine bound: counted, not stored (`crate::Appended::Overflowed`).
-    Overflowed {
-        /// The stable reason code it was refused for.
-        reason: &'static str,
-        /// Which bound it went past.
-        bound: crate::quarantine::Bound,
-    },
+    /// Refused: quarantined, or counted against an entry or a bound.
+    Refused(Refused),
 }
 
 /// Events held beyond a gap in their table's chain, until it fills.
