@@ -17,6 +17,7 @@
 use crate::codec::EVENT_LEN_MAX;
 use crate::event::WIRE_VERSION;
 use crate::ids::{DeviceId, Hash32, Seq, TableId};
+pub use crate::keys::{PublicKey, Signature};
 use bincode::{Decode, Encode};
 use ed25519_dalek::Signer;
 use schemars::JsonSchema;
@@ -29,67 +30,6 @@ pub const CHECKPOINT_DOMAIN: &[u8] = b"roundledger/checkpoint/v1";
 pub const CHECKPOINT_V2_DOMAIN: &[u8] = b"roundledger/checkpoint/v2";
 /// Domain tag of an admin's signature over an enrollment or revocation.
 pub const ENROLL_DOMAIN: &[u8] = b"roundledger/enroll/v1";
-
-/// An ed25519 public key (32 bytes; lowercase hex in JSON).
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Encode, Decode)]
-pub struct PublicKey(pub [u8; 32]);
-
-/// An ed25519 signature (64 bytes; lowercase hex in JSON).
-#[derive(Clone, Copy, PartialEq, Eq, Encode, Decode)]
-pub struct Signature(pub [u8; 64]);
-
-macro_rules! hex_bytes {
-    ($t:ident, $n:expr, $what:expr) => {
-        impl $t {
-            pub fn to_hex(&self) -> String {
-                hex::encode(self.0)
-            }
-            pub fn from_hex(s: &str) -> Result<Self, hex::FromHexError> {
-                let mut out = [0u8; $n];
-                hex::decode_to_slice(s, &mut out)?;
-                Ok($t(out))
-            }
-        }
-        impl fmt::Debug for $t {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                write!(f, "{}({})", stringify!($t), self.to_hex())
-            }
-        }
-        impl fmt::Display for $t {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(&self.to_hex())
-            }
-        }
-        impl Serialize for $t {
-            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.serialize_str(&self.to_hex())
-            }
-        }
-        impl<'de> Deserialize<'de> for $t {
-            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                let s = String::deserialize(d)?;
-                $t::from_hex(&s)
-                    .map_err(|e| serde::de::Error::custom(format!("{} {s:?}: {e}", $what)))
-            }
-        }
-        impl JsonSchema for $t {
-            fn schema_name() -> String {
-                stringify!($t).into()
-            }
-            fn json_schema(_: &mut schemars::gen::SchemaGenerator) -> schemars::schema::Schema {
-                let mut s = schemars::schema::SchemaObject {
-                    instance_type: Some(schemars::schema::InstanceType::String.into()),
-                    ..Default::default()
-                };
-                s.string().pattern = Some(format!("^[0-9a-f]{{{}}}$", $n * 2));
-                s.metadata().description = Some(format!("{}, lowercase hex", $what));
-                s.into()
-            }
-        }
-    };
-}
-hex_bytes!(PublicKey, 32, "ed25519 public key");
-hex_bytes!(Signature, 64, "ed25519 signature");
 
 /// A private signing key: device and admin keys in the simulator and tools. Never crosses
 /// a process boundary and is not serialisable.

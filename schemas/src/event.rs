@@ -6,10 +6,10 @@
 //! variants are only ever appended, existing variants never change their fields, and a
 //! change of meaning takes a new wire version (`Event::v`). See schemas/README.md.
 
-use crate::attest::{PublicKey, Signature};
 use crate::card::Card;
 use crate::config::{BetKind, PayLine, TableConfig};
 use crate::ids::{BoxNo, DeviceId, Hash32, Money, PoolId, RoundId, Seq, StaffId, TableId};
+use crate::keys::{PublicKey, Signature};
 use bincode::{Decode, Encode};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -21,6 +21,7 @@ pub mod event;
 pub mod finance;
 pub mod findings;
 pub mod ids;
+mod keys;
 pub mod metrics;
 pub mod parallel;
 pub mod provenance;
