@@ -47,9 +47,11 @@ impl SigningKey {
         let h = blake3::derive_key("roundledger/simulated-key/v1", label.as_bytes());
         SigningKey::from_secret(h)
     }
+    /// The public key that verifies its signatures.
     pub fn public(&self) -> PublicKey {
         PublicKey(self.0.verifying_key().to_bytes())
     }
+    /// Signs `message` (ed25519, deterministic).
     pub fn sign(&self, message: &[u8]) -> Signature {
         Signature(self.0.sign(message).to_bytes())
     }
@@ -150,6 +152,7 @@ impl KeyCache {
         self.keys.len()
     }
 
+    /// Whether no key is held.
     pub fn is_empty(&self) -> bool {
         self.keys.is_empty()
     }
@@ -166,17 +169,24 @@ pub(crate) fn push_id(out: &mut Vec<u8>, id: &str) {
 /// What an enrollment action does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KeyAction {
+    /// Makes `key` the device's key on the chain.
     Enroll = 0,
+    /// Ends the device's key on the chain.
     Revoke = 1,
 }
 
 /// An enrollment or a revocation on a chain, its fields borrowed from the event.
 #[derive(Debug, Clone, Copy)]
 pub struct KeyEvent<'a> {
+    /// The device concerned.
     pub device: &'a DeviceId,
+    /// The device key enrolled or revoked.
     pub key: &'a PublicKey,
+    /// The admin key that signed the action.
     pub admin: &'a PublicKey,
+    /// The admin's signature over `enrollment_message`.
     pub signature: &'a Signature,
+    /// Enroll or revoke.
     pub action: KeyAction,
 }
 
@@ -337,12 +347,17 @@ pub fn checkpoint_v2_message(
 pub struct Checkpoint {
     /// Wire version, `WIRE_VERSION`.
     pub v: u8,
+    /// The table whose chain it attests.
     pub table: TableId,
+    /// The device that signs it.
     pub device: DeviceId,
+    /// The seq of the chain head as the device knows it.
     pub head_seq: Seq,
+    /// The hash of the event at `head_seq`.
     pub head_hash: Hash32,
     /// Device clock, UTC ns. Informative; never used to order anything.
     pub signed_at_ns: i64,
+    /// The device's signature over `checkpoint_message` (or `checkpoint_v2_message`).
     pub signature: Signature,
     /// Version 2: the chain's state at the head, signed with it. Absent in version 1.
     /// In bincode it follows the signature, when present.
@@ -356,16 +371,27 @@ type CheckpointWire = (u8, TableId, DeviceId, Seq, Hash32, i64, Signature);
 /// Why checkpoint bytes could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CheckpointDecodeError {
+    /// Longer than the checkpoint limit.
     #[error("checkpoint of {len} bytes exceeds the limit of {max}")]
-    TooLong { len: usize, max: usize },
+    TooLong {
+        /// The message's length in bytes.
+        len: usize,
+        /// The limit in bytes.
+        max: usize,
+    },
+    /// No bytes at all.
     #[error("empty checkpoint")]
     Empty,
+    /// A wire version byte other than `WIRE_VERSION`.
     #[error("checkpoint wire version {0} is not {WIRE_VERSION}")]
     Version(u8),
+    /// The bincode form does not decode.
     #[error("bincode checkpoint: {0}")]
     Bincode(String),
+    /// Bytes left after a whole bincode checkpoint; how many.
     #[error("{0} trailing bytes after the checkpoint")]
     Trailing(usize),
+    /// The JSON form does not parse.
     #[error("JSON checkpoint: {0}")]
     Json(String),
 }

@@ -20,9 +20,11 @@ pub struct Signature(pub [u8; 64]);
 macro_rules! hex_bytes {
     ($t:ident, $n:expr, $what:expr) => {
         impl $t {
+            /// The bytes as lowercase hex, as JSON carries them.
             pub fn to_hex(&self) -> String {
                 hex::encode(self.0)
             }
+            /// Reads exactly the hex length of the type; an error otherwise.
             pub fn from_hex(s: &str) -> Result<Self, hex::FromHexError> {
                 let mut out = [0u8; $n];
                 hex::decode_to_slice(s, &mut out)?;

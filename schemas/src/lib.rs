@@ -10,6 +10,8 @@
 //!
 //! This crate does no I/O.
 
+#![warn(missing_docs)]
+
 pub mod api;
 pub mod attest;
 pub mod card;
