@@ -1606,7 +1606,13 @@ async fn the_quarantine_attestation_and_gaps_are_served() {
         misrouted,
     ];
     for o in f.ledger.append_batch(&batch).unwrap() {
-        assert!(matches!(o, ledger::Appended::Quarantined { .. }), "{o:?}");
+        assert!(
+            matches!(
+                o,
+                ledger::Appended::Refused(ledger::Refused::Quarantined { .. })
+            ),
+            "{o:?}"
+        );
     }
     f.ledger.flush().unwrap();
 

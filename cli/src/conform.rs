@@ -16,7 +16,7 @@
 use crate::bus::BusArgs;
 use crate::Outcome;
 use anyhow::{bail, Context, Result};
-use ledger::{Appended, Incoming, Ledger};
+use ledger::{Appended, Incoming, Ledger, Refused};
 use schemas::report::{RoundReport, Verdict};
 use schemas::{codec, subjects, TableId};
 use serde::Serialize;
@@ -232,19 +232,20 @@ impl Checker {
                     missing_from.0, missing_to.0
                 ),
             )),
-            Appended::Quarantined { id, reason } | Appended::Repeated { id, reason } => {
+            Appended::Refused(Refused::Quarantined { id, reason })
+            | Appended::Refused(Refused::Repeated { id, reason }) => {
                 let text = self
                     .ledger
                     .quarantine_entry(*id)?
                     .map_or_else(String::new, |e| e.text);
                 Some(base("refused", (*reason).to_string(), text))
             }
-            Appended::QuarantinedBefore { id } => Some(base(
+            Appended::Refused(Refused::QuarantinedBefore { id }) => Some(base(
                 "refused",
                 "repeat".into(),
                 format!("the same message as refused entry {id}"),
             )),
-            Appended::Overflowed { reason, .. } => Some(base(
+            Appended::Refused(Refused::Overflowed { reason, .. }) => Some(base(
                 "refused",
                 (*reason).to_string(),
                 "past a quarantine bound".into(),

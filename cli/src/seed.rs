@@ -254,9 +254,12 @@ fn refuse(ledger: &ledger::Ledger, tables: &[schemas::TableId], n_max: u64) -> R
             })
             .collect::<Result<Vec<_>>>()?;
         let out = ledger.append_batch(&refused).context("appending")?;
-        let q = out
-            .iter()
-            .filter(|a| matches!(a, ledger::Appended::Quarantined { .. }));
+        let q = out.iter().filter(|a| {
+            matches!(
+                a,
+                ledger::Appended::Refused(ledger::Refused::Quarantined { .. })
+            )
+        });
         quarantined += q.count() as u64;
         n = end;
     }

@@ -436,7 +436,7 @@ fn an_edited_quarantine_entry_fails_verify_and_digest() {
         };
         assert!(matches!(
             l.append_batch(&[junk]).expect("append")[0],
-            ledger::Appended::Quarantined { id: 0, .. }
+            ledger::Appended::Refused(ledger::Refused::Quarantined { id: 0, .. })
         ));
         l.flush().expect("flush");
     }

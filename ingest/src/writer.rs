@@ -12,7 +12,7 @@ use crate::alerts::{kind_of_reason, Raised};
 use crate::health::Health;
 use crate::{Error, IngestReport};
 use ledger::attest::CheckpointOutcome;
-use ledger::{Appended, Incoming, Ledger};
+use ledger::{Appended, Incoming, Ledger, Refused};
 use schemas::api::AlertKind;
 use schemas::{ChainHead, TableId};
 use std::collections::BTreeSet;
@@ -420,12 +420,11 @@ fn describe<A>(
 fn count_checkpoint(tally: &mut IngestReport, c: &CheckpointOutcome) {
     match c {
         CheckpointOutcome::Kept { .. } => tally.checkpoints_kept += 1,
-        CheckpointOutcome::Duplicate { .. } | CheckpointOutcome::QuarantinedBefore { .. } => {
-            tally.duplicates += 1
-        }
-        CheckpointOutcome::Repeated { .. } => tally.repeats += 1,
-        CheckpointOutcome::Overflowed { .. } => tally.overflowed += 1,
-        CheckpointOutcome::Quarantined { .. } => {
+        CheckpointOutcome::Duplicate { .. }
+        | CheckpointOutcome::Refused(Refused::QuarantinedBefore { .. }) => tally.duplicates += 1,
+        CheckpointOutcome::Refused(Refused::Repeated { .. }) => tally.repeats += 1,
+        CheckpointOutcome::Refused(Refused::Overflowed { .. }) => tally.overflowed += 1,
+        CheckpointOutcome::Refused(Refused::Quarantined { .. }) => {
             tally.quarantined += 1;
             tally.checkpoints_refused += 1;
         }
@@ -450,7 +449,7 @@ fn count_event(tally: &mut IngestReport, alerts: &mut Vec<Raised>, inc: &Incomin
             tally.held += 1;
             tracing::warn!(%table, seq = seq.0, missing_from = missing_from.0, missing_to = missing_to.0, since_ns, stream_seq = inc.stream_seq, "event held behind a sequence gap");
         }
-        Appended::QuarantinedBefore { id } => {
+        Appended::Refused(Refused::QuarantinedBefore { id }) => {
             tally.duplicates += 1;
             tracing::debug!(
                 stream_seq = inc.stream_seq,
@@ -459,18 +458,18 @@ fn count_event(tally: &mut IngestReport, alerts: &mut Vec<Raised>, inc: &Incomin
             );
         }
         // Logged by the ledger (once per power of two of an entry's repeats).
-        Appended::Repeated { id, reason } => {
+        Appended::Refused(Refused::Repeated { id, reason }) => {
             tally.repeats += 1;
             tally.fenced += u64::from(*reason == ledger::reason::TABLE_FENCED);
             // A refused publisher trying again: counted into the open alert.
             alerts.extend(raised(inc, reason, *id, "sent again"));
         }
         // Logged by the ledger (once per power of two of a counter).
-        Appended::Overflowed { reason, bound } => {
+        Appended::Refused(Refused::Overflowed { reason, bound }) => {
             tally.overflowed += 1;
             alerts.extend(past_bound(inc, reason, *bound));
         }
-        Appended::Quarantined { id, reason } => {
+        Appended::Refused(Refused::Quarantined { id, reason }) => {
             tally.quarantined += 1;
             tally.fenced += u64::from(*reason == ledger::reason::TABLE_FENCED);
             let table = inc.subject_table.as_ref().map_or("?", |t| t.as_str());

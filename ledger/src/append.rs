@@ -167,7 +167,7 @@ impl Ledger {
             return Ok(held_outcome(call, table, seq));
         }
         if let Some(text) = skew_refusal(state, msg, &event) {
-            return Ok(quarantine(state, call, msg, reason::CLOCK_SKEW, text));
+            return Ok(quarantine(state, call, msg, reason::CLOCK_SKEW, text).into());
         }
         if seq == head_seq + 1 {
             return self.append_next(state, call, msg, &event, hash, head_seq);
@@ -191,7 +191,7 @@ impl Ledger {
             Ok((e, _)) => e,
             Err(e) => {
                 let code = crate::classify::decode_reason(&e);
-                return Ok(Err(quarantine(state, call, msg, code, e.to_string())));
+                return Ok(Err(quarantine(state, call, msg, code, e.to_string()).into()));
             }
         };
         if msg.subject_table.as_ref() != Some(&event.table) {
@@ -207,7 +207,8 @@ impl Ledger {
                 msg,
                 reason::WRONG_SUBJECT,
                 text,
-            )));
+            )
+            .into()));
         }
         if let Some(refused) = crate::provenance::refused(state, call, msg, &event, pre) {
             return Ok(Err(refused));
@@ -220,7 +221,8 @@ impl Ledger {
                 msg,
                 reason::TABLE_FENCED,
                 text,
-            )));
+            )
+            .into()));
         }
         Ok(Ok(event))
     }
@@ -240,13 +242,13 @@ impl Ledger {
         let reopens = matches!(event.body, schemas::EventBody::TableOpened { .. });
         if !reopens && self.is_closed(state, call, table, head_seq)? {
             let text = format!("seq {seq}: table {table} was closed at seq {head_seq}");
-            return Ok(quarantine(state, call, msg, reason::TABLE_CLOSED, text));
+            return Ok(quarantine(state, call, msg, reason::TABLE_CLOSED, text).into());
         }
         let new_head = match call.table(table).head.next_hashed(event, hash) {
             Ok(h) => h,
             Err(e) => {
                 let text = e.to_string();
-                return Ok(quarantine(state, call, msg, reason::PREV_MISMATCH, text));
+                return Ok(quarantine(state, call, msg, reason::PREV_MISMATCH, text).into());
             }
         };
         let stored = Appended::Stored {
@@ -348,13 +350,7 @@ impl Ledger {
         };
         let Some(stored) = stored else {
             let text = format!("seq {seq} is at or below the head but no event is stored there");
-            return Ok(quarantine(
-                state,
-                call,
-                msg,
-                reason::MISSING_BELOW_HEAD,
-                text,
-            ));
+            return Ok(quarantine(state, call, msg, reason::MISSING_BELOW_HEAD, text).into());
         };
         if stored.hash == hash {
             return Ok(Appended::Duplicate {
@@ -373,7 +369,7 @@ impl Ledger {
             reason::SEQ_BACKWARDS
         };
         tracing::error!(%table, seq, code, "different event at a stored seq");
-        Ok(quarantine(state, call, msg, code, text))
+        Ok(quarantine(state, call, msg, code, text).into())
     }
 
     /// Builds the records and index writes of this call's new events. Returns bytes added
@@ -707,7 +703,7 @@ fn hold(
     debug_assert!(seq > head_seq + 1);
     if seq - head_seq > GAP_LEN_MAX {
         let text = format!("seq {seq} is more than {GAP_LEN_MAX} beyond the head {head_seq}");
-        return quarantine(state, call, msg, reason::SEQ_TOO_FAR_AHEAD, text);
+        return quarantine(state, call, msg, reason::SEQ_TOO_FAR_AHEAD, text).into();
     }
     let pending = &call.table(table).pending;
     if let Some(h) = pending.get(&seq) {
@@ -716,7 +712,7 @@ fn hold(
             "seq {seq}: held event {} differs from this one {hash}",
             h.hash
         );
-        return quarantine(state, call, msg, reason::FORK, text);
+        return quarantine(state, call, msg, reason::FORK, text).into();
     }
     if pending.len() >= PENDING_PER_TABLE_MAX
         || call.pending_bytes + msg.bytes.len() > PENDING_BYTES_MAX
@@ -726,7 +722,7 @@ fn hold(
             pending.len(),
             call.pending_bytes
         );
-        return quarantine(state, call, msg, reason::PENDING_FULL, text);
+        return quarantine(state, call, msg, reason::PENDING_FULL, text).into();
     }
     let held = Held {
         hash,

@@ -94,6 +94,7 @@ pub struct ArrivalHasher {
 const EVENT_LEN: usize = 32 + 8 + 8;
 
 impl ArrivalHasher {
+    /// Starts a call's hash from the previous call's arrival hash and this call's id.
     pub fn new(prev: &Hash32, call_id: u64) -> ArrivalHasher {
         let mut prefix = [0u8; 40];
         prefix[..32].copy_from_slice(&prev.0);
@@ -104,6 +105,7 @@ impl ArrivalHasher {
         }
     }
 
+    /// Adds one appended event: its hash, stream seq and receive time (UTC ns).
     pub fn event(&mut self, hash: &Hash32, stream_seq: u64, received_at_ns: i64) {
         self.events.reserve(EVENT_LEN);
         self.events.extend_from_slice(&hash.0);
@@ -111,6 +113,7 @@ impl ArrivalHasher {
         self.events.extend_from_slice(&received_at_ns.to_be_bytes());
     }
 
+    /// The call's arrival hash: the next call's `prev`.
     pub fn finish(self) -> Hash32 {
         let mut h = blake3::Hasher::new();
         h.update(DOMAIN);
@@ -123,7 +126,9 @@ impl ArrivalHasher {
 /// One `Space::Arrival` entry: the keys of the call's records, in write order, and the
 /// call's arrival hash (`None` in entries written before the chain).
 pub struct ArrivalEntry {
+    /// Keys of the call's records, in write order.
     pub records: Vec<Vec<u8>>,
+    /// The call's arrival hash; `None` in entries written before the chain.
     pub hash: Option<Hash32>,
 }
 

@@ -30,10 +30,15 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// Stable reason codes of refused checkpoints and enrollments (stored; never rename).
 pub mod reason {
+    /// The checkpoint bytes do not decode.
     pub const CHECKPOINT_UNDECODABLE: &str = "checkpoint_undecodable";
+    /// The checkpoint names another table than its subject.
     pub const CHECKPOINT_WRONG_SUBJECT: &str = "checkpoint_wrong_subject";
+    /// The checkpoint's device has never been enrolled on the table.
     pub const UNKNOWN_DEVICE: &str = "unknown_device";
+    /// The checkpoint's device key is revoked.
     pub const REVOKED_DEVICE: &str = "revoked_device";
+    /// The checkpoint's signature does not verify under the device's key.
     pub const BAD_SIGNATURE: &str = "bad_signature";
     /// The checkpoint names a seq the ledger does not have yet.
     pub const CHECKPOINT_BEYOND_HEAD: &str = "checkpoint_beyond_head";
@@ -69,10 +74,15 @@ pub const RETIRED_KEYS_MAX: usize = 4096;
 /// The highest kept checkpoint of a table.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Attestation {
+    /// The table whose chain the checkpoint attests.
     pub table: TableId,
+    /// The chain is attested up to and including this seq.
     pub seq: Seq,
+    /// The event hash at `seq` that the device signed.
     pub hash: Hash32,
+    /// The device that signed it.
     pub device: DeviceId,
+    /// When the House received the checkpoint, UTC ns.
     pub received_at_ns: i64,
 }
 
@@ -80,10 +90,13 @@ pub struct Attestation {
 /// with the ingest-side fields stored beside it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeptCheckpoint {
+    /// The checkpoint as decoded from `bytes`.
     pub checkpoint: Checkpoint,
     /// The exact bytes as received (bincode or JSON).
     pub bytes: Vec<u8>,
+    /// JetStream stream sequence of the delivery.
     pub stream_seq: u64,
+    /// When the House received it, UTC ns.
     pub received_at_ns: i64,
     /// The seq of the enrollment of the key the ledger verified the signature with, as
     /// its key register held it then: the event an evidence bundle cites. `None` for a
@@ -533,7 +546,7 @@ impl Ledger {
     ) -> Result<CheckpointOutcome, Error> {
         let refuse = |call: &mut Call, code: &'static str, text: String| {
             tracing::error!(reason = code, %text, "ALERT: checkpoint refused");
-            refused(quarantine(state, call, msg, code, text))
+            quarantine(state, call, msg, code, text).into()
         };
         let c = match checked.decoded {
             Ok(c) => c,
@@ -638,21 +651,6 @@ impl Ledger {
             return Ok(Err((reason::CHECKPOINT_STATE_MISMATCH, text)));
         }
         Ok(Ok(dk))
-    }
-}
-
-/// A refused checkpoint's outcome, from its quarantine's.
-fn refused(q: crate::Appended) -> CheckpointOutcome {
-    match q {
-        crate::Appended::Quarantined { id, reason } => {
-            CheckpointOutcome::Quarantined { id, reason }
-        }
-        crate::Appended::QuarantinedBefore { id } => CheckpointOutcome::QuarantinedBefore { id },
-        crate::Appended::Repeated { id, reason } => CheckpointOutcome::Repeated { id, reason },
-        crate::Appended::Overflowed { reason, bound } => {
-            CheckpointOutcome::Overflowed { reason, bound }
-        }
-        other => unreachable!("quarantine always quarantines: {other:?}"),
     }
 }
 

@@ -42,6 +42,7 @@ pub struct CopiesReport {
 }
 
 impl CopiesReport {
+    /// Whether every entry checked matches its copy.
     pub fn is_ok(&self) -> bool {
         self.problems.is_empty()
     }

@@ -47,8 +47,11 @@ pub use shifts::{ShiftBounds, SHIFTS_MAX};
 /// One gaming day's bounds, UTC ns: `[starts_at_ns, ends_at_ns)`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DayBounds {
+    /// The gaming day's local date, `YYYY-MM-DD`.
     pub day: String,
+    /// The day's start, UTC ns (inclusive).
     pub starts_at_ns: i64,
+    /// The day's end, UTC ns (exclusive): the next day's start.
     pub ends_at_ns: i64,
 }
 
@@ -136,6 +139,7 @@ impl DayRule {
 /// Each table's range of one day, as the ledger holds it now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DayRanges {
+    /// The day's bounds under the ledger's day rule.
     pub bounds: DayBounds,
     /// Tables with events at or before the day's end, in table order.
     pub tables: Vec<SealedTable>,
@@ -155,6 +159,7 @@ pub enum Sealed {
 }
 
 impl Sealed {
+    /// The seal, made now or before.
     pub fn seal(&self) -> &DaySeal {
         match self {
             Sealed::Made(s) | Sealed::Existing(s) => s,
@@ -416,16 +421,22 @@ fn decode_seal(v: &[u8]) -> Result<DaySeal, Error> {
 /// One problem `verify_day` found, at a table's seq where it has one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DayProblem {
+    /// The table concerned; `None` for a problem of the seal as a whole.
     pub table: Option<TableId>,
+    /// The seq concerned, where there is one.
     pub seq: Option<u64>,
+    /// What does not check, in words.
     pub what: String,
 }
 
 /// The verdict on one sealed day.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DayVerdict {
+    /// The stored seal checked.
     pub seal: DaySeal,
+    /// The seal's digest, which the next day's seal names.
     pub digest: Hash32,
+    /// What does not check; empty when the day verifies.
     pub problems: Vec<DayProblem>,
     /// Events read: the day's, plus each table's anchor.
     pub events_read: u64,
@@ -437,6 +448,7 @@ pub struct DayVerdict {
 }
 
 impl DayVerdict {
+    /// Whether the day verifies: no problems.
     pub fn is_ok(&self) -> bool {
         self.problems.is_empty()
     }

@@ -24,14 +24,23 @@ use std::path::Path;
 /// Why no digest was taken.
 #[derive(Debug, thiserror::Error)]
 pub enum DigestRefused {
+    /// The ledger does not verify.
     #[error("the ledger does not verify ({}); a digest would certify the damage", report.failures())]
-    DoesNotVerify { report: Box<VerifyReport> },
+    DoesNotVerify {
+        /// Where it does not verify.
+        report: Box<VerifyReport>,
+    },
+    /// An API journal does not chain at `line`.
     #[error("the API journal {name} does not verify at line {line} ({problem}); a digest would certify the damage")]
     JournalDoesNotVerify {
+        /// The journal's file name.
         name: String,
+        /// The first line, 1-based, that does not chain.
         line: u64,
+        /// Why that line does not chain.
         problem: String,
     },
+    /// Reading the ledger failed.
     #[error(transparent)]
     Store(#[from] Error),
 }

@@ -19,9 +19,13 @@ use std::collections::BTreeMap;
 /// One table's held events.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HeldTable {
+    /// The table whose events wait beyond a gap.
     pub table: TableId,
+    /// How many events the table holds.
     pub events: u64,
+    /// The lowest held seq.
     pub first_seq: u64,
+    /// The highest held seq.
     pub last_seq: u64,
     /// The held events' own bytes (as received).
     pub bytes: u64,
@@ -34,18 +38,23 @@ pub struct HeldTable {
 /// Why a held event does not check.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HeldProblem {
+    /// The held event's seq.
     pub seq: u64,
+    /// Why it does not check.
     pub detail: String,
 }
 
 /// Every table's held events, in table order, and the pending keys that do not read.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct HeldReport {
+    /// Tables with held events, in table order.
     pub tables: Vec<HeldTable>,
+    /// Pending-space keys that do not read as (table, seq), hex.
     pub bad_keys: Vec<String>,
 }
 
 impl HeldReport {
+    /// Whether every key reads and every held event checks.
     pub fn is_ok(&self) -> bool {
         self.bad_keys.is_empty() && self.tables.iter().all(|t| t.problem.is_none())
     }

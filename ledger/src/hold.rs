@@ -17,6 +17,7 @@ pub const BLOCKER_SCAN_MAX: usize = 4096;
 /// A quarantined event inside a table's gap: the chain waits for its seq.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Blocker {
+    /// The quarantined event's seq, inside the gap.
     pub seq: Seq,
     /// Its quarantine entry.
     pub quarantine_id: u64,

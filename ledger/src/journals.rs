@@ -22,6 +22,7 @@ pub fn api_dir(ledger_dir: &Path) -> PathBuf {
 /// One journal as read now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JournalState {
+    /// The journal's file name in the API directory.
     pub name: String,
     /// Whether the file exists.
     pub present: bool,

@@ -15,8 +15,8 @@
 //! - **Nothing accepted is dropped**: what cannot be appended or held is quarantined
 //!   verbatim with a stable reason code and counted. A delivery already quarantined (the same stream
 //!   seq and bytes, among the newest `quarantine::QUARANTINE_RECENT_MAX` entries) is
-//!   `Appended::QuarantinedBefore`: acknowledged, not written twice. The same bytes refused
-//!   again for the same reason under a later stream seq are `Appended::Repeated`: counted
+//!   `Refused::QuarantinedBefore`: acknowledged, not written twice. The same bytes refused
+//!   again for the same reason under a later stream seq are `Refused::Repeated`: counted
 //!   beside the first entry (`quarantine::Repeat`), not stored again.
 //! - **Durable only after `flush`**: callers acknowledge only after it returns.
 //! - **One damaged table never stops the others**: a table whose head record does not
@@ -34,6 +34,8 @@
 //!
 //! It must never panic on any input bytes, and never be used from async runtime threads
 //! (sled blocks): give it a dedicated thread or `spawn_blocking`.
+
+#![warn(missing_docs)]
 
 mod append;
 pub mod arrival;
@@ -71,7 +73,7 @@ pub use read::{
     RoundSummary, Stats,
 };
 pub use recover::Recovery;
-pub use types::{reason, Appended, Incoming, Outcomes};
+pub use types::{reason, Appended, Incoming, Outcomes, Refused};
 pub use verify::{
     verify_arrival, verify_arrival_within, verify_store, ArrivalVerdict, AtSeq, TableVerdict,
     VerifyProblem, VerifyReport,
@@ -102,10 +104,13 @@ pub const PENDING_BYTES_MAX: usize = 64 * 1024 * 1024;
 /// One stored event as read back.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredEvent {
+    /// The event's position in its table's chain.
     pub seq: Seq,
+    /// `schemas::chain::event_hash` over the stored bytes: the next event's prev.
     pub hash: Hash32,
     /// JetStream stream sequence: the House's arrival order across tables.
     pub stream_seq: u64,
+    /// When the House received it (its stream timestamp), UTC ns.
     pub received_at_ns: i64,
     /// Copied from the decoded event (device clock); `verify` checks it against the bytes.
     pub occurred_at_ns: i64,
@@ -119,32 +124,84 @@ pub struct StoredEvent {
 /// error: they are quarantined.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// Another process, or another `Ledger` here, holds the directory's lock.
     #[error("ledger directory {path} is locked by another process (one process owns a ledger; use its API or an export): {detail}")]
-    Locked { path: PathBuf, detail: String },
+    Locked {
+        /// The ledger directory.
+        path: PathBuf,
+        /// The store's error.
+        detail: String,
+    },
+    /// The store failed an operation.
     #[error("store {op}: {detail}")]
-    Store { op: &'static str, detail: String },
+    Store {
+        /// The operation, e.g. `commit`.
+        op: &'static str,
+        /// The store's error.
+        detail: String,
+    },
+    /// A stored value does not decode: the ledger is damaged.
     #[error("corrupt stored value: {detail} (run verify)")]
-    CorruptRecord { detail: String },
+    CorruptRecord {
+        /// What does not decode, and where.
+        detail: String,
+    },
+    /// One `append` call carried more than `APPEND_BATCH_LEN_MAX` messages.
     #[error("append batch of {len} messages exceeds the limit of {max}")]
-    BatchTooLarge { len: usize, max: usize },
+    BatchTooLarge {
+        /// Messages in the call.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// No event of this table is stored.
     #[error("table {0} is not in the ledger")]
     UnknownTable(TableId),
+    /// No event of this round is stored for the table.
     #[error("round {round} of table {table} is not in the ledger")]
-    UnknownRound { table: TableId, round: u64 },
+    UnknownRound {
+        /// The table asked for.
+        table: TableId,
+        /// The round id asked for.
+        round: u64,
+    },
+    /// An export cannot be made; the text says why.
     #[error("export: {0}")]
     Export(String),
+    /// An export selection holds more events than its limit.
     #[error("export: the selection holds {events} events, more than the {max} allowed (choose a table and fewer rounds)")]
-    ExportTooLarge { events: u64, max: u64 },
+    ExportTooLarge {
+        /// Events the selection holds.
+        events: u64,
+        /// The limit (`ExportSelection::events_max`).
+        max: u64,
+    },
+    /// A gaming-day rule or date is not valid.
     #[error("gaming day: {0}")]
     Day(String),
+    /// A day cannot be sealed.
     #[error("cannot seal day {day}: {why}")]
-    Seal { day: String, why: String },
+    Seal {
+        /// The gaming day, `YYYY-MM-DD`.
+        day: String,
+        /// Why it cannot, in words.
+        why: String,
+    },
+    /// The archive tier refused or failed an operation.
     #[error("archive tier: {0}")]
     Tier(String),
+    /// A signed retention act removed the day's records; its seal remains.
     #[error("table {table}: its records of day {day} were removed by retention; the day's seal keeps its heads")]
-    RetentionRemoved { day: String, table: TableId },
+    RetentionRemoved {
+        /// The gaming day, `YYYY-MM-DD`.
+        day: String,
+        /// The table asked for.
+        table: TableId,
+    },
+    /// A setting is out of its allowed range.
     #[error("bad setting: {0}")]
     BadSetting(String),
+    /// Writing an export to a file or stream failed.
     #[error("writing the export: {0}")]
     Io(#[from] std::io::Error),
 }

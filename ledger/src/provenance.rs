@@ -105,7 +105,7 @@ pub(crate) fn refused(
     }
     let (code, text) = admit(state, call, msg, event, pre).err()?;
     tracing::warn!(table = %event.table, seq = event.seq.0, code, "event refused: not its device's");
-    Some(crate::refuse::quarantine(state, call, msg, code, text))
+    Some(crate::refuse::quarantine(state, call, msg, code, text).into())
 }
 
 /// Decides whether `event` (message `msg`, precheck `pre`) may join its chain.

@@ -122,7 +122,7 @@ pub struct Repeat {
     pub count: u64,
     /// The stream seq of the last refusal counted (the entry's own while `count` is 0).
     /// Ingest appends in stream order, so one at or below it was counted already: it is a
-    /// redelivery (`Appended::QuarantinedBefore`). A redelivery refused now for another
+    /// redelivery (`Refused::QuarantinedBefore`). A redelivery refused now for another
     /// reason (the chain moved on since) matches no entry's content: it is judged anew.
     pub last_stream_seq: u64,
 }
@@ -201,7 +201,9 @@ impl RecentRefusals {
 /// How many entries the chain covers and its hash after the last.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct QuarantineHead {
+    /// Entries the chain covers, counted from the first.
     pub entries: u64,
+    /// The chain's hash after the last covered entry; zeros for none.
     pub hash: Hash32,
 }
 
@@ -259,11 +261,16 @@ pub enum QuarantineVerdict {
     /// compare with: written before the chain existed, they are covered from the next
     /// quarantined message on, whose head chains over all of them.
     Ok {
+        /// The stored head the entries chain to.
         head: QuarantineHead,
+        /// Entries written before the chain existed, covered by later heads.
         unanchored: u64,
     },
     /// The entries do not chain to the stored head, and what was found.
-    Bad { problem: String },
+    Bad {
+        /// What does not chain, in words.
+        problem: String,
+    },
 }
 
 /// Recomputes the quarantine chain over the stored entries and compares it with the head.
@@ -427,6 +434,7 @@ pub enum Bound {
 }
 
 impl Bound {
+    /// The bound's stable name, as counters and logs show it.
     pub fn as_str(self) -> &'static str {
         match self {
             Bound::SourceRate => "source_rate",
@@ -501,10 +509,15 @@ pub(crate) fn minute_of(received_at_ns: i64) -> i64 {
 /// stream seq and BLAKE3, so a copy from the stream can be checked against it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Overflow {
+    /// Messages counted.
     pub count: u64,
+    /// Their bytes in total.
     pub bytes: u64,
+    /// The stream seq of the first message counted.
     pub first_stream_seq: u64,
+    /// The stream seq of the last message counted.
     pub last_stream_seq: u64,
+    /// BLAKE3 chain over each message's stream seq and hash, in count order.
     pub digest: Hash32,
 }
 

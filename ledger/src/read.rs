@@ -18,10 +18,15 @@ use std::ops::RangeInclusive;
 /// event by seq).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RoundSummary {
+    /// The round's id.
     pub round: RoundId,
+    /// The seq of the round's first event.
     pub first_seq: Seq,
+    /// The seq of the round's last event.
     pub last_seq: Seq,
+    /// Device time of the first event by seq, UTC ns.
     pub first_occurred_at_ns: i64,
+    /// Device time of the last event by seq, UTC ns.
     pub last_occurred_at_ns: i64,
 }
 
@@ -50,13 +55,19 @@ impl RoundSummary {
 /// One quarantined message, bytes verbatim.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QuarantineEntry {
+    /// Its id: quarantine order, from 0, never reused.
     pub id: u64,
-    /// Stable snake_case code (see `append::reason`).
+    /// Stable snake_case code (see `crate::reason`).
     pub reason: String,
+    /// Why it was refused, in words, for the operator.
     pub text: String,
+    /// The table its subject named; `None` when the subject named no valid table.
     pub subject_table: Option<TableId>,
+    /// JetStream stream sequence of the delivery.
     pub stream_seq: u64,
+    /// When the House received it, UTC ns.
     pub received_at_ns: i64,
+    /// The message bytes exactly as received.
     pub bytes: Vec<u8>,
     /// Refusals of the same bytes for the same reason after this one, counted beside the
     /// entry (`quarantine::Repeat`), not part of its stored value nor of the chain. Filled
@@ -121,9 +132,13 @@ impl QuarantineEntry {
 /// A table's first gap: what is missing, how many events wait behind it, since when.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Gap {
+    /// The table whose chain has the gap.
     pub table: TableId,
+    /// The first missing seq.
     pub missing_from: Seq,
+    /// The last missing seq: the held events start after it.
     pub missing_to: Seq,
+    /// How many events the table holds beyond the gap.
     pub held: usize,
     /// Receive time of the oldest held event of the table.
     pub since_ns: i64,
@@ -136,11 +151,15 @@ pub struct Gap {
 /// Totals.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stats {
+    /// Tables with at least one stored event.
     pub tables: usize,
+    /// Stored events across all tables.
     pub events: u64,
     /// Bytes of stored event bodies.
     pub bytes: u64,
+    /// Quarantine entries stored.
     pub quarantined: u64,
+    /// Events held beyond gaps across all tables.
     pub held: usize,
 }
 
@@ -149,6 +168,7 @@ pub struct Stats {
 pub struct ExportSelection {
     /// `None`: every table.
     pub table: Option<TableId>,
+    /// Which part of the chain to export.
     pub range: ExportRange,
     /// Most events the export may hold, whatever the range resolves to (`None`: no
     /// bound). Checked once the range is resolved, before a byte is written: a caller
@@ -157,8 +177,10 @@ pub struct ExportSelection {
     pub events_max: Option<u64>,
 }
 
+/// A range of one table's chain, or every event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ExportRange {
+    /// Every stored event.
     All,
     /// Clamped to what is stored.
     Seqs(RangeInclusive<u64>),
@@ -341,8 +363,11 @@ fn load_quarantine(store: &dyn Store) -> Result<QuarantineLoad, Error> {
 /// A round's summary with those of the rounds before and after it (`round_neighbours`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RoundNeighbours {
+    /// The round before, by first seq; `None` for the table's first round.
     pub prev: Option<RoundSummary>,
+    /// The round asked for.
     pub this: RoundSummary,
+    /// The round after, by first seq; `None` for the table's last round.
     pub next: Option<RoundSummary>,
 }
 
@@ -839,6 +864,7 @@ impl Ledger {
             .collect()
     }
 
+    /// Totals across the ledger, from its in-memory state.
     pub fn stats(&self) -> Stats {
         let st = self.lock();
         Stats {

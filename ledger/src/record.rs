@@ -40,6 +40,7 @@ pub fn split_table_key(key: &[u8]) -> Result<(TableId, &[u8]), Error> {
     Ok((table, &key[1 + len..]))
 }
 
+/// `table_key ++ seq (u64 BE)`: one table's keys sort by seq.
 pub fn seq_key(table: &TableId, seq: u64) -> Vec<u8> {
     let mut k = table_key(table);
     k.extend_from_slice(&seq.to_be_bytes());
@@ -51,11 +52,13 @@ pub fn ord_i64(v: i64) -> [u8; 8] {
     ((v as u64) ^ (1 << 63)).to_be_bytes()
 }
 
+/// Reads a big-endian u64 of exactly 8 bytes.
 pub fn be_u64(b: &[u8]) -> Result<u64, Error> {
     let a: [u8; 8] = b.try_into().map_err(|_| corrupt("expected 8 bytes"))?;
     Ok(u64::from_be_bytes(a))
 }
 
+/// The error for a stored value or key that does not decode.
 pub fn corrupt(what: &str) -> Error {
     Error::CorruptRecord {
         detail: what.to_string(),
@@ -67,22 +70,27 @@ pub fn corrupt(what: &str) -> Error {
 pub struct W(pub Vec<u8>);
 
 impl W {
+    /// Appends one byte.
     pub fn u8(&mut self, v: u8) -> &mut Self {
         self.0.push(v);
         self
     }
+    /// Appends a little-endian u32.
     pub fn u32(&mut self, v: u32) -> &mut Self {
         self.0.extend_from_slice(&v.to_le_bytes());
         self
     }
+    /// Appends a little-endian u64.
     pub fn u64(&mut self, v: u64) -> &mut Self {
         self.0.extend_from_slice(&v.to_le_bytes());
         self
     }
+    /// Appends a little-endian i64.
     pub fn i64(&mut self, v: i64) -> &mut Self {
         self.0.extend_from_slice(&v.to_le_bytes());
         self
     }
+    /// Appends the bytes with no length.
     pub fn raw(&mut self, v: &[u8]) -> &mut Self {
         self.0.extend_from_slice(v);
         self
@@ -101,9 +109,11 @@ pub struct R<'a> {
 }
 
 impl<'a> R<'a> {
+    /// A reader over `b`, from its start.
     pub fn new(b: &'a [u8]) -> Self {
         R { b }
     }
+    /// The next `n` bytes; an error when fewer are left.
     pub fn take(&mut self, n: usize) -> Result<&'a [u8], Error> {
         if self.b.len() < n {
             return Err(corrupt("value truncated"));
@@ -112,28 +122,35 @@ impl<'a> R<'a> {
         self.b = t;
         Ok(h)
     }
+    /// Reads one byte.
     pub fn u8(&mut self) -> Result<u8, Error> {
         Ok(self.take(1)?[0])
     }
+    /// Reads a little-endian u32.
     pub fn u32(&mut self) -> Result<u32, Error> {
         let a: [u8; 4] = self.take(4)?.try_into().map_err(|_| corrupt("u32"))?;
         Ok(u32::from_le_bytes(a))
     }
+    /// Reads a little-endian u64.
     pub fn u64(&mut self) -> Result<u64, Error> {
         let a: [u8; 8] = self.take(8)?.try_into().map_err(|_| corrupt("u64"))?;
         Ok(u64::from_le_bytes(a))
     }
+    /// Reads a little-endian i64.
     pub fn i64(&mut self) -> Result<i64, Error> {
         Ok(self.u64()? as i64)
     }
+    /// Reads a 32-byte hash.
     pub fn hash(&mut self) -> Result<Hash32, Error> {
         let a: [u8; 32] = self.take(32)?.try_into().map_err(|_| corrupt("hash"))?;
         Ok(Hash32(a))
     }
+    /// Reads a u32 length, then that many bytes.
     pub fn bytes(&mut self) -> Result<&'a [u8], Error> {
         let n = self.u32()? as usize;
         self.take(n)
     }
+    /// Whether every byte has been read.
     pub fn is_empty(&self) -> bool {
         self.b.is_empty()
     }

@@ -35,7 +35,7 @@
 //!   recovered: they count again only what is appended again.
 
 use crate::store::{Space, Unreferenced};
-use crate::{record, Appended, Error, Incoming, Ledger, APPEND_BATCH_LEN_MAX};
+use crate::{record, Appended, Error, Incoming, Ledger, Refused, APPEND_BATCH_LEN_MAX};
 
 /// What an open found beyond the store's last commit, and what became of it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -49,8 +49,11 @@ pub struct Recovery {
     /// Of the events and held events, those appended again (the rest were already stored,
     /// held or quarantined).
     pub stored: u64,
+    /// Of them, those already stored.
     pub duplicates: u64,
+    /// Of them, those held again beyond a gap.
     pub held: u64,
+    /// Of them, those quarantined now.
     pub quarantined: u64,
     /// Of the events and checkpoints, those refused again as an entry's repeat: counted
     /// against it (`quarantine::Repeat`).
@@ -59,14 +62,18 @@ pub struct Recovery {
     pub overflowed: u64,
     /// Quarantine entries found, and of them those put back (the rest were already there).
     pub quarantine_entries: u64,
+    /// Of the quarantine entries, those written back.
     pub quarantine_restored: u64,
     /// Kept checkpoints found, and of them those kept again (the rest were already kept,
     /// or are quarantined now: `checkpoints_refused`).
     pub checkpoints: u64,
+    /// Of the checkpoints, those kept again.
     pub checkpoints_kept: u64,
+    /// Of the checkpoints, those quarantined now.
     pub checkpoints_refused: u64,
     /// Day seals found, and of them those put back (the rest were already stored).
     pub seals: u64,
+    /// Of the seals, those written back.
     pub seals_restored: u64,
     /// Re-syncs found beyond the last commit, applied again (`resync`).
     pub resyncs: u64,
@@ -92,10 +99,10 @@ impl Recovery {
                 Appended::Stored { .. } => self.stored += 1,
                 Appended::Duplicate { .. } => self.duplicates += 1,
                 Appended::Held { .. } => self.held += 1,
-                Appended::Quarantined { .. } => self.quarantined += 1,
-                Appended::QuarantinedBefore { .. } => self.duplicates += 1,
-                Appended::Repeated { .. } => self.repeats += 1,
-                Appended::Overflowed { .. } => self.overflowed += 1,
+                Appended::Refused(Refused::Quarantined { .. }) => self.quarantined += 1,
+                Appended::Refused(Refused::QuarantinedBefore { .. }) => self.duplicates += 1,
+                Appended::Refused(Refused::Repeated { .. }) => self.repeats += 1,
+                Appended::Refused(Refused::Overflowed { .. }) => self.overflowed += 1,
             }
         }
     }
@@ -320,15 +327,13 @@ impl Ledger {
         }
         if !found.checkpoints.is_empty() {
             for o in self.append_checkpoints(&found.checkpoints)? {
+                use crate::types::CheckpointOutcome as C;
                 match o {
-                    crate::types::CheckpointOutcome::Kept { .. } => report.checkpoints_kept += 1,
-                    crate::types::CheckpointOutcome::Duplicate { .. }
-                    | crate::types::CheckpointOutcome::QuarantinedBefore { .. } => {}
-                    crate::types::CheckpointOutcome::Repeated { .. } => report.repeats += 1,
-                    crate::types::CheckpointOutcome::Overflowed { .. } => report.overflowed += 1,
-                    crate::types::CheckpointOutcome::Quarantined { .. } => {
-                        report.checkpoints_refused += 1
-                    }
+                    C::Kept { .. } => report.checkpoints_kept += 1,
+                    C::Duplicate { .. } | C::Refused(Refused::QuarantinedBefore { .. }) => {}
+                    C::Refused(Refused::Repeated { .. }) => report.repeats += 1,
+                    C::Refused(Refused::Overflowed { .. }) => report.overflowed += 1,
+                    C::Refused(Refused::Quarantined { .. }) => report.checkpoints_refused += 1,
                 }
             }
             found.checkpoints.clear();

@@ -4,7 +4,7 @@
 use crate::call::Call;
 use crate::quarantine::{Bound, ContentKey, Refusal, Repeat, OVERFLOW_COUNTERS_MAX};
 use crate::store::{Op, Space};
-use crate::types::{Appended, Incoming};
+use crate::types::{Incoming, Refused};
 
 /// Quarantines `msg` for `code` with `text`, unless it is a redelivery, a repeat, or
 /// past a bound; the outcome says which.
@@ -14,7 +14,7 @@ pub(crate) fn quarantine(
     msg: &Incoming,
     code: &'static str,
     text: String,
-) -> Appended {
+) -> Refused {
     let delivery = crate::quarantine::delivery_key(msg.stream_seq, &msg.bytes);
     let before = call
         .quarantined_now
@@ -28,10 +28,10 @@ pub(crate) fn quarantine(
             reason = code,
             "delivered again; already quarantined, not again"
         );
-        return Appended::QuarantinedBefore { id };
+        return Refused::QuarantinedBefore { id };
     }
     if let Some(bound) = overflowed_before(state, call, &delivery) {
-        return Appended::Overflowed {
+        return Refused::Overflowed {
             reason: code,
             bound,
         };
@@ -69,7 +69,7 @@ pub(crate) fn quarantine(
         last_stream_seq: msg.stream_seq,
     };
     call.refused_now.insert(content, Refusal { id, repeat });
-    Appended::Quarantined { id, reason: code }
+    Refused::Quarantined { id, reason: code }
 }
 
 /// The bound a recent delivery of the same message went past (NATS delivered it again).
@@ -125,7 +125,7 @@ fn overflow(
     msg: &Incoming,
     code: &'static str,
     bound: Bound,
-) -> Appended {
+) -> Refused {
     let mut key = (
         crate::quarantine::source_of(msg.subject_table.as_ref()),
         code.to_string(),
@@ -152,7 +152,7 @@ fn overflow(
     let stored = crate::quarantine::overflow_key(&key.0, &key.1);
     call.ops.push(Op::Put(Space::Meta, stored, after.encode()));
     call.overflow_now.insert(key, after);
-    Appended::Overflowed {
+    Refused::Overflowed {
         reason: code,
         bound,
     }
@@ -167,7 +167,7 @@ fn repeat_of(
     msg: &Incoming,
     code: &'static str,
     content: &ContentKey,
-) -> Option<Appended> {
+) -> Option<Refused> {
     let mut r = call
         .refused_now
         .get(content)
@@ -179,7 +179,7 @@ fn repeat_of(
             stream_seq = msg.stream_seq,
             "repeat delivered again; counted before"
         );
-        return Some(Appended::QuarantinedBefore { id: r.id });
+        return Some(Refused::QuarantinedBefore { id: r.id });
     }
     r.repeat.count += 1;
     r.repeat.last_stream_seq = msg.stream_seq;
@@ -194,7 +194,7 @@ fn repeat_of(
         );
     }
     call.refused_now.insert(content.clone(), r);
-    Some(Appended::Repeated {
+    Some(Refused::Repeated {
         id: r.id,
         reason: code,
     })

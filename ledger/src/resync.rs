@@ -26,8 +26,11 @@ pub const RESYNC_LIST_MAX: usize = 10_000;
 /// A kept re-sync and where it arrived.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeptResync {
+    /// The re-sync as decoded.
     pub resync: Resync,
+    /// JetStream stream sequence of its delivery.
     pub stream_seq: u64,
+    /// When the House received it, UTC ns.
     pub received_at_ns: i64,
 }
 
@@ -264,7 +267,7 @@ fn event_hash_of(bytes: &[u8]) -> Option<schemas::Hash32> {
 }
 
 fn refuse(state: &crate::State, call: &mut Call, msg: &Incoming, why: String) -> Appended {
-    quarantine(state, call, msg, reason::RESYNC_REFUSED, why)
+    quarantine(state, call, msg, reason::RESYNC_REFUSED, why).into()
 }
 
 fn encode(k: &KeptResync) -> Vec<u8> {

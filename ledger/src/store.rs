@@ -126,6 +126,7 @@ impl Space {
 /// One write of a commit.
 #[derive(Debug, Clone)]
 pub enum Op {
+    /// Writes `value` at `key` in the space (key without the prefix).
     Put(Space, Vec<u8>, Vec<u8>),
     /// Only in `Space::Pending`.
     Remove(Space, Vec<u8>),
@@ -150,8 +151,11 @@ pub enum Unreferenced {
     Record(Vec<u8>),
     /// A put of one of `RECOVERED_SPACES`, as it was committed (key without the prefix).
     Put {
+        /// The space it belongs to.
         space: Space,
+        /// Its key, without the space prefix.
         key: Vec<u8>,
+        /// Its value as committed.
         value: Vec<u8>,
     },
     /// Bytes that are not a whole record (a write cut short), and where they are.
@@ -163,6 +167,7 @@ pub type UnreferencedIter<'a> = Box<dyn Iterator<Item = Result<Unreferenced, Err
 
 /// What the ledger needs from an embedded ordered store.
 pub trait Store: Send + Sync {
+    /// The value at `key` in the space, if any.
     fn get(&self, space: Space, key: &[u8]) -> Result<Option<Vec<u8>>, Error>;
     /// Entries with `from <= key` and `key < to` (`None`: to the end of the space), in key order.
     fn range<'a>(&'a self, space: Space, from: &[u8], to: Option<&[u8]>) -> KvIter<'a>;

@@ -18,6 +18,7 @@ pub struct Incoming {
     pub subject_table: Option<TableId>,
     /// JetStream stream sequence: the House's arrival order.
     pub stream_seq: u64,
+    /// When the House received it (its stream timestamp), UTC ns.
     pub received_at_ns: i64,
     /// The device signature that came with it (NATS headers), if any.
     pub provenance: Provenance,
@@ -26,52 +27,93 @@ pub struct Incoming {
 /// What happened to one message. `append_batch` returns one per input, in input order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Appended {
+    /// Appended to its table's chain and written in this call's commit.
     Stored {
+        /// The table whose chain it extends.
         table: TableId,
+        /// Its seq: the table's new head.
         seq: Seq,
+        /// Its hash over the exact bytes received.
         hash: Hash32,
     },
     /// The same (table, seq, hash) is already stored: nothing written.
     Duplicate {
+        /// The table of the stored event.
         table: TableId,
+        /// The seq of the stored event.
         seq: Seq,
     },
     /// Beyond a gap: kept durably and appended when `missing_from..=missing_to` arrive.
     /// `since_ns` is the receive time of the table's oldest held event.
     Held {
+        /// The table whose chain has the gap.
         table: TableId,
+        /// The held event's seq.
         seq: Seq,
+        /// The first missing seq.
         missing_from: Seq,
+        /// The last missing seq.
         missing_to: Seq,
+        /// Receive time of the table's oldest held event, UTC ns.
         since_ns: i64,
     },
+    /// Refused: quarantined, or counted against an entry or a bound.
+    Refused(Refused),
+}
+
+/// What became of a refused message, event or checkpoint alike. Nothing refused is
+/// dropped: it is an entry, counted against one, or counted past a bound.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refused {
+    /// Refused and kept verbatim in quarantine as entry `id`.
     Quarantined {
+        /// The new quarantine entry's id.
         id: u64,
+        /// The stable reason code (`crate::reason`, `crate::attest::reason`).
         reason: &'static str,
     },
     /// The same delivery (stream seq and bytes) is already in quarantine under `id` (NATS
     /// delivered it again), or was counted as a repeat of it: nothing written.
     QuarantinedBefore {
+        /// The entry that holds it.
         id: u64,
     },
     /// The same bytes refused for the same reason as entry `id`, under a later stream seq
     /// (a device sending a refused message again): counted against `id`, not stored again.
     Repeated {
+        /// The entry it is counted against.
         id: u64,
+        /// The stable reason code, the same as the entry's.
         reason: &'static str,
     },
     /// Refused past a quarantine bound (`quarantine::Bound`): not stored, counted by its
     /// source and reason (`Ledger::quarantine_overflows`). Its bytes stay in the stream.
     Overflowed {
+        /// The stable reason code it was refused for.
         reason: &'static str,
+        /// Which bound it went past.
         bound: Bound,
     },
+}
+
+impl From<Refused> for Appended {
+    fn from(r: Refused) -> Appended {
+        Appended::Refused(r)
+    }
+}
+
+impl From<Refused> for CheckpointOutcome {
+    fn from(r: Refused) -> CheckpointOutcome {
+        CheckpointOutcome::Refused(r)
+    }
 }
 
 /// What one `Ledger::append` call did: one outcome per message, in input order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outcomes {
+    /// One outcome per event message, in input order.
     pub events: Vec<Appended>,
+    /// One outcome per checkpoint message, in input order.
     pub checkpoints: Vec<CheckpointOutcome>,
 }
 
@@ -96,15 +138,21 @@ pub(crate) struct Held {
 
 /// Stable quarantine reason codes (stored; never rename).
 pub mod reason {
+    /// The bytes do not decode as an event.
     pub const UNDECODABLE: &str = "undecodable";
+    /// The event names another table than its subject.
     pub const WRONG_SUBJECT: &str = "wrong_subject";
+    /// The event's prev is not the hash of the stored event before it.
     pub const PREV_MISMATCH: &str = "prev_mismatch";
     /// A different event at a stored seq with the same prev: two branches of one chain.
     pub const FORK: &str = "fork";
     /// A different event at a stored seq with a different prev too: the device rewound.
     pub const SEQ_BACKWARDS: &str = "seq_backwards";
+    /// Device time further than the clock skew limit from the receive time.
     pub const CLOCK_SKEW: &str = "clock_skew";
+    /// Seq more than `GAP_LEN_MAX` beyond the table's head.
     pub const SEQ_TOO_FAR_AHEAD: &str = "seq_too_far_ahead";
+    /// Beyond `PENDING_PER_TABLE_MAX` held events for the table, or `PENDING_BYTES_MAX` in all.
     pub const PENDING_FULL: &str = "pending_full";
     /// Seq at or below the head but no stored event there: the ledger is damaged (verify).
     pub const MISSING_BELOW_HEAD: &str = "missing_below_head";
@@ -154,33 +202,20 @@ pub(crate) fn decode_held(v: &[u8]) -> Result<Held, Error> {
 pub enum CheckpointOutcome {
     /// Verified and kept: the chain is attested up to `seq`.
     Kept {
+        /// The table whose chain is attested.
         table: TableId,
+        /// The attested seq.
         seq: Seq,
     },
     /// The same checkpoint was kept before (a redelivery).
     Duplicate {
+        /// The table of the kept checkpoint.
         table: TableId,
+        /// The seq it attests.
         seq: Seq,
     },
-    Quarantined {
-        id: u64,
-        reason: &'static str,
-    },
-    /// The same delivery is already in quarantine under `id` (delivered again).
-    QuarantinedBefore {
-        id: u64,
-    },
-    /// The same bytes refused for the same reason as entry `id`, under a later stream seq:
-    /// counted against it, not stored again.
-    Repeated {
-        id: u64,
-        reason: &'static str,
-    },
-    /// Refused past a quarantine bound: counted, not stored (`crate::Appended::Overflowed`).
-    Overflowed {
-        reason: &'static str,
-        bound: crate::quarantine::Bound,
-    },
+    /// Refused: quarantined, or counted against an entry or a bound.
+    Refused(Refused),
 }
 
 /// Events held beyond a gap in their table's chain, until it fills.
@@ -194,6 +229,7 @@ pub(crate) struct HeldEvents {
 /// A device's key on one chain, as the key register holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeviceKey {
+    /// The device's current public key (Ed25519).
     pub key: PublicKey,
     /// The seq of the enrollment event.
     pub enrolled_seq: Seq,
@@ -212,6 +248,7 @@ pub enum Provenance {
     /// No signature headers.
     #[default]
     Unsigned,
+    /// Signature headers that read.
     Signed(EventSignature),
     /// Signature headers that do not read, with why.
     Malformed(String),

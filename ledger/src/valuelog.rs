@@ -57,13 +57,18 @@ pub const DIR: &str = "values";
 /// Where a value is: what sled stores in its place.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Pointer {
+    /// The segment file's number.
     pub segment: u32,
+    /// Where the entry starts in the segment, in bytes.
     pub offset: u64,
+    /// The value's length in bytes, without the entry header.
     pub len: u32,
+    /// CRC-32 of the value, checked on every read.
     pub crc: u32,
 }
 
 impl Pointer {
+    /// The stored form in sled, `POINTER_LEN` bytes, integers big-endian.
     pub fn encode(&self) -> Vec<u8> {
         let mut v = Vec::with_capacity(POINTER_LEN);
         v.push(POINTER_TAG);
@@ -430,7 +435,10 @@ pub enum Found {
     /// damage. The rest of that segment is not read; the scan goes on at the next segment
     /// (appending never goes on after such bytes, see the module's invariants), or ends
     /// there if it was the last.
-    Torn { detail: String },
+    Torn {
+        /// What was found, with the segment and offset.
+        detail: String,
+    },
 }
 
 /// The entries from one position to the log's end as it was when the scan began (entries

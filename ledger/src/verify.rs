@@ -35,6 +35,7 @@ use std::collections::BTreeMap;
 /// The verdict on the whole ledger.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VerifyReport {
+    /// One verdict per table, in table order.
     pub tables: Vec<TableVerdict>,
     /// The arrival chain over the append calls (`crate::arrival`).
     pub arrival: ArrivalVerdict,
@@ -45,6 +46,7 @@ pub struct VerifyReport {
 }
 
 impl VerifyReport {
+    /// Whether everything verifies: tables, arrival, quarantine and held events.
     pub fn is_ok(&self) -> bool {
         self.tables
             .iter()
@@ -85,20 +87,30 @@ pub enum ArrivalVerdict {
     /// Every chained call's hash recomputes from its records and the last is the stored
     /// head. `legacy` calls were written before the chain existed (no hash).
     Ok {
+        /// Calls whose arrival hash recomputes.
         calls: u64,
+        /// Calls written before the chain existed, with no hash to check.
         legacy: u64,
         /// The last chained call and its hash.
         head: Option<(u64, Hash32)>,
     },
     /// The first call (by call id) whose arrival does not verify, and why.
-    Bad { call_id: u64, problem: String },
+    Bad {
+        /// The call's id.
+        call_id: u64,
+        /// What does not verify.
+        problem: String,
+    },
 }
 
 /// One table's verdict.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TableVerdict {
+    /// The table's chain verifies from genesis to its head.
     Ok {
+        /// The head recomputed from the records; it matches the persisted head.
         head: ChainHead,
+        /// Events checked.
         events: u64,
         /// The receipt at the head, recomputed from the records (`crate::arrival`).
         receipt: Hash32,
@@ -114,8 +126,11 @@ pub enum TableVerdict {
     },
     /// `seq` is the first position that does not verify.
     Bad {
+        /// The table concerned.
         table: TableId,
+        /// The first seq that does not verify.
         seq: u64,
+        /// What is wrong there.
         problem: VerifyProblem,
     },
 }
@@ -123,35 +138,80 @@ pub enum TableVerdict {
 /// Why a position does not verify.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum VerifyProblem {
+    /// The record's bytes do not read.
     #[error("record unreadable: {0}")]
     Unreadable(String),
+    /// The record's key names another first seq than its first event.
     #[error("record key says first seq {key_seq}, the record starts at {record_seq}")]
-    KeyMismatch { key_seq: u64, record_seq: u64 },
+    KeyMismatch {
+        /// The first seq in the key.
+        key_seq: u64,
+        /// The first event's seq.
+        record_seq: u64,
+    },
+    /// A seq is skipped or repeated.
     #[error("expected seq {expected}, found {found}")]
-    SeqDiscontinuity { expected: u64, found: u64 },
+    SeqDiscontinuity {
+        /// The seq that comes next in the chain.
+        expected: u64,
+        /// The seq stored there.
+        found: u64,
+    },
+    /// The stored event bytes do not decode.
     #[error("stored bytes do not decode: {0}")]
     Undecodable(String),
+    /// The stored bytes decode to an event of another table or seq.
     #[error("stored bytes are an event of table {table} seq {seq}")]
-    WrongEvent { table: TableId, seq: u64 },
+    WrongEvent {
+        /// The table the bytes name.
+        table: TableId,
+        /// The seq the bytes name.
+        seq: u64,
+    },
+    /// The event's prev is not the previous event's hash.
     #[error("prev {found} does not match the previous event's hash {expected}")]
-    PrevMismatch { expected: Hash32, found: Hash32 },
+    PrevMismatch {
+        /// The previous event's hash.
+        expected: Hash32,
+        /// The prev the event names.
+        found: Hash32,
+    },
+    /// The stored hash is not the hash of the stored bytes.
     #[error("stored hash {stored} differs from the recomputed {computed}")]
-    HashMismatch { stored: Hash32, computed: Hash32 },
+    HashMismatch {
+        /// The hash stored beside the bytes.
+        stored: Hash32,
+        /// The hash of the bytes.
+        computed: Hash32,
+    },
+    /// A field stored beside the bytes differs from the decoded event.
     #[error("stored {field} differs from the event's bytes")]
-    FieldMismatch { field: &'static str },
+    FieldMismatch {
+        /// Which field: `occurred_at_ns` or `round`.
+        field: &'static str,
+    },
+    /// The persisted head's receipt differs from the one recomputed over the records.
     #[error("the persisted head's receipt {stored} differs from {computed}, recomputed over the stream seqs and receive times of events 1..={head_seq}: one of them was edited (the arrival chain names the call)")]
     ReceiptMismatch {
+        /// The head's seq.
         head_seq: u64,
+        /// The receipt in the persisted head.
         stored: Hash32,
+        /// The receipt recomputed from the records.
         computed: Hash32,
     },
     #[error(
         "chain ends at seq {records_seq} but the {which} head says seq {head_seq} ({head_hash})"
     )]
+    /// The records and a head disagree on where the chain ends.
     HeadMismatch {
+        /// Which head: `in-memory` or `persisted`.
         which: &'static str,
+        /// The seq the records end at.
         records_seq: u64,
+        /// The seq the head names.
         head_seq: u64,
+        /// The hash the head names.
         head_hash: Hash32,
     },
     /// The round index (`Space::Round`, `Space::RoundTime`) disagrees with the records.
@@ -489,7 +549,9 @@ type PersistedHead = (ChainHead, Option<Hash32>);
 /// What a table holds at one seq: the event's hash and the receipt after it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AtSeq {
+    /// The event's hash at the seq.
     pub hash: Hash32,
+    /// The table's receipt after the event (`crate::arrival`).
     pub receipt: Hash32,
 }
 

@@ -8,7 +8,7 @@ mod common;
 
 use common::signed::{keys, Chain, T0};
 use ledger::attest::{reason, CheckpointOutcome};
-use ledger::{Appended, Ledger};
+use ledger::{Appended, Ledger, Refused};
 use schemas::attest::{Checkpoint, KeyAction, SigningKey};
 use schemas::{DeviceId, Hash32, Seq, TableId};
 
@@ -22,7 +22,7 @@ fn stored_all(out: &[Appended]) {
 fn quarantined(out: &[CheckpointOutcome]) -> Vec<&'static str> {
     out.iter()
         .map(|o| match o {
-            CheckpointOutcome::Quarantined { reason, .. } => *reason,
+            CheckpointOutcome::Refused(Refused::Quarantined { reason, .. }) => *reason,
             other => panic!("expected a quarantine, got {other:?}"),
         })
         .collect()
@@ -214,10 +214,10 @@ fn untrusted_enrollment_takes_no_effect_and_revocation_and_rotation_do() {
         .unwrap();
     assert!(matches!(
         out[0],
-        CheckpointOutcome::Quarantined {
+        CheckpointOutcome::Refused(Refused::Quarantined {
             reason: reason::BAD_SIGNATURE,
             ..
-        }
+        })
     ));
     assert!(matches!(out[1], CheckpointOutcome::Kept { .. }));
 
@@ -380,7 +380,10 @@ fn replayed_key_events_of_retired_keys_take_no_effect() {
         .append_checkpoints(&[c.checkpoint(&first, 12), c.checkpoint(&second, 12)])
         .unwrap();
     assert!(
-        matches!(out[0], CheckpointOutcome::Quarantined { .. }),
+        matches!(
+            out[0],
+            CheckpointOutcome::Refused(Refused::Quarantined { .. })
+        ),
         "{out:?}"
     );
     assert!(matches!(out[1], CheckpointOutcome::Kept { .. }), "{out:?}");
@@ -436,12 +439,18 @@ fn checkpoints_delivered_again_are_kept_or_quarantined_once() {
         .append_checkpoints(&[forged.clone(), forged.clone()])
         .unwrap();
     let id = match out[0] {
-        CheckpointOutcome::Quarantined { id, .. } => id,
+        CheckpointOutcome::Refused(Refused::Quarantined { id, .. }) => id,
         ref other => panic!("{other:?}"),
     };
-    assert_eq!(out[1], CheckpointOutcome::QuarantinedBefore { id });
+    assert_eq!(
+        out[1],
+        CheckpointOutcome::Refused(Refused::QuarantinedBefore { id })
+    );
     let again = l.append_checkpoints(&[forged]).unwrap();
-    assert_eq!(again[0], CheckpointOutcome::QuarantinedBefore { id });
+    assert_eq!(
+        again[0],
+        CheckpointOutcome::Refused(Refused::QuarantinedBefore { id })
+    );
     assert_eq!(l.quarantine().unwrap().len(), 1);
 }
 

@@ -5,7 +5,7 @@
 mod common;
 
 use common::{chain, incoming, table, T0_NS};
-use ledger::{reason, Appended, Incoming, Ledger};
+use ledger::{reason, Appended, Incoming, Ledger, Refused};
 use schemas::codec::{self, EVENT_LEN_MAX};
 use schemas::*;
 
@@ -32,7 +32,7 @@ fn one(l: &Ledger, m: Incoming) -> Appended {
 
 fn quarantined(a: &Appended) -> &'static str {
     match a {
-        Appended::Quarantined { reason, .. } => reason,
+        Appended::Refused(Refused::Quarantined { reason, .. }) => reason,
         other => panic!("expected quarantine, got {other:?}"),
     }
 }
@@ -224,10 +224,10 @@ fn each_bad_input_has_its_own_reason_and_counter_and_the_ledger_keeps_working() 
     assert!(
         matches!(
             one(&l, incoming(&t, after, 113)),
-            Appended::Repeated {
+            Appended::Refused(Refused::Repeated {
                 reason: reason::TABLE_CLOSED,
                 ..
-            }
+            })
         ),
         "closed survives a reopen (read from the stored head event)"
     );
@@ -252,25 +252,25 @@ fn a_quarantined_message_delivered_again_is_not_quarantined_twice() {
     let l = Ledger::open(dir.path()).unwrap();
     let out = l.append_batch(&[garbage(7), garbage(7)]).unwrap();
     let first = match out[0] {
-        Appended::Quarantined { id, .. } => id,
+        Appended::Refused(Refused::Quarantined { id, .. }) => id,
         ref other => panic!("{other:?}"),
     };
     assert_eq!(
         out[1],
-        Appended::QuarantinedBefore { id: first },
+        Appended::Refused(Refused::QuarantinedBefore { id: first }),
         "in one call"
     );
     assert_eq!(
         one(&l, garbage(7)),
-        Appended::QuarantinedBefore { id: first },
+        Appended::Refused(Refused::QuarantinedBefore { id: first }),
         "in a later call"
     );
     assert_eq!(
         one(&l, garbage(8)),
-        Appended::Repeated {
+        Appended::Refused(Refused::Repeated {
             id: first,
             reason: reason::UNDECODABLE
-        }
+        })
     );
     l.flush().unwrap();
     drop(l);
@@ -278,7 +278,7 @@ fn a_quarantined_message_delivered_again_is_not_quarantined_twice() {
     let l = Ledger::open(dir.path()).unwrap();
     assert_eq!(
         one(&l, garbage(7)),
-        Appended::QuarantinedBefore { id: first },
+        Appended::Refused(Refused::QuarantinedBefore { id: first }),
         "after a reopen"
     );
     assert_eq!(l.quarantine().unwrap().len(), 1);

@@ -3,7 +3,7 @@
 //! again: the other table's events are stored, the damaged table's kept as `table_fenced`.
 //! An unfence is refused while the damage stays.
 
-use ledger::{Appended, Incoming, Ledger};
+use ledger::{Appended, Incoming, Ledger, Refused};
 use schemas::chain::event_hash;
 use schemas::*;
 
@@ -78,7 +78,7 @@ fn a_table_damaged_while_open_is_fenced_at_the_next_append_and_the_other_goes_on
     ledger.flush().expect("flush");
     let fenced: Vec<_> = out[..3]
         .iter()
-        .filter(|o| matches!(o, Appended::Quarantined { reason, .. } if *reason == ledger::reason::TABLE_FENCED))
+        .filter(|o| matches!(o, Appended::Refused(Refused::Quarantined { reason, .. }) if *reason == ledger::reason::TABLE_FENCED))
         .collect();
     assert_eq!(fenced.len(), 3, "{out:?}");
     assert!(

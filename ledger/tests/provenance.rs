@@ -7,7 +7,7 @@ mod common;
 
 use common::signed::{keys, Chain};
 use common::{closed, copy_dir, put_back_sled_files};
-use ledger::{Appended, Incoming, Ledger, Provenance};
+use ledger::{Appended, Incoming, Ledger, Provenance, Refused};
 use schemas::attest::{KeyAction, SigningKey};
 use schemas::provenance::{EventSignature, HeaderEnrollment};
 use schemas::DeviceId;
@@ -45,7 +45,8 @@ fn reasons(out: &[Appended]) -> Vec<&'static str> {
         .map(|o| match o {
             Appended::Stored { .. } => "stored",
             // The same bytes refused again for the same reason count against one entry.
-            Appended::Quarantined { reason, .. } | Appended::Repeated { reason, .. } => reason,
+            Appended::Refused(Refused::Quarantined { reason, .. })
+            | Appended::Refused(Refused::Repeated { reason, .. }) => reason,
             other => panic!("unexpected {other:?}"),
         })
         .collect()

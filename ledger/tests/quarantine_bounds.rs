@@ -7,7 +7,7 @@ mod common;
 
 use common::{incoming, table};
 use ledger::quarantine::{Bound, Overflow, SOURCE_ENTRIES_PER_MINUTE_MAX};
-use ledger::{reason, Appended, Incoming, Ledger};
+use ledger::{reason, Appended, Incoming, Ledger, Refused};
 
 /// Distinct undecodable messages sent in the flood's minute, beyond the bound.
 const PAST: u64 = 250;
@@ -46,13 +46,13 @@ fn a_flood_of_distinct_refusals_is_counted_past_the_bound() {
     }
     let stored = out
         .iter()
-        .filter(|o| matches!(o, Appended::Quarantined { .. }))
+        .filter(|o| matches!(o, Appended::Refused(Refused::Quarantined { .. })))
         .count();
     assert_eq!(stored as u64, SOURCE_ENTRIES_PER_MINUTE_MAX);
-    let past = Appended::Overflowed {
+    let past = Appended::Refused(Refused::Overflowed {
         reason: reason::UNDECODABLE,
         bound: Bound::SourceRate,
-    };
+    });
     assert!(
         out[stored..].iter().all(|o| *o == past),
         "the rest overflow"
@@ -68,11 +68,11 @@ fn a_flood_of_distinct_refusals_is_counted_past_the_bound() {
         .expect("append");
     assert!(calm
         .iter()
-        .all(|o| matches!(o, Appended::Quarantined { .. })));
+        .all(|o| matches!(o, Appended::Refused(Refused::Quarantined { .. }))));
     let later = l.append_batch(&flood(&t, 20_000, 2, 1)).expect("append");
     assert!(later
         .iter()
-        .all(|o| matches!(o, Appended::Quarantined { .. })));
+        .all(|o| matches!(o, Appended::Refused(Refused::Quarantined { .. }))));
     // A redelivery of a counted message is not counted again.
     let again = l.append_batch(&msgs[n as usize - 1..]).expect("append");
     assert_eq!(again, vec![past]);

@@ -12,7 +12,7 @@ use common::{chain, closed, copy_dir, incoming, put_back_sled_files, table, Raw,
 use ledger::attest::CheckpointOutcome;
 use ledger::digest::check_store_against;
 use ledger::store::{SledStore, Space, Store, Unreferenced};
-use ledger::{Appended, Incoming, Ledger, Recovery};
+use ledger::{Appended, Incoming, Ledger, Recovery, Refused};
 use schemas::attest::KeyAction;
 use schemas::TableId;
 use std::path::Path;
@@ -354,7 +354,10 @@ fn quarantine_held_events_checkpoints_and_enrollments_of_lost_commits_come_back(
     };
     let out = l.append_batch(&[beyond_gap, garbage]).expect("append");
     assert!(matches!(out[0], Appended::Held { .. }), "{out:?}");
-    assert!(matches!(out[1], Appended::Quarantined { .. }), "{out:?}");
+    assert!(
+        matches!(out[1], Appended::Refused(Refused::Quarantined { .. })),
+        "{out:?}"
+    );
     l.flush().expect("flush");
     let (heads, gaps, quarantine) = (l.heads(), l.gaps(), l.quarantine().expect("read"));
     let device_key = l.device_key(&c.table, &device_id()).expect("enrolled");
@@ -446,7 +449,10 @@ fn a_quarantine_entry_put_back_under_another_id_is_put_back_once() {
     let l = Ledger::open(dir.path()).expect("reopen");
     let out = l.append_batch(&[garbage(2)]).expect("append");
     assert!(
-        matches!(out[0], Appended::Quarantined { id: 1, .. }),
+        matches!(
+            out[0],
+            Appended::Refused(Refused::Quarantined { id: 1, .. })
+        ),
         "{out:?}"
     );
     l.flush().expect("flush");
@@ -515,7 +521,10 @@ fn a_copied_quarantine_entry_at_the_last_id_is_skipped() {
             .append_batch(&[incoming(&t, b"not an event".to_vec(), 1)])
             .expect("append");
         assert!(
-            matches!(out[0], Appended::Quarantined { id: 0, .. }),
+            matches!(
+                out[0],
+                Appended::Refused(Refused::Quarantined { id: 0, .. })
+            ),
             "{out:?}"
         );
         l.flush().expect("flush");

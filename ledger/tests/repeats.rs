@@ -5,7 +5,7 @@
 mod common;
 
 use common::{chain, incoming, table};
-use ledger::{reason, Appended, Incoming, Ledger};
+use ledger::{reason, Appended, Incoming, Ledger, Refused};
 
 /// Times the refused event is sent in `one_refused_event_sent_10000_times_is_one_entry`.
 const SENDS: u64 = 10_000;
@@ -44,11 +44,11 @@ fn one_refused_event_sent_10000_times_is_one_entry() {
         l.flush().expect("flush");
     }
     let (id, code) = match outcomes[0] {
-        Appended::Quarantined { id, reason } => (id, reason),
+        Appended::Refused(Refused::Quarantined { id, reason }) => (id, reason),
         ref other => panic!("the first send is quarantined, got {other:?}"),
     };
     assert_eq!(code, reason::PREV_MISMATCH);
-    let repeated = Appended::Repeated { id, reason: code };
+    let repeated = Appended::Refused(Refused::Repeated { id, reason: code });
     assert!(
         outcomes[1..].iter().all(|o| *o == repeated),
         "every later send repeats"
@@ -69,7 +69,7 @@ fn one_refused_event_sent_10000_times_is_one_entry() {
     assert!(
         again
             .iter()
-            .all(|o| *o == Appended::QuarantinedBefore { id }),
+            .all(|o| *o == Appended::Refused(Refused::QuarantinedBefore { id })),
         "{again:?}"
     );
     l.flush().expect("flush");
@@ -91,7 +91,7 @@ fn one_refused_event_sent_10000_times_is_one_entry() {
     let redelivered = l.append_batch(&[sends[9_999].clone()]).expect("append");
     assert_eq!(
         redelivered,
-        vec![Appended::QuarantinedBefore { id }],
+        vec![Appended::Refused(Refused::QuarantinedBefore { id })],
         "after a reopen"
     );
     let once_more = l
@@ -132,19 +132,25 @@ fn a_repeat_needs_the_same_bytes_and_the_same_reason() {
             wrong_subject.clone(),
         ])
         .expect("append");
-    let Appended::Quarantined { id, reason: code } = out[0] else {
+    let Appended::Refused(Refused::Quarantined { id, reason: code }) = out[0] else {
         panic!("{out:?}");
     };
     assert_eq!(code, reason::UNDECODABLE);
-    assert_eq!(out[1], Appended::Repeated { id, reason: code });
-    assert!(matches!(out[2], Appended::Quarantined { .. }), "{out:?}");
+    assert_eq!(
+        out[1],
+        Appended::Refused(Refused::Repeated { id, reason: code })
+    );
+    assert!(
+        matches!(out[2], Appended::Refused(Refused::Quarantined { .. })),
+        "{out:?}"
+    );
     assert!(
         matches!(
             out[3],
-            Appended::Quarantined {
+            Appended::Refused(Refused::Quarantined {
                 reason: reason::WRONG_SUBJECT,
                 ..
-            }
+            })
         ),
         "{out:?}"
     );
@@ -153,10 +159,10 @@ fn a_repeat_needs_the_same_bytes_and_the_same_reason() {
     assert!(
         matches!(
             out[0],
-            Appended::Repeated {
+            Appended::Refused(Refused::Repeated {
                 reason: reason::WRONG_SUBJECT,
                 ..
-            }
+            })
         ),
         "{out:?}"
     );

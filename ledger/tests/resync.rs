@@ -7,7 +7,7 @@ mod common;
 
 use common::signed::{keys, Chain};
 use common::{closed, copy_dir, put_back_sled_files};
-use ledger::{Appended, Incoming, Ledger, Provenance};
+use ledger::{Appended, Incoming, Ledger, Provenance, Refused};
 use schemas::attest::{KeyAction, SigningKey};
 use schemas::provenance::{EventSignature, HeaderEnrollment};
 use schemas::resync::{Resync, ResyncTerms};
@@ -57,7 +57,7 @@ fn stuck(l: &Ledger, c: &mut Chain, admin: &SigningKey, device: &SigningKey) -> 
         batch.push(signed(c, device, next));
     }
     let out = l.append_batch(&batch).unwrap();
-    let Appended::Quarantined { id, reason } = out[0] else {
+    let Appended::Refused(Refused::Quarantined { id, reason }) = out[0] else {
         panic!("{out:?}")
     };
     assert_eq!(reason, ledger::reason::UNSIGNED);

@@ -19,7 +19,7 @@ use ledger::store::{SledStore, Space};
 use ledger::valuelog::{self, Pointer};
 use ledger::{
     verify_arrival_within, verify_store, Appended, ArrivalVerdict, Ledger, QuarantineVerdict,
-    TableVerdict, VerifyProblem, VerifyReport,
+    Refused, TableVerdict, VerifyProblem, VerifyReport,
 };
 use proofs::digest::{Digest, TableConsistency};
 use schemas::{ChainHead, Hash32, Seq, TableId};
@@ -1258,7 +1258,10 @@ fn with_quarantine() -> tempfile::TempDir {
     let junk = |n: u64| incoming(&tb(), format!("junk {n}").into_bytes(), 1_000 + n);
     for batch in [vec![junk(0), junk(1)], vec![junk(2)]] {
         for o in l.append_batch(&batch).expect("append") {
-            assert!(matches!(o, Appended::Quarantined { .. }), "{o:?}");
+            assert!(
+                matches!(o, Appended::Refused(Refused::Quarantined { .. })),
+                "{o:?}"
+            );
         }
     }
     l.flush().expect("flush");
@@ -1325,7 +1328,7 @@ fn an_edited_quarantine_entry_is_named_and_not_chained_over() {
     let more = incoming(&tb(), b"junk 3".to_vec(), 1_003);
     assert!(matches!(
         l.append_batch(&[more]).expect("append")[0],
-        Appended::Quarantined { id: 3, .. }
+        Appended::Refused(Refused::Quarantined { id: 3, .. })
     ));
     l.flush().expect("flush");
     drop(l);

@@ -230,7 +230,10 @@ fn random_byte_flips_in_sled_files_never_pass_as_a_different_ledger() {
         .expect("append");
     assert!(matches!(out[0], ledger::Appended::Held { .. }), "{out:?}");
     assert!(
-        matches!(out[1], ledger::Appended::Quarantined { .. }),
+        matches!(
+            out[1],
+            ledger::Appended::Refused(ledger::Refused::Quarantined { .. })
+        ),
         "{out:?}"
     );
     l.flush().expect("flush");

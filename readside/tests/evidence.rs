@@ -4,6 +4,7 @@
 //! bundle vectors verify, for ever.
 
 use ledger::attest::CheckpointOutcome;
+use ledger::Refused;
 use proofs::bundle::{BundleAttestation, EvidenceBundle, BUNDLE_VERSION, BUNDLE_VERSION_FULL};
 use readside::evidence;
 use schemas::attest::{Checkpoint, SigningKey};
@@ -182,10 +183,10 @@ fn a_forged_checkpoint_state_is_refused_by_the_ledger_and_the_verifier() {
         assert!(
             matches!(
                 out[0],
-                CheckpointOutcome::Quarantined {
+                CheckpointOutcome::Refused(Refused::Quarantined {
                     reason: "checkpoint_state_mismatch",
                     ..
-                }
+                })
             ),
             "forgery {i}: {:?}",
             out[0]

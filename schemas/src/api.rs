@@ -37,6 +37,7 @@ pub enum Role {
 }
 
 impl Role {
+    /// The role's stable name, as tokens and the audit log write it.
     pub fn name(self) -> &'static str {
         match self {
             Role::Surveillance => "surveillance",
@@ -50,7 +51,9 @@ impl Role {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct WhoAmI {
+    /// The token's name.
     pub name: String,
+    /// What the token may do.
     pub role: Role,
     /// The property's IANA time zone: where people read times (`serve --time-zone`).
     pub time_zone: String,
@@ -60,6 +63,7 @@ pub struct WhoAmI {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct ApiError {
+    /// What went wrong, in words.
     pub error: String,
 }
 
@@ -67,11 +71,14 @@ pub struct ApiError {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct ServerStatus {
+    /// Tables with at least one stored event.
     pub tables: u64,
+    /// Events the ledger holds.
     pub events_stored: u64,
     /// Events the round index has replayed; lists are complete when it equals
     /// `events_stored`.
     pub events_indexed: u64,
+    /// Rounds the index has replayed.
     pub rounds_indexed: u64,
 }
 
@@ -79,14 +86,21 @@ pub struct ServerStatus {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct TableInfo {
+    /// The table.
     pub table: TableId,
+    /// The rule set of its last configuration; `None` before any.
     pub rule_set: Option<RuleSet>,
+    /// The seq of its chain head.
     pub head_seq: Seq,
+    /// The hash of its chain head.
     pub head_hash: Hash32,
     /// Rounds replayed so far by the server's index.
     pub rounds: u64,
+    /// Rounds whose verdict is disputed.
     pub disputed: u64,
+    /// Rounds whose verdict is irregular.
     pub irregular: u64,
+    /// Rounds whose verdict is void.
     pub void: u64,
     /// Why the table is fenced as damaged (`check: detail`), when it is: its new events
     /// are kept as `table_fenced` quarantine entries until it is unfenced.
@@ -98,18 +112,29 @@ pub struct TableInfo {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct RoundRow {
+    /// The table.
     pub table: TableId,
+    /// The round.
     pub round: RoundId,
+    /// The rule set in force; `None` when no configuration precedes it.
     pub rule_set: Option<RuleSet>,
+    /// Device time of the round's first event, UTC ns.
     pub opened_at_ns: i64,
+    /// Device time of its `RoundClosed`, UTC ns; `None` while open.
     pub closed_at_ns: Option<i64>,
+    /// The seq of the round's first event.
     pub first_seq: Seq,
+    /// The seq of the round's last event.
     pub last_seq: Seq,
+    /// The replay's verdict.
     pub verdict: Verdict,
     /// Boxes with a settlement line (boxes in play).
     pub boxes: Vec<BoxNo>,
+    /// How many box lines are disputed.
     pub disputes: u32,
+    /// How many findings the replay made.
     pub findings: u32,
+    /// The worst severity among the findings; `None` without findings.
     pub worst_severity: Option<Severity>,
     /// Sum of `recorded - expected` over the round's disputes.
     pub difference: Money,
@@ -124,9 +149,13 @@ pub struct RoundRow {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct RoundPage {
+    /// The rows of this page.
     pub items: Vec<RoundRow>,
+    /// Rows matching the query, across all pages.
     pub total: u64,
+    /// Rows skipped before this page.
     pub offset: u64,
+    /// Most rows a page holds.
     pub limit: u64,
 }
 
@@ -135,16 +164,24 @@ pub struct RoundPage {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct EventRow {
+    /// The event's position in its table's chain.
     pub seq: Seq,
+    /// The event's chain hash.
     pub hash: Hash32,
+    /// JetStream stream sequence: the House's order of arrival.
     pub stream_seq: u64,
+    /// When the House received it, UTC ns.
     pub received_at_ns: i64,
+    /// The device clock's time of the event, UTC ns.
     pub occurred_at_ns: i64,
+    /// The device that sent it.
     pub device: String,
     /// The event's type tag (`card_dealt`).
     #[serde(rename = "type")]
     pub type_name: String,
+    /// What happened, in the rule books' words.
     pub description: String,
+    /// The event as decoded.
     pub event: Event,
 }
 
@@ -152,8 +189,10 @@ pub struct EventRow {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct SettlementRow {
+    /// The betting box.
     #[serde(rename = "box")]
     pub box_no: BoxNo,
+    /// The bet line.
     pub line: PayLine,
     /// The player's net result according to the rules.
     pub expected: Money,
@@ -161,7 +200,9 @@ pub struct SettlementRow {
     pub recorded: Money,
     /// `recorded - expected`: positive = overpaid.
     pub difference: Money,
+    /// The clauses that decide the line.
     pub clauses: Vec<String>,
+    /// Why, in plain words.
     pub explanation: String,
 }
 
@@ -169,6 +210,7 @@ pub struct SettlementRow {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct FindingView {
+    /// The finding, its fields at the top level.
     #[serde(flatten)]
     pub finding: Finding,
     /// The clause cited, in human form, with the project's note on why that clause.
@@ -184,16 +226,20 @@ pub struct FindingView {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct RoundDetail {
+    /// The round as listed.
     pub row: RoundRow,
     /// The configuration in force (the last `TableOpened` before the round).
     pub config: Option<TableConfig>,
+    /// The seq of that `TableOpened`.
     pub config_seq: Option<Seq>,
     /// The replayer's report, re-run on this request from the stored bytes.
     pub report: RoundReport,
     /// The round's events and the table events around it that its replay reads
     /// (shuffle before, deck reveal after).
     pub events: Vec<EventRow>,
+    /// One row per box and line.
     pub settlement: Vec<SettlementRow>,
+    /// The findings with their clauses.
     pub findings: Vec<FindingView>,
     /// Re-syncs that admitted one of these events after the ledger refused it
     /// (schemas/README.md §5.6): the event is the one its entry kept; an admin let it in.
@@ -205,11 +251,15 @@ pub struct RoundDetail {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct ResyncNote {
+    /// The seq of the admitted event.
     pub seq: Seq,
     /// The quarantine entry that keeps the refusal.
     pub quarantine_id: u64,
+    /// The admin key that signed the re-sync.
     pub admin: crate::attest::PublicKey,
+    /// Why, in the admin's words.
     pub note: String,
+    /// When the admin signed it, UTC ns.
     pub signed_at_ns: i64,
 }
 
@@ -219,7 +269,9 @@ pub struct ResyncNote {
 pub struct StepState {
     /// Index of the event in the round's event list, from 0.
     pub k: u64,
+    /// The event's seq.
     pub seq: Seq,
+    /// The event, described.
     pub event: String,
     /// Phase of the round (`bets_open`, `dealing`, `settlement`, ...).
     pub phase: String,
@@ -227,12 +279,17 @@ pub struct StepState {
     pub bets: serde_json::Value,
     /// Cards per box, in the order dealt (`{"1": ["AS", "KH"]}`).
     pub cards: serde_json::Value,
+    /// The dealer's cards so far.
     pub dealer: Vec<String>,
+    /// The burnt cards so far.
     pub burn: Vec<String>,
+    /// Decisions per box, as JSON.
     pub decisions: serde_json::Value,
+    /// BET or Play stakes per box, as JSON.
     pub plays: serde_json::Value,
     /// Recorded payouts so far per box and line.
     pub paid: serde_json::Value,
+    /// Whether the round is void so far.
     pub void: bool,
     /// Codes of the findings made so far.
     pub findings: Vec<String>,
@@ -242,8 +299,11 @@ pub struct StepState {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct StepList {
+    /// The table.
     pub table: TableId,
+    /// The round.
     pub round: RoundId,
+    /// One state per event, in order.
     pub steps: Vec<StepState>,
 }
 
@@ -251,24 +311,38 @@ pub struct StepList {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct DisputeRow {
+    /// The table.
     pub table: TableId,
+    /// The round.
     pub round: RoundId,
+    /// Device time of the round's first event, UTC ns.
     pub opened_at_ns: i64,
+    /// The round's verdict.
     pub verdict: Verdict,
+    /// The betting box.
     #[serde(rename = "box")]
     pub box_no: BoxNo,
+    /// The bet line.
     pub line: PayLine,
+    /// The player's net result according to the rules.
     pub expected: Money,
+    /// What the dealer recorded.
     pub recorded: Money,
+    /// `recorded - expected`: positive = overpaid.
     pub difference: Money,
 }
 
+/// A page of disputed lines.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct DisputePage {
+    /// The rows of this page.
     pub items: Vec<DisputeRow>,
+    /// Rows matching the query, across all pages.
     pub total: u64,
+    /// Rows skipped before this page.
     pub offset: u64,
+    /// Most rows a page holds.
     pub limit: u64,
 }
 
@@ -276,19 +350,28 @@ pub struct DisputePage {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct FindingRow {
+    /// The table.
     pub table: TableId,
+    /// The round.
     pub round: RoundId,
+    /// Device time of the round's first event, UTC ns.
     pub opened_at_ns: i64,
+    /// The finding, its fields at the top level.
     #[serde(flatten)]
     pub finding: FindingView,
 }
 
+/// A page of findings.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct FindingPage {
+    /// The rows of this page.
     pub items: Vec<FindingRow>,
+    /// Rows matching the query, across all pages.
     pub total: u64,
+    /// Rows skipped before this page.
     pub offset: u64,
+    /// Most rows a page holds.
     pub limit: u64,
 }
 
@@ -297,11 +380,15 @@ pub struct FindingPage {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct ChainStatus {
+    /// The table.
     pub table: TableId,
+    /// The seq of its chain head.
     pub head_seq: Seq,
+    /// The hash of its chain head.
     pub head_hash: Hash32,
     /// Last seq whose hash, prev link and seq were recomputed and matched.
     pub verified_through: Seq,
+    /// Whether the chain verifies through its head and the table is not fenced.
     pub ok: bool,
     /// The first problem, naming the seq.
     pub problem: Option<String>,
@@ -320,7 +407,9 @@ pub struct ChainStatus {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct GapView {
+    /// The first missing seq.
     pub missing_from: Seq,
+    /// The last missing seq.
     pub missing_to: Seq,
     /// Events held beyond the gap.
     pub held: u64,
@@ -339,7 +428,9 @@ pub struct GapView {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct GapBlocker {
+    /// The refused event's seq.
     pub seq: Seq,
+    /// Its quarantine entry.
     pub quarantine_id: u64,
     /// Its stable quarantine reason code.
     pub reason: String,
@@ -349,6 +440,7 @@ pub struct GapBlocker {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct QuarantineRow {
+    /// The entry's id, in quarantine order from 0.
     pub id: u64,
     /// Stable reason code (`undecodable`, `fork`, `checkpoint_bad_signature`, ...).
     pub reason: String,
@@ -358,7 +450,9 @@ pub struct QuarantineRow {
     pub subject_table: Option<TableId>,
     /// JetStream stream sequence and receive time of the message.
     pub stream_seq: u64,
+    /// When the House received it, UTC ns.
     pub received_at_ns: i64,
+    /// The message's length in bytes.
     pub bytes_len: u64,
     /// The message's bytes in hex: the first `QUARANTINE_PREVIEW_BYTES` in a list, all of
     /// them from `/v1/quarantine/{id}`.
@@ -378,7 +472,9 @@ pub const QUARANTINE_PREVIEW_BYTES: usize = 64;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct QuarantineHeadView {
+    /// Entries the chain covers.
     pub entries: u64,
+    /// The chain's hash after the last entry.
     pub hash: Hash32,
 }
 
@@ -386,12 +482,17 @@ pub struct QuarantineHeadView {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct QuarantinePage {
+    /// The rows of this page.
     pub items: Vec<QuarantineRow>,
+    /// Entries matching the query.
     pub total: u64,
+    /// Rows skipped before this page.
     pub offset: u64,
+    /// Most rows a page holds.
     pub limit: u64,
     /// Every quarantined message counted by reason code (the whole quarantine, unfiltered).
     pub by_reason: std::collections::BTreeMap<String, u64>,
+    /// The quarantine chain's head.
     pub head: QuarantineHeadView,
     /// Refusals past a quarantine bound, counted, not stored (whole quarantine, unfiltered).
     #[serde(default)]
@@ -406,11 +507,17 @@ pub struct QuarantinePage {
 pub struct OverflowRow {
     /// The subject's table, or `-` when the message had none.
     pub source: String,
+    /// The stable reason code.
     pub reason: String,
+    /// Refusals counted.
     pub count: u64,
+    /// Their bytes in total.
     pub bytes: u64,
+    /// The stream seq of the first refusal counted.
     pub first_stream_seq: u64,
+    /// The stream seq of the last refusal counted.
     pub last_stream_seq: u64,
+    /// BLAKE3 chain over each refusal's stream seq and hash.
     pub digest: Hash32,
 }
 
@@ -418,19 +525,29 @@ pub struct OverflowRow {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct PoolView {
+    /// The pool.
     pub pool: PoolId,
+    /// Tables that contributed to, displayed or hit the pool, sorted.
     pub tables: Vec<TableId>,
+    /// The first value shown (or reset), where the recomputation starts.
     pub start: Money,
+    /// Contributions of rounds not void, each rounded down (RULES-NOTES 6).
     pub contributions: Money,
+    /// Jackpot stakes that contributed.
     pub contributing_stakes: u64,
+    /// Jackpots paid.
     pub wins: u64,
+    /// Their total, minor units.
     pub paid: Money,
+    /// `JackpotReset` events applied.
     pub resets: u64,
+    /// Displays compared with a recomputed value.
     pub displays_checked: u64,
     /// The last value a table showed.
     pub last_shown: Option<Money>,
     /// The recomputed value after the last event.
     pub recomputed: Money,
+    /// Displays that differ from the recomputed value.
     pub mismatches: Vec<PoolMismatchRow>,
 }
 
@@ -438,11 +555,17 @@ pub struct PoolView {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct PoolMismatchRow {
+    /// The finding code of the displaying table's rule set.
     pub code: String,
+    /// The displaying table.
     pub table: TableId,
+    /// The seq of the `JackpotShown` event.
     pub seq: Seq,
+    /// The value displayed, minor units.
     pub shown: Money,
+    /// The value the replay recomputed, minor units.
     pub recomputed: Money,
+    /// `shown - recomputed`.
     pub difference: Money,
 }
 
@@ -450,16 +573,21 @@ pub struct PoolMismatchRow {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct FinanceSummary {
+    /// The table; `None` for a sum over tables.
     pub table: Option<TableId>,
     /// Cash exchanged for chips at the table.
     pub drop: Money,
+    /// Chips issued against markers.
     pub markers: Money,
+    /// Chips brought from the cage.
     pub fills: Money,
+    /// Chips returned to the cage.
     pub credits: Money,
     /// The house's result from the dealer's recorded payouts: minus the players' net.
     pub win_recorded: Money,
     /// The house's result if every round had been paid as the rules say.
     pub win_rules: Money,
+    /// Rounds counted.
     pub rounds: u64,
 }
 
@@ -468,23 +596,33 @@ pub struct FinanceSummary {
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 #[serde(tag = "action", rename_all = "snake_case")]
 pub enum CaseAction {
+    /// A case opens on one round.
     Opened {
+        /// The round's table.
         table: TableId,
+        /// The round.
         round: RoundId,
+        /// The case's title.
         title: String,
     },
+    /// A note on the case.
     Note {
+        /// The note.
         text: String,
     },
+    /// The case closes with a decision.
     Closed {
+        /// The decision, in words.
         decision: String,
     },
     /// Who works the case now (a person's name).
     Assigned {
+        /// Who works it.
         to: String,
     },
     /// A closed case opened again, with why.
     Reopened {
+        /// Why it opens again.
         reason: String,
     },
 }
@@ -493,10 +631,15 @@ pub enum CaseAction {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct CaseEntry {
+    /// The case.
     pub case_id: u64,
+    /// When the entry was made (server clock), UTC ns.
     pub at_ns: i64,
+    /// Who made it (token name).
     pub author: String,
+    /// Their role then.
     pub role: Role,
+    /// What it does, its fields at the top level.
     #[serde(flatten)]
     pub action: CaseAction,
 }
@@ -505,24 +648,36 @@ pub struct CaseEntry {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct CaseView {
+    /// The case's id, from 1.
     pub id: u64,
+    /// The round's table.
     pub table: TableId,
+    /// The round.
     pub round: RoundId,
+    /// The case's title.
     pub title: String,
+    /// Whether the case is open.
     pub open: bool,
+    /// The decision of its last `Closed` entry, if closed.
     pub decision: Option<String>,
     /// Who works it, from its last `Assigned` entry.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub assignee: Option<String>,
+    /// Every entry, oldest first.
     pub entries: Vec<CaseEntry>,
 }
 
+/// A page of cases.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct CasePage {
+    /// The rows of this page.
     pub items: Vec<CaseView>,
+    /// Cases matching the query.
     pub total: u64,
+    /// Rows skipped before this page.
     pub offset: u64,
+    /// Most rows a page holds.
     pub limit: u64,
 }
 
@@ -531,8 +686,10 @@ pub struct CasePage {
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct OpenCase {
+    /// The round's table.
     #[cfg_attr(feature = "openapi", schema(value_type = String, pattern = "^[A-Za-z0-9_-]{1,32}$"))]
     pub table: TableId,
+    /// The round.
     #[cfg_attr(feature = "openapi", schema(value_type = u64, minimum = 0))]
     pub round: RoundId,
     #[cfg_attr(
@@ -543,6 +700,7 @@ pub struct OpenCase {
             pattern = r"^[^\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]*[^\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069\t\n\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000][^\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]*$"
         )
     )]
+    /// The case's title.
     pub title: String,
 }
 
@@ -559,6 +717,7 @@ pub struct AddNote {
             pattern = r"^[^\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]*[^\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069\t\n\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000][^\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]*$"
         )
     )]
+    /// The note.
     pub text: String,
 }
 
@@ -575,6 +734,7 @@ pub struct CloseCase {
             pattern = r"^[^\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]*[^\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069\t\n\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000][^\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]*$"
         )
     )]
+    /// The decision, in words.
     pub decision: String,
 }
 
@@ -591,6 +751,7 @@ pub struct AssignCase {
             pattern = r"^[^\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]*[^\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069\t\n\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000][^\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]*$"
         )
     )]
+    /// Who works the case now.
     pub to: String,
 }
 
@@ -607,6 +768,7 @@ pub struct ReopenCase {
             pattern = r"^[^\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]*[^\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069\t\n\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000][^\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]*$"
         )
     )]
+    /// Why the case opens again.
     pub reason: String,
 }
 
@@ -616,12 +778,17 @@ pub struct ReopenCase {
 pub struct AuditEntry {
     /// Position in the log, from 1.
     pub id: u64,
+    /// When the request arrived (server clock), UTC ns.
     pub at_ns: i64,
     /// The token's name; `anonymous` when no valid token was given.
     pub who: String,
+    /// The token's role; `None` without a valid token.
     pub role: Option<Role>,
+    /// The HTTP method.
     pub method: String,
+    /// The request path.
     pub path: String,
+    /// The query string, without the `?`, credential values redacted.
     pub query: String,
     /// The answer's HTTP status. Absent on the entry a request that changes something
     /// (not GET) gets before it runs: no change is made unless that entry is written.
@@ -634,12 +801,17 @@ pub struct AuditEntry {
     pub client: Option<String>,
 }
 
+/// A page of the audit log.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct AuditPage {
+    /// The rows of this page.
     pub items: Vec<AuditEntry>,
+    /// Entries matching the query.
     pub total: u64,
+    /// Rows skipped before this page.
     pub offset: u64,
+    /// Most rows a page holds.
     pub limit: u64,
 }
 
@@ -648,8 +820,16 @@ pub struct AuditPage {
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum FeedItem {
-    Round { round: RoundRow },
-    Finding { finding: FindingRow },
+    /// A round replayed.
+    Round {
+        /// The round as listed.
+        round: RoundRow,
+    },
+    /// A finding made.
+    Finding {
+        /// The finding with its round.
+        finding: FindingRow,
+    },
 }
 
 #[cfg(feature = "openapi")]
@@ -751,7 +931,9 @@ impl AlertKind {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct Alert {
+    /// The table concerned.
     pub table: TableId,
+    /// What kind of alert.
     pub kind: AlertKind,
     /// Occurrences in this alert's window, the first included.
     pub count: u64,
@@ -769,6 +951,7 @@ pub struct Alert {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct AlertList {
+    /// The alerts, newest first.
     pub alerts: Vec<Alert>,
 }
 
@@ -780,12 +963,19 @@ pub struct DayRow {
     pub day: String,
     /// The seal's digest: its name.
     pub seal: Hash32,
+    /// The property's IANA time zone.
     pub time_zone: String,
+    /// The day's start, UTC ns (inclusive).
     pub starts_at_ns: i64,
+    /// The day's end, UTC ns (exclusive).
     pub ends_at_ns: i64,
+    /// Tables the seal covers.
     pub tables: u64,
+    /// Events the seal covers.
     pub events: u64,
+    /// When the seal was signed (House clock), UTC ns.
     pub signed_at_ns: i64,
+    /// The House's seal key.
     pub signer: crate::attest::PublicKey,
 }
 
@@ -810,7 +1000,9 @@ impl DayRow {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct DayPage {
+    /// The days of this page, newest first.
     pub items: Vec<DayRow>,
+    /// Most rows a page holds.
     pub limit: u64,
 }
 
@@ -820,6 +1012,7 @@ pub struct DayPage {
 pub struct DayView {
     /// The seal's digest: its name.
     pub digest: Hash32,
+    /// The seal, whole.
     pub seal: crate::seal::DaySeal,
 }
 
@@ -828,6 +1021,7 @@ pub struct DayView {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct Readiness {
+    /// Whether every check passed.
     pub ready: bool,
     /// Empty when ready.
     pub failed: Vec<NotReady>,
@@ -839,5 +1033,6 @@ pub struct Readiness {
 pub struct NotReady {
     /// `nats`, `flush`, `journal:audit` or `journal:cases`.
     pub check: String,
+    /// Why it failed, in words.
     pub detail: String,
 }

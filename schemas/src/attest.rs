@@ -17,6 +17,7 @@
 use crate::codec::EVENT_LEN_MAX;
 use crate::event::WIRE_VERSION;
 use crate::ids::{DeviceId, Hash32, Seq, TableId};
+pub use crate::keys::{PublicKey, Signature};
 use bincode::{Decode, Encode};
 use ed25519_dalek::Signer;
 use schemars::JsonSchema;
@@ -29,67 +30,6 @@ pub const CHECKPOINT_DOMAIN: &[u8] = b"roundledger/checkpoint/v1";
 pub const CHECKPOINT_V2_DOMAIN: &[u8] = b"roundledger/checkpoint/v2";
 /// Domain tag of an admin's signature over an enrollment or revocation.
 pub const ENROLL_DOMAIN: &[u8] = b"roundledger/enroll/v1";
-
-/// An ed25519 public key (32 bytes; lowercase hex in JSON).
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Encode, Decode)]
-pub struct PublicKey(pub [u8; 32]);
-
-/// An ed25519 signature (64 bytes; lowercase hex in JSON).
-#[derive(Clone, Copy, PartialEq, Eq, Encode, Decode)]
-pub struct Signature(pub [u8; 64]);
-
-macro_rules! hex_bytes {
-    ($t:ident, $n:expr, $what:expr) => {
-        impl $t {
-            pub fn to_hex(&self) -> String {
-                hex::encode(self.0)
-            }
-            pub fn from_hex(s: &str) -> Result<Self, hex::FromHexError> {
-                let mut out = [0u8; $n];
-                hex::decode_to_slice(s, &mut out)?;
-                Ok($t(out))
-            }
-        }
-        impl fmt::Debug for $t {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                write!(f, "{}({})", stringify!($t), self.to_hex())
-            }
-        }
-        impl fmt::Display for $t {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(&self.to_hex())
-            }
-        }
-        impl Serialize for $t {
-            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.serialize_str(&self.to_hex())
-            }
-        }
-        impl<'de> Deserialize<'de> for $t {
-            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                let s = String::deserialize(d)?;
-                $t::from_hex(&s)
-                    .map_err(|e| serde::de::Error::custom(format!("{} {s:?}: {e}", $what)))
-            }
-        }
-        impl JsonSchema for $t {
-            fn schema_name() -> String {
-                stringify!($t).into()
-            }
-            fn json_schema(_: &mut schemars::gen::SchemaGenerator) -> schemars::schema::Schema {
-                let mut s = schemars::schema::SchemaObject {
-                    instance_type: Some(schemars::schema::InstanceType::String.into()),
-                    ..Default::default()
-                };
-                s.string().pattern = Some(format!("^[0-9a-f]{{{}}}$", $n * 2));
-                s.metadata().description = Some(format!("{}, lowercase hex", $what));
-                s.into()
-            }
-        }
-    };
-}
-hex_bytes!(PublicKey, 32, "ed25519 public key");
-hex_bytes!(Signature, 64, "ed25519 signature");
 
 /// A private signing key: device and admin keys in the simulator and tools. Never crosses
 /// a process boundary and is not serialisable.
@@ -107,9 +47,11 @@ impl SigningKey {
         let h = blake3::derive_key("roundledger/simulated-key/v1", label.as_bytes());
         SigningKey::from_secret(h)
     }
+    /// The public key that verifies its signatures.
     pub fn public(&self) -> PublicKey {
         PublicKey(self.0.verifying_key().to_bytes())
     }
+    /// Signs `message` (ed25519, deterministic).
     pub fn sign(&self, message: &[u8]) -> Signature {
         Signature(self.0.sign(message).to_bytes())
     }
@@ -210,6 +152,7 @@ impl KeyCache {
         self.keys.len()
     }
 
+    /// Whether no key is held.
     pub fn is_empty(&self) -> bool {
         self.keys.is_empty()
     }
@@ -226,17 +169,24 @@ pub(crate) fn push_id(out: &mut Vec<u8>, id: &str) {
 /// What an enrollment action does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KeyAction {
+    /// Makes `key` the device's key on the chain.
     Enroll = 0,
+    /// Ends the device's key on the chain.
     Revoke = 1,
 }
 
 /// An enrollment or a revocation on a chain, its fields borrowed from the event.
 #[derive(Debug, Clone, Copy)]
 pub struct KeyEvent<'a> {
+    /// The device concerned.
     pub device: &'a DeviceId,
+    /// The device key enrolled or revoked.
     pub key: &'a PublicKey,
+    /// The admin key that signed the action.
     pub admin: &'a PublicKey,
+    /// The admin's signature over `enrollment_message`.
     pub signature: &'a Signature,
+    /// Enroll or revoke.
     pub action: KeyAction,
 }
 
@@ -397,12 +347,17 @@ pub fn checkpoint_v2_message(
 pub struct Checkpoint {
     /// Wire version, `WIRE_VERSION`.
     pub v: u8,
+    /// The table whose chain it attests.
     pub table: TableId,
+    /// The device that signs it.
     pub device: DeviceId,
+    /// The seq of the chain head as the device knows it.
     pub head_seq: Seq,
+    /// The hash of the event at `head_seq`.
     pub head_hash: Hash32,
     /// Device clock, UTC ns. Informative; never used to order anything.
     pub signed_at_ns: i64,
+    /// The device's signature over `checkpoint_message` (or `checkpoint_v2_message`).
     pub signature: Signature,
     /// Version 2: the chain's state at the head, signed with it. Absent in version 1.
     /// In bincode it follows the signature, when present.
@@ -416,16 +371,27 @@ type CheckpointWire = (u8, TableId, DeviceId, Seq, Hash32, i64, Signature);
 /// Why checkpoint bytes could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CheckpointDecodeError {
+    /// Longer than the checkpoint limit.
     #[error("checkpoint of {len} bytes exceeds the limit of {max}")]
-    TooLong { len: usize, max: usize },
+    TooLong {
+        /// The message's length in bytes.
+        len: usize,
+        /// The limit in bytes.
+        max: usize,
+    },
+    /// No bytes at all.
     #[error("empty checkpoint")]
     Empty,
+    /// A wire version byte other than `WIRE_VERSION`.
     #[error("checkpoint wire version {0} is not {WIRE_VERSION}")]
     Version(u8),
+    /// The bincode form does not decode.
     #[error("bincode checkpoint: {0}")]
     Bincode(String),
+    /// Bytes left after a whole bincode checkpoint; how many.
     #[error("{0} trailing bytes after the checkpoint")]
     Trailing(usize),
+    /// The JSON form does not parse.
     #[error("JSON checkpoint: {0}")]
     Json(String),
 }

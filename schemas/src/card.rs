@@ -11,13 +11,20 @@ use std::fmt;
 pub struct Rank(u8);
 
 impl Rank {
+    /// The lowest rank.
     pub const TWO: Rank = Rank(2);
+    /// Ten.
     pub const TEN: Rank = Rank(10);
+    /// Jack.
     pub const JACK: Rank = Rank(11);
+    /// Queen.
     pub const QUEEN: Rank = Rank(12);
+    /// King.
     pub const KING: Rank = Rank(13);
+    /// Ace, the highest rank.
     pub const ACE: Rank = Rank(14);
 
+    /// The rank of value 2..=14; `None` otherwise.
     pub fn new(value: u8) -> Option<Rank> {
         (2..=14).contains(&value).then_some(Rank(value))
     }
@@ -25,9 +32,11 @@ impl Rank {
     pub fn value(self) -> u8 {
         self.0
     }
+    /// The rank's symbol: `2`-`9`, `T`, `J`, `Q`, `K`, `A`.
     pub fn symbol(self) -> char {
         b"23456789TJQKA"[(self.0 - 2) as usize] as char
     }
+    /// The rank of a symbol, either case; `None` for any other character.
     pub fn from_symbol(c: char) -> Option<Rank> {
         let i = "23456789TJQKA".find(c.to_ascii_uppercase())?;
         Some(Rank(i as u8 + 2))
@@ -38,17 +47,24 @@ impl Rank {
 /// clubs, diamonds, hearts, spades.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Suit {
+    /// Clubs, code 0.
     Clubs = 0,
+    /// Diamonds, code 1.
     Diamonds = 1,
+    /// Hearts, code 2.
     Hearts = 2,
+    /// Spades, code 3.
     Spades = 3,
 }
 
 impl Suit {
+    /// Every suit, in encoding order.
     pub const ALL: [Suit; 4] = [Suit::Clubs, Suit::Diamonds, Suit::Hearts, Suit::Spades];
+    /// The suit's symbol: `c`, `d`, `h` or `s`.
     pub fn symbol(self) -> char {
         ['c', 'd', 'h', 's'][self as usize]
     }
+    /// The suit of a symbol; `None` for any other character.
     pub fn from_symbol(c: char) -> Option<Suit> {
         Some(match c {
             'c' => Suit::Clubs,
@@ -68,16 +84,20 @@ pub struct Card(u8);
 /// Why a card was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CardError {
+    /// Text that is not a rank symbol followed by a suit symbol.
     #[error("card {0:?} is not a rank (2-9, T, J, Q, K, A) followed by a suit (c, d, h, s)")]
     Text(String),
+    /// A code outside 0..52.
     #[error("card code {0} is outside 0..52")]
     Code(u8),
 }
 
 impl Card {
+    /// The card of `rank` and `suit`.
     pub fn new(rank: Rank, suit: Suit) -> Card {
         Card((rank.0 - 2) * 4 + suit as u8)
     }
+    /// The card of a wire code; an error outside 0..52.
     pub fn from_code(code: u8) -> Result<Card, CardError> {
         if code < 52 {
             Ok(Card(code))
@@ -85,12 +105,15 @@ impl Card {
             Err(CardError::Code(code))
         }
     }
+    /// The wire code: `(rank - 2) * 4 + suit`, 0..52.
     pub fn code(self) -> u8 {
         self.0
     }
+    /// The card's rank.
     pub fn rank(self) -> Rank {
         Rank(self.0 / 4 + 2)
     }
+    /// The card's suit.
     pub fn suit(self) -> Suit {
         Suit::ALL[(self.0 % 4) as usize]
     }

@@ -47,12 +47,16 @@ pub fn deck_commitment(salt: &Hash32, order: &[Card]) -> Hash32 {
 /// `hash == GENESIS` for an empty chain.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChainHead {
+    /// The table whose chain it is.
     pub table: TableId,
+    /// The seq of the last verified event; 0 for an empty chain.
     pub seq: Seq,
+    /// That event's hash; `GENESIS` for an empty chain.
     pub hash: Hash32,
 }
 
 impl ChainHead {
+    /// The head of `table`'s empty chain: seq 0, hash `GENESIS`.
     pub fn empty(table: TableId) -> ChainHead {
         ChainHead {
             table,
@@ -65,30 +69,51 @@ impl ChainHead {
 /// How an event fails to extend a chain.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ChainError {
+    /// The event belongs to another table.
     #[error("event of table {found} in the chain of table {expected}")]
-    WrongTable { expected: TableId, found: TableId },
+    WrongTable {
+        /// The chain's table.
+        expected: TableId,
+        /// The event's table.
+        found: TableId,
+    },
+    /// The event's seq is not the head's seq + 1.
     #[error("sequence {found} does not follow {head} (expected {expected})")]
     SeqGap {
+        /// The head's seq.
         head: u64,
+        /// The seq that comes next: `head` + 1.
         expected: u64,
+        /// The event's seq.
         found: u64,
     },
+    /// The event's prev is not the head's hash.
     #[error("sequence {seq}: previous hash {found} does not match the chain head {expected}")]
     PrevMismatch {
+        /// The event's seq.
         seq: u64,
+        /// The head's hash.
         expected: Hash32,
+        /// The event's prev.
         found: Hash32,
     },
+    /// The bytes at `seq` do not decode.
     #[error("sequence {seq}: undecodable: {source}")]
     Undecodable {
+        /// The seq it would take: the head's seq + 1.
         seq: u64,
+        /// Why they do not decode.
         #[source]
         source: DecodeError,
     },
+    /// A stored hash is not the hash of its stored bytes.
     #[error("position {position}: stored hash {stored} differs from the recomputed {computed}")]
     HashMismatch {
+        /// The position in the chain, from 1.
         position: u64,
+        /// The hash stored beside the bytes.
         stored: Hash32,
+        /// The hash recomputed from the bytes.
         computed: Hash32,
     },
 }

@@ -23,7 +23,9 @@ pub const EVENT_LEN_MAX: usize = 64 * 1024;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WireFormat {
+    /// The compact binary form: `WIRE_VERSION` byte, then bincode.
     Bincode,
+    /// The JSON form, for devices that cannot write bincode.
     Json,
 }
 
@@ -31,24 +33,42 @@ pub enum WireFormat {
 /// the quarantined bytes.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DecodeError {
+    /// No bytes at all.
     #[error("empty message")]
     Empty,
+    /// Longer than `EVENT_LEN_MAX`: refused before decoding.
     #[error("message of {len} bytes exceeds the limit of {max} bytes")]
-    TooLarge { len: usize, max: usize },
+    TooLarge {
+        /// The message's length in bytes.
+        len: usize,
+        /// The limit in bytes.
+        max: usize,
+    },
+    /// The bincode form does not decode; bincode's error.
     #[error("bincode: {0}")]
     Bincode(String),
+    /// Bytes left after a whole bincode event.
     #[error("bincode: {extra} trailing bytes after the event")]
-    TrailingBytes { extra: usize },
+    TrailingBytes {
+        /// How many bytes are left.
+        extra: usize,
+    },
+    /// The JSON form does not parse as an event; serde's error.
     #[error("json: {0}")]
     Json(String),
+    /// A wire version byte this build does not read.
     #[error("unsupported wire version {0} (this build reads version {WIRE_VERSION})")]
     Version(u8),
+    /// An id field breaks the id grammar (`ids::check_id`).
     #[error("bad identifier in field {field}: {source}")]
     Id {
+        /// The field's name, e.g. `table`.
         field: &'static str,
+        /// What is wrong with the id.
         #[source]
         source: IdError,
     },
+    /// Seq 0: chains start at 1.
     #[error("sequence number 0 is not used; chains start at 1")]
     SeqZero,
     /// The body's kind is not in this build's catalogue (`EVENT_KINDS`): a newer device?

@@ -45,6 +45,7 @@ pub enum RuleSet {
 }
 
 impl RuleSet {
+    /// Every rule set, in declaration order.
     pub const ALL: [RuleSet; 5] = [
         RuleSet::Csp6,
         RuleSet::Mlp3,
@@ -62,6 +63,7 @@ impl RuleSet {
             RuleSet::Tcp3 => "TCP3",
         }
     }
+    /// The rule set of a code such as `CSP6`; `None` for an unknown code.
     pub fn from_code(s: &str) -> Option<RuleSet> {
         RuleSet::ALL.into_iter().find(|r| r.code() == s)
     }
@@ -89,8 +91,11 @@ impl fmt::Display for RuleSet {
 )]
 #[serde(rename_all = "snake_case")]
 pub enum DealingMode {
+    /// A dealer deals from a shoe, one card at a time, burnt card first (CSP6 §3.10).
     ManualShoe,
+    /// An electronic shuffler gives a set of cards per box (CSP6 §3.11).
     Shuffler,
+    /// A random number generator deals a fresh deck each round, no burnt card (CS51).
     Rng,
 }
 
@@ -132,6 +137,7 @@ pub enum BetKind {
 }
 
 impl BetKind {
+    /// Every bet kind, in declaration order.
     pub const ALL: [BetKind; 8] = [
         BetKind::Ante,
         BetKind::Bet,
@@ -184,19 +190,30 @@ impl BetKind {
 )]
 #[serde(rename_all = "snake_case")]
 pub enum PayLine {
+    /// The Ante's result (all five rule sets).
     Ante,
+    /// The BET's result (CSP6, MLP3, SSP4).
     Bet,
+    /// The PLAY's result (CS51, TCP3).
     Play,
+    /// TCP3 Pair Plus.
     PairPlus,
+    /// Progressive jackpot bet on the player's hand.
     Progressive,
+    /// SSP4 jackpot wager on the player's hand.
     JackpotPlayer,
+    /// SSP4 jackpot wager on the dealer's hand.
     JackpotDealer,
+    /// CS51 5+1 Bonus.
     Bonus,
+    /// TCP3 Ante Bonus, paid on the Ante whatever the dealer holds (§4.3).
     AnteBonus,
+    /// TCP3 Envy Bonus, paid to a box for another box's jackpot hand (§4.4, §4.7).
     Envy,
 }
 
 impl PayLine {
+    /// The line's stable snake_case name, as JSON writes it.
     pub fn name(self) -> &'static str {
         match self {
             PayLine::Ante => "ante",
@@ -234,15 +251,25 @@ impl PayLine {
 )]
 #[serde(rename_all = "snake_case")]
 pub enum HandClass {
+    /// No pair or better.
     HighCard,
+    /// One pair.
     OnePair,
+    /// Two pairs.
     TwoPairs,
+    /// Three cards of one rank.
     ThreeOfAKind,
+    /// Consecutive ranks, mixed suits.
     Straight,
+    /// One suit, not consecutive.
     Flush,
+    /// Three of a kind and a pair.
     FullHouse,
+    /// Four cards of one rank.
     FourOfAKind,
+    /// Consecutive ranks of one suit.
     StraightFlush,
+    /// A-K-Q-J-10 of one suit.
     RoyalFlush,
     /// TCP3 §3.17: A-K-Q of hearts, diamonds or clubs.
     MiniRoyal,
@@ -293,8 +320,11 @@ pub enum Pays {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Encode, Decode, JsonSchema)]
 pub struct PayRow {
+    /// The hand class the row pays for.
     pub hand: HandClass,
+    /// What it pays.
     pub pays: Pays,
+    /// TCP3 Envy Bonus for this hand, paid to each other box with a jackpot bet.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub envy: Option<Money>,
 }
@@ -338,7 +368,9 @@ pub enum PayTableName {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Encode, Decode, JsonSchema)]
 pub struct PayTable {
+    /// Which of the rule set's pay tables it replaces.
     pub name: PayTableName,
+    /// The rows that pay, as the table displays them.
     pub rows: Vec<PayRow>,
 }
 
@@ -348,8 +380,11 @@ pub struct PayTable {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Encode, Decode, JsonSchema)]
 pub struct BetLimit {
+    /// The bet kind limited.
     pub kind: BetKind,
+    /// The least stake, minor units (credits for SSP4 jackpot wagers).
     pub min: Money,
+    /// The most stake, minor units (credits for SSP4 jackpot wagers).
     pub max: Money,
 }
 
@@ -357,6 +392,7 @@ pub struct BetLimit {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Encode, Decode, JsonSchema)]
 pub struct JackpotConfig {
+    /// The pool's id, shared by linked tables.
     pub pool: PoolId,
     /// Several tables share the pool (MLP3, and TCP3 where linked).
     pub linked: bool,
@@ -373,6 +409,7 @@ pub struct JackpotConfig {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Encode, Decode, JsonSchema)]
 pub struct TableConfig {
+    /// The rules the table plays.
     pub rule_set: RuleSet,
     /// The version string of the rule document in force, e.g. "Version 6".
     pub rules_version: String,
@@ -380,7 +417,9 @@ pub struct TableConfig {
     pub currency: String,
     /// Number of betting boxes on the layout.
     pub boxes: u8,
+    /// How cards reach the boxes.
     pub dealing: DealingMode,
+    /// Minimum and maximum per bet kind; empty takes the rule set's defaults.
     #[serde(default)]
     pub limits: Vec<BetLimit>,
     /// Pay tables that replace the defaults; empty = the seed's tables.
@@ -390,6 +429,7 @@ pub struct TableConfig {
     /// the rule set's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bet_win_cap: Option<Money>,
+    /// The progressive jackpot pool, if the table has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jackpot: Option<JackpotConfig>,
 }

@@ -27,7 +27,9 @@ pub const COUNT_TEXT_LEN_MAX: usize = 64;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CountResult {
+    /// The table the drop box served.
     pub table: TableId,
+    /// The drop box's id, as its `Finance::DropBoxRemoved` names it.
     pub drop_box_id: String,
     /// Cash found in the box.
     #[cfg_attr(feature = "openapi", schema(value_type = i64, minimum = -9223372036854775808_i64, maximum = 9223372036854775807_i64))]
@@ -47,6 +49,7 @@ pub struct CountResult {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SignedCount {
+    /// What the counter counted.
     pub count: CountResult,
     /// When the counter signed it (UTC ns).
     #[cfg_attr(feature = "openapi", schema(minimum = -9223372036854775808_i64, maximum = 9223372036854775807_i64))]
@@ -66,6 +69,7 @@ pub struct SignedCount {
 pub struct CountEntry {
     /// Its line in the journal, from 1.
     pub n: u64,
+    /// The count as signed.
     pub signed: SignedCount,
     /// The API caller who entered it (token name).
     pub entered_by: String,
@@ -76,8 +80,15 @@ pub struct CountEntry {
 /// Why a count is not taken.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CountError {
+    /// A field is out of its bounds.
     #[error("count {field}: {why}")]
-    Field { field: &'static str, why: String },
+    Field {
+        /// The field's name.
+        field: &'static str,
+        /// Why it is refused.
+        why: String,
+    },
+    /// The signature does not verify under the named key (hex).
     #[error("count signature does not verify under key {0}")]
     Signature(String),
 }

@@ -36,9 +36,13 @@ pub const REPORT_VARIANCES_MAX: usize = 1_000;
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Slip {
+    /// The slip or marker number; "" for a cash buy-in.
     pub no: String,
+    /// The amount, minor units.
     pub amount: Money,
+    /// The seq of the finance event behind it.
     pub seq: Seq,
+    /// The event's device time, UTC ns.
     pub at_ns: i64,
 }
 
@@ -46,8 +50,11 @@ pub struct Slip {
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Slips {
+    /// The total of every slip, minor units.
     pub total: Money,
+    /// How many slips in all.
     pub count: u64,
+    /// The first `SLIPS_MAX` slips, in event order.
     pub items: Vec<Slip>,
 }
 
@@ -74,10 +81,15 @@ impl Slips {
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TrayCount {
+    /// The tray's value, minor units.
     pub total: Money,
+    /// Chips per denomination.
     pub counts: Vec<ChipCount>,
+    /// Who counted, as the count sheet names them.
     pub counted_by: String,
+    /// The seq of the count's event.
     pub seq: Seq,
+    /// The event's device time, UTC ns.
     pub at_ns: i64,
 }
 
@@ -85,8 +97,11 @@ pub struct TrayCount {
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DropBoxRef {
+    /// The drop box's id.
     pub drop_box_id: String,
+    /// The seq of its `DropBoxRemoved` event.
     pub seq: Seq,
+    /// The event's device time, UTC ns.
     pub at_ns: i64,
 }
 
@@ -94,6 +109,7 @@ pub struct DropBoxRef {
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DisputedRound {
+    /// The round.
     pub round: RoundId,
     /// What the dealer paid the players, net (collected stakes negative).
     pub recorded: Money,
@@ -105,7 +121,9 @@ pub struct DisputedRound {
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Tray {
+    /// Stakes collected from losing bets, minor units.
     pub taken_in: Money,
+    /// Winnings paid to winning bets, minor units.
     pub paid_out: Money,
     /// Jackpot awards: the jackpot system pays them, not the tray.
     pub jackpot_paid: Money,
@@ -117,6 +135,7 @@ impl Tray {
         self.taken_in - self.paid_out
     }
 
+    /// Adds another tray's figures to this one.
     pub fn merge(&mut self, o: &Tray) {
         self.taken_in = self.taken_in + o.taken_in;
         self.paid_out = self.paid_out + o.paid_out;
@@ -129,12 +148,17 @@ impl Tray {
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Handle {
+    /// The rule set.
     pub rule_set: RuleSet,
+    /// The bet line.
     pub line: PayLine,
+    /// The sum of the stakes, minor units.
     pub stake: Money,
+    /// The sum of the squared stakes, minor units squared; a decimal string in JSON.
     #[cfg_attr(feature = "openapi", schema(value_type = String))]
     #[serde(with = "u128_text")]
     pub stake_squared: u128,
+    /// How many bets.
     pub bets: u64,
     /// Sum over the bets of stake x the edge in force (ppm, `rules::edge`): theoretical
     /// win in millionths of a minor unit. The edge is the pay tables' of each round.
@@ -158,11 +182,15 @@ pub struct Handle {
 pub struct DealerPart {
     /// The dealer's id, `NO_DEALER` or `MORE_DEALERS`.
     pub dealer: String,
+    /// Rounds the dealer began.
     pub rounds: u64,
     /// By (rule set, line), in that order.
     pub handle: Vec<Handle>,
+    /// The tray as the dealer recorded it.
     pub recorded: Tray,
+    /// The tray as the rules say it should be.
     pub rules: Tray,
+    /// The dealer's rounds whose recorded payouts differ from the rules.
     pub disputed_count: u64,
 }
 
@@ -170,30 +198,43 @@ pub struct DealerPart {
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ShiftRow {
+    /// The table; `None` only in a default row.
     pub table: Option<TableId>,
     /// `2026-11-25/2`.
     pub shift: String,
+    /// The shift's start, UTC ns (inclusive).
     pub starts_at_ns: i64,
+    /// The shift's end, UTC ns (exclusive).
     pub ends_at_ns: i64,
     /// The rule set of its last round.
     pub rule_set: Option<RuleSet>,
     /// Some round was played under pay tables its configuration set.
     pub pay_tables_configured: bool,
+    /// Rounds that began in the shift.
     pub rounds: u64,
     /// By (rule set, line), in that order.
     pub handle: Vec<Handle>,
+    /// The tray as the dealers recorded it.
     pub recorded: Tray,
+    /// The tray as the rules say it should be.
     pub rules: Tray,
+    /// Cash buy-ins.
     pub buy_ins: Slips,
+    /// Markers issued.
     pub markers: Slips,
+    /// Fills from the cage.
     pub fills: Slips,
+    /// Credits to the cage.
     pub credits: Slips,
     /// The shift's opening count (nearest its start; the last one if several).
     pub opening: Option<TrayCount>,
     /// The shift's closing count (nearest its end; the last one if several).
     pub closing: Option<TrayCount>,
+    /// The first `DROP_BOXES_MAX` drop boxes removed.
     pub drop_boxes: Vec<DropBoxRef>,
+    /// The first `DISPUTED_ROUNDS_MAX` disputed rounds.
     pub disputed: Vec<DisputedRound>,
+    /// How many rounds were disputed in all.
     pub disputed_count: u64,
     /// Per dealer, in the order they first dealt in the shift (`DEALERS_PER_SHIFT_MAX`).
     pub dealers: Vec<DealerPart>,
@@ -205,14 +246,18 @@ pub struct ShiftRow {
 pub struct Link {
     /// `round`, `slip`, `tray_count`, `drop_box`, `count`.
     pub kind: String,
+    /// The table it belongs to.
     pub table: TableId,
+    /// The event's seq, when it is one event.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seq: Option<Seq>,
+    /// The round, when it is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub round: Option<RoundId>,
     /// The API path that shows it (a round's finance summary), when there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub href: Option<String>,
+    /// What the link shows, in words.
     pub text: String,
 }
 
@@ -246,13 +291,18 @@ pub enum Cause {
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Variance {
+    /// The table.
     pub table: TableId,
+    /// The shift, e.g. `2026-11-25/2`.
     pub shift: String,
+    /// The cause the shared rules name.
     pub cause: Cause,
     /// The difference, minor units: counted less expected, recorded less rules, or
     /// counted drop less recorded buy-ins and markers.
     pub amount: Money,
+    /// The variance explained, in words.
     pub text: String,
+    /// What the figures are computed from.
     pub links: Vec<Link>,
 }
 
@@ -260,9 +310,13 @@ pub struct Variance {
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HandleLine {
+    /// The rule set.
     pub rule_set: RuleSet,
+    /// The bet line.
     pub line: PayLine,
+    /// The sum of the stakes, minor units.
     pub stake: Money,
+    /// How many bets.
     pub bets: u64,
     /// The house edge in ppm (`rules::edge`); `None`: not known for this line.
     pub edge_ppm: Option<i64>,
@@ -275,35 +329,51 @@ pub struct HandleLine {
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReportGroup {
+    /// The group's key: a table id, pit, game, shift, day or dealer.
     pub key: String,
     /// Table shifts summed in it.
     pub table_shifts: u64,
+    /// Rounds played in it.
     pub rounds: u64,
     /// Counted drop (cash and markers); `None` while a box of it is not yet counted.
     pub drop: Option<Money>,
+    /// Drop boxes counted.
     pub boxes_counted: u64,
+    /// Drop boxes removed but not yet counted.
     pub boxes_not_counted: u64,
+    /// Cash buy-ins, minor units.
     pub buy_ins: Money,
+    /// Markers issued, minor units.
     pub markers: Money,
+    /// Fills from the cage, minor units.
     pub fills: Money,
+    /// Credits to the cage, minor units.
     pub credits: Money,
+    /// Opening tray counts, minor units.
     pub opening: Money,
+    /// Closing tray counts, minor units.
     pub closing: Money,
     /// Drop + credits + closing - opening - fills; `None` until every box is counted.
     pub win_accounting: Option<Money>,
+    /// The win as the dealers recorded it: taken in less paid out.
     pub win_recorded: Money,
+    /// The win as the rules say it should be.
     pub win_rules: Money,
+    /// Jackpots paid as recorded, minor units.
     pub jackpot_paid_recorded: Money,
+    /// Jackpots due under the rules, minor units.
     pub jackpot_paid_rules: Money,
     /// Accounting win / drop, basis points.
     pub hold_bp: Option<i64>,
     /// Theoretical win / drop, basis points.
     pub hold_theoretical_bp: Option<i64>,
+    /// Handle and theoretical win per (rule set, line).
     pub handle: Vec<HandleLine>,
     /// Handle times edge over the lines with a known edge.
     pub theoretical_win: Money,
     /// The win's 95% interval: theoretical win minus and plus two standard deviations.
     pub win_low: Money,
+    /// Theoretical win plus two standard deviations.
     pub win_high: Money,
     /// The win judged against the interval: accounting if counted, else recorded.
     pub actual_win: Money,
@@ -329,16 +399,21 @@ pub struct ReportGroup {
 pub struct FinanceReport {
     /// `shift 2026-11-25/2`, `day 2026-11-25`, `mtd 2026-11-25`, `ytd ...`, `range A..B`.
     pub span: String,
+    /// The span's start, UTC ns (inclusive).
     pub starts_at_ns: i64,
+    /// The span's end, UTC ns (exclusive).
     pub ends_at_ns: i64,
     /// The property's day rule, `06:00 Asia/Singapore 06:00,14:00,22:00`.
     pub day_rule: String,
     /// `table`, `pit`, `game`, `shift`, `day` or `dealer`.
     pub group_by: String,
+    /// One group per key, in key order (at most `REPORT_GROUPS_MAX`).
     pub groups: Vec<ReportGroup>,
+    /// Every group summed.
     pub total: ReportGroup,
     /// The first `REPORT_VARIANCES_MAX` variances, by shift and table.
     pub variances: Vec<Variance>,
+    /// How many variances in all.
     pub variances_total: u64,
 }
 
@@ -346,9 +421,13 @@ pub struct FinanceReport {
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RoundLine {
+    /// The betting box.
     pub box_no: crate::ids::BoxNo,
+    /// The bet line.
     pub line: PayLine,
+    /// The dealer's recorded net, minor units.
     pub recorded: Money,
+    /// The net the rules say was due, minor units.
     pub due: Money,
 }
 
@@ -356,18 +435,27 @@ pub struct RoundLine {
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RoundFinance {
+    /// The table.
     pub table: TableId,
+    /// The round.
     pub round: RoundId,
+    /// The rule set; `None` when no table config precedes it.
     pub rule_set: Option<RuleSet>,
+    /// Device time of the round's first event, UTC ns.
     pub opened_at_ns: i64,
+    /// The seq of the round's first event.
     pub first_seq: Seq,
+    /// The seq of the round's last event.
     pub last_seq: Seq,
+    /// What was paid and due, per box and line.
     pub lines: Vec<RoundLine>,
+    /// The lines' recorded nets summed, minor units.
     pub recorded: Money,
+    /// The lines' due nets summed, minor units.
     pub due: Money,
 }
 
-/// `u128` as a decimal string: JSON numbers lose precision past 2^53 in many readers.
+/// `i128` as a decimal string: JSON numbers lose precision past 2^53 in many readers.
 mod i128_text {
     use serde::{Deserialize, Deserializer, Serializer};
 
@@ -381,6 +469,7 @@ mod i128_text {
     }
 }
 
+/// `u128` as a decimal string, for the same reason.
 mod u128_text {
     use serde::{Deserialize, Deserializer, Serializer};
 
@@ -398,15 +487,21 @@ mod u128_text {
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PoolLiability {
+    /// The jackpot pool.
     pub pool: crate::ids::PoolId,
+    /// The gaming day, `YYYY-MM-DD`.
     pub day: String,
+    /// Tables that contributed to, displayed or hit the pool by the day's end, sorted.
     pub tables: Vec<TableId>,
     /// The recomputed pool at the day's start (0 before the pool was first shown).
     pub opening: Money,
     /// Contributions of the day's accepted jackpot stakes.
     pub contributions: Money,
+    /// Jackpot hits registered.
     pub hits: u64,
+    /// Jackpots paid, minor units.
     pub paid: Money,
+    /// Pool resets.
     pub resets: u64,
     /// The recomputed pool at the day's end.
     pub closing: Money,

@@ -106,6 +106,7 @@ pub enum FindingKind {
 }
 
 impl FindingKind {
+    /// Every kind, in declaration order.
     pub const ALL: [FindingKind; 38] = [
         FindingKind::BetAfterNoMoreBets,
         FindingKind::BetWithdrawnAfterNoMoreBets,
@@ -197,7 +198,9 @@ impl FindingKind {
 /// One row of the table: a kind's clause and code under one rule set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FindingCode {
+    /// The rule set the row belongs to.
     pub rule_set: RuleSet,
+    /// The finding kind it codes.
     pub kind: FindingKind,
     /// The clause as it appears in the code: "5.9", "5.8.2", "RN24", "HTP4".
     pub clause: &'static str,

@@ -13,10 +13,13 @@ pub const ID_LEN_MAX: usize = 32;
 /// Why an identifier was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum IdError {
+    /// The identifier is the empty string.
     #[error("identifier is empty")]
     Empty,
+    /// The identifier is longer than `ID_LEN_MAX` bytes.
     #[error("identifier {0:?} is longer than {ID_LEN_MAX} bytes")]
     TooLong(String),
+    /// The identifier has a character outside `[A-Za-z0-9_-]`.
     #[error("identifier {0:?} has a character outside [A-Za-z0-9_-]")]
     BadChar(String),
 }
@@ -53,6 +56,7 @@ macro_rules! string_id {
                 check_id(&s)?;
                 Ok(Self(s))
             }
+            /// The id as text.
             pub fn as_str(&self) -> &str {
                 &self.0
             }
@@ -179,7 +183,9 @@ pub struct BoxNo(pub u8);
 pub struct Money(pub i64);
 
 impl Money {
+    /// No money.
     pub const ZERO: Money = Money(0);
+    /// The amount in minor units.
     pub fn minor(self) -> i64 {
         self.0
     }
@@ -238,9 +244,11 @@ pub struct Hash32(pub [u8; 32]);
 impl Hash32 {
     /// The `prev` of the first event of every chain.
     pub const ZERO: Hash32 = Hash32([0; 32]);
+    /// The 32 bytes as lowercase hex.
     pub fn to_hex(&self) -> String {
         hex::encode(self.0)
     }
+    /// Reads exactly 64 hex digits; an error otherwise.
     pub fn from_hex(s: &str) -> Result<Self, hex::FromHexError> {
         // Every JSON event carries at least one hash: decoded by hand, a nibble table
         // lookup per digit (the `hex` crate's general path showed in replay profiles).

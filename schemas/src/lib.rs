@@ -10,6 +10,8 @@
 //!
 //! This crate does no I/O.
 
+#![warn(missing_docs)]
+
 pub mod api;
 pub mod attest;
 pub mod card;
@@ -21,6 +23,7 @@ pub mod event;
 pub mod finance;
 pub mod findings;
 pub mod ids;
+mod keys;
 pub mod metrics;
 pub mod parallel;
 pub mod provenance;

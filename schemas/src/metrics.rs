@@ -17,8 +17,11 @@ pub const BUCKETS_MAX: usize = 32;
 /// A metric family's type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
+    /// A value that only grows (`_total`).
     Counter,
+    /// A value that goes up and down.
     Gauge,
+    /// Counts per bucket, with a sum and a count.
     Histogram,
 }
 

@@ -34,8 +34,11 @@ pub const ENROLLMENT_HEADER: &str = "Rl-Enrollment";
 /// not enrolled it yet. The admin signs `attest::enrollment_message(.., Enroll)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HeaderEnrollment {
+    /// The device's key to enroll.
     pub key: PublicKey,
+    /// The admin key that signs the enrollment.
     pub admin: PublicKey,
+    /// The admin's signature over `attest::enrollment_message(.., Enroll)`.
     pub admin_signature: Signature,
 }
 
@@ -89,6 +92,7 @@ impl HeaderEnrollment {
 pub struct EventSignature {
     /// The signing device: its key is looked up in the chain's key register.
     pub device: DeviceId,
+    /// The device's ed25519 signature over the event's table, device and bytes.
     pub signature: Signature,
     /// Present until the chain enrolls the device.
     pub enrollment: Option<HeaderEnrollment>,

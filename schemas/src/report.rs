@@ -25,14 +25,18 @@ pub enum Severity {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Finding {
+    /// The stable finding code, e.g. `CSP6-5.9-burn-card-missing`.
     pub code: String,
     /// Human form of the clause: "CSP6 §5.9".
     pub clause: String,
+    /// How much the finding weighs.
     pub severity: Severity,
     /// The events involved, by sequence number.
     pub seqs: Vec<Seq>,
+    /// The box concerned, when the finding concerns one.
     #[serde(rename = "box", default, skip_serializing_if = "Option::is_none")]
     pub box_no: Option<BoxNo>,
+    /// What happened and what the clause asks, in words.
     pub explanation: String,
 }
 
@@ -40,8 +44,10 @@ pub struct Finding {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Dispute {
+    /// The betting box.
     #[serde(rename = "box")]
     pub box_no: BoxNo,
+    /// The bet line: ante, play, pair plus and so on.
     pub line: PayLine,
     /// What the rules say the player's net result is.
     pub expected: Money,
@@ -70,18 +76,28 @@ pub enum Verdict {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RoundReport {
+    /// The table the round was played at.
     pub table: TableId,
+    /// The round's id.
     pub round: RoundId,
+    /// The rule set in force; `None` when no table config precedes the round.
     pub rule_set: Option<RuleSet>,
+    /// The seq of the round's first event.
     pub first_seq: Seq,
+    /// The seq of the round's last event.
     pub last_seq: Seq,
+    /// Device time of the round's first event, UTC ns.
     pub opened_at_ns: i64,
+    /// Device time of its `RoundClosed`, UTC ns; `None` when it never closed.
     pub closed_at_ns: Option<i64>,
+    /// The round's verdict, worst case first.
     pub verdict: Verdict,
     /// The recomputed settlement; `None` when the round could not be settled (e.g. never
     /// dealt), which is itself a finding.
     pub settlement: Option<Settlement>,
+    /// Boxes and lines where the recorded payout differs from the rules.
     pub disputes: Vec<Dispute>,
+    /// Deviations from the rules, in seq order.
     pub findings: Vec<Finding>,
     /// When the deck order is known (a revealed, committed shuffle) and the deal went
     /// wrong: the hands as they should have been dealt and what would follow (§5.8.6,
@@ -120,6 +136,7 @@ pub struct Reconstruction {
 pub struct IntendedHand {
     /// "burn", "box 3" or "dealer".
     pub place: String,
+    /// The cards in deal order.
     pub cards: Vec<crate::Card>,
 }
 
@@ -127,6 +144,8 @@ pub struct IntendedHand {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HandMove {
+    /// Where the hand was dealt.
     pub from: String,
+    /// Where it belongs.
     pub to: String,
 }

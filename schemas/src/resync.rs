@@ -31,9 +31,11 @@ pub const RESYNC_NOTE_LEN_MAX: usize = 1024;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Resync {
+    /// The table that continues.
     pub table: TableId,
     /// The chain head it continues; it applies only there (a replay later is stale).
     pub head_seq: Seq,
+    /// The chain hash at `head_seq`.
     pub head_hash: Hash32,
     /// `head_seq` + 1: the seq the admitted event takes.
     pub seq: Seq,
@@ -45,31 +47,51 @@ pub struct Resync {
     pub note: String,
     /// When the admin signed it (UTC ns).
     pub signed_at_ns: i64,
+    /// The admin key that signed it.
     pub admin: PublicKey,
+    /// Ed25519 over `signed_message`.
     pub signature: Signature,
 }
 
 /// What a re-sync says, before it is signed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResyncTerms {
+    /// The table that continues.
     pub table: TableId,
+    /// The chain head it continues.
     pub head_seq: Seq,
+    /// The chain hash at `head_seq`.
     pub head_hash: Hash32,
+    /// The admitted event's chain hash.
     pub event_hash: Hash32,
+    /// The quarantine entry holding its bytes.
     pub quarantine_id: u64,
+    /// Why, in the operator's words, at most `RESYNC_NOTE_LEN_MAX` bytes.
     pub note: String,
+    /// When the admin signs it, UTC ns.
     pub signed_at_ns: i64,
 }
 
 /// Why bytes with the re-sync prefix are not a re-sync.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ResyncError {
+    /// The JSON after the prefix does not parse as a re-sync.
     #[error("re-sync JSON: {0}")]
     Json(String),
+    /// The note is longer than `RESYNC_NOTE_LEN_MAX` bytes.
     #[error("re-sync note of {len} bytes exceeds {RESYNC_NOTE_LEN_MAX}")]
-    NoteTooLong { len: usize },
+    NoteTooLong {
+        /// The note's length in bytes.
+        len: usize,
+    },
+    /// `seq` is not `head_seq` + 1.
     #[error("re-sync seq {seq} does not follow its head {head_seq}")]
-    SeqNotNext { seq: u64, head_seq: u64 },
+    SeqNotNext {
+        /// The seq the re-sync names.
+        seq: u64,
+        /// The head it continues.
+        head_seq: u64,
+    },
 }
 
 impl Resync {

@@ -31,8 +31,11 @@ pub const TIME_ZONE_LEN_MAX: usize = 64;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SealedTable {
+    /// The table.
     pub table: TableId,
+    /// The first seq of the table's range in the day.
     pub first_seq: Seq,
+    /// The last seq of the range.
     pub last_seq: Seq,
     /// The chain hash at `first_seq - 1` (`GENESIS` when the range starts at seq 1).
     pub anchor_hash: Hash32,
@@ -63,24 +66,43 @@ pub struct DaySeal {
     pub previous: Option<Hash32>,
     /// The House's clock when signed, UTC ns.
     pub signed_at_ns: i64,
+    /// The House's seal key.
     pub signer: PublicKey,
+    /// Ed25519 over `signed_message`.
     pub signature: Signature,
 }
 
 /// Why a seal is not well formed or does not verify.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SealError {
+    /// Longer than `SEAL_LEN_MAX`.
     #[error("seal of {len} bytes exceeds the limit of {max}")]
-    TooLong { len: usize, max: usize },
+    TooLong {
+        /// The seal's length in bytes.
+        len: usize,
+        /// The limit in bytes.
+        max: usize,
+    },
+    /// The bytes do not parse as a seal.
     #[error("seal JSON: {0}")]
     Json(String),
+    /// A field is out of its bounds or inconsistent.
     #[error("seal field {field}: {why}")]
-    Field { field: &'static str, why: String },
+    Field {
+        /// The field's name.
+        field: &'static str,
+        /// Why it is refused.
+        why: String,
+    },
+    /// The signature does not verify under the signer named.
     #[error("seal signature does not verify under its signer {0}")]
     Signature(PublicKey),
+    /// Signed by another key than the one expected.
     #[error("seal is signed by {found}, not the expected key {expected}")]
     Signer {
+        /// The key the caller expects.
         expected: PublicKey,
+        /// The key that signed.
         found: PublicKey,
     },
 }
@@ -88,11 +110,17 @@ pub enum SealError {
 /// A seal's content before it is signed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SealContent {
+    /// The gaming day, `YYYY-MM-DD`.
     pub day: String,
+    /// The property's IANA time zone.
     pub time_zone: String,
+    /// The day's start, UTC ns (inclusive).
     pub starts_at_ns: i64,
+    /// The day's end, UTC ns (exclusive).
     pub ends_at_ns: i64,
+    /// Tables in table order.
     pub tables: Vec<SealedTable>,
+    /// The previous day's seal digest; `None` for the first seal.
     pub previous: Option<Hash32>,
 }
 

@@ -64,6 +64,7 @@ pub struct RoundInput {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BoxInput {
+    /// The betting box, 1-based.
     #[serde(rename = "box")]
     pub box_no: BoxNo,
     /// The box's hand, in the order dealt.
@@ -103,9 +104,11 @@ pub enum Outcome {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct SettlementLine {
+    /// The bet line settled.
     pub line: PayLine,
     /// The stake settled on this line (after §5.1.1/§5.3 adjustments), minor units.
     pub stake: Money,
+    /// Paid, collected, stand off or returned.
     pub outcome: Outcome,
     /// The player's net result on this line: paid (positive), collected (negative),
     /// returned (0). The sum over lines is what the player gained or lost.
@@ -120,11 +123,13 @@ pub struct SettlementLine {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct BoxSettlement {
+    /// The betting box.
     #[serde(rename = "box")]
     pub box_no: BoxNo,
     /// The hand's class, when the hand is valid.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hand: Option<HandClass>,
+    /// One line per bet placed on the box, in pay line order.
     pub lines: Vec<SettlementLine>,
 }
 
@@ -132,12 +137,18 @@ pub struct BoxSettlement {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct JackpotPayment {
+    /// The box whose hand won the jackpot.
     #[serde(rename = "box")]
     pub box_no: BoxNo,
+    /// The winning hand's class.
     pub hand: HandClass,
+    /// What was paid, minor units.
     pub amount: Money,
+    /// The pool before this payment, minor units.
     pub pool_before: Money,
+    /// The pool after it, minor units.
     pub pool_after: Money,
+    /// The clause that decides it, e.g. "CSP6 4.5.1".
     pub clause: String,
 }
 
@@ -145,12 +156,16 @@ pub struct JackpotPayment {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Settlement {
+    /// The rule set the round was settled under.
     pub game: RuleSet,
     /// The dealer's hand class and whether it qualifies (None when void).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dealer_hand: Option<HandClass>,
+    /// Whether the dealer's hand qualifies; false when void.
     pub dealer_qualifies: bool,
+    /// One settlement per box that bet, in box order.
     pub boxes: Vec<BoxSettlement>,
+    /// Jackpot payments in the order paid.
     pub jackpot_payments: Vec<JackpotPayment>,
     /// Pool value shown before the round's payments.
     pub pool_before: Money,
@@ -178,18 +193,22 @@ impl Settlement {
 /// §5.22 void round, or an `invalidated` clause of the input).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VoidHand {
+    /// The box whose hand is void.
     #[serde(rename = "box")]
     pub box_no: BoxNo,
     /// The clause that voids it, e.g. "CSP6 5.15".
     pub clause: String,
+    /// Why, in plain words.
     pub explanation: String,
 }
 
 /// What `roundledger settle` prints: the settlement, and `void_hands` when a hand is void.
 #[derive(Debug, Clone, Serialize)]
 pub struct SettleOutput<'a> {
+    /// The settlement, its fields at the top level.
     #[serde(flatten)]
     pub settlement: &'a Settlement,
+    /// Void hands; omitted when none.
     #[serde(skip_serializing_if = "<[VoidHand]>::is_empty")]
     pub void_hands: &'a [VoidHand],
 }
@@ -198,8 +217,10 @@ pub struct SettleOutput<'a> {
 /// `void_hands` when a hand is void. Box keys are numbers, so the two cannot collide.
 #[derive(Debug, Clone, Serialize)]
 pub struct NetOutput<'a> {
+    /// Net per box and line, the boxes at the top level.
     #[serde(flatten)]
     pub net: &'a BTreeMap<BoxNo, BTreeMap<PayLine, Money>>,
+    /// Void hands; omitted when none.
     #[serde(skip_serializing_if = "<[VoidHand]>::is_empty")]
     pub void_hands: &'a [VoidHand],
 }
@@ -209,6 +230,7 @@ pub struct NetOutput<'a> {
 pub struct InputError {
     /// The path of the field at fault (`boxes[2].bets.ante`); empty for the line itself.
     pub field: String,
+    /// What is wrong, in words.
     pub message: String,
     /// The 1-based column in the line where the parser stopped, for JSON errors.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -219,13 +241,18 @@ pub struct InputError {
 /// `settlement`, `net` or `error`.
 #[derive(Debug, Clone, Serialize)]
 pub struct BatchLine<'a> {
+    /// The 1-based input line.
     pub line: u64,
+    /// The settlement, unless `--net` was asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub settlement: Option<&'a Settlement>,
+    /// Net per box and line, under `--net`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub net: Option<&'a BTreeMap<BoxNo, BTreeMap<PayLine, Money>>>,
+    /// Void hands; omitted when none.
     #[serde(skip_serializing_if = "<[VoidHand]>::is_empty")]
     pub void_hands: &'a [VoidHand],
+    /// Why the line was refused.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<&'a InputError>,
 }

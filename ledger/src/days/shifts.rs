@@ -25,7 +25,9 @@ pub struct ShiftBounds {
     pub day: String,
     /// 1-based position in the day.
     pub n: u8,
+    /// The shift's start, UTC ns (inclusive).
     pub starts_at_ns: i64,
+    /// The shift's end, UTC ns (exclusive).
     pub ends_at_ns: i64,
 }
 

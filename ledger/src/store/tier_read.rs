@@ -27,6 +27,7 @@ pub struct TierReader {
 }
 
 impl TierReader {
+    /// A reader of the tier under `ledger_dir`, with an empty cache.
     pub fn new(ledger_dir: &Path) -> TierReader {
         TierReader {
             dir: ledger_dir.join(DIR),

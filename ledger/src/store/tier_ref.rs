@@ -28,10 +28,13 @@ pub enum TierState {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TierEntry {
+    /// The gaming day, `YYYY-MM-DD`.
     pub day: String,
+    /// Whether the day's records are in its file or removed.
     pub state: TierState,
     /// The file's name inside `archive/`.
     pub file: String,
+    /// The file's length in bytes.
     pub file_len: u64,
     /// BLAKE3 of the whole file, lowercase hex.
     pub file_blake3: String,
@@ -39,6 +42,7 @@ pub struct TierEntry {
     pub seal_digest: String,
     /// Records repointed into the file, and their events.
     pub records: u64,
+    /// Events in those records.
     pub events: u64,
     /// The signed removal, once removed (`retention`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -46,10 +50,12 @@ pub struct TierEntry {
 }
 
 impl TierEntry {
+    /// The stored form in `Space::Tier`: JSON.
     pub fn encode(&self) -> Vec<u8> {
         serde_json::to_vec(self).expect("a tier entry serializes")
     }
 
+    /// Reads a stored entry; a corrupt-record error when it does not parse.
     pub fn decode(v: &[u8]) -> Result<TierEntry, crate::Error> {
         serde_json::from_slice(v).map_err(|e| crate::record::corrupt(&format!("tier entry: {e}")))
     }
@@ -92,10 +98,15 @@ const REMOVAL_DOMAIN: &[u8] = b"roundledger/retention-removal/v1\n";
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Removal {
+    /// The gaming day removed, `YYYY-MM-DD`.
     pub day: String,
+    /// The digest of the day's seal, lowercase hex.
     pub seal_digest: String,
+    /// BLAKE3 of the removed day file, lowercase hex.
     pub file_blake3: String,
+    /// The retention period the admin applied, in days.
     pub retention_days: u32,
+    /// When the admin signed the removal, UTC ns.
     pub removed_at_ns: i64,
     /// The admin key that signed, 64 hex.
     pub admin: String,

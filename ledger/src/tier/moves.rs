@@ -14,8 +14,11 @@ use std::path::PathBuf;
 /// A day file written, synced and named.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DayFile {
+    /// The gaming day, `YYYY-MM-DD`.
     pub day: String,
+    /// The file's path.
     pub path: PathBuf,
+    /// The file's length in bytes.
     pub len: u64,
     /// BLAKE3 of the whole file, lowercase hex.
     pub blake3: String,
@@ -24,10 +27,13 @@ pub struct DayFile {
 /// What a checked day file lets a move repoint.
 #[derive(Debug, Clone)]
 pub struct ArchivePlan {
+    /// The day file checked.
     pub file: DayFile,
+    /// The digest of the day's seal, lowercase hex.
     pub seal_digest: String,
     /// Records the file rebuilds byte for byte: key and event count.
     pub records: Vec<(Vec<u8>, u32)>,
+    /// Events in those records.
     pub events: u64,
     /// Records that straddle the day's bounds: they stay hot.
     pub straddling: u64,
