@@ -2,7 +2,8 @@
 """Keeps the dependencies honest, from `cargo metadata` alone (no network, no build).
 
 - licenses: every package's license expression must be satisfiable with the allow-list;
-- sources: every package comes from crates.io or from this workspace;
+- sources: every package comes from crates.io or from this workspace (vendor/ keeps
+  its own license, checked like a registry crate's);
 - bans: crates we never want in the tree (a second TLS stack, an openssl binding).
 
 The advisory database cannot be fetched on these machines: DEPENDENCIES.md keeps the
@@ -89,7 +90,7 @@ def main():
         if name in BANNED:
             findings.append(f"banned: {name} {version}")
         lic = p.get("license")
-        if source is None:
+        if source is None and "/vendor/" not in p["manifest_path"]:
             continue  # our own crates: the workspace's license
         if not lic or not satisfiable(lic):
             findings.append(f"license: {name} {version}: {lic!r} is not within the allow-list")
