@@ -269,29 +269,81 @@ pub fn audit_day(
 }
 
 fn audit_day_table(l: &ledger::Ledger, t: &schemas::seal::SealedTable) -> Result<AuditSummary> {
-    let range = t.first_seq..=t.last_seq;
-    audit_rounds_of(l, &t.table, &|r: &ledger::RoundSummary| {
-        range.contains(&r.first_seq)
-    })
+    let (lo, hi) = (t.first_seq.0, t.last_seq.0);
+    let table = &t.table;
+    let Some(first) = first_round_beginning_in(l, table, lo, hi)? else {
+        return Ok(AuditSummary {
+            tables: 1,
+            ..AuditSummary::default()
+        });
+    };
+    // The replay stops before the first round to begin after the day.
+    let mut stop = |e: &ledger::StoredEvent| -> Result<bool> {
+        Ok(e.seq.0 > hi && begins_round(l, table, e)?)
+    };
+    let keep = |r: &RoundReport| (lo..=hi).contains(&r.first_seq.0);
+    replay_span(l, table, first, &mut stop, &keep)
 }
 
-/// `--from/--to` on a ledger: per table, the rounds whose first event's device time is in
-/// range, read from their replay windows, not the whole history.
+/// The first round of `table` whose first event is in `lo..=hi`: read from `lo`, one
+/// round index lookup per round met. `None` when no round begins there.
+fn first_round_beginning_in(
+    l: &ledger::Ledger,
+    table: &TableId,
+    lo: u64,
+    hi: u64,
+) -> Result<Option<RoundId>> {
+    let mut seen = None;
+    for e in l.events(table, lo..=hi) {
+        let e = e.with_context(|| format!("reading table {table}"))?;
+        if e.round.is_some() && e.round != seen && begins_round(l, table, &e)? {
+            return Ok(e.round);
+        }
+        seen = e.round;
+    }
+    Ok(None)
+}
+
+/// Whether `e` is the first event of its round, by the round index.
+fn begins_round(l: &ledger::Ledger, table: &TableId, e: &ledger::StoredEvent) -> Result<bool> {
+    let Some(round) = e.round else {
+        return Ok(false);
+    };
+    let summary = l
+        .round_index_entry(table, round)?
+        .with_context(|| format!("table {table}: round {} is not indexed", round.0))?;
+    Ok(summary.first_seq == e.seq)
+}
+
+/// `--from/--to` on a ledger: the rounds whose first event's device time is in range,
+/// from the round time index, each table read from the replay window of its first such
+/// round. The cost follows the rounds found, not the history.
 pub fn audit_time_range(l: &ledger::Ledger, filter: &Filter) -> Result<AuditSummary> {
     let (from, to) = (
         filter.from.unwrap_or(i64::MIN),
         filter.to.unwrap_or(i64::MAX),
     );
-    let in_range = |r: &ledger::RoundSummary| (from..to).contains(&r.first_occurred_at_ns);
+    let mut by_table: BTreeMap<TableId, Vec<ledger::RoundSummary>> = BTreeMap::new();
+    for (table, r) in l.rounds_in_time_range(from, to)? {
+        by_table.entry(table).or_default().push(r);
+    }
     let tables: Vec<TableId> = l
         .tables()
         .into_iter()
         .filter(|t| filter.wants_table(t))
         .collect();
     let workers = schemas::parallel::default_workers();
-    merged(schemas::parallel::map_tables(&tables, workers, |t| {
-        audit_rounds_of(l, t, &in_range)
-    }))
+    merged(schemas::parallel::map_tables(
+        &tables,
+        workers,
+        |t| match by_table.get(t) {
+            Some(rounds) => audit_rounds(l, t, rounds),
+            None => Ok(AuditSummary {
+                tables: 1,
+                ..AuditSummary::default()
+            }),
+        },
+    ))
 }
 
 /// Per-table summaries merged in table order (the order `map_tables` keeps).
@@ -303,44 +355,62 @@ fn merged(per_table: Vec<Result<AuditSummary>>) -> Result<AuditSummary> {
     Ok(summary)
 }
 
-/// The table's rounds that `wants` picks, replayed from the replay window of the first of
-/// them, with the configuration in force, to the last of them.
-fn audit_rounds_of(
+/// The table's `rounds`, replayed from the replay window of the first of them (by seq) to
+/// the start of the round after the last of them.
+fn audit_rounds(
     l: &ledger::Ledger,
     table: &TableId,
-    wants: &dyn Fn(&ledger::RoundSummary) -> bool,
+    rounds: &[ledger::RoundSummary],
+) -> Result<AuditSummary> {
+    assert!(!rounds.is_empty(), "a table without rounds is not replayed");
+    let first = rounds
+        .iter()
+        .min_by_key(|r| r.first_seq)
+        .expect("not empty");
+    let last = rounds
+        .iter()
+        .max_by_key(|r| r.first_seq)
+        .expect("not empty");
+    let next_first = l
+        .round_neighbours(table, last.round)?
+        .and_then(|n| n.next)
+        .map(|n| n.first_seq.0)
+        .filter(|s| *s > last.last_seq.0);
+    let wanted: std::collections::BTreeSet<RoundId> = rounds.iter().map(|r| r.round).collect();
+    let mut stop =
+        |e: &ledger::StoredEvent| -> Result<bool> { Ok(next_first.is_some_and(|n| e.seq.0 >= n)) };
+    let keep = |r: &RoundReport| wanted.contains(&r.round);
+    replay_span(l, table, first.round, &mut stop, &keep)
+}
+
+/// Replays `table` from the replay window of round `first` (after the configuration in
+/// force) until `stop` says an event is beyond the span; summarises the reports `keep` picks.
+fn replay_span(
+    l: &ledger::Ledger,
+    table: &TableId,
+    first: RoundId,
+    stop: &mut dyn FnMut(&ledger::StoredEvent) -> Result<bool>,
+    keep: &dyn Fn(&RoundReport) -> bool,
 ) -> Result<AuditSummary> {
     let mut summary = AuditSummary {
         tables: 1,
         ..AuditSummary::default()
     };
-    let mut rounds = l.rounds(table)?;
-    rounds.sort_by_key(|r| r.first_seq);
-    let Some(first) = rounds.iter().position(wants) else {
-        return Ok(summary);
-    };
-    let last = rounds.iter().rposition(wants).unwrap_or(first);
-    let wanted: std::collections::BTreeSet<RoundId> = rounds[first..=last]
-        .iter()
-        .filter(|r| wants(r))
-        .map(|r| r.round)
-        .collect();
-    let located = readside::rounds::locate_in_ledger(l, table, rounds[first].round.0)
+    let located = readside::rounds::locate_in_ledger(l, table, first.0)
         .map_err(|e| anyhow::anyhow!("table {table}: {e}"))?;
     let from = located.prev_last.map_or(1, |p| p + 1);
-    let to = match rounds.get(last + 1) {
-        Some(next) => next.first_seq.0 - 1,
-        None => l.head(table).map_or(rounds[last].last_seq.0, |h| h.seq.0),
-    };
-    let mut replayer = replayer::TableReplayer::new(table.clone());
     let config = located.config_seq.filter(|c| *c < from);
     let seqs = config
         .into_iter()
-        .map(|c| c..=c)
-        .chain(std::iter::once(from..=to));
-    for range in seqs {
+        .map(|c| (c..=c, true))
+        .chain(std::iter::once((from..=u64::MAX, false)));
+    let mut replayer = replayer::TableReplayer::new(table.clone());
+    'ranges: for (range, is_config) in seqs {
         for stored in l.events(table, range) {
             let stored = stored.with_context(|| format!("reading table {table}"))?;
+            if !is_config && stop(&stored)? {
+                break 'ranges;
+            }
             let (event, _) = schemas::codec::decode(&stored.bytes).with_context(|| {
                 format!(
                     "table {table} seq {}: stored event does not decode",
@@ -348,18 +418,12 @@ fn audit_rounds_of(
                 )
             })?;
             summary.events += 1;
-            for r in replayer.push(stored.seq, &event) {
-                if wanted.contains(&r.round) {
-                    summary.add(&r);
-                }
+            for r in replayer.push(stored.seq, &event).iter().filter(|r| keep(r)) {
+                summary.add(r);
             }
         }
     }
-    for r in replayer
-        .finish()
-        .iter()
-        .filter(|r| wanted.contains(&r.round))
-    {
+    for r in replayer.finish().iter().filter(|r| keep(r)) {
         summary.add(r);
     }
     Ok(summary)

@@ -161,13 +161,16 @@ fn audit_by_day_covers_every_round_once() {
         "seed", "--ledger", d, "--tables", "3", "--rounds", "40", "--close",
     ]);
     assert_eq!(out.status.code(), Some(0));
-    let rounds = |args: &[&str]| {
+    // Rounds, disputed rounds and net difference: the days add up to the whole ledger.
+    let totals = |args: &[&str]| {
         let out = roundledger(&[&["audit", "--ledger", d, "--json", "--quiet"], args].concat());
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-        v["rounds"].as_u64().unwrap()
+        let n = |f: &str| v[f].as_i64().unwrap();
+        let disputed = v["disputed_rounds"].as_array().unwrap().len() as i64;
+        [n("rounds"), disputed, n("net_difference")]
     };
-    let all = rounds(&[]);
-    assert_eq!(all, 120);
+    let all = totals(&[]);
+    assert_eq!(all[0], 120);
     // The seeded floor plays within a day of now: yesterday, today and tomorrow hold it.
     let rule = DayRule::new("00:00", "UTC").unwrap();
     let now = std::time::SystemTime::now()
@@ -179,10 +182,13 @@ fn audit_by_day_covers_every_round_once() {
         .day_of(rule.bounds(&today).unwrap().ends_at_ns)
         .unwrap();
     let days = [rule.previous_day(&today).unwrap(), today, tomorrow];
-    let by_day: u64 = days
-        .iter()
-        .map(|day| rounds(&["--day", day, "--day-start", "00:00"]))
-        .sum();
+    let mut by_day = [0i64; 3];
+    for day in &days {
+        let t = totals(&["--day", day, "--day-start", "00:00"]);
+        for (sum, x) in by_day.iter_mut().zip(t) {
+            *sum += x;
+        }
+    }
     assert_eq!(by_day, all);
 }
 

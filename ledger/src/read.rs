@@ -569,6 +569,18 @@ impl Ledger {
         self.events(table, seq..=seq).next().transpose()
     }
 
+    /// The round index's entry for `round` of `table`, if any: one lookup.
+    pub fn round_index_entry(
+        &self,
+        table: &TableId,
+        round: RoundId,
+    ) -> Result<Option<RoundSummary>, Error> {
+        self.store
+            .get(Space::Round, &seq_key(table, round.0))?
+            .map(|v| RoundSummary::decode(round, &v))
+            .transpose()
+    }
+
     /// The events of one round, in seq order.
     pub fn round_events(&self, table: &TableId, round: RoundId) -> Result<Vec<StoredEvent>, Error> {
         let v = self
