@@ -3,7 +3,6 @@
 
 use crate::auth::{allowed, area_of, bearer, BearerError, Caller};
 use crate::edge::{json_error, redact_query};
-use crate::index::finding_view;
 use crate::limit::{Suppressed, Verdict};
 use crate::model::{IssueFilter, RoundFilter};
 use crate::params::{page, search_query, table_id, Listing, OFFSET_MAX};
@@ -11,6 +10,7 @@ use crate::read::{blocking, error, load_round, Refusal};
 use crate::{
     rounds, AppState, ReadError, Shared, AUDIT_LIMIT_MAX, LIST_LIMIT_MAX, POOL_EVENTS_MAX,
 };
+use readside::row::finding_view;
 /// Most events one `GET /v1/export` holds, whatever its range.
 pub const EXPORT_EVENTS_MAX: u64 = 2_000_000;
 use axum::extract::{Path, Query, Request, State};
