@@ -6,7 +6,8 @@
 //! Invariant: a span is exact or refused. An unknown parameter is a 400 (the query types
 //! deny unknown fields), never ignored.
 
-use crate::routes::{blocking, load_round, table_id, Refusal};
+use crate::params::table_id;
+use crate::read::{blocking, load_round, Refusal};
 use crate::{ReadError, Shared};
 use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap};

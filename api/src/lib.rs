@@ -39,6 +39,8 @@ pub mod journal;
 pub mod limit;
 mod openapi;
 pub mod ops;
+mod params;
+mod read;
 mod routes;
 pub mod search;
 pub mod tls;

@@ -3,13 +3,14 @@
 
 use crate::auth::{allowed, area_of, bearer, BearerError, Caller};
 use crate::edge::{json_error, redact_query};
-use crate::index::finding_view;
 use crate::limit::{Suppressed, Verdict};
 use crate::model::{IssueFilter, RoundFilter};
+use crate::params::{page, search_query, table_id, Listing, OFFSET_MAX};
+use crate::read::{blocking, error, load_round, Refusal};
 use crate::{
-    rounds, AppState, ReadError, Shared, AUDIT_LIMIT_MAX, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX,
-    POOL_EVENTS_MAX,
+    rounds, AppState, ReadError, Shared, AUDIT_LIMIT_MAX, LIST_LIMIT_MAX, POOL_EVENTS_MAX,
 };
+use readside::row::finding_view;
 /// Most events one `GET /v1/export` holds, whatever its range.
 pub const EXPORT_EVENTS_MAX: u64 = 2_000_000;
 use axum::extract::{Path, Query, Request, State};
@@ -51,45 +52,6 @@ impl Modify for Bearer {
             SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
         );
     }
-}
-
-/// A failed read as an HTTP response: `ReadError` with its status and a JSON `ApiError`.
-#[derive(Debug)]
-pub struct Refusal(pub ReadError);
-
-impl From<ReadError> for Refusal {
-    fn from(e: ReadError) -> Refusal {
-        Refusal(e)
-    }
-}
-
-impl IntoResponse for Refusal {
-    fn into_response(self) -> Response {
-        let Refusal(e) = self;
-        let status = match &e {
-            ReadError::NotFound(_) => StatusCode::NOT_FOUND,
-            ReadError::BadRequest(_) => StatusCode::BAD_REQUEST,
-            ReadError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
-            ReadError::Integrity(_) | ReadError::Ledger(_) | ReadError::Internal(_) => {
-                StatusCode::INTERNAL_SERVER_ERROR
-            }
-        };
-        error(status, e.to_string())
-    }
-}
-
-fn error(status: StatusCode, msg: impl Into<String>) -> Response {
-    (status, Json(ApiError { error: msg.into() })).into_response()
-}
-
-/// Runs `f` on the blocking pool (sled, files).
-pub(crate) async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, ReadError> + Send + 'static,
-) -> Result<T, Refusal> {
-    let done = tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| ReadError::Internal(format!("blocking task: {e}")))?;
-    Ok(done?)
 }
 
 pub fn router(state: Shared) -> axum::Router {
@@ -382,31 +344,6 @@ pub struct Paging {
     limit: Option<u64>,
 }
 
-/// Largest `offset` of a list: 2^53 - 1, the largest integer every JSON client reads exactly.
-pub const OFFSET_MAX: u64 = (1 << 53) - 1;
-
-/// (offset, limit) of a page; an offset past `OFFSET_MAX` or a limit outside `1..=max` is
-/// refused rather than quietly changed.
-fn page(offset: Option<u64>, limit: Option<u64>, max: u64) -> Result<(u64, u64), ReadError> {
-    let offset = offset.unwrap_or(0);
-    if offset > OFFSET_MAX {
-        return Err(ReadError::BadRequest(format!(
-            "offset {offset}: at most {OFFSET_MAX}"
-        )));
-    }
-    let limit = limit.unwrap_or(LIST_LIMIT_DEFAULT.min(max));
-    if !(1..=max).contains(&limit) {
-        return Err(ReadError::BadRequest(format!(
-            "limit {limit}: from 1 to {max}"
-        )));
-    }
-    Ok((offset, limit))
-}
-
-pub(crate) fn table_id(s: &str) -> Result<TableId, ReadError> {
-    TableId::new(s).map_err(|e| ReadError::BadRequest(format!("table {s:?}: {e}")))
-}
-
 #[utoipa::path(get, path = "/v1/whoami", tag = "access",
     responses((status = 200, description = "the caller's name and role", body = WhoAmI)))]
 async fn whoami(State(st): State<Shared>, Extension(c): Extension<Caller>) -> Json<WhoAmI> {
@@ -464,36 +401,16 @@ async fn tables(State(st): State<Shared>) -> Result<Json<Vec<TableInfo>>, Refusa
     ))
 }
 
-/// Round search.
-#[derive(Debug, Deserialize, IntoParams)]
-#[serde(deny_unknown_fields)]
-#[into_params(parameter_in = Query)]
-pub struct RoundQuery {
-    /// Only this table.
-    #[param(pattern = "^[A-Za-z0-9_-]{1,32}$")]
-    table: Option<String>,
-    /// Rounds opened at or after (UTC ns, device time).
-    from_ns: Option<i64>,
-    /// Rounds opened before (UTC ns).
-    to_ns: Option<i64>,
-    /// Only rounds opened in this gaming day, `2026-11-25`, by the server's day start
-    /// and time zone. Not with `from_ns`, `to_ns` or `shift`.
-    day: Option<String>,
-    /// Only rounds opened in this shift, `2026-11-25/2`: the day's second shift of the
-    /// server's `--shifts`. Not with `from_ns`, `to_ns` or `day`.
-    shift: Option<String>,
-    /// Only rounds where this box was in play.
-    #[serde(rename = "box")]
-    #[param(rename = "box")]
-    box_no: Option<u8>,
-    /// Only this verdict: clean, irregular, disputed, void (rounds in progress have none yet).
-    verdict: Option<String>,
-    /// Items to skip (default 0).
-    #[param(maximum = 9007199254740991_u64)]
-    offset: Option<u64>,
-    /// Items to return (default 50, at most 500).
-    #[param(minimum = 1, maximum = 500)]
-    limit: Option<u64>,
+search_query! {
+    /// Round search.
+    pub struct RoundQuery {
+        /// Only rounds where this box was in play.
+        #[serde(rename = "box")]
+        #[param(rename = "box")]
+        box_no: Option<u8>,
+        /// Only this verdict: clean, irregular, disputed, void (rounds in progress have none yet).
+        verdict: Option<String>,
+    }
 }
 
 #[utoipa::path(get, path = "/v1/rounds", tag = "rounds", params(RoundQuery),
@@ -502,7 +419,12 @@ async fn list_rounds(
     State(st): State<Shared>,
     Query(q): Query<RoundQuery>,
 ) -> Result<Json<RoundPage>, Refusal> {
-    let table = q.table.as_deref().map(table_id).transpose()?;
+    let Listing {
+        table,
+        bounds,
+        offset,
+        limit,
+    } = q.search().parse(&st.finance.rule)?;
     let verdict = match q.verdict.as_deref() {
         None | Some("") => None,
         Some(v) => Some(
@@ -511,20 +433,10 @@ async fn list_rounds(
             })?,
         ),
     };
-    let window = crate::search::bounds(
-        &st.finance.rule,
-        crate::search::Window {
-            from_ns: q.from_ns,
-            to_ns: q.to_ns,
-            day: q.day.as_deref(),
-            shift: q.shift.as_deref(),
-        },
-    )?;
-    let (offset, limit) = page(q.offset, q.limit, LIST_LIMIT_MAX)?;
     let filter = RoundFilter {
         table,
-        from_ns: window.from_ns,
-        to_ns: window.to_ns,
+        from_ns: bounds.from_ns,
+        to_ns: bounds.to_ns,
         box_no: q.box_no.map(BoxNo),
         verdict,
     };
@@ -536,23 +448,6 @@ async fn list_rounds(
         offset,
         limit,
     }))
-}
-
-pub(crate) async fn load_round(
-    st: &Shared,
-    table: &str,
-    round: u64,
-) -> Result<rounds::LoadedRound, Refusal> {
-    let table = table_id(table)?;
-    let (ledger, model) = (st.ledger.clone(), st.model.clone());
-    blocking(move || {
-        let located = match model.locate(&table, round)? {
-            Some(l) => l,
-            None => rounds::locate_in_ledger(&ledger, &table, round)?,
-        };
-        rounds::load(&ledger, &table, round, located)
-    })
-    .await
 }
 
 #[utoipa::path(get, path = "/v1/tables/{table}/rounds/{round}", tag = "rounds",
@@ -592,34 +487,14 @@ async fn round_step(
         .ok_or_else(|| ReadError::NotFound(format!("step {k}: the round has {n} events")).into())
 }
 
-/// Filters of disputes and findings.
-#[derive(Debug, Deserialize, IntoParams)]
-#[serde(deny_unknown_fields)]
-#[into_params(parameter_in = Query)]
-pub struct IssueQuery {
-    /// Only this table.
-    #[param(pattern = "^[A-Za-z0-9_-]{1,32}$")]
-    table: Option<String>,
-    /// Rounds opened at or after (UTC ns, device time).
-    from_ns: Option<i64>,
-    /// Rounds opened before (UTC ns).
-    to_ns: Option<i64>,
-    /// Only rounds opened in this gaming day, `2026-11-25`, by the server's day start
-    /// and time zone. Not with `from_ns`, `to_ns` or `shift`.
-    day: Option<String>,
-    /// Only rounds opened in this shift, `2026-11-25/2`: the day's second shift of the
-    /// server's `--shifts`. Not with `from_ns`, `to_ns` or `day`.
-    shift: Option<String>,
-    /// Findings only: this finding code.
-    code: Option<String>,
-    /// Findings only: at least this severity (info, warning, critical).
-    severity: Option<String>,
-    /// Items to skip (default 0).
-    #[param(maximum = 9007199254740991_u64)]
-    offset: Option<u64>,
-    /// Items to return (default 50, at most 500).
-    #[param(minimum = 1, maximum = 500)]
-    limit: Option<u64>,
+search_query! {
+    /// Filters of disputes and findings.
+    pub struct IssueQuery {
+        /// Findings only: this finding code.
+        code: Option<String>,
+        /// Findings only: at least this severity (info, warning, critical).
+        severity: Option<String>,
+    }
 }
 
 #[utoipa::path(get, path = "/v1/disputes", tag = "rounds", params(IssueQuery),
@@ -628,21 +503,16 @@ async fn disputes(
     State(st): State<Shared>,
     Query(q): Query<IssueQuery>,
 ) -> Result<Json<DisputePage>, Refusal> {
-    let table = q.table.as_deref().map(table_id).transpose()?;
-    let window = crate::search::bounds(
-        &st.finance.rule,
-        crate::search::Window {
-            from_ns: q.from_ns,
-            to_ns: q.to_ns,
-            day: q.day.as_deref(),
-            shift: q.shift.as_deref(),
-        },
-    )?;
-    let (offset, limit) = page(q.offset, q.limit, LIST_LIMIT_MAX)?;
+    let Listing {
+        table,
+        bounds,
+        offset,
+        limit,
+    } = q.search().parse(&st.finance.rule)?;
     let filter = IssueFilter {
         table,
-        from_ns: window.from_ns,
-        to_ns: window.to_ns,
+        from_ns: bounds.from_ns,
+        to_ns: bounds.to_ns,
         code: None,
         severity: None,
     };
@@ -662,27 +532,22 @@ async fn findings(
     State(st): State<Shared>,
     Query(q): Query<IssueQuery>,
 ) -> Result<Json<FindingPage>, Refusal> {
-    let table = q.table.as_deref().map(table_id).transpose()?;
+    let Listing {
+        table,
+        bounds,
+        offset,
+        limit,
+    } = q.search().parse(&st.finance.rule)?;
     let severity = match q.severity.as_deref() {
         None | Some("") => None,
         Some(s) => Some(serde_json::from_value::<Severity>(s.into()).map_err(|_| {
             ReadError::BadRequest(format!("severity {s:?}: info, warning or critical"))
         })?),
     };
-    let window = crate::search::bounds(
-        &st.finance.rule,
-        crate::search::Window {
-            from_ns: q.from_ns,
-            to_ns: q.to_ns,
-            day: q.day.as_deref(),
-            shift: q.shift.as_deref(),
-        },
-    )?;
-    let (offset, limit) = page(q.offset, q.limit, LIST_LIMIT_MAX)?;
     let filter = IssueFilter {
         table,
-        from_ns: window.from_ns,
-        to_ns: window.to_ns,
+        from_ns: bounds.from_ns,
+        to_ns: bounds.to_ns,
         code: q.code,
         severity,
     };

@@ -3,7 +3,7 @@
 //! simulator's tables fill across a shift change: a shift's search returns exactly the
 //! rows opened in that shift, a day's all of its shifts; two windows at once, a bad day
 //! and an unknown shift are 400s with an `ApiError`; the OpenAPI document states the
-//! server's shifts.
+//! server's shifts, and the three lists' shared parameters alike.
 
 use api::auth::{AccessConfig, TokenConfig};
 use axum::body::Body;
@@ -278,4 +278,30 @@ async fn the_openapi_document_states_the_servers_shifts() {
         assert!(day.starts_with('^') && day.ends_with('$'), "{list}: {day}");
         assert!(day.contains("-02-29"), "{list}: leap days are stated");
     }
+}
+
+/// The three lists state their shared parameters (table, window, page) identically: one
+/// declaration serves them all.
+#[tokio::test]
+async fn the_lists_state_their_shared_parameters_alike() {
+    let f = fixture();
+    let (s, body) = get(&f.app, "/openapi.json").await;
+    assert_eq!(s, StatusCode::OK);
+    let doc: Value = serde_json::from_slice(&body).unwrap();
+    let shared = [
+        "table", "from_ns", "to_ns", "day", "shift", "offset", "limit",
+    ];
+    let stated = |list: &str| -> Vec<Value> {
+        let params = doc["paths"][format!("/v1/{list}")]["get"]["parameters"]
+            .as_array()
+            .unwrap();
+        shared
+            .iter()
+            .map(|name| params.iter().find(|p| p["name"] == *name).unwrap().clone())
+            .collect()
+    };
+    let rounds = stated("rounds");
+    assert_eq!(rounds.len(), shared.len());
+    assert_eq!(stated("disputes"), rounds);
+    assert_eq!(stated("findings"), rounds);
 }

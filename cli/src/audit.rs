@@ -8,12 +8,13 @@
 //! server (`--server`), `--day` and `--shift` ask for the rounds opened in that day or
 //! shift, by the server's day rule.
 
+use crate::show::{signed, verdict_name};
 use crate::source::{Source, SourceArgs};
+use crate::summary::{AuditSummary, Filter};
 use crate::Outcome;
 use anyhow::{Context, Result};
-use schemas::report::{Dispute, RoundReport, Verdict};
-use schemas::{Money, RoundId, TableId};
-use serde::Serialize;
+use schemas::report::RoundReport;
+use schemas::{RoundId, TableId};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -41,101 +42,7 @@ pub struct Args {
     #[arg(long, requires = "server", conflicts_with_all = ["from", "to"])]
     shift: Option<String>,
     #[command(flatten)]
-    rule: crate::day::DayArgs,
-}
-
-/// Which rounds to audit.
-#[derive(clap::Args, Debug, Clone, Default)]
-pub struct Filter {
-    /// Only this table (repeat for several).
-    #[arg(long)]
-    pub table: Vec<String>,
-    /// Only rounds opened at or after this time (device time): `2026-11-25 14:00` in
-    /// the local zone (TZ), RFC 3339, or UTC ns.
-    #[arg(long, value_parser = crate::when::parse)]
-    pub from: Option<i64>,
-    /// Only rounds opened before this time (as --from).
-    #[arg(long, value_parser = crate::when::parse)]
-    pub to: Option<i64>,
-}
-
-impl Filter {
-    fn wants_table(&self, t: &TableId) -> bool {
-        self.table.is_empty() || self.table.iter().any(|x| x == t.as_str())
-    }
-    fn wants_round(&self, r: &RoundReport) -> bool {
-        self.from.is_none_or(|f| r.opened_at_ns >= f) && self.to.is_none_or(|t| r.opened_at_ns < t)
-    }
-}
-
-/// One disputed round.
-#[derive(Debug, Clone, Serialize)]
-pub struct DisputedRound {
-    pub table: TableId,
-    pub round: RoundId,
-    pub verdict: Verdict,
-    pub disputes: Vec<Dispute>,
-}
-
-/// What an audit found.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct AuditSummary {
-    pub tables: u64,
-    pub rounds: u64,
-    pub events: u64,
-    pub verdicts: BTreeMap<Verdict, u64>,
-    pub findings_by_code: BTreeMap<String, u64>,
-    pub disputed_rounds: Vec<DisputedRound>,
-    /// Rounds with findings but no dispute: (table, round, codes).
-    pub irregular_rounds: Vec<(TableId, RoundId, Vec<String>)>,
-    /// Sum of `recorded - expected` over all disputes: what the house overpaid (positive)
-    /// or underpaid (negative), minor units.
-    pub net_difference: i64,
-}
-
-impl AuditSummary {
-    pub fn clean(&self) -> bool {
-        self.disputed_rounds.is_empty() && self.findings_by_code.is_empty()
-    }
-
-    /// Adds another part's summary after this one (parts in table order keep the lists
-    /// in table order).
-    fn merge(&mut self, other: AuditSummary) {
-        self.tables += other.tables;
-        self.rounds += other.rounds;
-        self.events += other.events;
-        for (v, n) in other.verdicts {
-            *self.verdicts.entry(v).or_default() += n;
-        }
-        for (code, n) in other.findings_by_code {
-            *self.findings_by_code.entry(code).or_default() += n;
-        }
-        self.disputed_rounds.extend(other.disputed_rounds);
-        self.irregular_rounds.extend(other.irregular_rounds);
-        self.net_difference = self.net_difference.saturating_add(other.net_difference);
-    }
-
-    fn add(&mut self, r: &RoundReport) {
-        self.rounds += 1;
-        *self.verdicts.entry(r.verdict).or_default() += 1;
-        for f in &r.findings {
-            *self.findings_by_code.entry(f.code.clone()).or_default() += 1;
-        }
-        if !r.disputes.is_empty() {
-            let difference: Money = r.disputes.iter().map(|d| d.difference).sum();
-            self.net_difference = self.net_difference.saturating_add(difference.0);
-            self.disputed_rounds.push(DisputedRound {
-                table: r.table.clone(),
-                round: r.round,
-                verdict: r.verdict,
-                disputes: r.disputes.clone(),
-            });
-        } else if !r.findings.is_empty() {
-            let codes = r.findings.iter().map(|f| f.code.clone()).collect();
-            self.irregular_rounds
-                .push((r.table.clone(), r.round, codes));
-        }
-    }
+    rule: crate::args::DayArgs,
 }
 
 /// Replays every wanted table of `source` and summarises the wanted rounds. Tables are
@@ -233,7 +140,7 @@ pub fn run(args: Args) -> Result<Outcome> {
         }
         None => {
             let source = Source::open(&args.source)?;
-            let bar = crate::replay::progress_bar(args.quiet || args.json);
+            let bar = crate::show::progress_bar(args.quiet || args.json);
             let summary = audit(&source, &args.filter, &|n| bar.set_position(n))?;
             bar.finish_and_clear();
             summary
@@ -487,22 +394,4 @@ pub fn render(s: &AuditSummary) -> String {
         }
     }
     o
-}
-
-/// `+12.50`, `-3.00`, `0.00`: money with its sign, for differences.
-pub fn signed(m: schemas::Money) -> String {
-    if m.0 > 0 {
-        format!("+{m}")
-    } else {
-        m.to_string()
-    }
-}
-
-pub fn verdict_name(v: Verdict) -> &'static str {
-    match v {
-        Verdict::Clean => "clean",
-        Verdict::Irregular => "irregular",
-        Verdict::Disputed => "disputed",
-        Verdict::Void => "void",
-    }
 }

@@ -110,7 +110,7 @@ fn time_requests(
 ) -> Result<Vec<u64>> {
     use rand::{Rng, SeedableRng};
     use tower::ServiceExt;
-    let rt = crate::serve::runtime()?;
+    let rt = crate::runtime::runtime()?;
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(42);
     let mut lat_us: Vec<u64> = Vec::with_capacity(requests);
     rt.block_on(async {

@@ -41,7 +41,7 @@ pub fn run(args: Args) -> Result<Outcome> {
     };
     bb.signed_events = args.signed_events;
     let dir = tempfile::tempdir().context("creating a temporary directory")?;
-    let report = crate::serve::runtime()?
+    let report = crate::runtime::runtime()?
         .block_on(ingest::bench_ingest(
             &nats.url(),
             dir.path(),

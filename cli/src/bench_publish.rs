@@ -59,7 +59,7 @@ struct Figures {
 pub fn run(args: Args) -> Result<Outcome> {
     check_args(&args)?;
     let bin = natsd::find_binary().context("finding nats-server (scripts/setup.sh)")?;
-    let rt = crate::serve::runtime()?;
+    let rt = crate::runtime::runtime()?;
     let mut rates: Vec<Vec<u64>> = vec![Vec::new(); args.sync.len()];
     let mut latencies_ns: Vec<Vec<u64>> = vec![Vec::new(); args.sync.len()];
     for _ in 0..args.rounds {

@@ -2,35 +2,13 @@
 //! seals (ledger::days, schemas/SEALS.md). `verify --day` and `audit --day` read one
 //! sealed day; their options live beside the others of those commands.
 
+use crate::args::DayArgs;
 use crate::Outcome;
 use anyhow::{Context, Result};
-use ledger::days::{DayRule, Sealed, DAY_START_DEFAULT, TIME_ZONE_DEFAULT};
+use ledger::days::Sealed;
 use schemas::attest::PublicKey;
 use schemas::seal::DaySeal;
 use std::path::PathBuf;
-
-/// The property's gaming day, shared by `serve`, `day` and `audit --day`.
-#[derive(clap::Args, Debug, Clone)]
-pub struct DayArgs {
-    /// Local time the gaming day starts, HH:MM.
-    #[arg(long, value_name = "HH:MM", default_value = DAY_START_DEFAULT)]
-    pub day_start: String,
-    /// The property's IANA time zone, e.g. Asia/Singapore.
-    #[arg(long, value_name = "ZONE", default_value = TIME_ZONE_DEFAULT)]
-    pub time_zone: String,
-    /// Local shift start times, the first being the day start, e.g. 06:00,14:00,22:00.
-    /// Empty: one shift, the whole day.
-    #[arg(long, value_name = "HH:MM,...", default_value = "")]
-    pub shifts: String,
-}
-
-impl DayArgs {
-    pub fn rule(&self) -> Result<DayRule> {
-        DayRule::new(&self.day_start, &self.time_zone)
-            .and_then(|r| r.with_shifts(&self.shifts))
-            .context("--day-start / --time-zone / --shifts")
-    }
-}
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -105,7 +83,7 @@ fn seal(args: SealArgs) -> Result<Outcome> {
     let rule = args.rule.rule()?;
     let key = crate::keygen::read_signing_key(&args.seal_key)?;
     let l = crate::source::open_ledger(&args.ledger)?;
-    let sealed = l.seal_day(&rule, &args.day, &key, crate::digest::now_ns()?)?;
+    let sealed = l.seal_day(&rule, &args.day, &key, crate::when::now_ns()?)?;
     let s = sealed.seal();
     let what = match &sealed {
         Sealed::Made(_) => "sealed",
@@ -192,14 +170,12 @@ fn range_line(t: &schemas::seal::SealedTable) -> String {
     )
 }
 
-/// Parses a `--seal-key-pub` value.
-pub fn public_key(hex: &str) -> Result<PublicKey> {
-    PublicKey::from_hex(hex.trim())
-        .map_err(|e| anyhow::anyhow!("--seal-key-pub: not a public key of 64 hex characters ({e})"))
-}
-
 pub fn verify_seal(args: VerifySealArgs) -> Result<Outcome> {
-    let key = args.seal_key_pub.as_deref().map(public_key).transpose()?;
+    let key = args
+        .seal_key_pub
+        .as_deref()
+        .map(crate::keygen::public_key)
+        .transpose()?;
     let meta = std::fs::metadata(&args.file)
         .with_context(|| format!("reading {}", args.file.display()))?;
     anyhow::ensure!(

@@ -122,7 +122,7 @@ pub fn check(args: CheckArgs) -> Result<Outcome> {
     let key = args
         .seal_key_pub
         .as_deref()
-        .map(crate::day::public_key)
+        .map(crate::keygen::public_key)
         .transpose()?;
     let len = std::fs::metadata(&args.file)
         .with_context(|| format!("reading {}", args.file.display()))?

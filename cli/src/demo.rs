@@ -14,10 +14,11 @@
 //! the UI up after the audit until Ctrl-C; with `--keep DIR` the ledger and its tokens
 //! stay for `roundledger serve --ledger DIR --no-ingest --config DIR/tokens.json`.
 
-use crate::audit::{self, render, Filter};
+use crate::audit::{self, render};
 use crate::demo_finance;
 use crate::simulate::FloorArgs;
 use crate::source::Source;
+use crate::summary::Filter;
 use crate::Outcome;
 use anyhow::{Context, Result};
 use schemas::{Seq, TableId};
@@ -135,7 +136,7 @@ pub fn run(mut args: Args) -> Result<Outcome> {
     let floor = args.floor.floor()?;
     let (ingest_config, devices) = secured_floor(&mut nats, &floor)?;
     print_floor(&floor, &args);
-    let rt = crate::serve::runtime()?;
+    let rt = crate::runtime::runtime()?;
     let alert_log = ingest::alerts::AlertLog::default();
     let source = crate::serve::alert_source(&alert_log);
     let rule = demo_finance::day_rule(&args.floor.shift_start, args.floor.shift_every)?;

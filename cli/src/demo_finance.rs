@@ -34,7 +34,7 @@ pub fn client(url: &str, token: &str) -> Result<Client> {
 
 /// Signs and enters every count through `POST /v1/counts`; how many were journaled.
 pub fn enter_counts(client: &Client, key: &SigningKey, counts: &[CountResult]) -> Result<usize> {
-    let signed_at_ns = crate::digest::now_ns()?;
+    let signed_at_ns = crate::when::now_ns()?;
     for c in counts {
         let signed = SignedCount::sign(key, c.clone(), signed_at_ns)?;
         let _: CountEntry = client

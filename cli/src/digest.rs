@@ -25,14 +25,6 @@ pub struct Args {
     sign_key: Option<PathBuf>,
 }
 
-/// UTC nanoseconds now: the digest's time comes from this process's clock (an edge).
-pub fn now_ns() -> Result<i64> {
-    Ok(std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .context("system clock before 1970")?
-        .as_nanos() as i64)
-}
-
 /// Why no digest was taken, on stderr: what does not verify.
 fn print_refusal(refused: DigestRefused) {
     eprintln!("no digest: the ledger does not verify (run `roundledger verify`):");
@@ -77,7 +69,7 @@ pub fn run(args: Args) -> Result<Outcome> {
     let store = SledStore::open(&args.ledger)
         .with_context(|| format!("opening the ledger at {}", args.ledger.display()))?;
     let api_dir = ledger::journals::api_dir(&args.ledger);
-    let taken = digest_store(&store, now_ns()?)
+    let taken = digest_store(&store, crate::when::now_ns()?)
         .and_then(|d| ledger::digest::to_version_4(&store, d, &api_dir));
     let digest = match taken {
         Ok(d) => d,

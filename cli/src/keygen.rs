@@ -6,7 +6,7 @@
 
 use crate::Outcome;
 use anyhow::{Context, Result};
-use schemas::attest::SigningKey;
+use schemas::attest::{PublicKey, SigningKey};
 use std::path::{Path, PathBuf};
 
 #[derive(clap::Args)]
@@ -57,4 +57,10 @@ pub fn read_signing_key(path: &Path) -> Result<SigningKey> {
         )
     })?;
     Ok(SigningKey::from_secret(secret))
+}
+
+/// Parses a `--seal-key-pub` value.
+pub fn public_key(hex: &str) -> Result<PublicKey> {
+    PublicKey::from_hex(hex.trim())
+        .map_err(|e| anyhow::anyhow!("--seal-key-pub: not a public key of 64 hex characters ({e})"))
 }

@@ -5,6 +5,7 @@
 //! Exit codes (documented in `--help`): 0 clean, 1 findings or disputes (audit, verify,
 //! replay), 2 error.
 
+mod args;
 mod audit;
 mod bench_api;
 mod bench_history;
@@ -29,12 +30,15 @@ mod remote;
 mod replay;
 mod report;
 mod resync;
+mod runtime;
 mod seed;
 mod serve;
 mod settings;
 mod settle;
+mod show;
 mod simulate;
 mod source;
+mod summary;
 mod tables;
 mod tier;
 mod tokens;

@@ -28,7 +28,7 @@ enum Command {
         ledger: PathBuf,
         /// The day rule and shifts the finance rows are cut by (as `serve` has them).
         #[command(flatten)]
-        day: crate::day::DayArgs,
+        day: crate::args::DayArgs,
     },
     /// Compare the read model with a fresh rebuild; exit 1 naming each difference.
     Check {

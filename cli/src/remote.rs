@@ -2,8 +2,8 @@
 //! investigators need not stop it: the same output as on a ledger directory, built from
 //! the API's bodies (`schemas::api`). The server replays; this side only renders.
 
-use crate::audit::{AuditSummary, DisputedRound, Filter};
 use crate::client::{enc, Client};
+use crate::summary::{AuditSummary, DisputedRound, Filter};
 use anyhow::{Context, Result};
 use schemas::api::{
     DisputePage, DisputeRow, FindingPage, RoundDetail, RoundPage, StepList, TableInfo,

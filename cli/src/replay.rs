@@ -6,7 +6,7 @@
 //! One read path: from a ledger, an export or a server, the round is read and replayed by
 //! `readside` (the server runs the same code), and printed by `show`.
 
-use crate::audit::{signed, verdict_name};
+use crate::show::{signed, verdict_name};
 use crate::source::{Source, SourceArgs};
 use crate::Outcome;
 use anyhow::Result;
@@ -249,20 +249,4 @@ fn step_line(s: &StepState) -> String {
         parts.push(format!("findings: {}", s.findings.join(", ")));
     }
     parts.join("  ")
-}
-
-/// A progress bar on standard error, hidden when `hidden` or not on a terminal.
-pub fn progress_bar(hidden: bool) -> indicatif::ProgressBar {
-    use std::io::IsTerminal;
-    if hidden || !std::io::stderr().is_terminal() {
-        return indicatif::ProgressBar::hidden();
-    }
-    let bar = indicatif::ProgressBar::new_spinner();
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{spinner} {pos} events replayed ({per_sec}) {elapsed}",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
-    );
-    bar
 }

@@ -5,35 +5,14 @@
 //! Drops come from the count journal (`<ledger>/api/counts.jsonl`, `readside::counts`);
 //! a box without a count reads "not yet counted", never a zero drop.
 
+use crate::args::{DayArgs, PitArgs};
 use crate::client::{enc, Client, ServerArgs};
 use crate::Outcome;
 use anyhow::{bail, Context, Result};
-use readside::finance::{parse_pit, GroupBy, Pit, Query, Span};
+use readside::finance::{GroupBy, Pit, Query, Span};
 use readside::model::{self, Model, ModelError};
 use schemas::finance::{FinanceReport, ReportGroup};
 use std::path::{Path, PathBuf};
-
-/// `--pit NAME=T1,T2`, repeatable: the property's pits (`serve` and `report`).
-#[derive(clap::Args, Debug, Clone, Default)]
-pub struct PitArgs {
-    /// A pit and its tables, NAME=T1,T2 (repeatable).
-    #[arg(long = "pit", value_name = "NAME=TABLES")]
-    pub pit: Vec<String>,
-}
-
-impl PitArgs {
-    pub fn pits(&self) -> Result<Vec<Pit>> {
-        if self.pit.len() > readside::finance::PITS_MAX {
-            bail!("more than {} pits", readside::finance::PITS_MAX);
-        }
-        let pits = self
-            .pit
-            .iter()
-            .map(|p| parse_pit(p).map_err(anyhow::Error::msg))
-            .collect::<Result<Vec<_>>>()?;
-        Ok(pits)
-    }
-}
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -79,7 +58,7 @@ pub struct Args {
     #[arg(long, requires = "day")]
     jackpots: bool,
     #[command(flatten)]
-    day_rule: crate::day::DayArgs,
+    day_rule: DayArgs,
     #[command(flatten)]
     pits: PitArgs,
 }

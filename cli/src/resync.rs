@@ -114,7 +114,7 @@ fn head_and_entry(args: &ResyncArgs, table: &TableId) -> Result<(ChainHead, Entr
 
 /// Publishes `r` on its table's events subject and waits for the stream's ack.
 fn publish(url: &str, access: &bus::Access, r: &Resync) -> Result<()> {
-    let rt = crate::serve::runtime()?;
+    let rt = crate::runtime::runtime()?;
     rt.block_on(async {
         let client = bus::connect(url, access)
             .await

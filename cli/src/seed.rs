@@ -106,7 +106,7 @@ pub fn run(args: Args) -> Result<Outcome> {
     // Appended directly, not through the bus: the ledger checks no signatures here.
     let mut floor = args.floor.floor()?.without_event_signatures();
     if let Some(days) = args.days_ago {
-        let now_ns = crate::digest::now_ns()?;
+        let now_ns = crate::when::now_ns()?;
         floor = floor.starting_at(now_ns - i64::from(days) * 86_400_000_000_000);
     }
     let mut seeder = Seeder::new(&ledger);

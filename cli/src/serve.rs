@@ -76,9 +76,9 @@ pub struct Args {
     #[arg(long, value_name = "SECONDS", default_value_t = ingest::sealer::SEAL_GRACE_DEFAULT.as_secs())]
     seal_grace: u64,
     #[command(flatten)]
-    day: crate::day::DayArgs,
+    day: crate::args::DayArgs,
     #[command(flatten)]
-    pits: crate::report::PitArgs,
+    pits: crate::args::PitArgs,
     /// Seconds a table may hold events beyond a gap before ingest raises `table_stuck`
     /// (RUNBOOK.md).
     #[arg(long, value_name = "SECONDS", default_value_t = ingest::STUCK_AFTER_DEFAULT.as_secs())]
@@ -165,16 +165,6 @@ fn require_signed_events(ledger: &ledger::Ledger, unsigned: bool) -> Result<()> 
 pub fn alert_source(log: &ingest::alerts::AlertLog) -> api::AlertSource {
     let log = log.clone();
     api::AlertSource(Arc::new(move || log.recent()))
-}
-
-/// The tokio runtime of the async commands: two workers, the size of the machine this runs
-/// on; sled work goes to ingest's own writer thread, not these.
-pub fn runtime() -> Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("starting the async runtime")
 }
 
 /// The ledger, with the admin keys and the signed-events rule of this server in force.
@@ -322,7 +312,7 @@ pub fn run(args: Args) -> Result<Outcome> {
         sealer.is_none() || !args.no_ingest,
         "--seal-key needs ingest: a read-only server seals nothing"
     );
-    let rt = runtime()?;
+    let rt = crate::runtime::runtime()?;
     tracing::info!(ledger = %args.ledger.display(), nats = %args.nats, ingest = !args.no_ingest, "roundledger serve starting (Ctrl-C stops cleanly)");
     let api_config = api_config(&args, &config.alerts)?;
     let ingesting = (!args.no_ingest).then(|| ingest_source(&config));

@@ -173,7 +173,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<Outcome> {
     let floor = args.floor.floor()?;
-    let rt = crate::serve::runtime()?;
+    let rt = crate::runtime::runtime()?;
     let report = rt
         .block_on(simulator::publish_floor(
             &args.nats,

@@ -71,7 +71,7 @@ pub fn run(args: Args) -> Result<Outcome> {
 
 fn move_days(args: MoveArgs) -> Result<Outcome> {
     let l = crate::source::open_ledger(&args.ledger)?;
-    let now = crate::digest::now_ns()?;
+    let now = crate::when::now_ns()?;
     let age_ns = i64::from(args.older_than_days) * DAY_NS;
     let days = l.days_to_archive(now, age_ns)?;
     if days.is_empty() {
@@ -136,7 +136,7 @@ fn remove(args: RemoveArgs) -> Result<Outcome> {
     let entry = l
         .tier_entry(&args.day)?
         .with_context(|| format!("day {} is not in the archive tier: move it first", args.day))?;
-    let now = crate::digest::now_ns()?;
+    let now = crate::when::now_ns()?;
     let act = Removal::sign(&entry, args.retention_days, &key, now);
     let done = l.retention_remove(&act, now)?;
     println!(

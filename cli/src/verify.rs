@@ -66,7 +66,7 @@ pub fn run(args: Args) -> Result<Outcome> {
         let key = args
             .seal_key_pub
             .as_deref()
-            .map(crate::day::public_key)
+            .map(crate::keygen::public_key)
             .transpose()?;
         return crate::day::verify_day(dir, day, key, args.json);
     }
@@ -528,7 +528,7 @@ fn print_digest(digest: &Digest) {
 fn against(dir: &Path, digest: &Digest, json: bool) -> Result<Outcome> {
     let store =
         SledStore::open(dir).with_context(|| format!("opening the ledger at {}", dir.display()))?;
-    let c = ledger::digest::check_store_against(&store, digest, crate::digest::now_ns()?)
+    let c = ledger::digest::check_store_against(&store, digest, crate::when::now_ns()?)
         .context("checking the ledger against the digest")?;
     let api_dir = ledger::journals::api_dir(dir);
     let c = ledger::digest::check_journals_against(&store, c, digest, &api_dir)

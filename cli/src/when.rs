@@ -1,6 +1,7 @@
 //! Times as people read and type them: in the local time zone (`TZ`, else the system's),
 //! to the millisecond. The CLI takes a time as RFC 3339 (`2026-11-25T14:00:00+08:00`), as
-//! a local wall time (`2026-11-25 14:00`), or as UTC nanoseconds for scripts.
+//! a local wall time (`2026-11-25 14:00`), or as UTC nanoseconds for scripts. `now_ns`
+//! is the commands' one reading of the clock.
 
 use anyhow::{Context, Result};
 use jiff::{civil, tz::TimeZone, Timestamp};
@@ -37,6 +38,15 @@ pub fn parse(s: &str) -> Result<i64> {
         }
     };
     i64::try_from(t.as_nanosecond()).context("time out of range")
+}
+
+/// UTC nanoseconds now, from this process's clock: what a digest, a seal or a retention
+/// check stamps. The clock enters only at this edge.
+pub fn now_ns() -> Result<i64> {
+    Ok(std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .context("system clock before 1970")?
+        .as_nanos() as i64)
 }
 
 #[cfg(test)]

@@ -95,17 +95,23 @@ impl std::fmt::Debug for IngestMetrics {
 
 impl IngestMetrics {
     /// Counts one group commit: its duration, and each batch's outcomes or its failure.
-    pub(crate) fn committed<A>(
+    /// The first failure is the one `/ready` shows.
+    pub(crate) fn committed<'a>(
         &self,
         took: Duration,
-        replies: &[Result<crate::writer::Written<A>, crate::Error>],
+        replies: impl IntoIterator<Item = Result<&'a IngestReport, &'a crate::Error>>,
     ) {
         let m = &self.0;
         m.commits
             .observe_ns(took.as_nanos().min(u64::MAX as u128) as u64);
-        let failure = replies.iter().find_map(|r| r.as_ref().err());
-        for w in replies.iter().flatten() {
-            self.count(&w.tally);
+        let mut failure = None;
+        for reply in replies {
+            match reply {
+                Ok(tally) => self.count(tally),
+                Err(e) => {
+                    failure.get_or_insert(e);
+                }
+            }
         }
         let mut last = m.last_commit.lock().unwrap_or_else(|p| p.into_inner());
         match failure {

@@ -88,7 +88,8 @@ pub(crate) fn writer_loop<A>(
         }
         let started = std::time::Instant::now();
         let replies = write_until_durable(&ledger, std::mem::take(&mut group), &jobs, &side);
-        side.metrics.committed(started.elapsed(), &replies);
+        let tallies = replies.iter().map(|r| r.as_ref().map(|w| &w.tally));
+        side.metrics.committed(started.elapsed(), tallies);
         alert_fences(&ledger, &side, &mut fenced);
         for mut reply in replies {
             if let Ok(w) = &mut reply {

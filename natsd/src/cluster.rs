@@ -29,12 +29,12 @@
 //! It must never use a shell, never signal a process it did not start, and never leave a
 //! node running after the guard is gone.
 
+use crate::monitor::http_get;
 use crate::secure::{self, FloorAccess, Security};
 use crate::{find_binary, kill9_and_reap, spawn_and_wait, Dir, Error};
 use std::ffi::OsString;
 use std::fs;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -49,10 +49,6 @@ pub const STOP_TIMEOUT: Duration = Duration::from_secs(10);
 const START_ATTEMPTS: u32 = 3;
 /// Most nodes a cluster may have (a loopback test cluster; 3 or 5 in practice).
 const NODES_MAX: usize = 9;
-/// Bound on one request to a node's monitoring endpoint.
-const MONITOR_IO_TIMEOUT: Duration = Duration::from_secs(2);
-/// Most bytes read from one monitoring answer.
-const MONITOR_BODY_MAX: u64 = 4 << 20;
 /// JetStream limits of each node: small, the machine is shared with other tests.
 const MAX_MEMORY_STORE: &str = "64MB";
 const MAX_FILE_STORE: &str = "1GB";
@@ -585,38 +581,6 @@ fn config_text(
         routes = routes.join("\n"),
         tls = route_tls.map_or_else(String::new, |t| format!("  tls {}", bus::tls_block(t, true))),
     )
-}
-
-/// A bounded HTTP/1.0 GET of `path` on 127.0.0.1:`port`; the body of a 200 answer.
-pub(crate) fn http_get(port: u16, path: &str) -> Result<Vec<u8>, Error> {
-    let url = format!("http://127.0.0.1:{port}{path}");
-    let fail = |why: String| Error::Monitor {
-        url: url.clone(),
-        why,
-    };
-    let mut s = TcpStream::connect_timeout(
-        &SocketAddr::from(([127, 0, 0, 1], port)),
-        MONITOR_IO_TIMEOUT,
-    )
-    .map_err(|e| fail(format!("connect: {e}")))?;
-    s.set_read_timeout(Some(MONITOR_IO_TIMEOUT))
-        .and_then(|()| s.set_write_timeout(Some(MONITOR_IO_TIMEOUT)))
-        .map_err(|e| fail(format!("socket: {e}")))?;
-    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
-        .map_err(|e| fail(format!("write: {e}")))?;
-    let mut answer = Vec::new();
-    s.take(MONITOR_BODY_MAX)
-        .read_to_end(&mut answer)
-        .map_err(|e| fail(format!("read: {e}")))?;
-    let Some(split) = answer.windows(4).position(|w| w == b"\r\n\r\n") else {
-        return Err(fail("no header end in the answer".to_string()));
-    };
-    let head = String::from_utf8_lossy(&answer[..split]);
-    let status = head.lines().next().unwrap_or_default();
-    if status.split_whitespace().nth(1) != Some("200") {
-        return Err(fail(format!("answered {status:?}")));
-    }
-    Ok(answer[split + 4..].to_vec())
 }
 
 impl secure::Guard for NatsCluster {

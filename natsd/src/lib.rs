@@ -24,6 +24,7 @@
 #![warn(missing_docs)]
 
 mod cluster;
+mod monitor;
 mod secure;
 
 pub use cluster::{NatsCluster, CLUSTER_NAME, META_LEADER_TIMEOUT, STOP_TIMEOUT};

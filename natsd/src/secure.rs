@@ -4,7 +4,7 @@
 //! Layout inside the server's (or cluster's) directory: `tls/` (CA, server certificate
 //! and key), `creds/<name>.json` (0600), `roster.json`.
 
-use crate::cluster::http_get;
+use crate::monitor::http_get;
 use crate::{log_tail, Error};
 use bus::{Access, Credentials, Role, Roster, TlsFiles};
 use std::fs;

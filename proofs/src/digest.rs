@@ -46,6 +46,8 @@
 //! Invariants: every check here returns a list of problems or an error, never panics, and
 //! never accepts a digest whose root, count or order does not recompute.
 
+// The receipt chain is part of the digest's format; its callers name it here too.
+pub use crate::receipt::{receipt_next, RECEIPT_DOMAIN};
 use schemas::attest::{PublicKey, Signature, SigningKey};
 use schemas::ids::{Hash32, TableId};
 use serde::{Deserialize, Serialize};
@@ -69,8 +71,6 @@ pub const CONSISTENCY_FORMAT: &str = "roundledger-consistency";
 pub const LEAF_DOMAIN: &[u8] = b"roundledger/digest-leaf/v1";
 /// Domain tag of a version 2 leaf (one table's head and receipt). 26 bytes.
 pub const LEAF_DOMAIN_V2: &[u8] = b"roundledger/digest-leaf/v2";
-/// The receipt chain's key is the BLAKE3 hash of this tag. 22 bytes.
-pub const RECEIPT_DOMAIN: &[u8] = b"roundledger/receipt/v1";
 /// Domain tag of the quarantine's leaf (version 3). 32 bytes.
 pub const QUARANTINE_LEAF_DOMAIN: &[u8] = b"roundledger/digest-quarantine/v1";
 /// Domain tag of a version 4 leaf (one table's head, receipt and anchors). 26 bytes.
@@ -384,23 +384,6 @@ pub fn quarantine_next(prev: &Hash32, id: u64, value: &[u8]) -> Hash32 {
     x.update(&(value.len() as u64).to_be_bytes());
     x.update(value);
     Hash32(*x.finalize().as_bytes())
-}
-
-/// The receipt chain's key, `BLAKE3(RECEIPT_DOMAIN)`, computed once.
-fn receipt_key() -> &'static [u8; 32] {
-    static KEY: std::sync::OnceLock<[u8; 32]> = std::sync::OnceLock::new();
-    KEY.get_or_init(|| *blake3::hash(RECEIPT_DOMAIN).as_bytes())
-}
-
-/// One step of a table's receipt chain (module doc): the receipt after the event stored
-/// with `stream_seq` and `received_at_ns`, given the receipt before it. 48 bytes under a
-/// key: one BLAKE3 compression per event.
-pub fn receipt_next(prev: &Hash32, stream_seq: u64, received_at_ns: i64) -> Hash32 {
-    let mut m = [0u8; 48];
-    m[..32].copy_from_slice(&prev.0);
-    m[32..40].copy_from_slice(&stream_seq.to_be_bytes());
-    m[40..].copy_from_slice(&received_at_ns.to_be_bytes());
-    Hash32(*blake3::keyed_hash(receipt_key(), &m).as_bytes())
 }
 
 /// The hash of an inner node.
@@ -1635,21 +1618,6 @@ mod tests {
         let c = check_consistency(&read, read.clone(), agrees, &no_quarantine());
         assert!(c.ok);
         assert_eq!(c.digest_signer, Some(house.public()));
-    }
-
-    /// The receipt step is the module doc's formula, byte for byte, and any field moves it.
-    #[test]
-    fn the_receipt_is_the_documented_formula() {
-        let prev = Hash32([3; 32]);
-        let key = blake3::hash(b"roundledger/receipt/v1");
-        let mut m = prev.0.to_vec();
-        m.extend_from_slice(&7u64.to_be_bytes());
-        m.extend_from_slice(&(-5i64).to_be_bytes());
-        let by_hand = Hash32(*blake3::keyed_hash(key.as_bytes(), &m).as_bytes());
-        assert_eq!(receipt_next(&prev, 7, -5), by_hand);
-        assert_ne!(receipt_next(&prev, 8, -5), by_hand);
-        assert_ne!(receipt_next(&prev, 7, -4), by_hand);
-        assert_ne!(receipt_next(&Hash32([4; 32]), 7, -5), by_hand);
     }
 
     /// Version 2 leaves bind the receipt; a version 1 digest still checks; the two kinds of

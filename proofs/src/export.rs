@@ -23,7 +23,7 @@
 //! `chain::event_hash` from the anchor, checks seq continuity, each event's decoded `table`,
 //! `seq` and `prev`, the stored hashes, the counts and the heads. No hash in the file covers
 //! `stream_seq` and `received_at_ns`: for a range from seq 1 it recomputes the table's
-//! receipt over them (`digest::receipt_next`), which a digest can confirm
+//! receipt over them (`receipt::receipt_next`), which a digest can confirm
 //! (`digest::check_export`).
 
 use schemas::chain::{event_hash, GENESIS};
@@ -98,7 +98,7 @@ pub struct ExportSummary {
     pub tables: Vec<ExportTable>,
     /// Event lines verified, over all tables.
     pub events: u64,
-    /// The receipt (`digest::receipt_next` over the events' stream seqs and receive times)
+    /// The receipt (`receipt::receipt_next` over the events' stream seqs and receive times)
     /// at `to_seq` of each table exported from seq 1; a range starting later has none.
     #[serde(default)]
     pub receipts: BTreeMap<TableId, Hash32>,
@@ -304,7 +304,7 @@ impl<'a> Cursor<'a> {
         let computed = check_line_bytes(line, ev, &self.prev)?;
         self.prev = computed;
         if let Some(r) = &mut self.receipt {
-            *r = crate::digest::receipt_next(r, ev.stream_seq, ev.received_at_ns);
+            *r = crate::receipt::receipt_next(r, ev.stream_seq, ev.received_at_ns);
         }
         self.next_seq += 1;
         Ok(())

@@ -4,6 +4,7 @@
 //! - `digest`: the signed digest of a whole ledger (heads, receipts, quarantine, journals).
 //! - `bundle`: one round's evidence bundle and its verification (schemas/BUNDLE.md).
 //! - `journal`: the hash chain every append-only journal beside the ledger keeps.
+//! - `receipt`: the chain over each table's stream seqs and receive times.
 //!
 //! API boundary: the CLI's file checks and an outside verifier use these functions alone.
 //! `ledger` and `readside` build the files they check.
@@ -17,3 +18,4 @@ pub mod bundle;
 pub mod digest;
 pub mod export;
 pub mod journal;
+pub mod receipt;

@@ -25,11 +25,12 @@
 //! whose table grew, so the row depends on the events stored, not on pass boundaries.
 
 use crate::model::{self, space, Model, TableStatus};
+use crate::row::{finding_view, note_box_in_play, row_of, Digest};
 use crate::shiftrow::{self, ShiftCache};
 use crate::ReadError;
-use schemas::api::{FeedItem, FindingRow, FindingView, RoundRow};
+use schemas::api::{FeedItem, FindingRow, RoundRow};
 use schemas::finance::ShiftRow;
-use schemas::report::{Dispute, Finding, RoundReport, Verdict};
+use schemas::report::{RoundReport, Verdict};
 use schemas::{chain::event_hash, EventBody, Hash32, Money, RoundId, RuleSet, Seq, TableId};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -41,17 +42,6 @@ pub const INDEX_EVENTS_PER_PASS: u64 = 100_000;
 pub const INDEX_CHUNK_EVENTS: u64 = 16_384;
 /// Most jackpot pools whose last display a table's cursor keeps.
 pub const CURSOR_POOLS_MAX: usize = 256;
-
-/// What the model keeps of one round.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Digest {
-    /// The round's list row.
-    pub row: RoundRow,
-    /// The round's disputes, from its report.
-    pub disputes: Vec<Dispute>,
-    /// The round's findings, from its report.
-    pub findings: Vec<Finding>,
-}
 
 /// The tail's memory: one replayer and cursor per table (no history), and the events it
 /// has read since it started.
@@ -195,48 +185,6 @@ impl Pending {
             changed: true,
             announced: None,
         }
-    }
-}
-
-/// The row a list shows for a report.
-pub fn row_of(r: &RoundReport) -> RoundRow {
-    let boxes = r
-        .settlement
-        .as_ref()
-        .map(|s| s.boxes.iter().map(|b| b.box_no).collect())
-        .unwrap_or_default();
-    RoundRow {
-        table: r.table.clone(),
-        round: r.round,
-        rule_set: r.rule_set,
-        opened_at_ns: r.opened_at_ns,
-        closed_at_ns: r.closed_at_ns,
-        first_seq: r.first_seq,
-        last_seq: r.last_seq,
-        verdict: r.verdict,
-        boxes,
-        disputes: r.disputes.len() as u32,
-        findings: r.findings.len() as u32,
-        worst_severity: r.findings.iter().map(|f| f.severity).max(),
-        difference: r.disputes.iter().map(|d| d.difference).sum(),
-        in_progress: false,
-    }
-}
-
-/// A finding with its clause text from the rule set.
-pub fn finding_view(f: &Finding) -> FindingView {
-    FindingView {
-        finding: f.clone(),
-        clause_text: schemas::findings::by_code(&f.code)
-            .map(|c| {
-                if c.note.is_empty() {
-                    c.clause_text()
-                } else {
-                    format!("{}: {}", c.clause_text(), c.note)
-                }
-            })
-            .unwrap_or_default(),
-        clause_wording: crate::clauses::wording_of_code(&f.code).to_vec(),
     }
 }
 
@@ -562,16 +510,6 @@ fn check_link(
         None => {
             c.prev = computed;
             c.checked = seq;
-        }
-    }
-}
-
-/// Adds the box a bet was placed on to `boxes` (sorted, once each): the boxes in play of a
-/// round that has no settlement yet, so that a search by box finds it in progress.
-pub fn note_box_in_play(boxes: &mut Vec<schemas::BoxNo>, body: &EventBody) {
-    if let EventBody::BetPlaced { box_no, .. } = body {
-        if let Err(at) = boxes.binary_search(box_no) {
-            boxes.insert(at, *box_no);
         }
     }
 }

@@ -6,6 +6,7 @@
 //! - `evidence`: building and verifying evidence bundles (schemas/BUNDLE.md).
 //! - `model`: the read model on disk that lists and lookups are served from.
 //! - `index`: the tail that keeps the model current from the ledger.
+//! - `row`: what the model keeps of a round, and what lists show of it.
 //! - `shiftrow`: a table's shift row of finance; `finance`: the reports read from them.
 //! - `counts`: the count room's results, from the API's `counts.jsonl`.
 //! - `describe`, `clauses`: event descriptions and finding wording for people.
@@ -25,6 +26,7 @@ pub mod index;
 pub mod jackpot;
 pub mod model;
 pub mod rounds;
+pub mod row;
 pub mod shiftrow;
 
 /// Why a read failed. The API maps each kind to an HTTP status; the CLI prints it.

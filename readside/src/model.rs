@@ -22,7 +22,7 @@
 //!   reads only its page's keys: its total is a kept count. A filtered list's total
 //!   counts the keys of its range; a verdict, or a box without a table, reads their rows.
 
-use crate::index::Digest;
+use crate::row::Digest;
 use ledger::days::DayRule;
 use schemas::api::{DisputeRow, RoundRow};
 use schemas::finance::ShiftRow;

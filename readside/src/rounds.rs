@@ -11,7 +11,7 @@
 //! Invariants: blocking (sled): call from `spawn_blocking`; reads at most
 //! `ROUND_WINDOW_EVENTS_MAX` events for one round.
 
-use crate::index::{finding_view, row_of};
+use crate::row::{finding_view, note_box_in_play, row_of};
 use crate::ReadError;
 use schemas::api::{EventRow, ResyncNote, RoundDetail, SettlementRow, StepList, StepState};
 use schemas::report::RoundReport;
@@ -284,7 +284,7 @@ impl LoadedRound {
             // No settlement names them yet: the boxes bet on so far, as the list shows them.
             for (_, e) in &self.events {
                 if e.round == Some(self.report.round) {
-                    crate::index::note_box_in_play(&mut row.boxes, &e.body);
+                    note_box_in_play(&mut row.boxes, &e.body);
                 }
             }
         }
