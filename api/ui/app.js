@@ -538,6 +538,12 @@ function financeForm(q) {
     <button class="secondary" id="csv-report">CSV for accounting</button> <button class="secondary" id="print-report">Print</button></div>`;
 }
 
+// A group's 95% win interval; "theoretical pending" while a configured pay table of its
+// bets is not priced yet (the server prices it in the background).
+function interval(g) {
+  return g.theoretical_pending ? `<span class="muted pending">theoretical pending</span>` : `${money(g.win_low)} to ${money(g.win_high)}`;
+}
+
 function reportSummary(r) {
   const t = r.total;
   const tile = (label, value, cls = "") => `<div class="tile ${cls}"><div class="label">${label}</div><div class="value">${value}</div></div>`;
@@ -549,7 +555,7 @@ function reportSummary(r) {
       ${tile("Win: rules", money(t.win_rules))}
       ${tile("Hold", pct(t.hold_bp))}
       ${tile("Theoretical hold", pct(t.hold_theoretical_bp))}
-      ${tile("Win interval (95%)", `${money(t.win_low)} to ${money(t.win_high)}`, t.hold_alarm ? "diff" : "")}
+      ${tile("Win interval (95%)", interval(t), t.hold_alarm ? "diff" : "")}
       ${tile("Jackpots paid", money(t.jackpot_paid_recorded))}
       ${tile("Variances", String(r.variances_total), r.variances_total ? "diff" : "")}
     </div></div>`;
@@ -582,7 +588,7 @@ function groupsTable(r) {
       <td class="num">${r.group_by === "dealer" ? "— (the table's)" : maybe(g.drop, "not counted")}</td><td class="num">${money(g.fills)}</td><td class="num">${money(g.credits)}</td><td class="num">${money(g.opening)}</td><td class="num">${money(g.closing)}</td>
       <td class="num">${maybe(g.win_accounting, "—")}</td><td class="num">${money(g.win_recorded)}</td><td class="num">${money(g.win_rules)}</td><td class="num">${pct(g.hold_bp)}</td><td class="num">${pct(g.hold_theoretical_bp)}</td>
       <td class="num">${pct(g.hold_handle_bp)}</td><td class="num">${pct(g.hold_handle_theoretical_bp)}</td>
-      <td>${money(g.win_low)} to ${money(g.win_high)}</td><td class="num">${g.variances}</td></tr>`).join("")}
+      <td>${interval(g)}</td><td class="num">${g.variances}</td></tr>`).join("")}
     </tbody></table></div>`;
 }
 

@@ -7,6 +7,7 @@
 //! - `model`: the read model on disk that lists and lookups are served from.
 //! - `index`: the tail that keeps the model current from the ledger.
 //! - `shiftrow`: a table's shift row of finance; `finance`: the reports read from them.
+//! - `edges`: the house edges of configured pay tables, priced off the indexer's path.
 //! - `counts`: the count room's results, from the API's `counts.jsonl`.
 //! - `describe`, `clauses`: event descriptions and finding wording for people.
 //!
@@ -18,6 +19,7 @@
 pub mod clauses;
 pub mod counts;
 pub mod describe;
+pub mod edges;
 pub mod evidence;
 pub mod finance;
 pub mod held;

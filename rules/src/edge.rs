@@ -11,9 +11,10 @@
 
 use crate::{eval3, eval5, settle};
 use schemas::settle::{BoxInput, RoundInput};
-use schemas::{BetKind, BoxNo, Card, Choice, Money, PayLine, PayTableName, RuleSet, TableConfig};
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use schemas::{
+    BetKind, BoxNo, Card, Choice, Money, PayLine, PayTable, PayTableName, RuleSet, TableConfig,
+};
+use serde::{Deserialize, Serialize};
 
 /// Stake of the bet an edge is relative to, minor units (a round number for exact sums).
 const UNIT_MINOR: i64 = 100;
@@ -224,13 +225,21 @@ const MAIN_LINES: [schemas::PayLine; 4] = [
 
 /// TCP3 Ante and Play with the Q-6-4 strategy (play Q-6-4 or better, fold the rest), Ante
 /// Bonus included: every player hand against every dealer hand of the other 49 cards.
-/// Deals with the same two hand values settle alike, so one of each is settled and counted.
 pub fn tcp3_ante_play_exact() -> EdgeFigure {
-    tcp3_ante_play_exact_for(None)
+    tcp3_ante_play_sample(None, 1)
 }
 
 /// `tcp3_ante_play_exact` under `config`'s pay tables (`None`: the seed's).
 pub fn tcp3_ante_play_exact_for(config: Option<&TableConfig>) -> EdgeFigure {
+    tcp3_ante_play_sample(config, 1)
+}
+
+/// TCP3 Ante and Play over every `stride`-th player hand (in the order of
+/// `three_card_hands`), each against every dealer hand of the other 49 cards. Stride 1 is
+/// every deal (exact); a larger one is a smaller exhaustive sample, for tests. Deals with
+/// the same two hand values settle alike, so one of each is settled and counted.
+pub fn tcp3_ante_play_sample(config: Option<&TableConfig>, stride: usize) -> EdgeFigure {
+    assert!((1..=22_100).contains(&stride), "stride {stride}");
     let hands = three_card_hands();
     let values: Vec<crate::Hand> = hands.iter().map(|(c, _)| eval3(c)).collect();
     let mut distinct = values.clone();
@@ -244,7 +253,7 @@ pub fn tcp3_ante_play_exact_for(config: Option<&TableConfig>) -> EdgeFigure {
     // counts[p * n + d]: deals with player value p and dealer value d; rep: one such deal.
     let mut counts = vec![0u64; n * n];
     let mut rep = vec![u32::MAX; n * n];
-    for (p, (_, pm)) in hands.iter().enumerate() {
+    for (p, (_, pm)) in hands.iter().enumerate().step_by(stride) {
         for (d, (_, dm)) in hands.iter().enumerate() {
             if pm & dm == 0 {
                 let k = index[p] * n + index[d];
@@ -256,7 +265,7 @@ pub fn tcp3_ante_play_exact_for(config: Option<&TableConfig>) -> EdgeFigure {
         }
     }
     let threshold = eval3(&[card("Qc"), card("6d"), card("4h")]);
-    let mut fig = figure(RuleSet::Tcp3, "Ante and Play (Q-6-4)", true);
+    let mut fig = figure(RuleSet::Tcp3, "Ante and Play (Q-6-4)", stride == 1);
     for (k, &count) in counts.iter().enumerate().filter(|(_, c)| **c > 0) {
         let (p, d) = (rep[k] as usize / hands.len(), rep[k] as usize % hands.len());
         let play = values[p] >= threshold;
@@ -277,7 +286,8 @@ pub fn tcp3_ante_play_exact_for(config: Option<&TableConfig>) -> EdgeFigure {
         );
         fig.add(net_of(&r, &MAIN_LINES), count);
     }
-    assert_eq!(fig.rounds, 22_100 * 18_424, "every deal counted once");
+    let players = 22_100_u64.div_ceil(stride as u64);
+    assert_eq!(fig.rounds, players * 18_424, "every deal counted once");
     fig
 }
 
@@ -429,9 +439,64 @@ pub fn all_edges(rounds: u64, seed: u64) -> Vec<EdgeFigure> {
 pub const CONFIGURED_MONTE_CARLO_ROUNDS: u64 = 1_000_000;
 /// The seed of that Monte Carlo: a configured table's edge is a function of its pay tables.
 pub const CONFIGURED_MONTE_CARLO_SEED: u64 = 2026;
-/// Most pay table configurations whose edges one process keeps. Past it the smallest key
-/// goes: any will do, as pricing a configuration again gives the same edges.
-pub const EDGE_CACHE_LEN_MAX: usize = 64;
+
+/// How much work pricing a configuration may do. `Budget::CONFIGURED` is what the read
+/// model's pricing uses; tests pass smaller ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    /// Rounds of a five-card game's Monte Carlo.
+    pub monte_carlo_rounds: u64,
+    /// The Monte Carlo's seed.
+    pub seed: u64,
+    /// TCP3 Ante/Play settles every `tcp3_player_stride`-th player hand (1: every deal).
+    pub tcp3_player_stride: usize,
+}
+
+impl Budget {
+    /// What a configured table is priced with: TCP3 exactly, the others by 1 M rounds.
+    pub const CONFIGURED: Budget = Budget {
+        monte_carlo_rounds: CONFIGURED_MONTE_CARLO_ROUNDS,
+        seed: CONFIGURED_MONTE_CARLO_SEED,
+        tcp3_player_stride: 1,
+    };
+}
+
+/// A line's edge as pricing a configuration gives it: what the read model stores.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PricedEdge {
+    /// The line whose stake the edge is per unit of: the Ante for the main game.
+    pub line: PayLine,
+    /// The house edge, in parts per million of the unit staked (positive: the house wins).
+    pub edge_ppm: i64,
+    /// The variance of one unit's net, ppm of the unit squared.
+    pub variance_ppm: u64,
+    /// The 95% error bound of `edge_ppm` (0: exact).
+    pub error_ppm: u64,
+    /// How the figure was computed.
+    pub method: String,
+}
+
+impl PricedEdge {
+    fn of_const(e: &EdgeConst) -> PricedEdge {
+        PricedEdge {
+            line: e.line,
+            edge_ppm: e.edge_ppm,
+            variance_ppm: e.variance_ppm,
+            error_ppm: e.error_ppm,
+            method: e.method.to_string(),
+        }
+    }
+
+    fn of_figure(line: PayLine, f: &EdgeFigure, method: String) -> PricedEdge {
+        PricedEdge {
+            line,
+            edge_ppm: f.edge_ppm(),
+            variance_ppm: f.variance_ppm(),
+            error_ppm: 2 * f.std_error_ppm(),
+            method,
+        }
+    }
+}
 
 /// The pay tables that decide a line's edge: a configured one among them reprices it.
 fn deciding_tables(rule_set: RuleSet, line: PayLine) -> &'static [PayTableName] {
@@ -444,55 +509,36 @@ fn deciding_tables(rule_set: RuleSet, line: PayLine) -> &'static [PayTableName] 
     }
 }
 
-/// The edges of every line of `config`'s rule set under the pay tables in force: the
-/// defaults where no deciding pay table is configured, else the line settled again with
-/// the configured tables (TCP3 exactly, the five-card games by Monte Carlo). Cached per
-/// (rule set, digest of the pay tables): a configuration is priced once per process.
-pub fn edges_in_force(config: &TableConfig) -> Arc<Vec<EdgeConst>> {
-    let rs = config.rule_set;
-    let defaults = || DEFAULT_EDGES.iter().filter(|e| e.rule_set == rs);
-    let configured = |e: &EdgeConst| {
-        config
-            .pay_tables
-            .iter()
-            .any(|t| deciding_tables(rs, e.line).contains(&t.name))
-    };
-    if !defaults().any(configured) {
-        return Arc::new(defaults().copied().collect());
-    }
-    let key = (rs.code(), pay_digest(config));
-    let cache = EDGE_CACHE.get_or_init(|| Mutex::new(BTreeMap::new()));
-    if let Some(hit) = cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
-        return hit;
-    }
-    // Priced outside the lock: two threads may price one configuration; both agree.
-    let priced = Arc::new(price(config, defaults().copied().collect(), configured));
-    if let Ok(mut c) = cache.lock() {
-        if c.len() >= EDGE_CACHE_LEN_MAX {
-            c.pop_first();
-        }
-        c.insert(key, Arc::clone(&priced));
-    }
-    priced
+/// Whether `pay_tables` reprice `line` of `rule_set`: one of them decides its edge.
+pub fn line_repriced(rule_set: RuleSet, pay_tables: &[PayTable], line: PayLine) -> bool {
+    let deciding = deciding_tables(rule_set, line);
+    pay_tables.iter().any(|t| deciding.contains(&t.name))
 }
 
-type EdgeCache = Mutex<BTreeMap<(&'static str, [u8; 32]), Arc<Vec<EdgeConst>>>>;
-static EDGE_CACHE: OnceLock<EdgeCache> = OnceLock::new();
+/// The identity of `config`'s pay tables for pricing: BLAKE3 of their JSON, when one of
+/// them reprices a line with a default edge; `None` when the defaults stand.
+pub fn pricing_key(config: &TableConfig) -> Option<[u8; 32]> {
+    let rs = config.rule_set;
+    let repriced = DEFAULT_EDGES
+        .iter()
+        .filter(|e| e.rule_set == rs)
+        .any(|e| line_repriced(rs, &config.pay_tables, e.line));
+    repriced.then(|| pay_digest(config))
+}
 
-/// BLAKE3 of the pay tables' JSON: the cache key of a configuration's edges.
+/// BLAKE3 of the pay tables' JSON: the key of a configuration's edges.
 fn pay_digest(config: &TableConfig) -> [u8; 32] {
     // Our own config types (no floats, string keys) always serialise.
     let json = serde_json::to_vec(&config.pay_tables).expect("pay tables serialise");
     *blake3::hash(&json).as_bytes()
 }
 
-/// Reprices the lines `configured` selects under `config`'s pay tables alone: limits, the
-/// BET cap and the jackpot are left out, as an edge is per unit staked.
-fn price(
-    config: &TableConfig,
-    mut edges: Vec<EdgeConst>,
-    configured: impl Fn(&EdgeConst) -> bool,
-) -> Vec<EdgeConst> {
+/// The edges of every line of `config`'s rule set under its pay tables: the default where
+/// no deciding pay table is configured, else the line settled again under `config`'s pay
+/// tables (TCP3 exactly, the five-card games by Monte Carlo), within `budget`. Limits, the
+/// BET cap and the jackpot are left out: an edge is per unit staked. Slow (seconds):
+/// never call it on a path that must answer promptly.
+pub fn price_configured(config: &TableConfig, budget: &Budget) -> Vec<PricedEdge> {
     let rs = config.rule_set;
     let pay_only = TableConfig {
         limits: Vec::new(),
@@ -502,33 +548,45 @@ fn price(
     };
     // One Monte Carlo run gives a five-card game's main game and its 5+1 Bonus.
     let mut stud: Option<Vec<EdgeFigure>> = None;
-    for e in edges.iter_mut().filter(|e| configured(e)) {
-        let f = match (rs, e.line) {
-            (RuleSet::Tcp3, PayLine::PairPlus) => tcp3_pair_plus_exact_for(Some(&pay_only)),
-            (RuleSet::Tcp3, _) => tcp3_ante_play_exact_for(Some(&pay_only)),
+    let mut out = Vec::new();
+    for e in DEFAULT_EDGES.iter().filter(|e| e.rule_set == rs) {
+        if !line_repriced(rs, &config.pay_tables, e.line) {
+            out.push(PricedEdge::of_const(e));
+            continue;
+        }
+        let priced = match (rs, e.line) {
+            (RuleSet::Tcp3, PayLine::PairPlus) => {
+                let f = tcp3_pair_plus_exact_for(Some(&pay_only));
+                PricedEdge::of_figure(e.line, &f, "exact: all 22,100 hands, configured".into())
+            }
+            (RuleSet::Tcp3, _) => tcp3_priced(&pay_only, budget),
             _ => {
                 let figs = stud.get_or_insert_with(|| {
-                    let (n, seed) = (CONFIGURED_MONTE_CARLO_ROUNDS, CONFIGURED_MONTE_CARLO_SEED);
-                    stud_monte_carlo_for(rs, Some(&pay_only), n, seed)
+                    let n = budget.monte_carlo_rounds;
+                    stud_monte_carlo_for(rs, Some(&pay_only), n, budget.seed)
                 });
-                let at = usize::from(e.line == PayLine::Bonus);
-                match figs.get(at) {
-                    Some(f) => f.clone(),
-                    None => continue,
-                }
+                let Some(f) = figs.get(usize::from(e.line == PayLine::Bonus)) else {
+                    continue;
+                };
+                let method = format!(
+                    "Monte Carlo, {} rounds, seed {}, configured",
+                    budget.monte_carlo_rounds, budget.seed
+                );
+                PricedEdge::of_figure(e.line, f, method)
             }
         };
-        *e = EdgeConst {
-            rule_set: rs,
-            line: e.line,
-            edge_ppm: f.edge_ppm(),
-            variance_ppm: f.variance_ppm(),
-            error_ppm: 2 * f.std_error_ppm(),
-            method: match f.exact {
-                true => "exact, configured pay tables",
-                false => "Monte Carlo, 1,000,000 rounds, seed 2026, configured pay tables",
-            },
-        };
+        out.push(priced);
     }
-    edges
+    out
+}
+
+/// TCP3 Ante/Play under `config` within `budget`: exact at stride 1, else a sample.
+fn tcp3_priced(config: &TableConfig, budget: &Budget) -> PricedEdge {
+    let stride = budget.tcp3_player_stride;
+    let f = tcp3_ante_play_sample(Some(config), stride);
+    let method = match stride {
+        1 => "exact: all 407,170,400 deals, Q-6-4 strategy, configured".to_string(),
+        n => format!("exhaustive sample: every {n}th player hand, every dealer hand"),
+    };
+    PricedEdge::of_figure(PayLine::Ante, &f, method)
 }
