@@ -217,3 +217,98 @@ fn a_five_card_main_table_is_priced_by_monte_carlo_within_its_bound() {
         "the same deals, the same game"
     );
 }
+
+/// SSP4 §4.3-4.5 at 5 to 1: a hit pays 5 units and returns the stake that would
+/// otherwise be a contribution, 6 units against the round without the pick. A Magic
+/// Card lies in a given hand 5 times in 52; a Lucky Player is 1 box of 7.
+#[test]
+fn ssp4_selection_is_priced_exactly_per_pick() {
+    let s = rules::edge::ssp4_selection_exact(None, 7);
+    let ppm_of = |units_num: i64, den: i64| -units_num * 1_000_000 / den;
+    assert_eq!(s.magic_card.edge_ppm(), ppm_of(6 * 5, 52), "-57.69%");
+    assert_eq!(s.magic_card.rounds, 52);
+    assert_eq!(s.lucky_player.edge_ppm(), ppm_of(6, 7), "-85.71%");
+    assert_eq!(s.lucky_dealer.edge_ppm(), -6_000_000);
+    assert!(s.magic_card.exact && s.lucky_player.exact);
+    // A configured Selection table of 10 to 1: 11 units a hit.
+    let c = config(
+        RuleSet::Ssp4,
+        vec![table(PayTableName::Selection, &[(HandClass::HighCard, 10)])],
+    );
+    let s = rules::edge::ssp4_selection_exact(Some(&c), 6);
+    assert_eq!(s.magic_card.edge_ppm(), ppm_of(11 * 5, 52));
+    assert_eq!(s.lucky_player.edge_ppm(), ppm_of(11, 6));
+}
+
+/// The share of all 2,598,960 hands of each class, times what its BET win exceeds
+/// `cap_minor` by, per unit of `ante_minor`, in ppm: what the cap would cost if the
+/// dealer always qualified and lost. The true cost is that times about P(the dealer
+/// qualifies), 0.556.
+fn cap_cost_if_always_paid(classes: &[(i128, i128)], ante_minor: i128, cap_minor: i128) -> i64 {
+    let over: i128 = classes
+        .iter()
+        .map(|(hands, win)| hands * (win - cap_minor).max(0))
+        .sum();
+    (over * 1_000_000 / (2_598_960 * ante_minor)) as i64
+}
+
+/// SSP4 with a configured BET cap of SGD 10,000 at an Ante of SGD 1,000 (Bet SGD 2,000):
+/// royal flush, straight flush, four of a kind and full house win more than the cap.
+#[test]
+fn a_bet_cap_is_priced_by_a_stratified_monte_carlo() {
+    let mut c = config(RuleSet::Ssp4, Vec::new());
+    c.bet_win_cap = Some(schemas::Money(1_000_000));
+    let ante = schemas::Money(100_000);
+    let cost = rules::edge::stud_cap_cost(&c, ante, 20_000, 7);
+    use HandClass::*;
+    assert_eq!(
+        cost.classes,
+        [RoyalFlush, StraightFlush, FourOfAKind, FullHouse]
+    );
+    let bet = 200_000;
+    let hands = [
+        (4, 250 * bet),
+        (36, 50 * bet),
+        (624, 20 * bet),
+        (3_744, 7 * bet),
+    ];
+    let most = cap_cost_if_always_paid(&hands, 100_000, 1_000_000);
+    assert_eq!(most, 14_965, "1.497% of the Ante at most");
+    let (lo, hi) = (most * 50 / 100, most * 60 / 100);
+    let err = cost.error_ppm as i64;
+    assert!(
+        (lo - err..=hi + err).contains(&cost.cost_ppm),
+        "{} +- {err} against {lo}..{hi}",
+        cost.cost_ppm
+    );
+    assert!(err > 0 && err < cost.cost_ppm / 10, "{err}");
+    // No cap at SSP4 by default: nothing to price, exactly.
+    let none = rules::edge::stud_cap_cost(&config(RuleSet::Ssp4, Vec::new()), ante, 10, 7);
+    assert_eq!((none.cost_ppm, none.error_ppm), (0, 0));
+}
+
+/// Prints the Selection and BET cap rows of RULES.md (run by hand, `--ignored`).
+#[test]
+#[ignore]
+fn print_selection_and_cap_figures() {
+    let s = rules::edge::ssp4_selection_exact(None, 7);
+    for f in [&s.magic_card, &s.lucky_player, &s.lucky_dealer] {
+        eprintln!(
+            "{}: edge {} ppm over {} rounds",
+            f.bet,
+            f.edge_ppm(),
+            f.rounds
+        );
+    }
+    let cases = [
+        (RuleSet::Csp6, None, 100_000),
+        (RuleSet::Csp6, None, 1_000_000),
+        (RuleSet::Ssp4, Some(1_000_000), 100_000),
+    ];
+    for (rs, cap, ante) in cases {
+        let mut c = config(rs, Vec::new());
+        c.bet_win_cap = cap.map(schemas::Money);
+        let cost = rules::edge::stud_cap_cost(&c, schemas::Money(ante), 200_000, 2026);
+        eprintln!("{rs:?} cap {cap:?} Ante {ante}: {cost:?}");
+    }
+}
