@@ -531,7 +531,7 @@ function financeForm(q) {
       <div><label for="fin-span">Span</label>${sel("span", SPANS, q.get("span") || "day")}</div>
       <div><label for="fin-day">Gaming day</label><input id="fin-day" name="day" type="date" value="${esc(q.get("day") || todayLocal())}"></div>
       <div><label for="fin-n">Shift (for a shift)</label><input id="fin-n" name="n" type="number" min="1" max="6" value="${esc(q.get("n") || "1")}"></div>
-      <div><label for="fin-group">Group by</label>${sel("group_by", { table: "Table", pit: "Pit", game: "Game", shift: "Shift", day: "Day", dealer: "Dealer" }, q.get("group_by") || "table")}</div>
+      <div><label for="fin-group_by">Group by</label>${sel("group_by", { table: "Table", pit: "Pit", game: "Game", shift: "Shift", day: "Day", dealer: "Dealer" }, q.get("group_by") || "table")}</div>
       <div><label for="fin-table">Table</label><input id="fin-table" name="table" value="${esc(q.get("table") || "")}" placeholder="all tables"></div>
       <div><button type="submit">Show</button></div>
     </form>
