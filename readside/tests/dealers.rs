@@ -403,3 +403,40 @@ fn check_priced(f: &Floor, edge: i64, variance: u64) {
         "a straight paying more lowers the theoretical win"
     );
 }
+
+/// A TCP3 table with its own Ante Bonus (TCP3 §4.3: 4/3/1). Pricing its Ante settles
+/// every one of 407,170,400 deals; indexing it must not, and does not.
+#[test]
+fn indexing_a_configured_ante_table_prices_nothing() {
+    use HandClass::*;
+    let row = |hand, x| PayRow {
+        hand,
+        pays: Pays::ToOne(x),
+        envy: None,
+    };
+    let bonus = PayTable {
+        name: PayTableName::AnteBonus,
+        rows: vec![
+            row(StraightFlush, 4),
+            row(ThreeOfAKind, 3),
+            row(Straight, 1),
+        ],
+    };
+    let mut c = Chain::new("T-ANTE");
+    let t0 = DAY_START_NS;
+    c.push(t0 - 10 * MIN_NS, None, opened(vec![bonus]));
+    c.round(t0 + 10 * MIN_NS, 2_000, None);
+    c.push(t0 + 90 * MIN_NS, None, EventBody::TableClosed);
+    let started = std::time::Instant::now();
+    let f = floor(vec![c]);
+    eprintln!("indexed in {:.1?}", started.elapsed());
+    let r = shift_report(&f, GroupBy::Table);
+    let g = group(&r, "T-ANTE");
+    assert!(line(g, PayLine::Ante).theoretical_pending);
+    assert_eq!(g.handle_pending, Money(ANTE));
+    // Pair Plus is not decided by the Ante Bonus table: the seed's edge, at once.
+    let pp = line(g, PayLine::PairPlus);
+    assert_eq!(pp.edge_ppm, Some(seed_edge(PayLine::PairPlus).0));
+    let book = EdgeBook::load(&f.model).unwrap();
+    assert!(book.records().all(|r| r.priced.is_none()), "nothing priced");
+}
