@@ -78,6 +78,8 @@ pub const AUDIT_LIMIT_MAX: u64 = 1000;
 pub const POOL_EVENTS_MAX: u64 = 5_000_000;
 /// How often the index looks for new events.
 pub const INDEX_POLL: Duration = Duration::from_millis(250);
+/// How often the pricing worker looks for configured pay tables to price.
+pub const PRICE_POLL: Duration = Duration::from_secs(2);
 
 /// Why the API could not start or run.
 #[derive(Debug, thiserror::Error)]
@@ -452,6 +454,38 @@ pub async fn run_indexer(state: Shared, mut stop: tokio::sync::watch::Receiver<b
     }
 }
 
+/// Prices configured pay tables in the background until `stop` is set (`edges`): one
+/// configuration at a time on the blocking pool, so indexing and requests never wait for
+/// it. A report shows a line "theoretical pending" until its pay tables are priced.
+pub async fn run_pricer(state: Shared, mut stop: tokio::sync::watch::Receiver<bool>) {
+    loop {
+        let model = state.model.clone();
+        let budget = readside::edges::Budget::CONFIGURED;
+        let priced =
+            tokio::task::spawn_blocking(move || readside::edges::price_next(&model, &budget));
+        let more = match priced.await {
+            Ok(Ok(key)) => key.is_some(),
+            Ok(Err(e)) => {
+                tracing::error!("pricing configured pay tables: {e}");
+                false
+            }
+            Err(e) => {
+                tracing::error!("pricing task: {e}");
+                false
+            }
+        };
+        if *stop.borrow() {
+            return;
+        }
+        if !more {
+            tokio::select! {
+                _ = tokio::time::sleep(PRICE_POLL) => {}
+                _ = stop.wait_for(|s| *s) => return,
+            }
+        }
+    }
+}
+
 /// Serves only `/health` on `addr` (the server without an access configuration: no data
 /// is served without tokens).
 pub async fn run_health(
@@ -510,6 +544,7 @@ pub async fn run_with_ops(
     if let Some(path) = config.access_file.clone() {
         tokio::spawn(watch_access(state.clone(), path, stop_rx.clone()));
     }
+    let pricer = tokio::spawn(run_pricer(state.clone(), stop_rx.clone()));
     let indexer = tokio::spawn(run_indexer(state.clone(), stop_rx));
     let stopping = async move {
         shutdown.await;
@@ -523,6 +558,8 @@ pub async fn run_with_ops(
     let timeouts = serve::Timeouts::default();
     serve::serve_tls(listener, app, timeouts, config.tls, stopping).await;
     let _ = indexer.await;
+    // At most one configuration's pricing (seconds) still running.
+    let _ = pricer.await;
     // sled flushes on its own too; a clean stop leaves nothing for the next start to redo.
     let model = state.model.clone();
     match tokio::task::spawn_blocking(move || model.flush()).await {

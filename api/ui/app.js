@@ -531,11 +531,17 @@ function financeForm(q) {
       <div><label for="fin-span">Span</label>${sel("span", SPANS, q.get("span") || "day")}</div>
       <div><label for="fin-day">Gaming day</label><input id="fin-day" name="day" type="date" value="${esc(q.get("day") || todayLocal())}"></div>
       <div><label for="fin-n">Shift (for a shift)</label><input id="fin-n" name="n" type="number" min="1" max="6" value="${esc(q.get("n") || "1")}"></div>
-      <div><label for="fin-group">Group by</label>${sel("group_by", { table: "Table", pit: "Pit", game: "Game", shift: "Shift", day: "Day", dealer: "Dealer" }, q.get("group_by") || "table")}</div>
+      <div><label for="fin-group_by">Group by</label>${sel("group_by", { table: "Table", pit: "Pit", game: "Game", shift: "Shift", day: "Day", dealer: "Dealer" }, q.get("group_by") || "table")}</div>
       <div><label for="fin-table">Table</label><input id="fin-table" name="table" value="${esc(q.get("table") || "")}" placeholder="all tables"></div>
       <div><button type="submit">Show</button></div>
     </form>
     <button class="secondary" id="csv-report">CSV for accounting</button> <button class="secondary" id="print-report">Print</button></div>`;
+}
+
+// A group's 95% win interval; "theoretical pending" while a configured pay table of its
+// bets is not priced yet (the server prices it in the background).
+function interval(g) {
+  return g.theoretical_pending ? `<span class="muted pending">theoretical pending</span>` : `${money(g.win_low)} to ${money(g.win_high)}`;
 }
 
 function reportSummary(r) {
@@ -549,7 +555,7 @@ function reportSummary(r) {
       ${tile("Win: rules", money(t.win_rules))}
       ${tile("Hold", pct(t.hold_bp))}
       ${tile("Theoretical hold", pct(t.hold_theoretical_bp))}
-      ${tile("Win interval (95%)", `${money(t.win_low)} to ${money(t.win_high)}`, t.hold_alarm ? "diff" : "")}
+      ${tile("Win interval (95%)", interval(t), t.hold_alarm ? "diff" : "")}
       ${tile("Jackpots paid", money(t.jackpot_paid_recorded))}
       ${tile("Variances", String(r.variances_total), r.variances_total ? "diff" : "")}
     </div></div>`;
@@ -582,7 +588,7 @@ function groupsTable(r) {
       <td class="num">${r.group_by === "dealer" ? "— (the table's)" : maybe(g.drop, "not counted")}</td><td class="num">${money(g.fills)}</td><td class="num">${money(g.credits)}</td><td class="num">${money(g.opening)}</td><td class="num">${money(g.closing)}</td>
       <td class="num">${maybe(g.win_accounting, "—")}</td><td class="num">${money(g.win_recorded)}</td><td class="num">${money(g.win_rules)}</td><td class="num">${pct(g.hold_bp)}</td><td class="num">${pct(g.hold_theoretical_bp)}</td>
       <td class="num">${pct(g.hold_handle_bp)}</td><td class="num">${pct(g.hold_handle_theoretical_bp)}</td>
-      <td>${money(g.win_low)} to ${money(g.win_high)}</td><td class="num">${g.variances}</td></tr>`).join("")}
+      <td>${interval(g)}</td><td class="num">${g.variances}</td></tr>`).join("")}
     </tbody></table></div>`;
 }
 

@@ -40,8 +40,78 @@ pub fn run(args: Args) -> Result<Outcome> {
             percent(f.edge_ppm())
         );
     }
+    selection_rows();
+    cap_rows(args.seed);
     Ok(Outcome::Clean)
 }
+
+/// SSP4's Selection per pick, for a layout of `SSP4_EXAMPLE_BOXES` boxes: exact.
+fn selection_rows() {
+    let s = rules::edge::ssp4_selection_exact(None, SSP4_EXAMPLE_BOXES);
+    let rows = [
+        (
+            &s.magic_card,
+            "Magic Card, per pick, 5 of 52 cards in the hand",
+        ),
+        (&s.lucky_player, "Lucky Player, per pick, 1 of 7 boxes"),
+        (
+            &s.lucky_dealer,
+            "Lucky Dealer, per pick of this table's dealer",
+        ),
+    ];
+    for (f, what) in rows {
+        println!(
+            "| SSP4 | Selection 5 to 1 on a jackpot wager: {what} | {} | exact, {} rounds through the engine |",
+            percent(f.edge_ppm()),
+            f.rounds
+        );
+    }
+}
+
+/// What a BET cap adds to the main game's edge at a few Antes (stratified Monte Carlo).
+fn cap_rows(seed: u64) {
+    let example = |rs, cap: Option<i64>| schemas::TableConfig {
+        rule_set: rs,
+        rules_version: String::new(),
+        currency: "SGD".into(),
+        boxes: SSP4_EXAMPLE_BOXES,
+        dealing: schemas::DealingMode::Shuffler,
+        limits: Vec::new(),
+        pay_tables: Vec::new(),
+        bet_win_cap: cap.map(schemas::Money),
+        jackpot: None,
+    };
+    let cases = [
+        (
+            example(schemas::RuleSet::Csp6, None),
+            100_000,
+            "SGD 100,000 (4.1.1)",
+        ),
+        (
+            example(schemas::RuleSet::Csp6, None),
+            1_000_000,
+            "SGD 100,000 (4.1.1)",
+        ),
+        (
+            example(schemas::RuleSet::Ssp4, Some(1_000_000)),
+            100_000,
+            "SGD 10,000, configured",
+        ),
+    ];
+    for (config, ante_minor, cap) in cases {
+        let c = rules::edge::stud_cap_cost(&config, schemas::Money(ante_minor), 200_000, seed);
+        println!(
+            "| {} | Ante and BET, cap {cap}, Ante SGD {} | +{} | stratified Monte Carlo, 200,000 deals per capped class, seed {seed}; 95%: +-{} |",
+            config.rule_set.code(),
+            ante_minor / 100,
+            percent(c.cost_ppm),
+            percent(c.error_ppm as i64)
+        );
+    }
+}
+
+/// Boxes of the layout the Selection rows assume.
+const SSP4_EXAMPLE_BOXES: u8 = 7;
 
 /// Parts per million as a percentage with three decimals: 33729 -> "3.373%".
 fn percent(ppm: i64) -> String {

@@ -1,6 +1,8 @@
-//! `roundledger readmodel rebuild|check --ledger DIR`: the server's read model
+//! `roundledger readmodel rebuild|check|price-edges --ledger DIR`: the server's read model
 //! (`<ledger>/readmodel`, `readside::model`). `rebuild` deletes it and derives it again
-//! from the ledger. `check` brings it to the ledger's heads, as `serve` would at start,
+//! from the ledger. `price-edges` prices the configured pay tables the model has seen
+//! (`readside::edges`), as the server's pricing worker does in the background: for a
+//! ledger no server holds, whose reports otherwise show "theoretical pending". `check` brings it to the ledger's heads, as `serve` would at start,
 //! then compares it with a fresh rebuild: exit 1 naming each difference. `verify` runs the
 //! same check when a model exists.
 
@@ -30,6 +32,12 @@ enum Command {
         #[command(flatten)]
         day: crate::args::DayArgs,
     },
+    /// Price the configured pay tables the read model has seen and not priced yet.
+    PriceEdges {
+        /// The ledger directory (no server may hold it).
+        #[arg(long)]
+        ledger: PathBuf,
+    },
     /// Compare the read model with a fresh rebuild; exit 1 naming each difference.
     Check {
         /// The ledger directory (no server may hold it).
@@ -41,6 +49,7 @@ enum Command {
 pub fn run(args: Args) -> Result<Outcome> {
     match args.command {
         Command::Rebuild { ledger, day } => rebuild(&ledger, &day.rule()?),
+        Command::PriceEdges { ledger } => price_edges(&ledger),
         Command::Check { ledger } => {
             let l = crate::source::open_ledger(&ledger)?;
             let diffs = check(&l, &ledger)?;
@@ -75,6 +84,33 @@ fn rebuild(dir: &Path, rule: &ledger::days::DayRule) -> Result<Outcome> {
         meta.rounds,
         t0.elapsed()
     );
+    Ok(Outcome::Clean)
+}
+
+/// Brings the model to the ledger's heads, then prices every configuration it has not.
+fn price_edges(dir: &Path) -> Result<Outcome> {
+    let ledger = crate::source::open_ledger(dir)?;
+    let mdir = model::default_dir(dir);
+    anyhow::ensure!(mdir.exists(), "no read model at {}", mdir.display());
+    let m = Model::open_as_built(&mdir)?;
+    readside::index::catch_up(&ledger, &m).context("bringing the read model to the heads")?;
+    let t0 = Instant::now();
+    let budget = readside::edges::Budget::CONFIGURED;
+    let n = readside::edges::price_all(&m, &budget).context("pricing the edges")?;
+    let book = readside::edges::EdgeBook::load(&m)?;
+    for r in book.records() {
+        for e in r.priced.iter().flatten() {
+            println!(
+                "{} {}: edge {} ppm, 95% +-{} ppm ({})",
+                r.config.rule_set.code(),
+                e.line.name(),
+                e.edge_ppm,
+                e.error_ppm,
+                e.method
+            );
+        }
+    }
+    println!("priced {n} configurations in {:.1?}", t0.elapsed());
     Ok(Outcome::Clean)
 }
 

@@ -236,6 +236,14 @@ fn percent_bp(bp: Option<i64>) -> String {
 fn print_group(g: &ReportGroup) {
     let opt = |m: Option<schemas::Money>| m.map_or("not counted".to_string(), |m| m.to_string());
     let alarm = if g.hold_alarm { " ALARM" } else { "" };
+    // Some bets' configured pay tables are not priced yet: no theoretical figure.
+    let (theo, interval) = match g.theoretical_pending {
+        true => ("pending".to_string(), "theoretical pending".to_string()),
+        false => (
+            g.theoretical_win.to_string(),
+            format!("{} .. {}", g.win_low, g.win_high),
+        ),
+    };
     // Per priced handle: actual against theoretical (a dealer's hold; no drop of its own).
     let handle_hold = format!(
         "{}/{}",
@@ -251,11 +259,11 @@ fn print_group(g: &ReportGroup) {
         g.win_recorded.to_string(),
         g.win_rules.to_string(),
         g.jackpot_paid_recorded.to_string(),
-        g.theoretical_win.to_string(),
+        theo,
         percent_bp(g.hold_bp),
         handle_hold,
         g.variances,
-        format!("{} .. {}", g.win_low, g.win_high),
+        interval,
     );
 }
 

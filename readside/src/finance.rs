@@ -13,7 +13,11 @@
 //! - tray check: expected closing = opening + fills - credits + recorded win - buy-ins -
 //!   markers. The next shift's opening count tells a miscounted closer (it equals the
 //!   expected) from chips that came without a fill slip (it equals the counted).
+//! - theoretical win = handle x the edge of the pay tables it was staked under, looked up
+//!   in the edge book (`edges`) as the report is built. A line whose configured pay
+//!   tables are not priced yet is "theoretical pending": no edge, no theoretical win.
 
+use crate::edges::{EdgeBook, EdgeLookup};
 use crate::model::Model;
 use crate::ReadError;
 use ledger::days::DayRule;
@@ -231,7 +235,8 @@ pub fn report(
             table_shift(r, after, counts)
         })
         .collect();
-    let mut out = assemble(&shifts, pits, q.group_by)?;
+    let book = EdgeBook::load(model)?;
+    let mut out = assemble(&shifts, pits, q.group_by, &book)?;
     out.span = span;
     out.starts_at_ns = from;
     out.ends_at_ns = to;
@@ -538,7 +543,12 @@ fn group_key(t: &TableShift, pits: &[Pit], by: GroupBy) -> String {
 
 /// Groups the table shifts (or, by dealer, their dealers' parts) and adds each group's
 /// figures. The total is always the table shifts'.
-fn assemble(shifts: &[TableShift], pits: &[Pit], by: GroupBy) -> Result<FinanceReport, ReadError> {
+fn assemble(
+    shifts: &[TableShift],
+    pits: &[Pit],
+    by: GroupBy,
+    book: &EdgeBook,
+) -> Result<FinanceReport, ReadError> {
     let mut groups: BTreeMap<String, Acc> = BTreeMap::new();
     let mut total = Acc::default();
     let mut variances = Vec::new();
@@ -547,12 +557,12 @@ fn assemble(shifts: &[TableShift], pits: &[Pit], by: GroupBy) -> Result<FinanceR
         match by {
             GroupBy::Dealer => {
                 for d in &t.row.dealers {
-                    group(&mut groups, &d.dealer)?.add_dealer(d);
+                    group(&mut groups, &d.dealer)?.add_dealer(d, book);
                 }
             }
-            _ => group(&mut groups, &group_key(t, pits, by))?.add(t),
+            _ => group(&mut groups, &group_key(t, pits, by))?.add(t, book),
         }
-        total.add(t);
+        total.add(t, book);
         variances_total += t.variances.len() as u64;
         let room = REPORT_VARIANCES_MAX.saturating_sub(variances.len());
         variances.extend(t.variances.iter().take(room).cloned());
@@ -596,10 +606,32 @@ struct LineAcc {
     theoretical_win_ppm: i128,
     win_variance_ppm: u128,
     stake_without_edge: Money,
+    /// Stakes whose edge is pending: their pay tables are not priced yet.
+    stake_pending: Money,
+}
+
+impl LineAcc {
+    fn new(h: &Handle) -> LineAcc {
+        LineAcc {
+            line: HandleLine {
+                rule_set: h.rule_set,
+                line: h.line,
+                stake: Money::ZERO,
+                bets: 0,
+                edge_ppm: None,
+                theoretical_win: None,
+                theoretical_pending: false,
+            },
+            theoretical_win_ppm: 0,
+            win_variance_ppm: 0,
+            stake_without_edge: Money::ZERO,
+            stake_pending: Money::ZERO,
+        }
+    }
 }
 
 impl Acc {
-    fn add(&mut self, t: &TableShift) {
+    fn add(&mut self, t: &TableShift, book: &EdgeBook) {
         let (g, r) = (&mut self.g, t.row);
         g.table_shifts += 1;
         g.boxes_counted += t.boxes_counted;
@@ -619,20 +651,28 @@ impl Acc {
             Some(w) => g.win_accounting = Some(g.win_accounting.unwrap_or(Money::ZERO) + w),
             None => self.no_accounting = true,
         }
-        self.add_play(r.rounds, &r.recorded, &r.rules, &r.handle);
+        self.add_play(r.rounds, &r.recorded, &r.rules, &r.handle, book);
     }
 
     /// A dealer's part of a table shift: its rounds, trays and handle. The drop, the
     /// counts and the accounting win are the table's: a dealer group has none.
-    fn add_dealer(&mut self, d: &DealerPart) {
+    fn add_dealer(&mut self, d: &DealerPart, book: &EdgeBook) {
         self.g.table_shifts += 1;
         self.uncounted = true;
         self.no_accounting = true;
-        self.add_play(d.rounds, &d.recorded, &d.rules, &d.handle);
+        self.add_play(d.rounds, &d.recorded, &d.rules, &d.handle, book);
     }
 
-    /// What the rounds say: the trays as recorded and as due, and the handle.
-    fn add_play(&mut self, rounds: u64, recorded: &Tray, rules: &Tray, handle: &[Handle]) {
+    /// What the rounds say: the trays as recorded and as due, and the handle priced at
+    /// the edges `book` gives.
+    fn add_play(
+        &mut self,
+        rounds: u64,
+        recorded: &Tray,
+        rules: &Tray,
+        handle: &[Handle],
+        book: &EdgeBook,
+    ) {
         let g = &mut self.g;
         g.rounds += rounds;
         g.win_recorded = g.win_recorded + recorded.win();
@@ -643,24 +683,24 @@ impl Acc {
             let e = self
                 .handle
                 .entry((h.rule_set.code(), h.line))
-                .or_insert_with(|| LineAcc {
-                    line: HandleLine {
-                        rule_set: h.rule_set,
-                        line: h.line,
-                        stake: Money::ZERO,
-                        bets: 0,
-                        edge_ppm: None,
-                        theoretical_win: None,
-                    },
-                    theoretical_win_ppm: 0,
-                    win_variance_ppm: 0,
-                    stake_without_edge: Money::ZERO,
-                });
+                .or_insert_with(|| LineAcc::new(h));
             e.line.stake = e.line.stake + h.stake;
             e.line.bets += h.bets;
-            e.theoretical_win_ppm = e.theoretical_win_ppm.saturating_add(h.theoretical_win_ppm);
-            e.win_variance_ppm = e.win_variance_ppm.saturating_add(h.win_variance_ppm);
-            e.stake_without_edge = e.stake_without_edge + h.stake_without_edge;
+            match book.lookup(h.rule_set, h.pay_tables.as_deref(), h.line) {
+                EdgeLookup::Known {
+                    edge_ppm,
+                    variance_ppm,
+                } => {
+                    let theo = i128::from(h.stake.0) * i128::from(edge_ppm);
+                    let var = h.stake_squared.saturating_mul(u128::from(variance_ppm));
+                    e.theoretical_win_ppm = e.theoretical_win_ppm.saturating_add(theo);
+                    e.win_variance_ppm = e.win_variance_ppm.saturating_add(var);
+                }
+                // The BET/Play of a main game is priced in its Ante's edge.
+                EdgeLookup::NoEdge if matches!(h.line, PayLine::Bet | PayLine::Play) => {}
+                EdgeLookup::NoEdge => e.stake_without_edge = e.stake_without_edge + h.stake,
+                EdgeLookup::Pending => e.stake_pending = e.stake_pending + h.stake,
+            }
         }
     }
 
@@ -678,13 +718,18 @@ impl Acc {
         let mut variance_ppm: u128 = 0;
         for (_, mut a) in std::mem::take(&mut self.handle) {
             g.handle_without_edge = g.handle_without_edge + a.stake_without_edge;
+            g.handle_pending = g.handle_pending + a.stake_pending;
+            a.line.theoretical_pending = a.stake_pending.0 > 0;
+            g.theoretical_pending |= a.line.theoretical_pending;
             // The BET/Play of a main game is priced in the Ante's edge: no edge of its own.
-            let priced = a.line.stake - a.stake_without_edge;
+            let priced = a.line.stake - a.stake_without_edge - a.stake_pending;
             let main_raise = matches!(a.line.line, PayLine::Bet | PayLine::Play);
             if priced.0 > 0 && !main_raise {
                 let theo = Money((a.theoretical_win_ppm / 1_000_000) as i64);
-                a.line.edge_ppm = Some((a.theoretical_win_ppm / i128::from(priced.0)) as i64);
-                a.line.theoretical_win = Some(theo);
+                if !a.line.theoretical_pending {
+                    a.line.edge_ppm = Some((a.theoretical_win_ppm / i128::from(priced.0)) as i64);
+                    a.line.theoretical_win = Some(theo);
+                }
                 g.theoretical_win = g.theoretical_win + theo;
                 g.handle_priced = g.handle_priced + priced;
                 variance_ppm = variance_ppm.saturating_add(a.win_variance_ppm);
@@ -696,13 +741,18 @@ impl Acc {
         g.win_low = g.theoretical_win - spread;
         g.win_high = g.theoretical_win + spread;
         g.actual_win = g.win_accounting.unwrap_or(g.win_recorded);
-        g.hold_alarm = sd.0 > 0 && (g.actual_win < g.win_low || g.actual_win > g.win_high);
+        let outside = g.actual_win < g.win_low || g.actual_win > g.win_high;
+        // While an edge is pending the interval covers only part of the bets: no alarm.
+        g.hold_alarm = !g.theoretical_pending && sd.0 > 0 && outside;
         let per_drop = |w: Money| g.drop.filter(|d| d.0 > 0).map(|d| bp(w, d));
         g.hold_bp = g.win_accounting.and_then(per_drop);
-        g.hold_theoretical_bp = per_drop(g.theoretical_win);
-        let per_handle = |w: Money| Some(g.handle_priced).filter(|h| h.0 > 0).map(|h| bp(w, h));
-        g.hold_handle_bp = per_handle(g.actual_win);
-        g.hold_handle_theoretical_bp = per_handle(g.theoretical_win);
+        let whole = !g.theoretical_pending;
+        g.hold_theoretical_bp = per_drop(g.theoretical_win).filter(|_| whole);
+        let units = g.handle_priced + g.handle_pending;
+        let per_handle = |w: Money, h: Money| Some(h).filter(|h| h.0 > 0).map(|h| bp(w, h));
+        g.hold_handle_bp = per_handle(g.actual_win, units);
+        g.hold_handle_theoretical_bp =
+            per_handle(g.theoretical_win, g.handle_priced).filter(|_| whole);
         g
     }
 }
@@ -773,6 +823,11 @@ pub fn to_csv(r: &FinanceReport) -> String {
     out.push('\n');
     for g in r.groups.iter().chain(std::iter::once(&r.total)) {
         let opt = |m: Option<Money>| m.map(|m| m.to_string()).unwrap_or_default();
+        // Pending: the pay tables of some bets are not priced yet (`edges`).
+        let theo = |m: Money| match g.theoretical_pending {
+            true => "pending".to_string(),
+            false => m.to_string(),
+        };
         let cells = [
             csv_text(&g.key),
             g.table_shifts.to_string(),
@@ -789,9 +844,9 @@ pub fn to_csv(r: &FinanceReport) -> String {
             g.win_rules.to_string(),
             g.jackpot_paid_recorded.to_string(),
             bp_cell(g.hold_bp),
-            g.theoretical_win.to_string(),
-            g.win_low.to_string(),
-            g.win_high.to_string(),
+            theo(g.theoretical_win),
+            theo(g.win_low),
+            theo(g.win_high),
             g.hold_alarm.to_string(),
             g.variances.to_string(),
             g.handle_priced.to_string(),

@@ -124,8 +124,12 @@ impl Cursor {
 struct Terms {
     /// The last `TableOpened` set its own pay tables.
     custom_pay: bool,
-    /// The edges of its pay tables (empty: none read yet, the defaults).
-    edges: Vec<shiftrow::LineEdge>,
+    /// The identity of its pay tables where they reprice a line (`edges::identity`).
+    #[serde(default)]
+    pay_tables: Option<String>,
+    /// Its rule set.
+    #[serde(default)]
+    rule_set: Option<RuleSet>,
     /// The dealer of the last `DealerChanged`; `None` before one or after `TableClosed`.
     dealer: Option<String>,
 }
@@ -134,7 +138,8 @@ impl Terms {
     fn ctx(&self) -> shiftrow::RoundCtx<'_> {
         shiftrow::RoundCtx {
             custom_pay: self.custom_pay,
-            edges: &self.edges,
+            pay_tables: self.pay_tables.as_deref(),
+            rule_set: self.rule_set,
             dealer: self.dealer.as_deref(),
         }
     }
@@ -202,6 +207,8 @@ struct PassOut {
 #[derive(Default)]
 struct TableDelta {
     configs: Vec<(u64, RuleSet)>,
+    /// Configurations whose pay tables reprice a line: the edge book wants them.
+    pay_configs: Vec<schemas::TableConfig>,
     /// Finance of the pass's events by shift start.
     shifts: BTreeMap<i64, ShiftRow>,
     verified_through: u64,
@@ -432,7 +439,11 @@ fn index_event(
             delta.configs.push((seq, config.rule_set));
             c.config = Some((seq, config.rule_set));
             c.terms.custom_pay = !config.pay_tables.is_empty();
-            c.terms.edges = shiftrow::line_edges(config);
+            c.terms.pay_tables = crate::edges::identity(config);
+            c.terms.rule_set = Some(config.rule_set);
+            if c.terms.pay_tables.is_some() {
+                delta.pay_configs.push(config.clone());
+            }
         }
         EventBody::DealerChanged { dealer } => c.terms.dealer = Some(dealer.to_string()),
         EventBody::TableClosed => c.terms.dealer = None,
@@ -719,6 +730,10 @@ fn commit(model: &Model, tail: &mut Tail, out: PassOut) -> Result<Vec<FeedItem>,
         configs: Vec::new(),
     };
     let mut feed = Vec::new();
+    // Before the batch: a committed pass implies its configurations are in the book.
+    for config in out.tables.values().flat_map(|d| &d.pay_configs) {
+        crate::edges::want(model, config)?;
+    }
     for (table, d) in out.tables {
         w.table_delta(&table, d)?;
     }

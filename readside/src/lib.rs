@@ -8,6 +8,7 @@
 //! - `index`: the tail that keeps the model current from the ledger.
 //! - `row`: what the model keeps of a round, and what lists show of it.
 //! - `shiftrow`: a table's shift row of finance; `finance`: the reports read from them.
+//! - `edges`: the house edges of configured pay tables, priced off the indexer's path.
 //! - `counts`: the count room's results, from the API's `counts.jsonl`.
 //! - `describe`, `clauses`: event descriptions and finding wording for people.
 //!
@@ -19,6 +20,7 @@
 pub mod clauses;
 pub mod counts;
 pub mod describe;
+pub mod edges;
 pub mod evidence;
 pub mod finance;
 pub mod held;

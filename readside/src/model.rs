@@ -6,9 +6,10 @@
 //! rows of rounds by (table, round); rounds by (time, table, round), (table, time, round)
 //! and (table, box, round); findings by time, (table, time), (code, time) and (severity,
 //! time); disputes by time and (table, time); per-table status, configuration seqs,
-//! finance per (shift start, table) (`shiftrow`); per-table cursors; the version, the day
-//! rule and the counts. Times are the rounds' opening device times (UTC ns); keys are
-//! big-endian so sled's order is numeric.
+//! finance per (shift start, table) (`shiftrow`); per-table cursors; the edges of
+//! configured pay tables (`edges`); the version, the day rule and the counts. Times are
+//! the rounds' opening device times (UTC ns); keys are big-endian so sled's order is
+//! numeric.
 //!
 //! Invariants:
 //! - Derived only from the ledger: `index::pass` writes it, one sled batch per pass with
@@ -33,7 +34,7 @@ use std::ops::Bound;
 use std::path::{Path, PathBuf};
 
 /// The on-disk format's version; a model of another version is rebuilt or refused.
-pub const MODEL_VERSION: u32 = 3;
+pub const MODEL_VERSION: u32 = 4;
 /// sled's page cache for the model: memory does not grow with history.
 pub const MODEL_CACHE_BYTES: u64 = 32 << 20;
 /// Bytes of the keyed BLAKE3 seal before each value.
@@ -64,6 +65,7 @@ pub(crate) mod space {
     pub const FINANCE_SHIFT: u8 = b'w';
     pub const RULE: u8 = b'x';
     pub const CURSOR: u8 = b'k';
+    pub const EDGE: u8 = b'e';
 }
 
 /// Why the model could not be read or written.
@@ -311,9 +313,21 @@ impl Model {
         Ok(model)
     }
 
-    /// Deletes every record and starts an empty model of this version.
+    /// Deletes every record and starts an empty model of this version. The edge book
+    /// stays: its priced edges are a function of the pay tables alone.
     pub fn clear(&self) -> Result<(), ModelError> {
+        let mut edges = Vec::new();
+        for kv in self.db.scan_prefix([space::EDGE]) {
+            let (k, v) = kv?;
+            // A record that fails its seal goes with the rest: it is priced again.
+            if unseal(&k, &v).is_ok() {
+                edges.push((k, v));
+            }
+        }
         self.db.clear()?;
+        for (k, v) in edges {
+            self.db.insert(k, v)?;
+        }
         self.db
             .insert([space::VERSION], &MODEL_VERSION.to_be_bytes()[..])?;
         let k = [space::RULE];
@@ -859,12 +873,14 @@ impl Model {
         }))
     }
 
-    /// The first `max` differences between two models (cursors left out: they hold the
-    /// tail's own state), each naming its key. Reads both whole.
+    /// The first `max` differences between two models, each naming its key. Reads both
+    /// whole. Cursors are left out (the tail's own state), and so is the edge book: a
+    /// fresh rebuild has not priced what this model has.
     pub fn differences(&self, other: &Model, max: usize) -> Result<Vec<String>, ModelError> {
         let skip = |kv: &sled::Result<(sled::IVec, sled::IVec)>| {
-            kv.as_ref()
-                .map_or(true, |(k, _)| k.first() != Some(&space::CURSOR))
+            kv.as_ref().map_or(true, |(k, _)| {
+                !matches!(k.first(), Some(&space::CURSOR) | Some(&space::EDGE))
+            })
         };
         let mut a = self.db.iter().filter(skip).peekable();
         let mut b = other.db.iter().filter(skip).peekable();
@@ -931,6 +947,7 @@ pub fn key_text(k: &[u8]) -> String {
         Some(space::FINANCE_SHIFT) => "finance shift",
         Some(space::RULE) => "day rule",
         Some(space::CURSOR) => "cursor",
+        Some(space::EDGE) => "edge book",
         _ => "unknown space",
     };
     let body: String = k

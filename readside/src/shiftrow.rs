@@ -1,8 +1,8 @@
 //! Building a table's shift row (`schemas::finance::ShiftRow`) from what the tail reads.
 //!
 //! - A reported round adds to the shift of its first event. It adds to the part of the
-//!   dealer in place when it began too. Its handle carries the theoretical win at the
-//!   edges of the pay tables in force when it began.
+//!   dealer in place when it began too. Its handle names the pay tables in force when it
+//!   began; a report prices it (`edges`), so indexing never waits for pricing.
 //! - A finance event adds to the shift of its device time. An opening count made just
 //!   before a shift change goes to the shift after it. A closing count or drop box
 //!   removal just after one goes to the shift before it.
@@ -17,8 +17,7 @@ use schemas::finance::{
     DEALERS_PER_SHIFT_MAX, DISPUTED_ROUNDS_MAX, DROP_BOXES_MAX, MORE_DEALERS, NO_DEALER,
 };
 use schemas::report::RoundReport;
-use schemas::{BetKind, BoxNo, Finance, Money, PayLine, RuleSet, Seq, TableConfig, TableId};
-use serde::{Deserialize, Serialize};
+use schemas::{BetKind, BoxNo, Finance, Money, PayLine, RuleSet, Seq, TableId};
 use std::collections::BTreeMap;
 
 /// Jackpot lines: a win on one is paid by the jackpot system as far as the pool pays it
@@ -121,56 +120,15 @@ pub fn add_finance(row: &mut ShiftRow, entry: &Finance, seq: Seq, at_ns: i64) {
     }
 }
 
-/// A line's house edge for the pay tables in force, as the index keeps it per table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LineEdge {
-    /// The rule set the edge was computed under.
-    pub rule_set: RuleSet,
-    /// The bet line it prices.
-    pub line: PayLine,
-    /// The house edge, parts per million of the stake.
-    pub edge_ppm: i64,
-    /// The variance of one unit's net, ppm of the unit squared.
-    pub variance_ppm: u64,
-}
-
-/// The edges of `config`'s lines under its pay tables (`rules::edge::edges_in_force`:
-/// a configured pay table is priced once per process).
-pub fn line_edges(config: &TableConfig) -> Vec<LineEdge> {
-    rules::edge::edges_in_force(config)
-        .iter()
-        .map(|e| LineEdge {
-            rule_set: e.rule_set,
-            line: e.line,
-            edge_ppm: e.edge_ppm,
-            variance_ppm: e.variance_ppm,
-        })
-        .collect()
-}
-
-/// The edge of (`rs`, `line`): from `edges` when they are `rs`'s, else the default.
-fn edge_of(edges: &[LineEdge], rs: RuleSet, line: PayLine) -> Option<LineEdge> {
-    if edges.iter().any(|e| e.rule_set == rs) {
-        return edges
-            .iter()
-            .find(|e| e.rule_set == rs && e.line == line)
-            .copied();
-    }
-    rules::edge::default_edge(rs, line).map(|e| LineEdge {
-        rule_set: rs,
-        line,
-        edge_ppm: e.edge_ppm,
-        variance_ppm: e.variance_ppm,
-    })
-}
-
 /// What the index knows of a round beside its report, as it stood when the round began.
 #[derive(Debug, Clone, Copy)]
 pub struct RoundCtx<'a> {
     /// Its configuration set its own pay tables.
     pub custom_pay: bool,
-    /// The edges of the pay tables in force (empty: the rule set's defaults).
-    pub edges: &'a [LineEdge],
+    /// The identity of the pay tables in force (`edges::identity`; `None`: the seed's).
+    pub pay_tables: Option<&'a str>,
+    /// The rule set of the configuration in force, which `pay_tables` belongs to.
+    pub rule_set: Option<RuleSet>,
     /// The dealer in place (`None`: none named).
     pub dealer: Option<&'a str>,
 }
@@ -187,7 +145,7 @@ pub fn add_round(row: &mut ShiftRow, r: &RoundReport, ctx: &RoundCtx) {
     let Some(s) = &r.settlement else {
         return;
     };
-    let share = share_of(r, s, ctx.edges);
+    let share = share_of(r, s, ctx);
     for h in &share.handle {
         add_handle(&mut row.handle, h);
         add_handle(&mut row.dealers[at].handle, h);
@@ -220,7 +178,7 @@ struct Share {
     due: Money,
 }
 
-fn share_of(r: &RoundReport, s: &schemas::settle::Settlement, edges: &[LineEdge]) -> Share {
+fn share_of(r: &RoundReport, s: &schemas::settle::Settlement, ctx: &RoundCtx) -> Share {
     let bet_lines: Vec<PayLine> = BetKind::ALL.iter().map(|k| k.line()).collect();
     let mut stakes: BTreeMap<(BoxNo, PayLine), Money> = BTreeMap::new();
     for b in &s.boxes {
@@ -228,9 +186,18 @@ fn share_of(r: &RoundReport, s: &schemas::settle::Settlement, edges: &[LineEdge]
             stakes.entry((b.box_no, l.line)).or_insert(l.stake);
         }
     }
+    // Pay tables configured for another rule set than the round's do not apply to it.
+    let pay_tables = ctx.pay_tables.filter(|_| ctx.rule_set == Some(s.game));
     let handle = stakes
         .into_iter()
-        .map(|((_, line), stake)| bet_handle(s.game, line, stake, edges))
+        .map(|((_, line), stake)| Handle {
+            rule_set: s.game,
+            line,
+            pay_tables: pay_tables.map(str::to_string),
+            stake,
+            stake_squared: u128::from(stake.0.unsigned_abs()).pow(2),
+            bets: 1,
+        })
         .collect();
     let Nets { due, recorded } = nets(r);
     let mut pool: BTreeMap<BoxNo, Money> = BTreeMap::new();
@@ -299,43 +266,19 @@ fn add_tray(
     }
 }
 
-/// One bet's handle entry: its stake, and its theoretical win and variance at the edge
-/// in force. The BET/Play of a main game is priced in its Ante's edge.
-fn bet_handle(rs: RuleSet, line: PayLine, stake: Money, edges: &[LineEdge]) -> Handle {
-    let sq = u128::from(stake.0.unsigned_abs()).pow(2);
-    let mut h = Handle {
-        rule_set: rs,
-        line,
-        stake,
-        stake_squared: sq,
-        bets: 1,
-        theoretical_win_ppm: 0,
-        win_variance_ppm: 0,
-        stake_without_edge: Money::ZERO,
-    };
-    match edge_of(edges, rs, line) {
-        Some(e) => {
-            h.theoretical_win_ppm = i128::from(stake.0) * i128::from(e.edge_ppm);
-            h.win_variance_ppm = sq.saturating_mul(u128::from(e.variance_ppm));
-        }
-        None if matches!(line, PayLine::Bet | PayLine::Play) => {}
-        None => h.stake_without_edge = stake,
-    }
-    h
+fn handle_key(h: &Handle) -> (&'static str, PayLine, Option<&str>) {
+    (h.rule_set.code(), h.line, h.pay_tables.as_deref())
 }
 
-/// Adds `h` to `handle`, kept sorted by (rule set, line).
+/// Adds `h` to `handle`, kept sorted by (rule set, line, pay tables).
 fn add_handle(handle: &mut Vec<Handle>, h: &Handle) {
-    let key = (h.rule_set.code(), h.line);
-    match handle.binary_search_by(|x| (x.rule_set.code(), x.line).cmp(&key)) {
+    let key = handle_key(h);
+    match handle.binary_search_by(|x| handle_key(x).cmp(&key)) {
         Ok(i) => {
             let x = &mut handle[i];
             x.stake = x.stake + h.stake;
             x.stake_squared = x.stake_squared.saturating_add(h.stake_squared);
             x.bets += h.bets;
-            x.theoretical_win_ppm = x.theoretical_win_ppm.saturating_add(h.theoretical_win_ppm);
-            x.win_variance_ppm = x.win_variance_ppm.saturating_add(h.win_variance_ppm);
-            x.stake_without_edge = x.stake_without_edge + h.stake_without_edge;
         }
         Err(i) => handle.insert(i, h.clone()),
     }

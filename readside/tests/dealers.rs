@@ -1,5 +1,6 @@
-//! Hold per dealer and the edge of a configured pay table: hand-written chains through a
-//! real ledger and read model, every figure computed here by hand.
+//! Hold per dealer and the edge of a configured pay table, pending and then priced:
+//! hand-written chains through a real ledger and read model, every figure computed here
+//! by hand.
 //!
 //! Each table plays shift 1 of 2026-11-25 (06:00-14:00 UTC) with the replayer's golden
 //! TCP3 round `clean_tcp3_fold_and_pair_plus_only`, re-chained: box 1 folds, losing Ante
@@ -9,9 +10,10 @@
 mod common;
 
 use common::{rule, Chain};
+use readside::edges::{Budget, EdgeBook};
 use readside::finance::{report, GroupBy, Query, Span};
 use readside::model::Model;
-use schemas::finance::{FinanceReport, ReportGroup};
+use schemas::finance::{FinanceReport, HandleLine, ReportGroup};
 use schemas::{
     Event, EventBody, HandClass, Money, PayLine, PayRow, PayTable, PayTableName, Pays, RuleSet,
     StaffId,
@@ -126,7 +128,7 @@ fn configured() -> Chain {
 }
 
 struct Floor {
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
     ledger: ledger::Ledger,
     model: Model,
 }
@@ -160,11 +162,7 @@ fn floor(mut chains: Vec<Chain>) -> Floor {
         assert!(refused.is_empty(), "{refused:?}");
         readside::index::catch_up(&ledger, &model).unwrap();
     }
-    Floor {
-        _dir: dir,
-        ledger,
-        model,
-    }
+    Floor { dir, ledger, model }
 }
 
 fn shift_report(f: &Floor, group_by: GroupBy) -> FinanceReport {
@@ -294,19 +292,99 @@ fn generous_pair_plus_by_hand() -> (i64, u64) {
     (edge as i64, variance as u64)
 }
 
+fn line(g: &ReportGroup, line: PayLine) -> &HandleLine {
+    g.handle.iter().find(|h| h.line == line).unwrap()
+}
+
+/// Before its pay tables are priced, a configured line says "theoretical pending": no
+/// edge, no theoretical win, no alarm; the Ante, which they do not decide, keeps its edge.
+#[test]
+fn a_configured_pay_table_is_pending_until_priced() {
+    let f = floor(vec![configured()]);
+    for by in [GroupBy::Table, GroupBy::Dealer] {
+        let r = shift_report(&f, by);
+        let g = &r.groups[0];
+        let pp = line(g, PayLine::PairPlus);
+        assert!(pp.theoretical_pending, "{by:?}");
+        assert_eq!((pp.edge_ppm, pp.theoretical_win), (None, None));
+        assert!(g.theoretical_pending);
+        assert_eq!(g.handle_pending, Money(4 * PAIR_PLUS));
+        assert_eq!(g.handle_priced, Money(2 * ANTE));
+        assert_eq!(
+            (
+                g.hold_theoretical_bp,
+                g.hold_handle_theoretical_bp,
+                g.hold_alarm
+            ),
+            (None, None, false)
+        );
+        let ante = line(g, PayLine::Ante);
+        assert!(!ante.theoretical_pending);
+        assert_eq!(ante.edge_ppm, Some(seed_edge(PayLine::Ante).0));
+        let csv = readside::finance::to_csv(&r);
+        assert!(csv.lines().nth(1).unwrap().contains(",pending,"), "{csv}");
+    }
+    // The indexer recorded the configuration for pricing, and priced nothing.
+    let book = EdgeBook::load(&f.model).unwrap();
+    let records: Vec<_> = book.records().collect();
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0].priced, None);
+}
+
 #[test]
 fn a_configured_pay_table_is_priced_at_its_own_edge() {
     let (edge, variance) = generous_pair_plus_by_hand();
     assert_eq!(edge, 23_167, "2.317% against the seed's 5.575%");
     let f = floor(vec![configured()]);
-    let r = shift_report(&f, GroupBy::Table);
+    let n = readside::edges::price_all(&f.model, &Budget::CONFIGURED).unwrap();
+    assert_eq!(n, 1, "one configuration");
+    check_priced(&f, edge, variance);
+    // The priced edge is on disk: a reopened model reports it and prices nothing again.
+    let f = reopen(f);
+    check_priced(&f, edge, variance);
+    assert_eq!(
+        readside::edges::price_next(&f.model, &Budget::CONFIGURED).unwrap(),
+        None
+    );
+    // A fresh rebuild has not priced it: `verify` leaves the edge book out.
+    let fresh = Model::temporary(&rule()).unwrap();
+    readside::index::catch_up(&f.ledger, &fresh).unwrap();
+    assert_eq!(
+        f.model.differences(&fresh, 10).unwrap(),
+        Vec::<String>::new()
+    );
+    // A rebuild in place keeps the priced edge.
+    f.model.clear().unwrap();
+    readside::index::catch_up(&f.ledger, &f.model).unwrap();
+    check_priced(&f, edge, variance);
+    // The rules engine prices it the same way, exactly.
+    let config = match opened(vec![generous_pair_plus()]) {
+        EventBody::TableOpened { config } => config,
+        _ => unreachable!(),
+    };
+    let edges = rules::edge::price_configured(&config, &Budget::CONFIGURED);
+    let e = edges.iter().find(|e| e.line == PayLine::PairPlus).unwrap();
+    assert_eq!(
+        (e.edge_ppm, e.variance_ppm, e.error_ppm),
+        (edge, variance, 0)
+    );
+}
+
+/// The model closed and opened again from its directory.
+fn reopen(f: Floor) -> Floor {
+    let Floor { dir, ledger, model } = f;
+    drop(model);
+    let model = Model::open(&dir.path().join("readmodel"), &rule()).unwrap();
+    Floor { dir, ledger, model }
+}
+
+/// The configured table's report once priced: Pair Plus at `edge`, the Ante at the seed's.
+fn check_priced(f: &Floor, edge: i64, variance: u64) {
+    let r = shift_report(f, GroupBy::Table);
     let g = group(&r, "T-PAY");
     assert_eq!(g.handle_without_edge, Money::ZERO, "every line is priced");
-    let pp = g
-        .handle
-        .iter()
-        .find(|h| h.line == PayLine::PairPlus)
-        .unwrap();
+    assert!(!g.theoretical_pending);
+    let pp = line(g, PayLine::PairPlus);
     assert_eq!(pp.edge_ppm, Some(edge));
     assert_eq!(
         pp.theoretical_win,
@@ -324,15 +402,41 @@ fn a_configured_pay_table_is_priced_at_its_own_edge() {
         theo < seed.0,
         "a straight paying more lowers the theoretical win"
     );
-    // The rules engine prices it the same way, exactly.
-    let config = match opened(vec![generous_pair_plus()]) {
-        EventBody::TableOpened { config } => config,
-        _ => unreachable!(),
+}
+
+/// A TCP3 table with its own Ante Bonus (TCP3 §4.3: 4/3/1). Pricing its Ante settles
+/// every one of 407,170,400 deals; indexing it must not, and does not.
+#[test]
+fn indexing_a_configured_ante_table_prices_nothing() {
+    use HandClass::*;
+    let row = |hand, x| PayRow {
+        hand,
+        pays: Pays::ToOne(x),
+        envy: None,
     };
-    let edges = rules::edge::edges_in_force(&config);
-    let e = edges.iter().find(|e| e.line == PayLine::PairPlus).unwrap();
-    assert_eq!(
-        (e.edge_ppm, e.variance_ppm, e.error_ppm),
-        (edge, variance, 0)
-    );
+    let bonus = PayTable {
+        name: PayTableName::AnteBonus,
+        rows: vec![
+            row(StraightFlush, 4),
+            row(ThreeOfAKind, 3),
+            row(Straight, 1),
+        ],
+    };
+    let mut c = Chain::new("T-ANTE");
+    let t0 = DAY_START_NS;
+    c.push(t0 - 10 * MIN_NS, None, opened(vec![bonus]));
+    c.round(t0 + 10 * MIN_NS, 2_000, None);
+    c.push(t0 + 90 * MIN_NS, None, EventBody::TableClosed);
+    let started = std::time::Instant::now();
+    let f = floor(vec![c]);
+    eprintln!("indexed in {:.1?}", started.elapsed());
+    let r = shift_report(&f, GroupBy::Table);
+    let g = group(&r, "T-ANTE");
+    assert!(line(g, PayLine::Ante).theoretical_pending);
+    assert_eq!(g.handle_pending, Money(ANTE));
+    // Pair Plus is not decided by the Ante Bonus table: the seed's edge, at once.
+    let pp = line(g, PayLine::PairPlus);
+    assert_eq!(pp.edge_ppm, Some(seed_edge(PayLine::PairPlus).0));
+    let book = EdgeBook::load(&f.model).unwrap();
+    assert!(book.records().all(|r| r.priced.is_none()), "nothing priced");
 }

@@ -4,6 +4,9 @@
 //! - TCP3 Ante/Play (Q-6-4 strategy) and Pair Plus: exhaustive over every deal.
 //! - The five-card games: a seeded Monte Carlo, with the standard error of its mean. The
 //!   draws come from a fixed generator, so a figure is a function of its seed.
+//! - SSP4's Selection (Magic Card, Lucky Player, Lucky Dealer): exact per pick.
+//! - A BET/PLAY win cap: its cost at a given Ante, by a stratified Monte Carlo over the
+//!   hand classes whose win exceeds it.
 //!
 //! An edge is the player's expected loss per unit of the bet it is relative to: the Ante
 //! for the main game (BET/Play included), the side bet's own stake otherwise. Progressive
@@ -11,9 +14,10 @@
 
 use crate::{eval3, eval5, settle};
 use schemas::settle::{BoxInput, RoundInput};
-use schemas::{BetKind, BoxNo, Card, Choice, Money, PayLine, PayTableName, RuleSet, TableConfig};
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use schemas::{
+    BetKind, BoxNo, Card, Choice, Money, PayLine, PayTable, PayTableName, RuleSet, TableConfig,
+};
+use serde::{Deserialize, Serialize};
 
 /// Stake of the bet an edge is relative to, minor units (a round number for exact sums).
 const UNIT_MINOR: i64 = 100;
@@ -224,13 +228,21 @@ const MAIN_LINES: [schemas::PayLine; 4] = [
 
 /// TCP3 Ante and Play with the Q-6-4 strategy (play Q-6-4 or better, fold the rest), Ante
 /// Bonus included: every player hand against every dealer hand of the other 49 cards.
-/// Deals with the same two hand values settle alike, so one of each is settled and counted.
 pub fn tcp3_ante_play_exact() -> EdgeFigure {
-    tcp3_ante_play_exact_for(None)
+    tcp3_ante_play_sample(None, 1)
 }
 
 /// `tcp3_ante_play_exact` under `config`'s pay tables (`None`: the seed's).
 pub fn tcp3_ante_play_exact_for(config: Option<&TableConfig>) -> EdgeFigure {
+    tcp3_ante_play_sample(config, 1)
+}
+
+/// TCP3 Ante and Play over every `stride`-th player hand (in the order of
+/// `three_card_hands`), each against every dealer hand of the other 49 cards. Stride 1 is
+/// every deal (exact); a larger one is a smaller exhaustive sample, for tests. Deals with
+/// the same two hand values settle alike, so one of each is settled and counted.
+pub fn tcp3_ante_play_sample(config: Option<&TableConfig>, stride: usize) -> EdgeFigure {
+    assert!((1..=22_100).contains(&stride), "stride {stride}");
     let hands = three_card_hands();
     let values: Vec<crate::Hand> = hands.iter().map(|(c, _)| eval3(c)).collect();
     let mut distinct = values.clone();
@@ -244,7 +256,7 @@ pub fn tcp3_ante_play_exact_for(config: Option<&TableConfig>) -> EdgeFigure {
     // counts[p * n + d]: deals with player value p and dealer value d; rep: one such deal.
     let mut counts = vec![0u64; n * n];
     let mut rep = vec![u32::MAX; n * n];
-    for (p, (_, pm)) in hands.iter().enumerate() {
+    for (p, (_, pm)) in hands.iter().enumerate().step_by(stride) {
         for (d, (_, dm)) in hands.iter().enumerate() {
             if pm & dm == 0 {
                 let k = index[p] * n + index[d];
@@ -256,7 +268,7 @@ pub fn tcp3_ante_play_exact_for(config: Option<&TableConfig>) -> EdgeFigure {
         }
     }
     let threshold = eval3(&[card("Qc"), card("6d"), card("4h")]);
-    let mut fig = figure(RuleSet::Tcp3, "Ante and Play (Q-6-4)", true);
+    let mut fig = figure(RuleSet::Tcp3, "Ante and Play (Q-6-4)", stride == 1);
     for (k, &count) in counts.iter().enumerate().filter(|(_, c)| **c > 0) {
         let (p, d) = (rep[k] as usize / hands.len(), rep[k] as usize % hands.len());
         let play = values[p] >= threshold;
@@ -277,7 +289,8 @@ pub fn tcp3_ante_play_exact_for(config: Option<&TableConfig>) -> EdgeFigure {
         );
         fig.add(net_of(&r, &MAIN_LINES), count);
     }
-    assert_eq!(fig.rounds, 22_100 * 18_424, "every deal counted once");
+    let players = 22_100_u64.div_ceil(stride as u64);
+    assert_eq!(fig.rounds, players * 18_424, "every deal counted once");
     fig
 }
 
@@ -429,9 +442,64 @@ pub fn all_edges(rounds: u64, seed: u64) -> Vec<EdgeFigure> {
 pub const CONFIGURED_MONTE_CARLO_ROUNDS: u64 = 1_000_000;
 /// The seed of that Monte Carlo: a configured table's edge is a function of its pay tables.
 pub const CONFIGURED_MONTE_CARLO_SEED: u64 = 2026;
-/// Most pay table configurations whose edges one process keeps. Past it the smallest key
-/// goes: any will do, as pricing a configuration again gives the same edges.
-pub const EDGE_CACHE_LEN_MAX: usize = 64;
+
+/// How much work pricing a configuration may do. `Budget::CONFIGURED` is what the read
+/// model's pricing uses; tests pass smaller ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    /// Rounds of a five-card game's Monte Carlo.
+    pub monte_carlo_rounds: u64,
+    /// The Monte Carlo's seed.
+    pub seed: u64,
+    /// TCP3 Ante/Play settles every `tcp3_player_stride`-th player hand (1: every deal).
+    pub tcp3_player_stride: usize,
+}
+
+impl Budget {
+    /// What a configured table is priced with: TCP3 exactly, the others by 1 M rounds.
+    pub const CONFIGURED: Budget = Budget {
+        monte_carlo_rounds: CONFIGURED_MONTE_CARLO_ROUNDS,
+        seed: CONFIGURED_MONTE_CARLO_SEED,
+        tcp3_player_stride: 1,
+    };
+}
+
+/// A line's edge as pricing a configuration gives it: what the read model stores.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PricedEdge {
+    /// The line whose stake the edge is per unit of: the Ante for the main game.
+    pub line: PayLine,
+    /// The house edge, in parts per million of the unit staked (positive: the house wins).
+    pub edge_ppm: i64,
+    /// The variance of one unit's net, ppm of the unit squared.
+    pub variance_ppm: u64,
+    /// The 95% error bound of `edge_ppm` (0: exact).
+    pub error_ppm: u64,
+    /// How the figure was computed.
+    pub method: String,
+}
+
+impl PricedEdge {
+    fn of_const(e: &EdgeConst) -> PricedEdge {
+        PricedEdge {
+            line: e.line,
+            edge_ppm: e.edge_ppm,
+            variance_ppm: e.variance_ppm,
+            error_ppm: e.error_ppm,
+            method: e.method.to_string(),
+        }
+    }
+
+    fn of_figure(line: PayLine, f: &EdgeFigure, method: String) -> PricedEdge {
+        PricedEdge {
+            line,
+            edge_ppm: f.edge_ppm(),
+            variance_ppm: f.variance_ppm(),
+            error_ppm: 2 * f.std_error_ppm(),
+            method,
+        }
+    }
+}
 
 /// The pay tables that decide a line's edge: a configured one among them reprices it.
 fn deciding_tables(rule_set: RuleSet, line: PayLine) -> &'static [PayTableName] {
@@ -444,55 +512,36 @@ fn deciding_tables(rule_set: RuleSet, line: PayLine) -> &'static [PayTableName] 
     }
 }
 
-/// The edges of every line of `config`'s rule set under the pay tables in force: the
-/// defaults where no deciding pay table is configured, else the line settled again with
-/// the configured tables (TCP3 exactly, the five-card games by Monte Carlo). Cached per
-/// (rule set, digest of the pay tables): a configuration is priced once per process.
-pub fn edges_in_force(config: &TableConfig) -> Arc<Vec<EdgeConst>> {
-    let rs = config.rule_set;
-    let defaults = || DEFAULT_EDGES.iter().filter(|e| e.rule_set == rs);
-    let configured = |e: &EdgeConst| {
-        config
-            .pay_tables
-            .iter()
-            .any(|t| deciding_tables(rs, e.line).contains(&t.name))
-    };
-    if !defaults().any(configured) {
-        return Arc::new(defaults().copied().collect());
-    }
-    let key = (rs.code(), pay_digest(config));
-    let cache = EDGE_CACHE.get_or_init(|| Mutex::new(BTreeMap::new()));
-    if let Some(hit) = cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
-        return hit;
-    }
-    // Priced outside the lock: two threads may price one configuration; both agree.
-    let priced = Arc::new(price(config, defaults().copied().collect(), configured));
-    if let Ok(mut c) = cache.lock() {
-        if c.len() >= EDGE_CACHE_LEN_MAX {
-            c.pop_first();
-        }
-        c.insert(key, Arc::clone(&priced));
-    }
-    priced
+/// Whether `pay_tables` reprice `line` of `rule_set`: one of them decides its edge.
+pub fn line_repriced(rule_set: RuleSet, pay_tables: &[PayTable], line: PayLine) -> bool {
+    let deciding = deciding_tables(rule_set, line);
+    pay_tables.iter().any(|t| deciding.contains(&t.name))
 }
 
-type EdgeCache = Mutex<BTreeMap<(&'static str, [u8; 32]), Arc<Vec<EdgeConst>>>>;
-static EDGE_CACHE: OnceLock<EdgeCache> = OnceLock::new();
+/// The identity of `config`'s pay tables for pricing: BLAKE3 of their JSON, when one of
+/// them reprices a line with a default edge; `None` when the defaults stand.
+pub fn pricing_key(config: &TableConfig) -> Option<[u8; 32]> {
+    let rs = config.rule_set;
+    let repriced = DEFAULT_EDGES
+        .iter()
+        .filter(|e| e.rule_set == rs)
+        .any(|e| line_repriced(rs, &config.pay_tables, e.line));
+    repriced.then(|| pay_digest(config))
+}
 
-/// BLAKE3 of the pay tables' JSON: the cache key of a configuration's edges.
+/// BLAKE3 of the pay tables' JSON: the key of a configuration's edges.
 fn pay_digest(config: &TableConfig) -> [u8; 32] {
     // Our own config types (no floats, string keys) always serialise.
     let json = serde_json::to_vec(&config.pay_tables).expect("pay tables serialise");
     *blake3::hash(&json).as_bytes()
 }
 
-/// Reprices the lines `configured` selects under `config`'s pay tables alone: limits, the
-/// BET cap and the jackpot are left out, as an edge is per unit staked.
-fn price(
-    config: &TableConfig,
-    mut edges: Vec<EdgeConst>,
-    configured: impl Fn(&EdgeConst) -> bool,
-) -> Vec<EdgeConst> {
+/// The edges of every line of `config`'s rule set under its pay tables: the default where
+/// no deciding pay table is configured, else the line settled again under `config`'s pay
+/// tables (TCP3 exactly, the five-card games by Monte Carlo), within `budget`. Limits, the
+/// BET cap and the jackpot are left out: an edge is per unit staked. Slow (seconds):
+/// never call it on a path that must answer promptly.
+pub fn price_configured(config: &TableConfig, budget: &Budget) -> Vec<PricedEdge> {
     let rs = config.rule_set;
     let pay_only = TableConfig {
         limits: Vec::new(),
@@ -502,33 +551,309 @@ fn price(
     };
     // One Monte Carlo run gives a five-card game's main game and its 5+1 Bonus.
     let mut stud: Option<Vec<EdgeFigure>> = None;
-    for e in edges.iter_mut().filter(|e| configured(e)) {
-        let f = match (rs, e.line) {
-            (RuleSet::Tcp3, PayLine::PairPlus) => tcp3_pair_plus_exact_for(Some(&pay_only)),
-            (RuleSet::Tcp3, _) => tcp3_ante_play_exact_for(Some(&pay_only)),
+    let mut out = Vec::new();
+    for e in DEFAULT_EDGES.iter().filter(|e| e.rule_set == rs) {
+        if !line_repriced(rs, &config.pay_tables, e.line) {
+            out.push(PricedEdge::of_const(e));
+            continue;
+        }
+        let priced = match (rs, e.line) {
+            (RuleSet::Tcp3, PayLine::PairPlus) => {
+                let f = tcp3_pair_plus_exact_for(Some(&pay_only));
+                PricedEdge::of_figure(e.line, &f, "exact: all 22,100 hands, configured".into())
+            }
+            (RuleSet::Tcp3, _) => tcp3_priced(&pay_only, budget),
             _ => {
                 let figs = stud.get_or_insert_with(|| {
-                    let (n, seed) = (CONFIGURED_MONTE_CARLO_ROUNDS, CONFIGURED_MONTE_CARLO_SEED);
-                    stud_monte_carlo_for(rs, Some(&pay_only), n, seed)
+                    let n = budget.monte_carlo_rounds;
+                    stud_monte_carlo_for(rs, Some(&pay_only), n, budget.seed)
                 });
-                let at = usize::from(e.line == PayLine::Bonus);
-                match figs.get(at) {
-                    Some(f) => f.clone(),
-                    None => continue,
-                }
+                let Some(f) = figs.get(usize::from(e.line == PayLine::Bonus)) else {
+                    continue;
+                };
+                let method = format!(
+                    "Monte Carlo, {} rounds, seed {}, configured",
+                    budget.monte_carlo_rounds, budget.seed
+                );
+                PricedEdge::of_figure(e.line, f, method)
             }
         };
-        *e = EdgeConst {
-            rule_set: rs,
-            line: e.line,
-            edge_ppm: f.edge_ppm(),
-            variance_ppm: f.variance_ppm(),
-            error_ppm: 2 * f.std_error_ppm(),
-            method: match f.exact {
-                true => "exact, configured pay tables",
-                false => "Monte Carlo, 1,000,000 rounds, seed 2026, configured pay tables",
-            },
-        };
+        out.push(priced);
     }
-    edges
+    out
+}
+
+/// TCP3 Ante/Play under `config` within `budget`: exact at stride 1, else a sample.
+fn tcp3_priced(config: &TableConfig, budget: &Budget) -> PricedEdge {
+    let stride = budget.tcp3_player_stride;
+    let f = tcp3_ante_play_sample(Some(config), stride);
+    let method = match stride {
+        1 => "exact: all 407,170,400 deals, Q-6-4 strategy, configured".to_string(),
+        n => format!("exhaustive sample: every {n}th player hand, every dealer hand"),
+    };
+    PricedEdge::of_figure(PayLine::Ante, &f, method)
+}
+
+// ---- SSP4 Selection and the BET cap
+
+/// Most boxes a layout may have for `ssp4_selection_exact`: each needs five cards.
+pub const SELECTION_BOXES_MAX: u8 = 9;
+
+/// What SSP4's Selection (§4.3-4.5: Magic Card, Lucky Player, Lucky Dealer, 5 to 1 by
+/// default) adds to a jackpot wager in a round where the jackpot system makes that pick,
+/// per unit of the wager. Each is exact, through the engine, on a deal with no jackpot
+/// hand, as the difference from the same round without the pick. A negative edge: the
+/// award is the player's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SelectionFigures {
+    /// A Magic Card drawn uniformly from the 52 cards, on a player-hand wager (§4.3).
+    /// The dealer's hand holds five cards too (§4.3.1): the same figure.
+    pub magic_card: EdgeFigure,
+    /// A Lucky Player drawn uniformly from the layout's `boxes` betting areas (§4.4).
+    pub lucky_player: EdgeFigure,
+    /// The table's dealer picked as Lucky Dealer, on a dealer-hand wager (§4.4.1).
+    pub lucky_dealer: EdgeFigure,
+}
+
+/// SSP4's Selection under `config`'s pay tables (`None`: the seed's), for a layout of
+/// `boxes` betting areas. The pick rates are the jackpot system's, not the table's: a
+/// theoretical win multiplies each figure by its rate (RULES.md, "House edges").
+pub fn ssp4_selection_exact(config: Option<&TableConfig>, boxes: u8) -> SelectionFigures {
+    assert!((1..=SELECTION_BOXES_MAX).contains(&boxes), "boxes {boxes}");
+    let deal = selection_deal(config, boxes);
+    let base = selection_round(config, &deal, None, None, false);
+    let base_net = jackpot_nets(&base);
+    let mut magic_card = figure(RuleSet::Ssp4, "Selection: Magic Card", true);
+    for m in Card::deck() {
+        let r = selection_round(config, &deal, Some(m), None, false);
+        magic_card.add(jackpot_nets(&r)[0] - base_net[0], 1);
+    }
+    let mut lucky_player = figure(RuleSet::Ssp4, "Selection: Lucky Player", true);
+    for b in 1..=boxes {
+        let r = selection_round(config, &deal, None, Some(BoxNo(b)), false);
+        for (net, base) in jackpot_nets(&r).iter().zip(&base_net) {
+            lucky_player.add(net - base, 1);
+        }
+    }
+    let mut lucky_dealer = figure(RuleSet::Ssp4, "Selection: Lucky Dealer", true);
+    let r = selection_round(config, &deal, None, None, true);
+    let dealer_net: i64 = net_of(&r, &[PayLine::JackpotDealer]);
+    let dealer_base: i64 = net_of(&base, &[PayLine::JackpotDealer]);
+    lucky_dealer.add(dealer_net - dealer_base, 1);
+    SelectionFigures {
+        magic_card,
+        lucky_player,
+        lucky_dealer,
+    }
+}
+
+/// Hands for `boxes` boxes and the dealer (the dealer's last), none of them a jackpot
+/// hand under `config`: drawn from a fixed seed until one such deal comes up.
+fn selection_deal(config: Option<&TableConfig>, boxes: u8) -> Vec<[Card; 5]> {
+    let rt = match config {
+        Some(c) => crate::rule_table(RuleSet::Ssp4).with_config(c),
+        None => crate::rule_table(RuleSet::Ssp4),
+    };
+    let mut rng = SplitMix(CONFIGURED_MONTE_CARLO_SEED);
+    let mut deck: [Card; 52] = std::array::from_fn(|i| Card::deck().nth(i).expect("52 cards"));
+    let hands = usize::from(boxes) + 1;
+    for _ in 0..10_000 {
+        rng.deal(&mut deck, 5 * hands);
+        let deal: Vec<[Card; 5]> = (0..hands)
+            .map(|h| std::array::from_fn(|i| deck[5 * h + i]))
+            .collect();
+        if deal
+            .iter()
+            .all(|h| crate::lookup(&rt.jackpot, eval5(h).class()).is_none())
+        {
+            return deal;
+        }
+    }
+    panic!("no deal without a jackpot hand in 10,000 draws");
+}
+
+/// A round of `deal`: every box an Ante and one credit on each jackpot wager, all
+/// playing; the picks as given.
+fn selection_round(
+    config: Option<&TableConfig>,
+    deal: &[[Card; 5]],
+    magic_card: Option<Card>,
+    lucky_box: Option<BoxNo>,
+    lucky_dealer: bool,
+) -> RoundInput {
+    let (dealer, boxes) = deal.split_last().expect("a dealer hand");
+    let bets = [
+        (BetKind::Ante, UNIT_MINOR),
+        (BetKind::Bet, 2 * UNIT_MINOR),
+        (BetKind::JackpotPlayer, 1),
+        (BetKind::JackpotDealer, 1),
+    ];
+    let mut r = round(
+        RuleSet::Ssp4,
+        config,
+        dealer,
+        &boxes[0],
+        Some(Choice::Play),
+        &bets,
+    );
+    r.boxes = boxes
+        .iter()
+        .enumerate()
+        .map(|(i, cards)| BoxInput {
+            box_no: BoxNo(i as u8 + 1),
+            cards: cards.to_vec(),
+            decision: Some(Choice::Play),
+            bets: bets.iter().copied().collect(),
+            invalidated: None,
+        })
+        .collect();
+    r.credit_value = Some(Money(UNIT_MINOR));
+    r.magic_card = magic_card;
+    r.lucky_box = lucky_box;
+    r.lucky_dealer = lucky_dealer;
+    r
+}
+
+/// Each box's net on its player-hand jackpot wager, minor units, by box.
+fn jackpot_nets(input: &RoundInput) -> Vec<i64> {
+    let s = settle(input).unwrap_or_else(|e| panic!("a selection round settles: {e}"));
+    s.boxes
+        .iter()
+        .map(|b| {
+            b.lines
+                .iter()
+                .filter(|l| l.line == PayLine::JackpotPlayer)
+                .map(|l| l.net.0)
+                .sum()
+        })
+        .collect()
+}
+
+/// The rounds all 5-card hands make: C(52, 5).
+const FIVE_CARD_HANDS: i128 = 2_598_960;
+
+/// What a BET/PLAY win cap costs the player at an Ante of `ante` minor units: the rise of
+/// the main game's edge, ppm of the Ante, with its 95% error bound.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CapCost {
+    /// The rise of the edge, ppm of the Ante (0: the cap never binds at this Ante).
+    pub cost_ppm: i64,
+    /// Twice its standard error (0: exact, no hand class reaches the cap).
+    pub error_ppm: u64,
+    /// The hand classes whose BET/PLAY win at this Ante exceeds the cap.
+    pub classes: Vec<schemas::HandClass>,
+}
+
+/// The cost of `config`'s BET/PLAY win cap (or its rule set's default) at `ante`, by a
+/// stratified Monte Carlo. Only a hand whose BET/PLAY win exceeds the cap can lose to it.
+/// Each such class's share of the 2,598,960 hands is exact; `samples` deals per class,
+/// drawn from `seed`, settle through the engine with the cap and without, and the mean
+/// difference per class is weighted by that share.
+pub fn stud_cap_cost(config: &TableConfig, ante: Money, samples: u64, seed: u64) -> CapCost {
+    let rs = config.rule_set;
+    assert!(rs != RuleSet::Tcp3, "TCP3 has no BET cap");
+    assert!(ante.0 > 0 && samples > 0 && samples <= MONTE_CARLO_ROUNDS_MAX);
+    let rt = crate::rule_table(rs).with_config(config);
+    let stake = Money(ante.0.saturating_mul(rt.main_multiple));
+    let Some(cap) = rt.bet_win_cap else {
+        return CapCost {
+            cost_ppm: 0,
+            error_ppm: 0,
+            classes: Vec::new(),
+        };
+    };
+    let classes: Vec<schemas::HandClass> = rt
+        .main
+        .iter()
+        .filter(|row| row_win(row.pays, stake) > i128::from(cap.0))
+        .map(|row| row.hand)
+        .collect();
+    let by_class = hands_of(&classes);
+    let capped = TableConfig {
+        limits: Vec::new(),
+        jackpot: None,
+        ..config.clone()
+    };
+    let uncapped = TableConfig {
+        bet_win_cap: Some(Money(i64::MAX)),
+        ..capped.clone()
+    };
+    let mut rng = SplitMix(seed);
+    let (mut cost, mut variance) = (0i128, 0f64);
+    for hands in &by_class {
+        let mut fig = figure(rs, "BET cap", false);
+        for _ in 0..samples {
+            let player = hands[(rng.next() % hands.len() as u64) as usize];
+            let dealer = dealer_around(&mut rng, &player);
+            let bets = [(BetKind::Ante, ante.0), (rt.main_kind, stake.0)];
+            let net = |c: &TableConfig| {
+                net_of(
+                    &round(rs, Some(c), &dealer, &player, Some(Choice::Play), &bets),
+                    &MAIN_LINES,
+                )
+            };
+            fig.add(net(&capped) - net(&uncapped), 1);
+        }
+        // The class's share of all hands times its mean loss to the cap, summed.
+        let share = hands.len() as i128;
+        cost += -fig.net_minor * share * 1_000_000;
+        let n = fig.rounds as f64;
+        let mean = fig.net_minor as f64 / n;
+        let var = (fig.net_squared as f64 / n - mean * mean).max(0.0) / n;
+        variance += (share as f64 / FIVE_CARD_HANDS as f64).powi(2) * var;
+    }
+    let per = FIVE_CARD_HANDS * i128::from(samples) * i128::from(ante.0);
+    let error = 2.0 * variance.sqrt() / ante.0 as f64 * 1_000_000.0;
+    CapCost {
+        cost_ppm: (cost / per) as i64,
+        error_ppm: error.round() as u64,
+        classes,
+    }
+}
+
+/// A row's win on `stake` beyond the stake, as `settle` pays it (pool rows: none).
+fn row_win(pays: schemas::Pays, stake: Money) -> i128 {
+    let stake = i128::from(stake.0);
+    match pays {
+        schemas::Pays::ToOne(x) => stake * i128::from(x),
+        schemas::Pays::ForOne(x) => stake * i128::from(x.saturating_sub(1)),
+        schemas::Pays::Fixed(m) => i128::from(m.0),
+        schemas::Pays::PoolBasisPoints(_) => 0,
+    }
+}
+
+/// Every 5-card hand of each of `classes`, by class, in `classes`' order.
+fn hands_of(classes: &[schemas::HandClass]) -> Vec<Vec<[Card; 5]>> {
+    let mut out = vec![Vec::new(); classes.len()];
+    if classes.is_empty() {
+        return out;
+    }
+    let d: Vec<Card> = Card::deck().collect();
+    for a in 0..52 {
+        for b in a + 1..52 {
+            for c in b + 1..52 {
+                for e in c + 1..52 {
+                    for f in e + 1..52 {
+                        let h = [d[a], d[b], d[c], d[e], d[f]];
+                        let class = eval5(&h).class();
+                        if let Some(i) = classes.iter().position(|x| *x == class) {
+                            out[i].push(h);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Five dealer cards drawn uniformly from the 47 the player's hand leaves.
+fn dealer_around(rng: &mut SplitMix, player: &[Card; 5]) -> [Card; 5] {
+    let mut rest: Vec<Card> = Card::deck().filter(|c| !player.contains(c)).collect();
+    assert_eq!(rest.len(), 47);
+    for i in 0..5 {
+        let j = i + (rng.next() % (47 - i) as u64) as usize;
+        rest.swap(i, j);
+    }
+    std::array::from_fn(|i| rest[i])
 }

@@ -143,8 +143,9 @@ impl Tray {
     }
 }
 
-/// Handle on one bet line of one rule set: stakes, their squares (for the hold's
-/// confidence interval, minor units squared) and the bets.
+/// Handle on one bet line of one rule set under one set of pay tables: stakes, their
+/// squares (for the hold's confidence interval, minor units squared) and the bets. A
+/// report prices it: theoretical win = stake x the edge of its pay tables.
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Handle {
@@ -152,6 +153,10 @@ pub struct Handle {
     pub rule_set: RuleSet,
     /// The bet line.
     pub line: PayLine,
+    /// The pay tables in force: BLAKE3 of the configured ones in hex, where they reprice a
+    /// line (`rules::edge::pricing_key`); `None` for the seed's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pay_tables: Option<String>,
     /// The sum of the stakes, minor units.
     pub stake: Money,
     /// The sum of the squared stakes, minor units squared; a decimal string in JSON.
@@ -160,19 +165,6 @@ pub struct Handle {
     pub stake_squared: u128,
     /// How many bets.
     pub bets: u64,
-    /// Sum over the bets of stake x the edge in force (ppm, `rules::edge`): theoretical
-    /// win in millionths of a minor unit. The edge is the pay tables' of each round.
-    #[cfg_attr(feature = "openapi", schema(value_type = String))]
-    #[serde(with = "i128_text")]
-    pub theoretical_win_ppm: i128,
-    /// Sum over the bets of stake squared x the edge's variance (ppm of a unit squared):
-    /// the theoretical win's variance in millionths of a minor unit squared.
-    #[cfg_attr(feature = "openapi", schema(value_type = String))]
-    #[serde(with = "u128_text")]
-    pub win_variance_ppm: u128,
-    /// Stakes with no known edge (jackpot bets), minor units. The BET/Play of a main game
-    /// is priced in its Ante's edge: neither here nor in `theoretical_win_ppm`.
-    pub stake_without_edge: Money,
 }
 
 /// One dealer's part of a table's shift: the rounds that began while the dealer was in
@@ -318,10 +310,14 @@ pub struct HandleLine {
     pub stake: Money,
     /// How many bets.
     pub bets: u64,
-    /// The house edge in ppm (`rules::edge`); `None`: not known for this line.
+    /// The house edge in ppm (`rules::edge`); `None`: not known for this line, or pending.
     pub edge_ppm: Option<i64>,
     /// Handle times edge; `None` with the edge.
     pub theoretical_win: Option<Money>,
+    /// A configured pay table decides this line and its edge is not priced yet: no
+    /// theoretical win until it is ("theoretical pending").
+    #[serde(default)]
+    pub theoretical_pending: bool,
 }
 
 /// One group of a report: a table, pit, game, shift, day or dealer. A dealer group has no
@@ -369,8 +365,15 @@ pub struct ReportGroup {
     pub hold_theoretical_bp: Option<i64>,
     /// Handle and theoretical win per (rule set, line).
     pub handle: Vec<HandleLine>,
-    /// Handle times edge over the lines with a known edge.
+    /// Handle times edge over the lines with a known edge. While `theoretical_pending`,
+    /// it leaves out the pending lines: the theoretical holds are `None` and no alarm.
     pub theoretical_win: Money,
+    /// Some line's edge is not priced yet (`HandleLine::theoretical_pending`).
+    #[serde(default)]
+    pub theoretical_pending: bool,
+    /// Handle on the lines whose edge is pending.
+    #[serde(default)]
+    pub handle_pending: Money,
     /// The win's 95% interval: theoretical win minus and plus two standard deviations.
     pub win_low: Money,
     /// Theoretical win plus two standard deviations.
@@ -455,21 +458,7 @@ pub struct RoundFinance {
     pub due: Money,
 }
 
-/// `i128` as a decimal string: JSON numbers lose precision past 2^53 in many readers.
-mod i128_text {
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(v: &i128, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&v.to_string())
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<i128, D::Error> {
-        let s = String::deserialize(d)?;
-        s.parse().map_err(serde::de::Error::custom)
-    }
-}
-
-/// `u128` as a decimal string, for the same reason.
+/// `u128` as a decimal string: JSON numbers lose precision past 2^53 in many readers.
 mod u128_text {
     use serde::{Deserialize, Deserializer, Serializer};
 

@@ -361,7 +361,26 @@ async function financePage(context, url, config, errors) {
   const file = path.join(SHOTS, "finance-day.csv");
   await csv.saveAs(file);
   assert.match(fs.readFileSync(file, "utf8"), /^group,table_shifts,rounds,drop,/);
+  await dealerGrouping(page, url, token, day);
   await page.close();
+}
+
+// The same day grouped by dealer through the form: a row per dealer in place when the
+// rounds began (the simulator's D-nnnn roster), as the API groups them, with no drop.
+async function dealerGrouping(page, url, token, day) {
+  const api = await (await fetch(`${url}/v1/reports?day=${day}&group_by=dealer`, { headers: { Authorization: "Bearer " + token } })).json();
+  const dealers = api.groups.map(g => g.key);
+  assert.ok(dealers.some(d => /^D-\d{4}$/.test(d)), "the API names a dealer: " + dealers);
+  await page.selectOption("#fin-group_by", "dealer");
+  await page.click("#finance-form button");
+  await page.locator("#report-table th", { hasText: "dealer" }).first().waitFor();
+  assert.match(decodeURIComponent(new URL(page.url()).hash), /group_by=dealer/);
+  const rows = page.locator("#report-table tbody tr");
+  const keys = (await rows.locator("td:first-child").allInnerTexts()).map(t => t.replace(/hold alarm/, "").trim());
+  assert.deepEqual(keys, dealers, "a row per dealer, as the API groups them");
+  const row = rows.filter({ hasText: dealers.find(d => /^D-/.test(d)) }).first();
+  assert.match(await row.innerText(), /the table's/, "a dealer has no drop of their own");
+  await page.screenshot({ path: path.join(SHOTS, "12-finance-by-dealer.png"), fullPage: true });
 }
 
 // The queue filtered by table and smallest difference, sorted by a click, as CSV.

@@ -1,0 +1,190 @@
+//! The house edges of configured pay tables, kept in the read model (space `EDGE`) by
+//! rule set and pay-table digest (`rules::edge::pricing_key`).
+//!
+//! - The indexer records each configuration it sees whose pay tables reprice a line
+//!   (`want`), unpriced. It never prices: TCP3 Ante/Play settles 407 M deals, a five-card
+//!   game 1 M rounds, and indexing must not wait seconds for either.
+//! - `price_next` prices one unpriced configuration. The server's pricing worker calls it
+//!   in the background; `roundledger readmodel price-edges` calls it offline.
+//! - A report loads the book (`EdgeBook::load`) and looks up each handle's edge: a line
+//!   whose edge is not priced yet is pending, never 0 and never the default.
+//!
+//! Invariants: a priced record is a function of its rule set and pay tables alone, so it
+//! is kept across restarts and rebuilds (`Model::clear`) and left out of `verify`'s
+//! comparison; at most `EDGE_RECORDS_MAX` records.
+
+use crate::model::{self, space, Model, ModelError};
+pub use rules::edge::Budget;
+use rules::edge::{line_repriced, price_configured, PricedEdge};
+use schemas::{PayLine, RuleSet, TableConfig};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Most configurations the book keeps. Past it a new configuration is not recorded: its
+/// repriced lines stay pending, and a warning says why.
+pub const EDGE_RECORDS_MAX: usize = 256;
+
+/// One configuration's edges: the configuration (to price it) and, once priced, the edge
+/// of every line of its rule set.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EdgeRecord {
+    /// The first `TableOpened` configuration seen with these pay tables.
+    pub config: TableConfig,
+    /// Every line's edge; `None` until priced.
+    pub priced: Option<Vec<PricedEdge>>,
+}
+
+/// What a report knows of one handle's edge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EdgeLookup {
+    /// The edge and the variance of one unit's net, both ppm.
+    Known {
+        /// The house edge, ppm of the stake.
+        edge_ppm: i64,
+        /// The variance of one unit's net, ppm of the unit squared.
+        variance_ppm: u64,
+    },
+    /// The line has no edge: a jackpot bet, or the BET/Play priced in its Ante.
+    NoEdge,
+    /// A configured pay table decides it and it is not priced yet.
+    Pending,
+}
+
+/// The key of a configuration's record: the space, the rule set's code, then the digest.
+pub fn key(rule_set: RuleSet, digest: &[u8; 32]) -> Vec<u8> {
+    let mut k = vec![space::EDGE];
+    k.extend_from_slice(rule_set.code().as_bytes());
+    k.push(0);
+    k.extend_from_slice(digest);
+    k
+}
+
+/// The pay-table identity a handle carries: the digest in hex, `None` for the defaults.
+pub fn identity(config: &TableConfig) -> Option<String> {
+    rules::edge::pricing_key(config).map(hex::encode)
+}
+
+/// Records `config` unpriced unless the book has its pay tables or is full. Written at
+/// once, outside the pass's batch: a record is a function of the configuration, so an
+/// early one is harmless, and it never overwrites a priced one.
+pub fn want(model: &Model, config: &TableConfig) -> Result<(), ModelError> {
+    let Some(digest) = rules::edge::pricing_key(config) else {
+        return Ok(());
+    };
+    let k = key(config.rule_set, &digest);
+    if model.db.get(&k)?.is_some() {
+        return Ok(());
+    }
+    let held = model.db.scan_prefix([space::EDGE]).keys().count();
+    if held >= EDGE_RECORDS_MAX {
+        tracing::warn!(
+            "the edge book holds {EDGE_RECORDS_MAX} configurations: {} {} stays pending",
+            config.rule_set.code(),
+            hex::encode(digest)
+        );
+        return Ok(());
+    }
+    let record = EdgeRecord {
+        config: config.clone(),
+        priced: None,
+    };
+    // Lost to another writer: the record is there, which is all `want` asks.
+    let none: Option<&[u8]> = None;
+    let _ = model
+        .db
+        .compare_and_swap(&k, none, Some(model::seal(&k, &record)))?;
+    Ok(())
+}
+
+/// Prices the first unpriced configuration within `budget` and stores its edges. Returns
+/// its key, or `None` when every one is priced. Slow (seconds): a background task.
+pub fn price_next(model: &Model, budget: &Budget) -> Result<Option<Vec<u8>>, ModelError> {
+    let mut todo = None;
+    for kv in model.db.scan_prefix([space::EDGE]) {
+        let (k, v) = kv?;
+        let r: EdgeRecord = model::decode(&k, &v)?;
+        if r.priced.is_none() {
+            todo = Some((k.to_vec(), r));
+            break;
+        }
+    }
+    let Some((k, mut record)) = todo else {
+        return Ok(None);
+    };
+    let started = std::time::Instant::now();
+    record.priced = Some(price_configured(&record.config, budget));
+    tracing::info!(
+        "priced the edges of {} pay tables {} in {:.1?}",
+        record.config.rule_set.code(),
+        model::key_text(&k),
+        started.elapsed()
+    );
+    model.db.insert(&k, model::seal(&k, &record))?;
+    model.db.flush()?;
+    Ok(Some(k))
+}
+
+/// Prices every unpriced configuration, at most `EDGE_RECORDS_MAX`. Returns how many.
+pub fn price_all(model: &Model, budget: &Budget) -> Result<usize, ModelError> {
+    let mut n = 0;
+    while n < EDGE_RECORDS_MAX && price_next(model, budget)?.is_some() {
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// The book as a report reads it: every record, by key.
+#[derive(Debug, Default)]
+pub struct EdgeBook {
+    records: BTreeMap<Vec<u8>, EdgeRecord>,
+}
+
+impl EdgeBook {
+    /// Reads every record (at most `EDGE_RECORDS_MAX`). Blocking: sled.
+    pub fn load(model: &Model) -> Result<EdgeBook, ModelError> {
+        let mut records = BTreeMap::new();
+        for kv in model.db.scan_prefix([space::EDGE]) {
+            let (k, v) = kv?;
+            records.insert(k.to_vec(), model::decode(&k, &v)?);
+        }
+        Ok(EdgeBook { records })
+    }
+
+    /// The records, by key.
+    pub fn records(&self) -> impl Iterator<Item = &EdgeRecord> {
+        self.records.values()
+    }
+
+    /// The edge of `line` of `rule_set` under the pay tables `identity` names (`None`:
+    /// the defaults).
+    pub fn lookup(&self, rule_set: RuleSet, identity: Option<&str>, line: PayLine) -> EdgeLookup {
+        let default = || match rules::edge::default_edge(rule_set, line) {
+            Some(e) => EdgeLookup::Known {
+                edge_ppm: e.edge_ppm,
+                variance_ppm: e.variance_ppm,
+            },
+            None => EdgeLookup::NoEdge,
+        };
+        let no_default = rules::edge::default_edge(rule_set, line).is_none();
+        let Some(id) = identity.filter(|_| !no_default) else {
+            return default();
+        };
+        let digest: Option<[u8; 32]> = hex::decode(id).ok().and_then(|d| d.try_into().ok());
+        let Some(r) = digest.and_then(|d| self.records.get(&key(rule_set, &d))) else {
+            return EdgeLookup::Pending;
+        };
+        if !line_repriced(rule_set, &r.config.pay_tables, line) {
+            return default();
+        }
+        match &r.priced {
+            None => EdgeLookup::Pending,
+            Some(edges) => match edges.iter().find(|e| e.line == line) {
+                Some(e) => EdgeLookup::Known {
+                    edge_ppm: e.edge_ppm,
+                    variance_ppm: e.variance_ppm,
+                },
+                None => EdgeLookup::NoEdge,
+            },
+        }
+    }
+}
