@@ -154,6 +154,8 @@ fn an_archived_day_reads_as_before_and_retention_keeps_its_seal() {
     let v = roundledger(&["verify", "--ledger", d, "--day", &days[0]]);
     assert_eq!(v.status.code(), Some(0), "{}", text(&v));
     assert!(text(&v).contains("removed by retention"), "{}", text(&v));
+    let full = roundledger(&["verify", "--ledger", d]);
+    assert_eq!(full.status.code(), Some(0), "{}", text(&full));
     let status = roundledger(&["archive", "status", "--ledger", d]);
     assert!(
         text(&status).contains("removed by retention"),

@@ -17,6 +17,7 @@
 //!   admin key, logged in `Space::Tier`, and the seal keeps the day's heads.
 
 mod moves;
+pub mod removed;
 pub mod retention;
 
 pub use crate::store::tier_read::TierReader;
