@@ -123,6 +123,9 @@ fn status(args: StatusArgs) -> Result<Outcome> {
         );
     }
     println!("{} days in the archive tier", entries.len());
+    let journal = l.removal_journal()?;
+    print!("{}", crate::verify::journal_line(&journal));
+    bad += usize::from(journal.problem.is_some());
     Ok(if bad == 0 {
         Outcome::Clean
     } else {

@@ -291,6 +291,11 @@ fn removed_lines(r: &ledger::tier::removed::Removed) -> String {
             }
         }
     }
+    // A ledger that never removed a day says nothing of it.
+    if r.days.is_empty() && r.journal == Default::default() {
+        return o;
+    }
+    o += &journal_line(&r.journal);
     if !r.days.is_empty() {
         o += &format!(
             "removed days: receipts are not recomputed past them; {} append calls are taken by their stored arrival hash\n",
@@ -298,6 +303,18 @@ fn removed_lines(r: &ledger::tier::removed::Removed) -> String {
         );
     }
     o
+}
+
+/// The removal journal (`ledger::tier::journal`) in one line.
+pub fn journal_line(j: &ledger::tier::journal::JournalVerdict) -> String {
+    match (&j.problem, &j.head) {
+        (Some((line, p)), _) => format!("removal journal BAD at line {line}: {p}\n"),
+        (None, None) => "removal journal ok: none written\n".to_string(),
+        (None, Some(head)) => format!(
+            "removal journal ok: {} chained, each act signed by a trusted admin key, head {head}\n",
+            counted(j.lines, ("line", "lines"))
+        ),
+    }
 }
 
 /// Held events: a line per table holding some, and keys that do not read.

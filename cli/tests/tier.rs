@@ -156,6 +156,25 @@ fn an_archived_day_reads_as_before_and_retention_keeps_its_seal() {
     assert!(text(&v).contains("removed by retention"), "{}", text(&v));
     let full = roundledger(&["verify", "--ledger", d]);
     assert_eq!(full.status.code(), Some(0), "{}", text(&full));
+    assert!(text(&full).contains("removal journal ok: 1 line chained"));
+    // An altered journal line: `verify` and `archive status` name it, exit 1.
+    let journal = dir.join("archive").join("removals.jsonl");
+    let good = std::fs::read_to_string(&journal).unwrap();
+    let altered = good.replacen("\"retention_days\":1", "\"retention_days\":2", 1);
+    std::fs::write(&journal, altered).unwrap();
+    for args in [
+        vec!["verify", "--ledger", d],
+        vec!["archive", "status", "--ledger", d],
+    ] {
+        let o = roundledger(&args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", text(&o));
+        assert!(
+            text(&o).contains("removal journal BAD at line 1"),
+            "{}",
+            text(&o)
+        );
+    }
+    std::fs::write(&journal, good).unwrap();
     let status = roundledger(&["archive", "status", "--ledger", d]);
     assert!(
         text(&status).contains("removed by retention"),

@@ -304,3 +304,92 @@ fn a_day_removed_by_retention_is_proven_by_its_seal() {
     let last = l.head(&t).unwrap().seq.0;
     assert!(l.stored_event(&t, last).unwrap().is_some());
 }
+
+/// The removal journal, held against the catalog: an altered, reordered, cut or missing
+/// line is named by its number, and `verify` fails.
+#[test]
+fn a_tampered_removal_journal_is_named_by_line() {
+    use ledger::tier::retention::Removal;
+    let tmp = tempfile::tempdir().unwrap();
+    let l = sealed_ledger(tmp.path());
+    let admin = SigningKey::derive_for_simulation("admin");
+    l.trust_admin_keys([admin.public()]).unwrap();
+    let now = rule().bounds(DAYS[2]).unwrap().ends_at_ns + 30 * DAY_NS;
+    for day in &DAYS[..2] {
+        let (entry, _) = l.archive_move(day).unwrap();
+        l.retention_remove(&Removal::sign(&entry, 30, &admin, now), now)
+            .unwrap();
+    }
+    let ok = l.removal_journal().unwrap();
+    assert_eq!((ok.lines, ok.problem.clone()), (2, None), "{ok:?}");
+    assert!(l.verify().unwrap().is_ok());
+    let path = tmp.path().join(ledger::tier::DIR).join("removals.jsonl");
+    let good = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<&str> = good.lines().collect();
+    let cases = [
+        (
+            "altered",
+            good.replacen("\"retention_days\":30", "\"retention_days\":31", 1),
+            1,
+            "signature",
+        ),
+        (
+            "reordered",
+            format!("{}\n{}\n", lines[1], lines[0]),
+            1,
+            "numbered 2",
+        ),
+        ("truncated", format!("{}\n", lines[0]), 2, "not journaled"),
+        (
+            "cut short",
+            good[..good.len() - 9].to_string(),
+            2,
+            "cut short",
+        ),
+        (
+            "rechained",
+            format!(
+                "{}\n{}\n",
+                lines[0],
+                lines[1].replacen("\"prev\":\"", "\"prev\":\"f", 1)
+            ),
+            2,
+            "prev",
+        ),
+    ];
+    for (what, text, line, why) in cases {
+        std::fs::write(&path, &text).unwrap();
+        let v = l.removal_journal().unwrap();
+        let (at, p) = v.problem.clone().unwrap_or_else(|| panic!("{what}: {v:?}"));
+        assert_eq!(at, line, "{what}: {p}");
+        assert!(p.contains(why), "{what}: {p}");
+        let report = l.verify().unwrap();
+        assert!(!report.is_ok(), "{what}");
+        assert!(report.failures().contains("removals"), "{what}");
+    }
+    std::fs::write(&path, &good).unwrap();
+    assert!(l.verify().unwrap().is_ok());
+
+    // A crash after the journal line, before the commit: `verify` names the line, and
+    // the next removal finishes with the journaled act, journaling nothing more.
+    let (entry, _) = l.archive_move(DAYS[2]).unwrap();
+    let act = Removal::sign(&entry, 30, &admin, now);
+    let line = ledger::tier::journal::Line {
+        n: 3,
+        prev: blake3::hash(lines[1].as_bytes()).to_hex().to_string(),
+        removal: act.clone(),
+    };
+    let text = format!("{good}{}\n", serde_json::to_string(&line).unwrap());
+    std::fs::write(&path, &text).unwrap();
+    let (at, p) = l.removal_journal().unwrap().problem.unwrap();
+    assert!(
+        at == 3 && p.contains("not removed in the catalog"),
+        "{at} {p}"
+    );
+    let later = Removal::sign(&entry, 30, &admin, now + 60_000_000_000);
+    let done = l.retention_remove(&later, now + 60_000_000_000).unwrap();
+    assert_eq!(done.removal, Some(act));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+    assert_eq!(l.removal_journal().unwrap().lines, 3);
+    assert!(l.verify().unwrap().is_ok());
+}

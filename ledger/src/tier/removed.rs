@@ -45,6 +45,8 @@ pub struct Removed {
     /// Append calls whose records were all or partly removed: the arrival chain takes
     /// their stored hash as it is (`verify`).
     pub calls_unchecked: u64,
+    /// The removal journal against the catalog (`super::journal`).
+    pub journal: super::journal::JournalVerdict,
     by_table: BTreeMap<TableId, Vec<RemovedRange>>,
 }
 
@@ -56,7 +58,7 @@ impl Removed {
 
     /// Whether every removal holds.
     pub fn is_ok(&self) -> bool {
-        self.days.iter().all(|d| d.problem.is_none())
+        self.days.iter().all(|d| d.problem.is_none()) && self.journal.problem.is_none()
     }
 }
 
@@ -92,6 +94,7 @@ pub fn removed_days(store: &dyn Store) -> Result<Removed, Error> {
         }
         out.days.push(day);
     }
+    out.journal = super::journal::check(store)?;
     for ranges in out.by_table.values_mut() {
         ranges.sort_by_key(|r| r.first_seq);
     }
