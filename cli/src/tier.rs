@@ -226,5 +226,9 @@ fn remove(args: RemoveArgs) -> Result<Outcome> {
         "day {}: day file {} removed by retention ({} days), signed by {}; seal {} keeps its heads",
         done.day, done.file, retention_days, act.admin, done.seal_digest
     );
+    // The read model keeps no row of a round retention removed.
+    if let Some(events) = crate::readmodel::rebuild_if_present(&l, &args.ledger)? {
+        println!("read model rebuilt: {events} events");
+    }
     Ok(Outcome::Clean)
 }

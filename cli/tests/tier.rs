@@ -155,6 +155,9 @@ fn an_archived_day_reads_as_before_and_retention_keeps_its_seal() {
             a,
         ])
     };
+    // A read model built before the removal: the removal rebuilds it.
+    let built = roundledger(&["readmodel", "rebuild", "--ledger", d]);
+    assert_eq!(built.status.code(), Some(0), "{}", text(&built));
     let young = remove("10");
     assert_eq!(young.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&young.stderr).contains("younger than its retention"));
@@ -168,9 +171,19 @@ fn an_archived_day_reads_as_before_and_retention_keeps_its_seal() {
     let v = roundledger(&["verify", "--ledger", d, "--day", &days[0]]);
     assert_eq!(v.status.code(), Some(0), "{}", text(&v));
     assert!(text(&v).contains("removed by retention"), "{}", text(&v));
+    assert!(
+        text(&done).contains("read model rebuilt"),
+        "{}",
+        text(&done)
+    );
     let full = roundledger(&["verify", "--ledger", d]);
     assert_eq!(full.status.code(), Some(0), "{}", text(&full));
     assert!(text(&full).contains("removal journal ok: 1 line chained"));
+    assert!(
+        text(&full).contains("read model: matches"),
+        "{}",
+        text(&full)
+    );
     // An altered journal line: `verify` and `archive status` name it, exit 1.
     let journal = dir.join("archive").join("removals.jsonl");
     let good = std::fs::read_to_string(&journal).unwrap();

@@ -495,7 +495,7 @@ impl Ledger {
     }
 
     /// The last seq and head hash `day`'s seal gives `table`, if it sealed any of it.
-    pub(crate) fn sealed_head_at(
+    pub fn sealed_head_at(
         &self,
         day: &str,
         table: &TableId,
