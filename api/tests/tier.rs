@@ -141,6 +141,13 @@ async fn archived_rounds_read_as_before_and_removed_ones_are_gone() {
     let app = api::router(state);
     let table = ledger.tables()[0].to_string();
     let before = readings(&app, &table, 2).await;
+    // A round of the next day, whose table opened in the removed one.
+    let later = format!("/v1/tables/{table}/rounds/28");
+    let (_, later_before) = get(&app, &later).await;
+    let row: Value = serde_json::from_slice(&later_before).unwrap();
+    assert!(!row["row"]["rule_set"].is_null(), "{row}");
+    let later_bundle = format!("/v1/evidence/{table}/28");
+    let (_, bundle_before) = get(&app, &later_bundle).await;
 
     let (entry, plan) = ledger.archive_move(DAYS[0]).unwrap();
     assert!(
@@ -171,6 +178,14 @@ async fn archived_rounds_read_as_before_and_removed_ones_are_gone() {
         );
     }
     assert!(ledger.fenced().is_empty(), "{:?}", ledger.fenced());
+    // The removal kept the config in force: the later round reads as before.
+    let (s, body) = get(&app, &later).await;
+    assert_eq!(s, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
+    assert!(body == later_before, "round 28 differs after the removal");
+    // No checkpoint signs this table: its bundle chains from seq 1, which is gone.
+    let (s, body) = get(&app, &later_bundle).await;
+    assert_eq!(s, StatusCode::GONE, "{}", String::from_utf8_lossy(&body));
+    assert!(!bundle_before.is_empty());
     // A read model built after the removal goes on from the sealed heads.
     let (_stop2, rx) = tokio::sync::watch::channel(false);
     let fresh = api::AppState::new(
@@ -191,8 +206,13 @@ async fn archived_rounds_read_as_before_and_removed_ones_are_gone() {
     let fresh = api::router(fresh);
     let (s, body) = get(&fresh, &format!("/v1/rounds?day={}&limit=500", DAYS[1])).await;
     assert_eq!(s, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
-    let (s, body) = get(&fresh, &format!("/v1/tables/{table}/rounds/28")).await;
+    let (s, body) = get(&fresh, &later).await;
     assert_eq!(s, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
+    let (a, b): (Value, Value) = (
+        serde_json::from_slice(&body).unwrap(),
+        serde_json::from_slice(&later_before).unwrap(),
+    );
+    assert_eq!(a, b, "round 28 from a model built after the removal");
     let (s, body) = get(&fresh, &format!("/v1/tables/{table}/rounds/2")).await;
     assert_eq!(s, StatusCode::GONE, "{}", String::from_utf8_lossy(&body));
     let req = Request::get("/openapi.json").body(Body::empty()).unwrap();

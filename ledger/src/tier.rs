@@ -17,6 +17,7 @@
 //!   admin key, logged in `Space::Tier`, and the seal keeps the day's heads.
 
 pub mod journal;
+pub mod kept;
 mod moves;
 pub mod removed;
 pub mod retention;

@@ -298,23 +298,15 @@ pub fn pass(
                 break;
             }
             let to = head.seq.0.min(t.cur.next_seq + INDEX_CHUNK_EVENTS - 1);
-            let mut next_seq = to + 1;
-            for stored in ledger.events(&head.table, t.cur.next_seq..=to) {
-                let stored = match stored {
-                    // A day removed by retention: go on after it, from its sealed head.
-                    Err(ledger::Error::RetentionRemoved { day, .. }) => {
-                        next_seq = skip_removed(ledger, &head.table, &mut t.cur, &day)?;
-                        break;
-                    }
-                    // A record that does not read fences its table; this pass is not
-                    // kept, and the next one leaves the table out.
-                    s => s.map_err(|e| ledger.fence_after_read_error(&head.table, e))?,
-                };
-                out.events += 1;
-                let rule = (model.rule(), &mut tail.shifts);
-                index_event(&head.table, t, delta, &stored, &mut out.reports, rule);
-            }
-            t.cur.next_seq = next_seq;
+            let rule = (model.rule(), &mut tail.shifts);
+            let chunk = Chunk {
+                table: &head.table,
+                to,
+                delta: &mut *delta,
+                reports: &mut out.reports,
+                events: &mut out.events,
+            };
+            t.cur.next_seq = index_chunk(ledger, t, chunk, rule)?;
         }
         if t.cur.verifying {
             delta.verified_through = t.cur.checked;
@@ -328,6 +320,56 @@ pub fn pass(
     tail.events_read += out.events;
     let feed = commit(model, tail, out)?;
     Ok((feed, more))
+}
+
+/// One chunk of a table's events for `index_chunk`: through seq `to`.
+struct Chunk<'a> {
+    table: &'a TableId,
+    to: u64,
+    delta: &'a mut TableDelta,
+    reports: &'a mut Vec<(RoundReport, Terms)>,
+    /// Events read in the pass so far.
+    events: &'a mut u64,
+}
+
+/// Indexes the table's events from its cursor through `chunk.to`; the seq to read next.
+fn index_chunk(
+    ledger: &ledger::Ledger,
+    t: &mut TableTail,
+    chunk: Chunk,
+    (rule, shifts): (&ledger::days::DayRule, &mut ShiftCache),
+) -> Result<u64, ReadError> {
+    let Chunk {
+        table,
+        to,
+        delta,
+        reports,
+        events,
+    } = chunk;
+    let mut fed_through = t.cur.next_seq - 1;
+    for stored in ledger.events(table, t.cur.next_seq..=to) {
+        let stored = match stored {
+            // A day removed by retention: go on after it, from its sealed head, with the
+            // events its removal kept.
+            Err(ledger::Error::RetentionRemoved { day, .. }) => {
+                let next_seq = skip_removed(ledger, table, &mut t.cur, &day)?;
+                let kept = ledger.kept_events(&day, table)?;
+                let verifying = std::mem::replace(&mut t.cur.verifying, false);
+                for k in kept.iter().filter(|k| k.seq.0 > fed_through) {
+                    index_event(table, t, delta, k, reports, (rule, &mut *shifts));
+                }
+                t.cur.verifying = verifying;
+                return Ok(next_seq);
+            }
+            // A record that does not read fences its table; this pass is not kept, and
+            // the next one leaves the table out.
+            s => s.map_err(|e| ledger.fence_after_read_error(table, e))?,
+        };
+        *events += 1;
+        fed_through = stored.seq.0;
+        index_event(table, t, delta, &stored, reports, (rule, &mut *shifts));
+    }
+    Ok(to + 1)
 }
 
 /// A table's tail: resumed from its cursor in the model, or from seq 1. A cursor beyond the

@@ -135,6 +135,21 @@ fn removed_day(
             "the removal act's key is not a trusted admin key".into(),
         );
     }
+    for k in &entry.kept {
+        let inside = seal
+            .table(&k.table)
+            .is_some_and(|t| t.events > 0 && (t.first_seq.0..=t.last_seq.0).contains(&k.seq));
+        if let Err(e) = k.stored() {
+            return unproven(entry, format!("a kept event: {e}"));
+        }
+        if !inside {
+            let why = format!(
+                "a kept event, table {} seq {}, is not the day's",
+                k.table, k.seq
+            );
+            return unproven(entry, why);
+        }
+    }
     let mut day = unproven(entry, String::new());
     day.problem = None;
     day.tables = seal

@@ -51,6 +51,10 @@ impl Ledger {
                 removal.clone()
             }
         };
+        let seal = self
+            .day_seal(day)?
+            .ok_or_else(|| refuse(day, "the day has no seal"))?;
+        entry.kept = self.events_to_keep(&seal)?;
         entry.state = TierState::Removed;
         entry.removal = Some(act);
         {
