@@ -393,3 +393,36 @@ fn a_tampered_removal_journal_is_named_by_line() {
     assert_eq!(l.removal_journal().unwrap().lines, 3);
     assert!(l.verify().unwrap().is_ok());
 }
+
+/// A day marked removed in the catalog by an act no trusted admin signed, its file
+/// deleted: `verify` names the day and fails its tables where their records are gone.
+#[test]
+fn a_removal_without_a_trusted_act_fails_verify() {
+    use ledger::store::{Op, SledStore, Space, Store};
+    use ledger::tier::retention::Removal;
+    let tmp = tempfile::tempdir().unwrap();
+    let l = sealed_ledger(tmp.path());
+    l.trust_admin_keys([SigningKey::derive_for_simulation("admin").public()])
+        .unwrap();
+    let (mut entry, _) = l.archive_move(DAYS[0]).unwrap();
+    drop(l);
+    let stranger = SigningKey::derive_for_simulation("stranger");
+    entry.removal = Some(Removal::sign(&entry, 1, &stranger, 0));
+    entry.state = ledger::tier::TierState::Removed;
+    let store = SledStore::open(tmp.path()).unwrap();
+    let put = Op::Put(Space::Tier, DAYS[0].as_bytes().to_vec(), entry.encode());
+    store.commit(vec![put]).unwrap();
+    store.flush().unwrap();
+    std::fs::remove_file(tmp.path().join(ledger::tier::DIR).join(&entry.file)).unwrap();
+    let (report, _) = ledger::verify_store(&store, None, &Default::default()).unwrap();
+    assert!(!report.is_ok());
+    let day = &report.removed.days[0];
+    let why = day.problem.as_deref().unwrap_or_default();
+    assert!(why.contains("not a trusted admin key"), "{why}");
+    let bad = report
+        .tables
+        .iter()
+        .filter(|t| matches!(t, ledger::TableVerdict::Bad { problem, .. } if problem.to_string().contains("without a valid removal act")))
+        .count();
+    assert_eq!(bad, 2, "{:?}", report.tables);
+}
