@@ -18,6 +18,7 @@ fn meaning(status: &str) -> Option<&'static str> {
         "403" => "the token's role may not use this operation, or a count's key is not trusted",
         "404" => "what the path names does not exist",
         "409" => "the case is closed, or has as many entries as it may",
+        "410" => "the round's gaming day was removed by retention (`archive remove`); its seal still proves the day's heads",
         "413" => "the answer would exceed a server limit",
         "415" => "the body is not sent as `Content-Type: application/json`",
         "422" => "the JSON body lacks a field or has one of the wrong type",

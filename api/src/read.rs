@@ -25,6 +25,9 @@ impl IntoResponse for Refusal {
     fn into_response(self) -> Response {
         let Refusal(e) = self;
         let status = match &e {
+            // The round's gaming day was removed by retention: its seal still proves the
+            // day's heads, but its events are gone for good.
+            ReadError::Ledger(ledger::Error::RetentionRemoved { .. }) => StatusCode::GONE,
             ReadError::NotFound(_) => StatusCode::NOT_FOUND,
             ReadError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ReadError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,

@@ -452,7 +452,7 @@ async fn list_rounds(
 
 #[utoipa::path(get, path = "/v1/tables/{table}/rounds/{round}", tag = "rounds",
     params(("table" = String, Path, pattern = "^[A-Za-z0-9_-]{1,32}$"), ("round" = u64, Path)),
-    responses((status = 200, description = "the round: events, reconstruction, settlement and findings, recomputed from the stored bytes", body = RoundDetail), (status = 404, body = ApiError), (status = 500, body = ApiError)))]
+    responses((status = 200, description = "the round: events, reconstruction, settlement and findings, recomputed from the stored bytes", body = RoundDetail), (status = 404, body = ApiError), (status = 410, body = ApiError), (status = 500, body = ApiError)))]
 async fn round_detail(
     State(st): State<Shared>,
     Path((table, round)): Path<(String, u64)>,
@@ -462,7 +462,7 @@ async fn round_detail(
 
 #[utoipa::path(get, path = "/v1/tables/{table}/rounds/{round}/steps", tag = "rounds",
     params(("table" = String, Path, pattern = "^[A-Za-z0-9_-]{1,32}$"), ("round" = u64, Path)),
-    responses((status = 200, description = "the replay state after each event of the round", body = StepList), (status = 404, body = ApiError), (status = 500, body = ApiError)))]
+    responses((status = 200, description = "the replay state after each event of the round", body = StepList), (status = 404, body = ApiError), (status = 410, body = ApiError), (status = 500, body = ApiError)))]
 async fn round_steps(
     State(st): State<Shared>,
     Path((table, round)): Path<(String, u64)>,
@@ -472,7 +472,7 @@ async fn round_steps(
 
 #[utoipa::path(get, path = "/v1/tables/{table}/rounds/{round}/steps/{k}", tag = "rounds",
     params(("table" = String, Path, pattern = "^[A-Za-z0-9_-]{1,32}$"), ("round" = u64, Path), ("k" = u64, Path, description = "event index in the round's timeline, from 0")),
-    responses((status = 200, description = "the replay state after event k", body = StepState), (status = 404, body = ApiError), (status = 500, body = ApiError)))]
+    responses((status = 200, description = "the replay state after event k", body = StepState), (status = 404, body = ApiError), (status = 410, body = ApiError), (status = 500, body = ApiError)))]
 async fn round_step(
     State(st): State<Shared>,
     Path((table, round, k)): Path<(String, u64, u64)>,
@@ -1020,7 +1020,7 @@ async fn enter_count(
 
 #[utoipa::path(get, path = "/v1/evidence/{table}/{round}", tag = "evidence",
     params(("table" = String, Path, pattern = "^[A-Za-z0-9_-]{1,32}$"), ("round" = u64, Path)),
-    responses((status = 200, description = "the evidence bundle (schemas/BUNDLE.md), as an attachment", content_type = "application/json", body = EvidenceBundle), (status = 404, body = ApiError), (status = 413, body = ApiError), (status = 500, body = ApiError)))]
+    responses((status = 200, description = "the evidence bundle (schemas/BUNDLE.md), as an attachment", content_type = "application/json", body = EvidenceBundle), (status = 404, body = ApiError), (status = 410, body = ApiError), (status = 413, body = ApiError), (status = 500, body = ApiError)))]
 async fn evidence(
     State(st): State<Shared>,
     Extension(c): Extension<Caller>,

@@ -114,6 +114,23 @@ fn price_edges(dir: &Path) -> Result<Outcome> {
     Ok(Outcome::Clean)
 }
 
+/// Rebuilds the read model of `dir`, if it has one, under the day rule it was built with:
+/// after a retention removal its rounds' rows go. The events read, `None` without a model.
+pub fn rebuild_if_present(ledger: &ledger::Ledger, dir: &Path) -> Result<Option<u64>> {
+    let mdir = model::default_dir(dir);
+    if !mdir.exists() {
+        return Ok(None);
+    }
+    let rule = Model::open_as_built(&mdir)
+        .map(|m| m.rule().clone())
+        .with_context(|| format!("reading the read model at {}", mdir.display()))?;
+    std::fs::remove_dir_all(&mdir)
+        .with_context(|| format!("deleting the read model at {}", mdir.display()))?;
+    let m = Model::open(&mdir, &rule)?;
+    let events = readside::index::catch_up(ledger, &m).context("rebuilding the read model")?;
+    Ok(Some(events))
+}
+
 /// The model's differences from a fresh rebuild (empty: it matches), each naming its key.
 /// A model of another version, or one failing its checks, is one difference.
 pub fn check(ledger: &ledger::Ledger, dir: &Path) -> Result<Vec<String>> {

@@ -94,6 +94,14 @@ pub struct Args {
     /// Log format on stderr: `text`, or `json` (one JSON object a line).
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+    /// Days after a sealed day's end before `archive move` moves it (read by `archive
+    /// move --settings`; checked here).
+    #[arg(long, value_name = "DAYS")]
+    archive_after_days: Option<u32>,
+    /// The legal retention in days after a day's end (read by `archive remove
+    /// --settings`; checked here). Never shorter than --archive-after-days.
+    #[arg(long, value_name = "DAYS")]
+    retention_days: Option<u32>,
     /// A TOML file of settings: every flag of serve is a key (`batch = 512`); flags and
     /// `ROUNDLEDGER_*` variables win over it (README, `serve.example.toml`).
     #[arg(long, value_name = "FILE")]
@@ -302,6 +310,11 @@ async fn join_http(tasks: Vec<tokio::task::JoinHandle<Result<(), api::Error>>>) 
 }
 
 pub fn run(args: Args) -> Result<Outcome> {
+    let ages = crate::tier::TierAges {
+        archive_after_days: args.archive_after_days,
+        retention_days: args.retention_days,
+    };
+    ages.check().context("the archive tier's ages")?;
     let ledger = open_ledger(&args)?;
     warn_fenced(&ledger);
     let mut config = ingest::IngestConfig::new(&args.nats).with_batch_len(args.batch);

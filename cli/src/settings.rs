@@ -101,7 +101,7 @@ fn extra_flags(
 }
 
 /// The settings file's table, read with a bound on its size.
-fn read(path: &std::path::Path) -> Result<toml::Table> {
+pub fn read(path: &std::path::Path) -> Result<toml::Table> {
     use std::io::Read;
     let file =
         std::fs::File::open(path).with_context(|| format!("--settings {}", path.display()))?;

@@ -2,11 +2,74 @@
 //! (`ledger::tier`), and a day file removed past its retention by a signed admin act.
 //! Reads need no command: replay, verify, audit, evidence and the API find an archived
 //! round through the same read path.
+//!
+//! The ages come from the flags, else from serve's settings file (`--settings FILE`, keys
+//! `archive-after-days` and `retention-days`). A flag wins. Zero, or a retention shorter
+//! than the archive age, is refused.
 
 use crate::Outcome;
 use anyhow::{Context, Result};
 use ledger::tier::retention::Removal;
 use std::path::PathBuf;
+
+/// The longest age either setting takes: a century.
+pub const AGE_DAYS_MAX: u32 = ledger::tier::retention::RETENTION_DAYS_MAX;
+
+/// The archive and retention ages of serve's settings.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct TierAges {
+    pub archive_after_days: Option<u32>,
+    pub retention_days: Option<u32>,
+}
+
+impl TierAges {
+    /// Refuses zero, more than a century, and a retention shorter than the archive age.
+    pub fn check(&self) -> Result<()> {
+        let ages = [
+            ("archive-after-days", self.archive_after_days),
+            ("retention-days", self.retention_days),
+        ];
+        for (key, days) in ages {
+            if let Some(d) = days.filter(|d| !(1..=AGE_DAYS_MAX).contains(d)) {
+                anyhow::bail!("{key} = {d}: must be 1 to {AGE_DAYS_MAX} days");
+            }
+        }
+        if let (Some(a), Some(r)) = (self.archive_after_days, self.retention_days) {
+            anyhow::ensure!(
+                r >= a,
+                "retention-days = {r} is shorter than archive-after-days = {a}: a day would be removed before it is archived"
+            );
+        }
+        Ok(())
+    }
+
+    /// The two keys of a settings file, checked; other keys are serve's own.
+    pub fn from_file(path: &std::path::Path) -> Result<TierAges> {
+        let table = crate::settings::read(path)?;
+        let days = |key: &str| -> Result<Option<u32>> {
+            let Some(v) = table.get(key) else {
+                return Ok(None);
+            };
+            let n = v.as_integer().and_then(|n| u32::try_from(n).ok());
+            let n = n.with_context(|| {
+                format!("{}: {key} = {v:?}: not a number of days", path.display())
+            })?;
+            Ok(Some(n))
+        };
+        let ages = TierAges {
+            archive_after_days: days("archive-after-days")?,
+            retention_days: days("retention-days")?,
+        };
+        ages.check()
+            .with_context(|| format!("--settings {}", path.display()))?;
+        Ok(ages)
+    }
+}
+
+/// The ages of `--settings FILE`, none without one.
+fn ages(settings: Option<&std::path::Path>) -> Result<TierAges> {
+    settings.map_or(Ok(TierAges::default()), TierAges::from_file)
+}
 
 /// Most days one `archive move` moves.
 pub const MOVE_DAYS_MAX: usize = 366;
@@ -33,9 +96,13 @@ struct MoveArgs {
     /// A ledger directory no server holds open.
     #[arg(long)]
     ledger: PathBuf,
-    /// Move sealed days that ended at least this many days ago.
+    /// Move sealed days that ended at least this many days ago (default: the settings'
+    /// archive-after-days).
     #[arg(long, value_name = "DAYS", value_parser = clap::value_parser!(u32).range(0..=36_500))]
-    older_than_days: u32,
+    older_than_days: Option<u32>,
+    /// Serve's settings file (TOML): its archive-after-days stands in for the flag.
+    #[arg(long, value_name = "FILE")]
+    settings: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -53,9 +120,13 @@ struct RemoveArgs {
     /// The archived gaming day, YYYY-MM-DD.
     #[arg(long)]
     day: String,
-    /// The legal retention, in days after the day's end; a younger day is refused.
+    /// The legal retention, in days after the day's end; a younger day is refused
+    /// (default: the settings' retention-days).
     #[arg(long, value_name = "DAYS")]
-    retention_days: u32,
+    retention_days: Option<u32>,
+    /// Serve's settings file (TOML): its retention-days stands in for the flag.
+    #[arg(long, value_name = "FILE")]
+    settings: Option<PathBuf>,
     /// A trusted admin's key file (`roundledger keygen`): it signs the act.
     #[arg(long, value_name = "KEY_FILE")]
     admin_key: PathBuf,
@@ -70,15 +141,18 @@ pub fn run(args: Args) -> Result<Outcome> {
 }
 
 fn move_days(args: MoveArgs) -> Result<Outcome> {
+    let older_than_days = match args.older_than_days {
+        Some(d) => d,
+        None => ages(args.settings.as_deref())?.archive_after_days.context(
+            "say how old: --older-than-days N, or --settings FILE with archive-after-days",
+        )?,
+    };
     let l = crate::source::open_ledger(&args.ledger)?;
     let now = crate::when::now_ns()?;
-    let age_ns = i64::from(args.older_than_days) * DAY_NS;
+    let age_ns = i64::from(older_than_days) * DAY_NS;
     let days = l.days_to_archive(now, age_ns)?;
     if days.is_empty() {
-        println!(
-            "no sealed day older than {} days is hot",
-            args.older_than_days
-        );
+        println!("no sealed day older than {older_than_days} days is hot");
     }
     for day in days.iter().take(MOVE_DAYS_MAX) {
         let (entry, plan) = l
@@ -123,6 +197,9 @@ fn status(args: StatusArgs) -> Result<Outcome> {
         );
     }
     println!("{} days in the archive tier", entries.len());
+    let journal = l.removal_journal()?;
+    print!("{}", crate::verify::journal_line(&journal));
+    bad += usize::from(journal.problem.is_some());
     Ok(if bad == 0 {
         Outcome::Clean
     } else {
@@ -131,17 +208,27 @@ fn status(args: StatusArgs) -> Result<Outcome> {
 }
 
 fn remove(args: RemoveArgs) -> Result<Outcome> {
+    let retention_days = match args.retention_days {
+        Some(d) => d,
+        None => ages(args.settings.as_deref())?.retention_days.context(
+            "say the retention: --retention-days N, or --settings FILE with retention-days",
+        )?,
+    };
     let key = crate::keygen::read_signing_key(&args.admin_key)?;
     let l = crate::source::open_ledger(&args.ledger)?;
     let entry = l
         .tier_entry(&args.day)?
         .with_context(|| format!("day {} is not in the archive tier: move it first", args.day))?;
     let now = crate::when::now_ns()?;
-    let act = Removal::sign(&entry, args.retention_days, &key, now);
+    let act = Removal::sign(&entry, retention_days, &key, now);
     let done = l.retention_remove(&act, now)?;
     println!(
         "day {}: day file {} removed by retention ({} days), signed by {}; seal {} keeps its heads",
-        done.day, done.file, args.retention_days, act.admin, done.seal_digest
+        done.day, done.file, retention_days, act.admin, done.seal_digest
     );
+    // The read model keeps no row of a round retention removed.
+    if let Some(events) = crate::readmodel::rebuild_if_present(&l, &args.ledger)? {
+        println!("read model rebuilt: {events} events");
+    }
     Ok(Outcome::Clean)
 }

@@ -117,6 +117,9 @@ fn verify_ledger(dir: &std::path::Path, json: bool) -> Result<Outcome> {
         for s in sections.iter().filter(|s| !s.ok) {
             eprint!("{}", s.text);
         }
+        if !report.removed.is_ok() {
+            eprint!("{}", removed_lines(&report.removed));
+        }
         if let Some(line) = unreferenced_line(&store)? {
             eprintln!("{line}");
         }
@@ -225,7 +228,11 @@ fn copies_section(c: &ledger::copies::CopiesReport) -> Section {
 fn render_report(report: &ledger::VerifyReport) -> String {
     let mut o = String::new();
     for t in &report.tables {
-        o += &table_line(t);
+        let removed = match t {
+            TableVerdict::Ok { head, .. } => !report.removed.ranges(&head.table).is_empty(),
+            TableVerdict::Bad { .. } => false,
+        };
+        o += &table_line(t, removed);
         o.push('\n');
     }
     o += &format!(
@@ -234,17 +241,17 @@ fn render_report(report: &ledger::VerifyReport) -> String {
         quarantine_line(&report.quarantine)
     );
     o += &held_lines(&report.held);
+    o += &removed_lines(&report.removed);
     let legacy = report
         .tables
         .iter()
-        .filter(|t| {
-            matches!(
-                t,
-                TableVerdict::Ok {
-                    receipt_in_head: false,
-                    ..
-                }
-            )
+        .filter(|t| match t {
+            TableVerdict::Ok {
+                receipt_in_head: false,
+                head,
+                ..
+            } => report.removed.ranges(&head.table).is_empty(),
+            _ => false,
         })
         .count();
     if legacy > 0 {
@@ -257,6 +264,57 @@ fn render_report(report: &ledger::VerifyReport) -> String {
     };
     o += &format!("{} tables: {verdict}\n", report.tables.len());
     o
+}
+
+/// Days removed by retention: a line per day, then one per table its seal proves.
+fn removed_lines(r: &ledger::tier::removed::Removed) -> String {
+    let mut o = String::new();
+    for d in &r.days {
+        match &d.problem {
+            Some(p) => o += &format!("day {} removed by retention BAD: {p}\n", d.day),
+            None => {
+                o += &format!(
+                    "day {} removed by retention: act signed by admin key {}; its seal proves {}\n",
+                    d.day,
+                    d.admin,
+                    counted(d.tables.len() as u64, ("table head", "table heads"))
+                );
+                for t in &d.tables {
+                    o += &format!(
+                        "  {:<12} seq {}..={} removed, head {} proven by the seal; chain checked on from it\n",
+                        t.table.as_str(),
+                        t.first_seq,
+                        t.last_seq,
+                        t.head_hash
+                    );
+                }
+            }
+        }
+    }
+    // A ledger that never removed a day says nothing of it.
+    if r.days.is_empty() && r.journal == Default::default() {
+        return o;
+    }
+    o += &journal_line(&r.journal);
+    if !r.days.is_empty() {
+        o += &format!(
+            "removed days: receipts are not recomputed past them; {} append calls are taken by their stored arrival hash\n",
+            r.calls_unchecked
+        );
+    }
+    o
+}
+
+/// The removal journal (`ledger::tier::journal`) in one line.
+pub fn journal_line(j: &ledger::tier::journal::JournalVerdict) -> String {
+    match (&j.problem, &j.head) {
+        (Some((line, p)), _) => format!("removal journal BAD at line {line}: {p}\n"),
+        (None, None) => "removal journal ok: none written\n".to_string(),
+        (None, Some(head)) => format!(
+            "removal journal ok: {} chained, each act signed by a trusted admin key, head {head}\n",
+            counted(j.lines, ("line", "lines"))
+        ),
+    }
 }
 
 /// Held events: a line per table holding some, and keys that do not read.
@@ -322,7 +380,8 @@ fn report_json(report: &ledger::VerifyReport) -> Vec<serde_json::Value> {
 }
 
 /// One table's verdict in one line.
-fn table_line(t: &TableVerdict) -> String {
+/// `removed`: the table has records removed by retention, so no receipt is compared.
+fn table_line(t: &TableVerdict, removed: bool) -> String {
     match t {
         TableVerdict::Ok {
             head,
@@ -338,6 +397,8 @@ fn table_line(t: &TableVerdict) -> String {
             head.hash,
             if *receipt_in_head {
                 ""
+            } else if removed {
+                " (receipt not recomputed: records removed by retention)"
             } else {
                 " (head written before receipts)"
             }

@@ -51,17 +51,17 @@ fn same(after: &[String], before: &[String]) {
     }
 }
 
-#[test]
-fn an_archived_day_reads_as_before_and_retention_keeps_its_seal() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("ledger");
+/// A ledger seeded three days ago with `tables` tables of `rounds` rounds, its three
+/// gaming days sealed: its directory and the days.
+fn sealed_ledger(tmp: &Path, tables: &str, rounds: &str) -> (std::path::PathBuf, Vec<String>) {
+    let dir = tmp.join("ledger");
     let d = dir.to_str().unwrap();
     let seed = [
-        "seed", "--ledger", d, "--tables", "2", "--rounds", "12", "--close",
+        "seed", "--ledger", d, "--tables", tables, "--rounds", rounds, "--close",
     ];
     let out = roundledger(&[&seed[..], &["--days-ago", "3"]].concat());
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    let key = tmp.path().join("seal.key");
+    let key = tmp.join("seal.key");
     assert_eq!(
         roundledger(&["keygen", "--out", key.to_str().unwrap()])
             .status
@@ -90,6 +90,27 @@ fn an_archived_day_reads_as_before_and_retention_keeps_its_seal() {
             String::from_utf8_lossy(&o.stderr)
         );
     }
+    (dir, days)
+}
+
+/// The simulated admin's key file, which a seeded ledger trusts.
+fn admin_key(tmp: &Path) -> std::path::PathBuf {
+    let admin = tmp.join("admin.key");
+    let secret = blake3::derive_key(
+        "roundledger/simulated-key/v1",
+        b"roundledger simulated admin",
+    );
+    std::fs::write(&admin, hex::encode(secret)).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&admin, std::fs::Permissions::from_mode(0o600)).unwrap();
+    admin
+}
+
+#[test]
+fn an_archived_day_reads_as_before_and_retention_keeps_its_seal() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, days) = sealed_ledger(tmp.path(), "2", "12");
+    let d = dir.to_str().unwrap();
     let table = ledger::Ledger::open(&dir).unwrap().tables()[0].to_string();
     let bundle = tmp.path().join("bundle.json");
     let before = readings(d, &table, &days[0], &bundle);
@@ -118,14 +139,7 @@ fn an_archived_day_reads_as_before_and_retention_keeps_its_seal() {
     same(&readings(d, &table, &days[0], &bundle), &before);
 
     // Retention: the seeded ledger trusts the simulated admin key.
-    let admin = tmp.path().join("admin.key");
-    let secret = blake3::derive_key(
-        "roundledger/simulated-key/v1",
-        b"roundledger simulated admin",
-    );
-    std::fs::write(&admin, hex::encode(secret)).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&admin, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let admin = admin_key(tmp.path());
     let remove = |retention: &str| {
         let a = admin.to_str().unwrap();
         roundledger(&[
@@ -141,6 +155,9 @@ fn an_archived_day_reads_as_before_and_retention_keeps_its_seal() {
             a,
         ])
     };
+    // A read model built before the removal: the removal rebuilds it.
+    let built = roundledger(&["readmodel", "rebuild", "--ledger", d]);
+    assert_eq!(built.status.code(), Some(0), "{}", text(&built));
     let young = remove("10");
     assert_eq!(young.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&young.stderr).contains("younger than its retention"));
@@ -154,10 +171,133 @@ fn an_archived_day_reads_as_before_and_retention_keeps_its_seal() {
     let v = roundledger(&["verify", "--ledger", d, "--day", &days[0]]);
     assert_eq!(v.status.code(), Some(0), "{}", text(&v));
     assert!(text(&v).contains("removed by retention"), "{}", text(&v));
+    assert!(
+        text(&done).contains("read model rebuilt"),
+        "{}",
+        text(&done)
+    );
+    let full = roundledger(&["verify", "--ledger", d]);
+    assert_eq!(full.status.code(), Some(0), "{}", text(&full));
+    assert!(text(&full).contains("removal journal ok: 1 line chained"));
+    assert!(
+        text(&full).contains("read model: matches"),
+        "{}",
+        text(&full)
+    );
+    // An altered journal line: `verify` and `archive status` name it, exit 1.
+    let journal = dir.join("archive").join("removals.jsonl");
+    let good = std::fs::read_to_string(&journal).unwrap();
+    let altered = good.replacen("\"retention_days\":1", "\"retention_days\":2", 1);
+    std::fs::write(&journal, altered).unwrap();
+    for args in [
+        vec!["verify", "--ledger", d],
+        vec!["archive", "status", "--ledger", d],
+    ] {
+        let o = roundledger(&args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", text(&o));
+        assert!(
+            text(&o).contains("removal journal BAD at line 1"),
+            "{}",
+            text(&o)
+        );
+    }
+    std::fs::write(&journal, good).unwrap();
     let status = roundledger(&["archive", "status", "--ledger", d]);
     assert!(
         text(&status).contains("removed by retention"),
         "{}",
         text(&status)
     );
+}
+
+/// The ages from serve's settings file: nonsense refused (also by serve), a flag wins.
+#[test]
+fn the_archive_ages_come_from_the_settings_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, days) = sealed_ledger(tmp.path(), "1", "3");
+    let d = dir.to_str().unwrap();
+    let settings = tmp.path().join("serve.toml");
+    let f = settings.to_str().unwrap();
+    let write = |text: &str| std::fs::write(&settings, format!("batch = 64\n{text}")).unwrap();
+    let refused = [
+        ("archive-after-days = 0\n", "archive-after-days = 0"),
+        ("retention-days = 0\n", "retention-days = 0"),
+        (
+            "archive-after-days = 10\nretention-days = 5\n",
+            "shorter than",
+        ),
+        ("archive-after-days = \"ten\"\n", "not a number"),
+    ];
+    for (text, why) in refused {
+        write(text);
+        let o = roundledger(&["archive", "move", "--ledger", d, "--settings", f]);
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert_eq!(o.status.code(), Some(2), "{text}: {err}");
+        assert!(err.contains(why), "{text}: {err}");
+    }
+    let serve = roundledger(&[
+        "serve",
+        "--ledger",
+        d,
+        "--no-ingest",
+        "--retention-days",
+        "0",
+    ]);
+    assert_eq!(serve.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&serve.stderr).contains("retention-days = 0"));
+    let none = roundledger(&["archive", "move", "--ledger", d]);
+    assert_eq!(none.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&none.stderr).contains("--older-than-days"));
+
+    write("archive-after-days = 10\nretention-days = 20\n");
+    let young = roundledger(&["archive", "move", "--ledger", d, "--settings", f]);
+    assert_eq!(young.status.code(), Some(0));
+    assert!(
+        text(&young).contains("older than 10 days"),
+        "{}",
+        text(&young)
+    );
+    let flag = ["--older-than-days", "0"];
+    let moved = roundledger(
+        &[
+            &["archive", "move", "--ledger", d, "--settings", f][..],
+            &flag,
+        ]
+        .concat(),
+    );
+    assert_eq!(
+        text(&moved)
+            .lines()
+            .filter(|l| l.starts_with("day "))
+            .count(),
+        3
+    );
+    let admin = admin_key(tmp.path());
+    let a = admin.to_str().unwrap();
+    let remove = [
+        "archive",
+        "remove",
+        "--ledger",
+        d,
+        "--day",
+        &days[0],
+        "--admin-key",
+        a,
+    ];
+    let kept = roundledger(&[&remove[..], &["--settings", f]].concat());
+    assert_eq!(kept.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&kept.stderr).into_owned();
+    assert!(
+        err.contains("younger than its retention of 20 days"),
+        "{err}"
+    );
+    let flag = ["--settings", f, "--retention-days", "1"];
+    let done = roundledger(&[&remove[..], &flag].concat());
+    assert_eq!(
+        done.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    assert!(text(&done).contains("(1 days)"), "{}", text(&done));
 }

@@ -506,6 +506,18 @@ impl Ledger {
         Ok(v)
     }
 
+    /// The last seq and head hash `day`'s seal gives `table`, if it sealed any of it.
+    pub fn sealed_head_at(
+        &self,
+        day: &str,
+        table: &TableId,
+    ) -> Result<Option<(u64, Hash32)>, Error> {
+        let seal = self.day_seal(day)?;
+        let t = seal.as_ref().and_then(|s| s.table(table));
+        Ok(t.filter(|t| t.events > 0)
+            .map(|t| (t.last_seq.0, t.head_hash)))
+    }
+
     /// The head a removed day's seal gives the table, where `t`'s range starts after it.
     fn sealed_head(&self, day: &str, t: &SealedTable) -> Result<Hash32, Error> {
         let seal = self.day_seal(day)?;

@@ -74,6 +74,17 @@ impl Ledger {
         };
         let problem = |check, detail| Err(Fence { check, detail });
         match self.stored_event(table, head.seq.0) {
+            // The head's day was removed by retention: its seal proves the head.
+            Err(Error::RetentionRemoved { day, .. }) => match self.sealed_head_at(&day, table) {
+                Ok(Some((seq, hash))) if seq == head.seq.0 && hash == head.hash => Ok(()),
+                _ => problem(
+                    check::HEAD_MISMATCH,
+                    format!(
+                        "seq {}: removed day {day}'s seal does not end there",
+                        head.seq.0
+                    ),
+                ),
+            },
             Err(e) => problem(check::HEAD_UNREADABLE, format!("seq {}: {e}", head.seq.0)),
             Ok(None) => problem(
                 check::HEAD_UNREADABLE,

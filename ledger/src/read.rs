@@ -566,7 +566,16 @@ impl Ledger {
 
     /// The stored event at `seq`, if any.
     pub fn stored_event(&self, table: &TableId, seq: u64) -> Result<Option<StoredEvent>, Error> {
-        self.events(table, seq..=seq).next().transpose()
+        match self.events(table, seq..=seq).next().transpose() {
+            // A day removed by retention keeps the events later days stand on.
+            Err(Error::RetentionRemoved { day, table: t }) => {
+                match self.kept_event(&day, &t, seq)? {
+                    Some(e) => Ok(Some(e)),
+                    None => Err(Error::RetentionRemoved { day, table: t }),
+                }
+            }
+            other => other,
+        }
     }
 
     /// The round index's entry for `round` of `table`, if any: one lookup.

@@ -16,7 +16,10 @@
 //! - Retention removal (`retention`) is the only way a day file goes; it is signed by an
 //!   admin key, logged in `Space::Tier`, and the seal keeps the day's heads.
 
+pub mod journal;
+pub mod kept;
 mod moves;
+pub mod removed;
 pub mod retention;
 
 pub use crate::store::tier_read::TierReader;

@@ -11,7 +11,9 @@
 //! of the chain covers them, and they say what is attested. Tables are
 //! independent chains, so they are verified on one thread per core
 //! (`schemas::parallel::map_tables`); the report lists them in table order whatever the
-//! threads.
+//! threads. A day removed by retention (`crate::tier::removed`) is skipped: the chain goes
+//! on from the head its seal proves, and its records' receipts and arrival hashes are
+//! taken as stored.
 //!
 //! It cannot detect the removal of a table's newest records together with a matching
 //! rewrite of its head and of the arrival chain, nor a whole table removed so: that needs a
@@ -28,6 +30,7 @@ use crate::quarantine::QuarantineVerdict;
 use crate::read::decode_head;
 use crate::record::{self, be_u64, split_table_key, table_key};
 use crate::store::{Space, Store};
+use crate::tier::removed::{Removed, RemovedRange};
 use crate::{Error, Ledger};
 use schemas::{chain::event_hash, codec, ChainHead, Hash32, TableId, GENESIS};
 use std::collections::BTreeMap;
@@ -43,6 +46,9 @@ pub struct VerifyReport {
     pub quarantine: QuarantineVerdict,
     /// Held events per table (`crate::held_check`).
     pub held: HeldReport,
+    /// Days removed by retention (`crate::tier::removed`): each table's chain goes on
+    /// from the head its seal proves.
+    pub removed: Removed,
 }
 
 impl VerifyReport {
@@ -54,6 +60,7 @@ impl VerifyReport {
             && matches!(self.arrival, ArrivalVerdict::Ok { .. })
             && matches!(self.quarantine, QuarantineVerdict::Ok { .. })
             && self.held.is_ok()
+            && self.removed.is_ok()
     }
 
     /// What fails, in a few words: "2 of 16 tables, the arrival chain".
@@ -75,6 +82,9 @@ impl VerifyReport {
         }
         if !self.held.is_ok() {
             parts.push(format!("held events of {} tables", self.held.failed()));
+        }
+        if !self.removed.is_ok() {
+            parts.push("removals by retention".to_string());
         }
         parts.join(", ")
     }
@@ -248,6 +258,7 @@ pub fn verify_store(
     hashes_at: &BTreeMap<TableId, u64>,
 ) -> Result<(VerifyReport, BTreeMap<TableId, AtSeq>), Error> {
     let (tables, bad_keys) = list_tables(store, mem)?;
+    let mut removed = crate::tier::removed::removed_days(store)?;
     // Tables are independent chains: spread over the cores, verdicts kept in table order.
     let tables: Vec<_> = tables.into_iter().collect();
     let verdicts = schemas::parallel::map_tables(
@@ -255,14 +266,12 @@ pub fn verify_store(
         schemas::parallel::default_workers(),
         |(table, (m, persisted))| {
             let want = hashes_at.get(table).copied();
-            verify_table(
-                store,
-                table,
-                m.clone(),
-                mem.is_some(),
-                persisted.clone(),
-                want,
-            )
+            let heads = Heads {
+                mem: m.clone(),
+                check_mem: mem.is_some(),
+                persisted: persisted.clone(),
+            };
+            verify_table(store, table, heads, removed.ranges(table), want)
         },
     );
     let mut out = Vec::with_capacity(tables.len());
@@ -275,7 +284,8 @@ pub fn verify_store(
         out.push(verdict);
     }
     out.extend(bad_keys);
-    let arrival = verify_arrival(store)?;
+    let (arrival, removed_calls) = arrival_within(store, ARRIVAL_WAITING_MAX)?;
+    removed.calls_unchecked = removed_calls;
     let quarantine = crate::quarantine::verify_quarantine(store)?;
     let heads: BTreeMap<TableId, u64> = out
         .iter()
@@ -291,6 +301,7 @@ pub fn verify_store(
             arrival,
             quarantine,
             held,
+            removed,
         },
         found,
     ))
@@ -359,6 +370,12 @@ pub fn verify_arrival_within(
     store: &dyn Store,
     waiting_max: usize,
 ) -> Result<ArrivalVerdict, Error> {
+    Ok(arrival_within(store, waiting_max)?.0)
+}
+
+/// `verify_arrival_within`, and how many calls it took on trust: every record they list
+/// was removed by retention, so only their stored hash links the chain on.
+fn arrival_within(store: &dyn Store, waiting_max: usize) -> Result<(ArrivalVerdict, u64), Error> {
     let mut chain = ArrivalCheck::default();
     let problem = match chain_calls(store, &mut chain, waiting_max)? {
         Some(p) => Some((chain.next, p)),
@@ -367,14 +384,15 @@ pub fn verify_arrival_within(
             None => unlisted_records(store, &chain)?,
         },
     };
-    Ok(match problem {
+    let verdict = match problem {
         Some((call_id, problem)) => ArrivalVerdict::Bad { call_id, problem },
         None => ArrivalVerdict::Ok {
             calls: chain.calls,
             legacy: chain.legacy,
             head: chain.last,
         },
-    })
+    };
+    Ok((verdict, chain.removed))
 }
 
 /// Chains every append call's arrival entry in call-id order (keys come in key order, so
@@ -475,6 +493,8 @@ struct ArrivalCheck {
     last: Option<(u64, Hash32)>,
     /// Records the entries checked so far list (legacy entries' too).
     records: u64,
+    /// Calls with a record removed by retention: their stored hash is taken as it is.
+    removed: u64,
 }
 
 impl Default for ArrivalCheck {
@@ -486,6 +506,7 @@ impl Default for ArrivalCheck {
             legacy: 0,
             last: None,
             records: 0,
+            removed: 0,
         }
     }
 }
@@ -515,9 +536,14 @@ impl ArrivalCheck {
         };
         let mut hasher = crate::arrival::ArrivalHasher::new(&self.prev, self.next);
         let mut events = 0u64;
+        let mut removed = false;
         for key in &entry.records {
             let rec = match store.get(Space::Batch, key) {
                 Ok(Some(rec)) => rec,
+                Err(Error::RetentionRemoved { .. }) => {
+                    removed = true;
+                    continue;
+                }
                 Ok(None) => return Ok(Some("a record it lists is missing".to_string())),
                 Err(e) => return Ok(Some(format!("a record it lists is unreadable: {e}"))),
             };
@@ -530,7 +556,12 @@ impl ArrivalCheck {
                 events += 1;
             }
         }
-        let computed = hasher.finish();
+        let computed = if removed {
+            self.removed += 1;
+            stored
+        } else {
+            hasher.finish()
+        };
         if computed != stored {
             return Ok(Some(format!(
                 "arrival hash {stored} differs from the recomputed {computed}: a stream seq or receive time of its {events} events, or which records it lists, was changed"
@@ -572,16 +603,29 @@ fn attestation_failed(
     (verdict, at.filter(|_| want.is_some_and(|w| w < seq)))
 }
 
-/// One table: its verdict, and what it holds at seq `want` if the chain verified up to it.
-fn verify_table(
-    store: &dyn Store,
-    table: &TableId,
+/// A table's heads to check the records against.
+struct Heads {
+    /// The in-memory head, checked when `check_mem`.
     mem: Option<ChainHead>,
     check_mem: bool,
     persisted: Option<PersistedHead>,
+}
+
+/// One table: its verdict, and what it holds at seq `want` if the chain verified up to it.
+/// `removed`: the table's ranges removed by retention, which the chain skips.
+fn verify_table(
+    store: &dyn Store,
+    table: &TableId,
+    heads: Heads,
+    removed: &[RemovedRange],
     want: Option<u64>,
 ) -> Result<(TableVerdict, Option<AtSeq>), Error> {
-    let mut pass = Pass::new(table, want);
+    let Heads {
+        mem,
+        check_mem,
+        persisted,
+    } = heads;
+    let mut pass = Pass::new(table, want, removed);
     let mut attestation = crate::attest::AttestationCheck::new(store, table);
     let stopped = match pass.run(store, &mut attestation)? {
         Err(Stop::Attestation(seq, p)) => {
@@ -616,6 +660,8 @@ fn verify_table(
     if let Some(stop) = pass.check_heads(mem, check_mem, persisted_head) {
         return bad(stop);
     }
+    // A receipt runs from seq 1: past a removed range it cannot be recomputed.
+    let stored_receipt = stored_receipt.filter(|_| pass.jumped.is_none());
     if let Some(stop) = pass.check_indexes(store, &mut attestation, stored_receipt)? {
         return bad(stop);
     }
@@ -648,6 +694,12 @@ enum Stop {
 struct Pass<'a> {
     table: &'a TableId,
     want: Option<u64>,
+    /// The table's ranges removed by retention, and the last one the chain skipped.
+    removed: &'a [RemovedRange],
+    jumped: Option<&'a RemovedRange>,
+    /// The hash of the last stored event inside the skipped range (a record that
+    /// straddles the removed day's end keeps its first events).
+    tail: Option<Hash32>,
     prev: Hash32,
     receipt: Hash32,
     /// The next seq the chain must continue with.
@@ -661,10 +713,13 @@ struct Pass<'a> {
 }
 
 impl<'a> Pass<'a> {
-    fn new(table: &'a TableId, want: Option<u64>) -> Pass<'a> {
+    fn new(table: &'a TableId, want: Option<u64>, removed: &'a [RemovedRange]) -> Pass<'a> {
         Pass {
             table,
             want,
+            removed,
+            jumped: None,
+            tail: None,
             prev: GENESIS,
             receipt: Hash32::ZERO,
             next: 1,
@@ -694,15 +749,92 @@ impl<'a> Pass<'a> {
                 Err(Error::CorruptRecord { detail }) => {
                     return Ok(Err(Stop::Bad(self.next, VerifyProblem::Unreadable(detail))))
                 }
+                Err(Error::RetentionRemoved { day, .. }) => {
+                    if let Err(p) = self.skip_removed(store, attestation, &day)? {
+                        return Ok(Err(Stop::Bad(self.next, p)));
+                    }
+                    continue;
+                }
                 Err(e) => return Err(e),
             };
             for e in events {
-                if let Err(stop) = self.event(attestation, &e)? {
+                let outcome = match self.jumped {
+                    Some(r) if e.seq.0 < self.next && e.seq.0 >= r.first_seq => {
+                        self.tail_event(r, &e).map_err(|p| Stop::Bad(e.seq.0, p))
+                    }
+                    _ => self.event(attestation, &e)?,
+                };
+                if let Err(stop) = outcome {
                     return Ok(Err(stop));
                 }
             }
         }
         Ok(Ok(()))
+    }
+
+    /// A record of removed `day`: the chain goes on after the day's range from the head
+    /// its seal proves. Later records of the same range pass.
+    fn skip_removed(
+        &mut self,
+        store: &dyn Store,
+        attestation: &mut crate::attest::AttestationCheck,
+        day: &str,
+    ) -> Result<Result<(), VerifyProblem>, Error> {
+        let Some(r) = self.removed.iter().find(|r| r.day == day) else {
+            let why = format!("its records of day {day} are gone without a valid removal act");
+            return Ok(Err(VerifyProblem::Unreadable(why)));
+        };
+        if self.jumped == Some(r) && self.next == r.last_seq + 1 {
+            return Ok(Ok(()));
+        }
+        if !(r.first_seq..=r.last_seq).contains(&self.next) {
+            let why = format!(
+                "a record points into removed day {day} (seqs {}..={}) where seq {} belongs",
+                r.first_seq, r.last_seq, self.next
+            );
+            return Ok(Err(VerifyProblem::Unreadable(why)));
+        }
+        attestation.skip_removed(store, self.next, r.last_seq)?;
+        self.prev = r.head_hash;
+        self.next = r.last_seq + 1;
+        self.jumped = Some(r);
+        self.tail = None;
+        Ok(Ok(()))
+    }
+
+    /// A stored event inside the skipped range: it chains from its own `prev` to the
+    /// next, and the range's last event has the sealed head hash.
+    fn tail_event(
+        &mut self,
+        r: &RemovedRange,
+        e: &crate::StoredEvent,
+    ) -> Result<(), VerifyProblem> {
+        let event = match codec::decode(&e.bytes) {
+            Ok((ev, _)) => ev,
+            Err(err) => return Err(VerifyProblem::Undecodable(err.to_string())),
+        };
+        if event.table != *self.table || event.seq != e.seq {
+            return Err(VerifyProblem::WrongEvent {
+                table: event.table,
+                seq: event.seq.0,
+            });
+        }
+        if let Some(expected) = self.tail.filter(|p| *p != event.prev) {
+            let found = event.prev;
+            return Err(VerifyProblem::PrevMismatch { expected, found });
+        }
+        let computed = event_hash(&event.prev, &e.bytes);
+        let sealed = e.seq.0 == r.last_seq && computed != r.head_hash;
+        if computed != e.hash || sealed {
+            let stored = if sealed { r.head_hash } else { e.hash };
+            return Err(VerifyProblem::HashMismatch { stored, computed });
+        }
+        self.tail = Some(computed);
+        if matches!(event.body, schemas::EventBody::TableOpened { .. }) {
+            self.configs.insert(e.seq.0, e.hash);
+        }
+        self.note_round(e.seq.0, e);
+        Ok(())
     }
 
     /// A record's events, checked against its key.
@@ -755,20 +887,7 @@ impl<'a> Pass<'a> {
         }
         self.prev = e.hash;
         self.receipt = proofs::digest::receipt_next(&self.receipt, e.stream_seq, e.received_at_ns);
-        if let Some(r) = e.round {
-            self.rounds
-                .entry(r.0)
-                .and_modify(|s| {
-                    s.last_seq = next;
-                    s.last_occurred_at_ns = e.occurred_at_ns;
-                })
-                .or_insert(RoundSpan {
-                    first_seq: next,
-                    last_seq: next,
-                    first_occurred_at_ns: e.occurred_at_ns,
-                    last_occurred_at_ns: e.occurred_at_ns,
-                });
-        }
+        self.note_round(next, e);
         if self.want == Some(next) {
             self.at = Some(AtSeq {
                 hash: self.prev,
@@ -777,6 +896,25 @@ impl<'a> Pass<'a> {
         }
         self.next += 1;
         Ok(Ok(()))
+    }
+
+    /// The event at `seq` in its round's span.
+    fn note_round(&mut self, seq: u64, e: &crate::StoredEvent) {
+        let Some(r) = e.round else {
+            return;
+        };
+        self.rounds
+            .entry(r.0)
+            .and_modify(|s| {
+                s.last_seq = seq;
+                s.last_occurred_at_ns = e.occurred_at_ns;
+            })
+            .or_insert(RoundSpan {
+                first_seq: seq,
+                last_seq: seq,
+                first_occurred_at_ns: e.occurred_at_ns,
+                last_occurred_at_ns: e.occurred_at_ns,
+            });
     }
 
     /// The in-memory and persisted heads against the records' last event.
@@ -822,10 +960,21 @@ impl<'a> Pass<'a> {
             };
             return Ok(Some((last, problem)));
         }
-        if let Some((seq, p)) = check_round_index(store, self.table, &self.rounds)? {
+        let removed = |seq: u64| {
+            self.removed
+                .iter()
+                .any(|r| (r.first_seq..=r.last_seq).contains(&seq))
+        };
+        let rounds = RoundsSeen {
+            spans: &self.rounds,
+            removed: &removed,
+        };
+        if let Some((seq, p)) = check_round_index(store, self.table, &rounds)? {
             return Ok(Some((seq, VerifyProblem::RoundIndex(p))));
         }
-        if let Some((seq, p)) = crate::config::check_index(store, self.table, &self.configs)? {
+        let configs = &self.configs;
+        let skip = |seq: u64| removed(seq) && !configs.contains_key(&seq);
+        if let Some((seq, p)) = crate::config::check_index(store, self.table, configs, skip)? {
             return Ok(Some((seq, VerifyProblem::ConfigIndex(p))));
         }
         if let Some((seq, p)) = attestation.finish(store, last)? {
@@ -854,15 +1003,23 @@ impl std::fmt::Display for RoundSpan {
     }
 }
 
+/// The rounds a pass saw, and which seqs were removed by retention.
+struct RoundsSeen<'a> {
+    spans: &'a BTreeMap<u64, RoundSpan>,
+    removed: &'a dyn Fn(u64) -> bool,
+}
+
 /// Compares the table's round index with the rounds its verified records hold: every
 /// round summary must be the records' span of that round, none missing, none extra, and
-/// each round listed by its start time. The first disagreement, by round, and the seq to
-/// name (the round's first event).
+/// each round listed by its start time. A round with events removed by retention is
+/// compared by its stored part. The first disagreement, by round, and the seq to name
+/// (the round's first event).
 fn check_round_index(
     store: &dyn Store,
     table: &TableId,
-    rounds: &BTreeMap<u64, RoundSpan>,
+    seen: &RoundsSeen,
 ) -> Result<Option<(u64, String)>, Error> {
+    let rounds = seen.spans;
     let tk = table_key(table);
     let mut end = tk.clone();
     end.extend_from_slice(&[0xff; 9]);
@@ -894,7 +1051,31 @@ fn check_round_index(
         );
     }
     let mut problems: Vec<(u64, String)> = Vec::new();
-    for (round, span) in rounds {
+    let touched = |s: &RoundSpan| (seen.removed)(s.first_seq) || (seen.removed)(s.last_seq);
+    for (round, s) in stored.iter().filter(|(_, s)| touched(s)) {
+        let gone = (seen.removed)(s.first_seq) && (seen.removed)(s.last_seq);
+        match rounds.get(round) {
+            None if gone => {}
+            Some(span) if part_of(span, s, seen.removed) => {}
+            Some(span) => problems.push((
+                span.first_seq,
+                format!("the index says round {round} is {s}, its stored part {span}"),
+            )),
+            None => problems.push((
+                s.first_seq.max(1),
+                format!("the index lists round {round} ({s}), its stored part is missing"),
+            )),
+        }
+    }
+    // Rounds with events removed by retention are settled above.
+    let settled: std::collections::BTreeSet<u64> = stored
+        .iter()
+        .filter(|(_, s)| touched(s))
+        .map(|(r, _)| *r)
+        .collect();
+    stored.retain(|r, _| !settled.contains(r));
+    let unsettled = rounds.iter().filter(|(r, _)| !settled.contains(r));
+    for (round, span) in unsettled {
         match stored.get(round) {
             None => problems.push((
                 span.first_seq,
@@ -925,6 +1106,17 @@ fn check_round_index(
         }
     }
     Ok(problems.into_iter().min_by_key(|(seq, _)| *seq))
+}
+
+/// Whether `span`, a round's stored events, is the part of its indexed span `s` that
+/// retention left: each end is the index's, unless the index's end was removed.
+fn part_of(span: &RoundSpan, s: &RoundSpan, removed: &dyn Fn(u64) -> bool) -> bool {
+    let first = (span.first_seq, span.first_occurred_at_ns)
+        == (s.first_seq, s.first_occurred_at_ns)
+        || (removed(s.first_seq) && span.first_seq > s.first_seq);
+    let last = (span.last_seq, span.last_occurred_at_ns) == (s.last_seq, s.last_occurred_at_ns)
+        || (removed(s.last_seq) && span.last_seq < s.last_seq);
+    first && last
 }
 
 /// The stored event expected at seq `next` after `prev`, decoded, or its problem.

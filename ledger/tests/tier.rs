@@ -277,6 +277,24 @@ fn a_day_removed_by_retention_is_proven_by_its_seal() {
             v.problems
         );
     }
+    // The whole ledger verifies: each chain goes on from the head the seal proves.
+    let report = l.verify().unwrap();
+    assert!(report.is_ok(), "{:?}", report.failures());
+    assert_eq!(report.removed.days.len(), 1);
+    assert!(l.fenced().is_empty(), "{:?}", l.fenced());
+    // The next day removed too: the chain skips two ranges in a row.
+    let second = l.tier_entry(DAYS[1]).unwrap().unwrap();
+    let act = Removal::sign(&second, 29, &admin, now);
+    l.retention_remove(&act, now).unwrap();
+    let report = l.verify().unwrap();
+    assert!(
+        report.is_ok(),
+        "{:?} {:?}",
+        report.failures(),
+        report.tables
+    );
+    assert_eq!(report.removed.days.len(), 2);
+    assert!(report.removed.calls_unchecked > 0);
     let t = table("T-A");
     let gone = l.round_events(&t, RoundId(2));
     assert!(
@@ -285,4 +303,126 @@ fn a_day_removed_by_retention_is_proven_by_its_seal() {
     );
     let last = l.head(&t).unwrap().seq.0;
     assert!(l.stored_event(&t, last).unwrap().is_some());
+}
+
+/// The removal journal, held against the catalog: an altered, reordered, cut or missing
+/// line is named by its number, and `verify` fails.
+#[test]
+fn a_tampered_removal_journal_is_named_by_line() {
+    use ledger::tier::retention::Removal;
+    let tmp = tempfile::tempdir().unwrap();
+    let l = sealed_ledger(tmp.path());
+    let admin = SigningKey::derive_for_simulation("admin");
+    l.trust_admin_keys([admin.public()]).unwrap();
+    let now = rule().bounds(DAYS[2]).unwrap().ends_at_ns + 30 * DAY_NS;
+    for day in &DAYS[..2] {
+        let (entry, _) = l.archive_move(day).unwrap();
+        l.retention_remove(&Removal::sign(&entry, 30, &admin, now), now)
+            .unwrap();
+    }
+    let ok = l.removal_journal().unwrap();
+    assert_eq!((ok.lines, ok.problem.clone()), (2, None), "{ok:?}");
+    assert!(l.verify().unwrap().is_ok());
+    let path = tmp.path().join(ledger::tier::DIR).join("removals.jsonl");
+    let good = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<&str> = good.lines().collect();
+    let cases = [
+        (
+            "altered",
+            good.replacen("\"retention_days\":30", "\"retention_days\":31", 1),
+            1,
+            "signature",
+        ),
+        (
+            "reordered",
+            format!("{}\n{}\n", lines[1], lines[0]),
+            1,
+            "numbered 2",
+        ),
+        ("truncated", format!("{}\n", lines[0]), 2, "not journaled"),
+        (
+            "cut short",
+            good[..good.len() - 9].to_string(),
+            2,
+            "cut short",
+        ),
+        (
+            "rechained",
+            format!(
+                "{}\n{}\n",
+                lines[0],
+                lines[1].replacen("\"prev\":\"", "\"prev\":\"f", 1)
+            ),
+            2,
+            "prev",
+        ),
+    ];
+    for (what, text, line, why) in cases {
+        std::fs::write(&path, &text).unwrap();
+        let v = l.removal_journal().unwrap();
+        let (at, p) = v.problem.clone().unwrap_or_else(|| panic!("{what}: {v:?}"));
+        assert_eq!(at, line, "{what}: {p}");
+        assert!(p.contains(why), "{what}: {p}");
+        let report = l.verify().unwrap();
+        assert!(!report.is_ok(), "{what}");
+        assert!(report.failures().contains("removals"), "{what}");
+    }
+    std::fs::write(&path, &good).unwrap();
+    assert!(l.verify().unwrap().is_ok());
+
+    // A crash after the journal line, before the commit: `verify` names the line, and
+    // the next removal finishes with the journaled act, journaling nothing more.
+    let (entry, _) = l.archive_move(DAYS[2]).unwrap();
+    let act = Removal::sign(&entry, 30, &admin, now);
+    let line = ledger::tier::journal::Line {
+        n: 3,
+        prev: blake3::hash(lines[1].as_bytes()).to_hex().to_string(),
+        removal: act.clone(),
+    };
+    let text = format!("{good}{}\n", serde_json::to_string(&line).unwrap());
+    std::fs::write(&path, &text).unwrap();
+    let (at, p) = l.removal_journal().unwrap().problem.unwrap();
+    assert!(
+        at == 3 && p.contains("not removed in the catalog"),
+        "{at} {p}"
+    );
+    let later = Removal::sign(&entry, 30, &admin, now + 60_000_000_000);
+    let done = l.retention_remove(&later, now + 60_000_000_000).unwrap();
+    assert_eq!(done.removal, Some(act));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+    assert_eq!(l.removal_journal().unwrap().lines, 3);
+    assert!(l.verify().unwrap().is_ok());
+}
+
+/// A day marked removed in the catalog by an act no trusted admin signed, its file
+/// deleted: `verify` names the day and fails its tables where their records are gone.
+#[test]
+fn a_removal_without_a_trusted_act_fails_verify() {
+    use ledger::store::{Op, SledStore, Space, Store};
+    use ledger::tier::retention::Removal;
+    let tmp = tempfile::tempdir().unwrap();
+    let l = sealed_ledger(tmp.path());
+    l.trust_admin_keys([SigningKey::derive_for_simulation("admin").public()])
+        .unwrap();
+    let (mut entry, _) = l.archive_move(DAYS[0]).unwrap();
+    drop(l);
+    let stranger = SigningKey::derive_for_simulation("stranger");
+    entry.removal = Some(Removal::sign(&entry, 1, &stranger, 0));
+    entry.state = ledger::tier::TierState::Removed;
+    let store = SledStore::open(tmp.path()).unwrap();
+    let put = Op::Put(Space::Tier, DAYS[0].as_bytes().to_vec(), entry.encode());
+    store.commit(vec![put]).unwrap();
+    store.flush().unwrap();
+    std::fs::remove_file(tmp.path().join(ledger::tier::DIR).join(&entry.file)).unwrap();
+    let (report, _) = ledger::verify_store(&store, None, &Default::default()).unwrap();
+    assert!(!report.is_ok());
+    let day = &report.removed.days[0];
+    let why = day.problem.as_deref().unwrap_or_default();
+    assert!(why.contains("not a trusted admin key"), "{why}");
+    let bad = report
+        .tables
+        .iter()
+        .filter(|t| matches!(t, ledger::TableVerdict::Bad { problem, .. } if problem.to_string().contains("without a valid removal act")))
+        .count();
+    assert_eq!(bad, 2, "{:?}", report.tables);
 }

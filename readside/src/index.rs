@@ -253,15 +253,15 @@ pub fn pass(
                 break;
             }
             let to = head.seq.0.min(t.cur.next_seq + INDEX_CHUNK_EVENTS - 1);
-            for stored in ledger.events(&head.table, t.cur.next_seq..=to) {
-                // A record that does not read fences its table; this pass is not kept,
-                // and the next one leaves the table out.
-                let stored = stored.map_err(|e| ledger.fence_after_read_error(&head.table, e))?;
-                out.events += 1;
-                let rule = (model.rule(), &mut tail.shifts);
-                index_event(&head.table, t, delta, &stored, &mut out.reports, rule);
-            }
-            t.cur.next_seq = to + 1;
+            let rule = (model.rule(), &mut tail.shifts);
+            let chunk = Chunk {
+                table: &head.table,
+                to,
+                delta: &mut *delta,
+                reports: &mut out.reports,
+                events: &mut out.events,
+            };
+            t.cur.next_seq = index_chunk(ledger, t, chunk, rule)?;
         }
         if t.cur.verifying {
             delta.verified_through = t.cur.checked;
@@ -275,6 +275,56 @@ pub fn pass(
     tail.events_read += out.events;
     let feed = commit(model, tail, out)?;
     Ok((feed, more))
+}
+
+/// One chunk of a table's events for `index_chunk`: through seq `to`.
+struct Chunk<'a> {
+    table: &'a TableId,
+    to: u64,
+    delta: &'a mut TableDelta,
+    reports: &'a mut Vec<(RoundReport, Terms)>,
+    /// Events read in the pass so far.
+    events: &'a mut u64,
+}
+
+/// Indexes the table's events from its cursor through `chunk.to`; the seq to read next.
+fn index_chunk(
+    ledger: &ledger::Ledger,
+    t: &mut TableTail,
+    chunk: Chunk,
+    (rule, shifts): (&ledger::days::DayRule, &mut ShiftCache),
+) -> Result<u64, ReadError> {
+    let Chunk {
+        table,
+        to,
+        delta,
+        reports,
+        events,
+    } = chunk;
+    let mut fed_through = t.cur.next_seq - 1;
+    for stored in ledger.events(table, t.cur.next_seq..=to) {
+        let stored = match stored {
+            // A day removed by retention: go on after it, from its sealed head, with the
+            // events its removal kept.
+            Err(ledger::Error::RetentionRemoved { day, .. }) => {
+                let next_seq = skip_removed(ledger, table, &mut t.cur, &day)?;
+                let kept = ledger.kept_events(&day, table)?;
+                let verifying = std::mem::replace(&mut t.cur.verifying, false);
+                for k in kept.iter().filter(|k| k.seq.0 > fed_through) {
+                    index_event(table, t, delta, k, reports, (rule, &mut *shifts));
+                }
+                t.cur.verifying = verifying;
+                return Ok(next_seq);
+            }
+            // A record that does not read fences its table; this pass is not kept, and
+            // the next one leaves the table out.
+            s => s.map_err(|e| ledger.fence_after_read_error(table, e))?,
+        };
+        *events += 1;
+        fed_through = stored.seq.0;
+        index_event(table, t, delta, &stored, reports, (rule, &mut *shifts));
+    }
+    Ok(to + 1)
 }
 
 /// A table's tail: resumed from its cursor in the model, or from seq 1. A cursor beyond the
@@ -298,7 +348,14 @@ fn load_table(
     let through = cur.next_seq.saturating_sub(1);
     let hash_at_checked = match cur.checked {
         0 => None,
-        s => ledger.stored_event(table, s)?.map(|e| e.hash),
+        s => match ledger.stored_event(table, s) {
+            // Removed by retention: the day's seal gives its last hash.
+            Err(ledger::Error::RetentionRemoved { day, .. }) => ledger
+                .sealed_head_at(&day, table)?
+                .filter(|(last, _)| *last == s)
+                .map(|(_, h)| h),
+            other => other?.map(|e| e.hash),
+        },
     };
     if through > head.seq.0 || (cur.checked > 0 && hash_at_checked != Some(cur.prev)) {
         return Err(ReadError::Integrity(format!(
@@ -320,18 +377,54 @@ fn load_table(
             let _ = replayer.push(stored.seq, &e);
         }
     };
+    // What retention removed is not fed: the replayer goes on without it.
+    let removed = |e: &ledger::Error| matches!(e, ledger::Error::RetentionRemoved { .. });
     for s in before {
-        let stored = ledger.stored_event(table, s)?.ok_or_else(|| {
+        let stored = match ledger.stored_event(table, s) {
+            Err(e) if removed(&e) => continue,
+            other => other?,
+        };
+        let stored = stored.ok_or_else(|| {
             ReadError::Integrity(format!("table {table}: cursor names seq {s}, not stored"))
         })?;
         feed(stored);
     }
-    if from < cur.next_seq {
-        for stored in ledger.events(table, from..=cur.next_seq - 1) {
-            feed(stored?);
+    feed_window(ledger, table, from, cur.next_seq, &mut feed)?;
+    Ok(TableTail { replayer, cur })
+}
+
+/// Feeds the stored events of seqs `from..to` in order, passing over days removed by
+/// retention.
+fn feed_window(
+    ledger: &ledger::Ledger,
+    table: &TableId,
+    from: u64,
+    to: u64,
+    feed: &mut dyn FnMut(ledger::StoredEvent),
+) -> Result<(), ReadError> {
+    let mut at = from;
+    while at < to {
+        let mut resume = None;
+        for stored in ledger.events(table, at..=to - 1) {
+            match stored {
+                Err(ledger::Error::RetentionRemoved { day, .. }) => {
+                    resume = Some(day);
+                    break;
+                }
+                other => feed(other?),
+            }
+        }
+        let Some(day) = resume else { break };
+        match ledger.sealed_head_at(&day, table)? {
+            Some((last, _)) if last >= at => at = last + 1,
+            _ => {
+                return Err(ReadError::Integrity(format!(
+                    "table {table}: removed day {day} does not cover seq {at}"
+                )))
+            }
         }
     }
-    Ok(TableTail { replayer, cur })
+    Ok(())
 }
 
 /// Rebuilds the model from seq 1 of every table (after `Model::clear`), or brings it up to
@@ -480,6 +573,32 @@ fn index_event(
         };
         reports.push((r, terms));
     }
+}
+
+/// Passes over a table's records of a day removed by retention: the chain check goes on
+/// from the head the day's seal proves. Rounds it cut are left with their stored part.
+/// Returns the seq to read next.
+fn skip_removed(
+    ledger: &ledger::Ledger,
+    table: &TableId,
+    c: &mut Cursor,
+    day: &str,
+) -> Result<u64, ReadError> {
+    let (last, head) = ledger.sealed_head_at(day, table)?.ok_or_else(|| {
+        ReadError::Integrity(format!(
+            "table {table}: removed day {day} has no sealed range"
+        ))
+    })?;
+    if last < c.next_seq {
+        return Err(ReadError::Integrity(format!(
+            "table {table}: a record of removed day {day} lies past its sealed range"
+        )));
+    }
+    if c.verifying && c.checked < last {
+        c.checked = last;
+        c.prev = head;
+    }
+    Ok(c.next_seq.max(last + 1))
 }
 
 /// Checks one event's link: seq, table, prev and stored hash against the recomputed one.

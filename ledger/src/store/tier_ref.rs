@@ -1,7 +1,9 @@
 //! What the store needs of the archive tier: the tier pointer's layout, a day's catalog
 //! entry and its signed removal. The move and retention logic live in `crate::tier`.
 
+use crate::StoredEvent;
 use schemas::attest::{PublicKey, Signature, SigningKey};
+use schemas::{Hash32, Seq, TableId};
 use serde::{Deserialize, Serialize};
 
 /// First byte of a tier pointer. Value-log pointers start with `valuelog::POINTER_TAG`,
@@ -47,6 +49,9 @@ pub struct TierEntry {
     /// The signed removal, once removed (`retention`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub removal: Option<Removal>,
+    /// What the removal kept of the day (`tier::kept`), in (table, seq) order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kept: Vec<KeptEvent>,
 }
 
 impl TierEntry {
@@ -146,5 +151,60 @@ impl Removal {
         let key = PublicKey::from_hex(&self.admin).ok()?;
         let sig = Signature::from_hex(&self.signature).ok()?;
         schemas::attest::verify(&key, &self.message(), &sig).then_some(key)
+    }
+}
+
+/// One kept event, as the ledger stored it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KeptEvent {
+    /// The event's table.
+    pub table: TableId,
+    /// Its seq in the table's chain.
+    pub seq: u64,
+    /// Its chain hash, checked against its bytes by `verify`.
+    pub hash: Hash32,
+    /// The JetStream stream sequence it arrived with.
+    pub stream_seq: u64,
+    /// When ingest received it, UTC ns.
+    pub received_at_ns: i64,
+    /// The exact bytes, lowercase hex.
+    pub bytes: String,
+}
+
+impl KeptEvent {
+    pub(crate) fn of(table: &TableId, e: &StoredEvent) -> KeptEvent {
+        KeptEvent {
+            table: table.clone(),
+            seq: e.seq.0,
+            hash: e.hash,
+            stream_seq: e.stream_seq,
+            received_at_ns: e.received_at_ns,
+            bytes: hex::encode(&e.bytes),
+        }
+    }
+
+    /// The stored event again; `Err` when its bytes do not decode or do not hash to it.
+    pub fn stored(&self) -> Result<StoredEvent, String> {
+        let bytes = hex::decode(&self.bytes).map_err(|e| format!("not hex: {e}"))?;
+        let (event, _) = schemas::codec::decode(&bytes).map_err(|e| e.to_string())?;
+        let ok = event.table == self.table
+            && event.seq.0 == self.seq
+            && schemas::event_hash(&event.prev, &bytes) == self.hash;
+        if !ok {
+            return Err(format!(
+                "table {} seq {}: its bytes are not the kept event",
+                self.table, self.seq
+            ));
+        }
+        Ok(StoredEvent {
+            seq: Seq(self.seq),
+            hash: self.hash,
+            stream_seq: self.stream_seq,
+            received_at_ns: self.received_at_ns,
+            occurred_at_ns: event.occurred_at_ns,
+            round: event.round,
+            bytes,
+        })
     }
 }

@@ -244,6 +244,7 @@ impl Ledger {
             records: plan.records.len() as u64,
             events: plan.events,
             removal: None,
+            kept: Vec::new(),
         };
         let mut ops: Vec<Op> = plan
             .records

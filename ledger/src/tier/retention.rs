@@ -2,15 +2,16 @@
 //!
 //! The act names the day, its seal's digest and its file's BLAKE3, and is signed by a
 //! trusted admin key (`Ledger::trust_admin_keys`). It is appended to a journal
-//! (`archive/removals.jsonl`, each line naming the BLAKE3 of the one before) and kept in
-//! the day's tier entry; then the file is deleted. The seal still proves the day's heads.
+//! (`super::journal`, each line numbered and naming the BLAKE3 of the one before) and
+//! kept in the day's tier entry; then the file is deleted. The seal still proves the
+//! day's heads. A crash after the journal line, before the commit, is finished by the
+//! next removal of the day, with the journaled act.
 
 pub use crate::store::tier_ref::Removal;
 
 use super::{file_name, moves::hash_file, TierEntry, TierState};
 use crate::store::{Op, Space};
 use crate::{Error, Ledger};
-use std::io::Write;
 
 /// The fewest days a removal may keep a day after its end.
 pub const RETENTION_DAYS_MIN: u32 = 1;
@@ -18,8 +19,7 @@ pub const RETENTION_DAYS_MIN: u32 = 1;
 pub const RETENTION_DAYS_MAX: u32 = 36_500;
 /// How far a removal's signing time may lie from the ledger's clock: one hour.
 pub const REMOVAL_SKEW_MAX_NS: i64 = 3_600 * 1_000_000_000;
-/// The journal of removals, in the archive directory.
-pub const JOURNAL: &str = "removals.jsonl";
+pub use super::journal::JOURNAL;
 const DAY_NS: i64 = 86_400 * 1_000_000_000;
 
 fn refuse(day: &str, why: impl std::fmt::Display) -> Error {
@@ -38,10 +38,25 @@ impl Ledger {
             self.delete_day_file(day)?;
             return Ok(entry);
         }
-        self.check_removal(&entry, removal, now_ns)?;
-        self.journal_removal(removal)?;
+        let dir = self
+            .store
+            .tier_dir()
+            .ok_or_else(|| refuse(day, "no tier"))?;
+        // A removal journaled before a crash cut its commit short: finish it.
+        let act = match super::journal::last_act(&dir)? {
+            Some(act) if act.day == day && self.journaled_act_holds(&entry, &act) => act,
+            _ => {
+                self.check_removal(&entry, removal, now_ns)?;
+                super::journal::append(&dir, removal)?;
+                removal.clone()
+            }
+        };
+        let seal = self
+            .day_seal(day)?
+            .ok_or_else(|| refuse(day, "the day has no seal"))?;
+        entry.kept = self.events_to_keep(&seal)?;
         entry.state = TierState::Removed;
-        entry.removal = Some(removal.clone());
+        entry.removal = Some(act);
         {
             let _appends = self.lock();
             let op = Op::Put(Space::Tier, day.as_bytes().to_vec(), entry.encode());
@@ -82,28 +97,13 @@ impl Ledger {
         }
     }
 
-    /// Appends the act to the journal, chained to the line before, and fsyncs it.
-    fn journal_removal(&self, r: &Removal) -> Result<(), Error> {
-        let dir = self
-            .store
-            .tier_dir()
-            .ok_or_else(|| refuse(&r.day, "no tier"))?;
-        let path = dir.join(JOURNAL);
-        let prev = if path.exists() {
-            let text = std::fs::read_to_string(&path)?;
-            let last = text.lines().last().unwrap_or_default();
-            blake3::hash(last.as_bytes()).to_hex().to_string()
-        } else {
-            "0".repeat(64)
-        };
-        let line = serde_json::json!({ "prev": prev, "removal": r }).to_string();
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)?;
-        f.write_all(format!("{line}\n").as_bytes())?;
-        f.sync_all()?;
-        Ok(())
+    /// Whether a journaled act still removes `entry`: it names its seal and file and
+    /// verifies under a trusted admin key.
+    fn journaled_act_holds(&self, entry: &TierEntry, r: &Removal) -> bool {
+        let trusted = r
+            .signer()
+            .is_some_and(|k| self.trusted_admin_keys().contains(&k));
+        trusted && r.seal_digest == entry.seal_digest && r.file_blake3 == entry.file_blake3
     }
 
     fn delete_day_file(&self, day: &str) -> Result<(), Error> {
@@ -117,6 +117,11 @@ impl Ledger {
             std::fs::File::open(&dir)?.sync_all()?;
         }
         Ok(())
+    }
+
+    /// The removal journal held against the tier catalog (`super::journal::check`).
+    pub fn removal_journal(&self) -> Result<super::journal::JournalVerdict, Error> {
+        super::journal::check(self.store.as_ref())
     }
 
     /// Whether the day's file still hashes to what its tier entry says.

@@ -1,0 +1,229 @@
+//! Rounds of an archived and of a removed gaming day through the API, in process, over a
+//! real sled ledger the simulator's tables fill. An archived day answers exactly as it did
+//! hot: the round, its steps, its evidence bundle (which verifies) and the day's search.
+//! A day removed by retention answers 410 Gone with an `ApiError`, never a 500.
+
+use api::auth::{AccessConfig, TokenConfig};
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use ledger::days::DayRule;
+use ledger::tier::retention::Removal;
+use schemas::api::{ApiError, Role};
+use schemas::attest::SigningKey;
+use serde_json::Value;
+use std::sync::Arc;
+use tower::ServiceExt;
+
+const SURV: &str = "surveillance-token-000000000001";
+const DAYS: [&str; 2] = ["2026-11-24", "2026-11-25"];
+const DAY_NS: i64 = 86_400 * 1_000_000_000;
+
+fn access() -> AccessConfig {
+    AccessConfig {
+        tokens: vec![TokenConfig {
+            name: "sam.surveillance".into(),
+            role: Role::Surveillance,
+            token: SURV.into(),
+            token_hash: None,
+        }],
+        count_keys: vec![],
+    }
+}
+
+fn rule() -> DayRule {
+    DayRule::new("06:00", "UTC").unwrap()
+}
+
+/// Two tables playing `rounds` rounds each from ten minutes before the first day's end,
+/// appended as ingest would; both days sealed.
+fn seed(ledger: &ledger::Ledger, rounds: u64) {
+    ledger
+        .trust_admin_keys([simulator::admin_key().public()])
+        .unwrap();
+    let start = rule().bounds(DAYS[0]).unwrap().ends_at_ns - 600_000_000_000;
+    let mut floor = simulator::Floor::new(2, 30, simulator::FaultPlan::all(0.05))
+        .unwrap()
+        .starting_at(start);
+    let mut events = Vec::new();
+    for t in floor.tables.iter_mut() {
+        events.extend(t.opening_events().unwrap());
+        for _ in 0..rounds {
+            events.extend(t.play_round().unwrap().events);
+        }
+        events.extend(t.closing_events().unwrap());
+    }
+    let batch: Vec<ledger::Incoming> = events
+        .iter()
+        .enumerate()
+        .map(|(i, p)| ledger::Incoming {
+            subject_table: Some(p.event.table.clone()),
+            stream_seq: i as u64 + 1,
+            received_at_ns: p.event.occurred_at_ns,
+            bytes: p.bytes.clone(),
+            provenance: Default::default(),
+        })
+        .collect();
+    for chunk in batch.chunks(64) {
+        ledger.append_batch(chunk).unwrap();
+    }
+    ledger.flush().unwrap();
+    let key = SigningKey::derive_for_simulation("house-seal");
+    for day in DAYS {
+        let end = rule().bounds(day).unwrap().ends_at_ns;
+        ledger.seal_day(&rule(), day, &key, end).unwrap();
+    }
+}
+
+async fn get(app: &axum::Router, path: &str) -> (StatusCode, Vec<u8>) {
+    let req = Request::get(path)
+        .header("authorization", format!("Bearer {SURV}"))
+        .body(Body::empty())
+        .unwrap();
+    let res = app.clone().oneshot(req).await.unwrap();
+    let status = res.status();
+    let body = axum::body::to_bytes(res.into_body(), 1 << 26)
+        .await
+        .unwrap();
+    (status, body.to_vec())
+}
+
+/// What a reader sees of round `round` of `table` and of the day's search, each 200.
+async fn readings(app: &axum::Router, table: &str, round: u64) -> Vec<Vec<u8>> {
+    let paths = [
+        format!("/v1/tables/{table}/rounds/{round}"),
+        format!("/v1/tables/{table}/rounds/{round}/steps"),
+        format!("/v1/tables/{table}/rounds/{round}/steps/2"),
+        format!("/v1/evidence/{table}/{round}"),
+        format!("/v1/rounds?day={}&limit=500", DAYS[0]),
+    ];
+    let mut out = Vec::new();
+    for path in &paths {
+        let (s, body) = get(app, path).await;
+        assert_eq!(
+            s,
+            StatusCode::OK,
+            "{path}: {}",
+            String::from_utf8_lossy(&body)
+        );
+        out.push(body);
+    }
+    let bundle: proofs::bundle::EvidenceBundle = serde_json::from_slice(&out[3]).unwrap();
+    proofs::bundle::verify_chain(&bundle, &[simulator::admin_key().public()]).unwrap();
+    readside::evidence::verify(&bundle, &[]).unwrap();
+    let mut v: Value = serde_json::from_slice(&out[3]).unwrap();
+    v["exported_at_ns"] = Value::Null;
+    out[3] = v.to_string().into_bytes();
+    let page: Value = serde_json::from_slice(&out[4]).unwrap();
+    assert!(page["total"].as_u64().unwrap() >= 2, "{page}");
+    out
+}
+
+#[tokio::test]
+async fn archived_rounds_read_as_before_and_removed_ones_are_gone() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = Arc::new(ledger::Ledger::open(dir.path().join("ledger")).unwrap());
+    seed(&ledger, 30);
+    let (_stop, rx) = tokio::sync::watch::channel(false);
+    let state = api::AppState::new(
+        ledger.clone(),
+        &access(),
+        &dir.path().join("api"),
+        &dir.path().join("readmodel"),
+        || 1_780_000_000_000_000_000,
+        rx,
+        api::FinanceSetup {
+            rule: rule(),
+            pits: Vec::new(),
+        },
+    )
+    .unwrap();
+    state.index_all().unwrap();
+    let app = api::router(state);
+    let table = ledger.tables()[0].to_string();
+    let before = readings(&app, &table, 2).await;
+    // A round of the next day, whose table opened in the removed one.
+    let later = format!("/v1/tables/{table}/rounds/28");
+    let (_, later_before) = get(&app, &later).await;
+    let row: Value = serde_json::from_slice(&later_before).unwrap();
+    assert!(!row["row"]["rule_set"].is_null(), "{row}");
+    let later_bundle = format!("/v1/evidence/{table}/28");
+    let (_, bundle_before) = get(&app, &later_bundle).await;
+
+    let (entry, plan) = ledger.archive_move(DAYS[0]).unwrap();
+    assert!(
+        entry.events > 20 && plan.straddling > 0,
+        "{entry:?} {plan:?}"
+    );
+    let after = readings(&app, &table, 2).await;
+    for (n, (a, b)) in after.iter().zip(&before).enumerate() {
+        assert!(a == b, "reading {n} differs after the move");
+    }
+
+    let now = rule().bounds(DAYS[0]).unwrap().ends_at_ns + 2 * DAY_NS;
+    let act = Removal::sign(&entry, 1, &simulator::admin_key(), now);
+    ledger.retention_remove(&act, now).unwrap();
+    for path in [
+        format!("/v1/tables/{table}/rounds/2"),
+        format!("/v1/tables/{table}/rounds/2/steps"),
+        format!("/v1/evidence/{table}/2"),
+    ] {
+        let (s, body) = get(&app, &path).await;
+        let text = String::from_utf8_lossy(&body);
+        assert_eq!(s, StatusCode::GONE, "{path}: {text}");
+        let e: ApiError = serde_json::from_slice(&body).unwrap();
+        assert!(
+            e.error.contains("removed by retention"),
+            "{path}: {}",
+            e.error
+        );
+    }
+    assert!(ledger.fenced().is_empty(), "{:?}", ledger.fenced());
+    // The removal kept the config in force: the later round reads as before.
+    let (s, body) = get(&app, &later).await;
+    assert_eq!(s, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
+    assert!(body == later_before, "round 28 differs after the removal");
+    // No checkpoint signs this table: its bundle chains from seq 1, which is gone.
+    let (s, body) = get(&app, &later_bundle).await;
+    assert_eq!(s, StatusCode::GONE, "{}", String::from_utf8_lossy(&body));
+    assert!(!bundle_before.is_empty());
+    // A read model built after the removal goes on from the sealed heads.
+    let (_stop2, rx) = tokio::sync::watch::channel(false);
+    let fresh = api::AppState::new(
+        ledger.clone(),
+        &access(),
+        &dir.path().join("api2"),
+        &dir.path().join("readmodel2"),
+        || 1_780_000_000_000_000_000,
+        rx,
+        api::FinanceSetup {
+            rule: rule(),
+            pits: Vec::new(),
+        },
+    )
+    .unwrap();
+    fresh.index_all().unwrap();
+    assert!(ledger.fenced().is_empty(), "{:?}", ledger.fenced());
+    let fresh = api::router(fresh);
+    let (s, body) = get(&fresh, &format!("/v1/rounds?day={}&limit=500", DAYS[1])).await;
+    assert_eq!(s, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
+    let (s, body) = get(&fresh, &later).await;
+    assert_eq!(s, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
+    let (a, b): (Value, Value) = (
+        serde_json::from_slice(&body).unwrap(),
+        serde_json::from_slice(&later_before).unwrap(),
+    );
+    assert_eq!(a, b, "round 28 from a model built after the removal");
+    let (s, body) = get(&fresh, &format!("/v1/tables/{table}/rounds/2")).await;
+    assert_eq!(s, StatusCode::GONE, "{}", String::from_utf8_lossy(&body));
+    let req = Request::get("/openapi.json").body(Body::empty()).unwrap();
+    let res = app.clone().oneshot(req).await.unwrap();
+    let doc: Value = serde_json::from_slice(
+        &axum::body::to_bytes(res.into_body(), 1 << 24)
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    let detail = &doc["paths"]["/v1/tables/{table}/rounds/{round}"]["get"]["responses"];
+    let gone = detail["410"]["description"].as_str().unwrap_or_default();
+    assert!(gone.contains("removed by retention"), "{detail}");
+}

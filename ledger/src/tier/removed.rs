@@ -1,0 +1,174 @@
+//! What `verify` knows of days removed by retention: each table's removed seq range and
+//! the head its seal proves there. The chain is checked on from that head.
+//!
+//! A removed day counts only if its tier entry holds a removal act that names its seal and
+//! verifies under a trusted admin key, and the seal's own signature verifies. Otherwise the
+//! day is reported with its problem, and its tables fail where their records are missing.
+
+use super::{TierEntry, TierState};
+use crate::store::{Space, Store};
+use crate::Error;
+use schemas::seal::DaySeal;
+use schemas::{Hash32, TableId};
+use std::collections::BTreeMap;
+
+/// Most removed days `verify` holds in memory: a century of gaming days.
+pub const REMOVED_DAYS_MAX: usize = 36_600;
+
+/// One table's records of one removed day.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemovedRange {
+    /// The gaming day, YYYY-MM-DD.
+    pub day: String,
+    /// The table.
+    pub table: TableId,
+    /// The day's first seq of the table.
+    pub first_seq: u64,
+    /// The day's last seq of the table.
+    pub last_seq: u64,
+    /// The chain hash at `last_seq`, as the day's seal gives it.
+    pub head_hash: Hash32,
+}
+
+/// A day removed by retention, as `verify` finds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemovedDay {
+    /// The gaming day, YYYY-MM-DD.
+    pub day: String,
+    /// The admin key that signed the removal act, 64 hex.
+    pub admin: String,
+    /// Its tables with events, each proven by the seal.
+    pub tables: Vec<RemovedRange>,
+    /// Why the day's removal does not hold, if it does not.
+    pub problem: Option<String>,
+}
+
+/// Every removed day of a store, and each table's ranges in seq order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Removed {
+    /// The removed days, in day order.
+    pub days: Vec<RemovedDay>,
+    /// Append calls whose records were all or partly removed: the arrival chain takes
+    /// their stored hash as it is (`verify`).
+    pub calls_unchecked: u64,
+    /// The removal journal against the catalog (`super::journal`).
+    pub journal: super::journal::JournalVerdict,
+    by_table: BTreeMap<TableId, Vec<RemovedRange>>,
+}
+
+impl Removed {
+    /// The table's ranges of removals that hold, in seq order.
+    pub fn ranges(&self, table: &TableId) -> &[RemovedRange] {
+        self.by_table.get(table).map_or(&[], Vec::as_slice)
+    }
+
+    /// Whether every removal holds.
+    pub fn is_ok(&self) -> bool {
+        self.days.iter().all(|d| d.problem.is_none()) && self.journal.problem.is_none()
+    }
+}
+
+/// Reads the tier catalog and the seals of its removed days.
+pub fn removed_days(store: &dyn Store) -> Result<Removed, Error> {
+    let trusted = crate::attest::load_admin_keys(store)?;
+    let mut out = Removed::default();
+    for kv in store.range(Space::Tier, &[], None) {
+        let entry = TierEntry::decode(&kv?.1)?;
+        if entry.state != TierState::Removed {
+            continue;
+        }
+        if out.days.len() == REMOVED_DAYS_MAX {
+            return Err(Error::Tier(format!(
+                "more than {REMOVED_DAYS_MAX} removed days"
+            )));
+        }
+        let seal = store
+            .get(Space::Seal, entry.day.as_bytes())?
+            .map(|v| DaySeal::from_json(&v));
+        let day = match seal {
+            Some(Ok(seal)) => removed_day(&entry, &seal, &trusted),
+            Some(Err(e)) => unproven(&entry, format!("its seal does not decode: {e}")),
+            None => unproven(&entry, "it has no seal".into()),
+        };
+        if day.problem.is_none() {
+            for r in &day.tables {
+                out.by_table
+                    .entry(r.table.clone())
+                    .or_default()
+                    .push(r.clone());
+            }
+        }
+        out.days.push(day);
+    }
+    out.journal = super::journal::check(store)?;
+    for ranges in out.by_table.values_mut() {
+        ranges.sort_by_key(|r| r.first_seq);
+    }
+    Ok(out)
+}
+
+fn unproven(entry: &TierEntry, problem: String) -> RemovedDay {
+    RemovedDay {
+        day: entry.day.clone(),
+        admin: entry
+            .removal
+            .as_ref()
+            .map_or_else(String::new, |r| r.admin.clone()),
+        tables: Vec::new(),
+        problem: Some(problem),
+    }
+}
+
+/// The day's ranges if its seal and removal act hold, else its problem.
+fn removed_day(
+    entry: &TierEntry,
+    seal: &DaySeal,
+    trusted: &std::collections::BTreeSet<schemas::attest::PublicKey>,
+) -> RemovedDay {
+    if let Err(e) = seal.verify(None) {
+        return unproven(entry, format!("its seal does not verify: {e}"));
+    }
+    if entry.seal_digest != seal.digest().to_string() {
+        return unproven(entry, "its tier entry names another seal".into());
+    }
+    if let Some(p) = super::retention::entry_problem(entry, seal) {
+        return unproven(entry, p);
+    }
+    let signer = entry.removal.as_ref().and_then(|r| r.signer());
+    if !signer.is_some_and(|k| trusted.contains(&k)) {
+        return unproven(
+            entry,
+            "the removal act's key is not a trusted admin key".into(),
+        );
+    }
+    for k in &entry.kept {
+        let inside = seal
+            .table(&k.table)
+            .is_some_and(|t| t.events > 0 && (t.first_seq.0..=t.last_seq.0).contains(&k.seq));
+        if let Err(e) = k.stored() {
+            return unproven(entry, format!("a kept event: {e}"));
+        }
+        if !inside {
+            let why = format!(
+                "a kept event, table {} seq {}, is not the day's",
+                k.table, k.seq
+            );
+            return unproven(entry, why);
+        }
+    }
+    let mut day = unproven(entry, String::new());
+    day.problem = None;
+    day.tables = seal
+        .tables
+        .iter()
+        .filter(|t| t.events > 0)
+        .map(|t| RemovedRange {
+            day: seal.day.clone(),
+            table: t.table.clone(),
+            first_seq: t.first_seq.0,
+            last_seq: t.last_seq.0,
+            head_hash: t.head_hash,
+        })
+        .collect();
+    day
+}
