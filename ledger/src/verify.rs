@@ -1020,54 +1020,13 @@ fn check_round_index(
     seen: &RoundsSeen,
 ) -> Result<Option<(u64, String)>, Error> {
     let rounds = seen.spans;
-    let tk = table_key(table);
-    let mut end = tk.clone();
-    end.extend_from_slice(&[0xff; 9]);
-    let mut stored: BTreeMap<u64, RoundSpan> = BTreeMap::new();
-    for kv in store.range(Space::Round, &tk, Some(&end)) {
-        let (k, v) = kv?;
-        let round = match k.get(tk.len()..).map(be_u64) {
-            Some(Ok(r)) => r,
-            _ => return Ok(Some((1, "a round key is unreadable".to_string()))),
-        };
-        let s = match crate::RoundSummary::decode(schemas::RoundId(round), &v) {
-            Ok(s) => s,
-            Err(e) => {
-                let at = rounds.get(&round).map_or(1, |r| r.first_seq);
-                return Ok(Some((
-                    at,
-                    format!("round {round}'s summary is unreadable: {e}"),
-                )));
-            }
-        };
-        stored.insert(
-            round,
-            RoundSpan {
-                first_seq: s.first_seq.0,
-                last_seq: s.last_seq.0,
-                first_occurred_at_ns: s.first_occurred_at_ns,
-                last_occurred_at_ns: s.last_occurred_at_ns,
-            },
-        );
-    }
-    let mut problems: Vec<(u64, String)> = Vec::new();
-    let touched = |s: &RoundSpan| (seen.removed)(s.first_seq) || (seen.removed)(s.last_seq);
-    for (round, s) in stored.iter().filter(|(_, s)| touched(s)) {
-        let gone = (seen.removed)(s.first_seq) && (seen.removed)(s.last_seq);
-        match rounds.get(round) {
-            None if gone => {}
-            Some(span) if part_of(span, s, seen.removed) => {}
-            Some(span) => problems.push((
-                span.first_seq,
-                format!("the index says round {round} is {s}, its stored part {span}"),
-            )),
-            None => problems.push((
-                s.first_seq.max(1),
-                format!("the index lists round {round} ({s}), its stored part is missing"),
-            )),
-        }
-    }
+    let mut stored = match stored_round_index(store, table, rounds)? {
+        Ok(stored) => stored,
+        Err(problem) => return Ok(Some(problem)),
+    };
+    let mut problems = removed_round_problems(&stored, seen);
     // Rounds with events removed by retention are settled above.
+    let touched = |s: &RoundSpan| (seen.removed)(s.first_seq) || (seen.removed)(s.last_seq);
     let settled: std::collections::BTreeSet<u64> = stored
         .iter()
         .filter(|(_, s)| touched(s))
@@ -1106,6 +1065,73 @@ fn check_round_index(
         }
     }
     Ok(problems.into_iter().min_by_key(|(seq, _)| *seq))
+}
+
+/// A disagreement: the seq to name, and what is wrong.
+type Problem = (u64, String);
+
+/// The table's round index as stored, or the first entry that does not read (with the
+/// seq to name).
+fn stored_round_index(
+    store: &dyn Store,
+    table: &TableId,
+    rounds: &BTreeMap<u64, RoundSpan>,
+) -> Result<Result<BTreeMap<u64, RoundSpan>, Problem>, Error> {
+    let tk = table_key(table);
+    let mut end = tk.clone();
+    end.extend_from_slice(&[0xff; 9]);
+    let mut stored: BTreeMap<u64, RoundSpan> = BTreeMap::new();
+    for kv in store.range(Space::Round, &tk, Some(&end)) {
+        let (k, v) = kv?;
+        let round = match k.get(tk.len()..).map(be_u64) {
+            Some(Ok(r)) => r,
+            _ => return Ok(Err((1, "a round key is unreadable".to_string()))),
+        };
+        let s = match crate::RoundSummary::decode(schemas::RoundId(round), &v) {
+            Ok(s) => s,
+            Err(e) => {
+                let at = rounds.get(&round).map_or(1, |r| r.first_seq);
+                return Ok(Err((
+                    at,
+                    format!("round {round}'s summary is unreadable: {e}"),
+                )));
+            }
+        };
+        let span = RoundSpan {
+            first_seq: s.first_seq.0,
+            last_seq: s.last_seq.0,
+            first_occurred_at_ns: s.first_occurred_at_ns,
+            last_occurred_at_ns: s.last_occurred_at_ns,
+        };
+        stored.insert(round, span);
+    }
+    Ok(Ok(stored))
+}
+
+/// The indexed rounds with events removed by retention whose stored part disagrees with
+/// the index.
+fn removed_round_problems(
+    stored: &BTreeMap<u64, RoundSpan>,
+    seen: &RoundsSeen,
+) -> Vec<(u64, String)> {
+    let mut problems = Vec::new();
+    let touched = |s: &RoundSpan| (seen.removed)(s.first_seq) || (seen.removed)(s.last_seq);
+    for (round, s) in stored.iter().filter(|(_, s)| touched(s)) {
+        let gone = (seen.removed)(s.first_seq) && (seen.removed)(s.last_seq);
+        match seen.spans.get(round) {
+            None if gone => {}
+            Some(span) if part_of(span, s, seen.removed) => {}
+            Some(span) => problems.push((
+                span.first_seq,
+                format!("the index says round {round} is {s}, its stored part {span}"),
+            )),
+            None => problems.push((
+                s.first_seq.max(1),
+                format!("the index lists round {round} ({s}), its stored part is missing"),
+            )),
+        }
+    }
+    problems
 }
 
 /// Whether `span`, a round's stored events, is the part of its indexed span `s` that

@@ -527,6 +527,27 @@ fn index_event(
     if c.verifying {
         check_link(table, c, delta, stored, &event);
     }
+    note_table_event(table, c, delta, seq, &event, (rule, shifts));
+    track_pending(table, c, seq, &event);
+    for r in t.replayer.push(Seq(seq), &event) {
+        let terms = match t.cur.pending.remove(&r.round.0) {
+            Some(p) => p.terms,
+            None => t.cur.terms.clone(),
+        };
+        reports.push((r, terms));
+    }
+}
+
+/// What an event outside the rounds changes in the table's cursor and the pass's delta:
+/// configuration, dealer, finance rows and jackpot displays.
+fn note_table_event(
+    table: &TableId,
+    c: &mut Cursor,
+    delta: &mut TableDelta,
+    seq: u64,
+    event: &schemas::Event,
+    (rule, shifts): (&ledger::days::DayRule, &mut ShiftCache),
+) {
     match &event.body {
         EventBody::TableOpened { config } => {
             delta.configs.push((seq, config.rule_set));
@@ -564,14 +585,6 @@ fn index_event(
             }
         }
         _ => {}
-    }
-    track_pending(table, c, seq, &event);
-    for r in t.replayer.push(Seq(seq), &event) {
-        let terms = match t.cur.pending.remove(&r.round.0) {
-            Some(p) => p.terms,
-            None => t.cur.terms.clone(),
-        };
-        reports.push((r, terms));
     }
 }
 
