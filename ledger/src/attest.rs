@@ -127,6 +127,26 @@ fn encode_device_key(d: &DeviceKey) -> Vec<u8> {
     w.0
 }
 
+/// A table's key register entries in device order; `None` for an entry that does not read.
+fn table_device_keys<'a>(
+    store: &'a dyn crate::store::Store,
+    table: &TableId,
+) -> impl Iterator<Item = Result<Option<(DeviceId, DeviceKey)>, Error>> + 'a {
+    let from = table_key(table);
+    let mut to = from.clone();
+    to.push(0xff);
+    let prefix_len = from.len();
+    store
+        .range(Space::DeviceKey, &from, Some(&to))
+        .map(move |kv| {
+            let (k, v) = kv?;
+            let device = std::str::from_utf8(&k[prefix_len..])
+                .ok()
+                .and_then(|s| DeviceId::new(s).ok());
+            Ok(device.zip(decode_device_key(&v).ok()))
+        })
+}
+
 fn decode_device_key(v: &[u8]) -> Result<DeviceKey, Error> {
     let mut r = record::R::new(v);
     let key = PublicKey(r.hash()?.0);
@@ -844,14 +864,8 @@ impl<'a> AttestationCheck<'a> {
         self.removed.push((first, last));
         let inside = |s: u64| (first..=last).contains(&s);
         let from = table_key(self.table);
-        let mut to = from.clone();
-        to.push(0xff);
-        for kv in store.range(Space::DeviceKey, &from, Some(&to)) {
-            let (k, v) = kv?;
-            let device = std::str::from_utf8(&k[from.len()..])
-                .ok()
-                .and_then(|s| DeviceId::new(s).ok());
-            let (Some(device), Ok(d)) = (device, decode_device_key(&v)) else {
+        for entry in table_device_keys(store, self.table) {
+            let Some((device, d)) = entry? else {
                 continue; // `finish` names an unreadable entry.
             };
             if inside(d.enrolled_seq.0) {
@@ -1071,15 +1085,8 @@ impl<'a> AttestationCheck<'a> {
                 format!("a checkpoint is kept at seq {at}, beyond the chain's head {last}"),
             )));
         }
-        let from = table_key(self.table);
-        let mut to = from.clone();
-        to.push(0xff);
-        for kv in store.range(Space::DeviceKey, &from, Some(&to)) {
-            let (k, v) = kv?;
-            let device = std::str::from_utf8(&k[from.len()..])
-                .ok()
-                .and_then(|s| DeviceId::new(s).ok());
-            let (Some(device), Ok(d)) = (device, decode_device_key(&v)) else {
+        for entry in table_device_keys(store, self.table) {
+            let Some((device, d)) = entry? else {
                 return Ok(Some((1, "a key register entry is unreadable".to_string())));
             };
             let bears_out = |seq: u64, key: &PublicKey, action: KeyAction| {
