@@ -5,6 +5,8 @@
 //! and an unknown shift are 400s with an `ApiError`; the OpenAPI document states the
 //! server's shifts, and the three lists' shared parameters alike.
 
+mod common;
+
 use api::auth::{AccessConfig, TokenConfig};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
@@ -42,37 +44,9 @@ fn rule() -> DayRule {
 /// Two tables opening 20 minutes before the shift change, playing `rounds` rounds each,
 /// appended as ingest would.
 fn seed(ledger: &ledger::Ledger, start_ns: i64, rounds: u64) {
-    ledger
-        .trust_admin_keys([simulator::admin_key().public()])
-        .unwrap();
     let mut plan = simulator::FaultPlan::all(0.05);
     plan.wrong_payout = 0.3;
-    let mut floor = simulator::Floor::new(2, 30, plan)
-        .unwrap()
-        .starting_at(start_ns);
-    let mut events = Vec::new();
-    for t in floor.tables.iter_mut() {
-        events.extend(t.opening_events().unwrap());
-        for _ in 0..rounds {
-            events.extend(t.play_round().unwrap().events);
-        }
-        events.extend(t.closing_events().unwrap());
-    }
-    let batch: Vec<ledger::Incoming> = events
-        .iter()
-        .enumerate()
-        .map(|(i, p)| ledger::Incoming {
-            subject_table: Some(p.event.table.clone()),
-            stream_seq: i as u64 + 1,
-            received_at_ns: p.event.occurred_at_ns,
-            bytes: p.bytes.clone(),
-            provenance: Default::default(),
-        })
-        .collect();
-    for chunk in batch.chunks(4096) {
-        ledger.append_batch(chunk).unwrap();
-    }
-    ledger.flush().unwrap();
+    common::play_floor(ledger, plan, start_ns, rounds, 4096);
 }
 
 struct Fixture {

@@ -3,6 +3,8 @@
 //! hot: the round, its steps, its evidence bundle (which verifies) and the day's search.
 //! A day removed by retention answers 410 Gone with an `ApiError`, never a 500.
 
+mod common;
+
 use api::auth::{AccessConfig, TokenConfig};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
@@ -37,36 +39,8 @@ fn rule() -> DayRule {
 /// Two tables playing `rounds` rounds each from ten minutes before the first day's end,
 /// appended as ingest would; both days sealed.
 fn seed(ledger: &ledger::Ledger, rounds: u64) {
-    ledger
-        .trust_admin_keys([simulator::admin_key().public()])
-        .unwrap();
     let start = rule().bounds(DAYS[0]).unwrap().ends_at_ns - 600_000_000_000;
-    let mut floor = simulator::Floor::new(2, 30, simulator::FaultPlan::all(0.05))
-        .unwrap()
-        .starting_at(start);
-    let mut events = Vec::new();
-    for t in floor.tables.iter_mut() {
-        events.extend(t.opening_events().unwrap());
-        for _ in 0..rounds {
-            events.extend(t.play_round().unwrap().events);
-        }
-        events.extend(t.closing_events().unwrap());
-    }
-    let batch: Vec<ledger::Incoming> = events
-        .iter()
-        .enumerate()
-        .map(|(i, p)| ledger::Incoming {
-            subject_table: Some(p.event.table.clone()),
-            stream_seq: i as u64 + 1,
-            received_at_ns: p.event.occurred_at_ns,
-            bytes: p.bytes.clone(),
-            provenance: Default::default(),
-        })
-        .collect();
-    for chunk in batch.chunks(64) {
-        ledger.append_batch(chunk).unwrap();
-    }
-    ledger.flush().unwrap();
+    common::play_floor(ledger, simulator::FaultPlan::all(0.05), start, rounds, 64);
     let key = SigningKey::derive_for_simulation("house-seal");
     for day in DAYS {
         let end = rule().bounds(day).unwrap().ends_at_ns;
