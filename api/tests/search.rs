@@ -7,32 +7,17 @@
 
 mod common;
 
-use api::auth::{AccessConfig, TokenConfig};
-use axum::body::Body;
-use axum::http::{Request, StatusCode};
+use axum::http::StatusCode;
 use ledger::days::DayRule;
-use schemas::api::{ApiError, DisputePage, FindingPage, Role, RoundPage};
+use schemas::api::{ApiError, DisputePage, FindingPage, RoundPage};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use tower::ServiceExt;
 
 const SURV: &str = "surveillance-token-000000000001";
 const DAY: &str = "2026-11-25";
 /// The second shift of `DAY` starts at 14:00 UTC.
 const SHIFTS: &str = "06:00,14:00,22:00";
-
-fn access() -> AccessConfig {
-    AccessConfig {
-        tokens: vec![TokenConfig {
-            name: "sam.surveillance".into(),
-            role: Role::Surveillance,
-            token: SURV.into(),
-            token_hash: None,
-        }],
-        count_keys: vec![],
-    }
-}
 
 fn rule() -> DayRule {
     DayRule::new("06:00", "UTC")
@@ -63,39 +48,17 @@ fn fixture() -> Fixture {
         .unwrap()
         .starts_at_ns;
     seed(&ledger, change - 20 * 60_000_000_000, 40);
-    let (stop, rx) = tokio::sync::watch::channel(false);
-    let state = api::AppState::new(
-        ledger,
-        &access(),
-        &dir.path().join("api"),
-        &dir.path().join("readmodel"),
-        || 1_780_000_000_000_000_000,
-        rx,
-        api::FinanceSetup {
-            rule: rule(),
-            pits: Vec::new(),
-        },
-    )
-    .unwrap();
-    state.index_all().unwrap();
+    let access = common::surveillance_access(SURV);
+    let (app, stop) = common::indexed_router(ledger, &access, dir.path(), "api", rule());
     Fixture {
         _dir: dir,
-        app: api::router(state),
+        app,
         _stop: stop,
     }
 }
 
 async fn get(app: &axum::Router, path: &str) -> (StatusCode, Vec<u8>) {
-    let req = Request::get(path)
-        .header("authorization", format!("Bearer {SURV}"))
-        .body(Body::empty())
-        .unwrap();
-    let res = app.clone().oneshot(req).await.unwrap();
-    let status = res.status();
-    let body = axum::body::to_bytes(res.into_body(), 1 << 26)
-        .await
-        .unwrap();
-    (status, body.to_vec())
+    common::get_bytes(app, path, SURV).await
 }
 
 async fn page<T: serde::de::DeserializeOwned>(app: &axum::Router, path: &str) -> T {

@@ -5,12 +5,11 @@
 
 mod common;
 
-use api::auth::{AccessConfig, TokenConfig};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use ledger::days::DayRule;
 use ledger::tier::retention::Removal;
-use schemas::api::{ApiError, Role};
+use schemas::api::ApiError;
 use schemas::attest::SigningKey;
 use serde_json::Value;
 use std::sync::Arc;
@@ -19,18 +18,6 @@ use tower::ServiceExt;
 const SURV: &str = "surveillance-token-000000000001";
 const DAYS: [&str; 2] = ["2026-11-24", "2026-11-25"];
 const DAY_NS: i64 = 86_400 * 1_000_000_000;
-
-fn access() -> AccessConfig {
-    AccessConfig {
-        tokens: vec![TokenConfig {
-            name: "sam.surveillance".into(),
-            role: Role::Surveillance,
-            token: SURV.into(),
-            token_hash: None,
-        }],
-        count_keys: vec![],
-    }
-}
 
 fn rule() -> DayRule {
     DayRule::new("06:00", "UTC").unwrap()
@@ -48,20 +35,11 @@ fn seed(ledger: &ledger::Ledger, rounds: u64) {
     }
 }
 
+/// What a reader sees of round `round` of `table` and of the day's search, each 200.
 async fn get(app: &axum::Router, path: &str) -> (StatusCode, Vec<u8>) {
-    let req = Request::get(path)
-        .header("authorization", format!("Bearer {SURV}"))
-        .body(Body::empty())
-        .unwrap();
-    let res = app.clone().oneshot(req).await.unwrap();
-    let status = res.status();
-    let body = axum::body::to_bytes(res.into_body(), 1 << 26)
-        .await
-        .unwrap();
-    (status, body.to_vec())
+    common::get_bytes(app, path, SURV).await
 }
 
-/// What a reader sees of round `round` of `table` and of the day's search, each 200.
 async fn readings(app: &axum::Router, table: &str, round: u64) -> Vec<Vec<u8>> {
     let paths = [
         format!("/v1/tables/{table}/rounds/{round}"),
@@ -97,22 +75,8 @@ async fn archived_rounds_read_as_before_and_removed_ones_are_gone() {
     let dir = tempfile::tempdir().unwrap();
     let ledger = Arc::new(ledger::Ledger::open(dir.path().join("ledger")).unwrap());
     seed(&ledger, 30);
-    let (_stop, rx) = tokio::sync::watch::channel(false);
-    let state = api::AppState::new(
-        ledger.clone(),
-        &access(),
-        &dir.path().join("api"),
-        &dir.path().join("readmodel"),
-        || 1_780_000_000_000_000_000,
-        rx,
-        api::FinanceSetup {
-            rule: rule(),
-            pits: Vec::new(),
-        },
-    )
-    .unwrap();
-    state.index_all().unwrap();
-    let app = api::router(state);
+    let access = common::surveillance_access(SURV);
+    let (app, _stop) = common::indexed_router(ledger.clone(), &access, dir.path(), "api", rule());
     let table = ledger.tables()[0].to_string();
     let before = readings(&app, &table, 2).await;
     // A round of the next day, whose table opened in the removed one.
@@ -161,23 +125,9 @@ async fn archived_rounds_read_as_before_and_removed_ones_are_gone() {
     assert_eq!(s, StatusCode::GONE, "{}", String::from_utf8_lossy(&body));
     assert!(!bundle_before.is_empty());
     // A read model built after the removal goes on from the sealed heads.
-    let (_stop2, rx) = tokio::sync::watch::channel(false);
-    let fresh = api::AppState::new(
-        ledger.clone(),
-        &access(),
-        &dir.path().join("api2"),
-        &dir.path().join("readmodel2"),
-        || 1_780_000_000_000_000_000,
-        rx,
-        api::FinanceSetup {
-            rule: rule(),
-            pits: Vec::new(),
-        },
-    )
-    .unwrap();
-    fresh.index_all().unwrap();
+    let (fresh, _stop2) =
+        common::indexed_router(ledger.clone(), &access, dir.path(), "api2", rule());
     assert!(ledger.fenced().is_empty(), "{:?}", ledger.fenced());
-    let fresh = api::router(fresh);
     let (s, body) = get(&fresh, &format!("/v1/rounds?day={}&limit=500", DAYS[1])).await;
     assert_eq!(s, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
     let (s, body) = get(&fresh, &later).await;

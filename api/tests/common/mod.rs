@@ -40,3 +40,62 @@ pub fn play_floor(
     }
     ledger.flush().unwrap();
 }
+
+/// An access file with one surveillance token.
+pub fn surveillance_access(token: &str) -> api::auth::AccessConfig {
+    api::auth::AccessConfig {
+        tokens: vec![api::auth::TokenConfig {
+            name: "sam.surveillance".into(),
+            role: schemas::api::Role::Surveillance,
+            token: token.into(),
+            token_hash: None,
+        }],
+        count_keys: vec![],
+    }
+}
+
+/// The API's router over `ledger`, its journals and read model in `dir/<name>` and
+/// `dir/<name>-model`, every table indexed. Keep the sender: dropping it stops the tasks.
+pub fn indexed_router(
+    ledger: std::sync::Arc<ledger::Ledger>,
+    access: &api::auth::AccessConfig,
+    dir: &std::path::Path,
+    name: &str,
+    rule: ledger::days::DayRule,
+) -> (axum::Router, tokio::sync::watch::Sender<bool>) {
+    let (stop, rx) = tokio::sync::watch::channel(false);
+    let state = api::AppState::new(
+        ledger,
+        access,
+        &dir.join(name),
+        &dir.join(format!("{name}-model")),
+        || 1_780_000_000_000_000_000,
+        rx,
+        api::FinanceSetup {
+            rule,
+            pits: Vec::new(),
+        },
+    )
+    .unwrap();
+    state.index_all().unwrap();
+    (api::router(state), stop)
+}
+
+/// GET `path` with `token`: the status and the body's bytes.
+pub async fn get_bytes(
+    app: &axum::Router,
+    path: &str,
+    token: &str,
+) -> (axum::http::StatusCode, Vec<u8>) {
+    use tower::ServiceExt;
+    let req = axum::http::Request::get(path)
+        .header("authorization", format!("Bearer {token}"))
+        .body(axum::body::Body::empty())
+        .unwrap();
+    let res = app.clone().oneshot(req).await.unwrap();
+    let status = res.status();
+    let body = axum::body::to_bytes(res.into_body(), 1 << 26)
+        .await
+        .unwrap();
+    (status, body.to_vec())
+}
