@@ -130,15 +130,20 @@ fn encode(t: &TableDay) -> Result<(Vec<u8>, Hash32), ArchiveError> {
     Ok((raw, prev))
 }
 
+/// The header's span of `table`, or why the file has none.
+fn table_span(header: DayHeader, table: &str) -> Result<TableSpan, ArchiveError> {
+    header
+        .tables
+        .into_iter()
+        .find(|s| s.table == table)
+        .ok_or_else(|| ArchiveError::Format(format!("no table {table} in the day file")))
+}
+
 /// Reads and checks one table's range of a day file: frame digest, every hash from the
 /// anchor, the head. The caller checks anchor and head against the seal.
 pub fn read_table(file: &[u8], table: &str) -> Result<(TableSpan, Vec<DayEvent>), ArchiveError> {
     let (header, body_at) = read_header(file)?;
-    let span = header
-        .tables
-        .into_iter()
-        .find(|s| s.table == table)
-        .ok_or_else(|| ArchiveError::Format(format!("no table {table} in the day file")))?;
+    let span = table_span(header, table)?;
     let fail = |what: String| ArchiveError::Table {
         table: table.into(),
         what,
@@ -173,11 +178,7 @@ pub fn read_table_from<R: std::io::Read + std::io::Seek>(
 ) -> Result<(TableSpan, Vec<DayEvent>), ArchiveError> {
     r.seek(std::io::SeekFrom::Start(0))?;
     let (header, body_at) = read_header_from(r)?;
-    let span = header
-        .tables
-        .into_iter()
-        .find(|s| s.table == table)
-        .ok_or_else(|| ArchiveError::Format(format!("no table {table} in the day file")))?;
+    let span = table_span(header, table)?;
     let fail = |what: String| ArchiveError::Table {
         table: table.into(),
         what,
