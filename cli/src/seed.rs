@@ -35,6 +35,10 @@ pub struct Args {
     /// be sealed (`day seal` refuses days not yet ended).
     #[arg(long, value_name = "DAYS")]
     days_ago: Option<u32>,
+    /// Close value-log segments at this many bytes instead of 1 GiB, so that a small
+    /// ledger has several (tests of compaction). Later opens keep the default.
+    #[arg(long, value_name = "BYTES", hide = true, value_parser = clap::value_parser!(u64).range(4096..))]
+    segment_bytes: Option<u64>,
 }
 
 /// `seed --held`: the opening of table `HELD-01` but its first event, after stream seq
@@ -97,7 +101,11 @@ fn refused_message(
 
 pub fn run(args: Args) -> Result<Outcome> {
     let started = Instant::now();
-    let ledger = ledger::Ledger::open(&args.ledger)
+    let segment_bytes = args
+        .segment_bytes
+        .unwrap_or(ledger::valuelog::SEGMENT_BYTES_MAX);
+    let ledger = ledger::store::SledStore::open_sized(&args.ledger, segment_bytes)
+        .and_then(|store| ledger::Ledger::with_store(Box::new(store)))
         .with_context(|| format!("opening the ledger at {}", args.ledger.display()))?;
     // A simulated floor: its device keys are enrolled by the simulator's admin key.
     ledger
@@ -109,7 +117,7 @@ pub fn run(args: Args) -> Result<Outcome> {
         let now_ns = crate::when::now_ns()?;
         floor = floor.starting_at(now_ns - i64::from(days) * 86_400_000_000_000);
     }
-    let mut seeder = Seeder::new(&ledger);
+    let mut seeder = Seeder::new(&ledger, segment_bytes);
     play(&mut seeder, &mut floor, &args)?;
     let (stored, kept) = (seeder.stored, seeder.kept);
     let tables: Vec<schemas::TableId> = floor.tables.iter().map(|t| t.table().clone()).collect();
@@ -162,17 +170,23 @@ struct Seeder<'a> {
     ledger: &'a ledger::Ledger,
     stream_seq: u64,
     batch: Vec<ledger::Incoming>,
+    /// The batch's event bytes, and the most it holds before it is appended: a quarter
+    /// of a small value-log segment (`--segment-bytes`), so that every record fits one.
+    batch_bytes: u64,
+    batch_bytes_max: u64,
     checkpoints: Vec<ledger::Incoming>,
     stored: u64,
     kept: u64,
 }
 
 impl<'a> Seeder<'a> {
-    fn new(ledger: &'a ledger::Ledger) -> Seeder<'a> {
+    fn new(ledger: &'a ledger::Ledger, segment_bytes: u64) -> Seeder<'a> {
         Seeder {
             ledger,
             stream_seq: ledger.stats().events,
             batch: Vec::with_capacity(ledger::APPEND_BATCH_LEN_MAX),
+            batch_bytes: 0,
+            batch_bytes_max: segment_bytes / 4,
             checkpoints: Vec::new(),
             stored: 0,
             kept: 0,
@@ -187,6 +201,7 @@ impl<'a> Seeder<'a> {
     ) -> Result<()> {
         for p in events {
             self.stream_seq += 1;
+            self.batch_bytes += p.bytes.len() as u64;
             self.batch.push(ledger::Incoming {
                 subject_table: Some(p.event.table.clone()),
                 stream_seq: self.stream_seq,
@@ -206,7 +221,8 @@ impl<'a> Seeder<'a> {
             });
         }
         let full = self.batch.len() + 1024 > ledger::APPEND_BATCH_LEN_MAX
-            || self.checkpoints.len() + 64 > ledger::APPEND_BATCH_LEN_MAX;
+            || self.checkpoints.len() + 64 > ledger::APPEND_BATCH_LEN_MAX
+            || self.batch_bytes >= self.batch_bytes_max;
         if full {
             self.append()?;
         }
@@ -221,6 +237,7 @@ impl<'a> Seeder<'a> {
             .filter(|a| matches!(a, ledger::Appended::Stored { .. }));
         self.stored += stored.count() as u64;
         self.batch.clear();
+        self.batch_bytes = 0;
         let out = self
             .ledger
             .append_checkpoints(&self.checkpoints)

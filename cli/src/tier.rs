@@ -1,5 +1,7 @@
 //! `roundledger archive move|status|remove`: sealed days into the archive tier
 //! (`ledger::tier`), and a day file removed past its retention by a signed admin act.
+//! `move` and `remove` end by compacting the value log (`ledger::tier::compact`): the
+//! segments they left mostly unreferenced are retired and their files deleted.
 //! Reads need no command: replay, verify, audit, evidence and the API find an archived
 //! round through the same read path.
 //!
@@ -175,7 +177,32 @@ fn move_days(args: MoveArgs) -> Result<Outcome> {
     if days.len() > MOVE_DAYS_MAX {
         println!("{} more days: run again", days.len() - MOVE_DAYS_MAX);
     }
-    Ok(Outcome::Clean)
+    compact(&l)
+}
+
+/// Compacts the value log and says what it did; damage kept is a finding.
+fn compact(l: &ledger::Ledger) -> Result<Outcome> {
+    let started = std::time::Instant::now();
+    let c = l.compact_values().context("compacting the value log")?;
+    let (records, copies) = c.retired.iter().fold((0, 0), |(r, k), s| {
+        (r + s.records_moved, k + s.copies_moved)
+    });
+    println!(
+        "value log: {} of {} closed segments retired, {} bytes freed ({records} records and {copies} recovery copies written again) in {:.1} s; {} kept, mostly live",
+        c.retired.len() as u64 + c.leftovers_removed,
+        c.segments_closed,
+        c.bytes_freed,
+        started.elapsed().as_secs_f64(),
+        c.kept_live
+    );
+    for why in &c.kept_damaged {
+        println!("{why}");
+    }
+    Ok(if c.kept_damaged.is_empty() {
+        Outcome::Clean
+    } else {
+        Outcome::Findings
+    })
 }
 
 fn status(args: StatusArgs) -> Result<Outcome> {
@@ -197,6 +224,12 @@ fn status(args: StatusArgs) -> Result<Outcome> {
         );
     }
     println!("{} days in the archive tier", entries.len());
+    let retired = l.retired_segments()?;
+    println!(
+        "value log: {} segments retired by compaction, {} bytes freed",
+        retired.len(),
+        retired.iter().map(|r| r.file_bytes).sum::<u64>()
+    );
     let journal = l.removal_journal()?;
     print!("{}", crate::verify::journal_line(&journal));
     bad += usize::from(journal.problem.is_some());
@@ -230,5 +263,6 @@ fn remove(args: RemoveArgs) -> Result<Outcome> {
     if let Some(events) = crate::readmodel::rebuild_if_present(&l, &args.ledger)? {
         println!("read model rebuilt: {events} events");
     }
-    Ok(Outcome::Clean)
+    // The removed day's records leave the value log too.
+    compact(&l)
 }

@@ -59,7 +59,9 @@ fn sealed_ledger(tmp: &Path, tables: &str, rounds: &str) -> (std::path::PathBuf,
     let seed = [
         "seed", "--ledger", d, "--tables", tables, "--rounds", rounds, "--close",
     ];
-    let out = roundledger(&[&seed[..], &["--days-ago", "3"]].concat());
+    // Small value-log segments, so that compaction has closed ones to retire.
+    let small = ["--days-ago", "3", "--segment-bytes", "65536"];
+    let out = roundledger(&[&seed[..], &small[..]].concat());
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let key = tmp.join("seal.key");
     assert_eq!(
@@ -114,6 +116,12 @@ fn an_archived_day_reads_as_before_and_retention_keeps_its_seal() {
     let table = ledger::Ledger::open(&dir).unwrap().tables()[0].to_string();
     let bundle = tmp.path().join("bundle.json");
     let before = readings(d, &table, &days[0], &bundle);
+    let values_bytes = || -> u64 {
+        let dir = dir.join(ledger::valuelog::DIR);
+        let files = std::fs::read_dir(dir).unwrap();
+        files.map(|e| e.unwrap().metadata().unwrap().len()).sum()
+    };
+    let hot_bytes = values_bytes();
 
     let moved = roundledger(&["archive", "move", "--ledger", d, "--older-than-days", "0"]);
     assert_eq!(
@@ -127,6 +135,14 @@ fn an_archived_day_reads_as_before_and_retention_keeps_its_seal() {
         lines.lines().filter(|l| l.starts_with("day ")).count(),
         3,
         "{lines}"
+    );
+    // Every day moved: compaction frees most of the value log.
+    assert!(lines.contains("value log: "), "{lines}");
+    assert!(!lines.contains("value log: 0 of"), "{lines}");
+    assert!(
+        values_bytes() < hot_bytes / 4,
+        "{hot_bytes} -> {}",
+        values_bytes()
     );
     let status = roundledger(&["archive", "status", "--ledger", d]);
     assert_eq!(status.status.code(), Some(0));

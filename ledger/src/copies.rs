@@ -114,7 +114,7 @@ fn read_copies(
             Found::Entry(p, value) => (p, value),
             // A crash leaves such bytes at a segment's end too: what they hide is named
             // below, as copies missing.
-            Found::Torn { detail } => {
+            Found::Torn { detail, .. } => {
                 if report.torn.len() < COPY_PROBLEMS_MAX {
                     report.torn.push(detail);
                 }

@@ -116,4 +116,16 @@ impl Store for FaultyStore {
     fn forget_tier(&self) {
         self.inner.forget_tier()
     }
+    fn value_segments(&self) -> Result<Vec<crate::store::segments::SegmentUse>, Error> {
+        self.inner.value_segments()
+    }
+    fn segment_records(&self, segment: u32) -> Result<Vec<Vec<u8>>, Error> {
+        self.inner.segment_records(segment)
+    }
+    fn segment_copies(&self, segment: u32) -> Result<Vec<crate::store::Unreferenced>, Error> {
+        self.inner.segment_copies(segment)
+    }
+    fn remove_segment(&self, segment: u32) -> Result<u64, Error> {
+        self.inner.remove_segment(segment)
+    }
 }

@@ -16,6 +16,7 @@
 //! ledger's other first-hand data (quarantine entries, held events, kept checkpoints). The
 //! rest is derived from those and is rebuilt when they are appended again.
 
+pub mod segments;
 pub(crate) mod tier_read;
 pub mod tier_ref;
 
@@ -133,6 +134,9 @@ pub enum Op {
     /// Points a record of `Space::Batch` (key) into a day file of the archive tier
     /// (`tier::encode_pointer`). Only for records the day file holds, checked byte for byte.
     Repoint(Vec<u8>, Vec<u8>),
+    /// Writes a record of `Space::Batch` (key) again, the same bytes, where new records
+    /// go; its old copy is no longer referenced. Only compaction (`tier::compact`) does it.
+    Relocate(Vec<u8>, Vec<u8>),
 }
 
 /// One key-value pair (key without the space prefix).
@@ -210,6 +214,24 @@ pub trait Store: Send + Sync {
     }
     /// Drops what the store caches of day files (after one is removed).
     fn forget_tier(&self) {}
+    /// The closed segments of the store's value log and what still points into each
+    /// (`segments`); a store without a value log has none.
+    fn value_segments(&self) -> Result<Vec<segments::SegmentUse>, Error> {
+        Ok(Vec::new())
+    }
+    /// The keys of `Space::Batch` whose records are in a closed segment.
+    fn segment_records(&self, segment: u32) -> Result<Vec<Vec<u8>>, Error> {
+        Err(segments::no_value_log(segment))
+    }
+    /// The recovery copies (`Unreferenced::Put`) a closed segment holds, in write order.
+    /// Damage that may hide some is an error.
+    fn segment_copies(&self, segment: u32) -> Result<Vec<Unreferenced>, Error> {
+        Err(segments::no_value_log(segment))
+    }
+    /// Deletes a closed segment whose retirement is durable; returns the bytes freed.
+    fn remove_segment(&self, segment: u32) -> Result<u64, Error> {
+        Err(segments::no_value_log(segment))
+    }
     /// Called, and durable, before the first record `unreferenced` gave is appended again.
     fn recovery_started(&self) -> Result<(), Error> {
         Ok(())
@@ -330,13 +352,19 @@ impl SledStore {
     /// Opens (or creates) the directory. sled locks it exclusively: a second opener gets
     /// `Error::Locked`.
     pub fn open(path: &Path) -> Result<SledStore, Error> {
+        SledStore::open_sized(path, crate::valuelog::SEGMENT_BYTES_MAX)
+    }
+
+    /// `open` with value-log segments of at most `segment_bytes_max` bytes, so that tests
+    /// of compaction have several. Production opens use `valuelog::SEGMENT_BYTES_MAX`.
+    pub fn open_sized(path: &Path, segment_bytes_max: u64) -> Result<SledStore, Error> {
         // sled releases its directory lock when its background flusher thread ends, a
         // moment after the last handle is dropped; reopening at once in the same process
         // (a restart, a tool after the ledger closed) can find it still held. So a lock
         // is waited for briefly before it is reported as another owner's.
         let deadline = std::time::Instant::now() + LOCK_WAIT;
         loop {
-            match Self::open_once(path) {
+            match Self::open_once(path, segment_bytes_max) {
                 Err(Error::Locked { .. }) if std::time::Instant::now() < deadline => {
                     std::thread::sleep(std::time::Duration::from_millis(20));
                 }
@@ -345,7 +373,7 @@ impl SledStore {
         }
     }
 
-    fn open_once(path: &Path) -> Result<SledStore, Error> {
+    fn open_once(path: &Path, segment_bytes_max: u64) -> Result<SledStore, Error> {
         let db = sled::Config::new()
             .path(path)
             .cache_capacity(SLED_CACHE_BYTES)
@@ -366,7 +394,7 @@ impl SledStore {
             })?;
         let tree = db.open_tree(SLED_TREE).map_err(store_err("open tree"))?;
         // After sled, whose lock makes this process the directory's one owner.
-        let values = ValueLog::open(path)?;
+        let values = ValueLog::open_sized(path, segment_bytes_max)?;
         let store = SledStore {
             db,
             tree,
@@ -506,7 +534,7 @@ impl Store for SledStore {
         let mut values: Vec<&[u8]> = ops
             .iter()
             .filter_map(|op| match op {
-                Op::Put(Space::Batch, _, v) => Some(v.as_slice()),
+                Op::Put(Space::Batch, _, v) | Op::Relocate(_, v) => Some(v.as_slice()),
                 _ => None,
             })
             .collect();
@@ -535,7 +563,7 @@ impl Store for SledStore {
         let mut pointers = pointers.into_iter();
         for op in ops {
             match op {
-                Op::Put(Space::Batch, k, _) => {
+                Op::Put(Space::Batch, k, _) | Op::Relocate(k, _) => {
                     let p = pointers.next().expect("one pointer per record");
                     batch.insert(full_key(Space::Batch, &k), p.encode())
                 }
@@ -576,7 +604,7 @@ impl Store for SledStore {
                         }),
                         _ => Unreferenced::Record(value),
                     },
-                    Found::Torn { detail } => Unreferenced::Torn(detail),
+                    Found::Torn { detail, .. } => Unreferenced::Torn(detail),
                 })
             },
         )))
@@ -607,6 +635,22 @@ impl Store for SledStore {
 
     fn forget_tier(&self) {
         self.tier.forget()
+    }
+
+    fn value_segments(&self) -> Result<Vec<segments::SegmentUse>, Error> {
+        segments::value_segments(self)
+    }
+
+    fn segment_records(&self, segment: u32) -> Result<Vec<Vec<u8>>, Error> {
+        segments::segment_records(self, segment)
+    }
+
+    fn segment_copies(&self, segment: u32) -> Result<Vec<Unreferenced>, Error> {
+        segments::segment_copies(self, segment)
+    }
+
+    fn remove_segment(&self, segment: u32) -> Result<u64, Error> {
+        segments::remove_segment(self, segment)
     }
 }
 

@@ -10,12 +10,13 @@
 //! - A record is repointed only if the day file rebuilds it exactly.
 //! - A day file is checked against the day's seal when a table's frame is loaded:
 //!   its range, anchor and head must be the seal's. Otherwise the read is `CorruptRecord`.
-//! - The value log keeps the records' bytes; no compaction removes them yet. A lost
-//!   repoint commit leaves the day hot, never lost.
+//! - A moved record's old entry stays in the value log until compaction (`compact`)
+//!   retires its segment. A lost repoint commit leaves the day hot, never lost.
 //! - A record that straddles the day's end stays hot: the day file holds it in part.
 //! - Retention removal (`retention`) is the only way a day file goes; it is signed by an
 //!   admin key, logged in `Space::Tier`, and the seal keeps the day's heads.
 
+pub mod compact;
 pub mod journal;
 pub mod kept;
 mod moves;

@@ -157,7 +157,8 @@ impl ValueLog {
         Self::open_sized(ledger_dir, SEGMENT_BYTES_MAX)
     }
 
-    fn open_sized(ledger_dir: &Path, segment_bytes_max: u64) -> Result<ValueLog, Error> {
+    /// `open` with segments of at most `segment_bytes_max` bytes (tests use small ones).
+    pub fn open_sized(ledger_dir: &Path, segment_bytes_max: u64) -> Result<ValueLog, Error> {
         let dir = ledger_dir.join(DIR);
         std::fs::create_dir_all(&dir).map_err(io_err("create value log", &dir))?;
         Ok(ValueLog {
@@ -176,21 +177,64 @@ impl ValueLog {
 
     /// The highest segment number present, if any.
     fn last_segment(&self) -> Result<Option<u32>, Error> {
-        let mut last = None;
+        Ok(self.segment_numbers()?.last().copied())
+    }
+
+    /// The numbers of the segment files present, ascending.
+    fn segment_numbers(&self) -> Result<Vec<u32>, Error> {
+        let mut out = Vec::new();
         for entry in std::fs::read_dir(&self.dir).map_err(io_err("list value log", &self.dir))? {
             let entry = entry.map_err(io_err("list value log", &self.dir))?;
             let name = entry.file_name();
-            let Some(n) = name
+            let number = name
                 .to_str()
                 .and_then(|n| n.strip_suffix(".seg"))
                 .filter(|n| n.len() == 8)
-                .and_then(|n| u32::from_str_radix(n, 16).ok())
-            else {
-                continue;
-            };
-            last = last.max(Some(n));
+                .and_then(|n| u32::from_str_radix(n, 16).ok());
+            out.extend(number);
         }
-        Ok(last)
+        out.sort_unstable();
+        Ok(out)
+    }
+
+    /// Every segment file present and its length in bytes, by number.
+    pub fn segments(&self) -> Result<Vec<(u32, u64)>, Error> {
+        let mut out = Vec::new();
+        for segment in self.segment_numbers()? {
+            let path = self.path(segment);
+            let len = std::fs::metadata(&path)
+                .map_err(io_err("stat value segment", &path))?
+                .len();
+            out.push((segment, len));
+        }
+        Ok(out)
+    }
+
+    /// Deletes a segment file that nothing references any more (`tier::compact`), drops
+    /// its read handle and fsyncs the directory. Returns the bytes freed. Never the tail.
+    pub fn remove_segment(&self, segment: u32) -> Result<u64, Error> {
+        let tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
+        let last = self.last_segment()?;
+        assert!(
+            tail.as_ref().is_none_or(|t| t.segment != segment) && last != Some(segment),
+            "the tail segment is never removed"
+        );
+        drop(tail);
+        self.readers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&segment);
+        let path = self.path(segment);
+        let len = match std::fs::metadata(&path) {
+            Ok(m) => m.len(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+            Err(e) => return Err(io_err("stat value segment", &path)(e)),
+        };
+        std::fs::remove_file(&path).map_err(io_err("remove value segment", &path))?;
+        File::open(&self.dir)
+            .and_then(|d| d.sync_all())
+            .map_err(io_err("sync value log directory", &self.dir))?;
+        Ok(len)
     }
 
     fn open_tail(&self, segment: u32) -> Result<Tail, Error> {
@@ -438,6 +482,9 @@ pub enum Found {
     Torn {
         /// What was found, with the segment and offset.
         detail: String,
+        /// The bytes run to the segment's end: a write cut short. Otherwise an entry
+        /// inside the file fails its checksum: damage, which may hide entries after it.
+        cut: bool,
     },
 }
 
@@ -460,6 +507,24 @@ impl ValueLog {
             log: self,
             segment,
             offset,
+            stop,
+        })
+    }
+}
+
+impl ValueLog {
+    /// The entries of one segment, to its file's end as it is now.
+    pub fn entries_in(&self, segment: u32) -> Result<Scan<'_>, Error> {
+        let path = self.path(segment);
+        let stop = match std::fs::metadata(&path) {
+            Ok(m) => Some((segment, m.len())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(io_err("stat value segment", &path)(e)),
+        };
+        Ok(Scan {
+            log: self,
+            segment,
+            offset: 0,
             stop,
         })
     }
@@ -519,6 +584,7 @@ impl Scan<'_> {
             return Ok(self.torn(
                 last,
                 format!("{at}: {left} bytes, less than an entry's header"),
+                true,
             ));
         }
         let path = self.log.path(self.segment);
@@ -544,7 +610,10 @@ impl Scan<'_> {
                 self.offset = pointer.end().1;
                 Ok(Found::Entry(pointer, value))
             }
-            Err(Error::CorruptRecord { detail }) => Ok(self.torn(last, detail)),
+            Err(Error::CorruptRecord { detail }) => {
+                let cut = self.offset + ENTRY_HEADER_LEN as u64 + u64::from(pointer.len) > file_len;
+                Ok(self.torn(last, detail, cut))
+            }
             Err(e) => {
                 self.stop = None;
                 Err(e)
@@ -554,14 +623,14 @@ impl Scan<'_> {
 
     /// Torn bytes (`detail` names the segment and offset): the scan goes on at the next
     /// segment, or ends in the last.
-    fn torn(&mut self, last: u32, detail: String) -> Found {
+    fn torn(&mut self, last: u32, detail: String, cut: bool) -> Found {
         if self.segment < last {
             self.segment += 1;
             self.offset = 0;
         } else {
             self.stop = None;
         }
-        Found::Torn { detail }
+        Found::Torn { detail, cut }
     }
 }
 
@@ -714,7 +783,7 @@ mod tests {
         assert_eq!(after.len(), 2);
         assert_eq!(after[0], Found::Entry(ptrs[4], values[4].clone()));
         assert!(
-            matches!(&after[1], Found::Torn { detail } if detail.contains("00000002.seg offset 48: 3 bytes, less than an entry's header")),
+            matches!(&after[1], Found::Torn { detail, cut: true } if detail.contains("00000002.seg offset 48: 3 bytes, less than an entry's header")),
             "{:?}",
             after[1]
         );
@@ -726,7 +795,7 @@ mod tests {
         std::fs::write(&last, &data).expect("write");
         let after = found(log.entries_after(2, 0).expect("scan"));
         assert!(
-            matches!(&after[1], Found::Torn { detail } if detail.contains("runs past the segment's end")),
+            matches!(&after[1], Found::Torn { detail, cut: true } if detail.contains("runs past the segment's end")),
             "{after:?}"
         );
         // A flipped value byte in a segment that is not the last: the rest of that segment
@@ -739,11 +808,11 @@ mod tests {
         assert_eq!(after.len(), 3, "{after:?}");
         assert_eq!(after[1], Found::Entry(ptrs[4], values[4].clone()));
         assert!(
-            matches!(&after[2], Found::Torn { detail } if detail.contains("00000002.seg offset 48")),
+            matches!(&after[2], Found::Torn { detail, .. } if detail.contains("00000002.seg offset 48")),
             "{after:?}"
         );
         assert!(
-            matches!(&after[0], Found::Torn { detail } if detail.contains("do not match their checksum")),
+            matches!(&after[0], Found::Torn { detail, cut: false } if detail.contains("do not match their checksum")),
             "{after:?}"
         );
     }
@@ -777,7 +846,7 @@ mod tests {
             .collect();
         assert_eq!(after.len(), 2, "the torn bytes, then segment 1: {after:?}");
         assert!(
-            matches!(&after[0], Found::Torn { detail } if detail.contains("00000000.seg offset 11")),
+            matches!(&after[0], Found::Torn { detail, .. } if detail.contains("00000000.seg offset 11")),
             "{after:?}"
         );
         assert_eq!(after[1], Found::Entry(next[0], b"two".to_vec()));

@@ -6,6 +6,7 @@ mod common;
 
 use common::table;
 use ledger::days::DayRule;
+use ledger::store::SledStore;
 use ledger::{Incoming, Ledger};
 use schemas::attest::SigningKey;
 use schemas::codec::{self, WireFormat};
@@ -23,7 +24,23 @@ fn rule() -> DayRule {
 /// Two tables, one event every 13 and 29 minutes over the three days, appended in
 /// arrival order five messages per call; every day sealed.
 fn sealed_ledger(dir: &Path) -> Ledger {
-    let l = Ledger::open(dir).unwrap();
+    fill_and_seal(Ledger::open(dir).unwrap())
+}
+
+/// Value-log segments this small give the three days about 20 segments.
+const SEGMENT_BYTES: u64 = 4 * 1024;
+
+fn open_small(dir: &Path) -> Ledger {
+    let store = SledStore::open_sized(dir, SEGMENT_BYTES).unwrap();
+    Ledger::with_store(Box::new(store)).unwrap()
+}
+
+/// `fill_and_seal` with small value-log segments.
+fn sealed_small(dir: &Path) -> Ledger {
+    fill_and_seal(open_small(dir))
+}
+
+fn fill_and_seal(l: Ledger) -> Ledger {
     let r = rule();
     let start = r.bounds(DAYS[0]).unwrap().starts_at_ns;
     let end = r.bounds(DAYS[2]).unwrap().ends_at_ns;
@@ -425,4 +442,224 @@ fn a_removal_without_a_trusted_act_fails_verify() {
         .filter(|t| matches!(t, ledger::TableVerdict::Bad { problem, .. } if problem.to_string().contains("without a valid removal act")))
         .count();
     assert_eq!(bad, 2, "{:?}", report.tables);
+}
+
+/// Segment files present and their total bytes.
+fn segment_files(dir: &Path) -> (usize, u64) {
+    let dir = dir.join(ledger::valuelog::DIR);
+    let lens: Vec<u64> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .collect();
+    (lens.len(), lens.iter().sum())
+}
+
+/// The recovery copies still check against sled (what `roundledger verify` runs).
+fn copies_check(dir: &Path) {
+    let store = SledStore::open(dir).unwrap();
+    let report = ledger::copies::check_copies(&store).unwrap();
+    assert!(report.is_ok(), "{:?}", report.problems);
+    assert!(report.entries_checked > 0, "{report:?}");
+}
+
+#[test]
+fn compaction_frees_the_segments_a_move_emptied() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A quarantine entry in the first segment: its recovery copy must move.
+    let l = open_small(tmp.path());
+    let junk = Incoming {
+        bytes: b"not an event".to_vec(),
+        subject_table: Some(table("T-A")),
+        stream_seq: 1_000_000,
+        received_at_ns: rule().bounds(DAYS[0]).unwrap().starts_at_ns,
+        provenance: Default::default(),
+    };
+    l.append_batch(&[junk]).unwrap();
+    let l = fill_and_seal(l);
+    let before = view(&l);
+    let (files0, bytes0) = segment_files(tmp.path());
+    // Nothing has left the hot tier: every closed segment is live and kept.
+    let c = l.compact_values().unwrap();
+    assert!(c.segments_closed >= 10, "{c:?} of {files0} files");
+    assert_eq!(
+        (c.retired.len() as u64, c.kept_live),
+        (0, c.segments_closed),
+        "{c:?}"
+    );
+    assert_eq!(segment_files(tmp.path()), (files0, bytes0));
+
+    for day in &DAYS[..2] {
+        l.archive_move(day).unwrap();
+    }
+    let c = l.compact_values().unwrap();
+    let (files1, bytes1) = segment_files(tmp.path());
+    println!("{files0} files, {bytes0} bytes -> {files1}, {bytes1}: {c:?}");
+    assert!(c.retired.len() >= 5, "{c:?}");
+    assert_eq!(
+        c.bytes_freed,
+        c.retired.iter().map(|r| r.file_bytes).sum::<u64>()
+    );
+    // The third day stays hot, and a few records straddle the archived days' ends.
+    assert!(bytes1 < bytes0 * 6 / 10, "{bytes0} -> {bytes1}");
+    assert_eq!(c.retired[0].segment, 0);
+    assert_eq!(c.retired[0].copies_moved, 1, "the quarantine entry's copy");
+    assert!(
+        c.retired.iter().any(|r| r.records_moved > 0),
+        "straddling records"
+    );
+    for r in &c.retired {
+        let path = ledger::valuelog::segment_path(tmp.path(), r.segment);
+        assert!(!path.exists(), "{} removed", path.display());
+    }
+    assert_eq!(view(&l), before, "reads after compaction");
+    assert_eq!(l.retired_segments().unwrap(), c.retired);
+    // Again: nothing more to do.
+    let again = l.compact_values().unwrap();
+    assert!(
+        again.retired.is_empty() && again.leftovers_removed == 0,
+        "{again:?}"
+    );
+    drop(l);
+    copies_check(tmp.path());
+    let l = open_small(tmp.path());
+    assert!(l.recovered().is_empty(), "{:?}", l.recovered());
+    assert_eq!(view(&l), before, "reads after a reopen");
+}
+
+/// Copies the closed ledger's sled files aside, or puts such a copy back: what sled holds
+/// after a crash that lost every commit since the copy (the value log stays as written).
+fn sled_copy(from: &Path, to: &Path) {
+    let skip = |name: &std::ffi::OsStr| {
+        [ledger::valuelog::DIR, ledger::tier::DIR].contains(&name.to_str().unwrap())
+    };
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(to).unwrap() {
+        let e = e.unwrap();
+        if !skip(&e.file_name()) {
+            let _ = std::fs::remove_dir_all(e.path());
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let name = e.file_name();
+        if skip(&name) {
+            continue;
+        }
+        if e.file_type().unwrap().is_dir() {
+            sled_copy(&e.path(), &to.join(&name));
+        } else {
+            std::fs::copy(e.path(), to.join(&name)).unwrap();
+        }
+    }
+}
+
+/// A process killed in a compaction: after the relocated entries are written but before
+/// sled's commit, and after the commit but before the file's removal. Each stop is
+/// followed by a reopen: every read is as before, and the next run completes.
+#[test]
+fn a_compaction_stopped_anywhere_loses_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ledger");
+    let aside = tmp.path().join("aside");
+    let l = sealed_small(&dir);
+    l.archive_move(DAYS[0]).unwrap();
+    let before = view(&l);
+    drop(l);
+
+    // Killed before sled's commit: the relocated entries are in the log, unreferenced.
+    sled_copy(&dir, &aside);
+    let l = open_small(&dir);
+    let moved: Vec<_> = (0..6).map(|s| l.relocate_segment(s).unwrap()).collect();
+    assert!(moved.iter().any(|r| r.records_moved > 0), "{moved:?}");
+    drop(l);
+    sled_copy(&aside, &dir);
+    let l = open_small(&dir);
+    let found = l.recovered();
+    assert!(found.records > 0 && found.stored == 0, "{found:?}");
+    assert_eq!(found.duplicates, found.events, "{found:?}");
+    assert!(l.retired_segments().unwrap().is_empty());
+    assert_eq!(view(&l), before, "after the lost commit");
+
+    // Killed after the commit, before the file's removal.
+    let r = l.relocate_segment(0).unwrap();
+    let seg0 = ledger::valuelog::segment_path(&dir, 0);
+    assert!(seg0.exists());
+    drop(l);
+    let l = open_small(&dir);
+    assert_eq!(view(&l), before, "after the retiring commit");
+    assert_eq!(l.retired_segments().unwrap(), vec![r]);
+    let c = l.compact_values().unwrap();
+    assert_eq!(c.leftovers_removed, 1, "{c:?}");
+    assert!(!seg0.exists() && !c.retired.is_empty(), "{c:?}");
+    assert_eq!(view(&l), before, "after the run that completes it");
+    drop(l);
+    copies_check(&dir);
+}
+
+/// A closed segment whose bytes fail their checksum inside the file may hide entries:
+/// kept and named. The others are retired as usual.
+#[test]
+fn a_damaged_segment_is_kept_and_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let l = sealed_small(tmp.path());
+    for day in &DAYS[..2] {
+        l.archive_move(day).unwrap();
+    }
+    let before = view(&l);
+    let seg1 = ledger::valuelog::segment_path(tmp.path(), 1);
+    let mut bytes = std::fs::read(&seg1).unwrap();
+    bytes[100] ^= 0x40;
+    std::fs::write(&seg1, &bytes).unwrap();
+    let c = l.compact_values().unwrap();
+    assert_eq!(c.kept_damaged.len(), 1, "{c:?}");
+    assert!(
+        c.kept_damaged[0].contains("00000001.seg") && c.kept_damaged[0].contains("checksum"),
+        "{c:?}"
+    );
+    assert!(seg1.exists(), "kept");
+    assert!(c.retired.len() >= 5, "{c:?}");
+    assert_eq!(view(&l), before);
+}
+
+/// Whether any file under `dir` holds `needle`.
+fn any_file_holds(dir: &Path, needle: &[u8]) -> bool {
+    std::fs::read_dir(dir).unwrap().any(|e| {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            return any_file_holds(&p, needle);
+        }
+        let bytes = std::fs::read(&p).unwrap();
+        bytes.windows(needle.len()).any(|w| w == needle)
+    })
+}
+
+/// After a retention removal, compaction takes the removed day's event bytes off the disk:
+/// no file of the ledger holds them. The ledger still verifies from the seal's heads.
+#[test]
+fn a_removed_day_leaves_no_event_bytes_after_compaction() {
+    use ledger::tier::retention::Removal;
+    let tmp = tempfile::tempdir().unwrap();
+    let l = sealed_small(tmp.path());
+    let admin = SigningKey::derive_for_simulation("admin");
+    l.trust_admin_keys([admin.public()]).unwrap();
+    let (entry, _) = l.archive_move(DAYS[0]).unwrap();
+    // An event well inside the first day (its records are whole there).
+    let t = table("T-A");
+    let seq = l.day_seal(DAYS[0]).unwrap().unwrap().tables[0].first_seq.0 + 20;
+    let inside = l.events(&t, seq..=seq).next().unwrap().unwrap().bytes;
+    let now = rule().bounds(DAYS[0]).unwrap().ends_at_ns + 30 * DAY_NS;
+    l.retention_remove(&Removal::sign(&entry, 30, &admin, now), now)
+        .unwrap();
+    assert!(
+        any_file_holds(tmp.path(), &inside),
+        "still in the value log"
+    );
+    let c = l.compact_values().unwrap();
+    assert!(!c.retired.is_empty(), "{c:?}");
+    assert!(!any_file_holds(tmp.path(), &inside), "gone from every file");
+    let report = l.verify().unwrap();
+    assert!(report.is_ok(), "{:?}", report.failures());
+    drop(l);
+    copies_check(tmp.path());
 }
