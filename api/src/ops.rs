@@ -185,6 +185,30 @@ fn render_ledger(out: &mut String, ledger: &Ledger, now_ns: i64) {
     let name = "roundledger_ledger_events";
     family(out, name, Kind::Gauge, "Events stored in the ledger.");
     sample(out, name, &[], stats.events);
+    render_tier(out, ledger);
+}
+
+/// The archive tier's days and the value log's retired segments.
+fn render_tier(out: &mut String, ledger: &Ledger) {
+    let days = ledger.tier_day_count();
+    let retired = ledger.retired_segments();
+    let (Ok(days), Ok(retired)) = (days, retired) else {
+        tracing::warn!("metrics: the archive tier's catalog does not read");
+        return;
+    };
+    let name = "roundledger_archive_days";
+    let help = "Gaming days out of the hot tier: archived, or removed by retention.";
+    family(out, name, Kind::Gauge, help);
+    sample(out, name, &[], days);
+    let name = "roundledger_value_log_segments_retired";
+    let help = "Value-log segments compaction has retired and removed.";
+    family(out, name, Kind::Gauge, help);
+    sample(out, name, &[], retired.len() as u64);
+    let name = "roundledger_value_log_retired_bytes";
+    let help = "Bytes of the value-log segments compaction has removed.";
+    family(out, name, Kind::Gauge, help);
+    let bytes: u64 = retired.iter().map(|r| r.file_bytes).sum();
+    sample(out, name, &[], bytes);
 }
 
 /// The held-gap gauges: each table holding events behind a gap.

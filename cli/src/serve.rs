@@ -94,8 +94,9 @@ pub struct Args {
     /// Log format on stderr: `text`, or `json` (one JSON object a line).
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
-    /// Days after a sealed day's end before `archive move` moves it (read by `archive
-    /// move --settings`; checked here).
+    /// Days after a sealed day's end before it moves to the archive tier. With ingest,
+    /// serve moves such days itself and compacts the value log (`archive move --settings`
+    /// reads the same key).
     #[arg(long, value_name = "DAYS")]
     archive_after_days: Option<u32>,
     /// The legal retention in days after a day's end (read by `archive remove
@@ -132,6 +133,15 @@ fn sealer_config(
         check_every: ingest::sealer::SEAL_CHECK_EVERY,
         clock: ingest::system_clock_ns,
     }))
+}
+
+/// The archiver's configuration, when `--archive-after-days` asks for one.
+fn archiver_config(args: &Args) -> Option<ingest::archiver::ArchiverConfig> {
+    Some(ingest::archiver::ArchiverConfig {
+        after_days: args.archive_after_days?,
+        check_every: ingest::archiver::ARCHIVE_CHECK_EVERY,
+        clock: ingest::system_clock_ns,
+    })
 }
 
 /// The admin keys `serve` trusts, from `--admin-key` and `--trust-simulated-admin`.
@@ -346,6 +356,8 @@ pub fn run(args: Args) -> Result<Outcome> {
         }
         let sealing =
             sealer.map(|c| tokio::spawn(ingest::sealer::run(c, ledger.clone(), stopped())));
+        let archiving = archiver_config(&args)
+            .map(|c| tokio::spawn(ingest::archiver::run(c, ledger.clone(), stopped())));
         let mut ingest = tokio::spawn(ingest::run(config, ledger.clone(), stopped()));
         let early = tokio::select! {
             _ = shutdown_signal() => None,
@@ -363,6 +375,10 @@ pub fn run(args: Args) -> Result<Outcome> {
         if let Some(s) = sealing {
             let made = s.await.context("sealer task")?.context("sealer")?;
             tracing::info!(days = made, "sealer stopped");
+        }
+        if let Some(a) = archiving {
+            let moved = a.await.context("archiver task")?.context("archiver")?;
+            tracing::info!(days = moved, "archiver stopped");
         }
         Ok::<_, anyhow::Error>(Some(report))
     })?;

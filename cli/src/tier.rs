@@ -152,57 +152,65 @@ fn move_days(args: MoveArgs) -> Result<Outcome> {
     let l = crate::source::open_ledger(&args.ledger)?;
     let now = crate::when::now_ns()?;
     let age_ns = i64::from(older_than_days) * DAY_NS;
-    let days = l.days_to_archive(now, age_ns)?;
-    if days.is_empty() {
+    let started = std::time::Instant::now();
+    let pass = l.archive_pass(now, age_ns, MOVE_DAYS_MAX)?;
+    if pass.moved.is_empty() {
         println!("no sealed day older than {older_than_days} days is hot");
     }
-    for day in days.iter().take(MOVE_DAYS_MAX) {
-        let (entry, plan) = l
-            .archive_move(day)
-            .with_context(|| format!("moving day {day}"))?;
-        let ratio = match plan.wire_bytes {
-            0 => "no events".to_string(),
-            w => format!("{:.3}x", entry.file_len as f64 / w as f64),
-        };
-        println!(
-            "day {day}: {} records, {} events, {} wire bytes -> {} ({} bytes, {ratio}); {} records straddle the day's end and stay hot",
-            entry.records,
-            entry.events,
-            plan.wire_bytes,
-            plan.file.path.display(),
-            entry.file_len,
-            plan.straddling
-        );
+    for (entry, plan) in &pass.moved {
+        print_moved(entry, plan);
     }
-    if days.len() > MOVE_DAYS_MAX {
-        println!("{} more days: run again", days.len() - MOVE_DAYS_MAX);
+    if pass.days_left > 0 {
+        println!("{} more days: run again", pass.days_left);
     }
-    compact(&l)
+    let outcome = print_compaction(&pass.compaction);
+    println!("done in {:.1} s", started.elapsed().as_secs_f64());
+    Ok(outcome)
 }
 
-/// Compacts the value log and says what it did; damage kept is a finding.
+fn print_moved(entry: &ledger::tier::TierEntry, plan: &ledger::tier::ArchivePlan) {
+    let ratio = match plan.wire_bytes {
+        0 => "no events".to_string(),
+        w => format!("{:.3}x", entry.file_len as f64 / w as f64),
+    };
+    println!(
+        "day {}: {} records, {} events, {} wire bytes -> {} ({} bytes, {ratio}); {} records straddle the day's end and stay hot",
+        entry.day,
+        entry.records,
+        entry.events,
+        plan.wire_bytes,
+        plan.file.path.display(),
+        entry.file_len,
+        plan.straddling
+    );
+}
+
+/// Compacts the value log and says what it did.
 fn compact(l: &ledger::Ledger) -> Result<Outcome> {
-    let started = std::time::Instant::now();
     let c = l.compact_values().context("compacting the value log")?;
+    Ok(print_compaction(&c))
+}
+
+/// The compaction's line, and each damaged segment kept (a finding).
+fn print_compaction(c: &ledger::tier::compact::Compaction) -> Outcome {
     let (records, copies) = c.retired.iter().fold((0, 0), |(r, k), s| {
         (r + s.records_moved, k + s.copies_moved)
     });
     println!(
-        "value log: {} of {} closed segments retired, {} bytes freed ({records} records and {copies} recovery copies written again) in {:.1} s; {} kept, mostly live",
+        "value log: {} of {} closed segments retired, {} bytes freed ({records} records and {copies} recovery copies written again); {} kept, mostly live",
         c.retired.len() as u64 + c.leftovers_removed,
         c.segments_closed,
         c.bytes_freed,
-        started.elapsed().as_secs_f64(),
-        c.kept_live
+        c.kept_live,
     );
     for why in &c.kept_damaged {
         println!("{why}");
     }
-    Ok(if c.kept_damaged.is_empty() {
+    if c.kept_damaged.is_empty() {
         Outcome::Clean
     } else {
         Outcome::Findings
-    })
+    }
 }
 
 fn status(args: StatusArgs) -> Result<Outcome> {

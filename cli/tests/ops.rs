@@ -8,20 +8,17 @@
 //!
 //! Waits are bounded (`WAIT`) and poll for counts, never for time.
 
+mod common;
+
 use async_nats::jetstream;
+use common::serve::{get, listening, scrape, wait_for, Serve};
 use ledger::reason;
 use schemas::chain::event_hash;
 use schemas::codec;
 use schemas::*;
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
 
-const WAIT: Duration = Duration::from_secs(60);
-const POLL: Duration = Duration::from_millis(50);
 const TOKEN: &str = "ops-admin-token-0000000001";
 /// A device clock this far behind the stream's time is past the ledger's 24 h limit.
 const SKEWED_NS: i64 = 25 * 3_600_000_000_000;
@@ -58,36 +55,6 @@ async fn publish(js: &jetstream::Context, table: &str, msg_id: &str, bytes: Vec<
         .expect("stream ack");
 }
 
-/// One HTTP/1.1 GET: (status, body).
-fn get(addr: &str, path: &str, token: Option<&str>) -> (u16, String) {
-    let mut s = TcpStream::connect(addr).expect("connect");
-    s.set_read_timeout(Some(WAIT)).expect("timeout");
-    let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n"
-    )
-    .expect("request");
-    let mut raw = String::new();
-    s.read_to_string(&mut raw).expect("response");
-    let status = raw[9..12].parse().expect("status");
-    let body = raw.split_once("\r\n\r\n").map_or("", |b| b.1).to_string();
-    (status, body)
-}
-
-/// A scrape as `name{labels}` -> value.
-fn scrape(addr: &str) -> BTreeMap<String, f64> {
-    let (status, body) = get(addr, "/metrics", None);
-    assert_eq!(status, 200, "{body}");
-    body.lines()
-        .filter(|l| !l.starts_with('#') && !l.is_empty())
-        .map(|l| {
-            let (k, v) = l.rsplit_once(' ').expect("sample");
-            (k.to_string(), v.parse().expect("value"))
-        })
-        .collect()
-}
-
 fn value(m: &BTreeMap<String, f64>, key: &str) -> f64 {
     m.get(key).copied().unwrap_or(0.0)
 }
@@ -96,79 +63,9 @@ fn outcome(o: &str) -> String {
     format!("roundledger_ingest_messages_total{{outcome=\"{o}\"}}")
 }
 
-/// Polls `check` until it holds, or fails with `what`.
-fn wait_for<T: std::fmt::Debug>(what: &str, mut check: impl FnMut() -> (bool, T)) -> T {
-    let deadline = std::time::Instant::now() + WAIT;
-    loop {
-        let (done, seen) = check();
-        if done {
-            return seen;
-        }
-        assert!(std::time::Instant::now() < deadline, "{what}: {seen:?}");
-        std::thread::sleep(POLL);
-    }
-}
-
-/// The addresses serve logged as listening (JSON lines): (API, metrics).
-fn listening(log: &Path) -> (String, String) {
-    wait_for("serve logs its listeners", || {
-        let text = std::fs::read_to_string(log).unwrap_or_default();
-        let mut api = None;
-        let mut metrics = None;
-        for line in text.lines() {
-            let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
-                continue;
-            };
-            let message = v["message"].as_str().unwrap_or("");
-            let addr = |prefix: &str| {
-                let rest = message.strip_prefix(prefix)?;
-                Some(rest.trim_end_matches('/').to_string())
-            };
-            api = api.or_else(|| addr("HTTP API and web UI on http://"));
-            metrics = metrics.or_else(|| addr("metrics on http://"));
-        }
-        match (api, metrics) {
-            (Some(a), Some(m)) => (true, Some((a, m))),
-            _ => (false, None),
-        }
-    })
-    .expect("both")
-}
-
-struct Serve(Child);
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// Starts serve with everything in a settings file.
 fn serve(dir: &Path, nats_url: &str) -> (Serve, PathBuf) {
-    let tokens = dir.join("tokens.json");
-    let access = serde_json::json!({"tokens": [{"name": "ops", "role": "admin", "token": TOKEN}]});
-    std::fs::write(&tokens, access.to_string()).expect("tokens");
-    let settings = dir.join("serve.toml");
-    let toml = format!(
-        "ledger = {:?}\nnats = {nats_url:?}\nhttp = \"127.0.0.1:0\"\nmetrics-http = \"127.0.0.1:0\"\nconfig = {:?}\nunsigned-events = true\nlog-format = \"json\"\n",
-        dir.join("ledger").display().to_string(),
-        tokens.display().to_string()
-    );
-    std::fs::write(&settings, toml).expect("settings");
-    let log = dir.join("serve.log");
-    let err = std::fs::File::create(&log).expect("log");
-    let child = Command::new(env!("CARGO_BIN_EXE_roundledger"))
-        .arg("serve")
-        .arg("--settings")
-        .arg(&settings)
-        .env_remove("ROUNDLEDGER_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(err)
-        .spawn()
-        .expect("spawning roundledger serve");
-    (Serve(child), log)
+    common::serve::start(dir, nats_url, TOKEN, "")
 }
 
 /// Publishes the fault run: per fault, the count it must add.
@@ -265,10 +162,7 @@ fn assert_ready_follows_nats(nats: &mut natsd::NatsServer, ops: &str) {
 
 /// SIGTERM: a clean stop, and a JSON `stopped` line with the counters.
 fn assert_clean_stop(serve: &mut Serve, log: &Path) {
-    let pid = serve.0.id() as i32;
-    // SAFETY: signals a child this test started and still owns.
-    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
-    assert!(serve.0.wait().expect("wait").success());
+    assert!(serve.stop(), "a clean stop");
     let text = std::fs::read_to_string(log).expect("log");
     let stopped: serde_json::Value = text
         .lines()

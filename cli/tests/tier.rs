@@ -7,6 +7,7 @@ use std::path::Path;
 
 mod common;
 use common::roundledger;
+use common::serve::{get, listening, scrape, wait_for};
 
 fn text(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
@@ -316,4 +317,48 @@ fn the_archive_ages_come_from_the_settings_file() {
         String::from_utf8_lossy(&done.stderr)
     );
     assert!(text(&done).contains("(1 days)"), "{}", text(&done));
+}
+
+/// `serve --archive-after-days 1` moves the sealed days that old while it runs, and
+/// compacts: its metrics count the days and the segments freed, the API reads a moved
+/// round, and after a clean stop the ledger verifies.
+#[test]
+fn serve_archives_old_days_itself() {
+    const TOKEN: &str = "tier-admin-token-000000001";
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, days) = sealed_ledger(tmp.path(), "2", "12");
+    let d = dir.to_str().unwrap();
+    let table = ledger::Ledger::open(&dir).unwrap().tables()[0].to_string();
+    let nats = natsd::NatsServer::start().expect("nats-server");
+    let extra = "archive-after-days = 1\n";
+    let (mut serve, log) = common::serve::start(tmp.path(), &nats.url(), TOKEN, extra);
+    let (api, metrics) = listening(&log);
+    // The two days that ended at least a day ago; the third ended today.
+    let seen = wait_for("days archived and segments retired", || {
+        let m = scrape(&metrics);
+        let at = |k: &str| m.get(k).copied().unwrap_or(0.0);
+        let seen = (
+            at("roundledger_archive_days"),
+            at("roundledger_value_log_segments_retired"),
+            at("roundledger_value_log_retired_bytes"),
+        );
+        (seen.0 == 2.0 && seen.1 > 0.0, seen)
+    });
+    assert!(seen.2 > 65_536.0, "{seen:?}");
+    let (status, body) = get(&api, &format!("/v1/tables/{table}/rounds/5"), Some(TOKEN));
+    assert_eq!(status, 200, "{body}");
+    assert!(serve.stop(), "a clean stop");
+    let text_log = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        text_log.contains(&days[0]) && text_log.contains("day archived"),
+        "{text_log}"
+    );
+    let status = roundledger(&["archive", "status", "--ledger", d]);
+    assert!(
+        text(&status).contains("2 days in the archive tier"),
+        "{}",
+        text(&status)
+    );
+    let v = roundledger(&["verify", "--ledger", d]);
+    assert_eq!(v.status.code(), Some(0), "{}", text(&v));
 }

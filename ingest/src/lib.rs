@@ -33,6 +33,7 @@
 #![warn(missing_docs)]
 
 pub mod alerts;
+pub mod archiver;
 mod bench;
 pub mod health;
 pub mod metrics;

@@ -178,13 +178,13 @@ async fn publish(client: &async_nats::Client, seal: &DaySeal) -> Result<(), Erro
         .map_err(|e| Error::nats("flush seal", e))
 }
 
-/// Runs ledger work on the blocking pool.
-async fn blocking<T: Send + 'static>(
+/// Runs ledger work on the blocking pool (the sealer's and the archiver's).
+pub(crate) async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, ledger::Error> + Send + 'static,
 ) -> Result<T, Error> {
     tokio::task::spawn_blocking(f)
         .await
-        .map_err(|e| Error::Writer(format!("sealer task: {e}")))?
+        .map_err(|e| Error::Writer(format!("ledger task: {e}")))?
         .map_err(Error::LedgerOther)
 }
 

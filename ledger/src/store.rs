@@ -428,10 +428,39 @@ impl SledStore {
     }
 
     fn value(&self, space: Space, key: &[u8], stored: Vec<u8>) -> Result<Vec<u8>, Error> {
-        if space == Space::Batch && tier_ref::is_pointer(&stored) {
-            return self.tier.record(&self.tree, key, &stored);
+        if space != Space::Batch {
+            return Ok(stored);
         }
-        whole_value(&self.values, space, stored)
+        match self.record(key, &stored) {
+            // Compaction may have moved the record and removed its segment since sled
+            // gave this pointer: read where sled points now, once.
+            Err(Error::CorruptRecord { .. }) if self.repointed(key, &stored)? => {
+                let now = self
+                    .tree
+                    .get(full_key(space, key))
+                    .map_err(store_err("get"))?;
+                let now = now.ok_or_else(|| crate::record::corrupt("a record vanished"))?;
+                self.record(key, &now)
+            }
+            other => other,
+        }
+    }
+
+    /// A record of `Space::Batch` from its stored value: in a day file or the value log.
+    fn record(&self, key: &[u8], stored: &[u8]) -> Result<Vec<u8>, Error> {
+        if tier_ref::is_pointer(stored) {
+            return self.tier.record(&self.tree, key, stored);
+        }
+        self.values.resolve(stored.to_vec())
+    }
+
+    /// Whether sled now holds another value for the record than `stored`.
+    fn repointed(&self, key: &[u8], stored: &[u8]) -> Result<bool, Error> {
+        let now = self
+            .tree
+            .get(full_key(Space::Batch, key))
+            .map_err(store_err("get"))?;
+        Ok(now.as_deref() != Some(stored))
     }
 
     /// The value log, for the check of its recovery copies (`crate::copies`).
@@ -726,6 +755,39 @@ impl SledStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A reader holding a pointer into a segment that compaction has since retired and
+    /// removed reads the record where sled points now.
+    #[test]
+    fn a_pointer_into_a_removed_segment_reads_the_moved_record() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = SledStore::open_sized(dir.path(), 4096).expect("open");
+        let put = |key: &[u8], value: Vec<u8>| Op::Put(Space::Batch, key.to_vec(), value);
+        store.commit(vec![put(b"a", vec![1; 3000])]).expect("a");
+        store.commit(vec![put(b"b", vec![2; 3000])]).expect("b");
+        store.commit(vec![put(b"c", vec![3; 3000])]).expect("c");
+        let raw = |key: &[u8]| {
+            let v = store.tree.get(full_key(Space::Batch, key)).expect("get");
+            v.expect("stored").to_vec()
+        };
+        let stale = raw(b"a");
+        assert_eq!(Pointer::decode(&stale).map(|p| p.segment), Some(0));
+        store
+            .commit(vec![
+                Op::Relocate(b"a".to_vec(), vec![1; 3000]),
+                Op::Put(Space::Meta, segments::retired_key(0), b"{}".to_vec()),
+            ])
+            .expect("relocate");
+        assert_eq!(store.remove_segment(0).expect("remove"), 3008);
+        assert_ne!(raw(b"a"), stale);
+        let read = store.value(Space::Batch, b"a", stale).expect("read");
+        assert_eq!(read, vec![1; 3000]);
+        // A pointer sled still holds, into a removed segment, is damage: named.
+        let b = raw(b"b");
+        store.values.remove_segment(1).expect("remove b's segment");
+        let err = store.value(Space::Batch, b"b", b).expect_err("gone");
+        assert!(err.to_string().contains("cannot be opened"), "{err}");
+    }
 
     #[test]
     fn a_copied_put_reads_back_and_a_damaged_one_is_refused() {

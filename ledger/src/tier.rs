@@ -20,6 +20,7 @@ pub mod compact;
 pub mod journal;
 pub mod kept;
 mod moves;
+pub mod pass;
 pub mod removed;
 pub mod retention;
 

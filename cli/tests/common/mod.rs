@@ -1,4 +1,8 @@
 //! What the CLI's integration tests share: running the built binary with its output logged.
+//! Each test binary uses part of it.
+#![allow(dead_code)]
+
+pub mod serve;
 
 use std::process::{Command, Output};
 

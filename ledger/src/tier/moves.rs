@@ -54,6 +54,16 @@ impl Ledger {
             .transpose()
     }
 
+    /// Days in the tier catalog (archived or removed), counted by key alone.
+    pub fn tier_day_count(&self) -> Result<u64, Error> {
+        let mut n = 0;
+        for k in self.store.keys(Space::Tier, &[], None) {
+            k?;
+            n += 1;
+        }
+        Ok(n)
+    }
+
     /// Every entry of the tier catalog, in day order.
     pub fn tier_entries(&self) -> Result<Vec<TierEntry>, Error> {
         let mut out = Vec::new();
