@@ -153,7 +153,8 @@ fn move_days(args: MoveArgs) -> Result<Outcome> {
     let now = crate::when::now_ns()?;
     let age_ns = i64::from(older_than_days) * DAY_NS;
     let started = std::time::Instant::now();
-    let pass = l.archive_pass(now, age_ns, MOVE_DAYS_MAX)?;
+    let never = std::sync::atomic::AtomicBool::new(false);
+    let pass = l.archive_pass(now, age_ns, MOVE_DAYS_MAX, &never)?;
     if pass.moved.is_empty() {
         println!("no sealed day older than {older_than_days} days is hot");
     }
@@ -197,10 +198,11 @@ fn print_compaction(c: &ledger::tier::compact::Compaction) -> Outcome {
         (r + s.records_moved, k + s.copies_moved)
     });
     println!(
-        "value log: {} of {} closed segments retired, {} bytes freed ({records} records and {copies} recovery copies written again); {} kept, mostly live",
+        "value log: {} of {} closed segments retired, {} bytes freed ({records} records and {copies} recovery copies written again, appends held at most {} ms); {} kept, mostly live",
         c.retired.len() as u64 + c.leftovers_removed,
         c.segments_closed,
         c.bytes_freed,
+        c.lock_held_ms_max,
         c.kept_live,
     );
     for why in &c.kept_damaged {

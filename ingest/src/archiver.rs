@@ -3,8 +3,9 @@
 //! ingest and the API. Reads go on throughout; appends wait only while a segment's live
 //! bytes are written again.
 //!
-//! Invariants: sled and file I/O run on the blocking pool only. A pass moves one day, so
-//! a stop waits for one day's move at most. A failed pass is logged and tried again at
+//! Invariants: sled and file I/O run on the blocking pool only. A pass moves one day; a
+//! stop gives up the day file being written at the next table, so a stop waits seconds,
+//! not a day's compression. A failed pass is logged and tried again at
 //! the next check; it never stops ingest. Looking for due days reads the seals only:
 //! compaction runs after a move, not on every check.
 
@@ -12,6 +13,7 @@ use crate::sealer::blocking;
 use crate::Error;
 use ledger::Ledger;
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -38,10 +40,20 @@ pub async fn run(
     shutdown: impl Future<Output = ()>,
 ) -> Result<u64, Error> {
     let age_ns = i64::from(config.after_days).saturating_mul(DAY_NS);
+    let stop = Arc::new(AtomicBool::new(false));
     let mut moved = 0u64;
     tokio::pin!(shutdown);
     loop {
-        let more = match move_one(&config, &ledger, age_ns).await {
+        let pass = move_one(&config, &ledger, age_ns, stop.clone());
+        let more = tokio::select! {
+            r = pass => r,
+            _ = &mut shutdown => {
+                // The pass in flight gives up at its next table; nothing half-done stays.
+                stop.store(true, Ordering::Relaxed);
+                return Ok(moved);
+            }
+        };
+        let more = match more {
             Ok(more) => {
                 moved += u64::from(more);
                 more
@@ -68,6 +80,7 @@ async fn move_one(
     config: &ArchiverConfig,
     ledger: &Arc<Ledger>,
     age_ns: i64,
+    stop: Arc<AtomicBool>,
 ) -> Result<bool, Error> {
     let now_ns = (config.clock)();
     let l = ledger.clone();
@@ -76,7 +89,7 @@ async fn move_one(
         return Ok(false);
     }
     let l = ledger.clone();
-    let pass = blocking(move || l.archive_pass(now_ns, age_ns, 1)).await?;
+    let pass = blocking(move || l.archive_pass(now_ns, age_ns, 1, &stop)).await?;
     let c = &pass.compaction;
     for (entry, plan) in &pass.moved {
         tracing::info!(
@@ -90,6 +103,7 @@ async fn move_one(
     tracing::info!(
         segments_retired = c.retired.len() as u64 + c.leftovers_removed,
         bytes_freed = c.bytes_freed,
+        appends_held_ms_max = c.lock_held_ms_max,
         kept_live = c.kept_live,
         "value log compacted"
     );

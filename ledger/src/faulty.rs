@@ -116,6 +116,9 @@ impl Store for FaultyStore {
     fn forget_tier(&self) {
         self.inner.forget_tier()
     }
+    fn arrival_facts(&self, key: &[u8]) -> Result<Option<Vec<crate::store::ArrivalFact>>, Error> {
+        self.inner.arrival_facts(key)
+    }
     fn value_segments(&self) -> Result<Vec<crate::store::segments::SegmentUse>, Error> {
         self.inner.value_segments()
     }

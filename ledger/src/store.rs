@@ -139,6 +139,28 @@ pub enum Op {
     Relocate(Vec<u8>, Vec<u8>),
 }
 
+/// What the arrival chain hashes of one stored event (`arrival`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ArrivalFact {
+    /// The event's chain hash.
+    pub hash: schemas::Hash32,
+    /// Its JetStream stream sequence.
+    pub stream_seq: u64,
+    /// When the House received it, UTC ns.
+    pub received_at_ns: i64,
+}
+
+impl ArrivalFact {
+    /// The facts of a stored event.
+    pub fn of(e: &crate::StoredEvent) -> ArrivalFact {
+        ArrivalFact {
+            hash: e.hash,
+            stream_seq: e.stream_seq,
+            received_at_ns: e.received_at_ns,
+        }
+    }
+}
+
 /// One key-value pair (key without the space prefix).
 pub type Kv = (Vec<u8>, Vec<u8>);
 
@@ -214,6 +236,16 @@ pub trait Store: Send + Sync {
     }
     /// Drops what the store caches of day files (after one is removed).
     fn forget_tier(&self) {}
+    /// The arrival facts of a record of `Space::Batch`, in seq order; `None`: no such
+    /// record. A store may answer without rebuilding the record (`SledStore` does for
+    /// archived days, which the arrival walk visits table after table).
+    fn arrival_facts(&self, key: &[u8]) -> Result<Option<Vec<ArrivalFact>>, Error> {
+        let Some(rec) = self.get(Space::Batch, key)? else {
+            return Ok(None);
+        };
+        let events = crate::record::decode_record(&rec)?;
+        Ok(Some(events.iter().map(ArrivalFact::of).collect()))
+    }
     /// The closed segments of the store's value log and what still points into each
     /// (`segments`); a store without a value log has none.
     fn value_segments(&self) -> Result<Vec<segments::SegmentUse>, Error> {
@@ -463,6 +495,11 @@ impl SledStore {
         Ok(now.as_deref() != Some(stored))
     }
 
+    /// Tables' days decoded from day files since open (`tier_read::FRAMES_CACHED`).
+    pub fn tier_frames_loaded(&self) -> u64 {
+        self.tier.frames_loaded()
+    }
+
     /// The value log, for the check of its recovery copies (`crate::copies`).
     pub(crate) fn value_log(&self) -> &ValueLog {
         &self.values
@@ -664,6 +701,24 @@ impl Store for SledStore {
 
     fn forget_tier(&self) {
         self.tier.forget()
+    }
+
+    fn arrival_facts(&self, key: &[u8]) -> Result<Option<Vec<ArrivalFact>>, Error> {
+        let raw = self
+            .tree
+            .get(full_key(Space::Batch, key))
+            .map_err(store_err("get"))?;
+        match raw {
+            None => Ok(None),
+            Some(p) if tier_ref::is_pointer(&p) => {
+                self.tier.arrival_facts(&self.tree, key, &p).map(Some)
+            }
+            Some(v) => {
+                let rec = self.value(Space::Batch, key, v.to_vec())?;
+                let events = crate::record::decode_record(&rec)?;
+                Ok(Some(events.iter().map(ArrivalFact::of).collect()))
+            }
+        }
     }
 
     fn value_segments(&self) -> Result<Vec<segments::SegmentUse>, Error> {

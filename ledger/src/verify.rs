@@ -538,8 +538,8 @@ impl ArrivalCheck {
         let mut events = 0u64;
         let mut removed = false;
         for key in &entry.records {
-            let rec = match store.get(Space::Batch, key) {
-                Ok(Some(rec)) => rec,
+            let facts = match store.arrival_facts(key) {
+                Ok(Some(facts)) => facts,
                 Err(Error::RetentionRemoved { .. }) => {
                     removed = true;
                     continue;
@@ -547,12 +547,8 @@ impl ArrivalCheck {
                 Ok(None) => return Ok(Some("a record it lists is missing".to_string())),
                 Err(e) => return Ok(Some(format!("a record it lists is unreadable: {e}"))),
             };
-            let stored_events = match record::decode_record(&rec) {
-                Ok(es) => es,
-                Err(e) => return Ok(Some(format!("a record it lists is unreadable: {e}"))),
-            };
-            for e in &stored_events {
-                hasher.event(&e.hash, e.stream_seq, e.received_at_ns);
+            for f in &facts {
+                hasher.event(&f.hash, f.stream_seq, f.received_at_ns);
                 events += 1;
             }
         }

@@ -663,3 +663,53 @@ fn a_removed_day_leaves_no_event_bytes_after_compaction() {
     drop(l);
     copies_check(tmp.path());
 }
+
+/// A server stopping gives up a day file being written: nothing is committed, and the
+/// next move of the day completes.
+#[test]
+fn a_move_given_up_on_stop_leaves_the_day_hot() {
+    use std::sync::atomic::AtomicBool;
+    let tmp = tempfile::tempdir().unwrap();
+    let l = sealed_ledger(tmp.path());
+    let before = view(&l);
+    let end = rule().bounds(DAYS[2]).unwrap().ends_at_ns;
+    let stopped = l.archive_pass(end + DAY_NS, DAY_NS, 3, &AtomicBool::new(true));
+    match stopped {
+        Err(ledger::Error::Tier(why)) => assert!(why.contains("stopped"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(l.tier_entries().unwrap().is_empty(), "every day still hot");
+    assert_eq!(view(&l), before);
+    let pass = l
+        .archive_pass(end + DAY_NS, DAY_NS, 3, &AtomicBool::new(false))
+        .unwrap();
+    assert_eq!(pass.moved.len(), 3);
+    assert_eq!(view(&l), before);
+}
+
+/// Readers taking turns between two tables' archived records (verify's threads, the
+/// API's requests) decode each table's day once.
+#[test]
+fn reads_alternating_between_archived_tables_decode_each_frame_once() {
+    use ledger::store::{Space, Store};
+    let tmp = tempfile::tempdir().unwrap();
+    let l = sealed_ledger(tmp.path());
+    l.archive_move(DAYS[0]).unwrap();
+    let seal = l.day_seal(DAYS[0]).unwrap().unwrap();
+    drop(l);
+    let store = SledStore::open(tmp.path()).unwrap();
+    // Records wholly inside the day: from after its first seq to before its last.
+    let archived = |t: &schemas::seal::SealedTable| -> Vec<Vec<u8>> {
+        let from = ledger::record::seq_key(&t.table, t.first_seq.0 + 1);
+        let to = ledger::record::seq_key(&t.table, t.last_seq.0);
+        let keys = store.keys(Space::Batch, &from, Some(&to));
+        keys.map(|k| k.unwrap()).collect()
+    };
+    let (a, b) = (archived(&seal.tables[0]), archived(&seal.tables[1]));
+    assert!(a.len() >= 5 && b.len() >= 5, "{} {}", a.len(), b.len());
+    for (ka, kb) in a.iter().zip(&b) {
+        assert!(store.get(Space::Batch, ka).unwrap().is_some());
+        assert!(store.get(Space::Batch, kb).unwrap().is_some());
+    }
+    assert_eq!(store.tier_frames_loaded(), 2);
+}

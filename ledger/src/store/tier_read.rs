@@ -1,10 +1,12 @@
 //! Reading records from day files: the store's side of the archive tier.
 //!
-//! One table's day is decoded at a time and kept until another is asked for, so a scan of
-//! a day's records decompresses its frame once. Memory is bounded by one table's day.
+//! A table's day is decoded whole and kept among the `FRAMES_CACHED` most recently used,
+//! so a scan of a day's records decompresses its frame once, even while other readers
+//! (verify's threads, the API's requests) scan other tables. Memory is bounded by that many
+//! tables' days.
 
 use super::tier_ref::{decode_pointer, file_name, TierEntry, TierState, DIR};
-use super::Space;
+use super::{ArrivalFact, Space};
 use crate::record::{be_u64, corrupt, encode_record, split_table_key};
 use crate::{Error, StoredEvent};
 use schemas::seal::DaySeal;
@@ -20,10 +22,26 @@ struct Loaded {
     events: Vec<StoredEvent>,
 }
 
+/// Tables' days kept decoded: one per reader thread of `schemas::parallel`, and more.
+pub const FRAMES_CACHED: usize = 4;
+
+/// What the arrival chain hashes of one archived day: per table, its first seq and each
+/// event's facts. The arrival walk visits every table of a day in turn; this holds the
+/// day in 48 bytes an event, where whole frames would not fit a cache.
+struct DayFacts {
+    day: String,
+    tables: std::collections::BTreeMap<TableId, (u64, Vec<ArrivalFact>)>,
+}
+
 /// Resolves tier pointers into record bytes for `SledStore`.
 pub struct TierReader {
     dir: PathBuf,
-    cache: Mutex<Option<Arc<Loaded>>>,
+    /// The most recently used last.
+    cache: Mutex<Vec<Arc<Loaded>>>,
+    /// Frames decoded since open: what the cache did not spare.
+    frames_loaded: std::sync::atomic::AtomicU64,
+    /// The last day whose arrival facts were asked for.
+    facts: Mutex<Option<Arc<DayFacts>>>,
 }
 
 impl TierReader {
@@ -31,8 +49,16 @@ impl TierReader {
     pub fn new(ledger_dir: &Path) -> TierReader {
         TierReader {
             dir: ledger_dir.join(DIR),
-            cache: Mutex::new(None),
+            cache: Mutex::new(Vec::with_capacity(FRAMES_CACHED + 1)),
+            frames_loaded: Default::default(),
+            facts: Mutex::new(None),
         }
+    }
+
+    /// Tables' days decoded since open.
+    pub fn frames_loaded(&self) -> u64 {
+        self.frames_loaded
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Where day files are.
@@ -42,7 +68,8 @@ impl TierReader {
 
     /// Drops the cached day (after a day file is removed).
     pub fn forget(&self) {
-        *self.cache.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        self.cache.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        *self.facts.lock().unwrap_or_else(|p| p.into_inner()) = None;
     }
 
     /// The record `key` names, rebuilt from its day file.
@@ -67,17 +94,92 @@ impl TierReader {
     }
 
     fn loaded(&self, tree: &sled::Tree, day: &str, table: &TableId) -> Result<Arc<Loaded>, Error> {
-        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(l) = cache.as_ref().filter(|l| l.day == day && &l.table == table) {
-            return Ok(l.clone());
+        let is = |l: &Arc<Loaded>| l.day == day && &l.table == table;
+        {
+            let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(at) = cache.iter().position(is) {
+                let l = cache.remove(at);
+                cache.push(l.clone());
+                return Ok(l);
+            }
         }
+        // Decoded outside the lock: other readers' hits do not wait for it.
         let l = Arc::new(self.load(tree, day, table)?);
-        *cache = Some(l.clone());
+        self.frames_loaded
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        cache.retain(|c| !is(c));
+        cache.push(l.clone());
+        if cache.len() > FRAMES_CACHED {
+            cache.remove(0);
+        }
         Ok(l)
     }
 
-    /// Reads one table's frame and ties it to the seal: range, anchor and head.
-    fn load(&self, tree: &sled::Tree, day: &str, table: &TableId) -> Result<Loaded, Error> {
+    /// The arrival facts of the record `key` names (its tier `pointer`), from the day's
+    /// facts, built once for the whole day.
+    pub fn arrival_facts(
+        &self,
+        tree: &sled::Tree,
+        key: &[u8],
+        pointer: &[u8],
+    ) -> Result<Vec<ArrivalFact>, Error> {
+        let (day, count) =
+            decode_pointer(pointer).ok_or_else(|| corrupt("tier pointer does not decode"))?;
+        let (table, rest) = split_table_key(key)?;
+        let first = be_u64(rest)?;
+        let facts = {
+            let mut cached = self.facts.lock().unwrap_or_else(|p| p.into_inner());
+            match cached.as_ref().filter(|f| f.day == day) {
+                Some(f) => f.clone(),
+                None => {
+                    let f = Arc::new(self.load_facts(tree, &day, &table)?);
+                    *cached = Some(f.clone());
+                    f
+                }
+            }
+        };
+        let slice = facts.tables.get(&table).and_then(|(first_seq, all)| {
+            let from = first.checked_sub(*first_seq)? as usize;
+            all.get(from..from.checked_add(count as usize)?)
+        });
+        match slice {
+            Some(s) if count > 0 => Ok(s.to_vec()),
+            _ => Err(corrupt(&format!(
+                "day file {day}: table {table} has no seqs {first}+{count}"
+            ))),
+        }
+    }
+
+    /// Every table's arrival facts of an archived day.
+    fn load_facts(&self, tree: &sled::Tree, day: &str, asked: &TableId) -> Result<DayFacts, Error> {
+        let (seal, mut file, bad) = self.open_day(tree, day, asked)?;
+        let mut tables = std::collections::BTreeMap::new();
+        for t in seal.tables.iter().filter(|t| t.events > 0) {
+            let (span, events) = archive::read_table_from(&mut file, t.table.as_str())
+                .map_err(|e| bad(e.to_string()))?;
+            check_span(&seal, &span).map_err(&bad)?;
+            let facts = events.iter().map(|e| ArrivalFact {
+                hash: e.hash,
+                stream_seq: e.stream_seq,
+                received_at_ns: e.received_at_ns,
+            });
+            tables.insert(t.table.clone(), (span.first_seq, facts.collect()));
+        }
+        Ok(DayFacts {
+            day: day.into(),
+            tables,
+        })
+    }
+
+    /// An archived day's seal and open file, and how to name a fault in it. A day removed
+    /// by retention is `RetentionRemoved` for `table`.
+    fn open_day(
+        &self,
+        tree: &sled::Tree,
+        day: &str,
+        table: &TableId,
+    ) -> Result<(DaySeal, std::fs::File, impl Fn(String) -> Error), Error> {
         let entry = sled_get(tree, Space::Tier, day.as_bytes())?
             .map(|v| TierEntry::decode(&v))
             .transpose()?
@@ -92,13 +194,20 @@ impl TierReader {
             .ok_or_else(|| corrupt(&format!("archived day {day} has no seal")))?;
         let seal = DaySeal::from_json(&seal).map_err(|e| corrupt(&format!("seal: {e}")))?;
         let path = self.dir.join(file_name(day));
-        let bad = |what: String| Error::CorruptRecord {
+        let bad = move |what: String| Error::CorruptRecord {
             detail: format!("day file {}: {what}", path.display()),
         };
-        let mut file = std::fs::File::open(&path).map_err(|e| bad(e.to_string()))?;
+        let file = std::fs::File::open(self.dir.join(file_name(day)));
+        let file = file.map_err(|e| bad(e.to_string()))?;
+        Ok((seal, file, bad))
+    }
+
+    /// Reads one table's frame and ties it to the seal: range, anchor and head.
+    fn load(&self, tree: &sled::Tree, day: &str, table: &TableId) -> Result<Loaded, Error> {
+        let (seal, mut file, bad) = self.open_day(tree, day, table)?;
         let (span, events) =
             archive::read_table_from(&mut file, table.as_str()).map_err(|e| bad(e.to_string()))?;
-        check_span(&seal, &span).map_err(bad)?;
+        check_span(&seal, &span).map_err(&bad)?;
         let events = events
             .into_iter()
             .map(stored)

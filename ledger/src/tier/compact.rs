@@ -46,6 +46,8 @@ pub struct Compaction {
     pub kept_live: u64,
     /// Closed segments kept because of damage, and why.
     pub kept_damaged: Vec<String>,
+    /// The longest one segment's relocation held the writer lock (appends waited), ms.
+    pub lock_held_ms_max: u64,
 }
 
 impl Ledger {
@@ -67,10 +69,13 @@ impl Ledger {
             }
             match self.plan(&u) {
                 Ok(plan) if share_at_most(plan.live_bytes, plan.file_bytes) => {
+                    let started = std::time::Instant::now();
                     let retired = {
                         let _appends = self.lock();
                         self.relocate(plan)?
                     };
+                    let held_ms = started.elapsed().as_millis() as u64;
+                    out.lock_held_ms_max = out.lock_held_ms_max.max(held_ms);
                     out.retired.push(retired);
                     out.bytes_freed += self.store.remove_segment(u.segment)?;
                 }

@@ -10,6 +10,7 @@ use crate::{Error, Ledger};
 use schemas::seal::{DaySeal, SealedTable};
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// A day file written, synced and named.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,6 +97,12 @@ impl Ledger {
     /// Step 1: writes the day file (a temp file, fsynced, then renamed and the directory
     /// fsynced). One table's events are in memory at a time.
     pub fn archive_write(&self, day: &str) -> Result<DayFile, Error> {
+        self.archive_write_until(day, &AtomicBool::new(false))
+    }
+
+    /// `archive_write` that gives up between tables once `stop` is set (a server
+    /// stopping): nothing is committed, and the next move starts the day again.
+    pub fn archive_write_until(&self, day: &str, stop: &AtomicBool) -> Result<DayFile, Error> {
         let seal = self.sealed(day)?;
         if self.tier_entry(day)?.is_some() {
             return Err(tier_err(day, "already in the archive tier"));
@@ -107,6 +114,9 @@ impl Ledger {
         std::fs::create_dir_all(&dir)?;
         let mut writer = archive::DayWriter::new(day, &seal.to_json());
         for t in seal.tables.iter().filter(|t| t.events > 0) {
+            if stop.load(Ordering::Relaxed) {
+                return Err(tier_err(day, "stopped before the file was written"));
+            }
             writer
                 .add(&self.table_day(t)?)
                 .map_err(|e| tier_err(day, e))?;
@@ -273,7 +283,16 @@ impl Ledger {
 
     /// The whole move of one sealed day: write, check, commit.
     pub fn archive_move(&self, day: &str) -> Result<(TierEntry, ArchivePlan), Error> {
-        let file = self.archive_write(day)?;
+        self.archive_move_until(day, &AtomicBool::new(false))
+    }
+
+    /// `archive_move` that gives up while writing once `stop` is set.
+    pub fn archive_move_until(
+        &self,
+        day: &str,
+        stop: &AtomicBool,
+    ) -> Result<(TierEntry, ArchivePlan), Error> {
+        let file = self.archive_write_until(day, stop)?;
         let plan = self.archive_check(&file)?;
         let entry = self.archive_commit(&plan)?;
         Ok((entry, plan))

@@ -5,6 +5,7 @@
 use super::compact::Compaction;
 use super::{ArchivePlan, TierEntry};
 use crate::{Error, Ledger};
+use std::sync::atomic::AtomicBool;
 
 /// What one pass did.
 #[derive(Debug, Clone)]
@@ -20,17 +21,19 @@ pub struct ArchivePass {
 impl Ledger {
     /// Moves every sealed, hot day whose end is at least `age_ns` before `now_ns`, at most
     /// `days_max` of them, then compacts. A day that fails to move stops the pass; the
-    /// days moved before it stay moved.
+    /// days moved before it stay moved. Once `stop` is set, a day being written is given
+    /// up (`archive_write_until`).
     pub fn archive_pass(
         &self,
         now_ns: i64,
         age_ns: i64,
         days_max: usize,
+        stop: &AtomicBool,
     ) -> Result<ArchivePass, Error> {
         let days = self.days_to_archive(now_ns, age_ns)?;
         let mut moved = Vec::new();
         for day in days.iter().take(days_max) {
-            moved.push(self.archive_move(day)?);
+            moved.push(self.archive_move_until(day, stop)?);
         }
         Ok(ArchivePass {
             days_left: days.len().saturating_sub(days_max),
