@@ -109,6 +109,19 @@ fn split_ledger(tmp: &Path) -> Split {
     Split { dir, days }
 }
 
+/// The simulated admin's key file, which a seeded ledger trusts.
+fn admin_key(tmp: &Path) -> PathBuf {
+    let admin = tmp.join("admin.key");
+    let secret = blake3::derive_key(
+        "roundledger/simulated-key/v1",
+        b"roundledger simulated admin",
+    );
+    std::fs::write(&admin, hex::encode(secret)).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&admin, std::fs::Permissions::from_mode(0o600)).unwrap();
+    admin
+}
+
 /// The first table, and a round range of it that lies wholly after `day`'s sealed head.
 fn rounds_after(dir: &Path, day: &str) -> (String, String) {
     let l = ledger::Ledger::open(dir).unwrap();
@@ -210,4 +223,193 @@ fn archived_days_export_as_before_and_keep_their_digest() {
     for day in &split.days {
         run(&["verify", "--ledger", d, "--day", day], 0);
     }
+}
+
+/// Removes `day` by retention with the simulated admin's key: exit 0.
+fn remove(tmp: &Path, d: &str, day: &str) {
+    let admin = admin_key(tmp);
+    let a = admin.to_str().unwrap();
+    let args = ["archive", "remove", "--ledger", d, "--day", day];
+    run(
+        &[&args[..], &["--retention-days", "1", "--admin-key", a]].concat(),
+        0,
+    );
+}
+
+/// Takes a digest of the ledger into `<tmp>/<name>`: its path.
+fn digest(tmp: &Path, d: &str, name: &str) -> PathBuf {
+    let path = tmp.join(name);
+    run(
+        &["digest", "--ledger", d, "--out", path.to_str().unwrap()],
+        0,
+    );
+    path
+}
+
+/// The event lines of `table` from `from_seq` on, in an export's bytes.
+fn lines_from(export: &[u8], table: &str, from_seq: u64) -> Vec<String> {
+    let text = String::from_utf8(export.to_vec()).unwrap();
+    let mut out = Vec::new();
+    for line in text.lines().skip(1) {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        if v["table"] == table && v["seq"].as_u64().unwrap() >= from_seq {
+            out.push(line.to_string());
+        }
+    }
+    out
+}
+
+#[test]
+fn a_removed_day_is_refused_by_exports_and_old_digests_hold() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let split = split_ledger(t);
+    let (d, removed) = (split.d(), &split.days[0]);
+    let hot = digest(t, d, "digest-hot.json");
+    let before = export(t, d, "before.jsonl", &[]);
+    run(
+        &["archive", "move", "--ledger", d, "--older-than-days", "0"],
+        0,
+    );
+    let archived = digest(t, d, "digest-archived.json");
+    let (table, later) = rounds_after(&split.dir, removed);
+    remove(t, d, removed);
+
+    // Any export that covers the removed day: refused, naming it and the way around.
+    let refused = t.join("refused.jsonl");
+    let r = refused.to_str().unwrap();
+    for sel in [
+        vec![],
+        vec!["--table", &table],
+        vec!["--table", &table, "--rounds", "1..12"],
+    ] {
+        let o = run(
+            &[&["export", "--ledger", d, "--out", r][..], &sel].concat(),
+            2,
+        );
+        let e = err(&o);
+        assert!(
+            e.contains(&format!("(day {removed}) were removed by retention")),
+            "{e}"
+        );
+        assert!(e.contains("--after-removed"), "{e}");
+        assert!(!refused.exists(), "{sel:?} left a file");
+    }
+    // Around it: rounds after it, and each table from the seal's head.
+    export(
+        t,
+        d,
+        "later.jsonl",
+        &["--table", &table, "--rounds", &later],
+    );
+    let after = export(t, d, "after.jsonl", &["--after-removed"]);
+    let first = after.split(|b| *b == b'\n').next().unwrap();
+    let header: serde_json::Value = serde_json::from_slice(first).unwrap();
+    let l = ledger::Ledger::open(&split.dir).unwrap();
+    let tables = l.tables();
+    assert_eq!(header["tables"].as_array().unwrap().len(), tables.len());
+    for (h, table) in header["tables"].as_array().unwrap().iter().zip(&tables) {
+        let (last, hash) = l.sealed_head_at(removed, table).unwrap().unwrap();
+        assert_eq!(h["from_seq"].as_u64(), Some(last + 1), "{h}");
+        assert_eq!(h["anchor"].as_str(), Some(hash.to_string().as_str()), "{h}");
+        let name = table.as_str();
+        assert_eq!(
+            lines_from(&after, name, 0),
+            lines_from(&before, name, last + 1)
+        );
+    }
+    drop(l);
+
+    // Digests taken before the move and before the removal: the heads still extend them.
+    extends(d, &[&hot, &archived]);
+    let o = run(
+        &["verify", "--ledger", d, "--against", hot.to_str().unwrap()],
+        0,
+    );
+    let note = "receipt not checked: seqs 1..=";
+    assert!(text(&o).contains(note), "{}", text(&o));
+    let a = t.join("after.jsonl");
+    let args = ["verify", "--export", a.to_str().unwrap(), "--against"];
+    let o = run(&[&args[..], &[hot.to_str().unwrap()]].concat(), 0);
+    assert!(
+        text(&o).contains("the export agrees with the digest"),
+        "{}",
+        text(&o)
+    );
+    run(&["verify", "--ledger", d, "--day", &split.days[1]], 0);
+    altered_ledger_is_caught(t, &split, &hot);
+}
+
+/// A digest of another history, and an archived day file whose bytes changed, each fail
+/// `verify --against` with exit 1 after the removal.
+fn altered_ledger_is_caught(t: &Path, split: &Split, hot: &Path) {
+    let d = split.d();
+    let digest = proofs::digest::Digest::from_json(&std::fs::read(hot).unwrap()).unwrap();
+    let mut heads = digest.tables.clone();
+    let anchors: Vec<_> = heads.iter().map(|h| h.anchors.clone()).collect();
+    heads[0].head = schemas::Hash32([7; 32]);
+    let forged = proofs::digest::Digest::new(
+        heads.into_iter().map(|mut h| {
+            h.anchors.clear();
+            h
+        }),
+        digest.created_at_ns,
+    )
+    .with_quarantine(digest.quarantine.unwrap())
+    .with_anchors_and_journals(
+        |h| {
+            let n = digest
+                .tables
+                .iter()
+                .position(|x| x.table == h.table)
+                .unwrap();
+            // Every anchor of the first table differs: the search reaches the removed day.
+            match n {
+                0 => vec![schemas::Hash32([7; 32]); anchors[0].len()],
+                _ => anchors[n].clone(),
+            }
+        },
+        digest.journals.clone(),
+    );
+    let other = t.join("digest-other.json");
+    std::fs::write(&other, forged.to_json()).unwrap();
+    let o = run(
+        &[
+            "verify",
+            "--ledger",
+            d,
+            "--against",
+            other.to_str().unwrap(),
+        ],
+        1,
+    );
+    let table = digest.tables[0].table.as_str();
+    assert!(
+        text(&o).contains(&format!("{table:<12} BAD  rewritten: at seq")),
+        "{}",
+        text(&o)
+    );
+    assert!(
+        text(&o).contains("BAD  first altered event: between seq 1 and seq"),
+        "{}",
+        text(&o)
+    );
+
+    let file = split
+        .dir
+        .join("archive")
+        .join(format!("{}.rlday", split.days[1]));
+    let mut bytes = std::fs::read(&file).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x5a;
+    std::fs::write(&file, bytes).unwrap();
+    let o = run(
+        &["verify", "--ledger", d, "--against", hot.to_str().unwrap()],
+        1,
+    );
+    assert!(
+        text(&o).contains("the ledger does NOT extend the digest"),
+        "{}",
+        text(&o)
+    );
 }
