@@ -337,6 +337,14 @@ fn a_removed_day_is_refused_by_exports_and_old_digests_hold() {
         text(&o)
     );
     run(&["verify", "--ledger", d, "--day", &split.days[1]], 0);
+    // A new digest would name a receipt and anchors inside the removed day: refused.
+    let o = run(&["digest", "--ledger", d], 2);
+    let e = err(&o);
+    assert!(
+        e.contains(&format!("(day {removed}) were removed by retention")),
+        "{e}"
+    );
+    assert!(text(&o).is_empty(), "{}", text(&o));
     altered_ledger_is_caught(t, &split, &hot);
 }
 

@@ -41,6 +41,19 @@ pub enum DigestRefused {
         /// Why that line does not chain.
         problem: String,
     },
+    /// A day removed by retention holds part of a table's chain. A digest names each
+    /// table's receipt from seq 1 and hashes at anchors inside that part: both are gone.
+    #[error("table {table} seqs {first_seq}..={last_seq} (day {day}) were removed by retention; a digest names the receipt from seq 1 and hashes inside them, which are gone")]
+    Removed {
+        /// The table.
+        table: TableId,
+        /// The removed gaming day, `YYYY-MM-DD`.
+        day: String,
+        /// The day's first seq of the table.
+        first_seq: u64,
+        /// The day's last seq of the table.
+        last_seq: u64,
+    },
     /// Reading the ledger failed.
     #[error(transparent)]
     Store(#[from] Error),
@@ -198,6 +211,18 @@ fn digest_of(report: VerifyReport, created_at_ns: i64) -> Result<Digest, DigestR
     if !report.is_ok() {
         return Err(DigestRefused::DoesNotVerify {
             report: Box::new(report),
+        });
+    }
+    let removed = report.tables.iter().find_map(|t| match t {
+        TableVerdict::Ok { head, .. } => report.removed.ranges(&head.table).first(),
+        TableVerdict::Bad { .. } => None,
+    });
+    if let Some(r) = removed {
+        return Err(DigestRefused::Removed {
+            table: r.table.clone(),
+            day: r.day.clone(),
+            first_seq: r.first_seq,
+            last_seq: r.last_seq,
         });
     }
     let crate::QuarantineVerdict::Ok { head: q, .. } = report.quarantine else {
