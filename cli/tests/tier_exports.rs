@@ -5,6 +5,10 @@
 //! export after it starts at the seal's head. Digests taken before a move or a removal hold.
 
 use ledger::days::DayRule;
+use proofs::digest::{anchor_seqs, receipt_next, Digest, DigestHead};
+use proofs::export::ExportEvent;
+use schemas::Hash32;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 mod common;
@@ -345,63 +349,99 @@ fn a_removed_day_is_refused_by_exports_and_old_digests_hold() {
         "{e}"
     );
     assert!(text(&o).is_empty(), "{}", text(&o));
+    digests_at_the_removed_day(t, &split, &hot, &before);
     altered_ledger_is_caught(t, &split, &hot);
+}
+
+/// `digest` with its first table's head replaced, and that table's anchors from `anchor`.
+fn rebuilt(digest: &Digest, head: DigestHead, anchor: impl Fn(u64) -> Hash32) -> Digest {
+    let mut heads = digest.tables.clone();
+    heads[0] = head;
+    let first = heads[0].table.clone();
+    let anchors: BTreeMap<_, Vec<Hash32>> = heads
+        .iter()
+        .map(|h| match h.table == first {
+            true => (
+                h.table.clone(),
+                anchor_seqs(h.seq).into_iter().map(&anchor).collect(),
+            ),
+            false => (h.table.clone(), h.anchors.clone()),
+        })
+        .collect();
+    Digest::new(heads, digest.created_at_ns)
+        .with_quarantine(digest.quarantine.unwrap())
+        .with_anchors_and_journals(|h| anchors[&h.table].clone(), digest.journals.clone())
+}
+
+/// `verify --against` a digest written to `<tmp>/<name>`: exit `code`, its stdout.
+fn against(t: &Path, d: &str, digest: &Digest, name: &str, code: i32) -> String {
+    let file = t.join(name);
+    std::fs::write(&file, digest.to_json()).unwrap();
+    text(&run(
+        &["verify", "--ledger", d, "--against", file.to_str().unwrap()],
+        code,
+    ))
+}
+
+/// The digest `hot` moved back to `seq` of its first table, as one taken then: the hash,
+/// receipt and anchors of that seq in `before`, an export from seq 1.
+fn taken_at(hot: &Digest, before: &[u8], seq: u64) -> Digest {
+    let table = hot.tables[0].table.clone();
+    let (mut hashes, mut receipt) = (BTreeMap::new(), Hash32::ZERO);
+    for line in before
+        .split(|b| *b == b'\n')
+        .skip(1)
+        .filter(|l| !l.is_empty())
+    {
+        let e: ExportEvent = serde_json::from_slice(line).unwrap();
+        if e.table == table && e.seq <= seq {
+            receipt = receipt_next(&receipt, e.stream_seq, e.received_at_ns);
+            hashes.insert(e.seq, e.hash);
+        }
+    }
+    let head = DigestHead {
+        seq,
+        head: hashes[&seq],
+        receipt: Some(receipt),
+        ..hot.tables[0].clone()
+    };
+    rebuilt(hot, head, |s| hashes[&s])
+}
+
+/// Digests of the first table at the removed day's sealed head, and inside the day.
+fn digests_at_the_removed_day(t: &Path, split: &Split, hot: &Path, before: &[u8]) {
+    let d = split.d();
+    let hot = Digest::from_json(&std::fs::read(hot).unwrap()).unwrap();
+    let id = hot.tables[0].table.clone();
+    let table = id.as_str();
+    let l = ledger::Ledger::open(&split.dir).unwrap();
+    let (last, _) = l.sealed_head_at(&split.days[0], &id).unwrap().unwrap();
+    drop(l);
+    let at_head = against(t, d, &taken_at(&hot, before, last), "at-head.json", 0);
+    let line = format!("{table:<12} ok   extends: digest seq {last}, now seq");
+    assert!(at_head.contains(&line), "{at_head}");
+    let inside = against(t, d, &taken_at(&hot, before, last - 10), "inside.json", 1);
+    let line = format!("{table:<12} BAD  not checkable: digest seq {}", last - 10);
+    assert!(inside.contains(&line), "{inside}");
 }
 
 /// A digest of another history, and an archived day file whose bytes changed, each fail
 /// `verify --against` with exit 1 after the removal.
 fn altered_ledger_is_caught(t: &Path, split: &Split, hot: &Path) {
     let d = split.d();
-    let digest = proofs::digest::Digest::from_json(&std::fs::read(hot).unwrap()).unwrap();
-    let mut heads = digest.tables.clone();
-    let anchors: Vec<_> = heads.iter().map(|h| h.anchors.clone()).collect();
-    heads[0].head = schemas::Hash32([7; 32]);
-    let forged = proofs::digest::Digest::new(
-        heads.into_iter().map(|mut h| {
-            h.anchors.clear();
-            h
-        }),
-        digest.created_at_ns,
-    )
-    .with_quarantine(digest.quarantine.unwrap())
-    .with_anchors_and_journals(
-        |h| {
-            let n = digest
-                .tables
-                .iter()
-                .position(|x| x.table == h.table)
-                .unwrap();
-            // Every anchor of the first table differs: the search reaches the removed day.
-            match n {
-                0 => vec![schemas::Hash32([7; 32]); anchors[0].len()],
-                _ => anchors[n].clone(),
-            }
-        },
-        digest.journals.clone(),
-    );
-    let other = t.join("digest-other.json");
-    std::fs::write(&other, forged.to_json()).unwrap();
-    let o = run(
-        &[
-            "verify",
-            "--ledger",
-            d,
-            "--against",
-            other.to_str().unwrap(),
-        ],
-        1,
-    );
+    let digest = Digest::from_json(&std::fs::read(hot).unwrap()).unwrap();
+    let head = DigestHead {
+        head: Hash32([7; 32]),
+        ..digest.tables[0].clone()
+    };
+    // Every anchor of the first table differs too: the search reaches the removed day.
+    let forged = rebuilt(&digest, head, |_| Hash32([7; 32]));
+    let out = against(t, d, &forged, "digest-other.json", 1);
     let table = digest.tables[0].table.as_str();
-    assert!(
-        text(&o).contains(&format!("{table:<12} BAD  rewritten: at seq")),
-        "{}",
-        text(&o)
-    );
-    assert!(
-        text(&o).contains("BAD  first altered event: between seq 1 and seq"),
-        "{}",
-        text(&o)
-    );
+    let line = format!("{table:<12} BAD  rewritten: at seq");
+    assert!(out.contains(&line), "{out}");
+    let line = "BAD  first altered event: between seq 1 and seq";
+    assert!(out.contains(line), "{out}");
 
     let file = split
         .dir
