@@ -279,50 +279,7 @@ fn a_removed_day_is_refused_by_exports_and_old_digests_hold() {
     let (table, later) = rounds_after(&split.dir, removed);
     remove(t, d, removed);
 
-    // Any export that covers the removed day: refused, naming it and the way around.
-    let refused = t.join("refused.jsonl");
-    let r = refused.to_str().unwrap();
-    for sel in [
-        vec![],
-        vec!["--table", &table],
-        vec!["--table", &table, "--rounds", "1..12"],
-    ] {
-        let o = run(
-            &[&["export", "--ledger", d, "--out", r][..], &sel].concat(),
-            2,
-        );
-        let e = err(&o);
-        assert!(
-            e.contains(&format!("(day {removed}) were removed by retention")),
-            "{e}"
-        );
-        assert!(e.contains("--after-removed"), "{e}");
-        assert!(!refused.exists(), "{sel:?} left a file");
-    }
-    // Around it: rounds after it, and each table from the seal's head.
-    export(
-        t,
-        d,
-        "later.jsonl",
-        &["--table", &table, "--rounds", &later],
-    );
-    let after = export(t, d, "after.jsonl", &["--after-removed"]);
-    let first = after.split(|b| *b == b'\n').next().unwrap();
-    let header: serde_json::Value = serde_json::from_slice(first).unwrap();
-    let l = ledger::Ledger::open(&split.dir).unwrap();
-    let tables = l.tables();
-    assert_eq!(header["tables"].as_array().unwrap().len(), tables.len());
-    for (h, table) in header["tables"].as_array().unwrap().iter().zip(&tables) {
-        let (last, hash) = l.sealed_head_at(removed, table).unwrap().unwrap();
-        assert_eq!(h["from_seq"].as_u64(), Some(last + 1), "{h}");
-        assert_eq!(h["anchor"].as_str(), Some(hash.to_string().as_str()), "{h}");
-        let name = table.as_str();
-        assert_eq!(
-            lines_from(&after, name, 0),
-            lines_from(&before, name, last + 1)
-        );
-    }
-    drop(l);
+    exports_around_the_removed_day(t, &split, &before, &table, &later);
 
     // Digests taken before the move and before the removal: the heads still extend them.
     extends(d, &[&hot, &archived]);
@@ -351,6 +308,57 @@ fn a_removed_day_is_refused_by_exports_and_old_digests_hold() {
     assert!(text(&o).is_empty(), "{}", text(&o));
     digests_at_the_removed_day(t, &split, &hot, &before);
     altered_ledger_is_caught(t, &split, &hot);
+}
+
+/// After the removal: every export covering the day refused, with no file left; a round
+/// range after it and `--after-removed` verify, the latter equal to `before`'s lines.
+fn exports_around_the_removed_day(
+    t: &Path,
+    split: &Split,
+    before: &[u8],
+    table: &str,
+    later: &str,
+) {
+    let (d, removed) = (split.d(), &split.days[0]);
+    // Any export that covers the removed day: refused, naming it and the way around.
+    let refused = t.join("refused.jsonl");
+    let r = refused.to_str().unwrap();
+    for sel in [
+        vec![],
+        vec!["--table", table],
+        vec!["--table", table, "--rounds", "1..12"],
+    ] {
+        let o = run(
+            &[&["export", "--ledger", d, "--out", r][..], &sel].concat(),
+            2,
+        );
+        let e = err(&o);
+        assert!(
+            e.contains(&format!("(day {removed}) were removed by retention")),
+            "{e}"
+        );
+        assert!(e.contains("--after-removed"), "{e}");
+        assert!(!refused.exists(), "{sel:?} left a file");
+    }
+    // Around it: rounds after it, and each table from the seal's head.
+    export(t, d, "later.jsonl", &["--table", table, "--rounds", later]);
+    let after = export(t, d, "after.jsonl", &["--after-removed"]);
+    let first = after.split(|b| *b == b'\n').next().unwrap();
+    let header: serde_json::Value = serde_json::from_slice(first).unwrap();
+    let l = ledger::Ledger::open(&split.dir).unwrap();
+    let tables = l.tables();
+    assert_eq!(header["tables"].as_array().unwrap().len(), tables.len());
+    for (h, table) in header["tables"].as_array().unwrap().iter().zip(&tables) {
+        let (last, hash) = l.sealed_head_at(removed, table).unwrap().unwrap();
+        assert_eq!(h["from_seq"].as_u64(), Some(last + 1), "{h}");
+        assert_eq!(h["anchor"].as_str(), Some(hash.to_string().as_str()), "{h}");
+        let name = table.as_str();
+        assert_eq!(
+            lines_from(&after, name, 0),
+            lines_from(before, name, last + 1)
+        );
+    }
+    drop(l);
 }
 
 /// `digest` with its first table's head replaced, and that table's anchors from `anchor`.
