@@ -74,7 +74,7 @@ pub fn run(args: Args) -> Result<Outcome> {
         summary.tables.len(),
         args.out.display()
     );
-    print_sealed_anchors(&ledger, &summary)?;
+    print_sealed_anchors(&ledger, &sel, &summary)?;
     Ok(Outcome::Clean)
 }
 
@@ -110,12 +110,31 @@ fn removed_hint(e: ledger::Error) -> anyhow::Error {
 }
 
 /// For each table exported from a removed day's sealed head: which day, so that a reader
-/// can check the anchor against the seal.
+/// can check the anchor against the seal. With `--after-removed`, the tables left out.
 fn print_sealed_anchors(
     ledger: &ledger::Ledger,
+    sel: &ledger::ExportSelection,
     summary: &proofs::export::ExportSummary,
 ) -> Result<()> {
     let removed = ledger.removed_days()?;
+    // Every table was asked for: say which have nothing after their removed days.
+    let every = matches!(
+        sel,
+        ledger::ExportSelection {
+            table: None,
+            range: ledger::ExportRange::AfterRemoved,
+            ..
+        }
+    );
+    for table in ledger.tables().into_iter().filter(|_| every) {
+        let listed = summary.tables.iter().any(|t| t.table == table);
+        if let (false, Some(r)) = (listed, removed.ranges(&table).last()) {
+            println!(
+                "{table}: not exported, its events end with day {}, removed by retention",
+                r.day
+            );
+        }
+    }
     for t in &summary.tables {
         let sealed = removed
             .ranges(&t.table)

@@ -7,8 +7,9 @@
 use ledger::days::DayRule;
 use proofs::digest::{anchor_seqs, receipt_next, Digest, DigestHead};
 use proofs::export::ExportEvent;
-use schemas::Hash32;
-use std::collections::BTreeMap;
+use schemas::attest::PublicKey;
+use schemas::{Hash32, TableId};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 mod common;
@@ -51,32 +52,43 @@ impl Split {
     }
 }
 
-/// Seeds a floor three days ago, then appends its events again into `<tmp>/ledger` in small
-/// calls, as ingest would. The day starts 12 minutes into play, so each table's events lie
-/// on both sides of a day's end. Seals the three days from there.
-fn split_ledger(tmp: &Path) -> Split {
+/// A floor of three tables seeded three days ago: its events in arrival order, and the
+/// admin keys the seeded ledger trusts.
+fn seeded_events(tmp: &Path) -> (Vec<(TableId, ledger::StoredEvent)>, BTreeSet<PublicKey>) {
     let seeded = tmp.join("seeded");
     let s = seeded.to_str().unwrap();
-    let seed = ["seed", "--ledger", s, "--tables", "2", "--rounds", "12"];
+    let seed = ["seed", "--ledger", s, "--tables", "3", "--rounds", "12"];
     run(&[&seed[..], &["--close", "--days-ago", "3"]].concat(), 0);
-    let (events, keys) = {
-        let l = ledger::Ledger::open(&seeded).unwrap();
-        let mut all = Vec::new();
-        for t in l.tables() {
-            let head = l.head(&t).unwrap().seq.0;
-            for e in l.events(&t, 1..=head) {
-                all.push((t.clone(), e.unwrap()));
-            }
+    let l = ledger::Ledger::open(&seeded).unwrap();
+    let mut all = Vec::new();
+    for t in l.tables() {
+        let head = l.head(&t).unwrap().seq.0;
+        for e in l.events(&t, 1..=head) {
+            all.push((t.clone(), e.unwrap()));
         }
-        (all, l.trusted_admin_keys())
-    };
-    let mut events = events;
-    events.sort_by_key(|(_, e)| e.stream_seq);
+    }
+    all.sort_by_key(|(_, e)| e.stream_seq);
+    (all, l.trusted_admin_keys())
+}
+
+/// Seeds a floor three days ago, then appends its events again into `<tmp>/ledger` in small
+/// calls, as ingest would. The day starts 12 minutes into play, so the first two tables'
+/// events lie on both sides of a day's end. The third stops at that end: it lies in the
+/// first day only. Seals the three days from there.
+fn split_ledger(tmp: &Path) -> Split {
+    let (events, keys) = seeded_events(tmp);
+    let first_ns = events.iter().map(|(_, e)| e.received_at_ns).min().unwrap();
+    let boundary_s = (first_ns + 12 * MINUTE_NS) / MINUTE_NS * 60;
+    let short = events.iter().map(|(t, _)| t).max().unwrap().clone();
+    let kept = events
+        .iter()
+        .filter(|(t, e)| *t != short || e.received_at_ns < boundary_s * 1_000_000_000);
     let dir = tmp.join("ledger");
     {
         let l = ledger::Ledger::open(&dir).unwrap();
         l.trust_admin_keys(keys).unwrap();
-        for chunk in events.chunks(APPEND_LEN) {
+        let kept: Vec<_> = kept.collect();
+        for chunk in kept.chunks(APPEND_LEN) {
             let batch: Vec<ledger::Incoming> = chunk
                 .iter()
                 .map(|(t, e)| ledger::Incoming {
@@ -93,8 +105,6 @@ fn split_ledger(tmp: &Path) -> Split {
         }
         l.flush().unwrap();
     }
-    let first_ns = events.iter().map(|(_, e)| e.received_at_ns).min().unwrap();
-    let boundary_s = (first_ns + 12 * MINUTE_NS) / MINUTE_NS * 60;
     let start = format!("{:02}:{:02}", boundary_s / 3600 % 24, boundary_s / 60 % 60);
     let rule = DayRule::new(&start, "UTC").unwrap();
     let mut days = vec![rule.day_of(first_ns).unwrap()];
@@ -342,12 +352,31 @@ fn exports_around_the_removed_day(
     }
     // Around it: rounds after it, and each table from the seal's head.
     export(t, d, "later.jsonl", &["--table", table, "--rounds", later]);
-    let after = export(t, d, "after.jsonl", &["--after-removed"]);
+    let a = t.join("after.jsonl");
+    let o = run(
+        &[
+            "export",
+            "--ledger",
+            d,
+            "--after-removed",
+            "--out",
+            a.to_str().unwrap(),
+        ],
+        0,
+    );
+    run(&["verify", "--export", a.to_str().unwrap()], 0);
+    let after = std::fs::read(&a).unwrap();
     let first = after.split(|b| *b == b'\n').next().unwrap();
     let header: serde_json::Value = serde_json::from_slice(first).unwrap();
     let l = ledger::Ledger::open(&split.dir).unwrap();
     let tables = l.tables();
-    assert_eq!(header["tables"].as_array().unwrap().len(), tables.len());
+    // The third table lies wholly in the removed day: left out, and said so.
+    let gone = format!(
+        "{}: not exported, its events end with day {removed}",
+        tables[2]
+    );
+    assert!(text(&o).contains(&gone), "{}", text(&o));
+    assert_eq!(header["tables"].as_array().unwrap().len(), 2, "{header}");
     for (h, table) in header["tables"].as_array().unwrap().iter().zip(&tables) {
         let (last, hash) = l.sealed_head_at(removed, table).unwrap().unwrap();
         assert_eq!(h["from_seq"].as_u64(), Some(last + 1), "{h}");
