@@ -28,6 +28,8 @@ impl IntoResponse for Refusal {
             // The round's gaming day was removed by retention: its seal still proves the
             // day's heads, but its events are gone for good.
             ReadError::Ledger(ledger::Error::RetentionRemoved { .. }) => StatusCode::GONE,
+            // An export that would cover such a day: refused, never sent with a gap.
+            ReadError::Ledger(ledger::Error::ExportRemoved { .. }) => StatusCode::GONE,
             ReadError::NotFound(_) => StatusCode::NOT_FOUND,
             ReadError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ReadError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,

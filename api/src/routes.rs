@@ -1062,7 +1062,7 @@ pub struct ExportQuery {
 }
 
 #[utoipa::path(get, path = "/v1/export", tag = "evidence", params(ExportQuery),
-    responses((status = 200, description = "a ledger export (proofs/src/export.rs: JSON lines), as an attachment", content_type = "application/x-ndjson", body = String), (status = 404, body = ApiError), (status = 413, body = ApiError), (status = 500, body = ApiError)))]
+    responses((status = 200, description = "a ledger export (proofs/src/export.rs: JSON lines), as an attachment", content_type = "application/x-ndjson", body = String), (status = 404, body = ApiError), (status = 410, body = ApiError), (status = 413, body = ApiError), (status = 500, body = ApiError)))]
 async fn export(
     State(st): State<Shared>,
     Query(q): Query<ExportQuery>,

@@ -74,6 +74,9 @@ pub fn run(args: Args) -> Result<Outcome> {
     let digest = match taken {
         Ok(d) => d,
         Err(DigestRefused::Store(e)) => return Err(e).context("verifying before the digest"),
+        Err(r @ DigestRefused::Removed { .. }) => anyhow::bail!(
+            "no digest: {r}. `verify --against` still checks digests taken before the removal; hand over `export --after-removed` and the day's seal instead"
+        ),
         Err(refused) => {
             print_refusal(refused);
             return Ok(Outcome::Findings);

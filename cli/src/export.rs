@@ -20,6 +20,10 @@ pub struct Args {
     /// Only these rounds of the table, e.g. `10..20` (inclusive); needs --table.
     #[arg(long, requires = "table")]
     rounds: Option<String>,
+    /// Each table from just after its last day removed by retention, anchored at that
+    /// day's sealed head. Without it, an export that covers a removed day is refused.
+    #[arg(long, conflicts_with_all = ["rounds", "server"])]
+    after_removed: bool,
     /// The file to write.
     #[arg(long)]
     out: PathBuf,
@@ -44,33 +48,106 @@ pub fn run(args: Args) -> Result<Outcome> {
         .transpose()
         .map_err(|e| anyhow::anyhow!("--table: {e}"))?;
     let rounds = args.rounds.as_deref().map(parse_range).transpose()?;
-    let file = std::fs::File::create(&args.out)
-        .with_context(|| format!("creating {}", args.out.display()))?;
-    let mut w = std::io::BufWriter::new(file);
     let range = match rounds {
         Some(r) => ledger::ExportRange::Rounds(r),
+        None if args.after_removed => ledger::ExportRange::AfterRemoved,
         None => ledger::ExportRange::All,
     };
-    let summary = ledger
-        .export(
-            &ledger::ExportSelection {
-                table,
-                range,
-                // A file is written as it goes: no bound beyond the disk's.
-                events_max: None,
-            },
-            &mut w,
-        )
-        .with_context(|| format!("exporting to {}", args.out.display()))?;
-    use std::io::Write;
-    w.flush()?;
+    let sel = ledger::ExportSelection {
+        table,
+        range,
+        // A file is written as it goes: no bound beyond the disk's.
+        events_max: None,
+    };
+    let summary = match write_export(&ledger, &sel, &args.out) {
+        Ok(s) => s,
+        Err(e) => {
+            // A failed export leaves no file that could pass for one.
+            let _ = std::fs::remove_file(&args.out);
+            return Err(removed_hint(e))
+                .with_context(|| format!("exporting to {}", args.out.display()));
+        }
+    };
     println!(
         "wrote {} events of {} tables to {}",
         summary.events,
         summary.tables.len(),
         args.out.display()
     );
+    print_sealed_anchors(&ledger, &sel, &summary)?;
     Ok(Outcome::Clean)
+}
+
+fn write_export(
+    ledger: &ledger::Ledger,
+    sel: &ledger::ExportSelection,
+    out: &std::path::Path,
+) -> Result<proofs::export::ExportSummary, ledger::Error> {
+    let file = std::fs::File::create(out)?;
+    let mut w = std::io::BufWriter::new(file);
+    let summary = ledger.export(sel, &mut w)?;
+    use std::io::Write;
+    w.flush()?;
+    w.get_ref().sync_all()?;
+    Ok(summary)
+}
+
+/// An export refused for a removed day, with the ways around it.
+fn removed_hint(e: ledger::Error) -> anyhow::Error {
+    let ledger::Error::ExportRemoved {
+        table,
+        day,
+        last_seq,
+        ..
+    } = &e
+    else {
+        return e.into();
+    };
+    let after = last_seq + 1;
+    anyhow::anyhow!(
+        "{e}. Export what follows the day with --after-removed: table {table} then starts at seq {after}, anchored at the head that day {day}'s seal proves (`roundledger day show {day}`). Or export rounds outside the day: --table {table} --rounds A..B"
+    )
+}
+
+/// For each table exported from a removed day's sealed head: which day, so that a reader
+/// can check the anchor against the seal. With `--after-removed`, the tables left out.
+fn print_sealed_anchors(
+    ledger: &ledger::Ledger,
+    sel: &ledger::ExportSelection,
+    summary: &proofs::export::ExportSummary,
+) -> Result<()> {
+    let removed = ledger.removed_days()?;
+    // Every table was asked for: say which have nothing after their removed days.
+    let every = matches!(
+        sel,
+        ledger::ExportSelection {
+            table: None,
+            range: ledger::ExportRange::AfterRemoved,
+            ..
+        }
+    );
+    for table in ledger.tables().into_iter().filter(|_| every) {
+        let listed = summary.tables.iter().any(|t| t.table == table);
+        if let (false, Some(r)) = (listed, removed.ranges(&table).last()) {
+            println!(
+                "{table}: not exported, its events end with day {}, removed by retention",
+                r.day
+            );
+        }
+    }
+    for t in &summary.tables {
+        let sealed = removed
+            .ranges(&t.table)
+            .iter()
+            .find(|r| r.last_seq + 1 == t.from_seq);
+        if let Some(r) = sealed {
+            println!(
+                "{}: seqs {}..={}, anchored at {}, the head of day {}'s seal (seqs {}..={} removed by retention)",
+                t.table, t.from_seq, t.to_seq, t.anchor, r.day, r.first_seq, r.last_seq
+            );
+        }
+    }
+    Ok(())
 }
 
 fn parse_range(s: &str) -> Result<std::ops::RangeInclusive<u64>> {

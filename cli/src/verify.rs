@@ -678,6 +678,14 @@ fn table_consistency_line(t: &TableConsistency) -> String {
             "{:<12} BAD  chain broken: first bad position seq {seq}: {problem}",
             table.as_str()
         ),
+        TableConsistency::ExtendsReceiptUnchecked { table, digest_seq, head_seq, removed } => format!(
+            "{:<12} ok   extends: digest seq {digest_seq}, now seq {head_seq}; receipt not checked: seqs {}..={} (day {}) were removed by retention",
+            table.as_str(), removed.first_seq, removed.last_seq, removed.day
+        ),
+        TableConsistency::InsideRemoved { table, digest_seq, removed } => format!(
+            "{:<12} BAD  not checkable: digest seq {digest_seq} lies in seqs {}..={} of day {}, removed by retention; only the day's sealed head remains",
+            table.as_str(), removed.first_seq, removed.last_seq, removed.day
+        ),
     }
 }
 

@@ -10,11 +10,12 @@
 
 use crate::journals::{read_journals, JournalState};
 use crate::store::{Space, Store};
+use crate::tier::removed::{removed_days, Removed};
 use crate::verify::{verify_store, AtSeq, TableVerdict, VerifyReport};
 use crate::{Error, Ledger};
 use proofs::digest::{
     anchor_seqs, check_consistency, check_journals, locate_altered, BrokenTable, Consistency,
-    Digest, DigestHead, QuarantineAnchor, QuarantineNow, TableConsistency, TableNow,
+    Digest, DigestHead, QuarantineAnchor, QuarantineNow, RemovedSpan, TableConsistency, TableNow,
     DIGEST_VERSION_NO_JOURNALS,
 };
 use schemas::{Hash32, TableId};
@@ -39,6 +40,19 @@ pub enum DigestRefused {
         line: u64,
         /// Why that line does not chain.
         problem: String,
+    },
+    /// A day removed by retention holds part of a table's chain. A digest names each
+    /// table's receipt from seq 1 and hashes at anchors inside that part: both are gone.
+    #[error("table {table} seqs {first_seq}..={last_seq} (day {day}) were removed by retention; a digest names the receipt from seq 1 and hashes inside them, which are gone")]
+    Removed {
+        /// The table.
+        table: TableId,
+        /// The removed gaming day, `YYYY-MM-DD`.
+        day: String,
+        /// The day's first seq of the table.
+        first_seq: u64,
+        /// The day's last seq of the table.
+        last_seq: u64,
     },
     /// Reading the ledger failed.
     #[error(transparent)]
@@ -86,7 +100,8 @@ fn anchors_of(store: &dyn Store, digest: &Digest) -> Result<BTreeMap<TableId, Ve
 }
 
 /// The stored hashes of `table` at `seqs` (descending), `None` where it holds none. One
-/// record read per seq at most: neighbours share a record.
+/// record read per seq at most: neighbours share a record. A seq of a day removed by
+/// retention is `Err(RetentionRemoved)`: its hash is gone.
 pub fn hashes_at(
     store: &dyn Store,
     table: &TableId,
@@ -112,6 +127,28 @@ pub fn hashes_at(
     Ok(out)
 }
 
+/// `hashes_at`, with `None` at each seq of a day removed by retention: where the first
+/// altered event lies is then bounded by the anchors the ledger still holds.
+fn hashes_held_at(
+    store: &dyn Store,
+    table: &TableId,
+    seqs: &[u64],
+) -> Result<Vec<Option<Hash32>>, Error> {
+    match hashes_at(store, table, seqs) {
+        Err(Error::RetentionRemoved { .. }) => {}
+        other => return other,
+    }
+    let mut out = Vec::with_capacity(seqs.len());
+    for seq in seqs {
+        match hashes_at(store, table, &[*seq]) {
+            Ok(h) => out.extend(h),
+            Err(Error::RetentionRemoved { .. }) => out.push(None),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(out)
+}
+
 /// Where each table `c` finds rewritten was first altered, from the digest's anchors
 /// (version 4) and the store's hashes at them.
 fn locate(store: &dyn Store, digest: &Digest, c: Consistency) -> Result<Consistency, Error> {
@@ -123,7 +160,7 @@ fn locate(store: &dyn Store, digest: &Digest, c: Consistency) -> Result<Consiste
         let Some(d) = digest.tables.iter().find(|d| &d.table == table) else {
             continue;
         };
-        let now = hashes_at(store, table, &anchor_seqs(d.seq))?;
+        let now = hashes_held_at(store, table, &anchor_seqs(d.seq))?;
         altered.extend(locate_altered(d, &now));
     }
     Ok(c.with_first_altered(altered))
@@ -149,7 +186,13 @@ pub fn check_journals_against(
     let mut c = c.with_journals(check_journals(digest, &now));
     let all_chain = states.iter().all(|s| s.problem.is_none());
     if all_chain && c.now.version == DIGEST_VERSION_NO_JOURNALS {
-        let anchors = anchors_of(store, &c.now)?;
+        let anchors = match anchors_of(store, &c.now) {
+            Ok(a) => a,
+            // An anchor lies in a day removed by retention: the digest of the ledger now
+            // stays version 3, which names no anchors. The check itself is unchanged.
+            Err(Error::RetentionRemoved { .. }) => return Ok(c),
+            Err(e) => return Err(e),
+        };
         let journals = states.iter().map(JournalState::anchor).collect();
         c.now = c
             .now
@@ -168,6 +211,18 @@ fn digest_of(report: VerifyReport, created_at_ns: i64) -> Result<Digest, DigestR
     if !report.is_ok() {
         return Err(DigestRefused::DoesNotVerify {
             report: Box::new(report),
+        });
+    }
+    let removed = report.tables.iter().find_map(|t| match t {
+        TableVerdict::Ok { head, .. } => report.removed.ranges(&head.table).first(),
+        TableVerdict::Bad { .. } => None,
+    });
+    if let Some(r) = removed {
+        return Err(DigestRefused::Removed {
+            table: r.table.clone(),
+            day: r.day.clone(),
+            first_seq: r.first_seq,
+            last_seq: r.last_seq,
         });
     }
     let crate::QuarantineVerdict::Ok { head: q, .. } = report.quarantine else {
@@ -224,21 +279,64 @@ pub fn check_store_against(
 ) -> Result<Consistency, Error> {
     let (report, found) = verify_store(store, None, &digest.seqs())?;
     let q = quarantine_now(store, digest)?;
-    locate(
-        store,
-        digest,
-        consistency(digest, &report, &found, &q, now_ns),
-    )
+    let at = Found {
+        found,
+        removed: removed_days(store)?,
+    };
+    locate(store, digest, consistency(digest, &report, &at, &q, now_ns))
+}
+
+/// What the store holds at each digest seq: the verified hashes and receipts, and the
+/// days removed by retention, whose seals give their last hashes.
+struct Found {
+    found: BTreeMap<TableId, AtSeq>,
+    removed: Removed,
+}
+
+impl Found {
+    /// What the consistency check reads of a verified table at `seq`, the digest's seq.
+    fn at(&self, table: &TableId, seq: Option<u64>) -> TableNowAt {
+        let at = self.found.get(table);
+        let range = seq.and_then(|s| {
+            let ranges = self.removed.ranges(table);
+            ranges.iter().rev().find(|r| r.first_seq <= s)
+        });
+        let Some(r) = range else {
+            return TableNowAt {
+                hash: at.map(|a| a.hash),
+                receipt: at.map(|a| a.receipt),
+                removed: None,
+            };
+        };
+        // The seal gives the removed range's last hash; the receipt from seq 1 is gone.
+        let sealed = (seq == Some(r.last_seq)).then_some(r.head_hash);
+        TableNowAt {
+            hash: at.map(|a| a.hash).or(sealed),
+            receipt: None,
+            removed: Some(RemovedSpan {
+                day: r.day.clone(),
+                first_seq: r.first_seq,
+                last_seq: r.last_seq,
+            }),
+        }
+    }
+}
+
+/// A table's hash, receipt and removed day at a digest's seq.
+struct TableNowAt {
+    hash: Option<Hash32>,
+    receipt: Option<Hash32>,
+    removed: Option<RemovedSpan>,
 }
 
 fn consistency(
     digest: &Digest,
     report: &VerifyReport,
-    found: &BTreeMap<TableId, AtSeq>,
+    found: &Found,
     quarantine: &QuarantineNow,
     now_ns: i64,
 ) -> Consistency {
-    let (ok_heads, now_tables) = tables_now(report, found);
+    let (ok_heads, now_tables) = tables_now(report, found, &digest.seqs());
     // The digest of the ledger now lists the tables that verify, and the quarantine if it
     // does.
     let mut now = Digest::new(ok_heads, now_ns);
@@ -276,7 +374,8 @@ fn consistency(
 /// reads it now.
 fn tables_now(
     report: &VerifyReport,
-    found: &BTreeMap<TableId, AtSeq>,
+    found: &Found,
+    seqs: &BTreeMap<TableId, u64>,
 ) -> (Vec<DigestHead>, BTreeMap<TableId, TableNow>) {
     let mut now_tables = BTreeMap::new();
     let mut ok_heads = Vec::new();
@@ -290,12 +389,13 @@ fn tables_now(
                     receipt: Some(*receipt),
                     anchors: Vec::new(),
                 });
-                let at = found.get(&head.table);
+                let at = found.at(&head.table, seqs.get(&head.table).copied());
                 let now = TableNow {
                     head_seq: head.seq.0,
-                    hash_at_digest_seq: at.map(|a| a.hash),
-                    receipt_at_digest_seq: at.map(|a| a.receipt),
+                    hash_at_digest_seq: at.hash,
+                    receipt_at_digest_seq: at.receipt,
                     chain_problem: None,
+                    removed: at.removed,
                 };
                 (head.table.clone(), now)
             }
@@ -307,9 +407,10 @@ fn tables_now(
                 let now = TableNow {
                     // Some records exist (the table was listed): never "missing".
                     head_seq: (*seq).max(1),
-                    hash_at_digest_seq: found.get(table).map(|a| a.hash),
-                    receipt_at_digest_seq: found.get(table).map(|a| a.receipt),
+                    hash_at_digest_seq: found.found.get(table).map(|a| a.hash),
+                    receipt_at_digest_seq: found.found.get(table).map(|a| a.receipt),
                     chain_problem: Some((*seq, problem.to_string())),
+                    removed: None,
                 };
                 (table.clone(), now)
             }
@@ -330,7 +431,11 @@ impl Ledger {
         let mem = self.lock().heads.clone();
         let (report, found) = verify_store(self.store.as_ref(), Some(&mem), &digest.seqs())?;
         let q = quarantine_now(self.store.as_ref(), digest)?;
-        let c = consistency(digest, &report, &found, &q, now_ns);
+        let at = Found {
+            found,
+            removed: removed_days(self.store.as_ref())?,
+        };
+        let c = consistency(digest, &report, &at, &q, now_ns);
         locate(self.store.as_ref(), digest, c)
     }
 }

@@ -176,6 +176,19 @@ pub enum Error {
         /// The limit (`ExportSelection::events_max`).
         max: u64,
     },
+    /// An export would cover events removed by retention. It is refused: an export never
+    /// holds a gap, so it never looks complete without being so.
+    #[error("export: table {table} seqs {first_seq}..={last_seq} (day {day}) were removed by retention; an export cannot hold them")]
+    ExportRemoved {
+        /// The table.
+        table: TableId,
+        /// The removed gaming day, `YYYY-MM-DD`.
+        day: String,
+        /// The day's first seq of the table.
+        first_seq: u64,
+        /// The day's last seq of the table.
+        last_seq: u64,
+    },
     /// A gaming-day rule or date is not valid.
     #[error("gaming day: {0}")]
     Day(String),

@@ -3,6 +3,7 @@
 
 use crate::record::{self, be_u64, corrupt, ord_i64, seq_key, split_table_key, table_key, R, W};
 use crate::store::{KvIter, Space, Store};
+use crate::tier::removed::RemovedRange;
 use crate::types::{decode_held, Held};
 use crate::{Error, Ledger, State, StoredEvent};
 use proofs::export::{
@@ -187,6 +188,9 @@ pub enum ExportRange {
     /// From the first event of the first round to the last event of the last round present,
     /// including the non-round events between them (an export is a contiguous chain range).
     Rounds(RangeInclusive<u64>),
+    /// Every stored event after the table's last day removed by retention; its anchor is
+    /// that day's sealed head. `All` when no day was removed.
+    AfterRemoved,
 }
 
 /// A table's `Space::Head` value: `seq (u64 BE) ++ hash ++ receipt` (`crate::arrival`), or
@@ -552,8 +556,9 @@ impl Ledger {
             inner,
             decoded: &self.events_decoded,
             buf: VecDeque::new(),
+            // An empty range reads no record: the one before it may be a removed day's.
+            done: range.is_empty(),
             range,
-            done: false,
         }
     }
 
@@ -910,8 +915,17 @@ impl Ledger {
             version: EXPORT_VERSION,
             tables: Vec::new(),
         };
+        let removed = self.removed_days()?;
+        if let Some(d) = removed.days.iter().find(|d| d.problem.is_some()) {
+            let why = d.problem.as_deref().unwrap_or_default();
+            let why = format!(
+                "day {} is removed but its removal does not hold: {why} (run verify)",
+                d.day
+            );
+            return Err(Error::Export(why));
+        }
         for table in tables {
-            if let Some(t) = self.export_range(&table, &sel.range)? {
+            if let Some(t) = self.export_range(&table, &sel.range, removed.ranges(&table))? {
                 header.tables.push(t);
             }
         }
@@ -941,15 +955,17 @@ impl Ledger {
     }
 
     /// The seq range of `table` that `range` selects, with its anchor and head; `None`
-    /// when it selects nothing.
+    /// when it selects nothing. Refused when it covers a range `removed` by retention.
     fn export_range(
         &self,
         table: &TableId,
         range: &ExportRange,
+        removed: &[RemovedRange],
     ) -> Result<Option<ExportTable>, Error> {
         let head = self.head(table).map(|h| h.seq.0).unwrap_or(0);
         let (from, to) = match range {
             ExportRange::All => (1, head),
+            ExportRange::AfterRemoved => (removed.last().map_or(1, |r| r.last_seq + 1), head),
             ExportRange::Seqs(r) => ((*r.start()).max(1), (*r.end()).min(head)),
             ExportRange::Rounds(r) => {
                 let rs: Vec<_> = self.rounds(table)?;
@@ -967,9 +983,23 @@ impl Ledger {
         if to < from {
             return Ok(None);
         }
+        if let Some(r) = removed
+            .iter()
+            .find(|r| r.first_seq <= to && from <= r.last_seq)
+        {
+            return Err(Error::ExportRemoved {
+                table: table.clone(),
+                day: r.day.clone(),
+                first_seq: r.first_seq,
+                last_seq: r.last_seq,
+            });
+        }
         let missing = |seq: u64| Error::Export(format!("table {table}: no event at seq {seq}"));
-        let anchor = match from {
-            1 => GENESIS,
+        let sealed = removed.iter().find(|r| r.last_seq + 1 == from);
+        let anchor = match (from, sealed) {
+            (1, _) => GENESIS,
+            // The event before is a removed day's last: its seal gives the hash.
+            (_, Some(r)) => r.head_hash,
             _ => {
                 self.stored_event(table, from - 1)?
                     .ok_or_else(|| missing(from - 1))?

@@ -772,6 +772,21 @@ pub struct TableNow {
     /// `None` if the chain verifies from genesis to its current head; else the first bad
     /// seq and why.
     pub chain_problem: Option<(u64, String)>,
+    /// The table's last range removed by retention that starts at or below the digest's
+    /// seq, if any. The receipt from seq 1 cannot be recomputed past it.
+    pub removed: Option<RemovedSpan>,
+}
+
+/// One table's events of a gaming day removed by retention; its seal proves its head.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RemovedSpan {
+    /// The gaming day, YYYY-MM-DD.
+    pub day: String,
+    /// The day's first seq of the table.
+    pub first_seq: u64,
+    /// The day's last seq of the table.
+    pub last_seq: u64,
 }
 
 /// One table's result of the consistency check.
@@ -827,6 +842,29 @@ pub enum TableConsistency {
         /// The ledger's receipt at `digest_seq` now, if it has one.
         ledger_receipt: Option<Hash32>,
     },
+    /// As `Extends`, but a day at or before the digest's seq was removed by retention:
+    /// the hash is checked, the receipt cannot be recomputed and is not.
+    ExtendsReceiptUnchecked {
+        /// The table id.
+        table: TableId,
+        /// The head seq the digest records.
+        digest_seq: u64,
+        /// The ledger's head seq now.
+        head_seq: u64,
+        /// The removed day, as the ledger's seal and removal act give it.
+        removed: RemovedSpan,
+    },
+    /// The digest's seq lies inside a day removed by retention, before its sealed head:
+    /// its hash is gone, so the digest cannot be checked for this table. Not ok: nothing
+    /// is proven.
+    InsideRemoved {
+        /// The table id.
+        table: TableId,
+        /// The head seq the digest records.
+        digest_seq: u64,
+        /// The removed day.
+        removed: RemovedSpan,
+    },
     /// The chain itself no longer verifies; `seq` is the first bad position.
     ChainBroken {
         /// The table id.
@@ -841,7 +879,10 @@ pub enum TableConsistency {
 impl TableConsistency {
     /// Whether the table extends the digest.
     pub fn is_ok(&self) -> bool {
-        matches!(self, TableConsistency::Extends { .. })
+        matches!(
+            self,
+            TableConsistency::Extends { .. } | TableConsistency::ExtendsReceiptUnchecked { .. }
+        )
     }
 
     /// The table this result is about.
@@ -852,6 +893,8 @@ impl TableConsistency {
             | TableConsistency::Truncated { table, .. }
             | TableConsistency::HashDiffers { table, .. }
             | TableConsistency::ReceiptDiffers { table, .. }
+            | TableConsistency::ExtendsReceiptUnchecked { table, .. }
+            | TableConsistency::InsideRemoved { table, .. }
             | TableConsistency::ChainBroken { table, .. } => table,
         }
     }
@@ -1233,6 +1276,9 @@ fn consistency_of(d: &DigestHead, n: &TableNow) -> TableConsistency {
             head_seq: n.head_seq,
         };
     }
+    if let Some(r) = &n.removed {
+        return removed_consistency(d, n, r);
+    }
     match n.hash_at_digest_seq {
         Some(h) if h == d.head => match d.receipt {
             Some(r) if n.receipt_at_digest_seq != Some(r) => TableConsistency::ReceiptDiffers {
@@ -1252,6 +1298,36 @@ fn consistency_of(d: &DigestHead, n: &TableNow) -> TableConsistency {
             digest_seq: d.seq,
             digest_hash: d.head,
             ledger_hash: h,
+        },
+        None => TableConsistency::Truncated {
+            table,
+            digest_seq: d.seq,
+            head_seq: n.head_seq,
+        },
+    }
+}
+
+/// `consistency_of` for a table with a day removed at or before the digest's seq: the
+/// hash is checked where the ledger still holds it (the seal holds the day's last).
+fn removed_consistency(d: &DigestHead, n: &TableNow, r: &RemovedSpan) -> TableConsistency {
+    let table = d.table.clone();
+    match n.hash_at_digest_seq {
+        Some(h) if h == d.head => TableConsistency::ExtendsReceiptUnchecked {
+            table,
+            digest_seq: d.seq,
+            head_seq: n.head_seq,
+            removed: r.clone(),
+        },
+        Some(h) => TableConsistency::HashDiffers {
+            table,
+            digest_seq: d.seq,
+            digest_hash: d.head,
+            ledger_hash: h,
+        },
+        None if d.seq < r.last_seq => TableConsistency::InsideRemoved {
+            table,
+            digest_seq: d.seq,
+            removed: r.clone(),
         },
         None => TableConsistency::Truncated {
             table,
@@ -1417,6 +1493,7 @@ mod tests {
             hash_at_digest_seq: Some(d.head),
             receipt_at_digest_seq: d.receipt,
             chain_problem: None,
+            removed: None,
         })
     }
 
@@ -1516,24 +1593,28 @@ mod tests {
                     hash_at_digest_seq: Some(d.head),
                     receipt_at_digest_seq: d.receipt,
                     chain_problem: None,
+                    removed: None,
                 }),
                 "B" => Some(TableNow {
                     head_seq: 4,
                     hash_at_digest_seq: Some(Hash32([0xAA; 32])),
                     receipt_at_digest_seq: None,
                     chain_problem: None,
+                    removed: None,
                 }),
                 "C" => Some(TableNow {
                     head_seq: 3,
                     hash_at_digest_seq: None,
                     receipt_at_digest_seq: None,
                     chain_problem: None,
+                    removed: None,
                 }),
                 "D" => Some(TableNow {
                     head_seq: 6,
                     hash_at_digest_seq: Some(d.head),
                     receipt_at_digest_seq: None,
                     chain_problem: Some((2, "prev".into())),
+                    removed: None,
                 }),
                 _ => None,
             },
@@ -1671,6 +1752,7 @@ mod tests {
                             d.receipt
                         },
                         chain_problem: None,
+                        removed: None,
                     })
                 },
                 &no_quarantine(),
@@ -1699,6 +1781,7 @@ mod tests {
                     hash_at_digest_seq: Some(d.head),
                     receipt_at_digest_seq: Some(Hash32([9; 32])),
                     chain_problem: None,
+                    removed: None,
                 })
             },
             &no_quarantine(),

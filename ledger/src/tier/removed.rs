@@ -68,6 +68,13 @@ impl Removed {
     }
 }
 
+impl crate::Ledger {
+    /// The days removed by retention, each table's ranges and whether each removal holds.
+    pub fn removed_days(&self) -> Result<Removed, Error> {
+        removed_days(self.store.as_ref())
+    }
+}
+
 /// Reads the tier catalog and the seals of its removed days.
 pub fn removed_days(store: &dyn Store) -> Result<Removed, Error> {
     let trusted = crate::attest::load_admin_keys(store)?;
