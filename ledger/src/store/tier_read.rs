@@ -25,12 +25,18 @@ struct Loaded {
 /// Tables' days kept decoded: one per reader thread of `schemas::parallel`, and more.
 pub const FRAMES_CACHED: usize = 4;
 
-/// What the arrival chain hashes of one archived day: per table, its first seq and each
-/// event's facts. The arrival walk visits every table of a day in turn; this holds the
-/// day in 48 bytes an event, where whole frames would not fit a cache.
-struct DayFacts {
+/// Most arrival facts kept (48 bytes each: 192 MB). The arrival walk needs one frame's
+/// facts per table at a time: a day of a floor's tables fits, with room for tables whose
+/// days drift apart within one call.
+pub const FACTS_CACHED_MAX: usize = 4_000_000;
+
+/// What the arrival chain hashes of one table's archived day. The arrival walk visits
+/// every table of a day call by call; these are kept where whole frames would not fit.
+struct TableFacts {
     day: String,
-    tables: std::collections::BTreeMap<TableId, (u64, Vec<ArrivalFact>)>,
+    table: TableId,
+    first_seq: u64,
+    facts: Vec<ArrivalFact>,
 }
 
 /// Resolves tier pointers into record bytes for `SledStore`.
@@ -40,8 +46,8 @@ pub struct TierReader {
     cache: Mutex<Vec<Arc<Loaded>>>,
     /// Frames decoded since open: what the cache did not spare.
     frames_loaded: std::sync::atomic::AtomicU64,
-    /// The last day whose arrival facts were asked for.
-    facts: Mutex<Option<Arc<DayFacts>>>,
+    /// Tables' days of arrival facts, the most recently used last.
+    facts: Mutex<Vec<Arc<TableFacts>>>,
 }
 
 impl TierReader {
@@ -51,7 +57,7 @@ impl TierReader {
             dir: ledger_dir.join(DIR),
             cache: Mutex::new(Vec::with_capacity(FRAMES_CACHED + 1)),
             frames_loaded: Default::default(),
-            facts: Mutex::new(None),
+            facts: Mutex::new(Vec::new()),
         }
     }
 
@@ -69,7 +75,7 @@ impl TierReader {
     /// Drops the cached day (after a day file is removed).
     pub fn forget(&self) {
         self.cache.lock().unwrap_or_else(|p| p.into_inner()).clear();
-        *self.facts.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        self.facts.lock().unwrap_or_else(|p| p.into_inner()).clear();
     }
 
     /// The record `key` names, rebuilt from its day file.
@@ -116,8 +122,8 @@ impl TierReader {
         Ok(l)
     }
 
-    /// The arrival facts of the record `key` names (its tier `pointer`), from the day's
-    /// facts, built once for the whole day.
+    /// The arrival facts of the record `key` names (its tier `pointer`), from its table's
+    /// day, decoded once while it stays among the `FACTS_CACHED_MAX` most recent.
     pub fn arrival_facts(
         &self,
         tree: &sled::Tree,
@@ -128,21 +134,9 @@ impl TierReader {
             decode_pointer(pointer).ok_or_else(|| corrupt("tier pointer does not decode"))?;
         let (table, rest) = split_table_key(key)?;
         let first = be_u64(rest)?;
-        let facts = {
-            let mut cached = self.facts.lock().unwrap_or_else(|p| p.into_inner());
-            match cached.as_ref().filter(|f| f.day == day) {
-                Some(f) => f.clone(),
-                None => {
-                    let f = Arc::new(self.load_facts(tree, &day, &table)?);
-                    *cached = Some(f.clone());
-                    f
-                }
-            }
-        };
-        let slice = facts.tables.get(&table).and_then(|(first_seq, all)| {
-            let from = first.checked_sub(*first_seq)? as usize;
-            all.get(from..from.checked_add(count as usize)?)
-        });
+        let t = self.table_facts(tree, &day, &table)?;
+        let from = first.checked_sub(t.first_seq).map(|f| f as usize);
+        let slice = from.and_then(|f| t.facts.get(f..f.checked_add(count as usize)?));
         match slice {
             Some(s) if count > 0 => Ok(s.to_vec()),
             _ => Err(corrupt(&format!(
@@ -151,25 +145,40 @@ impl TierReader {
         }
     }
 
-    /// Every table's arrival facts of an archived day.
-    fn load_facts(&self, tree: &sled::Tree, day: &str, asked: &TableId) -> Result<DayFacts, Error> {
-        let (seal, mut file, bad) = self.open_day(tree, day, asked)?;
-        let mut tables = std::collections::BTreeMap::new();
-        for t in seal.tables.iter().filter(|t| t.events > 0) {
-            let (span, events) = archive::read_table_from(&mut file, t.table.as_str())
-                .map_err(|e| bad(e.to_string()))?;
-            check_span(&seal, &span).map_err(&bad)?;
-            let facts = events.iter().map(|e| ArrivalFact {
-                hash: e.hash,
-                stream_seq: e.stream_seq,
-                received_at_ns: e.received_at_ns,
-            });
-            tables.insert(t.table.clone(), (span.first_seq, facts.collect()));
+    fn table_facts(
+        &self,
+        tree: &sled::Tree,
+        day: &str,
+        table: &TableId,
+    ) -> Result<Arc<TableFacts>, Error> {
+        let is = |t: &Arc<TableFacts>| t.day == day && &t.table == table;
+        let mut cache = self.facts.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(at) = cache.iter().position(is) {
+            let t = cache.remove(at);
+            cache.push(t.clone());
+            return Ok(t);
         }
-        Ok(DayFacts {
+        let (seal, mut file, bad) = self.open_day(tree, day, table)?;
+        let (span, events) =
+            archive::read_table_from(&mut file, table.as_str()).map_err(|e| bad(e.to_string()))?;
+        check_span(&seal, &span).map_err(&bad)?;
+        let facts = events.iter().map(|e| ArrivalFact {
+            hash: e.hash,
+            stream_seq: e.stream_seq,
+            received_at_ns: e.received_at_ns,
+        });
+        let t = Arc::new(TableFacts {
             day: day.into(),
-            tables,
-        })
+            table: table.clone(),
+            first_seq: span.first_seq,
+            facts: facts.collect(),
+        });
+        cache.push(t.clone());
+        let mut kept: usize = cache.iter().map(|t| t.facts.len()).sum();
+        while kept > FACTS_CACHED_MAX && cache.len() > 1 {
+            kept -= cache.remove(0).facts.len();
+        }
+        Ok(t)
     }
 
     /// An archived day's seal and open file, and how to name a fault in it. A day removed
