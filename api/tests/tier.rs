@@ -7,32 +7,19 @@ mod common;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use ledger::days::DayRule;
 use ledger::tier::retention::Removal;
 use schemas::api::ApiError;
-use schemas::attest::SigningKey;
 use serde_json::Value;
 use std::sync::Arc;
 use tower::ServiceExt;
 
 const SURV: &str = "surveillance-token-000000000001";
-const DAYS: [&str; 2] = ["2026-11-24", "2026-11-25"];
+use common::{tier_rule as rule, TIER_DAYS as DAYS};
 const DAY_NS: i64 = 86_400 * 1_000_000_000;
 
-fn rule() -> DayRule {
-    DayRule::new("06:00", "UTC").unwrap()
-}
-
-/// Two tables playing `rounds` rounds each from ten minutes before the first day's end,
-/// appended as ingest would; both days sealed.
+/// Two tables, both days sealed (`common::seed_two_days`).
 fn seed(ledger: &ledger::Ledger, rounds: u64) {
-    let start = rule().bounds(DAYS[0]).unwrap().ends_at_ns - 600_000_000_000;
-    common::play_floor(ledger, simulator::FaultPlan::all(0.05), start, rounds, 64);
-    let key = SigningKey::derive_for_simulation("house-seal");
-    for day in DAYS {
-        let end = rule().bounds(day).unwrap().ends_at_ns;
-        ledger.seal_day(&rule(), day, &key, end).unwrap();
-    }
+    common::seed_two_days(ledger, rounds, simulator::FaultPlan::all(0.05));
 }
 
 /// What a reader sees of round `round` of `table` and of the day's search, each 200.

@@ -5,30 +5,17 @@
 
 mod common;
 
-use ledger::days::DayRule;
 use ledger::tier::retention::Removal;
 use schemas::api::ApiError;
-use schemas::attest::SigningKey;
 use std::sync::Arc;
 
 const SURV: &str = "surveillance-token-000000000001";
-const DAYS: [&str; 2] = ["2026-11-24", "2026-11-25"];
+use common::{tier_rule as rule, TIER_DAYS as DAYS};
 const DAY_NS: i64 = 86_400 * 1_000_000_000;
 
-fn rule() -> DayRule {
-    DayRule::new("06:00", "UTC").unwrap()
-}
-
-/// Two tables playing `rounds` rounds each from ten minutes before the first day's end,
-/// appended as ingest would; both days sealed.
+/// Two tables, both days sealed (`common::seed_two_days`).
 fn seed(ledger: &ledger::Ledger, rounds: u64) {
-    let start = rule().bounds(DAYS[0]).unwrap().ends_at_ns - 600_000_000_000;
-    common::play_floor(ledger, simulator::FaultPlan::none(), start, rounds, 64);
-    let key = SigningKey::derive_for_simulation("house-seal");
-    for day in DAYS {
-        let end = rule().bounds(day).unwrap().ends_at_ns;
-        ledger.seal_day(&rule(), day, &key, end).unwrap();
-    }
+    common::seed_two_days(ledger, rounds, simulator::FaultPlan::none());
 }
 
 /// `GET path` with the surveillance token: status and body.

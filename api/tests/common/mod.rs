@@ -1,4 +1,5 @@
-//! Test setup shared by the API's integration tests.
+//! Test setup shared by the API's integration tests. Each test binary uses part of it.
+#![allow(dead_code)]
 
 /// Two simulated tables from `start_ns`, `rounds` rounds each under `plan`, appended to
 /// `ledger` as ingest would (`chunk` messages a call) and flushed. The simulator's admin
@@ -98,4 +99,25 @@ pub async fn get_bytes(
         .await
         .unwrap();
     (status, body.to_vec())
+}
+
+/// The two gaming days the archive tests seal: 06:00 to 06:00 UTC.
+pub const TIER_DAYS: [&str; 2] = ["2026-11-24", "2026-11-25"];
+
+/// The archive tests' gaming day rule.
+pub fn tier_rule() -> ledger::days::DayRule {
+    ledger::days::DayRule::new("06:00", "UTC").unwrap()
+}
+
+/// Two tables playing `rounds` rounds each from ten minutes before the first day's end,
+/// appended as ingest would, with `faults`; both `TIER_DAYS` sealed.
+pub fn seed_two_days(ledger: &ledger::Ledger, rounds: u64, faults: simulator::FaultPlan) {
+    let rule = tier_rule();
+    let start = rule.bounds(TIER_DAYS[0]).unwrap().ends_at_ns - 600_000_000_000;
+    play_floor(ledger, faults, start, rounds, 64);
+    let key = schemas::attest::SigningKey::derive_for_simulation("house-seal");
+    for day in TIER_DAYS {
+        let end = rule.bounds(day).unwrap().ends_at_ns;
+        ledger.seal_day(&rule, day, &key, end).unwrap();
+    }
 }
