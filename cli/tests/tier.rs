@@ -96,19 +96,6 @@ fn sealed_ledger(tmp: &Path, tables: &str, rounds: &str) -> (std::path::PathBuf,
     (dir, days)
 }
 
-/// The simulated admin's key file, which a seeded ledger trusts.
-fn admin_key(tmp: &Path) -> std::path::PathBuf {
-    let admin = tmp.join("admin.key");
-    let secret = blake3::derive_key(
-        "roundledger/simulated-key/v1",
-        b"roundledger simulated admin",
-    );
-    std::fs::write(&admin, hex::encode(secret)).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&admin, std::fs::Permissions::from_mode(0o600)).unwrap();
-    admin
-}
-
 #[test]
 fn an_archived_day_reads_as_before_and_retention_keeps_its_seal() {
     let tmp = tempfile::tempdir().unwrap();
@@ -156,7 +143,7 @@ fn an_archived_day_reads_as_before_and_retention_keeps_its_seal() {
     same(&readings(d, &table, &days[0], &bundle), &before);
 
     // Retention: the seeded ledger trusts the simulated admin key.
-    let admin = admin_key(tmp.path());
+    let admin = common::simulated_admin_key(tmp.path());
     let remove = |retention: &str| {
         let a = admin.to_str().unwrap();
         roundledger(&[
@@ -289,7 +276,7 @@ fn the_archive_ages_come_from_the_settings_file() {
             .count(),
         3
     );
-    let admin = admin_key(tmp.path());
+    let admin = common::simulated_admin_key(tmp.path());
     let a = admin.to_str().unwrap();
     let remove = [
         "archive",

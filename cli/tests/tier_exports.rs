@@ -123,19 +123,6 @@ fn split_ledger(tmp: &Path) -> Split {
     Split { dir, days }
 }
 
-/// The simulated admin's key file, which a seeded ledger trusts.
-fn admin_key(tmp: &Path) -> PathBuf {
-    let admin = tmp.join("admin.key");
-    let secret = blake3::derive_key(
-        "roundledger/simulated-key/v1",
-        b"roundledger simulated admin",
-    );
-    std::fs::write(&admin, hex::encode(secret)).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&admin, std::fs::Permissions::from_mode(0o600)).unwrap();
-    admin
-}
-
 /// The first table, and a round range of it that lies wholly after `day`'s sealed head.
 fn rounds_after(dir: &Path, day: &str) -> (String, String) {
     let l = ledger::Ledger::open(dir).unwrap();
@@ -241,7 +228,7 @@ fn archived_days_export_as_before_and_keep_their_digest() {
 
 /// Removes `day` by retention with the simulated admin's key: exit 0.
 fn remove(tmp: &Path, d: &str, day: &str) {
-    let admin = admin_key(tmp);
+    let admin = common::simulated_admin_key(tmp);
     let a = admin.to_str().unwrap();
     let args = ["archive", "remove", "--ledger", d, "--day", day];
     run(

@@ -21,3 +21,16 @@ pub fn roundledger(args: &[&str]) -> Output {
     );
     out
 }
+
+/// Writes the simulated admin's key file (mode 0600) into `dir`: a seeded ledger trusts it.
+pub fn simulated_admin_key(dir: &std::path::Path) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let admin = dir.join("admin.key");
+    let secret = blake3::derive_key(
+        "roundledger/simulated-key/v1",
+        b"roundledger simulated admin",
+    );
+    std::fs::write(&admin, hex::encode(secret)).unwrap();
+    std::fs::set_permissions(&admin, std::fs::Permissions::from_mode(0o600)).unwrap();
+    admin
+}
