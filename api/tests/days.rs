@@ -1,6 +1,8 @@
 //! Sealed gaming days through the API: the list, one day with its seal, refusals of a
 //! bad or unsealed day, every reader role, and the OpenAPI document naming both paths.
 
+mod common;
+
 use api::auth::{AccessConfig, TokenConfig};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
@@ -142,14 +144,7 @@ async fn readers_list_sealed_days_and_read_one_seal() {
         let (s, body) = get(&app, bad, token).await;
         assert_eq!(s, StatusCode::BAD_REQUEST, "{bad} {body}");
     }
-    let req = Request::get("/openapi.json").body(Body::empty()).unwrap();
-    let res = app.clone().oneshot(req).await.unwrap();
-    let doc: Value = serde_json::from_slice(
-        &axum::body::to_bytes(res.into_body(), 1 << 24)
-            .await
-            .unwrap(),
-    )
-    .unwrap();
+    let doc = common::openapi(&app).await;
     assert!(doc["paths"]["/v1/days"]["get"].is_object());
     assert!(doc["paths"]["/v1/days/{day}"]["get"].is_object());
 }

@@ -5,13 +5,11 @@
 
 mod common;
 
-use axum::body::Body;
-use axum::http::{Request, StatusCode};
+use axum::http::StatusCode;
 use ledger::tier::retention::Removal;
 use schemas::api::ApiError;
 use serde_json::Value;
 use std::sync::Arc;
-use tower::ServiceExt;
 
 const SURV: &str = "surveillance-token-000000000001";
 use common::{tier_rule as rule, TIER_DAYS as DAYS};
@@ -126,14 +124,7 @@ async fn archived_rounds_read_as_before_and_removed_ones_are_gone() {
     assert_eq!(a, b, "round 28 from a model built after the removal");
     let (s, body) = get(&fresh, &format!("/v1/tables/{table}/rounds/2")).await;
     assert_eq!(s, StatusCode::GONE, "{}", String::from_utf8_lossy(&body));
-    let req = Request::get("/openapi.json").body(Body::empty()).unwrap();
-    let res = app.clone().oneshot(req).await.unwrap();
-    let doc: Value = serde_json::from_slice(
-        &axum::body::to_bytes(res.into_body(), 1 << 24)
-            .await
-            .unwrap(),
-    )
-    .unwrap();
+    let doc = common::openapi(&app).await;
     let detail = &doc["paths"]["/v1/tables/{table}/rounds/{round}"]["get"]["responses"];
     let gone = detail["410"]["description"].as_str().unwrap_or_default();
     assert!(gone.contains("removed by retention"), "{detail}");

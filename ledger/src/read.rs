@@ -6,9 +6,7 @@ use crate::store::{KvIter, Space, Store};
 use crate::tier::removed::RemovedRange;
 use crate::types::{decode_held, Held};
 use crate::{Error, Ledger, State, StoredEvent};
-use proofs::export::{
-    ExportEvent, ExportHeader, ExportSummary, ExportTable, EXPORT_FORMAT, EXPORT_VERSION,
-};
+use proofs::export::{ExportHeader, ExportSummary, ExportTable, EXPORT_FORMAT, EXPORT_VERSION};
 use schemas::{ChainHead, Hash32, RoundId, Seq, TableId, GENESIS};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
@@ -1038,14 +1036,7 @@ impl Ledger {
             if let Some(r) = &mut receipt {
                 *r = proofs::digest::receipt_next(r, e.stream_seq, e.received_at_ns);
             }
-            let line = ExportEvent {
-                table: t.table.clone(),
-                seq: e.seq.0,
-                hash: e.hash,
-                stream_seq: e.stream_seq,
-                received_at_ns: e.received_at_ns,
-                bytes: hex::encode(&e.bytes),
-            };
+            let line = crate::store::tier_ref::export_line(&t.table, &e);
             let line = serde_json::to_string(&line).map_err(|e| Error::Export(e.to_string()))?;
             writeln!(w, "{line}")?;
         }

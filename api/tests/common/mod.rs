@@ -121,3 +121,10 @@ pub fn seed_two_days(ledger: &ledger::Ledger, rounds: u64, faults: simulator::Fa
         ledger.seal_day(&rule, day, &key, end).unwrap();
     }
 }
+
+/// The server's OpenAPI document (open to all), parsed.
+pub async fn openapi(app: &axum::Router) -> serde_json::Value {
+    let (status, body) = get_bytes(app, "/openapi.json", "").await;
+    assert_eq!(status, axum::http::StatusCode::OK);
+    serde_json::from_slice(&body).unwrap()
+}

@@ -3,7 +3,7 @@
 
 use crate::StoredEvent;
 use schemas::attest::{PublicKey, Signature, SigningKey};
-use schemas::{Hash32, Seq, TableId};
+use schemas::{Seq, TableId};
 use serde::{Deserialize, Serialize};
 
 /// First byte of a tier pointer. Value-log pointers start with `valuelog::POINTER_TAG`,
@@ -154,57 +154,41 @@ impl Removal {
     }
 }
 
-/// One kept event, as the ledger stored it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct KeptEvent {
-    /// The event's table.
-    pub table: TableId,
-    /// Its seq in the table's chain.
-    pub seq: u64,
-    /// Its chain hash, checked against its bytes by `verify`.
-    pub hash: Hash32,
-    /// The JetStream stream sequence it arrived with.
-    pub stream_seq: u64,
-    /// When ingest received it, UTC ns.
-    pub received_at_ns: i64,
-    /// The exact bytes, lowercase hex.
-    pub bytes: String,
+/// One kept event, as the ledger stored it: the line an export writes for it.
+pub type KeptEvent = proofs::export::ExportEvent;
+
+/// A stored event as an export line (and a kept event): exact bytes in hex.
+pub fn export_line(table: &TableId, e: &StoredEvent) -> KeptEvent {
+    KeptEvent {
+        table: table.clone(),
+        seq: e.seq.0,
+        hash: e.hash,
+        stream_seq: e.stream_seq,
+        received_at_ns: e.received_at_ns,
+        bytes: hex::encode(&e.bytes),
+    }
 }
 
-impl KeptEvent {
-    pub(crate) fn of(table: &TableId, e: &StoredEvent) -> KeptEvent {
-        KeptEvent {
-            table: table.clone(),
-            seq: e.seq.0,
-            hash: e.hash,
-            stream_seq: e.stream_seq,
-            received_at_ns: e.received_at_ns,
-            bytes: hex::encode(&e.bytes),
-        }
+/// A kept event stored again; `Err` when its bytes do not decode or do not hash to it.
+pub fn kept_stored(k: &KeptEvent) -> Result<StoredEvent, String> {
+    let bytes = hex::decode(&k.bytes).map_err(|e| format!("not hex: {e}"))?;
+    let (event, _) = schemas::codec::decode(&bytes).map_err(|e| e.to_string())?;
+    let ok = event.table == k.table
+        && event.seq.0 == k.seq
+        && schemas::event_hash(&event.prev, &bytes) == k.hash;
+    if !ok {
+        return Err(format!(
+            "table {} seq {}: its bytes are not the kept event",
+            k.table, k.seq
+        ));
     }
-
-    /// The stored event again; `Err` when its bytes do not decode or do not hash to it.
-    pub fn stored(&self) -> Result<StoredEvent, String> {
-        let bytes = hex::decode(&self.bytes).map_err(|e| format!("not hex: {e}"))?;
-        let (event, _) = schemas::codec::decode(&bytes).map_err(|e| e.to_string())?;
-        let ok = event.table == self.table
-            && event.seq.0 == self.seq
-            && schemas::event_hash(&event.prev, &bytes) == self.hash;
-        if !ok {
-            return Err(format!(
-                "table {} seq {}: its bytes are not the kept event",
-                self.table, self.seq
-            ));
-        }
-        Ok(StoredEvent {
-            seq: Seq(self.seq),
-            hash: self.hash,
-            stream_seq: self.stream_seq,
-            received_at_ns: self.received_at_ns,
-            occurred_at_ns: event.occurred_at_ns,
-            round: event.round,
-            bytes,
-        })
-    }
+    Ok(StoredEvent {
+        seq: Seq(k.seq),
+        hash: k.hash,
+        stream_seq: k.stream_seq,
+        received_at_ns: k.received_at_ns,
+        occurred_at_ns: event.occurred_at_ns,
+        round: event.round,
+        bytes,
+    })
 }

@@ -6,7 +6,7 @@
 //! its config and its bundle still cites its config and enrollment. `stored_event` finds
 //! them where the day's records are gone. `verify` checks each one's hash from its bytes.
 
-pub use crate::store::tier_ref::KeptEvent;
+pub use crate::store::tier_ref::{export_line, kept_stored, KeptEvent};
 
 use super::TierEntry;
 use crate::{Error, Ledger, StoredEvent};
@@ -40,7 +40,7 @@ impl Ledger {
                     continue;
                 };
                 if let Some(s) = slot(e.seq.0, &event.body, event.round) {
-                    slots.insert(s, KeptEvent::of(&t.table, &e));
+                    slots.insert(s, export_line(&t.table, &e));
                 }
             }
             out.extend(slots.into_values());
@@ -70,7 +70,7 @@ impl Ledger {
             .iter()
             .find(|k| &k.table == table && k.seq == seq);
         found
-            .map(|k| k.stored().map_err(|e| crate::record::corrupt(&e)))
+            .map(|k| kept_stored(k).map_err(|e| crate::record::corrupt(&e)))
             .transpose()
     }
 
@@ -80,7 +80,7 @@ impl Ledger {
         let kept = entry.map(|e| e.kept).unwrap_or_default();
         kept.iter()
             .filter(|k| &k.table == table)
-            .map(|k| k.stored().map_err(|e| crate::record::corrupt(&e)))
+            .map(|k| kept_stored(k).map_err(|e| crate::record::corrupt(&e)))
             .collect()
     }
 }

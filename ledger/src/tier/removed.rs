@@ -152,7 +152,7 @@ fn removed_day(
         let inside = seal
             .table(&k.table)
             .is_some_and(|t| t.events > 0 && (t.first_seq.0..=t.last_seq.0).contains(&k.seq));
-        if let Err(e) = k.stored() {
+        if let Err(e) = crate::store::tier_ref::kept_stored(k) {
             return unproven(entry, format!("a kept event: {e}"));
         }
         if !inside {
