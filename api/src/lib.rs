@@ -19,7 +19,7 @@
 //! - sled and file I/O run on the blocking pool (`spawn_blocking`), never on an async
 //!   runtime thread.
 //! - Every list is paged and capped (`LIST_LIMIT_MAX`, `AUDIT_LIMIT_MAX`); every body type is
-//!   defined in `schemas::api` (STYLE 6).
+//!   defined in `schemas::api` (docs/STYLE.md, wire types once).
 //! - Every `/v1/` error is a JSON `ApiError`; the query parameters the server accepts are
 //!   the ones `/openapi.json` states, with the same limits (`edge`, `openapi`).
 //! - Round reports are recomputed from the stored bytes on each request (`rounds`); lists

@@ -1,4 +1,4 @@
-//! Determinism (DESIGN invariant 7, STYLE 18): the same events give byte-identical reports
+//! Determinism (docs/DESIGN.md, replay is a pure fold): the same events give byte-identical reports
 //! twice in this process and once more in a fresh process (this test binary re-run with
 //! `REPLAYER_DETERMINISM_OUT` set, which writes its output to that file).
 

@@ -1,11 +1,11 @@
-//! Golden tests (STYLE 17): tests/golden/<name>.events.jsonl (a table chain, one JSON event
-//! per line) beside <name>.report.json (the expected reports, pretty JSON). `check_all`
-//! replays every scenario and compares byte for byte. `BLESS=1` rewrites both files: the
-//! events from the scenario code below (the scenarios are written here so that each one
-//! reads as what happens at the table), the reports from the replay. A blessed report is
+//! Golden tests (docs/STYLE.md, golden tests): tests/golden/<name>.events.jsonl (a table chain,
+//! one JSON event per line) beside <name>.report.json (the expected reports, pretty JSON).
+//! `check_all` replays every scenario and compares byte for byte. `BLESS=1` rewrites both
+//! files: the events from the scenario code below (the scenarios are written here so that each
+//! one reads as what happens at the table), the reports from the replay. A blessed report is
 //! reviewed by hand before it is committed: the clean scenarios carry the payouts of
-//! ../shared/seeds/EXAMPLES.md (computed independently of our rules engine), so a clean
-//! verdict there means the engine and the replayer agree with the worked examples.
+//! ../shared/seeds/EXAMPLES.md (computed independently of our rules engine), so a clean verdict
+//! there means the engine and the replayer agree with the worked examples.
 
 use replayer::{read_jsonl, replay_table, reports_json};
 use schemas::chain::{deck_commitment, event_hash};

@@ -1,7 +1,7 @@
-//! Seeded random rounds from the simulator (STYLE 18): every fault the simulator injects
-//! is found with the canonical code of `schemas::findings`, and every round without an
-//! injected fault is clean. The seed is printed on failure; `REPLAYER_SEED=<n>` replays
-//! one seed, `REPLAYER_SEEDS=<n>` runs more.
+//! Seeded random rounds from the simulator (docs/STYLE.md, determinism is tested): every fault
+//! the simulator injects is found with the canonical code of `schemas::findings`, and every
+//! round without an injected fault is clean. The seed is printed on failure;
+//! `REPLAYER_SEED=<n>` replays one seed, `REPLAYER_SEEDS=<n>` runs more.
 
 use replayer::TableReplayer;
 use schemas::findings::{lookup, FindingKind};

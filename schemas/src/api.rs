@@ -1,7 +1,7 @@
-//! The bodies of the HTTP API of `roundledger serve` (crate `api`): what the web UI, the
-//! CLI's `--server` mode and any other client read and send. They cross a process boundary
-//! and so are defined once, here (STYLE 6), and versioned by `API_VERSION` (the `/v1/`
-//! prefix of every path).
+//! The bodies of the HTTP API of `roundledger serve` (crate `api`): what the web UI, the CLI's
+//! `--server` mode and any other client read and send. They cross a process boundary and so are
+//! defined once, here (docs/STYLE.md, wire types once), and versioned by `API_VERSION` (the
+//! `/v1/` prefix of every path).
 //!
 //! Invariants: every list is a page (`offset`, `limit`, `total`) whose `limit` the server
 //! caps; times are UTC nanoseconds (`*_ns`); money is integer minor units; finding codes

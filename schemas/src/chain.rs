@@ -1,6 +1,6 @@
-//! The hash chain: a pure function over the exact bytes received, never a
-//! re-serialisation (DESIGN invariant 2). Anyone can verify an export with this module,
-//! or from the spec in schemas/README.md in any language.
+//! The hash chain: a pure function over the exact bytes received, never a re-serialisation
+//! (docs/DESIGN.md, stored bytes are received bytes). Anyone can verify an export with this
+//! module, or from the spec in schemas/README.md in any language.
 //!
 //! `hash(event) = BLAKE3( "roundledger/event/v1" || prev_hash (32 bytes) || event bytes )`
 //!

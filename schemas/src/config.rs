@@ -1,6 +1,6 @@
-//! A table's configuration as the table announces it when it opens: the rule set and
-//! version in force, limits, pay tables, jackpot pool. A round is judged by the
-//! configuration in force when it was played (DESIGN invariant 7), so this travels in the
+//! A table's configuration as the table announces it when it opens: the rule set and version in
+//! force, limits, pay tables, jackpot pool. A round is judged by the configuration in force
+//! when it was played (docs/DESIGN.md, replay is a pure fold), so this travels in the
 //! `TableOpened` event, never in code or a config file of the replayer.
 
 use crate::ids::{Money, PoolId};

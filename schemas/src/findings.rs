@@ -1,10 +1,10 @@
 //! The canonical finding codes: what the replayer can find wrong in a round, and for each
 //! rule set the clause it breaks and the stable code string that cites it.
 //!
-//! A code is `<RULESET>-<clause>-<kebab-description>`, e.g. `CSP6-5.9-burn-card-missing`.
-//! Codes are stored and audited for years (STYLE 14), so they are written out literally in
-//! `TABLE` below, never assembled from Rust names: renaming a variant never changes a code.
-//! A test checks every row's format and that no code is used twice.
+//! A code is `<RULESET>-<clause>-<kebab-description>`, e.g. `CSP6-5.9-burn-card-missing`. Codes
+//! are stored and audited for years (docs/STYLE.md, stable codes are ours), so they are written
+//! out literally in `TABLE` below, never assembled from Rust names: renaming a variant never
+//! changes a code. A test checks every row's format and that no code is used twice.
 //!
 //! Clause numbers differ per rule set. Where a rule set is silent on a kind, the row cites
 //! the closest clause of that rule set or the RULES-NOTES point the project reads it by

@@ -1,6 +1,6 @@
-//! A table device's outbox: every event it published, kept until the ledger says it is
-//! durable (DESIGN invariant 4). JetStream's publish ack is not enough (it may ack before
-//! its own disk write, and a stream can lose messages); the ledger's durable head
+//! A table device's outbox: every event it published, kept until the ledger says it is durable
+//! (docs/DESIGN.md, durable before acknowledged). JetStream's publish ack is not enough (it may
+//! ack before its own disk write, and a stream can lose messages); the ledger's durable head
 //! (`ledger.<table>.head`, published by ingest after each flush) is. Events at or below the
 //! head are trimmed; whatever stays too long is republished, and the ledger recognises a
 //! republished event by (table, seq, hash) for ever, so it is never stored twice.
