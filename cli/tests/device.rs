@@ -4,8 +4,9 @@
 //! Then `roundledger conform` names each seeded departure from the round grammar: live
 //! on the bus for a missing shuffle, from the device's files for the rest.
 //!
-//! Needs python3 with `blake3` and `pynacl` (scripts/setup.sh installs them). Without them
-//! the test says SKIPPED on stderr and passes, unless ROUNDLEDGER_REQUIRE_PYTHON is set.
+//! Needs python3 with `blake3` and `pynacl` (`scripts/setup.sh --tests` installs them).
+//! Without them the test says SKIPPED on stderr and passes, unless ROUNDLEDGER_REQUIRE_PYTHON
+//! is set.
 //! Waits are bounded (`WAIT`); nothing here asserts on time.
 
 mod common;
@@ -37,7 +38,7 @@ fn python_ready() -> bool {
             std::env::var_os("ROUNDLEDGER_REQUIRE_PYTHON").is_none(),
             "python3 with blake3 and pynacl is required (ROUNDLEDGER_REQUIRE_PYTHON)"
         );
-        eprintln!("SKIPPED: python3 with blake3 and pynacl not found (scripts/setup.sh)");
+        eprintln!("SKIPPED: python3 with blake3 and pynacl not found (scripts/setup.sh --tests)");
     }
     ok
 }
