@@ -29,6 +29,9 @@ for crate in rules replayer; do
 done
 echo "rules and replayer depend on none of tokio, sled, async-nats, axum"
 
+echo "== module loops: no crate's modules import each other in a circle"
+python3 scripts/module-loops.py
+
 echo "== dependencies: licenses, sources, bans (DEPENDENCIES.md)"
 python3 scripts/deps-check.py
 

@@ -490,7 +490,7 @@ impl Ledger {
         if let Some(entry) = self.tier_entry(day)? {
             if entry.state == crate::tier::TierState::Removed {
                 v.removed_by_retention = true;
-                if let Some(p) = crate::tier::retention::entry_problem(&entry, &seal) {
+                if let Some(p) = crate::tier::removed::entry_problem(&entry, &seal) {
                     v.problems.push(problem(p));
                 }
                 return Ok(v);

@@ -6,8 +6,8 @@
 //! its act signed by a trusted admin key and naming its day's seal, and every removed day
 //! journaled exactly once. An altered, reordered or missing line is named by its number.
 
-use super::retention::Removal;
 use super::{TierEntry, TierState};
+use crate::store::tier_ref::Removal;
 use crate::store::{Space, Store};
 use crate::Error;
 use serde::{Deserialize, Serialize};
@@ -17,8 +17,10 @@ use std::path::Path;
 
 /// The journal's file name, in the archive directory.
 pub const JOURNAL: &str = "removals.jsonl";
-/// Most lines a journal holds: a century of gaming days.
-pub const LINES_MAX: u64 = super::removed::REMOVED_DAYS_MAX as u64;
+/// Most removed days `verify` holds in memory: a century of gaming days.
+pub const REMOVED_DAYS_MAX: usize = 36_600;
+/// Most lines a journal holds: one per removed day.
+pub const LINES_MAX: u64 = REMOVED_DAYS_MAX as u64;
 /// Longest line: an act is a few hundred bytes.
 pub const LINE_BYTES_MAX: usize = 4_096;
 const FIRST_PREV: &str = "0000000000000000000000000000000000000000000000000000000000000000";

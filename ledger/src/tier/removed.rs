@@ -12,8 +12,7 @@ use schemas::seal::DaySeal;
 use schemas::{Hash32, TableId};
 use std::collections::BTreeMap;
 
-/// Most removed days `verify` holds in memory: a century of gaming days.
-pub const REMOVED_DAYS_MAX: usize = 36_600;
+pub use super::journal::REMOVED_DAYS_MAX;
 
 /// One table's records of one removed day.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -138,7 +137,7 @@ fn removed_day(
     if entry.seal_digest != seal.digest().to_string() {
         return unproven(entry, "its tier entry names another seal".into());
     }
-    if let Some(p) = super::retention::entry_problem(entry, seal) {
+    if let Some(p) = entry_problem(entry, seal) {
         return unproven(entry, p);
     }
     let signer = entry.removal.as_ref().and_then(|r| r.signer());
@@ -178,4 +177,18 @@ fn removed_day(
         })
         .collect();
     day
+}
+
+/// What is wrong with a removed day's entry against its seal, if anything: the act must
+/// name the seal and verify under its admin key.
+pub fn entry_problem(entry: &TierEntry, seal: &schemas::seal::DaySeal) -> Option<String> {
+    let Some(r) = &entry.removal else {
+        return Some("removed by retention without a signed act".into());
+    };
+    if r.seal_digest != seal.digest().to_string() || r.day != seal.day {
+        return Some("the removal act names another seal".into());
+    }
+    r.signer()
+        .is_none()
+        .then(|| "the removal act's signature does not verify".into())
 }

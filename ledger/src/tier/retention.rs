@@ -133,17 +133,3 @@ impl Ledger {
         Ok(path.exists() && hash_file(&path)? == entry.file_blake3)
     }
 }
-
-/// What is wrong with a removed day's entry against its seal, if anything: the act must
-/// name the seal and verify under its admin key.
-pub fn entry_problem(entry: &TierEntry, seal: &schemas::seal::DaySeal) -> Option<String> {
-    let Some(r) = &entry.removal else {
-        return Some("removed by retention without a signed act".into());
-    };
-    if r.seal_digest != seal.digest().to_string() || r.day != seal.day {
-        return Some("the removal act names another seal".into());
-    }
-    r.signer()
-        .is_none()
-        .then(|| "the removal act's signature does not verify".into())
-}
