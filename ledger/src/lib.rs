@@ -46,6 +46,7 @@ pub mod config;
 pub mod copies;
 pub mod days;
 pub mod digest;
+#[cfg(feature = "faulty")]
 pub mod faulty;
 pub mod fence;
 pub mod held_check;
