@@ -34,6 +34,7 @@ impl BusArgs {
 }
 
 /// How simulated table devices connect: one credentials file per table.
+#[cfg(feature = "devtools")]
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct DeviceBusArgs {
     /// A directory with each table's device credentials as `<table>.json`.
@@ -44,6 +45,7 @@ pub struct DeviceBusArgs {
     pub nats_ca: Option<PathBuf>,
 }
 
+#[cfg(feature = "devtools")]
 impl DeviceBusArgs {
     pub fn access(&self) -> simulator::DeviceAccess {
         simulator::DeviceAccess {

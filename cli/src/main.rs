@@ -7,9 +7,13 @@
 
 mod args;
 mod audit;
+#[cfg(feature = "devtools")]
 mod bench_api;
+#[cfg(feature = "devtools")]
 mod bench_history;
+#[cfg(feature = "devtools")]
 mod bench_ingest;
+#[cfg(feature = "devtools")]
 mod bench_publish;
 mod bus;
 mod client;
@@ -17,7 +21,9 @@ mod conform;
 mod count;
 mod day;
 mod dayfile;
+#[cfg(feature = "devtools")]
 mod demo;
+#[cfg(feature = "devtools")]
 mod demo_finance;
 mod digest;
 mod evidence;
@@ -31,11 +37,13 @@ mod replay;
 mod report;
 mod resync;
 mod runtime;
+#[cfg(feature = "devtools")]
 mod seed;
 mod serve;
 mod settings;
 mod settle;
 mod show;
+#[cfg(feature = "devtools")]
 mod simulate;
 mod source;
 mod summary;
@@ -75,6 +83,7 @@ enum Command {
     /// Run the server: ingest from NATS JetStream into the ledger (owns the ledger directory).
     Serve(serve::Args),
     /// Simulate tables: play rounds of the five games and publish them over NATS.
+    #[cfg(feature = "devtools")]
     Simulate(simulate::Args),
     /// Replay one round: timeline, settlement (expected vs recorded), findings.
     Replay(replay::Args),
@@ -94,6 +103,7 @@ enum Command {
     /// Settle rounds described as JSON (pay calculator): one round, or NDJSON with --ndjson.
     Settle(settle::Args),
     /// The demo: a local nats-server, simulated tables, the ledger, then an audit.
+    #[cfg(feature = "devtools")]
     Demo(demo::Args),
     /// Export one round as a self-verifying evidence bundle (schemas/BUNDLE.md).
     Evidence(evidence::Args),
@@ -102,8 +112,10 @@ enum Command {
     /// Write a server access configuration with one fresh token per role.
     Tokens(tokens::Args),
     /// Play a simulated floor straight into a ledger directory (no NATS).
+    #[cfg(feature = "devtools")]
     Seed(seed::Args),
     /// Time the API's round fetch and replay (p50/p99) on a ledger directory.
+    #[cfg(feature = "devtools")]
     BenchApi(bench_api::Args),
     /// The server's read model: `readmodel rebuild|check --ledger DIR`.
     Readmodel(readmodel::Args),
@@ -112,10 +124,13 @@ enum Command {
     Report(report::Args),
     /// What a long history costs: serve start and RSS, lookups and bundles of old and new
     /// rounds, bytes per event (builds the ledger with `seed` when missing).
+    #[cfg(feature = "devtools")]
     BenchHistory(bench_history::Args),
     /// Measure ingest against a raw JetStream consumer over the same messages.
+    #[cfg(feature = "devtools")]
     BenchIngest(bench_ingest::Args),
     /// What JetStream's `sync_interval` costs a publisher: throughput and ack latency.
+    #[cfg(feature = "devtools")]
     BenchPublish(bench_publish::Args),
     /// Each bet kind's house edge through the rules engine (rules/RULES.md).
     HouseEdge(house_edge::Args),
@@ -142,17 +157,17 @@ impl Command {
     /// Commands that print and exit, as opposed to servers and long runs, which must
     /// outlive a closed socket.
     fn prints_then_exits(&self) -> bool {
-        !matches!(
-            self,
-            Command::Serve(_)
-                | Command::Simulate(_)
-                | Command::Demo(_)
-                | Command::BenchApi(_)
-                | Command::BenchHistory(_)
-                | Command::BenchIngest(_)
-                | Command::BenchPublish(_)
-                | Command::HouseEdge(_)
-        )
+        match self {
+            Command::Serve(_) | Command::HouseEdge(_) => false,
+            #[cfg(feature = "devtools")]
+            Command::Simulate(_)
+            | Command::Demo(_)
+            | Command::BenchApi(_)
+            | Command::BenchHistory(_)
+            | Command::BenchIngest(_)
+            | Command::BenchPublish(_) => false,
+            _ => true,
+        }
     }
 }
 
@@ -180,6 +195,7 @@ fn main() -> ExitCode {
     init_tracing(&cli.command);
     let result = match cli.command {
         Command::Serve(a) => serve::run(a),
+        #[cfg(feature = "devtools")]
         Command::Simulate(a) => simulate::run(a),
         Command::Replay(a) => replay::run(a),
         Command::Verify(a) => verify::run(a),
@@ -189,14 +205,20 @@ fn main() -> ExitCode {
         Command::Export(a) => export::run(a),
         Command::Quarantine(a) => quarantine::run(a),
         Command::Settle(a) => settle::run(a),
+        #[cfg(feature = "devtools")]
         Command::Demo(a) => demo::run(a),
         Command::Evidence(a) => evidence::run(a),
         Command::VerifyBundle(a) => evidence::verify(a),
         Command::Tokens(a) => tokens::run(a),
+        #[cfg(feature = "devtools")]
         Command::Seed(a) => seed::run(a),
+        #[cfg(feature = "devtools")]
         Command::BenchApi(a) => bench_api::run(a),
+        #[cfg(feature = "devtools")]
         Command::BenchHistory(a) => bench_history::run(a),
+        #[cfg(feature = "devtools")]
         Command::BenchIngest(a) => bench_ingest::run(a),
+        #[cfg(feature = "devtools")]
         Command::BenchPublish(a) => bench_publish::run(a),
         Command::HouseEdge(a) => house_edge::run(a),
         Command::Readmodel(a) => readmodel::run(a),

@@ -34,6 +34,7 @@
 
 pub mod alerts;
 pub mod archiver;
+#[cfg(feature = "bench")]
 mod bench;
 pub mod health;
 pub mod metrics;
@@ -42,6 +43,7 @@ pub mod sealer;
 pub mod stuck;
 mod writer;
 
+#[cfg(feature = "bench")]
 pub use bench::{bench_ingest, bench_tables, BenchBus, BenchReport};
 pub use pipeline::{
     consumer_config, ensure_consumer, ensure_stream, ensure_stream_replicated, run, servers,
