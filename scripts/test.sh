@@ -18,6 +18,8 @@ cargo fmt --all --check
 
 echo "== cargo clippy (warnings are errors)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "== the deployed binary: no demo, simulator or benches (--no-default-features)"
+cargo clippy -p roundledger --no-default-features --locked -- -D warnings
 
 echo "== purity gate: rules and replayer do no I/O"
 for crate in rules replayer; do
