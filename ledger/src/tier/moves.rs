@@ -204,6 +204,16 @@ impl Ledger {
         if plan.records.len() > DAY_RECORDS_MAX {
             return Err(tier_err(day, "more records than one move may repoint"));
         }
+        let sealed_events: u64 = seal.tables.iter().map(|t| t.events).sum();
+        assert!(
+            plan.events <= sealed_events,
+            "tier move: a plan repoints at most the day's sealed events"
+        );
+        assert_eq!(
+            plan_count(&plan),
+            plan.events,
+            "tier move: the records' event counts add up to the plan's events"
+        );
         Ok(plan)
     }
 
@@ -230,6 +240,10 @@ impl Ledger {
                 plan.straddling += 1;
                 continue;
             }
+            assert!(
+                first.seq <= last.seq,
+                "tier move: a record's events run in seq order"
+            );
             let at = (first.seq.0 - t.first_seq.0) as usize;
             let rebuilt = events.get(at..at + rec.len()).map(encode_record);
             if rebuilt.as_deref() != Some(v.as_slice()) {
@@ -250,6 +264,15 @@ impl Ledger {
     /// then a flush. Before it the day is hot; after it, archived; never both or neither.
     pub fn archive_commit(&self, plan: &ArchivePlan) -> Result<TierEntry, Error> {
         let day = plan.file.day.as_str();
+        assert!(
+            plan.records.len() <= DAY_RECORDS_MAX,
+            "tier move: a commit repoints at most DAY_RECORDS_MAX records"
+        );
+        assert_eq!(
+            plan_count(plan),
+            plan.events,
+            "tier move: the records' event counts add up to the plan's events"
+        );
         let _appends = self.lock();
         if self.tier_entry(day)?.is_some() {
             return Err(tier_err(day, "already in the archive tier"));
@@ -278,6 +301,10 @@ impl Ledger {
         ));
         self.store.commit(ops)?;
         self.store.flush()?;
+        debug_assert!(
+            self.tier_entry(day)?.as_ref() == Some(&entry),
+            "tier move: after the commit the day is cataloged as archived"
+        );
         Ok(entry)
     }
 
@@ -297,6 +324,11 @@ impl Ledger {
         let entry = self.archive_commit(&plan)?;
         Ok((entry, plan))
     }
+}
+
+/// Events the plan's records hold, added up.
+fn plan_count(plan: &ArchivePlan) -> u64 {
+    plan.records.iter().map(|(_, n)| u64::from(*n)).sum()
 }
 
 /// BLAKE3 of a file, read in bounded chunks.
