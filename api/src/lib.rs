@@ -46,6 +46,7 @@ pub mod search;
 pub mod tls;
 pub use routes::AUDITED_URI_PART_MAX;
 pub mod serve;
+mod stream;
 mod ui;
 
 pub use routes::ApiDoc;

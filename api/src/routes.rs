@@ -7,6 +7,7 @@ use crate::limit::{Suppressed, Verdict};
 use crate::model::{IssueFilter, RoundFilter};
 use crate::params::{page, search_query, table_id, Listing, OFFSET_MAX};
 use crate::read::{blocking, error, load_round, Refusal};
+use crate::stream::body_from_writer;
 use crate::{
     rounds, AppState, ReadError, Shared, AUDIT_LIMIT_MAX, LIST_LIMIT_MAX, POOL_EVENTS_MAX,
 };
@@ -1089,27 +1090,18 @@ async fn export(
         }
     };
     let ledger = st.ledger.clone();
-    let body = blocking(move || {
-        let mut out = Vec::new();
-        // The body is built in memory: bounded for every range, round ranges included
-        // (one can cover a whole table).
-        let sel = ledger::ExportSelection {
-            table,
-            range,
-            events_max: Some(EXPORT_EVENTS_MAX),
-        };
-        match ledger.export(&sel, &mut out) {
-            Err(e @ ledger::Error::ExportTooLarge { .. }) => {
-                return Err(ReadError::TooLarge(e.to_string()))
-            }
-            Err(ledger::Error::UnknownTable(t)) => {
-                return Err(ReadError::NotFound(format!(
-                    "table {t} is not in the ledger"
-                )))
-            }
-            other => other?,
-        };
-        Ok(out)
+    let sel = ledger::ExportSelection {
+        table,
+        range,
+        events_max: Some(EXPORT_EVENTS_MAX),
+    };
+    // Streamed in bounded memory (`stream`); every refusal comes before the first byte.
+    let body = body_from_writer(move |out| match ledger.export(&sel, out) {
+        Err(e @ ledger::Error::ExportTooLarge { .. }) => Err(ReadError::TooLarge(e.to_string())),
+        Err(ledger::Error::UnknownTable(t)) => Err(ReadError::NotFound(format!(
+            "table {t} is not in the ledger"
+        ))),
+        other => other.map(|_| ()).map_err(ReadError::from),
     })
     .await?;
     Ok((
