@@ -579,9 +579,31 @@ impl RoundState {
         }
     }
 
-    /// Runs the whole-round checks, settles and judges. `closed_normally` is false when
-    /// the round was cut off (next round began, end of input) without `RoundClosed`.
-    pub(crate) fn finish(mut self) -> RoundReport {
+    /// Runs the whole-round checks, settles and judges. A failed assertion of our own code
+    /// (the rules engine's money check, the report's invariants) does not end the replay:
+    /// the round is reported with one `RL-internal-error` finding and the fold goes on.
+    pub(crate) fn finish(self) -> RoundReport {
+        let shell = ReportShell {
+            table: self.table.clone(),
+            round: self.round,
+            rule_set: self.config.as_ref().map(|c| c.rule_set),
+            first_seq: self.first_seq,
+            last_seq: self.last_seq,
+            opened_at_ns: self.opened_at_ns,
+            closed_at_ns: self.closed_at_ns,
+        };
+        // Nothing of `self` is seen after a panic: the round state is dropped with it.
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.judge_round())) {
+            Ok(report) => report,
+            Err(payload) => shell.internal_error(panic_text(payload.as_ref())),
+        }
+    }
+
+    /// `finish` without its guard. `closed` is None when the round was cut off (next
+    /// round began, end of input) without `RoundClosed`.
+    fn judge_round(mut self) -> RoundReport {
+        #[cfg(test)]
+        inject::fail_if_asked(self.round);
         let Some(config) = self.config.clone() else {
             return self.report_without_config();
         };
@@ -969,7 +991,7 @@ impl RoundState {
             disputes: Vec::new(),
             findings: vec![Finding {
                 code: crate::CONFIG_MISSING.to_string(),
-                clause: "DESIGN invariant 7".into(),
+                clause: crate::CONFIG_MISSING_CLAUSE.into(),
                 severity: schemas::report::Severity::Critical,
                 seqs: vec![self.first_seq],
                 box_no: None,
@@ -1591,5 +1613,80 @@ fn assert_report(r: &RoundReport) {
         Verdict::Clean => assert!(r.disputes.is_empty() && r.findings.is_empty()),
         Verdict::Irregular => assert!(r.disputes.is_empty() && !r.findings.is_empty()),
         Verdict::Void => {}
+    }
+}
+
+/// What a report needs when judging its round failed.
+struct ReportShell {
+    table: TableId,
+    round: RoundId,
+    rule_set: Option<RuleSet>,
+    first_seq: Seq,
+    last_seq: Seq,
+    opened_at_ns: i64,
+    closed_at_ns: Option<i64>,
+}
+
+impl ReportShell {
+    /// The report of a round whose judging failed an assertion: no settlement, one
+    /// critical finding naming the failure. The round stays visible and is counted.
+    fn internal_error(self, why: String) -> RoundReport {
+        RoundReport {
+            table: self.table,
+            round: self.round,
+            rule_set: self.rule_set,
+            first_seq: self.first_seq,
+            last_seq: self.last_seq,
+            opened_at_ns: self.opened_at_ns,
+            closed_at_ns: self.closed_at_ns,
+            verdict: Verdict::Irregular,
+            settlement: None,
+            disputes: Vec::new(),
+            findings: vec![Finding {
+                code: crate::INTERNAL_ERROR.to_string(),
+                clause: crate::INTERNAL_ERROR_CLAUSE.into(),
+                severity: schemas::report::Severity::Critical,
+                seqs: vec![self.first_seq, self.last_seq],
+                box_no: None,
+                explanation: format!(
+                    "the replayer could not judge this round: its own check failed ({why}); \
+                     the round is not settled here, report it with its events"
+                ),
+            }],
+            reconstruction: None,
+        }
+    }
+}
+
+/// The message of a panic payload (`panic!` gives a `&str` or a `String`).
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic without a message".to_string()
+    }
+}
+
+/// Test hook: makes judging one round panic, as a failed assertion would.
+#[cfg(test)]
+pub(crate) mod inject {
+    use schemas::RoundId;
+    use std::cell::Cell;
+
+    thread_local! {
+        static FAIL: Cell<Option<RoundId>> = const { Cell::new(None) };
+    }
+
+    /// Judging `round` on this thread panics from now on (None: none does).
+    pub(crate) fn fail_round(round: Option<RoundId>) {
+        FAIL.with(|f| f.set(round));
+    }
+
+    pub(super) fn fail_if_asked(round: RoundId) {
+        if FAIL.with(|f| f.get()) == Some(round) {
+            panic!("injected failure in round {}", round.0);
+        }
     }
 }
