@@ -394,6 +394,12 @@ pub fn check_bounds(input: &RoundInput) -> Result<(), SettleError> {
     // SSP4 §4.4: the system selects a betting area, occupied or not; an empty one pays
     // nobody (a note says so). Only an area the table does not have is refused.
     if let Some(lucky) = input.lucky_box {
+        if rule_table(input.game).selection.is_none() {
+            return Err(err(
+                "lucky_box",
+                format!("{} has no Lucky Player", input.game),
+            ));
+        }
         let areas = input.config.as_ref().map_or(u8::MAX, |c| c.boxes);
         if lucky.0 == 0 || lucky.0 > areas {
             let why = format!(

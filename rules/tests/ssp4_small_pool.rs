@@ -160,8 +160,18 @@ fn ssp4_4_4_a_lucky_player_on_a_box_without_a_player_wager_is_noted() {
 fn the_lucky_area_must_be_one_of_the_table() {
     let mut round = magic_card_round(0);
     round["lucky_box"] = serde_json::json!(0);
-    let input: RoundInput = serde_json::from_value(round).unwrap();
+    let input: RoundInput = serde_json::from_value(round.clone()).unwrap();
     assert_eq!(rules::check_bounds(&input).unwrap_err().field, "lucky_box");
+    // Only SSP4 has a Lucky Player (§4.4).
+    round["lucky_box"] = serde_json::json!(1);
+    round["game"] = serde_json::json!("CSP6");
+    round["boxes"][0]["bets"] = serde_json::json!({"ante":1000,"bet":2000});
+    let input: RoundInput = serde_json::from_value(round).unwrap();
+    let e = rules::check_bounds(&input).unwrap_err();
+    assert_eq!(
+        (e.field.as_str(), e.message.as_str()),
+        ("lucky_box", "CSP6 has no Lucky Player")
+    );
 }
 
 #[test]
