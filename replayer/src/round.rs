@@ -918,7 +918,7 @@ impl RoundState {
         };
         let disputes = self.disputes(settlement.as_ref(), void, &input);
         let reconstruction = self.reconstruction(&config, &input);
-        self.report_disputes(&disputes);
+        self.report_disputes(&disputes, settlement.as_ref());
         self.findings.sort_by(|a, b| {
             (a.seqs.first(), &a.code, a.box_no).cmp(&(b.seqs.first(), &b.code, b.box_no))
         });
@@ -950,8 +950,9 @@ impl RoundState {
     }
 
     /// One finding per payout that differs from the rules' net.
-    fn report_disputes(&mut self, disputes: &[Dispute]) {
+    fn report_disputes(&mut self, disputes: &[Dispute], settlement: Option<&Settlement>) {
         for d in disputes {
+            let row_clause = settlement.and_then(|s| row_clause(s, d.box_no, d.line));
             let seqs = self
                 .paid
                 .get(&(d.box_no, d.line))
@@ -974,6 +975,11 @@ impl RoundState {
                     Money(d.difference.0.saturating_abs())
                 ),
             );
+            // The finding cites what its settlement rows cite (CSP6 §4.2 for a progressive
+            // line, not the code's §4.1); the stable code stays as stored.
+            if let (Some(clause), Some(f)) = (row_clause, self.findings.last_mut()) {
+                f.clause = clause;
+            }
         }
     }
 
@@ -1666,6 +1672,34 @@ fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
         s.clone()
     } else {
         "a panic without a message".to_string()
+    }
+}
+
+/// The clauses of a box's settlement rows of `line`, as a finding shows them ("CSP6 §4.2";
+/// several joined by "; "), or None when the settlement has no such row.
+fn row_clause(s: &Settlement, box_no: BoxNo, line: PayLine) -> Option<String> {
+    let rows = s.boxes.iter().find(|b| b.box_no == box_no)?.lines.iter();
+    let mut clauses: Vec<String> = Vec::new();
+    for l in rows.filter(|l| l.line == line) {
+        let c = finding_form(&l.clause);
+        if !clauses.contains(&c) {
+            clauses.push(c);
+        }
+    }
+    (!clauses.is_empty()).then(|| clauses.join("; "))
+}
+
+/// "CSP6 4.2, 4.5.1" as "CSP6 §4.2, 4.5.1": a § before a clause number that follows the
+/// rule set's code; anything else ("CS51 5+1 Bonus; RULES-NOTES 13-14") as it is.
+fn finding_form(clause: &str) -> String {
+    let Some((code, rest)) = clause.split_once(' ') else {
+        return clause.to_string();
+    };
+    let number = rest.split([',', ';', ' ']).next().unwrap_or("");
+    let numeric = !number.is_empty() && number.chars().all(|ch| ch.is_ascii_digit() || ch == '.');
+    match numeric {
+        true => format!("{code} §{rest}"),
+        false => clause.to_string(),
     }
 }
 
