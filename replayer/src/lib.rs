@@ -58,6 +58,18 @@ use std::sync::Arc;
 /// configuration, so the rules in force are unknown.
 pub const CONFIG_MISSING: &str = "RL-table-config-missing";
 
+/// The clause `CONFIG_MISSING` cites: RULES-NOTES says configurable values belong to the
+/// table's configuration, recorded when the table opens.
+pub const CONFIG_MISSING_CLAUSE: &str =
+    "RULES-NOTES (configurable values are recorded when the table opens)";
+
+/// Code of the finding of a round the replayer could not judge: one of its own assertions
+/// failed on it (a defect of roundledger, not of the round). The replay goes on.
+pub const INTERNAL_ERROR: &str = "RL-internal-error";
+
+/// The clause `INTERNAL_ERROR` cites: no rule-book clause applies.
+pub const INTERNAL_ERROR_CLAUSE: &str = "roundledger: replay is a pure fold (docs/DESIGN.md)";
+
 /// Why input could not be read. Replay itself never fails.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -286,4 +298,91 @@ fn fold_round(
         each(&state, item);
     }
     state
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use schemas::report::Verdict;
+    use schemas::RuleSet;
+    use simulator::{default_config, FaultPlan, TableSim};
+
+    /// An SSP4 table's chain of `rounds` rounds from the simulator, seed 47.
+    fn chain(rounds: u64) -> (TableId, Vec<(Seq, Event)>) {
+        let table = TableId::new("SIM-SSP4").unwrap();
+        let config = default_config(RuleSet::Ssp4);
+        let mut sim = TableSim::new(table.clone(), config, 47, FaultPlan::none()).unwrap();
+        let mut events: Vec<_> = sim.opening_events().unwrap();
+        for _ in 0..rounds {
+            events.extend(sim.play_round().unwrap().events);
+        }
+        events.extend(sim.closing_events().unwrap());
+        let events = events.into_iter().map(|p| (p.event.seq, p.event)).collect();
+        (table, events)
+    }
+
+    fn replay_failing(table: &TableId, events: &[(Seq, Event)], fail: u64) -> Vec<RoundReport> {
+        round::inject::fail_round(Some(RoundId(fail)));
+        let reports = replay_table(table.clone(), events);
+        round::inject::fail_round(None);
+        reports
+    }
+
+    #[test]
+    fn a_failed_assertion_becomes_an_internal_error_finding_and_the_replay_goes_on() {
+        let (table, events) = chain(4);
+        let clean = replay_table(table.clone(), &events);
+        assert_eq!(clean.len(), 4);
+        let first = clean[0].round.0;
+        // A round in the middle, then the last one (reported by `finish`, not `push`).
+        for fail in [first + 1, first + 3] {
+            let reports = replay_failing(&table, &events, fail);
+            assert_eq!(reports.len(), 4, "every round is still reported");
+            for (got, want) in reports.iter().zip(&clean) {
+                if got.round.0 != fail {
+                    assert_eq!(got, want, "another round is judged as without the failure");
+                    continue;
+                }
+                assert_eq!(got.verdict, Verdict::Irregular);
+                assert!(got.settlement.is_none());
+                assert_eq!(
+                    (got.first_seq, got.last_seq),
+                    (want.first_seq, want.last_seq)
+                );
+                assert_eq!(got.rule_set, Some(RuleSet::Ssp4));
+                let codes: Vec<&str> = got.findings.iter().map(|f| f.code.as_str()).collect();
+                assert_eq!(codes, vec![INTERNAL_ERROR]);
+                assert!(got.findings[0].explanation.contains("injected failure"));
+                assert!(!got.findings[0].clause.contains("invariant"));
+            }
+        }
+    }
+
+    #[test]
+    fn one_round_replay_survives_a_failed_assertion() {
+        let (table, events) = chain(1);
+        let config = default_config(RuleSet::Ssp4);
+        let round = replay_table(table, &events)[0].round;
+        round::inject::fail_round(Some(round));
+        let report = replay_round(&config, &events);
+        round::inject::fail_round(None);
+        assert_eq!(report.findings[0].code, INTERNAL_ERROR);
+        let again = replay_round(&config, &events);
+        assert!(again.settlement.is_some());
+        assert!(again.findings.iter().all(|f| f.code != INTERNAL_ERROR));
+    }
+
+    #[test]
+    fn a_round_without_configuration_cites_no_design_document() {
+        let (table, events) = chain(1);
+        let without: Vec<(Seq, Event)> = events
+            .into_iter()
+            .filter(|(_, e)| !matches!(e.body, EventBody::TableOpened { .. }))
+            .collect();
+        let reports = replay_table(table, &without);
+        let f = &reports[0].findings[0];
+        assert_eq!(f.code, CONFIG_MISSING);
+        assert_eq!(f.clause, CONFIG_MISSING_CLAUSE);
+        assert!(!f.clause.contains("invariant"));
+    }
 }

@@ -579,9 +579,31 @@ impl RoundState {
         }
     }
 
-    /// Runs the whole-round checks, settles and judges. `closed_normally` is false when
-    /// the round was cut off (next round began, end of input) without `RoundClosed`.
-    pub(crate) fn finish(mut self) -> RoundReport {
+    /// Runs the whole-round checks, settles and judges. A failed assertion of our own code
+    /// (the rules engine's money check, the report's invariants) does not end the replay:
+    /// the round is reported with one `RL-internal-error` finding and the fold goes on.
+    pub(crate) fn finish(self) -> RoundReport {
+        let shell = ReportShell {
+            table: self.table.clone(),
+            round: self.round,
+            rule_set: self.config.as_ref().map(|c| c.rule_set),
+            first_seq: self.first_seq,
+            last_seq: self.last_seq,
+            opened_at_ns: self.opened_at_ns,
+            closed_at_ns: self.closed_at_ns,
+        };
+        // Nothing of `self` is seen after a panic: the round state is dropped with it.
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.judge_round())) {
+            Ok(report) => report,
+            Err(payload) => shell.internal_error(panic_text(payload.as_ref())),
+        }
+    }
+
+    /// `finish` without its guard. `closed` is None when the round was cut off (next
+    /// round began, end of input) without `RoundClosed`.
+    fn judge_round(mut self) -> RoundReport {
+        #[cfg(test)]
+        inject::fail_if_asked(self.round);
         let Some(config) = self.config.clone() else {
             return self.report_without_config();
         };
@@ -896,7 +918,7 @@ impl RoundState {
         };
         let disputes = self.disputes(settlement.as_ref(), void, &input);
         let reconstruction = self.reconstruction(&config, &input);
-        self.report_disputes(&disputes);
+        self.report_disputes(&disputes, settlement.as_ref());
         self.findings.sort_by(|a, b| {
             (a.seqs.first(), &a.code, a.box_no).cmp(&(b.seqs.first(), &b.code, b.box_no))
         });
@@ -928,8 +950,9 @@ impl RoundState {
     }
 
     /// One finding per payout that differs from the rules' net.
-    fn report_disputes(&mut self, disputes: &[Dispute]) {
+    fn report_disputes(&mut self, disputes: &[Dispute], settlement: Option<&Settlement>) {
         for d in disputes {
+            let row_clause = settlement.and_then(|s| row_clause(s, d.box_no, d.line));
             let seqs = self
                 .paid
                 .get(&(d.box_no, d.line))
@@ -952,6 +975,11 @@ impl RoundState {
                     Money(d.difference.0.saturating_abs())
                 ),
             );
+            // The finding cites what its settlement rows cite (CSP6 §4.2 for a progressive
+            // line, not the code's §4.1); the stable code stays as stored.
+            if let (Some(clause), Some(f)) = (row_clause, self.findings.last_mut()) {
+                f.clause = clause;
+            }
         }
     }
 
@@ -969,7 +997,7 @@ impl RoundState {
             disputes: Vec::new(),
             findings: vec![Finding {
                 code: crate::CONFIG_MISSING.to_string(),
-                clause: "DESIGN invariant 7".into(),
+                clause: crate::CONFIG_MISSING_CLAUSE.into(),
                 severity: schemas::report::Severity::Critical,
                 seqs: vec![self.first_seq],
                 box_no: None,
@@ -1591,5 +1619,108 @@ fn assert_report(r: &RoundReport) {
         Verdict::Clean => assert!(r.disputes.is_empty() && r.findings.is_empty()),
         Verdict::Irregular => assert!(r.disputes.is_empty() && !r.findings.is_empty()),
         Verdict::Void => {}
+    }
+}
+
+/// What a report needs when judging its round failed.
+struct ReportShell {
+    table: TableId,
+    round: RoundId,
+    rule_set: Option<RuleSet>,
+    first_seq: Seq,
+    last_seq: Seq,
+    opened_at_ns: i64,
+    closed_at_ns: Option<i64>,
+}
+
+impl ReportShell {
+    /// The report of a round whose judging failed an assertion: no settlement, one
+    /// critical finding naming the failure. The round stays visible and is counted.
+    fn internal_error(self, why: String) -> RoundReport {
+        RoundReport {
+            table: self.table,
+            round: self.round,
+            rule_set: self.rule_set,
+            first_seq: self.first_seq,
+            last_seq: self.last_seq,
+            opened_at_ns: self.opened_at_ns,
+            closed_at_ns: self.closed_at_ns,
+            verdict: Verdict::Irregular,
+            settlement: None,
+            disputes: Vec::new(),
+            findings: vec![Finding {
+                code: crate::INTERNAL_ERROR.to_string(),
+                clause: crate::INTERNAL_ERROR_CLAUSE.into(),
+                severity: schemas::report::Severity::Critical,
+                seqs: vec![self.first_seq, self.last_seq],
+                box_no: None,
+                explanation: format!(
+                    "the replayer could not judge this round: its own check failed ({why}); \
+                     the round is not settled here, report it with its events"
+                ),
+            }],
+            reconstruction: None,
+        }
+    }
+}
+
+/// The message of a panic payload (`panic!` gives a `&str` or a `String`).
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic without a message".to_string()
+    }
+}
+
+/// The clauses of a box's settlement rows of `line`, as a finding shows them ("CSP6 §4.2";
+/// several joined by "; "), or None when the settlement has no such row.
+fn row_clause(s: &Settlement, box_no: BoxNo, line: PayLine) -> Option<String> {
+    let rows = s.boxes.iter().find(|b| b.box_no == box_no)?.lines.iter();
+    let mut clauses: Vec<String> = Vec::new();
+    for l in rows.filter(|l| l.line == line) {
+        let c = finding_form(&l.clause);
+        if !clauses.contains(&c) {
+            clauses.push(c);
+        }
+    }
+    (!clauses.is_empty()).then(|| clauses.join("; "))
+}
+
+/// "CSP6 4.2, 4.5.1" as "CSP6 §4.2, 4.5.1": a § before a clause number that follows the
+/// rule set's code; anything else ("CS51 5+1 Bonus; RULES-NOTES 13-14") as it is.
+fn finding_form(clause: &str) -> String {
+    let Some((code, rest)) = clause.split_once(' ') else {
+        return clause.to_string();
+    };
+    let number = rest.split([',', ';', ' ']).next().unwrap_or("");
+    let numeric = !number.is_empty() && number.chars().all(|ch| ch.is_ascii_digit() || ch == '.');
+    match numeric {
+        true => format!("{code} §{rest}"),
+        false => clause.to_string(),
+    }
+}
+
+/// Test hook: makes judging one round panic, as a failed assertion would.
+#[cfg(test)]
+pub(crate) mod inject {
+    use schemas::RoundId;
+    use std::cell::Cell;
+
+    thread_local! {
+        static FAIL: Cell<Option<RoundId>> = const { Cell::new(None) };
+    }
+
+    /// Judging `round` on this thread panics from now on (None: none does).
+    pub(crate) fn fail_round(round: Option<RoundId>) {
+        FAIL.with(|f| f.set(round));
+    }
+
+    pub(super) fn fail_if_asked(round: RoundId) {
+        if FAIL.with(|f| f.get()) == Some(round) {
+            panic!("injected failure in round {}", round.0);
+        }
     }
 }

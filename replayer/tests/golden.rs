@@ -632,6 +632,89 @@ fn base_csp6() -> Script {
     )
 }
 
+/// Issue 47: recorded SSP4 rounds whose jackpot wins come from a small or empty pool (reset
+/// 0), and a Lucky Player on an empty area. The dealer's payouts are computed by hand
+/// (SSP4 §3.12, §4.1-4.5, RULES-NOTES 2, 3, 8), so a clean verdict is agreement.
+fn ssp4_small_pools() -> Vec<(&'static str, Script)> {
+    let (p, f) = (Some(Choice::Play), Some(Choice::Fold));
+    let straight_flush = ["8h", "6h", "5h", "4h", "7h"];
+    let full_house = ["2c", "2h", "2s", "3c", "3d"];
+    let sf_box = |jackpot: i64| {
+        bx(
+            1,
+            &straight_flush,
+            &[(Ante, 1000), (JackpotPlayer, jackpot)],
+            p,
+        )
+    };
+    // §4.2: 10% of 0 is 0; §4.3: the Magic Card 5 to 1 on 1.00. Bet: 50 to 1 on 2,000.
+    let mut magic = script(
+        RuleSet::Ssp4,
+        &full_house,
+        0,
+        vec![sf_box(1)],
+        &[
+            (1, L::Ante, 1000),
+            (1, L::Bet, 100000),
+            (1, L::JackpotPlayer, 500),
+        ],
+    );
+    magic.magic = Some(c("4h"));
+    // §3.9: the fold loses the Ante; §4.2: 10% of 9 is 0; §4.4.1: Lucky Dealer 5 to 1.
+    let mut dealer = script(
+        RuleSet::Ssp4,
+        &["9c", "Tc", "Jc", "Qc", "Kc"],
+        9,
+        vec![bx(
+            1,
+            &["2d", "5h", "8s", "Jd", "Ah"],
+            &[(Ante, 1000), (JackpotDealer, 1)],
+            f,
+        )],
+        &[(1, L::Ante, -1000), (1, L::JackpotDealer, 500)],
+    );
+    dealer.after_nmb = vec![EventBody::LuckyDealerSelected];
+    // RN8: box 1 takes the whole pool (stake a contribution), the reset is 0, so box 2's
+    // Royal Flush is paid 0.00 and its Lucky Player 5 to 1. §3.12: Antes 1 to 1.
+    let royal = |no: u8, suit: &str| {
+        let hand: Vec<String> = ["A", "K", "Q", "J", "T"]
+            .iter()
+            .map(|r| format!("{r}{suit}"))
+            .collect();
+        let hand: Vec<&str> = hand.iter().map(String::as_str).collect();
+        bx(no, &hand, &[(Ante, 1000), (JackpotPlayer, 1)], p)
+    };
+    let mut royals = script(
+        RuleSet::Ssp4,
+        &["2c", "3d", "5h", "7s", "9c"],
+        5000000,
+        vec![royal(1, "s"), royal(2, "h")],
+        &[
+            (1, L::Ante, 1000),
+            (1, L::JackpotPlayer, 4999900),
+            (2, L::Ante, 1000),
+            (2, L::JackpotPlayer, 500),
+        ],
+    );
+    royals.after_nmb = vec![EventBody::LuckyPlayerSelected { box_no: BoxNo(2) }];
+    // §4.4: the Lucky Player is area 6, where nobody sits: it pays nobody. Box 1's
+    // Straight Flush takes 10% of 10.00, its stake a contribution: net 0.
+    let mut empty = script(
+        RuleSet::Ssp4,
+        &full_house,
+        1000,
+        vec![sf_box(1)],
+        &[(1, L::Ante, 1000), (1, L::Bet, 100000)],
+    );
+    empty.after_nmb = vec![EventBody::LuckyPlayerSelected { box_no: BoxNo(6) }];
+    vec![
+        ("clean_ssp4_empty_pool_magic_card", magic),
+        ("clean_ssp4_lucky_dealer_pool_of_9", dealer),
+        ("clean_ssp4_two_royal_flushes_reset_0", royals),
+        ("clean_ssp4_lucky_player_on_an_empty_area", empty),
+    ]
+}
+
 fn void_paid(s: &mut Script) {
     s.paid = Vec::new();
 }
@@ -658,6 +741,10 @@ fn scenarios() -> Vec<(String, Chain, Vec<&'static str>)> {
             vec![(config(s.rs, s.dealing, reset), vec![s])],
             vec![],
         );
+    }
+    for (name, s) in ssp4_small_pools() {
+        let cfg = config(RuleSet::Ssp4, DealingMode::ManualShoe, 0);
+        add(name, vec![(cfg, vec![s])], vec![]);
     }
     let cfg = || config(RuleSet::Csp6, DealingMode::ManualShoe, 0);
 
@@ -1473,4 +1560,78 @@ fn every_round_finding_kind_has_a_scenario() {
         untested.is_empty(),
         "finding kinds without a golden scenario: {untested:?}"
     );
+}
+
+/// "CSP6 4.2, 4.5.1" as a finding cites it: "CSP6 §4.2, 4.5.1".
+fn cited(clause: &str) -> String {
+    match clause.split_once(' ') {
+        Some((code, rest)) if rest.starts_with(|c: char| c.is_ascii_digit()) => {
+            let number = rest.split([',', ';', ' ']).next().unwrap_or("");
+            if number.chars().all(|c| c.is_ascii_digit() || c == '.') {
+                return format!("{code} §{rest}");
+            }
+            clause.to_string()
+        }
+        _ => clause.to_string(),
+    }
+}
+
+/// Issue 46 item 5: for every pay line of every worked example (each rule set, each line
+/// kind they pay), a payout off by 1.00 is a finding citing the clauses of that line's
+/// settlement rows, not the finding code's own clause.
+#[test]
+fn a_payout_finding_cites_the_clause_of_its_settlement_rows() {
+    let mut seen: Vec<(RuleSet, PayLine)> = Vec::new();
+    for (name, s, reset) in examples()
+        .into_iter()
+        .chain(ssp4_small_pools().into_iter().map(|(n, s)| (n, s, 0)))
+    {
+        for i in 0..s.paid.len() {
+            let mut wrong = s.clone();
+            wrong.paid[i].2 += 100;
+            let (b, line, _) = wrong.paid[i];
+            let mut ch = Chain::new("T-CLAUSE");
+            ch.e(EventBody::TableOpened {
+                config: config(s.rs, s.dealing, reset),
+            });
+            wrong.play(&mut ch);
+            let ev: Vec<(Seq, Event)> = ch.events.iter().map(|e| (e.seq, e.clone())).collect();
+            let report = &replay_table(ch.table.clone(), &ev)[0];
+            let rows: Vec<String> = report
+                .settlement
+                .as_ref()
+                .unwrap()
+                .boxes
+                .iter()
+                .filter(|x| x.box_no == BoxNo(b))
+                .flat_map(|x| x.lines.iter().filter(|l| l.line == line))
+                .map(|l| cited(&l.clause))
+                .fold(Vec::new(), |mut v, c| {
+                    if !v.contains(&c) {
+                        v.push(c);
+                    }
+                    v
+                });
+            let prefix = format!("{} line:", line.name());
+            let finding = report
+                .findings
+                .iter()
+                .find(|f| f.box_no == Some(BoxNo(b)) && f.explanation.starts_with(&prefix))
+                .unwrap_or_else(|| panic!("{name} box {b} {line:?}: no finding"));
+            assert!(
+                finding.code.ends_with("payout-differs"),
+                "{name}: {finding:?}"
+            );
+            if rows.is_empty() {
+                continue; // a line the rules do not pay at all: the code's clause stays
+            }
+            assert_eq!(finding.clause, rows.join("; "), "{name} box {b} {line:?}");
+            if !seen.contains(&(s.rs, line)) {
+                seen.push((s.rs, line));
+            }
+        }
+    }
+    // The progressive line of CSP6 cites the jackpot table (§4.2), not the BET's §4.1.
+    assert!(seen.contains(&(RuleSet::Csp6, PayLine::Progressive)));
+    assert!(seen.len() >= 12, "{seen:?}");
 }

@@ -6,7 +6,7 @@ use crate::table::{lookup, rule_table, Qualifier, RuleTable};
 use crate::SettleError;
 use schemas::settle::{
     BoxInput, BoxSettlement, JackpotPayment, Outcome, RoundInput, Settlement, SettlementLine,
-    VoidHand, MONEY_INPUT_MAX,
+    SettlementNote, VoidHand, MONEY_INPUT_MAX,
 };
 use schemas::{
     BetKind, BoxNo, Card, Choice, HandClass, Money, PayLine, PayRow, Pays, RuleSet, TableConfig,
@@ -116,6 +116,50 @@ fn credit_value_of(input: &RoundInput) -> Money {
             .and_then(|c| c.jackpot.as_ref())
             .map(|j| j.credit_value))
         .unwrap_or(Money::ZERO)
+}
+
+/// What settles nothing: a box with no bet (it does not take part: SSP4 §3.4, elsewhere
+/// §3.6), and an SSP4 Lucky Player on an area with no Player jackpot wager (§4.4).
+fn notes(rt: &RuleTable, input: &RoundInput) -> Vec<SettlementNote> {
+    // Runs once per round of a replay: no allocation when there is nothing to note.
+    let take_part = if rt.rule_set == RuleSet::Ssp4 {
+        "3.4"
+    } else {
+        "3.6"
+    };
+    let mut out: Vec<SettlementNote> = input
+        .boxes
+        .iter()
+        .filter(|b| b.bets.values().all(|v| *v <= 0))
+        .map(|b| SettlementNote {
+            box_no: Some(b.box_no),
+            clause: rt.cite(take_part),
+            explanation: format!("box {} has no bet: nothing to settle", b.box_no.0),
+        })
+        .collect();
+    out.sort_by_key(|n| n.box_no);
+    let Some(lucky) = input.lucky_box.filter(|_| rt.selection.is_some()) else {
+        return out;
+    };
+    let wager = input
+        .boxes
+        .iter()
+        .find(|b| b.box_no == lucky)
+        .map(|b| b.bets.get(&BetKind::JackpotPlayer).copied().unwrap_or(0) > 0);
+    let why = match wager {
+        Some(true) => return out,
+        Some(false) => "has no Player jackpot wager",
+        None => "is empty",
+    };
+    out.push(SettlementNote {
+        box_no: Some(lucky),
+        clause: rt.cite("4.4"),
+        explanation: format!(
+            "the Lucky Player is betting area {}, which {why}: the award pays nobody",
+            lucky.0
+        ),
+    });
+    out
 }
 
 /// TCP3 §4.7: every box with a live jackpot bet wins the Envy Bonus of the other boxes'
@@ -318,7 +362,8 @@ pub fn void_hands(input: &RoundInput) -> Vec<VoidHand> {
 
 /// The pay calculator's bounds on its input, beyond what `settle` needs: every amount at
 /// most `MONEY_INPUT_MAX` (credits times the credit value too), no negative pool, reset or
-/// credit value, and a `lucky_box` that is one of the round's boxes. The replayer does not
+/// credit value, and a `lucky_box` that is one of the table's betting areas (with a
+/// configuration; any box number from 1 without one). The replayer does not
 /// apply them: a recorded round is settled as recorded and its oddities become disputes.
 pub fn check_bounds(input: &RoundInput) -> Result<(), SettleError> {
     let credit_value = credit_value_of(input);
@@ -346,9 +391,21 @@ pub fn check_bounds(input: &RoundInput) -> Result<(), SettleError> {
             }
         }
     }
+    // SSP4 §4.4: the system selects a betting area, occupied or not; an empty one pays
+    // nobody (a note says so). Only an area the table does not have is refused.
     if let Some(lucky) = input.lucky_box {
-        if !input.boxes.iter().any(|b| b.box_no == lucky) {
-            let why = format!("box {} is not one of the round's boxes", lucky.0);
+        if rule_table(input.game).selection.is_none() {
+            return Err(err(
+                "lucky_box",
+                format!("{} has no Lucky Player", input.game),
+            ));
+        }
+        let areas = input.config.as_ref().map_or(u8::MAX, |c| c.boxes);
+        if lucky.0 == 0 || lucky.0 > areas {
+            let why = format!(
+                "betting area {} is not one of the table's 1..={areas}",
+                lucky.0
+            );
             return Err(err("lucky_box", why));
         }
     }
@@ -526,6 +583,7 @@ impl Ctx<'_> {
             jackpot_payments: self.payments,
             pool_before: self.input.pool,
             pool_after: self.pool,
+            notes: notes(self.rt, self.input),
         };
         assert_conserves_money(&settlement);
         settlement
@@ -1140,9 +1198,16 @@ impl Ctx<'_> {
         awards: &[Award],
         lines: &mut Vec<SettlementLine>,
     ) {
-        let stake_returned = awards
+        let returns_stake = awards
             .iter()
-            .any(|a| matches!(a.pays, Pays::ToOne(_) | Pays::ForOne(_)));
+            .find(|a| matches!(a.pays, Pays::ToOne(_) | Pays::ForOne(_)));
+        let stake_returned = returns_stake.is_some();
+        let back_with = returns_stake.map_or(String::new(), |a| {
+            format!(
+                "; nothing from the pool: the stake comes back with the {} award",
+                a.what
+            )
+        });
         for (i, a) in awards.iter().enumerate() {
             let win = match a.pays {
                 Pays::PoolBasisPoints(bp) => self.pay_from_pool(b, a, wager.class, bp),
@@ -1150,16 +1215,11 @@ impl Ctx<'_> {
             };
             let keeps_stake = i == 0 && !stake_returned;
             let net = if keeps_stake { win - wager.stake } else { win };
-            // An award paid is a win, even a fixed one below the stake it keeps (net < 0).
-            let outcome = if win.0 > 0 {
-                Outcome::Win
-            } else {
-                Outcome::Lose
-            };
-            let kept = if keeps_stake {
-                "; the stake is a contribution"
-            } else {
-                ""
+            let outcome = award_outcome(win, net);
+            let kept = match (keeps_stake, i == 0 && win.0 == 0) {
+                (true, _) => "; the stake is a contribution",
+                (false, true) => back_with.as_str(),
+                (false, false) => "",
             };
             lines.push(SettlementLine {
                 line: wager.kind.line(),
@@ -1180,7 +1240,8 @@ impl Ctx<'_> {
     /// Pays a percentage of the pool and records the payment; a 100% win resets the pool.
     fn pay_from_pool(&mut self, b: &BoxInput, a: &Award, class: HandClass, bp: u32) -> Money {
         let before = self.pool;
-        let amount = Money(before.0.max(0)).basis_points(bp);
+        // A configured share over 100% still pays at most the whole pool.
+        let amount = Money(before.0.max(0)).basis_points(bp.min(10_000));
         self.pool = if bp >= 10_000 {
             self.reset
         } else {
@@ -1199,6 +1260,21 @@ impl Ctx<'_> {
             ),
         });
         amount
+    }
+}
+
+/// The outcome of one award line (rules/RULES.md, reading 14). An award that pays
+/// something is a win, even a fixed one below the stake it keeps (net < 0). A pool award
+/// that pays 0.00 (RULES-NOTES 3: an empty or small pool rounds down to nothing) is a loss
+/// when the pool keeps the stake, and a stand off when another award of the same wager
+/// returns the stake (SSP4 §1.1.7: it neither wins nor loses).
+fn award_outcome(win: Money, net: Money) -> Outcome {
+    if win.0 > 0 {
+        Outcome::Win
+    } else if net.0 == 0 {
+        Outcome::StandOff
+    } else {
+        Outcome::Lose
     }
 }
 
@@ -1236,11 +1312,13 @@ fn within_exact_range(l: &schemas::settle::SettlementLine) -> bool {
         && l.net.0.unsigned_abs() <= EXACT_AMOUNT_MAX as u64
 }
 
-/// Postcondition of every settlement: money is conserved line by line. What the player
-/// gets back (stake + net) is never negative; a lost line gives up exactly its stake; a
-/// stand off or a return moves nothing; a win pays something. Jackpot payments come out
-/// of the pool one after another: each starts where the one before ended and takes its
-/// amount. A few integer comparisons a line: left on in release.
+/// Postcondition of every settlement (rules/RULES.md, reading 14): money is conserved
+/// line by line. What the player gets back (stake + net) is never negative; a lost line
+/// gives up exactly its stake; a stand off or a return moves nothing (a pool award of
+/// 0.00 whose stake another award returns is a stand off); a win gives back something.
+/// Jackpot payments come out of the pool one after another: each starts where the one
+/// before ended, takes at most what the pool holds, and leaves the rest or the reset
+/// after a 100% win. A few integer comparisons a line: left on in release.
 fn assert_conserves_money(s: &Settlement) {
     for b in &s.boxes {
         for l in b.lines.iter().filter(|l| within_exact_range(l)) {
@@ -1287,6 +1365,34 @@ fn assert_conserves_money(s: &Settlement) {
             "box {:?}: a payment starts where the last ended",
             p.box_no
         );
+        assert_pool_payment(p);
         pool = p.pool_after;
     }
+    assert_eq!(
+        pool, s.pool_after,
+        "the pool ends where the last payment left it"
+    );
+}
+
+/// One payment from the pool: at most what it holds; the pool keeps the rest, or
+/// restarts at its reset after a payment of the whole pool (RULES-NOTES 3, 8).
+fn assert_pool_payment(p: &JackpotPayment) {
+    let held = i128::from(p.pool_before.0.max(0));
+    let (amount, after) = (i128::from(p.amount.0), i128::from(p.pool_after.0));
+    let before = i128::from(p.pool_before.0);
+    assert!(
+        amount <= held,
+        "box {:?}: pays {} from a pool of {}",
+        p.box_no,
+        p.amount,
+        p.pool_before
+    );
+    assert!(
+        after == before - amount || amount == held,
+        "box {:?}: pool {} less {} left {}",
+        p.box_no,
+        p.pool_before,
+        p.amount,
+        p.pool_after
+    );
 }

@@ -121,7 +121,8 @@ impl Card {
     pub fn deck() -> impl Iterator<Item = Card> {
         (0..52).map(Card)
     }
-    /// Parses `"As"`, `"Td"`; `"10d"` is accepted as `"Td"` because dealers write it so.
+    /// Parses `"As"`, `"Td"`; `"10d"` is read as `"Td"` because dealers write it so, and a
+    /// lower-case rank as upper case (`"kh"` is `"Kh"`). Display always prints `"Td"`, `"Kh"`.
     pub fn parse(s: &str) -> Result<Card, CardError> {
         let bad = || CardError::Text(s.to_string());
         // Lengths below are in bytes: a two-byte character ("é") would be cut inside
@@ -189,9 +190,12 @@ impl JsonSchema for Card {
             instance_type: Some(schemars::schema::InstanceType::String.into()),
             ..Default::default()
         };
-        s.string().pattern = Some("^([2-9TJQKA]|10)[cdhs]$".into());
+        // Matches `Card::parse`: "10" and lower-case ranks are read, never printed.
+        s.string().pattern = Some("^([2-9TJQKAtjqka]|10)[cdhs]$".into());
         s.metadata().description = Some(
-            "A card: rank 2-9, T, J, Q, K, A then suit c, d, h, s (e.g. \"As\", \"Td\")".into(),
+            "A card: rank 2-9, T, J, Q, K, A then suit c, d, h, s (e.g. \"As\", \"Td\"). \
+             Also read: \"10\" for T and lower-case ranks (\"10h\", \"kh\"); printed as \"Th\", \"Kh\""
+                .into(),
         );
         s.into()
     }

@@ -171,6 +171,23 @@ pub struct Settlement {
     pub pool_before: Money,
     /// Pool value after this round's jackpot payments (before new contributions).
     pub pool_after: Money,
+    /// What the round holds that settles nothing, each with its clause: a box with no
+    /// bet, an SSP4 Lucky Player on an empty betting area (§4.4). Omitted when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<SettlementNote>,
+}
+
+/// A fact of the round that moves no money, shown with the settlement.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SettlementNote {
+    /// The betting box or area it concerns, if one.
+    #[serde(rename = "box", default, skip_serializing_if = "Option::is_none")]
+    pub box_no: Option<BoxNo>,
+    /// The clause that decides it, e.g. "SSP4 §4.4".
+    pub clause: String,
+    /// What it means, in words.
+    pub explanation: String,
 }
 
 impl Settlement {
