@@ -4,7 +4,8 @@
 //! (schemas/json/settle-output.schema.json), with `void_hands` when a hand is void.
 //!
 //! `--ndjson` settles a stream: one round a line in, one result a line out, in order. A
-//! refused line gives an error object naming the line and the field; the batch goes on.
+//! refused line (blank, not JSON, a bad field, an internal error of the engine) gives an
+//! error object naming the line and the field; the batch goes on.
 //! Memory is bounded: one line at a time, at most `LINE_LEN_MAX` bytes.
 
 use crate::Outcome;
@@ -23,7 +24,10 @@ Exit codes: 0 every round settled; 1 with --ndjson, some line refused; 2 error: 
 round refused, or reading or writing failed.
 
 --ndjson prints one JSON object a line: {\"line\": N, \"settlement\": {...}} (or \"net\" with
---net), or {\"line\": N, \"error\": {\"field\", \"message\", \"column\"}}. Every form adds
+--net), or {\"line\": N, \"error\": {\"field\", \"message\", \"column\"}}: output line N answers
+input line N, a blank line or text that is not JSON included. A UTF-8 byte-order mark at
+the start is skipped. A round the engine fails on is an error line (\"internal error\").
+Every form adds
 \"void_hands\" (box, clause, explanation) when a hand is void, e.g. a wrong card count
 (CSP6 5.15). Amounts over 10^12 minor units are refused.")]
 pub struct Args {
@@ -50,12 +54,17 @@ pub fn run(args: Args) -> Result<Outcome> {
         }
     };
     let input = parse_input(&text)?;
-    let settle = |input: &RoundInput| {
-        rules::check_bounds(input)?;
-        rules::settle(input)
-    };
-    let settlement = settle(&input).map_err(|e| anyhow::anyhow!("invalid round: {e}"))?;
-    let void_hands = rules::void_hands(&input);
+    let Settled {
+        settlement,
+        void_hands,
+    } = settle_guarded(&input).map_err(|e| {
+        let at = if e.field.is_empty() {
+            String::new()
+        } else {
+            format!("{}: ", e.field)
+        };
+        anyhow::anyhow!("invalid round: {at}{}", e.message)
+    })?;
     let out = if args.net {
         let net = settlement.net();
         let out = NetOutput {
@@ -85,7 +94,7 @@ fn read_stdin() -> Result<String> {
 /// Parses the input, naming the field and its line and column in the user's own text.
 /// Accepts either a round object or EXAMPLES.md's `{"round": {...}, ...}` wrapper.
 pub fn parse_input(text: &str) -> Result<RoundInput> {
-    parse_round(text.as_bytes()).map_err(|e| {
+    parse_round(strip_bom(text.as_bytes())).map_err(|e| {
         let at = e.line.map_or(String::new(), |l| {
             format!(" at line {l} column {}", e.error.column.unwrap_or(0))
         });
@@ -110,13 +119,23 @@ struct Wrapped {
     round: RoundInput,
 }
 
+/// The text without a leading UTF-8 byte-order mark, which some editors write.
+fn strip_bom(text: &[u8]) -> &[u8] {
+    text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text)
+}
+
 /// Parses a round: the fast path first; on failure again, with the path of the field.
+/// Text that is not JSON at all says so.
 fn parse_round(text: &[u8]) -> Result<RoundInput, ParseError> {
     if let Ok(round) = serde_json::from_slice::<RoundInput>(text) {
         return Ok(round);
     }
-    let wrapped = serde_json::from_slice::<serde_json::Value>(text)
-        .is_ok_and(|v| v.get("round").is_some() && v.get("game").is_none());
+    let value = serde_json::from_slice::<serde_json::Value>(text).map_err(|e| {
+        let mut located = json_error(String::new(), &e);
+        located.error.message = format!("not JSON: {}", located.error.message);
+        located
+    })?;
+    let wrapped = value.get("round").is_some() && value.get("game").is_none();
     let mut de = serde_json::Deserializer::from_slice(text);
     let located = if wrapped {
         serde_path_to_error::deserialize::<_, Wrapped>(&mut de).map(|w| w.round)
@@ -182,8 +201,8 @@ fn run_batch(args: &Args) -> Result<Outcome> {
     })
 }
 
-/// Reads rounds a line at a time and writes a result a line. Blank lines are skipped but
-/// counted. Output is flushed whenever the input has nothing buffered, so a caller that
+/// Reads rounds a line at a time and writes a result a line, a blank line an error line:
+/// output line N answers input line N. A UTF-8 byte-order mark on line 1 is skipped. Output is flushed whenever the input has nothing buffered, so a caller that
 /// writes a line and waits for its answer gets it.
 fn settle_stream<R: Read>(
     reader: &mut std::io::BufReader<R>,
@@ -216,8 +235,18 @@ fn settle_stream<R: Read>(
             counts.refused += 1;
             continue;
         }
-        let text = buf.trim_ascii();
+        let text = match line_no {
+            1 => strip_bom(&buf).trim_ascii(),
+            _ => buf.trim_ascii(),
+        };
         if text.is_empty() {
+            let error = InputError {
+                field: String::new(),
+                message: "blank line: no round to settle".into(),
+                column: None,
+            };
+            write_error(out, line_no, &error)?;
+            counts.refused += 1;
             continue;
         }
         match settle_line(text) {
@@ -261,18 +290,47 @@ struct Settled {
 
 fn settle_line(text: &[u8]) -> Result<Settled, InputError> {
     let input = parse_round(text).map_err(|e| e.error)?;
+    settle_guarded(&input)
+}
+
+/// Bounds, settlement and void hands of one round. A failed assertion in the rules engine
+/// (a defect of ours, issue 47) is an error for this round, not the end of the process.
+fn settle_guarded(input: &RoundInput) -> Result<Settled, InputError> {
     let refused = |e: rules::SettleError| InputError {
         field: e.field,
         message: e.message,
         column: None,
     };
-    rules::check_bounds(&input).map_err(refused)?;
-    let settlement = rules::settle(&input).map_err(refused)?;
-    let void_hands = rules::void_hands(&input);
-    Ok(Settled {
-        settlement,
-        void_hands,
-    })
+    rules::check_bounds(input).map_err(refused)?;
+    let settled = std::panic::catch_unwind(|| {
+        rules::settle(input).map(|settlement| Settled {
+            settlement,
+            void_hands: rules::void_hands(input),
+        })
+    });
+    match settled {
+        Ok(result) => result.map_err(refused),
+        Err(payload) => Err(InputError {
+            field: String::new(),
+            message: format!(
+                "internal error: the rules engine failed its own check ({}); please report \
+                 this round",
+                panic_text(payload.as_ref())
+            ),
+            column: None,
+        }),
+    }
+}
+
+/// The message of a panic payload (`panic!` gives a `&str` or a `String`).
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic without a message".to_string()
+    }
 }
 
 fn write_settled(

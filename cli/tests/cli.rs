@@ -132,8 +132,63 @@ fn settle_refuses_an_overflowing_stake() {
     assert!(err.contains("boxes[0].bets.ante"), "{err}");
 }
 
+/// Issue 47's first input: it panicked (exit 101) and ended a batch.
+const SSP4_EMPTY_POOL_MAGIC: &str = r#"{"game":"SSP4","dealer":["2c","2h","2s","3c","3d"],"boxes":[{"box":1,"cards":["8h","6h","5h","4h","7h"],"bets":{"ante":1000,"bet":2000,"jackpot_player":1},"decision":"play"}],"pool":0,"reset":0,"credit_value":100,"magic_card":"4h","lucky_box":null,"lucky_dealer":false}"#;
+
 #[test]
-fn settle_refuses_a_negative_pool_and_an_absent_lucky_box() {
+fn settle_ndjson_answers_every_line_in_order() {
+    let lucky_empty = SSP4_EMPTY_POOL_MAGIC.replace(r#""lucky_box":null"#, r#""lucky_box":6"#);
+    let lines = [
+        format!("\u{feff}{CSP6_ROUND}"),
+        SSP4_EMPTY_POOL_MAGIC.to_string(),
+        String::new(),
+        "   ".to_string(),
+        "hello".to_string(),
+        lucky_empty,
+        CSP6_ROUND.to_string(),
+    ];
+    let (code, results) = settle_ndjson(&lines, true);
+    assert_eq!(code, Some(1), "blank and non-JSON lines are refused");
+    assert_eq!(results.len(), lines.len(), "one output line per input line");
+    for (i, r) in results.iter().enumerate() {
+        assert_eq!(r["line"], i + 1);
+    }
+    // A byte-order mark before line 1 is skipped (CSP6 §3.13: the dealer does not qualify).
+    assert_eq!(results[0]["net"]["1"]["ante"], 1000);
+    // SSP4 §4.2 pays 0.00 from the empty pool, §4.3 the Magic Card 5 to 1 on 1.00.
+    assert_eq!(results[1]["net"]["1"]["jackpot_player"], 500);
+    assert_eq!(results[1]["net"]["1"]["bet"], 100_000);
+    for blank in [2, 3] {
+        let message = results[blank]["error"]["message"].as_str().unwrap();
+        assert!(message.starts_with("blank line"), "{message}");
+    }
+    let message = results[4]["error"]["message"].as_str().unwrap();
+    assert!(message.starts_with("not JSON"), "{message}");
+    // SSP4 §4.4: a Lucky Player on an empty area pays nobody; box 1 is unchanged.
+    assert_eq!(results[5]["net"]["1"]["jackpot_player"], 500);
+    assert_eq!(results[6]["net"]["1"]["ante"], 1000);
+}
+
+#[test]
+fn settle_accepts_an_ssp4_lucky_box_on_an_empty_area_with_a_note() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("lucky.json");
+    let round = SSP4_EMPTY_POOL_MAGIC.replace(r#""lucky_box":null"#, r#""lucky_box":6"#);
+    std::fs::write(&file, format!("\u{feff}{round}")).unwrap();
+    let out = roundledger(&["settle", file.to_str().unwrap()]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(s["notes"][0]["box"], 6);
+    assert_eq!(s["notes"][0]["clause"], "SSP4 4.4");
+}
+
+#[test]
+fn settle_refuses_a_negative_pool_and_a_lucky_box_outside_ssp4() {
     let pool = CSP6_ROUND.replace(r#""game":"CSP6","#, r#""game":"CSP6","pool":-1,"#);
     let lucky = CSP6_ROUND.replace(r#""game":"CSP6","#, r#""game":"CSP6","lucky_box":4,"#);
     let (code, results) = settle_ndjson(&[pool, lucky], false);
