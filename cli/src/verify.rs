@@ -99,7 +99,18 @@ fn verify_ledger(dir: &std::path::Path, json: bool) -> Result<Outcome> {
     let store =
         SledStore::open(dir).with_context(|| format!("opening the ledger at {}", dir.display()))?;
     let (report, _) = ledger::verify_store(&store, None, &BTreeMap::new()).context("verifying")?;
-    let copies = ledger::copies::check_copies(&store).context("checking the recovery copies")?;
+    // A store read that fails here (a corrupt sled page) is a finding beside the tables'
+    // verdicts, not an abort that hides them.
+    let copies = match ledger::copies::check_copies(&store) {
+        Ok(c) => c,
+        Err(e) => {
+            let mut c = ledger::copies::CopiesReport::default();
+            c.logged.problem(format!(
+                "the value log and its copies were not checked: the store failed: {e}"
+            ));
+            c
+        }
+    };
     // Sections beside the tables' verdicts, in order; each is ok or names what fails.
     let journals = ledger::journals::read_journals(&ledger::journals::api_dir(dir), |_| None)
         .context("reading the API's journals")?;
@@ -120,15 +131,18 @@ fn verify_ledger(dir: &std::path::Path, json: bool) -> Result<Outcome> {
         if !report.removed.is_ok() {
             eprint!("{}", removed_lines(&report.removed));
         }
-        if let Some(line) = unreferenced_line(&store)? {
+        if let Some(line) = unreferenced_or_failed(&store) {
             eprintln!("{line}");
+        }
+        for e in &report.store_errors {
+            eprintln!("store BAD: {e}");
         }
     } else {
         print!("{}", render_report(&report));
         for s in &sections {
             print!("{}", s.text);
         }
-        if let Some(line) = unreferenced_line(&store)? {
+        if let Some(line) = unreferenced_or_failed(&store) {
             println!("{line}");
         }
     }
@@ -262,6 +276,9 @@ fn render_report(report: &ledger::VerifyReport) -> String {
     );
     o += &held_lines(&report.held);
     o += &removed_lines(&report.removed);
+    for e in &report.store_errors {
+        o += &format!("store BAD: {e}\n");
+    }
     let legacy = report
         .tables
         .iter()
@@ -509,6 +526,15 @@ pub fn quarantine_line(v: &ledger::QuarantineVerdict) -> String {
         }
         ledger::QuarantineVerdict::Bad { problem } => format!("quarantine BAD: {problem}"),
     }
+}
+
+/// `unreferenced_line`, or the store's failure in its place.
+fn unreferenced_or_failed(store: &SledStore) -> Option<String> {
+    unreferenced_line(store).unwrap_or_else(|e| {
+        Some(format!(
+            "value log: not scanned beyond sled's last commit: {e:#}"
+        ))
+    })
 }
 
 /// What the value log holds beyond sled's last commit, if anything: verify reads the
