@@ -537,10 +537,10 @@ fn unreferenced_or_failed(store: &SledStore) -> Option<String> {
     })
 }
 
-/// What the value log holds beyond sled's last commit, if anything: verify reads the
-/// store as it is and repairs nothing, but opening the ledger (`serve`, `seed`, `audit`)
-/// appends those records again and puts back the rest (`ledger::Recovery`), so an operator
-/// is told before that happens.
+/// What the value log holds beyond sled's last commit, if anything: verify's store checks
+/// read the store as it is, but opening the ledger (`serve`, `seed`, `audit`, and verify's
+/// own re-sync check after them) appends those records again and puts back the rest
+/// (`ledger::Recovery`), so an operator is told before that happens.
 fn unreferenced_line(store: &SledStore) -> Result<Option<String>> {
     use ledger::store::{Space, Store, Unreferenced};
     let (mut records, mut torn) = (0u64, None);
