@@ -60,6 +60,8 @@ pub struct Ops {
     /// The API's state once it runs (its journals and request counts).
     api: OnceLock<Shared>,
     clock: Clock,
+    /// What the full read of sled's index found (`check_store`): `None` until it ends.
+    store_failures: OnceLock<Vec<String>>,
 }
 
 impl Ops {
@@ -71,6 +73,21 @@ impl Ops {
             ingest,
             api: OnceLock::new(),
             clock,
+            store_failures: OnceLock::new(),
+        })
+    }
+
+    /// Reads every page of the ledger's sled index once (`Ledger::store_read_failures`),
+    /// on a thread of its own so the start does not wait. A page that fails makes
+    /// `/ready` fail `store` from then on, and is logged at `error`. Returns the thread.
+    pub fn check_store(self: &Arc<Self>) -> std::thread::JoinHandle<()> {
+        let ops = self.clone();
+        std::thread::spawn(move || {
+            let failures = ops.ledger.store_read_failures();
+            for f in &failures {
+                tracing::error!(failure = %f, "the ledger's store has a page that does not read: /ready fails `store` (RUNBOOK.md)");
+            }
+            let _ = ops.store_failures.set(failures);
         })
     }
 
@@ -85,6 +102,12 @@ impl Ops {
             .ingest
             .as_ref()
             .map_or_else(Vec::new, |i| (i.not_ready)());
+        if let Some(f) = self.store_failures.get().and_then(|f| f.first()) {
+            failed.push(NotReady {
+                check: "store".into(),
+                detail: format!("{f}; run verify, then RUNBOOK.md"),
+            });
+        }
         if let Some(st) = self.api.get() {
             for (name, journal) in [("audit", &st.audit), ("cases", st.cases.journal())] {
                 if let Some(detail) = journal.failing() {
@@ -397,6 +420,27 @@ mod tests {
         );
         st.audit.append(|n| n).expect("writable again");
         assert!(ops.not_ready().is_empty());
+    }
+
+    /// The full read of sled's index, over the real store with one space's reads failing
+    /// as a corrupt page makes them: `/ready` fails `store`, naming the space. A store
+    /// that reads leaves it ready.
+    #[test]
+    fn ready_fails_store_when_a_page_of_the_index_does_not_read() {
+        use ledger::faulty::FaultyStore;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (store, switch) = FaultyStore::open(dir.path()).expect("store");
+        let ledger = Arc::new(Ledger::with_store(Box::new(store)).expect("ledger"));
+        let ops = Ops::new(ledger.clone(), None, crate::system_clock);
+        ops.check_store().join().expect("check");
+        assert!(ops.not_ready().is_empty());
+        switch.corrupt(Some((ledger::store::Space::Meta, Vec::new())));
+        let ops = Ops::new(ledger, None, crate::system_clock);
+        ops.check_store().join().expect("check");
+        let failed = ops.not_ready();
+        assert_eq!(failed.len(), 1, "{failed:?}");
+        assert_eq!(failed[0].check, "store");
+        assert!(failed[0].detail.contains("Meta space"), "{failed:?}");
     }
 
     /// Request counts stop growing new series at `REQUEST_SERIES_MAX`: the rest count

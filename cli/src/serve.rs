@@ -340,6 +340,9 @@ pub fn run(args: Args) -> Result<Outcome> {
     let api_config = api_config(&args, &config.alerts)?;
     let ingesting = (!args.no_ingest).then(|| ingest_source(&config));
     let ops = api::ops::Ops::new(ledger.clone(), ingesting, api::system_clock);
+    // A corrupt sled page fails only the reads that reach it: read the whole index once,
+    // beside the start, and fail /ready if a page does not read.
+    ops.check_store();
     let report = rt.block_on(async {
         // One signal stops every task: ingest finishes its batch in flight first.
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);

@@ -96,6 +96,7 @@ fn unfence(table: &str, ledger: &std::path::Path, by: &str) -> Result<Outcome> {
 }
 
 fn status(args: StatusArgs) -> Result<Outcome> {
+    let mut store_failures = Vec::new();
     let rows = match (Client::from_args(&args.server)?, &args.ledger) {
         (Some(c), _) => {
             let chains: Vec<ChainStatus> = c.get("/v1/chain")?;
@@ -109,7 +110,12 @@ fn status(args: StatusArgs) -> Result<Outcome> {
                 })
                 .collect()
         }
-        (None, Some(dir)) => from_ledger(&crate::source::open_ledger(dir)?)?,
+        (None, Some(dir)) => {
+            let l = crate::source::open_ledger(dir)?;
+            // A corrupt sled page fails only the reads that reach it: read them all.
+            store_failures = l.store_read_failures();
+            from_ledger(&l)?
+        }
         (None, None) => anyhow::bail!("say where: --ledger DIR or --server URL"),
     };
     let now_ns = ingest::system_clock_ns();
@@ -117,8 +123,14 @@ fn status(args: StatusArgs) -> Result<Outcome> {
         .unwrap_or(i64::MAX)
         .saturating_mul(1_000_000_000);
     print!("{}", render(&rows, now_ns, stuck_after_ns));
+    for f in &store_failures {
+        println!(
+            "store DAMAGED: {f}; run verify, then RUNBOOK.md \"sled's own files are corrupt\""
+        );
+    }
     Ok(
-        if rows.iter().any(|r| r.gap.is_some() || r.fenced.is_some()) {
+        if !store_failures.is_empty() || rows.iter().any(|r| r.gap.is_some() || r.fenced.is_some())
+        {
             Outcome::Findings
         } else {
             Outcome::Clean

@@ -99,7 +99,18 @@ fn verify_ledger(dir: &std::path::Path, json: bool) -> Result<Outcome> {
     let store =
         SledStore::open(dir).with_context(|| format!("opening the ledger at {}", dir.display()))?;
     let (report, _) = ledger::verify_store(&store, None, &BTreeMap::new()).context("verifying")?;
-    let copies = ledger::copies::check_copies(&store).context("checking the recovery copies")?;
+    // A store read that fails here (a corrupt sled page) is a finding beside the tables'
+    // verdicts, not an abort that hides them.
+    let copies = match ledger::copies::check_copies(&store) {
+        Ok(c) => c,
+        Err(e) => {
+            let mut c = ledger::copies::CopiesReport::default();
+            c.logged.problem(format!(
+                "the value log and its copies were not checked: the store failed: {e}"
+            ));
+            c
+        }
+    };
     // Sections beside the tables' verdicts, in order; each is ok or names what fails.
     let journals = ledger::journals::read_journals(&ledger::journals::api_dir(dir), |_| None)
         .context("reading the API's journals")?;
@@ -120,15 +131,18 @@ fn verify_ledger(dir: &std::path::Path, json: bool) -> Result<Outcome> {
         if !report.removed.is_ok() {
             eprint!("{}", removed_lines(&report.removed));
         }
-        if let Some(line) = unreferenced_line(&store)? {
+        if let Some(line) = unreferenced_or_failed(&store) {
             eprintln!("{line}");
+        }
+        for e in &report.store_errors {
+            eprintln!("store BAD: {e}");
         }
     } else {
         print!("{}", render_report(&report));
         for s in &sections {
             print!("{}", s.text);
         }
-        if let Some(line) = unreferenced_line(&store)? {
+        if let Some(line) = unreferenced_or_failed(&store) {
             println!("{line}");
         }
     }
@@ -212,15 +226,35 @@ fn copies_section(c: &ledger::copies::CopiesReport) -> Section {
     if c.problems_more > 0 {
         text += &format!("recovery copies BAD: {} more problems\n", c.problems_more);
     }
-    if !c.is_ok() {
+    text += &logged_lines(&c.logged);
+    if !c.all_ok() {
         for t in &c.torn {
             text += &format!("value log: bytes that are not a whole entry: {t}\n");
         }
     }
     Section {
-        ok: c.is_ok(),
+        ok: c.all_ok(),
         text,
     }
+}
+
+/// The value log's records against the chains (`ledger::logged`).
+fn logged_lines(l: &ledger::logged::LoggedReport) -> String {
+    // Without counts: compaction and archiving change how many copies the log holds, not
+    // what verifies.
+    let mut text = if l.is_ok() {
+        "value log records ok: every event the value log holds whole is in its table's chain\n"
+            .to_string()
+    } else {
+        String::new()
+    };
+    for p in &l.problems {
+        text += &format!("value log BAD: {p}\n");
+    }
+    if l.problems_more > 0 {
+        text += &format!("value log BAD: {} more problems\n", l.problems_more);
+    }
+    text
 }
 
 /// The human form of a ledger's verification: a line per table, the arrival and quarantine
@@ -242,6 +276,9 @@ fn render_report(report: &ledger::VerifyReport) -> String {
     );
     o += &held_lines(&report.held);
     o += &removed_lines(&report.removed);
+    for e in &report.store_errors {
+        o += &format!("store BAD: {e}\n");
+    }
     let legacy = report
         .tables
         .iter()
@@ -491,13 +528,23 @@ pub fn quarantine_line(v: &ledger::QuarantineVerdict) -> String {
     }
 }
 
-/// What the value log holds beyond sled's last commit, if anything: verify reads the
-/// store as it is and repairs nothing, but opening the ledger (`serve`, `seed`, `audit`)
-/// appends those records again and puts back the rest (`ledger::Recovery`), so an operator
-/// is told before that happens.
+/// `unreferenced_line`, or the store's failure in its place.
+fn unreferenced_or_failed(store: &SledStore) -> Option<String> {
+    unreferenced_line(store).unwrap_or_else(|e| {
+        Some(format!(
+            "value log: not scanned beyond sled's last commit: {e:#}"
+        ))
+    })
+}
+
+/// What the value log holds beyond sled's last commit, if anything: verify's store checks
+/// read the store as it is, but opening the ledger (`serve`, `seed`, `audit`, and verify's
+/// own re-sync check after them) appends those records again and puts back the rest
+/// (`ledger::Recovery`), so an operator is told before that happens.
 fn unreferenced_line(store: &SledStore) -> Result<Option<String>> {
     use ledger::store::{Space, Store, Unreferenced};
     let (mut records, mut torn) = (0u64, None);
+    let mut damaged: Vec<String> = Vec::new();
     // What each kind is called: one, several.
     let nouns = |space: Space| match space {
         Space::Quarantine => ("quarantine entry", "quarantine entries"),
@@ -511,6 +558,7 @@ fn unreferenced_line(store: &SledStore) -> Result<Option<String>> {
             Unreferenced::Record(_) => records += 1,
             Unreferenced::Put { space, .. } => *puts.entry(nouns(space)).or_default() += 1,
             Unreferenced::Torn(at) => torn = Some(at),
+            Unreferenced::Damaged(at) => damaged.push(at),
         }
     }
     let mut parts = Vec::new();
@@ -526,6 +574,11 @@ fn unreferenced_line(store: &SledStore) -> Result<Option<String>> {
     if let Some(at) = torn {
         parts.push(format!(
             "bytes that are not a whole entry at {at} (a write cut short)"
+        ));
+    }
+    for at in damaged {
+        parts.push(format!(
+            "a damaged entry at {at}: opening the ledger recovers the entries after it, not its own"
         ));
     }
     Ok((!parts.is_empty()).then(|| format!("value log: {}", parts.join("; "))))

@@ -8,12 +8,17 @@
 //! short); every sled entry of those spaces has its latest copy, with the same bytes; every
 //! copy up to that end names an entry sled still holds (held events excepted: they leave
 //! the held space when appended). Copies beyond that end are what a crash left: reported
-//! by `Store::unreferenced`, not here. Each entry's checksum is checked as it is read; bytes
-//! that are not a whole entry end their segment's scan, so the copies they hold or hide
-//! are named as missing.
+//! by `Store::unreferenced`, not here. Each entry's checksum is checked as it is read; the
+//! scan resynchronises past a damaged entry (`valuelog::ValueLog::resync`), so only the
+//! copies it held are named as missing.
+//!
+//! The same scan hands every event record to `crate::logged`, which checks that no event
+//! the value log holds whole is missing from its chain (`CopiesReport::logged`).
 //!
 //! Memory: a 64-byte digest per distinct copied key, bounded by `COPIES_CHECKED_MAX`.
 
+use crate::logged::{LoggedCheck, LoggedReport};
+use crate::record::RECORD_VERSION;
 use crate::store::RECOVERED_SPACES;
 use crate::store::{decode_put_copy, SledStore, Space, Store, Unreferenced, PUT_COPY_TAG};
 use crate::valuelog::Found;
@@ -39,12 +44,20 @@ pub struct CopiesReport {
     pub problems_more: u64,
     /// Where the scan met bytes that are not a whole entry (at most `COPY_PROBLEMS_MAX`).
     pub torn: Vec<String>,
+    /// The value log's event records against the chains, read in the same scan
+    /// (`crate::logged`).
+    pub logged: LoggedReport,
 }
 
 impl CopiesReport {
     /// Whether every entry checked matches its copy.
     pub fn is_ok(&self) -> bool {
         self.problems.is_empty()
+    }
+
+    /// Whether the copies check, and every event the value log holds is in its chain.
+    pub fn all_ok(&self) -> bool {
+        self.is_ok() && self.logged.is_ok()
     }
 
     fn problem(&mut self, p: String) {
@@ -109,18 +122,27 @@ fn read_copies(
     report: &mut CopiesReport,
 ) -> Result<Copies, Error> {
     let mut copies = Copies::new();
+    let mut logged = LoggedCheck::new(store);
+    let mut full = false;
     for found in store.value_log().entries_after(0, 0)? {
         let (p, value) = match found? {
             Found::Entry(p, value) => (p, value),
             // A crash leaves such bytes at a segment's end too: what they hide is named
-            // below, as copies missing.
-            Found::Torn { detail, .. } => {
+            // below, as copies missing. Damage inside a segment fails the check.
+            Found::Torn { detail, cut } => {
+                if !cut {
+                    logged.damaged(&detail);
+                }
                 if report.torn.len() < COPY_PROBLEMS_MAX {
                     report.torn.push(detail);
                 }
                 continue;
             }
         };
+        if value.first() == Some(&RECORD_VERSION) {
+            logged.record(&p, &value)?;
+            continue;
+        }
         if p.end() > end || value.first() != Some(&PUT_COPY_TAG) {
             continue;
         }
@@ -133,13 +155,18 @@ fn read_copies(
         };
         *report.copies.entry(space_noun(space)).or_default() += 1;
         if copies.len() >= COPIES_CHECKED_MAX && !copies.contains_key(&(space, key.clone())) {
-            report.problem(format!(
-                "more than {COPIES_CHECKED_MAX} copied keys: the rest are not checked"
-            ));
-            return Ok(copies);
+            // Once; the scan goes on for the records.
+            if !full {
+                report.problem(format!(
+                    "more than {COPIES_CHECKED_MAX} copied keys: the rest are not checked"
+                ));
+            }
+            full = true;
+            continue;
         }
         copies.insert((space, key), *blake3::hash(&value).as_bytes());
     }
+    report.logged = logged.report;
     Ok(copies)
 }
 

@@ -1,5 +1,6 @@
 //! A `Store` around a real one that fails writes on demand: the disk-full and failed-fsync
-//! faults of tests and drills, without filling a disk.
+//! faults of tests and drills, without filling a disk. It also fails reads of chosen keys as
+//! a corrupt sled page does (`FaultSwitch::corrupt_reads`).
 //!
 //! A failed commit writes nothing (it fails before the inner store sees it), as a value-log
 //! write refused for space does. A failed flush fails after the commit it follows was
@@ -24,6 +25,9 @@ pub struct FaultSwitch {
     pub commits: AtomicU64,
     /// Entries handed out by range scans: what a read costs, for tests of bounded work.
     pub entries_read: AtomicU64,
+    /// Reads of keys of this space that start with this prefix fail, as sled's do on a
+    /// corrupt page ("Read corrupted data at file offset").
+    pub corrupt_reads: std::sync::Mutex<Option<(Space, Vec<u8>)>>,
 }
 
 impl FaultSwitch {
@@ -31,6 +35,23 @@ impl FaultSwitch {
     pub fn set_full(&self, on: bool) {
         self.fail_commits.store(on, Ordering::SeqCst);
         self.fail_flushes.store(on, Ordering::SeqCst);
+    }
+
+    /// Makes reads of `space`'s keys starting with `prefix` fail (`None`: none fail).
+    pub fn corrupt(&self, at: Option<(Space, Vec<u8>)>) {
+        *self.corrupt_reads.lock().unwrap_or_else(|p| p.into_inner()) = at;
+    }
+
+    /// The injected read failure for `key` of `space`, if its reads fail.
+    fn read(&self, space: Space, key: &[u8]) -> Result<(), Error> {
+        let corrupt = self.corrupt_reads.lock().unwrap_or_else(|p| p.into_inner());
+        match corrupt.as_ref() {
+            Some((s, prefix)) if *s == space && key.starts_with(prefix) => Err(Error::Store {
+                op: "read",
+                detail: "injected fault: Read corrupted data at file offset 4096".to_string(),
+            }),
+            _ => Ok(()),
+        }
     }
 
     fn fail(&self, flag: &AtomicBool, op: &'static str) -> Result<(), Error> {
@@ -66,12 +87,16 @@ impl FaultyStore {
 
 impl Store for FaultyStore {
     fn get(&self, space: Space, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+        self.switch.read(space, key)?;
         self.inner.get(space, key)
     }
     fn range<'a>(&'a self, space: Space, from: &[u8], to: Option<&[u8]>) -> KvIter<'a> {
         let switch = &self.switch;
-        Box::new(self.inner.range(space, from, to).inspect(move |_| {
+        Box::new(self.inner.range(space, from, to).map(move |kv| {
             switch.entries_read.fetch_add(1, Ordering::SeqCst);
+            let kv = kv?;
+            switch.read(space, &kv.0)?;
+            Ok(kv)
         }))
     }
     fn range_back<'a>(&'a self, space: Space) -> KvIter<'a> {
@@ -81,7 +106,12 @@ impl Store for FaultyStore {
         }))
     }
     fn keys<'a>(&'a self, space: Space, from: &[u8], to: Option<&[u8]>) -> KeyIter<'a> {
-        self.inner.keys(space, from, to)
+        let switch = &self.switch;
+        Box::new(self.inner.keys(space, from, to).map(move |k| {
+            let k = k?;
+            switch.read(space, &k)?;
+            Ok(k)
+        }))
     }
     fn last_key_at_or_before(
         &self,
@@ -117,6 +147,7 @@ impl Store for FaultyStore {
         self.inner.forget_tier()
     }
     fn arrival_facts(&self, key: &[u8]) -> Result<Option<Vec<crate::store::ArrivalFact>>, Error> {
+        self.switch.read(Space::Batch, key)?;
         self.inner.arrival_facts(key)
     }
     fn value_segments(&self) -> Result<Vec<crate::store::segments::SegmentUse>, Error> {

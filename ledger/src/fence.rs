@@ -101,6 +101,33 @@ impl Ledger {
         }
     }
 
+    /// Reads every key of every space of the store, as a corrupt sled page fails only the
+    /// reads that reach it. Returns each space whose reading failed, with the last key read
+    /// before it and the store's error; empty when every page reads. Reads sled's index
+    /// only (pointers, heads, indexes), not the value log. Cost: one pass over the index,
+    /// so tools run it (`table status --ledger`), not the open.
+    pub fn store_read_failures(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for space in Space::ALL {
+            let mut last: Option<Vec<u8>> = None;
+            for k in self.store.keys(space, &[], None) {
+                match k {
+                    Ok(k) => last = Some(k),
+                    Err(e) => {
+                        let after = match last.as_deref().map(crate::record::split_table_key) {
+                            Some(Ok((t, _))) => format!("after a key of table {t}"),
+                            Some(Err(_)) => "after its first keys".to_string(),
+                            None => "at its first key".to_string(),
+                        };
+                        out.push(format!("{space:?} space: a read failed {after}: {e}"));
+                        break;
+                    }
+                }
+            }
+        }
+        out
+    }
+
     /// Checks every table's head record and fences those that fail (`check_table`). Run
     /// at open; each fence is logged at `warn`.
     pub(crate) fn fence_damaged_tables(&self) {

@@ -52,6 +52,7 @@ pub mod fence;
 pub mod held_check;
 mod hold;
 pub mod journals;
+pub mod logged;
 pub mod provenance;
 pub mod quarantine;
 mod read;

@@ -80,12 +80,28 @@ pub struct Recovery {
     /// Bytes that are not a whole record (a write cut short), and where: the first such
     /// place the scan met (each is logged).
     pub torn: Option<String>,
+    /// Damaged entries the scan resynchronised past (`valuelog::ValueLog::resync`), at
+    /// most `DAMAGED_NAMED_MAX` named: their own records are not recovered.
+    pub damaged: Vec<String>,
+    /// Damaged entries beyond those named.
+    pub damaged_more: u64,
 }
+
+/// Damaged entries a `Recovery` names at most; the rest are counted.
+pub const DAMAGED_NAMED_MAX: usize = 100;
 
 impl Recovery {
     /// Whether the open found nothing beyond the last commit.
     pub fn is_empty(&self) -> bool {
-        self.found() == 0 && self.torn.is_none()
+        self.found() == 0 && self.torn.is_none() && self.damaged.is_empty()
+    }
+
+    fn damaged(&mut self, at: String) {
+        if self.damaged.len() < DAMAGED_NAMED_MAX {
+            self.damaged.push(at);
+        } else {
+            self.damaged_more += 1;
+        }
     }
 
     /// Records, held events, quarantine entries, checkpoints and seals found.
@@ -126,7 +142,8 @@ impl Ledger {
         let mut found = Found::default();
         for item in self.store.unreferenced()? {
             let item = item?;
-            if report.found() == 0 && !matches!(item, Unreferenced::Torn(_)) {
+            let bytes_only = matches!(item, Unreferenced::Torn(_) | Unreferenced::Damaged(_));
+            if report.found() == 0 && !bytes_only {
                 self.store.recovery_started()?;
             }
             match item {
@@ -135,6 +152,12 @@ impl Ledger {
                     // first is reported.
                     tracing::warn!(%at, "the value log holds bytes that are not a whole entry (a write cut short); they are ignored");
                     report.torn.get_or_insert(at);
+                }
+                Unreferenced::Damaged(at) => {
+                    // The scan resumed after them: what follows is appended again. What
+                    // they held is lost unless sled still holds it; verify names it.
+                    tracing::error!(%at, "the value log holds a damaged entry beyond the store's last commit; the entries after it are recovered, its own are not (run verify)");
+                    report.damaged(at);
                 }
                 Unreferenced::Record(value) => {
                     report.records += 1;
@@ -162,7 +185,8 @@ impl Ledger {
                 checkpoints = report.checkpoints,
                 checkpoints_kept = report.checkpoints_kept,
                 checkpoints_refused = report.checkpoints_refused,
-                "the value log held writes beyond the store's last commit (a crash before a commit, or commits the store lost): appended again"
+                damaged = report.damaged.len() as u64 + report.damaged_more,
+                "the value log held writes beyond the store's last commit (a crash before a commit, or commits the store lost, a rollback): appended again"
             );
         }
         Ok(report)

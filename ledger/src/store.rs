@@ -186,6 +186,10 @@ pub enum Unreferenced {
     },
     /// Bytes that are not a whole record (a write cut short), and where they are.
     Torn(String),
+    /// An entry that fails its checks with whole entries after it, or whole in length:
+    /// damage, whose records are lost unless sled still holds them. Where it is, and where
+    /// the scan resumed.
+    Damaged(String),
 }
 
 /// `Unreferenced` items in write order.
@@ -505,6 +509,16 @@ impl SledStore {
         &self.values
     }
 
+    /// What sled holds for a record of `Space::Batch`, unresolved: a value-log pointer, a
+    /// day-file pointer or a legacy inline record.
+    pub(crate) fn batch_pointer(&self, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+        let v = self
+            .tree
+            .get(full_key(Space::Batch, key))
+            .map_err(store_err("get"))?;
+        Ok(v.map(|v| v.to_vec()))
+    }
+
     /// Where the value log ended at sled's last commit that wrote to it.
     pub(crate) fn committed_values_end(&self) -> Result<(u32, u64), Error> {
         self.referenced_end()
@@ -670,7 +684,8 @@ impl Store for SledStore {
                         }),
                         _ => Unreferenced::Record(value),
                     },
-                    Found::Torn { detail, .. } => Unreferenced::Torn(detail),
+                    Found::Torn { detail, cut: true } => Unreferenced::Torn(detail),
+                    Found::Torn { detail, cut: false } => Unreferenced::Damaged(detail),
                 })
             },
         )))

@@ -29,6 +29,11 @@
 //!   bytes only ever end a segment, and a scan that meets them goes on at the next one:
 //!   they never hide the entries written after them from recovery (an acknowledged loss
 //!   before this rule: RELIABILITY.md).
+//! - Damage never hides what follows it: an entry inside a segment that fails its checks
+//!   (a flipped bit in its value or its length) is skipped, and the scan resynchronises on
+//!   the next whole entry (`ValueLog::resync`: a length that fits, a known first byte, a
+//!   matching checksum). Only bytes with no whole entry after them and running past the
+//!   segment's end are a write cut short (`Found::Torn { cut: true }`).
 //! - Bounded: segment size, open read handles, entry size (below a segment).
 
 use crate::Error;
@@ -463,6 +468,78 @@ impl ValueLog {
     }
 }
 
+/// The first byte of every value the ledger writes: a batch record or a copied put. A
+/// resynchronising scan only takes entries that start so, which makes a false match of a
+/// length and checksum inside damaged bytes rarer still.
+const VALUE_FIRST_BYTES: [u8; 2] = [crate::record::RECORD_VERSION, crate::store::PUT_COPY_TAG];
+
+/// Bytes read at a time by a resynchronising scan.
+const RESYNC_WINDOW_BYTES: usize = 1 << 20;
+
+impl ValueLog {
+    /// The offset of the first whole entry after the bad one at `bad` in its segment, if
+    /// any. First where the bad entry's own length says the next begins (a flipped value
+    /// byte), then byte by byte (a flipped length): each candidate's length must fit the
+    /// segment, its value start as ours do, and its bytes match its checksum.
+    pub fn resync(&self, segment: u32, bad: Pointer, file_len: u64) -> Result<Option<u64>, Error> {
+        let (_, next) = bad.end();
+        if next < file_len && self.entry_at(segment, next, file_len)? {
+            return Ok(Some(next));
+        }
+        let file = self.reader(segment)?;
+        let path = self.path(segment);
+        let header = ENTRY_HEADER_LEN as u64;
+        let mut base = bad.offset + 1;
+        while base + header < file_len {
+            let n = (file_len - base).min(RESYNC_WINDOW_BYTES as u64 + header) as usize;
+            let mut buf = vec![0u8; n];
+            file.read_exact_at(&mut buf, base)
+                .map_err(io_err("read value segment", &path))?;
+            for i in 0..n - ENTRY_HEADER_LEN {
+                let len = u32::from_le_bytes([buf[i], buf[i + 1], buf[i + 2], buf[i + 3]]);
+                let at = base + i as u64;
+                if len == 0
+                    || !VALUE_FIRST_BYTES.contains(&buf[i + ENTRY_HEADER_LEN])
+                    || at + header + u64::from(len) > file_len
+                {
+                    continue;
+                }
+                if self.entry_at(segment, at, file_len)? {
+                    return Ok(Some(at));
+                }
+            }
+            base += (n - ENTRY_HEADER_LEN) as u64;
+        }
+        Ok(None)
+    }
+
+    /// Whether a whole entry, matching its checksum, starts at `offset` of the segment.
+    fn entry_at(&self, segment: u32, offset: u64, file_len: u64) -> Result<bool, Error> {
+        if offset + ENTRY_HEADER_LEN as u64 > file_len {
+            return Ok(false);
+        }
+        let mut header = [0u8; ENTRY_HEADER_LEN];
+        let path = self.path(segment);
+        self.reader(segment)?
+            .read_exact_at(&mut header, offset)
+            .map_err(io_err("read value segment", &path))?;
+        let pointer = Pointer {
+            segment,
+            offset,
+            len: u32::from_le_bytes([header[0], header[1], header[2], header[3]]),
+            crc: u32::from_le_bytes([header[4], header[5], header[6], header[7]]),
+        };
+        if pointer.end().1 > file_len {
+            return Ok(false);
+        }
+        match self.read(&pointer) {
+            Ok(_) => Ok(true),
+            Err(Error::CorruptRecord { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+}
+
 fn next_segment(segment: u32) -> Result<u32, Error> {
     segment.checked_add(1).ok_or_else(|| Error::Store {
         op: "value log append",
@@ -476,14 +553,16 @@ pub enum Found {
     /// A whole entry whose bytes match its checksum.
     Entry(Pointer, Vec<u8>),
     /// Bytes that are not a whole, checksummed entry: a write cut short by a crash, or
-    /// damage. The rest of that segment is not read; the scan goes on at the next segment
-    /// (appending never goes on after such bytes, see the module's invariants), or ends
-    /// there if it was the last.
+    /// damage. The scan resynchronises on the next whole entry of the segment
+    /// (`ValueLog::resync`); with none, it goes on at the next segment (appending never
+    /// goes on after such bytes, see the module's invariants), or ends if it was the last.
     Torn {
-        /// What was found, with the segment and offset.
+        /// What was found, with the segment and offset (and, after damage, where the scan
+        /// resumed).
         detail: String,
-        /// The bytes run to the segment's end: a write cut short. Otherwise an entry
-        /// inside the file fails its checksum: damage, which may hide entries after it.
+        /// No whole entry follows in the segment and the bad entry runs past its end: a
+        /// write cut short. Otherwise damage: whole entries follow it, or the entry is
+        /// whole in length and fails its checksum.
         cut: bool,
     },
 }
@@ -610,15 +689,43 @@ impl Scan<'_> {
                 self.offset = pointer.end().1;
                 Ok(Found::Entry(pointer, value))
             }
-            Err(Error::CorruptRecord { detail }) => {
-                let cut = self.offset + ENTRY_HEADER_LEN as u64 + u64::from(pointer.len) > file_len;
-                Ok(self.torn(last, detail, cut))
-            }
+            Err(Error::CorruptRecord { detail }) => self.damaged(last, file_len, pointer, detail),
             Err(e) => {
                 self.stop = None;
                 Err(e)
             }
         }
+    }
+
+    /// An entry that fails its checks at `bad`: the scan resynchronises on the next whole
+    /// entry of the segment, if any (damage), or the segment ends there (a write cut short
+    /// when the entry runs past the end).
+    fn damaged(
+        &mut self,
+        last: u32,
+        file_len: u64,
+        bad: Pointer,
+        detail: String,
+    ) -> Result<Found, Error> {
+        let resumed = match self.log.resync(self.segment, bad, file_len) {
+            Ok(r) => r,
+            Err(e) => {
+                self.stop = None;
+                return Err(e);
+            }
+        };
+        if let Some(next) = resumed {
+            let skipped = next - bad.offset;
+            self.offset = next;
+            return Ok(Found::Torn {
+                detail: format!(
+                    "{detail} ({skipped} bytes skipped to the next whole entry, at offset {next})"
+                ),
+                cut: false,
+            });
+        }
+        let cut = bad.offset + ENTRY_HEADER_LEN as u64 + u64::from(bad.len) > file_len;
+        Ok(self.torn(last, detail, cut))
     }
 
     /// Torn bytes (`detail` names the segment and offset): the scan goes on at the next
@@ -798,21 +905,101 @@ mod tests {
             matches!(&after[1], Found::Torn { detail, cut: true } if detail.contains("runs past the segment's end")),
             "{after:?}"
         );
-        // A flipped value byte in a segment that is not the last: the rest of that segment
-        // is not read, and the scan goes on at the next one.
+        // A flipped value byte: damage, skipped; the scan resynchronises on the entry after
+        // it in the same segment, so nothing whole is hidden.
         let seg1 = segment_path(dir.path(), 1);
         let mut one = std::fs::read(&seg1).expect("read");
         one[ENTRY_HEADER_LEN + 3] ^= 1;
         std::fs::write(&seg1, &one).expect("write");
         let after = found(log.entries_after(1, 0).expect("scan"));
-        assert_eq!(after.len(), 3, "{after:?}");
-        assert_eq!(after[1], Found::Entry(ptrs[4], values[4].clone()));
+        assert_eq!(after.len(), 4, "{after:?}");
         assert!(
-            matches!(&after[2], Found::Torn { detail, .. } if detail.contains("00000002.seg offset 48")),
+            matches!(&after[0], Found::Torn { detail, cut: false } if detail.contains("do not match their checksum") && detail.contains("48 bytes skipped")),
             "{after:?}"
         );
+        assert_eq!(after[1], Found::Entry(ptrs[3], values[3].clone()));
+        assert_eq!(after[2], Found::Entry(ptrs[4], values[4].clone()));
         assert!(
-            matches!(&after[0], Found::Torn { detail, cut: false } if detail.contains("do not match their checksum")),
+            matches!(&after[3], Found::Torn { detail, cut: true } if detail.contains("00000002.seg offset 48")),
+            "{after:?}"
+        );
+    }
+
+    /// Values that start as the ledger's do (a record's version byte), so the byte-by-byte
+    /// resynchronisation takes them.
+    fn record_like(i: u8, len: usize) -> Vec<u8> {
+        let mut v = vec![i; len];
+        v[0] = crate::record::RECORD_VERSION;
+        v
+    }
+
+    /// A flipped bit in an entry's length, its checksum or its value, in the last segment:
+    /// every whole entry after it is still found, and the damage is not "a write cut
+    /// short". Each bit of the header is tried.
+    #[test]
+    fn a_flipped_header_bit_hides_no_entry_after_it() {
+        let values: Vec<Vec<u8>> = (0..6u8)
+            .map(|i| record_like(i, 30 + 7 * i as usize))
+            .collect();
+        let refs: Vec<&[u8]> = values.iter().map(|v| v.as_slice()).collect();
+        for bit in 0..(ENTRY_HEADER_LEN * 8 + 8) {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let log = ValueLog::open(dir.path()).expect("open");
+            let ptrs = log.append(&refs).expect("append");
+            let seg = segment_path(dir.path(), 0);
+            let mut data = std::fs::read(&seg).expect("read");
+            // The second entry; bits past the header flip its value's first bytes.
+            data[ptrs[1].offset as usize + bit / 8] ^= 1 << (bit % 8);
+            std::fs::write(&seg, &data).expect("write");
+            let after: Vec<Found> = log
+                .entries_after(0, 0)
+                .expect("scan")
+                .map(|f| f.expect("scan"))
+                .collect();
+            assert_eq!(after.len(), 6, "bit {bit}: {after:?}");
+            assert_eq!(after[0], Found::Entry(ptrs[0], values[0].clone()));
+            assert!(
+                matches!(&after[1], Found::Torn { cut: false, detail } if detail.contains("offset 38")),
+                "bit {bit}: {after:?}"
+            );
+            for i in 2..6 {
+                assert_eq!(
+                    after[i],
+                    Found::Entry(ptrs[i], values[i].clone()),
+                    "bit {bit}"
+                );
+            }
+        }
+    }
+
+    /// The last entry damaged in full length is damage; cut short, it is a torn tail.
+    #[test]
+    fn a_bad_last_entry_is_damage_whole_and_torn_when_cut() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let log = ValueLog::open(dir.path()).expect("open");
+        let a = record_like(1, 50);
+        let ptrs = log.append(&[&a, &a]).expect("append");
+        let seg = segment_path(dir.path(), 0);
+        let mut data = std::fs::read(&seg).expect("read");
+        data[ptrs[1].offset as usize + ENTRY_HEADER_LEN + 20] ^= 4;
+        std::fs::write(&seg, &data).expect("write");
+        let scan = |log: &ValueLog| -> Vec<Found> {
+            log.entries_after(0, 0)
+                .expect("scan")
+                .map(|f| f.expect("scan"))
+                .collect()
+        };
+        let after = scan(&log);
+        assert!(
+            matches!(&after[1], Found::Torn { cut: false, .. }),
+            "{after:?}"
+        );
+        data.truncate(data.len() - 5);
+        std::fs::write(&seg, &data).expect("write");
+        let after = scan(&log);
+        assert_eq!(after.len(), 2, "{after:?}");
+        assert!(
+            matches!(&after[1], Found::Torn { cut: true, .. }),
             "{after:?}"
         );
     }

@@ -49,6 +49,10 @@ pub struct VerifyReport {
     /// Days removed by retention (`crate::tier::removed`): each table's chain goes on
     /// from the head its seal proves.
     pub removed: Removed,
+    /// Store reads that failed outside any one table's chain (listing the tables, the
+    /// held events), each with what it stopped. A corrupt sled page fails here and in the
+    /// verdicts of the tables it holds, never the whole report.
+    pub store_errors: Vec<String>,
 }
 
 impl VerifyReport {
@@ -61,6 +65,7 @@ impl VerifyReport {
             && matches!(self.quarantine, QuarantineVerdict::Ok { .. })
             && self.held.is_ok()
             && self.removed.is_ok()
+            && self.store_errors.is_empty()
     }
 
     /// What fails, in a few words: "2 of 16 tables, the arrival chain".
@@ -85,6 +90,9 @@ impl VerifyReport {
         }
         if !self.removed.is_ok() {
             parts.push("removals by retention".to_string());
+        }
+        if !self.store_errors.is_empty() {
+            parts.push(format!("{} store reads", self.store_errors.len()));
         }
         parts.join(", ")
     }
@@ -237,6 +245,10 @@ pub enum VerifyProblem {
     /// (`crate::attest::AttestationCheck`): what says which events a device vouched for.
     #[error("attestation: {0}")]
     Attestation(String),
+    /// The store failed while the table was read (a corrupt sled page, an I/O error). The
+    /// verdict's seq is then 0: where in the chain the read failed is not known.
+    #[error("the store failed while reading this table (position unknown): {0}")]
+    StoreRead(String),
 }
 
 impl Ledger {
@@ -257,7 +269,8 @@ pub fn verify_store(
     mem: Option<&BTreeMap<TableId, ChainHead>>,
     hashes_at: &BTreeMap<TableId, u64>,
 ) -> Result<(VerifyReport, BTreeMap<TableId, AtSeq>), Error> {
-    let (tables, bad_keys) = list_tables(store, mem)?;
+    let mut store_errors = Vec::new();
+    let (tables, bad_keys) = list_tables(store, mem, &mut store_errors);
     let mut removed = crate::tier::removed::removed_days(store)?;
     // Tables are independent chains: spread over the cores, verdicts kept in table order.
     let tables: Vec<_> = tables.into_iter().collect();
@@ -272,6 +285,7 @@ pub fn verify_store(
                 persisted: persisted.clone(),
             };
             verify_table(store, table, heads, removed.ranges(table), want)
+                .or_else(|e| store_read_failed(table, e))
         },
     );
     let mut out = Vec::with_capacity(tables.len());
@@ -284,9 +298,21 @@ pub fn verify_store(
         out.push(verdict);
     }
     out.extend(bad_keys);
-    let (arrival, removed_calls) = arrival_within(store, ARRIVAL_WAITING_MAX)?;
+    let (arrival, removed_calls) = arrival_within(store, ARRIVAL_WAITING_MAX).unwrap_or_else(|e| {
+        let problem = format!("the store failed while reading the arrival index: {e}");
+        (
+            ArrivalVerdict::Bad {
+                call_id: 0,
+                problem,
+            },
+            0,
+        )
+    });
     removed.calls_unchecked = removed_calls;
-    let quarantine = crate::quarantine::verify_quarantine(store)?;
+    let quarantine =
+        crate::quarantine::verify_quarantine(store).unwrap_or_else(|e| QuarantineVerdict::Bad {
+            problem: format!("the store failed while reading the quarantine: {e}"),
+        });
     let heads: BTreeMap<TableId, u64> = out
         .iter()
         .filter_map(|t| match t {
@@ -294,7 +320,10 @@ pub fn verify_store(
             TableVerdict::Bad { .. } => None,
         })
         .collect();
-    let held = crate::held_check::verify_held(store, &heads)?;
+    let held = crate::held_check::verify_held(store, &heads).unwrap_or_else(|e| {
+        store_errors.push(format!("held events not checked: {e}"));
+        HeldReport::default()
+    });
     Ok((
         VerifyReport {
             tables: out,
@@ -302,6 +331,7 @@ pub fn verify_store(
             quarantine,
             held,
             removed,
+            store_errors,
         },
         found,
     ))
@@ -311,18 +341,38 @@ pub fn verify_store(
 /// given) and its persisted head. Keys that do not read are verdicts of their own.
 type Listed = BTreeMap<TableId, (Option<ChainHead>, Option<PersistedHead>)>;
 
-/// Tables = those with a persisted head, those in memory, and those with records.
+/// A table whose read failed in the store: a verdict of its own, so the other tables'
+/// verdicts still stand.
+fn store_read_failed(table: &TableId, e: Error) -> Result<(TableVerdict, Option<AtSeq>), Error> {
+    let verdict = TableVerdict::Bad {
+        table: table.clone(),
+        seq: 0,
+        problem: VerifyProblem::StoreRead(e.to_string()),
+    };
+    Ok((verdict, None))
+}
+
+/// Tables = those with a persisted head, those in memory, and those with records. A store
+/// read that fails ends that listing, named in `store_errors`: the tables found so far are
+/// still verified.
 fn list_tables(
     store: &dyn Store,
     mem: Option<&BTreeMap<TableId, ChainHead>>,
-) -> Result<(Listed, Vec<TableVerdict>), Error> {
+    store_errors: &mut Vec<String>,
+) -> (Listed, Vec<TableVerdict>) {
     let mut tables: Listed = BTreeMap::new();
     for (t, h) in mem.into_iter().flatten() {
         tables.entry(t.clone()).or_default().0 = Some(h.clone());
     }
     let mut bad_keys: Vec<TableVerdict> = Vec::new();
     for kv in store.range(Space::Head, &[], None) {
-        let (k, v) = kv?;
+        let (k, v) = match kv {
+            Ok(kv) => kv,
+            Err(e) => {
+                store_errors.push(format!("listing the tables' heads stopped: {e}"));
+                break;
+            }
+        };
         match split_table_key(&k) {
             Ok((t, [])) => {
                 // An unreadable persisted head reads as "no head": reported as a mismatch.
@@ -338,7 +388,13 @@ fn list_tables(
     }
     let mut last_table: Option<TableId> = None;
     for k in store.keys(Space::Batch, &[], None) {
-        let k = k?;
+        let k = match k {
+            Ok(k) => k,
+            Err(e) => {
+                store_errors.push(format!("listing the tables' records stopped: {e}"));
+                break;
+            }
+        };
         match split_table_key(&k) {
             Ok((t, _)) => {
                 if last_table.as_ref() != Some(&t) {
@@ -349,7 +405,7 @@ fn list_tables(
             Err(e) => bad_keys.push(bad_key(e)),
         }
     }
-    Ok((tables, bad_keys))
+    (tables, bad_keys)
 }
 
 /// Most arrival entries `verify_arrival` holds (keys only) while it waits for an earlier
