@@ -869,33 +869,23 @@ async fn act(st: Shared, caller: Caller, id: Option<u64>, action: CaseAction) ->
 }
 
 #[utoipa::path(post, path = "/v1/cases", tag = "cases", request_body = OpenCase,
-    responses((status = 201, description = "the case, opened", body = CaseView), (status = 404, body = ApiError), (status = 500, body = ApiError)))]
+    responses((status = 201, description = "the case, opened", body = CaseView), (status = 400, body = ApiError), (status = 404, description = "no such table or round", body = ApiError), (status = 500, body = ApiError)))]
 async fn open_case(
     State(st): State<Shared>,
     Extension(c): Extension<Caller>,
     crate::body::Body(b): crate::body::Body<OpenCase>,
 ) -> Response {
-    // A case is opened on a round that exists (the read model, else the ledger's round
-    // index for a round the model has not reached yet).
-    let (m, t, r) = (st.model.clone(), b.table.clone(), b.round.0);
-    let indexed = blocking(move || Ok(m.digest(&t, r)?.is_some()))
-        .await
-        .unwrap_or(false);
-    let exists = indexed || {
-        let (l, t, r) = (st.ledger.clone(), b.table.clone(), b.round);
-        blocking(move || {
-            Ok(l.rounds(&t)
-                .map(|rs| rs.iter().any(|x| x.round == r))
-                .unwrap_or(false))
-        })
-        .await
-        .unwrap_or(false)
-    };
-    if !exists {
-        return error(
-            StatusCode::NOT_FOUND,
-            format!("table {} has no round {}", b.table, b.round.0),
-        );
+    // A case is opened on a round that exists: a late or stale page must not file it on
+    // a round nobody reviewed. A store that cannot answer is a 500, never "no round".
+    match round_exists(&st, &b.table, b.round).await {
+        Ok(true) => {}
+        Ok(false) => {
+            return error(
+                StatusCode::NOT_FOUND,
+                format!("table {} has no round {}", b.table, b.round.0),
+            )
+        }
+        Err(refusal) => return refusal.into_response(),
     }
     act(
         st,
@@ -908,6 +898,17 @@ async fn open_case(
         },
     )
     .await
+}
+
+/// Whether `table` has `round`: the read model, else the ledger's round index for a
+/// round the model has not reached yet.
+async fn round_exists(st: &Shared, table: &TableId, round: RoundId) -> Result<bool, Refusal> {
+    let (m, t) = (st.model.clone(), table.clone());
+    if blocking(move || Ok(m.digest(&t, round.0)?.is_some())).await? {
+        return Ok(true);
+    }
+    let (l, t) = (st.ledger.clone(), table.clone());
+    blocking(move || Ok(l.rounds(&t)?.iter().any(|x| x.round == round))).await
 }
 
 #[utoipa::path(get, path = "/v1/cases/{id}", tag = "cases", params(("id" = u64, Path)),

@@ -9,11 +9,25 @@
 const TOKEN_KEY = "roundledger.token";
 const PAGE = 50;
 const $ = (sel, el = document) => el.querySelector(sel);
-const state = { who: null, steps: null, k: 0, detail: null, tz: "UTC", gen: 0 };
+// `page` is the page shown now: its generation and, on a round's page, its table and round.
+const state = { who: null, steps: null, k: 0, detail: null, tz: "UTC", gen: 0, page: { gen: 0 } };
 
 function token() { return sessionStorage.getItem(TOKEN_KEY); }
 
-async function api(path, opts = {}) {
+// ---------- pages ----------
+// Every page the user opens gets a new generation (state.gen): route() and sign-out bump
+// it. api() notes the generation it was called in; an answer that arrives after the user
+// moved on never settles, so nothing after it runs and nothing of it reaches the page
+// shown now. This one guard covers every asynchronous answer; pages do not check it.
+// Calls that belong to no page (whoami at sign-in) pass { global: true }.
+function api(path, opts = {}) {
+  const gen = state.gen;
+  const stale = () => !opts.global && gen !== state.gen;
+  const never = new Promise(() => {});
+  return request(path, opts).then(v => stale() ? never : v, e => stale() ? never : Promise.reject(e));
+}
+
+async function request(path, opts) {
   const headers = Object.assign({ Authorization: "Bearer " + token() }, opts.headers || {});
   if (opts.body) headers["Content-Type"] = "application/json";
   let res;
@@ -108,7 +122,7 @@ function stakeText(s) {
 // ---------- sign in ----------
 function signOut(msg) {
   sessionStorage.removeItem(TOKEN_KEY);
-  state.who = null;
+  state.who = null; state.gen++;
   stopFeed();
   showLogin(msg);
 }
@@ -127,7 +141,7 @@ const ROLE_AREAS = { surveillance: ["rounds", "tables"], finance: ["tables", "fi
 
 async function start() {
   if (!token()) return showLogin();
-  const who = await api("/v1/whoami");
+  const who = await api("/v1/whoami", { global: true });
   state.who = who; state.tz = who.time_zone || "UTC";
   $("#login").hidden = true; $("#token").value = "";
   $("#who").innerHTML = `Signed in as <b>${esc(who.name)}</b> (${esc(who.role)}) <button class="secondary" id="signout">Sign out</button>`;
@@ -248,8 +262,8 @@ function route() {
   const parts = h.split("?")[0].split("/").filter(Boolean).map(decodeURIComponent);
   const q = new URLSearchParams(h.split("?")[1] || "");
   document.querySelectorAll("#nav a").forEach(a => a.classList.toggle("active", h.startsWith(a.getAttribute("href").slice(1))));
-  // Each page renders into its own element: an answer arriving after the user moved on
-  // writes into a detached element (views check view.isConnected), never the new page.
+  // A new page: answers to the pages before it never settle (api() above).
+  state.page = { gen: ++state.gen };
   const view = document.createElement("div");
   $("#view").replaceChildren(view);
   const r = parts[0];
@@ -261,7 +275,10 @@ function route() {
   if (r === "tables") return tablesView(view);
   if (r === "finance") return financeView(view, q);
   if (r === "audit") return auditView(view, q);
-  if (r === "round" && parts.length >= 3) return roundView(view, parts[1], parts[2]);
+  if (r === "round" && parts.length >= 3) {
+    Object.assign(state.page, { table: parts[1], round: parts[2] });
+    return roundView(view, parts[1], parts[2]);
+  }
   view.innerHTML = `<div class="card"><p>Nothing here. Choose a page above.</p></div>`;
 }
 
@@ -292,7 +309,6 @@ async function disputeQueue(view, q) {
     if (q.get("table")) p.set("table", q.get("table"));
     setWhen(p, q);
     const [page, ts] = await Promise.all([api("/v1/disputes?" + p), api("/v1/tables")]);
-    if (!view.isConnected) return;
     tables = ts;
     const min = Math.round(Number(q.get("min") || 0) * 100);
     const items = page.items.filter(d => Math.abs(d.difference) >= min);
@@ -305,7 +321,7 @@ async function disputeQueue(view, q) {
       </tbody></table>` + pager(q, page.total, base) : `<div class="empty">No disputed line matches. Every recorded payout so far matches the rules.</div>`}</div>`;
     bindFilter(view, "queue-form", "#/disputes");
     clickableRows(view);
-  } catch (e) { if (view.isConnected) failed(view, e); }
+  } catch (e) { failed(view, e); }
 }
 
 // The time a filter asks for, as the API takes it: a gaming day (`day`), or one of its
@@ -342,8 +358,7 @@ function bindFilter(view, id, base) {
 // ---------- round search ----------
 async function search(view, q) {
   let tables = [];
-  try { tables = await api("/v1/tables"); } catch (e) { return view.isConnected && failed(view, e); }
-  if (!view.isConnected) return;
+  try { tables = await api("/v1/tables"); } catch (e) { return failed(view, e); }
   const v = k => esc(q.get(k) || "");
   view.innerHTML = `<div class="card"><h1>Round search</h1>
     <p class="hint">Find a round from what the patron says: the table, roughly when (${zoneLabel()}), and the box they played. A gaming day, or a shift of it, replaces From and To.</p>
@@ -374,7 +389,6 @@ async function search(view, q) {
     if (q.get("box")) p.set("box", q.get("box"));
     if (q.get("verdict")) p.set("verdict", q.get("verdict"));
     const page = await api("/v1/rounds?" + p);
-    if (!view.isConnected) return;
     const base = "#/search?" + new URLSearchParams([...q].filter(([k]) => k !== "offset"));
     res.innerHTML = `<div class="card">${page.items.length ? roundsTable(page.items) + pager(q, page.total, base) : `<div class="empty">No round matches. Widen the time range or leave the box empty.</div>`}</div>`;
     clickableRows(res);
@@ -388,7 +402,6 @@ async function findingsView(view, q) {
     const p = new URLSearchParams({ limit: PAGE, offset: q.get("offset") || 0 });
     if (q.get("severity")) p.set("severity", q.get("severity"));
     const page = await api("/v1/findings?" + p);
-    if (!view.isConnected) return;
     view.innerHTML = `<div class="card"><h1>Findings</h1><p class="hint">Irregularities found by replaying rounds, each citing the clause of the rule set.
       Show: <a href="#/findings">all</a> · <a href="#/findings?severity=warning">warning and worse</a> · <a href="#/findings?severity=critical">critical</a></p>
       ${page.items.length ? `<table class="list"><thead><tr><th>Table</th><th class="num">Round</th><th>Opened</th><th>Severity</th><th>Code</th><th>What</th></tr></thead><tbody>
@@ -405,7 +418,6 @@ async function casesView(view, q) {
     const p = new URLSearchParams({ limit: PAGE, offset: q.get("offset") || 0 });
     for (const k of ["status", "assignee"]) if (q.get(k)) p.set(k, q.get(k));
     const page = await api("/v1/cases?" + p);
-    if (!view.isConnected) return;
     const base = "#/cases?" + new URLSearchParams([...q].filter(([k]) => k !== "offset"));
     view.innerHTML = `<div class="card"><h1>Cases</h1><p class="hint">Cases are opened from a round's page. Entries are never changed or removed.
       Show: <a href="#/cases">all</a> · <a href="#/cases?status=open">open</a> · <a href="#/cases?status=closed">closed</a> · <a href="#/cases?status=open&assignee=${encodeURIComponent(state.who.name)}">open and mine</a></p>
@@ -413,7 +425,7 @@ async function casesView(view, q) {
       ${page.items.map(c => `<tr class="clickable" data-href="#/round/${encodeURIComponent(c.table)}/${c.round}"><td class="num">${c.id}</td><td>${esc(c.table)}</td><td class="num">${c.round}</td><td>${esc(c.title)}</td><td>${c.open ? "open" : "closed: " + esc(c.decision)}</td><td>${esc(c.assignee || "")}</td><td>${esc(c.entries[0].author)}</td><td>${time(c.entries[c.entries.length - 1].at_ns)}</td></tr>`).join("")}
       </tbody></table>` + pager(q, page.total, base) : `<div class="empty">No case matches. Open one from a round's page.</div>`}</div>`;
     clickableRows(view);
-  } catch (e) { if (view.isConnected) failed(view, e); }
+  } catch (e) { failed(view, e); }
 }
 
 // ---------- tables & chains ----------
@@ -514,14 +526,13 @@ async function financeView(view, q) {
     const day = q.get("day") || todayLocal();
     const liability = (q.get("span") || "day") === "day" ? api("/v1/reports/jackpots?day=" + day).catch(() => null) : null;
     const [report, pools, pooled] = await Promise.all([api("/v1/reports?" + rq), api("/v1/pools").catch(() => []), liability]);
-    if (!view.isConnected) return;
     view.innerHTML = financeForm(q) + reportSummary(report) + holdChart(report) + groupsTable(report)
       + variancesTable(report) + liabilityCard(day, pooled) + poolsCard(pools) + `<div class="card" id="round-finance" hidden></div>`;
     bindFilter(view, "finance-form", "#/finance");
     $("#csv-report", view).onclick = () => downloadReportCsv(rq);
     $("#print-report", view).onclick = () => window.print();
     view.querySelectorAll("a[data-finance-round]").forEach(a => a.onclick = ev => { ev.preventDefault(); roundFinance(view, a.dataset.financeRound); });
-  } catch (e) { if (view.isConnected) failed(view, e); }
+  } catch (e) { failed(view, e); }
 }
 
 function financeForm(q) {
@@ -650,7 +661,6 @@ async function auditView(view, q) {
     const first = await api("/v1/audit?limit=1");
     const off = q.get("offset") != null ? Number(q.get("offset")) : Math.max(0, first.total - PAGE);
     const page = await api(`/v1/audit?limit=${PAGE}&offset=${off}`);
-    if (!view.isConnected) return;
     view.innerHTML = `<div class="card"><h1>Audit log</h1><p class="hint">Every API request: who, role, what, when, and the answer. A change (a case) is recorded when received, before it is made, and again with its answer. Append-only; this page is recorded too.</p>
       <table class="list"><thead><tr><th class="num">#</th><th>When</th><th>Who</th><th>Role</th><th>Client</th><th>Request</th><th class="num">Status</th></tr></thead><tbody>
       ${page.items.slice().reverse().map(a => `<tr><td class="num">${a.id}</td><td>${time(a.at_ns)}</td><td>${esc(a.who)}</td><td>${esc(a.role || "")}</td><td>${esc(a.client || "")}</td><td><code>${esc(a.method)} ${esc(a.path)}${a.query ? "?" + esc(a.query) : ""}</code></td><td class="num">${a.status ?? "received"}${a.received ? ` (of #${a.received})` : ""}</td></tr>`).join("")}
@@ -667,8 +677,7 @@ async function roundView(view, table, round) {
       api(`/v1/tables/${encodeURIComponent(table)}/rounds/${round}`),
       api(`/v1/tables/${encodeURIComponent(table)}/rounds/${round}/steps`),
     ]);
-  } catch (e) { return view.isConnected && failed(view, e); }
-  if (!view.isConnected) return;
+  } catch (e) { return failed(view, e); }
   state.detail = detail; state.steps = steps.steps; state.k = 0;
   const r = detail.row;
   const disputedBoxes = new Set(detail.settlement.filter(s => s.difference !== 0).map(s => s.box));
@@ -720,7 +729,7 @@ async function roundView(view, table, round) {
   $("#evidence-btn").onclick = () => downloadEvidence(r.table, r.round);
   $("#print-btn").onclick = () => window.print();
   setStep(0);
-  loadCases(r.table, r.round);
+  loadCases(view);
 }
 
 document.addEventListener("keydown", ev => {
@@ -832,8 +841,11 @@ function wordingHtml(f) {
   return `<blockquote class="wording"><span class="src">Rule book, ${esc(f.clause)}:</span> ${w.map(x => mark(esc(x))).join(' <span class="gap">…</span> ')}</blockquote>`;
 }
 
-async function loadCases(table, round) {
-  const el = $("#cases");
+// The case notes of the round shown (state.page): every write names that round, never
+// one captured when the list was drawn.
+async function loadCases(view) {
+  const { table, round } = state.page;
+  const el = $("#cases", view);
   el.innerHTML = `<p class="muted">Loading cases…</p>`;
   try {
     const page = await api(`/v1/cases?table=${encodeURIComponent(table)}&round=${round}`);
@@ -845,26 +857,26 @@ async function loadCases(table, round) {
       : `<p class="muted">No case on this round.</p>`) +
       `<form id="open-case"><label for="case-title">Open a case on this round</label><input id="case-title" name="title" required placeholder="e.g. patron at box 3 disputes the Ante payout">
        <button type="submit" class="below-input">Open case</button></form><p class="error" id="case-error" role="alert"></p>`;
-    $("#open-case").onsubmit = ev => { ev.preventDefault(); caseAction("/v1/cases", { table, round: Number(round), title: ev.target.title.value }, table, round); };
-    el.querySelectorAll(".note-form").forEach(f => f.onsubmit = ev => { ev.preventDefault(); caseAction(`/v1/cases/${f.dataset.id}/notes`, { text: f.text.value }, table, round); });
+    $("#open-case", el).onsubmit = ev => { ev.preventDefault(); caseAction(view, "/v1/cases", { table: state.page.table, round: Number(state.page.round), title: ev.target.title.value }); };
+    el.querySelectorAll(".note-form").forEach(f => f.onsubmit = ev => { ev.preventDefault(); caseAction(view, `/v1/cases/${f.dataset.id}/notes`, { text: f.text.value }); });
     el.querySelectorAll(".assign-btn").forEach(b => b.onclick = () => {
       const to = prompt("Assign to (a person's name):", state.who.name);
-      if (to) caseAction(`/v1/cases/${b.dataset.id}/assign`, { to }, table, round);
+      if (to) caseAction(view, `/v1/cases/${b.dataset.id}/assign`, { to });
     });
     el.querySelectorAll(".reopen-btn").forEach(b => b.onclick = () => {
       const reason = prompt("Why reopen it?");
-      if (reason) caseAction(`/v1/cases/${b.dataset.id}/reopen`, { reason }, table, round);
+      if (reason) caseAction(view, `/v1/cases/${b.dataset.id}/reopen`, { reason });
     });
     el.querySelectorAll(".close-btn").forEach(b => b.onclick = () => {
       const d = prompt("Decision (e.g. 'Patron paid the difference of 50.00; dealer retrained'):");
-      if (d) caseAction(`/v1/cases/${b.dataset.id}/close`, { decision: d }, table, round);
+      if (d) caseAction(view, `/v1/cases/${b.dataset.id}/close`, { decision: d });
     });
   } catch (e) { el.innerHTML = `<p class="error">${esc(e.message)}</p>`; }
 }
 
-async function caseAction(path, body, table, round) {
-  try { await api(path, { method: "POST", body: JSON.stringify(body) }); toast("Saved."); loadCases(table, round); }
-  catch (e) { $("#case-error").textContent = e.message; }
+async function caseAction(view, path, body) {
+  try { await api(path, { method: "POST", body: JSON.stringify(body) }); toast("Saved."); loadCases(view); }
+  catch (e) { $("#case-error", view).textContent = e.message; }
 }
 
 async function downloadEvidence(table, round) {

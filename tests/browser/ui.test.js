@@ -140,6 +140,7 @@ async function main() {
     await queueFiltersAndCsv(page, server.url);
     await searchByDayAndShift(page, server.url, token);
     await pageLeftRace(page, server.url, token);
+    await lateAnswersStayOnTheirPage(page, server.url, token);
 
     // Open the first disputed round.
     await page.goto(server.url + "/#/disputes");
@@ -438,6 +439,40 @@ async function pageLeftRace(page, url, token) {
   await sleep(2500);
   assert.match(await page.locator(".round-head h1").innerText(), new RegExp(`${b.table} · round ${b.round}$`), "the round opened last stays");
   await page.unroute(slow);
+}
+
+// Answers that arrive after the user moved on (issue 46). Each of three calls of round A's
+// page is held back while round B opens; a case opened on B is stored on B, A gets none.
+// The cases call is the one seen storing a case on the wrong round.
+async function lateAnswersStayOnTheirPage(page, url, token) {
+  const get = async p => (await fetch(url + p, { headers: { Authorization: "Bearer " + token } })).json();
+  const [a, b] = (await get("/v1/rounds?limit=2")).items;
+  const roundA = `/v1/tables/${a.table}/rounds/${a.round}`;
+  const held = [`/v1/cases?table=${a.table}&round=${a.round}`, roundA, roundA + "/steps"];
+  for (const [i, call] of held.entries()) {
+    const matches = u => u.pathname + u.search === call;
+    let asked, answered;
+    const askedP = new Promise(r => { asked = r; });
+    const answeredP = new Promise(r => { answered = r; });
+    await page.route(matches, async route => { asked(); await sleep(2000); await route.continue(); answered(); });
+    await page.evaluate(h => { location.hash = h; }, `#/round/${a.table}/${a.round}`);
+    await askedP;
+    await page.evaluate(h => { location.hash = h; }, `#/round/${b.table}/${b.round}`);
+    await page.waitForSelector("#open-case");
+    await answeredP;
+    await sleep(500);
+    await page.unroute(matches);
+    assert.match(await page.locator(".round-head h1").innerText(), new RegExp(`${b.table} · round ${b.round}$`), `${call}: round B stays`);
+    const title = `late answer ${i}: ${call}`;
+    await page.fill("#case-title", title);
+    await page.click("#open-case button");
+    await page.locator("#cases .case", { hasText: title }).waitFor();
+    const onB = (await get(`/v1/cases?table=${b.table}&round=${b.round}&limit=500`)).items.map(c => c.title);
+    const onA = (await get(`/v1/cases?table=${a.table}&round=${a.round}&limit=500`)).items.map(c => c.title);
+    assert.ok(onB.includes(title), `${call}: the case is stored on round B (${b.table}/${b.round}): ${onB}`);
+    assert.ok(!onA.includes(title), `${call}: round A (${a.table}/${a.round}) has no case of B: ${onA}`);
+  }
+  await page.screenshot({ path: path.join(SHOTS, "02d-late-answers.png"), fullPage: true });
 }
 
 main().catch(e => { console.error("[browser-test] FAILED:", e); process.exit(1); });
