@@ -37,6 +37,8 @@ mod edge;
 mod finance;
 pub mod journal;
 pub mod limit;
+mod lists;
+mod narrow;
 mod openapi;
 pub mod ops;
 mod params;
