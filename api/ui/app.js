@@ -93,6 +93,21 @@ function nsFromInput(v) {
   }
   return String(BigInt(t) * 1000000n);
 }
+// The property's wall clock in the header, to the second, with its zone: an officer in
+// another zone lines it up with the CCTV recorder's clock. It ticks on each whole second.
+let clockTimer = null;
+function startClock() {
+  const el = $("#clock");
+  const tick = () => {
+    const p = wallParts(Date.now(), state.tz);
+    el.innerHTML = `<span class="clock-time">${p.year}-${p.month}-${p.day} ${p.hour}:${p.minute}:${p.second}</span> <span class="muted">${esc(p.timeZoneName)} · ${esc(state.tz)}</span>`;
+    clockTimer = setTimeout(tick, 1000 - (Date.now() % 1000) + 5);
+  };
+  clearTimeout(clockTimer);
+  el.hidden = false;
+  tick();
+}
+function stopClock() { clearTimeout(clockTimer); clockTimer = null; $("#clock").hidden = true; }
 function zoneLabel() { return `local time, ${esc(state.tz)}`; }
 function badge(v) { return `<span class="badge ${esc(v)}">${esc(v)}</span>`; }
 // A round's verdict, or "in progress" while it is being played (nothing decided yet).
@@ -123,7 +138,7 @@ function stakeText(s) {
 function signOut(msg) {
   sessionStorage.removeItem(TOKEN_KEY);
   state.who = null; state.gen++;
-  stopFeed();
+  stopFeed(); stopClock();
   showLogin(msg);
 }
 function showLogin(msg) {
@@ -146,6 +161,7 @@ async function start() {
   $("#login").hidden = true; $("#token").value = "";
   $("#who").innerHTML = `Signed in as <b>${esc(who.name)}</b> (${esc(who.role)}) <button class="secondary" id="signout">Sign out</button>`;
   $("#signout").onclick = () => signOut("Signed out.");
+  startClock();
   const areas = ROLE_AREAS[who.role] || [];
   document.querySelectorAll("#nav a").forEach(a => { a.hidden = !areas.includes(a.dataset.area); });
   $("#nav").hidden = false;
@@ -289,8 +305,9 @@ function pager(q, total, base) {
   return `<div class="pager">${prev}<span class="muted">${total ? off + 1 : 0}–${Math.min(total, off + PAGE)} of ${total}</span>${next}</div>`;
 }
 
-function roundsTable(items) {
-  return `<table class="list" id="rounds-table"><thead><tr><th>Table</th><th class="num">Round</th><th>Opened</th><th>Verdict</th><th>Boxes</th><th class="num">Disputed lines</th><th class="num">Findings</th><th class="num">Recorded − rules</th></tr></thead><tbody>
+// Rounds of the server's list `query` (its headers sort the whole result on the server).
+function roundsTable(items, query) {
+  return `<table class="list" id="rounds-table" data-list="rounds" data-query="${esc(query.toString())}"><thead><tr><th data-key="table">Table</th><th class="num">Round</th><th data-key="opened_at">Opened</th><th>Verdict</th><th>Boxes</th><th class="num">Disputed lines</th><th class="num" data-key="findings">Findings</th><th class="num" data-key="difference">Recorded − rules</th></tr></thead><tbody>
     ${items.map(r => `<tr class="clickable" data-href="#/round/${encodeURIComponent(r.table)}/${r.round}">
       <td>${esc(r.table)}</td><td class="num">${r.round}</td><td>${time(r.opened_at_ns)}</td><td>${verdictBadge(r)}</td>
       <td>${r.boxes.join(", ")}</td><td class="num">${r.disputes}</td><td class="num">${r.findings}</td><td class="num">${r.disputes ? signed(r.difference) : ""}</td></tr>`).join("")}
@@ -299,29 +316,50 @@ function roundsTable(items) {
 function clickableRows(el) { el.querySelectorAll("tr.clickable").forEach(tr => tr.onclick = () => { location.hash = tr.dataset.href; }); }
 
 // ---------- dispute queue ----------
-// One row per disputed settlement line, so the box and the amount are named. Filters:
-// table, local time, smallest difference; any column sorts (lists.js below).
+// One row per disputed settlement line, so the box and the amount are named. Every
+// filter, the sort and the CSV are the server's, over the whole result (serverList below).
 async function disputeQueue(view, q) {
   loading(view, "the dispute queue");
-  let tables = [];
+  const p = new URLSearchParams();
+  if (q.get("table")) p.set("table", q.get("table"));
+  setWhen(p, q);
+  if (q.get("box")) p.set("box", q.get("box"));
+  if (q.get("min")) p.set("min_difference_minor", minorOf(q.get("min")));
+  if (q.get("amount")) p.set("min_amount_minor", minorOf(q.get("amount")));
+  setSort(p, q);
   try {
-    const p = new URLSearchParams({ limit: PAGE, offset: q.get("offset") || 0 });
-    if (q.get("table")) p.set("table", q.get("table"));
-    setWhen(p, q);
-    const [page, ts] = await Promise.all([api("/v1/disputes?" + p), api("/v1/tables")]);
-    tables = ts;
-    const min = Math.round(Number(q.get("min") || 0) * 100);
-    const items = page.items.filter(d => Math.abs(d.difference) >= min);
+    const [page, tables] = await Promise.all([api("/v1/disputes?" + withPage(p, q)), api("/v1/tables")]);
     const base = "#/disputes?" + new URLSearchParams([...q].filter(([k]) => k !== "offset"));
+    const th = (key, label, num) => `<th${num ? ' class="num"' : ""}${key ? ` data-key="${key}"` : ""}>${label}</th>`;
     view.innerHTML = `<div class="card"><h1>Dispute queue</h1>
       <p class="hint">Settlement lines where what the dealer recorded differs from what the rules say, newest round first. Times in ${zoneLabel()}.</p>
-      ${filterForm("queue-form", q, tables, `<div><label for="f-min">Difference at least</label><input id="f-min" name="min" type="number" min="0" step="0.01" value="${esc(q.get("min") || "")}" placeholder="any"></div>`)}
-      ${items.length ? `<table class="list" id="queue-table"><thead><tr><th>Table</th><th class="num">Round</th><th>Opened</th><th class="num">Box</th><th>Line</th><th class="num">Due</th><th class="num">Paid</th><th class="num">Difference</th></tr></thead><tbody>
-      ${items.map(d => `<tr class="clickable diff" data-href="#/round/${encodeURIComponent(d.table)}/${d.round}"><td>${esc(d.table)}</td><td class="num">${d.round}</td><td>${time(d.opened_at_ns)}</td><td class="num">${d.box}</td><td>${esc(d.line.replace(/_/g, " "))}</td><td class="num">${signed(d.expected)}</td><td class="num">${signed(d.recorded)}</td><td class="num">${signed(d.difference)}</td></tr>`).join("")}
-      </tbody></table>` + pager(q, page.total, base) : `<div class="empty">No disputed line matches. Every recorded payout so far matches the rules.</div>`}</div>`;
+      ${filterForm("queue-form", q, tables, `<div><label for="f-box">Box</label><input id="f-box" name="box" type="number" min="1" max="9" value="${esc(q.get("box") || "")}" placeholder="any"></div>
+        <div><label for="f-min">Difference at least</label><input id="f-min" name="min" type="number" min="0" step="0.01" value="${esc(q.get("min") || "")}" placeholder="any"></div>
+        <div><label for="f-amount">Amount due at least</label><input id="f-amount" name="amount" type="number" min="0" step="0.01" value="${esc(q.get("amount") || "")}" placeholder="any"></div>`)}
+      ${page.items.length ? `<table class="list" id="queue-table" data-list="disputes" data-query="${esc(p.toString())}"><thead><tr>${th("table", "Table")}${th("", "Round", 1)}${th("opened_at", "Opened")}${th("box", "Box", 1)}${th("", "Line")}${th("amount", "Due", 1)}${th("", "Paid", 1)}${th("difference", "Difference", 1)}</tr></thead><tbody>
+      ${page.items.map(d => `<tr class="clickable diff" data-href="#/round/${encodeURIComponent(d.table)}/${d.round}"><td>${esc(d.table)}</td><td class="num">${d.round}</td><td>${time(d.opened_at_ns)}</td><td class="num">${d.box}</td><td>${esc(d.line.replace(/_/g, " "))}</td><td class="num">${signed(d.expected)}</td><td class="num">${signed(d.recorded)}</td><td class="num">${signed(d.difference)}</td></tr>`).join("")}
+      </tbody></table>` + pager(q, page.total, base) : `<div class="empty">No disputed line matches.</div>`}</div>`;
     bindFilter(view, "queue-form", "#/disputes");
     clickableRows(view);
   } catch (e) { failed(view, e); }
+}
+
+// An amount typed in major units ("50", "12.5") as minor units, without floating point.
+function minorOf(v) {
+  const m = String(v).trim().match(/^(\d+)(?:\.(\d{0,2}))?$/);
+  if (!m) return "-1"; // the server refuses it and says why
+  return String(BigInt(m[1]) * 100n + BigInt((m[2] || "").padEnd(2, "0")));
+}
+// The page's sort (`sort`, `order` in the hash) as the API takes it.
+function setSort(p, q) {
+  if (q.get("sort")) p.set("sort", q.get("sort"));
+  if (q.get("order")) p.set("order", q.get("order"));
+}
+// The query with the page's offset and size.
+function withPage(p, q) {
+  const w = new URLSearchParams(p);
+  w.set("limit", PAGE); w.set("offset", q.get("offset") || 0);
+  return w;
 }
 
 // The time a filter asks for, as the API takes it: a gaming day (`day`), or one of its
@@ -372,6 +410,7 @@ async function search(view, q) {
       <div><label for="s-box">Box</label><input id="s-box" name="box" type="number" min="1" max="9" value="${v("box")}" placeholder="any"></div>
       <div><label for="s-verdict">Verdict</label><select id="s-verdict" name="verdict"><option value="">any</option>
         ${["disputed", "irregular", "void", "clean"].map(x => `<option ${q.get("verdict") === x ? "selected" : ""}>${x}</option>`).join("")}</select></div>
+      <div><label for="s-min">Difference at least</label><input id="s-min" name="min" type="number" min="0" step="0.01" value="${v("min")}" placeholder="any"></div>
       <div><button type="submit">Search</button></div>
     </form></div><div id="results"></div>`;
   $("#search-form", view).onsubmit = ev => {
@@ -383,14 +422,16 @@ async function search(view, q) {
   if (![...q.keys()].length) { $("#results", view).innerHTML = `<div class="card empty">Choose a table, a time or a box and press Search.</div>`; return; }
   const res = $("#results", view); loading(res, "rounds");
   try {
-    const p = new URLSearchParams({ limit: PAGE, offset: q.get("offset") || 0 });
+    const p = new URLSearchParams();
     if (q.get("table")) p.set("table", q.get("table"));
     setWhen(p, q);
     if (q.get("box")) p.set("box", q.get("box"));
     if (q.get("verdict")) p.set("verdict", q.get("verdict"));
-    const page = await api("/v1/rounds?" + p);
+    if (q.get("min")) p.set("min_difference_minor", minorOf(q.get("min")));
+    setSort(p, q);
+    const page = await api("/v1/rounds?" + withPage(p, q));
     const base = "#/search?" + new URLSearchParams([...q].filter(([k]) => k !== "offset"));
-    res.innerHTML = `<div class="card">${page.items.length ? roundsTable(page.items) + pager(q, page.total, base) : `<div class="empty">No round matches. Widen the time range or leave the box empty.</div>`}</div>`;
+    res.innerHTML = `<div class="card">${page.items.length ? roundsTable(page.items, p) + pager(q, page.total, base) : `<div class="empty">No round matches. Widen the time range or leave the box empty.</div>`}</div>`;
     clickableRows(res);
   } catch (e) { failed(res, e); }
 }
@@ -398,15 +439,22 @@ async function search(view, q) {
 // ---------- findings ----------
 async function findingsView(view, q) {
   loading(view, "findings");
+  const p = new URLSearchParams();
+  for (const k of ["table", "severity", "code", "box", "game"]) if (q.get(k)) p.set(k, q.get(k));
+  setWhen(p, q);
+  setSort(p, q);
   try {
-    const p = new URLSearchParams({ limit: PAGE, offset: q.get("offset") || 0 });
-    if (q.get("severity")) p.set("severity", q.get("severity"));
-    const page = await api("/v1/findings?" + p);
-    view.innerHTML = `<div class="card"><h1>Findings</h1><p class="hint">Irregularities found by replaying rounds, each citing the clause of the rule set.
-      Show: <a href="#/findings">all</a> · <a href="#/findings?severity=warning">warning and worse</a> · <a href="#/findings?severity=critical">critical</a></p>
-      ${page.items.length ? `<table class="list"><thead><tr><th>Table</th><th class="num">Round</th><th>Opened</th><th>Severity</th><th>Code</th><th>What</th></tr></thead><tbody>
+    const [page, tables] = await Promise.all([api("/v1/findings?" + withPage(p, q)), api("/v1/tables")]);
+    const base = "#/findings?" + new URLSearchParams([...q].filter(([k]) => k !== "offset"));
+    const sev = `<div><label for="fi-severity">Severity</label><select id="fi-severity" name="severity"><option value="">any</option>
+      ${["info", "warning", "critical"].map(x => `<option value="${x}" ${q.get("severity") === x ? "selected" : ""}>${x}${x === "critical" ? "" : " and worse"}</option>`).join("")}</select></div>`;
+    view.innerHTML = `<div class="card"><h1>Findings</h1><p class="hint">Irregularities found by replaying rounds, each citing the clause of the rule set. Times in ${zoneLabel()}.</p>
+      ${filterForm("findings-form", q, tables, `${sev}<div><label for="fi-code">Code</label><input id="fi-code" name="code" value="${esc(q.get("code") || "")}" placeholder="any"></div>
+        <div><label for="fi-box">Box</label><input id="fi-box" name="box" type="number" min="1" max="9" value="${esc(q.get("box") || "")}" placeholder="any"></div>`)}
+      ${page.items.length ? `<table class="list" id="findings-table" data-list="findings" data-query="${esc(p.toString())}"><thead><tr><th data-key="table">Table</th><th class="num">Round</th><th data-key="opened_at">Opened</th><th data-key="severity">Severity</th><th data-key="code">Code</th><th>What</th></tr></thead><tbody>
       ${page.items.map(f => `<tr class="clickable" data-href="#/round/${encodeURIComponent(f.table)}/${f.round}"><td>${esc(f.table)}</td><td class="num">${f.round}</td><td>${time(f.opened_at_ns)}</td><td>${badge(f.severity)}</td><td><code title="${esc((f.clause_wording || []).join(" … "))}">${esc(f.code)}</code></td><td>${esc(f.explanation)}</td></tr>`).join("")}
-      </tbody></table>` + pager(q, page.total, "#/findings" + (q.get("severity") ? "?severity=" + q.get("severity") : "")) : `<div class="empty">No findings.</div>`}</div>`;
+      </tbody></table>` + pager(q, page.total, base) : `<div class="empty">No finding matches.</div>`}</div>`;
+    bindFilter(view, "findings-form", "#/findings");
     clickableRows(view);
   } catch (e) { failed(view, e); }
 }
@@ -928,6 +976,7 @@ function downloadCsv(table) {
 function decorate(table) {
   if (table.dataset.decorated || !table.tHead || !table.tBodies.length) return;
   table.dataset.decorated = "1";
+  if (table.dataset.list) return decorateServerList(table);
   [...table.tHead.rows[0].cells].forEach((th, i) => {
     th.classList.add("sortable"); th.title = "sort by " + th.innerText;
     th.onclick = () => sortBy(table, i, th);
@@ -936,6 +985,41 @@ function decorate(table) {
   b.className = "secondary csv no-print"; b.textContent = "CSV"; b.title = "download this list as CSV";
   b.onclick = () => downloadCsv(table);
   table.before(b);
+}
+
+// A list the server pages (data-list, its query in data-query): a header with a
+// data-key sorts the whole result on the server (the hash's sort and order), and the
+// CSV is the server's, of every matching row.
+function decorateServerList(table) {
+  const [path, q] = location.hash.split("?");
+  const hq = new URLSearchParams(q || "");
+  table.tHead.querySelectorAll("th[data-key]").forEach(th => {
+    const key = th.dataset.key;
+    const on = (hq.get("sort") || "opened_at") === key;
+    const order = hq.get("order") || "desc";
+    th.classList.add("sortable"); th.title = "sort the whole list by " + th.innerText;
+    if (on) th.dataset.dir = order;
+    th.onclick = () => {
+      const n = new URLSearchParams(hq); n.delete("offset");
+      n.set("sort", key); n.set("order", on && order === "asc" ? "desc" : "asc");
+      location.hash = path + "?" + n;
+    };
+  });
+  const b = document.createElement("button");
+  b.className = "secondary csv no-print"; b.textContent = "CSV"; b.title = "download every matching row as CSV";
+  b.onclick = () => downloadServerCsv(table.dataset.list, table.dataset.query);
+  table.before(b);
+}
+async function downloadServerCsv(list, query) {
+  const p = new URLSearchParams(query); p.set("format", "csv");
+  try {
+    const res = await api(`/v1/${list}?${p}`, { raw: true });
+    const a = document.createElement("a");
+    a.href = URL.createObjectURL(await res.blob());
+    a.download = `roundledger-${list}.csv`;
+    document.body.appendChild(a); a.click(); a.remove();
+    setTimeout(() => URL.revokeObjectURL(a.href), 10000);
+  } catch (e) { toast("CSV failed: " + e.message); }
 }
 new MutationObserver(() => document.querySelectorAll("#view table.list").forEach(decorate))
   .observe($("#view"), { childList: true, subtree: true });
