@@ -349,6 +349,7 @@ async fn whoami(State(st): State<Shared>, Extension(c): Extension<Caller>) -> Js
         name: c.name,
         role: c.role,
         time_zone,
+        ingesting: st.ingesting.get().copied().unwrap_or(false),
     })
 }
 

@@ -1332,6 +1332,7 @@ async fn a_real_socket_serves_the_api_ui_and_the_live_feed() {
         tls: None,
         access_file: None,
         time_zone: "Asia/Singapore".into(),
+        ingesting: false,
         failures_per_minute_max: None,
     };
     let (addr_tx, addr_rx) = std::sync::mpsc::channel();
@@ -1363,6 +1364,9 @@ async fn a_real_socket_serves_the_api_ui_and_the_live_feed() {
         };
         let tables = get("/v1/tables", Some(SURV));
         assert!(tables.starts_with("HTTP/1.1 200"), "{tables}");
+        // A server without ingest says so: its live feed carries nothing new.
+        let who = get("/v1/whoami", Some(SURV));
+        assert!(who.contains("\"ingesting\":false"), "{who}");
         // Ingest's alerts, for surveillance (not finance).
         let alerts = get("/v1/alerts", Some(SURV));
         assert!(alerts.starts_with("HTTP/1.1 200"), "{alerts}");

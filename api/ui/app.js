@@ -193,7 +193,7 @@ function stopFeed() {
 function setLiveStatus(s) {
   live.status = s;
   const el = $("#live-status");
-  if (el) { el.className = "live-status " + s; el.textContent = { live: "● live", connecting: "connecting…", reconnecting: "connection lost, reconnecting…", off: "not connected" }[s] || s; }
+  if (el) { el.className = "live-status " + s; el.textContent = { live: "● live", "read-only": "connected; this server does not ingest, so nothing new arrives", connecting: "connecting…", reconnecting: "connection lost, reconnecting…", off: "not connected" }[s] || s; }
 }
 async function feedLoop(gen) {
   while (gen === live.gen) {
@@ -205,7 +205,8 @@ async function feedLoop(gen) {
       if (res.status === 401) { if (gen === live.gen) signOut("Your token was not accepted. Please sign in again."); return; }
       if (res.status === 403) { setLiveStatus("your role may not read the live feed"); return; }
       if (!res.ok || !res.body) throw new Error("feed: " + res.status);
-      setLiveStatus("live");
+      // A read-only server (serve --no-ingest) stores nothing new: connected, not live.
+      setLiveStatus(state.who && state.who.ingesting === false ? "read-only" : "live");
       const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
       let buf = "";
       for (;;) {

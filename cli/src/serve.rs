@@ -245,6 +245,7 @@ fn api_config(args: &Args, alerts: &ingest::alerts::AlertLog) -> Result<Option<a
         },
         access_file: Some(path.clone()),
         time_zone: args.day.zone_name().to_string(),
+        ingesting: !args.no_ingest,
         failures_per_minute_max: Some(args.failures_per_minute),
     }))
 }

@@ -56,6 +56,9 @@ fn serve_stops_on_sigterm_with_nats_down_and_keeps_what_it_stored() {
         let r = get(&ops, "/ready", None);
         (r.0 == 200, r)
     });
+    // A server with ingest says so (the UI's Live page shows "live" only then).
+    let who = get(&api, "/v1/whoami", Some(TOKEN));
+    assert!(who.1.contains("\"ingesting\":true"), "{who:?}");
     let sim = common::roundledger(&[
         "simulate",
         "--nats",
