@@ -718,6 +718,10 @@ async function auditView(view, q) {
 }
 
 // ---------- round view ----------
+// A print states when it was printed: the round page's "printed at" is set as printing starts.
+function markPrinted() { const el = $("#printed-at"); if (el) el.textContent = time(BigInt(Date.now()) * 1000000n); }
+window.addEventListener("beforeprint", markPrinted);
+window.matchMedia("print").addEventListener("change", m => { if (m.matches) markPrinted(); });
 async function roundView(view, table, round) {
   loading(view, `round ${round} of ${table}`);
   let detail, steps;
@@ -733,6 +737,7 @@ async function roundView(view, table, round) {
   state.disputedBoxes = disputedBoxes;
   view.innerHTML = `
   <div class="card round-head">
+    <div class="print-only" id="print-meta">Printed by <b>${esc(state.who.name)}</b> (${esc(state.who.role)}) at <span id="printed-at">${esc(time(BigInt(Date.now()) * 1000000n))}</span>, ${zoneLabel()}</div>
     <h1>Table ${esc(r.table)} · round ${r.round}</h1>${verdictBadge(r)}
     <span class="muted">${esc(r.rule_set || "")} · opened ${time(r.opened_at_ns)} · events #${r.first_seq}–#${r.last_seq}</span>
     <span class="push-right"></span>

@@ -198,6 +198,12 @@ async function main() {
     await page.emulateMedia({ media: "print" });
     assert.ok(!(await page.locator("header.top").isVisible()), "the print has no navigation");
     assert.ok(await page.locator("#settlement").isVisible(), "the print has the settlement");
+    // Who printed it and when, first; the whole timeline, not the stepper's position.
+    assert.match(await page.locator("#print-meta").innerText(),
+      /^Printed by \S+ \(surveillance\) at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} GMT\+8, local time, Asia\/Singapore$/);
+    assert.ok(!(await page.locator("#felt").isVisible()), "the layout at one step does not print");
+    assert.equal(await page.locator("#timeline li").count(), n, "every event prints");
+    assert.ok(await page.locator("#timeline li").last().isVisible(), "the last event prints too");
     await page.screenshot({ path: path.join(SHOTS, "05b-incident-report-print.png"), fullPage: true });
     await page.pdf({ path: path.join(SHOTS, "incident-report.pdf"), format: "A4" });
     await page.emulateMedia({ media: "screen" });
