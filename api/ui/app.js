@@ -81,11 +81,11 @@ function clock(ns) {
   const p = wallParts(msOf(ns), state.tz);
   return `${p.hour}:${p.minute}:${p.second}.${p.fractionalSecond}`;
 }
-// A wall time typed as YYYY-MM-DDTHH:MM in the property's zone, as UTC ns. Each pass
+// A wall time typed as YYYY-MM-DD HH:MM (or with a T) in the property's zone, as UTC ns. Each pass
 // corrects by the zone's offset at the guess; two settle a DST change.
 function nsFromInput(v) {
   if (!v) return "";
-  const want = Date.parse(v + ":00Z");
+  const want = Date.parse(v.trim().replace(" ", "T") + ":00Z");
   let t = want;
   for (let i = 0; i < 2; i++) {
     const p = wallParts(t, state.tz);
@@ -379,9 +379,9 @@ function filterForm(id, q, tables, extra) {
   return `<form id="${id}" class="form-row">
       <div><label for="${id}-table">Table</label><select id="${id}-table" name="table"><option value="">any table</option>
         ${tables.map(t => `<option ${q.get("table") === t.table ? "selected" : ""}>${esc(t.table)}</option>`).join("")}</select></div>
-      <div><label for="${id}-from">From (${zoneLabel()})</label><input id="${id}-from" name="from" type="datetime-local" value="${v("from")}"></div>
-      <div><label for="${id}-to">To (${zoneLabel()})</label><input id="${id}-to" name="to" type="datetime-local" value="${v("to")}"></div>
-      <div><label for="${id}-day">Gaming day</label><input id="${id}-day" name="day" type="date" value="${v("day")}"></div>
+      <div><label for="${id}-from">From (${zoneLabel()})</label><input id="${id}-from" name="from" type="text" pattern="\\d{4}-\\d{2}-\\d{2}[ T]\\d{2}:\\d{2}" placeholder="yyyy-mm-dd hh:mm" title="yyyy-mm-dd hh:mm, as every time on these pages" value="${v("from")}"></div>
+      <div><label for="${id}-to">To (${zoneLabel()})</label><input id="${id}-to" name="to" type="text" pattern="\\d{4}-\\d{2}-\\d{2}[ T]\\d{2}:\\d{2}" placeholder="yyyy-mm-dd hh:mm" title="yyyy-mm-dd hh:mm, as every time on these pages" value="${v("to")}"></div>
+      <div><label for="${id}-day">Gaming day</label><input id="${id}-day" name="day" type="text" pattern="\\d{4}-\\d{2}-\\d{2}" placeholder="yyyy-mm-dd" title="yyyy-mm-dd, as every date on these pages" value="${v("day")}"></div>
       <div><label for="${id}-shift">Shift</label><input id="${id}-shift" name="shift" type="number" min="1" max="8" value="${v("shift")}" placeholder="whole day"></div>
       ${extra}<div><button type="submit">Show</button></div></form>`;
 }
@@ -404,9 +404,9 @@ async function search(view, q) {
     <form id="search-form" class="form-row">
       <div><label for="s-table">Table</label><select id="s-table" name="table"><option value="">any table</option>
         ${tables.map(t => `<option ${q.get("table") === t.table ? "selected" : ""}>${esc(t.table)}</option>`).join("")}</select></div>
-      <div><label for="s-from">From (${zoneLabel()})</label><input id="s-from" name="from" type="datetime-local" value="${v("from")}"></div>
-      <div><label for="s-to">To (${zoneLabel()})</label><input id="s-to" name="to" type="datetime-local" value="${v("to")}"></div>
-      <div><label for="s-day">Gaming day</label><input id="s-day" name="day" type="date" value="${v("day")}"></div>
+      <div><label for="s-from">From (${zoneLabel()})</label><input id="s-from" name="from" type="text" pattern="\\d{4}-\\d{2}-\\d{2}[ T]\\d{2}:\\d{2}" placeholder="yyyy-mm-dd hh:mm" title="yyyy-mm-dd hh:mm, as every time on these pages" value="${v("from")}"></div>
+      <div><label for="s-to">To (${zoneLabel()})</label><input id="s-to" name="to" type="text" pattern="\\d{4}-\\d{2}-\\d{2}[ T]\\d{2}:\\d{2}" placeholder="yyyy-mm-dd hh:mm" title="yyyy-mm-dd hh:mm, as every time on these pages" value="${v("to")}"></div>
+      <div><label for="s-day">Gaming day</label><input id="s-day" name="day" type="text" pattern="\\d{4}-\\d{2}-\\d{2}" placeholder="yyyy-mm-dd" title="yyyy-mm-dd, as every date on these pages" value="${v("day")}"></div>
       <div><label for="s-shift">Shift</label><input id="s-shift" name="shift" type="number" min="1" max="8" value="${v("shift")}" placeholder="whole day"></div>
       <div><label for="s-box">Box</label><input id="s-box" name="box" type="number" min="1" max="9" value="${v("box")}" placeholder="any"></div>
       <div><label for="s-verdict">Verdict</label><select id="s-verdict" name="verdict"><option value="">any</option>
@@ -589,7 +589,7 @@ function financeForm(q) {
   return `<div class="card"><h1>Finance</h1><p class="hint">Drop, fills, credits, tray counts and the three wins per table and shift, in ${zoneLabel()}. A variance names its cause and links what it is computed from.</p>
     <form id="finance-form" class="form-row">
       <div><label for="fin-span">Span</label>${sel("span", SPANS, q.get("span") || "day")}</div>
-      <div><label for="fin-day">Gaming day</label><input id="fin-day" name="day" type="date" value="${esc(q.get("day") || todayLocal())}"></div>
+      <div><label for="fin-day">Gaming day</label><input id="fin-day" name="day" type="text" pattern="\\d{4}-\\d{2}-\\d{2}" placeholder="yyyy-mm-dd" title="yyyy-mm-dd, as every date on these pages" value="${esc(q.get("day") || todayLocal())}"></div>
       <div><label for="fin-n">Shift (for a shift)</label><input id="fin-n" name="n" type="number" min="1" max="6" value="${esc(q.get("n") || "1")}"></div>
       <div><label for="fin-group_by">Group by</label>${sel("group_by", { table: "Table", pit: "Pit", game: "Game", shift: "Shift", day: "Day", dealer: "Dealer" }, q.get("group_by") || "table")}</div>
       <div><label for="fin-table">Table</label><input id="fin-table" name="table" value="${esc(q.get("table") || "")}" placeholder="all tables"></div>

@@ -239,7 +239,10 @@ async function main() {
     await page.waitForSelector("#search-form");
     assert.match(await page.locator("#search-form").innerText(), /local time, Asia\/Singapore/);
     await page.selectOption("#s-table", known.table);
-    await page.fill("#s-from", localInput(known.opened_at_ns));
+    // Times are typed as every time is shown: yyyy-mm-dd hh:mm, not the browser's format.
+    assert.equal(await page.locator("#s-from").getAttribute("placeholder"), "yyyy-mm-dd hh:mm");
+    assert.equal(await page.locator("#s-day").getAttribute("placeholder"), "yyyy-mm-dd");
+    await page.fill("#s-from", localInput(known.opened_at_ns).replace("T", " "));
     await page.fill("#s-to", localInput(known.opened_at_ns, 1));
     await page.click("#search-form button");
     await page.waitForSelector("#results table");
