@@ -37,6 +37,8 @@ mod edge;
 mod finance;
 pub mod journal;
 pub mod limit;
+mod lists;
+mod narrow;
 mod openapi;
 pub mod ops;
 mod params;
@@ -143,6 +145,8 @@ pub struct ApiConfig {
     pub tls: Option<Arc<rustls::ServerConfig>>,
     /// The property's IANA time zone, for people's clocks (`WhoAmI::time_zone`).
     pub time_zone: String,
+    /// Whether ingest runs beside this API (`WhoAmI::ingesting`).
+    pub ingesting: bool,
     /// The access file `access` came from: reloaded when it changes (`ACCESS_POLL`), so a
     /// token added or revoked by `roundledger tokens` takes effect without a restart.
     pub access_file: Option<PathBuf>,
@@ -304,6 +308,8 @@ pub struct AppState {
     pub limiter: limit::Limiter,
     /// The property's time zone (`ApiConfig::time_zone`); UTC until set.
     pub time_zone: std::sync::OnceLock<String>,
+    /// Whether ingest runs beside this API (`ApiConfig::ingesting`); false until set.
+    pub ingesting: std::sync::OnceLock<bool>,
 }
 
 /// The handlers' state, shared by every request and task.
@@ -348,6 +354,7 @@ impl AppState {
             finance,
             limiter: limit::Limiter::default(),
             time_zone: std::sync::OnceLock::new(),
+            ingesting: std::sync::OnceLock::new(),
         }))
     }
 
@@ -534,6 +541,7 @@ pub async fn run_with_ops(
         let _ = state.alerts.set(a);
     }
     let _ = state.time_zone.set(config.time_zone);
+    let _ = state.ingesting.set(config.ingesting);
     if let Some(n) = config.failures_per_minute_max {
         state.limiter.set_failures_max(n).map_err(Error::Config)?;
     }

@@ -68,6 +68,42 @@ macro_rules! search_query {
             /// Only rounds opened in this shift, `2026-11-25/2`: the day's second shift of the
             /// server's `--shifts`. Not with `from_ns`, `to_ns` or `day`.
             shift: Option<String>,
+            /// Only this box: a dispute's or finding's box, a round where it played.
+            #[serde(rename = "box")]
+            #[param(rename = "box", minimum = 1, maximum = 9)]
+            box_no: Option<u8>,
+            /// Only tables of this game (rule set): CSP6, MLP3, SSP4, CS51.
+            #[param(pattern = "^(CSP6|MLP3|SSP4|CS51)?$")]
+            game: Option<String>,
+            /// Only this finding code; disputes and rounds: rounds with such a finding.
+            #[param(pattern = "^[A-Za-z0-9._-]{0,80}$")]
+            code: Option<String>,
+            /// At least this severity (info, warning, critical); disputes and rounds: rounds
+            /// with such a finding.
+            #[param(pattern = "^(info|warning|critical)?$")]
+            severity: Option<String>,
+            /// Disputes and rounds: absolute difference at least this, minor units.
+            #[param(minimum = 0)]
+            min_difference_minor: Option<i64>,
+            /// Disputes and rounds: absolute difference at most this, minor units.
+            #[param(minimum = 0)]
+            max_difference_minor: Option<i64>,
+            /// Disputes only: absolute amount due at least this, minor units.
+            #[param(minimum = 0)]
+            min_amount_minor: Option<i64>,
+            /// Disputes only: absolute amount due at most this, minor units.
+            #[param(minimum = 0)]
+            max_amount_minor: Option<i64>,
+            /// Sort key: opened_at (default), table, box, difference, amount, severity, code,
+            /// findings; each list takes the ones it has.
+            #[param(pattern = "^(opened_at|table|box|difference|amount|severity|code|findings)?$")]
+            sort: Option<String>,
+            /// Sort order: desc (default) or asc.
+            #[param(pattern = "^(asc|desc)?$")]
+            order: Option<String>,
+            /// json (default) or csv: every matching row, not one page.
+            #[param(pattern = "^(json|csv)?$")]
+            format: Option<String>,
             $($(#[$field_meta])* $field: $ty,)*
             /// Items to skip (default 0).
             #[param(maximum = 9007199254740991_u64)]
@@ -90,6 +126,23 @@ macro_rules! search_query {
                     },
                     offset: self.offset,
                     limit: self.limit,
+                }
+            }
+
+            /// The narrowing, sorting and format, as the request gave them.
+            fn narrow(&self) -> $crate::narrow::Given<'_> {
+                $crate::narrow::Given {
+                    box_no: self.box_no,
+                    game: self.game.as_deref(),
+                    code: self.code.as_deref(),
+                    severity: self.severity.as_deref(),
+                    min_difference_minor: self.min_difference_minor,
+                    max_difference_minor: self.max_difference_minor,
+                    min_amount_minor: self.min_amount_minor,
+                    max_amount_minor: self.max_amount_minor,
+                    sort: self.sort.as_deref(),
+                    order: self.order.as_deref(),
+                    format: self.format.as_deref(),
                 }
             }
         }

@@ -4,14 +4,12 @@
 use crate::auth::{allowed, area_of, bearer, BearerError, Caller};
 use crate::edge::{json_error, redact_query};
 use crate::limit::{Suppressed, Verdict};
-use crate::model::{IssueFilter, RoundFilter};
-use crate::params::{page, search_query, table_id, Listing, OFFSET_MAX};
+use crate::params::{page, table_id, OFFSET_MAX};
 use crate::read::{blocking, error, load_round, Refusal};
 use crate::stream::body_from_writer;
 use crate::{
     rounds, AppState, ReadError, Shared, AUDIT_LIMIT_MAX, LIST_LIMIT_MAX, POOL_EVENTS_MAX,
 };
-use readside::row::finding_view;
 /// Most events one `GET /v1/export` holds, whatever its range.
 pub const EXPORT_EVENTS_MAX: u64 = 2_000_000;
 use axum::extract::{Path, Query, Request, State};
@@ -23,8 +21,7 @@ use axum::{Extension, Json};
 use futures::Stream;
 use proofs::bundle::EvidenceBundle;
 use schemas::api::*;
-use schemas::report::Severity;
-use schemas::{BoxNo, EventBody, Money, RoundId, Seq, TableId};
+use schemas::{EventBody, Money, RoundId, Seq, TableId};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
@@ -60,12 +57,12 @@ pub fn router(state: Shared) -> axum::Router {
         .routes(routes!(whoami))
         .routes(routes!(status))
         .routes(routes!(tables))
-        .routes(routes!(list_rounds))
+        .routes(routes!(crate::lists::list_rounds))
         .routes(routes!(round_detail))
         .routes(routes!(round_steps))
         .routes(routes!(round_step))
-        .routes(routes!(disputes))
-        .routes(routes!(findings))
+        .routes(routes!(crate::lists::disputes))
+        .routes(routes!(crate::lists::findings))
         .routes(routes!(chain))
         .routes(routes!(quarantine))
         .routes(routes!(quarantine_entry))
@@ -353,6 +350,7 @@ async fn whoami(State(st): State<Shared>, Extension(c): Extension<Caller>) -> Js
         name: c.name,
         role: c.role,
         time_zone,
+        ingesting: st.ingesting.get().copied().unwrap_or(false),
     })
 }
 
@@ -402,55 +400,6 @@ async fn tables(State(st): State<Shared>) -> Result<Json<Vec<TableInfo>>, Refusa
     ))
 }
 
-search_query! {
-    /// Round search.
-    pub struct RoundQuery {
-        /// Only rounds where this box was in play.
-        #[serde(rename = "box")]
-        #[param(rename = "box")]
-        box_no: Option<u8>,
-        /// Only this verdict: clean, irregular, disputed, void (rounds in progress have none yet).
-        verdict: Option<String>,
-    }
-}
-
-#[utoipa::path(get, path = "/v1/rounds", tag = "rounds", params(RoundQuery),
-    responses((status = 200, description = "a page of rounds, newest first", body = RoundPage)))]
-async fn list_rounds(
-    State(st): State<Shared>,
-    Query(q): Query<RoundQuery>,
-) -> Result<Json<RoundPage>, Refusal> {
-    let Listing {
-        table,
-        bounds,
-        offset,
-        limit,
-    } = q.search().parse(&st.finance.rule)?;
-    let verdict = match q.verdict.as_deref() {
-        None | Some("") => None,
-        Some(v) => Some(
-            serde_json::from_value::<schemas::report::Verdict>(v.into()).map_err(|_| {
-                ReadError::BadRequest(format!("verdict {v:?}: clean, irregular, disputed or void"))
-            })?,
-        ),
-    };
-    let filter = RoundFilter {
-        table,
-        from_ns: bounds.from_ns,
-        to_ns: bounds.to_ns,
-        box_no: q.box_no.map(BoxNo),
-        verdict,
-    };
-    let model = st.model.clone();
-    let p = blocking(move || Ok(model.rounds(&filter, offset, limit)?)).await?;
-    Ok(Json(RoundPage {
-        items: p.items,
-        total: p.total,
-        offset,
-        limit,
-    }))
-}
-
 #[utoipa::path(get, path = "/v1/tables/{table}/rounds/{round}", tag = "rounds",
     params(("table" = String, Path, pattern = "^[A-Za-z0-9_-]{1,32}$"), ("round" = u64, Path)),
     responses((status = 200, description = "the round: events, reconstruction, settlement and findings, recomputed from the stored bytes", body = RoundDetail), (status = 404, body = ApiError), (status = 410, body = ApiError), (status = 500, body = ApiError)))]
@@ -486,89 +435,6 @@ async fn round_step(
         .nth(k as usize)
         .map(Json)
         .ok_or_else(|| ReadError::NotFound(format!("step {k}: the round has {n} events")).into())
-}
-
-search_query! {
-    /// Filters of disputes and findings.
-    pub struct IssueQuery {
-        /// Findings only: this finding code.
-        code: Option<String>,
-        /// Findings only: at least this severity (info, warning, critical).
-        severity: Option<String>,
-    }
-}
-
-#[utoipa::path(get, path = "/v1/disputes", tag = "rounds", params(IssueQuery),
-    responses((status = 200, description = "a page of disputed settlement lines, newest round first", body = DisputePage)))]
-async fn disputes(
-    State(st): State<Shared>,
-    Query(q): Query<IssueQuery>,
-) -> Result<Json<DisputePage>, Refusal> {
-    let Listing {
-        table,
-        bounds,
-        offset,
-        limit,
-    } = q.search().parse(&st.finance.rule)?;
-    let filter = IssueFilter {
-        table,
-        from_ns: bounds.from_ns,
-        to_ns: bounds.to_ns,
-        code: None,
-        severity: None,
-    };
-    let model = st.model.clone();
-    let p = blocking(move || Ok(model.disputes(&filter, offset, limit)?)).await?;
-    Ok(Json(DisputePage {
-        items: p.items,
-        total: p.total,
-        offset,
-        limit,
-    }))
-}
-
-#[utoipa::path(get, path = "/v1/findings", tag = "rounds", params(IssueQuery),
-    responses((status = 200, description = "a page of findings, newest round first", body = FindingPage)))]
-async fn findings(
-    State(st): State<Shared>,
-    Query(q): Query<IssueQuery>,
-) -> Result<Json<FindingPage>, Refusal> {
-    let Listing {
-        table,
-        bounds,
-        offset,
-        limit,
-    } = q.search().parse(&st.finance.rule)?;
-    let severity = match q.severity.as_deref() {
-        None | Some("") => None,
-        Some(s) => Some(serde_json::from_value::<Severity>(s.into()).map_err(|_| {
-            ReadError::BadRequest(format!("severity {s:?}: info, warning or critical"))
-        })?),
-    };
-    let filter = IssueFilter {
-        table,
-        from_ns: bounds.from_ns,
-        to_ns: bounds.to_ns,
-        code: q.code,
-        severity,
-    };
-    let model = st.model.clone();
-    let p = blocking(move || Ok(model.findings(&filter, offset, limit)?)).await?;
-    Ok(Json(FindingPage {
-        items: p
-            .items
-            .into_iter()
-            .map(|r| FindingRow {
-                finding: finding_view(&r.finding),
-                table: r.table,
-                round: r.round,
-                opened_at_ns: r.opened_at_ns,
-            })
-            .collect(),
-        total: p.total,
-        offset,
-        limit,
-    }))
 }
 
 #[utoipa::path(get, path = "/v1/chain", tag = "tables",
@@ -870,33 +736,23 @@ async fn act(st: Shared, caller: Caller, id: Option<u64>, action: CaseAction) ->
 }
 
 #[utoipa::path(post, path = "/v1/cases", tag = "cases", request_body = OpenCase,
-    responses((status = 201, description = "the case, opened", body = CaseView), (status = 404, body = ApiError), (status = 500, body = ApiError)))]
+    responses((status = 201, description = "the case, opened", body = CaseView), (status = 400, body = ApiError), (status = 404, description = "no such table or round", body = ApiError), (status = 500, body = ApiError)))]
 async fn open_case(
     State(st): State<Shared>,
     Extension(c): Extension<Caller>,
     crate::body::Body(b): crate::body::Body<OpenCase>,
 ) -> Response {
-    // A case is opened on a round that exists (the read model, else the ledger's round
-    // index for a round the model has not reached yet).
-    let (m, t, r) = (st.model.clone(), b.table.clone(), b.round.0);
-    let indexed = blocking(move || Ok(m.digest(&t, r)?.is_some()))
-        .await
-        .unwrap_or(false);
-    let exists = indexed || {
-        let (l, t, r) = (st.ledger.clone(), b.table.clone(), b.round);
-        blocking(move || {
-            Ok(l.rounds(&t)
-                .map(|rs| rs.iter().any(|x| x.round == r))
-                .unwrap_or(false))
-        })
-        .await
-        .unwrap_or(false)
-    };
-    if !exists {
-        return error(
-            StatusCode::NOT_FOUND,
-            format!("table {} has no round {}", b.table, b.round.0),
-        );
+    // A case is opened on a round that exists: a late or stale page must not file it on
+    // a round nobody reviewed. A store that cannot answer is a 500, never "no round".
+    match round_exists(&st, &b.table, b.round).await {
+        Ok(true) => {}
+        Ok(false) => {
+            return error(
+                StatusCode::NOT_FOUND,
+                format!("table {} has no round {}", b.table, b.round.0),
+            )
+        }
+        Err(refusal) => return refusal.into_response(),
     }
     act(
         st,
@@ -909,6 +765,17 @@ async fn open_case(
         },
     )
     .await
+}
+
+/// Whether `table` has `round`: the read model, else the ledger's round index for a
+/// round the model has not reached yet.
+async fn round_exists(st: &Shared, table: &TableId, round: RoundId) -> Result<bool, Refusal> {
+    let (m, t) = (st.model.clone(), table.clone());
+    if blocking(move || Ok(m.digest(&t, round.0)?.is_some())).await? {
+        return Ok(true);
+    }
+    let (l, t) = (st.ledger.clone(), table.clone());
+    blocking(move || Ok(l.rounds(&t)?.iter().any(|x| x.round == round))).await
 }
 
 #[utoipa::path(get, path = "/v1/cases/{id}", tag = "cases", params(("id" = u64, Path)),

@@ -618,6 +618,41 @@ async fn unknown_paths_and_long_queries_are_guarded_and_audited() {
     );
 }
 
+/// A case names a round that exists (issue 46: a stale page filed one on the wrong
+/// round). A table or round the ledger does not have is a 404, a malformed one a 422,
+/// each with an error, and nothing is stored.
+#[tokio::test]
+async fn a_case_on_a_table_or_round_that_does_not_exist_is_refused() {
+    let f = fixture();
+    let (table, round) = disputed(&f.app).await;
+    let refused = [
+        ("NOPE-01", json!(round), StatusCode::NOT_FOUND),
+        (&table, json!(99_999), StatusCode::NOT_FOUND),
+        (&table, json!(round + 100_000), StatusCode::NOT_FOUND),
+        ("bad table!", json!(round), StatusCode::UNPROCESSABLE_ENTITY),
+        (&table, json!("one"), StatusCode::UNPROCESSABLE_ENTITY),
+        (&table, json!(-1), StatusCode::UNPROCESSABLE_ENTITY),
+    ];
+    for (t, r, want) in refused {
+        let (s, body) = open_case(&f.app, SURV, t, &r, "x").await;
+        assert_eq!(s, want, "{t} {r}: {body}");
+        let msg = body["error"].as_str().unwrap_or_default();
+        assert!(!msg.is_empty(), "{t} {r}: an ApiError: {body}");
+        if want == StatusCode::NOT_FOUND {
+            assert!(msg.contains("has no round"), "{t} {r}: {msg}");
+        }
+    }
+    let (_, all) = get(&f.app, "/v1/cases", SURV).await;
+    assert_eq!(all["total"], 0, "no refused case is stored: {all}");
+    // The same request on the round that exists is stored on it.
+    let (s, c) = open_case(&f.app, SURV, &table, round, "x").await;
+    assert_eq!(s, StatusCode::CREATED, "{c}");
+    assert_eq!(
+        (c["table"].as_str(), c["round"].as_u64()),
+        (Some(table.as_str()), Some(round))
+    );
+}
+
 #[tokio::test]
 async fn cases_are_append_only_with_author_and_time() {
     let f = fixture();
@@ -1297,6 +1332,7 @@ async fn a_real_socket_serves_the_api_ui_and_the_live_feed() {
         tls: None,
         access_file: None,
         time_zone: "Asia/Singapore".into(),
+        ingesting: false,
         failures_per_minute_max: None,
     };
     let (addr_tx, addr_rx) = std::sync::mpsc::channel();
@@ -1328,6 +1364,9 @@ async fn a_real_socket_serves_the_api_ui_and_the_live_feed() {
         };
         let tables = get("/v1/tables", Some(SURV));
         assert!(tables.starts_with("HTTP/1.1 200"), "{tables}");
+        // A server without ingest says so: its live feed carries nothing new.
+        let who = get("/v1/whoami", Some(SURV));
+        assert!(who.contains("\"ingesting\":false"), "{who}");
         // Ingest's alerts, for surveillance (not finance).
         let alerts = get("/v1/alerts", Some(SURV));
         assert!(alerts.starts_with("HTTP/1.1 200"), "{alerts}");
@@ -1822,8 +1861,9 @@ async fn the_openapi_document_puts_each_parameter_where_the_server_reads_it() {
             queries += 1;
         }
     }
-    // Rounds, disputes and findings each take `day` and `shift` too (tests/search.rs).
-    assert_eq!(queries, 44, "the 8 operations' query parameters");
+    // Rounds, disputes and findings each take `day` and `shift` too (tests/search.rs),
+    // and the 11 narrowing, sorting and format parameters of `narrow`.
+    assert_eq!(queries, 72, "the 8 operations' query parameters");
     // The table id grammar the pattern states is the server's.
     assert_eq!(schemas::ids::ID_LEN_MAX, 32);
     let round_table = &doc["paths"]["/v1/tables/{table}/rounds/{round}"]["get"]["parameters"][0];

@@ -242,3 +242,135 @@ async fn the_lists_state_their_shared_parameters_alike() {
     assert_eq!(stated("disputes"), rounds);
     assert_eq!(stated("findings"), rounds);
 }
+
+/// Every disputed line of the fixture, newest first (one page holds them all).
+async fn all_disputes(app: &axum::Router) -> Vec<schemas::api::DisputeRow> {
+    let p: DisputePage = page(app, "/v1/disputes?limit=500").await;
+    assert!(
+        p.total <= 500 && p.total > 3,
+        "the fixture has a few disputes: {}",
+        p.total
+    );
+    p.items
+}
+
+/// Issue 46: "difference at least", box, code and sort cover the whole result, with
+/// its true total, not the page loaded. Each filter is checked against the whole list.
+#[tokio::test]
+async fn disputes_are_filtered_and_sorted_over_the_whole_result() {
+    let f = fixture();
+    let all = all_disputes(&f.app).await;
+    let mut abs: Vec<u64> = all.iter().map(|d| d.difference.0.unsigned_abs()).collect();
+    abs.sort();
+    let min = abs[abs.len() / 2];
+    let want = all
+        .iter()
+        .filter(|d| d.difference.0.unsigned_abs() >= min)
+        .count() as u64;
+    let p: DisputePage = page(
+        &f.app,
+        &format!("/v1/disputes?limit=1&min_difference_minor={min}"),
+    )
+    .await;
+    assert_eq!(
+        (p.total, p.items.len()),
+        (want, 1),
+        "the true total at least {min}"
+    );
+    assert!(
+        want < all.len() as u64 || abs[0] == min,
+        "the filter drops some lines"
+    );
+    let b = all[0].box_no;
+    let p: DisputePage = page(&f.app, &format!("/v1/disputes?limit=500&box={}", b.0)).await;
+    assert_eq!(p.total, all.iter().filter(|d| d.box_no == b).count() as u64);
+    assert!(p.items.iter().all(|d| d.box_no == b));
+    // No finding has code zzz: no disputed line is of a round with one (was: all).
+    let p: DisputePage = page(&f.app, "/v1/disputes?code=zzz").await;
+    assert_eq!(p.total, 0);
+    // Sorted by difference, ascending, across pages: the first page holds the smallest.
+    let p: DisputePage = page(&f.app, "/v1/disputes?limit=3&sort=difference&order=asc").await;
+    let mut by_diff: Vec<i64> = all.iter().map(|d| d.difference.0).collect();
+    by_diff.sort();
+    let got: Vec<i64> = p.items.iter().map(|d| d.difference.0).collect();
+    assert_eq!((got.as_slice(), p.total), (&by_diff[..3], all.len() as u64));
+}
+
+/// The CSV of a filtered queue is every matching row (not a page): numbers as plain
+/// numbers, times in ISO 8601 with the offset, and the gaming day and shift as columns.
+#[tokio::test]
+async fn the_csv_of_a_filtered_queue_is_the_apis_rows() {
+    let f = fixture();
+    let all = all_disputes(&f.app).await;
+    let b = all[0].box_no;
+    let want: Vec<_> = all.iter().filter(|d| d.box_no == b).collect();
+    let (s, body) = get(
+        &f.app,
+        &format!("/v1/disputes?box={}&format=csv&limit=1", b.0),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK);
+    let text = String::from_utf8(body).unwrap();
+    let lines: Vec<&str> = text.trim_end().split("\r\n").collect();
+    assert_eq!(
+        lines[0],
+        "table,round,opened_at,gaming_day,shift,verdict,box,line,due,paid,difference"
+    );
+    assert_eq!(
+        lines.len() - 1,
+        want.len(),
+        "every matching line, whatever the limit"
+    );
+    for (line, d) in lines[1..].iter().zip(&want) {
+        let c: Vec<&str> = line.split(',').collect();
+        assert_eq!(
+            (c[0], c[1].parse::<u64>().unwrap()),
+            (d.table.as_str(), d.round.0)
+        );
+        assert!(
+            c[2].ends_with("+00:00") && c[2].len() == 29,
+            "ISO 8601 with offset: {}",
+            c[2]
+        );
+        let day = rule().day_of(d.opened_at_ns).unwrap();
+        assert_eq!(c[3], day);
+        assert_eq!(c[4], rule().shift_of(d.opened_at_ns).unwrap().name());
+        let diff: f64 = c[10].parse().expect("a number");
+        assert_eq!((diff * 100.0).round() as i64, d.difference.0);
+    }
+}
+
+/// A filter a list cannot apply, an unknown value or an unknown parameter is a 400
+/// with an `ApiError`, never ignored.
+#[tokio::test]
+async fn filters_a_list_cannot_apply_and_unknown_values_are_400s() {
+    let f = fixture();
+    for path in [
+        "/v1/findings?min_difference_minor=1",
+        "/v1/rounds?min_amount_minor=1",
+        "/v1/disputes?sort=code",
+        "/v1/disputes?box=0",
+        "/v1/rounds?game=XYZ",
+        "/v1/findings?severity=high",
+        "/v1/disputes?min_difference_minor=5&max_difference_minor=1",
+        "/v1/disputes?format=xls",
+        "/v1/disputes?dealer=D-0001",
+    ] {
+        let (s, body) = get(&f.app, path).await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "{path}");
+        let e: ApiError = serde_json::from_slice(&body).expect("an ApiError");
+        assert!(!e.error.is_empty(), "{path}");
+    }
+    // A game filter keeps only that game's tables; a round's game is its rule set.
+    let p: RoundPage = page(&f.app, "/v1/rounds?limit=500").await;
+    let game = p.items.iter().find_map(|r| r.rule_set).expect("a rule set");
+    let name = serde_json::to_value(game).unwrap();
+    let g: RoundPage = page(
+        &f.app,
+        &format!("/v1/rounds?limit=500&game={}", name.as_str().unwrap()),
+    )
+    .await;
+    let want = p.items.iter().filter(|r| r.rule_set == Some(game)).count() as u64;
+    assert_eq!(g.total, want);
+    assert!(g.total > 0 && g.items.iter().all(|r| r.rule_set == Some(game)));
+}

@@ -9,11 +9,25 @@
 const TOKEN_KEY = "roundledger.token";
 const PAGE = 50;
 const $ = (sel, el = document) => el.querySelector(sel);
-const state = { who: null, steps: null, k: 0, detail: null, tz: "UTC", gen: 0 };
+// `page` is the page shown now: its generation and, on a round's page, its table and round.
+const state = { who: null, steps: null, k: 0, detail: null, tz: "UTC", gen: 0, page: { gen: 0 } };
 
 function token() { return sessionStorage.getItem(TOKEN_KEY); }
 
-async function api(path, opts = {}) {
+// ---------- pages ----------
+// Every page the user opens gets a new generation (state.gen): route() and sign-out bump
+// it. api() notes the generation it was called in; an answer that arrives after the user
+// moved on never settles, so nothing after it runs and nothing of it reaches the page
+// shown now. This one guard covers every asynchronous answer; pages do not check it.
+// Calls that belong to no page (whoami at sign-in) pass { global: true }.
+function api(path, opts = {}) {
+  const gen = state.gen;
+  const stale = () => !opts.global && gen !== state.gen;
+  const never = new Promise(() => {});
+  return request(path, opts).then(v => stale() ? never : v, e => stale() ? never : Promise.reject(e));
+}
+
+async function request(path, opts) {
   const headers = Object.assign({ Authorization: "Bearer " + token() }, opts.headers || {});
   if (opts.body) headers["Content-Type"] = "application/json";
   let res;
@@ -67,11 +81,11 @@ function clock(ns) {
   const p = wallParts(msOf(ns), state.tz);
   return `${p.hour}:${p.minute}:${p.second}.${p.fractionalSecond}`;
 }
-// A wall time typed as YYYY-MM-DDTHH:MM in the property's zone, as UTC ns. Each pass
+// A wall time typed as YYYY-MM-DD HH:MM (or with a T) in the property's zone, as UTC ns. Each pass
 // corrects by the zone's offset at the guess; two settle a DST change.
 function nsFromInput(v) {
   if (!v) return "";
-  const want = Date.parse(v + ":00Z");
+  const want = Date.parse(v.trim().replace(" ", "T") + ":00Z");
   let t = want;
   for (let i = 0; i < 2; i++) {
     const p = wallParts(t, state.tz);
@@ -79,6 +93,21 @@ function nsFromInput(v) {
   }
   return String(BigInt(t) * 1000000n);
 }
+// The property's wall clock in the header, to the second, with its zone: an officer in
+// another zone lines it up with the CCTV recorder's clock. It ticks on each whole second.
+let clockTimer = null;
+function startClock() {
+  const el = $("#clock");
+  const tick = () => {
+    const p = wallParts(Date.now(), state.tz);
+    el.innerHTML = `<span class="clock-time">${p.year}-${p.month}-${p.day} ${p.hour}:${p.minute}:${p.second}</span> <span class="muted">${esc(p.timeZoneName)} · ${esc(state.tz)}</span>`;
+    clockTimer = setTimeout(tick, 1000 - (Date.now() % 1000) + 5);
+  };
+  clearTimeout(clockTimer);
+  el.hidden = false;
+  tick();
+}
+function stopClock() { clearTimeout(clockTimer); clockTimer = null; $("#clock").hidden = true; }
 function zoneLabel() { return `local time, ${esc(state.tz)}`; }
 function badge(v) { return `<span class="badge ${esc(v)}">${esc(v)}</span>`; }
 // A round's verdict, or "in progress" while it is being played (nothing decided yet).
@@ -108,8 +137,8 @@ function stakeText(s) {
 // ---------- sign in ----------
 function signOut(msg) {
   sessionStorage.removeItem(TOKEN_KEY);
-  state.who = null;
-  stopFeed();
+  state.who = null; state.gen++;
+  stopFeed(); stopClock();
   showLogin(msg);
 }
 function showLogin(msg) {
@@ -127,11 +156,12 @@ const ROLE_AREAS = { surveillance: ["rounds", "tables"], finance: ["tables", "fi
 
 async function start() {
   if (!token()) return showLogin();
-  const who = await api("/v1/whoami");
+  const who = await api("/v1/whoami", { global: true });
   state.who = who; state.tz = who.time_zone || "UTC";
   $("#login").hidden = true; $("#token").value = "";
   $("#who").innerHTML = `Signed in as <b>${esc(who.name)}</b> (${esc(who.role)}) <button class="secondary" id="signout">Sign out</button>`;
   $("#signout").onclick = () => signOut("Signed out.");
+  startClock();
   const areas = ROLE_AREAS[who.role] || [];
   document.querySelectorAll("#nav a").forEach(a => { a.hidden = !areas.includes(a.dataset.area); });
   $("#nav").hidden = false;
@@ -163,7 +193,7 @@ function stopFeed() {
 function setLiveStatus(s) {
   live.status = s;
   const el = $("#live-status");
-  if (el) { el.className = "live-status " + s; el.textContent = { live: "● live", connecting: "connecting…", reconnecting: "connection lost, reconnecting…", off: "not connected" }[s] || s; }
+  if (el) { el.className = "live-status " + s; el.textContent = { live: "● live", "read-only": "connected; this server does not ingest, so nothing new arrives", connecting: "connecting…", reconnecting: "connection lost, reconnecting…", off: "not connected" }[s] || s; }
 }
 async function feedLoop(gen) {
   while (gen === live.gen) {
@@ -175,7 +205,8 @@ async function feedLoop(gen) {
       if (res.status === 401) { if (gen === live.gen) signOut("Your token was not accepted. Please sign in again."); return; }
       if (res.status === 403) { setLiveStatus("your role may not read the live feed"); return; }
       if (!res.ok || !res.body) throw new Error("feed: " + res.status);
-      setLiveStatus("live");
+      // A read-only server (serve --no-ingest) stores nothing new: connected, not live.
+      setLiveStatus(state.who && state.who.ingesting === false ? "read-only" : "live");
       const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
       let buf = "";
       for (;;) {
@@ -248,8 +279,8 @@ function route() {
   const parts = h.split("?")[0].split("/").filter(Boolean).map(decodeURIComponent);
   const q = new URLSearchParams(h.split("?")[1] || "");
   document.querySelectorAll("#nav a").forEach(a => a.classList.toggle("active", h.startsWith(a.getAttribute("href").slice(1))));
-  // Each page renders into its own element: an answer arriving after the user moved on
-  // writes into a detached element (views check view.isConnected), never the new page.
+  // A new page: answers to the pages before it never settle (api() above).
+  state.page = { gen: ++state.gen };
   const view = document.createElement("div");
   $("#view").replaceChildren(view);
   const r = parts[0];
@@ -261,7 +292,10 @@ function route() {
   if (r === "tables") return tablesView(view);
   if (r === "finance") return financeView(view, q);
   if (r === "audit") return auditView(view, q);
-  if (r === "round" && parts.length >= 3) return roundView(view, parts[1], parts[2]);
+  if (r === "round" && parts.length >= 3) {
+    Object.assign(state.page, { table: parts[1], round: parts[2] });
+    return roundView(view, parts[1], parts[2]);
+  }
   view.innerHTML = `<div class="card"><p>Nothing here. Choose a page above.</p></div>`;
 }
 
@@ -272,8 +306,9 @@ function pager(q, total, base) {
   return `<div class="pager">${prev}<span class="muted">${total ? off + 1 : 0}–${Math.min(total, off + PAGE)} of ${total}</span>${next}</div>`;
 }
 
-function roundsTable(items) {
-  return `<table class="list" id="rounds-table"><thead><tr><th>Table</th><th class="num">Round</th><th>Opened</th><th>Verdict</th><th>Boxes</th><th class="num">Disputed lines</th><th class="num">Findings</th><th class="num">Recorded − rules</th></tr></thead><tbody>
+// Rounds of the server's list `query` (its headers sort the whole result on the server).
+function roundsTable(items, query) {
+  return `<table class="list" id="rounds-table" data-list="rounds" data-query="${esc(query.toString())}"><thead><tr><th data-key="table">Table</th><th class="num">Round</th><th data-key="opened_at">Opened</th><th>Verdict</th><th>Boxes</th><th class="num">Disputed lines</th><th class="num" data-key="findings">Findings</th><th class="num" data-key="difference">Recorded − rules</th></tr></thead><tbody>
     ${items.map(r => `<tr class="clickable" data-href="#/round/${encodeURIComponent(r.table)}/${r.round}">
       <td>${esc(r.table)}</td><td class="num">${r.round}</td><td>${time(r.opened_at_ns)}</td><td>${verdictBadge(r)}</td>
       <td>${r.boxes.join(", ")}</td><td class="num">${r.disputes}</td><td class="num">${r.findings}</td><td class="num">${r.disputes ? signed(r.difference) : ""}</td></tr>`).join("")}
@@ -282,30 +317,50 @@ function roundsTable(items) {
 function clickableRows(el) { el.querySelectorAll("tr.clickable").forEach(tr => tr.onclick = () => { location.hash = tr.dataset.href; }); }
 
 // ---------- dispute queue ----------
-// One row per disputed settlement line, so the box and the amount are named. Filters:
-// table, local time, smallest difference; any column sorts (lists.js below).
+// One row per disputed settlement line, so the box and the amount are named. Every
+// filter, the sort and the CSV are the server's, over the whole result (serverList below).
 async function disputeQueue(view, q) {
   loading(view, "the dispute queue");
-  let tables = [];
+  const p = new URLSearchParams();
+  if (q.get("table")) p.set("table", q.get("table"));
+  setWhen(p, q);
+  if (q.get("box")) p.set("box", q.get("box"));
+  if (q.get("min")) p.set("min_difference_minor", minorOf(q.get("min")));
+  if (q.get("amount")) p.set("min_amount_minor", minorOf(q.get("amount")));
+  setSort(p, q);
   try {
-    const p = new URLSearchParams({ limit: PAGE, offset: q.get("offset") || 0 });
-    if (q.get("table")) p.set("table", q.get("table"));
-    setWhen(p, q);
-    const [page, ts] = await Promise.all([api("/v1/disputes?" + p), api("/v1/tables")]);
-    if (!view.isConnected) return;
-    tables = ts;
-    const min = Math.round(Number(q.get("min") || 0) * 100);
-    const items = page.items.filter(d => Math.abs(d.difference) >= min);
+    const [page, tables] = await Promise.all([api("/v1/disputes?" + withPage(p, q)), api("/v1/tables")]);
     const base = "#/disputes?" + new URLSearchParams([...q].filter(([k]) => k !== "offset"));
+    const th = (key, label, num) => `<th${num ? ' class="num"' : ""}${key ? ` data-key="${key}"` : ""}>${label}</th>`;
     view.innerHTML = `<div class="card"><h1>Dispute queue</h1>
       <p class="hint">Settlement lines where what the dealer recorded differs from what the rules say, newest round first. Times in ${zoneLabel()}.</p>
-      ${filterForm("queue-form", q, tables, `<div><label for="f-min">Difference at least</label><input id="f-min" name="min" type="number" min="0" step="0.01" value="${esc(q.get("min") || "")}" placeholder="any"></div>`)}
-      ${items.length ? `<table class="list" id="queue-table"><thead><tr><th>Table</th><th class="num">Round</th><th>Opened</th><th class="num">Box</th><th>Line</th><th class="num">Due</th><th class="num">Paid</th><th class="num">Difference</th></tr></thead><tbody>
-      ${items.map(d => `<tr class="clickable diff" data-href="#/round/${encodeURIComponent(d.table)}/${d.round}"><td>${esc(d.table)}</td><td class="num">${d.round}</td><td>${time(d.opened_at_ns)}</td><td class="num">${d.box}</td><td>${esc(d.line.replace(/_/g, " "))}</td><td class="num">${signed(d.expected)}</td><td class="num">${signed(d.recorded)}</td><td class="num">${signed(d.difference)}</td></tr>`).join("")}
-      </tbody></table>` + pager(q, page.total, base) : `<div class="empty">No disputed line matches. Every recorded payout so far matches the rules.</div>`}</div>`;
+      ${filterForm("queue-form", q, tables, `<div><label for="f-box">Box</label><input id="f-box" name="box" type="number" min="1" max="9" value="${esc(q.get("box") || "")}" placeholder="any"></div>
+        <div><label for="f-min">Difference at least</label><input id="f-min" name="min" type="number" min="0" step="0.01" value="${esc(q.get("min") || "")}" placeholder="any"></div>
+        <div><label for="f-amount">Amount due at least</label><input id="f-amount" name="amount" type="number" min="0" step="0.01" value="${esc(q.get("amount") || "")}" placeholder="any"></div>`)}
+      ${page.items.length ? `<table class="list" id="queue-table" data-list="disputes" data-query="${esc(p.toString())}"><thead><tr>${th("table", "Table")}${th("", "Round", 1)}${th("opened_at", "Opened")}${th("box", "Box", 1)}${th("", "Line")}${th("amount", "Due", 1)}${th("", "Paid", 1)}${th("difference", "Difference", 1)}</tr></thead><tbody>
+      ${page.items.map(d => `<tr class="clickable diff" data-href="#/round/${encodeURIComponent(d.table)}/${d.round}"><td>${esc(d.table)}</td><td class="num">${d.round}</td><td>${time(d.opened_at_ns)}</td><td class="num">${d.box}</td><td>${esc(d.line.replace(/_/g, " "))}</td><td class="num">${signed(d.expected)}</td><td class="num">${signed(d.recorded)}</td><td class="num">${signed(d.difference)}</td></tr>`).join("")}
+      </tbody></table>` + pager(q, page.total, base) : `<div class="empty">No disputed line matches.</div>`}</div>`;
     bindFilter(view, "queue-form", "#/disputes");
     clickableRows(view);
-  } catch (e) { if (view.isConnected) failed(view, e); }
+  } catch (e) { failed(view, e); }
+}
+
+// An amount typed in major units ("50", "12.5") as minor units, without floating point.
+function minorOf(v) {
+  const m = String(v).trim().match(/^(\d+)(?:\.(\d{0,2}))?$/);
+  if (!m) return "-1"; // the server refuses it and says why
+  return String(BigInt(m[1]) * 100n + BigInt((m[2] || "").padEnd(2, "0")));
+}
+// The page's sort (`sort`, `order` in the hash) as the API takes it.
+function setSort(p, q) {
+  if (q.get("sort")) p.set("sort", q.get("sort"));
+  if (q.get("order")) p.set("order", q.get("order"));
+}
+// The query with the page's offset and size.
+function withPage(p, q) {
+  const w = new URLSearchParams(p);
+  w.set("limit", PAGE); w.set("offset", q.get("offset") || 0);
+  return w;
 }
 
 // The time a filter asks for, as the API takes it: a gaming day (`day`), or one of its
@@ -324,9 +379,9 @@ function filterForm(id, q, tables, extra) {
   return `<form id="${id}" class="form-row">
       <div><label for="${id}-table">Table</label><select id="${id}-table" name="table"><option value="">any table</option>
         ${tables.map(t => `<option ${q.get("table") === t.table ? "selected" : ""}>${esc(t.table)}</option>`).join("")}</select></div>
-      <div><label for="${id}-from">From (${zoneLabel()})</label><input id="${id}-from" name="from" type="datetime-local" value="${v("from")}"></div>
-      <div><label for="${id}-to">To (${zoneLabel()})</label><input id="${id}-to" name="to" type="datetime-local" value="${v("to")}"></div>
-      <div><label for="${id}-day">Gaming day</label><input id="${id}-day" name="day" type="date" value="${v("day")}"></div>
+      <div><label for="${id}-from">From (${zoneLabel()})</label><input id="${id}-from" name="from" type="text" pattern="\\d{4}-\\d{2}-\\d{2}[ T]\\d{2}:\\d{2}" placeholder="yyyy-mm-dd hh:mm" title="yyyy-mm-dd hh:mm, as every time on these pages" value="${v("from")}"></div>
+      <div><label for="${id}-to">To (${zoneLabel()})</label><input id="${id}-to" name="to" type="text" pattern="\\d{4}-\\d{2}-\\d{2}[ T]\\d{2}:\\d{2}" placeholder="yyyy-mm-dd hh:mm" title="yyyy-mm-dd hh:mm, as every time on these pages" value="${v("to")}"></div>
+      <div><label for="${id}-day">Gaming day</label><input id="${id}-day" name="day" type="text" pattern="\\d{4}-\\d{2}-\\d{2}" placeholder="yyyy-mm-dd" title="yyyy-mm-dd, as every date on these pages" value="${v("day")}"></div>
       <div><label for="${id}-shift">Shift</label><input id="${id}-shift" name="shift" type="number" min="1" max="8" value="${v("shift")}" placeholder="whole day"></div>
       ${extra}<div><button type="submit">Show</button></div></form>`;
 }
@@ -342,21 +397,21 @@ function bindFilter(view, id, base) {
 // ---------- round search ----------
 async function search(view, q) {
   let tables = [];
-  try { tables = await api("/v1/tables"); } catch (e) { return view.isConnected && failed(view, e); }
-  if (!view.isConnected) return;
+  try { tables = await api("/v1/tables"); } catch (e) { return failed(view, e); }
   const v = k => esc(q.get(k) || "");
   view.innerHTML = `<div class="card"><h1>Round search</h1>
     <p class="hint">Find a round from what the patron says: the table, roughly when (${zoneLabel()}), and the box they played. A gaming day, or a shift of it, replaces From and To.</p>
     <form id="search-form" class="form-row">
       <div><label for="s-table">Table</label><select id="s-table" name="table"><option value="">any table</option>
         ${tables.map(t => `<option ${q.get("table") === t.table ? "selected" : ""}>${esc(t.table)}</option>`).join("")}</select></div>
-      <div><label for="s-from">From (${zoneLabel()})</label><input id="s-from" name="from" type="datetime-local" value="${v("from")}"></div>
-      <div><label for="s-to">To (${zoneLabel()})</label><input id="s-to" name="to" type="datetime-local" value="${v("to")}"></div>
-      <div><label for="s-day">Gaming day</label><input id="s-day" name="day" type="date" value="${v("day")}"></div>
+      <div><label for="s-from">From (${zoneLabel()})</label><input id="s-from" name="from" type="text" pattern="\\d{4}-\\d{2}-\\d{2}[ T]\\d{2}:\\d{2}" placeholder="yyyy-mm-dd hh:mm" title="yyyy-mm-dd hh:mm, as every time on these pages" value="${v("from")}"></div>
+      <div><label for="s-to">To (${zoneLabel()})</label><input id="s-to" name="to" type="text" pattern="\\d{4}-\\d{2}-\\d{2}[ T]\\d{2}:\\d{2}" placeholder="yyyy-mm-dd hh:mm" title="yyyy-mm-dd hh:mm, as every time on these pages" value="${v("to")}"></div>
+      <div><label for="s-day">Gaming day</label><input id="s-day" name="day" type="text" pattern="\\d{4}-\\d{2}-\\d{2}" placeholder="yyyy-mm-dd" title="yyyy-mm-dd, as every date on these pages" value="${v("day")}"></div>
       <div><label for="s-shift">Shift</label><input id="s-shift" name="shift" type="number" min="1" max="8" value="${v("shift")}" placeholder="whole day"></div>
       <div><label for="s-box">Box</label><input id="s-box" name="box" type="number" min="1" max="9" value="${v("box")}" placeholder="any"></div>
       <div><label for="s-verdict">Verdict</label><select id="s-verdict" name="verdict"><option value="">any</option>
         ${["disputed", "irregular", "void", "clean"].map(x => `<option ${q.get("verdict") === x ? "selected" : ""}>${x}</option>`).join("")}</select></div>
+      <div><label for="s-min">Difference at least</label><input id="s-min" name="min" type="number" min="0" step="0.01" value="${v("min")}" placeholder="any"></div>
       <div><button type="submit">Search</button></div>
     </form></div><div id="results"></div>`;
   $("#search-form", view).onsubmit = ev => {
@@ -368,15 +423,16 @@ async function search(view, q) {
   if (![...q.keys()].length) { $("#results", view).innerHTML = `<div class="card empty">Choose a table, a time or a box and press Search.</div>`; return; }
   const res = $("#results", view); loading(res, "rounds");
   try {
-    const p = new URLSearchParams({ limit: PAGE, offset: q.get("offset") || 0 });
+    const p = new URLSearchParams();
     if (q.get("table")) p.set("table", q.get("table"));
     setWhen(p, q);
     if (q.get("box")) p.set("box", q.get("box"));
     if (q.get("verdict")) p.set("verdict", q.get("verdict"));
-    const page = await api("/v1/rounds?" + p);
-    if (!view.isConnected) return;
+    if (q.get("min")) p.set("min_difference_minor", minorOf(q.get("min")));
+    setSort(p, q);
+    const page = await api("/v1/rounds?" + withPage(p, q));
     const base = "#/search?" + new URLSearchParams([...q].filter(([k]) => k !== "offset"));
-    res.innerHTML = `<div class="card">${page.items.length ? roundsTable(page.items) + pager(q, page.total, base) : `<div class="empty">No round matches. Widen the time range or leave the box empty.</div>`}</div>`;
+    res.innerHTML = `<div class="card">${page.items.length ? roundsTable(page.items, p) + pager(q, page.total, base) : `<div class="empty">No round matches. Widen the time range or leave the box empty.</div>`}</div>`;
     clickableRows(res);
   } catch (e) { failed(res, e); }
 }
@@ -384,16 +440,22 @@ async function search(view, q) {
 // ---------- findings ----------
 async function findingsView(view, q) {
   loading(view, "findings");
+  const p = new URLSearchParams();
+  for (const k of ["table", "severity", "code", "box", "game"]) if (q.get(k)) p.set(k, q.get(k));
+  setWhen(p, q);
+  setSort(p, q);
   try {
-    const p = new URLSearchParams({ limit: PAGE, offset: q.get("offset") || 0 });
-    if (q.get("severity")) p.set("severity", q.get("severity"));
-    const page = await api("/v1/findings?" + p);
-    if (!view.isConnected) return;
-    view.innerHTML = `<div class="card"><h1>Findings</h1><p class="hint">Irregularities found by replaying rounds, each citing the clause of the rule set.
-      Show: <a href="#/findings">all</a> · <a href="#/findings?severity=warning">warning and worse</a> · <a href="#/findings?severity=critical">critical</a></p>
-      ${page.items.length ? `<table class="list"><thead><tr><th>Table</th><th class="num">Round</th><th>Opened</th><th>Severity</th><th>Code</th><th>What</th></tr></thead><tbody>
+    const [page, tables] = await Promise.all([api("/v1/findings?" + withPage(p, q)), api("/v1/tables")]);
+    const base = "#/findings?" + new URLSearchParams([...q].filter(([k]) => k !== "offset"));
+    const sev = `<div><label for="fi-severity">Severity</label><select id="fi-severity" name="severity"><option value="">any</option>
+      ${["info", "warning", "critical"].map(x => `<option value="${x}" ${q.get("severity") === x ? "selected" : ""}>${x}${x === "critical" ? "" : " and worse"}</option>`).join("")}</select></div>`;
+    view.innerHTML = `<div class="card"><h1>Findings</h1><p class="hint">Irregularities found by replaying rounds, each citing the clause of the rule set. Times in ${zoneLabel()}.</p>
+      ${filterForm("findings-form", q, tables, `${sev}<div><label for="fi-code">Code</label><input id="fi-code" name="code" value="${esc(q.get("code") || "")}" placeholder="any"></div>
+        <div><label for="fi-box">Box</label><input id="fi-box" name="box" type="number" min="1" max="9" value="${esc(q.get("box") || "")}" placeholder="any"></div>`)}
+      ${page.items.length ? `<table class="list" id="findings-table" data-list="findings" data-query="${esc(p.toString())}"><thead><tr><th data-key="table">Table</th><th class="num">Round</th><th data-key="opened_at">Opened</th><th data-key="severity">Severity</th><th data-key="code">Code</th><th>What</th></tr></thead><tbody>
       ${page.items.map(f => `<tr class="clickable" data-href="#/round/${encodeURIComponent(f.table)}/${f.round}"><td>${esc(f.table)}</td><td class="num">${f.round}</td><td>${time(f.opened_at_ns)}</td><td>${badge(f.severity)}</td><td><code title="${esc((f.clause_wording || []).join(" … "))}">${esc(f.code)}</code></td><td>${esc(f.explanation)}</td></tr>`).join("")}
-      </tbody></table>` + pager(q, page.total, "#/findings" + (q.get("severity") ? "?severity=" + q.get("severity") : "")) : `<div class="empty">No findings.</div>`}</div>`;
+      </tbody></table>` + pager(q, page.total, base) : `<div class="empty">No finding matches.</div>`}</div>`;
+    bindFilter(view, "findings-form", "#/findings");
     clickableRows(view);
   } catch (e) { failed(view, e); }
 }
@@ -405,7 +467,6 @@ async function casesView(view, q) {
     const p = new URLSearchParams({ limit: PAGE, offset: q.get("offset") || 0 });
     for (const k of ["status", "assignee"]) if (q.get(k)) p.set(k, q.get(k));
     const page = await api("/v1/cases?" + p);
-    if (!view.isConnected) return;
     const base = "#/cases?" + new URLSearchParams([...q].filter(([k]) => k !== "offset"));
     view.innerHTML = `<div class="card"><h1>Cases</h1><p class="hint">Cases are opened from a round's page. Entries are never changed or removed.
       Show: <a href="#/cases">all</a> · <a href="#/cases?status=open">open</a> · <a href="#/cases?status=closed">closed</a> · <a href="#/cases?status=open&assignee=${encodeURIComponent(state.who.name)}">open and mine</a></p>
@@ -413,7 +474,7 @@ async function casesView(view, q) {
       ${page.items.map(c => `<tr class="clickable" data-href="#/round/${encodeURIComponent(c.table)}/${c.round}"><td class="num">${c.id}</td><td>${esc(c.table)}</td><td class="num">${c.round}</td><td>${esc(c.title)}</td><td>${c.open ? "open" : "closed: " + esc(c.decision)}</td><td>${esc(c.assignee || "")}</td><td>${esc(c.entries[0].author)}</td><td>${time(c.entries[c.entries.length - 1].at_ns)}</td></tr>`).join("")}
       </tbody></table>` + pager(q, page.total, base) : `<div class="empty">No case matches. Open one from a round's page.</div>`}</div>`;
     clickableRows(view);
-  } catch (e) { if (view.isConnected) failed(view, e); }
+  } catch (e) { failed(view, e); }
 }
 
 // ---------- tables & chains ----------
@@ -514,14 +575,13 @@ async function financeView(view, q) {
     const day = q.get("day") || todayLocal();
     const liability = (q.get("span") || "day") === "day" ? api("/v1/reports/jackpots?day=" + day).catch(() => null) : null;
     const [report, pools, pooled] = await Promise.all([api("/v1/reports?" + rq), api("/v1/pools").catch(() => []), liability]);
-    if (!view.isConnected) return;
     view.innerHTML = financeForm(q) + reportSummary(report) + holdChart(report) + groupsTable(report)
       + variancesTable(report) + liabilityCard(day, pooled) + poolsCard(pools) + `<div class="card" id="round-finance" hidden></div>`;
     bindFilter(view, "finance-form", "#/finance");
     $("#csv-report", view).onclick = () => downloadReportCsv(rq);
     $("#print-report", view).onclick = () => window.print();
     view.querySelectorAll("a[data-finance-round]").forEach(a => a.onclick = ev => { ev.preventDefault(); roundFinance(view, a.dataset.financeRound); });
-  } catch (e) { if (view.isConnected) failed(view, e); }
+  } catch (e) { failed(view, e); }
 }
 
 function financeForm(q) {
@@ -529,7 +589,7 @@ function financeForm(q) {
   return `<div class="card"><h1>Finance</h1><p class="hint">Drop, fills, credits, tray counts and the three wins per table and shift, in ${zoneLabel()}. A variance names its cause and links what it is computed from.</p>
     <form id="finance-form" class="form-row">
       <div><label for="fin-span">Span</label>${sel("span", SPANS, q.get("span") || "day")}</div>
-      <div><label for="fin-day">Gaming day</label><input id="fin-day" name="day" type="date" value="${esc(q.get("day") || todayLocal())}"></div>
+      <div><label for="fin-day">Gaming day</label><input id="fin-day" name="day" type="text" pattern="\\d{4}-\\d{2}-\\d{2}" placeholder="yyyy-mm-dd" title="yyyy-mm-dd, as every date on these pages" value="${esc(q.get("day") || todayLocal())}"></div>
       <div><label for="fin-n">Shift (for a shift)</label><input id="fin-n" name="n" type="number" min="1" max="6" value="${esc(q.get("n") || "1")}"></div>
       <div><label for="fin-group_by">Group by</label>${sel("group_by", { table: "Table", pit: "Pit", game: "Game", shift: "Shift", day: "Day", dealer: "Dealer" }, q.get("group_by") || "table")}</div>
       <div><label for="fin-table">Table</label><input id="fin-table" name="table" value="${esc(q.get("table") || "")}" placeholder="all tables"></div>
@@ -650,7 +710,6 @@ async function auditView(view, q) {
     const first = await api("/v1/audit?limit=1");
     const off = q.get("offset") != null ? Number(q.get("offset")) : Math.max(0, first.total - PAGE);
     const page = await api(`/v1/audit?limit=${PAGE}&offset=${off}`);
-    if (!view.isConnected) return;
     view.innerHTML = `<div class="card"><h1>Audit log</h1><p class="hint">Every API request: who, role, what, when, and the answer. A change (a case) is recorded when received, before it is made, and again with its answer. Append-only; this page is recorded too.</p>
       <table class="list"><thead><tr><th class="num">#</th><th>When</th><th>Who</th><th>Role</th><th>Client</th><th>Request</th><th class="num">Status</th></tr></thead><tbody>
       ${page.items.slice().reverse().map(a => `<tr><td class="num">${a.id}</td><td>${time(a.at_ns)}</td><td>${esc(a.who)}</td><td>${esc(a.role || "")}</td><td>${esc(a.client || "")}</td><td><code>${esc(a.method)} ${esc(a.path)}${a.query ? "?" + esc(a.query) : ""}</code></td><td class="num">${a.status ?? "received"}${a.received ? ` (of #${a.received})` : ""}</td></tr>`).join("")}
@@ -659,6 +718,10 @@ async function auditView(view, q) {
 }
 
 // ---------- round view ----------
+// A print states when it was printed: the round page's "printed at" is set as printing starts.
+function markPrinted() { const el = $("#printed-at"); if (el) el.textContent = time(BigInt(Date.now()) * 1000000n); }
+window.addEventListener("beforeprint", markPrinted);
+window.matchMedia("print").addEventListener("change", m => { if (m.matches) markPrinted(); });
 async function roundView(view, table, round) {
   loading(view, `round ${round} of ${table}`);
   let detail, steps;
@@ -667,14 +730,14 @@ async function roundView(view, table, round) {
       api(`/v1/tables/${encodeURIComponent(table)}/rounds/${round}`),
       api(`/v1/tables/${encodeURIComponent(table)}/rounds/${round}/steps`),
     ]);
-  } catch (e) { return view.isConnected && failed(view, e); }
-  if (!view.isConnected) return;
+  } catch (e) { return failed(view, e); }
   state.detail = detail; state.steps = steps.steps; state.k = 0;
   const r = detail.row;
   const disputedBoxes = new Set(detail.settlement.filter(s => s.difference !== 0).map(s => s.box));
   state.disputedBoxes = disputedBoxes;
   view.innerHTML = `
   <div class="card round-head">
+    <div class="print-only" id="print-meta">Printed by <b>${esc(state.who.name)}</b> (${esc(state.who.role)}) at <span id="printed-at">${esc(time(BigInt(Date.now()) * 1000000n))}</span>, ${zoneLabel()}</div>
     <h1>Table ${esc(r.table)} · round ${r.round}</h1>${verdictBadge(r)}
     <span class="muted">${esc(r.rule_set || "")} · opened ${time(r.opened_at_ns)} · events #${r.first_seq}–#${r.last_seq}</span>
     <span class="push-right"></span>
@@ -720,7 +783,7 @@ async function roundView(view, table, round) {
   $("#evidence-btn").onclick = () => downloadEvidence(r.table, r.round);
   $("#print-btn").onclick = () => window.print();
   setStep(0);
-  loadCases(r.table, r.round);
+  loadCases(view);
 }
 
 document.addEventListener("keydown", ev => {
@@ -832,8 +895,11 @@ function wordingHtml(f) {
   return `<blockquote class="wording"><span class="src">Rule book, ${esc(f.clause)}:</span> ${w.map(x => mark(esc(x))).join(' <span class="gap">…</span> ')}</blockquote>`;
 }
 
-async function loadCases(table, round) {
-  const el = $("#cases");
+// The case notes of the round shown (state.page): every write names that round, never
+// one captured when the list was drawn.
+async function loadCases(view) {
+  const { table, round } = state.page;
+  const el = $("#cases", view);
   el.innerHTML = `<p class="muted">Loading cases…</p>`;
   try {
     const page = await api(`/v1/cases?table=${encodeURIComponent(table)}&round=${round}`);
@@ -845,26 +911,26 @@ async function loadCases(table, round) {
       : `<p class="muted">No case on this round.</p>`) +
       `<form id="open-case"><label for="case-title">Open a case on this round</label><input id="case-title" name="title" required placeholder="e.g. patron at box 3 disputes the Ante payout">
        <button type="submit" class="below-input">Open case</button></form><p class="error" id="case-error" role="alert"></p>`;
-    $("#open-case").onsubmit = ev => { ev.preventDefault(); caseAction("/v1/cases", { table, round: Number(round), title: ev.target.title.value }, table, round); };
-    el.querySelectorAll(".note-form").forEach(f => f.onsubmit = ev => { ev.preventDefault(); caseAction(`/v1/cases/${f.dataset.id}/notes`, { text: f.text.value }, table, round); });
+    $("#open-case", el).onsubmit = ev => { ev.preventDefault(); caseAction(view, "/v1/cases", { table: state.page.table, round: Number(state.page.round), title: ev.target.title.value }); };
+    el.querySelectorAll(".note-form").forEach(f => f.onsubmit = ev => { ev.preventDefault(); caseAction(view, `/v1/cases/${f.dataset.id}/notes`, { text: f.text.value }); });
     el.querySelectorAll(".assign-btn").forEach(b => b.onclick = () => {
       const to = prompt("Assign to (a person's name):", state.who.name);
-      if (to) caseAction(`/v1/cases/${b.dataset.id}/assign`, { to }, table, round);
+      if (to) caseAction(view, `/v1/cases/${b.dataset.id}/assign`, { to });
     });
     el.querySelectorAll(".reopen-btn").forEach(b => b.onclick = () => {
       const reason = prompt("Why reopen it?");
-      if (reason) caseAction(`/v1/cases/${b.dataset.id}/reopen`, { reason }, table, round);
+      if (reason) caseAction(view, `/v1/cases/${b.dataset.id}/reopen`, { reason });
     });
     el.querySelectorAll(".close-btn").forEach(b => b.onclick = () => {
       const d = prompt("Decision (e.g. 'Patron paid the difference of 50.00; dealer retrained'):");
-      if (d) caseAction(`/v1/cases/${b.dataset.id}/close`, { decision: d }, table, round);
+      if (d) caseAction(view, `/v1/cases/${b.dataset.id}/close`, { decision: d });
     });
   } catch (e) { el.innerHTML = `<p class="error">${esc(e.message)}</p>`; }
 }
 
-async function caseAction(path, body, table, round) {
-  try { await api(path, { method: "POST", body: JSON.stringify(body) }); toast("Saved."); loadCases(table, round); }
-  catch (e) { $("#case-error").textContent = e.message; }
+async function caseAction(view, path, body) {
+  try { await api(path, { method: "POST", body: JSON.stringify(body) }); toast("Saved."); loadCases(view); }
+  catch (e) { $("#case-error", view).textContent = e.message; }
 }
 
 async function downloadEvidence(table, round) {
@@ -916,6 +982,7 @@ function downloadCsv(table) {
 function decorate(table) {
   if (table.dataset.decorated || !table.tHead || !table.tBodies.length) return;
   table.dataset.decorated = "1";
+  if (table.dataset.list) return decorateServerList(table);
   [...table.tHead.rows[0].cells].forEach((th, i) => {
     th.classList.add("sortable"); th.title = "sort by " + th.innerText;
     th.onclick = () => sortBy(table, i, th);
@@ -924,6 +991,41 @@ function decorate(table) {
   b.className = "secondary csv no-print"; b.textContent = "CSV"; b.title = "download this list as CSV";
   b.onclick = () => downloadCsv(table);
   table.before(b);
+}
+
+// A list the server pages (data-list, its query in data-query): a header with a
+// data-key sorts the whole result on the server (the hash's sort and order), and the
+// CSV is the server's, of every matching row.
+function decorateServerList(table) {
+  const [path, q] = location.hash.split("?");
+  const hq = new URLSearchParams(q || "");
+  table.tHead.querySelectorAll("th[data-key]").forEach(th => {
+    const key = th.dataset.key;
+    const on = (hq.get("sort") || "opened_at") === key;
+    const order = hq.get("order") || "desc";
+    th.classList.add("sortable"); th.title = "sort the whole list by " + th.innerText;
+    if (on) th.dataset.dir = order;
+    th.onclick = () => {
+      const n = new URLSearchParams(hq); n.delete("offset");
+      n.set("sort", key); n.set("order", on && order === "asc" ? "desc" : "asc");
+      location.hash = path + "?" + n;
+    };
+  });
+  const b = document.createElement("button");
+  b.className = "secondary csv no-print"; b.textContent = "CSV"; b.title = "download every matching row as CSV";
+  b.onclick = () => downloadServerCsv(table.dataset.list, table.dataset.query);
+  table.before(b);
+}
+async function downloadServerCsv(list, query) {
+  const p = new URLSearchParams(query); p.set("format", "csv");
+  try {
+    const res = await api(`/v1/${list}?${p}`, { raw: true });
+    const a = document.createElement("a");
+    a.href = URL.createObjectURL(await res.blob());
+    a.download = `roundledger-${list}.csv`;
+    document.body.appendChild(a); a.click(); a.remove();
+    setTimeout(() => URL.revokeObjectURL(a.href), 10000);
+  } catch (e) { toast("CSV failed: " + e.message); }
 }
 new MutationObserver(() => document.querySelectorAll("#view table.list").forEach(decorate))
   .observe($("#view"), { childList: true, subtree: true });

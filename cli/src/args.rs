@@ -12,9 +12,10 @@ pub struct DayArgs {
     /// Local time the gaming day starts, HH:MM.
     #[arg(long, value_name = "HH:MM", default_value = DAY_START_DEFAULT)]
     pub day_start: String,
-    /// The property's IANA time zone, e.g. Asia/Singapore.
-    #[arg(long, value_name = "ZONE", default_value = TIME_ZONE_DEFAULT)]
-    pub time_zone: String,
+    /// The property's IANA time zone, e.g. Asia/Singapore (default UTC). Wall times typed
+    /// on the command line (--from, --to) are read in it when given.
+    #[arg(long, value_name = "ZONE")]
+    pub time_zone: Option<String>,
     /// Local shift start times, the first being the day start, e.g. 06:00,14:00,22:00.
     /// Empty: one shift, the whole day.
     #[arg(long, value_name = "HH:MM,...", default_value = "")]
@@ -22,9 +23,14 @@ pub struct DayArgs {
 }
 
 impl DayArgs {
+    /// The zone `--time-zone` names, else the default (UTC).
+    pub fn zone_name(&self) -> &str {
+        self.time_zone.as_deref().unwrap_or(TIME_ZONE_DEFAULT)
+    }
+
     /// The day rule the flags give, or an error naming them.
     pub fn rule(&self) -> Result<DayRule> {
-        DayRule::new(&self.day_start, &self.time_zone)
+        DayRule::new(&self.day_start, self.zone_name())
             .and_then(|r| r.with_shifts(&self.shifts))
             .context("--day-start / --time-zone / --shifts")
     }

@@ -109,8 +109,21 @@ fn audit_table(
     Ok(summary)
 }
 
-pub fn run(args: Args) -> Result<Outcome> {
-    let summary = match crate::client::Client::from_args(&args.server)? {
+pub fn run(mut args: Args) -> Result<Outcome> {
+    let client = crate::client::Client::from_args(&args.server)?;
+    // A wall time is read in --time-zone, else the property's zone, else TZ.
+    let property = match &client {
+        Some(c)
+            if args.rule.time_zone.is_none()
+                && (args.filter.from_text.is_some() || args.filter.to_text.is_some()) =>
+        {
+            Some(c.get::<schemas::api::WhoAmI>("/v1/whoami")?.time_zone)
+        }
+        _ => None,
+    };
+    let zone = crate::when::input_zone(args.rule.time_zone.as_deref(), property.as_deref())?;
+    args.filter.resolve(&zone)?;
+    let summary = match client {
         Some(c) => {
             let when = crate::remote::When {
                 day: args.day.as_deref(),

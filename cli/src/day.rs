@@ -120,7 +120,10 @@ fn show(args: ShowArgs) -> Result<Outcome> {
     let b = &ranges.bounds;
     println!(
         "day {} (not sealed) in {}: {} ns to {} ns",
-        b.day, args.rule.time_zone, b.starts_at_ns, b.ends_at_ns
+        b.day,
+        args.rule.zone_name(),
+        b.starts_at_ns,
+        b.ends_at_ns
     );
     for t in &ranges.tables {
         println!("{}", range_line(t));

@@ -57,6 +57,14 @@ struct Web {
     task: tokio::task::JoinHandle<Result<(), api::Error>>,
 }
 
+/// What the demo's web UI serves beside the ledger.
+struct WebSetup {
+    alerts: Option<api::AlertSource>,
+    finance: api::FinanceSetup,
+    /// Whether ingest is running (the demo's floor), or the UI serves a finished ledger.
+    ingesting: bool,
+}
+
 impl Web {
     /// Starts serving on `addr`, or on a free port of its interface when `addr` is taken;
     /// returns once the socket is bound.
@@ -66,9 +74,13 @@ impl Web {
         access: api::auth::AccessConfig,
         ledger_dir: &Path,
         ledger: Arc<ledger::Ledger>,
-        alerts: Option<api::AlertSource>,
-        finance: api::FinanceSetup,
+        setup: WebSetup,
     ) -> Result<Web> {
+        let WebSetup {
+            alerts,
+            finance,
+            ingesting,
+        } = setup;
         let addr = if std::net::TcpListener::bind(addr).is_ok() {
             addr
         } else {
@@ -84,6 +96,7 @@ impl Web {
             tls: None,
             access_file: None,
             time_zone: ledger::days::TIME_ZONE_DEFAULT.into(),
+            ingesting,
             failures_per_minute_max: None,
         };
         let (bound_tx, bound_rx) = std::sync::mpsc::channel();
@@ -150,8 +163,11 @@ pub fn run(mut args: Args) -> Result<Outcome> {
         access.config.clone(),
         &dir,
         ledger.clone(),
-        Some(source),
-        finance.clone(),
+        WebSetup {
+            alerts: Some(source),
+            finance: finance.clone(),
+            ingesting: true,
+        },
     )?;
     print_web(&web, &access, &args);
     let ingest_config = ingest::IngestConfig {
@@ -186,7 +202,18 @@ pub fn run(mut args: Args) -> Result<Outcome> {
         };
         let alerts = Some(crate::serve::alert_source(&alert_log));
         let (config, ledger) = (access.config, Arc::new(*ledger));
-        let web = Web::start(&rt, web_addr, config, &dir, ledger, alerts, finance)?;
+        let web = Web::start(
+            &rt,
+            web_addr,
+            config,
+            &dir,
+            ledger,
+            WebSetup {
+                alerts,
+                finance,
+                ingesting: false,
+            },
+        )?;
         serve_until_stopped(&rt, web)?;
     }
     Ok(outcome)

@@ -244,7 +244,8 @@ fn api_config(args: &Args, alerts: &ingest::alerts::AlertLog) -> Result<Option<a
             _ => None,
         },
         access_file: Some(path.clone()),
-        time_zone: args.day.time_zone.clone(),
+        time_zone: args.day.zone_name().to_string(),
+        ingesting: !args.no_ingest,
         failures_per_minute_max: Some(args.failures_per_minute),
     }))
 }

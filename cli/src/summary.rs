@@ -16,16 +16,35 @@ pub struct Filter {
     /// Only this table (repeat for several).
     #[arg(long)]
     pub table: Vec<String>,
-    /// Only rounds opened at or after this time (device time): `2026-11-25 14:00` in
-    /// the local zone (TZ), RFC 3339, or UTC ns.
-    #[arg(long, value_parser = crate::when::parse)]
-    pub from: Option<i64>,
+    /// Only rounds opened at or after this time (device time): RFC 3339, UTC ns, or a
+    /// wall time `2026-11-25 14:00` in --time-zone, else the server's zone, else TZ.
+    #[arg(long = "from", id = "from", value_name = "TIME")]
+    pub from_text: Option<String>,
     /// Only rounds opened before this time (as --from).
-    #[arg(long, value_parser = crate::when::parse)]
+    #[arg(long = "to", id = "to", value_name = "TIME")]
+    pub to_text: Option<String>,
+    /// `--from` as UTC ns, once read (`resolve`).
+    #[arg(skip)]
+    pub from: Option<i64>,
+    /// `--to` as UTC ns, once read (`resolve`).
+    #[arg(skip)]
     pub to: Option<i64>,
 }
 
 impl Filter {
+    /// Reads `--from` and `--to`, a wall time in `zone`; an unreadable one names its flag.
+    pub fn resolve(&mut self, zone: &jiff::tz::TimeZone) -> anyhow::Result<()> {
+        use anyhow::Context;
+        let read = |t: &Option<String>, flag: &str| {
+            t.as_deref()
+                .map(|s| crate::when::parse_in(s, zone).with_context(|| format!("--{flag} {s:?}")))
+                .transpose()
+        };
+        self.from = read(&self.from_text, "from")?;
+        self.to = read(&self.to_text, "to")?;
+        Ok(())
+    }
+
     /// Whether `t` is one of the tables asked for (all, when none is named).
     pub fn wants_table(&self, t: &TableId) -> bool {
         self.table.is_empty() || self.table.iter().any(|x| x == t.as_str())

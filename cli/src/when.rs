@@ -1,14 +1,59 @@
-//! Times as people read and type them: in the local time zone (`TZ`, else the system's),
-//! to the millisecond. The CLI takes a time as RFC 3339 (`2026-11-25T14:00:00+08:00`), as
-//! a local wall time (`2026-11-25 14:00`), or as UTC nanoseconds for scripts. `now_ns`
-//! is the commands' one reading of the clock.
+//! Times as people read and type them, to the millisecond. The CLI takes a time as RFC
+//! 3339 (`2026-11-25T14:00:00+08:00`), as a wall time (`2026-11-25 14:00`), or as UTC
+//! nanoseconds for scripts. A wall time is read in `--time-zone` when given, else the
+//! property's zone (a server's `whoami`), else `TZ`, else UTC; times are shown in `TZ`,
+//! else UTC. The system's own zone file is not read: `TZ` names the zone. `now_ns` is the
+//! commands' one reading of the clock.
 
 use anyhow::{Context, Result};
 use jiff::{civil, tz::TimeZone, Timestamp};
 
-/// The zone people read times in: `TZ`, else the system's, else UTC.
+/// The zone `TZ` names: an IANA name (`Asia/Macau`, `:Asia/Macau`) or a POSIX TZ string
+/// (`CST-8`); `None` when `TZ` is unset or empty; an error naming it when it is neither.
+pub fn env_zone() -> Result<Option<TimeZone>> {
+    tz_zone(std::env::var("TZ").ok())
+}
+
+/// The zone a `TZ` value names (`env_zone`).
+fn tz_zone(tz: Option<String>) -> Result<Option<TimeZone>> {
+    let Some(tz) = tz else {
+        return Ok(None);
+    };
+    let name = tz.strip_prefix(':').unwrap_or(&tz).trim();
+    if name.is_empty() {
+        return Ok(None);
+    }
+    TimeZone::get(name)
+        .or_else(|_| TimeZone::posix(name))
+        .map(Some)
+        .map_err(|e| anyhow::anyhow!("TZ={tz:?}: not an IANA time zone or POSIX TZ string ({e})"))
+}
+
+/// The zone people read times in: `TZ`, else UTC.
 fn zone() -> TimeZone {
-    TimeZone::try_system().unwrap_or(TimeZone::UTC)
+    env_zone().ok().flatten().unwrap_or(TimeZone::UTC)
+}
+
+/// The zone a typed wall time is read in: `flag` (`--time-zone`), else `property` (the
+/// server's zone), else `TZ`, else UTC. A zone that does not exist is an error naming it.
+pub fn input_zone(flag: Option<&str>, property: Option<&str>) -> Result<TimeZone> {
+    input_zone_with(flag, property, env_zone()?)
+}
+
+fn input_zone_with(
+    flag: Option<&str>,
+    property: Option<&str>,
+    tz: Option<TimeZone>,
+) -> Result<TimeZone> {
+    for (what, name) in [
+        ("--time-zone", flag),
+        ("the property's time zone", property),
+    ] {
+        if let Some(name) = name.filter(|n| !n.is_empty()) {
+            return TimeZone::get(name).with_context(|| format!("{what} {name:?}"));
+        }
+    }
+    Ok(tz.unwrap_or(TimeZone::UTC))
 }
 
 /// `2026-11-25 14:03:07.123 +08:00`.
@@ -22,8 +67,8 @@ pub fn show(ns: i64) -> String {
     }
 }
 
-/// A time typed by a person, as UTC nanoseconds (clap's value parser).
-pub fn parse(s: &str) -> Result<i64> {
+/// A time typed by a person, as UTC nanoseconds; a wall time is read in `zone`.
+pub fn parse_in(s: &str, zone: &TimeZone) -> Result<i64> {
     let s = s.trim();
     if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit() || b == b'-') {
         return s.parse().context("nanoseconds");
@@ -34,7 +79,7 @@ pub fn parse(s: &str) -> Result<i64> {
             let wall: civil::DateTime = s.replacen(' ', "T", 1).parse().with_context(|| {
                 format!("{s:?}: a time like 2026-11-25 14:00 (local), RFC 3339, or ns")
             })?;
-            wall.to_zoned(zone())?.timestamp()
+            wall.to_zoned(zone.clone())?.timestamp()
         }
     };
     i64::try_from(t.as_nanosecond()).context("time out of range")
@@ -53,6 +98,10 @@ pub fn now_ns() -> Result<i64> {
 mod tests {
     use super::*;
 
+    fn parse(s: &str) -> Result<i64> {
+        parse_in(s, &zone())
+    }
+
     #[test]
     fn times_read_as_rfc3339_local_or_ns_and_show_to_the_millisecond() {
         let ns = 1_764_050_587_123_000_000;
@@ -67,5 +116,28 @@ mod tests {
             ns,
             "a shown time reads back in the same zone"
         );
+    }
+
+    /// Issue 46: `--from "2026-11-28 15:00"` was read in UTC whatever `TZ` said.
+    #[test]
+    fn a_wall_time_is_read_in_the_flag_else_the_property_else_tz_else_utc() {
+        let at = |z: &TimeZone| parse_in("2026-11-28 15:00", z).unwrap();
+        let macau = tz_zone(Some("Asia/Macau".into())).unwrap().unwrap();
+        let la = tz_zone(Some(":America/Los_Angeles".into()))
+            .unwrap()
+            .unwrap();
+        let posix = tz_zone(Some("CST-8".into())).unwrap().unwrap();
+        let utc_ns = at(&TimeZone::UTC);
+        assert_eq!(at(&macau), utc_ns - 8 * 3_600_000_000_000);
+        assert_eq!(at(&posix), at(&macau), "a POSIX TZ string is a zone too");
+        assert_eq!(at(&la), utc_ns + 8 * 3_600_000_000_000, "PST in November");
+        assert!(tz_zone(Some("".into())).unwrap().is_none());
+        assert!(tz_zone(Some("Nowhere/Atlantis".into())).is_err());
+        let pick = |f, p, tz: Option<&TimeZone>| at(&input_zone_with(f, p, tz.cloned()).unwrap());
+        assert_eq!(pick(Some("Asia/Macau"), Some("UTC"), Some(&la)), at(&macau));
+        assert_eq!(pick(None, Some("Asia/Macau"), Some(&la)), at(&macau));
+        assert_eq!(pick(None, None, Some(&la)), at(&la));
+        assert_eq!(pick(None, None, None), utc_ns);
+        assert!(input_zone_with(Some("Nowhere/Atlantis"), None, None).is_err());
     }
 }

@@ -578,6 +578,82 @@ fn audit_of_a_time_range_reads_only_its_rounds() {
     assert!(read * 2 < all, "{read} events read of {all}");
 }
 
+/// Issue 46: a wall time on the command line is read in `--time-zone`, else `TZ` (it was
+/// read in UTC whatever `TZ` said). The same window typed as Macau wall times audits the
+/// rounds its nanoseconds do; read in UTC it is eight hours off and finds others.
+#[test]
+fn audit_reads_wall_times_in_the_time_zone_flag_else_tz() {
+    let dir = tempfile::tempdir().unwrap();
+    let l = dir.path().join("ledger");
+    let ls = l.to_str().unwrap();
+    let out = roundledger(&[
+        "seed", "--ledger", ls, "--tables", "2", "--rounds", "30", "--close",
+    ]);
+    assert!(out.status.success());
+    let (from, to) = {
+        let ledger = ledger::Ledger::open(&l).unwrap();
+        let t = ledger.tables().remove(0);
+        let rounds = ledger.rounds(&t).unwrap();
+        (
+            rounds[5].first_occurred_at_ns,
+            rounds[20].first_occurred_at_ns,
+        )
+    };
+    let macau = jiff::tz::TimeZone::get("Asia/Macau").unwrap();
+    let wall = |ns: i64| {
+        jiff::Timestamp::from_nanosecond(i128::from(ns))
+            .unwrap()
+            .to_zoned(macau.clone())
+            .strftime("%Y-%m-%d %H:%M:%S%.9f")
+            .to_string()
+    };
+    let (fw, tw) = (wall(from), wall(to));
+    let rounds = |args: &[&str], tz: Option<&str>| -> u64 {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_roundledger"));
+        c.args(["audit", "--json", "--ledger", ls])
+            .args(args)
+            .env_remove("TZ");
+        if let Some(tz) = tz {
+            c.env("TZ", tz);
+        }
+        let out = c.output().unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
+        v["rounds"].as_u64().unwrap()
+    };
+    let (f, t) = (from.to_string(), to.to_string());
+    let want = rounds(&["--from", &f, "--to", &t], None);
+    assert!(want >= 2 * 10, "{want}");
+    let typed = ["--from", fw.as_str(), "--to", tw.as_str()];
+    assert_eq!(
+        rounds(&typed, Some("Asia/Macau")),
+        want,
+        "TZ names the zone"
+    );
+    let flagged = [&typed[..], &["--time-zone", "Asia/Macau"]].concat();
+    assert_eq!(
+        rounds(&flagged, Some("America/Los_Angeles")),
+        want,
+        "--time-zone wins over TZ"
+    );
+    assert_ne!(
+        rounds(&typed, None),
+        want,
+        "without either, UTC: eight hours off"
+    );
+    let bad = std::process::Command::new(env!("CARGO_BIN_EXE_roundledger"))
+        .args(["audit", "--ledger", ls])
+        .args(typed)
+        .env("TZ", "Nowhere/Atlantis")
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("TZ="),
+        "a bad TZ is named"
+    );
+}
+
 /// `report` on a ledger directory: JSON, CSV and the table, the model rebuilt when the
 /// shifts change, boxes never counted read as not counted, exit 1 with variances.
 #[test]

@@ -208,11 +208,23 @@ pub(crate) async fn run_with_consumer(
     shutdown: impl Future<Output = ()>,
 ) -> Result<IngestReport, Error> {
     config.check()?;
-    let client = bus::connect(&config.nats_url, &config.access).await?;
-    let js = jetstream::new(client.clone());
-    let stream = ensure_stream_replicated(&js, config.stream_replicas).await?;
-    let consumer = ensure_consumer(&stream, consumer_name, &config).await?;
-    let next_stream_seq = start_position(&stream, &consumer).await?;
+    // A stop while NATS cannot be reached yet ends the setup: nothing was fetched.
+    let mut shutdown = std::pin::pin!(shutdown);
+    let setup = async {
+        let client = bus::connect(&config.nats_url, &config.access).await?;
+        let js = jetstream::new(client.clone());
+        let stream = ensure_stream_replicated(&js, config.stream_replicas).await?;
+        let consumer = ensure_consumer(&stream, consumer_name, &config).await?;
+        let next_stream_seq = start_position(&stream, &consumer).await?;
+        Ok::<_, Error>((client, stream, consumer, next_stream_seq))
+    };
+    let (client, stream, consumer, next_stream_seq) = tokio::select! {
+        set = setup => set?,
+        _ = &mut shutdown => {
+            tracing::info!("stopped before ingest was set up: nothing fetched");
+            return Ok(IngestReport::default());
+        }
+    };
     tracing::info!(
         consumer = consumer_name,
         next_stream_seq,
@@ -229,7 +241,15 @@ pub(crate) async fn run_with_consumer(
         read_back: 0,
         missing: 0,
     };
-    let fetched = fetch_loop(&consumer, &config, &mut reader, &workers.jobs, shutdown).await;
+    let fetched = fetch_loop(
+        &client,
+        &consumer,
+        &config,
+        &mut reader,
+        &workers.jobs,
+        &mut shutdown,
+    )
+    .await;
     let (read_back, missing) = (reader.read_back, reader.missing);
     let mut report = workers.finish(&client, fetched.err()).await?;
     report.read_back = read_back;
@@ -330,11 +350,17 @@ impl Workers {
         }
         // The writer is gone, so its alert queue is closed: the alerter ends once drained.
         let _ = self.alerter.await;
-        // Acks are fire-and-forget publishes: make sure they left before returning.
-        client
-            .flush()
-            .await
-            .map_err(|e| Error::nats("flush acks", e))?;
+        // Acks are fire-and-forget publishes: make sure they left before returning. With
+        // NATS down a flush waits for it to come back; a stop does not. An ack that did
+        // not leave loses nothing: its batch is stored, NATS delivers it again, and
+        // ingest recognises each event as a duplicate.
+        match tokio::time::timeout(ACK_FLUSH_WAIT, client.flush()).await {
+            Ok(flushed) => flushed.map_err(|e| Error::nats("flush acks", e))?,
+            Err(_) => tracing::warn!(
+                wait = ?ACK_FLUSH_WAIT,
+                "NATS unreachable: the last acks may not have left; those batches are stored and come again as duplicates"
+            ),
+        }
         match failed {
             Some(e) => Err(e),
             None => acked,
@@ -365,6 +391,7 @@ fn stuck_watcher(
 /// Fetches batches and queues them for the writer until shutdown, the writer's stop, or
 /// a read-back failure (returned: nothing at or past it was queued, so nothing is acked).
 async fn fetch_loop(
+    client: &async_nats::Client,
     consumer: &consumer::PullConsumer,
     config: &IngestConfig,
     reader: &mut Reader<'_>,
@@ -373,6 +400,7 @@ async fn fetch_loop(
 ) -> Result<(), Error> {
     let mut shutdown = std::pin::pin!(shutdown.fuse());
     let mut fetcher = Fetcher {
+        client: client.clone(),
         prefetch: Some(Prefetch::start(consumer, config)),
         backoff: FETCH_BACKOFF_MIN,
         stopping: false,
@@ -421,6 +449,9 @@ async fn fetch_loop(
     }
 }
 
+/// Longest wait at stop for the last acks to leave; NATS may be down.
+const ACK_FLUSH_WAIT: Duration = Duration::from_secs(2);
+
 /// The first pause after a failed fetch; it doubles up to `FETCH_BACKOFF_MAX`.
 const FETCH_BACKOFF_MIN: Duration = Duration::from_millis(10);
 const FETCH_BACKOFF_MAX: Duration = Duration::from_secs(2);
@@ -435,6 +466,8 @@ enum Fetched {
 
 /// The pull requests: one in flight while the last batch is routed.
 struct Fetcher {
+    /// The connection, to tell at a stop whether the fetch in flight can still deliver.
+    client: async_nats::Client,
     prefetch: Option<Prefetch>,
     backoff: Duration,
     stopping: bool,
@@ -447,10 +480,21 @@ impl Fetcher {
         config: &IngestConfig,
         shutdown: &mut (impl Unpin + futures::future::FusedFuture<Output = ()>),
     ) -> Fetched {
-        let Some(in_flight) = self.prefetch.take() else {
+        let Some(mut in_flight) = self.prefetch.take() else {
             return Fetched::Stop;
         };
-        let fetched = in_flight.take().await;
+        // A stop while NATS is unreachable does not wait out the fetch in flight: it can
+        // deliver nothing, and whatever it held is delivered again after ack_wait.
+        let mut noticed = false;
+        let fetched = tokio::select! {
+            f = &mut in_flight.task => f.map_err(|e| Error::Writer(format!("fetch task: {e}"))).and_then(|r| r),
+            _ = unreachable_at_stop(&self.client, shutdown, self.stopping, &mut noticed) => {
+                in_flight.task.abort();
+                tracing::warn!("stopping with NATS unreachable: the fetch in flight is abandoned");
+                return Fetched::Stop;
+            }
+        };
+        self.stopping |= noticed;
         if !self.stopping {
             // The next pull request goes out now, while this batch is routed and queued.
             self.prefetch = Some(Prefetch::start(consumer, config));
@@ -476,6 +520,26 @@ impl Fetcher {
         }
     }
 }
+
+/// Completes once a stop is asked for (now or already, `stopping`) while the connection
+/// to NATS is down; sets `noticed` when the stop arrives here.
+async fn unreachable_at_stop(
+    client: &async_nats::Client,
+    shutdown: &mut (impl Unpin + futures::future::FusedFuture<Output = ()>),
+    stopping: bool,
+    noticed: &mut bool,
+) {
+    if !stopping {
+        shutdown.await;
+        *noticed = true;
+    }
+    while client.connection_state() == async_nats::connection::State::Connected {
+        tokio::time::sleep(STOP_POLL).await;
+    }
+}
+
+/// How often a stop looks whether NATS is still reachable while a fetch is in flight.
+const STOP_POLL: Duration = Duration::from_millis(100);
 
 /// Routes delivered messages into a batch, reading back what a consumer skipped.
 struct Reader<'a> {

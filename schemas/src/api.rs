@@ -57,6 +57,10 @@ pub struct WhoAmI {
     pub role: Role,
     /// The property's IANA time zone: where people read times (`serve --time-zone`).
     pub time_zone: String,
+    /// Whether this server ingests: false on `serve --no-ingest`, whose live feed carries
+    /// nothing new.
+    #[serde(default)]
+    pub ingesting: bool,
 }
 
 /// Every error body.

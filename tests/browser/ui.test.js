@@ -137,9 +137,12 @@ async function main() {
     assert.match(await page.locator("#who").innerText(), /surveillance/);
     assert.match(await page.locator("#queue-table tbody tr").first().innerText(), /GMT\+8/, "times in the property's zone");
     await page.screenshot({ path: path.join(SHOTS, "02-dispute-queue.png"), fullPage: true });
-    await queueFiltersAndCsv(page, server.url);
+    await wallClockTicks(page);
+    await queueFiltersAndCsv(page, server.url, token);
+    await queueOverWholeResult(page, server.url, token);
     await searchByDayAndShift(page, server.url, token);
     await pageLeftRace(page, server.url, token);
+    await lateAnswersStayOnTheirPage(page, server.url, token);
 
     // Open the first disputed round.
     await page.goto(server.url + "/#/disputes");
@@ -195,6 +198,12 @@ async function main() {
     await page.emulateMedia({ media: "print" });
     assert.ok(!(await page.locator("header.top").isVisible()), "the print has no navigation");
     assert.ok(await page.locator("#settlement").isVisible(), "the print has the settlement");
+    // Who printed it and when, first; the whole timeline, not the stepper's position.
+    assert.match(await page.locator("#print-meta").innerText(),
+      /^Printed by \S+ \(surveillance\) at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} GMT\+8, local time, Asia\/Singapore$/);
+    assert.ok(!(await page.locator("#felt").isVisible()), "the layout at one step does not print");
+    assert.equal(await page.locator("#timeline li").count(), n, "every event prints");
+    assert.ok(await page.locator("#timeline li").last().isVisible(), "the last event prints too");
     await page.screenshot({ path: path.join(SHOTS, "05b-incident-report-print.png"), fullPage: true });
     await page.pdf({ path: path.join(SHOTS, "incident-report.pdf"), format: "A4" });
     await page.emulateMedia({ media: "screen" });
@@ -230,7 +239,10 @@ async function main() {
     await page.waitForSelector("#search-form");
     assert.match(await page.locator("#search-form").innerText(), /local time, Asia\/Singapore/);
     await page.selectOption("#s-table", known.table);
-    await page.fill("#s-from", localInput(known.opened_at_ns));
+    // Times are typed as every time is shown: yyyy-mm-dd hh:mm, not the browser's format.
+    assert.equal(await page.locator("#s-from").getAttribute("placeholder"), "yyyy-mm-dd hh:mm");
+    assert.equal(await page.locator("#s-day").getAttribute("placeholder"), "yyyy-mm-dd");
+    await page.fill("#s-from", localInput(known.opened_at_ns).replace("T", " "));
     await page.fill("#s-to", localInput(known.opened_at_ns, 1));
     await page.click("#search-form button");
     await page.waitForSelector("#results table");
@@ -383,8 +395,9 @@ async function dealerGrouping(page, url, token, day) {
   await page.screenshot({ path: path.join(SHOTS, "12-finance-by-dealer.png"), fullPage: true });
 }
 
-// The queue filtered by table and smallest difference, sorted by a click, as CSV.
-async function queueFiltersAndCsv(page, url) {
+// The queue filtered by table and smallest difference, sorted by a click on the server,
+// and its CSV: every matching line, as the API lists them.
+async function queueFiltersAndCsv(page, url, token) {
   const table = (await page.locator("#queue-table tbody tr td").first().innerText()).trim();
   await page.selectOption("#queue-form-table", table);
   await page.fill("#f-min", "0.01");
@@ -394,15 +407,73 @@ async function queueFiltersAndCsv(page, url) {
   const tables = await page.locator("#queue-table tbody tr td:first-child").allInnerTexts();
   assert.ok(tables.length > 0 && tables.every(t => t.trim() === table), "only the chosen table: " + tables);
   await page.locator("#queue-table thead th", { hasText: "Difference" }).click();
+  await page.waitForFunction(() => location.hash.includes("sort=difference"));
+  await page.waitForSelector("#queue-table th[data-dir=asc]");
   const diffs = (await page.locator("#queue-table tbody tr td:last-child").allInnerTexts()).map(t => Number(t.replace(/[,+]/g, "")));
   assert.deepEqual(diffs, [...diffs].sort((a, b) => a - b), "sorted by difference");
   const [csv] = await Promise.all([page.waitForEvent("download"), page.locator("button.csv").first().click()]);
   const file = path.join(SHOTS, "dispute-queue.csv");
   await csv.saveAs(file);
   const lines = fs.readFileSync(file, "utf8").trim().split(/\r\n/);
-  assert.match(lines[0], /^Table,Round,Opened,Box,Line,Due,Paid,Difference/);
-  assert.equal(lines.length, tables.length + 1, "one CSV line per row shown");
+  assert.equal(lines[0], "table,round,opened_at,gaming_day,shift,verdict,box,line,due,paid,difference");
+  const api = await (await fetch(`${url}/v1/disputes?table=${table}&min_difference_minor=1&limit=500`, { headers: { Authorization: "Bearer " + token } })).json();
+  assert.equal(lines.length, api.total + 1, "one CSV line per matching line, not per row shown");
   await page.screenshot({ path: path.join(SHOTS, "02b-queue-filtered.png"), fullPage: true });
+}
+
+// The property's wall clock in the header: its time and zone, to the second, ticking.
+async function wallClockTicks(page) {
+  const read = async () => (await page.locator("#clock").innerText()).trim();
+  const first = await read();
+  const m = first.match(/^(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d) GMT\+8 · Asia\/Singapore$/);
+  assert.ok(m, "the clock shows property time, zone and seconds: " + first);
+  const shownMs = Date.parse(`${m[1]}T${m[2]}Z`) - TZ_OFFSET_MS;
+  assert.ok(Math.abs(shownMs - Date.now()) < 5000, `the clock shows the property's time now: ${first}`);
+  await page.waitForFunction(t => document.querySelector("#clock").innerText.trim() !== t, first, { timeout: 5000 });
+  assert.notEqual(await read(), first, "the clock ticks");
+}
+
+// Issue 46: the box and difference filters cover the whole queue, with the true total,
+// and the CSV of a filtered queue is the API's rows: numbers as numbers, ISO times.
+async function queueOverWholeResult(page, url, token) {
+  const get = async p => (await fetch(url + p, { headers: { Authorization: "Bearer " + token } })).json();
+  const all = (await get("/v1/disputes?limit=500")).items;
+  assert.ok(all.length > 3, "the demo floor has disputes");
+  const count = new Map();
+  for (const d of all) count.set(d.box, (count.get(d.box) || 0) + 1);
+  const box = [...count].sort((a, b) => b[1] - a[1])[0][0];
+  await page.goto(url + "/#/disputes");
+  await page.waitForSelector("#queue-form");
+  await page.fill("#f-box", String(box));
+  await page.click("#queue-form button");
+  await page.waitForFunction(b => location.hash.includes("box=" + b), box);
+  await page.waitForSelector("#queue-table tbody tr");
+  assert.match(await page.locator(".pager .muted").first().innerText(), new RegExp(`of ${count.get(box)}$`), "the true total of box " + box);
+  const boxes = await page.locator("#queue-table tbody tr td:nth-child(4)").allInnerTexts();
+  assert.ok(boxes.every(b => Number(b) === box), "only box " + box + ": " + boxes);
+  // Difference at least the median (in major units, as typed): the whole queue's count.
+  const abs = all.map(d => Math.abs(d.difference)).sort((a, b) => a - b);
+  const min = abs[Math.floor(abs.length / 2)];
+  const want = abs.filter(x => x >= min).length;
+  await page.goto(url + "/#/disputes");
+  await page.waitForSelector("#queue-form");
+  await page.fill("#f-min", (min / 100).toFixed(2));
+  await page.click("#queue-form button");
+  await page.waitForFunction(() => location.hash.includes("min="));
+  await page.waitForSelector("#queue-table tbody tr");
+  assert.match(await page.locator(".pager .muted").first().innerText(), new RegExp(`of ${want}$`), `lines with a difference of at least ${min}`);
+  // The CSV of the box's queue equals the API's rows.
+  await page.goto(`${url}/#/disputes?box=${box}`);
+  await page.waitForSelector("#queue-table tbody tr");
+  const [csv] = await Promise.all([page.waitForEvent("download"), page.locator("button.csv").first().click()]);
+  const file = path.join(SHOTS, "dispute-queue-box.csv");
+  await csv.saveAs(file);
+  const rows = fs.readFileSync(file, "utf8").trim().split(/\r\n/).slice(1).map(l => l.split(","));
+  const api = (await get(`/v1/disputes?box=${box}&limit=500`)).items;
+  assert.deepEqual(rows.map(c => [c[0], Number(c[1]), Number(c[6]), Math.round(Number(c[10]) * 100)]),
+    api.map(d => [d.table, d.round, d.box, d.difference]), "the CSV is the API's rows");
+  assert.ok(rows.every(c => /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+08:00$/.test(c[2])), "ISO 8601 times with the property's offset");
+  assert.ok(rows.every(c => /^\d{4}-\d\d-\d\d$/.test(c[3]) && /^\d{4}-\d\d-\d\d\/\d$/.test(c[4])), "gaming day and shift columns");
 }
 
 // Round search by gaming day and shift (the server's day: 06:00 local, one shift): the
@@ -438,6 +509,40 @@ async function pageLeftRace(page, url, token) {
   await sleep(2500);
   assert.match(await page.locator(".round-head h1").innerText(), new RegExp(`${b.table} · round ${b.round}$`), "the round opened last stays");
   await page.unroute(slow);
+}
+
+// Answers that arrive after the user moved on (issue 46). Each of three calls of round A's
+// page is held back while round B opens; a case opened on B is stored on B, A gets none.
+// The cases call is the one seen storing a case on the wrong round.
+async function lateAnswersStayOnTheirPage(page, url, token) {
+  const get = async p => (await fetch(url + p, { headers: { Authorization: "Bearer " + token } })).json();
+  const [a, b] = (await get("/v1/rounds?limit=2")).items;
+  const roundA = `/v1/tables/${a.table}/rounds/${a.round}`;
+  const held = [`/v1/cases?table=${a.table}&round=${a.round}`, roundA, roundA + "/steps"];
+  for (const [i, call] of held.entries()) {
+    const matches = u => u.pathname + u.search === call;
+    let asked, answered;
+    const askedP = new Promise(r => { asked = r; });
+    const answeredP = new Promise(r => { answered = r; });
+    await page.route(matches, async route => { asked(); await sleep(2000); await route.continue(); answered(); });
+    await page.evaluate(h => { location.hash = h; }, `#/round/${a.table}/${a.round}`);
+    await askedP;
+    await page.evaluate(h => { location.hash = h; }, `#/round/${b.table}/${b.round}`);
+    await page.waitForSelector("#open-case");
+    await answeredP;
+    await sleep(500);
+    await page.unroute(matches);
+    assert.match(await page.locator(".round-head h1").innerText(), new RegExp(`${b.table} · round ${b.round}$`), `${call}: round B stays`);
+    const title = `late answer ${i}: ${call}`;
+    await page.fill("#case-title", title);
+    await page.click("#open-case button");
+    await page.locator("#cases .case", { hasText: title }).waitFor();
+    const onB = (await get(`/v1/cases?table=${b.table}&round=${b.round}&limit=500`)).items.map(c => c.title);
+    const onA = (await get(`/v1/cases?table=${a.table}&round=${a.round}&limit=500`)).items.map(c => c.title);
+    assert.ok(onB.includes(title), `${call}: the case is stored on round B (${b.table}/${b.round}): ${onB}`);
+    assert.ok(!onA.includes(title), `${call}: round A (${a.table}/${a.round}) has no case of B: ${onA}`);
+  }
+  await page.screenshot({ path: path.join(SHOTS, "02d-late-answers.png"), fullPage: true });
 }
 
 main().catch(e => { console.error("[browser-test] FAILED:", e); process.exit(1); });
