@@ -2,7 +2,7 @@
 //! each handler's `#[utoipa::path]` is the document's source, so it cannot drift).
 
 use crate::auth::{allowed, area_of, bearer, BearerError, Caller};
-use crate::edge::{json_error, redact_query};
+use crate::edge::{json_error, redact_path, redact_query};
 use crate::limit::{Suppressed, Verdict};
 use crate::model::{IssueFilter, RoundFilter};
 use crate::params::{page, search_query, table_id, Listing, OFFSET_MAX};
@@ -142,6 +142,11 @@ fn audited(part: &str) -> String {
     format!("{}... ({} bytes)", &part[..cut], part.len())
 }
 
+/// Whether the server accepts a token: such a value is redacted whatever its shape.
+fn known(st: &AppState) -> impl Fn(&str) -> bool + '_ {
+    move |t| st.tokens().caller(t).is_some()
+}
+
 /// Who a request's `Authorization` header names.
 enum Access {
     Caller(Caller),
@@ -202,8 +207,8 @@ async fn guard(State(st): State<Shared>, req: Request, next: Next) -> Response {
     }
     let entry = AuditEntry {
         method: req.method().as_str().to_string(),
-        path: audited(req.uri().path()),
-        query: audited(&redact_query(req.uri().query().unwrap_or(""))),
+        path: audited(&redact_path(req.uri().path(), &known(&st))),
+        query: audited(&redact_query(req.uri().query().unwrap_or(""), &known(&st))),
         ..rate_limited_entry(
             0,
             now_ns,
@@ -248,8 +253,8 @@ async fn guarded(
 ) -> Response {
     let client = ip.map(|i| i.to_string());
     let method = req.method().as_str().to_string();
-    let path = audited(req.uri().path());
-    let query = audited(&redact_query(req.uri().query().unwrap_or("")));
+    let path = audited(&redact_path(req.uri().path(), &known(&st)));
+    let query = audited(&redact_query(req.uri().query().unwrap_or(""), &known(&st)));
     let access = access(&st, req.headers());
     let caller = match &access {
         Access::Caller(c) => Some(c.clone()),

@@ -1985,6 +1985,61 @@ async fn a_token_in_a_query_never_reaches_the_audit_log() {
     );
 }
 
+/// Issue 41: a token is redacted by its shape or because the server accepts it, under
+/// any parameter name (the issue's `bearer`, `auth`, `api_key`, `key`, and any other),
+/// as a bare key, or as a path segment: neither the journal nor `GET /v1/audit` holds it.
+#[tokio::test]
+async fn a_token_under_any_parameter_name_never_reaches_the_audit_log() {
+    let f = fixture();
+    let bearer = format!("Bearer {SURV}");
+    // The shape `roundledger tokens` makes (64 hex digits), known to no server here.
+    let made = "5d41402abc4b2a76b9719d911017c5925d41402abc4b2a76b9719d911017c592";
+    let mut paths = Vec::new();
+    for name in ["bearer", "auth", "api_key", "key", "Session_Thing"] {
+        for secret in [ADMIN, made] {
+            paths.push(format!("/v1/rounds?limit=1&{name}={secret}"));
+        }
+    }
+    paths.push(format!("/v1/rounds?auth=Bearer%20{ADMIN}"));
+    paths.push(format!("/v1/rounds?{made}"));
+    paths.push(format!("/v1/tables/{ADMIN}/rounds"));
+    for path in &paths {
+        let (s, _, _) = raw(&f.app, get_with(path, &[])).await;
+        assert_eq!(
+            s,
+            StatusCode::UNAUTHORIZED,
+            "{path}: a query token is no token"
+        );
+        let (s, _, _) = raw(&f.app, get_with(path, &[&bearer])).await;
+        assert!(s.is_client_error(), "{path}: an unknown parameter: {s}");
+    }
+    let log = std::fs::read_to_string(api::audit_path(&f.dir.path().join("api"))).unwrap();
+    assert_eq!(log.lines().count(), 2 * paths.len());
+    let fingerprint = |t: &str| format!("blake3:{}", &blake3::hash(t.as_bytes()).to_hex()[..16]);
+    for secret in [ADMIN, made] {
+        assert!(!log.contains(secret), "{log}");
+        assert!(
+            !log.contains(&secret[secret.len() - 12..]),
+            "not even part of it"
+        );
+        assert!(log.contains(&fingerprint(secret)), "{log}");
+    }
+    for name in ["bearer", "auth", "api_key", "key", "Session_Thing"] {
+        assert!(
+            log.contains(&format!("{name}={}", fingerprint(made))),
+            "{name}"
+        );
+    }
+    // What the API serves is the journal: redacted there too.
+    let (s, audit) = get(&f.app, "/v1/audit?limit=500", ADMIN).await;
+    assert_eq!(s, StatusCode::OK, "{audit}");
+    let served = audit.to_string();
+    assert!(served.contains(&fingerprint(made)), "{served}");
+    for secret in [ADMIN, made] {
+        assert!(!served.contains(secret), "{served}");
+    }
+}
+
 #[tokio::test]
 async fn every_response_carries_the_security_headers() {
     let f = fixture();
