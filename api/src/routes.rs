@@ -184,10 +184,19 @@ async fn guard(State(st): State<Shared>, req: Request, next: Next) -> Response {
             return refused;
         }
     }
-    let (retry_after_s, audit) = match st.limiter.check(ip, now_ns) {
+    // A token the server accepts is never refused for others' failures: the limit is on
+    // guessing, and one address may be a whole desk behind a proxy.
+    let valid = matches!(access(&st, req.headers()), Access::Caller(_));
+    let verdict = match valid {
+        true => Verdict::Pass,
+        false => st.limiter.check(ip, now_ns),
+    };
+    let (retry_after_s, audit) = match verdict {
         Verdict::Pass => {
             let response = guarded(st.clone(), req, next, ip).await;
-            if response.status().is_client_error() {
+            // Only a failed authentication counts: a 403 (a role's limit) or a 400 (a
+            // bad parameter) comes from a caller the server knows.
+            if response.status() == StatusCode::UNAUTHORIZED {
                 st.limiter.failed(ip, now_ns);
             }
             return response;
@@ -197,7 +206,7 @@ async fn guard(State(st): State<Shared>, req: Request, next: Next) -> Response {
     };
     let mut response = error(
         StatusCode::TOO_MANY_REQUESTS,
-        format!("too many failed requests from this address; try again in {retry_after_s} s"),
+        format!("too many failed authentications from this address; try again in {retry_after_s} s (a valid token is still served)"),
     );
     response
         .headers_mut()

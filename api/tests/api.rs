@@ -2040,6 +2040,66 @@ async fn a_token_under_any_parameter_name_never_reaches_the_audit_log() {
     }
 }
 
+/// A GET from client address `addr`, as the connection loop marks it.
+fn get_from(addr: &str, path: &str, authorization: &[&str]) -> Request<Body> {
+    let mut req = get_with(path, authorization);
+    let addr = api::serve::ClientAddr(addr.parse().unwrap());
+    req.extensions_mut().insert(addr);
+    req
+}
+
+/// Issue 41: a desk behind one address. A finance user's 403s (cards of pages its role
+/// may not read) and a surveillance user's 400s are not failures. A guesser's 401s lock
+/// out requests without a valid token from that address, never a valid token.
+#[tokio::test]
+async fn failures_lock_out_no_valid_token_and_403s_do_not_count() {
+    let f = fixture();
+    let desk = "10.1.1.1:40000";
+    let max = api::limit::FAILURES_PER_WINDOW_MAX as usize;
+    let status = |req| {
+        let app = f.app.clone();
+        async move { raw(&app, req).await.0 }
+    };
+    let (surv, fin) = (format!("Bearer {SURV}"), format!("Bearer {FIN}"));
+    for _ in 0..2 * max {
+        let s = status(get_from(desk, "/v1/chain", &[&fin])).await;
+        assert_eq!(s, StatusCode::FORBIDDEN);
+        let s = status(get_from(desk, "/v1/rounds?tabel=X", &[&surv])).await;
+        assert_eq!(s, StatusCode::BAD_REQUEST);
+    }
+    let wrong = "Bearer wrong-token-00000000000001";
+    for n in 0..max {
+        let s = status(get_from(desk, "/v1/whoami", &[wrong])).await;
+        assert_eq!(
+            s,
+            StatusCode::UNAUTHORIZED,
+            "failure {n}: 403s and 400s were not counted"
+        );
+    }
+    // Past the limit: requests without a valid token meet 429, another wrong one too.
+    let other_wrong = "Bearer wrong-token-00000000000002";
+    for auth in [vec![wrong], vec![other_wrong], vec![]] {
+        let s = status(get_from(desk, "/v1/whoami", &auth)).await;
+        assert_eq!(s, StatusCode::TOO_MANY_REQUESTS, "{auth:?}");
+    }
+    // Every valid token at that address is served, on every page its role may read.
+    for (token, path) in [
+        (SURV, "/v1/chain"),
+        (FIN, "/v1/whoami"),
+        (ADMIN, "/v1/audit"),
+    ] {
+        let bearer = format!("Bearer {token}");
+        let s = status(get_from(desk, path, &[&bearer])).await;
+        assert_eq!(s, StatusCode::OK, "{token} {path}");
+    }
+    // A valid token's 403 is still a 403, not a 429.
+    let s = status(get_from(desk, "/v1/chain", &[&fin])).await;
+    assert_eq!(s, StatusCode::FORBIDDEN);
+    // Another address is not limited.
+    let s = status(get_from("10.1.1.2:40000", "/v1/whoami", &[wrong])).await;
+    assert_eq!(s, StatusCode::UNAUTHORIZED);
+}
+
 #[tokio::test]
 async fn every_response_carries_the_security_headers() {
     let f = fixture();

@@ -87,8 +87,8 @@ pub struct Args {
     /// without a token: bind it to the internal monitoring network only.
     #[arg(long, value_name = "ADDR")]
     metrics_http: Option<std::net::SocketAddr>,
-    /// Failing requests (4xx) one client address may make a minute before it gets 429
-    /// (`api::limit`). Raise it only for a fuzzer (scripts/schemathesis.sh).
+    /// Failed authentications (401) one client address may make a minute before its
+    /// requests without a valid token get 429 (`api::limit`); a valid token is always served.
     #[arg(long, value_name = "N", default_value_t = api::limit::FAILURES_PER_WINDOW_MAX)]
     failures_per_minute: u32,
     /// Log format on stderr: `text`, or `json` (one JSON object a line).
