@@ -527,3 +527,47 @@ async fn another_device_cannot_suppress_a_tables_checkpoints() {
         assert_eq!(q.subject_table.as_ref(), Some(&attacker), "{}", q.reason);
     }
 }
+
+/// Issue 41: a device whose bus credential is revoked while it publishes stops with
+/// `CredentialRefused`, naming its table, instead of reconnecting for ever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revoked_device_stops_with_a_clear_error() {
+    let mut server = natsd::NatsServer::start_secured().expect("nats-server");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ledger = open(dir.path());
+    let floor = floor_near_now(1, 43, FaultPlan::none()).expect("floor");
+    let tables: Vec<TableId> = floor.tables.iter().map(|t| t.table().clone()).collect();
+    let issued = server.issue_floor(&tables).expect("credentials");
+    let mut config = IngestConfig::new(server.url());
+    config.access = issued.ingest.clone();
+    let ingest = Running::start_with(config, ledger.clone());
+    let options = simulator::PublishOptions {
+        access: simulator::DeviceAccess {
+            creds_dir: Some(issued.creds_dir.clone()),
+            ca_file: Some(issued.ca_file.clone()),
+        },
+        ..simulator::PublishOptions::with_outbox(Duration::from_millis(200), WAIT)
+    };
+    let url = server.url();
+    // 20 rounds a second for 10,000 rounds: still publishing when revoked.
+    let device = tokio::spawn(async move {
+        simulator::publish_floor(&url, floor.tables, 10_000, Some(20.0), options).await
+    });
+    let t = tables[0].clone();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while ledger.head(&t).is_none_or(|h| h.seq.0 < 20) {
+        assert!(tokio::time::Instant::now() < deadline, "nothing stored");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    server.revoke(t.as_str()).expect("revoke");
+    let ended = tokio::time::timeout(WAIT, device).await;
+    let result = ended.expect("the device stopped").expect("task");
+    match result {
+        Err(simulator::Error::CredentialRefused { table, detail }) => {
+            assert_eq!(table, t);
+            assert!(detail.to_lowercase().contains("authorization"), "{detail}");
+        }
+        other => panic!("expected CredentialRefused, got {other:?}"),
+    }
+    ingest.stop().await;
+}

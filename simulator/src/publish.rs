@@ -204,11 +204,11 @@ pub async fn publish_floor(
     // run before it starts, not half way through the others'.
     let mut connected = Vec::with_capacity(tables.len());
     for table in tables {
-        let (js, durable) = connect_device(url, &options, table.table()).await?;
-        connected.push((table, js, durable));
+        let (js, watches) = connect_device(url, &options, table.table()).await?;
+        connected.push((table, js, watches));
     }
-    for (table, js, durable) in connected {
-        let out = Publisher::new(&options, permits.clone(), table.table(), js, durable);
+    for (table, js, watches) in connected {
+        let out = Publisher::new(&options, permits.clone(), table.table(), js, watches);
         handles.push(tokio::spawn(publish_table(
             out,
             table,
@@ -233,14 +233,31 @@ pub async fn publish_floor(
     Ok(report)
 }
 
+/// What a device watches beside its publishes: the ledger's durable head, and the bus
+/// refusing its credential.
+struct Watches {
+    durable: watch::Receiver<Option<(Seq, Hash32)>>,
+    refused: watch::Receiver<Option<String>>,
+}
+
 /// Connects table `table`'s device with its own credentials, subscribes to its durable
 /// head when the outbox is on, and waits for the stream.
 async fn connect_device(
     url: &str,
     options: &PublishOptions,
     table: &TableId,
-) -> Result<(jetstream::Context, watch::Receiver<Option<(Seq, Hash32)>>), Error> {
-    let client = bus::connect(url, &options.access.for_table(table))
+) -> Result<(jetstream::Context, Watches), Error> {
+    let (refused_tx, refused) = watch::channel(None);
+    // A revoked credential makes the client reconnect for ever, each attempt refused:
+    // the first authorization error stops the device instead (`Error::CredentialRefused`).
+    let events = async_nats::ConnectOptions::new().event_callback(move |e| {
+        let text = e.to_string();
+        if text.to_lowercase().contains("authorization") {
+            refused_tx.send_if_modified(|v| v.is_none() && v.replace(text).is_none());
+        }
+        async {}
+    });
+    let client = bus::connect_with(url, &options.access.for_table(table), events)
         .await
         .map_err(|e| Error::Nats {
             context: format!("connecting table {table}'s device to {url}"),
@@ -252,7 +269,7 @@ async fn connect_device(
     };
     let js = jetstream::new(client);
     wait_for_stream(&js, options.stream_wait).await?;
-    Ok((js, durable))
+    Ok((js, Watches { durable, refused }))
 }
 
 impl Publisher {
@@ -262,14 +279,15 @@ impl Publisher {
         permits: Arc<Semaphore>,
         table: &TableId,
         js: jetstream::Context,
-        durable: watch::Receiver<Option<(Seq, Hash32)>>,
+        watches: Watches,
     ) -> Publisher {
         Publisher {
             outbox: options
                 .durable
                 .as_ref()
                 .map(|d| (Outbox::new(table.clone(), d.outbox_capacity), d.clone())),
-            durable,
+            durable: watches.durable,
+            refused: watches.refused,
             js,
             subject: events_subject(table),
             table: table.clone(),
@@ -431,6 +449,8 @@ struct Publisher {
     outbox: Option<(Outbox, DurableWait)>,
     /// The latest durable head of this table the ledger published.
     durable: watch::Receiver<Option<(Seq, Hash32)>>,
+    /// The bus's words when it refused this device's credential (revoked).
+    refused: watch::Receiver<Option<String>>,
     js: jetstream::Context,
     subject: String,
     table: TableId,
@@ -722,6 +742,7 @@ impl Publisher {
         let deadline = tokio::time::Instant::now() + bounds.wait_max;
         let mut attempt = 0u32;
         loop {
+            self.still_authorized()?;
             let head = self.confirm()?;
             // Only the last seq is needed here; `republish` copies what it resends.
             let last = match self.outbox.as_ref() {
@@ -782,6 +803,18 @@ impl Publisher {
         Ok(outbox.durable())
     }
 
+    /// An error once the bus has refused this device's credential: reconnecting cannot
+    /// succeed, so the device stops and says why.
+    fn still_authorized(&self) -> Result<(), Error> {
+        match self.refused.borrow().as_ref() {
+            Some(detail) => Err(Error::CredentialRefused {
+                table: self.table.clone(),
+                detail: detail.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+
     /// Publishes one message in the in-flight window.
     async fn put(
         &mut self,
@@ -792,6 +825,7 @@ impl Publisher {
         message: Message,
         resend: Option<Resend>,
     ) -> Result<(), Error> {
+        self.still_authorized()?;
         let seq = message.seq();
         let permit = self.permit().await?;
         let mut msg = PublishMessage::build()
