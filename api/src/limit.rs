@@ -1,6 +1,11 @@
-//! The rate limit on failing requests: each client address may fail (any 4xx answer, a
-//! missing or unknown token included) `FAILURES_PER_WINDOW_MAX` times a minute; after
-//! that it gets 429 until the minute ends. The first 429 of a minute is audited as usual;
+//! The rate limit on guessing tokens: each client address may fail authentication (a 401:
+//! a missing or unknown token) `FAILURES_PER_WINDOW_MAX` times a minute; after that its
+//! requests without a valid token get 429 until the minute ends. A 403 or a 400 is not a
+//! failure, and a request with a token the server accepts is never checked (the guard in
+//! `routes`): behind a proxy or NAT a whole desk shares one address, and one person's
+//! typos or an attacker's guesses must not lock the others out. Failures are counted per
+//! address, not per token: a guesser sends a fresh token each time. The first 429 of a
+//! minute is audited as usual;
 //! the rest are counted and audited as one entry once the minute has ended, so a flood
 //! of bad requests adds two audit entries a minute per client, not one per request.
 //!
@@ -9,7 +14,7 @@
 //! `FAILURES_PER_WINDOW_LIMIT`: a fuzzer's negative cases fail on purpose.
 //!
 //! Invariants: memory is bounded (`CLIENTS_MAX` addresses; past it, new addresses share
-//! one bucket); a client that succeeds is never limited by others' failures; the clock
+//! one bucket); a valid token is never limited by others' failures; the clock
 //! is the server's (`AppState::clock`).
 
 use std::collections::BTreeMap;
@@ -119,7 +124,7 @@ impl Limiter {
         }
     }
 
-    /// Counts a failed answer (4xx) to `client`.
+    /// Counts a failed authentication (401) of `client`.
     pub fn failed(&self, client: Option<IpAddr>, now_ns: i64) {
         if client.is_none() {
             return;

@@ -2,7 +2,7 @@
 //! each handler's `#[utoipa::path]` is the document's source, so it cannot drift).
 
 use crate::auth::{allowed, area_of, bearer, BearerError, Caller};
-use crate::edge::{json_error, redact_query};
+use crate::edge::{json_error, redact_path, redact_query};
 use crate::limit::{Suppressed, Verdict};
 use crate::params::{page, table_id, OFFSET_MAX};
 use crate::read::{blocking, error, load_round, Refusal};
@@ -140,6 +140,11 @@ fn audited(part: &str) -> String {
     format!("{}... ({} bytes)", &part[..cut], part.len())
 }
 
+/// Whether the server accepts a token: such a value is redacted whatever its shape.
+fn known(st: &AppState) -> impl Fn(&str) -> bool + '_ {
+    move |t| st.tokens().caller(t).is_some()
+}
+
 /// Who a request's `Authorization` header names.
 enum Access {
     Caller(Caller),
@@ -177,10 +182,19 @@ async fn guard(State(st): State<Shared>, req: Request, next: Next) -> Response {
             return refused;
         }
     }
-    let (retry_after_s, audit) = match st.limiter.check(ip, now_ns) {
+    // A token the server accepts is never refused for others' failures: the limit is on
+    // guessing, and one address may be a whole desk behind a proxy.
+    let valid = matches!(access(&st, req.headers()), Access::Caller(_));
+    let verdict = match valid {
+        true => Verdict::Pass,
+        false => st.limiter.check(ip, now_ns),
+    };
+    let (retry_after_s, audit) = match verdict {
         Verdict::Pass => {
             let response = guarded(st.clone(), req, next, ip).await;
-            if response.status().is_client_error() {
+            // Only a failed authentication counts: a 403 (a role's limit) or a 400 (a
+            // bad parameter) comes from a caller the server knows.
+            if response.status() == StatusCode::UNAUTHORIZED {
                 st.limiter.failed(ip, now_ns);
             }
             return response;
@@ -190,7 +204,7 @@ async fn guard(State(st): State<Shared>, req: Request, next: Next) -> Response {
     };
     let mut response = error(
         StatusCode::TOO_MANY_REQUESTS,
-        format!("too many failed requests from this address; try again in {retry_after_s} s"),
+        format!("too many failed authentications from this address; try again in {retry_after_s} s (a valid token is still served)"),
     );
     response
         .headers_mut()
@@ -200,8 +214,8 @@ async fn guard(State(st): State<Shared>, req: Request, next: Next) -> Response {
     }
     let entry = AuditEntry {
         method: req.method().as_str().to_string(),
-        path: audited(req.uri().path()),
-        query: audited(&redact_query(req.uri().query().unwrap_or(""))),
+        path: audited(&redact_path(req.uri().path(), &known(&st))),
+        query: audited(&redact_query(req.uri().query().unwrap_or(""), &known(&st))),
         ..rate_limited_entry(
             0,
             now_ns,
@@ -246,8 +260,8 @@ async fn guarded(
 ) -> Response {
     let client = ip.map(|i| i.to_string());
     let method = req.method().as_str().to_string();
-    let path = audited(req.uri().path());
-    let query = audited(&redact_query(req.uri().query().unwrap_or("")));
+    let path = audited(&redact_path(req.uri().path(), &known(&st)));
+    let query = audited(&redact_query(req.uri().query().unwrap_or(""), &known(&st)));
     let access = access(&st, req.headers());
     let caller = match &access {
         Access::Caller(c) => Some(c.clone()),

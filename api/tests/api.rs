@@ -2025,6 +2025,121 @@ async fn a_token_in_a_query_never_reaches_the_audit_log() {
     );
 }
 
+/// Issue 41: a token is redacted by its shape or because the server accepts it, under
+/// any parameter name (the issue's `bearer`, `auth`, `api_key`, `key`, and any other),
+/// as a bare key, or as a path segment: neither the journal nor `GET /v1/audit` holds it.
+#[tokio::test]
+async fn a_token_under_any_parameter_name_never_reaches_the_audit_log() {
+    let f = fixture();
+    let bearer = format!("Bearer {SURV}");
+    // The shape `roundledger tokens` makes (64 hex digits), known to no server here.
+    let made = "5d41402abc4b2a76b9719d911017c5925d41402abc4b2a76b9719d911017c592";
+    let mut paths = Vec::new();
+    for name in ["bearer", "auth", "api_key", "key", "Session_Thing"] {
+        for secret in [ADMIN, made] {
+            paths.push(format!("/v1/rounds?limit=1&{name}={secret}"));
+        }
+    }
+    paths.push(format!("/v1/rounds?auth=Bearer%20{ADMIN}"));
+    paths.push(format!("/v1/rounds?{made}"));
+    paths.push(format!("/v1/tables/{ADMIN}/rounds"));
+    for path in &paths {
+        let (s, _, _) = raw(&f.app, get_with(path, &[])).await;
+        assert_eq!(
+            s,
+            StatusCode::UNAUTHORIZED,
+            "{path}: a query token is no token"
+        );
+        let (s, _, _) = raw(&f.app, get_with(path, &[&bearer])).await;
+        assert!(s.is_client_error(), "{path}: an unknown parameter: {s}");
+    }
+    let log = std::fs::read_to_string(api::audit_path(&f.dir.path().join("api"))).unwrap();
+    assert_eq!(log.lines().count(), 2 * paths.len());
+    let fingerprint = |t: &str| format!("blake3:{}", &blake3::hash(t.as_bytes()).to_hex()[..16]);
+    for secret in [ADMIN, made] {
+        assert!(!log.contains(secret), "{log}");
+        assert!(
+            !log.contains(&secret[secret.len() - 12..]),
+            "not even part of it"
+        );
+        assert!(log.contains(&fingerprint(secret)), "{log}");
+    }
+    for name in ["bearer", "auth", "api_key", "key", "Session_Thing"] {
+        assert!(
+            log.contains(&format!("{name}={}", fingerprint(made))),
+            "{name}"
+        );
+    }
+    // What the API serves is the journal: redacted there too.
+    let (s, audit) = get(&f.app, "/v1/audit?limit=500", ADMIN).await;
+    assert_eq!(s, StatusCode::OK, "{audit}");
+    let served = audit.to_string();
+    assert!(served.contains(&fingerprint(made)), "{served}");
+    for secret in [ADMIN, made] {
+        assert!(!served.contains(secret), "{served}");
+    }
+}
+
+/// A GET from client address `addr`, as the connection loop marks it.
+fn get_from(addr: &str, path: &str, authorization: &[&str]) -> Request<Body> {
+    let mut req = get_with(path, authorization);
+    let addr = api::serve::ClientAddr(addr.parse().unwrap());
+    req.extensions_mut().insert(addr);
+    req
+}
+
+/// Issue 41: a desk behind one address. A finance user's 403s (cards of pages its role
+/// may not read) and a surveillance user's 400s are not failures. A guesser's 401s lock
+/// out requests without a valid token from that address, never a valid token.
+#[tokio::test]
+async fn failures_lock_out_no_valid_token_and_403s_do_not_count() {
+    let f = fixture();
+    let desk = "10.1.1.1:40000";
+    let max = api::limit::FAILURES_PER_WINDOW_MAX as usize;
+    let status = |req| {
+        let app = f.app.clone();
+        async move { raw(&app, req).await.0 }
+    };
+    let (surv, fin) = (format!("Bearer {SURV}"), format!("Bearer {FIN}"));
+    for _ in 0..2 * max {
+        let s = status(get_from(desk, "/v1/chain", &[&fin])).await;
+        assert_eq!(s, StatusCode::FORBIDDEN);
+        let s = status(get_from(desk, "/v1/rounds?tabel=X", &[&surv])).await;
+        assert_eq!(s, StatusCode::BAD_REQUEST);
+    }
+    let wrong = "Bearer wrong-token-00000000000001";
+    for n in 0..max {
+        let s = status(get_from(desk, "/v1/whoami", &[wrong])).await;
+        assert_eq!(
+            s,
+            StatusCode::UNAUTHORIZED,
+            "failure {n}: 403s and 400s were not counted"
+        );
+    }
+    // Past the limit: requests without a valid token meet 429, another wrong one too.
+    let other_wrong = "Bearer wrong-token-00000000000002";
+    for auth in [vec![wrong], vec![other_wrong], vec![]] {
+        let s = status(get_from(desk, "/v1/whoami", &auth)).await;
+        assert_eq!(s, StatusCode::TOO_MANY_REQUESTS, "{auth:?}");
+    }
+    // Every valid token at that address is served, on every page its role may read.
+    for (token, path) in [
+        (SURV, "/v1/chain"),
+        (FIN, "/v1/whoami"),
+        (ADMIN, "/v1/audit"),
+    ] {
+        let bearer = format!("Bearer {token}");
+        let s = status(get_from(desk, path, &[&bearer])).await;
+        assert_eq!(s, StatusCode::OK, "{token} {path}");
+    }
+    // A valid token's 403 is still a 403, not a 429.
+    let s = status(get_from(desk, "/v1/chain", &[&fin])).await;
+    assert_eq!(s, StatusCode::FORBIDDEN);
+    // Another address is not limited.
+    let s = status(get_from("10.1.1.2:40000", "/v1/whoami", &[wrong])).await;
+    assert_eq!(s, StatusCode::UNAUTHORIZED);
+}
+
 #[tokio::test]
 async fn every_response_carries_the_security_headers() {
     let f = fixture();

@@ -40,6 +40,16 @@ pub struct Client {
     tls: Option<Arc<rustls::ClientConfig>>,
 }
 
+/// Whether `host` (a URL's host) is a loopback address: `localhost`, 127.0.0.0/8 or
+/// `[::1]`. Any other name could resolve anywhere, so it is not.
+fn is_loopback(host: &str) -> bool {
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    bare.eq_ignore_ascii_case("localhost")
+        || bare
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 /// A connection's byte stream, plain or TLS.
 trait Stream: Read + Write {}
 impl<T: Read + Write> Stream for T {}
@@ -64,6 +74,12 @@ impl Client {
             Some((h, p)) => (h.to_string(), p.parse().context("--server: port")?),
             None => (rest.to_string(), default_port),
         };
+        if tls.is_none() && !is_loopback(&host) {
+            bail!(
+                "--server {url}: plain http:// to a host that is not loopback would send the \
+                 token in clear; use https:// (serve --tls-cert) or a loopback address"
+            );
+        }
         Ok(Some(Client {
             host,
             port,
@@ -235,4 +251,39 @@ pub fn enc(s: &str) -> String {
             _ => format!("%{b:02X}"),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server(url: &str) -> Result<Option<Client>> {
+        Client::from_args(&ServerArgs {
+            server: Some(url.into()),
+            token: Some("a-token-of-sixteen-chars".into()),
+            ca: None,
+        })
+    }
+
+    #[test]
+    fn a_token_goes_over_plain_http_only_to_loopback() {
+        for url in [
+            "http://127.0.0.1:8640",
+            "http://127.0.0.2:8640/",
+            "http://localhost:8640",
+            "http://[::1]:8640",
+        ] {
+            assert!(server(url).is_ok_and(|c| c.is_some()), "{url}");
+        }
+        for url in [
+            "http://10.0.0.5:8640",
+            "http://0.0.0.0:8640",
+            "http://ledger.floor:8640",
+            "http://localhost.evil.example:8640",
+        ] {
+            let err = server(url).err().map(|e| e.to_string()).unwrap_or_default();
+            assert!(err.contains("in clear"), "{url}: {err}");
+        }
+        assert!(server("https://10.0.0.5:8640").is_ok_and(|c| c.is_some()));
+    }
 }

@@ -51,6 +51,10 @@ pub struct Args {
     /// The private key of --tls-cert (PEM).
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     tls_key: Option<PathBuf>,
+    /// Serve the API over plain HTTP on a non-loopback --http address: tokens then cross
+    /// the network in clear. Without it such an address needs --tls-cert.
+    #[arg(long)]
+    insecure_http: bool,
     /// Serve the ledger read-only, without ingesting (no NATS needed).
     #[arg(long)]
     no_ingest: bool,
@@ -64,8 +68,9 @@ pub struct Args {
     #[arg(long)]
     trust_simulated_admin: bool,
     /// Also store events that carry no device signature: an open floor, where anyone
-    /// who may publish on a table's subject extends its chain. Refused once a ledger
-    /// requires signed events.
+    /// who may publish on a table's subject extends its chain. A signature that is present
+    /// must still verify (else `signature_invalid`). Refused once a ledger requires
+    /// signed events.
     #[arg(long)]
     unsigned_events: bool,
     /// Seal each ended gaming day with this key file (`roundledger keygen`) and publish
@@ -87,8 +92,8 @@ pub struct Args {
     /// without a token: bind it to the internal monitoring network only.
     #[arg(long, value_name = "ADDR")]
     metrics_http: Option<std::net::SocketAddr>,
-    /// Failing requests (4xx) one client address may make a minute before it gets 429
-    /// (`api::limit`). Raise it only for a fuzzer (scripts/schemathesis.sh).
+    /// Failed authentications (401) one client address may make a minute before its
+    /// requests without a valid token get 429 (`api::limit`); a valid token is always served.
     #[arg(long, value_name = "N", default_value_t = api::limit::FAILURES_PER_WINDOW_MAX)]
     failures_per_minute: u32,
     /// Log format on stderr: `text`, or `json` (one JSON object a line).
@@ -225,6 +230,7 @@ fn api_config(args: &Args, alerts: &ingest::alerts::AlertLog) -> Result<Option<a
         );
         return Ok(None);
     };
+    plain_http_allowed(args.http, args.tls_cert.is_some(), args.insecure_http)?;
     Ok(Some(api::ApiConfig {
         addr: args.http,
         access: api::auth::AccessConfig::load(path)
@@ -248,6 +254,22 @@ fn api_config(args: &Args, alerts: &ingest::alerts::AlertLog) -> Result<Option<a
         ingesting: !args.no_ingest,
         failures_per_minute_max: Some(args.failures_per_minute),
     }))
+}
+
+/// Refuses the API on a non-loopback address without TLS unless `--insecure-http` says
+/// so; with it, warns that tokens cross the network in clear.
+fn plain_http_allowed(addr: std::net::SocketAddr, tls: bool, insecure: bool) -> Result<()> {
+    if tls || addr.ip().is_loopback() {
+        return Ok(());
+    }
+    anyhow::ensure!(
+        insecure,
+        "--http {addr} is not a loopback address and the API has no --tls-cert: its bearer \
+         tokens would cross the network in clear. Give --tls-cert and --tls-key, or \
+         --insecure-http to serve plain HTTP all the same"
+    );
+    tracing::warn!(%addr, "INSECURE: --insecure-http serves the API over plain HTTP on a non-loopback address; bearer tokens cross the network in clear");
+    Ok(())
 }
 
 /// What `/metrics` and `/ready` read of ingest (`ingest::metrics`, `ingest::health`).
@@ -459,5 +481,22 @@ pub(crate) async fn shutdown_signal() {
     tokio::select! {
         _ = ctrl_c => {},
         _ = term => {},
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_http_off_loopback_needs_insecure_http() {
+        let addr = |a: &str| a.parse::<std::net::SocketAddr>().unwrap();
+        assert!(plain_http_allowed(addr("127.0.0.1:8640"), false, false).is_ok());
+        assert!(plain_http_allowed(addr("[::1]:8640"), false, false).is_ok());
+        assert!(plain_http_allowed(addr("0.0.0.0:8640"), true, false).is_ok());
+        let err = plain_http_allowed(addr("0.0.0.0:8640"), false, false).unwrap_err();
+        assert!(err.to_string().contains("--insecure-http"), "{err}");
+        assert!(plain_http_allowed(addr("10.0.0.5:8640"), false, false).is_err());
+        assert!(plain_http_allowed(addr("10.0.0.5:8640"), false, true).is_ok());
     }
 }

@@ -202,6 +202,13 @@ pub fn run(args: Args) -> Result<Outcome> {
             report.duplicates,
             report.republished
         );
+        if let Some((table, seq)) = report.checkpoints_claimed.first() {
+            println!(
+                "{} checkpoints (the first: {table} at seq {}) were called JetStream duplicates on their first publish: another publisher used their message ids first, or an earlier run sent them; each was sent again under a fresh id",
+                report.checkpoints_claimed.len(),
+                seq.0
+            );
+        }
     }
     Ok(Outcome::Clean)
 }

@@ -67,6 +67,72 @@ struct Row {
     gap: Option<GapView>,
     /// Why the table is fenced as damaged (`check: detail`), when it is.
     fenced: Option<String>,
+    /// Seqs where a second signed event was quarantined as a fork (`disputes`).
+    disputed: Vec<Dispute>,
+}
+
+/// A seq of a chain with two events: the stored one, and another quarantined as a
+/// `fork`. On a ledger that requires signatures both passed the signature check: a
+/// stolen device key, or a faulty device.
+#[derive(Debug, Clone)]
+pub struct Dispute {
+    pub table: TableId,
+    pub seq: Seq,
+    /// The stored event's hash; `None` when the seq is not stored yet (held).
+    pub stored: Option<schemas::Hash32>,
+    /// The quarantine entry holding the other event, and that event's hash.
+    pub quarantine_id: u64,
+    pub quarantined: schemas::Hash32,
+}
+
+impl std::fmt::Display for Dispute {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let stored = self
+            .stored
+            .map_or_else(|| "none yet (held)".to_string(), |h| h.to_string());
+        write!(
+            f,
+            "DISPUTED table {} seq {}: stored event {stored}; quarantine entry {} holds another \
+             event {} at that seq (a stolen device key or a faulty device; RUNBOOK.md)",
+            self.table, self.seq.0, self.quarantine_id, self.quarantined
+        )
+    }
+}
+
+/// Every fork in the quarantine, as a dispute between the stored event and the other.
+pub fn disputes(l: &ledger::Ledger) -> Result<Vec<Dispute>> {
+    let (_, forks) = l
+        .quarantine_page(Some(ledger::reason::FORK), None, 0, u64::MAX)
+        .context("reading the quarantine's forks")?;
+    let mut out = Vec::new();
+    for q in forks {
+        let Ok((event, _)) = schemas::codec::decode(&q.bytes) else {
+            continue;
+        };
+        let stored = l
+            .events(&event.table, event.seq.0..=event.seq.0)
+            .next()
+            .transpose()
+            .context("reading the stored event of a fork")?
+            .map(|e| e.hash);
+        out.push(Dispute {
+            quarantined: schemas::event_hash(&event.prev, &q.bytes),
+            table: event.table,
+            seq: event.seq,
+            stored,
+            quarantine_id: q.id,
+        });
+    }
+    out.sort_by(|a, b| (&a.table, a.seq, a.quarantine_id).cmp(&(&b.table, b.seq, b.quarantine_id)));
+    Ok(out)
+}
+
+/// `verify`'s lines for the disputed seqs, and whether there are none.
+pub fn dispute_lines(dir: &std::path::Path) -> (Vec<String>, bool) {
+    match crate::source::open_ledger(dir).and_then(|l| disputes(&l)) {
+        Ok(d) => (d.iter().map(|d| d.to_string()).collect(), d.is_empty()),
+        Err(e) => (vec![format!("forks: not read: {e:#}")], false),
+    }
 }
 
 pub fn run(args: Args) -> Result<Outcome> {
@@ -107,6 +173,7 @@ fn status(args: StatusArgs) -> Result<Outcome> {
                     head_seq: c.head_seq,
                     gap: c.gap,
                     fenced: c.fenced,
+                    disputed: Vec::new(),
                 })
                 .collect()
         }
@@ -129,7 +196,10 @@ fn status(args: StatusArgs) -> Result<Outcome> {
         );
     }
     Ok(
-        if !store_failures.is_empty() || rows.iter().any(|r| r.gap.is_some() || r.fenced.is_some())
+        if !store_failures.is_empty()
+            || rows
+                .iter()
+                .any(|r| r.gap.is_some() || r.fenced.is_some() || !r.disputed.is_empty())
         {
             Outcome::Findings
         } else {
@@ -143,18 +213,22 @@ fn from_ledger(l: &ledger::Ledger) -> Result<Vec<Row>> {
     let mut gaps = l.gap_views().context("reading the held events")?;
     let fenced = l.fenced();
     let fence_of = |t: &TableId| fenced.get(t).map(|f| format!("{}: {}", f.check, f.detail));
+    let all = disputes(l)?;
+    let disputed = |t: &TableId| all.iter().filter(|d| &d.table == t).cloned().collect();
     let mut rows: Vec<Row> = l
         .heads()
         .into_iter()
         .map(|h| Row {
             gap: gaps.remove(&h.table),
             fenced: fence_of(&h.table),
+            disputed: disputed(&h.table),
             table: h.table,
             head_seq: h.seq,
         })
         .collect();
     rows.extend(gaps.into_iter().map(|(table, gap)| Row {
         fenced: fence_of(&table),
+        disputed: disputed(&table),
         table,
         head_seq: Seq(0),
         gap: Some(gap),
@@ -172,6 +246,7 @@ fn render(rows: &[Row], now_ns: i64, stuck_after_ns: i64) -> String {
     for r in rows {
         let (state, held) = match (&r.fenced, &r.gap) {
             (Some(why), _) => ("DAMAGED", format!("fenced ({why}); RUNBOOK.md")),
+            _ if !r.disputed.is_empty() => ("DISPUTED", disputed_text(&r.disputed)),
             (None, None) => ("advancing", "-".to_string()),
             (None, Some(g)) => {
                 let age_ns = now_ns.saturating_sub(g.since_ns);
@@ -191,6 +266,18 @@ fn render(rows: &[Row], now_ns: i64, stuck_after_ns: i64) -> String {
         );
     }
     out
+}
+
+/// The disputed seqs of a table, in words.
+fn disputed_text(d: &[Dispute]) -> String {
+    let seqs: Vec<String> = d
+        .iter()
+        .map(|d| format!("seq {} (quarantine entry {})", d.seq.0, d.quarantine_id))
+        .collect();
+    format!(
+        "two signed events at {}: a stolen key or a faulty device; `verify` names both",
+        seqs.join(", ")
+    )
 }
 
 /// What a gap holds and waits for, in words.

@@ -362,3 +362,33 @@ fn a_rolled_back_sled_and_a_flipped_value_bit_fail_verify_by_name() {
         "VC-B came back whole: {after}"
     );
 }
+
+/// Issue 41: a stolen key's event stored and the device's own quarantined as a `fork`
+/// (here: a second event at stored seq 3). Every chain still verifies, but `verify` exits
+/// 1 naming both events, and `table status` shows the table DISPUTED.
+#[test]
+fn a_fork_is_disputed_by_verify_and_table_status() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path().to_str().expect("utf-8");
+    let events = chain("FK-01", 5);
+    append(dir.path(), "FK-01", &events, 1);
+    let out = run(&["verify", "--ledger", d], 0);
+    assert!(!out.contains("DISPUTED"), "{out}");
+    let (mut e, _) = codec::decode(&events[2]).expect("decode");
+    e.occurred_at_ns += 1;
+    let other = codec::encode(&e, WireFormat::Bincode);
+    append(dir.path(), "FK-01", std::slice::from_ref(&other), 100);
+    let stored = event_hash(&e.prev, &events[2]);
+    let quarantined = event_hash(&e.prev, &other);
+    let out = run(&["verify", "--ledger", d], 1);
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("DISPUTED table FK-01 seq 3:"))
+        .unwrap_or_else(|| panic!("no dispute line: {out}"));
+    assert!(line.contains(&stored.to_string()), "{line}");
+    assert!(line.contains(&quarantined.to_string()), "{line}");
+    assert!(out.contains("FK-01"), "{out}");
+    let status = run(&["table", "status", "--ledger", d], 1);
+    assert!(status.contains("DISPUTED"), "{status}");
+    assert!(status.contains("seq 3 (quarantine entry 0)"), "{status}");
+}

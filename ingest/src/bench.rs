@@ -341,10 +341,11 @@ impl Chains {
                 *prev,
                 now,
             );
+            let bytes = c.to_bincode();
             out.push(Outgoing {
                 subject: subjects::checkpoints_subject(table),
-                id: format!("{table}:checkpoint:{}", seq.0),
-                bytes: c.to_bincode(),
+                id: subjects::checkpoint_msg_id(table, *seq, &bytes),
+                bytes,
                 event: None,
                 headers: Vec::new(),
             });

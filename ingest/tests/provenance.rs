@@ -393,3 +393,181 @@ async fn a_fork_and_stalled_attestation_raise_alerts() {
     assert_eq!(logged_kinds, ["attestation_stalled", "fork"]);
     assert_eq!(ledger.quarantine_counts().get("fork"), Some(&1));
 }
+
+/// The ids a table's device will give its checkpoints, and the ids the old scheme gave
+/// them (`<table>:checkpoint:<head_seq>:<count>`): a twin of the table, built from the
+/// same seed, plays what `publish_floor` will publish. An attacker who knew the bytes
+/// could do no better.
+fn predicted_checkpoint_ids(mut twin: TableSim, rounds: u64) -> (Vec<String>, Vec<String>) {
+    let mut heads = Vec::new();
+    let mut vouch = |t: &TableSim| {
+        let c = t.checkpoint().expect("a checkpoint");
+        heads.push((c.head_seq, c.to_bincode()));
+    };
+    twin.opening_events().expect("opening");
+    vouch(&twin);
+    for _ in 0..rounds {
+        twin.play_round().expect("round");
+        vouch(&twin);
+    }
+    twin.closing_events().expect("closing");
+    vouch(&twin);
+    let t = twin.table();
+    let bound = heads
+        .iter()
+        .map(|(seq, bytes)| subjects::checkpoint_msg_id(t, *seq, bytes))
+        .collect();
+    let old = heads
+        .iter()
+        .enumerate()
+        .map(|(n, (seq, _))| format!("{t}:checkpoint:{}:{n}", seq.0))
+        .collect();
+    (bound, old)
+}
+
+/// Issue 41's claim attack on a secured bus: another table's device credential first
+/// publishes, on its own checkpoints subject, one-byte messages under the ids the victim
+/// will give its checkpoints (the old predictable form, and even the byte-bound form,
+/// as if it knew the bytes). JetStream de-duplicates ids across the stream, so it calls
+/// each of the victim's checkpoints a duplicate. The victim sends each again under an id
+/// only its key can compute, says so, and the ledger keeps them: attested to its head.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_device_cannot_suppress_a_tables_checkpoints() {
+    let rounds = 5;
+    let mut server = natsd::NatsServer::start_secured().expect("nats-server");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ledger = open(dir.path());
+    let floor = floor_near_now(2, 41, FaultPlan::none()).expect("floor");
+    let tables: Vec<TableId> = floor.tables.iter().map(|t| t.table().clone()).collect();
+    let issued = server.issue_floor(&tables).expect("credentials");
+    let (attacker, victim) = (tables[0].clone(), tables[1].clone());
+    let mut config = IngestConfig::new(server.url());
+    config.access = issued.ingest.clone();
+    let ingest = Running::start_with(config, ledger.clone());
+    let devices = simulator::DeviceAccess {
+        creds_dir: Some(issued.creds_dir.clone()),
+        ca_file: Some(issued.ca_file.clone()),
+    };
+
+    let twin = floor_near_now(2, 41, FaultPlan::none()).expect("twin floor");
+    let twin = twin.tables.into_iter().nth(1).expect("the victim's twin");
+    let (bound, old) = predicted_checkpoint_ids(twin, rounds);
+    let client = bus::connect(&server.url(), &devices.for_table(&attacker))
+        .await
+        .expect("the attacker's device credential");
+    let js = async_nats::jetstream::new(client);
+    simulator::wait_for_stream(&js, WAIT).await.expect("stream");
+    for id in bound.iter().chain(&old) {
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert("Nats-Msg-Id", id.as_str());
+        let subject = subjects::checkpoints_subject(&attacker);
+        let ack = js.publish_with_headers(subject, headers, vec![0u8].into());
+        let ack = ack
+            .await
+            .expect("publish")
+            .await
+            .expect("the stream takes it");
+        assert!(!ack.duplicate, "{id} was free");
+    }
+
+    let victim_sim = floor.tables.into_iter().nth(1).expect("victim");
+    let options = simulator::PublishOptions {
+        access: devices,
+        ..simulator::PublishOptions::default()
+    };
+    let published =
+        simulator::publish_floor(&server.url(), vec![victim_sim], rounds, None, options)
+            .await
+            .expect("publish");
+    assert_eq!(published.checkpoints, bound.len() as u64);
+    let claimed: Vec<u64> = published
+        .checkpoints_claimed
+        .iter()
+        .map(|(t, seq)| {
+            assert_eq!(t, &victim);
+            seq.0
+        })
+        .collect();
+    assert_eq!(
+        claimed.len(),
+        bound.len(),
+        "every byte-bound id was claimed"
+    );
+
+    let last = published.events.last().expect("events").seq.0;
+    wait_head(&ledger, &victim, last).await;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while ledger.attestation(&victim).is_none_or(|a| a.seq.0 < last) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never attested to seq {last}: {:?}",
+            ledger.attestation(&victim)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let report = ingest.stop().await;
+    assert_eq!(report.checkpoints_kept, bound.len() as u64, "{report:?}");
+    let verified = ledger.verify().expect("verify");
+    assert!(verified.is_ok(), "{verified:?}");
+    let attested: Vec<u64> = verified
+        .tables
+        .iter()
+        .filter_map(|v| match v {
+            ledger::TableVerdict::Ok { attested_seq, .. } => Some(*attested_seq),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        attested,
+        [last],
+        "verify attests the victim's table to its head"
+    );
+    // The attacker's messages are refused on its own table, never on the victim's.
+    for q in ledger.quarantine().expect("quarantine") {
+        assert_eq!(q.subject_table.as_ref(), Some(&attacker), "{}", q.reason);
+    }
+}
+
+/// Issue 41: a device whose bus credential is revoked while it publishes stops with
+/// `CredentialRefused`, naming its table, instead of reconnecting for ever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revoked_device_stops_with_a_clear_error() {
+    let mut server = natsd::NatsServer::start_secured().expect("nats-server");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ledger = open(dir.path());
+    let floor = floor_near_now(1, 43, FaultPlan::none()).expect("floor");
+    let tables: Vec<TableId> = floor.tables.iter().map(|t| t.table().clone()).collect();
+    let issued = server.issue_floor(&tables).expect("credentials");
+    let mut config = IngestConfig::new(server.url());
+    config.access = issued.ingest.clone();
+    let ingest = Running::start_with(config, ledger.clone());
+    let options = simulator::PublishOptions {
+        access: simulator::DeviceAccess {
+            creds_dir: Some(issued.creds_dir.clone()),
+            ca_file: Some(issued.ca_file.clone()),
+        },
+        ..simulator::PublishOptions::with_outbox(Duration::from_millis(200), WAIT)
+    };
+    let url = server.url();
+    // 20 rounds a second for 10,000 rounds: still publishing when revoked.
+    let device = tokio::spawn(async move {
+        simulator::publish_floor(&url, floor.tables, 10_000, Some(20.0), options).await
+    });
+    let t = tables[0].clone();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while ledger.head(&t).is_none_or(|h| h.seq.0 < 20) {
+        assert!(tokio::time::Instant::now() < deadline, "nothing stored");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    server.revoke(t.as_str()).expect("revoke");
+    let ended = tokio::time::timeout(WAIT, device).await;
+    let result = ended.expect("the device stopped").expect("task");
+    match result {
+        Err(simulator::Error::CredentialRefused { table, detail }) => {
+            assert_eq!(table, t);
+            assert!(detail.to_lowercase().contains("authorization"), "{detail}");
+        }
+        other => panic!("expected CredentialRefused, got {other:?}"),
+    }
+    ingest.stop().await;
+}

@@ -12,7 +12,9 @@
 //! duplicate unless its signature verified; what fails is quarantined with its reason.
 //! The signatures are not stored: checkpoints, signed by the same keys, prove the chain
 //! to outsiders (`attest`). Recovery re-appends its own value log's records without this
-//! check: they were admitted before they were written.
+//! check: they were admitted before they were written. Without the requirement (an open
+//! ledger) an unsigned event goes on, but a signature that is present must still verify
+//! (`judge_open`).
 
 use crate::call::Call;
 use crate::store::{Op, Space};
@@ -91,8 +93,9 @@ fn key_at_start(state: &State, table: &TableId, s: &EventSignature) -> Option<Pu
 /// Why an event is refused admission: a quarantine reason and its text.
 pub(crate) type Refusal = (&'static str, String);
 
-/// The quarantine outcome of `msg` when the call checks signatures and `event` is not
-/// its device's (`admit`); `None` when it may go on to the chain checks.
+/// The quarantine outcome of `msg` when `event` is not its device's (`admit`), or, on an
+/// open ledger, carries a signature that does not verify (`judge_open`); `None` when it
+/// may go on to the chain checks.
 pub(crate) fn refused(
     state: &State,
     call: &mut Call,
@@ -100,10 +103,13 @@ pub(crate) fn refused(
     event: &Event,
     pre: Option<(PublicKey, bool)>,
 ) -> Option<Appended> {
-    if !call.checks_signatures() {
-        return None;
-    }
-    let (code, text) = admit(state, call, msg, event, pre).err()?;
+    let verdict = match (call.checks_signatures(), call.recovering) {
+        (true, _) => admit(state, call, msg, event, pre),
+        // Recovery re-appends records admitted before; nothing is judged again.
+        (false, true) => return None,
+        (false, false) => judge_open(state, call, msg, event),
+    };
+    let (code, text) = verdict.err()?;
     tracing::warn!(table = %event.table, seq = event.seq.0, code, "event refused: not its device's");
     Some(crate::refuse::quarantine(state, call, msg, code, text).into())
 }
@@ -139,6 +145,45 @@ fn admit(
         s.device,
         candidates
             .iter()
+            .map(|k| k.to_hex())
+            .collect::<Vec<_>>()
+            .join(" or "),
+        event.table
+    );
+    Err((reason::SIGNATURE_INVALID, text))
+}
+
+/// On a ledger that does not require signatures (`serve --unsigned-events`): an unsigned
+/// event goes on, but a signature that is present must verify. It is checked against the
+/// keys that would admit it on a requiring ledger, else the key its enrollment header
+/// names. With neither, no key is known to judge it by, and it goes on as unsigned.
+fn judge_open(state: &State, call: &Call, msg: &Incoming, event: &Event) -> Result<(), Refusal> {
+    let s = match &msg.provenance {
+        Provenance::Unsigned => return Ok(()),
+        Provenance::Signed(s) => s,
+        Provenance::Malformed(why) => {
+            let text = format!(
+                "seq {} of table {}: signature headers: {why}; this ledger stores unsigned \
+                 events, never badly signed ones",
+                event.seq.0, event.table
+            );
+            return Err((reason::SIGNATURE_INVALID, text));
+        }
+    };
+    let mut keys = candidate_keys(state, call, event, s).unwrap_or_default();
+    if keys.is_empty() {
+        keys.extend(s.enrollment.map(|e| e.key));
+    }
+    let verifies = |k: &PublicKey| s.verifies_with(k, &event.table, &msg.bytes);
+    if keys.is_empty() || keys.iter().any(verifies) {
+        return Ok(());
+    }
+    let text = format!(
+        "seq {}: the signature of {} does not verify under {} on table {}; this ledger \
+         stores unsigned events, never badly signed ones",
+        event.seq.0,
+        s.device,
+        keys.iter()
             .map(|k| k.to_hex())
             .collect::<Vec<_>>()
             .join(" or "),

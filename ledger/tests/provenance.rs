@@ -174,3 +174,58 @@ fn the_requirement_is_kept_and_recovery_re_appends_admitted_events() {
     assert_eq!(l.head(&c.table).unwrap().seq.0, 6);
     assert!(l.verify().unwrap().is_ok());
 }
+
+/// Issue 41: an open ledger (`serve --unsigned-events`) stores unsigned events, never a
+/// signature that is present and does not verify: under the enrolled key, under the key
+/// an enrollment header names (even an untrusted admin's), or headers that do not parse.
+#[test]
+fn an_open_ledger_still_refuses_a_signature_that_does_not_verify() {
+    let dir = tempfile::tempdir().unwrap();
+    let (admin, device) = keys();
+    let l = Ledger::open(dir.path()).unwrap();
+    l.trust_admin_keys([admin.public()]).unwrap();
+    assert!(!l.requires_signed_events());
+    let thief = SigningKey::from_secret([7; 32]);
+    let mut c = Chain::new("PV-04");
+    let enroll = c.key_event(&admin, &device, KeyAction::Enroll);
+    let out = l.append_batch(&[signed(&mut c, &device, enroll)]).unwrap();
+    assert_eq!(reasons(&out), ["stored"]);
+    // Enrolled: unsigned goes on; the thief's signature, or malformed headers, do not.
+    let second = c.announce();
+    let mut malformed = second.clone();
+    malformed.provenance = Provenance::Malformed("Rl-Signature is not 128 hex digits".into());
+    malformed.stream_seq = 1_000;
+    let out = l
+        .append_batch(&[signed(&mut c, &thief, second.clone()), malformed])
+        .unwrap();
+    assert_eq!(reasons(&out), ["signature_invalid", "signature_invalid"]);
+    let out = l.append_batch(&[signed(&mut c, &device, second)]).unwrap();
+    assert_eq!(reasons(&out), ["stored"]);
+    let mut third = c.announce();
+    third.stream_seq = 2_000;
+    assert_eq!(reasons(&l.append_batch(&[third]).unwrap()), ["stored"]);
+
+    // Never enrolled: a header naming a key (an untrusted admin's) is checked against
+    // that key; a signature with no key to judge it by goes on as unsigned.
+    let mut d = Chain::new("PV-05");
+    let first = d.announce();
+    let mut forged = with_header(&mut d, &thief, &device, first.clone());
+    if let Provenance::Signed(s) = &mut forged.provenance {
+        s.signature = EventSignature::sign(&thief, &d.table, &dealer(), &first.bytes).signature;
+    }
+    let out = l.append_batch(&[forged]).unwrap();
+    assert_eq!(reasons(&out), ["signature_invalid"]);
+    let out = l
+        .append_batch(&[with_header(&mut d, &thief, &device, first)])
+        .unwrap();
+    assert_eq!(reasons(&out), ["stored"]);
+    let next = d.announce();
+    let out = l.append_batch(&[signed(&mut d, &thief, next)]).unwrap();
+    assert_eq!(
+        reasons(&out),
+        ["stored"],
+        "no key is known for PV-05's signer"
+    );
+    assert_eq!(l.head(&c.table).unwrap().seq.0, 3);
+    assert_eq!(l.head(&d.table).unwrap().seq.0, 2);
+}

@@ -52,6 +52,32 @@ pub fn msg_id(table: &TableId, seq: Seq, bytes: &[u8]) -> String {
     format!("{table}:{}:{}", seq.0, &hash.to_hex()[..16])
 }
 
+/// `Nats-Msg-Id` of a checkpoint: `<table>:checkpoint:<head_seq>:<hash>`, `<hash>` as in
+/// `msg_id`. JetStream de-duplicates ids across the whole stream, so an id another
+/// principal can predict is one it can claim first, and the checkpoint is then dropped.
+/// Bound to the signed bytes, the id is known only to whoever holds those bytes.
+pub fn checkpoint_msg_id(table: &TableId, head_seq: Seq, bytes: &[u8]) -> String {
+    let hash = blake3::hash(bytes);
+    format!("{table}:checkpoint:{}:{}", head_seq.0, &hash.to_hex()[..16])
+}
+
+/// Domain tag of a device's signature that makes a fresh message id (`resend_msg_id`).
+pub const RESEND_ID_DOMAIN: &[u8] = b"roundledger/resend-msg-id/v1";
+
+/// A fresh `Nats-Msg-Id` for sending `id`'s message again (attempt `n`): `<id>:s<tag>`,
+/// `<tag>` the first 16 hex digits of BLAKE3 over the device key's signature of
+/// `RESEND_ID_DOMAIN || n (u64 big-endian) || id`. Only the key's holder can compute it,
+/// even knowing the bytes: a device whose id was claimed is not claimed again.
+pub fn resend_msg_id(key: &crate::attest::SigningKey, id: &str, n: u64) -> String {
+    let mut message = Vec::with_capacity(RESEND_ID_DOMAIN.len() + 8 + id.len());
+    message.extend_from_slice(RESEND_ID_DOMAIN);
+    message.extend_from_slice(&n.to_be_bytes());
+    message.extend_from_slice(id.as_bytes());
+    let signature = key.sign(&message);
+    let tag = blake3::hash(&signature.0);
+    format!("{id}:s{}", &tag.to_hex()[..16])
+}
+
 /// Every day seal (core NATS): `seals.<day>`.
 pub const SEALS_WILDCARD: &str = "seals.*";
 
@@ -108,6 +134,25 @@ mod tests {
         );
         assert_eq!(table_of_subject(&checkpoints_subject(&t)), None);
         assert_eq!(table_of_checkpoint_subject(&events_subject(&t)), None);
+    }
+
+    #[test]
+    fn checkpoint_ids_are_bound_to_the_bytes_and_resends_to_the_key() {
+        use crate::attest::SigningKey;
+        let t = TableId::new("MLP3-02").unwrap();
+        let id = checkpoint_msg_id(&t, Seq(7), b"checkpoint");
+        assert!(id.starts_with("MLP3-02:checkpoint:7:"), "{id}");
+        assert_eq!(id.len(), "MLP3-02:checkpoint:7:".len() + 16);
+        assert_ne!(id, checkpoint_msg_id(&t, Seq(7), b"checkpoint!"));
+        assert_ne!(id, msg_id(&t, Seq(7), b"checkpoint"));
+        let key = SigningKey::derive_for_simulation("device");
+        let other = SigningKey::derive_for_simulation("another device");
+        let resend = resend_msg_id(&key, &id, 1);
+        assert!(resend.starts_with(&format!("{id}:s")), "{resend}");
+        assert_eq!(resend.len(), id.len() + 2 + 16);
+        assert_eq!(resend, resend_msg_id(&key, &id, 1), "deterministic");
+        assert_ne!(resend, resend_msg_id(&key, &id, 2));
+        assert_ne!(resend, resend_msg_id(&other, &id, 1));
     }
 
     /// The longest headers a device sends (ids at `ID_LEN_MAX`, seq `u64::MAX`, a

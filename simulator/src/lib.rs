@@ -109,6 +109,17 @@ pub enum Error {
         /// The NATS client's error.
         message: String,
     },
+    /// The bus refused the device's credential while it ran (revoked, or never valid).
+    #[error(
+        "table {table}: the bus refused this device's credential ({detail}): it was revoked \
+         or is not authorized; the device stops instead of reconnecting for ever"
+    )]
+    CredentialRefused {
+        /// The table whose device was refused.
+        table: TableId,
+        /// The bus's words.
+        detail: String,
+    },
     /// A publishing task failed or its channel closed; the text says which.
     #[error("a publishing task failed: {0}")]
     Task(String),

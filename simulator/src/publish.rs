@@ -19,7 +19,9 @@ use crate::Error;
 use async_nats::jetstream::{self, context::PublishAckFuture, message::PublishMessage};
 use futures::StreamExt;
 use schemas::provenance::EventSignature;
-use schemas::subjects::{checkpoints_subject, events_subject, head_subject, msg_id, STREAM};
+use schemas::subjects::{
+    checkpoint_msg_id, checkpoints_subject, events_subject, head_subject, msg_id, STREAM,
+};
 use schemas::{Hash32, Seq, TableId};
 use serde::Serialize;
 use std::collections::BTreeSet;
@@ -141,6 +143,10 @@ pub struct PublishReport {
     pub rounds: u64,
     /// Messages JetStream reported as duplicates of an earlier publish (a re-run).
     pub duplicates: u64,
+    /// Checkpoints JetStream called duplicates on their first publish: another publisher
+    /// (or an earlier run) used their id first. Each was sent again under a fresh id
+    /// only the device can compute (`subjects::resend_msg_id`).
+    pub checkpoints_claimed: Vec<(TableId, Seq)>,
     /// Signed checkpoints published (one after the opening, each round and the closing).
     pub checkpoints: u64,
     /// Events published again from the outbox because the ledger had not confirmed them.
@@ -161,6 +167,7 @@ struct TableReport {
     faults: Vec<(TableId, InjectedFault)>,
     rounds: u64,
     duplicates: u64,
+    checkpoints_claimed: Vec<(TableId, Seq)>,
     checkpoints: u64,
     republished: u64,
     publish_failures: u64,
@@ -197,11 +204,11 @@ pub async fn publish_floor(
     // run before it starts, not half way through the others'.
     let mut connected = Vec::with_capacity(tables.len());
     for table in tables {
-        let (js, durable) = connect_device(url, &options, table.table()).await?;
-        connected.push((table, js, durable));
+        let (js, watches) = connect_device(url, &options, table.table()).await?;
+        connected.push((table, js, watches));
     }
-    for (table, js, durable) in connected {
-        let out = Publisher::new(&options, permits.clone(), table.table(), js, durable);
+    for (table, js, watches) in connected {
+        let out = Publisher::new(&options, permits.clone(), table.table(), js, watches);
         handles.push(tokio::spawn(publish_table(
             out,
             table,
@@ -216,6 +223,7 @@ pub async fn publish_floor(
         report.faults.extend(t.faults);
         report.rounds += t.rounds;
         report.duplicates += t.duplicates;
+        report.checkpoints_claimed.extend(t.checkpoints_claimed);
         report.checkpoints += t.checkpoints;
         report.republished += t.republished;
         report.publish_failures += t.publish_failures;
@@ -225,14 +233,31 @@ pub async fn publish_floor(
     Ok(report)
 }
 
+/// What a device watches beside its publishes: the ledger's durable head, and the bus
+/// refusing its credential.
+struct Watches {
+    durable: watch::Receiver<Option<(Seq, Hash32)>>,
+    refused: watch::Receiver<Option<String>>,
+}
+
 /// Connects table `table`'s device with its own credentials, subscribes to its durable
 /// head when the outbox is on, and waits for the stream.
 async fn connect_device(
     url: &str,
     options: &PublishOptions,
     table: &TableId,
-) -> Result<(jetstream::Context, watch::Receiver<Option<(Seq, Hash32)>>), Error> {
-    let client = bus::connect(url, &options.access.for_table(table))
+) -> Result<(jetstream::Context, Watches), Error> {
+    let (refused_tx, refused) = watch::channel(None);
+    // A revoked credential makes the client reconnect for ever, each attempt refused:
+    // the first authorization error stops the device instead (`Error::CredentialRefused`).
+    let events = async_nats::ConnectOptions::new().event_callback(move |e| {
+        let text = e.to_string();
+        if text.to_lowercase().contains("authorization") {
+            refused_tx.send_if_modified(|v| v.is_none() && v.replace(text).is_none());
+        }
+        async {}
+    });
+    let client = bus::connect_with(url, &options.access.for_table(table), events)
         .await
         .map_err(|e| Error::Nats {
             context: format!("connecting table {table}'s device to {url}"),
@@ -244,7 +269,7 @@ async fn connect_device(
     };
     let js = jetstream::new(client);
     wait_for_stream(&js, options.stream_wait).await?;
-    Ok((js, durable))
+    Ok((js, Watches { durable, refused }))
 }
 
 impl Publisher {
@@ -254,14 +279,15 @@ impl Publisher {
         permits: Arc<Semaphore>,
         table: &TableId,
         js: jetstream::Context,
-        durable: watch::Receiver<Option<(Seq, Hash32)>>,
+        watches: Watches,
     ) -> Publisher {
         Publisher {
             outbox: options
                 .durable
                 .as_ref()
                 .map(|d| (Outbox::new(table.clone(), d.outbox_capacity), d.clone())),
-            durable,
+            durable: watches.durable,
+            refused: watches.refused,
             js,
             subject: events_subject(table),
             table: table.clone(),
@@ -273,6 +299,7 @@ impl Publisher {
                 faults: Vec::new(),
                 rounds: 0,
                 duplicates: 0,
+                checkpoints_claimed: Vec::new(),
                 checkpoints: 0,
                 republished: 0,
                 publish_failures: 0,
@@ -281,6 +308,8 @@ impl Publisher {
             },
             failed: BTreeSet::new(),
             checkpoint_skipped: false,
+            checkpoint_ids: BTreeSet::new(),
+            claimed: Vec::new(),
             republish_rounds: 0,
             lost_since: None,
             head_moved_at: tokio::time::Instant::now(),
@@ -420,6 +449,8 @@ struct Publisher {
     outbox: Option<(Outbox, DurableWait)>,
     /// The latest durable head of this table the ledger published.
     durable: watch::Receiver<Option<(Seq, Hash32)>>,
+    /// The bus's words when it refused this device's credential (revoked).
+    refused: watch::Receiver<Option<String>>,
     js: jetstream::Context,
     subject: String,
     table: TableId,
@@ -443,6 +474,11 @@ struct Publisher {
     failed: BTreeSet<Seq>,
     /// A checkpoint was not sent because publishes had failed: the end of the run vouches.
     checkpoint_skipped: bool,
+    /// The checkpoint ids this device has sent: a second checkpoint with the same bytes
+    /// (vouching again for the same head) needs a fresh id.
+    checkpoint_ids: BTreeSet<String>,
+    /// Checkpoints the stream called duplicates on their first publish, to send again.
+    claimed: Vec<Resend>,
     /// How long after a failure, or after the durable head stood still, to republish.
     backoff: RepublishBackoff,
 }
@@ -552,8 +588,17 @@ impl Message {
 /// turn (a nats-server kill test waited 414 s for about 80 of them).
 const PUBLISH_ACK_WAIT: Duration = Duration::from_secs(5);
 
+/// A checkpoint to send again under a fresh id (`subjects::resend_msg_id`).
+struct Resend {
+    seq: Seq,
+    bytes: Vec<u8>,
+    id: String,
+}
+
 struct InFlight {
     message: Message,
+    /// A checkpoint's first publish: what to send if the stream calls it a duplicate.
+    resend: Option<Resend>,
     ack: PublishAckFuture,
     /// `PUBLISH_ACK_WAIT` after the send.
     deadline: tokio::time::Instant,
@@ -569,14 +614,9 @@ impl Publisher {
             self.keep(p.clone()).await?;
         }
         let id = msg_id(&self.table, seq, &p.bytes);
-        self.put(
-            self.subject.clone(),
-            p.bytes,
-            p.signature,
-            id,
-            Message::Event(seq),
-        )
-        .await?;
+        let subject = self.subject.clone();
+        self.put(subject, p.bytes, p.signature, id, Message::Event(seq), None)
+            .await?;
         self.report.events.push(PublishedRecord {
             table: self.table.clone(),
             seq,
@@ -653,8 +693,15 @@ impl Publisher {
             let seq = p.event.seq;
             let id = format!("{}:r{round}", msg_id(&self.table, seq, &p.bytes));
             let subject = self.subject.clone();
-            self.put(subject, p.bytes, p.signature, id, Message::Republish(seq))
-                .await?;
+            self.put(
+                subject,
+                p.bytes,
+                p.signature,
+                id,
+                Message::Republish(seq),
+                None,
+            )
+            .await?;
             self.report.republished += 1;
         }
         Ok(())
@@ -695,6 +742,7 @@ impl Publisher {
         let deadline = tokio::time::Instant::now() + bounds.wait_max;
         let mut attempt = 0u32;
         loop {
+            self.still_authorized()?;
             let head = self.confirm()?;
             // Only the last seq is needed here; `republish` copies what it resends.
             let last = match self.outbox.as_ref() {
@@ -755,6 +803,18 @@ impl Publisher {
         Ok(outbox.durable())
     }
 
+    /// An error once the bus has refused this device's credential: reconnecting cannot
+    /// succeed, so the device stops and says why.
+    fn still_authorized(&self) -> Result<(), Error> {
+        match self.refused.borrow().as_ref() {
+            Some(detail) => Err(Error::CredentialRefused {
+                table: self.table.clone(),
+                detail: detail.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+
     /// Publishes one message in the in-flight window.
     async fn put(
         &mut self,
@@ -763,7 +823,9 @@ impl Publisher {
         signature: Option<EventSignature>,
         id: String,
         message: Message,
+        resend: Option<Resend>,
     ) -> Result<(), Error> {
+        self.still_authorized()?;
         let seq = message.seq();
         let permit = self.permit().await?;
         let mut msg = PublishMessage::build()
@@ -787,6 +849,7 @@ impl Publisher {
         };
         self.window.push_back(InFlight {
             message,
+            resend,
             ack,
             deadline: tokio::time::Instant::now() + PUBLISH_ACK_WAIT,
             _permit: permit,
@@ -814,23 +877,52 @@ impl Publisher {
             self.checkpoint_skipped = true;
             return Ok(());
         }
+        self.resend_claimed().await?;
         let seq = c.head_seq;
-        // The count makes each checkpoint's id unique: a second checkpoint of the same
-        // head (vouching again after a recovery) must not be dropped by the stream's
-        // de-duplication as a repeat of the first.
-        let id = format!(
-            "{}:checkpoint:{}:{}",
-            self.table, seq.0, self.report.checkpoints
-        );
-        self.put(
-            checkpoints_subject(&self.table),
-            c.to_bincode(),
-            None,
-            id,
-            Message::Checkpoint(seq),
-        )
-        .await?;
+        let bytes = c.to_bincode();
+        let first = checkpoint_msg_id(&self.table, seq, &bytes);
+        let n = self.report.checkpoints;
+        let fresh = table.resend_msg_id(&first, n);
+        let (id, resend) = if self.checkpoint_ids.insert(first.clone()) {
+            let resend = Resend {
+                seq,
+                bytes: bytes.clone(),
+                id: fresh,
+            };
+            (first, Some(resend))
+        } else {
+            // The same bytes again (vouching again for the same head after a recovery):
+            // under the first id the stream would drop them as a repeat.
+            (fresh, None)
+        };
+        let subject = checkpoints_subject(&self.table);
+        let message = Message::Checkpoint(seq);
+        self.put(subject, bytes, None, id, message, resend).await?;
         self.report.checkpoints += 1;
+        Ok(())
+    }
+
+    /// Sends again, each under its fresh id, the checkpoints the stream called duplicates
+    /// on their first publish: another principal sent a message under the id first.
+    async fn resend_claimed(&mut self) -> Result<(), Error> {
+        while !self.claimed.is_empty() {
+            for r in std::mem::take(&mut self.claimed) {
+                tracing::warn!(
+                    table = %self.table,
+                    seq = r.seq.0,
+                    id = %r.id,
+                    "the stream called this checkpoint a duplicate on its first publish: \
+                     another publisher used its message id first; sending it again under a fresh id"
+                );
+                self.report
+                    .checkpoints_claimed
+                    .push((self.table.clone(), r.seq));
+                let subject = checkpoints_subject(&self.table);
+                let message = Message::Checkpoint(r.seq);
+                self.put(subject, r.bytes, None, r.id, message, None)
+                    .await?;
+            }
+        }
         Ok(())
     }
 
@@ -863,6 +955,7 @@ impl Publisher {
         // The permit is released when this entry is dropped, after its ack arrived.
         if let Some(InFlight {
             message,
+            resend,
             ack,
             deadline,
             ..
@@ -876,6 +969,7 @@ impl Publisher {
                 Ok(ack) => {
                     if ack.duplicate {
                         self.report.duplicates += 1;
+                        self.claimed.extend(resend);
                     }
                     // The stream takes messages again: republish failures promptly.
                     self.backoff.acked();
@@ -893,11 +987,17 @@ impl Publisher {
         Ok(())
     }
 
+    /// Settles every ack in flight, sending again the checkpoints they show claimed.
     async fn drain(&mut self) -> Result<(), Error> {
-        while !self.window.is_empty() {
-            self.await_oldest().await?;
+        loop {
+            while !self.window.is_empty() {
+                self.await_oldest().await?;
+            }
+            if self.claimed.is_empty() {
+                return Ok(());
+            }
+            self.resend_claimed().await?;
         }
-        Ok(())
     }
 }
 

@@ -551,6 +551,12 @@ impl TableSim {
         })
     }
 
+    /// A fresh message id for sending `id`'s message again (attempt `n`), from the
+    /// controller's key (`subjects::resend_msg_id`): nobody else can predict it.
+    pub fn resend_msg_id(&self, id: &str, n: u64) -> String {
+        schemas::subjects::resend_msg_id(&self.signer, id, n)
+    }
+
     /// The table closes: the closer's count, the drop box removed, `TableClosed`. No round can be played afterwards.
     pub fn closing_events(&mut self) -> Result<Vec<Published>, Error> {
         self.require_open()?;
