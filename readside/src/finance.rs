@@ -6,8 +6,14 @@
 //! Pure over the read model's shift rows (`shiftrow`) and the count room's results
 //! (`CountResult`): no clock, no I/O besides the one range read of the rows.
 //!
-//! - accounting win = counted drop + credits + closing count - opening count - fills;
-//!   `None` while a drop box is not yet counted, never a zero drop.
+//! - accounting win (Nevada MICS) = closing count + counted drop + credits - fills -
+//!   opening count, per table and gaming day, summed over the tables. A day's opening is
+//!   its first opening count and its closing its last, whatever the shift layout; the
+//!   shifts' counts are never added up. Over one shift, or grouped by shift, the unit is
+//!   the table's shift. `None` while a drop box is not yet counted or a count is missing:
+//!   never a zero drop.
+//! - an opening count after the unit's first play is no opening of it, and a closing count
+//!   before its last play no closing (play went on after it): both are "not yet counted".
 //! - recorded win = what the tray took in less what it paid, from the recorded payouts;
 //!   rules win = the same from the rules' settlement. Jackpot awards are kept apart.
 //! - tray check: expected closing = opening + fills - credits + recorded win - buy-ins -
@@ -25,7 +31,8 @@ use schemas::api::FinanceSummary;
 use schemas::count::CountResult;
 use schemas::finance::{
     Cause, DealerPart, DisputedRound, FinanceReport, Handle, HandleLine, Link, ReportGroup,
-    RoundFinance, RoundLine, ShiftRow, Tray, Variance, REPORT_GROUPS_MAX, REPORT_VARIANCES_MAX,
+    RoundFinance, RoundLine, ShiftRow, Tray, TrayCount, Variance, REPORT_GROUPS_MAX,
+    REPORT_VARIANCES_MAX,
 };
 use schemas::report::RoundReport;
 use schemas::{Money, PayLine, TableId};
@@ -227,16 +234,25 @@ pub fn report(
         q.table.as_ref().is_none_or(|x| Some(x) == t)
             && q.pit.as_ref().is_none_or(|p| pit_of(pits, t) == *p)
     };
-    let shifts: Vec<TableShift> = rows
-        .iter()
-        .filter(|r| keep(r))
-        .map(|r| {
-            let after = r.table.clone().and_then(|t| next.get(&(t, r.ends_at_ns)));
-            table_shift(r, after, counts)
-        })
-        .collect();
+    let rows: Vec<ShiftRow> = rows.into_iter().filter(keep).collect();
+    let one_shift = matches!(q.span, Span::Shift(_));
+    let (days, day_shifts) = match one_shift {
+        true => (Vec::new(), Vec::new()),
+        false => day_rows(rule, &rows)?,
+    };
+    let ones = vec![1; rows.len()];
+    let shifts = match one_shift || q.group_by == GroupBy::Shift {
+        true => judge((&rows, &ones), &next, counts),
+        false => Vec::new(),
+    };
+    let days = judge((&days, &day_shifts), &next, counts);
+    let units = Units {
+        total: if one_shift { &shifts } else { &days },
+        groups: if shifts.is_empty() { &days } else { &shifts },
+        rows: &rows,
+    };
     let book = EdgeBook::load(model)?;
-    let mut out = assemble(&shifts, pits, q.group_by, &book)?;
+    let mut out = assemble(&units, pits, q.group_by, &book)?;
     out.span = span;
     out.starts_at_ns = from;
     out.ends_at_ns = to;
@@ -254,6 +270,75 @@ pub fn drop_boxes(model: &Model, q: &Query) -> Result<Vec<String>, ReadError> {
         .collect())
 }
 
+/// Each unit judged, with the row after it (the next shift's, or the next day's first).
+/// `shifts`: how many shift rows each unit holds.
+fn judge<'a>(
+    (units, shifts): (&'a [ShiftRow], &[u64]),
+    next: &BTreeMap<(TableId, i64), ShiftRow>,
+    counts: &[CountResult],
+) -> Vec<TableShift<'a>> {
+    assert_eq!(units.len(), shifts.len(), "a shift count per unit");
+    let after = |r: &ShiftRow| r.table.clone().and_then(|t| next.get(&(t, r.ends_at_ns)));
+    units
+        .iter()
+        .zip(shifts)
+        .map(|(r, n)| TableShift {
+            shifts: *n,
+            ..table_shift(r, after(r), counts)
+        })
+        .collect()
+}
+
+/// Each table's gaming day as one row: its shift rows merged (`shiftrow::merge`), so the
+/// day opens with its first opening count and closes with its last, spanning the day.
+/// Returns the rows and how many shifts each merges.
+fn day_rows(rule: &DayRule, rows: &[ShiftRow]) -> Result<(Vec<ShiftRow>, Vec<u64>), ReadError> {
+    let mut days: BTreeMap<(TableId, &str), (ShiftRow, u64)> = BTreeMap::new();
+    for r in rows {
+        let Some(table) = r.table.clone() else {
+            continue;
+        };
+        let day = day_of_shift(&r.shift);
+        let bad = |e: ledger::Error| ReadError::Integrity(e.to_string());
+        let (d, n) = match days.entry((table, day)) {
+            std::collections::btree_map::Entry::Occupied(e) => {
+                let (d, n) = e.into_mut();
+                (d, n)
+            }
+            std::collections::btree_map::Entry::Vacant(e) => {
+                let b = rule.bounds(day).map_err(bad)?;
+                let row = ShiftRow {
+                    table: r.table.clone(),
+                    shift: day.to_string(),
+                    starts_at_ns: b.starts_at_ns,
+                    ends_at_ns: b.ends_at_ns,
+                    ..ShiftRow::default()
+                };
+                let (d, n) = e.insert((row, 0));
+                (d, n)
+            }
+        };
+        *n += 1;
+        let part = ShiftRow {
+            starts_at_ns: d.starts_at_ns,
+            ..r.clone()
+        };
+        let boxes = std::mem::take(&mut d.drop_boxes);
+        crate::shiftrow::merge(d, &part);
+        // Every box of the day counts toward its drop: a shift's bound is not a day's.
+        d.drop_boxes = boxes
+            .into_iter()
+            .chain(r.drop_boxes.iter().cloned())
+            .collect();
+    }
+    Ok(days.into_values().unzip())
+}
+
+/// The gaming day of a shift name, `2026-11-25/2` -> `2026-11-25`.
+fn day_of_shift(shift: &str) -> &str {
+    shift.split('/').next().unwrap_or_default()
+}
+
 fn pit_of(pits: &[Pit], table: Option<&TableId>) -> String {
     table
         .and_then(|t| pits.iter().find(|p| p.tables.contains(t)))
@@ -263,6 +348,8 @@ fn pit_of(pits: &[Pit], table: Option<&TableId>) -> String {
 /// One table's shift judged: its row, its counted drop and its variances.
 struct TableShift<'a> {
     row: &'a ShiftRow,
+    /// Shift rows in it: one, or a day's.
+    shifts: u64,
     table: TableId,
     /// Counted drop; `None` while a box is not counted (or none was removed).
     drop: Option<Money>,
@@ -295,7 +382,7 @@ fn table_shift<'a>(
         }
     }
     let drop = (boxes_not_counted == 0 && boxes_counted > 0).then_some(counted);
-    let win_accounting = match (drop, &row.opening, &row.closing) {
+    let win_accounting = match (drop, opening_of(row), closing_of(row)) {
         (Some(d), Some(o), Some(c)) => {
             Some(d + row.credits.total + c.total - o.total - row.fills.total)
         }
@@ -303,6 +390,7 @@ fn table_shift<'a>(
     };
     let mut t = TableShift {
         row,
+        shifts: 1,
         table,
         drop,
         boxes_counted,
@@ -314,6 +402,18 @@ fn table_shift<'a>(
     t.variances.extend(tray_variance(&t, next));
     t.variances.extend(drop_variance(&t, &found));
     t
+}
+
+/// The row's opening count, unless play began before it (then it opens nothing).
+fn opening_of(row: &ShiftRow) -> Option<&TrayCount> {
+    let c = row.opening.as_ref()?;
+    (row.first_play_at_ns.is_none_or(|p| c.at_ns <= p)).then_some(c)
+}
+
+/// The row's closing count, unless play went on after it (then it closes nothing).
+fn closing_of(row: &ShiftRow) -> Option<&TrayCount> {
+    let c = row.closing.as_ref()?;
+    (row.last_play_at_ns.is_none_or(|p| c.at_ns >= p)).then_some(c)
 }
 
 fn variance(
@@ -402,10 +502,10 @@ fn payout_group(
 /// the next shift's opening count.
 fn tray_variance(t: &TableShift, next: Option<&ShiftRow>) -> Option<Variance> {
     let r = t.row;
-    let (Some(open), Some(close)) = (&r.opening, &r.closing) else {
-        let text = match r.opening.is_none() {
-            true => "no opening tray count: no tray check".to_string(),
-            false => "no closing tray count: no tray check".to_string(),
+    let (Some(open), Some(close)) = (opening_of(r), closing_of(r)) else {
+        let text = match opening_of(r).is_none() {
+            true => "no opening tray count before play: no tray check".to_string(),
+            false => "no closing tray count after play: no tray check".to_string(),
         };
         return Some(variance(
             t,
@@ -422,7 +522,7 @@ fn tray_variance(t: &TableShift, next: Option<&ShiftRow>) -> Option<Variance> {
     if v == Money::ZERO {
         return None;
     }
-    let next_open = next.and_then(|n| n.opening.as_ref());
+    let next_open = next.and_then(opening_of);
     let cause = match next_open {
         Some(n) if n.total == expected => Cause::MiscountedCloser,
         Some(n) if n.total == close.total && v.0 > 0 => Cause::MissingFillSlip,
@@ -530,43 +630,54 @@ fn group_key(t: &TableShift, pits: &[Pit], by: GroupBy) -> String {
             .map_or("(no rounds)", |r| r.code())
             .to_string(),
         GroupBy::Shift => t.row.shift.clone(),
-        GroupBy::Day => t
-            .row
-            .shift
-            .split('/')
-            .next()
-            .unwrap_or_default()
-            .to_string(),
+        GroupBy::Day => day_of_shift(&t.row.shift).to_string(),
         GroupBy::Dealer => unreachable!("a table shift splits into its dealers' parts"),
     }
 }
 
-/// Groups the table shifts (or, by dealer, their dealers' parts) and adds each group's
-/// figures. The total is always the table shifts'.
+/// What a report adds up: the table days (or shifts) of its total and of its groups, and
+/// the shift rows whose dealers' parts a grouping by dealer takes.
+struct Units<'a> {
+    total: &'a [TableShift<'a>],
+    groups: &'a [TableShift<'a>],
+    rows: &'a [ShiftRow],
+}
+
+/// Groups the units (or, by dealer, the dealers' parts) and adds each group's figures.
+/// The total is the table days' (a table shift's over one shift), so it is the same under
+/// any shift layout; the variances are the groups' units'.
 fn assemble(
-    shifts: &[TableShift],
+    u: &Units,
     pits: &[Pit],
     by: GroupBy,
     book: &EdgeBook,
 ) -> Result<FinanceReport, ReadError> {
     let mut groups: BTreeMap<String, Acc> = BTreeMap::new();
     let mut total = Acc::default();
+    for t in u.total {
+        total.add(t, book);
+    }
+    match by {
+        GroupBy::Dealer => {
+            for d in u.rows.iter().flat_map(|r| &r.dealers) {
+                group(&mut groups, &d.dealer)?.add_dealer(d, book);
+            }
+        }
+        _ => {
+            for t in u.groups {
+                group(&mut groups, &group_key(t, pits, by))?.add(t, book);
+            }
+        }
+    }
     let mut variances = Vec::new();
     let mut variances_total = 0u64;
-    for t in shifts {
-        match by {
-            GroupBy::Dealer => {
-                for d in &t.row.dealers {
-                    group(&mut groups, &d.dealer)?.add_dealer(d, book);
-                }
-            }
-            _ => group(&mut groups, &group_key(t, pits, by))?.add(t, book),
-        }
-        total.add(t, book);
+    for t in u.groups {
         variances_total += t.variances.len() as u64;
         let room = REPORT_VARIANCES_MAX.saturating_sub(variances.len());
         variances.extend(t.variances.iter().take(room).cloned());
     }
+    let mut total = total.finish("total".into());
+    total.variances = variances_total;
     Ok(FinanceReport {
         span: String::new(),
         starts_at_ns: 0,
@@ -574,7 +685,7 @@ fn assemble(
         day_rule: String::new(),
         group_by: by.name().to_string(),
         groups: groups.into_iter().map(|(k, a)| a.finish(k)).collect(),
-        total: total.finish("total".into()),
+        total,
         variances,
         variances_total,
     })
@@ -633,15 +744,15 @@ impl LineAcc {
 impl Acc {
     fn add(&mut self, t: &TableShift, book: &EdgeBook) {
         let (g, r) = (&mut self.g, t.row);
-        g.table_shifts += 1;
+        g.table_shifts += t.shifts;
         g.boxes_counted += t.boxes_counted;
         g.boxes_not_counted += t.boxes_not_counted;
         g.buy_ins = g.buy_ins + r.buy_ins.total;
         g.markers = g.markers + r.markers.total;
         g.fills = g.fills + r.fills.total;
         g.credits = g.credits + r.credits.total;
-        g.opening = g.opening + r.opening.as_ref().map_or(Money::ZERO, |c| c.total);
-        g.closing = g.closing + r.closing.as_ref().map_or(Money::ZERO, |c| c.total);
+        g.opening = g.opening + opening_of(r).map_or(Money::ZERO, |c| c.total);
+        g.closing = g.closing + closing_of(r).map_or(Money::ZERO, |c| c.total);
         g.variances += t.variances.len() as u64;
         match t.drop {
             Some(d) => g.drop = Some(g.drop.unwrap_or(Money::ZERO) + d),

@@ -471,8 +471,15 @@ fn reports_group_and_span_and_the_model_equals_a_fresh_rebuild() {
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(lines[0], readside::finance::CSV_HEADER);
     assert_eq!(lines.len(), 1 + 2 + 1, "a line per group and the total");
-    // Shift 2 holds only its opening counts and no box yet: the day's drop is not known.
-    assert!(lines[2].starts_with("main,4,4,,100.00,"), "{}", lines[2]);
+    // Both boxes are counted, but shift 2 opened at 14:05 and no one closed it: the day's
+    // closing and so its accounting win are not known.
+    assert!(
+        lines[2].starts_with("main,4,4,100.00,100.00,"),
+        "{}",
+        lines[2]
+    );
+    let cells: Vec<&str> = lines[2].split(',').collect();
+    assert_eq!(cells[10], "", "win_accounting");
 }
 
 trait WithKey {
@@ -590,4 +597,122 @@ fn month_of_reports() {
             );
         }
     }
+}
+
+/// A day's chain for `T-A`: counts at each change of a three-shift day, the 13:59 closer
+/// 10.00 short (the 14:01 opener right), two rounds of -5.00. And `T-B`, open 09:00 to
+/// 12:00 with one round: an opening and a closing count inside one shift.
+fn day_of_two_tables() -> (Vec<Chain>, Vec<CountResult>) {
+    let t0 = DAY_START_NS;
+    let buy = |c: &mut Chain, at: i64, amount: i64| {
+        c.finance(
+            at,
+            Finance::CashBuyIn {
+                amount: Money(amount),
+            },
+        )
+    };
+    let change = |c: &mut Chain, at: i64, closing: i64, opening: i64, n: u32| {
+        c.count(at - MIN_NS, closing, true);
+        let drop_box_id = format!("T-A/{n}");
+        c.finance(at, Finance::DropBoxRemoved { drop_box_id });
+        c.count(at + MIN_NS, opening, false);
+    };
+    let mut a = Chain::new("T-A");
+    a.push(t0 - 10 * MIN_NS, None, table_opened(TCP3));
+    a.count(t0 - 5 * MIN_NS, 100_000, false);
+    buy(&mut a, t0 + 10 * MIN_NS, 5_000);
+    a.round(TCP3, t0 + 20 * MIN_NS, |_| {});
+    let fill = Finance::Fill {
+        amount: Money(10_000),
+        slip_no: "F-1".into(),
+    };
+    a.finance(t0 + 4 * HOUR_NS, fill);
+    change(&mut a, t0 + 8 * HOUR_NS, 103_500, 104_500, 1);
+    buy(&mut a, t0 + 9 * HOUR_NS, 2_000);
+    let credit = Finance::Credit {
+        amount: Money(3_000),
+        slip_no: "C-1".into(),
+    };
+    a.finance(t0 + 10 * HOUR_NS, credit);
+    change(&mut a, t0 + 16 * HOUR_NS, 99_500, 99_500, 2);
+    a.round(TCP3, t0 + 17 * HOUR_NS, |_| {});
+    change(&mut a, t0 + 24 * HOUR_NS, 99_000, 99_000, 3);
+    a.push(t0 + 24 * HOUR_NS + 5 * MIN_NS, None, EventBody::TableClosed);
+    let mut b = Chain::new("T-B");
+    b.push(t0 + 3 * HOUR_NS - MIN_NS, None, table_opened(TCP3));
+    b.count(t0 + 3 * HOUR_NS, 200_000, false);
+    buy(&mut b, t0 + 3 * HOUR_NS + 10 * MIN_NS, 10_000);
+    b.round(TCP3, t0 + 4 * HOUR_NS, |_| {});
+    b.count(t0 + 6 * HOUR_NS, 189_500, true);
+    let drop_box_id = "T-B/1".to_string();
+    b.finance(
+        t0 + 6 * HOUR_NS + MIN_NS,
+        Finance::DropBoxRemoved { drop_box_id },
+    );
+    b.push(t0 + 6 * HOUR_NS + 2 * MIN_NS, None, EventBody::TableClosed);
+    let counts = vec![
+        counted("T-A", "T-A/1", 5_000),
+        counted("T-A", "T-A/2", 2_000),
+        counted("T-A", "T-A/3", 0),
+        counted("T-B", "T-B/1", 10_000),
+    ];
+    (vec![a, b], counts)
+}
+
+#[test]
+fn a_days_win_is_its_first_opening_and_last_closing_under_any_shift_layout() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = ledger::Ledger::open(dir.path().join("ledger")).unwrap();
+    let (chains, counts) = day_of_two_tables();
+    let mut batch: Vec<_> = chains.into_iter().flat_map(|c| c.out).collect();
+    for (i, m) in batch.iter_mut().enumerate() {
+        m.stream_seq = i as u64 + 1;
+    }
+    ledger.append(&batch, &[]).unwrap();
+    let day = |by| Query {
+        span: Span::Day("2026-11-25".into()),
+        group_by: by,
+        table: None,
+        pit: None,
+    };
+    for shifts in ["06:00", "06:00,18:00", "06:00,14:00,22:00"] {
+        let rule = ledger::days::DayRule::new("06:00", "UTC")
+            .unwrap()
+            .with_shifts(shifts)
+            .unwrap();
+        let m = Model::temporary(&rule).unwrap();
+        readside::index::catch_up(&ledger, &m).unwrap();
+        for by in [GroupBy::Table, GroupBy::Shift, GroupBy::Day] {
+            let r = report(&m, &[], &counts, &day(by)).unwrap();
+            // T-A: 990.00 + drop 70.00 + credits 30.00 - fills 100.00 - 1,000.00 = -10.00.
+            // T-B: 1,895.00 + drop 100.00 - 2,000.00 = -5.00. The three rounds' -15.00.
+            assert_eq!(r.total.win_accounting, Some(Money(-1_500)), "{shifts}");
+            assert_eq!(r.total.opening, Money(300_000), "{shifts}: first counts");
+            assert_eq!(r.total.closing, Money(288_500), "{shifts}: last counts");
+            assert_eq!(r.total.drop, Some(Money(17_000)), "{shifts}");
+            assert_eq!(r.total.win_recorded, Money(-1_500), "{shifts}");
+        }
+        let by_table = report(&m, &[], &counts, &day(GroupBy::Table)).unwrap();
+        let a = group(&by_table, "T-A");
+        assert_eq!((a.opening, a.closing), (Money(100_000), Money(99_000)));
+        assert_eq!(a.win_accounting, Some(Money(-1_000)), "{shifts}");
+        assert_eq!(group(&by_table, "T-B").win_accounting, Some(Money(-500)));
+        // A day report checks each table's day: the 14:00 miscount cancels out in it.
+        assert_eq!(causes(&by_table, "T-A"), vec![], "{shifts}");
+        assert_eq!(by_table.variances_total, 0, "{shifts}");
+    }
+    // By shift, each table's shift is checked: the three-shift layout has a change at
+    // 14:00 to see the closer's miscount, told apart by the 14:01 opener's count.
+    let rule = common::rule();
+    let m = Model::temporary(&rule).unwrap();
+    readside::index::catch_up(&ledger, &m).unwrap();
+    let by_shift = report(&m, &[], &counts, &day(GroupBy::Shift)).unwrap();
+    let want = vec![(Cause::MiscountedCloser, -1_000)];
+    assert_eq!(causes(&by_shift, "T-A"), want);
+    assert_eq!(by_shift.total.variances, 1);
+    let first = group(&by_shift, "2026-11-25/1");
+    // Shift 1: T-A 1,035.00 + 50.00 - 100.00 - 1,000.00 and T-B -5.00.
+    assert_eq!(first.win_accounting, Some(Money(-1_500 - 500)));
+    assert_eq!(first.opening, Money(300_000));
 }

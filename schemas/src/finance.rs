@@ -230,6 +230,14 @@ pub struct ShiftRow {
     pub disputed_count: u64,
     /// Per dealer, in the order they first dealt in the shift (`DEALERS_PER_SHIFT_MAX`).
     pub dealers: Vec<DealerPart>,
+    /// Device time of its first event besides tray counts and drop boxes (a round by its
+    /// start): an opening count after it is not the shift's opening.
+    #[serde(default)]
+    pub first_play_at_ns: Option<i64>,
+    /// Device time of its last such event or opening count: a closing count before it is
+    /// not the shift's closing (play went on after it).
+    #[serde(default)]
+    pub last_play_at_ns: Option<i64>,
 }
 
 /// A link from a figure to what it is computed from.
