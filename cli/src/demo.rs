@@ -140,6 +140,10 @@ pub fn run(mut args: Args) -> Result<Outcome> {
     let alert_log = ingest::alerts::AlertLog::default();
     let source = crate::serve::alert_source(&alert_log);
     let rule = demo_finance::day_rule(&args.floor.shift_start, args.floor.shift_every)?;
+    // Kept with the ledger: a report on it later (`--keep`) splits days where the floor did.
+    ledger
+        .set_day_rule(&rule)
+        .context("keeping the day rule in the ledger")?;
     let finance = api::FinanceSetup {
         rule: rule.clone(),
         pits: Vec::new(),
