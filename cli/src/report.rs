@@ -172,6 +172,7 @@ fn from_ledger(
 ) -> Result<(FinanceReport, ledger::days::DayRule)> {
     let ledger = crate::source::open_ledger(dir)?;
     let rule = &flags.rule_of(&ledger)?;
+    readside::finance::refuse_future(rule, &q.span, crate::when::now_ns()?)?;
     let mdir = model::default_dir(dir);
     let m = match Model::open(&mdir, rule) {
         Err(ModelError::Version { found }) => {
@@ -226,11 +227,11 @@ fn print_report(r: &FinanceReport, rule: &ledger::days::DayRule) {
     for g in r.groups.iter().chain(std::iter::once(&r.total)) {
         print_group(g);
     }
-    if r.total.boxes_not_counted > 0 || r.total.drop.is_none() {
-        println!(
-            "{} drop box(es) not yet counted: no drop or accounting win for them",
-            r.total.boxes_not_counted
-        );
+    if r.no_play {
+        println!("no table played in {}: no figure here is a result", r.span);
+    }
+    for why in &r.total.not_known {
+        println!("not known: {why}");
     }
     println!("variances: {}", r.variances_total);
     for v in &r.variances {

@@ -583,6 +583,22 @@ fn report_reads_the_model_under_the_ledgers_day_rule() {
         "--shifts",
         "06:00,18:00",
     ]);
+    // An unknown table and a day not begun are errors, never all-zero reports.
+    let nope = roundledger(&[
+        "report", "--ledger", ls, "--day", &day, "--table", "NOPE-99",
+    ]);
+    assert_eq!(nope.status.code(), Some(2), "{}", stdout(&nope));
+    assert!(String::from_utf8_lossy(&nope.stderr).contains("no table NOPE-99"));
+    let later = roundledger(&["report", "--ledger", ls, "--day", "2099-01-01"]);
+    assert_eq!(later.status.code(), Some(2), "{}", stdout(&later));
+    assert!(String::from_utf8_lossy(&later.stderr).contains("has not begun"));
+    let before = roundledger(&["report", "--ledger", ls, "--day", "2020-01-01"]);
+    assert_eq!(before.status.code(), Some(0));
+    assert!(
+        stdout(&before).contains("no table played in day 2020-01-01"),
+        "{}",
+        stdout(&before)
+    );
     // The seeded ledger keeps its floor's day rule: a report never splits days another way.
     let err = String::from_utf8_lossy(&other.stderr);
     assert_eq!(other.status.code(), Some(2), "{err}");

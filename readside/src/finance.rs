@@ -31,7 +31,7 @@ use schemas::api::FinanceSummary;
 use schemas::count::CountResult;
 use schemas::finance::{
     Cause, DealerPart, DisputedRound, FinanceReport, Handle, HandleLine, Link, ReportGroup,
-    RoundFinance, RoundLine, ShiftRow, Tray, TrayCount, Variance, REPORT_GROUPS_MAX,
+    RoundFinance, RoundLine, ShiftRow, Tray, TrayCount, Variance, NOT_KNOWN_MAX, REPORT_GROUPS_MAX,
     REPORT_VARIANCES_MAX,
 };
 use schemas::report::RoundReport;
@@ -218,6 +218,11 @@ pub fn report(
             return Err(ReadError::BadRequest(format!("no pit {p:?} is configured")));
         }
     }
+    if let Some(t) = &q.table {
+        if model.status(t)?.is_none() {
+            return Err(ReadError::NotFound(format!("no table {t} in the ledger")));
+        }
+    }
     let next_end = rule
         .shift_of(to)
         .map_err(|e| ReadError::BadRequest(e.to_string()))?
@@ -257,7 +262,20 @@ pub fn report(
     out.starts_at_ns = from;
     out.ends_at_ns = to;
     out.day_rule = rule.spec();
+    out.no_play = rows.is_empty();
     Ok(out)
+}
+
+/// Refuses a span that has not begun at `now_ns`: its figures would all be of no play.
+pub fn refuse_future(rule: &DayRule, span: &Span, now_ns: i64) -> Result<(), ReadError> {
+    let (name, from, _) = span_bounds(rule, span)?;
+    if from > now_ns {
+        return Err(ReadError::BadRequest(format!(
+            "{name} has not begun: it starts {}",
+            rule.local_text(from)
+        )));
+    }
+    Ok(())
 }
 
 /// The drop boxes removed in the span's shifts: whose counts a report needs.
@@ -688,6 +706,7 @@ fn assemble(
         total,
         variances,
         variances_total,
+        no_play: false,
     })
 }
 
@@ -707,6 +726,12 @@ struct Acc {
     g: ReportGroup,
     uncounted: bool,
     no_accounting: bool,
+    no_opening: bool,
+    no_closing: bool,
+    /// A dealer's group: no drop, counts or slips of its own.
+    dealer: bool,
+    /// Lines of `not_known` in all, kept or not.
+    unknown: u64,
     /// (rule set code, line) -> the line's sums.
     handle: BTreeMap<(&'static str, PayLine), LineAcc>,
 }
@@ -747,12 +772,19 @@ impl Acc {
         g.table_shifts += t.shifts;
         g.boxes_counted += t.boxes_counted;
         g.boxes_not_counted += t.boxes_not_counted;
-        g.buy_ins = g.buy_ins + r.buy_ins.total;
-        g.markers = g.markers + r.markers.total;
-        g.fills = g.fills + r.fills.total;
-        g.credits = g.credits + r.credits.total;
-        g.opening = g.opening + opening_of(r).map_or(Money::ZERO, |c| c.total);
-        g.closing = g.closing + closing_of(r).map_or(Money::ZERO, |c| c.total);
+        let add = |x: &mut Option<Money>, m: Money| *x = Some(x.unwrap_or(Money::ZERO) + m);
+        add(&mut g.buy_ins, r.buy_ins.total);
+        add(&mut g.markers, r.markers.total);
+        add(&mut g.fills, r.fills.total);
+        add(&mut g.credits, r.credits.total);
+        match opening_of(r) {
+            Some(c) => add(&mut g.opening, c.total),
+            None => self.no_opening = true,
+        }
+        match closing_of(r) {
+            Some(c) => add(&mut g.closing, c.total),
+            None => self.no_closing = true,
+        }
         g.variances += t.variances.len() as u64;
         match t.drop {
             Some(d) => g.drop = Some(g.drop.unwrap_or(Money::ZERO) + d),
@@ -763,14 +795,41 @@ impl Acc {
             None => self.no_accounting = true,
         }
         self.add_play(r.rounds, &r.recorded, &r.rules, &r.handle, book);
+        self.note_unknown(t);
+    }
+
+    /// Notes what of a unit is not yet counted, within `NOT_KNOWN_MAX` lines.
+    fn note_unknown(&mut self, t: &TableShift) {
+        let r = t.row;
+        let at = format!("{} {}", t.table, r.shift);
+        let mut lines = Vec::new();
+        if opening_of(r).is_none() {
+            lines.push(format!("{at}: opening tray count not yet counted"));
+        }
+        if closing_of(r).is_none() {
+            lines.push(format!("{at}: closing tray count not yet counted"));
+        }
+        if t.boxes_not_counted > 0 {
+            let n = t.boxes_not_counted;
+            lines.push(format!("{at}: {n} drop box(es) not yet counted"));
+        } else if r.drop_boxes.is_empty() {
+            lines.push(format!("{at}: no drop box removed yet"));
+        }
+        for l in lines {
+            self.unknown += 1;
+            if self.g.not_known.len() < NOT_KNOWN_MAX - 1 {
+                self.g.not_known.push(l);
+            }
+        }
     }
 
     /// A dealer's part of a table shift: its rounds, trays and handle. The drop, the
-    /// counts and the accounting win are the table's: a dealer group has none.
+    /// counts, the slips and the accounting win are the table's: a dealer group has none.
     fn add_dealer(&mut self, d: &DealerPart, book: &EdgeBook) {
         self.g.table_shifts += 1;
         self.uncounted = true;
         self.no_accounting = true;
+        self.dealer = true;
         self.add_play(d.rounds, &d.recorded, &d.rules, &d.handle, book);
     }
 
@@ -825,6 +884,20 @@ impl Acc {
         }
         if self.no_accounting || self.uncounted {
             g.win_accounting = None;
+        }
+        if self.no_opening {
+            g.opening = None;
+        }
+        if self.no_closing {
+            g.closing = None;
+        }
+        let kept = g.not_known.len() as u64;
+        if self.unknown > kept {
+            g.not_known
+                .push(format!("and {} more", self.unknown - kept));
+        }
+        if self.dealer {
+            g.not_known = vec!["a dealer has no drop, tray counts or slips: the table's".into()];
         }
         let mut variance_ppm: u128 = 0;
         for (_, mut a) in std::mem::take(&mut self.handle) {
@@ -925,10 +998,10 @@ pub fn totals(rows: &[ShiftRow]) -> Vec<FinanceSummary> {
 }
 
 /// The CSV columns of a report, one line per group and a total line.
-pub const CSV_HEADER: &str = "group,table_shifts,rounds,drop,buy_ins,markers,fills,credits,opening,closing,win_accounting,win_recorded,win_rules,jackpot_paid_recorded,hold_bp,theoretical_win,win_low,win_high,hold_alarm,variances,handle_priced,hold_handle_bp,hold_handle_theoretical_bp";
+pub const CSV_HEADER: &str = "group,table_shifts,rounds,drop,buy_ins,markers,fills,credits,opening,closing,win_accounting,win_recorded,win_rules,jackpot_paid_recorded,hold_bp,theoretical_win,win_low,win_high,hold_alarm,variances,handle_priced,hold_handle_bp,hold_handle_theoretical_bp,not_known";
 
 /// A report as CSV for the accounting system: amounts in currency units (`12.34`), an
-/// empty cell where a figure is not known yet (a box not counted).
+/// empty cell where a figure is not known yet, and the last cell saying why.
 pub fn to_csv(r: &FinanceReport) -> String {
     let mut out = String::from(CSV_HEADER);
     out.push('\n');
@@ -944,12 +1017,12 @@ pub fn to_csv(r: &FinanceReport) -> String {
             g.table_shifts.to_string(),
             g.rounds.to_string(),
             opt(g.drop),
-            g.buy_ins.to_string(),
-            g.markers.to_string(),
-            g.fills.to_string(),
-            g.credits.to_string(),
-            g.opening.to_string(),
-            g.closing.to_string(),
+            opt(g.buy_ins),
+            opt(g.markers),
+            opt(g.fills),
+            opt(g.credits),
+            opt(g.opening),
+            opt(g.closing),
             opt(g.win_accounting),
             g.win_recorded.to_string(),
             g.win_rules.to_string(),
@@ -963,6 +1036,7 @@ pub fn to_csv(r: &FinanceReport) -> String {
             g.handle_priced.to_string(),
             bp_cell(g.hold_handle_bp),
             bp_cell(g.hold_handle_theoretical_bp),
+            csv_text(&g.not_known.join("; ")),
         ];
         out.push_str(&cells.join(","));
         out.push('\n');

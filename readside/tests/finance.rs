@@ -688,14 +688,26 @@ fn a_days_win_is_its_first_opening_and_last_closing_under_any_shift_layout() {
             // T-A: 990.00 + drop 70.00 + credits 30.00 - fills 100.00 - 1,000.00 = -10.00.
             // T-B: 1,895.00 + drop 100.00 - 2,000.00 = -5.00. The three rounds' -15.00.
             assert_eq!(r.total.win_accounting, Some(Money(-1_500)), "{shifts}");
-            assert_eq!(r.total.opening, Money(300_000), "{shifts}: first counts");
-            assert_eq!(r.total.closing, Money(288_500), "{shifts}: last counts");
+            assert_eq!(
+                r.total.opening,
+                Some(Money(300_000)),
+                "{shifts}: first counts"
+            );
+            assert_eq!(
+                r.total.closing,
+                Some(Money(288_500)),
+                "{shifts}: last counts"
+            );
+            assert_eq!(r.total.not_known, Vec::<String>::new(), "{shifts}");
             assert_eq!(r.total.drop, Some(Money(17_000)), "{shifts}");
             assert_eq!(r.total.win_recorded, Money(-1_500), "{shifts}");
         }
         let by_table = report(&m, &[], &counts, &day(GroupBy::Table)).unwrap();
         let a = group(&by_table, "T-A");
-        assert_eq!((a.opening, a.closing), (Money(100_000), Money(99_000)));
+        assert_eq!(
+            (a.opening, a.closing),
+            (Some(Money(100_000)), Some(Money(99_000)))
+        );
         assert_eq!(a.win_accounting, Some(Money(-1_000)), "{shifts}");
         assert_eq!(group(&by_table, "T-B").win_accounting, Some(Money(-500)));
         // A day report checks each table's day: the 14:00 miscount cancels out in it.
@@ -714,5 +726,86 @@ fn a_days_win_is_its_first_opening_and_last_closing_under_any_shift_layout() {
     let first = group(&by_shift, "2026-11-25/1");
     // Shift 1: T-A 1,035.00 + 50.00 - 100.00 - 1,000.00 and T-B -5.00.
     assert_eq!(first.win_accounting, Some(Money(-1_500 - 500)));
-    assert_eq!(first.opening, Money(300_000));
+    assert_eq!(first.opening, Some(Money(300_000)));
+}
+
+#[test]
+fn what_is_not_counted_is_null_with_its_reason_never_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = ledger::Ledger::open(dir.path().join("ledger")).unwrap();
+    let (chains, mut counts) = day_of_two_tables();
+    let mut batch: Vec<_> = chains.into_iter().flat_map(|c| c.out).collect();
+    for (i, m) in batch.iter_mut().enumerate() {
+        m.stream_seq = i as u64 + 1;
+    }
+    ledger.append(&batch, &[]).unwrap();
+    // T-A's last box is not counted yet.
+    counts.retain(|c| c.drop_box_id != "T-A/3");
+    let m = Model::temporary(&common::rule()).unwrap();
+    readside::index::catch_up(&ledger, &m).unwrap();
+    let q = |day: &str, by, table: Option<&str>| Query {
+        span: Span::Day(day.into()),
+        group_by: by,
+        table: table.map(|t| TableId::new(t).unwrap()),
+        pit: None,
+    };
+    let r = report(&m, &[], &counts, &q("2026-11-25", GroupBy::Table, None)).unwrap();
+    let a = group(&r, "T-A");
+    assert_eq!((a.drop, a.win_accounting), (None, None));
+    assert_eq!(
+        a.not_known,
+        ["T-A 2026-11-25: 1 drop box(es) not yet counted"]
+    );
+    assert_eq!(
+        r.total.win_accounting, None,
+        "a total that needs it is not known"
+    );
+    assert_eq!(r.total.not_known, a.not_known);
+    let csv = readside::finance::to_csv(&r);
+    let total = csv.lines().last().unwrap();
+    assert!(
+        total.ends_with(",T-A 2026-11-25: 1 drop box(es) not yet counted"),
+        "{total}"
+    );
+    // On the 26th T-A opened at 06:01 and closed at 06:05 without a count or a box.
+    let next = report(&m, &[], &counts, &q("2026-11-26", GroupBy::Table, None)).unwrap();
+    assert!(!next.no_play);
+    assert_eq!(next.total.closing, None);
+    assert_eq!(next.total.opening, Some(Money(99_000)));
+    let why = &next.total.not_known;
+    assert!(why.contains(&"T-A 2026-11-26: closing tray count not yet counted".into()));
+    assert!(why.contains(&"T-A 2026-11-26: no drop box removed yet".into()));
+    let empty = report(&m, &[], &counts, &q("2026-11-27", GroupBy::Table, None)).unwrap();
+    assert!(empty.no_play && empty.groups.is_empty());
+    assert_eq!((empty.total.drop, empty.total.opening), (None, None));
+    // Dealers have no drop, counts or slips of their own: none, with the reason.
+    let by_dealer = report(&m, &[], &counts, &q("2026-11-25", GroupBy::Dealer, None)).unwrap();
+    for g in &by_dealer.groups {
+        assert_eq!(
+            (g.fills, g.credits, g.buy_ins, g.markers),
+            (None, None, None, None)
+        );
+        assert_eq!((g.opening, g.closing, g.drop), (None, None, None));
+        assert_eq!(g.not_known.len(), 1, "{:?}", g.not_known);
+    }
+    assert_eq!(
+        by_dealer.total.fills,
+        Some(Money(10_000)),
+        "the total is the tables'"
+    );
+    let nope = report(
+        &m,
+        &[],
+        &counts,
+        &q("2026-11-25", GroupBy::Table, Some("NOPE-99")),
+    );
+    assert!(
+        matches!(nope, Err(readside::ReadError::NotFound(_))),
+        "{nope:?}"
+    );
+    let rule = common::rule();
+    let day26 = Span::Day("2026-11-26".into());
+    let future = readside::finance::refuse_future(&rule, &day26, DAY_START_NS + HOUR_NS);
+    assert!(matches!(future, Err(readside::ReadError::BadRequest(_))));
+    assert!(readside::finance::refuse_future(&rule, &day26, DAY_START_NS + 24 * HOUR_NS).is_ok());
 }

@@ -345,18 +345,19 @@ pub struct ReportGroup {
     pub boxes_counted: u64,
     /// Drop boxes removed but not yet counted.
     pub boxes_not_counted: u64,
-    /// Cash buy-ins, minor units.
-    pub buy_ins: Money,
-    /// Markers issued, minor units.
-    pub markers: Money,
-    /// Fills from the cage, minor units.
-    pub fills: Money,
-    /// Credits to the cage, minor units.
-    pub credits: Money,
-    /// Opening tray counts, minor units.
-    pub opening: Money,
-    /// Closing tray counts, minor units.
-    pub closing: Money,
+    /// Cash buy-ins, minor units; `None` for a dealer group (the slips are the table's).
+    pub buy_ins: Option<Money>,
+    /// Markers issued, minor units; `None` for a dealer group.
+    pub markers: Option<Money>,
+    /// Fills from the cage, minor units; `None` for a dealer group.
+    pub fills: Option<Money>,
+    /// Credits to the cage, minor units; `None` for a dealer group.
+    pub credits: Option<Money>,
+    /// Each table day's first opening tray count, summed, minor units; `None` while one
+    /// is not yet counted (`not_known` says which).
+    pub opening: Option<Money>,
+    /// Each table day's last closing tray count, summed; `None` while one is not yet counted.
+    pub closing: Option<Money>,
     /// Drop + credits + closing - opening - fills; `None` until every box is counted.
     pub win_accounting: Option<Money>,
     /// The win as the dealers recorded it: taken in less paid out.
@@ -402,7 +403,14 @@ pub struct ReportGroup {
     pub hold_handle_theoretical_bp: Option<i64>,
     /// Variances found in its table shifts.
     pub variances: u64,
+    /// Why a figure of the group is `None`: what is not yet counted, where (at most
+    /// `NOT_KNOWN_MAX` lines, the last saying how many more).
+    #[serde(default)]
+    pub not_known: Vec<String>,
 }
+
+/// Most `ReportGroup::not_known` lines.
+pub const NOT_KNOWN_MAX: usize = 16;
 
 /// A finance report: its span, groups, their total and the variances behind them.
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
@@ -426,6 +434,9 @@ pub struct FinanceReport {
     pub variances: Vec<Variance>,
     /// How many variances in all.
     pub variances_total: u64,
+    /// No table played in the span: every figure is of no play, not a zero result.
+    #[serde(default)]
+    pub no_play: bool,
 }
 
 /// One line of a round as finance sees it: what was paid and what was due.
