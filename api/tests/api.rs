@@ -357,6 +357,10 @@ async fn finance_sees_totals_and_pools_but_no_round_data() {
         .map(|x| x["rounds"].as_u64().unwrap())
         .sum();
     assert_eq!(total_rounds, 90);
+    // One word, one meaning: the buy-ins are not called drop (that is the counted cash).
+    for t in fin.as_array().unwrap() {
+        assert!(t["cash_buy_ins"].is_i64() && t.get("drop").is_none(), "{t}");
+    }
     // Payout errors make the recorded win differ from the rules' win somewhere.
     assert!(fin
         .as_array()

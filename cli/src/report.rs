@@ -287,6 +287,33 @@ fn print_group(g: &ReportGroup) {
     );
 }
 
+/// The CSV columns of `report --jackpots --csv`.
+pub const JACKPOTS_CSV_HEADER: &str =
+    "pool,day,opening,contributions,hits,paid,resets,closing,displayed,difference,mismatches";
+
+/// Each pool's liability as CSV: amounts in currency units, empty where not displayed.
+fn jackpots_csv(pools: &[schemas::finance::PoolLiability]) -> String {
+    let opt = |m: Option<schemas::Money>| m.map(|m| m.to_string()).unwrap_or_default();
+    let mut out = format!("{JACKPOTS_CSV_HEADER}\n");
+    for p in pools {
+        out.push_str(&format!(
+            "{},{},{},{},{},{},{},{},{},{},{}\n",
+            p.pool,
+            p.day,
+            p.opening,
+            p.contributions,
+            p.hits,
+            p.paid,
+            p.resets,
+            p.closing,
+            opt(p.displayed),
+            opt(p.difference),
+            p.mismatches
+        ));
+    }
+    out
+}
+
 /// `report --jackpots --day D`: each pool's liability over the day. Exit 1 when a pool's
 /// display differs from the recomputed pool.
 fn jackpots(args: &Args) -> Result<Outcome> {
@@ -312,6 +339,8 @@ fn jackpots(args: &Args) -> Result<Outcome> {
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&pools)?);
+    } else if args.csv {
+        print!("{}", jackpots_csv(&pools));
     } else {
         println!("jackpot liability, day {day} ({})", rule.spec());
         for p in &pools {

@@ -523,6 +523,10 @@ fn audit_of_a_time_range_reads_only_its_rounds() {
     assert!(read * 2 < all, "{read} events read of {all}");
 }
 
+fn roundledger_jackpots_header() -> &'static str {
+    "pool,day,opening,contributions,hits,paid,resets,closing,displayed,difference,mismatches"
+}
+
 /// `report` on a ledger directory: JSON, CSV and the table under the day rule the ledger
 /// keeps, other shifts refused, boxes never counted read as not counted, exit 1 with
 /// variances.
@@ -583,6 +587,28 @@ fn report_reads_the_model_under_the_ledgers_day_rule() {
         "--shifts",
         "06:00,18:00",
     ]);
+    // Jackpot liability as CSV: a pool whose displays all matched shows no difference.
+    let jp = roundledger(&[
+        "report",
+        "--ledger",
+        ls,
+        "--jackpots",
+        "--day",
+        &day,
+        "--csv",
+    ]);
+    let text = stdout(&jp);
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some(roundledger_jackpots_header()), "{text}");
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert!(!rows.is_empty(), "{text}");
+    for r in &rows {
+        if r[10] == "0" {
+            assert!(r[9] == "0.00" || r[9].is_empty(), "{text}");
+        }
+    }
+    let off = rows.iter().any(|r| !(r[9] == "0.00" || r[9].is_empty()));
+    assert_eq!(jp.status.code(), Some(i32::from(off)), "{text}");
     // An unknown table and a day not begun are errors, never all-zero reports.
     let nope = roundledger(&[
         "report", "--ledger", ls, "--day", &day, "--table", "NOPE-99",

@@ -976,8 +976,8 @@ pub fn round_finance(r: &RoundReport) -> RoundFinance {
     }
 }
 
-/// Each table's totals over `rows` (`GET /v1/finance`): cash buy-ins as its drop, the
-/// slips, and the recorded and rules wins, jackpots apart.
+/// Each table's totals over `rows` (`GET /v1/finance`): cash buy-ins (never called drop),
+/// the slips, and the recorded and rules wins, jackpots apart.
 pub fn totals(rows: &[ShiftRow]) -> Vec<FinanceSummary> {
     let mut out: BTreeMap<TableId, FinanceSummary> = BTreeMap::new();
     for r in rows {
@@ -986,7 +986,7 @@ pub fn totals(rows: &[ShiftRow]) -> Vec<FinanceSummary> {
             table: Some(t.clone()),
             ..FinanceSummary::default()
         });
-        f.drop = f.drop + r.buy_ins.total;
+        f.cash_buy_ins = f.cash_buy_ins + r.buy_ins.total;
         f.markers = f.markers + r.markers.total;
         f.fills = f.fills + r.fills.total;
         f.credits = f.credits + r.credits.total;

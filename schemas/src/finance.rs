@@ -515,7 +515,8 @@ pub struct PoolLiability {
     pub closing: Money,
     /// The last value the controller displayed before the day's end.
     pub displayed: Option<Money>,
-    /// `displayed - closing`.
+    /// `displayed` less the pool recomputed at the moment it was displayed (not the
+    /// closing: rounds after the display move the pool on).
     pub difference: Option<Money>,
     /// Displays of the day that differed from the recomputed pool.
     pub mismatches: u64,
