@@ -900,6 +900,8 @@ impl Acc {
             g.not_known = vec!["a dealer has no drop, tray counts or slips: the table's".into()];
         }
         let mut variance_ppm: u128 = 0;
+        // Theoretical win summed unrounded over the lines, rounded once at the end.
+        let mut theoretical_ppm: i128 = 0;
         for (_, mut a) in std::mem::take(&mut self.handle) {
             g.handle_without_edge = g.handle_without_edge + a.stake_without_edge;
             g.handle_pending = g.handle_pending + a.stake_pending;
@@ -914,12 +916,13 @@ impl Acc {
                     a.line.edge_ppm = Some((a.theoretical_win_ppm / i128::from(priced.0)) as i64);
                     a.line.theoretical_win = Some(theo);
                 }
-                g.theoretical_win = g.theoretical_win + theo;
+                theoretical_ppm = theoretical_ppm.saturating_add(a.theoretical_win_ppm);
                 g.handle_priced = g.handle_priced + priced;
                 variance_ppm = variance_ppm.saturating_add(a.win_variance_ppm);
             }
             g.handle.push(a.line);
         }
+        g.theoretical_win = Money((theoretical_ppm / 1_000_000) as i64);
         let sd = Money((variance_ppm / 1_000_000).isqrt().min(i64::MAX as u128) as i64);
         let spread = Money(sd.0.saturating_mul(INTERVAL_SD));
         g.win_low = g.theoretical_win - spread;

@@ -808,3 +808,32 @@ fn what_is_not_counted_is_null_with_its_reason_never_zero() {
     assert!(matches!(future, Err(readside::ReadError::BadRequest(_))));
     assert!(readside::finance::refuse_future(&rule, &day26, DAY_START_NS + 24 * HOUR_NS).is_ok());
 }
+
+#[test]
+fn theoretical_win_is_rounded_once_over_its_lines() {
+    let f = floor();
+    // Every group's theoretical win is its lines' exact sum cut once. (This floor's line
+    // remainders never add up to a unit, so cutting per line gives the same here.)
+    for by in [GroupBy::Table, GroupBy::Game, GroupBy::Dealer] {
+        let q = Query {
+            span: Span::Day("2026-11-25".into()),
+            group_by: by,
+            table: None,
+            pit: None,
+        };
+        let r = report(&f.model, &[], &f.counts, &q).unwrap();
+        for g in r.groups.iter().chain([&r.total]) {
+            let exact_ppm: i128 = g
+                .handle
+                .iter()
+                .filter_map(|l| Some(i128::from(l.stake.0) * i128::from(l.edge_ppm?)))
+                .sum();
+            assert_eq!(
+                i128::from(g.theoretical_win.0),
+                exact_ppm / 1_000_000,
+                "{}",
+                g.key
+            );
+        }
+    }
+}
