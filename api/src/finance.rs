@@ -108,10 +108,7 @@ pub async fn reports(
     let report = blocking(move || {
         // The standing counts of the span's boxes, from the count journal.
         let boxes = readside::finance::drop_boxes(&state.model, &query)?;
-        let counts = state
-            .counts
-            .book()
-            .results(boxes.iter().map(String::as_str));
+        let counts = state.counts.book().results(boxes.iter());
         readside::finance::report(&state.model, &state.finance.pits, &counts, &query)
     })
     .await?;

@@ -195,10 +195,12 @@ async fn finance_enters_a_signed_count_and_forged_ones_are_refused() {
     drop(app);
     let book = readside::counts::CountBook::read(&dir.path().join("api")).unwrap();
     assert_eq!(book.len(), 2, "both counts journaled, read back offline");
-    let (standing, counts) = book.standing("T-1/2026-11-25/1").unwrap();
+    let (standing, counts) = book
+        .standing(&TableId::new("T-1").unwrap(), "T-1/2026-11-25/1")
+        .unwrap();
     assert_eq!((standing.signed.count.cash, counts), (Money(149_000), 2));
     // The recount is kept beside the count it follows, each with its signer.
-    let history = book.history("T-1/2026-11-25/1");
+    let history = book.history(&TableId::new("T-1").unwrap(), "T-1/2026-11-25/1");
     let cash: Vec<i64> = history.iter().map(|e| e.signed.count.cash.0).collect();
     assert_eq!(cash, [150_000, 149_000]);
     assert!(history

@@ -187,7 +187,7 @@ fn from_ledger(
     let book = readside::counts::CountBook::read(&ledger::journals::api_dir(dir))?;
     let t0 = std::time::Instant::now();
     let boxes = readside::finance::drop_boxes(&m, q)?;
-    let counts = book.results(boxes.iter().map(String::as_str));
+    let counts = book.results(boxes.iter());
     let r = readside::finance::report(&m, pits, &counts, q)?;
     // On stderr, so --csv and --json stay clean: what BENCHMARKS.md records.
     eprintln!(

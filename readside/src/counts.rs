@@ -80,11 +80,12 @@ pub enum BoundError {
     Model(#[from] crate::model::ModelError),
 }
 
-/// The counts by drop box.
+/// The counts by table and drop box: a count naming another table never stands over
+/// that table's count of the box.
 #[derive(Debug, Default)]
 pub struct CountBook {
-    /// Drop box id -> its entries in journal order; the last stands.
-    by_box: BTreeMap<String, Vec<CountEntry>>,
+    /// (table, drop box id) -> its entries in journal order; the last stands.
+    by_box: BTreeMap<(TableId, String), Vec<CountEntry>>,
     entries: usize,
 }
 
@@ -119,27 +120,32 @@ impl CountBook {
             return Err(format!("more than {COUNTS_MAX} counts"));
         }
         self.entries += 1;
-        let id = e.signed.count.drop_box_id.clone();
-        self.by_box.entry(id).or_default().push(e);
+        let c = &e.signed.count;
+        let key = (c.table.clone(), c.drop_box_id.clone());
+        self.by_box.entry(key).or_default().push(e);
         Ok(())
     }
 
-    /// The standing count of a drop box, and how many counts it had.
-    pub fn standing(&self, drop_box_id: &str) -> Option<(&CountEntry, usize)> {
-        let all = self.by_box.get(drop_box_id)?;
+    /// The standing count of `table`'s drop box, and how many counts it had.
+    pub fn standing(&self, table: &TableId, drop_box_id: &str) -> Option<(&CountEntry, usize)> {
+        let all = self.by_box.get(&(table.clone(), drop_box_id.to_string()))?;
         all.last().map(|e| (e, all.len()))
     }
 
     /// Every count of a drop box in journal order: a recount after the count it follows.
-    pub fn history(&self, drop_box_id: &str) -> &[CountEntry] {
-        self.by_box.get(drop_box_id).map_or(&[], Vec::as_slice)
+    pub fn history(&self, table: &TableId, drop_box_id: &str) -> &[CountEntry] {
+        let key = (table.clone(), drop_box_id.to_string());
+        self.by_box.get(&key).map_or(&[], Vec::as_slice)
     }
 
-    /// The standing counts of the given boxes (those counted), for a report.
-    pub fn results<'a>(&self, boxes: impl IntoIterator<Item = &'a str>) -> Vec<CountResult> {
+    /// The standing counts of the given (table, box) pairs (those counted), for a report.
+    pub fn results<'a>(
+        &self,
+        boxes: impl IntoIterator<Item = &'a (TableId, String)>,
+    ) -> Vec<CountResult> {
         boxes
             .into_iter()
-            .filter_map(|b| self.standing(b))
+            .filter_map(|(t, b)| self.standing(t, b))
             .map(|(e, _)| e.signed.count.clone())
             .collect()
     }

@@ -278,13 +278,15 @@ pub fn refuse_future(rule: &DayRule, span: &Span, now_ns: i64) -> Result<(), Rea
     Ok(())
 }
 
-/// The drop boxes removed in the span's shifts: whose counts a report needs.
-pub fn drop_boxes(model: &Model, q: &Query) -> Result<Vec<String>, ReadError> {
+/// The drop boxes removed in the span's shifts, with their tables: whose counts a
+/// report needs.
+pub fn drop_boxes(model: &Model, q: &Query) -> Result<Vec<(TableId, String)>, ReadError> {
     let (_, from, to) = span_bounds(model.rule(), &q.span)?;
     let rows = model.shift_rows(from, to)?;
     Ok(rows
         .iter()
-        .flat_map(|r| r.drop_boxes.iter().map(|b| b.drop_box_id.clone()))
+        .filter_map(|r| Some((r.table.clone()?, &r.drop_boxes)))
+        .flat_map(|(t, bs)| bs.iter().map(move |b| (t.clone(), b.drop_box_id.clone())))
         .collect())
 }
 

@@ -837,3 +837,141 @@ fn theoretical_win_is_rounded_once_over_its_lines() {
         }
     }
 }
+
+/// A count entry as the API journals it, signed by the count team's key.
+fn entry(n: u64, c: CountResult) -> schemas::count::CountEntry {
+    let key = schemas::attest::SigningKey::from_secret([3; 32]);
+    schemas::count::CountEntry {
+        n,
+        signed: schemas::count::SignedCount::sign(&key, c, DAY_START_NS).unwrap(),
+        entered_by: "fiona".into(),
+        entered_at_ns: DAY_START_NS,
+    }
+}
+
+/// The golden floor: `day_of_two_tables` on 2026-11-25, then on the 26th T-A plays on
+/// (its closer counts 10 minutes late, after the 14:00 change) and T-C opens and closes
+/// without a closing count. T-B's box is counted twice (a recount), and a count labelled
+/// T-A names T-B's box.
+#[test]
+fn golden_two_days_three_tables_every_figure_by_hand() {
+    let d2 = DAY_START_NS + 24 * HOUR_NS;
+    let (mut chains, counts) = day_of_two_tables();
+    let a = &mut chains[0];
+    // T-A closed at 06:05 after its 06:01 count (the day's first) and reopens at 06:30.
+    a.push(d2 + 30 * MIN_NS, None, table_opened(TCP3));
+    a.finance(
+        d2 + HOUR_NS,
+        Finance::CashBuyIn {
+            amount: Money(3_000),
+        },
+    );
+    a.round(TCP3, d2 + 2 * HOUR_NS, |_| {});
+    a.count(d2 + 8 * HOUR_NS + 10 * MIN_NS, 95_500, true);
+    let drop_box_id = "T-A/4".to_string();
+    a.finance(
+        d2 + 8 * HOUR_NS + 11 * MIN_NS,
+        Finance::DropBoxRemoved { drop_box_id },
+    );
+    a.push(d2 + 8 * HOUR_NS + 12 * MIN_NS, None, EventBody::TableClosed);
+    let mut c = Chain::new("T-C");
+    c.push(d2 + 3 * HOUR_NS - MIN_NS, None, table_opened(TCP3));
+    c.count(d2 + 3 * HOUR_NS, 50_000, false);
+    c.finance(
+        d2 + 3 * HOUR_NS + MIN_NS,
+        Finance::CashBuyIn {
+            amount: Money(1_000),
+        },
+    );
+    c.round(TCP3, d2 + 4 * HOUR_NS, |_| {});
+    let drop_box_id = "T-C/1".to_string();
+    c.finance(d2 + 5 * HOUR_NS, Finance::DropBoxRemoved { drop_box_id });
+    c.push(d2 + 5 * HOUR_NS + MIN_NS, None, EventBody::TableClosed);
+    chains.push(c);
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = ledger::Ledger::open(dir.path().join("ledger")).unwrap();
+    let mut batch: Vec<_> = chains.into_iter().flat_map(|c| c.out).collect();
+    for (i, m) in batch.iter_mut().enumerate() {
+        m.stream_seq = i as u64 + 1;
+    }
+    ledger.append(&batch, &[]).unwrap();
+    // The book: T-B's box first miscounted at 90.00 then recounted at 100.00; a count
+    // labelled T-A of T-B's box; T-A's boxes; T-C's box.
+    let mut book = readside::counts::CountBook::default();
+    let mut all: Vec<CountResult> = counts
+        .into_iter()
+        .filter(|c| c.drop_box_id != "T-B/1")
+        .collect();
+    all.push(counted("T-B", "T-B/1", 9_000));
+    all.push(counted("T-B", "T-B/1", 10_000));
+    all.push(counted("T-A", "T-B/1", 77_700));
+    all.push(counted("T-A", "T-A/4", 3_000));
+    all.push(counted("T-C", "T-C/1", 1_000));
+    for (n, c) in all.into_iter().enumerate() {
+        book.take(entry(n as u64 + 1, c)).unwrap();
+    }
+    let tb = TableId::new("T-B").unwrap();
+    let cash: Vec<i64> = book
+        .history(&tb, "T-B/1")
+        .iter()
+        .map(|e| e.signed.count.cash.0)
+        .collect();
+    assert_eq!(cash, [9_000, 10_000], "the recount kept beside the count");
+    for shifts in ["06:00", "06:00,18:00", "06:00,14:00,22:00"] {
+        let rule = ledger::days::DayRule::new("06:00", "UTC")
+            .unwrap()
+            .with_shifts(shifts)
+            .unwrap();
+        let m = Model::temporary(&rule).unwrap();
+        readside::index::catch_up(&ledger, &m).unwrap();
+        let day = |d: &str| {
+            let q = Query {
+                span: Span::Day(d.into()),
+                group_by: GroupBy::Table,
+                table: None,
+                pit: None,
+            };
+            let boxes = readside::finance::drop_boxes(&m, &q).unwrap();
+            report(&m, &[], &book.results(boxes.iter()), &q).unwrap()
+        };
+        // Day 1 as before: T-B's recount of 100.00 stands, not the 90.00, not T-A's 777.00.
+        let one = day("2026-11-25");
+        assert_eq!(group(&one, "T-B").drop, Some(Money(10_000)), "{shifts}");
+        assert_eq!(one.total.win_accounting, Some(Money(-1_500)), "{shifts}");
+        assert_eq!(one.variances_total, 0, "{shifts}: {:?}", one.variances);
+        // Day 2. T-A: opening 990.00 (06:01), a late closing 955.00 (14:10) still the
+        // day's last; drop 30.00 + 955.00 - 990.00 = -5.00, its one round.
+        let two = day("2026-11-26");
+        let a = group(&two, "T-A");
+        assert_eq!(
+            (a.opening, a.closing),
+            (Some(Money(99_000)), Some(Money(95_500)))
+        );
+        assert_eq!(
+            (a.drop, a.win_accounting),
+            (Some(Money(3_000)), Some(Money(-500))),
+            "{shifts}"
+        );
+        // T-C: no closing count: its win and the day's total are not known, and say why.
+        let c = group(&two, "T-C");
+        assert_eq!((c.opening, c.closing), (Some(Money(50_000)), None));
+        assert_eq!((c.drop, c.win_accounting), (Some(Money(1_000)), None));
+        assert_eq!(
+            c.not_known,
+            ["T-C 2026-11-26: closing tray count not yet counted"]
+        );
+        assert_eq!(two.total.win_accounting, None, "{shifts}");
+        assert_eq!(two.total.closing, None, "{shifts}");
+        assert_eq!(
+            two.total.win_recorded,
+            Money(-1_000),
+            "{shifts}: T-A's and T-C's rounds"
+        );
+        let causes: Vec<Cause> = two.variances.iter().map(|v| v.cause).collect();
+        assert_eq!(
+            causes,
+            [Cause::TrayCountMissing],
+            "{shifts}: T-C's closing only"
+        );
+    }
+}
