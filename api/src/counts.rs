@@ -3,7 +3,8 @@
 //! appends it to the `counts.jsonl` journal; `GET /v1/counts` lists the standing counts.
 //! Reports read them through the same book (`readside::counts`).
 //!
-//! Invariants: a count is journaled only after its signature and signer are checked;
+//! Invariants: a count is journaled only after its signature and signer are checked,
+//! and after `readside::counts::check_bound` binds it to its table's box;
 //! entries are never changed (a recount is a new entry that stands over the earlier one);
 //! the book's lock is held across the write, so the book and the journal agree.
 
@@ -25,6 +26,9 @@ pub enum CountRefused {
     /// The count is signed by a key not in the access file's `count_keys`.
     #[error("count key {0} is not a trusted count key (count_keys in the access file)")]
     Untrusted(String),
+    /// The read model that binds a count to its box could not be read.
+    #[error("checking the count against its box: {0}")]
+    Bound(String),
     /// The counts journal could not be written.
     #[error(transparent)]
     Journal(#[from] JournalError),

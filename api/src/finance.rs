@@ -95,7 +95,7 @@ impl ReportQuery {
 }
 
 #[utoipa::path(get, path = "/v1/reports", tag = "finance", params(ReportQuery),
-    responses((status = 200, description = "the three wins per group with their variances and causes, handle, theoretical win and hold against its 95% interval; as CSV with format=csv", body = FinanceReport), (status = 400, body = ApiError)))]
+    responses((status = 200, description = "the three wins per group with their variances and causes, handle, theoretical win and hold against its 95% interval; as CSV with format=csv", body = FinanceReport), (status = 400, body = ApiError), (status = 404, body = ApiError)))]
 pub async fn reports(
     State(st): State<Shared>,
     headers: HeaderMap,
@@ -103,14 +103,12 @@ pub async fn reports(
 ) -> Result<Response, Refusal> {
     let query = q.to_query()?;
     let csv = q.csv(&headers)?;
+    readside::finance::refuse_future(&st.finance.rule, &query.span, (st.clock)())?;
     let state = st.clone();
     let report = blocking(move || {
         // The standing counts of the span's boxes, from the count journal.
         let boxes = readside::finance::drop_boxes(&state.model, &query)?;
-        let counts = state
-            .counts
-            .book()
-            .results(boxes.iter().map(String::as_str));
+        let counts = state.counts.book().results(boxes.iter());
         readside::finance::report(&state.model, &state.finance.pits, &counts, &query)
     })
     .await?;

@@ -890,7 +890,16 @@ async fn enter_count(
         return error(StatusCode::NOT_FOUND, msg);
     }
     let at_ns = (st.clock)();
-    let r = tokio::task::spawn_blocking(move || st.counts.enter(b, &c, at_ns)).await;
+    let r = tokio::task::spawn_blocking(move || {
+        // Bound to its table's box, after its removal, not in the future; else nothing kept.
+        let now = (at_ns, st.ledger.clock_skew_max_ns());
+        readside::counts::check_bound(&st.model, &b.count, now).map_err(|e| match e {
+            readside::counts::BoundError::Refused(why) => CountRefused::Invalid(why),
+            e => CountRefused::Bound(e.to_string()),
+        })?;
+        st.counts.enter(b, &c, at_ns)
+    })
+    .await;
     match r {
         Ok(Ok(entry)) => (StatusCode::CREATED, Json(entry)).into_response(),
         Ok(Err(e @ CountRefused::Invalid(_))) => error(StatusCode::BAD_REQUEST, e.to_string()),

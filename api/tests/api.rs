@@ -357,6 +357,10 @@ async fn finance_sees_totals_and_pools_but_no_round_data() {
         .map(|x| x["rounds"].as_u64().unwrap())
         .sum();
     assert_eq!(total_rounds, 90);
+    // One word, one meaning: the buy-ins are not called drop (that is the counted cash).
+    for t in fin.as_array().unwrap() {
+        assert!(t["cash_buy_ins"].is_i64() && t.get("drop").is_none(), "{t}");
+    }
     // Payout errors make the recorded win differ from the rules' win somewhere.
     assert!(fin
         .as_array()
@@ -403,6 +407,33 @@ async fn finance_reports_refuse_what_they_do_not_know_and_open_a_disputed_round(
         .all(|g| g["key"].as_str().unwrap().starts_with("D-")));
     let dealt: u64 = groups.iter().map(|g| g["rounds"].as_u64().unwrap()).sum();
     assert_eq!(dealt, rep["total"]["rounds"].as_u64().unwrap());
+    // A dealer has no slips or tray counts of their own: null with the reason, never 0.00.
+    for g in groups {
+        for k in [
+            "fills", "credits", "buy_ins", "markers", "opening", "closing", "drop",
+        ] {
+            assert!(g[k].is_null(), "{k}: {g}");
+        }
+        assert_eq!(g["not_known"].as_array().unwrap().len(), 1, "{g}");
+    }
+    // An unknown table is not found, and a day that has not begun is refused.
+    let nope = format!("/v1/reports?day={day}&table=NOPE-99");
+    let (s, body) = get(&f.app, &nope, FIN).await;
+    assert_eq!(s, StatusCode::NOT_FOUND, "{body}");
+    let now_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as i64;
+    let later = ledger::days::DayRule::new("06:00", "UTC")
+        .unwrap()
+        .day_of(now_ns + 3 * 86_400_000_000_000)
+        .unwrap();
+    let (s, body) = get(&f.app, &format!("/v1/reports?day={later}"), FIN).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("has not begun"),
+        "{body}"
+    );
     for bad in [
         format!("/v1/reports?day={day}&colour=red"),
         "/v1/reports".to_string(),

@@ -40,7 +40,7 @@ fn access() -> AccessConfig {
     }
 }
 
-/// A ledger holding one event of table T-1.
+/// A ledger holding one event of table T-1: its box `T-1/2026-11-25/1` removed at 1,000 ns.
 fn ledger(dir: &std::path::Path) -> ledger::Ledger {
     let l = ledger::Ledger::open(dir).unwrap();
     let table = TableId::new("T-1").unwrap();
@@ -52,7 +52,11 @@ fn ledger(dir: &std::path::Path) -> ledger::Ledger {
         prev: GENESIS,
         occurred_at_ns: 1_000,
         round: None,
-        body: EventBody::TableClosed,
+        body: EventBody::Finance {
+            entry: schemas::Finance::DropBoxRemoved {
+                drop_box_id: "T-1/2026-11-25/1".into(),
+            },
+        },
     };
     let bytes = codec::encode(&e, WireFormat::Json);
     let m = ledger::Incoming {
@@ -114,6 +118,7 @@ fn app(dir: &std::path::Path, ledger: Arc<ledger::Ledger>) -> axum::Router {
         api::FinanceSetup::default(),
     )
     .unwrap();
+    state.index_all().unwrap();
     api::router(state)
 }
 
@@ -164,11 +169,43 @@ async fn finance_enters_a_signed_count_and_forged_ones_are_refused() {
     assert_eq!(list[0]["signed"]["count"]["cash"], 149_000);
     let (s, _) = call(&app, "GET", "/v1/counts?sort=x", FIN, None).await;
     assert_eq!(s, StatusCode::BAD_REQUEST);
+    // Refused, naming the rule, and nothing kept: another table's box, a box never
+    // removed, a count before the removal, a count in the future.
+    let mut wrong = Vec::new();
+    let mut other_box = count("T-1", 1);
+    other_box.drop_box_id = "T-9/2026-11-25/1".into();
+    wrong.push((other_box, "box-not-on-table"));
+    let mut early = count("T-1", 1);
+    early.counted_at_ns = 500;
+    wrong.push((early, "count-before-removal"));
+    let mut future = count("T-1", 1);
+    future.counted_at_ns = 1_893_456_000_000_000_000;
+    wrong.push((future, "count-in-future"));
+    for (c, rule) in wrong {
+        let (s, e) = call(&app, "POST", "/v1/counts", FIN, Some(signed(c, &counter()))).await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "{rule}: {e}");
+        assert!(e["error"].as_str().unwrap().starts_with(rule), "{e}");
+    }
+    let (_, after) = call(&app, "GET", "/v1/counts?table=T-1", FIN, None).await;
+    assert_eq!(
+        after.as_array().unwrap(),
+        list,
+        "the standing count unchanged"
+    );
     drop(app);
     let book = readside::counts::CountBook::read(&dir.path().join("api")).unwrap();
     assert_eq!(book.len(), 2, "both counts journaled, read back offline");
-    let (standing, counts) = book.standing("T-1/2026-11-25/1").unwrap();
+    let (standing, counts) = book
+        .standing(&TableId::new("T-1").unwrap(), "T-1/2026-11-25/1")
+        .unwrap();
     assert_eq!((standing.signed.count.cash, counts), (Money(149_000), 2));
+    // The recount is kept beside the count it follows, each with its signer.
+    let history = book.history(&TableId::new("T-1").unwrap(), "T-1/2026-11-25/1");
+    let cash: Vec<i64> = history.iter().map(|e| e.signed.count.cash.0).collect();
+    assert_eq!(cash, [150_000, 149_000]);
+    assert!(history
+        .iter()
+        .all(|e| e.signed.signer == counter().public()));
 }
 
 #[tokio::test]

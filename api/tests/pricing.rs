@@ -125,7 +125,8 @@ async fn the_worker_prices_a_configured_pay_table_in_the_background() {
         &access(),
         &dir.path().join("api"),
         &dir.path().join("readmodel"),
-        || 7,
+        // 2026-05-28 20:26 UTC: the reported day has begun (a future day is refused).
+        || 1_780_000_000_000_000_000,
         rx.clone(),
         api::FinanceSetup::default(),
     )

@@ -618,7 +618,7 @@ function reportSummary(r) {
       ${tile("Win interval (95%)", interval(t), t.hold_alarm ? "diff" : "")}
       ${tile("Jackpots paid", money(t.jackpot_paid_recorded))}
       ${tile("Variances", String(r.variances_total), r.variances_total ? "diff" : "")}
-    </div></div>`;
+    </div>${(t.not_known || []).length ? `<ul class="hint" id="not-known">${t.not_known.map(w => `<li>Not known: ${esc(w)}</li>`).join("")}</ul>` : ""}</div>`;
 }
 
 // Hold against theoretical hold per group, as bars (at most 40 groups). A dealer has no
@@ -640,12 +640,13 @@ function holdChart(r) {
 }
 
 function groupsTable(r) {
-  if (!r.groups.length) return `<div class="card empty">No table played in this span.</div>`;
+  if (r.no_play || !r.groups.length) return `<div class="card empty">No table played in this span: these figures are of no play, not results.</div>`;
   return `<div class="card"><h2>By ${esc(r.group_by)}</h2><table class="list" id="report-table"><thead><tr>
-    <th>${esc(r.group_by)}</th><th class="num">Rounds</th><th class="num">Drop</th><th class="num">Fills</th><th class="num">Credits</th><th class="num">Opening</th><th class="num">Closing</th>
+    <th>${esc(r.group_by)}</th><th class="num">Rounds</th><th class="num">Drop</th><th class="num">Buy-ins</th><th class="num">Markers</th><th class="num">Handle</th><th class="num">Theo. win</th><th class="num">Fills</th><th class="num">Credits</th><th class="num">Opening</th><th class="num">Closing</th>
     <th class="num">Win (accounting)</th><th class="num">Win (recorded)</th><th class="num">Win (rules)</th><th class="num">Hold</th><th class="num">Theo. hold</th><th class="num">Hold / handle</th><th class="num">Theo. / handle</th><th>95% interval</th><th class="num">Variances</th></tr></thead><tbody>
     ${r.groups.map(g => `<tr class="${g.variances || g.hold_alarm ? "diff" : ""}"><td>${esc(g.key)}${g.hold_alarm ? ' <span class="badge critical">hold alarm</span>' : ""}</td><td class="num">${g.rounds}</td>
-      <td class="num">${r.group_by === "dealer" ? "— (the table's)" : maybe(g.drop, "not counted")}</td><td class="num">${money(g.fills)}</td><td class="num">${money(g.credits)}</td><td class="num">${money(g.opening)}</td><td class="num">${money(g.closing)}</td>
+      <td class="num">${r.group_by === "dealer" ? "— (the table's)" : maybe(g.drop, "not counted")}</td><td class="num">${maybe(g.buy_ins, "—")}</td><td class="num">${maybe(g.markers, "—")}</td>
+      <td class="num">${money(g.handle_priced)}</td><td class="num">${g.theoretical_pending ? '<span class="muted pending">pending</span>' : money(g.theoretical_win)}</td><td class="num">${maybe(g.fills, "—")}</td><td class="num">${maybe(g.credits, "—")}</td><td class="num">${maybe(g.opening, "not yet counted")}</td><td class="num">${maybe(g.closing, "not yet counted")}</td>
       <td class="num">${maybe(g.win_accounting, "—")}</td><td class="num">${money(g.win_recorded)}</td><td class="num">${money(g.win_rules)}</td><td class="num">${pct(g.hold_bp)}</td><td class="num">${pct(g.hold_theoretical_bp)}</td>
       <td class="num">${pct(g.hold_handle_bp)}</td><td class="num">${pct(g.hold_handle_theoretical_bp)}</td>
       <td>${interval(g)}</td><td class="num">${g.variances}</td></tr>`).join("")}

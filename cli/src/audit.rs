@@ -141,7 +141,7 @@ pub fn run(mut args: Args) -> Result<Outcome> {
             let day = args.day.as_deref().unwrap_or_default();
             let tables = match l.day_seal(day)? {
                 Some(seal) => seal.tables,
-                None => l.day_ranges(&args.rule.rule()?, day)?.tables,
+                None => l.day_ranges(&args.rule.rule_of(&l)?, day)?.tables,
             };
             audit_day(&l, &tables, &args.filter)?
         }

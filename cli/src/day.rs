@@ -80,9 +80,9 @@ pub fn run(args: Args) -> Result<Outcome> {
 }
 
 fn seal(args: SealArgs) -> Result<Outcome> {
-    let rule = args.rule.rule()?;
     let key = crate::keygen::read_signing_key(&args.seal_key)?;
     let l = crate::source::open_ledger(&args.ledger)?;
+    let rule = args.rule.rule_of(&l)?;
     let sealed = l.seal_day(&rule, &args.day, &key, crate::when::now_ns()?)?;
     let s = sealed.seal();
     let what = match &sealed {
@@ -112,7 +112,8 @@ fn show(args: ShowArgs) -> Result<Outcome> {
         }
         return Ok(Outcome::Clean);
     }
-    let ranges = l.day_ranges(&args.rule.rule()?, &args.day)?;
+    let rule = args.rule.rule_of(&l)?;
+    let ranges = l.day_ranges(&rule, &args.day)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&ranges.tables)?);
         return Ok(Outcome::Clean);
@@ -121,7 +122,7 @@ fn show(args: ShowArgs) -> Result<Outcome> {
     println!(
         "day {} (not sealed) in {}: {} ns to {} ns",
         b.day,
-        args.rule.zone_name(),
+        rule.time_zone(),
         b.starts_at_ns,
         b.ends_at_ns
     );

@@ -153,6 +153,10 @@ pub fn run(mut args: Args) -> Result<Outcome> {
     let alert_log = ingest::alerts::AlertLog::default();
     let source = crate::serve::alert_source(&alert_log);
     let rule = demo_finance::day_rule(&args.floor.shift_start, args.floor.shift_every)?;
+    // Kept with the ledger: a report on it later (`--keep`) splits days where the floor did.
+    ledger
+        .set_day_rule(&rule)
+        .context("keeping the day rule in the ledger")?;
     let finance = api::FinanceSetup {
         rule: rule.clone(),
         pits: Vec::new(),
@@ -444,9 +448,10 @@ fn close_the_books(
     published: &simulator::PublishReport,
 ) -> Result<()> {
     let fin = demo_finance::client(&web.url(), &access.token("finance")?)?;
+    // The server binds each count to its box's removal: it must have read them first.
+    wait_indexed(&fin, ledger)?;
     let counted = demo_finance::enter_counts(&fin, &access.count_key, &published.finance.counts)?;
     println!("count room: {counted} drop boxes counted, signed and entered (POST /v1/counts)");
-    wait_indexed(&fin, ledger)?;
     let days = demo_finance::days_of(ledger, rule)?;
     let expected = &published.finance.variances;
     if !demo_finance::summary(&fin, (&days.0, &days.1), expected)? {

@@ -32,7 +32,8 @@ pub fn client(url: &str, token: &str) -> Result<Client> {
     Client::from_args(&args)?.context("a server URL")
 }
 
-/// Signs and enters every count through `POST /v1/counts`; how many were journaled.
+/// Signs and enters every count through `POST /v1/counts`; how many were journaled. Call
+/// after the server has indexed the boxes' removals: it binds each count to one.
 pub fn enter_counts(client: &Client, key: &SigningKey, counts: &[CountResult]) -> Result<usize> {
     let signed_at_ns = crate::when::now_ns()?;
     for c in counts {

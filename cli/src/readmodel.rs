@@ -28,7 +28,8 @@ enum Command {
         /// The ledger directory (no server may hold it).
         #[arg(long)]
         ledger: PathBuf,
-        /// The day rule and shifts the finance rows are cut by (as `serve` has them).
+        /// The day rule the finance rows are cut by: the ledger's (`serve` sets it); flags
+        /// saying another are refused.
         #[command(flatten)]
         day: crate::args::DayArgs,
     },
@@ -48,7 +49,7 @@ enum Command {
 
 pub fn run(args: Args) -> Result<Outcome> {
     match args.command {
-        Command::Rebuild { ledger, day } => rebuild(&ledger, &day.rule()?),
+        Command::Rebuild { ledger, day } => rebuild(&ledger, &day),
         Command::PriceEdges { ledger } => price_edges(&ledger),
         Command::Check { ledger } => {
             let l = crate::source::open_ledger(&ledger)?;
@@ -67,8 +68,9 @@ pub fn run(args: Args) -> Result<Outcome> {
     }
 }
 
-fn rebuild(dir: &Path, rule: &ledger::days::DayRule) -> Result<Outcome> {
+fn rebuild(dir: &Path, day: &crate::args::DayArgs) -> Result<Outcome> {
     let ledger = crate::source::open_ledger(dir)?;
+    let rule = &day.rule_of(&ledger)?;
     let mdir = model::default_dir(dir);
     if mdir.exists() {
         std::fs::remove_dir_all(&mdir)

@@ -107,8 +107,7 @@ pub fn run(args: Args) -> Result<Outcome> {
         .map(schemas::TableId::new)
         .transpose()
         .map_err(|e| anyhow::anyhow!("--table: {e}"))?;
-    let rule = args.day_rule.rule()?;
-    let report = match (&args.ledger, Client::from_args(&args.server)?) {
+    let (report, rule) = match (&args.ledger, Client::from_args(&args.server)?) {
         (Some(dir), None) => {
             let q = Query {
                 span,
@@ -116,7 +115,7 @@ pub fn run(args: Args) -> Result<Outcome> {
                 table,
                 pit: args.only_pit.clone(),
             };
-            from_ledger(dir, &rule, &args.pits.pits()?, &q)?
+            from_ledger(dir, &args.day_rule, &args.pits.pits()?, &q)?
         }
         (None, Some(c)) => {
             let mut path = format!("/v1/reports?{span_query}&group_by={}", enc(&args.group_by));
@@ -125,7 +124,9 @@ pub fn run(args: Args) -> Result<Outcome> {
                     path.push_str(&format!("&{k}={}", enc(v)));
                 }
             }
-            c.get(&path)?
+            let r: FinanceReport = c.get(&path)?;
+            let rule = server_rule(&args.day_rule, &r.day_rule)?;
+            (r, rule)
         }
         _ => bail!("say where: --ledger DIR or --server URL"),
     };
@@ -144,15 +145,34 @@ pub fn run(args: Args) -> Result<Outcome> {
     )
 }
 
-/// The report from a ledger directory: its read model opened under `rule` (rebuilt when
-/// it was built under another), brought to the heads; drops from the count journal.
+/// The server's day rule, as its report states it. Flags that say another are refused:
+/// the server splits its days by its own rule.
+fn server_rule(flags: &DayArgs, spec: &str) -> Result<ledger::days::DayRule> {
+    let rule = ledger::days::DayRule::from_spec(spec)
+        .with_context(|| format!("the server's day rule {spec:?}"))?;
+    let said = flags.over(Some(&rule))?;
+    if flags.given() && said.spec() != rule.spec() {
+        bail!(
+            "the server's day rule is `{spec}`; the flags say `{}`. The server's rule is \
+             set where it runs (`serve --shifts`)",
+            said.spec()
+        );
+    }
+    Ok(rule)
+}
+
+/// The report from a ledger directory: its read model opened under the ledger's day rule
+/// (rebuilt when it was built under another), brought to the heads; drops from the count
+/// journal.
 fn from_ledger(
     dir: &Path,
-    rule: &ledger::days::DayRule,
+    flags: &DayArgs,
     pits: &[Pit],
     q: &Query,
-) -> Result<FinanceReport> {
+) -> Result<(FinanceReport, ledger::days::DayRule)> {
     let ledger = crate::source::open_ledger(dir)?;
+    let rule = &flags.rule_of(&ledger)?;
+    readside::finance::refuse_future(rule, &q.span, crate::when::now_ns()?)?;
     let mdir = model::default_dir(dir);
     let m = match Model::open(&mdir, rule) {
         Err(ModelError::Version { found }) => {
@@ -167,7 +187,7 @@ fn from_ledger(
     let book = readside::counts::CountBook::read(&ledger::journals::api_dir(dir))?;
     let t0 = std::time::Instant::now();
     let boxes = readside::finance::drop_boxes(&m, q)?;
-    let counts = book.results(boxes.iter().map(String::as_str));
+    let counts = book.results(boxes.iter());
     let r = readside::finance::report(&m, pits, &counts, q)?;
     // On stderr, so --csv and --json stay clean: what BENCHMARKS.md records.
     eprintln!(
@@ -177,7 +197,7 @@ fn from_ledger(
         r.total.boxes_counted,
         r.total.boxes_not_counted
     );
-    Ok(r)
+    Ok((r, rule.clone()))
 }
 
 fn print_report(r: &FinanceReport, rule: &ledger::days::DayRule) {
@@ -207,11 +227,11 @@ fn print_report(r: &FinanceReport, rule: &ledger::days::DayRule) {
     for g in r.groups.iter().chain(std::iter::once(&r.total)) {
         print_group(g);
     }
-    if r.total.boxes_not_counted > 0 || r.total.drop.is_none() {
-        println!(
-            "{} drop box(es) not yet counted: no drop or accounting win for them",
-            r.total.boxes_not_counted
-        );
+    if r.no_play {
+        println!("no table played in {}: no figure here is a result", r.span);
+    }
+    for why in &r.total.not_known {
+        println!("not known: {why}");
     }
     println!("variances: {}", r.variances_total);
     for v in &r.variances {
@@ -267,22 +287,60 @@ fn print_group(g: &ReportGroup) {
     );
 }
 
+/// The CSV columns of `report --jackpots --csv`.
+pub const JACKPOTS_CSV_HEADER: &str =
+    "pool,day,opening,contributions,hits,paid,resets,closing,displayed,difference,mismatches";
+
+/// Each pool's liability as CSV: amounts in currency units, empty where not displayed.
+fn jackpots_csv(pools: &[schemas::finance::PoolLiability]) -> String {
+    let opt = |m: Option<schemas::Money>| m.map(|m| m.to_string()).unwrap_or_default();
+    let mut out = format!("{JACKPOTS_CSV_HEADER}\n");
+    for p in pools {
+        out.push_str(&format!(
+            "{},{},{},{},{},{},{},{},{},{},{}\n",
+            p.pool,
+            p.day,
+            p.opening,
+            p.contributions,
+            p.hits,
+            p.paid,
+            p.resets,
+            p.closing,
+            opt(p.displayed),
+            opt(p.difference),
+            p.mismatches
+        ));
+    }
+    out
+}
+
 /// `report --jackpots --day D`: each pool's liability over the day. Exit 1 when a pool's
 /// display differs from the recomputed pool.
 fn jackpots(args: &Args) -> Result<Outcome> {
     let day = args.day.clone().context("--jackpots needs --day")?;
-    let rule = args.day_rule.rule()?;
-    let pools: Vec<schemas::finance::PoolLiability> =
-        match (&args.ledger, Client::from_args(&args.server)?) {
-            (Some(dir), None) => {
-                let ledger = crate::source::open_ledger(dir)?;
-                readside::jackpot::liability(&ledger, &rule, &day)?
-            }
-            (None, Some(c)) => c.get(&format!("/v1/reports/jackpots?day={}", enc(&day)))?,
-            _ => bail!("say where: --ledger DIR or --server URL"),
-        };
+    let (pools, rule): (Vec<schemas::finance::PoolLiability>, _) = match (
+        &args.ledger,
+        Client::from_args(&args.server)?,
+    ) {
+        (Some(dir), None) => {
+            let ledger = crate::source::open_ledger(dir)?;
+            let rule = args.day_rule.rule_of(&ledger)?;
+            (readside::jackpot::liability(&ledger, &rule, &day)?, rule)
+        }
+        (None, Some(c)) => {
+            anyhow::ensure!(
+                    !args.day_rule.given(),
+                    "--server: the server's day rule splits the day; drop --day-start, --time-zone and --shifts"
+                );
+            let pools = c.get(&format!("/v1/reports/jackpots?day={}", enc(&day)))?;
+            (pools, args.day_rule.rule()?)
+        }
+        _ => bail!("say where: --ledger DIR or --server URL"),
+    };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&pools)?);
+    } else if args.csv {
+        print!("{}", jackpots_csv(&pools));
     } else {
         println!("jackpot liability, day {day} ({})", rule.spec());
         for p in &pools {

@@ -8,7 +8,7 @@
 
 use crate::simulate::FloorArgs;
 use crate::Outcome;
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -111,6 +111,7 @@ pub fn run(args: Args) -> Result<Outcome> {
     ledger
         .trust_admin_keys(vec![simulator::admin_key().public()])
         .context("keeping the trusted admin key")?;
+    keep_day_rule(&ledger, &args.floor)?;
     // Appended directly, not through the bus: the ledger checks no signatures here.
     let mut floor = args.floor.floor()?.without_event_signatures();
     if let Some(days) = args.days_ago {
@@ -140,6 +141,21 @@ pub fn run(args: Args) -> Result<Outcome> {
         started.elapsed()
     );
     Ok(Outcome::Clean)
+}
+
+/// Keeps the day rule of the floor's shift clock in the ledger, so reports split its days
+/// where its tables change shift. A ledger kept under another rule is refused.
+fn keep_day_rule(ledger: &ledger::Ledger, floor: &crate::simulate::FloorArgs) -> Result<()> {
+    let rule = crate::demo_finance::day_rule(&floor.shift_start, floor.shift_every)?;
+    match ledger.day_rule().context("reading the ledger's day rule")? {
+        Some(kept) if kept.spec() != rule.spec() => bail!(
+            "the ledger's day rule is `{}`; this floor changes shift as `{}`",
+            kept.spec(),
+            rule.spec()
+        ),
+        Some(_) => Ok(()),
+        None => Ok(ledger.set_day_rule(&rule)?),
+    }
 }
 
 /// Every table's opening, its rounds, and its closing with `--close`, each step followed

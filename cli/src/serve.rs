@@ -125,6 +125,7 @@ pub enum LogFormat {
 fn sealer_config(
     args: &Args,
     access: &bus::Access,
+    rule: &ledger::days::DayRule,
 ) -> Result<Option<ingest::sealer::SealerConfig>> {
     let Some(path) = &args.seal_key else {
         return Ok(None);
@@ -132,7 +133,7 @@ fn sealer_config(
     Ok(Some(ingest::sealer::SealerConfig {
         nats_url: args.nats.clone(),
         access: access.clone(),
-        rule: args.day.rule()?,
+        rule: rule.clone(),
         key: Arc::new(crate::keygen::read_signing_key(path)?),
         grace: std::time::Duration::from_secs(args.seal_grace),
         check_every: ingest::sealer::SEAL_CHECK_EVERY,
@@ -223,7 +224,11 @@ fn open_ledger(args: &Args) -> Result<Arc<ledger::Ledger>> {
 }
 
 /// The API's configuration, or none without `--config` (then only /health runs).
-fn api_config(args: &Args, alerts: &ingest::alerts::AlertLog) -> Result<Option<api::ApiConfig>> {
+fn api_config(
+    args: &Args,
+    alerts: &ingest::alerts::AlertLog,
+    rule: &ledger::days::DayRule,
+) -> Result<Option<api::ApiConfig>> {
     let Some(path) = &args.config else {
         tracing::warn!(
             "no --config: the HTTP API is off (only /health and /ready); see `roundledger tokens`"
@@ -242,7 +247,7 @@ fn api_config(args: &Args, alerts: &ingest::alerts::AlertLog) -> Result<Option<a
         model_dir: readside::model::default_dir(&args.ledger),
         alerts: Some(alert_source(alerts)),
         finance: api::FinanceSetup {
-            rule: args.day.rule()?,
+            rule: rule.clone(),
             pits: args.pits.pits()?,
         },
         tls: match (&args.tls_cert, &args.tls_key) {
@@ -250,7 +255,7 @@ fn api_config(args: &Args, alerts: &ingest::alerts::AlertLog) -> Result<Option<a
             _ => None,
         },
         access_file: Some(path.clone()),
-        time_zone: args.day.zone_name().to_string(),
+        time_zone: rule.time_zone().to_string(),
         ingesting: !args.no_ingest,
         failures_per_minute_max: Some(args.failures_per_minute),
     }))
@@ -350,17 +355,22 @@ pub fn run(args: Args) -> Result<Outcome> {
     ages.check().context("the archive tier's ages")?;
     let ledger = open_ledger(&args)?;
     warn_fenced(&ledger);
+    // One day rule for the ledger: every report, seal and list splits days by it.
+    let (rule, replaced) = args.day.settle(&ledger)?;
+    if let Some(old) = replaced {
+        tracing::warn!(was = %old.spec(), now = %rule.spec(), "the day rule changed: the read model is rebuilt under it");
+    }
     let mut config = ingest::IngestConfig::new(&args.nats).with_batch_len(args.batch);
     config.access = args.bus.access();
     config.stuck_after = std::time::Duration::from_secs(args.stuck_after);
-    let sealer = sealer_config(&args, &config.access)?;
+    let sealer = sealer_config(&args, &config.access, &rule)?;
     anyhow::ensure!(
         sealer.is_none() || !args.no_ingest,
         "--seal-key needs ingest: a read-only server seals nothing"
     );
     let rt = crate::runtime::runtime()?;
     tracing::info!(ledger = %args.ledger.display(), nats = %args.nats, ingest = !args.no_ingest, "roundledger serve starting (Ctrl-C stops cleanly)");
-    let api_config = api_config(&args, &config.alerts)?;
+    let api_config = api_config(&args, &config.alerts, &rule)?;
     let ingesting = (!args.no_ingest).then(|| ingest_source(&config));
     let ops = api::ops::Ops::new(ledger.clone(), ingesting, api::system_clock);
     // A corrupt sled page fails only the reads that reach it: read the whole index once,

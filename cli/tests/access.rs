@@ -37,6 +37,7 @@ fn setup(dir: &Path) -> String {
         "1",
         "--rounds",
         "3",
+        "--close",
     ];
     let (code, out, err) = run(&args);
     assert_eq!(code, 0, "{out}{err}");
@@ -44,6 +45,31 @@ fn setup(dir: &Path) -> String {
     let (code, _, err) = run(&["tokens", "--out", path(&dir.join("access.json"))]);
     assert_eq!(code, 0, "{err}");
     path(&ledger).to_string()
+}
+
+/// The drop box the seeded table's closing removed (the one a count may name), and a
+/// minute after its removal, RFC 3339: the seeded device clock runs ahead of now.
+fn removed_box(ledger: &str) -> (String, String) {
+    let l = ledger::Ledger::open(ledger).unwrap();
+    let t = l.tables().remove(0);
+    let head = l.head(&t).unwrap().seq.0;
+    l.events(&t, 1..=head)
+        .filter_map(|e| {
+            let (e, _) = schemas::codec::decode(&e.unwrap().bytes).unwrap();
+            match e.body {
+                schemas::EventBody::Finance {
+                    entry: schemas::Finance::DropBoxRemoved { drop_box_id },
+                } => Some((drop_box_id, e.occurred_at_ns)),
+                _ => None,
+            }
+        })
+        .last()
+        .map(|(id, at_ns)| {
+            let later = i128::from(at_ns) + 60_000_000_000;
+            let t = jiff::Timestamp::from_nanosecond(later).unwrap();
+            (id, t.to_string())
+        })
+        .expect("the closing removes a box")
 }
 
 /// Starts the server over TLS; returns it and its https:// URL.
@@ -135,6 +161,7 @@ fn people_tokens_https_counts_revocation_and_the_rate_limit() {
         public.trim(),
     ]);
     assert_eq!(code, 0, "{err}");
+    let (drop_box, counted_at) = removed_box(&ledger);
     let (mut server, url) = serve(dir.path(), &ledger);
     assert!(url.starts_with("https://127.0.0.1:"), "{url}");
     let ca = dir.path().join("ca.pem");
@@ -142,28 +169,37 @@ fn people_tokens_https_counts_revocation_and_the_rate_limit() {
     assert_eq!(code, 0, "{out}{err}");
     // `seed --tables 1` plays one table of the first game.
     let table = "CSP6-01";
-    let (code, out, err) = run(&[
-        "count",
-        "add",
-        "--server",
-        &url,
-        "--token",
-        &token,
-        "--ca",
-        path(&ca),
-        "--sign-key",
-        path(&key),
-        "--table",
-        table,
-        "--box",
-        "B-1",
-        "--cash",
-        "1234.50",
-        "--counted-by",
-        "team B",
-    ]);
+    let add = |drop_box: &str, extra: &[&str]| {
+        let mut args = vec!["count", "add", "--server", &url, "--token", &token, "--ca"];
+        args.extend([path(&ca), "--sign-key", path(&key), "--table", table]);
+        args.extend([
+            "--box",
+            drop_box,
+            "--cash",
+            "1234.50",
+            "--counted-by",
+            "team B",
+        ]);
+        args.extend_from_slice(extra);
+        run(&args)
+    };
+    let (code, out, err) = add(&drop_box, &["--counted-at", &counted_at]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("cash 1234.50"), "{out}");
+    // A box never on the table, and a count dated ahead: refused, naming the rule.
+    let (code, _, err) = add("TCP3-05/62343", &["--counted-at", &counted_at]);
+    assert_eq!(code, 2);
+    assert!(err.contains("box-not-on-table"), "{err}");
+    let (code, _, err) = add(&drop_box, &["--counted-at", "2030-01-01T00:00:00Z"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("count-in-future"), "{err}");
+    let (code, out, err) = list(&url, &token, &ca);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        out.matches(drop_box.as_str()).count(),
+        1,
+        "only the bound count: {out}"
+    );
     let plain = url.replacen("https://", "http://", 1);
     let (code, _, _) = list(&plain, &token, &ca);
     assert_eq!(code, 2, "plain HTTP to the TLS port fails");

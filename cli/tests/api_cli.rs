@@ -279,6 +279,7 @@ fn replay_audit_and_export_work_against_a_running_server() {
     assert_eq!(code, 0, "{out}{err}");
     let (code, out, _) = run(&["verify", "--export", file.to_str().unwrap()]);
     assert_eq!(code, 0, "{out}");
+    report_uses_the_servers_day_rule(&url, &token("finance"));
     // The finance token may not replay rounds.
     let (code, _, err) = run(&[
         "replay",
@@ -300,9 +301,10 @@ fn replay_audit_and_export_work_against_a_running_server() {
 
 /// Changes the read model of `ledger` through sled, as a disk fault or a hand would.
 /// `audit --server --day` and `--shift`: the seeded floor plays from about now, so its
-/// rounds open within the gaming days (06:00 UTC, one shift) from yesterday to the day
-/// after tomorrow. The days' audits partition the rounds; a day's one shift is the
-/// whole day; a shift the day does not have is the server's 400.
+/// rounds open within the gaming days from yesterday to the day after tomorrow. `serve`
+/// was given no day rule: it uses the one `seed` kept (06:00 UTC, shifts at 06:00, 14:00
+/// and 22:00). The days' audits partition the rounds, a day's three shifts partition
+/// the day, and a shift the day does not have is the server's 400.
 fn audit_by_day_and_shift(url: &str, token: &str, rounds: u64) {
     let audit = |when: &[&str]| -> (i32, serde_json::Value, String) {
         let mut args = vec!["audit", "--server", url, "--token", token, "--json"];
@@ -324,19 +326,63 @@ fn audit_by_day_and_shift(url: &str, token: &str, rounds: u64) {
         let day = day.as_str();
         let (code, by_day, err) = audit(&["--day", day]);
         assert!(code == 0 || code == 1, "{day}: {err}");
-        let (_, by_shift, _) = audit(&["--shift", &format!("{day}/1")]);
-        assert_eq!(by_shift, by_day, "{day}: its one shift is the whole day");
+        let shifts: u64 = (1..=3)
+            .map(|n| {
+                audit(&["--shift", &format!("{day}/{n}")]).1["rounds"]
+                    .as_u64()
+                    .unwrap()
+            })
+            .sum();
+        assert_eq!(
+            shifts,
+            by_day["rounds"].as_u64().unwrap(),
+            "{day}: its shifts"
+        );
         sum += by_day["rounds"].as_u64().unwrap();
     }
     assert_eq!(
         sum, rounds,
         "the days' rounds are all the rounds, once each"
     );
-    let (code, _, err) = audit(&["--shift", &format!("{}/2", days[1])]);
+    let (code, _, err) = audit(&["--shift", &format!("{}/4", days[1])]);
     assert_eq!(code, 2);
-    assert!(err.contains("400") && err.contains("has 1 shifts"), "{err}");
+    assert!(err.contains("400") && err.contains("has 3 shifts"), "{err}");
     let (code, _, err) = audit(&["--day", &days[1], "--from", "0"]);
     assert_eq!(code, 2, "a day and a time are refused: {err}");
+}
+
+/// `report --server` splits days by the server's rule; flags saying another are refused,
+/// never ignored, and flags saying the same are accepted.
+fn report_uses_the_servers_day_rule(url: &str, token: &str) {
+    let day = ledger::days::DayRule::new("06:00", "UTC")
+        .unwrap()
+        .day_of(now_ns())
+        .unwrap();
+    let report = |flags: &[&str]| {
+        let mut args = vec!["report", "--server", url, "--token", token, "--day", &day];
+        args.extend_from_slice(flags);
+        run(&args)
+    };
+    let (code, out, err) = report(&["--json"]);
+    assert!(code == 0 || code == 1, "{err}");
+    let r: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(r["day_rule"], "06:00 UTC 06:00,14:00,22:00");
+    let (code, _, err) = report(&["--json", "--shifts", "06:00,14:00,22:00"]);
+    assert!(code == 0 || code == 1, "the same rule: {err}");
+    let (code, out, err) = report(&["--json", "--shifts", "06:00,18:00"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        err.contains("the server's day rule is `06:00 UTC 06:00,14:00,22:00`"),
+        "{err}"
+    );
+    assert!(out.is_empty(), "nothing printed under another rule: {out}");
+}
+
+fn now_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as i64
 }
 
 fn tamper_model(ledger: &str, f: impl FnOnce(&sled::Db)) {

@@ -654,10 +654,15 @@ fn audit_reads_wall_times_in_the_time_zone_flag_else_tz() {
     );
 }
 
-/// `report` on a ledger directory: JSON, CSV and the table, the model rebuilt when the
-/// shifts change, boxes never counted read as not counted, exit 1 with variances.
+fn roundledger_jackpots_header() -> &'static str {
+    "pool,day,opening,contributions,hits,paid,resets,closing,displayed,difference,mismatches"
+}
+
+/// `report` on a ledger directory: JSON, CSV and the table under the day rule the ledger
+/// keeps, other shifts refused, boxes never counted read as not counted, exit 1 with
+/// variances.
 #[test]
-fn report_reads_the_model_under_the_shifts_it_is_given() {
+fn report_reads_the_model_under_the_ledgers_day_rule() {
     let dir = tempfile::tempdir().unwrap();
     let l = dir.path().join("ledger");
     let ls = l.to_str().unwrap();
@@ -713,14 +718,50 @@ fn report_reads_the_model_under_the_shifts_it_is_given() {
         "--shifts",
         "06:00,18:00",
     ]);
-    let err = String::from_utf8_lossy(&other.stderr);
+    // Jackpot liability as CSV: a pool whose displays all matched shows no difference.
+    let jp = roundledger(&[
+        "report",
+        "--ledger",
+        ls,
+        "--jackpots",
+        "--day",
+        &day,
+        "--csv",
+    ]);
+    let text = stdout(&jp);
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some(roundledger_jackpots_header()), "{text}");
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert!(!rows.is_empty(), "{text}");
+    for r in &rows {
+        if r[10] == "0" {
+            assert!(r[9] == "0.00" || r[9].is_empty(), "{text}");
+        }
+    }
+    let off = rows.iter().any(|r| !(r[9] == "0.00" || r[9].is_empty()));
+    assert_eq!(jp.status.code(), Some(i32::from(off)), "{text}");
+    // An unknown table and a day not begun are errors, never all-zero reports.
+    let nope = roundledger(&[
+        "report", "--ledger", ls, "--day", &day, "--table", "NOPE-99",
+    ]);
+    assert_eq!(nope.status.code(), Some(2), "{}", stdout(&nope));
+    assert!(String::from_utf8_lossy(&nope.stderr).contains("no table NOPE-99"));
+    let later = roundledger(&["report", "--ledger", ls, "--day", "2099-01-01"]);
+    assert_eq!(later.status.code(), Some(2), "{}", stdout(&later));
+    assert!(String::from_utf8_lossy(&later.stderr).contains("has not begun"));
+    let before = roundledger(&["report", "--ledger", ls, "--day", "2020-01-01"]);
+    assert_eq!(before.status.code(), Some(0));
     assert!(
-        err.contains("rebuilding it under 06:00 UTC 06:00,18:00"),
+        stdout(&before).contains("no table played in day 2020-01-01"),
+        "{}",
+        stdout(&before)
+    );
+    // The seeded ledger keeps its floor's day rule: a report never splits days another way.
+    let err = String::from_utf8_lossy(&other.stderr);
+    assert_eq!(other.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("the ledger's day rule is `06:00 UTC 06:00,14:00,22:00`"),
         "{err}"
     );
-    assert!(
-        stdout(&other).contains(&format!("shift {shift}")),
-        "{}",
-        stdout(&other)
-    );
+    assert!(stdout(&other).is_empty(), "{}", stdout(&other));
 }

@@ -62,6 +62,8 @@ fn sealed_ledger(tmp: &Path, tables: &str, rounds: &str) -> (std::path::PathBuf,
     ];
     // Small value-log segments, so that compaction has closed ones to retire.
     let small = ["--days-ago", "3", "--segment-bytes", "65536"];
+    // Days from 00:00 UTC, as the seals below split them: the ledger keeps that rule.
+    let small = [&small[..], &["--shift-start", "00:00"]].concat();
     let out = roundledger(&[&seed[..], &small[..]].concat());
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let key = tmp.join("seal.key");

@@ -6,8 +6,14 @@
 //! Pure over the read model's shift rows (`shiftrow`) and the count room's results
 //! (`CountResult`): no clock, no I/O besides the one range read of the rows.
 //!
-//! - accounting win = counted drop + credits + closing count - opening count - fills;
-//!   `None` while a drop box is not yet counted, never a zero drop.
+//! - accounting win (Nevada MICS) = closing count + counted drop + credits - fills -
+//!   opening count, per table and gaming day, summed over the tables. A day's opening is
+//!   its first opening count and its closing its last, whatever the shift layout; the
+//!   shifts' counts are never added up. Over one shift, or grouped by shift, the unit is
+//!   the table's shift. `None` while a drop box is not yet counted or a count is missing:
+//!   never a zero drop.
+//! - an opening count after the unit's first play is no opening of it, and a closing count
+//!   before its last play no closing (play went on after it): both are "not yet counted".
 //! - recorded win = what the tray took in less what it paid, from the recorded payouts;
 //!   rules win = the same from the rules' settlement. Jackpot awards are kept apart.
 //! - tray check: expected closing = opening + fills - credits + recorded win - buy-ins -
@@ -25,7 +31,8 @@ use schemas::api::FinanceSummary;
 use schemas::count::CountResult;
 use schemas::finance::{
     Cause, DealerPart, DisputedRound, FinanceReport, Handle, HandleLine, Link, ReportGroup,
-    RoundFinance, RoundLine, ShiftRow, Tray, Variance, REPORT_GROUPS_MAX, REPORT_VARIANCES_MAX,
+    RoundFinance, RoundLine, ShiftRow, Tray, TrayCount, Variance, NOT_KNOWN_MAX, REPORT_GROUPS_MAX,
+    REPORT_VARIANCES_MAX,
 };
 use schemas::report::RoundReport;
 use schemas::{Money, PayLine, TableId};
@@ -211,6 +218,11 @@ pub fn report(
             return Err(ReadError::BadRequest(format!("no pit {p:?} is configured")));
         }
     }
+    if let Some(t) = &q.table {
+        if model.status(t)?.is_none() {
+            return Err(ReadError::NotFound(format!("no table {t} in the ledger")));
+        }
+    }
     let next_end = rule
         .shift_of(to)
         .map_err(|e| ReadError::BadRequest(e.to_string()))?
@@ -227,31 +239,124 @@ pub fn report(
         q.table.as_ref().is_none_or(|x| Some(x) == t)
             && q.pit.as_ref().is_none_or(|p| pit_of(pits, t) == *p)
     };
-    let shifts: Vec<TableShift> = rows
-        .iter()
-        .filter(|r| keep(r))
-        .map(|r| {
-            let after = r.table.clone().and_then(|t| next.get(&(t, r.ends_at_ns)));
-            table_shift(r, after, counts)
-        })
-        .collect();
+    let rows: Vec<ShiftRow> = rows.into_iter().filter(keep).collect();
+    let one_shift = matches!(q.span, Span::Shift(_));
+    let (days, day_shifts) = match one_shift {
+        true => (Vec::new(), Vec::new()),
+        false => day_rows(rule, &rows)?,
+    };
+    let ones = vec![1; rows.len()];
+    let shifts = match one_shift || q.group_by == GroupBy::Shift {
+        true => judge((&rows, &ones), &next, counts),
+        false => Vec::new(),
+    };
+    let days = judge((&days, &day_shifts), &next, counts);
+    let units = Units {
+        total: if one_shift { &shifts } else { &days },
+        groups: if shifts.is_empty() { &days } else { &shifts },
+        rows: &rows,
+    };
     let book = EdgeBook::load(model)?;
-    let mut out = assemble(&shifts, pits, q.group_by, &book)?;
+    let mut out = assemble(&units, pits, q.group_by, &book)?;
     out.span = span;
     out.starts_at_ns = from;
     out.ends_at_ns = to;
     out.day_rule = rule.spec();
+    out.no_play = rows.is_empty();
     Ok(out)
 }
 
-/// The drop boxes removed in the span's shifts: whose counts a report needs.
-pub fn drop_boxes(model: &Model, q: &Query) -> Result<Vec<String>, ReadError> {
+/// Refuses a span that has not begun at `now_ns`: its figures would all be of no play.
+pub fn refuse_future(rule: &DayRule, span: &Span, now_ns: i64) -> Result<(), ReadError> {
+    let (name, from, _) = span_bounds(rule, span)?;
+    if from > now_ns {
+        return Err(ReadError::BadRequest(format!(
+            "{name} has not begun: it starts {}",
+            rule.local_text(from)
+        )));
+    }
+    Ok(())
+}
+
+/// The drop boxes removed in the span's shifts, with their tables: whose counts a
+/// report needs.
+pub fn drop_boxes(model: &Model, q: &Query) -> Result<Vec<(TableId, String)>, ReadError> {
     let (_, from, to) = span_bounds(model.rule(), &q.span)?;
     let rows = model.shift_rows(from, to)?;
     Ok(rows
         .iter()
-        .flat_map(|r| r.drop_boxes.iter().map(|b| b.drop_box_id.clone()))
+        .filter_map(|r| Some((r.table.clone()?, &r.drop_boxes)))
+        .flat_map(|(t, bs)| bs.iter().map(move |b| (t.clone(), b.drop_box_id.clone())))
         .collect())
+}
+
+/// Each unit judged, with the row after it (the next shift's, or the next day's first).
+/// `shifts`: how many shift rows each unit holds.
+fn judge<'a>(
+    (units, shifts): (&'a [ShiftRow], &[u64]),
+    next: &BTreeMap<(TableId, i64), ShiftRow>,
+    counts: &[CountResult],
+) -> Vec<TableShift<'a>> {
+    assert_eq!(units.len(), shifts.len(), "a shift count per unit");
+    let after = |r: &ShiftRow| r.table.clone().and_then(|t| next.get(&(t, r.ends_at_ns)));
+    units
+        .iter()
+        .zip(shifts)
+        .map(|(r, n)| TableShift {
+            shifts: *n,
+            ..table_shift(r, after(r), counts)
+        })
+        .collect()
+}
+
+/// Each table's gaming day as one row: its shift rows merged (`shiftrow::merge`), so the
+/// day opens with its first opening count and closes with its last, spanning the day.
+/// Returns the rows and how many shifts each merges.
+fn day_rows(rule: &DayRule, rows: &[ShiftRow]) -> Result<(Vec<ShiftRow>, Vec<u64>), ReadError> {
+    let mut days: BTreeMap<(TableId, &str), (ShiftRow, u64)> = BTreeMap::new();
+    for r in rows {
+        let Some(table) = r.table.clone() else {
+            continue;
+        };
+        let day = day_of_shift(&r.shift);
+        let bad = |e: ledger::Error| ReadError::Integrity(e.to_string());
+        let (d, n) = match days.entry((table, day)) {
+            std::collections::btree_map::Entry::Occupied(e) => {
+                let (d, n) = e.into_mut();
+                (d, n)
+            }
+            std::collections::btree_map::Entry::Vacant(e) => {
+                let b = rule.bounds(day).map_err(bad)?;
+                let row = ShiftRow {
+                    table: r.table.clone(),
+                    shift: day.to_string(),
+                    starts_at_ns: b.starts_at_ns,
+                    ends_at_ns: b.ends_at_ns,
+                    ..ShiftRow::default()
+                };
+                let (d, n) = e.insert((row, 0));
+                (d, n)
+            }
+        };
+        *n += 1;
+        let part = ShiftRow {
+            starts_at_ns: d.starts_at_ns,
+            ..r.clone()
+        };
+        let boxes = std::mem::take(&mut d.drop_boxes);
+        crate::shiftrow::merge(d, &part);
+        // Every box of the day counts toward its drop: a shift's bound is not a day's.
+        d.drop_boxes = boxes
+            .into_iter()
+            .chain(r.drop_boxes.iter().cloned())
+            .collect();
+    }
+    Ok(days.into_values().unzip())
+}
+
+/// The gaming day of a shift name, `2026-11-25/2` -> `2026-11-25`.
+fn day_of_shift(shift: &str) -> &str {
+    shift.split('/').next().unwrap_or_default()
 }
 
 fn pit_of(pits: &[Pit], table: Option<&TableId>) -> String {
@@ -263,6 +368,8 @@ fn pit_of(pits: &[Pit], table: Option<&TableId>) -> String {
 /// One table's shift judged: its row, its counted drop and its variances.
 struct TableShift<'a> {
     row: &'a ShiftRow,
+    /// Shift rows in it: one, or a day's.
+    shifts: u64,
     table: TableId,
     /// Counted drop; `None` while a box is not counted (or none was removed).
     drop: Option<Money>,
@@ -295,7 +402,7 @@ fn table_shift<'a>(
         }
     }
     let drop = (boxes_not_counted == 0 && boxes_counted > 0).then_some(counted);
-    let win_accounting = match (drop, &row.opening, &row.closing) {
+    let win_accounting = match (drop, opening_of(row), closing_of(row)) {
         (Some(d), Some(o), Some(c)) => {
             Some(d + row.credits.total + c.total - o.total - row.fills.total)
         }
@@ -303,6 +410,7 @@ fn table_shift<'a>(
     };
     let mut t = TableShift {
         row,
+        shifts: 1,
         table,
         drop,
         boxes_counted,
@@ -314,6 +422,18 @@ fn table_shift<'a>(
     t.variances.extend(tray_variance(&t, next));
     t.variances.extend(drop_variance(&t, &found));
     t
+}
+
+/// The row's opening count, unless play began before it (then it opens nothing).
+fn opening_of(row: &ShiftRow) -> Option<&TrayCount> {
+    let c = row.opening.as_ref()?;
+    (row.first_play_at_ns.is_none_or(|p| c.at_ns <= p)).then_some(c)
+}
+
+/// The row's closing count, unless play went on after it (then it closes nothing).
+fn closing_of(row: &ShiftRow) -> Option<&TrayCount> {
+    let c = row.closing.as_ref()?;
+    (row.last_play_at_ns.is_none_or(|p| c.at_ns >= p)).then_some(c)
 }
 
 fn variance(
@@ -402,10 +522,10 @@ fn payout_group(
 /// the next shift's opening count.
 fn tray_variance(t: &TableShift, next: Option<&ShiftRow>) -> Option<Variance> {
     let r = t.row;
-    let (Some(open), Some(close)) = (&r.opening, &r.closing) else {
-        let text = match r.opening.is_none() {
-            true => "no opening tray count: no tray check".to_string(),
-            false => "no closing tray count: no tray check".to_string(),
+    let (Some(open), Some(close)) = (opening_of(r), closing_of(r)) else {
+        let text = match opening_of(r).is_none() {
+            true => "no opening tray count before play: no tray check".to_string(),
+            false => "no closing tray count after play: no tray check".to_string(),
         };
         return Some(variance(
             t,
@@ -422,7 +542,7 @@ fn tray_variance(t: &TableShift, next: Option<&ShiftRow>) -> Option<Variance> {
     if v == Money::ZERO {
         return None;
     }
-    let next_open = next.and_then(|n| n.opening.as_ref());
+    let next_open = next.and_then(opening_of);
     let cause = match next_open {
         Some(n) if n.total == expected => Cause::MiscountedCloser,
         Some(n) if n.total == close.total && v.0 > 0 => Cause::MissingFillSlip,
@@ -530,43 +650,54 @@ fn group_key(t: &TableShift, pits: &[Pit], by: GroupBy) -> String {
             .map_or("(no rounds)", |r| r.code())
             .to_string(),
         GroupBy::Shift => t.row.shift.clone(),
-        GroupBy::Day => t
-            .row
-            .shift
-            .split('/')
-            .next()
-            .unwrap_or_default()
-            .to_string(),
+        GroupBy::Day => day_of_shift(&t.row.shift).to_string(),
         GroupBy::Dealer => unreachable!("a table shift splits into its dealers' parts"),
     }
 }
 
-/// Groups the table shifts (or, by dealer, their dealers' parts) and adds each group's
-/// figures. The total is always the table shifts'.
+/// What a report adds up: the table days (or shifts) of its total and of its groups, and
+/// the shift rows whose dealers' parts a grouping by dealer takes.
+struct Units<'a> {
+    total: &'a [TableShift<'a>],
+    groups: &'a [TableShift<'a>],
+    rows: &'a [ShiftRow],
+}
+
+/// Groups the units (or, by dealer, the dealers' parts) and adds each group's figures.
+/// The total is the table days' (a table shift's over one shift), so it is the same under
+/// any shift layout; the variances are the groups' units'.
 fn assemble(
-    shifts: &[TableShift],
+    u: &Units,
     pits: &[Pit],
     by: GroupBy,
     book: &EdgeBook,
 ) -> Result<FinanceReport, ReadError> {
     let mut groups: BTreeMap<String, Acc> = BTreeMap::new();
     let mut total = Acc::default();
+    for t in u.total {
+        total.add(t, book);
+    }
+    match by {
+        GroupBy::Dealer => {
+            for d in u.rows.iter().flat_map(|r| &r.dealers) {
+                group(&mut groups, &d.dealer)?.add_dealer(d, book);
+            }
+        }
+        _ => {
+            for t in u.groups {
+                group(&mut groups, &group_key(t, pits, by))?.add(t, book);
+            }
+        }
+    }
     let mut variances = Vec::new();
     let mut variances_total = 0u64;
-    for t in shifts {
-        match by {
-            GroupBy::Dealer => {
-                for d in &t.row.dealers {
-                    group(&mut groups, &d.dealer)?.add_dealer(d, book);
-                }
-            }
-            _ => group(&mut groups, &group_key(t, pits, by))?.add(t, book),
-        }
-        total.add(t, book);
+    for t in u.groups {
         variances_total += t.variances.len() as u64;
         let room = REPORT_VARIANCES_MAX.saturating_sub(variances.len());
         variances.extend(t.variances.iter().take(room).cloned());
     }
+    let mut total = total.finish("total".into());
+    total.variances = variances_total;
     Ok(FinanceReport {
         span: String::new(),
         starts_at_ns: 0,
@@ -574,9 +705,10 @@ fn assemble(
         day_rule: String::new(),
         group_by: by.name().to_string(),
         groups: groups.into_iter().map(|(k, a)| a.finish(k)).collect(),
-        total: total.finish("total".into()),
+        total,
         variances,
         variances_total,
+        no_play: false,
     })
 }
 
@@ -596,6 +728,12 @@ struct Acc {
     g: ReportGroup,
     uncounted: bool,
     no_accounting: bool,
+    no_opening: bool,
+    no_closing: bool,
+    /// A dealer's group: no drop, counts or slips of its own.
+    dealer: bool,
+    /// Lines of `not_known` in all, kept or not.
+    unknown: u64,
     /// (rule set code, line) -> the line's sums.
     handle: BTreeMap<(&'static str, PayLine), LineAcc>,
 }
@@ -633,15 +771,22 @@ impl LineAcc {
 impl Acc {
     fn add(&mut self, t: &TableShift, book: &EdgeBook) {
         let (g, r) = (&mut self.g, t.row);
-        g.table_shifts += 1;
+        g.table_shifts += t.shifts;
         g.boxes_counted += t.boxes_counted;
         g.boxes_not_counted += t.boxes_not_counted;
-        g.buy_ins = g.buy_ins + r.buy_ins.total;
-        g.markers = g.markers + r.markers.total;
-        g.fills = g.fills + r.fills.total;
-        g.credits = g.credits + r.credits.total;
-        g.opening = g.opening + r.opening.as_ref().map_or(Money::ZERO, |c| c.total);
-        g.closing = g.closing + r.closing.as_ref().map_or(Money::ZERO, |c| c.total);
+        let add = |x: &mut Option<Money>, m: Money| *x = Some(x.unwrap_or(Money::ZERO) + m);
+        add(&mut g.buy_ins, r.buy_ins.total);
+        add(&mut g.markers, r.markers.total);
+        add(&mut g.fills, r.fills.total);
+        add(&mut g.credits, r.credits.total);
+        match opening_of(r) {
+            Some(c) => add(&mut g.opening, c.total),
+            None => self.no_opening = true,
+        }
+        match closing_of(r) {
+            Some(c) => add(&mut g.closing, c.total),
+            None => self.no_closing = true,
+        }
         g.variances += t.variances.len() as u64;
         match t.drop {
             Some(d) => g.drop = Some(g.drop.unwrap_or(Money::ZERO) + d),
@@ -652,14 +797,41 @@ impl Acc {
             None => self.no_accounting = true,
         }
         self.add_play(r.rounds, &r.recorded, &r.rules, &r.handle, book);
+        self.note_unknown(t);
+    }
+
+    /// Notes what of a unit is not yet counted, within `NOT_KNOWN_MAX` lines.
+    fn note_unknown(&mut self, t: &TableShift) {
+        let r = t.row;
+        let at = format!("{} {}", t.table, r.shift);
+        let mut lines = Vec::new();
+        if opening_of(r).is_none() {
+            lines.push(format!("{at}: opening tray count not yet counted"));
+        }
+        if closing_of(r).is_none() {
+            lines.push(format!("{at}: closing tray count not yet counted"));
+        }
+        if t.boxes_not_counted > 0 {
+            let n = t.boxes_not_counted;
+            lines.push(format!("{at}: {n} drop box(es) not yet counted"));
+        } else if r.drop_boxes.is_empty() {
+            lines.push(format!("{at}: no drop box removed yet"));
+        }
+        for l in lines {
+            self.unknown += 1;
+            if self.g.not_known.len() < NOT_KNOWN_MAX - 1 {
+                self.g.not_known.push(l);
+            }
+        }
     }
 
     /// A dealer's part of a table shift: its rounds, trays and handle. The drop, the
-    /// counts and the accounting win are the table's: a dealer group has none.
+    /// counts, the slips and the accounting win are the table's: a dealer group has none.
     fn add_dealer(&mut self, d: &DealerPart, book: &EdgeBook) {
         self.g.table_shifts += 1;
         self.uncounted = true;
         self.no_accounting = true;
+        self.dealer = true;
         self.add_play(d.rounds, &d.recorded, &d.rules, &d.handle, book);
     }
 
@@ -715,7 +887,23 @@ impl Acc {
         if self.no_accounting || self.uncounted {
             g.win_accounting = None;
         }
+        if self.no_opening {
+            g.opening = None;
+        }
+        if self.no_closing {
+            g.closing = None;
+        }
+        let kept = g.not_known.len() as u64;
+        if self.unknown > kept {
+            g.not_known
+                .push(format!("and {} more", self.unknown - kept));
+        }
+        if self.dealer {
+            g.not_known = vec!["a dealer has no drop, tray counts or slips: the table's".into()];
+        }
         let mut variance_ppm: u128 = 0;
+        // Theoretical win summed unrounded over the lines, rounded once at the end.
+        let mut theoretical_ppm: i128 = 0;
         for (_, mut a) in std::mem::take(&mut self.handle) {
             g.handle_without_edge = g.handle_without_edge + a.stake_without_edge;
             g.handle_pending = g.handle_pending + a.stake_pending;
@@ -730,12 +918,13 @@ impl Acc {
                     a.line.edge_ppm = Some((a.theoretical_win_ppm / i128::from(priced.0)) as i64);
                     a.line.theoretical_win = Some(theo);
                 }
-                g.theoretical_win = g.theoretical_win + theo;
+                theoretical_ppm = theoretical_ppm.saturating_add(a.theoretical_win_ppm);
                 g.handle_priced = g.handle_priced + priced;
                 variance_ppm = variance_ppm.saturating_add(a.win_variance_ppm);
             }
             g.handle.push(a.line);
         }
+        g.theoretical_win = Money((theoretical_ppm / 1_000_000) as i64);
         let sd = Money((variance_ppm / 1_000_000).isqrt().min(i64::MAX as u128) as i64);
         let spread = Money(sd.0.saturating_mul(INTERVAL_SD));
         g.win_low = g.theoretical_win - spread;
@@ -792,8 +981,8 @@ pub fn round_finance(r: &RoundReport) -> RoundFinance {
     }
 }
 
-/// Each table's totals over `rows` (`GET /v1/finance`): cash buy-ins as its drop, the
-/// slips, and the recorded and rules wins, jackpots apart.
+/// Each table's totals over `rows` (`GET /v1/finance`): cash buy-ins (never called drop),
+/// the slips, and the recorded and rules wins, jackpots apart.
 pub fn totals(rows: &[ShiftRow]) -> Vec<FinanceSummary> {
     let mut out: BTreeMap<TableId, FinanceSummary> = BTreeMap::new();
     for r in rows {
@@ -802,7 +991,7 @@ pub fn totals(rows: &[ShiftRow]) -> Vec<FinanceSummary> {
             table: Some(t.clone()),
             ..FinanceSummary::default()
         });
-        f.drop = f.drop + r.buy_ins.total;
+        f.cash_buy_ins = f.cash_buy_ins + r.buy_ins.total;
         f.markers = f.markers + r.markers.total;
         f.fills = f.fills + r.fills.total;
         f.credits = f.credits + r.credits.total;
@@ -814,10 +1003,10 @@ pub fn totals(rows: &[ShiftRow]) -> Vec<FinanceSummary> {
 }
 
 /// The CSV columns of a report, one line per group and a total line.
-pub const CSV_HEADER: &str = "group,table_shifts,rounds,drop,buy_ins,markers,fills,credits,opening,closing,win_accounting,win_recorded,win_rules,jackpot_paid_recorded,hold_bp,theoretical_win,win_low,win_high,hold_alarm,variances,handle_priced,hold_handle_bp,hold_handle_theoretical_bp";
+pub const CSV_HEADER: &str = "group,table_shifts,rounds,drop,buy_ins,markers,fills,credits,opening,closing,win_accounting,win_recorded,win_rules,jackpot_paid_recorded,hold_bp,theoretical_win,win_low,win_high,hold_alarm,variances,handle_priced,hold_handle_bp,hold_handle_theoretical_bp,not_known";
 
 /// A report as CSV for the accounting system: amounts in currency units (`12.34`), an
-/// empty cell where a figure is not known yet (a box not counted).
+/// empty cell where a figure is not known yet, and the last cell saying why.
 pub fn to_csv(r: &FinanceReport) -> String {
     let mut out = String::from(CSV_HEADER);
     out.push('\n');
@@ -833,12 +1022,12 @@ pub fn to_csv(r: &FinanceReport) -> String {
             g.table_shifts.to_string(),
             g.rounds.to_string(),
             opt(g.drop),
-            g.buy_ins.to_string(),
-            g.markers.to_string(),
-            g.fills.to_string(),
-            g.credits.to_string(),
-            g.opening.to_string(),
-            g.closing.to_string(),
+            opt(g.buy_ins),
+            opt(g.markers),
+            opt(g.fills),
+            opt(g.credits),
+            opt(g.opening),
+            opt(g.closing),
             opt(g.win_accounting),
             g.win_recorded.to_string(),
             g.win_rules.to_string(),
@@ -852,6 +1041,7 @@ pub fn to_csv(r: &FinanceReport) -> String {
             g.handle_priced.to_string(),
             bp_cell(g.hold_handle_bp),
             bp_cell(g.hold_handle_theoretical_bp),
+            csv_text(&g.not_known.join("; ")),
         ];
         out.push_str(&cells.join(","));
         out.push('\n');

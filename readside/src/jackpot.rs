@@ -1,7 +1,8 @@
 //! Jackpot liability per pool and gaming day: the pool at the day's start and end,
 //! recomputed by `replayer::replay_pool` over the events in the House's order (arrival),
 //! the day's contributions, hits, payments and resets, against what the controller last
-//! displayed. A day is cut by arrival time, as day seals are.
+//! displayed, compared with the pool as it stood when displayed (a display shows the pool
+//! before the rounds after it). A day is cut by arrival time, as day seals are.
 //!
 //! Reads every event that arrived before the day's end, at most `JACKPOT_EVENTS_MAX`.
 
@@ -25,7 +26,8 @@ pub fn liability(
         .map_err(|e| ReadError::BadRequest(e.to_string()))?;
     let mut before = Vec::new();
     let mut through = Vec::new();
-    let mut shown: BTreeMap<PoolId, Money> = BTreeMap::new();
+    // Each pool's last display and how many events came before it, itself included.
+    let mut shown: BTreeMap<PoolId, (Money, usize)> = BTreeMap::new();
     let mut read = 0u64;
     for item in ledger.events_in_arrival_order() {
         let (_, stored) = item?;
@@ -42,13 +44,17 @@ pub fn liability(
         let Ok((e, _)) = schemas::codec::decode(&stored.bytes) else {
             continue;
         };
-        if let EventBody::JackpotShown { pool, value } = &e.body {
-            shown.insert(pool.clone(), *value);
-        }
+        let display = match &e.body {
+            EventBody::JackpotShown { pool, value } => Some((pool.clone(), *value)),
+            _ => None,
+        };
         if stored.received_at_ns < b.starts_at_ns {
             before.push(e.clone());
         }
         through.push(e);
+        if let Some((pool, value)) = display {
+            shown.insert(pool, (value, through.len()));
+        }
     }
     let start = replayer::replay_pool(&before).pools;
     let end = replayer::replay_pool(&through).pools;
@@ -57,7 +63,11 @@ pub fn liability(
         .map(|p| {
             let s = start.get(&p.pool);
             let paid = |w: &[replayer::PoolWin]| w.iter().map(|w| w.amount).sum::<Money>();
-            let displayed = shown.get(&p.pool).copied();
+            let displayed = shown.get(&p.pool).map(|(v, _)| *v);
+            let at_display = shown.get(&p.pool).and_then(|(_, n)| {
+                let pools = replayer::replay_pool(&through[..*n]).pools;
+                pools.get(&p.pool).map(|q| q.end)
+            });
             PoolLiability {
                 day: b.day.clone(),
                 tables: p.tables.clone(),
@@ -68,7 +78,7 @@ pub fn liability(
                 paid: paid(&p.wins) - s.map_or(Money::ZERO, |s| paid(&s.wins)),
                 resets: p.resets - s.map_or(0, |s| s.resets),
                 closing: p.end,
-                difference: displayed.map(|d| d - p.end),
+                difference: displayed.zip(at_display).map(|(d, e)| d - e),
                 displayed,
                 mismatches: (p.mismatches.len() - s.map_or(0, |s| s.mismatches.len())) as u64,
                 pool: p.pool,

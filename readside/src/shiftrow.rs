@@ -5,7 +5,10 @@
 //!   began; a report prices it (`edges`), so indexing never waits for pricing.
 //! - A finance event adds to the shift of its device time. An opening count made just
 //!   before a shift change goes to the shift after it. A closing count or drop box
-//!   removal just after one goes to the shift before it.
+//!   removal just after one goes to the shift before it. A count farther from a change
+//!   stays in the shift that holds it.
+//! - A shift's opening is its first opening count, its closing its last (by device time):
+//!   so a gaming day's first opening and last closing are the same under any shift layout.
 //! - Parts of one shift read in different passes merge into the same row.
 //!
 //! Invariant: merging parts in seq order gives the row one pass over all of them gives,
@@ -92,6 +95,12 @@ pub fn add_finance(row: &mut ShiftRow, entry: &Finance, seq: Seq, at_ns: i64) {
         at_ns,
     };
     match entry {
+        Finance::ClosingInventory { .. } | Finance::DropBoxRemoved { .. } => {}
+        // A later opening count starts another shift of play: it ends what came before.
+        Finance::OpeningInventory { .. } => note_play(row, None, at_ns),
+        _ => note_play(row, Some(at_ns), at_ns),
+    }
+    match entry {
         Finance::CashBuyIn { amount } => row.buy_ins.add(slip("", *amount)),
         Finance::Marker { amount, marker_no } => row.markers.add(slip(marker_no, *amount)),
         Finance::Fill { amount, slip_no } => row.fills.add(slip(slip_no, *amount)),
@@ -100,12 +109,12 @@ pub fn add_finance(row: &mut ShiftRow, entry: &Finance, seq: Seq, at_ns: i64) {
             counts,
             total,
             counted_by,
-        } => row.opening = Some(count(*total, counts, counted_by)),
+        } => keep_opening(&mut row.opening, &count(*total, counts, counted_by)),
         Finance::ClosingInventory {
             counts,
             total,
             counted_by,
-        } => row.closing = Some(count(*total, counts, counted_by)),
+        } => keep_closing(&mut row.closing, &count(*total, counts, counted_by)),
         Finance::DropBoxRemoved { drop_box_id } => {
             if row.drop_boxes.len() < DROP_BOXES_MAX {
                 row.drop_boxes.push(DropBoxRef {
@@ -117,6 +126,35 @@ pub fn add_finance(row: &mut ShiftRow, entry: &Finance, seq: Seq, at_ns: i64) {
         }
         // A count in the middle of a shift: kept in the ledger, no part of a report.
         Finance::ChipInventory { .. } => {}
+    }
+}
+
+/// Widens the row's span of play to `[first_ns, last_ns]`.
+fn note_play(row: &mut ShiftRow, first_ns: Option<i64>, last_ns: i64) {
+    if let Some(f) = first_ns {
+        row.first_play_at_ns = Some(row.first_play_at_ns.map_or(f, |x| x.min(f)));
+    }
+    row.last_play_at_ns = Some(row.last_play_at_ns.map_or(last_ns, |x| x.max(last_ns)));
+}
+
+/// Keeps the earlier opening count, by (device time, seq): a shift opens with its first
+/// count, so a count later in it never replaces that one, whatever order passes read them.
+pub fn keep_opening(held: &mut Option<TrayCount>, c: &TrayCount) {
+    if held
+        .as_ref()
+        .is_none_or(|h| (c.at_ns, c.seq) < (h.at_ns, h.seq))
+    {
+        *held = Some(c.clone());
+    }
+}
+
+/// Keeps the later closing count, by (device time, seq): a shift closes with its last.
+pub fn keep_closing(held: &mut Option<TrayCount>, c: &TrayCount) {
+    if held
+        .as_ref()
+        .is_none_or(|h| (c.at_ns, c.seq) > (h.at_ns, h.seq))
+    {
+        *held = Some(c.clone());
     }
 }
 
@@ -138,6 +176,11 @@ pub struct RoundCtx<'a> {
 /// disputed.
 pub fn add_round(row: &mut ShiftRow, r: &RoundReport, ctx: &RoundCtx) {
     row.rounds += 1;
+    note_play(
+        row,
+        Some(r.opened_at_ns),
+        r.closed_at_ns.unwrap_or(r.opened_at_ns),
+    );
     row.rule_set = r.rule_set.or(row.rule_set);
     row.pay_tables_configured |= ctx.custom_pay;
     let at = dealer_part(row, ctx.dealer.unwrap_or(NO_DEALER));
@@ -309,6 +352,9 @@ fn dealer_part(row: &mut ShiftRow, dealer: &str) -> usize {
 pub fn merge(row: &mut ShiftRow, part: &ShiftRow) {
     assert_eq!(row.starts_at_ns, part.starts_at_ns, "one shift");
     row.rounds += part.rounds;
+    if let Some(last) = part.last_play_at_ns {
+        note_play(row, part.first_play_at_ns, last);
+    }
     row.rule_set = part.rule_set.or(row.rule_set);
     row.pay_tables_configured |= part.pay_tables_configured;
     for h in &part.handle {
@@ -331,11 +377,11 @@ pub fn merge(row: &mut ShiftRow, part: &ShiftRow) {
     row.markers.merge(&part.markers);
     row.fills.merge(&part.fills);
     row.credits.merge(&part.credits);
-    if part.opening.is_some() {
-        row.opening = part.opening.clone();
+    if let Some(c) = &part.opening {
+        keep_opening(&mut row.opening, c);
     }
-    if part.closing.is_some() {
-        row.closing = part.closing.clone();
+    if let Some(c) = &part.closing {
+        keep_closing(&mut row.closing, c);
     }
     let room = DROP_BOXES_MAX.saturating_sub(row.drop_boxes.len());
     row.drop_boxes

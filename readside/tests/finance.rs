@@ -471,8 +471,15 @@ fn reports_group_and_span_and_the_model_equals_a_fresh_rebuild() {
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(lines[0], readside::finance::CSV_HEADER);
     assert_eq!(lines.len(), 1 + 2 + 1, "a line per group and the total");
-    // Shift 2 holds only its opening counts and no box yet: the day's drop is not known.
-    assert!(lines[2].starts_with("main,4,4,,100.00,"), "{}", lines[2]);
+    // Both boxes are counted, but shift 2 opened at 14:05 and no one closed it: the day's
+    // closing and so its accounting win are not known.
+    assert!(
+        lines[2].starts_with("main,4,4,100.00,100.00,"),
+        "{}",
+        lines[2]
+    );
+    let cells: Vec<&str> = lines[2].split(',').collect();
+    assert_eq!(cells[10], "", "win_accounting");
 }
 
 trait WithKey {
@@ -502,11 +509,10 @@ fn a_pools_liability_over_the_day_is_recomputed_against_its_display() {
     );
     assert_eq!(p.closing, Money(5_000_000 + 25));
     assert_eq!(p.displayed, Some(Money(5_000_000)));
-    assert_eq!(
-        p.difference,
-        Some(Money(-25)),
-        "no display since the contribution"
-    );
+    // The display showed the pool as it stood then; the 0.25 contributed after it is no
+    // difference.
+    assert_eq!(p.difference, Some(Money::ZERO));
+    assert_eq!(p.closing - p.displayed.unwrap(), Money(25));
     let next = readside::jackpot::liability(&f.ledger, &rule(), "2026-11-26").unwrap();
     let n = next.iter().find(|p| p.pool.as_str() == "CSP6-PJ").unwrap();
     assert_eq!(
@@ -589,5 +595,383 @@ fn month_of_reports() {
                 t0.elapsed()
             );
         }
+    }
+}
+
+/// A day's chain for `T-A`: counts at each change of a three-shift day, the 13:59 closer
+/// 10.00 short (the 14:01 opener right), two rounds of -5.00. And `T-B`, open 09:00 to
+/// 12:00 with one round: an opening and a closing count inside one shift.
+fn day_of_two_tables() -> (Vec<Chain>, Vec<CountResult>) {
+    let t0 = DAY_START_NS;
+    let buy = |c: &mut Chain, at: i64, amount: i64| {
+        c.finance(
+            at,
+            Finance::CashBuyIn {
+                amount: Money(amount),
+            },
+        )
+    };
+    let change = |c: &mut Chain, at: i64, closing: i64, opening: i64, n: u32| {
+        c.count(at - MIN_NS, closing, true);
+        let drop_box_id = format!("T-A/{n}");
+        c.finance(at, Finance::DropBoxRemoved { drop_box_id });
+        c.count(at + MIN_NS, opening, false);
+    };
+    let mut a = Chain::new("T-A");
+    a.push(t0 - 10 * MIN_NS, None, table_opened(TCP3));
+    a.count(t0 - 5 * MIN_NS, 100_000, false);
+    buy(&mut a, t0 + 10 * MIN_NS, 5_000);
+    a.round(TCP3, t0 + 20 * MIN_NS, |_| {});
+    let fill = Finance::Fill {
+        amount: Money(10_000),
+        slip_no: "F-1".into(),
+    };
+    a.finance(t0 + 4 * HOUR_NS, fill);
+    change(&mut a, t0 + 8 * HOUR_NS, 103_500, 104_500, 1);
+    buy(&mut a, t0 + 9 * HOUR_NS, 2_000);
+    let credit = Finance::Credit {
+        amount: Money(3_000),
+        slip_no: "C-1".into(),
+    };
+    a.finance(t0 + 10 * HOUR_NS, credit);
+    change(&mut a, t0 + 16 * HOUR_NS, 99_500, 99_500, 2);
+    a.round(TCP3, t0 + 17 * HOUR_NS, |_| {});
+    change(&mut a, t0 + 24 * HOUR_NS, 99_000, 99_000, 3);
+    a.push(t0 + 24 * HOUR_NS + 5 * MIN_NS, None, EventBody::TableClosed);
+    let mut b = Chain::new("T-B");
+    b.push(t0 + 3 * HOUR_NS - MIN_NS, None, table_opened(TCP3));
+    b.count(t0 + 3 * HOUR_NS, 200_000, false);
+    buy(&mut b, t0 + 3 * HOUR_NS + 10 * MIN_NS, 10_000);
+    b.round(TCP3, t0 + 4 * HOUR_NS, |_| {});
+    b.count(t0 + 6 * HOUR_NS, 189_500, true);
+    let drop_box_id = "T-B/1".to_string();
+    b.finance(
+        t0 + 6 * HOUR_NS + MIN_NS,
+        Finance::DropBoxRemoved { drop_box_id },
+    );
+    b.push(t0 + 6 * HOUR_NS + 2 * MIN_NS, None, EventBody::TableClosed);
+    let counts = vec![
+        counted("T-A", "T-A/1", 5_000),
+        counted("T-A", "T-A/2", 2_000),
+        counted("T-A", "T-A/3", 0),
+        counted("T-B", "T-B/1", 10_000),
+    ];
+    (vec![a, b], counts)
+}
+
+#[test]
+fn a_days_win_is_its_first_opening_and_last_closing_under_any_shift_layout() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = ledger::Ledger::open(dir.path().join("ledger")).unwrap();
+    let (chains, counts) = day_of_two_tables();
+    let mut batch: Vec<_> = chains.into_iter().flat_map(|c| c.out).collect();
+    for (i, m) in batch.iter_mut().enumerate() {
+        m.stream_seq = i as u64 + 1;
+    }
+    ledger.append(&batch, &[]).unwrap();
+    let day = |by| Query {
+        span: Span::Day("2026-11-25".into()),
+        group_by: by,
+        table: None,
+        pit: None,
+    };
+    for shifts in ["06:00", "06:00,18:00", "06:00,14:00,22:00"] {
+        let rule = ledger::days::DayRule::new("06:00", "UTC")
+            .unwrap()
+            .with_shifts(shifts)
+            .unwrap();
+        let m = Model::temporary(&rule).unwrap();
+        readside::index::catch_up(&ledger, &m).unwrap();
+        for by in [GroupBy::Table, GroupBy::Shift, GroupBy::Day] {
+            let r = report(&m, &[], &counts, &day(by)).unwrap();
+            // T-A: 990.00 + drop 70.00 + credits 30.00 - fills 100.00 - 1,000.00 = -10.00.
+            // T-B: 1,895.00 + drop 100.00 - 2,000.00 = -5.00. The three rounds' -15.00.
+            assert_eq!(r.total.win_accounting, Some(Money(-1_500)), "{shifts}");
+            assert_eq!(
+                r.total.opening,
+                Some(Money(300_000)),
+                "{shifts}: first counts"
+            );
+            assert_eq!(
+                r.total.closing,
+                Some(Money(288_500)),
+                "{shifts}: last counts"
+            );
+            assert_eq!(r.total.not_known, Vec::<String>::new(), "{shifts}");
+            assert_eq!(r.total.drop, Some(Money(17_000)), "{shifts}");
+            assert_eq!(r.total.win_recorded, Money(-1_500), "{shifts}");
+        }
+        let by_table = report(&m, &[], &counts, &day(GroupBy::Table)).unwrap();
+        let a = group(&by_table, "T-A");
+        assert_eq!(
+            (a.opening, a.closing),
+            (Some(Money(100_000)), Some(Money(99_000)))
+        );
+        assert_eq!(a.win_accounting, Some(Money(-1_000)), "{shifts}");
+        assert_eq!(group(&by_table, "T-B").win_accounting, Some(Money(-500)));
+        // A day report checks each table's day: the 14:00 miscount cancels out in it.
+        assert_eq!(causes(&by_table, "T-A"), vec![], "{shifts}");
+        assert_eq!(by_table.variances_total, 0, "{shifts}");
+    }
+    // By shift, each table's shift is checked: the three-shift layout has a change at
+    // 14:00 to see the closer's miscount, told apart by the 14:01 opener's count.
+    let rule = common::rule();
+    let m = Model::temporary(&rule).unwrap();
+    readside::index::catch_up(&ledger, &m).unwrap();
+    let by_shift = report(&m, &[], &counts, &day(GroupBy::Shift)).unwrap();
+    let want = vec![(Cause::MiscountedCloser, -1_000)];
+    assert_eq!(causes(&by_shift, "T-A"), want);
+    assert_eq!(by_shift.total.variances, 1);
+    let first = group(&by_shift, "2026-11-25/1");
+    // Shift 1: T-A 1,035.00 + 50.00 - 100.00 - 1,000.00 and T-B -5.00.
+    assert_eq!(first.win_accounting, Some(Money(-1_500 - 500)));
+    assert_eq!(first.opening, Some(Money(300_000)));
+}
+
+#[test]
+fn what_is_not_counted_is_null_with_its_reason_never_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = ledger::Ledger::open(dir.path().join("ledger")).unwrap();
+    let (chains, mut counts) = day_of_two_tables();
+    let mut batch: Vec<_> = chains.into_iter().flat_map(|c| c.out).collect();
+    for (i, m) in batch.iter_mut().enumerate() {
+        m.stream_seq = i as u64 + 1;
+    }
+    ledger.append(&batch, &[]).unwrap();
+    // T-A's last box is not counted yet.
+    counts.retain(|c| c.drop_box_id != "T-A/3");
+    let m = Model::temporary(&common::rule()).unwrap();
+    readside::index::catch_up(&ledger, &m).unwrap();
+    let q = |day: &str, by, table: Option<&str>| Query {
+        span: Span::Day(day.into()),
+        group_by: by,
+        table: table.map(|t| TableId::new(t).unwrap()),
+        pit: None,
+    };
+    let r = report(&m, &[], &counts, &q("2026-11-25", GroupBy::Table, None)).unwrap();
+    let a = group(&r, "T-A");
+    assert_eq!((a.drop, a.win_accounting), (None, None));
+    assert_eq!(
+        a.not_known,
+        ["T-A 2026-11-25: 1 drop box(es) not yet counted"]
+    );
+    assert_eq!(
+        r.total.win_accounting, None,
+        "a total that needs it is not known"
+    );
+    assert_eq!(r.total.not_known, a.not_known);
+    let csv = readside::finance::to_csv(&r);
+    let total = csv.lines().last().unwrap();
+    assert!(
+        total.ends_with(",T-A 2026-11-25: 1 drop box(es) not yet counted"),
+        "{total}"
+    );
+    // On the 26th T-A opened at 06:01 and closed at 06:05 without a count or a box.
+    let next = report(&m, &[], &counts, &q("2026-11-26", GroupBy::Table, None)).unwrap();
+    assert!(!next.no_play);
+    assert_eq!(next.total.closing, None);
+    assert_eq!(next.total.opening, Some(Money(99_000)));
+    let why = &next.total.not_known;
+    assert!(why.contains(&"T-A 2026-11-26: closing tray count not yet counted".into()));
+    assert!(why.contains(&"T-A 2026-11-26: no drop box removed yet".into()));
+    let empty = report(&m, &[], &counts, &q("2026-11-27", GroupBy::Table, None)).unwrap();
+    assert!(empty.no_play && empty.groups.is_empty());
+    assert_eq!((empty.total.drop, empty.total.opening), (None, None));
+    // Dealers have no drop, counts or slips of their own: none, with the reason.
+    let by_dealer = report(&m, &[], &counts, &q("2026-11-25", GroupBy::Dealer, None)).unwrap();
+    for g in &by_dealer.groups {
+        assert_eq!(
+            (g.fills, g.credits, g.buy_ins, g.markers),
+            (None, None, None, None)
+        );
+        assert_eq!((g.opening, g.closing, g.drop), (None, None, None));
+        assert_eq!(g.not_known.len(), 1, "{:?}", g.not_known);
+    }
+    assert_eq!(
+        by_dealer.total.fills,
+        Some(Money(10_000)),
+        "the total is the tables'"
+    );
+    let nope = report(
+        &m,
+        &[],
+        &counts,
+        &q("2026-11-25", GroupBy::Table, Some("NOPE-99")),
+    );
+    assert!(
+        matches!(nope, Err(readside::ReadError::NotFound(_))),
+        "{nope:?}"
+    );
+    let rule = common::rule();
+    let day26 = Span::Day("2026-11-26".into());
+    let future = readside::finance::refuse_future(&rule, &day26, DAY_START_NS + HOUR_NS);
+    assert!(matches!(future, Err(readside::ReadError::BadRequest(_))));
+    assert!(readside::finance::refuse_future(&rule, &day26, DAY_START_NS + 24 * HOUR_NS).is_ok());
+}
+
+#[test]
+fn theoretical_win_is_rounded_once_over_its_lines() {
+    let f = floor();
+    // Every group's theoretical win is its lines' exact sum cut once. (This floor's line
+    // remainders never add up to a unit, so cutting per line gives the same here.)
+    for by in [GroupBy::Table, GroupBy::Game, GroupBy::Dealer] {
+        let q = Query {
+            span: Span::Day("2026-11-25".into()),
+            group_by: by,
+            table: None,
+            pit: None,
+        };
+        let r = report(&f.model, &[], &f.counts, &q).unwrap();
+        for g in r.groups.iter().chain([&r.total]) {
+            let exact_ppm: i128 = g
+                .handle
+                .iter()
+                .filter_map(|l| Some(i128::from(l.stake.0) * i128::from(l.edge_ppm?)))
+                .sum();
+            assert_eq!(
+                i128::from(g.theoretical_win.0),
+                exact_ppm / 1_000_000,
+                "{}",
+                g.key
+            );
+        }
+    }
+}
+
+/// A count entry as the API journals it, signed by the count team's key.
+fn entry(n: u64, c: CountResult) -> schemas::count::CountEntry {
+    let key = schemas::attest::SigningKey::from_secret([3; 32]);
+    schemas::count::CountEntry {
+        n,
+        signed: schemas::count::SignedCount::sign(&key, c, DAY_START_NS).unwrap(),
+        entered_by: "fiona".into(),
+        entered_at_ns: DAY_START_NS,
+    }
+}
+
+/// The golden floor: `day_of_two_tables` on 2026-11-25, then on the 26th T-A plays on
+/// (its closer counts 10 minutes late, after the 14:00 change) and T-C opens and closes
+/// without a closing count. T-B's box is counted twice (a recount), and a count labelled
+/// T-A names T-B's box.
+#[test]
+fn golden_two_days_three_tables_every_figure_by_hand() {
+    let d2 = DAY_START_NS + 24 * HOUR_NS;
+    let (mut chains, counts) = day_of_two_tables();
+    let a = &mut chains[0];
+    // T-A closed at 06:05 after its 06:01 count (the day's first) and reopens at 06:30.
+    a.push(d2 + 30 * MIN_NS, None, table_opened(TCP3));
+    a.finance(
+        d2 + HOUR_NS,
+        Finance::CashBuyIn {
+            amount: Money(3_000),
+        },
+    );
+    a.round(TCP3, d2 + 2 * HOUR_NS, |_| {});
+    a.count(d2 + 8 * HOUR_NS + 10 * MIN_NS, 95_500, true);
+    let drop_box_id = "T-A/4".to_string();
+    a.finance(
+        d2 + 8 * HOUR_NS + 11 * MIN_NS,
+        Finance::DropBoxRemoved { drop_box_id },
+    );
+    a.push(d2 + 8 * HOUR_NS + 12 * MIN_NS, None, EventBody::TableClosed);
+    let mut c = Chain::new("T-C");
+    c.push(d2 + 3 * HOUR_NS - MIN_NS, None, table_opened(TCP3));
+    c.count(d2 + 3 * HOUR_NS, 50_000, false);
+    c.finance(
+        d2 + 3 * HOUR_NS + MIN_NS,
+        Finance::CashBuyIn {
+            amount: Money(1_000),
+        },
+    );
+    c.round(TCP3, d2 + 4 * HOUR_NS, |_| {});
+    let drop_box_id = "T-C/1".to_string();
+    c.finance(d2 + 5 * HOUR_NS, Finance::DropBoxRemoved { drop_box_id });
+    c.push(d2 + 5 * HOUR_NS + MIN_NS, None, EventBody::TableClosed);
+    chains.push(c);
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = ledger::Ledger::open(dir.path().join("ledger")).unwrap();
+    let mut batch: Vec<_> = chains.into_iter().flat_map(|c| c.out).collect();
+    for (i, m) in batch.iter_mut().enumerate() {
+        m.stream_seq = i as u64 + 1;
+    }
+    ledger.append(&batch, &[]).unwrap();
+    // The book: T-B's box first miscounted at 90.00 then recounted at 100.00; a count
+    // labelled T-A of T-B's box; T-A's boxes; T-C's box.
+    let mut book = readside::counts::CountBook::default();
+    let mut all: Vec<CountResult> = counts
+        .into_iter()
+        .filter(|c| c.drop_box_id != "T-B/1")
+        .collect();
+    all.push(counted("T-B", "T-B/1", 9_000));
+    all.push(counted("T-B", "T-B/1", 10_000));
+    all.push(counted("T-A", "T-B/1", 77_700));
+    all.push(counted("T-A", "T-A/4", 3_000));
+    all.push(counted("T-C", "T-C/1", 1_000));
+    for (n, c) in all.into_iter().enumerate() {
+        book.take(entry(n as u64 + 1, c)).unwrap();
+    }
+    let tb = TableId::new("T-B").unwrap();
+    let cash: Vec<i64> = book
+        .history(&tb, "T-B/1")
+        .iter()
+        .map(|e| e.signed.count.cash.0)
+        .collect();
+    assert_eq!(cash, [9_000, 10_000], "the recount kept beside the count");
+    for shifts in ["06:00", "06:00,18:00", "06:00,14:00,22:00"] {
+        let rule = ledger::days::DayRule::new("06:00", "UTC")
+            .unwrap()
+            .with_shifts(shifts)
+            .unwrap();
+        let m = Model::temporary(&rule).unwrap();
+        readside::index::catch_up(&ledger, &m).unwrap();
+        let day = |d: &str| {
+            let q = Query {
+                span: Span::Day(d.into()),
+                group_by: GroupBy::Table,
+                table: None,
+                pit: None,
+            };
+            let boxes = readside::finance::drop_boxes(&m, &q).unwrap();
+            report(&m, &[], &book.results(boxes.iter()), &q).unwrap()
+        };
+        // Day 1 as before: T-B's recount of 100.00 stands, not the 90.00, not T-A's 777.00.
+        let one = day("2026-11-25");
+        assert_eq!(group(&one, "T-B").drop, Some(Money(10_000)), "{shifts}");
+        assert_eq!(one.total.win_accounting, Some(Money(-1_500)), "{shifts}");
+        assert_eq!(one.variances_total, 0, "{shifts}: {:?}", one.variances);
+        // Day 2. T-A: opening 990.00 (06:01), a late closing 955.00 (14:10) still the
+        // day's last; drop 30.00 + 955.00 - 990.00 = -5.00, its one round.
+        let two = day("2026-11-26");
+        let a = group(&two, "T-A");
+        assert_eq!(
+            (a.opening, a.closing),
+            (Some(Money(99_000)), Some(Money(95_500)))
+        );
+        assert_eq!(
+            (a.drop, a.win_accounting),
+            (Some(Money(3_000)), Some(Money(-500))),
+            "{shifts}"
+        );
+        // T-C: no closing count: its win and the day's total are not known, and say why.
+        let c = group(&two, "T-C");
+        assert_eq!((c.opening, c.closing), (Some(Money(50_000)), None));
+        assert_eq!((c.drop, c.win_accounting), (Some(Money(1_000)), None));
+        assert_eq!(
+            c.not_known,
+            ["T-C 2026-11-26: closing tray count not yet counted"]
+        );
+        assert_eq!(two.total.win_accounting, None, "{shifts}");
+        assert_eq!(two.total.closing, None, "{shifts}");
+        assert_eq!(
+            two.total.win_recorded,
+            Money(-1_000),
+            "{shifts}: T-A's and T-C's rounds"
+        );
+        let causes: Vec<Cause> = two.variances.iter().map(|v| v.cause).collect();
+        assert_eq!(
+            causes,
+            [Cause::TrayCountMissing],
+            "{shifts}: T-C's closing only"
+        );
     }
 }

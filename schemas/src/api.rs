@@ -579,8 +579,9 @@ pub struct PoolMismatchRow {
 pub struct FinanceSummary {
     /// The table; `None` for a sum over tables.
     pub table: Option<TableId>,
-    /// Cash exchanged for chips at the table.
-    pub drop: Money,
+    /// Cash exchanged for chips at the table, as the buy-in events record it. Not the
+    /// drop: the drop is what the count room counts in the boxes (`ReportGroup::drop`).
+    pub cash_buy_ins: Money,
     /// Chips issued against markers.
     pub markers: Money,
     /// Chips brought from the cage.

@@ -230,6 +230,14 @@ pub struct ShiftRow {
     pub disputed_count: u64,
     /// Per dealer, in the order they first dealt in the shift (`DEALERS_PER_SHIFT_MAX`).
     pub dealers: Vec<DealerPart>,
+    /// Device time of its first event besides tray counts and drop boxes (a round by its
+    /// start): an opening count after it is not the shift's opening.
+    #[serde(default)]
+    pub first_play_at_ns: Option<i64>,
+    /// Device time of its last such event or opening count: a closing count before it is
+    /// not the shift's closing (play went on after it).
+    #[serde(default)]
+    pub last_play_at_ns: Option<i64>,
 }
 
 /// A link from a figure to what it is computed from.
@@ -337,18 +345,19 @@ pub struct ReportGroup {
     pub boxes_counted: u64,
     /// Drop boxes removed but not yet counted.
     pub boxes_not_counted: u64,
-    /// Cash buy-ins, minor units.
-    pub buy_ins: Money,
-    /// Markers issued, minor units.
-    pub markers: Money,
-    /// Fills from the cage, minor units.
-    pub fills: Money,
-    /// Credits to the cage, minor units.
-    pub credits: Money,
-    /// Opening tray counts, minor units.
-    pub opening: Money,
-    /// Closing tray counts, minor units.
-    pub closing: Money,
+    /// Cash buy-ins, minor units; `None` for a dealer group (the slips are the table's).
+    pub buy_ins: Option<Money>,
+    /// Markers issued, minor units; `None` for a dealer group.
+    pub markers: Option<Money>,
+    /// Fills from the cage, minor units; `None` for a dealer group.
+    pub fills: Option<Money>,
+    /// Credits to the cage, minor units; `None` for a dealer group.
+    pub credits: Option<Money>,
+    /// Each table day's first opening tray count, summed, minor units; `None` while one
+    /// is not yet counted (`not_known` says which).
+    pub opening: Option<Money>,
+    /// Each table day's last closing tray count, summed; `None` while one is not yet counted.
+    pub closing: Option<Money>,
     /// Drop + credits + closing - opening - fills; `None` until every box is counted.
     pub win_accounting: Option<Money>,
     /// The win as the dealers recorded it: taken in less paid out.
@@ -394,7 +403,14 @@ pub struct ReportGroup {
     pub hold_handle_theoretical_bp: Option<i64>,
     /// Variances found in its table shifts.
     pub variances: u64,
+    /// Why a figure of the group is `None`: what is not yet counted, where (at most
+    /// `NOT_KNOWN_MAX` lines, the last saying how many more).
+    #[serde(default)]
+    pub not_known: Vec<String>,
 }
+
+/// Most `ReportGroup::not_known` lines.
+pub const NOT_KNOWN_MAX: usize = 16;
 
 /// A finance report: its span, groups, their total and the variances behind them.
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
@@ -418,6 +434,9 @@ pub struct FinanceReport {
     pub variances: Vec<Variance>,
     /// How many variances in all.
     pub variances_total: u64,
+    /// No table played in the span: every figure is of no play, not a zero result.
+    #[serde(default)]
+    pub no_play: bool,
 }
 
 /// One line of a round as finance sees it: what was paid and what was due.
@@ -496,7 +515,8 @@ pub struct PoolLiability {
     pub closing: Money,
     /// The last value the controller displayed before the day's end.
     pub displayed: Option<Money>,
-    /// `displayed - closing`.
+    /// `displayed` less the pool recomputed at the moment it was displayed (not the
+    /// closing: rounds after the display move the pool on).
     pub difference: Option<Money>,
     /// Displays of the day that differed from the recomputed pool.
     pub mismatches: u64,
