@@ -684,7 +684,9 @@ impl Prefetch {
         }
     }
 
-    /// The fetch's messages (an empty batch when it expired with none).
+    /// The fetch's messages (an empty batch when it expired with none). The bench waits
+    /// on it; ingest races it against its stop.
+    #[cfg(feature = "bench")]
     pub(crate) async fn take(self) -> Result<Vec<jetstream::Message>, Error> {
         self.task
             .await
