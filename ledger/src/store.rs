@@ -294,10 +294,7 @@ pub fn encode_position((segment, offset): (u32, u64)) -> Vec<u8> {
     v
 }
 
-/// First byte of a value-log entry that copies a put of `RECOVERED_SPACES`. Batch records
-/// start with `record::RECORD_VERSION` (1), so the two never meet.
-pub const PUT_COPY_TAG: u8 = 0xC7;
-const _: () = assert!(PUT_COPY_TAG != crate::record::RECORD_VERSION);
+pub use crate::valuelog::PUT_COPY_TAG;
 
 /// A put of `RECOVERED_SPACES` as the value log keeps it:
 /// `PUT_COPY_TAG ++ space prefix ++ key length (u32 LE) ++ key ++ value`.

@@ -468,10 +468,15 @@ impl ValueLog {
     }
 }
 
+/// First byte of a value-log entry that copies a put of `store::RECOVERED_SPACES`. Batch
+/// records start with `record::RECORD_VERSION` (1), so the two never meet.
+pub const PUT_COPY_TAG: u8 = 0xC7;
+const _: () = assert!(PUT_COPY_TAG != crate::record::RECORD_VERSION);
+
 /// The first byte of every value the ledger writes: a batch record or a copied put. A
 /// resynchronising scan only takes entries that start so, which makes a false match of a
 /// length and checksum inside damaged bytes rarer still.
-const VALUE_FIRST_BYTES: [u8; 2] = [crate::record::RECORD_VERSION, crate::store::PUT_COPY_TAG];
+const VALUE_FIRST_BYTES: [u8; 2] = [crate::record::RECORD_VERSION, PUT_COPY_TAG];
 
 /// Bytes read at a time by a resynchronising scan.
 const RESYNC_WINDOW_BYTES: usize = 1 << 20;
