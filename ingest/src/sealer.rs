@@ -48,6 +48,9 @@ pub struct SealerConfig {
     pub check_every: Duration,
     /// UTC ns now (`crate::system_clock_ns` in production).
     pub clock: fn() -> i64,
+    /// This node's ingest consumer (`IngestConfig::consumer_name`): its backlog says
+    /// whether this node's ledger holds a day's arrivals.
+    pub consumer: String,
 }
 
 /// What ingest's consumer has left, as its info shows it.
@@ -128,7 +131,12 @@ async fn seal_if_due(
     if now_ns < bounds.ends_at_ns.saturating_add(grace_ns) {
         return Ok(None);
     }
-    if !may_seal(bounds.ends_at_ns, now_ns, grace_ns, &backlog(js).await?) {
+    if !may_seal(
+        bounds.ends_at_ns,
+        now_ns,
+        grace_ns,
+        &backlog(js, &config.consumer).await?,
+    ) {
         return Ok(None);
     }
     let (l, rule, key) = (ledger.clone(), config.rule.clone(), config.key.clone());
@@ -140,13 +148,13 @@ async fn seal_if_due(
 }
 
 /// Ingest's consumer's backlog, with its ack floor's arrival time.
-async fn backlog(js: &jetstream::Context) -> Result<Backlog, Error> {
+async fn backlog(js: &jetstream::Context, consumer: &str) -> Result<Backlog, Error> {
     let stream = js
         .get_stream(subjects::STREAM)
         .await
         .map_err(|e| Error::nats("stream info", e))?;
     let info = stream
-        .consumer_info(subjects::INGEST_CONSUMER)
+        .consumer_info(consumer)
         .await
         .map_err(|e| Error::nats("consumer info", e))?;
     let floor = info.ack_floor.stream_sequence;
