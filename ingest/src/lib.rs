@@ -36,6 +36,7 @@ pub mod alerts;
 pub mod archiver;
 mod bench;
 pub mod health;
+pub mod lease;
 pub mod metrics;
 mod pipeline;
 pub mod replicas;
