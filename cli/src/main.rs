@@ -13,6 +13,7 @@ mod bench_ingest;
 mod bench_publish;
 mod bus;
 mod client;
+mod cluster;
 mod conform;
 mod count;
 mod day;
@@ -136,6 +137,9 @@ enum Command {
     Count(count::Args),
     /// Check one table's events against the device spec, live or from a file.
     Conform(conform::Args),
+    /// Ledger nodes on one bus: lag, heads agreement per table, lease holders
+    /// (`cluster status`).
+    Cluster(cluster::Args),
 }
 
 impl Command {
@@ -209,6 +213,7 @@ fn main() -> ExitCode {
         Command::Table(a) => tables::run(a),
         Command::Count(a) => count::run(a),
         Command::Conform(a) => conform::run(a),
+        Command::Cluster(a) => cluster::run(a),
     };
     match result {
         Ok(Outcome::Clean) => ExitCode::SUCCESS,

@@ -135,6 +135,18 @@ fn replicas_agree_and_a_tampered_one_is_named_within_ten_seconds() {
         assert_eq!(status, 200, "{node} agrees with its peers: {body}");
     }
     assert_consumers(&rt, &url);
+    let out = common::roundledger(&["cluster", "status", "--nats", &url]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("nodes: n1 n2 n3"), "{text}");
+    assert!(
+        text.contains("tables: 2 agree, 0 behind, 0 diverged"),
+        "{text}"
+    );
+    assert!(
+        text.contains("node n2: consumer ingest-n2, lag 0 pending"),
+        "{text}"
+    );
     for (s, _) in &mut nodes {
         assert!(s.stop(), "clean stop");
     }
@@ -184,6 +196,11 @@ fn tampered_replica_is_named(rt: &tokio::runtime::Runtime, root: &Path, url: &st
         let (status, body) = get(&n1_ops, "/ready", None);
         (status == 503 && body.contains("replica_diverged"), body)
     });
+    // n3 checks on its own timer: wait for it too, then hold both to the bound.
+    wait_for("n3 names the diverged table", || {
+        let n = value(&n3_ops, "roundledger_replica_diverged_tables");
+        (n == 1.0, n)
+    });
     let seen_after = up.elapsed();
     assert!(
         seen_after <= DIVERGENCE_SEEN_WITHIN,
@@ -195,12 +212,23 @@ fn tampered_replica_is_named(rt: &tokio::runtime::Runtime, root: &Path, url: &st
     let metric =
         format!("roundledger_replica_diverged{{table=\"T-A\",seq=\"{EVENTS}\",nodes=\"n1,n2\"}}");
     assert_eq!(value(&n1_ops, &metric), 1.0);
-    assert_eq!(value(&n3_ops, "roundledger_replica_diverged_tables"), 1.0);
     // n2 sees it too: its own head differs from both peers'.
     wait_for("n2 degrades itself", || {
         let (status, body) = get(&n2_ops, "/ready", None);
         (status == 503 && body.contains("T-A seq"), body)
     });
+    let out = common::roundledger(&["cluster", "status", "--nats", url]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a divergence is a finding: {text}"
+    );
+    assert!(
+        text.contains(&format!("table T-A: DIVERGED at seq {EVENTS}")),
+        "{text}"
+    );
+    assert!(text.contains(&format!("n2 {forged}")), "{text}");
     let alert = rt.block_on(async {
         let m = tokio::time::timeout(Duration::from_secs(10), alerts.next())
             .await

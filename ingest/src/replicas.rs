@@ -386,6 +386,83 @@ async fn judge_peers(check: &Check, peers: &PeerHeads) -> Vec<Raised> {
         .collect()
 }
 
+/// One table across the nodes, as the bucket shows it (`cluster status`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TableAgreement {
+    /// Every node at the same seq with the same hash.
+    Agree,
+    /// Nodes at different seqs; those at the highest seq agree. Lagging nodes are judged
+    /// by the nodes themselves (their stored events), not from the bucket.
+    Behind {
+        /// The highest seq, and how far the furthest-behind node is below it.
+        head_seq: u64,
+        /// Events between the lowest and the highest head.
+        lag: u64,
+    },
+    /// Nodes at the same seq with different hashes: (node, hash) at that seq.
+    Diverged {
+        /// The seq.
+        seq: u64,
+        /// Each node at that seq and its hash.
+        hashes: Vec<(String, Hash32)>,
+    },
+}
+
+/// Every node's heads from the bucket: table -> node -> (seq, hash).
+pub type NodeHeads = BTreeMap<TableId, BTreeMap<String, (u64, Hash32)>>;
+
+/// How the nodes' heads of one table compare (a divergence at any shared seq wins).
+pub fn agreement(heads: &BTreeMap<String, (u64, Hash32)>) -> TableAgreement {
+    let mut by_seq: BTreeMap<u64, Vec<(String, Hash32)>> = BTreeMap::new();
+    for (node, (seq, hash)) in heads {
+        by_seq.entry(*seq).or_default().push((node.clone(), *hash));
+    }
+    for (seq, hashes) in &by_seq {
+        if hashes.iter().any(|(_, h)| *h != hashes[0].1) {
+            return TableAgreement::Diverged {
+                seq: *seq,
+                hashes: hashes.clone(),
+            };
+        }
+    }
+    match (by_seq.keys().next(), by_seq.keys().next_back()) {
+        (Some(lo), Some(hi)) if lo != hi => TableAgreement::Behind {
+            head_seq: *hi,
+            lag: hi - lo,
+        },
+        _ => TableAgreement::Agree,
+    }
+}
+
+/// Reads every node's heads from the bucket; an empty map when it does not exist.
+pub async fn read_heads(js: &jetstream::Context) -> Result<NodeHeads, crate::Error> {
+    let Ok(store) = js.get_key_value(subjects::REPLICA_BUCKET).await else {
+        return Ok(NodeHeads::new());
+    };
+    let mut keys = store
+        .keys()
+        .await
+        .map_err(|e| crate::Error::nats("replica bucket keys", e))?;
+    let mut heads = NodeHeads::new();
+    while let Some(key) = keys.next().await {
+        let key = key.map_err(|e| crate::Error::nats("replica bucket keys", e))?;
+        let Some((node, table)) = parse_head_key(&key) else {
+            continue;
+        };
+        let value = store
+            .get(&key)
+            .await
+            .map_err(|e| crate::Error::nats("replica bucket get", e))?;
+        if let Some(v) = value.and_then(|v| serde_json::from_slice::<HeadValue>(&v).ok()) {
+            heads
+                .entry(table)
+                .or_default()
+                .insert(node, (v.seq, v.hash));
+        }
+    }
+    Ok(heads)
+}
+
 /// The check's task, aborted when dropped: every return of `run` ends it.
 pub(crate) struct Watcher(pub tokio::task::JoinHandle<()>);
 
@@ -424,6 +501,34 @@ mod tests {
         // The peer further on, or a table this node lacks: not judged yet.
         assert_eq!(judge(Some((4, h(1))), never, 5, h(3)), Verdict::NotYet);
         assert_eq!(judge(None, never, 5, h(3)), Verdict::NotYet);
+    }
+
+    #[test]
+    fn agreement_names_a_split_at_a_shared_seq_before_any_lag() {
+        let heads = |v: &[(&str, u64, u8)]| {
+            v.iter()
+                .map(|(n, s, b)| (n.to_string(), (*s, h(*b))))
+                .collect::<BTreeMap<_, _>>()
+        };
+        assert_eq!(
+            agreement(&heads(&[("a", 5, 1), ("b", 5, 1)])),
+            TableAgreement::Agree
+        );
+        assert_eq!(
+            agreement(&heads(&[("a", 5, 1), ("b", 3, 9)])),
+            TableAgreement::Behind {
+                head_seq: 5,
+                lag: 2
+            }
+        );
+        let split = agreement(&heads(&[("a", 5, 1), ("b", 5, 2), ("c", 4, 7)]));
+        assert_eq!(
+            split,
+            TableAgreement::Diverged {
+                seq: 5,
+                hashes: vec![("a".into(), h(1)), ("b".into(), h(2))]
+            }
+        );
     }
 
     #[test]
