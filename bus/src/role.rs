@@ -135,6 +135,13 @@ fn ingest_publish() -> Vec<String> {
         format!("$JS.API.CONSUMER.DELETE.{kv}.*"),
         format!("$JS.FC.{kv}.>"),
     ]);
+    // The sealer's lease (`ingest::lease`): its bucket's stream, create and update.
+    let lease = "roundledger_lease_sealer";
+    allow.extend([
+        format!("$JS.API.STREAM.INFO.KV_{lease}"),
+        format!("$JS.API.STREAM.CREATE.KV_{lease}"),
+        format!("$KV.{lease}.>"),
+    ]);
     allow
 }
 

@@ -92,6 +92,10 @@ pub struct Args {
     /// With --node-id: milliseconds between two replica checks (publish heads, compare).
     #[arg(long, value_name = "MS", default_value_t = ingest::replicas::REPLICA_CHECK_EVERY.as_millis() as u64)]
     replica_check_ms: u64,
+    /// With --node-id and --seal-key: seconds the sealer lease lasts without renewal. Only
+    /// its holder publishes seals; another node takes over within about this long.
+    #[arg(long, value_name = "SECONDS", default_value_t = 15)]
+    lease_ttl: u64,
     /// Also serve `/metrics` (Prometheus text), `/ready` and `/health` on this address,
     /// without a token: bind it to the internal monitoring network only.
     #[arg(long, value_name = "ADDR")]
@@ -142,6 +146,14 @@ fn sealer_config(
         check_every: ingest::sealer::SEAL_CHECK_EVERY,
         clock: ingest::system_clock_ns,
         consumer: ingest.consumer_name(),
+        lease: ingest
+            .node_id
+            .as_ref()
+            .map(|node| ingest::sealer::LeaseSetup {
+                node: node.clone(),
+                ttl: std::time::Duration::from_secs(args.lease_ttl),
+                replicas: ingest.stream_replicas,
+            }),
     }))
 }
 

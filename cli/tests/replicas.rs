@@ -241,3 +241,87 @@ fn tampered_replica_is_named(rt: &tokio::runtime::Runtime, root: &Path, url: &st
     assert!(alert.detail.contains(&format!("seq {EVENTS}")), "{alert:?}");
     assert!(alert.detail.contains(&forged.to_string()), "{alert:?}");
 }
+
+/// Whether `log` has a JSON line whose message is `message`.
+fn logged(log: &Path, message: &str) -> bool {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .any(|v| v["message"].as_str() == Some(message))
+}
+
+fn signal(serve: &Serve, sig: i32) {
+    // SAFETY: signals a child this test started and still owns.
+    assert_eq!(unsafe { libc::kill(serve.0.id() as i32, sig) }, 0);
+}
+
+/// Two sealing nodes under one lease (TTL 3 s): n1 holds it and publishes the ended
+/// day's seal; n2 seals its own ledger and publishes nothing. n1 is paused past the TTL:
+/// n2 takes the lease; n1, continued, steps down by itself. One seal reached the bus.
+#[test]
+fn a_paused_sealer_loses_its_lease_and_no_second_seal_is_published() {
+    let nats = natsd::NatsServer::start().expect("nats-server");
+    let url = nats.url();
+    let root = tempfile::tempdir().expect("tempdir");
+    let key = root.path().join("seal.key");
+    let out = common::roundledger(&["keygen", "--out", key.to_str().expect("utf-8")]);
+    assert!(out.status.success());
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Option<String>>::new()));
+    let mut seals = rt.block_on(async {
+        let c = async_nats::connect(&url).await.expect("connect");
+        c.subscribe(subjects::SEALS_WILDCARD)
+            .await
+            .expect("subscribe")
+    });
+    let into = seen.clone();
+    rt.spawn(async move {
+        while let Some(m) = seals.next().await {
+            let rev = m.headers.as_ref().and_then(|h| {
+                h.get(ingest::sealer::LEASE_REVISION_HEADER)
+                    .map(|v| v.to_string())
+            });
+            into.lock().expect("lock").push(rev);
+        }
+    });
+    let extra = format!("seal-key = {key:?}\nseal-grace = 0\nlease-ttl = 3\n");
+    let start = |node: &str| {
+        let extra = format!("node-id = {node:?}\n{extra}");
+        common::serve::start(&node_dir(root.path(), node), &url, TOKEN, &extra)
+    };
+    let (n1, n1_log) = start("n1");
+    wait_for("n1 publishes the ended day's seal", || {
+        let s = seen.lock().expect("lock").clone();
+        (s.len() == 1, s)
+    });
+    let (_n2, n2_log) = start("n2");
+    wait_for("n2 seals its own ledger, publishes nothing", || {
+        (
+            logged(
+                &n2_log,
+                "seal kept, not published: another node holds the sealer lease",
+            ),
+            (),
+        )
+    });
+    signal(&n1, libc::SIGSTOP);
+    let paused = Instant::now();
+    wait_for("n2 takes the lease", || {
+        (logged(&n2_log, "lease taken"), ())
+    });
+    eprintln!("takeover {:?} after the pause (ttl 3 s)", paused.elapsed());
+    signal(&n1, libc::SIGCONT);
+    wait_for("n1 steps down by itself", || {
+        (logged(&n1_log, "lease lost: stepping down"), ())
+    });
+    let out = common::roundledger(&["cluster", "status", "--nats", &url]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("lease sealer: held by n2"), "{text}");
+    // Both nodes run on a while (two ticks): nothing more reaches the bus.
+    std::thread::sleep(Duration::from_secs(2));
+    let s = seen.lock().expect("lock").clone();
+    assert_eq!(s.len(), 1, "one seal published: {s:?}");
+    assert!(s[0].is_some(), "it carries its lease revision");
+    drop(n1);
+}
