@@ -101,7 +101,7 @@ pub fn permissions(role: &Role, name: &str) -> Permissions {
 /// stream only, acks, heads, alerts and day seals.
 fn ingest_publish() -> Vec<String> {
     let s = subjects::STREAM;
-    vec![
+    let mut allow = vec![
         "$JS.API.INFO".to_string(),
         // ensure_stream: info, create or update.
         format!("$JS.API.STREAM.INFO.{s}"),
@@ -122,7 +122,27 @@ fn ingest_publish() -> Vec<String> {
         subjects::HEADS_WILDCARD.to_string(),
         "alerts.>".to_string(),
         subjects::SEALS_WILDCARD.to_string(),
-    ]
+    ];
+    // A ledger node's replica check (`ingest::replicas`): the KV bucket's stream, its
+    // puts, and the ordered consumer of its watch (created, recreated, flow control).
+    let kv = format!("KV_{}", subjects::REPLICA_BUCKET);
+    allow.extend([
+        format!("$JS.API.STREAM.INFO.{kv}"),
+        format!("$JS.API.STREAM.CREATE.{kv}"),
+        format!("$KV.{}.>", subjects::REPLICA_BUCKET),
+        format!("$JS.API.CONSUMER.CREATE.{kv}"),
+        format!("$JS.API.CONSUMER.CREATE.{kv}.>"),
+        format!("$JS.API.CONSUMER.DELETE.{kv}.*"),
+        format!("$JS.FC.{kv}.>"),
+    ]);
+    // The sealer's lease (`ingest::lease`): its bucket's stream, create and update.
+    let lease = "roundledger_lease_sealer";
+    allow.extend([
+        format!("$JS.API.STREAM.INFO.KV_{lease}"),
+        format!("$JS.API.STREAM.CREATE.KV_{lease}"),
+        format!("$KV.{lease}.>"),
+    ]);
+    allow
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ mod bench_ingest;
 mod bench_publish;
 mod bus;
 mod client;
+mod cluster;
 mod conform;
 mod count;
 mod day;
@@ -151,6 +152,9 @@ enum Command {
     Count(count::Args),
     /// Check one table's events against the device spec, live or from a file.
     Conform(conform::Args),
+    /// Ledger nodes on one bus: lag, heads agreement per table, lease holders
+    /// (`cluster status`).
+    Cluster(cluster::Args),
 }
 
 impl Command {
@@ -231,6 +235,7 @@ fn main() -> ExitCode {
         Command::Table(a) => tables::run(a),
         Command::Count(a) => count::run(a),
         Command::Conform(a) => conform::run(a),
+        Command::Cluster(a) => cluster::run(a),
     };
     match result {
         Ok(Outcome::Clean) => ExitCode::SUCCESS,

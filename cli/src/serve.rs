@@ -88,6 +88,19 @@ pub struct Args {
     /// (RUNBOOK.md).
     #[arg(long, value_name = "SECONDS", default_value_t = ingest::STUCK_AFTER_DEFAULT.as_secs())]
     stuck_after: u64,
+    /// This ledger node's id (A-Z, a-z, 0-9, '_', '-'), when several nodes replicate the
+    /// stream: its durable consumer is `ingest-<ID>`, and it publishes its heads to the
+    /// KV bucket `roundledger_replicas` and checks every other node's (`replica_diverged`).
+    /// Without it: one node, consumer `ingest`, no replica check.
+    #[arg(long, value_name = "ID")]
+    node_id: Option<String>,
+    /// With --node-id: milliseconds between two replica checks (publish heads, compare).
+    #[arg(long, value_name = "MS", default_value_t = ingest::replicas::REPLICA_CHECK_EVERY.as_millis() as u64)]
+    replica_check_ms: u64,
+    /// With --node-id and --seal-key: seconds the sealer lease lasts without renewal. Only
+    /// its holder publishes seals; another node takes over within about this long.
+    #[arg(long, value_name = "SECONDS", default_value_t = 15)]
+    lease_ttl: u64,
     /// Also serve `/metrics` (Prometheus text), `/ready` and `/health` on this address,
     /// without a token: bind it to the internal monitoring network only.
     #[arg(long, value_name = "ADDR")]
@@ -124,7 +137,7 @@ pub enum LogFormat {
 /// The sealer's configuration, when `--seal-key` asks for one.
 fn sealer_config(
     args: &Args,
-    access: &bus::Access,
+    ingest: &ingest::IngestConfig,
     rule: &ledger::days::DayRule,
 ) -> Result<Option<ingest::sealer::SealerConfig>> {
     let Some(path) = &args.seal_key else {
@@ -132,12 +145,21 @@ fn sealer_config(
     };
     Ok(Some(ingest::sealer::SealerConfig {
         nats_url: args.nats.clone(),
-        access: access.clone(),
+        access: ingest.access.clone(),
         rule: rule.clone(),
         key: Arc::new(crate::keygen::read_signing_key(path)?),
         grace: std::time::Duration::from_secs(args.seal_grace),
         check_every: ingest::sealer::SEAL_CHECK_EVERY,
         clock: ingest::system_clock_ns,
+        consumer: ingest.consumer_name(),
+        lease: ingest
+            .node_id
+            .as_ref()
+            .map(|node| ingest::sealer::LeaseSetup {
+                node: node.clone(),
+                ttl: std::time::Duration::from_secs(args.lease_ttl),
+                replicas: ingest.stream_replicas,
+            }),
     }))
 }
 
@@ -281,14 +303,17 @@ fn plain_http_allowed(addr: std::net::SocketAddr, tls: bool, insecure: bool) -> 
 fn ingest_source(config: &ingest::IngestConfig) -> api::ops::IngestSource {
     let (m, n) = (config.metrics.clone(), config.metrics.clone());
     let (h, k) = (config.health.clone(), config.health.clone());
+    let (r, s) = (config.replicas.clone(), config.replicas.clone());
     api::ops::IngestSource {
         render: Arc::new(move |out| {
             m.render(out);
             ingest::metrics::render_health(&h, out);
+            r.render(out);
         }),
         not_ready: Arc::new(move || {
             let mut failed = n.not_ready();
             failed.extend(ingest::metrics::paused(&k));
+            failed.extend(s.not_ready());
             failed
         }),
     }
@@ -363,7 +388,10 @@ pub fn run(args: Args) -> Result<Outcome> {
     let mut config = ingest::IngestConfig::new(&args.nats).with_batch_len(args.batch);
     config.access = args.bus.access();
     config.stuck_after = std::time::Duration::from_secs(args.stuck_after);
-    let sealer = sealer_config(&args, &config.access, &rule)?;
+    config.node_id = args.node_id.clone();
+    config.replica_check_every = std::time::Duration::from_millis(args.replica_check_ms);
+    config.check().context("ingest settings")?;
+    let sealer = sealer_config(&args, &config, &rule)?;
     anyhow::ensure!(
         sealer.is_none() || !args.no_ingest,
         "--seal-key needs ingest: a read-only server seals nothing"

@@ -37,8 +37,10 @@ pub mod archiver;
 #[cfg(feature = "bench")]
 mod bench;
 pub mod health;
+pub mod lease;
 pub mod metrics;
 mod pipeline;
+pub mod replicas;
 pub mod sealer;
 pub mod stuck;
 mod writer;
@@ -103,6 +105,14 @@ pub struct IngestConfig {
     /// How long a table may hold events beyond a gap before `TableStuck` is raised
     /// (`stuck`).
     pub stuck_after: Duration,
+    /// This ledger node's id, when several nodes replicate the stream: it names the
+    /// node's durable consumer (`subjects::ingest_consumer`) and turns on the replica
+    /// check (`replicas`). `None` keeps the single node's consumer `ingest`.
+    pub node_id: Option<String>,
+    /// What the replica check found, shared with `/metrics` and `/ready`.
+    pub replicas: replicas::Replicas,
+    /// How often the replica check publishes this node's heads and compares its peers'.
+    pub replica_check_every: Duration,
 }
 
 /// The system clock in UTC nanoseconds. Ingest is an edge: its clock stamps arrival. A
@@ -132,7 +142,15 @@ impl IngestConfig {
             health: Default::default(),
             metrics: metrics::IngestMetrics::default(),
             stuck_after: STUCK_AFTER_DEFAULT,
+            node_id: None,
+            replicas: replicas::Replicas::default(),
+            replica_check_every: replicas::REPLICA_CHECK_EVERY,
         }
+    }
+
+    /// The name of this node's durable consumer (`subjects::ingest_consumer`).
+    pub fn consumer_name(&self) -> String {
+        schemas::subjects::ingest_consumer(self.node_id.as_deref())
     }
 
     /// Messages delivered and not yet acked, at most: the writer's queue plus the batch
@@ -165,6 +183,14 @@ impl IngestConfig {
         }
         if self.stuck_after.is_zero() {
             return bad("stuck_after must be above zero");
+        }
+        if let Some(id) = &self.node_id {
+            if let Err(e) = bus::validate_name(id) {
+                return bad(&format!("node id: {e}"));
+            }
+        }
+        if self.replica_check_every < Duration::from_millis(100) {
+            return bad("replica_check_every must be at least 100 ms");
         }
         // A redelivered message was delivered at most this many messages ago, and the
         // ledger recognises an already quarantined one only among that many entries.

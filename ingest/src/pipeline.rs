@@ -193,7 +193,8 @@ pub async fn run(
     ledger: Arc<Ledger>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<IngestReport, Error> {
-    run_with_consumer(config, ledger, subjects::INGEST_CONSUMER, || {}, shutdown).await
+    let consumer = config.consumer_name();
+    run_with_consumer(config, ledger, &consumer, || {}, shutdown).await
 }
 
 /// `run` with another durable consumer name (the benchmark uses a fresh one). `ready` is
@@ -289,6 +290,7 @@ struct Workers {
     alerter: tokio::task::JoinHandle<()>,
     acker: tokio::task::JoinHandle<Result<IngestReport, Error>>,
     stuck_watch: crate::stuck::Watcher,
+    replica_watch: Option<crate::replicas::Watcher>,
 }
 
 impl Workers {
@@ -306,6 +308,7 @@ impl Workers {
             clock: config.clock,
         };
         let stuck_watch = stuck_watcher(client, ledger.clone(), config, alerting.clone());
+        let replica_watch = replica_watcher(client, ledger.clone(), config, alerting.clone());
         let side = WriterSide {
             attestation_lag_max: config.attestation_lag_max,
             health: config.health.clone(),
@@ -325,6 +328,7 @@ impl Workers {
             alerter,
             acker,
             stuck_watch,
+            replica_watch,
         })
     }
 
@@ -336,6 +340,7 @@ impl Workers {
         failed: Option<Error>,
     ) -> Result<IngestReport, Error> {
         drop(self.stuck_watch);
+        drop(self.replica_watch);
         drop(self.jobs);
         let acked = self
             .acker
@@ -385,6 +390,32 @@ fn stuck_watcher(
         config.clock,
         config.stuck_after,
         publish,
+    )))
+}
+
+/// The replica check (`replicas`), when this node has a node id.
+fn replica_watcher(
+    client: &async_nats::Client,
+    ledger: Arc<Ledger>,
+    config: &IngestConfig,
+    alerting: Alerting,
+) -> Option<crate::replicas::Watcher> {
+    let node = config.node_id.clone()?;
+    let publisher = client.clone();
+    let publish = move |raised| {
+        let (client, a) = (publisher.clone(), alerting.clone());
+        async move { publish_alerts(&client, &a, raised).await }
+    };
+    let check = crate::replicas::Check {
+        node,
+        ledger,
+        client: client.clone(),
+        replicas: config.replicas.clone(),
+        every: config.replica_check_every,
+        stream_replicas: config.stream_replicas,
+    };
+    Some(crate::replicas::Watcher(tokio::spawn(
+        crate::replicas::watch(check, publish),
     )))
 }
 

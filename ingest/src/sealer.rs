@@ -12,9 +12,15 @@
 //! the last day that has ended. The last seal is published again at start: a crash
 //! between storing a seal and publishing it loses no seal.
 //!
+//! With several ledger nodes (`SealerConfig::lease`), every node seals its own ledger and
+//! only the holder of the sealer lease (`crate::lease`) publishes, after renewing it at
+//! its revision; the seal carries the revision (`LEASE_REVISION_HEADER`). A node that
+//! does not hold the lease publishes nothing, not even its last seal at start.
+//!
 //! Invariants: sled runs on the blocking pool only; every wait is bounded by the check
 //! interval or the shutdown.
 
+use crate::lease::Lease;
 use crate::Error;
 use async_nats::jetstream;
 use ledger::days::{DayRule, Sealed};
@@ -48,7 +54,27 @@ pub struct SealerConfig {
     pub check_every: Duration,
     /// UTC ns now (`crate::system_clock_ns` in production).
     pub clock: fn() -> i64,
+    /// This node's ingest consumer (`IngestConfig::consumer_name`): its backlog says
+    /// whether this node's ledger holds a day's arrivals.
+    pub consumer: String,
+    /// With several ledger nodes: the sealer lease (`crate::lease`). Every node seals its
+    /// own ledger; only the lease holder publishes, after confirming its revision.
+    pub lease: Option<LeaseSetup>,
 }
+
+/// The sealer's lease: which node asks, how long a holder keeps it without renewing.
+#[derive(Clone, Debug)]
+pub struct LeaseSetup {
+    /// This node's id.
+    pub node: String,
+    /// The lease's TTL; the sealer checks every third of it.
+    pub ttl: Duration,
+    /// Replicas of the lease bucket (the stream's).
+    pub replicas: usize,
+}
+
+/// The header a leased seal publication carries: the lease revision it was confirmed at.
+pub const LEASE_REVISION_HEADER: &str = "Roundledger-Lease-Revision";
 
 /// What ingest's consumer has left, as its info shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,27 +115,57 @@ pub async fn run(
 ) -> Result<u64, Error> {
     let client = bus::connect(&config.nats_url, &config.access).await?;
     let js = jetstream::new(client.clone());
+    let mut lease = match &config.lease {
+        Some(l) => Some(Lease::open(&js, "sealer", &l.node, l.ttl, l.replicas).await?),
+        None => None,
+    };
+    let check_every = lease.as_ref().map_or(config.check_every, |l| {
+        config.check_every.min(l.tick_every())
+    });
     let l = ledger.clone();
     let last = blocking(move || l.day_seals(None, 1)).await?;
     if let Some(seal) = last.first() {
-        publish(&client, seal).await?;
+        publish_once(&client, lease.as_mut(), seal).await?;
     }
     let mut made = 0u64;
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
             _ = &mut shutdown => return Ok(made),
-            _ = tokio::time::sleep(config.check_every) => {}
+            _ = tokio::time::sleep(check_every) => {}
+        }
+        if let Some(l) = lease.as_mut() {
+            l.tick().await;
         }
         match seal_if_due(&config, &ledger, &js).await {
             Ok(Some(seal)) => {
                 made += 1;
                 tracing::info!(day = %seal.day, digest = %seal.digest(), "day sealed");
-                publish(&client, &seal).await?;
+                publish_once(&client, lease.as_mut(), &seal).await?;
             }
             Ok(None) => {}
             // The consumer may not exist yet, or the bus is briefly away: try again later.
             Err(e) => tracing::warn!(error = %e, "day not sealed yet"),
+        }
+    }
+}
+
+/// Publishes `seal`: at once without a lease; with one, only after `Lease::confirm`
+/// renewed it at its revision, which the publication carries. A node that does not hold
+/// the lease publishes nothing (its ledger keeps the seal).
+async fn publish_once(
+    client: &async_nats::Client,
+    lease: Option<&mut Lease>,
+    seal: &DaySeal,
+) -> Result<(), Error> {
+    let Some(lease) = lease else {
+        return publish(client, seal, None).await;
+    };
+    match lease.confirm().await {
+        Some(revision) => publish(client, seal, Some(revision)).await,
+        None => {
+            tracing::info!(day = %seal.day, "seal kept, not published: another node holds the sealer lease");
+            Ok(())
         }
     }
 }
@@ -128,7 +184,12 @@ async fn seal_if_due(
     if now_ns < bounds.ends_at_ns.saturating_add(grace_ns) {
         return Ok(None);
     }
-    if !may_seal(bounds.ends_at_ns, now_ns, grace_ns, &backlog(js).await?) {
+    if !may_seal(
+        bounds.ends_at_ns,
+        now_ns,
+        grace_ns,
+        &backlog(js, &config.consumer).await?,
+    ) {
         return Ok(None);
     }
     let (l, rule, key) = (ledger.clone(), config.rule.clone(), config.key.clone());
@@ -140,13 +201,13 @@ async fn seal_if_due(
 }
 
 /// Ingest's consumer's backlog, with its ack floor's arrival time.
-async fn backlog(js: &jetstream::Context) -> Result<Backlog, Error> {
+async fn backlog(js: &jetstream::Context, consumer: &str) -> Result<Backlog, Error> {
     let stream = js
         .get_stream(subjects::STREAM)
         .await
         .map_err(|e| Error::nats("stream info", e))?;
     let info = stream
-        .consumer_info(subjects::INGEST_CONSUMER)
+        .consumer_info(consumer)
         .await
         .map_err(|e| Error::nats("consumer info", e))?;
     let floor = info.ack_floor.stream_sequence;
@@ -166,10 +227,23 @@ async fn backlog(js: &jetstream::Context) -> Result<Backlog, Error> {
     })
 }
 
-/// Publishes a seal's JSON on `seals.<day>` and waits until the server has it.
-async fn publish(client: &async_nats::Client, seal: &DaySeal) -> Result<(), Error> {
+/// Publishes a seal's JSON on `seals.<day>`, with the lease revision it was confirmed at
+/// if any, and waits until the server has it.
+async fn publish(
+    client: &async_nats::Client,
+    seal: &DaySeal,
+    revision: Option<u64>,
+) -> Result<(), Error> {
+    let mut headers = async_nats::HeaderMap::new();
+    if let Some(r) = revision {
+        headers.insert(LEASE_REVISION_HEADER, r.to_string().as_str());
+    }
     client
-        .publish(subjects::seal_subject(&seal.day), seal.to_json().into())
+        .publish_with_headers(
+            subjects::seal_subject(&seal.day),
+            headers,
+            seal.to_json().into(),
+        )
         .await
         .map_err(|e| Error::nats("publish seal", e))?;
     client

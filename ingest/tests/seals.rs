@@ -41,6 +41,8 @@ async fn a_sealed_day_is_published_and_an_observer_receives_it() {
         grace: Duration::ZERO,
         check_every: Duration::from_millis(50),
         clock: ingest::system_clock_ns,
+        consumer: schemas::subjects::INGEST_CONSUMER.to_string(),
+        lease: None,
     };
     let (stop, rx) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(sealer::run(sealer_config, ledger.clone(), async {

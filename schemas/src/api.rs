@@ -912,6 +912,9 @@ pub enum AlertKind {
     /// A table holds events beyond a gap for longer than a bound: it has stopped advancing
     /// (RUNBOOK.md).
     TableStuck,
+    /// Another ledger node holds a different hash at the same seq of this table
+    /// (`ingest::replicas`): one of the replicas is damaged.
+    ReplicaDiverged,
 }
 
 impl AlertKind {
@@ -926,6 +929,7 @@ impl AlertKind {
             AlertKind::IngestPaused => "ingest_paused",
             AlertKind::IngestResumed => "ingest_resumed",
             AlertKind::TableStuck => "table_stuck",
+            AlertKind::ReplicaDiverged => "replica_diverged",
         }
     }
 }

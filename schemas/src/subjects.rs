@@ -11,8 +11,20 @@ pub const STREAM: &str = "TABLES";
 pub const EVENTS_WILDCARD: &str = "tables.*.events";
 /// ...and one per table for device-signed checkpoints (`attest::Checkpoint`).
 pub const CHECKPOINTS_WILDCARD: &str = "tables.*.checkpoints";
-/// The ingest service's durable pull consumer.
+/// The ingest service's durable pull consumer (a single ledger node).
 pub const INGEST_CONSUMER: &str = "ingest";
+/// The JetStream KV bucket where ledger nodes publish their heads and seals
+/// (`ingest::replicas`).
+pub const REPLICA_BUCKET: &str = "roundledger_replicas";
+
+/// The durable consumer of a ledger node: `ingest` without a node id (one node, the
+/// name every existing ledger resumes from), `ingest-<node_id>` with one.
+pub fn ingest_consumer(node_id: Option<&str>) -> String {
+    match node_id {
+        None => INGEST_CONSUMER.to_string(),
+        Some(id) => format!("{INGEST_CONSUMER}-{id}"),
+    }
+}
 
 /// `tables.<table>.events`: where a table's devices publish.
 pub fn events_subject(table: &TableId) -> String {
@@ -127,6 +139,8 @@ mod tests {
         assert_eq!(id.len(), "CSP-07:42:".len() + 16);
         assert_ne!(id, msg_id(&t, Seq(42), b"other bytes"));
         assert_eq!(head_subject(&t), "ledger.CSP-07.head");
+        assert_eq!(ingest_consumer(None), "ingest");
+        assert_eq!(ingest_consumer(Some("n2")), "ingest-n2");
         assert_eq!(seal_subject("2026-11-25"), "seals.2026-11-25");
         assert_eq!(
             table_of_checkpoint_subject(&checkpoints_subject(&t)),

@@ -1,0 +1,327 @@
+//! Ledger replicas against real processes: three `roundledger serve --node-id` on one
+//! real `nats-server -js`, each with its own ledger directory and durable consumer.
+//!
+//! They store the same floor and end with equal digests. Then one replica's stored head
+//! is rewritten while it is stopped (what a storage fault or an attacker with file access
+//! does); once it runs again, the others raise `replica_diverged` within 10 s (issue 43),
+//! naming the table, the seq and the nodes, on the alert subject, `/metrics` and `/ready`.
+//!
+//! Waits are bounded (`common::serve::WAIT`); the only timed assertion is the issue's 10 s.
+
+mod common;
+
+use async_nats::jetstream;
+use common::serve::{get, listening, scrape, wait_for, Serve};
+use futures::StreamExt;
+use ledger::store::{Space, SLED_TREE};
+use schemas::api::{Alert, AlertKind};
+use schemas::chain::event_hash;
+use schemas::codec;
+use schemas::*;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+const TOKEN: &str = "ops-admin-token-0000000001";
+const NODES: [&str; 3] = ["n1", "n2", "n3"];
+const TABLES: [&str; 2] = ["T-A", "T-B"];
+const EVENTS: u64 = 25;
+/// The issue's bound on seeing a divergence.
+const DIVERGENCE_SEEN_WITHIN: Duration = Duration::from_secs(10);
+
+/// An unsigned `PlaceYourBets` event at `seq` after `prev`.
+fn event_bytes(table: &TableId, seq: u64, prev: Hash32) -> Vec<u8> {
+    codec::to_bincode(&Event {
+        v: WIRE_VERSION,
+        table: table.clone(),
+        device: DeviceId::new("ctl-1").expect("id"),
+        seq: Seq(seq),
+        prev,
+        occurred_at_ns: ingest::system_clock_ns(),
+        round: None,
+        body: EventBody::Announced {
+            announcement: Announcement::PlaceYourBets,
+        },
+    })
+}
+
+/// Publishes `EVENTS` chained events on each table, each acked by the stream.
+async fn publish_floor(url: &str) {
+    let js = jetstream::new(async_nats::connect(url).await.expect("connect"));
+    for name in TABLES {
+        let t = TableId::new(name).expect("id");
+        let mut prev = Hash32::ZERO;
+        for seq in 1..=EVENTS {
+            let bytes = event_bytes(&t, seq, prev);
+            prev = event_hash(&prev, &bytes);
+            js.publish(subjects::events_subject(&t), bytes.into())
+                .await
+                .expect("publish")
+                .await
+                .expect("stream ack");
+        }
+    }
+}
+
+/// A node's directory under `root`.
+fn node_dir(root: &Path, node: &str) -> PathBuf {
+    let d = root.join(node);
+    std::fs::create_dir_all(&d).expect("node dir");
+    d
+}
+
+/// Starts serve as ledger node `node`: (process, log path).
+fn start_node(root: &Path, node: &str, url: &str) -> (Serve, PathBuf) {
+    let extra = format!("node-id = {node:?}\nreplica-check-ms = 200\n");
+    common::serve::start(&node_dir(root, node), url, TOKEN, &extra)
+}
+
+/// A metric's value, 0 when absent.
+fn value(ops: &str, key: &str) -> f64 {
+    scrape(ops).get(key).copied().unwrap_or(0.0)
+}
+
+/// Waits until `ops`'s node stored every event and sees both other nodes.
+fn wait_caught_up(ops: &str, node: &str) {
+    let stored = "roundledger_ingest_messages_total{outcome=\"stored\"}";
+    let peers = format!("roundledger_replica_peers{{node=\"{node}\"}}");
+    wait_for(
+        &format!("{node} stores the floor and sees its peers"),
+        || {
+            let (s, p) = (value(ops, stored), value(ops, &peers));
+            (
+                s == (EVENTS * TABLES.len() as u64) as f64 && p == 2.0,
+                (s, p),
+            )
+        },
+    );
+}
+
+/// The digest of a stopped node's ledger, at a fixed time.
+fn digest_of(root: &Path, node: &str) -> proofs::digest::Digest {
+    let l = ledger::Ledger::open(root.join(node).join("ledger")).expect("open");
+    l.digest(1).expect("digest")
+}
+
+/// Rewrites table `t`'s stored head hash in a closed ledger (its records stay).
+fn forge_head(ledger_dir: &Path, t: &TableId) -> Hash32 {
+    let db = sled::open(ledger_dir).expect("raw sled open");
+    let tree = db.open_tree(SLED_TREE).expect("tree");
+    let mut key = vec![Space::Head.prefix()];
+    key.extend_from_slice(&ledger::record::table_key(t));
+    let mut head = tree.get(&key).expect("get").expect("head").to_vec();
+    head[8..40].copy_from_slice(&[0xAB; 32]);
+    tree.insert(key, head).expect("insert");
+    db.flush().expect("flush");
+    Hash32([0xAB; 32])
+}
+
+#[test]
+fn replicas_agree_and_a_tampered_one_is_named_within_ten_seconds() {
+    let nats = natsd::NatsServer::start().expect("nats-server");
+    let url = nats.url();
+    let root = tempfile::tempdir().expect("tempdir");
+    let mut nodes: Vec<(Serve, String)> = NODES
+        .iter()
+        .map(|n| {
+            let (s, log) = start_node(root.path(), n, &url);
+            (s, listening(&log).1)
+        })
+        .collect();
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(publish_floor(&url));
+    for ((_, ops), node) in nodes.iter().zip(NODES) {
+        wait_caught_up(ops, node);
+        let (status, body) = get(ops, "/ready", None);
+        assert_eq!(status, 200, "{node} agrees with its peers: {body}");
+    }
+    assert_consumers(&rt, &url);
+    let out = common::roundledger(&["cluster", "status", "--nats", &url]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("nodes: n1 n2 n3"), "{text}");
+    assert!(
+        text.contains("tables: 2 agree, 0 behind, 0 diverged"),
+        "{text}"
+    );
+    assert!(
+        text.contains("node n2: consumer ingest-n2, lag 0 pending"),
+        "{text}"
+    );
+    for (s, _) in &mut nodes {
+        assert!(s.stop(), "clean stop");
+    }
+    let digests: Vec<_> = NODES.iter().map(|n| digest_of(root.path(), n)).collect();
+    assert_eq!(digests[0].events, EVENTS * TABLES.len() as u64);
+    assert!(digests.iter().all(|d| d == &digests[0]), "{digests:?}");
+    drop(nodes);
+    tampered_replica_is_named(&rt, root.path(), &url);
+}
+
+/// Each node consumed through its own durable consumer; the single node's `ingest` is
+/// not there.
+fn assert_consumers(rt: &tokio::runtime::Runtime, url: &str) {
+    rt.block_on(async {
+        let js = jetstream::new(async_nats::connect(url).await.expect("connect"));
+        let stream = js.get_stream(subjects::STREAM).await.expect("stream");
+        for n in NODES {
+            let name = subjects::ingest_consumer(Some(n));
+            let info = stream.consumer_info(&name).await.expect("node consumer");
+            assert_eq!(info.num_pending, 0, "{name} consumed everything");
+        }
+        assert!(stream
+            .consumer_info(subjects::INGEST_CONSUMER)
+            .await
+            .is_err());
+    });
+}
+
+/// n2's head of T-A is forged; with n1 and n3 running, n2 comes back: n1 raises
+/// `replica_diverged` naming T-A, its head seq and both nodes, within 10 s.
+fn tampered_replica_is_named(rt: &tokio::runtime::Runtime, root: &Path, url: &str) {
+    let t = TableId::new(TABLES[0]).expect("id");
+    let forged = forge_head(&root.join("n2").join("ledger"), &t);
+    let client = rt.block_on(async { async_nats::connect(url).await.expect("connect") });
+    let mut alerts = rt.block_on(async {
+        let s = subjects::alerts_subject(&t, AlertKind::ReplicaDiverged);
+        client.subscribe(s).await.expect("subscribe")
+    });
+    let (_n1, n1_log) = start_node(root, "n1", url);
+    let (_n3, n3_log) = start_node(root, "n3", url);
+    let n1_ops = listening(&n1_log).1;
+    let n3_ops = listening(&n3_log).1;
+    let (_n2, n2_log) = start_node(root, "n2", url);
+    let n2_ops = listening(&n2_log).1;
+    let up = Instant::now();
+    let detail = wait_for("n1 names the diverged table", || {
+        let (status, body) = get(&n1_ops, "/ready", None);
+        (status == 503 && body.contains("replica_diverged"), body)
+    });
+    // n3 checks on its own timer: wait for it too, then hold both to the bound.
+    wait_for("n3 names the diverged table", || {
+        let n = value(&n3_ops, "roundledger_replica_diverged_tables");
+        (n == 1.0, n)
+    });
+    let seen_after = up.elapsed();
+    assert!(
+        seen_after <= DIVERGENCE_SEEN_WITHIN,
+        "seen after {seen_after:?}"
+    );
+    let named = format!("T-A seq {EVENTS} (n1, n2)");
+    assert!(detail.contains(&named), "{detail}");
+    assert!(!detail.contains("T-B"), "T-B agrees: {detail}");
+    let metric =
+        format!("roundledger_replica_diverged{{table=\"T-A\",seq=\"{EVENTS}\",nodes=\"n1,n2\"}}");
+    assert_eq!(value(&n1_ops, &metric), 1.0);
+    // n2 sees it too: its own head differs from both peers'.
+    wait_for("n2 degrades itself", || {
+        let (status, body) = get(&n2_ops, "/ready", None);
+        (status == 503 && body.contains("T-A seq"), body)
+    });
+    let out = common::roundledger(&["cluster", "status", "--nats", url]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a divergence is a finding: {text}"
+    );
+    assert!(
+        text.contains(&format!("table T-A: DIVERGED at seq {EVENTS}")),
+        "{text}"
+    );
+    assert!(text.contains(&format!("n2 {forged}")), "{text}");
+    let alert = rt.block_on(async {
+        let m = tokio::time::timeout(Duration::from_secs(10), alerts.next())
+            .await
+            .expect("an alert within 10 s")
+            .expect("subscription open");
+        serde_json::from_slice::<Alert>(&m.payload).expect("alert JSON")
+    });
+    assert_eq!(alert.table, t);
+    assert_eq!(alert.kind, AlertKind::ReplicaDiverged);
+    assert!(alert.detail.contains(&format!("seq {EVENTS}")), "{alert:?}");
+    assert!(alert.detail.contains(&forged.to_string()), "{alert:?}");
+}
+
+/// Whether `log` has a JSON line whose message is `message`.
+fn logged(log: &Path, message: &str) -> bool {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .any(|v| v["message"].as_str() == Some(message))
+}
+
+fn signal(serve: &Serve, sig: i32) {
+    // SAFETY: signals a child this test started and still owns.
+    assert_eq!(unsafe { libc::kill(serve.0.id() as i32, sig) }, 0);
+}
+
+/// Two sealing nodes under one lease (TTL 3 s): n1 holds it and publishes the ended
+/// day's seal; n2 seals its own ledger and publishes nothing. n1 is paused past the TTL:
+/// n2 takes the lease; n1, continued, steps down by itself. One seal reached the bus.
+#[test]
+fn a_paused_sealer_loses_its_lease_and_no_second_seal_is_published() {
+    let nats = natsd::NatsServer::start().expect("nats-server");
+    let url = nats.url();
+    let root = tempfile::tempdir().expect("tempdir");
+    let key = root.path().join("seal.key");
+    let out = common::roundledger(&["keygen", "--out", key.to_str().expect("utf-8")]);
+    assert!(out.status.success());
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Option<String>>::new()));
+    let mut seals = rt.block_on(async {
+        let c = async_nats::connect(&url).await.expect("connect");
+        c.subscribe(subjects::SEALS_WILDCARD)
+            .await
+            .expect("subscribe")
+    });
+    let into = seen.clone();
+    rt.spawn(async move {
+        while let Some(m) = seals.next().await {
+            let rev = m.headers.as_ref().and_then(|h| {
+                h.get(ingest::sealer::LEASE_REVISION_HEADER)
+                    .map(|v| v.to_string())
+            });
+            into.lock().expect("lock").push(rev);
+        }
+    });
+    let extra = format!("seal-key = {key:?}\nseal-grace = 0\nlease-ttl = 3\n");
+    let start = |node: &str| {
+        let extra = format!("node-id = {node:?}\n{extra}");
+        common::serve::start(&node_dir(root.path(), node), &url, TOKEN, &extra)
+    };
+    let (n1, n1_log) = start("n1");
+    wait_for("n1 publishes the ended day's seal", || {
+        let s = seen.lock().expect("lock").clone();
+        (s.len() == 1, s)
+    });
+    let (_n2, n2_log) = start("n2");
+    wait_for("n2 seals its own ledger, publishes nothing", || {
+        (
+            logged(
+                &n2_log,
+                "seal kept, not published: another node holds the sealer lease",
+            ),
+            (),
+        )
+    });
+    signal(&n1, libc::SIGSTOP);
+    let paused = Instant::now();
+    wait_for("n2 takes the lease", || {
+        (logged(&n2_log, "lease taken"), ())
+    });
+    eprintln!("takeover {:?} after the pause (ttl 3 s)", paused.elapsed());
+    signal(&n1, libc::SIGCONT);
+    wait_for("n1 steps down by itself", || {
+        (logged(&n1_log, "lease lost: stepping down"), ())
+    });
+    let out = common::roundledger(&["cluster", "status", "--nats", &url]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("lease sealer: held by n2"), "{text}");
+    // Both nodes run on a while (two ticks): nothing more reaches the bus.
+    std::thread::sleep(Duration::from_secs(2));
+    let s = seen.lock().expect("lock").clone();
+    assert_eq!(s.len(), 1, "one seal published: {s:?}");
+    assert!(s[0].is_some(), "it carries its lease revision");
+    drop(n1);
+}
