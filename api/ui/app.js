@@ -157,7 +157,7 @@ const ROLE_AREAS = { surveillance: ["rounds", "tables"], finance: ["tables", "fi
 async function start() {
   if (!token()) return showLogin();
   const who = await api("/v1/whoami", { global: true });
-  state.who = who; state.tz = who.time_zone || "UTC";
+  state.who = who; state.tz = who.time_zone || "UTC"; state.gamingDay = who.gaming_day || null;
   $("#login").hidden = true; $("#token").value = "";
   $("#who").innerHTML = `Signed in as <b>${esc(who.name)}</b> (${esc(who.role)}) <button class="secondary" id="signout">Sign out</button>`;
   $("#signout").onclick = () => signOut("Signed out.");
@@ -554,7 +554,10 @@ function quarantineRows(el) {
 // the tray counts, recorded from the rounds, rules from the replay), hold against its
 // theoretical interval, and each variance with its cause and what it is computed from.
 const SPANS = { day: "Gaming day", shift: "Shift", mtd: "Month to date", ytd: "Year to date" };
+// The gaming day in progress, as the server's day rule says (whoami); the calendar date in
+// the property's zone only when the server did not say.
 function todayLocal() {
+  if (state.gamingDay) return state.gamingDay;
   const p = wallParts(Date.now(), state.tz);
   return `${p.year}-${p.month}-${p.day}`;
 }

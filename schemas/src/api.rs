@@ -61,6 +61,10 @@ pub struct WhoAmI {
     /// nothing new.
     #[serde(default)]
     pub ingesting: bool,
+    /// The gaming day in progress now by the server's day rule (YYYY-MM-DD): the day a
+    /// page shows when none is asked for. Absent when the clock is outside the rule.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gaming_day: Option<String>,
 }
 
 /// Every error body.

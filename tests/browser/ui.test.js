@@ -476,22 +476,27 @@ async function queueOverWholeResult(page, url, token) {
   assert.ok(rows.every(c => /^\d{4}-\d\d-\d\d$/.test(c[3]) && /^\d{4}-\d\d-\d\d\/\d$/.test(c[4])), "gaming day and shift columns");
 }
 
-// Round search by gaming day and shift (the server's day: 06:00 local, one shift): the
-// page lists as many rounds as the API's shift search counts, and the round picked is
-// in its day.
+// Round search by gaming day and shift. The server's day: 06:00 local, and the shifts the
+// ledger keeps (seed's 06:00, 14:00, 22:00, read in the server's zone). The page lists as
+// many rounds as the API's shift search counts, and the round picked is in its shift.
 async function searchByDayAndShift(page, url, token) {
   const get = async p => (await fetch(url + p, { headers: { Authorization: "Bearer " + token } })).json();
   const [r] = (await get("/v1/rounds?limit=1")).items;
-  const day = new Date(Number(BigInt(r.opened_at_ns) / 1000000n) + TZ_OFFSET_MS - 6 * 3600000).toISOString().slice(0, 10);
-  const api = await get(`/v1/rounds?shift=${day}/1&limit=500`);
+  const local = new Date(Number(BigInt(r.opened_at_ns) / 1000000n) + TZ_OFFSET_MS);
+  const day = new Date(local.getTime() - 6 * 3600000).toISOString().slice(0, 10);
+  const hour = local.getUTCHours();
+  const shift = hour >= 6 && hour < 14 ? 1 : hour >= 14 && hour < 22 ? 2 : 3;
+  const api = await get(`/v1/rounds?shift=${day}/${shift}&limit=500`);
   assert.ok(api.items.some(x => x.table === r.table && x.round === r.round), "the round is in its day's shift");
-  assert.equal((await get(`/v1/rounds?day=${day}&limit=1`)).total, api.total, "one shift is the whole day");
+  let shifts = 0;
+  for (const n of [1, 2, 3]) shifts += (await get(`/v1/rounds?shift=${day}/${n}&limit=1`)).total;
+  assert.equal((await get(`/v1/rounds?day=${day}&limit=1`)).total, shifts, "the three shifts make the whole day");
   await page.goto(url + "/#/search");
   await page.fill("#s-day", day);
-  await page.fill("#s-shift", "1");
+  await page.fill("#s-shift", String(shift));
   await page.click("#search-form button");
   await page.waitForSelector("#rounds-table tbody tr");
-  assert.match(decodeURIComponent(new URL(page.url()).hash), new RegExp(`day=${day}&shift=1`));
+  assert.match(decodeURIComponent(new URL(page.url()).hash), new RegExp(`day=${day}&shift=${shift}`));
   const shown = await page.locator(".pager .muted").first().innerText();
   assert.match(shown, new RegExp(`of ${api.total}$`), "the page counts what the API's shift search counts");
   await page.screenshot({ path: path.join(SHOTS, "02c-search-by-shift.png"), fullPage: true });
