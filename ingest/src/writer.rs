@@ -253,6 +253,10 @@ fn write_group<A>(ledger: &Ledger, mut jobs: Vec<Job<A>>) -> Result<Vec<Written<
     let Some(last_batch) = jobs.last().map(|j| j.batch_no) else {
         return Ok(Vec::new());
     };
+    assert!(
+        jobs.windows(2).all(|w| w[0].batch_no < w[1].batch_no),
+        "a group's batches are in delivery order: acking the last acks them all"
+    );
     // Moved into one call and back afterwards, not copied.
     let lens: Vec<(usize, usize)> = jobs
         .iter()
@@ -301,6 +305,11 @@ fn write_group<A>(ledger: &Ledger, mut jobs: Vec<Job<A>>) -> Result<Vec<Written<
     if let Some(last) = replies.last_mut() {
         last.heads = touched.iter().filter_map(|t| ledger.head(t)).collect();
     }
+    assert_eq!(
+        replies.last().map(|w| w.batch_no),
+        Some(last_batch),
+        "the group's last reply carries the last batch's ack"
+    );
     Ok(replies)
 }
 
@@ -378,6 +387,11 @@ fn describe<A>(
     checkpoints: &[CheckpointOutcome],
     touched: &mut BTreeSet<TableId>,
 ) -> Written<A> {
+    assert_eq!(
+        (job.incoming.len(), job.checkpoints.len()),
+        (appended.len(), checkpoints.len()),
+        "every message of a batch has its durable outcome before the batch is acked"
+    );
     let first = job.incoming.first().map_or(0, |i| i.stream_seq);
     let last = job.incoming.last().map_or(0, |i| i.stream_seq);
     let mut alerts = Vec::new();

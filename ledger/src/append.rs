@@ -69,6 +69,11 @@ impl Ledger {
         for (i, msg) in events.iter().enumerate() {
             out.push(self.one(&state, &mut call, msg, pre.get(i))?);
         }
+        assert_eq!(
+            out.len(),
+            events.len(),
+            "append: one outcome per event message"
+        );
         let call_id = state.next_call_id;
         let (added_bytes, arrival) = self.write_records(&mut call, call_id, &state.arrival_head)?;
         let (kept, attested) = self.decide_checkpoints(&state, &mut call, checkpoints)?;
@@ -238,7 +243,11 @@ impl Ledger {
         head_seq: u64,
     ) -> Result<Appended, Error> {
         let (table, seq) = (&event.table, event.seq.0);
-        debug_assert_eq!(seq, head_seq + 1);
+        assert_eq!(
+            seq,
+            head_seq + 1,
+            "append: only the event at head + 1 extends a chain"
+        );
         let reopens = matches!(event.body, schemas::EventBody::TableOpened { .. });
         if !reopens && self.is_closed(state, call, table, head_seq)? {
             let text = format!("seq {seq}: table {table} was closed at seq {head_seq}");
@@ -257,6 +266,11 @@ impl Ledger {
             hash: new_head.hash,
         };
         push_event(state, call, event, new_head, msg);
+        assert_eq!(
+            call.table(table).head.seq.0,
+            seq,
+            "append: the stored event is the table's head"
+        );
         if !call.table(table).pending.is_empty() {
             release_held(state, call, table);
         }
@@ -418,6 +432,17 @@ impl Ledger {
     ) -> Result<(), Error> {
         // This table's rounds touched by the call, summarised once each at the end.
         let mut rounds: BTreeMap<RoundId, RoundSummary> = BTreeMap::new();
+        assert!(
+            tc.new_events
+                .windows(2)
+                .all(|w| w[1].seq.0 == w[0].seq.0 + 1),
+            "append: a call's events of a table are consecutive"
+        );
+        assert_eq!(
+            tc.new_events.last().map(|e| e.seq),
+            Some(tc.head.seq),
+            "append: the head written is the last event stored"
+        );
         for chunk in tc.new_events.chunks(RECORD_EVENTS_MAX) {
             let key = seq_key(table, chunk[0].seq.0);
             for e in chunk {
