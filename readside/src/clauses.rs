@@ -72,18 +72,3 @@ pub fn wording(rule_set: RuleSet, clause: &str) -> &'static [String] {
 pub fn wording_of_code(code: &str) -> &'static [String] {
     schemas::findings::by_code(code).map_or(&[], |c| wording(c.rule_set, c.clause))
 }
-
-/// The wording of the clause a finding cites. A payout finding cites its settlement rows'
-/// clauses ("CSP6 §4.2, 4.5.1"), not its code's: then the first of them, and no wording
-/// when the table lacks it, rather than the words of another clause.
-pub fn wording_of_finding(f: &schemas::report::Finding) -> &'static [String] {
-    let code = schemas::findings::by_code(&f.code);
-    if code.is_none_or(|c| c.clause_text() == f.clause) {
-        return wording_of_code(&f.code);
-    }
-    let Some((rule_set, rest)) = f.clause.split_once(" §") else {
-        return &[];
-    };
-    let number = rest.split([',', ';', ' ']).next().unwrap_or("");
-    RuleSet::from_code(rule_set).map_or(&[], |rs| wording(rs, number))
-}

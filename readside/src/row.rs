@@ -59,7 +59,7 @@ pub fn finding_view(f: &Finding) -> FindingView {
                 }
             })
             .unwrap_or_default(),
-        clause_wording: crate::clauses::wording_of_finding(f).to_vec(),
+        clause_wording: crate::clauses::wording_of_code(&f.code).to_vec(),
     }
 }
 

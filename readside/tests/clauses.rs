@@ -377,31 +377,3 @@ fn a_sub_clause_reads_with_its_parent_and_the_consequence() {
     assert_eq!(w, ["Pays are evaluated at the end of the game round."]);
     assert!(readside::clauses::wording_of_code("no-such-code").is_empty());
 }
-
-/// Issue 46 item 5: a payout finding cites its settlement rows' clauses; the words shown
-/// are of that clause, never of the finding code's (CSP6 §4.1 is the BET's pay table).
-#[test]
-fn a_payout_finding_reads_the_words_of_the_clause_it_cites() {
-    use readside::clauses::{wording_of_code, wording_of_finding};
-    use schemas::report::{Finding, Severity};
-    let code = "CSP6-4.1-payout-differs";
-    let f = |clause: &str| Finding {
-        code: code.into(),
-        clause: clause.into(),
-        severity: Severity::Critical,
-        seqs: Vec::new(),
-        box_no: None,
-        explanation: String::new(),
-    };
-    assert!(!wording_of_code(code).is_empty());
-    assert_eq!(wording_of_finding(&f("CSP6 §4.1")), wording_of_code(code));
-    assert_ne!(
-        wording_of_finding(&f("CSP6 §4.2, 4.5.1")),
-        wording_of_code(code)
-    );
-    assert_eq!(
-        wording_of_finding(&f("CSP6 §5.11")),
-        wording_of_code("CSP6-5.11-bet-after-no-more-bets")
-    );
-    assert!(wording_of_finding(&f("RULES-NOTES 13")).is_empty());
-}
