@@ -122,6 +122,129 @@ fn page_of<T>(rows: Vec<T>, offset: u64, limit: u64) -> (Vec<T>, u64) {
     (items, total)
 }
 
+/// Every row a search matches, read once: at most `SCAN_ROWS_MAX`, else a 400.
+async fn scan_all<T: Send + 'static>(
+    read: impl FnOnce(u64) -> Result<readside::model::Page<T>, ReadError> + Send + 'static,
+) -> Result<Vec<T>, Refusal> {
+    blocking(move || {
+        let p = read(SCAN_ROWS_MAX + 1)?;
+        check_scan(p.total)?;
+        Ok(p.items)
+    })
+    .await
+}
+
+/// The whole result as CSV: `head`, then `cells` of each row after its opening time's
+/// ISO 8601, gaming day and shift.
+fn csv_of<T>(
+    st: &Shared,
+    name: &str,
+    head: &str,
+    rows: &[T],
+    opened_at_ns: impl Fn(&T) -> i64,
+    cells: impl Fn(&T, [String; 3]) -> Vec<String>,
+) -> Result<Response, Refusal> {
+    let (rule, zone) = (&st.finance.rule, zone(st)?);
+    let lines = rows
+        .iter()
+        .map(|r| cells(r, narrow::time_cells(rule, &zone, opened_at_ns(r))));
+    Ok(csv_response(name, head, lines))
+}
+
+/// `verdict=` of a round search, checked.
+fn parse_verdict(v: Option<&str>) -> Result<Option<schemas::report::Verdict>, ReadError> {
+    match v {
+        None | Some("") => Ok(None),
+        Some(v) => serde_json::from_value(v.into()).map(Some).map_err(|_| {
+            ReadError::BadRequest(format!("verdict {v:?}: clean, irregular, disputed or void"))
+        }),
+    }
+}
+
+/// The disputes and findings filter of a search, code and severity included when `n`
+/// asks the index for them.
+fn issue_filter(l: &Listing, n: Option<&Narrow>) -> IssueFilter {
+    IssueFilter {
+        table: l.table.clone(),
+        from_ns: l.bounds.from_ns,
+        to_ns: l.bounds.to_ns,
+        code: n.and_then(|n| n.code.clone()),
+        severity: n.and_then(|n| n.severity),
+    }
+}
+
+/// Whether a row of `table` and `round` passes the game and finding filters.
+fn in_sets(
+    games: &Option<BTreeSet<TableId>>,
+    with: &Option<RoundSet>,
+    table: &TableId,
+    round: schemas::RoundId,
+) -> bool {
+    games.as_ref().is_none_or(|g| g.contains(table))
+        && with
+            .as_ref()
+            .is_none_or(|w| w.contains(&(table.clone(), round)))
+}
+
+const ROUNDS_HEAD: &str = "table,round,opened_at,gaming_day,shift,rule_set,verdict,in_progress,boxes,disputes,findings,worst_severity,difference";
+const DISPUTES_HEAD: &str =
+    "table,round,opened_at,gaming_day,shift,verdict,box,line,due,paid,difference";
+const FINDINGS_HEAD: &str =
+    "table,round,opened_at,gaming_day,shift,severity,code,clause,box,events,explanation";
+
+fn round_cells(r: &RoundRow, [at, day, shift]: [String; 3]) -> Vec<String> {
+    let boxes: Vec<String> = r.boxes.iter().map(|b| b.0.to_string()).collect();
+    vec![
+        r.table.to_string(),
+        r.round.0.to_string(),
+        at,
+        day,
+        shift,
+        r.rule_set.as_ref().map(name_of).unwrap_or_default(),
+        name_of(&r.verdict),
+        r.in_progress.to_string(),
+        boxes.join(" "),
+        r.disputes.to_string(),
+        r.findings.to_string(),
+        r.worst_severity.as_ref().map(name_of).unwrap_or_default(),
+        narrow::decimal(r.difference.0),
+    ]
+}
+
+fn dispute_cells(d: &DisputeRow, [at, day, shift]: [String; 3]) -> Vec<String> {
+    vec![
+        d.table.to_string(),
+        d.round.0.to_string(),
+        at,
+        day,
+        shift,
+        name_of(&d.verdict),
+        d.box_no.0.to_string(),
+        name_of(&d.line),
+        narrow::decimal(d.expected.0),
+        narrow::decimal(d.recorded.0),
+        narrow::decimal(d.difference.0),
+    ]
+}
+
+fn finding_cells(r: &readside::model::FindingRec, [at, day, shift]: [String; 3]) -> Vec<String> {
+    let f = &r.finding;
+    let seqs: Vec<String> = f.seqs.iter().map(|s| s.0.to_string()).collect();
+    vec![
+        r.table.to_string(),
+        r.round.0.to_string(),
+        at,
+        day,
+        shift,
+        name_of(&f.severity),
+        f.code.clone(),
+        f.clause.clone(),
+        f.box_no.map(|b| b.0.to_string()).unwrap_or_default(),
+        seqs.join(" "),
+        f.explanation.clone(),
+    ]
+}
+
 #[utoipa::path(get, path = "/v1/rounds", tag = "rounds", params(RoundQuery),
     responses((status = 200, description = "a page of rounds, newest first; with format=csv every matching round",
         content((RoundPage = "application/json"), (String = "text/csv"))), (status = 400, body = ApiError)))]
@@ -129,29 +252,16 @@ pub(crate) async fn list_rounds(
     State(st): State<Shared>,
     Query(q): Query<RoundQuery>,
 ) -> Result<Response, Refusal> {
-    let Listing {
-        table,
-        bounds,
-        offset,
-        limit,
-    } = q.search().parse(&st.finance.rule)?;
+    let l = q.search().parse(&st.finance.rule)?;
     let n = q.narrow().parse(List::Rounds)?;
-    let verdict = match q.verdict.as_deref() {
-        None | Some("") => None,
-        Some(v) => Some(
-            serde_json::from_value::<schemas::report::Verdict>(v.into()).map_err(|_| {
-                ReadError::BadRequest(format!("verdict {v:?}: clean, irregular, disputed or void"))
-            })?,
-        ),
-    };
     let filter = RoundFilter {
-        table: table.clone(),
-        from_ns: bounds.from_ns,
-        to_ns: bounds.to_ns,
+        table: l.table.clone(),
+        from_ns: l.bounds.from_ns,
+        to_ns: l.bounds.to_ns,
         box_no: n.box_no,
-        verdict,
+        verdict: parse_verdict(q.verdict.as_deref())?,
     };
-    let model = st.model.clone();
+    let (model, offset, limit) = (st.model.clone(), l.offset, l.limit);
     if n.is_plain(List::Rounds) {
         let p = blocking(move || Ok(model.rounds(&filter, offset, limit)?)).await?;
         return Ok(Json(RoundPage {
@@ -162,26 +272,11 @@ pub(crate) async fn list_rounds(
         })
         .into_response());
     }
-    let base = IssueFilter {
-        table,
-        from_ns: bounds.from_ns,
-        to_ns: bounds.to_ns,
-        code: None,
-        severity: None,
-    };
     let games = game_tables(&st, &n).await?;
-    let with = finding_rounds(&st, &base, &n).await?;
-    let mut rows = blocking(move || {
-        let p = model.rounds(&filter, 0, SCAN_ROWS_MAX + 1)?;
-        check_scan(p.total)?;
-        Ok(p.items)
-    })
-    .await?;
+    let with = finding_rounds(&st, &issue_filter(&l, None), &n).await?;
+    let mut rows = scan_all(move |max| Ok(model.rounds(&filter, 0, max)?)).await?;
     rows.retain(|r| {
-        games.as_ref().is_none_or(|g| g.contains(&r.table))
-            && with
-                .as_ref()
-                .is_none_or(|w| w.contains(&(r.table.clone(), r.round)))
+        in_sets(&games, &with, &r.table, r.round)
             && (n.difference_minor == (None, None) || n.difference_in(r.difference.0))
     });
     narrow::sort(
@@ -191,31 +286,14 @@ pub(crate) async fn list_rounds(
         |a, b| (a.opened_at_ns, &a.table, a.round).cmp(&(b.opened_at_ns, &b.table, b.round)),
     );
     if n.csv {
-        let (rule, zone) = (&st.finance.rule, zone(&st)?);
-        let head = "table,round,opened_at,gaming_day,shift,rule_set,verdict,in_progress,boxes,disputes,findings,worst_severity,difference";
-        return Ok(csv_response(
+        return csv_of(
+            &st,
             "rounds",
-            head,
-            rows.iter().map(|r| {
-                let [at, day, shift] = narrow::time_cells(rule, &zone, r.opened_at_ns);
-                let boxes: Vec<String> = r.boxes.iter().map(|b| b.0.to_string()).collect();
-                vec![
-                    r.table.to_string(),
-                    r.round.0.to_string(),
-                    at,
-                    day,
-                    shift,
-                    r.rule_set.as_ref().map(name_of).unwrap_or_default(),
-                    name_of(&r.verdict),
-                    r.in_progress.to_string(),
-                    boxes.join(" "),
-                    r.disputes.to_string(),
-                    r.findings.to_string(),
-                    r.worst_severity.as_ref().map(name_of).unwrap_or_default(),
-                    narrow::decimal(r.difference.0),
-                ]
-            }),
-        ));
+            ROUNDS_HEAD,
+            &rows,
+            |r| r.opened_at_ns,
+            round_cells,
+        );
     }
     let (items, total) = page_of(rows, offset, limit);
     Ok(Json(RoundPage {
@@ -234,21 +312,10 @@ pub(crate) async fn disputes(
     State(st): State<Shared>,
     Query(q): Query<IssueQuery>,
 ) -> Result<Response, Refusal> {
-    let Listing {
-        table,
-        bounds,
-        offset,
-        limit,
-    } = q.search().parse(&st.finance.rule)?;
+    let l = q.search().parse(&st.finance.rule)?;
     let n = q.narrow().parse(List::Disputes)?;
-    let base = IssueFilter {
-        table,
-        from_ns: bounds.from_ns,
-        to_ns: bounds.to_ns,
-        code: None,
-        severity: None,
-    };
-    let model = st.model.clone();
+    let base = issue_filter(&l, None);
+    let (model, offset, limit) = (st.model.clone(), l.offset, l.limit);
     if n.is_plain(List::Disputes) {
         let p = blocking(move || Ok(model.disputes(&base, offset, limit)?)).await?;
         return Ok(Json(DisputePage {
@@ -261,17 +328,9 @@ pub(crate) async fn disputes(
     }
     let games = game_tables(&st, &n).await?;
     let with = finding_rounds(&st, &base, &n).await?;
-    let mut rows = blocking(move || {
-        let p = model.disputes(&base, 0, SCAN_ROWS_MAX + 1)?;
-        check_scan(p.total)?;
-        Ok(p.items)
-    })
-    .await?;
+    let mut rows = scan_all(move |max| Ok(model.disputes(&base, 0, max)?)).await?;
     rows.retain(|d| {
-        games.as_ref().is_none_or(|g| g.contains(&d.table))
-            && with
-                .as_ref()
-                .is_none_or(|w| w.contains(&(d.table.clone(), d.round)))
+        in_sets(&games, &with, &d.table, d.round)
             && n.box_no.is_none_or(|b| b == d.box_no)
             && n.difference_in(d.difference.0)
             && n.amount_in(d.expected.0)
@@ -281,37 +340,19 @@ pub(crate) async fn disputes(
         &n,
         |a, b| narrow::dispute_order(n.sort, a, b),
         |a, b| {
-            (a.opened_at_ns, &a.table, a.round, a.box_no).cmp(&(
-                b.opened_at_ns,
-                &b.table,
-                b.round,
-                b.box_no,
-            ))
+            let key = |d: &DisputeRow| (d.opened_at_ns, d.table.clone(), d.round, d.box_no);
+            key(a).cmp(&key(b))
         },
     );
     if n.csv {
-        let (rule, zone) = (&st.finance.rule, zone(&st)?);
-        let head = "table,round,opened_at,gaming_day,shift,verdict,box,line,due,paid,difference";
-        return Ok(csv_response(
+        return csv_of(
+            &st,
             "disputes",
-            head,
-            rows.iter().map(|d| {
-                let [at, day, shift] = narrow::time_cells(rule, &zone, d.opened_at_ns);
-                vec![
-                    d.table.to_string(),
-                    d.round.0.to_string(),
-                    at,
-                    day,
-                    shift,
-                    name_of(&d.verdict),
-                    d.box_no.0.to_string(),
-                    name_of(&d.line),
-                    narrow::decimal(d.expected.0),
-                    narrow::decimal(d.recorded.0),
-                    narrow::decimal(d.difference.0),
-                ]
-            }),
-        ));
+            DISPUTES_HEAD,
+            &rows,
+            |d| d.opened_at_ns,
+            dispute_cells,
+        );
     }
     let (items, total) = page_of(rows, offset, limit);
     Ok(Json(DisputePage {
@@ -323,6 +364,21 @@ pub(crate) async fn disputes(
     .into_response())
 }
 
+/// Findings' own order for a sort key; `Equal` for keys a finding has not.
+fn finding_order(
+    key: narrow::SortKey,
+    a: &readside::model::FindingRec,
+    b: &readside::model::FindingRec,
+) -> std::cmp::Ordering {
+    match key {
+        narrow::SortKey::Table => a.table.cmp(&b.table),
+        narrow::SortKey::Box => a.finding.box_no.cmp(&b.finding.box_no),
+        narrow::SortKey::Severity => a.finding.severity.cmp(&b.finding.severity),
+        narrow::SortKey::Code => a.finding.code.cmp(&b.finding.code),
+        _ => std::cmp::Ordering::Equal,
+    }
+}
+
 #[utoipa::path(get, path = "/v1/findings", tag = "rounds", params(IssueQuery),
     responses((status = 200, description = "a page of findings, newest round first; with format=csv every matching finding",
         content((FindingPage = "application/json"), (String = "text/csv"))), (status = 400, body = ApiError)))]
@@ -330,75 +386,35 @@ pub(crate) async fn findings(
     State(st): State<Shared>,
     Query(q): Query<IssueQuery>,
 ) -> Result<Response, Refusal> {
-    let Listing {
-        table,
-        bounds,
-        offset,
-        limit,
-    } = q.search().parse(&st.finance.rule)?;
+    let l = q.search().parse(&st.finance.rule)?;
     let n = q.narrow().parse(List::Findings)?;
-    let filter = IssueFilter {
-        table,
-        from_ns: bounds.from_ns,
-        to_ns: bounds.to_ns,
-        code: n.code.clone(),
-        severity: n.severity,
-    };
-    let model = st.model.clone();
-    let mut rows = if n.is_plain(List::Findings) {
+    let filter = issue_filter(&l, Some(&n));
+    let (model, offset, limit) = (st.model.clone(), l.offset, l.limit);
+    if n.is_plain(List::Findings) {
         let p = blocking(move || Ok(model.findings(&filter, offset, limit)?)).await?;
         return Ok(Json(finding_page(p.items, p.total, offset, limit)).into_response());
-    } else {
-        blocking(move || {
-            let p = model.findings(&filter, 0, SCAN_ROWS_MAX + 1)?;
-            check_scan(p.total)?;
-            Ok(p.items)
-        })
-        .await?
-    };
+    }
+    let mut rows = scan_all(move |max| Ok(model.findings(&filter, 0, max)?)).await?;
     let games = game_tables(&st, &n).await?;
     rows.retain(|r| {
-        games.as_ref().is_none_or(|g| g.contains(&r.table))
+        in_sets(&games, &None, &r.table, r.round)
             && n.box_no.is_none_or(|b| r.finding.box_no == Some(b))
     });
     narrow::sort(
         &mut rows,
         &n,
-        |a, b| match n.sort {
-            narrow::SortKey::Table => a.table.cmp(&b.table),
-            narrow::SortKey::Box => a.finding.box_no.cmp(&b.finding.box_no),
-            narrow::SortKey::Severity => a.finding.severity.cmp(&b.finding.severity),
-            narrow::SortKey::Code => a.finding.code.cmp(&b.finding.code),
-            _ => std::cmp::Ordering::Equal,
-        },
+        |a, b| finding_order(n.sort, a, b),
         |a, b| (a.opened_at_ns, &a.table, a.round).cmp(&(b.opened_at_ns, &b.table, b.round)),
     );
     if n.csv {
-        let (rule, zone) = (&st.finance.rule, zone(&st)?);
-        let head =
-            "table,round,opened_at,gaming_day,shift,severity,code,clause,box,events,explanation";
-        return Ok(csv_response(
+        return csv_of(
+            &st,
             "findings",
-            head,
-            rows.iter().map(|r| {
-                let [at, day, shift] = narrow::time_cells(rule, &zone, r.opened_at_ns);
-                let f = &r.finding;
-                let seqs: Vec<String> = f.seqs.iter().map(|s| s.0.to_string()).collect();
-                vec![
-                    r.table.to_string(),
-                    r.round.0.to_string(),
-                    at,
-                    day,
-                    shift,
-                    name_of(&f.severity),
-                    f.code.clone(),
-                    f.clause.clone(),
-                    f.box_no.map(|b| b.0.to_string()).unwrap_or_default(),
-                    seqs.join(" "),
-                    f.explanation.clone(),
-                ]
-            }),
-        ));
+            FINDINGS_HEAD,
+            &rows,
+            |r| r.opened_at_ns,
+            finding_cells,
+        );
     }
     let (items, total) = page_of(rows, offset, limit);
     Ok(Json(finding_page(items, total, offset, limit)).into_response())

@@ -152,15 +152,7 @@ pub fn run(mut args: Args) -> Result<Outcome> {
     let rt = crate::runtime::runtime()?;
     let alert_log = ingest::alerts::AlertLog::default();
     let source = crate::serve::alert_source(&alert_log);
-    let rule = demo_finance::day_rule(&args.floor.shift_start, args.floor.shift_every)?;
-    // Kept with the ledger: a report on it later (`--keep`) splits days where the floor did.
-    ledger
-        .set_day_rule(&rule)
-        .context("keeping the day rule in the ledger")?;
-    let finance = api::FinanceSetup {
-        rule: rule.clone(),
-        pits: Vec::new(),
-    };
+    let (rule, finance) = kept_rule(&args, &ledger)?;
     let web = Web::start(
         &rt,
         args.http,
@@ -204,23 +196,44 @@ pub fn run(mut args: Args) -> Result<Outcome> {
         let Source::Ledger(ledger) = source else {
             anyhow::bail!("the demo audits its own ledger")
         };
-        let alerts = Some(crate::serve::alert_source(&alert_log));
-        let (config, ledger) = (access.config, Arc::new(*ledger));
-        let web = Web::start(
-            &rt,
-            web_addr,
-            config,
-            &dir,
-            ledger,
-            WebSetup {
-                alerts,
-                finance,
-                ingesting: false,
-            },
-        )?;
-        serve_until_stopped(&rt, web)?;
+        let setup = WebSetup {
+            alerts: Some(crate::serve::alert_source(&alert_log)),
+            finance,
+            ingesting: false,
+        };
+        serve_again(&rt, web_addr, access.config, &dir, Arc::new(*ledger), setup)?;
     }
     Ok(outcome)
+}
+
+/// `--serve`: the web UI again on the audited ledger, read-only, until Ctrl-C.
+fn serve_again(
+    rt: &tokio::runtime::Runtime,
+    addr: std::net::SocketAddr,
+    config: api::auth::AccessConfig,
+    dir: &Path,
+    ledger: Arc<ledger::Ledger>,
+    setup: WebSetup,
+) -> Result<()> {
+    let web = Web::start(rt, addr, config, dir, ledger, setup)?;
+    serve_until_stopped(rt, web)
+}
+
+/// The floor's day rule, kept with the ledger so that a report on it later (`--keep`)
+/// splits days where the floor did, and finance's setup under it.
+fn kept_rule(
+    args: &Args,
+    ledger: &ledger::Ledger,
+) -> Result<(ledger::days::DayRule, api::FinanceSetup)> {
+    let rule = demo_finance::day_rule(&args.floor.shift_start, args.floor.shift_every)?;
+    ledger
+        .set_day_rule(&rule)
+        .context("keeping the day rule in the ledger")?;
+    let finance = api::FinanceSetup {
+        rule: rule.clone(),
+        pits: Vec::new(),
+    };
+    Ok((rule, finance))
 }
 
 /// Where the demo's ledger goes: `--keep`'s directory (which must not exist) or a

@@ -385,12 +385,7 @@ pub fn run(args: Args) -> Result<Outcome> {
     if let Some(old) = replaced {
         tracing::warn!(was = %old.spec(), now = %rule.spec(), "the day rule changed: the read model is rebuilt under it");
     }
-    let mut config = ingest::IngestConfig::new(&args.nats).with_batch_len(args.batch);
-    config.access = args.bus.access();
-    config.stuck_after = std::time::Duration::from_secs(args.stuck_after);
-    config.node_id = args.node_id.clone();
-    config.replica_check_every = std::time::Duration::from_millis(args.replica_check_ms);
-    config.check().context("ingest settings")?;
+    let config = ingest_config(&args)?;
     let sealer = sealer_config(&args, &config, &rule)?;
     anyhow::ensure!(
         sealer.is_none() || !args.no_ingest,
@@ -436,14 +431,7 @@ pub fn run(args: Args) -> Result<Outcome> {
         .context("ingest task")?
         .context("ingest stopped")?;
         join_http(http).await?;
-        if let Some(s) = sealing {
-            let made = s.await.context("sealer task")?.context("sealer")?;
-            tracing::info!(days = made, "sealer stopped");
-        }
-        if let Some(a) = archiving {
-            let moved = a.await.context("archiver task")?.context("archiver")?;
-            tracing::info!(days = moved, "archiver stopped");
-        }
+        join_duties(sealing, archiving).await?;
         Ok::<_, anyhow::Error>(Some(report))
     })?;
     ledger.flush().context("final flush")?;
@@ -451,6 +439,32 @@ pub fn run(args: Args) -> Result<Outcome> {
         log_stopped(&r);
     }
     Ok(Outcome::Clean)
+}
+
+/// Ingest's settings from serve's flags, checked.
+fn ingest_config(args: &Args) -> Result<ingest::IngestConfig> {
+    let mut config = ingest::IngestConfig::new(&args.nats).with_batch_len(args.batch);
+    config.access = args.bus.access();
+    config.stuck_after = std::time::Duration::from_secs(args.stuck_after);
+    config.node_id = args.node_id.clone();
+    config.replica_check_every = std::time::Duration::from_millis(args.replica_check_ms);
+    config.check().context("ingest settings")?;
+    Ok(config)
+}
+
+type Duty = tokio::task::JoinHandle<Result<u64, ingest::Error>>;
+
+/// Waits for the sealer and the archiver, once told to stop, and logs what each did.
+async fn join_duties(sealing: Option<Duty>, archiving: Option<Duty>) -> Result<()> {
+    if let Some(s) = sealing {
+        let made = s.await.context("sealer task")?.context("sealer")?;
+        tracing::info!(days = made, "sealer stopped");
+    }
+    if let Some(a) = archiving {
+        let moved = a.await.context("archiver task")?.context("archiver")?;
+        tracing::info!(days = moved, "archiver stopped");
+    }
+    Ok(())
 }
 
 /// Names the tables fenced as damaged. The ledger logged each fence at open (`warn`);

@@ -294,7 +294,7 @@ fn settle_line(text: &[u8]) -> Result<Settled, InputError> {
 }
 
 /// Bounds, settlement and void hands of one round. A failed assertion in the rules engine
-/// (a defect of ours, issue 47) is an error for this round, not the end of the process.
+/// (a defect of ours) is an error for this round, not the end of the process.
 fn settle_guarded(input: &RoundInput) -> Result<Settled, InputError> {
     let refused = |e: rules::SettleError| InputError {
         field: e.field,
@@ -315,21 +315,10 @@ fn settle_guarded(input: &RoundInput) -> Result<Settled, InputError> {
             message: format!(
                 "internal error: the rules engine failed its own check ({}); please report \
                  this round",
-                panic_text(payload.as_ref())
+                replayer::panic_text(payload.as_ref())
             ),
             column: None,
         }),
-    }
-}
-
-/// The message of a panic payload (`panic!` gives a `&str` or a `String`).
-fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "a panic without a message".to_string()
     }
 }
 

@@ -101,42 +101,13 @@ fn verify_ledger(dir: &std::path::Path, json: bool) -> Result<Outcome> {
     let (report, _) = ledger::verify_store(&store, None, &BTreeMap::new()).context("verifying")?;
     // A store read that fails here (a corrupt sled page) is a finding beside the tables'
     // verdicts, not an abort that hides them.
-    let copies = match ledger::copies::check_copies(&store) {
-        Ok(c) => c,
-        Err(e) => {
-            let mut c = ledger::copies::CopiesReport::default();
-            c.logged.problem(format!(
-                "the value log and its copies were not checked: the store failed: {e}"
-            ));
-            c
-        }
-    };
+    let copies = copies_or_problem(&store);
     // Sections beside the tables' verdicts, in order; each is ok or names what fails.
     let journals = ledger::journals::read_journals(&ledger::journals::api_dir(dir), |_| None)
         .context("reading the API's journals")?;
     let sections = vec![copies_section(&copies), journals_section(&journals)];
     if json {
-        println!("{}", serde_json::to_string_pretty(&report_json(&report))?);
-        // The JSON stays the array of table verdicts; a broken arrival or quarantine chain
-        // fails the exit code and is named on stderr, as is the value log's state.
-        if !matches!(report.arrival, ledger::ArrivalVerdict::Ok { .. }) {
-            eprintln!("{}", arrival_line(&report.arrival));
-        }
-        if !matches!(report.quarantine, ledger::QuarantineVerdict::Ok { .. }) {
-            eprintln!("{}", quarantine_line(&report.quarantine));
-        }
-        for s in sections.iter().filter(|s| !s.ok) {
-            eprint!("{}", s.text);
-        }
-        if !report.removed.is_ok() {
-            eprint!("{}", removed_lines(&report.removed));
-        }
-        if let Some(line) = unreferenced_or_failed(&store) {
-            eprintln!("{line}");
-        }
-        for e in &report.store_errors {
-            eprintln!("store BAD: {e}");
-        }
+        print_json_report(&report, &sections, &store)?;
     } else {
         print!("{}", render_report(&report));
         for s in &sections {
@@ -167,6 +138,47 @@ fn verify_ledger(dir: &std::path::Path, json: bool) -> Result<Outcome> {
     } else {
         Outcome::Findings
     })
+}
+
+/// The value log against sled, or, when the store fails (a corrupt sled page), a finding
+/// that says it was not checked.
+fn copies_or_problem(store: &SledStore) -> ledger::copies::CopiesReport {
+    ledger::copies::check_copies(store).unwrap_or_else(|e| {
+        let mut c = ledger::copies::CopiesReport::default();
+        c.logged.problem(format!(
+            "the value log and its copies were not checked: the store failed: {e}"
+        ));
+        c
+    })
+}
+
+/// The JSON form: the array of table verdicts on stdout. A broken arrival or quarantine
+/// chain fails the exit code and is named on stderr, as is the value log's state.
+fn print_json_report(
+    report: &ledger::VerifyReport,
+    sections: &[Section],
+    store: &SledStore,
+) -> Result<()> {
+    println!("{}", serde_json::to_string_pretty(&report_json(report))?);
+    if !matches!(report.arrival, ledger::ArrivalVerdict::Ok { .. }) {
+        eprintln!("{}", arrival_line(&report.arrival));
+    }
+    if !matches!(report.quarantine, ledger::QuarantineVerdict::Ok { .. }) {
+        eprintln!("{}", quarantine_line(&report.quarantine));
+    }
+    for s in sections.iter().filter(|s| !s.ok) {
+        eprint!("{}", s.text);
+    }
+    if !report.removed.is_ok() {
+        eprint!("{}", removed_lines(&report.removed));
+    }
+    if let Some(line) = unreferenced_or_failed(store) {
+        eprintln!("{line}");
+    }
+    for e in &report.store_errors {
+        eprintln!("store BAD: {e}");
+    }
+    Ok(())
 }
 
 /// A part of the ledger's verification beside the tables: its lines and whether it holds.

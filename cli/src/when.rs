@@ -118,7 +118,7 @@ mod tests {
         );
     }
 
-    /// Issue 46: `--from "2026-11-28 15:00"` was read in UTC whatever `TZ` said.
+    /// `--from "2026-11-28 15:00"` is read in the flag's zone, else the property's, else `TZ`.
     #[test]
     fn a_wall_time_is_read_in_the_flag_else_the_property_else_tz_else_utc() {
         let at = |z: &TimeZone| parse_in("2026-11-28 15:00", z).unwrap();

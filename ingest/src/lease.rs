@@ -1,4 +1,4 @@
-//! Leases: one ledger node at a time holds a singleton duty (issue 43), through a
+//! Leases: one ledger node at a time holds a singleton duty (the sealer), through a
 //! JetStream KV key. No home-made consensus: the bucket's compare-and-set does the work.
 //!
 //! The bucket `roundledger_lease_<duty>` keeps one value per key for `ttl` (its

@@ -78,16 +78,7 @@ impl Ledger {
         let (added_bytes, arrival) = self.write_records(&mut call, call_id, &state.arrival_head)?;
         let (kept, attested) = self.decide_checkpoints(&state, &mut call, checkpoints)?;
         let bytes_total = state.bytes_total + added_bytes;
-        for name in crate::attest::reason::PERSISTED_COUNTERS {
-            if let Some(n) = call.counters.get(*name) {
-                let total = state.counters.get(*name).copied().unwrap_or(0) + n;
-                call.ops.push(Op::Put(
-                    Space::Meta,
-                    crate::attest::reason::counter_key(name),
-                    total.to_be_bytes().to_vec(),
-                ));
-            }
-        }
+        persist_counters(&state, &mut call);
         if call.stores_events() {
             call.ops.push(Op::Put(
                 Space::Meta,
@@ -518,6 +509,20 @@ struct Written {
 }
 
 use crate::RoundSummary;
+
+/// Writes the new totals of the counters kept across reopens that this call moved.
+fn persist_counters(state: &crate::State, call: &mut Call) {
+    for name in crate::attest::reason::PERSISTED_COUNTERS {
+        if let Some(n) = call.counters.get(*name) {
+            let total = state.counters.get(*name).copied().unwrap_or(0) + n;
+            call.ops.push(Op::Put(
+                Space::Meta,
+                crate::attest::reason::counter_key(name),
+                total.to_be_bytes().to_vec(),
+            ));
+        }
+    }
+}
 
 pub(crate) fn push_event(
     state: &crate::State,

@@ -298,16 +298,7 @@ pub fn verify_store(
         out.push(verdict);
     }
     out.extend(bad_keys);
-    let (arrival, removed_calls) = arrival_within(store, ARRIVAL_WAITING_MAX).unwrap_or_else(|e| {
-        let problem = format!("the store failed while reading the arrival index: {e}");
-        (
-            ArrivalVerdict::Bad {
-                call_id: 0,
-                problem,
-            },
-            0,
-        )
-    });
+    let (arrival, removed_calls) = arrival_or_problem(store);
     removed.calls_unchecked = removed_calls;
     let quarantine =
         crate::quarantine::verify_quarantine(store).unwrap_or_else(|e| QuarantineVerdict::Bad {
@@ -335,6 +326,21 @@ pub fn verify_store(
         },
         found,
     ))
+}
+
+/// The arrival chain's verdict and the calls it left unchecked; a store that fails while
+/// reading it makes the verdict bad, naming the failure.
+fn arrival_or_problem(store: &dyn Store) -> (ArrivalVerdict, u64) {
+    arrival_within(store, ARRIVAL_WAITING_MAX).unwrap_or_else(|e| {
+        let problem = format!("the store failed while reading the arrival index: {e}");
+        (
+            ArrivalVerdict::Bad {
+                call_id: 0,
+                problem,
+            },
+            0,
+        )
+    })
 }
 
 /// Each table of a store and what it holds of it: its in-memory head (when `mem` is

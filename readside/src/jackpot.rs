@@ -24,38 +24,11 @@ pub fn liability(
     let b = rule
         .bounds(day)
         .map_err(|e| ReadError::BadRequest(e.to_string()))?;
-    let mut before = Vec::new();
-    let mut through = Vec::new();
-    // Each pool's last display and how many events came before it, itself included.
-    let mut shown: BTreeMap<PoolId, (Money, usize)> = BTreeMap::new();
-    let mut read = 0u64;
-    for item in ledger.events_in_arrival_order() {
-        let (_, stored) = item?;
-        read += 1;
-        if read > JACKPOT_EVENTS_MAX {
-            return Err(ReadError::TooLarge(format!(
-                "more than {JACKPOT_EVENTS_MAX} events before the day's end (use roundledger audit)"
-            )));
-        }
-        if stored.received_at_ns >= b.ends_at_ns {
-            continue;
-        }
-        // Undecodable bytes hold no pool movement; `verify` names them.
-        let Ok((e, _)) = schemas::codec::decode(&stored.bytes) else {
-            continue;
-        };
-        let display = match &e.body {
-            EventBody::JackpotShown { pool, value } => Some((pool.clone(), *value)),
-            _ => None,
-        };
-        if stored.received_at_ns < b.starts_at_ns {
-            before.push(e.clone());
-        }
-        through.push(e);
-        if let Some((pool, value)) = display {
-            shown.insert(pool, (value, through.len()));
-        }
-    }
+    let DayEvents {
+        before,
+        through,
+        shown,
+    } = read_day(ledger, &b)?;
     let start = replayer::replay_pool(&before).pools;
     let end = replayer::replay_pool(&through).pools;
     let out = end
@@ -86,4 +59,52 @@ pub fn liability(
         })
         .collect();
     Ok(out)
+}
+
+/// The pool events up to a day's end: those before it, all of them, and each pool's last
+/// display with how many events came before it, itself included.
+struct DayEvents {
+    before: Vec<schemas::Event>,
+    through: Vec<schemas::Event>,
+    shown: BTreeMap<PoolId, (Money, usize)>,
+}
+
+/// Reads the ledger in arrival order up to the day's end (at most `JACKPOT_EVENTS_MAX`).
+fn read_day(ledger: &ledger::Ledger, b: &ledger::days::DayBounds) -> Result<DayEvents, ReadError> {
+    let mut before = Vec::new();
+    let mut through = Vec::new();
+    let mut shown: BTreeMap<PoolId, (Money, usize)> = BTreeMap::new();
+    let mut read = 0u64;
+    for item in ledger.events_in_arrival_order() {
+        let (_, stored) = item?;
+        read += 1;
+        if read > JACKPOT_EVENTS_MAX {
+            return Err(ReadError::TooLarge(format!(
+                "more than {JACKPOT_EVENTS_MAX} events before the day's end (use roundledger audit)"
+            )));
+        }
+        if stored.received_at_ns >= b.ends_at_ns {
+            continue;
+        }
+        // Undecodable bytes hold no pool movement; `verify` names them.
+        let Ok((e, _)) = schemas::codec::decode(&stored.bytes) else {
+            continue;
+        };
+        let display = match &e.body {
+            EventBody::JackpotShown { pool, value } => Some((pool.clone(), *value)),
+            _ => None,
+        };
+        if stored.received_at_ns < b.starts_at_ns {
+            before.push(e.clone());
+        }
+        through.push(e);
+        if let Some((pool, value)) = display {
+            shown.insert(pool, (value, through.len()));
+        }
+    }
+    Ok(DayEvents {
+        before,
+        through,
+        shown,
+    })
 }

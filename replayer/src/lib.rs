@@ -45,7 +45,7 @@ mod pool;
 mod round;
 
 pub use pool::{replay_pool, PoolMismatch, PoolReport, PoolSummary, PoolWin};
-pub use round::{Phase, StepView};
+pub use round::{panic_text, Phase, StepView};
 pub use schemas::parallel::{default_workers, map_tables, MAX_WORKERS};
 
 use round::{RoundState, TableContext};

@@ -1665,7 +1665,7 @@ impl ReportShell {
 }
 
 /// The message of a panic payload (`panic!` gives a `&str` or a `String`).
-fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+pub fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {
         (*s).to_string()
     } else if let Some(s) = payload.downcast_ref::<String>() {
