@@ -23,6 +23,11 @@
 //! far (what the round view shows, `rounds::load`), which the replayer's report replaces
 //! when it comes. That early replay runs once per pass, for a closed round still unreported
 //! whose table grew, so the row depends on the events stored, not on pass boundaries.
+//!
+//! A closed round counts at once: its early report goes into its shift's finance and its
+//! table's verdict counts, and the cursor keeps it. A changed early report, and the
+//! replayer's report, take that count back before counting their own: every round is
+//! counted exactly once, from its newest report.
 
 use crate::model::{self, space, Model, TableStatus};
 use crate::row::{finding_view, note_box_in_play, row_of, Digest};
@@ -162,6 +167,10 @@ struct Pending {
     changed: bool,
     /// What the feed was last told about it (`None`: nothing yet).
     announced: Option<RoundRow>,
+    /// The early report its shift's finance and the table's counts hold (closed rounds
+    /// count at once, not when the next round begins).
+    #[serde(default)]
+    counted: Option<RoundReport>,
 }
 
 impl Pending {
@@ -189,6 +198,7 @@ impl Pending {
             closed: false,
             changed: true,
             announced: None,
+            counted: None,
         }
     }
 }
@@ -197,9 +207,11 @@ impl Pending {
 #[derive(Default)]
 struct PassOut {
     /// Each report, and the terms its round began under.
-    reports: Vec<(RoundReport, Terms)>,
+    reports: Vec<Reported>,
     /// Rows of rounds the replayer has not reported yet, and whether to announce them.
     early: Vec<(Digest, bool)>,
+    /// Closed rounds counted early, or counted again from a changed early report.
+    recounts: Vec<Recount>,
     tables: BTreeMap<TableId, TableDelta>,
     events: u64,
 }
@@ -213,6 +225,28 @@ struct TableDelta {
     shifts: BTreeMap<i64, ShiftRow>,
     verified_through: u64,
     problem: Option<String>,
+}
+
+/// A round the replayer reported, the terms it began under, and the early report its
+/// finance holds (taken back before this one is counted).
+struct Reported {
+    report: RoundReport,
+    terms: Terms,
+    counted: Option<RoundReport>,
+}
+
+/// A closed round's early report to count: the one counted before is taken back first.
+struct Recount {
+    take: Option<RoundReport>,
+    add: RoundReport,
+    terms: Terms,
+}
+
+/// Whether `Writes::count` adds a round or takes it back.
+#[derive(Clone, Copy)]
+enum Count {
+    Add,
+    Take,
 }
 
 /// One indexing pass: reads what is new in the ledger (at most `INDEX_EVENTS_PER_PASS`
@@ -270,7 +304,7 @@ pub fn pass(
         for p in t.cur.pending.values_mut().filter(|p| p.closed) {
             p.changed = true;
         }
-        early_rows(ledger, &mut t.cur, &mut out.early);
+        early_rows(ledger, &mut t.cur, (&mut out.early, &mut out.recounts));
     }
     tail.events_read += out.events;
     let feed = commit(model, tail, out)?;
@@ -282,7 +316,7 @@ struct Chunk<'a> {
     table: &'a TableId,
     to: u64,
     delta: &'a mut TableDelta,
-    reports: &'a mut Vec<(RoundReport, Terms)>,
+    reports: &'a mut Vec<Reported>,
     /// Events read in the pass so far.
     events: &'a mut u64,
 }
@@ -438,7 +472,11 @@ pub fn catch_up(ledger: &ledger::Ledger, model: &Model) -> Result<u64, ReadError
 
 /// The rows of the rounds the replayer has not reported yet that changed in this pass: in
 /// progress, or (closed) the report of the window read so far. Blocking: sled.
-fn early_rows(ledger: &ledger::Ledger, t: &mut Cursor, out: &mut Vec<(Digest, bool)>) {
+fn early_rows(
+    ledger: &ledger::Ledger,
+    t: &mut Cursor,
+    (out, recounts): (&mut Vec<(Digest, bool)>, &mut Vec<Recount>),
+) {
     let read_through = t.next_seq.saturating_sub(1);
     for p in t.pending.values_mut().filter(|p| p.changed) {
         p.changed = false;
@@ -465,6 +503,13 @@ fn early_rows(ledger: &ledger::Ledger, t: &mut Cursor, out: &mut Vec<(Digest, bo
         } else {
             None
         };
+        if let Some(r) = report.as_ref().filter(|r| p.counted.as_ref() != Some(*r)) {
+            recounts.push(Recount {
+                take: p.counted.replace(r.clone()),
+                add: r.clone(),
+                terms: p.terms.clone(),
+            });
+        }
         let digest = match report {
             Some(r) => digest_of(r),
             None => Digest {
@@ -508,7 +553,7 @@ fn index_event(
     t: &mut TableTail,
     delta: &mut TableDelta,
     stored: &ledger::StoredEvent,
-    reports: &mut Vec<(RoundReport, Terms)>,
+    reports: &mut Vec<Reported>,
     (rule, shifts): (&ledger::days::DayRule, &mut ShiftCache),
 ) {
     let seq = stored.seq.0;
@@ -530,11 +575,15 @@ fn index_event(
     note_table_event(table, c, delta, seq, &event, (rule, shifts));
     track_pending(table, c, seq, &event);
     for r in t.replayer.push(Seq(seq), &event) {
-        let terms = match t.cur.pending.remove(&r.round.0) {
-            Some(p) => p.terms,
-            None => t.cur.terms.clone(),
+        let (terms, counted) = match t.cur.pending.remove(&r.round.0) {
+            Some(p) => (p.terms, p.counted),
+            None => (t.cur.terms.clone(), None),
         };
-        reports.push((r, terms));
+        reports.push(Reported {
+            report: r,
+            terms,
+            counted,
+        });
     }
 }
 
@@ -759,29 +808,19 @@ impl Writes<'_> {
         Ok(())
     }
 
-    /// A round the replayer reported: counted once, announced unless its early report
-    /// already said the same.
-    fn report(
-        &mut self,
-        (r, terms): (RoundReport, Terms),
-        feed: &mut Vec<FeedItem>,
-    ) -> Result<(), ReadError> {
-        match self.shift_cache.shift_of(self.model.rule(), r.opened_at_ns) {
-            Ok(b) => {
-                let row = self.shift(&r.table, b.starts_at_ns, || {
-                    shiftrow::empty_row(&r.table, &b)
-                })?;
-                shiftrow::add_round(row, &r, &terms.ctx());
-            }
-            Err(e) => tracing::warn!("table {} round {}: no shift: {e}", r.table, r.round.0),
+    /// A round the replayer reported: counted once (its early count, if any, taken back
+    /// first), announced unless its early report already said the same.
+    fn report(&mut self, rep: Reported, feed: &mut Vec<FeedItem>) -> Result<(), ReadError> {
+        let Reported {
+            report: r,
+            terms,
+            counted,
+        } = rep;
+        if let Some(early) = &counted {
+            assert_eq!(early.round, r.round, "an early count is of the same round");
+            self.count(early, &terms, Count::Take)?;
         }
-        let s = self.status(&r.table)?;
-        match r.verdict {
-            Verdict::Disputed => s.disputed += 1,
-            Verdict::Irregular => s.irregular += 1,
-            Verdict::Void => s.void += 1,
-            Verdict::Clean => {}
-        }
+        self.count(&r, &terms, Count::Add)?;
         let digest = digest_of(r);
         let old = self.digest(&digest.row.table, digest.row.round.0)?;
         let announced = old.is_some_and(|old| {
@@ -793,6 +832,38 @@ impl Writes<'_> {
             announce(&digest, feed);
         }
         self.put(digest);
+        Ok(())
+    }
+
+    /// Adds a round to (or takes it from) its shift's finance and its table's verdict
+    /// counts.
+    fn count(&mut self, r: &RoundReport, terms: &Terms, how: Count) -> Result<(), ReadError> {
+        match self.shift_cache.shift_of(self.model.rule(), r.opened_at_ns) {
+            Ok(b) => {
+                let row = self.shift(&r.table, b.starts_at_ns, || {
+                    shiftrow::empty_row(&r.table, &b)
+                })?;
+                match how {
+                    Count::Add => shiftrow::add_round(row, r, &terms.ctx()),
+                    Count::Take => shiftrow::take_round(row, r, &terms.ctx()),
+                }
+            }
+            Err(e) => tracing::warn!("table {} round {}: no shift: {e}", r.table, r.round.0),
+        }
+        let s = self.status(&r.table)?;
+        let n = match r.verdict {
+            Verdict::Disputed => &mut s.disputed,
+            Verdict::Irregular => &mut s.irregular,
+            Verdict::Void => &mut s.void,
+            Verdict::Clean => return Ok(()),
+        };
+        match how {
+            Count::Add => *n += 1,
+            Count::Take => {
+                assert!(*n > 0, "a round taken back was counted");
+                *n -= 1;
+            }
+        }
         Ok(())
     }
 
@@ -849,7 +920,8 @@ impl Writes<'_> {
 
 /// Writes one pass to the model in one batch and returns the feed items.
 fn commit(model: &Model, tail: &mut Tail, out: PassOut) -> Result<Vec<FeedItem>, ReadError> {
-    if out.tables.is_empty() && out.reports.is_empty() && out.early.is_empty() {
+    let nothing = out.reports.is_empty() && out.early.is_empty() && out.recounts.is_empty();
+    if out.tables.is_empty() && nothing {
         return Ok(Vec::new());
     }
     let mut cache = std::mem::take(&mut tail.shifts);
@@ -871,6 +943,12 @@ fn commit(model: &Model, tail: &mut Tail, out: PassOut) -> Result<Vec<FeedItem>,
     }
     for r in out.reports {
         w.report(r, &mut feed)?;
+    }
+    for r in out.recounts {
+        if let Some(old) = &r.take {
+            w.count(old, &r.terms, Count::Take)?;
+        }
+        w.count(&r.add, &r.terms, Count::Add)?;
     }
     for (digest, announce_it) in out.early {
         if announce_it {

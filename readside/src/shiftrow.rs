@@ -210,6 +210,69 @@ pub fn add_round(row: &mut ShiftRow, r: &RoundReport, ctx: &RoundCtx) {
     }
 }
 
+/// Takes back what `add_round` added for `r` under `ctx`, before the same round is added
+/// again from a newer report (an early count replaced). Its play times stay: they are the
+/// round's own and do not change between reports.
+pub fn take_round(row: &mut ShiftRow, r: &RoundReport, ctx: &RoundCtx) {
+    let at = dealer_part(row, ctx.dealer.unwrap_or(NO_DEALER));
+    assert!(
+        row.rounds > 0,
+        "take_round: the round was added to this row"
+    );
+    assert!(
+        row.dealers[at].rounds > 0,
+        "take_round: and to its dealer's part"
+    );
+    row.rounds -= 1;
+    row.dealers[at].rounds -= 1;
+    let Some(s) = &r.settlement else {
+        return;
+    };
+    let share = share_of(r, s, ctx);
+    for h in &share.handle {
+        take_handle(&mut row.handle, h);
+        take_handle(&mut row.dealers[at].handle, h);
+    }
+    take_tray(&mut row.recorded, &share.recorded);
+    take_tray(&mut row.rules, &share.rules);
+    take_tray(&mut row.dealers[at].recorded, &share.recorded);
+    take_tray(&mut row.dealers[at].rules, &share.rules);
+    if share.disputed {
+        assert!(
+            row.disputed_count > 0,
+            "take_round: its dispute was counted"
+        );
+        row.disputed_count -= 1;
+        row.dealers[at].disputed_count -= 1;
+        row.disputed.retain(|d| d.round != r.round);
+    }
+}
+
+fn take_tray(tray: &mut Tray, o: &Tray) {
+    tray.taken_in = tray.taken_in - o.taken_in;
+    tray.paid_out = tray.paid_out - o.paid_out;
+    tray.jackpot_paid = tray.jackpot_paid - o.jackpot_paid;
+}
+
+/// Takes `h` back from `handle`; an entry left with no bets goes.
+fn take_handle(handle: &mut Vec<Handle>, h: &Handle) {
+    let key = handle_key(h);
+    let Ok(i) = handle.binary_search_by(|x| handle_key(x).cmp(&key)) else {
+        panic!("take_handle: {key:?} was added before");
+    };
+    let x = &mut handle[i];
+    assert!(
+        x.bets >= h.bets,
+        "take_handle: no more bets taken than added"
+    );
+    x.stake = x.stake - h.stake;
+    x.stake_squared = x.stake_squared.saturating_sub(h.stake_squared);
+    x.bets -= h.bets;
+    if x.bets == 0 {
+        handle.remove(i);
+    }
+}
+
 /// One round's part of a shift: a handle entry per bet, its trays and its nets.
 struct Share {
     handle: Vec<Handle>,

@@ -975,3 +975,75 @@ fn golden_two_days_three_tables_every_figure_by_hand() {
         );
     }
 }
+
+/// Appends `msgs` to the ledger (all stored) and brings the model up to date.
+fn feed(f: &Floor, msgs: Vec<ledger::Incoming>, stream_seq: &mut u64) {
+    let mut batch = msgs;
+    for m in &mut batch {
+        *stream_seq += 1;
+        m.stream_seq = *stream_seq;
+    }
+    let out = f.ledger.append(&batch, &[]).unwrap();
+    assert!(out
+        .events
+        .iter()
+        .all(|a| matches!(a, ledger::Appended::Stored { .. })));
+    readside::index::catch_up(&f.ledger, &f.model).unwrap();
+}
+
+#[test]
+fn a_tables_last_closed_round_counts_at_once_and_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = Floor {
+        ledger: ledger::Ledger::open(dir.path().join("ledger")).unwrap(),
+        model: Model::open(&dir.path().join("readmodel"), &rule()).unwrap(),
+        counts: Vec::new(),
+        _dir: dir,
+    };
+    let mut c = Chain::new("T-LAST");
+    let t0 = DAY_START_NS;
+    c.push(t0 - 10 * MIN_NS, None, table_opened(TCP3));
+    c.round(TCP3, t0 + 20 * MIN_NS, |_| {});
+    // The last round is overpaid: its flush paid 25.00 where the rules give 20.00.
+    c.round(TCP3, t0 + 40 * MIN_NS, |b| {
+        if let EventBody::PaidOut { net, .. } = b {
+            if net.0 == 2_000 {
+                *net = Money(2_500);
+            }
+        }
+    });
+    let mut stream_seq = 0;
+    // Nothing follows its `RoundClosed`: the replayer has not reported it.
+    feed(&f, c.out.drain(..).collect(), &mut stream_seq);
+    let table = TableId::new("T-LAST").unwrap();
+    let check = |when: &str| {
+        let r = shift_report(&f, &[]);
+        let g = group(&r, "T-LAST");
+        assert_eq!(g.rounds, 2, "{when}: both rounds count");
+        assert_eq!(g.win_rules, Money(2 * TCP3_ROUND_WIN), "{when}");
+        assert_eq!(g.win_recorded, Money(2 * TCP3_ROUND_WIN - 500), "{when}");
+        let status = f.model.status(&table).unwrap().unwrap();
+        assert_eq!(status.disputed, 1, "{when}: the overpaid round, once");
+    };
+    check("after its RoundClosed");
+    // Another pass with nothing new changes nothing.
+    readside::index::catch_up(&f.ledger, &f.model).unwrap();
+    check("after an empty pass");
+    // The table closes: the replayer's report replaces the early count, not adds to it.
+    c.push(t0 + 2 * HOUR_NS, None, EventBody::TableClosed);
+    feed(&f, c.out.drain(..).collect(), &mut stream_seq);
+    check("after TableClosed");
+    // The model rebuilt from the ledger says the same.
+    let fresh = Model::open(&f._dir.path().join("fresh"), &rule()).unwrap();
+    readside::index::catch_up(&f.ledger, &fresh).unwrap();
+    let q = Query {
+        span: Span::Shift("2026-11-25/1".into()),
+        group_by: GroupBy::Table,
+        table: None,
+        pit: None,
+    };
+    assert_eq!(
+        report(&fresh, &[], &[], &q).unwrap().total,
+        shift_report(&f, &[]).total
+    );
+}
