@@ -147,6 +147,9 @@ pub struct ApiConfig {
     pub time_zone: String,
     /// Whether ingest runs beside this API (`WhoAmI::ingesting`).
     pub ingesting: bool,
+    /// The surveillance recorder's clock less the property's, milliseconds
+    /// (`WhoAmI::recorder_offset_ms`); `None` when not set.
+    pub recorder_offset_ms: Option<i64>,
     /// The access file `access` came from: reloaded when it changes (`ACCESS_POLL`), so a
     /// token added or revoked by `roundledger tokens` takes effect without a restart.
     pub access_file: Option<PathBuf>,
@@ -155,6 +158,9 @@ pub struct ApiConfig {
     /// Failing requests a client may make a minute (`limit`); `None`: the default.
     pub failures_per_minute_max: Option<u32>,
 }
+
+/// Largest recorder clock offset, either way: a day, in milliseconds.
+pub const RECORDER_OFFSET_MS_MAX: u64 = 86_400_000;
 
 /// How often the server looks at its access file for changes.
 pub const ACCESS_POLL: std::time::Duration = std::time::Duration::from_secs(2);
@@ -310,6 +316,8 @@ pub struct AppState {
     pub time_zone: std::sync::OnceLock<String>,
     /// Whether ingest runs beside this API (`ApiConfig::ingesting`); false until set.
     pub ingesting: std::sync::OnceLock<bool>,
+    /// The recorder's clock offset (`ApiConfig::recorder_offset_ms`); none until set.
+    pub recorder_offset_ms: std::sync::OnceLock<i64>,
 }
 
 /// The handlers' state, shared by every request and task.
@@ -355,6 +363,7 @@ impl AppState {
             limiter: limit::Limiter::default(),
             time_zone: std::sync::OnceLock::new(),
             ingesting: std::sync::OnceLock::new(),
+            recorder_offset_ms: std::sync::OnceLock::new(),
         }))
     }
 
@@ -542,6 +551,13 @@ pub async fn run_with_ops(
     }
     let _ = state.time_zone.set(config.time_zone);
     let _ = state.ingesting.set(config.ingesting);
+    if let Some(ms) = config.recorder_offset_ms {
+        assert!(
+            ms.unsigned_abs() <= RECORDER_OFFSET_MS_MAX,
+            "serve checks the recorder offset's bound"
+        );
+        let _ = state.recorder_offset_ms.set(ms);
+    }
     if let Some(n) = config.failures_per_minute_max {
         state.limiter.set_failures_max(n).map_err(Error::Config)?;
     }

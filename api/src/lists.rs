@@ -70,16 +70,56 @@ async fn finding_rounds(
     Ok(Some(set))
 }
 
-/// A CSV download: `head` then one line per row, CRLF line ends.
-fn csv_response(name: &str, head: &str, lines: impl Iterator<Item = Vec<String>>) -> Response {
-    let mut out = String::from(head);
-    out.push_str("\r\n");
-    for cells in lines {
-        let cells: Vec<String> = cells.iter().map(|c| narrow::csv_field(c)).collect();
-        out.push_str(&cells.join(","));
-        out.push_str("\r\n");
+/// The rounds `n`'s dealer dealt in `l`'s table and window; `None` when no dealer is
+/// asked for.
+async fn dealer_rounds(st: &Shared, l: &Listing, n: &Narrow) -> Result<Option<RoundSet>, Refusal> {
+    let Some(dealer) = n.dealer.clone() else {
+        return Ok(None);
+    };
+    let filter = RoundFilter {
+        table: l.table.clone(),
+        from_ns: l.bounds.from_ns,
+        to_ns: l.bounds.to_ns,
+        box_no: None,
+        verdict: None,
+    };
+    let model = st.model.clone();
+    let rows = scan_all(move |max| Ok(model.rounds(&filter, 0, max)?)).await?;
+    Ok(Some(
+        rows.into_iter()
+            .filter(|r| r.dealer.as_deref() == Some(dealer.as_str()))
+            .map(|r| (r.table, r.round))
+            .collect(),
+    ))
+}
+
+/// Rounds in both sets; a set not asked for (`None`) does not narrow.
+fn both(a: Option<RoundSet>, b: Option<RoundSet>) -> Option<RoundSet> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.intersection(&b).cloned().collect()),
+        (a, b) => a.or(b),
     }
-    (
+}
+
+/// A CSV download of `rows`: `head` then one line per row, CRLF line ends, streamed in
+/// bounded chunks (`stream`): the text is never held whole.
+async fn csv_response<T: Send + 'static>(
+    name: &str,
+    head: &'static str,
+    rows: Vec<T>,
+    line: impl Fn(&T) -> Vec<String> + Send + 'static,
+) -> Result<Response, Refusal> {
+    let body = crate::stream::body_from_writer(move |w| {
+        let io = |e: std::io::Error| ReadError::Internal(format!("csv: {e}"));
+        write!(w, "{head}\r\n").map_err(io)?;
+        for r in &rows {
+            let cells: Vec<String> = line(r).iter().map(|c| narrow::csv_field(c)).collect();
+            write!(w, "{}\r\n", cells.join(",")).map_err(io)?;
+        }
+        Ok(())
+    })
+    .await?;
+    Ok((
         [
             (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_string()),
             (
@@ -87,9 +127,9 @@ fn csv_response(name: &str, head: &str, lines: impl Iterator<Item = Vec<String>>
                 format!("attachment; filename=\"roundledger-{name}.csv\""),
             ),
         ],
-        out,
+        body,
     )
-        .into_response()
+        .into_response())
 }
 
 /// The property's zone for CSV times.
@@ -136,19 +176,17 @@ async fn scan_all<T: Send + 'static>(
 
 /// The whole result as CSV: `head`, then `cells` of each row after its opening time's
 /// ISO 8601, gaming day and shift.
-fn csv_of<T>(
+async fn csv_of<T: Send + 'static>(
     st: &Shared,
     name: &str,
-    head: &str,
-    rows: &[T],
-    opened_at_ns: impl Fn(&T) -> i64,
-    cells: impl Fn(&T, [String; 3]) -> Vec<String>,
+    head: &'static str,
+    rows: Vec<T>,
+    opened_at_ns: fn(&T) -> i64,
+    cells: fn(&T, [String; 3]) -> Vec<String>,
 ) -> Result<Response, Refusal> {
-    let (rule, zone) = (&st.finance.rule, zone(st)?);
-    let lines = rows
-        .iter()
-        .map(|r| cells(r, narrow::time_cells(rule, &zone, opened_at_ns(r))));
-    Ok(csv_response(name, head, lines))
+    let (rule, zone) = (st.finance.rule.clone(), zone(st)?);
+    let line = move |r: &T| cells(r, narrow::time_cells(&rule, &zone, opened_at_ns(r)));
+    csv_response(name, head, rows, line).await
 }
 
 /// `verdict=` of a round search, checked.
@@ -186,7 +224,7 @@ fn in_sets(
             .is_none_or(|w| w.contains(&(table.clone(), round)))
 }
 
-const ROUNDS_HEAD: &str = "table,round,opened_at,gaming_day,shift,rule_set,verdict,in_progress,boxes,disputes,findings,worst_severity,difference";
+const ROUNDS_HEAD: &str = "table,round,opened_at,gaming_day,shift,rule_set,dealer,verdict,in_progress,boxes,disputes,findings,worst_severity,difference";
 const DISPUTES_HEAD: &str =
     "table,round,opened_at,gaming_day,shift,verdict,box,line,due,paid,difference";
 const FINDINGS_HEAD: &str =
@@ -201,6 +239,7 @@ fn round_cells(r: &RoundRow, [at, day, shift]: [String; 3]) -> Vec<String> {
         day,
         shift,
         r.rule_set.as_ref().map(name_of).unwrap_or_default(),
+        r.dealer.clone().unwrap_or_default(),
         name_of(&r.verdict),
         r.in_progress.to_string(),
         boxes.join(" "),
@@ -277,6 +316,9 @@ pub(crate) async fn list_rounds(
     let mut rows = scan_all(move |max| Ok(model.rounds(&filter, 0, max)?)).await?;
     rows.retain(|r| {
         in_sets(&games, &with, &r.table, r.round)
+            && n.dealer
+                .as_ref()
+                .is_none_or(|d| r.dealer.as_ref() == Some(d))
             && (n.difference_minor == (None, None) || n.difference_in(r.difference.0))
     });
     narrow::sort(
@@ -290,10 +332,11 @@ pub(crate) async fn list_rounds(
             &st,
             "rounds",
             ROUNDS_HEAD,
-            &rows,
+            rows,
             |r| r.opened_at_ns,
             round_cells,
-        );
+        )
+        .await;
     }
     let (items, total) = page_of(rows, offset, limit);
     Ok(Json(RoundPage {
@@ -327,7 +370,10 @@ pub(crate) async fn disputes(
         .into_response());
     }
     let games = game_tables(&st, &n).await?;
-    let with = finding_rounds(&st, &base, &n).await?;
+    let with = both(
+        finding_rounds(&st, &base, &n).await?,
+        dealer_rounds(&st, &l, &n).await?,
+    );
     let mut rows = scan_all(move |max| Ok(model.disputes(&base, 0, max)?)).await?;
     rows.retain(|d| {
         in_sets(&games, &with, &d.table, d.round)
@@ -349,10 +395,11 @@ pub(crate) async fn disputes(
             &st,
             "disputes",
             DISPUTES_HEAD,
-            &rows,
+            rows,
             |d| d.opened_at_ns,
             dispute_cells,
-        );
+        )
+        .await;
     }
     let (items, total) = page_of(rows, offset, limit);
     Ok(Json(DisputePage {
@@ -396,8 +443,9 @@ pub(crate) async fn findings(
     }
     let mut rows = scan_all(move |max| Ok(model.findings(&filter, 0, max)?)).await?;
     let games = game_tables(&st, &n).await?;
+    let with = dealer_rounds(&st, &l, &n).await?;
     rows.retain(|r| {
-        in_sets(&games, &None, &r.table, r.round)
+        in_sets(&games, &with, &r.table, r.round)
             && n.box_no.is_none_or(|b| r.finding.box_no == Some(b))
     });
     narrow::sort(
@@ -411,10 +459,11 @@ pub(crate) async fn findings(
             &st,
             "findings",
             FINDINGS_HEAD,
-            &rows,
+            rows,
             |r| r.opened_at_ns,
             finding_cells,
-        );
+        )
+        .await;
     }
     let (items, total) = page_of(rows, offset, limit);
     Ok(Json(finding_page(items, total, offset, limit)).into_response())

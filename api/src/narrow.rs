@@ -45,6 +45,7 @@ pub(crate) enum SortKey {
 pub(crate) struct Given<'a> {
     pub box_no: Option<u8>,
     pub game: Option<&'a str>,
+    pub dealer: Option<&'a str>,
     pub code: Option<&'a str>,
     pub severity: Option<&'a str>,
     pub min_difference_minor: Option<i64>,
@@ -61,6 +62,7 @@ pub(crate) struct Given<'a> {
 pub(crate) struct Narrow {
     pub box_no: Option<BoxNo>,
     pub game: Option<RuleSet>,
+    pub dealer: Option<String>,
     pub code: Option<String>,
     pub severity: Option<Severity>,
     /// Absolute difference, minor units: `[min, max]`, each open when `None`.
@@ -152,7 +154,13 @@ impl Given<'_> {
             None => None,
         };
         let game = empty(self.game)
-            .map(|g| enum_of("game", g, "CSP6, MLP3, SSP4 or CS51"))
+            .map(|g| enum_of("game", g, "CSP6, MLP3, SSP4, CS51 or TCP3"))
+            .transpose()?;
+        let dealer = empty(self.dealer)
+            .map(|d| match schemas::StaffId::new(d) {
+                Ok(_) => Ok(d.to_string()),
+                Err(_) => Err(bad(format!("dealer {d:?}: 1 to 32 of A-Z a-z 0-9 _ -"))),
+            })
             .transpose()?;
         let code = empty(self.code)
             .map(|c| check_code(c).map(|_| c.to_string()))
@@ -195,6 +203,7 @@ impl Given<'_> {
         Ok(Narrow {
             box_no,
             game,
+            dealer,
             code,
             severity,
             difference_minor,
@@ -213,6 +222,7 @@ impl Narrow {
         (self.box_no.is_none() || list == List::Rounds)
             && ((self.code.is_none() && self.severity.is_none()) || list == List::Findings)
             && self.game.is_none()
+            && self.dealer.is_none()
             && self.difference_minor == (None, None)
             && self.amount_minor == (None, None)
             && self.sort == SortKey::OpenedAt

@@ -72,9 +72,13 @@ macro_rules! search_query {
             #[serde(rename = "box")]
             #[param(rename = "box", minimum = 1, maximum = 9)]
             box_no: Option<u8>,
-            /// Only tables of this game (rule set): CSP6, MLP3, SSP4, CS51.
-            #[param(pattern = "^(CSP6|MLP3|SSP4|CS51)?$")]
+            /// Only tables of this game (rule set): CSP6, MLP3, SSP4, CS51, TCP3.
+            #[param(pattern = "^(CSP6|MLP3|SSP4|CS51|TCP3)?$")]
             game: Option<String>,
+            /// Only rounds dealt by this dealer (the table's last `DealerChanged` before the
+            /// round); disputes and findings: of such rounds.
+            #[param(pattern = "^[A-Za-z0-9_-]{0,32}$")]
+            dealer: Option<String>,
             /// Only this finding code; disputes and rounds: rounds with such a finding.
             #[param(pattern = "^[A-Za-z0-9._-]{0,80}$")]
             code: Option<String>,
@@ -134,6 +138,7 @@ macro_rules! search_query {
                 $crate::narrow::Given {
                     box_no: self.box_no,
                     game: self.game.as_deref(),
+                    dealer: self.dealer.as_deref(),
                     code: self.code.as_deref(),
                     severity: self.severity.as_deref(),
                     min_difference_minor: self.min_difference_minor,

@@ -365,6 +365,7 @@ async fn whoami(State(st): State<Shared>, Extension(c): Extension<Caller>) -> Js
         role: c.role,
         time_zone,
         ingesting: st.ingesting.get().copied().unwrap_or(false),
+        recorder_offset_ms: st.recorder_offset_ms.get().copied(),
         gaming_day: st.finance.rule.day_of((st.clock)()).ok(),
     })
 }

@@ -1364,6 +1364,7 @@ async fn a_real_socket_serves_the_api_ui_and_the_live_feed() {
         access_file: None,
         time_zone: "Asia/Singapore".into(),
         ingesting: false,
+        recorder_offset_ms: Some(-2_500),
         failures_per_minute_max: None,
     };
     let (addr_tx, addr_rx) = std::sync::mpsc::channel();
@@ -1398,6 +1399,8 @@ async fn a_real_socket_serves_the_api_ui_and_the_live_feed() {
         // A server without ingest says so: its live feed carries nothing new.
         let who = get("/v1/whoami", Some(SURV));
         assert!(who.contains("\"ingesting\":false"), "{who}");
+        // The recorder's clock offset reaches the pages, which show recorder times by it.
+        assert!(who.contains("\"recorder_offset_ms\":-2500"), "{who}");
         // Ingest's alerts, for surveillance (not finance).
         let alerts = get("/v1/alerts", Some(SURV));
         assert!(alerts.starts_with("HTTP/1.1 200"), "{alerts}");
@@ -1893,8 +1896,8 @@ async fn the_openapi_document_puts_each_parameter_where_the_server_reads_it() {
         }
     }
     // Rounds, disputes and findings each take `day` and `shift` too (tests/search.rs),
-    // and the 11 narrowing, sorting and format parameters of `narrow`.
-    assert_eq!(queries, 72, "the 8 operations' query parameters");
+    // and the 12 narrowing, sorting and format parameters of `narrow` (dealer included).
+    assert_eq!(queries, 75, "the 8 operations' query parameters");
     // The table id grammar the pattern states is the server's.
     assert_eq!(schemas::ids::ID_LEN_MAX, 32);
     let round_table = &doc["paths"]["/v1/tables/{table}/rounds/{round}"]["get"]["parameters"][0];

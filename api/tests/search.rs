@@ -354,7 +354,8 @@ async fn filters_a_list_cannot_apply_and_unknown_values_are_400s() {
         "/v1/findings?severity=high",
         "/v1/disputes?min_difference_minor=5&max_difference_minor=1",
         "/v1/disputes?format=xls",
-        "/v1/disputes?dealer=D-0001",
+        "/v1/disputes?dealer=bad*dealer",
+        "/v1/rounds?dealer=a-dealer-id-longer-than-32-bytes-x",
     ] {
         let (s, body) = get(&f.app, path).await;
         assert_eq!(s, StatusCode::BAD_REQUEST, "{path}");
@@ -373,4 +374,51 @@ async fn filters_a_list_cannot_apply_and_unknown_values_are_400s() {
     let want = p.items.iter().filter(|r| r.rule_set == Some(game)).count() as u64;
     assert_eq!(g.total, want);
     assert!(g.total > 0 && g.items.iter().all(|r| r.rule_set == Some(game)));
+}
+
+/// A dealer filter keeps exactly that dealer's rounds, and the disputes and findings of
+/// them, over the whole result; every game, TCP3 included, is a filter value.
+#[tokio::test]
+async fn the_dealer_filter_keeps_that_dealers_rounds_and_their_issues() {
+    let f = fixture();
+    let all: RoundPage = page(&f.app, "/v1/rounds?limit=500").await;
+    assert_eq!(
+        all.total as usize,
+        all.items.len(),
+        "one page holds them all"
+    );
+    let dealer = all
+        .items
+        .iter()
+        .find_map(|r| r.dealer.clone())
+        .expect("the simulator's dealers are named");
+    let theirs: BTreeSet<(String, u64)> = all
+        .items
+        .iter()
+        .filter(|r| r.dealer.as_deref() == Some(dealer.as_str()))
+        .map(|r| (r.table.to_string(), r.round.0))
+        .collect();
+    assert!(theirs.len() < all.items.len(), "the dealers take turns");
+    let got = rounds(&f.app, &format!("dealer={dealer}")).await;
+    assert_eq!(got, theirs);
+    let disputes = all_disputes(&f.app).await;
+    let want: Vec<_> = disputes
+        .iter()
+        .filter(|d| theirs.contains(&(d.table.to_string(), d.round.0)))
+        .collect();
+    let p: DisputePage = page(&f.app, &format!("/v1/disputes?dealer={dealer}&limit=500")).await;
+    assert_eq!(p.total as usize, want.len());
+    assert!(p
+        .items
+        .iter()
+        .all(|d| theirs.contains(&(d.table.to_string(), d.round.0))));
+    let fp: FindingPage = page(&f.app, &format!("/v1/findings?dealer={dealer}&limit=500")).await;
+    assert!(fp
+        .items
+        .iter()
+        .all(|r| theirs.contains(&(r.table.to_string(), r.round.0))));
+    for game in ["CSP6", "MLP3", "SSP4", "CS51", "TCP3"] {
+        let (s, _) = get(&f.app, &format!("/v1/rounds?game={game}")).await;
+        assert_eq!(s, StatusCode::OK, "{game}");
+    }
 }

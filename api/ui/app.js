@@ -76,6 +76,13 @@ function time(ns) {
   const p = wallParts(msOf(ns), state.tz);
   return `${p.year}-${p.month}-${p.day} ${p.hour}:${p.minute}:${p.second}.${p.fractionalSecond} ${p.timeZoneName}`;
 }
+// An event's time on the surveillance recorder's clock (serve --recorder-offset-ms), as
+// " · recorder 14:03:09.623"; empty when no offset is set.
+function recorder(ns) {
+  if (ns == null || state.recorderMs == null) return "";
+  const p = wallParts(msOf(ns) + state.recorderMs, state.tz);
+  return ` · recorder ${p.hour}:${p.minute}:${p.second}.${p.fractionalSecond}`;
+}
 // The time of day only: 14:03:07.123.
 function clock(ns) {
   const p = wallParts(msOf(ns), state.tz);
@@ -158,6 +165,7 @@ async function start() {
   if (!token()) return showLogin();
   const who = await api("/v1/whoami", { global: true });
   state.who = who; state.tz = who.time_zone || "UTC"; state.gamingDay = who.gaming_day || null;
+  state.recorderMs = Number.isInteger(who.recorder_offset_ms) ? who.recorder_offset_ms : null;
   $("#login").hidden = true; $("#token").value = "";
   $("#who").innerHTML = `Signed in as <b>${esc(who.name)}</b> (${esc(who.role)}) <button class="secondary" id="signout">Sign out</button>`;
   $("#signout").onclick = () => signOut("Signed out.");
@@ -308,9 +316,9 @@ function pager(q, total, base) {
 
 // Rounds of the server's list `query` (its headers sort the whole result on the server).
 function roundsTable(items, query) {
-  return `<table class="list" id="rounds-table" data-list="rounds" data-query="${esc(query.toString())}"><thead><tr><th data-key="table">Table</th><th class="num">Round</th><th data-key="opened_at">Opened</th><th>Verdict</th><th>Boxes</th><th class="num">Disputed lines</th><th class="num" data-key="findings">Findings</th><th class="num" data-key="difference">Recorded − rules</th></tr></thead><tbody>
+  return `<table class="list" id="rounds-table" data-list="rounds" data-query="${esc(query.toString())}"><thead><tr><th data-key="table">Table</th><th class="num">Round</th><th data-key="opened_at">Opened</th><th>Dealer</th><th>Verdict</th><th>Boxes</th><th class="num">Disputed lines</th><th class="num" data-key="findings">Findings</th><th class="num" data-key="difference">Recorded − rules</th></tr></thead><tbody>
     ${items.map(r => `<tr class="clickable" data-href="#/round/${encodeURIComponent(r.table)}/${r.round}">
-      <td>${esc(r.table)}</td><td class="num">${r.round}</td><td>${time(r.opened_at_ns)}</td><td>${verdictBadge(r)}</td>
+      <td>${esc(r.table)}</td><td class="num">${r.round}</td><td>${time(r.opened_at_ns)}</td><td>${esc(r.dealer || "")}</td><td>${verdictBadge(r)}</td>
       <td>${r.boxes.join(", ")}</td><td class="num">${r.disputes}</td><td class="num">${r.findings}</td><td class="num">${r.disputes ? signed(r.difference) : ""}</td></tr>`).join("")}
     </tbody></table>`;
 }
@@ -325,6 +333,7 @@ async function disputeQueue(view, q) {
   if (q.get("table")) p.set("table", q.get("table"));
   setWhen(p, q);
   if (q.get("box")) p.set("box", q.get("box"));
+  if (q.get("dealer")) p.set("dealer", q.get("dealer"));
   if (q.get("min")) p.set("min_difference_minor", minorOf(q.get("min")));
   if (q.get("amount")) p.set("min_amount_minor", minorOf(q.get("amount")));
   setSort(p, q);
@@ -383,6 +392,7 @@ function filterForm(id, q, tables, extra) {
       <div><label for="${id}-to">To (${zoneLabel()})</label><input id="${id}-to" name="to" type="text" pattern="\\d{4}-\\d{2}-\\d{2}[ T]\\d{2}:\\d{2}" placeholder="yyyy-mm-dd hh:mm" title="yyyy-mm-dd hh:mm, as every time on these pages" value="${v("to")}"></div>
       <div><label for="${id}-day">Gaming day</label><input id="${id}-day" name="day" type="text" pattern="\\d{4}-\\d{2}-\\d{2}" placeholder="yyyy-mm-dd" title="yyyy-mm-dd, as every date on these pages" value="${v("day")}"></div>
       <div><label for="${id}-shift">Shift</label><input id="${id}-shift" name="shift" type="number" min="1" max="8" value="${v("shift")}" placeholder="whole day"></div>
+      <div><label for="${id}-dealer">Dealer</label><input id="${id}-dealer" name="dealer" type="text" pattern="[A-Za-z0-9_-]{1,32}" value="${v("dealer")}" placeholder="any"></div>
       ${extra}<div><button type="submit">Show</button></div></form>`;
 }
 function bindFilter(view, id, base) {
@@ -409,6 +419,7 @@ async function search(view, q) {
       <div><label for="s-day">Gaming day</label><input id="s-day" name="day" type="text" pattern="\\d{4}-\\d{2}-\\d{2}" placeholder="yyyy-mm-dd" title="yyyy-mm-dd, as every date on these pages" value="${v("day")}"></div>
       <div><label for="s-shift">Shift</label><input id="s-shift" name="shift" type="number" min="1" max="8" value="${v("shift")}" placeholder="whole day"></div>
       <div><label for="s-box">Box</label><input id="s-box" name="box" type="number" min="1" max="9" value="${v("box")}" placeholder="any"></div>
+      <div><label for="s-dealer">Dealer</label><input id="s-dealer" name="dealer" type="text" pattern="[A-Za-z0-9_-]{1,32}" value="${v("dealer")}" placeholder="any"></div>
       <div><label for="s-verdict">Verdict</label><select id="s-verdict" name="verdict"><option value="">any</option>
         ${["disputed", "irregular", "void", "clean"].map(x => `<option ${q.get("verdict") === x ? "selected" : ""}>${x}</option>`).join("")}</select></div>
       <div><label for="s-min">Difference at least</label><input id="s-min" name="min" type="number" min="0" step="0.01" value="${v("min")}" placeholder="any"></div>
@@ -428,6 +439,7 @@ async function search(view, q) {
     setWhen(p, q);
     if (q.get("box")) p.set("box", q.get("box"));
     if (q.get("verdict")) p.set("verdict", q.get("verdict"));
+    if (q.get("dealer")) p.set("dealer", q.get("dealer"));
     if (q.get("min")) p.set("min_difference_minor", minorOf(q.get("min")));
     setSort(p, q);
     const page = await api("/v1/rounds?" + withPage(p, q));
@@ -441,7 +453,7 @@ async function search(view, q) {
 async function findingsView(view, q) {
   loading(view, "findings");
   const p = new URLSearchParams();
-  for (const k of ["table", "severity", "code", "box", "game"]) if (q.get(k)) p.set(k, q.get(k));
+  for (const k of ["table", "severity", "code", "box", "game", "dealer"]) if (q.get(k)) p.set(k, q.get(k));
   setWhen(p, q);
   setSort(p, q);
   try {
@@ -773,7 +785,7 @@ async function roundView(view, table, round) {
     </div>
     <div>
       <div class="card"><h2>Timeline</h2><p class="hint">Click an event to jump to it. Keys: ← → Home End. Device time (arrival in the tooltip), ${zoneLabel()}.</p><div class="timeline"><ol id="timeline">
-        ${detail.events.map((e, i) => `<li data-k="${i}" title="device ${esc(time(e.occurred_at_ns))}; arrived ${esc(time(e.received_at_ns))}"><span>#${e.seq}</span><span class="muted">${clock(e.occurred_at_ns)} +${((e.occurred_at_ns - detail.events[0].occurred_at_ns) / 1e9).toFixed(1)}s</span><span>${esc(e.description)}</span></li>`).join("")}
+        ${detail.events.map((e, i) => `<li data-k="${i}" title="device ${esc(time(e.occurred_at_ns))}${esc(recorder(e.occurred_at_ns))}; arrived ${esc(time(e.received_at_ns))}"><span>#${e.seq}</span><span class="muted">${clock(e.occurred_at_ns)} +${((e.occurred_at_ns - detail.events[0].occurred_at_ns) / 1e9).toFixed(1)}s</span><span>${esc(e.description)}</span></li>`).join("")}
       </ol></div></div>
       <div class="card" id="cases-card"><h2>Case notes</h2><div id="cases"></div></div>
     </div>
@@ -809,7 +821,7 @@ function setStep(k) {
   $("#step-back").disabled = $("#step-first").disabled = state.k === 0;
   $("#step-fwd").disabled = $("#step-last").disabled = state.k === n - 1;
   $("#current-event").innerHTML = ev ? `<b>#${ev.seq}</b> ${esc(ev.device)}: ${esc(ev.description)}
-    <div class="muted" id="event-times">device ${esc(time(ev.occurred_at_ns))} · arrived ${esc(time(ev.received_at_ns))}</div>` : "";
+    <div class="muted" id="event-times">device ${esc(time(ev.occurred_at_ns))}${esc(recorder(ev.occurred_at_ns))} · arrived ${esc(time(ev.received_at_ns))}</div>` : "";
   document.querySelectorAll("#timeline li").forEach((li, i) => {
     li.className = i < state.k ? "past" : i === state.k ? "now" : "future";
     if (i === state.k) li.scrollIntoView({ block: "nearest" });

@@ -109,18 +109,28 @@ fn audit_table(
     Ok(summary)
 }
 
+/// The property's zone for typed wall times (`--from`, `--to`) when `--time-zone` is not
+/// given: the server's (`whoami`), else the ledger's kept day rule; `None` when no time is
+/// typed or neither says (then `TZ`, `when::input_zone`).
+fn property_zone(args: &Args, client: Option<&crate::client::Client>) -> Result<Option<String>> {
+    let typed = args.filter.from_text.is_some() || args.filter.to_text.is_some();
+    if !typed || args.rule.time_zone.is_some() {
+        return Ok(None);
+    }
+    if let Some(c) = client {
+        return Ok(Some(c.get::<schemas::api::WhoAmI>("/v1/whoami")?.time_zone));
+    }
+    let Some(dir) = args.source.ledger.as_deref() else {
+        return Ok(None);
+    };
+    // Opened and closed again here: the audit opens the ledger itself.
+    let kept = crate::source::open_ledger(dir)?.day_rule()?;
+    Ok(kept.map(|r| r.time_zone().to_string()))
+}
+
 pub fn run(mut args: Args) -> Result<Outcome> {
     let client = crate::client::Client::from_args(&args.server)?;
-    // A wall time is read in --time-zone, else the property's zone, else TZ.
-    let property = match &client {
-        Some(c)
-            if args.rule.time_zone.is_none()
-                && (args.filter.from_text.is_some() || args.filter.to_text.is_some()) =>
-        {
-            Some(c.get::<schemas::api::WhoAmI>("/v1/whoami")?.time_zone)
-        }
-        _ => None,
-    };
+    let property = property_zone(&args, client.as_ref())?;
     let zone = crate::when::input_zone(args.rule.time_zone.as_deref(), property.as_deref())?;
     args.filter.resolve(&zone)?;
     let summary = match client {

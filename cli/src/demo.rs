@@ -97,6 +97,7 @@ impl Web {
             access_file: None,
             time_zone: ledger::days::TIME_ZONE_DEFAULT.into(),
             ingesting,
+            recorder_offset_ms: None,
             failures_per_minute_max: None,
         };
         let (bound_tx, bound_rx) = std::sync::mpsc::channel();

@@ -55,6 +55,11 @@ pub struct Args {
     /// the network in clear. Without it such an address needs --tls-cert.
     #[arg(long)]
     insecure_http: bool,
+    /// The surveillance recorder's clock less the property's, in milliseconds (negative:
+    /// the recorder is behind). Pages show each event's recorder time beside it.
+    #[arg(long, value_name = "MS", allow_negative_numbers = true,
+          value_parser = clap::value_parser!(i64).range(-86_400_000..=86_400_000))]
+    recorder_offset_ms: Option<i64>,
     /// Serve the ledger read-only, without ingesting (no NATS needed).
     #[arg(long)]
     no_ingest: bool,
@@ -279,6 +284,7 @@ fn api_config(
         access_file: Some(path.clone()),
         time_zone: rule.time_zone().to_string(),
         ingesting: !args.no_ingest,
+        recorder_offset_ms: args.recorder_offset_ms,
         failures_per_minute_max: Some(args.failures_per_minute),
     }))
 }

@@ -1,9 +1,9 @@
 //! Times as people read and type them, to the millisecond. The CLI takes a time as RFC
 //! 3339 (`2026-11-25T14:00:00+08:00`), as a wall time (`2026-11-25 14:00`), or as UTC
 //! nanoseconds for scripts. A wall time is read in `--time-zone` when given, else the
-//! property's zone (a server's `whoami`), else `TZ`, else UTC; times are shown in `TZ`,
-//! else UTC. The system's own zone file is not read: `TZ` names the zone. `now_ns` is the
-//! commands' one reading of the clock.
+//! property's zone (a server's `whoami`, or the ledger's kept day rule), else `TZ`, else
+//! UTC; times are shown in `TZ`, else UTC. The system's own zone file is not read: `TZ`
+//! names the zone. `now_ns` is the commands' one reading of the clock.
 
 use anyhow::{Context, Result};
 use jiff::{civil, tz::TimeZone, Timestamp};

@@ -578,11 +578,12 @@ fn audit_of_a_time_range_reads_only_its_rounds() {
     assert!(read * 2 < all, "{read} events read of {all}");
 }
 
-/// Issue 46: a wall time on the command line is read in `--time-zone`, else `TZ` (it was
-/// read in UTC whatever `TZ` said). The same window typed as Macau wall times audits the
-/// rounds its nanoseconds do; read in UTC it is eight hours off and finds others.
+/// Issue 46: a wall time on the command line is read in `--time-zone`, else the
+/// property's zone (the ledger's kept day rule: UTC, as `seed` keeps it), else `TZ`. The
+/// same window typed as wall times of the zone used audits the rounds its nanoseconds do;
+/// read in another zone it is hours off and finds others.
 #[test]
-fn audit_reads_wall_times_in_the_time_zone_flag_else_tz() {
+fn audit_reads_wall_times_in_the_flag_else_the_ledgers_zone_else_tz() {
     let dir = tempfile::tempdir().unwrap();
     let l = dir.path().join("ledger");
     let ls = l.to_str().unwrap();
@@ -599,15 +600,15 @@ fn audit_reads_wall_times_in_the_time_zone_flag_else_tz() {
             rounds[20].first_occurred_at_ns,
         )
     };
-    let macau = jiff::tz::TimeZone::get("Asia/Macau").unwrap();
-    let wall = |ns: i64| {
+    let wall = |ns: i64, zone: &str| {
         jiff::Timestamp::from_nanosecond(i128::from(ns))
             .unwrap()
-            .to_zoned(macau.clone())
+            .to_zoned(jiff::tz::TimeZone::get(zone).unwrap())
             .strftime("%Y-%m-%d %H:%M:%S%.9f")
             .to_string()
     };
-    let (fw, tw) = (wall(from), wall(to));
+    let (fw, tw) = (wall(from, "Asia/Macau"), wall(to, "Asia/Macau"));
+    let (fu, tu) = (wall(from, "UTC"), wall(to, "UTC"));
     let rounds = |args: &[&str], tz: Option<&str>| -> u64 {
         let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_roundledger"));
         c.args(["audit", "--json", "--ledger", ls])
@@ -625,21 +626,22 @@ fn audit_reads_wall_times_in_the_time_zone_flag_else_tz() {
     let want = rounds(&["--from", &f, "--to", &t], None);
     assert!(want >= 2 * 10, "{want}");
     let typed = ["--from", fw.as_str(), "--to", tw.as_str()];
+    let typed_utc = ["--from", fu.as_str(), "--to", tu.as_str()];
     assert_eq!(
-        rounds(&typed, Some("Asia/Macau")),
+        rounds(&typed_utc, Some("Asia/Macau")),
         want,
-        "TZ names the zone"
+        "the ledger's zone wins over TZ"
     );
     let flagged = [&typed[..], &["--time-zone", "Asia/Macau"]].concat();
     assert_eq!(
         rounds(&flagged, Some("America/Los_Angeles")),
         want,
-        "--time-zone wins over TZ"
+        "--time-zone wins over the ledger's zone and TZ"
     );
     assert_ne!(
-        rounds(&typed, None),
+        rounds(&typed, Some("Asia/Macau")),
         want,
-        "without either, UTC: eight hours off"
+        "Macau wall times read in the ledger's UTC: eight hours off"
     );
     let bad = std::process::Command::new(env!("CARGO_BIN_EXE_roundledger"))
         .args(["audit", "--ledger", ls])

@@ -191,6 +191,7 @@ impl Pending {
                 worst_severity: None,
                 difference: Money::ZERO,
                 in_progress: true,
+                dealer: t.terms.dealer.clone(),
             },
             prev_last: t.last_round_seq,
             config_seq: t.config.map(|(s, _)| s),
@@ -511,7 +512,7 @@ fn early_rows(
             });
         }
         let digest = match report {
-            Some(r) => digest_of(r),
+            Some(r) => digest_of(r, p.terms.dealer.as_deref()),
             None => Digest {
                 row: p.row.clone(),
                 disputes: Vec::new(),
@@ -530,9 +531,9 @@ fn early_rows(
     }
 }
 
-fn digest_of(r: RoundReport) -> Digest {
+fn digest_of(r: RoundReport, dealer: Option<&str>) -> Digest {
     Digest {
-        row: row_of(&r),
+        row: row_of(&r, dealer),
         disputes: r.disputes,
         findings: r.findings,
     }
@@ -821,7 +822,7 @@ impl Writes<'_> {
             self.count(early, &terms, Count::Take)?;
         }
         self.count(&r, &terms, Count::Add)?;
-        let digest = digest_of(r);
+        let digest = digest_of(r, terms.dealer.as_deref());
         let old = self.digest(&digest.row.table, digest.row.round.0)?;
         let announced = old.is_some_and(|old| {
             !old.row.in_progress

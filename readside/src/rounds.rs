@@ -272,7 +272,7 @@ impl LoadedRound {
                 event: e.clone(),
             })
             .collect();
-        let mut row = row_of(&self.report);
+        let mut row = row_of(&self.report, None);
         // Not closed, no later round and the table still open: it may still be played.
         row.in_progress = self.report.closed_at_ns.is_none()
             && self.located.next_first.is_none()

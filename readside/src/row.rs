@@ -21,8 +21,8 @@ pub struct Digest {
     pub findings: Vec<Finding>,
 }
 
-/// The row a list shows for a report.
-pub fn row_of(r: &RoundReport) -> RoundRow {
+/// The row a list shows for a report, with the dealer in place when it began.
+pub fn row_of(r: &RoundReport, dealer: Option<&str>) -> RoundRow {
     let boxes = r
         .settlement
         .as_ref()
@@ -43,6 +43,7 @@ pub fn row_of(r: &RoundReport) -> RoundRow {
         worst_severity: r.findings.iter().map(|f| f.severity).max(),
         difference: r.disputes.iter().map(|d| d.difference).sum(),
         in_progress: false,
+        dealer: dealer.map(str::to_string),
     }
 }
 

@@ -65,6 +65,11 @@ pub struct WhoAmI {
     /// page shows when none is asked for. Absent when the clock is outside the rule.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gaming_day: Option<String>,
+    /// The surveillance recorder's clock less the property's, milliseconds (`serve
+    /// --recorder-offset-ms`): pages show each event's time on the recorder beside its
+    /// own. Absent when not set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recorder_offset_ms: Option<i64>,
 }
 
 /// Every error body.
@@ -151,6 +156,10 @@ pub struct RoundRow {
     /// no findings, no boxes and `closed_at_ns` null until it closes.
     #[serde(default)]
     pub in_progress: bool,
+    /// The dealer in place when the round began (the table's last `DealerChanged` before
+    /// it); `None` when none was named.
+    #[serde(default)]
+    pub dealer: Option<String>,
 }
 
 /// A page of rounds.

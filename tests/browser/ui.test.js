@@ -27,6 +27,8 @@ const TIMEOUT_MS = 120000;
 // The property's zone: UTC+8 all year, so the test can write local times by hand.
 const TZ = "Asia/Singapore";
 const TZ_OFFSET_MS = 8 * 3600 * 1000;
+// The surveillance recorder runs 2.5 s ahead of the property's clock (serve --recorder-offset-ms).
+const RECORDER_MS = 2500;
 const sleep = ms => new Promise(r => setTimeout(r, ms));
 // A UTC ns time as the property's wall clock, YYYY-MM-DDTHH:MM (a datetime-local value).
 function localInput(ns, addMinutes = 0) {
@@ -59,7 +61,7 @@ async function startNats(dir) {
 function startServer(ledger, config, nats) {
   return new Promise((resolve, reject) => {
     const p = spawn(BIN, ["serve", "--ledger", ledger, "--nats", nats, "--trust-simulated-admin", "--config", config, "--http", "127.0.0.1:0",
-      "--time-zone", TZ],
+      "--time-zone", TZ, "--recorder-offset-ms", String(RECORDER_MS)],
       { stdio: ["ignore", "inherit", "pipe"] });
     let err = "";
     const timer = setTimeout(() => reject(new Error("server did not start: " + err)), 60000);
@@ -193,7 +195,13 @@ async function main() {
     await page.locator("#view .finding").first().scrollIntoViewIfNeeded();
     await page.screenshot({ path: path.join(SHOTS, "05-round-last-event-difference.png"), fullPage: true });
     // Each event's device and arrival times, to the millisecond, in the property's zone.
-    assert.match(await page.locator("#event-times").innerText(), /^device \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} GMT\+8 · arrived .+GMT\+8$/);
+    // With the recorder's clock offset set, its time of the event beside the device's.
+    const times = (await page.locator("#event-times").innerText()).match(
+      /^device \d{4}-\d\d-\d\d (\d\d):(\d\d):(\d\d)\.(\d{3}) GMT\+8 · recorder (\d\d):(\d\d):(\d\d)\.(\d{3}) · arrived .+GMT\+8$/);
+    assert.ok(times, "device, recorder and arrival times");
+    const msOfDay = (h, m, s, ms) => ((+h * 60 + +m) * 60 + +s) * 1000 + +ms;
+    const shown = msOfDay(...times.slice(5, 9)) - msOfDay(...times.slice(1, 5));
+    assert.equal((shown + 86400000) % 86400000, RECORDER_MS, "the recorder time is the device's plus the offset");
     // The printed incident report: no navigation or controls, the settlement whole.
     await page.emulateMedia({ media: "print" });
     assert.ok(!(await page.locator("header.top").isVisible()), "the print has no navigation");
@@ -358,7 +366,9 @@ async function financePage(context, url, config, errors) {
   await page.click("#login-form button");
   await page.waitForSelector("#finance-form");
   const admin = JSON.parse(fs.readFileSync(config)).tokens.find(t => t.role === "admin").token;
-  const round = (await (await fetch(url + "/v1/rounds?limit=1", { headers: { Authorization: "Bearer " + admin } })).json()).items[0];
+  // The oldest round's day has begun whatever the hour: live simulated rounds run ahead of
+  // the clock, and a day not yet begun is refused.
+  const round = (await (await fetch(url + "/v1/rounds?limit=1&order=asc", { headers: { Authorization: "Bearer " + admin } })).json()).items[0];
   const local = new Date(Number(BigInt(round.opened_at_ns) / 1000000n) + TZ_OFFSET_MS - 6 * 3600 * 1000);
   const day = local.toISOString().slice(0, 10);
   await page.goto(`${url}/#/finance?span=day&day=${day}&group_by=table`);
@@ -387,9 +397,14 @@ async function dealerGrouping(page, url, token, day) {
   await page.click("#finance-form button");
   await page.locator("#report-table th", { hasText: "dealer" }).first().waitFor();
   assert.match(decodeURIComponent(new URL(page.url()).hash), /group_by=dealer/);
+  // The dealer grouping's rows replace the table grouping's: wait for their first key.
+  await page.waitForFunction(first => {
+    const td = document.querySelector("#report-table tbody tr td:first-child");
+    return td && td.innerText.replace(/hold alarm/, "").trim() === first;
+  }, dealers[0]);
   const rows = page.locator("#report-table tbody tr");
   const keys = (await rows.locator("td:first-child").allInnerTexts()).map(t => t.replace(/hold alarm/, "").trim());
-  assert.deepEqual(keys, dealers, "a row per dealer, as the API groups them");
+  assert.deepEqual(keys, dealers, "a row per dealer, as the API groups them: " + JSON.stringify({ keys, dealers }));
   const row = rows.filter({ hasText: dealers.find(d => /^D-/.test(d)) }).first();
   assert.match(await row.innerText(), /the table's/, "a dealer has no drop of their own");
   await page.screenshot({ path: path.join(SHOTS, "12-finance-by-dealer.png"), fullPage: true });
