@@ -106,7 +106,7 @@ fn price_edges(dir: &Path) -> Result<Outcome> {
                 "{} {}: edge {} ppm, 95% +-{} ppm ({})",
                 r.config.rule_set.code(),
                 e.line.name(),
-                e.edge_ppm,
+                e.edge_ppm(),
                 e.error_ppm,
                 e.method
             );

@@ -37,10 +37,10 @@ pub struct EdgeRecord {
 /// What a report knows of one handle's edge.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EdgeLookup {
-    /// The edge and the variance of one unit's net, both ppm.
+    /// The edge (ppb) and the variance of one unit's net (ppm).
     Known {
-        /// The house edge, ppm of the stake.
-        edge_ppm: i64,
+        /// The house edge, ppb of the stake.
+        edge_ppb: i64,
         /// The variance of one unit's net, ppm of the unit squared.
         variance_ppm: u64,
     },
@@ -160,7 +160,7 @@ impl EdgeBook {
     pub fn lookup(&self, rule_set: RuleSet, identity: Option<&str>, line: PayLine) -> EdgeLookup {
         let default = || match rules::edge::default_edge(rule_set, line) {
             Some(e) => EdgeLookup::Known {
-                edge_ppm: e.edge_ppm,
+                edge_ppb: e.edge_ppb,
                 variance_ppm: e.variance_ppm,
             },
             None => EdgeLookup::NoEdge,
@@ -180,7 +180,7 @@ impl EdgeBook {
             None => EdgeLookup::Pending,
             Some(edges) => match edges.iter().find(|e| e.line == line) {
                 Some(e) => EdgeLookup::Known {
-                    edge_ppm: e.edge_ppm,
+                    edge_ppb: e.edge_ppb,
                     variance_ppm: e.variance_ppm,
                 },
                 None => EdgeLookup::NoEdge,

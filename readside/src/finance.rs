@@ -741,7 +741,8 @@ struct Acc {
 /// One handle line's sums: the report's line, and what prices it.
 struct LineAcc {
     line: HandleLine,
-    theoretical_win_ppm: i128,
+    /// Stake x edge summed, minor units x 10^9 (unrounded).
+    theoretical_win_ppb: i128,
     win_variance_ppm: u128,
     stake_without_edge: Money,
     /// Stakes whose edge is pending: their pay tables are not priced yet.
@@ -760,7 +761,7 @@ impl LineAcc {
                 theoretical_win: None,
                 theoretical_pending: false,
             },
-            theoretical_win_ppm: 0,
+            theoretical_win_ppb: 0,
             win_variance_ppm: 0,
             stake_without_edge: Money::ZERO,
             stake_pending: Money::ZERO,
@@ -860,12 +861,12 @@ impl Acc {
             e.line.bets += h.bets;
             match book.lookup(h.rule_set, h.pay_tables.as_deref(), h.line) {
                 EdgeLookup::Known {
-                    edge_ppm,
+                    edge_ppb,
                     variance_ppm,
                 } => {
-                    let theo = i128::from(h.stake.0) * i128::from(edge_ppm);
+                    let theo = i128::from(h.stake.0) * i128::from(edge_ppb);
                     let var = h.stake_squared.saturating_mul(u128::from(variance_ppm));
-                    e.theoretical_win_ppm = e.theoretical_win_ppm.saturating_add(theo);
+                    e.theoretical_win_ppb = e.theoretical_win_ppb.saturating_add(theo);
                     e.win_variance_ppm = e.win_variance_ppm.saturating_add(var);
                 }
                 // The BET/Play of a main game is priced in its Ante's edge.
@@ -903,7 +904,7 @@ impl Acc {
         }
         let mut variance_ppm: u128 = 0;
         // Theoretical win summed unrounded over the lines, rounded once at the end.
-        let mut theoretical_ppm: i128 = 0;
+        let mut theoretical_ppb: i128 = 0;
         for (_, mut a) in std::mem::take(&mut self.handle) {
             g.handle_without_edge = g.handle_without_edge + a.stake_without_edge;
             g.handle_pending = g.handle_pending + a.stake_pending;
@@ -913,18 +914,19 @@ impl Acc {
             let priced = a.line.stake - a.stake_without_edge - a.stake_pending;
             let main_raise = matches!(a.line.line, PayLine::Bet | PayLine::Play);
             if priced.0 > 0 && !main_raise {
-                let theo = Money((a.theoretical_win_ppm / 1_000_000) as i64);
+                let theo = minor_of_ppb(a.theoretical_win_ppb);
                 if !a.line.theoretical_pending {
-                    a.line.edge_ppm = Some((a.theoretical_win_ppm / i128::from(priced.0)) as i64);
+                    let per_unit_ppb = a.theoretical_win_ppb / i128::from(priced.0);
+                    a.line.edge_ppm = Some((per_unit_ppb / 1_000) as i64);
                     a.line.theoretical_win = Some(theo);
                 }
-                theoretical_ppm = theoretical_ppm.saturating_add(a.theoretical_win_ppm);
+                theoretical_ppb = theoretical_ppb.saturating_add(a.theoretical_win_ppb);
                 g.handle_priced = g.handle_priced + priced;
                 variance_ppm = variance_ppm.saturating_add(a.win_variance_ppm);
             }
             g.handle.push(a.line);
         }
-        g.theoretical_win = Money((theoretical_ppm / 1_000_000) as i64);
+        g.theoretical_win = minor_of_ppb(theoretical_ppb);
         let sd = Money((variance_ppm / 1_000_000).isqrt().min(i64::MAX as u128) as i64);
         let spread = Money(sd.0.saturating_mul(INTERVAL_SD));
         g.win_low = g.theoretical_win - spread;
@@ -944,6 +946,16 @@ impl Acc {
             per_handle(g.theoretical_win, g.handle_priced).filter(|_| whole);
         g
     }
+}
+
+/// Minor units x 10^9 as minor units, rounded half away from zero: the one rounding
+/// theoretical win takes.
+fn minor_of_ppb(ppb: i128) -> Money {
+    const BILLION: i128 = 1_000_000_000;
+    let rounded = (ppb + ppb.signum() * (BILLION / 2)) / BILLION;
+    let m = i64::try_from(rounded).unwrap_or(if ppb < 0 { i64::MIN } else { i64::MAX });
+    assert!((i128::from(m) * BILLION - ppb).abs() <= BILLION / 2 || m == i64::MIN || m == i64::MAX);
+    Money(m)
 }
 
 /// `part` / `whole` in basis points, toward zero.

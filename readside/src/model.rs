@@ -34,7 +34,7 @@ use std::ops::Bound;
 use std::path::{Path, PathBuf};
 
 /// The on-disk format's version; a model of another version is rebuilt or refused.
-pub const MODEL_VERSION: u32 = 5;
+pub const MODEL_VERSION: u32 = 6;
 /// sled's page cache for the model: memory does not grow with history.
 pub const MODEL_CACHE_BYTES: u64 = 32 << 20;
 /// Bytes of the keyed BLAKE3 seal before each value.

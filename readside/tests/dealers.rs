@@ -182,16 +182,25 @@ fn group<'a>(r: &'a FinanceReport, key: &str) -> &'a ReportGroup {
         .unwrap_or_else(|| panic!("no group {key}"))
 }
 
-/// The seed's TCP3 edges and variances (ppm), from `rules::edge`.
+/// The seed's TCP3 edges (ppb) and variances (ppm), from `rules::edge`.
 fn seed_edge(line: PayLine) -> (i64, u64) {
     let e = rules::edge::default_edge(RuleSet::Tcp3, line).unwrap();
-    (e.edge_ppm, e.variance_ppm)
+    (e.edge_ppb, e.variance_ppm)
+}
+
+/// Minor units x 10^9 rounded half away from zero to minor units, as reports round
+/// theoretical win once.
+fn round_ppb(x: i128) -> i64 {
+    ((x + x.signum() * 500_000_000) / 1_000_000_000) as i64
 }
 
 /// Theoretical win and the 95% half-width of `rounds` golden rounds at the given edges.
 fn theoretical(rounds: i64, ante: (i64, u64), pair_plus: (i64, u64)) -> (i64, i64) {
     let (ante_stake, pp_stake) = (rounds * ANTE, rounds * 2 * PAIR_PLUS);
-    let theo = ante_stake * ante.0 / 1_000_000 + pp_stake * pair_plus.0 / 1_000_000;
+    let theo = round_ppb(
+        i128::from(ante_stake) * i128::from(ante.0)
+            + i128::from(pp_stake) * i128::from(pair_plus.0),
+    );
     let var = (rounds as u128 * (ANTE as u128).pow(2) * ante.1 as u128
         + 2 * rounds as u128 * (PAIR_PLUS as u128).pow(2) * pair_plus.1 as u128)
         / 1_000_000;
@@ -287,7 +296,7 @@ fn generous_pair_plus_by_hand() -> (i64, u64) {
     let sum: i128 = classes.iter().map(|(k, x)| k * x).sum();
     let sum_sq: i128 = classes.iter().map(|(k, x)| k * x * x).sum();
     assert_eq!(sum, -512, "the player loses 512 units over all hands");
-    let edge = -sum * 1_000_000 / n;
+    let edge = -sum * 1_000_000_000 / n;
     let variance = (n * sum_sq - sum * sum) * 1_000_000 / (n * n);
     (edge as i64, variance as u64)
 }
@@ -320,7 +329,7 @@ fn a_configured_pay_table_is_pending_until_priced() {
         );
         let ante = line(g, PayLine::Ante);
         assert!(!ante.theoretical_pending);
-        assert_eq!(ante.edge_ppm, Some(seed_edge(PayLine::Ante).0));
+        assert_eq!(ante.edge_ppm, Some(seed_edge(PayLine::Ante).0 / 1_000));
         let csv = readside::finance::to_csv(&r);
         assert!(csv.lines().nth(1).unwrap().contains(",pending,"), "{csv}");
     }
@@ -334,7 +343,7 @@ fn a_configured_pay_table_is_pending_until_priced() {
 #[test]
 fn a_configured_pay_table_is_priced_at_its_own_edge() {
     let (edge, variance) = generous_pair_plus_by_hand();
-    assert_eq!(edge, 23_167, "2.317% against the seed's 5.575%");
+    assert_eq!(edge, 23_167_420, "2.317% against the seed's 5.575%, in ppb");
     let f = floor(vec![configured()]);
     let n = readside::edges::price_all(&f.model, &Budget::CONFIGURED).unwrap();
     assert_eq!(n, 1, "one configuration");
@@ -365,7 +374,7 @@ fn a_configured_pay_table_is_priced_at_its_own_edge() {
     let edges = rules::edge::price_configured(&config, &Budget::CONFIGURED);
     let e = edges.iter().find(|e| e.line == PayLine::PairPlus).unwrap();
     assert_eq!(
-        (e.edge_ppm, e.variance_ppm, e.error_ppm),
+        (e.edge_ppb, e.variance_ppm, e.error_ppm),
         (edge, variance, 0)
     );
 }
@@ -385,10 +394,12 @@ fn check_priced(f: &Floor, edge: i64, variance: u64) {
     assert_eq!(g.handle_without_edge, Money::ZERO, "every line is priced");
     assert!(!g.theoretical_pending);
     let pp = line(g, PayLine::PairPlus);
-    assert_eq!(pp.edge_ppm, Some(edge));
+    assert_eq!(pp.edge_ppm, Some(edge / 1_000));
     assert_eq!(
         pp.theoretical_win,
-        Some(Money(4 * PAIR_PLUS * edge / 1_000_000))
+        Some(Money(round_ppb(
+            i128::from(4 * PAIR_PLUS) * i128::from(edge)
+        )))
     );
     // The Ante keeps the seed's edge: its pay tables are not configured.
     let (theo, half) = theoretical(2, seed_edge(PayLine::Ante), (edge, variance));
@@ -436,7 +447,7 @@ fn indexing_a_configured_ante_table_prices_nothing() {
     assert_eq!(g.handle_pending, Money(ANTE));
     // Pair Plus is not decided by the Ante Bonus table: the seed's edge, at once.
     let pp = line(g, PayLine::PairPlus);
-    assert_eq!(pp.edge_ppm, Some(seed_edge(PayLine::PairPlus).0));
+    assert_eq!(pp.edge_ppm, Some(seed_edge(PayLine::PairPlus).0 / 1_000));
     let book = EdgeBook::load(&f.model).unwrap();
     assert!(book.records().all(|r| r.priced.is_none()), "nothing priced");
 }

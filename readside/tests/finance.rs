@@ -314,7 +314,9 @@ fn a_clean_shift_has_three_equal_wins_and_the_theoretical_win_of_its_handle() {
     let edge = |l| rules::edge::default_edge(schemas::RuleSet::Tcp3, l).unwrap();
     let ante = edge(schemas::PayLine::Ante);
     let pp = edge(schemas::PayLine::PairPlus);
-    let theo = 2_000 * ante.edge_ppm / 1_000_000 + 2_000 * pp.edge_ppm / 1_000_000;
+    // Priced in ppb, summed over the lines and rounded once, half away from zero.
+    let theo_ppb = 2_000 * i128::from(ante.edge_ppb) + 2_000 * i128::from(pp.edge_ppb);
+    let theo = ((theo_ppb + theo_ppb.signum() * 500_000_000) / 1_000_000_000) as i64;
     assert_eq!(g.theoretical_win, Money(theo));
     // sd = sqrt(sum stake^2 x variance): 2 x 1000^2 x Ante's + 4 x 500^2 x Pair Plus's.
     let var = (2 * 1_000_000 * ante.variance_ppm as u128 + 4 * 250_000 * pp.variance_ppm as u128)
@@ -812,8 +814,8 @@ fn what_is_not_counted_is_null_with_its_reason_never_zero() {
 #[test]
 fn theoretical_win_is_rounded_once_over_its_lines() {
     let f = floor();
-    // Every group's theoretical win is its lines' exact sum cut once. (This floor's line
-    // remainders never add up to a unit, so cutting per line gives the same here.)
+    // Every group's theoretical win is its lines' exact sum (stake x edge in ppb), rounded
+    // once, half away from zero.
     for by in [GroupBy::Table, GroupBy::Game, GroupBy::Dealer] {
         let q = Query {
             span: Span::Day("2026-11-25".into()),
@@ -823,14 +825,18 @@ fn theoretical_win_is_rounded_once_over_its_lines() {
         };
         let r = report(&f.model, &[], &f.counts, &q).unwrap();
         for g in r.groups.iter().chain([&r.total]) {
-            let exact_ppm: i128 = g
+            let edge_ppb = |l: &schemas::finance::HandleLine| {
+                rules::edge::default_edge(l.rule_set, l.line).map(|e| i128::from(e.edge_ppb))
+            };
+            let exact_ppb: i128 = g
                 .handle
                 .iter()
-                .filter_map(|l| Some(i128::from(l.stake.0) * i128::from(l.edge_ppm?)))
+                .filter_map(|l| Some(i128::from(l.stake.0) * edge_ppb(l)?))
                 .sum();
+            assert!(exact_ppb != 0, "{}: a priced handle", g.key);
             assert_eq!(
                 i128::from(g.theoretical_win.0),
-                exact_ppm / 1_000_000,
+                (exact_ppb + exact_ppb.signum() * 500_000_000) / 1_000_000_000,
                 "{}",
                 g.key
             );

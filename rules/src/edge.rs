@@ -50,6 +50,16 @@ impl EdgeFigure {
         per_million as i64
     }
 
+    /// The house edge in parts per billion of the unit staked, toward zero: what
+    /// theoretical win is priced with (an exact figure's cut is under 1 minor unit per
+    /// 10^7 units of handle).
+    pub fn edge_ppb(&self) -> i64 {
+        assert!(self.rounds > 0);
+        let per_billion =
+            -self.net_minor * 1_000_000_000 / (i128::from(self.rounds) * i128::from(UNIT_MINOR));
+        i64::try_from(per_billion).expect("an edge within +-9.2 x 10^9 ppb")
+    }
+
     /// The standard error of `edge_ppm` (0 when exact). Statistics, not money: f64.
     pub fn std_error_ppm(&self) -> u64 {
         if self.exact || self.rounds < 2 {
@@ -82,14 +92,21 @@ pub struct EdgeConst {
     pub rule_set: RuleSet,
     /// The line whose stake the edge is per unit of: the Ante for the main game.
     pub line: schemas::PayLine,
-    /// The house edge, in parts per million of the unit staked (positive: the house wins).
-    pub edge_ppm: i64,
+    /// The house edge, in parts per billion of the unit staked (positive: the house wins).
+    pub edge_ppb: i64,
     /// The variance of one unit's net, ppm of the unit squared.
     pub variance_ppm: u64,
-    /// The 95% error bound of `edge_ppm` (0: exact).
+    /// The 95% error bound of the edge, ppm (0: exact).
     pub error_ppm: u64,
     /// How the figure was computed: exhaustive, or Monte Carlo with its rounds and seed.
     pub method: &'static str,
+}
+
+impl EdgeConst {
+    /// The edge in parts per million, toward zero: for display.
+    pub const fn edge_ppm(&self) -> i64 {
+        self.edge_ppb / 1_000
+    }
 }
 
 /// The house edges of the default pay tables (rules/RULES.md "House edges"). The
@@ -103,7 +120,7 @@ pub const DEFAULT_EDGES: [EdgeConst; 7] = [
     EdgeConst {
         rule_set: RuleSet::Cs51,
         line: schemas::PayLine::Ante,
-        edge_ppm: 53_410,
+        edge_ppb: 53_410_000,
         variance_ppm: CS51_MAIN_VARIANCE_PPM,
         error_ppm: 710,
         method: "Monte Carlo, 40,000,000 rounds, seed 2026",
@@ -111,7 +128,7 @@ pub const DEFAULT_EDGES: [EdgeConst; 7] = [
     EdgeConst {
         rule_set: RuleSet::Cs51,
         line: schemas::PayLine::Bonus,
-        edge_ppm: 86_460,
+        edge_ppb: 86_460_000,
         variance_ppm: CS51_BONUS_VARIANCE_PPM,
         error_ppm: 1_720,
         method: "Monte Carlo, 40,000,000 rounds, seed 2026",
@@ -119,7 +136,7 @@ pub const DEFAULT_EDGES: [EdgeConst; 7] = [
     EdgeConst {
         rule_set: RuleSet::Tcp3,
         line: schemas::PayLine::Ante,
-        edge_ppm: TCP3_ANTE_PLAY_EDGE_PPM,
+        edge_ppb: TCP3_ANTE_PLAY_EDGE_PPB,
         variance_ppm: TCP3_ANTE_PLAY_VARIANCE_PPM,
         error_ppm: 0,
         method: "exact: all 407,170,400 deals, Q-6-4 strategy",
@@ -127,7 +144,7 @@ pub const DEFAULT_EDGES: [EdgeConst; 7] = [
     EdgeConst {
         rule_set: RuleSet::Tcp3,
         line: schemas::PayLine::PairPlus,
-        edge_ppm: TCP3_PAIR_PLUS_EDGE_PPM,
+        edge_ppb: TCP3_PAIR_PLUS_EDGE_PPB,
         variance_ppm: TCP3_PAIR_PLUS_VARIANCE_PPM,
         error_ppm: 0,
         method: "exact: all 22,100 hands",
@@ -137,16 +154,18 @@ pub const DEFAULT_EDGES: [EdgeConst; 7] = [
 const STUD_MAIN_VARIANCE_PPM: u64 = 5_110_606;
 const CS51_MAIN_VARIANCE_PPM: u64 = 5_005_290;
 const CS51_BONUS_VARIANCE_PPM: u64 = 27_097_638;
-const TCP3_ANTE_PLAY_EDGE_PPM: i64 = 33_729;
+/// Exact: -(-1,373,378,000) x 10^9 / (407,170,400 deals x 100), toward zero.
+const TCP3_ANTE_PLAY_EDGE_PPB: i64 = 33_729_809;
 const TCP3_ANTE_PLAY_VARIANCE_PPM: u64 = 2_687_149;
-const TCP3_PAIR_PLUS_EDGE_PPM: i64 = 55_746;
+/// Exact over all 22,100 hands, toward zero.
+const TCP3_PAIR_PLUS_EDGE_PPB: i64 = 55_746_606;
 const TCP3_PAIR_PLUS_VARIANCE_PPM: u64 = 8_110_919;
 
 const fn stud(rule_set: RuleSet, edge_ppm: i64, error_ppm_tenths: u64) -> EdgeConst {
     EdgeConst {
         rule_set,
         line: schemas::PayLine::Ante,
-        edge_ppm,
+        edge_ppb: edge_ppm * 1_000,
         variance_ppm: STUD_MAIN_VARIANCE_PPM,
         error_ppm: error_ppm_tenths * 10,
         method: "Monte Carlo, 40,000,000 rounds, seed 2026 (A-K-J-8-3 strategy)",
@@ -469,21 +488,26 @@ impl Budget {
 pub struct PricedEdge {
     /// The line whose stake the edge is per unit of: the Ante for the main game.
     pub line: PayLine,
-    /// The house edge, in parts per million of the unit staked (positive: the house wins).
-    pub edge_ppm: i64,
+    /// The house edge, in parts per billion of the unit staked (positive: the house wins).
+    pub edge_ppb: i64,
     /// The variance of one unit's net, ppm of the unit squared.
     pub variance_ppm: u64,
-    /// The 95% error bound of `edge_ppm` (0: exact).
+    /// The 95% error bound of the edge, ppm (0: exact).
     pub error_ppm: u64,
     /// How the figure was computed.
     pub method: String,
 }
 
 impl PricedEdge {
+    /// The edge in parts per million, toward zero: for display.
+    pub fn edge_ppm(&self) -> i64 {
+        self.edge_ppb / 1_000
+    }
+
     fn of_const(e: &EdgeConst) -> PricedEdge {
         PricedEdge {
             line: e.line,
-            edge_ppm: e.edge_ppm,
+            edge_ppb: e.edge_ppb,
             variance_ppm: e.variance_ppm,
             error_ppm: e.error_ppm,
             method: e.method.to_string(),
@@ -493,7 +517,7 @@ impl PricedEdge {
     fn of_figure(line: PayLine, f: &EdgeFigure, method: String) -> PricedEdge {
         PricedEdge {
             line,
-            edge_ppm: f.edge_ppm(),
+            edge_ppb: f.edge_ppb(),
             variance_ppm: f.variance_ppm(),
             error_ppm: 2 * f.std_error_ppm(),
             method,

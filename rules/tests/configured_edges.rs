@@ -74,10 +74,14 @@ fn tcp3_the_seed_ante_bonus_configured_prices_at_the_known_edge() {
     let edges = price_configured(&c, &Budget::CONFIGURED);
     let e = edge_of(&edges, PayLine::Ante);
     assert_eq!(ppm(SEED_NET_MINOR, TCP3_DEALS), 33_729);
-    assert_eq!((e.edge_ppm, e.error_ppm), (33_729, 0), "3.373%, exact");
+    assert_eq!((e.edge_ppm(), e.error_ppm), (33_729, 0), "3.373%, exact");
+    assert_eq!(
+        e.edge_ppb, 33_729_809,
+        "exact to the ppb: the theoretical win's price"
+    );
     assert!(e.method.starts_with("exact"), "{}", e.method);
     // Pair Plus is not configured: it keeps the seed's exact edge.
-    assert_eq!(edge_of(&edges, PayLine::PairPlus).edge_ppm, 55_746);
+    assert_eq!(edge_of(&edges, PayLine::PairPlus).edge_ppm(), 55_746);
 }
 
 /// An Ante Bonus of 4/3/1 in place of 5/4/1 (TCP3 §4.3). Every straight or better is
@@ -92,7 +96,7 @@ fn tcp3_a_changed_ante_bonus_is_priced_exactly() {
     let less = (straight_flushes + threes) * DEALER_HANDS * UNIT_MINOR;
     let want = ppm(SEED_NET_MINOR - less, TCP3_DEALS);
     assert_eq!(want, 38_254, "3.825%");
-    assert_eq!((e.edge_ppm, e.error_ppm), (want, 0));
+    assert_eq!((e.edge_ppm(), e.error_ppm), (want, 0));
 }
 
 /// The lowest hands of the Q-6-4 strategy and of a qualifying dealer (TCP3 §3.13).
@@ -203,17 +207,17 @@ fn a_five_card_main_table_is_priced_by_monte_carlo_within_its_bound() {
     assert!(e.error_ppm > 0 && e.error_ppm < 10_000, "{}", e.error_ppm);
     let reference = rules::edge::default_edge(RuleSet::Cs51, PayLine::Ante).expect("listed");
     let bound = e.error_ppm + reference.error_ppm;
-    let off = (e.edge_ppm - reference.edge_ppm).unsigned_abs();
+    let off = (e.edge_ppm() - reference.edge_ppm()).unsigned_abs();
     assert!(
         off <= bound,
         "{} against {}: {off} > {bound}",
-        e.edge_ppm,
+        e.edge_ppm(),
         53_410
     );
     let cs51 = rules::edge::stud_monte_carlo(RuleSet::Cs51, 400_000, 7);
     assert_eq!(
-        e.edge_ppm,
-        cs51[0].edge_ppm(),
+        e.edge_ppb,
+        cs51[0].edge_ppb(),
         "the same deals, the same game"
     );
 }

@@ -277,8 +277,8 @@ fn the_default_edge_table_is_what_the_engine_computes() {
     for (fig, line) in exact {
         let c = default_edge(RuleSet::Tcp3, line).expect("listed");
         assert_eq!(
-            (c.edge_ppm, c.variance_ppm),
-            (fig.edge_ppm(), fig.variance_ppm())
+            (c.edge_ppb, c.variance_ppm),
+            (fig.edge_ppb(), fig.variance_ppm())
         );
     }
     for rs in [RuleSet::Csp6, RuleSet::Mlp3, RuleSet::Ssp4, RuleSet::Cs51] {
@@ -291,7 +291,7 @@ fn the_default_edge_table_is_what_the_engine_computes() {
             let c = default_edge(rs, *line).expect("listed");
             let se = fig.std_error_ppm() as i64;
             assert!(
-                (c.edge_ppm - fig.edge_ppm()).abs() <= 4 * se,
+                (c.edge_ppm() - fig.edge_ppm()).abs() <= 4 * se,
                 "{rs:?} {line:?}"
             );
             let v = fig.variance_ppm() as i64;

@@ -144,8 +144,10 @@ impl Tray {
 }
 
 /// Handle on one bet line of one rule set under one set of pay tables: stakes, their
-/// squares (for the hold's confidence interval, minor units squared) and the bets. A
-/// report prices it: theoretical win = stake x the edge of its pay tables.
+/// squares (for the hold's confidence interval, minor units squared) and the bets. The
+/// stakes are those the round's settlement holds: bets in place at "no more bets"; a bet
+/// placed after it is a finding, not handle. A report prices it: theoretical win = stake
+/// x the edge of its pay tables, in ppb, rounded once over the lines.
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Handle {
