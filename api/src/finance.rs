@@ -169,7 +169,7 @@ pub async fn finance(
 
 #[utoipa::path(get, path = "/v1/finance/rounds/{table}/{round}", tag = "finance",
     params(("table" = String, Path, pattern = "^[A-Za-z0-9_-]{1,32}$"), ("round" = u64, Path)),
-    responses((status = 200, description = "a round's finance summary: per box and line what was paid and what was due; no cards, no findings", body = RoundFinance), (status = 404, body = ApiError)))]
+    responses((status = 200, description = "a round's finance summary: per box and line what was paid and what was due, the verdict and the findings with their clauses; no cards", body = RoundFinance), (status = 404, body = ApiError)))]
 pub async fn round_finance(
     State(st): State<Shared>,
     Path((table, round)): Path<(String, u64)>,

@@ -451,7 +451,16 @@ async fn finance_reports_refuse_what_they_do_not_know_and_open_a_disputed_round(
     assert_eq!(s, StatusCode::OK, "{summary}");
     let lines = summary["lines"].as_array().unwrap();
     assert!(lines.iter().any(|l| l["recorded"] != l["due"]), "{summary}");
-    assert!(summary.get("events").is_none() && summary.get("findings").is_none());
+    // Finance reads what explains the variance: the verdict and each finding with its
+    // clause; never the events or cards.
+    assert!(summary.get("events").is_none() && summary.get("reconstruction").is_none());
+    assert_eq!(summary["verdict"], "disputed", "{summary}");
+    let findings = summary["findings"].as_array().unwrap();
+    assert!(!findings.is_empty(), "{summary}");
+    assert!(findings.iter().all(|f| {
+        f["clause"].as_str().is_some_and(|c| !c.is_empty())
+            && f["clause_text"].as_str().is_some_and(|c| !c.is_empty())
+    }));
 }
 
 #[tokio::test]

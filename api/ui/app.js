@@ -595,7 +595,7 @@ async function financeView(view, q) {
     bindFilter(view, "finance-form", "#/finance");
     $("#csv-report", view).onclick = () => downloadReportCsv(rq);
     $("#print-report", view).onclick = () => window.print();
-    view.querySelectorAll("a[data-finance-round]").forEach(a => a.onclick = ev => { ev.preventDefault(); roundFinance(view, a.dataset.financeRound); });
+    view.querySelectorAll("a[data-finance-round]").forEach(a => a.onclick = ev => { ev.preventDefault(); roundFinance(view, a.dataset.financeRound, a.dataset.cause); });
   } catch (e) { failed(view, e); }
 }
 
@@ -641,17 +641,20 @@ function reportSummary(r) {
 function holdOf(r, g) {
   return r.group_by === "dealer" ? [g.hold_handle_bp, g.hold_handle_theoretical_bp] : [g.hold_bp, g.hold_theoretical_bp];
 }
+// Actual against theoretical hold, one row per group (label, then the two bars about a
+// zero axis): labels never overlap, and 50 tables or more read as a list does.
 function holdChart(r) {
   const gs = r.groups.map(g => { const [a, t] = holdOf(r, g); return { ...g, hold_bp: a, hold_theoretical_bp: t }; })
-    .filter(g => g.hold_bp != null || g.hold_theoretical_bp != null).slice(0, 40);
+    .filter(g => g.hold_bp != null || g.hold_theoretical_bp != null);
   if (!gs.length) return "";
   const max = Math.max(100, ...gs.flatMap(g => [Math.abs(g.hold_bp || 0), Math.abs(g.hold_theoretical_bp || 0)]));
-  const w = 22, h = 120, gap = 10;
-  const bar = (x, v, cls) => { const len = Math.round(Math.abs(v || 0) / max * h); return `<rect class="${cls}" x="${x}" y="${v >= 0 ? h - len : h}" width="${w / 2}" height="${len}"><title>${pct(v)}</title></rect>`; };
-  const svg = gs.map((g, i) => { const x = i * (w + gap); return bar(x, g.hold_bp, "actual" + (g.hold_alarm ? " alarm" : "")) + bar(x + w / 2, g.hold_theoretical_bp, "theo")
-    + `<text x="${x}" y="${2 * h + 14}" class="lbl">${esc(g.key)}</text>`; }).join("");
-  return `<div class="card"><h2>Hold against theoretical hold</h2><p class="hint">Dark: actual hold; light: theoretical. Red: outside the 95% interval.</p>
-    <svg class="hold-chart" id="hold-chart" viewBox="0 0 ${gs.length * (w + gap)} ${2 * h + 20}" preserveAspectRatio="xMinYMin meet"><line x1="0" x2="${gs.length * (w + gap)}" y1="${h}" y2="${h}" class="axis"/>${svg}</svg></div>`;
+  const label = 120, half = 200, row = 18, axis = label + half;
+  const bar = (y, v, cls) => { const len = Math.round(Math.abs(v || 0) / max * half); return `<rect class="${cls}" x="${v >= 0 ? axis : axis - len}" y="${y}" width="${len}" height="${row / 2 - 1}"><title>${pct(v)}</title></rect>`; };
+  const svg = gs.map((g, i) => { const y = i * row; return `<text x="0" y="${y + row - 5}" class="lbl">${esc(g.key)}</text>`
+    + bar(y, g.hold_bp, "actual" + (g.hold_alarm ? " alarm" : "")) + bar(y + row / 2, g.hold_theoretical_bp, "theo"); }).join("");
+  const height = gs.length * row;
+  return `<div class="card"><h2>Hold against theoretical hold</h2><p class="hint">Per ${esc(r.group_by)}: dark, actual hold; light, theoretical; red, outside the 95% interval. The axis is 0; the bars reach ±${pct(max)}.</p>
+    <svg class="hold-chart" id="hold-chart" width="${axis + half}" height="${height}" viewBox="0 0 ${axis + half} ${height}"><line x1="${axis}" x2="${axis}" y1="0" y2="${height}" class="axis"/>${svg}</svg></div>`;
 }
 
 function groupsTable(r) {
@@ -668,15 +671,15 @@ function groupsTable(r) {
     </tbody></table></div>`;
 }
 
-function linkHtml(l) {
-  if (l.kind === "round" && l.round != null) return `<a href="#" data-finance-round="${esc(l.table)}/${l.round}">${esc(l.text)}</a>`;
+function linkHtml(l, cause) {
+  if (l.kind === "round" && l.round != null) return `<a href="#" data-finance-round="${esc(l.table)}/${l.round}" data-cause="${esc(cause || "")}">${esc(l.text)}</a>`;
   return `<span class="link-${esc(l.kind)}">${esc(l.text)}</span>`;
 }
 function variancesTable(r) {
   if (!r.variances.length) return `<div class="card"><h2>Variances</h2><div class="empty">None: the three wins agree wherever they can be compared.</div></div>`;
   return `<div class="card"><h2>Variances</h2><p class="hint">Each difference with its cause. A round opens its finance summary: what was paid and what was due.</p>
     <table class="list" id="variances-table"><thead><tr><th>Shift</th><th>Table</th><th>Cause</th><th class="num">Amount</th><th>What</th><th>From</th></tr></thead><tbody>
-    ${r.variances.map(v => `<tr class="diff"><td>${esc(v.shift)}</td><td>${esc(v.table)}</td><td>${badge(v.cause)}</td><td class="num">${signed(v.amount)}</td><td>${esc(v.text)}</td><td>${v.links.map(linkHtml).join("<br>")}</td></tr>`).join("")}
+    ${r.variances.map(v => `<tr class="diff"><td>${esc(v.shift)}</td><td>${esc(v.table)}</td><td>${badge(v.cause)}</td><td class="num">${signed(v.amount)}</td><td>${esc(v.text)}</td><td>${v.links.map(l => linkHtml(l, v.cause)).join("<br>")}</td></tr>`).join("")}
     </tbody></table>${r.variances_total > r.variances.length ? `<p class="muted">The first ${r.variances.length} of ${r.variances_total}.</p>` : ""}</div>`;
 }
 
@@ -691,11 +694,14 @@ function liabilityCard(day, rows) {
 }
 
 function poolsCard(pools) {
-  return `<div class="card"><h2>Jackpot pools</h2>${pools.length ? `<table class="list"><thead><tr><th>Pool</th><th>Tables</th><th class="num">Last shown</th><th class="num">Recomputed</th><th class="num">Wins</th><th class="num">Mismatches</th></tr></thead><tbody>
+  const asOf = time(BigInt(Date.now()) * 1000000n);
+  return `<div class="card"><h2>Jackpot pools: all time</h2><p class="hint" id="pools-as-of">Since each pool's first event in the ledger, as of ${esc(asOf)}; the liability card above is the gaming day's.</p>${pools.length ? `<table class="list"><thead><tr><th>Pool</th><th>Tables</th><th class="num">Last shown</th><th class="num">Recomputed</th><th class="num">Wins</th><th class="num">Mismatches</th></tr></thead><tbody>
       ${pools.map(p => `<tr class="${p.mismatches.length ? "diff" : ""}"><td>${esc(p.pool)}</td><td>${p.tables.map(esc).join(", ")}</td><td class="num">${money(p.last_shown)}</td><td class="num">${money(p.recomputed)}</td><td class="num">${p.wins}</td><td class="num">${p.mismatches.length}</td></tr>`).join("")}</tbody></table>` : `<div class="empty">No jackpot pool.</div>`}</div>`;
 }
 
-async function roundFinance(view, tableRound) {
+// A round a variance links to: its cause, what was paid and due per line, the verdict and
+// the findings with their clauses (what finance may read of a round).
+async function roundFinance(view, tableRound, cause) {
   const el = $("#round-finance", view);
   el.hidden = false; el.innerHTML = `<p class="muted">Loading round ${esc(tableRound)}…</p>`;
   try {
@@ -704,7 +710,9 @@ async function roundFinance(view, tableRound) {
     el.innerHTML = `<h2>Table ${esc(r.table)} · round ${r.round}: paid and due</h2><p class="muted">${esc(r.rule_set || "")} · opened ${time(r.opened_at_ns)} · events #${r.first_seq}–#${r.last_seq}</p>
       <table class="list" id="round-finance-lines"><thead><tr><th class="num">Box</th><th>Line</th><th class="num">Paid</th><th class="num">Due</th><th class="num">Difference</th></tr></thead><tbody>
       ${r.lines.map(l => `<tr class="${l.recorded !== l.due ? "diff" : ""}"><td class="num">${l.box_no}</td><td>${esc(l.line.replace(/_/g, " "))}</td><td class="num">${signed(l.recorded)}</td><td class="num">${signed(l.due)}</td><td class="num">${l.recorded !== l.due ? signed(l.recorded - l.due) : "—"}</td></tr>`).join("")}
-      </tbody></table>`;
+      </tbody></table>
+      <p id="round-finance-cause">${cause ? `Variance cause: ${badge(cause)} · ` : ""}Verdict: ${badge(r.verdict)}</p>
+      <div id="round-finance-findings">${findingsList(r.findings)}</div>`;
     el.scrollIntoView({ block: "nearest" });
   } catch (e) { el.innerHTML = `<p class="error">${esc(e.message)}</p>`; }
 }
@@ -781,7 +789,7 @@ async function roundView(view, table, round) {
         <p class="hint">Player's net result per box and line. Rows in red differ: positive = the dealer overpaid, negative = underpaid.</p>
         ${settlementTable(detail.settlement)}
       </div>
-      <div class="card"><h2>Findings</h2>${findingsList(detail.findings)}</div>
+      <div class="card"><h2>Findings</h2>${findingsList(detail.findings, detail)}</div>
     </div>
     <div>
       <div class="card"><h2>Timeline</h2><p class="hint">Click an event to jump to it. Keys: ← → Home End. Device time (arrival in the tooltip), ${zoneLabel()}.</p><div class="timeline"><ol id="timeline">
@@ -858,8 +866,8 @@ const HAND_NAMES = { high_card: "High card", one_pair: "One Pair", two_pairs: "T
   straight: "Straight", flush: "Flush", full_house: "Full House", four_of_a_kind: "Four of a Kind", straight_flush: "Straight Flush",
   royal_flush: "Royal Flush", mini_royal: "Mini Royal", mini_royal_spades: "Mini Royal of spades" };
 // The hand of a box (or "dealer") as settled, named at the last event: the showdown.
-function settledHand(who) {
-  const st = state.detail.report && state.detail.report.settlement;
+function settledHand(who, detail = state.detail) {
+  const st = detail && detail.report && detail.report.settlement;
   if (!st) return null;
   if (who === "dealer") return st.dealer_hand;
   const b = (st.boxes || []).find(x => x.box === who);
@@ -879,10 +887,12 @@ function settlementTable(rows) {
   </tbody></table>`;
 }
 
-function findingsList(fs) {
+// The findings of a round; `detail` (the round view's) marks each box's hand in the cited
+// pay table, and is null where the cards are not shown (the finance page).
+function findingsList(fs, detail = null) {
   if (!fs.length) return `<div class="empty">No findings: the round was played by the rules.</div>`;
   return fs.map(f => `<div class="finding ${esc(f.severity)}">${badge(f.severity)} <code>${esc(f.code)}</code> <b>${esc(f.clause)}</b>${f.box ? " · box " + f.box : ""} · events ${f.seqs.map(s => "#" + s).join(" ")}
-    <div>${esc(f.explanation)}</div>${wordingHtml(f)}${f.clause_text ? `<div class="clause">${esc(f.clause_text)}</div>` : ""}</div>`).join("");
+    <div>${esc(f.explanation)}</div>${wordingHtml(f, detail)}${f.clause_text ? `<div class="clause">${esc(f.clause_text)}</div>` : ""}</div>`).join("");
 }
 
 // The cited clause in the rule book's words (verbatim excerpts, in the book's order).
@@ -902,11 +912,11 @@ function markRow(t, hand) {
   return `${t.slice(0, at)}<mark class="deciding">${t.slice(at, end)}</mark>${t.slice(end)}`;
 }
 
-function wordingHtml(f) {
+function wordingHtml(f, detail) {
   const w = f.clause_wording || [];
   if (!w.length) return "";
   // The deciding line: the pay table's row of the box's hand, marked where the words show it.
-  const hand = f.box ? HAND_NAMES[settledHand(f.box)] : null;
+  const hand = f.box && detail ? HAND_NAMES[settledHand(f.box, detail)] : null;
   const mark = t => hand ? markRow(t, hand) : t;
   return `<blockquote class="wording"><span class="src">Rule book, ${esc(f.clause)}:</span> ${w.map(x => mark(esc(x))).join(' <span class="gap">…</span> ')}</blockquote>`;
 }

@@ -833,6 +833,8 @@ impl Acc {
         self.uncounted = true;
         self.no_accounting = true;
         self.dealer = true;
+        // A dealer's variances are their payout errors: each disputed round they dealt.
+        self.g.variances += d.disputed_count;
         self.add_play(d.rounds, &d.recorded, &d.rules, &d.handle, book);
     }
 
@@ -990,6 +992,8 @@ pub fn round_finance(r: &RoundReport) -> RoundFinance {
         recorded: lines.iter().map(|l| l.recorded).sum(),
         due: lines.iter().map(|l| l.due).sum(),
         lines,
+        verdict: r.verdict,
+        findings: r.findings.iter().map(crate::row::finding_view).collect(),
     }
 }
 

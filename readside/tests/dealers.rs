@@ -249,6 +249,8 @@ fn hold_per_dealer_goes_to_the_dealer_in_place_when_the_round_began() {
     let overpaid_win = 1_500 - OVERPAID;
     assert_eq!(ben.win_recorded, Money(overpaid_win - 500));
     assert_eq!(ben.win_rules, Money(-1_000));
+    // A dealer's variances are their payout errors: Ben's overpaid round, none of Anna's.
+    assert_eq!((anna.variances, ben.variances), (0, 1));
     assert_eq!(ben.theoretical_win, Money(theo));
     assert!(
         ben.hold_alarm,

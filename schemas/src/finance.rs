@@ -403,7 +403,8 @@ pub struct ReportGroup {
     pub hold_handle_bp: Option<i64>,
     /// Theoretical win / priced handle, basis points: the edge the group's bets carry.
     pub hold_handle_theoretical_bp: Option<i64>,
-    /// Variances found in its table shifts.
+    /// Variances found in its table shifts; a dealer's group: the disputed rounds they
+    /// dealt (their payout errors), as a dealer has no counts or slips of their own.
     pub variances: u64,
     /// Why a figure of the group is `None`: what is not yet counted, where (at most
     /// `NOT_KNOWN_MAX` lines, the last saying how many more).
@@ -477,6 +478,11 @@ pub struct RoundFinance {
     pub recorded: Money,
     /// The lines' due nets summed, minor units.
     pub due: Money,
+    /// The replay's verdict.
+    pub verdict: crate::report::Verdict,
+    /// The round's findings with their clauses: what explains a payout variance. Finance
+    /// reads these; the cards and the step-by-step replay stay surveillance's.
+    pub findings: Vec<crate::api::FindingView>,
 }
 
 /// `u128` as a decimal string: JSON numbers lose precision past 2^53 in many readers.

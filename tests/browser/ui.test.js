@@ -384,7 +384,34 @@ async function financePage(context, url, config, errors) {
   await csv.saveAs(file);
   assert.match(fs.readFileSync(file, "utf8"), /^group,table_shifts,rounds,drop,/);
   await dealerGrouping(page, url, token, day);
+  await varianceToItsCause(page, url, token, day);
   await page.close();
+}
+
+// A payout variance followed to its round as finance: the cause, the paid and due lines,
+// the verdict and each finding with its clause, on the finance page itself.
+async function varianceToItsCause(page, url, token, first) {
+  const get = async q => (await fetch(`${url}/v1/reports?${q}`, { headers: { Authorization: "Bearer " + token } })).json();
+  let day = first, found = null;
+  for (let i = 0; i < 7 && !found; i++) {
+    const r = await get(`day=${day}&group_by=table`);
+    found = (r.variances || []).find(v => v.links.some(l => l.kind === "round" && l.round != null));
+    if (!found) day = new Date(Date.parse(day + "T00:00:00Z") + 86400000).toISOString().slice(0, 10);
+  }
+  assert.ok(found, "a payout variance linked to its round within a week of " + first);
+  await page.goto(`${url}/#/finance?span=day&day=${day}&group_by=table`);
+  // The table grouping of that day replaces the dealer grouping before a link is clicked.
+  await page.waitForFunction(d => {
+    const h = document.querySelector("#report-table")?.closest(".card")?.querySelector("h2");
+    return h && h.innerText === "By table" && document.body.innerText.includes(`day ${d}`);
+  }, day);
+  const link = page.locator("#variances-table a[data-finance-round]").first();
+  await link.click();
+  await page.waitForSelector("#round-finance-findings");
+  assert.match(await page.locator("#round-finance-cause").innerText(), /Variance cause: .+ · Verdict: /);
+  const finding = page.locator("#round-finance-findings .finding").first();
+  assert.match(await finding.innerText(), /[A-Z0-9]+ §?[0-9]/, "a finding names its clause");
+  await page.screenshot({ path: path.join(SHOTS, "13-finance-variance-cause.png"), fullPage: true });
 }
 
 // The same day grouped by dealer through the form: a row per dealer in place when the
@@ -400,10 +427,10 @@ async function dealerGrouping(page, url, token, day) {
   // The dealer grouping's rows replace the table grouping's: wait for their first key.
   await page.waitForFunction(first => {
     const td = document.querySelector("#report-table tbody tr td:first-child");
-    return td && td.innerText.replace(/hold alarm/, "").trim() === first;
+    return td && td.innerText.replace(/hold alarm/i, "").trim() === first;
   }, dealers[0]);
   const rows = page.locator("#report-table tbody tr");
-  const keys = (await rows.locator("td:first-child").allInnerTexts()).map(t => t.replace(/hold alarm/, "").trim());
+  const keys = (await rows.locator("td:first-child").allInnerTexts()).map(t => t.replace(/hold alarm/i, "").trim());
   assert.deepEqual(keys, dealers, "a row per dealer, as the API groups them: " + JSON.stringify({ keys, dealers }));
   const row = rows.filter({ hasText: dealers.find(d => /^D-/.test(d)) }).first();
   assert.match(await row.innerText(), /the table's/, "a dealer has no drop of their own");
