@@ -31,9 +31,9 @@ pub struct FloorArgs {
     #[arg(long)]
     pub irregularities: Option<f64>,
     /// Probability of each finance error: a fill without its slip (per fill), a
-    /// miscounted closer (per closing count), a short drop (per drop box), a forced
-    /// jackpot hit (per round, CSP6 and MLP3 from a manual shoe). Default 0, and 0.1 for
-    /// `demo`.
+    /// miscounted closer (per closing count), a short drop (per drop box); and a forced
+    /// jackpot hit at a fiftieth of it (per round, CSP6 and MLP3 from a manual shoe), so a
+    /// floor's hold stays a floor's. Default 0, and 0.1 for `demo`.
     #[arg(long)]
     pub finance_errors: Option<f64>,
     /// Rounds per second per table (unlimited when absent).
@@ -49,14 +49,23 @@ pub struct FloorArgs {
     pub shift_start: String,
 }
 
+/// A forced jackpot hit is this many times rarer per round than `--finance-errors`: a
+/// straight flush in one round in ten pays the BET at 50 to 1 so often that holds read
+/// -480%, which no floor shows.
+const JACKPOT_HITS_PER_ERROR_RATE: f64 = 50.0;
+
 impl FloorArgs {
     pub fn fault_plan(&self) -> FaultPlan {
         let mut plan = FaultPlan::all(self.irregularities.unwrap_or(0.0));
         plan.wrong_payout = self.payout_errors.clamp(0.0, 1.0);
         let finance = self.finance_errors.unwrap_or(0.0);
-        FinanceFaultKind::ALL
-            .into_iter()
-            .fold(plan, |p, k| p.with_finance(k, finance))
+        FinanceFaultKind::ALL.into_iter().fold(plan, |p, k| {
+            let rate = match k {
+                FinanceFaultKind::JackpotHit => finance / JACKPOT_HITS_PER_ERROR_RATE,
+                _ => finance,
+            };
+            p.with_finance(k, rate)
+        })
     }
 
     /// The shift boundaries of `--shift-every` and `--shift-start`; `None` for 0.

@@ -250,7 +250,10 @@ pub fn report(
         true => judge((&rows, &ones), &next, counts),
         false => Vec::new(),
     };
-    let days = judge((&days, &day_shifts), &next, counts);
+    let mut days = judge((&days, &day_shifts), &next, counts);
+    for d in &mut days {
+        d.variances.extend(inner_miscounts(d, &rows, &next, counts));
+    }
     let units = Units {
         total: if one_shift { &shifts } else { &days },
         groups: if shifts.is_empty() { &days } else { &shifts },
@@ -352,6 +355,34 @@ fn day_rows(rule: &DayRule, rows: &[ShiftRow]) -> Result<(Vec<ShiftRow>, Vec<u64
             .collect();
     }
     Ok(days.into_values().unzip())
+}
+
+/// A table day's miscounted closers at its own shift changes: a day opens with its first
+/// count and closes with its last, so a closing count the next shift's opener corrects
+/// moves no day figure. The shift's own tray check names it, as its shift's report does.
+fn inner_miscounts(
+    day: &TableShift,
+    rows: &[ShiftRow],
+    next: &BTreeMap<(TableId, i64), ShiftRow>,
+    counts: &[CountResult],
+) -> Vec<Variance> {
+    if day.shifts < 2 {
+        return Vec::new();
+    }
+    let in_day = |r: &&ShiftRow| {
+        r.table.as_ref() == Some(&day.table) && day_of_shift(&r.shift) == day.row.shift
+    };
+    let mut out = Vec::new();
+    for r in rows.iter().filter(in_day) {
+        let n = next.get(&(day.table.clone(), r.ends_at_ns));
+        if n.is_none_or(|n| day_of_shift(&n.shift) != day.row.shift) {
+            continue; // The day's last shift: the day's own check sees its closing.
+        }
+        let shift = table_shift(r, n, counts);
+        let v = tray_variance(&shift, n).filter(|v| v.cause == Cause::MiscountedCloser);
+        out.extend(v);
+    }
+    out
 }
 
 /// The gaming day of a shift name, `2026-11-25/2` -> `2026-11-25`.
