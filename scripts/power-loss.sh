@@ -4,6 +4,8 @@
 # (the writes a disk had not taken) and it restarts on the same store. Then the ledger is
 # verified. RELIABILITY.md, "Power loss". Usage: scripts/power-loss.sh [CUT_BYTES]
 set -euo pipefail
+# Simulated keys (public labels) stand in for real device keys: a test-only setting.
+export ROUNDLEDGER_TEST_ONLY_SIMULATED_KEYS=1
 cd "$(dirname "$0")/.."
 CUT=${1:-30000}
 RL=target/release/roundledger
@@ -17,7 +19,7 @@ start_nats
 "$RL" serve --ledger "$D/ledger" --nats "$URL" --http 127.0.0.1:0 --trust-simulated-admin >"$D/serve.log" 2>&1 &
 SERVE=$!
 sleep 2
-"$RL" simulate --nats "$URL" --tables 4 --rounds 150 --rate 4 --seed 11 >"$D/sim.log" 2>&1 &
+"$RL" simulate --simulated-keys --nats "$URL" --tables 4 --rounds 150 --rate 4 --seed 11 >"$D/sim.log" 2>&1 &
 SIM=$!
 sleep 10
 kill -9 "$(cat "$D/nats.pid")"

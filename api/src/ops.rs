@@ -62,6 +62,8 @@ pub struct Ops {
     clock: Clock,
     /// What the full read of sled's index found (`check_store`): `None` until it ends.
     store_failures: OnceLock<Vec<String>>,
+    /// Settings no real floor may run with, named by `/ready` (`name_unsafe_settings`).
+    unsafe_settings: OnceLock<Vec<String>>,
 }
 
 impl Ops {
@@ -74,7 +76,14 @@ impl Ops {
             api: OnceLock::new(),
             clock,
             store_failures: OnceLock::new(),
+            unsafe_settings: OnceLock::new(),
         })
+    }
+
+    /// Names settings in force that no real floor may run with; `/ready` lists them
+    /// (set once, at start).
+    pub fn name_unsafe_settings(&self, settings: Vec<String>) {
+        let _ = self.unsafe_settings.set(settings);
     }
 
     /// Reads every page of the ledger's sled index once (`Ledger::store_read_failures`),
@@ -341,6 +350,7 @@ async fn ready(State(ops): State<Arc<Ops>>) -> Response {
     let body = Readiness {
         ready: failed.is_empty(),
         failed,
+        unsafe_settings: ops.unsafe_settings.get().cloned().unwrap_or_default(),
     };
     (status, Json(body)).into_response()
 }

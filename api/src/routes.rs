@@ -469,6 +469,11 @@ async fn chain(State(st): State<Shared>) -> Result<Json<Vec<ChainStatus>>, Refus
         }
     }
     let fenced = fenced_views(&st.ledger);
+    let ledger = st.ledger.clone();
+    let mut disputed: BTreeMap<TableId, Vec<schemas::api::DisputedSeq>> = BTreeMap::new();
+    for d in blocking(move || readside::forks::disputed(&ledger)).await? {
+        disputed.entry(d.table.clone()).or_default().push(d);
+    }
     let model = st.model.clone();
     let statuses: BTreeMap<TableId, _> = blocking(move || Ok(model.statuses()?))
         .await?
@@ -482,8 +487,13 @@ async fn chain(State(st): State<Shared>) -> Result<Json<Vec<ChainStatus>>, Refus
                 let through = t.map_or(0, |t| t.verified_through);
                 let problem = t.and_then(|t| t.problem.clone());
                 let fenced = fenced.get(&h.table).cloned();
+                let mine = disputed.remove(&h.table).unwrap_or_default();
                 ChainStatus {
-                    ok: problem.is_none() && fenced.is_none() && through == h.seq.0,
+                    ok: problem.is_none()
+                        && fenced.is_none()
+                        && mine.is_empty()
+                        && through == h.seq.0,
+                    disputed: mine,
                     fenced,
                     verified_through: Seq(through),
                     problem,

@@ -501,10 +501,10 @@ async function tablesView(view) {
     try { quarantine = await api(`/v1/quarantine?limit=${PAGE}`); } catch (_) { /* finance may not see the quarantine */ }
     let alerts = null;
     try { alerts = await api("/v1/alerts"); } catch (_) { /* finance may not see alerts */ }
-    view.innerHTML = `<div class="card"><h1>Tables and chains</h1><p class="hint">Each table's hash chain is recomputed from the stored bytes as the server reads it. Events after the last device-signed checkpoint are not yet attested; a gap holds the events after it until the missing ones arrive.</p>
+    view.innerHTML = `${forkBanner(chains)}<div class="card"><h1>Tables and chains</h1><p class="hint">Each table's hash chain is recomputed from the stored bytes as the server reads it. Events after the last device-signed checkpoint are not yet attested; a gap holds the events after it until the missing ones arrive.</p>
       ${tables.length ? `<table class="list"><thead><tr><th>Table</th><th>Rule set</th><th class="num">Events</th><th class="num">Rounds</th><th class="num">Disputed</th><th class="num">Irregular</th><th class="num">Void</th><th>Chain</th><th>Attested</th><th>Gap</th></tr></thead><tbody>
       ${tables.map(t => { const c = ch[t.table]; return `<tr><td>${esc(t.table)}${t.fenced ? ` <span class="badge disputed" title="${esc(t.fenced)}">damaged: fenced</span>` : ""}</td><td>${esc(t.rule_set || "")}</td><td class="num">${t.head_seq}</td><td class="num">${t.rounds}</td><td class="num">${t.disputed}</td><td class="num">${t.irregular}</td><td class="num">${t.void}</td>
-        <td>${c && c.fenced ? `<span class="badge disputed">fenced</span> ${esc(c.fenced)}` : c ? (c.ok ? `<span class="badge clean">verified</span> to #${c.verified_through}` : c.problem ? `<span class="badge disputed">broken</span> ${esc(c.problem)}` : `verifying… #${c.verified_through}`) : "—"}</td>
+        <td>${c && c.fenced ? `<span class="badge disputed">fenced</span> ${esc(c.fenced)}` : c && (c.disputed || []).length ? `<span class="badge disputed">DISPUTED</span> ${c.disputed.map(d => `#${d.seq}`).join(", ")}` : c ? (c.ok ? `<span class="badge clean">verified</span> to #${c.verified_through}` : c.problem ? `<span class="badge disputed">broken</span> ${esc(c.problem)}` : `verifying… #${c.verified_through}`) : "—"}</td>
         <td>${c ? attestedCell(c) : "—"}</td>
         <td>${c && c.gap ? gapCell(c.gap) : c ? "none" : "—"}</td></tr>`; }).join("")}
       ${chains.filter(c => !tables.some(t => t.table === c.table)).map(c => `<tr class="held-only"><td>${esc(c.table)}</td><td colspan="6" class="muted">no event stored yet</td><td>—</td><td>—</td><td>${c.gap ? gapCell(c.gap) : "none"}</td></tr>`).join("")}
@@ -513,6 +513,15 @@ async function tablesView(view) {
       ${quarantine ? quarantineCard(quarantine) : ""}`;
     quarantineRows(view);
   } catch (e) { failed(view, e); }
+}
+
+// Seqs with two signed events (one stored, one quarantined as a fork): a stolen device key
+// or a faulty device. Shown above everything else on the page.
+function forkBanner(chains) {
+  const forks = chains.flatMap(c => c.disputed || []);
+  if (!forks.length) return "";
+  const rows = forks.map(d => `<li><b>${esc(d.table)}</b> seq ${d.seq}: stored event <code>${d.stored ? esc(String(d.stored).slice(0, 16)) + "…" : "none yet (held)"}</code>; quarantine entry ${d.quarantine_id} holds another, <code>${esc(String(d.quarantined).slice(0, 16))}…</code></li>`).join("");
+  return `<div class="card fork-banner" id="fork-banner" role="alert"><h2>FORK: two signed events at one seq</h2><p>A stolen device key or a faulty device. <code>roundledger verify</code> names both events; RUNBOOK.md says what to do.</p><ul>${rows}</ul></div>`;
 }
 
 // A table holding events beyond a gap: what is missing, what is held and since when,

@@ -8,7 +8,9 @@
 //! - `Roster` and `server_config`: every principal the server knows, and the
 //!   nats-server `authorization` (and `tls`) config derived from it. Revoking marks a user;
 //!   the next config leaves it out, and a server reload closes its connections.
-//! - `generate_tls`: a CA and a loopback server certificate (tests, demo, cluster routes).
+//! - `generate_tls`: a CA and a loopback server certificate (tests, demo, cluster routes);
+//!   `init_tls` and `rotate_server_cert`: an operator's CA and a server certificate for the
+//!   hosts and addresses devices connect to, renewed under the same CA.
 //! - `connect` with an `Access`: the one way clients connect, open or secured.
 //!
 //! Invariants:
@@ -35,7 +37,9 @@ pub use config::{server_config, tls_block};
 pub use connect::{connect, connect_with, Access};
 pub use creds::{Credentials, Roster, User};
 pub use role::{inbox_prefix, permissions, validate_name, Permissions, Role, NAME_LEN_MAX};
-pub use tls::{generate_tls, TlsFiles};
+pub use tls::{
+    generate_tls, init_tls, rotate_server_cert, ServerNames, TlsFiles, SERVER_NAMES_MAX,
+};
 
 use std::path::PathBuf;
 
@@ -87,6 +91,12 @@ pub enum Error {
         /// The generator's error.
         #[source]
         source: rcgen::Error,
+    },
+    /// A server certificate's names are unusable.
+    #[error("server certificate names: {why}")]
+    ServerNames {
+        /// What is wrong with them.
+        why: String,
     },
     /// The roster has no principal of that name.
     #[error("no principal {name:?} in the roster")]

@@ -1,10 +1,11 @@
 //! Who may speak on the bus, from the command line.
 //!
-//! - `roundledger bus init|issue|revoke --dir DIR`: the operator's bus directory. It holds
-//!   the TLS files, the roster of principals and `nats-auth.conf`, the fragment a
-//!   nats-server config includes. `issue` writes one principal's credentials (owner-only);
-//!   `revoke` removes it from the fragment. Reload the server afterwards
-//!   (`nats-server --signal reload`): no restart.
+//! - `roundledger bus init|issue|revoke|rotate-tls --dir DIR`: the operator's bus
+//!   directory. It holds the TLS files, the roster of principals, `nats-auth.conf` (the
+//!   fragment the roster renders) and `nats.conf`, which includes it. `issue` writes one
+//!   principal's credentials (owner-only); `revoke` removes it from the fragment;
+//!   `rotate-tls` issues a new server certificate under the same CA. Each applies with one
+//!   reload, never a restart: `nats-server --signal reload=DIR/nats-server.pid`.
 //! - `roundledger enroll`: the admin's offline signature of a device key's enrollment
 //!   (the `Rl-Enrollment` header value). The admin key never reaches the server.
 //! - `BusArgs`, `DeviceBusArgs`: how `serve` and `simulate` connect (credentials, CA).
@@ -63,11 +64,22 @@ pub struct Args {
 
 #[derive(clap::Subcommand)]
 enum Action {
-    /// Create DIR: a CA and a server certificate for 127.0.0.1 and localhost, an empty
-    /// roster, and `nats-auth.conf` to include in the nats-server config.
+    /// Create DIR: a CA (its key kept in `tls/ca-key.pem`, owner-only), a server
+    /// certificate for the --name and --ip given (else localhost and 127.0.0.1), an empty
+    /// roster, `nats-auth.conf`, and a `nats.conf` that includes it.
     Init {
         #[arg(long)]
         dir: PathBuf,
+        #[command(flatten)]
+        names: NameArgs,
+    },
+    /// A new server key and certificate under the same CA: clients keep their `ca.pem`.
+    /// Then reload: `nats-server --signal reload=DIR/nats-server.pid`.
+    RotateTls {
+        #[arg(long)]
+        dir: PathBuf,
+        #[command(flatten)]
+        names: NameArgs,
     },
     /// Issue credentials to one principal: DIR/creds/NAME.json (owner-only).
     Issue {
@@ -92,6 +104,27 @@ enum Action {
     },
 }
 
+/// The server certificate's names and addresses: the ones devices write in their url.
+#[derive(clap::Args, Debug, Clone, Default)]
+struct NameArgs {
+    /// A host name clients connect to (repeatable).
+    #[arg(long = "name", value_name = "HOST")]
+    hosts: Vec<String>,
+    /// An IP address clients connect to (repeatable).
+    #[arg(long = "ip", value_name = "ADDR")]
+    ips: Vec<std::net::IpAddr>,
+}
+
+impl NameArgs {
+    /// The names given, or `None` when none is.
+    fn names(&self) -> Option<bus::ServerNames> {
+        (!self.hosts.is_empty() || !self.ips.is_empty()).then(|| bus::ServerNames {
+            hosts: self.hosts.clone(),
+            ips: self.ips.clone(),
+        })
+    }
+}
+
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
 enum RoleArg {
     Device,
@@ -101,10 +134,13 @@ enum RoleArg {
 
 const ROSTER_FILE: &str = "roster.json";
 const FRAGMENT_FILE: &str = "nats-auth.conf";
+const CONFIG_FILE: &str = "nats.conf";
+const PID_FILE: &str = "nats-server.pid";
 
 pub fn run(args: Args) -> Result<Outcome> {
     match args.action {
-        Action::Init { dir } => init(&dir),
+        Action::Init { dir, names } => init(&dir, names.names()),
+        Action::RotateTls { dir, names } => rotate_tls(&dir, names.names()),
         Action::Issue {
             dir,
             name,
@@ -116,7 +152,7 @@ pub fn run(args: Args) -> Result<Outcome> {
     Ok(Outcome::Clean)
 }
 
-fn init(dir: &Path) -> Result<()> {
+fn init(dir: &Path, names: Option<bus::ServerNames>) -> Result<()> {
     anyhow::ensure!(
         !dir.join(ROSTER_FILE).exists(),
         "{} already holds a roster",
@@ -124,15 +160,56 @@ fn init(dir: &Path) -> Result<()> {
     );
     std::fs::create_dir_all(dir.join("tls"))
         .with_context(|| format!("creating {}", dir.display()))?;
-    let tls = bus::generate_tls(&dir.join("tls")).context("generating the TLS files")?;
+    let dir = &absolute(dir)?;
+    let names = names.unwrap_or_else(bus::ServerNames::loopback);
+    let tls = bus::init_tls(&dir.join("tls"), &names).context("generating the TLS files")?;
     let roster = bus::Roster::default();
     roster.save(&dir.join(ROSTER_FILE))?;
     write_fragment(dir, &roster)?;
+    let conf = dir.join(CONFIG_FILE);
+    if !conf.exists() {
+        std::fs::write(&conf, server_conf(dir, &names))
+            .with_context(|| format!("writing {}", conf.display()))?;
+    }
     println!(
-        "bus directory {}: CA {}; include {} in the nats-server config",
+        "bus directory {}: CA {} (clients' --nats-ca); server certificate for {}; start the \
+         server with `nats-server -c {}`",
         dir.display(),
         tls.ca_cert.display(),
-        dir.join(FRAGMENT_FILE).display()
+        names.all().join(", "),
+        conf.display()
+    );
+    Ok(())
+}
+
+/// `nats.conf`: where the server listens, its store and pid file, and the fragment the
+/// roster renders. nats-server reads an include relative to the including file, so both
+/// live in the bus directory.
+fn server_conf(dir: &Path, names: &bus::ServerNames) -> String {
+    let host = names
+        .ips
+        .first()
+        .map_or_else(|| "127.0.0.1".to_string(), |ip| ip.to_string());
+    format!(
+        "# Written by `roundledger bus init`; edit freely. `bus issue`, `bus revoke` and\n\
+         # `bus rotate-tls` rewrite only what {FRAGMENT_FILE} and tls/ hold.\n\
+         host: \"{host}\"\nport: 4222\n\
+         pid_file: \"{pid}\"\n\
+         jetstream {{ store_dir: \"{store}\" }}\n\
+         include {FRAGMENT_FILE}\n",
+        pid = dir.join(PID_FILE).display(),
+        store = dir.join("jetstream").display(),
+    )
+}
+
+fn rotate_tls(dir: &Path, names: Option<bus::ServerNames>) -> Result<()> {
+    let dir = &absolute(dir)?;
+    let names = bus::rotate_server_cert(&dir.join("tls"), names.as_ref())
+        .context("issuing the new server certificate")?;
+    println!(
+        "new server certificate for {} under the same CA; apply it: nats-server --signal reload={}",
+        names.all().join(", "),
+        dir.join(PID_FILE).display()
     );
     Ok(())
 }
@@ -163,7 +240,10 @@ fn issue(dir: &Path, name: &str, role: RoleArg, table: Option<String>) -> Result
     roster.save(&roster_path)?;
     write_fragment(dir, &roster)?;
     println!("{}", path.display());
-    eprintln!("issued {name}; reload nats-server to let it connect");
+    eprintln!(
+        "issued {name}; let it connect: nats-server --signal reload={}",
+        dir.join(PID_FILE).display()
+    );
     Ok(())
 }
 
@@ -175,7 +255,8 @@ fn revoke(dir: &Path, name: &str) -> Result<()> {
     roster.save(&roster_path)?;
     write_fragment(dir, &roster)?;
     eprintln!(
-        "revoked {name}; reload nats-server (nats-server --signal reload) to close its connections"
+        "revoked {name}; apply it, closing its connections: nats-server --signal reload={}",
+        dir.join(PID_FILE).display()
     );
     Ok(())
 }
@@ -227,6 +308,6 @@ pub fn enroll(args: EnrollArgs) -> Result<Outcome> {
     let key = schemas::attest::PublicKey::from_hex(&args.device_key)
         .with_context(|| format!("--device-key {:?}: not 32 bytes of hex", args.device_key))?;
     let e = schemas::provenance::HeaderEnrollment::sign(&admin, &table, &device, key);
-    println!("{}.{}.{}", e.key, e.admin, e.admin_signature);
+    println!("{}", e.to_header());
     Ok(Outcome::Clean)
 }

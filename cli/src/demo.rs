@@ -145,9 +145,9 @@ pub fn run(mut args: Args) -> Result<Outcome> {
         .context("starting nats-server (scripts/setup.sh installs it)")?;
     let tmp = tempfile::tempdir().context("creating a temporary directory")?;
     let dir = ledger_dir(args.keep.as_deref(), tmp.path())?;
-    let ledger = open_ledger(&dir)?;
+    let (floor, admin) = floor_keys(tmp.path(), args.floor.floor()?)?;
+    let ledger = open_ledger(&dir, admin)?;
     let access = Access::write(&dir)?;
-    let floor = args.floor.floor()?;
     let (ingest_config, devices) = secured_floor(&mut nats, &floor)?;
     print_floor(&floor, &args);
     let rt = crate::runtime::runtime()?;
@@ -571,14 +571,34 @@ fn secured_floor(
     Ok((config, devices))
 }
 
-/// The demo's ledger, as `serve` keeps one for simulated tables: the simulator's admin
-/// key trusted (it enrolls the tables' keys), only the tables' own devices' signed
-/// events stored.
-fn open_ledger(dir: &Path) -> Result<Arc<ledger::Ledger>> {
+/// Real keys, made as an operator makes them: a fresh admin key (`keygen`), and per table
+/// a device key with the admin's enrollment of it (`keygen`, `enroll`), in `tmp`. Returns
+/// the floor signing with them and the admin's public key, which the ledger trusts.
+fn floor_keys(
+    tmp: &Path,
+    floor: simulator::Floor,
+) -> Result<(simulator::Floor, schemas::attest::PublicKey)> {
+    let dir = tmp.join("device-keys");
+    std::fs::create_dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let admin = crate::keygen::write_new_key(&tmp.join("admin.key"))?;
+    for t in &floor.tables {
+        crate::devicekeys::make(&dir, &admin, t.table())?;
+    }
+    let floor = crate::devicekeys::attach(floor, &dir)?;
+    println!(
+        "keys: admin {} (trusted by the ledger) enrolled a fresh device key per table",
+        admin.public()
+    );
+    Ok((floor, admin.public()))
+}
+
+/// The demo's ledger, as `serve --admin-key` keeps one: the demo's admin key trusted (it
+/// enrolls the tables' keys), only the tables' own devices' signed events stored.
+fn open_ledger(dir: &Path, admin: schemas::attest::PublicKey) -> Result<Arc<ledger::Ledger>> {
     let ledger = ledger::Ledger::open(dir)
         .with_context(|| format!("opening the ledger at {}", dir.display()))?;
     ledger
-        .trust_admin_keys([simulator::admin_key().public()])
+        .trust_admin_keys([admin])
         .context("keeping the trusted admin key")?;
     ledger
         .require_signed_events()

@@ -1,5 +1,6 @@
-//! `roundledger keygen --out FILE`: a fresh ed25519 key for signing digests (`digest
-//! --sign-key FILE`). The file holds the 32-byte secret as 64 hex characters, readable by
+//! `roundledger keygen --out FILE`: a fresh ed25519 key: an admin's (`enroll`, `serve
+//! --admin-key`), a table device's (`simulate --device-keys`), or one for signing digests
+//! (`digest --sign-key FILE`). The file holds the 32-byte secret as 64 hex characters, readable by
 //! its owner only; the public key is printed, to be handed to whoever will check the
 //! House's digests (`verify --against DIGEST --signer PUBLIC_KEY`). The secret comes from
 //! the operating system's random source, like the API tokens (`tokens`).
@@ -17,16 +18,37 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<Outcome> {
-    anyhow::ensure!(!args.out.exists(), "{} already exists", args.out.display());
-    let secret = crate::tokens::random_token()?;
-    crate::tokens::write_private(&args.out, format!("{secret}\n").as_bytes())?;
-    let key = read_signing_key(&args.out)?;
+    let key = write_new_key(&args.out)?;
     eprintln!(
         "wrote the secret key to {}; its public key:",
         args.out.display()
     );
     println!("{}", key.public());
     Ok(Outcome::Clean)
+}
+
+/// The environment setting that lets keys derived from public labels be used (`serve
+/// --trust-simulated-admin`, `simulate --simulated-keys`): tests only. Anybody can sign
+/// with such a key, so a server trusting it lets any bus principal enroll any key.
+pub const TEST_ONLY_ENV: &str = "ROUNDLEDGER_TEST_ONLY_SIMULATED_KEYS";
+
+/// Refuses `flag` unless `TEST_ONLY_ENV` is `1`.
+pub fn simulated_keys_allowed(flag: &str) -> Result<()> {
+    anyhow::ensure!(
+        std::env::var(TEST_ONLY_ENV).as_deref() == Ok("1"),
+        "{flag} uses the simulated admin key, which anybody can sign with: tests only, never \
+         a floor. Set {TEST_ONLY_ENV}=1 to run a test with it; otherwise make real keys \
+         (`roundledger keygen`, `roundledger enroll`; README)"
+    );
+    Ok(())
+}
+
+/// Writes a fresh key to `path` (which must not exist), owner-only, and returns it.
+pub fn write_new_key(path: &Path) -> Result<SigningKey> {
+    anyhow::ensure!(!path.exists(), "{} already exists", path.display());
+    let secret = crate::tokens::random_token()?;
+    crate::tokens::write_private(path, format!("{secret}\n").as_bytes())?;
+    read_signing_key(path)
 }
 
 /// Reads a key file written by `keygen`. Refuses a file that others can read (as ssh

@@ -26,6 +26,8 @@ mod dayfile;
 mod demo;
 #[cfg(feature = "devtools")]
 mod demo_finance;
+#[cfg(feature = "devtools")]
+mod devicekeys;
 mod digest;
 mod evidence;
 mod export;

@@ -68,8 +68,9 @@ pub struct Args {
     /// quarantined.
     #[arg(long = "admin-key", value_name = "HEX")]
     admin_keys: Vec<String>,
-    /// Also trust the simulator's admin key (derived from a public label: demo and tests
-    /// only, never on a real floor).
+    /// Tests only: also trust the simulator's admin key. It derives from a public label,
+    /// so anybody can sign with it and any bus principal could enroll a key. Refused
+    /// unless ROUNDLEDGER_TEST_ONLY_SIMULATED_KEYS=1; named in the start line and `/ready`.
     #[arg(long)]
     trust_simulated_admin: bool,
     /// Also store events that carry no device signature: an open floor, where anyone
@@ -188,9 +189,27 @@ fn admin_keys(args: &Args) -> Result<Vec<schemas::attest::PublicKey>> {
         })
         .collect::<Result<Vec<_>>>()?;
     if args.trust_simulated_admin {
+        crate::keygen::simulated_keys_allowed("--trust-simulated-admin")?;
+        tracing::warn!("UNSAFE: --trust-simulated-admin: anybody can sign with the simulated admin key and enroll a device key (tests only)");
         keys.push(simulator::admin_key().public());
     }
     Ok(keys)
+}
+
+/// The settings in force that no real floor may run with, for the start line and `/ready`.
+fn unsafe_settings(args: &Args) -> Vec<String> {
+    let mut out = Vec::new();
+    if args.trust_simulated_admin && !args.no_ingest {
+        out.push(
+            "--trust-simulated-admin: the simulated admin key, which anybody can sign with, \
+             enrolls device keys (tests only)"
+                .to_string(),
+        );
+    }
+    if args.unsigned_events && !args.no_ingest {
+        out.push("--unsigned-events: events without a device signature are stored".to_string());
+    }
+    out
 }
 
 /// Makes the ledger store only device-signed events, unless `unsigned` asks for an open
@@ -398,10 +417,12 @@ pub fn run(args: Args) -> Result<Outcome> {
         "--seal-key needs ingest: a read-only server seals nothing"
     );
     let rt = crate::runtime::runtime()?;
-    tracing::info!(ledger = %args.ledger.display(), nats = %args.nats, ingest = !args.no_ingest, "roundledger serve starting (Ctrl-C stops cleanly)");
+    let unsafe_settings = unsafe_settings(&args);
+    tracing::info!(ledger = %args.ledger.display(), nats = %args.nats, ingest = !args.no_ingest, "roundledger serve starting (Ctrl-C stops cleanly){}", unsafe_settings.iter().map(|s| format!("; UNSAFE: {s}")).collect::<String>());
     let api_config = api_config(&args, &config.alerts, &rule)?;
     let ingesting = (!args.no_ingest).then(|| ingest_source(&config));
     let ops = api::ops::Ops::new(ledger.clone(), ingesting, api::system_clock);
+    ops.name_unsafe_settings(unsafe_settings);
     // A corrupt sled page fails only the reads that reach it: read the whole index once,
     // beside the start, and fail /ready if a page does not read.
     ops.check_store();

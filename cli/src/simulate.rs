@@ -1,5 +1,6 @@
 //! `roundledger simulate`: a floor of simulated tables playing the five games and
-//! publishing every event over NATS JetStream, as table controllers would.
+//! publishing every event over NATS JetStream, as table controllers would. Each table
+//! signs with its own device key, enrolled by an admin (`--device-keys`, `devicekeys`).
 
 use crate::Outcome;
 use anyhow::{Context, Result};
@@ -171,6 +172,15 @@ pub struct Args {
     bus: crate::bus::DeviceBusArgs,
     #[command(flatten)]
     floor: FloorArgs,
+    /// Each table's device key and its admin's enrollment: `DIR/<table>.key`
+    /// (`roundledger keygen`) and `DIR/<table>.enrollment` (`roundledger enroll --device
+    /// dealer-terminal`). The server trusts the enrolling admin (`serve --admin-key`).
+    #[arg(long, value_name = "DIR", required_unless_present = "simulated_keys")]
+    device_keys: Option<std::path::PathBuf>,
+    /// Tests only: sign with keys derived from public labels, enrolled by the simulated
+    /// admin key anybody can sign with. Refused unless ROUNDLEDGER_TEST_ONLY_SIMULATED_KEYS=1.
+    #[arg(long, conflicts_with = "device_keys")]
+    simulated_keys: bool,
     /// Print the published events and injected faults as JSON.
     #[arg(long)]
     json: bool,
@@ -181,7 +191,13 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<Outcome> {
-    let floor = args.floor.floor()?;
+    let floor = match &args.device_keys {
+        Some(dir) => crate::devicekeys::attach(args.floor.floor()?, dir)?,
+        None => {
+            crate::keygen::simulated_keys_allowed("--simulated-keys")?;
+            args.floor.floor()?
+        }
+    };
     let rt = crate::runtime::runtime()?;
     let report = rt
         .block_on(simulator::publish_floor(

@@ -5,12 +5,14 @@
 //! for; a table fenced as damaged says why (RUNBOOK.md). From a ledger directory or a
 //! running server (`GET /v1/chain`). Exit 0 when every table advances, 1 when one holds
 //! events or is fenced, 2 on error. `resync` signs a re-sync; `unfence` and `fence-log`
-//! lift a fence after a repair and list those acts (offline, `ledger::fence`).
+//! lift a fence after a repair and list those acts (offline, `ledger::fence`). A seq with
+//! two signed events (a fork) shows the table as DISPUTED, from either source
+//! (`readside::forks`).
 
 use crate::client::{Client, ServerArgs};
 use crate::Outcome;
 use anyhow::{Context, Result};
-use schemas::api::{ChainStatus, GapView};
+use schemas::api::{ChainStatus, DisputedSeq, GapView};
 use schemas::{Seq, TableId};
 use std::path::PathBuf;
 
@@ -68,69 +70,30 @@ struct Row {
     /// Why the table is fenced as damaged (`check: detail`), when it is.
     fenced: Option<String>,
     /// Seqs where a second signed event was quarantined as a fork (`disputes`).
-    disputed: Vec<Dispute>,
+    disputed: Vec<DisputedSeq>,
 }
 
-/// A seq of a chain with two events: the stored one, and another quarantined as a
-/// `fork`. On a ledger that requires signatures both passed the signature check: a
-/// stolen device key, or a faulty device.
-#[derive(Debug, Clone)]
-pub struct Dispute {
-    pub table: TableId,
-    pub seq: Seq,
-    /// The stored event's hash; `None` when the seq is not stored yet (held).
-    pub stored: Option<schemas::Hash32>,
-    /// The quarantine entry holding the other event, and that event's hash.
-    pub quarantine_id: u64,
-    pub quarantined: schemas::Hash32,
-}
-
-impl std::fmt::Display for Dispute {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let stored = self
-            .stored
-            .map_or_else(|| "none yet (held)".to_string(), |h| h.to_string());
-        write!(
-            f,
-            "DISPUTED table {} seq {}: stored event {stored}; quarantine entry {} holds another \
-             event {} at that seq (a stolen device key or a faulty device; RUNBOOK.md)",
-            self.table, self.seq.0, self.quarantine_id, self.quarantined
-        )
-    }
+/// A disputed seq in words: both events, and where the other is kept.
+pub fn dispute_text(d: &DisputedSeq) -> String {
+    let stored = d
+        .stored
+        .map_or_else(|| "none yet (held)".to_string(), |h| h.to_string());
+    format!(
+        "DISPUTED table {} seq {}: stored event {stored}; quarantine entry {} holds another \
+         event {} at that seq (a stolen device key or a faulty device; RUNBOOK.md)",
+        d.table, d.seq.0, d.quarantine_id, d.quarantined
+    )
 }
 
 /// Every fork in the quarantine, as a dispute between the stored event and the other.
-pub fn disputes(l: &ledger::Ledger) -> Result<Vec<Dispute>> {
-    let (_, forks) = l
-        .quarantine_page(Some(ledger::reason::FORK), None, 0, u64::MAX)
-        .context("reading the quarantine's forks")?;
-    let mut out = Vec::new();
-    for q in forks {
-        let Ok((event, _)) = schemas::codec::decode(&q.bytes) else {
-            continue;
-        };
-        let stored = l
-            .events(&event.table, event.seq.0..=event.seq.0)
-            .next()
-            .transpose()
-            .context("reading the stored event of a fork")?
-            .map(|e| e.hash);
-        out.push(Dispute {
-            quarantined: schemas::event_hash(&event.prev, &q.bytes),
-            table: event.table,
-            seq: event.seq,
-            stored,
-            quarantine_id: q.id,
-        });
-    }
-    out.sort_by(|a, b| (&a.table, a.seq, a.quarantine_id).cmp(&(&b.table, b.seq, b.quarantine_id)));
-    Ok(out)
+pub fn disputes(l: &ledger::Ledger) -> Result<Vec<DisputedSeq>> {
+    readside::forks::disputed(l).context("reading the quarantine's forks")
 }
 
 /// `verify`'s lines for the disputed seqs, and whether there are none.
 pub fn dispute_lines(dir: &std::path::Path) -> (Vec<String>, bool) {
     match crate::source::open_ledger(dir).and_then(|l| disputes(&l)) {
-        Ok(d) => (d.iter().map(|d| d.to_string()).collect(), d.is_empty()),
+        Ok(d) => (d.iter().map(dispute_text).collect(), d.is_empty()),
         Err(e) => (vec![format!("forks: not read: {e:#}")], false),
     }
 }
@@ -173,7 +136,7 @@ fn status(args: StatusArgs) -> Result<Outcome> {
                     head_seq: c.head_seq,
                     gap: c.gap,
                     fenced: c.fenced,
-                    disputed: Vec::new(),
+                    disputed: c.disputed,
                 })
                 .collect()
         }
@@ -269,7 +232,7 @@ fn render(rows: &[Row], now_ns: i64, stuck_after_ns: i64) -> String {
 }
 
 /// The disputed seqs of a table, in words.
-fn disputed_text(d: &[Dispute]) -> String {
+fn disputed_text(d: &[DisputedSeq]) -> String {
     let seqs: Vec<String> = d
         .iter()
         .map(|d| format!("seq {} (quarantine entry {})", d.seq.0, d.quarantine_id))

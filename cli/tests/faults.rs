@@ -139,6 +139,7 @@ impl Serve {
             // The simulated tables' device keys are enrolled by the simulator's admin key;
             // without trusting it every checkpoint would be quarantined.
             .arg("--trust-simulated-admin")
+            .env("ROUNDLEDGER_TEST_ONLY_SIMULATED_KEYS", "1")
             .stdin(Stdio::null())
             .stdout(log)
             .stderr(err)

@@ -45,11 +45,12 @@ fn stored(api: &str) -> u64 {
 fn serve_stops_on_sigterm_with_nats_down_and_keeps_what_it_stored() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let mut nats = natsd::NatsServer::start().expect("nats-server");
+    let (admin, keys) = common::device_keys(tmp.path(), &["CSP6-01"]);
     let (mut serve, log) = common::serve::start(
         tmp.path(),
         &nats.url(),
         TOKEN,
-        "trust-simulated-admin = true\n",
+        &format!("admin-key = [{admin:?}]\n"),
     );
     let (api, ops) = listening(&log);
     wait_for("ready", || {
@@ -69,6 +70,8 @@ fn serve_stops_on_sigterm_with_nats_down_and_keeps_what_it_stored() {
         "2",
         "--seed",
         "46",
+        "--device-keys",
+        keys.to_str().unwrap(),
     ]);
     assert!(sim.status.success());
     // Everything published is stored, then NATS goes away.

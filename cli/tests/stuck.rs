@@ -37,6 +37,10 @@ fn serve(ledger: &Path, url: &str, admin: &str, log: &Path) -> Child {
             "127.0.0.1:0",
             "--trust-simulated-admin",
         ])
+        .env(
+            common::TEST_ONLY_SIMULATED_KEYS.0,
+            common::TEST_ONLY_SIMULATED_KEYS.1,
+        )
         .args(["--admin-key", admin, "--stuck-after", "1"])
         .stdin(Stdio::null())
         .stdout(out)

@@ -10,6 +10,7 @@
 //! - `shiftrow`: a table's shift row of finance; `finance`: the reports read from them.
 //! - `edges`: the house edges of configured pay tables, priced off the indexer's path.
 //! - `counts`: the count room's results, from the API's `counts.jsonl`.
+//! - `forks`: disputed seqs, where a chain has two signed events (one quarantined).
 //! - `describe`, `clauses`: event descriptions and finding wording for people.
 //!
 //! Invariants: never appends to the ledger (it writes only its own read model, derived
@@ -23,6 +24,7 @@ pub mod describe;
 pub mod edges;
 pub mod evidence;
 pub mod finance;
+pub mod forks;
 pub mod held;
 pub mod index;
 pub mod jackpot;

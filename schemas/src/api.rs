@@ -418,6 +418,27 @@ pub struct ChainStatus {
     /// false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fenced: Option<String>,
+    /// Seqs with two signed events, the stored one and another quarantined as a `fork`: a
+    /// stolen device key or a faulty device. Then `ok` is false.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disputed: Vec<DisputedSeq>,
+}
+
+/// A seq of a chain with two events: the one stored, and another the quarantine holds as
+/// a `fork`. On a ledger that requires signatures both passed the signature check.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct DisputedSeq {
+    /// The table.
+    pub table: TableId,
+    /// The seq with two events.
+    pub seq: Seq,
+    /// The stored event's hash; `None` while the seq is not stored (held).
+    pub stored: Option<Hash32>,
+    /// The quarantine entry holding the other event.
+    pub quarantine_id: u64,
+    /// The other event's hash.
+    pub quarantined: Hash32,
 }
 
 /// Events missing from a table's chain while later ones are held (never skipped).
@@ -1047,6 +1068,10 @@ pub struct Readiness {
     pub ready: bool,
     /// Empty when ready.
     pub failed: Vec<NotReady>,
+    /// Settings in force that no real floor may run with (`serve --trust-simulated-admin`),
+    /// named while they are on. They do not fail readiness.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unsafe_settings: Vec<String>,
 }
 
 /// One readiness check that failed.

@@ -65,11 +65,14 @@ impl HeaderEnrollment {
         verify(&self.admin, &message, &self.admin_signature)
     }
 
-    fn to_header(self) -> String {
+    /// The header value: `key.admin.signature`, each in hex (what `roundledger enroll`
+    /// prints).
+    pub fn to_header(self) -> String {
         format!("{}.{}.{}", self.key, self.admin, self.admin_signature)
     }
 
-    fn from_header(value: &str) -> Result<HeaderEnrollment, String> {
+    /// Parses a header value written by `to_header`.
+    pub fn from_header(value: &str) -> Result<HeaderEnrollment, String> {
         let parts: Vec<&str> = value.trim().split('.').collect();
         let [key, admin, signature] = parts.as_slice() else {
             return Err(format!(

@@ -29,6 +29,7 @@
 pub mod expected;
 pub mod faults;
 pub mod floor;
+pub mod keys;
 pub mod outbox;
 pub mod publish;
 pub mod shift;
@@ -38,14 +39,13 @@ pub mod tray;
 pub use expected::{FaultKind, FinanceFaultKind, FinanceLink, FinanceVariance, VarianceKind};
 pub use faults::{FaultPlan, InjectedFault};
 pub use floor::{default_config, table_seed, Floor, MLP3_LINKED_POOL};
+pub use keys::{admin_key, DeviceKey, CONTROLLER};
 pub use publish::{
     publish_floor, wait_for_stream, DeviceAccess, DurableWait, PublishOptions, PublishReport,
     PublishedRecord,
 };
 pub use shift::{ShiftClock, ShiftSpan};
-pub use table::{
-    admin_key, stud_plays, tcp3_plays, FinanceRecord, PlayedRound, Published, TableSim,
-};
+pub use table::{stud_plays, tcp3_plays, FinanceRecord, PlayedRound, Published, TableSim};
 pub use tray::Tray;
 
 use schemas::{RoundId, Seq, TableId};

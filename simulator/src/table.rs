@@ -7,13 +7,14 @@
 
 use crate::expected::{self, FaultKind, FinanceFaultKind};
 use crate::faults::{FaultPlan, InjectedFault};
+use crate::keys::DeviceKey;
 use crate::Error;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use schemas::attest::{key_event_body, Checkpoint, CheckpointState, KeyAction, SigningKey};
+use schemas::attest::{Checkpoint, CheckpointState};
 use schemas::chain::{deck_commitment, event_hash};
-use schemas::provenance::{EventSignature, HeaderEnrollment};
+use schemas::provenance::EventSignature;
 use schemas::settle::{BoxInput, RoundInput, Settlement};
 use schemas::{
     codec, Announcement, BetKind, BoxNo, Card, CardTarget, Choice, DealingMode, DeviceId, Event,
@@ -128,9 +129,10 @@ pub struct TableSim {
     dealers: Dealers,
     state: State,
     /// The key the table's controller (the dealer terminal, which publishes the chain)
-    /// signs checkpoints with; enrolled by `admin_key()` when the table opens.
-    signer: SigningKey,
-    /// How many times `signer` was rotated (`rotate_key`).
+    /// signs events and checkpoints with, and the admin's enrollment of it, which the
+    /// chain records when the table opens.
+    key: DeviceKey,
+    /// How many times a simulated key was rotated (`rotate_key`).
     key_generation: u32,
     /// Whether the controller signs each event it publishes (`schemas::provenance`).
     sign_events: bool,
@@ -142,12 +144,6 @@ pub struct TableSim {
     config_at: Option<(Seq, Hash32)>,
     /// The enrollment of `signer` (seq, hash), which v2 checkpoints sign.
     signer_enrolled_at: Option<(Seq, Hash32)>,
-}
-
-/// The admin key that enrolls simulated devices. Derived from a public label, so anybody
-/// can sign with it: a server trusts it only in the demo and tests (`serve --admin-key`).
-pub fn admin_key() -> SigningKey {
-    SigningKey::derive_for_simulation("roundledger simulated admin")
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -366,7 +362,7 @@ impl TableSim {
             rng,
             fault_rng,
             devices: Devices {
-                dealer: device("dealer-terminal"),
+                dealer: crate::keys::controller(),
                 dealing: device(dealing),
                 bets: device("bet-sensors"),
                 jackpot: device("jackpot-controller"),
@@ -384,7 +380,7 @@ impl TableSim {
                 since_ns: clock_ns,
             },
             state: State::New,
-            signer: SigningKey::derive_for_simulation(&format!("device {table}/dealer-terminal")),
+            key: DeviceKey::simulated(&table, 0),
             key_generation: 0,
             sign_events: true,
             signer_enrolled: false,
@@ -403,6 +399,28 @@ impl TableSim {
         assert_eq!(self.seq, 0, "the clock moves only before the first event");
         self.clock_ns = start_ns;
         self
+    }
+
+    /// Signs with `key` (a real device key and its admin's enrollment, for this table)
+    /// in place of the key derived from a public label. Call before the first event.
+    pub fn with_device_key(mut self, key: DeviceKey) -> Result<TableSim, Error> {
+        if self.seq != 0 {
+            return Err(Error::State {
+                table: self.table.clone(),
+                message: "the device key changes only before the first event".into(),
+            });
+        }
+        if !key
+            .enrollment()
+            .verifies(&self.table, &crate::keys::controller())
+        {
+            return Err(Error::Config(format!(
+                "table {}: the device key's enrollment is not for this table",
+                self.table
+            )));
+        }
+        self.key = key;
+        Ok(self)
     }
 
     /// Signs no events (seeding a ledger directly, benchmarks of the unsigned path). A
@@ -474,13 +492,17 @@ impl TableSim {
     /// The controller's checkpoint key is rotated between rounds: the admin enrolls a new
     /// key in the chain, which replaces the old one, and later checkpoints are signed with
     /// it. Checkpoints signed before stay valid for the heads they signed.
+    /// Only a simulated key rotates here: a real one needs an admin's new enrollment.
     pub fn rotate_key(&mut self) -> Result<Vec<Published>, Error> {
         self.require_open()?;
+        if !self.key.is_simulated() {
+            return Err(Error::State {
+                table: self.table.clone(),
+                message: "a real device key rotates only with an admin's new enrollment".into(),
+            });
+        }
         self.key_generation += 1;
-        self.signer = SigningKey::derive_for_simulation(&format!(
-            "device {}/dealer-terminal, key {}",
-            self.table, self.key_generation
-        ));
+        self.key = DeviceKey::simulated(&self.table, self.key_generation);
         let mut out = Vec::new();
         self.enroll_signer(&mut out);
         Ok(out)
@@ -500,13 +522,7 @@ impl TableSim {
 
     /// The controller's checkpoint key, enrolled by the admin in the chain itself.
     fn enroll_signer(&mut self, out: &mut Vec<Published>) {
-        let body = key_event_body(
-            &admin_key(),
-            &self.table,
-            self.devices.dealer.clone(),
-            self.signer.public(),
-            KeyAction::Enroll,
-        );
+        let body = self.key.enrolled_body(&self.table);
         let seq = self.emit(out, None, Dev::Dealer, body, (0, 1));
         self.signer_enrolled = true;
         self.signer_enrolled_at = Some((seq, self.prev));
@@ -519,10 +535,9 @@ impl TableSim {
             return None;
         }
         let device = &self.devices.dealer;
-        let mut s = EventSignature::sign(&self.signer, &self.table, device, bytes);
+        let mut s = EventSignature::sign(self.key.signer(), &self.table, device, bytes);
         if !self.signer_enrolled {
-            let e = HeaderEnrollment::sign(&admin_key(), &self.table, device, self.signer.public());
-            s.enrollment = Some(e);
+            s.enrollment = Some(self.key.enrollment());
         }
         Some(s)
     }
@@ -545,16 +560,23 @@ impl TableSim {
                     key_hash,
                 };
                 let head = (table, device, head.0, head.1);
-                Checkpoint::sign_v2(&self.signer, head, self.clock_ns, state)
+                Checkpoint::sign_v2(self.key.signer(), head, self.clock_ns, state)
             }
-            _ => Checkpoint::sign(&self.signer, table, device, head.0, head.1, self.clock_ns),
+            _ => Checkpoint::sign(
+                self.key.signer(),
+                table,
+                device,
+                head.0,
+                head.1,
+                self.clock_ns,
+            ),
         })
     }
 
     /// A fresh message id for sending `id`'s message again (attempt `n`), from the
     /// controller's key (`subjects::resend_msg_id`): nobody else can predict it.
     pub fn resend_msg_id(&self, id: &str, n: u64) -> String {
-        schemas::subjects::resend_msg_id(&self.signer, id, n)
+        schemas::subjects::resend_msg_id(self.key.signer(), id, n)
     }
 
     /// The table closes: the closer's count, the drop box removed, `TableClosed`. No round can be played afterwards.

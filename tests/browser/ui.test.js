@@ -57,12 +57,15 @@ async function startNats(dir) {
   }
 }
 
+// The seeded ledger's tables are enrolled by the simulator's admin key: a test-only setting.
+const TEST_ONLY_ENV = { ...process.env, ROUNDLEDGER_TEST_ONLY_SIMULATED_KEYS: "1" };
+
 // `roundledger serve` on the demo ledger, ingesting from `nats` (new rounds arrive live).
 function startServer(ledger, config, nats) {
   return new Promise((resolve, reject) => {
     const p = spawn(BIN, ["serve", "--ledger", ledger, "--nats", nats, "--trust-simulated-admin", "--config", config, "--http", "127.0.0.1:0",
       "--time-zone", TZ, "--recorder-offset-ms", String(RECORDER_MS)],
-      { stdio: ["ignore", "inherit", "pipe"] });
+      { stdio: ["ignore", "inherit", "pipe"], env: TEST_ONLY_ENV });
     let err = "";
     const timer = setTimeout(() => reject(new Error("server did not start: " + err)), 60000);
     p.stderr.on("data", d => {
@@ -300,7 +303,8 @@ async function main() {
     assert.equal(await page.locator("#live-list .live-item").count(), 0, "nothing new before the table plays");
     const simOut = [];
     simulator = spawn(BIN, ["simulate", "--nats", nats.url, "--first-table", "6", "--tables", "1", "--rounds", "3",
-      "--payout-errors", "0.5", "--seed", "77", "--rate", "2"], { stdio: ["ignore", "pipe", "inherit"] });
+      "--payout-errors", "0.5", "--seed", "77", "--rate", "2", "--simulated-keys"],
+      { stdio: ["ignore", "pipe", "inherit"], env: TEST_ONLY_ENV });
     simulator.stdout.on("data", d => simOut.push(d.toString()));
     const simulated = new Promise((resolve, reject) => {
       simulator.on("exit", code => code === 0 ? resolve(simOut.join("")) : reject(new Error(`simulate exited with ${code}`)));
@@ -325,7 +329,7 @@ async function main() {
     // the ledger holds (a rewound device). Ingest refuses them as forks and raises one
     // alert, which the Tables page shows.
     const again = spawn(BIN, ["simulate", "--nats", nats.url, "--first-table", "6", "--tables", "1", "--rounds", "1",
-      "--seed", "78", "--no-outbox"], { stdio: ["ignore", "ignore", "inherit"] });
+      "--seed", "78", "--no-outbox", "--simulated-keys"], { stdio: ["ignore", "ignore", "inherit"], env: TEST_ONLY_ENV });
     await new Promise((resolve, reject) => again.on("exit", code => code === 0 ? resolve() : reject(new Error(`simulate exited with ${code}`))));
     // The page reads the alerts when it opens: open it again until ingest has raised it.
     const deadline = Date.now() + 30000;
@@ -337,6 +341,8 @@ async function main() {
       assert.ok(Date.now() < deadline, "no fork alert for CSP6-06 on the Tables page");
       await new Promise(r => setTimeout(r, 500));
     }
+    // The forked seqs also head the page: a banner names the table and both events.
+    assert.match(await page.locator("#fork-banner").innerText(), /FORK[\s\S]*CSP6-06 seq \d+/);
     await page.screenshot({ path: path.join(SHOTS, "10-fork-alert.png"), fullPage: true });
 
     await financePage(context, server.url, config, errors);

@@ -36,6 +36,17 @@ impl Drop for Serve {
 /// Starts serve on `<dir>/ledger` with an admin `token`, its listeners on free ports,
 /// logging JSON to `<dir>/serve.log`; `extra` is more TOML for the settings file.
 pub fn start(dir: &Path, nats_url: &str, token: &str, extra: &str) -> (Serve, PathBuf) {
+    start_env(dir, nats_url, token, extra, &[])
+}
+
+/// `start` with these environment variables set.
+pub fn start_env(
+    dir: &Path,
+    nats_url: &str,
+    token: &str,
+    extra: &str,
+    env: &[(&str, &str)],
+) -> (Serve, PathBuf) {
     let tokens = dir.join("tokens.json");
     let access = serde_json::json!({"tokens": [{"name": "ops", "role": "admin", "token": token}]});
     std::fs::write(&tokens, access.to_string()).expect("tokens");
@@ -53,6 +64,7 @@ pub fn start(dir: &Path, nats_url: &str, token: &str, extra: &str) -> (Serve, Pa
         .arg("--settings")
         .arg(&settings)
         .env_remove("ROUNDLEDGER_LOG")
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(err)
