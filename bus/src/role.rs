@@ -122,6 +122,8 @@ fn ingest_publish() -> Vec<String> {
         subjects::HEADS_WILDCARD.to_string(),
         "alerts.>".to_string(),
         subjects::SEALS_WILDCARD.to_string(),
+        // Admin acts (`schemas::admin`): the admin's signature, not the bus, decides them.
+        subjects::ADMIN_SUBJECT.to_string(),
     ];
     // A ledger node's replica check (`ingest::replicas`): the KV bucket's stream, its
     // puts, and the ordered consumer of its watch (created, recreated, flow control).

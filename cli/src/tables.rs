@@ -4,8 +4,8 @@
 //! held seqs, their count and bytes, since when, and the quarantined event the chain waits
 //! for; a table fenced as damaged says why (RUNBOOK.md). From a ledger directory or a
 //! running server (`GET /v1/chain`). Exit 0 when every table advances, 1 when one holds
-//! events or is fenced, 2 on error. `resync` signs a re-sync; `unfence` and `fence-log`
-//! lift a fence after a repair and list those acts (offline, `ledger::fence`).
+//! events or is fenced, 2 on error. `resync` signs a re-sync; `unfence` signs and
+//! publishes an unfence (an admin act, `admin`); `fence-log` lists what unfences did.
 
 use crate::client::{Client, ServerArgs};
 use crate::Outcome;
@@ -28,17 +28,14 @@ enum TableCommand {
     /// Sign and publish a re-sync: the table continues with a quarantined event
     /// (RUNBOOK.md).
     Resync(crate::resync::ResyncArgs),
-    /// After a repair: lift a table's fence and append the events kept while it was
-    /// fenced. Refused while the table still fails its check.
+    /// After a repair: sign and publish an unfence (an admin act). Every ledger node
+    /// takes it in stream order; a node whose table is fenced and now passes its check
+    /// lifts the fence and appends the events kept meanwhile.
     Unfence {
         /// The table.
         table: String,
-        /// The ledger directory (no server may hold it).
-        #[arg(long)]
-        ledger: PathBuf,
-        /// Who unfences (recorded in the unfence log).
-        #[arg(long)]
-        by: String,
+        #[command(flatten)]
+        sign: crate::admin::SignArgs,
     },
     /// The unfence log: one JSON object per act, oldest first.
     FenceLog {
@@ -139,7 +136,7 @@ pub fn run(args: Args) -> Result<Outcome> {
     match args.command {
         TableCommand::Status(a) => status(a),
         TableCommand::Resync(a) => crate::resync::run(a),
-        TableCommand::Unfence { table, ledger, by } => unfence(&table, &ledger, &by),
+        TableCommand::Unfence { table, sign } => unfence(&table, &sign),
         TableCommand::FenceLog { ledger } => {
             let l = crate::source::open_ledger(&ledger)?;
             for line in l.fence_log()? {
@@ -150,13 +147,18 @@ pub fn run(args: Args) -> Result<Outcome> {
     }
 }
 
-fn unfence(table: &str, ledger: &std::path::Path, by: &str) -> Result<Outcome> {
+fn unfence(table: &str, sign: &crate::admin::SignArgs) -> Result<Outcome> {
     let table = TableId::new(table).map_err(|e| anyhow::anyhow!("table: {e}"))?;
-    let l = crate::source::open_ledger(ledger)?;
-    let r = l.unfence(&table, by, ingest::system_clock_ns())?;
+    let act = crate::admin::send(
+        sign,
+        schemas::admin::Act::Unfence {
+            table: table.clone(),
+        },
+    )?;
     println!(
-        "table {table} unfenced by {by}: {} kept entries appended again: {} stored, {} already stored, {} held, {} refused; head now seq {}",
-        r.entries, r.stored, r.duplicates, r.held, r.refused, r.head_seq
+        "unfence of {table}: signed by {}, {}; `table fence-log` shows what each node did",
+        act.admin,
+        crate::admin::sent_where(sign)
     );
     Ok(Outcome::Clean)
 }

@@ -105,9 +105,11 @@ pub(crate) fn kind_of_reason(reason: &str) -> Option<AlertKind> {
     use ledger::reason as r;
     match reason {
         r::FORK | r::SEQ_BACKWARDS => Some(AlertKind::Fork),
-        r::UNSIGNED | r::SIGNER_UNKNOWN | r::SIGNATURE_INVALID | r::RESYNC_REFUSED => {
-            Some(AlertKind::RefusedPublisher)
-        }
+        r::UNSIGNED
+        | r::SIGNER_UNKNOWN
+        | r::SIGNATURE_INVALID
+        | r::RESYNC_REFUSED
+        | r::ADMIN_REFUSED => Some(AlertKind::RefusedPublisher),
         r::TABLE_FENCED => Some(AlertKind::TableFenced),
         _ => None,
     }

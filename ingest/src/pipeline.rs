@@ -23,6 +23,7 @@ pub fn stream_config() -> stream::Config {
         subjects: vec![
             subjects::EVENTS_WILDCARD.to_string(),
             subjects::CHECKPOINTS_WILDCARD.to_string(),
+            subjects::ADMIN_SUBJECT.to_string(),
         ],
         storage: stream::StorageType::File,
         retention: stream::RetentionPolicy::Limits,
