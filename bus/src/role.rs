@@ -137,13 +137,15 @@ fn ingest_publish() -> Vec<String> {
         format!("$JS.API.CONSUMER.DELETE.{kv}.*"),
         format!("$JS.FC.{kv}.>"),
     ]);
-    // The sealer's lease (`ingest::lease`): its bucket's stream, create and update.
-    let lease = "roundledger_lease_sealer";
-    allow.extend([
-        format!("$JS.API.STREAM.INFO.KV_{lease}"),
-        format!("$JS.API.STREAM.CREATE.KV_{lease}"),
-        format!("$KV.{lease}.>"),
-    ]);
+    // The leases (`ingest::lease::DUTIES`): each bucket's stream, create and update.
+    for duty in ["sealer", "alerts"] {
+        let lease = format!("roundledger_lease_{duty}");
+        allow.extend([
+            format!("$JS.API.STREAM.INFO.KV_{lease}"),
+            format!("$JS.API.STREAM.CREATE.KV_{lease}"),
+            format!("$KV.{lease}.>"),
+        ]);
+    }
     allow
 }
 

@@ -100,6 +100,16 @@ impl Log {
     }
 }
 
+/// Whether alerts of `kind` tell one node's own state (its ingest paused, its table
+/// fenced): every node publishes its own. Every other kind follows from the stream, is
+/// raised alike by every node, and goes out only from the alerts lease's holder.
+pub fn node_local(kind: AlertKind) -> bool {
+    matches!(
+        kind,
+        AlertKind::IngestPaused | AlertKind::IngestResumed | AlertKind::TableFenced
+    )
+}
+
 /// The alert kind a quarantine reason of an event raises, if any.
 pub(crate) fn kind_of_reason(reason: &str) -> Option<AlertKind> {
     use ledger::reason as r;
