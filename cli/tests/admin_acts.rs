@@ -5,7 +5,8 @@
 //! travel on the stream; each node takes them at the same point of the log and checks the
 //! signatures itself. Two forged acts (a bent signature, an untrusted key) are refused by
 //! every node and kept in quarantine as `admin_refused`. The three ledgers end with equal
-//! digests (heads, receipts and the quarantine chain).
+//! digests (heads, receipts and the quarantine chain). The CLI's `--server` lists start
+//! with a dead URL and fail over to a live node.
 //!
 //! Waits are bounded (`common::serve::WAIT`); nothing asserts on time.
 
@@ -243,6 +244,7 @@ fn admin_acts_reach_every_replica_and_forged_ones_are_refused_by_each() {
             "the re-sync admitted seq 6, then 7..=10"
         );
     }
+    status_fails_over(&nodes);
     for (s, _, _) in &mut nodes {
         assert!(s.stop(), "clean stop");
     }
@@ -250,9 +252,18 @@ fn admin_acts_reach_every_replica_and_forged_ones_are_refused_by_each() {
     every_ledger_holds_the_acts(root.path(), &a.table, &b.table);
 }
 
+/// A loopback URL nothing listens on: connections to it are refused.
+fn dead_url() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = l.local_addr().expect("addr").port();
+    drop(l);
+    format!("http://127.0.0.1:{port}")
+}
+
 /// `table resync` reads T-A's head and the blocking entry from n1's API and publishes.
+/// Its first `--server` is dead: the CLI says so and goes on with n1.
 fn resync_through_n1(api: &str, key: &str, table: &TableId, entry: u64, url: &str) {
-    let server = format!("http://{api}");
+    let (dead, server) = (dead_url(), format!("http://{api}"));
     let out = common::roundledger(&[
         "table",
         "resync",
@@ -265,17 +276,38 @@ fn resync_through_n1(api: &str, key: &str, table: &TableId, entry: u64, url: &st
         "--note",
         "case 43",
         "--server",
+        &dead,
+        "--server",
         &server,
         "--token",
         TOKEN,
         "--nats",
         url,
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains(&format!("{dead} unreachable")), "{err}");
+    assert!(err.contains(&format!("using {server}")), "{err}");
+}
+
+/// `table status` with a comma-separated list, the dead URL first, then every node.
+fn status_fails_over(nodes: &[(Serve, String, std::path::PathBuf)]) {
+    let mut urls = vec![dead_url()];
+    urls.extend(nodes.iter().map(|(_, api, _)| format!("http://{api}")));
+    let list = urls.join(",");
+    let out = common::roundledger(&["table", "status", "--server", &list, "--token", TOKEN]);
+    let (text, err) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
     );
+    assert_eq!(out.status.code(), Some(0), "{text}{err}");
+    assert!(text.contains("T-A") && text.contains("T-B"), "{text}");
+    assert!(err.contains(&format!("{} unreachable", urls[0])), "{err}");
+    let all_dead = format!("{},{}", dead_url(), dead_url());
+    let out = common::roundledger(&["table", "status", "--server", &all_dead, "--token", TOKEN]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("no --server answered"), "{err}");
 }
 
 /// Each stopped ledger: the re-sync kept, T-B's key revoked and its late event refused,
