@@ -3,7 +3,7 @@
 //! same point of the log and checks the signature itself (`ledger::admin`); an act with a
 //! bad signature is quarantined as `admin_refused` on every node. `table unfence` signs
 //! and publishes through the same functions. Exit 0 once published (or written), 2 on
-//! error.
+//! error. `admin log` lists what one stopped ledger took.
 
 use crate::Outcome;
 use anyhow::{Context, Result};
@@ -26,6 +26,13 @@ enum Sub {
         max_seconds: u64,
         #[command(flatten)]
         sign: SignArgs,
+    },
+    /// The admin acts a ledger took, oldest first: one JSON object per act (stream seq,
+    /// kind, signer, note, what it did there).
+    Log {
+        /// The ledger directory (no server may hold it).
+        #[arg(long)]
+        ledger: PathBuf,
     },
 }
 
@@ -51,7 +58,10 @@ pub struct SignArgs {
 }
 
 pub fn run(args: Args) -> Result<Outcome> {
-    let Sub::ClockSkew { max_seconds, sign } = args.command;
+    let (max_seconds, sign) = match args.command {
+        Sub::ClockSkew { max_seconds, sign } => (max_seconds, sign),
+        Sub::Log { ledger } => return log(&ledger),
+    };
     let max_ns = i64::try_from(max_seconds)?.saturating_mul(1_000_000_000);
     let act = send(&sign, Act::ClockSkew { max_ns })?;
     println!(
@@ -60,6 +70,22 @@ pub fn run(args: Args) -> Result<Outcome> {
         sent_where(&sign)
     );
     Ok(Outcome::Clean)
+}
+
+/// Prints the admin log; exit 1 when an act's signature no longer checks out.
+fn log(dir: &std::path::Path) -> Result<Outcome> {
+    let l = crate::source::open_ledger(dir)?;
+    for line in l.admin_log()? {
+        println!("{}", serde_json::to_string(&line)?);
+    }
+    let problems = l.check_admin_log()?;
+    for p in &problems {
+        eprintln!("BAD {p}");
+    }
+    Ok(match problems.is_empty() {
+        true => Outcome::Clean,
+        false => Outcome::Findings,
+    })
 }
 
 /// Signs `act` with the admin key and publishes or writes it, as `sign` says.

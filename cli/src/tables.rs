@@ -307,8 +307,9 @@ fn describe(g: &GapView, age_ns: i64) -> String {
     )
 }
 
-/// `verify`'s lines for the kept re-syncs, each checked against the chain and the
-/// quarantine, and whether they all check out. Held events are verify's own section;
+/// `verify`'s lines for the admin log (each act's signature checked again) and the kept
+/// re-syncs, each checked against the chain and the quarantine, and whether they all
+/// check out. Held events are verify's own section;
 /// what blocks them is `table status`'s. A ledger that does not open fails.
 pub fn resync_lines(dir: &std::path::Path) -> (Vec<String>, bool) {
     match crate::source::open_ledger(dir).and_then(|l| lines_of(&l)) {
@@ -319,6 +320,15 @@ pub fn resync_lines(dir: &std::path::Path) -> (Vec<String>, bool) {
 
 fn lines_of(l: &ledger::Ledger) -> Result<(Vec<String>, bool)> {
     let mut lines = Vec::new();
+    let acts = l.admin_log().context("reading the admin log")?;
+    let act_problems = l.check_admin_log().context("checking the admin log")?;
+    if !acts.is_empty() && act_problems.is_empty() {
+        lines.push(format!(
+            "admin acts: {} taken, each signed by a trusted admin",
+            acts.len()
+        ));
+    }
+    lines.extend(act_problems.iter().map(|p| format!("BAD {p}")));
     let kept = l.resyncs(None).context("reading the re-syncs")?;
     let problems = l.check_resyncs().context("checking the re-syncs")?;
     if !kept.is_empty() && problems.is_empty() {
@@ -327,7 +337,7 @@ fn lines_of(l: &ledger::Ledger) -> Result<(Vec<String>, bool)> {
             kept.len()
         ));
     }
-    let ok = problems.is_empty();
+    let ok = problems.is_empty() && act_problems.is_empty();
     lines.extend(problems.into_iter().map(|p| format!("BAD {p}")));
     Ok((lines, ok))
 }

@@ -352,7 +352,16 @@ fn every_ledger_holds_the_acts(root: &Path, a: &TableId, b: &TableId) {
         let fence_log = l.fence_log().expect("fence log");
         assert_eq!(fence_log.len(), 1, "{n}: {fence_log:?}");
         assert!(fence_log[0].contains("case 43: repaired"), "{fence_log:?}");
+        assert_eq!(l.check_admin_log().expect("check"), Vec::<String>::new());
         digests.push(l.digest(1).expect("digest"));
+        drop(l);
+        let dir = root.join(n).join("ledger");
+        let verified = common::roundledger(&["verify", "--ledger", dir.to_str().expect("utf-8")]);
+        let text = String::from_utf8_lossy(&verified.stdout);
+        assert!(
+            text.contains("admin acts: 2 taken, each signed by a trusted admin"),
+            "{text}"
+        );
     }
     assert!(digests.iter().all(|d| d == &digests[0]), "{digests:?}");
 }

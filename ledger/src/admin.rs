@@ -10,9 +10,9 @@
 //! - An act that does not check out (malformed, an untrusted key, a bad signature, out of
 //!   range) is quarantined as `admin_refused`, verbatim: evidence, never applied.
 //!
-//! Every act taken is logged in `Space::Meta` under `ADMIN_LOG_PREFIX` and its stream
-//! seq (one JSON object: the act, its signer, and what it did). A redelivery finds its
-//! line and is not taken again.
+//! Every act taken is logged in `Space::Meta` under `ADMIN_LOG_PREFIX`, its stream seq
+//! and its message's hash (one JSON object: the act as received, its signer, and what
+//! it did). A redelivery finds its line and is not taken again.
 
 use crate::call::Call;
 use crate::refuse::quarantine;
@@ -21,7 +21,7 @@ use crate::types::{reason, Appended, Incoming, Outcomes};
 use crate::{Error, Ledger};
 use schemas::admin::{Act, AdminAct, AdminError};
 
-/// `Space::Meta` key prefix of the admin log: `prefix ++ stream seq (u64 BE)`.
+/// `Space::Meta` key prefix of the admin log (`log_key`).
 pub const ADMIN_LOG_PREFIX: &[u8] = b"admin_log/";
 /// Most admin log lines one `Ledger::admin_log` listing returns.
 pub const ADMIN_LOG_LIST_MAX: usize = 10_000;
@@ -29,10 +29,22 @@ pub const ADMIN_LOG_LIST_MAX: usize = 10_000;
 pub use crate::types::AdminLogLine as LogLine;
 use crate::types::DeferredAct as Deferred;
 
-fn log_key(stream_seq: u64) -> Vec<u8> {
+/// `prefix ++ stream seq (u64 BE) ++ the first 8 bytes of BLAKE3 over the message`: a
+/// redelivery finds its line; another message at a reused stream seq (a stream made
+/// again) does not.
+fn log_key(stream_seq: u64, wire: &[u8]) -> Vec<u8> {
     let mut k = ADMIN_LOG_PREFIX.to_vec();
     k.extend_from_slice(&stream_seq.to_be_bytes());
+    k.extend_from_slice(&blake3::hash(wire).as_bytes()[..8]);
     k
+}
+
+/// A log line's key, from the message it keeps.
+fn line_key(line: &LogLine) -> Vec<u8> {
+    log_key(
+        line.stream_seq,
+        &hex::decode(&line.wire_hex).unwrap_or_default(),
+    )
 }
 
 fn encode(line: &LogLine) -> Vec<u8> {
@@ -62,16 +74,9 @@ impl Ledger {
             None => return Ok(refuse(state, call, msg, "not an admin act".into())),
         };
         let kind = act.body.act.kind();
-        let again = call
-            .deferred
-            .iter()
-            .any(|d| d.line.stream_seq == msg.stream_seq);
-        if again
-            || self
-                .store
-                .get(Space::Meta, &log_key(msg.stream_seq))?
-                .is_some()
-        {
+        let key = log_key(msg.stream_seq, &msg.bytes);
+        let again = call.deferred.iter().any(|d| line_key(&d.line) == key);
+        if again || self.store.get(Space::Meta, &key)?.is_some() {
             return Ok(Appended::Admin { kind, first: false });
         }
         if !state.trust.admin_keys.contains(&act.admin) {
@@ -90,6 +95,7 @@ impl Ledger {
             admin: act.admin.to_hex(),
             note: act.body.note.clone(),
             outcome: String::new(),
+            wire_hex: hex::encode(&msg.bytes),
         };
         match &act.body.act {
             Act::ClockSkew { max_ns } if *max_ns <= 0 => {
@@ -105,8 +111,7 @@ impl Ledger {
                 call.clock_skew_max_ns = *max_ns;
                 line.outcome = format!("clock skew limit {max_ns} ns from here on");
                 tracing::warn!(max_ns, admin = %line.admin, "admin act: clock skew limit set");
-                call.ops
-                    .push(Op::Put(Space::Meta, log_key(msg.stream_seq), encode(&line)));
+                call.ops.push(Op::Put(Space::Meta, key, encode(&line)));
             }
             Act::Unfence { table } => {
                 line.table = Some(table.to_string());
@@ -129,7 +134,7 @@ impl Ledger {
         for Deferred { act, mut line } in deferred {
             line.outcome = self.effect(&act, &line);
             tracing::warn!(kind = %line.kind, admin = %line.admin, outcome = %line.outcome, "admin act done");
-            let op = Op::Put(Space::Meta, log_key(line.stream_seq), encode(&line));
+            let op = Op::Put(Space::Meta, line_key(&line), encode(&line));
             self.store.commit(vec![op])?;
         }
         if took_any {
@@ -151,6 +156,31 @@ impl Ledger {
             },
             Act::ClockSkew { .. } => "taken in its call".to_string(),
         }
+    }
+
+    /// `verify`'s check of the admin log: each line's message is an admin act of its
+    /// kind, signed by an admin this ledger trusts. One line per problem.
+    pub fn check_admin_log(&self) -> Result<Vec<String>, Error> {
+        let admins = self.trusted_admin_keys();
+        let mut problems = Vec::new();
+        for line in self.admin_log()? {
+            let at = format!("admin act at stream seq {}", line.stream_seq);
+            let act = hex::decode(&line.wire_hex)
+                .ok()
+                .and_then(|w| AdminAct::from_wire(&w))
+                .and_then(Result::ok);
+            match act {
+                None => problems.push(format!("{at}: its message does not read")),
+                Some(a) if a.body.act.kind() != line.kind => {
+                    problems.push(format!("{at}: the message is not a {}", line.kind))
+                }
+                Some(a) if !admins.contains(&a.admin) || !a.signature_verifies() => {
+                    problems.push(format!("{at}: not signed by a trusted admin"))
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(problems)
     }
 
     /// The admin log, oldest first (at most `ADMIN_LOG_LIST_MAX` lines).

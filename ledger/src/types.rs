@@ -288,4 +288,6 @@ pub struct AdminLogLine {
     pub note: String,
     /// What it did on this node, in words.
     pub outcome: String,
+    /// The act's message as received, hex: its signature can be checked again (`verify`).
+    pub wire_hex: String,
 }
