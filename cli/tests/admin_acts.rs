@@ -3,7 +3,8 @@
 //!
 //! A re-sync read through one node, a clock skew limit, a key revocation and an unfence
 //! travel on the stream; each node takes them at the same point of the log and checks the
-//! signatures itself. Two forged acts (a bent signature, an untrusted key) are refused by
+//! signatures itself. Before them, n3's copy of one table is fenced (its head forged
+//! while stopped, then repaired): the unfence appends what n3 kept meanwhile. Two forged acts (a bent signature, an untrusted key) are refused by
 //! every node and kept in quarantine as `admin_refused`. The three ledgers end with equal
 //! digests (heads, receipts and the quarantine chain). The CLI's `--server` lists start
 //! with a dead URL and fail over to a live node.
@@ -13,12 +14,13 @@
 mod common;
 
 use common::serve::{get, listening, wait_for, Serve};
+use ledger::store::{Space, SLED_TREE};
 use schemas::admin::{Act, AdminAct, AdminBody};
 use schemas::api::ChainStatus;
 use schemas::attest::{key_event_body, KeyAction, SigningKey};
 use schemas::chain::event_hash;
 use schemas::*;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 const TOKEN: &str = "ops-admin-token-0000000001";
 const NODES: [&str; 3] = ["n1", "n2", "n3"];
@@ -103,25 +105,21 @@ fn logged(log: &Path, message: &str) -> usize {
         .count()
 }
 
-/// Starts the three nodes, each trusting `admin_hex` and the simulator's admin.
-fn start_nodes(
-    root: &Path,
-    url: &str,
-    admin_hex: &str,
-) -> Vec<(Serve, String, std::path::PathBuf)> {
-    NODES
-        .iter()
-        .map(|n| {
-            let dir = root.join(n);
-            std::fs::create_dir_all(&dir).expect("node dir");
-            let extra = format!(
-                "node-id = {n:?}\nreplica-check-ms = 200\nadmin-key = {admin_hex:?}\ntrust-simulated-admin = true\n"
-            );
-            let (s, log) = common::serve::start(&dir, url, TOKEN, &extra);
-            let api = listening(&log).0;
-            (s, api, log)
-        })
-        .collect()
+/// Starts node `n` under `root`, trusting `admin_hex` and the simulator's admin.
+fn start_node(root: &Path, n: &str, url: &str, admin_hex: &str) -> Node {
+    let dir = root.join(n);
+    std::fs::create_dir_all(&dir).expect("node dir");
+    let extra = format!(
+        "node-id = {n:?}\nreplica-check-ms = 200\nadmin-key = {admin_hex:?}\ntrust-simulated-admin = true\n"
+    );
+    let (serve, log) = common::serve::start(&dir, url, TOKEN, &extra);
+    let api = listening(&log).0;
+    Node {
+        serve,
+        api,
+        log,
+        dir,
+    }
 }
 
 /// An admin act signed by `key`, its signature bent when `bend`.
@@ -140,116 +138,187 @@ fn forged_act(key: &SigningKey, table: &TableId, bend: bool) -> Vec<u8> {
     act.to_wire()
 }
 
+/// A node: its process, API address, log, and directory.
+struct Node {
+    serve: Serve,
+    api: String,
+    log: PathBuf,
+    dir: PathBuf,
+}
+
+/// Everything the test shares: the bus, the nodes, the admin key file.
+struct Scene {
+    url: String,
+    rt: tokio::runtime::Runtime,
+    nodes: Vec<Node>,
+    key: String,
+    admin_hex: String,
+}
+
+impl Scene {
+    fn run(&self, args: &[&str]) {
+        let out = common::roundledger(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {err}");
+    }
+
+    fn publish_all(&self, c: &mut Chain, events: Vec<(EventBody, i64)>) {
+        for (body, skew) in events {
+            let bytes = c.next(body, skew);
+            publish_event(&self.rt, &self.url, c, bytes);
+        }
+    }
+}
+
 #[test]
 fn admin_acts_reach_every_replica_and_forged_ones_are_refused_by_each() {
     let nats = natsd::NatsServer::start().expect("nats-server");
-    let url = nats.url();
     let root = tempfile::tempdir().expect("tempdir");
-    let key_file = root.path().join("admin.key");
-    let key_path = key_file.to_str().expect("utf-8");
-    let keygen = common::roundledger(&["keygen", "--out", key_path]);
+    let key = root.path().join("admin.key").display().to_string();
+    let keygen = common::roundledger(&["keygen", "--out", &key]);
     let admin_hex = String::from_utf8_lossy(&keygen.stdout).trim().to_string();
-    let rt = tokio::runtime::Runtime::new().expect("runtime");
-    let mut nodes = start_nodes(root.path(), &url, &admin_hex);
-    // T-A: seq 6's clock is 30 h off, refused as clock_skew; 7..=10 wait behind it.
-    let mut a = Chain::new("T-A");
-    for seq in 1..=10 {
-        let skew = if seq == 6 { 30 * HOUR_NS } else { 0 };
-        let bytes = a.next(bets(), skew);
-        publish_event(&rt, &url, &a, bytes);
+    let url = nats.url();
+    let nodes = NODES
+        .iter()
+        .map(|n| start_node(root.path(), n, &url, &admin_hex))
+        .collect();
+    let mut s = Scene {
+        url,
+        rt: tokio::runtime::Runtime::new().expect("runtime"),
+        nodes,
+        key,
+        admin_hex,
+    };
+    let mut c = Chain::new("T-C");
+    fence_on_n3(&mut s, &mut c);
+    let (a, b) = acts_in_stream_order(&s);
+    s.run(&[
+        "table",
+        "unfence",
+        "T-C",
+        "--admin-key",
+        &s.key,
+        "--note",
+        "case 43: repaired",
+        "--nats",
+        &s.url,
+    ]);
+    for node in &s.nodes {
+        wait_for("the node takes both admin acts", || {
+            let n = logged(&node.log, "admin act taken");
+            (n == 2, n)
+        });
+        let heads: Vec<_> = [&a, &b, &c.table]
+            .iter()
+            .map(|t| chain_of(&node.api, t).map(|c| c.head_seq.0))
+            .collect();
+        // T-A: the re-sync admitted seq 6, then 7..=10; T-B: seq 4 refused; T-C: n3
+        // appended its two kept events again.
+        assert_eq!(heads, [Some(10), Some(3), Some(5)], "{}", node.api);
     }
-    // T-B: the simulator's admin enrolls ctl-1's key; an event 2 h off is within 24 h.
+    status_fails_over(&s.nodes);
+    for node in &mut s.nodes {
+        assert!(node.serve.stop(), "clean stop");
+    }
+    every_ledger_holds_the_acts(&s, &a, &b);
+}
+
+/// T-C's seqs 1..=3 on every node; n3 stopped, its T-C head forged, started: fenced, it
+/// keeps seqs 4 and 5 as `table_fenced`. Stopped, repaired, started: not fenced, the two
+/// entries still in quarantine.
+fn fence_on_n3(s: &mut Scene, c: &mut Chain) {
+    s.publish_all(c, (0..3).map(|_| (bets(), 0)).collect());
+    let n3 = &s.nodes[2];
+    wait_for("n3 stores T-C", || {
+        let h = chain_of(&n3.api, &c.table).map(|c| c.head_seq.0);
+        (h == Some(3), h)
+    });
+    restart_n3(s, Some(&c.table));
+    s.publish_all(c, (0..2).map(|_| (bets(), 0)).collect());
+    let log = s.nodes[2].log.clone();
+    wait_for("n3 keeps T-C's seqs 4 and 5 as table_fenced", || {
+        let n = logged(&log, "event quarantined");
+        (n == 2, n)
+    });
+    restart_n3(s, None);
+}
+
+/// Stops n3, then forges `forge`'s head in its ledger, or puts the forged head back.
+fn restart_n3(s: &mut Scene, forge: Option<&TableId>) {
+    assert!(s.nodes[2].serve.stop(), "clean stop");
+    let dir = s.nodes[2].dir.clone();
+    let (ledger, backup) = (dir.join("ledger"), dir.join("head.bak"));
+    match forge {
+        Some(t) => std::fs::write(&backup, swap_head(&ledger, t, None)).expect("backup"),
+        None => {
+            let bytes = std::fs::read(&backup).expect("backup");
+            let t = TableId::new("T-C").expect("id");
+            swap_head(&ledger, &t, Some(bytes));
+        }
+    }
+    s.nodes[2] = start_node(dir.parent().expect("root"), "n3", &s.url, &s.admin_hex);
+}
+
+/// Rewrites table `t`'s stored head in a closed ledger: its hash forged, or `put` back.
+/// Returns the head's bytes before.
+fn swap_head(ledger_dir: &Path, t: &TableId, put: Option<Vec<u8>>) -> Vec<u8> {
+    let db = sled::open(ledger_dir).expect("raw sled open");
+    let tree = db.open_tree(SLED_TREE).expect("tree");
+    let mut key = vec![Space::Head.prefix()];
+    key.extend_from_slice(&ledger::record::table_key(t));
+    let before = tree.get(&key).expect("get").expect("head").to_vec();
+    let after = put.unwrap_or_else(|| {
+        let mut forged = before.clone();
+        forged[8..40].copy_from_slice(&[0xAB; 32]);
+        forged
+    });
+    tree.insert(key, after).expect("insert");
+    db.flush().expect("flush");
+    before
+}
+
+/// On the stream, in order: T-A stuck behind a skewed event and re-synced through n1;
+/// T-B's enrollment and an event 2 h off (within 24 h); the 1 h clock-skew limit; T-B's
+/// revocation and an event 2 h off (now refused); two forged acts.
+fn acts_in_stream_order(s: &Scene) -> (TableId, TableId) {
+    let mut a = Chain::new("T-A");
+    let events = (1..=10)
+        .map(|seq| (bets(), if seq == 6 { 30 * HOUR_NS } else { 0 }))
+        .collect();
+    s.publish_all(&mut a, events);
     let mut b = Chain::new("T-B");
     let k1 = SigningKey::derive_for_simulation("ctl-1 key 1").public();
     let admin = simulator::admin_key();
     let enroll = key_event_body(&admin, &b.table, device(), k1, KeyAction::Enroll);
-    for (body, skew) in [(enroll, 0), (bets(), 2 * HOUR_NS)] {
-        let bytes = b.next(body, skew);
-        publish_event(&rt, &url, &b, bytes);
-    }
+    s.publish_all(&mut b, vec![(enroll, 0), (bets(), 2 * HOUR_NS)]);
     let blocker = wait_for("n1 holds T-A behind seq 6", || {
-        let c = chain_of(&nodes[0].1, &a.table);
-        let id = c
-            .as_ref()
-            .and_then(|c| c.gap.as_ref()?.blocked_by.as_ref())
-            .map(|b| b.quarantine_id);
-        (
-            id.is_some() && c.is_some_and(|c| c.gap.as_ref().is_some_and(|g| g.held == 4)),
-            id,
-        )
+        let c = chain_of(&s.nodes[0].api, &a.table);
+        let gap = c.and_then(|c| c.gap).filter(|g| g.held == 4);
+        let id = gap.and_then(|g| g.blocked_by).map(|b| b.quarantine_id);
+        (id.is_some(), id)
     })
     .expect("a blocker");
-    resync_through_n1(&nodes[0].1, key_path, &a.table, blocker, &url);
-    let skew = common::roundledger(&[
+    resync_through_n1(&s.nodes[0].api, &s.key, &a.table, blocker, &s.url);
+    s.run(&[
         "admin",
         "clock-skew",
         "--max-seconds",
         "3600",
         "--admin-key",
-        key_path,
+        &s.key,
         "--note",
         "case 43: tighter clocks",
         "--nats",
-        &url,
+        &s.url,
     ]);
-    assert!(
-        skew.status.success(),
-        "{}",
-        String::from_utf8_lossy(&skew.stderr)
-    );
-    // After the act: a revocation, then an event 2 h off, now past the limit.
     let revoke = key_event_body(&admin, &b.table, device(), k1, KeyAction::Revoke);
-    for (body, skew) in [(revoke, 0), (bets(), 2 * HOUR_NS)] {
-        let bytes = b.next(body, skew);
-        publish_event(&rt, &url, &b, bytes);
-    }
+    s.publish_all(&mut b, vec![(revoke, 0), (bets(), 2 * HOUR_NS)]);
     let stranger = SigningKey::derive_for_simulation("not an admin");
-    publish(
-        &rt,
-        &url,
-        subjects::ADMIN_SUBJECT,
-        forged_act(&admin, &a.table, true),
-    );
-    publish(
-        &rt,
-        &url,
-        subjects::ADMIN_SUBJECT,
-        forged_act(&stranger, &a.table, false),
-    );
-    let unfence = common::roundledger(&[
-        "table",
-        "unfence",
-        "T-A",
-        "--admin-key",
-        key_path,
-        "--note",
-        "case 43: repaired",
-        "--nats",
-        &url,
-    ]);
-    assert!(
-        unfence.status.success(),
-        "{}",
-        String::from_utf8_lossy(&unfence.stderr)
-    );
-    for (_, api, log) in &nodes {
-        wait_for("the node takes both admin acts", || {
-            let n = logged(log, "admin act taken");
-            (n == 2, n)
-        });
-        let c = chain_of(api, &a.table).expect("T-A");
-        assert_eq!(
-            c.head_seq,
-            Seq(10),
-            "the re-sync admitted seq 6, then 7..=10"
-        );
+    for (key, bend) in [(&admin, true), (&stranger, false)] {
+        let act = forged_act(key, &a.table, bend);
+        publish(&s.rt, &s.url, subjects::ADMIN_SUBJECT, act);
     }
-    status_fails_over(&nodes);
-    for (s, _, _) in &mut nodes {
-        assert!(s.stop(), "clean stop");
-    }
-    drop(nodes);
-    every_ledger_holds_the_acts(root.path(), &a.table, &b.table);
+    (a.table, b.table)
 }
 
 /// A loopback URL nothing listens on: connections to it are refused.
@@ -291,9 +360,9 @@ fn resync_through_n1(api: &str, key: &str, table: &TableId, entry: u64, url: &st
 }
 
 /// `table status` with a comma-separated list, the dead URL first, then every node.
-fn status_fails_over(nodes: &[(Serve, String, std::path::PathBuf)]) {
+fn status_fails_over(nodes: &[Node]) {
     let mut urls = vec![dead_url()];
-    urls.extend(nodes.iter().map(|(_, api, _)| format!("http://{api}")));
+    urls.extend(nodes.iter().map(|n| format!("http://{}", n.api)));
     let list = urls.join(",");
     let out = common::roundledger(&["table", "status", "--server", &list, "--token", TOKEN]);
     let (text, err) = (
@@ -311,18 +380,16 @@ fn status_fails_over(nodes: &[(Serve, String, std::path::PathBuf)]) {
 }
 
 /// Each stopped ledger: the re-sync kept, T-B's key revoked and its late event refused,
-/// both forged acts in quarantine, both acts in the admin log, the unfence in the fence
-/// log; and the three digests equal.
-fn every_ledger_holds_the_acts(root: &Path, a: &TableId, b: &TableId) {
+/// both forged acts in quarantine, both acts in the admin log and checked by `verify`,
+/// the unfence in the fence log (n3's appended its two kept events). Every table's head
+/// and receipt are equal on the three; n1 and n2 have equal digests (n3's quarantine
+/// also holds its `table_fenced` entries).
+fn every_ledger_holds_the_acts(s: &Scene, a: &TableId, b: &TableId) {
     let mut digests = Vec::new();
-    for n in NODES {
-        let l = ledger::Ledger::open(root.join(n).join("ledger")).expect("open");
+    for (n, node) in NODES.iter().zip(&s.nodes) {
+        let dir = node.dir.join("ledger");
+        let l = ledger::Ledger::open(&dir).expect("open");
         assert_eq!(l.resyncs(Some(a)).expect("re-syncs").len(), 1, "{n}");
-        assert_eq!(
-            l.head(b).map(|h| h.seq),
-            Some(Seq(3)),
-            "{n}: T-B seq 4 refused"
-        );
         let key = l.device_key(b, &device()).expect("T-B's device key");
         assert_eq!(key.revoked_seq, Some(Seq(3)), "{n}");
         let reasons = |r| {
@@ -331,37 +398,40 @@ fn every_ledger_holds_the_acts(root: &Path, a: &TableId, b: &TableId) {
         };
         let skewed = reasons(ledger::reason::CLOCK_SKEW);
         assert_eq!(skewed.len(), 2, "{n}: T-A seq 6 and T-B seq 4: {skewed:?}");
+        let fenced = reasons(ledger::reason::TABLE_FENCED).len();
+        assert_eq!(fenced, if *n == "n3" { 2 } else { 0 }, "{n}");
         let forged = reasons(ledger::reason::ADMIN_REFUSED);
         assert_eq!(forged.len(), 2, "{n}: {forged:?}");
-        assert!(
-            forged.iter().any(|t| t.contains("does not verify")),
-            "{forged:?}"
-        );
-        assert!(
-            forged.iter().any(|t| t.contains("is not trusted")),
-            "{forged:?}"
-        );
-        let acts: Vec<String> = l
-            .admin_log()
-            .expect("admin log")
-            .into_iter()
-            .map(|l| l.kind)
-            .collect();
-        assert_eq!(acts, ["clock_skew", "unfence"], "{n}");
+        for why in ["does not verify", "is not trusted"] {
+            assert!(forged.iter().any(|t| t.contains(why)), "{forged:?}");
+        }
+        acts_logged(&l, n);
         assert_eq!(l.clock_skew_max_ns(), HOUR_NS, "{n}");
-        let fence_log = l.fence_log().expect("fence log");
-        assert_eq!(fence_log.len(), 1, "{n}: {fence_log:?}");
-        assert!(fence_log[0].contains("case 43: repaired"), "{fence_log:?}");
-        assert_eq!(l.check_admin_log().expect("check"), Vec::<String>::new());
         digests.push(l.digest(1).expect("digest"));
         drop(l);
-        let dir = root.join(n).join("ledger");
         let verified = common::roundledger(&["verify", "--ledger", dir.to_str().expect("utf-8")]);
         let text = String::from_utf8_lossy(&verified.stdout);
-        assert!(
-            text.contains("admin acts: 2 taken, each signed by a trusted admin"),
-            "{text}"
-        );
+        let want = "admin acts: 2 taken, each signed by a trusted admin";
+        assert!(text.contains(want), "{text}");
     }
-    assert!(digests.iter().all(|d| d == &digests[0]), "{digests:?}");
+    assert!(
+        digests.iter().all(|d| d.tables == digests[0].tables),
+        "{digests:?}"
+    );
+    assert_eq!(digests[0], digests[1]);
+}
+
+/// The admin log has the skew limit then the unfence, each signature good; on n3 the
+/// unfence appended T-C's two kept events, elsewhere none. The fence log has it too.
+fn acts_logged(l: &ledger::Ledger, n: &str) {
+    let log = l.admin_log().expect("admin log");
+    let kinds: Vec<&str> = log.iter().map(|l| l.kind.as_str()).collect();
+    assert_eq!(kinds, ["clock_skew", "unfence"], "{n}");
+    let kept = if n == "n3" { 2 } else { 0 };
+    let did = format!("unfenced T-C: {kept} kept entries appended again ({kept} stored");
+    assert!(log[1].outcome.contains(&did), "{n}: {log:?}");
+    assert_eq!(l.check_admin_log().expect("check"), Vec::<String>::new());
+    let fence_log = l.fence_log().expect("fence log");
+    assert_eq!(fence_log.len(), 1, "{n}: {fence_log:?}");
+    assert!(fence_log[0].contains("case 43: repaired"), "{fence_log:?}");
 }
