@@ -304,6 +304,7 @@ fn fork(rt: &tokio::runtime::Runtime, url: &str, table: &str) {
     let t = TableId::new(table).expect("id");
     rt.block_on(async {
         let js = jetstream::new(async_nats::connect(url).await.expect("connect"));
+        ingest::ensure_stream(&js).await.expect("stream");
         for _ in 0..2 {
             let bytes = event_bytes(&t, 1, Hash32::ZERO);
             js.publish(subjects::events_subject(&t), bytes.into())
@@ -415,4 +416,54 @@ fn a_paused_holder_loses_its_leases_and_nothing_is_published_twice() {
         assert_eq!(s.accepted, Ok(()), "{s:?}");
     }
     drop(n1);
+}
+
+/// The alerts lease's holder killed (SIGKILL: nothing released) after publishing a
+/// fork's alert. n2 starts once the lease has expired, takes it before its first fetch,
+/// then reaches the same fork in the stream: it raises the alert and does not publish it,
+/// since the old holder published past it. A later fork's alert it publishes.
+#[test]
+fn a_late_holder_does_not_publish_again_what_the_old_one_did() {
+    let nats = natsd::NatsServer::start().expect("nats-server");
+    let url = nats.url();
+    let root = tempfile::tempdir().expect("tempdir");
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let seen = collect(&rt, &url);
+    let alerts = || seen.lock().expect("lock").clone();
+    let start = |node: &str| {
+        let extra = format!("node-id = {node:?}\nlease-ttl = 2\n");
+        common::serve::start(&node_dir(root.path(), node), &url, TOKEN, &extra)
+    };
+    let (mut n1, _) = start("n1");
+    fork(&rt, &url, "T-F1");
+    wait_for("n1 publishes the fork's alert", || {
+        let a = alerts();
+        (a.len() == 1, a)
+    });
+    n1.0.kill().expect("SIGKILL n1");
+    n1.0.wait().expect("reap");
+    wait_for("the alerts lease expires", || {
+        let out = common::roundledger(&["cluster", "status", "--nats", &url]);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        (text.contains("lease alerts: free"), text)
+    });
+    let (_n2, n2_log) = start("n2");
+    wait_for("n2 reaches the fork and keeps its alert", || {
+        let m = "alert kept, not published: an earlier lease holder published past it";
+        (logged(&n2_log, m), ())
+    });
+    fork(&rt, &url, "T-F2");
+    wait_for("n2 publishes the next fork's alert", || {
+        let a = alerts();
+        (a.len() == 2, a)
+    });
+    let a = alerts();
+    let subjects: Vec<&str> = a.iter().map(|s| s.subject.as_str()).collect();
+    assert_eq!(
+        subjects,
+        ["alerts.T-F1.fork", "alerts.T-F2.fork"],
+        "each once"
+    );
+    assert_eq!(a[1].node.as_deref(), Some("n2"));
+    assert!(a.iter().all(|s| s.accepted.is_ok()), "{a:?}");
 }

@@ -262,6 +262,42 @@ impl Drop for Keeper {
     }
 }
 
+/// The replica bucket's key holding the highest stream seq a holder of `duty` published
+/// for (`published_through`).
+fn published_key(duty: &str) -> String {
+    format!("published.{duty}")
+}
+
+/// The highest stream seq whose publication a holder of `duty` made; `None` when none is
+/// recorded or the bucket cannot be read. A new holder that lags behind the old one
+/// publishes nothing at or below it: the old holder did.
+pub async fn published_through(js: &jetstream::Context, duty: &str) -> Option<u64> {
+    let store = js
+        .get_key_value(schemas::subjects::REPLICA_BUCKET)
+        .await
+        .ok()?;
+    let v = store.get(published_key(duty)).await.ok()??;
+    std::str::from_utf8(&v).ok()?.parse().ok()
+}
+
+/// Records that the holder of `duty` published for stream seq `seq` (raised only).
+pub async fn mark_published(js: &jetstream::Context, duty: &str, seq: u64) {
+    if published_through(js, duty).await.is_some_and(|s| s >= seq) {
+        return;
+    }
+    let put = match js.get_key_value(schemas::subjects::REPLICA_BUCKET).await {
+        Ok(store) => store
+            .put(published_key(duty), seq.to_string().into())
+            .await
+            .map(|_| ())
+            .map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
+    };
+    if let Err(e) = put {
+        tracing::warn!(duty, seq, error = %e, "published stream seq not recorded");
+    }
+}
+
 /// Whether a received singleton publication may be accepted: its headers name the node
 /// that holds `duty`'s lease now, at a revision no later than the key's. A publication
 /// without them, from another node, or after a takeover is refused, with why.

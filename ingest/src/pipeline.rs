@@ -6,6 +6,7 @@ use crate::{Error, IngestConfig, IngestReport, DUPLICATE_WINDOW};
 use async_nats::jetstream::{self, consumer, stream};
 use futures::{FutureExt, StreamExt};
 use ledger::{Incoming, Ledger};
+use schemas::api::Alert;
 use schemas::subjects;
 use std::future::Future;
 use std::sync::Arc;
@@ -237,7 +238,10 @@ pub(crate) async fn run_with_consumer(
         Some(node) => {
             let js = jetstream::new(client.clone());
             let (ttl, n) = (config.lease_ttl, config.stream_replicas);
-            let l = crate::lease::Lease::open(&js, "alerts", node, ttl, n).await?;
+            let mut l = crate::lease::Lease::open(&js, "alerts", node, ttl, n).await?;
+            // Taken, if free, before the first fetch: what this node raises first is then
+            // judged as the holder's.
+            l.tick().await;
             Some(std::sync::Arc::new(tokio::sync::Mutex::new(l)))
         }
         None => None,
@@ -784,23 +788,40 @@ struct Alerting {
     lease: Option<crate::lease::Shared>,
 }
 
+/// Whether this node publishes an alert, and with which headers.
+enum Publish {
+    /// Publish it with these headers.
+    With(async_nats::HeaderMap),
+    /// Another node holds the alerts lease.
+    NotHolder,
+    /// An earlier holder published for this stream seq or a later one.
+    PublishedBefore(u64),
+}
+
 impl Alerting {
-    /// The headers an alert of `kind` goes out with; `None` when this node must not
-    /// publish it. One node: no headers. Several: a node's own state (`node_local`) goes
-    /// out with the node's name; any other alert only from the holder of the alerts
-    /// lease, confirmed at its revision (`lease::Lease::confirm`).
-    async fn headers_for(&self, kind: schemas::api::AlertKind) -> Option<async_nats::HeaderMap> {
+    /// How an alert goes out. One node: without headers. Several: a node's own state
+    /// (`node_local`) with the node's name; any other alert only from the holder of the
+    /// alerts lease, confirmed at its revision (`lease::Lease::confirm`), and only past
+    /// the stream seq an earlier holder published for (`lease::published_through`).
+    async fn publish_how(&self, client: &async_nats::Client, alert: &Alert) -> Publish {
         let Some(lease) = &self.lease else {
-            return Some(async_nats::HeaderMap::new());
+            return Publish::With(async_nats::HeaderMap::new());
         };
         let mut lease = lease.lock().await;
-        if crate::alerts::node_local(kind) {
+        if crate::alerts::node_local(alert.kind) {
             let mut h = async_nats::HeaderMap::new();
             h.insert(crate::lease::LEASE_NODE_HEADER, lease.node());
-            return Some(h);
+            return Publish::With(h);
         }
-        let revision = lease.confirm().await?;
-        Some(lease.headers(revision))
+        let Some(revision) = lease.confirm().await else {
+            return Publish::NotHolder;
+        };
+        let seq = alert.last_stream_seq;
+        let js = jetstream::new(client.clone());
+        match crate::lease::published_through(&js, "alerts").await {
+            Some(through) if seq > 0 && seq <= through => Publish::PublishedBefore(through),
+            _ => Publish::With(lease.headers(revision)),
+        }
     }
 }
 
@@ -813,10 +834,18 @@ async fn publish_alerts(client: &async_nats::Client, a: &Alerting, raised: Vec<R
             continue;
         };
         tracing::error!(table = %alert.table, kind = alert.kind.as_str(), detail = %alert.detail, "ALERT");
-        let Some(headers) = a.headers_for(alert.kind).await else {
-            tracing::info!(table = %alert.table, kind = alert.kind.as_str(), "alert kept, not published: another node holds the alerts lease");
-            continue;
+        let headers = match a.publish_how(client, &alert).await {
+            Publish::With(h) => h,
+            Publish::NotHolder => {
+                tracing::info!(table = %alert.table, kind = alert.kind.as_str(), "alert kept, not published: another node holds the alerts lease");
+                continue;
+            }
+            Publish::PublishedBefore(through) => {
+                tracing::info!(table = %alert.table, kind = alert.kind.as_str(), stream_seq = alert.last_stream_seq, through, "alert kept, not published: an earlier lease holder published past it");
+                continue;
+            }
         };
+        let leased = headers.get(crate::lease::LEASE_REVISION_HEADER).is_some();
         let subject = subjects::alerts_subject(&alert.table, alert.kind);
         let json = match serde_json::to_vec(&alert) {
             Ok(j) => j,
@@ -830,6 +859,9 @@ async fn publish_alerts(client: &async_nats::Client, a: &Alerting, raised: Vec<R
             .await
         {
             tracing::warn!(table = %alert.table, error = %e, "alert not published");
+        } else if leased && alert.last_stream_seq > 0 {
+            let js = jetstream::new(client.clone());
+            crate::lease::mark_published(&js, "alerts", alert.last_stream_seq).await;
         }
     }
 }
