@@ -399,7 +399,13 @@ fn a_paused_holder_loses_its_leases_and_nothing_is_published_twice() {
     assert!(text.contains("lease alerts: held by n2"), "{text}");
     // Both nodes run on a while (two ticks): nothing more reaches the bus.
     std::thread::sleep(Duration::from_secs(2));
-    let (seals, alerts) = (got("seals."), got("alerts."));
+    each_once(&got("seals."), &got("alerts."));
+    drop(n1);
+}
+
+/// One seal from n1; the first fork's alert from n1, the second's from n2; each
+/// accepted by the lease check as it arrived.
+fn each_once(seals: &[Seen], alerts: &[Seen]) {
     assert_eq!(seals.len(), 1, "one seal published: {seals:?}");
     assert_eq!(alerts.len(), 2, "each alert once: {alerts:?}");
     assert_eq!(alerts[0].subject, "alerts.T-F1.fork");
@@ -412,10 +418,9 @@ fn a_paused_holder_loses_its_leases_and_nothing_is_published_twice() {
         nodes,
         [Some("n1".into()), Some("n1".into()), Some("n2".into())]
     );
-    for s in seals.iter().chain(&alerts) {
+    for s in seals.iter().chain(alerts) {
         assert_eq!(s.accepted, Ok(()), "{s:?}");
     }
-    drop(n1);
 }
 
 /// The alerts lease's holder killed (SIGKILL: nothing released) after publishing a

@@ -100,14 +100,24 @@ fn a_table_damaged_while_open_is_fenced_at_the_next_append_and_the_other_goes_on
     assert_eq!(ledger.head(&t_bad).map(|h| h.seq.0), Some(5));
     assert!(ledger.unfence(&t_bad, "test", 1).is_err(), "still damaged");
     assert_eq!(ledger.fence_log().expect("log").len(), 0);
-    // Repaired (the byte put back): an admin's unfence arrives on the stream, followed
-    // in the same batch by T-BAD's seqs 9 and 10.
+    // Repaired (the byte put back): an admin's unfence lifts the fence.
     file.write_all_at(&[b[0]], bad_end / 2).expect("repair");
+    unfenced_by_an_act(&ledger, &t_bad, &mut bad_prev, &mut stream_seq);
+}
+
+/// An admin's unfence of `t_bad` arrives on the stream, followed in the same batch by
+/// its seqs 9 and 10: the 3 kept events are appended again before those are judged.
+fn unfenced_by_an_act(
+    ledger: &Ledger,
+    t_bad: &TableId,
+    bad_prev: &mut Hash32,
+    stream_seq: &mut u64,
+) {
     let admin = schemas::attest::SigningKey::derive_for_simulation("fence test admin");
     ledger.trust_admin_keys([admin.public()]).expect("trust");
-    let act = unfence_act(&admin, &t_bad, &mut stream_seq);
+    let act = unfence_act(&admin, t_bad, stream_seq);
     let mut batch = vec![act.clone()];
-    batch.extend(chain("T-BAD", 9, 2, &mut bad_prev, &mut stream_seq));
+    batch.extend(chain("T-BAD", 9, 2, bad_prev, stream_seq));
     let out = ledger.append_batch(&batch).expect("append");
     ledger.flush().expect("flush");
     assert_eq!(
@@ -124,7 +134,7 @@ fn a_table_damaged_while_open_is_fenced_at_the_next_append_and_the_other_goes_on
             .all(|o| matches!(o, Appended::Stored { .. })),
         "{out:?}"
     );
-    assert_eq!(ledger.head(&t_bad).map(|h| h.seq.0), Some(10));
+    assert_eq!(ledger.head(t_bad).map(|h| h.seq.0), Some(10));
     assert!(ledger.fenced().is_empty());
     let log = ledger.admin_log().expect("admin log");
     assert_eq!(log.len(), 1);
