@@ -122,6 +122,8 @@ fn ingest_publish() -> Vec<String> {
         subjects::HEADS_WILDCARD.to_string(),
         "alerts.>".to_string(),
         subjects::SEALS_WILDCARD.to_string(),
+        // Admin acts (`schemas::admin`): the admin's signature, not the bus, decides them.
+        subjects::ADMIN_SUBJECT.to_string(),
     ];
     // A ledger node's replica check (`ingest::replicas`): the KV bucket's stream, its
     // puts, and the ordered consumer of its watch (created, recreated, flow control).
@@ -135,13 +137,15 @@ fn ingest_publish() -> Vec<String> {
         format!("$JS.API.CONSUMER.DELETE.{kv}.*"),
         format!("$JS.FC.{kv}.>"),
     ]);
-    // The sealer's lease (`ingest::lease`): its bucket's stream, create and update.
-    let lease = "roundledger_lease_sealer";
-    allow.extend([
-        format!("$JS.API.STREAM.INFO.KV_{lease}"),
-        format!("$JS.API.STREAM.CREATE.KV_{lease}"),
-        format!("$KV.{lease}.>"),
-    ]);
+    // The leases (`ingest::lease::DUTIES`): each bucket's stream, create and update.
+    for duty in ["sealer", "alerts"] {
+        let lease = format!("roundledger_lease_{duty}");
+        allow.extend([
+            format!("$JS.API.STREAM.INFO.KV_{lease}"),
+            format!("$JS.API.STREAM.CREATE.KV_{lease}"),
+            format!("$KV.{lease}.>"),
+        ]);
+    }
     allow
 }
 

@@ -65,7 +65,7 @@ pub fn run(args: Args) -> Result<Outcome> {
         .context("no surveillance token")?;
     let port = free_port()?;
     let client = Client::from_args(&ServerArgs {
-        server: Some(format!("http://127.0.0.1:{port}")),
+        server: vec![format!("http://127.0.0.1:{port}")],
         token: Some(token),
         ca: None,
     })?

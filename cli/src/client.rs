@@ -2,6 +2,7 @@
 //! audit, export, evidence, counts against a running `roundledger serve`), on std's
 //! `TcpStream`: `https://` through rustls (`serve --tls-cert`), or plain `http://`;
 //! `Connection: close`, fixed-length and chunked bodies, a body size cap and timeouts.
+//! Several URLs (the nodes of one floor) fail over when a connection fails.
 
 use anyhow::{bail, Context, Result};
 use serde::de::DeserializeOwned;
@@ -15,13 +16,19 @@ pub const BODY_LEN_MAX: usize = 1 << 30;
 /// Connect and read timeout.
 pub const TIMEOUT: Duration = Duration::from_secs(120);
 
+/// Most `--server` URLs one command takes.
+pub const SERVERS_MAX: usize = 16;
+/// How long one connection attempt waits before the next URL is tried.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// `--server URL --token T`.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct ServerArgs {
     /// A running `roundledger serve` (https://host:port, or http:// on loopback) to read
-    /// from instead of a ledger.
-    #[arg(long)]
-    pub server: Option<String>,
+    /// from instead of a ledger. Several, comma-separated or repeated: the ledger nodes
+    /// of one floor. A request goes to the first that accepts a connection.
+    #[arg(long, value_delimiter = ',', value_name = "URL")]
+    pub server: Vec<String>,
     /// Bearer token for --server (or the ROUNDLEDGER_TOKEN environment variable).
     #[arg(long)]
     pub token: Option<String>,
@@ -31,11 +38,20 @@ pub struct ServerArgs {
     pub ca: Option<std::path::PathBuf>,
 }
 
-/// A server to call.
+/// The servers to call, in the order given: each request tries them from the one that
+/// answered last, and moves on when a connection fails (never after a request was sent).
 pub struct Client {
+    targets: Vec<Target>,
+    token: String,
+    /// The index of the target that accepted the last connection.
+    current: std::sync::atomic::AtomicUsize,
+}
+
+/// One `--server` URL.
+struct Target {
+    url: String,
     host: String,
     port: u16,
-    token: String,
     /// Set for https://.
     tls: Option<Arc<rustls::ClientConfig>>,
 }
@@ -56,51 +72,51 @@ impl<T: Read + Write> Stream for T {}
 
 impl Client {
     pub fn from_args(a: &ServerArgs) -> Result<Option<Client>> {
-        let Some(url) = &a.server else {
+        if a.server.is_empty() {
             return Ok(None);
-        };
+        }
+        if a.server.len() > SERVERS_MAX {
+            bail!("--server: at most {SERVERS_MAX} URLs");
+        }
         let token = a
             .token
             .clone()
             .or_else(|| std::env::var("ROUNDLEDGER_TOKEN").ok())
             .context("--server needs --token T (or ROUNDLEDGER_TOKEN)")?;
-        let (rest, tls, default_port) = match url.split_once("://") {
-            Some(("https", rest)) => (rest, Some(tls_config(a.ca.as_deref())?), 443),
-            Some(("http", rest)) => (rest, None, 80),
-            _ => bail!("--server: an https://host:port or http://host:port URL"),
-        };
-        let rest = rest.trim_end_matches('/');
-        let (host, port) = match rest.rsplit_once(':') {
-            Some((h, p)) => (h.to_string(), p.parse().context("--server: port")?),
-            None => (rest.to_string(), default_port),
-        };
-        if tls.is_none() && !is_loopback(&host) {
-            bail!(
-                "--server {url}: plain http:// to a host that is not loopback would send the \
-                 token in clear; use https:// (serve --tls-cert) or a loopback address"
-            );
-        }
+        let targets = a
+            .server
+            .iter()
+            .map(|url| Target::parse(url.trim(), a.ca.as_deref()))
+            .collect::<Result<Vec<_>>>()?;
         Ok(Some(Client {
-            host,
-            port,
+            targets,
             token,
-            tls,
+            current: Default::default(),
         }))
     }
 
-    /// A connection to the server, TLS for https://.
-    fn connect(&self) -> Result<Box<dyn Stream>> {
-        let addr = format!("{}:{}", self.host, self.port);
-        let s = TcpStream::connect(&addr).with_context(|| format!("connecting to {addr}"))?;
-        s.set_read_timeout(Some(TIMEOUT))?;
-        s.set_write_timeout(Some(TIMEOUT))?;
-        let Some(config) = &self.tls else {
-            return Ok(Box::new(s));
-        };
-        let name = rustls::pki_types::ServerName::try_from(self.host.clone())
-            .with_context(|| format!("--server: {:?} is not a host name", self.host))?;
-        let conn = rustls::ClientConnection::new(config.clone(), name)?;
-        Ok(Box::new(rustls::StreamOwned::new(conn, s)))
+    /// A connection to the first target that takes one, from the last that did; the
+    /// target too. Each failure is named when none does.
+    fn connect(&self) -> Result<(Box<dyn Stream>, &Target)> {
+        use std::sync::atomic::Ordering;
+        let n = self.targets.len();
+        let from = self.current.load(Ordering::Relaxed);
+        let mut failures = Vec::new();
+        for i in 0..n {
+            let at = (from + i) % n;
+            let t = &self.targets[at];
+            match t.connect() {
+                Ok(s) => {
+                    if !failures.is_empty() {
+                        eprintln!("--server: {}; using {}", failures.join("; "), t.url);
+                    }
+                    self.current.store(at, Ordering::Relaxed);
+                    return Ok((s, t));
+                }
+                Err(e) => failures.push(format!("{} unreachable ({e:#})", t.url)),
+            }
+        }
+        bail!("no --server answered: {}", failures.join("; "))
     }
 
     /// GET `path` (with query) and return the body; non-2xx is an error with the server's
@@ -118,7 +134,7 @@ impl Client {
 
     /// One request; non-2xx is an error with the server's message.
     fn call(&self, method: &str, path: &str, body: Option<&[u8]>) -> Result<Vec<u8>> {
-        let mut s = self.connect()?;
+        let (mut s, target) = self.connect()?;
         let sent = match body {
             Some(b) => format!(
                 "Content-Type: application/json\r\nContent-Length: {}\r\n",
@@ -129,7 +145,7 @@ impl Client {
         write!(
             s,
             "{method} {path} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nAccept: application/json\r\n{sent}Connection: close\r\n\r\n",
-            self.host, self.token
+            target.host, self.token
         )?;
         s.write_all(body.unwrap_or_default())?;
         let what = format!("{method} {path}");
@@ -146,6 +162,73 @@ impl Client {
     pub fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T> {
         let body = self.get_bytes(path)?;
         serde_json::from_slice(&body).with_context(|| format!("GET {path}: unexpected body"))
+    }
+}
+
+impl Target {
+    /// One URL: https://, or http:// to a loopback host only (the token would go in clear).
+    fn parse(url: &str, ca: Option<&std::path::Path>) -> Result<Target> {
+        let (rest, tls, default_port) = match url.split_once("://") {
+            Some(("https", rest)) => (rest, Some(tls_config(ca)?), 443),
+            Some(("http", rest)) => (rest, None, 80),
+            _ => bail!("--server {url:?}: an https://host:port or http://host:port URL"),
+        };
+        let rest = rest.trim_end_matches('/');
+        let (host, port) = match rest.rsplit_once(':') {
+            Some((h, p)) => (h.to_string(), p.parse().context("--server: port")?),
+            None => (rest.to_string(), default_port),
+        };
+        if tls.is_none() && !is_loopback(&host) {
+            bail!(
+                "--server {url}: plain http:// to a host that is not loopback would send the \
+                 token in clear; use https:// (serve --tls-cert) or a loopback address"
+            );
+        }
+        Ok(Target {
+            url: url.to_string(),
+            host,
+            port,
+            tls,
+        })
+    }
+
+    /// A connection, TLS for https:// with its handshake done, so a node that cannot
+    /// finish one is passed over like one that refuses.
+    fn connect(&self) -> Result<Box<dyn Stream>> {
+        use std::net::ToSocketAddrs;
+        let addr = format!("{}:{}", self.host, self.port);
+        let mut last = None;
+        let mut stream = None;
+        for a in addr
+            .to_socket_addrs()
+            .with_context(|| format!("resolving {addr}"))?
+        {
+            match TcpStream::connect_timeout(&a, CONNECT_TIMEOUT) {
+                Ok(s) => {
+                    stream = Some(s);
+                    break;
+                }
+                Err(e) => last = Some(e),
+            }
+        }
+        let mut s = match (stream, last) {
+            (Some(s), _) => s,
+            (None, Some(e)) => return Err(e).with_context(|| format!("connecting to {addr}")),
+            (None, None) => bail!("{addr} resolves to no address"),
+        };
+        s.set_read_timeout(Some(TIMEOUT))?;
+        s.set_write_timeout(Some(TIMEOUT))?;
+        let Some(config) = &self.tls else {
+            return Ok(Box::new(s));
+        };
+        let name = rustls::pki_types::ServerName::try_from(self.host.clone())
+            .with_context(|| format!("--server: {:?} is not a host name", self.host))?;
+        let mut conn = rustls::ClientConnection::new(config.clone(), name)?;
+        while conn.is_handshaking() {
+            conn.complete_io(&mut s)
+                .with_context(|| format!("TLS handshake with {addr}"))?;
+        }
+        Ok(Box::new(rustls::StreamOwned::new(conn, s)))
     }
 }
 
@@ -259,7 +342,7 @@ mod tests {
 
     fn server(url: &str) -> Result<Option<Client>> {
         Client::from_args(&ServerArgs {
-            server: Some(url.into()),
+            server: vec![url.into()],
             token: Some("a-token-of-sixteen-chars".into()),
             ca: None,
         })

@@ -25,7 +25,7 @@ pub fn trust_count_key(path: &Path, access: &mut AccessConfig) -> Result<Signing
 /// A client of the demo's own server as `token`.
 pub fn client(url: &str, token: &str) -> Result<Client> {
     let args = ServerArgs {
-        server: Some(url.trim_end_matches('/').to_string()),
+        server: vec![url.trim_end_matches('/').to_string()],
         token: Some(token.to_string()),
         ca: None,
     };

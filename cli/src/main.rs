@@ -5,6 +5,7 @@
 //! Exit codes (documented in `--help`): 0 clean, 1 findings or disputes (audit, verify,
 //! replay), 2 error.
 
+mod admin;
 mod args;
 mod audit;
 #[cfg(feature = "devtools")]
@@ -157,6 +158,9 @@ enum Command {
     /// Ledger nodes on one bus: lag, heads agreement per table, lease holders
     /// (`cluster status`).
     Cluster(cluster::Args),
+    /// Admin acts every ledger node takes in stream order: the clock skew limit
+    /// (`admin clock-skew`); `table unfence` is one too.
+    Admin(admin::Args),
 }
 
 impl Command {
@@ -238,6 +242,7 @@ fn main() -> ExitCode {
         Command::Count(a) => count::run(a),
         Command::Conform(a) => conform::run(a),
         Command::Cluster(a) => cluster::run(a),
+        Command::Admin(a) => admin::run(a),
     };
     match result {
         Ok(Outcome::Clean) => ExitCode::SUCCESS,

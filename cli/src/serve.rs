@@ -103,8 +103,9 @@ pub struct Args {
     /// With --node-id: milliseconds between two replica checks (publish heads, compare).
     #[arg(long, value_name = "MS", default_value_t = ingest::replicas::REPLICA_CHECK_EVERY.as_millis() as u64)]
     replica_check_ms: u64,
-    /// With --node-id and --seal-key: seconds the sealer lease lasts without renewal. Only
-    /// its holder publishes seals; another node takes over within about this long.
+    /// With --node-id: seconds a lease (the alerts', and with --seal-key the sealer's)
+    /// lasts without renewal. Only its holder publishes alerts and seals; another node
+    /// takes over within about this long.
     #[arg(long, value_name = "SECONDS", default_value_t = 15)]
     lease_ttl: u64,
     /// Also serve `/metrics` (Prometheus text), `/ready` and `/health` on this address,
@@ -475,6 +476,7 @@ fn ingest_config(args: &Args) -> Result<ingest::IngestConfig> {
     config.stuck_after = std::time::Duration::from_secs(args.stuck_after);
     config.node_id = args.node_id.clone();
     config.replica_check_every = std::time::Duration::from_millis(args.replica_check_ms);
+    config.lease_ttl = std::time::Duration::from_secs(args.lease_ttl);
     config.check().context("ingest settings")?;
     Ok(config)
 }

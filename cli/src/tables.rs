@@ -4,9 +4,9 @@
 //! held seqs, their count and bytes, since when, and the quarantined event the chain waits
 //! for; a table fenced as damaged says why (RUNBOOK.md). From a ledger directory or a
 //! running server (`GET /v1/chain`). Exit 0 when every table advances, 1 when one holds
-//! events or is fenced, 2 on error. `resync` signs a re-sync; `unfence` and `fence-log`
-//! lift a fence after a repair and list those acts (offline, `ledger::fence`). A seq with
-//! two signed events (a fork) shows the table as DISPUTED, from either source
+//! events or is fenced, 2 on error. `resync` signs a re-sync; `unfence` signs and
+//! publishes an unfence (an admin act, `admin`); `fence-log` lists what unfences did. A
+//! seq with two signed events (a fork) shows the table as DISPUTED, from either source
 //! (`readside::forks`).
 
 use crate::client::{Client, ServerArgs};
@@ -30,17 +30,14 @@ enum TableCommand {
     /// Sign and publish a re-sync: the table continues with a quarantined event
     /// (RUNBOOK.md).
     Resync(crate::resync::ResyncArgs),
-    /// After a repair: lift a table's fence and append the events kept while it was
-    /// fenced. Refused while the table still fails its check.
+    /// After a repair: sign and publish an unfence (an admin act). Every ledger node
+    /// takes it in stream order; a node whose table is fenced and now passes its check
+    /// lifts the fence and appends the events kept meanwhile.
     Unfence {
         /// The table.
         table: String,
-        /// The ledger directory (no server may hold it).
-        #[arg(long)]
-        ledger: PathBuf,
-        /// Who unfences (recorded in the unfence log).
-        #[arg(long)]
-        by: String,
+        #[command(flatten)]
+        sign: crate::admin::SignArgs,
     },
     /// The unfence log: one JSON object per act, oldest first.
     FenceLog {
@@ -102,7 +99,7 @@ pub fn run(args: Args) -> Result<Outcome> {
     match args.command {
         TableCommand::Status(a) => status(a),
         TableCommand::Resync(a) => crate::resync::run(a),
-        TableCommand::Unfence { table, ledger, by } => unfence(&table, &ledger, &by),
+        TableCommand::Unfence { table, sign } => unfence(&table, &sign),
         TableCommand::FenceLog { ledger } => {
             let l = crate::source::open_ledger(&ledger)?;
             for line in l.fence_log()? {
@@ -113,13 +110,18 @@ pub fn run(args: Args) -> Result<Outcome> {
     }
 }
 
-fn unfence(table: &str, ledger: &std::path::Path, by: &str) -> Result<Outcome> {
+fn unfence(table: &str, sign: &crate::admin::SignArgs) -> Result<Outcome> {
     let table = TableId::new(table).map_err(|e| anyhow::anyhow!("table: {e}"))?;
-    let l = crate::source::open_ledger(ledger)?;
-    let r = l.unfence(&table, by, ingest::system_clock_ns())?;
+    let act = crate::admin::send(
+        sign,
+        schemas::admin::Act::Unfence {
+            table: table.clone(),
+        },
+    )?;
     println!(
-        "table {table} unfenced by {by}: {} kept entries appended again: {} stored, {} already stored, {} held, {} refused; head now seq {}",
-        r.entries, r.stored, r.duplicates, r.held, r.refused, r.head_seq
+        "unfence of {table}: signed by {}, {}; `table fence-log` shows what each node did",
+        act.admin,
+        crate::admin::sent_where(sign)
     );
     Ok(Outcome::Clean)
 }
@@ -268,8 +270,9 @@ fn describe(g: &GapView, age_ns: i64) -> String {
     )
 }
 
-/// `verify`'s lines for the kept re-syncs, each checked against the chain and the
-/// quarantine, and whether they all check out. Held events are verify's own section;
+/// `verify`'s lines for the admin log (each act's signature checked again) and the kept
+/// re-syncs, each checked against the chain and the quarantine, and whether they all
+/// check out. Held events are verify's own section;
 /// what blocks them is `table status`'s. A ledger that does not open fails.
 pub fn resync_lines(dir: &std::path::Path) -> (Vec<String>, bool) {
     match crate::source::open_ledger(dir).and_then(|l| lines_of(&l)) {
@@ -280,6 +283,15 @@ pub fn resync_lines(dir: &std::path::Path) -> (Vec<String>, bool) {
 
 fn lines_of(l: &ledger::Ledger) -> Result<(Vec<String>, bool)> {
     let mut lines = Vec::new();
+    let acts = l.admin_log().context("reading the admin log")?;
+    let act_problems = l.check_admin_log().context("checking the admin log")?;
+    if !acts.is_empty() && act_problems.is_empty() {
+        lines.push(format!(
+            "admin acts: {} taken, each signed by a trusted admin",
+            acts.len()
+        ));
+    }
+    lines.extend(act_problems.iter().map(|p| format!("BAD {p}")));
     let kept = l.resyncs(None).context("reading the re-syncs")?;
     let problems = l.check_resyncs().context("checking the re-syncs")?;
     if !kept.is_empty() && problems.is_empty() {
@@ -288,7 +300,7 @@ fn lines_of(l: &ledger::Ledger) -> Result<(Vec<String>, bool)> {
             kept.len()
         ));
     }
-    let ok = problems.is_empty();
+    let ok = problems.is_empty() && act_problems.is_empty();
     lines.extend(problems.into_iter().map(|p| format!("BAD {p}")));
     Ok((lines, ok))
 }

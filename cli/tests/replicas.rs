@@ -256,11 +256,85 @@ fn signal(serve: &Serve, sig: i32) {
     assert_eq!(unsafe { libc::kill(serve.0.id() as i32, sig) }, 0);
 }
 
-/// Two sealing nodes under one lease (TTL 3 s): n1 holds it and publishes the ended
-/// day's seal; n2 seals its own ledger and publishes nothing. n1 is paused past the TTL:
-/// n2 takes the lease; n1, continued, steps down by itself. One seal reached the bus.
+/// What a subscriber to seals and alerts saw: per message its subject, the node its
+/// lease headers name, and whether `lease::accepts` took it on arrival.
+#[derive(Debug, Clone)]
+struct Seen {
+    subject: String,
+    node: Option<String>,
+    accepted: Result<(), String>,
+}
+
+/// Collects every seal and alert published on `url`, each checked as it arrives.
+fn collect(rt: &tokio::runtime::Runtime, url: &str) -> std::sync::Arc<std::sync::Mutex<Vec<Seen>>> {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let into = seen.clone();
+    let (client, mut subs) = rt.block_on(async {
+        let c = async_nats::connect(url).await.expect("connect");
+        let seals = c.subscribe(subjects::SEALS_WILDCARD).await.expect("sub");
+        let alerts = c.subscribe(subjects::ALERTS_WILDCARD).await.expect("sub");
+        c.flush().await.expect("flush");
+        (c, futures::stream::select(seals, alerts))
+    });
+    rt.spawn(async move {
+        let js = jetstream::new(client);
+        while let Some(m) = subs.next().await {
+            let duty = match m.subject.starts_with("seals.") {
+                true => "sealer",
+                false => "alerts",
+            };
+            let accepted = ingest::lease::accepts(&js, duty, m.headers.as_ref()).await;
+            let node = m.headers.as_ref().and_then(|h| {
+                h.get(ingest::lease::LEASE_NODE_HEADER)
+                    .map(|v| v.to_string())
+            });
+            let subject = m.subject.to_string();
+            into.lock().expect("lock").push(Seen {
+                subject,
+                node,
+                accepted,
+            });
+        }
+    });
+    seen
+}
+
+/// Publishes two different events at seq 1 of `table`: the second is a fork, an alert.
+fn fork(rt: &tokio::runtime::Runtime, url: &str, table: &str) {
+    let t = TableId::new(table).expect("id");
+    rt.block_on(async {
+        let js = jetstream::new(async_nats::connect(url).await.expect("connect"));
+        ingest::ensure_stream(&js).await.expect("stream");
+        for _ in 0..2 {
+            let bytes = event_bytes(&t, 1, Hash32::ZERO);
+            js.publish(subjects::events_subject(&t), bytes.into())
+                .await
+                .expect("publish")
+                .await
+                .expect("stream ack");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    });
+}
+
+/// How many JSON lines of `log` have `message`.
+fn count_logged(log: &Path, message: &str) -> usize {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["message"].as_str() == Some(message))
+        .count()
+}
+
+/// Two sealing nodes under the sealer and alerts leases (TTL 3 s): n1 holds both and
+/// publishes the ended day's seal and a fork's alert; n2 seals its own ledger and raises
+/// the alert, publishing neither. n1 is paused past the TTL: n2 takes both leases and
+/// publishes the next fork's alert. n1, continued, steps down by itself and publishes
+/// nothing. Each publication passes the lease check as it arrives: one seal, each alert
+/// once.
 #[test]
-fn a_paused_sealer_loses_its_lease_and_no_second_seal_is_published() {
+fn a_paused_holder_loses_its_leases_and_nothing_is_published_twice() {
     let nats = natsd::NatsServer::start().expect("nats-server");
     let url = nats.url();
     let root = tempfile::tempdir().expect("tempdir");
@@ -268,23 +342,13 @@ fn a_paused_sealer_loses_its_lease_and_no_second_seal_is_published() {
     let out = common::roundledger(&["keygen", "--out", key.to_str().expect("utf-8")]);
     assert!(out.status.success());
     let rt = tokio::runtime::Runtime::new().expect("runtime");
-    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Option<String>>::new()));
-    let mut seals = rt.block_on(async {
-        let c = async_nats::connect(&url).await.expect("connect");
-        c.subscribe(subjects::SEALS_WILDCARD)
-            .await
-            .expect("subscribe")
-    });
-    let into = seen.clone();
-    rt.spawn(async move {
-        while let Some(m) = seals.next().await {
-            let rev = m.headers.as_ref().and_then(|h| {
-                h.get(ingest::sealer::LEASE_REVISION_HEADER)
-                    .map(|v| v.to_string())
-            });
-            into.lock().expect("lock").push(rev);
-        }
-    });
+    let seen = collect(&rt, &url);
+    let got = |prefix: &str| -> Vec<Seen> {
+        let all = seen.lock().expect("lock").clone();
+        all.into_iter()
+            .filter(|s| s.subject.starts_with(prefix))
+            .collect()
+    };
     let extra = format!("seal-key = {key:?}\nseal-grace = 0\nlease-ttl = 3\n");
     let start = |node: &str| {
         let extra = format!("node-id = {node:?}\n{extra}");
@@ -292,36 +356,119 @@ fn a_paused_sealer_loses_its_lease_and_no_second_seal_is_published() {
     };
     let (n1, n1_log) = start("n1");
     wait_for("n1 publishes the ended day's seal", || {
-        let s = seen.lock().expect("lock").clone();
+        let s = got("seals.");
         (s.len() == 1, s)
     });
     let (_n2, n2_log) = start("n2");
     wait_for("n2 seals its own ledger, publishes nothing", || {
-        (
-            logged(
-                &n2_log,
-                "seal kept, not published: another node holds the sealer lease",
-            ),
-            (),
-        )
+        let m = "seal kept, not published: another node holds the sealer lease";
+        (logged(&n2_log, m), ())
+    });
+    fork(&rt, &url, "T-F1");
+    wait_for("n1 publishes the first fork's alert", || {
+        let a = got("alerts.");
+        (a.len() == 1, a)
+    });
+    wait_for("n2 raises it too, and keeps it", || {
+        let m = "alert kept, not published: another node holds the alerts lease";
+        (logged(&n2_log, m), ())
     });
     signal(&n1, libc::SIGSTOP);
     let paused = Instant::now();
-    wait_for("n2 takes the lease", || {
-        (logged(&n2_log, "lease taken"), ())
+    wait_for("n2 takes both leases", || {
+        let n = count_logged(&n2_log, "lease taken");
+        (n == 2, n)
     });
     eprintln!("takeover {:?} after the pause (ttl 3 s)", paused.elapsed());
+    fork(&rt, &url, "T-F2");
+    wait_for("n2 publishes the second fork's alert", || {
+        let a = got("alerts.");
+        (a.len() == 2, a)
+    });
     signal(&n1, libc::SIGCONT);
     wait_for("n1 steps down by itself", || {
         (logged(&n1_log, "lease lost: stepping down"), ())
     });
+    wait_for("n1 raises the second alert and keeps it", || {
+        let m = "alert kept, not published: another node holds the alerts lease";
+        (logged(&n1_log, m), ())
+    });
     let out = common::roundledger(&["cluster", "status", "--nats", &url]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("lease sealer: held by n2"), "{text}");
+    assert!(text.contains("lease alerts: held by n2"), "{text}");
     // Both nodes run on a while (two ticks): nothing more reaches the bus.
     std::thread::sleep(Duration::from_secs(2));
-    let s = seen.lock().expect("lock").clone();
-    assert_eq!(s.len(), 1, "one seal published: {s:?}");
-    assert!(s[0].is_some(), "it carries its lease revision");
+    each_once(&got("seals."), &got("alerts."));
     drop(n1);
+}
+
+/// One seal from n1; the first fork's alert from n1, the second's from n2; each
+/// accepted by the lease check as it arrived.
+fn each_once(seals: &[Seen], alerts: &[Seen]) {
+    assert_eq!(seals.len(), 1, "one seal published: {seals:?}");
+    assert_eq!(alerts.len(), 2, "each alert once: {alerts:?}");
+    assert_eq!(alerts[0].subject, "alerts.T-F1.fork");
+    assert_eq!(alerts[1].subject, "alerts.T-F2.fork");
+    let nodes: Vec<_> = [&seals[0], &alerts[0], &alerts[1]]
+        .iter()
+        .map(|s| s.node.clone())
+        .collect();
+    assert_eq!(
+        nodes,
+        [Some("n1".into()), Some("n1".into()), Some("n2".into())]
+    );
+    for s in seals.iter().chain(alerts) {
+        assert_eq!(s.accepted, Ok(()), "{s:?}");
+    }
+}
+
+/// The alerts lease's holder killed (SIGKILL: nothing released) after publishing a
+/// fork's alert. n2 starts once the lease has expired, takes it before its first fetch,
+/// then reaches the same fork in the stream: it raises the alert and does not publish it,
+/// since the old holder published past it. A later fork's alert it publishes.
+#[test]
+fn a_late_holder_does_not_publish_again_what_the_old_one_did() {
+    let nats = natsd::NatsServer::start().expect("nats-server");
+    let url = nats.url();
+    let root = tempfile::tempdir().expect("tempdir");
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let seen = collect(&rt, &url);
+    let alerts = || seen.lock().expect("lock").clone();
+    let start = |node: &str| {
+        let extra = format!("node-id = {node:?}\nlease-ttl = 2\n");
+        common::serve::start(&node_dir(root.path(), node), &url, TOKEN, &extra)
+    };
+    let (mut n1, _) = start("n1");
+    fork(&rt, &url, "T-F1");
+    wait_for("n1 publishes the fork's alert", || {
+        let a = alerts();
+        (a.len() == 1, a)
+    });
+    n1.0.kill().expect("SIGKILL n1");
+    n1.0.wait().expect("reap");
+    wait_for("the alerts lease expires", || {
+        let out = common::roundledger(&["cluster", "status", "--nats", &url]);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        (text.contains("lease alerts: free"), text)
+    });
+    let (_n2, n2_log) = start("n2");
+    wait_for("n2 reaches the fork and keeps its alert", || {
+        let m = "alert kept, not published: an earlier lease holder published past it";
+        (logged(&n2_log, m), ())
+    });
+    fork(&rt, &url, "T-F2");
+    wait_for("n2 publishes the next fork's alert", || {
+        let a = alerts();
+        (a.len() == 2, a)
+    });
+    let a = alerts();
+    let subjects: Vec<&str> = a.iter().map(|s| s.subject.as_str()).collect();
+    assert_eq!(
+        subjects,
+        ["alerts.T-F1.fork", "alerts.T-F2.fork"],
+        "each once"
+    );
+    assert_eq!(a[1].node.as_deref(), Some("n2"));
+    assert!(a.iter().all(|s| s.accepted.is_ok()), "{a:?}");
 }

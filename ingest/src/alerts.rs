@@ -100,14 +100,26 @@ impl Log {
     }
 }
 
+/// Whether alerts of `kind` tell one node's own state (its ingest paused, its table
+/// fenced): every node publishes its own. Every other kind follows from the stream, is
+/// raised alike by every node, and goes out only from the alerts lease's holder.
+pub fn node_local(kind: AlertKind) -> bool {
+    matches!(
+        kind,
+        AlertKind::IngestPaused | AlertKind::IngestResumed | AlertKind::TableFenced
+    )
+}
+
 /// The alert kind a quarantine reason of an event raises, if any.
 pub(crate) fn kind_of_reason(reason: &str) -> Option<AlertKind> {
     use ledger::reason as r;
     match reason {
         r::FORK | r::SEQ_BACKWARDS => Some(AlertKind::Fork),
-        r::UNSIGNED | r::SIGNER_UNKNOWN | r::SIGNATURE_INVALID | r::RESYNC_REFUSED => {
-            Some(AlertKind::RefusedPublisher)
-        }
+        r::UNSIGNED
+        | r::SIGNER_UNKNOWN
+        | r::SIGNATURE_INVALID
+        | r::RESYNC_REFUSED
+        | r::ADMIN_REFUSED => Some(AlertKind::RefusedPublisher),
         r::TABLE_FENCED => Some(AlertKind::TableFenced),
         _ => None,
     }

@@ -113,6 +113,8 @@ pub struct IngestConfig {
     pub replicas: replicas::Replicas,
     /// How often the replica check publishes this node's heads and compares its peers'.
     pub replica_check_every: Duration,
+    /// With `node_id`: how long the alerts lease (`lease`) lasts without renewal.
+    pub lease_ttl: Duration,
 }
 
 /// The system clock in UTC nanoseconds. Ingest is an edge: its clock stamps arrival. A
@@ -145,6 +147,7 @@ impl IngestConfig {
             node_id: None,
             replicas: replicas::Replicas::default(),
             replica_check_every: replicas::REPLICA_CHECK_EVERY,
+            lease_ttl: lease::LEASE_TTL_DEFAULT,
         }
     }
 
@@ -188,6 +191,9 @@ impl IngestConfig {
             if let Err(e) = bus::validate_name(id) {
                 return bad(&format!("node id: {e}"));
             }
+        }
+        if self.lease_ttl < lease::LEASE_TTL_MIN {
+            return bad("lease_ttl must be at least 1 s");
         }
         if self.replica_check_every < Duration::from_millis(100) {
             return bad("replica_check_every must be at least 100 ms");
@@ -247,6 +253,8 @@ pub struct IngestReport {
     /// Checkpoints refused (bad signature, unknown or revoked device, not matching the
     /// chain): quarantined, also counted in `quarantined`.
     pub checkpoints_refused: u64,
+    /// Admin acts (`schemas::admin`) taken at their point of the stream.
+    pub admin_acts: u64,
     /// Messages of fenced tables (`ledger::fence`), kept as `table_fenced` quarantine
     /// entries or counted as their repeats; also in `quarantined` or `repeats`.
     pub fenced: u64,

@@ -6,6 +6,7 @@ use crate::{Error, IngestConfig, IngestReport, DUPLICATE_WINDOW};
 use async_nats::jetstream::{self, consumer, stream};
 use futures::{FutureExt, StreamExt};
 use ledger::{Incoming, Ledger};
+use schemas::api::Alert;
 use schemas::subjects;
 use std::future::Future;
 use std::sync::Arc;
@@ -23,6 +24,7 @@ pub fn stream_config() -> stream::Config {
         subjects: vec![
             subjects::EVENTS_WILDCARD.to_string(),
             subjects::CHECKPOINTS_WILDCARD.to_string(),
+            subjects::ADMIN_SUBJECT.to_string(),
         ],
         storage: stream::StorageType::File,
         retention: stream::RetentionPolicy::Limits,
@@ -232,7 +234,19 @@ pub(crate) async fn run_with_consumer(
         batch_len_max = config.batch_len_max,
         "ingest started"
     );
-    let workers = Workers::start(&client, ledger, &config)?;
+    let lease = match &config.node_id {
+        Some(node) => {
+            let js = jetstream::new(client.clone());
+            let (ttl, n) = (config.lease_ttl, config.stream_replicas);
+            let mut l = crate::lease::Lease::open(&js, "alerts", node, ttl, n).await?;
+            // Taken, if free, before the first fetch: what this node raises first is then
+            // judged as the holder's.
+            l.tick().await;
+            Some(std::sync::Arc::new(tokio::sync::Mutex::new(l)))
+        }
+        None => None,
+    };
+    let workers = Workers::start(&client, ledger, &config, lease)?;
     config.metrics.attach(&client);
     let _polling = crate::metrics::Polling::start(&consumer, &config.metrics);
     ready();
@@ -291,6 +305,10 @@ struct Workers {
     acker: tokio::task::JoinHandle<Result<IngestReport, Error>>,
     stuck_watch: crate::stuck::Watcher,
     replica_watch: Option<crate::replicas::Watcher>,
+    /// Takes and renews the alerts lease, with several nodes.
+    lease_keeper: Option<crate::lease::Keeper>,
+    /// The alerts lease, released at a clean stop.
+    lease: Option<crate::lease::Shared>,
 }
 
 impl Workers {
@@ -298,14 +316,17 @@ impl Workers {
         client: &async_nats::Client,
         ledger: Arc<Ledger>,
         config: &IngestConfig,
+        lease: Option<crate::lease::Shared>,
     ) -> Result<Workers, Error> {
         let (jobs, job_rx) = mpsc::channel::<Job>(config.writer_queue_len);
         let (done_tx, done_rx) =
             mpsc::channel::<Result<Written, Error>>(config.writer_queue_len + 1);
         let (alert_tx, alert_rx) = mpsc::channel::<Raised>(crate::health::ALERT_QUEUE_LEN_MAX);
+        let lease_keeper = lease.clone().map(crate::lease::keep);
         let alerting = Alerting {
             log: config.alerts.clone(),
             clock: config.clock,
+            lease: lease.clone(),
         };
         let stuck_watch = stuck_watcher(client, ledger.clone(), config, alerting.clone());
         let replica_watch = replica_watcher(client, ledger.clone(), config, alerting.clone());
@@ -329,6 +350,8 @@ impl Workers {
             acker,
             stuck_watch,
             replica_watch,
+            lease_keeper,
+            lease,
         })
     }
 
@@ -341,6 +364,7 @@ impl Workers {
     ) -> Result<IngestReport, Error> {
         drop(self.stuck_watch);
         drop(self.replica_watch);
+        drop(self.lease_keeper);
         drop(self.jobs);
         let acked = self
             .acker
@@ -355,6 +379,9 @@ impl Workers {
         }
         // The writer is gone, so its alert queue is closed: the alerter ends once drained.
         let _ = self.alerter.await;
+        if let Some(lease) = &self.lease {
+            lease.lock().await.release().await;
+        }
         // Acks are fire-and-forget publishes: make sure they left before returning. With
         // NATS down a flush waits for it to come back; a stop does not. An ack that did
         // not leave loses nothing: its batch is stored, NATS delivers it again, and
@@ -753,21 +780,72 @@ async fn fetch(
     Ok(msgs)
 }
 
-/// Where the ack loop counts alerts, and its clock.
+/// Where the ack loop counts alerts, its clock, and with several nodes the alerts lease.
 #[derive(Clone)]
 struct Alerting {
     log: crate::alerts::AlertLog,
     clock: fn() -> i64,
+    lease: Option<crate::lease::Shared>,
+}
+
+/// Whether this node publishes an alert, and with which headers.
+enum Publish {
+    /// Publish it with these headers.
+    With(async_nats::HeaderMap),
+    /// Another node holds the alerts lease.
+    NotHolder,
+    /// An earlier holder published for this stream seq or a later one.
+    PublishedBefore(u64),
+}
+
+impl Alerting {
+    /// How an alert goes out. One node: without headers. Several: a node's own state
+    /// (`node_local`) with the node's name; any other alert only from the holder of the
+    /// alerts lease, confirmed at its revision (`lease::Lease::confirm`), and only past
+    /// the stream seq an earlier holder published for (`lease::published_through`).
+    async fn publish_how(&self, client: &async_nats::Client, alert: &Alert) -> Publish {
+        let Some(lease) = &self.lease else {
+            return Publish::With(async_nats::HeaderMap::new());
+        };
+        let mut lease = lease.lock().await;
+        if crate::alerts::node_local(alert.kind) {
+            let mut h = async_nats::HeaderMap::new();
+            h.insert(crate::lease::LEASE_NODE_HEADER, lease.node());
+            return Publish::With(h);
+        }
+        let Some(revision) = lease.confirm().await else {
+            return Publish::NotHolder;
+        };
+        let seq = alert.last_stream_seq;
+        let js = jetstream::new(client.clone());
+        match crate::lease::published_through(&js, "alerts").await {
+            Some(through) if seq > 0 && seq <= through => Publish::PublishedBefore(through),
+            _ => Publish::With(lease.headers(revision)),
+        }
+    }
 }
 
 /// Counts `raised` into the log and publishes each alert that opens a window. Advisory,
-/// like heads: a failed publish is logged, the alert stays in the log.
+/// like heads: a failed publish is logged, the alert stays in the log. With several
+/// nodes, only the alerts lease's holder publishes what every node raises alike.
 async fn publish_alerts(client: &async_nats::Client, a: &Alerting, raised: Vec<Raised>) {
     for r in raised {
         let Some(alert) = a.log.raise(r, (a.clock)()) else {
             continue;
         };
         tracing::error!(table = %alert.table, kind = alert.kind.as_str(), detail = %alert.detail, "ALERT");
+        let headers = match a.publish_how(client, &alert).await {
+            Publish::With(h) => h,
+            Publish::NotHolder => {
+                tracing::info!(table = %alert.table, kind = alert.kind.as_str(), "alert kept, not published: another node holds the alerts lease");
+                continue;
+            }
+            Publish::PublishedBefore(through) => {
+                tracing::info!(table = %alert.table, kind = alert.kind.as_str(), stream_seq = alert.last_stream_seq, through, "alert kept, not published: an earlier lease holder published past it");
+                continue;
+            }
+        };
+        let leased = headers.get(crate::lease::LEASE_REVISION_HEADER).is_some();
         let subject = subjects::alerts_subject(&alert.table, alert.kind);
         let json = match serde_json::to_vec(&alert) {
             Ok(j) => j,
@@ -776,8 +854,14 @@ async fn publish_alerts(client: &async_nats::Client, a: &Alerting, raised: Vec<R
                 continue;
             }
         };
-        if let Err(e) = client.publish(subject, json.into()).await {
+        if let Err(e) = client
+            .publish_with_headers(subject, headers, json.into())
+            .await
+        {
             tracing::warn!(table = %alert.table, error = %e, "alert not published");
+        } else if leased && alert.last_stream_seq > 0 {
+            let js = jetstream::new(client.clone());
+            crate::lease::mark_published(&js, "alerts", alert.last_stream_seq).await;
         }
     }
 }

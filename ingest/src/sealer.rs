@@ -14,7 +14,7 @@
 //!
 //! With several ledger nodes (`SealerConfig::lease`), every node seals its own ledger and
 //! only the holder of the sealer lease (`crate::lease`) publishes, after renewing it at
-//! its revision; the seal carries the revision (`LEASE_REVISION_HEADER`). A node that
+//! its revision; the seal carries the revision and the node (`Lease::headers`). A node that
 //! does not hold the lease publishes nothing, not even its last seal at start.
 //!
 //! Invariants: sled runs on the blocking pool only; every wait is bounded by the check
@@ -73,8 +73,7 @@ pub struct LeaseSetup {
     pub replicas: usize,
 }
 
-/// The header a leased seal publication carries: the lease revision it was confirmed at.
-pub const LEASE_REVISION_HEADER: &str = "Roundledger-Lease-Revision";
+pub use crate::lease::LEASE_REVISION_HEADER;
 
 /// What ingest's consumer has left, as its info shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,7 +130,12 @@ pub async fn run(
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
-            _ = &mut shutdown => return Ok(made),
+            _ = &mut shutdown => {
+                if let Some(l) = lease.as_mut() {
+                    l.release().await;
+                }
+                return Ok(made);
+            }
             _ = tokio::time::sleep(check_every) => {}
         }
         if let Some(l) = lease.as_mut() {
@@ -162,7 +166,7 @@ async fn publish_once(
         return publish(client, seal, None).await;
     };
     match lease.confirm().await {
-        Some(revision) => publish(client, seal, Some(revision)).await,
+        Some(revision) => publish(client, seal, Some(lease.headers(revision))).await,
         None => {
             tracing::info!(day = %seal.day, "seal kept, not published: another node holds the sealer lease");
             Ok(())
@@ -227,17 +231,14 @@ async fn backlog(js: &jetstream::Context, consumer: &str) -> Result<Backlog, Err
     })
 }
 
-/// Publishes a seal's JSON on `seals.<day>`, with the lease revision it was confirmed at
-/// if any, and waits until the server has it.
+/// Publishes a seal's JSON on `seals.<day>`, with the lease headers it was confirmed
+/// under if any (`Lease::headers`), and waits until the server has it.
 async fn publish(
     client: &async_nats::Client,
     seal: &DaySeal,
-    revision: Option<u64>,
+    headers: Option<async_nats::HeaderMap>,
 ) -> Result<(), Error> {
-    let mut headers = async_nats::HeaderMap::new();
-    if let Some(r) = revision {
-        headers.insert(LEASE_REVISION_HEADER, r.to_string().as_str());
-    }
+    let headers = headers.unwrap_or_default();
     client
         .publish_with_headers(
             subjects::seal_subject(&seal.day),

@@ -200,8 +200,14 @@ fn alert_fences(ledger: &Ledger, side: &WriterSide, seen: &mut BTreeSet<TableId>
 
 /// The alert a refusal of `inc` raises, if its reason is one operators must see now.
 fn raised(inc: &Incoming, reason: &str, id: u64, what: &str) -> Option<Raised> {
+    // A refused admin act names no table: it is raised as ingest-wide.
+    let ingest_wide = || {
+        (reason == ledger::reason::ADMIN_REFUSED)
+            .then(|| TableId::new(crate::health::INGEST_ALERT_TABLE).ok())
+            .flatten()
+    };
     Some(Raised {
-        table: inc.subject_table.clone()?,
+        table: inc.subject_table.clone().or_else(ingest_wide)?,
         kind: kind_of_reason(reason)?,
         stream_seq: inc.stream_seq,
         detail: format!("{reason}: {what}, quarantine entry {id}"),
@@ -464,6 +470,11 @@ fn count_event(tally: &mut IngestReport, alerts: &mut Vec<Raised>, inc: &Incomin
             tally.held += 1;
             tracing::warn!(%table, seq = seq.0, missing_from = missing_from.0, missing_to = missing_to.0, since_ns, stream_seq = inc.stream_seq, "event held behind a sequence gap");
         }
+        Appended::Admin { kind, first: true } => {
+            tally.admin_acts += 1;
+            tracing::warn!(kind, stream_seq = inc.stream_seq, "admin act taken");
+        }
+        Appended::Admin { first: false, .. } => tally.duplicates += 1,
         Appended::Refused(Refused::QuarantinedBefore { id }) => {
             tally.duplicates += 1;
             tracing::debug!(

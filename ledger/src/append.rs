@@ -35,6 +35,10 @@ impl Ledger {
     /// call. One outcome per message. Nothing is durable until `flush`; an `Err` means
     /// nothing of this call was written.
     ///
+    /// An admin act (`admin`) ends a call: the messages after it are appended by the
+    /// next, once the act took effect and was flushed. An `Err` then means nothing after
+    /// the last admin act taken was written.
+    ///
     /// Why one commit and not events then checkpoints: each commit is a value-log fsync
     /// and a sled batch, and a floor signs a checkpoint every round, so a second commit per
     /// ingest group cost about as much again as the events' own (BENCHMARKS.md).
@@ -42,12 +46,37 @@ impl Ledger {
     /// A failure that a damaged table causes fences that table (`fence`) and the call is
     /// tried once more, so the other tables go on.
     pub fn append(&self, events: &[Incoming], checkpoints: &[Incoming]) -> Result<Outcomes, Error> {
-        match self.append_as(events, checkpoints, Admission::Check) {
+        let mut out = Outcomes {
+            events: Vec::with_capacity(events.len()),
+            checkpoints: Vec::new(),
+        };
+        let mut rest = events;
+        while let Some(at) = crate::admin::cut(rest) {
+            let (now, later) = rest.split_at(at);
+            out.events.extend(self.append_call(now, &[])?.events);
+            rest = later;
+        }
+        let last = self.append_call(rest, checkpoints)?;
+        out.events.extend(last.events);
+        out.checkpoints = last.checkpoints;
+        Ok(out)
+    }
+
+    /// One call of `append`, then the effects of the admin acts it took.
+    fn append_call(
+        &self,
+        events: &[Incoming],
+        checkpoints: &[Incoming],
+    ) -> Result<Outcomes, Error> {
+        let out = match self.append_as(events, checkpoints, Admission::Check) {
             Err(e) if self.fence_after_failure(&[events, checkpoints], &e) => {
                 self.append_as(events, checkpoints, Admission::Check)
             }
             other => other,
-        }
+        };
+        let out = out.inspect_err(|_| self.lock().admin_deferred.clear())?;
+        self.run_deferred(&out)?;
+        Ok(out)
     }
 
     /// `append`, for recovery too: `Admission::Recovered` re-appends records of the
@@ -162,7 +191,7 @@ impl Ledger {
         if pending.get(&seq).is_some_and(|h| h.hash == hash) {
             return Ok(held_outcome(call, table, seq));
         }
-        if let Some(text) = skew_refusal(state, msg, &event) {
+        if let Some(text) = skew_refusal(call, msg, &event) {
             return Ok(quarantine(state, call, msg, reason::CLOCK_SKEW, text).into());
         }
         if seq == head_seq + 1 {
@@ -182,6 +211,10 @@ impl Ledger {
     ) -> Result<Result<schemas::Event, Appended>, Error> {
         if let Some(parsed) = schemas::resync::Resync::from_wire(&msg.bytes) {
             return self.resync(state, call, msg, parsed).map(Err);
+        }
+        if schemas::admin::is_admin_act(&msg.bytes) {
+            let parsed = schemas::admin::AdminAct::from_wire(&msg.bytes);
+            return self.admin_act(state, call, msg, parsed).map(Err);
         }
         let event = match codec::decode(&msg.bytes) {
             Ok((e, _)) => e,
@@ -702,9 +735,9 @@ impl Ledger {
     }
 }
 /// Why an event's device time is refused: too far from its receive time.
-fn skew_refusal(state: &crate::State, msg: &Incoming, event: &schemas::Event) -> Option<String> {
+fn skew_refusal(call: &Call, msg: &Incoming, event: &schemas::Event) -> Option<String> {
     let skew = event.occurred_at_ns.abs_diff(msg.received_at_ns);
-    let skew_max_ns = state.clock_skew_max_ns;
+    let skew_max_ns = call.clock_skew_max_ns;
     assert!(
         skew_max_ns > 0,
         "the skew limit is checked when set and loaded"

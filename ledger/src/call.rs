@@ -53,6 +53,10 @@ pub(crate) struct Call {
     pub(crate) checks_signatures: bool,
     /// Whether recovery re-appends this call (`Admission::Recovered`).
     pub(crate) recovering: bool,
+    /// The clock skew limit in force at this point of the call (an admin act may set it).
+    pub(crate) clock_skew_max_ns: i64,
+    /// Admin acts this call took whose effect runs after its commit (`admin`).
+    pub(crate) deferred: Vec<crate::types::DeferredAct>,
 }
 
 impl Call {
@@ -75,6 +79,8 @@ impl Call {
             devices: BTreeMap::new(),
             checks_signatures: state.trust.require_signed,
             recovering: false,
+            clock_skew_max_ns: state.clock_skew_max_ns,
+            deferred: Vec::new(),
         }
     }
 
@@ -215,5 +221,7 @@ impl Call {
         for (k, d) in self.devices {
             state.trust.devices.insert(k, d);
         }
+        state.clock_skew_max_ns = self.clock_skew_max_ns;
+        state.admin_deferred.extend(self.deferred);
     }
 }

@@ -37,6 +37,7 @@
 
 #![warn(missing_docs)]
 
+pub mod admin;
 mod append;
 pub mod arrival;
 pub mod attest;
@@ -249,6 +250,8 @@ struct State {
     closed: BTreeMap<TableId, bool>,
     /// Tables fenced as damaged (`fence`): their new messages are quarantined.
     fenced: BTreeMap<TableId, fence::Fence>,
+    /// Admin acts the last call took whose effect runs after its commit (`admin`).
+    admin_deferred: Vec<types::DeferredAct>,
 }
 
 /// An open ledger.

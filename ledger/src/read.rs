@@ -261,6 +261,7 @@ pub(crate) fn load_state(store: &dyn Store) -> Result<State, Error> {
             attested,
         },
         clock_skew_max_ns: crate::settings::load_clock_skew_max_ns(store)?,
+        admin_deferred: Vec::new(),
         closed: BTreeMap::new(),
         fenced: BTreeMap::new(),
     })

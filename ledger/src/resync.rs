@@ -168,12 +168,41 @@ impl Ledger {
         Ok(self.admitted_entry(r, &head))
     }
 
-    /// The quarantine entry `r` names, if it is the event that follows `head`.
+    /// The quarantine entry holding `r`'s event: the one it names, or else the newest
+    /// entry of its table among the newest `BLOCKER_SCAN_MAX` whose bytes hash to the
+    /// event. Entry ids are each node's own: a node that quarantined messages no other
+    /// did (`table_fenced`) numbers its later entries differently, and a re-sync read
+    /// through another node names that node's id. The event hash is signed; it decides.
+    pub(crate) fn resync_entry(&self, r: &Resync) -> Result<Option<QuarantineEntry>, Error> {
+        if let Some(e) = self.quarantine_entry(r.quarantine_id)? {
+            if event_hash_of(&e.bytes) == Some(r.event_hash) {
+                return Ok(Some(e));
+            }
+        }
+        let newest = self.store.range_back(Space::Quarantine);
+        for kv in newest.take(crate::hold::BLOCKER_SCAN_MAX) {
+            let (k, v) = kv?;
+            let e = QuarantineEntry::decode(record::be_u64(&k)?, &v)?;
+            if e.subject_table.as_ref() == Some(&r.table)
+                && event_hash_of(&e.bytes) == Some(r.event_hash)
+            {
+                return Ok(Some(e));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The quarantine entry of `r`'s event (`resync_entry`), if it follows `head`.
     fn admitted_entry(&self, r: &Resync, head: &ChainHead) -> Result<Admitted, String> {
         let entry = self
-            .quarantine_entry(r.quarantine_id)
+            .resync_entry(r)
             .map_err(|e| format!("quarantine entry {}: {e}", r.quarantine_id))?
-            .ok_or_else(|| format!("no quarantine entry {}", r.quarantine_id))?;
+            .ok_or_else(|| {
+                format!(
+                    "no quarantine entry {} nor any newer one holds event {}",
+                    r.quarantine_id, r.event_hash
+                )
+            })?;
         let (event, _) = codec::decode(&entry.bytes)
             .map_err(|e| format!("entry {} is not an event: {e}", entry.id))?;
         let hash = event_hash(&event.prev, &entry.bytes);
@@ -248,10 +277,9 @@ impl Ledger {
                     stored.hash, r.event_hash
                 ));
             }
-            let entry = self.quarantine_entry(r.quarantine_id)?;
-            if entry.is_none_or(|e| event_hash_of(&e.bytes) != Some(r.event_hash)) {
+            if self.resync_entry(r)?.is_none() {
                 problems.push(format!(
-                    "{at}: quarantine entry {} is not that event",
+                    "{at}: quarantine entry {} is not that event, nor is any newer entry",
                     r.quarantine_id
                 ));
             }

@@ -59,6 +59,13 @@ pub enum Appended {
     },
     /// Refused: quarantined, or counted against an entry or a bound.
     Refused(Refused),
+    /// An admin act (`schemas::admin`), taken at its point of the stream.
+    Admin {
+        /// The act's kind (`schemas::admin::Act::kind`).
+        kind: &'static str,
+        /// Whether this delivery took it; `false` for one taken before (delivered again).
+        first: bool,
+    },
 }
 
 /// What became of a refused message, event or checkpoint alike. Nothing refused is
@@ -176,6 +183,9 @@ pub mod reason {
     /// A re-sync (`schemas::resync`) that is not applied: malformed, not signed by a
     /// trusted admin, stale (the head moved), or naming an entry that is not the next event.
     pub const RESYNC_REFUSED: &str = "resync_refused";
+    /// An admin act (`schemas::admin`) that is not applied: malformed, not signed by a
+    /// trusted admin, or out of range. Kept as evidence; every node refuses it alike.
+    pub const ADMIN_REFUSED: &str = "admin_refused";
 }
 
 pub(crate) fn encode_held(h: &Held) -> Vec<u8> {
@@ -252,4 +262,32 @@ pub enum Provenance {
     Signed(EventSignature),
     /// Signature headers that do not read, with why.
     Malformed(String),
+}
+
+/// An admin act whose effect runs after its call's commit.
+pub(crate) struct DeferredAct {
+    pub(crate) act: schemas::admin::Act,
+    pub(crate) line: AdminLogLine,
+}
+
+/// One line of the admin log.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct AdminLogLine {
+    /// The act's stream seq.
+    pub stream_seq: u64,
+    /// When the stream received it, UTC ns: the act's time on every node.
+    pub received_at_ns: i64,
+    /// `schemas::admin::Act::kind`.
+    pub kind: String,
+    /// The table it names, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub table: Option<String>,
+    /// The signing admin key, 64 hex.
+    pub admin: String,
+    /// The admin's note.
+    pub note: String,
+    /// What it did on this node, in words.
+    pub outcome: String,
+    /// The act's message as received, hex: its signature can be checked again (`verify`).
+    pub wire_hex: String,
 }

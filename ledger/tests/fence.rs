@@ -1,7 +1,8 @@
 //! Fencing inside one process: a table's record damaged after the ledger opened. The
 //! next call touching it fails on that table, so the ledger fences it and takes the call
 //! again: the other table's events are stored, the damaged table's kept as `table_fenced`.
-//! An unfence is refused while the damage stays.
+//! An unfence is refused while the damage stays; after the repair, an admin's signed
+//! unfence (`ledger::admin`) lifts the fence before the events that follow it are judged.
 
 use ledger::{Appended, Incoming, Ledger, Refused};
 use schemas::chain::event_hash;
@@ -99,6 +100,84 @@ fn a_table_damaged_while_open_is_fenced_at_the_next_append_and_the_other_goes_on
     assert_eq!(ledger.head(&t_bad).map(|h| h.seq.0), Some(5));
     assert!(ledger.unfence(&t_bad, "test", 1).is_err(), "still damaged");
     assert_eq!(ledger.fence_log().expect("log").len(), 0);
+    // Repaired (the byte put back): an admin's unfence lifts the fence.
+    file.write_all_at(&[b[0]], bad_end / 2).expect("repair");
+    unfenced_by_an_act(&ledger, &t_bad, &mut bad_prev, &mut stream_seq);
+}
+
+/// An admin's unfence of `t_bad` arrives on the stream, followed in the same batch by
+/// its seqs 9 and 10: the 3 kept events are appended again before those are judged.
+fn unfenced_by_an_act(
+    ledger: &Ledger,
+    t_bad: &TableId,
+    bad_prev: &mut Hash32,
+    stream_seq: &mut u64,
+) {
+    let admin = schemas::attest::SigningKey::derive_for_simulation("fence test admin");
+    ledger.trust_admin_keys([admin.public()]).expect("trust");
+    let act = unfence_act(&admin, t_bad, stream_seq);
+    let mut batch = vec![act.clone()];
+    batch.extend(chain("T-BAD", 9, 2, bad_prev, stream_seq));
+    let out = ledger.append_batch(&batch).expect("append");
+    ledger.flush().expect("flush");
+    assert_eq!(
+        out[0],
+        Appended::Admin {
+            kind: "unfence",
+            first: true
+        }
+    );
+    // The unfence took effect before seqs 9 and 10 were judged: stored, not fenced.
+    assert!(
+        out[1..]
+            .iter()
+            .all(|o| matches!(o, Appended::Stored { .. })),
+        "{out:?}"
+    );
+    assert_eq!(ledger.head(t_bad).map(|h| h.seq.0), Some(10));
+    assert!(ledger.fenced().is_empty());
+    let log = ledger.admin_log().expect("admin log");
+    assert_eq!(log.len(), 1);
+    assert!(
+        log[0]
+            .outcome
+            .contains("3 kept entries appended again (3 stored"),
+        "{log:?}"
+    );
+    // Delivered again: recognised, not taken twice.
+    let again = ledger.append_batch(&[act]).expect("append");
+    assert_eq!(
+        again[0],
+        Appended::Admin {
+            kind: "unfence",
+            first: false
+        }
+    );
+    assert_eq!(ledger.fence_log().expect("log").len(), 1);
+}
+
+/// An admin's signed unfence of `table`, as it arrives on `admin.acts`.
+fn unfence_act(
+    admin: &schemas::attest::SigningKey,
+    table: &TableId,
+    stream_seq: &mut u64,
+) -> Incoming {
+    use schemas::admin::{Act, AdminAct, AdminBody};
+    let body = AdminBody {
+        act: Act::Unfence {
+            table: table.clone(),
+        },
+        note: "repaired".into(),
+        signed_at_ns: 1_700_000_000_000_000_000,
+    };
+    *stream_seq += 1;
+    Incoming {
+        bytes: AdminAct::sign(admin, body).expect("sign").to_wire(),
+        subject_table: None,
+        stream_seq: *stream_seq,
+        received_at_ns: 1_700_000_000_000_000_000,
+        provenance: Default::default(),
+    }
 }
 
 /// The value log's last segment deleted (the fault an operator met): the ledger opens,

@@ -12,6 +12,7 @@
 
 #![warn(missing_docs)]
 
+pub mod admin;
 pub mod api;
 pub mod attest;
 pub mod card;

@@ -11,6 +11,8 @@ pub const STREAM: &str = "TABLES";
 pub const EVENTS_WILDCARD: &str = "tables.*.events";
 /// ...and one per table for device-signed checkpoints (`attest::Checkpoint`).
 pub const CHECKPOINTS_WILDCARD: &str = "tables.*.checkpoints";
+/// ...and one for admin acts (`admin::AdminAct`), in order with every table's events.
+pub const ADMIN_SUBJECT: &str = "admin.acts";
 /// The ingest service's durable pull consumer (a single ledger node).
 pub const INGEST_CONSUMER: &str = "ingest";
 /// The JetStream KV bucket where ledger nodes publish their heads and seals

@@ -1,0 +1,148 @@
+//! `roundledger admin`: admin acts (`schemas::admin`), signed with an admin key file and
+//! published on the stream's `admin.acts` subject. Every ledger node takes each act at the
+//! same point of the log and checks the signature itself (`ledger::admin`); an act with a
+//! bad signature is quarantined as `admin_refused` on every node. `table unfence` signs
+//! and publishes through the same functions. Exit 0 once published (or written), 2 on
+//! error. `admin log` lists what one stopped ledger took.
+
+use crate::Outcome;
+use anyhow::{Context, Result};
+use schemas::admin::{Act, AdminAct, AdminBody};
+use std::path::PathBuf;
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    command: Sub,
+}
+
+#[derive(clap::Subcommand)]
+enum Sub {
+    /// Set the clock skew limit on every ledger node, from this point of the stream on.
+    ClockSkew {
+        /// The limit: an event whose device time is further than this from its arrival
+        /// is quarantined as `clock_skew`.
+        #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=31_536_000))]
+        max_seconds: u64,
+        #[command(flatten)]
+        sign: SignArgs,
+    },
+    /// The admin acts a ledger took, oldest first: one JSON object per act (stream seq,
+    /// kind, signer, note, what it did there).
+    Log {
+        /// The ledger directory (no server may hold it).
+        #[arg(long)]
+        ledger: PathBuf,
+    },
+}
+
+/// How an admin act is signed and where it goes.
+#[derive(clap::Args)]
+pub struct SignArgs {
+    /// The admin's key file (`roundledger keygen`); every ledger node must trust its
+    /// public key (`serve --admin-key`).
+    #[arg(long, value_name = "FILE")]
+    admin_key: PathBuf,
+    /// Why, in words: the case or ticket. Signed and kept in each node's admin log.
+    #[arg(long)]
+    note: String,
+    /// Publish it on this NATS server (`admin.acts`; several comma-separated for a
+    /// cluster) and wait for the stream's ack.
+    #[arg(long)]
+    nats: Option<String>,
+    #[command(flatten)]
+    bus: crate::bus::BusArgs,
+    /// Write the message to this file too (to publish by another way).
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+pub fn run(args: Args) -> Result<Outcome> {
+    let (max_seconds, sign) = match args.command {
+        Sub::ClockSkew { max_seconds, sign } => (max_seconds, sign),
+        Sub::Log { ledger } => return log(&ledger),
+    };
+    let max_ns = i64::try_from(max_seconds)?.saturating_mul(1_000_000_000);
+    let act = send(&sign, Act::ClockSkew { max_ns })?;
+    println!(
+        "clock skew limit {max_seconds} s: signed by {}, {}",
+        act.admin,
+        sent_where(&sign)
+    );
+    Ok(Outcome::Clean)
+}
+
+/// Prints the admin log; exit 1 when an act's signature no longer checks out.
+fn log(dir: &std::path::Path) -> Result<Outcome> {
+    let l = crate::source::open_ledger(dir)?;
+    for line in l.admin_log()? {
+        println!("{}", serde_json::to_string(&line)?);
+    }
+    let problems = l.check_admin_log()?;
+    for p in &problems {
+        eprintln!("BAD {p}");
+    }
+    Ok(match problems.is_empty() {
+        true => Outcome::Clean,
+        false => Outcome::Findings,
+    })
+}
+
+/// Signs `act` with the admin key and publishes or writes it, as `sign` says.
+pub fn send(sign: &SignArgs, act: Act) -> Result<AdminAct> {
+    anyhow::ensure!(
+        sign.nats.is_some() || sign.out.is_some(),
+        "say where it goes: --nats URL, --out FILE, or both"
+    );
+    let admin = crate::keygen::read_signing_key(&sign.admin_key)?;
+    let body = AdminBody {
+        act,
+        note: sign.note.clone(),
+        signed_at_ns: ingest::system_clock_ns(),
+    };
+    let signed = AdminAct::sign(&admin, body)?;
+    if let Some(path) = &sign.out {
+        std::fs::write(path, signed.to_wire())
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    if let Some(url) = &sign.nats {
+        publish(url, &sign.bus.access(), &signed)?;
+    }
+    Ok(signed)
+}
+
+/// Where `send` put the act, in words.
+pub fn sent_where(sign: &SignArgs) -> String {
+    match (&sign.nats, &sign.out) {
+        (Some(_), Some(f)) => format!("published and written to {}", f.display()),
+        (Some(_), None) => "published; every ledger node takes it in stream order".into(),
+        (None, Some(f)) => format!("written to {}", f.display()),
+        (None, None) => "nowhere".into(),
+    }
+}
+
+/// Publishes `act` on `admin.acts` and waits for the stream's ack.
+fn publish(url: &str, access: &bus::Access, act: &AdminAct) -> Result<()> {
+    let rt = crate::runtime::runtime()?;
+    rt.block_on(async {
+        let client = bus::connect(url, access)
+            .await
+            .with_context(|| format!("connecting to {url}"))?;
+        let js = async_nats::jetstream::new(client);
+        ingest::ensure_stream(&js)
+            .await
+            .context("the stream, with the admin subject")?;
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert("Nats-Msg-Id", act.msg_id().as_str());
+        js.publish_with_headers(
+            schemas::subjects::ADMIN_SUBJECT,
+            headers,
+            act.to_wire().into(),
+        )
+        .await
+        .context("publishing the admin act")?
+        .await
+        .context("the stream's ack of the admin act")?;
+        Ok(())
+    })
+}
