@@ -163,33 +163,17 @@ pub fn write_day(
     meta.insert("roundledger.gaming_day".into(), day.to_string());
     meta.insert("roundledger.seal".into(), digest.clone());
     meta.insert("roundledger.day_rule".into(), rule.spec());
-    let mut sinks = open_sinks(dir, day, &meta)?;
-    let mut events_read = 0;
-    for t in &seal.tables {
-        match day::stream_table(l, rule, day, t, &mut sinks) {
-            Ok(c) => events_read += c.events_read,
-            Err(e) => {
-                for s in [
-                    sinks.rounds,
-                    sinks.bet_lines,
-                    sinks.findings,
-                    sinks.finance_lines,
-                ] {
-                    s.abandon();
-                }
-                return Err(e);
+    let written = stream_day(l, rule, &seal, dir, &meta);
+    let (finished, events_read) = match written {
+        Ok(w) => w,
+        Err(e) => {
+            // A failed day leaves no partial file behind.
+            for t in schema::TABLES {
+                let _ = std::fs::remove_file(sink::partial_of(&file_path(dir, day, t.name)));
             }
+            return Err(e);
         }
-    }
-    let finished = [
-        sinks.rounds,
-        sinks.bet_lines,
-        sinks.findings,
-        sinks.finance_lines,
-    ]
-    .into_iter()
-    .map(sink::Sink::finish)
-    .collect::<Result<Vec<_>, Error>>()?;
+    };
     let placed = place::place(&finished, on_exists)?;
     let files = finished
         .iter()
@@ -209,6 +193,31 @@ pub fn write_day(
         events_read,
         files,
     })
+}
+
+/// Streams every sealed table of the day into its four sinks and finishes them.
+fn stream_day(
+    l: &ledger::Ledger,
+    rule: &DayRule,
+    seal: &schemas::seal::DaySeal,
+    dir: &Path,
+    meta: &HashMap<String, String>,
+) -> Result<(Vec<sink::Finished>, u64), Error> {
+    let mut sinks = open_sinks(dir, &seal.day, meta)?;
+    let mut events_read = 0;
+    for t in &seal.tables {
+        events_read += day::stream_table(l, rule, &seal.day, t, &mut sinks)?.events_read;
+    }
+    let finished = [
+        sinks.rounds,
+        sinks.bet_lines,
+        sinks.findings,
+        sinks.finance_lines,
+    ]
+    .into_iter()
+    .map(sink::Sink::finish)
+    .collect::<Result<Vec<_>, Error>>()?;
+    Ok((finished, events_read))
 }
 
 fn open_sinks(dir: &Path, day: &str, meta: &HashMap<String, String>) -> Result<day::Sinks, Error> {

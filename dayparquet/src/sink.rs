@@ -219,11 +219,6 @@ impl Sink {
             bytes,
         })
     }
-
-    /// Gives up: the partial file is removed.
-    pub fn abandon(self) {
-        let _ = std::fs::remove_file(&self.partial);
-    }
 }
 
 /// `<dest>.partial`.
