@@ -28,9 +28,13 @@ if ! nats=$(find_nats); then
 fi
 "$nats" --version >&2
 [ "${1:-}" = "--tests" ] || { echo "$nats"; exit 0; }
-# The vector checker and the Python device's packages (never fatal here: the device test
+# The vector checker's, the Python device's and the Parquet test's packages (never fatal here: the device test
 # says SKIPPED without them, and fails with ROUNDLEDGER_REQUIRE_PYTHON set).
 if ! python3 -c 'import blake3, nacl.signing' 2>/dev/null; then
   python3 -m pip install --quiet blake3 pynacl >&2 || echo "setup: blake3/pynacl not installed; the Python device test will skip" >&2
+fi
+# DuckDB reads a sealed day's Parquet in cli/tests/parquet.rs (SKIPPED without it).
+if ! python3 -c 'import duckdb' 2>/dev/null; then
+  python3 -m pip install --quiet duckdb >&2 || echo "setup: duckdb not installed; the DuckDB Parquet test will skip" >&2
 fi
 echo "$nats"

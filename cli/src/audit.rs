@@ -201,7 +201,9 @@ pub fn audit_day(
 fn audit_day_table(l: &ledger::Ledger, t: &schemas::seal::SealedTable) -> Result<AuditSummary> {
     let (lo, hi) = (t.first_seq.0, t.last_seq.0);
     let table = &t.table;
-    let Some(first) = first_round_beginning_in(l, table, lo, hi)? else {
+    let first = readside::rounds::first_round_beginning_in(l, table, lo, hi)
+        .map_err(|e| anyhow::anyhow!("table {table}: {e}"))?;
+    let Some(first) = first else {
         return Ok(AuditSummary {
             tables: 1,
             ..AuditSummary::default()
@@ -209,40 +211,12 @@ fn audit_day_table(l: &ledger::Ledger, t: &schemas::seal::SealedTable) -> Result
     };
     // The replay stops before the first round to begin after the day.
     let mut stop = |e: &ledger::StoredEvent| -> Result<bool> {
-        Ok(e.seq.0 > hi && begins_round(l, table, e)?)
+        Ok(e.seq.0 > hi
+            && readside::rounds::begins_round(l, table, e)
+                .map_err(|e| anyhow::anyhow!("table {table}: {e}"))?)
     };
     let keep = |r: &RoundReport| (lo..=hi).contains(&r.first_seq.0);
     replay_span(l, table, first, &mut stop, &keep)
-}
-
-/// The first round of `table` whose first event is in `lo..=hi`: read from `lo`, one
-/// round index lookup per round met. `None` when no round begins there.
-fn first_round_beginning_in(
-    l: &ledger::Ledger,
-    table: &TableId,
-    lo: u64,
-    hi: u64,
-) -> Result<Option<RoundId>> {
-    let mut seen = None;
-    for e in l.events(table, lo..=hi) {
-        let e = e.with_context(|| format!("reading table {table}"))?;
-        if e.round.is_some() && e.round != seen && begins_round(l, table, &e)? {
-            return Ok(e.round);
-        }
-        seen = e.round;
-    }
-    Ok(None)
-}
-
-/// Whether `e` is the first event of its round, by the round index.
-fn begins_round(l: &ledger::Ledger, table: &TableId, e: &ledger::StoredEvent) -> Result<bool> {
-    let Some(round) = e.round else {
-        return Ok(false);
-    };
-    let summary = l
-        .round_index_entry(table, round)?
-        .with_context(|| format!("table {table}: round {} is not indexed", round.0))?;
-    Ok(summary.first_seq == e.seq)
 }
 
 /// `--from/--to` on a ledger: the rounds whose first event's device time is in range,

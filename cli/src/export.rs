@@ -1,6 +1,7 @@
 //! `roundledger export`: writes a table (or every table), or a round range of one table,
 //! to a single file that `roundledger verify --export FILE` checks without the ledger
-//! (format: proofs/src/export.rs).
+//! (format: proofs/src/export.rs). With `--parquet --day D`: a sealed gaming day as
+//! Parquet files (`crate::parquet`).
 
 use crate::source::open_ledger;
 use crate::Outcome;
@@ -24,16 +25,43 @@ pub struct Args {
     /// day's sealed head. Without it, an export that covers a removed day is refused.
     #[arg(long, conflicts_with_all = ["rounds", "server"])]
     after_removed: bool,
-    /// The file to write.
-    #[arg(long)]
-    out: PathBuf,
+    /// The file to write. With --parquet: the directory (default: <ledger>/archive, beside
+    /// the day files).
+    #[arg(long, required_unless_present = "parquet")]
+    out: Option<PathBuf>,
+    /// Write sealed gaming day --day as Parquet: rounds, bet lines, findings and finance
+    /// lines, one file each (docs/PARQUET.md).
+    #[arg(long, requires = "day", conflicts_with_all = ["server", "table", "rounds", "after_removed"])]
+    parquet: bool,
+    /// With --parquet: the sealed gaming day, YYYY-MM-DD.
+    #[arg(long, requires = "parquet")]
+    day: Option<String>,
+    /// With --parquet: replace a file of the day that exists with other content (refused
+    /// otherwise; the same content is left as it is).
+    #[arg(long, requires = "parquet")]
+    replace: bool,
+    #[command(flatten)]
+    rule: crate::args::DayArgs,
 }
 
 pub fn run(args: Args) -> Result<Outcome> {
+    if args.parquet {
+        let ledger = args
+            .ledger
+            .as_deref()
+            .context("--parquet needs --ledger DIR")?;
+        return crate::parquet::export(crate::parquet::Request {
+            ledger,
+            day: args.day.as_deref().unwrap_or_default(),
+            out: args.out,
+            replace: args.replace,
+            rule: &args.rule,
+        });
+    }
+    let out = args.out.clone().context("--out FILE")?;
     if let Some(c) = crate::client::Client::from_args(&args.server)? {
-        let n =
-            crate::remote::export(&c, args.table.as_deref(), args.rounds.as_deref(), &args.out)?;
-        println!("wrote {n} events to {} (verified)", args.out.display());
+        let n = crate::remote::export(&c, args.table.as_deref(), args.rounds.as_deref(), &out)?;
+        println!("wrote {n} events to {} (verified)", out.display());
         return Ok(Outcome::Clean);
     }
     let dir = args
@@ -59,20 +87,19 @@ pub fn run(args: Args) -> Result<Outcome> {
         // A file is written as it goes: no bound beyond the disk's.
         events_max: None,
     };
-    let summary = match write_export(&ledger, &sel, &args.out) {
+    let summary = match write_export(&ledger, &sel, &out) {
         Ok(s) => s,
         Err(e) => {
             // A failed export leaves no file that could pass for one.
-            let _ = std::fs::remove_file(&args.out);
-            return Err(removed_hint(e))
-                .with_context(|| format!("exporting to {}", args.out.display()));
+            let _ = std::fs::remove_file(&out);
+            return Err(removed_hint(e)).with_context(|| format!("exporting to {}", out.display()));
         }
     };
     println!(
         "wrote {} events of {} tables to {}",
         summary.events,
         summary.tables.len(),
-        args.out.display()
+        out.display()
     );
     print_sealed_anchors(&ledger, &sel, &summary)?;
     Ok(Outcome::Clean)

@@ -34,6 +34,7 @@ mod evidence;
 mod export;
 mod house_edge;
 mod keygen;
+mod parquet;
 mod quarantine;
 mod readmodel;
 mod remote;

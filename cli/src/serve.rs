@@ -176,6 +176,7 @@ fn archiver_config(args: &Args) -> Option<ingest::archiver::ArchiverConfig> {
         after_days: args.archive_after_days?,
         check_every: ingest::archiver::ARCHIVE_CHECK_EVERY,
         clock: ingest::system_clock_ns,
+        after_move: Some(crate::parquet::after_move(&args.ledger)),
     })
 }
 

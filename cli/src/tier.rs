@@ -1,5 +1,6 @@
 //! `roundledger archive move|status|remove`: sealed days into the archive tier
 //! (`ledger::tier`), and a day file removed past its retention by a signed admin act.
+//! `move` writes each moved day's Parquet beside its day file (`crate::parquet`).
 //! `move` and `remove` end by compacting the value log (`ledger::tier::compact`): the
 //! segments they left mostly unreferenced are retired and their files deleted.
 //! Reads need no command: replay, verify, audit, evidence and the API find an archived
@@ -158,13 +159,24 @@ fn move_days(args: MoveArgs) -> Result<Outcome> {
     if pass.moved.is_empty() {
         println!("no sealed day older than {older_than_days} days is hot");
     }
+    let mut parquet_failed = false;
     for (entry, plan) in &pass.moved {
         print_moved(entry, plan);
+        match crate::parquet::beside_day_file(&l, &args.ledger, &entry.day) {
+            Ok(p) => println!("{}", crate::parquet::summary(&p)),
+            Err(e) => {
+                println!("Parquet of day {}: NOT written: {e:#}", entry.day);
+                parquet_failed = true;
+            }
+        }
     }
     if pass.days_left > 0 {
         println!("{} more days: run again", pass.days_left);
     }
-    let outcome = print_compaction(&pass.compaction);
+    let mut outcome = print_compaction(&pass.compaction);
+    if parquet_failed {
+        outcome = Outcome::Findings;
+    }
     println!("done in {:.1} s", started.elapsed().as_secs_f64());
     Ok(outcome)
 }
@@ -269,6 +281,7 @@ fn remove(args: RemoveArgs) -> Result<Outcome> {
         "day {}: day file {} removed by retention ({} days), signed by {}; seal {} keeps its heads",
         done.day, done.file, retention_days, act.admin, done.seal_digest
     );
+    crate::parquet::remove_day(&args.ledger, &done.day)?;
     // The read model keeps no row of a round retention removed.
     if let Some(events) = crate::readmodel::rebuild_if_present(&l, &args.ledger)? {
         println!("read model rebuilt: {events} events");

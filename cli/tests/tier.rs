@@ -308,8 +308,8 @@ fn the_archive_ages_come_from_the_settings_file() {
     assert!(text(&done).contains("(1 days)"), "{}", text(&done));
 }
 
-/// `serve --archive-after-days 1` moves the sealed days that old while it runs, and
-/// compacts: its metrics count the days and the segments freed, the API reads a moved
+/// `serve --archive-after-days 1` moves the sealed days that old while it runs, writes
+/// their Parquet, and compacts: its metrics count the days and the segments freed, the API reads a moved
 /// round, and after a clean stop the ledger verifies.
 #[test]
 fn serve_archives_old_days_itself() {
@@ -342,6 +342,15 @@ fn serve_archives_old_days_itself() {
         text_log.contains(&days[0]) && text_log.contains("day archived"),
         "{text_log}"
     );
+    // The first day's pass ended before the second began: its Parquet is beside it.
+    assert!(
+        text_log.contains(&format!("Parquet of day {}", days[0])),
+        "{text_log}"
+    );
+    for t in ["rounds", "bet_lines", "findings", "finance_lines"] {
+        let f = dir.join("archive").join(format!("{}.{t}.parquet", days[0]));
+        assert!(f.exists(), "{}", f.display());
+    }
     let status = roundledger(&["archive", "status", "--ledger", d]);
     assert!(
         text(&status).contains("2 days in the archive tier"),

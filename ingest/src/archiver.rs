@@ -7,7 +7,8 @@
 //! stop gives up the day file being written at the next table, so a stop waits seconds,
 //! not a day's compression. A failed pass is logged and tried again at
 //! the next check; it never stops ingest. Looking for due days reads the seals only:
-//! compaction runs after a move, not on every check.
+//! compaction runs after a move, not on every check. After a day moves, `after_move`
+//! (the CLI's Parquet writer) runs for it; its failure is logged, and the day stays moved.
 
 use crate::sealer::blocking;
 use crate::Error;
@@ -31,7 +32,12 @@ pub struct ArchiverConfig {
     pub check_every: Duration,
     /// UTC ns now (`crate::system_clock_ns` in production).
     pub clock: fn() -> i64,
+    /// Run on the blocking pool for each day moved, e.g. to write its Parquet files.
+    pub after_move: Option<AfterMove>,
 }
+
+/// What runs after a day moves: given the ledger and the day, a line to log or an error.
+pub type AfterMove = Arc<dyn Fn(&Ledger, &str) -> Result<String, String> + Send + Sync>;
 
 /// Runs until `shutdown`; returns the days moved.
 pub async fn run(
@@ -110,5 +116,22 @@ async fn move_one(
     for why in &c.kept_damaged {
         tracing::error!(%why, "a value-log segment is damaged: kept (run verify)");
     }
+    if let Some(after) = &config.after_move {
+        for (entry, _) in &pass.moved {
+            after_move(after.clone(), ledger.clone(), entry.day.clone()).await;
+        }
+    }
     Ok(!pass.moved.is_empty())
+}
+
+/// Runs `after` for `day` on the blocking pool and logs its outcome.
+async fn after_move(after: AfterMove, ledger: Arc<Ledger>, day: String) {
+    let d = day.clone();
+    match tokio::task::spawn_blocking(move || after(&ledger, &d)).await {
+        Ok(Ok(done)) => tracing::info!(%day, %done, "after the move"),
+        Ok(Err(why)) => {
+            tracing::error!(%day, %why, "after the move: failed; the day stays archived")
+        }
+        Err(e) => tracing::error!(%day, error = %e, "after the move: the task failed"),
+    }
 }

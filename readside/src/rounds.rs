@@ -177,6 +177,41 @@ pub(crate) fn replayed(
     })
 }
 
+/// Whether `e` is the first event of its round, by the round index.
+pub fn begins_round(
+    ledger: &ledger::Ledger,
+    table: &TableId,
+    e: &ledger::StoredEvent,
+) -> Result<bool, ReadError> {
+    let Some(round) = e.round else {
+        return Ok(false);
+    };
+    let summary = ledger.round_index_entry(table, round)?.ok_or_else(|| {
+        ReadError::Integrity(format!("table {table}: round {} is not indexed", round.0))
+    })?;
+    Ok(summary.first_seq == e.seq)
+}
+
+/// The first round of `table` whose first event is in `lo..=hi`: read from `lo`, one
+/// round index lookup per round met. `None` when no round begins there. A gaming day's
+/// rounds are the rounds that begin in its range (`audit --day`, `dayparquet`).
+pub fn first_round_beginning_in(
+    ledger: &ledger::Ledger,
+    table: &TableId,
+    lo: u64,
+    hi: u64,
+) -> Result<Option<RoundId>, ReadError> {
+    let mut seen = None;
+    for e in ledger.events(table, lo..=hi) {
+        let e = e?;
+        if e.round.is_some() && e.round != seen && begins_round(ledger, table, &e)? {
+            return Ok(e.round);
+        }
+        seen = e.round;
+    }
+    Ok(None)
+}
+
 /// The replay window of a located round: after the previous round's last event, up to
 /// before the next round's first one (or `head_seq`). Refuses a window over
 /// `ROUND_WINDOW_EVENTS_MAX`.
