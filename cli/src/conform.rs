@@ -33,7 +33,7 @@ const EVENT_NAMES_MAX: usize = 65_536;
 /// Most messages of a file in one ledger call: one commit each, as ingest batches.
 pub const BATCH_LEN_MAX: usize = 1024;
 /// The clause `conform`'s own lines cite.
-const DEVICES_CLAUSE: &str = "schemas/DEVICES.md §4";
+const DEVICES_CLAUSE: &str = "schemas/DEVICES.md §5";
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -650,7 +650,7 @@ mod tests {
             .collect()
     }
 
-    /// DEVICES.md §2: unknown envelope fields and duplicate keys anywhere are refused; an
+    /// DEVICES.md §5: unknown envelope fields and duplicate keys anywhere are refused; an
     /// unknown field inside `body` is ignored (kept under the hash, with no effect).
     #[test]
     fn json_refuses_unknown_envelope_fields_and_duplicate_keys() {

@@ -1,6 +1,6 @@
 //! Where `conform`'s messages come from: a file (message lines with their subject and
 //! headers, bare event lines, or a ledger export), or a live core NATS subscription to a
-//! table's events and checkpoints (schemas/DEVICES.md §12).
+//! table's events and checkpoints (schemas/DEVICES.md §13).
 
 use crate::bus::BusArgs;
 use crate::conform::{Checker, Kind, Message, Printer, BATCH_LEN_MAX};
@@ -17,7 +17,7 @@ const LINE_LEN_MAX: usize = proofs::export::EXPORT_LINE_LEN_MAX;
 const HEADERS_MAX: usize = 32;
 
 /// One message as a device published it: `{"subject", "headers", "bytes"}`, `bytes` the
-/// body in lowercase hex (DEVICES.md §12).
+/// body in lowercase hex (DEVICES.md §13).
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct MessageLine {

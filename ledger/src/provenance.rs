@@ -156,7 +156,7 @@ fn admit(
     Err((reason::SIGNATURE_INVALID, text))
 }
 
-/// The rule between the envelope's `device` and the signer (DEVICES.md §3): a device the
+/// The rule between the envelope's `device` and the signer (DEVICES.md §2): a device the
 /// chain has enrolled (its key in force or revoked) signs its own events; the signer relays
 /// only devices with no key on the chain, such as a shoe behind the dealer terminal.
 fn relayed_for(

@@ -251,7 +251,7 @@ fn event_of(c: &mut Chain, device: &str) -> Incoming {
     c.incoming(bytes)
 }
 
-/// DEVICES.md §3: the dealer terminal relays a shoe with no key of its own; once the chain
+/// DEVICES.md §2: the dealer terminal relays a shoe with no key of its own; once the chain
 /// enrolls the shoe, only the shoe signs the events that name it, even after a revocation.
 #[test]
 fn an_enrolled_device_signs_its_own_events_and_others_are_relayed() {

@@ -11,7 +11,7 @@ Rl-Enrollment (DEVICES §2). It publishes over JetStream with nats-py.
     device.py --nats nats://127.0.0.1:4222 --table T1 --rule-set CSP6 [--fault F] [--out FILE]
     device.py --print-admin-key
 
---out writes each message as a line `{"subject","headers","bytes"}` (DEVICES §12), the
+--out writes each message as a line `{"subject","headers","bytes"}` (DEVICES §13), the
 form `roundledger conform --file` reads. Faults seed one departure: from the round
 grammar (no-shuffle, no-burn, card-order, wrong-payout, bad-link), or from the key rules
 (bad-enrollment: the admin's signature covers another key; forged-event: one event
@@ -135,7 +135,7 @@ def target(t):
 
 
 def round_bodies(rule_set, fault):
-    """The bodies of one round's events, in the order of DEVICES.md §4."""
+    """The bodies of one round's events, in the order of DEVICES.md §7."""
     r = ROUNDS[rule_set]
     deal = list(r["deal"])
     if fault == "no-burn":
@@ -305,7 +305,7 @@ async def publish_all(url, device):
                 ack = await js.publish(subject, data, headers=headers, timeout=ACK_WAIT_S)
                 break
             except (NoRespondersError, NoStreamResponseError, NatsTimeout):
-                await asyncio.sleep(0.5)  # the stream does not exist yet (DEVICES §3)
+                await asyncio.sleep(0.5)  # the stream does not exist yet (DEVICES §4)
         else:
             raise RuntimeError(f"no stream takes {subject}: is `roundledger serve` running?")
         if ack.duplicate and subject.endswith(".checkpoints"):
