@@ -553,7 +553,7 @@ pub fn run(args: Args) -> Result<Outcome> {
                 .with_context(|| format!("--admin-key {h:?}: not 32 bytes of hex"))
         })
         .collect::<Result<Vec<_>>>()?;
-    let mut out = Printer { json: args.json };
+    let mut out = Printer::new(args.json);
     let checker = match (&args.file, &args.nats) {
         (Some(file), _) => {
             let checker = Checker::new(table, admins)?;
@@ -582,10 +582,20 @@ pub fn run(args: Args) -> Result<Outcome> {
 /// Prints lines as text or JSON, flushing each: a person or a script watches them live.
 pub struct Printer {
     json: bool,
+    /// When set, lines are kept here instead of printed (tests).
+    pub kept: Option<Vec<Line>>,
 }
 
 impl Printer {
+    pub fn new(json: bool) -> Printer {
+        Printer { json, kept: None }
+    }
+
     pub fn print(&mut self, lines: &[Line]) -> Result<()> {
+        if let Some(kept) = self.kept.as_mut() {
+            kept.extend_from_slice(lines);
+            return Ok(());
+        }
         let mut w = std::io::stdout().lock();
         for l in lines {
             if self.json {

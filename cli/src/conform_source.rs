@@ -226,3 +226,138 @@ async fn watch(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conform::Line;
+    use schemas::attest::{key_event_body, KeyAction, SigningKey};
+    use schemas::codec::{self, encode, WireFormat};
+    use schemas::provenance::{EventSignature, HeaderEnrollment};
+    use schemas::{event_hash, Hash32, Seq};
+    use std::path::PathBuf;
+
+    const CLEAN: &str =
+        include_str!("../../replayer/tests/golden/clean_csp6_dealer_not_qualifying.events.jsonl");
+
+    /// The clean round's events as message lines of a device that enrolls its key at
+    /// seq 2; with `bad_enrollment` the admin's signature there covers another key; line
+    /// `forged` is signed by a key the chain never enrolled.
+    fn message_file(dir: &Path, bad_enrollment: bool, forged: Option<usize>) -> PathBuf {
+        let (admin, key) = (
+            SigningKey::from_secret([1; 32]),
+            SigningKey::from_secret([7; 32]),
+        );
+        let thief = SigningKey::from_secret([66; 32]);
+        let mut events: Vec<schemas::Event> = CLEAN
+            .lines()
+            .map(|l| codec::decode(l.as_bytes()).expect("golden").0)
+            .collect();
+        let (table, device) = (events[0].table.clone(), events[0].device.clone());
+        let mut enroll = events[0].clone();
+        let signed_key = if bad_enrollment {
+            SigningKey::from_secret([9; 32])
+        } else {
+            SigningKey::from_secret([7; 32])
+        };
+        enroll.body = key_event_body(
+            &admin,
+            &table,
+            device.clone(),
+            signed_key.public(),
+            KeyAction::Enroll,
+        );
+        if let schemas::EventBody::DeviceEnrolled { key: k, .. } = &mut enroll.body {
+            *k = key.public();
+        }
+        events.insert(1, enroll);
+        let (mut prev, mut text) = (Hash32::ZERO, String::new());
+        for (i, e) in events.iter_mut().enumerate() {
+            (e.seq, e.prev) = (Seq(i as u64 + 1), prev);
+            let bytes = encode(e, WireFormat::Json);
+            prev = event_hash(&e.prev, &bytes);
+            let signer = if forged == Some(i + 1) { &thief } else { &key };
+            let mut s = EventSignature::sign(signer, &table, &device, &bytes);
+            s.enrollment = Some(HeaderEnrollment::sign(
+                &admin,
+                &table,
+                &device,
+                key.public(),
+            ));
+            let headers: BTreeMap<&str, String> = s.to_headers().into_iter().collect();
+            let line = serde_json::json!({"subject": subjects::events_subject(&table),
+                "headers": headers, "bytes": hex::encode(&bytes)});
+            text += &format!("{line}\n");
+        }
+        let path = dir.join(format!("messages-{bad_enrollment}-{forged:?}.jsonl"));
+        std::fs::write(&path, text).expect("write");
+        path
+    }
+
+    fn conform(path: &Path, admins: Vec<schemas::attest::PublicKey>) -> Vec<Line> {
+        let mut out = Printer::new(true);
+        out.kept = Some(Vec::new());
+        check_file(path, Checker::new(None, admins).expect("checker"), &mut out).expect("file");
+        out.kept.expect("kept")
+    }
+
+    fn find<'a>(lines: &'a [Line], code: &str) -> &'a Line {
+        lines
+            .iter()
+            .find(|l| l.code == code)
+            .unwrap_or_else(|| panic!("{code}: {lines:?}"))
+    }
+
+    #[test]
+    fn a_bad_enrollment_signature_is_named_at_its_line() {
+        let dir = tempfile::tempdir().expect("dir");
+        let good = message_file(dir.path(), false, None);
+        let lines = conform(&good, Vec::new());
+        assert!(lines.iter().all(|l| l.kind != "refused"), "{lines:?}");
+        assert_eq!(
+            find(&lines, "not_attested").kind,
+            "missing",
+            "no checkpoint was sent"
+        );
+
+        let bad = message_file(dir.path(), true, None);
+        let lines = conform(&bad, Vec::new());
+        let e = find(&lines, "enrollment_refused");
+        assert_eq!(
+            (e.line, e.seq, e.event),
+            (Some(2), Some(2), Some("device_enrolled"))
+        );
+        // The header still enrolls the device's own key: the chain is stored, not attested.
+        assert!(
+            !lines.iter().any(|l| l.code == "signer_unknown"),
+            "{lines:?}"
+        );
+        assert!(find(&lines, "not_attested").text.contains("never attested"));
+        // An admin that is not the House's: the enrollment and the header enroll nothing.
+        let lines = conform(&good, vec![SigningKey::from_secret([3; 32]).public()]);
+        assert!(find(&lines, "enrollment_refused")
+            .text
+            .contains("--admin-key"));
+        assert_eq!(find(&lines, "signer_unknown").line, Some(1));
+    }
+
+    #[test]
+    fn a_forged_event_is_named_at_its_line_and_what_follows_is_held() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = message_file(dir.path(), false, Some(5));
+        let lines = conform(&path, vec![SigningKey::from_secret([1; 32]).public()]);
+        let s = find(&lines, "signature_invalid");
+        assert_eq!((s.kind, s.line, s.seq), ("refused", Some(5), Some(5)));
+        assert!(lines.iter().any(|l| l.kind == "held" && l.line == Some(6)));
+        let gap = find(&lines, "gap");
+        let missing = lines
+            .iter()
+            .find(|l| l.kind == "missing" && l.code == "gap");
+        assert_eq!(missing.map(|l| l.seq), Some(Some(5)), "{gap:?}");
+        assert_eq!(find(&lines, "incomplete").kind, "round");
+        assert!(
+            lines.iter().all(|l| l.kind != "finding"),
+            "held events are not judged"
+        );
+    }
+}
