@@ -360,4 +360,24 @@ mod tests {
             "held events are not judged"
         );
     }
+
+    /// A bare event file: a line that does not decode is named by its line, blank lines
+    /// are skipped and still counted.
+    #[test]
+    fn an_undecodable_line_is_named_by_its_line() {
+        let dir = tempfile::tempdir().expect("dir");
+        let mut lines: Vec<&str> = CLEAN.lines().collect();
+        lines.insert(1, "");
+        lines.insert(2, "{not json");
+        let path = dir.path().join("events.jsonl");
+        std::fs::write(&path, lines.join("\n")).expect("write");
+        let out = conform(&path, Vec::new());
+        let bad = find(&out, "undecodable");
+        assert_eq!((bad.kind, bad.line, bad.seq), ("refused", Some(3), None));
+        assert!(
+            out.iter().all(|l| l.kind != "held" && l.kind != "missing"),
+            "{out:?}"
+        );
+        assert_eq!(out.last().map(|l| l.code.as_str()), Some("clean"));
+    }
 }
