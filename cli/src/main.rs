@@ -20,6 +20,8 @@ mod bus;
 mod client;
 mod cluster;
 mod conform;
+mod conform_keys;
+mod conform_source;
 mod count;
 mod day;
 mod dayfile;

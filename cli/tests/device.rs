@@ -1,10 +1,12 @@
 //! A table device written from schemas/ alone, in Python (tests/device/device.py), against
-//! real processes: a nats-server and `roundledger serve` requiring signed events. It plays
-//! one round of each rule set, signed with an enrollment header; every round audits CLEAN.
-//! Then `roundledger conform` names each seeded departure from the round grammar: live
-//! on the bus for a missing shuffle, from the device's files for the rest.
+//! real processes: a nats-server and `roundledger serve` requiring signed events. It
+//! follows DEVICES.md §1: opens a table, enrolls its key, checkpoints, plays one round of
+//! each rule set and closes. The ledger verifies, every round audits CLEAN and every table
+//! is attested to its last event. Then `roundledger conform` names each seeded departure:
+//! live on the bus for a missing shuffle, from the device's files for the rest, key
+//! faults included, with the file line of each.
 //!
-//! Needs python3 with `blake3` and `pynacl` (`scripts/setup.sh --tests` installs them).
+//! Needs python3 with `blake3`, `pynacl` and `nats-py` (`scripts/setup.sh --tests`).
 //! Without them the test says SKIPPED on stderr and passes, unless ROUNDLEDGER_REQUIRE_PYTHON
 //! is set.
 //! Waits are bounded (`WAIT`); nothing here asserts on time.
@@ -30,15 +32,17 @@ fn script() -> PathBuf {
 /// Whether python3 and its packages are here; says SKIPPED loudly when not.
 fn python_ready() -> bool {
     let ok = Command::new("python3")
-        .args(["-c", "import blake3, nacl.signing"])
+        .args(["-c", "import blake3, nacl.signing, nats"])
         .output()
         .is_ok_and(|o| o.status.success());
     if !ok {
         assert!(
             std::env::var_os("ROUNDLEDGER_REQUIRE_PYTHON").is_none(),
-            "python3 with blake3 and pynacl is required (ROUNDLEDGER_REQUIRE_PYTHON)"
+            "python3 with blake3, pynacl and nats-py is required (ROUNDLEDGER_REQUIRE_PYTHON)"
         );
-        eprintln!("SKIPPED: python3 with blake3 and pynacl not found (scripts/setup.sh --tests)");
+        eprintln!(
+            "SKIPPED: python3 with blake3, pynacl and nats-py not found (scripts/setup.sh --tests)"
+        );
     }
     ok
 }
@@ -81,6 +85,32 @@ fn stop(mut child: Child) {
     }
     let status = child.wait().expect("reap");
     assert!(status.success(), "serve stopped cleanly: {status}");
+}
+
+/// Waits until ingest's consumer has taken and acknowledged every message of the stream:
+/// the last checkpoints too.
+async fn drained(client: &async_nats::Client) {
+    let js = async_nats::jetstream::new(client.clone());
+    let name = schemas::subjects::ingest_consumer(None);
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let mut stream = js.get_stream("TABLES").await.expect("the stream");
+        let mut consumer: async_nats::jetstream::consumer::PullConsumer =
+            stream.get_consumer(&name).await.expect("ingest's consumer");
+        let info = consumer.info().await.expect("consumer info");
+        let total = stream.info().await.expect("stream info").state.messages;
+        if info.num_pending == 0
+            && info.num_ack_pending == 0
+            && info.ack_floor.stream_sequence == total
+        {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "ingest drains within WAIT: {info:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// Waits until each table's durable head reaches its seq.
@@ -141,19 +171,22 @@ fn a_python_device_plays_clean_rounds_and_conform_names_each_departure() {
             "--out",
             f,
         ]);
-        let n = std::fs::read_to_string(&file)
-            .expect("events")
+        let events = std::fs::read_to_string(&file)
+            .expect("messages")
             .lines()
+            .filter(|l| l.contains(".events\""))
             .count();
-        want.insert(table, n as u64);
+        want.insert(table, events as u64);
         // The same events offline: nothing departs.
         let out = roundledger(&["conform", "--file", f]);
         assert_eq!(out.status.code(), Some(0), "{rs} conforms");
     }
     let tables: Vec<String> = want.keys().cloned().collect();
-    rt.block_on(heads_reach(want, &mut heads));
+    rt.block_on(heads_reach(want.clone(), &mut heads));
     live_conform_names_a_missing_shuffle(&url, dir.path());
+    rt.block_on(drained(&client));
     stop(server);
+    attested_and_verified(&ledger, &want);
 
     let l = ledger.to_str().expect("utf-8");
     let mut args = vec!["audit", "--ledger", l, "--json"];
@@ -169,6 +202,26 @@ fn a_python_device_plays_clean_rounds_and_conform_names_each_departure() {
         "one clean round per rule set"
     );
     file_conform_names_each_departure(dir.path());
+    file_conform_names_key_faults_by_line(dir.path(), admin.trim());
+}
+
+/// The ledger verifies, refused nothing, and a kept checkpoint covers each table's head.
+fn attested_and_verified(ledger_dir: &Path, want: &BTreeMap<String, u64>) {
+    let out = roundledger(&["verify", "--ledger", ledger_dir.to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(0), "the ledger verifies");
+    let l = ledger::Ledger::open(ledger_dir).expect("open the ledger");
+    let refused: Vec<_> = l
+        .quarantine()
+        .expect("quarantine")
+        .into_iter()
+        .map(|q| q.text)
+        .collect();
+    assert!(refused.is_empty(), "nothing refused: {refused:?}");
+    for (table, seq) in want {
+        let t = schemas::TableId::new(table.as_str()).expect("id");
+        let attested = l.attestation(&t).map(|a| a.seq.0);
+        assert_eq!(attested, Some(*seq), "{table} attested to its last event");
+    }
 }
 
 /// `conform --nats` watches a table while the device publishes a round without a shuffle.
@@ -242,4 +295,127 @@ fn file_conform_names_each_departure(dir: &Path) {
         let lines = conform_lines(&out);
         assert!(has_code(&lines, code), "{fault}: {code} in {lines:?}");
     }
+}
+
+/// The device's file with a key fault: `conform` names the file line of each refusal.
+fn device_file(dir: &Path, fault: &str) -> PathBuf {
+    let file = dir.join(format!("{fault}.jsonl"));
+    let f = file.to_str().expect("utf-8");
+    device(&[
+        "--table",
+        "PY-KEYS",
+        "--rule-set",
+        "CSP6",
+        "--fault",
+        fault,
+        "--out",
+        f,
+    ]);
+    file
+}
+
+fn line_with<'a>(lines: &'a [serde_json::Value], code: &str) -> &'a serde_json::Value {
+    lines
+        .iter()
+        .find(|l| l["code"] == code)
+        .unwrap_or_else(|| panic!("{code} in {lines:?}"))
+}
+
+/// A bad enrollment signature, a forged event signature, and an admin not among
+/// `--admin-key`: each is a departure at the file line that carries it.
+fn file_conform_names_key_faults_by_line(dir: &Path, admin: &str) {
+    let bad = device_file(dir, "bad-enrollment");
+    let out = roundledger(&["conform", "--file", bad.to_str().expect("utf-8"), "--json"]);
+    assert_eq!(out.status.code(), Some(1), "a bad enrollment departs");
+    let lines = conform_lines(&out);
+    let e = line_with(&lines, "enrollment_refused");
+    assert_eq!((e["line"].as_u64(), e["seq"].as_u64()), (Some(2), Some(2)));
+    assert_eq!(e["event"], "device_enrolled");
+    assert_eq!(line_with(&lines, "enrollment_header_invalid")["line"], 1);
+    assert_eq!(
+        line_with(&lines, "signer_unknown")["line"],
+        1,
+        "the floor refuses it"
+    );
+
+    // No device_enrolled: the events are stored under the header, every checkpoint refused.
+    let none = device_file(dir, "no-enrollment");
+    let out = roundledger(&["conform", "--file", none.to_str().expect("utf-8"), "--json"]);
+    assert_eq!(out.status.code(), Some(1), "a chain never attested departs");
+    let lines = conform_lines(&out);
+    assert_eq!(
+        line_with(&lines, "unknown_device")["line"],
+        2,
+        "the first checkpoint"
+    );
+    assert!(!has_code(&lines, "signer_unknown"), "{lines:?}");
+    assert!(line_with(&lines, "not_attested")["text"]
+        .as_str()
+        .is_some_and(|t| t.contains("never attested")));
+
+    let forged = device_file(dir, "forged-event");
+    let f = forged.to_str().expect("utf-8");
+    let out = roundledger(&["conform", "--file", f, "--json", "--admin-key", admin]);
+    assert_eq!(out.status.code(), Some(1), "a forged event departs");
+    let lines = conform_lines(&out);
+    let text = std::fs::read_to_string(&forged).expect("file");
+    let n = 1 + text
+        .lines()
+        .position(|l| l.contains("Rl-Signature") && signed_by_other(l))
+        .expect("the forged line");
+    let s = line_with(&lines, "signature_invalid");
+    assert_eq!(s["line"].as_u64(), Some(n as u64), "{s}");
+    assert_eq!(s["event"], "paid_out");
+    // What follows the forged seq is held, the seq itself missing: the round is not judged.
+    let seq = s["seq"].as_u64().expect("seq");
+    assert!(lines.iter().any(|l| l["kind"] == "held"));
+    let gap = line_with(&lines, "gap");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["kind"] == "missing" && l["seq"].as_u64() == Some(seq)),
+        "{gap}"
+    );
+    assert!(line_with(&lines, "incomplete")["kind"] == "round");
+    assert!(
+        !has_code(&lines, "CSP6-4.1-payout-differs"),
+        "held payouts are not underpaid"
+    );
+
+    let out = roundledger(&[
+        "conform",
+        "--file",
+        f,
+        "--json",
+        "--admin-key",
+        &"0".repeat(64),
+    ]);
+    let lines = conform_lines(&out);
+    let e = line_with(&lines, "enrollment_refused");
+    assert!(
+        e["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("--admin-key")),
+        "{e}"
+    );
+}
+
+/// Whether a message line's `Rl-Signature` is not the device's own: the device's file
+/// says so by signing the forged line with a key the chain never enrolled. Recomputed
+/// here with the event-signature rule of README §5.4.
+fn signed_by_other(line: &str) -> bool {
+    let v: serde_json::Value = serde_json::from_str(line).expect("a message line");
+    let Some(sig) = v["headers"]["Rl-Signature"].as_str() else {
+        return false;
+    };
+    let bytes = hex::decode(v["bytes"].as_str().expect("bytes")).expect("hex");
+    let table = schemas::TableId::new("PY-KEYS").expect("id");
+    let device = schemas::DeviceId::new("dealer-py").expect("id");
+    let s = schemas::provenance::EventSignature {
+        device,
+        signature: schemas::attest::Signature::from_hex(sig).expect("hex"),
+        enrollment: None,
+    };
+    let key = schemas::attest::SigningKey::from_secret([7; 32]).public();
+    !s.verifies_with(&key, &table, &bytes)
 }

@@ -8,6 +8,9 @@
 //! - the key a `DeviceEnrolled` event enrolls, for that event itself (a rotation is signed
 //!   by the new key).
 //!
+//! An event whose `device` has a key on the chain is admitted only under that device's own
+//! signature; a signer relays only devices with no key there (`relayed_for`).
+//!
 //! Invariant: with the requirement on, no event is stored, held or recognised as a
 //! duplicate unless its signature verified; what fails is quarantined with its reason.
 //! The signatures are not stored: checkpoints, signed by the same keys, prove the chain
@@ -137,7 +140,7 @@ fn admit(
         _ => s.verifies_with(key, &event.table, &msg.bytes),
     });
     if ok {
-        return Ok(());
+        return relayed_for(state, call, event, s);
     }
     let text = format!(
         "seq {}: the signature of {} does not verify under its key {} on table {}",
@@ -149,6 +152,30 @@ fn admit(
             .collect::<Vec<_>>()
             .join(" or "),
         event.table
+    );
+    Err((reason::SIGNATURE_INVALID, text))
+}
+
+/// The rule between the envelope's `device` and the signer (DEVICES.md §2): a device the
+/// chain has enrolled (its key in force or revoked) signs its own events; the signer relays
+/// only devices with no key on the chain, such as a shoe behind the dealer terminal.
+fn relayed_for(
+    state: &State,
+    call: &Call,
+    event: &Event,
+    s: &EventSignature,
+) -> Result<(), Refusal> {
+    if event.device == s.device
+        || call
+            .device_key(state, &event.table, &event.device)
+            .is_none()
+    {
+        return Ok(());
+    }
+    let text = format!(
+        "seq {}: the event names device {}, which has a key on table {}, but {} signed it; \
+         an enrolled device signs its own events",
+        event.seq.0, event.device, event.table, s.device
     );
     Err((reason::SIGNATURE_INVALID, text))
 }

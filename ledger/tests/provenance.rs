@@ -229,3 +229,95 @@ fn an_open_ledger_still_refuses_a_signature_that_does_not_verify() {
     assert_eq!(l.head(&c.table).unwrap().seq.0, 3);
     assert_eq!(l.head(&d.table).unwrap().seq.0, 2);
 }
+
+/// `event` with the envelope's `device` set to `device`, next in `c`'s chain.
+fn event_of(c: &mut Chain, device: &str) -> Incoming {
+    c.seq += 1;
+    let e = schemas::Event {
+        v: 1,
+        table: c.table.clone(),
+        device: DeviceId::new(device).unwrap(),
+        seq: schemas::Seq(c.seq),
+        prev: c.prev,
+        occurred_at_ns: common::signed::T0 + c.seq as i64,
+        round: None,
+        body: schemas::EventBody::Announced {
+            announcement: schemas::Announcement::PlaceYourBets,
+        },
+    };
+    let bytes = schemas::codec::encode(&e, schemas::codec::WireFormat::Bincode);
+    c.prev = schemas::event_hash(&e.prev, &bytes);
+    c.hashes.push(c.prev);
+    c.incoming(bytes)
+}
+
+/// DEVICES.md §2: the dealer terminal relays a shoe with no key of its own; once the chain
+/// enrolls the shoe, only the shoe signs the events that name it, even after a revocation.
+#[test]
+fn an_enrolled_device_signs_its_own_events_and_others_are_relayed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (admin, device) = keys();
+    let l = requiring(dir.path(), &admin);
+    let shoe_key = SigningKey::from_secret([11; 32]);
+    let shoe = DeviceId::new("shoe-1").unwrap();
+    let mut c = Chain::new("PV-05");
+    let enroll = c.key_event(&admin, &device, KeyAction::Enroll);
+    let relayed = event_of(&mut c, "shoe-1");
+    let out = l
+        .append_batch(&[
+            signed(&mut c, &device, enroll),
+            signed(&mut c, &device, relayed),
+        ])
+        .unwrap();
+    assert_eq!(
+        reasons(&out),
+        ["stored", "stored"],
+        "a relay of a keyless shoe"
+    );
+
+    let body = schemas::attest::key_event_body(
+        &admin,
+        &c.table,
+        shoe.clone(),
+        shoe_key.public(),
+        KeyAction::Enroll,
+    );
+    let shoe_enroll = c.event(body);
+    let own = |c: &mut Chain, key: &SigningKey, mut msg: Incoming| {
+        let s = EventSignature::sign(key, &c.table, &shoe, &msg.bytes);
+        msg.provenance = Provenance::Signed(s);
+        c.stream_seq += 1;
+        msg.stream_seq = c.stream_seq;
+        msg
+    };
+    let shoe_enroll = signed(&mut c, &device, shoe_enroll);
+    let by_shoe = event_of(&mut c, "shoe-1");
+    let out = l
+        .append_batch(&[shoe_enroll, signed(&mut c, &device, by_shoe.clone())])
+        .unwrap();
+    assert_eq!(reasons(&out), ["stored", "signature_invalid"]);
+    let out = l.append_batch(&[own(&mut c, &shoe_key, by_shoe)]).unwrap();
+    assert_eq!(reasons(&out), ["stored"], "the shoe's own signature");
+
+    let revoke = schemas::attest::key_event_body(
+        &admin,
+        &c.table,
+        shoe.clone(),
+        shoe_key.public(),
+        KeyAction::Revoke,
+    );
+    let revoke = c.event(revoke);
+    let after = event_of(&mut c, "shoe-1");
+    let out = l
+        .append_batch(&[
+            signed(&mut c, &device, revoke),
+            signed(&mut c, &device, after),
+        ])
+        .unwrap();
+    assert_eq!(
+        reasons(&out),
+        ["stored", "signature_invalid"],
+        "a revoked device is not relayed either"
+    );
+    assert_eq!(l.head(&c.table).unwrap().seq.0, 5);
+}

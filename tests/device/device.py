@@ -1,21 +1,28 @@
 #!/usr/bin/env python3
-"""A table device written from schemas/ alone (README.md, DEVICES.md): no roundledger code.
+"""A table device written from schemas/ alone (DEVICES.md, README.md): no roundledger code.
 
-It opens a table and plays one round of a rule set in the JSON wire form, hash-chained
-(README §2), deck committed and revealed (§2), each event signed with an enrollment header
-(§5.4), over a raw NATS connection (INFO, CONNECT, HPUB with Nats-Msg-Id, a reply inbox
-for the JetStream ack). Then it closes the table.
+It follows DEVICES.md §1 to the letter: it opens a table (seq 1 `table_opened`), enrolls
+its key (seq 2 `device_enrolled`, the admin's signature), publishes its first checkpoint,
+names the dealer, plays one round of a rule set and closes the table, with a checkpoint
+after the round and after the close. Events are JSON, hash-chained (README §2), the deck
+committed and revealed; every event carries Nats-Msg-Id, Rl-Signer, Rl-Signature and
+Rl-Enrollment (DEVICES §2). It publishes over JetStream with nats-py.
 
     device.py --nats nats://127.0.0.1:4222 --table T1 --rule-set CSP6 [--fault F] [--out FILE]
     device.py --print-admin-key
 
-Faults seed one departure from the round grammar (DEVICES.md §4): no-shuffle, no-burn,
-card-order, wrong-payout, bad-link. Needs python3 with `blake3` and `pynacl`.
+--out writes each message as a line `{"subject","headers","bytes"}` (DEVICES §13), the
+form `roundledger conform --file` reads. Faults seed one departure: from the round
+grammar (no-shuffle, no-burn, card-order, wrong-payout, bad-link), or from the key rules
+(bad-enrollment: the admin's signature covers another key; forged-event: one event
+signed by a key the chain never enrolled; no-enrollment: no `device_enrolled`, version 1
+checkpoints). Needs python3 with `blake3`, `pynacl` and
+`nats-py` (only with --nats).
 """
 
 import argparse
+import asyncio
 import json
-import socket
 import sys
 import time
 
@@ -26,6 +33,8 @@ from nacl.signing import SigningKey
 ADMIN_SEED = bytes([0x01] * 32)
 DEVICE_SEED = bytes([0x07] * 32)
 SALT = bytes([0x07] * 32)
+DEVICE = "dealer-py"
+DEALER = "D-1001"
 ACK_WAIT_S = 5.0
 STREAM_WAIT_TRIES_MAX = 120
 RANKS = "23456789TJQKA"
@@ -107,7 +116,7 @@ ROUNDS = {
     },
 }
 
-FAULTS = ["no-shuffle", "no-burn", "card-order", "wrong-payout", "bad-link"]
+FAULTS = ["no-shuffle", "no-burn", "card-order", "wrong-payout", "bad-link", "bad-enrollment", "forged-event", "no-enrollment"]
 
 
 def card_code(card):
@@ -126,7 +135,7 @@ def target(t):
 
 
 def round_bodies(rule_set, fault):
-    """The bodies of one round's events, in the order of DEVICES.md §4."""
+    """The bodies of one round's events, in the order of DEVICES.md §7."""
     r = ROUNDS[rule_set]
     deal = list(r["deal"])
     if fault == "no-burn":
@@ -170,26 +179,7 @@ def table_config(rule_set):
     return config
 
 
-# ---- The chain and the signatures ----------------------------------------------------
-
-
-class Chain:
-    """Events of one table: seq from 1, prev the hash of the one before (README §2)."""
-
-    def __init__(self, table, device):
-        self.table, self.device = table, device
-        self.seq, self.prev = 0, bytes(32)
-        self.clock_ns = time.time_ns()
-
-    def next(self, body, round_no, fault=None):
-        self.seq += 1
-        self.clock_ns += 1_000_000
-        prev = self.prev if fault != "bad-link" else bytes([0xAB] * 32)
-        event = {"v": 1, "table": self.table, "device": self.device, "seq": self.seq,
-                 "prev": prev.hex(), "occurred_at_ns": self.clock_ns, "round": round_no, "body": body}
-        data = json.dumps(event, separators=(",", ":")).encode()
-        self.prev = blake3(b"roundledger/event/v1" + prev + data).digest()
-        return data
+# ---- The chain, the signatures and the messages (DEVICES.md §1, §2) -------------------
 
 
 def length_prefixed(text):
@@ -197,113 +187,131 @@ def length_prefixed(text):
     return bytes([len(raw)]) + raw
 
 
-def headers_for(table, device, data, seq):
-    """Nats-Msg-Id (README §1), Rl-Signer, Rl-Signature and Rl-Enrollment (§5.2, §5.4)."""
-    admin, dev = SigningKey(ADMIN_SEED), SigningKey(DEVICE_SEED)
-    dev_pub, admin_pub = bytes(dev.verify_key), bytes(admin.verify_key)
-    enroll = b"roundledger/enroll/v1" + length_prefixed(table) + length_prefixed(device) + dev_pub + b"\x00"
-    signed = b"roundledger/event-signature/v1" + length_prefixed(table) + length_prefixed(device)
-    signed += blake3(data).digest()
-    return [
-        ("Nats-Msg-Id", f"{table}:{seq}:{blake3(data).hexdigest()[:16]}"),
-        ("Rl-Signer", device),
-        ("Rl-Signature", dev.sign(signed).signature.hex()),
-        ("Rl-Enrollment", f"{dev_pub.hex()}.{admin_pub.hex()}.{admin.sign(enroll).signature.hex()}"),
-    ]
+def enrollment_message(table, device, key, action=0):
+    """README §5.2: what the admin signs to enroll (0) or revoke (1) `key`."""
+    return b"roundledger/enroll/v1" + length_prefixed(table) + length_prefixed(device) + key + bytes([action])
 
 
-# ---- A raw NATS client: INFO, CONNECT, SUB, HPUB, MSG/HMSG ----------------------------
+class Device:
+    """One table's chain and the device's keys: seq from 1, prev the hash before."""
+
+    def __init__(self, table, fault):
+        self.table, self.fault = table, fault
+        self.admin, self.key = SigningKey(ADMIN_SEED), SigningKey(DEVICE_SEED)
+        self.seq, self.prev = 0, bytes(32)
+        self.hashes = {}
+        self.clock_ns = time.time_ns()
+        self.messages = []  # (subject, headers, bytes), in publish order
+        self.config_seq = self.key_seq = None
+
+    def admin_signature(self):
+        """The admin's enrollment of this device's key (bad-enrollment: of another key)."""
+        key = bytes(self.key.verify_key)
+        signed_key = bytes(SigningKey(bytes([0x09] * 32)).verify_key) if self.fault == "bad-enrollment" else key
+        return self.admin.sign(enrollment_message(self.table, DEVICE, signed_key)).signature
+
+    def event(self, body, round_no, link_fault=False):
+        """Appends one event: JSON bytes, chained, signed, with its headers (DEVICES §2)."""
+        self.seq += 1
+        self.clock_ns += 1_000_000
+        prev = bytes([0xAB] * 32) if link_fault else self.prev
+        event = {"v": 1, "table": self.table, "device": DEVICE, "seq": self.seq,
+                 "prev": prev.hex(), "occurred_at_ns": self.clock_ns, "round": round_no, "body": body}
+        data = json.dumps(event, separators=(",", ":")).encode()
+        self.prev = blake3(b"roundledger/event/v1" + prev + data).digest()
+        self.hashes[self.seq] = self.prev
+        signer = self.key
+        if self.fault == "forged-event" and round_no is not None and body["type"] == "paid_out":
+            signer = SigningKey(bytes([0x66] * 32))
+            self.fault = None  # one forged event
+        signed = (b"roundledger/event-signature/v1" + length_prefixed(self.table)
+                  + length_prefixed(DEVICE) + blake3(data).digest())
+        enrollment = f"{bytes(self.key.verify_key).hex()}.{bytes(self.admin.verify_key).hex()}.{self.admin_signature().hex()}"
+        headers = {
+            "Nats-Msg-Id": f"{self.table}:{self.seq}:{blake3(data).hexdigest()[:16]}",
+            "Rl-Signer": DEVICE,
+            "Rl-Signature": signer.sign(signed).signature.hex(),
+            "Rl-Enrollment": enrollment,
+        }
+        self.messages.append((f"tables.{self.table}.events", headers, data))
+
+    def open_and_enroll(self, rule_set):
+        """DEVICES §1 steps 1-3: table_opened, device_enrolled, the first checkpoint."""
+        self.event({"type": "table_opened", "config": table_config(rule_set)}, None)
+        self.config_seq = self.seq
+        key = bytes(self.key.verify_key)
+        if self.fault == "no-enrollment":
+            self.checkpoint()
+            return
+        self.event({"type": "device_enrolled", "device": DEVICE, "key": key.hex(),
+                    "admin": bytes(self.admin.verify_key).hex(),
+                    "signature": self.admin_signature().hex()}, None)
+        self.key_seq = self.seq
+        self.checkpoint()
+
+    def checkpoint(self):
+        """A version 2 checkpoint of the head (README §5.3), id bound to its bytes; version 1
+        while no enrollment is in the chain."""
+        self.clock_ns += 1_000_000
+        version = b"v1" if self.key_seq is None else b"v2"
+        m = b"roundledger/checkpoint/" + version + length_prefixed(self.table) + length_prefixed(DEVICE)
+        m += self.seq.to_bytes(8, "big") + self.prev + self.clock_ns.to_bytes(8, "big", signed=True)
+        cp = {"v": 1, "table": self.table, "device": DEVICE, "head_seq": self.seq,
+              "head_hash": self.prev.hex(), "signed_at_ns": self.clock_ns}
+        if self.key_seq is not None:
+            state = {"config_seq": self.config_seq, "config_hash": self.hashes[self.config_seq].hex(),
+                     "key_seq": self.key_seq, "key_hash": self.hashes[self.key_seq].hex()}
+            m += state["config_seq"].to_bytes(8, "big") + bytes.fromhex(state["config_hash"])
+            m += state["key_seq"].to_bytes(8, "big") + bytes.fromhex(state["key_hash"])
+        cp["signature"] = self.key.sign(m).signature.hex()
+        if self.key_seq is not None:
+            cp["state"] = state
+        data = json.dumps(cp, separators=(",", ":")).encode()
+        msg_id = f"{self.table}:checkpoint:{self.seq}:{blake3(data).hexdigest()[:16]}"
+        self.messages.append((f"tables.{self.table}.checkpoints", {"Nats-Msg-Id": msg_id}, data))
+
+    def resend_id(self, msg_id, n):
+        """README §5.3: the id to send a checkpoint again under when its first was a duplicate."""
+        sig = self.key.sign(b"roundledger/resend-msg-id/v1" + n.to_bytes(8, "big") + msg_id.encode()).signature
+        return f"{msg_id}:s{blake3(sig).hexdigest()[:16]}"
 
 
-class Nats:
-    def __init__(self, url):
-        host, port = url.removeprefix("nats://").rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=ACK_WAIT_S)
-        self.buf = b""
-        info = self.line()
-        if not info.startswith(b"INFO "):
-            raise RuntimeError(f"not a NATS server: {info!r}")
-        connect = {"verbose": False, "pedantic": False, "headers": True, "no_responders": True,
-                   "protocol": 1, "lang": "python", "version": "0"}
-        self.send(b"CONNECT " + json.dumps(connect).encode() + b"\r\nPING\r\n")
-        self.wait_for(b"PONG")
-        self.inbox = "_INBOX.device"
-        self.send(f"SUB {self.inbox}.* 1\r\n".encode())
-
-    def send(self, data):
-        self.sock.sendall(data)
-
-    def fill(self):
-        chunk = self.sock.recv(65536)
-        if not chunk:
-            raise RuntimeError("the server closed the connection")
-        self.buf += chunk
-
-    def line(self):
-        while b"\r\n" not in self.buf:
-            self.fill()
-        line, self.buf = self.buf.split(b"\r\n", 1)
-        return line
-
-    def take(self, n):
-        while len(self.buf) < n + 2:
-            self.fill()
-        data, self.buf = self.buf[:n], self.buf[n + 2:]
-        return data
-
-    def wait_for(self, word):
-        while True:
-            line = self.line()
-            if line == b"PING":
-                self.send(b"PONG\r\n")
-            elif line.startswith(b"-ERR"):
-                raise RuntimeError(line.decode())
-            elif line.startswith(word):
-                return line
-
-    def reply(self):
-        """The next message on our inbox: (status header line or None, payload)."""
-        while True:
-            line = self.line()
-            if line == b"PING":
-                self.send(b"PONG\r\n")
-            elif line.startswith(b"-ERR"):
-                raise RuntimeError(line.decode())
-            elif line.startswith(b"HMSG "):
-                parts = line.split()
-                hdr_len, total = int(parts[-2]), int(parts[-1])
-                data = self.take(total)
-                return data[:hdr_len].split(b"\r\n", 1)[0], data[hdr_len:]
-            elif line.startswith(b"MSG "):
-                return None, self.take(int(line.split()[-1]))
-
-    def publish(self, subject, headers, payload, n):
-        """HPUB with a reply subject; returns the JetStream ack, or raises."""
-        head = "NATS/1.0\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers) + "\r\n"
-        head = head.encode()
-        reply = f"{self.inbox}.{n}"
-        self.send(f"HPUB {subject} {reply} {len(head)} {len(head) + len(payload)}\r\n".encode()
-                  + head + payload + b"\r\n")
-        status, body = self.reply()
-        if status is not None and b"503" in status:
-            return None  # no responders: the stream does not exist yet
-        ack = json.loads(body)
-        if "error" in ack:
-            raise RuntimeError(f"publish refused: {ack['error']}")
-        return ack
+def play(table, rule_set, fault):
+    """Every message of the table's session, in the order of DEVICES §1."""
+    d = Device(table, fault)
+    d.open_and_enroll(rule_set)
+    d.event({"type": "dealer_changed", "dealer": DEALER}, None)
+    for i, body in enumerate(round_bodies(rule_set, fault)):
+        d.event(body, 1, link_fault=(fault == "bad-link" and i == 3))
+    d.checkpoint()
+    d.event({"type": "table_closed"}, None)
+    d.checkpoint()
+    return d
 
 
-def publish_all(url, table, messages):
-    nats = Nats(url)
-    subject = f"tables.{table}.events"
-    for n, (seq, data) in enumerate(messages):
+# ---- Publishing over JetStream (nats-py) ----------------------------------------------
+
+
+async def publish_all(url, device):
+    import nats
+    from nats.errors import NoRespondersError, TimeoutError as NatsTimeout
+    from nats.js.errors import NoStreamResponseError
+
+    nc = await nats.connect(url)
+    js = nc.jetstream()
+    for subject, headers, data in device.messages:
         for _ in range(STREAM_WAIT_TRIES_MAX):
-            ack = nats.publish(subject, headers_for(table, "dealer-py", data, seq), data, n)
-            if ack is not None:
+            try:
+                ack = await js.publish(subject, data, headers=headers, timeout=ACK_WAIT_S)
                 break
-            time.sleep(0.5)
+            except (NoRespondersError, NoStreamResponseError, NatsTimeout):
+                await asyncio.sleep(0.5)  # the stream does not exist yet (DEVICES §4)
         else:
             raise RuntimeError(f"no stream takes {subject}: is `roundledger serve` running?")
+        if ack.duplicate and subject.endswith(".checkpoints"):
+            headers = dict(headers, **{"Nats-Msg-Id": device.resend_id(headers["Nats-Msg-Id"], 1)})
+            await js.publish(subject, data, headers=headers, timeout=ACK_WAIT_S)
+    await nc.drain()
 
 
 def main():
@@ -312,7 +320,7 @@ def main():
     p.add_argument("--table")
     p.add_argument("--rule-set", choices=sorted(ROUNDS))
     p.add_argument("--fault", choices=FAULTS)
-    p.add_argument("--out", help="also write the events as JSON lines")
+    p.add_argument("--out", help="also write the messages as lines {subject, headers, bytes}")
     p.add_argument("--print-admin-key", action="store_true")
     a = p.parse_args()
     if a.print_admin_key:
@@ -320,18 +328,15 @@ def main():
         return
     if not (a.table and a.rule_set):
         p.error("--table and --rule-set are required")
-    chain = Chain(a.table, "dealer-py")
-    messages = [(1, chain.next({"type": "table_opened", "config": table_config(a.rule_set)}, None))]
-    for i, body in enumerate(round_bodies(a.rule_set, a.fault)):
-        link_fault = a.fault if i == 3 else None
-        messages.append((chain.seq + 1, chain.next(body, 1, link_fault)))
-    messages.append((chain.seq + 1, chain.next({"type": "table_closed"}, None)))
+    device = play(a.table, a.rule_set, a.fault)
     if a.out:
-        with open(a.out, "wb") as f:
-            f.writelines(data + b"\n" for _, data in messages)
+        with open(a.out, "w") as f:
+            for subject, headers, data in device.messages:
+                line = {"subject": subject, "headers": headers, "bytes": data.hex()}
+                f.write(json.dumps(line, separators=(",", ":")) + "\n")
     if a.nats:
-        publish_all(a.nats, a.table, messages)
-    print(f"{a.table}: {len(messages)} events", file=sys.stderr)
+        asyncio.run(publish_all(a.nats, device))
+    print(f"{a.table}: {len(device.messages)} messages, head seq {device.seq}", file=sys.stderr)
 
 
 if __name__ == "__main__":
