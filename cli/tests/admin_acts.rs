@@ -112,7 +112,9 @@ fn start_node(root: &Path, n: &str, url: &str, admin_hex: &str) -> Node {
     let extra = format!(
         "node-id = {n:?}\nreplica-check-ms = 200\nadmin-key = {admin_hex:?}\ntrust-simulated-admin = true\n"
     );
-    let (serve, log) = common::serve::start(&dir, url, TOKEN, &extra);
+    // The simulator's tables enroll under its admin: a test-only trust.
+    let env = [common::TEST_ONLY_SIMULATED_KEYS];
+    let (serve, log) = common::serve::start_env(&dir, url, TOKEN, &extra, &env);
     let api = listening(&log).0;
     Node {
         serve,

@@ -346,6 +346,7 @@ async function main() {
     await page.screenshot({ path: path.join(SHOTS, "10-fork-alert.png"), fullPage: true });
 
     await financePage(context, server.url, config, errors);
+    await everyPageAsEachRole(context, server.url, config);
 
     const real = errors.filter(e => !/status of 401/.test(e));
     assert.deepEqual(real, [], "no JavaScript errors: " + errors.join(" | "));
@@ -392,6 +393,31 @@ async function financePage(context, url, config, errors) {
   await dealerGrouping(page, url, token, day);
   await varianceToItsCause(page, url, token, day);
   await page.close();
+}
+
+// Every page in each role's navigation, opened as that role: no call the role may not
+// make (no 403 in the network log), so a page never asks for what it cannot show.
+async function everyPageAsEachRole(context, url, config) {
+  for (const role of ["surveillance", "finance", "admin"]) {
+    const token = JSON.parse(fs.readFileSync(config)).tokens.find(t => t.role === role).token;
+    const page = await context.newPage();
+    const refused = [];
+    page.on("response", r => { if (r.status() === 403) refused.push(`${r.request().method()} ${new URL(r.url()).pathname}`); });
+    await page.goto(url + "/");
+    await page.fill("#token", token);
+    await page.click("#login-form button");
+    await page.waitForSelector("#nav:not([hidden])");
+    const links = await page.locator("#nav a:not([hidden])").evaluateAll(as => as.map(a => a.getAttribute("href")));
+    assert.ok(links.length >= 2, `${role} has pages: ${links}`);
+    for (const href of links) {
+      await page.goto(url + "/" + href);
+      // The live feed never idles: wait for the page's content, then for its calls.
+      await page.waitForSelector("#view .card, #view .empty, #view .error", { timeout: 15000 });
+      await sleep(800);
+    }
+    assert.deepEqual(refused, [], `${role}: pages called what the role may not read`);
+    await page.close();
+  }
 }
 
 // A payout variance followed to its round as finance: the cause, the paid and due lines,
