@@ -65,13 +65,28 @@ pub fn beside_day_file(
     ledger_dir: &Path,
     day: &str,
 ) -> Result<dayparquet::DayParquet> {
-    let rule = l
-        .day_rule()
-        .context("reading the ledger's day rule")?
-        .context("the ledger keeps no day rule (`serve` sets it)")?;
+    let rule = match l.day_rule().context("reading the ledger's day rule")? {
+        Some(r) => r,
+        None => rule_of_seal(l, day)?,
+    };
     let dir = dayparquet::default_dir(ledger_dir);
     dayparquet::write_day(l, &rule, day, &dir, dayparquet::OnExists::Refuse)
         .with_context(|| format!("writing day {day} as Parquet to {}", dir.display()))
+}
+
+/// The day rule a ledger that keeps none sealed `day` under: its seal's zone and start,
+/// one shift (the files' metadata names it).
+fn rule_of_seal(l: &ledger::Ledger, day: &str) -> Result<ledger::days::DayRule> {
+    let seal = l
+        .day_seal(day)?
+        .with_context(|| format!("day {day} is not sealed"))?;
+    let zone = jiff::tz::TimeZone::get(&seal.time_zone)
+        .with_context(|| format!("the seal's time zone {:?}", seal.time_zone))?;
+    let start = jiff::Timestamp::from_nanosecond(i128::from(seal.starts_at_ns))?
+        .to_zoned(zone)
+        .strftime("%H:%M")
+        .to_string();
+    Ok(ledger::days::DayRule::new(&start, &seal.time_zone)?)
 }
 
 /// The files of a day as one line: rows per table and what became of them.
