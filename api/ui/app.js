@@ -494,13 +494,13 @@ async function tablesView(view) {
   loading(view, "tables");
   try {
     const tables = await api("/v1/tables");
-    let chains = [];
-    try { chains = await api("/v1/chain"); } catch (_) { /* finance may not see chain status */ }
+    // Chain status, the quarantine and alerts are surveillance's and admin's (the server's
+    // policy): a finance page never asks for them.
+    const chainRole = ["surveillance", "admin"].includes(state.who.role);
+    const [chains, quarantine, alerts] = chainRole
+      ? await Promise.all([api("/v1/chain"), api(`/v1/quarantine?limit=${PAGE}`), api("/v1/alerts")])
+      : [[], null, null];
     const ch = Object.fromEntries(chains.map(c => [c.table, c]));
-    let quarantine = null;
-    try { quarantine = await api(`/v1/quarantine?limit=${PAGE}`); } catch (_) { /* finance may not see the quarantine */ }
-    let alerts = null;
-    try { alerts = await api("/v1/alerts"); } catch (_) { /* finance may not see alerts */ }
     view.innerHTML = `${forkBanner(chains)}<div class="card"><h1>Tables and chains</h1><p class="hint">Each table's hash chain is recomputed from the stored bytes as the server reads it. Events after the last device-signed checkpoint are not yet attested; a gap holds the events after it until the missing ones arrive.</p>
       ${tables.length ? `<table class="list"><thead><tr><th>Table</th><th>Rule set</th><th class="num">Events</th><th class="num">Rounds</th><th class="num">Disputed</th><th class="num">Irregular</th><th class="num">Void</th><th>Chain</th><th>Attested</th><th>Gap</th></tr></thead><tbody>
       ${tables.map(t => { const c = ch[t.table]; return `<tr><td>${esc(t.table)}${t.fenced ? ` <span class="badge disputed" title="${esc(t.fenced)}">damaged: fenced</span>` : ""}</td><td>${esc(t.rule_set || "")}</td><td class="num">${t.head_seq}</td><td class="num">${t.rounds}</td><td class="num">${t.disputed}</td><td class="num">${t.irregular}</td><td class="num">${t.void}</td>

@@ -415,7 +415,7 @@ async function everyPageAsEachRole(context, url, config) {
       await page.waitForSelector("#view .card, #view .empty, #view .error", { timeout: 15000 });
       await sleep(800);
     }
-    assert.deepEqual(refused, [], `${role}: pages called what the role may not read`);
+    assert.deepEqual(refused, [], `${role}: pages called what the role may not read: ${refused.join(", ")}`);
     await page.close();
   }
 }
