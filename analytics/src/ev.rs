@@ -34,6 +34,8 @@ pub struct Ev {
     pub play_better: u64,
     /// The net of a fold, minor units (it does not depend on the dealer's hand).
     pub fold_minor: i64,
+    /// The least and the most a raise nets against these hands, minor units.
+    pub play_range_minor: (i64, i64),
 }
 
 impl Ev {
@@ -49,6 +51,13 @@ impl Ev {
         let n = i128::from(self.hands);
         let diff = self.play_sum_minor - i128::from(self.fold_minor) * n;
         (diff * 1_000_000 / (n * i128::from(UNIT_MINOR))) as i64
+    }
+
+    /// The spread of a raise's net, per unit of Ante: what bounds how far any more
+    /// knowledge can move `gain` (statistics only).
+    pub fn spread(&self) -> f64 {
+        let (lo, hi) = self.play_range_minor;
+        (hi - lo).max(0) as f64 / UNIT_MINOR as f64
     }
 
     /// Whether raising is the better play (ties fold: the smaller stake).
@@ -153,6 +162,8 @@ impl Evaluator {
         let (dh, q) = self.dealer(dealer);
         let play = self.payoffs.play(w.player, w.ph, dealer, dh, q);
         let fold = w.acc.fold_minor;
+        let (lo, hi) = w.acc.play_range_minor;
+        w.acc.play_range_minor = (lo.min(play), hi.max(play));
         w.acc.hands += count;
         w.acc.play_sum_minor += i128::from(play) * i128::from(count);
         if play > fold {
@@ -172,6 +183,7 @@ impl Evaluator {
             play_sum_minor: 0,
             play_better: 0,
             fold_minor: self.payoffs.fold(info.player),
+            play_range_minor: (i64::MAX, i64::MIN),
         };
         let hidden = len - info.dealer_known.len();
         let mut walk = Walk {

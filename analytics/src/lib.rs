@@ -6,6 +6,9 @@
 //!   enumeration of the dealer's unseen cards), and the house edge it gives.
 //! - `verdict`: for one decision, the optimal play on what the player could see and the
 //!   best play given the dealer's hidden cards.
+//! - `monitor`: those tests per box, dealer, table and pair of neighbouring boxes.
+//! - `dealer`: payout errors, irregularities and pace per dealer against the floor.
+//! - `hold`: actual against theoretical win with its confidence interval.
 //! - `sequential`: a CUSUM of a test martingale whose false-alarm rate per 1,000 rounds
 //!   is a setting, with the rounds that moved it.
 //!
@@ -19,8 +22,18 @@
 
 #![warn(missing_docs)]
 
+pub mod dealer;
 pub mod ev;
+pub mod hold;
+pub mod monitor;
 pub mod payoff;
+pub mod rounds;
+pub mod sequential;
 pub mod strategy;
+pub mod verdict;
 
 pub use ev::{Ev, Evaluator, Info};
+pub use monitor::{DecisionAlarm, Kind, Monitor, Subject};
+pub use rounds::{read_table, BoxFacts, RoundFacts, RoundReader};
+pub use sequential::{Alarm, TestSetting};
+pub use verdict::DecisionVerdict;

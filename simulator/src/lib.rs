@@ -30,6 +30,7 @@ pub mod expected;
 pub mod faults;
 pub mod floor;
 pub mod outbox;
+pub mod players;
 pub mod publish;
 pub mod shift;
 pub mod table;
@@ -38,6 +39,7 @@ pub mod tray;
 pub use expected::{FaultKind, FinanceFaultKind, FinanceLink, FinanceVariance, VarianceKind};
 pub use faults::{FaultPlan, InjectedFault};
 pub use floor::{default_config, table_seed, Floor, MLP3_LINKED_POOL};
+pub use players::{Decider, DecisionView, ErrorProneDealer};
 pub use publish::{
     publish_floor, wait_for_stream, DeviceAccess, DurableWait, PublishOptions, PublishReport,
     PublishedRecord,
