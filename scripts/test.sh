@@ -21,15 +21,15 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== the deployed binary: no demo, simulator or benches (--no-default-features)"
 cargo clippy -p roundledger --no-default-features --locked -- -D warnings
 
-echo "== purity gate: rules and replayer do no I/O"
-for crate in rules replayer; do
+echo "== purity gate: rules, replayer and analytics do no I/O"
+for crate in rules replayer analytics; do
   tree=$(cargo tree -p "$crate" -e normal --locked --prefix none)
   if bad=$(grep -E '^(tokio|sled|async-nats|axum) ' <<<"$tree"); then
     echo "purity gate: $crate depends on: $bad" >&2
     exit 1
   fi
 done
-echo "rules and replayer depend on none of tokio, sled, async-nats, axum"
+echo "rules, replayer and analytics depend on none of tokio, sled, async-nats, axum"
 
 echo "== module loops: no crate's modules import each other in a circle"
 python3 scripts/module-loops.py

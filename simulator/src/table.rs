@@ -8,6 +8,7 @@
 use crate::expected::{self, FaultKind, FinanceFaultKind};
 use crate::faults::{FaultPlan, InjectedFault};
 use crate::keys::DeviceKey;
+use crate::players::{Decider, DecisionView, ErrorProneDealer};
 use crate::Error;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -120,6 +121,10 @@ pub struct TableSim {
     devices: Devices,
     seq: u64,
     prev: Hash32,
+    /// Decides boxes' plays in place of the table's strategy (a cheat, for tests).
+    decider: Option<Box<dyn Decider>>,
+    /// A dealer of the roster who pays wrongly more often.
+    error_prone: Option<ErrorProneDealer>,
     clock_ns: i64,
     next_round: u64,
     /// This table's view of its jackpot pool: the value it shows before a round.
@@ -370,6 +375,8 @@ impl TableSim {
             },
             seq: 0,
             prev: Hash32::ZERO,
+            decider: None,
+            error_prone: None,
             clock_ns,
             next_round: 1,
             pool,
@@ -388,6 +395,34 @@ impl TableSim {
             signer_enrolled_at: None,
             table,
         })
+    }
+
+    /// This table with `decider` choosing boxes' plays where it answers.
+    pub fn with_decider(mut self, decider: Box<dyn Decider>) -> TableSim {
+        self.decider = Some(decider);
+        self
+    }
+
+    /// This table with one dealer of its roster paying wrongly at `dealer.wrong_payout`
+    /// per round (the fault plan's rate, if higher, still applies).
+    pub fn with_error_prone_dealer(mut self, dealer: ErrorProneDealer) -> TableSim {
+        self.error_prone = Some(dealer);
+        self
+    }
+
+    /// The wrong-payout rate of this round: the fault plan's, or the error-prone dealer's
+    /// while that dealer deals.
+    fn wrong_payout_rate(&self) -> f64 {
+        let plan = self.faults.rate(FaultKind::WrongPayout);
+        let place = self
+            .dealers
+            .turns
+            .checked_sub(1)
+            .map(|t| t % DEALER_ROSTER_LEN);
+        match self.error_prone {
+            Some(d) if place == Some(d.roster_place) => plan.max(d.wrong_payout.clamp(0.0, 1.0)),
+            _ => plan,
+        }
     }
 
     /// Moves the device clock so the table's first event happens at `start_ns` (UTC ns),
@@ -610,7 +645,10 @@ impl TableSim {
     }
 
     fn wants(&mut self, kind: FaultKind) -> bool {
-        let rate = self.faults.rate(kind);
+        let rate = match kind {
+            FaultKind::WrongPayout => self.wrong_payout_rate(),
+            _ => self.faults.rate(kind),
+        };
         rate > 0.0
             && expected::code(kind, self.config.rule_set).is_some()
             && self.fault_rng.gen_bool(rate)
@@ -1025,12 +1063,22 @@ impl TableSim {
                 continue; // invalidated hand (§5.15): no decision
             }
             let cards = ctx.hands.get(&b.box_no).map(Vec::as_slice).unwrap_or(&[]);
+            let view = DecisionView {
+                rule_set: rs,
+                box_no: b.box_no,
+                cards,
+                dealer: &ctx.dealer_cards,
+                hands: &ctx.hands,
+            };
+            let cheat = self.decider.as_mut().and_then(|d| d.decide(&view));
             let plays = if rs == RuleSet::Tcp3 {
                 tcp3_plays(cards)
             } else {
                 stud_plays(cards)
             };
-            let choice = if plays {
+            let choice = if let Some(choice) = cheat {
+                choice
+            } else if plays {
                 Choice::Play
             } else if self.rng.gen_bool(0.02) {
                 Choice::WalkAway // a Fold (CSP6 §5.5)
