@@ -307,10 +307,13 @@ fn archived_then_removed(tmp: &Path, d: &str, archive: &Path, days: &[String]) {
         text(&done).matches(".parquet removed by retention").count(),
         4
     );
+    let gone = export(d, &days[0], &[]);
     assert_eq!(
-        export(d, &days[0], &[]).status.code(),
+        gone.status.code(),
         Some(2),
-        "no events to write"
+        "no events to write: {}{}",
+        text(&gone),
+        String::from_utf8_lossy(&gone.stderr)
     );
 }
 

@@ -35,6 +35,9 @@ pub enum Error {
     /// The day has no seal.
     #[error("day {0} is not sealed: seal it first (`roundledger day seal`)")]
     NotSealed(String),
+    /// Retention removed the day: its rounds are gone, only its seal and kept events stay.
+    #[error("day {0} was removed by retention: no rounds to write (its seal remains)")]
+    Removed(String),
     /// The day rule splits the day elsewhere than its seal.
     #[error(
         "day {day}: the seal spans {seal} in {seal_zone}; the day rule `{rule}` gives {given}"
@@ -140,6 +143,9 @@ pub fn write_day(
     let seal = l
         .day_seal(day)?
         .ok_or_else(|| Error::NotSealed(day.to_string()))?;
+    if l.removed_days()?.days.iter().any(|d| d.day == day) {
+        return Err(Error::Removed(day.to_string()));
+    }
     let bounds = rule.bounds(day)?;
     if (bounds.starts_at_ns, bounds.ends_at_ns) != (seal.starts_at_ns, seal.ends_at_ns) {
         return Err(Error::RuleDiffers {
