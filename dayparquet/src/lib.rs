@@ -14,7 +14,8 @@
 //! and the column's meaning says when. Memory holds one row group per table, whatever
 //! the day's size. The same day gives the same bytes, so writing it again changes
 //! nothing; a file with other bytes is never silently overwritten (`place`).
-//! Not yet written: the decisions table with its strategy verdict (issue 44, item 1).
+//! Not yet written: the decisions table with its strategy verdict (`analytics` judges each
+//! decision, but no day file holds those verdicts yet).
 
 #![warn(missing_docs)]
 

@@ -179,207 +179,242 @@ const STUD_CLAUSES: Clauses = Clauses {
 };
 
 /// The default rule table of a rule set, from the seed (CS51 from RULES-NOTES 13).
-/// Longer than 70 lines: it is data, each rule set's pay tables as the seed lists them.
 pub fn rule_table(rule_set: RuleSet) -> RuleTable {
-    use HandClass::*;
     match rule_set {
-        RuleSet::Csp6 => RuleTable {
-            rule_set,
-            hand_len: 5,
-            main_kind: BetKind::Bet,
-            main_multiple: 2,
-            qualifier: Qualifier::AceKing,
-            main: stud_main(),
-            jackpot: vec![
-                pool(RoyalFlush, 10_000),
-                pool(StraightFlush, 1_000),
-                fixed(FourOfAKind, 50_000),
-                fixed(FullHouse, 20_000),
-                fixed(Flush, 10_000),
-            ],
-            jackpot_kinds: &[BetKind::Progressive],
-            fold_keeps_jackpot: false,
-            fold_loses_pair_plus: false,
-            pair_plus: vec![],
-            ante_bonus: vec![],
-            bonus: vec![],
-            selection: None,
-            bet_win_cap: Some(Money(10_000_000)),
-            clauses: STUD_CLAUSES,
+        RuleSet::Csp6 => csp6_table(),
+        RuleSet::Mlp3 => mlp3_table(),
+        RuleSet::Ssp4 => ssp4_table(),
+        RuleSet::Cs51 => cs51_table(),
+        RuleSet::Tcp3 => tcp3_table(),
+    }
+}
+
+/// The CSP6 rule table, from the seed.
+fn csp6_table() -> RuleTable {
+    use HandClass::*;
+    let rule_set = RuleSet::Csp6;
+    RuleTable {
+        rule_set,
+        hand_len: 5,
+        main_kind: BetKind::Bet,
+        main_multiple: 2,
+        qualifier: Qualifier::AceKing,
+        main: stud_main(),
+        jackpot: vec![
+            pool(RoyalFlush, 10_000),
+            pool(StraightFlush, 1_000),
+            fixed(FourOfAKind, 50_000),
+            fixed(FullHouse, 20_000),
+            fixed(Flush, 10_000),
+        ],
+        jackpot_kinds: &[BetKind::Progressive],
+        fold_keeps_jackpot: false,
+        fold_loses_pair_plus: false,
+        pair_plus: vec![],
+        ante_bonus: vec![],
+        bonus: vec![],
+        selection: None,
+        bet_win_cap: Some(Money(10_000_000)),
+        clauses: STUD_CLAUSES,
+    }
+}
+
+/// The MLP3 rule table, from the seed.
+fn mlp3_table() -> RuleTable {
+    use HandClass::*;
+    RuleTable {
+        jackpot: vec![
+            pool(RoyalFlush, 10_000),
+            pool(StraightFlush, 1_000),
+            for1(FourOfAKind, 400),
+            for1(FullHouse, 80),
+            for1(Flush, 40),
+            for1(Straight, 20),
+        ],
+        fold_keeps_jackpot: true,
+        ..rule_table(RuleSet::Csp6)
+    }
+    .renamed(RuleSet::Mlp3)
+}
+
+/// The SSP4 rule table, from the seed.
+fn ssp4_table() -> RuleTable {
+    use HandClass::*;
+    let rule_set = RuleSet::Ssp4;
+    RuleTable {
+        rule_set,
+        hand_len: 5,
+        main_kind: BetKind::Bet,
+        main_multiple: 2,
+        qualifier: Qualifier::AceKing,
+        main: stud_main(),
+        jackpot: vec![
+            pool(RoyalFlush, 10_000),
+            pool(StraightFlush, 1_000),
+            to1(FourOfAKind, 500),
+            to1(FullHouse, 100),
+            to1(Flush, 50),
+        ],
+        jackpot_kinds: &[BetKind::JackpotPlayer, BetKind::JackpotDealer],
+        fold_keeps_jackpot: true,
+        fold_loses_pair_plus: false,
+        pair_plus: vec![],
+        ante_bonus: vec![],
+        bonus: vec![],
+        selection: Some(Pays::ToOne(5)),
+        bet_win_cap: None,
+        clauses: Clauses {
+            fold: "3.9",
+            not_qualifying: "3.12",
+            player_wins: "3.13.1",
+            player_loses: "3.13.2",
+            stand_off: "3.16",
+            main_pays: "4.1.2",
+            cap: "4.1.2",
+            jackpot_pays: "4.2",
+            fold_jackpot: "RULES-NOTES 10",
+            multiple_over: "RULES-NOTES 20",
+            multiple_under: "RULES-NOTES 20",
+            over_max: "RULES-NOTES 21",
+            jackpot_without_ante: "3.5",
+            walk_away: "RULES-NOTES 23",
+            refuse_to_reveal: "RULES-NOTES 23",
+            void: "RULES-NOTES 22",
+            wrong_card_count: "5.2",
+            several_major_winners: "RULES-NOTES 8",
         },
-        RuleSet::Mlp3 => RuleTable {
-            jackpot: vec![
-                pool(RoyalFlush, 10_000),
-                pool(StraightFlush, 1_000),
-                for1(FourOfAKind, 400),
-                for1(FullHouse, 80),
-                for1(Flush, 40),
-                for1(Straight, 20),
-            ],
-            fold_keeps_jackpot: true,
-            ..rule_table(RuleSet::Csp6)
-        }
-        .renamed(RuleSet::Mlp3),
-        RuleSet::Ssp4 => RuleTable {
-            rule_set,
-            hand_len: 5,
-            main_kind: BetKind::Bet,
-            main_multiple: 2,
-            qualifier: Qualifier::AceKing,
-            main: stud_main(),
-            jackpot: vec![
-                pool(RoyalFlush, 10_000),
-                pool(StraightFlush, 1_000),
-                to1(FourOfAKind, 500),
-                to1(FullHouse, 100),
-                to1(Flush, 50),
-            ],
-            jackpot_kinds: &[BetKind::JackpotPlayer, BetKind::JackpotDealer],
-            fold_keeps_jackpot: true,
-            fold_loses_pair_plus: false,
-            pair_plus: vec![],
-            ante_bonus: vec![],
-            bonus: vec![],
-            selection: Some(Pays::ToOne(5)),
-            bet_win_cap: None,
-            clauses: Clauses {
-                fold: "3.9",
-                not_qualifying: "3.12",
-                player_wins: "3.13.1",
-                player_loses: "3.13.2",
-                stand_off: "3.16",
-                main_pays: "4.1.2",
-                cap: "4.1.2",
-                jackpot_pays: "4.2",
-                fold_jackpot: "RULES-NOTES 10",
-                multiple_over: "RULES-NOTES 20",
-                multiple_under: "RULES-NOTES 20",
-                over_max: "RULES-NOTES 21",
-                jackpot_without_ante: "3.5",
-                walk_away: "RULES-NOTES 23",
-                refuse_to_reveal: "RULES-NOTES 23",
-                void: "RULES-NOTES 22",
-                wrong_card_count: "5.2",
-                several_major_winners: "RULES-NOTES 8",
+    }
+}
+
+/// The CS51 rule table, from the seed.
+fn cs51_table() -> RuleTable {
+    use HandClass::*;
+    let rule_set = RuleSet::Cs51;
+    RuleTable {
+        rule_set,
+        hand_len: 5,
+        main_kind: BetKind::Play,
+        main_multiple: 2,
+        qualifier: Qualifier::AceKing,
+        main: cs51_main(),
+        jackpot: vec![],
+        jackpot_kinds: &[],
+        fold_keeps_jackpot: false,
+        fold_loses_pair_plus: false,
+        pair_plus: vec![],
+        ante_bonus: vec![],
+        bonus: vec![
+            to1(RoyalFlush, 1000),
+            to1(StraightFlush, 200),
+            to1(FourOfAKind, 100),
+            to1(FullHouse, 20),
+            to1(Flush, 15),
+            to1(Straight, 10),
+            to1(ThreeOfAKind, 7),
+        ],
+        selection: None,
+        bet_win_cap: None,
+        clauses: Clauses {
+            fold: "How To Play (fold forfeits the ANTE)",
+            not_qualifying: "How To Play (house does not qualify)",
+            player_wins: "How To Play (player beats the house)",
+            player_loses: "How To Play (house beats the player)",
+            stand_off: "How To Play (tie)",
+            main_pays: "RULES-NOTES 13",
+            cap: "RULES-NOTES 13",
+            jackpot_pays: "RULES-NOTES 13",
+            fold_jackpot: "RULES-NOTES 14",
+            multiple_over: "RULES-NOTES 20",
+            multiple_under: "RULES-NOTES 20",
+            over_max: "RULES-NOTES 21",
+            jackpot_without_ante: "How To Play (5+1 BONUS only after an ANTE)",
+            walk_away: "RULES-NOTES 23",
+            refuse_to_reveal: "RULES-NOTES 23",
+            void: "RULES-NOTES 22",
+            wrong_card_count: "RULES-NOTES 22",
+            several_major_winners: "RULES-NOTES 8",
+        },
+    }
+}
+
+/// TCP3's clauses for each outcome (TCP3 rule book).
+const TCP3_CLAUSES: Clauses = Clauses {
+    fold: "3.12.1",
+    not_qualifying: "3.13",
+    player_wins: "3.15.1",
+    player_loses: "3.15.2",
+    stand_off: "3.15.3",
+    main_pays: "4.1",
+    cap: "4.1",
+    jackpot_pays: "4.4",
+    fold_jackpot: "3.12.1",
+    multiple_over: "5.3.1",
+    multiple_under: "5.3.2",
+    over_max: "5.1.1",
+    jackpot_without_ante: "5.4",
+    walk_away: "5.5",
+    refuse_to_reveal: "4.5",
+    void: "5.21",
+    wrong_card_count: "5.15",
+    // 4.9.1 orders winners across tables; at one table, deal order (RN8).
+    several_major_winners: "RULES-NOTES 8",
+};
+
+/// The TCP3 rule table, from the seed.
+fn tcp3_table() -> RuleTable {
+    use HandClass::*;
+    let rule_set = RuleSet::Tcp3;
+    RuleTable {
+        rule_set,
+        hand_len: 3,
+        main_kind: BetKind::Play,
+        main_multiple: 1,
+        qualifier: Qualifier::QueenHigh,
+        main: [
+            StraightFlush,
+            ThreeOfAKind,
+            Straight,
+            Flush,
+            OnePair,
+            HighCard,
+        ]
+        .into_iter()
+        .map(|h| to1(h, 1))
+        .collect(),
+        jackpot: vec![
+            PayRow {
+                hand: MiniRoyalSpades,
+                pays: Pays::PoolBasisPoints(10_000),
+                envy: Some(Money(25_000)),
             },
-        },
-        RuleSet::Cs51 => RuleTable {
-            rule_set,
-            hand_len: 5,
-            main_kind: BetKind::Play,
-            main_multiple: 2,
-            qualifier: Qualifier::AceKing,
-            main: cs51_main(),
-            jackpot: vec![],
-            jackpot_kinds: &[],
-            fold_keeps_jackpot: false,
-            fold_loses_pair_plus: false,
-            pair_plus: vec![],
-            ante_bonus: vec![],
-            bonus: vec![
-                to1(RoyalFlush, 1000),
-                to1(StraightFlush, 200),
-                to1(FourOfAKind, 100),
-                to1(FullHouse, 20),
-                to1(Flush, 15),
-                to1(Straight, 10),
-                to1(ThreeOfAKind, 7),
-            ],
-            selection: None,
-            bet_win_cap: None,
-            clauses: Clauses {
-                fold: "How To Play (fold forfeits the ANTE)",
-                not_qualifying: "How To Play (house does not qualify)",
-                player_wins: "How To Play (player beats the house)",
-                player_loses: "How To Play (house beats the player)",
-                stand_off: "How To Play (tie)",
-                main_pays: "RULES-NOTES 13",
-                cap: "RULES-NOTES 13",
-                jackpot_pays: "RULES-NOTES 13",
-                fold_jackpot: "RULES-NOTES 14",
-                multiple_over: "RULES-NOTES 20",
-                multiple_under: "RULES-NOTES 20",
-                over_max: "RULES-NOTES 21",
-                jackpot_without_ante: "How To Play (5+1 BONUS only after an ANTE)",
-                walk_away: "RULES-NOTES 23",
-                refuse_to_reveal: "RULES-NOTES 23",
-                void: "RULES-NOTES 22",
-                wrong_card_count: "RULES-NOTES 22",
-                several_major_winners: "RULES-NOTES 8",
+            PayRow {
+                hand: MiniRoyal,
+                pays: Pays::Fixed(Money(125_000)),
+                envy: Some(Money(5_000)),
             },
-        },
-        RuleSet::Tcp3 => RuleTable {
-            rule_set,
-            hand_len: 3,
-            main_kind: BetKind::Play,
-            main_multiple: 1,
-            qualifier: Qualifier::QueenHigh,
-            main: [
-                StraightFlush,
-                ThreeOfAKind,
-                Straight,
-                Flush,
-                OnePair,
-                HighCard,
-            ]
-            .into_iter()
-            .map(|h| to1(h, 1))
-            .collect(),
-            jackpot: vec![
-                PayRow {
-                    hand: MiniRoyalSpades,
-                    pays: Pays::PoolBasisPoints(10_000),
-                    envy: Some(Money(25_000)),
-                },
-                PayRow {
-                    hand: MiniRoyal,
-                    pays: Pays::Fixed(Money(125_000)),
-                    envy: Some(Money(5_000)),
-                },
-                fixed(StraightFlush, 17_500),
-                fixed(ThreeOfAKind, 15_000),
-                fixed(Straight, 1_500),
-            ],
-            jackpot_kinds: &[BetKind::Progressive],
-            fold_keeps_jackpot: false,
-            fold_loses_pair_plus: true,
-            pair_plus: vec![
-                to1(StraightFlush, 40),
-                to1(ThreeOfAKind, 30),
-                to1(Straight, 5),
-                to1(Flush, 4),
-                to1(OnePair, 1),
-            ],
-            ante_bonus: vec![
-                to1(StraightFlush, 5),
-                to1(ThreeOfAKind, 4),
-                to1(Straight, 1),
-            ],
-            bonus: vec![],
-            selection: None,
-            bet_win_cap: None,
-            clauses: Clauses {
-                fold: "3.12.1",
-                not_qualifying: "3.13",
-                player_wins: "3.15.1",
-                player_loses: "3.15.2",
-                stand_off: "3.15.3",
-                main_pays: "4.1",
-                cap: "4.1",
-                jackpot_pays: "4.4",
-                fold_jackpot: "3.12.1",
-                multiple_over: "5.3.1",
-                multiple_under: "5.3.2",
-                over_max: "5.1.1",
-                jackpot_without_ante: "5.4",
-                walk_away: "5.5",
-                refuse_to_reveal: "4.5",
-                void: "5.21",
-                wrong_card_count: "5.15",
-                // 4.9.1 orders winners across tables; at one table, deal order (RN8).
-                several_major_winners: "RULES-NOTES 8",
-            },
-        },
+            fixed(StraightFlush, 17_500),
+            fixed(ThreeOfAKind, 15_000),
+            fixed(Straight, 1_500),
+        ],
+        jackpot_kinds: &[BetKind::Progressive],
+        fold_keeps_jackpot: false,
+        fold_loses_pair_plus: true,
+        pair_plus: vec![
+            to1(StraightFlush, 40),
+            to1(ThreeOfAKind, 30),
+            to1(Straight, 5),
+            to1(Flush, 4),
+            to1(OnePair, 1),
+        ],
+        ante_bonus: vec![
+            to1(StraightFlush, 5),
+            to1(ThreeOfAKind, 4),
+            to1(Straight, 1),
+        ],
+        bonus: vec![],
+        selection: None,
+        bet_win_cap: None,
+        clauses: TCP3_CLAUSES,
     }
 }
 

@@ -231,9 +231,18 @@ impl<'a> Reader<'a> {
 
     /// `EventBody` in declaration order (its position is its bincode tag). Tag 0
     /// (`TableOpened`), 27 (`Finance`) and later variants are left to bincode.
-    /// Longer than 70 lines: one arm per event kind, read in the catalogue's order.
     fn body(&mut self) -> Option<EventBody> {
-        Some(match self.tag()? {
+        match self.tag()? {
+            tag @ 1..=7 => self.table_and_cards(tag),
+            tag @ 8..=15 => self.bets_and_payouts(tag),
+            tag @ 16..=26 => self.jackpots_and_staff(tag),
+            _ => None,
+        }
+    }
+
+    /// The body of the table, the shuffle, announcements and cards (tags 1-7), read in the catalogue's order.
+    fn table_and_cards(&mut self, tag: u32) -> Option<EventBody> {
+        Some(match tag {
             1 => EventBody::TableClosed,
             2 => EventBody::ShuffleCompleted {
                 deck_commitment: if self.is_some()? {
@@ -264,6 +273,13 @@ impl<'a> Reader<'a> {
                 player_box: self.box_no()?,
                 hand_box: self.box_no()?,
             },
+            _ => return None,
+        })
+    }
+
+    /// The body of bets, decisions, reveals and payouts (tags 8-15), read in the catalogue's order.
+    fn bets_and_payouts(&mut self, tag: u32) -> Option<EventBody> {
+        Some(match tag {
             8 => EventBody::BetPlaced {
                 box_no: self.box_no()?,
                 kind: self.bet_kind()?,
@@ -307,6 +323,13 @@ impl<'a> Reader<'a> {
                 line: self.pay_line()?,
                 net: self.money()?,
             },
+            _ => return None,
+        })
+    }
+
+    /// The body of jackpots, selections, staff and the round closing (tags 16-26), read in the catalogue's order.
+    fn jackpots_and_staff(&mut self, tag: u32) -> Option<EventBody> {
+        Some(match tag {
             16 => EventBody::JackpotShown {
                 pool: self.pool()?,
                 value: self.money()?,
