@@ -3,20 +3,13 @@
 //! nets is a function of those three only (CSP6 §3.13-3.14, §4.1; TCP3 §3.13, §4.1, §4.3).
 
 use rules::Hand;
-use schemas::settle::{BoxInput, RoundInput};
-use schemas::{BetKind, BoxNo, Card, Choice, Money, PayLine, RuleSet};
+use schemas::{BetKind, Card, Choice, RuleSet};
 use std::cmp::Ordering;
 
 /// The Ante every net here is relative to, minor units.
 pub const UNIT_MINOR: i64 = 100;
 
-/// The lines of the main game: the decision moves only these.
-const MAIN_LINES: [PayLine; 4] = [
-    PayLine::Ante,
-    PayLine::Bet,
-    PayLine::Play,
-    PayLine::AnteBonus,
-];
+use rules::edge::MAIN_LINES;
 
 /// Classes a hand can have: `HandClass` has ten variants.
 const CLASSES: usize = 10;
@@ -80,36 +73,10 @@ impl Payoffs {
 /// The main game's net of a one-box round with `decision`, through `rules::settle`.
 pub fn settle_main(rs: RuleSet, player: &[Card], dealer: &[Card], decision: Choice) -> i64 {
     let table = rules::rule_table(rs);
-    let mut bets = std::collections::BTreeMap::new();
-    bets.insert(BetKind::Ante, UNIT_MINOR);
+    let mut bets = vec![(BetKind::Ante, UNIT_MINOR)];
     if decision == Choice::Play {
-        bets.insert(table.main_kind, UNIT_MINOR * table.main_multiple);
+        bets.push((table.main_kind, UNIT_MINOR * table.main_multiple));
     }
-    let input = RoundInput {
-        game: rs,
-        config: None,
-        dealer: dealer.to_vec(),
-        dealer_up: None,
-        pool: Money(0),
-        reset: Money(0),
-        credit_value: None,
-        magic_card: None,
-        lucky_box: None,
-        lucky_dealer: false,
-        void: false,
-        boxes: vec![BoxInput {
-            box_no: BoxNo(1),
-            cards: player.to_vec(),
-            decision: Some(decision),
-            bets,
-            invalidated: None,
-        }],
-    };
-    let s = rules::settle(&input).unwrap_or_else(|e| panic!("a one-box round settles: {e}"));
-    s.boxes[0]
-        .lines
-        .iter()
-        .filter(|l| MAIN_LINES.contains(&l.line))
-        .map(|l| l.net.0)
-        .sum()
+    let input = rules::edge::one_box_round(rs, None, dealer, player, Some(decision), &bets);
+    rules::edge::box_net(&input, &MAIN_LINES)
 }

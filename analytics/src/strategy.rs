@@ -8,6 +8,7 @@
 
 use crate::ev::{Evaluator, Info};
 use crate::payoff::UNIT_MINOR;
+use rules::edge::SplitMix;
 use schemas::{Card, HandClass, RuleSet};
 use std::collections::HashMap;
 
@@ -256,17 +257,17 @@ impl Strata {
     fn draw(&self, rng: &mut SplitMix, class: usize) -> ([Card; 5], Card) {
         let hand = if Self::common(class) {
             loop {
-                let h = rng.hand();
+                let h = hand(rng);
                 if rules::eval5(&h).class() as usize == class {
                     break h;
                 }
             }
         } else {
             let list = &self.listed[class];
-            list[(rng.next() % list.len() as u64) as usize]
+            list[(rng.next_u64() % list.len() as u64) as usize]
         };
         let up = loop {
-            let c = Card::from_code((rng.next() % 52) as u8).expect("0..52");
+            let c = Card::from_code((rng.next_u64() % 52) as u8).expect("0..52");
             if !hand.contains(&c) {
                 break c;
             }
@@ -275,24 +276,9 @@ impl Strata {
     }
 }
 
-/// splitmix64: a small fixed generator, so a figure is a function of its seed.
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn hand(&mut self) -> [Card; 5] {
-        let mut deck: [Card; 52] = std::array::from_fn(|i| Card::from_code(i as u8).expect("<52"));
-        for i in 0..5 {
-            let j = i + (self.next() % (52 - i) as u64) as usize;
-            deck.swap(i, j);
-        }
-        std::array::from_fn(|i| deck[i])
-    }
+/// Five cards from a fresh shuffled deck.
+fn hand(rng: &mut SplitMix) -> [Card; 5] {
+    let mut deck: [Card; 52] = std::array::from_fn(|i| Card::from_code(i as u8).expect("<52"));
+    rng.deal(&mut deck, 5);
+    std::array::from_fn(|i| deck[i])
 }

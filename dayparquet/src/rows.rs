@@ -1,10 +1,10 @@
 //! A round's rows and a finance event's row, in the columns of `schema`. A bet line's
 //! nets come from `readside::shiftrow::nets`, the same as finance reports, and the pool's
-//! part of them is split the way the report's tray takes it apart.
+//! part of them comes from `readside::shiftrow::pool_split`, the report's own rule.
 
 use crate::schema::{BET_LINES, FINANCE_LINES, FINDINGS, ROUNDS};
 use crate::sink::Value;
-use readside::shiftrow::{nets, JACKPOT_LINES};
+use readside::shiftrow::{nets, pool_split};
 use schemas::report::RoundReport;
 use schemas::settle::Settlement;
 use schemas::{BetKind, BoxNo, Finance, Money, PayLine};
@@ -96,28 +96,6 @@ pub fn line_rows(r: &RoundReport, s: &Settlement) -> Vec<LineRow> {
             }
         })
         .collect()
-}
-
-/// The pool's part of each net: a box's pool award goes to its first jackpot line, as
-/// the finance report's tray takes it apart (`readside::shiftrow`).
-fn pool_split(
-    nets: &BTreeMap<(BoxNo, PayLine), Money>,
-    s: &Settlement,
-) -> BTreeMap<(BoxNo, PayLine), Money> {
-    let mut pool: BTreeMap<BoxNo, Money> = BTreeMap::new();
-    for p in &s.jackpot_payments {
-        let paid = pool.entry(p.box_no).or_insert(Money::ZERO);
-        *paid = *paid + p.amount;
-    }
-    let mut out = BTreeMap::new();
-    for (box_no, line) in nets.keys() {
-        if JACKPOT_LINES.contains(line) {
-            if let Some(paid) = pool.remove(box_no) {
-                out.insert((*box_no, *line), paid);
-            }
-        }
-    }
-    out
 }
 
 fn text(s: &str) -> Value {

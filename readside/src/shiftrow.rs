@@ -306,14 +306,9 @@ fn share_of(r: &RoundReport, s: &schemas::settle::Settlement, ctx: &RoundCtx) ->
         })
         .collect();
     let Nets { due, recorded } = nets(r);
-    let mut pool: BTreeMap<BoxNo, Money> = BTreeMap::new();
-    for p in &s.jackpot_payments {
-        let paid = pool.entry(p.box_no).or_insert(Money::ZERO);
-        *paid = *paid + p.amount;
-    }
     let (mut rules, mut tray) = (Tray::default(), Tray::default());
-    add_tray(&mut rules, &due, pool.clone());
-    add_tray(&mut tray, &recorded, pool);
+    add_tray(&mut rules, &due, &pool_split(&due, s));
+    add_tray(&mut tray, &recorded, &pool_split(&recorded, s));
     Share {
         handle,
         recorded: tray,
@@ -348,20 +343,41 @@ pub fn nets(r: &RoundReport) -> Nets {
     Nets { due, recorded }
 }
 
+/// The pool's part of each (box, line) net: a box's pool awards
+/// (`Settlement::jackpot_payments`) go to its first jackpot line in (box, line) order.
+/// Finance and the day's Parquet take nets apart by this one rule.
+pub fn pool_split(
+    nets: &BTreeMap<(BoxNo, PayLine), Money>,
+    s: &schemas::settle::Settlement,
+) -> BTreeMap<(BoxNo, PayLine), Money> {
+    let mut pool: BTreeMap<BoxNo, Money> = BTreeMap::new();
+    for p in &s.jackpot_payments {
+        let paid = pool.entry(p.box_no).or_insert(Money::ZERO);
+        *paid = *paid + p.amount;
+    }
+    let mut out = BTreeMap::new();
+    for (box_no, line) in nets.keys() {
+        if JACKPOT_LINES.contains(line) {
+            if let Some(paid) = pool.remove(box_no) {
+                out.insert((*box_no, *line), paid);
+            }
+        }
+    }
+    out
+}
+
 /// Adds the players' nets per (box, line) to a tray: losses in, wins out, and what each
-/// box won from the pool (`pool`, by box) apart: the jackpot system pays it. A jackpot
-/// line that won from the pool keeps its stake as a contribution, so its net is the award
-/// less the stake: the stake comes into the tray, the award from the jackpot system.
+/// line won from the pool (`from_pool`, `pool_split`) apart: the jackpot system pays it. A
+/// jackpot line that won from the pool keeps its stake as a contribution, so its net is
+/// the award less the stake: the stake comes into the tray, the award from the jackpot
+/// system.
 fn add_tray(
     tray: &mut Tray,
     nets: &BTreeMap<(BoxNo, PayLine), Money>,
-    mut pool: BTreeMap<BoxNo, Money>,
+    from_pool: &BTreeMap<(BoxNo, PayLine), Money>,
 ) {
-    for ((box_no, line), net) in nets {
-        let from_pool = match JACKPOT_LINES.contains(line) {
-            true => pool.remove(box_no).unwrap_or(Money::ZERO),
-            false => Money::ZERO,
-        };
+    for (key, net) in nets {
+        let from_pool = from_pool.get(key).copied().unwrap_or(Money::ZERO);
         tray.jackpot_paid = tray.jackpot_paid + from_pool;
         let tray_part = *net - from_pool;
         if tray_part.0 < 0 {

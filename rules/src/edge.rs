@@ -197,7 +197,7 @@ fn three_card_hands() -> Vec<([Card; 3], u64)> {
 
 /// A one-box round of `rs` with `bets` (kind, minor units), under `config`'s pay tables
 /// (`None`: the seed's).
-fn round(
+pub fn one_box_round(
     rs: RuleSet,
     config: Option<&TableConfig>,
     dealer: &[Card],
@@ -227,8 +227,8 @@ fn round(
     }
 }
 
-/// The box's net over the lines of `kinds`' pay lines, minor units.
-fn net_of(input: &RoundInput, lines: &[schemas::PayLine]) -> i64 {
+/// The box's net over `lines`, minor units.
+pub fn box_net(input: &RoundInput, lines: &[schemas::PayLine]) -> i64 {
     let s = settle(input).unwrap_or_else(|e| panic!("an edge round settles: {e}"));
     s.boxes[0]
         .lines
@@ -238,7 +238,8 @@ fn net_of(input: &RoundInput, lines: &[schemas::PayLine]) -> i64 {
         .sum()
 }
 
-const MAIN_LINES: [schemas::PayLine; 4] = [
+/// The lines of the main game: a raise or fold moves only these.
+pub const MAIN_LINES: [schemas::PayLine; 4] = [
     schemas::PayLine::Ante,
     schemas::PayLine::Bet,
     schemas::PayLine::Play,
@@ -298,7 +299,7 @@ pub fn tcp3_ante_play_sample(config: Option<&TableConfig>, stride: usize) -> Edg
             ),
             false => (Choice::Fold, vec![(BetKind::Ante, UNIT_MINOR)]),
         };
-        let r = round(
+        let r = one_box_round(
             RuleSet::Tcp3,
             config,
             &hands[d].0,
@@ -306,7 +307,7 @@ pub fn tcp3_ante_play_sample(config: Option<&TableConfig>, stride: usize) -> Edg
             Some(decision),
             &bets,
         );
-        fig.add(net_of(&r, &MAIN_LINES), count);
+        fig.add(box_net(&r, &MAIN_LINES), count);
     }
     let players = 22_100_u64.div_ceil(stride as u64);
     assert_eq!(fig.rounds, players * 18_424, "every deal counted once");
@@ -329,7 +330,7 @@ pub fn tcp3_pair_plus_exact_for(config: Option<&TableConfig>) -> EdgeFigure {
             .find(|(_, m)| m & mask == 0)
             .expect("49 cards left")
             .0;
-        let r = round(
+        let r = one_box_round(
             RuleSet::Tcp3,
             config,
             dealer,
@@ -337,7 +338,7 @@ pub fn tcp3_pair_plus_exact_for(config: Option<&TableConfig>) -> EdgeFigure {
             None,
             &[(BetKind::PairPlus, UNIT_MINOR)],
         );
-        fig.add(net_of(&r, &[schemas::PayLine::PairPlus]), 1);
+        fig.add(box_net(&r, &[schemas::PayLine::PairPlus]), 1);
     }
     fig
 }
@@ -368,10 +369,12 @@ impl EdgeFigure {
 }
 
 /// splitmix64: a small, fixed generator, so a Monte Carlo figure depends only on its seed.
-struct SplitMix(u64);
+/// `analytics` samples with it too.
+pub struct SplitMix(pub u64);
 
 impl SplitMix {
-    fn next(&mut self) -> u64 {
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -380,9 +383,9 @@ impl SplitMix {
     }
 
     /// The first `n` cards of a shuffled deck (partial Fisher-Yates).
-    fn deal(&mut self, deck: &mut [Card; 52], n: usize) {
+    pub fn deal(&mut self, deck: &mut [Card; 52], n: usize) {
         for i in 0..n {
-            let j = i + (self.next() % (52 - i) as u64) as usize;
+            let j = i + (self.next_u64() % (52 - i) as u64) as usize;
             deck.swap(i, j);
         }
     }
@@ -433,10 +436,10 @@ pub fn stud_monte_carlo_for(
         if rs == RuleSet::Cs51 {
             bets.push((BetKind::Bonus, UNIT_MINOR));
         }
-        let r = round(rs, config, dealer, &player, Some(decision), &bets);
-        main.add(net_of(&r, &MAIN_LINES), 1);
+        let r = one_box_round(rs, config, dealer, &player, Some(decision), &bets);
+        main.add(box_net(&r, &MAIN_LINES), 1);
         if rs == RuleSet::Cs51 {
-            bonus.add(net_of(&r, &[schemas::PayLine::Bonus]), 1);
+            bonus.add(box_net(&r, &[schemas::PayLine::Bonus]), 1);
         }
     }
     match rs {
@@ -661,8 +664,8 @@ pub fn ssp4_selection_exact(config: Option<&TableConfig>, boxes: u8) -> Selectio
     }
     let mut lucky_dealer = figure(RuleSet::Ssp4, "Selection: Lucky Dealer", true);
     let r = selection_round(config, &deal, None, None, true);
-    let dealer_net: i64 = net_of(&r, &[PayLine::JackpotDealer]);
-    let dealer_base: i64 = net_of(&base, &[PayLine::JackpotDealer]);
+    let dealer_net: i64 = box_net(&r, &[PayLine::JackpotDealer]);
+    let dealer_base: i64 = box_net(&base, &[PayLine::JackpotDealer]);
     lucky_dealer.add(dealer_net - dealer_base, 1);
     SelectionFigures {
         magic_card,
@@ -712,7 +715,7 @@ fn selection_round(
         (BetKind::JackpotPlayer, 1),
         (BetKind::JackpotDealer, 1),
     ];
-    let mut r = round(
+    let mut r = one_box_round(
         RuleSet::Ssp4,
         config,
         dealer,
@@ -807,12 +810,12 @@ pub fn stud_cap_cost(config: &TableConfig, ante: Money, samples: u64, seed: u64)
     for hands in &by_class {
         let mut fig = figure(rs, "BET cap", false);
         for _ in 0..samples {
-            let player = hands[(rng.next() % hands.len() as u64) as usize];
+            let player = hands[(rng.next_u64() % hands.len() as u64) as usize];
             let dealer = dealer_around(&mut rng, &player);
             let bets = [(BetKind::Ante, ante.0), (rt.main_kind, stake.0)];
             let net = |c: &TableConfig| {
-                net_of(
-                    &round(rs, Some(c), &dealer, &player, Some(Choice::Play), &bets),
+                box_net(
+                    &one_box_round(rs, Some(c), &dealer, &player, Some(Choice::Play), &bets),
                     &MAIN_LINES,
                 )
             };
@@ -876,7 +879,7 @@ fn dealer_around(rng: &mut SplitMix, player: &[Card; 5]) -> [Card; 5] {
     let mut rest: Vec<Card> = Card::deck().filter(|c| !player.contains(c)).collect();
     assert_eq!(rest.len(), 47);
     for i in 0..5 {
-        let j = i + (rng.next() % (47 - i) as u64) as usize;
+        let j = i + (rng.next_u64() % (47 - i) as u64) as usize;
         rest.swap(i, j);
     }
     std::array::from_fn(|i| rest[i])
