@@ -1042,6 +1042,12 @@ fn a_tables_last_closed_round_counts_at_once_and_once() {
     // Another pass with nothing new changes nothing.
     readside::index::catch_up(&f.ledger, &f.model).unwrap();
     check("after an empty pass");
+    // A late event of the closed round changes its early report (a finding): the early
+    // count is taken back and counted again, still once.
+    let last = c.round;
+    c.push(t0 + 50 * MIN_NS, Some(last), EventBody::RoundClosed);
+    feed(&f, c.out.drain(..).collect(), &mut stream_seq);
+    check("after a late event of the closed round");
     // The table closes: the replayer's report replaces the early count, not adds to it.
     c.push(t0 + 2 * HOUR_NS, None, EventBody::TableClosed);
     feed(&f, c.out.drain(..).collect(), &mut stream_seq);
