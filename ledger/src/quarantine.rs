@@ -41,6 +41,15 @@ pub const HEAD_KEY: &[u8] = b"quarantine_head";
 /// most that many entries ago.
 pub const QUARANTINE_RECENT_MAX: usize = 65_536;
 
+/// What a quarantine entry costs on disk beyond its message's bytes, at most: its reason
+/// and text (`QUARANTINE_TEXT_LEN_MAX`), subject, stream seq and receive time, the value
+/// log's headers, and sled's key and pointer with sled's own overhead (measured in
+/// BENCHMARKS.md). The byte bounds count each entry as its message plus this.
+pub const ENTRY_COST_BYTES: u64 = 1024;
+
+/// Longest reason text an entry keeps, in bytes; a longer one is cut (`refuse`).
+pub const QUARANTINE_TEXT_LEN_MAX: usize = 256;
+
 /// What makes two deliveries the same message: its stream seq and its bytes.
 pub(crate) type DeliveryKey = (u64, Hash32);
 

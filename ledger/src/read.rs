@@ -328,9 +328,24 @@ fn load_quarantine(store: &dyn Store) -> Result<QuarantineLoad, Error> {
         recent_overflowed: Default::default(),
     };
     let repeats = crate::quarantine::stored_repeats(store)?;
-    for kv in store.range(Space::Quarantine, &[], None) {
-        let (k, v) = kv?;
+    for k in store.keys(Space::Quarantine, &[], None) {
+        let k = k?;
         let id = be_u64(&k)?;
+        // Past every stored id, readable or not: a new entry never takes a stored key.
+        q.next_id = id
+            .checked_add(1)
+            .ok_or_else(|| crate::record::corrupt("a quarantine entry has the last possible id"))?;
+        // An entry whose copy in the value log does not read stops no open: `verify` names
+        // it (the quarantine chain), and the rest of the ledger goes on.
+        let v = match store.get(Space::Quarantine, &k) {
+            Ok(Some(v)) => v,
+            Ok(None) => continue,
+            Err(e) => {
+                tracing::error!(id, error = %e, "a quarantine entry does not read (run verify)");
+                q.entries += 1;
+                continue;
+            }
+        };
         let e = QuarantineEntry::decode(id, &v)?;
         let delivery = crate::quarantine::delivery_key(e.stream_seq, &e.bytes);
         q.recent.insert(delivery, id);
@@ -348,11 +363,6 @@ fn load_quarantine(store: &dyn Store) -> Result<QuarantineLoad, Error> {
         *counters.entry(e.reason).or_insert(0) += 1;
         q.entries += 1;
         q.bytes += e.bytes.len() as u64;
-        // A key at the end of the id space has no next id: only a hand (or a bug) writes
-        // one, and opening must say so, not overflow.
-        q.next_id = id
-            .checked_add(1)
-            .ok_or_else(|| crate::record::corrupt("a quarantine entry has the last possible id"))?;
         q.head = q.head.next(id, &v);
     }
     // The stored head, not the one the entries give: appends extend what was committed, so

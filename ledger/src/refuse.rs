@@ -43,6 +43,7 @@ pub(crate) fn quarantine(
     if let Some(bound) = past_bound(state, call, msg) {
         return overflow(state, call, msg, code, bound);
     }
+    let text = bounded_text(text);
     let id = call.next_quarantine_id;
     call.next_quarantine_id += 1;
     let entry = crate::QuarantineEntry {
@@ -198,4 +199,20 @@ fn repeat_of(
         id: r.id,
         reason: code,
     })
+}
+
+/// `text` cut to `QUARANTINE_TEXT_LEN_MAX` bytes at a character boundary, marked `…`: an
+/// entry's cost beyond its message stays a small constant.
+fn bounded_text(mut text: String) -> String {
+    use crate::quarantine::QUARANTINE_TEXT_LEN_MAX;
+    if text.len() <= QUARANTINE_TEXT_LEN_MAX {
+        return text;
+    }
+    let mut cut = QUARANTINE_TEXT_LEN_MAX - '…'.len_utf8();
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    text.truncate(cut);
+    text.push('…');
+    text
 }

@@ -88,3 +88,99 @@ fn a_flood_of_distinct_refusals_is_counted_past_the_bound() {
     let report = l.verify().expect("verify");
     assert!(report.is_ok(), "{report:?}");
 }
+
+/// Bytes of every file under `dir`, as the file system counts them.
+fn dir_bytes(dir: &std::path::Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let mut n = 0;
+    for e in std::fs::read_dir(dir).expect("read dir") {
+        let e = e.expect("entry");
+        let m = e.metadata().expect("metadata");
+        n += if m.is_dir() {
+            dir_bytes(&e.path())
+        } else {
+            m.blocks() * 512
+        };
+    }
+    n
+}
+
+/// A refusal is on disk once: its value-log copy, sled holding a 21-byte pointer. Large
+/// messages in sled itself cost 2.6 to 70 times their bytes (sled rewrites whole leaves).
+#[test]
+fn a_refusal_costs_about_its_own_bytes_on_disk() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let t = table("FLOOD-1");
+    let l = Ledger::open(dir.path()).expect("open");
+    l.flush().expect("flush");
+    let before = dir_bytes(dir.path());
+    let (len, n) = (60_000usize, 150u64);
+    for i in 0..n {
+        let mut bytes = garbage(i);
+        bytes.resize(len, b'x');
+        let mut m = incoming(&t, bytes, i + 1);
+        // Two seconds apart: 30 a minute, within the source's bytes per minute.
+        m.received_at_ns += i as i64 * 2_000_000_000;
+        let out = l.append_batch(&[m]).expect("append");
+        assert!(matches!(
+            out[0],
+            Appended::Refused(Refused::Quarantined { .. })
+        ));
+        l.flush().expect("flush");
+    }
+    drop(l);
+    let grown = dir_bytes(dir.path()) - before;
+    // sled grows its file a 512 KiB segment at a time: one or two may be new.
+    let bound = n * (len as u64 + ledger::quarantine::ENTRY_COST_BYTES) + (1 << 20);
+    assert!(
+        grown <= bound,
+        "{n} refusals of {len} bytes grew the ledger by {grown} bytes, over {bound}"
+    );
+    let l = Ledger::open(dir.path()).expect("reopen");
+    let e = l.quarantine_entry(n - 1).expect("read").expect("entry");
+    assert_eq!(e.bytes.len(), len);
+    assert!(l.verify().expect("verify").is_ok());
+}
+
+/// An entry's one copy is its bytes: damage to it stops no open and no append, and
+/// `verify` names the quarantine.
+#[test]
+fn a_damaged_entry_copy_is_named_by_verify_and_stops_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let t = table("FLOOD-1");
+    let l = Ledger::open(dir.path()).expect("open");
+    l.append_batch(&flood(&t, 1, 3, 0)).expect("append");
+    l.flush().expect("flush");
+    drop(l);
+    let raw = common::Raw::open(dir.path());
+    let stored = raw
+        .tree
+        .get(common::Raw::key(
+            ledger::store::Space::Quarantine,
+            &1u64.to_be_bytes(),
+        ))
+        .expect("get")
+        .expect("entry 1");
+    let p = ledger::valuelog::Pointer::decode(&stored).expect("sled holds a pointer");
+    raw.close();
+    let path = ledger::valuelog::segment_path(dir.path(), p.segment);
+    let mut bytes = std::fs::read(&path).expect("segment");
+    let last =
+        (p.offset + ledger::valuelog::ENTRY_HEADER_LEN as u64 + u64::from(p.len) - 1) as usize;
+    bytes[last] ^= 0x01;
+    std::fs::write(&path, bytes).expect("write");
+    let l = Ledger::open(dir.path()).expect("a damaged entry stops no open");
+    let more = l
+        .append_batch(&flood(&t, 100, 1, 0))
+        .expect("append goes on");
+    assert!(matches!(
+        more[0],
+        Appended::Refused(Refused::Quarantined { id: 3, .. })
+    ));
+    let report = l.verify().expect("verify");
+    assert!(
+        matches!(&report.quarantine, ledger::QuarantineVerdict::Bad { problem } if problem.contains("quarantine")),
+        "{:?}",
+        report.quarantine
+    );
+}
