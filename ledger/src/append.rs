@@ -682,8 +682,15 @@ impl Ledger {
         ));
         let delivery = crate::quarantine::delivery_key(entry.stream_seq, &entry.bytes);
         call.quarantined_now.insert(delivery, id);
-        // Put back, not new: it counts in the total, not against its source's minute.
-        call.quarantine_bytes += entry.bytes.len() as u64;
+        // Put back, not new: it counts in the totals, not against its source's window.
+        let charged = crate::quarantine_limits::charge(entry.bytes.len());
+        if entry.reason == reason::TABLE_FENCED {
+            call.fenced_bytes += charged;
+        } else {
+            call.quarantine_bytes += charged;
+            let source = crate::quarantine::source_of(entry.subject_table.as_ref());
+            *call.source_bytes_now.entry(source).or_insert(0) += charged;
+        }
         // Repeats count against the first entry of a content: one put back is the first
         // unless a recent entry has its content.
         let content: ContentKey = (entry.reason.clone(), delivery.1);

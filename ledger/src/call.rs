@@ -41,6 +41,9 @@ pub(crate) struct Call {
     /// This call's new entries per source and minute, and the quarantine's bytes after it.
     pub(crate) window: crate::quarantine::Window,
     pub(crate) quarantine_bytes: u64,
+    /// Charged bytes this call adds per source, and to the fenced entries.
+    pub(crate) source_bytes_now: std::collections::HashMap<String, u64>,
+    pub(crate) fenced_bytes: u64,
     /// Overflow counters this call changed, and the deliveries it counted (by bound).
     pub(crate) overflow_now: BTreeMap<(String, String), crate::quarantine::Overflow>,
     pub(crate) overflowed_now: std::collections::HashMap<crate::quarantine::DeliveryKey, u64>,
@@ -67,8 +70,10 @@ impl Call {
             quarantine_head: state.quarantine.head,
             quarantined_now: Default::default(),
             refused_now: Default::default(),
-            window: crate::quarantine::Window::starting(state.quarantine.window.minute()),
+            window: crate::quarantine::Window::starting(state.quarantine.window.window()),
             quarantine_bytes: state.quarantine.bytes,
+            source_bytes_now: Default::default(),
+            fenced_bytes: 0,
             overflow_now: BTreeMap::new(),
             overflowed_now: Default::default(),
             configs: BTreeMap::new(),
@@ -196,6 +201,10 @@ impl Call {
         state.quarantine.entries += self.quarantined;
         state.quarantine.window.merge(&self.window);
         state.quarantine.bytes = self.quarantine_bytes;
+        state.quarantine.fenced_bytes += self.fenced_bytes;
+        for (source, bytes) in self.source_bytes_now {
+            state.quarantine.by_source.add(&source, i128::from(bytes));
+        }
         state.quarantine.overflows.extend(self.overflow_now);
         for (delivery, bound) in self.overflowed_now {
             state.quarantine.recent_overflowed.insert(delivery, bound);

@@ -55,6 +55,7 @@ pub mod journals;
 pub mod logged;
 pub mod provenance;
 pub mod quarantine;
+pub mod quarantine_limits;
 mod read;
 pub mod record;
 mod recover;

@@ -324,6 +324,9 @@ fn load_quarantine(store: &dyn Store) -> Result<QuarantineLoad, Error> {
         refusals: Default::default(),
         window: Default::default(),
         bytes: 0,
+        by_source: Default::default(),
+        fenced_bytes: 0,
+        limits: crate::quarantine_limits::load_limits(store)?,
         overflows: crate::quarantine::stored_overflows(store)?,
         recent_overflowed: Default::default(),
     };
@@ -360,9 +363,16 @@ fn load_quarantine(store: &dyn Store) -> Result<QuarantineLoad, Error> {
         // ones) takes its place, as it did when it was stored.
         let refusal = crate::quarantine::Refusal { id, repeat };
         q.refusals.insert((e.reason.clone(), delivery.1), refusal);
-        *counters.entry(e.reason).or_insert(0) += 1;
+        *counters.entry(e.reason.clone()).or_insert(0) += 1;
         q.entries += 1;
-        q.bytes += e.bytes.len() as u64;
+        let charged = crate::quarantine_limits::charge(e.bytes.len());
+        if e.reason == crate::types::reason::TABLE_FENCED {
+            q.fenced_bytes += charged;
+        } else {
+            q.bytes += charged;
+            let source = crate::quarantine::source_of(e.subject_table.as_ref());
+            q.by_source.add(&source, i128::from(charged));
+        }
         q.head = q.head.next(id, &v);
     }
     // The stored head, not the one the entries give: appends extend what was committed, so
