@@ -250,6 +250,11 @@ impl Checker {
                 (*reason).to_string(),
                 "past a quarantine bound".into(),
             )),
+            Appended::Admin { kind, .. } => Some(base(
+                "admin",
+                "admin_act".into(),
+                format!("an admin act ({kind}), not a device event"),
+            )),
         };
         Ok(line)
     }

@@ -247,6 +247,8 @@ pub struct IngestReport {
     /// Checkpoints refused (bad signature, unknown or revoked device, not matching the
     /// chain): quarantined, also counted in `quarantined`.
     pub checkpoints_refused: u64,
+    /// Admin acts (`schemas::admin`) taken at their point of the stream.
+    pub admin_acts: u64,
     /// Messages of fenced tables (`ledger::fence`), kept as `table_fenced` quarantine
     /// entries or counted as their repeats; also in `quarantined` or `repeats`.
     pub fenced: u64,

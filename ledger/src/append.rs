@@ -183,6 +183,9 @@ impl Ledger {
         if let Some(parsed) = schemas::resync::Resync::from_wire(&msg.bytes) {
             return self.resync(state, call, msg, parsed).map(Err);
         }
+        if let Some(parsed) = schemas::purge::QuarantinePurge::from_wire(&msg.bytes) {
+            return self.purge_act(state, call, msg, parsed).map(Err);
+        }
         let event = match codec::decode(&msg.bytes) {
             Ok((e, _)) => e,
             Err(e) => {

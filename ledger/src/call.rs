@@ -56,6 +56,8 @@ pub(crate) struct Call {
     pub(crate) checks_signatures: bool,
     /// Whether recovery re-appends this call (`Admission::Recovered`).
     pub(crate) recovering: bool,
+    /// The purge target a purge act of this call set (`purge`).
+    pub(crate) purge_target: Option<u64>,
 }
 
 impl Call {
@@ -80,6 +82,7 @@ impl Call {
             devices: BTreeMap::new(),
             checks_signatures: state.trust.require_signed,
             recovering: false,
+            purge_target: None,
         }
     }
 
@@ -202,6 +205,9 @@ impl Call {
         state.quarantine.window.merge(&self.window);
         state.quarantine.bytes = self.quarantine_bytes;
         state.quarantine.fenced_bytes += self.fenced_bytes;
+        if let Some(target) = self.purge_target {
+            state.quarantine.purge_target = target;
+        }
         for (source, bytes) in self.source_bytes_now {
             state.quarantine.by_source.add(&source, i128::from(bytes));
         }

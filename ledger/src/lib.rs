@@ -54,6 +54,8 @@ mod hold;
 pub mod journals;
 pub mod logged;
 pub mod provenance;
+pub mod purge;
+mod purge_step;
 pub mod quarantine;
 pub mod quarantine_limits;
 mod read;

@@ -83,6 +83,10 @@ pub(crate) struct QuarantineState {
     pub(crate) fenced_bytes: u64,
     /// The limits in force (`quarantine_limits`).
     pub(crate) limits: crate::quarantine_limits::QuarantineLimits,
+    /// Where purges have cut the quarantine so far (`purge`).
+    pub(crate) purge_mark: crate::purge::PurgeMark,
+    /// The id purges asked for: entries below it go.
+    pub(crate) purge_target: u64,
     /// Refusals beyond a bound, counted by (source, reason).
     pub(crate) overflows: BTreeMap<(String, String), Overflow>,
     /// The newest overflowed deliveries (by bound), so a redelivery is not counted twice.
@@ -211,6 +215,24 @@ impl RecentRefusals {
         }
         debug_assert_eq!(self.by_content.len(), self.order.len());
     }
+
+    /// Forgets the entries a purge removed (ids below `below_id`) and renames those it
+    /// moved (`moved`: old id -> new id).
+    pub(crate) fn forget_below(
+        &mut self,
+        below_id: u64,
+        moved: &std::collections::HashMap<u64, u64>,
+    ) {
+        self.by_content.retain(|_, r| {
+            if let Some(new_id) = moved.get(&r.id) {
+                r.id = *new_id;
+            }
+            r.id >= below_id
+        });
+        let kept = &self.by_content;
+        self.order.retain(|k| kept.contains_key(k));
+        debug_assert_eq!(self.by_content.len(), self.order.len());
+    }
 }
 
 /// How many entries the chain covers and its hash after the last.
@@ -301,7 +323,16 @@ pub fn verify_quarantine_at(
     store: &dyn Store,
     at: Option<u64>,
 ) -> Result<(QuarantineVerdict, Option<Hash32>), Error> {
-    let mut hash_at = (at == Some(0)).then_some(Hash32::ZERO);
+    let mark = match crate::purge::load_mark(store) {
+        Ok(m) => m,
+        Err(e) => {
+            let problem = format!("the quarantine's purge mark does not read: {e}");
+            return Ok((QuarantineVerdict::Bad { problem }, None));
+        }
+    };
+    // Entries a purge removed are chained into its mark; a digest that counted fewer
+    // cannot be checked now.
+    let mut hash_at = (at == Some(mark.entries)).then_some(mark.hash);
     let stored = match store.get(Space::Meta, HEAD_KEY)? {
         None => None,
         Some(v) => match QuarantineHead::decode(&v) {
@@ -312,9 +343,9 @@ pub fn verify_quarantine_at(
             }
         },
     };
-    let mut chain = QuarantineHead::EMPTY;
+    let mut chain = mark.head();
     // The head's count reached with its hash: the entries from `extra_from` on came after.
-    let mut prefix_agrees = stored == Some(QuarantineHead::EMPTY);
+    let mut prefix_agrees = stored == Some(chain);
     let mut extra_from = None;
     for kv in store.range(Space::Quarantine, &[], None) {
         let (k, v) = kv?;
@@ -322,6 +353,13 @@ pub fn verify_quarantine_at(
             let problem = format!("a quarantine key of {} bytes is not an id", k.len());
             return Ok((QuarantineVerdict::Bad { problem }, None));
         };
+        if id < mark.below_id {
+            let problem = format!(
+                "quarantine entry {id} is stored below the purge's cut at id {}: added outside the ledger",
+                mark.below_id
+            );
+            return Ok((QuarantineVerdict::Bad { problem }, None));
+        }
         if prefix_agrees && extra_from.is_none() {
             extra_from = Some(id);
         }

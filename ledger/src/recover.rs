@@ -119,6 +119,8 @@ impl Recovery {
                 Appended::Refused(Refused::QuarantinedBefore { .. }) => self.duplicates += 1,
                 Appended::Refused(Refused::Repeated { .. }) => self.repeats += 1,
                 Appended::Refused(Refused::Overflowed { .. }) => self.overflowed += 1,
+                // Records hold events only: an admin act is never recovered from them.
+                Appended::Admin { .. } => self.duplicates += 1,
             }
         }
     }

@@ -6,10 +6,11 @@
 //! ordered store (redb, fjall, LMDB) can replace sled here without touching ingest, replay or
 //! the rest of this crate.
 //!
-//! Append-only: `Op::Remove` is only allowed in `Space::Pending` (held events leave it when
-//! they are appended or quarantined); `Op::Put` over an existing key only happens in the
-//! derived spaces (heads, round summaries, meta). Event records and quarantine entries are
-//! written once.
+//! Append-only: `Op::Remove` is only allowed in `REMOVABLE_SPACES`: held events leave
+//! `Space::Pending` when they are appended or quarantined, and a signed purge removes old
+//! quarantine entries and their counters (`crate::purge`). `Op::Put` over an existing key
+//! only happens in the derived spaces (heads, round summaries, meta). Event records and
+//! quarantine entries are written once.
 //!
 //! What a store must give back after losing commits (`Store::unreferenced`): the event
 //! records of `Space::Batch`, and every put of the spaces in `RECOVERED_SPACES`, the
@@ -123,6 +124,10 @@ impl Space {
         }
     }
 }
+
+/// The spaces an `Op::Remove` may touch: held events (appended or quarantined), and the
+/// quarantine entries and counters a signed purge removes (`crate::purge`).
+pub const REMOVABLE_SPACES: [Space; 3] = [Space::Pending, Space::Quarantine, Space::Meta];
 
 /// One write of a commit.
 #[derive(Debug, Clone)]
@@ -691,7 +696,7 @@ impl Store for SledStore {
                 Op::Put(space, k, v) => batch.insert(full_key(space, &k), v),
                 Op::Remove(space, k) => {
                     assert!(
-                        space == Space::Pending,
+                        REMOVABLE_SPACES.contains(&space),
                         "append-only: removal attempted in {space:?}"
                     );
                     batch.remove(full_key(space, &k))

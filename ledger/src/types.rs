@@ -59,6 +59,13 @@ pub enum Appended {
     },
     /// Refused: quarantined, or counted against an entry or a bound.
     Refused(Refused),
+    /// An admin act (`schemas::admin`), taken at its point of the stream.
+    Admin {
+        /// The act's kind (`schemas::admin::Act::kind`).
+        kind: &'static str,
+        /// Whether this delivery took it; `false` for one taken before (delivered again).
+        first: bool,
+    },
 }
 
 /// What became of a refused message, event or checkpoint alike. Nothing refused is
@@ -176,6 +183,9 @@ pub mod reason {
     /// A re-sync (`schemas::resync`) that is not applied: malformed, not signed by a
     /// trusted admin, stale (the head moved), or naming an entry that is not the next event.
     pub const RESYNC_REFUSED: &str = "resync_refused";
+    /// A quarantine purge (`schemas::purge`) that is not applied: malformed or not signed
+    /// by a trusted admin. Kept as evidence; every node refuses it alike.
+    pub const PURGE_REFUSED: &str = "purge_refused";
 }
 
 pub(crate) fn encode_held(h: &Held) -> Vec<u8> {

@@ -27,6 +27,7 @@ mod keys;
 pub mod metrics;
 pub mod parallel;
 pub mod provenance;
+pub mod purge;
 pub mod report;
 pub mod resync;
 pub mod seal;
