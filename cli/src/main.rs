@@ -31,6 +31,7 @@ mod evidence;
 mod export;
 mod house_edge;
 mod keygen;
+mod purge;
 mod quarantine;
 mod readmodel;
 mod remote;

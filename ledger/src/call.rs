@@ -166,6 +166,13 @@ impl Call {
                 r.repeat.encode(),
             ));
         }
+        for ((source, reason), o) in &self.overflow_now {
+            self.ops.push(Op::Put(
+                Space::Meta,
+                crate::quarantine::overflow_key(source, reason),
+                o.encode(),
+            ));
+        }
         if self.quarantined > 0 {
             self.ops.push(Op::Put(
                 Space::Meta,

@@ -165,8 +165,7 @@ fn overflow(
     if after.count.is_power_of_two() {
         tracing::warn!(source = %key.0, reason = code, bound = bound.as_str(), count = after.count, stream_seq = msg.stream_seq, "refused past a quarantine bound: counted, bytes left in the stream");
     }
-    let stored = crate::quarantine::overflow_key(&key.0, &key.1);
-    call.ops.push(Op::Put(Space::Meta, stored, after.encode()));
+    // Written once per counter at the call's commit (`Call::take_ops`), not per message.
     call.overflow_now.insert(key, after);
     Refused::Overflowed {
         reason: code,
