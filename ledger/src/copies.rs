@@ -187,7 +187,7 @@ fn compare(store: &SledStore, mut copies: Copies, report: &mut CopiesReport) -> 
             }
         }
     }
-    let purged_below = crate::purge::load_mark(store)?.below_id;
+    let purged_below = crate::purge_mark::load_mark(store)?.below_id;
     let purged = |space: Space, key: &[u8]| {
         space == Space::Quarantine && crate::record::be_u64(key).is_ok_and(|id| id < purged_below)
     };

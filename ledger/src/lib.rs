@@ -55,6 +55,7 @@ pub mod journals;
 pub mod logged;
 pub mod provenance;
 pub mod purge;
+pub mod purge_mark;
 mod purge_step;
 pub mod quarantine;
 pub mod quarantine_limits;

@@ -18,20 +18,15 @@
 //! so an admin-act stream can carry the same act.
 
 use crate::call::Call;
-use crate::quarantine::QuarantineHead;
-use crate::record::be_u64;
 use crate::refuse::quarantine;
 use crate::store::{Op, Space};
 use crate::types::{reason, Appended, Incoming};
 use crate::{Error, Ledger};
 use schemas::purge::{PurgeError, QuarantinePurge};
-use schemas::Hash32;
 use serde::{Deserialize, Serialize};
 
-/// `Space::Meta` key of the purge's cut (`PurgeMark`, JSON); absent: nothing purged.
-pub const MARK_KEY: &[u8] = b"quarantine_purged";
-/// `Space::Meta` key of the id the purges asked for so far: entries below it go (u64 BE).
-pub const TARGET_KEY: &[u8] = b"quarantine_purge_to";
+pub use crate::purge_mark::{PurgeMark, MARK_KEY, TARGET_KEY};
+
 /// `Space::Meta` key prefix of the purge log: `prefix ++ stream seq (BE)` -> `PurgeLine`.
 pub const LOG_PREFIX: &[u8] = b"quarantine_purge_log/";
 /// Most entries one purge step removes or moves, in one commit.
@@ -40,45 +35,6 @@ pub const PURGE_STEP_ENTRIES: usize = 4_096;
 pub const PURGE_LOG_LIST_MAX: usize = 10_000;
 /// The kind an applied purge reports (`Appended::Admin`).
 pub const PURGE_KIND: &str = "quarantine_purge";
-
-/// Where the purged entries end: the chain over every entry below `below_id`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PurgeMark {
-    /// No entry below this id is stored (kept ones were moved above it).
-    pub below_id: u64,
-    /// Chain entries below the cut, removed or moved.
-    pub entries: u64,
-    /// The quarantine chain's hash after them.
-    pub hash: Hash32,
-    /// Entries removed so far.
-    pub purged_entries: u64,
-    /// Their charged bytes (`quarantine_limits::charge`).
-    pub purged_bytes: u64,
-}
-
-impl Default for PurgeMark {
-    /// Nothing purged: the chain's start.
-    fn default() -> PurgeMark {
-        PurgeMark {
-            below_id: 0,
-            entries: 0,
-            hash: Hash32::ZERO,
-            purged_entries: 0,
-            purged_bytes: 0,
-        }
-    }
-}
-
-impl PurgeMark {
-    /// The chain head the entries that stay continue from.
-    pub fn head(&self) -> QuarantineHead {
-        QuarantineHead {
-            entries: self.entries,
-            hash: self.hash,
-        }
-    }
-}
 
 /// One purge act as the log keeps it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -111,20 +67,6 @@ pub struct PurgeStep {
     pub mark: PurgeMark,
     /// Whether the target is reached.
     pub done: bool,
-}
-
-pub(crate) fn load_mark(store: &dyn crate::store::Store) -> Result<PurgeMark, Error> {
-    match store.get(Space::Meta, MARK_KEY)? {
-        None => Ok(PurgeMark::default()),
-        Some(v) => serde_json::from_slice(&v)
-            .map_err(|e| crate::record::corrupt(&format!("quarantine purge mark: {e}"))),
-    }
-}
-
-pub(crate) fn load_target(store: &dyn crate::store::Store) -> Result<u64, Error> {
-    store
-        .get(Space::Meta, TARGET_KEY)?
-        .map_or(Ok(0), |v| be_u64(&v))
 }
 
 fn log_key(stream_seq: u64) -> Vec<u8> {

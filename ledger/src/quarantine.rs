@@ -41,11 +41,7 @@ pub const HEAD_KEY: &[u8] = b"quarantine_head";
 /// most that many entries ago.
 pub const QUARANTINE_RECENT_MAX: usize = 65_536;
 
-/// What a quarantine entry costs on disk beyond its message's bytes, at most: its reason
-/// and text (`QUARANTINE_TEXT_LEN_MAX`), subject, stream seq and receive time, the value
-/// log's headers, and sled's key and pointer with sled's own overhead (measured in
-/// BENCHMARKS.md). The byte bounds count each entry as its message plus this.
-pub const ENTRY_COST_BYTES: u64 = 1024;
+pub use crate::quarantine_limits::ENTRY_COST_BYTES;
 
 /// Longest reason text an entry keeps, in bytes; a longer one is cut (`refuse`).
 pub const QUARANTINE_TEXT_LEN_MAX: usize = 256;
@@ -84,7 +80,7 @@ pub(crate) struct QuarantineState {
     /// The limits in force (`quarantine_limits`).
     pub(crate) limits: crate::quarantine_limits::QuarantineLimits,
     /// Where purges have cut the quarantine so far (`purge`).
-    pub(crate) purge_mark: crate::purge::PurgeMark,
+    pub(crate) purge_mark: crate::purge_mark::PurgeMark,
     /// The id purges asked for: entries below it go.
     pub(crate) purge_target: u64,
     /// Refusals beyond a bound, counted by (source, reason).
@@ -323,7 +319,7 @@ pub fn verify_quarantine_at(
     store: &dyn Store,
     at: Option<u64>,
 ) -> Result<(QuarantineVerdict, Option<Hash32>), Error> {
-    let mark = match crate::purge::load_mark(store) {
+    let mark = match crate::purge_mark::load_mark(store) {
         Ok(m) => m,
         Err(e) => {
             let problem = format!("the quarantine's purge mark does not read: {e}");
@@ -343,7 +339,10 @@ pub fn verify_quarantine_at(
             }
         },
     };
-    let mut chain = mark.head();
+    let mut chain = QuarantineHead {
+        entries: mark.entries,
+        hash: mark.hash,
+    };
     // The head's count reached with its hash: the entries from `extra_from` on came after.
     let mut prefix_agrees = stored == Some(chain);
     let mut extra_from = None;

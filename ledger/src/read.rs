@@ -327,14 +327,17 @@ fn load_quarantine(store: &dyn Store) -> Result<QuarantineLoad, Error> {
         by_source: Default::default(),
         fenced_bytes: 0,
         limits: crate::quarantine_limits::load_limits(store)?,
-        purge_mark: crate::purge::load_mark(store)?,
-        purge_target: crate::purge::load_target(store)?,
+        purge_mark: crate::purge_mark::load_mark(store)?,
+        purge_target: crate::purge_mark::load_target(store)?,
         overflows: crate::quarantine::stored_overflows(store)?,
         recent_overflowed: Default::default(),
     };
     let repeats = crate::quarantine::stored_repeats(store)?;
     // The entries a purge removed are chained into its mark: the rest continue from it.
-    q.head = q.purge_mark.head();
+    q.head = crate::quarantine::QuarantineHead {
+        entries: q.purge_mark.entries,
+        hash: q.purge_mark.hash,
+    };
     q.next_id = q.purge_mark.below_id;
     for k in store.keys(Space::Quarantine, &[], None) {
         let k = k?;
