@@ -298,3 +298,48 @@ fn refusals_are_bounded_per_source_in_all_and_fenced_events_stay_apart() {
     assert_eq!(l.quarantine_limits(), limits);
     assert!(l.verify().expect("verify").is_ok());
 }
+
+/// BENCHMARKS.md's disk per refusal: distinct garbage of 200 bytes and 60 KB, within the
+/// rate limits, in calls of several sizes; prints the ledger's growth a refusal.
+#[test]
+#[ignore]
+fn disk_per_refusal_benchmark() {
+    for (len, n, per_call) in [
+        (200, 5_000u64, 1),
+        (200, 50_000, 100),
+        (200, 50_000, 500),
+        (60_000, 500, 1),
+    ] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let t = table("FLOOD-1");
+        let l = Ledger::open(dir.path()).expect("open");
+        l.flush().expect("flush");
+        let before = dir_bytes(dir.path());
+        // Spaced within a source's entries and bytes a minute.
+        let step_ns = if len > 1_000 {
+            2_000_000_000
+        } else {
+            60_000_000_000 / 900
+        };
+        let msgs: Vec<Incoming> = (0..n)
+            .map(|i| {
+                let mut bytes = garbage(i);
+                bytes.resize(len, b'x');
+                let mut m = incoming(&t, bytes, i + 1);
+                m.received_at_ns += i as i64 * step_ns;
+                m
+            })
+            .collect();
+        for c in msgs.chunks(per_call) {
+            l.append_batch(c).expect("append");
+            l.flush().expect("flush");
+        }
+        drop(l);
+        let grown = dir_bytes(dir.path()) - before;
+        println!(
+            "{n} refusals of {len} B, {per_call} a call: {} B each ({:.2}x)",
+            grown / n,
+            grown as f64 / (n * len as u64) as f64
+        );
+    }
+}
