@@ -3,7 +3,9 @@
 //! are by its chain. Entries are written once and never rewritten (the crate's append-only
 //! invariant) and always under an id above every stored one (`append::quarantine`,
 //! `Ledger::restore_quarantined`), so the chain only ever extends, and each commit that
-//! quarantines writes the new head in the same atomic commit as its entries:
+//! quarantines writes the new head in the same atomic commit as its entries. A signed purge
+//! (`crate::purge`) removes the oldest entries; the chain then starts from its cut
+//! (`crate::purge_mark`), the count and hash after them:
 //!
 //! ```text
 //! chain(0) = 32 zero bytes
