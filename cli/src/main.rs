@@ -37,6 +37,7 @@ mod export;
 mod house_edge;
 mod keygen;
 mod parquet;
+mod purge;
 mod quarantine;
 mod readmodel;
 mod remote;

@@ -3,7 +3,7 @@
 //! quarantine chain's head (`verify` checks it, digests name it); `--id N` prints one with
 //! all its bytes. From a ledger directory or a running server (`--server URL --token T`:
 //! the same bodies as `GET /v1/quarantine`). Exit 0 when the listing is empty, 1 when it
-//! lists anything, 2 on error.
+//! lists anything, 2 on error. `quarantine purge` signs and sends a purge (`purge`).
 
 use crate::client::{enc, Client, ServerArgs};
 use crate::Outcome;
@@ -13,7 +13,10 @@ use schemas::TableId;
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct Args {
+    #[command(subcommand)]
+    action: Option<Action>,
     /// A ledger directory no server holds open.
     #[arg(long, conflicts_with = "server")]
     ledger: Option<PathBuf>,
@@ -36,10 +39,20 @@ pub struct Args {
     json: bool,
 }
 
+#[derive(clap::Subcommand)]
+enum Action {
+    /// Sign and send a purge of the entries below an id (a full quarantine keeps
+    /// refusals again); a fenced table's entries are kept.
+    Purge(crate::purge::PurgeArgs),
+}
+
 /// Most entries one listing asks for: the server's page cap.
 const LIMIT_MAX: u64 = 500;
 
 pub fn run(args: Args) -> Result<Outcome> {
+    if let Some(Action::Purge(a)) = args.action {
+        return crate::purge::run(a);
+    }
     let table = args
         .table
         .as_deref()

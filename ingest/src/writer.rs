@@ -91,6 +91,7 @@ pub(crate) fn writer_loop<A>(
         let tallies = replies.iter().map(|r| r.as_ref().map(|w| &w.tally));
         side.metrics.committed(started.elapsed(), tallies);
         alert_fences(&ledger, &side, &mut fenced);
+        purge_steps(&ledger, &jobs);
         for mut reply in replies {
             if let Ok(w) = &mut reply {
                 attestation_stalls(&ledger, w, side.attestation_lag_max);
@@ -102,6 +103,23 @@ pub(crate) fn writer_loop<A>(
             if done.blocking_send(reply).is_err() || failed {
                 // The acker is gone (run is ending) or ingest stopped during a pause:
                 // stop taking batches.
+                return;
+            }
+        }
+    }
+}
+
+/// Runs steps of a pending quarantine purge (`ledger::purge`): one after each group, more
+/// while no batch waits, so a purge holds a batch back by one step at most (at most
+/// `ledger::purge::PURGE_STEP_ENTRIES` entries). A failed step is logged and tried again
+/// after the next group; it stops no batch.
+fn purge_steps<A>(ledger: &Ledger, jobs: &mpsc::Receiver<Job<A>>) {
+    loop {
+        match ledger.purge_step() {
+            Ok(Some(step)) if !step.done && jobs.is_empty() => continue,
+            Ok(_) => return,
+            Err(e) => {
+                tracing::error!(error = %e, "a quarantine purge step failed; tried again after the next batch");
                 return;
             }
         }

@@ -4,6 +4,8 @@
 //! the same points (docs/DESIGN.md, every ledger node is a replica of the stream).
 //!
 //! - `clock_skew` takes effect inside the call: the events after it are judged by it.
+//! - `quarantine_purge` sets its target inside the call; the removal runs in steps after
+//!   (`purge`).
 //! - `unfence` runs after the call's commit (`Deferred`), through `Ledger::unfence`;
 //!   `Ledger::append` ends a call at each admin act, so nothing after one is judged
 //!   before it took effect.
@@ -87,7 +89,7 @@ impl Ledger {
             let why = "the admin signature does not verify".to_string();
             return Ok(refuse(state, call, msg, why));
         }
-        let mut line = LogLine {
+        let line = LogLine {
             stream_seq: msg.stream_seq,
             received_at_ns: msg.received_at_ns,
             kind: kind.to_string(),
@@ -97,10 +99,25 @@ impl Ledger {
             outcome: String::new(),
             wire_hex: hex::encode(&msg.bytes),
         };
-        match &act.body.act {
+        if let Err(why) = self.take(state, call, &act.body.act, line, key) {
+            return Ok(refuse(state, call, msg, why));
+        }
+        Ok(Appended::Admin { kind, first: true })
+    }
+
+    /// Takes a checked act into `call`: its effect inside the call and its log line, or
+    /// its deferred effect. `Err` says why the act is out of range.
+    fn take(
+        &self,
+        state: &crate::State,
+        call: &mut Call,
+        act: &Act,
+        mut line: LogLine,
+        key: Vec<u8>,
+    ) -> Result<(), String> {
+        match act {
             Act::ClockSkew { max_ns } if *max_ns <= 0 => {
-                let why = format!("clock skew limit {max_ns} ns: must be above 0");
-                return Ok(refuse(state, call, msg, why));
+                return Err(format!("clock skew limit {max_ns} ns: must be above 0"));
             }
             Act::ClockSkew { max_ns } => {
                 call.ops.push(Op::Put(
@@ -113,13 +130,21 @@ impl Ledger {
                 tracing::warn!(max_ns, admin = %line.admin, "admin act: clock skew limit set");
                 call.ops.push(Op::Put(Space::Meta, key, encode(&line)));
             }
+            Act::QuarantinePurge { below_id } => {
+                let target = self.order_purge(state, call, *below_id);
+                line.outcome = format!(
+                    "quarantine entries below id {target} removed in steps (asked {below_id}); fenced tables' kept"
+                );
+                tracing::warn!(below_id, target, admin = %line.admin, "admin act: quarantine purge ordered");
+                call.ops.push(Op::Put(Space::Meta, key, encode(&line)));
+            }
             Act::Unfence { table } => {
                 line.table = Some(table.to_string());
-                let act = act.body.act.clone();
+                let act = act.clone();
                 call.deferred.push(Deferred { act, line });
             }
         }
-        Ok(Appended::Admin { kind, first: true })
+        Ok(())
     }
 
     /// Runs the effects of the admin acts the last call took, logs each, and flushes:
@@ -154,7 +179,7 @@ impl Ledger {
                 ),
                 Err(e) => format!("not unfenced: {e}"),
             },
-            Act::ClockSkew { .. } => "taken in its call".to_string(),
+            Act::ClockSkew { .. } | Act::QuarantinePurge { .. } => "taken in its call".to_string(),
         }
     }
 

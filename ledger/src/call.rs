@@ -41,6 +41,9 @@ pub(crate) struct Call {
     /// This call's new entries per source and minute, and the quarantine's bytes after it.
     pub(crate) window: crate::quarantine::Window,
     pub(crate) quarantine_bytes: u64,
+    /// Charged bytes this call adds per source, and to the fenced entries.
+    pub(crate) source_bytes_now: std::collections::HashMap<String, u64>,
+    pub(crate) fenced_bytes: u64,
     /// Overflow counters this call changed, and the deliveries it counted (by bound).
     pub(crate) overflow_now: BTreeMap<(String, String), crate::quarantine::Overflow>,
     pub(crate) overflowed_now: std::collections::HashMap<crate::quarantine::DeliveryKey, u64>,
@@ -57,6 +60,8 @@ pub(crate) struct Call {
     pub(crate) clock_skew_max_ns: i64,
     /// Admin acts this call took whose effect runs after its commit (`admin`).
     pub(crate) deferred: Vec<crate::types::DeferredAct>,
+    /// The purge target a purge act of this call set (`purge`).
+    pub(crate) purge_target: Option<u64>,
 }
 
 impl Call {
@@ -71,8 +76,10 @@ impl Call {
             quarantine_head: state.quarantine.head,
             quarantined_now: Default::default(),
             refused_now: Default::default(),
-            window: crate::quarantine::Window::starting(state.quarantine.window.minute()),
+            window: crate::quarantine::Window::starting(state.quarantine.window.window()),
             quarantine_bytes: state.quarantine.bytes,
+            source_bytes_now: Default::default(),
+            fenced_bytes: 0,
             overflow_now: BTreeMap::new(),
             overflowed_now: Default::default(),
             configs: BTreeMap::new(),
@@ -81,6 +88,7 @@ impl Call {
             recovering: false,
             clock_skew_max_ns: state.clock_skew_max_ns,
             deferred: Vec::new(),
+            purge_target: None,
         }
     }
 
@@ -164,6 +172,13 @@ impl Call {
                 r.repeat.encode(),
             ));
         }
+        for ((source, reason), o) in &self.overflow_now {
+            self.ops.push(Op::Put(
+                Space::Meta,
+                crate::quarantine::overflow_key(source, reason),
+                o.encode(),
+            ));
+        }
         if self.quarantined > 0 {
             self.ops.push(Op::Put(
                 Space::Meta,
@@ -202,6 +217,13 @@ impl Call {
         state.quarantine.entries += self.quarantined;
         state.quarantine.window.merge(&self.window);
         state.quarantine.bytes = self.quarantine_bytes;
+        state.quarantine.fenced_bytes += self.fenced_bytes;
+        if let Some(target) = self.purge_target {
+            state.quarantine.purge_target = target;
+        }
+        for (source, bytes) in self.source_bytes_now {
+            state.quarantine.by_source.add(&source, i128::from(bytes));
+        }
         state.quarantine.overflows.extend(self.overflow_now);
         for (delivery, bound) in self.overflowed_now {
             state.quarantine.recent_overflowed.insert(delivery, bound);

@@ -187,9 +187,14 @@ fn compare(store: &SledStore, mut copies: Copies, report: &mut CopiesReport) -> 
             }
         }
     }
+    let purged_below = crate::purge_mark::load_mark(store)?.below_id;
+    let purged = |space: Space, key: &[u8]| {
+        space == Space::Quarantine && crate::record::be_u64(key).is_ok_and(|id| id < purged_below)
+    };
     for (space, key) in copies.into_keys() {
-        // A held event leaves the held space when the gap fills; its copy stays.
-        if space != Space::Pending {
+        // A held event leaves the held space when the gap fills; its copy stays. So does
+        // a quarantine entry's when a purge removes it.
+        if space != Space::Pending && !purged(space, &key) {
             report.problem(format!(
                 "{} {}: a recovery copy names it, sled does not hold it",
                 space_noun(space),

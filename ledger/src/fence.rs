@@ -221,7 +221,8 @@ impl Ledger {
         Ok(report)
     }
 
-    /// The table's `table_fenced` entries as they arrived: events, then checkpoints.
+    /// The table's `table_fenced` entries as they arrived (by stream seq: a purge moves
+    /// some past newer ones): events, then checkpoints.
     fn fenced_entries(&self, table: &TableId) -> Result<(Vec<Incoming>, Vec<Incoming>), Error> {
         let (mut events, mut checkpoints) = (Vec::new(), Vec::new());
         for kv in self.store.range(Space::Quarantine, &[], None) {
@@ -246,6 +247,8 @@ impl Ledger {
                 provenance: crate::Provenance::Unsigned,
             });
         }
+        events.sort_by_key(|m| m.stream_seq);
+        checkpoints.sort_by_key(|m| m.stream_seq);
         Ok((events, checkpoints))
     }
 

@@ -4,7 +4,8 @@
 //!
 //! Invariants:
 //! - **Append-only by construction.** The public API has no update and no delete: events
-//!   and quarantine entries are written once. (Held events leave the pending space only to
+//!   and quarantine entries are written once; a signed purge (`purge`) is the one way an
+//!   entry leaves. (Held events leave the pending space only to
 //!   be appended or quarantined.)
 //! - **The stored bytes are the received bytes**; hashes are `schemas::chain::event_hash`
 //!   over them, never over a re-serialisation.
@@ -17,7 +18,9 @@
 //!   seq and bytes, among the newest `quarantine::QUARANTINE_RECENT_MAX` entries) is
 //!   `Refused::QuarantinedBefore`: acknowledged, not written twice. The same bytes refused
 //!   again for the same reason under a later stream seq are `Refused::Repeated`: counted
-//!   beside the first entry (`quarantine::Repeat`), not stored again.
+//!   beside the first entry (`quarantine::Repeat`), not stored again. Past a limit of
+//!   `quarantine_limits` a refusal is counted with a digest, its bytes left in the stream.
+//!   Only a signed purge (`purge`) removes entries, and never a fenced table's.
 //! - **Durable only after `flush`**: callers acknowledge only after it returns.
 //! - **One damaged table never stops the others**: a table whose head record does not
 //!   read back is fenced (`fence`); its new messages are quarantined as `table_fenced`.
@@ -55,7 +58,11 @@ mod hold;
 pub mod journals;
 pub mod logged;
 pub mod provenance;
+pub mod purge;
+pub mod purge_mark;
+mod purge_step;
 pub mod quarantine;
+pub mod quarantine_limits;
 mod read;
 pub mod record;
 mod recover;

@@ -3,7 +3,9 @@
 //! are by its chain. Entries are written once and never rewritten (the crate's append-only
 //! invariant) and always under an id above every stored one (`append::quarantine`,
 //! `Ledger::restore_quarantined`), so the chain only ever extends, and each commit that
-//! quarantines writes the new head in the same atomic commit as its entries:
+//! quarantines writes the new head in the same atomic commit as its entries. A signed purge
+//! (`crate::purge`) removes the oldest entries; the chain then starts from its cut
+//! (`crate::purge_mark`), the count and hash after them:
 //!
 //! ```text
 //! chain(0) = 32 zero bytes
@@ -41,6 +43,11 @@ pub const HEAD_KEY: &[u8] = b"quarantine_head";
 /// most that many entries ago.
 pub const QUARANTINE_RECENT_MAX: usize = 65_536;
 
+pub use crate::quarantine_limits::ENTRY_COST_BYTES;
+
+/// Longest reason text an entry keeps, in bytes; a longer one is cut (`refuse`).
+pub const QUARANTINE_TEXT_LEN_MAX: usize = 256;
+
 /// What makes two deliveries the same message: its stream seq and its bytes.
 pub(crate) type DeliveryKey = (u64, Hash32);
 
@@ -64,10 +71,20 @@ pub(crate) struct QuarantineState {
     pub(crate) recent: RecentQuarantine,
     /// The newest entries by content, with their repeat counters.
     pub(crate) refusals: RecentRefusals,
-    /// Entries and bytes per source in the current minute of bus time.
+    /// Entries and charged bytes per source and in all in the current window of bus time.
     pub(crate) window: Window,
-    /// Message bytes of every entry.
+    /// Charged bytes of every entry but `table_fenced` ones (`quarantine_limits::charge`).
     pub(crate) bytes: u64,
+    /// Charged bytes per source, `table_fenced` entries apart.
+    pub(crate) by_source: SourceBytes,
+    /// Charged bytes of `table_fenced` entries: kept apart, never refused by a limit.
+    pub(crate) fenced_bytes: u64,
+    /// The limits in force (`quarantine_limits`).
+    pub(crate) limits: crate::quarantine_limits::QuarantineLimits,
+    /// Where purges have cut the quarantine so far (`purge`).
+    pub(crate) purge_mark: crate::purge_mark::PurgeMark,
+    /// The id purges asked for: entries below it go.
+    pub(crate) purge_target: u64,
     /// Refusals beyond a bound, counted by (source, reason).
     pub(crate) overflows: BTreeMap<(String, String), Overflow>,
     /// The newest overflowed deliveries (by bound), so a redelivery is not counted twice.
@@ -196,6 +213,24 @@ impl RecentRefusals {
         }
         debug_assert_eq!(self.by_content.len(), self.order.len());
     }
+
+    /// Forgets the entries a purge removed (ids below `below_id`) and renames those it
+    /// moved (`moved`: old id -> new id).
+    pub(crate) fn forget_below(
+        &mut self,
+        below_id: u64,
+        moved: &std::collections::HashMap<u64, u64>,
+    ) {
+        self.by_content.retain(|_, r| {
+            if let Some(new_id) = moved.get(&r.id) {
+                r.id = *new_id;
+            }
+            r.id >= below_id
+        });
+        let kept = &self.by_content;
+        self.order.retain(|k| kept.contains_key(k));
+        debug_assert_eq!(self.by_content.len(), self.order.len());
+    }
 }
 
 /// How many entries the chain covers and its hash after the last.
@@ -286,7 +321,16 @@ pub fn verify_quarantine_at(
     store: &dyn Store,
     at: Option<u64>,
 ) -> Result<(QuarantineVerdict, Option<Hash32>), Error> {
-    let mut hash_at = (at == Some(0)).then_some(Hash32::ZERO);
+    let mark = match crate::purge_mark::load_mark(store) {
+        Ok(m) => m,
+        Err(e) => {
+            let problem = format!("the quarantine's purge mark does not read: {e}");
+            return Ok((QuarantineVerdict::Bad { problem }, None));
+        }
+    };
+    // Entries a purge removed are chained into its mark; a digest that counted fewer
+    // cannot be checked now.
+    let mut hash_at = (at == Some(mark.entries)).then_some(mark.hash);
     let stored = match store.get(Space::Meta, HEAD_KEY)? {
         None => None,
         Some(v) => match QuarantineHead::decode(&v) {
@@ -297,9 +341,12 @@ pub fn verify_quarantine_at(
             }
         },
     };
-    let mut chain = QuarantineHead::EMPTY;
+    let mut chain = QuarantineHead {
+        entries: mark.entries,
+        hash: mark.hash,
+    };
     // The head's count reached with its hash: the entries from `extra_from` on came after.
-    let mut prefix_agrees = stored == Some(QuarantineHead::EMPTY);
+    let mut prefix_agrees = stored == Some(chain);
     let mut extra_from = None;
     for kv in store.range(Space::Quarantine, &[], None) {
         let (k, v) = kv?;
@@ -307,6 +354,13 @@ pub fn verify_quarantine_at(
             let problem = format!("a quarantine key of {} bytes is not an id", k.len());
             return Ok((QuarantineVerdict::Bad { problem }, None));
         };
+        if id < mark.below_id {
+            let problem = format!(
+                "quarantine entry {id} is stored below the purge's cut at id {}: added outside the ledger",
+                mark.below_id
+            );
+            return Ok((QuarantineVerdict::Bad { problem }, None));
+        }
         if prefix_agrees && extra_from.is_none() {
             extra_from = Some(id);
         }
@@ -404,14 +458,17 @@ mod tests {
 // Bounds: a flood of distinct refusals is counted, not stored.
 
 /// New quarantine entries one source (a table's subject, or none) may add per minute of
-/// bus time. Beyond, its refusals overflow.
+/// bus time by default (`QuarantineLimits`). Beyond, its refusals overflow.
 pub const SOURCE_ENTRIES_PER_MINUTE_MAX: u64 = 1_000;
-/// Message bytes one source may add to the quarantine per minute of bus time.
+/// Charged bytes one source may add to the quarantine per minute by default.
 pub const SOURCE_BYTES_PER_MINUTE_MAX: u64 = 4 << 20;
-/// Message bytes of every quarantine entry together. Beyond, every refusal overflows.
+/// Charged bytes of every quarantine entry together by default. Beyond, every refusal
+/// overflows until a purge (`purge`).
 pub const QUARANTINE_BYTES_MAX: u64 = 8 << 30;
-/// Sources a minute's window counts apart; any further ones share one count.
+/// Sources a window counts apart; any further ones share one count.
 pub const WINDOW_SOURCES_MAX: usize = 4_096;
+/// Sources whose total bytes are counted apart; any further ones share one count (`*`).
+pub const SOURCES_COUNTED_MAX: usize = 4_096;
 /// Overflow counters kept apart by (source, reason); further sources count under `*`.
 pub const OVERFLOW_COUNTERS_MAX: usize = 4_096;
 /// `Space::Meta` key prefix of an overflow counter: `prefix ++ source ++ 0 ++ reason`.
@@ -424,13 +481,17 @@ pub(crate) fn source_of(subject_table: Option<&schemas::TableId>) -> String {
     subject_table.map_or_else(|| "-".to_string(), |t| t.as_str().to_string())
 }
 
-/// Which bound a refusal went past.
+/// Which bound a refusal went past. The discriminant is what recent overflows keep.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Bound {
-    /// Its source's entries or bytes this minute.
+    /// Its source's entries or bytes this window.
     SourceRate = 0,
     /// The quarantine's total bytes.
     Total = 1,
+    /// Its source's bytes in all.
+    SourceTotal = 2,
+    /// Every source's entries or bytes together this window.
+    AllRate = 3,
 }
 
 impl Bound {
@@ -439,27 +500,74 @@ impl Bound {
         match self {
             Bound::SourceRate => "source_rate",
             Bound::Total => "total_bytes",
+            Bound::SourceTotal => "source_bytes",
+            Bound::AllRate => "all_rate",
+        }
+    }
+
+    /// The bound whose discriminant is `code`.
+    pub(crate) fn from_code(code: u64) -> Bound {
+        match code {
+            1 => Bound::Total,
+            2 => Bound::SourceTotal,
+            3 => Bound::AllRate,
+            _ => Bound::SourceRate,
         }
     }
 }
 
-/// Entries and bytes per source in one minute of bus time.
+/// Charged bytes per source, bounded: sources past `SOURCES_COUNTED_MAX` share `*`.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SourceBytes {
+    bytes: std::collections::HashMap<String, u64>,
+}
+
+impl SourceBytes {
+    /// The key `source` counts under.
+    pub(crate) fn key<'a>(&self, source: &'a str) -> &'a str {
+        if self.bytes.len() >= SOURCES_COUNTED_MAX && !self.bytes.contains_key(source) {
+            "*"
+        } else {
+            source
+        }
+    }
+
+    pub(crate) fn get(&self, source: &str) -> u64 {
+        self.bytes.get(self.key(source)).copied().unwrap_or(0)
+    }
+
+    /// Adds `bytes` to `source` (negative: a purge took them).
+    pub(crate) fn add(&mut self, source: &str, bytes: i128) {
+        let key = self.key(source).to_string();
+        let b = self.bytes.entry(key).or_default();
+        *b = u64::try_from(i128::from(*b) + bytes).unwrap_or(0);
+        debug_assert!(self.bytes.len() <= SOURCES_COUNTED_MAX + 1);
+    }
+
+    /// Each source's bytes, by source.
+    pub(crate) fn all(&self) -> std::collections::BTreeMap<String, u64> {
+        self.bytes.iter().map(|(k, v)| (k.clone(), *v)).collect()
+    }
+}
+
+/// Entries and charged bytes per source, and of all sources, in one window of bus time.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Window {
-    minute: i64,
+    window: i64,
     used: std::collections::HashMap<String, (u64, u64)>,
+    all: (u64, u64),
 }
 
 impl Window {
-    pub(crate) fn starting(minute: i64) -> Window {
+    pub(crate) fn starting(window: i64) -> Window {
         Window {
-            minute,
-            used: Default::default(),
+            window,
+            ..Default::default()
         }
     }
 
-    pub(crate) fn minute(&self) -> i64 {
-        self.minute
+    pub(crate) fn window(&self) -> i64 {
+        self.window
     }
 
     fn key<'a>(&self, source: &'a str) -> &'a str {
@@ -470,38 +578,35 @@ impl Window {
         }
     }
 
-    /// Entries and bytes of `source` in `minute`: none for a later minute; a late message
-    /// counts in the current one, as `add` counts it.
-    pub(crate) fn used(&self, minute: i64, source: &str) -> (u64, u64) {
-        if minute > self.minute {
-            return (0, 0);
+    /// Entries and bytes of `source` in `window`, and of all sources: none for a later
+    /// window; a late message counts in the current one, as `add` counts it.
+    pub(crate) fn used(&self, window: i64, source: &str) -> ((u64, u64), (u64, u64)) {
+        if window > self.window {
+            return ((0, 0), (0, 0));
         }
-        self.used.get(self.key(source)).copied().unwrap_or_default()
+        let one = self.used.get(self.key(source)).copied().unwrap_or_default();
+        (one, self.all)
     }
 
-    /// Counts `entries` and `bytes` for `source`; a later minute starts a new window, and
-    /// a late message counts in the current one.
-    pub(crate) fn add(&mut self, minute: i64, source: &str, entries: u64, bytes: u64) {
-        if minute > self.minute {
-            *self = Window::starting(minute);
+    /// Counts `entries` and `bytes` for `source`; a later window starts anew, and a late
+    /// message counts in the current one.
+    pub(crate) fn add(&mut self, window: i64, source: &str, entries: u64, bytes: u64) {
+        if window > self.window {
+            *self = Window::starting(window);
         }
         let key = self.key(source).to_string();
         let u = self.used.entry(key).or_default();
         *u = (u.0 + entries, u.1 + bytes);
+        self.all = (self.all.0 + entries, self.all.1 + bytes);
         debug_assert!(self.used.len() <= WINDOW_SOURCES_MAX + 1);
     }
 
     /// Adds another window's counts (a call's, when it commits).
     pub(crate) fn merge(&mut self, other: &Window) {
         for (source, (entries, bytes)) in &other.used {
-            self.add(other.minute, source, *entries, *bytes);
+            self.add(other.window, source, *entries, *bytes);
         }
     }
-}
-
-/// The minute of bus time a receive time falls in.
-pub(crate) fn minute_of(received_at_ns: i64) -> i64 {
-    received_at_ns.div_euclid(60_000_000_000)
 }
 
 /// Refusals of one source and reason beyond a bound: not stored, counted. Their bytes

@@ -325,13 +325,39 @@ fn load_quarantine(store: &dyn Store) -> Result<QuarantineLoad, Error> {
         refusals: Default::default(),
         window: Default::default(),
         bytes: 0,
+        by_source: Default::default(),
+        fenced_bytes: 0,
+        limits: crate::quarantine_limits::load_limits(store)?,
+        purge_mark: crate::purge_mark::load_mark(store)?,
+        purge_target: crate::purge_mark::load_target(store)?,
         overflows: crate::quarantine::stored_overflows(store)?,
         recent_overflowed: Default::default(),
     };
     let repeats = crate::quarantine::stored_repeats(store)?;
-    for kv in store.range(Space::Quarantine, &[], None) {
-        let (k, v) = kv?;
+    // The entries a purge removed are chained into its mark: the rest continue from it.
+    q.head = crate::quarantine::QuarantineHead {
+        entries: q.purge_mark.entries,
+        hash: q.purge_mark.hash,
+    };
+    q.next_id = q.purge_mark.below_id;
+    for k in store.keys(Space::Quarantine, &[], None) {
+        let k = k?;
         let id = be_u64(&k)?;
+        // Past every stored id, readable or not: a new entry never takes a stored key.
+        q.next_id = id
+            .checked_add(1)
+            .ok_or_else(|| crate::record::corrupt("a quarantine entry has the last possible id"))?;
+        // An entry whose copy in the value log does not read stops no open: `verify` names
+        // it (the quarantine chain), and the rest of the ledger goes on.
+        let v = match store.get(Space::Quarantine, &k) {
+            Ok(Some(v)) => v,
+            Ok(None) => continue,
+            Err(e) => {
+                tracing::error!(id, error = %e, "a quarantine entry does not read (run verify)");
+                q.entries += 1;
+                continue;
+            }
+        };
         let e = QuarantineEntry::decode(id, &v)?;
         let delivery = crate::quarantine::delivery_key(e.stream_seq, &e.bytes);
         q.recent.insert(delivery, id);
@@ -346,14 +372,16 @@ fn load_quarantine(store: &dyn Store) -> Result<QuarantineLoad, Error> {
         // ones) takes its place, as it did when it was stored.
         let refusal = crate::quarantine::Refusal { id, repeat };
         q.refusals.insert((e.reason.clone(), delivery.1), refusal);
-        *counters.entry(e.reason).or_insert(0) += 1;
+        *counters.entry(e.reason.clone()).or_insert(0) += 1;
         q.entries += 1;
-        q.bytes += e.bytes.len() as u64;
-        // A key at the end of the id space has no next id: only a hand (or a bug) writes
-        // one, and opening must say so, not overflow.
-        q.next_id = id
-            .checked_add(1)
-            .ok_or_else(|| crate::record::corrupt("a quarantine entry has the last possible id"))?;
+        let charged = crate::quarantine_limits::charge(e.bytes.len());
+        if e.reason == crate::types::reason::TABLE_FENCED {
+            q.fenced_bytes += charged;
+        } else {
+            q.bytes += charged;
+            let source = crate::quarantine::source_of(e.subject_table.as_ref());
+            q.by_source.add(&source, i128::from(charged));
+        }
         q.head = q.head.next(id, &v);
     }
     // The stored head, not the one the entries give: appends extend what was committed, so

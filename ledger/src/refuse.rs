@@ -1,5 +1,6 @@
 //! A refused message within an append call: kept verbatim in quarantine, counted as a
-//! repeat of an earlier entry, or counted past a bound, never dropped.
+//! repeat of an earlier entry, or counted past a limit (`quarantine_limits`): its bytes
+//! then stay only in the stream, its stream seq and hash in the overflow digest.
 
 use crate::call::Call;
 use crate::quarantine::{Bound, ContentKey, Refusal, Repeat, OVERFLOW_COUNTERS_MAX};
@@ -30,7 +31,10 @@ pub(crate) fn quarantine(
         );
         return Refused::QuarantinedBefore { id };
     }
-    if let Some(bound) = overflowed_before(state, call, &delivery) {
+    // Kept apart: a fenced table's messages are kept whatever the limits (module doc of
+    // `quarantine_limits`).
+    let fenced = code == crate::types::reason::TABLE_FENCED;
+    if let Some(bound) = overflowed_before(state, call, &delivery).filter(|_| !fenced) {
         return Refused::Overflowed {
             reason: code,
             bound,
@@ -40,9 +44,10 @@ pub(crate) fn quarantine(
     if let Some(seen) = repeat_of(state, call, msg, code, &content) {
         return seen;
     }
-    if let Some(bound) = past_bound(state, call, msg) {
+    if let Some(bound) = past_bound(state, call, msg).filter(|_| !fenced) {
         return overflow(state, call, msg, code, bound);
     }
+    let text = bounded_text(text);
     let id = call.next_quarantine_id;
     call.next_quarantine_id += 1;
     let entry = crate::QuarantineEntry {
@@ -63,7 +68,7 @@ pub(crate) fn quarantine(
     *call.counters.entry(code.to_string()).or_insert(0) += 1;
     call.quarantined += 1;
     call.quarantined_now.insert(delivery, id);
-    count_entry(call, msg);
+    count_entry(state, call, msg, fenced);
     let repeat = Repeat {
         count: 0,
         last_stream_seq: msg.stream_seq,
@@ -83,38 +88,49 @@ fn overflowed_before(
         .get(delivery)
         .copied()
         .or_else(|| state.quarantine.recent_overflowed.get(delivery))?;
-    Some(if code == Bound::Total as u64 {
-        Bound::Total
-    } else {
-        Bound::SourceRate
-    })
+    Some(Bound::from_code(code))
 }
 
-/// Counts a new entry against its source's minute and the quarantine's bytes.
-fn count_entry(call: &mut Call, msg: &Incoming) {
-    let len = msg.bytes.len() as u64;
+/// Counts a new entry against its source's window, its source's total and the
+/// quarantine's bytes; a fenced table's entry only against the fenced bytes.
+fn count_entry(state: &crate::State, call: &mut Call, msg: &Incoming, fenced: bool) {
+    let charged = crate::quarantine_limits::charge(msg.bytes.len());
+    if fenced {
+        call.fenced_bytes += charged;
+        return;
+    }
     let source = crate::quarantine::source_of(msg.subject_table.as_ref());
-    let minute = crate::quarantine::minute_of(msg.received_at_ns);
-    call.window.add(minute, &source, 1, len);
-    call.quarantine_bytes += len;
+    let window = state.quarantine.limits.window_of(msg.received_at_ns);
+    call.window.add(window, &source, 1, charged);
+    call.quarantine_bytes += charged;
+    *call.source_bytes_now.entry(source).or_insert(0) += charged;
 }
 
-/// The bound a new entry for `msg` would go past, if any.
+/// The bound a new entry for `msg` would go past, if any: the total first, then its
+/// source's total, its source's window, and every source's window.
 fn past_bound(state: &crate::State, call: &Call, msg: &Incoming) -> Option<Bound> {
-    use crate::quarantine::{
-        QUARANTINE_BYTES_MAX, SOURCE_BYTES_PER_MINUTE_MAX, SOURCE_ENTRIES_PER_MINUTE_MAX,
-    };
-    let len = msg.bytes.len() as u64;
-    if call.quarantine_bytes + len > QUARANTINE_BYTES_MAX {
+    let limits = &state.quarantine.limits;
+    let charged = crate::quarantine_limits::charge(msg.bytes.len());
+    if call.quarantine_bytes + charged > limits.total_bytes_max {
         return Some(Bound::Total);
     }
     let source = crate::quarantine::source_of(msg.subject_table.as_ref());
-    let minute = crate::quarantine::minute_of(msg.received_at_ns);
-    let (e0, b0) = state.quarantine.window.used(minute, &source);
-    let (e1, b1) = call.window.used(minute, &source);
-    let over =
-        e0 + e1 + 1 > SOURCE_ENTRIES_PER_MINUTE_MAX || b0 + b1 + len > SOURCE_BYTES_PER_MINUTE_MAX;
-    over.then_some(Bound::SourceRate)
+    let held = state.quarantine.by_source.get(&source)
+        + call.source_bytes_now.get(&source).copied().unwrap_or(0);
+    if held + charged > limits.source_bytes_max {
+        return Some(Bound::SourceTotal);
+    }
+    let window = limits.window_of(msg.received_at_ns);
+    let ((e0, b0), (all_e0, all_b0)) = state.quarantine.window.used(window, &source);
+    let ((e1, b1), (all_e1, all_b1)) = call.window.used(window, &source);
+    if e0 + e1 + 1 > limits.source_entries_per_window
+        || b0 + b1 + charged > limits.source_bytes_per_window
+    {
+        return Some(Bound::SourceRate);
+    }
+    let over_all = all_e0 + all_e1 + 1 > limits.all_entries_per_window
+        || all_b0 + all_b1 + charged > limits.all_bytes_per_window;
+    over_all.then_some(Bound::AllRate)
 }
 
 /// A refusal past a bound: counted against its (source, reason), bytes left in the
@@ -149,8 +165,7 @@ fn overflow(
     if after.count.is_power_of_two() {
         tracing::warn!(source = %key.0, reason = code, bound = bound.as_str(), count = after.count, stream_seq = msg.stream_seq, "refused past a quarantine bound: counted, bytes left in the stream");
     }
-    let stored = crate::quarantine::overflow_key(&key.0, &key.1);
-    call.ops.push(Op::Put(Space::Meta, stored, after.encode()));
+    // Written once per counter at the call's commit (`Call::take_ops`), not per message.
     call.overflow_now.insert(key, after);
     Refused::Overflowed {
         reason: code,
@@ -198,4 +213,20 @@ fn repeat_of(
         id: r.id,
         reason: code,
     })
+}
+
+/// `text` cut to `QUARANTINE_TEXT_LEN_MAX` bytes at a character boundary, marked `…`: an
+/// entry's cost beyond its message stays a small constant.
+fn bounded_text(mut text: String) -> String {
+    use crate::quarantine::QUARANTINE_TEXT_LEN_MAX;
+    if text.len() <= QUARANTINE_TEXT_LEN_MAX {
+        return text;
+    }
+    let mut cut = QUARANTINE_TEXT_LEN_MAX - '…'.len_utf8();
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    text.truncate(cut);
+    text.push('…');
+    text
 }

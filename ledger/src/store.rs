@@ -6,10 +6,11 @@
 //! ordered store (redb, fjall, LMDB) can replace sled here without touching ingest, replay or
 //! the rest of this crate.
 //!
-//! Append-only: `Op::Remove` is only allowed in `Space::Pending` (held events leave it when
-//! they are appended or quarantined); `Op::Put` over an existing key only happens in the
-//! derived spaces (heads, round summaries, meta). Event records and quarantine entries are
-//! written once.
+//! Append-only: `Op::Remove` is only allowed in `REMOVABLE_SPACES`: held events leave
+//! `Space::Pending` when they are appended or quarantined, and a signed purge removes old
+//! quarantine entries and their counters (`crate::purge`). `Op::Put` over an existing key
+//! only happens in the derived spaces (heads, round summaries, meta). Event records and
+//! quarantine entries are written once.
 //!
 //! What a store must give back after losing commits (`Store::unreferenced`): the event
 //! records of `Space::Batch`, and every put of the spaces in `RECOVERED_SPACES`, the
@@ -123,6 +124,10 @@ impl Space {
         }
     }
 }
+
+/// The spaces an `Op::Remove` may touch: held events (appended or quarantined), and the
+/// quarantine entries and counters a signed purge removes (`crate::purge`).
+pub const REMOVABLE_SPACES: [Space; 3] = [Space::Pending, Space::Quarantine, Space::Meta];
 
 /// One write of a commit.
 #[derive(Debug, Clone)]
@@ -344,9 +349,10 @@ pub const SLED_TREE: &str = "ledger";
 
 /// sled 0.34.7: one tree, key = space prefix ++ key; the values of `Space::Batch` (event
 /// records, nearly all the bytes) in the value log (`valuelog`), sled holding pointers.
-/// Puts of `RECOVERED_SPACES` stay in sled and are also copied into the value log, in the
-/// same fsynced write as the commit's records (`encode_put_copy`), so that commits sled
-/// loses give them back too.
+/// Puts of `RECOVERED_SPACES` are copied into the value log, in the same fsynced write as
+/// the commit's records (`encode_put_copy`), so that commits sled loses give them back too.
+/// Sled keeps their values too, except quarantine entries': it keeps a pointer to the
+/// copy (`sled_value_of_copy`), so a flood's bytes are written once.
 pub struct SledStore {
     db: sled::Db,
     tree: sled::Tree,
@@ -461,6 +467,9 @@ impl SledStore {
     }
 
     fn value(&self, space: Space, key: &[u8], stored: Vec<u8>) -> Result<Vec<u8>, Error> {
+        if space == Space::Quarantine {
+            return self.quarantine_value(key, stored);
+        }
         if space != Space::Batch {
             return Ok(stored);
         }
@@ -476,6 +485,25 @@ impl SledStore {
                 self.record(key, &now)
             }
             other => other,
+        }
+    }
+
+    /// A quarantine entry from sled's value: the entry itself (written before entries
+    /// moved to the value log), or a pointer to its recovery copy there.
+    fn quarantine_value(&self, key: &[u8], stored: Vec<u8>) -> Result<Vec<u8>, Error> {
+        let Some(p) = Pointer::decode(&stored) else {
+            return Ok(stored);
+        };
+        match decode_put_copy(&self.values.read(&p)?)? {
+            Unreferenced::Put {
+                space: Space::Quarantine,
+                key: k,
+                value,
+            } if k == key => Ok(value),
+            _ => Err(crate::record::corrupt(&format!(
+                "quarantine entry {}: its pointer names another entry's copy",
+                hex::encode(key)
+            ))),
         }
     }
 
@@ -523,12 +551,29 @@ impl SledStore {
 }
 
 /// A value as sled holds it, made whole: records of `Space::Batch` are read from the value
-/// log (`ValueLog::resolve`), every other space's values are sled's own. Also what tests
-/// that read sled directly use.
+/// log (`ValueLog::resolve`), quarantine entries from their copies there, every other
+/// space's values are sled's own. Also what tests that read sled directly use.
 pub fn whole_value(values: &ValueLog, space: Space, stored: Vec<u8>) -> Result<Vec<u8>, Error> {
     match space {
         Space::Batch => values.resolve(stored),
+        Space::Quarantine => match Pointer::decode(&stored) {
+            Some(p) => match decode_put_copy(&values.read(&p)?)? {
+                Unreferenced::Put { value, .. } => Ok(value),
+                _ => Err(crate::record::corrupt("a quarantine pointer names no copy")),
+            },
+            None => Ok(stored),
+        },
         _ => Ok(stored),
+    }
+}
+
+/// What sled keeps for a put of `RECOVERED_SPACES` whose copy is at `p`: for a quarantine
+/// entry, the pointer (its bytes are on disk once, in the value log: a refusal costs about
+/// its own size, and sled never rewrites large values); for the others, the value itself.
+fn sled_value_of_copy(space: Space, value: Vec<u8>, p: &Pointer) -> Vec<u8> {
+    match space {
+        Space::Quarantine => p.encode(),
+        _ => value,
     }
 }
 
@@ -636,7 +681,7 @@ impl Store for SledStore {
                 encode_position(last.end()),
             );
         }
-        pointers.truncate(records);
+        let mut copy_pointers = pointers.split_off(records).into_iter();
         let mut pointers = pointers.into_iter();
         for op in ops {
             match op {
@@ -644,10 +689,14 @@ impl Store for SledStore {
                     let p = pointers.next().expect("one pointer per record");
                     batch.insert(full_key(Space::Batch, &k), p.encode())
                 }
+                Op::Put(space, k, v) if RECOVERED_SPACES.contains(&space) => {
+                    let p = copy_pointers.next().expect("one pointer per copy");
+                    batch.insert(full_key(space, &k), sled_value_of_copy(space, v, &p))
+                }
                 Op::Put(space, k, v) => batch.insert(full_key(space, &k), v),
                 Op::Remove(space, k) => {
                     assert!(
-                        space == Space::Pending,
+                        REMOVABLE_SPACES.contains(&space),
                         "append-only: removal attempted in {space:?}"
                     );
                     batch.remove(full_key(space, &k))

@@ -3,7 +3,8 @@
 //! point of the log and checks the signature itself (docs/DESIGN.md, every ledger node is
 //! a replica of the stream). Re-syncs (`crate::resync`) and key enrollment and revocation
 //! (`DeviceEnrolled`, `DeviceRevoked`) travel on a table's own subject and are not here.
-//! Retention removal (`archive remove`) is not yet one: it runs on a stopped ledger.
+//! Acts: unfence a table, set the clock skew limit, purge old quarantine. Retention removal
+//! (`archive remove`) is not yet one: it runs on a stopped ledger.
 //!
 //! Wire form, one message:
 //!
@@ -42,6 +43,12 @@ pub enum Act {
         /// The limit, ns; above 0.
         max_ns: i64,
     },
+    /// Remove the quarantine's entries below this id, in steps; a fenced table's
+    /// `table_fenced` entries are kept (`ledger::purge`).
+    QuarantinePurge {
+        /// Entries with a lower id go; no further than the entries stored when taken.
+        below_id: u64,
+    },
 }
 
 impl Act {
@@ -50,6 +57,7 @@ impl Act {
         match self {
             Act::Unfence { .. } => "unfence",
             Act::ClockSkew { .. } => "clock_skew",
+            Act::QuarantinePurge { .. } => "quarantine_purge",
         }
     }
 }

@@ -6,7 +6,8 @@
 //!
 //! Invariants:
 //! - A segment is removed only once its retirement is durable in sled
-//!   (`RETIRED_KEY_PREFIX`), and only if no record of `Space::Batch` still points into it.
+//!   (`RETIRED_KEY_PREFIX`), and only if no record of `Space::Batch` and no quarantine
+//!   entry still points into it.
 //! - Damage that may hide entries (an entry inside the file failing its checksum) makes
 //!   `segment_copies` an error: a segment is never retired on a partial read. Bytes a
 //!   crash cut short only end a segment (`valuelog`), so they hide nothing.
@@ -100,6 +101,19 @@ fn batch_pointers(
     })
 }
 
+/// Every value-log pointer of `Space::Quarantine` (entries whose bytes are their copies),
+/// with its key, in key order.
+fn quarantine_pointers(
+    store: &SledStore,
+) -> impl Iterator<Item = Result<(Vec<u8>, Pointer), Error>> + '_ {
+    store
+        .sled_range(Space::Quarantine, &[], None)
+        .filter_map(|kv| match kv.map_err(store_err("range")) {
+            Err(e) => Some(Err(e)),
+            Ok((k, v)) => Pointer::decode(&v).map(|p| Ok((k[1..].to_vec(), p))),
+        })
+}
+
 /// `Store::value_segments` for sled: one pass over the record pointers.
 pub(super) fn value_segments(store: &SledStore) -> Result<Vec<SegmentUse>, Error> {
     let below = closed_below(store)?;
@@ -182,13 +196,21 @@ pub(super) fn remove_segment(store: &SledStore, segment: u32) -> Result<u64, Err
     if retired.is_none() {
         return Err(compact_err(segment, "not retired"));
     }
-    if let Some(kp) =
-        batch_pointers(store).find(|kp| kp.as_ref().map_or(true, |(_, p)| p.segment == segment))
-    {
+    let into = |kp: &Result<(Vec<u8>, Pointer), Error>| {
+        kp.as_ref().map_or(true, |(_, p)| p.segment == segment)
+    };
+    if let Some(kp) = batch_pointers(store).find(into) {
         let (k, _) = kp?;
         return Err(compact_err(
             segment,
             format!("record {} still points into it", hex::encode(k)),
+        ));
+    }
+    if let Some(kp) = quarantine_pointers(store).find(into) {
+        let (k, _) = kp?;
+        return Err(compact_err(
+            segment,
+            format!("quarantine entry {} still points into it", hex::encode(k)),
         ));
     }
     store.values.remove_segment(segment)
