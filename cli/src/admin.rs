@@ -8,6 +8,7 @@
 use crate::Outcome;
 use anyhow::{Context, Result};
 use schemas::admin::{Act, AdminAct, AdminBody};
+use schemas::limits::QuarantineLimits;
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
@@ -27,6 +28,15 @@ enum Sub {
         #[command(flatten)]
         sign: SignArgs,
     },
+    /// Set the quarantine's limits on every ledger node, from this point of the stream on.
+    /// A limit not given returns to its default (`roundledger admin quarantine-limits
+    /// --help` shows them); the command prints the whole set it signs.
+    QuarantineLimits {
+        #[command(flatten)]
+        limits: LimitArgs,
+        #[command(flatten)]
+        sign: SignArgs,
+    },
     /// The admin acts a ledger took, oldest first: one JSON object per act (stream seq,
     /// kind, signer, note, what it did there).
     Log {
@@ -34,6 +44,52 @@ enum Sub {
         #[arg(long)]
         ledger: PathBuf,
     },
+}
+
+/// The quarantine's limits, as flags (defaults: `QuarantineLimits::default`).
+#[derive(clap::Args)]
+pub struct LimitArgs {
+    /// The window the rate limits count in, in milliseconds of bus time.
+    #[arg(long, default_value_t = 60_000)]
+    window_ms: u64,
+    /// New entries one source (one table's subject) may add per window.
+    #[arg(long, default_value_t = 1_000)]
+    source_entries_per_window: u64,
+    /// Charged bytes (message + 1,024) one source may add per window.
+    #[arg(long, default_value_t = 4 << 20)]
+    source_bytes_per_window: u64,
+    /// New entries all sources together may add per window.
+    #[arg(long, default_value_t = 10_000)]
+    all_entries_per_window: u64,
+    /// Charged bytes all sources together may add per window.
+    #[arg(long, default_value_t = 32 << 20)]
+    all_bytes_per_window: u64,
+    /// Charged bytes one source's entries may hold in all.
+    #[arg(long, default_value_t = 1 << 30)]
+    source_bytes_max: u64,
+    /// Charged bytes every entry together may hold (`table_fenced` ones apart).
+    #[arg(long, default_value_t = 8 << 30)]
+    total_bytes_max: u64,
+}
+
+impl LimitArgs {
+    /// The limits, checked as every node checks them.
+    fn limits(&self) -> Result<QuarantineLimits> {
+        let window_ns = i64::try_from(self.window_ms)?.saturating_mul(1_000_000);
+        let limits = QuarantineLimits {
+            window_ns,
+            source_entries_per_window: self.source_entries_per_window,
+            source_bytes_per_window: self.source_bytes_per_window,
+            all_entries_per_window: self.all_entries_per_window,
+            all_bytes_per_window: self.all_bytes_per_window,
+            source_bytes_max: self.source_bytes_max,
+            total_bytes_max: self.total_bytes_max,
+        };
+        limits
+            .check()
+            .map_err(|e| anyhow::anyhow!("quarantine limits: {e}"))?;
+        Ok(limits)
+    }
 }
 
 /// How an admin act is signed and where it goes.
@@ -58,16 +114,30 @@ pub struct SignArgs {
 }
 
 pub fn run(args: Args) -> Result<Outcome> {
-    let (max_seconds, sign) = match args.command {
-        Sub::ClockSkew { max_seconds, sign } => (max_seconds, sign),
-        Sub::Log { ledger } => return log(&ledger),
-    };
+    match args.command {
+        Sub::ClockSkew { max_seconds, sign } => clock_skew(max_seconds, &sign),
+        Sub::QuarantineLimits { limits, sign } => {
+            let limits = limits.limits()?;
+            let act = send(&sign, Act::QuarantineLimits { limits })?;
+            println!(
+                "quarantine limits {}: signed by {}, {}",
+                serde_json::to_string(&limits)?,
+                act.admin,
+                sent_where(&sign)
+            );
+            Ok(Outcome::Clean)
+        }
+        Sub::Log { ledger } => log(&ledger),
+    }
+}
+
+fn clock_skew(max_seconds: u64, sign: &SignArgs) -> Result<Outcome> {
     let max_ns = i64::try_from(max_seconds)?.saturating_mul(1_000_000_000);
-    let act = send(&sign, Act::ClockSkew { max_ns })?;
+    let act = send(sign, Act::ClockSkew { max_ns })?;
     println!(
         "clock skew limit {max_seconds} s: signed by {}, {}",
         act.admin,
-        sent_where(&sign)
+        sent_where(sign)
     );
     Ok(Outcome::Clean)
 }

@@ -77,3 +77,44 @@ fn a_purge_written_by_the_cli_is_taken_by_a_ledger_trusting_its_admin() {
         .collect();
     assert_eq!(ids, vec![9, 8, 7], "entries 0 to 6 purged");
 }
+
+/// `roundledger admin quarantine-limits` signs the whole set of limits (those not given at
+/// their defaults) and refuses a set no node would take, writing nothing.
+#[test]
+fn quarantine_limits_are_signed_whole_and_a_bad_set_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let key = dir.path().join("admin.key");
+    assert!(roundledger(&["keygen", "--out", key.to_str().unwrap()])
+        .status
+        .success());
+    let msg = dir.path().join("limits.msg");
+    let base = [
+        "admin",
+        "quarantine-limits",
+        "--admin-key",
+        key.to_str().unwrap(),
+        "--note",
+        "case 4",
+        "--out",
+        msg.to_str().unwrap(),
+    ];
+    let bad = roundledger(&[&base[..], &["--source-bytes-max", "99999999999999"]].concat());
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("per-source limit above"));
+    assert!(!msg.exists(), "nothing written");
+    let ok = roundledger(&[&base[..], &["--source-entries-per-window", "50"]].concat());
+    assert!(ok.status.success(), "{ok:?}");
+    let act = AdminAct::from_wire(&std::fs::read(&msg).expect("written"))
+        .expect("an admin act")
+        .expect("reads");
+    let Act::QuarantineLimits { limits } = act.body.act else {
+        panic!("{:?}", act.body.act)
+    };
+    assert_eq!(
+        limits,
+        schemas::limits::QuarantineLimits {
+            source_entries_per_window: 50,
+            ..Default::default()
+        }
+    );
+}

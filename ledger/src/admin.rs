@@ -4,6 +4,7 @@
 //! the same points (docs/DESIGN.md, every ledger node is a replica of the stream).
 //!
 //! - `clock_skew` takes effect inside the call: the events after it are judged by it.
+//! - `quarantine_limits` take effect from the next call (a call ends at each act).
 //! - `quarantine_purge` sets its target inside the call; the removal runs in steps after
 //!   (`purge`).
 //! - `unfence` runs after the call's commit (`Deferred`), through `Ledger::unfence`;
@@ -138,6 +139,14 @@ impl Ledger {
                 tracing::warn!(below_id, target, admin = %line.admin, "admin act: quarantine purge ordered");
                 call.ops.push(Op::Put(Space::Meta, key, encode(&line)));
             }
+            Act::QuarantineLimits { limits } => {
+                limits.check()?;
+                call.ops.push(crate::quarantine_limits::limits_op(limits));
+                call.quarantine_limits = Some(*limits);
+                line.outcome = format!("quarantine limits from here on: {limits:?}");
+                tracing::warn!(?limits, admin = %line.admin, "admin act: quarantine limits set");
+                call.ops.push(Op::Put(Space::Meta, key, encode(&line)));
+            }
             Act::Unfence { table } => {
                 line.table = Some(table.to_string());
                 let act = act.clone();
@@ -179,7 +188,9 @@ impl Ledger {
                 ),
                 Err(e) => format!("not unfenced: {e}"),
             },
-            Act::ClockSkew { .. } | Act::QuarantinePurge { .. } => "taken in its call".to_string(),
+            Act::ClockSkew { .. } | Act::QuarantinePurge { .. } | Act::QuarantineLimits { .. } => {
+                "taken in its call".to_string()
+            }
         }
     }
 

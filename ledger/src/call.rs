@@ -62,6 +62,8 @@ pub(crate) struct Call {
     pub(crate) deferred: Vec<crate::types::DeferredAct>,
     /// The purge target a purge act of this call set (`purge`).
     pub(crate) purge_target: Option<u64>,
+    /// The quarantine limits an admin act of this call set (`admin`).
+    pub(crate) quarantine_limits: Option<crate::quarantine_limits::QuarantineLimits>,
 }
 
 impl Call {
@@ -89,6 +91,7 @@ impl Call {
             clock_skew_max_ns: state.clock_skew_max_ns,
             deferred: Vec::new(),
             purge_target: None,
+            quarantine_limits: None,
         }
     }
 
@@ -220,6 +223,9 @@ impl Call {
         state.quarantine.fenced_bytes += self.fenced_bytes;
         if let Some(target) = self.purge_target {
             state.quarantine.purge_target = target;
+        }
+        if let Some(limits) = self.quarantine_limits {
+            state.quarantine.set_limits(limits);
         }
         for (source, bytes) in self.source_bytes_now {
             state.quarantine.by_source.add(&source, i128::from(bytes));

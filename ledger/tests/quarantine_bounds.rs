@@ -343,3 +343,96 @@ fn disk_per_refusal_benchmark() {
         );
     }
 }
+
+/// An admin act on the stream, as `roundledger admin quarantine-limits` sends it.
+fn limits_act(admin: &schemas::attest::SigningKey, limits: QuarantineLimits, seq: u64) -> Incoming {
+    use schemas::admin::{Act, AdminAct, AdminBody};
+    let body = AdminBody {
+        act: Act::QuarantineLimits { limits },
+        note: "case 12".into(),
+        signed_at_ns: 1,
+    };
+    let mut m = incoming(
+        &table("ANY-1"),
+        AdminAct::sign(admin, body).expect("sign").to_wire(),
+        seq,
+    );
+    m.subject_table = None;
+    m
+}
+
+/// The limits travel as an admin act: taken once at their point of the stream (refusals
+/// after it are judged by them, those before were not), kept across a reopen, and
+/// limits that do not check (a per-source total above the total) or an untrusted key are
+/// quarantined as `admin_refused`, changing nothing.
+#[test]
+fn quarantine_limits_set_by_an_admin_act_judge_what_follows_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let admin = schemas::attest::SigningKey::from_secret([5; 32]);
+    let stranger = schemas::attest::SigningKey::from_secret([6; 32]);
+    let l = Ledger::open(dir.path()).expect("open");
+    l.trust_admin_keys([admin.public()]).expect("trust");
+    let t = table("FLOOD-1");
+    let tight = QuarantineLimits {
+        source_entries_per_window: 3,
+        ..QuarantineLimits::default()
+    };
+    let bad = QuarantineLimits {
+        source_bytes_max: tight.total_bytes_max + 1,
+        ..tight
+    };
+    let mut msgs = flood(&t, 1, 5, 0);
+    msgs.push(limits_act(&stranger, tight, 6));
+    msgs.push(limits_act(&admin, bad, 7));
+    let act = limits_act(&admin, tight, 8);
+    msgs.extend([act.clone(), act]);
+    msgs.extend(flood(&t, 10, 5, 0));
+    let out = l.append_batch(&msgs).expect("append");
+    let kept = |o: &&Appended| matches!(o, Appended::Refused(Refused::Quarantined { .. }));
+    assert_eq!(
+        out[..5].iter().filter(kept).count(),
+        5,
+        "before the act: default limits"
+    );
+    for (i, o) in out[5..7].iter().enumerate() {
+        assert!(
+            matches!(o, Appended::Refused(Refused::Quarantined { reason: r, .. }) if *r == reason::ADMIN_REFUSED),
+            "act {i}: {o:?}"
+        );
+    }
+    assert_eq!(
+        out[7],
+        Appended::Admin {
+            kind: "quarantine_limits",
+            first: true
+        }
+    );
+    assert_eq!(
+        out[8],
+        Appended::Admin {
+            kind: "quarantine_limits",
+            first: false
+        }
+    );
+    // Seven entries this window already (five refusals, two refused acts of no table's
+    // source): the flood's source has had five, past its three.
+    assert!(
+        out[9..].iter().all(|o| matches!(
+            o,
+            Appended::Refused(Refused::Overflowed {
+                bound: Bound::SourceRate,
+                ..
+            })
+        )),
+        "{:?}",
+        &out[9..]
+    );
+    assert_eq!(l.quarantine_limits(), tight);
+    l.flush().expect("flush");
+    drop(l);
+    let l = Ledger::open(dir.path()).expect("reopen");
+    assert_eq!(l.quarantine_limits(), tight, "kept across a reopen");
+    let log = l.admin_log().expect("log");
+    assert_eq!(log.len(), 1);
+    assert!(l.verify().expect("verify").is_ok());
+}

@@ -3,7 +3,8 @@
 //! point of the log and checks the signature itself (docs/DESIGN.md, every ledger node is
 //! a replica of the stream). Re-syncs (`crate::resync`) and key enrollment and revocation
 //! (`DeviceEnrolled`, `DeviceRevoked`) travel on a table's own subject and are not here.
-//! Acts: unfence a table, set the clock skew limit, purge old quarantine. Retention removal
+//! Acts: unfence a table, set the clock skew limit or the quarantine's limits, purge old
+//! quarantine. Retention removal
 //! (`archive remove`) is not yet one: it runs on a stopped ledger.
 //!
 //! Wire form, one message:
@@ -49,6 +50,11 @@ pub enum Act {
         /// Entries with a lower id go; no further than the entries stored when taken.
         below_id: u64,
     },
+    /// Keep refusals within these limits from here on (`crate::limits`).
+    QuarantineLimits {
+        /// Every limit; `QuarantineLimits::check` must pass.
+        limits: crate::limits::QuarantineLimits,
+    },
 }
 
 impl Act {
@@ -58,6 +64,7 @@ impl Act {
             Act::Unfence { .. } => "unfence",
             Act::ClockSkew { .. } => "clock_skew",
             Act::QuarantinePurge { .. } => "quarantine_purge",
+            Act::QuarantineLimits { .. } => "quarantine_limits",
         }
     }
 }

@@ -25,6 +25,7 @@ pub mod finance;
 pub mod findings;
 pub mod ids;
 mod keys;
+pub mod limits;
 pub mod metrics;
 pub mod parallel;
 pub mod provenance;
