@@ -150,6 +150,8 @@ pub struct ApiConfig {
     /// The surveillance recorder's clock less the property's, milliseconds
     /// (`WhoAmI::recorder_offset_ms`); `None` when not set.
     pub recorder_offset_ms: Option<i64>,
+    /// Ingest's stuck-table limit, seconds (`WhoAmI::stuck_after_s`); `None` without ingest.
+    pub stuck_after_s: Option<u64>,
     /// The access file `access` came from: reloaded when it changes (`ACCESS_POLL`), so a
     /// token added or revoked by `roundledger tokens` takes effect without a restart.
     pub access_file: Option<PathBuf>,
@@ -318,6 +320,8 @@ pub struct AppState {
     pub ingesting: std::sync::OnceLock<bool>,
     /// The recorder's clock offset (`ApiConfig::recorder_offset_ms`); none until set.
     pub recorder_offset_ms: std::sync::OnceLock<i64>,
+    /// Ingest's stuck-table limit, seconds (`ApiConfig::stuck_after_s`).
+    pub stuck_after_s: std::sync::OnceLock<u64>,
 }
 
 /// The handlers' state, shared by every request and task.
@@ -364,6 +368,7 @@ impl AppState {
             time_zone: std::sync::OnceLock::new(),
             ingesting: std::sync::OnceLock::new(),
             recorder_offset_ms: std::sync::OnceLock::new(),
+            stuck_after_s: std::sync::OnceLock::new(),
         }))
     }
 
@@ -557,6 +562,9 @@ pub async fn run_with_ops(
             "serve checks the recorder offset's bound"
         );
         let _ = state.recorder_offset_ms.set(ms);
+    }
+    if let Some(s) = config.stuck_after_s {
+        let _ = state.stuck_after_s.set(s);
     }
     if let Some(n) = config.failures_per_minute_max {
         state.limiter.set_failures_max(n).map_err(Error::Config)?;

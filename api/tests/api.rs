@@ -1374,6 +1374,7 @@ async fn a_real_socket_serves_the_api_ui_and_the_live_feed() {
         time_zone: "Asia/Singapore".into(),
         ingesting: false,
         recorder_offset_ms: Some(-2_500),
+        stuck_after_s: Some(42),
         failures_per_minute_max: None,
     };
     let (addr_tx, addr_rx) = std::sync::mpsc::channel();
@@ -1410,6 +1411,7 @@ async fn a_real_socket_serves_the_api_ui_and_the_live_feed() {
         assert!(who.contains("\"ingesting\":false"), "{who}");
         // The recorder's clock offset reaches the pages, which show recorder times by it.
         assert!(who.contains("\"recorder_offset_ms\":-2500"), "{who}");
+        assert!(who.contains("\"stuck_after_s\":42"), "{who}");
         // Ingest's alerts, for surveillance (not finance).
         let alerts = get("/v1/alerts", Some(SURV));
         assert!(alerts.starts_with("HTTP/1.1 200"), "{alerts}");

@@ -2,12 +2,14 @@
 //! and publishes it on the table's events subject, where ingest applies it: the table
 //! continues with the quarantined event named by `--entry`, and the events held behind it
 //! follow. The head and the entry are read from a ledger directory or a running server.
-//! RUNBOOK.md says when to use it. Exit 0 once published (or written), 2 on error.
+//! RUNBOOK.md says when to use it. With `--server` and `--nats` it waits for that server
+//! to apply or refuse it (`confirm`). Exit 0 once applied (or, without a server to ask,
+//! published or written), 1 when refused or not seen applied within the wait, 2 on error.
 
 use crate::client::{Client, ServerArgs};
 use crate::Outcome;
 use anyhow::{Context, Result};
-use schemas::api::{ChainStatus, QuarantineRow};
+use schemas::api::{ChainStatus, QuarantinePage, QuarantineRow};
 use schemas::resync::{Resync, ResyncTerms};
 use schemas::{chain::event_hash, codec, ChainHead, TableId};
 use std::path::PathBuf;
@@ -73,7 +75,67 @@ pub fn run(args: ResyncArgs) -> Result<Outcome> {
         "re-sync of {table}: continues at seq {} with quarantine entry {} (event {}), signed by {}",
         r.seq.0, r.quarantine_id, r.event_hash, r.admin
     );
-    Ok(Outcome::Clean)
+    match (Client::from_args(&args.server)?, &args.nats) {
+        (Some(c), Some(_)) => confirm(&c, &r),
+        _ => Ok(Outcome::Clean),
+    }
+}
+
+/// How long `confirm` waits for the server to apply or refuse a re-sync.
+const CONFIRM_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+/// Refused re-syncs of the table `confirm` reads, newest first, each poll.
+const CONFIRM_REFUSALS_READ: u64 = 20;
+
+/// Waits until the server applied `r` (the table's head at or past its seq) or refused it
+/// (a `resync_refused` entry holding its exact bytes). Neither within `CONFIRM_WAIT` is
+/// said so: a published act not seen applied is not called done.
+fn confirm(c: &Client, r: &Resync) -> Result<Outcome> {
+    let deadline = std::time::Instant::now() + CONFIRM_WAIT;
+    let wire = hex::encode(r.to_wire());
+    loop {
+        let chains: Vec<ChainStatus> = c.get("/v1/chain")?;
+        if let Some(s) = chains
+            .iter()
+            .find(|s| s.table == r.table && s.head_seq >= r.seq)
+        {
+            println!("applied: {} head seq {}", r.table, s.head_seq.0);
+            return Ok(Outcome::Clean);
+        }
+        if let Some(row) = refusal_of(c, r, &wire)? {
+            eprintln!(
+                "REFUSED: quarantine entry {} ({}): {}",
+                row.id, row.reason, row.text
+            );
+            return Ok(Outcome::Findings);
+        }
+        if std::time::Instant::now() >= deadline {
+            eprintln!(
+                "NOT CONFIRMED: published, but not seen applied or refused within {} s; see `table status`",
+                CONFIRM_WAIT.as_secs()
+            );
+            return Ok(Outcome::Findings);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+}
+
+/// The `resync_refused` entry holding `r`'s exact message, among the table's newest.
+fn refusal_of(c: &Client, r: &Resync, wire_hex: &str) -> Result<Option<QuarantineRow>> {
+    let path = format!(
+        "/v1/quarantine?reason=resync_refused&table={}&limit={CONFIRM_REFUSALS_READ}",
+        r.table
+    );
+    let page: QuarantinePage = c.get(&path)?;
+    for row in page.items {
+        if row.bytes_len as usize * 2 != wire_hex.len() {
+            continue;
+        }
+        let whole: QuarantineRow = c.get(&format!("/v1/quarantine/{}", row.id))?;
+        if whole.bytes_hex == wire_hex {
+            return Ok(Some(whole));
+        }
+    }
+    Ok(None)
 }
 
 /// An entry's bytes, wherever they were read.

@@ -55,8 +55,9 @@ pub struct StatusArgs {
     #[command(flatten)]
     server: ServerArgs,
     /// A table holding events for longer than this many seconds is shown as stuck.
-    #[arg(long, value_name = "SECONDS", default_value_t = ingest::STUCK_AFTER_DEFAULT.as_secs())]
-    stuck_after: u64,
+    /// Default: with `--server`, that server's own limit (`serve --stuck-after`); else 300.
+    #[arg(long, value_name = "SECONDS")]
+    stuck_after: Option<u64>,
 }
 
 /// One table as listed.
@@ -126,6 +127,17 @@ fn unfence(table: &str, sign: &crate::admin::SignArgs) -> Result<Outcome> {
     Ok(Outcome::Clean)
 }
 
+/// The server's stuck-table limit; a server that does not ingest has none, and the
+/// default is used, said on stderr.
+fn server_stuck_after_s(c: &Client) -> Result<u64> {
+    let who: schemas::api::WhoAmI = c.get("/v1/whoami")?;
+    Ok(who.stuck_after_s.unwrap_or_else(|| {
+        let s = ingest::STUCK_AFTER_DEFAULT.as_secs();
+        eprintln!("the server does not ingest: stuck is judged at {s} s");
+        s
+    }))
+}
+
 fn status(args: StatusArgs) -> Result<Outcome> {
     let mut store_failures = Vec::new();
     let rows = match (Client::from_args(&args.server)?, &args.ledger) {
@@ -151,7 +163,12 @@ fn status(args: StatusArgs) -> Result<Outcome> {
         (None, None) => anyhow::bail!("say where: --ledger DIR or --server URL"),
     };
     let now_ns = ingest::system_clock_ns();
-    let stuck_after_ns = i64::try_from(args.stuck_after)
+    let stuck_after_s = match (args.stuck_after, Client::from_args(&args.server)?) {
+        (Some(s), _) => s,
+        (None, Some(c)) => server_stuck_after_s(&c)?,
+        (None, None) => ingest::STUCK_AFTER_DEFAULT.as_secs(),
+    };
+    let stuck_after_ns = i64::try_from(stuck_after_s)
         .unwrap_or(i64::MAX)
         .saturating_mul(1_000_000_000);
     print!("{}", render(&rows, now_ns, stuck_after_ns));

@@ -332,7 +332,8 @@ fn dead_url() -> String {
 }
 
 /// `table resync` reads T-A's head and the blocking entry from n1's API and publishes.
-/// Its first `--server` is dead: the CLI says so and goes on with n1.
+/// Its first `--server` is dead: the CLI says so and goes on with n1. It waits for n1 to
+/// apply it; a second re-sync of the same entry is refused, exit 1.
 fn resync_through_n1(api: &str, key: &str, table: &TableId, entry: u64, url: &str) {
     let (dead, server) = (dead_url(), format!("http://{api}"));
     let out = common::roundledger(&[
@@ -359,6 +360,33 @@ fn resync_through_n1(api: &str, key: &str, table: &TableId, entry: u64, url: &st
     assert!(out.status.success(), "{err}");
     assert!(err.contains(&format!("{dead} unreachable")), "{err}");
     assert!(err.contains(&format!("using {server}")), "{err}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("applied:"));
+    // The same entry again: the table moved past it, so every node refuses the re-sync,
+    // and the CLI says so with exit 1 instead of calling it done.
+    let again = common::roundledger(&[
+        "table",
+        "resync",
+        "--admin-key",
+        key,
+        "--table",
+        table.as_str(),
+        "--entry",
+        &entry.to_string(),
+        "--note",
+        "case 43 again",
+        "--server",
+        &server,
+        "--token",
+        TOKEN,
+        "--nats",
+        url,
+    ]);
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert_eq!(again.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("REFUSED: quarantine entry") && err.contains("resync_refused"),
+        "{err}"
+    );
 }
 
 /// `table status` with a comma-separated list, the dead URL first, then every node.

@@ -143,7 +143,8 @@ fn assert_requests_counted(api: &str, ops: &str) {
     );
 }
 
-/// `/ready` is 503 naming `nats` while nats-server is down, 200 once it is back.
+/// `/ready` is 503 naming `nats` while nats-server is down, 200 once it is back; the
+/// pending gauge says unknown (-1) meanwhile, never its last value.
 fn assert_ready_follows_nats(nats: &mut natsd::NatsServer, ops: &str) {
     nats.kill9().expect("kill nats-server");
     let down = wait_for("not ready while NATS is down", || {
@@ -153,10 +154,22 @@ fn assert_ready_follows_nats(nats: &mut natsd::NatsServer, ops: &str) {
     let body: serde_json::Value = serde_json::from_str(&down.1).expect("json");
     assert_eq!(body["ready"], false);
     assert_eq!(body["failed"][0]["check"], "nats", "{body}");
+    let pending = "roundledger_jetstream_pending_messages";
+    wait_for(
+        "the pending count unknown (-1) while NATS is down, not its last value",
+        || {
+            let m = scrape(ops);
+            (value(&m, pending) == -1.0, m)
+        },
+    );
     nats.restart().expect("restart nats-server");
     wait_for("ready again once NATS is back", || {
         let r = get(ops, "/ready", None);
         (r.0 == 200, r)
+    });
+    wait_for("the pending count known again", || {
+        let m = scrape(ops);
+        (value(&m, pending) >= 0.0, m)
     });
 }
 

@@ -19,8 +19,15 @@ use std::time::Duration;
 
 const WAIT: Duration = Duration::from_secs(90);
 
-/// `roundledger serve` on `ledger`, trusting `admin` and the simulator's admin key.
+/// The API token `serve` accepts (role admin).
+const TOKEN: &str = "stuck-test-token-0123456789abcdef";
+
+/// `roundledger serve` on `ledger`, trusting `admin` and the simulator's admin key, with
+/// its API on (token `TOKEN`) and JSON logs.
 fn serve(ledger: &Path, url: &str, admin: &str, log: &Path) -> Child {
+    let tokens = log.with_file_name("tokens.json");
+    let access = serde_json::json!({"tokens": [{"name": "ops", "role": "admin", "token": TOKEN}]});
+    std::fs::write(&tokens, access.to_string()).expect("tokens");
     let out = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -42,6 +49,9 @@ fn serve(ledger: &Path, url: &str, admin: &str, log: &Path) -> Child {
             common::TEST_ONLY_SIMULATED_KEYS.1,
         )
         .args(["--admin-key", admin, "--stuck-after", "1"])
+        .arg("--config")
+        .arg(&tokens)
+        .args(["--log-format", "json", "--metrics-http", "127.0.0.1:0"])
         .stdin(Stdio::null())
         .stdout(out)
         .stderr(err)
@@ -160,6 +170,16 @@ fn stick(s: &Scene, k: usize) {
         let detail = String::from_utf8_lossy(&alert.payload).into_owned();
         assert!(detail.contains("refused as unsigned"), "{detail}");
     });
+    // Asked through the server, `table status` judges by the server's limit (1 s), not
+    // its own default (300 s).
+    let api = common::serve::listening(&s.dir.path().join("serve.log")).0;
+    let server = format!("http://{api}");
+    let status = roundledger(&["table", "status", "--server", &server, "--token", TOKEN]);
+    let shown = text(&status);
+    assert!(
+        shown.contains(&format!("{:<12} stuck", t.as_str())),
+        "{shown}"
+    );
     stop(serving);
 }
 

@@ -63,7 +63,7 @@ struct Inner {
     commit_failures: AtomicU64,
     /// When the last commit succeeded, and the last failure if it came after it.
     last_commit: Mutex<(Option<Instant>, Option<String>)>,
-    /// The consumer's pending and unacknowledged messages when last polled; -1 before.
+    /// The consumer's pending and unacknowledged messages when last polled; -1 unknown.
     pending: AtomicI64,
     ack_pending: AtomicI64,
     pending_polls_failed: AtomicU64,
@@ -204,7 +204,7 @@ impl IngestMetrics {
             out,
             name,
             Kind::Gauge,
-            "The ingest consumer's messages not yet delivered (num_pending), polled; -1 before the first poll.",
+            "The ingest consumer's messages not yet delivered (num_pending), polled; -1 when unknown (before the first poll, or the last poll failed).",
         );
         sample(out, name, &[], m.pending.load(Ordering::Relaxed));
         let name = "roundledger_jetstream_ack_pending_messages";
@@ -212,7 +212,7 @@ impl IngestMetrics {
             out,
             name,
             Kind::Gauge,
-            "Messages delivered to ingest and not yet acknowledged, polled.",
+            "Messages delivered to ingest and not yet acknowledged, polled; -1 when unknown.",
         );
         sample(out, name, &[], m.ack_pending.load(Ordering::Relaxed));
         let name = "roundledger_jetstream_pending_polls_failed_total";
@@ -329,7 +329,7 @@ impl Drop for Polling {
 }
 
 /// Reads the consumer's pending counts every `PENDING_POLL`. A failed poll is counted
-/// and leaves the last values.
+/// and makes both unknown (-1) until a poll succeeds.
 async fn poll_pending(
     consumer: async_nats::jetstream::consumer::PullConsumer,
     metrics: IngestMetrics,
@@ -343,6 +343,9 @@ async fn poll_pending(
                 metrics.0.ack_pending.store(ack, Ordering::Relaxed);
             }
             Err(e) => {
+                // Unknown, not the last value: through an outage the stream may grow.
+                metrics.0.pending.store(-1, Ordering::Relaxed);
+                metrics.0.ack_pending.store(-1, Ordering::Relaxed);
                 metrics
                     .0
                     .pending_polls_failed

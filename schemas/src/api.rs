@@ -70,6 +70,10 @@ pub struct WhoAmI {
     /// own. Absent when not set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recorder_offset_ms: Option<i64>,
+    /// How long a table may hold events before ingest calls it stuck, seconds (`serve
+    /// --stuck-after`). Absent on a server that does not ingest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stuck_after_s: Option<u64>,
 }
 
 /// Every error body.
