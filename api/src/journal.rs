@@ -26,6 +26,9 @@ use std::sync::Mutex;
 use proofs::journal::{line_hash, JournalChain, JournalLine as Line};
 pub use proofs::journal::{JOURNAL_DOMAIN, JOURNAL_ENTRY_LEN_MAX};
 
+/// Bytes `Journal::probe` writes and cuts back: a page, so a full disk refuses it.
+pub const PROBE_BYTES: usize = 4096;
+
 /// Why a journal could not be opened, read or appended to.
 #[derive(Debug, thiserror::Error)]
 pub enum JournalError {
@@ -216,6 +219,33 @@ impl Journal {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
+    }
+
+    /// While failing: whether the file takes a write again, tried by writing and syncing
+    /// `PROBE_BYTES` past the last entry and cutting them back. Success clears `failing`,
+    /// so readiness returns when the disk does, not at the next request (a balancer sends
+    /// none to a node that is not ready). A crash between the two leaves a tail that open
+    /// cuts. No entry is added.
+    pub fn probe(&self) -> bool {
+        if self.failing().is_none() {
+            return true;
+        }
+        let mut t = self.lock();
+        if t.broken.is_some() {
+            return false;
+        }
+        let probe = vec![b' '; PROBE_BYTES];
+        let written = write_line(&mut t, &probe);
+        let cut = cut_back(&mut t).and_then(|()| t.file.sync_data());
+        if let Err(e) = &cut {
+            t.broken = Some(format!("a probe's cut back to byte {} failed ({e})", t.end));
+        }
+        drop(t);
+        let ok = written.is_ok() && cut.is_ok();
+        if ok {
+            *self.failing.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        }
+        ok
     }
 
     fn append_once<T: Serialize>(&self, make: impl FnOnce(u64) -> T) -> Result<T, JournalError> {

@@ -251,6 +251,7 @@ fn main() -> ExitCode {
     match result {
         Ok(Outcome::Clean) => ExitCode::SUCCESS,
         Ok(Outcome::Findings) => ExitCode::from(1),
+        Ok(Outcome::Interrupted) => ExitCode::from(130),
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::from(2)
@@ -263,6 +264,8 @@ fn main() -> ExitCode {
 pub enum Outcome {
     Clean,
     Findings,
+    /// Stopped by SIGINT or SIGTERM before the work was done: exit 130.
+    Interrupted,
 }
 
 /// What `serve` logs by default: warnings, and the lifecycle of the server and of ingest

@@ -190,6 +190,21 @@ pub struct Args {
     no_outbox: bool,
 }
 
+/// Resolves on SIGINT or SIGTERM; never when neither handler can be installed.
+async fn interrupted() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut int), Ok(mut term)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = int.recv() => {}
+        _ = term.recv() => {}
+    }
+}
+
 pub fn run(args: Args) -> Result<Outcome> {
     let floor = match &args.device_keys {
         Some(dir) => crate::devicekeys::attach(args.floor.floor()?, dir)?,
@@ -199,19 +214,29 @@ pub fn run(args: Args) -> Result<Outcome> {
         }
     };
     let rt = crate::runtime::runtime()?;
-    let report = rt
-        .block_on(simulator::publish_floor(
-            &args.nats,
-            floor.tables,
-            args.floor.rounds,
-            args.floor.rate(),
-            PublishOptions {
-                durable: (!args.no_outbox).then(simulator::DurableWait::default),
-                access: args.bus.access(),
-                ..PublishOptions::default()
-            },
-        ))
-        .context("publishing the simulated floor")?;
+    let publishing = simulator::publish_floor(
+        &args.nats,
+        floor.tables,
+        args.floor.rounds,
+        args.floor.rate(),
+        PublishOptions {
+            durable: (!args.no_outbox).then(simulator::DurableWait::default),
+            access: args.bus.access(),
+            ..PublishOptions::default()
+        },
+    );
+    // The devices wait for NATS without end (their outboxes republish): a signal stops
+    // them, even where the shell started this with SIGINT ignored (a background job).
+    let report = rt.block_on(async {
+        tokio::select! {
+            r = publishing => r.map(Some),
+            () = interrupted() => Ok(None),
+        }
+    });
+    let Some(report) = report.context("publishing the simulated floor")? else {
+        eprintln!("interrupted: stopped publishing; events not yet acknowledged are not sent");
+        return Ok(Outcome::Interrupted);
+    };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
