@@ -78,11 +78,7 @@ pub fn permissions(role: &Role, name: &str) -> Permissions {
         ),
         Role::Ingest => (ingest_publish(), Vec::new()),
         Role::Observer => (
-            vec![
-                "$JS.API.INFO".to_string(),
-                stream_info,
-                format!("$JS.API.CONSUMER.INFO.{}.*", subjects::STREAM),
-            ],
+            observer_publish(stream_info),
             vec![
                 subjects::HEADS_WILDCARD.to_string(),
                 "alerts.>".to_string(),
@@ -95,6 +91,37 @@ pub fn permissions(role: &Role, name: &str) -> Permissions {
         publish_allow: publish,
         subscribe_allow: subscribe,
     }
+}
+
+/// Observer: stream and consumer info, and reads of the replica and lease buckets
+/// (`roundledger cluster status`): their streams' info and list, direct gets, and the
+/// ordered consumer that lists keys. Nothing it sends changes a bucket.
+fn observer_publish(stream_info: String) -> Vec<String> {
+    let mut allow = vec![
+        "$JS.API.INFO".to_string(),
+        stream_info,
+        format!("$JS.API.CONSUMER.INFO.{}.*", subjects::STREAM),
+        "$JS.API.STREAM.NAMES".to_string(),
+    ];
+    let lease = |duty: &str| format!("roundledger_lease_{duty}");
+    for bucket in [
+        subjects::REPLICA_BUCKET.to_string(),
+        lease("sealer"),
+        lease("alerts"),
+    ] {
+        let kv = format!("KV_{bucket}");
+        allow.extend([
+            format!("$JS.API.STREAM.INFO.{kv}"),
+            format!("$JS.API.STREAM.MSG.GET.{kv}"),
+            format!("$JS.API.DIRECT.GET.{kv}"),
+            format!("$JS.API.DIRECT.GET.{kv}.>"),
+            format!("$JS.API.CONSUMER.CREATE.{kv}"),
+            format!("$JS.API.CONSUMER.CREATE.{kv}.>"),
+            format!("$JS.API.CONSUMER.DELETE.{kv}.*"),
+            format!("$JS.FC.{kv}.>"),
+        ]);
+    }
+    allow
 }
 
 /// Ingest: the JetStream API calls of `ingest::pipeline` and its benchmark, on the one

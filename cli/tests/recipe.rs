@@ -100,6 +100,9 @@ fn bus(dir: &Path) -> (PathBuf, Nats) {
     rl(&[
         "bus", "issue", "--dir", b, "--name", TABLE, "--role", "device",
     ]);
+    rl(&[
+        "bus", "issue", "--dir", b, "--name", "watch", "--role", "observer",
+    ]);
     let nats = start_nats(&bus);
     (bus, nats)
 }
@@ -121,6 +124,7 @@ fn serve(dir: &Path, bus: &Path, url: &str, admin: &str) -> (Serve, String) {
         ])
         .args(["--config", s(&tokens), "--http", "127.0.0.1:0"])
         .args(["--metrics-http", "127.0.0.1:0", "--log-format", "json"])
+        .args(["--node-id", "n1", "--replica-check-ms", "200"])
         .env_remove("ROUNDLEDGER_LOG")
         .env_remove(common::TEST_ONLY_SIMULATED_KEYS.0)
         .stdin(Stdio::null())
@@ -268,6 +272,43 @@ fn json(api: &str, path: &str) -> serde_json::Value {
     serde_json::from_str(&body).expect("json")
 }
 
+/// `cluster status` on the secured bus: an observer's credential reads the replica
+/// bucket (node n1, its table agreeing); a device's cannot, and the command fails
+/// instead of printing "no nodes".
+fn cluster_status_over_tls(bus: &Path, url: &str) {
+    let run = |creds: &str| {
+        common::roundledger(&[
+            "cluster",
+            "status",
+            "--nats",
+            url,
+            "--nats-creds",
+            s(&bus.join("creds").join(creds)),
+            "--nats-ca",
+            s(&bus.join("tls/ca.pem")),
+        ])
+    };
+    wait_for("cluster status with the observer's credential", || {
+        let out = run("watch.json");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let ok = out.status.code() == Some(0)
+            && text.contains("nodes: n1")
+            && text.contains("tables: 1 agree, 0 behind, 0 diverged");
+        (
+            ok,
+            (
+                out.status.code(),
+                text,
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+            ),
+        )
+    });
+    let device = run(&format!("{TABLE}.json"));
+    let err = String::from_utf8_lossy(&device.stderr);
+    assert_eq!(device.status.code(), Some(2), "{err}");
+    assert!(err.contains("replica bucket"), "{err}");
+}
+
 #[test]
 fn the_secured_recipe_runs_on_a_second_address_and_refuses_a_leaked_credential() {
     let tmp = tempfile::tempdir().expect("tempdir");
@@ -365,6 +406,7 @@ fn the_secured_recipe_runs_on_a_second_address_and_refuses_a_leaked_credential()
         TOKEN,
     ]);
     assert_eq!(status.status.code(), Some(0), "advancing");
+    cluster_status_over_tls(&bus, &nats.url);
 
     stolen_key(&rt, &js, &api, &keys, &events);
     assert!(serve.stop(), "serve stops cleanly");

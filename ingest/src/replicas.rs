@@ -434,11 +434,27 @@ pub fn agreement(heads: &BTreeMap<String, (u64, Hash32)>) -> TableAgreement {
     }
 }
 
-/// Reads every node's heads from the bucket; an empty map when it does not exist.
+/// Reads every node's heads from the bucket; an empty map when it does not exist. A
+/// bucket that exists but cannot be read (no permission, no answer) is an error, never
+/// "no nodes".
 pub async fn read_heads(js: &jetstream::Context) -> Result<NodeHeads, crate::Error> {
-    let Ok(store) = js.get_key_value(subjects::REPLICA_BUCKET).await else {
-        return Ok(NodeHeads::new());
-    };
+    use jetstream::context::GetStreamErrorKind;
+    let kv_stream = format!("KV_{}", subjects::REPLICA_BUCKET);
+    match js.get_stream(&kv_stream).await {
+        Ok(_) => {}
+        Err(e) => match e.kind() {
+            GetStreamErrorKind::JetStream(j)
+                if j.error_code() == jetstream::ErrorCode::STREAM_NOT_FOUND =>
+            {
+                return Ok(NodeHeads::new());
+            }
+            _ => return Err(crate::Error::nats("replica bucket", e)),
+        },
+    }
+    let store = js
+        .get_key_value(subjects::REPLICA_BUCKET)
+        .await
+        .map_err(|e| crate::Error::nats("replica bucket", e))?;
     let mut keys = store
         .keys()
         .await
