@@ -472,3 +472,61 @@ fn a_late_holder_does_not_publish_again_what_the_old_one_did() {
     assert_eq!(a[1].node.as_deref(), Some("n2"));
     assert!(a.iter().all(|s| s.accepted.is_ok()), "{a:?}");
 }
+
+/// Day starts for two nodes, an hour apart, whose last ended gaming days carry the same
+/// date: both seal that date, over different bounds.
+fn day_starts_an_hour_apart() -> (String, String) {
+    let hour = |ns: i64| (ns.div_euclid(3_600_000_000_000)).rem_euclid(24);
+    let s1 = (hour(ingest::system_clock_ns()) + 22) % 24;
+    let s2 = if s1 >= 1 { s1 - 1 } else { s1 + 1 };
+    (format!("{s1:02}:00"), format!("{s2:02}:00"))
+}
+
+/// Two nodes that seal the same date over different bounds (a day start set apart, as a
+/// misconfigured node would) each raise `replica_diverged` for that day: `/ready` 503
+/// naming it, the metric, and an alert on the node's own subject. Their chains agree.
+#[test]
+fn nodes_that_seal_a_day_differently_are_named() {
+    let nats = natsd::NatsServer::start().expect("nats-server");
+    let url = nats.url();
+    let root = tempfile::tempdir().expect("tempdir");
+    let key = root.path().join("seal.key");
+    let out = common::roundledger(&["keygen", "--out", key.to_str().expect("utf-8")]);
+    assert!(out.status.success());
+    let (s1, s2) = day_starts_an_hour_apart();
+    let start = |node: &str, day_start: &str| {
+        let extra = format!(
+            "node-id = {node:?}\nreplica-check-ms = 200\nseal-key = {key:?}\nseal-grace = 0\nday-start = {day_start:?}\n"
+        );
+        common::serve::start(&node_dir(root.path(), node), &url, TOKEN, &extra)
+    };
+    let (_n1, n1_log) = start("n1", &s1);
+    let (_n2, n2_log) = start("n2", &s2);
+    for (node, log) in [("n1", &n1_log), ("n2", &n2_log)] {
+        let (api, ops) = listening(log);
+        let ready = wait_for(&format!("{node} names the day sealed differently"), || {
+            let r = get(&ops, "/ready", None);
+            (r.0 == 503 && r.1.contains("sealed differently"), r)
+        });
+        assert!(
+            ready.1.contains("(n1, n2)") || ready.1.contains("(n2, n1)"),
+            "{ready:?}"
+        );
+        let m = scrape(&ops);
+        let seal_metric = m
+            .keys()
+            .any(|k| k.starts_with("roundledger_replica_seal_diverged{"));
+        assert!(seal_metric, "{m:?}");
+        assert_eq!(
+            value(&ops, "roundledger_replica_diverged_tables"),
+            0.0,
+            "chains agree"
+        );
+        let alerts: schemas::api::AlertList =
+            serde_json::from_str(&get(&api, "/v1/alerts", Some(TOKEN)).1).expect("alerts");
+        let named = alerts.alerts.iter().any(|a| {
+            a.kind == AlertKind::ReplicaDiverged && a.detail.contains("sealed differently")
+        });
+        assert!(named, "{node}: {alerts:?}");
+    }
+}

@@ -40,6 +40,7 @@ pub mod health;
 pub mod lease;
 pub mod metrics;
 mod pipeline;
+pub mod replica_seals;
 pub mod replicas;
 pub mod sealer;
 pub mod stuck;

@@ -13,6 +13,7 @@
 //! Ledger reads run on `spawn_blocking`; every wait is bounded by the check interval.
 
 use crate::alerts::Raised;
+use crate::replica_seals::SealDiverged;
 use async_nats::jetstream::{self, kv};
 use futures::StreamExt;
 use ledger::Ledger;
@@ -54,6 +55,8 @@ struct Found {
     peers: usize,
     /// Diverged tables, by table.
     diverged: BTreeMap<TableId, Diverged>,
+    /// Days sealed differently, by day (`replica_seals`).
+    seals_diverged: BTreeMap<String, SealDiverged>,
 }
 
 impl Replicas {
@@ -78,6 +81,23 @@ impl Replicas {
             .collect();
         found.diverged = now.into_iter().map(|d| (d.table.clone(), d)).collect();
         fresh
+    }
+
+    /// Replaces the seal findings; returns the days that are new (to alert on).
+    pub(crate) fn replace_seals(&self, now: Vec<SealDiverged>) -> Vec<SealDiverged> {
+        let mut found = self.lock();
+        let fresh = now
+            .iter()
+            .filter(|d| found.seals_diverged.get(&d.day) != Some(*d))
+            .cloned()
+            .collect();
+        found.seals_diverged = now.into_iter().map(|d| (d.day.clone(), d)).collect();
+        fresh
+    }
+
+    /// The days sealed differently, by day.
+    pub fn seals_diverged(&self) -> Vec<SealDiverged> {
+        self.lock().seals_diverged.values().cloned().collect()
     }
 
     /// The replica families for `/metrics`; nothing when this node has no node id.
@@ -113,25 +133,37 @@ impl Replicas {
         let name = "roundledger_replica_diverged_tables";
         family(out, name, Kind::Gauge, "Tables whose replicas disagree.");
         sample(out, name, &[], found.diverged.len());
+        let name = "roundledger_replica_seal_diverged";
+        family(
+            out,
+            name,
+            Kind::Gauge,
+            "1 for each gaming day the nodes sealed differently.",
+        );
+        for d in found.seals_diverged.values() {
+            let nodes = d.nodes.join(",");
+            sample(out, name, &[("day", d.day.as_str()), ("nodes", &nodes)], 1);
+        }
     }
 
-    /// `/ready`'s `replica_diverged` check: fails while any table diverges.
+    /// `/ready`'s `replica_diverged` check: fails while any table or sealed day diverges.
     pub fn not_ready(&self) -> Option<NotReady> {
         let found = self.lock();
-        if found.diverged.is_empty() {
-            return None;
-        }
-        let mut named: Vec<String> = found
+        let tables = found
             .diverged
             .values()
-            .take(READY_NAMED_MAX)
-            .map(|d| format!("{} seq {} ({})", d.table, d.seq, d.nodes.join(", ")))
-            .collect();
-        if found.diverged.len() > READY_NAMED_MAX {
-            named.push(format!(
-                "and {} more",
-                found.diverged.len() - READY_NAMED_MAX
-            ));
+            .map(|d| format!("{} seq {} ({})", d.table, d.seq, d.nodes.join(", ")));
+        let days = found
+            .seals_diverged
+            .values()
+            .map(|d| format!("day {} sealed differently ({})", d.day, d.nodes.join(", ")));
+        let all: Vec<String> = tables.chain(days).collect();
+        if all.is_empty() {
+            return None;
+        }
+        let mut named: Vec<String> = all.iter().take(READY_NAMED_MAX).cloned().collect();
+        if all.len() > READY_NAMED_MAX {
+            named.push(format!("and {} more", all.len() - READY_NAMED_MAX));
         }
         Some(NotReady {
             check: "replica_diverged".into(),
@@ -276,6 +308,7 @@ where
     let mut tick = tokio::time::interval(check.every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut peers = PeerHeads::new();
+    let mut seals = crate::replica_seals::SealState::default();
     let mut sent: BTreeMap<TableId, HeadValue> = BTreeMap::new();
     loop {
         tick.tick().await;
@@ -286,7 +319,7 @@ where
                 continue;
             }
         };
-        let mut updates = match store.watch_with_history("heads.>").await {
+        let mut updates = match store.watch_with_history(">").await {
             Ok(w) => w,
             Err(e) => {
                 tracing::warn!(error = %e, "replica watch failed; checking later");
@@ -294,11 +327,16 @@ where
             }
         };
         sent.clear();
+        seals.resend();
         loop {
             tokio::select! {
                 _ = tick.tick() => {}
                 entry = updates.next() => match entry {
-                    Some(Ok(e)) => { follow(&check.node, &mut peers, &e); continue; }
+                    Some(Ok(e)) => {
+                        follow(&check.node, &mut peers, &e);
+                        seals.follow(&check.node, &e);
+                        continue;
+                    }
                     Some(Err(e)) => { tracing::warn!(error = %e, "replica watch"); break; }
                     None => break,
                 },
@@ -306,7 +344,8 @@ where
             if let Err(e) = put_heads(&check, &store, &mut sent).await {
                 tracing::warn!(error = %e, "replica heads not published");
             }
-            let raised = judge_peers(&check, &peers).await;
+            let mut raised = judge_peers(&check, &peers).await;
+            raised.extend(seals.tick(&check, &store).await);
             if !raised.is_empty() {
                 publish(raised).await;
             }

@@ -186,6 +186,19 @@ impl DaySeal {
         m
     }
 
+    /// What any ledger sealing the same day of the same chains seals alike: BLAKE3 over the
+    /// signed message with the previous seal's digest, the signing time and the signer
+    /// zeroed (each node's differ). Ledger nodes compare it (`ingest::replica_seals`).
+    pub fn content_digest(&self) -> Hash32 {
+        let canonical = DaySeal {
+            previous: None,
+            signed_at_ns: 0,
+            signer: PublicKey([0; 32]),
+            ..self.clone()
+        };
+        Hash32(*blake3::hash(&canonical.signed_message()).as_bytes())
+    }
+
     /// The seal's name: BLAKE3 (derive-key `SEAL_DIGEST_DOMAIN`) over the signed message
     /// and the signature.
     pub fn digest(&self) -> Hash32 {
