@@ -108,6 +108,11 @@ pub struct Args {
     /// takes over within about this long.
     #[arg(long, value_name = "SECONDS", default_value_t = 15)]
     lease_ttl: u64,
+    /// Replicas of the events stream and of the replica and lease buckets (1 to 5): 3 on
+    /// a 3-server JetStream cluster, so the loss of one server loses nothing. A stream
+    /// with fewer is raised to this many; never lowered.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=5))]
+    stream_replicas: u64,
     /// Also serve `/metrics` (Prometheus text), `/ready` and `/health` on this address,
     /// without a token: bind it to the internal monitoring network only.
     #[arg(long, value_name = "ADDR")]
@@ -479,6 +484,7 @@ fn ingest_config(args: &Args) -> Result<ingest::IngestConfig> {
     config.node_id = args.node_id.clone();
     config.replica_check_every = std::time::Duration::from_millis(args.replica_check_ms);
     config.lease_ttl = std::time::Duration::from_secs(args.lease_ttl);
+    config.stream_replicas = usize::try_from(args.stream_replicas)?;
     config.check().context("ingest settings")?;
     Ok(config)
 }

@@ -132,10 +132,7 @@ pub async fn ensure_consumer(
     let mut consumer: consumer::PullConsumer = stream
         .create_consumer(consumer_config(name, config))
         .await
-        .map_err(|e| Error::ConsumerMismatch {
-            consumer: name.to_string(),
-            why: e.to_string(),
-        })?;
+        .map_err(|e| consumer_error(name, e))?;
     let info = consumer
         .info()
         .await
@@ -147,6 +144,25 @@ pub async fn ensure_consumer(
         });
     }
     Ok(consumer)
+}
+
+/// A failed consumer create: a timeout, a failed request or a server that cannot answer
+/// now (HTTP-like code 408 or 5xx) is a bus error, tried again at start; any other answer
+/// of the server is a consumer ingest cannot use.
+fn consumer_error(name: &str, e: jetstream::stream::ConsumerError) -> Error {
+    use jetstream::stream::ConsumerErrorKind as Kind;
+    let transient = match e.kind() {
+        Kind::JetStream(j) => j.code() == 408 || j.code() >= 500,
+        Kind::InvalidConsumerType | Kind::InvalidName => false,
+        Kind::TimedOut | Kind::Request | Kind::Other => true,
+    };
+    match transient {
+        true => Error::nats("consumer create", e),
+        false => Error::ConsumerMismatch {
+            consumer: name.to_string(),
+            why: e.to_string(),
+        },
+    }
 }
 
 /// Puts one delivered message in the batch's events or its checkpoints, by subject.
@@ -199,6 +215,32 @@ pub async fn run(
     run_with_consumer(config, ledger, &consumer, || {}, shutdown).await
 }
 
+/// Shortest and longest pause between two tries of a JetStream call at start.
+const SETUP_RETRY_PAUSE_MIN: std::time::Duration = std::time::Duration::from_millis(100);
+const SETUP_RETRY_PAUSE_MAX: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Runs `attempt` until it succeeds or fails for good. A NATS or JetStream error (a
+/// request timed out while a server is down or a leader is elected) is tried again,
+/// pausing 100 ms doubling to 5 s: a ledger node never stops on a bus that comes back.
+/// A setting ingest cannot use (a stream or consumer that differs) fails at once.
+async fn retrying<T, F, Fut>(what: &str, mut attempt: F) -> Result<T, Error>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, Error>>,
+{
+    let mut pause = SETUP_RETRY_PAUSE_MIN;
+    loop {
+        match attempt().await {
+            Err(e @ Error::Nats { .. }) => {
+                tracing::warn!(error = %e, pause_ms = pause.as_millis() as u64, "{what} failed; trying again");
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(SETUP_RETRY_PAUSE_MAX);
+            }
+            done => return done,
+        }
+    }
+}
+
 /// `run` with another durable consumer name (the benchmark uses a fresh one). `ready` is
 /// called once, when the connection, the stream, the consumer and the writer are set up
 /// and the first fetch is about to go out: the benchmark times (b) from there, as (a) is
@@ -216,9 +258,13 @@ pub(crate) async fn run_with_consumer(
     let setup = async {
         let client = bus::connect(&config.nats_url, &config.access).await?;
         let js = jetstream::new(client.clone());
-        let stream = ensure_stream_replicated(&js, config.stream_replicas).await?;
-        let consumer = ensure_consumer(&stream, consumer_name, &config).await?;
-        let next_stream_seq = start_position(&stream, &consumer).await?;
+        let (stream, consumer, next_stream_seq) = retrying("ingest setup", || async {
+            let stream = ensure_stream_replicated(&js, config.stream_replicas).await?;
+            let consumer = ensure_consumer(&stream, consumer_name, &config).await?;
+            let next_stream_seq = start_position(&stream, &consumer).await?;
+            Ok((stream, consumer, next_stream_seq))
+        })
+        .await?;
         Ok::<_, Error>((client, stream, consumer, next_stream_seq))
     };
     let (client, stream, consumer, next_stream_seq) = tokio::select! {
@@ -238,7 +284,8 @@ pub(crate) async fn run_with_consumer(
         Some(node) => {
             let js = jetstream::new(client.clone());
             let (ttl, n) = (config.lease_ttl, config.stream_replicas);
-            let mut l = crate::lease::Lease::open(&js, "alerts", node, ttl, n).await?;
+            let open = || crate::lease::Lease::open(&js, "alerts", node, ttl, n);
+            let mut l = retrying("the alerts lease", open).await?;
             // Taken, if free, before the first fetch: what this node raises first is then
             // judged as the holder's.
             l.tick().await;
