@@ -485,6 +485,7 @@ fn day_starts_an_hour_apart() -> (String, String) {
 /// Two nodes that seal the same date over different bounds (a day start set apart, as a
 /// misconfigured node would) each raise `replica_diverged` for that day: `/ready` 503
 /// naming it, the metric, and an alert on the node's own subject. Their chains agree.
+/// Each also names the setting that differs: the day rule.
 #[test]
 fn nodes_that_seal_a_day_differently_are_named() {
     let nats = natsd::NatsServer::start().expect("nats-server");
@@ -512,6 +513,13 @@ fn nodes_that_seal_a_day_differently_are_named() {
             ready.1.contains("(n1, n2)") || ready.1.contains("(n2, n1)"),
             "{ready:?}"
         );
+        wait_for(&format!("{node} names the setting that differs"), || {
+            let r = get(&ops, "/ready", None);
+            (
+                r.1.contains("settings differ from n") && r.1.contains("day rule"),
+                r,
+            )
+        });
         let m = scrape(&ops);
         let seal_metric = m
             .keys()

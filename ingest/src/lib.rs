@@ -41,6 +41,7 @@ pub mod lease;
 pub mod metrics;
 mod pipeline;
 pub mod replica_seals;
+pub mod replica_settings;
 pub mod replicas;
 pub mod sealer;
 pub mod stuck;

@@ -14,6 +14,7 @@
 
 use crate::alerts::Raised;
 use crate::replica_seals::SealDiverged;
+use crate::replica_settings::SettingsDiffer;
 use async_nats::jetstream::{self, kv};
 use futures::StreamExt;
 use ledger::Ledger;
@@ -57,6 +58,8 @@ struct Found {
     diverged: BTreeMap<TableId, Diverged>,
     /// Days sealed differently, by day (`replica_seals`).
     seals_diverged: BTreeMap<String, SealDiverged>,
+    /// Peers whose admission settings differ, by peer (`replica_settings`).
+    settings_differ: BTreeMap<String, Vec<&'static str>>,
 }
 
 impl Replicas {
@@ -92,6 +95,18 @@ impl Replicas {
             .cloned()
             .collect();
         found.seals_diverged = now.into_iter().map(|d| (d.day.clone(), d)).collect();
+        fresh
+    }
+
+    /// Replaces the settings findings; returns the peers that are new (to alert on).
+    pub(crate) fn replace_settings(&self, now: Vec<SettingsDiffer>) -> Vec<SettingsDiffer> {
+        let mut found = self.lock();
+        let fresh = now
+            .iter()
+            .filter(|(peer, d)| found.settings_differ.get(peer) != Some(d))
+            .cloned()
+            .collect();
+        found.settings_differ = now.into_iter().collect();
         fresh
     }
 
@@ -144,6 +159,22 @@ impl Replicas {
             let nodes = d.nodes.join(",");
             sample(out, name, &[("day", d.day.as_str()), ("nodes", &nodes)], 1);
         }
+        let name = "roundledger_replica_settings_differ";
+        family(
+            out,
+            name,
+            Kind::Gauge,
+            "1 for each peer whose admission settings differ from this node's.",
+        );
+        for (peer, what) in &found.settings_differ {
+            let what = what.join(",");
+            sample(
+                out,
+                name,
+                &[("peer", peer.as_str()), ("settings", &what)],
+                1,
+            );
+        }
     }
 
     /// `/ready`'s `replica_diverged` check: fails while any table or sealed day diverges.
@@ -157,7 +188,11 @@ impl Replicas {
             .seals_diverged
             .values()
             .map(|d| format!("day {} sealed differently ({})", d.day, d.nodes.join(", ")));
-        let all: Vec<String> = tables.chain(days).collect();
+        let settings = found
+            .settings_differ
+            .iter()
+            .map(|(peer, what)| format!("settings differ from {peer}: {}", what.join(", ")));
+        let all: Vec<String> = tables.chain(days).chain(settings).collect();
         if all.is_empty() {
             return None;
         }
@@ -309,6 +344,7 @@ where
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut peers = PeerHeads::new();
     let mut seals = crate::replica_seals::SealState::default();
+    let mut settings = crate::replica_settings::SettingsState::default();
     let mut sent: BTreeMap<TableId, HeadValue> = BTreeMap::new();
     loop {
         tick.tick().await;
@@ -328,6 +364,7 @@ where
         };
         sent.clear();
         seals.resend();
+        settings.resend();
         loop {
             tokio::select! {
                 _ = tick.tick() => {}
@@ -335,6 +372,7 @@ where
                     Some(Ok(e)) => {
                         follow(&check.node, &mut peers, &e);
                         seals.follow(&check.node, &e);
+                        settings.follow(&check.node, &e);
                         continue;
                     }
                     Some(Err(e)) => { tracing::warn!(error = %e, "replica watch"); break; }
@@ -346,6 +384,7 @@ where
             }
             let mut raised = judge_peers(&check, &peers).await;
             raised.extend(seals.tick(&check, &store).await);
+            raised.extend(settings.tick(&check, &store).await);
             if !raised.is_empty() {
                 publish(raised).await;
             }
