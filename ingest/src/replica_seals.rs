@@ -9,12 +9,13 @@
 //! when the other seals it. Only the newest `SEALS_COMPARED_MAX` seals are put and kept.
 
 use crate::alerts::Raised;
-use crate::replicas::Check;
 use async_nats::jetstream::kv;
+use ledger::Ledger;
 use schemas::api::AlertKind;
 use schemas::seal::DaySeal;
 use schemas::{Hash32, TableId};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// Replica checks between two looks at this node's seals (a day is sealed once a day).
 pub const SEAL_CHECK_TICKS: u32 = 10;
@@ -139,13 +140,19 @@ impl SealState {
     }
 
     /// Every `SEAL_CHECK_TICKS` checks (the first at once): reads this node's newest seals,
-    /// puts those not yet put, compares the peers'; the alerts of new divergences.
-    pub(crate) async fn tick(&mut self, check: &Check, store: &kv::Store) -> Vec<Raised> {
+    /// puts those not yet put, compares the peers'; every divergence found, or `None` on
+    /// the checks in between.
+    pub(crate) async fn tick(
+        &mut self,
+        node: &str,
+        ledger: &Arc<Ledger>,
+        store: &kv::Store,
+    ) -> Option<Vec<SealDiverged>> {
         self.ticks = self.ticks.wrapping_add(1);
         if self.ticks % SEAL_CHECK_TICKS != 1 {
-            return Vec::new();
+            return None;
         }
-        let ledger = check.ledger.clone();
+        let ledger = ledger.clone();
         let read = tokio::task::spawn_blocking(move || ledger.day_seals(None, SEALS_COMPARED_MAX));
         match read.await {
             Ok(Ok(seals)) => {
@@ -159,10 +166,8 @@ impl SealState {
             }
             Err(e) => tracing::error!(error = %e, "reading this node's seals failed"),
         }
-        self.put_own(&check.node, store).await;
-        let found = compare(&self.own, &check.node, &self.peers);
-        let fresh = check.replicas.replace_seals(found);
-        fresh.iter().flat_map(raised).collect()
+        self.put_own(node, store).await;
+        Some(compare(&self.own, node, &self.peers))
     }
 
     async fn put_own(&mut self, node: &str, store: &kv::Store) {
@@ -182,7 +187,7 @@ impl SealState {
 
 /// The alerts of one divergence: one for each table named, or one on the node's own
 /// alert subject when only the bounds differ.
-fn raised(d: &SealDiverged) -> Vec<Raised> {
+pub(crate) fn raised(d: &SealDiverged) -> Vec<Raised> {
     let node_table = TableId::new(crate::health::INGEST_ALERT_TABLE).expect("a valid id");
     let tables: Vec<TableId> = match d.tables.is_empty() {
         true => vec![node_table],

@@ -8,12 +8,12 @@
 //! metric, `/ready`) naming the peer and the settings, before any event diverges.
 
 use crate::alerts::Raised;
-use crate::replicas::Check;
 use async_nats::jetstream::kv;
 use ledger::Ledger;
 use schemas::api::AlertKind;
 use schemas::TableId;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// What decides a node's admission, as the bucket holds it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -100,46 +100,51 @@ impl SettingsState {
     }
 
     /// Every `SEAL_CHECK_TICKS` checks (the first at once): puts this node's settings when
-    /// they changed and compares the peers'; the alerts of new differences.
-    pub(crate) async fn tick(&mut self, check: &Check, store: &kv::Store) -> Vec<Raised> {
+    /// they changed and compares the peers'; every difference found, or `None` on the
+    /// checks in between and when this node's own cannot be read.
+    pub(crate) async fn tick(
+        &mut self,
+        node: &str,
+        ledger: &Arc<Ledger>,
+        store: &kv::Store,
+    ) -> Option<Vec<SettingsDiffer>> {
         self.ticks = self.ticks.wrapping_add(1);
         if self.ticks % crate::replica_seals::SEAL_CHECK_TICKS != 1 {
-            return Vec::new();
+            return None;
         }
-        let ledger = check.ledger.clone();
+        let ledger = ledger.clone();
         let own = match tokio::task::spawn_blocking(move || Settings::of(&ledger)).await {
             Ok(Ok(s)) => s,
             Ok(Err(e)) => {
                 tracing::warn!(error = %e, "this node's settings unreadable; compared later");
-                return Vec::new();
+                return None;
             }
             Err(e) => {
                 tracing::error!(error = %e, "reading this node's settings failed");
-                return Vec::new();
+                return None;
             }
         };
         if self.put.as_ref() != Some(&own) {
             let json = serde_json::to_vec(&own).expect("settings serialize");
-            match store.put(settings_key(&check.node), json.into()).await {
+            match store.put(settings_key(node), json.into()).await {
                 Ok(_) => self.put = Some(own.clone()),
                 Err(e) => {
                     tracing::warn!(error = %e, "replica settings not published; tried again later")
                 }
             }
         }
-        let found: Vec<SettingsDiffer> = self
+        let found = self
             .peers
             .iter()
             .map(|(peer, s)| (peer.clone(), own.differences(s)))
             .filter(|(_, d)| !d.is_empty())
             .collect();
-        let fresh = check.replicas.replace_settings(found);
-        fresh.iter().map(|d| raised(&check.node, d)).collect()
+        Some(found)
     }
 }
 
 /// One difference's alert, on the node's own alert subject.
-fn raised(node: &str, (peer, what): &SettingsDiffer) -> Raised {
+pub(crate) fn raised(node: &str, (peer, what): &SettingsDiffer) -> Raised {
     Raised {
         table: TableId::new(crate::health::INGEST_ALERT_TABLE).expect("a valid id"),
         kind: AlertKind::ReplicaDiverged,

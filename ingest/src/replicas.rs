@@ -383,13 +383,46 @@ where
                 tracing::warn!(error = %e, "replica heads not published");
             }
             let mut raised = judge_peers(&check, &peers).await;
-            raised.extend(seals.tick(&check, &store).await);
-            raised.extend(settings.tick(&check, &store).await);
+            raised.extend(judge_seals(&check, &mut seals, &store).await);
+            raised.extend(judge_settings(&check, &mut settings, &store).await);
             if !raised.is_empty() {
                 publish(raised).await;
             }
         }
     }
+}
+
+/// The seal side of a check (`replica_seals`): alerts of the days newly diverged.
+async fn judge_seals(
+    check: &Check,
+    seals: &mut crate::replica_seals::SealState,
+    store: &kv::Store,
+) -> Vec<Raised> {
+    let Some(found) = seals.tick(&check.node, &check.ledger, store).await else {
+        return Vec::new();
+    };
+    let fresh = check.replicas.replace_seals(found);
+    fresh
+        .iter()
+        .flat_map(crate::replica_seals::raised)
+        .collect()
+}
+
+/// The settings side of a check (`replica_settings`): alerts of peers newly set apart.
+async fn judge_settings(
+    check: &Check,
+    settings: &mut crate::replica_settings::SettingsState,
+    store: &kv::Store,
+) -> Vec<Raised> {
+    let Some(found) = settings.tick(&check.node, &check.ledger, store).await else {
+        return Vec::new();
+    };
+    let fresh = check.replicas.replace_settings(found);
+    let node = check.node.as_str();
+    fresh
+        .iter()
+        .map(|d| crate::replica_settings::raised(node, d))
+        .collect()
 }
 
 /// Records one bucket entry of a peer (this node's own keys are skipped).

@@ -92,6 +92,16 @@ pub(crate) struct QuarantineState {
     pub(crate) recent_overflowed: RecentQuarantine,
 }
 
+impl QuarantineState {
+    /// Puts `limits` in force; a window of another length starts counting again.
+    pub(crate) fn set_limits(&mut self, limits: crate::quarantine_limits::QuarantineLimits) {
+        if self.limits.window_ns != limits.window_ns {
+            self.window = Default::default();
+        }
+        self.limits = limits;
+    }
+}
+
 #[derive(Default)]
 pub(crate) struct RecentQuarantine {
     ids: std::collections::HashMap<DeliveryKey, u64>,

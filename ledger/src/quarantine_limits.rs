@@ -40,16 +40,6 @@ pub(crate) fn limits_op(limits: &QuarantineLimits) -> Op {
     Op::Put(Space::Meta, LIMITS_KEY.to_vec(), json)
 }
 
-impl crate::quarantine::QuarantineState {
-    /// Puts `limits` in force; a window of another length starts counting again.
-    pub(crate) fn set_limits(&mut self, limits: QuarantineLimits) {
-        if self.limits.window_ns != limits.window_ns {
-            self.window = Default::default();
-        }
-        self.limits = limits;
-    }
-}
-
 pub(crate) fn load_limits(store: &dyn Store) -> Result<QuarantineLimits, Error> {
     let Some(v) = store.get(Space::Meta, LIMITS_KEY)? else {
         return Ok(QuarantineLimits::default());
