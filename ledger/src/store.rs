@@ -17,6 +17,8 @@
 //! ledger's other first-hand data (quarantine entries, held events, kept checkpoints). The
 //! rest is derived from those and is rebuilt when they are appended again.
 
+pub mod choice;
+pub mod redb_store;
 pub mod segments;
 pub(crate) mod tier_read;
 pub mod tier_ref;
