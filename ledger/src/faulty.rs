@@ -105,6 +105,15 @@ impl Store for FaultyStore {
             switch.entries_read.fetch_add(1, Ordering::SeqCst);
         }))
     }
+    fn range_rev<'a>(&'a self, space: Space, from: &[u8], to: Option<&[u8]>) -> KvIter<'a> {
+        let switch = &self.switch;
+        Box::new(self.inner.range_rev(space, from, to).map(move |kv| {
+            let (k, v) = kv?;
+            switch.read(space, &k)?;
+            switch.entries_read.fetch_add(1, Ordering::SeqCst);
+            Ok((k, v))
+        }))
+    }
     fn keys<'a>(&'a self, space: Space, from: &[u8], to: Option<&[u8]>) -> KeyIter<'a> {
         let switch = &self.switch;
         Box::new(self.inner.keys(space, from, to).map(move |k| {

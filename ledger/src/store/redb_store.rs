@@ -98,19 +98,42 @@ impl RedbStore {
         tx.commit().map_err(redb_err("open"))
     }
 
-    /// Up to `RANGE_CHUNK_ENTRIES` entries from `lo` to `hi` (full keys), in key order.
-    fn chunk(&self, lo: Bound<&[u8]>, hi: &[u8]) -> Result<Vec<Kv>, Error> {
+    /// Up to `RANGE_CHUNK_ENTRIES` entries between `lo` and `hi` (full keys), in key
+    /// order, or from the end when `back`.
+    fn chunk(&self, lo: Bound<&[u8]>, hi: Bound<&[u8]>, back: bool) -> Result<Vec<Kv>, Error> {
         let tx = self.db.begin_read().map_err(redb_err("range"))?;
         let table = tx.open_table(TABLE).map_err(redb_err("range"))?;
+        let range = table.range::<&[u8]>((lo, hi)).map_err(redb_err("range"))?;
+        let entries: Box<dyn Iterator<Item = _>> = match back {
+            false => Box::new(range),
+            true => Box::new(range.rev()),
+        };
         let mut out = Vec::new();
-        let range = table
-            .range::<&[u8]>((lo, Bound::Excluded(hi)))
-            .map_err(redb_err("range"))?;
-        for kv in range.take(RANGE_CHUNK_ENTRIES) {
+        for kv in entries.take(RANGE_CHUNK_ENTRIES) {
             let (k, v) = kv.map_err(redb_err("range"))?;
             out.push((k.value().to_vec(), v.value().to_vec()));
         }
         Ok(out)
+    }
+
+    /// The entries of a space from `from` to `to` (exclusive), read in chunks, forwards
+    /// or backwards.
+    fn chunks(&self, space: Space, from: &[u8], to: Option<&[u8]>, back: bool) -> Chunks<'_> {
+        let start = full_key(space, from);
+        let end = match to {
+            Some(t) => full_key(space, t),
+            None => vec![space.prefix() + 1],
+        };
+        // An empty or reversed range reads nothing.
+        let done = start >= end;
+        Chunks {
+            store: self,
+            lo: Bound::Included(start),
+            hi: Bound::Excluded(end),
+            back,
+            done,
+            buf: VecDeque::new(),
+        }
     }
 
     fn free_space_check(&self) -> Result<(), Error> {
@@ -127,32 +150,47 @@ impl RedbStore {
     }
 }
 
-/// A range read chunk by chunk (`RedbStore::chunk`).
+/// A range read chunk by chunk (`RedbStore::chunk`): each chunk narrows the range past
+/// the entries it read.
 struct Chunks<'a> {
     store: &'a RedbStore,
-    /// The next chunk starts here (`None`: the scan ended).
-    next: Option<Bound<Vec<u8>>>,
-    /// The full key the range stops before.
-    end: Vec<u8>,
+    lo: Bound<Vec<u8>>,
+    hi: Bound<Vec<u8>>,
+    back: bool,
+    /// The range holds nothing more.
+    done: bool,
     buf: VecDeque<Kv>,
 }
 
+fn as_slice(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    match b {
+        Bound::Included(k) => Bound::Included(k.as_slice()),
+        Bound::Excluded(k) => Bound::Excluded(k.as_slice()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
 impl Iterator for Chunks<'_> {
-    type Item = Result<(Vec<u8>, Vec<u8>), Error>;
+    type Item = Result<Kv, Error>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.buf.is_empty() {
-            let from = self.next.take()?;
-            let lo = match &from {
-                Bound::Included(k) => Bound::Included(k.as_slice()),
-                Bound::Excluded(k) => Bound::Excluded(k.as_slice()),
-                Bound::Unbounded => Bound::Unbounded,
-            };
-            match self.store.chunk(lo, &self.end) {
-                Err(e) => return Some(Err(e)),
+        if self.buf.is_empty() && !self.done {
+            match self
+                .store
+                .chunk(as_slice(&self.lo), as_slice(&self.hi), self.back)
+            {
+                Err(e) => {
+                    self.done = true;
+                    return Some(Err(e));
+                }
                 Ok(chunk) => {
-                    if chunk.len() == RANGE_CHUNK_ENTRIES {
-                        self.next = chunk.last().map(|(k, _)| Bound::Excluded(k.clone()));
+                    self.done = chunk.len() < RANGE_CHUNK_ENTRIES;
+                    if let Some((last, _)) = chunk.last() {
+                        let past = Bound::Excluded(last.clone());
+                        match self.back {
+                            false => self.lo = past,
+                            true => self.hi = past,
+                        }
                     }
                     self.buf = chunk.into();
                 }
@@ -174,19 +212,15 @@ impl Store for RedbStore {
     }
 
     fn range<'a>(&'a self, space: Space, from: &[u8], to: Option<&[u8]>) -> KvIter<'a> {
-        let start = full_key(space, from);
-        let end = match to {
-            Some(t) => full_key(space, t),
-            None => vec![space.prefix() + 1],
-        };
-        // An empty or reversed range reads nothing.
-        let next = (start < end).then_some(Bound::Included(start));
-        Box::new(Chunks {
-            store: self,
-            next,
-            end,
-            buf: VecDeque::new(),
-        })
+        Box::new(self.chunks(space, from, to, false))
+    }
+
+    fn range_rev<'a>(&'a self, space: Space, from: &[u8], to: Option<&[u8]>) -> KvIter<'a> {
+        Box::new(self.chunks(space, from, to, true))
+    }
+
+    fn range_back<'a>(&'a self, space: Space) -> KvIter<'a> {
+        Box::new(self.chunks(space, &[], None, true))
     }
 
     fn keys<'a>(&'a self, space: Space, from: &[u8], to: Option<&[u8]>) -> KeyIter<'a> {
@@ -294,6 +328,20 @@ mod tests {
         assert!(keys.windows(2).all(|w| w[0] < w[1]), "in key order");
         let part = store.range(Space::Round, &5u32.to_be_bytes(), Some(&9u32.to_be_bytes()));
         assert_eq!(part.count(), 4);
+        let rev: Vec<Vec<u8>> = store
+            .range_rev(Space::Round, &[], None)
+            .map(|kv| kv.map(|(k, _)| k))
+            .collect::<Result<_, _>>()
+            .expect("rev");
+        assert_eq!(rev.len(), n);
+        assert!(
+            rev.windows(2).all(|w| w[0] > w[1]),
+            "in descending key order"
+        );
+        let part_rev =
+            store.range_rev(Space::Round, &5u32.to_be_bytes(), Some(&9u32.to_be_bytes()));
+        let part_rev: Vec<_> = part_rev.map(|kv| kv.expect("read").0).collect();
+        assert_eq!(part_rev, [8u32, 7, 6, 5].map(|i| i.to_be_bytes().to_vec()));
         let back: Vec<_> = store.range_back(Space::Round).take(1).collect();
         let last = (n as u32 - 1).to_be_bytes().to_vec();
         assert_eq!(back[0].as_ref().expect("read").0, last);
