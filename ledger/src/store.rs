@@ -18,6 +18,7 @@
 //! rest is derived from those and is rebuilt when they are appended again.
 
 pub mod choice;
+pub mod migrate;
 pub mod redb_store;
 pub mod segments;
 pub(crate) mod tier_read;

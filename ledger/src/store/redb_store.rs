@@ -31,6 +31,9 @@ const TABLE: TableDefinition<&[u8], &[u8]> = TableDefinition::new("ledger");
 /// Entries read per read transaction while a range is scanned.
 pub const RANGE_CHUNK_ENTRIES: usize = 1024;
 
+/// Bytes of keys and values past which a chunk ends early (event records are large).
+pub const RANGE_CHUNK_BYTES: usize = 4 << 20;
+
 /// redb's page cache: the same budget as sled's (`SLED_CACHE_BYTES`).
 pub const REDB_CACHE_BYTES: usize = super::SLED_CACHE_BYTES as usize;
 
@@ -100,7 +103,13 @@ impl RedbStore {
 
     /// Up to `RANGE_CHUNK_ENTRIES` entries between `lo` and `hi` (full keys), in key
     /// order, or from the end when `back`.
-    fn chunk(&self, lo: Bound<&[u8]>, hi: Bound<&[u8]>, back: bool) -> Result<Vec<Kv>, Error> {
+    /// Whether entries are left past it: the second value.
+    fn chunk(
+        &self,
+        lo: Bound<&[u8]>,
+        hi: Bound<&[u8]>,
+        back: bool,
+    ) -> Result<(Vec<Kv>, bool), Error> {
         let tx = self.db.begin_read().map_err(redb_err("range"))?;
         let table = tx.open_table(TABLE).map_err(redb_err("range"))?;
         let range = table.range::<&[u8]>((lo, hi)).map_err(redb_err("range"))?;
@@ -108,12 +117,16 @@ impl RedbStore {
             false => Box::new(range),
             true => Box::new(range.rev()),
         };
-        let mut out = Vec::new();
-        for kv in entries.take(RANGE_CHUNK_ENTRIES) {
+        let (mut out, mut bytes) = (Vec::new(), 0);
+        for kv in entries {
+            if out.len() == RANGE_CHUNK_ENTRIES || bytes >= RANGE_CHUNK_BYTES {
+                return Ok((out, true));
+            }
             let (k, v) = kv.map_err(redb_err("range"))?;
+            bytes += k.value().len() + v.value().len();
             out.push((k.value().to_vec(), v.value().to_vec()));
         }
-        Ok(out)
+        Ok((out, false))
     }
 
     /// The entries of a space from `from` to `to` (exclusive), read in chunks, forwards
@@ -183,8 +196,8 @@ impl Iterator for Chunks<'_> {
                     self.done = true;
                     return Some(Err(e));
                 }
-                Ok(chunk) => {
-                    self.done = chunk.len() < RANGE_CHUNK_ENTRIES;
+                Ok((chunk, more)) => {
+                    self.done = !more;
                     if let Some((last, _)) = chunk.last() {
                         let past = Bound::Excluded(last.clone());
                         match self.back {
@@ -348,6 +361,32 @@ mod tests {
         let at = store.last_key_at_or_before(Space::Round, &[], &[0, 0, 3, 0]);
         assert_eq!(at.expect("read"), Some(768u32.to_be_bytes().to_vec()));
         assert!(store.range(Space::Round, &[9], Some(&[1])).next().is_none());
+    }
+
+    #[test]
+    fn large_values_end_chunks_early_and_every_one_is_read_both_ways() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = RedbStore::open(dir.path()).expect("open");
+        let value_bytes = RANGE_CHUNK_BYTES / 3 + 1;
+        let ops = (0..10u8)
+            .map(|i| Op::Put(Space::Batch, vec![i], vec![i; value_bytes]))
+            .collect();
+        store.commit(ops).expect("commit");
+        let fwd: Vec<Kv> = store
+            .range(Space::Batch, &[], None)
+            .collect::<Result<_, _>>()
+            .expect("fwd");
+        assert_eq!(fwd.len(), 10);
+        assert!(fwd
+            .iter()
+            .enumerate()
+            .all(|(i, (k, v))| k[0] as usize == i && v.len() == value_bytes));
+        let rev: Vec<Kv> = store
+            .range_rev(Space::Batch, &[2], Some(&[8]))
+            .collect::<Result<_, _>>()
+            .expect("rev");
+        let keys: Vec<u8> = rev.iter().map(|(k, _)| k[0]).collect();
+        assert_eq!(keys, [7, 6, 5, 4, 3, 2]);
     }
 
     #[test]
