@@ -1,6 +1,6 @@
 //! Shared by the ledger's integration tests: chains of real events built with `schemas`,
-//! appended in several calls so each table has several records, and raw access to sled and
-//! the value log for tampering after the ledger is closed.
+//! appended in several calls so each table has several records, and raw access to the
+//! store (sled and the value log, or redb) for tampering after the ledger is closed.
 #![allow(dead_code)]
 
 pub mod signed;
