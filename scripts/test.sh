@@ -40,6 +40,9 @@ python3 scripts/deps-check.py
 echo "== cargo test"
 cargo test --workspace --locked
 
+echo "== the ledger's, readside's and the API's tests on the second store (redb, ledger::store::choice)"
+ROUNDLEDGER_TEST_STORE=redb cargo test -p ledger -p readside -p api --locked
+
 echo "== test vectors with an independent BLAKE3 and ed25519 (Python)"
 if python3 -c 'import blake3, nacl.signing' 2>/dev/null; then
   python3 schemas/vectors/check_vectors.py

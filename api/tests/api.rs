@@ -2406,16 +2406,10 @@ async fn the_read_model_resumes_after_a_restart_and_equals_a_fresh_rebuild() {
     assert_eq!(rounds, 36, "every round is listed once");
 }
 
-/// The model's sled database opened directly, as a hand or a disk fault would change it;
-/// as `Model::open`, waits for sled's flusher thread to let go of the closed model's lock.
-fn raw_model(dir: &std::path::Path) -> sled::Db {
-    for _ in 1..readside::model::OPEN_ATTEMPTS_MAX {
-        if let Ok(db) = sled::open(dir) {
-            return db;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    sled::open(dir).unwrap()
+/// The model's store opened directly (`readside::kv`), below the model's seals, as a hand
+/// or a disk fault would change it.
+fn raw_model(dir: &std::path::Path) -> readside::kv::ModelKv {
+    readside::kv::ModelKv::open(dir).unwrap()
 }
 
 /// A changed byte in a row is refused (500 naming the check), never served; a model of
@@ -2428,7 +2422,7 @@ async fn a_corrupted_or_wrong_version_model_is_refused_or_rebuilt() {
     let (dir, ledger) = (f.dir, f.ledger);
     drop((f.app, f.state, f._stop));
     let db = raw_model(&dir.path().join("readmodel"));
-    let (k, v) = db.scan_prefix(b"r").next().unwrap().unwrap();
+    let (k, v) = db.scan_prefix(b"r").first().unwrap().unwrap();
     let mut changed = v.to_vec();
     let last = changed.len() - 2;
     changed[last] ^= 0x01;

@@ -385,8 +385,9 @@ fn now_ns() -> i64 {
         .as_nanos() as i64
 }
 
-fn tamper_model(ledger: &str, f: impl FnOnce(&sled::Db)) {
-    let db = sled::open(Path::new(ledger).join("readmodel")).unwrap();
+/// Changes the read model's store directly (`readside::kv`), below the model's seals.
+fn tamper_model(ledger: &str, f: impl FnOnce(&readside::kv::ModelKv)) {
+    let db = readside::kv::ModelKv::open(&Path::new(ledger).join("readmodel")).unwrap();
     f(&db);
     db.flush().unwrap();
 }
@@ -405,11 +406,11 @@ fn readmodel_check_names_a_changed_row_and_a_wrong_version() {
     assert!(out.contains("read model: matches"), "{out}");
 
     tamper_model(&ledger, |db| {
-        let (k, v) = db.scan_prefix(b"r").next().unwrap().unwrap();
+        let (k, v) = db.scan_prefix(b"r").first().unwrap().unwrap();
         let mut changed = v.to_vec();
         let at = changed.len() - 2;
         changed[at] ^= 0x01;
-        db.insert(k, changed).unwrap();
+        db.insert(&k, changed).unwrap();
     });
     let (code, out, err) = run(&["readmodel", "check", "--ledger", &ledger]);
     assert_eq!(code, 1, "{out}{err}");

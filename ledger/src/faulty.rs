@@ -6,7 +6,7 @@
 //! write refused for space does. A failed flush fails after the commit it follows was
 //! applied, so the ledger's state is ahead of what is durable until a flush succeeds.
 
-use crate::store::{KeyIter, KvIter, Op, SledStore, Space, Store, UnreferencedIter};
+use crate::store::{KeyIter, KvIter, Op, Space, Store, UnreferencedIter};
 use crate::Error;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -73,10 +73,10 @@ pub struct FaultyStore {
 }
 
 impl FaultyStore {
-    /// Wraps a `SledStore` opened in `path`.
+    /// Wraps the store `Ledger::open` would open in `path` (`store::choice`).
     pub fn open(path: &Path) -> Result<(FaultyStore, Arc<FaultSwitch>), Error> {
         let switch = Arc::new(FaultSwitch::default());
-        let inner = Box::new(SledStore::open(path)?);
+        let inner = crate::store::choice::open_store(path)?;
         let store = FaultyStore {
             inner,
             switch: switch.clone(),
@@ -103,6 +103,15 @@ impl Store for FaultyStore {
         let switch = &self.switch;
         Box::new(self.inner.range_back(space).inspect(move |_| {
             switch.entries_read.fetch_add(1, Ordering::SeqCst);
+        }))
+    }
+    fn range_rev<'a>(&'a self, space: Space, from: &[u8], to: Option<&[u8]>) -> KvIter<'a> {
+        let switch = &self.switch;
+        Box::new(self.inner.range_rev(space, from, to).map(move |kv| {
+            let (k, v) = kv?;
+            switch.read(space, &k)?;
+            switch.entries_read.fetch_add(1, Ordering::SeqCst);
+            Ok((k, v))
         }))
     }
     fn keys<'a>(&'a self, space: Space, from: &[u8], to: Option<&[u8]>) -> KeyIter<'a> {

@@ -93,7 +93,7 @@ use schemas::{ChainHead, Hash32, RoundId, Seq, TableId};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
-use store::{SledStore, Store};
+use store::Store;
 
 /// Most messages (events and checkpoints) in one `append` call.
 pub const APPEND_BATCH_LEN_MAX: usize = 8192;
@@ -275,11 +275,11 @@ pub struct Ledger {
 }
 
 impl Ledger {
-    /// Opens or creates the ledger in `path` on sled. `Error::Locked` if another process
-    /// (or another `Ledger` in this process) holds it.
+    /// Opens or creates the ledger in `path` on sled (redb when the test switch
+    /// `ROUNDLEDGER_TEST_STORE` says so, `store::choice`). `Error::Locked` if another
+    /// process (or another `Ledger` in this process) holds it.
     pub fn open(path: impl AsRef<Path>) -> Result<Ledger, Error> {
-        let store = SledStore::open(path.as_ref())?;
-        Ledger::with_store(Box::new(store))
+        Ledger::with_store(store::choice::open_store(path.as_ref())?)
     }
 
     /// Opens a ledger on any `Store`: loads heads, held events and quarantine counters,

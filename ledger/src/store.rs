@@ -17,6 +17,9 @@
 //! ledger's other first-hand data (quarantine entries, held events, kept checkpoints). The
 //! rest is derived from those and is rebuilt when they are appended again.
 
+pub mod choice;
+pub mod migrate;
+pub mod redb_store;
 pub mod segments;
 pub(crate) mod tier_read;
 pub mod tier_ref;
@@ -61,6 +64,9 @@ pub enum Space {
     /// The archive tier's catalog (`tier`): `day (YYYY-MM-DD)` -> where the day's records
     /// are (a day file, or removed by retention), as JSON.
     Tier,
+    /// The read model's keys (`readside::model`), in a store of its own: the model's
+    /// directory holds nothing else. A ledger's store never holds this space.
+    Model,
 }
 
 /// sled's page cache. Its default (1 GiB) fills as history grows; event records live in
@@ -80,7 +86,7 @@ pub const RECOVERED_SPACES: [Space; 5] = [
 
 impl Space {
     /// Every space, in prefix-table order.
-    pub const ALL: [Space; 14] = [
+    pub const ALL: [Space; 15] = [
         Space::Batch,
         Space::Head,
         Space::Round,
@@ -95,6 +101,7 @@ impl Space {
         Space::Config,
         Space::Resync,
         Space::Tier,
+        Space::Model,
     ];
 
     /// The space whose `prefix` is `b`.
@@ -121,13 +128,16 @@ impl Space {
             Space::Config => b'o',
             Space::Resync => b'x',
             Space::Tier => b'T',
+            Space::Model => b'M',
         }
     }
 }
 
-/// The spaces an `Op::Remove` may touch: held events (appended or quarantined), and the
-/// quarantine entries and counters a signed purge removes (`crate::purge`).
-pub const REMOVABLE_SPACES: [Space; 3] = [Space::Pending, Space::Quarantine, Space::Meta];
+/// The spaces an `Op::Remove` may touch: held events (appended or quarantined), the
+/// quarantine entries and counters a signed purge removes (`crate::purge`), and the read
+/// model's keys (derived, rewritten as rounds change).
+pub const REMOVABLE_SPACES: [Space; 4] =
+    [Space::Pending, Space::Quarantine, Space::Meta, Space::Model];
 
 /// One write of a commit.
 #[derive(Debug, Clone)]
@@ -211,6 +221,12 @@ pub trait Store: Send + Sync {
     /// iterates backwards (sled) gives it without holding the space in memory.
     fn range_back<'a>(&'a self, space: Space) -> KvIter<'a> {
         let all: Vec<_> = self.range(space, &[], None).collect();
+        Box::new(all.into_iter().rev())
+    }
+    /// Entries as `range` gives them, in descending key order. The default reads the
+    /// range whole and reverses it; sled and redb read it backwards.
+    fn range_rev<'a>(&'a self, space: Space, from: &[u8], to: Option<&[u8]>) -> KvIter<'a> {
+        let all: Vec<_> = self.range(space, from, to).collect();
         Box::new(all.into_iter().rev())
     }
     /// Keys only, as `range` gives them (no value is read).
@@ -610,6 +626,13 @@ impl Store for SledStore {
     fn range_back<'a>(&'a self, space: Space) -> KvIter<'a> {
         Box::new(self.sled_range(space, &[], None).rev().map(move |r| {
             let (k, v) = r.map_err(store_err("range_back"))?;
+            Ok((k[1..].to_vec(), self.value(space, &k[1..], v.to_vec())?))
+        }))
+    }
+
+    fn range_rev<'a>(&'a self, space: Space, from: &[u8], to: Option<&[u8]>) -> KvIter<'a> {
+        Box::new(self.sled_range(space, from, to).rev().map(move |r| {
+            let (k, v) = r.map_err(store_err("range_rev"))?;
             Ok((k[1..].to_vec(), self.value(space, &k[1..], v.to_vec())?))
         }))
     }

@@ -556,7 +556,7 @@ fn flip_kept_signature(raw: &common::Raw, table: &TableId, seq: u64) {
 fn verify_names_forged_attestation_in_the_store() {
     use common::{copy_dir, Raw};
     use ledger::record::{seq_key, table_key, W};
-    use ledger::store::{SledStore, Space};
+    use ledger::store::Space;
     use ledger::{verify_store, TableVerdict, VerifyProblem};
 
     let dir = tempfile::tempdir().unwrap();
@@ -575,8 +575,8 @@ fn verify_names_forged_attestation_in_the_store() {
         assert!(l.verify().unwrap().is_ok());
     }
     {
-        let store = SledStore::open(dir.path()).unwrap();
-        let (report, _) = verify_store(&store, None, &Default::default()).unwrap();
+        let store = common::open_store(dir.path());
+        let (report, _) = verify_store(store.as_ref(), None, &Default::default()).unwrap();
         assert!(
             matches!(
                 &report.tables[..],
@@ -682,8 +682,8 @@ fn verify_names_forged_attestation_in_the_store() {
         let raw = Raw::open(copy.path());
         edit(&raw);
         raw.close();
-        let store = SledStore::open(copy.path()).unwrap();
-        let (report, _) = verify_store(&store, None, &Default::default()).unwrap();
+        let store = common::open_store(copy.path());
+        let (report, _) = verify_store(store.as_ref(), None, &Default::default()).unwrap();
         match &report.tables[..] {
             [TableVerdict::Bad {
                 seq,
@@ -703,7 +703,6 @@ fn verify_names_forged_attestation_in_the_store() {
 #[test]
 fn verify_checks_checkpoints_across_signature_batches() {
     use common::{copy_dir, Raw};
-    use ledger::store::SledStore;
     use ledger::{verify_store, TableVerdict, VerifyProblem};
 
     let dir = tempfile::tempdir().unwrap();
@@ -724,8 +723,8 @@ fn verify_checks_checkpoints_across_signature_batches() {
         l.flush().unwrap();
     }
     let verdict = |path: &std::path::Path| {
-        let store = SledStore::open(path).unwrap();
-        let (report, _) = verify_store(&store, None, &Default::default()).unwrap();
+        let store = common::open_store(path);
+        let (report, _) = verify_store(store.as_ref(), None, &Default::default()).unwrap();
         report.tables.into_iter().next().unwrap()
     };
     match verdict(dir.path()) {

@@ -105,15 +105,17 @@ fn a_full_disk_fails_appends_and_they_succeed_again_once_space_returns() {
         }
     }
     assert!(failed > 0, "a full disk failed no write");
-    // A failed write that left bytes ends its segment; one that left none keeps it: a
-    // long pause does not open a segment per retry.
-    let segments = std::fs::read_dir(dir.join("values"))
-        .expect("values")
-        .count();
-    assert!(
-        segments <= 2,
-        "{segments} segments after {failed} failed writes"
-    );
+    if !ledger::store::choice::skip_unless_sled("the value log's segments after a full disk") {
+        // A failed write that left bytes ends its segment; one that left none keeps it: a
+        // long pause does not open a segment per retry.
+        let segments = std::fs::read_dir(dir.join("values"))
+            .expect("values")
+            .count();
+        assert!(
+            segments <= 2,
+            "{segments} segments after {failed} failed writes"
+        );
+    }
     std::fs::remove_file(root.path().join("filler")).expect("free space");
 
     // Space again: the same call succeeds, in the same process.

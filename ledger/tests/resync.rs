@@ -88,6 +88,9 @@ fn resync_of(l: &Ledger, c: &mut Chain, admin: &SigningKey, id: u64) -> (Resync,
 
 #[test]
 fn a_resync_lost_with_its_commit_comes_back_with_the_chain() {
+    if common::skip_unless_sled("recovery from the value log") {
+        return;
+    }
     let (dir, earlier) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let (admin, device) = keys();
     let mut c = Chain::new("RS-01");

@@ -15,7 +15,7 @@ use common::{
 };
 use ledger::digest::{check_store_against, digest_store};
 use ledger::record::{decode_record, encode_record, seq_key, table_key};
-use ledger::store::{SledStore, Space};
+use ledger::store::Space;
 use ledger::valuelog::{self, Pointer};
 use ledger::{
     verify_arrival_within, verify_store, Appended, ArrivalVerdict, Ledger, QuarantineVerdict,
@@ -50,8 +50,8 @@ fn filled() -> (tempfile::TempDir, Digest, Vec<Hash32>) {
 /// opens, and through `verify_store` on the bare store; both must agree. Returns the
 /// store-level report.
 fn verify_dir(dir: &Path) -> VerifyReport {
-    let store = SledStore::open(dir).expect("store open");
-    let (report, _) = verify_store(&store, None, &BTreeMap::new()).expect("verify_store");
+    let store = common::open_store(dir);
+    let (report, _) = verify_store(store.as_ref(), None, &BTreeMap::new()).expect("verify_store");
     drop(store);
     if let Ok(l) = Ledger::open(dir) {
         let through_ledger = l.verify().expect("verify");
@@ -168,8 +168,8 @@ fn bad_at(verdict: &ArrivalVerdict, call_id: u64, why: &str) {
 }
 
 fn against(dir: &Path, digest: &Digest) -> Vec<TableConsistency> {
-    let store = SledStore::open(dir).expect("store open");
-    let c = check_store_against(&store, digest, T0_NS + 1).expect("check");
+    let store = common::open_store(dir);
+    let c = check_store_against(store.as_ref(), digest, T0_NS + 1).expect("check");
     assert_eq!(c.ok, c.tables.iter().all(TableConsistency::is_ok));
     c.tables
 }
@@ -517,8 +517,8 @@ fn a_broken_arrival_chain_fails_the_check_against_an_earlier_digest() {
     });
     caught_by_the_arrival_chain_only(dir.path(), "differs from the recomputed");
 
-    let store = SledStore::open(dir.path()).expect("store open");
-    let c = check_store_against(&store, &digest, T0_NS + 1).expect("check");
+    let store = common::open_store(dir.path());
+    let c = check_store_against(store.as_ref(), &digest, T0_NS + 1).expect("check");
     assert!(
         c.tables.iter().all(TableConsistency::is_ok),
         "the digest's events are untouched: {:?}",
@@ -557,8 +557,8 @@ fn a_broken_table_new_since_the_digest_fails_the_check() {
         "{report:?}"
     );
 
-    let store = SledStore::open(dir.path()).expect("store open");
-    let c = check_store_against(&store, &older, T0_NS + 1).expect("check");
+    let store = common::open_store(dir.path());
+    let c = check_store_against(store.as_ref(), &older, T0_NS + 1).expect("check");
     assert!(c.tables.iter().all(TableConsistency::is_ok), "{c:?}");
     assert!(!c.ok, "{c:?}");
     assert_eq!(
@@ -596,8 +596,8 @@ fn heads_written_before_receipts_verify_and_gain_one_at_the_next_append() {
             ..
         }
     )));
-    let store = SledStore::open(dir.path()).expect("store");
-    let again = digest_store(&store, digest.created_at_ns).expect("digest");
+    let store = common::open_store(dir.path());
+    let again = digest_store(store.as_ref(), digest.created_at_ns).expect("digest");
     drop(store);
     common::closed(dir.path());
     assert_eq!(
@@ -775,8 +775,8 @@ fn events_forged_beyond_the_head_with_the_head_moved_are_caught() {
         ok => panic!("the forged record was not seen: {ok:?}"),
     }
     assert!(!r.is_ok());
-    let store = SledStore::open(dir.path()).expect("store open");
-    let c = check_store_against(&store, &digest, T0_NS + 1).expect("check");
+    let store = common::open_store(dir.path());
+    let c = check_store_against(store.as_ref(), &digest, T0_NS + 1).expect("check");
     assert!(!c.ok, "{c:?}");
 }
 
@@ -1059,8 +1059,8 @@ fn arrival_chain_names_a_removed_entry_and_accepts_entries_older_than_itself() {
     };
     // Entries in call order never wait, however small the bound.
     let within = |bound| {
-        let store = SledStore::open(dir.path()).expect("store open");
-        verify_arrival_within(&store, bound).expect("verify arrival")
+        let store = common::open_store(dir.path());
+        verify_arrival_within(store.as_ref(), bound).expect("verify arrival")
     };
     assert!(matches!(within(0), ArrivalVerdict::Ok { calls: 3, .. }));
 
@@ -1156,8 +1156,8 @@ fn digest_store_of(l: &Ledger) -> Digest {
 fn digest_is_refused_for_a_damaged_ledger() {
     let (dir, _, _) = filled();
     tamper(dir.path(), |raw| raw.remove(Space::Batch, &record_key(11)));
-    let store = SledStore::open(dir.path()).expect("store");
-    let e = digest_store(&store, T0_NS).expect_err("refused");
+    let store = common::open_store(dir.path());
+    let e = digest_store(store.as_ref(), T0_NS).expect_err("refused");
     assert!(e.to_string().contains("does not verify"), "{e}");
 }
 
@@ -1165,6 +1165,7 @@ fn digest_is_refused_for_a_damaged_ledger() {
 fn record_pointer(dir: &Path, first: u64) -> Pointer {
     let raw = Raw::open(dir);
     let stored = raw
+        .sled()
         .tree
         .get(Raw::key(Space::Batch, &record_key(first)))
         .expect("get")
@@ -1177,6 +1178,9 @@ fn record_pointer(dir: &Path, first: u64) -> Pointer {
 /// record is named, at its first seq; the tables whose records survive still verify.
 #[test]
 fn a_value_log_cut_short_is_named_at_the_first_record_it_lost() {
+    if common::skip_unless_sled("a value log cut short") {
+        return;
+    }
     let (dir, digest, _) = filled();
     let p = record_pointer(dir.path(), 21);
     let seg = valuelog::segment_path(dir.path(), p.segment);
@@ -1209,6 +1213,9 @@ fn a_value_log_cut_short_is_named_at_the_first_record_it_lost() {
 /// pass the header check): the entry's header and checksum name the mismatch.
 #[test]
 fn a_pointer_to_another_entry_is_named() {
+    if common::skip_unless_sled("a forged value-log pointer") {
+        return;
+    }
     let (dir, _, _) = filled();
     let p11 = record_pointer(dir.path(), 11);
     let p21 = record_pointer(dir.path(), 21);
@@ -1218,7 +1225,8 @@ fn a_pointer_to_another_entry_is_named() {
             segment: p21.segment,
             ..p11
         };
-        raw.tree
+        raw.sled()
+            .tree
             .insert(Raw::key(Space::Batch, &record_key(11)), forged.encode())
             .expect("insert");
     });
@@ -1234,11 +1242,15 @@ fn a_pointer_to_another_entry_is_named() {
 /// (here T-B's record 11, put back inline) still reads, verifies and extends the digest.
 #[test]
 fn a_record_stored_inline_in_sled_still_reads() {
+    if common::skip_unless_sled("a record inline in sled") {
+        return;
+    }
     let (dir, digest, hb) = filled();
     tamper(dir.path(), |raw| {
         let record = raw.get(Space::Batch, &record_key(11)).expect("record");
         assert_eq!(record[0], ledger::record::RECORD_VERSION);
-        raw.tree
+        raw.sled()
+            .tree
             .insert(Raw::key(Space::Batch, &record_key(11)), record)
             .expect("insert");
     });
@@ -1289,8 +1301,8 @@ fn quarantine_bad(dir: &Path, why: &str) {
         ok => panic!("the quarantine was tampered with and still verifies: {ok:?}"),
     }
     assert!(!r.is_ok());
-    let store = SledStore::open(dir).expect("store open");
-    match digest_store(&store, T0_NS) {
+    let store = common::open_store(dir);
+    match digest_store(store.as_ref(), T0_NS) {
         Err(ledger::digest::DigestRefused::DoesNotVerify { report }) => {
             assert_eq!(report.failures(), "the quarantine chain")
         }
@@ -1418,15 +1430,15 @@ fn a_quarantine_rewritten_with_its_head_is_caught_by_the_digest() {
     use proofs::digest::QuarantineConsistency;
     let dir = with_quarantine();
     let digest = {
-        let store = SledStore::open(dir.path()).expect("store");
-        digest_store(&store, T0_NS).expect("digest")
+        let store = common::open_store(dir.path());
+        digest_store(store.as_ref(), T0_NS).expect("digest")
     };
     assert_eq!(digest.version, 3);
     let q = digest.quarantine.expect("named");
     assert_eq!(q.entries, 3);
     let quarantine_against = |dir: &Path| {
-        let store = SledStore::open(dir).expect("store open");
-        let c = check_store_against(&store, &digest, T0_NS + 1).expect("check");
+        let store = common::open_store(dir);
+        let c = check_store_against(store.as_ref(), &digest, T0_NS + 1).expect("check");
         assert!(c.tables.iter().all(TableConsistency::is_ok), "{c:?}");
         assert_eq!(c.ok, c.quarantine.as_ref().is_some_and(|q| q.is_ok()));
         c.quarantine.expect("the digest names the quarantine")
@@ -1488,7 +1500,7 @@ fn range_back_gives_the_quarantine_newest_first() {
     use ledger::store::Store;
     let dir = with_quarantine();
     let forward: Vec<(Vec<u8>, Vec<u8>)> = {
-        let store = SledStore::open(dir.path()).expect("store");
+        let store = common::open_store(dir.path());
         let back: Vec<_> = store
             .range_back(Space::Quarantine)
             .collect::<Result<_, _>>()
@@ -1519,10 +1531,10 @@ fn a_version_4_digest_names_the_first_altered_event() {
     for (first, want) in [(25u64, (25u64, 25u64)), (21, (15, 22))] {
         let (dir, _, hb) = filled();
         let digest = {
-            let store = SledStore::open(dir.path()).expect("store");
-            let d = digest_store(&store, T0_NS).expect("digest");
+            let store = common::open_store(dir.path());
+            let d = digest_store(store.as_ref(), T0_NS).expect("digest");
             let api = dir.path().join("api");
-            ledger::digest::to_version_4(&store, d, &api).expect("version 4")
+            ledger::digest::to_version_4(store.as_ref(), d, &api).expect("version 4")
         };
         assert_eq!(digest.version, 4);
         let mut new_head = Hash32::ZERO;
@@ -1553,8 +1565,8 @@ fn a_version_4_digest_names_the_first_altered_event() {
             rechain_arrival(raw);
         });
         assert!(verify_dir(dir.path()).is_ok(), "the rewrite passes verify");
-        let store = SledStore::open(dir.path()).expect("store open");
-        let c = check_store_against(&store, &digest, T0_NS + 1).expect("check");
+        let store = common::open_store(dir.path());
+        let c = check_store_against(store.as_ref(), &digest, T0_NS + 1).expect("check");
         assert!(matches!(
             tb_consistency(&c.tables),
             TableConsistency::HashDiffers { digest_seq: 30, .. }

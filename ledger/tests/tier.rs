@@ -130,6 +130,9 @@ fn bytes_under(dir: &Path, part: &str) -> u64 {
 
 #[test]
 fn a_moved_day_reads_and_verifies_as_before() {
+    if common::skip_unless_sled("the archive tier is SledStore's (redb has no tier)") {
+        return;
+    }
     let tmp = tempfile::tempdir().unwrap();
     let l = sealed_ledger(tmp.path());
     let before = view(&l);
@@ -164,6 +167,9 @@ fn a_moved_day_reads_and_verifies_as_before() {
 /// check gives what it gave before.
 #[test]
 fn a_move_stopped_after_any_step_loses_nothing() {
+    if common::skip_unless_sled("the archive tier is SledStore's (redb has no tier)") {
+        return;
+    }
     let tmp = tempfile::tempdir().unwrap();
     let l = sealed_ledger(tmp.path());
     let before = view(&l);
@@ -199,6 +205,9 @@ fn a_move_stopped_after_any_step_loses_nothing() {
 
 #[test]
 fn days_leave_the_hot_tier_by_age() {
+    if common::skip_unless_sled("the archive tier is SledStore's (redb has no tier)") {
+        return;
+    }
     let tmp = tempfile::tempdir().unwrap();
     let l = sealed_ledger(tmp.path());
     let end = rule().bounds(DAYS[0]).unwrap().ends_at_ns;
@@ -218,6 +227,9 @@ fn days_leave_the_hot_tier_by_age() {
 /// One byte of a day file changed: `verify` names the table, and so does `verify --day`.
 #[test]
 fn an_altered_day_file_is_named_by_verify() {
+    if common::skip_unless_sled("the archive tier is SledStore's (redb has no tier)") {
+        return;
+    }
     let tmp = tempfile::tempdir().unwrap();
     let l = sealed_ledger(tmp.path());
     let (entry, _) = l.archive_move(DAYS[1]).unwrap();
@@ -248,6 +260,9 @@ fn an_altered_day_file_is_named_by_verify() {
 /// file goes, the act is journaled, and the seals still verify every remaining day.
 #[test]
 fn a_day_removed_by_retention_is_proven_by_its_seal() {
+    if common::skip_unless_sled("the archive tier is SledStore's (redb has no tier)") {
+        return;
+    }
     use ledger::tier::retention::Removal;
     let tmp = tempfile::tempdir().unwrap();
     let l = sealed_ledger(tmp.path());
@@ -326,6 +341,9 @@ fn a_day_removed_by_retention_is_proven_by_its_seal() {
 /// line is named by its number, and `verify` fails.
 #[test]
 fn a_tampered_removal_journal_is_named_by_line() {
+    if common::skip_unless_sled("the archive tier is SledStore's (redb has no tier)") {
+        return;
+    }
     use ledger::tier::retention::Removal;
     let tmp = tempfile::tempdir().unwrap();
     let l = sealed_ledger(tmp.path());
@@ -415,6 +433,9 @@ fn a_tampered_removal_journal_is_named_by_line() {
 /// deleted: `verify` names the day and fails its tables where their records are gone.
 #[test]
 fn a_removal_without_a_trusted_act_fails_verify() {
+    if common::skip_unless_sled("the archive tier is SledStore's (redb has no tier)") {
+        return;
+    }
     use ledger::store::{Op, SledStore, Space, Store};
     use ledger::tier::retention::Removal;
     let tmp = tempfile::tempdir().unwrap();
@@ -668,6 +689,9 @@ fn a_removed_day_leaves_no_event_bytes_after_compaction() {
 /// next move of the day completes.
 #[test]
 fn a_move_given_up_on_stop_leaves_the_day_hot() {
+    if common::skip_unless_sled("the archive tier is SledStore's (redb has no tier)") {
+        return;
+    }
     use std::sync::atomic::AtomicBool;
     let tmp = tempfile::tempdir().unwrap();
     let l = sealed_ledger(tmp.path());
@@ -691,6 +715,9 @@ fn a_move_given_up_on_stop_leaves_the_day_hot() {
 /// API's requests) decode each table's day once.
 #[test]
 fn reads_alternating_between_archived_tables_decode_each_frame_once() {
+    if common::skip_unless_sled("the archive tier is SledStore's (redb has no tier)") {
+        return;
+    }
     use ledger::store::{Space, Store};
     let tmp = tempfile::tempdir().unwrap();
     let l = sealed_ledger(tmp.path());

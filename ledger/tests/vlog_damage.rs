@@ -153,11 +153,17 @@ fn two_faults(at: u64, bit: u8) {
 
 #[test]
 fn sled_rolled_back_and_a_value_bit_flipped_loses_nothing_unseen() {
+    if common::skip_unless_sled("damage to the value log and sled rollbacks") {
+        return;
+    }
     two_faults(ENTRY_HEADER_LEN as u64 + 100, 3);
 }
 
 #[test]
 fn sled_rolled_back_and_a_length_bit_flipped_loses_nothing_unseen() {
+    if common::skip_unless_sled("damage to the value log and sled rollbacks") {
+        return;
+    }
     // Past the segment's end (read as "a write cut short" before), and a little short.
     two_faults(3, 0);
     two_faults(0, 2);
@@ -165,6 +171,9 @@ fn sled_rolled_back_and_a_length_bit_flipped_loses_nothing_unseen() {
 
 #[test]
 fn sled_rolled_back_and_a_checksum_bit_flipped_loses_nothing_unseen() {
+    if common::skip_unless_sled("damage to the value log and sled rollbacks") {
+        return;
+    }
     two_faults(5, 6);
 }
 
@@ -172,6 +181,9 @@ fn sled_rolled_back_and_a_checksum_bit_flipped_loses_nothing_unseen() {
 /// open appends it again, and then the check passes.
 #[test]
 fn a_plain_rollback_is_named_before_the_open_and_repaired_by_it() {
+    if common::skip_unless_sled("damage to the value log and sled rollbacks") {
+        return;
+    }
     let dir = tempfile::tempdir().expect("tempdir");
     let tables = [table("VD-C"), table("VD-D")];
     rolled_back(dir.path(), &tables);
@@ -207,6 +219,9 @@ fn a_plain_rollback_is_named_before_the_open_and_repaired_by_it() {
 /// is present and the check passes.
 #[test]
 fn a_torn_tail_is_not_a_loss() {
+    if common::skip_unless_sled("damage to the value log and sled rollbacks") {
+        return;
+    }
     let dir = tempfile::tempdir().expect("tempdir");
     let tables = [table("VD-E")];
     let l = Ledger::open(dir.path()).expect("open");
@@ -232,6 +247,9 @@ fn a_torn_tail_is_not_a_loss() {
 /// what it held is named, as damage, by the check.
 #[test]
 fn a_flipped_bit_in_each_entry_kind_hides_nothing_after_it() {
+    if common::skip_unless_sled("damage to the value log and sled rollbacks") {
+        return;
+    }
     for kind in ["record", "quarantine", "held"] {
         let dir = tempfile::tempdir().expect("tempdir");
         let earlier = tempfile::tempdir().expect("tempdir");
@@ -315,6 +333,9 @@ fn a_flipped_bit_in_each_entry_kind_hides_nothing_after_it() {
 /// damaged value log too, the check names what is missing.
 #[test]
 fn sled_rebuilt_from_the_value_log_alone_holds_every_event() {
+    if common::skip_unless_sled("damage to the value log and sled rollbacks") {
+        return;
+    }
     let dir = tempfile::tempdir().expect("tempdir");
     let tables = [table("VD-R"), table("VD-S")];
     let l = Ledger::open(dir.path()).expect("open");

@@ -75,7 +75,7 @@ pub fn want(model: &Model, config: &TableConfig) -> Result<(), ModelError> {
     if model.db.get(&k)?.is_some() {
         return Ok(());
     }
-    let held = model.db.scan_prefix([space::EDGE]).keys().count();
+    let held = model.db.scan_prefix(&[space::EDGE]).fwd().count();
     if held >= EDGE_RECORDS_MAX {
         tracing::warn!(
             "the edge book holds {EDGE_RECORDS_MAX} configurations: {} {} stays pending",
@@ -89,10 +89,7 @@ pub fn want(model: &Model, config: &TableConfig) -> Result<(), ModelError> {
         priced: None,
     };
     // Lost to another writer: the record is there, which is all `want` asks.
-    let none: Option<&[u8]> = None;
-    let _ = model
-        .db
-        .compare_and_swap(&k, none, Some(model::seal(&k, &record)))?;
+    model.db.insert_if_absent(&k, model::seal(&k, &record))?;
     Ok(())
 }
 
@@ -100,7 +97,7 @@ pub fn want(model: &Model, config: &TableConfig) -> Result<(), ModelError> {
 /// its key, or `None` when every one is priced. Slow (seconds): a background task.
 pub fn price_next(model: &Model, budget: &Budget) -> Result<Option<Vec<u8>>, ModelError> {
     let mut todo = None;
-    for kv in model.db.scan_prefix([space::EDGE]) {
+    for kv in model.db.scan_prefix(&[space::EDGE]) {
         let (k, v) = kv?;
         let r: EdgeRecord = model::decode(&k, &v)?;
         if r.priced.is_none() {
@@ -140,10 +137,10 @@ pub struct EdgeBook {
 }
 
 impl EdgeBook {
-    /// Reads every record (at most `EDGE_RECORDS_MAX`). Blocking: sled.
+    /// Reads every record (at most `EDGE_RECORDS_MAX`). Blocking: the store.
     pub fn load(model: &Model) -> Result<EdgeBook, ModelError> {
         let mut records = BTreeMap::new();
-        for kv in model.db.scan_prefix([space::EDGE]) {
+        for kv in model.db.scan_prefix(&[space::EDGE]) {
             let (k, v) = kv?;
             records.insert(k.to_vec(), model::decode(&k, &v)?);
         }

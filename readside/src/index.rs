@@ -5,9 +5,9 @@
 //! (`shiftrow`). New rounds and findings go to the live feed.
 //!
 //! Invariants: derived only from the ledger (events are the ground truth: the model can be
-//! deleted and rebuilt); one pass is one sled batch, its cursors included, so a crash loses
+//! deleted and rebuilt); one pass is one store commit, its cursors included, so a crash loses
 //! or double-counts nothing; each pass reads at most `INDEX_EVENTS_PER_PASS` events;
-//! blocking (sled): call from `spawn_blocking`.
+//! blocking (the stores): call from `spawn_blocking`.
 //!
 //! A table's cursor holds what the tail needs to continue exactly: the seq read through,
 //! the chain check's state, and the rounds not reported yet. On resume the replayer gets
@@ -43,7 +43,7 @@ use std::collections::BTreeMap;
 /// Most events one indexing pass reads (over all tables) before writing what it found: it
 /// bounds the memory a pass holds (its reports and its batch).
 pub const INDEX_EVENTS_PER_PASS: u64 = 100_000;
-/// Events read from sled per call while indexing.
+/// Events read from the ledger per call while indexing.
 pub const INDEX_CHUNK_EVENTS: u64 = 16_384;
 /// Most jackpot pools whose last display a table's cursor keeps.
 pub const CURSOR_POOLS_MAX: usize = 256;
@@ -252,7 +252,7 @@ enum Count {
 
 /// One indexing pass: reads what is new in the ledger (at most `INDEX_EVENTS_PER_PASS`
 /// events), replays it, writes the model and returns the feed items. Returns `true` in
-/// `.1` when it stopped at the limit (more to read). Blocking: sled.
+/// `.1` when it stopped at the limit (more to read). Blocking: the stores.
 pub fn pass(
     ledger: &ledger::Ledger,
     tail: &mut Tail,
@@ -364,7 +364,7 @@ fn index_chunk(
 
 /// A table's tail: resumed from its cursor in the model, or from seq 1. A cursor beyond the
 /// chain's head, or whose last verified hash is not the chain's, is of another ledger or
-/// an older one: an integrity error. Blocking: sled.
+/// an older one: an integrity error. Blocking: the stores.
 fn load_table(
     ledger: &ledger::Ledger,
     model: &Model,
@@ -463,7 +463,7 @@ fn feed_window(
 }
 
 /// Rebuilds the model from seq 1 of every table (after `Model::clear`), or brings it up to
-/// the ledger's heads from its cursors. Returns the events read. Blocking: sled.
+/// the ledger's heads from its cursors. Returns the events read. Blocking: the stores.
 pub fn catch_up(ledger: &ledger::Ledger, model: &Model) -> Result<u64, ReadError> {
     let mut tail = Tail::default();
     while pass(ledger, &mut tail, model)?.1 {}
@@ -472,7 +472,7 @@ pub fn catch_up(ledger: &ledger::Ledger, model: &Model) -> Result<u64, ReadError
 }
 
 /// The rows of the rounds the replayer has not reported yet that changed in this pass: in
-/// progress, or (closed) the report of the window read so far. Blocking: sled.
+/// progress, or (closed) the report of the window read so far. Blocking: the stores.
 fn early_rows(
     ledger: &ledger::Ledger,
     t: &mut Cursor,
@@ -739,7 +739,7 @@ fn track_pending(table: &TableId, t: &mut Cursor, seq: u64, event: &schemas::Eve
     }
 }
 
-/// A pass's writes, read through before they reach sled: the model as it will be.
+/// A pass's writes, read through before they reach the store: the model as it will be.
 struct Writes<'a> {
     model: &'a Model,
     digests: BTreeMap<(TableId, u64), Digest>,
@@ -874,8 +874,8 @@ impl Writes<'_> {
 
     /// The pass as one batch: rows with their index keys (an old row's keys removed
     /// first), statuses, configuration seqs, shift rows, cursors and counts.
-    fn into_batch(mut self, tail: &Tail, events: u64) -> Result<sled::Batch, ReadError> {
-        let mut b = sled::Batch::default();
+    fn into_batch(mut self, tail: &Tail, events: u64) -> Result<crate::kv::Batch, ReadError> {
+        let mut b = crate::kv::Batch::default();
         let mut meta = self.model.meta()?;
         meta.events_indexed += events;
         for ((t, r), d) in std::mem::take(&mut self.digests) {
@@ -959,10 +959,7 @@ fn commit(model: &Model, tail: &mut Tail, out: PassOut) -> Result<Vec<FeedItem>,
     }
     let batch = w.into_batch(tail, out.events)?;
     tail.shifts = cache;
-    model
-        .db
-        .apply_batch(batch)
-        .map_err(model::ModelError::from)?;
+    model.db.apply(batch).map_err(model::ModelError::from)?;
     Ok(feed)
 }
 

@@ -28,6 +28,7 @@ pub mod forks;
 pub mod held;
 pub mod index;
 pub mod jackpot;
+pub mod kv;
 pub mod model;
 pub mod rounds;
 pub mod row;

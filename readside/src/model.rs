@@ -1,28 +1,29 @@
-//! The read model: what lists and lookups are served from, kept on disk in its own sled
-//! database (`<ledger>/readmodel/`), separate from the ledger so that it can be deleted and
-//! rebuilt without touching a stored event.
+//! The read model: what lists and lookups are served from, kept on disk in a `Store` of its
+//! own (`kv`, in `<ledger>/readmodel/store/`), separate from the ledger so that it can be
+//! deleted and rebuilt without touching a stored event.
 //!
-//! One sled tree, each space a key prefix byte, so that one pass is one atomic batch:
+//! One key space, each model space a key prefix byte, so that one pass is one commit:
 //! rows of rounds by (table, round); rounds by (time, table, round), (table, time, round)
 //! and (table, box, round); findings by time, (table, time), (code, time) and (severity,
 //! time); disputes by time and (table, time); per-table status, configuration seqs,
 //! finance per (shift start, table) (`shiftrow`); per-table cursors; the edges of
 //! configured pay tables (`edges`); the version, the day rule and the counts. Times are
-//! the rounds' opening device times (UTC ns); keys are big-endian so sled's order is
-//! numeric.
+//! the rounds' opening device times (UTC ns); keys are big-endian so the store's order
+//! is numeric.
 //!
 //! Invariants:
-//! - Derived only from the ledger: `index::pass` writes it, one sled batch per pass with
+//! - Derived only from the ledger: `index::pass` writes it, one commit per pass with
 //!   the cursors, so a crash loses or double-counts nothing.
 //! - Every value is sealed: a keyed BLAKE3 over its key and bytes. A value that fails its
 //!   seal, or an index key that does not match its row, is an integrity error, never served.
 //! - A model of another `MODEL_VERSION`, or built under another day rule (its shifts
 //!   cut the finance rows), is refused at open (`ModelError::Version`): rebuild it.
-//! - Blocking (sled): call from `spawn_blocking`. A query reads the keys of its range in
+//! - Blocking (the store): call from `spawn_blocking`. A query reads the keys of its range in
 //!   order and the rows of its page only. A whole list (no time, box or verdict filter)
 //!   reads only its page's keys: its total is a kept count. A filtered list's total
 //!   counts the keys of its range; a verdict, or a box without a table, reads their rows.
 
+use crate::kv::{prefix_end, EntryResult, ModelKv};
 use crate::row::Digest;
 use ledger::days::DayRule;
 use schemas::api::{DisputeRow, RoundRow};
@@ -33,17 +34,13 @@ use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 
-/// The on-disk format's version; a model of another version is rebuilt or refused.
-pub const MODEL_VERSION: u32 = 6;
-/// sled's page cache for the model: memory does not grow with history.
-pub const MODEL_CACHE_BYTES: u64 = 32 << 20;
+/// The on-disk format's version; a model of another version is rebuilt or refused. 7: the
+/// model lives in a `Store` of its own (`kv`), in `<model dir>/store`.
+pub const MODEL_VERSION: u32 = 7;
 /// Bytes of the keyed BLAKE3 seal before each value.
 pub const SEAL_BYTES: usize = 16;
 /// Most findings or disputes of one round the model keys (their index is a `u16`).
 pub const ROUND_ISSUES_MAX: usize = u16::MAX as usize;
-/// Attempts to open a model whose directory is still locked, `OPEN_RETRY_MS` apart.
-pub const OPEN_ATTEMPTS_MAX: u32 = 40;
-const OPEN_RETRY_MS: u64 = 50;
 const SEAL_CONTEXT: &str = "roundledger readmodel v1 row seal";
 
 /// The spaces: the first byte of every key.
@@ -71,18 +68,18 @@ pub(crate) mod space {
 /// Why the model could not be read or written.
 #[derive(Debug, thiserror::Error)]
 pub enum ModelError {
-    /// sled could not open the model's directory.
+    /// The store could not open the model's directory.
     #[error("read model at {path}: {source}")]
     Open {
         /// The model's directory.
         path: PathBuf,
-        /// sled's error.
+        /// The store's error.
         #[source]
-        source: sled::Error,
+        source: ledger::Error,
     },
-    /// sled failed reading or writing.
+    /// The store failed reading or writing.
     #[error("read model: {0}")]
-    Sled(#[from] sled::Error),
+    Store(#[from] ledger::Error),
     /// The model is of another `MODEL_VERSION` or day rule: rebuild it.
     #[error(
         "read model is version {found}, this build reads version {}",
@@ -202,9 +199,19 @@ pub fn default_dir(ledger_dir: &Path) -> PathBuf {
     ledger_dir.join("readmodel")
 }
 
-/// The read model: one sled database, and the day rule its shift rows are cut by.
+/// The name of an entry of `dir` besides `kv::STORE_DIR`, if any: what a model of an older
+/// layout left. `None` for a missing or empty directory.
+fn older_layout(dir: &Path) -> Option<String> {
+    let entries = std::fs::read_dir(dir).ok()?;
+    entries
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .find(|name| name != crate::kv::STORE_DIR)
+}
+
+/// The read model: its store (`kv`), and the day rule its shift rows are cut by.
 pub struct Model {
-    pub(crate) db: sled::Db,
+    pub(crate) db: ModelKv,
     path: Option<PathBuf>,
     rule: DayRule,
 }
@@ -228,38 +235,24 @@ impl Model {
         Model::init(Model::open_db(dir)?, Some(dir.to_path_buf()), None)
     }
 
-    fn open_db(dir: &Path) -> Result<sled::Db, ModelError> {
-        let config = sled::Config::new()
-            .path(dir)
-            .cache_capacity(MODEL_CACHE_BYTES);
-        let mut attempt = 1;
-        let db = loop {
-            match config.open() {
-                Ok(db) => break db,
-                // sled's flusher thread can hold the directory's lock a moment after the
-                // last handle of a model closed in this process (a restart in place).
-                Err(sled::Error::Io(_)) if attempt < OPEN_ATTEMPTS_MAX => {
-                    attempt += 1;
-                    std::thread::sleep(std::time::Duration::from_millis(OPEN_RETRY_MS));
-                }
-                Err(source) => {
-                    return Err(ModelError::Open {
-                        path: dir.to_path_buf(),
-                        source,
-                    })
-                }
-            }
-        };
-        Ok(db)
+    /// Opens the model's store. A directory holding anything besides `kv::STORE_DIR` is
+    /// a model of an older layout (version 6 or before, sled files at its top):
+    /// `ModelError::Version`, so that callers delete and rebuild it.
+    fn open_db(dir: &Path) -> Result<ModelKv, ModelError> {
+        if let Some(other) = older_layout(dir) {
+            return Err(ModelError::Version {
+                found: format!("6 or older ({other} beside the store)"),
+            });
+        }
+        ModelKv::open(dir).map_err(|source| ModelError::Open {
+            path: dir.to_path_buf(),
+            source,
+        })
     }
 
-    /// A model in a temporary directory that sled removes on drop (rebuilds to compare).
+    /// A model in a temporary directory, removed on drop (rebuilds to compare).
     pub fn temporary(rule: &DayRule) -> Result<Model, ModelError> {
-        let db = sled::Config::new()
-            .temporary(true)
-            .cache_capacity(MODEL_CACHE_BYTES)
-            .open()?;
-        Model::init(db, None, Some(rule))
+        Model::init(ModelKv::temporary()?, None, Some(rule))
     }
 
     /// The day rule its shift rows are cut by.
@@ -268,23 +261,23 @@ impl Model {
     }
 
     fn init(
-        db: sled::Db,
+        db: ModelKv,
         path: Option<PathBuf>,
         rule: Option<&DayRule>,
     ) -> Result<Model, ModelError> {
         let version = MODEL_VERSION.to_be_bytes();
-        match db.get([space::VERSION])? {
+        match db.get(&[space::VERSION])? {
             Some(v) if v.as_ref() == version => {}
             Some(v) => {
                 return Err(ModelError::Version {
                     found: hex::encode(v),
                 })
             }
-            None if db.is_empty() => {
-                db.insert([space::VERSION], &version[..])?;
+            None if db.is_empty()? => {
+                db.insert(&[space::VERSION], version.to_vec())?;
                 let rule = rule.cloned().unwrap_or_else(default_rule);
                 let k = [space::RULE];
-                db.insert(k, seal(&k, &rule.spec()))?;
+                db.insert(&k, seal(&k, &rule.spec()))?;
             }
             None => {
                 return Err(ModelError::Version {
@@ -292,7 +285,7 @@ impl Model {
                 })
             }
         }
-        let built: String = match db.get([space::RULE])? {
+        let built: String = match db.get(&[space::RULE])? {
             Some(v) => decode(&[space::RULE], &v)?,
             None => return Err(ModelError::Corrupt("the day rule record".into())),
         };
@@ -306,7 +299,7 @@ impl Model {
         let model = Model { db, path, rule };
         // The small records a start reads must pass their seals: else rebuild or refuse.
         model.meta()?;
-        for kv in model.db.scan_prefix([space::CURSOR]) {
+        for kv in model.db.scan_prefix(&[space::CURSOR]) {
             let (k, v) = kv?;
             unseal(&k, &v)?;
         }
@@ -317,7 +310,7 @@ impl Model {
     /// stays: its priced edges are a function of the pay tables alone.
     pub fn clear(&self) -> Result<(), ModelError> {
         let mut edges = Vec::new();
-        for kv in self.db.scan_prefix([space::EDGE]) {
+        for kv in self.db.scan_prefix(&[space::EDGE]) {
             let (k, v) = kv?;
             // A record that fails its seal goes with the rest: it is priced again.
             if unseal(&k, &v).is_ok() {
@@ -326,17 +319,17 @@ impl Model {
         }
         self.db.clear()?;
         for (k, v) in edges {
-            self.db.insert(k, v)?;
+            self.db.insert(&k, v)?;
         }
         self.db
-            .insert([space::VERSION], &MODEL_VERSION.to_be_bytes()[..])?;
+            .insert(&[space::VERSION], MODEL_VERSION.to_be_bytes().to_vec())?;
         let k = [space::RULE];
-        self.db.insert(k, seal(&k, &self.rule.spec()))?;
+        self.db.insert(&k, seal(&k, &self.rule.spec()))?;
         self.db.flush()?;
         Ok(())
     }
 
-    /// Writes what sled holds in memory to disk.
+    /// Makes every write durable.
     pub fn flush(&self) -> Result<(), ModelError> {
         self.db.flush()?;
         Ok(())
@@ -366,7 +359,7 @@ impl Model {
     /// Every table's status, in table order (one row per table, not per round).
     pub fn statuses(&self) -> Result<Vec<(TableId, TableStatus)>, ModelError> {
         let mut out = Vec::new();
-        for kv in self.db.scan_prefix([space::STATUS]) {
+        for kv in self.db.scan_prefix(&[space::STATUS]) {
             let (k, v) = kv?;
             let s: TableStatus = decode(&k, &v)?;
             let table = table_of(&k[1..])
@@ -381,7 +374,11 @@ impl Model {
         let lo = table_key(space::CONFIG, table);
         let mut hi = lo.clone();
         hi.extend_from_slice(&seq.to_be_bytes());
-        match self.db.range(lo..=hi).next_back() {
+        match self
+            .db
+            .range(Bound::Included(lo), Bound::Included(hi))
+            .last()
+        {
             None => Ok(None),
             Some(kv) => {
                 let (k, _) = kv?;
@@ -396,11 +393,11 @@ impl Model {
         let lo = shift_key(from_ns, None);
         let hi = shift_key(to_ns, None);
         let mut out = Vec::new();
-        for kv in self.db.range(lo..hi) {
+        for kv in self.db.range(Bound::Included(lo), Bound::Excluded(hi)) {
             let (k, v) = kv?;
             let row: ShiftRow = decode(&k, &v)?;
             let table = row.table.as_ref().map(|t| t.as_str());
-            if shift_key(row.starts_at_ns, row.table.as_ref()) != k.as_ref() || table.is_none() {
+            if shift_key(row.starts_at_ns, row.table.as_ref()) != k || table.is_none() {
                 return Err(ModelError::Corrupt(format!("shift row {}", key_text(&k))));
             }
             out.push(row);
@@ -447,18 +444,15 @@ impl Model {
         offset: u64,
         limit: u64,
     ) -> Result<Page<RoundRow>, ModelError> {
-        let keys: Box<dyn DoubleEndedIterator<Item = sled::Result<(sled::IVec, sled::IVec)>>> =
-            match (&f.table, f.box_no) {
-                (Some(t), Some(b)) => {
-                    let mut p = table_key(space::BY_BOX, t);
-                    p.push(b.0);
-                    Box::new(self.db.scan_prefix(p))
-                }
-                (Some(t), None) => {
-                    Box::new(self.time_range(table_key(space::TABLE_TIME, t), f.from_ns, f.to_ns))
-                }
-                (None, _) => Box::new(self.time_range(vec![space::BY_TIME], f.from_ns, f.to_ns)),
-            };
+        let keys = match (&f.table, f.box_no) {
+            (Some(t), Some(b)) => {
+                let mut p = table_key(space::BY_BOX, t);
+                p.push(b.0);
+                self.db.scan_prefix(&p)
+            }
+            (Some(t), None) => self.time_range(table_key(space::TABLE_TIME, t), f.from_ns, f.to_ns),
+            (None, _) => self.time_range(vec![space::BY_TIME], f.from_ns, f.to_ns),
+        };
         let needs_row = f.verdict.is_some()
             || (f.box_no.is_some() && f.table.is_none())
             || (f.box_no.is_some() && (f.from_ns.is_some() || f.to_ns.is_some()));
@@ -585,7 +579,12 @@ impl Model {
     }
 
     /// The keys of `prefix` whose time (right after the prefix) is in `from_ns..to_ns`.
-    fn time_range(&self, prefix: Vec<u8>, from_ns: Option<i64>, to_ns: Option<i64>) -> sled::Iter {
+    fn time_range(
+        &self,
+        prefix: Vec<u8>,
+        from_ns: Option<i64>,
+        to_ns: Option<i64>,
+    ) -> crate::kv::Range<'_> {
         let mut lo = prefix.clone();
         lo.extend_from_slice(&time_key(from_ns.unwrap_or(i64::MIN)));
         let hi = match to_ns {
@@ -599,7 +598,7 @@ impl Model {
                 None => Bound::Unbounded,
             },
         };
-        self.db.range::<Vec<u8>, _>((Bound::Included(lo), hi))
+        self.db.range(Bound::Included(lo), hi)
     }
 }
 
@@ -767,18 +766,6 @@ fn dispute_entries(d: &Digest, out: &mut Vec<(Vec<u8>, Vec<u8>)>) {
     }
 }
 
-/// The first key after every key starting with `prefix` (`None`: no such key).
-fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
-    let mut end = prefix.to_vec();
-    while let Some(last) = end.pop() {
-        if last < u8::MAX {
-            end.push(last + 1);
-            return Some(end);
-        }
-    }
-    None
-}
-
 fn table_of(k: &[u8]) -> Option<TableId> {
     let n = *k.first()? as usize;
     let s = std::str::from_utf8(k.get(1..1 + n)?).ok()?;
@@ -845,7 +832,7 @@ impl Model {
         let Some(d) = self.digest(table, round)? else {
             return Ok(None);
         };
-        let neighbour = |kv: Option<sled::Result<(sled::IVec, sled::IVec)>>| match kv {
+        let neighbour = |kv: Option<EntryResult>| match kv {
             None => Ok(None),
             Some(kv) => {
                 let (k, v) = kv?;
@@ -853,13 +840,14 @@ impl Model {
             }
         };
         let start = round_key(table, 0);
-        let prev = neighbour(self.db.range(start..round_key(table, round)).next_back())?;
+        let before = Bound::Excluded(round_key(table, round));
+        let prev = neighbour(self.db.range(Bound::Included(start), before).last())?;
         let next = match round.checked_add(1) {
             Some(n) => {
                 let end = prefix_end(&table_key(space::ROUND, table));
                 let lo = Bound::Included(round_key(table, n));
                 let hi = end.map_or(Bound::Unbounded, Bound::Excluded);
-                neighbour(self.db.range::<Vec<u8>, _>((lo, hi)).next())?
+                neighbour(self.db.range(lo, hi).first())?
             }
             None => None,
         };
@@ -877,13 +865,13 @@ impl Model {
     /// whole. Cursors are left out (the tail's own state), and so is the edge book: a
     /// fresh rebuild has not priced what this model has.
     pub fn differences(&self, other: &Model, max: usize) -> Result<Vec<String>, ModelError> {
-        let skip = |kv: &sled::Result<(sled::IVec, sled::IVec)>| {
+        let skip = |kv: &EntryResult| {
             kv.as_ref().map_or(true, |(k, _)| {
                 !matches!(k.first(), Some(&space::CURSOR) | Some(&space::EDGE))
             })
         };
-        let mut a = self.db.iter().filter(skip).peekable();
-        let mut b = other.db.iter().filter(skip).peekable();
+        let mut a = self.db.iter().fwd().filter(skip).peekable();
+        let mut b = other.db.iter().fwd().filter(skip).peekable();
         let mut out = Vec::new();
         while out.len() < max {
             let (x, y) = match (a.peek(), b.peek()) {
@@ -974,6 +962,27 @@ mod tests {
         for w in times.windows(2) {
             assert!(time_key(w[0]) < time_key(w[1]), "{w:?}");
         }
+    }
+
+    /// A model directory of the older layout (sled's files at its top) is a version to
+    /// rebuild; a new one opens on the store the ledger opens, and reopens with its rule.
+    #[test]
+    fn an_older_layout_is_a_version_to_rebuild_and_a_new_model_is_on_the_chosen_store() {
+        let rule = default_rule();
+        let old = tempfile::tempdir().expect("tempdir");
+        std::fs::write(old.path().join("db"), b"sled").expect("write");
+        match Model::open(old.path(), &rule) {
+            Err(ModelError::Version { found }) => assert!(found.contains("db beside"), "{found}"),
+            other => panic!("expected a version to rebuild, got {other:?}"),
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        drop(Model::open(dir.path(), &rule).expect("open"));
+        let kind = ledger::store::choice::StoreKind::from_env().expect("kind");
+        let found = ledger::store::choice::StoreKind::found_in(&crate::kv::store_dir(dir.path()));
+        assert_eq!(found, Some(kind));
+        let m = Model::open_as_built(dir.path()).expect("reopen");
+        assert_eq!(m.rule().spec(), rule.spec());
+        assert_eq!(m.meta().expect("meta"), Meta::default());
     }
 
     #[test]

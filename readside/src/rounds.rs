@@ -8,7 +8,7 @@
 //! (the last `TableOpened` at or before the round) and then the window gives the round's
 //! report, on this request, from the stored bytes: the report is never stored.
 //!
-//! Invariants: blocking (sled): call from `spawn_blocking`; reads at most
+//! Invariants: blocking (the stores): call from `spawn_blocking`; reads at most
 //! `ROUND_WINDOW_EVENTS_MAX` events for one round.
 
 use crate::row::{finding_view, note_box_in_play, row_of};

@@ -1,10 +1,11 @@
 //! Shared by the ledger's integration tests: chains of real events built with `schemas`,
-//! appended in several calls so each table has several records, and raw access to sled and
-//! the value log for tampering after the ledger is closed.
+//! appended in several calls so each table has several records, and raw access to the
+//! store (sled and the value log, or redb) for tampering after the ledger is closed.
 #![allow(dead_code)]
 
 pub mod signed;
 
+use ledger::store::choice::StoreKind;
 use ledger::store::{KeyIter, KvIter, Op, Space, Store, SLED_TREE};
 use ledger::valuelog::ValueLog;
 use ledger::{Incoming, Ledger};
@@ -137,17 +138,31 @@ pub fn fill(
         .collect()
 }
 
-/// The raw sled tree and value log of a closed ledger directory: what an attacker with file
-/// access, or a bug, could write. A record of `Space::Batch` is read and written whole, as
-/// the ledger sees it: sled's pointer and the value log's entry (`ledger::valuelog`).
+/// The raw store of a closed ledger directory: what an attacker with file access, or a
+/// bug, could write, below the `Store` trait's rules. On sled, a record of `Space::Batch` is
+/// read and written whole, as the ledger sees it: sled's pointer and the value log's entry
+/// (`ledger::valuelog`). On redb (`ROUNDLEDGER_TEST_STORE=redb`), the file's one table.
 pub struct Raw {
+    inner: RawInner,
+}
+
+enum RawInner {
+    Sled(SledRaw),
+    Redb(redb::Database),
+}
+
+/// sled's tree and the value log, for tests of sled itself.
+pub struct SledRaw {
     pub db: sled::Db,
     pub tree: sled::Tree,
     pub values: ValueLog,
 }
 
-impl Raw {
-    pub fn open(dir: &Path) -> Raw {
+/// redb's table of a ledger (`ledger::store::redb_store`).
+const REDB_TABLE: redb::TableDefinition<&[u8], &[u8]> = redb::TableDefinition::new("ledger");
+
+impl SledRaw {
+    fn open(dir: &Path) -> SledRaw {
         // sled's flusher thread holds the directory lock a moment after the ledger that
         // wrote it is dropped: wait for it, as `SledStore::open` does.
         let deadline = std::time::Instant::now() + ledger::store::LOCK_WAIT;
@@ -165,29 +180,63 @@ impl Raw {
         };
         let tree = db.open_tree(SLED_TREE).expect("tree");
         let values = ValueLog::open(dir).expect("value log");
-        Raw { db, tree, values }
+        SledRaw { db, tree, values }
+    }
+}
+
+impl Raw {
+    pub fn open(dir: &Path) -> Raw {
+        let inner = match StoreKind::from_env().expect("store kind") {
+            StoreKind::Sled => RawInner::Sled(SledRaw::open(dir)),
+            StoreKind::Redb => {
+                let path = dir.join(ledger::store::redb_store::REDB_FILE);
+                RawInner::Redb(redb::Database::open(path).expect("raw redb open"))
+            }
+        };
+        Raw { inner }
+    }
+    /// sled's tree and value log; only tests that skip on other stores call it.
+    pub fn sled(&self) -> &SledRaw {
+        match &self.inner {
+            RawInner::Sled(s) => s,
+            RawInner::Redb(_) => panic!("a sled-only test must skip on redb first"),
+        }
     }
     pub fn key(space: Space, k: &[u8]) -> Vec<u8> {
         let mut v = vec![space.prefix()];
         v.extend_from_slice(k);
         v
     }
-    fn whole(&self, space: Space, stored: Vec<u8>) -> Result<Vec<u8>, ledger::Error> {
-        ledger::store::whole_value(&self.values, space, stored)
+    fn raw_get(&self, space: Space, k: &[u8]) -> Result<Option<Vec<u8>>, ledger::Error> {
+        match &self.inner {
+            RawInner::Sled(s) => s
+                .tree
+                .get(Raw::key(space, k))
+                .expect("get")
+                .map(|v| ledger::store::whole_value(&s.values, space, v.to_vec()))
+                .transpose(),
+            RawInner::Redb(db) => {
+                let tx = db.begin_read().expect("read");
+                let table = tx.open_table(REDB_TABLE).expect("table");
+                let v = table.get(Raw::key(space, k).as_slice()).expect("get");
+                Ok(v.map(|v| v.value().to_vec()))
+            }
+        }
     }
     pub fn get(&self, space: Space, k: &[u8]) -> Option<Vec<u8>> {
-        self.tree
-            .get(Raw::key(space, k))
-            .expect("get")
-            .map(|v| self.whole(space, v.to_vec()).expect("value"))
+        self.raw_get(space, k).expect("value")
     }
     pub fn put(&self, space: Space, k: &[u8], v: Vec<u8>) {
+        let s = match &self.inner {
+            RawInner::Sled(s) => s,
+            RawInner::Redb(_) => return self.redb_write(Raw::key(space, k), Some(v)),
+        };
         let v = match space {
             Space::Batch => {
-                let p = self.values.append(&[&v]).expect("value log append")[0];
+                let p = s.values.append(&[&v]).expect("value log append")[0];
                 // As the store's commit does: the recorded end of the value log moves with
                 // the pointer (else the next `Ledger::open` would append the record again).
-                self.tree
+                s.tree
                     .insert(
                         Raw::key(Space::Meta, ledger::store::VALUES_END_KEY),
                         ledger::store::encode_position(p.end()),
@@ -197,52 +246,99 @@ impl Raw {
             }
             _ => v,
         };
-        self.tree.insert(Raw::key(space, k), v).expect("insert");
+        s.tree.insert(Raw::key(space, k), v).expect("insert");
+    }
+    fn redb_write(&self, key: Vec<u8>, value: Option<Vec<u8>>) {
+        let RawInner::Redb(db) = &self.inner else {
+            unreachable!("redb only")
+        };
+        let tx = db.begin_write().expect("write");
+        {
+            let mut table = tx.open_table(REDB_TABLE).expect("table");
+            match value {
+                Some(v) => drop(table.insert(key.as_slice(), v.as_slice()).expect("insert")),
+                None => drop(table.remove(key.as_slice()).expect("remove")),
+            }
+        }
+        tx.commit().expect("commit");
     }
     pub fn remove(&self, space: Space, k: &[u8]) {
-        self.tree.remove(Raw::key(space, k)).expect("remove");
+        match &self.inner {
+            RawInner::Sled(s) => drop(s.tree.remove(Raw::key(space, k)).expect("remove")),
+            RawInner::Redb(_) => self.redb_write(Raw::key(space, k), None),
+        }
     }
     /// Keys (without the space prefix) of a space, in order.
     pub fn keys(&self, space: Space) -> Vec<Vec<u8>> {
-        self.tree
-            .scan_prefix([space.prefix()])
-            .map(|kv| kv.expect("scan").0[1..].to_vec())
+        self.raw_range(space, &[], None)
+            .into_iter()
+            .map(|(k, _)| k)
             .collect()
     }
     pub fn close(self) {
-        self.db.flush().expect("flush");
+        if let RawInner::Sled(s) = &self.inner {
+            s.db.flush().expect("flush");
+        }
     }
-    fn sled_range(&self, space: Space, from: &[u8], to: Option<&[u8]>) -> sled::Iter {
+    /// Entries of a space from `from` to `to` (exclusive), values as stored (pointers on
+    /// sled), keys without the prefix.
+    fn raw_range(&self, space: Space, from: &[u8], to: Option<&[u8]>) -> Vec<(Vec<u8>, Vec<u8>)> {
         let start = Raw::key(space, from);
         let end = match to {
             Some(t) => Raw::key(space, t),
             None => vec![space.prefix() + 1],
         };
-        self.tree.range(start..end)
+        if start >= end {
+            return Vec::new();
+        }
+        match &self.inner {
+            RawInner::Sled(s) => s
+                .tree
+                .range(start..end)
+                .map(|kv| {
+                    let (k, v) = kv.expect("range");
+                    (k[1..].to_vec(), v.to_vec())
+                })
+                .collect(),
+            RawInner::Redb(db) => {
+                let tx = db.begin_read().expect("read");
+                let table = tx.open_table(REDB_TABLE).expect("table");
+                let range = table
+                    .range::<&[u8]>(start.as_slice()..end.as_slice())
+                    .expect("range");
+                range
+                    .map(|kv| {
+                        let (k, v) = kv.expect("range");
+                        (k.value()[1..].to_vec(), v.value().to_vec())
+                    })
+                    .collect()
+            }
+        }
+    }
+    fn whole(&self, space: Space, stored: Vec<u8>) -> Result<Vec<u8>, ledger::Error> {
+        match &self.inner {
+            RawInner::Sled(s) => ledger::store::whole_value(&s.values, space, stored),
+            RawInner::Redb(_) => Ok(stored),
+        }
     }
 }
 
 /// The raw store as a `Store` (unrestricted: tests write through `Raw`), so
-/// `ledger::verify_store` can check thousands of tamperings without reopening sled.
+/// `ledger::verify_store` can check thousands of tamperings without reopening the store.
 impl Store for Raw {
     fn get(&self, space: Space, key: &[u8]) -> Result<Option<Vec<u8>>, ledger::Error> {
-        self.tree
-            .get(Raw::key(space, key))
-            .expect("get")
-            .map(|v| self.whole(space, v.to_vec()))
-            .transpose()
+        self.raw_get(space, key)
     }
     fn range<'a>(&'a self, space: Space, from: &[u8], to: Option<&[u8]>) -> KvIter<'a> {
-        Box::new(self.sled_range(space, from, to).map(move |r| {
-            let (k, v) = r.expect("range");
-            Ok((k[1..].to_vec(), self.whole(space, v.to_vec())?))
-        }))
+        let all = self.raw_range(space, from, to);
+        Box::new(
+            all.into_iter()
+                .map(move |(k, v)| Ok((k, self.whole(space, v)?))),
+        )
     }
     fn keys<'a>(&'a self, space: Space, from: &[u8], to: Option<&[u8]>) -> KeyIter<'a> {
-        Box::new(
-            self.sled_range(space, from, to)
-                .map(|r| Ok(r.expect("range").0[1..].to_vec())),
-        )
+        let all = self.raw_range(space, from, to);
+        Box::new(all.into_iter().map(|(k, _)| Ok(k)))
     }
     fn last_key_at_or_before(
         &self,
@@ -260,10 +356,24 @@ impl Store for Raw {
     }
 }
 
+/// Opens the store `Ledger::open` opens in `dir` (sled, or redb under the test switch).
+pub fn open_store(dir: &Path) -> Box<dyn Store> {
+    ledger::store::choice::open_store(dir).expect("store open")
+}
+
+/// Whether this test skips: it is about sled or the value log themselves, and the tests run
+/// on another store. Says so on stderr.
+pub fn skip_unless_sled(what: &str) -> bool {
+    ledger::store::choice::skip_unless_sled(what)
+}
+
 /// Returns once sled has let go of `dir` (its flusher ends a moment after the last handle
-/// is dropped; an open waits for that). Opening and closing writes nothing.
+/// is dropped; an open waits for that). Opening and closing writes nothing. redb lets go
+/// when the store is dropped.
 pub fn closed(dir: &Path) {
-    Raw::open(dir).close();
+    if StoreKind::from_env().expect("store kind") == StoreKind::Sled {
+        Raw::open(dir).close();
+    }
 }
 
 /// Puts sled's own files (everything but the value log) of `from` in place of `to`'s: a
