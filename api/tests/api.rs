@@ -1375,6 +1375,7 @@ async fn a_real_socket_serves_the_api_ui_and_the_live_feed() {
         ingesting: false,
         recorder_offset_ms: Some(-2_500),
         failures_per_minute_max: None,
+        decision_analytics: None,
     };
     let (addr_tx, addr_rx) = std::sync::mpsc::channel();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();

@@ -99,6 +99,7 @@ impl Web {
             ingesting,
             recorder_offset_ms: None,
             failures_per_minute_max: None,
+            decision_analytics: None,
         };
         let (bound_tx, bound_rx) = std::sync::mpsc::channel();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

@@ -24,6 +24,7 @@
 //!   counts the keys of its range; a verdict, or a box without a table, reads their rows.
 
 use crate::row::Digest;
+use crate::signals::{Coverage, SignalRow};
 use ledger::days::DayRule;
 use schemas::api::{DisputeRow, RoundRow};
 use schemas::finance::ShiftRow;
@@ -34,7 +35,7 @@ use std::ops::Bound;
 use std::path::{Path, PathBuf};
 
 /// The on-disk format's version; a model of another version is rebuilt or refused.
-pub const MODEL_VERSION: u32 = 6;
+pub const MODEL_VERSION: u32 = 7;
 /// sled's page cache for the model: memory does not grow with history.
 pub const MODEL_CACHE_BYTES: u64 = 32 << 20;
 /// Bytes of the keyed BLAKE3 seal before each value.
@@ -66,6 +67,8 @@ pub(crate) mod space {
     pub const RULE: u8 = b'x';
     pub const CURSOR: u8 = b'k';
     pub const EDGE: u8 = b'e';
+    pub const SIGNAL: u8 = b'a';
+    pub const ANALYTICS: u8 = b'A';
 }
 
 /// Why the model could not be read or written.
@@ -408,6 +411,33 @@ impl Model {
         Ok(out)
     }
 
+    /// Whether the decision analytics judged every round; `None` before the first pass.
+    pub fn coverage(&self) -> Result<Option<Coverage>, ModelError> {
+        self.get(&[space::ANALYTICS])
+    }
+
+    /// The decision signals of one table, or of all, by table then round; at most `max`.
+    pub fn signals(
+        &self,
+        table: Option<&TableId>,
+        max: usize,
+    ) -> Result<Vec<SignalRow>, ModelError> {
+        let prefix = match table {
+            Some(t) => table_key(space::SIGNAL, t),
+            None => vec![space::SIGNAL],
+        };
+        let mut out = Vec::new();
+        for kv in self.db.scan_prefix(prefix).take(max) {
+            let (k, v) = kv?;
+            let row: SignalRow = decode(&k, &v)?;
+            if signal_key(&row) != k.as_ref() {
+                return Err(ModelError::Corrupt(format!("signal {}", key_text(&k))));
+            }
+            out.push(row);
+        }
+        Ok(out)
+    }
+
     pub(crate) fn get<T: DeserializeOwned>(&self, key: &[u8]) -> Result<Option<T>, ModelError> {
         match self.db.get(key)? {
             None => Ok(None),
@@ -666,6 +696,15 @@ pub(crate) fn str_key(space: u8, s: &str) -> Vec<u8> {
 
 pub(crate) fn table_key(space: u8, table: &TableId) -> Vec<u8> {
     str_key(space, table.as_str())
+}
+
+/// A signal's key: its table, round, kind and subject.
+pub(crate) fn signal_key(row: &SignalRow) -> Vec<u8> {
+    let mut k = str_key(space::SIGNAL, &row.table);
+    k.extend_from_slice(&row.round.to_be_bytes());
+    push_str(&mut k, &row.kind);
+    push_str(&mut k, &row.subject);
+    k
 }
 
 pub(crate) fn round_key(table: &TableId, round: u64) -> Vec<u8> {
