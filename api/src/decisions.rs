@@ -16,8 +16,11 @@ pub const ANALYTICS_SIGNALS_MAX: usize = 1_000;
 
 /// Filters of the decision signals.
 #[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct AnalyticsQuery {
     /// Only this table's signals.
+    #[param(pattern = "^[A-Za-z0-9_-]{1,32}$")]
     table: Option<String>,
     /// Only this dealer's statistic.
     dealer: Option<String>,
@@ -78,7 +81,7 @@ pub async fn analytics(
         (false, _) => Some("decision analytics are off (serve --decision-analytics RATE)".into()),
         (true, None) => Some("no round indexed yet".into()),
         (true, Some(_)) => Some(
-            "part of the read model was indexed with decision analytics off: rebuild it (roundledger readmodel rebuild)".into(),
+            "part of the read model was indexed with decision analytics off: stop serve, delete <ledger>/readmodel and start serve with --decision-analytics to rebuild it".into(),
         ),
     };
     Ok(Json(AnalyticsList {

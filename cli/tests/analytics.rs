@@ -47,8 +47,33 @@ fn analytics_when_indexed(dir: &Path, extra: &str) -> serde_json::Value {
     });
     let (status, body) = get(&api, "/v1/analytics", Some(TOKEN));
     assert_eq!(status, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    filters_narrow(&api, &v);
     assert!(serve.stop(), "serve stops cleanly");
-    serde_json::from_str(&body).unwrap()
+    v
+}
+
+/// The filters narrow the list the server gave (`all`); an unknown kind is a 400.
+fn filters_narrow(api: &str, all: &serde_json::Value) {
+    let list = |q: &str| {
+        let (status, body) = get(api, &format!("/v1/analytics?{q}"), Some(TOKEN));
+        (
+            status,
+            serde_json::from_str::<serde_json::Value>(&body).unwrap(),
+        )
+    };
+    let (status, v) = list("kind=hole_carding");
+    assert_eq!(status, 400, "{v}");
+    let (_, v) = list("kind=card_sharing");
+    let all_signals = all["signals"].as_array().unwrap();
+    let sharing = all_signals.iter().filter(|s| s["kind"] == "card_sharing");
+    assert_eq!(
+        v["signals"].as_array().unwrap().len(),
+        sharing.count(),
+        "{v}"
+    );
+    let (_, v) = list("table=TCP3-09");
+    assert_eq!(v["signals"], serde_json::json!([]), "another table: {v}");
 }
 
 #[test]
