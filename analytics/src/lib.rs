@@ -22,6 +22,7 @@
 
 #![warn(missing_docs)]
 
+pub mod cheats;
 pub mod dealer;
 pub mod ev;
 pub mod hold;

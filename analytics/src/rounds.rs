@@ -104,6 +104,11 @@ impl RoundReader {
         reports.into_iter().map(|r| self.facts(r)).collect()
     }
 
+    /// The configuration in force, as the replayer holds it.
+    pub fn config(&self) -> Option<&schemas::TableConfig> {
+        self.replayer.config()
+    }
+
     /// The rounds still open at the end of the chain, as the replayer reports them.
     pub fn finish(mut self) -> Vec<RoundFacts> {
         let reports =

@@ -297,7 +297,7 @@ pub fn area_of(method: &str, path: &str) -> Area {
         | ["v1", "counts"] => Area::Finance,
         ["v1", "tables", _, "rounds", ..] | ["v1", "rounds"] => Area::Rounds,
         ["v1", "disputes"] => Area::Disputes,
-        ["v1", "findings"] => Area::Findings,
+        ["v1", "findings"] | ["v1", "analytics"] => Area::Findings,
         ["v1", "chain"] | ["v1", "quarantine", ..] | ["v1", "alerts"] => Area::Chain,
         ["v1", "pools"] => Area::Pools,
         ["v1", "feed"] => Area::Feed,
@@ -332,6 +332,8 @@ mod tests {
             assert!(!allowed(Role::Surveillance, f("GET", p)), "{p}");
         }
         assert!(!allowed(Role::Surveillance, f("GET", "/v1/audit")));
+        assert!(allowed(Role::Surveillance, f("GET", "/v1/analytics")));
+        assert!(!allowed(Role::Finance, f("GET", "/v1/analytics")));
         assert!(allowed(Role::Surveillance, f("POST", "/v1/cases/1/notes")));
         assert!(allowed(Role::Admin, f("GET", "/v1/audit")));
         assert!(allowed(Role::Surveillance, f("GET", "/v1/quarantine")));

@@ -33,6 +33,7 @@ pub mod auth;
 mod body;
 pub mod cases;
 pub mod counts;
+mod decisions;
 mod edge;
 mod finance;
 pub mod journal;
@@ -159,6 +160,9 @@ pub struct ApiConfig {
     pub finance: FinanceSetup,
     /// Failing requests a client may make a minute (`limit`); `None`: the default.
     pub failures_per_minute_max: Option<u32>,
+    /// The decision analytics' false alarms per 1,000 rounds of one statistic
+    /// (`GET /v1/analytics`); `None` leaves them off.
+    pub decision_analytics: Option<f64>,
 }
 
 /// Largest recorder clock offset, either way: a day, in milliseconds.
@@ -322,6 +326,8 @@ pub struct AppState {
     pub recorder_offset_ms: std::sync::OnceLock<i64>,
     /// Ingest's stuck-table limit, seconds (`ApiConfig::stuck_after_s`).
     pub stuck_after_s: std::sync::OnceLock<u64>,
+    /// The decision analytics' setting (`ApiConfig::decision_analytics`); off until set.
+    analytics: std::sync::OnceLock<analytics::TestSetting>,
 }
 
 /// The handlers' state, shared by every request and task.
@@ -369,6 +375,7 @@ impl AppState {
             ingesting: std::sync::OnceLock::new(),
             recorder_offset_ms: std::sync::OnceLock::new(),
             stuck_after_s: std::sync::OnceLock::new(),
+            analytics: std::sync::OnceLock::new(),
         }))
     }
 
@@ -398,7 +405,7 @@ impl AppState {
             Err(ReadError::Integrity(e)) => {
                 tracing::warn!("{e}: rebuilding the read model from the ledger");
                 self.model.clear()?;
-                *tail = Tail::default();
+                *tail = self.fresh_tail();
                 return Ok(true);
             }
             Err(e) => return Err(e),
@@ -408,6 +415,44 @@ impl AppState {
             let _ = self.feed.send(item);
         }
         Ok(more)
+    }
+
+    /// Turns the decision analytics on under `rate` false alarms per 1,000 rounds. Only
+    /// before the first indexing pass: a tail part-way through would judge some rounds only.
+    pub fn start_decision_analytics(&self, rate: f64) -> Result<(), Error> {
+        let bad = || {
+            Error::Config(format!(
+                "decision analytics: {rate} false alarms per 1,000 rounds is outside (0, 1000)"
+            ))
+        };
+        if !(rate > 0.0 && rate < 1000.0) {
+            return Err(bad());
+        }
+        let setting = analytics::TestSetting {
+            false_alarms_per_1000_rounds: rate,
+            ..analytics::TestSetting::default()
+        };
+        let mut tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
+        if tail.events_read() > 0 || self.analytics.set(setting).is_err() {
+            return Err(Error::Config(
+                "decision analytics start before the first indexing pass".into(),
+            ));
+        }
+        *tail = self.fresh_tail();
+        Ok(())
+    }
+
+    /// A tail with no table loaded, analytics on if they are set.
+    fn fresh_tail(&self) -> Tail {
+        match self.analytics.get() {
+            Some(s) => Tail::with_analytics(*s),
+            None => Tail::default(),
+        }
+    }
+
+    /// Whether the decision analytics are on, and their setting.
+    pub fn decision_analytics(&self) -> Option<analytics::TestSetting> {
+        self.analytics.get().copied()
     }
 
     /// Indexes until nothing is left to read (blocking; tests and start-up).
@@ -565,6 +610,9 @@ pub async fn run_with_ops(
     }
     if let Some(s) = config.stuck_after_s {
         let _ = state.stuck_after_s.set(s);
+    }
+    if let Some(rate) = config.decision_analytics {
+        state.start_decision_analytics(rate)?;
     }
     if let Some(n) = config.failures_per_minute_max {
         state.limiter.set_failures_max(n).map_err(Error::Config)?;

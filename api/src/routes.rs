@@ -63,6 +63,7 @@ pub fn router(state: Shared) -> axum::Router {
         .routes(routes!(round_step))
         .routes(routes!(crate::lists::disputes))
         .routes(routes!(crate::lists::findings))
+        .routes(routes!(crate::decisions::analytics))
         .routes(routes!(chain))
         .routes(routes!(quarantine))
         .routes(routes!(quarantine_entry))

@@ -1376,6 +1376,7 @@ async fn a_real_socket_serves_the_api_ui_and_the_live_feed() {
         recorder_offset_ms: Some(-2_500),
         stuck_after_s: Some(42),
         failures_per_minute_max: None,
+        decision_analytics: None,
     };
     let (addr_tx, addr_rx) = std::sync::mpsc::channel();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();

@@ -296,6 +296,7 @@ function route() {
   if (r === "live") return liveView(view);
   if (r === "search") return search(view, q);
   if (r === "findings") return findingsView(view, q);
+  if (r === "analytics") return analyticsView(view, q);
   if (r === "cases") return casesView(view, q);
   if (r === "tables") return tablesView(view);
   if (r === "finance") return financeView(view, q);
@@ -469,6 +470,32 @@ async function findingsView(view, q) {
       </tbody></table>` + pager(q, page.total, base) : `<div class="empty">No finding matches.</div>`}</div>`;
     bindFilter(view, "findings-form", "#/findings");
     clickableRows(view);
+  } catch (e) { failed(view, e); }
+}
+
+// ---------- analytics ----------
+// The decision signals: each statistic that crossed its threshold, linking to its rounds.
+async function analyticsView(view, q) {
+  loading(view, "analytics");
+  const p = new URLSearchParams();
+  for (const k of ["table", "dealer", "kind"]) if (q.get(k)) p.set(k, q.get(k));
+  try {
+    const a = await api("/v1/analytics?" + p);
+    const milli = x => (x / 1000).toFixed(2);
+    const rounds = s => s.round_links.map(l => {
+      const n = l.split("/").pop();
+      return `<a href="#/round/${encodeURIComponent(s.table)}/${n}">${n}</a>`;
+    }).join(", ");
+    const moved = s => s.moved.map(m => `<li>round ${m.round}, box ${m.box_no}: ${esc(m.text)}</li>`).join("");
+    const head = `<h1>Analytics</h1><p class="hint">Decisions compared with the computed strategy: hole-card play per box, dealer and table, card sharing per pair of boxes. A signal is a statistic past its threshold${a.false_alarms_milli_per_1000_rounds != null ? `, set for ${milli(a.false_alarms_milli_per_1000_rounds)} false alarms per 1,000 rounds` : ""}.</p>`;
+    if (!a.computed) {
+      view.innerHTML = `<div class="card">${head}<div class="empty">Not computed: ${esc(a.not_computed_reason || "unknown")}</div></div>`;
+      return;
+    }
+    view.innerHTML = `<div class="card">${head}
+      ${a.signals.length ? `<table class="list" id="analytics-table"><thead><tr><th>Table</th><th>Kind</th><th>Whose</th><th class="num">Round</th><th class="num">Statistic</th><th class="num">Threshold</th><th>Rounds</th></tr></thead><tbody>
+      ${a.signals.map(s => `<tr><td>${esc(s.table)}</td><td>${esc(s.kind.replace(/_/g, " "))}</td><td>${esc(s.subject)}</td><td class="num"><a href="#/round/${encodeURIComponent(s.table)}/${s.round}">${s.round}</a></td><td class="num">${milli(s.statistic_milli)}</td><td class="num">${milli(s.threshold_milli)}</td><td>${rounds(s)}<details><summary>what moved it</summary><ul>${moved(s)}</ul></details></td></tr>`).join("")}
+      </tbody></table>` : `<div class="empty">No signal: every round was judged and no statistic crossed its threshold.</div>`}</div>`;
   } catch (e) { failed(view, e); }
 }
 

@@ -17,6 +17,8 @@ mod bench_ingest;
 #[cfg(feature = "devtools")]
 mod bench_publish;
 mod bus;
+#[cfg(feature = "devtools")]
+mod cheats;
 mod client;
 mod cluster;
 mod conform;

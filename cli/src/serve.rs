@@ -60,6 +60,10 @@ pub struct Args {
     #[arg(long, value_name = "MS", allow_negative_numbers = true,
           value_parser = clap::value_parser!(i64).range(-86_400_000..=86_400_000))]
     recorder_offset_ms: Option<i64>,
+    /// Judge every decision as rounds are indexed (`GET /v1/analytics`), allowing RATE
+    /// false alarms per 1,000 rounds of one statistic. Costs tens of ms a round.
+    #[arg(long, value_name = "RATE")]
+    decision_analytics: Option<f64>,
     /// Serve the ledger read-only, without ingesting (no NATS needed).
     #[arg(long)]
     no_ingest: bool,
@@ -313,6 +317,7 @@ fn api_config(
         recorder_offset_ms: args.recorder_offset_ms,
         stuck_after_s: (!args.no_ingest).then_some(args.stuck_after),
         failures_per_minute_max: Some(args.failures_per_minute),
+        decision_analytics: args.decision_analytics,
     }))
 }
 

@@ -48,6 +48,18 @@ pub struct FloorArgs {
     /// is the default gaming day start.
     #[arg(long, value_name = "HH:MM", default_value = ledger::days::DAY_START_DEFAULT)]
     pub shift_start: String,
+    /// A player at table N, box B who sees the dealer's first hole card and plays on it
+    /// (`N:B`; repeatable). The read model's decision analytics flag it (`/v1/analytics`).
+    #[arg(long, value_name = "N:B")]
+    pub hole_carder: Vec<String>,
+    /// Boxes B and B + 1 of table N show each other their cards and play on both (`N:B`;
+    /// repeatable).
+    #[arg(long, value_name = "N:B")]
+    pub card_sharers: Vec<String>,
+    /// Table N's dealer at roster place P (0-3) pays wrongly at RATE per round while
+    /// dealing (`N:P:RATE`; repeatable, one per table).
+    #[arg(long, value_name = "N:P:RATE")]
+    pub error_prone_dealer: Vec<String>,
 }
 
 /// A forced jackpot hit is this many times rarer per round than `--finance-errors`: a
@@ -98,6 +110,12 @@ impl FloorArgs {
         let mut floor = Floor::new(skip + self.tables, self.seed, self.fault_plan())
             .context("building the simulated floor")?;
         floor.tables.drain(..skip);
+        let cheats = crate::cheats::Cheats {
+            hole_carders: &self.hole_carder,
+            card_sharers: &self.card_sharers,
+            error_prone_dealers: &self.error_prone_dealer,
+        };
+        floor.tables = crate::cheats::place(floor.tables, self.first_table, &cheats)?;
         let floor = floor.starting_at(now_ns - self.head_start_ns());
         Ok(match self.shift_clock()? {
             Some(clock) => floor.with_shifts(clock),

@@ -271,12 +271,12 @@ fn archived_then_removed(tmp: &Path, d: &str, archive: &Path, days: &[String]) {
     assert!(
         written
             .iter()
-            .all(|l| l.matches("(unchanged)").count() == 4),
+            .all(|l| l.matches("(unchanged)").count() == 5),
         "{lines}"
     );
     let out = export(d, &days[0], &[]);
     assert_eq!(out.status.code(), Some(0));
-    assert_eq!(text(&out).matches("unchanged").count(), 4, "{}", text(&out));
+    assert_eq!(text(&out).matches("unchanged").count(), 5, "{}", text(&out));
     let admin = common::simulated_admin_key(tmp);
     let done = roundledger(&[
         "archive",
@@ -296,7 +296,13 @@ fn archived_then_removed(tmp: &Path, d: &str, archive: &Path, days: &[String]) {
         "{}",
         String::from_utf8_lossy(&done.stderr)
     );
-    for t in ["rounds", "bet_lines", "findings", "finance_lines"] {
+    for t in [
+        "rounds",
+        "bet_lines",
+        "findings",
+        "finance_lines",
+        "decisions",
+    ] {
         assert!(
             !file(archive, &days[0], t).exists(),
             "{t} of the removed day"
@@ -305,7 +311,7 @@ fn archived_then_removed(tmp: &Path, d: &str, archive: &Path, days: &[String]) {
     }
     assert_eq!(
         text(&done).matches(".parquet removed by retention").count(),
-        4
+        5
     );
     let gone = export(d, &days[0], &[]);
     assert_eq!(
@@ -346,7 +352,7 @@ fn again_unchanged_other_refused_then_replaced(d: &str, archive: &Path, day: &st
     let before = std::fs::read(&rounds).unwrap();
     let out = export(d, day, &[]);
     assert_eq!(out.status.code(), Some(0));
-    assert_eq!(text(&out).matches("unchanged").count(), 4, "{}", text(&out));
+    assert_eq!(text(&out).matches("unchanged").count(), 5, "{}", text(&out));
     let other = file(archive, day, "findings");
     std::fs::copy(&other, &rounds).unwrap();
     let out = export(d, day, &[]);
@@ -440,6 +446,17 @@ fn duckdb_reads_a_sealed_day_with_the_reports_totals() {
                 got["findings"].as_i64().unwrap(),
                 "{got}"
             );
+            // Every decision sits on a round of the day; the simulated players play the
+            // computed strategy, so most are judged optimal.
+            let decisions = got["decision_rows"].as_i64().unwrap_or(0);
+            assert!(decisions > 0, "{got}");
+            assert_eq!(
+                got["decisions_on_rounds"].as_i64(),
+                Some(decisions),
+                "{got}"
+            );
+            let judged = got["decisions_judged"].as_i64().unwrap();
+            assert!(judged > 0 && judged <= decisions, "{got}");
             tables_compared += 1;
         }
     }

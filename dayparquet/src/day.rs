@@ -6,15 +6,15 @@
 use crate::rows::{self, FinanceCtx, RoundCtx};
 use crate::sink::Sink;
 use crate::Error;
+use analytics::{Evaluator, RoundFacts};
 use ledger::days::DayRule;
 use readside::rounds::{begins_round, first_round_beginning_in, locate_in_ledger};
 use readside::shiftrow::{finance_shift, ShiftCache};
-use schemas::report::RoundReport;
 use schemas::seal::SealedTable;
-use schemas::{Event, EventBody, RoundId, TableId};
+use schemas::{Event, EventBody, RoundId, RuleSet, TableId};
 use std::collections::BTreeMap;
 
-/// The four sinks of a day, in `schema::TABLES` order.
+/// The five sinks of a day, in `schema::TABLES` order.
 pub struct Sinks {
     /// `schema::ROUNDS`.
     pub rounds: Sink,
@@ -24,6 +24,8 @@ pub struct Sinks {
     pub findings: Sink,
     /// `schema::FINANCE_LINES`.
     pub finance_lines: Sink,
+    /// `schema::DECISIONS`.
+    pub decisions: Sink,
 }
 
 /// What one table's part added.
@@ -58,7 +60,8 @@ pub fn stream_table(
         None => lo,
     }
     .min(lo);
-    let mut replayer = replayer::TableReplayer::new(table.clone());
+    // The replayer inside the reader; the reader keeps each round's cards and decisions.
+    let mut replayer = analytics::RoundReader::new(table.clone());
     if let Some((seq, _)) = l.config_at(table, from)? {
         if seq.0 < from {
             if let Some(stored) = l.stored_event(table, seq.0)? {
@@ -74,6 +77,7 @@ pub fn stream_table(
         hi,
         shifts: ShiftCache::default(),
         opened: Opened::new(),
+        evaluators: BTreeMap::new(),
     };
     for stored in l.events(table, from..=u64::MAX) {
         let stored = stored?;
@@ -113,6 +117,8 @@ struct State<'a> {
     hi: u64,
     shifts: ShiftCache,
     opened: Opened,
+    /// One strategy evaluator per rule set met (`decisions`).
+    evaluators: BTreeMap<RuleSet, Evaluator>,
 }
 
 impl State<'_> {
@@ -146,7 +152,8 @@ impl State<'_> {
     }
 
     /// Writes a reported round's rows if it began in the day.
-    fn round(&mut self, r: &RoundReport, out: &mut Sinks) -> Result<(), Error> {
+    fn round(&mut self, f: &RoundFacts, out: &mut Sinks) -> Result<(), Error> {
+        let r = &f.report;
         let opened = self.opened.remove(&r.round);
         if !(self.lo..=self.hi).contains(&r.first_seq.0) {
             return Ok(());
@@ -172,6 +179,19 @@ impl State<'_> {
         }
         for row in rows::finding_rows(r, &ctx) {
             out.findings.push(row)?;
+        }
+        let verdicts = match f.rule_set {
+            Some(rs) => {
+                let ev = self
+                    .evaluators
+                    .entry(rs)
+                    .or_insert_with(|| Evaluator::new(rs));
+                analytics::verdict::judge(ev, f)
+            }
+            None => Vec::new(),
+        };
+        for row in rows::decision_rows(f, &verdicts, &ctx) {
+            out.decisions.push(row)?;
         }
         Ok(())
     }

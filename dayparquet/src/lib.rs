@@ -1,11 +1,12 @@
 //! Every sealed gaming day as Parquet, for SQL engines and notebooks (DuckDB, Spark,
-//! Trino): `rounds`, `bet_lines`, `findings` and `finance_lines`, each in its own file
-//! `<day>.<table>.parquet` beside the day's day file (`<ledger>/archive/`). The columns
+//! Trino): `rounds`, `bet_lines`, `findings`, `finance_lines` and `decisions`, each in its
+//! own file `<day>.<table>.parquet` beside the day's day file (`<ledger>/archive/`). The columns
 //! are documented in docs/PARQUET.md, generated from `schema`.
 //!
 //! - `schema`: the tables' columns as data: names, types, nullability, meanings.
 //! - `day`: one table's part of a day streamed from the ledger through the replayer.
-//! - `rows`: a round's rows and a finance event's row.
+//! - `rows`: a round's rows (its decisions judged by `analytics::verdict`) and a finance
+//!   event's row.
 //! - `sink`: Arrow builders and parquet's writer, one row group at a time.
 //! - `place`: the finished files renamed into place: new, unchanged, refused or replaced.
 //!
@@ -14,8 +15,6 @@
 //! and the column's meaning says when. Memory holds one row group per table, whatever
 //! the day's size. The same day gives the same bytes, so writing it again changes
 //! nothing; a file with other bytes is never silently overwritten (`place`).
-//! Not yet written: the decisions table with its strategy verdict (`analytics` judges each
-//! decision, but no day file holds those verdicts yet).
 
 #![warn(missing_docs)]
 
@@ -202,7 +201,7 @@ pub fn write_day(
     })
 }
 
-/// Streams every sealed table of the day into its four sinks and finishes them.
+/// Streams every sealed table of the day into its five sinks and finishes them.
 fn stream_day(
     l: &ledger::Ledger,
     rule: &DayRule,
@@ -220,6 +219,7 @@ fn stream_day(
         sinks.bet_lines,
         sinks.findings,
         sinks.finance_lines,
+        sinks.decisions,
     ]
     .into_iter()
     .map(sink::Sink::finish)
@@ -236,5 +236,6 @@ fn open_sinks(dir: &Path, day: &str, meta: &HashMap<String, String>) -> Result<d
         bet_lines: open(&schema::BET_LINES)?,
         findings: open(&schema::FINDINGS)?,
         finance_lines: open(&schema::FINANCE_LINES)?,
+        decisions: open(&schema::DECISIONS)?,
     })
 }

@@ -2,7 +2,7 @@
 //! nets come from `readside::shiftrow::nets`, the same as finance reports, and the pool's
 //! part of them comes from `readside::shiftrow::pool_split`, the report's own rule.
 
-use crate::schema::{BET_LINES, FINANCE_LINES, FINDINGS, ROUNDS};
+use crate::schema::{BET_LINES, DECISIONS, FINANCE_LINES, FINDINGS, ROUNDS};
 use crate::sink::Value;
 use readside::shiftrow::{nets, pool_split};
 use schemas::report::RoundReport;
@@ -291,4 +291,47 @@ fn finance_kind(entry: &Finance) -> &'static str {
         Finance::ClosingInventory { .. } => "closing_inventory",
         Finance::DropBoxRemoved { .. } => "drop_box_removed",
     }
+}
+
+/// A round's decision rows: every box with a recorded decision, in box order, with the
+/// verdict of the box's judged decision when it has one.
+pub fn decision_rows(
+    f: &analytics::RoundFacts,
+    verdicts: &[analytics::DecisionVerdict],
+    ctx: &RoundCtx,
+) -> Vec<Vec<Value>> {
+    use analytics::verdict::cards_text;
+    let play = |raise: bool| text(if raise { "raise" } else { "fold" });
+    let r = &f.report;
+    f.boxes
+        .iter()
+        .filter_map(|b| Some((b, b.decision?)))
+        .map(|(b, choice)| {
+            let v = verdicts.iter().find(|v| v.box_no == b.box_no);
+            let verdict = match v {
+                None => "not_judged",
+                Some(v) if v.off_strategy() => "off_strategy",
+                Some(_) => "optimal",
+            };
+            let row = vec![
+                text(&ctx.day),
+                text(&ctx.shift),
+                text(r.table.as_str()),
+                Value::U64(r.round.0),
+                Value::Text(r.rule_set.map(|g| g.code().to_string())),
+                Value::U32(Some(u32::from(b.box_no.0))),
+                text(&snake(&choice)),
+                text(&cards_text(&b.cards)),
+                text(&cards_text(&f.dealer_seen)),
+                text(&cards_text(&f.dealer_cards)),
+                v.map_or(Value::Text(None), |v| play(v.optimal_raise)),
+                Value::Minor(v.map(|v| v.gain_ppm)),
+                v.map_or(Value::Text(None), |v| play(v.hindsight_raise)),
+                Value::Minor(v.map(|v| v.hindsight_gain_ppm)),
+                text(verdict),
+            ];
+            debug_assert_eq!(row.len(), DECISIONS.columns.len());
+            row
+        })
+        .collect()
 }

@@ -1,4 +1,4 @@
-//! The four Parquet tables of a sealed day, as data: each column's name, type, whether it
+//! The five Parquet tables of a sealed day, as data: each column's name, type, whether it
 //! may be null, and what it means. The Arrow schemas and docs/PARQUET.md follow from it.
 
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
@@ -26,6 +26,8 @@ pub enum Kind {
     Bool,
     /// List of UInt64 (event seqs).
     Seqs,
+    /// Int64 parts per million of the box's Ante (expected values).
+    Ppm,
 }
 
 impl Kind {
@@ -39,6 +41,7 @@ impl Kind {
             Kind::Time => DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into())),
             Kind::Bool => DataType::Boolean,
             Kind::Seqs => DataType::List(Arc::new(seq_item())),
+            Kind::Ppm => DataType::Int64,
         }
     }
 
@@ -48,6 +51,7 @@ impl Kind {
             Kind::MinorUnits => "minor units of `currency`",
             Kind::Time => "UTC ns",
             Kind::Seqs => "event seqs",
+            Kind::Ppm => "ppm of the Ante",
             _ => "",
         }
     }
@@ -254,8 +258,31 @@ pub const FINANCE_LINES: TableSpec = TableSpec {
     ],
 };
 
+/// `decisions`: one row per recorded decision (Play, Fold, walk-away, refusal) of a round
+/// that began in the day, with the strategy verdict of `analytics::verdict`.
+pub const DECISIONS: TableSpec = TableSpec {
+    name: "decisions",
+    columns: &[
+        GAMING_DAY,
+        ROUND_SHIFT,
+        TABLE_ID,
+        ROUND_NO,
+        col("rule_set", Kind::Text, true, "The round's rule set; null when no configuration preceded it."),
+        col("box_no", Kind::U32, false, "The betting box, 1-based."),
+        col("decision", Kind::Text, false, "play, fold, walk_away or refuse_to_reveal, as recorded."),
+        col("player_cards", Kind::Text, false, "The box's cards in deal order, e.g. `Ah Kd 9c`."),
+        col("dealer_seen", Kind::Text, false, "The dealer's cards the player could see when deciding: the up card, an exposed card."),
+        col("dealer_cards", Kind::Text, false, "The dealer's whole hand, in deal order."),
+        col("optimal_play", Kind::Text, true, "raise or fold: the optimal strategy on what the player could see (computed by the rules engine); null when not judged."),
+        col("optimal_gain_ppm", Kind::Ppm, true, "Expected net of a raise over a fold on that view; null when not judged."),
+        col("best_given_dealer", Kind::Text, true, "raise or fold: the best play given the dealer's whole hand; null when not judged."),
+        col("best_given_dealer_gain_ppm", Kind::Ppm, true, "Net of a raise over a fold against the dealer's hand; null when not judged."),
+        col("verdict", Kind::Text, false, "optimal, off_strategy, or not_judged (a refusal, a void round, an incomplete hand or a repeated card)."),
+    ],
+};
+
 /// Every table a day's Parquet holds, in the order they are written.
-pub const TABLES: [&TableSpec; 4] = [&ROUNDS, &BET_LINES, &FINDINGS, &FINANCE_LINES];
+pub const TABLES: [&TableSpec; 5] = [&ROUNDS, &BET_LINES, &FINDINGS, &FINANCE_LINES, &DECISIONS];
 
 /// The column tables of docs/PARQUET.md: one section per table, one line per column.
 pub fn markdown() -> String {

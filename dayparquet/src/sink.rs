@@ -39,7 +39,7 @@ pub enum Value {
     U64(u64),
     /// `Kind::U32`.
     U32(Option<u32>),
-    /// `Kind::MinorUnits`.
+    /// `Kind::MinorUnits` or `Kind::Ppm`.
     Minor(Option<i64>),
     /// `Kind::Time`, UTC ns.
     Time(Option<i64>),
@@ -66,7 +66,7 @@ impl Builder {
             Kind::Text => Builder::Text(StringBuilder::new()),
             Kind::U64 => Builder::U64(UInt64Builder::new()),
             Kind::U32 => Builder::U32(UInt32Builder::new()),
-            Kind::MinorUnits => Builder::Minor(Int64Builder::new()),
+            Kind::MinorUnits | Kind::Ppm => Builder::Minor(Int64Builder::new()),
             Kind::Time => Builder::Time(TimestampNanosecondBuilder::new().with_timezone("UTC")),
             Kind::Bool => Builder::Bool(BooleanBuilder::new()),
             Kind::Seqs => Builder::Seqs(

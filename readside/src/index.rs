@@ -32,7 +32,9 @@
 use crate::model::{self, space, Model, TableStatus};
 use crate::row::{finding_view, note_box_in_play, row_of, Digest};
 use crate::shiftrow::{self, ShiftCache};
+use crate::signals::{Coverage, SignalRow, Signals};
 use crate::ReadError;
+use analytics::RoundFacts;
 use schemas::api::{FeedItem, FindingRow, RoundRow};
 use schemas::finance::ShiftRow;
 use schemas::report::{RoundReport, Verdict};
@@ -48,26 +50,49 @@ pub const INDEX_CHUNK_EVENTS: u64 = 16_384;
 /// Most jackpot pools whose last display a table's cursor keeps.
 pub const CURSOR_POOLS_MAX: usize = 256;
 
-/// The tail's memory: one replayer and cursor per table (no history), and the events it
-/// has read since it started.
+/// The tail's memory: one replayer and cursor per table (no history), the events it has
+/// read since it started, and the decision analytics when they are on (`signals`).
 #[derive(Debug, Default)]
 pub struct Tail {
     tables: BTreeMap<TableId, TableTail>,
     events_read: u64,
     shifts: ShiftCache,
+    signals: Option<Signals>,
 }
 
 impl Tail {
+    /// A tail that judges every reported round's decisions under `setting`.
+    pub fn with_analytics(setting: analytics::TestSetting) -> Tail {
+        Tail {
+            signals: Some(Signals::new(setting)),
+            ..Tail::default()
+        }
+    }
+
+    /// Decisions judged since this tail started; `None` with analytics off.
+    pub fn decisions_judged(&self) -> Option<u64> {
+        self.signals.as_ref().map(Signals::decisions)
+    }
+
     /// Events read from the ledger since this tail started, resumes included.
     pub fn events_read(&self) -> u64 {
         self.events_read
     }
 }
 
-#[derive(Debug)]
+/// A table's replayer (inside the analytics' round reader, which keeps each round's cards
+/// and decisions beside it) and cursor.
 struct TableTail {
-    replayer: replayer::TableReplayer,
+    reader: analytics::RoundReader,
+    /// Whether its reported rounds' facts go to the analytics.
+    judge: bool,
     cur: Cursor,
+}
+
+impl std::fmt::Debug for TableTail {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TableTail").field("cur", &self.cur).finish()
+    }
 }
 
 /// A table's cursor, stored in the model with each pass.
@@ -215,6 +240,8 @@ struct PassOut {
     recounts: Vec<Recount>,
     tables: BTreeMap<TableId, TableDelta>,
     events: u64,
+    /// Statistics that crossed their thresholds in this pass.
+    signals: Vec<SignalRow>,
 }
 
 #[derive(Default)]
@@ -234,6 +261,8 @@ struct Reported {
     report: RoundReport,
     terms: Terms,
     counted: Option<RoundReport>,
+    /// The round's cards and decisions, when the analytics judge it.
+    facts: Option<RoundFacts>,
 }
 
 /// A closed round's early report to count: the one counted before is taken back first.
@@ -268,7 +297,8 @@ pub fn pass(
         .filter(|h| !fenced.contains_key(&h.table))
     {
         if !tail.tables.contains_key(&head.table) {
-            let t = load_table(ledger, model, &head, &mut tail.events_read)?;
+            let mut t = load_table(ledger, model, &head, &mut tail.events_read)?;
+            t.judge = tail.signals.is_some();
             tail.tables.insert(head.table.clone(), t);
         }
         let Some(t) = tail.tables.get_mut(&head.table) else {
@@ -308,6 +338,11 @@ pub fn pass(
         early_rows(ledger, &mut t.cur, (&mut out.early, &mut out.recounts));
     }
     tail.events_read += out.events;
+    if let Some(signals) = tail.signals.as_mut() {
+        for f in out.reports.iter_mut().filter_map(|r| r.facts.take()) {
+            out.signals.extend(signals.judge(&f));
+        }
+    }
     let feed = commit(model, tail, out)?;
     Ok((feed, more))
 }
@@ -373,10 +408,11 @@ fn load_table(
 ) -> Result<TableTail, ReadError> {
     let table = &head.table;
     let key = model::table_key(space::CURSOR, table);
-    let mut replayer = replayer::TableReplayer::new(table.clone());
+    let mut reader = analytics::RoundReader::new(table.clone());
     let Some(cur) = model.get::<Cursor>(&key)? else {
         return Ok(TableTail {
-            replayer,
+            reader,
+            judge: false,
             cur: Cursor::new(),
         });
     };
@@ -409,7 +445,7 @@ fn load_table(
         *events_read += 1;
         if let Ok((e, _)) = schemas::codec::decode(&stored.bytes) {
             // Rounds before the window were reported in earlier passes.
-            let _ = replayer.push(stored.seq, &e);
+            let _ = reader.push(stored.seq, &e);
         }
     };
     // What retention removed is not fed: the replayer goes on without it.
@@ -425,7 +461,11 @@ fn load_table(
         feed(stored);
     }
     feed_window(ledger, table, from, cur.next_seq, &mut feed)?;
-    Ok(TableTail { replayer, cur })
+    Ok(TableTail {
+        reader,
+        judge: false,
+        cur,
+    })
 }
 
 /// Feeds the stored events of seqs `from..to` in order, passing over days removed by
@@ -465,10 +505,19 @@ fn feed_window(
 /// Rebuilds the model from seq 1 of every table (after `Model::clear`), or brings it up to
 /// the ledger's heads from its cursors. Returns the events read. Blocking: the stores.
 pub fn catch_up(ledger: &ledger::Ledger, model: &Model) -> Result<u64, ReadError> {
-    let mut tail = Tail::default();
-    while pass(ledger, &mut tail, model)?.1 {}
+    catch_up_with(ledger, model, &mut Tail::default())
+}
+
+/// `catch_up` with a given tail (analytics on or off). Returns the events it read.
+pub fn catch_up_with(
+    ledger: &ledger::Ledger,
+    model: &Model,
+    tail: &mut Tail,
+) -> Result<u64, ReadError> {
+    let before = tail.events_read;
+    while pass(ledger, tail, model)?.1 {}
     model.flush()?;
-    Ok(tail.events_read)
+    Ok(tail.events_read - before)
 }
 
 /// The rows of the rounds the replayer has not reported yet that changed in this pass: in
@@ -575,15 +624,20 @@ fn index_event(
     }
     note_table_event(table, c, delta, seq, &event, (rule, shifts));
     track_pending(table, c, seq, &event);
-    for r in t.replayer.push(Seq(seq), &event) {
-        let (terms, counted) = match t.cur.pending.remove(&r.round.0) {
+    for f in t.reader.push(Seq(seq), &event) {
+        let (terms, counted) = match t.cur.pending.remove(&f.report.round.0) {
             Some(p) => (p.terms, p.counted),
             None => (t.cur.terms.clone(), None),
         };
+        let (report, facts) = match t.judge {
+            true => (f.report.clone(), Some(f)),
+            false => (f.report, None),
+        };
         reports.push(Reported {
-            report: r,
+            report,
             terms,
             counted,
+            facts,
         });
     }
 }
@@ -748,6 +802,7 @@ struct Writes<'a> {
     shifts: BTreeMap<(i64, TableId), ShiftRow>,
     shift_cache: &'a mut ShiftCache,
     configs: Vec<(TableId, u64)>,
+    signals: Vec<SignalRow>,
 }
 
 impl Writes<'_> {
@@ -816,6 +871,7 @@ impl Writes<'_> {
             report: r,
             terms,
             counted,
+            ..
         } = rep;
         if let Some(early) = &counted {
             assert_eq!(early.round, r.round, "an early count is of the same round");
@@ -877,6 +933,7 @@ impl Writes<'_> {
     fn into_batch(mut self, tail: &Tail, events: u64) -> Result<crate::kv::Batch, ReadError> {
         let mut b = crate::kv::Batch::default();
         let mut meta = self.model.meta()?;
+        let rounds_before = meta.rounds;
         meta.events_indexed += events;
         for ((t, r), d) in std::mem::take(&mut self.digests) {
             match self.model.digest(&t, r)? {
@@ -913,9 +970,32 @@ impl Writes<'_> {
             let k = model::shift_key(*start, Some(t));
             b.insert(k.clone(), model::seal(&k, row));
         }
+        for row in &self.signals {
+            let k = model::signal_key(row);
+            b.insert(k.clone(), model::seal(&k, row));
+        }
+        let k = vec![space::ANALYTICS];
+        let coverage = coverage(self.model.coverage()?, rounds_before, tail);
+        b.insert(k.clone(), model::seal(&k, &coverage));
         let k = vec![space::META];
         b.insert(k.clone(), model::seal(&k, &meta));
         Ok(b)
+    }
+}
+
+/// Whether the model's rounds are all judged after this pass: only if every pass judged
+/// its rounds under one setting, from a model with no rounds.
+fn coverage(before: Option<Coverage>, rounds: u64, tail: &Tail) -> Coverage {
+    let now = tail.signals.as_ref().map(Signals::setting_milli);
+    let setting = now.unwrap_or(0);
+    let complete = match before {
+        None => now.is_some() && rounds == 0,
+        Some(b) => b.complete && now == Some(b.false_alarms_milli_per_1000_rounds),
+    };
+    Coverage {
+        complete,
+        false_alarms_milli_per_1000_rounds: before
+            .map_or(setting, |b| b.false_alarms_milli_per_1000_rounds),
     }
 }
 
@@ -933,6 +1013,7 @@ fn commit(model: &Model, tail: &mut Tail, out: PassOut) -> Result<Vec<FeedItem>,
         shifts: BTreeMap::new(),
         shift_cache: &mut cache,
         configs: Vec::new(),
+        signals: out.signals,
     };
     let mut feed = Vec::new();
     // Before the batch: a committed pass implies its configurations are in the book.

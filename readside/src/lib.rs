@@ -10,6 +10,8 @@
 //! - `shiftrow`: a table's shift row of finance; `finance`: the reports read from them.
 //! - `edges`: the house edges of configured pay tables, priced off the indexer's path.
 //! - `counts`: the count room's results, from the API's `counts.jsonl`.
+//! - `signals`: the decision analytics' signals (hole-card play, card sharing), kept as
+//!   rounds are indexed.
 //! - `forks`: disputed seqs, where a chain has two signed events (one quarantined).
 //! - `describe`, `clauses`: event descriptions and finding wording for people.
 //!
@@ -33,6 +35,7 @@ pub mod model;
 pub mod rounds;
 pub mod row;
 pub mod shiftrow;
+pub mod signals;
 
 /// Why a read failed. The API maps each kind to an HTTP status; the CLI prints it.
 #[derive(Debug, thiserror::Error)]

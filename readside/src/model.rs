@@ -25,6 +25,7 @@
 
 use crate::kv::{prefix_end, EntryResult, ModelKv};
 use crate::row::Digest;
+use crate::signals::{Coverage, SignalRow};
 use ledger::days::DayRule;
 use schemas::api::{DisputeRow, RoundRow};
 use schemas::finance::ShiftRow;
@@ -35,8 +36,9 @@ use std::ops::Bound;
 use std::path::{Path, PathBuf};
 
 /// The on-disk format's version; a model of another version is rebuilt or refused. 7: the
-/// model lives in a `Store` of its own (`kv`), in `<model dir>/store`.
-pub const MODEL_VERSION: u32 = 7;
+/// model lives in a `Store` of its own (`kv`), in `<model dir>/store`. 8: decision signals
+/// and their coverage (`signals`).
+pub const MODEL_VERSION: u32 = 8;
 /// Bytes of the keyed BLAKE3 seal before each value.
 pub const SEAL_BYTES: usize = 16;
 /// Most findings or disputes of one round the model keys (their index is a `u16`).
@@ -63,6 +65,8 @@ pub(crate) mod space {
     pub const RULE: u8 = b'x';
     pub const CURSOR: u8 = b'k';
     pub const EDGE: u8 = b'e';
+    pub const SIGNAL: u8 = b'a';
+    pub const ANALYTICS: u8 = b'A';
 }
 
 /// Why the model could not be read or written.
@@ -405,6 +409,33 @@ impl Model {
         Ok(out)
     }
 
+    /// Whether the decision analytics judged every round; `None` before the first pass.
+    pub fn coverage(&self) -> Result<Option<Coverage>, ModelError> {
+        self.get(&[space::ANALYTICS])
+    }
+
+    /// The decision signals of one table, or of all, by table then round; at most `max`.
+    pub fn signals(
+        &self,
+        table: Option<&TableId>,
+        max: usize,
+    ) -> Result<Vec<SignalRow>, ModelError> {
+        let prefix = match table {
+            Some(t) => table_key(space::SIGNAL, t),
+            None => vec![space::SIGNAL],
+        };
+        let mut out = Vec::new();
+        for kv in self.db.scan_prefix(&prefix).fwd().take(max) {
+            let (k, v) = kv?;
+            let row: SignalRow = decode(&k, &v)?;
+            if signal_key(&row) != k {
+                return Err(ModelError::Corrupt(format!("signal {}", key_text(&k))));
+            }
+            out.push(row);
+        }
+        Ok(out)
+    }
+
     pub(crate) fn get<T: DeserializeOwned>(&self, key: &[u8]) -> Result<Option<T>, ModelError> {
         match self.db.get(key)? {
             None => Ok(None),
@@ -665,6 +696,15 @@ pub(crate) fn str_key(space: u8, s: &str) -> Vec<u8> {
 
 pub(crate) fn table_key(space: u8, table: &TableId) -> Vec<u8> {
     str_key(space, table.as_str())
+}
+
+/// A signal's key: its table, round, kind and subject.
+pub(crate) fn signal_key(row: &SignalRow) -> Vec<u8> {
+    let mut k = str_key(space::SIGNAL, &row.table);
+    k.extend_from_slice(&row.round.to_be_bytes());
+    push_str(&mut k, &row.kind);
+    push_str(&mut k, &row.subject);
+    k
 }
 
 pub(crate) fn round_key(table: &TableId, round: u64) -> Vec<u8> {

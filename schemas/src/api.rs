@@ -1002,6 +1002,87 @@ pub struct AlertList {
     pub alerts: Vec<Alert>,
 }
 
+/// One decision that moved a signal's statistic.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct SignalMove {
+    /// Its round.
+    pub round: u64,
+    /// Its box.
+    pub box_no: u8,
+    /// What it added to the statistic, in thousandths.
+    pub by_milli: i64,
+    /// What the player saw, chose, and what the hidden cards were.
+    pub text: String,
+}
+
+/// A decision statistic that crossed its threshold at a round (`GET /v1/analytics`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct DecisionSignal {
+    /// The table of the round that raised it.
+    pub table: String,
+    /// The round at which it crossed.
+    pub round: u64,
+    /// `hole_card_play` or `card_sharing`: the alert subject's last token.
+    pub kind: String,
+    /// Whose decisions: `box 3`, `boxes 3-4`, `dealer D-17`, `table`.
+    pub subject: String,
+    /// The box, for a box's statistic.
+    pub box_no: Option<u8>,
+    /// The dealer, for a dealer's statistic.
+    pub dealer: Option<String>,
+    /// The statistic, in thousandths.
+    pub statistic_milli: i64,
+    /// Its threshold, in thousandths.
+    pub threshold_milli: i64,
+    /// The setting: false alarms per 1,000 rounds, in thousandths.
+    pub false_alarms_milli_per_1000_rounds: u64,
+    /// Rounds since the statistic last stood at 0.
+    pub run_rounds: u64,
+    /// The decisions that moved it most, largest first.
+    pub moved: Vec<SignalMove>,
+}
+
+impl DecisionSignal {
+    /// The rounds this signal links to: where it crossed, then those that moved it.
+    pub fn rounds(&self) -> Vec<u64> {
+        let mut out = vec![self.round];
+        for m in &self.moved {
+            if !out.contains(&m.round) {
+                out.push(m.round);
+            }
+        }
+        out
+    }
+}
+
+/// The decision signals (`GET /v1/analytics`), by table then round.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct AnalyticsList {
+    /// Whether every round in the read model was judged; `false` means an empty list says
+    /// nothing (analytics off for part of the history).
+    pub computed: bool,
+    /// Why the signals are not known, when `computed` is false.
+    pub not_computed_reason: Option<String>,
+    /// The setting: false alarms per 1,000 rounds of one statistic, in thousandths.
+    pub false_alarms_milli_per_1000_rounds: Option<u64>,
+    /// The signals, each with links to its rounds (`/v1/tables/<table>/rounds/<n>`).
+    pub signals: Vec<AnalyticsSignal>,
+}
+
+/// One signal with the API links to its rounds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct AnalyticsSignal {
+    /// The signal.
+    #[serde(flatten)]
+    pub signal: DecisionSignal,
+    /// Its rounds' paths, the crossing round first.
+    pub round_links: Vec<String>,
+}
+
 /// One sealed gaming day in a list (`GET /v1/days`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]

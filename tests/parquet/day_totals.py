@@ -43,6 +43,17 @@ def main():
         WHERE kind IN ('cash_buy_in', 'marker', 'fill', 'credit') GROUP BY table_id, kind""").fetchall()
     for t, kind, amount in finance:
         out.setdefault(t, {})[kind] = int(amount)
+    # Decisions: each on a round of the day's `rounds`, each judged or saying why not.
+    decisions = con.execute(f"""
+        SELECT d.table_id, count(*), count(r.round_no),
+               count(*) FILTER (WHERE d.verdict IN ('optimal', 'off_strategy')),
+               count(*) FILTER (WHERE d.verdict = 'off_strategy')
+        FROM read_parquet({f('decisions')}) d
+        LEFT JOIN read_parquet({f('rounds')}) r USING (table_id, round_no)
+        GROUP BY d.table_id""").fetchall()
+    for t, n, on_rounds, judged, off in decisions:
+        out.setdefault(t, {}).update({"decision_rows": n, "decisions_on_rounds": on_rounds,
+                                      "decisions_judged": judged, "decisions_off_strategy": off})
     # The column types a reader sees: money Int64, times UTC timestamps.
     types = {r[0]: r[1] for r in con.execute(
         f"DESCRIBE SELECT * FROM read_parquet({f('rounds')})").fetchall()}
