@@ -99,11 +99,15 @@ impl Store for FaultyStore {
             Ok(kv)
         }))
     }
-    fn range_back<'a>(&'a self, space: Space) -> KvIter<'a> {
+    fn range_back_before<'a>(&'a self, space: Space, before: Option<&[u8]>) -> KvIter<'a> {
         let switch = &self.switch;
-        Box::new(self.inner.range_back(space).inspect(move |_| {
-            switch.entries_read.fetch_add(1, Ordering::SeqCst);
-        }))
+        Box::new(
+            self.inner
+                .range_back_before(space, before)
+                .inspect(move |_| {
+                    switch.entries_read.fetch_add(1, Ordering::SeqCst);
+                }),
+        )
     }
     fn keys<'a>(&'a self, space: Space, from: &[u8], to: Option<&[u8]>) -> KeyIter<'a> {
         let switch = &self.switch;
@@ -142,6 +146,12 @@ impl Store for FaultyStore {
     }
     fn tier_dir(&self) -> Option<std::path::PathBuf> {
         self.inner.tier_dir()
+    }
+    fn reads(&self) -> Option<crate::store::reads::StoreReads> {
+        self.inner.reads()
+    }
+    fn archived_day_of(&self, key: &[u8]) -> Result<Option<String>, Error> {
+        self.inner.archived_day_of(key)
     }
     fn forget_tier(&self) {
         self.inner.forget_tier()

@@ -3,6 +3,7 @@
 //! the value log for tampering after the ledger is closed.
 #![allow(dead_code)]
 
+pub mod archived;
 pub mod signed;
 
 use ledger::store::{KeyIter, KvIter, Op, Space, Store, SLED_TREE};
