@@ -30,7 +30,14 @@ type Step<'a> = (&'static str, &'a dyn Fn(&Ledger));
 /// What the open and each step read, each step after a fresh open.
 fn costs(dir: &Path, hot_day: &str) -> Vec<(&'static str, StoreReads)> {
     let t = TableId::new(TABLES[0]).expect("table");
-    let steps: [Step; 3] = [
+    let steps: [Step; 5] = [
+        ("day count", &|l| {
+            assert!(l.tier_day_count().expect("count") >= 1);
+        }),
+        ("days to archive", &|l| {
+            let due = l.days_to_archive(i64::MAX / 2, 0).expect("due");
+            assert_eq!(due, [hot_day], "only the hot day is due");
+        }),
         ("hot lookup", &|l| {
             let head = l.head(&t).expect("head").seq.0;
             assert!(l.stored_event(&t, head).expect("read").is_some());
@@ -79,12 +86,15 @@ fn open_and_day_reads_do_not_grow_with_archived_days() {
             "{step} reads the same at 1 and {DAYS_MANY} archived days"
         );
     }
+    for (step, r) in &b[1..3] {
+        assert_eq!(r.of(Space::Tier), 0, "{step} reads no catalog entry");
+    }
     let open = &b[0].1;
     assert_eq!(open.of(Space::Tier), 0, "open reads no catalog entry");
     assert_eq!(open.of(Space::Seal), 0, "open reads no seal");
     assert_eq!((open.day_files_opened, open.frames_loaded), (0, 0));
     // A lookup in an archived day reads its own catalog entry and file, once.
-    let archived = &b[2].1;
+    let archived = &b[4].1;
     assert_eq!(archived.of(Space::Tier), 1);
     assert_eq!(archived.day_files_opened, 1);
 }
@@ -155,4 +165,36 @@ fn heads_in_an_archived_day_are_checked_without_reading_its_file() {
         !l.verify().unwrap().is_ok(),
         "verify names the missing day file"
     );
+}
+
+/// Days archived out of order: the days still hot are found, and the mark through which
+/// every day is cataloged moves only over a contiguous run.
+#[test]
+fn days_archived_out_of_order_are_all_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let l = Ledger::open(dir.path()).unwrap();
+    let mut b = Builder::new();
+    let days: Vec<String> = (0..4)
+        .map(|_| {
+            b.append_day(&l);
+            b.seal_day(&l)
+        })
+        .collect();
+    let due = |l: &Ledger| l.days_to_archive(i64::MAX / 2, 0).unwrap();
+    l.archive_move(&days[2]).unwrap();
+    assert_eq!(due(&l), [days[0].as_str(), &days[1], &days[3]]);
+    l.archive_move(&days[0]).unwrap();
+    assert_eq!(due(&l), [days[1].as_str(), &days[3]]);
+    l.archive_move(&days[1]).unwrap();
+    assert_eq!(due(&l), [days[3].as_str()]);
+    assert_eq!(l.tier_day_count().unwrap(), 3);
+    let before = reads(&l);
+    assert_eq!(due(&l), [days[3].as_str()]);
+    let r = minus(&reads(&l), &before);
+    assert_eq!(
+        r.of(Space::Seal),
+        1,
+        "only the hot day's seal is read: {r:?}"
+    );
+    assert_eq!(l.tier_entries().unwrap().len(), 3);
 }

@@ -19,6 +19,28 @@ pub fn rule() -> DayRule {
     DayRule::new("06:00", "UTC").expect("rule")
 }
 
+/// The body of event `seq`: the table's config first (in the oldest archived day, where a
+/// replay of any later day reads it), then announcements.
+fn body(seq: u64) -> EventBody {
+    if seq > 1 {
+        return EventBody::Announced {
+            announcement: Announcement::PlaceYourBets,
+        };
+    }
+    let config = TableConfig {
+        rule_set: RuleSet::Csp6,
+        rules_version: "Version 6".into(),
+        currency: "SGD".into(),
+        boxes: 7,
+        dealing: DealingMode::Shuffler,
+        limits: Vec::new(),
+        pay_tables: Vec::new(),
+        bet_win_cap: None,
+        jackpot: None,
+    };
+    EventBody::TableOpened { config }
+}
+
 /// The day after `day`.
 fn next_day(rule: &DayRule, day: &str) -> String {
     let end = rule.bounds(day).expect("bounds").ends_at_ns;
@@ -64,10 +86,8 @@ impl Builder {
                     seq: Seq(*seq),
                     prev: *prev,
                     occurred_at_ns: at,
-                    round: Some(RoundId(*seq / 3 + 1)),
-                    body: EventBody::Announced {
-                        announcement: Announcement::PlaceYourBets,
-                    },
+                    round: (*seq > 1).then_some(RoundId(*seq / 3 + 1)),
+                    body: body(*seq),
                 };
                 let bytes = codec::encode(&e, WireFormat::Bincode);
                 *prev = event_hash(prev, &bytes);
@@ -99,6 +119,7 @@ impl Builder {
     /// `days` days appended, sealed and archived, then one day appended, sealed and kept
     /// hot; returns the hot day.
     pub fn build(&mut self, l: &Ledger, days: u32) -> String {
+        l.set_day_rule(&self.rule).expect("day rule");
         for _ in 0..days {
             self.append_day(l);
             let day = self.seal_day(l);
