@@ -8,8 +8,8 @@ use schemas::attest::SigningKey;
 use schemas::codec::{self, WireFormat};
 use schemas::*;
 
-const HOUR_NS: i64 = 3_600 * 1_000_000_000;
-/// Events per table per day.
+const MINUTE_NS: i64 = 60 * 1_000_000_000;
+/// Events per table per day, unless `Builder::events_per_day` says otherwise.
 const EVENTS_PER_DAY: u64 = 3;
 /// The tables of the built ledger.
 pub const TABLES: [&str; 2] = ["T-A", "T-B"];
@@ -54,6 +54,7 @@ pub struct Builder {
     next: Vec<(TableId, u64, Hash32)>,
     stream_seq: u64,
     day: String,
+    events_per_day: u64,
 }
 
 impl Builder {
@@ -69,15 +70,26 @@ impl Builder {
             next,
             stream_seq: 0,
             day: "2016-01-01".into(),
+            events_per_day: EVENTS_PER_DAY,
         }
+    }
+
+    /// `n` events a table a day instead of `EVENTS_PER_DAY`, one a minute.
+    pub fn events_per_day(mut self, n: u64) -> Builder {
+        assert!(
+            (1..=1_000).contains(&n),
+            "a day of 1 to 1,000 events a table"
+        );
+        self.events_per_day = n;
+        self
     }
 
     /// Appends the current day's events, in one call, and flushes.
     pub fn append_day(&mut self, l: &Ledger) {
         let start = self.rule.bounds(&self.day).expect("bounds").starts_at_ns;
         let mut batch = Vec::new();
-        for k in 0..EVENTS_PER_DAY {
-            let at = start + (k as i64 + 1) * HOUR_NS;
+        for k in 0..self.events_per_day {
+            let at = start + (k as i64 + 1) * MINUTE_NS;
             for (table, seq, prev) in self.next.iter_mut() {
                 let e = Event {
                     v: WIRE_VERSION,
