@@ -272,3 +272,46 @@ async fn wait_head(mut heads: async_nats::Subscriber, seq: u64) {
     });
     found.await.expect("the head within the wait");
 }
+
+/// `table status --server` calls a table stuck by the server's own limit (`serve
+/// --stuck-after 1`), not the command's default of 300 s; `--stuck-after` still rules
+/// when given.
+#[test]
+fn status_from_a_server_applies_the_servers_stuck_limit() {
+    const TOKEN: &str = "stuck-status-token";
+    let nats = natsd::NatsServer::start().expect("nats-server");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (mut serving, log) =
+        common::serve::start(dir.path(), &nats.url(), TOKEN, "stuck-after = 1\n");
+    let (api, _) = common::serve::listening(&log);
+    let events = one_table();
+    let t = events[0].event.table.clone();
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(async {
+        let client = async_nats::connect(nats.url()).await.expect("connect");
+        let js = async_nats::jetstream::new(client);
+        ingest::ensure_stream(&js).await.expect("stream");
+        // Seq 6 never comes: seqs 7 and 8 are held behind it.
+        for (_, p) in events[..8].iter().enumerate().filter(|(i, _)| *i != 5) {
+            publish(&js, p, false).await;
+        }
+    });
+    let url = format!("http://{api}");
+    let status = |more: &[&str]| {
+        let mut args = vec!["table", "status", "--server", &url, "--token", TOKEN];
+        args.extend_from_slice(more);
+        text(&roundledger(&args))
+    };
+    let stuck = format!("{:<12} stuck", t.as_str());
+    let shown = common::serve::wait_for("the table shown stuck", || {
+        let shown = status(&[]);
+        (shown.contains(&stuck), shown)
+    });
+    assert!(shown.contains("held #7..#8"), "{shown}");
+    let held = status(&["--stuck-after", "3600"]);
+    assert!(
+        held.contains(&format!("{:<12} held ", t.as_str())),
+        "{held}"
+    );
+    assert!(serving.stop(), "serve stops cleanly");
+}
