@@ -103,3 +103,71 @@ fn serve_stops_on_sigterm_with_nats_down_and_keeps_what_it_stored() {
         "every event stored before the signal is kept"
     );
 }
+
+/// `simulate` stops on SIGINT while nats-server is down, even started with SIGINT ignored
+/// (as a shell starts a background job): it exits with an error, not on NATS's return.
+#[test]
+fn simulate_stops_on_sigint_while_nats_is_down() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::CommandExt;
+    let mut nats = natsd::NatsServer::start().expect("nats-server");
+    tokio::runtime::Runtime::new()
+        .expect("runtime")
+        .block_on(async {
+            let client = async_nats::connect(nats.url()).await.expect("connect");
+            let js = async_nats::jetstream::new(client);
+            ingest::ensure_stream(&js).await.expect("stream");
+        });
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_roundledger"));
+    cmd.args(["simulate", "--nats", &nats.url(), "--tables", "2"])
+        .args(["--rounds", "300", "--rate", "2", "--simulated-keys"])
+        .env(
+            common::TEST_ONLY_SIMULATED_KEYS.0,
+            common::TEST_ONLY_SIMULATED_KEYS.1,
+        )
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    // SAFETY: between fork and exec, only an async-signal-safe call.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let mut child = Serve(cmd.spawn().expect("simulate"));
+    let mut lines = BufReader::new(child.0.stderr.take().expect("stderr")).lines();
+    // Its handler is in place once it says so.
+    let said = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find(|l| l.contains("SIGINT stops it"));
+    assert!(said.is_some(), "simulate never said it handles SIGINT");
+    wait_for("simulate publishing", || {
+        let n = stream_messages(&nats.url());
+        (n > 0, n)
+    });
+    nats.kill9().expect("nats-server down");
+    let pid = child.0.id() as i32;
+    // SAFETY: signals a child this test started and still owns.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    let exited = exited_within(&mut child, STOP_WITHIN);
+    assert_eq!(exited, Some(false), "simulate exits, with an error");
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    assert!(
+        rest.iter().any(|l| l.contains("stopped by SIGINT")),
+        "{rest:?}"
+    );
+}
+
+/// Messages in the events stream now; 0 while it does not exist.
+fn stream_messages(url: &str) -> u64 {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(async {
+        let client = async_nats::connect(url).await.expect("connect");
+        let js = async_nats::jetstream::new(client);
+        match js.get_stream(schemas::subjects::STREAM).await {
+            Ok(mut s) => s.info().await.map_or(0, |i| i.state.messages),
+            Err(_) => 0,
+        }
+    })
+}
