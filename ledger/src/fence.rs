@@ -138,8 +138,8 @@ impl Ledger {
         }
     }
 
-    /// `check_table`, except for a head whose record is in an archived day: then the
-    /// day's seal must end the table's range at the head, and the day file must exist.
+    /// `check_table`, except for a head whose record is in an archived day whose file
+    /// exists and whose seal ends the table's range at the head: then that is enough.
     /// The file is not read: its frames are checked against the seal when read
     /// (`store::tier_read`), and a failed read fences the table then. So an open reads
     /// no day file, however many days are archived.
@@ -156,17 +156,13 @@ impl Ledger {
             .map(|d| d.join(crate::tier::file_name(&day)));
         let sealed = self.sealed_head_at(&day, table);
         match (sealed, file) {
-            (Ok(Some((seq, hash))), Some(f)) if seq == head.seq.0 && hash == head.hash => {
-                if f.is_file() {
-                    Ok(())
-                } else {
-                    Err(Fence {
-                        check: check::HEAD_UNREADABLE,
-                        detail: format!("seq {}: day file {} is missing", seq, f.display()),
-                    })
-                }
+            (Ok(Some((seq, hash))), Some(f))
+                if seq == head.seq.0 && hash == head.hash && f.is_file() =>
+            {
+                Ok(())
             }
-            // Anything else is judged by the full check, which reads the record.
+            // Anything else (a day removed by retention, a missing file, another head)
+            // is judged by the full check, which reads the record or the removal.
             _ => self.check_table(table),
         }
     }
