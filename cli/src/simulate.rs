@@ -199,30 +199,19 @@ pub fn run(args: Args) -> Result<Outcome> {
         }
     };
     let rt = crate::runtime::runtime()?;
-    let publishing = simulator::publish_floor(
-        &args.nats,
-        floor.tables,
-        args.floor.rounds,
-        args.floor.rate(),
-        PublishOptions {
-            durable: (!args.no_outbox).then(simulator::DurableWait::default),
-            access: args.bus.access(),
-            ..PublishOptions::default()
-        },
-    );
-    let report = rt.block_on(async {
-        // Installed before publishing, even where SIGINT was ignored (a background job):
-        // a publish waiting on a NATS that is down still stops on it.
-        use tokio::signal::unix::{signal, SignalKind};
-        let mut interrupt = signal(SignalKind::interrupt()).context("handling SIGINT")?;
-        eprintln!("simulate: publishing; SIGINT stops it");
-        tokio::select! {
-            report = publishing => report.context("publishing the simulated floor"),
-            _ = interrupt.recv() => anyhow::bail!(
-                "stopped by SIGINT before the floor was published: what was acked is in the stream"
-            ),
-        }
-    })?;
+    let report = rt
+        .block_on(simulator::publish_floor(
+            &args.nats,
+            floor.tables,
+            args.floor.rounds,
+            args.floor.rate(),
+            PublishOptions {
+                durable: (!args.no_outbox).then(simulator::DurableWait::default),
+                access: args.bus.access(),
+                ..PublishOptions::default()
+            },
+        ))
+        .context("publishing the simulated floor")?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
