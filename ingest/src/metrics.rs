@@ -63,8 +63,7 @@ struct Inner {
     commit_failures: AtomicU64,
     /// When the last commit succeeded, and the last failure if it came after it.
     last_commit: Mutex<(Option<Instant>, Option<String>)>,
-    /// The consumer's pending and unacknowledged messages when last polled; -1 (unknown)
-    /// before the first poll and after a failed one.
+    /// The consumer's pending and unacknowledged messages when last polled; -1 before.
     pending: AtomicI64,
     ack_pending: AtomicI64,
     pending_polls_failed: AtomicU64,
@@ -205,7 +204,7 @@ impl IngestMetrics {
             out,
             name,
             Kind::Gauge,
-            "The ingest consumer's messages not yet delivered (num_pending), polled; -1 when unknown: before the first poll and while polls fail (a NATS outage).",
+            "The ingest consumer's messages not yet delivered (num_pending), polled; -1 before the first poll.",
         );
         sample(out, name, &[], m.pending.load(Ordering::Relaxed));
         let name = "roundledger_jetstream_ack_pending_messages";
@@ -213,7 +212,7 @@ impl IngestMetrics {
             out,
             name,
             Kind::Gauge,
-            "Messages delivered to ingest and not yet acknowledged, polled; -1 when unknown.",
+            "Messages delivered to ingest and not yet acknowledged, polled.",
         );
         sample(out, name, &[], m.ack_pending.load(Ordering::Relaxed));
         let name = "roundledger_jetstream_pending_polls_failed_total";
@@ -329,43 +328,29 @@ impl Drop for Polling {
     }
 }
 
-/// Reads the consumer's pending counts every `PENDING_POLL`.
+/// Reads the consumer's pending counts every `PENDING_POLL`. A failed poll is counted
+/// and leaves the last values.
 async fn poll_pending(
     consumer: async_nats::jetstream::consumer::PullConsumer,
     metrics: IngestMetrics,
 ) {
     loop {
-        let polled = consumer
-            .get_info()
-            .await
-            .map(|info| (info.num_pending, info.num_ack_pending as u64));
-        metrics.polled(polled.map_err(|e| e.to_string()));
-        tokio::time::sleep(PENDING_POLL).await;
-    }
-}
-
-impl IngestMetrics {
-    /// Records one poll of the consumer: (pending, unacknowledged), or why it failed.
-    /// A failed poll is counted and makes both unknown (-1), never the last values: an
-    /// outage must not read as an empty backlog.
-    pub(crate) fn polled(&self, polled: Result<(u64, u64), String>) {
-        let m = &self.0;
-        match polled {
-            Ok((pending, ack)) => {
-                m.pending.store(
-                    i64::try_from(pending).unwrap_or(i64::MAX),
-                    Ordering::Relaxed,
-                );
-                m.ack_pending
-                    .store(i64::try_from(ack).unwrap_or(i64::MAX), Ordering::Relaxed);
+        match consumer.get_info().await {
+            Ok(info) => {
+                let pending = i64::try_from(info.num_pending).unwrap_or(i64::MAX);
+                metrics.0.pending.store(pending, Ordering::Relaxed);
+                let ack = i64::try_from(info.num_ack_pending).unwrap_or(i64::MAX);
+                metrics.0.ack_pending.store(ack, Ordering::Relaxed);
             }
             Err(e) => {
-                m.pending_polls_failed.fetch_add(1, Ordering::Relaxed);
-                m.pending.store(-1, Ordering::Relaxed);
-                m.ack_pending.store(-1, Ordering::Relaxed);
+                metrics
+                    .0
+                    .pending_polls_failed
+                    .fetch_add(1, Ordering::Relaxed);
                 tracing::debug!(error = %e, "polling the consumer's pending count failed");
             }
         }
+        tokio::time::sleep(PENDING_POLL).await;
     }
 }
 
@@ -420,48 +405,4 @@ pub fn paused(health: &crate::health::Health) -> Option<NotReady> {
         check: "flush".into(),
         detail: "ingest is paused: a write failed and is retried; nothing is acked".into(),
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn scraped(m: &IngestMetrics) -> String {
-        let mut out = String::new();
-        m.render_bus(&mut out);
-        out
-    }
-
-    /// A poll that fails after one that saw an empty backlog makes both counts unknown
-    /// (-1), not 0; the next good poll gives them again.
-    #[test]
-    fn a_failed_poll_makes_the_pending_counts_unknown() {
-        let m = IngestMetrics::default();
-        m.polled(Ok((0, 0)));
-        assert!(scraped(&m).contains("roundledger_jetstream_pending_messages 0\n"));
-        m.polled(Err("timed out".into()));
-        let text = scraped(&m);
-        assert!(
-            text.contains("roundledger_jetstream_pending_messages -1\n"),
-            "{text}"
-        );
-        assert!(
-            text.contains("roundledger_jetstream_ack_pending_messages -1\n"),
-            "{text}"
-        );
-        assert!(
-            text.contains("roundledger_jetstream_pending_polls_failed_total 1\n"),
-            "{text}"
-        );
-        m.polled(Ok((12, 3)));
-        let text = scraped(&m);
-        assert!(
-            text.contains("roundledger_jetstream_pending_messages 12\n"),
-            "{text}"
-        );
-        assert!(
-            text.contains("roundledger_jetstream_ack_pending_messages 3\n"),
-            "{text}"
-        );
-    }
 }
