@@ -204,31 +204,6 @@ impl Journal {
         appended
     }
 
-    /// While the journal is failing, tries whether it takes bytes again: writes
-    /// `PROBE_BYTES` zeros at its end, syncs, and cuts them back. Success clears the
-    /// failure, so `/ready` recovers once space returns without waiting for an entry.
-    /// Adds no entry. Returns the failure that remains, if any.
-    pub fn probe(&self) -> Option<String> {
-        self.failing()?;
-        let mut t = self.lock();
-        if t.broken.is_some() {
-            return self.failing();
-        }
-        let wrote = write_probe(&mut t);
-        // Cut back whether or not the write went through: the file ends at `end` again.
-        let cut = cut_back(&mut t).and_then(|()| t.file.sync_data());
-        let mut failing = self.failing.lock().unwrap_or_else(|p| p.into_inner());
-        match (wrote, cut) {
-            (Ok(()), Ok(())) => *failing = None,
-            (_, Err(e)) => {
-                t.broken = Some(format!("a probe's bytes could not be cut back: {e}"));
-                *failing = t.broken.clone();
-            }
-            (Err(e), Ok(())) => *failing = Some(format!("still failing: {e}")),
-        }
-        failing.clone()
-    }
-
     /// Appends that failed since the journal was opened.
     pub fn failures(&self) -> u64 {
         self.failures.load(std::sync::atomic::Ordering::Relaxed)
@@ -361,20 +336,6 @@ fn cut_back(t: &mut Tail) -> std::io::Result<()> {
         return Err(std::io::Error::other("injected: the cut failed"));
     }
     t.file.set_len(t.end)
-}
-
-/// Bytes `Journal::probe` writes past the end: one file-system block.
-const PROBE_BYTES: usize = 4096;
-
-/// Writes `PROBE_BYTES` zeros at the end and syncs them. A torn probe left by a crash is
-/// an unfinished last line, which `Journal::open` cuts.
-fn write_probe(t: &mut Tail) -> std::io::Result<()> {
-    #[cfg(test)]
-    if t.torn_write.take().is_some() {
-        return Err(std::io::Error::other("injected: the disk is still full"));
-    }
-    t.file.write_all(&[0u8; PROBE_BYTES])?;
-    t.file.sync_data()
 }
 
 /// Writes one whole line and syncs it.

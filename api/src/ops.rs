@@ -119,8 +119,7 @@ impl Ops {
         }
         if let Some(st) = self.api.get() {
             for (name, journal) in [("audit", &st.audit), ("cases", st.cases.journal())] {
-                // A failing journal is tried again here: space may have returned.
-                if let Some(detail) = journal.probe() {
+                if let Some(detail) = journal.failing() {
                     failed.push(NotReady {
                         check: format!("journal:{name}"),
                         detail,
@@ -342,15 +341,7 @@ pub fn router(ops: Arc<Ops>) -> axum::Router {
 }
 
 async fn ready(State(ops): State<Arc<Ops>>) -> Response {
-    // Blocking: a failing journal is probed with a write (`Journal::probe`).
-    let checked = ops.clone();
-    let failed = match tokio::task::spawn_blocking(move || checked.not_ready()).await {
-        Ok(failed) => failed,
-        Err(e) => vec![NotReady {
-            check: "ready".into(),
-            detail: format!("the readiness check stopped: {e}"),
-        }],
-    };
+    let failed = ops.not_ready();
     let status = if failed.is_empty() {
         StatusCode::OK
     } else {
@@ -418,7 +409,7 @@ mod tests {
     }
 
     /// A read-only server is ready while its journals take entries; an audit append that
-    /// fails makes `/ready` name `journal:audit` while the journal takes no bytes, and
+    /// fails makes `/ready` name `journal:audit` until one succeeds again, and
     /// `/metrics` counts it.
     #[test]
     fn ready_names_a_failing_journal_and_metrics_count_it() {
@@ -429,8 +420,6 @@ mod tests {
         assert!(ops.not_ready().is_empty());
         st.audit.tear_next_write(5);
         assert!(st.audit.append(|n| n).is_err());
-        // The disk is still full when `/ready` probes it.
-        st.audit.tear_next_write(0);
         let failed = ops.not_ready();
         assert_eq!(failed.len(), 1, "{failed:?}");
         assert_eq!(failed[0].check, "journal:audit");
@@ -441,30 +430,6 @@ mod tests {
         );
         st.audit.append(|n| n).expect("writable again");
         assert!(ops.not_ready().is_empty());
-    }
-
-    /// Once the disk takes bytes again, `/ready` recovers without waiting for an audited
-    /// request: its check probes the failing journal. A probe that fails keeps it failing,
-    /// and a probe adds no entry.
-    #[test]
-    fn ready_recovers_when_a_failing_journal_takes_bytes_again() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let (st, ledger) = state(dir.path());
-        let ops = Ops::new(ledger, None, crate::system_clock);
-        ops.attach_api(st.clone());
-        let entries = st.audit.len();
-        st.audit.tear_next_write(5);
-        assert!(st.audit.append(|n| n).is_err());
-        // The disk is still full at the next check: the probe fails.
-        st.audit.tear_next_write(0);
-        let failed = ops.not_ready();
-        assert_eq!(failed.len(), 1, "{failed:?}");
-        assert!(failed[0].detail.contains("still failing"), "{failed:?}");
-        // Space returned: the next check clears it, with no entry added.
-        assert!(ops.not_ready().is_empty());
-        assert_eq!(st.audit.len(), entries);
-        st.audit.append(|n| n).expect("an entry after the probe");
-        assert_eq!(st.audit.len(), entries + 1);
     }
 
     /// The full read of sled's index, over the real store with one space's reads failing
