@@ -150,9 +150,6 @@ pub struct ApiConfig {
     /// The surveillance recorder's clock less the property's, milliseconds
     /// (`WhoAmI::recorder_offset_ms`); `None` when not set.
     pub recorder_offset_ms: Option<i64>,
-    /// Seconds before the ingest beside this API calls a table stuck
-    /// (`WhoAmI::stuck_after_s`); `None` when none ingests.
-    pub stuck_after_s: Option<u64>,
     /// The access file `access` came from: reloaded when it changes (`ACCESS_POLL`), so a
     /// token added or revoked by `roundledger tokens` takes effect without a restart.
     pub access_file: Option<PathBuf>,
@@ -321,8 +318,6 @@ pub struct AppState {
     pub ingesting: std::sync::OnceLock<bool>,
     /// The recorder's clock offset (`ApiConfig::recorder_offset_ms`); none until set.
     pub recorder_offset_ms: std::sync::OnceLock<i64>,
-    /// The ingest's stuck limit (`ApiConfig::stuck_after_s`); none until set.
-    pub stuck_after_s: std::sync::OnceLock<u64>,
 }
 
 /// The handlers' state, shared by every request and task.
@@ -369,7 +364,6 @@ impl AppState {
             time_zone: std::sync::OnceLock::new(),
             ingesting: std::sync::OnceLock::new(),
             recorder_offset_ms: std::sync::OnceLock::new(),
-            stuck_after_s: std::sync::OnceLock::new(),
         }))
     }
 
@@ -557,9 +551,6 @@ pub async fn run_with_ops(
     }
     let _ = state.time_zone.set(config.time_zone);
     let _ = state.ingesting.set(config.ingesting);
-    if let Some(s) = config.stuck_after_s {
-        let _ = state.stuck_after_s.set(s);
-    }
     if let Some(ms) = config.recorder_offset_ms {
         assert!(
             ms.unsigned_abs() <= RECORDER_OFFSET_MS_MAX,

@@ -366,7 +366,6 @@ async fn whoami(State(st): State<Shared>, Extension(c): Extension<Caller>) -> Js
         time_zone,
         ingesting: st.ingesting.get().copied().unwrap_or(false),
         recorder_offset_ms: st.recorder_offset_ms.get().copied(),
-        stuck_after_s: st.stuck_after_s.get().copied(),
         gaming_day: st.finance.rule.day_of((st.clock)()).ok(),
     })
 }

@@ -1374,7 +1374,6 @@ async fn a_real_socket_serves_the_api_ui_and_the_live_feed() {
         time_zone: "Asia/Singapore".into(),
         ingesting: false,
         recorder_offset_ms: Some(-2_500),
-        stuck_after_s: None,
         failures_per_minute_max: None,
     };
     let (addr_tx, addr_rx) = std::sync::mpsc::channel();

@@ -98,7 +98,6 @@ impl Web {
             time_zone: ledger::days::TIME_ZONE_DEFAULT.into(),
             ingesting,
             recorder_offset_ms: None,
-            stuck_after_s: None,
             failures_per_minute_max: None,
         };
         let (bound_tx, bound_rx) = std::sync::mpsc::channel();

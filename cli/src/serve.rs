@@ -306,7 +306,6 @@ fn api_config(
         time_zone: rule.time_zone().to_string(),
         ingesting: !args.no_ingest,
         recorder_offset_ms: args.recorder_offset_ms,
-        stuck_after_s: (!args.no_ingest).then_some(args.stuck_after),
         failures_per_minute_max: Some(args.failures_per_minute),
     }))
 }

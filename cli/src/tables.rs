@@ -55,9 +55,8 @@ pub struct StatusArgs {
     #[command(flatten)]
     server: ServerArgs,
     /// A table holding events for longer than this many seconds is shown as stuck.
-    /// Default: the server's own limit with --server (`serve --stuck-after`), else 300.
-    #[arg(long, value_name = "SECONDS")]
-    stuck_after: Option<u64>,
+    #[arg(long, value_name = "SECONDS", default_value_t = ingest::STUCK_AFTER_DEFAULT.as_secs())]
+    stuck_after: u64,
 }
 
 /// One table as listed.
@@ -129,13 +128,8 @@ fn unfence(table: &str, sign: &crate::admin::SignArgs) -> Result<Outcome> {
 
 fn status(args: StatusArgs) -> Result<Outcome> {
     let mut store_failures = Vec::new();
-    let mut stuck_after_s = args.stuck_after;
     let rows = match (Client::from_args(&args.server)?, &args.ledger) {
         (Some(c), _) => {
-            if stuck_after_s.is_none() {
-                let me: schemas::api::WhoAmI = c.get("/v1/whoami")?;
-                stuck_after_s = me.stuck_after_s;
-            }
             let chains: Vec<ChainStatus> = c.get("/v1/chain")?;
             chains
                 .into_iter()
@@ -157,8 +151,7 @@ fn status(args: StatusArgs) -> Result<Outcome> {
         (None, None) => anyhow::bail!("say where: --ledger DIR or --server URL"),
     };
     let now_ns = ingest::system_clock_ns();
-    let stuck_after_s = stuck_after_s.unwrap_or(ingest::STUCK_AFTER_DEFAULT.as_secs());
-    let stuck_after_ns = i64::try_from(stuck_after_s)
+    let stuck_after_ns = i64::try_from(args.stuck_after)
         .unwrap_or(i64::MAX)
         .saturating_mul(1_000_000_000);
     print!("{}", render(&rows, now_ns, stuck_after_ns));

@@ -70,10 +70,6 @@ pub struct WhoAmI {
     /// own. Absent when not set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recorder_offset_ms: Option<i64>,
-    /// Seconds a table may hold events before this server calls it stuck (`serve
-    /// --stuck-after`): `table status --server` applies it. Absent when it does not ingest.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stuck_after_s: Option<u64>,
 }
 
 /// Every error body.
