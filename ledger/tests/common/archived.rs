@@ -19,9 +19,13 @@ pub fn rule() -> DayRule {
     DayRule::new("06:00", "UTC").expect("rule")
 }
 
-/// The body of event `seq`: the table's config first (in the oldest archived day, where a
-/// replay of any later day reads it), then announcements.
-fn body(seq: u64) -> EventBody {
+/// The body of event `seq`, the day's `k`th of `n`: the table's config first (in the
+/// oldest archived day, where a replay of any later day reads it), then announcements; the
+/// day's last closes its round, so rounds do not pile up open.
+fn body(seq: u64, k: u64, n: u64) -> EventBody {
+    if seq > 1 && k + 1 == n {
+        return EventBody::RoundClosed;
+    }
     if seq > 1 {
         return EventBody::Announced {
             announcement: Announcement::PlaceYourBets,
@@ -55,6 +59,8 @@ pub struct Builder {
     stream_seq: u64,
     day: String,
     events_per_day: u64,
+    /// Append calls so far: each call's events of a table are one round.
+    calls: u64,
 }
 
 impl Builder {
@@ -71,6 +77,7 @@ impl Builder {
             stream_seq: 0,
             day: "2016-01-01".into(),
             events_per_day: EVENTS_PER_DAY,
+            calls: 0,
         }
     }
 
@@ -88,6 +95,7 @@ impl Builder {
     pub fn append_day(&mut self, l: &Ledger) {
         let start = self.rule.bounds(&self.day).expect("bounds").starts_at_ns;
         let mut batch = Vec::new();
+        self.calls += 1;
         for k in 0..self.events_per_day {
             let at = start + (k as i64 + 1) * MINUTE_NS;
             for (table, seq, prev) in self.next.iter_mut() {
@@ -98,8 +106,8 @@ impl Builder {
                     seq: Seq(*seq),
                     prev: *prev,
                     occurred_at_ns: at,
-                    round: (*seq > 1).then_some(RoundId(*seq / 3 + 1)),
-                    body: body(*seq),
+                    round: (*seq > 1).then_some(RoundId(self.calls)),
+                    body: body(*seq, k, self.events_per_day),
                 };
                 let bytes = codec::encode(&e, WireFormat::Bincode);
                 *prev = event_hash(prev, &bytes);
