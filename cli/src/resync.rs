@@ -2,9 +2,11 @@
 //! and publishes it on the table's events subject, where ingest applies it: the table
 //! continues with the quarantined event named by `--entry`, and the events held behind it
 //! follow. The head and the entry are read from a ledger directory or a running server.
-//! RUNBOOK.md says when to use it. With `--server` and `--nats` it waits for that server
-//! to apply or refuse it (`confirm`). Exit 0 once applied (or, without a server to ask,
-//! published or written), 1 when refused or not seen applied within the wait, 2 on error.
+//! RUNBOOK.md says when to use it. A re-sync ingest would refuse (an event of another
+//! table, or one that does not follow the head) is refused here with 2, before anything
+//! is signed. With `--server` and `--nats` it waits for that server to apply or refuse it
+//! (`confirm`). Exit 0 once applied (or, without a server to ask, published or written), 1
+//! when refused or not seen applied within the wait, 2 on error.
 
 use crate::client::{Client, ServerArgs};
 use crate::Outcome;
@@ -55,11 +57,26 @@ pub fn run(args: ResyncArgs) -> Result<Outcome> {
     let (head, entry) = head_and_entry(&args, &table)?;
     let (event, _) = codec::decode(&entry.bytes)
         .with_context(|| format!("quarantine entry {} is not an event", args.entry))?;
+    let hash = event_hash(&event.prev, &entry.bytes);
+    // What ingest would refuse is refused here, before anything is signed or sent.
+    anyhow::ensure!(
+        event.table == table,
+        "quarantine entry {} holds an event of table {}, not {table}: ingest would refuse this re-sync",
+        args.entry,
+        event.table
+    );
+    if let Err(e) = head.next_hashed(&event, hash) {
+        anyhow::bail!(
+            "quarantine entry {} does not follow {table}'s head (seq {}): {e}; ingest would refuse this re-sync (`table status` names the entry the table waits for)",
+            args.entry,
+            head.seq.0
+        );
+    }
     let terms = ResyncTerms {
         table: table.clone(),
         head_seq: head.seq,
         head_hash: head.hash,
-        event_hash: event_hash(&event.prev, &entry.bytes),
+        event_hash: hash,
         quarantine_id: args.entry,
         note: args.note.clone(),
         signed_at_ns: ingest::system_clock_ns(),

@@ -331,12 +331,16 @@ fn dead_url() -> String {
     format!("http://127.0.0.1:{port}")
 }
 
-/// `table resync` reads T-A's head and the blocking entry from n1's API and publishes.
-/// Its first `--server` is dead: the CLI says so and goes on with n1. It waits for n1 to
-/// apply it; a second re-sync of the same entry is refused, exit 1.
-fn resync_through_n1(api: &str, key: &str, table: &TableId, entry: u64, url: &str) {
-    let (dead, server) = (dead_url(), format!("http://{api}"));
-    let out = common::roundledger(&[
+/// One `table resync` of `entry` signed with `key`, read and confirmed through `servers`.
+fn resync(
+    key: &str,
+    table: &TableId,
+    entry: u64,
+    url: &str,
+    servers: &[&str],
+) -> std::process::Output {
+    let entry = entry.to_string();
+    let mut args = vec![
         "table",
         "resync",
         "--admin-key",
@@ -344,49 +348,48 @@ fn resync_through_n1(api: &str, key: &str, table: &TableId, entry: u64, url: &st
         "--table",
         table.as_str(),
         "--entry",
-        &entry.to_string(),
+        &entry,
         "--note",
         "case 43",
-        "--server",
-        &dead,
-        "--server",
-        &server,
         "--token",
         TOKEN,
         "--nats",
         url,
-    ]);
+    ];
+    for s in servers {
+        args.extend(["--server", s]);
+    }
+    common::roundledger(&args)
+}
+
+/// `table resync` reads T-A's head and the blocking entry from n1's API and publishes.
+/// First with a key no node trusts: every node refuses it, and the CLI, waiting for n1,
+/// says REFUSED (exit 1). Then the admin's: its first `--server` is dead, the CLI says so,
+/// goes on with n1 and waits until n1 applied it. The same entry once more is refused
+/// before signing (exit 2): it no longer follows the head.
+fn resync_through_n1(api: &str, key: &str, table: &TableId, entry: u64, url: &str) {
+    let (dead, server) = (dead_url(), format!("http://{api}"));
+    let stranger = format!("{key}.stranger");
+    assert!(common::roundledger(&["keygen", "--out", &stranger])
+        .status
+        .success());
+    let refused = resync(&stranger, table, entry, url, &[&server]);
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("REFUSED: quarantine entry") && err.contains("resync_refused"),
+        "{err}"
+    );
+    let out = resync(key, table, entry, url, &[&dead, &server]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(err.contains(&format!("{dead} unreachable")), "{err}");
     assert!(err.contains(&format!("using {server}")), "{err}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("applied:"));
-    // The same entry again: the table moved past it, so every node refuses the re-sync,
-    // and the CLI says so with exit 1 instead of calling it done.
-    let again = common::roundledger(&[
-        "table",
-        "resync",
-        "--admin-key",
-        key,
-        "--table",
-        table.as_str(),
-        "--entry",
-        &entry.to_string(),
-        "--note",
-        "case 43 again",
-        "--server",
-        &server,
-        "--token",
-        TOKEN,
-        "--nats",
-        url,
-    ]);
+    let again = resync(key, table, entry, url, &[&server]);
     let err = String::from_utf8_lossy(&again.stderr);
-    assert_eq!(again.status.code(), Some(1), "{err}");
-    assert!(
-        err.contains("REFUSED: quarantine entry") && err.contains("resync_refused"),
-        "{err}"
-    );
+    assert_eq!(again.status.code(), Some(2), "{err}");
+    assert!(err.contains("ingest would refuse"), "{err}");
 }
 
 /// `table status` with a comma-separated list, the dead URL first, then every node.

@@ -239,6 +239,29 @@ fn a_table_stuck_behind_a_refused_event_is_shown_and_resynced() {
     stop(serving);
     let status = roundledger(&["table", "status", "--ledger", &l]);
     assert_eq!(status.status.code(), Some(0), "nothing held");
+    // The same re-sync again: its event no longer follows the head, so ingest would
+    // refuse it; the command refuses it first, with exit 2, and writes nothing.
+    let again_file = s.path("again.resync");
+    let again = roundledger(&[
+        "table",
+        "resync",
+        "--admin-key",
+        &s.path("admin.key"),
+        "--table",
+        t.as_str(),
+        "--entry",
+        &entry,
+        "--note",
+        "case 1 again",
+        "--ledger",
+        &l,
+        "--out",
+        &again_file,
+    ]);
+    assert_eq!(again.status.code(), Some(2), "a refused re-sync fails");
+    let why = String::from_utf8_lossy(&again.stderr);
+    assert!(why.contains("does not follow"), "{why}");
+    assert!(!std::path::Path::new(&again_file).exists());
     let verified = roundledger(&["verify", "--ledger", &l]);
     assert_eq!(verified.status.code(), Some(0));
     assert!(

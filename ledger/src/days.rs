@@ -384,15 +384,13 @@ impl Ledger {
     pub fn day_seals(&self, before: Option<&str>, limit: usize) -> Result<Vec<DaySeal>, Error> {
         let limit = limit.min(SEALS_LIST_MAX);
         let mut out = Vec::new();
-        for kv in self.store.range_back(Space::Seal) {
-            let (k, v) = kv?;
-            if before.is_some_and(|b| k.as_slice() >= b.as_bytes()) {
-                continue;
-            }
-            if out.len() == limit {
-                break;
-            }
-            out.push(decode_seal(&v)?);
+        // Starts at `before`: the seals after it are not read, however many.
+        let seals = self
+            .store
+            .range_back_before(Space::Seal, before.map(str::as_bytes))
+            .take(limit);
+        for kv in seals {
+            out.push(decode_seal(&kv?.1)?);
         }
         Ok(out)
     }

@@ -99,12 +99,6 @@ impl Store for FaultyStore {
             Ok(kv)
         }))
     }
-    fn range_back<'a>(&'a self, space: Space) -> KvIter<'a> {
-        let switch = &self.switch;
-        Box::new(self.inner.range_back(space).inspect(move |_| {
-            switch.entries_read.fetch_add(1, Ordering::SeqCst);
-        }))
-    }
     fn range_rev<'a>(&'a self, space: Space, from: &[u8], to: Option<&[u8]>) -> KvIter<'a> {
         let switch = &self.switch;
         Box::new(self.inner.range_rev(space, from, to).map(move |kv| {
@@ -151,6 +145,12 @@ impl Store for FaultyStore {
     }
     fn tier_dir(&self) -> Option<std::path::PathBuf> {
         self.inner.tier_dir()
+    }
+    fn reads(&self) -> Option<crate::store::reads::StoreReads> {
+        self.inner.reads()
+    }
+    fn archived_day_of(&self, key: &[u8]) -> Result<Option<String>, Error> {
+        self.inner.archived_day_of(key)
     }
     fn forget_tier(&self) {
         self.inner.forget_tier()

@@ -132,10 +132,50 @@ impl Ledger {
     /// at open; each fence is logged at `warn`.
     pub(crate) fn fence_damaged_tables(&self) {
         for table in self.tables() {
-            if let Err(f) = self.check_table(&table) {
+            if let Err(f) = self.check_head_at_open(&table) {
                 self.fence(&table, f);
             }
         }
+    }
+
+    /// `check_table`, except for a head whose record is in an archived day whose file
+    /// exists and whose seal ends the table's range at the head: then that is enough.
+    /// The file is not read: its frames are checked against the seal when read
+    /// (`store::tier_read`), and a failed read fences the table then. So an open reads
+    /// no day file, however many days are archived.
+    fn check_head_at_open(&self, table: &TableId) -> Result<(), Fence> {
+        let Some(head) = self.head(table) else {
+            return Ok(());
+        };
+        let Some(day) = self.archived_head_day(table, head.seq.0) else {
+            return self.check_table(table);
+        };
+        let file = self
+            .store
+            .tier_dir()
+            .map(|d| d.join(crate::tier::file_name(&day)));
+        let sealed = self.sealed_head_at(&day, table);
+        match (sealed, file) {
+            (Ok(Some((seq, hash))), Some(f))
+                if seq == head.seq.0 && hash == head.hash && f.is_file() =>
+            {
+                Ok(())
+            }
+            // Anything else (a day removed by retention, a missing file, another head)
+            // is judged by the full check, which reads the record or the removal.
+            _ => self.check_table(table),
+        }
+    }
+
+    /// The archived day holding the record of `table` that holds `seq`, from its pointer.
+    fn archived_head_day(&self, table: &TableId, seq: u64) -> Option<String> {
+        let tk = crate::record::table_key(table);
+        let at = crate::record::seq_key(table, seq);
+        let key = self
+            .store
+            .last_key_at_or_before(Space::Batch, &tk, &at)
+            .ok()??;
+        self.store.archived_day_of(&key).ok()?
     }
 
     /// Fences `table` (no-op if it is already). Logged at `warn`.

@@ -917,6 +917,12 @@ impl Ledger {
             .collect()
     }
 
+    /// What the store has read since it opened, per space and day file; `None` when the
+    /// store does not count. Tests and benchmarks use it to show what a cost reads.
+    pub fn store_reads(&self) -> Option<crate::store::reads::StoreReads> {
+        self.store.reads()
+    }
+
     /// Totals across the ledger, from its in-memory state.
     pub fn stats(&self) -> Stats {
         let st = self.lock();

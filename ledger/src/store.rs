@@ -19,6 +19,7 @@
 
 pub mod choice;
 pub mod migrate;
+pub mod reads;
 pub mod redb_store;
 pub mod segments;
 pub(crate) mod tier_read;
@@ -220,8 +221,13 @@ pub trait Store: Send + Sync {
     /// read from the end. The default reads the whole space and reverses it; a store that
     /// iterates backwards (sled) gives it without holding the space in memory.
     fn range_back<'a>(&'a self, space: Space) -> KvIter<'a> {
-        let all: Vec<_> = self.range(space, &[], None).collect();
-        Box::new(all.into_iter().rev())
+        self.range_back_before(space, None)
+    }
+    /// `range_back` of the keys below `before` only (`None`: every key), through
+    /// `range_rev`: a store that iterates backwards starts at `before`, so the entries above
+    /// it cost nothing.
+    fn range_back_before<'a>(&'a self, space: Space, before: Option<&[u8]>) -> KvIter<'a> {
+        self.range_rev(space, &[], before)
     }
     /// Entries as `range` gives them, in descending key order. The default reads the
     /// range whole and reverses it; sled and redb read it backwards.
@@ -296,6 +302,15 @@ pub trait Store: Send + Sync {
     /// Every record `unreferenced` gave is appended again and flushed.
     fn recovery_done(&self) -> Result<(), Error> {
         Ok(())
+    }
+    /// What the store has read since it opened; `None`: this store does not count.
+    fn reads(&self) -> Option<reads::StoreReads> {
+        None
+    }
+    /// The archived day whose file holds the record `key` of `Space::Batch`, read from its
+    /// pointer alone (not the file); `None` when the record is not in the archive tier.
+    fn archived_day_of(&self, _key: &[u8]) -> Result<Option<String>, Error> {
+        Ok(None)
     }
 }
 
@@ -377,6 +392,8 @@ pub struct SledStore {
     dir: std::path::PathBuf,
     /// Reads records the archive tier holds (`tier`), one table's day cached.
     tier: tier_read::TierReader,
+    /// What this store has read, shared with `tier`.
+    reads: std::sync::Arc<reads::ReadCounter>,
 }
 
 /// Free bytes the ledger's file system keeps in reserve: a commit is refused below it.
@@ -450,12 +467,14 @@ impl SledStore {
         let tree = db.open_tree(SLED_TREE).map_err(store_err("open tree"))?;
         // After sled, whose lock makes this process the directory's one owner.
         let values = ValueLog::open_sized(path, segment_bytes_max)?;
+        let reads = std::sync::Arc::new(reads::ReadCounter::default());
         let store = SledStore {
             db,
             tree,
             values,
             dir: path.to_path_buf(),
-            tier: tier_read::TierReader::new(path),
+            tier: tier_read::TierReader::new(path, reads.clone()),
+            reads,
         };
         // A log that goes on past the last commit's end holds what a crash left (entries
         // no commit references, which recovery appends again, or bytes of a write cut
@@ -609,23 +628,20 @@ fn full_key(space: Space, key: &[u8]) -> Vec<u8> {
 
 impl Store for SledStore {
     fn get(&self, space: Space, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
-        self.tree
+        let v = self
+            .tree
             .get(full_key(space, key))
-            .map_err(store_err("get"))?
-            .map(|v| self.value(space, key, v.to_vec()))
-            .transpose()
+            .map_err(store_err("get"))?;
+        if v.is_some() {
+            self.reads.entry(space);
+        }
+        v.map(|v| self.value(space, key, v.to_vec())).transpose()
     }
 
     fn range<'a>(&'a self, space: Space, from: &[u8], to: Option<&[u8]>) -> KvIter<'a> {
         Box::new(self.sled_range(space, from, to).map(move |r| {
             let (k, v) = r.map_err(store_err("range"))?;
-            Ok((k[1..].to_vec(), self.value(space, &k[1..], v.to_vec())?))
-        }))
-    }
-
-    fn range_back<'a>(&'a self, space: Space) -> KvIter<'a> {
-        Box::new(self.sled_range(space, &[], None).rev().map(move |r| {
-            let (k, v) = r.map_err(store_err("range_back"))?;
+            self.reads.entry(space);
             Ok((k[1..].to_vec(), self.value(space, &k[1..], v.to_vec())?))
         }))
     }
@@ -633,15 +649,28 @@ impl Store for SledStore {
     fn range_rev<'a>(&'a self, space: Space, from: &[u8], to: Option<&[u8]>) -> KvIter<'a> {
         Box::new(self.sled_range(space, from, to).rev().map(move |r| {
             let (k, v) = r.map_err(store_err("range_rev"))?;
+            self.reads.entry(space);
             Ok((k[1..].to_vec(), self.value(space, &k[1..], v.to_vec())?))
         }))
     }
 
     fn keys<'a>(&'a self, space: Space, from: &[u8], to: Option<&[u8]>) -> KeyIter<'a> {
-        Box::new(
-            self.sled_range(space, from, to)
-                .map(|r| r.map(|(k, _)| k[1..].to_vec()).map_err(store_err("keys"))),
-        )
+        Box::new(self.sled_range(space, from, to).map(move |r| {
+            let k = r.map(|(k, _)| k[1..].to_vec()).map_err(store_err("keys"))?;
+            self.reads.entry(space);
+            Ok(k)
+        }))
+    }
+
+    fn reads(&self) -> Option<reads::StoreReads> {
+        Some(self.reads.snapshot(self.tier.frames_loaded()))
+    }
+
+    fn archived_day_of(&self, key: &[u8]) -> Result<Option<String>, Error> {
+        let pointer = self.batch_pointer(key)?;
+        Ok(pointer
+            .and_then(|p| tier_ref::decode_pointer(&p))
+            .map(|(day, _)| day))
     }
 
     fn last_key_at_or_before(

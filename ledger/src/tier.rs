@@ -16,6 +16,7 @@
 //! - Retention removal (`retention`) is the only way a day file goes; it is signed by an
 //!   admin key, logged in `Space::Tier`, and the seal keeps the day's heads.
 
+pub mod catalog;
 pub mod compact;
 pub mod journal;
 pub mod kept;

@@ -5,6 +5,7 @@
 //! (verify's threads, the API's requests) scan other tables. Memory is bounded by that many
 //! tables' days.
 
+use super::reads::ReadCounter;
 use super::tier_ref::{decode_pointer, file_name, TierEntry, TierState, DIR};
 use super::{ArrivalFact, Space};
 use crate::record::{be_u64, corrupt, encode_record, split_table_key};
@@ -48,16 +49,19 @@ pub struct TierReader {
     frames_loaded: std::sync::atomic::AtomicU64,
     /// Tables' days of arrival facts, the most recently used last.
     facts: Mutex<Vec<Arc<TableFacts>>>,
+    /// The store's read counts: catalog entries, seals and day files read here.
+    reads: Arc<ReadCounter>,
 }
 
 impl TierReader {
     /// A reader of the tier under `ledger_dir`, with an empty cache.
-    pub fn new(ledger_dir: &Path) -> TierReader {
+    pub fn new(ledger_dir: &Path, reads: Arc<ReadCounter>) -> TierReader {
         TierReader {
             dir: ledger_dir.join(DIR),
             cache: Mutex::new(Vec::with_capacity(FRAMES_CACHED + 1)),
             frames_loaded: Default::default(),
             facts: Mutex::new(Vec::new()),
+            reads,
         }
     }
 
@@ -189,7 +193,8 @@ impl TierReader {
         day: &str,
         table: &TableId,
     ) -> Result<(DaySeal, std::fs::File, impl Fn(String) -> Error), Error> {
-        let entry = sled_get(tree, Space::Tier, day.as_bytes())?
+        let entry = self
+            .counted_get(tree, Space::Tier, day.as_bytes())?
             .map(|v| TierEntry::decode(&v))
             .transpose()?
             .ok_or_else(|| corrupt(&format!("day {day} is not in the tier catalog")))?;
@@ -199,7 +204,8 @@ impl TierReader {
                 table: table.clone(),
             });
         }
-        let seal = sled_get(tree, Space::Seal, day.as_bytes())?
+        let seal = self
+            .counted_get(tree, Space::Seal, day.as_bytes())?
             .ok_or_else(|| corrupt(&format!("archived day {day} has no seal")))?;
         let seal = DaySeal::from_json(&seal).map_err(|e| corrupt(&format!("seal: {e}")))?;
         let path = self.dir.join(file_name(day));
@@ -208,7 +214,22 @@ impl TierReader {
         };
         let file = std::fs::File::open(self.dir.join(file_name(day)));
         let file = file.map_err(|e| bad(e.to_string()))?;
+        self.reads.day_file();
         Ok((seal, file, bad))
+    }
+
+    /// A point read of `tree`, counted in the store's reads.
+    fn counted_get(
+        &self,
+        tree: &sled::Tree,
+        space: Space,
+        key: &[u8],
+    ) -> Result<Option<Vec<u8>>, Error> {
+        let v = sled_get(tree, space, key)?;
+        if v.is_some() {
+            self.reads.entry(space);
+        }
+        Ok(v)
     }
 
     /// Reads one table's frame and ties it to the seal: range, anchor and head.

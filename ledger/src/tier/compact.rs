@@ -14,9 +14,12 @@
 //!   is live (relocated records read from their new place, the rest from it). After it,
 //!   the file is only garbage, removed by the next run.
 //! - A segment with damage that may hide entries is kept, and named.
-//! - Appends go on meanwhile. The writer lock is held for each segment's relocation, in
-//!   which every copy is checked again against sled. A read that finds its segment gone
-//!   reads where sled points now (`SledStore`).
+//! - Appends go on meanwhile. A segment moves in steps of at most `STEP_BOUNDS` entries
+//!   and bytes. The writer lock is held for one step's commit, then released. Each copy
+//!   is checked again against sled in its step, under the lock. A read that finds its
+//!   segment gone reads where sled points now (`SledStore`).
+//! - Each step is one atomic commit, so a crash between steps leaves the segment live:
+//!   its moved entries read from the tail, the rest from it. The next run moves it again.
 //! - One compaction or archive move runs at a time (the caller's): nothing else
 //!   repoints records.
 
@@ -27,9 +30,6 @@ use std::collections::BTreeMap;
 
 /// A closed segment is retired when at most this share of its bytes is referenced (%).
 pub const LIVE_PERCENT_MAX: u64 = 50;
-
-/// Most bytes one relocation commit writes again.
-pub const RELOCATE_COMMIT_BYTES_MAX: u64 = 64 << 20;
 
 /// What a compaction did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -46,7 +46,7 @@ pub struct Compaction {
     pub kept_live: u64,
     /// Closed segments kept because of damage, and why.
     pub kept_damaged: Vec<String>,
-    /// The longest one segment's relocation held the writer lock (appends waited), ms.
+    /// The longest one relocation step held the writer lock (appends waited), ms.
     pub lock_held_ms_max: u64,
 }
 
@@ -54,6 +54,16 @@ impl Ledger {
     /// Retires every closed segment that is mostly unreferenced, and removes the files of
     /// segments retired before.
     pub fn compact_values(&self) -> Result<Compaction, Error> {
+        self.compact_values_in_steps(STEP_BOUNDS, &mut |_| Ok(()))
+    }
+
+    /// `compact_values` in steps of at most `bounds`; `between` runs after each step,
+    /// outside the writer lock, with the segment's steps done (tests stop or append there).
+    pub fn compact_values_in_steps(
+        &self,
+        bounds: StepBounds,
+        between: &mut dyn FnMut(u64) -> Result<(), Error>,
+    ) -> Result<Compaction, Error> {
         let mut out = Compaction::default();
         for u in self.store.value_segments()? {
             out.segments_closed += 1;
@@ -69,12 +79,7 @@ impl Ledger {
             }
             match self.plan(&u) {
                 Ok(plan) if share_at_most(plan.live_bytes, plan.file_bytes) => {
-                    let started = std::time::Instant::now();
-                    let retired = {
-                        let _appends = self.lock();
-                        self.relocate(plan)?
-                    };
-                    let held_ms = started.elapsed().as_millis() as u64;
+                    let (retired, held_ms) = self.relocate(plan, bounds, between)?;
                     out.lock_held_ms_max = out.lock_held_ms_max.max(held_ms);
                     out.retired.push(retired);
                     out.bytes_freed += self.store.remove_segment(u.segment)?;
@@ -90,14 +95,24 @@ impl Ledger {
     /// Step 1 alone: relocates what a closed segment holds and marks it retired, durably,
     /// however live it is. Its file stays until `compact_values` (tests stop here).
     pub fn relocate_segment(&self, segment: u32) -> Result<RetiredSegment, Error> {
+        self.relocate_segment_in_steps(segment, STEP_BOUNDS, &mut |_| Ok(()))
+    }
+
+    /// `relocate_segment` in steps of at most `bounds`; `between` runs after each step,
+    /// outside the writer lock, with the steps done (tests stop or append there).
+    pub fn relocate_segment_in_steps(
+        &self,
+        segment: u32,
+        bounds: StepBounds,
+        between: &mut dyn FnMut(u64) -> Result<(), Error>,
+    ) -> Result<RetiredSegment, Error> {
         let uses = self.store.value_segments()?;
         let u = uses
             .iter()
             .find(|u| u.segment == segment && !u.retired)
             .ok_or_else(|| Error::Tier(format!("value segment {segment}: not closed and live")))?;
         let plan = self.plan(u)?;
-        let _appends = self.lock();
-        self.relocate(plan)
+        Ok(self.relocate(plan, bounds, between)?.0)
     }
 
     /// The segments retired so far, by number.
@@ -130,7 +145,18 @@ impl Ledger {
         })
     }
 
-    fn relocate(&self, plan: Plan) -> Result<RetiredSegment, Error> {
+    /// Relocates a plan in steps of at most `bounds`, each under the writer lock, which is
+    /// released between steps; `between` runs after each step with the steps done.
+    fn relocate(
+        &self,
+        plan: Plan,
+        bounds: StepBounds,
+        between: &mut dyn FnMut(u64) -> Result<(), Error>,
+    ) -> Result<(RetiredSegment, u64), Error> {
+        assert!(
+            bounds.entries_max > 0 && bounds.bytes_max > 0,
+            "a step moves something"
+        );
         let mut done = RetiredSegment {
             segment: plan.segment,
             file_bytes: plan.file_bytes,
@@ -138,31 +164,150 @@ impl Ledger {
             copies_moved: 0,
             bytes_moved: 0,
         };
-        let mut commits = Commits::new(self);
-        for key in plan.records {
-            let record = self.store.get(Space::Batch, &key)?.ok_or_else(|| {
-                crate::record::corrupt(&format!("record {} vanished", hex::encode(&key)))
-            })?;
-            done.records_moved += 1;
-            done.bytes_moved += entry_bytes(&record);
-            commits.push(Op::Relocate(key, record))?;
+        let mut steps = Steps::default();
+        let mut records = plan.records.into_iter().peekable();
+        while records.peek().is_some() {
+            let (ops, bytes) = self.records_step(&mut records, bounds)?;
+            done.records_moved += ops.len() as u64;
+            done.bytes_moved += bytes;
+            steps.commit(self, ops, between)?;
         }
-        for (space, key, value) in plan.copies {
-            // Sled's value may have changed since the plan: a newer copy is at the tail.
-            if self.store.get(space, &key)?.as_deref() != Some(value.as_slice()) {
-                continue;
-            }
-            done.copies_moved += 1;
-            done.bytes_moved += entry_bytes(&value);
-            commits.push(Op::Put(space, key, value))?;
+        for chunk in chunks(plan.copies, bounds) {
+            let (n, bytes) = steps.commit_copies(self, chunk, between)?;
+            done.copies_moved += n;
+            done.bytes_moved += bytes;
         }
         // Records are not repointed meanwhile (one compaction at a time); copies may only
         // have gone stale.
         assert!(done.bytes_moved <= plan.live_bytes, "relocated bytes");
         let mark = Op::Put(Space::Meta, retired_key(plan.segment), done.encode());
-        commits.push(mark)?;
-        commits.finish()?;
-        Ok(done)
+        steps.commit(self, vec![mark], &mut |_| Ok(()))?;
+        self.store.flush()?;
+        Ok((done, steps.lock_held_ms_max))
+    }
+
+    /// The next step's records, read outside the writer lock (only a move or a compaction
+    /// repoints records, and one runs at a time: the caller's), and their entry bytes.
+    fn records_step(
+        &self,
+        keys: &mut dyn Iterator<Item = Vec<u8>>,
+        bounds: StepBounds,
+    ) -> Result<(Vec<Op>, u64), Error> {
+        let mut ops = Vec::new();
+        let mut bytes = 0u64;
+        for key in keys {
+            let record = self.store.get(Space::Batch, &key)?.ok_or_else(|| {
+                crate::record::corrupt(&format!("record {} vanished", hex::encode(&key)))
+            })?;
+            bytes += entry_bytes(&record);
+            ops.push(Op::Relocate(key, record));
+            if ops.len() >= bounds.entries_max || bytes >= bounds.bytes_max {
+                break;
+            }
+        }
+        Ok((ops, bytes))
+    }
+}
+
+/// How much one relocation step moves: the writer lock is held for one step at a time,
+/// so an append waits behind one step at most.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StepBounds {
+    /// Most entries (records or copies) one step writes again.
+    pub entries_max: usize,
+    /// A step ends once it has written this many bytes (the entry that reaches it is the
+    /// step's last).
+    pub bytes_max: u64,
+}
+
+/// The steps `compact_values` takes: a step's commit writes at most about 4 MiB.
+pub const STEP_BOUNDS: StepBounds = StepBounds {
+    entries_max: 4_096,
+    bytes_max: 4 << 20,
+};
+
+/// A recovery copy to write again: space, key and the value sled held at the plan.
+type PlannedCopy = (Space, Vec<u8>, Vec<u8>);
+
+/// Splits copies into steps of at most `bounds`.
+fn chunks(copies: Vec<PlannedCopy>, bounds: StepBounds) -> Vec<Vec<PlannedCopy>> {
+    let mut out: Vec<Vec<PlannedCopy>> = Vec::new();
+    let mut bytes = 0u64;
+    for c in copies {
+        let full = out
+            .last()
+            .is_none_or(|l| l.len() >= bounds.entries_max || bytes >= bounds.bytes_max);
+        if full {
+            out.push(Vec::new());
+            bytes = 0;
+        }
+        bytes += entry_bytes(&c.2);
+        if let Some(last) = out.last_mut() {
+            last.push(c);
+        }
+    }
+    out
+}
+
+/// The steps taken so far, and the longest the writer lock was held for one.
+#[derive(Default)]
+struct Steps {
+    done: u64,
+    lock_held_ms_max: u64,
+}
+
+impl Steps {
+    /// One step: `ops` committed under the writer lock, then `between`.
+    fn commit(
+        &mut self,
+        l: &Ledger,
+        ops: Vec<Op>,
+        between: &mut dyn FnMut(u64) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        let started = std::time::Instant::now();
+        {
+            let _appends = l.lock();
+            l.store.commit(ops)?;
+        }
+        self.held(started);
+        between(self.done)
+    }
+
+    /// One step of copies: each written again only while sled holds the planned value,
+    /// checked under the writer lock. The copies and bytes written.
+    fn commit_copies(
+        &mut self,
+        l: &Ledger,
+        copies: Vec<PlannedCopy>,
+        between: &mut dyn FnMut(u64) -> Result<(), Error>,
+    ) -> Result<(u64, u64), Error> {
+        let started = std::time::Instant::now();
+        let (mut n, mut bytes) = (0, 0);
+        {
+            let _appends = l.lock();
+            let mut ops = Vec::new();
+            for (space, key, value) in copies {
+                // Sled's value may have changed since the plan: a newer copy is at the tail.
+                if l.store.get(space, &key)?.as_deref() != Some(value.as_slice()) {
+                    continue;
+                }
+                n += 1;
+                bytes += entry_bytes(&value);
+                ops.push(Op::Put(space, key, value));
+            }
+            if !ops.is_empty() {
+                l.store.commit(ops)?;
+            }
+        }
+        self.held(started);
+        between(self.done)?;
+        Ok((n, bytes))
+    }
+
+    fn held(&mut self, started: std::time::Instant) {
+        self.done += 1;
+        let ms = started.elapsed().as_millis() as u64;
+        self.lock_held_ms_max = self.lock_held_ms_max.max(ms);
     }
 }
 
@@ -195,47 +340,4 @@ fn latest_copies(found: Vec<Unreferenced>) -> BTreeMap<(Space, Vec<u8>), Vec<u8>
         }
     }
     out
-}
-
-/// Relocation ops gathered into commits of at most `RELOCATE_COMMIT_BYTES_MAX` bytes.
-struct Commits<'a> {
-    ledger: &'a Ledger,
-    ops: Vec<Op>,
-    bytes: u64,
-}
-
-impl<'a> Commits<'a> {
-    fn new(ledger: &'a Ledger) -> Self {
-        Commits {
-            ledger,
-            ops: Vec::new(),
-            bytes: 0,
-        }
-    }
-
-    fn push(&mut self, op: Op) -> Result<(), Error> {
-        if let Op::Relocate(_, v) | Op::Put(_, _, v) = &op {
-            self.bytes += entry_bytes(v);
-        }
-        self.ops.push(op);
-        if self.bytes >= RELOCATE_COMMIT_BYTES_MAX {
-            self.commit()?;
-        }
-        Ok(())
-    }
-
-    fn commit(&mut self) -> Result<(), Error> {
-        self.bytes = 0;
-        let ops = std::mem::take(&mut self.ops);
-        if ops.is_empty() {
-            return Ok(());
-        }
-        self.ledger.store.commit(ops)
-    }
-
-    /// Commits the rest and makes every commit durable.
-    fn finish(mut self) -> Result<(), Error> {
-        self.commit()?;
-        self.ledger.store.flush()
-    }
 }

@@ -55,16 +55,6 @@ impl Ledger {
             .transpose()
     }
 
-    /// Days in the tier catalog (archived or removed), counted by key alone.
-    pub fn tier_day_count(&self) -> Result<u64, Error> {
-        let mut n = 0;
-        for k in self.store.keys(Space::Tier, &[], None) {
-            k?;
-            n += 1;
-        }
-        Ok(n)
-    }
-
     /// Every entry of the tier catalog, in day order.
     pub fn tier_entries(&self) -> Result<Vec<TierEntry>, Error> {
         let mut out = Vec::new();
@@ -77,7 +67,9 @@ impl Ledger {
     /// Sealed days still hot whose end is at least `age_ns` before `now_ns`, oldest first.
     pub fn days_to_archive(&self, now_ns: i64, age_ns: i64) -> Result<Vec<String>, Error> {
         let mut out = Vec::new();
-        for kv in self.store.range(Space::Seal, &[], None) {
+        // Every sealed day up to the mark is cataloged (`super::catalog`).
+        let from = self.hot_seals_from()?;
+        for kv in self.store.range(Space::Seal, &from, None) {
             let (k, v) = kv?;
             let seal = DaySeal::from_json(&v)
                 .map_err(|e| crate::record::corrupt(&format!("stored seal: {e}")))?;
@@ -299,6 +291,7 @@ impl Ledger {
             day.as_bytes().to_vec(),
             entry.encode(),
         ));
+        ops.extend(self.catalog_ops(day)?);
         self.store.commit(ops)?;
         self.store.flush()?;
         debug_assert!(

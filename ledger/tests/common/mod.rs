@@ -3,6 +3,7 @@
 //! store (sled and the value log, or redb) for tampering after the ledger is closed.
 #![allow(dead_code)]
 
+pub mod archived;
 pub mod signed;
 
 use ledger::store::choice::StoreKind;
