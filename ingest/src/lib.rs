@@ -40,6 +40,7 @@ pub mod health;
 pub mod lease;
 pub mod metrics;
 mod pipeline;
+mod replica_kv;
 pub mod replica_seals;
 pub mod replica_settings;
 pub mod replicas;

@@ -117,19 +117,8 @@ impl SealState {
         let Some((peer, day)) = parse_seal_key(&e.key) else {
             return;
         };
-        if peer == node {
-            return;
-        }
-        match (e.operation, serde_json::from_slice::<SealValue>(&e.value)) {
-            (kv::Operation::Put, Ok(v)) => {
-                self.peers.insert((peer, day), v);
-            }
-            (kv::Operation::Put, Err(err)) => {
-                tracing::warn!(key = %e.key, error = %err, "replica seal unreadable; ignored");
-            }
-            _ => {
-                self.peers.remove(&(peer, day));
-            }
+        if peer != node {
+            crate::replica_kv::apply(&mut self.peers, (peer, day), e);
         }
     }
 

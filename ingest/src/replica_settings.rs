@@ -77,19 +77,8 @@ impl SettingsState {
         let Some(peer) = e.key.strip_prefix("settings.") else {
             return;
         };
-        if peer == node {
-            return;
-        }
-        match (e.operation, serde_json::from_slice::<Settings>(&e.value)) {
-            (kv::Operation::Put, Ok(s)) => {
-                self.peers.insert(peer.to_string(), s);
-            }
-            (kv::Operation::Put, Err(err)) => {
-                tracing::warn!(key = %e.key, error = %err, "replica settings unreadable; ignored");
-            }
-            _ => {
-                self.peers.remove(peer);
-            }
+        if peer != node {
+            crate::replica_kv::apply(&mut self.peers, peer.to_string(), e);
         }
     }
 

@@ -77,37 +77,21 @@ impl Replicas {
         let mut found = self.lock();
         found.node = Some(node.to_string());
         found.peers = peers;
-        let fresh = now
-            .iter()
-            .filter(|d| found.diverged.get(&d.table) != Some(*d))
-            .cloned()
-            .collect();
-        found.diverged = now.into_iter().map(|d| (d.table.clone(), d)).collect();
-        fresh
+        let keyed = now.into_iter().map(|d| (d.table.clone(), d));
+        let fresh = replace_keyed(&mut found.diverged, keyed.collect());
+        fresh.into_iter().map(|(_, d)| d).collect()
     }
 
     /// Replaces the seal findings; returns the days that are new (to alert on).
     pub(crate) fn replace_seals(&self, now: Vec<SealDiverged>) -> Vec<SealDiverged> {
-        let mut found = self.lock();
-        let fresh = now
-            .iter()
-            .filter(|d| found.seals_diverged.get(&d.day) != Some(*d))
-            .cloned()
-            .collect();
-        found.seals_diverged = now.into_iter().map(|d| (d.day.clone(), d)).collect();
-        fresh
+        let keyed = now.into_iter().map(|d| (d.day.clone(), d));
+        let fresh = replace_keyed(&mut self.lock().seals_diverged, keyed.collect());
+        fresh.into_iter().map(|(_, d)| d).collect()
     }
 
     /// Replaces the settings findings; returns the peers that are new (to alert on).
     pub(crate) fn replace_settings(&self, now: Vec<SettingsDiffer>) -> Vec<SettingsDiffer> {
-        let mut found = self.lock();
-        let fresh = now
-            .iter()
-            .filter(|(peer, d)| found.settings_differ.get(peer) != Some(d))
-            .cloned()
-            .collect();
-        found.settings_differ = now.into_iter().collect();
-        fresh
+        replace_keyed(&mut self.lock().settings_differ, now)
     }
 
     /// The days sealed differently, by day.
@@ -205,6 +189,20 @@ impl Replicas {
             detail: named.join("; "),
         })
     }
+}
+
+/// Replaces `map` with `now`; returns the findings that are new or changed (to alert on).
+fn replace_keyed<K: Ord + Clone, V: PartialEq + Clone>(
+    map: &mut BTreeMap<K, V>,
+    now: Vec<(K, V)>,
+) -> Vec<(K, V)> {
+    let fresh = now
+        .iter()
+        .filter(|(k, v)| map.get(k) != Some(v))
+        .cloned()
+        .collect();
+    *map = now.into_iter().collect();
+    fresh
 }
 
 /// A head as the bucket holds it.
@@ -430,19 +428,8 @@ fn follow(node: &str, peers: &mut PeerHeads, e: &kv::Entry) {
     let Some((peer, table)) = parse_head_key(&e.key) else {
         return;
     };
-    if peer == node {
-        return;
-    }
-    match (e.operation, serde_json::from_slice::<HeadValue>(&e.value)) {
-        (kv::Operation::Put, Ok(v)) => {
-            peers.insert((peer, table), v);
-        }
-        (kv::Operation::Put, Err(err)) => {
-            tracing::warn!(key = %e.key, error = %err, "replica head unreadable; ignored");
-        }
-        _ => {
-            peers.remove(&(peer, table));
-        }
+    if peer != node {
+        crate::replica_kv::apply(peers, (peer, table), e);
     }
 }
 
