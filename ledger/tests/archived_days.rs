@@ -72,6 +72,9 @@ fn minus(a: &StoreReads, b: &StoreReads) -> StoreReads {
 
 #[test]
 fn open_and_day_reads_do_not_grow_with_archived_days() {
+    if common::skip_unless_sled("the archive tier is SledStore's (redb has no tier)") {
+        return;
+    }
     let (one, many) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let hot_one = build(one.path(), 1);
     let hot_many = build(many.path(), DAYS_MANY);
@@ -101,6 +104,9 @@ fn open_and_day_reads_do_not_grow_with_archived_days() {
 
 #[test]
 fn a_restart_reads_nothing_per_archived_day() {
+    if common::skip_unless_sled("the archive tier is SledStore's (redb has no tier)") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let mut b = Builder::new();
     b.build(&Ledger::open(dir.path()).unwrap(), 20);
@@ -137,6 +143,9 @@ fn archive_days(b: &mut Builder, l: &Ledger, days: u32) -> String {
 /// opens no day file; a missing day file fences its tables, and nothing else does.
 #[test]
 fn heads_in_an_archived_day_are_checked_without_reading_its_file() {
+    if common::skip_unless_sled("the archive tier is SledStore's (redb has no tier)") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let mut b = Builder::new();
     let last = {
@@ -171,6 +180,9 @@ fn heads_in_an_archived_day_are_checked_without_reading_its_file() {
 /// every day is cataloged moves only over a contiguous run.
 #[test]
 fn days_archived_out_of_order_are_all_found() {
+    if common::skip_unless_sled("the archive tier is SledStore's (redb has no tier)") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let l = Ledger::open(dir.path()).unwrap();
     let mut b = Builder::new();
