@@ -204,12 +204,13 @@ fn digest_of(dir: &Path) -> proofs::digest::Digest {
 fn three_ledger_nodes_on_a_secured_cluster_survive_kills_and_agree() {
     let mut f = Floor::new();
     let rt = tokio::runtime::Runtime::new().expect("runtime");
+    // Subscribed before any node starts: the first seal goes out at once.
+    let seen = collect(&rt, &f);
     let mut nodes: BTreeMap<&str, (Serve, PathBuf)> =
         NODES.iter().map(|n| (*n, f.start(n))).collect();
     for (_, log) in nodes.values() {
         listening(log);
     }
-    let seen = collect(&rt, &f);
     let sim = f.simulate();
     let api_of = |log: &Path| listening(log).0;
     wait_for("n1 stores events", || {

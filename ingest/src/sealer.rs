@@ -165,13 +165,31 @@ async fn publish_once(
     let Some(lease) = lease else {
         return publish(client, seal, None).await;
     };
-    match lease.confirm().await {
-        Some(revision) => publish(client, seal, Some(lease.headers(revision))).await,
-        None => {
-            tracing::info!(day = %seal.day, "seal kept, not published: another node holds the sealer lease");
-            Ok(())
+    let Some(revision) = lease.confirm().await else {
+        tracing::info!(day = %seal.day, "seal kept, not published: another node holds the sealer lease");
+        return Ok(());
+    };
+    // A holder restarted, or taking over, must not publish a day an earlier holder did.
+    let js = jetstream::new(client.clone());
+    let day = day_number(&seal.day);
+    let through = crate::lease::published_through(&js, "sealer").await;
+    if let (Some(d), Some(t)) = (day, through) {
+        if d <= t {
+            tracing::info!(day = %seal.day, "seal kept, not published: a holder published that day");
+            return Ok(());
         }
     }
+    publish(client, seal, Some(lease.headers(revision))).await?;
+    if let Some(d) = day {
+        crate::lease::mark_published(&js, "sealer", d).await;
+    }
+    Ok(())
+}
+
+/// A gaming day `YYYY-MM-DD` as the number `YYYYMMDD`, ordered as the days are.
+fn day_number(day: &str) -> Option<u64> {
+    let digits: String = day.chars().filter(|c| *c != '-').collect();
+    (digits.len() == 8).then(|| digits.parse().ok()).flatten()
 }
 
 /// Seals the next day if it may be sealed now: the new seal, if one was made.
@@ -266,6 +284,14 @@ pub(crate) async fn blocking<T: Send + 'static>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn day_numbers_order_as_days_and_refuse_other_text() {
+        assert_eq!(day_number("2026-11-27"), Some(20_261_127));
+        assert!(day_number("2026-11-27") < day_number("2026-12-01"));
+        assert_eq!(day_number("2026-1-27"), None);
+        assert_eq!(day_number("not-a-day!"), None);
+    }
 
     #[test]
     fn a_day_is_sealed_after_its_grace_once_ingest_holds_its_arrivals() {
