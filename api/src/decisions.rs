@@ -25,6 +25,7 @@ pub struct AnalyticsQuery {
     /// Only this dealer's statistic.
     dealer: Option<String>,
     /// Only this kind: `hole_card_play` or `card_sharing`.
+    #[param(pattern = "^(hole_card_play|card_sharing)$")]
     kind: Option<String>,
     /// Signals to return (default and most 1,000), by table then round.
     #[param(minimum = 1, maximum = 1000)]
