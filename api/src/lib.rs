@@ -576,6 +576,33 @@ pub async fn run(
     run_with_ops(config, ledger, None, bound, shutdown).await
 }
 
+/// Puts the settings of `config` into a fresh state, once.
+fn apply_settings(state: &Shared, config: &ApiConfig) -> Result<(), Error> {
+    if let Some(a) = config.alerts.clone() {
+        // A fresh state: nothing has set it before.
+        let _ = state.alerts.set(a);
+    }
+    let _ = state.time_zone.set(config.time_zone.clone());
+    let _ = state.ingesting.set(config.ingesting);
+    if let Some(ms) = config.recorder_offset_ms {
+        assert!(
+            ms.unsigned_abs() <= RECORDER_OFFSET_MS_MAX,
+            "serve checks the recorder offset's bound"
+        );
+        let _ = state.recorder_offset_ms.set(ms);
+    }
+    if let Some(s) = config.stuck_after_s {
+        let _ = state.stuck_after_s.set(s);
+    }
+    if let Some(rate) = config.decision_analytics {
+        state.start_decision_analytics(rate)?;
+    }
+    if let Some(n) = config.failures_per_minute_max {
+        state.limiter.set_failures_max(n).map_err(Error::Config)?;
+    }
+    Ok(())
+}
+
 /// `run`, with `/ready` on the API's port and the API's journals and request counts
 /// joined to `ops` (`/metrics`, `ops::router`).
 pub async fn run_with_ops(
@@ -595,28 +622,7 @@ pub async fn run_with_ops(
         stop_rx.clone(),
         config.finance.clone(),
     )?;
-    if let Some(a) = config.alerts {
-        // A fresh state: nothing has set it before.
-        let _ = state.alerts.set(a);
-    }
-    let _ = state.time_zone.set(config.time_zone);
-    let _ = state.ingesting.set(config.ingesting);
-    if let Some(ms) = config.recorder_offset_ms {
-        assert!(
-            ms.unsigned_abs() <= RECORDER_OFFSET_MS_MAX,
-            "serve checks the recorder offset's bound"
-        );
-        let _ = state.recorder_offset_ms.set(ms);
-    }
-    if let Some(s) = config.stuck_after_s {
-        let _ = state.stuck_after_s.set(s);
-    }
-    if let Some(rate) = config.decision_analytics {
-        state.start_decision_analytics(rate)?;
-    }
-    if let Some(n) = config.failures_per_minute_max {
-        state.limiter.set_failures_max(n).map_err(Error::Config)?;
-    }
+    apply_settings(&state, &config)?;
     let listener = serve::bind(config.addr).map_err(|source| Error::Bind {
         addr: config.addr,
         source,

@@ -215,6 +215,27 @@ pub async fn run(
     run_with_consumer(config, ledger, &consumer, || {}, shutdown).await
 }
 
+/// With a node id: the alerts lease, taken if free before the first fetch, so what this
+/// node raises first is judged as the holder's.
+async fn open_alerts_lease(
+    client: &async_nats::Client,
+    config: &IngestConfig,
+) -> Result<Option<std::sync::Arc<tokio::sync::Mutex<crate::lease::Lease>>>, Error> {
+    Ok(match &config.node_id {
+        Some(node) => {
+            let js = jetstream::new(client.clone());
+            let (ttl, n) = (config.lease_ttl, config.stream_replicas);
+            let open = || crate::lease::Lease::open(&js, "alerts", node, ttl, n);
+            let mut l = retrying("the alerts lease", open).await?;
+            // Taken, if free, before the first fetch: what this node raises first is then
+            // judged as the holder's.
+            l.tick().await;
+            Some(std::sync::Arc::new(tokio::sync::Mutex::new(l)))
+        }
+        None => None,
+    })
+}
+
 /// Shortest and longest pause between two tries of a JetStream call at start.
 const SETUP_RETRY_PAUSE_MIN: std::time::Duration = std::time::Duration::from_millis(100);
 const SETUP_RETRY_PAUSE_MAX: std::time::Duration = std::time::Duration::from_secs(5);
@@ -280,19 +301,7 @@ pub(crate) async fn run_with_consumer(
         batch_len_max = config.batch_len_max,
         "ingest started"
     );
-    let lease = match &config.node_id {
-        Some(node) => {
-            let js = jetstream::new(client.clone());
-            let (ttl, n) = (config.lease_ttl, config.stream_replicas);
-            let open = || crate::lease::Lease::open(&js, "alerts", node, ttl, n);
-            let mut l = retrying("the alerts lease", open).await?;
-            // Taken, if free, before the first fetch: what this node raises first is then
-            // judged as the holder's.
-            l.tick().await;
-            Some(std::sync::Arc::new(tokio::sync::Mutex::new(l)))
-        }
-        None => None,
-    };
+    let lease = open_alerts_lease(&client, &config).await?;
     let workers = Workers::start(&client, ledger, &config, lease)?;
     config.metrics.attach(&client);
     let _polling = crate::metrics::Polling::start(&consumer, &config.metrics);

@@ -382,19 +382,30 @@ pub fn verify_quarantine_at(
             prefix_agrees = true;
         }
     }
+    Ok((
+        judge_chain(stored, chain, prefix_agrees, extra_from),
+        hash_at,
+    ))
+}
+
+/// The verdict on the chained entries against the stored head.
+fn judge_chain(
+    stored: Option<QuarantineHead>,
+    chain: QuarantineHead,
+    prefix_agrees: bool,
+    extra_from: Option<u64>,
+) -> QuarantineVerdict {
     let Some(head) = stored else {
-        let verdict = QuarantineVerdict::Ok {
+        return QuarantineVerdict::Ok {
             head: chain,
             unanchored: chain.entries,
         };
-        return Ok((verdict, hash_at));
     };
     if head == chain {
-        let verdict = QuarantineVerdict::Ok {
+        return QuarantineVerdict::Ok {
             head,
             unanchored: 0,
         };
-        return Ok((verdict, hash_at));
     }
     let problem = match extra_from {
         Some(id) if prefix_agrees => format!(
@@ -407,7 +418,7 @@ pub fn verify_quarantine_at(
             entries(head.entries), head.hash, entries(chain.entries), chain.hash
         ),
     };
-    Ok((QuarantineVerdict::Bad { problem }, hash_at))
+    QuarantineVerdict::Bad { problem }
 }
 
 fn entries(n: u64) -> String {

@@ -315,9 +315,9 @@ struct QuarantineLoad {
     state: crate::quarantine::QuarantineState,
 }
 
-fn load_quarantine(store: &dyn Store) -> Result<QuarantineLoad, Error> {
-    let mut counters = BTreeMap::new();
-    let mut q = crate::quarantine::QuarantineState {
+/// The quarantine's state before its entries are read: its limits, purge and overflows.
+fn empty_quarantine(store: &dyn Store) -> Result<crate::quarantine::QuarantineState, Error> {
+    Ok(crate::quarantine::QuarantineState {
         entries: 0,
         next_id: 0,
         head: crate::quarantine::QuarantineHead::EMPTY,
@@ -332,7 +332,12 @@ fn load_quarantine(store: &dyn Store) -> Result<QuarantineLoad, Error> {
         purge_target: crate::purge_mark::load_target(store)?,
         overflows: crate::quarantine::stored_overflows(store)?,
         recent_overflowed: Default::default(),
-    };
+    })
+}
+
+fn load_quarantine(store: &dyn Store) -> Result<QuarantineLoad, Error> {
+    let mut counters = BTreeMap::new();
+    let mut q = empty_quarantine(store)?;
     let repeats = crate::quarantine::stored_repeats(store)?;
     // The entries a purge removed are chained into its mark: the rest continue from it.
     q.head = crate::quarantine::QuarantineHead {
