@@ -21,7 +21,7 @@ use crate::call::Call;
 use crate::refuse::quarantine;
 use crate::store::{Op, Space};
 use crate::types::{reason, Appended, Incoming, Outcomes};
-use crate::{Error, Ledger};
+use crate::{error::Error, owner::Ledger};
 use schemas::admin::{Act, AdminAct, AdminError};
 
 /// `Space::Meta` key prefix of the admin log (`log_key`).
@@ -66,7 +66,7 @@ impl Ledger {
     /// Takes or refuses the admin act `msg` (the append path's hook).
     pub(crate) fn admin_act(
         &self,
-        state: &crate::State,
+        state: &crate::owner::State,
         call: &mut Call,
         msg: &Incoming,
         parsed: Option<Result<AdminAct, AdminError>>,
@@ -110,7 +110,7 @@ impl Ledger {
     /// its deferred effect. `Err` says why the act is out of range.
     fn take(
         &self,
-        state: &crate::State,
+        state: &crate::owner::State,
         call: &mut Call,
         act: &Act,
         mut line: LogLine,
@@ -235,6 +235,6 @@ impl Ledger {
     }
 }
 
-fn refuse(state: &crate::State, call: &mut Call, msg: &Incoming, why: String) -> Appended {
+fn refuse(state: &crate::owner::State, call: &mut Call, msg: &Incoming, why: String) -> Appended {
     quarantine(state, call, msg, reason::ADMIN_REFUSED, why).into()
 }

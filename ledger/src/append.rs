@@ -8,8 +8,8 @@ use crate::refuse::quarantine;
 use crate::store::{Op, Space};
 use crate::types::{encode_held, reason, Admission, Appended, Held, Incoming, Outcomes};
 use crate::{
-    Error, Ledger, StoredEvent, APPEND_BATCH_LEN_MAX, GAP_LEN_MAX, PENDING_BYTES_MAX,
-    PENDING_PER_TABLE_MAX, RECORD_EVENTS_MAX,
+    error::Error, limits::APPEND_BATCH_LEN_MAX, limits::GAP_LEN_MAX, limits::PENDING_BYTES_MAX,
+    limits::PENDING_PER_TABLE_MAX, limits::RECORD_EVENTS_MAX, owner::Ledger, record::StoredEvent,
 };
 use schemas::{
     chain::event_hash, codec, ChainError, ChainHead, Event, Hash32, RoundId, Seq, TableId,
@@ -152,7 +152,7 @@ impl Ledger {
     pub(crate) fn begin_call(
         &self,
         len: usize,
-    ) -> Result<(std::sync::MutexGuard<'_, crate::State>, Call), Error> {
+    ) -> Result<(std::sync::MutexGuard<'_, crate::owner::State>, Call), Error> {
         if len > APPEND_BATCH_LEN_MAX {
             return Err(Error::BatchTooLarge {
                 len,
@@ -167,7 +167,7 @@ impl Ledger {
     /// Decides one message (`pre`: its signature's precheck).
     fn one(
         &self,
-        state: &crate::State,
+        state: &crate::owner::State,
         call: &mut Call,
         msg: &Incoming,
         pre: Option<(schemas::attest::PublicKey, bool)>,
@@ -204,7 +204,7 @@ impl Ledger {
     /// the fence. `Err` holds the message's outcome when one of them decides it.
     fn before_chain(
         &self,
-        state: &crate::State,
+        state: &crate::owner::State,
         call: &mut Call,
         msg: &Incoming,
         pre: Option<(schemas::attest::PublicKey, bool)>,
@@ -259,7 +259,7 @@ impl Ledger {
     /// The event at head + 1: appended if the table is open and it names the head.
     fn append_next(
         &self,
-        state: &crate::State,
+        state: &crate::owner::State,
         call: &mut Call,
         msg: &Incoming,
         event: &schemas::Event,
@@ -302,7 +302,12 @@ impl Ledger {
     }
 
     /// Loads `table`'s state into `call` at its first message, and returns its head seq.
-    pub(crate) fn load_table(&self, state: &crate::State, call: &mut Call, table: &TableId) -> u64 {
+    pub(crate) fn load_table(
+        &self,
+        state: &crate::owner::State,
+        call: &mut Call,
+        table: &TableId,
+    ) -> u64 {
         match call.tables.get(table) {
             Some(tc) => tc.head.seq.0,
             None => {
@@ -344,7 +349,7 @@ impl Ledger {
     /// call's events or an earlier call's, else read once from the stored head event.
     fn is_closed(
         &self,
-        state: &crate::State,
+        state: &crate::owner::State,
         call: &mut Call,
         table: &TableId,
         head_seq: u64,
@@ -370,7 +375,7 @@ impl Ledger {
     /// A seq at or below the head: a duplicate, a fork or a rewound device.
     fn at_stored_seq(
         &self,
-        state: &crate::State,
+        state: &crate::owner::State,
         call: &mut Call,
         msg: &Incoming,
         event: &Event,
@@ -541,10 +546,10 @@ struct Written {
     added_bytes: u64,
 }
 
-use crate::RoundSummary;
+use crate::read::RoundSummary;
 
 /// Writes the new totals of the counters kept across reopens that this call moved.
-fn persist_counters(state: &crate::State, call: &mut Call) {
+fn persist_counters(state: &crate::owner::State, call: &mut Call) {
     for name in crate::attest::reason::PERSISTED_COUNTERS {
         if let Some(n) = call.counters.get(*name) {
             let total = state.counters.get(*name).copied().unwrap_or(0) + n;
@@ -558,7 +563,7 @@ fn persist_counters(state: &crate::State, call: &mut Call) {
 }
 
 pub(crate) fn push_event(
-    state: &crate::State,
+    state: &crate::owner::State,
     call: &mut Call,
     event: &Event,
     new_head: ChainHead,
@@ -593,7 +598,7 @@ pub(crate) fn push_event(
 }
 
 /// Appends held events that now follow the head, until the next gap or a bad one.
-pub(crate) fn release_held(state: &crate::State, call: &mut Call, table: &TableId) {
+pub(crate) fn release_held(state: &crate::owner::State, call: &mut Call, table: &TableId) {
     loop {
         let tc = call.table_mut(table);
         let next = tc.head.seq.0 + 1;
@@ -755,7 +760,7 @@ fn skew_refusal(call: &Call, msg: &Incoming, event: &schemas::Event) -> Option<S
 
 /// An event beyond head + 1: held until the gap before it fills, within the bounds.
 fn hold(
-    state: &crate::State,
+    state: &crate::owner::State,
     call: &mut Call,
     msg: &Incoming,
     event: &schemas::Event,

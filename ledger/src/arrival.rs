@@ -45,7 +45,7 @@ pub(crate) fn receipt_of_table(
     store: &dyn Store,
     table: &TableId,
     head_seq: u64,
-) -> Result<Hash32, crate::Error> {
+) -> Result<Hash32, crate::error::Error> {
     let tk = crate::record::table_key(table);
     let mut end = tk.clone();
     end.extend_from_slice(&[0xff; 9]);
@@ -145,7 +145,7 @@ pub fn encode_entry(records: &[Vec<u8>], hash: &Hash32) -> Vec<u8> {
 
 /// Reads an entry's value: `count u32, count x (len u32, key)` (little-endian, as `record`
 /// writes), then the hash or nothing.
-pub fn decode_entry(v: &[u8]) -> Result<ArrivalEntry, crate::Error> {
+pub fn decode_entry(v: &[u8]) -> Result<ArrivalEntry, crate::error::Error> {
     let mut r = R::new(v);
     let n = r.u32()?;
     let mut records = Vec::new();
@@ -165,7 +165,7 @@ pub fn decode_entry(v: &[u8]) -> Result<ArrivalEntry, crate::Error> {
 }
 
 /// The call id of an entry's key (`min stream seq (u64 BE) ++ call id (u64 BE)`).
-pub fn call_id_of_key(k: &[u8]) -> Result<u64, crate::Error> {
+pub fn call_id_of_key(k: &[u8]) -> Result<u64, crate::error::Error> {
     be_u64(k.get(8..).unwrap_or(&[]))
 }
 
@@ -177,7 +177,7 @@ pub fn encode_head(call_id: u64, hash: &Hash32) -> Vec<u8> {
 }
 
 /// Reads `HEAD_KEY`'s value: (call id, hash).
-pub fn decode_head(v: &[u8]) -> Result<(u64, Hash32), crate::Error> {
+pub fn decode_head(v: &[u8]) -> Result<(u64, Hash32), crate::error::Error> {
     if v.len() != 40 {
         return Err(crate::record::corrupt("arrival head is not 40 bytes"));
     }

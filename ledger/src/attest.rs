@@ -22,8 +22,9 @@ use crate::record::{self, be_u64, split_table_key, table_key, W};
 use crate::refuse::quarantine;
 use crate::store::{Op, Space};
 use crate::types::Incoming;
-pub use crate::types::{CheckpointOutcome, DeviceKey};
-use crate::{Error, Ledger, State};
+pub use crate::types::{Attestation, CheckpointOutcome, DeviceKey};
+pub(crate) use crate::types::{Attested, KeyRegister, Trust};
+use crate::{error::Error, owner::Ledger, owner::State};
 use schemas::attest::{Checkpoint, KeyAction, KeyEvent, PublicKey, VERIFY_BATCH_MAX};
 use schemas::{DeviceId, Event, Hash32, Seq, TableId};
 use std::collections::{BTreeMap, BTreeSet};
@@ -70,21 +71,6 @@ pub mod reason {
 /// Most keys one device may retire on one chain (`DeviceKey::retired`); an enrollment
 /// beyond it takes no effect (give the device a new id). A key a day for eleven years.
 pub const RETIRED_KEYS_MAX: usize = 4096;
-
-/// The highest kept checkpoint of a table.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Attestation {
-    /// The table whose chain the checkpoint attests.
-    pub table: TableId,
-    /// The chain is attested up to and including this seq.
-    pub seq: Seq,
-    /// The event hash at `seq` that the device signed.
-    pub hash: Hash32,
-    /// The device that signed it.
-    pub device: DeviceId,
-    /// When the House received the checkpoint, UTC ns.
-    pub received_at_ns: i64,
-}
 
 /// A kept checkpoint as stored: the message exactly as the device published it, decoded,
 /// with the ingest-side fields stored beside it.
@@ -264,24 +250,6 @@ pub(crate) fn load_admin_keys(
         .collect())
 }
 
-/// The device key register: (table, device) -> key.
-pub(crate) type KeyRegister = BTreeMap<(TableId, DeviceId), DeviceKey>;
-/// The highest kept checkpoint per table.
-pub(crate) type Attested = BTreeMap<TableId, Attestation>;
-
-/// Who may speak for a table: the ledger's part of "who may speak" (ARCHITECTURE.md).
-pub(crate) struct Trust {
-    /// Who may enroll device keys (`Ledger::trust_admin_keys`, kept in `Space::Meta`).
-    pub(crate) admin_keys: std::collections::BTreeSet<schemas::attest::PublicKey>,
-    /// Whether only device-signed events are stored (`provenance`).
-    pub(crate) require_signed: bool,
-    /// The device key register (`attest`).
-    pub(crate) devices:
-        std::collections::BTreeMap<(TableId, schemas::DeviceId), crate::types::DeviceKey>,
-    /// The highest kept checkpoint per table.
-    pub(crate) attested: Attested,
-}
-
 /// The key register and attestations, read at open.
 pub(crate) fn load(store: &dyn crate::store::Store) -> Result<(KeyRegister, Attested), Error> {
     let mut devices = BTreeMap::new();
@@ -387,7 +355,7 @@ fn key_event_effect(
 }
 
 /// Called for every event the append path stores: applies enrollments and revocations.
-pub(crate) fn on_stored(state: &crate::State, call: &mut Call, event: &Event) {
+pub(crate) fn on_stored(state: &crate::owner::State, call: &mut Call, event: &Event) {
     let Some(key_event) = KeyEvent::of(&event.body) else {
         return;
     };

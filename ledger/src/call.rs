@@ -2,9 +2,9 @@
 //! quarantine's head and window, and the ops its one commit will write.
 
 use crate::quarantine::Refusal;
+use crate::record::StoredEvent;
 use crate::store::{Op, Space};
 use crate::types::{DeviceKey, Held};
-use crate::StoredEvent;
 use schemas::{ChainHead, Hash32, TableId};
 use std::collections::BTreeMap;
 
@@ -67,7 +67,7 @@ pub(crate) struct Call {
 }
 
 impl Call {
-    pub(crate) fn begin(state: &crate::State) -> Call {
+    pub(crate) fn begin(state: &crate::owner::State) -> Call {
         Call {
             tables: BTreeMap::new(),
             pending_bytes: state.held.bytes,
@@ -113,7 +113,7 @@ impl Call {
     /// `None` for a table with no event.
     pub(crate) fn head<'a>(
         &'a self,
-        state: &'a crate::State,
+        state: &'a crate::owner::State,
         table: &TableId,
     ) -> Option<&'a ChainHead> {
         match self.tables.get(table) {
@@ -128,7 +128,7 @@ impl Call {
     /// read and a record decode per checkpoint.)
     pub(crate) fn known_hash(
         &self,
-        state: &crate::State,
+        state: &crate::owner::State,
         table: &TableId,
         seq: u64,
     ) -> Option<Hash32> {
@@ -147,7 +147,7 @@ impl Call {
     /// and revocation events included).
     pub(crate) fn device_key<'a>(
         &'a self,
-        state: &'a crate::State,
+        state: &'a crate::owner::State,
         table: &TableId,
         device: &schemas::DeviceId,
     ) -> Option<&'a DeviceKey> {
@@ -193,7 +193,7 @@ impl Call {
     }
 
     /// After a successful commit: makes this call's effects the ledger's state.
-    pub(crate) fn publish(self, state: &mut crate::State) {
+    pub(crate) fn publish(self, state: &mut crate::owner::State) {
         for (t, tc) in self.tables {
             if let Some(closed) = tc.closed {
                 state.closed.insert(t.clone(), closed);

@@ -10,7 +10,7 @@
 use crate::call::Call;
 use crate::record::{self, be_u64, seq_key, split_table_key, table_key};
 use crate::store::{Op, Space};
-use crate::{Error, Ledger};
+use crate::{error::Error, owner::Ledger};
 use schemas::{Event, EventBody, Hash32, Seq, TableId};
 
 /// `Space::Meta` key present once every table's config index is complete.

@@ -17,12 +17,12 @@
 //!
 //! Memory: a 64-byte digest per distinct copied key, bounded by `COPIES_CHECKED_MAX`.
 
+use crate::error::Error;
 use crate::logged::{LoggedCheck, LoggedReport};
 use crate::record::RECORD_VERSION;
 use crate::store::RECOVERED_SPACES;
 use crate::store::{decode_put_copy, SledStore, Space, Store, Unreferenced, PUT_COPY_TAG};
 use crate::valuelog::Found;
-use crate::Error;
 use std::collections::BTreeMap;
 
 /// Most distinct copied keys checked in one pass; beyond it the check says so and fails.

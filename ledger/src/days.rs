@@ -16,7 +16,7 @@
 
 use crate::record::{self, seq_key};
 use crate::store::{Op, Space};
-use crate::{Error, Ledger};
+use crate::{error::Error, owner::Ledger};
 use schemas::attest::{PublicKey, SigningKey};
 use schemas::seal::{check_day_name, DaySeal, SealContent, SealedTable, SEAL_TABLES_MAX};
 use schemas::{Hash32, Seq, TableId, GENESIS};
@@ -631,7 +631,7 @@ impl Ledger {
 /// What is wrong with the stored event expected at `seq` after `prev`, if anything.
 fn event_problem(
     table: &TableId,
-    e: &crate::StoredEvent,
+    e: &crate::record::StoredEvent,
     seq: u64,
     prev: &Hash32,
     ends_at_ns: i64,

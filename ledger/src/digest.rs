@@ -12,7 +12,7 @@ use crate::journals::{read_journals, JournalState};
 use crate::store::{Space, Store};
 use crate::tier::removed::{removed_days, Removed};
 use crate::verify::{verify_store, AtSeq, TableVerdict, VerifyReport};
-use crate::{Error, Ledger};
+use crate::{error::Error, owner::Ledger};
 use proofs::digest::{
     anchor_seqs, check_consistency, check_journals, locate_altered, BrokenTable, Consistency,
     Digest, DigestHead, QuarantineAnchor, QuarantineNow, RemovedSpan, TableConsistency, TableNow,
@@ -108,10 +108,11 @@ pub fn hashes_at(
     seqs: &[u64],
 ) -> Result<Vec<Option<Hash32>>, Error> {
     let prefix = crate::record::table_key(table);
-    let mut record: Vec<crate::StoredEvent> = Vec::new();
+    let mut record: Vec<crate::record::StoredEvent> = Vec::new();
     let mut out = Vec::with_capacity(seqs.len());
     for &seq in seqs {
-        let held = |r: &[crate::StoredEvent]| r.iter().find(|e| e.seq.0 == seq).map(|e| e.hash);
+        let held =
+            |r: &[crate::record::StoredEvent]| r.iter().find(|e| e.seq.0 == seq).map(|e| e.hash);
         if held(&record).is_none() {
             let at = crate::record::seq_key(table, seq);
             record = match store.last_key_at_or_before(Space::Batch, &prefix, &at)? {
@@ -241,7 +242,7 @@ fn digest_of(report: VerifyReport, created_at_ns: i64) -> Result<Digest, DigestR
     Ok(Digest::new(heads, created_at_ns).with_quarantine(anchor(&q)))
 }
 
-fn anchor(q: &crate::QuarantineHead) -> QuarantineAnchor {
+fn anchor(q: &crate::quarantine::QuarantineHead) -> QuarantineAnchor {
     QuarantineAnchor {
         entries: q.entries,
         hash: q.hash,

@@ -6,8 +6,8 @@
 //! write refused for space does. A failed flush fails after the commit it follows was
 //! applied, so the ledger's state is ahead of what is durable until a flush succeeds.
 
+use crate::error::Error;
 use crate::store::{KeyIter, KvIter, Op, Space, Store, UnreferencedIter};
-use crate::Error;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;

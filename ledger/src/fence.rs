@@ -14,8 +14,9 @@
 //!   fenced again, a repaired one is not.
 
 use crate::store::{Op, Space};
+pub use crate::types::Fence;
 use crate::types::{reason, CheckpointOutcome, Incoming};
-use crate::{Error, Ledger};
+use crate::{error::Error, owner::Ledger};
 use schemas::{Seq, TableId};
 use std::collections::BTreeMap;
 
@@ -33,15 +34,6 @@ pub mod check {
 pub const FENCE_LOG_PREFIX: &[u8] = b"fence_log/";
 /// Most `table_fenced` entries one unfence appends again; run it again for more.
 pub const UNFENCE_ENTRIES_MAX: usize = 100_000;
-
-/// Why a table is fenced.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Fence {
-    /// The check it failed (`check`).
-    pub check: &'static str,
-    /// What the check found, in words.
-    pub detail: String,
-}
 
 /// What an unfence did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -236,7 +228,7 @@ impl Ledger {
             entries: (events.len() + checkpoints.len()) as u64,
             ..Unfenced::default()
         };
-        for chunk in events.chunks(crate::APPEND_BATCH_LEN_MAX) {
+        for chunk in events.chunks(crate::limits::APPEND_BATCH_LEN_MAX) {
             for o in self.append_unfenced(chunk)? {
                 match o {
                     crate::Appended::Stored { .. } => report.stored += 1,
@@ -246,7 +238,7 @@ impl Ledger {
                 }
             }
         }
-        for chunk in checkpoints.chunks(crate::APPEND_BATCH_LEN_MAX) {
+        for chunk in checkpoints.chunks(crate::limits::APPEND_BATCH_LEN_MAX) {
             let out = self.append(&[], chunk)?;
             report.refused += out
                 .checkpoints
@@ -294,7 +286,7 @@ impl Ledger {
 
     /// Appends fenced events again. Their signatures were checked before they were
     /// quarantined as `table_fenced`, as recovery's records were before they were written.
-    fn append_unfenced(&self, events: &[Incoming]) -> Result<Vec<crate::Appended>, Error> {
+    fn append_unfenced(&self, events: &[Incoming]) -> Result<Vec<crate::types::Appended>, Error> {
         Ok(self
             .append_as(events, &[], crate::types::Admission::Recovered)?
             .events)

@@ -12,7 +12,7 @@
 use crate::record::{be_u64, split_table_key};
 use crate::store::{Space, Store};
 use crate::types::decode_held;
-use crate::{Error, PENDING_BYTES_MAX, PENDING_PER_TABLE_MAX};
+use crate::{error::Error, limits::PENDING_BYTES_MAX, limits::PENDING_PER_TABLE_MAX};
 use schemas::{chain::event_hash, codec, TableId};
 use std::collections::BTreeMap;
 

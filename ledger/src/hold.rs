@@ -5,7 +5,7 @@
 use crate::read::QuarantineEntry;
 use crate::record::be_u64;
 use crate::store::Space;
-use crate::{Error, Ledger};
+use crate::{error::Error, owner::Ledger};
 use schemas::api::{GapBlocker, GapView};
 use schemas::{codec, Seq, TableId};
 use std::collections::BTreeMap;
@@ -30,7 +30,10 @@ impl Ledger {
     /// missing range, among the newest `BLOCKER_SCAN_MAX` entries: one scan for all. A
     /// gap without one waits for events the ledger never received (a lost outbox), or
     /// for a refusal older than the scan.
-    pub fn gap_blockers(&self, gaps: &[crate::Gap]) -> Result<BTreeMap<TableId, Blocker>, Error> {
+    pub fn gap_blockers(
+        &self,
+        gaps: &[crate::read::Gap],
+    ) -> Result<BTreeMap<TableId, Blocker>, Error> {
         let ranges: BTreeMap<&TableId, std::ops::RangeInclusive<u64>> = gaps
             .iter()
             .map(|g| (&g.table, g.missing_from.0..=g.missing_to.0))
@@ -95,7 +98,7 @@ impl Ledger {
 
     /// The gaps whose oldest held event arrived at or before `held_before_ns`: tables
     /// that have not advanced for that long.
-    pub fn stuck(&self, held_before_ns: i64) -> Vec<crate::Gap> {
+    pub fn stuck(&self, held_before_ns: i64) -> Vec<crate::read::Gap> {
         self.gaps()
             .into_iter()
             .filter(|g| g.since_ns <= held_before_ns)

@@ -7,7 +7,7 @@
 //! next start) is counted, not cut. A journal file that does not exist has no lines. One
 //! line at a time in memory, bounded by `JOURNAL_LINE_LEN_MAX`.
 
-use crate::Error;
+use crate::error::Error;
 use proofs::digest::{JournalAnchor, JournalNow};
 use proofs::journal::{JournalChain, JOURNAL_FILES, JOURNAL_LINE_LEN_MAX};
 use schemas::Hash32;

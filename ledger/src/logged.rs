@@ -21,7 +21,7 @@ use crate::record::{decode_record, seq_key, table_key};
 use crate::store::{SledStore, Space, Store};
 use crate::tier::removed::Removed;
 use crate::valuelog::{segment_file_name, Pointer};
-use crate::{Error, StoredEvent};
+use crate::{error::Error, record::StoredEvent};
 use schemas::TableId;
 
 /// Problems named in one report at most; the rest are counted.

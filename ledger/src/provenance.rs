@@ -23,7 +23,7 @@ use crate::call::Call;
 use crate::store::{Op, Space};
 pub use crate::types::Provenance;
 use crate::types::{reason, Appended, Incoming};
-use crate::{Error, Ledger, State};
+use crate::{error::Error, owner::Ledger, owner::State};
 use schemas::attest::{KeyCache, KeyEvent, PublicKey};
 use schemas::provenance::EventSignature;
 use schemas::{DeviceId, Event, TableId};

@@ -14,8 +14,8 @@
 //! - An act that does not check out is quarantined as `admin_refused`, never applied.
 
 use crate::call::Call;
+use crate::owner::Ledger;
 use crate::store::{Op, Space};
-use crate::Ledger;
 
 pub use crate::purge_mark::{PurgeMark, MARK_KEY, TARGET_KEY};
 
@@ -39,7 +39,12 @@ impl Ledger {
     /// Orders the removal of the entries below `below_id` (no further than the entries
     /// stored now) in `call`; returns the target in force after it. The act's checks are
     /// the caller's.
-    pub(crate) fn order_purge(&self, state: &crate::State, call: &mut Call, below_id: u64) -> u64 {
+    pub(crate) fn order_purge(
+        &self,
+        state: &crate::owner::State,
+        call: &mut Call,
+        below_id: u64,
+    ) -> u64 {
         let before = call.purge_target.unwrap_or(state.quarantine.purge_target);
         let target = before.max(below_id.min(call.next_quarantine_id));
         call.purge_target = Some(target);

@@ -1,9 +1,9 @@
 //! Where quarantine purges have cut the quarantine (`purge`): what `verify`, the open and
 //! the purge steps read, kept below them so none of them depends on the purge act.
 
+use crate::error::Error;
 use crate::record::be_u64;
 use crate::store::{Space, Store};
-use crate::Error;
 use schemas::Hash32;
 use serde::{Deserialize, Serialize};
 

@@ -9,7 +9,7 @@ use crate::read::QuarantineEntry;
 use crate::record::be_u64;
 use crate::store::{Op, Space};
 use crate::types::reason;
-use crate::{Error, Ledger};
+use crate::{error::Error, owner::Ledger};
 use std::collections::HashMap;
 
 /// What a step writes and what the state takes from it after the commit.
@@ -91,7 +91,7 @@ impl Ledger {
     /// fenced table's, and chains it into the cut.
     fn step_entry(
         &self,
-        state: &crate::State,
+        state: &crate::owner::State,
         step: &mut Step,
         id: u64,
         v: &[u8],
@@ -138,7 +138,7 @@ impl Ledger {
 }
 
 /// The state after a step's commit.
-fn publish(state: &mut crate::State, step: Step) {
+fn publish(state: &mut crate::owner::State, step: Step) {
     let q = &mut state.quarantine;
     let source_bytes: u64 = step.by_source.values().sum();
     q.bytes = q.bytes.saturating_sub(source_bytes);

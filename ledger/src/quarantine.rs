@@ -28,11 +28,94 @@
 //! head together: a digest held by an outside party does, since version 3 names the
 //! quarantine's head (`crate::digest`).
 
-use crate::record::be_u64;
+use crate::error::Error;
+use crate::record::{be_u64, corrupt, R, W};
 use crate::store::{Space, Store};
-use crate::Error;
-use schemas::Hash32;
+use schemas::{Hash32, TableId};
 use std::collections::BTreeMap;
+
+/// What a quarantine entry costs on disk beyond its message's bytes, at most: its reason
+/// and text (`quarantine::QUARANTINE_TEXT_LEN_MAX`), subject, stream seq and receive time, the value
+/// log's headers, and sled's key and pointer with sled's own overhead (measured in
+/// BENCHMARKS.md). The byte bounds count each entry as its message plus this.
+pub const ENTRY_COST_BYTES: u64 = 1024;
+
+/// One quarantined message, bytes verbatim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuarantineEntry {
+    /// Its id: quarantine order, from 0, never reused.
+    pub id: u64,
+    /// Stable snake_case code (see `crate::types::reason`).
+    pub reason: String,
+    /// Why it was refused, in words, for the operator.
+    pub text: String,
+    /// The table its subject named; `None` when the subject named no valid table.
+    pub subject_table: Option<TableId>,
+    /// JetStream stream sequence of the delivery.
+    pub stream_seq: u64,
+    /// When the House received it, UTC ns.
+    pub received_at_ns: i64,
+    /// The message bytes exactly as received.
+    pub bytes: Vec<u8>,
+    /// Refusals of the same bytes for the same reason after this one, counted beside the
+    /// entry (`quarantine::Repeat`), not part of its stored value nor of the chain. Filled
+    /// by the reads that list entries; 0 from `decode`.
+    pub repeats: u64,
+}
+
+impl QuarantineEntry {
+    /// The entry as the API and the CLI show it, with the first `preview` bytes of the
+    /// message in hex (`usize::MAX`: all of them).
+    pub fn row(self, preview: usize) -> schemas::api::QuarantineRow {
+        schemas::api::QuarantineRow {
+            id: self.id,
+            bytes_len: self.bytes.len() as u64,
+            bytes_hex: hex::encode(&self.bytes[..self.bytes.len().min(preview)]),
+            reason: self.reason,
+            text: self.text,
+            subject_table: self.subject_table,
+            stream_seq: self.stream_seq,
+            received_at_ns: self.received_at_ns,
+            repeats: self.repeats,
+        }
+    }
+
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let mut w = W::default();
+        w.bytes(self.reason.as_bytes()).bytes(self.text.as_bytes());
+        match &self.subject_table {
+            Some(t) => w.u8(1).bytes(t.as_str().as_bytes()),
+            None => w.u8(0),
+        };
+        w.u64(self.stream_seq)
+            .i64(self.received_at_ns)
+            .bytes(&self.bytes);
+        w.0
+    }
+    pub(crate) fn decode(id: u64, v: &[u8]) -> Result<QuarantineEntry, Error> {
+        let mut r = R::new(v);
+        let s = |b: &[u8]| String::from_utf8(b.to_vec()).map_err(|_| corrupt("quarantine text"));
+        let reason = s(r.bytes()?)?;
+        let text = s(r.bytes()?)?;
+        let subject_table = match r.u8()? {
+            0 => None,
+            _ => Some(
+                TableId::new(s(r.bytes()?)?)
+                    .map_err(|e| corrupt(&format!("quarantine table: {e}")))?,
+            ),
+        };
+        Ok(QuarantineEntry {
+            id,
+            reason,
+            text,
+            subject_table,
+            stream_seq: r.u64()?,
+            received_at_ns: r.i64()?,
+            bytes: r.bytes()?.to_vec(),
+            repeats: 0,
+        })
+    }
+}
 
 /// `Space::Meta` key of the quarantine head.
 pub const HEAD_KEY: &[u8] = b"quarantine_head";
@@ -42,8 +125,6 @@ pub const HEAD_KEY: &[u8] = b"quarantine_head";
 /// (`ack_pending_max`, checked against this), so a redelivered message was quarantined at
 /// most that many entries ago.
 pub const QUARANTINE_RECENT_MAX: usize = 65_536;
-
-pub use crate::quarantine_limits::ENTRY_COST_BYTES;
 
 /// Longest reason text an entry keeps, in bytes; a longer one is cut (`refuse`).
 pub const QUARANTINE_TEXT_LEN_MAX: usize = 256;
@@ -80,7 +161,7 @@ pub(crate) struct QuarantineState {
     /// Charged bytes of `table_fenced` entries: kept apart, never refused by a limit.
     pub(crate) fenced_bytes: u64,
     /// The limits in force (`quarantine_limits`).
-    pub(crate) limits: crate::quarantine_limits::QuarantineLimits,
+    pub(crate) limits: schemas::limits::QuarantineLimits,
     /// Where purges have cut the quarantine so far (`purge`).
     pub(crate) purge_mark: crate::purge_mark::PurgeMark,
     /// The id purges asked for: entries below it go.
@@ -94,7 +175,7 @@ pub(crate) struct QuarantineState {
 
 impl QuarantineState {
     /// Puts `limits` in force; a window of another length starts counting again.
-    pub(crate) fn set_limits(&mut self, limits: crate::quarantine_limits::QuarantineLimits) {
+    pub(crate) fn set_limits(&mut self, limits: schemas::limits::QuarantineLimits) {
         if self.limits.window_ns != limits.window_ns {
             self.window = Default::default();
         }
@@ -437,7 +518,7 @@ mod tests {
         let v: serde_json::Value = serde_json::from_str(text).unwrap();
         let q = &v["quarantine_entry"];
         let s = |k: &str| q[k].as_str().unwrap().to_string();
-        let entry = crate::QuarantineEntry {
+        let entry = crate::quarantine::QuarantineEntry {
             id: q["id"].as_u64().unwrap(),
             reason: s("reason"),
             text: s("text"),

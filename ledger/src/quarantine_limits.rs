@@ -16,13 +16,9 @@
 //! clock skew limit).
 
 use crate::store::{Op, Space, Store};
-use crate::{Error, Ledger};
+use crate::{error::Error, owner::Ledger};
 
-/// What a quarantine entry costs on disk beyond its message's bytes, at most: its reason
-/// and text (`quarantine::QUARANTINE_TEXT_LEN_MAX`), subject, stream seq and receive time, the value
-/// log's headers, and sled's key and pointer with sled's own overhead (measured in
-/// BENCHMARKS.md). The byte bounds count each entry as its message plus this.
-pub const ENTRY_COST_BYTES: u64 = 1024;
+pub use crate::quarantine::ENTRY_COST_BYTES;
 
 /// `Space::Meta` key of the limits in force (JSON); absent means the defaults.
 pub const LIMITS_KEY: &[u8] = b"quarantine_limits";

@@ -1,11 +1,11 @@
 //! Reads: heads, events by seq, rounds, device time and arrival order, quarantine, stats,
 //! and export. Loading the in-memory state at open is here too.
 
+pub use crate::quarantine::QuarantineEntry;
 use crate::record::{self, be_u64, corrupt, ord_i64, seq_key, split_table_key, table_key, R, W};
-use crate::store::{KvIter, Space, Store};
-use crate::tier::removed::RemovedRange;
-use crate::types::{decode_held, Held};
-use crate::{Error, Ledger, State, StoredEvent};
+use crate::store::{KvIter, Space};
+use crate::types::RemovedRange;
+use crate::{error::Error, owner::Ledger, record::StoredEvent};
 use proofs::export::{ExportHeader, ExportSummary, ExportTable, EXPORT_FORMAT, EXPORT_VERSION};
 use schemas::{ChainHead, Hash32, RoundId, Seq, TableId, GENESIS};
 use std::cmp::Reverse;
@@ -47,83 +47,6 @@ impl RoundSummary {
             last_seq: Seq(r.u64()?),
             first_occurred_at_ns: r.i64()?,
             last_occurred_at_ns: r.i64()?,
-        })
-    }
-}
-
-/// One quarantined message, bytes verbatim.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct QuarantineEntry {
-    /// Its id: quarantine order, from 0, never reused.
-    pub id: u64,
-    /// Stable snake_case code (see `crate::reason`).
-    pub reason: String,
-    /// Why it was refused, in words, for the operator.
-    pub text: String,
-    /// The table its subject named; `None` when the subject named no valid table.
-    pub subject_table: Option<TableId>,
-    /// JetStream stream sequence of the delivery.
-    pub stream_seq: u64,
-    /// When the House received it, UTC ns.
-    pub received_at_ns: i64,
-    /// The message bytes exactly as received.
-    pub bytes: Vec<u8>,
-    /// Refusals of the same bytes for the same reason after this one, counted beside the
-    /// entry (`quarantine::Repeat`), not part of its stored value nor of the chain. Filled
-    /// by the reads that list entries; 0 from `decode`.
-    pub repeats: u64,
-}
-
-impl QuarantineEntry {
-    /// The entry as the API and the CLI show it, with the first `preview` bytes of the
-    /// message in hex (`usize::MAX`: all of them).
-    pub fn row(self, preview: usize) -> schemas::api::QuarantineRow {
-        schemas::api::QuarantineRow {
-            id: self.id,
-            bytes_len: self.bytes.len() as u64,
-            bytes_hex: hex::encode(&self.bytes[..self.bytes.len().min(preview)]),
-            reason: self.reason,
-            text: self.text,
-            subject_table: self.subject_table,
-            stream_seq: self.stream_seq,
-            received_at_ns: self.received_at_ns,
-            repeats: self.repeats,
-        }
-    }
-
-    pub(crate) fn encode(&self) -> Vec<u8> {
-        let mut w = W::default();
-        w.bytes(self.reason.as_bytes()).bytes(self.text.as_bytes());
-        match &self.subject_table {
-            Some(t) => w.u8(1).bytes(t.as_str().as_bytes()),
-            None => w.u8(0),
-        };
-        w.u64(self.stream_seq)
-            .i64(self.received_at_ns)
-            .bytes(&self.bytes);
-        w.0
-    }
-    pub(crate) fn decode(id: u64, v: &[u8]) -> Result<QuarantineEntry, Error> {
-        let mut r = R::new(v);
-        let s = |b: &[u8]| String::from_utf8(b.to_vec()).map_err(|_| corrupt("quarantine text"));
-        let reason = s(r.bytes()?)?;
-        let text = s(r.bytes()?)?;
-        let subject_table = match r.u8()? {
-            0 => None,
-            _ => Some(
-                TableId::new(s(r.bytes()?)?)
-                    .map_err(|e| corrupt(&format!("quarantine table: {e}")))?,
-            ),
-        };
-        Ok(QuarantineEntry {
-            id,
-            reason,
-            text,
-            subject_table,
-            stream_seq: r.u64()?,
-            received_at_ns: r.i64()?,
-            bytes: r.bytes()?.to_vec(),
-            repeats: 0,
         })
     }
 }
@@ -216,184 +139,6 @@ pub(crate) fn decode_head(table: TableId, v: &[u8]) -> Result<(ChainHead, Option
     };
     let receipt = if r.is_empty() { None } else { Some(r.hash()?) };
     Ok((head, receipt))
-}
-
-/// The ledger's in-memory state, read from the store at open.
-pub(crate) fn load_state(store: &dyn Store) -> Result<State, Error> {
-    let (heads, receipts) = load_heads(store)?;
-    let (pending, pending_bytes) = load_pending(store)?;
-    let q = load_quarantine(store)?;
-    let mut counters = q.counters;
-    let meta = |k: &[u8]| -> Result<u64, Error> {
-        store
-            .get(Space::Meta, k)?
-            .map(|v| be_u64(&v))
-            .transpose()
-            .map(|o| o.unwrap_or(0))
-    };
-    for name in crate::attest::reason::PERSISTED_COUNTERS {
-        let n = meta(&crate::attest::reason::counter_key(name))?;
-        if n > 0 {
-            counters.insert(name.to_string(), n);
-        }
-    }
-    let (devices, attested) = crate::attest::load(store)?;
-    Ok(State {
-        heads,
-        receipts,
-        receiptless: Default::default(),
-        held: crate::types::HeldEvents {
-            by_table: pending,
-            bytes: pending_bytes,
-        },
-        counters,
-        quarantine: q.state,
-        next_call_id: meta(b"call_id")?,
-        bytes_total: meta(b"bytes_total")?,
-        arrival_head: match store.get(Space::Meta, crate::arrival::HEAD_KEY)? {
-            Some(v) => crate::arrival::decode_head(&v)?.1,
-            None => Hash32::ZERO,
-        },
-        trust: crate::attest::Trust {
-            admin_keys: crate::attest::load_admin_keys(store)?,
-            require_signed: crate::provenance::load_required(store)?,
-            devices,
-            attested,
-        },
-        clock_skew_max_ns: crate::settings::load_clock_skew_max_ns(store)?,
-        admin_deferred: Vec::new(),
-        closed: BTreeMap::new(),
-        fenced: BTreeMap::new(),
-    })
-}
-
-/// Every table's head, and its receipt where kept.
-type HeadsAndReceipts = (BTreeMap<TableId, ChainHead>, BTreeMap<TableId, Hash32>);
-
-/// Every table's head and, where kept, its receipt.
-fn load_heads(store: &dyn Store) -> Result<HeadsAndReceipts, Error> {
-    let mut heads = BTreeMap::new();
-    let mut receipts = BTreeMap::new();
-    for kv in store.range(Space::Head, &[], None) {
-        let (k, v) = kv?;
-        let (table, rest) = split_table_key(&k)?;
-        if !rest.is_empty() {
-            return Err(corrupt("head key"));
-        }
-        let (head, receipt) = decode_head(table.clone(), &v)?;
-        if let Some(r) = receipt {
-            receipts.insert(table.clone(), r);
-        }
-        heads.insert(table, head);
-    }
-    Ok((heads, receipts))
-}
-
-/// Held events by table and seq.
-type HeldByTable = BTreeMap<TableId, BTreeMap<u64, Held>>;
-
-/// Held events per table and seq, and their bytes in all.
-fn load_pending(store: &dyn Store) -> Result<(HeldByTable, usize), Error> {
-    let mut pending = HeldByTable::new();
-    let mut pending_bytes = 0;
-    for kv in store.range(Space::Pending, &[], None) {
-        let (k, v) = kv?;
-        let (table, rest) = split_table_key(&k)?;
-        let held = decode_held(&v)?;
-        pending_bytes += held.bytes.len();
-        pending
-            .entry(table)
-            .or_default()
-            .insert(be_u64(rest)?, held);
-    }
-    Ok((pending, pending_bytes))
-}
-
-/// What the quarantine's entries give the state at open.
-struct QuarantineLoad {
-    counters: BTreeMap<String, u64>,
-    state: crate::quarantine::QuarantineState,
-}
-
-/// The quarantine's state before its entries are read: its limits, purge and overflows.
-fn empty_quarantine(store: &dyn Store) -> Result<crate::quarantine::QuarantineState, Error> {
-    Ok(crate::quarantine::QuarantineState {
-        entries: 0,
-        next_id: 0,
-        head: crate::quarantine::QuarantineHead::EMPTY,
-        recent: Default::default(),
-        refusals: Default::default(),
-        window: Default::default(),
-        bytes: 0,
-        by_source: Default::default(),
-        fenced_bytes: 0,
-        limits: crate::quarantine_limits::load_limits(store)?,
-        purge_mark: crate::purge_mark::load_mark(store)?,
-        purge_target: crate::purge_mark::load_target(store)?,
-        overflows: crate::quarantine::stored_overflows(store)?,
-        recent_overflowed: Default::default(),
-    })
-}
-
-fn load_quarantine(store: &dyn Store) -> Result<QuarantineLoad, Error> {
-    let mut counters = BTreeMap::new();
-    let mut q = empty_quarantine(store)?;
-    let repeats = crate::quarantine::stored_repeats(store)?;
-    // The entries a purge removed are chained into its mark: the rest continue from it.
-    q.head = crate::quarantine::QuarantineHead {
-        entries: q.purge_mark.entries,
-        hash: q.purge_mark.hash,
-    };
-    q.next_id = q.purge_mark.below_id;
-    for k in store.keys(Space::Quarantine, &[], None) {
-        let k = k?;
-        let id = be_u64(&k)?;
-        // Past every stored id, readable or not: a new entry never takes a stored key.
-        q.next_id = id
-            .checked_add(1)
-            .ok_or_else(|| crate::record::corrupt("a quarantine entry has the last possible id"))?;
-        // An entry whose copy in the value log does not read stops no open: `verify` names
-        // it (the quarantine chain), and the rest of the ledger goes on.
-        let v = match store.get(Space::Quarantine, &k) {
-            Ok(Some(v)) => v,
-            Ok(None) => continue,
-            Err(e) => {
-                tracing::error!(id, error = %e, "a quarantine entry does not read (run verify)");
-                q.entries += 1;
-                continue;
-            }
-        };
-        let e = QuarantineEntry::decode(id, &v)?;
-        let delivery = crate::quarantine::delivery_key(e.stream_seq, &e.bytes);
-        q.recent.insert(delivery, id);
-        let repeat = repeats
-            .get(&id)
-            .copied()
-            .unwrap_or(crate::quarantine::Repeat {
-                count: 0,
-                last_stream_seq: e.stream_seq,
-            });
-        // A later entry of the same content (stored once the first had left the recent
-        // ones) takes its place, as it did when it was stored.
-        let refusal = crate::quarantine::Refusal { id, repeat };
-        q.refusals.insert((e.reason.clone(), delivery.1), refusal);
-        *counters.entry(e.reason.clone()).or_insert(0) += 1;
-        q.entries += 1;
-        let charged = crate::quarantine_limits::charge(e.bytes.len());
-        if e.reason == crate::types::reason::TABLE_FENCED {
-            q.fenced_bytes += charged;
-        } else {
-            q.bytes += charged;
-            let source = crate::quarantine::source_of(e.subject_table.as_ref());
-            q.by_source.add(&source, i128::from(charged));
-        }
-        q.head = q.head.next(id, &v);
-    }
-    // The stored head, not the one the entries give: appends extend what was committed, so
-    // an entry edited in the store stays seen by `verify` instead of being chained over.
-    // Entries written before the chain have no head: the next commit anchors them all.
-    q.head = crate::quarantine::stored_head(store)?.unwrap_or(q.head);
-    Ok(QuarantineLoad { counters, state: q })
 }
 
 /// A round's summary with those of the rounds before and after it (`round_neighbours`).
@@ -875,7 +620,7 @@ impl Ledger {
     }
 
     /// The quarantine chain's head as committed (`crate::quarantine`).
-    pub fn quarantine_head(&self) -> crate::QuarantineHead {
+    pub fn quarantine_head(&self) -> crate::quarantine::QuarantineHead {
         self.lock().quarantine.head
     }
 

@@ -9,8 +9,27 @@
 //! round u64, hash [32], byte length u32, bytes`. The events of one record are consecutive
 //! seqs of one table; the key's first seq is the first event's seq.
 
-use crate::{Error, StoredEvent};
+use crate::error::Error;
 use schemas::{Hash32, RoundId, Seq, TableId};
+
+/// One stored event as read back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredEvent {
+    /// The event's position in its table's chain.
+    pub seq: Seq,
+    /// `schemas::chain::event_hash` over the stored bytes: the next event's prev.
+    pub hash: Hash32,
+    /// JetStream stream sequence: the House's arrival order across tables.
+    pub stream_seq: u64,
+    /// When the House received it (its stream timestamp), UTC ns.
+    pub received_at_ns: i64,
+    /// Copied from the decoded event (device clock); `verify` checks it against the bytes.
+    pub occurred_at_ns: i64,
+    /// Copied from the decoded event; `verify` checks it against the bytes.
+    pub round: Option<RoundId>,
+    /// The exact bytes as received.
+    pub bytes: Vec<u8>,
+}
 
 /// Version byte of batch records.
 pub const RECORD_VERSION: u8 = 1;

@@ -35,57 +35,11 @@
 //!   recovered: they count again only what is appended again.
 
 use crate::store::{Space, Unreferenced};
-use crate::{record, Appended, Error, Incoming, Ledger, Refused, APPEND_BATCH_LEN_MAX};
-
-/// What an open found beyond the store's last commit, and what became of it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
-pub struct Recovery {
-    /// Whole records found.
-    pub records: u64,
-    /// Events in them.
-    pub events: u64,
-    /// Held events found (events beyond a gap that a lost commit kept).
-    pub held_events: u64,
-    /// Of the events and held events, those appended again (the rest were already stored,
-    /// held or quarantined).
-    pub stored: u64,
-    /// Of them, those already stored.
-    pub duplicates: u64,
-    /// Of them, those held again beyond a gap.
-    pub held: u64,
-    /// Of them, those quarantined now.
-    pub quarantined: u64,
-    /// Of the events and checkpoints, those refused again as an entry's repeat: counted
-    /// against it (`quarantine::Repeat`).
-    pub repeats: u64,
-    /// Of the events and checkpoints, those refused past a quarantine bound (counted).
-    pub overflowed: u64,
-    /// Quarantine entries found, and of them those put back (the rest were already there).
-    pub quarantine_entries: u64,
-    /// Of the quarantine entries, those written back.
-    pub quarantine_restored: u64,
-    /// Kept checkpoints found, and of them those kept again (the rest were already kept,
-    /// or are quarantined now: `checkpoints_refused`).
-    pub checkpoints: u64,
-    /// Of the checkpoints, those kept again.
-    pub checkpoints_kept: u64,
-    /// Of the checkpoints, those quarantined now.
-    pub checkpoints_refused: u64,
-    /// Day seals found, and of them those put back (the rest were already stored).
-    pub seals: u64,
-    /// Of the seals, those written back.
-    pub seals_restored: u64,
-    /// Re-syncs found beyond the last commit, applied again (`resync`).
-    pub resyncs: u64,
-    /// Bytes that are not a whole record (a write cut short), and where: the first such
-    /// place the scan met (each is logged).
-    pub torn: Option<String>,
-    /// Damaged entries the scan resynchronised past (`valuelog::ValueLog::resync`), at
-    /// most `DAMAGED_NAMED_MAX` named: their own records are not recovered.
-    pub damaged: Vec<String>,
-    /// Damaged entries beyond those named.
-    pub damaged_more: u64,
-}
+pub use crate::types::Recovery;
+use crate::{
+    error::Error, limits::APPEND_BATCH_LEN_MAX, owner::Ledger, record, types::Appended,
+    types::Incoming, types::Refused,
+};
 
 /// Damaged entries a `Recovery` names at most; the rest are counted.
 pub const DAMAGED_NAMED_MAX: usize = 100;

@@ -10,7 +10,7 @@ use crate::types::{Incoming, Refused};
 /// Quarantines `msg` for `code` with `text`, unless it is a redelivery, a repeat, or
 /// past a bound; the outcome says which.
 pub(crate) fn quarantine(
-    state: &crate::State,
+    state: &crate::owner::State,
     call: &mut Call,
     msg: &Incoming,
     code: &'static str,
@@ -50,7 +50,7 @@ pub(crate) fn quarantine(
     let text = bounded_text(text);
     let id = call.next_quarantine_id;
     call.next_quarantine_id += 1;
-    let entry = crate::QuarantineEntry {
+    let entry = crate::quarantine::QuarantineEntry {
         id,
         reason: code.to_string(),
         text,
@@ -79,7 +79,7 @@ pub(crate) fn quarantine(
 
 /// The bound a recent delivery of the same message went past (NATS delivered it again).
 fn overflowed_before(
-    state: &crate::State,
+    state: &crate::owner::State,
     call: &Call,
     delivery: &crate::quarantine::DeliveryKey,
 ) -> Option<Bound> {
@@ -93,7 +93,7 @@ fn overflowed_before(
 
 /// Counts a new entry against its source's window, its source's total and the
 /// quarantine's bytes; a fenced table's entry only against the fenced bytes.
-fn count_entry(state: &crate::State, call: &mut Call, msg: &Incoming, fenced: bool) {
+fn count_entry(state: &crate::owner::State, call: &mut Call, msg: &Incoming, fenced: bool) {
     let charged = crate::quarantine_limits::charge(msg.bytes.len());
     if fenced {
         call.fenced_bytes += charged;
@@ -108,7 +108,7 @@ fn count_entry(state: &crate::State, call: &mut Call, msg: &Incoming, fenced: bo
 
 /// The bound a new entry for `msg` would go past, if any: the total first, then its
 /// source's total, its source's window, and every source's window.
-fn past_bound(state: &crate::State, call: &Call, msg: &Incoming) -> Option<Bound> {
+fn past_bound(state: &crate::owner::State, call: &Call, msg: &Incoming) -> Option<Bound> {
     let limits = &state.quarantine.limits;
     let charged = crate::quarantine_limits::charge(msg.bytes.len());
     if call.quarantine_bytes + charged > limits.total_bytes_max {
@@ -136,7 +136,7 @@ fn past_bound(state: &crate::State, call: &Call, msg: &Incoming) -> Option<Bound
 /// A refusal past a bound: counted against its (source, reason), bytes left in the
 /// stream. A redelivery of one counted already is not counted again.
 fn overflow(
-    state: &crate::State,
+    state: &crate::owner::State,
     call: &mut Call,
     msg: &Incoming,
     code: &'static str,
@@ -177,7 +177,7 @@ fn overflow(
 /// entry, or, at or below the stream seq last counted, a redelivery of a counted one.
 /// `None` when no recent entry has that content.
 fn repeat_of(
-    state: &crate::State,
+    state: &crate::owner::State,
     call: &mut Call,
     msg: &Incoming,
     code: &'static str,

@@ -16,7 +16,7 @@ use crate::record::{self, seq_key, split_table_key, R, W};
 use crate::refuse::quarantine;
 use crate::store::{Op, Space};
 use crate::types::{reason, Appended, Incoming};
-use crate::{Error, Ledger};
+use crate::{error::Error, owner::Ledger};
 use schemas::resync::{Resync, ResyncError};
 use schemas::{chain::event_hash, codec, ChainHead, Event, TableId};
 
@@ -45,7 +45,7 @@ impl Ledger {
     /// Applies or refuses the re-sync `msg` (the append path's hook).
     pub(crate) fn resync(
         &self,
-        state: &crate::State,
+        state: &crate::owner::State,
         call: &mut Call,
         msg: &Incoming,
         parsed: Result<Resync, ResyncError>,
@@ -115,7 +115,7 @@ impl Ledger {
     /// seq, signed by a trusted admin: recovery re-appended it from the re-sync's record.
     fn chained_by_recovery(
         &self,
-        state: &crate::State,
+        state: &crate::owner::State,
         call: &mut Call,
         r: &Resync,
     ) -> Result<bool, Error> {
@@ -137,7 +137,7 @@ impl Ledger {
     /// `Ok(Err(why))` refuses it.
     fn admit(
         &self,
-        state: &crate::State,
+        state: &crate::owner::State,
         call: &mut Call,
         msg: &Incoming,
         r: &Resync,
@@ -296,7 +296,7 @@ fn event_hash_of(bytes: &[u8]) -> Option<schemas::Hash32> {
     Some(event_hash(&event.prev, bytes))
 }
 
-fn refuse(state: &crate::State, call: &mut Call, msg: &Incoming, why: String) -> Appended {
+fn refuse(state: &crate::owner::State, call: &mut Call, msg: &Incoming, why: String) -> Appended {
     quarantine(state, call, msg, reason::RESYNC_REFUSED, why).into()
 }
 

@@ -7,7 +7,7 @@
 
 use crate::record::be_u64;
 use crate::store::{Op, Space, Store};
-use crate::{Error, Ledger, CLOCK_SKEW_MAX_NS};
+use crate::{error::Error, limits::CLOCK_SKEW_MAX_NS, owner::Ledger};
 
 /// `Space::Meta` key of the clock skew limit (ns, u64 BE); absent means the default,
 /// `CLOCK_SKEW_MAX_NS`.

@@ -25,8 +25,8 @@ pub mod segments;
 pub(crate) mod tier_read;
 pub mod tier_ref;
 
+use crate::error::Error;
 use crate::valuelog::{Found, Pointer, ValueLog};
-use crate::Error;
 use std::path::Path;
 
 /// The key spaces of a ledger. Each is a 1-byte prefix in the one sled tree, so one commit
@@ -168,7 +168,7 @@ pub struct ArrivalFact {
 
 impl ArrivalFact {
     /// The facts of a stored event.
-    pub fn of(e: &crate::StoredEvent) -> ArrivalFact {
+    pub fn of(e: &crate::record::StoredEvent) -> ArrivalFact {
         ArrivalFact {
             hash: e.hash,
             stream_seq: e.stream_seq,

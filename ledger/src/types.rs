@@ -1,12 +1,13 @@
 //! The append path's vocabulary: what a call takes in, what it gives back, and the
 //! plain records it keeps. Every feature module uses it; it uses none of them.
 
+use crate::error::Error;
 use crate::quarantine::Bound;
 use crate::record::{self, W};
-use crate::Error;
 use schemas::attest::PublicKey;
 use schemas::provenance::EventSignature;
-use schemas::{Hash32, Seq, TableId};
+use schemas::{DeviceId, Hash32, Seq, TableId};
+use std::collections::BTreeMap;
 
 /// One message as it arrived.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,7 +77,7 @@ pub enum Refused {
     Quarantined {
         /// The new quarantine entry's id.
         id: u64,
-        /// The stable reason code (`crate::reason`, `crate::attest::reason`).
+        /// The stable reason code (`crate::types::reason`, `crate::attest::reason`).
         reason: &'static str,
     },
     /// The same delivery (stream seq and bytes) is already in quarantine under `id` (NATS
@@ -290,4 +291,111 @@ pub struct AdminLogLine {
     pub outcome: String,
     /// The act's message as received, hex: its signature can be checked again (`verify`).
     pub wire_hex: String,
+}
+
+/// The highest kept checkpoint of a table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attestation {
+    /// The table whose chain the checkpoint attests.
+    pub table: TableId,
+    /// The chain is attested up to and including this seq.
+    pub seq: Seq,
+    /// The event hash at `seq` that the device signed.
+    pub hash: Hash32,
+    /// The device that signed it.
+    pub device: DeviceId,
+    /// When the House received the checkpoint, UTC ns.
+    pub received_at_ns: i64,
+}
+
+/// The device key register: (table, device) -> key.
+pub(crate) type KeyRegister = BTreeMap<(TableId, DeviceId), DeviceKey>;
+/// The highest kept checkpoint per table.
+pub(crate) type Attested = BTreeMap<TableId, Attestation>;
+
+/// Who may speak for a table: the ledger's part of "who may speak" (ARCHITECTURE.md).
+pub(crate) struct Trust {
+    /// Who may enroll device keys (`Ledger::trust_admin_keys`, kept in `Space::Meta`).
+    pub(crate) admin_keys: std::collections::BTreeSet<schemas::attest::PublicKey>,
+    /// Whether only device-signed events are stored (`provenance`).
+    pub(crate) require_signed: bool,
+    /// The device key register (`attest`).
+    pub(crate) devices:
+        std::collections::BTreeMap<(TableId, schemas::DeviceId), crate::types::DeviceKey>,
+    /// The highest kept checkpoint per table.
+    pub(crate) attested: Attested,
+}
+
+/// Why a table is fenced.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Fence {
+    /// The check it failed (`check`).
+    pub check: &'static str,
+    /// What the check found, in words.
+    pub detail: String,
+}
+
+/// What an open found beyond the store's last commit, and what became of it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Recovery {
+    /// Whole records found.
+    pub records: u64,
+    /// Events in them.
+    pub events: u64,
+    /// Held events found (events beyond a gap that a lost commit kept).
+    pub held_events: u64,
+    /// Of the events and held events, those appended again (the rest were already stored,
+    /// held or quarantined).
+    pub stored: u64,
+    /// Of them, those already stored.
+    pub duplicates: u64,
+    /// Of them, those held again beyond a gap.
+    pub held: u64,
+    /// Of them, those quarantined now.
+    pub quarantined: u64,
+    /// Of the events and checkpoints, those refused again as an entry's repeat: counted
+    /// against it (`quarantine::Repeat`).
+    pub repeats: u64,
+    /// Of the events and checkpoints, those refused past a quarantine bound (counted).
+    pub overflowed: u64,
+    /// Quarantine entries found, and of them those put back (the rest were already there).
+    pub quarantine_entries: u64,
+    /// Of the quarantine entries, those written back.
+    pub quarantine_restored: u64,
+    /// Kept checkpoints found, and of them those kept again (the rest were already kept,
+    /// or are quarantined now: `checkpoints_refused`).
+    pub checkpoints: u64,
+    /// Of the checkpoints, those kept again.
+    pub checkpoints_kept: u64,
+    /// Of the checkpoints, those quarantined now.
+    pub checkpoints_refused: u64,
+    /// Day seals found, and of them those put back (the rest were already stored).
+    pub seals: u64,
+    /// Of the seals, those written back.
+    pub seals_restored: u64,
+    /// Re-syncs found beyond the last commit, applied again (`resync`).
+    pub resyncs: u64,
+    /// Bytes that are not a whole record (a write cut short), and where: the first such
+    /// place the scan met (each is logged).
+    pub torn: Option<String>,
+    /// Damaged entries the scan resynchronised past (`valuelog::ValueLog::resync`), at
+    /// most `DAMAGED_NAMED_MAX` named: their own records are not recovered.
+    pub damaged: Vec<String>,
+    /// Damaged entries beyond those named.
+    pub damaged_more: u64,
+}
+
+/// One table's records of one removed day.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemovedRange {
+    /// The gaming day, YYYY-MM-DD.
+    pub day: String,
+    /// The table.
+    pub table: TableId,
+    /// The day's first seq of the table.
+    pub first_seq: u64,
+    /// The day's last seq of the table.
+    pub last_seq: u64,
+    /// The chain hash at `last_seq`, as the day's seal gives it.
+    pub head_hash: Hash32,
 }

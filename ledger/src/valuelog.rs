@@ -36,7 +36,7 @@
 //!   segment's end are a write cut short (`Found::Torn { cut: true }`).
 //! - Bounded: segment size, open read handles, entry size (below a segment).
 
-use crate::Error;
+use crate::error::Error;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::Write;

@@ -31,7 +31,7 @@ use crate::read::decode_head;
 use crate::record::{self, be_u64, split_table_key, table_key};
 use crate::store::{Space, Store};
 use crate::tier::removed::{Removed, RemovedRange};
-use crate::{Error, Ledger};
+use crate::{error::Error, owner::Ledger};
 use schemas::{chain::event_hash, codec, ChainHead, Hash32, TableId, GENESIS};
 use std::collections::BTreeMap;
 
@@ -865,7 +865,7 @@ impl<'a> Pass<'a> {
     fn tail_event(
         &mut self,
         r: &RemovedRange,
-        e: &crate::StoredEvent,
+        e: &crate::record::StoredEvent,
     ) -> Result<(), VerifyProblem> {
         let event = match codec::decode(&e.bytes) {
             Ok((ev, _)) => ev,
@@ -900,7 +900,7 @@ impl<'a> Pass<'a> {
         &self,
         key: &[u8],
         value: &[u8],
-    ) -> Result<Vec<crate::StoredEvent>, (u64, VerifyProblem)> {
+    ) -> Result<Vec<crate::record::StoredEvent>, (u64, VerifyProblem)> {
         let next = self.next;
         let Ok(key_seq) = be_u64(key) else {
             return Err((next, VerifyProblem::Unreadable("record key".into())));
@@ -928,7 +928,7 @@ impl<'a> Pass<'a> {
     fn event(
         &mut self,
         attestation: &mut crate::attest::AttestationCheck,
-        e: &crate::StoredEvent,
+        e: &crate::record::StoredEvent,
     ) -> Result<Result<(), Stop>, Error> {
         let next = self.next;
         // The first bad position is the first seq the stored chain fails to continue
@@ -957,7 +957,7 @@ impl<'a> Pass<'a> {
     }
 
     /// The event at `seq` in its round's span.
-    fn note_round(&mut self, seq: u64, e: &crate::StoredEvent) {
+    fn note_round(&mut self, seq: u64, e: &crate::record::StoredEvent) {
         let Some(r) = e.round else {
             return;
         };
@@ -1208,7 +1208,7 @@ fn check_event(
     table: &TableId,
     next: u64,
     prev: &Hash32,
-    e: &crate::StoredEvent,
+    e: &crate::record::StoredEvent,
 ) -> Result<schemas::Event, VerifyProblem> {
     if e.seq.0 != next {
         return Err(VerifyProblem::SeqDiscontinuity {

@@ -8,7 +8,7 @@
 //! the shift after, a closing to the shift before).
 
 use super::DayRule;
-use crate::Error;
+use crate::error::Error;
 
 /// How far from a shift change a tray count still belongs to the shift across it: a
 /// closer counting just after the change, an opener just before it.

@@ -9,7 +9,7 @@
 
 use super::redb_store::{RedbStore, REDB_FILE};
 use super::{SledStore, Store};
-use crate::Error;
+use crate::error::Error;
 use std::path::Path;
 
 /// The environment variable that picks the store tests open.

@@ -11,7 +11,7 @@
 //! short is not a ledger: delete it and copy again.
 
 use super::{Op, Space, Store, RECOVER_FROM_KEY, VALUES_END_KEY};
-use crate::Error;
+use crate::error::Error;
 
 /// Entries per commit of the destination.
 pub const COPY_BATCH_OPS: usize = 4096;

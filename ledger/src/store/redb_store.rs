@@ -16,7 +16,7 @@
 
 use super::{free_bytes, KeyIter, Kv, KvIter, Op, Space, Store, LOCK_WAIT, REMOVABLE_SPACES};
 use super::{tier_ref, STORE_FREE_BYTES_MIN};
-use crate::Error;
+use crate::error::Error;
 use redb::{Database, Durability, TableDefinition};
 use std::collections::VecDeque;
 use std::ops::Bound;

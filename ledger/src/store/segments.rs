@@ -13,8 +13,8 @@
 //!   crash cut short only end a segment (`valuelog`), so they hide nothing.
 
 use super::{decode_put_copy, full_key, store_err, SledStore, Space, Unreferenced, PUT_COPY_TAG};
+use crate::error::Error;
 use crate::valuelog::{segment_file_name, Found, Pointer};
-use crate::Error;
 use serde::{Deserialize, Serialize};
 
 /// `Space::Meta` key prefix of a retired segment: `prefix ++ segment (u32 BE)`.

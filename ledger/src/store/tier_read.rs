@@ -9,7 +9,7 @@ use super::reads::ReadCounter;
 use super::tier_ref::{decode_pointer, file_name, TierEntry, TierState, DIR};
 use super::{ArrivalFact, Space};
 use crate::record::{be_u64, corrupt, encode_record, split_table_key};
-use crate::{Error, StoredEvent};
+use crate::{error::Error, record::StoredEvent};
 use schemas::seal::DaySeal;
 use schemas::{Seq, TableId};
 use std::path::{Path, PathBuf};

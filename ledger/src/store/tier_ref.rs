@@ -1,7 +1,7 @@
 //! What the store needs of the archive tier: the tier pointer's layout, a day's catalog
 //! entry and its signed removal. The move and retention logic live in `crate::tier`.
 
-use crate::StoredEvent;
+use crate::record::StoredEvent;
 use schemas::attest::{PublicKey, Signature, SigningKey};
 use schemas::{Seq, TableId};
 use serde::{Deserialize, Serialize};
@@ -61,7 +61,7 @@ impl TierEntry {
     }
 
     /// Reads a stored entry; a corrupt-record error when it does not parse.
-    pub fn decode(v: &[u8]) -> Result<TierEntry, crate::Error> {
+    pub fn decode(v: &[u8]) -> Result<TierEntry, crate::error::Error> {
         serde_json::from_slice(v).map_err(|e| crate::record::corrupt(&format!("tier entry: {e}")))
     }
 }

@@ -10,7 +10,7 @@
 //! its next move writes both, from one scan.
 
 use crate::store::{Op, Space};
-use crate::{Error, Ledger};
+use crate::{error::Error, owner::Ledger};
 
 /// `Space::Meta` key of the count of days in the tier catalog.
 pub const TIER_DAYS_KEY: &[u8] = b"tier_days";

@@ -25,7 +25,7 @@
 
 use crate::store::segments::{retired_key, RetiredSegment, SegmentUse};
 use crate::store::{Op, Space, Unreferenced};
-use crate::{Error, Ledger};
+use crate::{error::Error, owner::Ledger};
 use std::collections::BTreeMap;
 
 /// A closed segment is retired when at most this share of its bytes is referenced (%).

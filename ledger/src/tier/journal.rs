@@ -7,9 +7,9 @@
 //! journaled exactly once. An altered, reordered or missing line is named by its number.
 
 use super::{TierEntry, TierState};
+use crate::error::Error;
 use crate::store::tier_ref::Removal;
 use crate::store::{Space, Store};
-use crate::Error;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::Write;

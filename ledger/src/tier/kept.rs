@@ -9,7 +9,7 @@
 pub use crate::store::tier_ref::{export_line, kept_stored, KeptEvent};
 
 use super::TierEntry;
-use crate::{Error, Ledger, StoredEvent};
+use crate::{error::Error, owner::Ledger, record::StoredEvent};
 use schemas::seal::DaySeal;
 use schemas::{EventBody, TableId};
 use std::collections::BTreeMap;

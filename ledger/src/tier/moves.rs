@@ -6,7 +6,7 @@ use super::{encode_pointer, file_name, TierEntry, TierState, DAY_RECORDS_MAX};
 use crate::record::{decode_record, encode_record, seq_key, table_key};
 use crate::store::tier_read::{check_span, stored};
 use crate::store::{Op, Space};
-use crate::{Error, Ledger};
+use crate::{error::Error, owner::Ledger};
 use schemas::seal::{DaySeal, SealedTable};
 use std::io::Write;
 use std::path::PathBuf;
@@ -213,7 +213,7 @@ impl Ledger {
     fn match_records(
         &self,
         t: &SealedTable,
-        events: &[crate::StoredEvent],
+        events: &[crate::record::StoredEvent],
         plan: &mut ArchivePlan,
     ) -> Result<(), Error> {
         let tk = table_key(&t.table);

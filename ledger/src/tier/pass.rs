@@ -4,7 +4,7 @@
 
 use super::compact::Compaction;
 use super::{ArchivePlan, TierEntry};
-use crate::{Error, Ledger};
+use crate::{error::Error, owner::Ledger};
 use std::sync::atomic::AtomicBool;
 
 /// What one pass did.

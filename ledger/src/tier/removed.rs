@@ -6,28 +6,15 @@
 //! day is reported with its problem, and its tables fail where their records are missing.
 
 use super::{TierEntry, TierState};
+use crate::error::Error;
 use crate::store::{Space, Store};
-use crate::Error;
 use schemas::seal::DaySeal;
-use schemas::{Hash32, TableId};
+use schemas::TableId;
 use std::collections::BTreeMap;
 
 pub use super::journal::REMOVED_DAYS_MAX;
 
-/// One table's records of one removed day.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RemovedRange {
-    /// The gaming day, YYYY-MM-DD.
-    pub day: String,
-    /// The table.
-    pub table: TableId,
-    /// The day's first seq of the table.
-    pub first_seq: u64,
-    /// The day's last seq of the table.
-    pub last_seq: u64,
-    /// The chain hash at `last_seq`, as the day's seal gives it.
-    pub head_hash: Hash32,
-}
+pub use crate::types::RemovedRange;
 
 /// A day removed by retention, as `verify` finds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,7 +54,7 @@ impl Removed {
     }
 }
 
-impl crate::Ledger {
+impl crate::owner::Ledger {
     /// The days removed by retention, each table's ranges and whether each removal holds.
     pub fn removed_days(&self) -> Result<Removed, Error> {
         removed_days(self.store.as_ref())

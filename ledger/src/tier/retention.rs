@@ -11,7 +11,7 @@ pub use crate::store::tier_ref::Removal;
 
 use super::{file_name, moves::hash_file, TierEntry, TierState};
 use crate::store::{Op, Space};
-use crate::{Error, Ledger};
+use crate::{error::Error, owner::Ledger};
 
 /// The fewest days a removal may keep a day after its end.
 pub const RETENTION_DAYS_MIN: u32 = 1;
