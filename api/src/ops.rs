@@ -86,13 +86,13 @@ impl Ops {
         let _ = self.unsafe_settings.set(settings);
     }
 
-    /// Reads every page of the ledger's sled index once (`Ledger::store_read_failures`),
+    /// Reads every page of the ledger's sled index once (`Reader::store_read_failures`),
     /// on a thread of its own so the start does not wait. A page that fails makes
     /// `/ready` fail `store` from then on, and is logged at `error`. Returns the thread.
     pub fn check_store(self: &Arc<Self>) -> std::thread::JoinHandle<()> {
         let ops = self.clone();
         std::thread::spawn(move || {
-            let failures = ops.ledger.store_read_failures();
+            let failures = ops.ledger.reader().store_read_failures();
             for f in &failures {
                 tracing::error!(failure = %f, "the ledger's store has a page that does not read: /ready fails `store` (RUNBOOK.md)");
             }
@@ -157,7 +157,7 @@ impl Ops {
 
 /// Per-table gauges and the ledger's refusal counters.
 fn render_ledger(out: &mut String, ledger: &Ledger, now_ns: i64) {
-    let heads = ledger.heads();
+    let heads = ledger.reader().heads();
     let shown = &heads[..heads.len().min(TABLES_MAX)];
     let age = |at_ns: i64| seconds(now_ns.saturating_sub(at_ns).max(0) as u64);
     let name = "roundledger_table_head_age_seconds";
@@ -168,7 +168,7 @@ fn render_ledger(out: &mut String, ledger: &Ledger, now_ns: i64) {
         "Seconds since the table's head event reached the stream.",
     );
     for h in shown {
-        match ledger.stored_event(&h.table, h.seq.0) {
+        match ledger.reader().stored_event(&h.table, h.seq.0) {
             Ok(Some(e)) => sample(
                 out,
                 name,
@@ -187,7 +187,7 @@ fn render_ledger(out: &mut String, ledger: &Ledger, now_ns: i64) {
         "Events stored past the table's newest kept device-signed checkpoint.",
     );
     for h in shown {
-        let attested = ledger.attestation(&h.table).map_or(0, |a| a.seq.0);
+        let attested = ledger.reader().attestation(&h.table).map_or(0, |a| a.seq.0);
         sample(
             out,
             name,
@@ -211,10 +211,10 @@ fn render_ledger(out: &mut String, ledger: &Ledger, now_ns: i64) {
         Kind::Counter,
         "Refusals the ledger counts, by reason code, since it began.",
     );
-    for (reason, n) in ledger.quarantine_counts() {
+    for (reason, n) in ledger.reader().quarantine_counts() {
         sample(out, name, &[("reason", &reason)], n);
     }
-    let stats = ledger.stats();
+    let stats = ledger.reader().stats();
     let name = "roundledger_ledger_events";
     family(out, name, Kind::Gauge, "Events stored in the ledger.");
     sample(out, name, &[], stats.events);
@@ -223,8 +223,8 @@ fn render_ledger(out: &mut String, ledger: &Ledger, now_ns: i64) {
 
 /// The archive tier's days and the value log's retired segments.
 fn render_tier(out: &mut String, ledger: &Ledger) {
-    let days = ledger.tier_day_count();
-    let retired = ledger.retired_segments();
+    let days = ledger.tier().tier_day_count();
+    let retired = ledger.tier().retired_segments();
     let (Ok(days), Ok(retired)) = (days, retired) else {
         tracing::warn!("metrics: the archive tier's catalog does not read");
         return;
@@ -246,7 +246,7 @@ fn render_tier(out: &mut String, ledger: &Ledger) {
 
 /// The held-gap gauges: each table holding events behind a gap.
 fn render_gaps(out: &mut String, ledger: &Ledger, now_ns: i64) {
-    let gaps = ledger.gaps();
+    let gaps = ledger.reader().gaps();
     let shown = &gaps[..gaps.len().min(TABLES_MAX)];
     let name = "roundledger_table_held_gap_age_seconds";
     family(

@@ -376,7 +376,7 @@ async fn whoami(State(st): State<Shared>, Extension(c): Extension<Caller>) -> Js
     responses((status = 200, description = "tables, events stored and indexed, rounds indexed", body = ServerStatus)))]
 async fn status(State(st): State<Shared>) -> Result<Json<ServerStatus>, Refusal> {
     // Heads and counts are in memory: no sled read of the ledger.
-    let stats = st.ledger.stats();
+    let stats = st.ledger.reader().stats();
     let model = st.model.clone();
     let meta = blocking(move || Ok(model.meta()?)).await?;
     Ok(Json(ServerStatus {
@@ -390,7 +390,7 @@ async fn status(State(st): State<Shared>) -> Result<Json<ServerStatus>, Refusal>
 #[utoipa::path(get, path = "/v1/tables", tag = "tables",
     responses((status = 200, description = "every table with its chain head and round counts", body = Vec<TableInfo>)))]
 async fn tables(State(st): State<Shared>) -> Result<Json<Vec<TableInfo>>, Refusal> {
-    let heads = st.ledger.heads();
+    let heads = st.ledger.reader().heads();
     let fenced = fenced_views(&st.ledger);
     let model = st.model.clone();
     let statuses: BTreeMap<TableId, _> = blocking(move || Ok(model.statuses()?))
@@ -462,8 +462,8 @@ async fn chain(State(st): State<Shared>) -> Result<Json<Vec<ChainStatus>>, Refus
     // read from the newest quarantine entries. How far each chain is verified is the read
     // model's.
     let ledger = st.ledger.clone();
-    let mut gaps = blocking(move || Ok(ledger.gap_views()?)).await?;
-    let mut heads = st.ledger.heads();
+    let mut gaps = blocking(move || Ok(ledger.reader().gap_views()?)).await?;
+    let mut heads = st.ledger.reader().heads();
     // A table holding events before its first stored one has no head yet: seq 0.
     for table in gaps.keys() {
         if !heads.iter().any(|h| &h.table == table) {
@@ -499,7 +499,7 @@ async fn chain(State(st): State<Shared>) -> Result<Json<Vec<ChainStatus>>, Refus
                     fenced,
                     verified_through: Seq(through),
                     problem,
-                    attested_through: st.ledger.attestation(&h.table).map(|a| a.seq),
+                    attested_through: st.ledger.reader().attestation(&h.table).map(|a| a.seq),
                     gap: gaps.remove(&h.table),
                     table: h.table,
                     head_seq: h.seq,
@@ -539,6 +539,7 @@ async fn quarantine(
     let s = st.clone();
     blocking(move || {
         Ok(s.ledger
+            .reader()
             .quarantine_view(q.reason.as_deref(), table.as_ref(), offset, limit)?)
     })
     .await
@@ -564,6 +565,7 @@ async fn quarantine_entry(
     let s = st.clone();
     blocking(move || {
         s.ledger
+            .reader()
             .quarantine_entry(id)?
             .map(|e| e.row(usize::MAX))
             .ok_or_else(|| ReadError::NotFound(format!("quarantine entry {id}")))
@@ -580,7 +582,7 @@ async fn pools(State(st): State<Shared>) -> Result<Json<Vec<PoolView>>, Refusal>
 }
 
 fn compute_pools(st: &AppState) -> Result<Vec<PoolView>, ReadError> {
-    let stored = st.ledger.stats().events;
+    let stored = st.ledger.reader().stats().events;
     if let Some((n, v)) = st
         .pools_cache
         .lock()
@@ -598,7 +600,7 @@ fn compute_pools(st: &AppState) -> Result<Vec<PoolView>, ReadError> {
     }
     let mut events = Vec::new();
     let mut last_shown: BTreeMap<String, Money> = BTreeMap::new();
-    for item in st.ledger.events_in_arrival_order() {
+    for item in st.ledger.reader().events_in_arrival_order() {
         let (_, e) = item?;
         if let Ok((ev, _)) = schemas::codec::decode(&e.bytes) {
             if let EventBody::JackpotShown { pool, value } = &ev.body {
@@ -803,7 +805,7 @@ async fn round_exists(st: &Shared, table: &TableId, round: RoundId) -> Result<bo
         return Ok(true);
     }
     let (l, t) = (st.ledger.clone(), table.clone());
-    blocking(move || Ok(l.rounds(&t)?.iter().any(|x| x.round == round))).await
+    blocking(move || Ok(l.reader().rounds(&t)?.iter().any(|x| x.round == round))).await
 }
 
 #[utoipa::path(get, path = "/v1/cases/{id}", tag = "cases", params(("id" = u64, Path)),
@@ -899,14 +901,14 @@ async fn enter_count(
     crate::body::Body(b): crate::body::Body<schemas::count::SignedCount>,
 ) -> Response {
     use crate::counts::CountRefused;
-    if st.ledger.head(&b.count.table).is_none() {
+    if st.ledger.reader().head(&b.count.table).is_none() {
         let msg = format!("no table {} in the ledger", b.count.table);
         return error(StatusCode::NOT_FOUND, msg);
     }
     let at_ns = (st.clock)();
     let r = tokio::task::spawn_blocking(move || {
         // Bound to its table's box, after its removal, not in the future; else nothing kept.
-        let now = (at_ns, st.ledger.clock_skew_max_ns());
+        let now = (at_ns, st.ledger.reader().clock_skew_max_ns());
         readside::counts::check_bound(&st.model, &b.count, now).map_err(|e| match e {
             readside::counts::BoundError::Refused(why) => CountRefused::Invalid(why),
             e => CountRefused::Bound(e.to_string()),
@@ -1000,7 +1002,7 @@ async fn export(
         events_max: Some(EXPORT_EVENTS_MAX),
     };
     // Streamed in bounded memory (`stream`); every refusal comes before the first byte.
-    let body = body_from_writer(move |out| match ledger.export(&sel, out) {
+    let body = body_from_writer(move |out| match ledger.reader().export(&sel, out) {
         Err(e @ ledger::Error::ExportTooLarge { .. }) => Err(ReadError::TooLarge(e.to_string())),
         Err(ledger::Error::UnknownTable(t)) => Err(ReadError::NotFound(format!(
             "table {t} is not in the ledger"
@@ -1155,7 +1157,10 @@ async fn days(
     let (_, limit) = page(None, q.limit, DAYS_LIMIT_MAX)?;
     let s = st.clone();
     blocking(move || {
-        let seals = s.ledger.day_seals(before.as_deref(), limit as usize)?;
+        let seals = s
+            .ledger
+            .reader()
+            .day_seals(before.as_deref(), limit as usize)?;
         Ok(DayPage {
             items: seals.iter().map(DayRow::of).collect(),
             limit,
@@ -1174,6 +1179,7 @@ async fn day(State(st): State<Shared>, Path(day): Path<String>) -> Result<Json<D
     blocking(move || {
         let seal = s
             .ledger
+            .reader()
             .day_seal(&day)?
             .ok_or_else(|| ReadError::NotFound(format!("day {day} is not sealed")))?;
         Ok(DayView {
@@ -1188,6 +1194,7 @@ async fn day(State(st): State<Shared>, Path(day): Path<String>) -> Result<Json<D
 /// Each fenced table's fence as the API shows it: `check: detail`.
 fn fenced_views(ledger: &ledger::Ledger) -> BTreeMap<TableId, String> {
     ledger
+        .reader()
         .fenced()
         .into_iter()
         .map(|(t, f)| (t, format!("{}: {}", f.check, f.detail)))

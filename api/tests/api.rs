@@ -54,12 +54,13 @@ fn seed_attested(
 ) {
     // The simulated floor's device keys are enrolled by the simulator's admin key.
     ledger
+        .writer()
         .trust_admin_keys([simulator::admin_key().public()])
         .expect("trust the simulator's admin key");
     let mut plan = simulator::FaultPlan::all(0.03);
     plan.wrong_payout = 0.3;
     let mut floor = simulator::Floor::new(tables, seed, plan).unwrap();
-    let mut stream_seq = ledger.stats().events;
+    let mut stream_seq = ledger.reader().stats().events;
     let mut next = || {
         stream_seq += 1;
         stream_seq
@@ -82,7 +83,7 @@ fn seed_attested(
                     provenance: Default::default(),
                 })
                 .collect();
-            ledger.append_batch(&batch).unwrap();
+            ledger.writer().append_batch(&batch).unwrap();
         }
         if sign {
             let cps: Vec<ledger::Incoming> = floor
@@ -97,7 +98,7 @@ fn seed_attested(
                     provenance: Default::default(),
                 })
                 .collect();
-            let out = ledger.append_checkpoints(&cps).unwrap();
+            let out = ledger.writer().append_checkpoints(&cps).unwrap();
             assert!(
                 out.iter()
                     .all(|o| matches!(o, ledger::attest::CheckpointOutcome::Kept { .. })),
@@ -575,10 +576,10 @@ async fn every_read_is_audited_and_only_admins_read_the_log() {
 #[tokio::test]
 async fn exports_through_the_api_are_whole_and_bad_selections_named() {
     let f = fixture();
-    let table = f.ledger.tables()[0].clone();
+    let table = f.ledger.reader().tables()[0].clone();
     // Every round: from the first round's first event to the last round's last (the
     // table's opening and closing events lie outside).
-    let rounds = f.ledger.rounds(&table).unwrap();
+    let rounds = f.ledger.reader().rounds(&table).unwrap();
     let first = rounds.iter().map(|r| r.first_seq.0).min().unwrap();
     let last = rounds.iter().map(|r| r.last_seq.0).max().unwrap();
     let (s, body) = get(
@@ -806,6 +807,7 @@ async fn evidence_bundle_round_trip_and_tampering_is_named() {
     // (The whole replay window is signed here: the fixture signs after every round.)
     let kept = f
         .ledger
+        .reader()
         .checkpoint_at_or_after(&b.table, b.replay_to)
         .unwrap()
         .unwrap();
@@ -822,7 +824,7 @@ async fn evidence_bundle_round_trip_and_tampering_is_named() {
     assert_eq!(checkpoint.decoded, kept.checkpoint);
     assert_eq!(*admin_key, simulator::admin_key().public());
     assert_eq!(b.head.seq, kept.checkpoint.head_seq.0);
-    assert!(b.head.seq < f.ledger.head(&b.table).unwrap().seq.0);
+    assert!(b.head.seq < f.ledger.reader().head(&b.table).unwrap().seq.0);
     match &v.attestation {
         AttestationCheck::Attested {
             checkpoint_seq,
@@ -860,7 +862,12 @@ async fn evidence_bundle_round_trip_and_tampering_is_named() {
     assert!(err.contains(&other.to_hex()), "{err}");
     // The bundle's events are the stored bytes, verbatim.
     let s = &b.round_seqs[0];
-    let stored = f.ledger.stored_event(&b.table, *s).unwrap().unwrap();
+    let stored = f
+        .ledger
+        .reader()
+        .stored_event(&b.table, *s)
+        .unwrap()
+        .unwrap();
     let e = b.chain.events.iter().find(|e| e.seq == *s).unwrap();
     assert_eq!(hex::decode(&e.bytes).unwrap(), stored.bytes);
 
@@ -951,7 +958,7 @@ fn a_forged_checkpoint_an_unenrolled_key_and_a_truncated_proof_are_named() {
     let dir = tempfile::tempdir().unwrap();
     let ledger = ledger::Ledger::open(dir.path()).unwrap();
     seed(&ledger, 1, 6, 5, true);
-    let table = ledger.tables()[0].clone();
+    let table = ledger.reader().tables()[0].clone();
     let b = bundle_of(&ledger, table.as_str(), 3);
     readside::evidence::verify(&b, &[simulator::admin_key().public()]).unwrap();
     let BundleAttestation::Attested { checkpoint, .. } = &b.attestation else {
@@ -1037,6 +1044,7 @@ fn a_forged_checkpoint_an_unenrolled_key_and_a_truncated_proof_are_named() {
     );
     // A checkpoint of an earlier head in the segment, which does not cover the round.
     let before = ledger
+        .reader()
         .checkpoint_at_or_after(&table, b.chain.from_seq)
         .unwrap()
         .unwrap();
@@ -1053,8 +1061,8 @@ fn a_round_after_the_last_checkpoint_is_exported_and_verified_as_not_yet_atteste
     let ledger = ledger::Ledger::open(dir.path()).unwrap();
     // Checkpoints after the opening and rounds 1 and 2 only.
     seed_attested(&ledger, 1, 4, 5, false, 2);
-    let table = ledger.tables()[0].clone();
-    let latest = ledger.attestation(&table).unwrap().seq.0;
+    let table = ledger.reader().tables()[0].clone();
+    let latest = ledger.reader().attestation(&table).unwrap().seq.0;
     // Round 2 is signed by the checkpoint after it; any event of its window after that
     // (a finance entry before round 3) is chained to it but reported as not signed.
     let attested = bundle_of(&ledger, table.as_str(), 2);
@@ -1081,7 +1089,7 @@ fn a_round_after_the_last_checkpoint_is_exported_and_verified_as_not_yet_atteste
             }
         );
         // The chain runs to the table's head at export.
-        assert_eq!(b.head.seq, ledger.head(&table).unwrap().seq.0);
+        assert_eq!(b.head.seq, ledger.reader().head(&table).unwrap().seq.0);
         let v = readside::evidence::verify(&b, &[simulator::admin_key().public()]).unwrap();
         assert_eq!(
             v.attestation,
@@ -1110,6 +1118,7 @@ fn rounds_signed_before_and_after_a_key_rotation_cite_their_own_enrollment() {
     let dir = tempfile::tempdir().unwrap();
     let ledger = ledger::Ledger::open(dir.path()).unwrap();
     ledger
+        .writer()
         .trust_admin_keys([simulator::admin_key().public()])
         .expect("trust the simulator's admin key");
     let config = simulator::default_config(schemas::RuleSet::Csp6);
@@ -1119,9 +1128,10 @@ fn rounds_signed_before_and_after_a_key_rotation_cite_their_own_enrollment() {
     let checkpoint = |t: &simulator::TableSim| {
         let c = t.checkpoint().unwrap();
         let out = ledger
+            .writer()
             .append_checkpoints(&[ledger::Incoming {
                 subject_table: Some(table.clone()),
-                stream_seq: ledger.stats().events + 1_000,
+                stream_seq: ledger.reader().stats().events + 1_000,
                 received_at_ns: c.signed_at_ns,
                 bytes: c.to_bincode(),
                 provenance: Default::default(),
@@ -1171,6 +1181,7 @@ fn rounds_signed_before_and_after_a_key_rotation_cite_their_own_enrollment() {
     assert_ne!(old_key, new_key);
     // The register holds only the new key now.
     let dk = ledger
+        .reader()
         .device_key(&table, &schemas::DeviceId::new("dealer-terminal").unwrap())
         .unwrap();
     assert_eq!((dk.key, dk.enrolled_seq.0), (new_key, rotated_at));
@@ -1480,7 +1491,7 @@ fn seed_more(ledger: &ledger::Ledger) {
     all.extend(t.play_round().unwrap().events);
     all.extend(t.play_round().unwrap().events);
     all.extend(t.closing_events().unwrap());
-    let base = ledger.stats().events + 1000;
+    let base = ledger.reader().stats().events + 1000;
     let batch: Vec<ledger::Incoming> = all
         .into_iter()
         .enumerate()
@@ -1492,13 +1503,13 @@ fn seed_more(ledger: &ledger::Ledger) {
             provenance: Default::default(),
         })
         .collect();
-    ledger.append_batch(&batch).unwrap();
+    ledger.writer().append_batch(&batch).unwrap();
     ledger.flush().unwrap();
 }
 
 /// Appends events as ingest would (arrival order = the order given).
 fn append(ledger: &ledger::Ledger, events: &[simulator::Published]) {
-    let base = ledger.stats().events + 1;
+    let base = ledger.reader().stats().events + 1;
     let batch: Vec<ledger::Incoming> = events
         .iter()
         .enumerate()
@@ -1510,7 +1521,7 @@ fn append(ledger: &ledger::Ledger, events: &[simulator::Published]) {
             provenance: Default::default(),
         })
         .collect();
-    ledger.append_batch(&batch).unwrap();
+    ledger.writer().append_batch(&batch).unwrap();
     ledger.flush().unwrap();
 }
 
@@ -1652,7 +1663,7 @@ async fn the_newest_round_is_listed_from_its_first_event() {
 #[tokio::test]
 async fn the_quarantine_attestation_and_gaps_are_served() {
     let f = fixture();
-    let seeded = f.ledger.heads()[0].clone();
+    let seeded = f.ledger.reader().heads()[0].clone();
     // A table whose 6th event never arrives: the events after it are held.
     let mut t = simulator::TableSim::new(
         schemas::TableId::new("GAP-01").unwrap(),
@@ -1690,7 +1701,7 @@ async fn the_quarantine_attestation_and_gaps_are_served() {
         junk(3, &seeded.table),
         misrouted,
     ];
-    for o in f.ledger.append_batch(&batch).unwrap() {
+    for o in f.ledger.writer().append_batch(&batch).unwrap() {
         assert!(
             matches!(
                 o,
@@ -1715,7 +1726,7 @@ async fn the_quarantine_attestation_and_gaps_are_served() {
         q["by_reason"],
         json!({"undecodable": 4, "wrong_subject": 1})
     );
-    let head = f.ledger.quarantine_head();
+    let head = f.ledger.reader().quarantine_head();
     assert_eq!(q["head"]["entries"], 5);
     assert_eq!(q["head"]["hash"], head.hash.to_string());
     assert_eq!(q["items"][1]["bytes_hex"], hex::encode(b"not an event #3"));
@@ -1793,7 +1804,7 @@ async fn the_quarantine_attestation_and_gaps_are_served() {
     let c = chain_of(&chain, "GAP-01");
     assert_eq!(c["gap"], Value::Null);
     assert_eq!(c["head_seq"], events.len() + 1);
-    assert!(f.ledger.verify().unwrap().is_ok());
+    assert!(f.ledger.verifier().verify().unwrap().is_ok());
 }
 
 /// Sends `req` to the router: status, headers and body bytes.
@@ -2483,7 +2494,7 @@ fn a_start_reads_the_same_events_whatever_the_history() {
             seed(&ledger, 3, rounds, 7, close);
             let first = restart(dir.path(), &ledger);
             first.index_all().unwrap();
-            let stored = ledger.stats().events;
+            let stored = ledger.reader().stats().events;
             assert_eq!(first.index_events_read(), stored);
             first.model.flush().unwrap();
             drop(first);
@@ -2508,12 +2519,12 @@ fn a_start_reads_the_same_events_whatever_the_history() {
 #[tokio::test]
 async fn a_fenced_table_is_shown_as_damaged() {
     let f = fixture();
-    let heads = f.ledger.heads();
+    let heads = f.ledger.reader().heads();
     let fenced = heads[0].table.clone();
     let error = ledger::Error::CorruptRecord {
         detail: "a record of the test".into(),
     };
-    let _ = f.ledger.fence_after_read_error(&fenced, error);
+    let _ = f.ledger.writer().fence_after_read_error(&fenced, error);
     let (s, tables) = get(&f.app, "/v1/tables", SURV).await;
     assert_eq!(s, StatusCode::OK, "{tables}");
     let (s, chain) = get(&f.app, "/v1/chain", SURV).await;

@@ -66,7 +66,7 @@ fn ledger(dir: &std::path::Path) -> ledger::Ledger {
         received_at_ns: 1_000,
         provenance: Default::default(),
     };
-    l.append_batch(&[m]).unwrap();
+    l.writer().append_batch(&[m]).unwrap();
     l
 }
 

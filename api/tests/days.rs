@@ -70,12 +70,12 @@ fn sealed_ledger(dir: &std::path::Path) -> ledger::Ledger {
             received_at_ns: at,
             provenance: Default::default(),
         };
-        l.append_batch(&[m]).unwrap();
+        l.writer().append_batch(&[m]).unwrap();
     }
     let key = SigningKey::derive_for_simulation("house-seal");
     for day in DAYS {
         let end = rule.bounds(day).unwrap().ends_at_ns;
-        l.seal_day(&rule, day, &key, end).unwrap();
+        l.writer().seal_day(&rule, day, &key, end).unwrap();
     }
     l
 }

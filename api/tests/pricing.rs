@@ -92,7 +92,7 @@ fn ledger(dir: &std::path::Path) -> ledger::Ledger {
             provenance: Default::default(),
         });
     }
-    l.append_batch(&batch).unwrap();
+    l.writer().append_batch(&batch).unwrap();
     l
 }
 

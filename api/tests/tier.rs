@@ -66,7 +66,7 @@ async fn archived_rounds_read_as_before_and_removed_ones_are_gone() {
     seed(&ledger, 30);
     let access = common::surveillance_access(SURV);
     let (app, _stop) = common::indexed_router(ledger.clone(), &access, dir.path(), "api", rule());
-    let table = ledger.tables()[0].to_string();
+    let table = ledger.reader().tables()[0].to_string();
     let before = readings(&app, &table, 2).await;
     // A round of the next day, whose table opened in the removed one.
     let later = format!("/v1/tables/{table}/rounds/28");
@@ -76,7 +76,7 @@ async fn archived_rounds_read_as_before_and_removed_ones_are_gone() {
     let later_bundle = format!("/v1/evidence/{table}/28");
     let (_, bundle_before) = get(&app, &later_bundle).await;
 
-    let (entry, plan) = ledger.archive_move(DAYS[0]).unwrap();
+    let (entry, plan) = ledger.tier().archive_move(DAYS[0]).unwrap();
     assert!(
         entry.events > 20 && plan.straddling > 0,
         "{entry:?} {plan:?}"
@@ -88,7 +88,7 @@ async fn archived_rounds_read_as_before_and_removed_ones_are_gone() {
 
     let now = rule().bounds(DAYS[0]).unwrap().ends_at_ns + 2 * DAY_NS;
     let act = Removal::sign(&entry, 1, &simulator::admin_key(), now);
-    ledger.retention_remove(&act, now).unwrap();
+    ledger.tier().retention_remove(&act, now).unwrap();
     for path in [
         format!("/v1/tables/{table}/rounds/2"),
         format!("/v1/tables/{table}/rounds/2/steps"),
@@ -104,7 +104,11 @@ async fn archived_rounds_read_as_before_and_removed_ones_are_gone() {
             e.error
         );
     }
-    assert!(ledger.fenced().is_empty(), "{:?}", ledger.fenced());
+    assert!(
+        ledger.reader().fenced().is_empty(),
+        "{:?}",
+        ledger.reader().fenced()
+    );
     // The removal kept the config in force: the later round reads as before.
     let (s, body) = get(&app, &later).await;
     assert_eq!(s, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
@@ -116,7 +120,11 @@ async fn archived_rounds_read_as_before_and_removed_ones_are_gone() {
     // A read model built after the removal goes on from the sealed heads.
     let (fresh, _stop2) =
         common::indexed_router(ledger.clone(), &access, dir.path(), "api2", rule());
-    assert!(ledger.fenced().is_empty(), "{:?}", ledger.fenced());
+    assert!(
+        ledger.reader().fenced().is_empty(),
+        "{:?}",
+        ledger.reader().fenced()
+    );
     let (s, body) = get(&fresh, &format!("/v1/rounds?day={}&limit=500", DAYS[1])).await;
     assert_eq!(s, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
     let (s, body) = get(&fresh, &later).await;

@@ -40,8 +40,8 @@ fn verified(
 
 /// Two rounds of `table` that begin after `day`'s sealed head: `A..B`, and the head's seq.
 fn rounds_after(ledger: &ledger::Ledger, table: &schemas::TableId, day: &str) -> (String, u64) {
-    let (last, _) = ledger.sealed_head_at(day, table).unwrap().unwrap();
-    let rounds = ledger.rounds(table).unwrap();
+    let (last, _) = ledger.reader().sealed_head_at(day, table).unwrap().unwrap();
+    let rounds = ledger.reader().rounds(table).unwrap();
     let after: Vec<_> = rounds.iter().filter(|r| r.first_seq.0 > last).collect();
     assert!(after.len() >= 2, "{} rounds after the day", after.len());
     (format!("{}..{}", after[0].round.0, after[1].round.0), last)
@@ -58,7 +58,7 @@ async fn an_export_over_a_removed_day_is_gone_and_one_after_it_verifies() {
     seed(&ledger, 30);
     let access = common::surveillance_access(SURV);
     let (app, _stop) = common::indexed_router(ledger.clone(), &access, dir.path(), "api", rule());
-    let id = ledger.tables()[0].clone();
+    let id = ledger.reader().tables()[0].clone();
     let table = id.to_string();
     let whole = "/v1/export".to_string();
     let of_table = format!("/v1/export?table={table}");
@@ -66,7 +66,7 @@ async fn an_export_over_a_removed_day_is_gone_and_one_after_it_verifies() {
     verified(&whole, s, &hot);
     let (_, hot_table) = get(&app, &of_table).await;
 
-    let (entry, _) = ledger.archive_move(DAYS[0]).unwrap();
+    let (entry, _) = ledger.tier().archive_move(DAYS[0]).unwrap();
     assert!(entry.events > 20, "{entry:?}");
     assert!(
         get(&app, &whole).await.1 == hot,
@@ -80,7 +80,7 @@ async fn an_export_over_a_removed_day_is_gone_and_one_after_it_verifies() {
     let (later, last) = rounds_after(&ledger, &id, DAYS[0]);
     let now = rule().bounds(DAYS[0]).unwrap().ends_at_ns + 2 * DAY_NS;
     let act = Removal::sign(&entry, 1, &simulator::admin_key(), now);
-    ledger.retention_remove(&act, now).unwrap();
+    ledger.tier().retention_remove(&act, now).unwrap();
     for path in [&whole, &of_table, &format!("{of_table}&rounds=1..30")] {
         let (s, body) = get(&app, path).await;
         let text = String::from_utf8_lossy(&body);
@@ -104,16 +104,20 @@ async fn an_export_over_a_removed_day_is_gone_and_one_after_it_verifies() {
         events_max: None,
     };
     let mut out = Vec::new();
-    ledger.export(&sel, &mut out).unwrap();
+    ledger.reader().export(&sel, &mut out).unwrap();
     let summary = proofs::export::verify_export(&out[..]).unwrap();
-    let (_, sealed) = ledger.sealed_head_at(DAYS[0], &id).unwrap().unwrap();
+    let (_, sealed) = ledger
+        .reader()
+        .sealed_head_at(DAYS[0], &id)
+        .unwrap()
+        .unwrap();
     assert_eq!(summary.tables[0].from_seq, last + 1, "{summary:?}");
     assert_eq!(summary.tables[0].anchor, sealed, "{summary:?}");
     let sel = ledger::ExportSelection {
         range: ledger::ExportRange::Seqs(last..=u64::MAX),
         ..sel
     };
-    let refused = ledger.export(&sel, &mut Vec::new());
+    let refused = ledger.reader().export(&sel, &mut Vec::new());
     assert!(
         matches!(refused, Err(ledger::Error::ExportRemoved { .. })),
         "{refused:?}"

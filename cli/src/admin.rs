@@ -145,10 +145,10 @@ fn clock_skew(max_seconds: u64, sign: &SignArgs) -> Result<Outcome> {
 /// Prints the admin log; exit 1 when an act's signature no longer checks out.
 fn log(dir: &std::path::Path) -> Result<Outcome> {
     let l = crate::source::open_ledger(dir)?;
-    for line in l.admin_log()? {
+    for line in l.reader().admin_log()? {
         println!("{}", serde_json::to_string(&line)?);
     }
-    let problems = l.check_admin_log()?;
+    let problems = l.verifier().check_admin_log()?;
     for p in &problems {
         eprintln!("BAD {p}");
     }

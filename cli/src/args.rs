@@ -7,7 +7,7 @@ use ledger::days::{DayRule, DAY_START_DEFAULT, TIME_ZONE_DEFAULT};
 use readside::finance::{parse_pit, Pit};
 
 /// The property's gaming day and shifts: `serve`, `day`, `report`, `readmodel`, `audit --day`.
-/// The ledger keeps the rule (`Ledger::day_rule`): `serve` and `seed` set it, every other
+/// The ledger keeps the rule (`Reader::day_rule`): `serve` and `seed` set it, every other
 /// command reads it, and a flag that says another rule is refused, never obeyed quietly.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct DayArgs {
@@ -67,7 +67,10 @@ impl DayArgs {
     /// The rule a command reading `ledger` uses: the ledger's (else the defaults). Flags
     /// saying another rule are refused: a report never splits days another way.
     pub fn rule_of(&self, ledger: &ledger::Ledger) -> Result<DayRule> {
-        let kept = ledger.day_rule().context("reading the ledger's day rule")?;
+        let kept = ledger
+            .reader()
+            .day_rule()
+            .context("reading the ledger's day rule")?;
         let rule = self.over(kept.as_ref())?;
         if let Some(k) = &kept {
             if self.given() && k.spec() != rule.spec() {
@@ -85,11 +88,15 @@ impl DayArgs {
     /// The rule `serve` (the ledger's owner) keeps: the flags over the ledger's rule,
     /// stored when new or changed. Returns it and the rule it replaced, if another.
     pub fn settle(&self, ledger: &ledger::Ledger) -> Result<(DayRule, Option<DayRule>)> {
-        let kept = ledger.day_rule().context("reading the ledger's day rule")?;
+        let kept = ledger
+            .reader()
+            .day_rule()
+            .context("reading the ledger's day rule")?;
         let rule = self.over(kept.as_ref())?;
         let changed = kept.as_ref().is_none_or(|k| k.spec() != rule.spec());
         if changed {
             ledger
+                .writer()
                 .set_day_rule(&rule)
                 .context("keeping the day rule in the ledger")?;
         }
@@ -143,7 +150,10 @@ mod tests {
             "the defaults"
         );
         let three = flags(None, Some("06:00,14:00,22:00"));
-        assert!(l.day_rule().unwrap().is_none(), "reading keeps nothing");
+        assert!(
+            l.reader().day_rule().unwrap().is_none(),
+            "reading keeps nothing"
+        );
         let (rule, replaced) = three.settle(&l).unwrap();
         assert_eq!(rule.spec(), "06:00 UTC 06:00,14:00,22:00");
         assert!(replaced.is_none());
@@ -166,6 +176,6 @@ mod tests {
             replaced.map(|r| r.spec()).as_deref(),
             Some("06:00 UTC 06:00,14:00,22:00")
         );
-        assert_eq!(l.day_rule().unwrap().unwrap().spec(), rule.spec());
+        assert_eq!(l.reader().day_rule().unwrap().unwrap().spec(), rule.spec());
     }
 }

@@ -124,7 +124,7 @@ fn property_zone(args: &Args, client: Option<&crate::client::Client>) -> Result<
         return Ok(None);
     };
     // Opened and closed again here: the audit opens the ledger itself.
-    let kept = crate::source::open_ledger(dir)?.day_rule()?;
+    let kept = crate::source::open_ledger(dir)?.reader().day_rule()?;
     Ok(kept.map(|r| r.time_zone().to_string()))
 }
 
@@ -149,9 +149,9 @@ pub fn run(mut args: Args) -> Result<Outcome> {
                 .context("--day needs --ledger DIR or --server URL")?;
             let l = crate::source::open_ledger(dir)?;
             let day = args.day.as_deref().unwrap_or_default();
-            let tables = match l.day_seal(day)? {
+            let tables = match l.reader().day_seal(day)? {
                 Some(seal) => seal.tables,
-                None => l.day_ranges(&args.rule.rule_of(&l)?, day)?.tables,
+                None => l.reader().day_ranges(&args.rule.rule_of(&l)?, day)?.tables,
             };
             audit_day(&l, &tables, &args.filter)?
         }
@@ -228,10 +228,11 @@ pub fn audit_time_range(l: &ledger::Ledger, filter: &Filter) -> Result<AuditSumm
         filter.to.unwrap_or(i64::MAX),
     );
     let mut by_table: BTreeMap<TableId, Vec<ledger::RoundSummary>> = BTreeMap::new();
-    for (table, r) in l.rounds_in_time_range(from, to)? {
+    for (table, r) in l.reader().rounds_in_time_range(from, to)? {
         by_table.entry(table).or_default().push(r);
     }
     let tables: Vec<TableId> = l
+        .reader()
         .tables()
         .into_iter()
         .filter(|t| filter.wants_table(t))
@@ -276,6 +277,7 @@ fn audit_rounds(
         .max_by_key(|r| r.first_seq)
         .expect("not empty");
     let next_first = l
+        .reader()
         .round_neighbours(table, last.round)?
         .and_then(|n| n.next)
         .map(|n| n.first_seq.0)
@@ -310,7 +312,7 @@ fn replay_span(
         .chain(std::iter::once((from..=u64::MAX, false)));
     let mut replayer = replayer::TableReplayer::new(table.clone());
     'ranges: for (range, is_config) in seqs {
-        for stored in l.events(table, range) {
+        for stored in l.reader().events(table, range) {
             let stored = stored.with_context(|| format!("reading table {table}"))?;
             if !is_config && stop(&stored)? {
                 break 'ranges;

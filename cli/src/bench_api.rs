@@ -37,7 +37,7 @@ pub fn run(args: Args) -> Result<Outcome> {
         .unwrap_or_else(|| tmp.path().join("api"));
     let token = crate::tokens::random_token()?;
     let state = app_state(&args, ledger.clone(), &dir, &token)?;
-    let stats = ledger.stats();
+    let stats = ledger.reader().stats();
     let t0 = Instant::now();
     state.index_all().context("indexing")?;
     println!(

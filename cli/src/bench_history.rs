@@ -110,18 +110,19 @@ fn build(args: &Args) -> Result<()> {
 /// A table's oldest, middle and newest rounds, and the ledger's event count.
 fn probe(dir: &Path, table: Option<&str>) -> Result<Probe> {
     let ledger = crate::source::open_ledger(dir)?;
-    let events = ledger.stats().events;
+    let events = ledger.reader().stats().events;
     let table = match table {
         Some(t) => {
             schemas::TableId::new(t.to_string()).map_err(|e| anyhow::anyhow!("--table: {e}"))?
         }
         None => ledger
+            .reader()
             .tables()
             .into_iter()
             .next()
             .context("the ledger has no table")?,
     };
-    let rounds = ledger.rounds(&table)?;
+    let rounds = ledger.reader().rounds(&table)?;
     anyhow::ensure!(!rounds.is_empty(), "table {table} has no rounds");
     let at = |i: usize| rounds[i].round.0;
     Ok(Probe {

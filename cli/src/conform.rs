@@ -228,7 +228,7 @@ impl Checker {
             meta.push((event, line, problems));
         }
         self.sync_trust()?;
-        let out = self.ledger.append(&events, &checkpoints)?;
+        let out = self.ledger.writer().append(&events, &checkpoints)?;
         let mut lines = Vec::new();
         for (o, (event, line, problems)) in out.events.iter().zip(&meta) {
             lines.extend(self.admission_line(o, event.as_ref(), *line)?);
@@ -264,11 +264,13 @@ impl Checker {
 
     /// Gives the ledger the admin keys `conform_keys` trusts, and the requirement.
     fn sync_trust(&mut self) -> Result<()> {
-        if self.signed && !self.ledger.requires_signed_events() {
-            self.ledger.require_signed_events()?;
+        if self.signed && !self.ledger.reader().requires_signed_events() {
+            self.ledger.writer().require_signed_events()?;
         }
-        if self.ledger.trusted_admin_keys() != *self.keys.trusted() {
-            self.ledger.trust_admin_keys(self.keys.trusted().clone())?;
+        if self.ledger.reader().trusted_admin_keys() != *self.keys.trusted() {
+            self.ledger
+                .writer()
+                .trust_admin_keys(self.keys.trusted().clone())?;
         }
         Ok(())
     }
@@ -278,10 +280,13 @@ impl Checker {
     /// the source carries signatures, what no kept checkpoint attests is `missing` too.
     pub fn finish(&mut self) -> Result<Vec<Line>> {
         let reports = self.replayer.take().map(|r| r.finish()).unwrap_or_default();
-        let gap = self
-            .table
-            .as_ref()
-            .and_then(|t| self.ledger.gaps().into_iter().find(|g| &g.table == t));
+        let gap = self.table.as_ref().and_then(|t| {
+            self.ledger
+                .reader()
+                .gaps()
+                .into_iter()
+                .find(|g| &g.table == t)
+        });
         let mut lines = Vec::new();
         match &gap {
             None => lines.extend(reports.iter().flat_map(|r| self.round_lines(r))),
@@ -384,6 +389,7 @@ impl Checker {
             Refused::Quarantined { id, reason } | Refused::Repeated { id, reason } => {
                 let text = self
                     .ledger
+                    .reader()
                     .quarantine_entry(*id)?
                     .map_or_else(String::new, |e| e.text);
                 ((*reason).to_string(), text)
@@ -429,13 +435,14 @@ impl Checker {
         let (Some(table), Some(_)) = (self.table.clone(), self.replayer.as_ref()) else {
             return Ok(Vec::new());
         };
-        let head = self.ledger.head(&table).map_or(0, |h| h.seq.0);
+        let head = self.ledger.reader().head(&table).map_or(0, |h| h.seq.0);
         let mut lines = Vec::new();
         if head <= self.fed {
             return Ok(lines);
         }
         let stored: Vec<ledger::StoredEvent> = self
             .ledger
+            .reader()
             .events(&table, self.fed + 1..=head)
             .collect::<Result<_, _>>()?;
         for s in stored {

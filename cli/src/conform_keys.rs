@@ -120,13 +120,14 @@ impl Keys {
 /// What the chain lacks at the end to be attested, when the source carries signatures and
 /// checkpoints: `None` when a kept checkpoint covers its head.
 pub fn unattested(ledger: &Ledger, table: &TableId, keys: &Keys) -> Option<Problem> {
-    let head = ledger.head(table)?.seq.0;
-    let attested = ledger.attestation(table).map_or(0, |a| a.seq.0);
+    let head = ledger.reader().head(table)?.seq.0;
+    let attested = ledger.reader().attestation(table).map_or(0, |a| a.seq.0);
     if attested >= head {
         return None;
     }
     let enrolled = keys.signers.iter().any(|s| {
         ledger
+            .reader()
             .device_key(table, s)
             .is_some_and(|k| k.revoked_seq.is_none())
     });

@@ -83,7 +83,9 @@ fn seal(args: SealArgs) -> Result<Outcome> {
     let key = crate::keygen::read_signing_key(&args.seal_key)?;
     let l = crate::source::open_ledger(&args.ledger)?;
     let rule = args.rule.rule_of(&l)?;
-    let sealed = l.seal_day(&rule, &args.day, &key, crate::when::now_ns()?)?;
+    let sealed = l
+        .writer()
+        .seal_day(&rule, &args.day, &key, crate::when::now_ns()?)?;
     let s = sealed.seal();
     let what = match &sealed {
         Sealed::Made(_) => "sealed",
@@ -104,7 +106,7 @@ fn seal(args: SealArgs) -> Result<Outcome> {
 
 fn show(args: ShowArgs) -> Result<Outcome> {
     let l = crate::source::open_ledger(&args.ledger)?;
-    if let Some(seal) = l.day_seal(&args.day)? {
+    if let Some(seal) = l.reader().day_seal(&args.day)? {
         if args.json {
             println!("{}", String::from_utf8_lossy(&seal.to_json()));
         } else {
@@ -113,7 +115,7 @@ fn show(args: ShowArgs) -> Result<Outcome> {
         return Ok(Outcome::Clean);
     }
     let rule = args.rule.rule_of(&l)?;
-    let ranges = l.day_ranges(&rule, &args.day)?;
+    let ranges = l.reader().day_ranges(&rule, &args.day)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&ranges.tables)?);
         return Ok(Outcome::Clean);
@@ -219,7 +221,7 @@ pub fn verify_day(
     json: bool,
 ) -> Result<Outcome> {
     let l = crate::source::open_ledger(dir)?;
-    let v = l.verify_day(day, signer.as_ref())?;
+    let v = l.verifier().verify_day(day, signer.as_ref())?;
     if json {
         let problems: Vec<serde_json::Value> = v
             .problems

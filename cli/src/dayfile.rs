@@ -39,6 +39,7 @@ pub struct CheckArgs {
 pub fn archive(args: ArchiveArgs) -> Result<Outcome> {
     let l = crate::source::open_ledger(&args.ledger)?;
     let seal = l
+        .reader()
         .day_seal(&args.day)?
         .with_context(|| format!("day {} is not sealed: seal it first", args.day))?;
     // One table's events in memory at a time; the writer keeps only compressed frames.
@@ -86,7 +87,7 @@ pub fn read_range(
 ) -> Result<archive::TableDay> {
     let mut events = Vec::new();
     if !seqs.is_empty() {
-        for e in l.events(table, seqs) {
+        for e in l.reader().events(table, seqs) {
             let e = e.with_context(|| format!("reading table {table}"))?;
             events.push(archive::DayEvent {
                 seq: e.seq.0,

@@ -230,6 +230,7 @@ fn kept_rule(
 ) -> Result<(ledger::days::DayRule, api::FinanceSetup)> {
     let rule = demo_finance::day_rule(&args.floor.shift_start, args.floor.shift_every)?;
     ledger
+        .writer()
         .set_day_rule(&rule)
         .context("keeping the day rule in the ledger")?;
     let finance = api::FinanceSetup {
@@ -263,7 +264,7 @@ fn print_floor(floor: &simulator::Floor, args: &Args) {
 
 /// Recomputes every table's chain from genesis; an error if any breaks.
 fn verify_chains(ledger: &ledger::Ledger) -> Result<()> {
-    let verify = ledger.verify().context("verifying the ledger")?;
+    let verify = ledger.verifier().verify().context("verifying the ledger")?;
     anyhow::ensure!(verify.is_ok(), "chain verification failed: {verify:?}");
     println!(
         "chains verified: {} tables, every hash recomputed from genesis",
@@ -392,7 +393,7 @@ fn check_stored(
     );
     let mut missing = 0u64;
     for p in &published.events {
-        match ledger.events(&p.table, p.seq.0..=p.seq.0).next() {
+        match ledger.reader().events(&p.table, p.seq.0..=p.seq.0).next() {
             Some(Ok(s)) if s.hash == p.hash => {}
             _ => missing += 1,
         }
@@ -493,7 +494,7 @@ fn serve_until_stopped(rt: &tokio::runtime::Runtime, web: Web) -> Result<()> {
 /// Waits until the server's read model has indexed every stored event (bounded).
 fn wait_indexed(client: &crate::client::Client, ledger: &ledger::Ledger) -> Result<()> {
     let deadline = Instant::now() + Duration::from_secs(120);
-    let stored = ledger.stats().events;
+    let stored = ledger.reader().stats().events;
     loop {
         let s: schemas::api::ServerStatus = client.get("/v1/status")?;
         if s.events_indexed >= stored {
@@ -534,8 +535,8 @@ async fn wait_until_durable(
         let behind: Vec<&TableId> = last
             .iter()
             .filter(|(t, s)| {
-                ledger.head(t).is_none_or(|h| h.seq < **s)
-                    || ledger.attestation(t).is_none_or(|a| a.seq < **s)
+                ledger.reader().head(t).is_none_or(|h| h.seq < **s)
+                    || ledger.reader().attestation(t).is_none_or(|a| a.seq < **s)
             })
             .map(|(t, _)| t)
             .collect();
@@ -600,9 +601,11 @@ fn open_ledger(dir: &Path, admin: schemas::attest::PublicKey) -> Result<Arc<ledg
     let ledger = ledger::Ledger::open(dir)
         .with_context(|| format!("opening the ledger at {}", dir.display()))?;
     ledger
+        .writer()
         .trust_admin_keys([admin])
         .context("keeping the trusted admin key")?;
     ledger
+        .writer()
         .require_signed_events()
         .context("requiring signed events")?;
     Ok(Arc::new(ledger))

@@ -234,9 +234,9 @@ fn percent(bp: i64) -> String {
 /// The first and last gaming day of the tables' device times in `ledger`.
 pub fn days_of(ledger: &ledger::Ledger, rule: &ledger::days::DayRule) -> Result<(String, String)> {
     let (mut first, mut last) = (i64::MAX, i64::MIN);
-    for h in ledger.heads() {
-        let one = ledger.stored_event(&h.table, 1)?;
-        let head = ledger.stored_event(&h.table, h.seq.0)?;
+    for h in ledger.reader().heads() {
+        let one = ledger.reader().stored_event(&h.table, 1)?;
+        let head = ledger.reader().stored_event(&h.table, h.seq.0)?;
         for e in one.iter().chain(head.iter()) {
             let (ev, _) = schemas::codec::decode(&e.bytes)?;
             first = first.min(ev.occurred_at_ns);

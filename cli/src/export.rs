@@ -112,7 +112,7 @@ fn write_export(
 ) -> Result<proofs::export::ExportSummary, ledger::Error> {
     let file = std::fs::File::create(out)?;
     let mut w = std::io::BufWriter::new(file);
-    let summary = ledger.export(sel, &mut w)?;
+    let summary = ledger.reader().export(sel, &mut w)?;
     use std::io::Write;
     w.flush()?;
     w.get_ref().sync_all()?;
@@ -153,7 +153,7 @@ fn print_sealed_anchors(
             ..
         }
     );
-    for table in ledger.tables().into_iter().filter(|_| every) {
+    for table in ledger.reader().tables().into_iter().filter(|_| every) {
         let listed = summary.tables.iter().any(|t| t.table == table);
         if let (false, Some(r)) = (listed, removed.ranges(&table).last()) {
             println!(

@@ -65,7 +65,11 @@ pub fn beside_day_file(
     ledger_dir: &Path,
     day: &str,
 ) -> Result<dayparquet::DayParquet> {
-    let rule = match l.day_rule().context("reading the ledger's day rule")? {
+    let rule = match l
+        .reader()
+        .day_rule()
+        .context("reading the ledger's day rule")?
+    {
         Some(r) => r,
         None => rule_of_seal(l, day)?,
     };
@@ -78,6 +82,7 @@ pub fn beside_day_file(
 /// one shift (the files' metadata names it).
 fn rule_of_seal(l: &ledger::Ledger, day: &str) -> Result<ledger::days::DayRule> {
     let seal = l
+        .reader()
         .day_seal(day)?
         .with_context(|| format!("day {day} is not sealed"))?;
     let zone = jiff::tz::TimeZone::get(&seal.time_zone)

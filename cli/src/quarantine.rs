@@ -69,6 +69,7 @@ pub fn run(args: Args) -> Result<Outcome> {
         let row: Option<QuarantineRow> = match (&client, &ledger) {
             (Some(c), _) => Some(c.get(&format!("/v1/quarantine/{id}"))?),
             (None, Some(l)) => l
+                .reader()
                 .quarantine_entry(id)
                 .context("reading the quarantine")?
                 .map(|e| e.row(usize::MAX)),
@@ -94,6 +95,7 @@ pub fn run(args: Args) -> Result<Outcome> {
             c.get(&path)?
         }
         (None, Some(l)) => l
+            .reader()
             .quarantine_view(args.reason.as_deref(), table.as_ref(), 0, limit)
             .context("reading the quarantine")?,
         (None, None) => unreachable!("a source was required above"),

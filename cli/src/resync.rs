@@ -183,9 +183,11 @@ fn head_and_entry(args: &ResyncArgs, table: &TableId) -> Result<(ChainHead, Entr
         .context("say where to read: --ledger DIR or --server URL")?;
     let l = crate::source::open_ledger(dir)?;
     let head = l
+        .reader()
         .head(table)
         .unwrap_or_else(|| ChainHead::empty(table.clone()));
     let e = l
+        .reader()
         .quarantine_entry(args.entry)?
         .with_context(|| format!("no quarantine entry {}", args.entry))?;
     Ok((head, Entry { bytes: e.bytes }))

@@ -58,7 +58,7 @@ fn held_table(ledger: &ledger::Ledger, stream_seq: u64) -> Result<u64> {
             provenance: Default::default(),
         })
         .collect();
-    let out = ledger.append_batch(&held).context("appending")?;
+    let out = ledger.writer().append_batch(&held).context("appending")?;
     ledger.flush().context("flushing")?;
     Ok(out
         .iter()
@@ -77,6 +77,7 @@ fn refused_message(
     let table = &tables[n as usize % tables.len()];
     let other = &tables[(n as usize + 1) % tables.len()];
     let first = ledger
+        .reader()
         .stored_event(table, 1)
         .context("reading a table's first event")?
         .with_context(|| format!("table {table} has no event"))?;
@@ -109,6 +110,7 @@ pub fn run(args: Args) -> Result<Outcome> {
         .with_context(|| format!("opening the ledger at {}", args.ledger.display()))?;
     // A simulated floor: its device keys are enrolled by the simulator's admin key.
     ledger
+        .writer()
         .trust_admin_keys(vec![simulator::admin_key().public()])
         .context("keeping the trusted admin key")?;
     keep_day_rule(&ledger, &args.floor)?;
@@ -124,7 +126,7 @@ pub fn run(args: Args) -> Result<Outcome> {
     let tables: Vec<schemas::TableId> = floor.tables.iter().map(|t| t.table().clone()).collect();
     let quarantined = refuse(&ledger, &tables, args.refused)?;
     if args.held {
-        let n = held_table(&ledger, ledger.stats().events + 2_000_000)?;
+        let n = held_table(&ledger, ledger.reader().stats().events + 2_000_000)?;
         anyhow::ensure!(n > 0, "--held: HELD-01's events were not held");
         println!("held {n} events of HELD-01 beyond a gap at seq 1");
     }
@@ -147,14 +149,18 @@ pub fn run(args: Args) -> Result<Outcome> {
 /// where its tables change shift. A ledger kept under another rule is refused.
 fn keep_day_rule(ledger: &ledger::Ledger, floor: &crate::simulate::FloorArgs) -> Result<()> {
     let rule = crate::demo_finance::day_rule(&floor.shift_start, floor.shift_every)?;
-    match ledger.day_rule().context("reading the ledger's day rule")? {
+    match ledger
+        .reader()
+        .day_rule()
+        .context("reading the ledger's day rule")?
+    {
         Some(kept) if kept.spec() != rule.spec() => bail!(
             "the ledger's day rule is `{}`; this floor changes shift as `{}`",
             kept.spec(),
             rule.spec()
         ),
         Some(_) => Ok(()),
-        None => Ok(ledger.set_day_rule(&rule)?),
+        None => Ok(ledger.writer().set_day_rule(&rule)?),
     }
 }
 
@@ -199,7 +205,7 @@ impl<'a> Seeder<'a> {
     fn new(ledger: &'a ledger::Ledger, segment_bytes: u64) -> Seeder<'a> {
         Seeder {
             ledger,
-            stream_seq: ledger.stats().events,
+            stream_seq: ledger.reader().stats().events,
             batch: Vec::with_capacity(ledger::APPEND_BATCH_LEN_MAX),
             batch_bytes: 0,
             batch_bytes_max: segment_bytes / 4,
@@ -247,7 +253,11 @@ impl<'a> Seeder<'a> {
 
     /// Appends the batch, then its checkpoints, and flushes.
     fn append(&mut self) -> Result<()> {
-        let out = self.ledger.append_batch(&self.batch).context("appending")?;
+        let out = self
+            .ledger
+            .writer()
+            .append_batch(&self.batch)
+            .context("appending")?;
         let stored = out
             .iter()
             .filter(|a| matches!(a, ledger::Appended::Stored { .. }));
@@ -256,6 +266,7 @@ impl<'a> Seeder<'a> {
         self.batch_bytes = 0;
         let out = self
             .ledger
+            .writer()
             .append_checkpoints(&self.checkpoints)
             .context("appending checkpoints")?;
         let kept = out
@@ -273,20 +284,30 @@ fn refuse(ledger: &ledger::Ledger, tables: &[schemas::TableId], n_max: u64) -> R
         return Ok(0);
     }
     let received_at_ns = ledger
+        .reader()
         .heads()
         .first()
-        .and_then(|h| ledger.stored_event(&h.table, h.seq.0).ok().flatten())
+        .and_then(|h| {
+            ledger
+                .reader()
+                .stored_event(&h.table, h.seq.0)
+                .ok()
+                .flatten()
+        })
         .map_or(0, |e| e.received_at_ns);
     let (mut n, mut quarantined) = (0, 0u64);
     while n < n_max {
         let end = (n + ledger::APPEND_BATCH_LEN_MAX as u64).min(n_max);
         let refused = (n..end)
             .map(|i| {
-                let seq = ledger.stats().events + 1_000_000 + i;
+                let seq = ledger.reader().stats().events + 1_000_000 + i;
                 refused_message(ledger, tables, i, seq, received_at_ns + i as i64)
             })
             .collect::<Result<Vec<_>>>()?;
-        let out = ledger.append_batch(&refused).context("appending")?;
+        let out = ledger
+            .writer()
+            .append_batch(&refused)
+            .context("appending")?;
         let q = out.iter().filter(|a| {
             matches!(
                 a,

@@ -226,8 +226,9 @@ fn unsafe_settings(args: &Args) -> Vec<String> {
 /// Makes the ledger store only device-signed events, unless `unsigned` asks for an open
 /// floor on a ledger that never required them.
 fn require_signed_events(ledger: &ledger::Ledger, unsigned: bool) -> Result<()> {
-    match (unsigned, ledger.requires_signed_events()) {
+    match (unsigned, ledger.reader().requires_signed_events()) {
         (false, _) => ledger
+            .writer()
             .require_signed_events()
             .context("requiring signed events"),
         (true, true) => anyhow::bail!(
@@ -264,14 +265,15 @@ fn open_ledger(args: &Args) -> Result<Arc<ledger::Ledger>> {
     // read-only server appends nothing and leaves the kept keys as they are.
     if !args.no_ingest {
         ledger
+            .writer()
             .trust_admin_keys(trusted)
             .context("keeping the trusted admin keys")?;
         require_signed_events(&ledger, args.unsigned_events)?;
     }
-    let stats = ledger.stats();
+    let stats = ledger.reader().stats();
     tracing::info!(
         ledger = %args.ledger.display(),
-        heads = ledger.heads().len(),
+        heads = ledger.reader().heads().len(),
         events = stats.events,
         quarantined = stats.quarantined,
         held = stats.held,
@@ -512,7 +514,7 @@ async fn join_duties(sealing: Option<Duty>, archiving: Option<Duty>) -> Result<(
 /// Names the tables fenced as damaged. The ledger logged each fence at open (`warn`);
 /// the API shows them.
 fn warn_fenced(ledger: &ledger::Ledger) {
-    let fenced = ledger.fenced();
+    let fenced = ledger.reader().fenced();
     if !fenced.is_empty() {
         let names: Vec<&str> = fenced.keys().map(|t| t.as_str()).collect();
         eprintln!(

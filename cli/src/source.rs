@@ -37,7 +37,7 @@ impl Source {
 
     pub fn tables(&self) -> Result<Vec<TableId>> {
         match self {
-            Source::Ledger(l) => Ok(l.tables()),
+            Source::Ledger(l) => Ok(l.reader().tables()),
             Source::Export(m) => Ok(m.keys().cloned().collect()),
         }
     }
@@ -50,7 +50,7 @@ impl Source {
     ) -> Result<()> {
         match self {
             Source::Ledger(l) => {
-                for stored in l.events(table, 1..=u64::MAX) {
+                for stored in l.reader().events(table, 1..=u64::MAX) {
                     let stored = stored.with_context(|| format!("reading table {table}"))?;
                     f(stored.seq, &stored.bytes)?;
                 }

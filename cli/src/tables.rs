@@ -103,7 +103,7 @@ pub fn run(args: Args) -> Result<Outcome> {
         TableCommand::Unfence { table, sign } => unfence(&table, &sign),
         TableCommand::FenceLog { ledger } => {
             let l = crate::source::open_ledger(&ledger)?;
-            for line in l.fence_log()? {
+            for line in l.reader().fence_log()? {
                 println!("{line}");
             }
             Ok(Outcome::Clean)
@@ -157,7 +157,7 @@ fn status(args: StatusArgs) -> Result<Outcome> {
         (None, Some(dir)) => {
             let l = crate::source::open_ledger(dir)?;
             // A corrupt sled page fails only the reads that reach it: read them all.
-            store_failures = l.store_read_failures();
+            store_failures = l.reader().store_read_failures();
             from_ledger(&l)?
         }
         (None, None) => anyhow::bail!("say where: --ledger DIR or --server URL"),
@@ -192,12 +192,13 @@ fn status(args: StatusArgs) -> Result<Outcome> {
 
 /// Every table with a head or held events, in table order.
 fn from_ledger(l: &ledger::Ledger) -> Result<Vec<Row>> {
-    let mut gaps = l.gap_views().context("reading the held events")?;
-    let fenced = l.fenced();
+    let mut gaps = l.reader().gap_views().context("reading the held events")?;
+    let fenced = l.reader().fenced();
     let fence_of = |t: &TableId| fenced.get(t).map(|f| format!("{}: {}", f.check, f.detail));
     let all = disputes(l)?;
     let disputed = |t: &TableId| all.iter().filter(|d| &d.table == t).cloned().collect();
     let mut rows: Vec<Row> = l
+        .reader()
         .heads()
         .into_iter()
         .map(|h| Row {
@@ -300,8 +301,11 @@ pub fn resync_lines(dir: &std::path::Path) -> (Vec<String>, bool) {
 
 fn lines_of(l: &ledger::Ledger) -> Result<(Vec<String>, bool)> {
     let mut lines = Vec::new();
-    let acts = l.admin_log().context("reading the admin log")?;
-    let act_problems = l.check_admin_log().context("checking the admin log")?;
+    let acts = l.reader().admin_log().context("reading the admin log")?;
+    let act_problems = l
+        .verifier()
+        .check_admin_log()
+        .context("checking the admin log")?;
     if !acts.is_empty() && act_problems.is_empty() {
         lines.push(format!(
             "admin acts: {} taken, each signed by a trusted admin",
@@ -309,8 +313,11 @@ fn lines_of(l: &ledger::Ledger) -> Result<(Vec<String>, bool)> {
         ));
     }
     lines.extend(act_problems.iter().map(|p| format!("BAD {p}")));
-    let kept = l.resyncs(None).context("reading the re-syncs")?;
-    let problems = l.check_resyncs().context("checking the re-syncs")?;
+    let kept = l.reader().resyncs(None).context("reading the re-syncs")?;
+    let problems = l
+        .verifier()
+        .check_resyncs()
+        .context("checking the re-syncs")?;
     if !kept.is_empty() && problems.is_empty() {
         lines.push(format!(
             "re-syncs: {} kept, each signed by a trusted admin, its event in the chain and in quarantine",

@@ -155,7 +155,7 @@ fn move_days(args: MoveArgs) -> Result<Outcome> {
     let age_ns = i64::from(older_than_days) * DAY_NS;
     let started = std::time::Instant::now();
     let never = std::sync::atomic::AtomicBool::new(false);
-    let pass = l.archive_pass(now, age_ns, MOVE_DAYS_MAX, &never)?;
+    let pass = l.tier().archive_pass(now, age_ns, MOVE_DAYS_MAX, &never)?;
     if pass.moved.is_empty() {
         println!("no sealed day older than {older_than_days} days is hot");
     }
@@ -200,7 +200,10 @@ fn print_moved(entry: &ledger::tier::TierEntry, plan: &ledger::tier::ArchivePlan
 
 /// Compacts the value log and says what it did.
 fn compact(l: &ledger::Ledger) -> Result<Outcome> {
-    let c = l.compact_values().context("compacting the value log")?;
+    let c = l
+        .tier()
+        .compact_values()
+        .context("compacting the value log")?;
     Ok(print_compaction(&c))
 }
 
@@ -229,11 +232,11 @@ fn print_compaction(c: &ledger::tier::compact::Compaction) -> Outcome {
 
 fn status(args: StatusArgs) -> Result<Outcome> {
     let l = crate::source::open_ledger(&args.ledger)?;
-    let entries = l.tier_entries()?;
+    let entries = l.tier().tier_entries()?;
     let mut bad = 0;
     for e in &entries {
         let state = match e.state {
-            ledger::tier::TierState::Archived if l.day_file_intact(&e.day)? => "archived",
+            ledger::tier::TierState::Archived if l.tier().day_file_intact(&e.day)? => "archived",
             ledger::tier::TierState::Archived => {
                 bad += 1;
                 "archived, FILE MISSING OR ALTERED"
@@ -246,13 +249,13 @@ fn status(args: StatusArgs) -> Result<Outcome> {
         );
     }
     println!("{} days in the archive tier", entries.len());
-    let retired = l.retired_segments()?;
+    let retired = l.tier().retired_segments()?;
     println!(
         "value log: {} segments retired by compaction, {} bytes freed",
         retired.len(),
         retired.iter().map(|r| r.file_bytes).sum::<u64>()
     );
-    let journal = l.removal_journal()?;
+    let journal = l.tier().removal_journal()?;
     print!("{}", crate::verify::journal_line(&journal));
     bad += usize::from(journal.problem.is_some());
     Ok(if bad == 0 {
@@ -272,11 +275,12 @@ fn remove(args: RemoveArgs) -> Result<Outcome> {
     let key = crate::keygen::read_signing_key(&args.admin_key)?;
     let l = crate::source::open_ledger(&args.ledger)?;
     let entry = l
+        .tier()
         .tier_entry(&args.day)?
         .with_context(|| format!("day {} is not in the archive tier: move it first", args.day))?;
     let now = crate::when::now_ns()?;
     let act = Removal::sign(&entry, retention_days, &key, now);
-    let done = l.retention_remove(&act, now)?;
+    let done = l.tier().retention_remove(&act, now)?;
     println!(
         "day {}: day file {} removed by retention ({} days), signed by {}; seal {} keeps its heads",
         done.day, done.file, retention_days, act.admin, done.seal_digest

@@ -51,9 +51,10 @@ fn setup(dir: &Path) -> String {
 /// minute after its removal, RFC 3339: the seeded device clock runs ahead of now.
 fn removed_box(ledger: &str) -> (String, String) {
     let l = ledger::Ledger::open(ledger).unwrap();
-    let t = l.tables().remove(0);
-    let head = l.head(&t).unwrap().seq.0;
-    l.events(&t, 1..=head)
+    let t = l.reader().tables().remove(0);
+    let head = l.reader().head(&t).unwrap().seq.0;
+    l.reader()
+        .events(&t, 1..=head)
         .filter_map(|e| {
             let (e, _) = schemas::codec::decode(&e.unwrap().bytes).unwrap();
             match e.body {

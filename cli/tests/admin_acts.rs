@@ -422,11 +422,21 @@ fn every_ledger_holds_the_acts(s: &Scene, a: &TableId, b: &TableId) {
     for (n, node) in NODES.iter().zip(&s.nodes) {
         let dir = node.dir.join("ledger");
         let l = ledger::Ledger::open(&dir).expect("open");
-        assert_eq!(l.resyncs(Some(a)).expect("re-syncs").len(), 1, "{n}");
-        let key = l.device_key(b, &device()).expect("T-B's device key");
+        assert_eq!(
+            l.reader().resyncs(Some(a)).expect("re-syncs").len(),
+            1,
+            "{n}"
+        );
+        let key = l
+            .reader()
+            .device_key(b, &device())
+            .expect("T-B's device key");
         assert_eq!(key.revoked_seq, Some(Seq(3)), "{n}");
         let reasons = |r| {
-            let (_, entries) = l.quarantine_page(Some(r), None, 0, 10).expect("quarantine");
+            let (_, entries) = l
+                .reader()
+                .quarantine_page(Some(r), None, 0, 10)
+                .expect("quarantine");
             entries.into_iter().map(|e| e.text).collect::<Vec<_>>()
         };
         let skewed = reasons(ledger::reason::CLOCK_SKEW);
@@ -439,8 +449,8 @@ fn every_ledger_holds_the_acts(s: &Scene, a: &TableId, b: &TableId) {
             assert!(forged.iter().any(|t| t.contains(why)), "{forged:?}");
         }
         acts_logged(&l, n);
-        assert_eq!(l.clock_skew_max_ns(), HOUR_NS, "{n}");
-        digests.push(l.digest(1).expect("digest"));
+        assert_eq!(l.reader().clock_skew_max_ns(), HOUR_NS, "{n}");
+        digests.push(l.verifier().digest(1).expect("digest"));
         drop(l);
         let verified = common::roundledger(&["verify", "--ledger", dir.to_str().expect("utf-8")]);
         let text = String::from_utf8_lossy(&verified.stdout);
@@ -457,14 +467,17 @@ fn every_ledger_holds_the_acts(s: &Scene, a: &TableId, b: &TableId) {
 /// The admin log has the skew limit then the unfence, each signature good; on n3 the
 /// unfence appended T-C's two kept events, elsewhere none. The fence log has it too.
 fn acts_logged(l: &ledger::Ledger, n: &str) {
-    let log = l.admin_log().expect("admin log");
+    let log = l.reader().admin_log().expect("admin log");
     let kinds: Vec<&str> = log.iter().map(|l| l.kind.as_str()).collect();
     assert_eq!(kinds, ["clock_skew", "unfence"], "{n}");
     let kept = if n == "n3" { 2 } else { 0 };
     let did = format!("unfenced T-C: {kept} kept entries appended again ({kept} stored");
     assert!(log[1].outcome.contains(&did), "{n}: {log:?}");
-    assert_eq!(l.check_admin_log().expect("check"), Vec::<String>::new());
-    let fence_log = l.fence_log().expect("fence log");
+    assert_eq!(
+        l.verifier().check_admin_log().expect("check"),
+        Vec::<String>::new()
+    );
+    let fence_log = l.reader().fence_log().expect("fence log");
     assert_eq!(fence_log.len(), 1, "{n}: {fence_log:?}");
     assert!(fence_log[0].contains("case 43: repaired"), "{fence_log:?}");
 }

@@ -139,7 +139,7 @@ fn replay_audit_and_export_work_against_a_running_server() {
             received_at_ns: 1_780_000_000_000_000_000,
             provenance: Default::default(),
         };
-        l.append_batch(&[junk(0), junk(1)]).unwrap();
+        l.writer().append_batch(&[junk(0), junk(1)]).unwrap();
         l.flush().unwrap();
     }
     let (code, local_quarantine, _) = run(&["quarantine", "--ledger", &ledger]);

@@ -542,8 +542,8 @@ fn audit_of_a_time_range_reads_only_its_rounds() {
     assert!(out.status.success());
     let (from, to) = {
         let ledger = ledger::Ledger::open(&l).unwrap();
-        let t = ledger.tables().remove(0);
-        let rounds = ledger.rounds(&t).unwrap();
+        let t = ledger.reader().tables().remove(0);
+        let rounds = ledger.reader().rounds(&t).unwrap();
         (
             rounds[20].first_occurred_at_ns,
             rounds[40].first_occurred_at_ns,
@@ -593,8 +593,8 @@ fn audit_reads_wall_times_in_the_flag_else_the_ledgers_zone_else_tz() {
     assert!(out.status.success());
     let (from, to) = {
         let ledger = ledger::Ledger::open(&l).unwrap();
-        let t = ledger.tables().remove(0);
-        let rounds = ledger.rounds(&t).unwrap();
+        let t = ledger.reader().tables().remove(0);
+        let rounds = ledger.reader().rounds(&t).unwrap();
         (
             rounds[5].first_occurred_at_ns,
             rounds[20].first_occurred_at_ns,
@@ -683,8 +683,8 @@ fn report_reads_the_model_under_the_ledgers_day_rule() {
     assert!(seeded.status.success());
     let day = {
         let ledger = ledger::Ledger::open(&l).unwrap();
-        let t = ledger.tables().remove(0);
-        let at = ledger.rounds(&t).unwrap()[0].first_occurred_at_ns;
+        let t = ledger.reader().tables().remove(0);
+        let at = ledger.reader().rounds(&t).unwrap()[0].first_occurred_at_ns;
         ledger::days::DayRule::new("06:00", "UTC")
             .unwrap()
             .day_of(at)

@@ -197,7 +197,7 @@ fn published_heads(out: &std::process::Output) -> BTreeMap<String, u64> {
 
 fn digest_of(dir: &Path) -> proofs::digest::Digest {
     let l = ledger::Ledger::open(dir.join("ledger")).expect("open");
-    l.digest(1).expect("digest")
+    l.verifier().digest(1).expect("digest")
 }
 
 #[test]

@@ -42,7 +42,7 @@ fn two_days(dir: &Path) {
             received_at_ns: at,
             provenance: Default::default(),
         };
-        l.append_batch(&[m]).expect("append");
+        l.writer().append_batch(&[m]).expect("append");
     }
     l.flush().expect("flush");
 }

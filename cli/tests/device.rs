@@ -211,6 +211,7 @@ fn attested_and_verified(ledger_dir: &Path, want: &BTreeMap<String, u64>) {
     assert_eq!(out.status.code(), Some(0), "the ledger verifies");
     let l = ledger::Ledger::open(ledger_dir).expect("open the ledger");
     let refused: Vec<_> = l
+        .reader()
         .quarantine()
         .expect("quarantine")
         .into_iter()
@@ -219,7 +220,7 @@ fn attested_and_verified(ledger_dir: &Path, want: &BTreeMap<String, u64>) {
     assert!(refused.is_empty(), "nothing refused: {refused:?}");
     for (table, seq) in want {
         let t = schemas::TableId::new(table.as_str()).expect("id");
-        let attested = l.attestation(&t).map(|a| a.seq.0);
+        let attested = l.reader().attestation(&t).map(|a| a.seq.0);
         assert_eq!(attested, Some(*seq), "{table} attested to its last event");
     }
 }

@@ -16,7 +16,10 @@ const T0_NS: i64 = 1_767_225_600_000_000_000;
 fn append(dir: &Path, t: &str, n: u64) {
     let l = ledger::Ledger::open(dir).expect("open");
     let table = TableId::new(t).expect("id");
-    let head = l.head(&table).unwrap_or(ChainHead::empty(table.clone()));
+    let head = l
+        .reader()
+        .head(&table)
+        .unwrap_or(ChainHead::empty(table.clone()));
     let mut prev = head.hash;
     let mut batch = Vec::new();
     for seq in head.seq.0 + 1..=head.seq.0 + n {
@@ -42,7 +45,7 @@ fn append(dir: &Path, t: &str, n: u64) {
             provenance: Default::default(),
         });
     }
-    for o in l.append_batch(&batch).expect("append") {
+    for o in l.writer().append_batch(&batch).expect("append") {
         assert!(matches!(o, ledger::Appended::Stored { .. }), "{o:?}");
     }
     l.flush().expect("flush");
@@ -435,7 +438,7 @@ fn an_edited_quarantine_entry_fails_verify_and_digest() {
             provenance: Default::default(),
         };
         assert!(matches!(
-            l.append_batch(&[junk]).expect("append")[0],
+            l.writer().append_batch(&[junk]).expect("append")[0],
             ledger::Appended::Refused(ledger::Refused::Quarantined { id: 0, .. })
         ));
         l.flush().expect("flush");

@@ -288,6 +288,7 @@ fn tally(ledger_dir: &Path, published: &PublishReport) -> Tally {
     let (mut stored, mut duplicates, mut losses, mut extra) = (0u64, 0u64, 0usize, 0usize);
     for (table, evs) in &want {
         let got: Vec<(u64, Hash32)> = l
+            .reader()
             .events(table, 1..=u64::MAX)
             .map(|e| {
                 let e = e.expect("readable event");
@@ -305,15 +306,15 @@ fn tally(ledger_dir: &Path, published: &PublishReport) -> Tally {
         let wanted: std::collections::BTreeSet<_> = evs.iter().collect();
         extra += got.iter().filter(|g| !wanted.contains(g)).count();
     }
-    let report = l.verify().expect("verify");
+    let report = l.verifier().verify().expect("verify");
     assert!(report.is_ok(), "chains verify after the faults: {report:?}");
     assert_eq!(
-        l.tables().len(),
+        l.reader().tables().len(),
         want.len(),
         "no table beyond the published ones"
     );
     assert_eq!(
-        l.stats().events,
+        l.reader().stats().events,
         stored,
         "ledger stats agree with the events read"
     );
@@ -322,7 +323,7 @@ fn tally(ledger_dir: &Path, published: &PublishReport) -> Tally {
     // with the publisher's next run): the ledger refuses it as beyond the head, and keeps
     // it when it comes again. Nothing else may be quarantined, and every table must end
     // attested to its last event.
-    let quarantined = l.quarantine().expect("quarantine");
+    let quarantined = l.reader().quarantine().expect("quarantine");
     let beyond_head = quarantined
         .iter()
         .filter(|q| q.reason == ledger::attest::reason::CHECKPOINT_BEYOND_HEAD)
@@ -337,11 +338,15 @@ fn tally(ledger_dir: &Path, published: &PublishReport) -> Tally {
             .collect::<Vec<_>>()
     );
     for table in want.keys() {
-        let head = l.head(table).map(|h| h.seq);
-        let attested = l.attestation(table).map(|a| a.seq);
+        let head = l.reader().head(table).map(|h| h.seq);
+        let attested = l.reader().attestation(table).map(|a| a.seq);
         assert_eq!(attested, head, "table {table} attested to its last event");
     }
-    assert!(l.gaps().is_empty(), "no held gaps: {:?}", l.gaps());
+    assert!(
+        l.reader().gaps().is_empty(),
+        "no held gaps: {:?}",
+        l.reader().gaps()
+    );
     Tally {
         published: published.events.len(),
         checkpoints_refused: beyond_head,

@@ -39,7 +39,7 @@ fn a_purge_written_by_the_cli_is_taken_by_a_ledger_trusting_its_admin() {
 
     let ledger_dir = dir.path().join("ledger");
     let l = ledger::Ledger::open(&ledger_dir).expect("open");
-    l.trust_admin_keys([p.admin]).expect("trust");
+    l.writer().trust_admin_keys([p.admin]).expect("trust");
     let t = TableId::new("CSP-01").expect("id");
     let at = |bytes: Vec<u8>, seq: u64| ledger::Incoming {
         bytes,
@@ -51,15 +51,15 @@ fn a_purge_written_by_the_cli_is_taken_by_a_ledger_trusting_its_admin() {
     let garbage: Vec<_> = (1..=10u64)
         .map(|i| at(format!("junk {i}").into_bytes(), i))
         .collect();
-    l.append_batch(&garbage).expect("refusals");
+    l.writer().append_batch(&garbage).expect("refusals");
     let mut act = at(wire, 11);
     act.subject_table = None;
-    let taken = l.append_batch(&[act]).expect("the purge");
+    let taken = l.writer().append_batch(&[act]).expect("the purge");
     assert!(
         matches!(taken[0], ledger::Appended::Admin { first: true, .. }),
         "{taken:?}"
     );
-    while l.purge_step().expect("step").is_some() {}
+    while l.writer().purge_step().expect("step").is_some() {}
     l.flush().expect("flush");
     drop(l);
     let out = roundledger(&[

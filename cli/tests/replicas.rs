@@ -99,7 +99,7 @@ fn wait_caught_up(ops: &str, node: &str) {
 /// The digest of a stopped node's ledger, at a fixed time.
 fn digest_of(root: &Path, node: &str) -> proofs::digest::Digest {
     let l = ledger::Ledger::open(root.join(node).join("ledger")).expect("open");
-    l.digest(1).expect("digest")
+    l.verifier().digest(1).expect("digest")
 }
 
 /// Rewrites table `t`'s stored head hash in a closed ledger (its records stay).

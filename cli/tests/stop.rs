@@ -94,9 +94,10 @@ fn serve_stops_on_sigterm_with_nats_down_and_keeps_what_it_stored() {
     );
     let ledger = ledger::Ledger::open(tmp.path().join("ledger")).expect("ledger");
     let after: u64 = ledger
+        .reader()
         .tables()
         .iter()
-        .map(|t| ledger.head(t).map_or(0, |h| h.seq.0))
+        .map(|t| ledger.reader().head(t).map_or(0, |h| h.seq.0))
         .sum();
     assert_eq!(
         after, before,

@@ -103,7 +103,7 @@ fn an_archived_day_reads_as_before_and_retention_keeps_its_seal() {
     let tmp = tempfile::tempdir().unwrap();
     let (dir, days) = sealed_ledger(tmp.path(), "2", "12");
     let d = dir.to_str().unwrap();
-    let table = ledger::Ledger::open(&dir).unwrap().tables()[0].to_string();
+    let table = ledger::Ledger::open(&dir).unwrap().reader().tables()[0].to_string();
     let bundle = tmp.path().join("bundle.json");
     let before = readings(d, &table, &days[0], &bundle);
     let values_bytes = || -> u64 {
@@ -317,7 +317,7 @@ fn serve_archives_old_days_itself() {
     let tmp = tempfile::tempdir().unwrap();
     let (dir, days) = sealed_ledger(tmp.path(), "2", "12");
     let d = dir.to_str().unwrap();
-    let table = ledger::Ledger::open(&dir).unwrap().tables()[0].to_string();
+    let table = ledger::Ledger::open(&dir).unwrap().reader().tables()[0].to_string();
     let nats = natsd::NatsServer::start().expect("nats-server");
     let extra = "archive-after-days = 1\n";
     let (mut serve, log) = common::serve::start(tmp.path(), &nats.url(), TOKEN, extra);

@@ -61,14 +61,14 @@ fn seeded_events(tmp: &Path) -> (Vec<(TableId, ledger::StoredEvent)>, BTreeSet<P
     run(&[&seed[..], &["--close", "--days-ago", "3"]].concat(), 0);
     let l = ledger::Ledger::open(&seeded).unwrap();
     let mut all = Vec::new();
-    for t in l.tables() {
-        let head = l.head(&t).unwrap().seq.0;
-        for e in l.events(&t, 1..=head) {
+    for t in l.reader().tables() {
+        let head = l.reader().head(&t).unwrap().seq.0;
+        for e in l.reader().events(&t, 1..=head) {
             all.push((t.clone(), e.unwrap()));
         }
     }
     all.sort_by_key(|(_, e)| e.stream_seq);
-    (all, l.trusted_admin_keys())
+    (all, l.reader().trusted_admin_keys())
 }
 
 /// Seeds a floor three days ago, then appends its events again into `<tmp>/ledger` in small
@@ -86,7 +86,7 @@ fn split_ledger(tmp: &Path) -> Split {
     let dir = tmp.join("ledger");
     {
         let l = ledger::Ledger::open(&dir).unwrap();
-        l.trust_admin_keys(keys).unwrap();
+        l.writer().trust_admin_keys(keys).unwrap();
         let kept: Vec<_> = kept.collect();
         for chunk in kept.chunks(APPEND_LEN) {
             let batch: Vec<ledger::Incoming> = chunk
@@ -99,7 +99,7 @@ fn split_ledger(tmp: &Path) -> Split {
                     provenance: Default::default(),
                 })
                 .collect();
-            for o in l.append_batch(&batch).unwrap() {
+            for o in l.writer().append_batch(&batch).unwrap() {
                 assert!(matches!(o, ledger::Appended::Stored { .. }), "{o:?}");
             }
         }
@@ -126,9 +126,9 @@ fn split_ledger(tmp: &Path) -> Split {
 /// The first table, and a round range of it that lies wholly after `day`'s sealed head.
 fn rounds_after(dir: &Path, day: &str) -> (String, String) {
     let l = ledger::Ledger::open(dir).unwrap();
-    let table = l.tables()[0].clone();
-    let (last, _) = l.sealed_head_at(day, &table).unwrap().unwrap();
-    let rounds = l.rounds(&table).unwrap();
+    let table = l.reader().tables()[0].clone();
+    let (last, _) = l.reader().sealed_head_at(day, &table).unwrap().unwrap();
+    let rounds = l.reader().rounds(&table).unwrap();
     let after: Vec<u64> = rounds
         .iter()
         .filter(|r| r.first_seq.0 > last)
@@ -356,7 +356,7 @@ fn exports_around_the_removed_day(
     let first = after.split(|b| *b == b'\n').next().unwrap();
     let header: serde_json::Value = serde_json::from_slice(first).unwrap();
     let l = ledger::Ledger::open(&split.dir).unwrap();
-    let tables = l.tables();
+    let tables = l.reader().tables();
     // The third table lies wholly in the removed day: left out, and said so.
     let gone = format!(
         "{}: not exported, its events end with day {removed}",
@@ -365,7 +365,7 @@ fn exports_around_the_removed_day(
     assert!(text(&o).contains(&gone), "{}", text(&o));
     assert_eq!(header["tables"].as_array().unwrap().len(), 2, "{header}");
     for (h, table) in header["tables"].as_array().unwrap().iter().zip(&tables) {
-        let (last, hash) = l.sealed_head_at(removed, table).unwrap().unwrap();
+        let (last, hash) = l.reader().sealed_head_at(removed, table).unwrap().unwrap();
         assert_eq!(h["from_seq"].as_u64(), Some(last + 1), "{h}");
         assert_eq!(h["anchor"].as_str(), Some(hash.to_string().as_str()), "{h}");
         let name = table.as_str();
@@ -439,7 +439,11 @@ fn digests_at_the_removed_day(t: &Path, split: &Split, hot: &Path, before: &[u8]
     let id = hot.tables[0].table.clone();
     let table = id.as_str();
     let l = ledger::Ledger::open(&split.dir).unwrap();
-    let (last, _) = l.sealed_head_at(&split.days[0], &id).unwrap().unwrap();
+    let (last, _) = l
+        .reader()
+        .sealed_head_at(&split.days[0], &id)
+        .unwrap()
+        .unwrap();
     drop(l);
     let at_head = against(t, d, &taken_at(&hot, before, last), "at-head.json", 0);
     let line = format!("{table:<12} ok   extends: digest seq {last}, now seq");

@@ -54,7 +54,7 @@ fn append(dir: &Path, t: &str, events: &[Vec<u8>], first_stream: u64) {
             provenance: Default::default(),
         })
         .collect();
-    l.append_batch(&batch).expect("append");
+    l.writer().append_batch(&batch).expect("append");
     l.flush().expect("flush");
 }
 
@@ -342,6 +342,7 @@ fn a_rolled_back_sled_and_a_flipped_value_bit_fail_verify_by_name() {
     // is back whole, VC-A stops before the damaged record.
     let l = ledger::Ledger::open(&dir).expect("open");
     let heads: Vec<(String, u64)> = l
+        .reader()
         .heads()
         .iter()
         .map(|h| (h.table.as_str().to_string(), h.seq.0))

@@ -62,9 +62,9 @@ pub fn stream_table(
     .min(lo);
     // The replayer inside the reader; the reader keeps each round's cards and decisions.
     let mut replayer = analytics::RoundReader::new(table.clone());
-    if let Some((seq, _)) = l.config_at(table, from)? {
+    if let Some((seq, _)) = l.reader().config_at(table, from)? {
         if seq.0 < from {
-            if let Some(stored) = l.stored_event(table, seq.0)? {
+            if let Some(stored) = l.reader().stored_event(table, seq.0)? {
                 replayer.push(seq, &decode(table, &stored)?);
             }
         }
@@ -79,7 +79,7 @@ pub fn stream_table(
         opened: Opened::new(),
         evaluators: BTreeMap::new(),
     };
-    for stored in l.events(table, from..=u64::MAX) {
+    for stored in l.reader().events(table, from..=u64::MAX) {
         let stored = stored?;
         // Past the day, only the rounds that began in it are finished.
         if stored.seq.0 > hi && (first.is_none() || begins_round(l, table, &stored)?) {

@@ -141,6 +141,7 @@ pub fn write_day(
     on_exists: OnExists,
 ) -> Result<DayParquet, Error> {
     let seal = l
+        .reader()
         .day_seal(day)?
         .ok_or_else(|| Error::NotSealed(day.to_string()))?;
     if l.removed_days()?.days.iter().any(|d| d.day == day) {

@@ -90,12 +90,12 @@ async fn move_one(
 ) -> Result<bool, Error> {
     let now_ns = (config.clock)();
     let l = ledger.clone();
-    let due = blocking(move || l.days_to_archive(now_ns, age_ns)).await?;
+    let due = blocking(move || l.tier().days_to_archive(now_ns, age_ns)).await?;
     if due.is_empty() {
         return Ok(false);
     }
     let l = ledger.clone();
-    let pass = blocking(move || l.archive_pass(now_ns, age_ns, 1, &stop)).await?;
+    let pass = blocking(move || l.tier().archive_pass(now_ns, age_ns, 1, &stop)).await?;
     let c = &pass.compaction;
     for (entry, plan) in &pass.moved {
         tracing::info!(

@@ -717,10 +717,14 @@ impl<'a> Bench<'a> {
     fn ledger(&self, dir: &Path) -> Result<Arc<ledger::Ledger>, Error> {
         let ledger = Arc::new(ledger::Ledger::open(dir).map_err(Error::LedgerOther)?);
         ledger
+            .writer()
             .trust_admin_keys([self.chains.admin()])
             .map_err(Error::LedgerOther)?;
         if self.signed_events {
-            ledger.require_signed_events().map_err(Error::LedgerOther)?;
+            ledger
+                .writer()
+                .require_signed_events()
+                .map_err(Error::LedgerOther)?;
         }
         Ok(ledger)
     }

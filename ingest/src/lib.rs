@@ -3,7 +3,7 @@
 //!
 //! The path: a durable pull consumer (`schemas::subjects::INGEST_CONSUMER`, AckPolicy::All)
 //! on the stream `schemas::subjects::STREAM` fetches bounded batches; one dedicated writer
-//! thread appends each batch to the ledger (`Ledger::append`, which decodes, checks the
+//! thread appends each batch to the ledger (`Writer::append`, which decodes, checks the
 //! subject, the chain and duplicates, checks the signed checkpoints that came with the
 //! events, and quarantines what it cannot accept) and flushes once; only then is the batch acknowledged (acking its last message acks the
 //! whole batch under AckPolicy::All) and each touched table's durable head published on

@@ -142,7 +142,9 @@ impl SealState {
             return None;
         }
         let ledger = ledger.clone();
-        let read = tokio::task::spawn_blocking(move || ledger.day_seals(None, SEALS_COMPARED_MAX));
+        let read = tokio::task::spawn_blocking(move || {
+            ledger.reader().day_seals(None, SEALS_COMPARED_MAX)
+        });
         match read.await {
             Ok(Ok(seals)) => {
                 self.own = seals

@@ -31,12 +31,13 @@ impl Settings {
     pub(crate) fn of(ledger: &Ledger) -> Result<Settings, ledger::Error> {
         Ok(Settings {
             admin_keys: ledger
+                .reader()
                 .trusted_admin_keys()
                 .iter()
                 .map(|k| k.to_hex())
                 .collect(),
-            signed_events: ledger.requires_signed_events(),
-            day_rule: ledger.day_rule()?.map(|r| r.spec()),
+            signed_events: ledger.reader().requires_signed_events(),
+            day_rule: ledger.reader().day_rule()?.map(|r| r.spec()),
         })
     }
 

@@ -268,9 +268,10 @@ type PeerHeads = BTreeMap<(String, TableId), HeadValue>;
 fn compare(ledger: &Ledger, node: &str, peers: &PeerHeads) -> Vec<Diverged> {
     let mut found: BTreeMap<TableId, Diverged> = BTreeMap::new();
     for ((peer, table), head) in peers {
-        let own_head = ledger.head(table).map(|h| (h.seq.0, h.hash));
+        let own_head = ledger.reader().head(table).map(|h| (h.seq.0, h.hash));
         let own_at = |seq| {
             ledger
+                .reader()
                 .stored_event(table, seq)
                 .ok()
                 .flatten()
@@ -439,7 +440,7 @@ async fn put_heads(
     store: &kv::Store,
     sent: &mut BTreeMap<TableId, HeadValue>,
 ) -> Result<(), String> {
-    for h in check.ledger.heads() {
+    for h in check.ledger.reader().heads() {
         let v = HeadValue {
             seq: h.seq.0,
             hash: h.hash,

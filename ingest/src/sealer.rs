@@ -100,7 +100,7 @@ pub fn may_seal(ends_at_ns: i64, now_ns: i64, grace_ns: i64, backlog: &Backlog) 
 
 /// The next day to seal: the day after the last seal, or the last ended day.
 pub fn next_day(ledger: &Ledger, rule: &DayRule, now_ns: i64) -> Result<String, ledger::Error> {
-    match ledger.day_seals(None, 1)?.first() {
+    match ledger.reader().day_seals(None, 1)?.first() {
         Some(last) => rule.day_of(last.ends_at_ns),
         None => rule.previous_day(&rule.day_of(now_ns)?),
     }
@@ -122,7 +122,7 @@ pub async fn run(
         config.check_every.min(l.tick_every())
     });
     let l = ledger.clone();
-    let last = blocking(move || l.day_seals(None, 1)).await?;
+    let last = blocking(move || l.reader().day_seals(None, 1)).await?;
     if let Some(seal) = last.first() {
         publish_once(&client, lease.as_mut(), seal).await?;
     }
@@ -215,7 +215,7 @@ async fn seal_if_due(
         return Ok(None);
     }
     let (l, rule, key) = (ledger.clone(), config.rule.clone(), config.key.clone());
-    let sealed = blocking(move || l.seal_day(&rule, &day, &key, now_ns)).await?;
+    let sealed = blocking(move || l.writer().seal_day(&rule, &day, &key, now_ns)).await?;
     Ok(match sealed {
         Sealed::Made(seal) => Some(seal),
         Sealed::Existing(_) => None,

@@ -26,9 +26,9 @@ pub(crate) fn check_every(stuck_after: Duration) -> Duration {
 /// The alerts of the tables held for longer than `stuck_after` at `now_ns`.
 pub(crate) fn stuck_alerts(ledger: &Ledger, now_ns: i64, stuck_after: Duration) -> Vec<Raised> {
     let after_ns = i64::try_from(stuck_after.as_nanos()).unwrap_or(i64::MAX);
-    let mut gaps = ledger.stuck(now_ns.saturating_sub(after_ns));
+    let mut gaps = ledger.reader().stuck(now_ns.saturating_sub(after_ns));
     gaps.truncate(STUCK_ALERTS_PER_CHECK_MAX);
-    let blockers = ledger.gap_blockers(&gaps);
+    let blockers = ledger.reader().gap_blockers(&gaps);
     gaps.into_iter()
         .map(|gap| {
             let blocker = match &blockers {

@@ -115,7 +115,7 @@ pub(crate) fn writer_loop<A>(
 /// after the next group; it stops no batch.
 fn purge_steps<A>(ledger: &Ledger, jobs: &mpsc::Receiver<Job<A>>) {
     loop {
-        match ledger.purge_step() {
+        match ledger.writer().purge_step() {
             Ok(Some(step)) if !step.done && jobs.is_empty() => continue,
             Ok(_) => return,
             Err(e) => {
@@ -191,7 +191,7 @@ fn ingest_alert(side: &WriterSide, kind: AlertKind, detail: String) {
 /// Raises `TableFenced` for each table fenced since the last call (`seen`), and keeps the
 /// count of fenced tables in `health`.
 fn alert_fences(ledger: &Ledger, side: &WriterSide, seen: &mut BTreeSet<TableId>) {
-    let fenced = ledger.fenced();
+    let fenced = ledger.reader().fenced();
     side.health
         .fenced_tables
         .store(fenced.len() as u64, std::sync::atomic::Ordering::SeqCst);
@@ -249,7 +249,10 @@ fn past_bound(inc: &Incoming, reason: &str, bound: ledger::quarantine::Bound) ->
 /// table's newest kept checkpoint (or past seq 0 when it has none).
 fn attestation_stalls<A>(ledger: &Ledger, w: &mut Written<A>, lag_max: u64) {
     for head in &w.heads {
-        let attested = ledger.attestation(&head.table).map_or(0, |a| a.seq.0);
+        let attested = ledger
+            .reader()
+            .attestation(&head.table)
+            .map_or(0, |a| a.seq.0);
         let lag = head.seq.0.saturating_sub(attested);
         if lag > lag_max {
             w.alerts.push(Raised {
@@ -327,7 +330,10 @@ fn write_group<A>(ledger: &Ledger, mut jobs: Vec<Job<A>>) -> Result<Vec<Written<
     // copies. A gap filled by the group moves a head past the events it released from
     // hold too.
     if let Some(last) = replies.last_mut() {
-        last.heads = touched.iter().filter_map(|t| ledger.head(t)).collect();
+        last.heads = touched
+            .iter()
+            .filter_map(|t| ledger.reader().head(t))
+            .collect();
     }
     assert_eq!(
         replies.last().map(|w| w.batch_no),
@@ -368,7 +374,7 @@ fn append_and_flush(
         checkpoints.len(),
         ledger::APPEND_BATCH_LEN_MAX,
     ) {
-        let out = ledger.append(&incoming[e], &checkpoints[c])?;
+        let out = ledger.writer().append(&incoming[e], &checkpoints[c])?;
         events.extend(out.events);
         kept.extend(out.checkpoints);
     }
@@ -622,7 +628,9 @@ mod tests {
         let one_by_one = open(&dir, "one-by-one");
         let admin = Chains::new("wg").expect("chains").admin();
         for l in [&grouped, &one_by_one] {
-            l.trust_admin_keys([admin]).expect("trust the bench admin");
+            l.writer()
+                .trust_admin_keys([admin])
+                .expect("trust the bench admin");
         }
 
         let jobs = jobs();
@@ -672,23 +680,31 @@ mod tests {
             vec![(0, 0), (0, 1), (0, 0)],
             "only the malformed event"
         );
-        for t in grouped.heads() {
-            let a = grouped.attestation(&t.table).expect("attested");
-            assert_eq!(a, one_by_one.attestation(&t.table).expect("attested"));
+        for t in grouped.reader().heads() {
+            let a = grouped.reader().attestation(&t.table).expect("attested");
+            assert_eq!(
+                a,
+                one_by_one.reader().attestation(&t.table).expect("attested")
+            );
             assert_eq!(a.seq.0, t.seq.0 / CHECKPOINT_EVERY * CHECKPOINT_EVERY);
         }
 
         // Same chains in both ledgers, and every event of every table is in them.
-        let stats = grouped.stats();
+        let stats = grouped.reader().stats();
         assert_eq!(stats.events, 300 + 299 + 9_001);
-        assert_eq!(grouped.heads(), one_by_one.heads());
+        assert_eq!(grouped.reader().heads(), one_by_one.reader().heads());
         assert_eq!(
-            grouped.heads().iter().map(|h| h.seq.0).sum::<u64>(),
+            grouped
+                .reader()
+                .heads()
+                .iter()
+                .map(|h| h.seq.0)
+                .sum::<u64>(),
             300 + 300 + 9_000
         );
         // The group's heads go once, with its last batch, and say where every chain is.
         assert!(together[..2].iter().all(|w| w.heads.is_empty()));
-        assert_eq!(together[2].heads, grouped.heads());
+        assert_eq!(together[2].heads, grouped.reader().heads());
         assert!(apart.iter().all(|w| !w.heads.is_empty()));
     }
 }

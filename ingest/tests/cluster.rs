@@ -120,12 +120,12 @@ fn stream_leader(cluster: &natsd::NatsCluster) -> usize {
 /// Waits until the ledger holds at least `events` events.
 fn wait_events(ledger: &Ledger, events: u64, what: &str) {
     let deadline = Instant::now() + WAIT;
-    while ledger.stats().events < events {
+    while ledger.reader().stats().events < events {
         assert!(
             Instant::now() < deadline,
             "{what}: the ledger stayed at {} events, wanted {events}; stats {:?}",
-            ledger.stats().events,
-            ledger.stats()
+            ledger.reader().stats().events,
+            ledger.reader().stats()
         );
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -140,14 +140,14 @@ fn kill_and_watch(
     ledger: &Ledger,
     what: &str,
 ) -> (u64, u64) {
-    let before = ledger.stats().events;
+    let before = ledger.reader().stats().events;
     cluster.kill9(node).expect("kill9");
     let killed_at = Instant::now();
     wait_events(ledger, before + PROGRESS_MIN, what);
     if let Some(rest) = DOWN_MIN.checked_sub(killed_at.elapsed()) {
         std::thread::sleep(rest);
     }
-    let during = ledger.stats().events - before;
+    let during = ledger.reader().stats().events - before;
     eprintln!(
         "cluster: {what}: node {} killed at {before} events; ledger +{during} events while it was down ({:.1} s)",
         cluster.server_name(node).expect("name"),
@@ -274,9 +274,9 @@ fn r3_stream_loses_nothing_when_a_node_is_killed_under_load() {
 
     // Then the stream's leader itself, while load still flows.
     assert!(
-        ledger.stats().events + 4 * PROGRESS_MIN < total,
+        ledger.reader().stats().events + 4 * PROGRESS_MIN < total,
         "the floor was nearly all stored before the leader could be killed ({} of {total}): raise ROUNDS or lower RATE",
-        ledger.stats().events
+        ledger.reader().stats().events
     );
     let leader = stream_leader(&cluster);
     let (at_kill2, during2) = kill_and_watch(&mut cluster, leader, &ledger, "stream leader");
@@ -286,13 +286,17 @@ fn r3_stream_loses_nothing_when_a_node_is_killed_under_load() {
     // Every event is confirmed durable by the ledger (the outboxes waited for it). The
     // devices' last checkpoints follow: every table ends attested to its last event.
     let deadline = Instant::now() + WAIT;
-    for table in ledger.tables() {
-        let last = ledger.head(&table).expect("head").seq.0;
-        while ledger.attestation(&table).is_none_or(|a| a.seq.0 < last) {
+    for table in ledger.reader().tables() {
+        let last = ledger.reader().head(&table).expect("head").seq.0;
+        while ledger
+            .reader()
+            .attestation(&table)
+            .is_none_or(|a| a.seq.0 < last)
+        {
             assert!(
                 Instant::now() < deadline,
                 "table {table} never attested to seq {last}: {:?}",
-                ledger.attestation(&table)
+                ledger.reader().attestation(&table)
             );
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -324,6 +328,7 @@ fn r3_stream_loses_nothing_when_a_node_is_killed_under_load() {
     let mut differing = Vec::new();
     for (table, evs) in &want {
         let got: Vec<(u64, Hash32)> = ledger
+            .reader()
             .events(table, 1..=u64::MAX)
             .map(|e| {
                 let e = e.expect("readable event");
@@ -344,19 +349,23 @@ fn r3_stream_loses_nothing_when_a_node_is_killed_under_load() {
             differing.push(table.clone());
         }
     }
-    let verified = ledger.verify().expect("verify");
+    let verified = ledger.verifier().verify().expect("verify");
     assert!(verified.is_ok(), "chains verify: {verified:?}");
-    assert_eq!(ledger.tables().len(), want.len(), "no table beyond ours");
+    assert_eq!(
+        ledger.reader().tables().len(),
+        want.len(),
+        "no table beyond ours"
+    );
     assert!(
-        ledger.gaps().is_empty(),
+        ledger.reader().gaps().is_empty(),
         "no held gaps: {:?}",
-        ledger.gaps()
+        ledger.reader().gaps()
     );
     // No event quarantined. Checkpoints may be: a failed publish run leaves a gap in its
     // table's chain until the device publishes again, and a checkpoint processed
     // meanwhile names seqs past the gap (`checkpoint_beyond_head`) or a device whose
     // enrollment event is held behind it (`unknown_device`).
-    let quarantined = ledger.quarantine_counts();
+    let quarantined = ledger.reader().quarantine_counts();
     assert!(
         quarantined.keys().all(|r| [
             ledger::attest::reason::CHECKPOINT_BEYOND_HEAD,

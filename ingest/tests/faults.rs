@@ -105,8 +105,8 @@ async fn wait_until(
         assert!(
             tokio::time::Instant::now() < deadline,
             "{what} never happened; quarantine {:?}, stats {:?}",
-            ledger.quarantine_counts(),
-            ledger.stats()
+            ledger.reader().quarantine_counts(),
+            ledger.reader().stats()
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -121,7 +121,7 @@ async fn publish_round(js: &jetstream::Context, devices: &mut [Device], n: usize
 }
 
 fn head_seq(ledger: &Ledger, table: &TableId) -> u64 {
-    ledger.head(table).map_or(0, |h| h.seq.0)
+    ledger.reader().head(table).map_or(0, |h| h.seq.0)
 }
 
 /// Flips one byte in the middle of `[from, to)` of the value log's first segment; returns
@@ -158,14 +158,16 @@ fn repair(dir: &std::path::Path, (at, byte): (u64, u8)) {
 fn seed_ledger(dir: &std::path::Path, bad: &mut Device, good: &mut [Device]) -> u64 {
     let mut stream_seq = 1_000_000;
     let l = Ledger::open(dir).expect("open");
-    l.append_batch(&bad.incoming(10, &mut stream_seq))
+    l.writer()
+        .append_batch(&bad.incoming(10, &mut stream_seq))
         .expect("append");
     l.flush().expect("flush");
     let end = std::fs::metadata(ledger::valuelog::segment_path(dir, 0))
         .expect("segment")
         .len();
     for d in good {
-        l.append_batch(&d.incoming(10, &mut stream_seq))
+        l.writer()
+            .append_batch(&d.incoming(10, &mut stream_seq))
             .expect("append");
     }
     l.flush().expect("flush");
@@ -174,7 +176,7 @@ fn seed_ledger(dir: &std::path::Path, bad: &mut Device, good: &mut [Device]) -> 
 
 /// `verify` passes the good tables (40 events each) and names T-BAD.
 fn verify_names_only(ledger: &Ledger, bad: &TableId) {
-    let verdicts = ledger.verify().expect("verify").tables;
+    let verdicts = ledger.verifier().verify().expect("verify").tables;
     for v in &verdicts {
         match v {
             TableVerdict::Ok { head, events, .. } => {
@@ -206,7 +208,7 @@ async fn a_damaged_table_is_fenced_while_three_others_keep_ingesting() {
     let saved = damage(dir.path(), 8, bad_end);
 
     let ledger = Arc::new(Ledger::open(dir.path()).expect("a damaged ledger still opens"));
-    let fenced = ledger.fenced();
+    let fenced = ledger.reader().fenced();
     assert_eq!(fenced.keys().collect::<Vec<_>>(), vec![&bad.table]);
     assert_eq!(
         fenced[&bad.table].check,
@@ -235,7 +237,10 @@ async fn a_damaged_table_is_fenced_while_three_others_keep_ingesting() {
         "3 tables at seq 40 and 30 fenced entries",
         move |l| {
             tables.iter().all(|t| head_seq(l, t) == 40)
-                && l.quarantine_counts().get(ledger::reason::TABLE_FENCED) == Some(&30)
+                && l.reader()
+                    .quarantine_counts()
+                    .get(ledger::reason::TABLE_FENCED)
+                    == Some(&30)
         },
     )
     .await;
@@ -264,16 +269,22 @@ async fn a_damaged_table_is_fenced_while_three_others_keep_ingesting() {
     drop(ledger);
     repair(dir.path(), saved);
     let ledger = Ledger::open(dir.path()).expect("open");
-    assert!(ledger.fenced().is_empty());
-    let unfenced = ledger.unfence(&bad.table, "test", 1).expect("unfence");
+    assert!(ledger.reader().fenced().is_empty());
+    let unfenced = ledger
+        .writer()
+        .unfence(&bad.table, "test", 1)
+        .expect("unfence");
     assert_eq!(
         (unfenced.entries, unfenced.stored, unfenced.head_seq),
         (30, 30, 40)
     );
-    assert!(ledger.verify().expect("verify").is_ok());
-    assert_eq!(ledger.fence_log().expect("log").len(), 1);
+    assert!(ledger.verifier().verify().expect("verify").is_ok());
+    assert_eq!(ledger.reader().fence_log().expect("log").len(), 1);
     // Nothing deleted: the entries stay; a second unfence finds them stored.
-    let again = ledger.unfence(&bad.table, "test", 2).expect("unfence");
+    let again = ledger
+        .writer()
+        .unfence(&bad.table, "test", 2)
+        .expect("unfence");
     assert_eq!((again.entries, again.duplicates), (30, 30));
 }
 
@@ -297,7 +308,10 @@ async fn a_full_disk_pauses_ingest_and_it_resumes_by_itself() {
     let mut devices: Vec<Device> = (1..=4).map(|i| Device::new(&format!("T-F{i}"))).collect();
     let alert_log = running.alerts.clone();
     publish_round(&js, &mut devices, 10).await;
-    wait_until(&ledger, "40 events stored", |l| l.stats().events == 40).await;
+    wait_until(&ledger, "40 events stored", |l| {
+        l.reader().stats().events == 40
+    })
+    .await;
 
     for (fault, name) in [(0, "disk full"), (1, "flushes failing")] {
         match fault {
@@ -322,7 +336,7 @@ async fn a_full_disk_pauses_ingest_and_it_resumes_by_itself() {
         wait_until(
             &ledger,
             &format!("{name}: resumed, {total} stored"),
-            move |l| !h.is_paused() && l.stats().events == total,
+            move |l| !h.is_paused() && l.reader().stats().events == total,
         )
         .await;
     }
@@ -348,12 +362,12 @@ async fn a_full_disk_pauses_ingest_and_it_resumes_by_itself() {
     for d in &devices {
         assert_eq!(head_seq(&ledger, &d.table), 50);
     }
-    assert_eq!(ledger.stats().events, 200);
-    assert!(ledger.verify().expect("verify").is_ok());
+    assert_eq!(ledger.reader().stats().events, 200);
+    assert!(ledger.verifier().verify().expect("verify").is_ok());
     drop(ledger);
     let ledger = Ledger::open(dir.path()).expect("reopen");
-    assert_eq!(ledger.stats().events, 200, "durable, once each");
-    assert!(ledger.verify().expect("verify").is_ok());
+    assert_eq!(ledger.reader().stats().events, 200, "durable, once each");
+    assert!(ledger.verifier().verify().expect("verify").is_ok());
 }
 
 /// The tmpfs of the full-disk test: the ledger's free-space reserve and some room.
@@ -412,7 +426,10 @@ async fn a_real_full_tmpfs_pauses_ingest_until_space_returns() {
     let running = Running::start_with(config, ledger.clone());
     let mut devices: Vec<Device> = (1..=4).map(|i| Device::new(&format!("T-D{i}"))).collect();
     publish_round(&js, &mut devices, 10).await;
-    wait_until(&ledger, "40 events stored", |l| l.stats().events == 40).await;
+    wait_until(&ledger, "40 events stored", |l| {
+        l.reader().stats().events == 40
+    })
+    .await;
 
     fill(&root.path().join("filler"));
     publish_round(&js, &mut devices, 10).await;
@@ -425,15 +442,15 @@ async fn a_real_full_tmpfs_pauses_ingest_until_space_returns() {
     std::fs::remove_file(root.path().join("filler")).expect("free space");
     let h = health.clone();
     wait_until(&ledger, "resumed, 120 stored", move |l| {
-        !h.is_paused() && l.stats().events == 120
+        !h.is_paused() && l.reader().stats().events == 120
     })
     .await;
     let report = running.stop().await;
     assert_eq!(report.quarantined + report.held, 0, "{report:?}");
     assert!(devices.iter().all(|d| head_seq(&ledger, &d.table) == 30));
-    assert!(ledger.verify().expect("verify").is_ok());
+    assert!(ledger.verifier().verify().expect("verify").is_ok());
     drop(ledger);
     let ledger = Ledger::open(&dir).expect("reopen");
-    assert_eq!(ledger.stats().events, 120, "durable, once each");
-    assert!(ledger.verify().expect("verify").is_ok());
+    assert_eq!(ledger.reader().stats().events, 120, "durable, once each");
+    assert!(ledger.verifier().verify().expect("verify").is_ok());
 }

@@ -188,7 +188,10 @@ async fn a_weeks_flood_fills_only_its_limits_and_other_tables_go_on() {
     let server = natsd::NatsServer::start().expect("nats-server");
     let dir = tempfile::tempdir().expect("tempdir");
     let ledger = open(dir.path());
-    ledger.set_quarantine_limits(&limits()).expect("limits");
+    ledger
+        .writer()
+        .set_quarantine_limits(&limits())
+        .expect("limits");
     let ingest = Running::start(&server.url(), ledger.clone());
     let js = context(&server.url()).await;
     let mut floor = floor_near_now(2, 17, FaultPlan::none()).expect("floor");
@@ -206,10 +209,11 @@ async fn a_weeks_flood_fills_only_its_limits_and_other_tables_go_on() {
     );
     let (ct, ft) = (calm_t.clone(), fenced_t.clone());
     until(&ledger, "the openings stored", move |l| {
-        l.head(&ct).map(|h| h.seq.0) == Some(c_last) && l.head(&ft).map(|h| h.seq.0) == Some(f_last)
+        l.reader().head(&ct).map(|h| h.seq.0) == Some(c_last)
+            && l.reader().head(&ft).map(|h| h.seq.0) == Some(f_last)
     })
     .await;
-    ledger.fence_after_read_error(
+    ledger.writer().fence_after_read_error(
         &fenced_t,
         ledger::Error::BadSetting("fenced by the test".into()),
     );
@@ -232,14 +236,18 @@ async fn a_weeks_flood_fills_only_its_limits_and_other_tables_go_on() {
     let caught_up = started.elapsed().as_secs_f64();
 
     // Every calm event arrived; every fenced one is kept; the stream kept the flood.
-    assert_eq!(ledger.head(&calm_t).map(|h| h.seq.0), Some(calm_last));
+    assert_eq!(
+        ledger.reader().head(&calm_t).map(|h| h.seq.0),
+        Some(calm_last)
+    );
     let times = latencies(&published, &durable);
     let p = |q: f64| times[((times.len() - 1) as f64 * q).round() as usize];
     assert!(p(1.0) < WAIT, "a calm event waited {:?}", p(1.0));
     let n_fenced = fenced.len() as u64;
     let ft = fenced_t.clone();
     until(&ledger, "every fenced event kept", move |l| {
-        l.quarantine_page(Some(reason::TABLE_FENCED), Some(&ft), 0, 1)
+        l.reader()
+            .quarantine_page(Some(reason::TABLE_FENCED), Some(&ft), 0, 1)
             .expect("page")
             .0
             == n_fenced
@@ -256,8 +264,9 @@ async fn a_weeks_flood_fills_only_its_limits_and_other_tables_go_on() {
     );
     until(&ledger, "the flood ingested", {
         move |l| {
-            let o = l.quarantine_overflows();
+            let o = l.reader().quarantine_overflows();
             let kept = l
+                .reader()
                 .quarantine_page(None, Some(&TableId::new("FLOOD-1").unwrap()), 0, 1)
                 .unwrap()
                 .0;
@@ -270,9 +279,10 @@ async fn a_weeks_flood_fills_only_its_limits_and_other_tables_go_on() {
         }
     })
     .await;
-    let usage = ledger.quarantine_usage();
+    let usage = ledger.reader().quarantine_usage();
     let grown = dir_bytes(dir.path()) - before;
     let overflowed: Vec<_> = ledger
+        .reader()
         .quarantine_overflows()
         .into_iter()
         .filter(|((s, _), _)| s != "FLOOD-1")
@@ -304,7 +314,7 @@ async fn a_weeks_flood_fills_only_its_limits_and_other_tables_go_on() {
     );
 
     // A signed purge of everything so far: the flood's source is kept again.
-    let below = ledger.quarantine_head().entries;
+    let below = ledger.reader().quarantine_head().entries;
     let body = schemas::admin::AdminBody {
         act: schemas::admin::Act::QuarantinePurge { below_id: below },
         note: "flood test".into(),
@@ -323,14 +333,15 @@ async fn a_weeks_flood_fills_only_its_limits_and_other_tables_go_on() {
     .await
     .expect("the purge's ack");
     until(&ledger, "the purge done", move |l| {
-        let (mark, target) = l.purge_progress();
+        let (mark, target) = l.reader().purge_progress();
         target == below && mark.below_id == below
     })
     .await;
-    assert_eq!(ledger.quarantine_usage().bytes, 0);
+    assert_eq!(ledger.reader().quarantine_usage().bytes, 0);
     common::publish(&js, "FLOOD-1", "after-purge", &garbage(u64::MAX), None).await;
     until(&ledger, "a refusal kept again", |l| {
-        l.quarantine_page(None, Some(&TableId::new("FLOOD-1").unwrap()), 0, 1)
+        l.reader()
+            .quarantine_page(None, Some(&TableId::new("FLOOD-1").unwrap()), 0, 1)
             .unwrap()
             .0
             == 1
@@ -342,5 +353,5 @@ async fn a_weeks_flood_fills_only_its_limits_and_other_tables_go_on() {
         calm_open.len() as u64 + fenced_open.len() as u64 + calm.len() as u64,
         "{report:?}"
     );
-    assert!(ledger.verify().expect("verify").is_ok());
+    assert!(ledger.verifier().verify().expect("verify").is_ok());
 }

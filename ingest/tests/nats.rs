@@ -29,7 +29,7 @@ async fn wait_heads(ledger: &Arc<Ledger>, expected: &BTreeMap<TableId, (u64, Has
         let (l, keys) = (ledger.clone(), expected.keys().cloned().collect::<Vec<_>>());
         let read = tokio::task::spawn_blocking(move || {
             keys.into_iter()
-                .filter_map(|t| l.head(&t).map(|h| (t, (h.seq.0, h.hash))))
+                .filter_map(|t| l.reader().head(&t).map(|h| (t, (h.seq.0, h.hash))))
                 .collect::<BTreeMap<TableId, (u64, Hash32)>>()
         });
         let now = tokio::time::timeout_at(deadline, read)
@@ -42,8 +42,8 @@ async fn wait_heads(ledger: &Arc<Ledger>, expected: &BTreeMap<TableId, (u64, Has
         assert!(
             tokio::time::Instant::now() < deadline,
             "ledger heads {now:?} never reached {expected:?}; quarantine {:?}, stats {:?}",
-            ledger.quarantine_counts(),
-            ledger.stats()
+            ledger.reader().quarantine_counts(),
+            ledger.reader().stats()
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -52,6 +52,7 @@ async fn wait_heads(ledger: &Arc<Ledger>, expected: &BTreeMap<TableId, (u64, Has
 /// Each table's stored (seq, hash) list.
 fn stored(ledger: &Ledger, table: &TableId) -> Vec<(u64, Hash32)> {
     ledger
+        .reader()
         .events(table, 1..=u64::MAX)
         .map(|e| {
             let e = e.expect("readable event");
@@ -143,12 +144,12 @@ async fn end_to_end_simulated_floor_is_stored_exactly() {
     for (table, evs) in &want {
         assert_eq!(&stored(&ledger, table), evs, "table {table}");
     }
-    assert_eq!(ledger.tables().len(), want.len());
+    assert_eq!(ledger.reader().tables().len(), want.len());
     assert_eq!(report.stored, published.events.len() as u64);
     assert_eq!(report.quarantined, 0);
     assert_eq!(report.held, 0);
-    assert!(ledger.quarantine().expect("quarantine").is_empty());
-    let verified = ledger.verify().expect("verify");
+    assert!(ledger.reader().quarantine().expect("quarantine").is_empty());
+    let verified = ledger.verifier().verify().expect("verify");
     assert!(verified.is_ok(), "{verified:?}");
 }
 
@@ -186,6 +187,7 @@ async fn audit_reports_exactly_the_injected_payout_errors() {
     let mut findings = Vec::new();
     for table in want.keys() {
         let events: Vec<(schemas::Seq, schemas::Event)> = ledger
+            .reader()
             .events(table, 1..=u64::MAX)
             .map(|e| {
                 let e = e.expect("readable event");
@@ -275,7 +277,7 @@ async fn garbage_wrong_prev_and_duplicate() {
     wait_heads(&ledger, &heads).await;
     let report = ingest.stop().await;
 
-    let q = ledger.quarantine().expect("quarantine");
+    let q = ledger.reader().quarantine().expect("quarantine");
     let reasons: Vec<(&str, &[u8])> = q
         .iter()
         .map(|e| (e.reason.as_str(), e.bytes.as_slice()))
@@ -293,7 +295,7 @@ async fn garbage_wrong_prev_and_duplicate() {
     assert_eq!(report.duplicates, 1);
     assert_eq!(report.stored, events.len() as u64);
     assert_eq!(report.messages, events.len() as u64 + 3);
-    assert!(ledger.verify().expect("verify").is_ok());
+    assert!(ledger.verifier().verify().expect("verify").is_ok());
 }
 
 /// Stop ingest, publish more, start it again on the same ledger directory: it continues
@@ -386,7 +388,7 @@ async fn restart_continues_from_the_durable_consumer() {
         let want: Vec<(u64, Hash32)> = evs.iter().map(|p| (p.event.seq.0, p.hash())).collect();
         assert_eq!(stored(&ledger, t), want, "table {t}");
     }
-    assert!(ledger.verify().expect("verify").is_ok());
+    assert!(ledger.verifier().verify().expect("verify").is_ok());
 }
 
 /// A process that fetched a batch and died before acking it: under AckPolicy::All the
@@ -435,7 +437,7 @@ async fn messages_delivered_to_a_dead_consumer_are_read_back() {
     let report = ingest.stop().await;
     assert_eq!(report.read_back, 10, "{report:?}");
     assert_eq!(report.stored, events.len() as u64);
-    assert!(ledger.verify().expect("verify").is_ok());
+    assert!(ledger.verifier().verify().expect("verify").is_ok());
 }
 
 /// End-to-end exactly-once: a device trims its outbox only by a head of its own chain. A
@@ -570,7 +572,7 @@ async fn a_gap_is_filled_while_the_device_still_publishes() {
     // The gap fills while the device still has much of its table to publish.
     let deadline = tokio::time::Instant::now() + WAIT;
     let head_when_filled = loop {
-        if let Some(h) = ledger.head(&table).filter(|h| h.seq.0 > lost_seq) {
+        if let Some(h) = ledger.reader().head(&table).filter(|h| h.seq.0 > lost_seq) {
             break h.seq.0;
         }
         assert!(
@@ -605,7 +607,7 @@ async fn a_gap_is_filled_while_the_device_still_publishes() {
         assert_eq!(want.len() as u64, *n, "{t}: published as counted");
         assert_eq!(stored(&ledger, t), want, "{t}");
     }
-    assert!(ledger.verify().expect("verify").is_ok());
+    assert!(ledger.verifier().verify().expect("verify").is_ok());
 }
 
 /// End-to-end exactly-once: the stream loses messages before ingest reads them
@@ -668,11 +670,15 @@ async fn outbox_republishes_what_the_stream_lost() {
     let deadline = tokio::time::Instant::now() + WAIT;
     for (table, events) in &want {
         let last = events.last().expect("events").0;
-        while ledger.attestation(table).is_none_or(|a| a.seq.0 < last) {
+        while ledger
+            .reader()
+            .attestation(table)
+            .is_none_or(|a| a.seq.0 < last)
+        {
             assert!(
                 tokio::time::Instant::now() < deadline,
                 "table {table} never attested to seq {last}: {:?}",
-                ledger.attestation(table)
+                ledger.reader().attestation(table)
             );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
@@ -693,10 +699,10 @@ async fn outbox_republishes_what_the_stream_lost() {
     for (table, events) in &want {
         assert_eq!(&stored(&ledger, table), events, "table {table}");
     }
-    assert!(ledger.verify().expect("verify").is_ok());
+    assert!(ledger.verifier().verify().expect("verify").is_ok());
     // Nothing but checkpoints that named seqs beyond the gap the lost messages made was
     // refused; no event was quarantined.
-    let counts = ledger.quarantine_counts();
+    let counts = ledger.reader().quarantine_counts();
     assert!(
         counts
             .keys()

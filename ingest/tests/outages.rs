@@ -106,8 +106,8 @@ async fn wait_until(ledger: &Arc<Ledger>, what: &str, done: fn(&Ledger) -> bool)
         assert!(
             tokio::time::Instant::now() < deadline,
             "{what} never happened; quarantine {:?}, stats {:?}",
-            ledger.quarantine_counts(),
-            ledger.stats()
+            ledger.reader().quarantine_counts(),
+            ledger.reader().stats()
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -123,7 +123,10 @@ async fn an_ingest_outage_longer_than_the_skew_limit_adds_no_skew() {
     let server = natsd::NatsServer::start().expect("nats-server");
     let dir = tempfile::tempdir().expect("tempdir");
     let ledger = Arc::new(Ledger::open(dir.path()).expect("open"));
-    ledger.set_clock_skew_max_ns(SKEW_MAX_NS).expect("skew");
+    ledger
+        .writer()
+        .set_clock_skew_max_ns(SKEW_MAX_NS)
+        .expect("skew");
     let js = context(&server.url()).await;
     let mut device = Device::new("T-OUT");
 
@@ -132,7 +135,8 @@ async fn an_ingest_outage_longer_than_the_skew_limit_adds_no_skew() {
         device.publish(&js, 0).await;
     }
     wait_until(&ledger, "5 events stored", |l| {
-        l.head(&TableId::new("T-OUT").expect("id"))
+        l.reader()
+            .head(&TableId::new("T-OUT").expect("id"))
             .is_some_and(|h| h.seq.0 == 5)
     })
     .await;
@@ -147,11 +151,15 @@ async fn an_ingest_outage_longer_than_the_skew_limit_adds_no_skew() {
 
     let running = Running::start(&server.url(), ledger.clone());
     wait_until(&ledger, "the skewed event quarantined", |l| {
-        l.quarantine_counts().get(ledger::reason::CLOCK_SKEW) == Some(&1)
+        l.reader()
+            .quarantine_counts()
+            .get(ledger::reason::CLOCK_SKEW)
+            == Some(&1)
     })
     .await;
     wait_until(&ledger, "15 events stored", |l| {
-        l.head(&TableId::new("T-OUT").expect("id"))
+        l.reader()
+            .head(&TableId::new("T-OUT").expect("id"))
             .is_some_and(|h| h.seq.0 == 15)
     })
     .await;
@@ -160,11 +168,12 @@ async fn an_ingest_outage_longer_than_the_skew_limit_adds_no_skew() {
     assert_eq!((report.held, report.quarantined), (0, 1), "{report:?}");
 
     let seqs: Vec<u64> = ledger
+        .reader()
         .events(&device.table, 1..=u64::MAX)
         .map(|e| e.expect("event").seq.0)
         .collect();
     assert_eq!(seqs, (1..=15).collect::<Vec<_>>(), "each event once");
-    for e in ledger.events(&device.table, 6..=15) {
+    for e in ledger.reader().events(&device.table, 6..=15) {
         let e = e.expect("event");
         let waited_ns = 0.max(ingest::system_clock_ns() - e.received_at_ns);
         assert!(
@@ -177,11 +186,11 @@ async fn an_ingest_outage_longer_than_the_skew_limit_adds_no_skew() {
             "it waited the outage"
         );
     }
-    let q = ledger.quarantine().expect("quarantine");
+    let q = ledger.reader().quarantine().expect("quarantine");
     assert_eq!(q.len(), 1);
     assert_eq!(q[0].reason, ledger::reason::CLOCK_SKEW);
     assert_eq!(q[0].subject_table, Some(skewed.table.clone()));
-    assert!(ledger.verify().expect("verify").is_ok());
+    assert!(ledger.verifier().verify().expect("verify").is_ok());
 }
 
 /// A JSON event padded with spaces to `len` bytes (JSON allows trailing whitespace).
@@ -240,17 +249,17 @@ async fn an_event_of_the_largest_legal_size_with_all_headers_is_stored() {
 
     let running = Running::start(&server.url(), ledger.clone());
     wait_until(&ledger, "one stored, one quarantined", |l| {
-        l.stats().events == 1 && l.quarantine_counts().values().sum::<u64>() == 1
+        l.reader().stats().events == 1 && l.reader().quarantine_counts().values().sum::<u64>() == 1
     })
     .await;
     running.stop().await;
-    let stored: Vec<_> = ledger.events(&table, 1..=1).collect();
+    let stored: Vec<_> = ledger.reader().events(&table, 1..=1).collect();
     assert_eq!(stored.len(), 1);
     assert_eq!(
         stored[0].as_ref().expect("event").bytes.len(),
         EVENT_LEN_MAX
     );
-    let q = ledger.quarantine().expect("quarantine");
+    let q = ledger.reader().quarantine().expect("quarantine");
     assert_eq!(q[0].reason, ledger::reason::OVERSIZED);
     assert_eq!(q[0].bytes.len(), EVENT_LEN_MAX + 1);
 }

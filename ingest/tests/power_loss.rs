@@ -118,6 +118,7 @@ fn assert_stored_once(ledger: &Ledger, published: &PublishReport) {
     }
     for (table, events) in &want {
         let got: Vec<(u64, Hash32)> = ledger
+            .reader()
             .events(table, 1..=u64::MAX)
             .map(|e| e.map(|e| (e.seq.0, e.hash)).expect("readable event"))
             .collect();
@@ -126,15 +127,19 @@ fn assert_stored_once(ledger: &Ledger, published: &PublishReport) {
             "table {table}: stored exactly what was published"
         );
     }
-    assert_eq!(ledger.tables().len(), want.len(), "no table beyond ours");
+    assert_eq!(
+        ledger.reader().tables().len(),
+        want.len(),
+        "no table beyond ours"
+    );
     assert!(
-        ledger.gaps().is_empty(),
+        ledger.reader().gaps().is_empty(),
         "nothing held: {:?}",
-        ledger.gaps()
+        ledger.reader().gaps()
     );
     // Only checkpoints may be refused: one that survived the cut while events before it
     // were lost names a seq beyond the head until the outbox republishes them.
-    let quarantined = ledger.quarantine_counts();
+    let quarantined = ledger.reader().quarantine_counts();
     let checkpoint_reasons = [
         ledger::attest::reason::CHECKPOINT_BEYOND_HEAD,
         ledger::attest::reason::UNKNOWN_DEVICE,
@@ -145,13 +150,13 @@ fn assert_stored_once(ledger: &Ledger, published: &PublishReport) {
             .all(|r| checkpoint_reasons.contains(&r.as_str())),
         "{quarantined:?}"
     );
-    let verified = ledger.verify().expect("verify");
+    let verified = ledger.verifier().verify().expect("verify");
     assert!(verified.is_ok(), "chains verify: {verified:?}");
     eprintln!(
         "power loss: {} events published, each stored once; outbox republished {}; quarantined {:?}",
         published.events.len(),
         published.republished,
-        ledger.quarantine_counts()
+        ledger.reader().quarantine_counts()
     );
 }
 
@@ -173,7 +178,7 @@ fn messages_lost_after_ingest_stored_them_change_nothing() {
     let ingest = rt.block_on(async { Running::start(&url, ledger.clone()) });
     let publisher = rt.spawn(publish_once(url.clone()));
     wait_until("the ledger fills", || {
-        ledger.stats().events >= BEFORE_CUT_MIN
+        ledger.reader().stats().events >= BEFORE_CUT_MIN
     });
     let (before, after) = power_cut(&mut nats, &rt);
     assert!(
@@ -203,7 +208,11 @@ fn messages_lost_before_ingest_stored_them_come_back_from_the_outbox() {
         after < before,
         "the cut lost acknowledged messages ({before} -> {after})"
     );
-    assert_eq!(ledger.stats().events, 0, "ingest had stored none of them");
+    assert_eq!(
+        ledger.reader().stats().events,
+        0,
+        "ingest had stored none of them"
+    );
     let ingest = rt.block_on(async { Running::start(&url, ledger.clone()) });
     let published = rt.block_on(publisher).expect("publisher task");
     rt.block_on(ingest.stop());

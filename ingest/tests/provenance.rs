@@ -24,7 +24,7 @@ async fn wait_head(ledger: &Arc<Ledger>, table: &TableId, seq: u64) {
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {
         let (l, t) = (ledger.clone(), table.clone());
-        let head = tokio::task::spawn_blocking(move || l.head(&t).map(|h| h.seq.0))
+        let head = tokio::task::spawn_blocking(move || l.reader().head(&t).map(|h| h.seq.0))
             .await
             .expect("read");
         if head == Some(seq) {
@@ -33,7 +33,7 @@ async fn wait_head(ledger: &Arc<Ledger>, table: &TableId, seq: u64) {
         assert!(
             tokio::time::Instant::now() < deadline,
             "head {head:?} never reached {seq}; quarantine {:?}",
-            ledger.quarantine_counts()
+            ledger.reader().quarantine_counts()
         );
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
@@ -41,7 +41,7 @@ async fn wait_head(ledger: &Arc<Ledger>, table: &TableId, seq: u64) {
 
 async fn wait_quarantined(ledger: &Arc<Ledger>, n: u64) {
     let deadline = tokio::time::Instant::now() + WAIT;
-    while ledger.quarantine_counts().values().sum::<u64>() < n {
+    while ledger.reader().quarantine_counts().values().sum::<u64>() < n {
         assert!(
             tokio::time::Instant::now() < deadline,
             "quarantine stayed short of {n}"
@@ -112,6 +112,7 @@ fn forged_at(events: &[Published], seq: u64, body: EventBody) -> Vec<u8> {
 
 fn stored(ledger: &Ledger, table: &TableId) -> Vec<(u64, Hash32)> {
     ledger
+        .reader()
         .events(table, 1..=u64::MAX)
         .map(|e| e.map(|e| (e.seq.0, e.hash)).expect("readable"))
         .collect()
@@ -251,13 +252,13 @@ async fn forged_events_never_extend_the_chain() {
     let want: Vec<(u64, Hash32)> = events.iter().map(|p| (p.event.seq.0, p.hash())).collect();
     assert_eq!(stored(&ledger, &t), want, "the device's chain, untouched");
     // One entry per reason (the bytes are the same), the other attempts its repeats.
-    let q = ledger.quarantine().expect("quarantine");
+    let q = ledger.reader().quarantine().expect("quarantine");
     let mut kept: Vec<(&str, u64)> = q
         .iter()
         .map(|e| {
             (
                 e.reason.as_str(),
-                ledger.quarantine_repeats(e.id).expect("repeats"),
+                ledger.reader().quarantine_repeats(e.id).expect("repeats"),
             )
         })
         .collect();
@@ -270,7 +271,7 @@ async fn forged_events_never_extend_the_chain() {
     assert_eq!(kept, expected);
     assert!(q.iter().all(|e| e.bytes == bytes), "kept verbatim");
     assert_eq!(report.stored, events.len() as u64);
-    assert!(ledger.verify().expect("verify").is_ok());
+    assert!(ledger.verifier().verify().expect("verify").is_ok());
 }
 
 /// The attack of re-chaining a round: the attacker reads the device's events back from
@@ -324,7 +325,7 @@ async fn a_rechained_round_is_refused_and_the_device_round_stored() {
 
     let want: Vec<(u64, Hash32)> = events.iter().map(|p| (p.event.seq.0, p.hash())).collect();
     assert_eq!(stored(&ledger, &t), want);
-    let counts = ledger.quarantine_counts();
+    let counts = ledger.reader().quarantine_counts();
     assert_eq!(
         counts.get("signature_invalid"),
         Some(&forged_n),
@@ -391,7 +392,7 @@ async fn a_fork_and_stalled_attestation_raise_alerts() {
     let mut logged_kinds: Vec<&str> = logged.iter().map(|a| a.kind.as_str()).collect();
     logged_kinds.sort_unstable();
     assert_eq!(logged_kinds, ["attestation_stalled", "fork"]);
-    assert_eq!(ledger.quarantine_counts().get("fork"), Some(&1));
+    assert_eq!(ledger.reader().quarantine_counts().get("fork"), Some(&1));
 }
 
 /// The ids a table's device will give its checkpoints, and the ids the old scheme gave
@@ -497,17 +498,21 @@ async fn another_device_cannot_suppress_a_tables_checkpoints() {
     let last = published.events.last().expect("events").seq.0;
     wait_head(&ledger, &victim, last).await;
     let deadline = tokio::time::Instant::now() + WAIT;
-    while ledger.attestation(&victim).is_none_or(|a| a.seq.0 < last) {
+    while ledger
+        .reader()
+        .attestation(&victim)
+        .is_none_or(|a| a.seq.0 < last)
+    {
         assert!(
             tokio::time::Instant::now() < deadline,
             "never attested to seq {last}: {:?}",
-            ledger.attestation(&victim)
+            ledger.reader().attestation(&victim)
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let report = ingest.stop().await;
     assert_eq!(report.checkpoints_kept, bound.len() as u64, "{report:?}");
-    let verified = ledger.verify().expect("verify");
+    let verified = ledger.verifier().verify().expect("verify");
     assert!(verified.is_ok(), "{verified:?}");
     let attested: Vec<u64> = verified
         .tables
@@ -523,7 +528,7 @@ async fn another_device_cannot_suppress_a_tables_checkpoints() {
         "verify attests the victim's table to its head"
     );
     // The attacker's messages are refused on its own table, never on the victim's.
-    for q in ledger.quarantine().expect("quarantine") {
+    for q in ledger.reader().quarantine().expect("quarantine") {
         assert_eq!(q.subject_table.as_ref(), Some(&attacker), "{}", q.reason);
     }
 }
@@ -555,7 +560,7 @@ async fn a_revoked_device_stops_with_a_clear_error() {
     });
     let t = tables[0].clone();
     let deadline = tokio::time::Instant::now() + WAIT;
-    while ledger.head(&t).is_none_or(|h| h.seq.0 < 20) {
+    while ledger.reader().head(&t).is_none_or(|h| h.seq.0 < 20) {
         assert!(tokio::time::Instant::now() < deadline, "nothing stored");
         tokio::time::sleep(Duration::from_millis(25)).await;
     }

@@ -37,10 +37,10 @@ async fn wait_for(ledger: &Arc<Ledger>, table: &TableId, seq: u64, repeats: u64)
     loop {
         let (l, t) = (ledger.clone(), table.clone());
         let seen = tokio::task::spawn_blocking(move || {
-            let head = l.head(&t).map(|h| h.seq.0);
-            let entries = l.quarantine().expect("quarantine");
+            let head = l.reader().head(&t).map(|h| h.seq.0);
+            let entries = l.reader().quarantine().expect("quarantine");
             let id = entries.first().map(|e| e.id);
-            let counted = id.map(|id| l.quarantine_repeats(id).expect("repeats"));
+            let counted = id.map(|id| l.reader().quarantine_repeats(id).expect("repeats"));
             (head, entries.len(), id, counted)
         })
         .await
@@ -88,11 +88,15 @@ async fn a_message_resent_1000_times_is_one_entry_with_999_repeats() {
     let id = wait_for(&ledger, &t, last, SENDS - 1).await;
     let report = ingest.stop().await;
 
-    let entry = ledger.quarantine_entry(id).expect("read").expect("kept");
+    let entry = ledger
+        .reader()
+        .quarantine_entry(id)
+        .expect("read")
+        .expect("kept");
     assert_eq!(entry.reason, reason::UNDECODABLE);
     assert_eq!(entry.repeats, SENDS - 1);
     assert_eq!(report.quarantined, 1, "{report:?}");
     assert_eq!(report.repeats, SENDS - 1, "{report:?}");
     assert_eq!(report.stored, events.len() as u64, "{report:?}");
-    assert!(ledger.verify().expect("verify").is_ok());
+    assert!(ledger.verifier().verify().expect("verify").is_ok());
 }

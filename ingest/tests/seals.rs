@@ -61,7 +61,10 @@ async fn a_sealed_day_is_published_and_an_observer_receives_it() {
         .unwrap();
     assert_eq!(seal.day, yesterday);
     assert_eq!(msg.subject.as_str(), format!("seals.{yesterday}"));
-    assert_eq!(ledger.day_seal(&yesterday).unwrap(), Some(seal.clone()));
+    assert_eq!(
+        ledger.reader().day_seal(&yesterday).unwrap(),
+        Some(seal.clone())
+    );
 
     stop.send(()).unwrap();
     assert_eq!(task.await.unwrap().unwrap(), 1, "one seal made");

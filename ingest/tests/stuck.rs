@@ -1,7 +1,7 @@
 //! Tables that stop advancing, against a real nats-server and a real ledger: a gap never
 //! filled (a device that lost its outbox), a refused event the rest of the chain depends
 //! on, and a replaced device that restarted its chain. Each shows in the ledger's status
-//! (`Ledger::gap_views`: held range, count, bytes, since when, the blocking refusal) and
+//! (`Reader::gap_views`: held range, count, bytes, since when, the blocking refusal) and
 //! raises `table_stuck` on NATS with the same facts. What a way out needs is then done,
 //! and the table advances: for a refused event no device can send again, an admin's
 //! re-sync (`schemas::resync`).
@@ -88,7 +88,12 @@ async fn wait_advanced(ledger: &Arc<Ledger>, table: &TableId, seq: u64) {
         let l = ledger.clone();
         let (head, gaps) = tokio::task::spawn_blocking({
             let t = table.clone();
-            move || (l.head(&t).map(|h| h.seq.0), l.gaps().len())
+            move || {
+                (
+                    l.reader().head(&t).map(|h| h.seq.0),
+                    l.reader().gaps().len(),
+                )
+            }
         })
         .await
         .expect("read");
@@ -108,7 +113,7 @@ async fn wait_gap(ledger: &Arc<Ledger>, table: &TableId, held: u64) -> GapView {
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {
         let l = ledger.clone();
-        let views = tokio::task::spawn_blocking(move || l.gap_views())
+        let views = tokio::task::spawn_blocking(move || l.reader().gap_views())
             .await
             .expect("read")
             .expect("gap views");
@@ -255,11 +260,18 @@ async fn publish_resync(js: &async_nats::jetstream::Context, r: &Resync) {
 /// Waits until the ledger counts `n` quarantine entries of `reason`.
 async fn wait_reason(ledger: &Arc<Ledger>, reason: &str, n: u64) {
     let deadline = tokio::time::Instant::now() + WAIT;
-    while ledger.quarantine_counts().get(reason).copied().unwrap_or(0) < n {
+    while ledger
+        .reader()
+        .quarantine_counts()
+        .get(reason)
+        .copied()
+        .unwrap_or(0)
+        < n
+    {
         assert!(
             tokio::time::Instant::now() < deadline,
             "{reason} stayed below {n}: {:?}",
-            ledger.quarantine_counts()
+            ledger.reader().quarantine_counts()
         );
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
@@ -282,7 +294,7 @@ async fn refused_resyncs_change_nothing(s: &Scene, terms: &ResyncTerms) {
     }
     wait_reason(&s.ledger, ledger::reason::RESYNC_REFUSED, 3).await;
     assert_eq!(
-        s.ledger.head(&terms.table).map(|h| h.seq),
+        s.ledger.reader().head(&terms.table).map(|h| h.seq),
         Some(terms.head_seq),
         "nothing applied"
     );
@@ -321,7 +333,7 @@ async fn an_admin_resync_unsticks_a_table_held_behind_a_refused_event() {
     let gap = wait_gap(&s.ledger, &t, 3).await;
     let blocker = gap.blocked_by.expect("blocked by the refused event");
 
-    let head = s.ledger.head(&t).expect("a head");
+    let head = s.ledger.reader().head(&t).expect("a head");
     let terms = ResyncTerms {
         table: t.clone(),
         head_seq: head.seq,
@@ -340,22 +352,27 @@ async fn an_admin_resync_unsticks_a_table_held_behind_a_refused_event() {
 
     let l = s.ledger;
     let stored: Vec<_> = l
+        .reader()
         .events(&t, 1..=u64::MAX)
         .map(|e| e.expect("readable").hash)
         .collect();
     let sent: Vec<_> = events[..k + 4].iter().map(|p| p.hash()).collect();
     assert_eq!(stored, sent, "the device's own chain, whole");
-    let kept = l.resyncs(Some(&t)).expect("re-syncs");
+    let kept = l.reader().resyncs(Some(&t)).expect("re-syncs");
     assert_eq!(
         kept.iter().map(|k| &k.resync).collect::<Vec<_>>(),
         vec![&good]
     );
     assert!(
-        l.quarantine_entry(blocker.quarantine_id)
+        l.reader()
+            .quarantine_entry(blocker.quarantine_id)
             .expect("read")
             .is_some(),
         "the entry stays"
     );
-    assert_eq!(l.check_resyncs().expect("check"), Vec::<String>::new());
-    assert!(l.verify().expect("verify").is_ok());
+    assert_eq!(
+        l.verifier().check_resyncs().expect("check"),
+        Vec::<String>::new()
+    );
+    assert!(l.verifier().verify().expect("verify").is_ok());
 }

@@ -28,6 +28,7 @@ fn append(c: &mut Criterion) {
         let ledger = Ledger::open(dir.path().join("ledger")).expect("open ledger");
         if let Some(admin) = chains.admin() {
             ledger
+                .writer()
                 .trust_admin_keys([admin])
                 .expect("trust the bench admin");
         }
@@ -35,7 +36,10 @@ fn append(c: &mut Criterion) {
             b.iter_batched(
                 || chains.batch(now_ns()),
                 |(events, checkpoints)| {
-                    let out = ledger.append(&events, &checkpoints).expect("append");
+                    let out = ledger
+                        .writer()
+                        .append(&events, &checkpoints)
+                        .expect("append");
                     assert!(matches!(
                         out.events.last(),
                         Some(ledger::Appended::Stored { .. })

@@ -55,6 +55,7 @@ fn main() {
     };
     if let Some(admin) = chains.admin() {
         ledger
+            .writer()
             .trust_admin_keys([admin])
             .expect("trust the bench admin");
     }
@@ -66,7 +67,7 @@ fn main() {
     let mut flushing = Duration::ZERO;
     let mut kept = 0;
     for (events, checkpoints) in &input {
-        let out = ledger.append(events, checkpoints).expect("append");
+        let out = ledger.writer().append(events, checkpoints).expect("append");
         assert!(matches!(
             out.events.last(),
             Some(ledger::Appended::Stored { .. })

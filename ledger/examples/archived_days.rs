@@ -8,7 +8,7 @@
 //! - with `ROUNDLEDGER_BIN` set, `audit --day` and `report --day` of the hot day, run as
 //!   an operator runs them.
 //!
-//! Also prints what the open read (`Ledger::store_reads`). Figures go to BENCHMARKS.md;
+//! Also prints what the open read (`Reader::store_reads`). Figures go to BENCHMARKS.md;
 //! nothing here asserts a target.
 //!
 //! `ROUNDLEDGER_BIN=target/release/roundledger \
@@ -55,7 +55,7 @@ fn measure(dir: &Path, hot: &str) -> Vec<Option<Duration>> {
     let t0 = Instant::now();
     let l = Ledger::open(dir).expect("open");
     let open = t0.elapsed();
-    println!("open read {:?}", l.store_reads());
+    println!("open read {:?}", l.reader().store_reads());
     drop(l);
     let restart = median((0..RUNS).map(|_| {
         let t0 = Instant::now();
@@ -65,7 +65,11 @@ fn measure(dir: &Path, hot: &str) -> Vec<Option<Duration>> {
     let verify_day = median((0..RUNS).map(|_| {
         let l = Ledger::open(dir).expect("reopen");
         let t0 = Instant::now();
-        assert!(l.verify_day(hot, None).expect("verify_day").is_ok());
+        assert!(l
+            .verifier()
+            .verify_day(hot, None)
+            .expect("verify_day")
+            .is_ok());
         t0.elapsed()
     }));
     let (hot_lookup, archived_lookup) = lookups(dir);
@@ -86,17 +90,17 @@ fn measure(dir: &Path, hot: &str) -> Vec<Option<Duration>> {
 fn lookups(dir: &Path) -> (Duration, Duration) {
     let t = schemas::TableId::new(TABLES[0]).expect("table");
     let l = Ledger::open(dir).expect("reopen");
-    let head = l.head(&t).expect("head").seq.0;
+    let head = l.reader().head(&t).expect("head").seq.0;
     let hot = median((0..RUNS * 20).map(|_| {
         let t0 = Instant::now();
-        assert!(l.stored_event(&t, head).expect("read").is_some());
+        assert!(l.reader().stored_event(&t, head).expect("read").is_some());
         t0.elapsed()
     }));
     drop(l);
     let archived = median((0..RUNS).map(|_| {
         let l = Ledger::open(dir).expect("reopen");
         let t0 = Instant::now();
-        assert!(l.stored_event(&t, 1).expect("read").is_some());
+        assert!(l.reader().stored_event(&t, 1).expect("read").is_some());
         t0.elapsed()
     }));
     (hot, archived)

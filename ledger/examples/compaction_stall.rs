@@ -69,10 +69,12 @@ fn during(
         let mover = s.spawn(|| {
             let t0 = Instant::now();
             let mut steps = 0;
-            let r = l.relocate_segment_in_steps(segment, bounds, &mut |n| {
-                steps = n;
-                Ok(())
-            });
+            let r = l
+                .tier()
+                .relocate_segment_in_steps(segment, bounds, &mut |n| {
+                    steps = n;
+                    Ok(())
+                });
             done.store(true, Ordering::SeqCst);
             r.expect("relocate");
             (t0.elapsed(), steps + 1)

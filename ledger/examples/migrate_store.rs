@@ -49,7 +49,7 @@ fn verify(kind: &str, dir: &Path) {
     let ledger = Ledger::with_store(kind.open(dir).expect("open")).expect("ledger");
     let open_ms = t0.elapsed().as_millis();
     let t1 = Instant::now();
-    let report = ledger.verify().expect("verify");
+    let report = ledger.verifier().verify().expect("verify");
     let verify_ms = t1.elapsed().as_millis();
     let events: u64 = report
         .tables

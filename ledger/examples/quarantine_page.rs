@@ -1,4 +1,4 @@
-//! How long a page of the quarantine takes (`Ledger::quarantine_view`, what
+//! How long a page of the quarantine takes (`Reader::quarantine_view`, what
 //! `GET /v1/quarantine` and `roundledger quarantine` serve) when a flood of refused
 //! messages has filled it: `N` undecodable messages over 16 subjects, one `fork`-like
 //! rarity every 10,000th (another reason), then the newest page of 50 unfiltered, by the
@@ -52,13 +52,13 @@ fn main() {
             })
             .collect();
         id += batch.len() as u64;
-        ledger.append_batch(&batch).expect("append");
+        ledger.writer().append_batch(&batch).expect("append");
     }
     ledger.flush().expect("flush");
     println!(
         "{n} entries quarantined in {:.2} s; counts {:?}",
         started.elapsed().as_secs_f64(),
-        ledger.quarantine_counts()
+        ledger.reader().quarantine_counts()
     );
     let cases: [(&str, Option<&str>, Option<&TableId>); 4] = [
         ("newest 50", None, None),
@@ -74,7 +74,10 @@ fn main() {
         let t = Instant::now();
         let mut total = 0;
         for _ in 0..20 {
-            let page = ledger.quarantine_view(reason, table, 0, 50).expect("page");
+            let page = ledger
+                .reader()
+                .quarantine_view(reason, table, 0, 50)
+                .expect("page");
             total = page.total;
         }
         println!(

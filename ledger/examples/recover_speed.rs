@@ -35,7 +35,10 @@ fn main() {
     let now = now_ns();
 
     let ledger = Ledger::open(&dir).expect("open");
-    ledger.append_batch(&chains.batch(now).0).expect("append");
+    ledger
+        .writer()
+        .append_batch(&chains.batch(now).0)
+        .expect("append");
     ledger.flush().expect("flush");
     drop(ledger);
     closed(&dir);
@@ -43,10 +46,13 @@ fn main() {
     copy_dir(&dir, &snapshot, true);
     let ledger = Ledger::open(&dir).expect("reopen");
     for _ in 1..batches {
-        ledger.append_batch(&chains.batch(now).0).expect("append");
+        ledger
+            .writer()
+            .append_batch(&chains.batch(now).0)
+            .expect("append");
         ledger.flush().expect("flush");
     }
-    let heads = ledger.heads();
+    let heads = ledger.reader().heads();
     drop(ledger);
     closed(&dir);
 
@@ -55,7 +61,7 @@ fn main() {
     let ledger = Ledger::open(&dir).expect("open after the rollback");
     let secs = start.elapsed().as_secs_f64();
     let r = ledger.recovered().clone();
-    assert_eq!(ledger.heads(), heads, "every event recovered");
+    assert_eq!(ledger.reader().heads(), heads, "every event recovered");
     assert_eq!(r.stored as usize, (batches - 1) * BATCH);
     let bytes: u64 = std::fs::read_dir(dir.join(ledger::valuelog::DIR))
         .expect("value log")

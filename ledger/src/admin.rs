@@ -7,8 +7,8 @@
 //! - `quarantine_limits` take effect from the next call (a call ends at each act).
 //! - `quarantine_purge` sets its target inside the call; the removal runs in steps after
 //!   (`purge`).
-//! - `unfence` runs after the call's commit (`Deferred`), through `Ledger::unfence`;
-//!   `Ledger::append` ends a call at each admin act, so nothing after one is judged
+//! - `unfence` runs after the call's commit (`Deferred`), through `Writer::unfence`;
+//!   `Writer::append` ends a call at each admin act, so nothing after one is judged
 //!   before it took effect.
 //! - An act that does not check out (malformed, an untrusted key, a bad signature, out of
 //!   range) is quarantined as `admin_refused`, verbatim: evidence, never applied.
@@ -18,6 +18,7 @@
 //! it did). A redelivery finds its line and is not taken again.
 
 use crate::call::Call;
+use crate::faces::{Reader, Verifier};
 use crate::refuse::quarantine;
 use crate::store::{Op, Space};
 use crate::types::{reason, Appended, Incoming, Outcomes};
@@ -26,7 +27,7 @@ use schemas::admin::{Act, AdminAct, AdminError};
 
 /// `Space::Meta` key prefix of the admin log (`log_key`).
 pub const ADMIN_LOG_PREFIX: &[u8] = b"admin_log/";
-/// Most admin log lines one `Ledger::admin_log` listing returns.
+/// Most admin log lines one `Reader::admin_log` listing returns.
 pub const ADMIN_LOG_LIST_MAX: usize = 10_000;
 
 pub use crate::types::AdminLogLine as LogLine;
@@ -54,7 +55,7 @@ fn encode(line: &LogLine) -> Vec<u8> {
     serde_json::to_vec(line).expect("an admin log line serializes")
 }
 
-/// Where `Ledger::append` ends a call: just after the first admin act, when more follows.
+/// Where `Writer::append` ends a call: just after the first admin act, when more follows.
 pub(crate) fn cut(events: &[Incoming]) -> Option<usize> {
     let i = events
         .iter()
@@ -181,7 +182,7 @@ impl Ledger {
     fn effect(&self, act: &Act, line: &LogLine) -> String {
         let by = format!("admin {}: {}", line.admin, line.note);
         match act {
-            Act::Unfence { table } => match self.unfence(table, &by, line.received_at_ns) {
+            Act::Unfence { table } => match self.writer().unfence(table, &by, line.received_at_ns) {
                 Ok(r) => format!(
                     "unfenced {table}: {} kept entries appended again ({} stored, {} held, {} refused); head seq {}",
                     r.entries, r.stored, r.held, r.refused, r.head_seq
@@ -193,13 +194,32 @@ impl Ledger {
             }
         }
     }
+}
 
+impl Reader<'_> {
+    /// The admin log, oldest first (at most `ADMIN_LOG_LIST_MAX` lines).
+    pub fn admin_log(&self) -> Result<Vec<LogLine>, Error> {
+        let mut out = Vec::new();
+        for kv in self.store.range(Space::Meta, ADMIN_LOG_PREFIX, None) {
+            let (k, v) = kv?;
+            if !k.starts_with(ADMIN_LOG_PREFIX) || out.len() == ADMIN_LOG_LIST_MAX {
+                break;
+            }
+            let line = serde_json::from_slice(&v)
+                .map_err(|e| crate::record::corrupt(&format!("an admin log line: {e}")))?;
+            out.push(line);
+        }
+        Ok(out)
+    }
+}
+
+impl Verifier<'_> {
     /// `verify`'s check of the admin log: each line's message is an admin act of its
     /// kind, signed by an admin this ledger trusts. One line per problem.
     pub fn check_admin_log(&self) -> Result<Vec<String>, Error> {
-        let admins = self.trusted_admin_keys();
+        let admins = self.reader().trusted_admin_keys();
         let mut problems = Vec::new();
-        for line in self.admin_log()? {
+        for line in self.reader().admin_log()? {
             let at = format!("admin act at stream seq {}", line.stream_seq);
             let act = hex::decode(&line.wire_hex)
                 .ok()
@@ -217,21 +237,6 @@ impl Ledger {
             }
         }
         Ok(problems)
-    }
-
-    /// The admin log, oldest first (at most `ADMIN_LOG_LIST_MAX` lines).
-    pub fn admin_log(&self) -> Result<Vec<LogLine>, Error> {
-        let mut out = Vec::new();
-        for kv in self.store.range(Space::Meta, ADMIN_LOG_PREFIX, None) {
-            let (k, v) = kv?;
-            if !k.starts_with(ADMIN_LOG_PREFIX) || out.len() == ADMIN_LOG_LIST_MAX {
-                break;
-            }
-            let line = serde_json::from_slice(&v)
-                .map_err(|e| crate::record::corrupt(&format!("an admin log line: {e}")))?;
-            out.push(line);
-        }
-        Ok(out)
     }
 }
 

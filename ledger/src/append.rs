@@ -2,6 +2,7 @@
 //! then write one record per table and one atomic commit. Synchronous, no NATS.
 
 use crate::call::{Call, TableCall};
+use crate::faces::Writer;
 use crate::quarantine::{ContentKey, Refusal, Repeat};
 use crate::record::{self, ord_i64, seq_key, table_key};
 use crate::refuse::quarantine;
@@ -18,48 +19,9 @@ use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
 
 impl Ledger {
-    /// Appends a batch of event messages (in arrival order) and returns one outcome per
-    /// message. Nothing is durable until `flush`. An `Err` means nothing of this call was
-    /// written.
-    pub fn append_batch(&self, batch: &[Incoming]) -> Result<Vec<Appended>, Error> {
-        Ok(self.append(batch, &[])?.events)
-    }
-
     /// `append_batch` for recovery: no signature checks (`Admission::Recovered`).
     pub(crate) fn append_recovered(&self, batch: &[Incoming]) -> Result<Vec<Appended>, Error> {
         Ok(self.append_as(batch, &[], Admission::Recovered)?.events)
-    }
-
-    /// Appends event messages, then keeps the signed checkpoints that arrived with them
-    /// (each in arrival order), in one commit: a checkpoint may sign an event of this same
-    /// call. One outcome per message. Nothing is durable until `flush`; an `Err` means
-    /// nothing of this call was written.
-    ///
-    /// An admin act (`admin`) ends a call: the messages after it are appended by the
-    /// next, once the act took effect and was flushed. An `Err` then means nothing after
-    /// the last admin act taken was written.
-    ///
-    /// Why one commit and not events then checkpoints: each commit is a value-log fsync
-    /// and a sled batch, and a floor signs a checkpoint every round, so a second commit per
-    /// ingest group cost about as much again as the events' own (BENCHMARKS.md).
-    ///
-    /// A failure that a damaged table causes fences that table (`fence`) and the call is
-    /// tried once more, so the other tables go on.
-    pub fn append(&self, events: &[Incoming], checkpoints: &[Incoming]) -> Result<Outcomes, Error> {
-        let mut out = Outcomes {
-            events: Vec::with_capacity(events.len()),
-            checkpoints: Vec::new(),
-        };
-        let mut rest = events;
-        while let Some(at) = crate::admin::cut(rest) {
-            let (now, later) = rest.split_at(at);
-            out.events.extend(self.append_call(now, &[])?.events);
-            rest = later;
-        }
-        let last = self.append_call(rest, checkpoints)?;
-        out.events.extend(last.events);
-        out.checkpoints = last.checkpoints;
-        Ok(out)
     }
 
     /// One call of `append`, then the effects of the admin acts it took.
@@ -363,10 +325,13 @@ impl Ledger {
         }
         let closed = match head_seq {
             0 => false,
-            _ => self.stored_event(table, head_seq)?.is_some_and(|e| {
-                codec::decode(&e.bytes)
-                    .is_ok_and(|(ev, _)| matches!(ev.body, schemas::EventBody::TableClosed))
-            }),
+            _ => self
+                .reader()
+                .stored_event(table, head_seq)?
+                .is_some_and(|e| {
+                    codec::decode(&e.bytes)
+                        .is_ok_and(|(ev, _)| matches!(ev.body, schemas::EventBody::TableClosed))
+                }),
         };
         call.table_mut(table).closed = Some(closed);
         Ok(closed)
@@ -389,7 +354,7 @@ impl Ledger {
             .and_then(|tc| tc.new_events.iter().find(|e| e.seq.0 == seq).cloned());
         let stored = match in_call {
             Some(e) => Some(e),
-            None => self.stored_event(table, seq)?,
+            None => self.reader().stored_event(table, seq)?,
         };
         let Some(stored) = stored else {
             let text = format!("seq {seq} is at or below the head but no event is stored there");
@@ -534,6 +499,47 @@ impl Ledger {
             ops.push(Op::Put(Space::RoundTime, tk, Vec::new()));
         }
         Ok(v.insert(s))
+    }
+}
+
+impl Writer<'_> {
+    /// Appends a batch of event messages (in arrival order) and returns one outcome per
+    /// message. Nothing is durable until `flush`. An `Err` means nothing of this call was
+    /// written.
+    pub fn append_batch(&self, batch: &[Incoming]) -> Result<Vec<Appended>, Error> {
+        Ok(self.append(batch, &[])?.events)
+    }
+
+    /// Appends event messages, then keeps the signed checkpoints that arrived with them
+    /// (each in arrival order), in one commit: a checkpoint may sign an event of this same
+    /// call. One outcome per message. Nothing is durable until `flush`; an `Err` means
+    /// nothing of this call was written.
+    ///
+    /// An admin act (`admin`) ends a call: the messages after it are appended by the
+    /// next, once the act took effect and was flushed. An `Err` then means nothing after
+    /// the last admin act taken was written.
+    ///
+    /// Why one commit and not events then checkpoints: each commit is a value-log fsync
+    /// and a sled batch, and a floor signs a checkpoint every round, so a second commit per
+    /// ingest group cost about as much again as the events' own (BENCHMARKS.md).
+    ///
+    /// A failure that a damaged table causes fences that table (`fence`) and the call is
+    /// tried once more, so the other tables go on.
+    pub fn append(&self, events: &[Incoming], checkpoints: &[Incoming]) -> Result<Outcomes, Error> {
+        let mut out = Outcomes {
+            events: Vec::with_capacity(events.len()),
+            checkpoints: Vec::new(),
+        };
+        let mut rest = events;
+        while let Some(at) = crate::admin::cut(rest) {
+            let (now, later) = rest.split_at(at);
+            out.events.extend(self.append_call(now, &[])?.events);
+            rest = later;
+        }
+        let last = self.append_call(rest, checkpoints)?;
+        out.events.extend(last.events);
+        out.checkpoints = last.checkpoints;
+        Ok(out)
     }
 }
 

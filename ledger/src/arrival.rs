@@ -2,7 +2,7 @@
 //!
 //! An event's JetStream stream sequence and receive time are ingest's, stored beside the
 //! event and not in its bytes, so no event hash covers them; yet they decide the House's
-//! order across tables (`Ledger::events_in_arrival_order`: linked jackpots, which table's
+//! order across tables (`Reader::events_in_arrival_order`: linked jackpots, which table's
 //! hand came first). Two hashes cover them.
 //!
 //! **The receipt** of a table is a chain over its events in seq order

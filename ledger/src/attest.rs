@@ -3,7 +3,7 @@
 //! - **Enrollment** is an event in the chain (`DeviceEnrolled` / `DeviceRevoked`), so it is
 //!   stored like any event once the chain accepts it. It takes effect only if its admin
 //!   signature verifies against one of the ledger's trusted admin keys
-//!   (`Ledger::trust_admin_keys`); otherwise it stays in the chain as evidence, takes no
+//!   (`Writer::trust_admin_keys`); otherwise it stays in the chain as evidence, takes no
 //!   effect, and is counted as the alert `enrollment_refused`. The key register
 //!   (`Space::DeviceKey`) is derived from those events and written in the same atomic
 //!   commit as them.
@@ -15,9 +15,10 @@
 //!   reasons below, counted and logged at error level (an alert).
 //!
 //! Everything up to the highest kept checkpoint of a table is *attested*; later events
-//! are "not yet attested" until the next checkpoint arrives (`Ledger::attestation`).
+//! are "not yet attested" until the next checkpoint arrives (`Reader::attestation`).
 
 use crate::call::Call;
+use crate::faces::{Reader, Writer};
 use crate::record::{self, be_u64, split_table_key, table_key, W};
 use crate::refuse::quarantine;
 use crate::store::{Op, Space};
@@ -400,97 +401,6 @@ pub(crate) fn on_stored(state: &crate::owner::State, call: &mut Call, event: &Ev
 }
 
 impl Ledger {
-    /// Sets the admin keys whose signatures enroll and revoke device keys, and keeps them
-    /// (durably, in `Space::Meta`) as the ones the ledger trusts until the next call. Call
-    /// before ingest starts: enrollments are judged when they are appended.
-    ///
-    /// Why kept: an open that finds commits the store lost appends their events again
-    /// (`recover`) before any caller could say whom to trust; it judges their enrollments
-    /// with the keys kept here, as they were judged the first time, instead of refusing
-    /// them for good. The keys are public; they decide nothing until events are appended.
-    pub fn trust_admin_keys(&self, keys: impl IntoIterator<Item = PublicKey>) -> Result<(), Error> {
-        let keys = keys.into_iter().collect::<BTreeSet<_>>();
-        let mut state = self.lock();
-        if state.trust.admin_keys == keys && self.store.get(Space::Meta, ADMIN_KEYS_KEY)?.is_some()
-        {
-            return Ok(());
-        }
-        self.store.commit(vec![Op::Put(
-            Space::Meta,
-            ADMIN_KEYS_KEY.to_vec(),
-            encode_admin_keys(&keys),
-        )])?;
-        self.store.flush()?;
-        state.trust.admin_keys = keys;
-        Ok(())
-    }
-
-    /// The admin keys the ledger trusts (`trust_admin_keys`, kept across opens).
-    pub fn trusted_admin_keys(&self) -> BTreeSet<PublicKey> {
-        self.lock().trust.admin_keys.clone()
-    }
-
-    /// The key register entry of `device` on `table`'s chain.
-    pub fn device_key(&self, table: &TableId, device: &DeviceId) -> Option<DeviceKey> {
-        self.lock()
-            .trust
-            .devices
-            .get(&(table.clone(), device.clone()))
-            .cloned()
-    }
-
-    /// The highest kept checkpoint of `table`: events above its seq are not yet attested.
-    pub fn attestation(&self, table: &TableId) -> Option<Attestation> {
-        self.lock().trust.attested.get(table).cloned()
-    }
-
-    /// The first kept checkpoint of `table` whose head is at or after `seq`: the one that
-    /// attests the event at `seq` with the shortest chain (evidence bundles). `None` when
-    /// `seq` is not yet attested.
-    pub fn checkpoint_at_or_after(
-        &self,
-        table: &TableId,
-        seq: u64,
-    ) -> Result<Option<KeptCheckpoint>, Error> {
-        let from = record::seq_key(table, seq);
-        // Every checkpoint key of the table is `table_key ++ 8 bytes`: this sorts after all.
-        let mut to = table_key(table);
-        to.extend_from_slice(&[0xff; 9]);
-        let Some(kv) = self.store.range(Space::Checkpoint, &from, Some(&to)).next() else {
-            return Ok(None);
-        };
-        let (_, v) = kv?;
-        kept_checkpoint(&v).map(Some)
-    }
-
-    /// The last kept checkpoint of `table` whose head is at or before `seq`: the signed
-    /// anchor of an evidence bundle's chain segment. One backwards seek.
-    pub fn checkpoint_at_or_before(
-        &self,
-        table: &TableId,
-        seq: u64,
-    ) -> Result<Option<KeptCheckpoint>, Error> {
-        let at = record::seq_key(table, seq);
-        let Some(k) =
-            self.store
-                .last_key_at_or_before(Space::Checkpoint, &table_key(table), &at)?
-        else {
-            return Ok(None);
-        };
-        let v = self
-            .store
-            .get(Space::Checkpoint, &k)?
-            .ok_or_else(|| record::corrupt("kept checkpoint: a key without a value"))?;
-        kept_checkpoint(&v).map(Some)
-    }
-
-    /// Verifies and keeps checkpoint messages (in arrival order); what cannot be kept is
-    /// quarantined verbatim. Call after appending the events that arrived before them, or
-    /// append both together (`Ledger::append`). Nothing is durable until `flush`.
-    pub fn append_checkpoints(&self, batch: &[Incoming]) -> Result<Vec<CheckpointOutcome>, Error> {
-        Ok(self.append(&[], batch)?.checkpoints)
-    }
-
     /// Decides a call's checkpoints, after its events: the ops go into `call`; returns one
     /// outcome per message and the highest checkpoint kept per table, for the state once
     /// the call commits.
@@ -642,6 +552,101 @@ impl Ledger {
     }
 }
 
+impl Writer<'_> {
+    /// Sets the admin keys whose signatures enroll and revoke device keys, and keeps them
+    /// (durably, in `Space::Meta`) as the ones the ledger trusts until the next call. Call
+    /// before ingest starts: enrollments are judged when they are appended.
+    ///
+    /// Why kept: an open that finds commits the store lost appends their events again
+    /// (`recover`) before any caller could say whom to trust; it judges their enrollments
+    /// with the keys kept here, as they were judged the first time, instead of refusing
+    /// them for good. The keys are public; they decide nothing until events are appended.
+    pub fn trust_admin_keys(&self, keys: impl IntoIterator<Item = PublicKey>) -> Result<(), Error> {
+        let keys = keys.into_iter().collect::<BTreeSet<_>>();
+        let mut state = self.lock();
+        if state.trust.admin_keys == keys && self.store.get(Space::Meta, ADMIN_KEYS_KEY)?.is_some()
+        {
+            return Ok(());
+        }
+        self.store.commit(vec![Op::Put(
+            Space::Meta,
+            ADMIN_KEYS_KEY.to_vec(),
+            encode_admin_keys(&keys),
+        )])?;
+        self.store.flush()?;
+        state.trust.admin_keys = keys;
+        Ok(())
+    }
+
+    /// Verifies and keeps checkpoint messages (in arrival order); what cannot be kept is
+    /// quarantined verbatim. Call after appending the events that arrived before them, or
+    /// append both together (`Writer::append`). Nothing is durable until `flush`.
+    pub fn append_checkpoints(&self, batch: &[Incoming]) -> Result<Vec<CheckpointOutcome>, Error> {
+        Ok(self.append(&[], batch)?.checkpoints)
+    }
+}
+
+impl Reader<'_> {
+    /// The admin keys the ledger trusts (`trust_admin_keys`, kept across opens).
+    pub fn trusted_admin_keys(&self) -> BTreeSet<PublicKey> {
+        self.lock().trust.admin_keys.clone()
+    }
+
+    /// The key register entry of `device` on `table`'s chain.
+    pub fn device_key(&self, table: &TableId, device: &DeviceId) -> Option<DeviceKey> {
+        self.lock()
+            .trust
+            .devices
+            .get(&(table.clone(), device.clone()))
+            .cloned()
+    }
+
+    /// The highest kept checkpoint of `table`: events above its seq are not yet attested.
+    pub fn attestation(&self, table: &TableId) -> Option<Attestation> {
+        self.lock().trust.attested.get(table).cloned()
+    }
+
+    /// The first kept checkpoint of `table` whose head is at or after `seq`: the one that
+    /// attests the event at `seq` with the shortest chain (evidence bundles). `None` when
+    /// `seq` is not yet attested.
+    pub fn checkpoint_at_or_after(
+        &self,
+        table: &TableId,
+        seq: u64,
+    ) -> Result<Option<KeptCheckpoint>, Error> {
+        let from = record::seq_key(table, seq);
+        // Every checkpoint key of the table is `table_key ++ 8 bytes`: this sorts after all.
+        let mut to = table_key(table);
+        to.extend_from_slice(&[0xff; 9]);
+        let Some(kv) = self.store.range(Space::Checkpoint, &from, Some(&to)).next() else {
+            return Ok(None);
+        };
+        let (_, v) = kv?;
+        kept_checkpoint(&v).map(Some)
+    }
+
+    /// The last kept checkpoint of `table` whose head is at or before `seq`: the signed
+    /// anchor of an evidence bundle's chain segment. One backwards seek.
+    pub fn checkpoint_at_or_before(
+        &self,
+        table: &TableId,
+        seq: u64,
+    ) -> Result<Option<KeptCheckpoint>, Error> {
+        let at = record::seq_key(table, seq);
+        let Some(k) =
+            self.store
+                .last_key_at_or_before(Space::Checkpoint, &table_key(table), &at)?
+        else {
+            return Ok(None);
+        };
+        let v = self
+            .store
+            .get(Space::Checkpoint, &k)?
+            .ok_or_else(|| record::corrupt("kept checkpoint: a key without a value"))?;
+        kept_checkpoint(&v).map(Some)
+    }
+}
+
 impl Ledger {
     /// The chain hash of `table`'s event at `seq` (at most the head), as the call sees it.
     fn hash_in_call(
@@ -654,6 +659,7 @@ impl Ledger {
         match call.known_hash(state, table, seq) {
             Some(h) => Ok(h),
             None => Ok(self
+                .reader()
                 .stored_event(table, seq)?
                 .ok_or_else(|| record::corrupt("event missing below the head"))?
                 .hash),

@@ -4,10 +4,11 @@
 //! written before the index has it built once at open (`build_if_missing`).
 //!
 //! It answers "which configuration is in force at seq N" in one backwards seek
-//! (`Ledger::config_at`), for round views, evidence bundles and the check of the state a
+//! (`Reader::config_at`), for round views, evidence bundles and the check of the state a
 //! v2 checkpoint signs.
 
 use crate::call::Call;
+use crate::faces::Reader;
 use crate::record::{self, be_u64, seq_key, split_table_key, table_key};
 use crate::store::{Op, Space};
 use crate::{error::Error, owner::Ledger};
@@ -43,26 +44,6 @@ pub(crate) fn decode_hash(v: &[u8]) -> Result<Hash32, Error> {
 }
 
 impl Ledger {
-    /// The configuration in force at `seq` of `table`: the seq and chain hash of the last
-    /// `TableOpened` at or before `seq`. One backwards seek, whatever the chain's length.
-    pub fn config_at(&self, table: &TableId, seq: u64) -> Result<Option<(Seq, Hash32)>, Error> {
-        let tk = table_key(table);
-        let Some(k) = self
-            .store
-            .last_key_at_or_before(Space::Config, &tk, &seq_key(table, seq))?
-        else {
-            return Ok(None);
-        };
-        let (_, rest) = split_table_key(&k)?;
-        let at = be_u64(rest)?;
-        let v = self
-            .store
-            .get(Space::Config, &k)?
-            .ok_or_else(|| record::corrupt("config index: a key without a value"))?;
-        assert!(at <= seq, "the store seeks at or before the key");
-        Ok(Some((Seq(at), decode_hash(&v)?)))
-    }
-
     /// `config_at` as the call sees it: this call's `TableOpened` events first.
     pub(crate) fn config_in_call(
         &self,
@@ -76,7 +57,7 @@ impl Ledger {
             .and_then(|m| m.range(..=seq).next_back());
         match in_call {
             Some((s, h)) => Ok(Some((Seq(*s), *h))),
-            None => self.config_at(table, seq),
+            None => self.reader().config_at(table, seq),
         }
     }
 
@@ -118,6 +99,28 @@ impl Ledger {
         self.store.flush()?;
         tracing::info!(indexed, "built the config index of an older ledger");
         Ok(indexed)
+    }
+}
+
+impl Reader<'_> {
+    /// The configuration in force at `seq` of `table`: the seq and chain hash of the last
+    /// `TableOpened` at or before `seq`. One backwards seek, whatever the chain's length.
+    pub fn config_at(&self, table: &TableId, seq: u64) -> Result<Option<(Seq, Hash32)>, Error> {
+        let tk = table_key(table);
+        let Some(k) = self
+            .store
+            .last_key_at_or_before(Space::Config, &tk, &seq_key(table, seq))?
+        else {
+            return Ok(None);
+        };
+        let (_, rest) = split_table_key(&k)?;
+        let at = be_u64(rest)?;
+        let v = self
+            .store
+            .get(Space::Config, &k)?
+            .ok_or_else(|| record::corrupt("config index: a key without a value"))?;
+        assert!(at <= seq, "the store seeks at or before the key");
+        Ok(Some((Seq(at), decode_hash(&v)?)))
     }
 }
 

@@ -14,6 +14,7 @@
 //! filled late). A seal is never made again differently: sealing a sealed day must give
 //! the same content, or it is refused.
 
+use crate::faces::{Reader, Verifier, Writer};
 use crate::record::{self, seq_key};
 use crate::store::{Op, Space};
 use crate::{error::Error, owner::Ledger};
@@ -149,7 +150,7 @@ pub struct DayRanges {
     pub events_read: u64,
 }
 
-/// What `Ledger::seal_day` did.
+/// What `Writer::seal_day` did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Sealed {
     /// A new seal, stored and flushed.
@@ -175,6 +176,159 @@ struct Stop {
 }
 
 impl Ledger {
+    /// The first seq at or after `from` whose event arrived at or after `at_ns`, or the
+    /// head + 1; counts the events read into `read`.
+    fn first_arrived(
+        &self,
+        table: &TableId,
+        from: u64,
+        at_ns: i64,
+        read: &mut u64,
+    ) -> Result<Stop, Error> {
+        let mut stop = Stop {
+            seq: from,
+            hash_before: None,
+        };
+        for e in self.events(table, from..=u64::MAX) {
+            let e = e?;
+            *read += 1;
+            if e.seq.0 != stop.seq {
+                return Err(record::corrupt(&format!(
+                    "table {table}: seq {} is stored where {} belongs (run verify)",
+                    e.seq.0, stop.seq
+                )));
+            }
+            if e.received_at_ns >= at_ns {
+                return Ok(stop);
+            }
+            stop.seq += 1;
+            stop.hash_before = Some(e.hash);
+        }
+        Ok(stop)
+    }
+
+    /// The stored hash at `seq`, `GENESIS` at 0.
+    fn hash_at(&self, table: &TableId, seq: u64, read: &mut u64) -> Result<Hash32, Error> {
+        if seq == 0 {
+            return Ok(GENESIS);
+        }
+        *read += 1;
+        match self.reader().stored_event(table, seq)? {
+            Some(e) => Ok(e.hash),
+            None => Err(record::corrupt(&format!(
+                "table {table} has no event at seq {seq} below its head"
+            ))),
+        }
+    }
+
+    /// Stores and flushes a new seal, under the append lock: the store's commits then never
+    /// interleave (each moves the value log's recorded end), and of two sealers of one day
+    /// only the first stores its seal.
+    fn store_seal(&self, seal: DaySeal) -> Result<Sealed, Error> {
+        let _state = self.lock();
+        if let Some(stored) = self.reader().day_seal(&seal.day)? {
+            if stored.content() == seal.content() {
+                return Ok(Sealed::Existing(stored));
+            }
+            return Err(Error::Seal {
+                day: seal.day,
+                why: "it was sealed meanwhile with other content".into(),
+            });
+        }
+        let key = seal_key(&seal.day);
+        self.store
+            .commit(vec![Op::Put(Space::Seal, key, seal.to_json())])?;
+        self.flush()?;
+        Ok(Sealed::Made(seal))
+    }
+
+    /// Seals are made in day order: the last sealed day must be the day before.
+    fn check_seal_order(&self, rule: &DayRule, day: &str) -> Result<(), Error> {
+        let Some(last) = self.reader().day_seals(None, 1)?.into_iter().next() else {
+            return Ok(());
+        };
+        let before = rule.previous_day(day)?;
+        if last.day == before {
+            return Ok(());
+        }
+        let why = if last.day.as_str() > day {
+            format!(
+                "day {} is sealed already; seals are made in day order",
+                last.day
+            )
+        } else {
+            format!("the last sealed day is {}; seal {before} first", last.day)
+        };
+        Err(Error::Seal {
+            day: day.into(),
+            why,
+        })
+    }
+
+    /// Puts back a seal the store lost (recovery), unless the day holds one.
+    pub(crate) fn restore_seal(&self, key: &[u8], value: &[u8]) -> Result<bool, Error> {
+        let seal = decode_seal(value)?;
+        if seal_key(&seal.day) != key || self.store.get(Space::Seal, key)?.is_some() {
+            return Ok(false);
+        }
+        self.store
+            .commit(vec![Op::Put(Space::Seal, key.to_vec(), value.to_vec())])?;
+        Ok(true)
+    }
+}
+
+impl Writer<'_> {
+    /// Seals `day` with the House's key once it has ended (`now_ns` at or after its end):
+    /// stores the seal and flushes. The previous day must be sealed, unless no day is.
+    pub fn seal_day(
+        &self,
+        rule: &DayRule,
+        day: &str,
+        key: &SigningKey,
+        now_ns: i64,
+    ) -> Result<Sealed, Error> {
+        let bounds = rule.bounds(day)?;
+        let refuse = |why: String| {
+            Err(Error::Seal {
+                day: day.into(),
+                why,
+            })
+        };
+        if now_ns < bounds.ends_at_ns {
+            return refuse(format!("the day ends at {} ns, not yet", bounds.ends_at_ns));
+        }
+        let existing = self.reader().day_seal(&bounds.day)?;
+        if existing.is_none() {
+            self.check_seal_order(rule, &bounds.day)?;
+        }
+        let ranges = self.reader().day_ranges(rule, &bounds.day)?;
+        let content = SealContent {
+            day: bounds.day.clone(),
+            time_zone: rule.time_zone().to_string(),
+            starts_at_ns: bounds.starts_at_ns,
+            ends_at_ns: bounds.ends_at_ns,
+            tables: ranges.tables,
+            previous: ranges.previous.as_ref().map(DaySeal::digest),
+        };
+        if let Some(seal) = existing {
+            if seal.content() == content {
+                return Ok(Sealed::Existing(seal));
+            }
+            return refuse(format!(
+                "it is sealed as {} and the ledger now gives other content; a seal is never made again differently",
+                seal.digest()
+            ));
+        }
+        let seal = content.sign(key, now_ns);
+        seal.verify(Some(&key.public())).map_err(|e| Error::Seal {
+            day: day.into(),
+            why: e.to_string(),
+        })?;
+        self.store_seal(seal)
+    }
+}
+
+impl Reader<'_> {
     /// Each table's range of `day` under `rule`, starting after the previous day's seal
     /// when there is one. Reads the day's events and one beyond per table.
     pub fn day_ranges(&self, rule: &DayRule, day: &str) -> Result<DayRanges, Error> {
@@ -233,144 +387,6 @@ impl Ledger {
         })
     }
 
-    /// The first seq at or after `from` whose event arrived at or after `at_ns`, or the
-    /// head + 1; counts the events read into `read`.
-    fn first_arrived(
-        &self,
-        table: &TableId,
-        from: u64,
-        at_ns: i64,
-        read: &mut u64,
-    ) -> Result<Stop, Error> {
-        let mut stop = Stop {
-            seq: from,
-            hash_before: None,
-        };
-        for e in self.events(table, from..=u64::MAX) {
-            let e = e?;
-            *read += 1;
-            if e.seq.0 != stop.seq {
-                return Err(record::corrupt(&format!(
-                    "table {table}: seq {} is stored where {} belongs (run verify)",
-                    e.seq.0, stop.seq
-                )));
-            }
-            if e.received_at_ns >= at_ns {
-                return Ok(stop);
-            }
-            stop.seq += 1;
-            stop.hash_before = Some(e.hash);
-        }
-        Ok(stop)
-    }
-
-    /// The stored hash at `seq`, `GENESIS` at 0.
-    fn hash_at(&self, table: &TableId, seq: u64, read: &mut u64) -> Result<Hash32, Error> {
-        if seq == 0 {
-            return Ok(GENESIS);
-        }
-        *read += 1;
-        match self.stored_event(table, seq)? {
-            Some(e) => Ok(e.hash),
-            None => Err(record::corrupt(&format!(
-                "table {table} has no event at seq {seq} below its head"
-            ))),
-        }
-    }
-
-    /// Seals `day` with the House's key once it has ended (`now_ns` at or after its end):
-    /// stores the seal and flushes. The previous day must be sealed, unless no day is.
-    pub fn seal_day(
-        &self,
-        rule: &DayRule,
-        day: &str,
-        key: &SigningKey,
-        now_ns: i64,
-    ) -> Result<Sealed, Error> {
-        let bounds = rule.bounds(day)?;
-        let refuse = |why: String| {
-            Err(Error::Seal {
-                day: day.into(),
-                why,
-            })
-        };
-        if now_ns < bounds.ends_at_ns {
-            return refuse(format!("the day ends at {} ns, not yet", bounds.ends_at_ns));
-        }
-        let existing = self.day_seal(&bounds.day)?;
-        if existing.is_none() {
-            self.check_seal_order(rule, &bounds.day)?;
-        }
-        let ranges = self.day_ranges(rule, &bounds.day)?;
-        let content = SealContent {
-            day: bounds.day.clone(),
-            time_zone: rule.time_zone().to_string(),
-            starts_at_ns: bounds.starts_at_ns,
-            ends_at_ns: bounds.ends_at_ns,
-            tables: ranges.tables,
-            previous: ranges.previous.as_ref().map(DaySeal::digest),
-        };
-        if let Some(seal) = existing {
-            if seal.content() == content {
-                return Ok(Sealed::Existing(seal));
-            }
-            return refuse(format!(
-                "it is sealed as {} and the ledger now gives other content; a seal is never made again differently",
-                seal.digest()
-            ));
-        }
-        let seal = content.sign(key, now_ns);
-        seal.verify(Some(&key.public())).map_err(|e| Error::Seal {
-            day: day.into(),
-            why: e.to_string(),
-        })?;
-        self.store_seal(seal)
-    }
-
-    /// Stores and flushes a new seal, under the append lock: the store's commits then never
-    /// interleave (each moves the value log's recorded end), and of two sealers of one day
-    /// only the first stores its seal.
-    fn store_seal(&self, seal: DaySeal) -> Result<Sealed, Error> {
-        let _state = self.lock();
-        if let Some(stored) = self.day_seal(&seal.day)? {
-            if stored.content() == seal.content() {
-                return Ok(Sealed::Existing(stored));
-            }
-            return Err(Error::Seal {
-                day: seal.day,
-                why: "it was sealed meanwhile with other content".into(),
-            });
-        }
-        let key = seal_key(&seal.day);
-        self.store
-            .commit(vec![Op::Put(Space::Seal, key, seal.to_json())])?;
-        self.flush()?;
-        Ok(Sealed::Made(seal))
-    }
-
-    /// Seals are made in day order: the last sealed day must be the day before.
-    fn check_seal_order(&self, rule: &DayRule, day: &str) -> Result<(), Error> {
-        let Some(last) = self.day_seals(None, 1)?.into_iter().next() else {
-            return Ok(());
-        };
-        let before = rule.previous_day(day)?;
-        if last.day == before {
-            return Ok(());
-        }
-        let why = if last.day.as_str() > day {
-            format!(
-                "day {} is sealed already; seals are made in day order",
-                last.day
-            )
-        } else {
-            format!("the last sealed day is {}; seal {before} first", last.day)
-        };
-        Err(Error::Seal {
-            day: day.into(),
-            why,
-        })
-    }
-
     /// The seal of `day`, if it is sealed.
     pub fn day_seal(&self, day: &str) -> Result<Option<DaySeal>, Error> {
         self.store
@@ -393,17 +409,6 @@ impl Ledger {
             out.push(decode_seal(&kv?.1)?);
         }
         Ok(out)
-    }
-
-    /// Puts back a seal the store lost (recovery), unless the day holds one.
-    pub(crate) fn restore_seal(&self, key: &[u8], value: &[u8]) -> Result<bool, Error> {
-        let seal = decode_seal(value)?;
-        if seal_key(&seal.day) != key || self.store.get(Space::Seal, key)?.is_some() {
-            return Ok(false);
-        }
-        self.store
-            .commit(vec![Op::Put(Space::Seal, key.to_vec(), value.to_vec())])?;
-        Ok(true)
     }
 }
 
@@ -456,69 +461,9 @@ impl DayVerdict {
 type RangeCheckpoints = std::collections::BTreeMap<u64, Hash32>;
 
 impl Ledger {
-    /// Verifies one sealed day: the seal's signature (by `signer` when given) and its
-    /// link to the previous seal; per table, the chain recomputed from the anchor over the
-    /// range, against the seal and the kept checkpoints in range. Reads only the day.
-    pub fn verify_day(&self, day: &str, signer: Option<&PublicKey>) -> Result<DayVerdict, Error> {
-        let Some(seal) = self.day_seal(day)? else {
-            return Err(Error::Seal {
-                day: day.into(),
-                why: "not sealed".into(),
-            });
-        };
-        let mut v = DayVerdict {
-            digest: seal.digest(),
-            seal: seal.clone(),
-            problems: Vec::new(),
-            events_read: 0,
-            checkpoints: 0,
-            removed_by_retention: false,
-        };
-        let problem = |what: String| DayProblem {
-            table: None,
-            seq: None,
-            what,
-        };
-        if let Err(e) = seal.verify(signer) {
-            v.problems.push(problem(e.to_string()));
-        }
-        if let Some(p) = self.previous_link_problem(&seal)? {
-            v.problems.push(problem(p));
-        }
-        if let Some(entry) = self.tier_entry(day)? {
-            if entry.state == crate::tier::TierState::Removed {
-                v.removed_by_retention = true;
-                if let Some(p) = crate::tier::removed::entry_problem(&entry, &seal) {
-                    v.problems.push(problem(p));
-                }
-                return Ok(v);
-            }
-        }
-        for t in &seal.tables {
-            let checkpoints = self.range_checkpoints(t)?;
-            v.checkpoints += checkpoints.len() as u64;
-            if let Some(p) = self.verify_range(&seal, t, &checkpoints, &mut v.events_read)? {
-                v.problems.push(p);
-            }
-        }
-        Ok(v)
-    }
-
-    /// The last seq and head hash `day`'s seal gives `table`, if it sealed any of it.
-    pub fn sealed_head_at(
-        &self,
-        day: &str,
-        table: &TableId,
-    ) -> Result<Option<(u64, Hash32)>, Error> {
-        let seal = self.day_seal(day)?;
-        let t = seal.as_ref().and_then(|s| s.table(table));
-        Ok(t.filter(|t| t.events > 0)
-            .map(|t| (t.last_seq.0, t.head_hash)))
-    }
-
     /// The head a removed day's seal gives the table, where `t`'s range starts after it.
     fn sealed_head(&self, day: &str, t: &SealedTable) -> Result<Hash32, Error> {
-        let seal = self.day_seal(day)?;
+        let seal = self.reader().day_seal(day)?;
         let before = seal.as_ref().and_then(|s| s.table(&t.table));
         match before {
             Some(b) if b.last_seq.0 + 1 == t.first_seq.0 => Ok(b.head_hash),
@@ -532,7 +477,11 @@ impl Ledger {
 
     /// Whether the seal's `previous` names the stored seal of the day before it.
     fn previous_link_problem(&self, seal: &DaySeal) -> Result<Option<String>, Error> {
-        let before = self.day_seals(Some(&seal.day), 1)?.into_iter().next();
+        let before = self
+            .reader()
+            .day_seals(Some(&seal.day), 1)?
+            .into_iter()
+            .next();
         Ok(match (seal.previous, before) {
             (None, None) => None,
             (Some(d), Some(b)) if b.digest() == d && b.ends_at_ns == seal.starts_at_ns => None,
@@ -625,6 +574,70 @@ impl Ledger {
             return at(t.last_seq.0, what);
         }
         Ok(None)
+    }
+}
+
+impl Reader<'_> {
+    /// The last seq and head hash `day`'s seal gives `table`, if it sealed any of it.
+    pub fn sealed_head_at(
+        &self,
+        day: &str,
+        table: &TableId,
+    ) -> Result<Option<(u64, Hash32)>, Error> {
+        let seal = self.day_seal(day)?;
+        let t = seal.as_ref().and_then(|s| s.table(table));
+        Ok(t.filter(|t| t.events > 0)
+            .map(|t| (t.last_seq.0, t.head_hash)))
+    }
+}
+
+impl Verifier<'_> {
+    /// Verifies one sealed day: the seal's signature (by `signer` when given) and its
+    /// link to the previous seal; per table, the chain recomputed from the anchor over the
+    /// range, against the seal and the kept checkpoints in range. Reads only the day.
+    pub fn verify_day(&self, day: &str, signer: Option<&PublicKey>) -> Result<DayVerdict, Error> {
+        let Some(seal) = self.reader().day_seal(day)? else {
+            return Err(Error::Seal {
+                day: day.into(),
+                why: "not sealed".into(),
+            });
+        };
+        let mut v = DayVerdict {
+            digest: seal.digest(),
+            seal: seal.clone(),
+            problems: Vec::new(),
+            events_read: 0,
+            checkpoints: 0,
+            removed_by_retention: false,
+        };
+        let problem = |what: String| DayProblem {
+            table: None,
+            seq: None,
+            what,
+        };
+        if let Err(e) = seal.verify(signer) {
+            v.problems.push(problem(e.to_string()));
+        }
+        if let Some(p) = self.previous_link_problem(&seal)? {
+            v.problems.push(problem(p));
+        }
+        if let Some(entry) = self.tier().tier_entry(day)? {
+            if entry.state == crate::tier::TierState::Removed {
+                v.removed_by_retention = true;
+                if let Some(p) = crate::tier::removed::entry_problem(&entry, &seal) {
+                    v.problems.push(problem(p));
+                }
+                return Ok(v);
+            }
+        }
+        for t in &seal.tables {
+            let checkpoints = self.range_checkpoints(t)?;
+            v.checkpoints += checkpoints.len() as u64;
+            if let Some(p) = self.verify_range(&seal, t, &checkpoints, &mut v.events_read)? {
+                v.problems.push(p);
+            }
+        }
+        Ok(v)
     }
 }
 

@@ -8,11 +8,12 @@
 //! loads (tampered heads or quarantine) can still be checked. A digest is only taken of a
 //! ledger whose every chain verifies: certifying a damaged ledger would launder the damage.
 
+use crate::error::Error;
+use crate::faces::Verifier;
 use crate::journals::{read_journals, JournalState};
 use crate::store::{Space, Store};
 use crate::tier::removed::{removed_days, Removed};
 use crate::verify::{verify_store, AtSeq, TableVerdict, VerifyReport};
-use crate::{error::Error, owner::Ledger};
 use proofs::digest::{
     anchor_seqs, check_consistency, check_journals, locate_altered, BrokenTable, Consistency,
     Digest, DigestHead, QuarantineAnchor, QuarantineNow, RemovedSpan, TableConsistency, TableNow,
@@ -421,7 +422,7 @@ fn tables_now(
     (ok_heads, now_tables)
 }
 
-impl Ledger {
+impl Verifier<'_> {
     /// The digest of this ledger, stamped `created_at_ns`; refused if a chain does not verify.
     pub fn digest(&self, created_at_ns: i64) -> Result<Digest, DigestRefused> {
         digest_of(self.verify()?, created_at_ns)

@@ -7,12 +7,13 @@
 //! never dropped, never stored in the damaged chain.
 //!
 //! Invariants:
-//! - Nothing is deleted. Unfencing (`Ledger::unfence`) re-checks the table and appends its
+//! - Nothing is deleted. Unfencing (`Writer::unfence`) re-checks the table and appends its
 //!   `table_fenced` entries again through the one append path; the entries stay.
 //! - Every unfence is recorded in `Space::Meta` (`FENCE_LOG_PREFIX`), with what it released.
 //! - Fences live in memory and are derived again at each open: a table still damaged is
 //!   fenced again, a repaired one is not.
 
+use crate::faces::{Reader, Verifier, Writer};
 use crate::store::{Op, Space};
 pub use crate::types::Fence;
 use crate::types::{reason, CheckpointOutcome, Incoming};
@@ -53,77 +54,10 @@ pub struct Unfenced {
 }
 
 impl Ledger {
-    /// Tables fenced now, and why.
-    pub fn fenced(&self) -> BTreeMap<TableId, Fence> {
-        self.lock().fenced.clone()
-    }
-
-    /// Checks one table's head record: it reads back and ends with the head the ledger
-    /// keeps. `Err` names the failed check.
-    pub fn check_table(&self, table: &TableId) -> Result<(), Fence> {
-        let Some(head) = self.head(table) else {
-            return Ok(());
-        };
-        let problem = |check, detail| Err(Fence { check, detail });
-        match self.stored_event(table, head.seq.0) {
-            // The head's day was removed by retention: its seal proves the head.
-            Err(Error::RetentionRemoved { day, .. }) => match self.sealed_head_at(&day, table) {
-                Ok(Some((seq, hash))) if seq == head.seq.0 && hash == head.hash => Ok(()),
-                _ => problem(
-                    check::HEAD_MISMATCH,
-                    format!(
-                        "seq {}: removed day {day}'s seal does not end there",
-                        head.seq.0
-                    ),
-                ),
-            },
-            Err(e) => problem(check::HEAD_UNREADABLE, format!("seq {}: {e}", head.seq.0)),
-            Ok(None) => problem(
-                check::HEAD_UNREADABLE,
-                format!("seq {}: no stored record holds it", head.seq.0),
-            ),
-            Ok(Some(e)) if e.hash != head.hash => problem(
-                check::HEAD_MISMATCH,
-                format!(
-                    "seq {}: stored hash {} is not the head's {}",
-                    head.seq.0, e.hash, head.hash
-                ),
-            ),
-            Ok(Some(_)) => Ok(()),
-        }
-    }
-
-    /// Reads every key of every space of the store, as a corrupt sled page fails only the
-    /// reads that reach it. Returns each space whose reading failed, with the last key read
-    /// before it and the store's error; empty when every page reads. Reads sled's index
-    /// only (pointers, heads, indexes), not the value log. Cost: one pass over the index,
-    /// so tools run it (`table status --ledger`), not the open.
-    pub fn store_read_failures(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        for space in Space::ALL {
-            let mut last: Option<Vec<u8>> = None;
-            for k in self.store.keys(space, &[], None) {
-                match k {
-                    Ok(k) => last = Some(k),
-                    Err(e) => {
-                        let after = match last.as_deref().map(crate::record::split_table_key) {
-                            Some(Ok((t, _))) => format!("after a key of table {t}"),
-                            Some(Err(_)) => "after its first keys".to_string(),
-                            None => "at its first key".to_string(),
-                        };
-                        out.push(format!("{space:?} space: a read failed {after}: {e}"));
-                        break;
-                    }
-                }
-            }
-        }
-        out
-    }
-
     /// Checks every table's head record and fences those that fail (`check_table`). Run
     /// at open; each fence is logged at `warn`.
     pub(crate) fn fence_damaged_tables(&self) {
-        for table in self.tables() {
+        for table in self.reader().tables() {
             if let Err(f) = self.check_head_at_open(&table) {
                 self.fence(&table, f);
             }
@@ -136,17 +70,17 @@ impl Ledger {
     /// (`store::tier_read`), and a failed read fences the table then. So an open reads
     /// no day file, however many days are archived.
     fn check_head_at_open(&self, table: &TableId) -> Result<(), Fence> {
-        let Some(head) = self.head(table) else {
+        let Some(head) = self.reader().head(table) else {
             return Ok(());
         };
         let Some(day) = self.archived_head_day(table, head.seq.0) else {
-            return self.check_table(table);
+            return self.verifier().check_table(table);
         };
         let file = self
             .store
             .tier_dir()
             .map(|d| d.join(crate::tier::file_name(&day)));
-        let sealed = self.sealed_head_at(&day, table);
+        let sealed = self.reader().sealed_head_at(&day, table);
         match (sealed, file) {
             (Ok(Some((seq, hash))), Some(f))
                 if seq == head.seq.0 && hash == head.hash && f.is_file() =>
@@ -155,7 +89,7 @@ impl Ledger {
             }
             // Anything else (a day removed by retention, a missing file, another head)
             // is judged by the full check, which reads the record or the removal.
-            _ => self.check_table(table),
+            _ => self.verifier().check_table(table),
         }
     }
 
@@ -180,17 +114,6 @@ impl Ledger {
         state.fenced.insert(table.clone(), fence);
     }
 
-    /// After a read of `table`'s records failed with `error`: fences the table, with the
-    /// head check's finding when that fails too. Returns `error`, for the caller to report.
-    pub fn fence_after_read_error(&self, table: &TableId, error: Error) -> Error {
-        let fence = self.check_table(table).err().unwrap_or_else(|| Fence {
-            check: check::RECORD_UNREADABLE,
-            detail: error.to_string(),
-        });
-        self.fence(table, fence);
-        error
-    }
-
     /// After a failed append: checks the tables its messages name and fences those that
     /// fail. Whether any table was fenced now (then the append is worth trying again).
     pub(crate) fn fence_after_failure(&self, messages: &[&[Incoming]], error: &Error) -> bool {
@@ -199,58 +122,16 @@ impl Ledger {
             .flat_map(|m| m.iter())
             .filter_map(|m| m.subject_table.as_ref())
             .collect();
-        let fenced = self.fenced();
+        let fenced = self.reader().fenced();
         let mut any = false;
         for table in tables.into_iter().filter(|t| !fenced.contains_key(*t)) {
-            if let Err(mut f) = self.check_table(table) {
+            if let Err(mut f) = self.verifier().check_table(table) {
                 f.detail = format!("{}; the append failed with: {error}", f.detail);
                 self.fence(table, f);
                 any = true;
             }
         }
         any
-    }
-
-    /// Lifts the fence of `table` once it passes `check_table`, then appends its
-    /// `table_fenced` quarantine entries again (events, then checkpoints, in entry order)
-    /// through the one append path, flushes, and records the act in the unfence log.
-    /// `Err` when the table still fails its check; nothing is then changed.
-    pub fn unfence(&self, table: &TableId, by: &str, at_ns: i64) -> Result<Unfenced, Error> {
-        if let Err(f) = self.check_table(table) {
-            return Err(Error::BadSetting(format!(
-                "table {table} still fails the {} check ({}); repair it first",
-                f.check, f.detail
-            )));
-        }
-        self.lock().fenced.remove(table);
-        let (events, checkpoints) = self.fenced_entries(table)?;
-        let mut report = Unfenced {
-            entries: (events.len() + checkpoints.len()) as u64,
-            ..Unfenced::default()
-        };
-        for chunk in events.chunks(crate::limits::APPEND_BATCH_LEN_MAX) {
-            for o in self.append_unfenced(chunk)? {
-                match o {
-                    crate::Appended::Stored { .. } => report.stored += 1,
-                    crate::Appended::Duplicate { .. } => report.duplicates += 1,
-                    crate::Appended::Held { .. } => report.held += 1,
-                    _ => report.refused += 1,
-                }
-            }
-        }
-        for chunk in checkpoints.chunks(crate::limits::APPEND_BATCH_LEN_MAX) {
-            let out = self.append(&[], chunk)?;
-            report.refused += out
-                .checkpoints
-                .iter()
-                .filter(|c| !matches!(c, CheckpointOutcome::Kept { .. }))
-                .count() as u64;
-        }
-        report.head_seq = self.head(table).map_or(0, |h| h.seq.0);
-        self.log_unfence(table, by, at_ns, &report)?;
-        self.flush()?;
-        tracing::warn!(%table, by, ?report, "table unfenced");
-        Ok(report)
     }
 
     /// The table's `table_fenced` entries as they arrived (by stream seq: a purge moves
@@ -315,6 +196,99 @@ impl Ledger {
         })?;
         self.store.commit(vec![Op::Put(Space::Meta, key, value)])
     }
+}
+
+impl Writer<'_> {
+    /// After a read of `table`'s records failed with `error`: fences the table, with the
+    /// head check's finding when that fails too. Returns `error`, for the caller to report.
+    pub fn fence_after_read_error(&self, table: &TableId, error: Error) -> Error {
+        let fence = self
+            .verifier()
+            .check_table(table)
+            .err()
+            .unwrap_or_else(|| Fence {
+                check: check::RECORD_UNREADABLE,
+                detail: error.to_string(),
+            });
+        self.fence(table, fence);
+        error
+    }
+
+    /// Lifts the fence of `table` once it passes `check_table`, then appends its
+    /// `table_fenced` quarantine entries again (events, then checkpoints, in entry order)
+    /// through the one append path, flushes, and records the act in the unfence log.
+    /// `Err` when the table still fails its check; nothing is then changed.
+    pub fn unfence(&self, table: &TableId, by: &str, at_ns: i64) -> Result<Unfenced, Error> {
+        if let Err(f) = self.verifier().check_table(table) {
+            return Err(Error::BadSetting(format!(
+                "table {table} still fails the {} check ({}); repair it first",
+                f.check, f.detail
+            )));
+        }
+        self.lock().fenced.remove(table);
+        let (events, checkpoints) = self.fenced_entries(table)?;
+        let mut report = Unfenced {
+            entries: (events.len() + checkpoints.len()) as u64,
+            ..Unfenced::default()
+        };
+        for chunk in events.chunks(crate::limits::APPEND_BATCH_LEN_MAX) {
+            for o in self.append_unfenced(chunk)? {
+                match o {
+                    crate::Appended::Stored { .. } => report.stored += 1,
+                    crate::Appended::Duplicate { .. } => report.duplicates += 1,
+                    crate::Appended::Held { .. } => report.held += 1,
+                    _ => report.refused += 1,
+                }
+            }
+        }
+        for chunk in checkpoints.chunks(crate::limits::APPEND_BATCH_LEN_MAX) {
+            let out = self.append(&[], chunk)?;
+            report.refused += out
+                .checkpoints
+                .iter()
+                .filter(|c| !matches!(c, CheckpointOutcome::Kept { .. }))
+                .count() as u64;
+        }
+        report.head_seq = self.reader().head(table).map_or(0, |h| h.seq.0);
+        self.log_unfence(table, by, at_ns, &report)?;
+        self.flush()?;
+        tracing::warn!(%table, by, ?report, "table unfenced");
+        Ok(report)
+    }
+}
+
+impl Reader<'_> {
+    /// Tables fenced now, and why.
+    pub fn fenced(&self) -> BTreeMap<TableId, Fence> {
+        self.lock().fenced.clone()
+    }
+
+    /// Reads every key of every space of the store, as a corrupt sled page fails only the
+    /// reads that reach it. Returns each space whose reading failed, with the last key read
+    /// before it and the store's error; empty when every page reads. Reads sled's index
+    /// only (pointers, heads, indexes), not the value log. Cost: one pass over the index,
+    /// so tools run it (`table status --ledger`), not the open.
+    pub fn store_read_failures(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for space in Space::ALL {
+            let mut last: Option<Vec<u8>> = None;
+            for k in self.store.keys(space, &[], None) {
+                match k {
+                    Ok(k) => last = Some(k),
+                    Err(e) => {
+                        let after = match last.as_deref().map(crate::record::split_table_key) {
+                            Some(Ok((t, _))) => format!("after a key of table {t}"),
+                            Some(Err(_)) => "after its first keys".to_string(),
+                            None => "at its first key".to_string(),
+                        };
+                        out.push(format!("{space:?} space: a read failed {after}: {e}"));
+                        break;
+                    }
+                }
+            }
+        }
+        out
+    }
 
     /// The unfence log, oldest first: one JSON object per act.
     pub fn fence_log(&self) -> Result<Vec<String>, Error> {
@@ -327,6 +301,45 @@ impl Ledger {
             out.push(String::from_utf8_lossy(&v).into_owned());
         }
         Ok(out)
+    }
+}
+
+impl Verifier<'_> {
+    /// Checks one table's head record: it reads back and ends with the head the ledger
+    /// keeps. `Err` names the failed check.
+    pub fn check_table(&self, table: &TableId) -> Result<(), Fence> {
+        let Some(head) = self.reader().head(table) else {
+            return Ok(());
+        };
+        let problem = |check, detail| Err(Fence { check, detail });
+        match self.reader().stored_event(table, head.seq.0) {
+            // The head's day was removed by retention: its seal proves the head.
+            Err(Error::RetentionRemoved { day, .. }) => {
+                match self.reader().sealed_head_at(&day, table) {
+                    Ok(Some((seq, hash))) if seq == head.seq.0 && hash == head.hash => Ok(()),
+                    _ => problem(
+                        check::HEAD_MISMATCH,
+                        format!(
+                            "seq {}: removed day {day}'s seal does not end there",
+                            head.seq.0
+                        ),
+                    ),
+                }
+            }
+            Err(e) => problem(check::HEAD_UNREADABLE, format!("seq {}: {e}", head.seq.0)),
+            Ok(None) => problem(
+                check::HEAD_UNREADABLE,
+                format!("seq {}: no stored record holds it", head.seq.0),
+            ),
+            Ok(Some(e)) if e.hash != head.hash => problem(
+                check::HEAD_MISMATCH,
+                format!(
+                    "seq {}: stored hash {} is not the head's {}",
+                    head.seq.0, e.hash, head.hash
+                ),
+            ),
+            Ok(Some(_)) => Ok(()),
+        }
     }
 }
 

@@ -2,10 +2,11 @@
 //! for. Read-only views of the in-memory hold (`State::pending`) and the newest
 //! quarantine entries, for the status views, `verify` and ingest's `TableStuck` alert.
 
+use crate::error::Error;
+use crate::faces::Reader;
 use crate::read::QuarantineEntry;
 use crate::record::be_u64;
 use crate::store::Space;
-use crate::{error::Error, owner::Ledger};
 use schemas::api::{GapBlocker, GapView};
 use schemas::{codec, Seq, TableId};
 use std::collections::BTreeMap;
@@ -25,7 +26,7 @@ pub struct Blocker {
     pub reason: String,
 }
 
-impl Ledger {
+impl Reader<'_> {
     /// For each of `gaps`, the lowest-seq quarantined event of its table inside its
     /// missing range, among the newest `BLOCKER_SCAN_MAX` entries: one scan for all. A
     /// gap without one waits for events the ledger never received (a lost outbox), or

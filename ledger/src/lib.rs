@@ -51,6 +51,7 @@ pub mod copies;
 pub mod days;
 pub mod digest;
 mod error;
+mod faces;
 #[cfg(feature = "faulty")]
 pub mod faulty;
 pub mod fence;
@@ -80,6 +81,7 @@ pub mod valuelog;
 mod verify;
 
 pub use error::Error;
+pub use faces::{Reader, Tier, Verifier, Writer};
 pub use hold::{Blocker, BLOCKER_SCAN_MAX};
 pub use limits::{
     APPEND_BATCH_LEN_MAX, CLOCK_SKEW_MAX_NS, GAP_LEN_MAX, PENDING_BYTES_MAX, PENDING_PER_TABLE_MAX,

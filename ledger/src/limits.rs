@@ -6,7 +6,7 @@ pub const APPEND_BATCH_LEN_MAX: usize = 8192;
 pub const RECORD_EVENTS_MAX: usize = 1024;
 /// An event whose device time is further than this from its receive time (its stream
 /// timestamp) is quarantined (`clock_skew`): 24 hours. The default of
-/// `Ledger::set_clock_skew_max_ns`.
+/// `Writer::set_clock_skew_max_ns`.
 pub const CLOCK_SKEW_MAX_NS: i64 = 24 * 3600 * 1_000_000_000;
 /// An event more than this many seqs beyond its table's head is quarantined
 /// (`seq_too_far_ahead`) rather than held: no device outbox is that deep.

@@ -49,7 +49,7 @@ pub struct Ledger {
     pub(crate) verifying_keys: Mutex<schemas::attest::KeyCache>,
     /// What this open found beyond the store's last commit (`recover`).
     pub(crate) recovered: Recovery,
-    /// Events decoded from stored records since open (`Ledger::events_decoded`).
+    /// Events decoded from stored records since open (`Reader::events_decoded`).
     pub(crate) events_decoded: std::sync::atomic::AtomicU64,
 }
 

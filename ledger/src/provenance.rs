@@ -20,10 +20,11 @@
 //! (`judge_open`).
 
 use crate::call::Call;
+use crate::faces::{Reader, Writer};
 use crate::store::{Op, Space};
 pub use crate::types::Provenance;
 use crate::types::{reason, Appended, Incoming};
-use crate::{error::Error, owner::Ledger, owner::State};
+use crate::{error::Error, owner::State};
 use schemas::attest::{KeyCache, KeyEvent, PublicKey};
 use schemas::provenance::EventSignature;
 use schemas::{DeviceId, Event, TableId};
@@ -283,7 +284,7 @@ fn self_enrolled_key(state: &State, event: &Event, signer: &DeviceId) -> Option<
     .then_some(*k.key)
 }
 
-impl Ledger {
+impl Writer<'_> {
     /// From now on, stores only events their table's enrolled device signed. Kept
     /// durably: a ledger never goes back to accepting unsigned events.
     pub fn require_signed_events(&self) -> Result<(), Error> {
@@ -297,7 +298,9 @@ impl Ledger {
         state.trust.require_signed = true;
         Ok(())
     }
+}
 
+impl Reader<'_> {
     /// Whether the ledger stores only signed events (`require_signed_events`).
     pub fn requires_signed_events(&self) -> bool {
         self.lock().trust.require_signed

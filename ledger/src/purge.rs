@@ -4,7 +4,7 @@
 //!
 //! - The act records its target (`TARGET_KEY`) and its admin log line; the removal runs
 //!   after, in steps of at most `PURGE_STEP_ENTRIES` entries, each one atomic commit
-//!   (`Ledger::purge_step`; ingest's writer runs them between batches). A crash between
+//!   (`Writer::purge_step`; ingest's writer runs them between batches). A crash between
 //!   steps resumes at the next.
 //! - Each step removes entries in id order and moves the cut (`PurgeMark`): the quarantine
 //!   chain's count and hash after the last entry removed. `verify` chains the entries that
@@ -14,6 +14,7 @@
 //! - An act that does not check out is quarantined as `admin_refused`, never applied.
 
 use crate::call::Call;
+use crate::faces::Reader;
 use crate::owner::Ledger;
 use crate::store::{Op, Space};
 
@@ -22,7 +23,7 @@ pub use crate::purge_mark::{PurgeMark, MARK_KEY, TARGET_KEY};
 /// Most entries one purge step removes or moves, in one commit.
 pub const PURGE_STEP_ENTRIES: usize = 4_096;
 
-/// What one step did (`Ledger::purge_step`).
+/// What one step did (`Writer::purge_step`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PurgeStep {
     /// Entries removed.
@@ -55,7 +56,9 @@ impl Ledger {
         ));
         target
     }
+}
 
+impl Reader<'_> {
     /// Whether a purge has entries left to remove.
     pub fn purge_pending(&self) -> bool {
         let state = self.lock();

@@ -2,6 +2,7 @@
 //! the target, in id order, removed or (a fenced table's) moved past the cut, and the new
 //! cut, in one commit; then the state in memory follows.
 
+use crate::faces::Writer;
 use crate::purge::{PurgeMark, PurgeStep, MARK_KEY, PURGE_STEP_ENTRIES};
 use crate::quarantine::{repeat_key, QuarantineHead, HEAD_KEY};
 use crate::quarantine_limits::charge;
@@ -28,6 +29,57 @@ struct Step {
 }
 
 impl Ledger {
+    /// Removes entry `id` (stored bytes `v`), or moves it past the cut when it is a
+    /// fenced table's, and chains it into the cut.
+    fn step_entry(
+        &self,
+        state: &crate::owner::State,
+        step: &mut Step,
+        id: u64,
+        v: &[u8],
+    ) -> Result<(), Error> {
+        let e = QuarantineEntry::decode(id, v)?;
+        step.mark.hash = proofs::digest::quarantine_next(&step.mark.hash, id, v);
+        step.mark.entries += 1;
+        step.ops
+            .push(Op::Remove(Space::Quarantine, id.to_be_bytes().to_vec()));
+        step.ops.push(Op::Remove(Space::Meta, repeat_key(id)));
+        let fenced = e.reason == reason::TABLE_FENCED;
+        let kept = fenced
+            && e.subject_table
+                .as_ref()
+                .is_some_and(|t| state.fenced.contains_key(t));
+        if kept {
+            let new_id = step.next_id;
+            step.next_id += 1;
+            step.head = step.head.next(new_id, v);
+            step.ops.push(Op::Put(
+                Space::Quarantine,
+                new_id.to_be_bytes().to_vec(),
+                v.to_vec(),
+            ));
+            if let Some(r) = self.store.get(Space::Meta, &repeat_key(id))? {
+                step.ops.push(Op::Put(Space::Meta, repeat_key(new_id), r));
+            }
+            step.moved.insert(id, new_id);
+            return Ok(());
+        }
+        let charged = charge(e.bytes.len());
+        if fenced {
+            step.fenced_bytes += charged;
+        } else {
+            let source = crate::quarantine::source_of(e.subject_table.as_ref());
+            *step.by_source.entry(source).or_default() += charged;
+        }
+        *step.by_reason.entry(e.reason).or_default() += 1;
+        step.removed += 1;
+        step.mark.purged_entries += 1;
+        step.mark.purged_bytes += charged;
+        Ok(())
+    }
+}
+
+impl Writer<'_> {
     /// Runs one step of a pending purge; `None` when none is pending. Each step is one
     /// atomic commit, so a crash resumes at the next step.
     pub fn purge_step(&self) -> Result<Option<PurgeStep>, Error> {
@@ -85,55 +137,6 @@ impl Ledger {
             "quarantine purge step"
         );
         Ok(Some(out))
-    }
-
-    /// Removes entry `id` (stored bytes `v`), or moves it past the cut when it is a
-    /// fenced table's, and chains it into the cut.
-    fn step_entry(
-        &self,
-        state: &crate::owner::State,
-        step: &mut Step,
-        id: u64,
-        v: &[u8],
-    ) -> Result<(), Error> {
-        let e = QuarantineEntry::decode(id, v)?;
-        step.mark.hash = proofs::digest::quarantine_next(&step.mark.hash, id, v);
-        step.mark.entries += 1;
-        step.ops
-            .push(Op::Remove(Space::Quarantine, id.to_be_bytes().to_vec()));
-        step.ops.push(Op::Remove(Space::Meta, repeat_key(id)));
-        let fenced = e.reason == reason::TABLE_FENCED;
-        let kept = fenced
-            && e.subject_table
-                .as_ref()
-                .is_some_and(|t| state.fenced.contains_key(t));
-        if kept {
-            let new_id = step.next_id;
-            step.next_id += 1;
-            step.head = step.head.next(new_id, v);
-            step.ops.push(Op::Put(
-                Space::Quarantine,
-                new_id.to_be_bytes().to_vec(),
-                v.to_vec(),
-            ));
-            if let Some(r) = self.store.get(Space::Meta, &repeat_key(id))? {
-                step.ops.push(Op::Put(Space::Meta, repeat_key(new_id), r));
-            }
-            step.moved.insert(id, new_id);
-            return Ok(());
-        }
-        let charged = charge(e.bytes.len());
-        if fenced {
-            step.fenced_bytes += charged;
-        } else {
-            let source = crate::quarantine::source_of(e.subject_table.as_ref());
-            *step.by_source.entry(source).or_default() += charged;
-        }
-        *step.by_reason.entry(e.reason).or_default() += 1;
-        step.removed += 1;
-        step.mark.purged_entries += 1;
-        step.mark.purged_bytes += charged;
-        Ok(())
     }
 }
 

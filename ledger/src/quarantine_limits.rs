@@ -15,8 +15,9 @@
 //! open and must use the limits they were first judged with (as `settings` does for the
 //! clock skew limit).
 
+use crate::error::Error;
+use crate::faces::{Reader, Writer};
 use crate::store::{Op, Space, Store};
-use crate::{error::Error, owner::Ledger};
 
 pub use crate::quarantine::ENTRY_COST_BYTES;
 
@@ -48,7 +49,7 @@ pub(crate) fn load_limits(store: &dyn Store) -> Result<QuarantineLimits, Error> 
     Ok(limits)
 }
 
-impl Ledger {
+impl Writer<'_> {
     /// Sets the quarantine's limits from the next refusal on. Kept durably. Refuses limits
     /// that fail `QuarantineLimits::check`.
     pub fn set_quarantine_limits(&self, limits: &QuarantineLimits) -> Result<(), Error> {
@@ -59,7 +60,9 @@ impl Ledger {
         state.quarantine.set_limits(*limits);
         Ok(())
     }
+}
 
+impl Reader<'_> {
     /// The quarantine's limits in force.
     pub fn quarantine_limits(&self) -> QuarantineLimits {
         self.lock().quarantine.limits
@@ -78,7 +81,7 @@ impl Ledger {
     }
 }
 
-/// What the quarantine holds against its limits (`Ledger::quarantine_usage`).
+/// What the quarantine holds against its limits (`Reader::quarantine_usage`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QuarantineUsage {
     /// The limits in force.

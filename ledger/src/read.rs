@@ -1,6 +1,7 @@
 //! Reads: heads, events by seq, rounds, device time and arrival order, quarantine, stats,
 //! and export. Loading the in-memory state at open is here too.
 
+use crate::faces::Reader;
 pub use crate::quarantine::QuarantineEntry;
 use crate::record::{self, be_u64, corrupt, ord_i64, seq_key, split_table_key, table_key, R, W};
 use crate::store::{KvIter, Space};
@@ -155,7 +156,7 @@ pub struct RoundNeighbours {
 /// Events of one table in seq order, read record by record.
 pub struct Events<'a> {
     inner: KvIter<'a>,
-    /// The ledger's count of events decoded from records (`Ledger::events_decoded`).
+    /// The ledger's count of events decoded from records (`Reader::events_decoded`).
     decoded: &'a std::sync::atomic::AtomicU64,
     buf: VecDeque<StoredEvent>,
     range: RangeInclusive<u64>,
@@ -291,24 +292,22 @@ impl ArrivalOrder<'_> {
     }
 }
 
-impl Ledger {
-    /// Tables with at least one stored event.
-    pub fn tables(&self) -> Vec<TableId> {
-        self.lock().heads.keys().cloned().collect()
-    }
-
-    /// The table's chain head (last stored event), if it has any.
-    pub fn head(&self, table: &TableId) -> Option<ChainHead> {
-        self.lock().heads.get(table).cloned()
-    }
-
-    /// Every table's chain head.
-    pub fn heads(&self) -> Vec<ChainHead> {
-        self.lock().heads.values().cloned().collect()
-    }
-
+impl<'a> Reader<'a> {
     /// The table's events with seq in `range`, in seq order.
-    pub fn events(&self, table: &TableId, range: RangeInclusive<u64>) -> Events<'_> {
+    pub fn events(self, table: &TableId, range: RangeInclusive<u64>) -> Events<'a> {
+        self.ledger().events(table, range)
+    }
+
+    /// Every stored event of every table in arrival order (JetStream stream sequence): the
+    /// House's order. Streams record by record; memory holds only overlapping append calls.
+    pub fn events_in_arrival_order(self) -> ArrivalOrder<'a> {
+        self.ledger().events_in_arrival_order()
+    }
+}
+
+impl Ledger {
+    /// The table's events with seq in `range`, in seq order.
+    pub(crate) fn events(&self, table: &TableId, range: RangeInclusive<u64>) -> Events<'_> {
         let tk = table_key(table);
         let start = *range.start();
         // Start at the record containing `start` (the last record key <= start).
@@ -337,6 +336,159 @@ impl Ledger {
             done: range.is_empty(),
             range,
         }
+    }
+
+    /// Every stored event of every table in arrival order (JetStream stream sequence): the
+    /// House's order. Streams record by record; memory holds only overlapping append calls.
+    pub(crate) fn events_in_arrival_order(&self) -> ArrivalOrder<'_> {
+        ArrivalOrder {
+            ledger: self,
+            entries: self.store.range(Space::Arrival, &[], None).peekable(),
+            heap: BinaryHeap::new(),
+            failed: false,
+        }
+    }
+
+    /// The entry with its repeat count read from beside it.
+    fn with_repeats(&self, mut e: QuarantineEntry) -> Result<QuarantineEntry, Error> {
+        e.repeats = self.reader().quarantine_repeats(e.id)?;
+        Ok(e)
+    }
+
+    fn quarantine_entries(&self) -> impl Iterator<Item = Result<QuarantineEntry, Error>> + '_ {
+        self.store
+            .range(Space::Quarantine, &[], None)
+            .map(|kv| kv.and_then(|(k, v)| QuarantineEntry::decode(be_u64(&k)?, &v)))
+    }
+
+    /// Quarantine entries per reason code: `quarantine_counts` without the counters kept
+    /// beside them (`attest::reason::PERSISTED_COUNTERS`), which count no entry.
+    fn quarantine_by_reason(&self) -> BTreeMap<String, u64> {
+        let mut by_reason = self.reader().quarantine_counts();
+        for name in crate::attest::reason::PERSISTED_COUNTERS {
+            by_reason.remove(*name);
+        }
+        by_reason
+    }
+
+    /// The seq range of `table` that `range` selects, with its anchor and head; `None`
+    /// when it selects nothing. Refused when it covers a range `removed` by retention.
+    fn export_range(
+        &self,
+        table: &TableId,
+        range: &ExportRange,
+        removed: &[RemovedRange],
+    ) -> Result<Option<ExportTable>, Error> {
+        let head = self.reader().head(table).map(|h| h.seq.0).unwrap_or(0);
+        let (from, to) = match range {
+            ExportRange::All => (1, head),
+            ExportRange::AfterRemoved => (removed.last().map_or(1, |r| r.last_seq + 1), head),
+            ExportRange::Seqs(r) => ((*r.start()).max(1), (*r.end()).min(head)),
+            ExportRange::Rounds(r) => {
+                let rs: Vec<_> = self.reader().rounds(table)?;
+                let rs = rs.iter().filter(|s| r.contains(&s.round.0));
+                let (first, last) = rs.fold((u64::MAX, 0), |(a, b), s| {
+                    (a.min(s.first_seq.0), b.max(s.last_seq.0))
+                });
+                if first == u64::MAX {
+                    (1, 0)
+                } else {
+                    (first, last)
+                }
+            }
+        };
+        if to < from {
+            return Ok(None);
+        }
+        if let Some(r) = removed
+            .iter()
+            .find(|r| r.first_seq <= to && from <= r.last_seq)
+        {
+            return Err(Error::ExportRemoved {
+                table: table.clone(),
+                day: r.day.clone(),
+                first_seq: r.first_seq,
+                last_seq: r.last_seq,
+            });
+        }
+        let missing = |seq: u64| Error::Export(format!("table {table}: no event at seq {seq}"));
+        let sealed = removed.iter().find(|r| r.last_seq + 1 == from);
+        let anchor = match (from, sealed) {
+            (1, _) => GENESIS,
+            // The event before is a removed day's last: its seal gives the hash.
+            (_, Some(r)) => r.head_hash,
+            _ => {
+                self.reader()
+                    .stored_event(table, from - 1)?
+                    .ok_or_else(|| missing(from - 1))?
+                    .hash
+            }
+        };
+        let last = self
+            .reader()
+            .stored_event(table, to)?
+            .ok_or_else(|| missing(to))?;
+        Ok(Some(ExportTable {
+            table: table.clone(),
+            from_seq: from,
+            to_seq: to,
+            anchor,
+            head: last.hash,
+            events: to - from + 1,
+        }))
+    }
+
+    /// Writes one table's event lines; their count, and the receipt of a range from seq 1
+    /// (as `verify_export` recomputes it).
+    fn export_table(
+        &self,
+        t: &ExportTable,
+        w: &mut impl Write,
+    ) -> Result<(u64, Option<Hash32>), Error> {
+        let mut expected = t.from_seq;
+        let mut receipt = (t.from_seq == 1).then_some(Hash32::ZERO);
+        for e in self.events(&t.table, t.from_seq..=t.to_seq) {
+            let e = e?;
+            if e.seq.0 != expected {
+                return Err(Error::Export(format!(
+                    "table {}: stored seq {} where {expected} was expected (run verify)",
+                    t.table, e.seq.0
+                )));
+            }
+            expected += 1;
+            if let Some(r) = &mut receipt {
+                *r = proofs::digest::receipt_next(r, e.stream_seq, e.received_at_ns);
+            }
+            let line = crate::store::tier_ref::export_line(&t.table, &e);
+            let line = serde_json::to_string(&line).map_err(|e| Error::Export(e.to_string()))?;
+            writeln!(w, "{line}")?;
+        }
+        if expected != t.to_seq + 1 {
+            return Err(Error::Export(format!(
+                "table {}: stored events end at seq {}, expected {} (run verify)",
+                t.table,
+                expected - 1,
+                t.to_seq
+            )));
+        }
+        Ok((t.to_seq + 1 - t.from_seq, receipt))
+    }
+}
+
+impl Reader<'_> {
+    /// Tables with at least one stored event.
+    pub fn tables(&self) -> Vec<TableId> {
+        self.lock().heads.keys().cloned().collect()
+    }
+
+    /// The table's chain head (last stored event), if it has any.
+    pub fn head(&self, table: &TableId) -> Option<ChainHead> {
+        self.lock().heads.get(table).cloned()
+    }
+
+    /// Every table's chain head.
+    pub fn heads(&self) -> Vec<ChainHead> {
+        self.lock().heads.values().cloned().collect()
     }
 
     /// Events decoded from stored records since open, by every read: what reads cost, for
@@ -481,17 +633,6 @@ impl Ledger {
         Ok(out)
     }
 
-    /// Every stored event of every table in arrival order (JetStream stream sequence): the
-    /// House's order. Streams record by record; memory holds only overlapping append calls.
-    pub fn events_in_arrival_order(&self) -> ArrivalOrder<'_> {
-        ArrivalOrder {
-            ledger: self,
-            entries: self.store.range(Space::Arrival, &[], None).peekable(),
-            heap: BinaryHeap::new(),
-            failed: false,
-        }
-    }
-
     /// Every quarantined message, oldest first.
     pub fn quarantine(&self) -> Result<Vec<QuarantineEntry>, Error> {
         self.quarantine_entries().collect()
@@ -607,12 +748,6 @@ impl Ledger {
             .map_or(0, |r| r.count))
     }
 
-    /// The entry with its repeat count read from beside it.
-    fn with_repeats(&self, mut e: QuarantineEntry) -> Result<QuarantineEntry, Error> {
-        e.repeats = self.quarantine_repeats(e.id)?;
-        Ok(e)
-    }
-
     /// Refusals past a quarantine bound, counted by (source, reason): how many, their
     /// bytes, the stream seqs where the stream keeps them, and a digest of them.
     pub fn quarantine_overflows(&self) -> BTreeMap<(String, String), crate::quarantine::Overflow> {
@@ -622,22 +757,6 @@ impl Ledger {
     /// The quarantine chain's head as committed (`crate::quarantine`).
     pub fn quarantine_head(&self) -> crate::quarantine::QuarantineHead {
         self.lock().quarantine.head
-    }
-
-    fn quarantine_entries(&self) -> impl Iterator<Item = Result<QuarantineEntry, Error>> + '_ {
-        self.store
-            .range(Space::Quarantine, &[], None)
-            .map(|kv| kv.and_then(|(k, v)| QuarantineEntry::decode(be_u64(&k)?, &v)))
-    }
-
-    /// Quarantine entries per reason code: `quarantine_counts` without the counters kept
-    /// beside them (`attest::reason::PERSISTED_COUNTERS`), which count no entry.
-    fn quarantine_by_reason(&self) -> BTreeMap<String, u64> {
-        let mut by_reason = self.quarantine_counts();
-        for name in crate::attest::reason::PERSISTED_COUNTERS {
-            by_reason.remove(*name);
-        }
-        by_reason
     }
 
     /// Quarantined messages per reason code.
@@ -735,104 +854,5 @@ impl Ledger {
             events: total,
             receipts,
         })
-    }
-
-    /// The seq range of `table` that `range` selects, with its anchor and head; `None`
-    /// when it selects nothing. Refused when it covers a range `removed` by retention.
-    fn export_range(
-        &self,
-        table: &TableId,
-        range: &ExportRange,
-        removed: &[RemovedRange],
-    ) -> Result<Option<ExportTable>, Error> {
-        let head = self.head(table).map(|h| h.seq.0).unwrap_or(0);
-        let (from, to) = match range {
-            ExportRange::All => (1, head),
-            ExportRange::AfterRemoved => (removed.last().map_or(1, |r| r.last_seq + 1), head),
-            ExportRange::Seqs(r) => ((*r.start()).max(1), (*r.end()).min(head)),
-            ExportRange::Rounds(r) => {
-                let rs: Vec<_> = self.rounds(table)?;
-                let rs = rs.iter().filter(|s| r.contains(&s.round.0));
-                let (first, last) = rs.fold((u64::MAX, 0), |(a, b), s| {
-                    (a.min(s.first_seq.0), b.max(s.last_seq.0))
-                });
-                if first == u64::MAX {
-                    (1, 0)
-                } else {
-                    (first, last)
-                }
-            }
-        };
-        if to < from {
-            return Ok(None);
-        }
-        if let Some(r) = removed
-            .iter()
-            .find(|r| r.first_seq <= to && from <= r.last_seq)
-        {
-            return Err(Error::ExportRemoved {
-                table: table.clone(),
-                day: r.day.clone(),
-                first_seq: r.first_seq,
-                last_seq: r.last_seq,
-            });
-        }
-        let missing = |seq: u64| Error::Export(format!("table {table}: no event at seq {seq}"));
-        let sealed = removed.iter().find(|r| r.last_seq + 1 == from);
-        let anchor = match (from, sealed) {
-            (1, _) => GENESIS,
-            // The event before is a removed day's last: its seal gives the hash.
-            (_, Some(r)) => r.head_hash,
-            _ => {
-                self.stored_event(table, from - 1)?
-                    .ok_or_else(|| missing(from - 1))?
-                    .hash
-            }
-        };
-        let last = self.stored_event(table, to)?.ok_or_else(|| missing(to))?;
-        Ok(Some(ExportTable {
-            table: table.clone(),
-            from_seq: from,
-            to_seq: to,
-            anchor,
-            head: last.hash,
-            events: to - from + 1,
-        }))
-    }
-
-    /// Writes one table's event lines; their count, and the receipt of a range from seq 1
-    /// (as `verify_export` recomputes it).
-    fn export_table(
-        &self,
-        t: &ExportTable,
-        w: &mut impl Write,
-    ) -> Result<(u64, Option<Hash32>), Error> {
-        let mut expected = t.from_seq;
-        let mut receipt = (t.from_seq == 1).then_some(Hash32::ZERO);
-        for e in self.events(&t.table, t.from_seq..=t.to_seq) {
-            let e = e?;
-            if e.seq.0 != expected {
-                return Err(Error::Export(format!(
-                    "table {}: stored seq {} where {expected} was expected (run verify)",
-                    t.table, e.seq.0
-                )));
-            }
-            expected += 1;
-            if let Some(r) = &mut receipt {
-                *r = proofs::digest::receipt_next(r, e.stream_seq, e.received_at_ns);
-            }
-            let line = crate::store::tier_ref::export_line(&t.table, &e);
-            let line = serde_json::to_string(&line).map_err(|e| Error::Export(e.to_string()))?;
-            writeln!(w, "{line}")?;
-        }
-        if expected != t.to_seq + 1 {
-            return Err(Error::Export(format!(
-                "table {}: stored events end at seq {}, expected {} (run verify)",
-                t.table,
-                expected - 1,
-                t.to_seq
-            )));
-        }
-        Ok((t.to_seq + 1 - t.from_seq, receipt))
     }
 }

@@ -19,7 +19,7 @@
 //!   through `append_batch` as it was received (its bytes, stream seq and receive time), so
 //!   it must chain from the head, and anything else is a duplicate, held or quarantined as
 //!   usual. Enrollments among them are judged with the admin keys the ledger last trusted
-//!   (`Ledger::trust_admin_keys` keeps them), as they were the first time. Checkpoints go
+//!   (`Writer::trust_admin_keys` keeps them), as they were the first time. Checkpoints go
 //!   through `append_checkpoints` after the events found before them (a commit's records
 //!   come before its copied puts), so each is checked against the chain it signed again. Quarantine entries are put back verbatim, reason and all, under their own ids.
 //! - Idempotent: the re-appended events are written as new entries and commits, which
@@ -306,7 +306,7 @@ impl Ledger {
             found.events.clear();
         }
         if !found.checkpoints.is_empty() {
-            for o in self.append_checkpoints(&found.checkpoints)? {
+            for o in self.writer().append_checkpoints(&found.checkpoints)? {
                 use crate::types::CheckpointOutcome as C;
                 match o {
                     C::Kept { .. } => report.checkpoints_kept += 1,

@@ -7,10 +7,11 @@
 //!
 //! Kept in its own space, not the chain: the chain stays the device's events, whole, so
 //! every verifier of chains, exports and bundles checks it unchanged. `verify` checks each
-//! kept re-sync against the chain and the quarantine (`Ledger::check_resyncs`).
+//! kept re-sync against the chain and the quarantine (`Verifier::check_resyncs`).
 
 use crate::append::{push_event, release_held};
 use crate::call::Call;
+use crate::faces::{Reader, Verifier};
 use crate::read::QuarantineEntry;
 use crate::record::{self, seq_key, split_table_key, R, W};
 use crate::refuse::quarantine;
@@ -20,7 +21,7 @@ use crate::{error::Error, owner::Ledger};
 use schemas::resync::{Resync, ResyncError};
 use schemas::{chain::event_hash, codec, ChainHead, Event, TableId};
 
-/// Most re-syncs one `Ledger::resyncs` listing returns.
+/// Most re-syncs one `Reader::resyncs` listing returns.
 pub const RESYNC_LIST_MAX: usize = 10_000;
 
 /// A kept re-sync and where it arrived.
@@ -174,7 +175,7 @@ impl Ledger {
     /// did (`table_fenced`) numbers its later entries differently, and a re-sync read
     /// through another node names that node's id. The event hash is signed; it decides.
     pub(crate) fn resync_entry(&self, r: &Resync) -> Result<Option<QuarantineEntry>, Error> {
-        if let Some(e) = self.quarantine_entry(r.quarantine_id)? {
+        if let Some(e) = self.reader().quarantine_entry(r.quarantine_id)? {
             if event_hash_of(&e.bytes) == Some(r.event_hash) {
                 return Ok(Some(e));
             }
@@ -221,7 +222,9 @@ impl Ledger {
             entry,
         })
     }
+}
 
+impl Reader<'_> {
     /// The kept re-syncs of `table` (every table when `None`), in (table, seq) order, at
     /// most `RESYNC_LIST_MAX`.
     pub fn resyncs(&self, table: Option<&TableId>) -> Result<Vec<KeptResync>, Error> {
@@ -250,14 +253,16 @@ impl Ledger {
         let range = self.store.range(Space::Resync, &from, Some(&to));
         range.map(|kv| decode(&kv?.1)).collect()
     }
+}
 
+impl Verifier<'_> {
     /// `verify`'s check of every kept re-sync: its signature by an admin the ledger
     /// trusts, the chain's event at its seq (the hash it names), and its quarantine entry
     /// (the same bytes). One line per problem.
     pub fn check_resyncs(&self) -> Result<Vec<String>, Error> {
         let admins = self.lock().trust.admin_keys.clone();
         let mut problems = Vec::new();
-        for kept in self.resyncs(None)? {
+        for kept in self.reader().resyncs(None)? {
             let r = &kept.resync;
             let at = format!("re-sync of {} at seq {}", r.table, r.seq.0);
             if !admins.contains(&r.admin) || !r.signature_verifies() {
@@ -278,7 +283,7 @@ impl Ledger {
                 ));
             }
             // A purge may have removed the entry since: the chain's event above is checked.
-            let purged_below = self.purge_progress().0.below_id;
+            let purged_below = self.reader().purge_progress().0.below_id;
             if r.quarantine_id >= purged_below && self.resync_entry(r)?.is_none() {
                 problems.push(format!(
                     "{at}: quarantine entry {} is not that event, nor is any newer entry",

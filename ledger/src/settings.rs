@@ -5,9 +5,10 @@
 //! ledger (`serve`, `audit`, a test). The day rule (gaming day start, time zone, shift
 //! starts) is kept so every report on the ledger splits its days the same way.
 
+use crate::faces::{Reader, Writer};
 use crate::record::be_u64;
 use crate::store::{Op, Space, Store};
-use crate::{error::Error, limits::CLOCK_SKEW_MAX_NS, owner::Ledger};
+use crate::{error::Error, limits::CLOCK_SKEW_MAX_NS};
 
 /// `Space::Meta` key of the clock skew limit (ns, u64 BE); absent means the default,
 /// `CLOCK_SKEW_MAX_NS`.
@@ -26,7 +27,7 @@ pub(crate) fn load_clock_skew_max_ns(store: &dyn Store) -> Result<i64, Error> {
         .ok_or_else(|| crate::record::corrupt("clock skew limit out of range"))
 }
 
-impl Ledger {
+impl Writer<'_> {
     /// Sets how far an event's device time may be from its receive time before it is
     /// quarantined (`clock_skew`). Kept durably. Refuses 0 or less.
     pub fn set_clock_skew_max_ns(&self, skew_max_ns: i64) -> Result<(), Error> {
@@ -45,14 +46,16 @@ impl Ledger {
         state.clock_skew_max_ns = skew_max_ns;
         Ok(())
     }
+}
 
+impl Reader<'_> {
     /// The clock skew limit in force (`set_clock_skew_max_ns`, else `CLOCK_SKEW_MAX_NS`).
     pub fn clock_skew_max_ns(&self) -> i64 {
         self.lock().clock_skew_max_ns
     }
 }
 
-impl Ledger {
+impl Writer<'_> {
     /// Keeps `rule` as the property's day rule (`day_rule`). Kept durably.
     pub fn set_day_rule(&self, rule: &crate::days::DayRule) -> Result<(), Error> {
         let spec = rule.spec();
@@ -66,7 +69,9 @@ impl Ledger {
         )])?;
         self.store.flush()
     }
+}
 
+impl Reader<'_> {
     /// The property's day rule as `set_day_rule` kept it; `None` before one is set.
     pub fn day_rule(&self) -> Result<Option<crate::days::DayRule>, Error> {
         let Some(v) = self.store.get(Space::Meta, DAY_RULE_KEY)? else {
@@ -91,10 +96,13 @@ mod tests {
             .unwrap();
         {
             let l = crate::Ledger::open(dir.path()).unwrap();
-            assert!(l.day_rule().unwrap().is_none(), "none set yet");
-            l.set_day_rule(&rule).unwrap();
+            assert!(l.reader().day_rule().unwrap().is_none(), "none set yet");
+            l.writer().set_day_rule(&rule).unwrap();
         }
         let l = crate::Ledger::open(dir.path()).unwrap();
-        assert_eq!(l.day_rule().unwrap().map(|r| r.spec()), Some(rule.spec()));
+        assert_eq!(
+            l.reader().day_rule().unwrap().map(|r| r.spec()),
+            Some(rule.spec())
+        );
     }
 }

@@ -95,7 +95,7 @@ pub enum Refused {
         reason: &'static str,
     },
     /// Refused past a quarantine bound (`quarantine::Bound`): not stored, counted by its
-    /// source and reason (`Ledger::quarantine_overflows`). Its bytes stay in the stream.
+    /// source and reason (`Reader::quarantine_overflows`). Its bytes stay in the stream.
     Overflowed {
         /// The stable reason code it was refused for.
         reason: &'static str,
@@ -116,7 +116,7 @@ impl From<Refused> for CheckpointOutcome {
     }
 }
 
-/// What one `Ledger::append` call did: one outcome per message, in input order.
+/// What one `Writer::append` call did: one outcome per message, in input order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outcomes {
     /// One outcome per event message, in input order.
@@ -128,7 +128,7 @@ pub struct Outcomes {
 /// Whose signatures a call checks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Admission {
-    /// As the ledger requires (`Ledger::require_signed_events`).
+    /// As the ledger requires (`Writer::require_signed_events`).
     Check,
     /// None: recovery re-appends records admitted before they were written.
     Recovered,
@@ -172,7 +172,7 @@ pub mod reason {
     /// An event after its table's `TableClosed` (only a `TableOpened` reopens a table).
     pub const TABLE_CLOSED: &str = "table_closed";
     /// No device signature, or signature headers that do not read, on a ledger that
-    /// requires signed events (`Ledger::require_signed_events`).
+    /// requires signed events (`Writer::require_signed_events`).
     pub const UNSIGNED: &str = "unsigned";
     /// Signed by a device the chain has no current key for (never enrolled, revoked, or
     /// an enrollment header no trusted admin signed).
@@ -315,7 +315,7 @@ pub(crate) type Attested = BTreeMap<TableId, Attestation>;
 
 /// Who may speak for a table: the ledger's part of "who may speak" (ARCHITECTURE.md).
 pub(crate) struct Trust {
-    /// Who may enroll device keys (`Ledger::trust_admin_keys`, kept in `Space::Meta`).
+    /// Who may enroll device keys (`Writer::trust_admin_keys`, kept in `Space::Meta`).
     pub(crate) admin_keys: std::collections::BTreeSet<schemas::attest::PublicKey>,
     /// Whether only device-signed events are stored (`provenance`).
     pub(crate) require_signed: bool,

@@ -25,13 +25,14 @@
 //! checks against the device's enrolled key, so forging one needs a device's or an
 //! admin's private key.
 
+use crate::error::Error;
+use crate::faces::Verifier;
 use crate::held_check::HeldReport;
 use crate::quarantine::QuarantineVerdict;
 use crate::read::decode_head;
 use crate::record::{self, be_u64, split_table_key, table_key};
 use crate::store::{Space, Store};
 use crate::tier::removed::{Removed, RemovedRange};
-use crate::{error::Error, owner::Ledger};
 use schemas::{chain::event_hash, codec, ChainHead, Hash32, TableId, GENESIS};
 use std::collections::BTreeMap;
 
@@ -251,7 +252,7 @@ pub enum VerifyProblem {
     StoreRead(String),
 }
 
-impl Ledger {
+impl Verifier<'_> {
     /// Verifies every table's chain. `Err` only for store failures; damage is in the report.
     pub fn verify(&self) -> Result<VerifyReport, Error> {
         let mem = self.lock().heads.clone();

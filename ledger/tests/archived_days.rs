@@ -21,7 +21,9 @@ fn build(dir: &Path, days: u32) -> String {
 }
 
 fn reads(l: &Ledger) -> StoreReads {
-    l.store_reads().expect("a sled store counts its reads")
+    l.reader()
+        .store_reads()
+        .expect("a sled store counts its reads")
 }
 
 /// A step of `costs`, run on a ledger just opened.
@@ -32,21 +34,21 @@ fn costs(dir: &Path, hot_day: &str) -> Vec<(&'static str, StoreReads)> {
     let t = TableId::new(TABLES[0]).expect("table");
     let steps: [Step; 5] = [
         ("day count", &|l| {
-            assert!(l.tier_day_count().expect("count") >= 1);
+            assert!(l.tier().tier_day_count().expect("count") >= 1);
         }),
         ("days to archive", &|l| {
-            let due = l.days_to_archive(i64::MAX / 2, 0).expect("due");
+            let due = l.tier().days_to_archive(i64::MAX / 2, 0).expect("due");
             assert_eq!(due, [hot_day], "only the hot day is due");
         }),
         ("hot lookup", &|l| {
-            let head = l.head(&t).expect("head").seq.0;
-            assert!(l.stored_event(&t, head).expect("read").is_some());
+            let head = l.reader().head(&t).expect("head").seq.0;
+            assert!(l.reader().stored_event(&t, head).expect("read").is_some());
         }),
         ("archived lookup", &|l| {
-            assert!(l.stored_event(&t, 1).expect("read").is_some());
+            assert!(l.reader().stored_event(&t, 1).expect("read").is_some());
         }),
         ("verify_day", &|l| {
-            let v = l.verify_day(hot_day, None).expect("verify_day");
+            let v = l.verifier().verify_day(hot_day, None).expect("verify_day");
             assert!(v.is_ok(), "{:?}", v.problems);
         }),
     ];
@@ -79,7 +81,7 @@ fn open_and_day_reads_do_not_grow_with_archived_days() {
     let hot_one = build(one.path(), 1);
     let hot_many = build(many.path(), DAYS_MANY);
     let l = Ledger::open(many.path()).unwrap();
-    assert_eq!(l.tier_day_count().unwrap(), u64::from(DAYS_MANY));
+    assert_eq!(l.tier().tier_day_count().unwrap(), u64::from(DAYS_MANY));
     drop(l);
     let (a, b) = (costs(one.path(), &hot_one), costs(many.path(), &hot_many));
     for ((step, x), (_, y)) in a.iter().zip(&b) {
@@ -117,7 +119,7 @@ fn a_restart_reads_nothing_per_archived_day() {
         archive_days(&mut b, &l, 10);
         b.append_day(&l);
         b.seal_day(&l);
-        assert_eq!(l.tier_day_count().unwrap(), 30);
+        assert_eq!(l.tier().tier_day_count().unwrap(), 30);
     }
     let l = Ledger::open(dir.path()).unwrap();
     let second = reads(&l);
@@ -125,7 +127,7 @@ fn a_restart_reads_nothing_per_archived_day() {
     assert_eq!((second.day_files_opened, second.frames_loaded), (0, 0));
     assert_eq!(first, second, "a restart after 10 more archived days");
     let t = TableId::new(TABLES[1]).unwrap();
-    assert_eq!(l.stored_event(&t, 1).unwrap().unwrap().seq, Seq(1));
+    assert_eq!(l.reader().stored_event(&t, 1).unwrap().unwrap().seq, Seq(1));
 }
 
 /// Appends, seals and archives `days` days after the builder's current one.
@@ -134,7 +136,7 @@ fn archive_days(b: &mut Builder, l: &Ledger, days: u32) -> String {
     for _ in 0..days {
         b.append_day(l);
         last = b.seal_day(l);
-        l.archive_move(&last).unwrap();
+        l.tier().archive_move(&last).unwrap();
     }
     last
 }
@@ -157,21 +159,21 @@ fn heads_in_an_archived_day_are_checked_without_reading_its_file() {
     let r = reads(&l);
     assert_eq!((r.day_files_opened, r.frames_loaded), (0, 0), "{r:?}");
     assert_eq!(r.of(Space::Seal), TABLES.len() as u64, "one seal per table");
-    assert!(l.fenced().is_empty(), "{:?}", l.fenced());
-    let v = l.verify().unwrap();
+    assert!(l.reader().fenced().is_empty(), "{:?}", l.reader().fenced());
+    let v = l.verifier().verify().unwrap();
     assert!(v.is_ok(), "{v:?}");
     drop(l);
     let file = dir.path().join("archive").join(format!("{last}.rlday"));
     std::fs::rename(&file, dir.path().join("aside.rlday")).unwrap();
     let l = Ledger::open(dir.path()).unwrap();
-    let fenced = l.fenced();
+    let fenced = l.reader().fenced();
     assert_eq!(fenced.len(), TABLES.len(), "{fenced:?}");
     for f in fenced.values() {
         assert_eq!(f.check, ledger::fence::check::HEAD_UNREADABLE);
         assert!(f.detail.contains("day file"), "{}", f.detail);
     }
     assert!(
-        !l.verify().unwrap().is_ok(),
+        !l.verifier().verify().unwrap().is_ok(),
         "verify names the missing day file"
     );
 }
@@ -192,14 +194,14 @@ fn days_archived_out_of_order_are_all_found() {
             b.seal_day(&l)
         })
         .collect();
-    let due = |l: &Ledger| l.days_to_archive(i64::MAX / 2, 0).unwrap();
-    l.archive_move(&days[2]).unwrap();
+    let due = |l: &Ledger| l.tier().days_to_archive(i64::MAX / 2, 0).unwrap();
+    l.tier().archive_move(&days[2]).unwrap();
     assert_eq!(due(&l), [days[0].as_str(), &days[1], &days[3]]);
-    l.archive_move(&days[0]).unwrap();
+    l.tier().archive_move(&days[0]).unwrap();
     assert_eq!(due(&l), [days[1].as_str(), &days[3]]);
-    l.archive_move(&days[1]).unwrap();
+    l.tier().archive_move(&days[1]).unwrap();
     assert_eq!(due(&l), [days[3].as_str()]);
-    assert_eq!(l.tier_day_count().unwrap(), 3);
+    assert_eq!(l.tier().tier_day_count().unwrap(), 3);
     let before = reads(&l);
     assert_eq!(due(&l), [days[3].as_str()]);
     let r = minus(&reads(&l), &before);
@@ -208,5 +210,5 @@ fn days_archived_out_of_order_are_all_found() {
         1,
         "only the hot day's seal is read: {r:?}"
     );
-    assert_eq!(l.tier_entries().unwrap().len(), 3);
+    assert_eq!(l.tier().tier_entries().unwrap().len(), 3);
 }

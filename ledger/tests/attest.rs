@@ -48,16 +48,22 @@ fn enrolled_device_checkpoint_is_kept_and_survives_reopen() {
     let mut c = Chain::new("CSP-01");
     {
         let l = Ledger::open(dir.path()).unwrap();
-        l.trust_admin_keys([admin.public()]).unwrap();
+        l.writer().trust_admin_keys([admin.public()]).unwrap();
         let batch = vec![
             c.key_event(&admin, &device, KeyAction::Enroll),
             c.announce(),
             c.announce(),
         ];
-        stored_all(&l.append_batch(&batch).unwrap());
-        assert!(l.attestation(&c.table).is_none(), "nothing attested yet");
+        stored_all(&l.writer().append_batch(&batch).unwrap());
+        assert!(
+            l.reader().attestation(&c.table).is_none(),
+            "nothing attested yet"
+        );
         let cp = c.checkpoint(&device, 3);
-        let out = l.append_checkpoints(std::slice::from_ref(&cp)).unwrap();
+        let out = l
+            .writer()
+            .append_checkpoints(std::slice::from_ref(&cp))
+            .unwrap();
         assert_eq!(
             out,
             vec![CheckpointOutcome::Kept {
@@ -66,23 +72,24 @@ fn enrolled_device_checkpoint_is_kept_and_survives_reopen() {
             }]
         );
         // Redelivered: recognised, not kept twice.
-        let again = l.append_checkpoints(&[cp]).unwrap();
+        let again = l.writer().append_checkpoints(&[cp]).unwrap();
         assert!(matches!(again[0], CheckpointOutcome::Duplicate { .. }));
         // A later event is not yet attested.
-        stored_all(&l.append_batch(&[c.announce()]).unwrap());
-        let a = l.attestation(&c.table).unwrap();
+        stored_all(&l.writer().append_batch(&[c.announce()]).unwrap());
+        let a = l.reader().attestation(&c.table).unwrap();
         assert_eq!((a.seq, a.hash), (Seq(3), c.hashes[2]));
-        assert!(l.head(&c.table).unwrap().seq > a.seq);
+        assert!(l.reader().head(&c.table).unwrap().seq > a.seq);
         l.flush().unwrap();
     }
     let l = Ledger::open(dir.path()).unwrap();
-    let a = l.attestation(&c.table).unwrap();
+    let a = l.reader().attestation(&c.table).unwrap();
     assert_eq!(a.seq, Seq(3));
     let dk = l
+        .reader()
         .device_key(&c.table, &DeviceId::new("dealer-terminal").unwrap())
         .unwrap();
     assert_eq!((dk.key, dk.enrolled_seq), (device.public(), Seq(1)));
-    assert!(l.verify().unwrap().is_ok());
+    assert!(l.verifier().verify().unwrap().is_ok());
 }
 
 #[test]
@@ -90,14 +97,14 @@ fn every_bad_checkpoint_is_quarantined_with_its_reason() {
     let dir = tempfile::tempdir().unwrap();
     let (admin, device) = keys();
     let l = Ledger::open(dir.path()).unwrap();
-    l.trust_admin_keys([admin.public()]).unwrap();
+    l.writer().trust_admin_keys([admin.public()]).unwrap();
     let mut c = Chain::new("TCP-02");
     let batch = vec![
         c.key_event(&admin, &device, KeyAction::Enroll),
         c.announce(),
         c.announce(),
     ];
-    stored_all(&l.append_batch(&batch).unwrap());
+    stored_all(&l.writer().append_batch(&batch).unwrap());
 
     let stranger = SigningKey::derive_for_simulation("not enrolled");
     let bad_sig = c.checkpoint(&stranger, 2);
@@ -132,7 +139,7 @@ fn every_bad_checkpoint_is_quarantined_with_its_reason() {
         garbage.clone(),
         unknown_device,
     ];
-    let out = l.append_checkpoints(&batch).unwrap();
+    let out = l.writer().append_checkpoints(&batch).unwrap();
     assert_eq!(
         quarantined(&out),
         vec![
@@ -145,16 +152,19 @@ fn every_bad_checkpoint_is_quarantined_with_its_reason() {
         ]
     );
     // Kept verbatim, with the reason, and counted.
-    let q = l.quarantine().unwrap();
+    let q = l.reader().quarantine().unwrap();
     assert_eq!(q.len(), 6);
     assert!(q
         .iter()
         .any(|e| e.bytes == garbage.bytes && e.reason == reason::CHECKPOINT_UNDECODABLE));
-    assert_eq!(l.quarantine_counts().get(reason::BAD_SIGNATURE), Some(&1));
+    assert_eq!(
+        l.reader().quarantine_counts().get(reason::BAD_SIGNATURE),
+        Some(&1)
+    );
     // The chain is untouched and still takes events.
-    assert!(l.attestation(&c.table).is_none());
-    stored_all(&l.append_batch(&[c.announce()]).unwrap());
-    assert!(l.verify().unwrap().is_ok());
+    assert!(l.reader().attestation(&c.table).is_none());
+    stored_all(&l.writer().append_batch(&[c.announce()]).unwrap());
+    assert!(l.verifier().verify().unwrap().is_ok());
 }
 
 #[test]
@@ -163,53 +173,67 @@ fn untrusted_enrollment_takes_no_effect_and_revocation_and_rotation_do() {
     let (admin, device) = keys();
     let rogue_admin = SigningKey::derive_for_simulation("rogue admin");
     let l = Ledger::open(dir.path()).unwrap();
-    l.trust_admin_keys([admin.public()]).unwrap();
+    l.writer().trust_admin_keys([admin.public()]).unwrap();
     let mut c = Chain::new("MLP-03");
     let id = DeviceId::new("dealer-terminal").unwrap();
 
     // Enrolled by an admin the ledger does not trust: stored in the chain, no effect.
     stored_all(
-        &l.append_batch(&[
-            c.key_event(&rogue_admin, &device, KeyAction::Enroll),
-            c.announce(),
-        ])
-        .unwrap(),
+        &l.writer()
+            .append_batch(&[
+                c.key_event(&rogue_admin, &device, KeyAction::Enroll),
+                c.announce(),
+            ])
+            .unwrap(),
     );
-    assert!(l.device_key(&c.table, &id).is_none());
+    assert!(l.reader().device_key(&c.table, &id).is_none());
     assert_eq!(
-        l.quarantine_counts().get(reason::ENROLLMENT_REFUSED),
+        l.reader()
+            .quarantine_counts()
+            .get(reason::ENROLLMENT_REFUSED),
         Some(&1)
     );
     // The alert's count is not a quarantine entry, yet survives a reopen.
     l.flush().unwrap();
     drop(l);
     let l = Ledger::open(dir.path()).unwrap();
-    l.trust_admin_keys([admin.public()]).unwrap();
+    l.writer().trust_admin_keys([admin.public()]).unwrap();
     assert_eq!(
-        l.quarantine_counts().get(reason::ENROLLMENT_REFUSED),
+        l.reader()
+            .quarantine_counts()
+            .get(reason::ENROLLMENT_REFUSED),
         Some(&1)
     );
-    let out = l.append_checkpoints(&[c.checkpoint(&device, 2)]).unwrap();
+    let out = l
+        .writer()
+        .append_checkpoints(&[c.checkpoint(&device, 2)])
+        .unwrap();
     assert_eq!(quarantined(&out), vec![reason::UNKNOWN_DEVICE]);
 
     // Properly enrolled: kept.
     stored_all(
-        &l.append_batch(&[c.key_event(&admin, &device, KeyAction::Enroll)])
+        &l.writer()
+            .append_batch(&[c.key_event(&admin, &device, KeyAction::Enroll)])
             .unwrap(),
     );
-    let out = l.append_checkpoints(&[c.checkpoint(&device, 3)]).unwrap();
+    let out = l
+        .writer()
+        .append_checkpoints(&[c.checkpoint(&device, 3)])
+        .unwrap();
     assert!(matches!(out[0], CheckpointOutcome::Kept { .. }));
 
     // Rotation: the new key replaces the old one.
     let rotated = SigningKey::derive_for_simulation("test device, rotated");
     stored_all(
-        &l.append_batch(&[
-            c.key_event(&admin, &rotated, KeyAction::Enroll),
-            c.announce(),
-        ])
-        .unwrap(),
+        &l.writer()
+            .append_batch(&[
+                c.key_event(&admin, &rotated, KeyAction::Enroll),
+                c.announce(),
+            ])
+            .unwrap(),
     );
     let out = l
+        .writer()
         .append_checkpoints(&[c.checkpoint(&device, 5), c.checkpoint(&rotated, 5)])
         .unwrap();
     assert!(matches!(
@@ -224,27 +248,37 @@ fn untrusted_enrollment_takes_no_effect_and_revocation_and_rotation_do() {
     // Revocation: the device's checkpoints are refused from then on. It comes in a later
     // call than the enrollment; the register still knows where the key was enrolled.
     let terminal = DeviceId::new("dealer-terminal").unwrap();
-    let enrolled = l.device_key(&c.table, &terminal).unwrap().enrolled_seq;
+    let enrolled = l
+        .reader()
+        .device_key(&c.table, &terminal)
+        .unwrap()
+        .enrolled_seq;
     assert!(
         enrolled > Seq(1),
         "the rotated key's enrollment, after the first key's"
     );
     let revocation = c.key_event(&admin, &rotated, KeyAction::Revoke);
-    let revoked_at = l.append_batch(std::slice::from_ref(&revocation)).unwrap();
+    let revoked_at = l
+        .writer()
+        .append_batch(std::slice::from_ref(&revocation))
+        .unwrap();
     let revoked_seq = match &revoked_at[..] {
         [Appended::Stored { seq, .. }] => *seq,
         other => panic!("revocation not stored: {other:?}"),
     };
-    stored_all(&l.append_batch(&[c.announce()]).unwrap());
-    let dk = l.device_key(&c.table, &terminal).unwrap();
+    stored_all(&l.writer().append_batch(&[c.announce()]).unwrap());
+    let dk = l.reader().device_key(&c.table, &terminal).unwrap();
     assert_eq!(
         (dk.key, dk.enrolled_seq, dk.revoked_seq),
         (rotated.public(), enrolled, Some(revoked_seq))
     );
-    let out = l.append_checkpoints(&[c.checkpoint(&rotated, 7)]).unwrap();
+    let out = l
+        .writer()
+        .append_checkpoints(&[c.checkpoint(&rotated, 7)])
+        .unwrap();
     assert_eq!(quarantined(&out), vec![reason::REVOKED_DEVICE]);
-    assert_eq!(l.attestation(&c.table).unwrap().seq, Seq(5));
-    assert!(l.verify().unwrap().is_ok());
+    assert_eq!(l.reader().attestation(&c.table).unwrap().seq, Seq(5));
+    assert!(l.verifier().verify().unwrap().is_ok());
 }
 
 #[test]
@@ -254,18 +288,19 @@ fn the_first_checkpoint_at_or_after_a_seq_is_found_verbatim() {
     let mut c = Chain::new("CSP-01");
     let mut other = Chain::new("CSP-02");
     let l = Ledger::open(dir.path()).unwrap();
-    l.trust_admin_keys([admin.public()]).unwrap();
+    l.writer().trust_admin_keys([admin.public()]).unwrap();
     let mut batch = vec![c.key_event(&admin, &device, KeyAction::Enroll)];
     batch.extend((0..5).map(|_| c.announce()));
     batch.push(other.key_event(&admin, &device, KeyAction::Enroll));
     batch.push(other.announce());
-    stored_all(&l.append_batch(&batch).unwrap());
+    stored_all(&l.writer().append_batch(&batch).unwrap());
     let (at2, at4, other2) = (
         c.checkpoint(&device, 2),
         c.checkpoint(&device, 4),
         other.checkpoint(&device, 2),
     );
     let kept = l
+        .writer()
         .append_checkpoints(&[at2.clone(), at4.clone(), other2])
         .unwrap();
     assert!(
@@ -274,7 +309,7 @@ fn the_first_checkpoint_at_or_after_a_seq_is_found_verbatim() {
         "{kept:?}"
     );
     let table = c.table.clone();
-    let found = |seq| l.checkpoint_at_or_after(&table, seq).unwrap();
+    let found = |seq| l.reader().checkpoint_at_or_after(&table, seq).unwrap();
     assert_eq!(found(1).unwrap().bytes, at2.bytes);
     assert_eq!(found(2).unwrap().checkpoint.head_seq, Seq(2));
     let k = found(3).unwrap();
@@ -288,8 +323,11 @@ fn the_first_checkpoint_at_or_after_a_seq_is_found_verbatim() {
     assert_eq!(k.key_enrolled_seq, Some(Seq(1)));
     let next = SigningKey::derive_for_simulation("test device, next key");
     let rotation = [c.key_event(&admin, &next, KeyAction::Enroll), c.announce()];
-    stored_all(&l.append_batch(&rotation).unwrap());
-    let kept = l.append_checkpoints(&[c.checkpoint(&next, 8)]).unwrap();
+    stored_all(&l.writer().append_batch(&rotation).unwrap());
+    let kept = l
+        .writer()
+        .append_checkpoints(&[c.checkpoint(&next, 8)])
+        .unwrap();
     assert!(
         matches!(kept[..], [CheckpointOutcome::Kept { seq: Seq(8), .. }]),
         "{kept:?}"
@@ -311,11 +349,12 @@ fn replayed_key_events_of_retired_keys_take_no_effect() {
     let (admin, first) = keys();
     let second = SigningKey::derive_for_simulation("test device, second");
     let l = Ledger::open(dir.path()).unwrap();
-    l.trust_admin_keys([admin.public()]).unwrap();
+    l.writer().trust_admin_keys([admin.public()]).unwrap();
     let mut c = Chain::new("MLP-07");
     let id = DeviceId::new("dealer-terminal").unwrap();
     let refused = |l: &Ledger| {
-        l.quarantine_counts()
+        l.reader()
+            .quarantine_counts()
             .get(reason::ENROLLMENT_REFUSED)
             .copied()
             .unwrap_or(0)
@@ -323,60 +362,75 @@ fn replayed_key_events_of_retired_keys_take_no_effect() {
 
     // The first key enrolled (seq 1), then revoked (seq 3).
     stored_all(
-        &l.append_batch(&[c.key_event(&admin, &first, KeyAction::Enroll), c.announce()])
+        &l.writer()
+            .append_batch(&[c.key_event(&admin, &first, KeyAction::Enroll), c.announce()])
             .unwrap(),
     );
-    let out = l.append_checkpoints(&[c.checkpoint(&first, 2)]).unwrap();
+    let out = l
+        .writer()
+        .append_checkpoints(&[c.checkpoint(&first, 2)])
+        .unwrap();
     assert!(matches!(out[0], CheckpointOutcome::Kept { .. }), "{out:?}");
     stored_all(
-        &l.append_batch(&[c.key_event(&admin, &first, KeyAction::Revoke), c.announce()])
+        &l.writer()
+            .append_batch(&[c.key_event(&admin, &first, KeyAction::Revoke), c.announce()])
             .unwrap(),
     );
-    let out = l.append_checkpoints(&[c.checkpoint(&first, 4)]).unwrap();
+    let out = l
+        .writer()
+        .append_checkpoints(&[c.checkpoint(&first, 4)])
+        .unwrap();
     assert_eq!(quarantined(&out), vec![reason::REVOKED_DEVICE]);
 
     // Its enrollment and its revocation replayed (seqs 5 and 6): stored in the chain, no
     // effect (the first revocation stands), counted.
     stored_all(
-        &l.append_batch(&[
-            c.key_event(&admin, &first, KeyAction::Enroll),
-            c.key_event(&admin, &first, KeyAction::Revoke),
-            c.announce(),
-        ])
-        .unwrap(),
+        &l.writer()
+            .append_batch(&[
+                c.key_event(&admin, &first, KeyAction::Enroll),
+                c.key_event(&admin, &first, KeyAction::Revoke),
+                c.announce(),
+            ])
+            .unwrap(),
     );
     assert_eq!(refused(&l), 2);
     assert_eq!(
-        l.device_key(&c.table, &id).unwrap().revoked_seq,
+        l.reader().device_key(&c.table, &id).unwrap().revoked_seq,
         Some(Seq(3))
     );
-    let out = l.append_checkpoints(&[c.checkpoint(&first, 7)]).unwrap();
+    let out = l
+        .writer()
+        .append_checkpoints(&[c.checkpoint(&first, 7)])
+        .unwrap();
     assert_eq!(quarantined(&out), vec![reason::REVOKED_DEVICE]);
 
     // A new key (seq 8) retires the first.
     stored_all(
-        &l.append_batch(&[
-            c.key_event(&admin, &second, KeyAction::Enroll),
-            c.announce(),
-        ])
-        .unwrap(),
+        &l.writer()
+            .append_batch(&[
+                c.key_event(&admin, &second, KeyAction::Enroll),
+                c.announce(),
+            ])
+            .unwrap(),
     );
-    let dk = l.device_key(&c.table, &id).unwrap();
+    let dk = l.reader().device_key(&c.table, &id).unwrap();
     assert_eq!((dk.key, dk.revoked_seq), (second.public(), None));
     assert_eq!(dk.retired, vec![first.public()]);
 
     // The first key's revocation and enrollment replayed (seqs 10 and 11): nothing changes.
     stored_all(
-        &l.append_batch(&[
-            c.key_event(&admin, &first, KeyAction::Revoke),
-            c.key_event(&admin, &first, KeyAction::Enroll),
-            c.announce(),
-        ])
-        .unwrap(),
+        &l.writer()
+            .append_batch(&[
+                c.key_event(&admin, &first, KeyAction::Revoke),
+                c.key_event(&admin, &first, KeyAction::Enroll),
+                c.announce(),
+            ])
+            .unwrap(),
     );
     assert_eq!(refused(&l), 4);
-    assert_eq!(l.device_key(&c.table, &id).unwrap(), dk);
+    assert_eq!(l.reader().device_key(&c.table, &id).unwrap(), dk);
     let out = l
+        .writer()
         .append_checkpoints(&[c.checkpoint(&first, 12), c.checkpoint(&second, 12)])
         .unwrap();
     assert!(
@@ -392,14 +446,15 @@ fn replayed_key_events_of_retired_keys_take_no_effect() {
     l.flush().unwrap();
     drop(l);
     let l = Ledger::open(dir.path()).unwrap();
-    l.trust_admin_keys([admin.public()]).unwrap();
-    assert_eq!(l.device_key(&c.table, &id).unwrap(), dk);
+    l.writer().trust_admin_keys([admin.public()]).unwrap();
+    assert_eq!(l.reader().device_key(&c.table, &id).unwrap(), dk);
     stored_all(
-        &l.append_batch(&[c.key_event(&admin, &first, KeyAction::Enroll), c.announce()])
+        &l.writer()
+            .append_batch(&[c.key_event(&admin, &first, KeyAction::Enroll), c.announce()])
             .unwrap(),
     );
     assert_eq!(refused(&l), 5);
-    assert_eq!(l.device_key(&c.table, &id).unwrap(), dk);
+    assert_eq!(l.reader().device_key(&c.table, &id).unwrap(), dk);
 }
 
 /// Checkpoints delivered again are acknowledged once, in one call as across calls: a good
@@ -411,19 +466,21 @@ fn checkpoints_delivered_again_are_kept_or_quarantined_once() {
     let (admin, device) = keys();
     let stranger = SigningKey::derive_for_simulation("not enrolled");
     let l = Ledger::open(dir.path()).unwrap();
-    l.trust_admin_keys([admin.public()]).unwrap();
+    l.writer().trust_admin_keys([admin.public()]).unwrap();
     let mut c = Chain::new("MLP-09");
     stored_all(
-        &l.append_batch(&[
-            c.key_event(&admin, &device, KeyAction::Enroll),
-            c.announce(),
-            c.announce(),
-        ])
-        .unwrap(),
+        &l.writer()
+            .append_batch(&[
+                c.key_event(&admin, &device, KeyAction::Enroll),
+                c.announce(),
+                c.announce(),
+            ])
+            .unwrap(),
     );
     let at2 = c.checkpoint(&device, 2);
     let at3 = c.checkpoint(&device, 3);
     let out = l
+        .writer()
         .append_checkpoints(&[at2.clone(), at3.clone(), at2.clone()])
         .unwrap();
     assert!(matches!(out[0], CheckpointOutcome::Kept { .. }), "{out:?}");
@@ -432,10 +489,11 @@ fn checkpoints_delivered_again_are_kept_or_quarantined_once() {
         matches!(out[2], CheckpointOutcome::Duplicate { .. }),
         "{out:?}"
     );
-    assert_eq!(l.attestation(&c.table).unwrap().seq, Seq(3));
+    assert_eq!(l.reader().attestation(&c.table).unwrap().seq, Seq(3));
 
     let forged = c.checkpoint(&stranger, 3);
     let out = l
+        .writer()
         .append_checkpoints(&[forged.clone(), forged.clone()])
         .unwrap();
     let id = match out[0] {
@@ -446,15 +504,15 @@ fn checkpoints_delivered_again_are_kept_or_quarantined_once() {
         out[1],
         CheckpointOutcome::Refused(Refused::QuarantinedBefore { id })
     );
-    let again = l.append_checkpoints(&[forged]).unwrap();
+    let again = l.writer().append_checkpoints(&[forged]).unwrap();
     assert_eq!(
         again[0],
         CheckpointOutcome::Refused(Refused::QuarantinedBefore { id })
     );
-    assert_eq!(l.quarantine().unwrap().len(), 1);
+    assert_eq!(l.reader().quarantine().unwrap().len(), 1);
 }
 
-/// `Ledger::append` keeps checkpoints in the same call (one commit) as the events they
+/// `Writer::append` keeps checkpoints in the same call (one commit) as the events they
 /// sign: the key enrolled, the hashes signed and a revocation are all this call's own, not
 /// yet in the store; later calls still find the kept ones, and an older checkpoint never
 /// kept is kept, not taken for a duplicate.
@@ -469,7 +527,7 @@ fn checkpoints_sign_events_of_their_own_call() {
     };
     {
         let l = Ledger::open(dir.path()).unwrap();
-        l.trust_admin_keys([admin.public()]).unwrap();
+        l.writer().trust_admin_keys([admin.public()]).unwrap();
         let events = vec![
             c.key_event(&admin, &device, KeyAction::Enroll),
             c.announce(),
@@ -485,6 +543,7 @@ fn checkpoints_sign_events_of_their_own_call() {
             ahead.checkpoint(&device, 4)
         };
         let out = l
+            .writer()
             .append(&events, &[at2, at3.clone(), mismatch, beyond, at3.clone()])
             .unwrap();
         stored_all(&out.events);
@@ -500,7 +559,7 @@ fn checkpoints_sign_events_of_their_own_call() {
                 seq: Seq(3)
             }
         );
-        assert_eq!(l.attestation(&c.table).unwrap().seq, Seq(3));
+        assert_eq!(l.reader().attestation(&c.table).unwrap().seq, Seq(3));
 
         // Next call: the checkpoint at 3 is in the store (a duplicate); the one at 1 was
         // never kept (below the highest kept, so it is looked up, and kept); 5 signs this
@@ -508,7 +567,7 @@ fn checkpoints_sign_events_of_their_own_call() {
         let events = vec![c.announce(), c.announce()];
         let at1 = c.checkpoint(&device, 1);
         let at5 = c.checkpoint(&device, 5);
-        let out = l.append(&events, &[at3, at1, at5]).unwrap();
+        let out = l.writer().append(&events, &[at3, at1, at5]).unwrap();
         stored_all(&out.events);
         assert_eq!(
             out.checkpoints,
@@ -525,15 +584,15 @@ fn checkpoints_sign_events_of_their_own_call() {
         // A revocation takes effect for the checkpoints of its own call.
         let events = vec![c.key_event(&admin, &device, KeyAction::Revoke)];
         let at6 = c.checkpoint(&device, 6);
-        let out = l.append(&events, &[at6]).unwrap();
+        let out = l.writer().append(&events, &[at6]).unwrap();
         stored_all(&out.events);
         assert_eq!(quarantined(&out.checkpoints), vec![reason::REVOKED_DEVICE]);
         l.flush().unwrap();
     }
     let l = Ledger::open(dir.path()).unwrap();
-    let a = l.attestation(&c.table).unwrap();
+    let a = l.reader().attestation(&c.table).unwrap();
     assert_eq!((a.seq, a.hash), (Seq(5), c.hashes[4]));
-    assert!(l.verify().unwrap().is_ok());
+    assert!(l.verifier().verify().unwrap().is_ok());
 }
 
 /// Flips a bit of the signature of the checkpoint kept at `seq` (the checkpoint's last
@@ -565,14 +624,17 @@ fn verify_names_forged_attestation_in_the_store() {
     let mut c = Chain::new("CSP-01");
     {
         let l = Ledger::open(dir.path()).unwrap();
-        l.trust_admin_keys([admin.public()]).unwrap();
+        l.writer().trust_admin_keys([admin.public()]).unwrap();
         let mut batch = vec![c.key_event(&admin, &device, KeyAction::Enroll)];
         batch.extend((0..4).map(|_| c.announce()));
-        stored_all(&l.append_batch(&batch).unwrap());
-        let out = l.append_checkpoints(&[c.checkpoint(&device, 3)]).unwrap();
+        stored_all(&l.writer().append_batch(&batch).unwrap());
+        let out = l
+            .writer()
+            .append_checkpoints(&[c.checkpoint(&device, 3)])
+            .unwrap();
         assert!(matches!(out[0], CheckpointOutcome::Kept { .. }), "{out:?}");
         l.flush().unwrap();
-        assert!(l.verify().unwrap().is_ok());
+        assert!(l.verifier().verify().unwrap().is_ok());
     }
     {
         let store = common::open_store(dir.path());
@@ -711,12 +773,12 @@ fn verify_checks_checkpoints_across_signature_batches() {
     let last = 2 * schemas::attest::VERIFY_BATCH_MAX as u64 + 22;
     {
         let l = Ledger::open(dir.path()).unwrap();
-        l.trust_admin_keys([admin.public()]).unwrap();
+        l.writer().trust_admin_keys([admin.public()]).unwrap();
         let mut batch = vec![c.key_event(&admin, &device, KeyAction::Enroll)];
         batch.extend((2..=last).map(|_| c.announce()));
-        stored_all(&l.append_batch(&batch).unwrap());
+        stored_all(&l.writer().append_batch(&batch).unwrap());
         let checkpoints: Vec<_> = (2..=last).map(|s| c.checkpoint(&device, s)).collect();
-        let out = l.append_checkpoints(&checkpoints).unwrap();
+        let out = l.writer().append_checkpoints(&checkpoints).unwrap();
         assert!(out
             .iter()
             .all(|o| matches!(o, CheckpointOutcome::Kept { .. })));
@@ -772,9 +834,12 @@ fn reopen_counting(dir: &std::path::Path) -> (Ledger, u64) {
 fn attest_rounds(l: &Ledger, chains: &mut [Chain], device: &SigningKey, rounds: u64) {
     for _ in 0..rounds {
         for c in chains.iter_mut() {
-            stored_all(&l.append_batch(&[c.announce()]).unwrap());
+            stored_all(&l.writer().append_batch(&[c.announce()]).unwrap());
             let seq = c.hashes.len() as u64;
-            let out = l.append_checkpoints(&[c.checkpoint(device, seq)]).unwrap();
+            let out = l
+                .writer()
+                .append_checkpoints(&[c.checkpoint(device, seq)])
+                .unwrap();
             assert!(matches!(out[0], CheckpointOutcome::Kept { .. }), "{out:?}");
         }
     }
@@ -792,10 +857,10 @@ fn opening_reads_the_same_whatever_the_checkpoints_kept() {
         {
             let l = Ledger::open(dir.path()).unwrap();
             if rounds == 3 {
-                l.trust_admin_keys([admin.public()]).unwrap();
+                l.writer().trust_admin_keys([admin.public()]).unwrap();
                 for c in chains.iter_mut() {
                     let enroll = c.key_event(&admin, &device, KeyAction::Enroll);
-                    stored_all(&l.append_batch(&[enroll]).unwrap());
+                    stored_all(&l.writer().append_batch(&[enroll]).unwrap());
                 }
             }
             attest_rounds(&l, &mut chains, &device, rounds);
@@ -803,7 +868,7 @@ fn opening_reads_the_same_whatever_the_checkpoints_kept() {
         }
         let (l, read) = reopen_counting(dir.path());
         for c in &chains {
-            let a = l.attestation(&c.table).unwrap();
+            let a = l.reader().attestation(&c.table).unwrap();
             let head = (Seq(c.hashes.len() as u64), *c.hashes.last().unwrap());
             assert_eq!((a.seq, a.hash), head);
         }

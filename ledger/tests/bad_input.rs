@@ -25,7 +25,7 @@ fn event(t: &TableId, seq: u64, prev: Hash32, body: EventBody) -> Event {
 }
 
 fn one(l: &Ledger, m: Incoming) -> Appended {
-    let mut out = l.append_batch(&[m]).expect("append");
+    let mut out = l.writer().append_batch(&[m]).expect("append");
     l.flush().expect("flush");
     out.remove(0)
 }
@@ -86,7 +86,7 @@ fn each_bad_input_has_its_own_reason_and_counter_and_the_ledger_keeps_working() 
     check(&l, incoming(&t, big, 103), reason::OVERSIZED);
 
     // Unknown event kinds: a bincode body variant beyond the catalogue, a JSON type unknown.
-    let head = l.head(&t).expect("head");
+    let head = l.reader().head(&t).expect("head");
     let mut unknown = codec::to_bincode(&event(
         &t,
         head.seq.0 + 1,
@@ -119,7 +119,7 @@ fn each_bad_input_has_its_own_reason_and_counter_and_the_ledger_keeps_working() 
     );
     check(&l, incoming(&t, Vec::new(), 107), reason::UNDECODABLE);
     // A JSON card of one two-byte character: cut inside itself, it must not panic.
-    let head = l.head(&t).expect("head");
+    let head = l.reader().head(&t).expect("head");
     let dealt = String::from_utf8(codec::to_json(&event(
         &t,
         head.seq.0 + 1,
@@ -141,7 +141,7 @@ fn each_bad_input_has_its_own_reason_and_counter_and_the_ledger_keeps_working() 
     );
 
     // Wrong previous hash at the next seq.
-    let head = l.head(&t).expect("head");
+    let head = l.reader().head(&t).expect("head");
     let bad_prev = codec::to_json(&event(
         &t,
         head.seq.0 + 1,
@@ -151,8 +151,17 @@ fn each_bad_input_has_its_own_reason_and_counter_and_the_ledger_keeps_working() 
     check(&l, incoming(&t, bad_prev, 108), reason::PREV_MISMATCH);
 
     // A fork: another event at a stored seq with the same prev.
-    let stored4 = l.stored_event(&t, 4).expect("read").expect("seq 4");
-    let prev3 = l.stored_event(&t, 3).expect("read").expect("seq 3").hash;
+    let stored4 = l
+        .reader()
+        .stored_event(&t, 4)
+        .expect("read")
+        .expect("seq 4");
+    let prev3 = l
+        .reader()
+        .stored_event(&t, 3)
+        .expect("read")
+        .expect("seq 3")
+        .hash;
     let fork = codec::to_json(&event(&t, 4, prev3, EventBody::RoundClosed));
     assert_ne!(event_hash(&prev3, &fork), stored4.hash);
     check(&l, incoming(&t, fork, 109), reason::FORK);
@@ -167,7 +176,7 @@ fn each_bad_input_has_its_own_reason_and_counter_and_the_ledger_keeps_working() 
     check(&l, incoming(&t, far, 110), reason::SEQ_TOO_FAR_AHEAD);
 
     // The table closes; what follows on it is quarantined, other tables carry on.
-    let head = l.head(&t).expect("head");
+    let head = l.reader().head(&t).expect("head");
     let close = codec::to_bincode(&event(
         &t,
         head.seq.0 + 1,
@@ -193,14 +202,14 @@ fn each_bad_input_has_its_own_reason_and_counter_and_the_ledger_keeps_working() 
     let expect = expect.into_inner();
 
     // Every code seen once per case, counted; all distinct kinds present.
-    let counts = l.quarantine_counts();
+    let counts = l.reader().quarantine_counts();
     let mut want = std::collections::BTreeMap::new();
     for c in &expect {
         *want.entry(c.to_string()).or_insert(0u64) += 1;
     }
     assert_eq!(counts, want);
     assert_eq!(want.len(), 10, "{want:?}");
-    let q = l.quarantine().expect("quarantine");
+    let q = l.reader().quarantine().expect("quarantine");
     assert_eq!(q.len(), expect.len());
     assert!(
         q.iter().any(|e| e.bytes.len() == EVENT_LEN_MAX + 1),
@@ -216,10 +225,10 @@ fn each_bad_input_has_its_own_reason_and_counter_and_the_ledger_keeps_working() 
             Appended::Stored { .. }
         ));
     }
-    assert!(l.verify().expect("verify").is_ok());
+    assert!(l.verifier().verify().expect("verify").is_ok());
     drop(l);
     let l = Ledger::open(dir.path()).expect("reopen");
-    assert_eq!(l.quarantine_counts(), want);
+    assert_eq!(l.reader().quarantine_counts(), want);
     // Sent again, it is a repeat of its entry: still refused as `table_closed`.
     assert!(
         matches!(
@@ -250,7 +259,7 @@ fn a_quarantined_message_delivered_again_is_not_quarantined_twice() {
         provenance: Default::default(),
     };
     let l = Ledger::open(dir.path()).unwrap();
-    let out = l.append_batch(&[garbage(7), garbage(7)]).unwrap();
+    let out = l.writer().append_batch(&[garbage(7), garbage(7)]).unwrap();
     let first = match out[0] {
         Appended::Refused(Refused::Quarantined { id, .. }) => id,
         ref other => panic!("{other:?}"),
@@ -281,10 +290,13 @@ fn a_quarantined_message_delivered_again_is_not_quarantined_twice() {
         Appended::Refused(Refused::QuarantinedBefore { id: first }),
         "after a reopen"
     );
-    assert_eq!(l.quarantine().unwrap().len(), 1);
-    assert_eq!(l.quarantine_repeats(first).unwrap(), 1);
-    assert_eq!(l.quarantine_counts().get(reason::UNDECODABLE), Some(&1));
-    assert!(l.verify().unwrap().is_ok());
+    assert_eq!(l.reader().quarantine().unwrap().len(), 1);
+    assert_eq!(l.reader().quarantine_repeats(first).unwrap(), 1);
+    assert_eq!(
+        l.reader().quarantine_counts().get(reason::UNDECODABLE),
+        Some(&1)
+    );
+    assert!(l.verifier().verify().unwrap().is_ok());
 }
 
 /// An event held beyond a gap is judged as it would be in order when the gap fills: held
@@ -317,13 +329,16 @@ fn an_event_held_behind_a_held_table_close_is_quarantined_when_the_gap_fills() {
         Appended::Stored { .. }
     ));
     assert_eq!(
-        l.head(&t).unwrap().seq,
+        l.reader().head(&t).unwrap().seq,
         Seq(2),
         "closed at 2, nothing after"
     );
-    assert_eq!(l.quarantine_counts().get(reason::TABLE_CLOSED), Some(&1));
-    assert!(l.gaps().is_empty(), "{:?}", l.gaps());
-    assert!(l.verify().unwrap().is_ok());
+    assert_eq!(
+        l.reader().quarantine_counts().get(reason::TABLE_CLOSED),
+        Some(&1)
+    );
+    assert!(l.reader().gaps().is_empty(), "{:?}", l.reader().gaps());
+    assert!(l.verifier().verify().unwrap().is_ok());
 }
 
 /// A held event delivered again much later (a republish from a device's outbox, two days
@@ -349,6 +364,6 @@ fn a_held_event_delivered_again_late_is_still_held() {
             Appended::Stored { .. }
         ));
     }
-    assert_eq!(l.head(&t).unwrap().seq, Seq(3));
-    assert!(l.quarantine().unwrap().is_empty());
+    assert_eq!(l.reader().head(&t).unwrap().seq, Seq(3));
+    assert!(l.reader().quarantine().unwrap().is_empty());
 }

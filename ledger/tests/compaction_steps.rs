@@ -33,6 +33,7 @@ fn view(l: &Ledger) -> Vec<(TableId, Vec<Hash32>)> {
         .map(|t| {
             let t = TableId::new(*t).unwrap();
             let hashes = l
+                .reader()
                 .events(&t, 1..=u64::MAX)
                 .map(|e| e.unwrap().hash)
                 .collect();
@@ -42,7 +43,7 @@ fn view(l: &Ledger) -> Vec<(TableId, Vec<Hash32>)> {
 }
 
 fn assert_verifies(l: &Ledger) {
-    let v = l.verify().unwrap();
+    let v = l.verifier().verify().unwrap();
     assert!(v.is_ok(), "{v:?}");
 }
 
@@ -65,6 +66,7 @@ fn appends_go_on_between_the_steps_of_a_segment() {
     let (l, mut b) = hot_small(dir.path());
     let mut appended = 0;
     let r = l
+        .tier()
         .relocate_segment_in_steps(0, SMALL_STEPS, &mut |_| {
             // The writer lock is free here: an append that needed it would never return.
             b.append_day(&l);
@@ -78,7 +80,7 @@ fn appends_go_on_between_the_steps_of_a_segment() {
     let expected = EVENTS_PER_DAY as usize * (8 + appended);
     assert_eq!(per_table, expected, "every event appended is stored");
     assert_verifies(&l);
-    let c = l.compact_values().unwrap();
+    let c = l.tier().compact_values().unwrap();
     assert_eq!(c.leftovers_removed, 1, "{c:?}");
     let before = view(&l);
     drop(l);
@@ -92,23 +94,28 @@ fn stopped_after(stop_at: u64) {
     let dir = tempfile::tempdir().unwrap();
     let (l, _) = hot_small(dir.path());
     let before = view(&l);
-    let stopped = l.relocate_segment_in_steps(0, SMALL_STEPS, &mut |step| {
-        if step == stop_at {
-            return Err(Error::Tier(format!("stopped after step {step}")));
-        }
-        Ok(())
-    });
+    let stopped = l
+        .tier()
+        .relocate_segment_in_steps(0, SMALL_STEPS, &mut |step| {
+            if step == stop_at {
+                return Err(Error::Tier(format!("stopped after step {step}")));
+            }
+            Ok(())
+        });
     assert!(matches!(stopped, Err(Error::Tier(_))), "{stopped:?}");
     drop(l);
     let l = open_small(dir.path());
     assert_eq!(view(&l), before, "stopped after step {stop_at}");
     assert_verifies(&l);
-    assert!(l.retired_segments().unwrap().is_empty(), "not retired");
+    assert!(
+        l.tier().retired_segments().unwrap().is_empty(),
+        "not retired"
+    );
     // Segment 0 holds day one's two records (one a table) and its seal's copy.
-    let r = l.relocate_segment(0).unwrap();
+    let r = l.tier().relocate_segment(0).unwrap();
     let left = 2u64.saturating_sub(stop_at);
     assert_eq!(r.records_moved, left, "the next run moves the rest: {r:?}");
-    let c = l.compact_values().unwrap();
+    let c = l.tier().compact_values().unwrap();
     assert_eq!(c.leftovers_removed, 1, "{c:?}");
     assert_eq!(view(&l), before, "moved after a stop at step {stop_at}");
     assert_verifies(&l);

@@ -1,4 +1,4 @@
-//! The config index (`Space::Config`, `Ledger::config_at`): the config in force at any seq
+//! The config index (`Space::Config`, `Reader::config_at`): the config in force at any seq
 //! of a table opened twice, and the index built at open for a ledger written without it.
 
 mod common;
@@ -52,7 +52,7 @@ fn opened_twice(l: &Ledger, t: &TableId) -> Vec<Hash32> {
         batch.push(incoming(t, bytes, seq));
         // Two calls: the second opening is indexed in a call of its own.
         if seq == 16 || seq == 30 {
-            l.append_batch(&batch).unwrap();
+            l.writer().append_batch(&batch).unwrap();
             batch.clear();
         }
     }
@@ -61,22 +61,22 @@ fn opened_twice(l: &Ledger, t: &TableId) -> Vec<Hash32> {
 }
 
 fn assert_configs(l: &Ledger, t: &TableId, h: &[Hash32]) {
-    assert_eq!(l.config_at(t, 0).unwrap(), None);
+    assert_eq!(l.reader().config_at(t, 0).unwrap(), None);
     for seq in 1..=16 {
         assert_eq!(
-            l.config_at(t, seq).unwrap(),
+            l.reader().config_at(t, seq).unwrap(),
             Some((Seq(1), h[1])),
             "seq {seq}"
         );
     }
     for seq in [17, 18, 30, u64::MAX] {
         assert_eq!(
-            l.config_at(t, seq).unwrap(),
+            l.reader().config_at(t, seq).unwrap(),
             Some((Seq(17), h[17])),
             "seq {seq}"
         );
     }
-    assert_eq!(l.config_at(&table("OTHER"), 30).unwrap(), None);
+    assert_eq!(l.reader().config_at(&table("OTHER"), 30).unwrap(), None);
 }
 
 #[test]
@@ -102,7 +102,7 @@ fn the_config_in_force_is_the_last_table_opened_at_or_before_a_seq() {
     raw.close();
     let l = Ledger::open(dir.path()).unwrap();
     assert_configs(&l, &t, &h);
-    assert!(l.verify().unwrap().is_ok());
+    assert!(l.verifier().verify().unwrap().is_ok());
     drop(l);
 
     // The second opening's entry edited to name the first's hash: verify names seq 17.
@@ -115,7 +115,7 @@ fn the_config_in_force_is_the_last_table_opened_at_or_before_a_seq() {
     );
     raw.close();
     let l = Ledger::open(dir.path()).unwrap();
-    let report = l.verify().unwrap();
+    let report = l.verifier().verify().unwrap();
     let bad = report.tables.iter().find_map(|v| match v {
         TableVerdict::Bad { seq, problem, .. } => Some((*seq, problem.clone())),
         _ => None,

@@ -95,7 +95,7 @@ fn seeded(l: &Ledger) -> BTreeMap<TableId, Vec<i64>> {
                 provenance: Default::default(),
             })
             .collect();
-        for o in l.append_batch(&batch).expect("append") {
+        for o in l.writer().append_batch(&batch).expect("append") {
             assert!(matches!(o, ledger::Appended::Stored { .. }), "{o:?}");
         }
     }
@@ -122,7 +122,7 @@ fn ranges_are_contiguous_and_cover_every_event_once() {
     let mut next_first: BTreeMap<TableId, u64> = BTreeMap::new();
     for day in DAYS {
         let now = r.bounds(day).unwrap().ends_at_ns;
-        let seal = l.seal_day(&r, day, &key, now).expect("seal");
+        let seal = l.writer().seal_day(&r, day, &key, now).expect("seal");
         let Sealed::Made(seal) = seal else {
             panic!("{day} sealed before")
         };
@@ -137,20 +137,22 @@ fn ranges_are_contiguous_and_cover_every_event_once() {
         }
     }
     // T-B is listed on the middle day with its head and an empty range.
-    let middle = l.day_seal(DAYS[1]).unwrap().expect("sealed");
+    let middle = l.reader().day_seal(DAYS[1]).unwrap().expect("sealed");
     let b = middle.table(&table("T-B")).expect("T-B listed");
     assert_eq!((b.events, b.anchor_hash), (0, b.head_hash));
     assert_eq!(
         b.head_hash,
-        l.stored_event(&table("T-B"), b.last_seq.0)
+        l.reader()
+            .stored_event(&table("T-B"), b.last_seq.0)
             .unwrap()
             .unwrap()
             .hash
     );
     // T-C's delayed events belong to the last day: it began with them.
-    let c_last = l.day_seal(DAYS[2]).unwrap().unwrap();
+    let c_last = l.reader().day_seal(DAYS[2]).unwrap().unwrap();
     let c = c_last.table(&table("T-C")).unwrap();
     let first = l
+        .reader()
         .stored_event(&table("T-C"), c.first_seq.0)
         .unwrap()
         .unwrap();
@@ -164,7 +166,14 @@ fn ranges_are_contiguous_and_cover_every_event_once() {
             .count() as u64;
         let sealed: u64 = DAYS
             .iter()
-            .filter_map(|d| l.day_seal(d).unwrap().unwrap().table(t).map(|x| x.events))
+            .filter_map(|d| {
+                l.reader()
+                    .day_seal(d)
+                    .unwrap()
+                    .unwrap()
+                    .table(t)
+                    .map(|x| x.events)
+            })
             .sum();
         let end = r.bounds(DAYS[2]).unwrap().ends_at_ns;
         assert_eq!(
@@ -174,7 +183,7 @@ fn ranges_are_contiguous_and_cover_every_event_once() {
         );
     }
     // The seals chain.
-    let seals = l.day_seals(None, 10).unwrap();
+    let seals = l.reader().day_seals(None, 10).unwrap();
     assert_eq!(seals.len(), 3);
     assert_eq!(seals[0].previous, Some(seals[1].digest()));
     assert_eq!(seals[1].previous, Some(seals[2].digest()));
@@ -189,35 +198,49 @@ fn seals_are_made_once_in_day_order() {
     let key = SigningKey::derive_for_simulation("house-seal");
     let r = rule();
     let end = |d| r.bounds(d).unwrap().ends_at_ns;
-    let early = l.seal_day(&r, DAYS[0], &key, end(DAYS[0]) - 1);
+    let early = l.writer().seal_day(&r, DAYS[0], &key, end(DAYS[0]) - 1);
     assert!(
         matches!(early, Err(ledger::Error::Seal { .. })),
         "{early:?}"
     );
-    l.seal_day(&r, DAYS[0], &key, end(DAYS[0])).unwrap();
-    let skipped = l.seal_day(&r, DAYS[2], &key, end(DAYS[2]));
+    l.writer()
+        .seal_day(&r, DAYS[0], &key, end(DAYS[0]))
+        .unwrap();
+    let skipped = l.writer().seal_day(&r, DAYS[2], &key, end(DAYS[2]));
     assert!(
         matches!(skipped, Err(ledger::Error::Seal { .. })),
         "{skipped:?}"
     );
-    let first = l.seal_day(&r, DAYS[1], &key, end(DAYS[1])).unwrap();
+    let first = l
+        .writer()
+        .seal_day(&r, DAYS[1], &key, end(DAYS[1]))
+        .unwrap();
     // Sealed again later: the same seal, not a new one.
-    let again = l.seal_day(&r, DAYS[1], &key, end(DAYS[1]) + 999).unwrap();
+    let again = l
+        .writer()
+        .seal_day(&r, DAYS[1], &key, end(DAYS[1]) + 999)
+        .unwrap();
     assert_eq!(again, Sealed::Existing(first.seal().clone()));
     // Under another rule the first day holds other events: refused, the seal unchanged.
     let other = DayRule::new("07:00", "America/New_York").unwrap();
-    let differs = l.seal_day(&other, DAYS[0], &key, end(DAYS[2]));
+    let differs = l.writer().seal_day(&other, DAYS[0], &key, end(DAYS[2]));
     assert!(
         matches!(differs, Err(ledger::Error::Seal { .. })),
         "{differs:?}"
     );
-    let before = l.seal_day(&r, DAYS[0], &key, end(DAYS[2])).unwrap();
+    let before = l
+        .writer()
+        .seal_day(&r, DAYS[0], &key, end(DAYS[2]))
+        .unwrap();
     assert!(matches!(before, Sealed::Existing(_)));
     // A seal survives a reopen.
     let digest = first.seal().digest();
     drop(l);
     let l = Ledger::open(dir.path()).unwrap();
-    assert_eq!(l.day_seal(DAYS[1]).unwrap().unwrap().digest(), digest);
+    assert_eq!(
+        l.reader().day_seal(DAYS[1]).unwrap().unwrap().digest(),
+        digest
+    );
 }
 
 #[test]
@@ -228,10 +251,14 @@ fn verify_day_reads_only_the_day_and_names_an_altered_event() {
     let key = SigningKey::derive_for_simulation("house-seal");
     let r = rule();
     for day in DAYS {
-        l.seal_day(&r, day, &key, r.bounds(day).unwrap().ends_at_ns)
+        l.writer()
+            .seal_day(&r, day, &key, r.bounds(day).unwrap().ends_at_ns)
             .unwrap();
     }
-    let middle = l.verify_day(DAYS[1], Some(&key.public())).unwrap();
+    let middle = l
+        .verifier()
+        .verify_day(DAYS[1], Some(&key.public()))
+        .unwrap();
     assert!(middle.is_ok(), "{:?}", middle.problems);
     let day_events: u64 = middle.seal.tables.iter().map(|t| t.events).sum();
     let anchors = middle
@@ -245,7 +272,7 @@ fn verify_day_reads_only_the_day_and_names_an_altered_event() {
         day_events + anchors,
         "only the day and its anchors"
     );
-    let total: u64 = l.heads().iter().map(|h| h.seq.0).sum();
+    let total: u64 = l.reader().heads().iter().map(|h| h.seq.0).sum();
     assert!(
         middle.events_read * 2 < total,
         "{} of {total}",
@@ -253,6 +280,7 @@ fn verify_day_reads_only_the_day_and_names_an_altered_event() {
     );
     let other = SigningKey::derive_for_simulation("other");
     assert!(!l
+        .verifier()
         .verify_day(DAYS[1], Some(&other.public()))
         .unwrap()
         .is_ok());
@@ -262,11 +290,11 @@ fn verify_day_reads_only_the_day_and_names_an_altered_event() {
     drop(l);
     alter_event(dir.path(), &table("T-A"), target);
     let l = Ledger::open(dir.path()).unwrap();
-    let v = l.verify_day(DAYS[1], None).unwrap();
+    let v = l.verifier().verify_day(DAYS[1], None).unwrap();
     assert_eq!(v.problems.len(), 1, "{:?}", v.problems);
     assert_eq!(v.problems[0].table, Some(table("T-A")));
     assert_eq!(v.problems[0].seq, Some(target));
-    assert!(l.verify_day(DAYS[0], None).unwrap().is_ok());
+    assert!(l.verifier().verify_day(DAYS[0], None).unwrap().is_ok());
 }
 
 /// Flips the last byte of `seq`'s stored bytes, keeping its stored hash.
@@ -308,15 +336,22 @@ fn a_seal_sled_loses_comes_back_whole_or_the_day_is_unsealed() {
     let r = rule();
     let end = r.bounds(DAYS[0]).unwrap().ends_at_ns;
     let l = Ledger::open(&dir).unwrap();
-    let made = l.seal_day(&r, DAYS[0], &key, end).unwrap();
+    let made = l.writer().seal_day(&r, DAYS[0], &key, end).unwrap();
     drop(l);
     closed(&dir);
 
     put_back_sled_files(&earlier, &dir);
     let l = Ledger::open(&dir).unwrap();
     assert_eq!(l.recovered().seals_restored, 1, "{:?}", l.recovered());
-    assert_eq!(l.day_seal(DAYS[0]).unwrap().as_ref(), Some(made.seal()));
-    assert!(l.verify_day(DAYS[0], Some(&key.public())).unwrap().is_ok());
+    assert_eq!(
+        l.reader().day_seal(DAYS[0]).unwrap().as_ref(),
+        Some(made.seal())
+    );
+    assert!(l
+        .verifier()
+        .verify_day(DAYS[0], Some(&key.public()))
+        .unwrap()
+        .is_ok());
     drop(l);
     closed(&dir);
 
@@ -325,7 +360,7 @@ fn a_seal_sled_loses_comes_back_whole_or_the_day_is_unsealed() {
     std::fs::remove_dir_all(&dir).unwrap();
     copy_dir(&earlier, &dir, false);
     let l = Ledger::open(&dir).unwrap();
-    assert_eq!(l.day_seal(DAYS[0]).unwrap(), None);
-    let again = l.seal_day(&r, DAYS[0], &key, end + 1).unwrap();
+    assert_eq!(l.reader().day_seal(DAYS[0]).unwrap(), None);
+    let again = l.writer().seal_day(&r, DAYS[0], &key, end + 1).unwrap();
     assert_eq!(again.seal().tables, made.seal().tables);
 }

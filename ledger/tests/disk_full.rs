@@ -84,7 +84,7 @@ fn a_full_disk_fails_appends_and_they_succeed_again_once_space_returns() {
     let mut prev = Hash32::ZERO;
     let ledger = Ledger::open(&dir).expect("open");
     let first = events(&table, &mut prev, 1, CALL_EVENTS);
-    ledger.append_batch(&first).expect("append");
+    ledger.writer().append_batch(&first).expect("append");
     ledger.flush().expect("flush");
     fill(&root.path().join("filler"));
 
@@ -93,7 +93,11 @@ fn a_full_disk_fails_appends_and_they_succeed_again_once_space_returns() {
     let mut failed = 0;
     let mut pending = events(&table, &mut prev, next, CALL_EVENTS);
     for _ in 0..5 {
-        match ledger.append_batch(&pending).and_then(|_| ledger.flush()) {
+        match ledger
+            .writer()
+            .append_batch(&pending)
+            .and_then(|_| ledger.flush())
+        {
             Ok(()) => {
                 next += CALL_EVENTS;
                 pending = events(&table, &mut prev, next, CALL_EVENTS);
@@ -120,14 +124,19 @@ fn a_full_disk_fails_appends_and_they_succeed_again_once_space_returns() {
 
     // Space again: the same call succeeds, in the same process.
     ledger
+        .writer()
         .append_batch(&pending)
         .expect("append after space returns");
     ledger.flush().expect("flush after space returns");
     let total = next + CALL_EVENTS - 1;
-    assert_eq!(ledger.head(&table).map(|h| h.seq.0), Some(total));
-    assert!(ledger.verify().expect("verify").is_ok());
+    assert_eq!(ledger.reader().head(&table).map(|h| h.seq.0), Some(total));
+    assert!(ledger.verifier().verify().expect("verify").is_ok());
     drop(ledger);
     let ledger = Ledger::open(&dir).expect("reopen");
-    assert_eq!(ledger.stats().events, total, "stored once each, durable");
-    assert!(ledger.verify().expect("verify").is_ok());
+    assert_eq!(
+        ledger.reader().stats().events,
+        total,
+        "stored once each, durable"
+    );
+    assert!(ledger.verifier().verify().expect("verify").is_ok());
 }

@@ -48,12 +48,14 @@ fn a_table_damaged_while_open_is_fenced_at_the_next_append_and_the_other_goes_on
     let ledger = Ledger::open(dir.path()).expect("open");
     let (mut bad_prev, mut good_prev, mut stream_seq) = (Hash32::ZERO, Hash32::ZERO, 0);
     ledger
+        .writer()
         .append_batch(&chain("T-BAD", 1, 5, &mut bad_prev, &mut stream_seq))
         .expect("append");
     ledger.flush().expect("flush");
     let seg = ledger::valuelog::segment_path(dir.path(), 0);
     let bad_end = std::fs::metadata(&seg).expect("segment").len();
     ledger
+        .writer()
         .append_batch(&chain("T-OK", 1, 5, &mut good_prev, &mut stream_seq))
         .expect("append");
     ledger.flush().expect("flush");
@@ -70,13 +72,14 @@ fn a_table_damaged_while_open_is_fenced_at_the_next_append_and_the_other_goes_on
     file.write_all_at(&[b[0] ^ 0xff], bad_end / 2)
         .expect("damage");
     assert!(
-        ledger.fenced().is_empty(),
+        ledger.reader().fenced().is_empty(),
         "not fenced before anything reads it"
     );
 
     let mut batch = chain("T-BAD", 6, 3, &mut bad_prev, &mut stream_seq);
     batch.extend(chain("T-OK", 6, 3, &mut good_prev, &mut stream_seq));
     let out = ledger
+        .writer()
         .append_batch(&batch)
         .expect("the other table goes on");
     ledger.flush().expect("flush");
@@ -91,18 +94,22 @@ fn a_table_damaged_while_open_is_fenced_at_the_next_append_and_the_other_goes_on
             .all(|o| matches!(o, Appended::Stored { .. })),
         "{out:?}"
     );
-    let fences = ledger.fenced();
+    let fences = ledger.reader().fenced();
     let t_bad = TableId::new("T-BAD").expect("id");
     assert_eq!(fences[&t_bad].check, ledger::fence::check::HEAD_UNREADABLE);
     assert_eq!(
         ledger
+            .reader()
             .head(&TableId::new("T-OK").expect("id"))
             .map(|h| h.seq.0),
         Some(8)
     );
-    assert_eq!(ledger.head(&t_bad).map(|h| h.seq.0), Some(5));
-    assert!(ledger.unfence(&t_bad, "test", 1).is_err(), "still damaged");
-    assert_eq!(ledger.fence_log().expect("log").len(), 0);
+    assert_eq!(ledger.reader().head(&t_bad).map(|h| h.seq.0), Some(5));
+    assert!(
+        ledger.writer().unfence(&t_bad, "test", 1).is_err(),
+        "still damaged"
+    );
+    assert_eq!(ledger.reader().fence_log().expect("log").len(), 0);
     // Repaired (the byte put back): an admin's unfence lifts the fence.
     file.write_all_at(&[b[0]], bad_end / 2).expect("repair");
     unfenced_by_an_act(&ledger, &t_bad, &mut bad_prev, &mut stream_seq);
@@ -117,11 +124,14 @@ fn unfenced_by_an_act(
     stream_seq: &mut u64,
 ) {
     let admin = schemas::attest::SigningKey::derive_for_simulation("fence test admin");
-    ledger.trust_admin_keys([admin.public()]).expect("trust");
+    ledger
+        .writer()
+        .trust_admin_keys([admin.public()])
+        .expect("trust");
     let act = unfence_act(&admin, t_bad, stream_seq);
     let mut batch = vec![act.clone()];
     batch.extend(chain("T-BAD", 9, 2, bad_prev, stream_seq));
-    let out = ledger.append_batch(&batch).expect("append");
+    let out = ledger.writer().append_batch(&batch).expect("append");
     ledger.flush().expect("flush");
     assert_eq!(
         out[0],
@@ -137,9 +147,9 @@ fn unfenced_by_an_act(
             .all(|o| matches!(o, Appended::Stored { .. })),
         "{out:?}"
     );
-    assert_eq!(ledger.head(t_bad).map(|h| h.seq.0), Some(10));
-    assert!(ledger.fenced().is_empty());
-    let log = ledger.admin_log().expect("admin log");
+    assert_eq!(ledger.reader().head(t_bad).map(|h| h.seq.0), Some(10));
+    assert!(ledger.reader().fenced().is_empty());
+    let log = ledger.reader().admin_log().expect("admin log");
     assert_eq!(log.len(), 1);
     assert!(
         log[0]
@@ -148,7 +158,7 @@ fn unfenced_by_an_act(
         "{log:?}"
     );
     // Delivered again: recognised, not taken twice.
-    let again = ledger.append_batch(&[act]).expect("append");
+    let again = ledger.writer().append_batch(&[act]).expect("append");
     assert_eq!(
         again[0],
         Appended::Admin {
@@ -156,7 +166,7 @@ fn unfenced_by_an_act(
             first: false
         }
     );
-    assert_eq!(ledger.fence_log().expect("log").len(), 1);
+    assert_eq!(ledger.reader().fence_log().expect("log").len(), 1);
 }
 
 /// An admin's signed unfence of `table`, as it arrives on `admin.acts`.
@@ -196,7 +206,8 @@ fn a_deleted_last_segment_fences_its_tables_and_is_never_reused() {
     let (mut prev, mut other, mut stream_seq) = (Hash32::ZERO, Hash32::ZERO, 0);
     {
         let l = Ledger::open(dir.path()).expect("open");
-        l.append_batch(&chain("T-LOST", 1, 5, &mut prev, &mut stream_seq))
+        l.writer()
+            .append_batch(&chain("T-LOST", 1, 5, &mut prev, &mut stream_seq))
             .expect("append");
         l.flush().expect("flush");
     }
@@ -204,10 +215,11 @@ fn a_deleted_last_segment_fences_its_tables_and_is_never_reused() {
     let l = Ledger::open(dir.path()).expect("a damaged ledger still opens");
     let lost = TableId::new("T-LOST").expect("id");
     assert_eq!(
-        l.fenced()[&lost].check,
+        l.reader().fenced()[&lost].check,
         ledger::fence::check::HEAD_UNREADABLE
     );
     let out = l
+        .writer()
         .append_batch(&chain("T-NEW", 1, 5, &mut other, &mut stream_seq))
         .expect("a new table goes on");
     l.flush().expect("flush");
@@ -218,5 +230,8 @@ fn a_deleted_last_segment_fences_its_tables_and_is_never_reused() {
     assert!(!ledger::valuelog::segment_path(dir.path(), 0).exists());
     assert!(ledger::valuelog::segment_path(dir.path(), 1).exists());
     let new = TableId::new("T-NEW").expect("id");
-    assert_eq!(l.events(&new, 1..=5).filter(|e| e.is_ok()).count(), 5);
+    assert_eq!(
+        l.reader().events(&new, 1..=5).filter(|e| e.is_ok()).count(),
+        5
+    );
 }

@@ -54,8 +54,8 @@ fn reasons(out: &[Appended]) -> Vec<&'static str> {
 
 fn requiring(dir: &std::path::Path, admin: &SigningKey) -> Ledger {
     let l = Ledger::open(dir).unwrap();
-    l.trust_admin_keys([admin.public()]).unwrap();
-    l.require_signed_events().unwrap();
+    l.writer().trust_admin_keys([admin.public()]).unwrap();
+    l.writer().require_signed_events().unwrap();
     l
 }
 
@@ -76,7 +76,7 @@ fn only_the_enrolled_key_extends_a_chain() {
         with_header(&mut c, &admin, &device, first),
         signed(&mut c, &device, enroll),
     ];
-    let out = l.append_batch(&batch).unwrap();
+    let out = l.writer().append_batch(&batch).unwrap();
     assert_eq!(
         reasons(&out),
         ["signer_unknown", "signer_unknown", "stored", "stored"]
@@ -85,6 +85,7 @@ fn only_the_enrolled_key_extends_a_chain() {
     let mut unsigned = third.clone();
     unsigned.stream_seq = 1_000;
     let out = l
+        .writer()
         .append_batch(&[
             unsigned,
             signed(&mut c, &thief, third.clone()),
@@ -101,7 +102,7 @@ fn only_the_enrolled_key_extends_a_chain() {
             "stored"
         ]
     );
-    assert_eq!(l.head(&c.table).unwrap().seq.0, 3);
+    assert_eq!(l.reader().head(&c.table).unwrap().seq.0, 3);
 }
 
 /// A rotation's enrollment is signed by the key it enrolls; from then on the old key is
@@ -116,11 +117,13 @@ fn rotation_and_revocation_move_who_may_extend() {
     let e1 = c.key_event(&admin, &device, KeyAction::Enroll);
     let e2 = c.key_event(&admin, &newer, KeyAction::Enroll);
     let out = l
+        .writer()
         .append_batch(&[signed(&mut c, &device, e1), signed(&mut c, &newer, e2)])
         .unwrap();
     assert_eq!(reasons(&out), ["stored", "stored"]);
     let next = c.announce();
     let out = l
+        .writer()
         .append_batch(&[
             signed(&mut c, &device, next.clone()),
             signed(&mut c, &newer, next),
@@ -130,6 +133,7 @@ fn rotation_and_revocation_move_who_may_extend() {
     let revoke = c.key_event(&admin, &newer, KeyAction::Revoke);
     let after = c.announce();
     let out = l
+        .writer()
         .append_batch(&[
             signed(&mut c, &newer, revoke),
             signed(&mut c, &newer, after),
@@ -151,7 +155,10 @@ fn the_requirement_is_kept_and_recovery_re_appends_admitted_events() {
     let mut c = Chain::new("PV-03");
     let l = requiring(dir.path(), &admin);
     let enroll = c.key_event(&admin, &device, KeyAction::Enroll);
-    let out = l.append_batch(&[signed(&mut c, &device, enroll)]).unwrap();
+    let out = l
+        .writer()
+        .append_batch(&[signed(&mut c, &device, enroll)])
+        .unwrap();
     assert_eq!(reasons(&out), ["stored"]);
     l.flush().unwrap();
     drop(l);
@@ -159,13 +166,13 @@ fn the_requirement_is_kept_and_recovery_re_appends_admitted_events() {
     copy_dir(dir.path(), earlier.path(), true);
 
     let l = Ledger::open(dir.path()).unwrap();
-    assert!(l.requires_signed_events(), "kept across opens");
+    assert!(l.reader().requires_signed_events(), "kept across opens");
     let mut batch = Vec::new();
     for _ in 0..5 {
         let m = c.announce();
         batch.push(signed(&mut c, &device, m));
     }
-    let out = l.append_batch(&batch).unwrap();
+    let out = l.writer().append_batch(&batch).unwrap();
     assert!(reasons(&out).iter().all(|r| *r == "stored"), "{out:?}");
     l.flush().unwrap();
     drop(l);
@@ -174,8 +181,8 @@ fn the_requirement_is_kept_and_recovery_re_appends_admitted_events() {
 
     let l = Ledger::open(dir.path()).unwrap();
     assert_eq!(l.recovered().stored, 5, "{:?}", l.recovered());
-    assert_eq!(l.head(&c.table).unwrap().seq.0, 6);
-    assert!(l.verify().unwrap().is_ok());
+    assert_eq!(l.reader().head(&c.table).unwrap().seq.0, 6);
+    assert!(l.verifier().verify().unwrap().is_ok());
 }
 
 /// Issue 41: an open ledger (`serve --unsigned-events`) stores unsigned events, never a
@@ -186,12 +193,15 @@ fn an_open_ledger_still_refuses_a_signature_that_does_not_verify() {
     let dir = tempfile::tempdir().unwrap();
     let (admin, device) = keys();
     let l = Ledger::open(dir.path()).unwrap();
-    l.trust_admin_keys([admin.public()]).unwrap();
-    assert!(!l.requires_signed_events());
+    l.writer().trust_admin_keys([admin.public()]).unwrap();
+    assert!(!l.reader().requires_signed_events());
     let thief = SigningKey::from_secret([7; 32]);
     let mut c = Chain::new("PV-04");
     let enroll = c.key_event(&admin, &device, KeyAction::Enroll);
-    let out = l.append_batch(&[signed(&mut c, &device, enroll)]).unwrap();
+    let out = l
+        .writer()
+        .append_batch(&[signed(&mut c, &device, enroll)])
+        .unwrap();
     assert_eq!(reasons(&out), ["stored"]);
     // Enrolled: unsigned goes on; the thief's signature, or malformed headers, do not.
     let second = c.announce();
@@ -199,14 +209,21 @@ fn an_open_ledger_still_refuses_a_signature_that_does_not_verify() {
     malformed.provenance = Provenance::Malformed("Rl-Signature is not 128 hex digits".into());
     malformed.stream_seq = 1_000;
     let out = l
+        .writer()
         .append_batch(&[signed(&mut c, &thief, second.clone()), malformed])
         .unwrap();
     assert_eq!(reasons(&out), ["signature_invalid", "signature_invalid"]);
-    let out = l.append_batch(&[signed(&mut c, &device, second)]).unwrap();
+    let out = l
+        .writer()
+        .append_batch(&[signed(&mut c, &device, second)])
+        .unwrap();
     assert_eq!(reasons(&out), ["stored"]);
     let mut third = c.announce();
     third.stream_seq = 2_000;
-    assert_eq!(reasons(&l.append_batch(&[third]).unwrap()), ["stored"]);
+    assert_eq!(
+        reasons(&l.writer().append_batch(&[third]).unwrap()),
+        ["stored"]
+    );
 
     // Never enrolled: a header naming a key (an untrusted admin's) is checked against
     // that key; a signature with no key to judge it by goes on as unsigned.
@@ -216,21 +233,25 @@ fn an_open_ledger_still_refuses_a_signature_that_does_not_verify() {
     if let Provenance::Signed(s) = &mut forged.provenance {
         s.signature = EventSignature::sign(&thief, &d.table, &dealer(), &first.bytes).signature;
     }
-    let out = l.append_batch(&[forged]).unwrap();
+    let out = l.writer().append_batch(&[forged]).unwrap();
     assert_eq!(reasons(&out), ["signature_invalid"]);
     let out = l
+        .writer()
         .append_batch(&[with_header(&mut d, &thief, &device, first)])
         .unwrap();
     assert_eq!(reasons(&out), ["stored"]);
     let next = d.announce();
-    let out = l.append_batch(&[signed(&mut d, &thief, next)]).unwrap();
+    let out = l
+        .writer()
+        .append_batch(&[signed(&mut d, &thief, next)])
+        .unwrap();
     assert_eq!(
         reasons(&out),
         ["stored"],
         "no key is known for PV-05's signer"
     );
-    assert_eq!(l.head(&c.table).unwrap().seq.0, 3);
-    assert_eq!(l.head(&d.table).unwrap().seq.0, 2);
+    assert_eq!(l.reader().head(&c.table).unwrap().seq.0, 3);
+    assert_eq!(l.reader().head(&d.table).unwrap().seq.0, 2);
 }
 
 /// `event` with the envelope's `device` set to `device`, next in `c`'s chain.
@@ -267,6 +288,7 @@ fn an_enrolled_device_signs_its_own_events_and_others_are_relayed() {
     let enroll = c.key_event(&admin, &device, KeyAction::Enroll);
     let relayed = event_of(&mut c, "shoe-1");
     let out = l
+        .writer()
         .append_batch(&[
             signed(&mut c, &device, enroll),
             signed(&mut c, &device, relayed),
@@ -296,10 +318,14 @@ fn an_enrolled_device_signs_its_own_events_and_others_are_relayed() {
     let shoe_enroll = signed(&mut c, &device, shoe_enroll);
     let by_shoe = event_of(&mut c, "shoe-1");
     let out = l
+        .writer()
         .append_batch(&[shoe_enroll, signed(&mut c, &device, by_shoe.clone())])
         .unwrap();
     assert_eq!(reasons(&out), ["stored", "signature_invalid"]);
-    let out = l.append_batch(&[own(&mut c, &shoe_key, by_shoe)]).unwrap();
+    let out = l
+        .writer()
+        .append_batch(&[own(&mut c, &shoe_key, by_shoe)])
+        .unwrap();
     assert_eq!(reasons(&out), ["stored"], "the shoe's own signature");
 
     let revoke = schemas::attest::key_event_body(
@@ -312,6 +338,7 @@ fn an_enrolled_device_signs_its_own_events_and_others_are_relayed() {
     let revoke = c.event(revoke);
     let after = event_of(&mut c, "shoe-1");
     let out = l
+        .writer()
         .append_batch(&[
             signed(&mut c, &device, revoke),
             signed(&mut c, &device, after),
@@ -322,5 +349,5 @@ fn an_enrolled_device_signs_its_own_events_and_others_are_relayed() {
         ["stored", "signature_invalid"],
         "a revoked device is not relayed either"
     );
-    assert_eq!(l.head(&c.table).unwrap().seq.0, 5);
+    assert_eq!(l.reader().head(&c.table).unwrap().seq.0, 5);
 }

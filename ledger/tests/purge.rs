@@ -56,7 +56,7 @@ fn purge_msg(admin: &SigningKey, below_id: u64, seq: u64) -> Incoming {
 
 fn run_purge(l: &Ledger) -> u64 {
     let mut steps = 0;
-    while l.purge_step().expect("step").is_some() {
+    while l.writer().purge_step().expect("step").is_some() {
         steps += 1;
     }
     steps
@@ -70,22 +70,27 @@ fn a_purge_frees_a_full_quarantine_and_what_stays_verifies() {
         SigningKey::from_secret([8; 32]),
     );
     let l = Ledger::open(dir.path()).expect("open");
-    l.trust_admin_keys([admin.public()]).expect("admin");
+    l.writer()
+        .trust_admin_keys([admin.public()])
+        .expect("admin");
     let total = PURGE_STEP_ENTRIES as u64 + 1_000;
-    l.set_quarantine_limits(&limits(total)).expect("limits");
+    l.writer()
+        .set_quarantine_limits(&limits(total))
+        .expect("limits");
     let (flood, fenced) = (table("FLOOD-1"), table("FENCED-1"));
     // A fenced table's events first, so the purge must move them.
-    l.fence_after_read_error(&fenced, ledger::Error::BadSetting("test".into()));
+    l.writer()
+        .fence_after_read_error(&fenced, ledger::Error::BadSetting("test".into()));
     let events: Vec<Incoming> = common::chain(&fenced, 3)
         .into_iter()
         .enumerate()
         .map(|(i, (_, b))| incoming(&fenced, b, 1 + i as u64))
         .collect();
-    l.append_batch(&events).expect("fenced");
+    l.writer().append_batch(&events).expect("fenced");
     let msgs: Vec<Incoming> = (10..10 + total + 50).map(|n| garbage(&flood, n)).collect();
     let out: Vec<Appended> = msgs
         .chunks(1_000)
-        .flat_map(|c| l.append_batch(c).expect("append"))
+        .flat_map(|c| l.writer().append_batch(c).expect("append"))
         .collect();
     let past = |o: &&Appended| {
         matches!(
@@ -98,20 +103,24 @@ fn a_purge_frees_a_full_quarantine_and_what_stays_verifies() {
     };
     assert_eq!(out.iter().filter(past).count(), 50, "the total is reached");
     l.flush().expect("flush");
-    let digest_at_cut = l.quarantine_head();
+    let digest_at_cut = l.reader().quarantine_head();
     // An untrusted purge is kept as evidence, not taken.
     let forged = l
+        .writer()
         .append_batch(&[purge_msg(&stranger, 5_000, 100_000)])
         .expect("append");
     assert!(
         matches!(&forged[0], Appended::Refused(Refused::Overflowed { reason: r, .. } | Refused::Quarantined { reason: r, .. }) if *r == reason::ADMIN_REFUSED),
         "{forged:?}"
     );
-    assert!(!l.purge_pending());
+    assert!(!l.reader().purge_pending());
     // The admin's purge of every entry so far, delivered twice.
     let below = digest_at_cut.entries;
     let act = purge_msg(&admin, below, 100_001);
-    let taken = l.append_batch(&[act.clone(), act]).expect("append");
+    let taken = l
+        .writer()
+        .append_batch(&[act.clone(), act])
+        .expect("append");
     assert_eq!(
         taken[0],
         Appended::Admin {
@@ -127,7 +136,7 @@ fn a_purge_frees_a_full_quarantine_and_what_stays_verifies() {
         }
     );
     assert!(run_purge(&l) >= 2, "in steps");
-    let (mark, target) = l.purge_progress();
+    let (mark, target) = l.reader().purge_progress();
     assert_eq!((mark.below_id, target), (below, below));
     assert_eq!(mark.entries, below);
     assert_eq!(
@@ -139,16 +148,19 @@ fn a_purge_frees_a_full_quarantine_and_what_stays_verifies() {
         below - 3,
         "the fenced table's three stay"
     );
-    let usage = l.quarantine_usage();
+    let usage = l.reader().quarantine_usage();
     assert_eq!(usage.bytes, 0);
     assert!(usage.fenced_bytes > 0);
     // Refusals are kept again.
-    let again = l.append_batch(&[garbage(&flood, 200_000)]).expect("append");
+    let again = l
+        .writer()
+        .append_batch(&[garbage(&flood, 200_000)])
+        .expect("append");
     assert!(
         matches!(again[0], Appended::Refused(Refused::Quarantined { .. })),
         "{again:?}"
     );
-    let left = l.quarantine().expect("entries");
+    let left = l.reader().quarantine().expect("entries");
     assert_eq!(left.len(), 4);
     assert!(left[..3]
         .iter()
@@ -156,14 +168,14 @@ fn a_purge_frees_a_full_quarantine_and_what_stays_verifies() {
     l.flush().expect("flush");
     drop(l);
     let l = Ledger::open(dir.path()).expect("reopen");
-    assert_eq!(l.quarantine_usage().bytes, charge(LEN));
-    let report = l.verify().expect("verify");
+    assert_eq!(l.reader().quarantine_usage().bytes, charge(LEN));
+    let report = l.verifier().verify().expect("verify");
     assert!(report.is_ok(), "{report:?}");
-    let log = l.admin_log().expect("log");
+    let log = l.reader().admin_log().expect("log");
     assert_eq!(log.len(), 1);
     assert_eq!(log[0].kind, PURGE_KIND);
-    assert!(l.check_admin_log().expect("check").is_empty());
+    assert!(l.verifier().check_admin_log().expect("check").is_empty());
     // The fenced table's kept events still come back when it is unfenced.
-    let unfenced = l.unfence(&fenced, "test", 1).expect("unfence");
+    let unfenced = l.writer().unfence(&fenced, "test", 1).expect("unfence");
     assert_eq!(unfenced.stored, 3);
 }

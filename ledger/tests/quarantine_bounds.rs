@@ -45,7 +45,7 @@ fn a_flood_of_distinct_refusals_is_counted_past_the_bound() {
     let msgs = flood(&t, 1, n, 0);
     let mut out = Vec::new();
     for call in msgs.chunks(500) {
-        out.extend(l.append_batch(call).expect("append"));
+        out.extend(l.writer().append_batch(call).expect("append"));
     }
     let stored = out
         .iter()
@@ -61,34 +61,41 @@ fn a_flood_of_distinct_refusals_is_counted_past_the_bound() {
         "the rest overflow"
     );
     let key = (t.as_str().to_string(), reason::UNDECODABLE.to_string());
-    let counted = l.quarantine_overflows()[&key];
+    let counted = l.reader().quarantine_overflows()[&key];
     assert_eq!(counted, expected(&msgs[stored..]));
     assert_eq!(counted.count, PAST);
     assert_eq!(counted.first_stream_seq, msgs[stored].stream_seq);
     // Another source in the same minute, and the flooding source a minute later: stored.
     let calm = l
+        .writer()
         .append_batch(&flood(&other, 10_000, 3, 0))
         .expect("append");
     assert!(calm
         .iter()
         .all(|o| matches!(o, Appended::Refused(Refused::Quarantined { .. }))));
-    let later = l.append_batch(&flood(&t, 20_000, 2, 1)).expect("append");
+    let later = l
+        .writer()
+        .append_batch(&flood(&t, 20_000, 2, 1))
+        .expect("append");
     assert!(later
         .iter()
         .all(|o| matches!(o, Appended::Refused(Refused::Quarantined { .. }))));
     // A redelivery of a counted message is not counted again.
-    let again = l.append_batch(&msgs[n as usize - 1..]).expect("append");
+    let again = l
+        .writer()
+        .append_batch(&msgs[n as usize - 1..])
+        .expect("append");
     assert_eq!(again, vec![past]);
-    assert_eq!(l.quarantine_overflows()[&key].count, PAST);
+    assert_eq!(l.reader().quarantine_overflows()[&key].count, PAST);
     l.flush().expect("flush");
     drop(l);
     let l = Ledger::open(dir.path()).expect("reopen");
-    assert_eq!(l.quarantine_overflows()[&key], counted);
+    assert_eq!(l.reader().quarantine_overflows()[&key], counted);
     assert_eq!(
-        l.quarantine().expect("quarantine").len() as u64,
+        l.reader().quarantine().expect("quarantine").len() as u64,
         SOURCE_ENTRIES_PER_MINUTE_MAX + 5
     );
-    let report = l.verify().expect("verify");
+    let report = l.verifier().verify().expect("verify");
     assert!(report.is_ok(), "{report:?}");
 }
 
@@ -127,7 +134,7 @@ fn a_refusal_costs_about_its_own_bytes_on_disk() {
         let mut m = incoming(&t, bytes, i + 1);
         // Two seconds apart: 30 a minute, within the source's bytes per minute.
         m.received_at_ns += i as i64 * 2_000_000_000;
-        let out = l.append_batch(&[m]).expect("append");
+        let out = l.writer().append_batch(&[m]).expect("append");
         assert!(matches!(
             out[0],
             Appended::Refused(Refused::Quarantined { .. })
@@ -143,9 +150,13 @@ fn a_refusal_costs_about_its_own_bytes_on_disk() {
         "{n} refusals of {len} bytes grew the ledger by {grown} bytes, over {bound}"
     );
     let l = Ledger::open(dir.path()).expect("reopen");
-    let e = l.quarantine_entry(n - 1).expect("read").expect("entry");
+    let e = l
+        .reader()
+        .quarantine_entry(n - 1)
+        .expect("read")
+        .expect("entry");
     assert_eq!(e.bytes.len(), len);
-    assert!(l.verify().expect("verify").is_ok());
+    assert!(l.verifier().verify().expect("verify").is_ok());
 }
 
 /// An entry's one copy is its bytes: damage to it stops no open and no append, and
@@ -158,7 +169,9 @@ fn a_damaged_entry_copy_is_named_by_verify_and_stops_nothing() {
     let dir = tempfile::tempdir().expect("tempdir");
     let t = table("FLOOD-1");
     let l = Ledger::open(dir.path()).expect("open");
-    l.append_batch(&flood(&t, 1, 3, 0)).expect("append");
+    l.writer()
+        .append_batch(&flood(&t, 1, 3, 0))
+        .expect("append");
     l.flush().expect("flush");
     drop(l);
     let raw = common::Raw::open(dir.path());
@@ -181,13 +194,14 @@ fn a_damaged_entry_copy_is_named_by_verify_and_stops_nothing() {
     std::fs::write(&path, bytes).expect("write");
     let l = Ledger::open(dir.path()).expect("a damaged entry stops no open");
     let more = l
+        .writer()
         .append_batch(&flood(&t, 100, 1, 0))
         .expect("append goes on");
     assert!(matches!(
         more[0],
         Appended::Refused(Refused::Quarantined { id: 3, .. })
     ));
-    let report = l.verify().expect("verify");
+    let report = l.verifier().verify().expect("verify");
     assert!(
         matches!(&report.quarantine, ledger::QuarantineVerdict::Bad { problem } if problem.contains("quarantine")),
         "{:?}",
@@ -227,7 +241,7 @@ fn spread(t: &schemas::TableId, from: u64, n: u64, at_ns: i64, step_ns: i64) -> 
 
 fn outcomes(l: &Ledger, msgs: &[Incoming]) -> Vec<Appended> {
     msgs.chunks(500)
-        .flat_map(|c| l.append_batch(c).expect("append"))
+        .flat_map(|c| l.writer().append_batch(c).expect("append"))
         .collect()
 }
 
@@ -253,7 +267,7 @@ fn refusals_are_bounded_per_source_in_all_and_fenced_events_stay_apart() {
     let dir = tempfile::tempdir().expect("tempdir");
     let l = Ledger::open(dir.path()).expect("open");
     let limits = small_limits();
-    l.set_quarantine_limits(&limits).expect("limits");
+    l.writer().set_quarantine_limits(&limits).expect("limits");
     // Many subjects, two messages each, in one window.
     let many: Vec<Incoming> = (0..2_000u64)
         .flat_map(|i| spread(&table(&format!("T-{i}")), 10 * i + 1, 2, 0, 1))
@@ -286,7 +300,8 @@ fn refusals_are_bounded_per_source_in_all_and_fenced_events_stay_apart() {
     assert_eq!(count_past(&out, Bound::Total), 25);
     // A fenced table: its events are kept past the total, charged apart.
     let fenced_t = table("FENCED-1");
-    l.fence_after_read_error(&fenced_t, ledger::Error::BadSetting("test".into()));
+    l.writer()
+        .fence_after_read_error(&fenced_t, ledger::Error::BadSetting("test".into()));
     let events: Vec<Incoming> = common::chain(&fenced_t, 300)
         .into_iter()
         .enumerate()
@@ -294,16 +309,20 @@ fn refusals_are_bounded_per_source_in_all_and_fenced_events_stay_apart() {
         .collect();
     let out = outcomes(&l, &events);
     assert_eq!(count_kept(&out), 300, "every fenced event is kept");
-    let usage = l.quarantine_usage();
+    let usage = l.reader().quarantine_usage();
     assert_eq!(usage.bytes, 250 * charge(PADDED_LEN));
     assert!(usage.fenced_bytes > 300 * charge(0));
     assert_eq!(usage.by_source[flood_t.as_str()], limits.source_bytes_max);
     l.flush().expect("flush");
     drop(l);
     let l = Ledger::open(dir.path()).expect("reopen");
-    assert_eq!(l.quarantine_usage(), usage, "the same usage after a reopen");
-    assert_eq!(l.quarantine_limits(), limits);
-    assert!(l.verify().expect("verify").is_ok());
+    assert_eq!(
+        l.reader().quarantine_usage(),
+        usage,
+        "the same usage after a reopen"
+    );
+    assert_eq!(l.reader().quarantine_limits(), limits);
+    assert!(l.verifier().verify().expect("verify").is_ok());
 }
 
 /// BENCHMARKS.md's disk per refusal: distinct garbage of 200 bytes and 60 KB, within the
@@ -338,7 +357,7 @@ fn disk_per_refusal_benchmark() {
             })
             .collect();
         for c in msgs.chunks(per_call) {
-            l.append_batch(c).expect("append");
+            l.writer().append_batch(c).expect("append");
             l.flush().expect("flush");
         }
         drop(l);
@@ -378,7 +397,9 @@ fn quarantine_limits_set_by_an_admin_act_judge_what_follows_it() {
     let admin = schemas::attest::SigningKey::from_secret([5; 32]);
     let stranger = schemas::attest::SigningKey::from_secret([6; 32]);
     let l = Ledger::open(dir.path()).expect("open");
-    l.trust_admin_keys([admin.public()]).expect("trust");
+    l.writer()
+        .trust_admin_keys([admin.public()])
+        .expect("trust");
     let t = table("FLOOD-1");
     let tight = QuarantineLimits {
         source_entries_per_window: 3,
@@ -394,7 +415,7 @@ fn quarantine_limits_set_by_an_admin_act_judge_what_follows_it() {
     let act = limits_act(&admin, tight, 8);
     msgs.extend([act.clone(), act]);
     msgs.extend(flood(&t, 10, 5, 0));
-    let out = l.append_batch(&msgs).expect("append");
+    let out = l.writer().append_batch(&msgs).expect("append");
     let kept = |o: &&Appended| matches!(o, Appended::Refused(Refused::Quarantined { .. }));
     assert_eq!(
         out[..5].iter().filter(kept).count(),
@@ -434,12 +455,16 @@ fn quarantine_limits_set_by_an_admin_act_judge_what_follows_it() {
         "{:?}",
         &out[9..]
     );
-    assert_eq!(l.quarantine_limits(), tight);
+    assert_eq!(l.reader().quarantine_limits(), tight);
     l.flush().expect("flush");
     drop(l);
     let l = Ledger::open(dir.path()).expect("reopen");
-    assert_eq!(l.quarantine_limits(), tight, "kept across a reopen");
-    let log = l.admin_log().expect("log");
+    assert_eq!(
+        l.reader().quarantine_limits(),
+        tight,
+        "kept across a reopen"
+    );
+    let log = l.reader().admin_log().expect("log");
     assert_eq!(log.len(), 1);
-    assert!(l.verify().expect("verify").is_ok());
+    assert!(l.verifier().verify().expect("verify").is_ok());
 }

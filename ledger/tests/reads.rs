@@ -20,7 +20,8 @@ fn rounds_in_a_time_range_come_by_start_time_then_table() {
     fill(&l, &[a.clone(), b.clone()], 35, 7);
 
     let found = |from: i64, to: i64| -> Vec<(String, u64, u64, u64)> {
-        l.rounds_in_time_range(T0_NS + from * SECOND, T0_NS + to * SECOND)
+        l.reader()
+            .rounds_in_time_range(T0_NS + from * SECOND, T0_NS + to * SECOND)
             .unwrap()
             .into_iter()
             .map(|(t, s)| (t.to_string(), s.round.0, s.first_seq.0, s.last_seq.0))
@@ -52,7 +53,7 @@ fn rounds_in_a_time_range_come_by_start_time_then_table() {
     assert!(found(31, 1_000).is_empty());
     assert!(found(20, 20).is_empty());
 
-    let r = l.round_events(&a, RoundId(2)).unwrap();
+    let r = l.reader().round_events(&a, RoundId(2)).unwrap();
     assert_eq!(
         (r.first().unwrap().seq, r.last().unwrap().seq, r.len()),
         (Seq(10), Seq(19), 10)

@@ -31,7 +31,7 @@ fn append(l: &Ledger, tables: &[TableId], from: usize, to: usize) {
                 batch.push(incoming(t, bytes.clone(), 1 + i as u64));
             }
         }
-        for o in l.append_batch(&batch).expect("append") {
+        for o in l.writer().append_batch(&batch).expect("append") {
             assert!(matches!(o, ledger::Appended::Stored { .. }), "{o:?}");
         }
         start += PER_CALL;
@@ -63,8 +63,8 @@ fn rolled_back(
         "a clean reopen has nothing to recover"
     );
     append(&l, tables, 30, EVENTS as usize);
-    let heads = l.heads();
-    let digest = l.digest(T0_NS).expect("digest");
+    let heads = l.reader().heads();
+    let digest = l.verifier().digest(T0_NS).expect("digest");
     assert_eq!(digest.events, 2 * EVENTS);
     // It names each table's receipt (stream seqs and receive times): recovery appends the
     // lost records in calls of its own, and must leave every receipt as it was.
@@ -146,17 +146,21 @@ fn commits_sled_lost_are_appended_again_from_the_value_log() {
         },
         "three calls of two tables' records, 30 events each, appended again"
     );
-    assert_eq!(l.heads(), heads);
-    let report = l.verify().expect("verify");
+    assert_eq!(l.reader().heads(), heads);
+    let report = l.verifier().verify().expect("verify");
     assert!(report.is_ok(), "{report:?}");
-    let against = l.check_against(&digest, T0_NS).expect("check");
+    let against = l.verifier().check_against(&digest, T0_NS).expect("check");
     assert!(against.ok, "{:?}", against.tables);
     // The indexes came back with the events: each round of the chain is summarised.
     for t in &tables {
-        let last = l.stored_event(t, EVENTS).expect("read").expect("seq 60");
+        let last = l
+            .reader()
+            .stored_event(t, EVENTS)
+            .expect("read")
+            .expect("seq 60");
         assert_eq!(last.stream_seq, EVENTS, "arrival as first received");
         assert_eq!(last.received_at_ns, T0_NS);
-        let rounds = l.rounds(t).expect("rounds");
+        let rounds = l.reader().rounds(t).expect("rounds");
         assert_eq!(
             rounds.last().map(|r| r.last_seq.0),
             Some(EVENTS),
@@ -171,7 +175,7 @@ fn commits_sled_lost_are_appended_again_from_the_value_log() {
         "once appended again, nothing is found again: {:?}",
         l.recovered()
     );
-    assert_eq!(l.heads(), heads);
+    assert_eq!(l.reader().heads(), heads);
 }
 
 #[test]
@@ -197,7 +201,7 @@ fn a_write_cut_short_is_reported_and_appending_goes_on() {
         "{torn}"
     );
     append(&l, &tables, 20, 40);
-    let report = l.verify().expect("verify");
+    let report = l.verifier().verify().expect("verify");
     assert!(report.is_ok(), "{report:?}");
     drop(l);
 
@@ -207,7 +211,7 @@ fn a_write_cut_short_is_reported_and_appending_goes_on() {
         "the torn bytes lie before the last commit's end now: {:?}",
         l.recovered()
     );
-    assert_eq!(l.heads()[0].seq.0, 40);
+    assert_eq!(l.reader().heads()[0].seq.0, 40);
 }
 
 /// A torn tail must not hide what is written after it. The crash that cut a write short
@@ -236,7 +240,7 @@ fn commits_after_a_torn_tail_come_back_when_sled_loses_them() {
     let l = Ledger::open(dir.path()).expect("open");
     assert!(l.recovered().torn.is_some(), "{:?}", l.recovered());
     append(&l, &tables, 20, 40);
-    let heads = l.heads();
+    let heads = l.reader().heads();
     assert_eq!(heads[0].seq.0, 40);
     drop(l);
     closed(dir.path());
@@ -251,8 +255,8 @@ fn commits_after_a_torn_tail_come_back_when_sled_loses_them() {
         "the two calls written after the torn bytes are appended again: {found:?}"
     );
     assert!(found.torn.is_some(), "the torn bytes are still named");
-    assert_eq!(l.heads(), heads);
-    let report = l.verify().expect("verify");
+    assert_eq!(l.reader().heads(), heads);
+    let report = l.verifier().verify().expect("verify");
     assert!(report.is_ok(), "{report:?}");
 }
 
@@ -306,7 +310,7 @@ fn a_recovery_cut_short_starts_again_from_the_same_place() {
     );
     let l = Ledger::open(dir.path()).expect("open");
     assert_eq!((l.recovered().records, l.recovered().stored), (6, 60));
-    assert_eq!(l.heads(), heads);
+    assert_eq!(l.reader().heads(), heads);
     drop(l);
     closed(dir.path());
     assert_eq!(unreferenced_records(dir.path()), 0, "recovery done");
@@ -335,8 +339,11 @@ fn quarantine_held_events_checkpoints_and_enrollments_of_lost_commits_come_back(
     let (admin, device) = keys();
     let mut c = Chain::new("RC-K");
     let l = Ledger::open(dir.path()).expect("open");
-    l.trust_admin_keys([admin.public()]).expect("trust");
+    l.writer()
+        .trust_admin_keys([admin.public()])
+        .expect("trust");
     let out = l
+        .writer()
         .append_batch(&[c.announce(), c.announce()])
         .expect("append");
     assert!(out.iter().all(|o| matches!(o, Appended::Stored { .. })));
@@ -344,15 +351,18 @@ fn quarantine_held_events_checkpoints_and_enrollments_of_lost_commits_come_back(
 
     let l = Ledger::open(dir.path()).expect("reopen");
     // As `serve` does at every start; the recovery below opens without it.
-    l.trust_admin_keys([admin.public()]).expect("trust");
+    l.writer()
+        .trust_admin_keys([admin.public()])
+        .expect("trust");
     let batch = [
         c.key_event(&admin, &device, KeyAction::Enroll),
         c.announce(),
         c.announce(),
     ];
-    let out = l.append_batch(&batch).expect("append");
+    let out = l.writer().append_batch(&batch).expect("append");
     assert!(out.iter().all(|o| matches!(o, Appended::Stored { .. })));
     let kept = l
+        .writer()
         .append_checkpoints(&[c.checkpoint(&device, 5)])
         .expect("checkpoint");
     assert!(
@@ -368,16 +378,26 @@ fn quarantine_held_events_checkpoints_and_enrollments_of_lost_commits_come_back(
         received_at_ns: T0_NS,
         provenance: Default::default(),
     };
-    let out = l.append_batch(&[beyond_gap, garbage]).expect("append");
+    let out = l
+        .writer()
+        .append_batch(&[beyond_gap, garbage])
+        .expect("append");
     assert!(matches!(out[0], Appended::Held { .. }), "{out:?}");
     assert!(
         matches!(out[1], Appended::Refused(Refused::Quarantined { .. })),
         "{out:?}"
     );
     l.flush().expect("flush");
-    let (heads, gaps, quarantine) = (l.heads(), l.gaps(), l.quarantine().expect("read"));
-    let device_key = l.device_key(&c.table, &device_id()).expect("enrolled");
-    let attestation = l.attestation(&c.table).expect("attested");
+    let (heads, gaps, quarantine) = (
+        l.reader().heads(),
+        l.reader().gaps(),
+        l.reader().quarantine().expect("read"),
+    );
+    let device_key = l
+        .reader()
+        .device_key(&c.table, &device_id())
+        .expect("enrolled");
+    let attestation = l.reader().attestation(&c.table).expect("attested");
     assert_eq!((quarantine.len(), gaps.len()), (1, 1));
     roll_sled_back(l, earlier.path(), dir.path());
     {
@@ -408,36 +428,43 @@ fn quarantine_held_events_checkpoints_and_enrollments_of_lost_commits_come_back(
             ..Recovery::default()
         }
     );
-    assert_eq!(l.heads(), heads);
+    assert_eq!(l.reader().heads(), heads);
     assert_eq!(
-        l.gaps(),
+        l.reader().gaps(),
         gaps,
         "the event beyond the gap is held again, since the same time"
     );
     assert_eq!(
-        l.quarantine().expect("read"),
+        l.reader().quarantine().expect("read"),
         quarantine,
         "verbatim, same id and reason"
     );
     assert_eq!(
-        l.quarantine_counts(),
+        l.reader().quarantine_counts(),
         [(ledger::reason::UNDECODABLE.to_string(), 1)].into()
     );
-    assert_eq!(l.device_key(&c.table, &device_id()), Some(device_key));
-    assert_eq!(l.attestation(&c.table), Some(attestation));
+    assert_eq!(
+        l.reader().device_key(&c.table, &device_id()),
+        Some(device_key)
+    );
+    assert_eq!(l.reader().attestation(&c.table), Some(attestation));
     // The gap fills as it would have: the held event follows.
-    let out = l.append_batch(&[withheld]).expect("append");
+    let out = l.writer().append_batch(&[withheld]).expect("append");
     assert!(matches!(out[0], Appended::Stored { .. }), "{out:?}");
-    assert_eq!(l.head(&c.table).map(|h| h.seq.0), Some(7));
-    assert!(l.gaps().is_empty());
+    assert_eq!(l.reader().head(&c.table).map(|h| h.seq.0), Some(7));
+    assert!(l.reader().gaps().is_empty());
     l.flush().expect("flush");
-    let report = l.verify().expect("verify");
+    let report = l.verifier().verify().expect("verify");
     assert!(report.is_ok(), "{report:?}");
     drop(l);
 
     let l = Ledger::open(dir.path()).expect("open again");
     assert!(l.recovered().is_empty(), "{:?}", l.recovered());
-    assert_eq!(l.quarantine().expect("read"), quarantine, "put back once");
+    assert_eq!(
+        l.reader().quarantine().expect("read"),
+        quarantine,
+        "put back once"
+    );
 }
 
 fn device_id() -> schemas::DeviceId {
@@ -463,10 +490,10 @@ fn a_quarantine_entry_put_back_under_another_id_is_put_back_once() {
         provenance: Default::default(),
     };
     let l = Ledger::open(dir.path()).expect("open");
-    l.append_batch(&[garbage(1)]).expect("append");
+    l.writer().append_batch(&[garbage(1)]).expect("append");
     keep_sled_as_of_now(l, dir.path(), earlier.path());
     let l = Ledger::open(dir.path()).expect("reopen");
-    let out = l.append_batch(&[garbage(2)]).expect("append");
+    let out = l.writer().append_batch(&[garbage(2)]).expect("append");
     assert!(
         matches!(
             out[0],
@@ -475,7 +502,12 @@ fn a_quarantine_entry_put_back_under_another_id_is_put_back_once() {
         "{out:?}"
     );
     l.flush().expect("flush");
-    let lost = l.quarantine().expect("read").pop().expect("entry 1");
+    let lost = l
+        .reader()
+        .quarantine()
+        .expect("read")
+        .pop()
+        .expect("entry 1");
     roll_sled_back(l, earlier.path(), dir.path());
 
     // The recovery starts (its mark is kept to run it again below), and id 1 holds another
@@ -503,7 +535,7 @@ fn a_quarantine_entry_put_back_under_another_id_is_put_back_once() {
         (found.quarantine_entries, found.quarantine_restored),
         (1, 1)
     );
-    let entries = l.quarantine().expect("read");
+    let entries = l.reader().quarantine().expect("read");
     assert_eq!(entries.len(), 3);
     let back = &entries[2];
     assert_eq!((back.id, &back.bytes, back.stream_seq), (2, &lost.bytes, 2));
@@ -523,8 +555,12 @@ fn a_quarantine_entry_put_back_under_another_id_is_put_back_once() {
         (found.quarantine_entries, found.quarantine_restored),
         (2, 0)
     );
-    assert_eq!(l.quarantine().expect("read"), entries, "put back once");
-    assert_eq!(l.stats().quarantined, 3);
+    assert_eq!(
+        l.reader().quarantine().expect("read"),
+        entries,
+        "put back once"
+    );
+    assert_eq!(l.reader().stats().quarantined, 3);
 }
 
 /// A copied quarantine entry in the value log beyond sled's last commit that names the
@@ -540,6 +576,7 @@ fn a_copied_quarantine_entry_at_the_last_id_is_skipped() {
     {
         let l = Ledger::open(dir.path()).expect("open");
         let out = l
+            .writer()
             .append_batch(&[incoming(&t, b"not an event".to_vec(), 1)])
             .expect("append");
         assert!(
@@ -566,8 +603,8 @@ fn a_copied_quarantine_entry_at_the_last_id_is_skipped() {
         (1, 0),
         "{found:?}"
     );
-    assert_eq!(l.quarantine().expect("read").len(), 1);
-    assert!(l.verify().expect("verify").is_ok());
+    assert_eq!(l.reader().quarantine().expect("read").len(), 1);
+    assert!(l.verifier().verify().expect("verify").is_ok());
 }
 
 /// The reverse of a held event coming back: sled loses the commit whose event filled a
@@ -584,26 +621,27 @@ fn a_lost_commit_that_released_a_held_event_leaves_no_gap_behind() {
     let mut c = Chain::new("RC-H");
     let l = Ledger::open(dir.path()).expect("open");
     let out = l
+        .writer()
         .append_batch(&[c.announce(), c.announce()])
         .expect("append");
     assert!(out.iter().all(|o| matches!(o, Appended::Stored { .. })));
     let filler = c.announce();
     let beyond_gap = c.announce();
-    let out = l.append_batch(&[beyond_gap]).expect("append");
+    let out = l.writer().append_batch(&[beyond_gap]).expect("append");
     assert!(matches!(out[0], Appended::Held { .. }), "{out:?}");
-    assert_eq!(l.gaps().len(), 1);
+    assert_eq!(l.reader().gaps().len(), 1);
     keep_sled_as_of_now(l, dir.path(), earlier.path());
 
     let l = Ledger::open(dir.path()).expect("reopen");
-    let out = l.append_batch(&[filler]).expect("append");
+    let out = l.writer().append_batch(&[filler]).expect("append");
     assert!(
         out.iter().all(|o| matches!(o, Appended::Stored { .. })),
         "{out:?}"
     );
     l.flush().expect("flush");
-    let heads = l.heads();
+    let heads = l.reader().heads();
     assert_eq!(heads[0].seq.0, 4, "the held event was released");
-    assert!(l.gaps().is_empty());
+    assert!(l.reader().gaps().is_empty());
     roll_sled_back(l, earlier.path(), dir.path());
     let l = Ledger::open(dir.path()).expect("open after the loss");
     // The filling event is stored again and releases the held one it finds in sled, so
@@ -614,9 +652,9 @@ fn a_lost_commit_that_released_a_held_event_leaves_no_gap_behind() {
         (1, 2, 1, 1),
         "{found:?}"
     );
-    assert_eq!(l.heads(), heads);
-    assert!(l.gaps().is_empty(), "{:?}", l.gaps());
-    let report = l.verify().expect("verify");
+    assert_eq!(l.reader().heads(), heads);
+    assert!(l.reader().gaps().is_empty(), "{:?}", l.reader().gaps());
+    let report = l.verifier().verify().expect("verify");
     assert!(report.is_ok(), "{report:?}");
     drop(l);
     closed(dir.path());
@@ -644,16 +682,21 @@ fn a_loss_larger_than_one_call_comes_back_in_calls_within_the_bound() {
     let (admin, device) = keys();
     let mut c = Chain::new("RC-B");
     let l = Ledger::open(dir.path()).expect("open");
-    l.trust_admin_keys([admin.public()]).expect("trust");
+    l.writer()
+        .trust_admin_keys([admin.public()])
+        .expect("trust");
     let enroll = c.key_event(&admin, &device, KeyAction::Enroll);
-    let out = l.append_batch(&[enroll, c.announce()]).expect("append");
+    let out = l
+        .writer()
+        .append_batch(&[enroll, c.announce()])
+        .expect("append");
     assert!(out.iter().all(|o| matches!(o, Appended::Stored { .. })));
     keep_sled_as_of_now(l, dir.path(), earlier.path());
 
     let l = Ledger::open(dir.path()).expect("reopen");
     let events: Vec<Incoming> = (0..over).map(|_| c.announce()).collect();
     for call in events.chunks(over / 2 + 1) {
-        let out = l.append_batch(call).expect("append");
+        let out = l.writer().append_batch(call).expect("append");
         assert!(out.iter().all(|o| matches!(o, Appended::Stored { .. })));
     }
     // One checkpoint at each of the new seqs (3 ..= over + 2).
@@ -661,13 +704,13 @@ fn a_loss_larger_than_one_call_comes_back_in_calls_within_the_bound() {
         .map(|seq| c.checkpoint(&device, seq))
         .collect();
     for call in checkpoints.chunks(ledger::APPEND_BATCH_LEN_MAX) {
-        let kept = l.append_checkpoints(call).expect("checkpoints");
+        let kept = l.writer().append_checkpoints(call).expect("checkpoints");
         assert!(kept
             .iter()
             .all(|k| matches!(k, CheckpointOutcome::Kept { .. })));
     }
     l.flush().expect("flush");
-    let (heads, attestation) = (l.heads(), l.attestation(&c.table));
+    let (heads, attestation) = (l.reader().heads(), l.reader().attestation(&c.table));
     assert_eq!(heads[0].seq.0, over as u64 + 2);
     roll_sled_back(l, earlier.path(), dir.path());
     let l = Ledger::open(dir.path()).expect("open after the loss");
@@ -682,8 +725,8 @@ fn a_loss_larger_than_one_call_comes_back_in_calls_within_the_bound() {
         (over as u64, over as u64, over as u64, over as u64),
         "{found:?}"
     );
-    assert_eq!(l.heads(), heads);
-    assert_eq!(l.attestation(&c.table), attestation);
-    let report = l.verify().expect("verify");
+    assert_eq!(l.reader().heads(), heads);
+    assert_eq!(l.reader().attestation(&c.table), attestation);
+    let report = l.verifier().verify().expect("verify");
     assert!(report.is_ok(), "{report:?}");
 }

@@ -34,13 +34,13 @@ fn one_refused_event_sent_10000_times_is_one_entry() {
     let first_two: Vec<Incoming> = (0..2)
         .map(|i| incoming(&t, good[i].1.clone(), i as u64 + 1))
         .collect();
-    l.append_batch(&first_two).expect("append");
+    l.writer().append_batch(&first_two).expect("append");
     let sends: Vec<Incoming> = (0..SENDS)
         .map(|i| incoming(&t, bad.clone(), 100 + i))
         .collect();
     let mut outcomes = Vec::new();
     for call in sends.chunks(CALL_LEN) {
-        outcomes.extend(l.append_batch(call).expect("append"));
+        outcomes.extend(l.writer().append_batch(call).expect("append"));
         l.flush().expect("flush");
     }
     let (id, code) = match outcomes[0] {
@@ -53,17 +53,21 @@ fn one_refused_event_sent_10000_times_is_one_entry() {
         outcomes[1..].iter().all(|o| *o == repeated),
         "every later send repeats"
     );
-    assert_eq!(l.quarantine().expect("quarantine").len(), 1);
-    assert_eq!(l.quarantine_repeats(id).expect("repeats"), SENDS - 1);
+    assert_eq!(l.reader().quarantine().expect("quarantine").len(), 1);
     assert_eq!(
-        l.quarantine_counts().get(code),
+        l.reader().quarantine_repeats(id).expect("repeats"),
+        SENDS - 1
+    );
+    assert_eq!(
+        l.reader().quarantine_counts().get(code),
         Some(&1),
         "entries, not sends"
     );
-    assert_eq!(l.quarantine_head().entries, 1);
+    assert_eq!(l.reader().quarantine_head().entries, 1);
 
     // The same deliveries again: the entry's own and a counted repeat's.
     let again = l
+        .writer()
         .append_batch(&[sends[0].clone(), sends[5_000].clone(), sends[9_999].clone()])
         .expect("append");
     assert!(
@@ -73,28 +77,36 @@ fn one_refused_event_sent_10000_times_is_one_entry() {
         "{again:?}"
     );
     l.flush().expect("flush");
-    assert!(l.verify().expect("verify").is_ok());
-    let view = l.quarantine_view(None, None, 0, 10).expect("view");
+    assert!(l.verifier().verify().expect("verify").is_ok());
+    let view = l.reader().quarantine_view(None, None, 0, 10).expect("view");
     assert_eq!(view.items.len(), 1);
     assert_eq!(view.items[0].repeats, SENDS - 1);
     drop(l);
 
     let l = Ledger::open(dir.path()).expect("reopen");
-    assert_eq!(l.quarantine_repeats(id).expect("repeats"), SENDS - 1);
     assert_eq!(
-        l.quarantine_entry(id)
+        l.reader().quarantine_repeats(id).expect("repeats"),
+        SENDS - 1
+    );
+    assert_eq!(
+        l.reader()
+            .quarantine_entry(id)
             .expect("entry")
             .expect("kept")
             .repeats,
         SENDS - 1
     );
-    let redelivered = l.append_batch(&[sends[9_999].clone()]).expect("append");
+    let redelivered = l
+        .writer()
+        .append_batch(&[sends[9_999].clone()])
+        .expect("append");
     assert_eq!(
         redelivered,
         vec![Appended::Refused(Refused::QuarantinedBefore { id })],
         "after a reopen"
     );
     let once_more = l
+        .writer()
         .append_batch(&[incoming(&t, bad.clone(), 30_000)])
         .expect("append");
     assert_eq!(once_more, vec![repeated]);
@@ -102,15 +114,15 @@ fn one_refused_event_sent_10000_times_is_one_entry() {
     let rest: Vec<Incoming> = (2..4)
         .map(|i| incoming(&t, good[i].1.clone(), 40_000 + i as u64))
         .collect();
-    let stored = l.append_batch(&rest).expect("append");
+    let stored = l.writer().append_batch(&rest).expect("append");
     assert!(
         stored.iter().all(|o| matches!(o, Appended::Stored { .. })),
         "{stored:?}"
     );
     l.flush().expect("flush");
-    assert_eq!(l.quarantine_repeats(id).expect("repeats"), SENDS);
-    assert_eq!(l.quarantine().expect("quarantine").len(), 1);
-    assert!(l.verify().expect("verify").is_ok());
+    assert_eq!(l.reader().quarantine_repeats(id).expect("repeats"), SENDS);
+    assert_eq!(l.reader().quarantine().expect("quarantine").len(), 1);
+    assert!(l.verifier().verify().expect("verify").is_ok());
 }
 
 /// A repeat is the same bytes for the same reason: the same bytes refused for another
@@ -125,6 +137,7 @@ fn a_repeat_needs_the_same_bytes_and_the_same_reason() {
     let mut wrong_subject = junk(&chain(&t, 1)[0].1, 4);
     wrong_subject.subject_table = Some(table("REP-3"));
     let out = l
+        .writer()
         .append_batch(&[
             junk(b"garbage", 1),
             junk(b"garbage", 2),
@@ -155,7 +168,7 @@ fn a_repeat_needs_the_same_bytes_and_the_same_reason() {
         "{out:?}"
     );
     wrong_subject.stream_seq = 5;
-    let out = l.append_batch(&[wrong_subject]).expect("append");
+    let out = l.writer().append_batch(&[wrong_subject]).expect("append");
     assert!(
         matches!(
             out[0],
@@ -167,7 +180,7 @@ fn a_repeat_needs_the_same_bytes_and_the_same_reason() {
         "{out:?}"
     );
     l.flush().expect("flush");
-    assert_eq!(l.quarantine().expect("quarantine").len(), 3);
-    assert_eq!(l.quarantine_repeats(id).expect("repeats"), 1);
-    assert!(l.verify().expect("verify").is_ok());
+    assert_eq!(l.reader().quarantine().expect("quarantine").len(), 3);
+    assert_eq!(l.reader().quarantine_repeats(id).expect("repeats"), 1);
+    assert!(l.verifier().verify().expect("verify").is_ok());
 }

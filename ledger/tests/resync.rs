@@ -24,8 +24,8 @@ fn signed(c: &Chain, key: &SigningKey, mut msg: Incoming) -> Incoming {
 
 fn requiring(dir: &std::path::Path, admin: &SigningKey) -> Ledger {
     let l = Ledger::open(dir).unwrap();
-    l.trust_admin_keys([admin.public()]).unwrap();
-    l.require_signed_events().unwrap();
+    l.writer().trust_admin_keys([admin.public()]).unwrap();
+    l.writer().require_signed_events().unwrap();
     l
 }
 
@@ -45,7 +45,7 @@ fn stuck(l: &Ledger, c: &mut Chain, admin: &SigningKey, device: &SigningKey) -> 
     let enroll = c.key_event(admin, device, KeyAction::Enroll);
     let third = c.announce();
     let batch = [first, signed(c, device, enroll), signed(c, device, third)];
-    let out = l.append_batch(&batch).unwrap();
+    let out = l.writer().append_batch(&batch).unwrap();
     assert!(
         out.iter().all(|o| matches!(o, Appended::Stored { .. })),
         "{out:?}"
@@ -56,7 +56,7 @@ fn stuck(l: &Ledger, c: &mut Chain, admin: &SigningKey, device: &SigningKey) -> 
         let next = c.announce();
         batch.push(signed(c, device, next));
     }
-    let out = l.append_batch(&batch).unwrap();
+    let out = l.writer().append_batch(&batch).unwrap();
     let Appended::Refused(Refused::Quarantined { id, reason }) = out[0] else {
         panic!("{out:?}")
     };
@@ -71,7 +71,7 @@ fn stuck(l: &Ledger, c: &mut Chain, admin: &SigningKey, device: &SigningKey) -> 
 
 /// The admin's re-sync of `c`'s seq 4, from entry `id`, as its own delivery.
 fn resync_of(l: &Ledger, c: &mut Chain, admin: &SigningKey, id: u64) -> (Resync, Incoming) {
-    let head = l.head(&c.table).unwrap();
+    let head = l.reader().head(&c.table).unwrap();
     let terms = ResyncTerms {
         table: c.table.clone(),
         head_seq: head.seq,
@@ -103,10 +103,10 @@ fn a_resync_lost_with_its_commit_comes_back_with_the_chain() {
 
     let l = requiring(dir.path(), &admin);
     let (r, msg) = resync_of(&l, &mut c, &admin, id);
-    let out = l.append_batch(std::slice::from_ref(&msg)).unwrap();
+    let out = l.writer().append_batch(std::slice::from_ref(&msg)).unwrap();
     assert!(matches!(out[0], Appended::Stored { .. }), "{out:?}");
     l.flush().unwrap();
-    let heads = l.heads();
+    let heads = l.reader().heads();
     assert_eq!(
         heads[0].seq.0, 7,
         "the admitted event and the 3 held behind it"
@@ -117,22 +117,25 @@ fn a_resync_lost_with_its_commit_comes_back_with_the_chain() {
 
     let l = requiring(dir.path(), &admin);
     assert_eq!(l.recovered().resyncs, 1, "{:?}", l.recovered());
-    assert_eq!(l.heads(), heads, "the chain is back");
-    assert!(l.gaps().is_empty(), "{:?}", l.gaps());
+    assert_eq!(l.reader().heads(), heads, "the chain is back");
+    assert!(l.reader().gaps().is_empty(), "{:?}", l.reader().gaps());
     let kept: Vec<Resync> = l
+        .reader()
         .resyncs(None)
         .unwrap()
         .into_iter()
         .map(|k| k.resync)
         .collect();
     assert_eq!(kept, vec![r.clone()], "the re-sync is back");
-    assert_eq!(l.check_resyncs().unwrap(), Vec::<String>::new());
-    assert!(l.verify().unwrap().is_ok());
+    assert_eq!(l.verifier().check_resyncs().unwrap(), Vec::<String>::new());
+    assert!(l.verifier().verify().unwrap().is_ok());
     // NATS delivers the unacked message again: recognised, nothing written.
-    let again = l.append_batch(&[msg]).unwrap();
+    let again = l.writer().append_batch(&[msg]).unwrap();
     assert!(matches!(again[0], Appended::Duplicate { .. }), "{again:?}");
     assert_eq!(
-        l.quarantine_counts().get(ledger::reason::RESYNC_REFUSED),
+        l.reader()
+            .quarantine_counts()
+            .get(ledger::reason::RESYNC_REFUSED),
         None
     );
 }

@@ -121,7 +121,7 @@ fn a_corrupt_page_of_heads_or_the_arrival_index_is_named_and_the_chains_still_ve
     assert!(report.is_ok(), "{report:?}");
 }
 
-/// `Ledger::store_read_failures` (what `table status --ledger` runs) names each space whose
+/// `Reader::store_read_failures` (what `table status --ledger` runs) names each space whose
 /// pages do not read, and nothing once they do.
 #[test]
 fn a_full_read_of_the_index_names_a_corrupt_page_in_any_space() {
@@ -129,9 +129,9 @@ fn a_full_read_of_the_index_names_a_corrupt_page_in_any_space() {
     let tables = ledger(dir.path());
     let (store, switch) = FaultyStore::open(dir.path()).expect("store");
     let l = ledger::Ledger::with_store(Box::new(store)).expect("open");
-    assert!(l.store_read_failures().is_empty());
+    assert!(l.reader().store_read_failures().is_empty());
     switch.corrupt(Some((Space::Round, table_key(&tables[1]))));
-    let failures = l.store_read_failures();
+    let failures = l.reader().store_read_failures();
     assert_eq!(failures.len(), 1, "{failures:?}");
     assert!(
         failures[0].contains("Round space: a read failed after a key of table SC-A")
@@ -139,7 +139,7 @@ fn a_full_read_of_the_index_names_a_corrupt_page_in_any_space() {
         "{failures:?}"
     );
     switch.corrupt(Some((Space::Batch, Vec::new())));
-    let failures = l.store_read_failures();
+    let failures = l.reader().store_read_failures();
     assert!(
         failures[0].contains("Batch space: a read failed at its first key"),
         "{failures:?}"

@@ -37,9 +37,9 @@ fn filled() -> (tempfile::TempDir, Digest, Vec<Hash32>) {
     let dir = tempfile::tempdir().expect("tempdir");
     let l = Ledger::open(dir.path()).expect("open");
     let hashes = fill(&l, &[table("T-A"), tb(), table("T-C")], EVENTS, 10);
-    let report = l.verify().expect("verify");
+    let report = l.verifier().verify().expect("verify");
     assert!(report.is_ok(), "{report:?}");
-    let digest = l.digest(T0_NS).expect("digest");
+    let digest = l.verifier().digest(T0_NS).expect("digest");
     assert_eq!(digest.events, 3 * EVENTS);
     drop(l);
     let hb = hashes.into_iter().find(|(t, _)| *t == tb()).expect("T-B").1;
@@ -54,13 +54,13 @@ fn verify_dir(dir: &Path) -> VerifyReport {
     let (report, _) = verify_store(store.as_ref(), None, &BTreeMap::new()).expect("verify_store");
     drop(store);
     if let Ok(l) = Ledger::open(dir) {
-        let through_ledger = l.verify().expect("verify");
+        let through_ledger = l.verifier().verify().expect("verify");
         // The two name the same first bad positions (the ledger's problem may name its
         // in-memory head where the store-level check names the persisted one).
         assert_eq!(
             positions(&through_ledger),
             positions(&report),
-            "Ledger::verify and verify_store disagree"
+            "Verifier::verify and verify_store disagree"
         );
     }
     report
@@ -105,13 +105,13 @@ fn first_bad(r: &VerifyReport) -> (u64, VerifyProblem) {
 
 /// Appends `n` more events to T-B through the ledger (stream seqs from `first_stream`), flushed.
 fn grow_tb(l: &Ledger, n: u64, first_stream: u64) {
-    let head = l.head(&tb()).expect("head");
+    let head = l.reader().head(&tb()).expect("head");
     let batch: Vec<_> = chain_from(&tb(), head.seq.0 + 1, head.hash, n)
         .into_iter()
         .enumerate()
         .map(|(i, (_, b))| common::incoming(&tb(), b, first_stream + i as u64))
         .collect();
-    l.append_batch(&batch).expect("append");
+    l.writer().append_batch(&batch).expect("append");
     l.flush().expect("flush");
 }
 
@@ -196,7 +196,10 @@ fn untouched_ledger_verifies_and_extends_its_digest() {
     // And after growth: append more to T-B through the ledger, still extends.
     let l = Ledger::open(dir.path()).expect("open");
     grow_tb(&l, 5, 1_000);
-    let c = l.check_against(&digest, T0_NS + 2).expect("check");
+    let c = l
+        .verifier()
+        .check_against(&digest, T0_NS + 2)
+        .expect("check");
     assert!(c.ok, "{c:?}");
     assert!(matches!(
         tb_consistency(&c.tables),
@@ -229,6 +232,7 @@ fn an_export_bound_holds_for_round_ranges_too() {
     };
     let mut out = Vec::new();
     let refused = l
+        .reader()
         .export(&every_round(Some(tb()), EVENTS - 1), &mut out)
         .expect_err("more events than allowed");
     assert!(
@@ -240,6 +244,7 @@ fn an_export_bound_holds_for_round_ranges_too() {
         "nothing is written before the bound is checked"
     );
     let refused = l
+        .reader()
         .export(&every_round(None, 3 * EVENTS - 1), &mut out)
         .expect_err("every table is over the bound");
     assert!(
@@ -248,11 +253,13 @@ fn an_export_bound_holds_for_round_ranges_too() {
     assert!(out.is_empty());
     // At the bound, the export is whole.
     let all = l
+        .reader()
         .export(&every_round(None, 3 * EVENTS), &mut out)
         .expect("at the bound");
     assert_eq!(all.events, 3 * EVENTS);
     out.clear();
     let one = l
+        .reader()
         .export(&every_round(Some(tb()), EVENTS), &mut out)
         .expect("one table at the bound");
     assert!(one.events > 0 && one.events <= EVENTS, "{one:?}");
@@ -268,7 +275,7 @@ fn an_export_carries_the_receipts_the_digest_names() {
         range: ledger::ExportRange::All,
         events_max: None,
     };
-    let written = l.export(&all, &mut out).expect("export");
+    let written = l.reader().export(&all, &mut out).expect("export");
     let (read, found) =
         proofs::export::verify_export_at(&out[..], &digest.seqs()).expect("the export verifies");
     assert_eq!(read, written);
@@ -503,7 +510,7 @@ fn a_broken_arrival_chain_fails_the_check_against_an_earlier_digest() {
     let (dir, digest, _) = filled();
     let l = Ledger::open(dir.path()).expect("open");
     grow_tb(&l, 10, 100);
-    let head = l.head(&tb()).expect("head");
+    let head = l.reader().head(&tb()).expect("head");
     assert_eq!(head.seq.0, EVENTS + 10);
     drop(l);
     tamper(dir.path(), |raw| {
@@ -607,7 +614,12 @@ fn heads_written_before_receipts_verify_and_gain_one_at_the_next_append() {
 
     let l = Ledger::open(dir.path()).expect("open");
     grow_tb(&l, 2, 2_000);
-    assert!(l.check_against(&digest, T0_NS + 3).expect("check").ok);
+    assert!(
+        l.verifier()
+            .check_against(&digest, T0_NS + 3)
+            .expect("check")
+            .ok
+    );
     drop(l);
     common::closed(dir.path());
     let r = verify_dir(dir.path());
@@ -639,17 +651,17 @@ fn a_damaged_table_without_a_receipt_does_not_stop_appends() {
     grow_tb(&l, 2, 2_000);
     grow_tb(&l, 1, 3_000);
     let ta = table("T-A");
-    let head = l.head(&ta).expect("head");
+    let head = l.reader().head(&ta).expect("head");
     let batch: Vec<_> = chain_from(&ta, EVENTS + 1, head.hash, 1)
         .into_iter()
         .map(|(_, b)| common::incoming(&ta, b, 4_000))
         .collect();
     assert!(matches!(
-        l.append_batch(&batch).expect("append")[..],
+        l.writer().append_batch(&batch).expect("append")[..],
         [ledger::Appended::Stored { .. }]
     ));
     l.flush().expect("flush");
-    assert_eq!(l.head(&tb()).expect("head").seq.0, EVENTS + 3);
+    assert_eq!(l.reader().head(&tb()).expect("head").seq.0, EVENTS + 3);
     drop(l);
     common::closed(dir.path());
     let raw = Raw::open(dir.path());
@@ -789,7 +801,7 @@ fn an_edited_round_index_is_named() {
     use ledger::record::{ord_i64, seq_key};
     let (dir, digest, _) = filled();
     let l = Ledger::open(dir.path()).expect("open");
-    let rounds = l.rounds(&tb()).expect("rounds");
+    let rounds = l.reader().rounds(&tb()).expect("rounds");
     drop(l);
     let long = rounds
         .iter()
@@ -1131,13 +1143,13 @@ fn arrival_chain_names_a_removed_entry_and_accepts_entries_older_than_itself() {
     );
 }
 
-/// Verifying the untouched ledger through `Ledger::verify` checks the in-memory heads too.
+/// Verifying the untouched ledger through `Verifier::verify` checks the in-memory heads too.
 #[test]
 fn heads_agree_after_reopen() {
     let (dir, _, hb) = filled();
     let l = Ledger::open(dir.path()).expect("open");
     assert_eq!(
-        l.head(&tb()),
+        l.reader().head(&tb()),
         Some(ChainHead {
             table: tb(),
             seq: Seq(30),
@@ -1149,7 +1161,7 @@ fn heads_agree_after_reopen() {
 }
 
 fn digest_store_of(l: &Ledger) -> Digest {
-    l.digest(T0_NS).expect("digest")
+    l.verifier().digest(T0_NS).expect("digest")
 }
 
 #[test]
@@ -1258,7 +1270,11 @@ fn a_record_stored_inline_in_sled_still_reads() {
     assert!(r.is_ok(), "{r:?}");
     assert!(against(dir.path(), &digest).iter().all(|c| c.is_ok()));
     let l = Ledger::open(dir.path()).expect("open");
-    let e = l.stored_event(&tb(), 15).expect("read").expect("seq 15");
+    let e = l
+        .reader()
+        .stored_event(&tb(), 15)
+        .expect("read")
+        .expect("seq 15");
     assert_eq!(e.hash, hb[14]);
 }
 
@@ -1269,7 +1285,7 @@ fn with_quarantine() -> tempfile::TempDir {
     let l = Ledger::open(dir.path()).expect("open");
     let junk = |n: u64| incoming(&tb(), format!("junk {n}").into_bytes(), 1_000 + n);
     for batch in [vec![junk(0), junk(1)], vec![junk(2)]] {
-        for o in l.append_batch(&batch).expect("append") {
+        for o in l.writer().append_batch(&batch).expect("append") {
             assert!(
                 matches!(o, Appended::Refused(Refused::Quarantined { .. })),
                 "{o:?}"
@@ -1277,7 +1293,10 @@ fn with_quarantine() -> tempfile::TempDir {
         }
     }
     l.flush().expect("flush");
-    assert_eq!(quarantine_ok(&l.verify().expect("verify")), (3, 0));
+    assert_eq!(
+        quarantine_ok(&l.verifier().verify().expect("verify")),
+        (3, 0)
+    );
     drop(l);
     dir
 }
@@ -1339,7 +1358,7 @@ fn an_edited_quarantine_entry_is_named_and_not_chained_over() {
     let l = Ledger::open(dir.path()).expect("open");
     let more = incoming(&tb(), b"junk 3".to_vec(), 1_003);
     assert!(matches!(
-        l.append_batch(&[more]).expect("append")[0],
+        l.writer().append_batch(&[more]).expect("append")[0],
         Appended::Refused(Refused::Quarantined { id: 3, .. })
     ));
     l.flush().expect("flush");
@@ -1403,7 +1422,7 @@ fn quarantine_entries_written_before_the_chain_are_anchored_by_the_next() {
     assert_eq!(quarantine_ok(&verify_dir(dir.path())), (3, 3));
     let l = Ledger::open(dir.path()).expect("open");
     let more = incoming(&tb(), b"junk 3".to_vec(), 1_003);
-    l.append_batch(&[more]).expect("append");
+    l.writer().append_batch(&[more]).expect("append");
     l.flush().expect("flush");
     drop(l);
     assert_eq!(quarantine_ok(&verify_dir(dir.path())), (4, 0));
@@ -1446,7 +1465,8 @@ fn a_quarantine_rewritten_with_its_head_is_caught_by_the_digest() {
 
     // Grown since: extends.
     let l = Ledger::open(dir.path()).expect("open");
-    l.append_batch(&[incoming(&tb(), b"junk 3".to_vec(), 1_003)])
+    l.writer()
+        .append_batch(&[incoming(&tb(), b"junk 3".to_vec(), 1_003)])
         .expect("append");
     l.flush().expect("flush");
     drop(l);

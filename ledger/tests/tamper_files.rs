@@ -57,7 +57,10 @@ enum Outcome {
 type FirstHand = (Vec<ledger::QuarantineEntry>, Vec<ledger::Gap>);
 
 fn first_hand(l: &Ledger) -> FirstHand {
-    (l.quarantine().expect("quarantine"), l.gaps())
+    (
+        l.reader().quarantine().expect("quarantine"),
+        l.reader().gaps(),
+    )
 }
 
 /// After the chains were judged whole (untouched, or recovered): whether opening the
@@ -132,7 +135,8 @@ fn recovered(dir: &Path, digest: &proofs::digest::Digest) -> Option<Outcome> {
     if found.found() == 0 {
         return None;
     }
-    let whole = l.verify().ok()?.is_ok() && l.check_against(digest, T0_NS).ok()?.ok;
+    let whole =
+        l.verifier().verify().ok()?.is_ok() && l.verifier().check_against(digest, T0_NS).ok()?.ok;
     whole.then(|| Outcome::Recovered(format!("{found:?}")))
 }
 
@@ -147,8 +151,9 @@ fn flipped_event_bytes_in_sled_files_are_noticed() {
     let tables = [table("F-A"), table("F-B")];
     let l = Ledger::open(dir.path()).expect("open");
     fill(&l, &tables, 40, 10);
-    let digest = l.digest(T0_NS).expect("digest");
+    let digest = l.verifier().digest(T0_NS).expect("digest");
     let target = l
+        .reader()
         .stored_event(&tables[1], 16)
         .expect("read")
         .expect("seq 16");
@@ -232,6 +237,7 @@ fn random_byte_flips_in_sled_files_never_pass_as_a_different_ledger() {
     let mut garbage = incoming(&tables[1], b"not an event".to_vec(), 999);
     garbage.received_at_ns += 1;
     let out = l
+        .writer()
         .append_batch(&[incoming(&tables[0], beyond_gap, 998), garbage])
         .expect("append");
     assert!(matches!(out[0], ledger::Appended::Held { .. }), "{out:?}");
@@ -243,7 +249,7 @@ fn random_byte_flips_in_sled_files_never_pass_as_a_different_ledger() {
         "{out:?}"
     );
     l.flush().expect("flush");
-    let digest = l.digest(T0_NS).expect("digest");
+    let digest = l.verifier().digest(T0_NS).expect("digest");
     let expected = first_hand(&l);
     drop(l);
     let all: Vec<(PathBuf, u64)> = files(pristine.path())

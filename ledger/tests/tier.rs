@@ -83,12 +83,13 @@ fn fill_and_seal(l: Ledger) -> Ledger {
                 provenance: Default::default(),
             })
             .collect();
-        l.append_batch(&batch).expect("append");
+        l.writer().append_batch(&batch).expect("append");
     }
     l.flush().unwrap();
     let key = SigningKey::derive_for_simulation("house-seal");
     for day in DAYS {
-        l.seal_day(&r, day, &key, r.bounds(day).unwrap().ends_at_ns)
+        l.writer()
+            .seal_day(&r, day, &key, r.bounds(day).unwrap().ends_at_ns)
             .unwrap();
     }
     l
@@ -97,20 +98,28 @@ fn fill_and_seal(l: Ledger) -> Ledger {
 /// Everything a reader sees: every event, rounds, arrival order, `verify` and each day's.
 fn view(l: &Ledger) -> String {
     let mut out = String::new();
-    for t in l.tables() {
-        let events: Vec<_> = l.events(&t, 1..=u64::MAX).map(|e| e.unwrap()).collect();
-        out += &format!("{t}: {events:?}\n{:?}\n", l.rounds(&t).unwrap());
-        let one = l.round_events(&t, RoundId(7)).unwrap();
+    for t in l.reader().tables() {
+        let events: Vec<_> = l
+            .reader()
+            .events(&t, 1..=u64::MAX)
+            .map(|e| e.unwrap())
+            .collect();
+        out += &format!("{t}: {events:?}\n{:?}\n", l.reader().rounds(&t).unwrap());
+        let one = l.reader().round_events(&t, RoundId(7)).unwrap();
         out += &format!("round 7: {one:?}\n");
     }
-    let arrival: Vec<_> = l.events_in_arrival_order().map(|e| e.unwrap()).collect();
-    out += &format!("{arrival:?}\n{:?}\n", l.verify().unwrap());
+    let arrival: Vec<_> = l
+        .reader()
+        .events_in_arrival_order()
+        .map(|e| e.unwrap())
+        .collect();
+    out += &format!("{arrival:?}\n{:?}\n", l.verifier().verify().unwrap());
     for day in DAYS {
-        let v = l.verify_day(day, None).unwrap();
+        let v = l.verifier().verify_day(day, None).unwrap();
         assert!(v.is_ok(), "{day}: {:?}", v.problems);
         out += &format!("{:?} {} {}\n", v.problems, v.events_read, v.checkpoints);
     }
-    assert!(l.verify().unwrap().is_ok());
+    assert!(l.verifier().verify().unwrap().is_ok());
     out
 }
 
@@ -141,7 +150,7 @@ fn a_moved_day_reads_and_verifies_as_before() {
         bytes_under(tmp.path(), "values"),
     );
     for day in &DAYS[..2] {
-        let (entry, plan) = l.archive_move(day).unwrap();
+        let (entry, plan) = l.tier().archive_move(day).unwrap();
         assert!(entry.records > 10 && plan.events > 50, "{entry:?}");
         println!(
             "{day}: {} records, {} events, {} wire bytes -> {} file bytes, {} straddling",
@@ -149,12 +158,12 @@ fn a_moved_day_reads_and_verifies_as_before() {
         );
     }
     assert_eq!(view(&l), before, "reads after the move");
-    let again = l.archive_move(DAYS[0]);
+    let again = l.tier().archive_move(DAYS[0]);
     assert!(matches!(again, Err(ledger::Error::Tier(_))), "{again:?}");
     drop(l);
     let l = Ledger::open(tmp.path()).unwrap();
     assert_eq!(view(&l), before, "reads after a reopen");
-    assert_eq!(l.tier_entries().unwrap().len(), 2);
+    assert_eq!(l.tier().tier_entries().unwrap().len(), 2);
     println!(
         "sled {sled0} -> {} bytes, value log {values0} -> {} bytes, day files {} bytes",
         bytes_under(tmp.path(), "db"),
@@ -178,29 +187,29 @@ fn a_move_stopped_after_any_step_loses_nothing() {
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("2026-03-06.rlday.partial"), b"RLDAYv1\ncut").unwrap();
     // Killed after the file is written and synced.
-    l.archive_write(DAYS[0]).unwrap();
+    l.tier().archive_write(DAYS[0]).unwrap();
     drop(l);
     let l = Ledger::open(tmp.path()).unwrap();
     assert_eq!(view(&l), before);
-    assert!(l.tier_entry(DAYS[0]).unwrap().is_none(), "still hot");
+    assert!(l.tier().tier_entry(DAYS[0]).unwrap().is_none(), "still hot");
     // Killed after the check, before the commit.
-    let file = l.archive_write(DAYS[0]).unwrap();
-    l.archive_check(&file).unwrap();
+    let file = l.tier().archive_write(DAYS[0]).unwrap();
+    l.tier().archive_check(&file).unwrap();
     drop(l);
     let l = Ledger::open(tmp.path()).unwrap();
     assert_eq!(view(&l), before);
-    assert!(l.tier_entry(DAYS[0]).unwrap().is_none(), "still hot");
+    assert!(l.tier().tier_entry(DAYS[0]).unwrap().is_none(), "still hot");
     // A file that is not the one written is refused before any commit.
-    let file = l.archive_write(DAYS[0]).unwrap();
+    let file = l.tier().archive_write(DAYS[0]).unwrap();
     let mut other = file.clone();
     other.blake3 = "00".repeat(32);
-    assert!(l.archive_check(&other).is_err());
-    let plan = l.archive_check(&file).unwrap();
-    l.archive_commit(&plan).unwrap();
+    assert!(l.tier().archive_check(&other).is_err());
+    let plan = l.tier().archive_check(&file).unwrap();
+    l.tier().archive_commit(&plan).unwrap();
     drop(l);
     let l = Ledger::open(tmp.path()).unwrap();
     assert_eq!(view(&l), before);
-    assert!(l.tier_entry(DAYS[0]).unwrap().is_some(), "archived");
+    assert!(l.tier().tier_entry(DAYS[0]).unwrap().is_some(), "archived");
 }
 
 #[test]
@@ -212,16 +221,17 @@ fn days_leave_the_hot_tier_by_age() {
     let l = sealed_ledger(tmp.path());
     let end = rule().bounds(DAYS[0]).unwrap().ends_at_ns;
     assert!(l
+        .tier()
         .days_to_archive(end + DAY_NS - 1, DAY_NS)
         .unwrap()
         .is_empty());
     assert_eq!(
-        l.days_to_archive(end + DAY_NS, DAY_NS).unwrap(),
+        l.tier().days_to_archive(end + DAY_NS, DAY_NS).unwrap(),
         vec![DAYS[0]]
     );
-    l.archive_move(DAYS[0]).unwrap();
+    l.tier().archive_move(DAYS[0]).unwrap();
     let later = end + 10 * DAY_NS;
-    assert_eq!(l.days_to_archive(later, DAY_NS).unwrap(), &DAYS[1..]);
+    assert_eq!(l.tier().days_to_archive(later, DAY_NS).unwrap(), &DAYS[1..]);
 }
 
 /// One byte of a day file changed: `verify` names the table, and so does `verify --day`.
@@ -232,7 +242,7 @@ fn an_altered_day_file_is_named_by_verify() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let l = sealed_ledger(tmp.path());
-    let (entry, _) = l.archive_move(DAYS[1]).unwrap();
+    let (entry, _) = l.tier().archive_move(DAYS[1]).unwrap();
     drop(l);
     let path = tmp.path().join(ledger::tier::DIR).join(&entry.file);
     let mut bytes = std::fs::read(&path).unwrap();
@@ -240,7 +250,7 @@ fn an_altered_day_file_is_named_by_verify() {
     bytes[at] ^= 0x40;
     std::fs::write(&path, bytes).unwrap();
     let l = Ledger::open(tmp.path()).unwrap();
-    let report = l.verify().unwrap();
+    let report = l.verifier().verify().unwrap();
     assert!(!report.is_ok());
     let bad: Vec<_> = report
         .tables
@@ -252,8 +262,8 @@ fn an_altered_day_file_is_named_by_verify() {
         .collect();
     assert_eq!(bad.len(), 1, "{bad:?}");
     assert!(format!("{:?}", bad[0].1).contains("day file"), "{bad:?}");
-    assert!(!l.verify_day(DAYS[1], None).unwrap().is_ok());
-    assert!(l.verify_day(DAYS[0], None).unwrap().is_ok());
+    assert!(!l.verifier().verify_day(DAYS[1], None).unwrap().is_ok());
+    assert!(l.verifier().verify_day(DAYS[0], None).unwrap().is_ok());
 }
 
 /// Retention: refused while young, unsigned or signed by an untrusted key; then the day
@@ -267,12 +277,12 @@ fn a_day_removed_by_retention_is_proven_by_its_seal() {
     let tmp = tempfile::tempdir().unwrap();
     let l = sealed_ledger(tmp.path());
     let admin = SigningKey::derive_for_simulation("admin");
-    l.trust_admin_keys([admin.public()]).unwrap();
-    let (entry, _) = l.archive_move(DAYS[0]).unwrap();
-    l.archive_move(DAYS[1]).unwrap();
+    l.writer().trust_admin_keys([admin.public()]).unwrap();
+    let (entry, _) = l.tier().archive_move(DAYS[0]).unwrap();
+    l.tier().archive_move(DAYS[1]).unwrap();
     let end = rule().bounds(DAYS[0]).unwrap().ends_at_ns;
     let now = end + 30 * DAY_NS;
-    let refused = |r: &Removal, now: i64| match l.retention_remove(r, now) {
+    let refused = |r: &Removal, now: i64| match l.tier().retention_remove(r, now) {
         Err(ledger::Error::Tier(why)) => why,
         other => panic!("{other:?}"),
     };
@@ -286,23 +296,26 @@ fn a_day_removed_by_retention_is_proven_by_its_seal() {
     assert!(refused(&forged, now).contains("does not verify"));
     let stale = Removal::sign(&entry, 30, &admin, now - 2 * 3_600_000_000_000);
     assert!(refused(&stale, now).contains("signing time"));
-    assert!(l.day_file_intact(DAYS[0]).unwrap(), "nothing removed yet");
+    assert!(
+        l.tier().day_file_intact(DAYS[0]).unwrap(),
+        "nothing removed yet"
+    );
 
     let act = Removal::sign(&entry, 30, &admin, now);
-    let removed = l.retention_remove(&act, now).unwrap();
+    let removed = l.tier().retention_remove(&act, now).unwrap();
     assert_eq!(removed.state, ledger::tier::TierState::Removed);
     let dir = tmp.path().join(ledger::tier::DIR);
     assert!(!dir.join(&entry.file).exists());
     let journal = std::fs::read_to_string(dir.join("removals.jsonl")).unwrap();
     assert_eq!(journal.lines().count(), 1);
     // Done again (a crash before the deletion): it finishes, nothing more is journaled.
-    l.retention_remove(&act, now).unwrap();
+    l.tier().retention_remove(&act, now).unwrap();
     drop(l);
     let l = Ledger::open(tmp.path()).unwrap();
-    let v = l.verify_day(DAYS[0], None).unwrap();
+    let v = l.verifier().verify_day(DAYS[0], None).unwrap();
     assert!(v.removed_by_retention && v.is_ok(), "{:?}", v.problems);
     for day in &DAYS[1..] {
-        let v = l.verify_day(day, None).unwrap();
+        let v = l.verifier().verify_day(day, None).unwrap();
         assert!(
             v.is_ok() && !v.removed_by_retention,
             "{day}: {:?}",
@@ -310,15 +323,15 @@ fn a_day_removed_by_retention_is_proven_by_its_seal() {
         );
     }
     // The whole ledger verifies: each chain goes on from the head the seal proves.
-    let report = l.verify().unwrap();
+    let report = l.verifier().verify().unwrap();
     assert!(report.is_ok(), "{:?}", report.failures());
     assert_eq!(report.removed.days.len(), 1);
-    assert!(l.fenced().is_empty(), "{:?}", l.fenced());
+    assert!(l.reader().fenced().is_empty(), "{:?}", l.reader().fenced());
     // The next day removed too: the chain skips two ranges in a row.
-    let second = l.tier_entry(DAYS[1]).unwrap().unwrap();
+    let second = l.tier().tier_entry(DAYS[1]).unwrap().unwrap();
     let act = Removal::sign(&second, 29, &admin, now);
-    l.retention_remove(&act, now).unwrap();
-    let report = l.verify().unwrap();
+    l.tier().retention_remove(&act, now).unwrap();
+    let report = l.verifier().verify().unwrap();
     assert!(
         report.is_ok(),
         "{:?} {:?}",
@@ -328,13 +341,13 @@ fn a_day_removed_by_retention_is_proven_by_its_seal() {
     assert_eq!(report.removed.days.len(), 2);
     assert!(report.removed.calls_unchecked > 0);
     let t = table("T-A");
-    let gone = l.round_events(&t, RoundId(2));
+    let gone = l.reader().round_events(&t, RoundId(2));
     assert!(
         matches!(gone, Err(ledger::Error::RetentionRemoved { .. })),
         "{gone:?}"
     );
-    let last = l.head(&t).unwrap().seq.0;
-    assert!(l.stored_event(&t, last).unwrap().is_some());
+    let last = l.reader().head(&t).unwrap().seq.0;
+    assert!(l.reader().stored_event(&t, last).unwrap().is_some());
 }
 
 /// The removal journal, held against the catalog: an altered, reordered, cut or missing
@@ -348,16 +361,17 @@ fn a_tampered_removal_journal_is_named_by_line() {
     let tmp = tempfile::tempdir().unwrap();
     let l = sealed_ledger(tmp.path());
     let admin = SigningKey::derive_for_simulation("admin");
-    l.trust_admin_keys([admin.public()]).unwrap();
+    l.writer().trust_admin_keys([admin.public()]).unwrap();
     let now = rule().bounds(DAYS[2]).unwrap().ends_at_ns + 30 * DAY_NS;
     for day in &DAYS[..2] {
-        let (entry, _) = l.archive_move(day).unwrap();
-        l.retention_remove(&Removal::sign(&entry, 30, &admin, now), now)
+        let (entry, _) = l.tier().archive_move(day).unwrap();
+        l.tier()
+            .retention_remove(&Removal::sign(&entry, 30, &admin, now), now)
             .unwrap();
     }
-    let ok = l.removal_journal().unwrap();
+    let ok = l.tier().removal_journal().unwrap();
     assert_eq!((ok.lines, ok.problem.clone()), (2, None), "{ok:?}");
-    assert!(l.verify().unwrap().is_ok());
+    assert!(l.verifier().verify().unwrap().is_ok());
     let path = tmp.path().join(ledger::tier::DIR).join("removals.jsonl");
     let good = std::fs::read_to_string(&path).unwrap();
     let lines: Vec<&str> = good.lines().collect();
@@ -394,20 +408,20 @@ fn a_tampered_removal_journal_is_named_by_line() {
     ];
     for (what, text, line, why) in cases {
         std::fs::write(&path, &text).unwrap();
-        let v = l.removal_journal().unwrap();
+        let v = l.tier().removal_journal().unwrap();
         let (at, p) = v.problem.clone().unwrap_or_else(|| panic!("{what}: {v:?}"));
         assert_eq!(at, line, "{what}: {p}");
         assert!(p.contains(why), "{what}: {p}");
-        let report = l.verify().unwrap();
+        let report = l.verifier().verify().unwrap();
         assert!(!report.is_ok(), "{what}");
         assert!(report.failures().contains("removals"), "{what}");
     }
     std::fs::write(&path, &good).unwrap();
-    assert!(l.verify().unwrap().is_ok());
+    assert!(l.verifier().verify().unwrap().is_ok());
 
     // A crash after the journal line, before the commit: `verify` names the line, and
     // the next removal finishes with the journaled act, journaling nothing more.
-    let (entry, _) = l.archive_move(DAYS[2]).unwrap();
+    let (entry, _) = l.tier().archive_move(DAYS[2]).unwrap();
     let act = Removal::sign(&entry, 30, &admin, now);
     let line = ledger::tier::journal::Line {
         n: 3,
@@ -416,17 +430,20 @@ fn a_tampered_removal_journal_is_named_by_line() {
     };
     let text = format!("{good}{}\n", serde_json::to_string(&line).unwrap());
     std::fs::write(&path, &text).unwrap();
-    let (at, p) = l.removal_journal().unwrap().problem.unwrap();
+    let (at, p) = l.tier().removal_journal().unwrap().problem.unwrap();
     assert!(
         at == 3 && p.contains("not removed in the catalog"),
         "{at} {p}"
     );
     let later = Removal::sign(&entry, 30, &admin, now + 60_000_000_000);
-    let done = l.retention_remove(&later, now + 60_000_000_000).unwrap();
+    let done = l
+        .tier()
+        .retention_remove(&later, now + 60_000_000_000)
+        .unwrap();
     assert_eq!(done.removal, Some(act));
     assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
-    assert_eq!(l.removal_journal().unwrap().lines, 3);
-    assert!(l.verify().unwrap().is_ok());
+    assert_eq!(l.tier().removal_journal().unwrap().lines, 3);
+    assert!(l.verifier().verify().unwrap().is_ok());
 }
 
 /// A day marked removed in the catalog by an act no trusted admin signed, its file
@@ -440,9 +457,10 @@ fn a_removal_without_a_trusted_act_fails_verify() {
     use ledger::tier::retention::Removal;
     let tmp = tempfile::tempdir().unwrap();
     let l = sealed_ledger(tmp.path());
-    l.trust_admin_keys([SigningKey::derive_for_simulation("admin").public()])
+    l.writer()
+        .trust_admin_keys([SigningKey::derive_for_simulation("admin").public()])
         .unwrap();
-    let (mut entry, _) = l.archive_move(DAYS[0]).unwrap();
+    let (mut entry, _) = l.tier().archive_move(DAYS[0]).unwrap();
     drop(l);
     let stranger = SigningKey::derive_for_simulation("stranger");
     entry.removal = Some(Removal::sign(&entry, 1, &stranger, 0));
@@ -495,12 +513,12 @@ fn compaction_frees_the_segments_a_move_emptied() {
         received_at_ns: rule().bounds(DAYS[0]).unwrap().starts_at_ns,
         provenance: Default::default(),
     };
-    l.append_batch(&[junk]).unwrap();
+    l.writer().append_batch(&[junk]).unwrap();
     let l = fill_and_seal(l);
     let before = view(&l);
     let (files0, bytes0) = segment_files(tmp.path());
     // Nothing has left the hot tier: every closed segment is live and kept.
-    let c = l.compact_values().unwrap();
+    let c = l.tier().compact_values().unwrap();
     assert!(c.segments_closed >= 10, "{c:?} of {files0} files");
     assert_eq!(
         (c.retired.len() as u64, c.kept_live),
@@ -510,9 +528,9 @@ fn compaction_frees_the_segments_a_move_emptied() {
     assert_eq!(segment_files(tmp.path()), (files0, bytes0));
 
     for day in &DAYS[..2] {
-        l.archive_move(day).unwrap();
+        l.tier().archive_move(day).unwrap();
     }
-    let c = l.compact_values().unwrap();
+    let c = l.tier().compact_values().unwrap();
     let (files1, bytes1) = segment_files(tmp.path());
     println!("{files0} files, {bytes0} bytes -> {files1}, {bytes1}: {c:?}");
     assert!(c.retired.len() >= 5, "{c:?}");
@@ -533,9 +551,9 @@ fn compaction_frees_the_segments_a_move_emptied() {
         assert!(!path.exists(), "{} removed", path.display());
     }
     assert_eq!(view(&l), before, "reads after compaction");
-    assert_eq!(l.retired_segments().unwrap(), c.retired);
+    assert_eq!(l.tier().retired_segments().unwrap(), c.retired);
     // Again: nothing more to do.
-    let again = l.compact_values().unwrap();
+    let again = l.tier().compact_values().unwrap();
     assert!(
         again.retired.is_empty() && again.leftovers_removed == 0,
         "{again:?}"
@@ -584,14 +602,16 @@ fn a_compaction_stopped_anywhere_loses_nothing() {
     let dir = tmp.path().join("ledger");
     let aside = tmp.path().join("aside");
     let l = sealed_small(&dir);
-    l.archive_move(DAYS[0]).unwrap();
+    l.tier().archive_move(DAYS[0]).unwrap();
     let before = view(&l);
     drop(l);
 
     // Killed before sled's commit: the relocated entries are in the log, unreferenced.
     sled_copy(&dir, &aside);
     let l = open_small(&dir);
-    let moved: Vec<_> = (0..6).map(|s| l.relocate_segment(s).unwrap()).collect();
+    let moved: Vec<_> = (0..6)
+        .map(|s| l.tier().relocate_segment(s).unwrap())
+        .collect();
     assert!(moved.iter().any(|r| r.records_moved > 0), "{moved:?}");
     drop(l);
     sled_copy(&aside, &dir);
@@ -599,18 +619,18 @@ fn a_compaction_stopped_anywhere_loses_nothing() {
     let found = l.recovered();
     assert!(found.records > 0 && found.stored == 0, "{found:?}");
     assert_eq!(found.duplicates, found.events, "{found:?}");
-    assert!(l.retired_segments().unwrap().is_empty());
+    assert!(l.tier().retired_segments().unwrap().is_empty());
     assert_eq!(view(&l), before, "after the lost commit");
 
     // Killed after the commit, before the file's removal.
-    let r = l.relocate_segment(0).unwrap();
+    let r = l.tier().relocate_segment(0).unwrap();
     let seg0 = ledger::valuelog::segment_path(&dir, 0);
     assert!(seg0.exists());
     drop(l);
     let l = open_small(&dir);
     assert_eq!(view(&l), before, "after the retiring commit");
-    assert_eq!(l.retired_segments().unwrap(), vec![r]);
-    let c = l.compact_values().unwrap();
+    assert_eq!(l.tier().retired_segments().unwrap(), vec![r]);
+    let c = l.tier().compact_values().unwrap();
     assert_eq!(c.leftovers_removed, 1, "{c:?}");
     assert!(!seg0.exists() && !c.retired.is_empty(), "{c:?}");
     assert_eq!(view(&l), before, "after the run that completes it");
@@ -625,14 +645,14 @@ fn a_damaged_segment_is_kept_and_named() {
     let tmp = tempfile::tempdir().unwrap();
     let l = sealed_small(tmp.path());
     for day in &DAYS[..2] {
-        l.archive_move(day).unwrap();
+        l.tier().archive_move(day).unwrap();
     }
     let before = view(&l);
     let seg1 = ledger::valuelog::segment_path(tmp.path(), 1);
     let mut bytes = std::fs::read(&seg1).unwrap();
     bytes[100] ^= 0x40;
     std::fs::write(&seg1, &bytes).unwrap();
-    let c = l.compact_values().unwrap();
+    let c = l.tier().compact_values().unwrap();
     assert_eq!(c.kept_damaged.len(), 1, "{c:?}");
     assert!(
         c.kept_damaged[0].contains("00000001.seg") && c.kept_damaged[0].contains("checksum"),
@@ -663,23 +683,33 @@ fn a_removed_day_leaves_no_event_bytes_after_compaction() {
     let tmp = tempfile::tempdir().unwrap();
     let l = sealed_small(tmp.path());
     let admin = SigningKey::derive_for_simulation("admin");
-    l.trust_admin_keys([admin.public()]).unwrap();
-    let (entry, _) = l.archive_move(DAYS[0]).unwrap();
+    l.writer().trust_admin_keys([admin.public()]).unwrap();
+    let (entry, _) = l.tier().archive_move(DAYS[0]).unwrap();
     // An event well inside the first day (its records are whole there).
     let t = table("T-A");
-    let seq = l.day_seal(DAYS[0]).unwrap().unwrap().tables[0].first_seq.0 + 20;
-    let inside = l.events(&t, seq..=seq).next().unwrap().unwrap().bytes;
+    let seq = l.reader().day_seal(DAYS[0]).unwrap().unwrap().tables[0]
+        .first_seq
+        .0
+        + 20;
+    let inside = l
+        .reader()
+        .events(&t, seq..=seq)
+        .next()
+        .unwrap()
+        .unwrap()
+        .bytes;
     let now = rule().bounds(DAYS[0]).unwrap().ends_at_ns + 30 * DAY_NS;
-    l.retention_remove(&Removal::sign(&entry, 30, &admin, now), now)
+    l.tier()
+        .retention_remove(&Removal::sign(&entry, 30, &admin, now), now)
         .unwrap();
     assert!(
         any_file_holds(tmp.path(), &inside),
         "still in the value log"
     );
-    let c = l.compact_values().unwrap();
+    let c = l.tier().compact_values().unwrap();
     assert!(!c.retired.is_empty(), "{c:?}");
     assert!(!any_file_holds(tmp.path(), &inside), "gone from every file");
-    let report = l.verify().unwrap();
+    let report = l.verifier().verify().unwrap();
     assert!(report.is_ok(), "{:?}", report.failures());
     drop(l);
     copies_check(tmp.path());
@@ -697,14 +727,20 @@ fn a_move_given_up_on_stop_leaves_the_day_hot() {
     let l = sealed_ledger(tmp.path());
     let before = view(&l);
     let end = rule().bounds(DAYS[2]).unwrap().ends_at_ns;
-    let stopped = l.archive_pass(end + DAY_NS, DAY_NS, 3, &AtomicBool::new(true));
+    let stopped = l
+        .tier()
+        .archive_pass(end + DAY_NS, DAY_NS, 3, &AtomicBool::new(true));
     match stopped {
         Err(ledger::Error::Tier(why)) => assert!(why.contains("stopped"), "{why}"),
         other => panic!("{other:?}"),
     }
-    assert!(l.tier_entries().unwrap().is_empty(), "every day still hot");
+    assert!(
+        l.tier().tier_entries().unwrap().is_empty(),
+        "every day still hot"
+    );
     assert_eq!(view(&l), before);
     let pass = l
+        .tier()
         .archive_pass(end + DAY_NS, DAY_NS, 3, &AtomicBool::new(false))
         .unwrap();
     assert_eq!(pass.moved.len(), 3);
@@ -721,8 +757,8 @@ fn reads_alternating_between_archived_tables_decode_each_frame_once() {
     use ledger::store::{Space, Store};
     let tmp = tempfile::tempdir().unwrap();
     let l = sealed_ledger(tmp.path());
-    l.archive_move(DAYS[0]).unwrap();
-    let seal = l.day_seal(DAYS[0]).unwrap().unwrap();
+    l.tier().archive_move(DAYS[0]).unwrap();
+    let seal = l.reader().day_seal(DAYS[0]).unwrap().unwrap();
     drop(l);
     let store = SledStore::open(tmp.path()).unwrap();
     // Records wholly inside the day: from after its first seq to before its last.

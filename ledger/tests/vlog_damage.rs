@@ -29,7 +29,7 @@ fn append(l: &Ledger, tables: &[TableId], from: usize, to: usize) {
                 batch.push(incoming(t, bytes.clone(), 1 + i as u64));
             }
         }
-        for o in l.append_batch(&batch).expect("append") {
+        for o in l.writer().append_batch(&batch).expect("append") {
             assert!(matches!(o, Appended::Stored { .. }), "{o:?}");
         }
         start += PER_CALL;
@@ -123,7 +123,7 @@ fn two_faults(at: u64, bit: u8) {
         found.records, 5,
         "every record after the damaged one: {case}"
     );
-    let heads = l.heads();
+    let heads = l.reader().heads();
     let head = |t: &TableId| heads.iter().find(|h| h.table == *t).map(|h| h.seq.0);
     assert_eq!(head(other), Some(EVENTS), "{case}");
     assert_eq!(head(&damaged), Some(30), "{case}");
@@ -204,7 +204,7 @@ fn a_plain_rollback_is_named_before_the_open_and_repaired_by_it() {
     let l = Ledger::open(dir.path()).expect("open");
     assert_eq!(l.recovered().records, 6);
     assert!(l.recovered().damaged.is_empty());
-    assert!(l.heads().iter().all(|h| h.seq.0 == EVENTS));
+    assert!(l.reader().heads().iter().all(|h| h.seq.0 == EVENTS));
     drop(l);
     let report = logged_check(dir.path());
     assert!(report.all_ok(), "{report:?}");
@@ -257,7 +257,8 @@ fn a_flipped_bit_in_each_entry_kind_hides_nothing_after_it() {
         let ct = chain(&t, 10);
         let cu = chain(&u, 10);
         let l = Ledger::open(dir.path()).expect("open");
-        l.append_batch(&[incoming(&t, ct[0].1.clone(), 1)])
+        l.writer()
+            .append_batch(&[incoming(&t, ct[0].1.clone(), 1)])
             .expect("append");
         l.flush().expect("flush");
         drop(l);
@@ -266,14 +267,17 @@ fn a_flipped_bit_in_each_entry_kind_hides_nothing_after_it() {
 
         let l = Ledger::open(dir.path()).expect("reopen");
         let out = l
+            .writer()
             .append_batch(&[incoming(&t, ct[1].1.clone(), 2)])
             .expect("record");
         assert!(matches!(out[0], Appended::Stored { .. }), "{out:?}");
         let out = l
+            .writer()
             .append_batch(&[incoming(&t, b"not an event".to_vec(), 3)])
             .expect("garbage");
         assert!(matches!(out[0], Appended::Refused(_)), "{out:?}");
         let out = l
+            .writer()
             .append_batch(&[incoming(&t, ct[4].1.clone(), 4)])
             .expect("beyond a gap");
         assert!(matches!(out[0], Appended::Held { .. }), "{out:?}");
@@ -282,7 +286,7 @@ fn a_flipped_bit_in_each_entry_kind_hides_nothing_after_it() {
             .enumerate()
             .map(|(i, (_, b))| incoming(&u, b.clone(), 10 + i as u64))
             .collect();
-        l.append_batch(&batch).expect("table u");
+        l.writer().append_batch(&batch).expect("table u");
         l.flush().expect("flush");
         drop(l);
         closed(dir.path());
@@ -304,6 +308,7 @@ fn a_flipped_bit_in_each_entry_kind_hides_nothing_after_it() {
         let found = l.recovered().clone();
         assert_eq!(found.damaged.len(), 1, "{kind}: {found:?}");
         let head_u = l
+            .reader()
             .heads()
             .into_iter()
             .find(|h| h.table == u)
@@ -343,15 +348,17 @@ fn sled_rebuilt_from_the_value_log_alone_holds_every_event() {
     let t = &tables[0];
     let c = chain(t, EVENTS);
     let out = l
+        .writer()
         .append_batch(&[incoming(t, b"not an event".to_vec(), 100)])
         .expect("garbage");
     assert!(matches!(out[0], Appended::Refused(_)), "{out:?}");
     let out = l
+        .writer()
         .append_batch(&[incoming(t, c[45].1.clone(), 101)])
         .expect("beyond a gap");
     assert!(matches!(out[0], Appended::Held { .. }), "{out:?}");
     l.flush().expect("flush");
-    let heads = l.heads();
+    let heads = l.reader().heads();
     drop(l);
     closed(dir.path());
 
@@ -366,9 +373,9 @@ fn sled_rebuilt_from_the_value_log_alone_holds_every_event() {
     assert_eq!(found.events, 80, "{found:?}");
     assert_eq!(found.quarantine_restored, 1, "{found:?}");
     assert_eq!(found.held_events, 1, "{found:?}");
-    assert_eq!(l.heads(), heads);
-    assert_eq!(l.gaps().len(), 1, "the held event is held again");
-    assert!(l.verify().expect("verify").is_ok());
+    assert_eq!(l.reader().heads(), heads);
+    assert_eq!(l.reader().gaps().len(), 1, "the held event is held again");
+    assert!(l.verifier().verify().expect("verify").is_ok());
     drop(l);
     let report = logged_check(dir.path());
     assert!(report.all_ok(), "{report:?}");

@@ -119,17 +119,21 @@ fn plan(
     config_seq: u64,
 ) -> Result<Plan, ReadError> {
     let head = ledger
+        .reader()
         .head(table)
         .ok_or_else(|| ReadError::NotFound(format!("table {table} is not in the ledger")))?;
     // Read before looking for a covering checkpoint: a checkpoint kept in between would
     // otherwise be named as the latest by a bundle saying "not yet attested", which its
     // own verification refuses. Read first, it is older than any the lookup could miss.
-    let latest_checkpoint_seq = ledger.attestation(table).map(|a| a.seq.0);
+    let latest_checkpoint_seq = ledger.reader().attestation(table).map(|a| a.seq.0);
     // Prefer a checkpoint that signs the whole replay window; else the first one that
     // covers the round itself (the window's tail is then chained but not signed).
-    let kept = match ledger.checkpoint_at_or_after(table, loaded.window.1)? {
+    let kept = match ledger
+        .reader()
+        .checkpoint_at_or_after(table, loaded.window.1)?
+    {
         Some(k) => Some(k),
-        None => ledger.checkpoint_at_or_after(table, last_seq)?,
+        None => ledger.reader().checkpoint_at_or_after(table, last_seq)?,
     };
     let enrollment_seq = match &kept {
         Some(k) => Some(enrollment_of(ledger, table, k)?),
@@ -176,7 +180,7 @@ fn opening_for(
     let Some(before) = window_from.checked_sub(1).filter(|s| *s > 0) else {
         return Ok(None);
     };
-    let Some(o) = ledger.checkpoint_at_or_before(table, before)? else {
+    let Some(o) = ledger.reader().checkpoint_at_or_before(table, before)? else {
         return Ok(None);
     };
     let Some(s) = o.checkpoint.state else {
@@ -214,7 +218,7 @@ fn read_segment(
     }
     let anchor = hash_before(ledger, table, from_seq)?;
     let mut events = Vec::with_capacity(count as usize);
-    for e in ledger.events(table, from_seq..=to_seq) {
+    for e in ledger.reader().events(table, from_seq..=to_seq) {
         let e = e?;
         events.push(BundleEvent {
             seq: e.seq.0,
@@ -244,6 +248,7 @@ fn hash_before(ledger: &ledger::Ledger, table: &TableId, seq: u64) -> Result<Has
         return Ok(GENESIS);
     }
     Ok(ledger
+        .reader()
         .stored_event(table, seq - 1)?
         .ok_or_else(|| ReadError::Integrity(format!("table {table}: no event at seq {}", seq - 1)))?
         .hash)
@@ -256,9 +261,12 @@ fn attested(
     k: KeptCheckpoint,
     enrollment_seq: u64,
 ) -> Result<BundleAttestation, ReadError> {
-    let stored = ledger.stored_event(table, enrollment_seq)?.ok_or_else(|| {
-        ReadError::Integrity(format!("table {table}: no event at seq {enrollment_seq}"))
-    })?;
+    let stored = ledger
+        .reader()
+        .stored_event(table, enrollment_seq)?
+        .ok_or_else(|| {
+            ReadError::Integrity(format!("table {table}: no event at seq {enrollment_seq}"))
+        })?;
     let Some((device_key, admin_key)) = enrolls(table, &stored.bytes, &k) else {
         return Err(ReadError::Integrity(format!(
             "table {table} seq {enrollment_seq}: not the enrollment of the checkpoint's key"
@@ -342,7 +350,7 @@ fn enrollment_of(
     k: &KeptCheckpoint,
 ) -> Result<u64, ReadError> {
     if let Some(seq) = k.key_enrolled_seq {
-        let e = ledger.stored_event(table, seq.0)?.ok_or_else(|| {
+        let e = ledger.reader().stored_event(table, seq.0)?.ok_or_else(|| {
             ReadError::Integrity(format!("table {table}: no event at seq {}", seq.0))
         })?;
         return match enrolls(table, &e.bytes, k) {
@@ -356,7 +364,7 @@ fn enrollment_of(
     let to = k.checkpoint.head_seq.0;
     let from = to.saturating_sub(BUNDLE_CHAIN_EVENTS_MAX).max(1);
     let mut found = None;
-    for e in ledger.events(table, from..=to) {
+    for e in ledger.reader().events(table, from..=to) {
         let e = e?;
         if enrolls(table, &e.bytes, k).is_some() {
             found = Some(e.seq.0);

@@ -13,13 +13,16 @@ pub const DISPUTED_MAX: u64 = 1_000;
 /// other, in table and seq order. An entry whose bytes do not decode is left out: the
 /// ledger never called it a fork of a seq.
 pub fn disputed(l: &Ledger) -> Result<Vec<DisputedSeq>, crate::ReadError> {
-    let (_, forks) = l.quarantine_page(Some(ledger::reason::FORK), None, 0, DISPUTED_MAX)?;
+    let (_, forks) =
+        l.reader()
+            .quarantine_page(Some(ledger::reason::FORK), None, 0, DISPUTED_MAX)?;
     let mut out = Vec::new();
     for q in forks {
         let Ok((event, _)) = schemas::codec::decode(&q.bytes) else {
             continue;
         };
         let stored = l
+            .reader()
             .events(&event.table, event.seq.0..=event.seq.0)
             .next()
             .transpose()?

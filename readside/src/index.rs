@@ -289,9 +289,10 @@ pub fn pass(
 ) -> Result<(Vec<FeedItem>, bool), ReadError> {
     let mut out = PassOut::default();
     let mut more = false;
-    let fenced = ledger.fenced();
+    let fenced = ledger.reader().fenced();
     // A fenced table is damaged (`ledger::fence`): left as indexed, so the others go on.
     for head in ledger
+        .reader()
         .heads()
         .into_iter()
         .filter(|h| !fenced.contains_key(&h.table))
@@ -372,13 +373,13 @@ fn index_chunk(
         events,
     } = chunk;
     let mut fed_through = t.cur.next_seq - 1;
-    for stored in ledger.events(table, t.cur.next_seq..=to) {
+    for stored in ledger.reader().events(table, t.cur.next_seq..=to) {
         let stored = match stored {
             // A day removed by retention: go on after it, from its sealed head, with the
             // events its removal kept.
             Err(ledger::Error::RetentionRemoved { day, .. }) => {
                 let next_seq = skip_removed(ledger, table, &mut t.cur, &day)?;
-                let kept = ledger.kept_events(&day, table)?;
+                let kept = ledger.tier().kept_events(&day, table)?;
                 let verifying = std::mem::replace(&mut t.cur.verifying, false);
                 for k in kept.iter().filter(|k| k.seq.0 > fed_through) {
                     index_event(table, t, delta, k, reports, (rule, &mut *shifts));
@@ -388,7 +389,7 @@ fn index_chunk(
             }
             // A record that does not read fences its table; this pass is not kept, and
             // the next one leaves the table out.
-            s => s.map_err(|e| ledger.fence_after_read_error(table, e))?,
+            s => s.map_err(|e| ledger.writer().fence_after_read_error(table, e))?,
         };
         *events += 1;
         fed_through = stored.seq.0;
@@ -419,9 +420,10 @@ fn load_table(
     let through = cur.next_seq.saturating_sub(1);
     let hash_at_checked = match cur.checked {
         0 => None,
-        s => match ledger.stored_event(table, s) {
+        s => match ledger.reader().stored_event(table, s) {
             // Removed by retention: the day's seal gives its last hash.
             Err(ledger::Error::RetentionRemoved { day, .. }) => ledger
+                .reader()
                 .sealed_head_at(&day, table)?
                 .filter(|(last, _)| *last == s)
                 .map(|(_, h)| h),
@@ -451,7 +453,7 @@ fn load_table(
     // What retention removed is not fed: the replayer goes on without it.
     let removed = |e: &ledger::Error| matches!(e, ledger::Error::RetentionRemoved { .. });
     for s in before {
-        let stored = match ledger.stored_event(table, s) {
+        let stored = match ledger.reader().stored_event(table, s) {
             Err(e) if removed(&e) => continue,
             other => other?,
         };
@@ -480,7 +482,7 @@ fn feed_window(
     let mut at = from;
     while at < to {
         let mut resume = None;
-        for stored in ledger.events(table, at..=to - 1) {
+        for stored in ledger.reader().events(table, at..=to - 1) {
             match stored {
                 Err(ledger::Error::RetentionRemoved { day, .. }) => {
                     resume = Some(day);
@@ -490,7 +492,7 @@ fn feed_window(
             }
         }
         let Some(day) = resume else { break };
-        match ledger.sealed_head_at(&day, table)? {
+        match ledger.reader().sealed_head_at(&day, table)? {
             Some((last, _)) if last >= at => at = last + 1,
             _ => {
                 return Err(ReadError::Integrity(format!(
@@ -701,7 +703,7 @@ fn skip_removed(
     c: &mut Cursor,
     day: &str,
 ) -> Result<u64, ReadError> {
-    let (last, head) = ledger.sealed_head_at(day, table)?.ok_or_else(|| {
+    let (last, head) = ledger.reader().sealed_head_at(day, table)?.ok_or_else(|| {
         ReadError::Integrity(format!(
             "table {table}: removed day {day} has no sealed range"
         ))

@@ -75,7 +75,7 @@ fn read_day(ledger: &ledger::Ledger, b: &ledger::days::DayBounds) -> Result<DayE
     let mut through = Vec::new();
     let mut shown: BTreeMap<PoolId, (Money, usize)> = BTreeMap::new();
     let mut read = 0u64;
-    for item in ledger.events_in_arrival_order() {
+    for item in ledger.reader().events_in_arrival_order() {
         let (_, stored) = item?;
         read += 1;
         if read > JACKPOT_EVENTS_MAX {

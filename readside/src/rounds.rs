@@ -45,9 +45,11 @@ pub fn locate_in_ledger(
     round: u64,
 ) -> Result<Located, ReadError> {
     let n = ledger
+        .reader()
         .round_neighbours(table, RoundId(round))?
         .ok_or_else(|| ReadError::NotFound(format!("table {table} has no round {round}")))?;
     let config_seq = ledger
+        .reader()
         .config_at(table, n.this.first_seq.0)?
         .map(|(s, _)| s.0);
     Ok(Located {
@@ -89,12 +91,13 @@ pub fn load(
     located: Located,
 ) -> Result<LoadedRound, ReadError> {
     let head = ledger
+        .reader()
         .head(table)
         .ok_or_else(|| ReadError::NotFound(format!("table {table} is not in the ledger")))?;
     let (from, to) = window_of(table, round, &located, head.seq.0)?;
     let config = match located.config_seq {
         Some(s) => {
-            let stored = ledger.stored_event(table, s)?.ok_or_else(|| {
+            let stored = ledger.reader().stored_event(table, s)?.ok_or_else(|| {
                 ReadError::Integrity(format!("table {table}: no event at config seq {s}"))
             })?;
             Some(config_event(table, stored)?)
@@ -102,11 +105,12 @@ pub fn load(
         None => None,
     };
     let mut events = Vec::new();
-    for e in ledger.events(table, from..=to) {
+    for e in ledger.reader().events(table, from..=to) {
         events.push(decoded(table, e?)?);
     }
     let mut loaded = replayed(table, round, located, (from, to), config, events)?;
     loaded.resyncs = ledger
+        .reader()
         .resyncs_in(table, from..=to)?
         .into_iter()
         .map(|k| ResyncNote {
@@ -186,9 +190,12 @@ pub fn begins_round(
     let Some(round) = e.round else {
         return Ok(false);
     };
-    let summary = ledger.round_index_entry(table, round)?.ok_or_else(|| {
-        ReadError::Integrity(format!("table {table}: round {} is not indexed", round.0))
-    })?;
+    let summary = ledger
+        .reader()
+        .round_index_entry(table, round)?
+        .ok_or_else(|| {
+            ReadError::Integrity(format!("table {table}: round {} is not indexed", round.0))
+        })?;
     Ok(summary.first_seq == e.seq)
 }
 
@@ -202,7 +209,7 @@ pub fn first_round_beginning_in(
     hi: u64,
 ) -> Result<Option<RoundId>, ReadError> {
     let mut seen = None;
-    for e in ledger.events(table, lo..=hi) {
+    for e in ledger.reader().events(table, lo..=hi) {
         let e = e?;
         if e.round.is_some() && e.round != seen && begins_round(ledger, table, &e)? {
             return Ok(e.round);

@@ -153,7 +153,7 @@ fn floor(mut chains: Vec<Chain>) -> Floor {
             stream_seq += 1;
             m.stream_seq = stream_seq;
         }
-        let out = ledger.append(&batch, &[]).unwrap();
+        let out = ledger.writer().append(&batch, &[]).unwrap();
         let refused: Vec<_> = out
             .events
             .iter()

@@ -22,6 +22,7 @@ const FEED_EVENTS_MAX: usize = 4_096;
 /// dealer terminal's checkpoint after each step, as `roundledger seed` does.
 fn feed(ledger: &ledger::Ledger, rounds: u64, seed: u64) -> TableId {
     ledger
+        .writer()
         .trust_admin_keys([simulator::admin_key().public()])
         .unwrap();
     let mut floor = simulator::Floor::new(1, seed, simulator::FaultPlan::none())
@@ -53,7 +54,7 @@ fn feed(ledger: &ledger::Ledger, rounds: u64, seed: u64) -> TableId {
         let c = t.checkpoint().unwrap();
         checkpoints.push(incoming(c.to_bincode(), &c.table, c.signed_at_ns));
         if events.len() >= FEED_EVENTS_MAX || step == rounds + 1 {
-            let out = ledger.append(&events, &checkpoints).unwrap();
+            let out = ledger.writer().append(&events, &checkpoints).unwrap();
             let kept = out
                 .checkpoints
                 .iter()
@@ -70,15 +71,18 @@ fn feed(ledger: &ledger::Ledger, rounds: u64, seed: u64) -> TableId {
 
 /// A round's bundle, with the events its building decoded from the store.
 fn bundle(ledger: &ledger::Ledger, table: &TableId, round: u64) -> (EvidenceBundle, u64) {
-    let before = ledger.events_decoded();
+    let before = ledger.reader().events_decoded();
     let located = readside::rounds::locate_in_ledger(ledger, table, round).unwrap();
     let b = evidence::build(ledger, table, round, located, vec![], "test", 0).unwrap();
-    (b, ledger.events_decoded() - before)
+    (b, ledger.reader().events_decoded() - before)
 }
 
 /// The window length of `round` (from the previous round's end to the next's start).
 fn window_len(ledger: &ledger::Ledger, table: &TableId, round: u64) -> Option<u64> {
-    let n = ledger.round_neighbours(table, RoundId(round)).unwrap()?;
+    let n = ledger
+        .reader()
+        .round_neighbours(table, RoundId(round))
+        .unwrap()?;
     Some(n.next?.first_seq.0 - n.prev?.last_seq.0)
 }
 
@@ -152,7 +156,12 @@ fn a_forged_checkpoint_state_is_refused_by_the_ledger_and_the_verifier() {
         real.head_seq,
         real.head_hash,
     );
-    let enrollment_hash = ledger.stored_event(&table, 2).unwrap().unwrap().hash;
+    let enrollment_hash = ledger
+        .reader()
+        .stored_event(&table, 2)
+        .unwrap()
+        .unwrap()
+        .hash;
     let forgeries = [
         // The enrollment event claimed as the config in force: an older "config".
         schemas::attest::CheckpointState {
@@ -179,7 +188,7 @@ fn a_forged_checkpoint_state_is_refused_by_the_ledger_and_the_verifier() {
             bytes: forged.to_bincode(),
             provenance: Default::default(),
         };
-        let out = ledger.append_checkpoints(&[msg]).unwrap();
+        let out = ledger.writer().append_checkpoints(&[msg]).unwrap();
         assert!(
             matches!(
                 out[0],

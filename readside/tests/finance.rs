@@ -246,7 +246,7 @@ fn floor() -> Floor {
             stream_seq += 1;
             m.stream_seq = stream_seq;
         }
-        let out = ledger.append(&batch, &[]).unwrap();
+        let out = ledger.writer().append(&batch, &[]).unwrap();
         let stored = out
             .events
             .iter()
@@ -572,7 +572,7 @@ fn month_of_reports() {
             m.stream_seq = stream_seq;
         }
         for part in c.out.chunks(4_096) {
-            ledger.append(part, &[]).unwrap();
+            ledger.writer().append(part, &[]).unwrap();
         }
     }
     let t0 = std::time::Instant::now();
@@ -670,7 +670,7 @@ fn a_days_win_is_its_first_opening_and_last_closing_under_any_shift_layout() {
     for (i, m) in batch.iter_mut().enumerate() {
         m.stream_seq = i as u64 + 1;
     }
-    ledger.append(&batch, &[]).unwrap();
+    ledger.writer().append(&batch, &[]).unwrap();
     let day = |by| Query {
         span: Span::Day("2026-11-25".into()),
         group_by: by,
@@ -744,7 +744,7 @@ fn what_is_not_counted_is_null_with_its_reason_never_zero() {
     for (i, m) in batch.iter_mut().enumerate() {
         m.stream_seq = i as u64 + 1;
     }
-    ledger.append(&batch, &[]).unwrap();
+    ledger.writer().append(&batch, &[]).unwrap();
     // T-A's last box is not counted yet.
     counts.retain(|c| c.drop_box_id != "T-A/3");
     let m = Model::temporary(&common::rule()).unwrap();
@@ -905,7 +905,7 @@ fn golden_two_days_three_tables_every_figure_by_hand() {
     for (i, m) in batch.iter_mut().enumerate() {
         m.stream_seq = i as u64 + 1;
     }
-    ledger.append(&batch, &[]).unwrap();
+    ledger.writer().append(&batch, &[]).unwrap();
     // The book: T-B's box first miscounted at 90.00 then recounted at 100.00; a count
     // labelled T-A of T-B's box; T-A's boxes; T-C's box.
     let mut book = readside::counts::CountBook::default();
@@ -996,7 +996,7 @@ fn feed(f: &Floor, msgs: Vec<ledger::Incoming>, stream_seq: &mut u64) {
         *stream_seq += 1;
         m.stream_seq = *stream_seq;
     }
-    let out = f.ledger.append(&batch, &[]).unwrap();
+    let out = f.ledger.writer().append(&batch, &[]).unwrap();
     assert!(out
         .events
         .iter()

@@ -18,6 +18,7 @@ fn floor(rounds: u64, seed: u64) -> (tempfile::TempDir, ledger::Ledger, Vec<Coun
     let dir = tempfile::tempdir().unwrap();
     let ledger = ledger::Ledger::open(dir.path().join("ledger")).unwrap();
     ledger
+        .writer()
         .trust_admin_keys([simulator::admin_key().public()])
         .unwrap();
     let clock = ShiftClock::new(6 * HOUR_NS, 8 * HOUR_NS).unwrap();
@@ -51,7 +52,7 @@ fn floor(rounds: u64, seed: u64) -> (tempfile::TempDir, ledger::Ledger, Vec<Coun
             let c = t.checkpoint().unwrap();
             checkpoints.push(incoming(c.to_bincode(), &c.table, c.signed_at_ns));
         }
-        ledger.append(&events, &checkpoints).unwrap();
+        ledger.writer().append(&events, &checkpoints).unwrap();
     }
     ledger.flush().unwrap();
     let counts = floor.take_finance().counts;

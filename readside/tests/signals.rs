@@ -30,6 +30,7 @@ fn table(rounds: u64, seed: u64, cheat: bool) -> (tempfile::TempDir, ledger::Led
     let dir = tempfile::tempdir().unwrap();
     let ledger = ledger::Ledger::open(dir.path().join("ledger")).unwrap();
     ledger
+        .writer()
         .trust_admin_keys([simulator::admin_key().public()])
         .unwrap();
     let mut floor = Floor::new(1, seed, FaultPlan::none())
@@ -67,7 +68,7 @@ fn table(rounds: u64, seed: u64, cheat: bool) -> (tempfile::TempDir, ledger::Led
             .collect();
         let c = t.checkpoint().unwrap();
         let checkpoints = vec![incoming(c.to_bincode(), &c.table, c.signed_at_ns)];
-        ledger.append(&events, &checkpoints).unwrap();
+        ledger.writer().append(&events, &checkpoints).unwrap();
     }
     ledger.flush().unwrap();
     (dir, ledger)

@@ -12,6 +12,7 @@ pub fn play_floor(
     chunk: usize,
 ) {
     ledger
+        .writer()
         .trust_admin_keys([simulator::admin_key().public()])
         .unwrap();
     let mut floor = simulator::Floor::new(2, 30, plan)
@@ -37,7 +38,7 @@ pub fn play_floor(
         })
         .collect();
     for part in batch.chunks(chunk) {
-        ledger.append_batch(part).unwrap();
+        ledger.writer().append_batch(part).unwrap();
     }
     ledger.flush().unwrap();
 }
@@ -118,7 +119,7 @@ pub fn seed_two_days(ledger: &ledger::Ledger, rounds: u64, faults: simulator::Fa
     let key = schemas::attest::SigningKey::derive_for_simulation("house-seal");
     for day in TIER_DAYS {
         let end = rule.bounds(day).unwrap().ends_at_ns;
-        ledger.seal_day(&rule, day, &key, end).unwrap();
+        ledger.writer().seal_day(&rule, day, &key, end).unwrap();
     }
 }
 

@@ -69,9 +69,11 @@ impl Running {
 pub fn open(dir: &Path) -> Arc<Ledger> {
     let ledger = Ledger::open(dir).expect("open ledger");
     ledger
+        .writer()
         .trust_admin_keys([simulator::admin_key().public()])
         .expect("trust the simulator's admin key");
     ledger
+        .writer()
         .require_signed_events()
         .expect("require signed events");
     Arc::new(ledger)

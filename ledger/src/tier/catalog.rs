@@ -9,6 +9,7 @@
 //! A ledger cataloged before these keys has neither: its first reads scan as before, and
 //! its next move writes both, from one scan.
 
+use crate::faces::Tier;
 use crate::store::{Op, Space};
 use crate::{error::Error, owner::Ledger};
 
@@ -18,14 +19,6 @@ pub const TIER_DAYS_KEY: &[u8] = b"tier_days";
 pub const TIER_THROUGH_KEY: &[u8] = b"tier_through";
 
 impl Ledger {
-    /// Days in the tier catalog (archived or removed): one read of the kept count.
-    pub fn tier_day_count(&self) -> Result<u64, Error> {
-        match self.store.get(Space::Meta, TIER_DAYS_KEY)? {
-            Some(v) => crate::record::be_u64(&v),
-            None => self.tier_days_scanned(),
-        }
-    }
-
     /// Days in the catalog, counted key by key: for a ledger without `TIER_DAYS_KEY`.
     fn tier_days_scanned(&self) -> Result<u64, Error> {
         let mut n = 0;
@@ -51,7 +44,7 @@ impl Ledger {
     /// The ops that keep the count and the day through which all are cataloged, for the
     /// commit that catalogs `day`. Called under the append lock, before that commit.
     pub(crate) fn catalog_ops(&self, day: &str) -> Result<Vec<Op>, Error> {
-        let count = self.tier_day_count()? + 1;
+        let count = self.tier().tier_day_count()? + 1;
         let mut through: Option<Vec<u8>> = self.store.get(Space::Meta, TIER_THROUGH_KEY)?;
         let from = match &through {
             Some(d) => [d.as_slice(), &[0]].concat(),
@@ -75,5 +68,15 @@ impl Ledger {
             ops.push(Op::Put(Space::Meta, TIER_THROUGH_KEY.to_vec(), t));
         }
         Ok(ops)
+    }
+}
+
+impl Tier<'_> {
+    /// Days in the tier catalog (archived or removed): one read of the kept count.
+    pub fn tier_day_count(&self) -> Result<u64, Error> {
+        match self.store.get(Space::Meta, TIER_DAYS_KEY)? {
+            Some(v) => crate::record::be_u64(&v),
+            None => self.tier_days_scanned(),
+        }
     }
 }

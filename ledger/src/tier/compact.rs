@@ -23,6 +23,7 @@
 //! - One compaction or archive move runs at a time (the caller's): nothing else
 //!   repoints records.
 
+use crate::faces::Tier;
 use crate::store::segments::{retired_key, RetiredSegment, SegmentUse};
 use crate::store::{Op, Space, Unreferenced};
 use crate::{error::Error, owner::Ledger};
@@ -51,81 +52,6 @@ pub struct Compaction {
 }
 
 impl Ledger {
-    /// Retires every closed segment that is mostly unreferenced, and removes the files of
-    /// segments retired before.
-    pub fn compact_values(&self) -> Result<Compaction, Error> {
-        self.compact_values_in_steps(STEP_BOUNDS, &mut |_| Ok(()))
-    }
-
-    /// `compact_values` in steps of at most `bounds`; `between` runs after each step,
-    /// outside the writer lock, with the segment's steps done (tests stop or append there).
-    pub fn compact_values_in_steps(
-        &self,
-        bounds: StepBounds,
-        between: &mut dyn FnMut(u64) -> Result<(), Error>,
-    ) -> Result<Compaction, Error> {
-        let mut out = Compaction::default();
-        for u in self.store.value_segments()? {
-            out.segments_closed += 1;
-            if u.retired {
-                out.bytes_freed += self.store.remove_segment(u.segment)?;
-                out.leftovers_removed += 1;
-                continue;
-            }
-            // Records alone keep it: its copies need not be read.
-            if !share_at_most(u.live_record_bytes, u.file_bytes) {
-                out.kept_live += 1;
-                continue;
-            }
-            match self.plan(&u) {
-                Ok(plan) if share_at_most(plan.live_bytes, plan.file_bytes) => {
-                    let (retired, held_ms) = self.relocate(plan, bounds, between)?;
-                    out.lock_held_ms_max = out.lock_held_ms_max.max(held_ms);
-                    out.retired.push(retired);
-                    out.bytes_freed += self.store.remove_segment(u.segment)?;
-                }
-                Ok(_) => out.kept_live += 1,
-                Err(Error::Tier(why)) => out.kept_damaged.push(why),
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(out)
-    }
-
-    /// Step 1 alone: relocates what a closed segment holds and marks it retired, durably,
-    /// however live it is. Its file stays until `compact_values` (tests stop here).
-    pub fn relocate_segment(&self, segment: u32) -> Result<RetiredSegment, Error> {
-        self.relocate_segment_in_steps(segment, STEP_BOUNDS, &mut |_| Ok(()))
-    }
-
-    /// `relocate_segment` in steps of at most `bounds`; `between` runs after each step,
-    /// outside the writer lock, with the steps done (tests stop or append there).
-    pub fn relocate_segment_in_steps(
-        &self,
-        segment: u32,
-        bounds: StepBounds,
-        between: &mut dyn FnMut(u64) -> Result<(), Error>,
-    ) -> Result<RetiredSegment, Error> {
-        let uses = self.store.value_segments()?;
-        let u = uses
-            .iter()
-            .find(|u| u.segment == segment && !u.retired)
-            .ok_or_else(|| Error::Tier(format!("value segment {segment}: not closed and live")))?;
-        let plan = self.plan(u)?;
-        Ok(self.relocate(plan, bounds, between)?.0)
-    }
-
-    /// The segments retired so far, by number.
-    pub fn retired_segments(&self) -> Result<Vec<RetiredSegment>, Error> {
-        let prefix = crate::store::segments::RETIRED_KEY_PREFIX;
-        let mut end = prefix.to_vec();
-        *end.last_mut().expect("a prefix") += 1;
-        self.store
-            .range(Space::Meta, prefix, Some(&end))
-            .map(|kv| RetiredSegment::decode(&kv?.1))
-            .collect()
-    }
-
     /// What of a closed segment is live: read before any write, so damage refuses the
     /// segment with nothing changed. Copies are checked again under the writer lock.
     fn plan(&self, u: &SegmentUse) -> Result<Plan, Error> {
@@ -206,6 +132,83 @@ impl Ledger {
             }
         }
         Ok((ops, bytes))
+    }
+}
+
+impl Tier<'_> {
+    /// Retires every closed segment that is mostly unreferenced, and removes the files of
+    /// segments retired before.
+    pub fn compact_values(&self) -> Result<Compaction, Error> {
+        self.compact_values_in_steps(STEP_BOUNDS, &mut |_| Ok(()))
+    }
+
+    /// `compact_values` in steps of at most `bounds`; `between` runs after each step,
+    /// outside the writer lock, with the segment's steps done (tests stop or append there).
+    pub fn compact_values_in_steps(
+        &self,
+        bounds: StepBounds,
+        between: &mut dyn FnMut(u64) -> Result<(), Error>,
+    ) -> Result<Compaction, Error> {
+        let mut out = Compaction::default();
+        for u in self.store.value_segments()? {
+            out.segments_closed += 1;
+            if u.retired {
+                out.bytes_freed += self.store.remove_segment(u.segment)?;
+                out.leftovers_removed += 1;
+                continue;
+            }
+            // Records alone keep it: its copies need not be read.
+            if !share_at_most(u.live_record_bytes, u.file_bytes) {
+                out.kept_live += 1;
+                continue;
+            }
+            match self.plan(&u) {
+                Ok(plan) if share_at_most(plan.live_bytes, plan.file_bytes) => {
+                    let (retired, held_ms) = self.relocate(plan, bounds, between)?;
+                    out.lock_held_ms_max = out.lock_held_ms_max.max(held_ms);
+                    out.retired.push(retired);
+                    out.bytes_freed += self.store.remove_segment(u.segment)?;
+                }
+                Ok(_) => out.kept_live += 1,
+                Err(Error::Tier(why)) => out.kept_damaged.push(why),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Step 1 alone: relocates what a closed segment holds and marks it retired, durably,
+    /// however live it is. Its file stays until `compact_values` (tests stop here).
+    pub fn relocate_segment(&self, segment: u32) -> Result<RetiredSegment, Error> {
+        self.relocate_segment_in_steps(segment, STEP_BOUNDS, &mut |_| Ok(()))
+    }
+
+    /// `relocate_segment` in steps of at most `bounds`; `between` runs after each step,
+    /// outside the writer lock, with the steps done (tests stop or append there).
+    pub fn relocate_segment_in_steps(
+        &self,
+        segment: u32,
+        bounds: StepBounds,
+        between: &mut dyn FnMut(u64) -> Result<(), Error>,
+    ) -> Result<RetiredSegment, Error> {
+        let uses = self.store.value_segments()?;
+        let u = uses
+            .iter()
+            .find(|u| u.segment == segment && !u.retired)
+            .ok_or_else(|| Error::Tier(format!("value segment {segment}: not closed and live")))?;
+        let plan = self.plan(u)?;
+        Ok(self.relocate(plan, bounds, between)?.0)
+    }
+
+    /// The segments retired so far, by number.
+    pub fn retired_segments(&self) -> Result<Vec<RetiredSegment>, Error> {
+        let prefix = crate::store::segments::RETIRED_KEY_PREFIX;
+        let mut end = prefix.to_vec();
+        *end.last_mut().expect("a prefix") += 1;
+        self.store
+            .range(Space::Meta, prefix, Some(&end))
+            .map(|kv| RetiredSegment::decode(&kv?.1))
+            .collect()
     }
 }
 

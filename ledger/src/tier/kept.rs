@@ -9,6 +9,7 @@
 pub use crate::store::tier_ref::{export_line, kept_stored, KeptEvent};
 
 use super::TierEntry;
+use crate::faces::Tier;
 use crate::{error::Error, owner::Ledger, record::StoredEvent};
 use schemas::seal::DaySeal;
 use schemas::{EventBody, TableId};
@@ -62,7 +63,7 @@ impl Ledger {
         table: &TableId,
         seq: u64,
     ) -> Result<Option<StoredEvent>, Error> {
-        let Some(entry) = self.tier_entry(day)? else {
+        let Some(entry) = self.tier().tier_entry(day)? else {
             return Ok(None);
         };
         let found = entry
@@ -73,7 +74,9 @@ impl Ledger {
             .map(|k| kept_stored(k).map_err(|e| crate::record::corrupt(&e)))
             .transpose()
     }
+}
 
+impl Tier<'_> {
     /// Every event the removal of `day` kept of `table`, in seq order.
     pub fn kept_events(&self, day: &str, table: &TableId) -> Result<Vec<StoredEvent>, Error> {
         let entry: Option<TierEntry> = self.tier_entry(day)?;

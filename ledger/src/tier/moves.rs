@@ -3,6 +3,7 @@
 //! (`archive_check`), then one atomic commit repoints the records (`archive_commit`).
 
 use super::{encode_pointer, file_name, TierEntry, TierState, DAY_RECORDS_MAX};
+use crate::faces::Tier;
 use crate::record::{decode_record, encode_record, seq_key, table_key};
 use crate::store::tier_read::{check_span, stored};
 use crate::store::{Op, Space};
@@ -47,6 +48,42 @@ fn tier_err(day: &str, what: impl std::fmt::Display) -> Error {
 }
 
 impl Ledger {
+    fn sealed(&self, day: &str) -> Result<DaySeal, Error> {
+        self.reader()
+            .day_seal(day)?
+            .ok_or_else(|| tier_err(day, "not sealed: seal it first"))
+    }
+
+    /// One table's sealed range as a day file's input.
+    fn table_day(&self, t: &SealedTable) -> Result<archive::TableDay, Error> {
+        let mut events = Vec::with_capacity(t.events.min(1 << 16) as usize);
+        for e in self.events(&t.table, t.first_seq.0..=t.last_seq.0) {
+            let e = e?;
+            events.push(archive::DayEvent {
+                seq: e.seq.0,
+                hash: e.hash,
+                stream_seq: e.stream_seq,
+                received_at_ns: e.received_at_ns,
+                bytes: e.bytes,
+            });
+        }
+        if events.len() as u64 != t.events {
+            return Err(Error::Tier(format!(
+                "table {}: {} events read, the seal says {}",
+                t.table,
+                events.len(),
+                t.events
+            )));
+        }
+        Ok(archive::TableDay {
+            table: t.table.as_str().into(),
+            anchor: t.anchor_hash,
+            events,
+        })
+    }
+}
+
+impl Tier<'_> {
     /// The day's entry in the tier catalog, if it left the hot tier.
     pub fn tier_entry(&self, day: &str) -> Result<Option<TierEntry>, Error> {
         self.store
@@ -79,11 +116,6 @@ impl Ledger {
             }
         }
         Ok(out)
-    }
-
-    fn sealed(&self, day: &str) -> Result<DaySeal, Error> {
-        self.day_seal(day)?
-            .ok_or_else(|| tier_err(day, "not sealed: seal it first"))
     }
 
     /// Step 1: writes the day file (a temp file, fsynced, then renamed and the directory
@@ -128,37 +160,54 @@ impl Ledger {
             blake3: blake3::hash(&bytes).to_hex().to_string(),
         })
     }
-
-    /// One table's sealed range as a day file's input.
-    fn table_day(&self, t: &SealedTable) -> Result<archive::TableDay, Error> {
-        let mut events = Vec::with_capacity(t.events.min(1 << 16) as usize);
-        for e in self.events(&t.table, t.first_seq.0..=t.last_seq.0) {
-            let e = e?;
-            events.push(archive::DayEvent {
-                seq: e.seq.0,
-                hash: e.hash,
-                stream_seq: e.stream_seq,
-                received_at_ns: e.received_at_ns,
-                bytes: e.bytes,
-            });
-        }
-        if events.len() as u64 != t.events {
-            return Err(Error::Tier(format!(
-                "table {}: {} events read, the seal says {}",
-                t.table,
-                events.len(),
-                t.events
-            )));
-        }
-        Ok(archive::TableDay {
-            table: t.table.as_str().into(),
-            anchor: t.anchor_hash,
-            events,
-        })
-    }
 }
 
 impl Ledger {
+    /// Lists the table's records inside the sealed range, each rebuilt from `events`.
+    fn match_records(
+        &self,
+        t: &SealedTable,
+        events: &[crate::record::StoredEvent],
+        plan: &mut ArchivePlan,
+    ) -> Result<(), Error> {
+        let tk = table_key(&t.table);
+        let from = self
+            .store
+            .last_key_at_or_before(Space::Batch, &tk, &seq_key(&t.table, t.first_seq.0))?
+            .unwrap_or_else(|| seq_key(&t.table, t.first_seq.0));
+        let to = seq_key(&t.table, t.last_seq.0.saturating_add(1));
+        for kv in self.store.range(Space::Batch, &from, Some(&to)) {
+            let (k, v) = kv?;
+            let rec = decode_record(&v)?;
+            let (Some(first), Some(last)) = (rec.first(), rec.last()) else {
+                return Err(crate::record::corrupt("an empty record"));
+            };
+            if first.seq < t.first_seq || last.seq > t.last_seq {
+                plan.straddling += 1;
+                continue;
+            }
+            assert!(
+                first.seq <= last.seq,
+                "tier move: a record's events run in seq order"
+            );
+            let at = (first.seq.0 - t.first_seq.0) as usize;
+            let rebuilt = events.get(at..at + rec.len()).map(encode_record);
+            if rebuilt.as_deref() != Some(v.as_slice()) {
+                return Err(Error::Tier(format!(
+                    "table {} seq {}: the day file does not rebuild the record",
+                    t.table, first.seq.0
+                )));
+            }
+            plan.events += rec.len() as u64;
+            plan.wire_bytes += rec.iter().map(|e| e.bytes.len() as u64).sum::<u64>();
+            let count = u32::try_from(rec.len()).expect("a record holds at most 1024 events");
+            plan.records.push((k, count));
+        }
+        Ok(())
+    }
+}
+
+impl Tier<'_> {
     /// Step 2: reads the synced file back from disk, ties each table to the seal, and
     /// lists the records it rebuilds byte for byte. A record that differs refuses the move.
     pub fn archive_check(&self, file: &DayFile) -> Result<ArchivePlan, Error> {
@@ -207,49 +256,6 @@ impl Ledger {
             "tier move: the records' event counts add up to the plan's events"
         );
         Ok(plan)
-    }
-
-    /// Lists the table's records inside the sealed range, each rebuilt from `events`.
-    fn match_records(
-        &self,
-        t: &SealedTable,
-        events: &[crate::record::StoredEvent],
-        plan: &mut ArchivePlan,
-    ) -> Result<(), Error> {
-        let tk = table_key(&t.table);
-        let from = self
-            .store
-            .last_key_at_or_before(Space::Batch, &tk, &seq_key(&t.table, t.first_seq.0))?
-            .unwrap_or_else(|| seq_key(&t.table, t.first_seq.0));
-        let to = seq_key(&t.table, t.last_seq.0.saturating_add(1));
-        for kv in self.store.range(Space::Batch, &from, Some(&to)) {
-            let (k, v) = kv?;
-            let rec = decode_record(&v)?;
-            let (Some(first), Some(last)) = (rec.first(), rec.last()) else {
-                return Err(crate::record::corrupt("an empty record"));
-            };
-            if first.seq < t.first_seq || last.seq > t.last_seq {
-                plan.straddling += 1;
-                continue;
-            }
-            assert!(
-                first.seq <= last.seq,
-                "tier move: a record's events run in seq order"
-            );
-            let at = (first.seq.0 - t.first_seq.0) as usize;
-            let rebuilt = events.get(at..at + rec.len()).map(encode_record);
-            if rebuilt.as_deref() != Some(v.as_slice()) {
-                return Err(Error::Tier(format!(
-                    "table {} seq {}: the day file does not rebuild the record",
-                    t.table, first.seq.0
-                )));
-            }
-            plan.events += rec.len() as u64;
-            plan.wire_bytes += rec.iter().map(|e| e.bytes.len() as u64).sum::<u64>();
-            let count = u32::try_from(rec.len()).expect("a record holds at most 1024 events");
-            plan.records.push((k, count));
-        }
-        Ok(())
     }
 
     /// Step 3: one atomic commit points the records into the file and catalogs the day,

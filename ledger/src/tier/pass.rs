@@ -4,7 +4,8 @@
 
 use super::compact::Compaction;
 use super::{ArchivePlan, TierEntry};
-use crate::{error::Error, owner::Ledger};
+use crate::error::Error;
+use crate::faces::Tier;
 use std::sync::atomic::AtomicBool;
 
 /// What one pass did.
@@ -18,7 +19,7 @@ pub struct ArchivePass {
     pub compaction: Compaction,
 }
 
-impl Ledger {
+impl Tier<'_> {
     /// Moves every sealed, hot day whose end is at least `age_ns` before `now_ns`, at most
     /// `days_max` of them, then compacts. A day that fails to move stops the pass; the
     /// days moved before it stay moved. Once `stop` is set, a day being written is given

@@ -1,7 +1,7 @@
 //! Retention: a day file removed past its legal retention, by an admin's signed act.
 //!
 //! The act names the day, its seal's digest and its file's BLAKE3, and is signed by a
-//! trusted admin key (`Ledger::trust_admin_keys`). It is appended to a journal
+//! trusted admin key (`Writer::trust_admin_keys`). It is appended to a journal
 //! (`super::journal`, each line numbered and naming the BLAKE3 of the one before) and
 //! kept in the day's tier entry; then the file is deleted. The seal still proves the
 //! day's heads. A crash after the journal line, before the commit, is finished by the
@@ -10,6 +10,7 @@
 pub use crate::store::tier_ref::Removal;
 
 use super::{file_name, moves::hash_file, TierEntry, TierState};
+use crate::faces::Tier;
 use crate::store::{Op, Space};
 use crate::{error::Error, owner::Ledger};
 
@@ -27,6 +28,61 @@ fn refuse(day: &str, why: impl std::fmt::Display) -> Error {
 }
 
 impl Ledger {
+    fn check_removal(&self, entry: &TierEntry, r: &Removal, now_ns: i64) -> Result<(), Error> {
+        let day = entry.day.as_str();
+        if !(RETENTION_DAYS_MIN..=RETENTION_DAYS_MAX).contains(&r.retention_days) {
+            return Err(refuse(day, "the retention is out of range"));
+        }
+        let seal = self
+            .reader()
+            .day_seal(day)?
+            .ok_or_else(|| refuse(day, "the day has no seal"))?;
+        let kept_until = seal
+            .ends_at_ns
+            .saturating_add(i64::from(r.retention_days) * DAY_NS);
+        if kept_until > now_ns {
+            return Err(refuse(
+                day,
+                format!("younger than its retention of {} days", r.retention_days),
+            ));
+        }
+        if r.removed_at_ns.abs_diff(now_ns) > REMOVAL_SKEW_MAX_NS as u64 {
+            return Err(refuse(day, "the act's signing time is not now"));
+        }
+        if r.seal_digest != entry.seal_digest || r.file_blake3 != entry.file_blake3 {
+            return Err(refuse(day, "the act names another seal or file"));
+        }
+        match r.signer() {
+            Some(k) if self.reader().trusted_admin_keys().contains(&k) => Ok(()),
+            Some(_) => Err(refuse(day, "the signing key is not a trusted admin key")),
+            None => Err(refuse(day, "the admin signature does not verify")),
+        }
+    }
+
+    /// Whether a journaled act still removes `entry`: it names its seal and file and
+    /// verifies under a trusted admin key.
+    fn journaled_act_holds(&self, entry: &TierEntry, r: &Removal) -> bool {
+        let trusted = r
+            .signer()
+            .is_some_and(|k| self.reader().trusted_admin_keys().contains(&k));
+        trusted && r.seal_digest == entry.seal_digest && r.file_blake3 == entry.file_blake3
+    }
+
+    fn delete_day_file(&self, day: &str) -> Result<(), Error> {
+        self.store.forget_tier();
+        let Some(dir) = self.store.tier_dir() else {
+            return Ok(());
+        };
+        let path = dir.join(file_name(day));
+        if path.exists() {
+            std::fs::remove_file(&path)?;
+            std::fs::File::open(&dir)?.sync_all()?;
+        }
+        Ok(())
+    }
+}
+
+impl Tier<'_> {
     /// Removes an archived day's file past its retention, by a trusted admin's signed act.
     /// Done again after a crash, it finishes the deletion.
     pub fn retention_remove(&self, removal: &Removal, now_ns: i64) -> Result<TierEntry, Error> {
@@ -52,6 +108,7 @@ impl Ledger {
             }
         };
         let seal = self
+            .reader()
             .day_seal(day)?
             .ok_or_else(|| refuse(day, "the day has no seal"))?;
         entry.kept = self.events_to_keep(&seal)?;
@@ -65,58 +122,6 @@ impl Ledger {
         }
         self.delete_day_file(day)?;
         Ok(entry)
-    }
-
-    fn check_removal(&self, entry: &TierEntry, r: &Removal, now_ns: i64) -> Result<(), Error> {
-        let day = entry.day.as_str();
-        if !(RETENTION_DAYS_MIN..=RETENTION_DAYS_MAX).contains(&r.retention_days) {
-            return Err(refuse(day, "the retention is out of range"));
-        }
-        let seal = self
-            .day_seal(day)?
-            .ok_or_else(|| refuse(day, "the day has no seal"))?;
-        let kept_until = seal
-            .ends_at_ns
-            .saturating_add(i64::from(r.retention_days) * DAY_NS);
-        if kept_until > now_ns {
-            return Err(refuse(
-                day,
-                format!("younger than its retention of {} days", r.retention_days),
-            ));
-        }
-        if r.removed_at_ns.abs_diff(now_ns) > REMOVAL_SKEW_MAX_NS as u64 {
-            return Err(refuse(day, "the act's signing time is not now"));
-        }
-        if r.seal_digest != entry.seal_digest || r.file_blake3 != entry.file_blake3 {
-            return Err(refuse(day, "the act names another seal or file"));
-        }
-        match r.signer() {
-            Some(k) if self.trusted_admin_keys().contains(&k) => Ok(()),
-            Some(_) => Err(refuse(day, "the signing key is not a trusted admin key")),
-            None => Err(refuse(day, "the admin signature does not verify")),
-        }
-    }
-
-    /// Whether a journaled act still removes `entry`: it names its seal and file and
-    /// verifies under a trusted admin key.
-    fn journaled_act_holds(&self, entry: &TierEntry, r: &Removal) -> bool {
-        let trusted = r
-            .signer()
-            .is_some_and(|k| self.trusted_admin_keys().contains(&k));
-        trusted && r.seal_digest == entry.seal_digest && r.file_blake3 == entry.file_blake3
-    }
-
-    fn delete_day_file(&self, day: &str) -> Result<(), Error> {
-        self.store.forget_tier();
-        let Some(dir) = self.store.tier_dir() else {
-            return Ok(());
-        };
-        let path = dir.join(file_name(day));
-        if path.exists() {
-            std::fs::remove_file(&path)?;
-            std::fs::File::open(&dir)?.sync_all()?;
-        }
-        Ok(())
     }
 
     /// The removal journal held against the tier catalog (`super::journal::check`).

@@ -122,14 +122,15 @@ impl Builder {
                 });
             }
         }
-        l.append_batch(&batch).expect("append");
+        l.writer().append_batch(&batch).expect("append");
         l.flush().expect("flush");
     }
 
     /// Seals the current day at its end and goes on to the next; the day sealed.
     pub fn seal_day(&mut self, l: &Ledger) -> String {
         let end = self.rule.bounds(&self.day).expect("bounds").ends_at_ns;
-        l.seal_day(&self.rule, &self.day, &self.key, end)
+        l.writer()
+            .seal_day(&self.rule, &self.day, &self.key, end)
             .expect("seal");
         let sealed = self.day.clone();
         self.day = next_day(&self.rule, &self.day);
@@ -139,11 +140,11 @@ impl Builder {
     /// `days` days appended, sealed and archived, then one day appended, sealed and kept
     /// hot; returns the hot day.
     pub fn build(&mut self, l: &Ledger, days: u32) -> String {
-        l.set_day_rule(&self.rule).expect("day rule");
+        l.writer().set_day_rule(&self.rule).expect("day rule");
         for _ in 0..days {
             self.append_day(l);
             let day = self.seal_day(l);
-            l.archive_move(&day).expect("archive move");
+            l.tier().archive_move(&day).expect("archive move");
         }
         self.append_day(l);
         self.seal_day(l)

@@ -116,7 +116,7 @@ pub fn fill(
                 batch.push(incoming(t, b.clone(), stream));
             }
         }
-        let out = l.append_batch(&batch).expect("append");
+        let out = l.writer().append_batch(&batch).expect("append");
         for o in out {
             assert!(matches!(o, ledger::Appended::Stored { .. }), "{o:?}");
         }
