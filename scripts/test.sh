@@ -31,7 +31,7 @@ for crate in rules replayer analytics; do
 done
 echo "rules, replayer and analytics depend on none of tokio, sled, async-nats, axum"
 
-echo "== module loops: no crate's modules import each other in a circle"
+echo "== module loops: no crate's modules import each other in a circle; none of ledger's import upward"
 python3 scripts/module-loops.py
 
 echo "== dependencies: licenses, sources, bans (DEPENDENCIES.md)"
