@@ -2,6 +2,9 @@
 //! idempotent re-appends, held gaps, quarantine, indexes by round, device time and arrival
 //! order, `verify` and export. Stored on sled behind the narrow `store::Store` trait.
 //!
+//! Callers reach it through four faces that `Ledger` hands out (`faces`): `writer()`,
+//! `reader()`, `verifier()` and `tier()`. This root only declares modules and re-exports.
+//!
 //! Invariants:
 //! - **Append-only by construction.** The public API has no update and no delete: events
 //!   and quarantine entries are written once; a signed purge (`purge`) is the one way an
