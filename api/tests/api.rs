@@ -1353,6 +1353,7 @@ fn one_alert() -> schemas::api::Alert {
         detail: "signature_invalid: quarantine entry 2".into(),
         raised_at_ns: 1,
         last_at_ns: 2,
+        signal: None,
     }
 }
 
@@ -1377,6 +1378,7 @@ async fn a_real_socket_serves_the_api_ui_and_the_live_feed() {
         stuck_after_s: Some(42),
         failures_per_minute_max: None,
         decision_analytics: None,
+        signal_sink: None,
     };
     let (addr_tx, addr_rx) = std::sync::mpsc::channel();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();

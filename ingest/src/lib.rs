@@ -45,6 +45,7 @@ pub mod replica_seals;
 pub mod replica_settings;
 pub mod replicas;
 pub mod sealer;
+pub mod signal_alerts;
 pub mod stuck;
 mod writer;
 
@@ -118,6 +119,9 @@ pub struct IngestConfig {
     pub replica_check_every: Duration,
     /// With `node_id`: how long the alerts lease (`lease`) lasts without renewal.
     pub lease_ttl: Duration,
+    /// The read model's decision signals to alert on (`signal_alerts`); `serve` fills
+    /// it with `--decision-analytics`. Empty by default: no signals.
+    pub signals: signal_alerts::SignalInbox,
 }
 
 /// The system clock in UTC nanoseconds. Ingest is an edge: its clock stamps arrival. A
@@ -151,6 +155,7 @@ impl IngestConfig {
             replicas: replicas::Replicas::default(),
             replica_check_every: replicas::REPLICA_CHECK_EVERY,
             lease_ttl: lease::LEASE_TTL_DEFAULT,
+            signals: signal_alerts::SignalInbox::default(),
         }
     }
 
