@@ -15,7 +15,9 @@
 //! With several ledger nodes (`SealerConfig::lease`), every node seals its own ledger and
 //! only the holder of the sealer lease (`crate::lease`) publishes, after renewing it at
 //! its revision; the seal carries the revision and the node (`Lease::headers`). A node that
-//! does not hold the lease publishes nothing, not even its last seal at start.
+//! does not hold the lease publishes nothing, not even its last seal at start. It keeps
+//! the seals it made meanwhile (at most `UNPUBLISHED_MAX`) and publishes them once it
+//! takes the lease, unless a holder published those days (`published.sealer`).
 //!
 //! Invariants: sled runs on the blocking pool only; every wait is bounded by the check
 //! interval or the shutdown.
@@ -123,8 +125,13 @@ pub async fn run(
     });
     let l = ledger.clone();
     let last = blocking(move || l.day_seals(None, 1)).await?;
+    // Seals kept while another node held the lease, oldest first: published once this
+    // node holds it, unless a holder published their days already.
+    let mut unpublished: Vec<DaySeal> = Vec::new();
     if let Some(seal) = last.first() {
-        publish_once(&client, lease.as_mut(), seal).await?;
+        if !publish_once(&client, lease.as_mut(), seal).await? {
+            unpublished.push(seal.clone());
+        }
     }
     let mut made = 0u64;
     tokio::pin!(shutdown);
@@ -140,12 +147,19 @@ pub async fn run(
         }
         if let Some(l) = lease.as_mut() {
             l.tick().await;
+            if l.holds() && !unpublished.is_empty() {
+                publish_kept(&client, l, &mut unpublished).await?;
+            }
         }
         match seal_if_due(&config, &ledger, &js).await {
             Ok(Some(seal)) => {
                 made += 1;
                 tracing::info!(day = %seal.day, digest = %seal.digest(), "day sealed");
-                publish_once(&client, lease.as_mut(), &seal).await?;
+                if !publish_once(&client, lease.as_mut(), &seal).await? {
+                    unpublished.push(seal);
+                    let over = unpublished.len().saturating_sub(UNPUBLISHED_MAX);
+                    unpublished.drain(..over);
+                }
             }
             Ok(None) => {}
             // The consumer may not exist yet, or the bus is briefly away: try again later.
@@ -154,20 +168,42 @@ pub async fn run(
     }
 }
 
+/// How many kept seals a node that does not hold the lease remembers to publish: a
+/// month of days. Older ones stay in its ledger (`roundledger day show`).
+const UNPUBLISHED_MAX: usize = 31;
+
+/// Publishes the seals this node kept while another held the lease, oldest first, now
+/// that it holds it. Each is settled once published or found published by a holder.
+async fn publish_kept(
+    client: &async_nats::Client,
+    lease: &mut Lease,
+    unpublished: &mut Vec<DaySeal>,
+) -> Result<(), Error> {
+    while let Some(seal) = unpublished.first() {
+        if !publish_once(client, Some(&mut *lease), seal).await? {
+            return Ok(());
+        }
+        unpublished.remove(0);
+    }
+    Ok(())
+}
+
 /// Publishes `seal`: at once without a lease; with one, only after `Lease::confirm`
 /// renewed it at its revision, which the publication carries. A node that does not hold
-/// the lease publishes nothing (its ledger keeps the seal).
+/// the lease publishes nothing (its ledger keeps the seal). Whether the seal is settled:
+/// published now, or by a holder before; false when this node does not hold the lease.
 async fn publish_once(
     client: &async_nats::Client,
     lease: Option<&mut Lease>,
     seal: &DaySeal,
-) -> Result<(), Error> {
+) -> Result<bool, Error> {
     let Some(lease) = lease else {
-        return publish(client, seal, None).await;
+        publish(client, seal, None).await?;
+        return Ok(true);
     };
     let Some(revision) = lease.confirm().await else {
         tracing::info!(day = %seal.day, "seal kept, not published: another node holds the sealer lease");
-        return Ok(());
+        return Ok(false);
     };
     // A holder restarted, or taking over, must not publish a day an earlier holder did.
     let js = jetstream::new(client.clone());
@@ -176,14 +212,15 @@ async fn publish_once(
     if let (Some(d), Some(t)) = (day, through) {
         if d <= t {
             tracing::info!(day = %seal.day, "seal kept, not published: a holder published that day");
-            return Ok(());
+            return Ok(true);
         }
     }
     publish(client, seal, Some(lease.headers(revision))).await?;
+    tracing::info!(day = %seal.day, revision, "seal published");
     if let Some(d) = day {
         crate::lease::mark_published(&js, "sealer", d).await;
     }
-    Ok(())
+    Ok(true)
 }
 
 /// A gaming day `YYYY-MM-DD` as the number `YYYYMMDD`, ordered as the days are.
