@@ -279,7 +279,7 @@ fn log_lines(log: &Path, word: &str) -> Vec<String> {
         .filter(|l| l.contains(word))
         .map(str::to_string)
         .collect();
-    lines.drain(..lines.len().saturating_sub(6));
+    lines.drain(..lines.len().saturating_sub(12));
     lines
 }
 
@@ -319,7 +319,14 @@ fn all_agree(
         *per_subject.entry(subject).or_default() += 1;
     }
     assert!(!per_subject.is_empty());
-    assert!(per_subject.values().all(|n| *n == 1), "{per_subject:?}");
+    let logs: Vec<Vec<String>> = nodes
+        .values()
+        .map(|(_, log)| log_lines(log, "seal"))
+        .collect();
+    assert!(
+        per_subject.values().all(|n| *n == 1),
+        "{per_subject:?}: {logs:#?}"
+    );
     let mut alerts: Vec<&(String, String)> = seen
         .iter()
         .filter(|(s, _)| s.starts_with("alerts."))

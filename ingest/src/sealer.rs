@@ -17,7 +17,8 @@
 //! its revision; the seal carries the revision and the node (`Lease::headers`). A node that
 //! does not hold the lease publishes nothing, not even its last seal at start. It keeps
 //! the seals it made meanwhile (at most `UNPUBLISHED_MAX`) and publishes them once it
-//! takes the lease, unless a holder published those days (`published.sealer`).
+//! takes the lease. Each day is claimed in the replica bucket before it is published
+//! (`lease::claim`): a day another node claimed is never published again.
 //!
 //! Invariants: sled runs on the blocking pool only; every wait is bounded by the check
 //! interval or the shutdown.
@@ -205,28 +206,23 @@ async fn publish_once(
         tracing::info!(day = %seal.day, "seal kept, not published: another node holds the sealer lease");
         return Ok(false);
     };
-    // A holder restarted, or taking over, must not publish a day an earlier holder did.
+    // One claim per day: a restarted holder, or one taking over, never publishes a day
+    // another node claimed; an unanswered claim is tried again at the next tick.
     let js = jetstream::new(client.clone());
-    let day = day_number(&seal.day);
-    let through = crate::lease::published_through(&js, "sealer").await;
-    if let (Some(d), Some(t)) = (day, through) {
-        if d <= t {
+    match crate::lease::claim(&js, lease, &seal.day).await {
+        Ok(true) => {}
+        Ok(false) => {
             tracing::info!(day = %seal.day, "seal kept, not published: a holder published that day");
             return Ok(true);
+        }
+        Err(e) => {
+            tracing::warn!(day = %seal.day, error = %e, "seal not published yet: its claim is unanswered");
+            return Ok(false);
         }
     }
     publish(client, seal, Some(lease.headers(revision))).await?;
     tracing::info!(day = %seal.day, revision, "seal published");
-    if let Some(d) = day {
-        crate::lease::mark_published(&js, "sealer", d).await;
-    }
     Ok(true)
-}
-
-/// A gaming day `YYYY-MM-DD` as the number `YYYYMMDD`, ordered as the days are.
-fn day_number(day: &str) -> Option<u64> {
-    let digits: String = day.chars().filter(|c| *c != '-').collect();
-    (digits.len() == 8).then(|| digits.parse().ok()).flatten()
 }
 
 /// Seals the next day if it may be sealed now: the new seal, if one was made.
@@ -321,14 +317,6 @@ pub(crate) async fn blocking<T: Send + 'static>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn day_numbers_order_as_days_and_refuse_other_text() {
-        assert_eq!(day_number("2026-11-27"), Some(20_261_127));
-        assert!(day_number("2026-11-27") < day_number("2026-12-01"));
-        assert_eq!(day_number("2026-1-27"), None);
-        assert_eq!(day_number("not-a-day!"), None);
-    }
 
     #[test]
     fn a_day_is_sealed_after_its_grace_once_ingest_holds_its_arrivals() {
