@@ -36,6 +36,7 @@ pub mod alerts;
 pub mod archiver;
 #[cfg(feature = "bench")]
 mod bench;
+pub mod day_store;
 pub mod health;
 pub mod lease;
 pub mod metrics;

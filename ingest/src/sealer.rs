@@ -17,6 +17,9 @@
 //! its revision; the seal carries the revision and the node (`Lease::headers`). A node that
 //! does not hold the lease publishes nothing, not even its last seal at start.
 //!
+//! The publisher also puts each sealed day's file into the day bucket
+//! (`crate::day_store`), at start and after each seal, until every put succeeds.
+//!
 //! Invariants: sled runs on the blocking pool only; every wait is bounded by the check
 //! interval or the shutdown.
 
@@ -123,8 +126,11 @@ pub async fn run(
     });
     let l = ledger.clone();
     let last = blocking(move || l.day_seals(None, 1)).await?;
+    let replicas = config.lease.as_ref().map_or(1, |l| l.replicas);
+    // Day files the bucket lacks: put by the publisher, tried again each check until put.
+    let mut files_due = false;
     if let Some(seal) = last.first() {
-        publish_once(&client, lease.as_mut(), seal).await?;
+        files_due = publish_once(&client, lease.as_mut(), seal).await?;
     }
     let mut made = 0u64;
     tokio::pin!(shutdown);
@@ -145,29 +151,44 @@ pub async fn run(
             Ok(Some(seal)) => {
                 made += 1;
                 tracing::info!(day = %seal.day, digest = %seal.digest(), "day sealed");
-                publish_once(&client, lease.as_mut(), &seal).await?;
+                files_due |= publish_once(&client, lease.as_mut(), &seal).await?;
             }
             Ok(None) => {}
             // The consumer may not exist yet, or the bus is briefly away: try again later.
             Err(e) => tracing::warn!(error = %e, "day not sealed yet"),
+        }
+        if files_due {
+            files_due = !store_day_files(&js, &ledger, replicas).await;
+        }
+    }
+}
+
+/// Puts the sealed days' files the day bucket lacks (`crate::day_store`): whether done.
+async fn store_day_files(js: &jetstream::Context, ledger: &Arc<Ledger>, replicas: usize) -> bool {
+    match crate::day_store::put_sealed_days(js, ledger, replicas).await {
+        Ok(_) => true,
+        Err(e) => {
+            tracing::warn!(error = %e, "day files not stored in the day bucket yet");
+            false
         }
     }
 }
 
 /// Publishes `seal`: at once without a lease; with one, only after `Lease::confirm`
 /// renewed it at its revision, which the publication carries. A node that does not hold
-/// the lease publishes nothing (its ledger keeps the seal).
+/// the lease publishes nothing (its ledger keeps the seal). Whether this node is the
+/// publisher, which also stores the day files.
 async fn publish_once(
     client: &async_nats::Client,
     lease: Option<&mut Lease>,
     seal: &DaySeal,
-) -> Result<(), Error> {
+) -> Result<bool, Error> {
     let Some(lease) = lease else {
-        return publish(client, seal, None).await;
+        return publish(client, seal, None).await.map(|()| true);
     };
     let Some(revision) = lease.confirm().await else {
         tracing::info!(day = %seal.day, "seal kept, not published: another node holds the sealer lease");
-        return Ok(());
+        return Ok(false);
     };
     // A holder restarted, or taking over, must not publish a day an earlier holder did.
     let js = jetstream::new(client.clone());
@@ -176,14 +197,14 @@ async fn publish_once(
     if let (Some(d), Some(t)) = (day, through) {
         if d <= t {
             tracing::info!(day = %seal.day, "seal kept, not published: a holder published that day");
-            return Ok(());
+            return Ok(true);
         }
     }
     publish(client, seal, Some(lease.headers(revision))).await?;
     if let Some(d) = day {
         crate::lease::mark_published(&js, "sealer", d).await;
     }
-    Ok(())
+    Ok(true)
 }
 
 /// A gaming day `YYYY-MM-DD` as the number `YYYYMMDD`, ordered as the days are.
