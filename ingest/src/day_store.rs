@@ -8,7 +8,7 @@
 //! - Days are put oldest first, so the bucket holds every sealed day up to its newest.
 //! - A read is bounded by `DAY_OBJECT_LEN_MAX`; the object store checks its SHA-256.
 
-use crate::sealer::blocking;
+use crate::blocking;
 use crate::Error;
 use async_nats::jetstream::{self, object_store};
 use ledger::Ledger;

@@ -322,6 +322,16 @@ pub enum Error {
     Bench(String),
 }
 
+/// Runs ledger work on the blocking pool (the sealer's, the archiver's, the day store's).
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, ledger::Error> + Send + 'static,
+) -> Result<T, Error> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Error::Writer(format!("ledger task: {e}")))?
+        .map_err(Error::LedgerOther)
+}
+
 impl Error {
     fn nats(op: &'static str, e: impl std::error::Error + Send + Sync + 'static) -> Error {
         Error::Nats {

@@ -23,6 +23,7 @@
 //! Invariants: sled runs on the blocking pool only; every wait is bounded by the check
 //! interval or the shutdown.
 
+use crate::blocking;
 use crate::lease::Lease;
 use crate::Error;
 use async_nats::jetstream;
@@ -290,16 +291,6 @@ async fn publish(
         .flush()
         .await
         .map_err(|e| Error::nats("flush seal", e))
-}
-
-/// Runs ledger work on the blocking pool (the sealer's and the archiver's).
-pub(crate) async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, ledger::Error> + Send + 'static,
-) -> Result<T, Error> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| Error::Writer(format!("ledger task: {e}")))?
-        .map_err(Error::LedgerOther)
 }
 
 #[cfg(test)]
