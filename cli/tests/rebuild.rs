@@ -286,12 +286,22 @@ fn a_wiped_node_rebuilds_from_the_day_bucket_and_the_stream() {
     refused(&f, "n3", &[&gap]);
 }
 
-/// A tampered object, then a missing day: each refused, naming the day; then put back.
+/// A tampered object (which the sealer's put leaves alone), then a missing day: each
+/// refused, naming the day; then put back.
 fn wrong_buckets_are_refused(f: &Floor, days: &[String], file: &[u8]) {
     let mut bad = file.to_vec();
     let at = bad.len() - 20;
     bad[at] ^= 0x40;
     f.tamper_object(&days[1], &bad);
+    // The sealer's put never replaces an object that differs: it names the day.
+    let b = f.bucket();
+    let put =
+        f.rt.block_on(ingest::day_store::put_day(&b, &days[1], file));
+    let why = format!("{:?}", put.expect_err("a differing object is left alone"));
+    assert!(
+        why.contains(&days[1]) && why.contains("left as it is"),
+        "{why}"
+    );
     refused(
         f,
         "n2",
