@@ -255,6 +255,12 @@ fn a_wiped_node_rebuilds_from_the_day_bucket_and_the_stream() {
     let checked = ledger::rebuild::check_day_file(&file, &key).expect("check");
     assert!(checked.events > 0, "the ended day holds events");
     let last = checked.last_stream_seq.expect("events");
+    let total: u64 = published.values().sum();
+    assert!(
+        total > checked.events,
+        "play goes on after the sealed day: {total} events, {} sealed",
+        checked.events
+    );
     // n2 is lost.
     assert!(n2.0.stop());
     std::fs::remove_dir_all(f.dir("n2").join("ledger")).expect("wipe");
