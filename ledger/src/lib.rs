@@ -76,6 +76,7 @@ mod types;
 pub mod valuelog;
 mod verify;
 
+pub use append::checkpoint_first;
 pub use hold::{Blocker, BLOCKER_SCAN_MAX};
 pub use provenance::Provenance;
 pub use quarantine::{QuarantineHead, QuarantineVerdict};
