@@ -191,15 +191,22 @@ fn archiver_config(args: &Args) -> Option<ingest::archiver::ArchiverConfig> {
 
 /// The admin keys `serve` trusts, from `--admin-key` and `--trust-simulated-admin`.
 fn admin_keys(args: &Args) -> Result<Vec<schemas::attest::PublicKey>> {
-    let mut keys = args
-        .admin_keys
+    trusted_admin_keys(&args.admin_keys, args.trust_simulated_admin)
+}
+
+/// The admin keys `--admin-key` (hex, repeatable) and `--trust-simulated-admin` name.
+pub(crate) fn trusted_admin_keys(
+    hex_keys: &[String],
+    simulated: bool,
+) -> Result<Vec<schemas::attest::PublicKey>> {
+    let mut keys = hex_keys
         .iter()
         .map(|h| {
             schemas::attest::PublicKey::from_hex(h)
                 .with_context(|| format!("--admin-key {h:?}: not 32 bytes of hex"))
         })
         .collect::<Result<Vec<_>>>()?;
-    if args.trust_simulated_admin {
+    if simulated {
         crate::keygen::simulated_keys_allowed("--trust-simulated-admin")?;
         tracing::warn!("UNSAFE: --trust-simulated-admin: anybody can sign with the simulated admin key and enroll a device key (tests only)");
         keys.push(simulator::admin_key().public());

@@ -269,6 +269,41 @@ fn three_ledger_nodes_on_a_secured_cluster_survive_kills_and_agree() {
         });
     }
     all_agree(&mut nodes, &f, &seen);
+    // The sealer's publisher put each sealed day's file into the day bucket, and ingest's
+    // credential reads it back: the role's permissions cover the object store.
+    let days = wait_for("the sealed days in the day bucket", || {
+        let d = days_in_bucket(&f, &rt);
+        (!d.is_empty(), d)
+    });
+    for (day, sealed) in days {
+        assert_eq!(sealed, day, "each object holds its own day's file");
+    }
+}
+
+/// Each day object in the day bucket with the day its file's seal names, read with
+/// ingest's credential; empty while the bucket cannot be read.
+fn days_in_bucket(f: &Floor, rt: &tokio::runtime::Runtime) -> Vec<(String, String)> {
+    rt.block_on(async {
+        let c = bus::connect(&f.cluster.url(), &f.issued.ingest)
+            .await
+            .expect("ingest connects");
+        let js = async_nats::jetstream::new(c);
+        let Ok(b) = ingest::day_store::existing_bucket(&js).await else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for day in ingest::day_store::days(&b)
+            .await
+            .expect("list the day bucket")
+        {
+            let file = ingest::day_store::get_day(&b, &day)
+                .await
+                .expect("read a day");
+            let seal = ledger::rebuild::seal_of(&file).expect("a day file");
+            out.push((day, seal.day));
+        }
+        out
+    })
 }
 
 /// The last lines of a node's log that mention `word`: what a failed wait shows.

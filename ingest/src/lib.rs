@@ -36,6 +36,7 @@ pub mod alerts;
 pub mod archiver;
 #[cfg(feature = "bench")]
 mod bench;
+pub mod day_store;
 pub mod health;
 pub mod lease;
 pub mod metrics;
@@ -324,6 +325,16 @@ pub enum Error {
     /// A benchmark could not run.
     #[error("benchmark: {0}")]
     Bench(String),
+}
+
+/// Runs ledger work on the blocking pool (the sealer's, the archiver's, the day store's).
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, ledger::Error> + Send + 'static,
+) -> Result<T, Error> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Error::Writer(format!("ledger task: {e}")))?
+        .map_err(Error::LedgerOther)
 }
 
 impl Error {

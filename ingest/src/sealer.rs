@@ -20,9 +20,13 @@
 //! takes the lease. Each day is claimed in the replica bucket before it is published
 //! (`lease::claim`): a day another node claimed is never published again.
 //!
+//! The publisher also puts each sealed day's file into the day bucket
+//! (`crate::day_store`), at start and after each seal, until every put succeeds.
+//!
 //! Invariants: sled runs on the blocking pool only; every wait is bounded by the check
 //! interval or the shutdown.
 
+use crate::blocking;
 use crate::lease::Lease;
 use crate::Error;
 use async_nats::jetstream;
@@ -124,15 +128,13 @@ pub async fn run(
     let check_every = lease.as_ref().map_or(config.check_every, |l| {
         config.check_every.min(l.tick_every())
     });
+    let replicas = config.lease.as_ref().map_or(1, |l| l.replicas);
     let l = ledger.clone();
     let last = blocking(move || l.day_seals(None, 1)).await?;
-    // Seals kept while another node held the lease, oldest first: published once this
-    // node holds it, unless a holder published their days already.
-    let mut unpublished: Vec<DaySeal> = Vec::new();
+    let mut due = Due::default();
     if let Some(seal) = last.first() {
-        if !publish_once(&client, lease.as_mut(), seal).await? {
-            unpublished.push(seal.clone());
-        }
+        let settled = publish_once(&client, lease.as_mut(), seal).await?;
+        due.after(settled, seal.clone());
     }
     let mut made = 0u64;
     tokio::pin!(shutdown);
@@ -148,23 +150,56 @@ pub async fn run(
         }
         if let Some(l) = lease.as_mut() {
             l.tick().await;
-            if l.holds() && !unpublished.is_empty() {
-                publish_kept(&client, l, &mut unpublished).await?;
+            if l.holds() && !due.unpublished.is_empty() {
+                publish_kept(&client, l, &mut due).await?;
             }
         }
         match seal_if_due(&config, &ledger, &js).await {
             Ok(Some(seal)) => {
                 made += 1;
                 tracing::info!(day = %seal.day, digest = %seal.digest(), "day sealed");
-                if !publish_once(&client, lease.as_mut(), &seal).await? {
-                    unpublished.push(seal);
-                    let over = unpublished.len().saturating_sub(UNPUBLISHED_MAX);
-                    unpublished.drain(..over);
-                }
+                let settled = publish_once(&client, lease.as_mut(), &seal).await?;
+                due.after(settled, seal);
             }
             Ok(None) => {}
             // The consumer may not exist yet, or the bus is briefly away: try again later.
             Err(e) => tracing::warn!(error = %e, "day not sealed yet"),
+        }
+        if due.files {
+            due.files = !store_day_files(&js, &ledger, replicas).await;
+        }
+    }
+}
+
+/// What the sealer still owes the bus: seals kept while another node held the lease
+/// (oldest first, at most `UNPUBLISHED_MAX`), and whether the day bucket lacks files.
+#[derive(Default)]
+struct Due {
+    unpublished: Vec<DaySeal>,
+    files: bool,
+}
+
+impl Due {
+    /// After `seal` was offered for publication: settled (this node publishes, so it
+    /// also stores the day files), or kept for when this node takes the lease.
+    fn after(&mut self, settled: bool, seal: DaySeal) {
+        if settled {
+            self.files = true;
+            return;
+        }
+        self.unpublished.push(seal);
+        let over = self.unpublished.len().saturating_sub(UNPUBLISHED_MAX);
+        self.unpublished.drain(..over);
+    }
+}
+
+/// Puts the sealed days' files the day bucket lacks (`crate::day_store`): whether done.
+async fn store_day_files(js: &jetstream::Context, ledger: &Arc<Ledger>, replicas: usize) -> bool {
+    match crate::day_store::put_sealed_days(js, ledger, replicas).await {
+        Ok(_) => true,
+        Err(e) => {
+            tracing::warn!(error = %e, "day files not stored in the day bucket yet");
+            false
         }
     }
 }
@@ -178,13 +213,14 @@ const UNPUBLISHED_MAX: usize = 31;
 async fn publish_kept(
     client: &async_nats::Client,
     lease: &mut Lease,
-    unpublished: &mut Vec<DaySeal>,
+    due: &mut Due,
 ) -> Result<(), Error> {
-    while let Some(seal) = unpublished.first() {
+    while let Some(seal) = due.unpublished.first() {
         if !publish_once(client, Some(&mut *lease), seal).await? {
             return Ok(());
         }
-        unpublished.remove(0);
+        due.unpublished.remove(0);
+        due.files = true;
     }
     Ok(())
 }
@@ -302,16 +338,6 @@ async fn publish(
         .flush()
         .await
         .map_err(|e| Error::nats("flush seal", e))
-}
-
-/// Runs ledger work on the blocking pool (the sealer's and the archiver's).
-pub(crate) async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, ledger::Error> + Send + 'static,
-) -> Result<T, Error> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| Error::Writer(format!("ledger task: {e}")))?
-        .map_err(Error::LedgerOther)
 }
 
 #[cfg(test)]

@@ -64,6 +64,7 @@ mod purge_step;
 pub mod quarantine;
 pub mod quarantine_limits;
 mod read;
+pub mod rebuild;
 pub mod record;
 mod recover;
 mod refuse;
@@ -209,6 +210,14 @@ pub enum Error {
         /// The gaming day, `YYYY-MM-DD`.
         day: String,
         /// Why it cannot, in words.
+        why: String,
+    },
+    /// A sealed day cannot be imported (`rebuild`); nothing of it claims to be complete.
+    #[error("day {day} cannot be imported: {why}")]
+    Import {
+        /// The gaming day, `YYYY-MM-DD`.
+        day: String,
+        /// Why, in words.
         why: String,
     },
     /// The archive tier refused or failed an operation.
