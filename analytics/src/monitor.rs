@@ -29,7 +29,7 @@ impl Kind {
     /// The last token of the alert subject `alerts.<table>.<kind>`.
     pub fn code(self) -> &'static str {
         match self {
-            Kind::HoleCard => "hole_card",
+            Kind::HoleCard => "hole_card_play",
             Kind::CardSharing => "card_sharing",
         }
     }

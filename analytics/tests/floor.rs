@@ -151,7 +151,10 @@ fn a_hole_carder_is_flagged_within_1000_rounds_in_every_rule_set() {
             .iter()
             .find(|a| a.subject == Subject::Box(table.clone(), BoxNo(1)))
             .unwrap();
-        assert_eq!(alarm.alert_subject(), format!("alerts.{table}.hole_card"));
+        assert_eq!(
+            alarm.alert_subject(),
+            format!("alerts.{table}.hole_card_play")
+        );
         assert!(
             !alarm.alarm.moved.is_empty(),
             "the alarm names the rounds that moved it"

@@ -163,6 +163,9 @@ pub struct ApiConfig {
     /// The decision analytics' false alarms per 1,000 rounds of one statistic
     /// (`GET /v1/analytics`); `None` leaves them off.
     pub decision_analytics: Option<f64>,
+    /// Where the indexer hands each pass's committed signals, to be alerted
+    /// (`alerts.<table>.<kind>`); `None` alerts on none (a read-only server).
+    pub signal_sink: Option<SignalSink>,
 }
 
 /// Largest recorder clock offset, either way: a day, in milliseconds.
@@ -254,6 +257,17 @@ impl std::fmt::Debug for AlertSource {
     }
 }
 
+/// Takes the signals an indexing pass committed, oldest first: ingest's alert publisher
+/// (`ingest::signal_alerts`), handed in by `serve`. It must not block: the indexer runs it.
+#[derive(Clone)]
+pub struct SignalSink(pub Arc<dyn Fn(Vec<schemas::api::DecisionSignal>) + Send + Sync>);
+
+impl std::fmt::Debug for SignalSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SignalSink")
+    }
+}
+
 /// The API directory of a ledger directory: `<ledger>/api`. sled ignores files it does
 /// not own; the journals stay beside the events they annotate.
 pub fn default_state_dir(ledger_dir: &Path) -> PathBuf {
@@ -328,6 +342,8 @@ pub struct AppState {
     pub stuck_after_s: std::sync::OnceLock<u64>,
     /// The decision analytics' setting (`ApiConfig::decision_analytics`); off until set.
     analytics: std::sync::OnceLock<analytics::TestSetting>,
+    /// Where committed signals go to be alerted (`ApiConfig::signal_sink`); none until set.
+    pub signal_sink: std::sync::OnceLock<SignalSink>,
 }
 
 /// The handlers' state, shared by every request and task.
@@ -376,6 +392,7 @@ impl AppState {
             recorder_offset_ms: std::sync::OnceLock::new(),
             stuck_after_s: std::sync::OnceLock::new(),
             analytics: std::sync::OnceLock::new(),
+            signal_sink: std::sync::OnceLock::new(),
         }))
     }
 
@@ -413,6 +430,14 @@ impl AppState {
         for item in items {
             // No subscriber is not an error: nobody is watching the feed.
             let _ = self.feed.send(item);
+        }
+        let (raised, dropped) = tail.take_raised();
+        if dropped > 0 {
+            tracing::warn!(dropped, "signals not alerted: more than a pass keeps");
+        }
+        match self.signal_sink.get() {
+            Some(sink) if !raised.is_empty() => (sink.0)(raised),
+            _ => {}
         }
         Ok(more)
     }
@@ -596,6 +621,9 @@ fn apply_settings(state: &Shared, config: &ApiConfig) -> Result<(), Error> {
     }
     if let Some(rate) = config.decision_analytics {
         state.start_decision_analytics(rate)?;
+    }
+    if let Some(sink) = config.signal_sink.clone() {
+        let _ = state.signal_sink.set(sink);
     }
     if let Some(n) = config.failures_per_minute_max {
         state.limiter.set_failures_max(n).map_err(Error::Config)?;

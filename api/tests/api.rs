@@ -1355,6 +1355,46 @@ async fn the_openapi_document_describes_the_real_responses() {
         .is_valid(&created));
 }
 
+/// `/v1/alerts` as documented holds an operational alert and a decision signal's alert,
+/// the signal whole; an alert of an unknown kind, or a signal without its rounds, does
+/// not validate.
+#[tokio::test]
+async fn the_openapi_document_describes_a_signal_alert() {
+    let doc = openapi(&fixture().app).await;
+    let v = jsonschema::validator_for(&response_schema(&doc, "/v1/alerts", "200")).unwrap();
+    let mut signal = one_alert();
+    signal.kind = schemas::api::AlertKind::HoleCardPlay;
+    signal.signal = Some(schemas::api::DecisionSignal {
+        table: "CSP6-01".into(),
+        round: 512,
+        kind: "hole_card_play".into(),
+        subject: "box 3".into(),
+        box_no: Some(3),
+        dealer: None,
+        statistic_milli: 9_512,
+        threshold_milli: 9_210,
+        false_alarms_milli_per_1000_rounds: 1_000,
+        run_rounds: 40,
+        moved: vec![schemas::api::SignalMove {
+            round: 505,
+            box_no: 3,
+            by_milli: 1_200,
+            text: "raised A-Q-4; the dealer did not qualify".into(),
+        }],
+    });
+    let list = json!({"alerts": [one_alert(), signal.clone()]});
+    assert!(v.is_valid(&list), "{list}");
+    let mut unknown = json!({"alerts": [signal.clone()]});
+    unknown["alerts"][0]["kind"] = json!("hole_carding");
+    assert!(!v.is_valid(&unknown));
+    let mut no_rounds = json!({"alerts": [signal]});
+    no_rounds["alerts"][0]["signal"]
+        .as_object_mut()
+        .unwrap()
+        .remove("moved");
+    assert!(!v.is_valid(&no_rounds));
+}
+
 fn one_alert() -> schemas::api::Alert {
     schemas::api::Alert {
         table: schemas::TableId::new("CSP6-01").unwrap(),
@@ -1364,6 +1404,7 @@ fn one_alert() -> schemas::api::Alert {
         detail: "signature_invalid: quarantine entry 2".into(),
         raised_at_ns: 1,
         last_at_ns: 2,
+        signal: None,
     }
 }
 
@@ -1388,6 +1429,7 @@ async fn a_real_socket_serves_the_api_ui_and_the_live_feed() {
         stuck_after_s: Some(42),
         failures_per_minute_max: None,
         decision_analytics: None,
+        signal_sink: None,
     };
     let (addr_tx, addr_rx) = std::sync::mpsc::channel();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();

@@ -164,6 +164,21 @@ fn ingest_publish() -> Vec<String> {
         format!("$JS.API.CONSUMER.DELETE.{kv}.*"),
         format!("$JS.FC.{kv}.>"),
     ]);
+    // The day bucket (`ingest::day_store`): its stream, puts, reads of info and objects
+    // (direct gets and an ordered consumer), for the sealer's publisher and a rebuild.
+    let obj = format!("OBJ_{}", subjects::DAY_BUCKET);
+    allow.extend([
+        format!("$JS.API.STREAM.INFO.{obj}"),
+        format!("$JS.API.STREAM.CREATE.{obj}"),
+        format!("$O.{}.>", subjects::DAY_BUCKET),
+        format!("$JS.API.STREAM.MSG.GET.{obj}"),
+        format!("$JS.API.DIRECT.GET.{obj}"),
+        format!("$JS.API.DIRECT.GET.{obj}.>"),
+        format!("$JS.API.CONSUMER.CREATE.{obj}"),
+        format!("$JS.API.CONSUMER.CREATE.{obj}.>"),
+        format!("$JS.API.CONSUMER.DELETE.{obj}.*"),
+        format!("$JS.FC.{obj}.>"),
+    ]);
     // The leases (`ingest::lease::DUTIES`): each bucket's stream, create and update.
     for duty in ["sealer", "alerts"] {
         let lease = format!("roundledger_lease_{duty}");

@@ -44,7 +44,7 @@ async fn status(a: StatusArgs) -> Result<Outcome> {
         .await
         .context("connecting to the bus")?;
     let js = jetstream::new(client);
-    let heads = ingest::replicas::read_heads(&js)
+    let heads = read_heads_retrying(&js)
         .await
         .context("reading the replica bucket")?;
     let mut nodes: Vec<String> = heads.values().flat_map(|m| m.keys().cloned()).collect();
@@ -57,12 +57,34 @@ async fn status(a: StatusArgs) -> Result<Outcome> {
     }
     print_lag(&js, &nodes).await;
     let diverged = print_tables(&heads);
-    print_leases(&js).await?;
+    print_leases(&js).await;
     Ok(if diverged {
         Outcome::Findings
     } else {
         Outcome::Clean
     })
+}
+
+/// How many times `status` reads the replica bucket before it gives up, and the pause
+/// between reads. A restarted NATS server holds its bucket's leader election for seconds.
+const READ_ATTEMPTS: u32 = 5;
+const READ_PAUSE: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// The replica bucket's heads, read again while the bucket has no leader (each failure
+/// said on stderr); the last error when every attempt fails.
+async fn read_heads_retrying(js: &jetstream::Context) -> Result<ingest::replicas::NodeHeads> {
+    let mut attempt = 1;
+    loop {
+        match ingest::replicas::read_heads(js).await {
+            Ok(heads) => return Ok(heads),
+            Err(e) if attempt < READ_ATTEMPTS => {
+                eprintln!("reading the replica bucket (attempt {attempt}/{READ_ATTEMPTS}): {e}");
+                tokio::time::sleep(READ_PAUSE).await;
+                attempt += 1;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
 }
 
 /// Each node's consumer: messages not yet delivered and not yet acked; unknown when its
@@ -106,13 +128,19 @@ fn print_tables(heads: &ingest::replicas::NodeHeads) -> bool {
     diverged > 0
 }
 
-/// Every lease bucket's holder and revision.
-async fn print_leases(js: &jetstream::Context) -> Result<()> {
+/// Every lease bucket's holder and revision; "unknown" with the error when unreadable.
+async fn print_leases(js: &jetstream::Context) {
     let prefix = format!("KV_{}", ingest::lease::bucket_name(""));
     let mut names = js.stream_names();
     let mut duties = Vec::new();
     while let Some(name) = names.next().await {
-        let name = name.context("listing streams")?;
+        let name = match name {
+            Ok(name) => name,
+            Err(e) => {
+                println!("leases: unknown (listing streams: {e})");
+                return;
+            }
+        };
         if let Some(duty) = name.strip_prefix(&prefix) {
             duties.push(duty.to_string());
         }
@@ -121,10 +149,13 @@ async fn print_leases(js: &jetstream::Context) -> Result<()> {
         println!("leases: none");
     }
     for duty in duties {
-        let store = js
-            .get_key_value(ingest::lease::bucket_name(&duty))
-            .await
-            .with_context(|| format!("lease bucket of {duty}"))?;
+        let store = match js.get_key_value(ingest::lease::bucket_name(&duty)).await {
+            Ok(store) => store,
+            Err(e) => {
+                println!("lease {duty}: unknown (its bucket: {e})");
+                continue;
+            }
+        };
         match store.entry(&duty).await {
             Ok(Some(e)) if e.operation == jetstream::kv::Operation::Put => println!(
                 "lease {duty}: held by {} at revision {}",
@@ -135,5 +166,4 @@ async fn print_leases(js: &jetstream::Context) -> Result<()> {
             Err(e) => println!("lease {duty}: unknown ({e})"),
         }
     }
-    Ok(())
 }

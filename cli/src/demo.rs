@@ -101,6 +101,7 @@ impl Web {
             stuck_after_s: ingesting.then_some(ingest::STUCK_AFTER_DEFAULT.as_secs()),
             failures_per_minute_max: None,
             decision_analytics: None,
+            signal_sink: None,
         };
         let (bound_tx, bound_rx) = std::sync::mpsc::channel();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

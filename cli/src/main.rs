@@ -38,6 +38,7 @@ mod evidence;
 mod export;
 mod house_edge;
 mod keygen;
+mod node;
 mod parquet;
 mod purge;
 mod quarantine;
@@ -164,6 +165,8 @@ enum Command {
     /// Ledger nodes on one bus: lag, heads agreement per table, lease holders
     /// (`cluster status`).
     Cluster(cluster::Args),
+    /// A lost ledger node rebuilt from the day bucket's sealed days (`node rebuild`).
+    Node(node::Args),
     /// Admin acts every ledger node takes in stream order: the clock skew limit
     /// (`admin clock-skew`); `table unfence` is one too.
     Admin(admin::Args),
@@ -248,6 +251,7 @@ fn main() -> ExitCode {
         Command::Count(a) => count::run(a),
         Command::Conform(a) => conform::run(a),
         Command::Cluster(a) => cluster::run(a),
+        Command::Node(a) => node::run(a),
         Command::Admin(a) => admin::run(a),
     };
     match result {

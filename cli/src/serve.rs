@@ -191,15 +191,22 @@ fn archiver_config(args: &Args) -> Option<ingest::archiver::ArchiverConfig> {
 
 /// The admin keys `serve` trusts, from `--admin-key` and `--trust-simulated-admin`.
 fn admin_keys(args: &Args) -> Result<Vec<schemas::attest::PublicKey>> {
-    let mut keys = args
-        .admin_keys
+    trusted_admin_keys(&args.admin_keys, args.trust_simulated_admin)
+}
+
+/// The admin keys `--admin-key` (hex, repeatable) and `--trust-simulated-admin` name.
+pub(crate) fn trusted_admin_keys(
+    hex_keys: &[String],
+    simulated: bool,
+) -> Result<Vec<schemas::attest::PublicKey>> {
+    let mut keys = hex_keys
         .iter()
         .map(|h| {
             schemas::attest::PublicKey::from_hex(h)
                 .with_context(|| format!("--admin-key {h:?}: not 32 bytes of hex"))
         })
         .collect::<Result<Vec<_>>>()?;
-    if args.trust_simulated_admin {
+    if simulated {
         crate::keygen::simulated_keys_allowed("--trust-simulated-admin")?;
         tracing::warn!("UNSAFE: --trust-simulated-admin: anybody can sign with the simulated admin key and enroll a device key (tests only)");
         keys.push(simulator::admin_key().public());
@@ -287,6 +294,7 @@ fn api_config(
     args: &Args,
     alerts: &ingest::alerts::AlertLog,
     rule: &ledger::days::DayRule,
+    signal_sink: Option<api::SignalSink>,
 ) -> Result<Option<api::ApiConfig>> {
     let Some(path) = &args.config else {
         tracing::warn!(
@@ -320,7 +328,19 @@ fn api_config(
         stuck_after_s: (!args.no_ingest).then_some(args.stuck_after),
         failures_per_minute_max: Some(args.failures_per_minute),
         decision_analytics: args.decision_analytics,
+        signal_sink,
     }))
+}
+
+/// With `--decision-analytics` and ingest: the read model's signals go to ingest's alert
+/// publisher (`ingest::signal_alerts`). The sink the API's indexer calls, if any.
+fn signal_alerts(args: &Args, config: &mut ingest::IngestConfig) -> Option<api::SignalSink> {
+    if args.decision_analytics.is_none() || args.no_ingest {
+        return None;
+    }
+    let (tx, inbox) = ingest::signal_alerts::channel();
+    config.signals = inbox;
+    Some(api::SignalSink(Arc::new(move |rows| tx.send(rows))))
 }
 
 /// Refuses the API on a non-loopback address without TLS unless `--insecure-http` says
@@ -425,7 +445,7 @@ pub fn run(args: Args) -> Result<Outcome> {
     if let Some(old) = replaced {
         tracing::warn!(was = %old.spec(), now = %rule.spec(), "the day rule changed: the read model is rebuilt under it");
     }
-    let config = ingest_config(&args)?;
+    let (config, signal_sink) = ingest_config(&args)?;
     let sealer = sealer_config(&args, &config, &rule)?;
     anyhow::ensure!(
         sealer.is_none() || !args.no_ingest,
@@ -434,7 +454,7 @@ pub fn run(args: Args) -> Result<Outcome> {
     let rt = crate::runtime::runtime()?;
     let unsafe_settings = unsafe_settings(&args);
     tracing::info!(ledger = %args.ledger.display(), nats = %args.nats, ingest = !args.no_ingest, "roundledger serve starting (Ctrl-C stops cleanly){}", unsafe_settings.iter().map(|s| format!("; UNSAFE: {s}")).collect::<String>());
-    let api_config = api_config(&args, &config.alerts, &rule)?;
+    let api_config = api_config(&args, &config.alerts, &rule, signal_sink)?;
     let ingesting = (!args.no_ingest).then(|| ingest_source(&config));
     let ops = api::ops::Ops::new(ledger.clone(), ingesting, api::system_clock);
     ops.name_unsafe_settings(unsafe_settings);
@@ -483,8 +503,9 @@ pub fn run(args: Args) -> Result<Outcome> {
     Ok(Outcome::Clean)
 }
 
-/// Ingest's settings from serve's flags, checked.
-fn ingest_config(args: &Args) -> Result<ingest::IngestConfig> {
+/// Ingest's settings from serve's flags, checked, and the sink of the read model's
+/// signals when ingest publishes them (`signal_alerts`).
+fn ingest_config(args: &Args) -> Result<(ingest::IngestConfig, Option<api::SignalSink>)> {
     let mut config = ingest::IngestConfig::new(&args.nats).with_batch_len(args.batch);
     config.access = args.bus.access();
     config.stuck_after = std::time::Duration::from_secs(args.stuck_after);
@@ -493,7 +514,8 @@ fn ingest_config(args: &Args) -> Result<ingest::IngestConfig> {
     config.lease_ttl = std::time::Duration::from_secs(args.lease_ttl);
     config.stream_replicas = usize::try_from(args.stream_replicas)?;
     config.check().context("ingest settings")?;
-    Ok(config)
+    let sink = signal_alerts(args, &mut config);
+    Ok((config, sink))
 }
 
 type Duty = tokio::task::JoinHandle<Result<u64, ingest::Error>>;

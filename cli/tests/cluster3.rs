@@ -224,10 +224,15 @@ fn three_ledger_nodes_on_a_secured_cluster_survive_kills_and_agree() {
     // The sealer lease's holder, once the ended day's seal is out.
     wait_for("the ended day's seal on the bus", || {
         let s = seen.lock().expect("lock").clone();
-        (
-            s.iter().any(|(subj, _)| subj.starts_with("seals.")),
-            s.len(),
-        )
+        let done = s.iter().any(|(subj, _)| subj.starts_with("seals."));
+        let logs = match done {
+            true => Vec::new(),
+            false => nodes
+                .values()
+                .map(|(_, log)| log_lines(log, "seal"))
+                .collect(),
+        };
+        (done, (s.len(), logs))
     });
     let holder = sealer_holder(&f);
     let holder: &str = NODES.iter().find(|n| **n == holder).expect("a node");
@@ -264,6 +269,53 @@ fn three_ledger_nodes_on_a_secured_cluster_survive_kills_and_agree() {
         });
     }
     all_agree(&mut nodes, &f, &seen);
+    // The sealer's publisher put each sealed day's file into the day bucket, and ingest's
+    // credential reads it back: the role's permissions cover the object store.
+    let days = wait_for("the sealed days in the day bucket", || {
+        let d = days_in_bucket(&f, &rt);
+        (!d.is_empty(), d)
+    });
+    for (day, sealed) in days {
+        assert_eq!(sealed, day, "each object holds its own day's file");
+    }
+}
+
+/// Each day object in the day bucket with the day its file's seal names, read with
+/// ingest's credential; empty while the bucket cannot be read.
+fn days_in_bucket(f: &Floor, rt: &tokio::runtime::Runtime) -> Vec<(String, String)> {
+    rt.block_on(async {
+        let c = bus::connect(&f.cluster.url(), &f.issued.ingest)
+            .await
+            .expect("ingest connects");
+        let js = async_nats::jetstream::new(c);
+        let Ok(b) = ingest::day_store::existing_bucket(&js).await else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for day in ingest::day_store::days(&b)
+            .await
+            .expect("list the day bucket")
+        {
+            let file = ingest::day_store::get_day(&b, &day)
+                .await
+                .expect("read a day");
+            let seal = ledger::rebuild::seal_of(&file).expect("a day file");
+            out.push((day, seal.day));
+        }
+        out
+    })
+}
+
+/// The last lines of a node's log that mention `word`: what a failed wait shows.
+fn log_lines(log: &Path, word: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let mut lines: Vec<String> = text
+        .lines()
+        .filter(|l| l.contains(word))
+        .map(str::to_string)
+        .collect();
+    lines.drain(..lines.len().saturating_sub(12));
+    lines
 }
 
 /// Stops every node; their digests are equal; each day's seal and each alert reached the
@@ -273,12 +325,27 @@ fn all_agree(
     f: &Floor,
     seen: &Arc<Mutex<Vec<(String, String)>>>,
 ) {
-    let status = f.status();
+    // Read until the bus answers: a restarted NATS server elects the bucket's leader anew.
+    let status = wait_for("cluster status reads the replica bucket", || {
+        let s = f.status();
+        (s.contains("tables:"), s)
+    });
     assert!(status.contains("0 diverged"), "{status}");
     for (node, (serve, _)) in nodes.iter_mut() {
         assert!(serve.stop(), "{node} stops cleanly");
     }
     let digests: Vec<_> = NODES.iter().map(|n| digest_of(&f.dir(n))).collect();
+    if digests.iter().any(|d| *d != digests[0]) || std::env::var_os("CLUSTER3_SHOW").is_some() {
+        for n in NODES {
+            let dir = f.dir(n).join("ledger");
+            let out =
+                common::roundledger(&["quarantine", "--ledger", dir.to_str().expect("utf-8")]);
+            eprintln!(
+                "quarantine of {n}:\n{}",
+                String::from_utf8_lossy(&out.stdout)
+            );
+        }
+    }
     assert_eq!(digests[0], digests[1], "n1 and n2");
     assert_eq!(digests[0], digests[2], "n1 and n3");
     let seen = seen.lock().expect("lock").clone();
@@ -287,7 +354,14 @@ fn all_agree(
         *per_subject.entry(subject).or_default() += 1;
     }
     assert!(!per_subject.is_empty());
-    assert!(per_subject.values().all(|n| *n == 1), "{per_subject:?}");
+    let logs: Vec<Vec<String>> = nodes
+        .values()
+        .map(|(_, log)| log_lines(log, "seal"))
+        .collect();
+    assert!(
+        per_subject.values().all(|n| *n == 1),
+        "{per_subject:?}: {logs:#?}"
+    );
     let mut alerts: Vec<&(String, String)> = seen
         .iter()
         .filter(|(s, _)| s.starts_with("alerts."))

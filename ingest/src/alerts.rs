@@ -66,9 +66,17 @@ impl AlertLog {
             detail: r.detail,
             raised_at_ns: now_ns,
             last_at_ns: now_ns,
+            signal: None,
         };
         log.push(key, alert.clone());
         Some(alert)
+    }
+
+    /// Keeps `alert` whole, outside any window: a decision signal is its own alert
+    /// (`signal_alerts`), never counted into another.
+    pub(crate) fn keep(&self, alert: Alert) {
+        let mut log = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        log.push_whole(alert);
     }
 }
 
@@ -80,6 +88,17 @@ impl Log {
     }
 
     fn push(&mut self, key: (TableId, AlertKind), alert: Alert) {
+        self.push_whole(alert);
+        let id = self.first_id + self.alerts.len() as u64 - 1;
+        self.open.insert(key, id);
+        assert!(
+            self.open.len() <= ALERT_LOG_LEN_MAX,
+            "one open window per kept alert at most"
+        );
+    }
+
+    /// Appends `alert`, the oldest going first when full; opens no window.
+    fn push_whole(&mut self, alert: Alert) {
         if self.alerts.len() == ALERT_LOG_LEN_MAX {
             if let Some(old) = self.alerts.pop_front() {
                 let old_key = (old.table, old.kind);
@@ -89,14 +108,8 @@ impl Log {
             }
             self.first_id += 1;
         }
-        let id = self.first_id + self.alerts.len() as u64;
         self.alerts.push_back(alert);
-        self.open.insert(key, id);
         assert!(self.alerts.len() <= ALERT_LOG_LEN_MAX);
-        assert!(
-            self.open.len() <= ALERT_LOG_LEN_MAX,
-            "one open window per kept alert at most"
-        );
     }
 }
 
@@ -166,6 +179,30 @@ mod tests {
         let later = log.raise(raised("T-1", AlertKind::Fork, 10_001), t0 + ALERT_WINDOW_NS);
         assert_eq!(later.map(|a| a.count), Some(1));
         assert_eq!(log.recent().len(), 4);
+    }
+
+    #[test]
+    fn a_kept_alert_opens_no_window_and_joins_none() {
+        let log = AlertLog::default();
+        let first = log.raise(raised("T-1", AlertKind::Fork, 1), 0);
+        assert!(first.is_some());
+        let mut whole = first.unwrap();
+        whole.kind = AlertKind::HoleCardPlay;
+        log.keep(whole.clone());
+        log.keep(whole.clone());
+        // Two signals of one kind and table are two alerts; the fork's window still counts.
+        assert!(log.raise(raised("T-1", AlertKind::Fork, 2), 1).is_none());
+        let recent = log.recent();
+        assert_eq!(recent.len(), 3);
+        assert_eq!(
+            (recent[0].kind, recent[1].kind),
+            (AlertKind::HoleCardPlay, AlertKind::HoleCardPlay)
+        );
+        assert_eq!(recent[2].count, 2, "the fork counted its repeat");
+        // A signal's kind raised with a window still counts into the opened alert, not a kept one.
+        assert!(log
+            .raise(raised("T-1", AlertKind::HoleCardPlay, 3), 2)
+            .is_some());
     }
 
     #[test]

@@ -10,7 +10,7 @@
 //! compaction runs after a move, not on every check. After a day moves, `after_move`
 //! (the CLI's Parquet writer) runs for it; its failure is logged, and the day stays moved.
 
-use crate::sealer::blocking;
+use crate::blocking;
 use crate::Error;
 use ledger::Ledger;
 use std::future::Future;

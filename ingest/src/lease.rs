@@ -47,6 +47,8 @@ pub struct Lease {
     store: kv::Store,
     duty: String,
     node: String,
+    /// Replicas of the buckets it creates (the stream's).
+    replicas: usize,
     ttl: Duration,
     /// The revision this node last wrote, while it counts itself the holder.
     revision: Option<u64>,
@@ -90,6 +92,7 @@ impl Lease {
             store,
             duty: duty.to_string(),
             node: node.to_string(),
+            replicas,
             ttl,
             revision: None,
             renewed_at: Instant::now(),
@@ -295,6 +298,24 @@ pub async fn mark_published(js: &jetstream::Context, duty: &str, seq: u64) {
     };
     if let Err(e) = put {
         tracing::warn!(duty, seq, error = %e, "published stream seq not recorded");
+    }
+}
+
+/// Claims the one publication `item` of the lease's duty for its node in the replica
+/// bucket (created when missing): the first node to create its key publishes it, every
+/// other node never does. `Ok(true)` when the claim is this node's (made now, or by it before a timeout hid the answer);
+/// `Ok(false)` when another node's; `Err` when the bucket does not answer (try later).
+pub async fn claim(js: &jetstream::Context, lease: &Lease, item: &str) -> Result<bool, String> {
+    let store = crate::replicas::bucket(js, lease.replicas).await?;
+    let key = format!("claimed.{}.{item}", lease.duty);
+    let node = lease.node.as_bytes();
+    match store.create(&key, node.to_vec().into()).await {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == kv::CreateErrorKind::AlreadyExists => {
+            let holder = store.get(&key).await.map_err(|e| e.to_string())?;
+            Ok(holder.as_deref() == Some(node))
+        }
+        Err(e) => Err(e.to_string()),
     }
 }
 

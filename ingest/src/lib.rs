@@ -36,6 +36,7 @@ pub mod alerts;
 pub mod archiver;
 #[cfg(feature = "bench")]
 mod bench;
+pub mod day_store;
 pub mod health;
 pub mod lease;
 pub mod metrics;
@@ -45,6 +46,7 @@ pub mod replica_seals;
 pub mod replica_settings;
 pub mod replicas;
 pub mod sealer;
+pub mod signal_alerts;
 pub mod stuck;
 mod writer;
 
@@ -118,6 +120,9 @@ pub struct IngestConfig {
     pub replica_check_every: Duration,
     /// With `node_id`: how long the alerts lease (`lease`) lasts without renewal.
     pub lease_ttl: Duration,
+    /// The read model's decision signals to alert on (`signal_alerts`); `serve` fills
+    /// it with `--decision-analytics`. Empty by default: no signals.
+    pub signals: signal_alerts::SignalInbox,
 }
 
 /// The system clock in UTC nanoseconds. Ingest is an edge: its clock stamps arrival. A
@@ -151,6 +156,7 @@ impl IngestConfig {
             replicas: replicas::Replicas::default(),
             replica_check_every: replicas::REPLICA_CHECK_EVERY,
             lease_ttl: lease::LEASE_TTL_DEFAULT,
+            signals: signal_alerts::SignalInbox::default(),
         }
     }
 
@@ -319,6 +325,16 @@ pub enum Error {
     /// A benchmark could not run.
     #[error("benchmark: {0}")]
     Bench(String),
+}
+
+/// Runs ledger work on the blocking pool (the sealer's, the archiver's, the day store's).
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, ledger::Error> + Send + 'static,
+) -> Result<T, Error> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Error::Writer(format!("ledger task: {e}")))?
+        .map_err(Error::LedgerOther)
 }
 
 impl Error {

@@ -365,6 +365,8 @@ struct Workers {
     lease_keeper: Option<crate::lease::Keeper>,
     /// The alerts lease, released at a clean stop.
     lease: Option<crate::lease::Shared>,
+    /// Publishes the read model's decision signals, when `serve` hands them in.
+    signal_alerter: Option<crate::signal_alerts::Task>,
 }
 
 impl Workers {
@@ -398,6 +400,16 @@ impl Workers {
             .spawn(move || writer_loop(ledger, job_rx, done_tx, side))
             .map_err(|e| Error::Writer(format!("cannot start the writer thread: {e}")))?;
         let alerter = tokio::spawn(alert_loop(client.clone(), alert_rx, alerting.clone()));
+        let signal_alerter = crate::signal_alerts::start(
+            &config.signals,
+            crate::signal_alerts::Publisher {
+                client: client.clone(),
+                log: config.alerts.clone(),
+                clock: config.clock,
+                lease: lease.clone(),
+                stream_replicas: config.stream_replicas,
+            },
+        );
         let acker = tokio::spawn(ack_loop(client.clone(), done_rx, alerting));
         Ok(Workers {
             jobs,
@@ -408,6 +420,7 @@ impl Workers {
             replica_watch,
             lease_keeper,
             lease,
+            signal_alerter,
         })
     }
 
@@ -420,6 +433,7 @@ impl Workers {
     ) -> Result<IngestReport, Error> {
         drop(self.stuck_watch);
         drop(self.replica_watch);
+        drop(self.signal_alerter);
         drop(self.lease_keeper);
         drop(self.jobs);
         let acked = self

@@ -315,7 +315,7 @@ pub(crate) struct Check {
 
 /// The bucket, created when missing (one value per key, the bucket's replicas as the
 /// stream's).
-async fn bucket(js: &jetstream::Context, replicas: usize) -> Result<kv::Store, String> {
+pub(crate) async fn bucket(js: &jetstream::Context, replicas: usize) -> Result<kv::Store, String> {
     if let Ok(store) = js.get_key_value(subjects::REPLICA_BUCKET).await {
         return Ok(store);
     }

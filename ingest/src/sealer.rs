@@ -15,11 +15,18 @@
 //! With several ledger nodes (`SealerConfig::lease`), every node seals its own ledger and
 //! only the holder of the sealer lease (`crate::lease`) publishes, after renewing it at
 //! its revision; the seal carries the revision and the node (`Lease::headers`). A node that
-//! does not hold the lease publishes nothing, not even its last seal at start.
+//! does not hold the lease publishes nothing, not even its last seal at start. It keeps
+//! the seals it made meanwhile (at most `UNPUBLISHED_MAX`) and publishes them once it
+//! takes the lease. Each day is claimed in the replica bucket before it is published
+//! (`lease::claim`): a day another node claimed is never published again.
+//!
+//! The publisher also puts each sealed day's file into the day bucket
+//! (`crate::day_store`), at start and after each seal, until every put succeeds.
 //!
 //! Invariants: sled runs on the blocking pool only; every wait is bounded by the check
 //! interval or the shutdown.
 
+use crate::blocking;
 use crate::lease::Lease;
 use crate::Error;
 use async_nats::jetstream;
@@ -121,10 +128,13 @@ pub async fn run(
     let check_every = lease.as_ref().map_or(config.check_every, |l| {
         config.check_every.min(l.tick_every())
     });
+    let replicas = config.lease.as_ref().map_or(1, |l| l.replicas);
     let l = ledger.clone();
     let last = blocking(move || l.reader().day_seals(None, 1)).await?;
+    let mut due = Due::default();
     if let Some(seal) = last.first() {
-        publish_once(&client, lease.as_mut(), seal).await?;
+        let settled = publish_once(&client, lease.as_mut(), seal).await?;
+        due.after(settled, seal.clone());
     }
     let mut made = 0u64;
     tokio::pin!(shutdown);
@@ -140,56 +150,115 @@ pub async fn run(
         }
         if let Some(l) = lease.as_mut() {
             l.tick().await;
+            if l.holds() && !due.unpublished.is_empty() {
+                publish_kept(&client, l, &mut due).await?;
+            }
         }
         match seal_if_due(&config, &ledger, &js).await {
             Ok(Some(seal)) => {
                 made += 1;
                 tracing::info!(day = %seal.day, digest = %seal.digest(), "day sealed");
-                publish_once(&client, lease.as_mut(), &seal).await?;
+                let settled = publish_once(&client, lease.as_mut(), &seal).await?;
+                due.after(settled, seal);
             }
             Ok(None) => {}
             // The consumer may not exist yet, or the bus is briefly away: try again later.
             Err(e) => tracing::warn!(error = %e, "day not sealed yet"),
         }
+        if due.files {
+            due.files = !store_day_files(&js, &ledger, replicas).await;
+        }
     }
 }
 
-/// Publishes `seal`: at once without a lease; with one, only after `Lease::confirm`
-/// renewed it at its revision, which the publication carries. A node that does not hold
-/// the lease publishes nothing (its ledger keeps the seal).
-async fn publish_once(
-    client: &async_nats::Client,
-    lease: Option<&mut Lease>,
-    seal: &DaySeal,
-) -> Result<(), Error> {
-    let Some(lease) = lease else {
-        return publish(client, seal, None).await;
-    };
-    let Some(revision) = lease.confirm().await else {
-        tracing::info!(day = %seal.day, "seal kept, not published: another node holds the sealer lease");
-        return Ok(());
-    };
-    // A holder restarted, or taking over, must not publish a day an earlier holder did.
-    let js = jetstream::new(client.clone());
-    let day = day_number(&seal.day);
-    let through = crate::lease::published_through(&js, "sealer").await;
-    if let (Some(d), Some(t)) = (day, through) {
-        if d <= t {
-            tracing::info!(day = %seal.day, "seal kept, not published: a holder published that day");
-            return Ok(());
+/// What the sealer still owes the bus: seals kept while another node held the lease
+/// (oldest first, at most `UNPUBLISHED_MAX`), and whether the day bucket lacks files.
+#[derive(Default)]
+struct Due {
+    unpublished: Vec<DaySeal>,
+    files: bool,
+}
+
+impl Due {
+    /// After `seal` was offered for publication: settled (this node publishes, so it
+    /// also stores the day files), or kept for when this node takes the lease.
+    fn after(&mut self, settled: bool, seal: DaySeal) {
+        if settled {
+            self.files = true;
+            return;
+        }
+        self.unpublished.push(seal);
+        let over = self.unpublished.len().saturating_sub(UNPUBLISHED_MAX);
+        self.unpublished.drain(..over);
+    }
+}
+
+/// Puts the sealed days' files the day bucket lacks (`crate::day_store`): whether done.
+async fn store_day_files(js: &jetstream::Context, ledger: &Arc<Ledger>, replicas: usize) -> bool {
+    match crate::day_store::put_sealed_days(js, ledger, replicas).await {
+        Ok(_) => true,
+        Err(e) => {
+            tracing::warn!(error = %e, "day files not stored in the day bucket yet");
+            false
         }
     }
-    publish(client, seal, Some(lease.headers(revision))).await?;
-    if let Some(d) = day {
-        crate::lease::mark_published(&js, "sealer", d).await;
+}
+
+/// How many kept seals a node that does not hold the lease remembers to publish: a
+/// month of days. Older ones stay in its ledger (`roundledger day show`).
+const UNPUBLISHED_MAX: usize = 31;
+
+/// Publishes the seals this node kept while another held the lease, oldest first, now
+/// that it holds it. Each is settled once published or found published by a holder.
+async fn publish_kept(
+    client: &async_nats::Client,
+    lease: &mut Lease,
+    due: &mut Due,
+) -> Result<(), Error> {
+    while let Some(seal) = due.unpublished.first() {
+        if !publish_once(client, Some(&mut *lease), seal).await? {
+            return Ok(());
+        }
+        due.unpublished.remove(0);
+        due.files = true;
     }
     Ok(())
 }
 
-/// A gaming day `YYYY-MM-DD` as the number `YYYYMMDD`, ordered as the days are.
-fn day_number(day: &str) -> Option<u64> {
-    let digits: String = day.chars().filter(|c| *c != '-').collect();
-    (digits.len() == 8).then(|| digits.parse().ok()).flatten()
+/// Publishes `seal`: at once without a lease; with one, only after `Lease::confirm`
+/// renewed it at its revision, which the publication carries. A node that does not hold
+/// the lease publishes nothing (its ledger keeps the seal). Whether the seal is settled:
+/// published now, or by a holder before; false when this node does not hold the lease.
+async fn publish_once(
+    client: &async_nats::Client,
+    lease: Option<&mut Lease>,
+    seal: &DaySeal,
+) -> Result<bool, Error> {
+    let Some(lease) = lease else {
+        publish(client, seal, None).await?;
+        return Ok(true);
+    };
+    let Some(revision) = lease.confirm().await else {
+        tracing::info!(day = %seal.day, "seal kept, not published: another node holds the sealer lease");
+        return Ok(false);
+    };
+    // One claim per day: a restarted holder, or one taking over, never publishes a day
+    // another node claimed; an unanswered claim is tried again at the next tick.
+    let js = jetstream::new(client.clone());
+    match crate::lease::claim(&js, lease, &seal.day).await {
+        Ok(true) => {}
+        Ok(false) => {
+            tracing::info!(day = %seal.day, "seal kept, not published: a holder published that day");
+            return Ok(true);
+        }
+        Err(e) => {
+            tracing::warn!(day = %seal.day, error = %e, "seal not published yet: its claim is unanswered");
+            return Ok(false);
+        }
+    }
+    publish(client, seal, Some(lease.headers(revision))).await?;
+    tracing::info!(day = %seal.day, revision, "seal published");
+    Ok(true)
 }
 
 /// Seals the next day if it may be sealed now: the new seal, if one was made.
@@ -271,27 +340,9 @@ async fn publish(
         .map_err(|e| Error::nats("flush seal", e))
 }
 
-/// Runs ledger work on the blocking pool (the sealer's and the archiver's).
-pub(crate) async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, ledger::Error> + Send + 'static,
-) -> Result<T, Error> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| Error::Writer(format!("ledger task: {e}")))?
-        .map_err(Error::LedgerOther)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn day_numbers_order_as_days_and_refuse_other_text() {
-        assert_eq!(day_number("2026-11-27"), Some(20_261_127));
-        assert!(day_number("2026-11-27") < day_number("2026-12-01"));
-        assert_eq!(day_number("2026-1-27"), None);
-        assert_eq!(day_number("not-a-day!"), None);
-    }
 
     #[test]
     fn a_day_is_sealed_after_its_grace_once_ingest_holds_its_arrivals() {

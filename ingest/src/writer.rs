@@ -369,11 +369,7 @@ fn append_and_flush(
 ) -> Result<(Vec<Appended>, Vec<CheckpointOutcome>), ledger::Error> {
     let mut events = Vec::with_capacity(incoming.len());
     let mut kept = Vec::with_capacity(checkpoints.len());
-    for (e, c) in call_bounds(
-        incoming.len(),
-        checkpoints.len(),
-        ledger::APPEND_BATCH_LEN_MAX,
-    ) {
+    for (e, c) in call_bounds(incoming, checkpoints, ledger::APPEND_BATCH_LEN_MAX) {
         let out = ledger.writer().append(&incoming[e], &checkpoints[c])?;
         events.extend(out.events);
         kept.extend(out.checkpoints);
@@ -387,26 +383,37 @@ fn append_and_flush(
     Ok((events, kept))
 }
 
-/// Splits `events` event messages followed by `checkpoints` checkpoint messages into
-/// calls of at most `max` messages, in order: each call's range of events, then its range
-/// of checkpoints. Every checkpoint goes in a call at or after the last event's, so the
-/// events it may sign are appended before it.
+/// Splits a group's event and checkpoint messages (each in delivery order) into calls of
+/// at most `max` messages, cut in the order the ledger judges them
+/// (`ledger::checkpoint_first`): each call's range of events and of checkpoints. A
+/// checkpoint lands in the call of the events before it in the stream, never later, so
+/// a replica's grouping does not change what it keeps.
 fn call_bounds(
-    events: usize,
-    checkpoints: usize,
+    events: &[Incoming],
+    checkpoints: &[Incoming],
     max: usize,
 ) -> Vec<(std::ops::Range<usize>, std::ops::Range<usize>)> {
     assert!(max > 0, "a call holds at least one message");
-    let total = events + checkpoints;
-    (0..total.div_ceil(max))
-        .map(|i| {
-            let (from, to) = (i * max, ((i + 1) * max).min(total));
-            (
-                from.min(events)..to.min(events),
-                from.max(events) - events..to.max(events) - events,
-            )
-        })
-        .collect()
+    let mut calls = Vec::new();
+    let (mut e, mut c, mut e0, mut c0) = (0, 0, 0, 0);
+    while e < events.len() || c < checkpoints.len() {
+        let cp_next = c < checkpoints.len()
+            && events
+                .get(e)
+                .is_none_or(|ev| ledger::checkpoint_first(&checkpoints[c], ev));
+        match cp_next {
+            true => c += 1,
+            false => e += 1,
+        }
+        if (e - e0) + (c - c0) == max {
+            calls.push((e0..e, c0..c));
+            (e0, c0) = (e, c);
+        }
+    }
+    if e > e0 || c > c0 {
+        calls.push((e0..e, c0..c));
+    }
+    calls
 }
 
 /// The reply for a durable batch: its tally and logs, without heads (`write_group` gives
@@ -596,14 +603,32 @@ mod tests {
     }
 
     #[test]
-    fn calls_take_events_then_checkpoints_within_the_bound() {
-        // (events, checkpoints) of each call for 7 events and 4 checkpoints, at most 4 a call.
-        let calls = call_bounds(7, 4, 4);
+    fn calls_are_cut_in_stream_order_within_the_bound() {
+        let at = |seqs: &[u64]| -> Vec<Incoming> {
+            seqs.iter()
+                .map(|s| Incoming {
+                    bytes: Vec::new(),
+                    subject_table: None,
+                    stream_seq: *s,
+                    received_at_ns: 0,
+                    provenance: Default::default(),
+                })
+                .collect()
+        };
+        // Stream: e1 e2 c3 e4 e5 c6 e7 e8 e9 c10 c11; at most 4 a call.
+        let (events, cps) = (at(&[1, 2, 4, 5, 7, 8, 9]), at(&[3, 6, 10, 11]));
+        let calls = call_bounds(&events, &cps, 4);
+        assert_eq!(calls, vec![(0..3, 0..1), (3..6, 1..2), (6..7, 2..4)]);
+        // A checkpoint that came before the events is not moved after them.
+        assert_eq!(
+            call_bounds(&at(&[5, 6]), &at(&[1]), 2),
+            vec![(0..1, 0..1), (1..2, 1..1)]
+        );
+        // Library calls set no stream seqs: events first, then checkpoints.
+        let calls = call_bounds(&at(&[0; 7]), &at(&[0; 4]), 4);
         assert_eq!(calls, vec![(0..4, 0..0), (4..7, 0..1), (7..7, 1..4)]);
-        assert_eq!(call_bounds(3, 2, 8), vec![(0..3, 0..2)]);
-        assert_eq!(call_bounds(0, 2, 1), vec![(0..0, 0..1), (0..0, 1..2)]);
-        assert_eq!(call_bounds(2, 0, 2), vec![(0..2, 0..0)]);
-        assert!(call_bounds(0, 0, 4).is_empty());
+        assert_eq!(call_bounds(&at(&[0; 2]), &[], 2), vec![(0..2, 0..0)]);
+        assert!(call_bounds(&[], &[], 4).is_empty());
     }
 
     fn copy(jobs: &[Job<u64>]) -> Vec<Job<u64>> {

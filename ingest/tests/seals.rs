@@ -83,3 +83,72 @@ async fn a_sealed_day_is_published_and_an_observer_receives_it() {
     let next = tokio::time::timeout(Duration::from_millis(500), seals.next()).await;
     assert!(next.is_err(), "no forged seal arrives: {next:?}");
 }
+
+/// A node that seals a day while another node holds the sealer lease keeps the seal. When
+/// the holder dies without publishing it, this node takes the lease and publishes the
+/// kept seal, once: a day's seal is never lost to a takeover.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_seal_kept_by_a_non_holder_is_published_when_it_takes_the_lease() {
+    let server = natsd::NatsServer::start().expect("nats-server");
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = open(dir.path());
+    let client = async_nats::connect(server.url()).await.unwrap();
+    let mut seals = client
+        .subscribe(schemas::subjects::SEALS_WILDCARD)
+        .await
+        .unwrap();
+    client.flush().await.unwrap();
+    let ttl = Duration::from_secs(2);
+    // Another node holds the lease, then dies (stops renewing) without publishing.
+    let js = async_nats::jetstream::new(client.clone());
+    let mut other = ingest::lease::Lease::open(&js, "sealer", "n9", ttl, 1)
+        .await
+        .unwrap();
+    assert!(other.tick().await, "the other node takes the free lease");
+
+    let ingest = Running::start_with(IngestConfig::new(server.url()), ledger.clone());
+    let key = Arc::new(SigningKey::derive_for_simulation("house-seal"));
+    let rule = DayRule::new("06:00", "Asia/Singapore").unwrap();
+    let config = SealerConfig {
+        nats_url: server.url(),
+        access: bus::Access::default(),
+        rule: rule.clone(),
+        key: key.clone(),
+        grace: Duration::ZERO,
+        check_every: Duration::from_millis(50),
+        clock: ingest::system_clock_ns,
+        consumer: schemas::subjects::INGEST_CONSUMER.to_string(),
+        lease: Some(sealer::LeaseSetup {
+            node: "n1".to_string(),
+            ttl,
+            replicas: 1,
+        }),
+    };
+    let (stop, rx) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(sealer::run(config, ledger.clone(), async {
+        let _ = rx.await;
+    }));
+    let msg = tokio::time::timeout(Duration::from_secs(30), seals.next())
+        .await
+        .expect("the kept seal is published after the takeover, within 30 s")
+        .expect("subscription open");
+    let seal = DaySeal::from_json(&msg.payload).expect("a seal");
+    let yesterday = rule
+        .previous_day(&rule.day_of(ingest::system_clock_ns()).unwrap())
+        .unwrap();
+    assert_eq!(seal.day, yesterday);
+    assert_eq!(
+        msg.headers
+            .as_ref()
+            .and_then(|h| h.get(ingest::lease::LEASE_NODE_HEADER))
+            .map(|v| v.as_str()),
+        Some("n1"),
+        "published by the node that took over"
+    );
+    assert!(!other.tick().await, "the dead holder cannot take it back");
+    let again = tokio::time::timeout(Duration::from_secs(3), seals.next()).await;
+    assert!(again.is_err(), "the seal is published once: {again:?}");
+    stop.send(()).unwrap();
+    assert_eq!(task.await.unwrap().unwrap(), 1, "one seal made");
+    ingest.stop().await;
+}

@@ -56,18 +56,11 @@ impl Ledger {
             true => crate::provenance::precheck(&state, &mut self.key_cache(), events),
             false => crate::provenance::Prechecked::none(events.len()),
         };
-        let mut out = Vec::with_capacity(events.len());
-        for (i, msg) in events.iter().enumerate() {
-            out.push(self.one(&state, &mut call, msg, pre.get(i))?);
-        }
-        assert_eq!(
-            out.len(),
-            events.len(),
-            "append: one outcome per event message"
-        );
+        let (out, cps) =
+            self.decide_in_stream_order(&state, &mut call, events, checkpoints, &pre)?;
         let call_id = state.next_call_id;
         let (added_bytes, arrival) = self.write_records(&mut call, call_id, &state.arrival_head)?;
-        let (kept, attested) = self.decide_checkpoints(&state, &mut call, checkpoints)?;
+        let (kept, attested) = cps.finish();
         let bytes_total = state.bytes_total + added_bytes;
         persist_counters(&state, &mut call);
         if call.stores_events() {
@@ -107,6 +100,37 @@ impl Ledger {
             events: out,
             checkpoints: kept,
         })
+    }
+
+    /// Decides a call's messages, each checkpoint at its place in the stream, never by
+    /// how deliveries were grouped into calls: every replica judges it alike.
+    fn decide_in_stream_order(
+        &self,
+        state: &crate::State,
+        call: &mut Call,
+        events: &[Incoming],
+        checkpoints: &[Incoming],
+        pre: &crate::provenance::Prechecked,
+    ) -> Result<(Vec<Appended>, crate::attest::CallCheckpoints), Error> {
+        let mut out = Vec::with_capacity(events.len());
+        let mut cps = crate::attest::CallCheckpoints::new(checkpoints.len());
+        for (i, msg) in events.iter().enumerate() {
+            let from = cps.decided();
+            let to = from + checkpoints_before(&checkpoints[from..], msg);
+            for c in &checkpoints[from..to] {
+                self.decide_checkpoint(state, call, &mut cps, c)?;
+            }
+            out.push(self.one(state, call, msg, pre.get(i))?);
+        }
+        for c in &checkpoints[cps.decided()..] {
+            self.decide_checkpoint(state, call, &mut cps, c)?;
+        }
+        assert_eq!(
+            (out.len(), cps.decided()),
+            (events.len(), checkpoints.len()),
+            "append: one outcome per message"
+        );
+        Ok((out, cps))
     }
 
     /// Starts a write of `len` messages: refuses a batch over `APPEND_BATCH_LEN_MAX`, then
@@ -510,10 +534,13 @@ impl Writer<'_> {
         Ok(self.append(batch, &[])?.events)
     }
 
-    /// Appends event messages, then keeps the signed checkpoints that arrived with them
-    /// (each in arrival order), in one commit: a checkpoint may sign an event of this same
-    /// call. One outcome per message. Nothing is durable until `flush`; an `Err` means
-    /// nothing of this call was written.
+    /// Appends event messages and keeps the signed checkpoints that arrived with them, in
+    /// one commit: a checkpoint may sign an event of this same call. Both slices are in
+    /// delivery order, which is stream order but for redeliveries. Each checkpoint is
+    /// judged after the events before it in the stream and before the ones after it
+    /// (events first on equal stream seqs), so how deliveries are grouped into calls never
+    /// changes an outcome. One outcome per message. Nothing is durable until `flush`; an
+    /// `Err` means nothing of this call was written.
     ///
     /// An admin act (`admin`) ends a call: the messages after it are appended by the
     /// next, once the act took effect and was flushed. An `Err` then means nothing after
@@ -530,15 +557,23 @@ impl Writer<'_> {
             events: Vec::with_capacity(events.len()),
             checkpoints: Vec::new(),
         };
-        let mut rest = events;
+        let (mut rest, mut cps) = (events, checkpoints);
         while let Some(at) = crate::admin::cut(rest) {
             let (now, later) = rest.split_at(at);
-            out.events.extend(self.append_call(now, &[])?.events);
-            rest = later;
+            let (cps_now, cps_later) = cps.split_at(checkpoints_before(cps, &later[0]));
+            let part = self.append_call(now, cps_now)?;
+            out.events.extend(part.events);
+            out.checkpoints.extend(part.checkpoints);
+            (rest, cps) = (later, cps_later);
         }
-        let last = self.append_call(rest, checkpoints)?;
+        let last = self.append_call(rest, cps)?;
         out.events.extend(last.events);
-        out.checkpoints = last.checkpoints;
+        out.checkpoints.extend(last.checkpoints);
+        assert_eq!(
+            (out.events.len(), out.checkpoints.len()),
+            (events.len(), checkpoints.len()),
+            "append: one outcome per message"
+        );
         Ok(out)
     }
 }
@@ -601,6 +636,22 @@ pub(crate) fn push_event(
     tc.head = new_head;
     crate::config::on_stored(call, event, &hash);
     crate::attest::on_stored(state, call, event);
+}
+
+/// How many of `checkpoints`, from the first, came before `event` in the stream: the
+/// step of a merge by stream seq. A tie (stream seqs not set, as in library calls) puts
+/// the event first. A redelivery out of stream order stops the run where it stands.
+pub(crate) fn checkpoints_before(checkpoints: &[Incoming], event: &Incoming) -> usize {
+    checkpoints
+        .iter()
+        .take_while(|c| checkpoint_first(c, event))
+        .count()
+}
+
+/// Whether checkpoint `c` is judged before `event`: it came first in the stream. The one
+/// rule that orders a call's messages; a caller that splits a group into calls uses it too.
+pub fn checkpoint_first(c: &Incoming, event: &Incoming) -> bool {
+    c.stream_seq < event.stream_seq
 }
 
 /// Appends held events that now follow the head, until the next gap or a bad one.

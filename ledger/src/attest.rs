@@ -401,36 +401,36 @@ pub(crate) fn on_stored(state: &crate::owner::State, call: &mut Call, event: &Ev
 }
 
 impl Ledger {
-    /// Decides a call's checkpoints, after its events: the ops go into `call`; returns one
-    /// outcome per message and the highest checkpoint kept per table, for the state once
-    /// the call commits.
-    pub(crate) fn decide_checkpoints(
+    /// Decides one checkpoint at its place in the call (after the events that came
+    /// before it in the stream): its ops go into `call`, its outcome into `cps`.
+    pub(crate) fn decide_checkpoint(
         &self,
         state: &State,
         call: &mut Call,
-        batch: &[Incoming],
-    ) -> Result<(Vec<CheckpointOutcome>, BTreeMap<TableId, Attestation>), Error> {
-        let mut attested: BTreeMap<TableId, Attestation> = BTreeMap::new();
-        if batch.is_empty() {
-            return Ok((Vec::new(), attested));
-        }
-        // The keys this call keeps: a checkpoint delivered twice in one call is kept once.
-        let mut kept_now = BTreeSet::new();
-        let decoded: Vec<_> = batch.iter().map(|m| Checkpoint::decode(&m.bytes)).collect();
-        let signed = signatures_verify(&mut self.key_cache(), state, call, &decoded);
-        let mut out = Vec::with_capacity(batch.len());
-        for ((msg, decoded), signed) in batch.iter().zip(decoded).zip(signed) {
-            let checked = Checked { decoded, signed };
-            out.push(self.one_checkpoint(
-                state,
-                call,
-                &mut attested,
-                &mut kept_now,
-                msg,
-                checked,
-            )?);
-        }
-        Ok((out, attested))
+        cps: &mut CallCheckpoints,
+        msg: &Incoming,
+    ) -> Result<(), Error> {
+        let decoded = Checkpoint::decode(&msg.bytes);
+        let signed = signatures_verify(
+            &mut self.key_cache(),
+            state,
+            call,
+            std::slice::from_ref(&decoded),
+        );
+        let checked = Checked {
+            decoded,
+            signed: signed[0],
+        };
+        let outcome = self.one_checkpoint(
+            state,
+            call,
+            &mut cps.attested,
+            &mut cps.kept_now,
+            msg,
+            checked,
+        )?;
+        cps.out.push(outcome);
+        Ok(())
     }
 
     fn one_checkpoint(
@@ -746,6 +746,34 @@ fn signatures_verify(
         signed[i] = ok;
     }
     signed
+}
+
+/// A call's checkpoints as they are decided: one outcome per message, the highest kept
+/// per table (for the state once the call commits), and the keys kept (a checkpoint
+/// delivered twice in one call is kept once).
+pub(crate) struct CallCheckpoints {
+    out: Vec<CheckpointOutcome>,
+    attested: BTreeMap<TableId, Attestation>,
+    kept_now: BTreeSet<Vec<u8>>,
+}
+
+impl CallCheckpoints {
+    pub(crate) fn new(len: usize) -> CallCheckpoints {
+        CallCheckpoints {
+            out: Vec::with_capacity(len),
+            attested: BTreeMap::new(),
+            kept_now: BTreeSet::new(),
+        }
+    }
+
+    /// How many are decided so far.
+    pub(crate) fn decided(&self) -> usize {
+        self.out.len()
+    }
+
+    pub(crate) fn finish(self) -> (Vec<CheckpointOutcome>, BTreeMap<TableId, Attestation>) {
+        (self.out, self.attested)
+    }
 }
 
 /// A kept checkpoint whose signature `AttestationCheck` has yet to check.

@@ -224,7 +224,7 @@ impl Ledger {
     /// Stores and flushes a new seal, under the append lock: the store's commits then never
     /// interleave (each moves the value log's recorded end), and of two sealers of one day
     /// only the first stores its seal.
-    fn store_seal(&self, seal: DaySeal) -> Result<Sealed, Error> {
+    pub(crate) fn store_seal(&self, seal: DaySeal) -> Result<Sealed, Error> {
         let _state = self.lock();
         if let Some(stored) = self.reader().day_seal(&seal.day)? {
             if stored.content() == seal.content() {

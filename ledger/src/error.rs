@@ -83,6 +83,14 @@ pub enum Error {
         /// Why it cannot, in words.
         why: String,
     },
+    /// A sealed day cannot be imported (`rebuild`); nothing of it claims to be complete.
+    #[error("day {day} cannot be imported: {why}")]
+    Import {
+        /// The gaming day, `YYYY-MM-DD`.
+        day: String,
+        /// Why, in words.
+        why: String,
+    },
     /// The archive tier refused or failed an operation.
     #[error("archive tier: {0}")]
     Tier(String),

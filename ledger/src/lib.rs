@@ -72,6 +72,7 @@ mod purge_step;
 pub mod quarantine;
 pub mod quarantine_limits;
 mod read;
+pub mod rebuild;
 pub mod record;
 mod recover;
 mod refuse;
@@ -83,6 +84,7 @@ mod types;
 pub mod valuelog;
 mod verify;
 
+pub use append::checkpoint_first;
 pub use error::Error;
 pub use faces::{Reader, Tier, Verifier, Writer};
 pub use hold::{Blocker, BLOCKER_SCAN_MAX};

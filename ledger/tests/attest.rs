@@ -876,3 +876,67 @@ fn opening_reads_the_same_whatever_the_checkpoints_kept() {
     }
     assert_eq!(reads[0], reads[1], "entries read at open: {reads:?}");
 }
+
+/// Replicas group deliveries into calls as their timing allows. A checkpoint is judged at
+/// its place in the stream, so every grouping gives the same outcomes and the same digest.
+/// Here the checkpoint at 4 reached the stream before event 4 (a publish retried after an
+/// outage): it is beyond the head in every grouping, never kept in some and refused in
+/// others. Two faults at once: the enrollment arrives in the same stream as both.
+#[test]
+fn checkpoint_outcomes_do_not_depend_on_how_calls_are_grouped() {
+    let (admin, device) = keys();
+    let mut c = Chain::new("CSP-07");
+    let mut events = vec![
+        c.key_event(&admin, &device, KeyAction::Enroll),
+        c.announce(),
+    ];
+    let at2 = c.checkpoint(&device, 2);
+    events.extend([c.announce(), c.announce()]);
+    let at4 = c.checkpoint(&device, 4);
+    // Stream order: e1 e2 cp@2 e3 cp@4 e4.
+    let stream: Vec<(bool, ledger::Incoming)> = vec![
+        (false, events[0].clone()),
+        (false, events[1].clone()),
+        (true, at2),
+        (false, events[2].clone()),
+        (true, at4),
+        (false, events[3].clone()),
+    ];
+    let stream: Vec<(bool, ledger::Incoming)> = stream
+        .into_iter()
+        .enumerate()
+        .map(|(i, (cp, mut m))| {
+            m.stream_seq = i as u64 + 1;
+            (cp, m)
+        })
+        .collect();
+    let mut seen = Vec::new();
+    for split in 0..=stream.len() {
+        let dir = tempfile::tempdir().unwrap();
+        let l = Ledger::open(dir.path()).unwrap();
+        l.trust_admin_keys([admin.public()]).unwrap();
+        let mut outcomes = Vec::new();
+        for part in [&stream[..split], &stream[split..]] {
+            let evs: Vec<_> = part.iter().filter(|m| !m.0).map(|m| m.1.clone()).collect();
+            let cps: Vec<_> = part.iter().filter(|m| m.0).map(|m| m.1.clone()).collect();
+            let out = l.append(&evs, &cps).unwrap();
+            stored_all(&out.events);
+            outcomes.extend(out.checkpoints);
+        }
+        l.flush().unwrap();
+        assert_eq!(
+            outcomes[0],
+            CheckpointOutcome::Kept {
+                table: c.table.clone(),
+                seq: Seq(2)
+            }
+        );
+        assert_eq!(
+            quarantined(&outcomes[1..]),
+            vec![reason::CHECKPOINT_BEYOND_HEAD],
+            "split at {split}"
+        );
+        seen.push(l.digest(1).unwrap().root);
+    }
+    assert!(seen.windows(2).all(|w| w[0] == w[1]), "{seen:?}");
+}

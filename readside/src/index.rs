@@ -49,6 +49,9 @@ pub const INDEX_EVENTS_PER_PASS: u64 = 100_000;
 pub const INDEX_CHUNK_EVENTS: u64 = 16_384;
 /// Most jackpot pools whose last display a table's cursor keeps.
 pub const CURSOR_POOLS_MAX: usize = 256;
+/// Most committed signals a tail keeps for `Tail::take_raised` between takes; more are
+/// counted and left to the model (`GET /v1/analytics` lists them all the same).
+pub const RAISED_KEPT_MAX: usize = 4096;
 
 /// The tail's memory: one replayer and cursor per table (no history), the events it has
 /// read since it started, and the decision analytics when they are on (`signals`).
@@ -58,6 +61,10 @@ pub struct Tail {
     events_read: u64,
     shifts: ShiftCache,
     signals: Option<Signals>,
+    /// Signals committed since the last `take_raised`, oldest first.
+    raised: Vec<SignalRow>,
+    /// Signals committed and not kept: `raised` was full.
+    raised_dropped: u64,
 }
 
 impl Tail {
@@ -77,6 +84,21 @@ impl Tail {
     /// Events read from the ledger since this tail started, resumes included.
     pub fn events_read(&self) -> u64 {
         self.events_read
+    }
+
+    /// The signals committed since the last take, oldest first, and how many were not
+    /// kept (`RAISED_KEPT_MAX`). The server alerts on them (`alerts.<table>.<kind>`).
+    pub fn take_raised(&mut self) -> (Vec<SignalRow>, u64) {
+        let dropped = std::mem::take(&mut self.raised_dropped);
+        (std::mem::take(&mut self.raised), dropped)
+    }
+
+    /// Keeps `rows`, committed, for `take_raised`, up to `RAISED_KEPT_MAX`.
+    fn keep_raised(&mut self, rows: Vec<SignalRow>) {
+        let room = RAISED_KEPT_MAX.saturating_sub(self.raised.len());
+        self.raised_dropped += rows.len().saturating_sub(room) as u64;
+        self.raised.extend(rows.into_iter().take(room));
+        assert!(self.raised.len() <= RAISED_KEPT_MAX);
     }
 }
 
@@ -344,7 +366,9 @@ pub fn pass(
             out.signals.extend(signals.judge(&f));
         }
     }
+    let raised = out.signals.clone();
     let feed = commit(model, tail, out)?;
+    tail.keep_raised(raised);
     Ok((feed, more))
 }
 

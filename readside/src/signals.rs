@@ -12,7 +12,7 @@
 //! - The statistics live in the tail's memory. A restart resumes them at 0, which can delay
 //!   an alarm but not add false ones; a rebuild judges every round from the first.
 
-use analytics::{DecisionAlarm, Kind, Monitor, RoundFacts, Subject, TestSetting};
+use analytics::{DecisionAlarm, Monitor, RoundFacts, Subject, TestSetting};
 pub use schemas::api::{DecisionSignal as SignalRow, SignalMove as MovedRow};
 use serde::{Deserialize, Serialize};
 
@@ -69,14 +69,6 @@ pub struct Coverage {
     pub false_alarms_milli_per_1000_rounds: u64,
 }
 
-/// The alert kind of a statistic: the last token of `alerts.<table>.<kind>`.
-pub fn kind_code(kind: Kind) -> &'static str {
-    match kind {
-        Kind::HoleCard => "hole_card_play",
-        Kind::CardSharing => "card_sharing",
-    }
-}
-
 /// A float statistic in thousandths, finite or clamped.
 fn milli(x: f64) -> i64 {
     match x {
@@ -113,7 +105,7 @@ fn row_of(a: &DecisionAlarm, setting: &TestSetting) -> SignalRow {
     SignalRow {
         table: a.table.to_string(),
         round: a.alarm.round.0,
-        kind: kind_code(a.kind).to_owned(),
+        kind: a.kind.code().to_owned(),
         subject,
         box_no,
         dealer,
@@ -122,5 +114,20 @@ fn row_of(a: &DecisionAlarm, setting: &TestSetting) -> SignalRow {
         false_alarms_milli_per_1000_rounds: setting_milli(setting),
         run_rounds: a.alarm.run_rounds,
         moved,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use analytics::Kind;
+    use schemas::api::AlertKind;
+
+    #[test]
+    fn every_statistic_has_its_alert_kind() {
+        for kind in [Kind::HoleCard, Kind::CardSharing] {
+            let alert = AlertKind::of_signal(kind.code());
+            assert_eq!(alert.map(AlertKind::as_str), Some(kind.code()));
+        }
+        assert_eq!(AlertKind::of_signal("fork"), None, "not a signal's kind");
     }
 }

@@ -140,21 +140,11 @@ fn stud_main() -> Vec<PayRow> {
     ]
 }
 
-/// CS51 PLAY table (RULES-NOTES 13).
+/// CS51 PLAY table (RULES-NOTES 13): the stud table with a Royal Flush at 100 to 1.
 fn cs51_main() -> Vec<PayRow> {
-    use HandClass::*;
-    vec![
-        to1(RoyalFlush, 100),
-        to1(StraightFlush, 50),
-        to1(FourOfAKind, 20),
-        to1(FullHouse, 7),
-        to1(Flush, 5),
-        to1(Straight, 4),
-        to1(ThreeOfAKind, 3),
-        to1(TwoPairs, 2),
-        to1(OnePair, 1),
-        to1(HighCard, 1),
-    ]
+    let mut rows = stud_main();
+    rows[0] = to1(HandClass::RoyalFlush, 100);
+    rows
 }
 
 const STUD_CLAUSES: Clauses = Clauses {
@@ -189,10 +179,9 @@ pub fn rule_table(rule_set: RuleSet) -> RuleTable {
     }
 }
 
-/// The CSP6 rule table, from the seed.
-fn csp6_table() -> RuleTable {
-    use HandClass::*;
-    let rule_set = RuleSet::Csp6;
+/// What the five-card games share (CSP6 §3-§4): a BET at twice the Ante, an Ace-King
+/// qualifier, the stud pay table; no side bets, no cap. Each rule set changes what differs.
+fn stud_base(rule_set: RuleSet) -> RuleTable {
     RuleTable {
         rule_set,
         hand_len: 5,
@@ -200,6 +189,23 @@ fn csp6_table() -> RuleTable {
         main_multiple: 2,
         qualifier: Qualifier::AceKing,
         main: stud_main(),
+        jackpot: vec![],
+        jackpot_kinds: &[],
+        fold_keeps_jackpot: false,
+        fold_loses_pair_plus: false,
+        pair_plus: vec![],
+        ante_bonus: vec![],
+        bonus: vec![],
+        selection: None,
+        bet_win_cap: None,
+        clauses: STUD_CLAUSES,
+    }
+}
+
+/// The CSP6 rule table, from the seed.
+fn csp6_table() -> RuleTable {
+    use HandClass::*;
+    RuleTable {
         jackpot: vec![
             pool(RoyalFlush, 10_000),
             pool(StraightFlush, 1_000),
@@ -208,14 +214,8 @@ fn csp6_table() -> RuleTable {
             fixed(Flush, 10_000),
         ],
         jackpot_kinds: &[BetKind::Progressive],
-        fold_keeps_jackpot: false,
-        fold_loses_pair_plus: false,
-        pair_plus: vec![],
-        ante_bonus: vec![],
-        bonus: vec![],
-        selection: None,
         bet_win_cap: Some(Money(10_000_000)),
-        clauses: STUD_CLAUSES,
+        ..stud_base(RuleSet::Csp6)
     }
 }
 
@@ -240,14 +240,7 @@ fn mlp3_table() -> RuleTable {
 /// The SSP4 rule table, from the seed.
 fn ssp4_table() -> RuleTable {
     use HandClass::*;
-    let rule_set = RuleSet::Ssp4;
     RuleTable {
-        rule_set,
-        hand_len: 5,
-        main_kind: BetKind::Bet,
-        main_multiple: 2,
-        qualifier: Qualifier::AceKing,
-        main: stud_main(),
         jackpot: vec![
             pool(RoyalFlush, 10_000),
             pool(StraightFlush, 1_000),
@@ -257,12 +250,7 @@ fn ssp4_table() -> RuleTable {
         ],
         jackpot_kinds: &[BetKind::JackpotPlayer, BetKind::JackpotDealer],
         fold_keeps_jackpot: true,
-        fold_loses_pair_plus: false,
-        pair_plus: vec![],
-        ante_bonus: vec![],
-        bonus: vec![],
         selection: Some(Pays::ToOne(5)),
-        bet_win_cap: None,
         clauses: Clauses {
             fold: "3.9",
             not_qualifying: "3.12",
@@ -283,26 +271,16 @@ fn ssp4_table() -> RuleTable {
             wrong_card_count: "5.2",
             several_major_winners: "RULES-NOTES 8",
         },
+        ..stud_base(RuleSet::Ssp4)
     }
 }
 
 /// The CS51 rule table, from the seed.
 fn cs51_table() -> RuleTable {
     use HandClass::*;
-    let rule_set = RuleSet::Cs51;
     RuleTable {
-        rule_set,
-        hand_len: 5,
         main_kind: BetKind::Play,
-        main_multiple: 2,
-        qualifier: Qualifier::AceKing,
         main: cs51_main(),
-        jackpot: vec![],
-        jackpot_kinds: &[],
-        fold_keeps_jackpot: false,
-        fold_loses_pair_plus: false,
-        pair_plus: vec![],
-        ante_bonus: vec![],
         bonus: vec![
             to1(RoyalFlush, 1000),
             to1(StraightFlush, 200),
@@ -312,8 +290,6 @@ fn cs51_table() -> RuleTable {
             to1(Straight, 10),
             to1(ThreeOfAKind, 7),
         ],
-        selection: None,
-        bet_win_cap: None,
         clauses: Clauses {
             fold: "How To Play (fold forfeits the ANTE)",
             not_qualifying: "How To Play (house does not qualify)",
@@ -334,6 +310,7 @@ fn cs51_table() -> RuleTable {
             wrong_card_count: "RULES-NOTES 22",
             several_major_winners: "RULES-NOTES 8",
         },
+        ..stud_base(RuleSet::Cs51)
     }
 }
 
@@ -363,9 +340,7 @@ const TCP3_CLAUSES: Clauses = Clauses {
 /// The TCP3 rule table, from the seed.
 fn tcp3_table() -> RuleTable {
     use HandClass::*;
-    let rule_set = RuleSet::Tcp3;
     RuleTable {
-        rule_set,
         hand_len: 3,
         main_kind: BetKind::Play,
         main_multiple: 1,
@@ -397,7 +372,6 @@ fn tcp3_table() -> RuleTable {
             fixed(Straight, 1_500),
         ],
         jackpot_kinds: &[BetKind::Progressive],
-        fold_keeps_jackpot: false,
         fold_loses_pair_plus: true,
         pair_plus: vec![
             to1(StraightFlush, 40),
@@ -411,10 +385,8 @@ fn tcp3_table() -> RuleTable {
             to1(ThreeOfAKind, 4),
             to1(Straight, 1),
         ],
-        bonus: vec![],
-        selection: None,
-        bet_win_cap: None,
         clauses: TCP3_CLAUSES,
+        ..stud_base(RuleSet::Tcp3)
     }
 }
 

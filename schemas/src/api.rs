@@ -953,6 +953,12 @@ pub enum AlertKind {
     /// Another ledger node holds a different hash at the same seq of this table
     /// (`ingest::replicas`): one of the replicas is damaged.
     ReplicaDiverged,
+    /// A decision statistic crossed its threshold: decisions that fit the dealer's hidden
+    /// cards (`DecisionSignal`, read model with `serve --decision-analytics`).
+    HoleCardPlay,
+    /// A decision statistic crossed its threshold: neighbouring boxes whose decisions fit
+    /// each other's cards.
+    CardSharing,
 }
 
 impl AlertKind {
@@ -968,7 +974,16 @@ impl AlertKind {
             AlertKind::IngestResumed => "ingest_resumed",
             AlertKind::TableStuck => "table_stuck",
             AlertKind::ReplicaDiverged => "replica_diverged",
+            AlertKind::HoleCardPlay => "hole_card_play",
+            AlertKind::CardSharing => "card_sharing",
         }
+    }
+
+    /// The kind of a decision signal's `kind` (`DecisionSignal::kind`), if it names one.
+    pub fn of_signal(kind: &str) -> Option<AlertKind> {
+        [AlertKind::HoleCardPlay, AlertKind::CardSharing]
+            .into_iter()
+            .find(|k| k.as_str() == kind)
     }
 }
 
@@ -992,6 +1007,10 @@ pub struct Alert {
     pub raised_at_ns: i64,
     /// When the latest occurrence was counted (UTC ns).
     pub last_at_ns: i64,
+    /// For a decision signal's alert: the statistic, whose decisions, and the rounds that
+    /// moved it. Absent from every other kind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<DecisionSignal>,
 }
 
 /// The newest alerts first (`GET /v1/alerts`).
@@ -1003,7 +1022,7 @@ pub struct AlertList {
 }
 
 /// One decision that moved a signal's statistic.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct SignalMove {
     /// Its round.
@@ -1017,7 +1036,7 @@ pub struct SignalMove {
 }
 
 /// A decision statistic that crossed its threshold at a round (`GET /v1/analytics`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct DecisionSignal {
     /// The table of the round that raised it.

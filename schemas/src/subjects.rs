@@ -18,6 +18,9 @@ pub const INGEST_CONSUMER: &str = "ingest";
 /// The JetStream KV bucket where ledger nodes publish their heads and seals
 /// (`ingest::replicas`).
 pub const REPLICA_BUCKET: &str = "roundledger_replicas";
+/// The JetStream object store bucket holding each sealed day's file, one object named by
+/// the day (`ingest::day_store`): what a lost ledger node rebuilds from.
+pub const DAY_BUCKET: &str = "roundledger_days";
 
 /// The durable consumer of a ledger node: `ingest` without a node id (one node, the
 /// name every existing ledger resumes from), `ingest-<node_id>` with one.

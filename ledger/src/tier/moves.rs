@@ -54,6 +54,26 @@ impl Ledger {
             .ok_or_else(|| tier_err(day, "not sealed: seal it first"))
     }
 
+    /// The sealed day's file in memory, one table's events read at a time; gives up
+    /// between tables once `stop` is set.
+    pub(crate) fn day_file_bytes(
+        &self,
+        seal: &DaySeal,
+        stop: &AtomicBool,
+    ) -> Result<Vec<u8>, Error> {
+        let day = seal.day.as_str();
+        let mut writer = archive::DayWriter::new(day, &seal.to_json());
+        for t in seal.tables.iter().filter(|t| t.events > 0) {
+            if stop.load(Ordering::Relaxed) {
+                return Err(tier_err(day, "stopped before the file was written"));
+            }
+            writer
+                .add(&self.table_day(t)?)
+                .map_err(|e| tier_err(day, e))?;
+        }
+        writer.finish().map_err(|e| tier_err(day, e))
+    }
+
     /// One table's sealed range as a day file's input.
     fn table_day(&self, t: &SealedTable) -> Result<archive::TableDay, Error> {
         let mut events = Vec::with_capacity(t.events.min(1 << 16) as usize);
@@ -136,16 +156,7 @@ impl Tier<'_> {
             .tier_dir()
             .ok_or_else(|| tier_err(day, "no tier"))?;
         std::fs::create_dir_all(&dir)?;
-        let mut writer = archive::DayWriter::new(day, &seal.to_json());
-        for t in seal.tables.iter().filter(|t| t.events > 0) {
-            if stop.load(Ordering::Relaxed) {
-                return Err(tier_err(day, "stopped before the file was written"));
-            }
-            writer
-                .add(&self.table_day(t)?)
-                .map_err(|e| tier_err(day, e))?;
-        }
-        let bytes = writer.finish().map_err(|e| tier_err(day, e))?;
+        let bytes = self.day_file_bytes(&seal, stop)?;
         let path = dir.join(file_name(day));
         let tmp = dir.join(format!("{}.partial", file_name(day)));
         let mut f = std::fs::File::create(&tmp)?;

@@ -1,0 +1,181 @@
+//! Decision signals as bus alerts, end to end with real processes: `seed --hole-carder`
+//! writes a table with a hole-carding box, `serve --decision-analytics` with ingest on a
+//! real nats-server indexes it, and a subscriber on `alerts.>` gets each signal once, with
+//! its rounds. A rebuilt read model judges the same rounds again and sends nothing; an
+//! honest table sends nothing at all.
+//!
+//! Waits are bounded (`WAIT`); nothing here asserts on time.
+
+mod common;
+
+use common::roundledger;
+use common::serve::{get, listening, start, wait_for};
+use futures::StreamExt;
+use std::path::Path;
+use std::time::Duration;
+
+const ROUNDS: u64 = 600;
+const TOKEN: &str = "signal-alerts-admin-token-0123456789ab";
+/// How long a drain waits for one more message once everything expected has come.
+const QUIET: Duration = Duration::from_millis(500);
+
+/// Seeds `dir/ledger` with one CSP6 table of `ROUNDS` rounds, seed 7, and `extra` flags.
+fn seed(dir: &Path, extra: &[&str]) {
+    let ledger = dir.join("ledger");
+    let rounds = ROUNDS.to_string();
+    let mut args = vec!["seed", "--ledger", ledger.to_str().unwrap()];
+    args.extend_from_slice(&[
+        "--tables", "1", "--rounds", &rounds, "--seed", "7", "--close",
+    ]);
+    args.extend_from_slice(extra);
+    assert!(roundledger(&args).status.success());
+}
+
+/// The signals `GET /v1/analytics` lists once every round is indexed.
+fn signals_when_indexed(api: &str) -> Vec<serde_json::Value> {
+    wait_for("every round indexed", || {
+        let (_, body) = get(api, "/v1/rounds?limit=1", Some(TOKEN));
+        let total = serde_json::from_str::<serde_json::Value>(&body)
+            .ok()
+            .and_then(|v| v["total"].as_u64());
+        (total == Some(ROUNDS), body)
+    });
+    let (status, body) = get(api, "/v1/analytics", Some(TOKEN));
+    assert_eq!(status, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["computed"], true, "{v}");
+    v["signals"].as_array().unwrap().clone()
+}
+
+/// The signal alerts on `sub` until no message comes for `QUIET`: (subject, JSON).
+/// Other alerts are left out.
+async fn drain(sub: &mut async_nats::Subscriber) -> Vec<(String, serde_json::Value)> {
+    let mut out = Vec::new();
+    while let Ok(Some(m)) = tokio::time::timeout(QUIET, sub.next()).await {
+        let v: serde_json::Value = serde_json::from_slice(&m.payload).expect("alert JSON");
+        let signal_kind =
+            ["hole_card_play", "card_sharing"].contains(&v["kind"].as_str().unwrap_or(""));
+        assert_eq!(
+            signal_kind,
+            v.get("signal").is_some(),
+            "a signal's alert carries it: {v}"
+        );
+        if signal_kind {
+            out.push((m.subject.to_string(), v));
+        }
+    }
+    out
+}
+
+/// Whether serve's log says a table's signals were recognised as published before.
+fn said_published_before(log: &Path) -> bool {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    text.lines().any(|l| l.contains("signals published before"))
+}
+
+/// Checks `alert` against the signal the API lists for it.
+fn matches_signal(subject: &str, alert: &serde_json::Value, signals: &[serde_json::Value]) {
+    let s = &alert["signal"];
+    assert_eq!(
+        subject,
+        format!(
+            "alerts.{}.{}",
+            alert["table"].as_str().unwrap(),
+            s["kind"].as_str().unwrap()
+        )
+    );
+    assert_eq!(alert["kind"], s["kind"], "{alert}");
+    let listed = signals.iter().find(|l| {
+        l["round"] == s["round"] && l["kind"] == s["kind"] && l["subject"] == s["subject"]
+    });
+    let listed = listed.unwrap_or_else(|| panic!("alert of no listed signal: {alert}"));
+    assert_eq!(listed["statistic_milli"], s["statistic_milli"]);
+    assert_eq!(listed["moved"], s["moved"], "the rounds that moved it");
+    let round = s["round"].as_u64().unwrap().to_string();
+    assert!(
+        alert["detail"].as_str().unwrap().contains(&round),
+        "{alert}"
+    );
+}
+
+#[test]
+fn each_signal_is_alerted_once_and_a_rebuild_sends_none_again() {
+    let nats = natsd::NatsServer::start().expect("nats-server");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let client = rt
+        .block_on(async_nats::connect(nats.url()))
+        .expect("connect");
+    let mut sub = rt
+        .block_on(client.subscribe("alerts.>"))
+        .expect("subscribe");
+    rt.block_on(client.flush()).expect("flush");
+
+    let dir = tempfile::tempdir().unwrap();
+    seed(dir.path(), &["--hole-carder", "1:3"]);
+    let settings = "decision-analytics = 1.0\n";
+    let (mut serve, log) = start(dir.path(), &nats.url(), TOKEN, settings);
+    let (api, _) = listening(&log);
+    let signals = signals_when_indexed(&api);
+    assert!(
+        signals.iter().any(|s| s["subject"] == "box 3"),
+        "{signals:?}"
+    );
+    let mut alerts = Vec::new();
+    wait_for("an alert for every signal", || {
+        alerts.extend(rt.block_on(drain(&mut sub)));
+        (alerts.len() >= signals.len(), alerts.len())
+    });
+    assert!(serve.stop(), "serve stops cleanly");
+    alerts.extend(rt.block_on(drain(&mut sub)));
+    assert_eq!(alerts.len(), signals.len(), "each signal once: {alerts:?}");
+    for (subject, a) in &alerts {
+        matches_signal(subject, a, &signals);
+    }
+    let hole = alerts
+        .iter()
+        .find(|(_, a)| a["signal"]["subject"] == "box 3");
+    let (subject, hole) = hole.expect("box 3's alert");
+    assert!(subject.ends_with(".hole_card_play"), "{subject}");
+    assert_eq!(hole["signal"]["box_no"], 3);
+    assert!(
+        hole["signal"]["moved"].as_array().unwrap().len() > 1,
+        "{hole}"
+    );
+
+    // The read model deleted: the restart judges every round again, and sends nothing.
+    std::fs::remove_dir_all(dir.path().join("ledger").join("readmodel")).unwrap();
+    let (mut serve, log) = start(dir.path(), &nats.url(), TOKEN, settings);
+    let (api, _) = listening(&log);
+    assert_eq!(
+        signals_when_indexed(&api),
+        signals,
+        "the rebuild finds them again"
+    );
+    wait_for("the publisher sees them published before", || {
+        (said_published_before(&log), ())
+    });
+    assert!(serve.stop(), "serve stops cleanly");
+    let again = rt.block_on(drain(&mut sub));
+    assert!(again.is_empty(), "sent again: {again:?}");
+}
+
+#[test]
+fn an_honest_table_sends_no_signal_alert() {
+    let nats = natsd::NatsServer::start().expect("nats-server");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let client = rt
+        .block_on(async_nats::connect(nats.url()))
+        .expect("connect");
+    let mut sub = rt
+        .block_on(client.subscribe("alerts.>"))
+        .expect("subscribe");
+    rt.block_on(client.flush()).expect("flush");
+    let dir = tempfile::tempdir().unwrap();
+    seed(dir.path(), &[]);
+    let (mut serve, log) = start(dir.path(), &nats.url(), TOKEN, "decision-analytics = 1.0\n");
+    let (api, _) = listening(&log);
+    assert_eq!(signals_when_indexed(&api), Vec::<serde_json::Value>::new());
+    assert!(serve.stop(), "serve stops cleanly");
+    let alerts = rt.block_on(drain(&mut sub));
+    assert!(alerts.is_empty(), "{alerts:?}");
+}

@@ -1,0 +1,205 @@
+//! The read model's decision signals as alerts (`ingest::signal_alerts`), against a real
+//! nats-server and ledger: each signal goes out once on `alerts.<table>.<kind>`; the same
+//! signals handed over again, by the same ingest or after a restart, go out never again;
+//! with several nodes only the alerts lease's holder sends, and the others keep them.
+//!
+//! Each check of "nothing sent" is closed by a later signal that must come next, so no
+//! wait decides a result. Waits are bounded (`WAIT`); nothing asserts on time.
+
+mod common;
+
+use common::{open, Running};
+use futures::StreamExt;
+use ingest::signal_alerts::{channel, mark_key, SignalSender};
+use ingest::IngestConfig;
+use schemas::api::{Alert, AlertKind, DecisionSignal, SignalMove};
+use std::time::Duration;
+
+const WAIT: Duration = Duration::from_secs(60);
+
+fn signal(table: &str, kind: &str, round: u64, subject: &str) -> DecisionSignal {
+    DecisionSignal {
+        table: table.into(),
+        round,
+        kind: kind.into(),
+        subject: subject.into(),
+        box_no: Some(3),
+        dealer: None,
+        statistic_milli: 9_600,
+        threshold_milli: 9_210,
+        false_alarms_milli_per_1000_rounds: 1_000,
+        run_rounds: 31,
+        moved: vec![SignalMove {
+            round: round.saturating_sub(4),
+            box_no: 3,
+            by_milli: 2_100,
+            text: "raised K-J-5; the dealer did not qualify".into(),
+        }],
+    }
+}
+
+/// The next alert on `sub`, within `WAIT`: (subject, lease node header, alert).
+async fn next(sub: &mut async_nats::Subscriber) -> (String, Option<String>, Alert) {
+    let m = tokio::time::timeout(WAIT, sub.next()).await;
+    let m = m
+        .expect("an alert within the wait")
+        .expect("subscription open");
+    let node = m
+        .headers
+        .as_ref()
+        .and_then(|h| h.get(ingest::lease::LEASE_NODE_HEADER))
+        .map(|v| v.as_str().to_string());
+    let alert = serde_json::from_slice(&m.payload).expect("alert JSON");
+    (m.subject.to_string(), node, alert)
+}
+
+/// The (table, round, subject) of the next `n` alerts, in arrival order.
+async fn rounds(sub: &mut async_nats::Subscriber, n: usize) -> Vec<(String, u64, String)> {
+    let mut out = Vec::new();
+    for _ in 0..n {
+        let (subject, _, a) = next(sub).await;
+        let s = a.signal.expect("a signal's alert carries it");
+        assert_eq!(subject, format!("alerts.{}.{}", s.table, s.kind));
+        assert_eq!(a.kind.as_str(), s.kind);
+        out.push((s.table, s.round, s.subject));
+    }
+    out
+}
+
+fn start(url: &str, dir: &std::path::Path, node: Option<&str>) -> (Running, SignalSender) {
+    let (tx, inbox) = channel();
+    let mut config = IngestConfig::new(url);
+    config.signals = inbox;
+    config.node_id = node.map(str::to_string);
+    (Running::start_with(config, open(dir)), tx)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_signal_goes_out_once_across_a_restart() {
+    let server = natsd::NatsServer::start().expect("nats-server");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let observer = async_nats::connect(server.url()).await.expect("observer");
+    let mut sub = observer.subscribe("alerts.>").await.expect("sub");
+    observer.flush().await.expect("flush");
+    let (ingest, tx) = start(&server.url(), dir.path(), None);
+
+    // One pass: two signals of one round of T-1, one of T-2.
+    let pass = vec![
+        signal("T-1", "hole_card_play", 100, "box 3"),
+        signal("T-1", "card_sharing", 100, "boxes 3-4"),
+        signal("T-2", "hole_card_play", 50, "dealer D-9"),
+    ];
+    tx.send(pass.clone());
+    let mut got = rounds(&mut sub, 3).await;
+    got.sort();
+    assert_eq!(
+        got,
+        vec![
+            ("T-1".into(), 100, "box 3".into()),
+            ("T-1".into(), 100, "boxes 3-4".into()),
+            ("T-2".into(), 50, "dealer D-9".into()),
+        ]
+    );
+    // The same pass again (a rebuilt read model), then a new round: only the new one.
+    tx.send(pass.clone());
+    tx.send(vec![signal("T-1", "hole_card_play", 101, "table")]);
+    assert_eq!(
+        rounds(&mut sub, 1).await,
+        vec![("T-1".into(), 101, "table".into())]
+    );
+    let kept = ingest.alerts.recent();
+    assert_eq!(kept.len(), 4, "each kept once: {kept:?}");
+    assert!(kept.iter().all(|a| a.count == 1 && a.signal.is_some()));
+    assert_eq!(kept[0].kind, AlertKind::HoleCardPlay);
+    ingest.stop().await;
+
+    // The mark is in the replica bucket.
+    let js = async_nats::jetstream::new(observer.clone());
+    let bucket = js
+        .get_key_value(schemas::subjects::REPLICA_BUCKET)
+        .await
+        .expect("the replica bucket");
+    let t1 = schemas::TableId::new("T-1").unwrap();
+    let mark = bucket
+        .get(mark_key(&t1))
+        .await
+        .expect("read")
+        .expect("mark");
+    assert_eq!(&mark[..], b"101");
+
+    // A restart with every signal handed over again, and one new: only the new one.
+    let (ingest, tx) = start(&server.url(), dir.path(), None);
+    tx.send(pass);
+    tx.send(vec![
+        signal("T-1", "hole_card_play", 101, "table"),
+        signal("T-2", "card_sharing", 51, "boxes 1-2"),
+    ]);
+    assert_eq!(
+        rounds(&mut sub, 1).await,
+        vec![("T-2".into(), 51, "boxes 1-2".into())]
+    );
+    assert_eq!(
+        ingest.alerts.recent().len(),
+        1,
+        "old signals are not logged again"
+    );
+    ingest.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_alerts_lease_holder_sends_a_signal() {
+    let server = natsd::NatsServer::start().expect("nats-server");
+    let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let observer = async_nats::connect(server.url()).await.expect("observer");
+    let mut sub = observer
+        .subscribe("alerts.*.hole_card_play")
+        .await
+        .expect("sub");
+    observer.flush().await.expect("flush");
+    let (n1, tx1) = start(&server.url(), d1.path(), Some("n1"));
+    // n1 takes the free lease before its first fetch; n2 starts once it holds it.
+    let js = async_nats::jetstream::new(observer.clone());
+    let holder = wait_holder(&js).await;
+    assert_eq!(holder, "n1");
+    let (n2, tx2) = start(&server.url(), d2.path(), Some("n2"));
+
+    // Both read models raise the same signal; n2 first.
+    let s = signal("T-1", "hole_card_play", 40, "box 3");
+    tx2.send(vec![s.clone()]);
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while n2.alerts.recent().is_empty() {
+        assert!(tokio::time::Instant::now() < deadline, "n2 never kept it");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tx1.send(vec![s]);
+    let (_, node, alert) = next(&mut sub).await;
+    assert_eq!(node.as_deref(), Some("n1"), "the holder sent it");
+    assert_eq!(alert.signal.map(|s| s.round), Some(40));
+    // n2 kept it and sent nothing: n1's next signal is the next message.
+    tx2.send(vec![signal("T-1", "hole_card_play", 41, "table")]);
+    tx1.send(vec![signal("T-1", "hole_card_play", 41, "table")]);
+    let (_, node, alert) = next(&mut sub).await;
+    assert_eq!(
+        (node.as_deref(), alert.signal.map(|s| s.round)),
+        (Some("n1"), Some(41))
+    );
+    n2.stop().await;
+    n1.stop().await;
+    let quiet = tokio::time::timeout(Duration::from_millis(300), sub.next()).await;
+    assert!(quiet.is_err(), "no other alert: {quiet:?}");
+}
+
+/// The node that holds the alerts lease, once one does (within `WAIT`).
+async fn wait_holder(js: &async_nats::jetstream::Context) -> String {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let bucket = js.get_key_value(ingest::lease::bucket_name("alerts")).await;
+        if let Ok(b) = bucket {
+            if let Ok(Some(v)) = b.get("alerts").await {
+                return String::from_utf8_lossy(&v).into_owned();
+            }
+        }
+        assert!(tokio::time::Instant::now() < deadline, "no holder");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
