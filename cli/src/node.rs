@@ -183,13 +183,14 @@ async fn import(
     let rule = a.day.rule()?;
     let keys = crate::serve::trusted_admin_keys(&a.admin_keys, a.trust_simulated_admin)?;
     let l = Arc::new(Ledger::open(dir).with_context(|| format!("creating {}", dir.display()))?);
-    l.set_day_rule(&rule)?;
-    l.trust_admin_keys(keys)?;
+    l.writer().set_day_rule(&rule)?;
+    l.writer().trust_admin_keys(keys)?;
     let mut events = 0u64;
     for day in days {
         let file = day_store::get_day(bucket, day).await?;
         let ledger = l.clone();
-        let checked = tokio::task::spawn_blocking(move || ledger.import_day(&file, &key)).await??;
+        let checked =
+            tokio::task::spawn_blocking(move || ledger.writer().import_day(&file, &key)).await??;
         anyhow::ensure!(
             checked.seal.day == *day,
             "object {day} holds day {}'s file",

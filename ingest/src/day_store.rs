@@ -153,7 +153,7 @@ pub async fn put_sealed_days(
         let mut out = Vec::new();
         let mut before: Option<String> = None;
         while out.len() < DAYS_WALKED_MAX {
-            let page = l.day_seals(before.as_deref(), 64)?;
+            let page = l.reader().day_seals(before.as_deref(), 64)?;
             let Some(last) = page.last() else { break };
             before = Some(last.day.clone());
             for s in page {
@@ -169,7 +169,7 @@ pub async fn put_sealed_days(
     let mut stored = Vec::new();
     for day in missing.into_iter().rev() {
         let (l, d) = (ledger.clone(), day.clone());
-        let file = blocking(move || l.day_file(&d)).await?;
+        let file = blocking(move || l.reader().day_file(&d)).await?;
         if put_day(&bucket, &day, &file).await? == PutDay::Stored {
             tracing::info!(day = %day, bytes = file.len(), "day file stored in the day bucket");
             stored.push(day);

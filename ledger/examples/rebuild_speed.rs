@@ -1,5 +1,5 @@
 //! Rebuild time per million events (issue 43 item 4): sealed days' files imported into
-//! an empty ledger (`Ledger::import_day`), each checked against its seal first. The
+//! an empty ledger (`Writer::import_day`), each checked against its seal first. The
 //! source ledger is built through the library (`tests/common/archived.rs`): two tables,
 //! 1,000 events a table a day, each day sealed and written as a day file in memory.
 //! Only the imports are timed; fetching from the bucket is not included.
@@ -32,13 +32,13 @@ fn main() {
     let days = events.div_ceil(per_day);
     let t0 = Instant::now();
     let source = Ledger::open(root.join("source")).expect("open");
-    source.set_day_rule(&rule()).expect("rule");
+    source.writer().set_day_rule(&rule()).expect("rule");
     let mut b = Builder::new().events_per_day(EVENTS_PER_TABLE_DAY);
     let mut files = Vec::new();
     for _ in 0..days {
         b.append_day(&source);
         let day = b.seal_day(&source);
-        files.push(source.day_file(&day).expect("day file"));
+        files.push(source.reader().day_file(&day).expect("day file"));
     }
     let file_bytes: usize = files.iter().map(Vec::len).sum();
     println!(
@@ -48,14 +48,14 @@ fn main() {
     );
     let key = schemas::attest::SigningKey::derive_for_simulation("house-seal").public();
     let rebuilt = Ledger::open(root.join("rebuilt")).expect("open");
-    rebuilt.set_day_rule(&rule()).expect("rule");
+    rebuilt.writer().set_day_rule(&rule()).expect("rule");
     let t1 = Instant::now();
     let mut imported = 0u64;
     for file in &files {
-        imported += rebuilt.import_day(file, &key).expect("import").events;
+        imported += rebuilt.writer().import_day(file, &key).expect("import").events;
     }
     let took = t1.elapsed();
-    assert_eq!(rebuilt.heads(), source.heads());
+    assert_eq!(rebuilt.reader().heads(), source.reader().heads());
     let per_million_s = took.as_secs_f64() * 1e6 / imported as f64;
     println!(
         "imported {imported} events of {days} days in {:.2} s: {per_million_s:.1} s per million events, {:.0} events/s",

@@ -106,7 +106,7 @@ impl Ledger {
     /// how deliveries were grouped into calls: every replica judges it alike.
     fn decide_in_stream_order(
         &self,
-        state: &crate::State,
+        state: &crate::owner::State,
         call: &mut Call,
         events: &[Incoming],
         checkpoints: &[Incoming],

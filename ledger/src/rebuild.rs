@@ -15,7 +15,7 @@
 //! - A failed import leaves part of a day: the caller imports into a fresh directory and
 //!   discards it on error (`roundledger node rebuild`).
 
-use crate::{Appended, Error, Incoming, Ledger, Provenance, APPEND_BATCH_LEN_MAX};
+use crate::{Appended, Error, Incoming, Provenance, Reader, Writer, APPEND_BATCH_LEN_MAX};
 use schemas::attest::PublicKey;
 use schemas::seal::{DaySeal, SealedTable};
 use schemas::TableId;
@@ -32,7 +32,7 @@ pub struct CheckedDay {
     /// The highest stream seq among the day's events; `None` for a day without events.
     pub last_stream_seq: Option<u64>,
     /// On import: the seal names another node's seal of the day before than the one
-    /// imported (`Ledger::import_day`).
+    /// imported (`Writer::import_day`).
     pub previous_from_other_node: bool,
 }
 
@@ -104,7 +104,7 @@ fn table_events(file: &[u8], day: &str, t: &SealedTable) -> Result<Vec<archive::
     Ok(events)
 }
 
-impl Ledger {
+impl Reader<'_> {
     /// The sealed `day`'s file (schemas/ARCHIVE.md) in memory, from the hot tier.
     pub fn day_file(&self, day: &str) -> Result<Vec<u8>, Error> {
         let seal = self
@@ -112,7 +112,9 @@ impl Ledger {
             .ok_or_else(|| refuse(day, "it is not sealed"))?;
         self.day_file_bytes(&seal, &AtomicBool::new(false))
     }
+}
 
+impl Writer<'_> {
     /// Checks `file` (`check_day_file`) and imports it: each table's events appended as
     /// ingested, each head then held to the seal's, then the seal stored.
     pub fn import_day(&self, file: &[u8], seal_key: &PublicKey) -> Result<CheckedDay, Error> {
@@ -127,7 +129,7 @@ impl Ledger {
         }
         self.flush()?;
         for t in &seal.tables {
-            let head = self.head(&t.table);
+            let head = self.reader().head(&t.table);
             let (seq, hash) = head.map_or((0, GENESIS), |h| (h.seq.0, h.hash));
             if (seq, hash) != (t.last_seq.0, t.head_hash) {
                 return Err(refuse(
@@ -148,10 +150,10 @@ impl Ledger {
     /// The seal follows the last stored seal: it names that seal and starts at its end.
     fn check_follows(&self, seal: &DaySeal) -> Result<(), Error> {
         let day = seal.day.as_str();
-        if self.day_seal(day)?.is_some() {
+        if self.reader().day_seal(day)?.is_some() {
             return Err(refuse(day, "this ledger holds its seal already"));
         }
-        let last = self.day_seals(None, 1)?.into_iter().next();
+        let last = self.reader().day_seals(None, 1)?.into_iter().next();
         match (&last, seal.previous) {
             (None, None) => Ok(()),
             (None, Some(_)) => Err(refuse(
@@ -177,13 +179,18 @@ impl Ledger {
     /// nodes. Continuity is then held by the bounds and every table's head, and
     /// `verify_day` names the link.
     fn names_other_previous(&self, seal: &DaySeal) -> Result<bool, Error> {
-        let before = self.day_seals(Some(&seal.day), 1)?.into_iter().next();
+        let before = self
+            .reader()
+            .day_seals(Some(&seal.day), 1)?
+            .into_iter()
+            .next();
         Ok(matches!((before, seal.previous), (Some(b), Some(p)) if b.digest() != p))
     }
 
     /// A table's sealed range starts right after its head: no seq is skipped.
     fn check_table_starts(&self, day: &str, t: &SealedTable) -> Result<(), Error> {
         let (seq, hash) = self
+            .reader()
             .head(&t.table)
             .map_or((0, GENESIS), |h| (h.seq.0, h.hash));
         if seq + 1 != t.first_seq.0 || hash != t.anchor_hash {

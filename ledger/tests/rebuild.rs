@@ -12,13 +12,13 @@ use schemas::attest::SigningKey;
 /// Three sealed days of two tables (`Builder`): each day's file, and the source ledger.
 fn sealed_days(dir: &std::path::Path) -> (Ledger, Vec<(String, Vec<u8>)>) {
     let l = Ledger::open(dir.join("source")).expect("open");
-    l.set_day_rule(&rule()).expect("rule");
+    l.writer().set_day_rule(&rule()).expect("rule");
     let mut b = Builder::new().events_per_day(40);
     let mut files = Vec::new();
     for _ in 0..3 {
         b.append_day(&l);
         let day = b.seal_day(&l);
-        files.push((day.clone(), l.day_file(&day).expect("day file")));
+        files.push((day.clone(), l.reader().day_file(&day).expect("day file")));
     }
     (l, files)
 }
@@ -29,7 +29,7 @@ fn seal_key() -> schemas::attest::PublicKey {
 
 fn fresh(dir: &std::path::Path, name: &str) -> Ledger {
     let l = Ledger::open(dir.join(name)).expect("open");
-    l.set_day_rule(&rule()).expect("rule");
+    l.writer().set_day_rule(&rule()).expect("rule");
     l
 }
 
@@ -47,21 +47,24 @@ fn a_ledger_rebuilt_from_its_day_files_has_the_same_heads_and_digest() {
     let rebuilt = fresh(tmp.path(), "rebuilt");
     let mut events = 0;
     for (day, file) in &files {
-        let checked = rebuilt.import_day(file, &seal_key()).expect("import");
+        let checked = rebuilt
+            .writer()
+            .import_day(file, &seal_key())
+            .expect("import");
         assert_eq!(&checked.seal.day, day);
         events += checked.events;
     }
     assert_eq!(events, 3 * 40 * 2);
-    assert_eq!(source.heads(), rebuilt.heads());
+    assert_eq!(source.reader().heads(), rebuilt.reader().heads());
     let (a, b) = (
-        source.digest(1).expect("digest"),
-        rebuilt.digest(1).expect("digest"),
+        source.verifier().digest(1).expect("digest"),
+        rebuilt.verifier().digest(1).expect("digest"),
     );
     assert_eq!(a, b);
     for (day, _) in &files {
         assert_eq!(
-            source.day_seal(day).unwrap(),
-            rebuilt.day_seal(day).unwrap()
+            source.reader().day_seal(day).unwrap(),
+            rebuilt.reader().day_seal(day).unwrap()
         );
     }
     let last = check_day_file(&files[2].1, &seal_key()).expect("check");
@@ -73,18 +76,21 @@ fn a_tampered_file_is_refused_naming_its_day_and_nothing_of_it_is_sealed() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let (_source, files) = sealed_days(tmp.path());
     let rebuilt = fresh(tmp.path(), "rebuilt");
-    rebuilt.import_day(&files[0].1, &seal_key()).expect("day 1");
+    rebuilt
+        .writer()
+        .import_day(&files[0].1, &seal_key())
+        .expect("day 1");
     // One byte near the end of the file: inside the last table's frame.
     let mut bad = files[1].1.clone();
     let at = bad.len() - 20;
     bad[at] ^= 0x40;
-    let (day, why) = refused_day(rebuilt.import_day(&bad, &seal_key()));
+    let (day, why) = refused_day(rebuilt.writer().import_day(&bad, &seal_key()));
     assert_eq!(day, files[1].0);
     assert!(why.contains("does not match its seal"), "{why}");
-    assert!(rebuilt.day_seal(&files[1].0).unwrap().is_none());
+    assert!(rebuilt.reader().day_seal(&files[1].0).unwrap().is_none());
     // Another key's seal is refused before any frame is read.
     let other = SigningKey::derive_for_simulation("not-the-house").public();
-    let (day, why) = refused_day(rebuilt.import_day(&files[1].1, &other));
+    let (day, why) = refused_day(rebuilt.writer().import_day(&files[1].1, &other));
     assert_eq!(day, files[1].0);
     assert!(why.contains("does not verify"), "{why}");
 }
@@ -95,20 +101,23 @@ fn a_day_left_out_or_imported_twice_is_refused() {
     let (_source, files) = sealed_days(tmp.path());
     // The first day missing: the second's seal names a previous seal.
     let a = fresh(tmp.path(), "a");
-    let (day, why) = refused_day(a.import_day(&files[1].1, &seal_key()));
+    let (day, why) = refused_day(a.writer().import_day(&files[1].1, &seal_key()));
     assert_eq!(day, files[1].0);
     assert!(why.contains("an earlier day is missing"), "{why}");
-    assert!(a.heads().is_empty(), "nothing appended");
+    assert!(a.reader().heads().is_empty(), "nothing appended");
     // A day between missing: the third does not follow the first.
-    a.import_day(&files[0].1, &seal_key()).expect("day 1");
-    let (day, why) = refused_day(a.import_day(&files[2].1, &seal_key()));
+    a.writer()
+        .import_day(&files[0].1, &seal_key())
+        .expect("day 1");
+    let (day, why) = refused_day(a.writer().import_day(&files[2].1, &seal_key()));
     assert_eq!(day, files[2].0);
     assert!(why.contains("a day between them is missing"), "{why}");
     // The same day again.
-    let (day, why) = refused_day(a.import_day(&files[0].1, &seal_key()));
+    let (day, why) = refused_day(a.writer().import_day(&files[0].1, &seal_key()));
     assert_eq!(day, files[0].0);
     assert!(why.contains("holds its seal already"), "{why}");
-    a.import_day(&files[1].1, &seal_key())
+    a.writer()
+        .import_day(&files[1].1, &seal_key())
         .expect("day 2 in order");
 }
 
