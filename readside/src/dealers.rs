@@ -134,3 +134,141 @@ pub fn take(row: &mut DealerRow, d: &Digest) {
         "sizes stay positive"
     );
 }
+
+/// Most dealer rows one answer assesses.
+pub const DEALERS_SERVED_MAX: usize = 10_000;
+
+/// Fewest decided rounds for which a dealer's rates are given (else null with a reason).
+pub const RATE_ROUNDS_MIN: u64 = 100;
+
+/// Thousandths of `k` per 1,000 of `n` (`n` > 0), rounded down.
+fn milli_per_1000(k: u64, n: u64) -> u64 {
+    assert!(n > 0, "a rate of no rounds");
+    let x = u128::from(k) * 1_000_000 / u128::from(n);
+    u64::try_from(x).unwrap_or(u64::MAX)
+}
+
+/// The median of `xs` (the lower middle of an even count); `None` when empty.
+fn median(mut xs: Vec<u64>) -> Option<u64> {
+    xs.sort_unstable();
+    let n = xs.len();
+    (n > 0).then(|| xs[(n - 1) / 2])
+}
+
+/// The counts a rate is of: payout error lines, disputed, irregular, exposures.
+fn rate_counts(r: &DealerRow) -> [u64; 4] {
+    [
+        r.overpaid_lines + r.underpaid_lines,
+        r.disputed_rounds,
+        r.irregular_rounds,
+        r.exposure_findings,
+    ]
+}
+
+/// Rounds per hour in thousandths over the first opening to the last close.
+fn pace_milli(r: &DealerRow) -> Option<u64> {
+    let span_ns = r.last_closed_at_ns? - r.first_opened_at_ns?;
+    let span_ns = u128::try_from(span_ns).ok().filter(|&s| s > 0)?;
+    let x = u128::from(r.rounds) * 3_600_000_000_000_000 / span_ns;
+    Some(u64::try_from(x).unwrap_or(u64::MAX))
+}
+
+/// Every dealer's counts, their rates per 1,000 rounds and the floor's medians. A dealer
+/// with fewer than `RATE_ROUNDS_MIN` rounds has null rates, and is left out of the medians.
+pub fn assess(rows: &[DealerRow]) -> Vec<schemas::api::DealerQuality> {
+    let rated: Vec<&DealerRow> = rows
+        .iter()
+        .filter(|r| r.rounds >= RATE_ROUNDS_MIN)
+        .collect();
+    let medians: Vec<Option<u64>> = (0..4)
+        .map(|i| {
+            median(
+                rated
+                    .iter()
+                    .map(|r| milli_per_1000(rate_counts(r)[i], r.rounds))
+                    .collect(),
+            )
+        })
+        .collect();
+    rows.iter().map(|r| quality_of(r, &medians)).collect()
+}
+
+fn quality_of(r: &DealerRow, medians: &[Option<u64>]) -> schemas::api::DealerQuality {
+    use schemas::api::DealerRate;
+    let enough = r.rounds >= RATE_ROUNDS_MIN;
+    let counts = rate_counts(r);
+    let rate = |i: usize| DealerRate {
+        milli_per_1000_rounds: enough.then(|| milli_per_1000(counts[i], r.rounds)),
+        floor_median_milli_per_1000_rounds: medians[i],
+    };
+    let reason = (!enough).then(|| {
+        format!(
+            "{} decided rounds: rates need at least {RATE_ROUNDS_MIN}",
+            r.rounds
+        )
+    });
+    schemas::api::DealerQuality {
+        dealer: r.dealer.clone(),
+        rounds: r.rounds,
+        disputed_rounds: r.disputed_rounds,
+        overpaid_lines: r.overpaid_lines,
+        overpaid_minor: r.overpaid_minor,
+        underpaid_lines: r.underpaid_lines,
+        underpaid_minor: r.underpaid_minor,
+        irregular_rounds: r.irregular_rounds,
+        exposure_findings: r.exposure_findings,
+        first_opened_at_ns: r.first_opened_at_ns,
+        last_closed_at_ns: r.last_closed_at_ns,
+        payout_errors: rate(0),
+        disputed: rate(1),
+        irregular: rate(2),
+        exposures: rate(3),
+        rounds_per_hour_milli: pace_milli(r).filter(|_| enough),
+        rates_null_reason: reason,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(name: &str, rounds: u64, over_lines: u64) -> DealerRow {
+        DealerRow {
+            dealer: name.into(),
+            rounds,
+            overpaid_lines: over_lines,
+            first_opened_at_ns: Some(0),
+            last_closed_at_ns: Some(3_600_000_000_000),
+            ..DealerRow::default()
+        }
+    }
+
+    #[test]
+    fn rates_against_the_floor_median_and_null_below_the_minimum() {
+        let rows = [
+            row("A", 1_000, 2),
+            row("B", 1_000, 4),
+            row("C", 500, 20),
+            row("D", 99, 50),
+        ];
+        let q = assess(&rows);
+        // Rated: A 2.000, B 4.000, C 40.000 per 1,000; the median is B's.
+        assert_eq!(q[2].payout_errors.milli_per_1000_rounds, Some(40_000));
+        assert_eq!(
+            q[2].payout_errors.floor_median_milli_per_1000_rounds,
+            Some(4_000)
+        );
+        assert_eq!(q[0].rounds_per_hour_milli, Some(1_000_000));
+        // D has 99 rounds: null rates with a reason, never 0, and out of the median.
+        assert_eq!(q[3].payout_errors.milli_per_1000_rounds, None);
+        assert_eq!(q[3].rounds_per_hour_milli, None);
+        assert!(q[3]
+            .rates_null_reason
+            .as_deref()
+            .is_some_and(|s| s.contains("99")));
+        assert_eq!(q[0].rates_null_reason, None);
+        // With no dealer rated, the medians are unknown too.
+        let few = assess(&[row("D", 99, 50)]);
+        assert_eq!(few[0].disputed.floor_median_milli_per_1000_rounds, None);
+    }
+}
