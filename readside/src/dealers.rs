@@ -165,14 +165,6 @@ fn rate_counts(r: &DealerRow) -> [u64; 4] {
     ]
 }
 
-/// Rounds per hour in thousandths over the first opening to the last close.
-fn pace_milli(r: &DealerRow) -> Option<u64> {
-    let span_ns = r.last_closed_at_ns? - r.first_opened_at_ns?;
-    let span_ns = u128::try_from(span_ns).ok().filter(|&s| s > 0)?;
-    let x = u128::from(r.rounds) * 3_600_000_000_000_000 / span_ns;
-    Some(u64::try_from(x).unwrap_or(u64::MAX))
-}
-
 /// Every dealer's counts, their rates per 1,000 rounds and the floor's medians. A dealer
 /// with fewer than `RATE_ROUNDS_MIN` rounds has null rates, and is left out of the medians.
 pub fn assess(rows: &[DealerRow]) -> Vec<schemas::api::DealerQuality> {
@@ -223,7 +215,6 @@ fn quality_of(r: &DealerRow, medians: &[Option<u64>]) -> schemas::api::DealerQua
         disputed: rate(1),
         irregular: rate(2),
         exposures: rate(3),
-        rounds_per_hour_milli: pace_milli(r).filter(|_| enough),
         rates_null_reason: reason,
     }
 }
@@ -258,10 +249,8 @@ mod tests {
             q[2].payout_errors.floor_median_milli_per_1000_rounds,
             Some(4_000)
         );
-        assert_eq!(q[0].rounds_per_hour_milli, Some(1_000_000));
         // D has 99 rounds: null rates with a reason, never 0, and out of the median.
         assert_eq!(q[3].payout_errors.milli_per_1000_rounds, None);
-        assert_eq!(q[3].rounds_per_hour_milli, None);
         assert!(q[3]
             .rates_null_reason
             .as_deref()

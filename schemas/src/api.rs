@@ -1127,8 +1127,6 @@ pub struct DealerQuality {
     pub irregular: DealerRate,
     /// Exposed-card findings per 1,000 rounds.
     pub exposures: DealerRate,
-    /// Rounds per hour from first opening to last close (breaks included), thousandths.
-    pub rounds_per_hour_milli: Option<u64>,
     /// Why the rates are null, when they are.
     pub rates_null_reason: Option<String>,
 }
