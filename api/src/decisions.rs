@@ -1,6 +1,7 @@
 //! `GET /v1/analytics`: the decision signals the read model keeps (`readside::signals`),
 //! each with links to its rounds. An empty list is "none" only when every round was judged;
-//! otherwise the answer says the signals are not computed, and why.
+//! otherwise the answer says the signals are not computed, and why. It also gives each
+//! dealer's quality counts and rates against the floor (`readside::dealers`).
 
 use crate::params::table_id;
 use crate::read::{blocking, Refusal};
@@ -22,7 +23,7 @@ pub struct AnalyticsQuery {
     /// Only this table's signals.
     #[param(pattern = "^[A-Za-z0-9_-]{1,32}$")]
     table: Option<String>,
-    /// Only this dealer's statistic.
+    /// Only this dealer's statistic and quality row.
     dealer: Option<String>,
     /// Only this kind: `hole_card_play` or `card_sharing`.
     #[param(pattern = "^(hole_card_play|card_sharing)$")]
@@ -57,9 +58,10 @@ pub async fn analytics(
     };
     let on = st.decision_analytics().is_some();
     let model = st.model.clone();
-    let (coverage, rows) = blocking(move || {
+    let (coverage, rows, dealer_rows) = blocking(move || {
         let rows = model.signals(table.as_ref(), usize::MAX)?;
-        Ok((model.coverage()?, rows))
+        let dealers = model.dealers(readside::dealers::DEALERS_SERVED_MAX)?;
+        Ok((model.coverage()?, rows, dealers))
     })
     .await?;
     let signals: Vec<AnalyticsSignal> = rows
@@ -90,5 +92,9 @@ pub async fn analytics(
         not_computed_reason,
         false_alarms_milli_per_1000_rounds: coverage.map(|c| c.false_alarms_milli_per_1000_rounds),
         signals,
+        dealers: readside::dealers::assess(&dealer_rows)
+            .into_iter()
+            .filter(|d| q.dealer.as_ref().is_none_or(|x| *x == d.dealer))
+            .collect(),
     }))
 }

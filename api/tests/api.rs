@@ -1242,6 +1242,7 @@ async fn the_openapi_document_describes_the_real_responses() {
             SURV,
         ),
         ("/v1/audit", "/v1/audit".to_string(), ADMIN),
+        ("/v1/analytics", "/v1/analytics".to_string(), SURV),
     ];
     for (template, path, token) in checks {
         let (s, body) = get(&f.app, &path, token).await;

@@ -115,3 +115,51 @@ fn a_hole_carder_is_listed_with_its_rounds_and_an_honest_table_is_not() {
     assert_eq!(v["computed"], false, "{v}");
     assert!(v["not_computed_reason"].as_str().unwrap().contains("off"));
 }
+
+/// The dealers of an answer by id: (rounds, payout error lines, rate, floor median).
+fn dealer_rates(v: &serde_json::Value) -> Vec<(String, serde_json::Value)> {
+    let mut out: Vec<_> = v["dealers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| (d["dealer"].as_str().unwrap().to_owned(), d.clone()))
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+#[test]
+fn an_error_prone_dealer_pays_wrongly_above_the_floor_median_after_a_rebuild_too() {
+    let dir = tempfile::tempdir().unwrap();
+    // Roster place 0 (the first to deal) pays wrongly in a quarter of its rounds.
+    seed(dir.path(), &["--error-prone-dealer", "1:0:0.25"]);
+    let v = analytics_when_indexed(dir.path(), "");
+    let dealers = dealer_rates(&v);
+    assert!(dealers.len() >= 2, "a roster of dealers: {v}");
+    let first = dealers
+        .iter()
+        .min_by_key(|(_, d)| d["first_opened_at_ns"].as_i64().unwrap())
+        .unwrap();
+    let rate = &first.1["payout_errors"];
+    let (own, median) = (
+        rate["milli_per_1000_rounds"].as_u64(),
+        rate["floor_median_milli_per_1000_rounds"].as_u64(),
+    );
+    assert!(
+        own.is_some() && median.is_some(),
+        "enough rounds: {}",
+        first.1
+    );
+    assert!(own > median, "{} above the floor: {v}", first.0);
+    let rounds: u64 = dealers
+        .iter()
+        .map(|(_, d)| d["rounds"].as_u64().unwrap())
+        .sum();
+    assert_eq!(rounds, ROUNDS, "each round counted once, for its dealer");
+    // The model rebuilt from the ledger gives the same dealer rows.
+    let ledger = dir.path().join("ledger");
+    let out = roundledger(&["readmodel", "rebuild", "--ledger", ledger.to_str().unwrap()]);
+    assert!(out.status.success(), "{out:?}");
+    let again = analytics_when_indexed(dir.path(), "");
+    assert_eq!(dealer_rates(&again), dealers);
+}

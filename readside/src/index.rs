@@ -29,6 +29,7 @@
 //! replayer's report, take that count back before counting their own: every round is
 //! counted exactly once, from its newest report.
 
+use crate::dealers::{self, DealerRow};
 use crate::model::{self, space, Model, TableStatus};
 use crate::row::{finding_view, note_box_in_play, row_of, Digest};
 use crate::shiftrow::{self, ShiftCache};
@@ -829,6 +830,8 @@ struct Writes<'a> {
     shift_cache: &'a mut ShiftCache,
     configs: Vec<(TableId, u64)>,
     signals: Vec<SignalRow>,
+    /// Dealer quality rows by dealer, as the model will hold them.
+    dealers: BTreeMap<String, DealerRow>,
 }
 
 impl Writes<'_> {
@@ -914,8 +917,7 @@ impl Writes<'_> {
         if !announced {
             announce(&digest, feed);
         }
-        self.put(digest);
-        Ok(())
+        self.put(digest)
     }
 
     /// Adds a round to (or takes it from) its shift's finance and its table's verdict
@@ -950,8 +952,31 @@ impl Writes<'_> {
         Ok(())
     }
 
-    fn put(&mut self, d: Digest) {
+    /// Writes a round's row; its dealer's counters take back the old row's part first.
+    fn put(&mut self, d: Digest) -> Result<(), ReadError> {
+        let old = self.digest(&d.row.table, d.row.round.0)?;
+        if let Some(old) = &old {
+            if let Some(name) = dealers::counted(old) {
+                dealers::take(self.dealer(name)?, old);
+            }
+        }
+        if let Some(name) = dealers::counted(&d) {
+            dealers::add(self.dealer(name)?, &d);
+        }
         self.digests.insert((d.row.table.clone(), d.row.round.0), d);
+        Ok(())
+    }
+
+    /// A dealer's quality row: this pass's, the model's, or a new one.
+    fn dealer(&mut self, name: &str) -> Result<&mut DealerRow, ReadError> {
+        if !self.dealers.contains_key(name) {
+            let row = self.model.dealer(name)?.unwrap_or_else(|| DealerRow {
+                dealer: name.to_owned(),
+                ..DealerRow::default()
+            });
+            self.dealers.insert(name.to_owned(), row);
+        }
+        Ok(self.dealers.entry(name.to_owned()).or_default())
     }
 
     /// The pass as one batch: rows with their index keys (an old row's keys removed
@@ -994,6 +1019,10 @@ impl Writes<'_> {
         }
         for ((start, t), row) in &self.shifts {
             let k = model::shift_key(*start, Some(t));
+            b.insert(k.clone(), model::seal(&k, row));
+        }
+        for (name, row) in &self.dealers {
+            let k = model::str_key(space::DEALER, name);
             b.insert(k.clone(), model::seal(&k, row));
         }
         for row in &self.signals {
@@ -1040,6 +1069,7 @@ fn commit(model: &Model, tail: &mut Tail, out: PassOut) -> Result<Vec<FeedItem>,
         shift_cache: &mut cache,
         configs: Vec::new(),
         signals: out.signals,
+        dealers: BTreeMap::new(),
     };
     let mut feed = Vec::new();
     // Before the batch: a committed pass implies its configurations are in the book.
@@ -1062,7 +1092,7 @@ fn commit(model: &Model, tail: &mut Tail, out: PassOut) -> Result<Vec<FeedItem>,
         if announce_it {
             announce(&digest, &mut feed);
         }
-        w.put(digest);
+        w.put(digest)?;
     }
     let batch = w.into_batch(tail, out.events)?;
     tail.shifts = cache;

@@ -22,6 +22,7 @@
 
 pub mod clauses;
 pub mod counts;
+pub mod dealers;
 pub mod describe;
 pub mod edges;
 pub mod evidence;

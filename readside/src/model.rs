@@ -23,6 +23,7 @@
 //!   reads only its page's keys: its total is a kept count. A filtered list's total
 //!   counts the keys of its range; a verdict, or a box without a table, reads their rows.
 
+use crate::dealers::DealerRow;
 use crate::kv::{prefix_end, EntryResult, ModelKv};
 use crate::row::Digest;
 use crate::signals::{Coverage, SignalRow};
@@ -37,8 +38,8 @@ use std::path::{Path, PathBuf};
 
 /// The on-disk format's version; a model of another version is rebuilt or refused. 7: the
 /// model lives in a `Store` of its own (`kv`), in `<model dir>/store`. 8: decision signals
-/// and their coverage (`signals`).
-pub const MODEL_VERSION: u32 = 8;
+/// and their coverage (`signals`). 9: dealer quality counters (`dealers`).
+pub const MODEL_VERSION: u32 = 9;
 /// Bytes of the keyed BLAKE3 seal before each value.
 pub const SEAL_BYTES: usize = 16;
 /// Most findings or disputes of one round the model keys (their index is a `u16`).
@@ -67,6 +68,7 @@ pub(crate) mod space {
     pub const EDGE: u8 = b'e';
     pub const SIGNAL: u8 = b'a';
     pub const ANALYTICS: u8 = b'A';
+    pub const DEALER: u8 = b'q';
 }
 
 /// Why the model could not be read or written.
@@ -430,6 +432,25 @@ impl Model {
             let row: SignalRow = decode(&k, &v)?;
             if signal_key(&row) != k {
                 return Err(ModelError::Corrupt(format!("signal {}", key_text(&k))));
+            }
+            out.push(row);
+        }
+        Ok(out)
+    }
+
+    /// One dealer's quality counters; `None` for a dealer with no decided round.
+    pub fn dealer(&self, dealer: &str) -> Result<Option<DealerRow>, ModelError> {
+        self.get(&str_key(space::DEALER, dealer))
+    }
+
+    /// Every dealer's quality counters, in key order (shorter ids first); at most `max`.
+    pub fn dealers(&self, max: usize) -> Result<Vec<DealerRow>, ModelError> {
+        let mut out = Vec::new();
+        for kv in self.db.scan_prefix(&[space::DEALER]).fwd().take(max) {
+            let (k, v) = kv?;
+            let row: DealerRow = decode(&k, &v)?;
+            if str_key(space::DEALER, &row.dealer) != k {
+                return Err(ModelError::Corrupt(format!("dealer {}", key_text(&k))));
             }
             out.push(row);
         }

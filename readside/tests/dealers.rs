@@ -453,3 +453,40 @@ fn indexing_a_configured_ante_table_prices_nothing() {
     let book = EdgeBook::load(&f.model).unwrap();
     assert!(book.records().all(|r| r.priced.is_none()), "nothing priced");
 }
+
+#[test]
+fn dealer_quality_counts_each_decided_round_once_and_survive_a_rebuild() {
+    let f = floor(vec![two_dealers(), configured()]);
+    let rows = f.model.dealers(10).unwrap();
+    let mut names: Vec<&str> = rows.iter().map(|r| r.dealer.as_str()).collect();
+    names.sort_unstable();
+    assert_eq!(names, ["D-ANNA", "D-BEN", "D-CARA"]);
+    let by = |name: &str| rows.iter().find(|r| r.dealer == name).unwrap();
+    let (anna, ben) = (by("D-ANNA"), by("D-BEN"));
+    assert_eq!((anna.rounds, anna.disputed_rounds), (2, 0));
+    assert_eq!((anna.overpaid_lines, anna.overpaid_minor), (0, 0));
+    // Ben pays the flush 1,020.00 where 20.00 is due: one line overpaid by 1,000.00.
+    assert_eq!((ben.rounds, ben.disputed_rounds), (2, 1));
+    assert_eq!(
+        (ben.overpaid_lines, ben.overpaid_minor),
+        (1, OVERPAID - 2_000)
+    );
+    assert_eq!((ben.underpaid_lines, ben.underpaid_minor), (0, 0));
+    assert_eq!((ben.irregular_rounds, ben.exposure_findings), (0, 0));
+    let t0 = DAY_START_NS;
+    assert_eq!(anna.first_opened_at_ns, Some(t0 + 10 * MIN_NS));
+    assert!(ben.last_closed_at_ns > Some(t0 + 70 * MIN_NS));
+    assert_eq!(by("D-CARA").rounds, 2, "Cara's table is another chain");
+    assert_eq!(f.model.dealer("D-NOBODY").unwrap(), None);
+    // A rebuild from the ledger gives the same rows, and so does a reopened model.
+    let fresh = Model::temporary(&rule()).unwrap();
+    readside::index::catch_up(&f.ledger, &fresh).unwrap();
+    assert_eq!(fresh.dealers(10).unwrap(), rows);
+    let f = reopen(f);
+    readside::index::catch_up(&f.ledger, &f.model).unwrap();
+    assert_eq!(
+        f.model.dealers(10).unwrap(),
+        rows,
+        "indexing nothing new adds nothing"
+    );
+}

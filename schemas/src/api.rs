@@ -1089,6 +1089,56 @@ pub struct AnalyticsList {
     pub false_alarms_milli_per_1000_rounds: Option<u64>,
     /// The signals, each with links to its rounds (`/v1/tables/<table>/rounds/<n>`).
     pub signals: Vec<AnalyticsSignal>,
+    /// Each dealer's quality against the floor, by dealer id.
+    pub dealers: Vec<DealerQuality>,
+}
+
+/// One dealer's quality counts over their decided rounds, and rates against the floor.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct DealerQuality {
+    /// The dealer's staff id.
+    pub dealer: String,
+    /// Decided rounds dealt.
+    pub rounds: u64,
+    /// Rounds with a recorded payout that differs from the rules.
+    pub disputed_rounds: u64,
+    /// Lines paid more than the rules say, and the total, minor units.
+    pub overpaid_lines: u64,
+    /// The total overpaid, minor units.
+    pub overpaid_minor: i64,
+    /// Lines paid less than the rules say.
+    pub underpaid_lines: u64,
+    /// The total underpaid, minor units (positive).
+    pub underpaid_minor: i64,
+    /// Rounds whose verdict is irregular.
+    pub irregular_rounds: u64,
+    /// Findings of an exposed card: one per finding, not per card.
+    pub exposure_findings: u64,
+    /// The earliest opening of their rounds, UTC ns.
+    pub first_opened_at_ns: Option<i64>,
+    /// The latest close of their rounds, UTC ns.
+    pub last_closed_at_ns: Option<i64>,
+    /// Payout error lines (over and under) per 1,000 rounds.
+    pub payout_errors: DealerRate,
+    /// Disputed rounds per 1,000 rounds.
+    pub disputed: DealerRate,
+    /// Irregular rounds per 1,000 rounds.
+    pub irregular: DealerRate,
+    /// Exposed-card findings per 1,000 rounds.
+    pub exposures: DealerRate,
+    /// Why the rates are null, when they are.
+    pub rates_null_reason: Option<String>,
+}
+
+/// A dealer's rate per 1,000 rounds and the floor's median, both in thousandths.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct DealerRate {
+    /// The dealer's rate; null with too few rounds.
+    pub milli_per_1000_rounds: Option<u64>,
+    /// The median over dealers with enough rounds; null when none has.
+    pub floor_median_milli_per_1000_rounds: Option<u64>,
 }
 
 /// One signal with the API links to its rounds.
