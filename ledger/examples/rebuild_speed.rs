@@ -52,7 +52,11 @@ fn main() {
     let t1 = Instant::now();
     let mut imported = 0u64;
     for file in &files {
-        imported += rebuilt.writer().import_day(file, &key).expect("import").events;
+        imported += rebuilt
+            .writer()
+            .import_day(file, &key)
+            .expect("import")
+            .events;
     }
     let took = t1.elapsed();
     assert_eq!(rebuilt.reader().heads(), source.reader().heads());
