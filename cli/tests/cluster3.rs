@@ -268,16 +268,25 @@ fn three_ledger_nodes_on_a_secured_cluster_survive_kills_and_agree() {
             (h == published, (api, h, tail))
         });
     }
-    all_agree(&mut nodes, &f, &seen);
     // The sealer's publisher put each sealed day's file into the day bucket, and ingest's
-    // credential reads it back: the role's permissions cover the object store.
+    // credential reads it back: the role's permissions cover the object store. Checked
+    // while the nodes run: a holder killed before its put leaves it to the next holder.
     let days = wait_for("the sealed days in the day bucket", || {
         let d = days_in_bucket(&f, &rt);
-        (!d.is_empty(), d)
-    });
+        let logs: Vec<Vec<String>> = match d.is_empty() {
+            true => nodes
+                .values()
+                .map(|(_, log)| log_lines(log, "day"))
+                .collect(),
+            false => Vec::new(),
+        };
+        (!d.is_empty(), (d, logs))
+    })
+    .0;
     for (day, sealed) in days {
         assert_eq!(sealed, day, "each object holds its own day's file");
     }
+    all_agree(&mut nodes, &f, &seen);
 }
 
 /// Each day object in the day bucket with the day its file's seal names, read with

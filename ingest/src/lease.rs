@@ -49,6 +49,10 @@ pub struct Lease {
     node: String,
     /// Replicas of the buckets it creates (the stream's).
     replicas: usize,
+    /// This process's claims' value: the node, its pid and its open time. A restarted
+    /// node does not take its earlier life's claim for its own, so it never publishes
+    /// an item twice.
+    incarnation: String,
     ttl: Duration,
     /// The revision this node last wrote, while it counts itself the holder.
     revision: Option<u64>,
@@ -92,6 +96,7 @@ impl Lease {
             store,
             duty: duty.to_string(),
             node: node.to_string(),
+            incarnation: format!("{node}/{}/{}", std::process::id(), crate::system_clock_ns()),
             replicas,
             ttl,
             revision: None,
@@ -303,12 +308,12 @@ pub async fn mark_published(js: &jetstream::Context, duty: &str, seq: u64) {
 
 /// Claims the one publication `item` of the lease's duty for its node in the replica
 /// bucket (created when missing): the first node to create its key publishes it, every
-/// other node never does. `Ok(true)` when the claim is this node's (made now, or by it before a timeout hid the answer);
-/// `Ok(false)` when another node's; `Err` when the bucket does not answer (try later).
+/// other node never does. `Ok(true)` when the claim is this process's (made now, or
+/// before a timeout hid the answer); `Ok(false)` when another's; `Err` when the bucket does not answer (try later).
 pub async fn claim(js: &jetstream::Context, lease: &Lease, item: &str) -> Result<bool, String> {
     let store = crate::replicas::bucket(js, lease.replicas).await?;
     let key = format!("claimed.{}.{item}", lease.duty);
-    let node = lease.node.as_bytes();
+    let node = lease.incarnation.as_bytes();
     match store.create(&key, node.to_vec().into()).await {
         Ok(_) => Ok(true),
         Err(e) if e.kind() == kv::CreateErrorKind::AlreadyExists => {
