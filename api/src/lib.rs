@@ -257,10 +257,17 @@ impl std::fmt::Debug for AlertSource {
     }
 }
 
-/// Takes the signals an indexing pass committed, oldest first: ingest's alert publisher
-/// (`ingest::signal_alerts`), handed in by `serve`. It must not block: the indexer runs it.
+/// Ingest's alert publisher (`ingest::signal_alerts`), handed in by `serve`: `send` takes
+/// the signals an indexing pass committed, oldest first, and must not block (the indexer
+/// runs it). `attach` takes the read model once the state opens it: the publisher catches
+/// up from it (`readside::model::Model::signals_after`).
 #[derive(Clone)]
-pub struct SignalSink(pub Arc<dyn Fn(Vec<schemas::api::DecisionSignal>) + Send + Sync>);
+pub struct SignalSink {
+    /// Takes one pass's committed signals.
+    pub send: Arc<dyn Fn(Vec<schemas::api::DecisionSignal>) + Send + Sync>,
+    /// Takes the read model, once.
+    pub attach: Arc<dyn Fn(Arc<Model>) + Send + Sync>,
+}
 
 impl std::fmt::Debug for SignalSink {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -436,7 +443,7 @@ impl AppState {
             tracing::warn!(dropped, "signals not alerted: more than a pass keeps");
         }
         match self.signal_sink.get() {
-            Some(sink) if !raised.is_empty() => (sink.0)(raised),
+            Some(sink) if !raised.is_empty() => (sink.send)(raised),
             _ => {}
         }
         Ok(more)
@@ -623,6 +630,7 @@ fn apply_settings(state: &Shared, config: &ApiConfig) -> Result<(), Error> {
         state.start_decision_analytics(rate)?;
     }
     if let Some(sink) = config.signal_sink.clone() {
+        (sink.attach)(state.model.clone());
         let _ = state.signal_sink.set(sink);
     }
     if let Some(n) = config.failures_per_minute_max {

@@ -64,6 +64,11 @@ pub struct Args {
     /// false alarms per 1,000 rounds of one statistic. Costs tens of ms a round.
     #[arg(long, value_name = "RATE")]
     decision_analytics: Option<f64>,
+    /// Indexing passes whose signals wait for the alert publisher (at most 256). Past
+    /// it, or with 0, the publisher reads them from the read model instead.
+    #[arg(long, value_name = "PASSES", default_value_t = 256,
+          value_parser = clap::value_parser!(u16).range(0..=256))]
+    signal_queue_len: u16,
     /// Serve the ledger read-only, without ingesting (no NATS needed).
     #[arg(long)]
     no_ingest: bool,
@@ -338,9 +343,37 @@ fn signal_alerts(args: &Args, config: &mut ingest::IngestConfig) -> Option<api::
     if args.decision_analytics.is_none() || args.no_ingest {
         return None;
     }
-    let (tx, inbox) = ingest::signal_alerts::channel();
+    let (tx, inbox) = ingest::signal_alerts::channel_with_len(usize::from(args.signal_queue_len));
     config.signals = inbox;
-    Some(api::SignalSink(Arc::new(move |rows| tx.send(rows))))
+    let attach_to = tx.clone();
+    Some(api::SignalSink {
+        send: Arc::new(move |rows| tx.send(rows)),
+        attach: Arc::new(move |model| attach_to.attach(Arc::new(ModelSignals(model)))),
+    })
+}
+
+/// The read model as the alert publisher's record of signals (`SignalRecord`).
+struct ModelSignals(Arc<readside::model::Model>);
+
+impl ingest::signal_alerts::SignalRecord for ModelSignals {
+    fn tables(
+        &self,
+        after: Option<&schemas::TableId>,
+        max: usize,
+    ) -> Result<Vec<schemas::TableId>, String> {
+        self.0.signal_tables(after, max).map_err(|e| e.to_string())
+    }
+
+    fn signals_after(
+        &self,
+        table: &schemas::TableId,
+        after_round: Option<u64>,
+        max: usize,
+    ) -> Result<Vec<schemas::api::DecisionSignal>, String> {
+        self.0
+            .signals_after(table, after_round, max)
+            .map_err(|e| e.to_string())
+    }
 }
 
 /// Refuses the API on a non-loopback address without TLS unless `--insecure-http` says

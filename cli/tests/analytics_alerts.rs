@@ -2,7 +2,8 @@
 //! writes a table with a hole-carding box, `serve --decision-analytics` with ingest on a
 //! real nats-server indexes it, and a subscriber on `alerts.>` gets each signal once, with
 //! its rounds. A rebuilt read model judges the same rounds again and sends nothing; an
-//! honest table sends nothing at all.
+//! honest table sends nothing at all. No signal is lost: signals indexed while no
+//! publisher ran, or with no queue to the publisher, go out once from the read model.
 //!
 //! Waits are bounded (`WAIT`); nothing here asserts on time.
 
@@ -178,4 +179,84 @@ fn an_honest_table_sends_no_signal_alert() {
     assert!(serve.stop(), "serve stops cleanly");
     let alerts = rt.block_on(drain(&mut sub));
     assert!(alerts.is_empty(), "{alerts:?}");
+}
+
+/// Checks that `alerts` are `signals`, each once, each table's in round order.
+fn each_once_in_round_order(alerts: &[(String, serde_json::Value)], signals: &[serde_json::Value]) {
+    assert_eq!(alerts.len(), signals.len(), "each signal once: {alerts:?}");
+    let mut last_round = std::collections::BTreeMap::new();
+    for (subject, a) in alerts {
+        matches_signal(subject, a, signals);
+        let round = a["signal"]["round"].as_u64().unwrap();
+        let before = last_round.insert(a["table"].to_string(), round);
+        assert!(
+            before.is_none_or(|b| b <= round),
+            "out of round order: {alerts:?}"
+        );
+    }
+}
+
+#[test]
+fn signals_indexed_while_no_publisher_runs_go_out_once_it_starts() {
+    let nats = natsd::NatsServer::start().expect("nats-server");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let client = rt
+        .block_on(async_nats::connect(nats.url()))
+        .expect("connect");
+    let mut sub = rt
+        .block_on(client.subscribe("alerts.>"))
+        .expect("subscribe");
+    rt.block_on(client.flush()).expect("flush");
+    let dir = tempfile::tempdir().unwrap();
+    seed(dir.path(), &["--hole-carder", "1:3"]);
+    // Read-only: the rounds are indexed and their signals kept, with no publisher.
+    let settings = "decision-analytics = 1.0\nno-ingest = true\n";
+    let (mut serve, log) = start(dir.path(), &nats.url(), TOKEN, settings);
+    let (api, _) = listening(&log);
+    let signals = signals_when_indexed(&api);
+    assert!(!signals.is_empty(), "the hole-carder is flagged");
+    assert!(serve.stop(), "serve stops cleanly");
+    assert!(rt.block_on(drain(&mut sub)).is_empty(), "no publisher ran");
+
+    // With ingest: no pass has new signals, so only the catch-up can send them.
+    let (mut serve, log) = start(dir.path(), &nats.url(), TOKEN, "decision-analytics = 1.0\n");
+    let (api, _) = listening(&log);
+    assert_eq!(signals_when_indexed(&api), signals);
+    let mut alerts = Vec::new();
+    wait_for("an alert for every signal", || {
+        alerts.extend(rt.block_on(drain(&mut sub)));
+        (alerts.len() >= signals.len(), alerts.len())
+    });
+    assert!(serve.stop(), "serve stops cleanly");
+    alerts.extend(rt.block_on(drain(&mut sub)));
+    each_once_in_round_order(&alerts, &signals);
+}
+
+#[test]
+fn with_no_signal_queue_every_signal_goes_out_once_from_the_read_model() {
+    let nats = natsd::NatsServer::start().expect("nats-server");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let client = rt
+        .block_on(async_nats::connect(nats.url()))
+        .expect("connect");
+    let mut sub = rt
+        .block_on(client.subscribe("alerts.>"))
+        .expect("subscribe");
+    rt.block_on(client.flush()).expect("flush");
+    let dir = tempfile::tempdir().unwrap();
+    seed(dir.path(), &["--hole-carder", "1:3"]);
+    // Every pass overflows a queue of none: each signal must come from the read model.
+    let settings = "decision-analytics = 1.0\nsignal-queue-len = 0\n";
+    let (mut serve, log) = start(dir.path(), &nats.url(), TOKEN, settings);
+    let (api, _) = listening(&log);
+    let signals = signals_when_indexed(&api);
+    assert!(!signals.is_empty(), "the hole-carder is flagged");
+    let mut alerts = Vec::new();
+    wait_for("an alert for every signal", || {
+        alerts.extend(rt.block_on(drain(&mut sub)));
+        (alerts.len() >= signals.len(), alerts.len())
+    });
+    assert!(serve.stop(), "serve stops cleanly");
+    alerts.extend(rt.block_on(drain(&mut sub)));
+    each_once_in_round_order(&alerts, &signals);
 }

@@ -2,6 +2,7 @@
 //! nats-server and ledger: each signal goes out once on `alerts.<table>.<kind>`; the same
 //! signals handed over again, by the same ingest or after a restart, go out never again;
 //! with several nodes only the alerts lease's holder sends, and the others keep them.
+//! A node that takes the lease sends what its record holds past each mark, once.
 //!
 //! Each check of "nothing sent" is closed by a later signal that must come next, so no
 //! wait decides a result. Waits are bounded (`WAIT`); nothing asserts on time.
@@ -10,9 +11,10 @@ mod common;
 
 use common::{open, Running};
 use futures::StreamExt;
-use ingest::signal_alerts::{channel, mark_key, SignalSender};
+use ingest::signal_alerts::{channel, mark_key, SignalRecord, SignalSender};
 use ingest::IngestConfig;
 use schemas::api::{Alert, AlertKind, DecisionSignal, SignalMove};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -202,4 +204,102 @@ async fn wait_holder(js: &async_nats::jetstream::Context) -> String {
         assert!(tokio::time::Instant::now() < deadline, "no holder");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// A node's record of signals, as its read model would list them: by table, then round.
+#[derive(Default)]
+struct Record(Mutex<Vec<DecisionSignal>>);
+
+impl SignalRecord for Record {
+    fn tables(
+        &self,
+        after: Option<&schemas::TableId>,
+        max: usize,
+    ) -> Result<Vec<schemas::TableId>, String> {
+        let rows = self.0.lock().unwrap();
+        let mut t: Vec<schemas::TableId> = rows
+            .iter()
+            .map(|r| schemas::TableId::new(r.table.clone()).unwrap())
+            .filter(|t| after.is_none_or(|a| t > a))
+            .collect();
+        t.sort();
+        t.dedup();
+        t.truncate(max);
+        Ok(t)
+    }
+
+    fn signals_after(
+        &self,
+        table: &schemas::TableId,
+        after_round: Option<u64>,
+        max: usize,
+    ) -> Result<Vec<DecisionSignal>, String> {
+        let rows = self.0.lock().unwrap();
+        let mut out: Vec<DecisionSignal> = rows
+            .iter()
+            .filter(|r| r.table == table.as_str() && after_round.is_none_or(|a| r.round > a))
+            .cloned()
+            .collect();
+        out.sort_by_key(|r| r.round);
+        out.truncate(max);
+        Ok(out)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_that_takes_the_lease_sends_what_its_record_holds_once() {
+    let server = natsd::NatsServer::start().expect("nats-server");
+    let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let observer = async_nats::connect(server.url()).await.expect("observer");
+    let mut sub = observer.subscribe("alerts.>").await.expect("sub");
+    observer.flush().await.expect("flush");
+    let (n1, tx1) = start(&server.url(), d1.path(), Some("n1"));
+    tx1.attach(Arc::new(Record::default()));
+    let js = async_nats::jetstream::new(observer.clone());
+    assert_eq!(wait_holder(&js).await, "n1");
+    // n1 sends round 7 of T-1; n2's record holds it and rounds 8 and 9 of T-1 and 3 of
+    // T-2, which n1 never indexed. n2 sends nothing while n1 holds the lease.
+    tx1.send(vec![signal("T-1", "hole_card_play", 7, "box 3")]);
+    assert_eq!(
+        rounds(&mut sub, 1).await,
+        vec![("T-1".into(), 7, "box 3".into())]
+    );
+    let record = Arc::new(Record::default());
+    *record.0.lock().unwrap() = vec![
+        signal("T-1", "hole_card_play", 7, "box 3"),
+        signal("T-1", "card_sharing", 8, "boxes 3-4"),
+        signal("T-1", "hole_card_play", 9, "table"),
+        signal("T-2", "hole_card_play", 3, "dealer D-2"),
+    ];
+    let (n2, tx2) = start(&server.url(), d2.path(), Some("n2"));
+    tx2.attach(record.clone());
+    // An empty pass wakes n2's publisher; it holds no lease, so it sends nothing.
+    tx2.send(Vec::new());
+    n1.stop().await; // a clean stop releases the lease
+    let mut got = rounds(&mut sub, 3).await;
+    let t1: Vec<u64> = got.iter().filter(|g| g.0 == "T-1").map(|g| g.1).collect();
+    assert_eq!(t1, vec![8, 9], "T-1 past its mark, in round order");
+    got.sort();
+    assert_eq!(
+        got,
+        vec![
+            ("T-1".into(), 8, "boxes 3-4".into()),
+            ("T-1".into(), 9, "table".into()),
+            ("T-2".into(), 3, "dealer D-2".into()),
+        ]
+    );
+    // A later signal goes out next: nothing was sent twice.
+    record
+        .0
+        .lock()
+        .unwrap()
+        .push(signal("T-2", "card_sharing", 4, "boxes 1-2"));
+    tx2.send(vec![signal("T-2", "card_sharing", 4, "boxes 1-2")]);
+    assert_eq!(
+        rounds(&mut sub, 1).await,
+        vec![("T-2".into(), 4, "boxes 1-2".into())]
+    );
+    n2.stop().await;
+    let quiet = tokio::time::timeout(Duration::from_millis(300), sub.next()).await;
+    assert!(quiet.is_err(), "no other alert: {quiet:?}");
 }

@@ -438,6 +438,70 @@ impl Model {
         Ok(out)
     }
 
+    /// Tables with a decision signal, in table order, after `after`; at most `max`. Each
+    /// table costs one seek, whatever its signals.
+    pub fn signal_tables(
+        &self,
+        after: Option<&TableId>,
+        max: usize,
+    ) -> Result<Vec<TableId>, ModelError> {
+        let hi = prefix_end(&[space::SIGNAL]).expect("a space byte below 0xff");
+        let mut from = match after {
+            Some(t) => prefix_end(&table_key(space::SIGNAL, t)),
+            None => Some(vec![space::SIGNAL]),
+        };
+        let mut out = Vec::new();
+        while let Some(lo) = from.filter(|_| out.len() < max) {
+            let range = self
+                .db
+                .range(Bound::Included(lo), Bound::Excluded(hi.clone()));
+            let Some(kv) = range.first() else { break };
+            let (k, v) = kv?;
+            let row: SignalRow = decode(&k, &v)?;
+            let table = TableId::new(row.table.clone()).ok();
+            let Some(table) = table.filter(|_| signal_key(&row) == k) else {
+                return Err(ModelError::Corrupt(format!("signal {}", key_text(&k))));
+            };
+            from = prefix_end(&table_key(space::SIGNAL, &table));
+            out.push(table);
+        }
+        Ok(out)
+    }
+
+    /// `table`'s decision signals above `after_round` (all without one), by round, kind
+    /// and subject; at most `max`.
+    pub fn signals_after(
+        &self,
+        table: &TableId,
+        after_round: Option<u64>,
+        max: usize,
+    ) -> Result<Vec<SignalRow>, ModelError> {
+        let prefix = table_key(space::SIGNAL, table);
+        let hi = prefix_end(&prefix).expect("a table key ends below 0xff");
+        let mut lo = prefix;
+        if let Some(r) = after_round {
+            let Some(next) = r.checked_add(1) else {
+                return Ok(Vec::new());
+            };
+            lo.extend_from_slice(&next.to_be_bytes());
+        }
+        let mut out = Vec::new();
+        for kv in self
+            .db
+            .range(Bound::Included(lo), Bound::Excluded(hi))
+            .fwd()
+            .take(max)
+        {
+            let (k, v) = kv?;
+            let row: SignalRow = decode(&k, &v)?;
+            if signal_key(&row) != k {
+                return Err(ModelError::Corrupt(format!("signal {}", key_text(&k))));
+            }
+            out.push(row);
+        }
+        Ok(out)
+    }
+
     /// One dealer's quality counters; `None` for a dealer with no decided round.
     pub fn dealer(&self, dealer: &str) -> Result<Option<DealerRow>, ModelError> {
         self.get(&str_key(space::DEALER, dealer))
