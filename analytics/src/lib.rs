@@ -34,7 +34,7 @@ pub mod strategy;
 pub mod verdict;
 
 pub use ev::{Ev, Evaluator, Info};
-pub use monitor::{DecisionAlarm, Kind, Monitor, Subject};
+pub use monitor::{DecisionAlarm, Kind, Monitor, StreamKey, Subject};
 pub use rounds::{read_table, BoxFacts, RoundFacts, RoundReader};
-pub use sequential::{Alarm, TestSetting};
+pub use sequential::{Alarm, CusumState, Moved, TestSetting};
 pub use verdict::DecisionVerdict;

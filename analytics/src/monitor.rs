@@ -4,10 +4,10 @@
 
 use crate::ev::Evaluator;
 use crate::rounds::RoundFacts;
-use crate::sequential::{Alarm, Cusum, Score, TestSetting};
+use crate::sequential::{Alarm, Cusum, CusumState, Score, TestSetting};
 use crate::verdict::{judge, sharing_score, DecisionVerdict};
 use schemas::{BoxNo, RuleSet, StaffId, TableId};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Why there is no per-player statistic.
 pub const PLAYER_NOT_RECORDED: &str =
@@ -48,6 +48,18 @@ pub enum Subject {
     Table(TableId),
 }
 
+/// One statistic of a monitor: its kind, subject and the place of the hole card it
+/// follows (0 for card sharing).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct StreamKey {
+    /// What it tests.
+    pub kind: Kind,
+    /// Whose decisions it follows.
+    pub subject: Subject,
+    /// The place of the hole card in the dealer's unseen cards.
+    pub place: u8,
+}
+
 /// An alarm of one statistic.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DecisionAlarm {
@@ -73,7 +85,9 @@ pub struct Monitor {
     setting: TestSetting,
     evaluators: BTreeMap<RuleSet, Evaluator>,
     /// Per kind, subject and place of the hole card (0 for card sharing).
-    streams: BTreeMap<(Kind, Subject, u8), Cusum>,
+    streams: BTreeMap<StreamKey, Cusum>,
+    /// Statistics pushed since the last `take_changed`.
+    changed: BTreeSet<StreamKey>,
     /// Decisions judged.
     pub decisions: u64,
     /// Decisions off the optimal strategy on what the player could see.
@@ -92,6 +106,7 @@ impl Monitor {
             setting,
             evaluators: BTreeMap::new(),
             streams: BTreeMap::new(),
+            changed: BTreeSet::new(),
             decisions: 0,
             off_strategy: 0,
             untracked: 0,
@@ -107,10 +122,36 @@ impl Monitor {
 
     /// The largest statistic of `kind` for `subject` over its places, if it has any.
     pub fn statistic(&self, kind: Kind, subject: &Subject) -> Option<f64> {
+        let key = |place| StreamKey {
+            kind,
+            subject: subject.clone(),
+            place,
+        };
         self.streams
-            .range((kind, subject.clone(), 0)..=(kind, subject.clone(), u8::MAX))
+            .range(key(0)..=key(u8::MAX))
             .map(|(_, c)| c.statistic())
             .reduce(f64::max)
+    }
+
+    /// The states of the statistics pushed since the last take, in key order: at most
+    /// the statistics a round touches, per round pushed.
+    pub fn take_changed(&mut self) -> Vec<(StreamKey, CusumState)> {
+        std::mem::take(&mut self.changed)
+            .into_iter()
+            .filter_map(|k| {
+                let state = self.streams.get(&k)?.state();
+                Some((k, state))
+            })
+            .collect()
+    }
+
+    /// Puts a statistic back as a restart found it (`take_changed`). Past `STREAMS_MAX`
+    /// statistics it is left out, as a new one would be.
+    pub fn resume(&mut self, key: StreamKey, state: CusumState) {
+        if !self.streams.contains_key(&key) && self.streams.len() >= STREAMS_MAX {
+            return;
+        }
+        self.streams.insert(key, Cusum::resume(self.setting, state));
     }
 
     /// Judges one round's decisions and adds them to every statistic they belong to.
@@ -194,7 +235,11 @@ impl Monitor {
         if scores.is_empty() {
             return;
         }
-        let key = (stream.kind, subject, stream.place as u8);
+        let key = StreamKey {
+            kind: stream.kind,
+            subject,
+            place: stream.place as u8,
+        };
         if !self.streams.contains_key(&key) && self.streams.len() >= STREAMS_MAX {
             self.untracked += 1;
             return;
@@ -204,11 +249,13 @@ impl Monitor {
             .streams
             .entry(key.clone())
             .or_insert_with(|| Cusum::new(setting, stream.places));
-        if let Some(alarm) = cusum.push(facts.round(), scores) {
+        let alarm = cusum.push(facts.round(), scores);
+        self.changed.insert(key.clone());
+        if let Some(alarm) = alarm {
             out.push(DecisionAlarm {
                 table: facts.table.clone(),
-                kind: key.0,
-                subject: key.1,
+                kind: key.kind,
+                subject: key.subject,
                 alarm,
             });
         }

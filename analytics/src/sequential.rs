@@ -67,6 +67,7 @@ const PRIOR_G2: f64 = 1.0;
 #[derive(Debug, Clone)]
 pub struct Cusum {
     h: f64,
+    tests: usize,
     lambda_max: f64,
     /// Sums of the scores seen and of their squares, for the next lambda.
     sum_g: f64,
@@ -91,6 +92,24 @@ pub struct Alarm {
     pub moved: Vec<Moved>,
 }
 
+/// A statistic's evidence, kept by the read model so that a restart resumes it
+/// (`Cusum::state`, `Cusum::resume`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CusumState {
+    /// The statistics its subject runs side by side (they set the threshold).
+    pub tests: usize,
+    /// Sum of the scores seen.
+    pub sum_g: f64,
+    /// Sum of their squares, with the prior.
+    pub sum_g2: f64,
+    /// The statistic.
+    pub s: f64,
+    /// Rounds since it last stood at 0.
+    pub rounds: u64,
+    /// The decisions that moved it most since then.
+    pub moved: Vec<Moved>,
+}
+
 /// One box's score in a round, with the words that explain it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Score {
@@ -107,6 +126,7 @@ impl Cusum {
     pub fn new(setting: TestSetting, tests: usize) -> Cusum {
         Cusum {
             h: setting.threshold(tests),
+            tests,
             lambda_max: setting.lambda,
             sum_g: 0.0,
             sum_g2: PRIOR_G2,
@@ -119,6 +139,35 @@ impl Cusum {
     /// The statistic now.
     pub fn statistic(&self) -> f64 {
         self.s
+    }
+
+    /// What a resume needs: the evidence so far, without the setting.
+    pub fn state(&self) -> CusumState {
+        CusumState {
+            tests: self.tests,
+            sum_g: self.sum_g,
+            sum_g2: self.sum_g2,
+            s: self.s,
+            rounds: self.rounds,
+            moved: self.moved.clone(),
+        }
+    }
+
+    /// A statistic that goes on from `state` under `setting`: the same rounds pushed
+    /// into a fresh one give the same statistic, threshold and alarms.
+    pub fn resume(setting: TestSetting, state: CusumState) -> Cusum {
+        let mut c = Cusum::new(setting, state.tests);
+        assert!(
+            state.s >= 0.0 && state.sum_g2 >= PRIOR_G2,
+            "a CUSUM state is nonnegative and holds its prior"
+        );
+        c.sum_g = state.sum_g;
+        c.sum_g2 = state.sum_g2;
+        c.s = state.s;
+        c.rounds = state.rounds;
+        c.moved = state.moved;
+        c.moved.truncate(MOVED_MAX);
+        c
     }
 
     /// Adds one round's scores; an alarm when the statistic passes the threshold.

@@ -34,6 +34,7 @@ use crate::model::{self, space, Model, TableStatus};
 use crate::row::{finding_view, note_box_in_play, row_of, Digest};
 use crate::shiftrow::{self, ShiftCache};
 use crate::signals::{Coverage, SignalRow, Signals};
+use crate::streams::StreamRow;
 use crate::ReadError;
 use analytics::RoundFacts;
 use schemas::api::{FeedItem, FindingRow, RoundRow};
@@ -265,6 +266,8 @@ struct PassOut {
     events: u64,
     /// Statistics that crossed their thresholds in this pass.
     signals: Vec<SignalRow>,
+    /// The states of the statistics this pass pushed.
+    streams: Vec<StreamRow>,
 }
 
 #[derive(Default)]
@@ -363,9 +366,13 @@ pub fn pass(
     }
     tail.events_read += out.events;
     if let Some(signals) = tail.signals.as_mut() {
+        if !signals.resumed() {
+            signals.resume(model.stream_states(analytics::monitor::STREAMS_MAX)?);
+        }
         for f in out.reports.iter_mut().filter_map(|r| r.facts.take()) {
             out.signals.extend(signals.judge(&f));
         }
+        out.streams = signals.take_changed();
     }
     let raised = out.signals.clone();
     let feed = commit(model, tail, out)?;
@@ -830,6 +837,8 @@ struct Writes<'a> {
     shift_cache: &'a mut ShiftCache,
     configs: Vec<(TableId, u64)>,
     signals: Vec<SignalRow>,
+    /// The states of the statistics the pass pushed.
+    streams: Vec<StreamRow>,
     /// Dealer quality rows by dealer, as the model will hold them.
     dealers: BTreeMap<String, DealerRow>,
 }
@@ -1029,6 +1038,10 @@ impl Writes<'_> {
             let k = model::signal_key(row);
             b.insert(k.clone(), model::seal(&k, row));
         }
+        for row in &self.streams {
+            let k = row.key();
+            b.insert(k.clone(), model::seal(&k, row));
+        }
         let k = vec![space::ANALYTICS];
         let coverage = coverage(self.model.coverage()?, rounds_before, tail);
         b.insert(k.clone(), model::seal(&k, &coverage));
@@ -1069,6 +1082,7 @@ fn commit(model: &Model, tail: &mut Tail, out: PassOut) -> Result<Vec<FeedItem>,
         shift_cache: &mut cache,
         configs: Vec::new(),
         signals: out.signals,
+        streams: out.streams,
         dealers: BTreeMap::new(),
     };
     let mut feed = Vec::new();

@@ -11,7 +11,7 @@
 //! - `edges`: the house edges of configured pay tables, priced off the indexer's path.
 //! - `counts`: the count room's results, from the API's `counts.jsonl`.
 //! - `signals`: the decision analytics' signals (hole-card play, card sharing), kept as
-//!   rounds are indexed.
+//!   rounds are indexed; `streams`: their statistics' states, so a restart resumes them.
 //! - `forks`: disputed seqs, where a chain has two signed events (one quarantined).
 //! - `describe`, `clauses`: event descriptions and finding wording for people.
 //!
@@ -37,6 +37,7 @@ pub mod rounds;
 pub mod row;
 pub mod shiftrow;
 pub mod signals;
+pub mod streams;
 
 /// Why a read failed. The API maps each kind to an HTTP status; the CLI prints it.
 #[derive(Debug, thiserror::Error)]

@@ -69,6 +69,7 @@ pub(crate) mod space {
     pub const SIGNAL: u8 = b'a';
     pub const ANALYTICS: u8 = b'A';
     pub const DEALER: u8 = b'q';
+    pub const STREAM: u8 = crate::streams::SPACE;
 }
 
 /// Why the model could not be read or written.
@@ -498,6 +499,24 @@ impl Model {
                 return Err(ModelError::Corrupt(format!("signal {}", key_text(&k))));
             }
             out.push(row);
+        }
+        Ok(out)
+    }
+
+    /// The decision statistics' states the last pass left (`streams`), at most `max`.
+    pub fn stream_states(
+        &self,
+        max: usize,
+    ) -> Result<Vec<(analytics::StreamKey, analytics::CusumState)>, ModelError> {
+        let mut out = Vec::new();
+        for kv in self.db.scan_prefix(&[space::STREAM]).fwd().take(max) {
+            let (k, v) = kv?;
+            let row: crate::streams::StreamRow = decode(&k, &v)?;
+            let resumed = Some(row).filter(|r| r.key() == k).and_then(|r| r.resumed());
+            let Some(state) = resumed else {
+                return Err(ModelError::Corrupt(format!("statistic {}", key_text(&k))));
+            };
+            out.push(state);
         }
         Ok(out)
     }

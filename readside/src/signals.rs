@@ -9,9 +9,11 @@
 //! - A model records whether every pass judged its rounds (`Coverage`). A model indexed
 //!   with analytics off, even for one pass, says so: an empty list then means "not
 //!   computed", never "no signal".
-//! - The statistics live in the tail's memory. A restart resumes them at 0, which can delay
-//!   an alarm but not add false ones; a rebuild judges every round from the first.
+//! - Each pass commits the states of the statistics it pushed (`streams`). A restart
+//!   resumes every statistic from the model, as the last committed pass left it; a
+//!   rebuild judges every round from the first.
 
+use crate::streams::StreamRow;
 use analytics::{DecisionAlarm, Monitor, RoundFacts, Subject, TestSetting};
 pub use schemas::api::{DecisionSignal as SignalRow, SignalMove as MovedRow};
 use serde::{Deserialize, Serialize};
@@ -23,6 +25,8 @@ pub const SIGNAL_MOVED_MAX: usize = analytics::sequential::MOVED_MAX;
 pub struct Signals {
     monitor: Monitor,
     setting: TestSetting,
+    /// Whether the statistics were read back from the model.
+    resumed: bool,
 }
 
 impl std::fmt::Debug for Signals {
@@ -40,7 +44,31 @@ impl Signals {
         Signals {
             monitor: Monitor::new(setting),
             setting,
+            resumed: false,
         }
+    }
+
+    /// Whether the statistics' states were read back (`resume`).
+    pub fn resumed(&self) -> bool {
+        self.resumed
+    }
+
+    /// Puts back the statistics' states the model keeps, before the first round.
+    pub fn resume(&mut self, states: Vec<(analytics::StreamKey, analytics::CusumState)>) {
+        assert!(
+            !self.resumed && self.monitor.decisions == 0,
+            "statistics resume once, before any round is judged"
+        );
+        for (key, state) in states {
+            self.monitor.resume(key, state);
+        }
+        self.resumed = true;
+    }
+
+    /// The rows of the statistics pushed since the last take, for the pass's commit.
+    pub fn take_changed(&mut self) -> Vec<StreamRow> {
+        let changed = self.monitor.take_changed();
+        changed.iter().map(|(k, s)| StreamRow::of(k, s)).collect()
     }
 
     /// Judges one reported round; the signal rows of the statistics it made cross.

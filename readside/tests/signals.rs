@@ -1,7 +1,8 @@
 //! The decision analytics in the read model: a simulated table with a hole-carding player
 //! is indexed through a real ledger, and the model lists the box's signal with its rounds;
 //! the same table played honestly lists none; a model indexed with analytics off says its
-//! signals are not computed.
+//! signals are not computed. A tail restarted every 150 rounds resumes each statistic
+//! from the model and lists exactly the signals of one uninterrupted tail.
 
 use analytics::{cheats, Evaluator, TestSetting};
 use readside::index::{catch_up_with, Tail};
@@ -27,6 +28,16 @@ const CHEAT_BOX: BoxNo = BoxNo(3);
 
 /// One table (the floor's first, CSP6) playing `rounds` rounds into a fresh ledger.
 fn table(rounds: u64, seed: u64, cheat: bool) -> (tempfile::TempDir, ledger::Ledger) {
+    table_with(rounds, seed, cheat, |_, _| {})
+}
+
+/// `table`, calling `after` with each step (0 opens, then one a round) once it is stored.
+fn table_with(
+    rounds: u64,
+    seed: u64,
+    cheat: bool,
+    mut after: impl FnMut(u64, &ledger::Ledger),
+) -> (tempfile::TempDir, ledger::Ledger) {
     let dir = tempfile::tempdir().unwrap();
     let ledger = ledger::Ledger::open(dir.path().join("ledger")).unwrap();
     ledger
@@ -69,6 +80,7 @@ fn table(rounds: u64, seed: u64, cheat: bool) -> (tempfile::TempDir, ledger::Led
         let c = t.checkpoint().unwrap();
         let checkpoints = vec![incoming(c.to_bincode(), &c.table, c.signed_at_ns)];
         ledger.writer().append(&events, &checkpoints).unwrap();
+        after(step, &ledger);
     }
     ledger.flush().unwrap();
     (dir, ledger)
@@ -112,6 +124,28 @@ fn a_hole_carder_is_listed_with_the_rounds_that_moved_it() {
         .iter()
         .filter_map(|s| s.box_no.filter(|_| s.subject.starts_with("box ")))
         .all(|b| b == CHEAT_BOX.0));
+}
+
+#[test]
+fn a_restarted_tail_resumes_each_statistic_and_lists_the_same_signals() {
+    let model = Model::temporary(&ledger::days::DayRule::new("06:00", "UTC").unwrap()).unwrap();
+    let mut restarts = 0;
+    let (_dir, ledger) = table_with(600, 7, true, |step, ledger| {
+        if step > 0 && step % 150 == 0 {
+            ledger.flush().unwrap();
+            let mut tail = Tail::with_analytics(TestSetting::default());
+            catch_up_with(ledger, &model, &mut tail).unwrap();
+            restarts += 1;
+        }
+    });
+    let mut tail = Tail::with_analytics(TestSetting::default());
+    catch_up_with(&ledger, &model, &mut tail).unwrap();
+    assert_eq!(restarts, 4);
+    let once = indexed(&ledger, true);
+    let expected = once.signals(None, 1_000).unwrap();
+    assert!(expected.iter().any(|s| s.box_no == Some(CHEAT_BOX.0)));
+    assert_eq!(model.signals(None, 1_000).unwrap(), expected);
+    assert!(model.coverage().unwrap().unwrap().complete);
 }
 
 #[test]
