@@ -58,12 +58,13 @@ pub async fn analytics(
     };
     let on = st.decision_analytics().is_some();
     let model = st.model.clone();
-    let (coverage, rows, dealer_rows) = blocking(move || {
+    let (coverage, rows, (dealer_rows, dealers_total)) = blocking(move || {
         let rows = model.signals(table.as_ref(), usize::MAX)?;
-        let dealers = model.dealers(readside::dealers::DEALERS_SERVED_MAX)?;
+        let dealers = model.dealers_page(readside::dealers::DEALERS_SERVED_MAX)?;
         Ok((model.coverage()?, rows, dealers))
     })
     .await?;
+    let dealers_truncated = dealers_total > dealer_rows.len() as u64;
     let signals: Vec<AnalyticsSignal> = rows
         .into_iter()
         .filter(|s| q.dealer.is_none() || s.dealer == q.dealer)
@@ -96,5 +97,7 @@ pub async fn analytics(
             .into_iter()
             .filter(|d| q.dealer.as_ref().is_none_or(|x| *x == d.dealer))
             .collect(),
+        dealers_total,
+        dealers_truncated,
     }))
 }

@@ -489,14 +489,25 @@ async function analyticsView(view, q) {
     const moved = s => s.moved.map(m => `<li>round ${m.round}, box ${m.box_no}: ${esc(m.text)}</li>`).join("");
     const head = `<h1>Analytics</h1><p class="hint">Decisions compared with the computed strategy: hole-card play per box, dealer and table, card sharing per pair of boxes. A signal is a statistic past its threshold${a.false_alarms_milli_per_1000_rounds != null ? `, set for ${milli(a.false_alarms_milli_per_1000_rounds)} false alarms per 1,000 rounds` : ""}.</p>`;
     if (!a.computed) {
-      view.innerHTML = `<div class="card">${head}<div class="empty">Not computed: ${esc(a.not_computed_reason || "unknown")}</div></div>`;
+      view.innerHTML = `<div class="card">${head}<div class="empty">Not computed: ${esc(a.not_computed_reason || "unknown")}</div></div>${dealersCard(a)}`;
       return;
     }
-    view.innerHTML = `<div class="card">${head}
+    view.innerHTML = `${dealersCard(a)}<div class="card">${head}
       ${a.signals.length ? `<table class="list" id="analytics-table"><thead><tr><th>Table</th><th>Kind</th><th>Whose</th><th class="num">Round</th><th class="num">Statistic</th><th class="num">Threshold</th><th>Rounds</th></tr></thead><tbody>
       ${a.signals.map(s => `<tr><td>${esc(s.table)}</td><td>${esc(s.kind.replace(/_/g, " "))}</td><td>${esc(s.subject)}</td><td class="num"><a href="#/round/${encodeURIComponent(s.table)}/${s.round}">${s.round}</a></td><td class="num">${milli(s.statistic_milli)}</td><td class="num">${milli(s.threshold_milli)}</td><td>${rounds(s)}<details><summary>what moved it</summary><ul>${moved(s)}</ul></details></td></tr>`).join("")}
       </tbody></table>` : `<div class="empty">No signal: every round was judged and no statistic crossed its threshold.</div>`}</div>`;
   } catch (e) { failed(view, e); }
+}
+
+// Each dealer's quality per 1,000 rounds against the floor's median; a cut list says so.
+function dealersCard(a) {
+  if (!a.dealers.length) return "";
+  const rate = r => r.milli_per_1000_rounds == null ? "—" : `${(r.milli_per_1000_rounds / 1000).toFixed(1)} <span class="hint">(floor ${r.floor_median_milli_per_1000_rounds == null ? "—" : (r.floor_median_milli_per_1000_rounds / 1000).toFixed(1)})</span>`;
+  const cut = a.dealers_truncated ? `<p class="hint" id="dealers-truncated">Showing ${a.dealers.length} of ${a.dealers_total} dealers: the list is cut, and the floor's medians are over those shown.</p>` : "";
+  return `<div class="card"><h2>Dealers</h2><p class="hint">Per 1,000 decided rounds, against the floor's median. Null under 100 rounds.</p>${cut}
+    <table class="list" id="dealers-table"><thead><tr><th>Dealer</th><th class="num">Rounds</th><th class="num">Payout errors</th><th class="num">Disputed</th><th class="num">Irregular</th><th class="num">Exposed cards</th></tr></thead><tbody>
+    ${a.dealers.map(d => `<tr><td>${esc(d.dealer)}</td><td class="num">${d.rounds}</td><td class="num">${rate(d.payout_errors)}</td><td class="num">${rate(d.disputed)}</td><td class="num">${rate(d.irregular)}</td><td class="num">${rate(d.exposures)}</td></tr>`).join("")}
+    </tbody></table></div>`;
 }
 
 // ---------- cases ----------

@@ -136,6 +136,8 @@ fn an_error_prone_dealer_pays_wrongly_above_the_floor_median_after_a_rebuild_too
     let v = analytics_when_indexed(dir.path(), "");
     let dealers = dealer_rates(&v);
     assert!(dealers.len() >= 2, "a roster of dealers: {v}");
+    assert_eq!(v["dealers_total"], dealers.len(), "{v}");
+    assert_eq!(v["dealers_truncated"], false, "{v}");
     let first = dealers
         .iter()
         .min_by_key(|(_, d)| d["first_opened_at_ns"].as_i64().unwrap())

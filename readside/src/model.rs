@@ -526,6 +526,19 @@ impl Model {
         self.get(&str_key(space::DEALER, dealer))
     }
 
+    /// The first `max` dealers' rows, in key order (shorter ids first), and how many
+    /// dealers the model holds (their keys counted, their rows not decoded).
+    pub fn dealers_page(&self, max: usize) -> Result<(Vec<DealerRow>, u64), ModelError> {
+        let rows = self.dealers(max)?;
+        let mut total = 0u64;
+        for kv in self.db.scan_prefix(&[space::DEALER]).fwd() {
+            kv?;
+            total += 1;
+        }
+        assert!(total >= rows.len() as u64, "a page is part of its whole");
+        Ok((rows, total))
+    }
+
     /// Every dealer's quality counters, in key order (shorter ids first); at most `max`.
     pub fn dealers(&self, max: usize) -> Result<Vec<DealerRow>, ModelError> {
         let mut out = Vec::new();

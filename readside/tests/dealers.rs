@@ -207,6 +207,18 @@ fn theoretical(rounds: i64, ante: (i64, u64), pair_plus: (i64, u64)) -> (i64, i6
     (theo, 2 * var.isqrt() as i64)
 }
 
+/// A page of dealer rows cut at its cap says how many there are: never a whole list.
+#[test]
+fn a_dealer_page_cut_at_its_cap_counts_every_dealer() {
+    let f = floor(vec![two_dealers()]);
+    let (rows, total) = f.model.dealers_page(1).unwrap();
+    assert_eq!((rows.len(), total), (1, 2));
+    assert_eq!(rows[0].dealer, "D-BEN", "keys go by id length, then id");
+    let (rows, total) = f.model.dealers_page(10).unwrap();
+    let names: Vec<&str> = rows.iter().map(|r| r.dealer.as_str()).collect();
+    assert_eq!((names, total), (vec!["D-BEN", "D-ANNA"], 2));
+}
+
 #[test]
 fn hold_per_dealer_goes_to_the_dealer_in_place_when_the_round_began() {
     let f = floor(vec![two_dealers()]);

@@ -1089,8 +1089,13 @@ pub struct AnalyticsList {
     pub false_alarms_milli_per_1000_rounds: Option<u64>,
     /// The signals, each with links to its rounds (`/v1/tables/<table>/rounds/<n>`).
     pub signals: Vec<AnalyticsSignal>,
-    /// Each dealer's quality against the floor, by dealer id.
+    /// Each dealer's quality against the floor, shorter ids first; at most 10,000
+    /// (`dealers_truncated`). The floor's medians are over the dealers listed.
     pub dealers: Vec<DealerQuality>,
+    /// Dealers the read model holds, listed or not.
+    pub dealers_total: u64,
+    /// Whether `dealers` stops at its cap before `dealers_total`: the list is not whole.
+    pub dealers_truncated: bool,
 }
 
 /// One dealer's quality counts over their decided rounds, and rates against the floor.
