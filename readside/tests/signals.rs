@@ -159,6 +159,29 @@ fn an_honest_table_lists_no_signal_and_an_unjudged_model_says_so() {
     assert!(!off.coverage().unwrap().unwrap().complete);
 }
 
+/// The figure in BENCHMARKS.md: a round indexed in a pass of its own (as `serve` does),
+/// analytics on, with the statistics' states it commits counted:
+/// `cargo test -p readside --test signals one_round_a_pass -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn cost_one_round_a_pass_with_its_statistics_committed() {
+    let model = Model::temporary(&ledger::days::DayRule::new("06:00", "UTC").unwrap()).unwrap();
+    let mut tail = Tail::with_analytics(TestSetting::default());
+    let mut spent = std::time::Duration::ZERO;
+    let (_dir, ledger) = table_with(300, 11, false, |_, ledger| {
+        let started = std::time::Instant::now();
+        catch_up_with(ledger, &model, &mut tail).unwrap();
+        spent += started.elapsed();
+    });
+    let states = model.stream_states(usize::MAX).unwrap();
+    println!(
+        "one round a pass, analytics on: {:.1} ms a round over 300 CSP6 rounds; {} statistics kept",
+        spent.as_secs_f64() * 1000.0 / 302.0,
+        states.len()
+    );
+    drop(ledger);
+}
+
 /// The figure in BENCHMARKS.md: the read model's cost a round with the analytics on against
 /// off, over one ledger, in one run: `cargo test -p readside --test signals cost --
 /// --ignored --nocapture`.
