@@ -224,3 +224,45 @@ impl Cusum {
         self.moved.truncate(MOVED_MAX);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Round `r`'s scores: a box that mostly gains, so the statistic alarms.
+    fn scores(r: u64) -> Vec<Score> {
+        let g = if r.is_multiple_of(5) { -0.4 } else { 0.6 };
+        vec![Score {
+            box_no: BoxNo(3),
+            g,
+            text: format!("round {r}"),
+        }]
+    }
+
+    #[test]
+    fn a_resumed_statistic_goes_on_as_if_never_stopped() {
+        let setting = TestSetting::default();
+        let mut whole = Cusum::new(setting, 3);
+        let mut cut = Cusum::new(setting, 3);
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for r in 1..=200u64 {
+            a.extend(whole.push(RoundId(r), &scores(r)));
+            b.extend(cut.push(RoundId(r), &scores(r)));
+            if r.is_multiple_of(37) {
+                cut = Cusum::resume(setting, cut.state());
+            }
+            assert_eq!(whole.statistic().to_bits(), cut.statistic().to_bits());
+        }
+        assert!(!a.is_empty(), "the test alarms");
+        assert_eq!(a, b);
+        // A fresh statistic at a cut (a restart at 0) does not: the evidence matters.
+        let mut fresh = Cusum::new(setting, 3);
+        for r in 1..=200u64 {
+            fresh.push(RoundId(r), &scores(r));
+            if r.is_multiple_of(37) {
+                fresh = Cusum::new(setting, 3);
+            }
+        }
+        assert_ne!(fresh.statistic().to_bits(), whole.statistic().to_bits());
+    }
+}
