@@ -114,22 +114,29 @@ pub fn summary(
     Ok(missed.is_empty())
 }
 
-/// Two tray errors in one shift of one table (a fill without its slip, a miscounted
-/// closer) move one tray by their sum: counts cannot tell them apart. The line that says
-/// so when the report shows that sum for the table; `None` when it does not.
+/// Which count an injected error moves: the tray (a fill without its slip, a miscounted
+/// closer) or the drop box (a short drop). `None` for payout errors and jackpots.
+fn count_moved(kind: simulator::VarianceKind) -> Option<&'static str> {
+    use simulator::VarianceKind as K;
+    match kind {
+        K::MissingFillSlip | K::MiscountedCloser => Some("tray"),
+        K::ShortDrop => Some("drop"),
+        K::Overpayment | K::Underpayment | K::JackpotPaid => None,
+    }
+}
+
+/// Two errors on one count in one shift of one table (two tray errors, or two short
+/// drops) move that count by their sum: counts cannot tell them apart. The line that
+/// says so when the report shows that sum for the table; `None` when it does not.
 fn shown_together(
     report: &schemas::finance::FinanceReport,
     expected: &[simulator::FinanceVariance],
     v: &simulator::FinanceVariance,
 ) -> Option<String> {
-    use simulator::VarianceKind as K;
-    let tray = |k: K| matches!(k, K::MissingFillSlip | K::MiscountedCloser);
-    if !tray(v.kind) {
-        return None;
-    }
+    let count = count_moved(v.kind)?;
     let partners: Vec<&simulator::FinanceVariance> = expected
         .iter()
-        .filter(|o| o.table == v.table && o.shift == v.shift && tray(o.kind))
+        .filter(|o| o.table == v.table && o.shift == v.shift && count_moved(o.kind) == Some(count))
         .collect();
     let sum: schemas::Money = partners.iter().map(|o| o.amount).sum();
     if partners.len() < 2
@@ -145,7 +152,7 @@ fn shown_together(
         .map(|o| format!("{:?} {}", o.kind, o.amount))
         .collect();
     Some(format!(
-        "{} {}: one shift's tray moved by their sum {sum}, shown as one variance (counts cannot split it)",
+        "{} {}: one shift's {count} moved by their sum {sum}, shown as one variance (counts cannot split it)",
         v.table,
         each.join(" and ")
     ))
