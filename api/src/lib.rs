@@ -44,6 +44,7 @@ mod openapi;
 pub mod ops;
 mod params;
 mod read;
+pub mod records;
 mod routes;
 pub mod search;
 pub mod tls;
@@ -166,6 +167,9 @@ pub struct ApiConfig {
     /// Where the indexer hands each pass's committed signals, to be alerted
     /// (`alerts.<table>.<kind>`); `None` alerts on none (a read-only server).
     pub signal_sink: Option<SignalSink>,
+    /// The records stream that cases and counts go through (`records`); `None` records
+    /// them here at once (a server without the bus).
+    pub records: Option<records::RecordLink>,
 }
 
 /// Largest recorder clock offset, either way: a day, in milliseconds.
@@ -314,6 +318,8 @@ pub struct AppState {
     pub cases: Cases,
     /// The count room's results (`POST /v1/counts`).
     pub counts: Counts,
+    /// Where case entries and counts are recorded: the records stream, or here at once.
+    pub records: records::Records,
     /// New rounds and findings for the live feed; each subscriber buffers at most `FEED_CAPACITY`.
     pub feed: tokio::sync::broadcast::Sender<FeedItem>,
     /// The server's clock for audit and case times, UTC nanoseconds.
@@ -369,6 +375,8 @@ impl AppState {
         let audit = Journal::open(&audit_path(state_dir), |_, _| Ok(()))?;
         let cases = Cases::open(&cases_path(state_dir))?;
         let counts = Counts::open(&counts_path(state_dir), access.count_keys()?)?;
+        let applied = cases.last_stream_seq().max(counts.last_stream_seq());
+        let records = records::Records::new(applied, clock());
         let model = open_model(model_dir, &finance.rule)?;
         let (feed, _) = tokio::sync::broadcast::channel(FEED_CAPACITY);
         Ok(Arc::new(AppState {
@@ -378,6 +386,7 @@ impl AppState {
             audit,
             cases,
             counts,
+            records,
             feed,
             clock,
             stopping,
@@ -625,6 +634,9 @@ fn apply_settings(state: &Shared, config: &ApiConfig) -> Result<(), Error> {
     if let Some(sink) = config.signal_sink.clone() {
         let _ = state.signal_sink.set(sink);
     }
+    if let Some(link) = config.records.clone() {
+        state.records.link(link);
+    }
     if let Some(n) = config.failures_per_minute_max {
         state.limiter.set_failures_max(n).map_err(Error::Config)?;
     }
@@ -660,6 +672,7 @@ pub async fn run_with_ops(
         tokio::spawn(watch_access(state.clone(), path, stop_rx.clone()));
     }
     let pricer = tokio::spawn(run_pricer(state.clone(), stop_rx.clone()));
+    let applier = tokio::spawn(records::run_applier(state.clone(), stop_rx.clone()));
     let indexer = tokio::spawn(run_indexer(state.clone(), stop_rx));
     let stopping = async move {
         shutdown.await;
@@ -673,6 +686,7 @@ pub async fn run_with_ops(
     let timeouts = serve::Timeouts::default();
     serve::serve_tls(listener, app, timeouts, config.tls, stopping).await;
     let _ = indexer.await;
+    let _ = applier.await;
     // At most one configuration's pricing (seconds) still running.
     let _ = pricer.await;
     // sled flushes on its own too; a clean stop leaves nothing for the next start to redo.

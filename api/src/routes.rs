@@ -21,6 +21,7 @@ use axum::{Extension, Json};
 use futures::Stream;
 use proofs::bundle::EvidenceBundle;
 use schemas::api::*;
+use schemas::records::Record;
 use schemas::{EventBody, Money, RoundId, Seq, TableId};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -748,11 +749,30 @@ fn case_error(e: crate::cases::CaseError) -> Response {
     error(status, e.to_string())
 }
 
+/// The answer to a record that was not answered with its outcome: 503, naming why.
+fn submit_error(e: crate::records::SubmitError) -> Response {
+    error(StatusCode::SERVICE_UNAVAILABLE, e.to_string())
+}
+
+/// A case change: checked on this node's views once it holds every record the stream
+/// had, then recorded (`records::submit`); stream order decides a race with another node.
 async fn act(st: Shared, caller: Caller, id: Option<u64>, action: CaseAction) -> Response {
-    let at_ns = (st.clock)();
-    let r = tokio::task::spawn_blocking(move || st.cases.act(id, action, &caller, at_ns)).await;
-    match r {
-        Ok(Ok(v)) => {
+    use crate::records::{submit, Applied};
+    if let Err(e) = crate::records::catch_up(&st).await {
+        return submit_error(e);
+    }
+    if let Err(e) = st.cases.precheck(id, &action) {
+        return case_error(e);
+    }
+    let record = Record::Case {
+        case_id: id,
+        at_ns: (st.clock)(),
+        author: caller.name,
+        role: caller.role,
+        action,
+    };
+    match submit(&st, record).await {
+        Ok(Applied::Case(Ok(v))) => {
             let status = if id.is_none() {
                 StatusCode::CREATED
             } else {
@@ -760,8 +780,12 @@ async fn act(st: Shared, caller: Caller, id: Option<u64>, action: CaseAction) ->
             };
             (status, Json(v)).into_response()
         }
-        Ok(Err(e)) => case_error(e),
-        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        Ok(Applied::Case(Err(e))) => case_error(e),
+        Ok(Applied::Count(_)) => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "a case record was applied as a count",
+        ),
+        Err(e) => submit_error(e),
     }
 }
 
@@ -905,23 +929,52 @@ async fn enter_count(
         let msg = format!("no table {} in the ledger", b.count.table);
         return error(StatusCode::NOT_FOUND, msg);
     }
+    if let Err(e) = crate::records::catch_up(&st).await {
+        return submit_error(e);
+    }
     let at_ns = (st.clock)();
-    let r = tokio::task::spawn_blocking(move || {
+    let s = st.clone();
+    let checked = tokio::task::spawn_blocking(move || {
         // Bound to its table's box, after its removal, not in the future; else nothing kept.
-        let now = (at_ns, st.ledger.reader().clock_skew_max_ns());
-        readside::counts::check_bound(&st.model, &b.count, now).map_err(|e| match e {
+        let now = (at_ns, s.ledger.reader().clock_skew_max_ns());
+        readside::counts::check_bound(&s.model, &b.count, now).map_err(|e| match e {
             readside::counts::BoundError::Refused(why) => CountRefused::Invalid(why),
             e => CountRefused::Bound(e.to_string()),
         })?;
-        st.counts.enter(b, &c, at_ns)
+        s.counts.check(&b)?;
+        Ok(b)
     })
     .await;
-    match r {
-        Ok(Ok(entry)) => (StatusCode::CREATED, Json(entry)).into_response(),
-        Ok(Err(e @ CountRefused::Invalid(_))) => error(StatusCode::BAD_REQUEST, e.to_string()),
-        Ok(Err(e @ CountRefused::Untrusted(_))) => error(StatusCode::FORBIDDEN, e.to_string()),
-        Ok(Err(e)) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
-        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    let signed = match checked {
+        Ok(Ok(signed)) => signed,
+        Ok(Err(e)) => return count_refused(e),
+        Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    };
+    let record = Record::Count {
+        signed,
+        entered_by: c.name,
+        entered_at_ns: at_ns,
+    };
+    match crate::records::submit(&st, record).await {
+        Ok(crate::records::Applied::Count(Ok(entry))) => {
+            (StatusCode::CREATED, Json(entry)).into_response()
+        }
+        Ok(crate::records::Applied::Count(Err(e))) => count_refused(e),
+        Ok(crate::records::Applied::Case(_)) => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "a count record was applied as a case",
+        ),
+        Err(e) => submit_error(e),
+    }
+}
+
+/// A refused count's answer: 400 for what the count breaks, 403 for an untrusted key.
+fn count_refused(e: crate::counts::CountRefused) -> Response {
+    use crate::counts::CountRefused;
+    match e {
+        e @ CountRefused::Invalid(_) => error(StatusCode::BAD_REQUEST, e.to_string()),
+        e @ CountRefused::Untrusted(_) => error(StatusCode::FORBIDDEN, e.to_string()),
+        e => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     }
 }
 

@@ -1431,6 +1431,7 @@ async fn a_real_socket_serves_the_api_ui_and_the_live_feed() {
         failures_per_minute_max: None,
         decision_analytics: None,
         signal_sink: None,
+        records: None,
     };
     let (addr_tx, addr_rx) = std::sync::mpsc::channel();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();

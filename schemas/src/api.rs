@@ -685,6 +685,10 @@ pub struct CaseEntry {
     /// What it does, its fields at the top level.
     #[serde(flatten)]
     pub action: CaseAction,
+    /// The records stream's sequence of the record this entry applies (`records`);
+    /// absent on a server without the stream.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream_seq: Option<u64>,
 }
 
 /// A case as folded from its entries.
