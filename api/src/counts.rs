@@ -44,13 +44,6 @@ pub struct Counts {
     last_stream_seq: u64,
 }
 
-/// The records stream's sequence a journal line carries, if any.
-#[derive(serde::Deserialize)]
-struct StreamSeqOf {
-    #[serde(default)]
-    stream_seq: Option<u64>,
-}
-
 /// One count to record: who entered it, when, and the records stream's seq if any.
 pub struct CountRecord {
     /// The count as signed.
@@ -69,8 +62,7 @@ impl Counts {
         let mut book = CountBook::default();
         let mut last_stream_seq = 0;
         let journal = Journal::open(path, |n, json| {
-            let seq: StreamSeqOf = serde_json::from_str(json).map_err(|e| e.to_string())?;
-            last_stream_seq = last_stream_seq.max(seq.stream_seq.unwrap_or(0));
+            last_stream_seq = last_stream_seq.max(crate::records::stream_seq_of(json)?);
             book.take_json(n, json)
         })?;
         Ok(Counts {

@@ -293,6 +293,11 @@ pub fn audit_path(state_dir: &Path) -> PathBuf {
     state_dir.join(proofs::journal::AUDIT_FILE)
 }
 
+/// The floor's access log's path in an API directory: every node's audit entries.
+pub fn floor_audit_path(state_dir: &Path) -> PathBuf {
+    state_dir.join("floor-audit.jsonl")
+}
+
 /// The server's one clock (audit and case times, bundle export time): UTC nanoseconds.
 pub type Clock = fn() -> i64;
 
@@ -314,6 +319,8 @@ pub struct AppState {
     tokens: std::sync::RwLock<Tokens>,
     /// The audit log: every `/v1/` request, synced before its response.
     pub audit: Journal,
+    /// The floor's access log: every node's audit entries, from the records stream.
+    pub floor_audit: Journal,
     /// The cases and their journal.
     pub cases: Cases,
     /// The count room's results (`POST /v1/counts`).
@@ -375,7 +382,15 @@ impl AppState {
         let audit = Journal::open(&audit_path(state_dir), |_, _| Ok(()))?;
         let cases = Cases::open(&cases_path(state_dir))?;
         let counts = Counts::open(&counts_path(state_dir), access.count_keys()?)?;
-        let applied = cases.last_stream_seq().max(counts.last_stream_seq());
+        let mut floor_seq = 0;
+        let floor_audit = Journal::open(&floor_audit_path(state_dir), |_, json| {
+            floor_seq = floor_seq.max(records::stream_seq_of(json)?);
+            Ok(())
+        })?;
+        let applied = cases
+            .last_stream_seq()
+            .max(counts.last_stream_seq())
+            .max(floor_seq);
         let records = records::Records::new(applied, clock());
         let model = open_model(model_dir, &finance.rule)?;
         let (feed, _) = tokio::sync::broadcast::channel(FEED_CAPACITY);
@@ -384,6 +399,7 @@ impl AppState {
             model: Arc::new(model),
             tokens: std::sync::RwLock::new(tokens),
             audit,
+            floor_audit,
             cases,
             counts,
             records,

@@ -14,7 +14,7 @@ use crate::cases::{CaseError, CaseRecord};
 use crate::counts::{CountRecord, CountRefused};
 use crate::Shared;
 use futures::future::BoxFuture;
-use schemas::api::CaseView;
+use schemas::api::{AuditEntry, CaseView};
 use schemas::count::CountEntry;
 use schemas::records::{Record, RecordMsg, RECORD_VERSION};
 use std::collections::HashMap;
@@ -27,6 +27,8 @@ use std::time::Duration;
 pub const APPLY_WAIT: Duration = Duration::from_secs(30);
 /// Records in flight from the stream to the applier.
 pub const DELIVERIES_MAX: usize = 64;
+/// Access entries waiting to be published; past it one is counted as not shared.
+pub const ACCESS_QUEUE_MAX: usize = 4096;
 
 /// One record as the stream delivered it: its stream sequence and bytes.
 pub struct Delivery {
@@ -74,6 +76,8 @@ pub enum Applied {
     Case(Result<CaseView, CaseError>),
     /// A count: its journal entry, or why it was refused.
     Count(Result<CountEntry, CountRefused>),
+    /// An access entry kept in the floor's log, or why it could not be.
+    Access(Result<(), crate::journal::JournalError>),
 }
 
 /// Why a record was not answered with its outcome.
@@ -102,6 +106,10 @@ pub struct Records {
     applied: tokio::sync::watch::Sender<u64>,
     waiting: Mutex<HashMap<String, tokio::sync::oneshot::Sender<Applied>>>,
     next_id: AtomicU64,
+    /// Where this node's audit entries go to be published (`share_access`).
+    access_out: OnceLock<tokio::sync::mpsc::Sender<AuditEntry>>,
+    /// Audit entries not shared with the floor: the queue was full or the publish failed.
+    access_unshared: AtomicU64,
     /// Process start, UTC ns: record ids of this run differ from an earlier run's.
     started_ns: i64,
 }
@@ -114,6 +122,8 @@ impl Records {
             applied: tokio::sync::watch::channel(applied_through).0,
             waiting: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
+            access_out: OnceLock::new(),
+            access_unshared: AtomicU64::new(0),
             started_ns,
         }
     }
@@ -121,6 +131,11 @@ impl Records {
     /// Sets the link once; false if one was set before.
     pub fn link(&self, link: RecordLink) -> bool {
         self.link.set(link).is_ok()
+    }
+
+    /// This node's audit entries not shared with the floor since start.
+    pub fn access_unshared(&self) -> u64 {
+        self.access_unshared.load(Ordering::Relaxed)
     }
 
     /// The highest stream seq this node applied.
@@ -163,6 +178,14 @@ fn apply_record(st: &Shared, record: Record, stream_seq: Option<u64>) -> Applied
             entered_at_ns,
             stream_seq,
         })),
+        Record::Access { entry } => Applied::Access(
+            st.floor_audit
+                .append(|_| AuditEntry {
+                    stream_seq,
+                    ..entry
+                })
+                .map(|_| ()),
+        ),
     }
 }
 
@@ -274,6 +297,10 @@ pub async fn run_applier(st: Shared, mut stop: tokio::sync::watch::Receiver<bool
     let Some(link) = st.records.link.get().cloned() else {
         return;
     };
+    let (tx, rx) = tokio::sync::mpsc::channel(ACCESS_QUEUE_MAX);
+    if st.records.access_out.set(tx).is_ok() {
+        tokio::spawn(publish_access(st.clone(), link.clone(), rx));
+    }
     let from = st.records.applied_through() + 1;
     tracing::info!(from_seq = from, "applying the records stream");
     let mut deliveries = link.stream.follow(from);
@@ -290,6 +317,69 @@ pub async fn run_applier(st: Shared, mut stop: tokio::sync::watch::Receiver<bool
         if let Err(e) = tokio::task::spawn_blocking(move || apply(&s, d)).await {
             tracing::error!("applying a record: {e}");
             return;
+        }
+    }
+}
+
+/// The seq a journal line's entry carries (`stream_seq`), 0 when none.
+pub(crate) fn stream_seq_of(json: &str) -> Result<u64, String> {
+    #[derive(serde::Deserialize)]
+    struct StreamSeqOf {
+        #[serde(default)]
+        stream_seq: Option<u64>,
+    }
+    let s: StreamSeqOf = serde_json::from_str(json).map_err(|e| e.to_string())?;
+    Ok(s.stream_seq.unwrap_or(0))
+}
+
+/// The audit log a page reads: this node's, or the floor's. Without a records stream the
+/// node's log is the floor's (one node).
+pub fn audit_log(st: &Shared, floor: bool) -> &crate::journal::Journal {
+    match floor && st.records.link.get().is_some() {
+        true => &st.floor_audit,
+        false => &st.audit,
+    }
+}
+
+/// Queues a copy of this node's audit entry for the floor's log; never blocks. A full
+/// queue counts it as not shared (`access_unshared`). Nothing without a stream.
+pub fn share_access(st: &Shared, entry: AuditEntry) {
+    let Some(out) = st.records.access_out.get() else {
+        return;
+    };
+    let node = st.records.link.get().and_then(|l| l.node.clone());
+    if out.try_send(AuditEntry { node, ..entry }).is_err() {
+        st.records.access_unshared.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Publishes this node's audit entries on the records stream, one at a time, in order.
+/// A refused publish is logged and counted (`access_unshared`); the node's log keeps it.
+async fn publish_access(
+    st: Shared,
+    link: RecordLink,
+    mut entries: tokio::sync::mpsc::Receiver<AuditEntry>,
+) {
+    while let Some(entry) = entries.recv().await {
+        let id = format!(
+            "{}:audit:{}:{}",
+            link.node.as_deref().unwrap_or("-"),
+            entry.id,
+            st.records.started_ns
+        );
+        let msg = RecordMsg {
+            v: RECORD_VERSION,
+            node: link.node.clone(),
+            id: id.clone(),
+            record: Record::Access { entry },
+        };
+        let published = match serde_json::to_vec(&msg) {
+            Ok(bytes) => link.stream.publish(msg.subject(), id, bytes).await,
+            Err(e) => Err(e.to_string()),
+        };
+        if let Err(e) = published {
+            st.records.access_unshared.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!("an audit entry not shared with the floor: {e}");
         }
     }
 }

@@ -250,6 +250,8 @@ fn rate_limited_entry(id: u64, at_ns: i64, s: Suppressed) -> AuditEntry {
         status: Some(StatusCode::TOO_MANY_REQUESTS.as_u16()),
         received: None,
         client: Some(s.client),
+        node: None,
+        stream_seq: None,
     }
 }
 
@@ -291,6 +293,8 @@ async fn guarded(
             status,
             received,
             client: client.clone(),
+            node: None,
+            stream_seq: None,
         }
     };
     let mut received = None;
@@ -332,9 +336,13 @@ async fn record(
     make: impl FnOnce(u64) -> AuditEntry + Send + 'static,
 ) -> Result<u64, Response> {
     let s = st.clone();
-    let written = tokio::task::spawn_blocking(move || s.audit.append(make).map(|e| e.id)).await;
+    let written = tokio::task::spawn_blocking(move || s.audit.append(make)).await;
     let failure = match written {
-        Ok(Ok(id)) => return Ok(id),
+        Ok(Ok(entry)) => {
+            let id = entry.id;
+            crate::records::share_access(st, entry);
+            return Ok(id);
+        }
         Ok(Err(e)) => e.to_string(),
         Err(e) => format!("task: {e}"),
     };
@@ -356,6 +364,10 @@ pub struct Paging {
     /// Items to return (default 50, at most 1000).
     #[param(minimum = 1, maximum = 1000)]
     limit: Option<u64>,
+    /// `node` (default): this node's log. `floor`: every node's entries, from the
+    /// records stream, each naming its node.
+    #[param(pattern = "^(node|floor)$")]
+    scope: Option<String>,
 }
 
 #[utoipa::path(get, path = "/v1/whoami", tag = "access",
@@ -781,9 +793,9 @@ async fn act(st: Shared, caller: Caller, id: Option<u64>, action: CaseAction) ->
             (status, Json(v)).into_response()
         }
         Ok(Applied::Case(Err(e))) => case_error(e),
-        Ok(Applied::Count(_)) => error(
+        Ok(_) => error(
             StatusCode::INTERNAL_SERVER_ERROR,
-            "a case record was applied as a count",
+            "a case record was applied as another kind",
         ),
         Err(e) => submit_error(e),
     }
@@ -960,9 +972,9 @@ async fn enter_count(
             (StatusCode::CREATED, Json(entry)).into_response()
         }
         Ok(crate::records::Applied::Count(Err(e))) => count_refused(e),
-        Ok(crate::records::Applied::Case(_)) => error(
+        Ok(_) => error(
             StatusCode::INTERNAL_SERVER_ERROR,
-            "a count record was applied as a case",
+            "a count record was applied as another kind",
         ),
         Err(e) => submit_error(e),
     }
@@ -1083,11 +1095,19 @@ async fn audit(
     Query(p): Query<Paging>,
 ) -> Result<Json<AuditPage>, Refusal> {
     let (offset, limit) = page(p.offset, p.limit, AUDIT_LIMIT_MAX)?;
+    let floor = match p.scope.as_deref() {
+        None | Some("node") => false,
+        Some("floor") => true,
+        Some(other) => {
+            let why = format!("scope {other:?}: node or floor");
+            return Err(Refusal(ReadError::BadRequest(why)));
+        }
+    };
     let s = st.clone();
     let (items, total) = blocking(move || {
-        let total = s.audit.len();
-        let items = s
-            .audit
+        let log = crate::records::audit_log(&s, floor);
+        let total = log.len();
+        let items = log
             .read::<AuditEntry>(offset, limit)
             .map_err(|e| ReadError::Internal(e.to_string()))?;
         Ok((items, total))

@@ -148,9 +148,19 @@ fn records_need_a_ledger_nodes_credential(
     let (status, body) = post(api, "/v1/cases", TOKEN, &opened);
     assert_eq!(status, 201, "{body}");
     let case: serde_json::Value = serde_json::from_str(&body).expect("case");
-    assert_eq!(case["entries"][0]["stream_seq"], 1, "{case}");
+    let seq = case["entries"][0]["stream_seq"].as_u64();
+    assert!(
+        seq.is_some_and(|s| s > 0),
+        "applied from the stream: {case}"
+    );
     let forged = br#"{"v":1,"node":null,"id":"x","record":{"kind":"case"}}"#;
-    let acked = rt.block_on(publish(device, "records.case.new", "attack-6", forged, None));
+    let acked = rt.block_on(publish(
+        device,
+        "records.case.new",
+        "attack-6",
+        forged,
+        None,
+    ));
     assert!(!acked, "only a ledger node publishes records");
 }
 

@@ -79,15 +79,23 @@ async fn publish_table(url: &str, ago_ns: i64) {
     }
 }
 
-/// The records stream's last seq.
-fn records_last_seq(rt: &tokio::runtime::Runtime, url: &str) -> u64 {
+/// The seq of the last record on each case subject: `records.case.new`, `records.case.1`.
+fn last_case_records(rt: &tokio::runtime::Runtime, url: &str) -> Vec<u64> {
     rt.block_on(async {
         let js = jetstream::new(async_nats::connect(url).await.expect("connect"));
-        let mut s = js
+        let s = js
             .get_stream(schemas::records::RECORDS_STREAM)
             .await
             .expect("records stream");
-        s.info().await.expect("info").state.last_sequence
+        let mut seqs = Vec::new();
+        for subject in ["records.case.new", "records.case.1"] {
+            let m = s
+                .get_last_raw_message_by_subject(subject)
+                .await
+                .expect("last");
+            seqs.push(m.sequence);
+        }
+        seqs
     })
 }
 
@@ -153,8 +161,11 @@ fn cases_go_through_the_stream(rt: &tokio::runtime::Runtime, url: &str, a: &str,
                 .expect("each entry names its stream seq")
         })
         .collect();
-    assert_eq!(seqs, [1, 2, 3]);
-    let before = records_last_seq(rt, url);
+    assert!(
+        seqs.windows(2).all(|w| w[0] < w[1]),
+        "in stream order: {seqs:?}"
+    );
+    let before = last_case_records(rt, url);
     let (status, body) = post(
         b,
         "/v1/cases",
@@ -168,7 +179,7 @@ fn cases_go_through_the_stream(rt: &tokio::runtime::Runtime, url: &str, a: &str,
     let (status, body) = post(b, "/v1/cases/1/notes", TOKEN, &json!({"text": "bell\u{7}"}));
     assert_eq!(status, 400, "{body}");
     assert_eq!(
-        records_last_seq(rt, url),
+        last_case_records(rt, url),
         before,
         "bad input never reaches the stream"
     );
@@ -215,6 +226,34 @@ fn a_race_is_decided_by_stream_order(a: &str, b: &str) {
     }
 }
 
+/// What node A answered is in B's floor log, naming node a; B's own log has none of it.
+fn accesses_on_a_are_in_the_floor_log_of_b(a: &str, b: &str) {
+    let (status, _) = get(a, "/v1/tables/T-A/rounds/1", Some(TOKEN));
+    assert_eq!(status, 200);
+    let looked = |log: &Value| {
+        log["items"].as_array().map_or(0, |items| {
+            let hits = items.iter().filter(|e| {
+                e["node"] == "a" && e["path"] == "/v1/tables/T-A/rounds/1" && e["status"] == 200
+            });
+            hits.count()
+        })
+    };
+    let floor = wait_for("B's floor log has A's look at round 1", || {
+        let (_, body) = get(b, "/v1/audit?scope=floor&limit=1000", Some(TOKEN));
+        let log: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+        (looked(&log) >= 1, log)
+    });
+    assert!(
+        floor["items"][0]["stream_seq"].as_u64().is_some(),
+        "{floor}"
+    );
+    let (_, body) = get(b, "/v1/audit?limit=1000", Some(TOKEN));
+    let own: Value = serde_json::from_str(&body).expect("log");
+    assert_eq!(looked(&own), 0, "B's own log holds only what B answered");
+    let (status, body) = get(b, "/v1/audit?scope=everyone", Some(TOKEN));
+    assert_eq!(status, 400, "{body}");
+}
+
 /// A count signed by the counter, counted `ago_ns` before now.
 fn signed_count(ago_ns: i64, cash_minor: i64) -> SignedCount {
     let now_ns = ingest::system_clock_ns();
@@ -248,6 +287,7 @@ fn cases_and_counts_written_through_one_node_are_on_the_other() {
     wait_stored(&[&a, &b]);
     cases_go_through_the_stream(&rt, &url, &a, &b);
     a_race_is_decided_by_stream_order(&a, &b);
+    accesses_on_a_are_in_the_floor_log_of_b(&a, &b);
 
     assert!(node_b.stop(), "B stops cleanly");
     let count = serde_json::to_value(signed_count(30_000_000_000, 150_000)).expect("json");

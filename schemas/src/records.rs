@@ -1,11 +1,11 @@
-//! The API's own records on the bus: a case entry or a count, as one node publishes it
+//! The API's own records on the bus: a case entry, a count or an access entry, as one node publishes it
 //! on the records stream and every node applies it (`api::records`). JSON on the wire.
 //!
 //! Invariants: a record names the node that took it and carries an id unique to that
 //! node's request (`Nats-Msg-Id`, so a retried publish is stored once); a record is at
 //! most `RECORD_LEN_MAX` bytes, which the stream enforces too.
 
-use crate::api::{CaseAction, Role};
+use crate::api::{AuditEntry, CaseAction, Role};
 use crate::count::SignedCount;
 use serde::{Deserialize, Serialize};
 
@@ -60,6 +60,11 @@ pub enum Record {
         /// When the server took it, UTC ns.
         entered_at_ns: i64,
     },
+    /// One entry of a node's access journal (its audit log), for the floor's log.
+    Access {
+        /// The entry as the node wrote it, its `node` set.
+        entry: AuditEntry,
+    },
 }
 
 impl RecordMsg {
@@ -71,6 +76,12 @@ impl RecordMsg {
                 None => "records.case.new".to_string(),
             },
             Record::Count { signed, .. } => format!("records.count.{}", signed.count.table),
+            Record::Access { .. } => {
+                format!(
+                    "records.access.{}",
+                    self.node.as_deref().unwrap_or("single")
+                )
+            }
         }
     }
 }
