@@ -519,14 +519,17 @@ async fn connect_records(
     if args.no_ingest {
         return Ok(());
     }
-    let link = crate::records_link::connect(
+    let connecting = crate::records_link::connect(
         &args.nats,
         &ingest.access,
         ingest.stream_replicas,
         args.node_id.clone(),
-    )
-    .await
-    .context("the records stream (cases and counts)")?;
+    );
+    // It waits for a bus that is down at start; a stop signal meanwhile ends serve.
+    let link = tokio::select! {
+        link = connecting => link.context("the records stream (cases and counts)")?,
+        _ = shutdown_signal() => anyhow::bail!("stopped before the records stream was set up"),
+    };
     api.records = Some(link);
     Ok(())
 }

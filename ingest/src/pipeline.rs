@@ -253,7 +253,7 @@ const SETUP_RETRY_PAUSE_MAX: std::time::Duration = std::time::Duration::from_sec
 /// request timed out while a server is down or a leader is elected) is tried again,
 /// pausing 100 ms doubling to 5 s: a ledger node never stops on a bus that comes back.
 /// A setting ingest cannot use (a stream or consumer that differs) fails at once.
-async fn retrying<T, F, Fut>(what: &str, mut attempt: F) -> Result<T, Error>
+pub(crate) async fn retrying<T, F, Fut>(what: &str, mut attempt: F) -> Result<T, Error>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, Error>>,

@@ -45,13 +45,16 @@ impl RecordsBus {
     /// Connects as `access` and creates or checks the stream with `replicas` replicas.
     pub async fn connect(url: &str, access: &bus::Access, replicas: usize) -> Result<Self, Error> {
         let js = jetstream::new(bus::connect(url, access).await?);
-        let mut s = pipeline::ensure_configured(&js, stream_config(), replicas).await?;
-        let have = s
-            .info()
-            .await
-            .map_err(|e| Error::nats("records stream info", e))?
-            .config
-            .clone();
+        // Tried again while a server is down or a leader is elected, as ingest's set-up.
+        let have = pipeline::retrying("setting up the records stream", || async {
+            let mut s = pipeline::ensure_configured(&js, stream_config(), replicas).await?;
+            let info = s
+                .info()
+                .await
+                .map_err(|e| Error::nats("records stream info", e))?;
+            Ok(info.config.clone())
+        })
+        .await?;
         let limited = have.max_age != Duration::ZERO || have.max_bytes > 0 || have.max_messages > 0;
         if limited {
             return Err(Error::StreamMismatch {
