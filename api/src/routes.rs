@@ -255,6 +255,45 @@ fn rate_limited_entry(id: u64, at_ns: i64, s: Suppressed) -> AuditEntry {
     }
 }
 
+/// What the audit log records of one request, whatever its answer.
+#[derive(Clone)]
+struct Asked {
+    method: String,
+    path: String,
+    query: String,
+    caller: Option<Caller>,
+    client: Option<String>,
+    clock: crate::Clock,
+}
+
+impl Asked {
+    /// The request's entry with `status` and `received`, made once its id is known.
+    fn entry(
+        &self,
+        status: Option<u16>,
+        received: Option<u64>,
+    ) -> impl FnOnce(u64) -> AuditEntry + Send + 'static {
+        let a = self.clone();
+        move |id| AuditEntry {
+            id,
+            at_ns: (a.clock)(),
+            who: a
+                .caller
+                .as_ref()
+                .map_or_else(|| "anonymous".to_string(), |c| c.name.clone()),
+            role: a.caller.as_ref().map(|c| c.role),
+            method: a.method,
+            path: a.path,
+            query: a.query,
+            status,
+            received,
+            client: a.client,
+            node: None,
+            stream_seq: None,
+        }
+    }
+}
+
 /// The guard for a request the rate limit lets through.
 async fn guarded(
     st: Shared,
@@ -271,32 +310,15 @@ async fn guarded(
         Access::Caller(c) => Some(c.clone()),
         _ => None,
     };
-    let clock = st.clock;
-    let entry = |status: Option<u16>, received: Option<u64>| {
-        let (method, path, query, caller, client) = (
-            method.clone(),
-            path.clone(),
-            query.clone(),
-            caller.clone(),
-            client.clone(),
-        );
-        move |id| AuditEntry {
-            id,
-            at_ns: clock(),
-            who: caller
-                .as_ref()
-                .map_or_else(|| "anonymous".to_string(), |c| c.name.clone()),
-            role: caller.as_ref().map(|c| c.role),
-            method,
-            path,
-            query,
-            status,
-            received,
-            client: client.clone(),
-            node: None,
-            stream_seq: None,
-        }
+    let asked = Asked {
+        method: method.clone(),
+        path: path.clone(),
+        query,
+        caller,
+        client,
+        clock: st.clock,
     };
+    let entry = |status, received| asked.entry(status, received);
     let mut received = None;
     let response = match access {
         Access::Ambiguous => error(

@@ -286,6 +286,7 @@ fn open_ledger(args: &Args) -> Result<Arc<ledger::Ledger>> {
         held = stats.held,
         "ledger opened"
     );
+    warn_fenced(&ledger);
     Ok(ledger)
 }
 
@@ -441,7 +442,6 @@ pub fn run(args: Args) -> Result<Outcome> {
     };
     ages.check().context("the archive tier's ages")?;
     let ledger = open_ledger(&args)?;
-    warn_fenced(&ledger);
     // One day rule for the ledger: every report, seal and list splits days by it.
     let (rule, replaced) = args.day.settle(&ledger)?;
     if let Some(old) = replaced {
