@@ -62,7 +62,7 @@ impl Counts {
         let mut book = CountBook::default();
         let mut last_stream_seq = 0;
         let journal = Journal::open(path, |n, json| {
-            last_stream_seq = last_stream_seq.max(crate::records::stream_seq_of(json)?);
+            last_stream_seq = last_stream_seq.max(crate::journal::stream_seq_of(json)?);
             book.take_json(n, json)
         })?;
         Ok(Counts {

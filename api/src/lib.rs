@@ -384,7 +384,7 @@ impl AppState {
         let counts = Counts::open(&counts_path(state_dir), access.count_keys()?)?;
         let mut floor_seq = 0;
         let floor_audit = Journal::open(&floor_audit_path(state_dir), |_, json| {
-            floor_seq = floor_seq.max(records::stream_seq_of(json)?);
+            floor_seq = floor_seq.max(journal::stream_seq_of(json)?);
             Ok(())
         })?;
         let applied = cases

@@ -321,17 +321,6 @@ pub async fn run_applier(st: Shared, mut stop: tokio::sync::watch::Receiver<bool
     }
 }
 
-/// The seq a journal line's entry carries (`stream_seq`), 0 when none.
-pub(crate) fn stream_seq_of(json: &str) -> Result<u64, String> {
-    #[derive(serde::Deserialize)]
-    struct StreamSeqOf {
-        #[serde(default)]
-        stream_seq: Option<u64>,
-    }
-    let s: StreamSeqOf = serde_json::from_str(json).map_err(|e| e.to_string())?;
-    Ok(s.stream_seq.unwrap_or(0))
-}
-
 /// The audit log a page reads: this node's, or the floor's. Without a records stream the
 /// node's log is the floor's (one node).
 pub fn audit_log(st: &Shared, floor: bool) -> &crate::journal::Journal {
