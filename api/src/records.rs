@@ -189,22 +189,37 @@ fn apply_record(st: &Shared, record: Record, stream_seq: Option<u64>) -> Applied
     }
 }
 
+/// Whether an outcome is this node's own failure to write (a journal error), which the
+/// stream's order did not decide: then the record is not passed.
+fn failed_here(outcome: &Applied) -> Option<String> {
+    match outcome {
+        Applied::Case(Err(e @ CaseError::Journal(_))) => Some(e.to_string()),
+        Applied::Count(Err(e @ CountRefused::Journal(_))) => Some(e.to_string()),
+        Applied::Access(Err(e)) => Some(e.to_string()),
+        _ => None,
+    }
+}
+
 /// Applies one delivery in stream order (blocking). A seq at or below the applied one is
-/// skipped; an unreadable record is logged and passed (only API nodes publish here).
-pub fn apply(st: &Shared, d: Delivery) {
+/// skipped; an unreadable record is logged and passed (only API nodes publish here). A
+/// journal that fails is an error and the seq is not passed: the node stops applying,
+/// and a restart resumes at that record.
+pub fn apply(st: &Shared, d: Delivery) -> Result<(), String> {
     let r = &st.records;
     if d.stream_seq <= r.applied_through() {
-        return;
+        return Ok(());
     }
     match serde_json::from_slice::<RecordMsg>(&d.bytes) {
         Ok(m) if m.v == RECORD_VERSION => {
             let outcome = apply_record(st, m.record, Some(d.stream_seq));
-            match &outcome {
-                Applied::Case(Err(e)) => tracing::info!(
+            let failed = failed_here(&outcome);
+            match (&outcome, &failed) {
+                (_, Some(_)) => {}
+                (Applied::Case(Err(e)), _) => tracing::info!(
                     seq = d.stream_seq,
                     "case record refused in stream order: {e}"
                 ),
-                Applied::Count(Err(e)) => tracing::info!(
+                (Applied::Count(Err(e)), _) => tracing::info!(
                     seq = d.stream_seq,
                     "count record refused in stream order: {e}"
                 ),
@@ -213,6 +228,9 @@ pub fn apply(st: &Shared, d: Delivery) {
             if let Some(tx) = r.waiting().remove(&m.id) {
                 // The request may have given up waiting: nobody to tell.
                 let _ = tx.send(outcome);
+            }
+            if let Some(why) = failed {
+                return Err(format!("record at seq {}: {why}", d.stream_seq));
             }
         }
         Ok(m) => tracing::error!(
@@ -227,6 +245,7 @@ pub fn apply(st: &Shared, d: Delivery) {
         "records apply in stream order"
     );
     r.applied.send_replace(d.stream_seq);
+    Ok(())
 }
 
 /// Waits until this node applied through `seq`; false after `APPLY_WAIT`.
@@ -314,8 +333,14 @@ pub async fn run_applier(st: Shared, mut stop: tokio::sync::watch::Receiver<bool
             return;
         };
         let s = st.clone();
-        if let Err(e) = tokio::task::spawn_blocking(move || apply(&s, d)).await {
-            tracing::error!("applying a record: {e}");
+        let failed = match tokio::task::spawn_blocking(move || apply(&s, d)).await {
+            Ok(applied) => applied.err(),
+            Err(e) => Some(e.to_string()),
+        };
+        if let Some(e) = failed {
+            tracing::error!(
+                "applying the records stream stopped: {e} (RUNBOOK: a node's records lag)"
+            );
             return;
         }
     }
@@ -454,10 +479,10 @@ mod tests {
         let nodes: Vec<Shared> = dirs.iter().map(|d| node(d.path())).collect();
         for n in &nodes {
             for d in stream() {
-                apply(n, d);
+                apply(n, d).unwrap();
             }
             let again = stream().remove(2);
-            apply(n, again);
+            apply(n, again).unwrap();
             assert_eq!(n.records.applied_through(), 5);
         }
         let views = |n: &Shared| n.cases.list(None);
@@ -480,9 +505,29 @@ mod tests {
             "resumes after the last kept seq"
         );
         for d in stream() {
-            apply(&reopened, d);
+            apply(&reopened, d).unwrap();
         }
         assert_eq!(reopened.cases.get(1).unwrap().entries.len(), 2);
         assert_eq!(reopened.cases.list(None).len(), 3);
+    }
+
+    /// A journal that fails does not pass its record: the seq stays unapplied, and the
+    /// same delivery applies once the journal writes again.
+    #[test]
+    fn a_failed_journal_write_keeps_the_record_unapplied() {
+        let dir = tempfile::tempdir().unwrap();
+        let n = node(dir.path());
+        n.cases.journal().tear_next_write(10);
+        let err = apply(&n, stream().remove(0)).unwrap_err();
+        assert!(err.contains("seq 1"), "{err}");
+        assert_eq!(
+            (n.records.applied_through(), n.cases.list(None).len()),
+            (0, 0)
+        );
+        apply(&n, stream().remove(0)).unwrap();
+        assert_eq!(
+            (n.records.applied_through(), n.cases.list(None).len()),
+            (1, 1)
+        );
     }
 }
