@@ -60,6 +60,8 @@ pub struct Cases {
     views: Mutex<BTreeMap<u64, CaseView>>,
     /// `CASE_ENTRIES_MAX` (smaller in tests).
     entries_max: usize,
+    /// The highest records stream sequence among the entries read at open.
+    last_stream_seq: u64,
 }
 
 fn fold(views: &mut BTreeMap<u64, CaseView>, e: &CaseEntry) -> Result<(), String> {
@@ -145,19 +147,88 @@ fn hides_text(c: char) -> bool {
         || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}')
 }
 
+/// The case id `action` acts on in `views`, or why it may not: `None` opens the next id;
+/// a note, close, assignment or reopen needs a case in the right state with room.
+fn admit(
+    views: &BTreeMap<u64, CaseView>,
+    case_id: Option<u64>,
+    action: &CaseAction,
+    entries_max: usize,
+) -> Result<u64, CaseError> {
+    let Some(id) = case_id else {
+        return Ok(views.keys().next_back().map_or(1, |k| k + 1));
+    };
+    let v = views.get(&id).ok_or(CaseError::Unknown(id))?;
+    let reopening = matches!(action, CaseAction::Reopened { .. });
+    if v.open == reopening {
+        return Err(if v.open {
+            CaseError::Open(id)
+        } else {
+            CaseError::Closed(id)
+        });
+    }
+    // The last place is the close's (a reopened case can still close).
+    let room = match action {
+        CaseAction::Closed { .. } => entries_max,
+        _ => entries_max - 1,
+    };
+    if v.entries.len() >= room {
+        return Err(CaseError::Full {
+            id,
+            entries: v.entries.len(),
+        });
+    }
+    Ok(id)
+}
+
+/// Checks the text of an action: lengths and characters (`check_text`, `check_name`).
+fn check_action(action: &CaseAction) -> Result<(), CaseError> {
+    match action {
+        CaseAction::Opened { title, .. } => check_text("title", title),
+        CaseAction::Note { text } => check_text("note", text),
+        CaseAction::Closed { decision } => check_text("decision", decision),
+        CaseAction::Assigned { to } => check_name(to),
+        CaseAction::Reopened { reason } => check_text("reason", reason),
+    }
+}
+
+/// One case entry to record: who made it, when, and the records stream's seq if any.
+pub struct CaseRecord {
+    /// The case acted on; `None` opens a new one.
+    pub case_id: Option<u64>,
+    /// What it does.
+    pub action: CaseAction,
+    /// Who made it (token name).
+    pub author: String,
+    /// Their role then.
+    pub role: schemas::api::Role,
+    /// When the server took it, UTC ns.
+    pub at_ns: i64,
+    /// The records stream's sequence, when it came from the stream.
+    pub stream_seq: Option<u64>,
+}
+
 impl Cases {
     /// Opens the case journal at `path` and rebuilds each case's view from its entries.
     pub fn open(path: &Path) -> Result<Cases, JournalError> {
         let mut views = BTreeMap::new();
+        let mut last_stream_seq = 0;
         let journal = Journal::open(path, |_, json| {
             let e: CaseEntry = serde_json::from_str(json).map_err(|e| e.to_string())?;
+            last_stream_seq = last_stream_seq.max(e.stream_seq.unwrap_or(0));
             fold(&mut views, &e)
         })?;
         Ok(Cases {
             journal,
             views: Mutex::new(views),
             entries_max: CASE_ENTRIES_MAX,
+            last_stream_seq,
         })
+    }
+
+    /// The highest records stream sequence among the entries at open (0: none).
+    pub fn last_stream_seq(&self) -> u64 {
+        self.last_stream_seq
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, CaseView>> {
@@ -204,8 +275,14 @@ impl Cases {
         self.lock().get(&id).cloned()
     }
 
-    /// Appends one entry (the views lock is held across the write so entries and views
-    /// agree and case ids are unique).
+    /// Whether `action` on `case_id` would be taken now, without recording it: the check
+    /// a node makes before it publishes a record. Stream order still decides at apply.
+    pub fn precheck(&self, case_id: Option<u64>, action: &CaseAction) -> Result<(), CaseError> {
+        check_action(action)?;
+        admit(&self.lock(), case_id, action, self.entries_max).map(|_| ())
+    }
+
+    /// Appends one entry made by `who` at `at_ns`, with no records stream.
     pub fn act(
         &self,
         case_id: Option<u64>,
@@ -213,46 +290,30 @@ impl Cases {
         who: &Caller,
         at_ns: i64,
     ) -> Result<CaseView, CaseError> {
-        match &action {
-            CaseAction::Opened { title, .. } => check_text("title", title)?,
-            CaseAction::Note { text } => check_text("note", text)?,
-            CaseAction::Closed { decision } => check_text("decision", decision)?,
-            CaseAction::Assigned { to } => check_name(to)?,
-            CaseAction::Reopened { reason } => check_text("reason", reason)?,
-        }
-        let mut views = self.lock();
-        let id = match case_id {
-            None => views.keys().next_back().map_or(1, |k| k + 1),
-            Some(id) => {
-                let v = views.get(&id).ok_or(CaseError::Unknown(id))?;
-                let reopening = matches!(action, CaseAction::Reopened { .. });
-                if v.open == reopening {
-                    return Err(if v.open {
-                        CaseError::Open(id)
-                    } else {
-                        CaseError::Closed(id)
-                    });
-                }
-                // The last place is the close's (a reopened case can still close).
-                let room = match action {
-                    CaseAction::Closed { .. } => self.entries_max,
-                    _ => self.entries_max - 1,
-                };
-                if v.entries.len() >= room {
-                    return Err(CaseError::Full {
-                        id,
-                        entries: v.entries.len(),
-                    });
-                }
-                id
-            }
-        };
-        let entry = self.journal.append(|_| CaseEntry {
-            case_id: id,
-            at_ns,
+        self.record(CaseRecord {
+            case_id,
+            action,
             author: who.name.clone(),
             role: who.role,
-            action,
+            at_ns,
+            stream_seq: None,
+        })
+    }
+
+    /// Appends one entry after the same checks as `precheck`, judged on the views now
+    /// (the views lock is held across the write so entries and views agree and case ids
+    /// are unique). Applied in stream order, every node decides alike.
+    pub fn record(&self, r: CaseRecord) -> Result<CaseView, CaseError> {
+        check_action(&r.action)?;
+        let mut views = self.lock();
+        let id = admit(&views, r.case_id, &r.action, self.entries_max)?;
+        let entry = self.journal.append(|_| CaseEntry {
+            case_id: id,
+            at_ns: r.at_ns,
+            author: r.author,
+            role: r.role,
+            action: r.action,
+            stream_seq: r.stream_seq,
         })?;
         fold(&mut views, &entry).map_err(CaseError::Invalid)?;
         views.get(&id).cloned().ok_or(CaseError::Unknown(id))

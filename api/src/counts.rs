@@ -40,18 +40,42 @@ pub struct Counts {
     book: Mutex<CountBook>,
     /// Trusted count keys and whose they are.
     trusted: std::sync::RwLock<BTreeMap<PublicKey, String>>,
+    /// The highest records stream sequence among the entries read at open.
+    last_stream_seq: u64,
+}
+
+/// One count to record: who entered it, when, and the records stream's seq if any.
+pub struct CountRecord {
+    /// The count as signed.
+    pub signed: SignedCount,
+    /// The API caller who entered it (token name).
+    pub entered_by: String,
+    /// When the server took it, UTC ns.
+    pub entered_at_ns: i64,
+    /// The records stream's sequence, when it came from the stream.
+    pub stream_seq: Option<u64>,
 }
 
 impl Counts {
     /// Opens the journal, checking every entry as the book reads it.
     pub fn open(path: &Path, trusted: BTreeMap<PublicKey, String>) -> Result<Counts, JournalError> {
         let mut book = CountBook::default();
-        let journal = Journal::open(path, |n, json| book.take_json(n, json))?;
+        let mut last_stream_seq = 0;
+        let journal = Journal::open(path, |n, json| {
+            last_stream_seq = last_stream_seq.max(crate::journal::stream_seq_of(json)?);
+            book.take_json(n, json)
+        })?;
         Ok(Counts {
             journal,
             book: Mutex::new(book),
             trusted: std::sync::RwLock::new(trusted),
+            last_stream_seq,
         })
+    }
+
+    /// The highest records stream sequence among the entries at open (0: none).
+    pub fn last_stream_seq(&self) -> u64 {
+        self.last_stream_seq
     }
 
     /// Replaces the trusted count keys (the access file changed).
@@ -69,22 +93,42 @@ impl Counts {
         &self.journal
     }
 
-    /// Checks `signed` and journals it as entered by `who` at `at_ns`.
+    /// Checks `signed`'s signature and that this server trusts its signer: the checks a
+    /// node makes before it records a count.
+    pub fn check(&self, signed: &SignedCount) -> Result<(), CountRefused> {
+        signed
+            .check()
+            .map_err(|e| CountRefused::Invalid(e.to_string()))?;
+        let trusted = self.trusted.read().unwrap_or_else(|p| p.into_inner());
+        if !trusted.contains_key(&signed.signer) {
+            return Err(CountRefused::Untrusted(signed.signer.to_hex()));
+        }
+        Ok(())
+    }
+
+    /// Checks `signed` and journals it as entered by `who` at `at_ns`, with no records
+    /// stream.
     pub fn enter(
         &self,
         signed: SignedCount,
         who: &Caller,
         at_ns: i64,
     ) -> Result<CountEntry, CountRefused> {
-        signed
+        self.check(&signed)?;
+        self.record(CountRecord {
+            signed,
+            entered_by: who.name.clone(),
+            entered_at_ns: at_ns,
+            stream_seq: None,
+        })
+    }
+
+    /// Journals a count whose node checked its signer. The signature and the book's
+    /// bound are checked again: both depend only on the record and the stream's order.
+    pub fn record(&self, r: CountRecord) -> Result<CountEntry, CountRefused> {
+        r.signed
             .check()
             .map_err(|e| CountRefused::Invalid(e.to_string()))?;
-        let trusted = self.trusted.read().unwrap_or_else(|p| p.into_inner());
-        if !trusted.contains_key(&signed.signer) {
-            drop(trusted);
-            return Err(CountRefused::Untrusted(signed.signer.to_hex()));
-        }
-        drop(trusted);
         let mut book = self.book();
         if book.len() >= readside::counts::COUNTS_MAX {
             let max = readside::counts::COUNTS_MAX;
@@ -94,9 +138,10 @@ impl Counts {
         }
         let entry = self.journal.append(|n| CountEntry {
             n,
-            signed,
-            entered_by: who.name.clone(),
-            entered_at_ns: at_ns,
+            signed: r.signed,
+            entered_by: r.entered_by,
+            entered_at_ns: r.entered_at_ns,
+            stream_seq: r.stream_seq,
         })?;
         book.take(entry.clone()).map_err(CountRefused::Invalid)?;
         Ok(entry)

@@ -359,6 +359,18 @@ impl Journal {
     }
 }
 
+/// The records stream seq a journal entry carries (`stream_seq`), 0 when none: where a
+/// node resumes applying the records stream (`records`).
+pub fn stream_seq_of(json: &str) -> Result<u64, String> {
+    #[derive(serde::Deserialize)]
+    struct StreamSeqOf {
+        #[serde(default)]
+        stream_seq: Option<u64>,
+    }
+    let s: StreamSeqOf = serde_json::from_str(json).map_err(|e| e.to_string())?;
+    Ok(s.stream_seq.unwrap_or(0))
+}
+
 /// Cuts the file back to the end of its last whole entry.
 fn cut_back(t: &mut Tail) -> std::io::Result<()> {
     #[cfg(test)]

@@ -44,6 +44,7 @@ mod openapi;
 pub mod ops;
 mod params;
 mod read;
+pub mod records;
 mod routes;
 pub mod search;
 pub mod tls;
@@ -166,6 +167,9 @@ pub struct ApiConfig {
     /// Where the indexer hands each pass's committed signals, to be alerted
     /// (`alerts.<table>.<kind>`); `None` alerts on none (a read-only server).
     pub signal_sink: Option<SignalSink>,
+    /// The records stream that cases and counts go through (`records`); `None` records
+    /// them here at once (a server without the bus).
+    pub records: Option<records::RecordLink>,
 }
 
 /// Largest recorder clock offset, either way: a day, in milliseconds.
@@ -296,6 +300,11 @@ pub fn audit_path(state_dir: &Path) -> PathBuf {
     state_dir.join(proofs::journal::AUDIT_FILE)
 }
 
+/// The floor's access log's path in an API directory: every node's audit entries.
+pub fn floor_audit_path(state_dir: &Path) -> PathBuf {
+    state_dir.join("floor-audit.jsonl")
+}
+
 /// The server's one clock (audit and case times, bundle export time): UTC nanoseconds.
 pub type Clock = fn() -> i64;
 
@@ -317,10 +326,14 @@ pub struct AppState {
     tokens: std::sync::RwLock<Tokens>,
     /// The audit log: every `/v1/` request, synced before its response.
     pub audit: Journal,
+    /// The floor's access log: every node's audit entries, from the records stream.
+    pub floor_audit: Journal,
     /// The cases and their journal.
     pub cases: Cases,
     /// The count room's results (`POST /v1/counts`).
     pub counts: Counts,
+    /// Where case entries and counts are recorded: the records stream, or here at once.
+    pub records: records::Records,
     /// New rounds and findings for the live feed; each subscriber buffers at most `FEED_CAPACITY`.
     pub feed: tokio::sync::broadcast::Sender<FeedItem>,
     /// The server's clock for audit and case times, UTC nanoseconds.
@@ -376,6 +389,16 @@ impl AppState {
         let audit = Journal::open(&audit_path(state_dir), |_, _| Ok(()))?;
         let cases = Cases::open(&cases_path(state_dir))?;
         let counts = Counts::open(&counts_path(state_dir), access.count_keys()?)?;
+        let mut floor_seq = 0;
+        let floor_audit = Journal::open(&floor_audit_path(state_dir), |_, json| {
+            floor_seq = floor_seq.max(journal::stream_seq_of(json)?);
+            Ok(())
+        })?;
+        let applied = cases
+            .last_stream_seq()
+            .max(counts.last_stream_seq())
+            .max(floor_seq);
+        let records = records::Records::new(applied, clock());
         let model = open_model(model_dir, &finance.rule)?;
         let (feed, _) = tokio::sync::broadcast::channel(FEED_CAPACITY);
         Ok(Arc::new(AppState {
@@ -383,8 +406,10 @@ impl AppState {
             model: Arc::new(model),
             tokens: std::sync::RwLock::new(tokens),
             audit,
+            floor_audit,
             cases,
             counts,
+            records,
             feed,
             clock,
             stopping,
@@ -633,6 +658,9 @@ fn apply_settings(state: &Shared, config: &ApiConfig) -> Result<(), Error> {
         (sink.attach)(state.model.clone());
         let _ = state.signal_sink.set(sink);
     }
+    if let Some(link) = config.records.clone() {
+        state.records.link(link);
+    }
     if let Some(n) = config.failures_per_minute_max {
         state.limiter.set_failures_max(n).map_err(Error::Config)?;
     }
@@ -668,6 +696,7 @@ pub async fn run_with_ops(
         tokio::spawn(watch_access(state.clone(), path, stop_rx.clone()));
     }
     let pricer = tokio::spawn(run_pricer(state.clone(), stop_rx.clone()));
+    let applier = tokio::spawn(records::run_applier(state.clone(), stop_rx.clone()));
     let indexer = tokio::spawn(run_indexer(state.clone(), stop_rx));
     let stopping = async move {
         shutdown.await;
@@ -681,6 +710,7 @@ pub async fn run_with_ops(
     let timeouts = serve::Timeouts::default();
     serve::serve_tls(listener, app, timeouts, config.tls, stopping).await;
     let _ = indexer.await;
+    let _ = applier.await;
     // At most one configuration's pricing (seconds) still running.
     let _ = pricer.await;
     // sled flushes on its own too; a clean stop leaves nothing for the next start to redo.

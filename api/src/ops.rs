@@ -150,9 +150,32 @@ impl Ops {
             sample(&mut out, name, &[("journal", "audit")], st.audit.failures());
             let cases = st.cases.journal().failures();
             sample(&mut out, name, &[("journal", "cases")], cases);
+            let floor = st.floor_audit.failures();
+            sample(&mut out, name, &[("journal", "floor_audit")], floor);
+            render_records(&mut out, st);
         }
         out
     }
+}
+
+/// How far this node applied the records stream, and its audit entries not shared.
+fn render_records(out: &mut String, st: &crate::AppState) {
+    let name = "roundledger_records_applied_seq";
+    family(
+        out,
+        name,
+        Kind::Gauge,
+        "The records stream's last seq this node applied (cases, counts, access).",
+    );
+    sample(out, name, &[], st.records.applied_through());
+    let name = "roundledger_records_access_unshared_total";
+    family(
+        out,
+        name,
+        Kind::Counter,
+        "Audit entries of this node not published to the floor's log since start.",
+    );
+    sample(out, name, &[], st.records.access_unshared());
 }
 
 /// Per-table gauges and the ledger's refusal counters.

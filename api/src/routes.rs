@@ -21,6 +21,7 @@ use axum::{Extension, Json};
 use futures::Stream;
 use proofs::bundle::EvidenceBundle;
 use schemas::api::*;
+use schemas::records::Record;
 use schemas::{EventBody, Money, RoundId, Seq, TableId};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -249,6 +250,47 @@ fn rate_limited_entry(id: u64, at_ns: i64, s: Suppressed) -> AuditEntry {
         status: Some(StatusCode::TOO_MANY_REQUESTS.as_u16()),
         received: None,
         client: Some(s.client),
+        node: None,
+        stream_seq: None,
+    }
+}
+
+/// What the audit log records of one request, whatever its answer.
+#[derive(Clone)]
+struct Asked {
+    method: String,
+    path: String,
+    query: String,
+    caller: Option<Caller>,
+    client: Option<String>,
+    clock: crate::Clock,
+}
+
+impl Asked {
+    /// The request's entry with `status` and `received`, made once its id is known.
+    fn entry(
+        &self,
+        status: Option<u16>,
+        received: Option<u64>,
+    ) -> impl FnOnce(u64) -> AuditEntry + Send + 'static {
+        let a = self.clone();
+        move |id| AuditEntry {
+            id,
+            at_ns: (a.clock)(),
+            who: a
+                .caller
+                .as_ref()
+                .map_or_else(|| "anonymous".to_string(), |c| c.name.clone()),
+            role: a.caller.as_ref().map(|c| c.role),
+            method: a.method,
+            path: a.path,
+            query: a.query,
+            status,
+            received,
+            client: a.client,
+            node: None,
+            stream_seq: None,
+        }
     }
 }
 
@@ -268,30 +310,15 @@ async fn guarded(
         Access::Caller(c) => Some(c.clone()),
         _ => None,
     };
-    let clock = st.clock;
-    let entry = |status: Option<u16>, received: Option<u64>| {
-        let (method, path, query, caller, client) = (
-            method.clone(),
-            path.clone(),
-            query.clone(),
-            caller.clone(),
-            client.clone(),
-        );
-        move |id| AuditEntry {
-            id,
-            at_ns: clock(),
-            who: caller
-                .as_ref()
-                .map_or_else(|| "anonymous".to_string(), |c| c.name.clone()),
-            role: caller.as_ref().map(|c| c.role),
-            method,
-            path,
-            query,
-            status,
-            received,
-            client: client.clone(),
-        }
+    let asked = Asked {
+        method: method.clone(),
+        path: path.clone(),
+        query,
+        caller,
+        client,
+        clock: st.clock,
     };
+    let entry = |status, received| asked.entry(status, received);
     let mut received = None;
     let response = match access {
         Access::Ambiguous => error(
@@ -331,9 +358,13 @@ async fn record(
     make: impl FnOnce(u64) -> AuditEntry + Send + 'static,
 ) -> Result<u64, Response> {
     let s = st.clone();
-    let written = tokio::task::spawn_blocking(move || s.audit.append(make).map(|e| e.id)).await;
+    let written = tokio::task::spawn_blocking(move || s.audit.append(make)).await;
     let failure = match written {
-        Ok(Ok(id)) => return Ok(id),
+        Ok(Ok(entry)) => {
+            let id = entry.id;
+            crate::records::share_access(st, entry);
+            return Ok(id);
+        }
         Ok(Err(e)) => e.to_string(),
         Err(e) => format!("task: {e}"),
     };
@@ -355,6 +386,10 @@ pub struct Paging {
     /// Items to return (default 50, at most 1000).
     #[param(minimum = 1, maximum = 1000)]
     limit: Option<u64>,
+    /// `node` (default): this node's log. `floor`: every node's entries, from the
+    /// records stream, each naming its node.
+    #[param(pattern = "^(node|floor)$")]
+    scope: Option<String>,
 }
 
 #[utoipa::path(get, path = "/v1/whoami", tag = "access",
@@ -748,11 +783,30 @@ fn case_error(e: crate::cases::CaseError) -> Response {
     error(status, e.to_string())
 }
 
+/// The answer to a record that was not answered with its outcome: 503, naming why.
+fn submit_error(e: crate::records::SubmitError) -> Response {
+    error(StatusCode::SERVICE_UNAVAILABLE, e.to_string())
+}
+
+/// A case change: checked on this node's views once it holds every record the stream
+/// had, then recorded (`records::submit`); stream order decides a race with another node.
 async fn act(st: Shared, caller: Caller, id: Option<u64>, action: CaseAction) -> Response {
-    let at_ns = (st.clock)();
-    let r = tokio::task::spawn_blocking(move || st.cases.act(id, action, &caller, at_ns)).await;
-    match r {
-        Ok(Ok(v)) => {
+    use crate::records::{submit, Applied};
+    if let Err(e) = crate::records::catch_up(&st).await {
+        return submit_error(e);
+    }
+    if let Err(e) = st.cases.precheck(id, &action) {
+        return case_error(e);
+    }
+    let record = Record::Case {
+        case_id: id,
+        at_ns: (st.clock)(),
+        author: caller.name,
+        role: caller.role,
+        action,
+    };
+    match submit(&st, record).await {
+        Ok(Applied::Case(Ok(v))) => {
             let status = if id.is_none() {
                 StatusCode::CREATED
             } else {
@@ -760,8 +814,12 @@ async fn act(st: Shared, caller: Caller, id: Option<u64>, action: CaseAction) ->
             };
             (status, Json(v)).into_response()
         }
-        Ok(Err(e)) => case_error(e),
-        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        Ok(Applied::Case(Err(e))) => case_error(e),
+        Ok(_) => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "a case record was applied as another kind",
+        ),
+        Err(e) => submit_error(e),
     }
 }
 
@@ -905,23 +963,52 @@ async fn enter_count(
         let msg = format!("no table {} in the ledger", b.count.table);
         return error(StatusCode::NOT_FOUND, msg);
     }
+    if let Err(e) = crate::records::catch_up(&st).await {
+        return submit_error(e);
+    }
     let at_ns = (st.clock)();
-    let r = tokio::task::spawn_blocking(move || {
+    let s = st.clone();
+    let checked = tokio::task::spawn_blocking(move || {
         // Bound to its table's box, after its removal, not in the future; else nothing kept.
-        let now = (at_ns, st.ledger.reader().clock_skew_max_ns());
-        readside::counts::check_bound(&st.model, &b.count, now).map_err(|e| match e {
+        let now = (at_ns, s.ledger.reader().clock_skew_max_ns());
+        readside::counts::check_bound(&s.model, &b.count, now).map_err(|e| match e {
             readside::counts::BoundError::Refused(why) => CountRefused::Invalid(why),
             e => CountRefused::Bound(e.to_string()),
         })?;
-        st.counts.enter(b, &c, at_ns)
+        s.counts.check(&b)?;
+        Ok(b)
     })
     .await;
-    match r {
-        Ok(Ok(entry)) => (StatusCode::CREATED, Json(entry)).into_response(),
-        Ok(Err(e @ CountRefused::Invalid(_))) => error(StatusCode::BAD_REQUEST, e.to_string()),
-        Ok(Err(e @ CountRefused::Untrusted(_))) => error(StatusCode::FORBIDDEN, e.to_string()),
-        Ok(Err(e)) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
-        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    let signed = match checked {
+        Ok(Ok(signed)) => signed,
+        Ok(Err(e)) => return count_refused(e),
+        Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    };
+    let record = Record::Count {
+        signed,
+        entered_by: c.name,
+        entered_at_ns: at_ns,
+    };
+    match crate::records::submit(&st, record).await {
+        Ok(crate::records::Applied::Count(Ok(entry))) => {
+            (StatusCode::CREATED, Json(entry)).into_response()
+        }
+        Ok(crate::records::Applied::Count(Err(e))) => count_refused(e),
+        Ok(_) => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "a count record was applied as another kind",
+        ),
+        Err(e) => submit_error(e),
+    }
+}
+
+/// A refused count's answer: 400 for what the count breaks, 403 for an untrusted key.
+fn count_refused(e: crate::counts::CountRefused) -> Response {
+    use crate::counts::CountRefused;
+    match e {
+        e @ CountRefused::Invalid(_) => error(StatusCode::BAD_REQUEST, e.to_string()),
+        e @ CountRefused::Untrusted(_) => error(StatusCode::FORBIDDEN, e.to_string()),
+        e => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     }
 }
 
@@ -1030,11 +1117,19 @@ async fn audit(
     Query(p): Query<Paging>,
 ) -> Result<Json<AuditPage>, Refusal> {
     let (offset, limit) = page(p.offset, p.limit, AUDIT_LIMIT_MAX)?;
+    let floor = match p.scope.as_deref() {
+        None | Some("node") => false,
+        Some("floor") => true,
+        Some(other) => {
+            let why = format!("scope {other:?}: node or floor");
+            return Err(Refusal(ReadError::BadRequest(why)));
+        }
+    };
     let s = st.clone();
     let (items, total) = blocking(move || {
-        let total = s.audit.len();
-        let items = s
-            .audit
+        let log = crate::records::audit_log(&s, floor);
+        let total = log.len();
+        let items = log
             .read::<AuditEntry>(offset, limit)
             .map_err(|e| ReadError::Internal(e.to_string()))?;
         Ok((items, total))

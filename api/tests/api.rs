@@ -1431,6 +1431,7 @@ async fn a_real_socket_serves_the_api_ui_and_the_live_feed() {
         failures_per_minute_max: None,
         decision_analytics: None,
         signal_sink: None,
+        records: None,
     };
     let (addr_tx, addr_rx) = std::sync::mpsc::channel();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
@@ -1963,7 +1964,7 @@ async fn the_openapi_document_puts_each_parameter_where_the_server_reads_it() {
     }
     // Rounds, disputes and findings each take `day` and `shift` too (tests/search.rs),
     // and the 12 narrowing, sorting and format parameters of `narrow` (dealer included).
-    assert_eq!(queries, 75, "the 8 operations' query parameters");
+    assert_eq!(queries, 76, "the 8 operations' query parameters");
     // The table id grammar the pattern states is the server's.
     assert_eq!(schemas::ids::ID_LEN_MAX, 32);
     let round_table = &doc["paths"]["/v1/tables/{table}/rounds/{round}"]["get"]["parameters"][0];

@@ -179,6 +179,21 @@ fn ingest_publish() -> Vec<String> {
         format!("$JS.API.CONSUMER.DELETE.{obj}.*"),
         format!("$JS.FC.{obj}.>"),
     ]);
+    // The API's records stream (`ingest::records`): its stream, publishes on `records.>`,
+    // and the ordered pull consumer every node applies it through. Only ledger nodes
+    // hold this role, so only their APIs may add a case entry or a count.
+    let r = schemas::records::RECORDS_STREAM;
+    allow.extend([
+        format!("$JS.API.STREAM.INFO.{r}"),
+        format!("$JS.API.STREAM.CREATE.{r}"),
+        format!("$JS.API.STREAM.UPDATE.{r}"),
+        schemas::records::RECORDS_WILDCARD.to_string(),
+        format!("$JS.API.CONSUMER.CREATE.{r}"),
+        format!("$JS.API.CONSUMER.CREATE.{r}.>"),
+        format!("$JS.API.CONSUMER.DELETE.{r}.*"),
+        format!("$JS.API.CONSUMER.MSG.NEXT.{r}.*"),
+        format!("$JS.FC.{r}.>"),
+    ]);
     // The leases (`ingest::lease::DUTIES`): each bucket's stream, create and update.
     for duty in ["sealer", "alerts"] {
         let lease = format!("roundledger_lease_{duty}");
@@ -225,6 +240,19 @@ mod tests {
         assert!(p.publish_allow.contains(&"alerts.>".to_string()));
         assert_eq!(p.subscribe_allow, ["_INBOX_ingest.>"]);
         assert!(p.publish_allow.contains(&"seals.*".to_string()));
+        assert!(p.publish_allow.contains(&"records.>".to_string()));
+        for other in [
+            Role::Observer,
+            Role::Device {
+                table: TableId::new("A").unwrap(),
+            },
+        ] {
+            let p = permissions(&other, "x");
+            assert!(
+                p.publish_allow.iter().all(|s| !s.starts_with("records")),
+                "only ledger nodes publish records"
+            );
+        }
     }
 
     #[test]

@@ -102,6 +102,7 @@ impl Web {
             failures_per_minute_max: None,
             decision_analytics: None,
             signal_sink: None,
+            records: None,
         };
         let (bound_tx, bound_rx) = std::sync::mpsc::channel();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

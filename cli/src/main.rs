@@ -43,6 +43,7 @@ mod parquet;
 mod purge;
 mod quarantine;
 mod readmodel;
+mod records_link;
 mod remote;
 mod replay;
 mod report;

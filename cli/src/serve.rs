@@ -291,6 +291,7 @@ fn open_ledger(args: &Args) -> Result<Arc<ledger::Ledger>> {
         held = stats.held,
         "ledger opened"
     );
+    warn_fenced(&ledger);
     Ok(ledger)
 }
 
@@ -334,6 +335,8 @@ fn api_config(
         failures_per_minute_max: Some(args.failures_per_minute),
         decision_analytics: args.decision_analytics,
         signal_sink,
+        // Set once connected (`connect_records`), when ingest runs.
+        records: None,
     }))
 }
 
@@ -472,7 +475,6 @@ pub fn run(args: Args) -> Result<Outcome> {
     };
     ages.check().context("the archive tier's ages")?;
     let ledger = open_ledger(&args)?;
-    warn_fenced(&ledger);
     // One day rule for the ledger: every report, seal and list splits days by it.
     let (rule, replaced) = args.day.settle(&ledger)?;
     if let Some(old) = replaced {
@@ -487,7 +489,7 @@ pub fn run(args: Args) -> Result<Outcome> {
     let rt = crate::runtime::runtime()?;
     let unsafe_settings = unsafe_settings(&args);
     tracing::info!(ledger = %args.ledger.display(), nats = %args.nats, ingest = !args.no_ingest, "roundledger serve starting (Ctrl-C stops cleanly){}", unsafe_settings.iter().map(|s| format!("; UNSAFE: {s}")).collect::<String>());
-    let api_config = api_config(&args, &config.alerts, &rule, signal_sink)?;
+    let mut api_config = api_config(&args, &config.alerts, &rule, signal_sink)?;
     let ingesting = (!args.no_ingest).then(|| ingest_source(&config));
     let ops = api::ops::Ops::new(ledger.clone(), ingesting, api::system_clock);
     ops.name_unsafe_settings(unsafe_settings);
@@ -503,6 +505,7 @@ pub fn run(args: Args) -> Result<Outcome> {
                 let _ = rx.wait_for(|s| *s).await;
             }
         };
+        connect_records(&args, &config, api_config.as_mut()).await?;
         let http = spawn_http(&args, api_config, ops, ledger.clone(), &stopped);
         if args.no_ingest {
             serve_read_only(http, stop_tx).await?;
@@ -534,6 +537,34 @@ pub fn run(args: Args) -> Result<Outcome> {
         log_stopped(&r);
     }
     Ok(Outcome::Clean)
+}
+
+/// With the API and ingest: cases and counts go through the records stream, the one
+/// path every node applies (`api::records`). A read-only server records them itself.
+async fn connect_records(
+    args: &Args,
+    ingest: &ingest::IngestConfig,
+    api: Option<&mut api::ApiConfig>,
+) -> Result<()> {
+    let Some(api) = api else {
+        return Ok(());
+    };
+    if args.no_ingest {
+        return Ok(());
+    }
+    let connecting = crate::records_link::connect(
+        &args.nats,
+        &ingest.access,
+        ingest.stream_replicas,
+        args.node_id.clone(),
+    );
+    // It waits for a bus that is down at start; a stop signal meanwhile ends serve.
+    let link = tokio::select! {
+        link = connecting => link.context("the records stream (cases and counts)")?,
+        _ = shutdown_signal() => anyhow::bail!("stopped before the records stream was set up"),
+    };
+    api.records = Some(link);
+    Ok(())
 }
 
 /// Ingest's settings from serve's flags, checked, and the sink of the read model's

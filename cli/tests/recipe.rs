@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::serve::{get, listening, wait_for, Serve};
+use common::serve::{get, listening, post, wait_for, Serve};
 use schemas::attest::SigningKey;
 use schemas::provenance::{EventSignature, HeaderEnrollment};
 use schemas::{codec, DeviceId, Event, EventBody, Hash32, Seq, TableId};
@@ -135,6 +135,33 @@ fn serve(dir: &Path, bus: &Path, url: &str, admin: &str) -> (Serve, String) {
     let serve = Serve(child);
     let (api, _) = listening(&log);
     (serve, api)
+}
+
+/// A case opened through serve goes through the records stream with ingest's
+/// credential; a device's credential may not publish a record (THREATS.md).
+fn records_need_a_ledger_nodes_credential(
+    rt: &tokio::runtime::Runtime,
+    device: &async_nats::jetstream::Context,
+    api: &str,
+) {
+    let opened = serde_json::json!({"table": TABLE, "round": 1, "title": "short pay"});
+    let (status, body) = post(api, "/v1/cases", TOKEN, &opened);
+    assert_eq!(status, 201, "{body}");
+    let case: serde_json::Value = serde_json::from_str(&body).expect("case");
+    let seq = case["entries"][0]["stream_seq"].as_u64();
+    assert!(
+        seq.is_some_and(|s| s > 0),
+        "applied from the stream: {case}"
+    );
+    let forged = br#"{"v":1,"node":null,"id":"x","record":{"kind":"case"}}"#;
+    let acked = rt.block_on(publish(
+        device,
+        "records.case.new",
+        "attack-6",
+        forged,
+        None,
+    ));
+    assert!(!acked, "only a ledger node publishes records");
 }
 
 /// The table's published events (seq, hash), from `simulate --json`.
@@ -359,6 +386,7 @@ fn the_secured_recipe_runs_on_a_second_address_and_refuses_a_leaked_credential()
         !acked,
         "a device publishes only on its own table's subjects"
     );
+    records_need_a_ledger_nodes_credential(&rt, &js, &api);
 
     let q = wait_for("four attempts quarantined", || {
         let q = json(&api, &format!("/v1/quarantine?table={TABLE}"));

@@ -41,6 +41,7 @@ pub mod health;
 pub mod lease;
 pub mod metrics;
 mod pipeline;
+pub mod records;
 mod replica_kv;
 pub mod replica_seals;
 pub mod replica_settings;

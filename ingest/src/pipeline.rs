@@ -48,7 +48,16 @@ pub async fn ensure_stream_replicated(
     js: &jetstream::Context,
     replicas: usize,
 ) -> Result<jetstream::stream::Stream, Error> {
-    let mut want = stream_config();
+    ensure_configured(js, stream_config(), replicas).await
+}
+
+/// Creates the stream `want` names, or brings an existing one to `want` with at least
+/// `replicas` replicas (never fewer than it has). Refuses one whose storage differs.
+pub(crate) async fn ensure_configured(
+    js: &jetstream::Context,
+    mut want: stream::Config,
+    replicas: usize,
+) -> Result<jetstream::stream::Stream, Error> {
     want.num_replicas = replicas;
     let mut stream = js
         .get_or_create_stream(want.clone())
@@ -75,7 +84,7 @@ pub async fn ensure_stream_replicated(
         || have.max_message_size != want.max_message_size
         || have.retention != want.retention;
     if differs {
-        tracing::warn!(stream = %want.name, "stream settings differ from ingest's; updating");
+        tracing::warn!(stream = %want.name, "stream settings differ from ours; updating");
         js.update_stream(want.clone())
             .await
             .map_err(|e| Error::StreamMismatch {
@@ -244,7 +253,7 @@ const SETUP_RETRY_PAUSE_MAX: std::time::Duration = std::time::Duration::from_sec
 /// request timed out while a server is down or a leader is elected) is tried again,
 /// pausing 100 ms doubling to 5 s: a ledger node never stops on a bus that comes back.
 /// A setting ingest cannot use (a stream or consumer that differs) fails at once.
-async fn retrying<T, F, Fut>(what: &str, mut attempt: F) -> Result<T, Error>
+pub(crate) async fn retrying<T, F, Fut>(what: &str, mut attempt: F) -> Result<T, Error>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, Error>>,

@@ -857,6 +857,7 @@ fn entry(n: u64, c: CountResult) -> schemas::count::CountEntry {
         signed: schemas::count::SignedCount::sign(&key, c, DAY_START_NS).unwrap(),
         entered_by: "fiona".into(),
         entered_at_ns: DAY_START_NS,
+        stream_seq: None,
     }
 }
 

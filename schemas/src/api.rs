@@ -685,6 +685,10 @@ pub struct CaseEntry {
     /// What it does, its fields at the top level.
     #[serde(flatten)]
     pub action: CaseAction,
+    /// The records stream's sequence of the record this entry applies (`records`);
+    /// absent on a server without the stream.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream_seq: Option<u64>,
 }
 
 /// A case as folded from its entries.
@@ -842,6 +846,12 @@ pub struct AuditEntry {
     /// The client's IP address, as the connection gave it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<String>,
+    /// The ledger node that served the request (`serve --node-id`), in the floor's log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// The records stream's sequence of this entry, in the floor's log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream_seq: Option<u64>,
 }
 
 /// A page of the audit log.

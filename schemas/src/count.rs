@@ -75,6 +75,10 @@ pub struct CountEntry {
     pub entered_by: String,
     /// When the server took it (UTC ns).
     pub entered_at_ns: i64,
+    /// The records stream's sequence of the record this entry applies (`records`);
+    /// absent on a server without the stream.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream_seq: Option<u64>,
 }
 
 /// Why a count is not taken.

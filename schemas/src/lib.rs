@@ -29,6 +29,7 @@ pub mod limits;
 pub mod metrics;
 pub mod parallel;
 pub mod provenance;
+pub mod records;
 pub mod report;
 pub mod resync;
 pub mod seal;

@@ -47,8 +47,19 @@ pub fn start_env(
     extra: &str,
     env: &[(&str, &str)],
 ) -> (Serve, PathBuf) {
-    let tokens = dir.join("tokens.json");
     let access = serde_json::json!({"tokens": [{"name": "ops", "role": "admin", "token": token}]});
+    start_access(dir, nats_url, &access, extra, env)
+}
+
+/// `start_env` with this access file (tokens and count keys).
+pub fn start_access(
+    dir: &Path,
+    nats_url: &str,
+    access: &serde_json::Value,
+    extra: &str,
+    env: &[(&str, &str)],
+) -> (Serve, PathBuf) {
+    let tokens = dir.join("tokens.json");
     std::fs::write(&tokens, access.to_string()).expect("tokens");
     let settings = dir.join("serve.toml");
     let toml = format!(
@@ -81,6 +92,24 @@ pub fn get(addr: &str, path: &str, token: Option<&str>) -> (u16, String) {
     write!(
         s,
         "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n"
+    )
+    .expect("request");
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).expect("response");
+    let status = raw[9..12].parse().expect("status");
+    let body = raw.split_once("\r\n\r\n").map_or("", |b| b.1).to_string();
+    (status, body)
+}
+
+/// One HTTP/1.1 POST of a JSON body: (status, body).
+pub fn post(addr: &str, path: &str, token: &str, body: &serde_json::Value) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(WAIT)).expect("timeout");
+    let body = body.to_string();
+    write!(
+        s,
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
     )
     .expect("request");
     let mut raw = String::new();

@@ -1,0 +1,55 @@
+//! The API's records stream on the bus: `ingest::records` seen through the API's
+//! `api::records::RecordStream`, so neither crate depends on the other.
+
+use api::records::{Delivery, RecordLink, RecordStream, DELIVERIES_MAX};
+use futures::future::BoxFuture;
+use ingest::records::RecordsBus;
+use std::sync::Arc;
+
+/// The bus's records stream, as the API calls it.
+struct Link(RecordsBus);
+
+impl RecordStream for Link {
+    fn publish(
+        &self,
+        subject: String,
+        id: String,
+        bytes: Vec<u8>,
+    ) -> BoxFuture<'_, Result<u64, String>> {
+        Box::pin(async move {
+            self.0
+                .publish(subject, &id, bytes)
+                .await
+                .map_err(|e| e.to_string())
+        })
+    }
+
+    fn last_seq(&self) -> BoxFuture<'_, Result<u64, String>> {
+        Box::pin(async move { self.0.last_seq().await.map_err(|e| e.to_string()) })
+    }
+
+    fn follow(&self, from_seq: u64) -> tokio::sync::mpsc::Receiver<Delivery> {
+        let (tx, rx) = tokio::sync::mpsc::channel(DELIVERIES_MAX);
+        let bus = self.0.clone();
+        tokio::spawn(async move {
+            let make = |stream_seq, bytes| Delivery { stream_seq, bytes };
+            bus.follow(from_seq, tx, make).await;
+        });
+        rx
+    }
+}
+
+/// Connects to the records stream (created or checked, `replicas` replicas) for node
+/// `node`.
+pub async fn connect(
+    url: &str,
+    access: &bus::Access,
+    replicas: usize,
+    node: Option<String>,
+) -> anyhow::Result<RecordLink> {
+    let bus = RecordsBus::connect(url, access, replicas).await?;
+    Ok(RecordLink {
+        stream: Arc::new(Link(bus)),
+        node,
+    })
+}
