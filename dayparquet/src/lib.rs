@@ -144,7 +144,7 @@ pub fn write_day(
         .reader()
         .day_seal(day)?
         .ok_or_else(|| Error::NotSealed(day.to_string()))?;
-    if l.removed_days()?.days.iter().any(|d| d.day == day) {
+    if l.removed_day(day)?.is_some() {
         return Err(Error::Removed(day.to_string()));
     }
     let bounds = rule.bounds(day)?;

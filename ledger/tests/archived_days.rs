@@ -1,6 +1,7 @@
 //! Costs that stay flat as archived days pile up, shown by counting reads: opening a
 //! ledger of 200 archived days reads exactly what opening one of 1 reads (no day file, no
-//! catalog entry, no seal), and so do a lookup, a day's verify and a restart.
+//! catalog entry, no seal), and so do a lookup, a day's removal, a day's verify and a
+//! restart.
 
 mod common;
 
@@ -32,7 +33,7 @@ type Step<'a> = (&'static str, &'a dyn Fn(&Ledger));
 /// What the open and each step read, each step after a fresh open.
 fn costs(dir: &Path, hot_day: &str) -> Vec<(&'static str, StoreReads)> {
     let t = TableId::new(TABLES[0]).expect("table");
-    let steps: [Step; 5] = [
+    let steps: [Step; 6] = [
         ("day count", &|l| {
             assert!(l.tier().tier_day_count().expect("count") >= 1);
         }),
@@ -46,6 +47,9 @@ fn costs(dir: &Path, hot_day: &str) -> Vec<(&'static str, StoreReads)> {
         }),
         ("archived lookup", &|l| {
             assert!(l.reader().stored_event(&t, 1).expect("read").is_some());
+        }),
+        ("a day's removal", &|l| {
+            assert_eq!(l.removed_day(hot_day).expect("removed_day"), None);
         }),
         ("verify_day", &|l| {
             let v = l.verifier().verify_day(hot_day, None).expect("verify_day");
@@ -102,6 +106,9 @@ fn open_and_day_reads_do_not_grow_with_archived_days() {
     let archived = &b[4].1;
     assert_eq!(archived.of(Space::Tier), 1);
     assert_eq!(archived.day_files_opened, 1);
+    // A day's removal reads that day's catalog entry at most, never the catalog.
+    let removal = &b[5].1;
+    assert!(removal.of(Space::Tier) <= 1, "{removal:?}");
 }
 
 #[test]

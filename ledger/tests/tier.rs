@@ -326,6 +326,15 @@ fn a_day_removed_by_retention_is_proven_by_its_seal() {
     let report = l.verifier().verify().unwrap();
     assert!(report.is_ok(), "{:?}", report.failures());
     assert_eq!(report.removed.days.len(), 1);
+    // One day's lookup judges it as the whole catalog's scan does.
+    let one = l.removed_day(DAYS[0]).unwrap();
+    assert_eq!(one.as_ref(), report.removed.days.first());
+    assert!(one.is_some_and(|d| d.problem.is_none()));
+    assert_eq!(
+        l.removed_day(DAYS[1]).unwrap(),
+        None,
+        "archived, not removed"
+    );
     assert!(l.reader().fenced().is_empty(), "{:?}", l.reader().fenced());
     // The next day removed too: the chain skips two ranges in a row.
     let second = l.tier().tier_entry(DAYS[1]).unwrap().unwrap();

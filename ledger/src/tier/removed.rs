@@ -59,6 +59,41 @@ impl crate::owner::Ledger {
     pub fn removed_days(&self) -> Result<Removed, Error> {
         removed_days(self.store.as_ref())
     }
+
+    /// One day's removal by retention and whether it holds (`None`: not removed). Reads
+    /// the day's tier entry only, and its seal and the admin keys when it is removed.
+    pub fn removed_day(&self, day: &str) -> Result<Option<RemovedDay>, Error> {
+        removed_day_of(self.store.as_ref(), day)
+    }
+}
+
+/// `Ledger::removed_day` on a store: the same judgment `removed_days` gives that day.
+pub fn removed_day_of(store: &dyn Store, day: &str) -> Result<Option<RemovedDay>, Error> {
+    let Some(v) = store.get(Space::Tier, day.as_bytes())? else {
+        return Ok(None);
+    };
+    let entry = TierEntry::decode(&v)?;
+    if entry.state != TierState::Removed {
+        return Ok(None);
+    }
+    let trusted = crate::attest::load_admin_keys(store)?;
+    judged(store, &entry, &trusted).map(Some)
+}
+
+/// A removed day's entry judged against its seal and the trusted admin keys.
+fn judged(
+    store: &dyn Store,
+    entry: &TierEntry,
+    trusted: &std::collections::BTreeSet<schemas::attest::PublicKey>,
+) -> Result<RemovedDay, Error> {
+    let seal = store
+        .get(Space::Seal, entry.day.as_bytes())?
+        .map(|v| DaySeal::from_json(&v));
+    Ok(match seal {
+        Some(Ok(seal)) => removed_day(entry, &seal, trusted),
+        Some(Err(e)) => unproven(entry, format!("its seal does not decode: {e}")),
+        None => unproven(entry, "it has no seal".into()),
+    })
 }
 
 /// Reads the tier catalog and the seals of its removed days.
@@ -75,14 +110,7 @@ pub fn removed_days(store: &dyn Store) -> Result<Removed, Error> {
                 "more than {REMOVED_DAYS_MAX} removed days"
             )));
         }
-        let seal = store
-            .get(Space::Seal, entry.day.as_bytes())?
-            .map(|v| DaySeal::from_json(&v));
-        let day = match seal {
-            Some(Ok(seal)) => removed_day(&entry, &seal, &trusted),
-            Some(Err(e)) => unproven(&entry, format!("its seal does not decode: {e}")),
-            None => unproven(&entry, "it has no seal".into()),
-        };
+        let day = judged(store, &entry, &trusted)?;
         if day.problem.is_none() {
             for r in &day.tables {
                 out.by_table

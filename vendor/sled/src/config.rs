@@ -573,7 +573,22 @@ impl Config {
             options.create_new(true);
         }
 
-        self.try_lock(options.open(&self.db_path())?)
+        let file = options.open(&self.db_path())?;
+        // roundledger: no readahead. Recovery reads a 20-byte header of every
+        // segment; readahead turned each into a large read (vendor/README.md).
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::unix::io::AsRawFd;
+            let _ = unsafe {
+                libc::posix_fadvise(
+                    file.as_raw_fd(),
+                    0,
+                    0,
+                    libc::POSIX_FADV_RANDOM,
+                )
+            };
+        }
+        self.try_lock(file)
     }
 
     fn try_lock(&self, file: File) -> Result<File> {
