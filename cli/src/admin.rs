@@ -37,6 +37,23 @@ enum Sub {
         #[command(flatten)]
         sign: SignArgs,
     },
+    /// Remove a sealed, archived day past its retention on every ledger node, at this
+    /// point of the stream. A node where the day is not archived removes nothing and logs
+    /// the act as NOT applied (`admin log`).
+    RemoveDay {
+        /// The gaming day, YYYY-MM-DD.
+        #[arg(long)]
+        day: String,
+        /// What the day's seal seals, alike on every node (`archive status` prints it as
+        /// `content`).
+        #[arg(long, value_name = "HEX")]
+        seal_content: String,
+        /// The legal retention, in days after the day's end; a younger day is refused.
+        #[arg(long, value_name = "DAYS", value_parser = clap::value_parser!(u32).range(1..=36_500))]
+        retention_days: u32,
+        #[command(flatten)]
+        sign: SignArgs,
+    },
     /// The admin acts a ledger took, oldest first: one JSON object per act (stream seq,
     /// kind, signer, note, what it did there).
     Log {
@@ -127,8 +144,43 @@ pub fn run(args: Args) -> Result<Outcome> {
             );
             Ok(Outcome::Clean)
         }
+        Sub::RemoveDay {
+            day,
+            seal_content,
+            retention_days,
+            sign,
+        } => remove_day(day, seal_content, retention_days, &sign),
         Sub::Log { ledger } => log(&ledger),
     }
+}
+
+/// Signs and sends `remove_day`, once the day and the digest read.
+fn remove_day(
+    day: String,
+    seal_content: String,
+    retention_days: u32,
+    sign: &SignArgs,
+) -> Result<Outcome> {
+    let rule = ledger::days::DayRule::new("00:00", "UTC")?;
+    let day_ok = day.len() == 10 && rule.bounds(&day).is_ok();
+    anyhow::ensure!(day_ok, "--day {day}: not a date YYYY-MM-DD");
+    let hex_ok = seal_content.len() == 64
+        && seal_content
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    anyhow::ensure!(hex_ok, "--seal-content: not 64 lowercase hex digits");
+    let act = Act::RemoveDay {
+        day: day.clone(),
+        seal_content: seal_content.clone(),
+        retention_days,
+    };
+    let signed = send(sign, act)?;
+    println!(
+        "removal of day {day}, seal content {seal_content} ({retention_days} days): signed by {}, {}",
+        signed.admin,
+        sent_where(sign)
+    );
+    Ok(Outcome::Clean)
 }
 
 fn clock_skew(max_seconds: u64, sign: &SignArgs) -> Result<Outcome> {

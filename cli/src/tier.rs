@@ -243,8 +243,15 @@ fn status(args: StatusArgs) -> Result<Outcome> {
             }
             ledger::tier::TierState::Removed => "removed by retention",
         };
+        // What the seal seals, alike on every node: `admin remove-day --seal-content`.
+        let content = l
+            .reader()
+            .day_seal(&e.day)?
+            .map_or("unknown: no seal".to_string(), |s| {
+                s.content_digest().to_string()
+            });
         println!(
-            "{} {state}: {} ({} bytes), {} events, seal {}",
+            "{} {state}: {} ({} bytes), {} events, seal {}, content {content}",
             e.day, e.file, e.file_len, e.events, e.seal_digest
         );
     }

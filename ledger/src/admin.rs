@@ -10,6 +10,10 @@
 //! - `unfence` runs after the call's commit (`Deferred`), through `Writer::unfence`;
 //!   `Writer::append` ends a call at each admin act, so nothing after one is judged
 //!   before it took effect.
+//! - `remove_day` runs after the call's commit too, through `Tier::retention_remove`, its
+//!   "now" the act's stream timestamp, so every node decides alike. A node where the day
+//!   is not archived (or not yet past its retention) removes nothing and logs the act as
+//!   NOT applied, naming why: a replica never differs silently.
 //! - An act that does not check out (malformed, an untrusted key, a bad signature, out of
 //!   range) is quarantined as `admin_refused`, verbatim: evidence, never applied.
 //!
@@ -153,6 +157,10 @@ impl Ledger {
                 let act = act.clone();
                 call.deferred.push(Deferred { act, line });
             }
+            Act::RemoveDay { .. } => {
+                let act = act.clone();
+                call.deferred.push(Deferred { act, line });
+            }
         }
         Ok(())
     }
@@ -189,10 +197,53 @@ impl Ledger {
                 ),
                 Err(e) => format!("not unfenced: {e}"),
             },
+            Act::RemoveDay { day, .. } => match self.remove_day(day, line) {
+                Ok(done) => done,
+                Err(e) => {
+                    tracing::error!(day = %day, error = %e, "admin act remove_day NOT applied on this node");
+                    format!("NOT applied on this node: {e}")
+                }
+            },
             Act::ClockSkew { .. } | Act::QuarantinePurge { .. } | Act::QuarantineLimits { .. } => {
                 "taken in its call".to_string()
             }
         }
+    }
+
+    /// Removes `day` by the act `line` keeps, at the act's stream time.
+    fn remove_day(&self, day: &str, line: &LogLine) -> Result<String, Error> {
+        let act = hex::decode(&line.wire_hex)
+            .ok()
+            .and_then(|w| AdminAct::from_wire(&w))
+            .and_then(Result::ok)
+            .ok_or_else(|| Error::Tier("the act's message does not read".into()))?;
+        let entry = self
+            .tier()
+            .tier_entry(day)?
+            .ok_or_else(|| Error::Tier(format!("day {day} is not in this node's archive tier")))?;
+        if entry.state == crate::tier::TierState::Removed {
+            return Ok(format!("day {day} was removed by retention already"));
+        }
+        let seal = self
+            .reader()
+            .day_seal(day)?
+            .ok_or_else(|| Error::Tier(format!("day {day} has no seal on this node")))?;
+        let content = seal.content_digest().to_string();
+        if matches!(&act.body.act, Act::RemoveDay { seal_content, .. } if *seal_content != content)
+        {
+            let why = format!("this node's seal of day {day} seals other content ({content})");
+            return Err(Error::Tier(why));
+        }
+        let removal = crate::tier::retention::Removal::from_act(&entry, &act, line.received_at_ns)
+            .ok_or_else(|| Error::Tier("the act is not a remove_day".into()))?;
+        let done = self
+            .tier()
+            .retention_remove(&removal, line.received_at_ns)?;
+        debug_assert_eq!(done.state, crate::tier::TierState::Removed);
+        Ok(format!(
+            "day {} removed by retention ({} days): file {} deleted; seal {} keeps its heads",
+            done.day, removal.retention_days, done.file, done.seal_digest
+        ))
     }
 }
 

@@ -4,8 +4,8 @@
 //! a replica of the stream). Re-syncs (`crate::resync`) and key enrollment and revocation
 //! (`DeviceEnrolled`, `DeviceRevoked`) travel on a table's own subject and are not here.
 //! Acts: unfence a table, set the clock skew limit or the quarantine's limits, purge old
-//! quarantine. Retention removal
-//! (`archive remove`) is not yet one: it runs on a stopped ledger.
+//! quarantine, remove an archived day past its retention (`RemoveDay`). `archive remove`
+//! does the same on one stopped ledger.
 //!
 //! Wire form, one message:
 //!
@@ -55,6 +55,17 @@ pub enum Act {
         /// Every limit; `QuarantineLimits::check` must pass.
         limits: crate::limits::QuarantineLimits,
     },
+    /// Remove a sealed, archived day's records past its legal retention. It names what
+    /// the day's seal seals (`DaySeal::content_digest`), alike on every node; never a
+    /// node's own seal digest or day file, which differ between nodes.
+    RemoveDay {
+        /// The gaming day, `YYYY-MM-DD`.
+        day: String,
+        /// `DaySeal::content_digest` of the day's seal, lowercase hex.
+        seal_content: String,
+        /// The retention applied, days after the day's end.
+        retention_days: u32,
+    },
 }
 
 impl Act {
@@ -65,6 +76,7 @@ impl Act {
             Act::ClockSkew { .. } => "clock_skew",
             Act::QuarantinePurge { .. } => "quarantine_purge",
             Act::QuarantineLimits { .. } => "quarantine_limits",
+            Act::RemoveDay { .. } => "remove_day",
         }
     }
 }

@@ -2,6 +2,7 @@
 //! entry and its signed removal. The move and retention logic live in `crate::tier`.
 
 use crate::record::StoredEvent;
+use schemas::admin::{Act, AdminAct};
 use schemas::attest::{PublicKey, Signature, SigningKey};
 use schemas::{Seq, TableId};
 use serde::{Deserialize, Serialize};
@@ -115,8 +116,12 @@ pub struct Removal {
     pub removed_at_ns: i64,
     /// The admin key that signed, 64 hex.
     pub admin: String,
-    /// Ed25519 over `message`, 128 hex.
+    /// Ed25519 over `message`, 128 hex; or, with `act`, the admin act's signature.
     pub signature: String,
+    /// The signed admin act `remove_day` (`schemas::admin`) it came by, its wire bytes in
+    /// hex. Absent for a removal signed locally (`archive remove`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub act: Option<String>,
 }
 
 impl Removal {
@@ -141,16 +146,69 @@ impl Removal {
             removed_at_ns: at_ns,
             admin: admin.public().to_hex(),
             signature: String::new(),
+            act: None,
         };
         r.signature = admin.sign(&r.message()).to_hex();
         r
     }
 
+    /// The removal an admin act orders for the archived `entry`, taken at `at_ns`. The
+    /// seal digest and the file's BLAKE3 are this node's own; the act names the seal's
+    /// content (`act_seal_content`), which `verify` holds against the seal.
+    pub fn from_act(entry: &TierEntry, act: &AdminAct, at_ns: i64) -> Option<Removal> {
+        let Act::RemoveDay {
+            day,
+            retention_days,
+            ..
+        } = &act.body.act
+        else {
+            return None;
+        };
+        Some(Removal {
+            day: day.clone(),
+            seal_digest: entry.seal_digest.clone(),
+            file_blake3: entry.file_blake3.clone(),
+            retention_days: *retention_days,
+            removed_at_ns: at_ns,
+            admin: act.admin.to_hex(),
+            signature: act.signature.to_hex(),
+            act: Some(hex::encode(act.to_wire())),
+        })
+    }
+
     /// The admin key, if the signature verifies under it.
     pub fn signer(&self) -> Option<PublicKey> {
+        if self.act.is_some() {
+            return self.act_signer();
+        }
         let key = PublicKey::from_hex(&self.admin).ok()?;
         let sig = Signature::from_hex(&self.signature).ok()?;
         schemas::attest::verify(&key, &self.message(), &sig).then_some(key)
+    }
+}
+
+impl Removal {
+    /// The admin act it came by, if it came by one and that reads.
+    fn admin_act(&self) -> Option<AdminAct> {
+        let wire = hex::decode(self.act.as_ref()?).ok()?;
+        AdminAct::from_wire(&wire)?.ok()
+    }
+
+    /// The seal content its admin act names, lowercase hex; `None` for a local removal.
+    pub fn act_seal_content(&self) -> Option<String> {
+        match self.admin_act()?.body.act {
+            Act::RemoveDay { seal_content, .. } => Some(seal_content),
+            _ => None,
+        }
+    }
+
+    /// The admin act's key, if the act verifies and orders this day's removal.
+    fn act_signer(&self) -> Option<PublicKey> {
+        let act = self.admin_act()?;
+        let same = matches!(&act.body.act, Act::RemoveDay { day, retention_days, .. }
+            if *day == self.day && *retention_days == self.retention_days);
+        let named = act.admin.to_hex() == self.admin && act.signature.to_hex() == self.signature;
+        (same && named && act.signature_verifies()).then_some(act.admin)
     }
 }
 

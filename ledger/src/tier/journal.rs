@@ -21,8 +21,9 @@ pub const JOURNAL: &str = "removals.jsonl";
 pub const REMOVED_DAYS_MAX: usize = 36_600;
 /// Most lines a journal holds: one per removed day.
 pub const LINES_MAX: u64 = REMOVED_DAYS_MAX as u64;
-/// Longest line: an act is a few hundred bytes.
-pub const LINE_BYTES_MAX: usize = 4_096;
+/// Longest line: an act is a few hundred bytes; one that came as an admin act holds its
+/// message in hex, at most about 8.5 KiB (`schemas::admin::ADMIN_BODY_LEN_MAX`).
+pub const LINE_BYTES_MAX: usize = 16_384;
 const FIRST_PREV: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
 /// One journal line.

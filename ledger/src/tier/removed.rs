@@ -203,6 +203,9 @@ pub fn entry_problem(entry: &TierEntry, seal: &schemas::seal::DaySeal) -> Option
     if r.seal_digest != seal.digest().to_string() || r.day != seal.day {
         return Some("the removal act names another seal".into());
     }
+    if r.act.is_some() && r.act_seal_content() != Some(seal.content_digest().to_string()) {
+        return Some("the removal's admin act names other sealed content".into());
+    }
     r.signer()
         .is_none()
         .then(|| "the removal act's signature does not verify".into())
