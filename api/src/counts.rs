@@ -26,6 +26,10 @@ pub enum CountRefused {
     /// The count is signed by a key not in the access file's `count_keys`.
     #[error("count key {0} is not a trusted count key (count_keys in the access file)")]
     Untrusted(String),
+    /// The read model has not yet indexed the table's stored events, so it cannot say
+    /// whether the box left the table: try again shortly.
+    #[error("{0}")]
+    Indexing(String),
     /// The read model that binds a count to its box could not be read.
     #[error("checking the count against its box: {0}")]
     Bound(String),

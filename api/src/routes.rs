@@ -952,7 +952,7 @@ async fn list_counts(
 }
 
 #[utoipa::path(post, path = "/v1/counts", tag = "finance", request_body = schemas::count::SignedCount,
-    responses((status = 201, description = "the count, journaled", body = schemas::count::CountEntry), (status = 400, body = ApiError), (status = 403, body = ApiError), (status = 404, body = ApiError), (status = 500, body = ApiError)))]
+    responses((status = 201, description = "the count, journaled", body = schemas::count::CountEntry), (status = 400, body = ApiError), (status = 403, body = ApiError), (status = 404, body = ApiError), (status = 500, body = ApiError), (status = 503, description = "the read model has not yet indexed the table's stored events, or the records stream did not answer; `Retry-After`", body = ApiError)))]
 async fn enter_count(
     State(st): State<Shared>,
     Extension(c): Extension<Caller>,
@@ -972,7 +972,9 @@ async fn enter_count(
         // Bound to its table's box, after its removal, not in the future; else nothing kept.
         let now = (at_ns, s.ledger.reader().clock_skew_max_ns());
         readside::counts::check_bound(&s.model, &b.count, now).map_err(|e| match e {
-            readside::counts::BoundError::Refused(why) => CountRefused::Invalid(why),
+            readside::counts::BoundError::Refused(why) => {
+                refused_or_indexing(&s, &b.count.table, why)
+            }
             e => CountRefused::Bound(e.to_string()),
         })?;
         s.counts.check(&b)?;
@@ -1003,10 +1005,46 @@ async fn enter_count(
 }
 
 /// A refused count's answer: 400 for what the count breaks, 403 for an untrusted key.
+/// A count's refusal, unless the read model lags the ledger on its table: then what the
+/// model lacks may be the very event the count needs, and the answer is "not yet".
+fn refused_or_indexing(
+    s: &Shared,
+    table: &schemas::TableId,
+    why: String,
+) -> crate::counts::CountRefused {
+    use crate::counts::CountRefused;
+    let Some(head_seq) = s.ledger.reader().head(table).map(|h| h.seq.0) else {
+        return CountRefused::Invalid(why);
+    };
+    let status = match s.model.status(table) {
+        Ok(status) => status,
+        Err(e) => return CountRefused::Bound(e.to_string()),
+    };
+    let (indexed_seq, problem) = status.map_or((0, None), |t| (t.verified_through, t.problem));
+    if indexed_seq >= head_seq {
+        return CountRefused::Invalid(why);
+    }
+    match problem {
+        Some(p) => CountRefused::Invalid(format!(
+            "{why} (the read model holds table {table} through seq {indexed_seq} of {head_seq}: {p})"
+        )),
+        None => CountRefused::Indexing(format!(
+            "the read model is indexing table {table} (seq {indexed_seq} of {head_seq}); \
+             the count cannot be checked against its box yet: send it again shortly"
+        )),
+    }
+}
+
 fn count_refused(e: crate::counts::CountRefused) -> Response {
     use crate::counts::CountRefused;
     match e {
         e @ CountRefused::Invalid(_) => error(StatusCode::BAD_REQUEST, e.to_string()),
+        e @ CountRefused::Indexing(_) => {
+            let mut r = error(StatusCode::SERVICE_UNAVAILABLE, e.to_string());
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(1u64));
+            r
+        }
         e @ CountRefused::Untrusted(_) => error(StatusCode::FORBIDDEN, e.to_string()),
         e => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     }

@@ -223,3 +223,39 @@ async fn an_altered_counts_journal_is_refused_at_read() {
     let e = readside::counts::CountBook::read(&dir.path().join("api")).unwrap_err();
     assert!(e.to_string().contains("counts.jsonl line 1"), "{e}");
 }
+
+/// The app over `ledger` with a read model that has indexed nothing yet.
+fn app_not_indexed(dir: &std::path::Path, ledger: Arc<ledger::Ledger>) -> axum::Router {
+    let (_stop, rx) = tokio::sync::watch::channel(false);
+    let state = api::AppState::new(
+        ledger,
+        &access(),
+        &dir.join("api"),
+        &dir.join("readmodel"),
+        || 7,
+        rx,
+        api::FinanceSetup::default(),
+    )
+    .unwrap();
+    api::router(state)
+}
+
+#[tokio::test]
+async fn a_count_the_read_model_cannot_check_yet_is_not_refused_as_bad() {
+    let dir = tempfile::tempdir().unwrap();
+    let l = Arc::new(ledger(&dir.path().join("ledger")));
+    let body = signed(count("T-1", 150_000), &counter());
+    // The ledger holds the box's removal; the model has not indexed it.
+    let app = app_not_indexed(dir.path(), l.clone());
+    let (s, e) = call(&app, "POST", "/v1/counts", FIN, Some(body.clone())).await;
+    assert_eq!(s, StatusCode::SERVICE_UNAVAILABLE, "{e}");
+    let text = e["error"].as_str().unwrap();
+    assert!(text.contains("indexing table T-1 (seq 0 of 1)"), "{e}");
+    let (_, list) = call(&app, "GET", "/v1/counts?table=T-1", FIN, None).await;
+    assert_eq!(list.as_array().map(Vec::len), Some(0), "nothing kept: {list}");
+    drop(app);
+    // Once indexed, the same count stands.
+    let app = self::app(dir.path(), l);
+    let (s, e) = call(&app, "POST", "/v1/counts", FIN, Some(body)).await;
+    assert_eq!(s, StatusCode::CREATED, "{e}");
+}
