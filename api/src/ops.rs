@@ -118,6 +118,12 @@ impl Ops {
             });
         }
         if let Some(st) = self.api.get() {
+            if let Some(why) = st.records.stopped() {
+                failed.push(NotReady {
+                    check: "records".into(),
+                    detail: why.to_string(),
+                });
+            }
             for (name, journal) in [("audit", &st.audit), ("cases", st.cases.journal())] {
                 let failing = journal.failing();
                 if let Some(detail) = failing.filter(|_| !journal.probe()) {

@@ -112,6 +112,8 @@ pub struct Records {
     access_unshared: AtomicU64,
     /// Process start, UTC ns: record ids of this run differ from an earlier run's.
     started_ns: i64,
+    /// Why this node stopped applying the stream, once it did (`/ready` names it).
+    stopped: OnceLock<String>,
 }
 
 impl Records {
@@ -125,7 +127,20 @@ impl Records {
             access_out: OnceLock::new(),
             access_unshared: AtomicU64::new(0),
             started_ns,
+            stopped: OnceLock::new(),
         }
+    }
+
+    /// Why this node no longer applies the records stream; `None` while it does.
+    pub fn stopped(&self) -> Option<&str> {
+        self.stopped.get().map(String::as_str)
+    }
+
+    fn stop_applying(&self, why: String) {
+        tracing::error!(
+            "applying the records stream stopped: {why} (RUNBOOK: a node's records lag)"
+        );
+        let _ = self.stopped.set(why);
     }
 
     /// Sets the link once; false if one was set before.
@@ -255,13 +270,33 @@ async fn applied_through(st: &Shared, seq: u64) -> bool {
     matches!(tokio::time::timeout(APPLY_WAIT, reached).await, Ok(true))
 }
 
+/// Why a stream whose last seq is `last` cannot be this node's when it applied through
+/// `applied`: the stream was deleted or made again, and its seqs start over. Following it
+/// would skip records, so nothing is applied or written until an operator acts.
+fn stream_behind(last: u64, applied: u64) -> Option<String> {
+    (last < applied).then(|| {
+        format!(
+            "the records stream ends at seq {last} but this node applied through seq {applied}: \
+             the stream was lost or made again (RUNBOOK: the records stream lost)"
+        )
+    })
+}
+
 /// Waits until this node applied every record the stream held when asked, so a change
 /// is judged on the floor's records, not on a lagging node's. Nothing without a stream.
 pub async fn catch_up(st: &Shared) -> Result<(), SubmitError> {
     let Some(link) = st.records.link.get() else {
         return Ok(());
     };
+    if let Some(why) = st.records.stopped() {
+        return Err(SubmitError::Refused(format!(
+            "this node stopped applying records: {why}"
+        )));
+    }
     let last = link.stream.last_seq().await.map_err(SubmitError::Refused)?;
+    if let Some(why) = stream_behind(last, st.records.applied_through()) {
+        return Err(SubmitError::Refused(why));
+    }
     match applied_through(st, last).await {
         true => Ok(()),
         false => Err(SubmitError::Lagging {
@@ -310,6 +345,18 @@ pub async fn submit(st: &Shared, record: Record) -> Result<Applied, SubmitError>
     }
 }
 
+/// Why the applier must not start: the stream ends below what this node applied. A
+/// stream that does not answer is followed anyway (the follower retries).
+async fn applier_start_check(st: &Shared, link: &RecordLink) -> Option<String> {
+    match link.stream.last_seq().await {
+        Ok(last) => stream_behind(last, st.records.applied_through()),
+        Err(e) => {
+            tracing::warn!("the records stream's end did not read at start: {e}");
+            None
+        }
+    }
+}
+
 /// Applies the records stream to this node until `stop`: from the seq after the highest
 /// its journals hold, one record at a time on the blocking pool. Nothing without a link.
 pub async fn run_applier(st: Shared, mut stop: tokio::sync::watch::Receiver<bool>) {
@@ -319,6 +366,10 @@ pub async fn run_applier(st: Shared, mut stop: tokio::sync::watch::Receiver<bool
     let (tx, rx) = tokio::sync::mpsc::channel(ACCESS_QUEUE_MAX);
     if st.records.access_out.set(tx).is_ok() {
         tokio::spawn(publish_access(st.clone(), link.clone(), rx));
+    }
+    if let Some(why) = applier_start_check(&st, &link).await {
+        st.records.stop_applying(why);
+        return;
     }
     let from = st.records.applied_through() + 1;
     tracing::info!(from_seq = from, "applying the records stream");
@@ -338,9 +389,7 @@ pub async fn run_applier(st: Shared, mut stop: tokio::sync::watch::Receiver<bool
             Err(e) => Some(e.to_string()),
         };
         if let Some(e) = failed {
-            tracing::error!(
-                "applying the records stream stopped: {e} (RUNBOOK: a node's records lag)"
-            );
+            st.records.stop_applying(e);
             return;
         }
     }

@@ -252,7 +252,11 @@ async fn a_count_the_read_model_cannot_check_yet_is_not_refused_as_bad() {
     let text = e["error"].as_str().unwrap();
     assert!(text.contains("indexing table T-1 (seq 0 of 1)"), "{e}");
     let (_, list) = call(&app, "GET", "/v1/counts?table=T-1", FIN, None).await;
-    assert_eq!(list.as_array().map(Vec::len), Some(0), "nothing kept: {list}");
+    assert_eq!(
+        list.as_array().map(Vec::len),
+        Some(0),
+        "nothing kept: {list}"
+    );
     drop(app);
     // Once indexed, the same count stands.
     let app = self::app(dir.path(), l);

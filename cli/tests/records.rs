@@ -302,7 +302,7 @@ fn cases_and_counts_written_through_one_node_are_on_the_other() {
     forged["count"]["cash"] = json!(999_999);
     let (status, body) = post(&a, "/v1/counts", TOKEN, &forged);
     assert_eq!(status, 400, "a count whose signature fails: {body}");
-    let (_b, b) = start_node(root.path(), "b", &url);
+    let (mut node_b, b) = start_node(root.path(), "b", &url);
     let got = wait_for("B applies the count it missed", || {
         let c = counts_on(&b);
         (c.len() == 1, c)
@@ -310,6 +310,36 @@ fn cases_and_counts_written_through_one_node_are_on_the_other() {
     assert_eq!(got, counts_on(&a), "the same standing count on both");
     assert_eq!(got[0]["signed"]["count"]["cash"], 150_000);
     a_record_the_stream_refuses_is_kept_nowhere(&rt, &url, &a, &b);
+    assert!(node_b.stop(), "B stops cleanly");
+    a_lost_stream_stops_every_write(&rt, &url, root.path(), &a);
+}
+
+/// The records stream deleted: it comes back empty and its seqs start over. Neither the
+/// running node nor a restarted one writes on it or says it is ready; nothing is skipped.
+fn a_lost_stream_stops_every_write(rt: &tokio::runtime::Runtime, url: &str, root: &Path, a: &str) {
+    rt.block_on(async {
+        let js = jetstream::new(async_nats::connect(url).await.expect("connect"));
+        js.delete_stream(schemas::records::RECORDS_STREAM)
+            .await
+            .expect("delete the records stream");
+    });
+    let (_b, b) = start_node(root, "b", url);
+    let (_, body) = wait_for("the restarted B is not ready, naming records", || {
+        let (status, body) = get(&b, "/ready", None);
+        (status == 503 && body.contains("records"), (status, body))
+    });
+    assert!(body.contains("lost or made again"), "{body}");
+    let note = json!({"text": "after the stream was lost"});
+    for api in [a, b.as_str()] {
+        let (status, body) = post(api, "/v1/cases/1/notes", TOKEN, &note);
+        assert_eq!(status, 503, "{api}: {body}");
+        assert!(body.contains("lost or made again"), "{api}: {body}");
+        assert_eq!(
+            case_with(api, 1, 5)["open"],
+            true,
+            "{api}: the case unchanged"
+        );
+    }
 }
 
 /// With the stream's largest message below a note's record, the note is a 503 that says
