@@ -107,6 +107,11 @@ async fn call(
 }
 
 fn app(dir: &std::path::Path, ledger: Arc<ledger::Ledger>) -> axum::Router {
+    app_indexed(dir, ledger, true)
+}
+
+/// The app over `ledger`; its read model indexed first, or not at all.
+fn app_indexed(dir: &std::path::Path, ledger: Arc<ledger::Ledger>, index: bool) -> axum::Router {
     let (_stop, rx) = tokio::sync::watch::channel(false);
     let state = api::AppState::new(
         ledger,
@@ -118,7 +123,9 @@ fn app(dir: &std::path::Path, ledger: Arc<ledger::Ledger>) -> axum::Router {
         api::FinanceSetup::default(),
     )
     .unwrap();
-    state.index_all().unwrap();
+    if index {
+        state.index_all().unwrap();
+    }
     api::router(state)
 }
 
@@ -224,29 +231,13 @@ async fn an_altered_counts_journal_is_refused_at_read() {
     assert!(e.to_string().contains("counts.jsonl line 1"), "{e}");
 }
 
-/// The app over `ledger` with a read model that has indexed nothing yet.
-fn app_not_indexed(dir: &std::path::Path, ledger: Arc<ledger::Ledger>) -> axum::Router {
-    let (_stop, rx) = tokio::sync::watch::channel(false);
-    let state = api::AppState::new(
-        ledger,
-        &access(),
-        &dir.join("api"),
-        &dir.join("readmodel"),
-        || 7,
-        rx,
-        api::FinanceSetup::default(),
-    )
-    .unwrap();
-    api::router(state)
-}
-
 #[tokio::test]
 async fn a_count_the_read_model_cannot_check_yet_is_not_refused_as_bad() {
     let dir = tempfile::tempdir().unwrap();
     let l = Arc::new(ledger(&dir.path().join("ledger")));
     let body = signed(count("T-1", 150_000), &counter());
     // The ledger holds the box's removal; the model has not indexed it.
-    let app = app_not_indexed(dir.path(), l.clone());
+    let app = app_indexed(dir.path(), l.clone(), false);
     let (s, e) = call(&app, "POST", "/v1/counts", FIN, Some(body.clone())).await;
     assert_eq!(s, StatusCode::SERVICE_UNAVAILABLE, "{e}");
     let text = e["error"].as_str().unwrap();
