@@ -76,6 +76,13 @@ pub const RECENT_DISPUTED_MAX: usize = 8;
 /// the bound `analytics::dealer` and its quality test use.
 pub const ERRORS_TAIL_MAX: f64 = 0.001;
 
+/// The least disputed-round rate a dealer is judged against: one per 1,000 rounds. A
+/// floor with no disputes at all would otherwise make one dispute an alarm.
+pub const FLOOR_RATE_MIN: f64 = 0.001;
+
+/// The fewest disputed rounds that may raise a dealer's alarm.
+pub const ALARM_DISPUTES_MIN: u64 = 3;
+
 /// The dealer a round row counts for: `None` in progress or without a named dealer.
 pub fn counted(d: &Digest) -> Option<&str> {
     if d.row.in_progress {
@@ -240,25 +247,34 @@ pub fn judge(row: &mut DealerRow, floor: &FloorRow, at: &Digest) -> Option<Signa
     if row.alarmed_at.is_some() || row.rounds < RATE_ROUNDS_MIN || others < RATE_ROUNDS_MIN {
         return None;
     }
-    let mean = row.rounds as f64 * others_disputed as f64 / others as f64;
-    let k = row.disputed_rounds;
-    if (k as f64) <= mean + 2.0 * mean.sqrt() {
-        return None;
-    }
-    if analytics::dealer::poisson_tail(k, mean) >= ERRORS_TAIL_MAX {
-        return None;
-    }
-    // The smallest count whose tail is below the bound: the threshold, once per dealer.
-    let first = (mean + 2.0 * mean.sqrt()).floor() as u64;
-    let k_min = (first..=k)
-        .find(|&j| analytics::dealer::poisson_tail(j, mean) < ERRORS_TAIL_MAX)
-        .unwrap_or(k);
+    let k_min = alarm_threshold(row.disputed_rounds, row.rounds, (others, others_disputed))?;
     row.alarmed_at = Some(DisputedRound {
         table: at.row.table.to_string(),
         round: at.row.round.0,
         ..DisputedRound::default()
     });
     Some(signal_of(row, k_min, at))
+}
+
+/// The smallest disputed count whose tail is below `ERRORS_TAIL_MAX`, when `k` disputes
+/// in `rounds` reach it against the rest of the floor's `(rounds, disputed)`; else `None`.
+/// A floor with no disputes gives no rate to judge against: `FLOOR_RATE_MIN` is the least
+/// assumed, and fewer than `ALARM_DISPUTES_MIN` disputes never alarm.
+fn alarm_threshold(k: u64, rounds: u64, (others, others_disputed): (u64, u64)) -> Option<u64> {
+    assert!(others > 0, "judged only against a floor with rounds");
+    let floor_rate = (others_disputed as f64 / others as f64).max(FLOOR_RATE_MIN);
+    let mean = rounds as f64 * floor_rate;
+    if k < ALARM_DISPUTES_MIN || (k as f64) <= mean + 2.0 * mean.sqrt() {
+        return None;
+    }
+    if analytics::dealer::poisson_tail(k, mean) >= ERRORS_TAIL_MAX {
+        return None;
+    }
+    let first = (mean + 2.0 * mean.sqrt()).floor() as u64;
+    let k_min = (first..=k)
+        .find(|&j| analytics::dealer::poisson_tail(j, mean) < ERRORS_TAIL_MAX)
+        .unwrap_or(k);
+    Some(k_min.max(ALARM_DISPUTES_MIN))
 }
 
 fn signal_of(row: &DealerRow, k_min: u64, at: &Digest) -> SignalRow {
@@ -387,6 +403,19 @@ mod tests {
             last_closed_at_ns: Some(3_600_000_000_000),
             ..DealerRow::default()
         }
+    }
+
+    #[test]
+    fn a_floor_with_no_disputes_does_not_make_one_dispute_an_alarm() {
+        // 100 rounds each; the rest of the floor disputed none.
+        assert_eq!(alarm_threshold(1, 100, (1_000, 0)), None);
+        assert_eq!(alarm_threshold(2, 100, (1_000, 0)), None);
+        // Three disputes in 100 rounds against the least rate (0.1 expected) alarm.
+        assert_eq!(alarm_threshold(3, 100, (1_000, 0)), Some(3));
+        // Against a floor of 50 per 1,000 rounds (5 expected), 8 is within chance, 20 not.
+        assert_eq!(alarm_threshold(8, 100, (1_000, 50)), None);
+        let at = alarm_threshold(20, 100, (1_000, 50)).expect("an alarm");
+        assert!((12..=20).contains(&at), "threshold {at}");
     }
 
     #[test]
