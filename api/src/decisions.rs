@@ -25,15 +25,15 @@ pub struct AnalyticsQuery {
     table: Option<String>,
     /// Only this dealer's statistic and quality row.
     dealer: Option<String>,
-    /// Only this kind: `hole_card_play` or `card_sharing`.
-    #[param(pattern = "^(hole_card_play|card_sharing)$")]
+    /// Only this kind: `hole_card_play`, `card_sharing` or `dealer_errors`.
+    #[param(pattern = "^(hole_card_play|card_sharing|dealer_errors)$")]
     kind: Option<String>,
     /// Signals to return (default and most 1,000), by table then round.
     #[param(minimum = 1, maximum = 1000)]
     limit: Option<u64>,
 }
 
-const KINDS: [&str; 2] = ["hole_card_play", "card_sharing"];
+const KINDS: [&str; 3] = ["hole_card_play", "card_sharing", "dealer_errors"];
 
 /// The decision signals: hole-card play per box, dealer and table, card sharing per pair of
 /// neighbouring boxes; each with its statistic, threshold, false-alarm setting and rounds.
@@ -71,11 +71,7 @@ pub async fn analytics(
         .filter(|s| q.kind.as_deref().is_none_or(|k| s.kind == k))
         .take(limit)
         .map(|signal| AnalyticsSignal {
-            round_links: signal
-                .rounds()
-                .iter()
-                .map(|r| format!("/v1/tables/{}/rounds/{r}", signal.table))
-                .collect(),
+            round_links: signal.round_links(),
             signal,
         })
         .collect();

@@ -1381,6 +1381,7 @@ async fn the_openapi_document_describes_a_signal_alert() {
             box_no: 3,
             by_milli: 1_200,
             text: "raised A-Q-4; the dealer did not qualify".into(),
+            table: None,
         }],
     });
     let list = json!({"alerts": [one_alert(), signal.clone()]});

@@ -482,12 +482,14 @@ async function analyticsView(view, q) {
   try {
     const a = await api("/v1/analytics?" + p);
     const milli = x => (x / 1000).toFixed(2);
+    // A link is /v1/tables/<table>/rounds/<n>: a dealer's rounds may be at other tables.
     const rounds = s => s.round_links.map(l => {
-      const n = l.split("/").pop();
-      return `<a href="#/round/${encodeURIComponent(s.table)}/${n}">${n}</a>`;
+      const parts = l.split("/"), t = decodeURIComponent(parts[3]), n = parts.pop();
+      const label = t === s.table ? n : `${esc(t)} ${n}`;
+      return `<a href="#/round/${encodeURIComponent(t)}/${n}">${label}</a>`;
     }).join(", ");
-    const moved = s => s.moved.map(m => `<li>round ${m.round}, box ${m.box_no}: ${esc(m.text)}</li>`).join("");
-    const head = `<h1>Analytics</h1><p class="hint">Decisions compared with the computed strategy: hole-card play per box, dealer and table, card sharing per pair of boxes. A signal is a statistic past its threshold${a.false_alarms_milli_per_1000_rounds != null ? `, set for ${milli(a.false_alarms_milli_per_1000_rounds)} false alarms per 1,000 rounds` : ""}.</p>`;
+    const moved = s => s.moved.map(m => `<li>${m.table ? esc(m.table) + " " : ""}round ${m.round}, box ${m.box_no}: ${esc(m.text)}</li>`).join("");
+    const head = `<h1>Analytics</h1><p class="hint">Decisions compared with the computed strategy: hole-card play per box, dealer and table, card sharing per pair of boxes. A dealer whose disputed rounds are improbably many for the floor's rate (Poisson tail under 0.001) raises dealer errors. A signal is a statistic past its threshold${a.false_alarms_milli_per_1000_rounds != null ? `, set for ${milli(a.false_alarms_milli_per_1000_rounds)} false alarms per 1,000 rounds` : ""}.</p>`;
     if (!a.computed) {
       view.innerHTML = `<div class="card">${head}<div class="empty">Not computed: ${esc(a.not_computed_reason || "unknown")}</div></div>${dealersCard(a)}`;
       return;

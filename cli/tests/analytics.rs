@@ -72,6 +72,11 @@ fn filters_narrow(api: &str, all: &serde_json::Value) {
         sharing.count(),
         "{v}"
     );
+    let (_, v) = list("kind=dealer_errors");
+    let dealer = all_signals.iter().filter(|s| s["kind"] == "dealer_errors");
+    let listed = v["signals"].as_array().unwrap();
+    assert_eq!(listed.len(), dealer.count(), "{v}");
+    assert!(listed.iter().all(|s| s["kind"] == "dealer_errors"), "{v}");
     let (_, v) = list("table=TCP3-09");
     assert_eq!(v["signals"], serde_json::json!([]), "another table: {v}");
 }

@@ -5,6 +5,9 @@
 //! honest table sends nothing at all. No signal is lost: signals indexed while no
 //! publisher ran, or with no queue to the publisher, go out once from the read model.
 //!
+//! An error-prone dealer (`seed --error-prone-dealer`) goes out once as `dealer_errors`,
+//! and not again after a rebuild.
+//!
 //! Waits are bounded (`WAIT`); nothing here asserts on time.
 
 mod common;
@@ -17,6 +20,8 @@ use std::time::Duration;
 
 const ROUNDS: u64 = 600;
 const TOKEN: &str = "signal-alerts-admin-token-0123456789ab";
+/// The alert kinds that carry a read-model signal.
+const SIGNAL_KINDS: [&str; 3] = ["hole_card_play", "card_sharing", "dealer_errors"];
 /// How long a drain waits for one more message once everything expected has come.
 const QUIET: Duration = Duration::from_millis(500);
 
@@ -54,8 +59,7 @@ async fn drain(sub: &mut async_nats::Subscriber) -> Vec<(String, serde_json::Val
     let mut out = Vec::new();
     while let Ok(Some(m)) = tokio::time::timeout(QUIET, sub.next()).await {
         let v: serde_json::Value = serde_json::from_slice(&m.payload).expect("alert JSON");
-        let signal_kind =
-            ["hole_card_play", "card_sharing"].contains(&v["kind"].as_str().unwrap_or(""));
+        let signal_kind = SIGNAL_KINDS.contains(&v["kind"].as_str().unwrap_or(""));
         assert_eq!(
             signal_kind,
             v.get("signal").is_some(),
@@ -259,4 +263,66 @@ fn with_no_signal_queue_every_signal_goes_out_once_from_the_read_model() {
     assert!(serve.stop(), "serve stops cleanly");
     alerts.extend(rt.block_on(drain(&mut sub)));
     each_once_in_round_order(&alerts, &signals);
+}
+
+#[test]
+fn an_error_prone_dealer_is_alerted_once_and_not_after_a_rebuild() {
+    let nats = natsd::NatsServer::start().expect("nats-server");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let client = rt
+        .block_on(async_nats::connect(nats.url()))
+        .expect("connect");
+    let mut sub = rt
+        .block_on(client.subscribe("alerts.>"))
+        .expect("subscribe");
+    rt.block_on(client.flush()).expect("flush");
+    let dir = tempfile::tempdir().unwrap();
+    let prone = [
+        "--error-prone-dealer",
+        "1:1:0.15",
+        "--payout-errors",
+        "0.01",
+    ];
+    seed(dir.path(), &prone);
+    let settings = "decision-analytics = 1.0\n";
+    let (mut serve, log) = start(dir.path(), &nats.url(), TOKEN, settings);
+    let (api, _) = listening(&log);
+    let signals = signals_when_indexed(&api);
+    let dealer: Vec<_> = signals
+        .iter()
+        .filter(|s| s["kind"] == "dealer_errors")
+        .collect();
+    assert_eq!(dealer.len(), 1, "{signals:?}");
+    let links = dealer[0]["round_links"].as_array().unwrap();
+    assert!(links.len() > 1, "the crossing round and disputed rounds");
+    let mut alerts = Vec::new();
+    wait_for("an alert for every signal", || {
+        alerts.extend(rt.block_on(drain(&mut sub)));
+        (alerts.len() >= signals.len(), alerts.len())
+    });
+    assert!(serve.stop(), "serve stops cleanly");
+    alerts.extend(rt.block_on(drain(&mut sub)));
+    each_once_in_round_order(&alerts, &signals);
+    let (subject, a) = alerts
+        .iter()
+        .find(|(_, a)| a["kind"] == "dealer_errors")
+        .expect("the dealer's alert");
+    assert!(subject.ends_with(".dealer_errors"), "{subject}");
+    assert_eq!(a["signal"]["dealer"], dealer[0]["dealer"]);
+
+    // A rebuilt read model raises it again and sends nothing.
+    std::fs::remove_dir_all(dir.path().join("ledger").join("readmodel")).unwrap();
+    let (mut serve, log) = start(dir.path(), &nats.url(), TOKEN, settings);
+    let (api, _) = listening(&log);
+    assert_eq!(
+        signals_when_indexed(&api),
+        signals,
+        "the rebuild finds it again"
+    );
+    wait_for("the publisher sees them published before", || {
+        (said_published_before(&log), ())
+    });
+    assert!(serve.stop(), "serve stops cleanly");
+    let again = rt.block_on(drain(&mut sub));
+    assert!(again.is_empty(), "sent again: {again:?}");
 }

@@ -183,7 +183,16 @@ fn by_table(rows: Vec<DecisionSignal>) -> BTreeMap<TableId, Vec<DecisionSignal>>
 pub fn alert_of(signal: DecisionSignal, now_ns: i64) -> Option<Alert> {
     let kind = AlertKind::of_signal(&signal.kind)?;
     let table = TableId::new(signal.table.clone()).ok()?;
-    let rounds: Vec<String> = signal.rounds().iter().map(u64::to_string).collect();
+    // A round of the signal's table by its number; one of another table as "table/round".
+    let own = format!("/v1/tables/{}/rounds/", signal.table);
+    let rounds: Vec<String> = signal
+        .round_links()
+        .iter()
+        .map(|l| match l.strip_prefix(&own) {
+            Some(n) => n.to_owned(),
+            None => l.trim_start_matches("/v1/tables/").replace("/rounds/", "/"),
+        })
+        .collect();
     let detail = format!(
         "{} {}: statistic {:.3} over threshold {:.3} at round {} after {} rounds; rounds {}",
         signal.kind,
@@ -518,6 +527,7 @@ mod tests {
                 box_no: 3,
                 by_milli: 1_200,
                 text: "raised A-Q-4".into(),
+                table: None,
             }],
         }
     }

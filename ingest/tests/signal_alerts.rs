@@ -36,6 +36,7 @@ fn signal(table: &str, kind: &str, round: u64, subject: &str) -> DecisionSignal 
             box_no: 3,
             by_milli: 2_100,
             text: "raised K-J-5; the dealer did not qualify".into(),
+            table: None,
         }],
     }
 }

@@ -9,6 +9,7 @@
 //! - Money is integer minor units; the rates are statistics, computed when served.
 
 use crate::row::Digest;
+use crate::signals::SignalRow;
 use schemas::findings::{by_code, FindingKind};
 use schemas::report::Verdict;
 use serde::{Deserialize, Serialize};
@@ -38,7 +39,49 @@ pub struct DealerRow {
     pub first_opened_at_ns: Option<i64>,
     /// The latest close of a round counted, UTC ns.
     pub last_closed_at_ns: Option<i64>,
+    /// The dealer's latest disputed rounds, newest first; at most `RECENT_DISPUTED_MAX`.
+    #[serde(default)]
+    pub recent_disputed: Vec<DisputedRound>,
+    /// Where the dealer's `dealer_errors` signal was raised: it is raised once.
+    #[serde(default)]
+    pub alarmed_at: Option<DisputedRound>,
 }
+
+/// A round of a dealer's, with its payout errors in words.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DisputedRound {
+    /// The round's table.
+    pub table: String,
+    /// The round.
+    pub round: u64,
+    /// The box of its first payout error.
+    pub box_no: u8,
+    /// Its payout errors: box, line, recorded and due.
+    pub text: String,
+}
+
+/// The floor's counts over every dealer's decided rounds: what a dealer is judged against.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FloorRow {
+    /// Decided rounds with a named dealer.
+    pub rounds: u64,
+    /// Of which disputed.
+    pub disputed_rounds: u64,
+}
+
+/// Most disputed rounds a dealer's row keeps to link from its signal.
+pub const RECENT_DISPUTED_MAX: usize = 8;
+
+/// The one-sided Poisson tail below which a dealer's disputed rounds raise `dealer_errors`:
+/// the bound `analytics::dealer` and its quality test use.
+pub const ERRORS_TAIL_MAX: f64 = 0.001;
+
+/// The least disputed-round rate a dealer is judged against: one per 1,000 rounds. A
+/// floor with no disputes at all would otherwise make one dispute an alarm.
+pub const FLOOR_RATE_MIN: f64 = 0.001;
+
+/// The fewest disputed rounds that may raise a dealer's alarm.
+pub const ALARM_DISPUTES_MIN: u64 = 3;
 
 /// The dealer a round row counts for: `None` in progress or without a named dealer.
 pub fn counted(d: &Digest) -> Option<&str> {
@@ -90,6 +133,46 @@ fn part_of(d: &Digest) -> Part {
     p
 }
 
+/// A disputed round's payout errors in words.
+fn disputed_text(d: &Digest) -> String {
+    let parts: Vec<String> = d
+        .disputes
+        .iter()
+        .map(|x| {
+            format!(
+                "box {} {}: paid {} where {} is due",
+                x.box_no.0,
+                serde_json::to_value(x.line).map_or_else(
+                    |_| String::new(),
+                    |v| v.as_str().unwrap_or_default().to_owned()
+                ),
+                x.recorded,
+                x.expected
+            )
+        })
+        .collect();
+    parts.join("; ")
+}
+
+/// Adds a counted round to the floor's counts.
+pub fn floor_add(floor: &mut FloorRow, d: &Digest) {
+    assert!(counted(d).is_some(), "the floor counts dealers' rounds");
+    floor.rounds += 1;
+    floor.disputed_rounds += u64::from(!d.disputes.is_empty());
+}
+
+/// Takes a counted round back from the floor's counts.
+pub fn floor_take(floor: &mut FloorRow, d: &Digest) {
+    assert!(counted(d).is_some(), "the floor counts dealers' rounds");
+    let disputed = u64::from(!d.disputes.is_empty());
+    assert!(
+        floor.rounds > 0 && floor.disputed_rounds >= disputed,
+        "taken back was counted"
+    );
+    floor.rounds -= 1;
+    floor.disputed_rounds -= disputed;
+}
+
 /// Adds a counted round to its dealer's row.
 pub fn add(row: &mut DealerRow, d: &Digest) {
     assert_eq!(counted(d), Some(row.dealer.as_str()), "the row's dealer");
@@ -106,6 +189,18 @@ pub fn add(row: &mut DealerRow, d: &Digest) {
     row.first_opened_at_ns = Some(row.first_opened_at_ns.map_or(opened, |t| t.min(opened)));
     if let Some(closed) = d.row.closed_at_ns {
         row.last_closed_at_ns = Some(row.last_closed_at_ns.map_or(closed, |t| t.max(closed)));
+    }
+    if p.disputed > 0 {
+        let at = DisputedRound {
+            table: d.row.table.to_string(),
+            round: d.row.round.0,
+            box_no: d.disputes.first().map_or(0, |x| x.box_no.0),
+            text: disputed_text(d),
+        };
+        row.recent_disputed
+            .retain(|r| (&r.table, r.round) != (&at.table, at.round));
+        row.recent_disputed.insert(0, at);
+        row.recent_disputed.truncate(RECENT_DISPUTED_MAX);
     }
 }
 
@@ -133,6 +228,82 @@ pub fn take(row: &mut DealerRow, d: &Digest) {
         row.overpaid_minor >= 0 && row.underpaid_minor >= 0,
         "sizes stay positive"
     );
+}
+
+/// The dealer's disputed-round tail against the rest of the floor, judged as a round is
+/// added; the `dealer_errors` signal when it first falls below `ERRORS_TAIL_MAX`.
+///
+/// Both the dealer and the rest of the floor need `RATE_ROUNDS_MIN` rounds. A count
+/// within two standard deviations of its mean is not judged: its tail is far above the
+/// bound, and a clean dealer costs O(1) a round.
+pub fn judge(row: &mut DealerRow, floor: &FloorRow, at: &Digest) -> Option<SignalRow> {
+    assert_eq!(counted(at), Some(row.dealer.as_str()), "the row's dealer");
+    assert!(
+        floor.rounds >= row.rounds,
+        "the floor holds the dealer's rounds"
+    );
+    let others = floor.rounds - row.rounds;
+    let others_disputed = floor.disputed_rounds.checked_sub(row.disputed_rounds)?;
+    if row.alarmed_at.is_some() || row.rounds < RATE_ROUNDS_MIN || others < RATE_ROUNDS_MIN {
+        return None;
+    }
+    let k_min = alarm_threshold(row.disputed_rounds, row.rounds, (others, others_disputed))?;
+    row.alarmed_at = Some(DisputedRound {
+        table: at.row.table.to_string(),
+        round: at.row.round.0,
+        ..DisputedRound::default()
+    });
+    Some(signal_of(row, k_min, at))
+}
+
+/// The smallest disputed count whose tail is below `ERRORS_TAIL_MAX`, when `k` disputes
+/// in `rounds` reach it against the rest of the floor's `(rounds, disputed)`; else `None`.
+/// A floor with no disputes gives no rate to judge against: `FLOOR_RATE_MIN` is the least
+/// assumed, and fewer than `ALARM_DISPUTES_MIN` disputes never alarm.
+fn alarm_threshold(k: u64, rounds: u64, (others, others_disputed): (u64, u64)) -> Option<u64> {
+    assert!(others > 0, "judged only against a floor with rounds");
+    let floor_rate = (others_disputed as f64 / others as f64).max(FLOOR_RATE_MIN);
+    let mean = rounds as f64 * floor_rate;
+    if k < ALARM_DISPUTES_MIN || (k as f64) <= mean + 2.0 * mean.sqrt() {
+        return None;
+    }
+    if analytics::dealer::poisson_tail(k, mean) >= ERRORS_TAIL_MAX {
+        return None;
+    }
+    let first = (mean + 2.0 * mean.sqrt()).floor() as u64;
+    let k_min = (first..=k)
+        .find(|&j| analytics::dealer::poisson_tail(j, mean) < ERRORS_TAIL_MAX)
+        .unwrap_or(k);
+    Some(k_min.max(ALARM_DISPUTES_MIN))
+}
+
+fn signal_of(row: &DealerRow, k_min: u64, at: &Digest) -> SignalRow {
+    let table = at.row.table.to_string();
+    let moved = row
+        .recent_disputed
+        .iter()
+        .map(|r| crate::signals::MovedRow {
+            round: r.round,
+            box_no: r.box_no,
+            by_milli: 1000,
+            text: r.text.clone(),
+            table: (r.table != table).then(|| r.table.clone()),
+        })
+        .collect();
+    let milli = |k: u64| i64::try_from(milli_per_1000(k, row.rounds)).unwrap_or(i64::MAX);
+    SignalRow {
+        table,
+        round: at.row.round.0,
+        kind: schemas::api::AlertKind::DealerErrors.as_str().to_owned(),
+        subject: format!("dealer {}", row.dealer),
+        box_no: None,
+        dealer: Some(row.dealer.clone()),
+        statistic_milli: milli(row.disputed_rounds),
+        threshold_milli: milli(k_min),
+        false_alarms_milli_per_1000_rounds: (ERRORS_TAIL_MAX * 1_000_000.0) as u64,
+        run_rounds: row.rounds,
+        moved,
+    }
 }
 
 /// Most dealer rows one answer assesses.
@@ -232,6 +403,19 @@ mod tests {
             last_closed_at_ns: Some(3_600_000_000_000),
             ..DealerRow::default()
         }
+    }
+
+    #[test]
+    fn a_floor_with_no_disputes_does_not_make_one_dispute_an_alarm() {
+        // 100 rounds each; the rest of the floor disputed none.
+        assert_eq!(alarm_threshold(1, 100, (1_000, 0)), None);
+        assert_eq!(alarm_threshold(2, 100, (1_000, 0)), None);
+        // Three disputes in 100 rounds against the least rate (0.1 expected) alarm.
+        assert_eq!(alarm_threshold(3, 100, (1_000, 0)), Some(3));
+        // Against a floor of 50 per 1,000 rounds (5 expected), 8 is within chance, 20 not.
+        assert_eq!(alarm_threshold(8, 100, (1_000, 50)), None);
+        let at = alarm_threshold(20, 100, (1_000, 50)).expect("an alarm");
+        assert!((12..=20).contains(&at), "threshold {at}");
     }
 
     #[test]

@@ -29,7 +29,7 @@
 //! replayer's report, take that count back before counting their own: every round is
 //! counted exactly once, from its newest report.
 
-use crate::dealers::{self, DealerRow};
+use crate::dealers::{self, DealerRow, FloorRow};
 use crate::model::{self, space, Model, TableStatus};
 use crate::row::{finding_view, note_box_in_play, row_of, Digest};
 use crate::shiftrow::{self, ShiftCache};
@@ -374,8 +374,9 @@ pub fn pass(
         }
         out.streams = signals.take_changed();
     }
-    let raised = out.signals.clone();
-    let feed = commit(model, tail, out)?;
+    let mut raised = out.signals.clone();
+    let (feed, dealer_signals) = commit(model, tail, out)?;
+    raised.extend(dealer_signals);
     tail.keep_raised(raised);
     Ok((feed, more))
 }
@@ -841,6 +842,9 @@ struct Writes<'a> {
     streams: Vec<StreamRow>,
     /// Dealer quality rows by dealer, as the model will hold them.
     dealers: BTreeMap<String, DealerRow>,
+    /// The floor's counts over the dealers' rounds, once read; and whether dealers are
+    /// judged (`dealer_errors`, with the decision analytics on).
+    floor: (Option<FloorRow>, bool),
 }
 
 impl Writes<'_> {
@@ -962,18 +966,50 @@ impl Writes<'_> {
     }
 
     /// Writes a round's row; its dealer's counters take back the old row's part first.
+    /// With dealers judged, a counted round may raise its dealer's `dealer_errors`.
     fn put(&mut self, d: Digest) -> Result<(), ReadError> {
         let old = self.digest(&d.row.table, d.row.round.0)?;
         if let Some(old) = &old {
             if let Some(name) = dealers::counted(old) {
                 dealers::take(self.dealer(name)?, old);
+                dealers::floor_take(self.floor()?, old);
             }
         }
         if let Some(name) = dealers::counted(&d) {
             dealers::add(self.dealer(name)?, &d);
+            let floor = *self.floor()?;
+            let floor = FloorRow {
+                rounds: floor.rounds + 1,
+                disputed_rounds: floor.disputed_rounds + u64::from(!d.disputes.is_empty()),
+            };
+            dealers::floor_add(self.floor()?, &d);
+            assert_eq!(*self.floor()?, floor, "the floor counts the round once");
+            if self.floor.1 {
+                let judge = self.judge_dealer(name, &floor, &d)?;
+                self.signals.extend(judge);
+            }
         }
         self.digests.insert((d.row.table.clone(), d.row.round.0), d);
         Ok(())
+    }
+
+    /// The dealer's `dealer_errors` signal, if this round makes their count cross.
+    fn judge_dealer(
+        &mut self,
+        name: &str,
+        floor: &FloorRow,
+        d: &Digest,
+    ) -> Result<Option<SignalRow>, ReadError> {
+        let row = self.dealer(name)?;
+        Ok(dealers::judge(row, floor, d))
+    }
+
+    /// The floor's counts: this pass's, or the model's.
+    fn floor(&mut self) -> Result<&mut FloorRow, ReadError> {
+        if self.floor.0.is_none() {
+            self.floor.0 = Some(self.model.dealer_floor()?);
+        }
+        Ok(self.floor.0.get_or_insert_with(FloorRow::default))
     }
 
     /// A dealer's quality row: this pass's, the model's, or a new one.
@@ -1034,6 +1070,10 @@ impl Writes<'_> {
             let k = model::str_key(space::DEALER, name);
             b.insert(k.clone(), model::seal(&k, row));
         }
+        if let Some(floor) = &self.floor.0 {
+            let k = vec![space::DEALER_FLOOR];
+            b.insert(k.clone(), model::seal(&k, floor));
+        }
         for row in &self.signals {
             let k = model::signal_key(row);
             b.insert(k.clone(), model::seal(&k, row));
@@ -1067,12 +1107,18 @@ fn coverage(before: Option<Coverage>, rounds: u64, tail: &Tail) -> Coverage {
     }
 }
 
-/// Writes one pass to the model in one batch and returns the feed items.
-fn commit(model: &Model, tail: &mut Tail, out: PassOut) -> Result<Vec<FeedItem>, ReadError> {
+/// Writes one pass to the model in one batch; the feed items and the dealers' signals
+/// the pass raised (`dealer_errors`).
+fn commit(
+    model: &Model,
+    tail: &mut Tail,
+    out: PassOut,
+) -> Result<(Vec<FeedItem>, Vec<SignalRow>), ReadError> {
     let nothing = out.reports.is_empty() && out.early.is_empty() && out.recounts.is_empty();
     if out.tables.is_empty() && nothing {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), Vec::new()));
     }
+    let decision_signals = out.signals.len();
     let mut cache = std::mem::take(&mut tail.shifts);
     let mut w = Writes {
         model,
@@ -1084,6 +1130,7 @@ fn commit(model: &Model, tail: &mut Tail, out: PassOut) -> Result<Vec<FeedItem>,
         signals: out.signals,
         streams: out.streams,
         dealers: BTreeMap::new(),
+        floor: (None, tail.signals.is_some()),
     };
     let mut feed = Vec::new();
     // Before the batch: a committed pass implies its configurations are in the book.
@@ -1108,10 +1155,11 @@ fn commit(model: &Model, tail: &mut Tail, out: PassOut) -> Result<Vec<FeedItem>,
         }
         w.put(digest)?;
     }
+    let dealer_signals = w.signals[decision_signals..].to_vec();
     let batch = w.into_batch(tail, out.events)?;
     tail.shifts = cache;
     model.db.apply(batch).map_err(model::ModelError::from)?;
-    Ok(feed)
+    Ok((feed, dealer_signals))
 }
 
 /// The feed items of a round: its findings, then the round.

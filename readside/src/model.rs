@@ -39,7 +39,7 @@ use std::path::{Path, PathBuf};
 /// The on-disk format's version; a model of another version is rebuilt or refused. 7: the
 /// model lives in a `Store` of its own (`kv`), in `<model dir>/store`. 8: decision signals
 /// and their coverage (`signals`). 9: dealer quality counters (`dealers`).
-pub const MODEL_VERSION: u32 = 9;
+pub const MODEL_VERSION: u32 = 10;
 /// Bytes of the keyed BLAKE3 seal before each value.
 pub const SEAL_BYTES: usize = 16;
 /// Most findings or disputes of one round the model keys (their index is a `u16`).
@@ -69,6 +69,7 @@ pub(crate) mod space {
     pub const SIGNAL: u8 = b'a';
     pub const ANALYTICS: u8 = b'A';
     pub const DEALER: u8 = b'q';
+    pub const DEALER_FLOOR: u8 = b'Q';
     pub const STREAM: u8 = crate::streams::SPACE;
 }
 
@@ -524,6 +525,11 @@ impl Model {
     /// One dealer's quality counters; `None` for a dealer with no decided round.
     pub fn dealer(&self, dealer: &str) -> Result<Option<DealerRow>, ModelError> {
         self.get(&str_key(space::DEALER, dealer))
+    }
+
+    /// The floor's counts over every dealer's decided rounds.
+    pub fn dealer_floor(&self) -> Result<crate::dealers::FloorRow, ModelError> {
+        Ok(self.get(&[space::DEALER_FLOOR])?.unwrap_or_default())
     }
 
     /// The first `max` dealers' rows, in key order (shorter ids first), and how many

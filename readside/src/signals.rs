@@ -128,6 +128,7 @@ fn row_of(a: &DecisionAlarm, setting: &TestSetting) -> SignalRow {
             box_no: m.box_no.0,
             by_milli: milli(m.by),
             text: m.text.clone(),
+            table: None,
         })
         .collect();
     SignalRow {

@@ -969,6 +969,9 @@ pub enum AlertKind {
     /// A decision statistic crossed its threshold: neighbouring boxes whose decisions fit
     /// each other's cards.
     CardSharing,
+    /// A dealer's disputed rounds are improbably many for the rest of the floor's rate:
+    /// the one-sided Poisson tail is below 0.001 (`DecisionSignal`, kind `dealer_errors`).
+    DealerErrors,
 }
 
 impl AlertKind {
@@ -986,14 +989,19 @@ impl AlertKind {
             AlertKind::ReplicaDiverged => "replica_diverged",
             AlertKind::HoleCardPlay => "hole_card_play",
             AlertKind::CardSharing => "card_sharing",
+            AlertKind::DealerErrors => "dealer_errors",
         }
     }
 
     /// The kind of a decision signal's `kind` (`DecisionSignal::kind`), if it names one.
     pub fn of_signal(kind: &str) -> Option<AlertKind> {
-        [AlertKind::HoleCardPlay, AlertKind::CardSharing]
-            .into_iter()
-            .find(|k| k.as_str() == kind)
+        [
+            AlertKind::HoleCardPlay,
+            AlertKind::CardSharing,
+            AlertKind::DealerErrors,
+        ]
+        .into_iter()
+        .find(|k| k.as_str() == kind)
     }
 }
 
@@ -1041,8 +1049,12 @@ pub struct SignalMove {
     pub box_no: u8,
     /// What it added to the statistic, in thousandths.
     pub by_milli: i64,
-    /// What the player saw, chose, and what the hidden cards were.
+    /// What the player saw, chose, and what the hidden cards were; for `dealer_errors`,
+    /// the round's payout errors.
     pub text: String,
+    /// The round's table when it is not the signal's (a dealer deals at many tables).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub table: Option<String>,
 }
 
 /// A decision statistic that crossed its threshold at a round (`GET /v1/analytics`).
@@ -1053,7 +1065,8 @@ pub struct DecisionSignal {
     pub table: String,
     /// The round at which it crossed.
     pub round: u64,
-    /// `hole_card_play` or `card_sharing`: the alert subject's last token.
+    /// `hole_card_play`, `card_sharing` or `dealer_errors`: the alert subject's last
+    /// token.
     pub kind: String,
     /// Whose decisions: `box 3`, `boxes 3-4`, `dealer D-17`, `table`.
     pub subject: String,
@@ -1061,15 +1074,20 @@ pub struct DecisionSignal {
     pub box_no: Option<u8>,
     /// The dealer, for a dealer's statistic.
     pub dealer: Option<String>,
-    /// The statistic, in thousandths.
+    /// The statistic, in thousandths. For `dealer_errors`: the dealer's disputed rounds
+    /// per 1,000 rounds.
     pub statistic_milli: i64,
-    /// Its threshold, in thousandths.
+    /// Its threshold, in thousandths. For `dealer_errors`: the rate per 1,000 rounds from
+    /// which the tail at the floor's rate falls below 0.001.
     pub threshold_milli: i64,
-    /// The setting: false alarms per 1,000 rounds, in thousandths.
+    /// The setting: false alarms per 1,000 rounds, in thousandths. For `dealer_errors`:
+    /// the tail bound per judged round, 0.001 (1,000).
     pub false_alarms_milli_per_1000_rounds: u64,
-    /// Rounds since the statistic last stood at 0.
+    /// Rounds since the statistic last stood at 0; for `dealer_errors`, the dealer's
+    /// decided rounds.
     pub run_rounds: u64,
-    /// The decisions that moved it most, largest first.
+    /// The decisions that moved it most, largest first; for `dealer_errors`, the
+    /// dealer's latest disputed rounds, newest first.
     pub moved: Vec<SignalMove>,
 }
 
@@ -1080,6 +1098,20 @@ impl DecisionSignal {
         for m in &self.moved {
             if !out.contains(&m.round) {
                 out.push(m.round);
+            }
+        }
+        out
+    }
+
+    /// The API paths of its rounds (`/v1/tables/<table>/rounds/<n>`), as `rounds` orders
+    /// them; a moved round on another table links to that table.
+    pub fn round_links(&self) -> Vec<String> {
+        let mut out = vec![format!("/v1/tables/{}/rounds/{}", self.table, self.round)];
+        for m in &self.moved {
+            let table = m.table.as_deref().unwrap_or(&self.table);
+            let link = format!("/v1/tables/{table}/rounds/{}", m.round);
+            if !out.contains(&link) {
+                out.push(link);
             }
         }
         out
