@@ -82,8 +82,17 @@ pub fn open(dir: &Path) -> Arc<Ledger> {
 /// A JetStream context on `url`, the stream ensured as ingest ensures it at start.
 pub async fn context(url: &str) -> jetstream::Context {
     let js = jetstream::new(async_nats::connect(url).await.expect("connect"));
-    ingest::ensure_stream(&js).await.expect("stream");
-    js
+    // A fresh server may time out its first stream request on loaded cores: ingest's own
+    // start tries again (`pipeline::retrying`), and so does this.
+    for attempt in 1..=5 {
+        match ingest::ensure_stream(&js).await {
+            Ok(_) => return js,
+            Err(e) if attempt < 5 => eprintln!("stream, attempt {attempt}: {e}; again"),
+            Err(e) => panic!("stream: {e}"),
+        }
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    }
+    unreachable!("the loop returns or panics")
 }
 
 /// Publishes `bytes` on `table`'s events subject with `id` and `signature`'s headers,
