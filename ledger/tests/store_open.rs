@@ -43,10 +43,11 @@ fn an_open_writes_no_more_with_more_dead_space() {
             open_wrote < SEGMENT_BYTES,
             "{mib} MiB: the open wrote {open_wrote} B, a file of {len_bytes} B"
         );
-        // The free segments are holes: the file holds about its live bytes, not its length.
+        // Free segments are holes: at least one segment of the file takes no disk. How
+        // many are free depends on sled's flushes, so no finer share is asserted.
         let allocated = std::fs::metadata(&db).expect("db").blocks() * 512;
         assert!(
-            allocated < len_bytes / 2,
+            allocated + SEGMENT_BYTES <= len_bytes,
             "{mib} MiB: {allocated} B allocated of a {len_bytes} B file"
         );
         // Nothing is lost: the kept keys read back, the removed ones stay removed.
