@@ -152,48 +152,8 @@ fn ingest_publish() -> Vec<String> {
         // Admin acts (`schemas::admin`): the admin's signature, not the bus, decides them.
         subjects::ADMIN_SUBJECT.to_string(),
     ];
-    // A ledger node's replica check (`ingest::replicas`): the KV bucket's stream, its
-    // puts, and the ordered consumer of its watch (created, recreated, flow control).
-    let kv = format!("KV_{}", subjects::REPLICA_BUCKET);
-    allow.extend([
-        format!("$JS.API.STREAM.INFO.{kv}"),
-        format!("$JS.API.STREAM.CREATE.{kv}"),
-        format!("$KV.{}.>", subjects::REPLICA_BUCKET),
-        format!("$JS.API.CONSUMER.CREATE.{kv}"),
-        format!("$JS.API.CONSUMER.CREATE.{kv}.>"),
-        format!("$JS.API.CONSUMER.DELETE.{kv}.*"),
-        format!("$JS.FC.{kv}.>"),
-    ]);
-    // The day bucket (`ingest::day_store`): its stream, puts, reads of info and objects
-    // (direct gets and an ordered consumer), for the sealer's publisher and a rebuild.
-    let obj = format!("OBJ_{}", subjects::DAY_BUCKET);
-    allow.extend([
-        format!("$JS.API.STREAM.INFO.{obj}"),
-        format!("$JS.API.STREAM.CREATE.{obj}"),
-        format!("$O.{}.>", subjects::DAY_BUCKET),
-        format!("$JS.API.STREAM.MSG.GET.{obj}"),
-        format!("$JS.API.DIRECT.GET.{obj}"),
-        format!("$JS.API.DIRECT.GET.{obj}.>"),
-        format!("$JS.API.CONSUMER.CREATE.{obj}"),
-        format!("$JS.API.CONSUMER.CREATE.{obj}.>"),
-        format!("$JS.API.CONSUMER.DELETE.{obj}.*"),
-        format!("$JS.FC.{obj}.>"),
-    ]);
-    // The API's records stream (`ingest::records`): its stream, publishes on `records.>`,
-    // and the ordered pull consumer every node applies it through. Only ledger nodes
-    // hold this role, so only their APIs may add a case entry or a count.
-    let r = schemas::records::RECORDS_STREAM;
-    allow.extend([
-        format!("$JS.API.STREAM.INFO.{r}"),
-        format!("$JS.API.STREAM.CREATE.{r}"),
-        format!("$JS.API.STREAM.UPDATE.{r}"),
-        schemas::records::RECORDS_WILDCARD.to_string(),
-        format!("$JS.API.CONSUMER.CREATE.{r}"),
-        format!("$JS.API.CONSUMER.CREATE.{r}.>"),
-        format!("$JS.API.CONSUMER.DELETE.{r}.*"),
-        format!("$JS.API.CONSUMER.MSG.NEXT.{r}.*"),
-        format!("$JS.FC.{r}.>"),
-    ]);
+    allow.extend(ingest_buckets());
+    allow.extend(records_stream());
     // The leases (`ingest::lease::DUTIES`): each bucket's stream, create and update.
     for duty in ["sealer", "alerts"] {
         let lease = format!("roundledger_lease_{duty}");
@@ -204,6 +164,52 @@ fn ingest_publish() -> Vec<String> {
         ]);
     }
     allow
+}
+
+/// A ledger node's replica check (`ingest::replicas`): the KV bucket's stream, its puts,
+/// and the ordered consumer of its watch (created, recreated, flow control). The day
+/// bucket (`ingest::day_store`): its stream, puts, reads of info and objects (direct gets
+/// and an ordered consumer), for the sealer's publisher and a rebuild.
+fn ingest_buckets() -> Vec<String> {
+    let kv = format!("KV_{}", subjects::REPLICA_BUCKET);
+    let obj = format!("OBJ_{}", subjects::DAY_BUCKET);
+    vec![
+        format!("$JS.API.STREAM.INFO.{kv}"),
+        format!("$JS.API.STREAM.CREATE.{kv}"),
+        format!("$KV.{}.>", subjects::REPLICA_BUCKET),
+        format!("$JS.API.CONSUMER.CREATE.{kv}"),
+        format!("$JS.API.CONSUMER.CREATE.{kv}.>"),
+        format!("$JS.API.CONSUMER.DELETE.{kv}.*"),
+        format!("$JS.FC.{kv}.>"),
+        format!("$JS.API.STREAM.INFO.{obj}"),
+        format!("$JS.API.STREAM.CREATE.{obj}"),
+        format!("$O.{}.>", subjects::DAY_BUCKET),
+        format!("$JS.API.STREAM.MSG.GET.{obj}"),
+        format!("$JS.API.DIRECT.GET.{obj}"),
+        format!("$JS.API.DIRECT.GET.{obj}.>"),
+        format!("$JS.API.CONSUMER.CREATE.{obj}"),
+        format!("$JS.API.CONSUMER.CREATE.{obj}.>"),
+        format!("$JS.API.CONSUMER.DELETE.{obj}.*"),
+        format!("$JS.FC.{obj}.>"),
+    ]
+}
+
+/// The API's records stream (`ingest::records`): its stream, publishes on `records.>`,
+/// and the ordered pull consumer every node applies it through. Only ledger nodes hold
+/// this role, so only their APIs may add a case entry or a count.
+fn records_stream() -> Vec<String> {
+    let r = schemas::records::RECORDS_STREAM;
+    vec![
+        format!("$JS.API.STREAM.INFO.{r}"),
+        format!("$JS.API.STREAM.CREATE.{r}"),
+        format!("$JS.API.STREAM.UPDATE.{r}"),
+        schemas::records::RECORDS_WILDCARD.to_string(),
+        format!("$JS.API.CONSUMER.CREATE.{r}"),
+        format!("$JS.API.CONSUMER.CREATE.{r}.>"),
+        format!("$JS.API.CONSUMER.DELETE.{r}.*"),
+        format!("$JS.API.CONSUMER.MSG.NEXT.{r}.*"),
+        format!("$JS.FC.{r}.>"),
+    ]
 }
 
 #[cfg(test)]

@@ -365,20 +365,28 @@ pub fn pass(
         early_rows(ledger, &mut t.cur, (&mut out.early, &mut out.recounts));
     }
     tail.events_read += out.events;
-    if let Some(signals) = tail.signals.as_mut() {
-        if !signals.resumed() {
-            signals.resume(model.stream_states(analytics::monitor::STREAMS_MAX)?);
-        }
-        for f in out.reports.iter_mut().filter_map(|r| r.facts.take()) {
-            out.signals.extend(signals.judge(&f));
-        }
-        out.streams = signals.take_changed();
-    }
+    judge_signals(model, tail, &mut out)?;
     let mut raised = out.signals.clone();
     let (feed, dealer_signals) = commit(model, tail, out)?;
     raised.extend(dealer_signals);
     tail.keep_raised(raised);
     Ok((feed, more))
+}
+
+/// Judges the pass's rounds for decision signals, when analytics are on: the statistics
+/// resumed from the model first, the states they changed handed to the commit.
+fn judge_signals(model: &Model, tail: &mut Tail, out: &mut PassOut) -> Result<(), ReadError> {
+    let Some(signals) = tail.signals.as_mut() else {
+        return Ok(());
+    };
+    if !signals.resumed() {
+        signals.resume(model.stream_states(analytics::monitor::STREAMS_MAX)?);
+    }
+    for f in out.reports.iter_mut().filter_map(|r| r.facts.take()) {
+        out.signals.extend(signals.judge(&f));
+    }
+    out.streams = signals.take_changed();
+    Ok(())
 }
 
 /// One chunk of a table's events for `index_chunk`: through seq `to`.
