@@ -431,11 +431,7 @@ impl Model {
         let mut out = Vec::new();
         for kv in self.db.scan_prefix(&prefix).fwd().take(max) {
             let (k, v) = kv?;
-            let row: SignalRow = decode(&k, &v)?;
-            if signal_key(&row) != k {
-                return Err(ModelError::Corrupt(format!("signal {}", key_text(&k))));
-            }
-            out.push(row);
+            out.push(signal_row(&k, &v)?);
         }
         Ok(out)
     }
@@ -495,11 +491,7 @@ impl Model {
             .take(max)
         {
             let (k, v) = kv?;
-            let row: SignalRow = decode(&k, &v)?;
-            if signal_key(&row) != k {
-                return Err(ModelError::Corrupt(format!("signal {}", key_text(&k))));
-            }
-            out.push(row);
+            out.push(signal_row(&k, &v)?);
         }
         Ok(out)
     }
@@ -795,13 +787,22 @@ pub(crate) fn decode<T: DeserializeOwned>(key: &[u8], v: &[u8]) -> Result<T, Mod
         .map_err(|e| ModelError::Corrupt(format!("the value of key {}: {e}", hex::encode(key))))
 }
 
+/// A stored signal row, checked against the key it is stored under.
+fn signal_row(k: &[u8], v: &[u8]) -> Result<SignalRow, ModelError> {
+    let row: SignalRow = decode(k, v)?;
+    if signal_key(&row) != k {
+        return Err(ModelError::Corrupt(format!("signal {}", key_text(k))));
+    }
+    Ok(row)
+}
+
 /// A time that sorts as a signed number: the sign bit flipped, big-endian.
 pub(crate) fn time_key(v: i64) -> [u8; 8] {
     ((v as u64) ^ (1 << 63)).to_be_bytes()
 }
 
-fn push_str(k: &mut Vec<u8>, s: &str) {
-    // Table ids are at most 32 bytes and finding codes are our own short strings.
+pub(crate) fn push_str(k: &mut Vec<u8>, s: &str) {
+    // Table ids and staff ids are at most 32 bytes; codes, kinds and subjects are ours.
     assert!(
         s.len() <= u8::MAX as usize,
         "key string of {} bytes",

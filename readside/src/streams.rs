@@ -8,6 +8,7 @@
 //! - A row's key derives from the row; a row under another key is an integrity error.
 //! - A pass writes only the statistics its rounds pushed: O(1) a round.
 
+use crate::model::push_str;
 use analytics::{CusumState, Kind, Moved, StreamKey, Subject};
 use schemas::{BoxNo, RoundId, StaffId, TableId};
 use serde::{Deserialize, Serialize};
@@ -125,17 +126,6 @@ impl StreamRow {
         };
         Some((key, state))
     }
-}
-
-fn push_str(k: &mut Vec<u8>, s: &str) {
-    // Table ids and staff ids are at most 32 bytes; kinds and subjects are ours.
-    assert!(
-        s.len() <= u8::MAX as usize,
-        "key string of {} bytes",
-        s.len()
-    );
-    k.push(s.len() as u8);
-    k.extend_from_slice(s.as_bytes());
 }
 
 #[cfg(test)]
