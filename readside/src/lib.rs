@@ -31,6 +31,7 @@ pub mod forks;
 pub mod held;
 pub mod index;
 pub mod jackpot;
+mod keystr;
 pub mod kv;
 pub mod model;
 pub mod rounds;

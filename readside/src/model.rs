@@ -24,6 +24,7 @@
 //!   counts the keys of its range; a verdict, or a box without a table, reads their rows.
 
 use crate::dealers::DealerRow;
+use crate::keystr::push_str;
 use crate::kv::{prefix_end, EntryResult, ModelKv};
 use crate::row::Digest;
 use crate::signals::{Coverage, SignalRow};
@@ -799,17 +800,6 @@ fn signal_row(k: &[u8], v: &[u8]) -> Result<SignalRow, ModelError> {
 /// A time that sorts as a signed number: the sign bit flipped, big-endian.
 pub(crate) fn time_key(v: i64) -> [u8; 8] {
     ((v as u64) ^ (1 << 63)).to_be_bytes()
-}
-
-pub(crate) fn push_str(k: &mut Vec<u8>, s: &str) {
-    // Table ids and staff ids are at most 32 bytes; codes, kinds and subjects are ours.
-    assert!(
-        s.len() <= u8::MAX as usize,
-        "key string of {} bytes",
-        s.len()
-    );
-    k.push(s.len() as u8);
-    k.extend_from_slice(s.as_bytes());
 }
 
 pub(crate) fn str_key(space: u8, s: &str) -> Vec<u8> {

@@ -8,7 +8,7 @@
 //! - A row's key derives from the row; a row under another key is an integrity error.
 //! - A pass writes only the statistics its rounds pushed: O(1) a round.
 
-use crate::model::push_str;
+use crate::keystr::push_str;
 use analytics::{CusumState, Kind, Moved, StreamKey, Subject};
 use schemas::{BoxNo, RoundId, StaffId, TableId};
 use serde::{Deserialize, Serialize};

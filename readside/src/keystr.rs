@@ -1,0 +1,13 @@
+//! Length-prefixed strings inside the read model's keys, shared by every space.
+
+/// Appends `s` to key `k` as one length byte and its bytes, so keys sort by field.
+pub(crate) fn push_str(k: &mut Vec<u8>, s: &str) {
+    // Table ids and staff ids are at most 32 bytes; codes, kinds and subjects are ours.
+    assert!(
+        s.len() <= u8::MAX as usize,
+        "key string of {} bytes",
+        s.len()
+    );
+    k.push(s.len() as u8);
+    k.extend_from_slice(s.as_bytes());
+}
