@@ -4,11 +4,14 @@
 //! and restart it; kill -9 the sealer lease's holder and restart it; kill -9 a NATS
 //! server and restart it. At the end the three ledgers' digests are equal, every published
 //! event is stored once on each, each gaming day's seal reached the bus once, and no alert
-//! reached it twice.
+//! reached it twice. Case notes written through the nodes in turn meanwhile are on every
+//! node alike, each acknowledged one once (`cluster3_parts/notes.rs`).
 //!
 //! Waits are bounded (`WAIT` in common); nothing asserts on time. About a minute.
 
 mod common;
+#[path = "cluster3_parts/notes.rs"]
+mod notes;
 
 use common::serve::{get, listening, start_env, wait_for, Serve};
 use futures::StreamExt;
@@ -17,6 +20,7 @@ use schemas::{subjects, TableId};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -217,6 +221,10 @@ fn three_ledger_nodes_on_a_secured_cluster_survive_kills_and_agree() {
         let h = heads(&api_of(&nodes["n1"].1));
         (h.values().sum::<u64>() > 100, h)
     });
+    let case = open_case(&api_of(&nodes["n1"].1));
+    let stop = Arc::new(AtomicBool::new(false));
+    let logs = NODES.iter().map(|n| f.dir(n).join("serve.log")).collect();
+    let writer = notes::write_notes(logs, TOKEN, case, stop.clone());
     // A ledger node killed and restarted.
     nodes.remove("n2");
     std::thread::sleep(Duration::from_secs(2));
@@ -244,6 +252,8 @@ fn three_ledger_nodes_on_a_secured_cluster_survive_kills_and_agree() {
     std::thread::sleep(Duration::from_secs(3));
     f.cluster.restart(0).expect("restart nats 0");
     let out = sim.wait_with_output().expect("simulate");
+    stop.store(true, Ordering::Relaxed);
+    let sent = writer.join().expect("the note writer");
     assert!(
         out.status.success(),
         "{}",
@@ -286,7 +296,40 @@ fn three_ledger_nodes_on_a_secured_cluster_survive_kills_and_agree() {
     for (day, sealed) in days {
         assert_eq!(sealed, day, "each object holds its own day's file");
     }
+    let cases = same_case_everywhere(&nodes, case);
+    notes::check(&cases, &sent);
     all_agree(&mut nodes, &f, &seen);
+}
+
+/// Opens a case on CSP6-01's round 1 through `api` once it has indexed the round: its id.
+fn open_case(api: &str) -> u64 {
+    wait_for("CSP6-01 round 1 indexed", || {
+        let (status, body) = get(api, "/v1/tables/CSP6-01/rounds/1", Some(TOKEN));
+        (status == 200, (status, body))
+    });
+    let opened = serde_json::json!({"table": "CSP6-01", "round": 1, "title": "short pay"});
+    let (status, body) = common::serve::post(api, "/v1/cases", TOKEN, &opened);
+    assert_eq!(status, 201, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).expect("case");
+    v["id"].as_u64().expect("an id")
+}
+
+/// The case as each node serves it, once all three serve it alike.
+fn same_case_everywhere(
+    nodes: &BTreeMap<&str, (Serve, PathBuf)>,
+    case: u64,
+) -> Vec<serde_json::Value> {
+    wait_for("every node serves the same case", || {
+        let cases: Vec<serde_json::Value> = nodes
+            .values()
+            .map(|(_, log)| {
+                let (_, body) = get(&listening(log).0, &format!("/v1/cases/{case}"), Some(TOKEN));
+                serde_json::from_str(&body).unwrap_or(serde_json::Value::Null)
+            })
+            .collect();
+        let same = cases[0].is_object() && cases.iter().all(|c| *c == cases[0]);
+        (same, cases)
+    })
 }
 
 /// Each day object in the day bucket with the day its file's seal names, read with
