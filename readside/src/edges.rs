@@ -259,3 +259,79 @@ impl EdgeBook {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use schemas::{HandClass, PayRow, PayTable, PayTableName, Pays};
+
+    /// A TCP3 configuration whose Pair Plus pays a straight `straight` to 1.
+    fn config(straight: u32) -> TableConfig {
+        let json = r#"{"rule_set":"TCP3","rules_version":"seed","currency":"SGD","boxes":7,
+            "dealing":"manual_shoe","limits":[],"pay_tables":[],"jackpot":null}"#;
+        let mut c: TableConfig = serde_json::from_str(json).unwrap();
+        let rows = [(HandClass::Straight, straight), (HandClass::OnePair, 1)];
+        c.pay_tables = vec![PayTable {
+            name: PayTableName::PairPlus,
+            rows: rows
+                .iter()
+                .map(|&(hand, x)| PayRow {
+                    hand,
+                    pays: Pays::ToOne(x),
+                    envy: None,
+                })
+                .collect(),
+        }];
+        c
+    }
+
+    /// A record priced elsewhere lands only under its own key, whole, and only where
+    /// this node holds it unpriced; a priced one is never replaced.
+    #[test]
+    fn a_record_priced_elsewhere_is_adopted_only_under_its_own_key() {
+        let rule = ledger::days::DayRule::new("06:00", "UTC").unwrap();
+        let model = Model::temporary(&rule).unwrap();
+        let (six, seven) = (config(6), config(7));
+        want(&model, &six).unwrap();
+        let (k6, _) = held(&model).unwrap().remove(0);
+        let name = shared_name(&k6).unwrap();
+        assert!(name.starts_with("TCP3.") && name.len() == 5 + 64, "{name}");
+        let budget = Budget::CONFIGURED;
+        let priced = |c: &TableConfig| EdgeRecord {
+            config: c.clone(),
+            priced: Some(price_configured(c, &budget)),
+        };
+        let other = priced(&seven);
+        assert!(matches!(
+            adopt(&model, &k6, &other),
+            Err(AdoptError::Refused(_))
+        ));
+        let mut short = priced(&six);
+        short.priced.as_mut().unwrap().pop();
+        assert!(matches!(
+            adopt(&model, &k6, &short),
+            Err(AdoptError::Refused(_))
+        ));
+        let unpriced = EdgeRecord {
+            config: six.clone(),
+            priced: None,
+        };
+        assert!(matches!(
+            adopt(&model, &k6, &unpriced),
+            Err(AdoptError::Refused(_))
+        ));
+        assert!(
+            held(&model).unwrap()[0].1.priced.is_none(),
+            "nothing landed"
+        );
+        assert!(adopt(&model, &k6, &priced(&six)).unwrap());
+        assert_eq!(held(&model).unwrap()[0].1, priced(&six));
+        let mut again = priced(&six);
+        again.priced.as_mut().unwrap()[0].edge_ppb += 1;
+        assert!(
+            !adopt(&model, &k6, &again).unwrap(),
+            "a priced record stays"
+        );
+        assert_eq!(held(&model).unwrap()[0].1, priced(&six));
+    }
+}
