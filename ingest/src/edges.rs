@@ -40,22 +40,12 @@ impl EdgeBus {
         replicas: usize,
     ) -> Result<EdgeBus, crate::Error> {
         let js = jetstream::new(bus::connect(url, access).await?);
-        let store = match js.get_key_value(EDGES_BUCKET).await {
-            Ok(s) => s,
-            Err(_) => js
-                .create_key_value(kv::Config {
-                    bucket: EDGES_BUCKET.to_string(),
-                    description: "roundledger: priced edges of configured pay tables".into(),
-                    history: 1,
-                    max_value_size: EDGE_VALUE_LEN_MAX as i32,
-                    num_replicas: replicas,
-                    storage: jetstream::stream::StorageType::File,
-                    ..Default::default()
-                })
-                .await
-                .map_err(|e| crate::Error::nats("create the edges bucket", e))?,
-        };
-        let held = Lease::open(&js, PRICER_DUTY, node, ttl, replicas).await?;
+        // Tried again while a server is down or a leader is elected, as ingest's set-up.
+        let store =
+            crate::pipeline::retrying("setting up the edges bucket", || open_bucket(&js, replicas))
+                .await?;
+        let opening = || Lease::open(&js, PRICER_DUTY, node, ttl, replicas);
+        let held = crate::pipeline::retrying("opening the pricer lease", opening).await?;
         let lease: Shared = std::sync::Arc::new(tokio::sync::Mutex::new(held));
         let keeper = lease::keep(lease.clone());
         Ok(EdgeBus {
@@ -111,6 +101,24 @@ impl EdgeBus {
     pub async fn release(&self) {
         self.lease.lock().await.release().await;
     }
+}
+
+/// The edges bucket, created when missing (`replicas` replicas).
+async fn open_bucket(js: &jetstream::Context, replicas: usize) -> Result<kv::Store, crate::Error> {
+    if let Ok(s) = js.get_key_value(EDGES_BUCKET).await {
+        return Ok(s);
+    }
+    js.create_key_value(kv::Config {
+        bucket: EDGES_BUCKET.to_string(),
+        description: "roundledger: priced edges of configured pay tables".into(),
+        history: 1,
+        max_value_size: EDGE_VALUE_LEN_MAX as i32,
+        num_replicas: replicas,
+        storage: jetstream::stream::StorageType::File,
+        ..Default::default()
+    })
+    .await
+    .map_err(|e| crate::Error::nats("create the edges bucket", e))
 }
 
 /// The lease a value was put under.
