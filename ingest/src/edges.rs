@@ -26,7 +26,8 @@ pub struct EdgeBus {
     js: jetstream::Context,
     store: kv::Store,
     lease: Shared,
-    _keeper: lease::Keeper,
+    /// The task keeping the lease; taken away at `release`, so it takes nothing again.
+    keeper: std::sync::Mutex<Option<lease::Keeper>>,
 }
 
 impl EdgeBus {
@@ -52,7 +53,7 @@ impl EdgeBus {
             js,
             store,
             lease,
-            _keeper: keeper,
+            keeper: std::sync::Mutex::new(Some(keeper)),
         })
     }
 
@@ -97,8 +98,11 @@ impl EdgeBus {
         Ok(Some(bytes.to_vec()))
     }
 
-    /// Gives the lease up (a clean stop), so another node takes it at once.
+    /// Gives the lease up (a clean stop), so another node takes it at once. The keeper
+    /// stops first: it would take the lease again at its next tick.
     pub async fn release(&self) {
+        let keeper = self.keeper.lock().unwrap_or_else(|p| p.into_inner()).take();
+        drop(keeper);
         self.lease.lock().await.release().await;
     }
 }
