@@ -43,8 +43,11 @@ mod narrow;
 mod openapi;
 pub mod ops;
 mod params;
+pub mod pricer;
 mod read;
+pub mod record_keys;
 pub mod records;
+mod records_origin;
 mod routes;
 pub mod search;
 pub mod tls;
@@ -53,6 +56,7 @@ pub mod serve;
 mod stream;
 mod ui;
 
+pub use pricer::run_pricer;
 pub use routes::ApiDoc;
 
 use readside::{evidence, index, model, rounds};
@@ -170,6 +174,9 @@ pub struct ApiConfig {
     /// The records stream that cases and counts go through (`records`); `None` records
     /// them here at once (a server without the bus).
     pub records: Option<records::RecordLink>,
+    /// The shared bucket of priced edges under the pricer lease (`pricer`); `None`
+    /// prices here every configuration (one node).
+    pub edges: Option<pricer::EdgeLink>,
 }
 
 /// Largest recorder clock offset, either way: a day, in milliseconds.
@@ -364,6 +371,8 @@ pub struct AppState {
     analytics: std::sync::OnceLock<analytics::TestSetting>,
     /// Where committed signals go to be alerted (`ApiConfig::signal_sink`); none until set.
     pub signal_sink: std::sync::OnceLock<SignalSink>,
+    /// The edge pricer's share and counts (`ApiConfig::edges`).
+    pub pricer: pricer::Pricer,
 }
 
 /// The handlers' state, shared by every request and task.
@@ -398,7 +407,7 @@ impl AppState {
             .last_stream_seq()
             .max(counts.last_stream_seq())
             .max(floor_seq);
-        let records = records::Records::new(applied, clock());
+        let records = records::Records::new(applied, clock(), state_dir);
         let model = open_model(model_dir, &finance.rule)?;
         let (feed, _) = tokio::sync::broadcast::channel(FEED_CAPACITY);
         Ok(Arc::new(AppState {
@@ -425,6 +434,7 @@ impl AppState {
             stuck_after_s: std::sync::OnceLock::new(),
             analytics: std::sync::OnceLock::new(),
             signal_sink: std::sync::OnceLock::new(),
+            pricer: pricer::Pricer::default(),
         }))
     }
 
@@ -578,38 +588,6 @@ pub async fn run_indexer(state: Shared, mut stop: tokio::sync::watch::Receiver<b
     }
 }
 
-/// Prices configured pay tables in the background until `stop` is set (`edges`): one
-/// configuration at a time on the blocking pool, so indexing and requests never wait for
-/// it. A report shows a line "theoretical pending" until its pay tables are priced.
-pub async fn run_pricer(state: Shared, mut stop: tokio::sync::watch::Receiver<bool>) {
-    loop {
-        let model = state.model.clone();
-        let budget = readside::edges::Budget::CONFIGURED;
-        let priced =
-            tokio::task::spawn_blocking(move || readside::edges::price_next(&model, &budget));
-        let more = match priced.await {
-            Ok(Ok(key)) => key.is_some(),
-            Ok(Err(e)) => {
-                tracing::error!("pricing configured pay tables: {e}");
-                false
-            }
-            Err(e) => {
-                tracing::error!("pricing task: {e}");
-                false
-            }
-        };
-        if *stop.borrow() {
-            return;
-        }
-        if !more {
-            tokio::select! {
-                _ = tokio::time::sleep(PRICE_POLL) => {}
-                _ = stop.wait_for(|s| *s) => return,
-            }
-        }
-    }
-}
-
 /// Serves only `/health` on `addr` (the server without an access configuration: no data
 /// is served without tokens).
 pub async fn run_health(
@@ -660,6 +638,9 @@ fn apply_settings(state: &Shared, config: &ApiConfig) -> Result<(), Error> {
     }
     if let Some(link) = config.records.clone() {
         state.records.link(link);
+    }
+    if let Some(link) = config.edges.clone() {
+        state.pricer.link(link.0);
     }
     if let Some(n) = config.failures_per_minute_max {
         state.limiter.set_failures_max(n).map_err(Error::Config)?;

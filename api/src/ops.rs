@@ -159,6 +159,7 @@ impl Ops {
             let floor = st.floor_audit.failures();
             sample(&mut out, name, &[("journal", "floor_audit")], floor);
             render_records(&mut out, st);
+            render_pricer(&mut out, &st.pricer);
         }
         out
     }
@@ -182,6 +183,39 @@ fn render_records(out: &mut String, st: &crate::AppState) {
         "Audit entries of this node not published to the floor's log since start.",
     );
     sample(out, name, &[], st.records.access_unshared());
+    let name = "roundledger_records_refused_total";
+    family(
+        out,
+        name,
+        Kind::Counter,
+        "Records not applied since start: no signature by a node key this node trusts.",
+    );
+    sample(out, name, &[], st.records.refused());
+}
+
+/// What the edge pricer did: configurations priced here, adopted, shared values refused.
+fn render_pricer(out: &mut String, p: &crate::pricer::Pricer) {
+    let counters = [
+        (
+            "roundledger_edges_priced_total",
+            "Configured pay tables this node priced itself since start.",
+            p.priced(),
+        ),
+        (
+            "roundledger_edges_adopted_total",
+            "Priced pay tables this node adopted from the pricer lease's holder since start.",
+            p.adopted(),
+        ),
+        (
+            "roundledger_edges_refused_total",
+            "Shared priced pay tables refused since start (a bad stamp or record), once each.",
+            p.refused(),
+        ),
+    ];
+    for (name, help, n) in counters {
+        family(out, name, Kind::Counter, help);
+        sample(out, name, &[], n);
+    }
 }
 
 /// Per-table gauges and the ledger's refusal counters.

@@ -25,6 +25,8 @@ use std::time::Duration;
 /// Longest wait for this node to apply a record it published, or to reach the stream's
 /// end before judging a change: past it the answer is 503, naming the stream seq.
 pub const APPLY_WAIT: Duration = Duration::from_secs(30);
+/// Pause before the applier asks again for a stream that did not answer at start.
+pub const STATE_RETRY: Duration = Duration::from_secs(1);
 /// Records in flight from the stream to the applier.
 pub const DELIVERIES_MAX: usize = 64;
 /// Access entries waiting to be published; past it one is counted as not shared.
@@ -36,22 +38,36 @@ pub struct Delivery {
     pub stream_seq: u64,
     /// The record's JSON (`RecordMsg`).
     pub bytes: Vec<u8>,
+    /// Its node signature header (`RECORD_SIGNATURE_HEADER`), if any.
+    pub signature: Option<String>,
 }
 
 /// The records stream as the API uses it (`ingest::records` behind `serve`).
 pub trait RecordStream: Send + Sync {
-    /// Publishes `bytes` on `subject` with de-duplication id `id`; the stream sequence once
-    /// stored, or why the stream refused it.
+    /// Publishes `bytes` on `subject` with de-duplication id `id` and the node's
+    /// `signature` header; the stream sequence once stored, or why the stream refused it.
     fn publish(
         &self,
         subject: String,
         id: String,
         bytes: Vec<u8>,
+        signature: Option<String>,
     ) -> BoxFuture<'_, Result<u64, String>>;
-    /// The stream's last sequence (0 when empty).
-    fn last_seq(&self) -> BoxFuture<'_, Result<u64, String>>;
-    /// Every record from `from_seq` on, in stream order, until the receiver is dropped.
-    fn follow(&self, from_seq: u64) -> tokio::sync::mpsc::Receiver<Delivery>;
+    /// The stream's last sequence and creation time.
+    fn state(&self) -> BoxFuture<'_, Result<StreamState, String>>;
+    /// Every record from `from_seq` on, in stream order, of the stream created at
+    /// `created_ns`, until the receiver is dropped. It ends (the receiver sees `None`)
+    /// when it finds a stream of another creation time.
+    fn follow(&self, from_seq: u64, created_ns: i64) -> tokio::sync::mpsc::Receiver<Delivery>;
+}
+
+/// The records stream's state as stream info gives it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamState {
+    /// The last seq (0 when empty).
+    pub last_seq: u64,
+    /// When the stream was made, UTC ns (`records_origin`).
+    pub created_ns: i64,
 }
 
 /// The records stream and this node's id, handed in by `serve`.
@@ -61,6 +77,8 @@ pub struct RecordLink {
     pub stream: Arc<dyn RecordStream>,
     /// This ledger node's id (`serve --node-id`), if several share the stream.
     pub node: Option<String>,
+    /// The key this node signs its records with, and the node keys it trusts.
+    pub keys: crate::record_keys::RecordKeys,
 }
 
 impl std::fmt::Debug for RecordLink {
@@ -114,11 +132,16 @@ pub struct Records {
     started_ns: i64,
     /// Why this node stopped applying the stream, once it did (`/ready` names it).
     stopped: OnceLock<String>,
+    /// Records not applied since start: no signature by a node key this node trusts.
+    refused: AtomicU64,
+    /// The creation time of the stream this node applies (`records_origin`).
+    origin: crate::records_origin::Origin,
 }
 
 impl Records {
-    /// No link yet; applied through `applied_through` (the journals' highest seq).
-    pub fn new(applied_through: u64, started_ns: i64) -> Records {
+    /// No link yet; applied through `applied_through` (the journals' highest seq), the
+    /// stream's creation time kept in `state_dir`.
+    pub fn new(applied_through: u64, started_ns: i64, state_dir: &std::path::Path) -> Records {
         Records {
             link: OnceLock::new(),
             applied: tokio::sync::watch::channel(applied_through).0,
@@ -128,6 +151,8 @@ impl Records {
             access_unshared: AtomicU64::new(0),
             started_ns,
             stopped: OnceLock::new(),
+            refused: AtomicU64::new(0),
+            origin: crate::records_origin::Origin::new(state_dir),
         }
     }
 
@@ -137,15 +162,21 @@ impl Records {
     }
 
     fn stop_applying(&self, why: String) {
-        tracing::error!(
-            "applying the records stream stopped: {why} (RUNBOOK: a node's records lag)"
-        );
-        let _ = self.stopped.set(why);
+        if self.stopped.set(why.clone()).is_ok() {
+            tracing::error!(
+                "applying the records stream stopped: {why} (RUNBOOK: a node's records lag)"
+            );
+        }
     }
 
     /// Sets the link once; false if one was set before.
     pub fn link(&self, link: RecordLink) -> bool {
         self.link.set(link).is_ok()
+    }
+
+    /// Records not applied since start for want of a trusted node signature.
+    pub fn refused(&self) -> u64 {
+        self.refused.load(Ordering::Relaxed)
     }
 
     /// This node's audit entries not shared with the floor since start.
@@ -224,8 +255,14 @@ pub fn apply(st: &Shared, d: Delivery) -> Result<(), String> {
     if d.stream_seq <= r.applied_through() {
         return Ok(());
     }
-    match serde_json::from_slice::<RecordMsg>(&d.bytes) {
-        Ok(m) if m.v == RECORD_VERSION => {
+    let signed = match r.link.get() {
+        Some(link) => link.keys.check(&d.bytes, d.signature.as_deref()),
+        None => Ok(()),
+    };
+    let decoded = signed.map(|()| serde_json::from_slice::<RecordMsg>(&d.bytes));
+    match decoded {
+        Err(why) => refuse_unsigned(r, &d, &why),
+        Ok(Ok(m)) if m.v == RECORD_VERSION => {
             let outcome = apply_record(st, m.record, Some(d.stream_seq));
             let failed = failed_here(&outcome);
             match (&outcome, &failed) {
@@ -248,12 +285,12 @@ pub fn apply(st: &Shared, d: Delivery) -> Result<(), String> {
                 return Err(format!("record at seq {}: {why}", d.stream_seq));
             }
         }
-        Ok(m) => tracing::error!(
+        Ok(Ok(m)) => tracing::error!(
             seq = d.stream_seq,
             v = m.v,
             "a record of an unknown version: skipped"
         ),
-        Err(e) => tracing::error!(seq = d.stream_seq, "an unreadable record: skipped: {e}"),
+        Ok(Err(e)) => tracing::error!(seq = d.stream_seq, "an unreadable record: skipped: {e}"),
     }
     assert!(
         d.stream_seq > r.applied_through(),
@@ -261,6 +298,21 @@ pub fn apply(st: &Shared, d: Delivery) -> Result<(), String> {
     );
     r.applied.send_replace(d.stream_seq);
     Ok(())
+}
+
+/// Logs and counts a record passed unapplied for want of a trusted node signature,
+/// naming its stream seq and the node it claims (unproven).
+fn refuse_unsigned(r: &Records, d: &Delivery, why: &str) {
+    let claimed = serde_json::from_slice::<serde_json::Value>(&d.bytes)
+        .ok()
+        .and_then(|v| v.get("node").and_then(|n| n.as_str()).map(str::to_string))
+        .unwrap_or_else(|| "none".into());
+    r.refused.fetch_add(1, Ordering::Relaxed);
+    tracing::error!(
+        seq = d.stream_seq,
+        claimed_node = %claimed,
+        "a record not applied: {why} (THREATS.md: who can write a record)"
+    );
 }
 
 /// Waits until this node applied through `seq`; false after `APPLY_WAIT`.
@@ -293,10 +345,12 @@ pub async fn catch_up(st: &Shared) -> Result<(), SubmitError> {
             "this node stopped applying records: {why}"
         )));
     }
-    let last = link.stream.last_seq().await.map_err(SubmitError::Refused)?;
-    if let Some(why) = stream_behind(last, st.records.applied_through()) {
+    let state = link.stream.state().await.map_err(SubmitError::Refused)?;
+    if let Err(why) = judge_stream(st, state).await {
+        st.records.stop_applying(why.clone());
         return Err(SubmitError::Refused(why));
     }
+    let last = state.last_seq;
     match applied_through(st, last).await {
         true => Ok(()),
         false => Err(SubmitError::Lagging {
@@ -328,7 +382,12 @@ pub async fn submit(st: &Shared, record: Record) -> Result<Applied, SubmitError>
     let bytes = serde_json::to_vec(&msg).map_err(|e| SubmitError::Refused(e.to_string()))?;
     let (tx, rx) = tokio::sync::oneshot::channel();
     r.waiting().insert(id.clone(), tx);
-    let seq = match link.stream.publish(msg.subject(), id.clone(), bytes).await {
+    let sig = link.keys.sign(&bytes);
+    let seq = match link
+        .stream
+        .publish(msg.subject(), id.clone(), bytes, sig)
+        .await
+    {
         Ok(seq) => seq,
         Err(e) => {
             r.waiting().remove(&id);
@@ -345,14 +404,32 @@ pub async fn submit(st: &Shared, record: Record) -> Result<Applied, SubmitError>
     }
 }
 
-/// Why the applier must not start: the stream ends below what this node applied. A
-/// stream that does not answer is followed anyway (the follower retries).
-async fn applier_start_check(st: &Shared, link: &RecordLink) -> Option<String> {
-    match link.stream.last_seq().await {
-        Ok(last) => stream_behind(last, st.records.applied_through()),
-        Err(e) => {
-            tracing::warn!("the records stream's end did not read at start: {e}");
-            None
+/// Why the stream in `state` is not the one this node applied: it ends below the
+/// applied seq, or it was created at another time (`records_origin`).
+async fn judge_stream(st: &Shared, state: StreamState) -> Result<(), String> {
+    if let Some(why) = stream_behind(state.last_seq, st.records.applied_through()) {
+        return Err(why);
+    }
+    let s = st.clone();
+    let judged = tokio::task::spawn_blocking(move || s.records.origin.judge(state.created_ns));
+    judged.await.map_err(|e| e.to_string())?
+}
+
+/// The stream's creation time once it answers and is the one this node applied; why
+/// not otherwise. `None` when `stop` came first.
+async fn applier_start_check(
+    st: &Shared,
+    link: &RecordLink,
+    stop: &mut tokio::sync::watch::Receiver<bool>,
+) -> Option<Result<i64, String>> {
+    loop {
+        match link.stream.state().await {
+            Ok(state) => return Some(judge_stream(st, state).await.map(|()| state.created_ns)),
+            Err(e) => tracing::warn!("the records stream did not answer at start: {e}"),
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(STATE_RETRY) => {}
+            _ = stop.wait_for(|s| *s) => return None,
         }
     }
 }
@@ -367,21 +444,28 @@ pub async fn run_applier(st: Shared, mut stop: tokio::sync::watch::Receiver<bool
     if st.records.access_out.set(tx).is_ok() {
         tokio::spawn(publish_access(st.clone(), link.clone(), rx));
     }
-    if let Some(why) = applier_start_check(&st, &link).await {
-        st.records.stop_applying(why);
-        return;
-    }
+    let created_ns = match applier_start_check(&st, &link, &mut stop).await {
+        None => return,
+        Some(Err(why)) => return st.records.stop_applying(why),
+        Some(Ok(c)) => c,
+    };
     let from = st.records.applied_through() + 1;
     tracing::info!(from_seq = from, "applying the records stream");
-    let mut deliveries = link.stream.follow(from);
+    let mut deliveries = link.stream.follow(from, created_ns);
     loop {
         let d = tokio::select! {
             d = deliveries.recv() => d,
             _ = stop.wait_for(|s| *s) => return,
         };
         let Some(d) = d else {
-            tracing::error!("the records stream's follower stopped");
-            return;
+            let why = match link.stream.state().await {
+                Ok(state) => judge_stream(&st, state).await.err(),
+                Err(e) => Some(e),
+            };
+            let why = why.unwrap_or_else(|| "its follower ended".into());
+            return st
+                .records
+                .stop_applying(format!("the records stream: {why}"));
         };
         let s = st.clone();
         let failed = match tokio::task::spawn_blocking(move || apply(&s, d)).await {
@@ -437,7 +521,10 @@ async fn publish_access(
             record: Record::Access { entry },
         };
         let published = match serde_json::to_vec(&msg) {
-            Ok(bytes) => link.stream.publish(msg.subject(), id, bytes).await,
+            Ok(bytes) => {
+                let sig = link.keys.sign(&bytes);
+                link.stream.publish(msg.subject(), id, bytes, sig).await
+            }
             Err(e) => Err(e.to_string()),
         };
         if let Err(e) = published {
@@ -516,6 +603,7 @@ mod tests {
             .map(|(i, bytes)| Delivery {
                 stream_seq: i as u64 + 1,
                 bytes,
+                signature: None,
             })
             .collect()
     }

@@ -1433,6 +1433,7 @@ async fn a_real_socket_serves_the_api_ui_and_the_live_feed() {
         decision_analytics: None,
         signal_sink: None,
         records: None,
+        edges: None,
     };
     let (addr_tx, addr_rx) = std::sync::mpsc::channel();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();

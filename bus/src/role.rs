@@ -108,6 +108,8 @@ fn observer_publish(stream_info: String) -> Vec<String> {
         subjects::REPLICA_BUCKET.to_string(),
         lease("sealer"),
         lease("alerts"),
+        lease("pricer"),
+        subjects::EDGES_BUCKET.to_string(),
     ] {
         let kv = format!("KV_{bucket}");
         allow.extend([
@@ -154,13 +156,21 @@ fn ingest_publish() -> Vec<String> {
     ];
     allow.extend(ingest_buckets());
     allow.extend(records_stream());
-    // The leases (`ingest::lease::DUTIES`): each bucket's stream, create and update.
-    for duty in ["sealer", "alerts"] {
-        let lease = format!("roundledger_lease_{duty}");
+    // The leases (`ingest::lease::DUTIES`) and the edges bucket (`ingest::edges`):
+    // each bucket's stream, create, update and read.
+    let leases = ["sealer", "alerts", "pricer"].map(|d| format!("roundledger_lease_{d}"));
+    for bucket in leases
+        .iter()
+        .map(String::as_str)
+        .chain([subjects::EDGES_BUCKET])
+    {
         allow.extend([
-            format!("$JS.API.STREAM.INFO.KV_{lease}"),
-            format!("$JS.API.STREAM.CREATE.KV_{lease}"),
-            format!("$KV.{lease}.>"),
+            format!("$JS.API.STREAM.INFO.KV_{bucket}"),
+            format!("$JS.API.STREAM.CREATE.KV_{bucket}"),
+            format!("$JS.API.STREAM.MSG.GET.KV_{bucket}"),
+            format!("$JS.API.DIRECT.GET.KV_{bucket}"),
+            format!("$JS.API.DIRECT.GET.KV_{bucket}.>"),
+            format!("$KV.{bucket}.>"),
         ]);
     }
     allow

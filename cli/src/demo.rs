@@ -103,6 +103,7 @@ impl Web {
             decision_analytics: None,
             signal_sink: None,
             records: None,
+            edges: None,
         };
         let (bound_tx, bound_rx) = std::sync::mpsc::channel();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

@@ -34,6 +34,7 @@ mod demo_finance;
 #[cfg(feature = "devtools")]
 mod devicekeys;
 mod digest;
+mod edges_link;
 mod evidence;
 mod export;
 mod house_edge;

@@ -112,9 +112,9 @@ pub struct Args {
     /// With --node-id: milliseconds between two replica checks (publish heads, compare).
     #[arg(long, value_name = "MS", default_value_t = ingest::replicas::REPLICA_CHECK_EVERY.as_millis() as u64)]
     replica_check_ms: u64,
-    /// With --node-id: seconds a lease (the alerts', and with --seal-key the sealer's)
-    /// lasts without renewal. Only its holder publishes alerts and seals; another node
-    /// takes over within about this long.
+    /// With --node-id: seconds a lease (the alerts', the edge pricer's, and with
+    /// --seal-key the sealer's) lasts without renewal. Only its holder publishes alerts
+    /// and seals and prices edges; another node takes over within about this long.
     #[arg(long, value_name = "SECONDS", default_value_t = 15)]
     lease_ttl: u64,
     /// Replicas of the events stream and of the replica and lease buckets (1 to 5): 3 on
@@ -232,6 +232,13 @@ fn unsafe_settings(args: &Args) -> Vec<String> {
     if args.unsigned_events && !args.no_ingest {
         out.push("--unsigned-events: events without a device signature are stored".to_string());
     }
+    if args.node_id.is_some() && args.seal_key.is_none() && !args.no_ingest {
+        out.push(
+            "--node-id without --seal-key: records (cases, counts) are not signed; any holder \
+             of the nodes' NATS credential can write one as any node"
+                .to_string(),
+        );
+    }
     out
 }
 
@@ -337,6 +344,8 @@ fn api_config(
         signal_sink,
         // Set once connected (`connect_records`), when ingest runs.
         records: None,
+        // Set once connected (`connect_records`), with --node-id and ingest.
+        edges: None,
     }))
 }
 
@@ -541,6 +550,9 @@ pub fn run(args: Args) -> Result<Outcome> {
 
 /// With the API and ingest: cases and counts go through the records stream, the one
 /// path every node applies (`api::records`). A read-only server records them itself.
+/// With `--seal-key`, records are signed with that key and checked against it
+/// (`api::record_keys`). With `--node-id` too, the pricer lease's holder alone prices
+/// edges (`api::pricer`).
 async fn connect_records(
     args: &Args,
     ingest: &ingest::IngestConfig,
@@ -552,11 +564,18 @@ async fn connect_records(
     if args.no_ingest {
         return Ok(());
     }
+    let keys = match &args.seal_key {
+        Some(path) => api::record_keys::RecordKeys::of_node_key(Arc::new(
+            crate::keygen::read_signing_key(path)?,
+        )),
+        None => api::record_keys::RecordKeys::default(),
+    };
     let connecting = crate::records_link::connect(
         &args.nats,
         &ingest.access,
         ingest.stream_replicas,
         args.node_id.clone(),
+        keys,
     );
     // It waits for a bus that is down at start; a stop signal meanwhile ends serve.
     let link = tokio::select! {
@@ -564,6 +583,20 @@ async fn connect_records(
         _ = shutdown_signal() => anyhow::bail!("stopped before the records stream was set up"),
     };
     api.records = Some(link);
+    if let Some(node) = &args.node_id {
+        let connecting = crate::edges_link::connect(
+            &args.nats,
+            &ingest.access,
+            node,
+            ingest.lease_ttl,
+            ingest.stream_replicas,
+        );
+        let link = tokio::select! {
+            link = connecting => link.context("the edges bucket and the pricer lease")?,
+            _ = shutdown_signal() => anyhow::bail!("stopped before the edges bucket was set up"),
+        };
+        api.edges = Some(link);
+    }
     Ok(())
 }
 

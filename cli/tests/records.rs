@@ -26,15 +26,25 @@ fn counter() -> SigningKey {
 
 /// Starts serve as ledger node `node` under `root`, trusting the counter's key.
 fn start_node(root: &Path, node: &str, url: &str) -> (Serve, String) {
+    let (s, api, _) = start_keyed(root, node, url, None);
+    (s, api)
+}
+
+/// `start_node` with this seal key file, its API and metrics addresses.
+fn start_keyed(root: &Path, node: &str, url: &str, key: Option<&Path>) -> (Serve, String, String) {
     let dir = root.join(node);
     std::fs::create_dir_all(&dir).expect("node dir");
     let access = json!({
         "tokens": [{"name": "ops", "role": "admin", "token": TOKEN}],
         "count_keys": [{"name": "count team B", "key": counter().public().to_hex()}],
     });
-    let extra = format!("node-id = {node:?}\n");
+    let mut extra = format!("node-id = {node:?}\n");
+    if let Some(k) = key {
+        extra.push_str(&format!("seal-key = {:?}\n", k.display().to_string()));
+    }
     let (s, log) = start_access(&dir, url, &access, &extra, &[]);
-    (s, listening(&log).0)
+    let (api, metrics) = listening(&log);
+    (s, api, metrics)
 }
 
 /// Two events of T-A: round 1 announced, then its drop box removed `ago_ns` before now.
@@ -370,5 +380,124 @@ fn a_record_the_stream_refuses_is_kept_nowhere(
     for api in [a, b] {
         let v = case_with(api, 1, 5);
         assert_eq!(v["open"], true, "{api}");
+    }
+}
+
+/// The secret of the nodes' seal key: every node of the floor runs with one key file.
+const NODE_SECRET: [u8; 32] = [9; 32];
+
+fn node_key() -> SigningKey {
+    SigningKey::from_secret(NODE_SECRET)
+}
+
+/// Writes the nodes' key to `<root>/seal.key`, readable by its owner only.
+fn key_file(root: &Path) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = root.join("seal.key");
+    std::fs::write(&path, hex::encode(NODE_SECRET)).expect("key file");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    path
+}
+
+/// A note on case 1 as node `node` would publish it, with `signature` as its header.
+async fn publish_note(js: &jetstream::Context, node: &str, n: u64, signer: Option<&SigningKey>) {
+    let m = schemas::records::RecordMsg {
+        v: schemas::records::RECORD_VERSION,
+        node: Some(node.into()),
+        id: format!("{node}:forged:{n}"),
+        record: schemas::records::Record::Case {
+            case_id: Some(1),
+            at_ns: ingest::system_clock_ns(),
+            author: "ops".into(),
+            role: schemas::api::Role::Admin,
+            action: schemas::api::CaseAction::Note {
+                text: format!("written past the nodes {n}"),
+            },
+        },
+    };
+    let bytes = serde_json::to_vec(&m).expect("json");
+    let mut headers = async_nats::HeaderMap::new();
+    headers.insert("Nats-Msg-Id", m.id.as_str());
+    if let Some(k) = signer {
+        let sig = k.sign(&schemas::records::record_signed_message(&bytes));
+        headers.insert(
+            schemas::records::RECORD_SIGNATURE_HEADER,
+            sig.to_hex().as_str(),
+        );
+    }
+    js.publish_with_headers(m.subject(), headers, bytes.into())
+        .await
+        .expect("publish")
+        .await
+        .expect("stored");
+}
+
+/// A counter or gauge of a scrape (0 when absent).
+fn metric(addr: &str, name: &str) -> f64 {
+    common::serve::scrape(addr)
+        .get(name)
+        .copied()
+        .unwrap_or(0.0)
+}
+
+/// Records signed by the nodes' key: a note published with the nodes' credential but
+/// no signature, or one signed by another key, is applied on neither node, counted, and
+/// the next good note is applied on both. Then the stream is deleted, made again and
+/// written past what B applied, with notes signed by the nodes' key: A, running, and B,
+/// restarted, both refuse it, naming `records` in `/ready`.
+#[test]
+fn forged_records_and_a_stream_made_again_are_refused() {
+    let nats = natsd::NatsServer::start().expect("nats-server");
+    let url = nats.url();
+    let root = tempfile::tempdir().expect("tempdir");
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let key = key_file(root.path());
+    let (_a, a, a_metrics) = start_keyed(root.path(), "a", &url, Some(&key));
+    let (mut node_b, b, b_metrics) = start_keyed(root.path(), "b", &url, Some(&key));
+    rt.block_on(publish_table(&url, 60_000_000_000));
+    wait_stored(&[&a, &b]);
+    let opened = json!({"table": TABLE, "round": 1, "title": "short pay"});
+    let (status, body) = post(&a, "/v1/cases", TOKEN, &opened);
+    assert_eq!(status, 201, "{body}");
+    let js =
+        rt.block_on(async { jetstream::new(async_nats::connect(&url).await.expect("connect")) });
+    let stranger = SigningKey::from_secret([4; 32]);
+    rt.block_on(publish_note(&js, "a", 1, None));
+    rt.block_on(publish_note(&js, "b", 2, Some(&stranger)));
+    let (status, body) = post(&b, "/v1/cases/1/notes", TOKEN, &json!({"text": "good"}));
+    assert_eq!(status, 200, "{body}");
+    for (api, m) in [(&a, &a_metrics), (&b, &b_metrics)] {
+        let v = case_with(api, 1, 2);
+        assert_eq!(v["entries"][1]["text"], "good", "{api}: {v}");
+        assert_eq!(metric(m, "roundledger_records_refused_total"), 2.0, "{api}");
+    }
+
+    let applied = metric(&b_metrics, "roundledger_records_applied_seq") as u64;
+    assert!(
+        applied >= 4,
+        "B applied the case, the two forged notes and the note"
+    );
+    assert!(node_b.stop(), "B stops cleanly");
+    rt.block_on(async {
+        js.delete_stream(schemas::records::RECORDS_STREAM)
+            .await
+            .expect("delete");
+        js.create_stream(ingest::records::stream_config())
+            .await
+            .expect("made again");
+        for n in 0..applied + 3 {
+            publish_note(&js, "a", 100 + n, Some(&node_key())).await;
+        }
+    });
+    let (_b, b, _) = start_keyed(root.path(), "b", &url, Some(&key));
+    for api in [&a, &b] {
+        let (_, body) = wait_for(&format!("{api} is not ready, naming records"), || {
+            let (status, body) = get(api, "/ready", None);
+            (status == 503 && body.contains("records"), (status, body))
+        });
+        assert!(body.contains("lost or made again"), "{api}: {body}");
+        let (status, body) = post(api, "/v1/cases/1/notes", TOKEN, &json!({"text": "late"}));
+        assert_eq!(status, 503, "{api}: {body}");
+        assert_eq!(case_with(api, 1, 2)["open"], true, "{api}: nothing applied");
     }
 }

@@ -317,13 +317,14 @@ fn fork(rt: &tokio::runtime::Runtime, url: &str, table: &str) {
     });
 }
 
-/// How many JSON lines of `log` have `message`.
-fn count_logged(log: &Path, message: &str) -> usize {
+/// How many JSON lines of `log` have `message` for one of `duties`.
+fn count_logged(log: &Path, message: &str, duties: &[&str]) -> usize {
     std::fs::read_to_string(log)
         .unwrap_or_default()
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
         .filter(|v| v["message"].as_str() == Some(message))
+        .filter(|v| duties.iter().any(|d| v["duty"].as_str() == Some(d)))
         .count()
 }
 
@@ -376,7 +377,7 @@ fn a_paused_holder_loses_its_leases_and_nothing_is_published_twice() {
     signal(&n1, libc::SIGSTOP);
     let paused = Instant::now();
     wait_for("n2 takes both leases", || {
-        let n = count_logged(&n2_log, "lease taken");
+        let n = count_logged(&n2_log, "lease taken", &["sealer", "alerts"]);
         (n == 2, n)
     });
     eprintln!("takeover {:?} after the pause (ttl 3 s)", paused.elapsed());

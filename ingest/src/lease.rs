@@ -25,9 +25,10 @@ pub const LEASE_TTL_MIN: Duration = Duration::from_secs(1);
 /// The default TTL (`serve --lease-ttl`).
 pub const LEASE_TTL_DEFAULT: Duration = Duration::from_secs(15);
 
-/// The duties held under a lease: the sealer's publication of seals, and the alert
-/// publisher's of alerts (`bus` lets ingest's role use exactly these buckets).
-pub const DUTIES: [&str; 2] = ["sealer", "alerts"];
+/// The duties held under a lease: the sealer's publication of seals, the alert
+/// publisher's of alerts, and the edge pricer's of priced edges (`bus` lets ingest's
+/// role use exactly these buckets).
+pub const DUTIES: [&str; 3] = ["sealer", "alerts", "pricer"];
 
 /// The header a singleton publication carries: the lease revision it was confirmed at.
 pub const LEASE_REVISION_HEADER: &str = "Roundledger-Lease-Revision";
@@ -341,6 +342,17 @@ pub async fn accepts(
         return Err("no lease headers".into());
     };
     let rev: u64 = rev.parse().map_err(|_| format!("revision {rev:?}"))?;
+    accepts_stamp(js, duty, &node, rev).await
+}
+
+/// Whether a publication `node` made at lease revision `revision` may be accepted: `node`
+/// holds `duty`'s lease now, at a revision no earlier than `revision`. Else why not.
+pub async fn accepts_stamp(
+    js: &jetstream::Context,
+    duty: &str,
+    node: &str,
+    revision: u64,
+) -> Result<(), String> {
     let store = js
         .get_key_value(bucket_name(duty))
         .await
@@ -352,8 +364,11 @@ pub async fn accepts(
             if holder != node {
                 return Err(format!("{node} published; {holder} holds the lease"));
             }
-            if rev > e.revision {
-                return Err(format!("revision {rev} is past the lease's {}", e.revision));
+            if revision > e.revision {
+                return Err(format!(
+                    "revision {revision} is past the lease's {}",
+                    e.revision
+                ));
             }
             Ok(())
         }

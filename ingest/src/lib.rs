@@ -37,6 +37,7 @@ pub mod archiver;
 #[cfg(feature = "bench")]
 mod bench;
 pub mod day_store;
+pub mod edges;
 pub mod health;
 pub mod lease;
 pub mod metrics;

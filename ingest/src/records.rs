@@ -14,10 +14,12 @@
 use crate::{pipeline, Error};
 use async_nats::jetstream::{self, consumer, stream};
 use futures::StreamExt;
-use schemas::records::{RECORDS_STREAM, RECORDS_WILDCARD, RECORD_LEN_MAX};
+use schemas::records::{RECORDS_STREAM, RECORDS_WILDCARD, RECORD_LEN_MAX, RECORD_SIGNATURE_HEADER};
 use std::time::Duration;
 use tokio::sync::mpsc::Sender;
 
+/// How long the server keeps a follower's consumer that nobody pulls from.
+pub const CONSUMER_IDLE_MAX: Duration = Duration::from_secs(30);
 /// Pause before the follower tries again after the bus failed it.
 pub const FOLLOW_RETRY: Duration = Duration::from_secs(1);
 
@@ -34,6 +36,9 @@ pub fn stream_config() -> stream::Config {
         ..Default::default()
     }
 }
+
+/// Makes a delivery of (stream seq, bytes, the signature header if any).
+pub type Make<T> = fn(u64, Vec<u8>, Option<String>) -> T;
 
 /// The records stream of one bus connection.
 #[derive(Clone)]
@@ -68,11 +73,21 @@ impl RecordsBus {
         Ok(RecordsBus { js })
     }
 
-    /// Publishes `bytes` on `subject` under de-duplication id `id`; the stream seq once
-    /// JetStream stored it (a repeat within the window answers the first's seq).
-    pub async fn publish(&self, subject: String, id: &str, bytes: Vec<u8>) -> Result<u64, Error> {
+    /// Publishes `bytes` on `subject` under de-duplication id `id`, with the node's
+    /// `signature` header when given; the stream seq once JetStream stored it (a repeat
+    /// within the window answers the first's seq).
+    pub async fn publish(
+        &self,
+        subject: String,
+        id: &str,
+        bytes: Vec<u8>,
+        signature: Option<String>,
+    ) -> Result<u64, Error> {
         let mut headers = async_nats::HeaderMap::new();
         headers.insert("Nats-Msg-Id", id);
+        if let Some(sig) = signature {
+            headers.insert(RECORD_SIGNATURE_HEADER, sig.as_str());
+        }
         let ack = self
             .js
             .publish_with_headers(subject, headers, bytes.into())
@@ -85,6 +100,25 @@ impl RecordsBus {
 
     /// The stream's last seq (0 when empty).
     pub async fn last_seq(&self) -> Result<u64, Error> {
+        Ok(self.info().await?.state.last_sequence)
+    }
+
+    /// When the stream was made, UTC ns (stream info `created`): a stream deleted and
+    /// made again has another, whatever its seqs.
+    pub async fn created_ns(&self) -> Result<i64, Error> {
+        Ok(self.state().await?.1)
+    }
+
+    /// The stream's last seq and creation time (UTC ns), from one stream info.
+    pub async fn state(&self) -> Result<(u64, i64), Error> {
+        let info = self.info().await?;
+        let created = info.created;
+        let created_ns = i64::try_from(created.unix_timestamp_nanos())
+            .map_err(|_| Error::Writer(format!("the records stream's creation time {created}")))?;
+        Ok((info.state.last_sequence, created_ns))
+    }
+
+    async fn info(&self) -> Result<stream::Info, Error> {
         let mut s = self
             .js
             .get_stream(RECORDS_STREAM)
@@ -94,15 +128,33 @@ impl RecordsBus {
             .info()
             .await
             .map_err(|e| Error::nats("records stream info", e))?;
-        Ok(info.state.last_sequence)
+        Ok(info.clone())
     }
 
-    /// Sends every record from `from_seq` on to `to` as `make(stream seq, bytes)`, in
-    /// stream order, until its receiver is dropped. A failure of the bus is logged and the
-    /// reading starts again at the first seq not yet sent.
-    pub async fn follow<T: Send>(&self, from_seq: u64, to: Sender<T>, make: fn(u64, Vec<u8>) -> T) {
+    /// Sends every record from `from_seq` on to `to` as `make(stream seq, bytes,
+    /// signature)`, in stream order, until its receiver is dropped. A failure of the bus
+    /// is logged and the reading starts again at the first seq not yet sent. Before each
+    /// consumer it checks the stream was created at `created_ns`; if not, it ends.
+    pub async fn follow<T: Send>(
+        &self,
+        from_seq: u64,
+        created_ns: i64,
+        to: Sender<T>,
+        make: Make<T>,
+    ) {
         let mut next = from_seq.max(1);
         loop {
+            match self.created_ns().await {
+                Ok(c) if c != created_ns => {
+                    tracing::error!(
+                        created_ns = c,
+                        expected_ns = created_ns,
+                        "the records stream was made again: not followed"
+                    );
+                    return;
+                }
+                _ => {}
+            }
             match self.follow_once(&mut next, &to, make).await {
                 Ok(()) => return,
                 Err(e) => {
@@ -116,12 +168,14 @@ impl RecordsBus {
         }
     }
 
-    /// One ordered consumer from `*next`; `Ok` once the receiver is gone.
+    /// One ephemeral pull consumer from `*next`, acking nothing; `Ok` once the receiver
+    /// is gone. Not an ordered consumer: that one makes itself again after a failure,
+    /// past `follow`'s check of the stream's creation time, on a stream made again.
     async fn follow_once<T: Send>(
         &self,
         next: &mut u64,
         to: &Sender<T>,
-        make: fn(u64, Vec<u8>) -> T,
+        make: Make<T>,
     ) -> Result<(), Error> {
         let s = self
             .js
@@ -129,10 +183,12 @@ impl RecordsBus {
             .await
             .map_err(|e| Error::nats("records stream", e))?;
         let reader = s
-            .create_consumer(consumer::pull::OrderedConfig {
+            .create_consumer(consumer::pull::Config {
                 deliver_policy: consumer::DeliverPolicy::ByStartSequence {
                     start_sequence: *next,
                 },
+                ack_policy: consumer::AckPolicy::None,
+                inactive_threshold: CONSUMER_IDLE_MAX,
                 ..Default::default()
             })
             .await
@@ -151,7 +207,12 @@ impl RecordsBus {
             if seq < *next {
                 continue;
             }
-            if to.send(make(seq, m.payload.to_vec())).await.is_err() {
+            let sig = m
+                .headers
+                .as_ref()
+                .and_then(|h| h.get(RECORD_SIGNATURE_HEADER))
+                .map(|v| v.as_str().to_string());
+            if to.send(make(seq, m.payload.to_vec(), sig)).await.is_err() {
                 return Ok(());
             }
             *next = seq + 1;

@@ -6,6 +6,8 @@
 //!   game 1 M rounds, and indexing must not wait seconds for either.
 //! - `price_next` prices one unpriced configuration. The server's pricing worker calls it
 //!   in the background; `roundledger readmodel price-edges` calls it offline.
+//! - With a pricer lease (`serve --node-id`), one node prices and shares each record
+//!   (`shared_name`, `adopt`); the others adopt it instead of pricing it themselves.
 //! - A report loads the book (`EdgeBook::load`) and looks up each handle's edge: a line
 //!   whose edge is not priced yet is pending, never 0 and never the default.
 //!
@@ -121,6 +123,78 @@ pub fn price_next(model: &Model, budget: &Budget) -> Result<Option<Vec<u8>>, Mod
     Ok(Some(k))
 }
 
+/// The name a record is shared under between nodes (`<rule set>.<digest hex>`), from
+/// its model key; `None` for a key that is not an edge record's.
+pub fn shared_name(k: &[u8]) -> Option<String> {
+    let rest = k.strip_prefix(&[space::EDGE])?;
+    let (code, digest) = rest.split_at(rest.len().checked_sub(33)?);
+    let digest = digest.strip_prefix(&[0])?;
+    let code = std::str::from_utf8(code).ok()?;
+    Some(format!("{code}.{}", hex::encode(digest)))
+}
+
+/// Every record with its key, at most `EDGE_RECORDS_MAX`. Blocking: the store.
+pub fn held(model: &Model) -> Result<Vec<(Vec<u8>, EdgeRecord)>, ModelError> {
+    let mut out = Vec::new();
+    for kv in model.db.scan_prefix(&[space::EDGE]) {
+        if out.len() >= EDGE_RECORDS_MAX {
+            break;
+        }
+        let (k, v) = kv?;
+        let record: EdgeRecord = model::decode(&k, &v)?;
+        out.push((k.to_vec(), record));
+    }
+    Ok(out)
+}
+
+/// Why a record another node priced is not adopted.
+#[derive(Debug, thiserror::Error)]
+pub enum AdoptError {
+    /// The record is not the one its key names, or it is not priced.
+    #[error("refused: {0}")]
+    Refused(String),
+    /// The store failed.
+    #[error(transparent)]
+    Model(#[from] ModelError),
+}
+
+/// Stores `record`, priced by another node, under `k` when this node holds it unpriced.
+/// Whether it was stored. The record must be priced, and its configuration's pricing
+/// key must be the one `k` names: a record never lands under another's key.
+pub fn adopt(model: &Model, k: &[u8], record: &EdgeRecord) -> Result<bool, AdoptError> {
+    let Some(priced) = &record.priced else {
+        return Err(AdoptError::Refused("the record is not priced".into()));
+    };
+    let digest = rules::edge::pricing_key(&record.config);
+    if digest.map(|d| key(record.config.rule_set, &d)).as_deref() != Some(k) {
+        return Err(AdoptError::Refused(format!(
+            "its configuration is not the one {} names",
+            model::key_text(k)
+        )));
+    }
+    let rs = record.config.rule_set;
+    let lines = rules::edge::DEFAULT_EDGES
+        .iter()
+        .filter(|e| e.rule_set == rs);
+    if !lines.map(|e| e.line).eq(priced.iter().map(|e| e.line)) {
+        return Err(AdoptError::Refused(format!(
+            "its priced lines are not {}'s",
+            rs.code()
+        )));
+    }
+    let Some(v) = model.db.get(k).map_err(ModelError::from)? else {
+        return Ok(false);
+    };
+    let mine: EdgeRecord = model::decode(k, &v)?;
+    if mine.priced.is_some() {
+        return Ok(false);
+    }
+    let sealed = model::seal(k, record);
+    model.db.insert(k, sealed).map_err(ModelError::from)?;
+    model.db.flush().map_err(ModelError::from)?;
+    Ok(true)
+}
+
 /// Prices every unpriced configuration, at most `EDGE_RECORDS_MAX`. Returns how many.
 pub fn price_all(model: &Model, budget: &Budget) -> Result<usize, ModelError> {
     let mut n = 0;
@@ -183,5 +257,81 @@ impl EdgeBook {
                 None => EdgeLookup::NoEdge,
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use schemas::{HandClass, PayRow, PayTable, PayTableName, Pays};
+
+    /// A TCP3 configuration whose Pair Plus pays a straight `straight` to 1.
+    fn config(straight: u32) -> TableConfig {
+        let json = r#"{"rule_set":"TCP3","rules_version":"seed","currency":"SGD","boxes":7,
+            "dealing":"manual_shoe","limits":[],"pay_tables":[],"jackpot":null}"#;
+        let mut c: TableConfig = serde_json::from_str(json).unwrap();
+        let rows = [(HandClass::Straight, straight), (HandClass::OnePair, 1)];
+        c.pay_tables = vec![PayTable {
+            name: PayTableName::PairPlus,
+            rows: rows
+                .iter()
+                .map(|&(hand, x)| PayRow {
+                    hand,
+                    pays: Pays::ToOne(x),
+                    envy: None,
+                })
+                .collect(),
+        }];
+        c
+    }
+
+    /// A record priced elsewhere lands only under its own key, whole, and only where
+    /// this node holds it unpriced; a priced one is never replaced.
+    #[test]
+    fn a_record_priced_elsewhere_is_adopted_only_under_its_own_key() {
+        let rule = ledger::days::DayRule::new("06:00", "UTC").unwrap();
+        let model = Model::temporary(&rule).unwrap();
+        let (six, seven) = (config(6), config(7));
+        want(&model, &six).unwrap();
+        let (k6, _) = held(&model).unwrap().remove(0);
+        let name = shared_name(&k6).unwrap();
+        assert!(name.starts_with("TCP3.") && name.len() == 5 + 64, "{name}");
+        let budget = Budget::CONFIGURED;
+        let priced = |c: &TableConfig| EdgeRecord {
+            config: c.clone(),
+            priced: Some(price_configured(c, &budget)),
+        };
+        let other = priced(&seven);
+        assert!(matches!(
+            adopt(&model, &k6, &other),
+            Err(AdoptError::Refused(_))
+        ));
+        let mut short = priced(&six);
+        short.priced.as_mut().unwrap().pop();
+        assert!(matches!(
+            adopt(&model, &k6, &short),
+            Err(AdoptError::Refused(_))
+        ));
+        let unpriced = EdgeRecord {
+            config: six.clone(),
+            priced: None,
+        };
+        assert!(matches!(
+            adopt(&model, &k6, &unpriced),
+            Err(AdoptError::Refused(_))
+        ));
+        assert!(
+            held(&model).unwrap()[0].1.priced.is_none(),
+            "nothing landed"
+        );
+        assert!(adopt(&model, &k6, &priced(&six)).unwrap());
+        assert_eq!(held(&model).unwrap()[0].1, priced(&six));
+        let mut again = priced(&six);
+        again.priced.as_mut().unwrap()[0].edge_ppb += 1;
+        assert!(
+            !adopt(&model, &k6, &again).unwrap(),
+            "a priced record stays"
+        );
+        assert_eq!(held(&model).unwrap()[0].1, priced(&six));
     }
 }

@@ -18,6 +18,20 @@ pub const RECORDS_WILDCARD: &str = "records.>";
 pub const RECORD_LEN_MAX: usize = 64 * 1024;
 /// The version of the record format.
 pub const RECORD_VERSION: u16 = 1;
+/// The header carrying a record's signature: a ledger node's key (its seal key) over
+/// `record_signed_message` of the payload's exact bytes, lowercase hex.
+pub const RECORD_SIGNATURE_HEADER: &str = "Roundledger-Record-Sig";
+/// The domain a record's signature is made in: it never verifies as another message.
+pub const RECORD_DOMAIN: &[u8] = b"roundledger/record/v1";
+
+/// What a node signs for a record whose payload is `bytes`: the domain, then the bytes
+/// as stored. Nothing is re-encoded to verify it.
+pub fn record_signed_message(bytes: &[u8]) -> Vec<u8> {
+    let mut m = Vec::with_capacity(RECORD_DOMAIN.len() + bytes.len());
+    m.extend_from_slice(RECORD_DOMAIN);
+    m.extend_from_slice(bytes);
+    m
+}
 
 /// One record as the stream carries it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

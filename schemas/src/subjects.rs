@@ -21,6 +21,9 @@ pub const REPLICA_BUCKET: &str = "roundledger_replicas";
 /// The JetStream object store bucket holding each sealed day's file, one object named by
 /// the day (`ingest::day_store`): what a lost ledger node rebuilds from.
 pub const DAY_BUCKET: &str = "roundledger_days";
+/// The JetStream KV bucket where the pricer lease's holder puts each configured pay
+/// table's priced edges, for every ledger node to adopt (`ingest::edges`).
+pub const EDGES_BUCKET: &str = "roundledger_edges";
 
 /// The durable consumer of a ledger node: `ingest` without a node id (one node, the
 /// name every existing ledger resumes from), `ingest-<node_id>` with one.
