@@ -193,6 +193,14 @@ pub fn alert_of(signal: DecisionSignal, now_ns: i64) -> Option<Alert> {
             None => l.trim_start_matches("/v1/tables/").replace("/rounds/", "/"),
         })
         .collect();
+    if let Some(h) = &signal.hold {
+        let detail = format!(
+            "{} {}: won {} against {} theoretical, outside {} to {}, handle {}, {} rounds; found at round {}; rounds {}",
+            signal.kind, signal.subject, h.actual_win, h.theoretical_win, h.win_low,
+            h.win_high, h.handle_priced, h.rounds, signal.round, rounds.join(", ")
+        );
+        return Some(signal_alert(table, kind, detail, signal, now_ns));
+    }
     let detail = format!(
         "{} {}: statistic {:.3} over threshold {:.3} at round {} after {} rounds; rounds {}",
         signal.kind,
@@ -203,7 +211,18 @@ pub fn alert_of(signal: DecisionSignal, now_ns: i64) -> Option<Alert> {
         signal.run_rounds,
         rounds.join(", ")
     );
-    Some(Alert {
+    Some(signal_alert(table, kind, detail, signal, now_ns))
+}
+
+/// The alert carrying `signal` whole.
+fn signal_alert(
+    table: TableId,
+    kind: AlertKind,
+    detail: String,
+    signal: DecisionSignal,
+    now_ns: i64,
+) -> Alert {
+    Alert {
         table,
         kind,
         count: 1,
@@ -212,7 +231,7 @@ pub fn alert_of(signal: DecisionSignal, now_ns: i64) -> Option<Alert> {
         raised_at_ns: now_ns,
         last_at_ns: now_ns,
         signal: Some(signal),
-    })
+    }
 }
 
 /// Runs `f` on the blocking pool (the record reads a store); a panic is an error.
@@ -529,6 +548,7 @@ mod tests {
                 text: "raised A-Q-4".into(),
                 table: None,
             }],
+            hold: None,
         }
     }
 
