@@ -552,6 +552,37 @@ mod tests {
         }
     }
 
+    /// A hold alert's detail states the shift's figures, each as its money reads.
+    #[test]
+    fn a_hold_alert_names_its_shift_and_figures() {
+        use schemas::{api::ShiftHold, Money};
+        let mut s = signal("TCP3-01", "hold_outside", 40);
+        s.subject = "shift 2026-11-25/1".into();
+        let h = ShiftHold {
+            shift: "2026-11-25/1".into(),
+            starts_at_ns: 0,
+            ends_at_ns: 1,
+            rounds: 39,
+            actual_win: Money(-101_500),
+            theoretical_win: Money(270),
+            win_low: Money(-18_000),
+            win_high: Money(18_540),
+            handle_priced: Money(6_000),
+            finance_link: "/v1/reports?shift=2026-11-25/1&table=TCP3-01".into(),
+        };
+        s.hold = Some(h.clone());
+        let a = alert_of(s.clone(), 5).expect("alert");
+        assert_eq!(a.kind, AlertKind::HoldOutside);
+        assert_eq!(a.signal.as_ref(), Some(&s), "the signal whole");
+        for m in [h.actual_win, h.theoretical_win, h.win_low, h.win_high] {
+            assert!(a.detail.contains(&m.to_string()), "{m}: {}", a.detail);
+        }
+        assert!(a.detail.contains("shift 2026-11-25/1"), "{}", a.detail);
+        assert!(a.detail.contains("39 rounds"), "{}", a.detail);
+        let subject = schemas::subjects::alerts_subject(&a.table, a.kind);
+        assert_eq!(subject, "alerts.TCP3-01.hold_outside");
+    }
+
     #[test]
     fn an_alert_carries_its_signal_and_rounds() {
         let a = alert_of(signal("CSP6-01", "hole_card_play", 512), 5).expect("alert");
