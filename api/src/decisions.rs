@@ -25,15 +25,20 @@ pub struct AnalyticsQuery {
     table: Option<String>,
     /// Only this dealer's statistic and quality row.
     dealer: Option<String>,
-    /// Only this kind: `hole_card_play`, `card_sharing` or `dealer_errors`.
-    #[param(pattern = "^(hole_card_play|card_sharing|dealer_errors)$")]
+    /// Only this kind: `hole_card_play`, `card_sharing`, `dealer_errors` or `hold_outside`.
+    #[param(pattern = "^(hole_card_play|card_sharing|dealer_errors|hold_outside)$")]
     kind: Option<String>,
     /// Signals to return (default and most 1,000), by table then round.
     #[param(minimum = 1, maximum = 1000)]
     limit: Option<u64>,
 }
 
-const KINDS: [&str; 3] = ["hole_card_play", "card_sharing", "dealer_errors"];
+const KINDS: [&str; 4] = [
+    "hole_card_play",
+    "card_sharing",
+    "dealer_errors",
+    "hold_outside",
+];
 
 /// The decision signals: hole-card play per box, dealer and table, card sharing per pair of
 /// neighbouring boxes; each with its statistic, threshold, false-alarm setting and rounds.

@@ -1383,6 +1383,7 @@ async fn the_openapi_document_describes_a_signal_alert() {
             text: "raised A-Q-4; the dealer did not qualify".into(),
             table: None,
         }],
+        hold: None,
     });
     let list = json!({"alerts": [one_alert(), signal.clone()]});
     assert!(v.is_valid(&list), "{list}");

@@ -489,16 +489,31 @@ async function analyticsView(view, q) {
       return `<a href="#/round/${encodeURIComponent(t)}/${n}">${label}</a>`;
     }).join(", ");
     const moved = s => s.moved.map(m => `<li>${m.table ? esc(m.table) + " " : ""}round ${m.round}, box ${m.box_no}: ${esc(m.text)}</li>`).join("");
-    const head = `<h1>Analytics</h1><p class="hint">Decisions compared with the computed strategy: hole-card play per box, dealer and table, card sharing per pair of boxes. A dealer whose disputed rounds are improbably many for the floor's rate (Poisson tail under 0.001) raises dealer errors. A signal is a statistic past its threshold${a.false_alarms_milli_per_1000_rounds != null ? `, set for ${milli(a.false_alarms_milli_per_1000_rounds)} false alarms per 1,000 rounds` : ""}.</p>`;
+    const head = `<h1>Analytics</h1><p class="hint">Decisions compared with the computed strategy: hole-card play per box, dealer and table, card sharing per pair of boxes. A dealer whose disputed rounds are improbably many for the floor's rate (Poisson tail under 0.001) raises dealer errors. A closed shift whose hold lies outside its interval raises hold outside (listed above). A signal is a statistic past its threshold${a.false_alarms_milli_per_1000_rounds != null ? `, set for ${milli(a.false_alarms_milli_per_1000_rounds)} false alarms per 1,000 rounds` : ""}.</p>`;
     if (!a.computed) {
       view.innerHTML = `<div class="card">${head}<div class="empty">Not computed: ${esc(a.not_computed_reason || "unknown")}</div></div>${dealersCard(a)}`;
       return;
     }
-    view.innerHTML = `${dealersCard(a)}<div class="card">${head}
+    view.innerHTML = `${holdsCard(a, rounds)}${dealersCard(a)}<div class="card">${head}
       ${a.signals.length ? `<table class="list" id="analytics-table"><thead><tr><th>Table</th><th>Kind</th><th>Whose</th><th class="num">Round</th><th class="num">Statistic</th><th class="num">Threshold</th><th>Rounds</th></tr></thead><tbody>
       ${a.signals.map(s => `<tr><td>${esc(s.table)}</td><td>${esc(s.kind.replace(/_/g, " "))}</td><td>${esc(s.subject)}</td><td class="num"><a href="#/round/${encodeURIComponent(s.table)}/${s.round}">${s.round}</a></td><td class="num">${milli(s.statistic_milli)}</td><td class="num">${milli(s.threshold_milli)}</td><td>${rounds(s)}<details><summary>what moved it</summary><ul>${moved(s)}</ul></details></td></tr>`).join("")}
       </tbody></table>` : `<div class="empty">No signal: every round was judged and no statistic crossed its threshold.</div>`}</div>`;
   } catch (e) { failed(view, e); }
+}
+
+// Closed table shifts whose recorded win lies outside the theoretical win's interval
+// (hold_outside), each linking to the shift's finance view and its largest payout errors.
+function holdsCard(a, rounds) {
+  const holds = a.signals.filter(s => s.hold);
+  if (!holds.length) return "";
+  const finance = (s, h) => {
+    const [day, n] = h.shift.split("/");
+    return `#/finance?span=shift&day=${encodeURIComponent(day)}&n=${encodeURIComponent(n || "1")}&table=${encodeURIComponent(s.table)}`;
+  };
+  return `<div class="card"><h2>Hold outside its interval</h2><p class="hint">A closed shift's recorded win against its theoretical win, plus or minus 3.29 standard deviations from the handle and each bet's variance. An honest shift lies outside about 1 time in 1,000.</p>
+    <table class="list" id="holds-table"><thead><tr><th>Table</th><th>Shift</th><th class="num">Rounds</th><th class="num">Won</th><th class="num">Theoretical</th><th class="num">Interval</th><th class="num">Handle</th><th>Rounds to open</th></tr></thead><tbody>
+    ${holds.map(s => { const h = s.hold; return `<tr><td>${esc(s.table)}</td><td><a href="${finance(s, h)}">${esc(h.shift)}</a></td><td class="num">${h.rounds}</td><td class="num">${money(h.actual_win)}</td><td class="num">${money(h.theoretical_win)}</td><td class="num">${money(h.win_low)} to ${money(h.win_high)}</td><td class="num">${money(h.handle_priced)}</td><td>${rounds(s)}</td></tr>`; }).join("")}
+    </tbody></table></div>`;
 }
 
 // Each dealer's quality per 1,000 rounds against the floor's median; a cut list says so.

@@ -6,7 +6,8 @@
 //! publisher ran, or with no queue to the publisher, go out once from the read model.
 //!
 //! An error-prone dealer (`seed --error-prone-dealer`) goes out once as `dealer_errors`,
-//! and not again after a rebuild.
+//! and not again after a rebuild. A `hold_outside` alert carries its signal like the
+//! others; no `seed` option yet rigs a shift's hold, so none is raised here.
 //!
 //! Waits are bounded (`WAIT`); nothing here asserts on time.
 
@@ -21,7 +22,12 @@ use std::time::Duration;
 const ROUNDS: u64 = 600;
 const TOKEN: &str = "signal-alerts-admin-token-0123456789ab";
 /// The alert kinds that carry a read-model signal.
-const SIGNAL_KINDS: [&str; 3] = ["hole_card_play", "card_sharing", "dealer_errors"];
+const SIGNAL_KINDS: [&str; 4] = [
+    "hole_card_play",
+    "card_sharing",
+    "dealer_errors",
+    "hold_outside",
+];
 /// How long a drain waits for one more message once everything expected has come.
 const QUIET: Duration = Duration::from_millis(500);
 

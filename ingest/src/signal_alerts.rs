@@ -193,6 +193,14 @@ pub fn alert_of(signal: DecisionSignal, now_ns: i64) -> Option<Alert> {
             None => l.trim_start_matches("/v1/tables/").replace("/rounds/", "/"),
         })
         .collect();
+    if let Some(h) = &signal.hold {
+        let detail = format!(
+            "{} {}: won {} against {} theoretical, outside {} to {}, handle {}, {} rounds; found at round {}; rounds {}",
+            signal.kind, signal.subject, h.actual_win, h.theoretical_win, h.win_low,
+            h.win_high, h.handle_priced, h.rounds, signal.round, rounds.join(", ")
+        );
+        return Some(signal_alert(table, kind, detail, signal, now_ns));
+    }
     let detail = format!(
         "{} {}: statistic {:.3} over threshold {:.3} at round {} after {} rounds; rounds {}",
         signal.kind,
@@ -203,7 +211,18 @@ pub fn alert_of(signal: DecisionSignal, now_ns: i64) -> Option<Alert> {
         signal.run_rounds,
         rounds.join(", ")
     );
-    Some(Alert {
+    Some(signal_alert(table, kind, detail, signal, now_ns))
+}
+
+/// The alert carrying `signal` whole.
+fn signal_alert(
+    table: TableId,
+    kind: AlertKind,
+    detail: String,
+    signal: DecisionSignal,
+    now_ns: i64,
+) -> Alert {
+    Alert {
         table,
         kind,
         count: 1,
@@ -212,7 +231,7 @@ pub fn alert_of(signal: DecisionSignal, now_ns: i64) -> Option<Alert> {
         raised_at_ns: now_ns,
         last_at_ns: now_ns,
         signal: Some(signal),
-    })
+    }
 }
 
 /// Runs `f` on the blocking pool (the record reads a store); a panic is an error.
@@ -529,7 +548,39 @@ mod tests {
                 text: "raised A-Q-4".into(),
                 table: None,
             }],
+            hold: None,
         }
+    }
+
+    /// A hold alert's detail states the shift's figures, each as its money reads.
+    #[test]
+    fn a_hold_alert_names_its_shift_and_figures() {
+        use schemas::{api::ShiftHold, Money};
+        let mut s = signal("TCP3-01", "hold_outside", 40);
+        s.subject = "shift 2026-11-25/1".into();
+        let h = ShiftHold {
+            shift: "2026-11-25/1".into(),
+            starts_at_ns: 0,
+            ends_at_ns: 1,
+            rounds: 39,
+            actual_win: Money(-101_500),
+            theoretical_win: Money(270),
+            win_low: Money(-18_000),
+            win_high: Money(18_540),
+            handle_priced: Money(6_000),
+            finance_link: "/v1/reports?shift=2026-11-25/1&table=TCP3-01".into(),
+        };
+        s.hold = Some(h.clone());
+        let a = alert_of(s.clone(), 5).expect("alert");
+        assert_eq!(a.kind, AlertKind::HoldOutside);
+        assert_eq!(a.signal.as_ref(), Some(&s), "the signal whole");
+        for m in [h.actual_win, h.theoretical_win, h.win_low, h.win_high] {
+            assert!(a.detail.contains(&m.to_string()), "{m}: {}", a.detail);
+        }
+        assert!(a.detail.contains("shift 2026-11-25/1"), "{}", a.detail);
+        assert!(a.detail.contains("39 rounds"), "{}", a.detail);
+        let subject = schemas::subjects::alerts_subject(&a.table, a.kind);
+        assert_eq!(subject, "alerts.TCP3-01.hold_outside");
     }
 
     #[test]

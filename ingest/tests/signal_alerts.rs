@@ -38,6 +38,7 @@ fn signal(table: &str, kind: &str, round: u64, subject: &str) -> DecisionSignal 
             text: "raised K-J-5; the dealer did not qualify".into(),
             table: None,
         }],
+        hold: None,
     }
 }
 

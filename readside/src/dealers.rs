@@ -303,6 +303,7 @@ fn signal_of(row: &DealerRow, k_min: u64, at: &Digest) -> SignalRow {
         false_alarms_milli_per_1000_rounds: (ERRORS_TAIL_MAX * 1_000_000.0) as u64,
         run_rounds: row.rounds,
         moved,
+        hold: None,
     }
 }
 

@@ -981,6 +981,18 @@ impl Acc {
     }
 }
 
+/// One table shift's figures as a report group of its own, from its row alone: no count
+/// room results, so no drop and the actual win is the recorded win. What `holds` judges.
+pub fn shift_group(row: &ShiftRow, book: &EdgeBook) -> ReportGroup {
+    let t = table_shift(row, None, &[]);
+    let key = t.table.to_string();
+    let mut acc = Acc::default();
+    acc.add(&t, book);
+    let g = acc.finish(key);
+    assert!(g.win_accounting.is_none(), "no count, no accounting win");
+    g
+}
+
 /// Minor units x 10^9 as minor units, rounded half away from zero: the one rounding
 /// theoretical win takes.
 fn minor_of_ppb(ppb: i128) -> Money {

@@ -30,6 +30,8 @@
 //! counted exactly once, from its newest report.
 
 use crate::dealers::{self, DealerRow, FloorRow};
+use crate::edges::EdgeBook;
+use crate::holds::{self, HoldWatch, Judged};
 use crate::model::{self, space, Model, TableStatus};
 use crate::row::{finding_view, note_box_in_play, row_of, Digest};
 use crate::shiftrow::{self, ShiftCache};
@@ -367,8 +369,8 @@ pub fn pass(
     tail.events_read += out.events;
     judge_signals(model, tail, &mut out)?;
     let mut raised = out.signals.clone();
-    let (feed, dealer_signals) = commit(model, tail, out)?;
-    raised.extend(dealer_signals);
+    let (feed, write_signals) = commit(model, tail, out)?;
+    raised.extend(write_signals);
     tail.keep_raised(raised);
     Ok((feed, more))
 }
@@ -853,6 +855,10 @@ struct Writes<'a> {
     /// The floor's counts over the dealers' rounds, once read; and whether dealers are
     /// judged (`dealer_errors`, with the decision analytics on).
     floor: (Option<FloorRow>, bool),
+    /// Hold watches by table, as the model will hold them (`holds`).
+    holds: BTreeMap<TableId, HoldWatch>,
+    /// The edge book, read once a pass judges a shift.
+    book: Option<EdgeBook>,
 }
 
 impl Writes<'_> {
@@ -983,6 +989,9 @@ impl Writes<'_> {
                 dealers::floor_take(self.floor()?, old);
             }
         }
+        if old.is_none() && self.floor.1 {
+            self.judge_holds(&d)?;
+        }
         if let Some(name) = dealers::counted(&d) {
             dealers::add(self.dealer(name)?, &d);
             let floor = *self.floor()?;
@@ -1010,6 +1019,54 @@ impl Writes<'_> {
     ) -> Result<Option<SignalRow>, ReadError> {
         let row = self.dealer(name)?;
         Ok(dealers::judge(row, floor, d))
+    }
+
+    /// A new round of its table: judges the shift it closes for `hold_outside`, and the
+    /// table's shifts awaiting a price once the edge book priced more (`holds`).
+    fn judge_holds(&mut self, d: &Digest) -> Result<(), ReadError> {
+        let table = &d.row.table;
+        let Ok(shift) = self
+            .shift_cache
+            .shift_of(self.model.rule(), d.row.opened_at_ns)
+        else {
+            return Ok(()); // `count` warns of a round in no shift
+        };
+        if !self.holds.contains_key(table) {
+            let k = model::table_key(space::HOLD_WATCH, table);
+            let w: HoldWatch = self.model.get(&k)?.unwrap_or_default();
+            self.holds.insert(table.clone(), w);
+        }
+        let mut watch = self.holds.get(table).cloned().unwrap_or_default();
+        let mut todo: Vec<i64> = holds::advance(&mut watch, shift.starts_at_ns)
+            .into_iter()
+            .collect();
+        if todo.is_empty() && watch.awaiting.is_empty() {
+            self.holds.insert(table.clone(), watch);
+            return Ok(());
+        }
+        let book = match self.book.take() {
+            Some(b) => b,
+            None => EdgeBook::load(self.model)?,
+        };
+        let priced = holds::priced_count(&book);
+        if !watch.awaiting.is_empty() && priced != watch.priced_seen {
+            todo.splice(0..0, std::mem::take(&mut watch.awaiting));
+        }
+        for start in todo {
+            let k = (start, table.clone());
+            let row = match self.shifts.get(&k) {
+                Some(r) => Some(r.clone()),
+                None => self.model.get(&model::shift_key(start, Some(table)))?,
+            };
+            match row.map(|r| holds::judge(&r, &book, d)) {
+                Some(Judged::Outside(s)) => self.signals.push(*s),
+                Some(Judged::Pending) => holds::await_price(&mut watch, start, priced),
+                Some(Judged::Inside) | None => {}
+            }
+        }
+        self.book = Some(book);
+        self.holds.insert(table.clone(), watch);
+        Ok(())
     }
 
     /// The floor's counts: this pass's, or the model's.
@@ -1078,6 +1135,10 @@ impl Writes<'_> {
             let k = model::str_key(space::DEALER, name);
             b.insert(k.clone(), model::seal(&k, row));
         }
+        for (t, w) in &self.holds {
+            let k = model::table_key(space::HOLD_WATCH, t);
+            b.insert(k.clone(), model::seal(&k, w));
+        }
         if let Some(floor) = &self.floor.0 {
             let k = vec![space::DEALER_FLOOR];
             b.insert(k.clone(), model::seal(&k, floor));
@@ -1115,8 +1176,8 @@ fn coverage(before: Option<Coverage>, rounds: u64, tail: &Tail) -> Coverage {
     }
 }
 
-/// Writes one pass to the model in one batch; the feed items and the dealers' signals
-/// the pass raised (`dealer_errors`).
+/// Writes one pass to the model in one batch; the feed items and the signals its writes
+/// raised (`dealer_errors`, `hold_outside`).
 fn commit(
     model: &Model,
     tail: &mut Tail,
@@ -1139,6 +1200,8 @@ fn commit(
         streams: out.streams,
         dealers: BTreeMap::new(),
         floor: (None, tail.signals.is_some()),
+        holds: BTreeMap::new(),
+        book: None,
     };
     let mut feed = Vec::new();
     // Before the batch: a committed pass implies its configurations are in the book.
@@ -1163,11 +1226,11 @@ fn commit(
         }
         w.put(digest)?;
     }
-    let dealer_signals = w.signals[decision_signals..].to_vec();
+    let write_signals = w.signals[decision_signals..].to_vec();
     let batch = w.into_batch(tail, out.events)?;
     tail.shifts = cache;
     model.db.apply(batch).map_err(model::ModelError::from)?;
-    Ok((feed, dealer_signals))
+    Ok((feed, write_signals))
 }
 
 /// The feed items of a round: its findings, then the round.

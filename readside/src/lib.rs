@@ -29,6 +29,7 @@ pub mod evidence;
 pub mod finance;
 pub mod forks;
 pub mod held;
+pub mod holds;
 pub mod index;
 pub mod jackpot;
 mod keystr;

@@ -39,8 +39,9 @@ use std::path::{Path, PathBuf};
 
 /// The on-disk format's version; a model of another version is rebuilt or refused. 7: the
 /// model lives in a `Store` of its own (`kv`), in `<model dir>/store`. 8: decision signals
-/// and their coverage (`signals`). 9: dealer quality counters (`dealers`).
-pub const MODEL_VERSION: u32 = 10;
+/// and their coverage (`signals`). 9: dealer quality counters (`dealers`). 10: the
+/// dealers' floor row. 11: hold watches per table and `hold_outside` signals (`holds`).
+pub const MODEL_VERSION: u32 = 11;
 /// Bytes of the keyed BLAKE3 seal before each value.
 pub const SEAL_BYTES: usize = 16;
 /// Most findings or disputes of one round the model keys (their index is a `u16`).
@@ -71,6 +72,7 @@ pub(crate) mod space {
     pub const ANALYTICS: u8 = b'A';
     pub const DEALER: u8 = b'q';
     pub const DEALER_FLOOR: u8 = b'Q';
+    pub const HOLD_WATCH: u8 = b'h';
     pub const STREAM: u8 = crate::streams::SPACE;
 }
 

@@ -143,6 +143,7 @@ fn row_of(a: &DecisionAlarm, setting: &TestSetting) -> SignalRow {
         false_alarms_milli_per_1000_rounds: setting_milli(setting),
         run_rounds: a.alarm.run_rounds,
         moved,
+        hold: None,
     }
 }
 

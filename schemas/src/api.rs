@@ -972,6 +972,9 @@ pub enum AlertKind {
     /// A dealer's disputed rounds are improbably many for the rest of the floor's rate:
     /// the one-sided Poisson tail is below 0.001 (`DecisionSignal`, kind `dealer_errors`).
     DealerErrors,
+    /// A closed table shift's recorded win lies outside its theoretical win's interval
+    /// (`DecisionSignal` with `hold`, kind `hold_outside`).
+    HoldOutside,
 }
 
 impl AlertKind {
@@ -990,6 +993,7 @@ impl AlertKind {
             AlertKind::HoleCardPlay => "hole_card_play",
             AlertKind::CardSharing => "card_sharing",
             AlertKind::DealerErrors => "dealer_errors",
+            AlertKind::HoldOutside => "hold_outside",
         }
     }
 
@@ -999,6 +1003,7 @@ impl AlertKind {
             AlertKind::HoleCardPlay,
             AlertKind::CardSharing,
             AlertKind::DealerErrors,
+            AlertKind::HoldOutside,
         ]
         .into_iter()
         .find(|k| k.as_str() == kind)
@@ -1065,10 +1070,11 @@ pub struct DecisionSignal {
     pub table: String,
     /// The round at which it crossed.
     pub round: u64,
-    /// `hole_card_play`, `card_sharing` or `dealer_errors`: the alert subject's last
-    /// token.
+    /// `hole_card_play`, `card_sharing`, `dealer_errors` or `hold_outside`: the alert
+    /// subject's last token.
     pub kind: String,
-    /// Whose decisions: `box 3`, `boxes 3-4`, `dealer D-17`, `table`.
+    /// Whose decisions: `box 3`, `boxes 3-4`, `dealer D-17`, `table`; for
+    /// `hold_outside`, `shift 2026-11-25/1` (the gaming day and shift, property time).
     pub subject: String,
     /// The box, for a box's statistic.
     pub box_no: Option<u8>,
@@ -1087,8 +1093,40 @@ pub struct DecisionSignal {
     /// decided rounds.
     pub run_rounds: u64,
     /// The decisions that moved it most, largest first; for `dealer_errors`, the
-    /// dealer's latest disputed rounds, newest first.
+    /// dealer's latest disputed rounds, newest first; for `hold_outside`, the shift's
+    /// largest payout errors.
     pub moved: Vec<SignalMove>,
+    /// A `hold_outside` signal's figures: the shift, its wins and interval, its handle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold: Option<ShiftHold>,
+}
+
+/// A closed table shift's hold against its theoretical win (`hold_outside`). Money in
+/// minor units; the interval is the theoretical win plus or minus 3.291 standard
+/// deviations of the win, from the handle and each line's variance.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct ShiftHold {
+    /// The shift's name: gaming day and shift number, `2026-11-25/1` (property time).
+    pub shift: String,
+    /// The shift's start, UTC ns (inclusive).
+    pub starts_at_ns: i64,
+    /// The shift's end, UTC ns (exclusive).
+    pub ends_at_ns: i64,
+    /// Rounds that began in the shift.
+    pub rounds: u64,
+    /// The house's win as the dealers recorded it (tray in less tray out).
+    pub actual_win: Money,
+    /// Handle times each line's house edge.
+    pub theoretical_win: Money,
+    /// The interval's low end.
+    pub win_low: Money,
+    /// The interval's high end.
+    pub win_high: Money,
+    /// Stakes on lines with an edge (the priced handle).
+    pub handle_priced: Money,
+    /// The shift's finance report for its table (`/v1/reports?shift=...&table=...`).
+    pub finance_link: String,
 }
 
 impl DecisionSignal {

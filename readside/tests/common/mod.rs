@@ -1,6 +1,9 @@
 //! A hand-written table chain for the golden finance tests: events chained and encoded
 //! as a device writes them, and the property's day rule with three shifts.
 
+#[allow(dead_code)]
+pub mod golden;
+
 use ledger::days::DayRule;
 use schemas::{DeviceId, Event, EventBody, Hash32, RoundId, Seq, TableId};
 
