@@ -149,6 +149,7 @@ pub fn check(ledger: &ledger::Ledger, dir: &Path) -> Result<Vec<String>> {
         return Ok(vec![format!("bringing it to the ledger's heads: {e}")]);
     }
     let fresh = Model::temporary(m.rule())?;
+    fresh.copy_edges_from(&m)?;
     readside::index::catch_up(ledger, &fresh).context("rebuilding a fresh read model")?;
     Ok(m.differences(&fresh, CHECK_DIFFERENCES_MAX)?)
 }

@@ -21,6 +21,7 @@
 #![warn(missing_docs)]
 
 pub mod clauses;
+mod compare;
 pub mod counts;
 pub mod dealers;
 pub mod describe;

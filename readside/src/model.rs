@@ -791,7 +791,7 @@ pub(crate) fn decode<T: DeserializeOwned>(key: &[u8], v: &[u8]) -> Result<T, Mod
 }
 
 /// A stored signal row, checked against the key it is stored under.
-fn signal_row(k: &[u8], v: &[u8]) -> Result<SignalRow, ModelError> {
+pub(crate) fn signal_row(k: &[u8], v: &[u8]) -> Result<SignalRow, ModelError> {
     let row: SignalRow = decode(k, v)?;
     if signal_key(&row) != k {
         return Err(ModelError::Corrupt(format!("signal {}", key_text(k))));
@@ -1018,16 +1018,13 @@ impl Model {
     }
 
     /// The first `max` differences between two models, each naming its key. Reads both
-    /// whole. Cursors are left out (the tail's own state), and so is the edge book: a
-    /// fresh rebuild has not priced what this model has.
+    /// whole. What depends on indexing order or pricing time is left out or compared by
+    /// what it names (`compare`).
     pub fn differences(&self, other: &Model, max: usize) -> Result<Vec<String>, ModelError> {
-        let skip = |kv: &EntryResult| {
-            kv.as_ref().map_or(true, |(k, _)| {
-                !matches!(k.first(), Some(&space::CURSOR) | Some(&space::EDGE))
-            })
-        };
-        let mut a = self.db.iter().fwd().filter(skip).peekable();
-        let mut b = other.db.iter().fwd().filter(skip).peekable();
+        use std::cell::RefCell;
+        let (mine, fresh) = (RefCell::default(), RefCell::default());
+        let mut a = crate::compare::rows(self.db.iter().fwd(), &mine).peekable();
+        let mut b = crate::compare::rows(other.db.iter().fwd(), &fresh).peekable();
         let mut out = Vec::new();
         while out.len() < max {
             let (x, y) = match (a.peek(), b.peek()) {
@@ -1037,9 +1034,10 @@ impl Model {
                     b.next().transpose()?;
                     continue;
                 }
-                (Some(Ok(x)), Some(Ok(y))) => (Some(x.clone()), Some(y.clone())),
-                (Some(Ok(x)), None) => (Some(x.clone()), None),
-                (None, Some(Ok(y))) => (None, Some(y.clone())),
+                (x, y) => (
+                    x.and_then(|r| r.as_ref().ok()).cloned(),
+                    y.and_then(|r| r.as_ref().ok()).cloned(),
+                ),
             };
             match (x, y) {
                 (Some((kx, vx)), Some((ky, vy))) if kx == ky => {
@@ -1058,16 +1056,27 @@ impl Model {
                     a.next();
                 }
                 (_, Some((ky, _))) => {
-                    out.push(format!(
-                        "{}: missing (a fresh rebuild has it)",
-                        key_text(&ky)
-                    ));
+                    let text = format!("{}: missing (a fresh rebuild has it)", key_text(&ky));
+                    out.push(text);
                     b.next();
                 }
                 (None, None) => break,
             }
         }
+        drop((a, b));
+        let alarms = crate::compare::alarm_differences(&mine.into_inner(), &fresh.into_inner());
+        out.extend(alarms.into_iter().take(max.saturating_sub(out.len())));
         Ok(out)
+    }
+
+    /// Copies `from`'s priced edges into this model: a fresh rebuild then judges shifts
+    /// against the same prices (`readmodel check`). Prices are a function of pay tables.
+    pub fn copy_edges_from(&self, from: &Model) -> Result<(), ModelError> {
+        for kv in from.db.scan_prefix(&[space::EDGE]) {
+            let (k, v) = kv?;
+            self.db.insert(&k, v)?;
+        }
+        Ok(())
     }
 }
 
