@@ -20,21 +20,26 @@ fn span_days(span: &Span) -> Option<(String, String)> {
     }
 }
 
-/// `ReadError::Gone` when the span covers a day removed by retention. Reads the tier
-/// catalog's removed days (at most `ledger::tier::removed::REMOVED_DAYS_MAX`).
+/// `ReadError::Gone` when the span covers a day removed by retention. One day reads its
+/// tier entry; a longer span reads the tier catalog (one entry per archived day).
 pub fn refuse_removed(ledger: &ledger::Ledger, span: &Span) -> Result<(), ReadError> {
     let Some((from, to)) = span_days(span) else {
         return Ok(());
     };
-    let removed = ledger.removed_days()?;
-    let inside = removed
-        .days
-        .iter()
-        .find(|d| from.as_str() <= d.day.as_str() && d.day.as_str() <= to.as_str());
+    let entries = match from == to {
+        true => ledger.tier().tier_entry(&from)?.into_iter().collect(),
+        false => ledger.tier().tier_entries()?,
+    };
+    let inside = entries.iter().find(|e| {
+        e.state == ledger::tier::TierState::Removed
+            && from.as_str() <= e.day.as_str()
+            && e.day.as_str() <= to.as_str()
+    });
     match inside {
-        Some(d) => Err(ReadError::Gone(format!(
+        Some(e) => Err(ReadError::Gone(format!(
             "day {} was removed by retention (act signed by admin key {}): its rounds and finance are gone, so there are no figures for it; its seal keeps its heads",
-            d.day, d.admin
+            e.day,
+            e.removal.as_ref().map_or("unknown", |r| r.admin.as_str())
         ))),
         None => Ok(()),
     }
