@@ -30,6 +30,7 @@ impl IntoResponse for Refusal {
             ReadError::Ledger(ledger::Error::RetentionRemoved { .. }) => StatusCode::GONE,
             // An export that would cover such a day: refused, never sent with a gap.
             ReadError::Ledger(ledger::Error::ExportRemoved { .. }) => StatusCode::GONE,
+            ReadError::Gone(_) => StatusCode::GONE,
             ReadError::NotFound(_) => StatusCode::NOT_FOUND,
             ReadError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ReadError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,

@@ -38,8 +38,8 @@ enum Sub {
         sign: SignArgs,
     },
     /// Remove a sealed, archived day past its retention on every ledger node, at this
-    /// point of the stream. A node where the day is not archived removes nothing and logs
-    /// the act as NOT applied (`admin log`).
+    /// point of the stream. A node where the day is not archived yet keeps the act pending
+    /// and applies it when it archives the day (`admin log`).
     RemoveDay {
         /// The gaming day, YYYY-MM-DD.
         #[arg(long)]

@@ -173,6 +173,7 @@ fn from_ledger(
     let ledger = crate::source::open_ledger(dir)?;
     let rule = &flags.rule_of(&ledger)?;
     readside::finance::refuse_future(rule, &q.span, crate::when::now_ns()?)?;
+    readside::retained::refuse_removed(&ledger, &q.span)?;
     let mdir = model::default_dir(dir);
     let m = match Model::open(&mdir, rule) {
         Err(ModelError::Version { found }) => {
@@ -183,6 +184,11 @@ fn from_ledger(
         }
         m => m?,
     };
+    // A day removed by retention since the model was built: its rows go, as serve does.
+    if let Err(e) = readside::index::removals_unseen(&ledger, &m) {
+        eprintln!("{e}: rebuilding the read model");
+        m.clear()?;
+    }
     readside::index::catch_up(&ledger, &m).context("bringing the read model to the heads")?;
     let book = readside::counts::CountBook::read(&ledger::journals::api_dir(dir))?;
     let t0 = std::time::Instant::now();

@@ -173,6 +173,16 @@ fn move_days(args: MoveArgs) -> Result<Outcome> {
     if pass.days_left > 0 {
         println!("{} more days: run again", pass.days_left);
     }
+    // After the Parquet: a pending act removes the day and its files together.
+    let applied = l.tier().apply_pending_removals(now)?;
+    for outcome in &applied {
+        println!("pending retention act applied: {outcome}");
+    }
+    if !applied.is_empty() {
+        if let Some(events) = crate::readmodel::rebuild_if_present(&l, &args.ledger)? {
+            println!("read model rebuilt: {events} events");
+        }
+    }
     let mut outcome = print_compaction(&pass.compaction);
     if parquet_failed {
         outcome = Outcome::Findings;

@@ -9,6 +9,8 @@
 //! the next check; it never stops ingest. Looking for due days reads the seals only:
 //! compaction runs after a move, not on every check. After a day moves, `after_move`
 //! (the CLI's Parquet writer) runs for it; its failure is logged, and the day stays moved.
+//! Then, and at each check, retention acts pending on this node whose day is archived
+//! now are applied (`ledger::admin_pending`), each at its own stream time.
 
 use crate::blocking;
 use crate::Error;
@@ -92,6 +94,7 @@ async fn move_one(
     let l = ledger.clone();
     let due = blocking(move || l.tier().days_to_archive(now_ns, age_ns)).await?;
     if due.is_empty() {
+        apply_pending(ledger, now_ns).await?;
         return Ok(false);
     }
     let l = ledger.clone();
@@ -121,7 +124,16 @@ async fn move_one(
             after_move(after.clone(), ledger.clone(), entry.day.clone()).await;
         }
     }
+    apply_pending(ledger, now_ns).await?;
     Ok(!pass.moved.is_empty())
+}
+
+/// Applies the retention acts pending on this node whose day is archived now (the
+/// ledger logs each outcome).
+async fn apply_pending(ledger: &Arc<Ledger>, now_ns: i64) -> Result<(), Error> {
+    let l = ledger.clone();
+    blocking(move || l.tier().apply_pending_removals(now_ns)).await?;
+    Ok(())
 }
 
 /// Runs `after` for `day` on the blocking pool and logs its outcome.

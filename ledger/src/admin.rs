@@ -11,9 +11,12 @@
 //!   `Writer::append` ends a call at each admin act, so nothing after one is judged
 //!   before it took effect.
 //! - `remove_day` runs after the call's commit too, through `Tier::retention_remove`, its
-//!   "now" the act's stream timestamp, so every node decides alike. A node where the day
-//!   is not archived (or not yet past its retention) removes nothing and logs the act as
-//!   NOT applied, naming why: a replica never differs silently.
+//!   "now" the act's stream timestamp, so every node decides alike. It deletes the day's
+//!   Parquet files beside the day file as well. A node where the day is not archived yet
+//!   keeps the act pending (`admin_pending`) and applies it when the day is archived, at
+//!   the same "now". A node that cannot apply it (another seal content, a day younger than
+//!   its retention) logs the act as NOT applied, naming why: a replica never differs
+//!   silently.
 //! - An act that does not check out (malformed, an untrusted key, a bad signature, out of
 //!   range) is quarantined as `admin_refused`, verbatim: evidence, never applied.
 //!
@@ -48,14 +51,14 @@ fn log_key(stream_seq: u64, wire: &[u8]) -> Vec<u8> {
 }
 
 /// A log line's key, from the message it keeps.
-fn line_key(line: &LogLine) -> Vec<u8> {
+pub(crate) fn line_key(line: &LogLine) -> Vec<u8> {
     log_key(
         line.stream_seq,
         &hex::decode(&line.wire_hex).unwrap_or_default(),
     )
 }
 
-fn encode(line: &LogLine) -> Vec<u8> {
+pub(crate) fn encode(line: &LogLine) -> Vec<u8> {
     serde_json::to_vec(line).expect("an admin log line serializes")
 }
 
@@ -175,10 +178,11 @@ impl Ledger {
             .iter()
             .any(|o| matches!(o, Appended::Admin { first: true, .. }));
         for Deferred { act, mut line } in deferred {
-            line.outcome = self.effect(&act, &line);
+            let mut ops = Vec::new();
+            line.outcome = self.effect(&act, &line, &mut ops);
             tracing::warn!(kind = %line.kind, admin = %line.admin, outcome = %line.outcome, "admin act done");
-            let op = Op::Put(Space::Meta, line_key(&line), encode(&line));
-            self.store.commit(vec![op])?;
+            ops.push(Op::Put(Space::Meta, line_key(&line), encode(&line)));
+            self.store.commit(ops)?;
         }
         if took_any {
             self.flush()?;
@@ -186,8 +190,8 @@ impl Ledger {
         Ok(())
     }
 
-    /// One deferred act's effect, in words.
-    fn effect(&self, act: &Act, line: &LogLine) -> String {
+    /// One deferred act's effect, in words; `ops` takes what commits with its log line.
+    fn effect(&self, act: &Act, line: &LogLine, ops: &mut Vec<Op>) -> String {
         let by = format!("admin {}: {}", line.admin, line.note);
         match act {
             Act::Unfence { table } => match self.writer().unfence(table, &by, line.received_at_ns) {
@@ -199,6 +203,9 @@ impl Ledger {
             },
             Act::RemoveDay { day, .. } => match self.remove_day(day, line) {
                 Ok(done) => done,
+                Err(_) if matches!(self.tier().tier_entry(day), Ok(None)) => {
+                    self.hold_pending(day, line, ops)
+                }
                 Err(e) => {
                     tracing::error!(day = %day, error = %e, "admin act remove_day NOT applied on this node");
                     format!("NOT applied on this node: {e}")
@@ -210,8 +217,9 @@ impl Ledger {
         }
     }
 
-    /// Removes `day` by the act `line` keeps, at the act's stream time.
-    fn remove_day(&self, day: &str, line: &LogLine) -> Result<String, Error> {
+    /// Removes `day` by the act `line` keeps, at the act's stream time, and the day's
+    /// Parquet files beside its day file.
+    pub(crate) fn remove_day(&self, day: &str, line: &LogLine) -> Result<String, Error> {
         let act = hex::decode(&line.wire_hex)
             .ok()
             .and_then(|w| AdminAct::from_wire(&w))
@@ -222,7 +230,10 @@ impl Ledger {
             .tier_entry(day)?
             .ok_or_else(|| Error::Tier(format!("day {day} is not in this node's archive tier")))?;
         if entry.state == crate::tier::TierState::Removed {
-            return Ok(format!("day {day} was removed by retention already"));
+            let parquet = self.delete_day_parquet(day)?;
+            return Ok(format!(
+                "day {day} was removed by retention already; {parquet} Parquet files deleted"
+            ));
         }
         let seal = self
             .reader()
@@ -240,8 +251,9 @@ impl Ledger {
             .tier()
             .retention_remove(&removal, line.received_at_ns)?;
         debug_assert_eq!(done.state, crate::tier::TierState::Removed);
+        let parquet = self.delete_day_parquet(day)?;
         Ok(format!(
-            "day {} removed by retention ({} days): file {} deleted; seal {} keeps its heads",
+            "day {} removed by retention ({} days): file {} and {parquet} Parquet files deleted; seal {} keeps its heads",
             done.day, removal.retention_days, done.file, done.seal_digest
         ))
     }

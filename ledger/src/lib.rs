@@ -44,6 +44,7 @@
 #![warn(missing_docs)]
 
 pub mod admin;
+pub mod admin_pending;
 mod append;
 pub mod arrival;
 pub mod attest;

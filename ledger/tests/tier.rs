@@ -300,10 +300,20 @@ fn a_day_removed_by_retention_is_proven_by_its_seal() {
         l.tier().day_file_intact(DAYS[0]).unwrap(),
         "nothing removed yet"
     );
+    assert_eq!(
+        l.tier().removals().unwrap(),
+        0,
+        "a refusal counts no removal"
+    );
 
     let act = Removal::sign(&entry, 30, &admin, now);
     let removed = l.tier().retention_remove(&act, now).unwrap();
     assert_eq!(removed.state, ledger::tier::TierState::Removed);
+    assert_eq!(
+        l.tier().removals().unwrap(),
+        1,
+        "the removal's commit counts it"
+    );
     let dir = tmp.path().join(ledger::tier::DIR);
     assert!(!dir.join(&entry.file).exists());
     let journal = std::fs::read_to_string(dir.join("removals.jsonl")).unwrap();
@@ -312,6 +322,11 @@ fn a_day_removed_by_retention_is_proven_by_its_seal() {
     l.tier().retention_remove(&act, now).unwrap();
     drop(l);
     let l = Ledger::open(tmp.path()).unwrap();
+    assert_eq!(
+        l.tier().removals().unwrap(),
+        1,
+        "durable, and not counted twice"
+    );
     let v = l.verifier().verify_day(DAYS[0], None).unwrap();
     assert!(v.removed_by_retention && v.is_ok(), "{:?}", v.problems);
     for day in &DAYS[1..] {

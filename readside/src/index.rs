@@ -270,6 +270,8 @@ struct PassOut {
     signals: Vec<SignalRow>,
     /// The states of the statistics this pass pushed.
     streams: Vec<StreamRow>,
+    /// The ledger's count of days removed by retention, read as the pass began.
+    removals: u64,
 }
 
 #[derive(Default)]
@@ -315,7 +317,10 @@ pub fn pass(
     tail: &mut Tail,
     model: &Model,
 ) -> Result<(Vec<FeedItem>, bool), ReadError> {
-    let mut out = PassOut::default();
+    let mut out = PassOut {
+        removals: removals_unseen(ledger, model)?,
+        ..PassOut::default()
+    };
     let mut more = false;
     let fenced = ledger.reader().fenced();
     // A fenced table is damaged (`ledger::fence`): left as indexed, so the others go on.
@@ -354,6 +359,7 @@ pub fn pass(
                 delta: &mut *delta,
                 reports: &mut out.reports,
                 events: &mut out.events,
+                removals: out.removals,
             };
             t.cur.next_seq = index_chunk(ledger, t, chunk, rule)?;
         }
@@ -373,6 +379,19 @@ pub fn pass(
     raised.extend(write_signals);
     tail.keep_raised(raised);
     Ok((feed, more))
+}
+
+/// The ledger's count of removed days, when the model has seen every removal. A day
+/// removed since the model last looked is an integrity error: the model may hold its
+/// rounds, finance and signals, so it is rebuilt (the caller clears it), never served.
+pub fn removals_unseen(ledger: &ledger::Ledger, model: &Model) -> Result<u64, ReadError> {
+    let removals = ledger.tier().removals()?;
+    match model.removals_seen()? {
+        Some(seen) if seen != removals => Err(ReadError::Integrity(format!(
+            "read model: built when {seen} days were removed by retention; the ledger has {removals}"
+        ))),
+        _ => Ok(removals),
+    }
 }
 
 /// Judges the pass's rounds for decision signals, when analytics are on: the statistics
@@ -399,6 +418,8 @@ struct Chunk<'a> {
     reports: &'a mut Vec<Reported>,
     /// Events read in the pass so far.
     events: &'a mut u64,
+    /// The ledger's count of removed days as the pass began.
+    removals: u64,
 }
 
 /// Indexes the table's events from its cursor through `chunk.to`; the seq to read next.
@@ -414,6 +435,7 @@ fn index_chunk(
         delta,
         reports,
         events,
+        removals,
     } = chunk;
     let mut fed_through = t.cur.next_seq - 1;
     for stored in ledger.reader().events(table, t.cur.next_seq..=to) {
@@ -432,13 +454,29 @@ fn index_chunk(
             }
             // A record that does not read fences its table; this pass is not kept, and
             // the next one leaves the table out.
-            s => s.map_err(|e| ledger.writer().fence_after_read_error(table, e))?,
+            s => s.map_err(|e| read_failed(ledger, table, e, removals))?,
         };
         *events += 1;
         fed_through = stored.seq.0;
         index_event(table, t, delta, &stored, reports, (rule, &mut *shifts));
     }
     Ok(to + 1)
+}
+
+/// A read of `table` failed: a removal by retention since the pass began deleted what it
+/// read, so the model is rebuilt (an integrity error); else the table is fenced.
+fn read_failed(
+    ledger: &ledger::Ledger,
+    table: &TableId,
+    e: ledger::Error,
+    removals: u64,
+) -> ReadError {
+    if ledger.tier().removals().is_ok_and(|n| n != removals) {
+        return ReadError::Integrity(format!(
+            "read model: a day was removed by retention while table {table} was read ({e})"
+        ));
+    }
+    ledger.writer().fence_after_read_error(table, e).into()
 }
 
 /// A table's tail: resumed from its cursor in the model, or from seq 1. A cursor beyond the
@@ -1091,11 +1129,16 @@ impl Writes<'_> {
 
     /// The pass as one batch: rows with their index keys (an old row's keys removed
     /// first), statuses, configuration seqs, shift rows, cursors and counts.
-    fn into_batch(mut self, tail: &Tail, events: u64) -> Result<crate::kv::Batch, ReadError> {
+    fn into_batch(
+        mut self,
+        tail: &Tail,
+        (events, removals): (u64, u64),
+    ) -> Result<crate::kv::Batch, ReadError> {
         let mut b = crate::kv::Batch::default();
         let mut meta = self.model.meta()?;
         let rounds_before = meta.rounds;
         meta.events_indexed += events;
+        meta.removals_seen = removals;
         for ((t, r), d) in std::mem::take(&mut self.digests) {
             match self.model.digest(&t, r)? {
                 Some(old) => {
@@ -1227,7 +1270,7 @@ fn commit(
         w.put(digest)?;
     }
     let write_signals = w.signals[decision_signals..].to_vec();
-    let batch = w.into_batch(tail, out.events)?;
+    let batch = w.into_batch(tail, (out.events, out.removals))?;
     tail.shifts = cache;
     model.db.apply(batch).map_err(model::ModelError::from)?;
     Ok((feed, write_signals))

@@ -12,6 +12,7 @@
 //! - `counts`: the count room's results, from the API's `counts.jsonl`.
 //! - `signals`: the decision analytics' signals (hole-card play, card sharing), kept as
 //!   rounds are indexed; `streams`: their statistics' states, so a restart resumes them.
+//! - `retained`: a report over a day removed by retention is refused, by name.
 //! - `forks`: disputed seqs, where a chain has two signed events (one quarantined).
 //! - `describe`, `clauses`: event descriptions and finding wording for people.
 //!
@@ -36,6 +37,7 @@ pub mod jackpot;
 mod keystr;
 pub mod kv;
 pub mod model;
+pub mod retained;
 pub mod rounds;
 pub mod row;
 pub mod shiftrow;
@@ -51,6 +53,9 @@ pub enum ReadError {
     /// The request itself is invalid (HTTP 400).
     #[error("{0}")]
     BadRequest(String),
+    /// What was asked was removed by retention for good (HTTP 410).
+    #[error("{0}")]
+    Gone(String),
     /// The answer would exceed a limit: window, chain or group count (HTTP 413).
     #[error("{0}")]
     TooLarge(String),

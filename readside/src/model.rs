@@ -123,6 +123,10 @@ pub struct Meta {
     pub events_indexed: u64,
     /// Rounds in the model, over all tables.
     pub rounds: u64,
+    /// The ledger's count of days removed by retention when the model last read it
+    /// (`ledger::Tier::removals`): a higher count means rows of a removed day may stay.
+    #[serde(default)]
+    pub removals_seen: u64,
 }
 
 /// One table's status: what `/v1/tables` and `/v1/chain` show.
@@ -349,6 +353,13 @@ impl Model {
     /// The counts of the whole model; zeros for a model never written.
     pub fn meta(&self) -> Result<Meta, ModelError> {
         Ok(self.get(&[space::META])?.unwrap_or_default())
+    }
+
+    /// The ledger's removal count the model was written at; `None` for a model never
+    /// written (new or cleared).
+    pub fn removals_seen(&self) -> Result<Option<u64>, ModelError> {
+        let meta: Option<Meta> = self.get(&[space::META])?;
+        Ok(meta.map(|m| m.removals_seen))
     }
 
     /// A round's row, disputes and findings.

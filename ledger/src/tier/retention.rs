@@ -21,6 +21,9 @@ pub const RETENTION_DAYS_MAX: u32 = 36_500;
 /// How far a removal's signing time may lie from the ledger's clock: one hour.
 pub const REMOVAL_SKEW_MAX_NS: i64 = 3_600 * 1_000_000_000;
 pub use super::journal::JOURNAL;
+/// `Space::Meta` key of the count of days removed by retention (u64 BE). It grows in the
+/// removal's own commit, so a reader tells a removal since it last looked by one read.
+pub const REMOVALS_KEY: &[u8] = b"tier/removals";
 const DAY_NS: i64 = 86_400 * 1_000_000_000;
 
 fn refuse(day: &str, why: impl std::fmt::Display) -> Error {
@@ -68,6 +71,33 @@ impl Ledger {
         trusted && r.seal_digest == entry.seal_digest && r.file_blake3 == entry.file_blake3
     }
 
+    /// Deletes the day's Parquet files (`<day>.<name>.parquet`, crate `dayparquet`) kept
+    /// beside its day file: retention removes a day's derived copies with its events.
+    /// Returns how many it deleted; none is there a second time.
+    pub(crate) fn delete_day_parquet(&self, day: &str) -> Result<usize, Error> {
+        let Some(dir) = self.store.tier_dir() else {
+            return Ok(0);
+        };
+        let prefix = format!("{day}.");
+        let mut deleted = 0;
+        let entries = match std::fs::read_dir(&dir) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+            r => r?,
+        };
+        for entry in entries {
+            let name = entry?.file_name();
+            let name = name.to_string_lossy();
+            if name.starts_with(&prefix) && name.ends_with(".parquet") {
+                std::fs::remove_file(dir.join(name.as_ref()))?;
+                deleted += 1;
+            }
+        }
+        if deleted > 0 {
+            std::fs::File::open(&dir)?.sync_all()?;
+        }
+        Ok(deleted)
+    }
+
     fn delete_day_file(&self, day: &str) -> Result<(), Error> {
         self.store.forget_tier();
         let Some(dir) = self.store.tier_dir() else {
@@ -80,6 +110,18 @@ impl Ledger {
         }
         Ok(())
     }
+}
+
+/// The count under `REMOVALS_KEY`; 0 before the first removal.
+fn removals_of(store: &dyn crate::store::Store) -> Result<u64, Error> {
+    let Some(v) = store.get(Space::Meta, REMOVALS_KEY)? else {
+        return Ok(0);
+    };
+    let bytes: [u8; 8] = v
+        .as_slice()
+        .try_into()
+        .map_err(|_| crate::record::corrupt("the count of removed days"))?;
+    Ok(u64::from_be_bytes(bytes))
 }
 
 impl Tier<'_> {
@@ -116,12 +158,26 @@ impl Tier<'_> {
         entry.removal = Some(act);
         {
             let _appends = self.lock();
-            let op = Op::Put(Space::Tier, day.as_bytes().to_vec(), entry.encode());
-            self.store.commit(vec![op])?;
+            let removals = removals_of(self.store.as_ref())?;
+            let ops = vec![
+                Op::Put(Space::Tier, day.as_bytes().to_vec(), entry.encode()),
+                Op::Put(
+                    Space::Meta,
+                    REMOVALS_KEY.to_vec(),
+                    (removals + 1).to_be_bytes().to_vec(),
+                ),
+            ];
+            self.store.commit(ops)?;
             self.store.flush()?;
         }
         self.delete_day_file(day)?;
         Ok(entry)
+    }
+
+    /// How many days retention removed from this ledger, ever: one read of `Space::Meta`.
+    /// The read model compares it with the count it was built at.
+    pub fn removals(&self) -> Result<u64, Error> {
+        removals_of(self.store.as_ref())
     }
 
     /// The removal journal held against the tier catalog (`super::journal::check`).
