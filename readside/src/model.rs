@@ -39,8 +39,9 @@ use std::path::{Path, PathBuf};
 
 /// The on-disk format's version; a model of another version is rebuilt or refused. 7: the
 /// model lives in a `Store` of its own (`kv`), in `<model dir>/store`. 8: decision signals
-/// and their coverage (`signals`). 9: dealer quality counters (`dealers`).
-pub const MODEL_VERSION: u32 = 10;
+/// and their coverage (`signals`). 9: dealer quality counters (`dealers`). 11: dealers'
+/// dealing time over stints.
+pub const MODEL_VERSION: u32 = 11;
 /// Bytes of the keyed BLAKE3 seal before each value.
 pub const SEAL_BYTES: usize = 16;
 /// Most findings or disputes of one round the model keys (their index is a `u16`).
