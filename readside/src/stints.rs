@@ -58,10 +58,11 @@ pub fn stint_of(d: &Digest, before: Option<&Digest>) -> Option<StintChange> {
 }
 
 /// Whether writing `new` over `old` can change any stint part: a round's part and its
-/// successor's depend only on its dealer (as counted) and its span.
+/// successor's depend only on its dealer and span, when it is counted and closed. A
+/// round in progress, like an absent one, moves nothing.
 pub fn stint_moves(old: Option<&Digest>, new: &Digest) -> bool {
-    let key = |d: &Digest| (counted(d).map(str::to_owned), span_of(d));
-    old.map(key) != Some(key(new))
+    let key = |d: &Digest| Some((counted(d)?.to_owned(), span_of(d)?));
+    old.and_then(key) != key(new)
 }
 
 /// The parts writing `new` over `old` changes: `new`'s own (after `before`) and the
@@ -309,5 +310,10 @@ mod tests {
         let mut c = a.clone();
         c.row.closed_at_ns = None;
         assert!(stint_moves(Some(&a), &c));
+        // A round first written in progress moves nothing; decided, it does.
+        let mut open = a.clone();
+        open.row.in_progress = true;
+        assert!(!stint_moves(None, &open));
+        assert!(stint_moves(Some(&open), &a));
     }
 }
