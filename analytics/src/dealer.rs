@@ -6,6 +6,7 @@
 //! rounds x the others' rate is below the setting `p_max`. Money is integer minor units;
 //! the rates and tails are floats (statistics only).
 
+use crate::pace::{rounds_per_hour_milli, stint_part, RoundSpan};
 use crate::rounds::RoundFacts;
 use schemas::report::Verdict;
 use schemas::{StaffId, TableId};
@@ -35,7 +36,7 @@ pub struct DealerTally {
     pub irregular_rounds: u64,
     /// Cards recorded exposed.
     pub exposed_cards: u64,
-    /// Device time at tables, ns: from each stint's first round opened to its last closed.
+    /// Device time at tables, ns: summed over stints (`pace`).
     pub dealing_ns: i64,
 }
 
@@ -69,9 +70,9 @@ impl DealerTally {
         }
     }
 
-    /// Rounds per hour of dealing; `None` before any time was measured.
+    /// Rounds per hour of dealing; `None` below `pace::DEALING_NS_MIN`.
     pub fn rounds_per_hour(&self) -> Option<f64> {
-        (self.dealing_ns > 0).then(|| self.rounds as f64 * 3.6e12 / self.dealing_ns as f64)
+        rounds_per_hour_milli(self.rounds, self.dealing_ns).map(|x| x as f64 / 1000.0)
     }
 }
 
@@ -101,8 +102,8 @@ pub struct DealerAssessment {
 pub struct DealerQuality {
     dealers: BTreeMap<StaffId, DealerTally>,
     floor: DealerTally,
-    /// Per table: the dealer in place, when their stint's first round opened.
-    stints: BTreeMap<TableId, (StaffId, i64)>,
+    /// Per table: the dealer of its last round, and that round's span.
+    stints: BTreeMap<TableId, (StaffId, RoundSpan)>,
     /// Rounds with no dealer recorded, or beyond `DEALERS_MAX`.
     pub untracked: u64,
 }
@@ -126,19 +127,21 @@ impl DealerQuality {
         self.floor.dealing_ns = self.floor.dealing_ns.saturating_add(dealt_ns);
     }
 
-    /// The time this round adds to its dealer's stint at the table: from the previous
-    /// round's close in the same stint (or this round's opening) to this round's close.
+    /// The time this round adds to its dealer's dealing (`pace::stint_part`): the table's
+    /// previous round counts when it was the same dealer's.
     fn stint_growth(&mut self, f: &RoundFacts, d: &StaffId) -> i64 {
         let Some(closed) = f.report.closed_at_ns else {
+            self.stints.remove(&f.table);
             return 0;
         };
-        let opened = f.report.opened_at_ns;
-        let from = match self.stints.get(&f.table) {
-            Some((sd, last)) if sd == d && *last <= closed => *last,
-            _ => opened,
+        let this = RoundSpan {
+            opened_at_ns: f.report.opened_at_ns,
+            closed_at_ns: closed,
         };
-        self.stints.insert(f.table.clone(), (d.clone(), closed));
-        (closed - from).max(0)
+        let before = self.stints.get(&f.table).filter(|(sd, _)| sd == d);
+        let part = stint_part(before.map(|(_, span)| *span), this);
+        self.stints.insert(f.table.clone(), (d.clone(), this));
+        part.dealing_ns
     }
 
     /// Every dealer against the other dealers; flagged when a tail is below `p_max`.

@@ -8,6 +8,7 @@
 //!   best play given the dealer's hidden cards.
 //! - `monitor`: those tests per box, dealer, table and pair of neighbouring boxes.
 //! - `dealer`: payout errors, irregularities and pace per dealer against the floor.
+//! - `pace`: dealing time summed over stints, and rounds per hour of it.
 //! - `hold`: actual against theoretical win with its confidence interval.
 //! - `sequential`: a CUSUM of a test martingale whose false-alarm rate per 1,000 rounds
 //!   is a setting, with the rounds that moved it.
@@ -27,6 +28,7 @@ pub mod dealer;
 pub mod ev;
 pub mod hold;
 pub mod monitor;
+pub mod pace;
 pub mod payoff;
 pub mod rounds;
 pub mod sequential;

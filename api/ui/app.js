@@ -516,14 +516,23 @@ function holdsCard(a, rounds) {
     </tbody></table></div>`;
 }
 
-// Each dealer's quality per 1,000 rounds against the floor's median; a cut list says so.
+// Each dealer's quality per 1,000 rounds against the floor's median, their rounds per hour
+// of dealing against the floor's quartiles, and their dealer errors alarm; a cut list says so.
 function dealersCard(a) {
   if (!a.dealers.length) return "";
-  const rate = r => r.milli_per_1000_rounds == null ? "—" : `${(r.milli_per_1000_rounds / 1000).toFixed(1)} <span class="hint">(floor ${r.floor_median_milli_per_1000_rounds == null ? "—" : (r.floor_median_milli_per_1000_rounds / 1000).toFixed(1)})</span>`;
+  const one = x => x == null ? "—" : (x / 1000).toFixed(1);
+  const rate = r => r.milli_per_1000_rounds == null ? "—" : `${one(r.milli_per_1000_rounds)} <span class="hint">(floor ${one(r.floor_median_milli_per_1000_rounds)})</span>`;
+  const pace = p => p.rounds_per_hour_milli == null ? `<span class="pace-null" title="${esc(p.null_reason || "")}">—</span>`
+    : `${one(p.rounds_per_hour_milli)} <span class="hint">(floor ${one(p.floor_p25_milli)}–${one(p.floor_median_milli)}–${one(p.floor_p75_milli)})</span>`;
+  const alarms = new Map(a.signals.filter(s => s.kind === "dealer_errors" && s.dealer).map(s => [s.dealer, s]));
+  const alarm = d => {
+    const s = alarms.get(d.dealer);
+    return s ? `<a class="dealer-alarm" href="#/round/${encodeURIComponent(s.table)}/${s.round}">${esc(s.table)} round ${s.round}</a>` : "";
+  };
   const cut = a.dealers_truncated ? `<p class="hint" id="dealers-truncated">Showing ${a.dealers.length} of ${a.dealers_total} dealers: the list is cut, and the floor's medians are over those shown.</p>` : "";
-  return `<div class="card"><h2>Dealers</h2><p class="hint">Per 1,000 decided rounds, against the floor's median. Null under 100 rounds.</p>${cut}
-    <table class="list" id="dealers-table"><thead><tr><th>Dealer</th><th class="num">Rounds</th><th class="num">Payout errors</th><th class="num">Disputed</th><th class="num">Irregular</th><th class="num">Exposed cards</th></tr></thead><tbody>
-    ${a.dealers.map(d => `<tr><td>${esc(d.dealer)}</td><td class="num">${d.rounds}</td><td class="num">${rate(d.payout_errors)}</td><td class="num">${rate(d.disputed)}</td><td class="num">${rate(d.irregular)}</td><td class="num">${rate(d.exposures)}</td></tr>`).join("")}
+  return `<div class="card"><h2>Dealers</h2><p class="hint">Per 1,000 decided rounds, against the floor's median; null under 100 rounds. Rounds per hour of dealing, summed over stints (a table's rounds with no pause over 20 minutes), against the floor's quartiles; null under 30 minutes of dealing. An alarm links to the round where it was raised.</p>${cut}
+    <table class="list" id="dealers-table"><thead><tr><th>Dealer</th><th class="num">Rounds</th><th class="num">Payout errors</th><th class="num">Disputed</th><th class="num">Irregular</th><th class="num">Exposed cards</th><th class="num">Rounds per hour</th><th>Alarm</th></tr></thead><tbody>
+    ${a.dealers.map(d => `<tr data-dealer="${esc(d.dealer)}"><td>${esc(d.dealer)}</td><td class="num">${d.rounds}</td><td class="num">${rate(d.payout_errors)}</td><td class="num">${rate(d.disputed)}</td><td class="num">${rate(d.irregular)}</td><td class="num">${rate(d.exposures)}</td><td class="num">${pace(d.pace)}</td><td>${alarm(d)}</td></tr>`).join("")}
     </tbody></table></div>`;
 }
 

@@ -163,6 +163,20 @@ fn an_error_prone_dealer_pays_wrongly_above_the_floor_median_after_a_rebuild_too
         .map(|(_, d)| d["rounds"].as_u64().unwrap())
         .sum();
     assert_eq!(rounds, ROUNDS, "each round counted once, for its dealer");
+    // Rounds per hour from each dealer's stints: 20-minute turns in a roster of four.
+    let medians: Vec<_> = dealers
+        .iter()
+        .map(|(_, d)| &d["pace"]["floor_median_milli"])
+        .collect();
+    assert!(medians.windows(2).all(|m| m[0] == m[1]), "{v}");
+    for (name, d) in &dealers {
+        let pace = &d["pace"];
+        assert!(d["stints"].as_u64().unwrap() >= 1, "{name}: {d}");
+        match pace["rounds_per_hour_milli"].as_u64() {
+            Some(r) => assert!((10_000..300_000).contains(&r), "{name}: {d}"),
+            None => assert!(pace["null_reason"].as_str().unwrap().contains("minutes")),
+        }
+    }
     // The model rebuilt from the ledger gives the same dealer rows.
     let ledger = dir.path().join("ledger");
     let out = roundledger(&["readmodel", "rebuild", "--ledger", ledger.to_str().unwrap()]);

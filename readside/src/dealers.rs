@@ -6,10 +6,12 @@
 //!   that name the dealer. Writing a round takes back its old row's part first.
 //! - A round costs O(1): one row read and written per dealer it touches.
 //! - Derived only from the round rows, so a rebuild gives the same counts.
+//! - A dealer's dealing time is the sum of their rounds' stint parts (`stints`).
 //! - Money is integer minor units; the rates are statistics, computed when served.
 
 use crate::row::Digest;
 use crate::signals::SignalRow;
+use analytics::pace::rounds_per_hour_milli;
 use schemas::findings::{by_code, FindingKind};
 use schemas::report::Verdict;
 use serde::{Deserialize, Serialize};
@@ -45,6 +47,12 @@ pub struct DealerRow {
     /// Where the dealer's `dealer_errors` signal was raised: it is raised once.
     #[serde(default)]
     pub alarmed_at: Option<DisputedRound>,
+    /// Dealing time summed over stints, ns (`analytics::pace`).
+    #[serde(default)]
+    pub dealing_ns: i64,
+    /// Stints dealt: runs of a table's rounds with no pause over 20 minutes.
+    #[serde(default)]
+    pub stints: u64,
 }
 
 /// A round of a dealer's, with its payout errors in words.
@@ -321,10 +329,43 @@ fn milli_per_1000(k: u64, n: u64) -> u64 {
 }
 
 /// The median of `xs` (the lower middle of an even count); `None` when empty.
-fn median(mut xs: Vec<u64>) -> Option<u64> {
+fn median(xs: Vec<u64>) -> Option<u64> {
+    percentiles(xs, [50]).map(|[m]| m)
+}
+
+/// The `ps` percentiles of `xs` by the lower nearest rank, index (n - 1) p / 100;
+/// `None` when empty.
+fn percentiles<const N: usize>(mut xs: Vec<u64>, ps: [usize; N]) -> Option<[u64; N]> {
     xs.sort_unstable();
     let n = xs.len();
-    (n > 0).then(|| xs[(n - 1) / 2])
+    assert!(ps.iter().all(|&p| p <= 100), "percentiles of 0 to 100");
+    (n > 0).then(|| ps.map(|p| xs[(n - 1) * p / 100]))
+}
+
+/// Every dealer's rounds per hour of dealing against the floor's quartiles, in order.
+fn paces(rows: &[DealerRow]) -> Vec<schemas::api::DealerPace> {
+    let rate = |r: &DealerRow| rounds_per_hour_milli(r.rounds, r.dealing_ns);
+    let quartiles = percentiles(rows.iter().filter_map(rate).collect(), [25, 50, 75]);
+    rows.iter()
+        .map(|r| {
+            let mine = rate(r);
+            let null_reason = mine.is_none().then(|| {
+                const MINUTE_NS: i64 = 60_000_000_000;
+                format!(
+                    "{} minutes of dealing: rounds per hour need at least {}",
+                    r.dealing_ns / MINUTE_NS,
+                    analytics::pace::DEALING_NS_MIN / MINUTE_NS
+                )
+            });
+            schemas::api::DealerPace {
+                rounds_per_hour_milli: mine,
+                null_reason,
+                floor_p25_milli: quartiles.map(|q| q[0]),
+                floor_median_milli: quartiles.map(|q| q[1]),
+                floor_p75_milli: quartiles.map(|q| q[2]),
+            }
+        })
+        .collect()
 }
 
 /// The counts a rate is of: payout error lines, disputed, irregular, exposures.
@@ -339,6 +380,8 @@ fn rate_counts(r: &DealerRow) -> [u64; 4] {
 
 /// Every dealer's counts, their rates per 1,000 rounds and the floor's medians. A dealer
 /// with fewer than `RATE_ROUNDS_MIN` rounds has null rates, and is left out of the medians.
+/// Rounds per hour are null, and left out of the quartiles, under
+/// `analytics::pace::DEALING_NS_MIN`.
 pub fn assess(rows: &[DealerRow]) -> Vec<schemas::api::DealerQuality> {
     let rated: Vec<&DealerRow> = rows
         .iter()
@@ -354,10 +397,17 @@ pub fn assess(rows: &[DealerRow]) -> Vec<schemas::api::DealerQuality> {
             )
         })
         .collect();
-    rows.iter().map(|r| quality_of(r, &medians)).collect()
+    rows.iter()
+        .zip(paces(rows))
+        .map(|(r, pace)| quality_of(r, &medians, pace))
+        .collect()
 }
 
-fn quality_of(r: &DealerRow, medians: &[Option<u64>]) -> schemas::api::DealerQuality {
+fn quality_of(
+    r: &DealerRow,
+    medians: &[Option<u64>],
+    pace: schemas::api::DealerPace,
+) -> schemas::api::DealerQuality {
     use schemas::api::DealerRate;
     let enough = r.rounds >= RATE_ROUNDS_MIN;
     let counts = rate_counts(r);
@@ -388,6 +438,9 @@ fn quality_of(r: &DealerRow, medians: &[Option<u64>]) -> schemas::api::DealerQua
         irregular: rate(2),
         exposures: rate(3),
         rates_null_reason: reason,
+        dealing_ns: r.dealing_ns,
+        stints: r.stints,
+        pace,
     }
 }
 

@@ -36,6 +36,7 @@ use crate::model::{self, space, Model, TableStatus};
 use crate::row::{finding_view, note_box_in_play, row_of, Digest};
 use crate::shiftrow::{self, ShiftCache};
 use crate::signals::{Coverage, SignalRow, Signals};
+use crate::stints;
 use crate::streams::StreamRow;
 use crate::ReadError;
 use analytics::RoundFacts;
@@ -1021,6 +1022,9 @@ impl Writes<'_> {
     /// With dealers judged, a counted round may raise its dealer's `dealer_errors`.
     fn put(&mut self, d: Digest) -> Result<(), ReadError> {
         let old = self.digest(&d.row.table, d.row.round.0)?;
+        if stints::stint_moves(old.as_ref(), &d) {
+            self.restint(old.as_ref(), &d)?;
+        }
         if let Some(old) = &old {
             if let Some(name) = dealers::counted(old) {
                 dealers::take(self.dealer(name)?, old);
@@ -1045,6 +1049,27 @@ impl Writes<'_> {
             }
         }
         self.digests.insert((d.row.table.clone(), d.row.round.0), d);
+        Ok(())
+    }
+
+    /// Writing `d` over `old` moves the stint parts of `d` and the table's next round.
+    fn restint(&mut self, old: Option<&Digest>, d: &Digest) -> Result<(), ReadError> {
+        let (table, round) = (&d.row.table, d.row.round.0);
+        let before = match round.checked_sub(1) {
+            Some(r) => self.digest(table, r)?,
+            None => None,
+        };
+        let after = match round.checked_add(1) {
+            Some(r) => self.digest(table, r)?,
+            None => None,
+        };
+        let r = stints::restint(old, d, before.as_ref(), after.as_ref());
+        for c in &r.take {
+            stints::stint_take(self.dealer(&c.dealer)?, c);
+        }
+        for c in &r.add {
+            stints::stint_add(self.dealer(&c.dealer)?, c);
+        }
         Ok(())
     }
 

@@ -12,7 +12,9 @@
 //! - `counts`: the count room's results, from the API's `counts.jsonl`.
 //! - `signals`: the decision analytics' signals (hole-card play, card sharing), kept as
 //!   rounds are indexed; `streams`: their statistics' states, so a restart resumes them.
+//! - `dealers`: dealer quality rows; `stints`: their dealing time, summed over stints.
 //! - `retained`: a report over a day removed by retention is refused, by name.
+//! - `compare`: what `readmodel check` compares with a fresh rebuild, and how.
 //! - `forks`: disputed seqs, where a chain has two signed events (one quarantined).
 //! - `describe`, `clauses`: event descriptions and finding wording for people.
 //!
@@ -42,6 +44,7 @@ pub mod rounds;
 pub mod row;
 pub mod shiftrow;
 pub mod signals;
+pub mod stints;
 pub mod streams;
 
 /// Why a read failed. The API maps each kind to an HTTP status; the CLI prints it.

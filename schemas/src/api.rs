@@ -1214,6 +1214,29 @@ pub struct DealerQuality {
     pub exposures: DealerRate,
     /// Why the rates are null, when they are.
     pub rates_null_reason: Option<String>,
+    /// Dealing time summed over stints, ns. A stint is a run of a table's rounds with no
+    /// pause over 20 minutes; it runs from its first opening to its last close.
+    pub dealing_ns: i64,
+    /// Stints dealt.
+    pub stints: u64,
+    /// Rounds per hour of dealing, against the floor's quartiles.
+    pub pace: DealerPace,
+}
+
+/// A dealer's rounds per hour of dealing and the floor's quartiles, all in thousandths.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct DealerPace {
+    /// The dealer's rounds per hour; null under 30 minutes of dealing.
+    pub rounds_per_hour_milli: Option<u64>,
+    /// Why it is null, when it is.
+    pub null_reason: Option<String>,
+    /// The floor's lower quartile over dealers with a rate; null when none has.
+    pub floor_p25_milli: Option<u64>,
+    /// The floor's median over dealers with a rate; null when none has.
+    pub floor_median_milli: Option<u64>,
+    /// The floor's upper quartile over dealers with a rate; null when none has.
+    pub floor_p75_milli: Option<u64>,
 }
 
 /// A dealer's rate per 1,000 rounds and the floor's median, both in thousandths.

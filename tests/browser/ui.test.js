@@ -61,10 +61,10 @@ async function startNats(dir) {
 const TEST_ONLY_ENV = { ...process.env, ROUNDLEDGER_TEST_ONLY_SIMULATED_KEYS: "1" };
 
 // `roundledger serve` on the demo ledger, ingesting from `nats` (new rounds arrive live).
-function startServer(ledger, config, nats) {
+function startServer(ledger, config, nats, extra = []) {
   return new Promise((resolve, reject) => {
     const p = spawn(BIN, ["serve", "--ledger", ledger, "--nats", nats, "--trust-simulated-admin", "--config", config, "--http", "127.0.0.1:0",
-      "--time-zone", TZ, "--recorder-offset-ms", String(RECORDER_MS)],
+      "--time-zone", TZ, "--recorder-offset-ms", String(RECORDER_MS), ...extra],
       { stdio: ["ignore", "inherit", "pipe"], env: TEST_ONLY_ENV });
     let err = "";
     const timer = setTimeout(() => reject(new Error("server did not start: " + err)), 60000);
@@ -106,6 +106,9 @@ async function main() {
   let server;
   try { server = await startServer(ledger, config, nats.url); } catch (e) { nats.proc.kill("SIGTERM"); throw e; }
   let browser, simulator;
+  // The dealers' server indexes with the decision analytics on while the rest runs.
+  const dealers = dealersServer(tmp, config);
+  dealers.catch(() => {});
   try {
     const status = await waitIndexed(server.url, token);
     log("server", server.url, "indexed", status.events_indexed, "events,", status.rounds_indexed, "rounds");
@@ -347,6 +350,7 @@ async function main() {
 
     await financePage(context, server.url, config, errors);
     await everyPageAsEachRole(context, server.url, config);
+    await dealerRowsAndAlarm(context, await dealers, token, errors);
 
     const real = errors.filter(e => !/status of 401/.test(e));
     assert.deepEqual(real, [], "no JavaScript errors: " + errors.join(" | "));
@@ -355,9 +359,66 @@ async function main() {
     if (simulator && simulator.exitCode === null) simulator.kill("SIGTERM");
     if (browser) await browser.close();
     if (server.proc.exitCode === null) await new Promise(r => { server.proc.once("exit", r); server.proc.kill("SIGTERM"); });
+    const d = await dealers.catch(() => null);
+    if (d && d.proc.exitCode === null) await new Promise(r => { d.proc.once("exit", r); d.proc.kill("SIGTERM"); });
     nats.proc.kill("SIGTERM");
     fs.rmSync(tmp, { recursive: true, force: true });
   }
+}
+
+// A second, read-only server with the decision analytics on, for the dealer rows: one
+// table of 600 rounds whose second dealer pays wrongly in a quarter of their rounds.
+async function dealersServer(tmp, config) {
+  const ledger = path.join(tmp, "ledger-dealers");
+  execFileSync(BIN, ["seed", "--ledger", ledger, "--tables", "1", "--rounds", "600", "--seed", "7", "--close",
+    "--error-prone-dealer", "1:1:0.25"]);
+  return startServer(ledger, config, "nats://127.0.0.1:1", ["--no-ingest", "--decision-analytics", "1.0"]);
+}
+
+// The Analytics page's dealer rows, once the dealers' server has indexed every round: a
+// row per dealer with their rounds per hour; the error-prone dealer's alarm links to the
+// round where it was raised, and the link opens it.
+async function dealerRowsAndAlarm(context, server, token, errors) {
+  const auth = { headers: { Authorization: "Bearer " + token } };
+  // Debug builds judge a round's decisions in about 0.3 s on shared cores.
+  const deadline = Date.now() + 600000;
+  let a;
+  for (;;) {
+    const total = (await (await fetch(server.url + "/v1/rounds?limit=1", auth)).json()).total;
+    a = await (await fetch(server.url + "/v1/analytics", auth)).json();
+    if (total === 600 && a.computed) break;
+    assert.ok(Date.now() < deadline, "the dealers' ledger was not indexed: " + JSON.stringify(a).slice(0, 300));
+    await sleep(1000);
+  }
+  const alarms = a.signals.filter(s => s.kind === "dealer_errors");
+  assert.equal(alarms.length, 1, "one dealer alarm: " + JSON.stringify(alarms));
+  const page = await context.newPage();
+  page.on("pageerror", e => errors.push(e.message));
+  await page.goto(server.url + "/");
+  await page.fill("#token", token);
+  await page.click("#login-form button");
+  await page.waitForSelector("#nav:not([hidden])");
+  await page.goto(server.url + "/#/analytics");
+  await page.waitForSelector("#dealers-table tbody tr");
+  const rows = page.locator("#dealers-table tbody tr");
+  assert.equal(await rows.count(), a.dealers.length, "a row per dealer");
+  assert.match(await page.locator("#dealers-table thead").innerText(), /Rounds per hour[\s\S]*Alarm/);
+  for (const d of a.dealers) {
+    const text = await page.locator(`#dealers-table tr[data-dealer="${d.dealer}"]`).innerText();
+    const rate = d.pace.rounds_per_hour_milli;
+    const shown = rate == null ? "—" : (rate / 1000).toFixed(1);
+    assert.ok(text.includes(d.dealer) && text.includes(String(d.rounds)) && text.includes(shown), `${d.dealer}: ${text}`);
+  }
+  // The alarmed dealer's row links to the round where the alarm was raised.
+  const s = alarms[0];
+  const link = page.locator(`#dealers-table tr[data-dealer="${s.dealer}"] a.dealer-alarm`);
+  assert.equal(await page.locator("#dealers-table a.dealer-alarm").count(), 1, "one alarm link");
+  assert.equal(await link.innerText(), `${s.table} round ${s.round}`);
+  await page.screenshot({ path: path.join(SHOTS, "14-analytics-dealers.png"), fullPage: true });
+  await link.click();
+  await page.waitForSelector("#felt .box");
+  assert.equal(decodeURIComponent(new URL(page.url()).hash), `#/round/${s.table}/${s.round}`);
+  await page.close();
 }
 
 // Finance, in its own tab with the finance token: the day report of a seeded round's
