@@ -49,6 +49,17 @@ pub fn mark_key(table: &TableId) -> String {
     format!("published.signals.{table}")
 }
 
+/// The replica bucket's key that a signal sent once per name (`raised_once_per`) went
+/// out: its name's BLAKE3, in hex. `None` for a signal the round mark alone covers.
+pub fn once_key(signal: &DecisionSignal) -> Option<String> {
+    let kind = AlertKind::of_signal(&signal.kind)?;
+    let name = kind.raised_once_per(&signal.table, &signal.subject)?;
+    Some(format!(
+        "published.once.{}",
+        blake3::hash(name.as_bytes()).to_hex()
+    ))
+}
+
 /// The read model's signals, read by the publisher to catch up. Blocking (a store): the
 /// publisher calls it on the blocking pool. Errors are the store's, in words.
 pub trait SignalRecord: Send + Sync + 'static {
@@ -398,16 +409,19 @@ impl Publisher {
                 .collect(),
             Err(_) => rows,
         };
+        if let Ok(s) = &store {
+            fresh = not_sent_once(s, fresh).await;
+        }
         if fresh.is_empty() {
             return self.held(table, &Hold::Sent);
         }
         fresh.sort_by_key(|r| r.round); // stable: a round's signals keep their order
         let now_ns = (self.clock)();
-        let alerts: Vec<(u64, Option<Alert>)> = fresh
+        let alerts: Vec<Outgoing> = fresh
             .into_iter()
-            .map(|r| (r.round, alert_of(r, now_ns)))
+            .map(|r| (r.round, once_key(&r), alert_of(r, now_ns)))
             .collect();
-        for (_, a) in alerts.iter().filter_map(|(r, a)| Some((r, a.as_ref()?))) {
+        for (_, a) in alerts.iter().filter_map(|(r, _, a)| Some((r, a.as_ref()?))) {
             tracing::error!(table = %a.table, kind = a.kind.as_str(), detail = %a.detail, "ALERT");
             self.log.keep(a.clone());
         }
@@ -418,7 +432,7 @@ impl Publisher {
         let Some(headers) = self.headers().await else {
             return self.held(table, &Hold::NotHolder);
         };
-        let (sent_through, failed) = self.send_in_order(alerts, &headers).await;
+        let (sent_through, failed) = self.send_in_order(alerts, &headers, &store).await;
         if let Some(round) = sent_through {
             if let Err(e) = store.put(mark_key(table), round.to_string().into()).await {
                 let why = format!("mark of round {round} not recorded: {e}");
@@ -435,12 +449,13 @@ impl Publisher {
     /// went out, and what failed.
     async fn send_in_order(
         &self,
-        alerts: Vec<(u64, Option<Alert>)>,
+        alerts: Vec<Outgoing>,
         headers: &async_nats::HeaderMap,
+        store: &kv::Store,
     ) -> (Option<u64>, Option<String>) {
         let mut sent_through: Option<u64> = None;
         let mut previous: Option<u64> = None;
-        for (round, a) in alerts {
+        for (round, once, a) in alerts {
             assert!(
                 previous.is_none_or(|p| p <= round),
                 "signals go out in round order"
@@ -454,6 +469,11 @@ impl Publisher {
             };
             if let Err(e) = self.send(a, headers.clone()).await {
                 return (sent_through, Some(format!("round {round}: {e}")));
+            }
+            if let Some(key) = once {
+                if let Err(e) = store.put(key, round.to_string().into()).await {
+                    return (sent_through, Some(format!("round {round}: once mark: {e}")));
+                }
             }
         }
         (previous.or(sent_through), None)
@@ -507,6 +527,28 @@ impl Publisher {
             _ => Err(()),
         }
     }
+}
+
+/// A signal to send: its round, its once key (`once_key`) and its alert, if any.
+type Outgoing = (u64, Option<String>, Option<Alert>);
+
+/// `rows` less the signals sent once per name before. A key that does not read keeps
+/// its signal: a repeat beats a lost alarm.
+async fn not_sent_once(store: &kv::Store, rows: Vec<DecisionSignal>) -> Vec<DecisionSignal> {
+    let mut out = Vec::with_capacity(rows.len());
+    for r in rows {
+        let sent = match once_key(&r) {
+            Some(k) => matches!(store.get(k).await, Ok(Some(_))),
+            None => false,
+        };
+        match sent {
+            true => {
+                tracing::info!(table = %r.table, kind = %r.kind, subject = %r.subject, "sent once before under its name: not sent again")
+            }
+            false => out.push(r),
+        }
+    }
+    out
 }
 
 /// The round through which `table`'s signals were published; `None` when none were.

@@ -2,7 +2,8 @@
 //! nats-server and ledger: each signal goes out once on `alerts.<table>.<kind>`; the same
 //! signals handed over again, by the same ingest or after a restart, go out never again;
 //! with several nodes only the alerts lease's holder sends, and the others keep them.
-//! A node that takes the lease sends what its record holds past each mark, once.
+//! A node that takes the lease sends what its record holds past each mark, once. An
+//! alarm named once for the floor (a dealer's, a shift's) goes out once, whatever its round.
 //!
 //! Each check of "nothing sent" is closed by a later signal that must come next, so no
 //! wait decides a result. Waits are bounded (`WAIT`); nothing asserts on time.
@@ -146,6 +147,58 @@ async fn each_signal_goes_out_once_across_a_restart() {
         ingest.alerts.recent().len(),
         1,
         "old signals are not logged again"
+    );
+    ingest.stop().await;
+}
+
+/// A dealer alarm raised again at another table and round (a rebuilt read model judges
+/// the floor in another order), and a hold alarm judged again at a later round (its price
+/// landed later), go out once: their once keys hold, whatever the round marks say.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_alarm_named_once_goes_out_once_whatever_its_round() {
+    let server = natsd::NatsServer::start().expect("nats-server");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let observer = async_nats::connect(server.url()).await.expect("observer");
+    let mut sub = observer.subscribe("alerts.>").await.expect("sub");
+    observer.flush().await.expect("flush");
+    let (ingest, tx) = start(&server.url(), dir.path(), None);
+    let dealer = signal("T-1", "dealer_errors", 10, "dealer D-7");
+    let hold = signal("T-1", "hold_outside", 30, "shift 2026-11-25/1");
+    tx.send(vec![dealer.clone(), hold.clone()]);
+    let first = rounds(&mut sub, 2).await;
+    assert_eq!(first[0], ("T-1".into(), 10, "dealer D-7".into()));
+    assert_eq!(first[1], ("T-1".into(), 30, "shift 2026-11-25/1".into()));
+    ingest.stop().await;
+
+    // After a restart: the same alarms at rounds past every mark, then a new signal.
+    let (ingest, tx) = start(&server.url(), dir.path(), None);
+    tx.send(vec![
+        signal("T-2", "dealer_errors", 20, "dealer D-7"),
+        signal("T-1", "hold_outside", 40, "shift 2026-11-25/1"),
+    ]);
+    tx.send(vec![
+        signal("T-2", "hole_card_play", 21, "box 1"),
+        signal("T-2", "dealer_errors", 22, "dealer D-8"),
+    ]);
+    assert_eq!(
+        rounds(&mut sub, 2).await,
+        vec![
+            ("T-2".into(), 21, "box 1".into()),
+            ("T-2".into(), 22, "dealer D-8".into()),
+        ],
+        "D-7's and the shift's alarms went out before; D-8's is new"
+    );
+    let once = ingest::signal_alerts::once_key(&dealer).expect("a dealer alarm has a once key");
+    let js = async_nats::jetstream::new(observer.clone());
+    let bucket = js
+        .get_key_value(schemas::subjects::REPLICA_BUCKET)
+        .await
+        .expect("the replica bucket");
+    let kept = bucket.get(once).await.expect("read").expect("once key");
+    assert_eq!(&kept[..], b"10", "the round it first went out at");
+    assert_eq!(
+        ingest::signal_alerts::once_key(&signal("T-1", "hole_card_play", 1, "box 1")),
+        None
     );
     ingest.stop().await;
 }

@@ -1029,56 +1029,9 @@ impl Model {
         }))
     }
 
-    /// The first `max` differences between two models, each naming its key. Reads both
-    /// whole. What depends on indexing order or pricing time is left out or compared by
-    /// what it names (`compare`).
-    pub fn differences(&self, other: &Model, max: usize) -> Result<Vec<String>, ModelError> {
-        use std::cell::RefCell;
-        let (mine, fresh) = (RefCell::default(), RefCell::default());
-        let mut a = crate::compare::rows(self.db.iter().fwd(), &mine).peekable();
-        let mut b = crate::compare::rows(other.db.iter().fwd(), &fresh).peekable();
-        let mut out = Vec::new();
-        while out.len() < max {
-            let (x, y) = match (a.peek(), b.peek()) {
-                (None, None) => break,
-                (Some(Err(_)), _) | (_, Some(Err(_))) => {
-                    a.next().transpose()?;
-                    b.next().transpose()?;
-                    continue;
-                }
-                (x, y) => (
-                    x.and_then(|r| r.as_ref().ok()).cloned(),
-                    y.and_then(|r| r.as_ref().ok()).cloned(),
-                ),
-            };
-            match (x, y) {
-                (Some((kx, vx)), Some((ky, vy))) if kx == ky => {
-                    if vx != vy {
-                        out.push(format!("{}: the value differs", key_text(&kx)));
-                    }
-                    a.next();
-                    b.next();
-                }
-                (Some((kx, _)), Some((ky, _))) if kx < ky => {
-                    out.push(format!("{}: not in a fresh rebuild", key_text(&kx)));
-                    a.next();
-                }
-                (Some((kx, _)), None) => {
-                    out.push(format!("{}: not in a fresh rebuild", key_text(&kx)));
-                    a.next();
-                }
-                (_, Some((ky, _))) => {
-                    let text = format!("{}: missing (a fresh rebuild has it)", key_text(&ky));
-                    out.push(text);
-                    b.next();
-                }
-                (None, None) => break,
-            }
-        }
-        drop((a, b));
-        let alarms = crate::compare::alarm_differences(&mine.into_inner(), &fresh.into_inner());
-        out.extend(alarms.into_iter().take(max.saturating_sub(out.len())));
-        Ok(out)
+    /// Every stored entry in key order: what `compare` reads.
+    pub(crate) fn entries(&self) -> Box<dyn Iterator<Item = crate::kv::EntryResult> + '_> {
+        self.db.iter().fwd()
     }
 
     /// Copies `from`'s priced edges into this model: a fresh rebuild then judges shifts

@@ -997,6 +997,18 @@ impl AlertKind {
         }
     }
 
+    /// What a signal of this kind names once for the floor, when the round that raises it
+    /// depends on indexing order (`dealer_errors`) or on when a price lands
+    /// (`hold_outside`): such a signal goes out once per name, whatever its round. The
+    /// name is stable: the alert publisher keeps its hash.
+    pub fn raised_once_per(self, table: &str, subject: &str) -> Option<String> {
+        match self {
+            AlertKind::DealerErrors => Some(format!("{} {subject}", self.as_str())),
+            AlertKind::HoldOutside => Some(format!("{} {table} {subject}", self.as_str())),
+            _ => None,
+        }
+    }
+
     /// The kind of a decision signal's `kind` (`DecisionSignal::kind`), if it names one.
     pub fn of_signal(kind: &str) -> Option<AlertKind> {
         [
