@@ -95,7 +95,7 @@ impl ReportQuery {
 }
 
 #[utoipa::path(get, path = "/v1/reports", tag = "finance", params(ReportQuery),
-    responses((status = 200, description = "the three wins per group with their variances and causes, handle, theoretical win and hold against its 95% interval; as CSV with format=csv", body = FinanceReport), (status = 400, body = ApiError), (status = 404, body = ApiError), (status = 410, body = ApiError)))]
+    responses((status = 200, description = "the three wins per group with their variances and causes, handle, theoretical win and hold against its 95% interval; as CSV with format=csv", body = FinanceReport), (status = 400, body = ApiError), (status = 404, body = ApiError), (status = 410, body = ApiError), (status = 503, body = ApiError)))]
 pub async fn reports(
     State(st): State<Shared>,
     headers: HeaderMap,
@@ -105,8 +105,10 @@ pub async fn reports(
     let csv = q.csv(&headers)?;
     readside::finance::refuse_future(&st.finance.rule, &query.span, (st.clock)())?;
     let state = st.clone();
+    let now_ns = (st.clock)();
     let report = blocking(move || {
         readside::retained::refuse_removed(&state.ledger, &query.span)?;
+        readside::retained::refuse_unindexed(&state.ledger, &state.model, &query.span, now_ns)?;
         // The standing counts of the span's boxes, from the count journal.
         let boxes = readside::finance::drop_boxes(&state.model, &query)?;
         let counts = state.counts.book().results(boxes.iter());

@@ -34,6 +34,13 @@ impl IntoResponse for Refusal {
             ReadError::NotFound(_) => StatusCode::NOT_FOUND,
             ReadError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ReadError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ReadError::Indexing(_) => {
+                let mut r = error(StatusCode::SERVICE_UNAVAILABLE, e.to_string());
+                let again = axum::http::HeaderValue::from(1u64);
+                r.headers_mut()
+                    .insert(axum::http::header::RETRY_AFTER, again);
+                return r;
+            }
             ReadError::Integrity(_) | ReadError::Ledger(_) | ReadError::Internal(_) => {
                 StatusCode::INTERNAL_SERVER_ERROR
             }

@@ -1152,18 +1152,13 @@ impl Writes<'_> {
         Ok(self.dealers.entry(name.to_owned()).or_default())
     }
 
-    /// The pass as one batch: rows with their index keys (an old row's keys removed
-    /// first), statuses, configuration seqs, shift rows, cursors and counts.
-    fn into_batch(
-        mut self,
-        tail: &Tail,
-        (events, removals): (u64, u64),
-    ) -> Result<crate::kv::Batch, ReadError> {
-        let mut b = crate::kv::Batch::default();
-        let mut meta = self.model.meta()?;
-        let rounds_before = meta.rounds;
-        meta.events_indexed += events;
-        meta.removals_seen = removals;
+    /// Puts the pass's round rows with their index keys, an old row's keys removed first;
+    /// a new round counts in `meta` and its table's status.
+    fn put_rounds(
+        &mut self,
+        b: &mut crate::kv::Batch,
+        meta: &mut model::Meta,
+    ) -> Result<(), ReadError> {
         for ((t, r), d) in std::mem::take(&mut self.digests) {
             match self.model.digest(&t, r)? {
                 Some(old) => {
@@ -1182,6 +1177,22 @@ impl Writes<'_> {
             let k = model::round_key(&t, r);
             b.insert(k.clone(), model::seal(&k, &d));
         }
+        Ok(())
+    }
+
+    /// The pass as one batch: rows with their index keys (an old row's keys removed
+    /// first), statuses, configuration seqs, shift rows, cursors and counts.
+    fn into_batch(
+        mut self,
+        tail: &Tail,
+        (events, removals): (u64, u64),
+    ) -> Result<crate::kv::Batch, ReadError> {
+        let mut b = crate::kv::Batch::default();
+        let mut meta = self.model.meta()?;
+        let rounds_before = meta.rounds;
+        meta.events_indexed += events;
+        meta.removals_seen = removals;
+        self.put_rounds(&mut b, &mut meta)?;
         for (t, s) in &self.statuses {
             let k = model::table_key(space::STATUS, t);
             b.insert(k.clone(), model::seal(&k, s));

@@ -13,7 +13,8 @@
 //! - `signals`: the decision analytics' signals (hole-card play, card sharing), kept as
 //!   rounds are indexed; `streams`: their statistics' states, so a restart resumes them.
 //! - `dealers`: dealer quality rows; `stints`: their dealing time, summed over stints.
-//! - `retained`: a report over a day removed by retention is refused, by name.
+//! - `retained`: a report over a day removed by retention, or over events the model has
+//!   not indexed yet, is refused, by name.
 //! - `compare`: what `readmodel check` compares with a fresh rebuild, and how.
 //! - `forks`: disputed seqs, where a chain has two signed events (one quarantined).
 //! - `describe`, `clauses`: event descriptions and finding wording for people.
@@ -59,6 +60,9 @@ pub enum ReadError {
     /// What was asked was removed by retention for good (HTTP 410).
     #[error("{0}")]
     Gone(String),
+    /// The read model has not yet indexed what the answer needs; ask again (HTTP 503).
+    #[error("{0}")]
+    Indexing(String),
     /// The answer would exceed a limit: window, chain or group count (HTTP 413).
     #[error("{0}")]
     TooLarge(String),

@@ -1,6 +1,8 @@
 //! What a report may cover: a span with a day removed by retention is refused, naming the
 //! day and the act's signer. Its rounds and finance are gone, so a total over it would
 //! show figures it does not know (docs/DESIGN.md, never state what is not known).
+//! So is a span the read model has not indexed to its end yet (at start, after a
+//! rebuild): its total would leave events out and say nothing.
 
 use crate::finance::Span;
 use crate::ReadError;
@@ -43,6 +45,45 @@ pub fn refuse_removed(ledger: &ledger::Ledger, span: &Span) -> Result<(), ReadEr
         ))),
         None => Ok(()),
     }
+}
+
+/// How far the model may trail the ledger in a span still open at `now`: the report is a
+/// running figure, and live indexing always trails by a pass.
+pub const LIVE_LAG_NS: i64 = 10_000_000_000;
+
+/// `ReadError::Indexing` when some table's first event the model has not indexed may
+/// fall before the span's end (by device or stream time): a report now would miss it.
+/// In a span still open at `now_ns`, an event newer than `LIVE_LAG_NS` is live lag, not
+/// missing. A table whose indexing stopped on a problem is not waited for (its status
+/// says why).
+pub fn refuse_unindexed(
+    ledger: &ledger::Ledger,
+    model: &crate::model::Model,
+    span: &Span,
+    now_ns: i64,
+) -> Result<(), ReadError> {
+    let (_, to_ns) = crate::finance::search_bounds(model.rule(), span)?;
+    let open = to_ns > now_ns;
+    let reader = ledger.reader();
+    for head in reader.heads() {
+        let status = model.status(&head.table)?;
+        let (indexed, problem) = status.map_or((0, None), |s| (s.verified_through, s.problem));
+        if indexed >= head.seq.0 || problem.is_some() {
+            continue;
+        }
+        let Some(next) = reader.stored_event(&head.table, indexed + 1)? else {
+            continue;
+        };
+        let at_ns = next.occurred_at_ns.min(next.received_at_ns);
+        let live = open && now_ns.saturating_sub(next.received_at_ns) < LIVE_LAG_NS;
+        if at_ns < to_ns && !live {
+            return Err(ReadError::Indexing(format!(
+                "the read model is indexing table {} (seq {indexed} of {}), whose events reach into the span: its figures are not known yet; ask again shortly",
+                head.table, head.seq.0
+            )));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
