@@ -71,16 +71,24 @@ pub fn refuse_unindexed(
         if indexed >= head.seq.0 || problem.is_some() {
             continue;
         }
-        let Some(next) = reader.stored_event(&head.table, indexed + 1)? else {
-            continue;
+        let indexing = || {
+            ReadError::Indexing(format!(
+                "the read model is indexing table {} (seq {indexed} of {}), whose events reach into the span: its figures are not known yet; ask again shortly",
+                head.table, head.seq.0
+            ))
+        };
+        let next = match reader.stored_event(&head.table, indexed + 1) {
+            Ok(Some(next)) => next,
+            Ok(None) => continue,
+            // A removed day's event has no time left to judge by; the events after it
+            // may reach into the span. Never a 410 for a day that was not removed.
+            Err(ledger::Error::RetentionRemoved { .. }) => return Err(indexing()),
+            Err(e) => return Err(e.into()),
         };
         let at_ns = next.occurred_at_ns.min(next.received_at_ns);
         let live = open && now_ns.saturating_sub(next.received_at_ns) < LIVE_LAG_NS;
         if at_ns < to_ns && !live {
-            return Err(ReadError::Indexing(format!(
-                "the read model is indexing table {} (seq {indexed} of {}), whose events reach into the span: its figures are not known yet; ask again shortly",
-                head.table, head.seq.0
-            )));
+            return Err(indexing());
         }
     }
     Ok(())
