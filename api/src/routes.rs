@@ -410,15 +410,20 @@ async fn whoami(State(st): State<Shared>, Extension(c): Extension<Caller>) -> Js
 #[utoipa::path(get, path = "/v1/status", tag = "access",
     responses((status = 200, description = "tables, events stored and indexed, rounds indexed", body = ServerStatus)))]
 async fn status(State(st): State<Shared>) -> Result<Json<ServerStatus>, Refusal> {
-    // Heads and counts are in memory: no sled read of the ledger.
+    // Heads and counts are in memory; the model is read once a table.
     let stats = st.ledger.reader().stats();
-    let model = st.model.clone();
-    let meta = blocking(move || Ok(model.meta()?)).await?;
+    let (model, ledger) = (st.model.clone(), st.ledger.clone());
+    let (meta, behind) = blocking(move || {
+        let behind = readside::retained::tables_behind(&ledger, &model)?;
+        Ok((model.meta()?, behind.len() as u64))
+    })
+    .await?;
     Ok(Json(ServerStatus {
         tables: stats.tables as u64,
         events_stored: stats.events,
         events_indexed: meta.events_indexed,
         rounds_indexed: meta.rounds,
+        tables_indexing: behind,
     }))
 }
 

@@ -268,7 +268,8 @@ async fn a_count_the_read_model_cannot_check_yet_is_not_refused_as_bad() {
 /// A finance report over a span the read model has not indexed to its end is 503 with
 /// `Retry-After`, naming the table, never a total that leaves events out; once indexed,
 /// the same report stands. A span that ends before the unindexed event is answered, and
-/// so is a span still open whose unindexed event is seconds old (live lag).
+/// so is a span still open whose unindexed event is seconds old (live lag). `/v1/status`
+/// counts the table as indexing until it is indexed.
 #[tokio::test]
 async fn a_report_the_read_model_has_not_indexed_yet_says_so() {
     const DAY_NS: i64 = 86_400_000_000_000;
@@ -283,6 +284,8 @@ async fn a_report_the_read_model_has_not_indexed_yet_says_so() {
     assert!(text.contains("indexing table T-1 (seq 0 of 1)"), "{e}");
     let (s, e) = call(&app, "GET", "/v1/reports?day=1969-12-30", FIN, None).await;
     assert_eq!(s, StatusCode::OK, "a day that ends before the event: {e}");
+    let (_, status) = call(&app, "GET", "/v1/status", FIN, None).await;
+    assert_eq!(status["tables_indexing"], 1, "{status}");
     drop(app);
     let app = app_at(dir.path(), l.clone(), false, || 2_000);
     let (s, e) = call(&app, "GET", day, FIN, None).await;
@@ -296,4 +299,6 @@ async fn a_report_the_read_model_has_not_indexed_yet_says_so() {
     let (s, e) = call(&app, "GET", day, FIN, None).await;
     assert_eq!(s, StatusCode::OK, "{e}");
     assert_eq!(e["no_play"], false, "the indexed event counts: {e}");
+    let (_, status) = call(&app, "GET", "/v1/status", FIN, None).await;
+    assert_eq!(status["tables_indexing"], 0, "{status}");
 }

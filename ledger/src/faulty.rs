@@ -152,8 +152,11 @@ impl Store for FaultyStore {
     fn archived_day_of(&self, key: &[u8]) -> Result<Option<String>, Error> {
         self.inner.archived_day_of(key)
     }
-    fn forget_tier(&self) {
-        self.inner.forget_tier()
+    fn commit_forgetting_tier(&self, ops: Vec<Op>) -> Result<(), Error> {
+        self.switch.fail(&self.switch.fail_commits, "commit")?;
+        self.inner.commit_forgetting_tier(ops)?;
+        self.switch.commits.fetch_add(1, Ordering::SeqCst);
+        Ok(())
     }
     fn arrival_facts(&self, key: &[u8]) -> Result<Option<Vec<crate::store::ArrivalFact>>, Error> {
         self.switch.read(Space::Batch, key)?;

@@ -265,8 +265,11 @@ pub trait Store: Send + Sync {
     fn tier_dir(&self) -> Option<std::path::PathBuf> {
         None
     }
-    /// Drops what the store caches of day files (after one is removed).
-    fn forget_tier(&self) {}
+    /// Commits `ops`, which remove a day by retention, and drops what the store caches
+    /// of day files in the same step: no read after the commit is served a removed day.
+    fn commit_forgetting_tier(&self, ops: Vec<Op>) -> Result<(), Error> {
+        self.commit(ops)
+    }
     /// The arrival facts of a record of `Space::Batch`, in seq order; `None`: no such
     /// record. A store may answer without rebuilding the record (`SledStore` does for
     /// archived days, which the arrival walk visits table after table).
@@ -812,8 +815,8 @@ impl Store for SledStore {
         Some(self.tier.dir().to_path_buf())
     }
 
-    fn forget_tier(&self) {
-        self.tier.forget()
+    fn commit_forgetting_tier(&self, ops: Vec<Op>) -> Result<(), Error> {
+        self.tier.forgetting(|| self.commit(ops))
     }
 
     fn arrival_facts(&self, key: &[u8]) -> Result<Option<Vec<ArrivalFact>>, Error> {

@@ -51,11 +51,51 @@ pub fn refuse_removed(ledger: &ledger::Ledger, span: &Span) -> Result<(), ReadEr
 /// running figure, and live indexing always trails by a pass.
 pub const LIVE_LAG_NS: i64 = 10_000_000_000;
 
+/// A table the read model has not indexed to its chain head.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Behind {
+    /// The table.
+    pub table: schemas::TableId,
+    /// The last seq the model verified (0: none, or a rebuild waits).
+    pub indexed_seq: u64,
+    /// The table's chain head in the ledger.
+    pub head_seq: u64,
+}
+
+/// The tables the model trails, in table order. A table whose indexing stopped on a
+/// problem is not behind (its status says why). A model that has not seen the ledger's
+/// last retention removal is about to be rebuilt: every table is behind. O(tables) reads.
+pub fn tables_behind(
+    ledger: &ledger::Ledger,
+    model: &crate::model::Model,
+) -> Result<Vec<Behind>, ReadError> {
+    let rebuilding = match crate::index::removals_unseen(ledger, model) {
+        Ok(_) => false,
+        Err(ReadError::Integrity(_)) => true,
+        Err(e) => return Err(e),
+    };
+    let mut out = Vec::new();
+    for head in ledger.reader().heads() {
+        let status = model.status(&head.table)?;
+        let (indexed, problem) = status.map_or((0, None), |s| (s.verified_through, s.problem));
+        let indexed_seq = if rebuilding { 0 } else { indexed };
+        if indexed_seq >= head.seq.0 || (problem.is_some() && !rebuilding) {
+            continue;
+        }
+        out.push(Behind {
+            table: head.table,
+            indexed_seq,
+            head_seq: head.seq.0,
+        });
+    }
+    out.sort_by(|a, b| a.table.cmp(&b.table));
+    Ok(out)
+}
+
 /// `ReadError::Indexing` when some table's first event the model has not indexed may
 /// fall before the span's end (by device or stream time): a report now would miss it.
 /// In a span still open at `now_ns`, an event newer than `LIVE_LAG_NS` is live lag, not
-/// missing. A table whose indexing stopped on a problem is not waited for (its status
-/// says why).
+/// missing.
 pub fn refuse_unindexed(
     ledger: &ledger::Ledger,
     model: &crate::model::Model,
@@ -65,19 +105,14 @@ pub fn refuse_unindexed(
     let (_, to_ns) = crate::finance::search_bounds(model.rule(), span)?;
     let open = to_ns > now_ns;
     let reader = ledger.reader();
-    for head in reader.heads() {
-        let status = model.status(&head.table)?;
-        let (indexed, problem) = status.map_or((0, None), |s| (s.verified_through, s.problem));
-        if indexed >= head.seq.0 || problem.is_some() {
-            continue;
-        }
+    for b in tables_behind(ledger, model)? {
         let indexing = || {
             ReadError::Indexing(format!(
-                "the read model is indexing table {} (seq {indexed} of {}), whose events reach into the span: its figures are not known yet; ask again shortly",
-                head.table, head.seq.0
+                "the read model is indexing table {} (seq {} of {}), whose events reach into the span: its figures are not known yet; ask again shortly",
+                b.table, b.indexed_seq, b.head_seq
             ))
         };
-        let next = match reader.stored_event(&head.table, indexed + 1) {
+        let next = match reader.stored_event(&b.table, b.indexed_seq + 1) {
             Ok(Some(next)) => next,
             Ok(None) => continue,
             // A removed day's event has no time left to judge by; the events after it

@@ -92,11 +92,14 @@ pub struct ServerStatus {
     pub tables: u64,
     /// Events the ledger holds.
     pub events_stored: u64,
-    /// Events the round index has replayed; lists are complete when it equals
-    /// `events_stored`.
+    /// Events the round index has replayed. It stays below `events_stored` once
+    /// retention removed a day: `tables_indexing` says when lists are complete.
     pub events_indexed: u64,
     /// Rounds the index has replayed.
     pub rounds_indexed: u64,
+    /// Tables the read model has not indexed to their chain head; every table while it
+    /// rebuilds after a retention removal. Lists and reports are complete at 0.
+    pub tables_indexing: u64,
 }
 
 /// A table as the API lists it.

@@ -26,6 +26,9 @@ struct Loaded {
 /// Tables' days kept decoded: one per reader thread of `schemas::parallel`, and more.
 pub const FRAMES_CACHED: usize = 4;
 
+/// Decodes of one table's day a read tries while removals overlap them.
+const LOADS_MAX: usize = 8;
+
 /// Most arrival facts kept (48 bytes each: 192 MB). The arrival walk needs one frame's
 /// facts per table at a time: a day of a floor's tables fits, with room for tables whose
 /// days drift apart within one call.
@@ -45,6 +48,9 @@ pub struct TierReader {
     dir: PathBuf,
     /// The most recently used last.
     cache: Mutex<Vec<Arc<Loaded>>>,
+    /// Bumped by `forgetting` under the cache's lock: a frame decoded across it may be of
+    /// a day removed meanwhile, so it is not cached.
+    generation: std::sync::atomic::AtomicU64,
     /// Frames decoded since open: what the cache did not spare.
     frames_loaded: std::sync::atomic::AtomicU64,
     /// Tables' days of arrival facts, the most recently used last.
@@ -59,6 +65,7 @@ impl TierReader {
         TierReader {
             dir: ledger_dir.join(DIR),
             cache: Mutex::new(Vec::with_capacity(FRAMES_CACHED + 1)),
+            generation: Default::default(),
             frames_loaded: Default::default(),
             facts: Mutex::new(Vec::new()),
             reads,
@@ -76,10 +83,18 @@ impl TierReader {
         &self.dir
     }
 
-    /// Drops the cached day (after a day file is removed).
-    pub fn forget(&self) {
-        self.cache.lock().unwrap_or_else(|p| p.into_inner()).clear();
-        self.facts.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    /// Runs `commit` (a day's removal) with both caches locked, then empties them: no
+    /// read is served a cached day between the commit and the emptying. A decode under
+    /// way meanwhile is not cached; its reader reads the catalog again.
+    pub fn forgetting<T>(&self, commit: impl FnOnce() -> T) -> T {
+        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        let mut facts = self.facts.lock().unwrap_or_else(|p| p.into_inner());
+        let out = commit();
+        self.generation
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        cache.clear();
+        facts.clear();
+        out
     }
 
     /// The record `key` names, rebuilt from its day file.
@@ -103,27 +118,45 @@ impl TierReader {
         }
     }
 
+    /// A table's day, from the cache or decoded. A decode that a removal overlapped is
+    /// done again: the catalog it checked may say "removed" now (at most `LOADS_MAX`).
     fn loaded(&self, tree: &sled::Tree, day: &str, table: &TableId) -> Result<Arc<Loaded>, Error> {
         let is = |l: &Arc<Loaded>| l.day == day && &l.table == table;
-        {
-            let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(at) = cache.iter().position(is) {
-                let l = cache.remove(at);
-                cache.push(l.clone());
+        for _ in 0..LOADS_MAX {
+            let generation = {
+                let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+                if let Some(at) = cache.iter().position(is) {
+                    let l = cache.remove(at);
+                    cache.push(l.clone());
+                    return Ok(l);
+                }
+                self.generation.load(std::sync::atomic::Ordering::Acquire)
+            };
+            // Decoded outside the lock: other readers' hits do not wait for it.
+            let l = Arc::new(self.load(tree, day, table)?);
+            self.frames_loaded
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if self.cache_if_current(l.clone(), generation) {
                 return Ok(l);
             }
         }
-        // Decoded outside the lock: other readers' hits do not wait for it.
-        let l = Arc::new(self.load(tree, day, table)?);
-        self.frames_loaded
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Err(corrupt(&format!(
+            "day {day}: the archive tier changed during each of {LOADS_MAX} reads of table {table}"
+        )))
+    }
+
+    /// Caches `l`, decoded at `generation`, unless a removal ran since: then `false`.
+    fn cache_if_current(&self, l: Arc<Loaded>, generation: u64) -> bool {
         let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-        cache.retain(|c| !is(c));
-        cache.push(l.clone());
+        if self.generation.load(std::sync::atomic::Ordering::Acquire) != generation {
+            return false;
+        }
+        cache.retain(|c| !(c.day == l.day && c.table == l.table));
+        cache.push(l);
         if cache.len() > FRAMES_CACHED {
             cache.remove(0);
         }
-        Ok(l)
+        true
     }
 
     /// The arrival facts of the record `key` names (its tier `pointer`), from its table's
@@ -298,4 +331,43 @@ fn sled_get(tree: &sled::Tree, space: Space, key: &[u8]) -> Result<Option<Vec<u8
             op: "get",
             detail: e.to_string(),
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(day: &str) -> Arc<Loaded> {
+        Arc::new(Loaded {
+            day: day.into(),
+            table: TableId::new("T1").expect("a table id"),
+            first_seq: 1,
+            events: Vec::new(),
+        })
+    }
+
+    fn cached(r: &TierReader) -> usize {
+        r.cache.lock().expect("not poisoned").len()
+    }
+
+    /// A decode overlapped by a removal's commit must not be served from the cache
+    /// later: the day it read may be removed by then.
+    #[test]
+    fn a_frame_decoded_across_a_forget_is_not_cached() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let r = TierReader::new(dir.path(), Arc::default());
+        let before = r.generation.load(std::sync::atomic::Ordering::Acquire);
+        assert!(r.cache_if_current(frame("2026-11-26"), before));
+        assert_eq!(cached(&r), 1);
+        assert_eq!(r.forgetting(|| "committed"), "committed");
+        assert_eq!(cached(&r), 0, "a removal drops what is cached");
+        assert!(
+            !r.cache_if_current(frame("2026-11-26"), before),
+            "decoded before the removal"
+        );
+        assert_eq!(cached(&r), 0);
+        let now = r.generation.load(std::sync::atomic::Ordering::Acquire);
+        assert!(r.cache_if_current(frame("2026-11-27"), now));
+        assert_eq!(cached(&r), 1);
+    }
 }

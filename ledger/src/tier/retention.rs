@@ -99,7 +99,6 @@ impl Ledger {
     }
 
     fn delete_day_file(&self, day: &str) -> Result<(), Error> {
-        self.store.forget_tier();
         let Some(dir) = self.store.tier_dir() else {
             return Ok(());
         };
@@ -167,7 +166,8 @@ impl Tier<'_> {
                     (removals + 1).to_be_bytes().to_vec(),
                 ),
             ];
-            self.store.commit(ops)?;
+            // No read after this commit is served the day from a cache.
+            self.store.commit_forgetting_tier(ops)?;
             self.store.flush()?;
         }
         self.delete_day_file(day)?;
