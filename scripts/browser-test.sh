@@ -19,6 +19,9 @@ fi
 # The live part publishes rounds over a real nats-server into the running server.
 NATS_SERVER_BIN=${NATS_SERVER_BIN:-$(scripts/setup.sh)}
 export NATS_SERVER_BIN
-target=${CARGO_TARGET_DIR:-target}
-cargo build -p roundledger --locked >&2
-CHROMIUM="$CHROMIUM" ROUNDLEDGER_BIN="$target/debug/roundledger" node tests/browser/ui.test.js
+# scripts/test.sh passes the binary its `cargo test` built; run alone, this builds it.
+if [[ -z ${ROUNDLEDGER_BIN:-} ]]; then
+  cargo build -p roundledger --locked >&2
+  ROUNDLEDGER_BIN="${CARGO_TARGET_DIR:-target}/debug/roundledger"
+fi
+CHROMIUM="$CHROMIUM" ROUNDLEDGER_BIN="$ROUNDLEDGER_BIN" node tests/browser/ui.test.js

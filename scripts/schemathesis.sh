@@ -43,8 +43,11 @@ if ! st=$(find_st); then
 fi
 "$st" --version >&2
 
-cargo build -p roundledger --locked >&2
-bin="$target/debug/roundledger"
+# scripts/test.sh passes the binary its `cargo test` built; run alone, this builds it.
+if [[ -z ${ROUNDLEDGER_BIN:-} ]]; then
+  cargo build -p roundledger --locked >&2
+fi
+bin=${ROUNDLEDGER_BIN:-$target/debug/roundledger}
 work=$(mktemp -d)
 server=""
 cleanup() {
