@@ -3,7 +3,8 @@
 //! signals handed over again, by the same ingest or after a restart, go out never again;
 //! with several nodes only the alerts lease's holder sends, and the others keep them.
 //! A node that takes the lease sends what its record holds past each mark, once. An
-//! alarm named once for the floor (a dealer's, a shift's) goes out once, whatever its round.
+//! alarm named once for the floor (a dealer's, a shift's) goes out once, whatever its round
+//! and whichever node holds the lease.
 //!
 //! Each check of "nothing sent" is closed by a later signal that must come next, so no
 //! wait decides a result. Waits are bounded (`WAIT`); nothing asserts on time.
@@ -312,18 +313,25 @@ async fn a_node_that_takes_the_lease_sends_what_its_record_holds_once() {
     tx1.attach(Arc::new(Record::default()));
     let js = async_nats::jetstream::new(observer.clone());
     assert_eq!(wait_holder(&js).await, "n1");
-    // n1 sends round 7 of T-1; n2's record holds it and rounds 8 and 9 of T-1 and 3 of
-    // T-2, which n1 never indexed. n2 sends nothing while n1 holds the lease.
-    tx1.send(vec![signal("T-1", "hole_card_play", 7, "box 3")]);
+    // n1 sends dealer D-7's alarm and round 7 of T-1; n2's record holds them and rounds
+    // 8 and 9 of T-1 and 3 of T-2, which n1 never indexed. n2's model judged D-7 at T-2
+    // round 2 (another order): its once key holds across the takeover. n2 sends nothing
+    // while n1 holds the lease.
+    let dealer = signal("T-1", "dealer_errors", 6, "dealer D-7");
+    tx1.send(vec![dealer, signal("T-1", "hole_card_play", 7, "box 3")]);
     assert_eq!(
-        rounds(&mut sub, 1).await,
-        vec![("T-1".into(), 7, "box 3".into())]
+        rounds(&mut sub, 2).await,
+        vec![
+            ("T-1".into(), 6, "dealer D-7".into()),
+            ("T-1".into(), 7, "box 3".into())
+        ]
     );
     let record = Arc::new(Record::default());
     *record.0.lock().unwrap() = vec![
         signal("T-1", "hole_card_play", 7, "box 3"),
         signal("T-1", "card_sharing", 8, "boxes 3-4"),
         signal("T-1", "hole_card_play", 9, "table"),
+        signal("T-2", "dealer_errors", 2, "dealer D-7"),
         signal("T-2", "hole_card_play", 3, "dealer D-2"),
     ];
     let (n2, tx2) = start(&server.url(), d2.path(), Some("n2"));
