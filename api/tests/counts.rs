@@ -43,18 +43,24 @@ fn access() -> AccessConfig {
 /// A ledger holding one event of table T-1: its box `T-1/2026-11-25/1` removed at 1,000 ns.
 fn ledger(dir: &std::path::Path) -> ledger::Ledger {
     let l = ledger::Ledger::open(dir).unwrap();
-    let table = TableId::new("T-1").unwrap();
+    append_box_removal(&l, "T-1", 1_000);
+    l
+}
+
+/// Appends seq 1 of `table`: its box `<table>/2026-11-25/1` removed at `at_ns`.
+fn append_box_removal(l: &ledger::Ledger, table: &str, at_ns: i64) {
+    let table = TableId::new(table).unwrap();
     let e = Event {
         v: schemas::WIRE_VERSION,
         table: table.clone(),
         device: DeviceId::new("ctl-1").unwrap(),
         seq: Seq(1),
         prev: GENESIS,
-        occurred_at_ns: 1_000,
+        occurred_at_ns: at_ns,
         round: None,
         body: EventBody::Finance {
             entry: schemas::Finance::DropBoxRemoved {
-                drop_box_id: "T-1/2026-11-25/1".into(),
+                drop_box_id: format!("{table}/2026-11-25/1"),
             },
         },
     };
@@ -62,12 +68,11 @@ fn ledger(dir: &std::path::Path) -> ledger::Ledger {
     let m = ledger::Incoming {
         bytes,
         subject_table: Some(table),
-        stream_seq: 1,
-        received_at_ns: 1_000,
+        stream_seq: l.reader().stats().events + 1,
+        received_at_ns: at_ns,
         provenance: Default::default(),
     };
     l.writer().append_batch(&[m]).unwrap();
-    l
 }
 
 fn count(table: &str, cash: i64) -> CountResult {
@@ -301,4 +306,37 @@ async fn a_report_the_read_model_has_not_indexed_yet_says_so() {
     assert_eq!(e["no_play"], false, "the indexed event counts: {e}");
     let (_, status) = call(&app, "GET", "/v1/status", FIN, None).await;
     assert_eq!(status["tables_indexing"], 0, "{status}");
+}
+
+/// With several tables, the report waits only for a table whose unindexed events reach
+/// into the span, and names that one: T-1 indexed, T-2's event two days later, T-3's in
+/// the day. Once all are indexed, a new table T-4 whose event is after the day holds
+/// nothing up, though `/v1/status` counts it as indexing.
+#[tokio::test]
+async fn a_report_waits_for_the_table_that_reaches_into_its_span() {
+    const DAY_NS: i64 = 86_400_000_000_000;
+    let dir = tempfile::tempdir().unwrap();
+    let l = Arc::new(ledger(&dir.path().join("ledger")));
+    let day = "/v1/reports?day=1969-12-31";
+    drop(app_at(dir.path(), l.clone(), true, || 3 * DAY_NS));
+    append_box_removal(&l, "T-2", 2 * DAY_NS);
+    let app = app_at(dir.path(), l.clone(), false, || 3 * DAY_NS);
+    let (s, e) = call(&app, "GET", day, FIN, None).await;
+    assert_eq!(s, StatusCode::OK, "T-2's event is after the day: {e}");
+    append_box_removal(&l, "T-3", 2_000);
+    let (s, e) = call(&app, "GET", day, FIN, None).await;
+    assert_eq!(s, StatusCode::SERVICE_UNAVAILABLE, "{e}");
+    let text = e["error"].as_str().unwrap();
+    assert!(text.contains("indexing table T-3 (seq 0 of 1)"), "{e}");
+    let (_, status) = call(&app, "GET", "/v1/status", FIN, None).await;
+    assert_eq!(status["tables_indexing"], 2, "T-2 and T-3: {status}");
+    drop(app);
+    // Index everything, then add T-4 after the day: the day is whole again.
+    drop(app_at(dir.path(), l.clone(), true, || 3 * DAY_NS));
+    append_box_removal(&l, "T-4", 2 * DAY_NS);
+    let app = app_at(dir.path(), l, false, || 3 * DAY_NS);
+    let (s, e) = call(&app, "GET", day, FIN, None).await;
+    assert_eq!(s, StatusCode::OK, "{e}");
+    let (_, status) = call(&app, "GET", "/v1/status", FIN, None).await;
+    assert_eq!(status["tables_indexing"], 1, "T-4: {status}");
 }
