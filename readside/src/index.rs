@@ -144,6 +144,10 @@ struct Cursor {
     pending: BTreeMap<u64, Pending>,
     /// Seq of each pool's last round-less `JackpotShown` (the replayer carries it over).
     shown: BTreeMap<String, u64>,
+    /// Seq of the last `DealerChanged`: a resumed round reader learns the dealer from it,
+    /// so a restart attributes the window's rounds as one pass would.
+    #[serde(default)]
+    dealer_changed: Option<u64>,
 }
 
 impl Cursor {
@@ -159,6 +163,7 @@ impl Cursor {
             newest_round: None,
             pending: BTreeMap::new(),
             shown: BTreeMap::new(),
+            dealer_changed: None,
         }
     }
 
@@ -524,6 +529,7 @@ fn load_table(
     if let Some((s, _)) = cur.config.filter(|(s, _)| *s < from) {
         before.push(s);
     }
+    before.extend(cur.dealer_changed.filter(|s| *s < from));
     before.sort_unstable();
     let mut feed = |stored: ledger::StoredEvent| {
         *events_read += 1;
@@ -747,7 +753,10 @@ fn note_table_event(
                 delta.pay_configs.push(config.clone());
             }
         }
-        EventBody::DealerChanged { dealer } => c.terms.dealer = Some(dealer.to_string()),
+        EventBody::DealerChanged { dealer } => {
+            c.terms.dealer = Some(dealer.to_string());
+            c.dealer_changed = Some(seq);
+        }
         EventBody::TableClosed => c.terms.dealer = None,
         EventBody::Finance { entry } => {
             let at_ns = event.occurred_at_ns;
