@@ -1067,6 +1067,12 @@ pub fn key_text(k: &[u8]) -> String {
         Some(space::RULE) => "day rule",
         Some(space::CURSOR) => "cursor",
         Some(space::EDGE) => "edge book",
+        Some(space::SIGNAL) => "decision signal",
+        Some(space::ANALYTICS) => "analytics coverage",
+        Some(space::DEALER) => "dealer row",
+        Some(space::DEALER_FLOOR) => "dealers' floor row",
+        Some(space::HOLD_WATCH) => "hold watch",
+        Some(space::STREAM) => "analytics stream state",
         _ => "unknown space",
     };
     let body: String = k
