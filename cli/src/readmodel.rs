@@ -72,21 +72,39 @@ fn rebuild(dir: &Path, day: &crate::args::DayArgs) -> Result<Outcome> {
     let ledger = crate::source::open_ledger(dir)?;
     let rule = &day.rule_of(&ledger)?;
     let mdir = model::default_dir(dir);
+    let analytics = analytics_before(&mdir);
     if mdir.exists() {
         std::fs::remove_dir_all(&mdir)
             .with_context(|| format!("deleting the read model at {}", mdir.display()))?;
     }
     let t0 = Instant::now();
     let m = Model::open(&mdir, rule)?;
-    let events = readside::index::catch_up(&ledger, &m).context("rebuilding the read model")?;
+    let events = readside::index::catch_up_as(&ledger, &m, analytics)
+        .context("rebuilding the read model")?;
     let meta = m.meta()?;
     println!(
-        "read model rebuilt at {}: {events} events, {} rounds in {:.1?}",
+        "read model rebuilt at {}: {events} events, {} rounds in {:.1?}; decision analytics {}",
         mdir.display(),
         meta.rounds,
-        t0.elapsed()
+        t0.elapsed(),
+        analytics.map_or(
+            "off (as the model was built, or it did not open)".into(),
+            |a| {
+                format!(
+                    "on at {} false alarms per 1,000 rounds, as the model was built",
+                    a.false_alarms_per_1000_rounds
+                )
+            }
+        )
     );
     Ok(Outcome::Clean)
+}
+
+/// The analytics setting of the model at `mdir` (`analytics_of`), to rebuild it with the
+/// same; `None` when it is off, or the model does not open (none, another version).
+fn analytics_before(mdir: &Path) -> Option<analytics::TestSetting> {
+    let m = Model::open_as_built(mdir).ok()?;
+    readside::index::analytics_of(&m).ok().flatten()
 }
 
 /// Brings the model to the ledger's heads, then prices every configuration it has not.
@@ -126,10 +144,12 @@ pub fn rebuild_if_present(ledger: &ledger::Ledger, dir: &Path) -> Result<Option<
     let rule = Model::open_as_built(&mdir)
         .map(|m| m.rule().clone())
         .with_context(|| format!("reading the read model at {}", mdir.display()))?;
+    let analytics = analytics_before(&mdir);
     std::fs::remove_dir_all(&mdir)
         .with_context(|| format!("deleting the read model at {}", mdir.display()))?;
     let m = Model::open(&mdir, &rule)?;
-    let events = readside::index::catch_up(ledger, &m).context("rebuilding the read model")?;
+    let events =
+        readside::index::catch_up_as(ledger, &m, analytics).context("rebuilding the read model")?;
     Ok(Some(events))
 }
 
@@ -145,12 +165,15 @@ pub fn check(ledger: &ledger::Ledger, dir: &Path) -> Result<Vec<String>> {
         }
         Err(e) => return Err(e.into()),
     };
-    if let Err(e) = readside::index::catch_up(ledger, &m) {
+    // Both judge decisions as the model's passes did: a node's analytics are no difference.
+    let analytics = readside::index::analytics_of(&m)?;
+    if let Err(e) = readside::index::catch_up_as(ledger, &m, analytics) {
         return Ok(vec![format!("bringing it to the ledger's heads: {e}")]);
     }
     let fresh = Model::temporary(m.rule())?;
     fresh.copy_edges_from(&m)?;
-    readside::index::catch_up(ledger, &fresh).context("rebuilding a fresh read model")?;
+    readside::index::catch_up_as(ledger, &fresh, analytics)
+        .context("rebuilding a fresh read model")?;
     Ok(m.differences(&fresh, CHECK_DIFFERENCES_MAX)?)
 }
 

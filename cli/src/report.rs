@@ -184,12 +184,15 @@ fn from_ledger(
         }
         m => m?,
     };
-    // A day removed by retention since the model was built: its rows go, as serve does.
+    // A day removed by retention since the model was built: its rows go, as serve does,
+    // and the rebuild judges decisions as the model's passes did.
+    let analytics = readside::index::analytics_of(&m)?;
     if let Err(e) = readside::index::removals_unseen(&ledger, &m) {
         eprintln!("{e}: rebuilding the read model");
         m.clear()?;
     }
-    readside::index::catch_up(&ledger, &m).context("bringing the read model to the heads")?;
+    readside::index::catch_up_as(&ledger, &m, analytics)
+        .context("bringing the read model to the heads")?;
     let book = readside::counts::CountBook::read(&ledger::journals::api_dir(dir))?;
     let t0 = std::time::Instant::now();
     let boxes = readside::finance::drop_boxes(&m, q)?;

@@ -2,7 +2,8 @@
 //! writes a table with a hole-carding box, `serve --decision-analytics` with ingest on a
 //! real nats-server indexes it, and a subscriber on `alerts.>` gets each signal once, with
 //! its rounds. A rebuilt read model judges the same rounds again and sends nothing; an
-//! honest table sends nothing at all. No signal is lost: signals indexed while no
+//! honest table sends nothing at all. `verify` passes on such a node, and a rebuild by
+//! hand keeps its analytics setting. No signal is lost: signals indexed while no
 //! publisher ran, or with no queue to the publisher, go out once from the read model.
 //!
 //! An error-prone dealer (`seed --error-prone-dealer`) goes out once as `dealer_errors`,
@@ -168,6 +169,32 @@ fn each_signal_is_alerted_once_and_a_rebuild_sends_none_again() {
     assert!(serve.stop(), "serve stops cleanly");
     let again = rt.block_on(drain(&mut sub));
     assert!(again.is_empty(), "sent again: {again:?}");
+    rebuilt_by_hand_with_its_analytics(&dir.path().join("ledger"));
+}
+
+/// `verify` on a node that judged decisions passes: its check rebuilds with the same
+/// setting. `readmodel rebuild` keeps the setting, and `verify` passes again.
+fn rebuilt_by_hand_with_its_analytics(ledger: &Path) {
+    let l = ledger.to_str().unwrap();
+    let verified = |when: &str| {
+        let v = roundledger(&["verify", "--ledger", l]);
+        let out = String::from_utf8_lossy(&v.stdout).into_owned();
+        let err = String::from_utf8_lossy(&v.stderr);
+        assert!(v.status.success(), "{when}: {out}{err}");
+        assert!(
+            out.contains("read model: matches a fresh rebuild"),
+            "{when}: {out}"
+        );
+    };
+    verified("as serve left it");
+    let r = roundledger(&["readmodel", "rebuild", "--ledger", l]);
+    let out = String::from_utf8_lossy(&r.stdout).into_owned();
+    assert!(r.status.success(), "{out}");
+    assert!(
+        out.contains("decision analytics on at 1 false alarms per 1,000 rounds"),
+        "{out}"
+    );
+    verified("after readmodel rebuild");
 }
 
 #[test]
@@ -331,4 +358,5 @@ fn an_error_prone_dealer_is_alerted_once_and_not_after_a_rebuild() {
     assert!(serve.stop(), "serve stops cleanly");
     let again = rt.block_on(drain(&mut sub));
     assert!(again.is_empty(), "sent again: {again:?}");
+    rebuilt_by_hand_with_its_analytics(&dir.path().join("ledger"));
 }

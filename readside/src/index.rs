@@ -592,10 +592,34 @@ fn feed_window(
     Ok(())
 }
 
-/// Rebuilds the model from seq 1 of every table (after `Model::clear`), or brings it up to
-/// the ledger's heads from its cursors. Returns the events read. Blocking: the stores.
+/// Brings the model up to the ledger's heads from its cursors, judging decisions as its
+/// passes did (`analytics_of`). Returns the events read. Blocking: the stores.
 pub fn catch_up(ledger: &ledger::Ledger, model: &Model) -> Result<u64, ReadError> {
-    catch_up_with(ledger, model, &mut Tail::default())
+    let analytics = analytics_of(model)?;
+    catch_up_as(ledger, model, analytics)
+}
+
+/// Rebuilds the model from seq 1 of every table (after `Model::clear`, or a new model),
+/// or brings it to the heads, with the decision analytics under `analytics` (`None`: off).
+pub fn catch_up_as(
+    ledger: &ledger::Ledger,
+    model: &Model,
+    analytics: Option<analytics::TestSetting>,
+) -> Result<u64, ReadError> {
+    let mut tail = analytics.map_or_else(Tail::default, Tail::with_analytics);
+    catch_up_with(ledger, model, &mut tail)
+}
+
+/// The analytics setting the model's passes judged under; `None` when its first pass had
+/// them off, or before any pass. Kept in thousandths of a false alarm per 1,000 rounds.
+pub fn analytics_of(model: &Model) -> Result<Option<analytics::TestSetting>, ReadError> {
+    let milli = model
+        .coverage()?
+        .map(|c| c.false_alarms_milli_per_1000_rounds);
+    Ok(milli.filter(|m| *m > 0).map(|m| analytics::TestSetting {
+        false_alarms_per_1000_rounds: m as f64 / 1000.0,
+        ..analytics::TestSetting::default()
+    }))
 }
 
 /// `catch_up` with a given tail (analytics on or off). Returns the events it read.
