@@ -32,6 +32,10 @@ enum Command {
         /// saying another are refused.
         #[command(flatten)]
         day: crate::args::DayArgs,
+        /// Judge every decision as `serve --decision-analytics RATE` does, so that a
+        /// server started with the same setting finds its signals computed.
+        #[arg(long, value_name = "RATE")]
+        decision_analytics: Option<f64>,
     },
     /// Price the configured pay tables the read model has seen and not priced yet.
     PriceEdges {
@@ -49,7 +53,11 @@ enum Command {
 
 pub fn run(args: Args) -> Result<Outcome> {
     match args.command {
-        Command::Rebuild { ledger, day } => rebuild(&ledger, &day),
+        Command::Rebuild {
+            ledger,
+            day,
+            decision_analytics,
+        } => rebuild(&ledger, &day, decision_analytics),
         Command::PriceEdges { ledger } => price_edges(&ledger),
         Command::Check { ledger } => {
             let l = crate::source::open_ledger(&ledger)?;
@@ -68,7 +76,25 @@ pub fn run(args: Args) -> Result<Outcome> {
     }
 }
 
-fn rebuild(dir: &Path, day: &crate::args::DayArgs) -> Result<Outcome> {
+/// A tail with the decision analytics at `rate` false alarms per 1,000 rounds, or off.
+fn tail(rate: Option<f64>) -> Result<readside::index::Tail> {
+    let Some(rate) = rate else {
+        return Ok(readside::index::Tail::default());
+    };
+    anyhow::ensure!(
+        rate > 0.0 && rate < 1000.0,
+        "--decision-analytics {rate}: false alarms per 1,000 rounds, between 0 and 1000"
+    );
+    Ok(readside::index::Tail::with_analytics(
+        analytics::TestSetting {
+            false_alarms_per_1000_rounds: rate,
+            ..analytics::TestSetting::default()
+        },
+    ))
+}
+
+fn rebuild(dir: &Path, day: &crate::args::DayArgs, rate: Option<f64>) -> Result<Outcome> {
+    let mut tail = tail(rate)?;
     let ledger = crate::source::open_ledger(dir)?;
     let rule = &day.rule_of(&ledger)?;
     let mdir = model::default_dir(dir);
@@ -78,7 +104,8 @@ fn rebuild(dir: &Path, day: &crate::args::DayArgs) -> Result<Outcome> {
     }
     let t0 = Instant::now();
     let m = Model::open(&mdir, rule)?;
-    let events = readside::index::catch_up(&ledger, &m).context("rebuilding the read model")?;
+    let events = readside::index::catch_up_with(&ledger, &m, &mut tail)
+        .context("rebuilding the read model")?;
     let meta = m.meta()?;
     println!(
         "read model rebuilt at {}: {events} events, {} rounds in {:.1?}",
