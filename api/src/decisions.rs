@@ -1,7 +1,8 @@
 //! `GET /v1/analytics`: the decision signals the read model keeps (`readside::signals`),
 //! each with links to its rounds. An empty list is "none" only when every round was judged;
 //! otherwise the answer says the signals are not computed, and why. It also gives each
-//! dealer's quality counts and rates against the floor (`readside::dealers`).
+//! dealer's quality counts and rates against the floor (`readside::dealers`), and the
+//! closed shifts the hold alarm gave up unjudged, with the reason (`readside::holds`).
 
 use crate::params::table_id;
 use crate::read::{blocking, Refusal};
@@ -14,6 +15,9 @@ use utoipa::IntoParams;
 
 /// Most signals one answer holds.
 pub const ANALYTICS_SIGNALS_MAX: usize = 1_000;
+
+/// Most shifts given up unjudged one answer names (`holds_not_judged_total` counts all).
+pub const HOLDS_NOT_JUDGED_MAX: usize = 100;
 
 /// Filters of the decision signals.
 #[derive(Debug, Deserialize, IntoParams)]
@@ -63,10 +67,11 @@ pub async fn analytics(
     };
     let on = st.decision_analytics().is_some();
     let model = st.model.clone();
-    let (coverage, rows, (dealer_rows, dealers_total)) = blocking(move || {
+    let (coverage, rows, (dealer_rows, dealers_total), not_judged) = blocking(move || {
         let rows = model.signals(table.as_ref(), usize::MAX)?;
         let dealers = model.dealers_page(readside::dealers::DEALERS_SERVED_MAX)?;
-        Ok((model.coverage()?, rows, dealers))
+        let not_judged = readside::holds::not_judged(&model, table.as_ref(), HOLDS_NOT_JUDGED_MAX)?;
+        Ok((model.coverage()?, rows, dealers, not_judged))
     })
     .await?;
     let dealers_truncated = dealers_total > dealer_rows.len() as u64;
@@ -100,5 +105,7 @@ pub async fn analytics(
             .collect(),
         dealers_total,
         dealers_truncated,
+        holds_not_judged: not_judged.0,
+        holds_not_judged_total: not_judged.1,
     }))
 }

@@ -502,10 +502,13 @@ async function analyticsView(view, q) {
 }
 
 // Closed table shifts whose recorded win lies outside the theoretical win's interval
-// (hold_outside), each linking to the shift's finance view and its largest payout errors.
+// (hold_outside), each linking to the shift's finance view and its largest payout errors;
+// and the shifts given up unjudged, with the reason.
 function holdsCard(a, rounds) {
   const holds = a.signals.filter(s => s.hold);
-  if (!holds.length) return "";
+  const gone = a.holds_not_judged || [];
+  const notJudged = gone.length ? `<p class="hint" id="holds-not-judged">${a.holds_not_judged_total} closed shifts not judged. ${gone.map(g => `${esc(g.table)} ${esc(g.shift || "(shift unknown)")}: ${esc(g.reason)}`).join("; ")}.</p>` : "";
+  if (!holds.length) return notJudged ? `<div class="card"><h2>Hold outside its interval</h2>${notJudged}</div>` : "";
   const finance = (s, h) => {
     const [day, n] = h.shift.split("/");
     return `#/finance?span=shift&day=${encodeURIComponent(day)}&n=${encodeURIComponent(n || "1")}&table=${encodeURIComponent(s.table)}`;
@@ -513,7 +516,7 @@ function holdsCard(a, rounds) {
   return `<div class="card"><h2>Hold outside its interval</h2><p class="hint">A closed shift's recorded win against its theoretical win, plus or minus 3.29 standard deviations from the handle and each bet's variance. An honest shift lies outside about 1 time in 1,000.</p>
     <table class="list" id="holds-table"><thead><tr><th>Table</th><th>Shift</th><th class="num">Rounds</th><th class="num">Won</th><th class="num">Theoretical</th><th class="num">Interval</th><th class="num">Handle</th><th>Rounds to open</th></tr></thead><tbody>
     ${holds.map(s => { const h = s.hold; return `<tr><td>${esc(s.table)}</td><td><a href="${finance(s, h)}">${esc(h.shift)}</a></td><td class="num">${h.rounds}</td><td class="num">${money(h.actual_win)}</td><td class="num">${money(h.theoretical_win)}</td><td class="num">${money(h.win_low)} to ${money(h.win_high)}</td><td class="num">${money(h.handle_priced)}</td><td>${rounds(s)}</td></tr>`; }).join("")}
-    </tbody></table></div>`;
+    </tbody></table>${notJudged}</div>`;
 }
 
 // Each dealer's quality per 1,000 rounds against the floor's median, their rounds per hour

@@ -1,10 +1,11 @@
-//! `simulate --hole-carder`, `--card-sharers`, `--error-prone-dealer`: the cheats and the
-//! careless dealer the decision analytics must find, placed on the simulated floor.
+//! `simulate --hole-carder`, `--card-sharers`, `--error-prone-dealer`, `--hold-skew`: the
+//! cheats, the careless dealer and the rigged shift the decision analytics must find,
+//! placed on the simulated floor.
 
 use analytics::{cheats, Evaluator};
 use anyhow::{bail, Context, Result};
 use schemas::{BoxNo, Choice};
-use simulator::{Decider, DecisionView, ErrorProneDealer, TableSim};
+use simulator::{Decider, DecisionView, ErrorProneDealer, HoldSkew, TableSim};
 
 /// The cheats of one table, by box.
 struct TableCheats {
@@ -77,11 +78,35 @@ fn error_prone(s: &str) -> Result<(usize, ErrorProneDealer)> {
     ))
 }
 
+/// `N:SHIFT:PCT`: table number, the table's shift (from 1), percent of each line's due
+/// amount the dealer settles in the players' favour (-100 to 100, not 0).
+fn hold_skew(s: &str) -> Result<(usize, HoldSkew)> {
+    let flag = "--hold-skew";
+    let parts: Vec<&str> = s.split(':').collect();
+    let [n, shift, pct] = parts[..] else {
+        bail!("{flag} {s:?}: expected TABLE:SHIFT:PCT, e.g. 1:2:60");
+    };
+    let n: usize = n
+        .parse()
+        .with_context(|| format!("{flag} {s:?}: table number"))?;
+    let shift_no: u64 = shift
+        .parse()
+        .with_context(|| format!("{flag} {s:?}: shift"))?;
+    let pct: i64 = pct
+        .parse()
+        .with_context(|| format!("{flag} {s:?}: percent"))?;
+    if n == 0 || shift_no == 0 || pct == 0 || pct.abs() > HoldSkew::PCT_MAX {
+        bail!("{flag} {s:?}: table and shift from 1, percent -100 to 100 and not 0");
+    }
+    Ok((n, HoldSkew { shift_no, pct }))
+}
+
 /// The cheats asked for, as flags give them.
 pub struct Cheats<'a> {
     pub hole_carders: &'a [String],
     pub card_sharers: &'a [String],
     pub error_prone_dealers: &'a [String],
+    pub hold_skews: &'a [String],
 }
 
 /// Places the cheats on `tables`, the floor's tables `first`, `first + 1`, ...
@@ -101,12 +126,18 @@ pub fn place(tables: Vec<TableSim>, first: usize, c: &Cheats) -> Result<Vec<Tabl
         .iter()
         .map(|s| error_prone(s))
         .collect::<Result<Vec<_>>>()?;
+    let skews = c
+        .hold_skews
+        .iter()
+        .map(|s| hold_skew(s))
+        .collect::<Result<Vec<_>>>()?;
     let last = first + tables.len();
     let named = holes
         .iter()
         .map(|h| h.0)
         .chain(pairs.iter().map(|p| p.0))
-        .chain(prone.iter().map(|p| p.0));
+        .chain(prone.iter().map(|p| p.0))
+        .chain(skews.iter().map(|p| p.0));
     for n in named {
         if n < first || n >= last {
             bail!(
@@ -131,6 +162,9 @@ pub fn place(tables: Vec<TableSim>, first: usize, c: &Cheats) -> Result<Vec<Tabl
         if let Some((_, d)) = prone.iter().find(|p| p.0 == n) {
             t = t.with_error_prone_dealer(*d);
         }
+        if let Some((_, k)) = skews.iter().find(|p| p.0 == n) {
+            t = t.with_hold_skew(*k);
+        }
         out.push(t);
     }
     Ok(out)
@@ -150,6 +184,11 @@ mod tests {
         assert_eq!((n, d.roster_place, d.wrong_payout), (2, 1, 0.25));
         for bad in ["2:1", "2:4:0.1", "2:1:1.5", "0:1:0.1"] {
             assert!(error_prone(bad).is_err(), "{bad}");
+        }
+        let (n, k) = hold_skew("1:2:-60").unwrap();
+        assert_eq!((n, k.shift_no, k.pct), (1, 2, -60));
+        for bad in ["1:2", "0:2:60", "1:0:60", "1:2:0", "1:2:101", "1:2:x"] {
+            assert!(hold_skew(bad).is_err(), "{bad}");
         }
     }
 }

@@ -32,6 +32,11 @@ enum Command {
         /// saying another are refused.
         #[command(flatten)]
         day: crate::args::DayArgs,
+        /// Judge every decision as `serve --decision-analytics RATE` does, so that a
+        /// server started with the same setting finds its signals computed. Without it,
+        /// the rebuild keeps the old model's own setting.
+        #[arg(long, value_name = "RATE")]
+        decision_analytics: Option<f64>,
     },
     /// Price the configured pay tables the read model has seen and not priced yet.
     PriceEdges {
@@ -49,7 +54,11 @@ enum Command {
 
 pub fn run(args: Args) -> Result<Outcome> {
     match args.command {
-        Command::Rebuild { ledger, day } => rebuild(&ledger, &day),
+        Command::Rebuild {
+            ledger,
+            day,
+            decision_analytics,
+        } => rebuild(&ledger, &day, decision_analytics),
         Command::PriceEdges { ledger } => price_edges(&ledger),
         Command::Check { ledger } => {
             let l = crate::source::open_ledger(&ledger)?;
@@ -68,11 +77,30 @@ pub fn run(args: Args) -> Result<Outcome> {
     }
 }
 
-fn rebuild(dir: &Path, day: &crate::args::DayArgs) -> Result<Outcome> {
+/// The decision analytics at `rate` false alarms per 1,000 rounds; `None` without one.
+fn setting(rate: Option<f64>) -> Result<Option<analytics::TestSetting>> {
+    let Some(rate) = rate else {
+        return Ok(None);
+    };
+    anyhow::ensure!(
+        rate > 0.0 && rate < 1000.0,
+        "--decision-analytics {rate}: false alarms per 1,000 rounds, between 0 and 1000"
+    );
+    Ok(Some(analytics::TestSetting {
+        false_alarms_per_1000_rounds: rate,
+        ..analytics::TestSetting::default()
+    }))
+}
+
+/// Deletes the model and derives it again, judging decisions at `rate` when given, else
+/// as the old model did (`analytics_before`).
+fn rebuild(dir: &Path, day: &crate::args::DayArgs, rate: Option<f64>) -> Result<Outcome> {
+    let given = setting(rate)?;
     let ledger = crate::source::open_ledger(dir)?;
     let rule = &day.rule_of(&ledger)?;
     let mdir = model::default_dir(dir);
-    let analytics = analytics_before(&mdir);
+    let kept = analytics_before(&mdir);
+    let analytics = given.or(kept);
     if mdir.exists() {
         std::fs::remove_dir_all(&mdir)
             .with_context(|| format!("deleting the read model at {}", mdir.display()))?;
@@ -82,20 +110,25 @@ fn rebuild(dir: &Path, day: &crate::args::DayArgs) -> Result<Outcome> {
     let events = readside::index::catch_up_as(&ledger, &m, analytics)
         .context("rebuilding the read model")?;
     let meta = m.meta()?;
+    let why = if given.is_some() {
+        "as given"
+    } else {
+        "as the model was built"
+    };
+    let said = analytics.map_or(
+        "off (as the model was built, or it did not open)".into(),
+        |a| {
+            format!(
+                "on at {} false alarms per 1,000 rounds, {why}",
+                a.false_alarms_per_1000_rounds
+            )
+        },
+    );
     println!(
-        "read model rebuilt at {}: {events} events, {} rounds in {:.1?}; decision analytics {}",
+        "read model rebuilt at {}: {events} events, {} rounds in {:.1?}; decision analytics {said}",
         mdir.display(),
         meta.rounds,
         t0.elapsed(),
-        analytics.map_or(
-            "off (as the model was built, or it did not open)".into(),
-            |a| {
-                format!(
-                    "on at {} false alarms per 1,000 rounds, as the model was built",
-                    a.false_alarms_per_1000_rounds
-                )
-            }
-        )
     );
     Ok(Outcome::Clean)
 }

@@ -60,6 +60,12 @@ pub struct FloorArgs {
     /// dealing (`N:P:RATE`; repeatable, one per table).
     #[arg(long, value_name = "N:P:RATE")]
     pub error_prone_dealer: Vec<String>,
+    /// Table N's dealer settles every line of the table's shift SHIFT (counting its
+    /// shifts from 1) PCT percent of its due amount in the players' favour (negative: the
+    /// house's). Each such line is a payout error; the shift's hold leaves its interval
+    /// (`hold_outside`). `N:SHIFT:PCT`; repeatable, one per table.
+    #[arg(long, value_name = "N:SHIFT:PCT", allow_hyphen_values = true)]
+    pub hold_skew: Vec<String>,
 }
 
 /// A forced jackpot hit is this many times rarer per round than `--finance-errors`: a
@@ -114,6 +120,7 @@ impl FloorArgs {
             hole_carders: &self.hole_carder,
             card_sharers: &self.card_sharers,
             error_prone_dealers: &self.error_prone_dealer,
+            hold_skews: &self.hold_skew,
         };
         floor.tables = crate::cheats::place(floor.tables, self.first_table, &cheats)?;
         let floor = floor.starting_at(now_ns - self.head_start_ns());

@@ -7,30 +7,20 @@
 //! publisher ran, or with no queue to the publisher, go out once from the read model.
 //!
 //! An error-prone dealer (`seed --error-prone-dealer`) goes out once as `dealer_errors`,
-//! and not again after a rebuild. A `hold_outside` alert carries its signal like the
-//! others; no `seed` option yet rigs a shift's hold, so none is raised here.
+//! and not again after a rebuild. A rigged shift's `hold_outside` (`seed --hold-skew`) is
+//! in `hold_alerts.rs`.
 //!
 //! Waits are bounded (`WAIT`); nothing here asserts on time.
 
 mod common;
 
+use common::alerts::{drain, each_once_in_round_order, matches_signal, said_published_before};
 use common::roundledger;
 use common::serve::{get, listening, start, wait_for};
-use futures::StreamExt;
 use std::path::Path;
-use std::time::Duration;
 
 const ROUNDS: u64 = 600;
 const TOKEN: &str = "signal-alerts-admin-token-0123456789ab";
-/// The alert kinds that carry a read-model signal.
-const SIGNAL_KINDS: [&str; 4] = [
-    "hole_card_play",
-    "card_sharing",
-    "dealer_errors",
-    "hold_outside",
-];
-/// How long a drain waits for one more message once everything expected has come.
-const QUIET: Duration = Duration::from_millis(500);
 
 /// Seeds `dir/ledger` with one CSP6 table of `ROUNDS` rounds, seed 7, and `extra` flags.
 fn seed(dir: &Path, extra: &[&str]) {
@@ -58,56 +48,6 @@ fn signals_when_indexed(api: &str) -> Vec<serde_json::Value> {
     let v: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(v["computed"], true, "{v}");
     v["signals"].as_array().unwrap().clone()
-}
-
-/// The signal alerts on `sub` until no message comes for `QUIET`: (subject, JSON).
-/// Other alerts are left out.
-async fn drain(sub: &mut async_nats::Subscriber) -> Vec<(String, serde_json::Value)> {
-    let mut out = Vec::new();
-    while let Ok(Some(m)) = tokio::time::timeout(QUIET, sub.next()).await {
-        let v: serde_json::Value = serde_json::from_slice(&m.payload).expect("alert JSON");
-        let signal_kind = SIGNAL_KINDS.contains(&v["kind"].as_str().unwrap_or(""));
-        assert_eq!(
-            signal_kind,
-            v.get("signal").is_some(),
-            "a signal's alert carries it: {v}"
-        );
-        if signal_kind {
-            out.push((m.subject.to_string(), v));
-        }
-    }
-    out
-}
-
-/// Whether serve's log says a table's signals were recognised as published before.
-fn said_published_before(log: &Path) -> bool {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    text.lines().any(|l| l.contains("signals published before"))
-}
-
-/// Checks `alert` against the signal the API lists for it.
-fn matches_signal(subject: &str, alert: &serde_json::Value, signals: &[serde_json::Value]) {
-    let s = &alert["signal"];
-    assert_eq!(
-        subject,
-        format!(
-            "alerts.{}.{}",
-            alert["table"].as_str().unwrap(),
-            s["kind"].as_str().unwrap()
-        )
-    );
-    assert_eq!(alert["kind"], s["kind"], "{alert}");
-    let listed = signals.iter().find(|l| {
-        l["round"] == s["round"] && l["kind"] == s["kind"] && l["subject"] == s["subject"]
-    });
-    let listed = listed.unwrap_or_else(|| panic!("alert of no listed signal: {alert}"));
-    assert_eq!(listed["statistic_milli"], s["statistic_milli"]);
-    assert_eq!(listed["moved"], s["moved"], "the rounds that moved it");
-    let round = s["round"].as_u64().unwrap().to_string();
-    assert!(
-        alert["detail"].as_str().unwrap().contains(&round),
-        "{alert}"
-    );
 }
 
 #[test]
@@ -216,21 +156,6 @@ fn an_honest_table_sends_no_signal_alert() {
     assert!(serve.stop(), "serve stops cleanly");
     let alerts = rt.block_on(drain(&mut sub));
     assert!(alerts.is_empty(), "{alerts:?}");
-}
-
-/// Checks that `alerts` are `signals`, each once, each table's in round order.
-fn each_once_in_round_order(alerts: &[(String, serde_json::Value)], signals: &[serde_json::Value]) {
-    assert_eq!(alerts.len(), signals.len(), "each signal once: {alerts:?}");
-    let mut last_round = std::collections::BTreeMap::new();
-    for (subject, a) in alerts {
-        matches_signal(subject, a, signals);
-        let round = a["signal"]["round"].as_u64().unwrap();
-        let before = last_round.insert(a["table"].to_string(), round);
-        assert!(
-            before.is_none_or(|b| b <= round),
-            "out of round order: {alerts:?}"
-        );
-    }
 }
 
 #[test]

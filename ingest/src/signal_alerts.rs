@@ -317,6 +317,7 @@ impl Publisher {
     /// Sends every table's signals above its mark from `record`; whether all went out.
     async fn catch_up(&self, record: &Arc<dyn SignalRecord>) -> bool {
         let mut after: Option<TableId> = None;
+        let mut tables_seen = 0usize;
         loop {
             let (r, a) = (record.clone(), after.clone());
             let tables = match blocking(move || r.tables(a.as_ref(), CATCH_UP_TABLES_MAX)).await {
@@ -331,7 +332,12 @@ impl Publisher {
                     return false;
                 }
             }
+            tables_seen += tables.len();
             if tables.len() < CATCH_UP_TABLES_MAX {
+                tracing::info!(
+                    tables = tables_seen,
+                    "signal catch-up done: every kept signal is published"
+                );
                 return true;
             }
             after = tables.last().cloned();

@@ -13,21 +13,28 @@
 //! - The actual win is the recorded win (tray in less tray out): the read model holds no
 //!   count room results. The finance report judges the accounting win once counted.
 //!
+//! - Past `AWAITING_MAX` waiting shifts the oldest is given up. The watch names the newest
+//!   `NOT_JUDGED_KEPT` given up and counts them all; `GET /v1/analytics` lists them.
+//!
 //! Invariant: one judgement per shift. `advance` only moves forward, and a judged shift
 //! leaves the watch.
 
 use crate::edges::EdgeBook;
 use crate::finance::{self, INTERVAL_SD};
+use crate::model::{self, space, Model, ModelError};
 use crate::row::Digest;
 use crate::signals::{MovedRow, SignalRow};
-use schemas::api::{AlertKind, ShiftHold};
+use schemas::api::{AlertKind, HoldNotJudged, ShiftHold};
 use schemas::finance::{ReportGroup, ShiftRow};
-use schemas::Money;
+use schemas::{Money, TableId};
 use serde::{Deserialize, Serialize};
 
 /// Most closed shifts of one table that wait for a price. Past it the oldest is given
-/// up, with a warning: the finance report still shows its hold.
+/// up, with a warning, and named (`HoldWatch::not_judged`): the finance report still
+/// shows its hold.
 pub const AWAITING_MAX: usize = 16;
+/// Most given-up shifts a table's watch names, the newest; older ones are only counted.
+pub const NOT_JUDGED_KEPT: usize = 4;
 /// Most payout errors a `hold_outside` signal links to, largest first.
 pub const HOLD_ROUNDS_MAX: usize = 8;
 /// Half the alert's interval, in thousandths of a standard deviation of the shift's win.
@@ -45,6 +52,10 @@ pub struct HoldWatch {
     pub awaiting: Vec<i64>,
     /// Priced configurations in the edge book when a shift last started waiting.
     pub priced_seen: u64,
+    /// The newest shifts given up unjudged, oldest first; at most `NOT_JUDGED_KEPT`.
+    pub not_judged: Vec<HoldNotJudged>,
+    /// Every shift of the table given up unjudged.
+    pub not_judged_total: u64,
 }
 
 /// A closed shift's judgement.
@@ -74,20 +85,75 @@ pub fn advance(watch: &mut HoldWatch, starts_at_ns: i64) -> Option<i64> {
 }
 
 /// Keeps a pending shift for a later judgement; `priced` is the book's priced count now.
-pub fn await_price(watch: &mut HoldWatch, starts_at_ns: i64, priced: u64) {
+/// Returns the start of the oldest shift given up to make room, if any.
+pub fn await_price(watch: &mut HoldWatch, starts_at_ns: i64, priced: u64) -> Option<i64> {
     watch.priced_seen = priced;
     if watch.awaiting.contains(&starts_at_ns) {
-        return;
+        return None;
     }
+    let mut given_up = None;
     if watch.awaiting.len() >= AWAITING_MAX {
-        let given_up = watch.awaiting.remove(0);
+        let oldest = watch.awaiting.remove(0);
         tracing::warn!(
-            starts_at_ns = given_up,
+            starts_at_ns = oldest,
             "{AWAITING_MAX} shifts of one table wait for a price: the oldest is not judged"
         );
+        given_up = Some(oldest);
     }
     watch.awaiting.push(starts_at_ns);
     assert!(watch.awaiting.len() <= AWAITING_MAX);
+    given_up
+}
+
+/// Why a given-up shift is not judged.
+pub fn not_judged_reason() -> String {
+    format!("its pay table was not priced within {AWAITING_MAX} shifts")
+}
+
+/// Names a shift given up unjudged (`row` is its shift row, if the model holds one), so
+/// that a reader sees it: the newest `NOT_JUDGED_KEPT`, and a count of all.
+pub fn give_up(watch: &mut HoldWatch, table: &str, starts_at_ns: i64, row: Option<&ShiftRow>) {
+    assert!(
+        !watch.awaiting.contains(&starts_at_ns),
+        "a shift given up waits no more"
+    );
+    if watch.not_judged.len() >= NOT_JUDGED_KEPT {
+        watch.not_judged.remove(0);
+    }
+    watch.not_judged.push(HoldNotJudged {
+        table: table.to_owned(),
+        shift: row.map(|r| r.shift.clone()),
+        starts_at_ns,
+        reason: not_judged_reason(),
+    });
+    watch.not_judged_total += 1;
+    assert!(watch.not_judged.len() as u64 <= watch.not_judged_total);
+}
+
+/// The shifts given up unjudged, by table (`give_up`): at most `max` named, and how many
+/// were given up in all. One watch read per table.
+pub fn not_judged(
+    model: &Model,
+    table: Option<&TableId>,
+    max: usize,
+) -> Result<(Vec<HoldNotJudged>, u64), ModelError> {
+    let prefix = match table {
+        Some(t) => model::table_key(space::HOLD_WATCH, t),
+        None => vec![space::HOLD_WATCH],
+    };
+    let (mut out, mut total) = (Vec::new(), 0u64);
+    for kv in model.db.scan_prefix(&prefix).fwd() {
+        let (k, v) = kv?;
+        if table.is_some() && k[..] != prefix[..] {
+            continue; // another table whose key starts with this one's
+        }
+        let w: HoldWatch = model::decode(&k, &v)?;
+        total += w.not_judged_total;
+        let room = max.saturating_sub(out.len());
+        out.extend(w.not_judged.into_iter().take(room));
+    }
+    assert!(out.len() as u64 <= total, "a page is part of its whole");
+    Ok((out, total))
 }
 
 /// How many configurations the book holds priced.
@@ -201,11 +267,28 @@ mod tests {
     #[test]
     fn awaiting_shifts_are_bounded_and_kept_once() {
         let mut w = HoldWatch::default();
+        let mut given_up = Vec::new();
         for s in 0..(AWAITING_MAX as i64 + 3) {
-            await_price(&mut w, s, 2);
-            await_price(&mut w, s, 2);
+            given_up.extend(await_price(&mut w, s, 2));
+            assert_eq!(await_price(&mut w, s, 2), None, "kept once");
         }
+        assert_eq!(given_up, [0, 1, 2]);
         assert_eq!(w.awaiting.len(), AWAITING_MAX);
+        for s in &given_up {
+            give_up(&mut w, "T-1", *s, None);
+        }
+        for s in 100..(100 + NOT_JUDGED_KEPT as i64) {
+            give_up(&mut w, "T-1", s, None);
+        }
+        assert_eq!(
+            w.not_judged_total,
+            3 + NOT_JUDGED_KEPT as u64,
+            "all counted"
+        );
+        assert_eq!(w.not_judged.len(), NOT_JUDGED_KEPT, "the newest named");
+        assert_eq!(w.not_judged[0].starts_at_ns, 100);
+        assert_eq!(w.not_judged[0].shift, None, "no row: null, with the reason");
+        assert!(w.not_judged[0].reason.contains("16 shifts"));
         assert_eq!(w.awaiting[0], 3, "the oldest are given up first");
         assert_eq!(w.priced_seen, 2);
     }

@@ -1149,20 +1149,29 @@ impl Writes<'_> {
             todo.splice(0..0, std::mem::take(&mut watch.awaiting));
         }
         for start in todo {
-            let k = (start, table.clone());
-            let row = match self.shifts.get(&k) {
-                Some(r) => Some(r.clone()),
-                None => self.model.get(&model::shift_key(start, Some(table)))?,
-            };
+            let row = self.shift_row(start, table)?;
             match row.map(|r| holds::judge(&r, &book, d)) {
                 Some(Judged::Outside(s)) => self.signals.push(*s),
-                Some(Judged::Pending) => holds::await_price(&mut watch, start, priced),
+                Some(Judged::Pending) => {
+                    if let Some(gone) = holds::await_price(&mut watch, start, priced) {
+                        let row = self.shift_row(gone, table)?;
+                        holds::give_up(&mut watch, table.as_str(), gone, row.as_ref());
+                    }
+                }
                 Some(Judged::Inside) | None => {}
             }
         }
         self.book = Some(book);
         self.holds.insert(table.clone(), watch);
         Ok(())
+    }
+
+    /// A table shift's row: this pass's, or the model's.
+    fn shift_row(&self, start: i64, table: &TableId) -> Result<Option<ShiftRow>, ReadError> {
+        match self.shifts.get(&(start, table.clone())) {
+            Some(r) => Ok(Some(r.clone())),
+            None => Ok(self.model.get(&model::shift_key(start, Some(table)))?),
+        }
     }
 
     /// The floor's counts: this pass's, or the model's.

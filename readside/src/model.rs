@@ -41,9 +41,10 @@ use std::path::{Path, PathBuf};
 /// model lives in a `Store` of its own (`kv`), in `<model dir>/store`. 8: decision signals
 /// and their coverage (`signals`). 9: dealer quality counters (`dealers`). 10: the
 /// dealers' floor row. 11: hold watches per table and `hold_outside` signals (`holds`).
-/// 12: dealers' dealing time over stints. 13: a cursor keeps its table's last dealer
-/// change, so analytics resumed after a restart know the dealer.
-pub const MODEL_VERSION: u32 = 13;
+/// 12: dealers' dealing time over stints. 13: hold watches name shifts given up unjudged.
+/// 14: a cursor keeps its table's last dealer change, so analytics resumed after a
+/// restart know the dealer.
+pub const MODEL_VERSION: u32 = 14;
 /// Bytes of the keyed BLAKE3 seal before each value.
 pub const SEAL_BYTES: usize = 16;
 /// Most findings or disputes of one round the model keys (their index is a `u16`).

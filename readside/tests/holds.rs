@@ -280,3 +280,80 @@ fn a_shift_priced_before_its_close_is_judged_at_the_close() {
     model.clear().unwrap();
     assert_eq!(index(&store, &model), raised);
 }
+
+/// The name of shift `k` (from 0) after shift 1 of 2026-11-25: three shifts a day.
+fn shift_name(k: i64) -> String {
+    format!("2026-11-{}/{}", 25 + k / 3, k % 3 + 1)
+}
+
+#[test]
+fn a_shift_given_up_unpriced_is_named_with_its_reason_and_never_judged() {
+    // Shifts 1 and 2 rigged, then ordinary ones, one round each, under a pay table that
+    // is not priced until every one of them has closed.
+    let mut c = table("T-PAY", vec![golden::generous_pair_plus()]);
+    let at = |k: i64, min: i64| DAY_START_NS + k * 8 * HOUR_NS + min * MIN_NS;
+    let mut store = Store::new();
+    let model = Model::temporary(&rule()).unwrap();
+    for k in 0..=(holds_awaiting_max() as i64) {
+        let paid = if k < 2 { OVERPAID } else { FLUSH_PAID };
+        golden::play(&mut c, at(k, 10), paid);
+        store.append(c.out.drain(..).collect());
+        assert_eq!(index(&store, &model), Vec::new(), "theoretical pending");
+    }
+    // 16 closed shifts wait: none given up yet.
+    assert_eq!(
+        readside::holds::not_judged(&model, None, 100).unwrap(),
+        (Vec::new(), 0)
+    );
+    let k17 = holds_awaiting_max() as i64 + 1;
+    golden::play(&mut c, at(k17, 10), FLUSH_PAID);
+    store.append(c.out.drain(..).collect());
+    assert_eq!(index(&store, &model), Vec::new());
+    // The 17th closed shift gives the oldest up: named, with the reason, not silent.
+    let (named, total) = readside::holds::not_judged(&model, None, 100).unwrap();
+    assert_eq!(total, 1);
+    assert_eq!(named.len(), 1, "{named:?}");
+    assert_eq!(
+        (named[0].table.as_str(), named[0].shift.as_deref()),
+        ("T-PAY", Some(shift_name(0).as_str()))
+    );
+    assert_eq!(named[0].starts_at_ns, at(0, 0));
+    assert_eq!(
+        named[0].reason,
+        "its pay table was not priced within 16 shifts"
+    );
+    let other = schemas::TableId::new("T-HOLD").unwrap();
+    assert_eq!(
+        readside::holds::not_judged(&model, Some(&other), 100)
+            .unwrap()
+            .1,
+        0
+    );
+    let t = schemas::TableId::new("T-PAY").unwrap();
+    assert_eq!(
+        readside::holds::not_judged(&model, Some(&t), 100)
+            .unwrap()
+            .1,
+        1
+    );
+
+    // Priced, the next round judges the 16 waiting: rigged shift 2 alarms, shift 1 never.
+    assert_eq!(
+        readside::edges::price_all(&model, &Budget::CONFIGURED).unwrap(),
+        1
+    );
+    golden::play(&mut c, at(k17, 30), FLUSH_PAID);
+    store.append(c.out.drain(..).collect());
+    let raised = index(&store, &model);
+    let subjects: Vec<&str> = raised.iter().map(|s| s.subject.as_str()).collect();
+    assert_eq!(subjects, [format!("shift {}", shift_name(1))], "{raised:?}");
+    assert_eq!(
+        readside::holds::not_judged(&model, None, 100).unwrap().1,
+        1,
+        "kept"
+    );
+}
+
+fn holds_awaiting_max() -> usize {
+    readside::holds::AWAITING_MAX
+}

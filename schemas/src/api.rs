@@ -1144,6 +1144,20 @@ pub struct ShiftHold {
     pub finance_link: String,
 }
 
+/// A closed table shift the hold alarm gave up unjudged: no figure, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct HoldNotJudged {
+    /// The table.
+    pub table: String,
+    /// The shift's name, `2026-11-25/1`; null when the read model holds no row of it.
+    pub shift: Option<String>,
+    /// The shift's start, UTC ns (inclusive).
+    pub starts_at_ns: i64,
+    /// Why it is not judged: `its pay table was not priced within 16 shifts`.
+    pub reason: String,
+}
+
 impl DecisionSignal {
     /// The rounds this signal links to: where it crossed, then those that moved it.
     pub fn rounds(&self) -> Vec<u64> {
@@ -1191,6 +1205,11 @@ pub struct AnalyticsList {
     pub dealers_total: u64,
     /// Whether `dealers` stops at its cap before `dealers_total`: the list is not whole.
     pub dealers_truncated: bool,
+    /// The newest closed shifts of each table the hold alarm gave up unjudged (at most 4
+    /// a table), by table. No `hold_outside` is ever raised for them.
+    pub holds_not_judged: Vec<HoldNotJudged>,
+    /// Every shift given up unjudged, listed or not.
+    pub holds_not_judged_total: u64,
 }
 
 /// One dealer's quality counts over their decided rounds, and rates against the floor.

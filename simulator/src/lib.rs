@@ -41,7 +41,7 @@ pub use expected::{FaultKind, FinanceFaultKind, FinanceLink, FinanceVariance, Va
 pub use faults::{FaultPlan, InjectedFault};
 pub use floor::{default_config, table_seed, Floor, MLP3_LINKED_POOL};
 pub use keys::{admin_key, DeviceKey, CONTROLLER};
-pub use players::{Decider, DecisionView, ErrorProneDealer};
+pub use players::{Decider, DecisionView, ErrorProneDealer, HoldSkew};
 pub use publish::{
     publish_floor, wait_for_stream, DeviceAccess, DurableWait, PublishOptions, PublishReport,
     PublishedRecord,

@@ -8,7 +8,7 @@
 use crate::expected::{self, FaultKind, FinanceFaultKind};
 use crate::faults::{FaultPlan, InjectedFault};
 use crate::keys::DeviceKey;
-use crate::players::{Decider, DecisionView, ErrorProneDealer};
+use crate::players::{Decider, DecisionView, ErrorProneDealer, HoldSkew};
 use crate::Error;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -125,6 +125,10 @@ pub struct TableSim {
     decider: Option<Box<dyn Decider>>,
     /// A dealer of the roster who pays wrongly more often.
     error_prone: Option<ErrorProneDealer>,
+    /// A shift whose dealer settles every line off the pay table.
+    hold_skew: Option<HoldSkew>,
+    /// How many shifts the table has opened.
+    shifts_opened: u64,
     clock_ns: i64,
     next_round: u64,
     /// This table's view of its jackpot pool: the value it shows before a round.
@@ -377,6 +381,8 @@ impl TableSim {
             prev: Hash32::ZERO,
             decider: None,
             error_prone: None,
+            hold_skew: None,
+            shifts_opened: 0,
             clock_ns,
             next_round: 1,
             pool,
@@ -408,6 +414,17 @@ impl TableSim {
     pub fn with_error_prone_dealer(mut self, dealer: ErrorProneDealer) -> TableSim {
         self.error_prone = Some(dealer);
         self
+    }
+
+    /// This table with one shift's lines settled off the pay table (`HoldSkew`).
+    pub fn with_hold_skew(mut self, skew: HoldSkew) -> TableSim {
+        self.hold_skew = Some(skew);
+        self
+    }
+
+    /// The skew of the shift the table is in, if it is the rigged one.
+    fn skew_now(&self) -> Option<HoldSkew> {
+        self.hold_skew.filter(|s| s.shift_no == self.shifts_opened)
     }
 
     /// The wrong-payout rate of this round: the fault plan's, or the error-prone dealer's
@@ -1175,6 +1192,11 @@ impl TableSim {
         let mut recorded = lines.clone();
         if let Some((w, r)) = wrong {
             recorded[w].2 = r;
+        }
+        if let Some(skew) = self.skew_now() {
+            for (r, l) in recorded.iter_mut().zip(&lines) {
+                r.2 = r.2 + Money(skew.recorded_minor(l.2 .0) - l.2 .0);
+            }
         }
         self.tray_round(ctx, &recorded, settlement)?;
         for (&(box_no, line, expected), &(_, _, recorded)) in lines.iter().zip(&recorded) {

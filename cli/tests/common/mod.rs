@@ -2,6 +2,7 @@
 //! Each test binary uses part of it.
 #![allow(dead_code)]
 
+pub mod alerts;
 pub mod serve;
 
 use std::process::{Command, Output};

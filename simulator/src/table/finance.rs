@@ -127,6 +127,7 @@ impl TableSim {
             }
         }
         let at = self.clock_ns;
+        self.shifts_opened += 1;
         self.cage.shift = match self.cage.clock {
             Some(c) => c.span_at(at),
             None => ShiftSpan {
