@@ -6,6 +6,9 @@
 //! dealer streams included. An ignored test measures the alarm's false-alarm rate over 50
 //! clean floors.
 
+#[path = "common/sim.rs"]
+mod sim;
+
 use analytics::{RoundFacts, RoundReader, TestSetting};
 use readside::dealers::{self, DealerRow, FloorRow};
 use readside::index::{catch_up_with, Tail};
@@ -23,12 +26,7 @@ fn table(
     prone: Option<ErrorProneDealer>,
     mut pass: impl FnMut(&ledger::Ledger),
 ) -> (tempfile::TempDir, ledger::Ledger) {
-    let dir = tempfile::tempdir().unwrap();
-    let ledger = ledger::Ledger::open(dir.path().join("ledger")).unwrap();
-    ledger
-        .writer()
-        .trust_admin_keys([simulator::admin_key().public()])
-        .unwrap();
+    let (dir, ledger) = sim::ledger();
     let mut floor = Floor::new(1, seed, FaultPlan::payout_errors(0.01))
         .unwrap()
         .without_event_signatures();

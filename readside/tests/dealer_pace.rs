@@ -3,6 +3,9 @@
 //! dealer's dealing time is the sum of their stints, the same after passes between rounds
 //! and a rebuild, and far above what their first and last round would make of it.
 
+#[path = "common/sim.rs"]
+mod sim;
+
 use analytics::pace::{DEALING_NS_MIN, STINT_GAP_MAX_NS};
 use readside::dealers::DealerRow;
 use readside::index::{catch_up_with, Tail};
@@ -105,12 +108,7 @@ fn by_dealer(rows: Vec<DealerRow>) -> BTreeMap<String, DealerRow> {
 
 #[test]
 fn a_dealer_on_two_tables_a_day_apart_is_paced_by_their_stints() {
-    let dir = tempfile::tempdir().unwrap();
-    let ledger = ledger::Ledger::open(dir.path().join("ledger")).unwrap();
-    ledger
-        .writer()
-        .trust_admin_keys([simulator::admin_key().public()])
-        .unwrap();
+    let (_dir, ledger) = sim::ledger();
     let model = Model::temporary(&rule()).unwrap();
     let mut pass = || {
         let mut tail = Tail::with_analytics(analytics::TestSetting::default());
@@ -190,12 +188,7 @@ fn a_dealer_on_two_tables_a_day_apart_is_paced_by_their_stints() {
 
 #[test]
 fn too_little_dealing_gives_no_rate_and_says_why() {
-    let dir = tempfile::tempdir().unwrap();
-    let ledger = ledger::Ledger::open(dir.path().join("ledger")).unwrap();
-    ledger
-        .writer()
-        .trust_admin_keys([simulator::admin_key().public()])
-        .unwrap();
+    let (_dir, ledger) = sim::ledger();
     // Six rounds: well under half an hour for anyone.
     let mut t = TableSim::new(
         TableId::new("TCP3-01").unwrap(),

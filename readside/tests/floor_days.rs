@@ -2,6 +2,9 @@
 //! 06:00 UTC: each whole gaming day reports no variance, and the same figures under one
 //! shift a day as under three (the day's first opening and last closing count).
 
+#[path = "common/sim.rs"]
+mod sim;
+
 use readside::finance::{report, GroupBy, Query, Span};
 use readside::model::Model;
 use schemas::count::CountResult;
@@ -15,12 +18,7 @@ const DAY_START_NS: i64 = 1_795_500_000 * 1_000_000_000;
 /// Plays `rounds` rounds a table of a 3-table floor from 09:00 on 2026-11-24, closing
 /// them after; returns the ledger's directory and the count room's results.
 fn floor(rounds: u64, seed: u64) -> (tempfile::TempDir, ledger::Ledger, Vec<CountResult>) {
-    let dir = tempfile::tempdir().unwrap();
-    let ledger = ledger::Ledger::open(dir.path().join("ledger")).unwrap();
-    ledger
-        .writer()
-        .trust_admin_keys([simulator::admin_key().public()])
-        .unwrap();
+    let (dir, ledger) = sim::ledger();
     let clock = ShiftClock::new(6 * HOUR_NS, 8 * HOUR_NS).unwrap();
     let mut floor = Floor::new(3, seed, FaultPlan::none())
         .unwrap()

@@ -4,6 +4,9 @@
 //! decision analytics on, each pass from a fresh tail (as after a restart), every few
 //! rounds. Vary: the pass interval, and which table's events reach the ledger first.
 
+#[path = "common/sim.rs"]
+mod sim;
+
 use readside::index::{catch_up_with, Tail};
 use readside::model::Model;
 use simulator::{ErrorProneDealer, FaultPlan, Floor, ShiftClock};
@@ -28,12 +31,7 @@ fn play(
     order: &[usize],
     mut pass: impl FnMut(&ledger::Ledger),
 ) -> (tempfile::TempDir, ledger::Ledger) {
-    let dir = tempfile::tempdir().unwrap();
-    let ledger = ledger::Ledger::open(dir.path().join("ledger")).unwrap();
-    ledger
-        .writer()
-        .trust_admin_keys([simulator::admin_key().public()])
-        .unwrap();
+    let (dir, ledger) = sim::ledger();
     let clock = ShiftClock::new(6 * HOUR_NS, 8 * HOUR_NS).unwrap();
     let mut floor = Floor::new(3, seed, FaultPlan::payout_errors(0.02))
         .unwrap()

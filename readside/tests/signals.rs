@@ -4,6 +4,9 @@
 //! signals are not computed. A tail restarted every 150 rounds resumes each statistic
 //! from the model and lists exactly the signals of one uninterrupted tail.
 
+#[path = "common/sim.rs"]
+mod sim;
+
 use analytics::{cheats, Evaluator, TestSetting};
 use readside::index::{catch_up_with, Tail};
 use readside::model::Model;
@@ -38,12 +41,7 @@ fn table_with(
     cheat: bool,
     mut after: impl FnMut(u64, &ledger::Ledger),
 ) -> (tempfile::TempDir, ledger::Ledger) {
-    let dir = tempfile::tempdir().unwrap();
-    let ledger = ledger::Ledger::open(dir.path().join("ledger")).unwrap();
-    ledger
-        .writer()
-        .trust_admin_keys([simulator::admin_key().public()])
-        .unwrap();
+    let (dir, ledger) = sim::ledger();
     let mut floor = Floor::new(1, seed, FaultPlan::none())
         .unwrap()
         .without_event_signatures();

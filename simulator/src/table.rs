@@ -327,6 +327,30 @@ struct DealPlan {
     exposed: Vec<usize>,
 }
 
+/// Refuses a configuration the simulator cannot deal from one 52-card deck, or one with
+/// no Ante limit of positive amounts.
+fn check_config(table: &TableId, config: &TableConfig) -> Result<(), Error> {
+    let hand = config.rule_set.hand_len();
+    // Burnt card, every box, the dealer, and one spare for a duplicated card.
+    let needed = 1 + (config.boxes as usize + 1) * hand + 1;
+    if config.boxes == 0 || needed > 52 {
+        return Err(Error::Config(format!(
+            "table {table}: {} boxes of {} cards cannot be dealt from one deck",
+            config.boxes, hand
+        )));
+    }
+    let ante = config.limit(BetKind::Ante).ok_or_else(|| {
+        Error::Config(format!("table {table}: no Ante limit in the configuration"))
+    })?;
+    if ante.min.0 <= 0 || ante.max < ante.min {
+        return Err(Error::Config(format!(
+            "table {table}: Ante limit {}..{} is not a range of positive amounts",
+            ante.min, ante.max
+        )));
+    }
+    Ok(())
+}
+
 impl TableSim {
     /// A table that will play `config` with randomness from `seed` and faults from
     /// `faults`. Refuses configurations it cannot deal from one 52-card deck or that have
@@ -337,24 +361,7 @@ impl TableSim {
         seed: u64,
         faults: FaultPlan,
     ) -> Result<TableSim, Error> {
-        let hand = config.rule_set.hand_len();
-        // Burnt card, every box, the dealer, and one spare for a duplicated card.
-        let needed = 1 + (config.boxes as usize + 1) * hand + 1;
-        if config.boxes == 0 || needed > 52 {
-            return Err(Error::Config(format!(
-                "table {table}: {} boxes of {} cards cannot be dealt from one deck",
-                config.boxes, hand
-            )));
-        }
-        let ante = config.limit(BetKind::Ante).ok_or_else(|| {
-            Error::Config(format!("table {table}: no Ante limit in the configuration"))
-        })?;
-        if ante.min.0 <= 0 || ante.max < ante.min {
-            return Err(Error::Config(format!(
-                "table {table}: Ante limit {}..{} is not a range of positive amounts",
-                ante.min, ante.max
-            )));
-        }
+        check_config(&table, &config)?;
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let fault_rng = ChaCha8Rng::seed_from_u64(seed ^ 0xFA01_7FA0_17FA_017F);
         let clock_ns = EPOCH_2026_NS + rng.gen_range(0..86_400_000_000_000i64);
