@@ -171,13 +171,7 @@ fn a_rigged_shift_is_alerted_once_and_not_after_a_restart_or_rebuild() {
     assert_eq!(a["signal"]["hold"], hold["hold"], "the shift's figures");
 
     // Restarted on the same read model: nothing new is judged, nothing sent.
-    let (mut serve, log) = start(dir.path(), &bus.nats.url(), TOKEN, SETTINGS);
-    let (api, _) = listening(&log);
-    assert_eq!(analytics_when_indexed(&api)["signals"], listed["signals"]);
-    wait_for("the publisher's catch-up", || (caught_up(&log), ()));
-    assert!(serve.stop(), "serve stops cleanly");
-    let again = bus.drain();
-    assert!(again.is_empty(), "sent again after a restart: {again:?}");
+    restarted_sends_nothing(dir.path(), &mut bus, &listed, "a restart");
 
     // Rebuilt offline: every shift judged again, the same signal, nothing sent.
     let ledger = dir.path().join("ledger");
@@ -192,11 +186,17 @@ fn a_rigged_shift_is_alerted_once_and_not_after_a_restart_or_rebuild() {
     }
     let out = roundledger(&[&rebuild[..], &["--decision-analytics", "1.0"]].concat());
     assert!(out.status.success(), "{out:?}");
-    let (mut serve, log) = start(dir.path(), &bus.nats.url(), TOKEN, SETTINGS);
+    restarted_sends_nothing(dir.path(), &mut bus, &listed, "a rebuild");
+}
+
+/// Serve started again lists the same signals as `listed` and, once its publisher has
+/// caught up, has sent nothing.
+fn restarted_sends_nothing(dir: &Path, bus: &mut AlertBus, listed: &Value, after: &str) {
+    let (mut serve, log) = start(dir, &bus.nats.url(), TOKEN, SETTINGS);
     let (api, _) = listening(&log);
     assert_eq!(analytics_when_indexed(&api)["signals"], listed["signals"]);
     wait_for("the publisher's catch-up", || (caught_up(&log), ()));
     assert!(serve.stop(), "serve stops cleanly");
     let again = bus.drain();
-    assert!(again.is_empty(), "sent again after a rebuild: {again:?}");
+    assert!(again.is_empty(), "sent again after {after}: {again:?}");
 }
