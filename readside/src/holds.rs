@@ -130,8 +130,14 @@ pub fn give_up(watch: &mut HoldWatch, table: &str, starts_at_ns: i64, row: Optio
     assert!(watch.not_judged.len() as u64 <= watch.not_judged_total);
 }
 
-/// The shifts given up unjudged, by table (`give_up`): at most `max` named, and how many
-/// were given up in all. One watch read per table.
+/// Why a closed shift waiting for a price is not judged yet.
+pub fn awaiting_reason() -> String {
+    "its pay table is not priced yet: judged at the table's next round after it is".into()
+}
+
+/// The closed shifts not judged, by table: those waiting for a price, then those given
+/// up (`give_up`). At most `max` named, and how many in all. One watch read per table,
+/// and one shift row read per waiting shift named.
 pub fn not_judged(
     model: &Model,
     table: Option<&TableId>,
@@ -148,7 +154,19 @@ pub fn not_judged(
             continue; // another table whose key starts with this one's
         }
         let w: HoldWatch = model::decode(&k, &v)?;
-        total += w.not_judged_total;
+        total += w.not_judged_total + w.awaiting.len() as u64;
+        let t = crate::keystr::first_str(&k).and_then(|t| TableId::new(t).ok());
+        let t =
+            t.ok_or_else(|| ModelError::Corrupt(format!("hold watch {}", model::key_text(&k))))?;
+        for start in w.awaiting.iter().take(max.saturating_sub(out.len())) {
+            let row: Option<ShiftRow> = model.get(&model::shift_key(*start, Some(&t)))?;
+            out.push(HoldNotJudged {
+                table: t.to_string(),
+                shift: row.map(|r| r.shift),
+                starts_at_ns: *start,
+                reason: awaiting_reason(),
+            });
+        }
         let room = max.saturating_sub(out.len());
         out.extend(w.not_judged.into_iter().take(room));
     }

@@ -11,3 +11,9 @@ pub(crate) fn push_str(k: &mut Vec<u8>, s: &str) {
     k.push(s.len() as u8);
     k.extend_from_slice(s.as_bytes());
 }
+
+/// The first string of key `k`, after its space byte (a table key's table).
+pub(crate) fn first_str(k: &[u8]) -> Option<&str> {
+    let len = *k.get(1)? as usize;
+    std::str::from_utf8(k.get(2..2 + len)?).ok()
+}

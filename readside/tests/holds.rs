@@ -224,6 +224,11 @@ fn an_unpriced_shift_raises_none_until_priced_then_one() {
     store.append(rest.out.drain(..).collect());
     assert_eq!(index(&store, &model), Vec::new(), "theoretical pending");
     assert!(!shift_1(&model, "T-PAY").hold_alarm);
+    // A reader sees the shift is not judged, and why.
+    let (named, total) = readside::holds::not_judged(&model, None, 100).unwrap();
+    assert_eq!(total, 1, "{named:?}");
+    assert_eq!(named[0].shift.as_deref(), Some("2026-11-25/1"));
+    assert_eq!(named[0].reason, readside::holds::awaiting_reason());
     assert_eq!(
         readside::edges::price_all(&model, &Budget::CONFIGURED).unwrap(),
         1
@@ -246,6 +251,11 @@ fn an_unpriced_shift_raises_none_until_priced_then_one() {
         (4, "shift 2026-11-25/1")
     );
     assert_eq!(holds(&model), raised);
+    assert_eq!(
+        readside::holds::not_judged(&model, None, 100).unwrap(),
+        (Vec::new(), 0),
+        "judged: no longer waiting"
+    );
     let h = raised[0].hold.as_ref().unwrap();
     assert_eq!(h.actual_win, shift_1(&model, "T-PAY").actual_win);
     // Later rounds judge it no more.
@@ -300,18 +310,20 @@ fn a_shift_given_up_unpriced_is_named_with_its_reason_and_never_judged() {
         store.append(c.out.drain(..).collect());
         assert_eq!(index(&store, &model), Vec::new(), "theoretical pending");
     }
-    // 16 closed shifts wait: none given up yet.
-    assert_eq!(
-        readside::holds::not_judged(&model, None, 100).unwrap(),
-        (Vec::new(), 0)
-    );
+    // 16 closed shifts wait, each named with its reason; none given up yet.
+    let (named, total) = readside::holds::not_judged(&model, None, 100).unwrap();
+    assert_eq!((named.len(), total), (16, 16));
+    let waiting = readside::holds::awaiting_reason();
+    assert!(named.iter().all(|n| n.reason == waiting), "{named:?}");
+    assert_eq!(named[0].shift.as_deref(), Some(shift_name(0).as_str()));
     let k17 = holds_awaiting_max() as i64 + 1;
     golden::play(&mut c, at(k17, 10), FLUSH_PAID);
     store.append(c.out.drain(..).collect());
     assert_eq!(index(&store, &model), Vec::new());
     // The 17th closed shift gives the oldest up: named, with the reason, not silent.
     let (named, total) = readside::holds::not_judged(&model, None, 100).unwrap();
-    assert_eq!(total, 1);
+    assert_eq!(total, 17, "16 waiting and 1 given up");
+    let named: Vec<_> = named.into_iter().filter(|n| n.reason != waiting).collect();
     assert_eq!(named.len(), 1, "{named:?}");
     assert_eq!(
         (named[0].table.as_str(), named[0].shift.as_deref()),
@@ -334,7 +346,7 @@ fn a_shift_given_up_unpriced_is_named_with_its_reason_and_never_judged() {
         readside::holds::not_judged(&model, Some(&t), 100)
             .unwrap()
             .1,
-        1
+        17
     );
 
     // Priced, the next round judges the 16 waiting: rigged shift 2 alarms, shift 1 never.
@@ -350,7 +362,7 @@ fn a_shift_given_up_unpriced_is_named_with_its_reason_and_never_judged() {
     assert_eq!(
         readside::holds::not_judged(&model, None, 100).unwrap().1,
         1,
-        "kept"
+        "the given-up shift kept; none waits"
     );
 }
 

@@ -1154,7 +1154,8 @@ pub struct HoldNotJudged {
     pub shift: Option<String>,
     /// The shift's start, UTC ns (inclusive).
     pub starts_at_ns: i64,
-    /// Why it is not judged: `its pay table was not priced within 16 shifts`.
+    /// Why it is not judged: `its pay table is not priced yet: ...` (it waits) or `its pay
+    /// table was not priced within 16 shifts` (given up).
     pub reason: String,
 }
 
@@ -1205,10 +1206,11 @@ pub struct AnalyticsList {
     pub dealers_total: u64,
     /// Whether `dealers` stops at its cap before `dealers_total`: the list is not whole.
     pub dealers_truncated: bool,
-    /// The newest closed shifts of each table the hold alarm gave up unjudged (at most 4
-    /// a table), by table. No `hold_outside` is ever raised for them.
+    /// Closed shifts the hold alarm has not judged, by table, each with its reason: those
+    /// waiting for their pay table's price (judged once it is), then the newest given up
+    /// (at most 4 a table; never judged).
     pub holds_not_judged: Vec<HoldNotJudged>,
-    /// Every shift given up unjudged, listed or not.
+    /// Every closed shift not judged, listed or not.
     pub holds_not_judged_total: u64,
 }
 
