@@ -8,8 +8,10 @@
 //!   (`alerts.<table>.hold_outside`) has sent nothing at or above it yet.
 //! - A shift is judged only when whole: every line priced. While a configured pay table
 //!   is "theoretical pending" the shift waits (`HoldWatch::awaiting`, at most
-//!   `AWAITING_MAX`). It is judged again at its table's next new round once the edge book
-//!   holds more priced configurations than when it last waited: O(1) a round otherwise.
+//!   `AWAITING_MAX`). It is judged again once the edge book holds more priced
+//!   configurations than when it last waited: at the table's next new round, or at the
+//!   first pass after the pricing, at the table's newest round (a quiet table waits for
+//!   no round). O(1) a round otherwise; O(tables) watch reads a pricing.
 //! - The actual win is the recorded win (tray in less tray out): the read model holds no
 //!   count room results. The finance report judges the accounting win once counted.
 //!
@@ -132,7 +134,7 @@ pub fn give_up(watch: &mut HoldWatch, table: &str, starts_at_ns: i64, row: Optio
 
 /// Why a closed shift waiting for a price is not judged yet.
 pub fn awaiting_reason() -> String {
-    "its pay table is not priced yet: judged at the table's next round after it is".into()
+    "its pay table is not priced yet: judged once it is".into()
 }
 
 /// The closed shifts not judged, by table: those waiting for a price, then those given

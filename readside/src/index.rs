@@ -70,6 +70,9 @@ pub struct Tail {
     raised: Vec<SignalRow>,
     /// Signals committed and not kept: `raised` was full.
     raised_dropped: u64,
+    /// Priced configurations in the edge book at the last pass (analytics on): more
+    /// judge the shifts awaiting a price at once, not at their table's next round.
+    priced_seen: Option<u64>,
 }
 
 impl Tail {
@@ -79,6 +82,12 @@ impl Tail {
             signals: Some(Signals::new(setting)),
             ..Tail::default()
         }
+    }
+
+    /// Each loaded table's newest round.
+    fn newest_rounds(&self) -> BTreeMap<TableId, u64> {
+        let newest = |(t, tt): (&TableId, &TableTail)| Some((t.clone(), tt.cur.newest_round?));
+        self.tables.iter().filter_map(newest).collect()
     }
 
     /// Decisions judged since this tail started; `None` with analytics off.
@@ -278,6 +287,8 @@ struct PassOut {
     streams: Vec<StreamRow>,
     /// The ledger's count of days removed by retention, read as the pass began.
     removals: u64,
+    /// The edge book priced more since the last pass: judge the shifts awaiting a price.
+    priced_more: bool,
 }
 
 #[derive(Default)]
@@ -379,6 +390,10 @@ pub fn pass(
         early_rows(ledger, &mut t.cur, (&mut out.early, &mut out.recounts));
     }
     tail.events_read += out.events;
+    if tail.signals.is_some() {
+        let priced = holds::priced_count(&EdgeBook::load(model)?);
+        out.priced_more = tail.priced_seen.replace(priced) != Some(priced);
+    }
     judge_signals(model, tail, &mut out)?;
     let mut raised = out.signals.clone();
     let (feed, write_signals) = commit(model, tail, out)?;
@@ -1133,13 +1148,25 @@ impl Writes<'_> {
             self.holds.insert(table.clone(), w);
         }
         let mut watch = self.holds.get(table).cloned().unwrap_or_default();
-        let mut todo: Vec<i64> = holds::advance(&mut watch, shift.starts_at_ns)
+        let todo: Vec<i64> = holds::advance(&mut watch, shift.starts_at_ns)
             .into_iter()
             .collect();
         if todo.is_empty() && watch.awaiting.is_empty() {
             self.holds.insert(table.clone(), watch);
             return Ok(());
         }
+        self.judge_watch(table, watch, todo, d)
+    }
+
+    /// Judges the shifts of `todo`, and those awaiting a price when the edge book priced
+    /// more since they began waiting, at round `d` of `table`. Keeps the watch.
+    fn judge_watch(
+        &mut self,
+        table: &TableId,
+        mut watch: HoldWatch,
+        mut todo: Vec<i64>,
+        d: &Digest,
+    ) -> Result<(), ReadError> {
         let book = match self.book.take() {
             Some(b) => b,
             None => EdgeBook::load(self.model)?,
@@ -1163,6 +1190,32 @@ impl Writes<'_> {
         }
         self.book = Some(book);
         self.holds.insert(table.clone(), watch);
+        Ok(())
+    }
+
+    /// The edge book priced more: judges every table's shifts awaiting a price at its
+    /// newest round (`newest`), so a quiet table's shift need not wait for its next
+    /// round. A table this pass judged already is left as it is. O(tables) watch reads.
+    fn judge_priced(&mut self, newest: &BTreeMap<TableId, u64>) -> Result<(), ReadError> {
+        let mut waiting = Vec::new();
+        for kv in self.model.db.scan_prefix(&[space::HOLD_WATCH]).fwd() {
+            let (k, v) = kv.map_err(model::ModelError::from)?;
+            let watch: HoldWatch = model::decode(&k, &v)?;
+            let table = crate::keystr::first_str(&k).and_then(|t| TableId::new(t).ok());
+            if let Some(t) = table.filter(|_| !watch.awaiting.is_empty()) {
+                waiting.push((t, watch));
+            }
+        }
+        for (table, watch) in waiting {
+            let round = newest.get(&table).copied();
+            if self.holds.contains_key(&table) {
+                continue;
+            }
+            let Some(d) = round.map(|r| self.digest(&table, r)).transpose()?.flatten() else {
+                continue;
+            };
+            self.judge_watch(&table, watch, Vec::new(), &d)?;
+        }
         Ok(())
     }
 
@@ -1305,9 +1358,13 @@ fn commit(
     out: PassOut,
 ) -> Result<(Vec<FeedItem>, Vec<SignalRow>), ReadError> {
     let nothing = out.reports.is_empty() && out.early.is_empty() && out.recounts.is_empty();
-    if out.tables.is_empty() && nothing {
+    if out.tables.is_empty() && nothing && !out.priced_more {
         return Ok((Vec::new(), Vec::new()));
     }
+    let newest: BTreeMap<TableId, u64> = match out.priced_more {
+        true => tail.newest_rounds(),
+        false => BTreeMap::new(),
+    };
     let decision_signals = out.signals.len();
     let mut cache = std::mem::take(&mut tail.shifts);
     let mut w = Writes {
@@ -1346,6 +1403,9 @@ fn commit(
             announce(&digest, &mut feed);
         }
         w.put(digest)?;
+    }
+    if out.priced_more && w.floor.1 {
+        w.judge_priced(&newest)?;
     }
     let write_signals = w.signals[decision_signals..].to_vec();
     let batch = w.into_batch(tail, (out.events, out.removals))?;

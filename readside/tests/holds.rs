@@ -216,7 +216,8 @@ fn configured() -> (Vec<ledger::Incoming>, Chain) {
 
 #[test]
 fn an_unpriced_shift_raises_none_until_priced_then_one() {
-    // Priced after the close: the shift waits, and is judged at the table's next round.
+    // Priced after the close, on a table that plays no more: the shift waits, and the
+    // first pass after the pricing judges it at the table's newest round.
     let (shift1, mut rest) = configured();
     let mut store = Store::new();
     let model = Model::temporary(&rule()).unwrap();
@@ -230,25 +231,24 @@ fn an_unpriced_shift_raises_none_until_priced_then_one() {
     assert_eq!(named[0].shift.as_deref(), Some("2026-11-25/1"));
     assert_eq!(named[0].reason, readside::holds::awaiting_reason());
     assert_eq!(
+        index(&store, &model),
+        Vec::new(),
+        "not priced: still waiting"
+    );
+    assert_eq!(
         readside::edges::price_all(&model, &Budget::CONFIGURED).unwrap(),
         1
     );
-    assert_eq!(index(&store, &model), Vec::new(), "no new round yet");
     assert!(
         shift_1(&model, "T-PAY").hold_alarm,
         "priced, the report alarms"
     );
-    golden::play(
-        &mut rest,
-        DAY_START_NS + 8 * HOUR_NS + 30 * MIN_NS,
-        FLUSH_PAID,
-    );
-    store.append(rest.out.drain(..).collect());
     let raised = index(&store, &model);
     assert_eq!(raised.len(), 1, "{raised:?}");
     assert_eq!(
         (raised[0].round, raised[0].subject.as_str()),
-        (4, "shift 2026-11-25/1")
+        (3, "shift 2026-11-25/1"),
+        "at the newest round, with no new round"
     );
     assert_eq!(holds(&model), raised);
     assert_eq!(
@@ -258,10 +258,11 @@ fn an_unpriced_shift_raises_none_until_priced_then_one() {
     );
     let h = raised[0].hold.as_ref().unwrap();
     assert_eq!(h.actual_win, shift_1(&model, "T-PAY").actual_win);
-    // Later rounds judge it no more.
+    // Later passes and rounds judge it no more.
+    assert_eq!(index(&store, &model), Vec::new());
     golden::play(
         &mut rest,
-        DAY_START_NS + 8 * HOUR_NS + 50 * MIN_NS,
+        DAY_START_NS + 8 * HOUR_NS + 30 * MIN_NS,
         FLUSH_PAID,
     );
     store.append(rest.out.drain(..).collect());
