@@ -516,8 +516,13 @@ fn rotate_tls_applies_with_one_reload_under_the_same_ca() {
     };
     rl(&["bus", "rotate-tls", "--dir", s(&bus), "--ip", "127.0.0.3"]);
     reload();
-    let refused = wait_until(|| connects(&nats.url).err());
-    assert!(refused.contains("TLS"), "{refused}");
+    // While the reload is applied a connection may be refused for another reason (seen
+    // once: an authorization violation under load); the certificate's refusal must come.
+    let refused = wait_until(|| connects(&nats.url).err().filter(|e| e.contains("TLS")));
+    assert!(
+        refused.contains("127.0.0.2") || refused.contains("TLS"),
+        "{refused}"
+    );
     rl(&[
         "bus",
         "rotate-tls",
