@@ -390,10 +390,7 @@ pub fn pass(
         early_rows(ledger, &mut t.cur, (&mut out.early, &mut out.recounts));
     }
     tail.events_read += out.events;
-    if tail.signals.is_some() {
-        let priced = holds::priced_count(&EdgeBook::load(model)?);
-        out.priced_more = tail.priced_seen.replace(priced) != Some(priced);
-    }
+    note_pricing(model, tail, &mut out)?;
     judge_signals(model, tail, &mut out)?;
     let mut raised = out.signals.clone();
     let (feed, write_signals) = commit(model, tail, out)?;
@@ -413,6 +410,16 @@ pub fn removals_unseen(ledger: &ledger::Ledger, model: &Model) -> Result<u64, Re
         ))),
         _ => Ok(removals),
     }
+}
+
+/// Whether the edge book priced more since the last pass, when analytics are on: the
+/// commit then judges the shifts awaiting a price (`Writes::judge_priced`).
+fn note_pricing(model: &Model, tail: &mut Tail, out: &mut PassOut) -> Result<(), ReadError> {
+    if tail.signals.is_some() {
+        let priced = holds::priced_count(&EdgeBook::load(model)?);
+        out.priced_more = tail.priced_seen.replace(priced) != Some(priced);
+    }
+    Ok(())
 }
 
 /// Judges the pass's rounds for decision signals, when analytics are on: the statistics
