@@ -345,8 +345,10 @@ pub async fn catch_up(st: &Shared) -> Result<(), SubmitError> {
             "this node stopped applying records: {why}"
         )));
     }
+    // Read before the state: a record applied meanwhile is within the state's last seq.
+    let applied = st.records.applied_through();
     let state = link.stream.state().await.map_err(SubmitError::Refused)?;
-    if let Err(why) = judge_stream(st, state).await {
+    if let Err(why) = judge_stream(st, state, applied).await {
         st.records.stop_applying(why.clone());
         return Err(SubmitError::Refused(why));
     }
@@ -406,8 +408,10 @@ pub async fn submit(st: &Shared, record: Record) -> Result<Applied, SubmitError>
 
 /// Why the stream in `state` is not the one this node applied: it ends below the
 /// applied seq, or it was created at another time (`records_origin`).
-async fn judge_stream(st: &Shared, state: StreamState) -> Result<(), String> {
-    if let Some(why) = stream_behind(state.last_seq, st.records.applied_through()) {
+/// `applied` is this node's applied seq read before `state` was asked for: a record
+/// applied after the state answered would look like a stream that went back.
+async fn judge_stream(st: &Shared, state: StreamState, applied: u64) -> Result<(), String> {
+    if let Some(why) = stream_behind(state.last_seq, applied) {
         return Err(why);
     }
     let s = st.clone();
@@ -423,8 +427,12 @@ async fn applier_start_check(
     stop: &mut tokio::sync::watch::Receiver<bool>,
 ) -> Option<Result<i64, String>> {
     loop {
+        let applied = st.records.applied_through();
         match link.stream.state().await {
-            Ok(state) => return Some(judge_stream(st, state).await.map(|()| state.created_ns)),
+            Ok(state) => {
+                let judged = judge_stream(st, state, applied).await;
+                return Some(judged.map(|()| state.created_ns));
+            }
             Err(e) => tracing::warn!("the records stream did not answer at start: {e}"),
         }
         tokio::select! {
@@ -458,8 +466,9 @@ pub async fn run_applier(st: Shared, mut stop: tokio::sync::watch::Receiver<bool
             _ = stop.wait_for(|s| *s) => return,
         };
         let Some(d) = d else {
+            let applied = st.records.applied_through();
             let why = match link.stream.state().await {
-                Ok(state) => judge_stream(&st, state).await.err(),
+                Ok(state) => judge_stream(&st, state, applied).await.err(),
                 Err(e) => Some(e),
             };
             let why = why.unwrap_or_else(|| "its follower ended".into());
